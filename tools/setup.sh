@@ -1,0 +1,37 @@
+#!/usr/bin/env bash
+# Installs what Scellis needs on Debian 12, idempotently: quiet when everything is already there.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+APT_PACKAGES=(build-essential cmake ninja-build pkg-config
+  nlohmann-json3-dev libcli11-dev libfmt-dev libgtest-dev libbenchmark-dev libssl-dev zlib1g-dev
+  clang libclang-rt-14-dev
+  chromium            # ships the SwiftShader Vulkan driver the GPU tests run on
+  dataset-fashion-mnist
+  nodejs npm python3 python3-pip python3-venv)
+
+missing=()
+for p in "${APT_PACKAGES[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+# A machine may carry its own node/npm/python outside apt; do not fight it.
+filtered=()
+for p in "${missing[@]}"; do
+  case "$p" in
+    nodejs|npm) command -v "${p/nodejs/node}" >/dev/null || filtered+=("$p") ;;
+    python3|python3-pip|python3-venv) command -v python3 >/dev/null || filtered+=("$p") ;;
+    *) filtered+=("$p") ;;
+  esac
+done
+if ((${#filtered[@]})); then
+  echo "setup: installing ${filtered[*]}"
+  SUDO=""; [ "$(id -u)" = 0 ] || SUDO=sudo
+  $SUDO apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq "${filtered[@]}" >/dev/null
+fi
+
+# Dawn (WebGPU) comes from a pinned npm package; package-lock.json holds its integrity hash.
+if [ -f package-lock.json ] && [ ! -f node_modules/.package-lock.json ]; then
+  echo "setup: installing Dawn from npm"
+  npm ci --silent --no-audit --no-fund >/dev/null
+fi
