@@ -1,0 +1,42 @@
+// Shared pieces of the `scellis` command: reading documents, reporting diagnostics, the options
+// every compiling command takes.
+#pragma once
+
+#include <CLI/CLI.hpp>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "core/result.h"
+#include "session/compile.h"
+
+namespace scellis::cli {
+
+struct CompileFlags {
+  std::string file;
+  std::string tier;
+  bool tier_override = false;
+  std::vector<std::string> bind;  // N=64
+  std::string budget;             // bytes, or with a K/M/G suffix
+  bool json = false;
+};
+
+void AddCompileFlags(CLI::App* cmd, CompileFlags& f);
+
+// Reads the file and compiles it up to `up_to`. On failure prints the diagnostics (stderr; also a
+// JSON object on stdout with --json) and returns the exit code in `exit_code`.
+std::optional<session::Compiled> CompileFile(const CompileFlags& f, session::Rung up_to,
+                                             const execplan::DeviceLimits& limits,
+                                             int& exit_code);
+
+// Prints diagnostics and returns the exit code they call for.
+int Report(const std::vector<Diagnostic>& diags, const std::string& file, bool json);
+void PrintNotes(const std::vector<Diagnostic>& notes, const std::string& file);
+
+int RunCommand(const CompileFlags& f, const std::string& backend, int threads,
+               const std::string& out_file, bool allow_software_adapter);
+int LowerCommand(const CompileFlags& f, const std::string& to, const std::string& dump_dir);
+int PlanCommand(const CompileFlags& f);
+int ValidateCommand(const CompileFlags& f);
+
+}  // namespace scellis::cli

@@ -1,0 +1,31 @@
+// The CPU reference executor: runs any ExecPlan with the reference kernels. Deterministic on every
+// machine and for every thread count.
+#pragma once
+
+#include "backend/backend.h"
+#include "kernel/ref/ref.h"
+
+namespace scellis::backend::cpu {
+
+struct Options {
+  int threads = 0;  // 0: the machine's hardware threads
+};
+
+class CpuExecutor : public Executor {
+ public:
+  explicit CpuExecutor(Options options = {});
+  std::string name() const override { return "cpu"; }
+  Result<RunResult> Run(const execplan::Plan& plan, const Feeds& feeds) override;
+  int threads() const { return parallel_.threads(); }
+
+ private:
+  kernel::ref::Parallel parallel_;
+};
+
+// Runs `plan` in element type T (f32 for runs, f64 for gradient checks) and returns every buffer
+// holding a named output, in output order.
+template <typename T>
+Result<std::vector<std::vector<T>>> RunPlan(const execplan::Plan& plan, const Feeds& feeds,
+                                            const kernel::ref::Parallel& parallel);
+
+}  // namespace scellis::backend::cpu

@@ -1,0 +1,89 @@
+#include <cmath>
+
+#include "block/program.h"
+#include "core/random.h"
+
+namespace scellis::block {
+
+std::vector<float> Initializer::Generate(int64_t count) const {
+  std::vector<float> out(static_cast<size_t>(count));
+  if (kind == "zeros") return out;
+  if (kind == "ones") {
+    std::fill(out.begin(), out.end(), 1.0f);
+    return out;
+  }
+  float lo = static_cast<float>(low), span = static_cast<float>(high - low);
+  for (int64_t i = 0; i < count; ++i) out[i] = lo + span * CounterUniform(seed, i);
+  return out;
+}
+
+std::string Block::Describe() const {
+  return label.empty() ? type + " #" + id : type + " \"" + label + "\"";
+}
+
+std::string Print(const Program& p) {
+  std::string out = "program";
+  if (!p.name.empty()) out += " \"" + p.name + "\"";
+  out += std::string("  tier=") + policy::TierName(p.tier) + " (from " + p.tier_source + ")" +
+         "  tolerance=" + policy::ToleranceName(p.tolerance) + "\n";
+  for (size_t i = 0; i < p.blocks.size(); ++i) {
+    const Block& b = p.blocks[i];
+    out += "  block %" + b.id + " = " + b.type;
+    if (!b.label.empty()) out += " \"" + b.label + "\"";
+    for (size_t k = 0; k < b.inputs.size(); ++k)
+      out += (k ? ", " : " ") + b.inputs[k].first + "=%" + p.blocks[b.inputs[k].second].id;
+    if (b.kind != BlockKind::kOp) {
+      out += " " + b.tensor_type.ShapeStringWithSizes() + " " + DTypeName(b.tensor_type.dtype);
+      if (b.data) out += " data(" + std::to_string(b.data->size()) + ")";
+      if (b.init) out += " init(" + b.init->kind + ", seed " + std::to_string(b.init->seed) + ")";
+    } else if (!b.params.empty()) {
+      out += " " + CanonicalJson(b.params);
+    }
+    out += "\n";
+  }
+  for (const Output& o : p.outputs) out += "  output " + o.name + " = %" + p.blocks[o.block].id + "\n";
+  return out;
+}
+
+Json ToJson(const Program& p) {
+  Json j;
+  j["name"] = p.name;
+  j["tier"] = policy::TierName(p.tier);
+  j["tier_source"] = p.tier_source;
+  j["tolerance"] = policy::ToleranceName(p.tolerance);
+  j["blocks"] = Json::array();
+  for (const Block& b : p.blocks) {
+    Json jb;
+    jb["id"] = b.id;
+    jb["type"] = b.type;
+    jb["pointer"] = b.pointer;
+    if (!b.label.empty()) jb["label"] = b.label;
+    for (const auto& [port, src] : b.inputs) jb["inputs"][port] = p.blocks[src].id;
+    if (b.kind != BlockKind::kOp) {
+      jb["shape"] = b.tensor_type.sizes();
+      jb["dtype"] = DTypeName(b.tensor_type.dtype);
+    } else {
+      jb["params"] = b.params;
+    }
+    j["blocks"].push_back(jb);
+  }
+  for (const Output& o : p.outputs) j["outputs"].push_back({{"name", o.name}, {"block", p.blocks[o.block].id}});
+  return j;
+}
+
+Status Verify(const Program& p) {
+  for (size_t i = 0; i < p.blocks.size(); ++i) {
+    for (const auto& [port, src] : p.blocks[i].inputs)
+      if (src < 0 || static_cast<size_t>(src) >= i)
+        return InternalError("block.Verify", "block " + p.blocks[i].id + " reads a later block");
+    if (p.blocks[i].kind == BlockKind::kInput && p.blocks[i].data &&
+        static_cast<int64_t>(p.blocks[i].data->size()) != p.blocks[i].tensor_type.elements())
+      return InternalError("block.Verify", "block " + p.blocks[i].id + " data length");
+  }
+  for (const Output& o : p.outputs)
+    if (o.block < 0 || static_cast<size_t>(o.block) >= p.blocks.size())
+      return InternalError("block.Verify", "output " + o.name);
+  return Status::Ok();
+}
+
+}  // namespace scellis::block

@@ -1,0 +1,60 @@
+// Element types and shapes. A dimension may carry a symbol (`N`, `D`) from the document; its size
+// is bound when inputs arrive, so every rung below the document works with concrete sizes while
+// printers still show the names users wrote.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace scellis {
+
+enum class DType { kF32, kI32 };
+
+const char* DTypeName(DType t);
+std::optional<DType> ParseDType(const std::string& s);
+inline int64_t DTypeBytes(DType) { return 4; }
+
+struct Dim {
+  int64_t size = 0;
+  std::string symbol;  // "" when the document gave a number
+
+  bool operator==(const Dim& o) const { return size == o.size; }
+};
+
+// Largest element count of one tensor. Far beyond any device, small enough that byte counts of a
+// few tensors never overflow int64.
+inline constexpr int64_t kMaxElements = int64_t{1} << 40;
+inline constexpr int kMaxRank = 4;
+
+struct TensorType {
+  std::vector<Dim> dims;
+  DType dtype = DType::kF32;
+
+  int rank() const { return static_cast<int>(dims.size()); }
+  int64_t elements() const;
+  int64_t bytes() const { return elements() * DTypeBytes(dtype); }
+  std::vector<int64_t> sizes() const;
+  bool SameShape(const TensorType& o) const;
+
+  // `[N, D]` using symbols where the document named the dimension, `[4, 3]` otherwise.
+  std::string ShapeString() const;
+  // `[N=4, D=3]`.
+  std::string ShapeStringWithSizes() const;
+};
+
+TensorType MakeType(const std::vector<int64_t>& sizes, DType dtype = DType::kF32);
+
+// Row-major strides of `sizes`.
+std::vector<int64_t> RowMajorStrides(const std::vector<int64_t>& sizes);
+
+// NumPy broadcasting of two shapes; nullopt when they are incompatible.
+std::optional<std::vector<Dim>> BroadcastDims(const std::vector<Dim>& a, const std::vector<Dim>& b);
+
+// Strides with which an input of shape `in` is read at each index of the broadcast output `out`
+// (0 along broadcast dimensions), right-aligned as NumPy does. Size = out.size().
+std::vector<int64_t> BroadcastStrides(const std::vector<int64_t>& in,
+                                      const std::vector<int64_t>& out);
+
+}  // namespace scellis

@@ -1,0 +1,512 @@
+#include "doc/document.h"
+
+#include <algorithm>
+#include <set>
+
+namespace scellis::doc {
+namespace {
+
+// Fields of a graph-protocol node that name another node by id. Everything else is a parameter.
+const std::set<std::string> kReferenceFields = {"a", "b", "target", "param", "grad",
+                                                "m", "v", "velocity"};
+
+bool IsIdentifier(const std::string& s) {
+  if (s.empty() || s.size() > 128) return false;
+  for (char c : s)
+    if (!(std::isalnum(static_cast<unsigned char>(c)) || c == '_' || c == '-')) return false;
+  return true;
+}
+
+class Parser {
+ public:
+  explicit Parser(const Json& root) : root_(root) {}
+
+  Result<Document> Run() {
+    if (!root_.is_object()) {
+      return UserError("document-not-object", "",
+                       std::string("the document is a JSON ") + root_.type_name() +
+                           ", expected an object",
+                       "a graph is {\"version\": 1, \"nodes\": [...], \"outputs\": [...]}");
+    }
+    doc_.source = root_;
+    doc_.content_id = ContentId(root_);
+    if (root_.contains("format")) ParseWorkflow();
+    else ParseGraph();
+    if (errors_.empty()) CheckReferences();
+    if (errors_.empty()) SortByDependencies();
+    if (!errors_.empty()) return Status(errors_);
+    return std::move(doc_);
+  }
+
+ private:
+  void Error(std::string code, std::string pointer, std::string message, std::string help = "",
+             const Node* node = nullptr) {
+    Diagnostic d = UserError(std::move(code), std::move(pointer), std::move(message),
+                             std::move(help));
+    if (node) d.where = node->Describe();
+    errors_.push_back(std::move(d));
+  }
+
+  const Json* Field(const Json& obj, const char* key, const std::string& pointer, bool required) {
+    auto it = obj.find(key);
+    if (it == obj.end()) {
+      if (required)
+        Error("missing-field", pointer, std::string("the field \"") + key + "\" is missing");
+      return nullptr;
+    }
+    return &*it;
+  }
+
+  const Json* NodesArray() {
+    const Json* nodes = Field(root_, "nodes", "", true);
+    if (!nodes) return nullptr;
+    if (!nodes->is_array()) {
+      Error("bad-field-type", "/nodes", std::string("\"nodes\" is a ") + nodes->type_name() +
+                                            ", expected an array");
+      return nullptr;
+    }
+    if (nodes->size() > kMaxNodes) {
+      Error("too-many-nodes", "/nodes",
+            "the document has " + std::to_string(nodes->size()) + " nodes, over the limit of " +
+                std::to_string(kMaxNodes));
+      return nullptr;
+    }
+    return nodes;
+  }
+
+  void ParseGraph() {
+    doc_.form = Form::kGraph;
+    const Json* version = Field(root_, "version", "", true);
+    if (version) {
+      if (!version->is_number_integer() || version->get<int64_t>() < 1) {
+        Error("bad-version", "/version", "the version label is " + version->dump() +
+                                             ", expected a positive integer");
+      } else if (version->get<int64_t>() > kMaxGraphVersion) {
+        Error("unsupported-version", "/version",
+              "the graph is labelled version " + version->dump() + " but this build reads up to "
+              "version " + std::to_string(kMaxGraphVersion),
+              "upgrade Scellis to run it");
+      } else {
+        doc_.version = version->get<int>();
+      }
+    }
+    const Json* nodes = NodesArray();
+    if (nodes) {
+      for (size_t i = 0; i < nodes->size(); ++i) ParseGraphNode((*nodes)[i], i);
+    }
+    ParseOutputs([](const Json& out) -> const Json* {
+      auto it = out.find("id");
+      return it == out.end() ? nullptr : &*it;
+    }, "id");
+  }
+
+  void ParseGraphNode(const Json& j, size_t index) {
+    std::string pointer = PointerJoin("/nodes", index);
+    if (!j.is_object()) {
+      Error("node-not-object", pointer, std::string("the node is a ") + j.type_name() +
+                                            ", expected an object");
+      return;
+    }
+    Node node;
+    node.pointer = pointer;
+    const Json* id = Field(j, "id", pointer, true);
+    const Json* op = Field(j, "op", pointer, true);
+    if (!id || !op) return;
+    if (!id->is_number_integer() || id->get<int64_t>() < 0) {
+      Error("bad-id", PointerJoin(pointer, "id"),
+            "the id is " + id->dump() + ", expected a non-negative integer");
+      return;
+    }
+    if (!op->is_string()) {
+      Error("bad-field-type", PointerJoin(pointer, "op"), "the op is " + op->dump() +
+                                                              ", expected a string");
+      return;
+    }
+    node.id = std::to_string(id->get<int64_t>());
+    node.op = op->get<std::string>();
+    node.params = Json::object();
+    for (auto it = j.begin(); it != j.end(); ++it) {
+      const std::string& key = it.key();
+      if (key == "id" || key == "op") continue;
+      if (key == "name" && it->is_string()) {
+        node.label = it->get<std::string>();
+        continue;
+      }
+      if (kReferenceFields.count(key)) {
+        if (!it->is_number_integer() || it->get<int64_t>() < 0) {
+          Error("bad-reference", PointerJoin(pointer, key),
+                "the reference \"" + key + "\" is " + it->dump() + ", expected a node id",
+                "", &node);
+          continue;
+        }
+        node.inputs.push_back({key, std::to_string(it->get<int64_t>()), PointerJoin(pointer, key)});
+        continue;
+      }
+      node.params[key] = *it;
+    }
+    AddNode(std::move(node));
+  }
+
+  void ParseWorkflow() {
+    doc_.form = Form::kWorkflow;
+    doc_.version = kMaxGraphVersion;  // workflows may use every op this build has
+    const Json& format = root_["format"];
+    if (!format.is_string() || format.get<std::string>() != kWorkflowFormat) {
+      Error("unsupported-format", "/format",
+            "the format is " + format.dump() + ", this build reads \"" + kWorkflowFormat + "\"");
+      return;
+    }
+    if (auto it = root_.find("name"); it != root_.end() && it->is_string())
+      doc_.name = it->get<std::string>();
+    ParseDeterminism();
+    ParseBudget();
+    ParseDims();
+
+    const Json* nodes = NodesArray();
+    if (nodes) {
+      for (size_t i = 0; i < nodes->size(); ++i) ParseWorkflowNode((*nodes)[i], i);
+    }
+    if (!errors_.empty()) return;
+    ParseWires();
+    ParseOutputs([](const Json& out) -> const Json* {
+      auto it = out.find("from");
+      return it == out.end() ? nullptr : &*it;
+    }, "from");
+  }
+
+  void ParseDeterminism() {
+    auto it = root_.find("determinism");
+    if (it != root_.end()) {
+      const Json* tier_json = &*it;
+      bool override_flag = false;
+      if (it->is_object()) {
+        tier_json = Field(*it, "tier", "/determinism", true);
+        if (auto o = it->find("override"); o != it->end()) override_flag = o->is_boolean() && o->get<bool>();
+      }
+      if (tier_json) {
+        auto tier = tier_json->is_string() ? policy::ParseTier(tier_json->get<std::string>())
+                                           : std::nullopt;
+        if (!tier) {
+          Error("bad-determinism-tier", "/determinism",
+                "the determinism tier is " + tier_json->dump() + ", expected one of debug, prod, fast");
+        } else {
+          doc_.tier = tier;
+          doc_.tier_pointer = "/determinism";
+          doc_.tier_override = override_flag;
+        }
+      }
+    }
+    if (auto t = root_.find("tolerance"); t != root_.end()) {
+      auto tol = t->is_string() ? policy::ParseTolerance(t->get<std::string>()) : std::nullopt;
+      if (!tol) {
+        Error("bad-tolerance-class", "/tolerance",
+              "the tolerance class is " + t->dump() + ", expected one of exact, tight, default, loose");
+      } else {
+        doc_.tolerance = tol;
+      }
+    }
+  }
+
+  void ParseBudget() {
+    auto it = root_.find("budget");
+    if (it == root_.end()) return;
+    if (!it->is_object()) {
+      Error("bad-field-type", "/budget", "the budget is " + std::string(it->type_name()) +
+                                             ", expected an object such as {\"memory_bytes\": 1e9}");
+      return;
+    }
+    if (auto m = it->find("memory_bytes"); m != it->end()) {
+      if (!m->is_number() || m->get<double>() <= 0 || m->get<double>() > 9e18) {
+        Error("bad-budget", "/budget/memory_bytes", "the memory budget is " + m->dump() +
+                                                        ", expected a positive number of bytes");
+      } else {
+        doc_.budget_bytes = static_cast<int64_t>(m->get<double>());
+      }
+    }
+  }
+
+  void ParseDims() {
+    auto it = root_.find("dims");
+    if (it == root_.end()) return;
+    if (!it->is_object()) {
+      Error("bad-field-type", "/dims", "\"dims\" must be an object such as {\"N\": 64}");
+      return;
+    }
+    for (auto d = it->begin(); d != it->end(); ++d) {
+      std::string pointer = PointerJoin("/dims", d.key());
+      if (!IsIdentifier(d.key())) {
+        Error("bad-dim-name", pointer, "the dimension name \"" + d.key() + "\" is not an identifier");
+      } else if (!d->is_number_integer() || d->get<int64_t>() < 0 ||
+                 d->get<int64_t>() > kMaxElements) {
+        Error("bad-dim", pointer, "the dimension " + d.key() + " is " + d->dump() +
+                                      ", expected a non-negative integer");
+      } else {
+        doc_.dims[d.key()] = d->get<int64_t>();
+      }
+    }
+  }
+
+  void ParseWorkflowNode(const Json& j, size_t index) {
+    std::string pointer = PointerJoin("/nodes", index);
+    if (!j.is_object()) {
+      Error("node-not-object", pointer, std::string("the node is a ") + j.type_name() +
+                                            ", expected an object");
+      return;
+    }
+    Node node;
+    node.pointer = pointer;
+    const Json* id = Field(j, "id", pointer, true);
+    const Json* type = Field(j, "type", pointer, true);
+    if (!id || !type) return;
+    if (!id->is_string() || !IsIdentifier(id->get<std::string>())) {
+      Error("bad-id", PointerJoin(pointer, "id"),
+            "the id is " + id->dump() + ", expected a name of letters, digits, '_' or '-'");
+      return;
+    }
+    if (!type->is_string()) {
+      Error("bad-field-type", PointerJoin(pointer, "type"), "the block type is " + type->dump() +
+                                                                ", expected a string");
+      return;
+    }
+    node.id = id->get<std::string>();
+    node.op = type->get<std::string>();
+    node.params = Json::object();
+    if (auto p = j.find("params"); p != j.end()) {
+      if (!p->is_object()) {
+        Error("bad-field-type", PointerJoin(pointer, "params"), "params must be an object");
+        return;
+      }
+      node.params = *p;
+    }
+    if (auto l = j.find("label"); l != j.end() && l->is_string()) node.label = l->get<std::string>();
+    else if (auto n = node.params.find("name"); n != node.params.end() && n->is_string())
+      node.label = n->get<std::string>();
+    if (auto t = j.find("determinism"); t != j.end()) {
+      auto tier = t->is_string() ? policy::ParseTier(t->get<std::string>()) : std::nullopt;
+      if (!tier) {
+        Error("bad-determinism-tier", PointerJoin(pointer, "determinism"),
+              "the determinism tier is " + t->dump() + ", expected one of debug, prod, fast");
+      }
+      node.tier = tier;
+    }
+    AddNode(std::move(node));
+  }
+
+  // `"x"`, `"x.out"` → node x; `"y.a"` → node y, port a.
+  static std::pair<std::string, std::string> SplitEndpoint(const std::string& s) {
+    size_t dot = s.find('.');
+    if (dot == std::string::npos) return {s, ""};
+    return {s.substr(0, dot), s.substr(dot + 1)};
+  }
+
+  void ParseWires() {
+    auto it = root_.find("wires");
+    if (it == root_.end()) return;
+    if (!it->is_array()) {
+      Error("bad-field-type", "/wires", "\"wires\" must be an array");
+      return;
+    }
+    for (size_t i = 0; i < it->size(); ++i) {
+      const Json& w = (*it)[i];
+      std::string pointer = PointerJoin("/wires", i);
+      if (!w.is_object() || !w.contains("from") || !w.contains("to") || !w["from"].is_string() ||
+          !w["to"].is_string()) {
+        Error("bad-wire", pointer, "a wire is {\"from\": \"node\", \"to\": \"node.port\"}");
+        continue;
+      }
+      auto [from, from_port] = SplitEndpoint(w["from"].get<std::string>());
+      auto [to, to_port] = SplitEndpoint(w["to"].get<std::string>());
+      if (!from_port.empty() && from_port != "out") {
+        Error("bad-wire", PointerJoin(pointer, "from"),
+              "blocks have one output port \"out\", the wire names \"" + from_port + "\"");
+        continue;
+      }
+      auto target = index_.find(to);
+      if (target == index_.end()) {
+        Error("dangling-reference", PointerJoin(pointer, "to"),
+              "the wire leads to \"" + to + "\", which is not a node");
+        continue;
+      }
+      if (to_port.empty()) {
+        Error("bad-wire", PointerJoin(pointer, "to"),
+              "the wire must name the input port, e.g. \"" + to + ".a\"");
+        continue;
+      }
+      Node& node = doc_.nodes[target->second];
+      for (const Input& in : node.inputs) {
+        if (in.port == to_port) {
+          Error("duplicate-wire", PointerJoin(pointer, "to"),
+                "the port " + to + "." + to_port + " already has a wire (" + in.pointer + ")");
+        }
+      }
+      node.inputs.push_back({to_port, from, PointerJoin(pointer, "from")});
+    }
+  }
+
+  template <typename SourceOf>
+  void ParseOutputs(SourceOf source_of, const char* source_key) {
+    const Json* outputs = Field(root_, "outputs", "", true);
+    if (!outputs) return;
+    if (!outputs->is_array()) {
+      Error("bad-field-type", "/outputs", "\"outputs\" must be an array");
+      return;
+    }
+    std::set<std::string> names;
+    for (size_t i = 0; i < outputs->size(); ++i) {
+      const Json& o = (*outputs)[i];
+      std::string pointer = PointerJoin("/outputs", i);
+      const Json* src = o.is_object() ? source_of(o) : nullptr;
+      if (!o.is_object() || !o.contains("name") || !o["name"].is_string() || !src) {
+        Error("bad-output", pointer,
+              std::string("an output is {\"name\": \"values\", \"") + source_key + "\": ...}");
+        continue;
+      }
+      Output out;
+      out.name = o["name"].get<std::string>();
+      out.pointer = pointer;
+      if (src->is_number_integer()) out.source = std::to_string(src->get<int64_t>());
+      else if (src->is_string()) out.source = SplitEndpoint(src->get<std::string>()).first;
+      else {
+        Error("bad-output", PointerJoin(pointer, source_key), "the output source is " + src->dump());
+        continue;
+      }
+      if (!names.insert(out.name).second) {
+        Error("duplicate-output", pointer, "two outputs are named \"" + out.name + "\"");
+        continue;
+      }
+      doc_.outputs.push_back(std::move(out));
+    }
+  }
+
+  void AddNode(Node node) {
+    auto [it, inserted] = index_.emplace(node.id, doc_.nodes.size());
+    if (!inserted) {
+      Error("duplicate-id", node.pointer,
+            "the id " + node.id + " is already used by " + doc_.nodes[it->second].pointer,
+            "give every node its own id", &node);
+      return;
+    }
+    doc_.nodes.push_back(std::move(node));
+  }
+
+  void CheckReferences() {
+    for (const Node& n : doc_.nodes) {
+      for (const Input& in : n.inputs) {
+        if (!index_.count(in.source)) {
+          Error("dangling-reference", in.pointer,
+                "the input \"" + in.port + "\" refers to node " + in.source + ", which does not exist",
+                "", &n);
+        }
+      }
+    }
+    for (const Output& o : doc_.outputs) {
+      if (!index_.count(o.source)) {
+        Error("dangling-reference", o.pointer,
+              "the output \"" + o.name + "\" refers to node " + o.source + ", which does not exist");
+      }
+    }
+  }
+
+  // Kahn's algorithm, taking ready nodes in document order so the result is stable.
+  void SortByDependencies() {
+    size_t n = doc_.nodes.size();
+    std::vector<int> pending(n, 0);
+    std::vector<std::vector<size_t>> users(n);
+    for (size_t i = 0; i < n; ++i) {
+      for (const Input& in : doc_.nodes[i].inputs) {
+        size_t src = index_[in.source];
+        users[src].push_back(i);
+        ++pending[i];
+      }
+    }
+    std::set<size_t> ready;
+    for (size_t i = 0; i < n; ++i)
+      if (!pending[i]) ready.insert(i);
+    std::vector<size_t> order;
+    while (!ready.empty()) {
+      size_t i = *ready.begin();
+      ready.erase(ready.begin());
+      order.push_back(i);
+      for (size_t u : users[i])
+        if (--pending[u] == 0) ready.insert(u);
+    }
+    if (order.size() != n) {
+      for (size_t i = 0; i < n; ++i) {
+        if (pending[i]) {
+          Error("cycle", doc_.nodes[i].pointer,
+                "node " + doc_.nodes[i].id + " depends on itself through a cycle of references",
+                "a graph must be acyclic; loops are written as a repeat block", &doc_.nodes[i]);
+          return;
+        }
+      }
+    }
+    std::vector<Node> sorted;
+    sorted.reserve(n);
+    for (size_t i : order) sorted.push_back(std::move(doc_.nodes[i]));
+    doc_.nodes = std::move(sorted);
+  }
+
+  const Json& root_;
+  Document doc_;
+  std::map<std::string, size_t> index_;
+  std::vector<Diagnostic> errors_;
+};
+
+}  // namespace
+
+std::string Node::Describe() const {
+  return label.empty() ? op + " #" + id : op + " \"" + label + "\"";
+}
+
+const Node* Document::Find(const std::string& id) const {
+  for (const Node& n : nodes)
+    if (n.id == id) return &n;
+  return nullptr;
+}
+
+Result<Document> Parse(std::string_view text) {
+  SCELLIS_ASSIGN_OR_RETURN(Json root, ParseUntrustedJson(text));
+  return Parser(root).Run();
+}
+
+Json ToJson(const Document& d) { return d.source; }
+
+std::string Print(const Document& d) {
+  std::string out;
+  if (d.form == Form::kGraph) out += "graph version " + std::to_string(d.version);
+  else out += std::string("workflow \"") + d.name + "\" (" + kWorkflowFormat + ")";
+  out += "  " + d.content_id + "\n";
+  if (d.tier) out += std::string("  determinism ") + policy::TierName(*d.tier) +
+                     (d.tier_override ? " (override)" : "") + "\n";
+  if (d.tolerance) out += std::string("  tolerance ") + policy::ToleranceName(*d.tolerance) + "\n";
+  if (d.budget_bytes) out += "  budget " + std::to_string(*d.budget_bytes) + " bytes\n";
+  for (const auto& [k, v] : d.dims) out += "  dim " + k + " = " + std::to_string(v) + "\n";
+  for (const Node& n : d.nodes) {
+    out += "  node " + n.id + " = " + n.op;
+    for (size_t i = 0; i < n.inputs.size(); ++i)
+      out += (i ? ", " : " ") + n.inputs[i].port + "=" + n.inputs[i].source;
+    Json shown = n.params;
+    if (shown.contains("data") && shown["data"].is_array() && shown["data"].size() > 8)
+      shown["data"] = std::to_string(shown["data"].size()) + " values";
+    if (!shown.empty()) out += " " + CanonicalJson(shown);
+    out += "   " + n.pointer + "\n";
+  }
+  for (const Output& o : d.outputs) out += "  output " + o.name + " = " + o.source + "\n";
+  return out;
+}
+
+Status Verify(const Document& d) {
+  std::set<std::string> seen;
+  for (const Node& n : d.nodes) {
+    for (const Input& in : n.inputs) {
+      if (!seen.count(in.source))
+        return InternalError("doc.Verify", "node " + n.id + " precedes its input " + in.source);
+    }
+    if (!seen.insert(n.id).second) return InternalError("doc.Verify", "duplicate id " + n.id);
+  }
+  for (const Output& o : d.outputs)
+    if (!seen.count(o.source)) return InternalError("doc.Verify", "dangling output " + o.name);
+  return Status::Ok();
+}
+
+}  // namespace scellis::doc

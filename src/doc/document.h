@@ -1,0 +1,90 @@
+// Rung 0: the document. Two ways in, one structure out:
+//
+//  * the plain-data graph protocol (`{"version": 1, "nodes": [...], "outputs": [...]}`), whose
+//    nodes name their inputs by integer id in fields such as `a` and `b`;
+//  * the workflow document the Studio draws (`{"format": "scellis.workflow/1", ...}`): nodes with a
+//    block type and params, wires between named ports, the declared determinism tier and tolerance
+//    class, optional budgets and symbolic dims.
+//
+// This rung checks structure only — object shapes, ids, references, cycles, version labels — and
+// puts the nodes in dependency order. What an op means is known one rung down; every later
+// diagnostic still points here through each node's JSON pointer.
+#pragma once
+
+#include <map>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "core/json_util.h"
+#include "core/tensor_type.h"
+#include "core/result.h"
+#include "policy/determinism.h"
+
+namespace scellis::doc {
+
+enum class Form { kGraph, kWorkflow };
+
+// Newest graph-protocol version this build reads.
+inline constexpr int kMaxGraphVersion = 2;
+inline constexpr const char* kWorkflowFormat = "scellis.workflow/1";
+inline constexpr size_t kMaxNodes = 100000;
+
+struct Input {
+  std::string port;     // "a", "b", ...
+  std::string source;   // id of the producing node
+  std::string pointer;  // where the reference is written
+};
+
+struct Node {
+  std::string id;      // graph ids are written in decimal
+  std::string op;      // the op (graph) or block type (workflow)
+  std::string label;   // the user's name for it, "" if none
+  Json params;         // every other field (graph) or the `params` object (workflow)
+  std::vector<Input> inputs;
+  std::optional<policy::Tier> tier;  // a node-level determinism declaration
+  std::string pointer;               // "/nodes/3"
+
+  // `matmul "proj"` or `mul #2`, for diagnostics.
+  std::string Describe() const;
+};
+
+struct Output {
+  std::string name;
+  std::string source;
+  std::string pointer;
+};
+
+struct Document {
+  Form form = Form::kGraph;
+  int version = 1;     // the graph protocol's version label; 1 for workflows
+  std::string name;
+  std::vector<Node> nodes;  // dependency order: every node after its inputs
+  std::vector<Output> outputs;
+
+  std::optional<policy::Tier> tier;
+  std::string tier_pointer;
+  bool tier_override = false;  // "determinism": {"tier": ..., "override": true}
+  std::optional<policy::ToleranceClass> tolerance;
+  std::optional<int64_t> budget_bytes;
+  std::map<std::string, int64_t> dims;  // symbolic dimension bindings
+
+  Json source;             // the document as parsed
+  std::string content_id;  // sha256 of the canonical form
+
+  const Node* Find(const std::string& id) const;
+};
+
+// Parses and structurally validates a document. Every problem found is reported, each with the
+// JSON pointer of the offending node.
+Result<Document> Parse(std::string_view text);
+
+// The rung's JSON form: the canonical document.
+Json ToJson(const Document& d);
+// The rung's text form.
+std::string Print(const Document& d);
+// Re-checks the invariants Parse establishes (ids unique, references resolve, order respected).
+Status Verify(const Document& d);
+
+}  // namespace scellis::doc

@@ -1,0 +1,91 @@
+// Rung 4: ExecPlan. Concrete dispatches and buffers, and the memory plan that settles feasibility
+// before the first dispatch. Buffers are assigned by static liveness (a value's buffer is reused
+// once its last reader has run); memory is accounted by class; the plan ends in a verdict:
+// green (fits), yellow (runs, with warnings), red (refuses: what failed, why, what to change).
+// A red plan never dispatches.
+#pragma once
+
+#include <array>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "core/json_util.h"
+#include "core/result.h"
+#include "kernel/module.h"
+#include "policy/determinism.h"
+
+namespace scellis::execplan {
+
+enum class MemClass {
+  kParameters,
+  kInputs,
+  kActivations,  // forward values kept for the backward pass
+  kGradients,
+  kOptimizerState,
+  kWorking,      // everything else: intermediates, outputs, constants
+};
+inline constexpr int kMemClasses = 6;
+const char* MemClassName(MemClass c);
+
+struct Buffer {
+  int id = 0;
+  int64_t bytes = 0;
+  MemClass cls = MemClass::kWorking;
+  bool pinned = false;      // lives for the whole run (params, inputs, outputs, state)
+  std::vector<int> values;  // WebIR nodes stored here over the run
+};
+
+struct Step {
+  int kernel = 0;
+  std::vector<int> reads;  // buffer ids, in Kernel::inputs order
+  int write = 0;
+};
+
+enum class Verdict { kGreen, kYellow, kRed };
+const char* VerdictName(Verdict v);
+
+struct MemoryPlan {
+  std::array<int64_t, kMemClasses> by_class{};  // allocated bytes per class
+  int64_t allocated = 0;     // all buffers
+  int64_t peak_live = 0;     // largest sum of live values at any step
+  int64_t largest_tensor = 0;
+  int64_t budget = 0;
+  std::string budget_source;
+};
+
+// What the target device allows, for the verdict.
+struct DeviceLimits {
+  std::string device = "cpu";
+  int64_t max_buffer_bytes = int64_t{1} << 40;
+  int64_t max_binding_bytes = int64_t{1} << 40;
+};
+
+struct PlanOptions {
+  std::optional<int64_t> budget_bytes;  // from the command line; overrides the document
+  DeviceLimits limits;
+};
+
+struct Plan {
+  kernel::Module module;
+  std::vector<Buffer> buffers;
+  std::vector<int> buffer_of;  // per WebIR node; -1 for values folded into kernels
+  std::vector<Step> steps;
+  MemoryPlan memory;
+  Verdict verdict = Verdict::kGreen;
+  std::vector<Diagnostic> findings;  // why the verdict is not green
+  policy::Thresholds thresholds;     // the tolerance class resolved for the tier
+
+  const webir::Graph& graph() const { return module.graph; }
+};
+
+Result<Plan> FromKernel(const kernel::Module& m, const PlanOptions& options);
+std::string Print(const Plan& p);
+Json ToJson(const Plan& p);
+Status Verify(const Plan& p);
+
+// Budget when none is declared: 80% of the host's available memory.
+int64_t DetectHostBudget();
+std::string FormatBytes(int64_t bytes);
+
+}  // namespace scellis::execplan

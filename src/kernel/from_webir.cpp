@@ -1,0 +1,124 @@
+// Partitions WebIR into kernels. An elementwise node is folded into its consumer when the consumer
+// is elementwise, it has that one consumer, and it is not a named output; a constant (`full`) is
+// folded as a literal into every elementwise consumer. What remains are kernel roots.
+#include <algorithm>
+#include <map>
+
+#include "core/sha256.h"
+#include <set>
+
+#include "kernel/module.h"
+#include "kernel/wgsl/codegen.h"
+#include "webir/op_registry.h"
+
+namespace scellis::kernel {
+namespace {
+
+bool IsElementwise(const webir::Node& n) {
+  if (n.op == "full") return true;
+  const webir::OpDef* def = webir::FindOp(n.op);
+  return def && def->kind == webir::OpKind::kElementwise;
+}
+
+class Partition {
+ public:
+  explicit Partition(const webir::Graph& g) : g_(g), users_(g.Users()) {
+    for (const webir::Output& o : g.outputs) is_output_.insert(o.node);
+  }
+
+  Result<Module> Run() {
+    Module m;
+    m.graph = g_;
+    for (const webir::Node& n : g_.nodes) {
+      if (n.role == webir::Role::kInput || n.role == webir::Role::kParam) continue;
+      if (Folded(n)) continue;
+      Kernel k;
+      k.id = static_cast<int>(m.kernels.size());
+      k.output = n.id;
+      if (IsElementwise(n)) BuildFused(n, k);
+      else {
+        k.kind = KernelKind::kOp;
+        k.op = n.op;
+        k.nodes = {n.id};
+        k.inputs = n.args;
+      }
+      k.name = "k" + std::to_string(k.id) + "_" + KernelTitle(k);
+      m.kernels.push_back(std::move(k));
+    }
+    for (Kernel& k : m.kernels) {
+      auto src = wgsl::Generate(m, k);
+      if (!src.ok()) return src.status();
+      k.wgsl = std::move(src.value().source);
+      k.workgroups = src.value().workgroups;
+      k.source_hash = Sha256Hex(k.wgsl);
+    }
+    return m;
+  }
+
+ private:
+  bool Folded(const webir::Node& n) const {
+    if (!IsElementwise(n) || is_output_.count(n.id)) return false;
+    const std::vector<int>& users = users_[n.id];
+    if (users.empty()) return n.op == "full";  // an unused constant needs no kernel
+    for (int u : users)
+      if (!IsElementwise(g_.at(u))) return false;
+    return n.op == "full" || users.size() == 1;
+  }
+
+  std::string KernelTitle(const Kernel& k) const {
+    if (k.kind == KernelKind::kOp) return k.op;
+    std::string t = "fused";
+    for (const ExprStep& s : k.expr)
+      if (s.op != "full") t += "_" + s.op;
+    return t;
+  }
+
+  // Operand for node `id` inside kernel `k` being built.
+  int Operand(int id, Kernel& k, std::map<int, int>& step_of, std::map<int, int>& input_of) {
+    if (auto it = step_of.find(id); it != step_of.end()) return StepRef(it->second);
+    const webir::Node& n = g_.at(id);
+    if (n.role != webir::Role::kInput && n.role != webir::Role::kParam && Folded(n)) {
+      ExprStep s;
+      s.op = n.op;
+      s.node = n.id;
+      if (n.op == "full") s.value = n.attrs["value"].get<double>();
+      for (int a : n.args) s.operands.push_back(Operand(a, k, step_of, input_of));
+      k.expr.push_back(s);
+      k.nodes.push_back(n.id);
+      step_of[id] = static_cast<int>(k.expr.size()) - 1;
+      return StepRef(step_of[id]);
+    }
+    if (auto it = input_of.find(id); it != input_of.end()) return it->second;
+    k.inputs.push_back(id);
+    input_of[id] = static_cast<int>(k.inputs.size()) - 1;
+    return input_of[id];
+  }
+
+  void BuildFused(const webir::Node& root, Kernel& k) {
+    k.kind = KernelKind::kElementwise;
+    k.op = "fused";
+    std::map<int, int> step_of, input_of;
+    ExprStep s;
+    s.op = root.op;
+    s.node = root.id;
+    if (root.op == "full") s.value = root.attrs.at("value").get<double>();
+    for (int a : root.args) s.operands.push_back(Operand(a, k, step_of, input_of));
+    k.expr.push_back(s);
+    k.nodes.push_back(root.id);
+  }
+
+  const webir::Graph& g_;
+  std::vector<std::vector<int>> users_;
+  std::set<int> is_output_;
+};
+
+}  // namespace
+
+Result<Module> FromWebir(const webir::Graph& g) {
+  SCELLIS_TRY(webir::Verify(g));
+  auto m = Partition(g).Run();
+  if (m.ok()) SCELLIS_TRY(Verify(m.value()));
+  return m;
+}
+
+}  // namespace scellis::kernel

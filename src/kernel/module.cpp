@@ -1,0 +1,97 @@
+#include <set>
+
+#include "kernel/module.h"
+#include "webir/op_registry.h"
+
+namespace scellis::kernel {
+
+std::string Print(const Module& m) {
+  std::string out = "kernels";
+  if (!m.graph.name.empty()) out += " \"" + m.graph.name + "\"";
+  out += std::string("  tier=") + policy::TierName(m.graph.tier) + "  (" +
+         std::to_string(m.kernels.size()) + " kernels for " + std::to_string(m.graph.nodes.size()) +
+         " nodes)\n";
+  for (const Kernel& k : m.kernels) {
+    const webir::Node& o = m.graph.at(k.output);
+    out += "  " + k.name + ": %" + o.name + " " + o.type.ShapeString() + " <- ";
+    if (k.kind == KernelKind::kElementwise) {
+      std::string expr;
+      auto operand = [&](int x) {
+        return IsStepRef(x) ? "s" + std::to_string(StepOf(x)) : "%" + m.graph.at(k.inputs[x]).name;
+      };
+      for (size_t s = 0; s < k.expr.size(); ++s) {
+        const ExprStep& e = k.expr[s];
+        expr += (s ? "; " : "") + std::string("s") + std::to_string(s) + "=" + e.op;
+        if (e.op == "full") expr += "(" + CanonicalJson(Json(e.value)) + ")";
+        else {
+          expr += "(";
+          for (size_t i = 0; i < e.operands.size(); ++i) expr += (i ? ", " : "") + operand(e.operands[i]);
+          expr += ")";
+        }
+      }
+      out += "fused[" + expr + "]";
+    } else {
+      out += k.op + "(";
+      for (size_t i = 0; i < k.inputs.size(); ++i) out += (i ? ", %" : "%") + m.graph.at(k.inputs[i]).name;
+      out += ")";
+    }
+    out += "  grid " + std::to_string(k.workgroups[0]) + "x" + std::to_string(k.workgroups[1]) +
+           "  wgsl " + k.source_hash.substr(0, 12) + "\n";
+  }
+  return out;
+}
+
+std::string PrintWgsl(const Module& m) {
+  std::string out;
+  for (const Kernel& k : m.kernels) out += "// ---- " + k.name + " ----\n" + k.wgsl + "\n";
+  return out;
+}
+
+Json ToJson(const Module& m) {
+  Json j;
+  j["kernels"] = Json::array();
+  for (const Kernel& k : m.kernels) {
+    Json jk;
+    jk["name"] = k.name;
+    jk["kind"] = k.kind == KernelKind::kElementwise ? "elementwise" : "op";
+    jk["op"] = k.op;
+    jk["nodes"] = k.nodes;
+    jk["inputs"] = k.inputs;
+    jk["output"] = k.output;
+    jk["workgroups"] = k.workgroups;
+    jk["wgsl_sha256"] = k.source_hash;
+    if (k.kind == KernelKind::kElementwise) {
+      for (const ExprStep& s : k.expr)
+        jk["expr"].push_back({{"op", s.op}, {"operands", s.operands}, {"value", s.value}});
+    }
+    j["kernels"].push_back(jk);
+  }
+  return j;
+}
+
+Status Verify(const Module& m) {
+  std::set<int> produced;
+  for (const webir::Node& n : m.graph.nodes)
+    if (n.role == webir::Role::kInput || n.role == webir::Role::kParam) produced.insert(n.id);
+  for (const Kernel& k : m.kernels) {
+    for (int in : k.inputs)
+      if (!produced.count(in))
+        return InternalError("kernel.Verify", k.name + " reads %" + m.graph.at(in).name +
+                                                  " before any kernel writes it");
+    if (k.kind == KernelKind::kElementwise) {
+      for (size_t s = 0; s < k.expr.size(); ++s)
+        for (int o : k.expr[s].operands)
+          if (IsStepRef(o) ? StepOf(o) >= static_cast<int>(s)
+                           : o >= static_cast<int>(k.inputs.size()))
+            return InternalError("kernel.Verify", k.name + " has a bad operand");
+    }
+    if (k.wgsl.empty()) return InternalError("kernel.Verify", k.name + " has no WGSL");
+    produced.insert(k.output);
+  }
+  for (const webir::Output& o : m.graph.outputs)
+    if (!produced.count(o.node))
+      return InternalError("kernel.Verify", "output " + o.name + " is never written");
+  return Status::Ok();
+}
+
+}  // namespace scellis::kernel

@@ -1,0 +1,58 @@
+// Reductions with a fixed accumulation order. Along an axis: sequential in index order. Over the
+// whole tensor: partial sums of consecutive 256-element blocks (each sequential), then the partials
+// summed sequentially — the same two-level tree the WGSL kernel uses, independent of threads.
+#include "kernel/ref/ref.h"
+
+namespace scellis::kernel::ref {
+namespace {
+
+inline constexpr int64_t kBlock = 256;
+
+template <typename T>
+void Reduce(const OpArgs<T>& a, bool mean) {
+  const TensorType& in = a.in_type(0);
+  const T* x = a.inputs[0];
+  const Json& axis_attr = a.node->attrs["axis"];
+  if (axis_attr.is_null()) {
+    int64_t n = in.elements();
+    int64_t blocks = (n + kBlock - 1) / kBlock;
+    std::vector<T> partial(static_cast<size_t>(blocks), T(0));
+    a.parallel->For((blocks + 63) / 64, [&](int64_t c) {
+      for (int64_t b = c * 64; b < std::min(blocks, (c + 1) * 64); ++b) {
+        T s = T(0);
+        for (int64_t i = b * kBlock; i < std::min(n, (b + 1) * kBlock); ++i) s += x[i];
+        partial[b] = s;
+      }
+    });
+    T total = T(0);
+    for (T p : partial) total += p;
+    a.output[0] = mean ? (n ? total / static_cast<T>(n) : T(NAN)) : total;
+    return;
+  }
+  int axis = axis_attr.get<int>();
+  std::vector<int64_t> sizes = in.sizes();
+  int64_t outer = 1, inner = 1, len = sizes[axis];
+  for (int i = 0; i < axis; ++i) outer *= sizes[i];
+  for (size_t i = axis + 1; i < sizes.size(); ++i) inner *= sizes[i];
+  int64_t outputs = outer * inner;
+  a.parallel->For((outputs + kChunk - 1) / kChunk, [&](int64_t c) {
+    for (int64_t o = c * kChunk; o < std::min(outputs, (c + 1) * kChunk); ++o) {
+      int64_t base = (o / inner) * len * inner + o % inner;
+      T s = T(0);
+      for (int64_t j = 0; j < len; ++j) s += x[base + j * inner];
+      a.output[o] = mean ? (len ? s / static_cast<T>(len) : T(NAN)) : s;
+    }
+  });
+}
+
+template <typename T> void Sum(const OpArgs<T>& a) { Reduce(a, false); }
+template <typename T> void Mean(const OpArgs<T>& a) { Reduce(a, true); }
+
+}  // namespace
+
+void AddReduceOps(std::vector<std::pair<std::string, OpImpl>>& t) {
+  t.push_back({"sum", {Sum<float>, Sum<double>}});
+  t.push_back({"mean", {Mean<float>, Mean<double>}});
+}
+
+}  // namespace scellis::kernel::ref

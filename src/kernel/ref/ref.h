@@ -1,0 +1,78 @@
+// The CPU reference: the oracle every GPU kernel is checked against. Deterministic everywhere —
+// no FMA contraction, no fast-math, fixed reduction order, own exp/log/tanh/erf — and parallel
+// only over a fixed partition of the output, so its bits do not depend on the thread count.
+// Templated on the element type: f32 is what runs; f64 serves gradient checks.
+#pragma once
+
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "core/result.h"
+#include "kernel/module.h"
+
+namespace scellis::kernel::ref {
+
+// Runs chunk indices [0, n) on a fixed number of threads. Work is split into chunks whose
+// boundaries depend only on the problem size, never on the thread count.
+class Parallel {
+ public:
+  explicit Parallel(int threads = 1);
+  int threads() const { return threads_; }
+  void For(int64_t chunks, const std::function<void(int64_t)>& fn) const;
+
+ private:
+  int threads_;
+};
+
+// Elements per chunk of elementwise work.
+inline constexpr int64_t kChunk = 16384;
+
+template <typename T>
+struct OpArgs {
+  const webir::Graph* graph;
+  const webir::Node* node;
+  std::vector<const T*> inputs;  // one per node arg, row-major
+  T* output;
+  const Parallel* parallel;
+
+  const TensorType& in_type(size_t i) const { return graph->at(node->args[i]).type; }
+};
+
+template <typename T>
+using OpFn = void (*)(const OpArgs<T>&);
+
+struct OpImpl {
+  OpFn<float> f32;
+  OpFn<double> f64;
+};
+
+// Scalar definitions of elementwise ops (unary ops ignore `b`).
+template <typename T>
+using ScalarFn = T (*)(T a, T b);
+
+struct ScalarImpl {
+  int arity;
+  ScalarFn<float> f32;
+  ScalarFn<double> f64;
+};
+
+const ScalarImpl* FindScalar(const std::string& op);
+const OpImpl* FindOp(const std::string& op);
+
+// Family tables (one file per family).
+void AddElementwiseScalars(std::vector<std::pair<std::string, ScalarImpl>>& t);
+void AddReduceOps(std::vector<std::pair<std::string, OpImpl>>& t);
+void AddLinalgOps(std::vector<std::pair<std::string, OpImpl>>& t);
+void AddLayoutOps(std::vector<std::pair<std::string, OpImpl>>& t);
+void AddStencilOps(std::vector<std::pair<std::string, OpImpl>>& t);
+
+// Runs one kernel of `m`: `inputs` follow Kernel::inputs, `out` is the kernel's output.
+template <typename T>
+Status RunKernel(const Module& m, const Kernel& k, const std::vector<const T*>& inputs, T* out,
+                 const Parallel& parallel);
+
+// Multi-index helpers shared by families.
+std::vector<int64_t> Unravel(int64_t index, const std::vector<int64_t>& sizes);
+
+}  // namespace scellis::kernel::ref

@@ -1,0 +1,40 @@
+// WGSL matrix products. Each invocation owns one output element and accumulates along K in
+// increasing order (no split-K), matching the reference's order.
+#include "kernel/wgsl/codegen.h"
+
+namespace scellis::kernel::wgsl {
+
+bool GenerateLinalg(const Module& m, const Kernel& k, Generated& out) {
+  if (k.kind != KernelKind::kOp || k.op != "matmul") return false;
+  const TensorType& ta = m.graph.at(k.inputs[0]).type;
+  const TensorType& tb = m.graph.at(k.inputs[1]).type;
+  const TensorType& to = m.graph.at(k.output).type;
+  int64_t M = ta.dims[ta.rank() - 2].size, K = ta.dims[ta.rank() - 1].size;
+  int64_t N = tb.dims[tb.rank() - 1].size;
+  std::vector<int64_t> out_sizes = to.sizes();
+  std::vector<int64_t> batch(out_sizes.begin(), out_sizes.end() - 2);
+  std::vector<int64_t> sizes_a = ta.sizes(), sizes_b = tb.sizes();
+  std::vector<int64_t> sa = BroadcastStrides({sizes_a.begin(), sizes_a.end() - 2}, batch);
+  std::vector<int64_t> sb = BroadcastStrides({sizes_b.begin(), sizes_b.end() - 2}, batch);
+
+  std::string batch_offsets = "  var rem = i / " + U32(M * N) + ";\n  var off_a = 0u;\n  var off_b = 0u;\n";
+  for (int d = static_cast<int>(batch.size()) - 1; d >= 0; --d) {
+    batch_offsets += "  { let bd = rem % " + U32(batch[d]) + "; rem = rem / " + U32(batch[d]) +
+                     "; off_a = off_a + bd * " + U32(sa[d] * M * K) + "; off_b = off_b + bd * " +
+                     U32(sb[d] * K * N) + "; }\n";
+  }
+  out.source = "// " + k.name + "\n" + Bindings(2) + "\n" + LinearEntry(to.elements()) +
+               batch_offsets +
+               "  let r = (i / " + U32(N) + ") % " + U32(M) + ";\n"
+               "  let c = i % " + U32(N) + ";\n"
+               "  var acc = 0.0;\n"
+               "  for (var kk = 0u; kk < " + U32(K) + "; kk = kk + 1u) {\n"
+               "    acc = acc + in0[off_a + r * " + U32(K) + " + kk] * in1[off_b + kk * " + U32(N) +
+               " + c];\n"
+               "  }\n"
+               "  out[i] = acc;\n}\n";
+  out.workgroups = LinearGrid(to.elements());
+  return true;
+}
+
+}  // namespace scellis::kernel::wgsl

@@ -1,0 +1,130 @@
+#include "webir/graph.h"
+
+#include <algorithm>
+
+#include "webir/op_registry.h"
+
+namespace scellis::webir {
+
+std::string Node::Describe() const {
+  return label.empty() ? op + " %" + name : op + " \"" + label + "\"";
+}
+
+int Graph::Add(Node n) {
+  n.id = static_cast<int>(nodes.size());
+  if (n.name.empty()) n.name = "t" + std::to_string(n.id);
+  nodes.push_back(std::move(n));
+  return nodes.back().id;
+}
+
+std::vector<std::vector<int>> Graph::Users() const {
+  std::vector<std::vector<int>> users(nodes.size());
+  for (const Node& n : nodes)
+    for (int a : n.args)
+      if (users[a].empty() || users[a].back() != n.id) users[a].push_back(n.id);
+  return users;
+}
+
+namespace {
+
+std::string AttrText(const Node& n) {
+  std::string s;
+  for (auto it = n.attrs.begin(); it != n.attrs.end(); ++it) {
+    if (it->is_null() || (it.key() == "keepdim" && !it->get<bool>())) continue;
+    s += " " + it.key() + "=" + CanonicalJson(*it);
+  }
+  return s;
+}
+
+}  // namespace
+
+std::string Print(const Graph& g) {
+  std::string out = "graph";
+  if (!g.name.empty()) out += " \"" + g.name + "\"";
+  out += std::string("  tier=") + policy::TierName(g.tier) +
+         "  tolerance=" + policy::ToleranceName(g.tolerance) + "\n";
+  size_t width = 0;
+  for (const Node& n : g.nodes) width = std::max(width, n.name.size() + 1);
+  std::vector<std::string> lhs, rhs;
+  size_t rhs_width = 0;
+  for (const Node& n : g.nodes) {
+    std::string r = n.op;
+    if (n.role == Role::kInput || n.role == Role::kParam) {
+      if (!n.label.empty()) r += " \"" + n.label + "\"";
+    } else if (n.op == "full") {
+      r += " " + CanonicalJson(n.attrs["value"]);
+    }
+    for (size_t i = 0; i < n.args.size(); ++i) {
+      const Node& a = g.at(n.args[i]);
+      bool broadcast = n.args.size() > 1 && !a.type.SameShape(n.type) &&
+                       FindOp(n.op) && FindOp(n.op)->kind == OpKind::kElementwise;
+      r += (i ? ", " : " ") + std::string(broadcast ? "broadcast " : "") + "%" + a.name;
+    }
+    if (n.op != "full") r += AttrText(n);
+    if (n.purpose == Purpose::kGradient) r += "  (grad)";
+    if (n.purpose == Purpose::kOptimizerState) r += "  (optimizer state)";
+    rhs_width = std::max(rhs_width, r.size());
+    rhs.push_back(r);
+  }
+  for (size_t i = 0; i < g.nodes.size(); ++i) {
+    const Node& n = g.nodes[i];
+    std::string name = "%" + n.name;
+    out += "  " + name + std::string(width - name.size() + 1, ' ') + "= " + rhs[i] +
+           std::string(rhs_width - rhs[i].size() + 2, ' ') + "shape " + n.type.ShapeString() +
+           "  dtype " + DTypeName(n.type.dtype) + "\n";
+  }
+  for (const Output& o : g.outputs) out += "  output " + o.name + " = %" + g.at(o.node).name + "\n";
+  return out;
+}
+
+Json ToJson(const Graph& g) {
+  Json j;
+  j["name"] = g.name;
+  j["tier"] = policy::TierName(g.tier);
+  j["tolerance"] = policy::ToleranceName(g.tolerance);
+  j["nodes"] = Json::array();
+  for (const Node& n : g.nodes) {
+    Json jn;
+    jn["id"] = n.id;
+    jn["name"] = n.name;
+    jn["op"] = n.op;
+    jn["args"] = n.args;
+    jn["attrs"] = n.attrs;
+    jn["shape"] = n.type.sizes();
+    jn["dtype"] = DTypeName(n.type.dtype);
+    jn["origin"] = n.origin;
+    if (n.purpose == Purpose::kGradient) jn["purpose"] = "gradient";
+    if (n.purpose == Purpose::kOptimizerState) jn["purpose"] = "optimizer_state";
+    j["nodes"].push_back(jn);
+  }
+  for (const Output& o : g.outputs) j["outputs"].push_back({{"name", o.name}, {"node", o.node}});
+  return j;
+}
+
+Status Verify(const Graph& g) {
+  for (size_t i = 0; i < g.nodes.size(); ++i) {
+    const Node& n = g.nodes[i];
+    if (n.id != static_cast<int>(i)) return InternalError("webir.Verify", "node ids out of order");
+    for (int a : n.args)
+      if (a < 0 || a >= n.id)
+        return InternalError("webir.Verify", "node %" + n.name + " reads a later node");
+    const OpDef* def = FindOp(n.op);
+    if (!def) return InternalError("webir.Verify", "unknown op " + n.op);
+    if (def->kind == OpKind::kSource) continue;
+    if (n.args.size() != def->inputs.size())
+      return InternalError("webir.Verify", "node %" + n.name + " has the wrong number of args");
+    InferContext c;
+    for (int a : n.args) c.args.push_back(g.at(a).type);
+    c.attrs = n.attrs;
+    c.version = std::max(g.version, def->min_version);
+    auto t = def->infer(c);
+    if (!t.ok() || !t->SameShape(n.type) || t->dtype != n.type.dtype)
+      return InternalError("webir.Verify", "node %" + n.name + " does not match its op's type rule");
+  }
+  for (const Output& o : g.outputs)
+    if (o.node < 0 || o.node >= static_cast<int>(g.nodes.size()))
+      return InternalError("webir.Verify", "output " + o.name + " is dangling");
+  return Status::Ok();
+}
+
+}  // namespace scellis::webir

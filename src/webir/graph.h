@@ -1,0 +1,78 @@
+// Rung 2: WebIR, a tensor op graph with shapes and dtypes. Every value is the single output of one
+// node; nodes are kept in dependency order. Automatic differentiation happens at this rung, so the
+// backward ops of a training step are ordinary nodes, visible in the printed graph.
+#pragma once
+
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "block/program.h"
+#include "core/json_util.h"
+#include "core/result.h"
+#include "core/tensor_type.h"
+#include "policy/determinism.h"
+
+namespace scellis::webir {
+
+enum class Role {
+  kInput,    // data from the document or fed per run
+  kParam,    // trainable, initialized from a declared initializer
+  kConst,    // a constant (`full`)
+  kCompute,  // produced by an op
+};
+
+// What a value is for, so the memory plan can account for it by class.
+enum class Purpose {
+  kForward,         // ordinary forward value
+  kGradient,        // produced by the backward pass
+  kOptimizerState,  // moments and velocities carried between steps
+};
+
+struct Node {
+  int id = 0;
+  std::string op;
+  std::vector<int> args;
+  Json attrs = Json::object();
+  TensorType type;
+  Role role = Role::kCompute;
+  Purpose purpose = Purpose::kForward;
+  std::string name;    // printed as %name
+  std::string label;   // the user's name ("dataset"), "" if none
+  std::string origin;  // JSON pointer of the document node this came from
+  std::optional<std::vector<float>> data;     // inputs with inline data
+  std::optional<block::Initializer> init;     // params
+
+  std::string Describe() const;
+};
+
+struct Output {
+  std::string name;
+  int node;
+};
+
+struct Graph {
+  std::string name;
+  int version = 1;
+  std::vector<Node> nodes;  // index == id; every node after its args
+  std::vector<Output> outputs;
+  policy::Tier tier = policy::Tier::kProd;
+  std::string tier_source;
+  policy::ToleranceClass tolerance = policy::ToleranceClass::kDefault;
+  std::optional<int64_t> budget_bytes;
+  std::vector<Diagnostic> notes;
+
+  const Node& at(int id) const { return nodes.at(static_cast<size_t>(id)); }
+  // Appends a node, assigning its id (and a name if it has none).
+  int Add(Node n);
+  // Users of each node, by id.
+  std::vector<std::vector<int>> Users() const;
+};
+
+Result<Graph> FromBlock(const block::Program& p);
+std::string Print(const Graph& g);
+Json ToJson(const Graph& g);
+// Re-derives every node's type from its op's rule and checks ids, order and outputs.
+Status Verify(const Graph& g);
+
+}  // namespace scellis::webir

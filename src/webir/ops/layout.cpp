@@ -1,0 +1,104 @@
+// Layout ops move elements without arithmetic: their results are exact on every backend.
+#include "webir/op_registry.h"
+
+namespace scellis::webir {
+namespace {
+
+Result<TensorType> InferTranspose(InferContext& c) {
+  const TensorType& a = c.args[0];
+  if (a.rank() != 2) {
+    return c.Error("bad-rank", "transpose takes a rank-2 tensor, got " + a.ShapeStringWithSizes(),
+                   "use permute for other ranks");
+  }
+  TensorType out = a;
+  std::swap(out.dims[0], out.dims[1]);
+  return out;
+}
+
+Result<TensorType> InferPermute(InferContext& c) {
+  const TensorType& a = c.args[0];
+  auto it = c.attrs.find("dims");
+  if (it == c.attrs.end() || !it->is_array() || static_cast<int>(it->size()) != a.rank()) {
+    return c.Error("bad-attribute", "permute needs \"dims\": a permutation of 0.." +
+                                        std::to_string(a.rank() - 1));
+  }
+  std::vector<bool> seen(a.rank(), false);
+  TensorType out;
+  out.dtype = a.dtype;
+  for (auto& d : *it) {
+    if (!d.is_number_integer()) return c.Error("bad-attribute", "permute dims must be integers");
+    int64_t axis = d.get<int64_t>();
+    if (axis < 0) axis += a.rank();
+    if (axis < 0 || axis >= a.rank() || seen[axis]) {
+      return c.Error("bad-attribute", "\"dims\" " + it->dump() + " is not a permutation of 0.." +
+                                          std::to_string(a.rank() - 1));
+    }
+    seen[axis] = true;
+    d = axis;
+    out.dims.push_back(a.dims[axis]);
+  }
+  return out;
+}
+
+Result<TensorType> InferReshape(InferContext& c) {
+  const TensorType& a = c.args[0];
+  auto it = c.attrs.find("shape");
+  if (it == c.attrs.end() || !it->is_array() || it->size() > static_cast<size_t>(kMaxRank)) {
+    return c.Error("bad-attribute", "reshape needs \"shape\": an array of at most 4 sizes");
+  }
+  TensorType out;
+  out.dtype = a.dtype;
+  int infer_at = -1;
+  int64_t known = 1;
+  for (size_t i = 0; i < it->size(); ++i) {
+    const Json& d = (*it)[i];
+    if (!d.is_number_integer() || d.get<int64_t>() < -1) {
+      return c.Error("bad-attribute", "reshape sizes are non-negative integers or one -1");
+    }
+    int64_t s = d.get<int64_t>();
+    if (s == -1) {
+      if (infer_at >= 0) return c.Error("bad-attribute", "reshape takes at most one -1");
+      infer_at = static_cast<int>(i);
+    } else {
+      if (s > 0 && known > kMaxElements / s) return c.Error("tensor-too-large", "reshape is too large");
+      known *= s;
+    }
+    out.dims.push_back(Dim{s, ""});
+  }
+  if (infer_at >= 0) {
+    if (known == 0 || a.elements() % known) {
+      return c.Error("shape-mismatch", "cannot reshape " + a.ShapeStringWithSizes() + " to " +
+                                           it->dump());
+    }
+    out.dims[infer_at].size = a.elements() / known;
+    (*it)[infer_at] = out.dims[infer_at].size;
+  }
+  if (out.elements() != a.elements()) {
+    return c.Error("shape-mismatch", "cannot reshape " + a.ShapeStringWithSizes() + " (" +
+                                         std::to_string(a.elements()) + " elements) to " +
+                                         it->dump());
+  }
+  // Keep the user's symbols where a dimension survives unchanged in place.
+  for (int i = 0; i < out.rank() && i < a.rank(); ++i)
+    if (out.dims[i].size == a.dims[i].size) out.dims[i].symbol = a.dims[i].symbol;
+  return out;
+}
+
+}  // namespace
+
+void RegisterLayoutOps(std::vector<OpDef>& r) {
+  r.push_back({.name = "transpose", .min_version = 1, .inputs = {"a"}, .attrs = {},
+               .kind = OpKind::kLayout, .infer = InferTranspose,
+               .tolerance = policy::ToleranceClass::kExact, .determinism = "exact (data movement)",
+               .summary = "swap the two axes of a rank-2 tensor"});
+  r.push_back({.name = "permute", .min_version = 2, .inputs = {"a"}, .attrs = {"dims"},
+               .kind = OpKind::kLayout, .infer = InferPermute,
+               .tolerance = policy::ToleranceClass::kExact, .determinism = "exact (data movement)",
+               .summary = "reorder axes"});
+  r.push_back({.name = "reshape", .min_version = 2, .inputs = {"a"}, .attrs = {"shape"},
+               .kind = OpKind::kLayout, .infer = InferReshape,
+               .tolerance = policy::ToleranceClass::kExact, .determinism = "exact (data movement)",
+               .summary = "same elements in row-major order, new shape; one size may be -1"});
+}
+
+}  // namespace scellis::webir

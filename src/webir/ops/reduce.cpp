@@ -1,0 +1,52 @@
+// Reductions. Determinism: every output element is accumulated in a fixed order on the CPU
+// reference (sequential along the axis; whole-tensor sums as a fixed two-level tree of 256-element
+// blocks). GPU kernels use a fixed tree per workgroup and never float atomics, so a GPU result is
+// reproducible on the same device in every tier.
+#include "webir/op_registry.h"
+
+namespace scellis::webir {
+namespace {
+
+Result<TensorType> InferReduce(InferContext& c) {
+  const TensorType& a = c.args[0];
+  SCELLIS_ASSIGN_OR_RETURN(int axis, AxisAttr(c, "axis", a.rank()));
+  bool keepdim = false;
+  if (auto k = c.attrs.find("keepdim"); k != c.attrs.end()) {
+    if (!k->is_boolean()) return c.Error("bad-attribute", "keepdim is " + k->dump() + ", expected true or false");
+    keepdim = k->get<bool>();
+  }
+  if ((axis >= 0 || keepdim) && c.version < 2) {
+    return c.Error("op-newer-than-version",
+                   "a reduction over one axis needs graph protocol version 2, the graph is "
+                   "labelled version " + std::to_string(c.version),
+                   "label the graph \"version\": 2");
+  }
+  TensorType out;
+  out.dtype = a.dtype;
+  for (int i = 0; i < a.rank(); ++i) {
+    bool reduced = axis < 0 || i == axis;
+    if (!reduced) out.dims.push_back(a.dims[i]);
+    else if (keepdim) out.dims.push_back(Dim{1, ""});
+  }
+  c.attrs["axis"] = axis < 0 ? Json() : Json(axis);
+  c.attrs["keepdim"] = keepdim;
+  return out;
+}
+
+}  // namespace
+
+void RegisterReduceOps(std::vector<OpDef>& r) {
+  const char* order =
+      "fixed order: sequential along the axis; whole-tensor reductions as a fixed two-level tree; "
+      "no float atomics on any backend";
+  r.push_back({.name = "sum", .min_version = 1, .inputs = {"a"}, .attrs = {"axis", "keepdim"},
+               .kind = OpKind::kReduce, .infer = InferReduce,
+               .tolerance = policy::ToleranceClass::kDefault, .determinism = order,
+               .summary = "sum of all elements, or over one axis (version 2)"});
+  r.push_back({.name = "mean", .min_version = 2, .inputs = {"a"}, .attrs = {"axis", "keepdim"},
+               .kind = OpKind::kReduce, .infer = InferReduce,
+               .tolerance = policy::ToleranceClass::kDefault, .determinism = order,
+               .summary = "mean of all elements, or over one axis"});
+}
+
+}  // namespace scellis::webir
