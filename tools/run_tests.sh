@@ -1,0 +1,22 @@
+#!/usr/bin/env bash
+# Every test: the unit/integration suite, the examples on the CPU reference, a short fuzz run.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+BUILD=${1:-build}
+# GPU paths run on SwiftShader, Dawn's software Vulkan adapter, which Debian's chromium ships.
+export VK_ICD_FILENAMES=${VK_ICD_FILENAMES:-/usr/lib/chromium/vk_swiftshader_icd.json}
+
+echo "== unit and integration tests"
+"$BUILD/scellis_tests" --gtest_brief=1
+
+echo "== examples on the CPU reference"
+for f in examples/*.json; do
+  "$BUILD/scellis" validate "$f" --tier=prod >/dev/null
+done
+"$BUILD/scellis" run examples/seed_mul_relu.json --tier=prod --backend=cpu 2>/dev/null | grep -q '\[0, 60, 120\]'
+
+if [ -x tools/run_fuzz.sh ]; then
+  echo "== fuzzing the document loader (30 s)"
+  bash tools/run_fuzz.sh 30
+fi
+echo "all tests passed"
