@@ -69,8 +69,8 @@ struct PipelineId {
 };
 
 // One storage binding: bytes [offset, offset + size) of `buffer`; size 0 means "to the end of the
-// buffer". `offset` must be a multiple of limits.min_storage_buffer_offset_alignment (256 on
-// most devices) and `size` a multiple of 4.
+// allocation" (the size rounded up to 4). `offset` must be a multiple of
+// limits.min_storage_buffer_offset_alignment (256 on most devices) and `size` a multiple of 4.
 struct Binding {
   BufferId buffer;
   uint64_t offset = 0;
@@ -131,7 +131,8 @@ struct OpenOptions {
 };
 
 // Test hooks. Each makes Dawn itself fail, so the real error path is what gets tested:
-//   kFailNextSubmit  the next queue submission carries a copy from a destroyed buffer, which
+//   kFailNextSubmit  the next queue submission (of recorded work, by Submit, Read or Write)
+//                    carries a copy from a destroyed buffer, which
 //                    Dawn rejects as a validation error -> gpu-validation-error;
 //   kFailNextMap     the next Read maps its staging buffer at a misaligned offset, which Dawn
 //                    rejects -> map-failed;
@@ -151,8 +152,9 @@ struct DeviceStats {
 };
 
 // Workgroup counts for `workgroups` workgroups when one dimension holds at most `max_per_dim`:
-// x first, then y, then z; x * y * z >= workgroups (a kernel guards its tail). A kernel
-// linearizes with `id.x + id.y * (x * workgroup_size)`, see the 2-D test.
+// x first, then y, then z; x * y * z >= workgroups (a kernel guards its tail). A kernel with
+// workgroup size w linearizes global_invocation_id as `id.x + id.y * (x * w) + id.z * (x * y * w)`
+// (pass the strides in its parameter block; see the 2-D test in device_test.cpp).
 struct Grid {
   uint32_t x = 1, y = 1, z = 1;
 };
@@ -209,7 +211,9 @@ class Device {
 
   // ---- recording ----
   // Records a dispatch of x * y * z workgroups with `bindings` bound to @group(0) @binding(0..n-1).
-  // A bad id or a count over the limit is reported by the next Submit.
+  // A bad id or a count over the limit is reported by the next Submit (and the recording since the
+  // last Submit is dropped); a binding Dawn rejects (misaligned offset, range past the end) is a
+  // gpu-validation-error that poisons the device.
   void Dispatch(PipelineId pipeline, const std::vector<Binding>& bindings, uint32_t x,
                 uint32_t y = 1, uint32_t z = 1);
   // Records a buffer-to-buffer copy; offsets and size multiples of 4.
