@@ -2,7 +2,7 @@
 #include <charconv>
 #include <iostream>
 
-#include "backend/cpu/executor.h"
+#include "backend/select.h"
 #include "common.h"
 #include "core/atomic_file.h"
 
@@ -29,31 +29,32 @@ std::string FormatValues(const std::vector<float>& data) {
   return s + "]";
 }
 
-const char* kCpuBanner =
-    "==================================================================================\n"
-    " RUNNING ON THE CPU REFERENCE: slower than a GPU; heavy training is limited.\n"
-    " why: %s\n"
-    "==================================================================================\n";
-
 }  // namespace
 
 int RunCommand(const CompileFlags& f, const std::string& backend, int threads,
                const std::string& out_file, bool allow_software_adapter) {
+  // The backend is chosen first: the plan is judged against the limits of the device it runs on.
+  auto selection = backend::SelectBackend({.requested = backend,
+                                           .allow_software_adapter = allow_software_adapter,
+                                           .cpu_threads = threads});
+  if (!selection.ok()) return Report(selection.errors(), "", f.json);
+  backend::Selection& sel = selection.value();
   int code = 0;
-  auto c = CompileFile(f, session::Rung::kExecplan, {}, code);
+  auto c = CompileFile(f, session::Rung::kExecplan, sel.limits, code);
   if (!c) return code;
   const execplan::Plan& plan = *c->plan;
   if (plan.verdict == execplan::Verdict::kRed) return Report(plan.findings, f.file, f.json);
   PrintNotes(plan.findings, f.file);
 
-  std::string reason = backend == "cpu" ? "requested with --backend=cpu"
-                                        : "this build has no GPU backend";
-  std::fprintf(stderr, kCpuBanner, reason.c_str());
-  backend::cpu::CpuExecutor exec({.threads = threads});
-  auto result = exec.Run(plan, {});
+  if (sel.backend == "cpu") {
+    std::cerr << backend::CpuBanner(sel.fallback_reason ? *sel.fallback_reason
+                                                        : "requested with --backend=cpu");
+  }
+  auto result = sel.executor->Run(plan, {});
   if (!result.ok()) return Report(result.errors(), f.file, f.json);
   backend::RunResult& r = result.value();
-  if (backend != "cpu") r.fallback_reason = reason;
+  r.fallback_reason = sel.fallback_reason;
+  r.attempts = sel.attempts;
 
   Json j = backend::ResultToJson(r);
   j["determinism_tier"] = policy::TierName(plan.graph().tier);
@@ -70,8 +71,16 @@ int RunCommand(const CompileFlags& f, const std::string& backend, int threads,
             << "  tier: " << policy::TierName(plan.graph().tier)
             << "  fallback: " << (r.fallback_reason ? *r.fallback_reason : "none") << "\n";
   for (const auto& [name, t] : r.outputs) {
-    std::cout << name << ": shape " << t.type.ShapeString() << " " << DTypeName(t.type.dtype)
-              << " " << FormatValues(t.data) << "\n";
+    std::cout << name << ": shape " << t.type.ShapeString() << " " << DTypeName(t.type.dtype);
+    std::vector<int64_t> sizes = t.type.sizes();
+    if (sizes.size() == 2 && sizes[0] > 1 && sizes[0] <= 16 && sizes[1] <= 16) {
+      // Small matrices (a Game-of-Life grid, say) read better as rows.
+      std::cout << "\n";
+      for (int64_t r = 0; r < sizes[0]; ++r)
+        std::cout << "  " << FormatValues({t.data.begin() + r * sizes[1], t.data.begin() + (r + 1) * sizes[1]}) << "\n";
+    } else {
+      std::cout << " " << FormatValues(t.data) << "\n";
+    }
   }
   return 0;
 }

@@ -38,5 +38,6 @@ int RunCommand(const CompileFlags& f, const std::string& backend, int threads,
 int LowerCommand(const CompileFlags& f, const std::string& to, const std::string& dump_dir);
 int PlanCommand(const CompileFlags& f);
 int ValidateCommand(const CompileFlags& f);
+int ProbeCommand(bool json);
 
 }  // namespace scellis::cli

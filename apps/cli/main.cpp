@@ -37,6 +37,10 @@ int main(int argc, char** argv) {
   CLI::App* validate = app.add_subcommand("validate", "check a document without running it");
   AddCompileFlags(validate, validate_flags);
 
+  bool probe_json = false;
+  CLI::App* probe = app.add_subcommand("probe", "show the WebGPU adapter, its limits, and what auto would choose");
+  probe->add_flag("--json", probe_json, "machine-readable output");
+
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
@@ -47,5 +51,6 @@ int main(int argc, char** argv) {
   if (*lower) return LowerCommand(lower_flags, to, dump_dir);
   if (*plan) return PlanCommand(plan_flags);
   if (*validate) return ValidateCommand(validate_flags);
+  if (*probe) return ProbeCommand(probe_json);
   return 2;
 }

@@ -36,7 +36,10 @@ Json ResultToJson(const RunResult& r) {
   for (const auto& [name, t] : r.outputs) {
     Json data = Json::array();
     for (float v : t.data) {
-      if (std::isfinite(v)) data.push_back(v);
+      // Integral values print as integers ([0, 60, 120]), like the protocol's own examples.
+      if (std::isfinite(v) && v == std::floor(v) && std::fabs(v) < 16777216.0f)
+        data.push_back(static_cast<int64_t>(v));
+      else if (std::isfinite(v)) data.push_back(v);
       else data.push_back(std::isnan(v) ? "NaN" : (v > 0 ? "Infinity" : "-Infinity"));
     }
     j["outputs"][name] = {{"shape", t.type.sizes()}, {"dtype", DTypeName(t.type.dtype)},
