@@ -1,0 +1,33 @@
+#!/usr/bin/env bash
+# Runs Scellis on a lent NVIDIA H200 through Dawn on the Vulkan driver: probe, conformance in
+# every tier, the examples, and the benchmarks given as arguments. Expects next to the tree:
+#   .gl/          the Vulkan loader package(s) (libvulkan1), unpacked into / here;
+#   dist/         the scellis binaries built on Debian 12 (glibc and libstdc++ are forward
+#                 compatible with the machine's image);
+#   node_modules/ the pinned Dawn package.
+# Results go to $OUT (or ./out).
+set -uo pipefail
+OUT=${OUT:-out}
+mkdir -p "$OUT"
+for f in .gl/*.deb; do dpkg -x "$f" /; done
+ldconfig
+export VK_DRIVER_FILES=/usr/local/nvidia/share/vulkan/icd.d/nvidia_icd.json
+export SCELLIS_STORE="$OUT/store"
+S=dist/scellis
+nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader | tee "$OUT/gpu.txt"
+date -u +%Y-%m-%dT%H:%M:%SZ | tee -a "$OUT/gpu.txt"
+"$S" probe | tee "$OUT/probe.txt"
+"$S" probe --json > "$OUT/probe.json"
+for f in examples/*.json; do
+  echo "### $f"
+  "$S" run "$f" --tier=prod
+done 2>&1 | tee "$OUT/examples.txt"
+if "$S" conform --help >/dev/null 2>&1; then
+  for tier in prod debug; do
+    "$S" conform --tier=$tier 2>&1 | tee "$OUT/conform_$tier.txt"
+  done
+fi
+for cmd in "$@"; do
+  echo "### $cmd"
+  bash -c "$cmd"
+done 2>&1 | tee "$OUT/extra.txt"
