@@ -22,7 +22,7 @@ for f in examples/*.json; do
   echo "### $f"
   "$S" run "$f" --tier=prod
 done 2>&1 | tee "$OUT/examples.txt"
-if "$S" conform --help >/dev/null 2>&1; then
+if "$S" --help | grep -q conform; then
   for tier in prod debug; do
     "$S" conform --tier=$tier 2>&1 | tee "$OUT/conform_$tier.txt"
   done
