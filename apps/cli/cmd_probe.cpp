@@ -9,7 +9,9 @@ namespace scellis::cli {
 
 int ProbeCommand(bool json) {
   Json out;
-  auto device = backend::webgpu::Device::Open({.allow_software_adapter = true});
+  std::string dawn_log;
+  auto device = backend::OpenQuietly({.allow_software_adapter = true}, &dawn_log);
+  out["dawn_log"] = dawn_log;
   auto choice = backend::SelectBackend({.requested = "auto"});
   if (device.ok()) {
     const backend::webgpu::AdapterInfo& a = device.value()->info();
@@ -63,6 +65,7 @@ int ProbeCommand(bool json) {
       std::cout << (i ? ", " : "") << out["features"][i].get<std::string>();
     std::cout << "\n";
   }
+  if (!dawn_log.empty()) std::cout << "driver log     : " << dawn_log.size() << " bytes captured (see --json)\n";
   std::cout << "auto would use : " << out.value("auto_choice", "?") << " — "
             << out.value("auto_reason", "?") << "\n";
   return 0;

@@ -31,6 +31,10 @@ struct Selection {
 
 Result<Selection> SelectBackend(const SelectOptions& options);
 
+// Opens a device with Dawn's and the Vulkan loader's own stderr chatter captured into `log`.
+Result<std::unique_ptr<webgpu::Device>> OpenQuietly(const webgpu::OpenOptions& options,
+                                                    std::string* log);
+
 // The loud banner every CPU run prints (to stderr), with the reason.
 std::string CpuBanner(const std::string& why);
 
