@@ -33,11 +33,15 @@ struct RunResult {
   std::vector<Diagnostic> notes;
 };
 
+class Prepared;
+
 class Executor {
  public:
   virtual ~Executor() = default;
   virtual std::string name() const = 0;
   virtual Result<RunResult> Run(const execplan::Plan& plan, const Feeds& feeds) = 0;
+  // Makes the plan resident for a session (see prepared.h).
+  virtual Result<std::unique_ptr<Prepared>> Prepare(const execplan::Plan& plan) = 0;
 };
 
 // The host-side data of a source node: inline data, a feed, an initializer's values or a constant.

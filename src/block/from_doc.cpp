@@ -23,6 +23,7 @@ class Lowering {
 
     for (const doc::Node& n : doc_.nodes) LowerNode(n);
     for (const doc::Output& o : doc_.outputs) prog_.outputs.push_back({o.name, index_.at(o.source)});
+    ResolveCarries();
     ResolveTier();
     if (!errors_.empty()) return Status(errors_);
     return std::move(prog_);
@@ -35,6 +36,28 @@ class Lowering {
                              std::move(help));
     d.where = n.Describe();
     errors_.push_back(std::move(d));
+  }
+
+  // `"carry": "w1_next"` on an input: after each session step it takes that output's value.
+  void ResolveCarries() {
+    for (const doc::Node& n : doc_.nodes) {
+      const Json* carry = FindParam(n, "carry");
+      if (!carry) continue;
+      std::string pointer = ParamPointer(n, "carry");
+      if ((n.op != "input" && n.op != "param") || !carry->is_string()) {
+        Error("bad-carry", pointer, "\"carry\" belongs on an input or param and names an output", n);
+        continue;
+      }
+      int out = -1;
+      for (size_t i = 0; i < prog_.outputs.size(); ++i)
+        if (prog_.outputs[i].name == carry->get<std::string>()) out = static_cast<int>(i);
+      if (out < 0) {
+        Error("dangling-reference", pointer,
+              "the carry names the output \"" + carry->get<std::string>() + "\", which does not exist", n);
+        continue;
+      }
+      prog_.carries.push_back({out, index_.at(n.id)});
+    }
   }
 
   void ResolveTier() {

@@ -51,12 +51,20 @@ struct Output {
   int block;
 };
 
+// A resident value between steps: after each step of a session, input block `to` takes the value
+// of output `from` (weights and optimizer moments stay on the device this way).
+struct Carry {
+  int from_output;  // index into Program::outputs
+  int to_block;
+};
+
 struct Program {
   std::string name;
   doc::Form form = doc::Form::kGraph;
   int version = 1;
   std::vector<Block> blocks;  // every block after its inputs
   std::vector<Output> outputs;
+  std::vector<Carry> carries;
   policy::Tier tier = policy::Tier::kProd;
   std::string tier_source;
   policy::ToleranceClass tolerance = policy::ToleranceClass::kDefault;

@@ -28,6 +28,19 @@ class Lowering {
     for (const block::Output& o : prog_.outputs) {
       if (node_of_[o.block] >= 0) g_.outputs.push_back({o.name, node_of_[o.block]});
     }
+    for (const block::Carry& c : prog_.carries) {
+      int from = node_of_[prog_.outputs[c.from_output].block], to = node_of_[c.to_block];
+      if (from < 0 || to < 0) continue;
+      const block::Block& b = prog_.blocks[c.to_block];
+      if (!g_.at(from).type.SameShape(g_.at(to).type)) {
+        Error(b, "carry-shape-mismatch", b.pointer,
+              "the input " + g_.at(to).type.ShapeStringWithSizes() + " carries the output \"" +
+                  prog_.outputs[c.from_output].name + "\" of shape " +
+                  g_.at(from).type.ShapeStringWithSizes());
+        continue;
+      }
+      g_.carries.push_back({from, to});
+    }
     if (!errors_.empty()) return Status(errors_);
     return std::move(g_);
   }

@@ -51,11 +51,18 @@ struct Output {
   int node;
 };
 
+// After each session step, source node `to` takes the value of node `from` (see block::Carry).
+struct Carry {
+  int from;
+  int to;
+};
+
 struct Graph {
   std::string name;
   int version = 1;
   std::vector<Node> nodes;  // index == id; every node after its args
   std::vector<Output> outputs;
+  std::vector<Carry> carries;
   policy::Tier tier = policy::Tier::kProd;
   std::string tier_source;
   policy::ToleranceClass tolerance = policy::ToleranceClass::kDefault;

@@ -1,9 +1,118 @@
 #include "backend/cpu/executor.h"
 
 #include <chrono>
+#include <cmath>
 #include <thread>
 
+#include "backend/prepared.h"
+
 namespace scellis::backend::cpu {
+namespace {
+
+// The plan's buffers in element type T, with sources loaded.
+template <typename T>
+struct Resident {
+  const execplan::Plan* plan;
+  std::vector<std::vector<T>> buffers;
+
+  std::vector<T>& of(int node) { return buffers[plan->buffer_of[node]]; }
+
+  Status Load(const webir::Node& n, const Feeds& feeds) {
+    SCELLIS_ASSIGN_OR_RETURN(std::vector<float> data, SourceData(n, feeds));
+    std::copy(data.begin(), data.end(), of(n.id).begin());
+    return Status::Ok();
+  }
+
+  static Result<Resident> Make(const execplan::Plan& plan, const Feeds& feeds, bool defer_fed) {
+    if (plan.verdict == execplan::Verdict::kRed)
+      return InternalError("cpu.Prepare", "asked to run a red plan");
+    Resident r{&plan, std::vector<std::vector<T>>(plan.buffers.size())};
+    for (const execplan::Buffer& b : plan.buffers) r.buffers[b.id].resize(static_cast<size_t>(b.bytes / 4));
+    std::vector<int> fed = FedInputs(plan.graph());
+    for (const webir::Node& n : plan.graph().nodes) {
+      if (n.role != webir::Role::kInput && n.role != webir::Role::kParam) continue;
+      bool is_fed = std::find(fed.begin(), fed.end(), n.id) != fed.end();
+      if (defer_fed && is_fed) continue;
+      if (!n.data && !n.init && !feeds.count(FeedName(n)) && defer_fed) continue;  // carried, fed at first run
+      SCELLIS_TRY(r.Load(n, feeds));
+    }
+    return r;
+  }
+
+  Status Step(const kernel::ref::Parallel& parallel) {
+    for (const execplan::Step& s : plan->steps) {
+      const kernel::Kernel& k = plan->module.kernels[s.kernel];
+      std::vector<const T*> inputs;
+      for (int b : s.reads) inputs.push_back(buffers[b].data());
+      SCELLIS_TRY(kernel::ref::RunKernel<T>(plan->module, k, inputs, buffers[s.write].data(), parallel));
+    }
+    // Carries read the step's results before any is overwritten.
+    std::vector<std::vector<T>> next;
+    for (const webir::Carry& c : plan->graph().carries) next.push_back(of(c.from));
+    for (size_t i = 0; i < next.size(); ++i) of(plan->graph().carries[i].to) = std::move(next[i]);
+    return Status::Ok();
+  }
+};
+
+class CpuPrepared : public Prepared {
+ public:
+  CpuPrepared(const execplan::Plan& plan, Resident<float> resident, const kernel::ref::Parallel& parallel)
+      : plan_(plan), resident_(std::move(resident)), parallel_(parallel) {
+    resident_.plan = &plan_;
+  }
+
+  std::string backend() const override { return "cpu"; }
+
+  Result<StepsResult> RunSteps(const std::vector<Feeds>& feeds,
+                               const std::vector<std::string>& watch) override {
+    auto start = std::chrono::steady_clock::now();
+    const webir::Graph& g = plan_.graph();
+    std::vector<int> watch_nodes;
+    for (const std::string& w : watch) {
+      int node = FindNamedNode(g, w);
+      if (node < 0) return UserError("unknown-output", "", "no output or input is named \"" + w + "\"");
+      watch_nodes.push_back(node);
+    }
+    StepsResult r;
+    for (const std::string& w : watch) r.watched.push_back({w, {}});
+    for (const Feeds& step_feeds : feeds) {
+      for (const webir::Node& n : g.nodes) {
+        if (n.role != webir::Role::kInput || n.data) continue;
+        bool carried = false;
+        for (const webir::Carry& c : g.carries) carried |= c.to == n.id;
+        if (carried && initialized_) continue;
+        SCELLIS_TRY(resident_.Load(n, step_feeds));
+      }
+      initialized_ = true;
+      SCELLIS_TRY(resident_.Step(parallel_));
+      for (size_t i = 0; i < watch_nodes.size(); ++i) {
+        const webir::Node& n = g.at(watch_nodes[i]);
+        // Carried inputs were just updated; outputs hold this step's value.
+        const std::vector<float>& b = resident_.of(n.id);
+        r.watched[i].second.push_back({n.type, {b.begin(), b.begin() + n.type.elements()}});
+      }
+    }
+    double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
+    r.stats = {{"steps", feeds.size()}, {"wall_ms", ms}, {"threads", parallel_.threads()}};
+    return r;
+  }
+
+  Result<HostTensor> Download(const std::string& name) override {
+    int node = FindNamedNode(plan_.graph(), name);
+    if (node < 0) return UserError("unknown-output", "", "no output or input is named \"" + name + "\"");
+    const webir::Node& n = plan_.graph().at(node);
+    const std::vector<float>& b = resident_.of(node);
+    return HostTensor{n.type, {b.begin(), b.begin() + n.type.elements()}};
+  }
+
+ private:
+  execplan::Plan plan_;
+  Resident<float> resident_;
+  const kernel::ref::Parallel& parallel_;
+  bool initialized_ = false;
+};
+
+}  // namespace
 
 CpuExecutor::CpuExecutor(Options options)
     : parallel_(options.threads > 0 ? options.threads
@@ -12,27 +121,12 @@ CpuExecutor::CpuExecutor(Options options)
 template <typename T>
 Result<std::vector<std::vector<T>>> RunPlan(const execplan::Plan& plan, const Feeds& feeds,
                                             const kernel::ref::Parallel& parallel) {
-  if (plan.verdict == execplan::Verdict::kRed)
-    return InternalError("cpu.RunPlan", "asked to run a red plan");
-  const webir::Graph& g = plan.graph();
-  std::vector<std::vector<T>> buffers(plan.buffers.size());
-  for (const execplan::Buffer& b : plan.buffers)
-    buffers[b.id].resize(static_cast<size_t>(b.bytes / 4));
-  for (const webir::Node& n : g.nodes) {
-    if (n.role != webir::Role::kInput && n.role != webir::Role::kParam) continue;
-    SCELLIS_ASSIGN_OR_RETURN(std::vector<float> data, SourceData(n, feeds));
-    std::copy(data.begin(), data.end(), buffers[plan.buffer_of[n.id]].begin());
-  }
-  for (const execplan::Step& s : plan.steps) {
-    const kernel::Kernel& k = plan.module.kernels[s.kernel];
-    std::vector<const T*> inputs;
-    for (int b : s.reads) inputs.push_back(buffers[b].data());
-    SCELLIS_TRY(kernel::ref::RunKernel<T>(plan.module, k, inputs, buffers[s.write].data(), parallel));
-  }
+  SCELLIS_ASSIGN_OR_RETURN(Resident<T> r, Resident<T>::Make(plan, feeds, /*defer_fed=*/false));
+  SCELLIS_TRY(r.Step(parallel));
   std::vector<std::vector<T>> outputs;
-  for (const webir::Output& o : g.outputs) {
-    const std::vector<T>& b = buffers[plan.buffer_of[o.node]];
-    outputs.emplace_back(b.begin(), b.begin() + g.at(o.node).type.elements());
+  for (const webir::Output& o : plan.graph().outputs) {
+    const std::vector<T>& b = r.of(o.node);
+    outputs.emplace_back(b.begin(), b.begin() + plan.graph().at(o.node).type.elements());
   }
   return outputs;
 }
@@ -42,6 +136,11 @@ template Result<std::vector<std::vector<float>>> RunPlan<float>(const execplan::
 template Result<std::vector<std::vector<double>>> RunPlan<double>(const execplan::Plan&,
                                                                   const Feeds&,
                                                                   const kernel::ref::Parallel&);
+
+Result<std::unique_ptr<Prepared>> CpuExecutor::Prepare(const execplan::Plan& plan) {
+  SCELLIS_ASSIGN_OR_RETURN(Resident<float> r, Resident<float>::Make(plan, {}, /*defer_fed=*/true));
+  return std::unique_ptr<Prepared>(new CpuPrepared(plan, std::move(r), parallel_));
+}
 
 Result<RunResult> CpuExecutor::Run(const execplan::Plan& plan, const Feeds& feeds) {
   auto start = std::chrono::steady_clock::now();

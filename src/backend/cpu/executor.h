@@ -3,6 +3,7 @@
 #pragma once
 
 #include "backend/backend.h"
+#include "backend/prepared.h"
 #include "kernel/ref/ref.h"
 
 namespace scellis::backend::cpu {
@@ -16,6 +17,7 @@ class CpuExecutor : public Executor {
   explicit CpuExecutor(Options options = {});
   std::string name() const override { return "cpu"; }
   Result<RunResult> Run(const execplan::Plan& plan, const Feeds& feeds) override;
+  Result<std::unique_ptr<Prepared>> Prepare(const execplan::Plan& plan) override;
   int threads() const { return parallel_.threads(); }
 
  private:

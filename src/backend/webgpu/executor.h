@@ -7,6 +7,7 @@
 #include <memory>
 
 #include "backend/backend.h"
+#include "backend/prepared.h"
 #include "backend/webgpu/device.h"
 
 namespace scellis::backend::webgpu {
@@ -16,6 +17,7 @@ class WebGpuExecutor : public Executor {
   explicit WebGpuExecutor(std::unique_ptr<Device> device);
   std::string name() const override { return "webgpu"; }
   Result<RunResult> Run(const execplan::Plan& plan, const Feeds& feeds) override;
+  Result<std::unique_ptr<Prepared>> Prepare(const execplan::Plan& plan) override;
   Device& device() { return *device_; }
 
  private:

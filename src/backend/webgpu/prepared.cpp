@@ -1,0 +1,208 @@
+// A plan resident on a Dawn device. Feeds for all steps of a run are uploaded first (the queue
+// writes them before the submission executes), then every step is recorded — feed copies,
+// dispatches, carry copies, copies of watched outputs into per-step history — and the whole run
+// goes to the GPU in one submission. Only the history of watched outputs is read back.
+#include <chrono>
+
+#include "backend/prepared.h"
+#include "backend/webgpu/executor.h"
+
+namespace scellis::backend::webgpu {
+namespace {
+
+inline constexpr size_t kMaxStepsPerRun = 64;
+
+class WebGpuPrepared : public Prepared {
+ public:
+  WebGpuPrepared(const execplan::Plan& plan, Device& device) : plan_(plan), d_(device) {}
+  ~WebGpuPrepared() override {
+    for (BufferId b : buffers_) d_.ReleaseBuffer(b);
+  }
+
+  std::string backend() const override { return "webgpu"; }
+
+  Status Init() {
+    if (plan_.verdict == execplan::Verdict::kRed)
+      return InternalError("webgpu.Prepare", "asked to prepare a red plan");
+    const Limits& lim = d_.info().limits;
+    for (const execplan::Buffer& b : plan_.buffers) {
+      if (static_cast<uint64_t>(b.bytes) > lim.max_storage_buffer_binding_size) {
+        return UserError("binding-cap-exceeded", "",
+                         "buffer b" + std::to_string(b.id) + " holds " + execplan::FormatBytes(b.bytes) +
+                             ", over this adapter's storage binding cap of " +
+                             execplan::FormatBytes(static_cast<int64_t>(lim.max_storage_buffer_binding_size)),
+                         "split the tensor, or run on the CPU reference (--backend=cpu)");
+      }
+      buffers_.push_back(d_.CreateBuffer(static_cast<uint64_t>(std::max<int64_t>(b.bytes, 4))));
+    }
+    const webir::Graph& g = plan_.graph();
+    fed_ = FedInputs(g);
+    for (const webir::Node& n : g.nodes) {
+      if (n.role != webir::Role::kInput && n.role != webir::Role::kParam) continue;
+      if (IsFed(n.id) || (n.role == webir::Role::kInput && !n.data)) continue;
+      SCELLIS_ASSIGN_OR_RETURN(std::vector<float> data, SourceData(n, {}));
+      if (!data.empty()) SCELLIS_TRY(d_.Write(BufferOf(n.id), 0, data.data(), data.size() * 4));
+    }
+    for (const kernel::Kernel& k : plan_.module.kernels) {
+      auto p = d_.Pipeline(k.wgsl, k.entry_point);
+      if (!p.ok()) {
+        return InternalError("webgpu.Prepare", "kernel " + k.name + " failed to compile: " +
+                                                   p.errors().front().message);
+      }
+      pipelines_.push_back(p.value());
+    }
+    return Status::Ok();
+  }
+
+  Result<StepsResult> RunSteps(const std::vector<Feeds>& feeds,
+                               const std::vector<std::string>& watch) override {
+    if (feeds.empty() || feeds.size() > kMaxStepsPerRun) {
+      return UserError("bad-step-count", "", "a run takes 1 to " + std::to_string(kMaxStepsPerRun) +
+                                                 " steps, got " + std::to_string(feeds.size()));
+    }
+    auto start = std::chrono::steady_clock::now();
+    const webir::Graph& g = plan_.graph();
+    const size_t steps = feeds.size();
+    DeviceStats before = d_.stats();
+    std::vector<BufferId> scratch;
+    auto release = [&] {
+      for (BufferId b : scratch) d_.ReleaseBuffer(b);
+    };
+
+    // Inputs that take data this run: fed ones every step; carried ones only on the first run.
+    struct Upload {
+      int node;
+      BufferId staging;
+      int64_t bytes;
+      size_t steps;  // slices in staging
+    };
+    std::vector<Upload> uploads;
+    for (const webir::Node& n : g.nodes) {
+      if (n.role != webir::Role::kInput || n.data) continue;
+      bool fed = IsFed(n.id);
+      if (!fed && initialized_) continue;
+      size_t slices = fed ? steps : 1;
+      std::vector<float> all;
+      all.reserve(static_cast<size_t>(n.type.elements()) * slices);
+      for (size_t k = 0; k < slices; ++k) {
+        auto data = SourceData(n, feeds[k]);
+        if (!data.ok()) {
+          release();
+          return data.status();
+        }
+        all.insert(all.end(), data->begin(), data->end());
+      }
+      int64_t bytes = n.type.bytes();
+      BufferId staging = d_.CreateBuffer(static_cast<uint64_t>(std::max<int64_t>(bytes * slices, 4)));
+      scratch.push_back(staging);
+      if (!all.empty()) {
+        Status s = d_.Write(staging, 0, all.data(), all.size() * 4);
+        if (!s.ok()) {
+          release();
+          return s;
+        }
+      }
+      uploads.push_back({n.id, staging, bytes, slices});
+    }
+
+    std::vector<int> watch_nodes;
+    std::vector<BufferId> history;
+    for (const std::string& w : watch) {
+      int node = FindNamedNode(g, w);
+      if (node < 0) {
+        release();
+        return UserError("unknown-output", "", "no output or input is named \"" + w + "\"");
+      }
+      watch_nodes.push_back(node);
+      history.push_back(d_.CreateBuffer(static_cast<uint64_t>(std::max<int64_t>(g.at(node).type.bytes() * steps, 4))));
+      scratch.push_back(history.back());
+    }
+
+    for (size_t k = 0; k < steps; ++k) {
+      for (const Upload& u : uploads) {
+        if (u.bytes && (k < u.steps)) d_.Copy(u.staging, k * u.bytes, BufferOf(u.node), 0, u.bytes);
+      }
+      for (size_t s = 0; s < plan_.steps.size(); ++s) {
+        const execplan::Step& st = plan_.steps[s];
+        const kernel::Kernel& kern = plan_.module.kernels[st.kernel];
+        std::vector<Binding> bindings;
+        for (int b : st.reads) bindings.push_back({buffers_[b], 0, 0});
+        bindings.push_back({buffers_[st.write], 0, 0});
+        d_.Dispatch(pipelines_[st.kernel], bindings, kern.workgroups[0], kern.workgroups[1], kern.workgroups[2]);
+      }
+      for (const webir::Carry& c : g.carries) {
+        int64_t bytes = g.at(c.from).type.bytes();
+        if (bytes) d_.Copy(BufferOf(c.from), 0, BufferOf(c.to), 0, bytes);
+      }
+      for (size_t i = 0; i < watch_nodes.size(); ++i) {
+        int64_t bytes = g.at(watch_nodes[i]).type.bytes();
+        if (bytes) d_.Copy(BufferOf(watch_nodes[i]), 0, history[i], k * bytes, bytes);
+      }
+    }
+    Status submitted = d_.Submit();
+    if (!submitted.ok()) {
+      release();
+      return submitted;
+    }
+    initialized_ = true;
+
+    StepsResult r;
+    for (size_t i = 0; i < watch_nodes.size(); ++i) {
+      const webir::Node& n = g.at(watch_nodes[i]);
+      std::vector<float> all(static_cast<size_t>(n.type.elements()) * steps);
+      if (!all.empty()) {
+        Status s = d_.Read(history[i], 0, all.size() * 4, all.data());
+        if (!s.ok()) {
+          release();
+          return s;
+        }
+      }
+      std::vector<HostTensor> per_step;
+      for (size_t k = 0; k < steps; ++k) {
+        auto first = all.begin() + static_cast<int64_t>(k) * n.type.elements();
+        per_step.push_back({n.type, {first, first + n.type.elements()}});
+      }
+      r.watched.push_back({watch[i], std::move(per_step)});
+    }
+    release();
+    const DeviceStats& after = d_.stats();
+    double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
+    r.stats = {{"steps", steps},
+               {"dispatches", after.dispatches - before.dispatches},
+               {"submits", after.submits - before.submits},
+               {"bytes_uploaded", after.bytes_uploaded - before.bytes_uploaded},
+               {"bytes_read", after.bytes_read - before.bytes_read},
+               {"wall_ms", ms}};
+    return r;
+  }
+
+  Result<HostTensor> Download(const std::string& name) override {
+    int node = FindNamedNode(plan_.graph(), name);
+    if (node < 0) return UserError("unknown-output", "", "no output or input is named \"" + name + "\"");
+    const webir::Node& n = plan_.graph().at(node);
+    HostTensor t{n.type, std::vector<float>(static_cast<size_t>(n.type.elements()))};
+    if (!t.data.empty()) SCELLIS_TRY(d_.Read(BufferOf(node), 0, t.data.size() * 4, t.data.data()));
+    return t;
+  }
+
+ private:
+  bool IsFed(int node) const { return std::find(fed_.begin(), fed_.end(), node) != fed_.end(); }
+  BufferId BufferOf(int node) const { return buffers_[plan_.buffer_of[node]]; }
+
+  execplan::Plan plan_;
+  Device& d_;
+  std::vector<BufferId> buffers_;
+  std::vector<PipelineId> pipelines_;
+  std::vector<int> fed_;
+  bool initialized_ = false;
+};
+
+}  // namespace
+
+Result<std::unique_ptr<Prepared>> WebGpuExecutor::Prepare(const execplan::Plan& plan) {
+  auto p = std::make_unique<WebGpuPrepared>(plan, *device_);
+  SCELLIS_TRY(p->Init());
+  return std::unique_ptr<Prepared>(std::move(p));
+}
+
+}  // namespace scellis::backend::webgpu

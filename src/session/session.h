@@ -1,0 +1,50 @@
+// Prepared sessions: validate, lower and plan once; feeds arrive per step; carried state (weights,
+// optimizer moments) stays resident on the backend; Run executes up to 64 steps in one submission
+// and reads back only the watched outputs; Download reads state on demand.
+//
+// A run that fails after device work began — a backend error, a non-finite watched value, a failed
+// map — poisons the session: Run and Download then fail with the STATE error `session-poisoned`
+// naming the cause; only Dispose remains.
+#pragma once
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "backend/prepared.h"
+#include "backend/select.h"
+#include "session/compile.h"
+
+namespace scellis::session {
+
+class Session {
+ public:
+  // Compiles `text` for the selected backend and makes the plan resident. A red plan is refused.
+  static Result<std::unique_ptr<Session>> Prepare(std::string_view text,
+                                                  const CompileOptions& options,
+                                                  backend::Selection selection);
+
+  Result<backend::StepsResult> Run(const std::vector<backend::Feeds>& feeds,
+                                   const std::vector<std::string>& watch);
+  Result<backend::HostTensor> Download(const std::string& name);
+  // Frees the resident state. Every later call fails with `session-disposed`.
+  void Dispose();
+
+  const Compiled& compiled() const { return compiled_; }
+  const execplan::Plan& plan() const { return *compiled_.plan; }
+  const backend::Selection& selection() const { return selection_; }
+  bool poisoned() const { return !poison_.ok(); }
+
+ private:
+  Session(Compiled c, backend::Selection s) : compiled_(std::move(c)), selection_(std::move(s)) {}
+  Status Usable() const;
+  void Poison(const Diagnostic& cause);
+
+  Compiled compiled_;
+  backend::Selection selection_;
+  std::unique_ptr<backend::Prepared> prepared_;
+  Status poison_;
+  bool disposed_ = false;
+};
+
+}  // namespace scellis::session
