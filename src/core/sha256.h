@@ -1,7 +1,14 @@
+// SHA-256 digests, as used to name and verify artifacts (checkpoints, datasets, caches).
 #pragma once
+
 #include <string>
 #include <string_view>
+
 namespace scellis {
-// Lowercase hex SHA-256 of `bytes`.
+
+// The SHA-256 digest of `bytes` (which may hold any byte, NUL included) as 64 lowercase hex
+// digits. Computed by OpenSSL; a failure there (out of memory) aborts, as no caller could
+// continue without the digest.
 std::string Sha256Hex(std::string_view bytes);
+
 }  // namespace scellis

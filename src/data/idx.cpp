@@ -1,0 +1,281 @@
+#include "data/idx.h"
+
+#include <sys/stat.h>
+#include <zlib.h>
+
+#include <algorithm>
+#include <bit>
+#include <cstdlib>
+#include <cstring>
+#include <limits>
+
+#include "core/atomic_file.h"
+
+namespace scellis::data {
+namespace {
+
+std::string Hex(uint8_t b) {
+  static constexpr char kDigits[] = "0123456789abcdef";
+  return std::string("0x") + kDigits[b >> 4] + kDigits[b & 15];
+}
+
+Diagnostic Truncated(const std::string& what) {
+  return UserError("idx-truncated", "", what, "the file is cut short; download it again");
+}
+
+Diagnostic TooLarge(const std::string& what, uint64_t max_bytes) {
+  return UserError("idx-too-large", "", what + ", more than the limit of " +
+                                            std::to_string(max_bytes) + " bytes");
+}
+
+// Ends an inflate stream on every path out of Gunzip.
+class Inflater {
+ public:
+  Inflater() { ok_ = inflateInit2(&zs_, 16 + MAX_WBITS) == Z_OK; }  // 16: gzip wrapper only
+  ~Inflater() {
+    if (ok_) inflateEnd(&zs_);
+  }
+  Inflater(const Inflater&) = delete;
+  Inflater& operator=(const Inflater&) = delete;
+  bool ok() const { return ok_; }
+  z_stream* stream() { return &zs_; }
+
+ private:
+  z_stream zs_{};
+  bool ok_ = false;
+};
+
+Result<std::string> Gunzip(std::string_view in, uint64_t max_bytes) {
+  Inflater inflater;
+  if (!inflater.ok()) return InternalError("idx", "zlib could not start an inflate stream");
+  z_stream* zs = inflater.stream();
+  std::string out;
+  // The gzip trailer holds the size modulo 2^32: a hint for the allocation, trusted only up to
+  // what deflate can reach (about 1032:1), so a small hostile file cannot reserve gigabytes.
+  if (in.size() >= 18) {
+    const auto* t = reinterpret_cast<const unsigned char*>(in.data() + in.size() - 4);
+    uint64_t hint = t[0] | (t[1] << 8) | (t[2] << 16) | (uint64_t{t[3]} << 24);
+    if (hint <= max_bytes && hint / 1032 <= in.size()) out.reserve(hint);
+  }
+  const auto* next = reinterpret_cast<const unsigned char*>(in.data());
+  size_t left = in.size();
+  constexpr size_t kMaxChunk = size_t{1} << 30;  // avail_in is 32 bits wide
+  unsigned char buf[1 << 16];
+  for (;;) {
+    if (zs->avail_in == 0 && left > 0) {
+      size_t chunk = std::min(left, kMaxChunk);
+      zs->next_in = const_cast<unsigned char*>(next);
+      zs->avail_in = static_cast<uInt>(chunk);
+      next += chunk;
+      left -= chunk;
+    }
+    zs->next_out = buf;
+    zs->avail_out = sizeof buf;
+    int rc = inflate(zs, Z_NO_FLUSH);
+    size_t produced = sizeof buf - zs->avail_out;
+    if (produced > max_bytes - out.size()) {
+      return TooLarge("the gzip stream decompresses to more than " + std::to_string(out.size()) +
+                          " bytes",
+                      max_bytes);
+    }
+    out.append(reinterpret_cast<const char*>(buf), produced);
+    if (rc == Z_STREAM_END) {
+      size_t remaining = zs->avail_in + left;
+      if (remaining == 0) break;
+      // Only another gzip member may follow (as `cat a.gz b.gz` makes).
+      const unsigned char* rest = zs->avail_in > 0 ? zs->next_in : next;
+      size_t here = zs->avail_in > 0 ? zs->avail_in : left;
+      if (here < 2 || rest[0] != 0x1f || rest[1] != 0x8b) {
+        return UserError("idx-bad-gzip", "",
+                         std::to_string(remaining) + " bytes that are not gzip follow the stream");
+      }
+      if (inflateReset(zs) != Z_OK) return InternalError("idx", "zlib could not reset a stream");
+      continue;
+    }
+    if (rc == Z_OK) continue;
+    // Input is refilled before every call, so no progress means no input left.
+    if (rc == Z_BUF_ERROR) {
+      return Truncated("the gzip stream ends early, after " + std::to_string(out.size()) +
+                       " decompressed bytes");
+    }
+    if (rc == Z_MEM_ERROR) return InternalError("idx", "zlib ran out of memory");
+    return UserError("idx-bad-gzip", "",
+                     std::string("the gzip stream is corrupt: ") + (zs->msg ? zs->msg : "error"),
+                     "the file is damaged; download it again");
+  }
+  return out;
+}
+
+uint32_t Be32(const unsigned char* p) {
+  return (uint32_t{p[0]} << 24) | (uint32_t{p[1]} << 16) | (uint32_t{p[2]} << 8) | p[3];
+}
+
+uint64_t Be64(const unsigned char* p) { return (uint64_t{Be32(p)} << 32) | Be32(p + 4); }
+
+// The float nearest to d, saturating to +-infinity where the conversion would be undefined.
+float DoubleToFloat(double d) {
+  constexpr double kMax = std::numeric_limits<float>::max();
+  constexpr double kOverflow = 0x1.ffffffp127;  // the largest float plus half its ulp
+  if (d > kMax || d < -kMax) {
+    bool inf = d >= kOverflow || d <= -kOverflow;
+    float big = inf ? std::numeric_limits<float>::infinity() : std::numeric_limits<float>::max();
+    return d < 0 ? -big : big;
+  }
+  return static_cast<float>(d);
+}
+
+int ElementSize(IdxType t) {
+  switch (t) {
+    case IdxType::kU8:
+    case IdxType::kI8: return 1;
+    case IdxType::kI16: return 2;
+    case IdxType::kI32:
+    case IdxType::kF32: return 4;
+    case IdxType::kF64: return 8;
+  }
+  return 0;
+}
+
+Result<IdxArray> ParseIdx(std::string_view file, uint64_t max_bytes) {
+  const auto* b = reinterpret_cast<const unsigned char*>(file.data());
+  const uint64_t size = file.size();
+  if (size > max_bytes) {
+    return TooLarge("the IDX content holds " + std::to_string(size) + " bytes", max_bytes);
+  }
+  if (size < 4) {
+    return Truncated("the file holds " + std::to_string(size) +
+                     " bytes, fewer than the 4 of an IDX magic number");
+  }
+  if (b[0] != 0 || b[1] != 0) {
+    return UserError("idx-bad-magic", "",
+                     "the file starts with " + Hex(b[0]) + " " + Hex(b[1]) +
+                         ", not the 0x00 0x00 of an IDX magic number",
+                     "this does not look like an IDX (MNIST-style) file");
+  }
+  IdxType type = static_cast<IdxType>(b[2]);
+  int elem = ElementSize(type);
+  if (elem == 0) {
+    return UserError("idx-bad-type", "",
+                     "type code " + Hex(b[2]) + " is not an IDX type",
+                     "IDX types are 0x08 u8, 0x09 i8, 0x0b i16, 0x0c i32, 0x0d f32, 0x0e f64");
+  }
+  int ndims = b[3];
+  uint64_t header = 4 + 4 * uint64_t(ndims);
+  if (size < header) {
+    return Truncated("the header declares " + std::to_string(ndims) + " dimensions (" +
+                     std::to_string(header) + " bytes) but the file holds " +
+                     std::to_string(size) + " bytes");
+  }
+  IdxArray out;
+  out.type = type;
+  bool any_zero = false;
+  for (int i = 0; i < ndims; ++i) {
+    uint32_t d = Be32(b + 4 + 4 * i);
+    out.dims.push_back(d);
+    any_zero = any_zero || d == 0;
+  }
+  // The element count, checked against the cap before any product can overflow.
+  uint64_t count = any_zero ? 0 : 1;
+  const uint64_t max_count = max_bytes / static_cast<uint64_t>(elem);
+  for (size_t i = 0; i < out.dims.size() && !any_zero; ++i) {
+    uint64_t d = static_cast<uint64_t>(out.dims[i]);
+    if (count > max_count / d) {
+      std::string shape;
+      for (int64_t e : out.dims) {
+        if (!shape.empty()) shape += 'x';
+        shape += std::to_string(e);
+      }
+      return TooLarge("dimensions " + shape + " call for more data", max_bytes);
+    }
+    count *= d;
+  }
+  uint64_t data_bytes = count * static_cast<uint64_t>(elem);
+  if (data_bytes > max_bytes - header) {
+    return TooLarge("header and data take " + std::to_string(header + data_bytes) + " bytes",
+                    max_bytes);
+  }
+  if (size - header < data_bytes) {
+    return Truncated("the dimensions call for " + std::to_string(data_bytes) +
+                     " bytes of data but the file holds " + std::to_string(size - header));
+  }
+  if (size - header > data_bytes) {
+    return UserError("idx-trailing-bytes", "",
+                     std::to_string(size - header - data_bytes) +
+                         " bytes follow the data the dimensions call for",
+                     "the dimensions in the header do not match the data");
+  }
+  out.values.resize(count);
+  const unsigned char* p = b + header;
+  float* v = out.values.data();
+  switch (type) {
+    case IdxType::kU8:
+      for (uint64_t i = 0; i < count; ++i) v[i] = p[i];
+      break;
+    case IdxType::kI8:
+      for (uint64_t i = 0; i < count; ++i) v[i] = static_cast<int8_t>(p[i]);
+      break;
+    case IdxType::kI16:
+      for (uint64_t i = 0; i < count; ++i) {
+        v[i] = static_cast<int16_t>((p[2 * i] << 8) | p[2 * i + 1]);
+      }
+      break;
+    case IdxType::kI32:
+      for (uint64_t i = 0; i < count; ++i) {
+        v[i] = static_cast<float>(static_cast<int32_t>(Be32(p + 4 * i)));
+      }
+      break;
+    case IdxType::kF32:
+      for (uint64_t i = 0; i < count; ++i) v[i] = std::bit_cast<float>(Be32(p + 4 * i));
+      break;
+    case IdxType::kF64:
+      for (uint64_t i = 0; i < count; ++i) {
+        v[i] = DoubleToFloat(std::bit_cast<double>(Be64(p + 8 * i)));
+      }
+      break;
+  }
+  return out;
+}
+
+bool IsRegularFile(const std::string& path) {
+  struct stat st;
+  return ::stat(path.c_str(), &st) == 0 && S_ISREG(st.st_mode);
+}
+
+}  // namespace
+
+Result<IdxArray> DecodeIdx(std::string_view file, uint64_t max_bytes) {
+  if (file.size() >= 2 && static_cast<unsigned char>(file[0]) == 0x1f &&
+      static_cast<unsigned char>(file[1]) == 0x8b) {
+    SCELLIS_ASSIGN_OR_RETURN(std::string raw, Gunzip(file, max_bytes));
+    return ParseIdx(raw, max_bytes);
+  }
+  return ParseIdx(file, max_bytes);
+}
+
+Result<IdxArray> ReadIdx(const std::string& path, uint64_t max_bytes) {
+  SCELLIS_ASSIGN_OR_RETURN(std::string file, ReadFile(path, max_bytes));
+  Result<IdxArray> r = DecodeIdx(file, max_bytes);
+  if (r.ok()) return r;
+  std::vector<Diagnostic> errors = r.errors();
+  for (Diagnostic& d : errors) d.message = "'" + path + "': " + d.message;
+  return Status(std::move(errors));
+}
+
+std::optional<std::string> FindFashionMnistDir() {
+  auto complete = [](const std::string& dir) {
+    for (const char* name : {kFashionMnistTrainImages, kFashionMnistTrainLabels,
+                             kFashionMnistTestImages, kFashionMnistTestLabels}) {
+      if (!IsRegularFile(dir + "/" + name)) return false;
+    }
+    return true;
+  };
+  if (const char* env = std::getenv("SCELLIS_FASHION_MNIST_DIR"); env != nullptr && *env) {
+    if (complete(env)) return std::string(env);
+    return std::nullopt;
+  }
+  const std::string debian = "/usr/share/datasets/fashion-mnist";
+  if (complete(debian)) return debian;
+  return std::nullopt;
+}
+
+}  // namespace scellis::data
