@@ -8,9 +8,9 @@ std::string FeedName(const webir::Node& n) { return n.label.empty() ? n.name : n
 
 Result<std::vector<float>> SourceData(const webir::Node& n, const Feeds& feeds) {
   int64_t count = n.type.elements();
-  if (n.role == webir::Role::kParam && n.init) return n.init->Generate(count);
   if (n.role == webir::Role::kConst)
     return std::vector<float>(static_cast<size_t>(count), n.attrs["value"].get<float>());
+  // A feed wins over an initializer: evaluation feeds trained weights into the params by name.
   if (auto it = feeds.find(FeedName(n)); it != feeds.end()) {
     if (!it->second.type.SameShape(n.type)) {
       return UserError("feed-shape-mismatch", n.origin,
@@ -20,6 +20,7 @@ Result<std::vector<float>> SourceData(const webir::Node& n, const Feeds& feeds) 
     }
     return it->second.data;
   }
+  if (n.role == webir::Role::kParam && n.init) return n.init->Generate(count);
   if (n.data) return *n.data;
   return UserError("missing-input-data", n.origin,
                    "the input \"" + FeedName(n) + "\" has no data and no feed",

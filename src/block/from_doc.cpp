@@ -24,6 +24,8 @@ class Lowering {
     for (const doc::Node& n : doc_.nodes) LowerNode(n);
     for (const doc::Output& o : doc_.outputs) prog_.outputs.push_back({o.name, index_.at(o.source)});
     ResolveCarries();
+    ResolveTrain();
+    prog_.mode = options_.mode;
     ResolveTier();
     if (!errors_.empty()) return Status(errors_);
     return std::move(prog_);
@@ -36,6 +38,86 @@ class Lowering {
                              std::move(help));
     d.where = n.Describe();
     errors_.push_back(std::move(d));
+  }
+
+  int BlockRef(const Json& t, const char* key, const std::string& pointer, const char* want_type,
+               bool required) {
+    auto it = t.find(key);
+    if (it == t.end()) {
+      if (required)
+        errors_.push_back(UserError("missing-field", pointer, std::string("the train section needs \"") + key + "\""));
+      return -1;
+    }
+    auto found = it->is_string() ? index_.find(it->get<std::string>()) : index_.end();
+    if (found == index_.end()) {
+      errors_.push_back(UserError("dangling-reference", PointerJoin(pointer, key),
+                                  std::string("\"") + key + "\" is " + it->dump() + ", not a node id"));
+      return -1;
+    }
+    if (want_type && prog_.blocks[found->second].type != want_type) {
+      errors_.push_back(UserError("bad-train-section", PointerJoin(pointer, key),
+                                  std::string("\"") + key + "\" must name a " + want_type + " node"));
+      return -1;
+    }
+    return found->second;
+  }
+
+  void ResolveTrain() {
+    if (doc_.train.is_null()) return;
+    const Json& t = doc_.train;
+    TrainSpec spec;
+    spec.loss = BlockRef(t, "loss", "/train", nullptr, true);
+    spec.eval_output = BlockRef(t, "eval_output", "/train", nullptr, false);
+    if (auto d = t.find("data"); d != t.end() && d->is_object()) {
+      spec.dataset = BlockRef(*d, "dataset", "/train/data", "dataset", true);
+      spec.images = BlockRef(*d, "images", "/train/data", "input", true);
+      spec.labels = BlockRef(*d, "labels", "/train/data", "input", true);
+    }
+    auto integer = [&](const char* key, int64_t fallback, int64_t lo, int64_t hi) {
+      auto it = t.find(key);
+      if (it == t.end()) return fallback;
+      if (!it->is_number_integer() || it->get<int64_t>() < lo || it->get<int64_t>() > hi) {
+        errors_.push_back(UserError("bad-train-section", PointerJoin("/train", key),
+                                    std::string("\"") + key + "\" is " + it->dump() + ", expected an integer in [" +
+                                        std::to_string(lo) + ", " + std::to_string(hi) + "]"));
+        return fallback;
+      }
+      return it->get<int64_t>();
+    };
+    spec.batch = integer("batch", 64, 1, int64_t{1} << 24);
+    spec.eval_batch = integer("eval_batch", 1000, 1, int64_t{1} << 24);
+    spec.epochs = static_cast<int>(integer("epochs", 1, 1, 100000));
+    spec.shuffle_seed = static_cast<uint64_t>(integer("shuffle_seed", 0, 0, int64_t{1} << 53));
+    const Json* opt = t.contains("optimizer") && t["optimizer"].is_object() ? &t["optimizer"] : nullptr;
+    if (!opt || !opt->contains("kind") || !(*opt)["kind"].is_string()) {
+      errors_.push_back(UserError("missing-field", "/train", "the train section needs \"optimizer\": {\"kind\": \"adam\" | \"adamw\" | \"sgd\", ...}"));
+    } else {
+      OptimizerSpec& o = spec.optimizer;
+      o.kind = (*opt)["kind"].get<std::string>();
+      if (o.kind != "sgd" && o.kind != "adam" && o.kind != "adamw") {
+        errors_.push_back(UserError("bad-optimizer", "/train/optimizer/kind",
+                                    "the optimizer is \"" + o.kind + "\", expected sgd, adam or adamw"));
+      }
+      if (o.kind == "adamw") o.weight_decay = 1e-2;  // PyTorch's AdamW default
+      for (auto it = opt->begin(); it != opt->end(); ++it) {
+        const std::string& k = it.key();
+        if (k == "kind") continue;
+        double* field = k == "lr" ? &o.lr : k == "momentum" ? &o.momentum : k == "dampening" ? &o.dampening
+                      : k == "weight_decay" ? &o.weight_decay : k == "beta1" ? &o.beta1
+                      : k == "beta2" ? &o.beta2 : k == "eps" ? &o.eps : nullptr;
+        if (k == "nesterov" && it->is_boolean()) {
+          o.nesterov = it->get<bool>();
+        } else if (field && it->is_number() && it->get<double>() >= 0) {
+          *field = it->get<double>();
+        } else {
+          errors_.push_back(UserError("bad-optimizer", PointerJoin("/train/optimizer", k),
+                                      "the optimizer field \"" + k + "\" is " + it->dump() + ", not a known non-negative setting"));
+        }
+      }
+    }
+    for (size_t i = 0; i < prog_.blocks.size(); ++i)
+      if (prog_.blocks[i].kind == BlockKind::kParam) spec.params.push_back(static_cast<int>(i));
+    prog_.train = spec;
   }
 
   // `"carry": "w1_next"` on an input: after each session step it takes that output's value.
@@ -245,6 +327,17 @@ class Lowering {
     b.params = n.params;
     for (const doc::Input& in : n.inputs) b.inputs.push_back({in.port, index_.at(in.source)});
     bool ok = true;
+    if (n.op == "dataset") {
+      b.kind = BlockKind::kDataset;
+      const Json* source = FindParam(n, "source");
+      if (!source || !source->is_string()) {
+        Error("missing-field", ParamPointer(n, "source"),
+              "a dataset block names its \"source\", e.g. \"fashion-mnist\"", n);
+      }
+      index_[n.id] = static_cast<int>(prog_.blocks.size());
+      prog_.blocks.push_back(std::move(b));
+      return;
+    }
     if (n.op == "input" || n.op == "param" || n.op == "full") {
       b.kind = n.op == "input" ? BlockKind::kInput : n.op == "param" ? BlockKind::kParam
                                                                       : BlockKind::kFull;

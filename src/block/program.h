@@ -20,6 +20,7 @@ enum class BlockKind {
   kInput,  // data given inline or fed at run time
   kParam,  // trainable tensor with a declared, seeded initializer
   kFull,   // a constant tensor filled with one value
+  kDataset,  // a host-side source of batches (IDX files); its fields feed input blocks
   kOp,     // one tensor operation; its meaning is resolved at WebIR
 };
 
@@ -58,6 +59,35 @@ struct Carry {
   int to_block;
 };
 
+// Optimizer of a training step; fields as in PyTorch's torch.optim.SGD / Adam / AdamW.
+struct OptimizerSpec {
+  std::string kind;  // "sgd" | "adam" | "adamw"
+  double lr = 1e-3;
+  double momentum = 0, dampening = 0, weight_decay = 0;
+  bool nesterov = false;
+  double beta1 = 0.9, beta2 = 0.999, eps = 1e-8;
+};
+
+// The "train" section: one forward, exactly one backward and one update per step.
+struct TrainSpec {
+  int loss = -1;             // block whose scalar output is the loss
+  std::vector<int> params;   // param blocks updated by the optimizer (all of them)
+  OptimizerSpec optimizer;
+  int dataset = -1;          // dataset block
+  int images = -1;           // input block fed with the dataset's images
+  int labels = -1;           // input block fed with its labels
+  int eval_output = -1;      // block whose output is scored for accuracy (logits)
+  int64_t batch = 64;
+  int64_t eval_batch = 1000;
+  int epochs = 1;
+  uint64_t shuffle_seed = 0;
+  std::string pointer = "/train";
+};
+
+// What to lower a training workflow to: the training step, or the forward pass alone (for
+// evaluation, with the params fed by name).
+enum class LowerMode { kTrainStep, kForward };
+
 struct Program {
   std::string name;
   doc::Form form = doc::Form::kGraph;
@@ -65,6 +95,8 @@ struct Program {
   std::vector<Block> blocks;  // every block after its inputs
   std::vector<Output> outputs;
   std::vector<Carry> carries;
+  std::optional<TrainSpec> train;
+  LowerMode mode = LowerMode::kTrainStep;
   policy::Tier tier = policy::Tier::kProd;
   std::string tier_source;
   policy::ToleranceClass tolerance = policy::ToleranceClass::kDefault;
@@ -77,6 +109,7 @@ struct LowerOptions {
   std::optional<policy::Tier> tier;  // --tier: declares a tier, composing strictest-wins
   bool tier_override = false;        // --tier-override: replaces the declared tiers
   std::map<std::string, int64_t> bind;  // --bind N=64: binds symbolic dims
+  LowerMode mode = LowerMode::kTrainStep;
 };
 
 Result<Program> FromDoc(const doc::Document& d, const LowerOptions& options);

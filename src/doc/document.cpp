@@ -161,6 +161,10 @@ class Parser {
     ParseDeterminism();
     ParseBudget();
     ParseDims();
+    if (auto t = root_.find("train"); t != root_.end()) {
+      if (!t->is_object()) Error("bad-field-type", "/train", "\"train\" must be an object");
+      else doc_.train = *t;
+    }
 
     const Json* nodes = NodesArray();
     if (nodes) {

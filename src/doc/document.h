@@ -69,6 +69,7 @@ struct Document {
   std::optional<policy::ToleranceClass> tolerance;
   std::optional<int64_t> budget_bytes;
   std::map<std::string, int64_t> dims;  // symbolic dimension bindings
+  Json train;  // the "train" section of a workflow (null when absent); interpreted at BlockIR
 
   Json source;             // the document as parsed
   std::string content_id;  // sha256 of the canonical form

@@ -12,13 +12,13 @@ namespace {
 
 MemClass ClassOf(const webir::Graph& g, const webir::Node& n,
                  const std::vector<std::vector<int>>& users) {
+  if (n.purpose == webir::Purpose::kGradient) return MemClass::kGradients;
+  if (n.purpose == webir::Purpose::kOptimizerState) return MemClass::kOptimizerState;
   switch (n.role) {
     case webir::Role::kParam: return MemClass::kParameters;
     case webir::Role::kInput: return MemClass::kInputs;
     default: break;
   }
-  if (n.purpose == webir::Purpose::kGradient) return MemClass::kGradients;
-  if (n.purpose == webir::Purpose::kOptimizerState) return MemClass::kOptimizerState;
   for (int u : users[n.id])
     if (g.at(u).purpose == webir::Purpose::kGradient) return MemClass::kActivations;
   return MemClass::kWorking;

@@ -5,6 +5,7 @@
 
 #include "webir/graph.h"
 #include "webir/op_registry.h"
+#include "webir/train/train_step.h"
 
 namespace scellis::webir {
 namespace {
@@ -41,6 +42,10 @@ class Lowering {
       }
       g_.carries.push_back({from, to});
     }
+    if (prog_.train && prog_.mode == block::LowerMode::kTrainStep && errors_.empty()) {
+      Status s = AppendTrainStep(g_, prog_, node_of_);
+      for (const Diagnostic& d : s.errors()) errors_.push_back(d);
+    }
     if (!errors_.empty()) return Status(errors_);
     return std::move(g_);
   }
@@ -72,6 +77,13 @@ class Lowering {
         n.data = b.data;
         return g_.Add(std::move(n));
       case block::BlockKind::kParam:
+        if (prog_.train && prog_.mode == block::LowerMode::kForward) {
+          // Evaluating a training workflow: the trained weights are fed by name.
+          n.op = "input";
+          n.role = Role::kInput;
+          n.type = b.tensor_type;
+          return g_.Add(std::move(n));
+        }
         n.op = "param";
         n.role = Role::kParam;
         n.type = b.tensor_type;
@@ -85,6 +97,8 @@ class Lowering {
         return g_.Add(std::move(n));
       case block::BlockKind::kOp:
         return LowerOp(b, std::move(n));
+      case block::BlockKind::kDataset:
+        return -1;  // host side: the training loop feeds its batches into input blocks
     }
     return -1;
   }

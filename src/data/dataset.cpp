@@ -1,0 +1,82 @@
+#include "data/dataset.h"
+
+#include <filesystem>
+
+#include "core/random.h"
+#include "data/idx.h"
+
+namespace scellis::data {
+
+Result<Dataset> LoadDataset(const std::string& source, const std::string& split) {
+  if (split != "train" && split != "test") {
+    return UserError("bad-dataset-split", "", "the split is \"" + split + "\", expected train or test");
+  }
+  std::string images_path, labels_path;
+  if (source == "fashion-mnist") {
+    auto dir = FindFashionMnistDir();
+    if (!dir) {
+      return UserError("dataset-not-found", "",
+                       "the Fashion-MNIST files are not installed",
+                       "install Debian's dataset-fashion-mnist (make setup does), or set "
+                       "SCELLIS_FASHION_MNIST_DIR to a folder holding the four IDX files");
+    }
+    bool train = split == "train";
+    images_path = (std::filesystem::path(*dir) / (train ? kFashionMnistTrainImages : kFashionMnistTestImages)).string();
+    labels_path = (std::filesystem::path(*dir) / (train ? kFashionMnistTrainLabels : kFashionMnistTestLabels)).string();
+  } else if (source.rfind("idx:", 0) == 0) {
+    std::string rest = source.substr(4);
+    size_t comma = rest.find(',');
+    if (comma == std::string::npos)
+      return UserError("bad-dataset-source", "", "an idx source is \"idx:<images>,<labels>\"");
+    images_path = rest.substr(0, comma);
+    labels_path = rest.substr(comma + 1);
+  } else {
+    return UserError("unknown-dataset", "", "the dataset source \"" + source + "\" is not known",
+                     "sources: fashion-mnist, idx:<images>,<labels>");
+  }
+  SCELLIS_ASSIGN_OR_RETURN(IdxArray images, ReadIdx(images_path));
+  SCELLIS_ASSIGN_OR_RETURN(IdxArray labels, ReadIdx(labels_path));
+  if (images.dims.empty() || labels.dims.size() != 1 || images.dims[0] != labels.dims[0]) {
+    return UserError("dataset-mismatch", "",
+                     "the images (" + images_path + ") and labels (" + labels_path +
+                         ") do not have the same number of examples");
+  }
+  Dataset d;
+  d.name = source + ":" + split;
+  d.count = images.dims[0];
+  d.features = d.count ? static_cast<int64_t>(images.values.size()) / d.count : 0;
+  // u8 pixels scale to [0, 1]; other types are taken as they are.
+  float scale = images.type == IdxType::kU8 ? 1.0f / 255.0f : 1.0f;
+  d.images = std::move(images.values);
+  for (float& v : d.images) v *= scale;
+  d.labels = std::move(labels.values);
+  for (float l : d.labels) d.classes = std::max(d.classes, static_cast<int>(l) + 1);
+  return d;
+}
+
+std::vector<int64_t> EpochOrder(int64_t count, uint64_t seed, int64_t epoch) {
+  std::vector<int64_t> order(static_cast<size_t>(count));
+  for (int64_t i = 0; i < count; ++i) order[i] = i;
+  uint64_t stream = CounterHash(seed, static_cast<uint64_t>(epoch));
+  for (int64_t i = count - 1; i > 0; --i) {
+    // Multiply-shift maps 64 random bits to [0, i]; bias is below 2^-32 for these sizes.
+    uint64_t r = CounterHash(stream, static_cast<uint64_t>(i));
+    int64_t j = static_cast<int64_t>((static_cast<unsigned __int128>(r) * static_cast<uint64_t>(i + 1)) >> 64);
+    std::swap(order[i], order[j]);
+  }
+  return order;
+}
+
+void GatherBatch(const Dataset& d, const std::vector<int64_t>& order, int64_t first, int64_t batch,
+                 std::vector<float>& images, std::vector<float>& labels) {
+  images.resize(static_cast<size_t>(batch * d.features));
+  labels.resize(static_cast<size_t>(batch));
+  for (int64_t b = 0; b < batch; ++b) {
+    int64_t ex = order[static_cast<size_t>(first + b)];
+    std::copy(d.images.begin() + ex * d.features, d.images.begin() + (ex + 1) * d.features,
+              images.begin() + b * d.features);
+    labels[b] = d.labels[ex];
+  }
+}
+
+}  // namespace scellis::data

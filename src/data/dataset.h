@@ -1,0 +1,35 @@
+// Labelled image datasets for training: loaded from IDX files (plain or gzipped), images scaled to
+// [0, 1] and flattened, and served in batches whose order is a seeded, counter-based shuffle — the
+// same batches on every backend, every run, and after a resume.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "core/result.h"
+
+namespace scellis::data {
+
+struct Dataset {
+  std::string name;
+  int64_t count = 0;
+  int64_t features = 0;       // e.g. 784 for 28x28 images
+  std::vector<float> images;  // count × features, in [0, 1]
+  std::vector<float> labels;  // count class indices, as f32
+  int classes = 0;
+};
+
+// Loads a split ("train" or "test") of a named source. Sources: "fashion-mnist" (Debian's
+// dataset-fashion-mnist, or $SCELLIS_FASHION_MNIST_DIR), or "idx:<images file>,<labels file>".
+Result<Dataset> LoadDataset(const std::string& source, const std::string& split);
+
+// The example order of `epoch`: a Fisher-Yates shuffle driven by counter-based random numbers of
+// (seed, epoch), so any epoch's order can be recomputed alone (a resume needs exactly that).
+std::vector<int64_t> EpochOrder(int64_t count, uint64_t seed, int64_t epoch);
+
+// Fills `images` (batch × features) and `labels` (batch) with examples order[first .. first+batch).
+void GatherBatch(const Dataset& d, const std::vector<int64_t>& order, int64_t first, int64_t batch,
+                 std::vector<float>& images, std::vector<float>& labels);
+
+}  // namespace scellis::data
