@@ -33,6 +33,18 @@ std::optional<session::Compiled> CompileFile(const CompileFlags& f, session::Run
 int Report(const std::vector<Diagnostic>& diags, const std::string& file, bool json);
 void PrintNotes(const std::vector<Diagnostic>& notes, const std::string& file);
 
+struct TrainFlags {
+  int epochs = 0;
+  int steps_per_run = 8;
+  std::string backend = "auto";
+  bool allow_software = false;
+  int threads = 0;
+  std::string checkpoint, resume;
+  int64_t max_steps = 0;  // caps each epoch's steps (quick checks)
+};
+void AddTrainCommand(CLI::App& app, CompileFlags& f, TrainFlags& t, CLI::App*& cmd);
+int TrainCommand(const CompileFlags& f, const TrainFlags& t);
+
 int RunCommand(const CompileFlags& f, const std::string& backend, int threads,
                const std::string& out_file, bool allow_software_adapter);
 int LowerCommand(const CompileFlags& f, const std::string& to, const std::string& dump_dir);

@@ -37,6 +37,11 @@ int main(int argc, char** argv) {
   CLI::App* validate = app.add_subcommand("validate", "check a document without running it");
   AddCompileFlags(validate, validate_flags);
 
+  CompileFlags train_flags;
+  TrainFlags train_opts;
+  CLI::App* train = nullptr;
+  AddTrainCommand(app, train_flags, train_opts, train);
+
   bool probe_json = false;
   CLI::App* probe = app.add_subcommand("probe", "show the WebGPU adapter, its limits, and what auto would choose");
   probe->add_flag("--json", probe_json, "machine-readable output");
@@ -52,5 +57,6 @@ int main(int argc, char** argv) {
   if (*plan) return PlanCommand(plan_flags);
   if (*validate) return ValidateCommand(validate_flags);
   if (*probe) return ProbeCommand(probe_json);
+  if (*train) return TrainCommand(train_flags, train_opts);
   return 2;
 }

@@ -30,6 +30,9 @@ class Prepared {
   // Reads the current value of a named output or a carried input, by name.
   virtual Result<HostTensor> Download(const std::string& name) = 0;
 
+  // Replaces the current value of a param or carried input (a checkpoint being restored).
+  virtual Status Upload(const std::string& name, const std::vector<float>& data) = 0;
+
   // "cpu" | "webgpu".
   virtual std::string backend() const = 0;
 };

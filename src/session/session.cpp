@@ -71,6 +71,13 @@ Result<backend::HostTensor> Session::Download(const std::string& name) {
   return t;
 }
 
+Status Session::Upload(const std::string& name, const std::vector<float>& data) {
+  SCELLIS_TRY(Usable());
+  Status s = prepared_->Upload(name, data);
+  if (!s.ok() && s.first().kind == ErrorKind::kRuntime) Poison(s.first());
+  return s;
+}
+
 void Session::Dispose() {
   prepared_.reset();
   disposed_ = true;

@@ -27,6 +27,7 @@ class Session {
   Result<backend::StepsResult> Run(const std::vector<backend::Feeds>& feeds,
                                    const std::vector<std::string>& watch);
   Result<backend::HostTensor> Download(const std::string& name);
+  Status Upload(const std::string& name, const std::vector<float>& data);
   // Frees the resident state. Every later call fails with `session-disposed`.
   void Dispose();
 

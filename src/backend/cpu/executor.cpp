@@ -105,6 +105,15 @@ class CpuPrepared : public Prepared {
     return HostTensor{n.type, {b.begin(), b.begin() + n.type.elements()}};
   }
 
+  Status Upload(const std::string& name, const std::vector<float>& data) override {
+    int node = FindNamedNode(plan_.graph(), name);
+    if (node < 0 || static_cast<int64_t>(data.size()) != plan_.graph().at(node).type.elements())
+      return UserError("bad-upload", "", "no state named \"" + name + "\" of " + std::to_string(data.size()) + " elements");
+    std::copy(data.begin(), data.end(), resident_.of(node).begin());
+    for (const webir::Carry& c : plan_.graph().carries) initialized_ |= c.to == node;
+    return Status::Ok();
+  }
+
  private:
   execplan::Plan plan_;
   Resident<float> resident_;

@@ -185,6 +185,15 @@ class WebGpuPrepared : public Prepared {
     return t;
   }
 
+  Status Upload(const std::string& name, const std::vector<float>& data) override {
+    int node = FindNamedNode(plan_.graph(), name);
+    if (node < 0 || static_cast<int64_t>(data.size()) != plan_.graph().at(node).type.elements())
+      return UserError("bad-upload", "", "no state named \"" + name + "\" of " + std::to_string(data.size()) + " elements");
+    if (!data.empty()) SCELLIS_TRY(d_.Write(BufferOf(node), 0, data.data(), data.size() * 4));
+    for (const webir::Carry& c : plan_.graph().carries) initialized_ |= c.to == node;
+    return Status::Ok();
+  }
+
  private:
   bool IsFed(int node) const { return std::find(fed_.begin(), fed_.end(), node) != fed_.end(); }
   BufferId BufferOf(int node) const { return buffers_[plan_.buffer_of[node]]; }
