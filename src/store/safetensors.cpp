@@ -422,8 +422,8 @@ Result<std::vector<NamedTensor>> DecodeSafetensors(std::string_view file,
   }
   if (cursor != data_size) {
     return UserError("safetensors-bad-offsets", "",
-                     "the tensors cover " + std::to_string(cursor) + " bytes of a data section of " +
-                         std::to_string(data_size) + " bytes");
+                     "the tensors cover " + std::to_string(cursor) +
+                         " bytes of a data section of " + std::to_string(data_size) + " bytes");
   }
 
   std::string_view data = file.substr(8 + n);
