@@ -11,8 +11,8 @@
 // rounds once, at the end, to the requested format; a float overload therefore gives the float
 // nearest to the true value except when that value lies within ~2^-66 of a rounding boundary.
 //
-// Accuracy, measured against long double references on 22 million seeded points (the unit test
-// runs a 1.1 million point subset), in units in the last place of the result:
+// Accuracy, measured against long double references on 22 million seeded points (the unit
+// test's ranges with 20 times its 1.1 million points), in units in the last place of the result:
 //
 //   function   float    double
 //   Exp        0.500    0.500
