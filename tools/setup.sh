@@ -36,3 +36,11 @@ if [ -f package-lock.json ] && [ ! -f node_modules/.package-lock.json ]; then
   echo "setup: installing Dawn from npm"
   npm ci --silent --no-audit --no-fund >/dev/null
 fi
+
+# The CPU peer for agreement tests and benchmarks: PyTorch (the default wheel; it runs on the CPU
+# here) in a project-local virtual environment.
+if [ ! -x .venv/bin/python ] || ! .venv/bin/python -c "import torch, numpy, pytest" 2>/dev/null; then
+  echo "setup: installing PyTorch 2.11.0, numpy and pytest into .venv (a few minutes, once)"
+  python3 -m venv .venv
+  .venv/bin/pip install -q --disable-pip-version-check torch==2.11.0 numpy pytest
+fi

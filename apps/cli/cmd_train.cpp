@@ -71,6 +71,17 @@ class Progress {
   Clock::time_point start_;
 };
 
+Status SaveState(session::Session& s, const std::vector<std::string>& names, const std::string& path,
+                 const std::map<std::string, std::string>& meta) {
+  std::vector<store::NamedTensor> tensors;
+  for (const std::string& name : names) {
+    SCELLIS_ASSIGN_OR_RETURN(backend::HostTensor v, s.Download(name));
+    tensors.push_back({name, "F32", v.type.sizes(),
+                       std::string(reinterpret_cast<const char*>(v.data.data()), v.data.size() * 4)});
+  }
+  return store::SaveSafetensors(path, tensors, meta);
+}
+
 std::vector<std::string> StateNames(const session::Session& s) {
   // Every carried input: the params and their optimizer moments.
   std::vector<std::string> names;
@@ -166,6 +177,14 @@ int TrainCommand(const CompileFlags& f, const TrainFlags& t) {
     std::cerr << "resumed from " << t.resume << " after epoch " << start_epoch << " (step " << global_step << ")\n";
   }
 
+  if (!t.init_out.empty()) {
+    Status st = SaveState(s, state, t.init_out,
+                          {{"epoch", std::to_string(start_epoch)}, {"step", std::to_string(global_step)},
+                           {"content_id", head->doc.content_id}});
+    if (!st.ok()) return Report(st.errors(), t.init_out, f.json);
+  }
+  Json all_losses = Json::array();
+
   const data::Dataset& train = train_data.value();
   const data::Dataset& test = test_data.value();
   int64_t steps_per_epoch = train.count / spec.batch;
@@ -199,7 +218,10 @@ int TrainCommand(const CompileFlags& f, const TrainFlags& t) {
         bar.Finish();
         return Report(r.errors(), f.file, f.json);
       }
-      for (const backend::HostTensor& l : r->watched[0].second) loss_sum += l.data[0];
+      for (const backend::HostTensor& l : r->watched[0].second) {
+        loss_sum += l.data[0];
+        all_losses.push_back(l.data[0]);
+      }
       last_loss = r->watched[0].second.back().data[0];
       step += k;
       global_step += k;
@@ -247,19 +269,15 @@ int TrainCommand(const CompileFlags& f, const TrainFlags& t) {
                                  {"train_seconds", train_seconds}, {"steps", steps_per_epoch}});
 
     if (!t.checkpoint.empty()) {
-      std::vector<store::NamedTensor> tensors;
-      for (const std::string& name : state) {
-        auto v = s.Download(name);
-        if (!v.ok()) return Report(v.errors(), f.file, f.json);
-        store::NamedTensor nt{name, "F32", v->type.sizes(), std::string(reinterpret_cast<const char*>(v->data.data()), v->data.size() * 4)};
-        tensors.push_back(std::move(nt));
-      }
-      std::map<std::string, std::string> meta = {{"epoch", std::to_string(epoch + 1)},
-                                                 {"step", std::to_string(global_step)},
-                                                 {"content_id", head->doc.content_id}};
-      Status st = store::SaveSafetensors(t.checkpoint, tensors, meta);
+      Status st = SaveState(s, state, t.checkpoint,
+                            {{"epoch", std::to_string(epoch + 1)}, {"step", std::to_string(global_step)},
+                             {"content_id", head->doc.content_id}});
       if (!st.ok()) return Report(st.errors(), t.checkpoint, f.json);
     }
+  }
+  if (!t.losses_out.empty()) {
+    Status st = WriteFileAtomic(t.losses_out, all_losses.dump() + "\n");
+    if (!st.ok()) return Report(st.errors(), t.losses_out, f.json);
   }
   double total = 0;
   for (const Json& e : summary["epochs"]) total += e["seconds"].get<double>();
@@ -293,6 +311,8 @@ void AddTrainCommand(CLI::App& app, CompileFlags& f, TrainFlags& t, CLI::App*& c
   cmd->add_option("--checkpoint", t.checkpoint, "write params and optimizer state here after each epoch (.safetensors, atomic)");
   cmd->add_option("--resume", t.resume, "continue from a checkpoint");
   cmd->add_option("--max-steps", t.max_steps, "cap the steps of each epoch (for quick checks)");
+  cmd->add_option("--init-out", t.init_out, "write the initial params and optimizer state (.safetensors)");
+  cmd->add_option("--losses-out", t.losses_out, "write every step's loss as JSON");
 }
 
 }  // namespace scellis::cli

@@ -41,6 +41,8 @@ struct TrainFlags {
   int threads = 0;
   std::string checkpoint, resume;
   int64_t max_steps = 0;  // caps each epoch's steps (quick checks)
+  std::string init_out;    // the initial state, as safetensors (for peers to start from)
+  std::string losses_out;  // every step's loss, as JSON
 };
 void AddTrainCommand(CLI::App& app, CompileFlags& f, TrainFlags& t, CLI::App*& cmd);
 int TrainCommand(const CompileFlags& f, const TrainFlags& t);
