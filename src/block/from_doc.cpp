@@ -91,15 +91,14 @@ class Lowering {
           return std::nullopt;
         }
         dim.size = b->second;
-      } else if (e.is_number_integer()) {
-        if (e.get<int64_t>() < 0) {
-          Error("negative-dim", PointerJoin(pointer, i),
-                "the dimension is " + e.dump() + ", sizes cannot be negative", n);
-          return std::nullopt;
-        }
-        dim.size = e.get<int64_t>();
       } else if (e.is_number_unsigned()) {
-        dim.size = std::numeric_limits<int64_t>::max();
+        // Non-negative integers parse as unsigned; one beyond int64 is simply too large.
+        dim.size = static_cast<int64_t>(std::min<uint64_t>(
+            e.get<uint64_t>(), static_cast<uint64_t>(std::numeric_limits<int64_t>::max())));
+      } else if (e.is_number_integer()) {
+        Error("negative-dim", PointerJoin(pointer, i),
+              "the dimension is " + e.dump() + ", sizes cannot be negative", n);
+        return std::nullopt;
       } else {
         Error("bad-shape", PointerJoin(pointer, i),
               "the dimension is " + e.dump() + ", expected a non-negative integer", n);
@@ -251,6 +250,10 @@ class Lowering {
           if (!value || !value->is_number()) {
             Error("missing-field", ParamPointer(n, "value"),
                   "a full block needs a numeric \"value\"", n);
+            ok = false;
+          } else if (std::fabs(value->get<double>()) > std::numeric_limits<float>::max()) {
+            Error("data-out-of-range", ParamPointer(n, "value"),
+                  "the value " + value->dump() + " does not fit in f32", n);
             ok = false;
           }
         }
