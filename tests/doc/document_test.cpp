@@ -2,6 +2,8 @@
 // verifier.
 #include <gtest/gtest.h>
 
+#include <chrono>
+
 #include "core/json_util.h"
 #include "doc/document.h"
 
@@ -115,6 +117,20 @@ TEST(Untrusted, DuplicateKeyInANestedObject) {
   EXPECT_NE(j.errors().front().message.find("\"x\""), std::string::npos);
   // The same key in sibling objects is fine.
   EXPECT_TRUE(ParseUntrustedJson(R"([{"x": 1}, {"x": 2}])").ok());
+}
+
+// Parsing is linear in the number of objects: a large array of small objects (a 100,000-node
+// document is one) must not cost time quadratic in its length.
+TEST(Untrusted, ManyObjectsParseInLinearTime) {
+  std::string text = "[{}";
+  for (int i = 1; i < 400000; ++i) text += ",{\"k\":1}";
+  text += "]";
+  auto start = std::chrono::steady_clock::now();
+  auto j = ParseUntrustedJson(text);
+  double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  ASSERT_TRUE(j.ok());
+  EXPECT_EQ(j->size(), 400000u);
+  EXPECT_LT(seconds, 10.0) << "quadratic parsing is back";
 }
 
 TEST(Untrusted, SizeCap) {
