@@ -47,11 +47,10 @@ inline std::filesystem::path MakeTempDir(const std::string& prefix) {
   return dir;
 }
 
-// Runs `scellis args...`; output goes to files (not pipes) so a chatty child never blocks.
-inline CliRun RunScellis(const std::vector<std::string>& args) {
+// Runs `program args...`; output goes to files (not pipes) so a chatty child never blocks.
+inline CliRun RunProgram(const std::string& binary, const std::vector<std::string>& args) {
   std::filesystem::path dir = MakeTempDir("scellis-cli");
   std::string out_path = (dir / "stdout").string(), err_path = (dir / "stderr").string();
-  std::string binary = ScellisBinary().string();
   std::vector<std::string> argv_strings = {binary};
   argv_strings.insert(argv_strings.end(), args.begin(), args.end());
   std::vector<char*> argv;
@@ -80,6 +79,10 @@ inline CliRun RunScellis(const std::vector<std::string>& args) {
   std::error_code ec;
   std::filesystem::remove_all(dir, ec);
   return r;
+}
+
+inline CliRun RunScellis(const std::vector<std::string>& args) {
+  return RunProgram(ScellisBinary().string(), args);
 }
 
 }  // namespace scellis::testing
