@@ -196,15 +196,14 @@ class Lowering {
           return std::nullopt;
         }
         dim.size = b->second;
-      } else if (e.is_number_integer()) {
-        if (e.get<int64_t>() < 0) {
-          Error("negative-dim", PointerJoin(pointer, i),
-                "the dimension is " + e.dump() + ", sizes cannot be negative", n);
-          return std::nullopt;
-        }
-        dim.size = e.get<int64_t>();
       } else if (e.is_number_unsigned()) {
-        dim.size = std::numeric_limits<int64_t>::max();
+        // Non-negative integers parse as unsigned; one beyond int64 is simply too large.
+        dim.size = static_cast<int64_t>(std::min<uint64_t>(
+            e.get<uint64_t>(), static_cast<uint64_t>(std::numeric_limits<int64_t>::max())));
+      } else if (e.is_number_integer()) {
+        Error("negative-dim", PointerJoin(pointer, i),
+              "the dimension is " + e.dump() + ", sizes cannot be negative", n);
+        return std::nullopt;
       } else {
         Error("bad-shape", PointerJoin(pointer, i),
               "the dimension is " + e.dump() + ", expected a non-negative integer", n);
@@ -292,7 +291,19 @@ class Lowering {
       auto it = init->find(key);
       return it != init->end() && it->is_number() ? it->get<double>() : fallback;
     };
-    out.seed = static_cast<uint64_t>(number("seed", 0));
+    if (auto s = init->find("seed"); s != init->end()) {
+      // A seed is a 64-bit counter-hash key: a non-negative integer (converting anything else
+      // would be undefined behaviour, not just a different stream).
+      double v = s->is_number() ? s->get<double>() : -1;
+      bool integral_float = s->is_number_float() && v >= 0 && v < 18446744073709551616.0 &&
+                            v == std::floor(v);
+      if (!s->is_number_unsigned() && !integral_float) {
+        Error("bad-initializer", PointerJoin(pointer, "seed"),
+              "the seed is " + s->dump() + ", expected a non-negative integer", n);
+        return std::nullopt;
+      }
+      out.seed = s->is_number_unsigned() ? s->get<uint64_t>() : static_cast<uint64_t>(v);
+    }
     if (out.kind == "uniform") {
       out.low = number("low", -0.1);
       out.high = number("high", 0.1);
@@ -313,6 +324,14 @@ class Lowering {
     }
     if (!init->contains("seed") && out.kind == "uniform") {
       Error("missing-seed", pointer, "a random initializer declares its seed", n);
+      return std::nullopt;
+    }
+    const double f32_max = std::numeric_limits<float>::max();
+    if (out.kind == "uniform" && !(std::fabs(out.low) <= f32_max && std::fabs(out.high) <= f32_max &&
+                                   std::fabs(out.high - out.low) <= f32_max)) {
+      Error("data-out-of-range", pointer,
+            "the initializer draws from [" + Json(out.low).dump() + ", " + Json(out.high).dump() +
+                "], which does not fit in f32", n);
       return std::nullopt;
     }
     return out;
@@ -367,6 +386,10 @@ class Lowering {
           if (!value || !value->is_number()) {
             Error("missing-field", ParamPointer(n, "value"),
                   "a full block needs a numeric \"value\"", n);
+            ok = false;
+          } else if (std::fabs(value->get<double>()) > std::numeric_limits<float>::max()) {
+            Error("data-out-of-range", ParamPointer(n, "value"),
+                  "the value " + value->dump() + " does not fit in f32", n);
             ok = false;
           }
         }

@@ -47,6 +47,39 @@ void WriteCanonical(const Json& j, std::string& out) {
   }
 }
 
+// Builds the DOM exactly as nlohmann's own parser does and also remembers the first key repeated
+// within one object. (nlohmann's callback parser would do this too, but it rescans the enclosing
+// container at the end of every object: quadratic in the length of an array of objects.)
+class CheckedDomSax : public nlohmann::detail::json_sax_dom_parser<Json> {
+ public:
+  using Base = nlohmann::detail::json_sax_dom_parser<Json>;
+  explicit CheckedDomSax(Json& root) : Base(root, /*allow_exceptions_=*/false) {}
+
+  bool start_object(std::size_t n) {
+    keys_.emplace_back();
+    return Base::start_object(n);
+  }
+  bool end_object() {
+    keys_.pop_back();
+    return Base::end_object();
+  }
+  bool key(std::string& k) {
+    if (duplicate.empty() && !keys_.empty() && !keys_.back().insert(k).second) duplicate = k;
+    return Base::key(k);
+  }
+  template <class Exception>
+  bool parse_error(std::size_t position, const std::string& token, const Exception& ex) {
+    error = ex.what();
+    return Base::parse_error(position, token, ex);
+  }
+
+  std::string duplicate;
+  std::string error;
+
+ private:
+  std::vector<std::set<std::string>> keys_;
+};
+
 }  // namespace
 
 std::string CanonicalJson(const Json& j) {
@@ -106,33 +139,20 @@ Result<Json> ParseUntrustedJson(std::string_view text, const ParseLimits& limits
     }
   }
 
-  std::vector<std::set<std::string>> keys;
-  std::string duplicate;
-  auto callback = [&](int, Json::parse_event_t event, Json& parsed) {
-    if (event == Json::parse_event_t::object_start) keys.emplace_back();
-    else if (event == Json::parse_event_t::object_end) keys.pop_back();
-    else if (event == Json::parse_event_t::key && duplicate.empty() && !keys.empty()) {
-      std::string k = parsed.get<std::string>();
-      if (!keys.back().insert(k).second) duplicate = k;
-    }
-    return true;
-  };
-  Json j = Json::parse(text.begin(), text.end(), callback, /*allow_exceptions=*/false);
-  if (j.is_discarded()) {
-    try {
-      (void)Json::parse(text.begin(), text.end());
-    } catch (const Json::parse_error& e) {
-      std::string what = e.what();
-      size_t colon = what.find("] ");
-      return UserError("malformed-json", "",
-                       "the document is not valid JSON: " +
-                           (colon == std::string::npos ? what : what.substr(colon + 2)));
-    }
-    return UserError("malformed-json", "", "the document is not valid JSON");
+  Json j;
+  CheckedDomSax sax(j);
+  bool ok = Json::sax_parse(text.begin(), text.end(), &sax);
+  if (!ok || sax.is_errored()) {
+    const std::string& what = sax.error;
+    size_t colon = what.find("] ");
+    return UserError("malformed-json", "",
+                     what.empty() ? "the document is not valid JSON"
+                                  : "the document is not valid JSON: " +
+                                        (colon == std::string::npos ? what : what.substr(colon + 2)));
   }
-  if (!duplicate.empty()) {
+  if (!sax.duplicate.empty()) {
     return UserError("duplicate-key", "",
-                     "the key \"" + duplicate + "\" appears twice in one object",
+                     "the key \"" + sax.duplicate + "\" appears twice in one object",
                      "JSON objects with repeated keys are ambiguous; keep one");
   }
   return j;

@@ -22,6 +22,18 @@ int64_t TensorType::elements() const {
   return n;
 }
 
+bool FitsMaxElements(const std::vector<Dim>& dims) {
+  int64_t n = 1;
+  for (const Dim& d : dims) {
+    if (d.size == 0) return true;
+  }
+  for (const Dim& d : dims) {
+    if (d.size < 0 || d.size > kMaxElements / n) return false;
+    n *= d.size;
+  }
+  return true;
+}
+
 std::vector<int64_t> TensorType::sizes() const {
   std::vector<int64_t> out;
   out.reserve(dims.size());

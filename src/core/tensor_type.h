@@ -49,6 +49,10 @@ TensorType MakeType(const std::vector<int64_t>& sizes, DType dtype = DType::kF32
 // Row-major strides of `sizes`.
 std::vector<int64_t> RowMajorStrides(const std::vector<int64_t>& sizes);
 
+// True when a tensor of these dims holds at most kMaxElements (computed without overflow). Every
+// shape rule that makes a tensor larger than its inputs (broadcasting, products) checks it.
+bool FitsMaxElements(const std::vector<Dim>& dims);
+
 // NumPy broadcasting of two shapes; nullopt when they are incompatible.
 std::optional<std::vector<Dim>> BroadcastDims(const std::vector<Dim>& a, const std::vector<Dim>& b);
 

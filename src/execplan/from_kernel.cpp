@@ -67,9 +67,12 @@ class Planner {
       step.write = plan_.buffer_of[out.id];
       plan_.steps.push_back(step);
 
-      // Values whose last reader just ran free their buffers for later steps.
-      for (int in : k.inputs) {
+      // Values whose last reader just ran free their buffers for later steps (once each, even
+      // when the kernel reads the value twice, as matmul(a, a) does).
+      for (size_t i = 0; i < k.inputs.size(); ++i) {
+        int in = k.inputs[i];
         if (last_read[in] != static_cast<int>(s)) continue;
+        if (std::find(k.inputs.begin(), k.inputs.begin() + i, in) != k.inputs.begin() + i) continue;
         Buffer& b = plan_.buffers[plan_.buffer_of[in]];
         if (b.pinned) continue;
         live -= g.at(in).type.bytes();

@@ -73,25 +73,50 @@ class Partition {
     return t;
   }
 
-  // Operand for node `id` inside kernel `k` being built.
+  bool FoldedInto(const webir::Node& n) const {
+    return n.role != webir::Role::kInput && n.role != webir::Role::kParam && Folded(n);
+  }
+
+  // Operand for node `id` inside kernel `k` being built: a step for a folded node (after the steps
+  // of its own folded args, in argument order), else a kernel input. Iterative, because a fused
+  // chain can be as long as the document: recursion would overflow the stack.
   int Operand(int id, Kernel& k, std::map<int, int>& step_of, std::map<int, int>& input_of) {
+    auto input = [&](int node) {
+      if (auto it = input_of.find(node); it != input_of.end()) return it->second;
+      k.inputs.push_back(node);
+      input_of[node] = static_cast<int>(k.inputs.size()) - 1;
+      return input_of[node];
+    };
     if (auto it = step_of.find(id); it != step_of.end()) return StepRef(it->second);
-    const webir::Node& n = g_.at(id);
-    if (n.role != webir::Role::kInput && n.role != webir::Role::kParam && Folded(n)) {
+    if (!FoldedInto(g_.at(id))) return input(id);
+    struct Frame {
+      int node;
+      size_t next_arg;
+    };
+    std::vector<Frame> stack = {{id, 0}};
+    while (!stack.empty()) {
+      Frame& f = stack.back();
+      const webir::Node& n = g_.at(f.node);
+      if (f.next_arg < n.args.size()) {
+        int a = n.args[f.next_arg++];
+        if (!step_of.count(a) && FoldedInto(g_.at(a))) stack.push_back({a, 0});
+        else if (!step_of.count(a)) input(a);
+        continue;
+      }
       ExprStep s;
       s.op = n.op;
       s.node = n.id;
-      if (n.op == "full") s.value = n.attrs["value"].get<double>();
-      for (int a : n.args) s.operands.push_back(Operand(a, k, step_of, input_of));
+      if (n.op == "full") s.value = n.attrs.at("value").get<double>();
+      for (int a : n.args) {
+        auto it = step_of.find(a);
+        s.operands.push_back(it != step_of.end() ? StepRef(it->second) : input_of.at(a));
+      }
       k.expr.push_back(s);
       k.nodes.push_back(n.id);
-      step_of[id] = static_cast<int>(k.expr.size()) - 1;
-      return StepRef(step_of[id]);
+      step_of[n.id] = static_cast<int>(k.expr.size()) - 1;
+      stack.pop_back();
     }
-    if (auto it = input_of.find(id); it != input_of.end()) return it->second;
-    k.inputs.push_back(id);
-    input_of[id] = static_cast<int>(k.inputs.size()) - 1;
-    return input_of[id];
+    return StepRef(step_of.at(id));
   }
 
   void BuildFused(const webir::Node& root, Kernel& k) {

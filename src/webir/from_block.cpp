@@ -1,6 +1,8 @@
 // Lowers BlockIR to WebIR: each op block becomes one node typed by its op's rule; the scalar form
 // of binary ops (`{"a": 0, "scalar": 2}`) becomes a rank-0 constant operand so one broadcasting
 // mechanism serves both.
+#include <cmath>
+#include <limits>
 #include <set>
 
 #include "webir/graph.h"
@@ -156,6 +158,11 @@ class Lowering {
         if (!s.is_number()) {
           Error(b, "bad-attribute", ParamPointer(b, "scalar"),
                 "the scalar is " + s.dump() + ", expected a number");
+          return -1;
+        }
+        if (std::fabs(s.get<double>()) > std::numeric_limits<float>::max()) {
+          Error(b, "data-out-of-range", ParamPointer(b, "scalar"),
+                "the scalar " + s.dump() + " does not fit in f32");
           return -1;
         }
         Node c;

@@ -82,6 +82,12 @@ Result<TensorType> InferBroadcast(InferContext& c) {
                        "labelled version " + std::to_string(c.version),
                    "label the graph \"version\": 2, or give both inputs the same shape");
   }
+  if (!FitsMaxElements(*dims)) {
+    return c.Error("tensor-too-large",
+                   "broadcasting " + a.ShapeStringWithSizes() + " with " +
+                       b.ShapeStringWithSizes() + " gives more than 2^40 elements",
+                   "no device holds a tensor this large; split the data or stream it");
+  }
   TensorType out;
   out.dtype = a.dtype;
   out.dims = *dims;

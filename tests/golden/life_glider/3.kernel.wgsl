@@ -1,0 +1,100 @@
+// ---- k0_life ----
+// k0_life
+@group(0) @binding(0) var<storage, read> in0: array<f32>;
+@group(0) @binding(1) var<storage, read_write> out: array<f32>;
+
+@compute @workgroup_size(64)
+fn main(@builtin(global_invocation_id) gid: vec3<u32>,
+        @builtin(num_workgroups) groups: vec3<u32>) {
+  let i = gid.x + gid.y * groups.x * 64u;
+  if (i >= 64u) { return; }
+  let r = i / 8u;
+  let c = i % 8u;
+  var n = 0u;
+  for (var dr = 0u; dr < 3u; dr = dr + 1u) {
+    for (var dc = 0u; dc < 3u; dc = dc + 1u) {
+      if (dr == 1u && dc == 1u) { continue; }
+      let rr = (r + dr + 7u) % 8u;
+      let cc = (c + dc + 7u) % 8u;
+      n = n + select(0u, 1u, in0[rr * 8u + cc] > 0.5);
+    }
+  }
+  let alive = in0[i] > 0.5;
+  out[i] = select(0.0, 1.0, n == 3u || (alive && n == 2u));
+}
+
+// ---- k1_life ----
+// k1_life
+@group(0) @binding(0) var<storage, read> in0: array<f32>;
+@group(0) @binding(1) var<storage, read_write> out: array<f32>;
+
+@compute @workgroup_size(64)
+fn main(@builtin(global_invocation_id) gid: vec3<u32>,
+        @builtin(num_workgroups) groups: vec3<u32>) {
+  let i = gid.x + gid.y * groups.x * 64u;
+  if (i >= 64u) { return; }
+  let r = i / 8u;
+  let c = i % 8u;
+  var n = 0u;
+  for (var dr = 0u; dr < 3u; dr = dr + 1u) {
+    for (var dc = 0u; dc < 3u; dc = dc + 1u) {
+      if (dr == 1u && dc == 1u) { continue; }
+      let rr = (r + dr + 7u) % 8u;
+      let cc = (c + dc + 7u) % 8u;
+      n = n + select(0u, 1u, in0[rr * 8u + cc] > 0.5);
+    }
+  }
+  let alive = in0[i] > 0.5;
+  out[i] = select(0.0, 1.0, n == 3u || (alive && n == 2u));
+}
+
+// ---- k2_life ----
+// k2_life
+@group(0) @binding(0) var<storage, read> in0: array<f32>;
+@group(0) @binding(1) var<storage, read_write> out: array<f32>;
+
+@compute @workgroup_size(64)
+fn main(@builtin(global_invocation_id) gid: vec3<u32>,
+        @builtin(num_workgroups) groups: vec3<u32>) {
+  let i = gid.x + gid.y * groups.x * 64u;
+  if (i >= 64u) { return; }
+  let r = i / 8u;
+  let c = i % 8u;
+  var n = 0u;
+  for (var dr = 0u; dr < 3u; dr = dr + 1u) {
+    for (var dc = 0u; dc < 3u; dc = dc + 1u) {
+      if (dr == 1u && dc == 1u) { continue; }
+      let rr = (r + dr + 7u) % 8u;
+      let cc = (c + dc + 7u) % 8u;
+      n = n + select(0u, 1u, in0[rr * 8u + cc] > 0.5);
+    }
+  }
+  let alive = in0[i] > 0.5;
+  out[i] = select(0.0, 1.0, n == 3u || (alive && n == 2u));
+}
+
+// ---- k3_life ----
+// k3_life
+@group(0) @binding(0) var<storage, read> in0: array<f32>;
+@group(0) @binding(1) var<storage, read_write> out: array<f32>;
+
+@compute @workgroup_size(64)
+fn main(@builtin(global_invocation_id) gid: vec3<u32>,
+        @builtin(num_workgroups) groups: vec3<u32>) {
+  let i = gid.x + gid.y * groups.x * 64u;
+  if (i >= 64u) { return; }
+  let r = i / 8u;
+  let c = i % 8u;
+  var n = 0u;
+  for (var dr = 0u; dr < 3u; dr = dr + 1u) {
+    for (var dc = 0u; dc < 3u; dc = dc + 1u) {
+      if (dr == 1u && dc == 1u) { continue; }
+      let rr = (r + dr + 7u) % 8u;
+      let cc = (c + dc + 7u) % 8u;
+      n = n + select(0u, 1u, in0[rr * 8u + cc] > 0.5);
+    }
+  }
+  let alive = in0[i] > 0.5;
+  out[i] = select(0.0, 1.0, n == 3u || (alive && n == 2u));
+}
+

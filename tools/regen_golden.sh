@@ -1,0 +1,38 @@
+#!/usr/bin/env bash
+# Regenerates the golden rung dumps: for every examples/<case>.json,
+#   scellis lower examples/<case>.json --tier=prod --dump-rungs tests/golden/<case>/
+# Examples that declare no memory budget are planned against a fixed 1 GiB (--budget=1G): the
+# detected budget depends on the machine, and the dumps must not.
+#
+# usage: tools/regen_golden.sh [--out DIR] [--scellis BINARY] [CASE...]
+#   --out DIR         write DIR/<case>/ instead of tests/golden/<case>/ (the golden test does this)
+#   --scellis BINARY  the scellis binary (default: build/scellis)
+#   CASE...           only these examples (default: all)
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+out=tests/golden
+scellis=build/scellis
+cases=()
+while (($#)); do
+  case "$1" in
+    --out) out="$2"; shift 2 ;;
+    --scellis) scellis="$2"; shift 2 ;;
+    -h|--help) sed -n '2,11p' "$0"; exit 0 ;;
+    *) cases+=("$1"); shift ;;
+  esac
+done
+if ((${#cases[@]} == 0)); then
+  for f in examples/*.json; do cases+=("$(basename "$f" .json)"); done
+fi
+[ -x "$scellis" ] || { echo "regen_golden: no scellis binary at $scellis (build first)" >&2; exit 1; }
+
+for c in "${cases[@]}"; do
+  src="examples/$c.json"
+  [ -f "$src" ] || { echo "regen_golden: no example $src" >&2; exit 1; }
+  flags=(--tier=prod)
+  if ! grep -q '"budget"' "$src"; then flags+=(--budget=1G); fi
+  rm -rf "${out:?}/$c"
+  "$scellis" lower "$src" "${flags[@]}" --dump-rungs "$out/$c/" >/dev/null
+done
+echo "regen_golden: ${#cases[@]} example(s) dumped under $out/"
