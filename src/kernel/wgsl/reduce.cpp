@@ -1,7 +1,10 @@
 // WGSL reductions. No float atomics: a whole-tensor reduction runs in one workgroup whose threads
 // each sum a fixed strided subset and then combine in a fixed tree, so the result is the same on
-// every run on a device. Axis reductions give each output element one invocation that walks the
-// axis in order, like the CPU reference.
+// every run on a device — and it is the order of the CPU reference (kernel/ref/reduce.cpp), so
+// the two agree bit for bit. Axis reductions give each output element one invocation that walks
+// the axis in order, like the CPU reference.
+#include <algorithm>
+
 #include "kernel/wgsl/codegen.h"
 
 namespace scellis::kernel::wgsl {
