@@ -39,6 +39,9 @@ bool GenerateReduce(const Module& m, const Kernel& k, Generated& out) {
   std::vector<int64_t> sizes = in.sizes();
   int64_t inner = 1, len = sizes[axis];
   for (size_t i = axis + 1; i < sizes.size(); ++i) inner *= sizes[i];
+  // inner = 0 means no outputs: every invocation returns before dividing, but a constant
+  // division by zero is a WGSL compile error, so divide by 1 instead.
+  inner = std::max<int64_t>(inner, 1);
   int64_t outputs = node.type.elements();
   std::string scale = mean ? " / " + F32(static_cast<double>(len)) : "";
   out.source = head + "\n" + LinearEntry(outputs) +
