@@ -41,6 +41,11 @@ int main(int argc, char** argv) {
   CLI::App* probe = app.add_subcommand("probe", "show the WebGPU adapter, its limits, and what auto would choose");
   probe->add_flag("--json", probe_json, "machine-readable output");
 
+  ConformFlags conform_flags;
+  CLI::App* conform = app.add_subcommand(
+      "conform", "check every GPU kernel against the CPU reference; passing mints receipts");
+  AddConformFlags(conform, conform_flags);
+
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
@@ -52,5 +57,6 @@ int main(int argc, char** argv) {
   if (*plan) return PlanCommand(plan_flags);
   if (*validate) return ValidateCommand(validate_flags);
   if (*probe) return ProbeCommand(probe_json);
+  if (*conform) return ConformCommand(conform_flags);
   return 2;
 }
