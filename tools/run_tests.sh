@@ -15,6 +15,15 @@ for f in examples/*.json; do
 done
 "$BUILD/scellis" run examples/seed_mul_relu.json --tier=prod --backend=cpu 2>/dev/null | grep -q '\[0, 60, 120\]'
 
+echo "== conformance: every GPU kernel against the CPU reference, on SwiftShader"
+CONFORM_STORE=$(mktemp -d)
+trap 'rm -rf "$CONFORM_STORE"' EXIT
+SCELLIS_STORE="$CONFORM_STORE" "$BUILD/scellis" conform --tier=prod --backend=webgpu --allow-software-adapter
+SCELLIS_STORE="$CONFORM_STORE" "$BUILD/scellis" conform --tier=debug --backend=webgpu --allow-software-adapter
+# The receipts just minted are what `scellis run` reports for this profile.
+SCELLIS_STORE="$CONFORM_STORE" "$BUILD/scellis" run examples/matmul_chain.json --tier=prod \
+  --backend=webgpu --allow-software-adapter 2>/dev/null | grep -q 'receipts: 5/5 kernels conformed'
+
 if [ -x tools/run_fuzz.sh ]; then
   echo "== fuzzing the document loader (30 s)"
   bash tools/run_fuzz.sh 30

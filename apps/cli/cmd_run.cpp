@@ -4,6 +4,7 @@
 
 #include "backend/select.h"
 #include "common.h"
+#include "conform/receipt.h"
 #include "core/atomic_file.h"
 
 namespace scellis::cli {
@@ -59,6 +60,15 @@ int RunCommand(const CompileFlags& f, const std::string& backend, int threads,
   Json j = backend::ResultToJson(r);
   j["determinism_tier"] = policy::TierName(plan.graph().tier);
   j["content_id"] = c->doc.content_id;
+  // Which kernels have earned trust on this device: receipts gate trust, not execution.
+  std::optional<conform::ReceiptReport> receipts;
+  if (auto* gpu = dynamic_cast<backend::webgpu::WebGpuExecutor*>(sel.executor.get())) {
+    if (auto store = store::Store::Open(); store.ok()) {
+      receipts = conform::CheckReceipts(*store, gpu->device().ProfileKey(), plan.module,
+                                        plan.graph().tier);
+      j["receipts"] = receipts->ToJson();
+    }
+  }
   if (!out_file.empty()) {
     Status s = WriteFileAtomic(out_file, j.dump(2) + "\n");
     if (!s.ok()) return Report(s.errors(), "", f.json);
@@ -70,6 +80,7 @@ int RunCommand(const CompileFlags& f, const std::string& backend, int threads,
   std::cout << "backend: " << r.backend << "  executor: " << r.executor
             << "  tier: " << policy::TierName(plan.graph().tier)
             << "  fallback: " << (r.fallback_reason ? *r.fallback_reason : "none") << "\n";
+  if (receipts) std::cout << receipts->Line() << "\n";
   for (const auto& [name, t] : r.outputs) {
     std::cout << name << ": shape " << t.type.ShapeString() << " " << DTypeName(t.type.dtype);
     std::vector<int64_t> sizes = t.type.sizes();

@@ -4,6 +4,7 @@
 
 #include <CLI/CLI.hpp>
 #include <map>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -22,6 +23,17 @@ struct CompileFlags {
 };
 
 void AddCompileFlags(CLI::App* cmd, CompileFlags& f);
+
+struct ConformFlags {
+  std::vector<std::string> ops;  // empty: every op
+  std::string tier;
+  std::string backend = "auto";
+  bool allow_software_adapter = false;
+  std::string seed;  // decimal; "" for a fresh one
+  bool json = false;
+};
+
+void AddConformFlags(CLI::App* cmd, ConformFlags& f);
 
 // Reads the file and compiles it up to `up_to`. On failure prints the diagnostics (stderr; also a
 // JSON object on stdout with --json) and returns the exit code in `exit_code`.
@@ -53,5 +65,6 @@ int LowerCommand(const CompileFlags& f, const std::string& to, const std::string
 int PlanCommand(const CompileFlags& f);
 int ValidateCommand(const CompileFlags& f);
 int ProbeCommand(bool json);
+int ConformCommand(const ConformFlags& f);
 
 }  // namespace scellis::cli

@@ -46,6 +46,11 @@ int main(int argc, char** argv) {
   CLI::App* probe = app.add_subcommand("probe", "show the WebGPU adapter, its limits, and what auto would choose");
   probe->add_flag("--json", probe_json, "machine-readable output");
 
+  ConformFlags conform_flags;
+  CLI::App* conform = app.add_subcommand(
+      "conform", "check every GPU kernel against the CPU reference; passing mints receipts");
+  AddConformFlags(conform, conform_flags);
+
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
@@ -58,5 +63,6 @@ int main(int argc, char** argv) {
   if (*validate) return ValidateCommand(validate_flags);
   if (*probe) return ProbeCommand(probe_json);
   if (*train) return TrainCommand(train_flags, train_opts);
+  if (*conform) return ConformCommand(conform_flags);
   return 2;
 }

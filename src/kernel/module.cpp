@@ -16,18 +16,29 @@ std::string Print(const Module& m) {
     out += "  " + k.name + ": %" + o.name + " " + o.type.ShapeString() + " <- ";
     if (k.kind == KernelKind::kElementwise) {
       std::string expr;
+      // Built by appending: `"s" + std::to_string(...)` draws a false -Wrestrict from GCC 12.
       auto operand = [&](int x) {
-        return IsStepRef(x) ? "s" + std::to_string(StepOf(x)) : "%" + m.graph.at(k.inputs[x]).name;
+        std::string name = IsStepRef(x) ? "s" : "%";
+        name += IsStepRef(x) ? std::to_string(StepOf(x)) : m.graph.at(k.inputs[x]).name;
+        return name;
       };
       for (size_t s = 0; s < k.expr.size(); ++s) {
         const ExprStep& e = k.expr[s];
-        expr += (s ? "; " : "") + std::string("s") + std::to_string(s) + "=" + e.op;
-        if (e.op == "full") expr += "(" + CanonicalJson(Json(e.value)) + ")";
-        else {
-          expr += "(";
-          for (size_t i = 0; i < e.operands.size(); ++i) expr += (i ? ", " : "") + operand(e.operands[i]);
-          expr += ")";
+        if (s) expr += "; ";
+        expr += "s";
+        expr += std::to_string(s);
+        expr += "=";
+        expr += e.op;
+        expr += "(";
+        if (e.op == "full") {
+          expr += CanonicalJson(Json(e.value));
+        } else {
+          for (size_t i = 0; i < e.operands.size(); ++i) {
+            if (i) expr += ", ";
+            expr += operand(e.operands[i]);
+          }
         }
+        expr += ")";
       }
       out += "fused[" + expr + "]";
     } else {

@@ -1,6 +1,7 @@
 #include "backend/webgpu/executor.h"
 
 #include <chrono>
+#include <cstdio>
 
 namespace scellis::backend::webgpu {
 
@@ -14,7 +15,31 @@ execplan::DeviceLimits PlanLimits(const AdapterInfo& info) {
   return l;
 }
 
+namespace {
+
+// Fills a whole buffer with kPoisonBits. Written as u32 so no float path can quiet or canonicalize
+// the NaN; the grid may be folded into y and z like any large dispatch.
+std::string PoisonWgsl() {
+  char bits[16];
+  std::snprintf(bits, sizeof bits, "0x%08xu", kPoisonBits);
+  return std::string(
+             "@group(0) @binding(0) var<storage, read_write> out: array<u32>;\n"
+             "@compute @workgroup_size(64)\n"
+             "fn main(@builtin(global_invocation_id) gid: vec3<u32>,\n"
+             "        @builtin(num_workgroups) groups: vec3<u32>) {\n"
+             "  let i = gid.x + (gid.y + gid.z * groups.y) * groups.x * 64u;\n"
+             "  if (i < arrayLength(&out)) { out[i] = ") +
+         bits + "; }\n}\n";
+}
+
+}  // namespace
+
 Result<RunResult> WebGpuExecutor::Run(const execplan::Plan& plan, const Feeds& feeds) {
+  return Run(plan, feeds, RunOptions{});
+}
+
+Result<RunResult> WebGpuExecutor::Run(const execplan::Plan& plan, const Feeds& feeds,
+                                      const RunOptions& options) {
   if (plan.verdict == execplan::Verdict::kRed)
     return InternalError("webgpu.Run", "asked to run a red plan");
   auto start = std::chrono::steady_clock::now();
@@ -54,8 +79,23 @@ Result<RunResult> WebGpuExecutor::Run(const execplan::Plan& plan, const Feeds& f
       return s;
     }
   }
+  PipelineId poison;
+  if (options.poison_outputs) {
+    auto p = d.Pipeline(PoisonWgsl(), "main");
+    if (!p.ok()) {
+      release();
+      return InternalError("webgpu.Run", "the poison fill kernel failed to compile: " +
+                                             p.errors().front().message);
+    }
+    poison = p.value();
+  }
   for (const execplan::Step& s : plan.steps) {
     const kernel::Kernel& k = plan.module.kernels[s.kernel];
+    if (options.poison_outputs) {
+      uint64_t words = (d.BufferSize(buffers[s.write]) + 3) / 4;
+      Grid grid = SplitWorkgroups((words + 63) / 64, lim.max_compute_workgroups_per_dimension);
+      d.Dispatch(poison, {{buffers[s.write], 0, 0}}, grid.x, grid.y, grid.z);
+    }
     auto pipeline = d.Pipeline(k.wgsl, k.entry_point);
     if (!pipeline.ok()) {
       release();

@@ -12,12 +12,25 @@
 
 namespace scellis::backend::webgpu {
 
+// The bit pattern poisoned outputs are filled with: a quiet NaN with a payload no kernel computes,
+// so an element that still holds it after a run was never written.
+inline constexpr uint32_t kPoisonBits = 0x7fc0deadu;
+
 class WebGpuExecutor : public Executor {
  public:
+  struct RunOptions {
+    // Before each dispatch, fill the buffer it writes with kPoisonBits (a small fill kernel
+    // recorded in the same pass, so in the same submission). Every element a kernel fails to write
+    // then reads back as the sentinel — or, for an intermediate, turns its consumers' results
+    // into NaN. Conformance uses this; ordinary runs do not pay for it.
+    bool poison_outputs = false;
+  };
+
   explicit WebGpuExecutor(std::unique_ptr<Device> device);
   std::string name() const override { return "webgpu"; }
   Result<RunResult> Run(const execplan::Plan& plan, const Feeds& feeds) override;
   Result<std::unique_ptr<Prepared>> Prepare(const execplan::Plan& plan) override;
+  Result<RunResult> Run(const execplan::Plan& plan, const Feeds& feeds, const RunOptions& options);
   Device& device() { return *device_; }
 
  private:

@@ -1,12 +1,15 @@
 // Reductions with a fixed accumulation order. Along an axis: sequential in index order. Over the
-// whole tensor: partial sums of consecutive 256-element blocks (each sequential), then the partials
-// summed sequentially — the same two-level tree the WGSL kernel uses, independent of threads.
+// whole tensor: the two-level tree the WGSL kernel uses — lane t of 256 sums elements t, t + 256,
+// t + 512, ... in order, then the lanes combine pairwise (for w = 128, 64, ..., 1, lane t < w adds
+// lane t + w) — so the GPU can reproduce the reference bit for bit, and the result does not
+// depend on the thread count.
 #include "kernel/ref/ref.h"
 
 namespace scellis::kernel::ref {
 namespace {
 
-inline constexpr int64_t kBlock = 256;
+inline constexpr int64_t kLanes = 256;
+inline constexpr int64_t kLanesPerChunk = 32;
 
 template <typename T>
 void Reduce(const OpArgs<T>& a, bool mean) {
@@ -15,17 +18,18 @@ void Reduce(const OpArgs<T>& a, bool mean) {
   const Json& axis_attr = a.node->attrs["axis"];
   if (axis_attr.is_null()) {
     int64_t n = in.elements();
-    int64_t blocks = (n + kBlock - 1) / kBlock;
-    std::vector<T> partial(static_cast<size_t>(blocks), T(0));
-    a.parallel->For((blocks + 63) / 64, [&](int64_t c) {
-      for (int64_t b = c * 64; b < std::min(blocks, (c + 1) * 64); ++b) {
-        T s = T(0);
-        for (int64_t i = b * kBlock; i < std::min(n, (b + 1) * kBlock); ++i) s += x[i];
-        partial[b] = s;
-      }
+    std::vector<T> lane(static_cast<size_t>(kLanes), T(0));
+    a.parallel->For(kLanes / kLanesPerChunk, [&](int64_t c) {
+      T acc[kLanesPerChunk] = {};
+      const int64_t first = c * kLanesPerChunk;
+      for (int64_t row = 0; row < n; row += kLanes)
+        for (int64_t t = 0; t < kLanesPerChunk && row + first + t < n; ++t)
+          acc[t] += x[row + first + t];
+      std::copy(acc, acc + kLanesPerChunk, lane.begin() + first);
     });
-    T total = T(0);
-    for (T p : partial) total += p;
+    for (int64_t w = kLanes / 2; w > 0; w /= 2)
+      for (int64_t t = 0; t < w; ++t) lane[t] += lane[t + w];
+    T total = lane[0];
     a.output[0] = mean ? (n ? total / static_cast<T>(n) : T(NAN)) : total;
     return;
   }

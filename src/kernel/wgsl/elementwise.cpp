@@ -99,8 +99,11 @@ bool GenerateElementwise(const Module& m, const Kernel& k, Generated& out) {
     }
     body += "  let x" + std::to_string(n) + " = in" + std::to_string(n) + "[" + index + "];\n";
   }
+  // Appended rather than `"s" + std::to_string(...)`, which GCC 12 misreports under -Wrestrict.
   auto operand = [&](int o) {
-    return IsStepRef(o) ? "s" + std::to_string(StepOf(o)) : "x" + std::to_string(o);
+    std::string name = IsStepRef(o) ? "s" : "x";
+    name += std::to_string(IsStepRef(o) ? StepOf(o) : o);
+    return name;
   };
   for (size_t s = 0; s < k.expr.size(); ++s) {
     const ExprStep& e = k.expr[s];

@@ -1,4 +1,6 @@
 // WGSL layout ops: one invocation per output element, reading the permuted input index.
+#include <algorithm>
+
 #include "kernel/wgsl/codegen.h"
 
 namespace scellis::kernel::wgsl {
@@ -22,8 +24,11 @@ bool GenerateLayout(const Module& m, const Kernel& k, Generated& out) {
     std::vector<int64_t> sizes = node.type.sizes();
     body = "  var rem = i;\n  var src = 0u;\n";
     for (int d = static_cast<int>(sizes.size()) - 1; d >= 0; --d) {
-      body += "  src = src + (rem % " + U32(sizes[d]) + ") * " + U32(in_strides[perm[d]]) +
-              ";\n  rem = rem / " + U32(sizes[d]) + ";\n";
+      // A size of 0 would be a constant division by zero, which WGSL rejects; an empty tensor
+      // returns before reaching it, so 1 serves.
+      int64_t size = std::max<int64_t>(sizes[d], 1);
+      body += "  src = src + (rem % " + U32(size) + ") * " + U32(in_strides[perm[d]]) +
+              ";\n  rem = rem / " + U32(size) + ";\n";
     }
     body += "  out[i] = in0[src];\n}\n";
   }

@@ -1,5 +1,7 @@
 // WGSL matrix products. Each invocation owns one output element and accumulates along K in
 // increasing order (no split-K), matching the reference's order.
+#include <algorithm>
+
 #include "kernel/wgsl/codegen.h"
 
 namespace scellis::kernel::wgsl {
@@ -17,16 +19,21 @@ bool GenerateLinalg(const Module& m, const Kernel& k, Generated& out) {
   std::vector<int64_t> sa = BroadcastStrides({sizes_a.begin(), sizes_a.end() - 2}, batch);
   std::vector<int64_t> sb = BroadcastStrides({sizes_b.begin(), sizes_b.end() - 2}, batch);
 
-  std::string batch_offsets = "  var rem = i / " + U32(M * N) + ";\n  var off_a = 0u;\n  var off_b = 0u;\n";
+  // Sizes of 0 would be constant divisions by zero, which WGSL rejects; an empty output returns
+  // before reaching them, so 1 serves. (K = 0 is fine: the loop adds nothing and writes zeros.)
+  auto nonzero = [](int64_t v) { return std::max<int64_t>(v, 1); };
+  std::string batch_offsets = "  var rem = i / " + U32(nonzero(M * N)) +
+                              ";\n  var off_a = 0u;\n  var off_b = 0u;\n";
   for (int d = static_cast<int>(batch.size()) - 1; d >= 0; --d) {
-    batch_offsets += "  { let bd = rem % " + U32(batch[d]) + "; rem = rem / " + U32(batch[d]) +
+    std::string size = U32(nonzero(batch[d]));
+    batch_offsets += "  { let bd = rem % " + size + "; rem = rem / " + size +
                      "; off_a = off_a + bd * " + U32(sa[d] * M * K) + "; off_b = off_b + bd * " +
                      U32(sb[d] * K * N) + "; }\n";
   }
   out.source = "// " + k.name + "\n" + Bindings(2) + "\n" + LinearEntry(to.elements()) +
                batch_offsets +
-               "  let r = (i / " + U32(N) + ") % " + U32(M) + ";\n"
-               "  let c = i % " + U32(N) + ";\n"
+               "  let r = (i / " + U32(nonzero(N)) + ") % " + U32(nonzero(M)) + ";\n"
+               "  let c = i % " + U32(nonzero(N)) + ";\n"
                "  var acc = 0.0;\n"
                "  for (var kk = 0u; kk < " + U32(K) + "; kk = kk + 1u) {\n"
                "    acc = acc + in0[off_a + r * " + U32(K) + " + kk] * in1[off_b + kk * " + U32(N) +

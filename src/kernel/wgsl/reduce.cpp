@@ -1,7 +1,10 @@
 // WGSL reductions. No float atomics: a whole-tensor reduction runs in one workgroup whose threads
 // each sum a fixed strided subset and then combine in a fixed tree, so the result is the same on
-// every run on a device. Axis reductions give each output element one invocation that walks the
-// axis in order, like the CPU reference.
+// every run on a device — and it is the order of the CPU reference (kernel/ref/reduce.cpp), so
+// the two agree bit for bit. Axis reductions give each output element one invocation that walks
+// the axis in order, like the CPU reference.
+#include <algorithm>
+
 #include "kernel/wgsl/codegen.h"
 
 namespace scellis::kernel::wgsl {
@@ -36,6 +39,9 @@ bool GenerateReduce(const Module& m, const Kernel& k, Generated& out) {
   std::vector<int64_t> sizes = in.sizes();
   int64_t inner = 1, len = sizes[axis];
   for (size_t i = axis + 1; i < sizes.size(); ++i) inner *= sizes[i];
+  // inner = 0 means no outputs: every invocation returns before dividing, but a constant
+  // division by zero is a WGSL compile error, so divide by 1 instead.
+  inner = std::max<int64_t>(inner, 1);
   int64_t outputs = node.type.elements();
   std::string scale = mean ? " / " + F32(static_cast<double>(len)) : "";
   out.source = head + "\n" + LinearEntry(outputs) +

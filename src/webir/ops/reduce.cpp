@@ -1,7 +1,7 @@
 // Reductions. Determinism: every output element is accumulated in a fixed order on the CPU
-// reference (sequential along the axis; whole-tensor sums as a fixed two-level tree of 256-element
-// blocks). GPU kernels use a fixed tree per workgroup and never float atomics, so a GPU result is
-// reproducible on the same device in every tier.
+// reference (sequential along the axis; whole-tensor sums as a fixed two-level tree: 256 strided
+// lanes, then a pairwise combine). GPU kernels use the same order and never float atomics, so a GPU
+// result is reproducible on the same device in every tier.
 #include "webir/op_registry.h"
 
 namespace scellis::webir {

@@ -1,0 +1,403 @@
+#include "conform/cases.h"
+
+#include <algorithm>
+
+#include "core/random.h"
+#include "webir/op_registry.h"
+
+namespace scellis::conform {
+namespace {
+
+using webir::OpDef;
+using webir::OpKind;
+using Shape = std::vector<int64_t>;
+
+// More elements than 65535 workgroups of 64 invocations cover, so the grid folds into y.
+constexpr int64_t kBigLinear = int64_t{65535} * 64 + 67;  // 4194307, prime to 64
+// 2049^2 = 4198401 > 65535 * 64.
+constexpr int64_t kBigSide = 2049;
+
+// Builds one graph-protocol document, node by node.
+class DocBuilder {
+ public:
+  int Input(const std::string& name, Shape shape, Domain domain = Domain::kSigned) {
+    inputs_.push_back({name, shape, domain});
+    return Add({{"op", "input"}, {"name", name}, {"shape", shape}});
+  }
+
+  int Op(const std::string& op, std::vector<int> args, Json attrs = Json::object()) {
+    static const char* kPorts[] = {"a", "b"};
+    Json node = attrs;
+    node["op"] = op;
+    for (size_t i = 0; i < args.size() && i < 2; ++i) node[kPorts[i]] = args[i];
+    ops_.push_back(op);
+    return Add(std::move(node));
+  }
+
+  // The case whose output is node `out`, in protocol version `version` (raised to the newest
+  // min_version of the ops used, so every op is legal in it).
+  Case Finish(const std::string& group, const std::string& name, int out, int version) {
+    Case c;
+    c.group = group;
+    c.name = name;
+    c.inputs = inputs_;
+    for (const std::string& op : ops_) {
+      if (std::find(c.ops.begin(), c.ops.end(), op) == c.ops.end()) c.ops.push_back(op);
+      const OpDef* def = webir::FindOp(op);
+      if (!def) continue;
+      version = std::max(version, def->min_version);
+      c.tolerance = std::max(c.tolerance, def->tolerance);  // the loosest class governs
+    }
+    c.doc = {{"version", version},
+             {"nodes", nodes_},
+             {"outputs", Json::array({{{"name", "out"}, {"id", out}}})}};
+    return c;
+  }
+
+ private:
+  int Add(Json node) {
+    int id = static_cast<int>(nodes_.size());
+    node["id"] = id;
+    nodes_.push_back(std::move(node));
+    return id;
+  }
+
+  Json nodes_ = Json::array();
+  std::vector<CaseInput> inputs_;
+  std::vector<std::string> ops_;
+};
+
+bool HasAttr(const OpDef& def, const char* name) {
+  return std::find(def.attrs.begin(), def.attrs.end(), name) != def.attrs.end();
+}
+
+// The domain of each input of an elementwise op: inside the op's mathematical domain and away
+// from the points where a comparison would measure nothing but rounding (a pole of 1/x).
+Domain DomainOf(const OpDef& def, size_t input) {
+  const std::string& op = def.name;
+  if ((op == "log" || op == "sqrt") && input == 0) return Domain::kPositive;
+  if (op == "div" && input == 1) return Domain::kAwayFromZero;
+  return Domain::kSigned;
+}
+
+// Ops cheap enough to also run on a grid of more than 65535 workgroups on every CI run.
+bool TakesBigCase(const std::string& op) {
+  return op == "relu" || op == "add" || op == "transpose" || op == "reshape";
+}
+
+void UnaryCases(const OpDef& def, std::vector<Case>& out) {
+  const std::pair<const char*, Shape> shapes[] = {
+      {"size1", {1}},       {"rank0", {}},           {"prime7", {7}},
+      {"prime97", {97}},    {"prime1009", {1009}},   {"wg64", {64}},
+      {"rank3", {3, 5, 67}}, {"rank4", {2, 3, 5, 7}}, {"empty", {0, 5}},
+  };
+  for (const auto& [name, shape] : shapes) {
+    DocBuilder b;
+    int x = b.Input("x", shape, DomainOf(def, 0));
+    out.push_back(b.Finish(def.name, name, b.Op(def.name, {x}), 1));
+  }
+  if (TakesBigCase(def.name)) {
+    DocBuilder b;
+    int x = b.Input("x", {kBigLinear}, DomainOf(def, 0));
+    out.push_back(b.Finish(def.name, "grid_over_65535", b.Op(def.name, {x}), 1));
+  }
+}
+
+void BinaryCases(const OpDef& def, std::vector<Case>& out) {
+  struct Variant {
+    const char* name;
+    Shape a, b;
+    int version;  // 2 where the shapes broadcast
+  };
+  const Variant variants[] = {
+      {"size1", {1}, {1}, 1},
+      {"prime97", {97}, {97}, 1},
+      {"prime1009", {1009}, {1009}, 1},
+      {"rank3", {3, 5, 67}, {3, 5, 67}, 1},
+      {"rank0_b", {7, 97}, {}, 1},
+      {"bcast_row", {7, 97}, {1, 97}, 2},
+      {"bcast_row_rank1", {7, 97}, {97}, 2},
+      {"bcast_col", {7, 97}, {7, 1}, 2},
+      {"bcast_outer", {7, 1}, {1, 97}, 2},
+      {"bcast_a", {1, 97}, {7, 97}, 2},
+      {"rank3_rank1", {3, 5, 67}, {67}, 2},
+      {"rank1_rank3", {5}, {2, 3, 5}, 2},
+      {"rank4", {2, 1, 5, 7}, {3, 1, 7}, 2},
+      {"empty_bcast", {0, 97}, {97}, 2},
+  };
+  for (const Variant& v : variants) {
+    DocBuilder b;
+    int a = b.Input("a", v.a, DomainOf(def, 0));
+    int c = b.Input("b", v.b, DomainOf(def, 1));
+    out.push_back(b.Finish(def.name, v.name, b.Op(def.name, {a, c}), v.version));
+  }
+  if (HasAttr(def, "scalar")) {
+    // A literal operand: folded into the kernel as a WGSL constant.
+    double scalar = DomainOf(def, 1) == Domain::kAwayFromZero ? -1.75 : 1.5;
+    DocBuilder b;
+    int a = b.Input("a", {7, 97}, DomainOf(def, 0));
+    out.push_back(b.Finish(def.name, "scalar", b.Op(def.name, {a}, {{"scalar", scalar}}), 1));
+  }
+  if (TakesBigCase(def.name)) {
+    DocBuilder b;
+    int a = b.Input("a", {kBigLinear}, DomainOf(def, 0));
+    int c = b.Input("b", {kBigLinear}, DomainOf(def, 1));
+    out.push_back(b.Finish(def.name, "grid_over_65535", b.Op(def.name, {a, c}), 1));
+  }
+}
+
+void ReduceCases(const OpDef& def, std::vector<Case>& out) {
+  const std::pair<const char*, Shape> whole[] = {
+      {"whole_size1", {1}},          {"whole_prime97", {97}},
+      {"whole_prime1009", {1009}},   {"whole_rank3", {7, 13, 67}},
+      {"whole_65537", {65537}},      // more than 256 lanes x 256 elements
+      {"whole_empty", {0}},          // the sum of nothing is 0 (the mean NaN)
+  };
+  for (const auto& [name, shape] : whole) {
+    DocBuilder b;
+    int x = b.Input("x", shape);
+    out.push_back(b.Finish(def.name, name, b.Op(def.name, {x}), 1));
+  }
+  if (HasAttr(def, "keepdim")) {
+    DocBuilder b;
+    int x = b.Input("x", {7, 13});
+    out.push_back(b.Finish(def.name, "whole_keepdim", b.Op(def.name, {x}, {{"keepdim", true}}), 2));
+  }
+  if (!HasAttr(def, "axis")) return;
+  struct AxisCase {
+    const char* name;
+    Shape shape;
+    int axis;
+    bool keepdim;
+  };
+  const AxisCase axes[] = {
+      {"axis0", {7, 13, 67}, 0, false},   {"axis1", {7, 13, 67}, 1, false},
+      {"axis2", {7, 13, 67}, 2, false},   {"axis_neg1", {7, 13, 67}, -1, false},
+      {"axis1_keepdim", {7, 13, 67}, 1, true}, {"axis0_size1", {1, 97}, 0, false},
+      {"axis0_rank1", {1009}, 0, false},  {"axis2_rank4", {2, 3, 5, 7}, 2, false},
+      {"axis0_empty_axis", {0, 5}, 0, false},  // every output reduces nothing
+      {"axis0_empty_rest", {5, 0}, 0, false},  // no outputs at all
+  };
+  for (const AxisCase& a : axes) {
+    if (a.keepdim && !HasAttr(def, "keepdim")) continue;
+    Json attrs = {{"axis", a.axis}};
+    if (a.keepdim) attrs["keepdim"] = true;
+    DocBuilder b;
+    int x = b.Input("x", a.shape);
+    out.push_back(b.Finish(def.name, a.name, b.Op(def.name, {x}, attrs), 2));
+  }
+}
+
+void MatmulCases(const OpDef& def, std::vector<Case>& out) {
+  struct Variant {
+    const char* name;
+    Shape a, b;
+    int version;
+  };
+  const Variant variants[] = {
+      {"1x1x1", {1, 1}, {1, 1}, 1},
+      {"rect_7x97x13", {7, 97}, {97, 13}, 1},
+      {"rect_65x3x67", {65, 3}, {3, 67}, 1},
+      {"row_1x1009x7", {1, 1009}, {1009, 7}, 1},
+      {"col_1009x5x1", {1009, 5}, {5, 1}, 1},
+      {"batched_3", {3, 7, 5}, {3, 5, 9}, 2},
+      {"batch_bcast_b_rank2", {4, 7, 5}, {5, 9}, 2},
+      {"batch_bcast_a_rank2", {7, 5}, {2, 5, 9}, 2},
+      {"batch_bcast_both_rank4", {3, 1, 7, 5}, {1, 4, 5, 9}, 2},
+      {"empty_k", {3, 0}, {0, 4}, 1},  // zeros: a sum of nothing, still written
+      {"empty_n", {2, 3}, {3, 0}, 1},
+      {"empty_batch", {0, 2, 3}, {3, 4}, 2},
+  };
+  for (const Variant& v : variants) {
+    DocBuilder b;
+    int a = b.Input("a", v.a);
+    int c = b.Input("b", v.b);
+    out.push_back(b.Finish(def.name, v.name, b.Op(def.name, {a, c}), v.version));
+  }
+}
+
+void LayoutCases(const OpDef& def, std::vector<Case>& out) {
+  if (HasAttr(def, "dims")) {  // a permutation of the axes
+    const std::tuple<const char*, Shape, std::vector<int>> perms[] = {
+        {"rank2", {7, 97}, {1, 0}},
+        {"rank3", {3, 5, 7}, {2, 0, 1}},
+        {"rank4", {2, 3, 5, 7}, {3, 1, 0, 2}},
+        {"unit_axes", {1, 97, 1}, {2, 1, 0}},
+        {"negative_axis", {5, 7}, {-1, 0}},
+        {"identity", {3, 5, 7}, {0, 1, 2}},
+        {"size1", {1, 1}, {1, 0}},
+        {"empty", {2, 0, 3}, {2, 0, 1}},
+    };
+    for (const auto& [name, shape, dims] : perms) {
+      DocBuilder b;
+      int x = b.Input("x", shape);
+      out.push_back(b.Finish(def.name, name, b.Op(def.name, {x}, {{"dims", dims}}), 2));
+    }
+    return;
+  }
+  if (HasAttr(def, "shape")) {  // same elements, new shape
+    std::vector<std::tuple<const char*, Shape, std::vector<int64_t>>> shapes = {
+        {"rank2", {7, 97}, {97, 7}},
+        {"add_unit_axes", {1009}, {1, 1009, 1}},
+        {"infer", {2, 3, 5, 7}, {-1, 35}},
+        {"rank3", {3, 5, 67}, {67, 15}},
+        {"size1", {1}, {1, 1, 1, 1}},
+        {"empty", {0, 5}, {5, 0}},
+    };
+    if (TakesBigCase(def.name)) shapes.push_back({"grid_over_65535", {kBigSide, kBigSide}, {-1}});
+    for (const auto& [name, shape, to] : shapes) {
+      DocBuilder b;
+      int x = b.Input("x", shape);
+      out.push_back(b.Finish(def.name, name, b.Op(def.name, {x}, {{"shape", to}}), 2));
+    }
+    return;
+  }
+  if (def.attrs.empty() && def.inputs.size() == 1) {  // a rank-2 transpose
+    std::vector<std::pair<const char*, Shape>> shapes = {
+        {"1x1", {1, 1}}, {"7x97", {7, 97}}, {"1x1009", {1, 1009}}, {"97x1009", {97, 1009}},
+        {"64x65", {64, 65}}, {"empty", {0, 5}},
+    };
+    if (TakesBigCase(def.name)) shapes.push_back({"grid_over_65535", {kBigSide, kBigSide}});
+    for (const auto& [name, shape] : shapes) {
+      DocBuilder b;
+      int x = b.Input("x", shape);
+      out.push_back(b.Finish(def.name, name, b.Op(def.name, {x}), 1));
+    }
+  }
+}
+
+void StencilCases(const OpDef& def, std::vector<Case>& out) {
+  // Random 0/1 grids on a torus, including degenerate ones where a cell is its own neighbour.
+  const std::pair<const char*, Shape> grids[] = {
+      {"1x1", {1, 1}}, {"1x5", {1, 5}}, {"7x97", {7, 97}},
+      {"64x64", {64, 64}}, {"3x1009", {3, 1009}}, {"31x29", {31, 29}}, {"empty", {0, 5}},
+  };
+  for (const auto& [name, shape] : grids) {
+    DocBuilder b;
+    int x = b.Input("x", shape, Domain::kBinary);
+    out.push_back(b.Finish(def.name, name, b.Op(def.name, {x}), 1));
+  }
+}
+
+// Chains of 3-5 elementwise ops that the compiler fuses into one kernel, with broadcast operands,
+// literals and a reused input. Each stays inside every op's domain by construction.
+std::vector<Case> FusedCases() {
+  std::vector<Case> out;
+  {  // (x * y + z_row) -> relu
+    DocBuilder b;
+    int x = b.Input("x", {7, 97}), y = b.Input("y", {7, 97}), z = b.Input("z", {97});
+    int t = b.Op("relu", {b.Op("add", {b.Op("mul", {x, y}), z})});
+    out.push_back(b.Finish(kFusedGroup, "mul_add_relu", t, 2));
+  }
+  {  // exp -> log -> tanh -> neg
+    DocBuilder b;
+    int x = b.Input("x", {1009});
+    int t = b.Op("neg", {b.Op("tanh", {b.Op("log", {b.Op("exp", {x})})})});
+    out.push_back(b.Finish(kFusedGroup, "exp_log_tanh_neg", t, 2));
+  }
+  {  // sigmoid((x - y_row) * 0.5) -> gelu, times x again
+    DocBuilder b;
+    int x = b.Input("x", {5, 7, 9}), y = b.Input("y", {9});
+    int s = b.Op("mul", {b.Op("sub", {x, y})}, {{"scalar", 0.5}});
+    int t = b.Op("mul", {b.Op("gelu", {b.Op("sigmoid", {s})}), x});
+    out.push_back(b.Finish(kFusedGroup, "sub_mul_sigmoid_gelu_mul", t, 2));
+  }
+  {  // log(sqrt(x * x + 1) / y_col), y > 0
+    DocBuilder b;
+    int x = b.Input("x", {97, 13}), y = b.Input("y", {97, 1}, Domain::kPositive);
+    int r = b.Op("sqrt", {b.Op("add", {b.Op("mul", {x, x})}, {{"scalar", 1.0}})});
+    int t = b.Op("log", {b.Op("div", {r, y})});
+    out.push_back(b.Finish(kFusedGroup, "mul_add_sqrt_div_log", t, 2));
+  }
+  {  // positive(x - y_outer) * gelu_grad(x, z)
+    DocBuilder b;
+    int x = b.Input("x", {7, 97}), y = b.Input("y", {1, 97}), z = b.Input("z", {7, 1});
+    int t = b.Op("mul", {b.Op("positive", {b.Op("sub", {x, y})}), b.Op("gelu_grad", {x, z})});
+    out.push_back(b.Finish(kFusedGroup, "sub_positive_gelu_grad_mul", t, 2));
+  }
+  {  // the grid of more than 65535 workgroups, fused: relu(x + y) * 0.25
+    DocBuilder b;
+    int x = b.Input("x", {kBigLinear}), y = b.Input("y", {kBigLinear});
+    int t = b.Op("mul", {b.Op("relu", {b.Op("add", {x, y})})}, {{"scalar", 0.25}});
+    out.push_back(b.Finish(kFusedGroup, "grid_over_65535", t, 1));
+  }
+  return out;
+}
+
+uint64_t Fnv1a(const std::string& s) {
+  uint64_t h = 0xcbf29ce484222325ull;
+  for (unsigned char c : s) h = (h ^ c) * 0x100000001b3ull;
+  return h;
+}
+
+}  // namespace
+
+std::vector<std::string> Groups() {
+  std::vector<std::string> groups;
+  for (const OpDef& def : webir::Registry())
+    if (def.kind != OpKind::kSource) groups.push_back(def.name);
+  groups.push_back(kFusedGroup);
+  return groups;
+}
+
+std::vector<Case> CasesFor(const std::string& group) {
+  if (group == kFusedGroup) return FusedCases();
+  std::vector<Case> out;
+  const OpDef* def = webir::FindOp(group);
+  if (!def) return out;
+  switch (def->kind) {
+    case OpKind::kSource: break;
+    case OpKind::kElementwise:
+      if (def->inputs.size() == 1) UnaryCases(*def, out);
+      else if (def->inputs.size() == 2) BinaryCases(*def, out);
+      break;
+    case OpKind::kReduce: ReduceCases(*def, out); break;
+    case OpKind::kMatmul: MatmulCases(*def, out); break;
+    case OpKind::kLayout: LayoutCases(*def, out); break;
+    case OpKind::kStencil: StencilCases(*def, out); break;
+    // Kinds with no generator yet: an op of one of them has no cases, which the registry test
+    // reports.
+    case OpKind::kNormalize:
+    case OpKind::kLoss:
+    case OpKind::kOptimizer: break;
+  }
+  return out;
+}
+
+backend::Feeds MakeFeeds(const Case& c, uint64_t seed) {
+  backend::Feeds feeds;
+  for (const CaseInput& in : c.inputs) {
+    backend::HostTensor t;
+    t.type = MakeType(in.shape);
+    int64_t n = t.type.elements();
+    t.data.resize(static_cast<size_t>(n));
+    uint64_t stream = CounterHash(seed, Fnv1a(c.id() + "/" + in.name));
+    bool any_one = false;
+    for (int64_t i = 0; i < n; ++i) {
+      float u = CounterUniform(stream, static_cast<uint64_t>(i));
+      float v = 0;
+      switch (in.domain) {
+        case Domain::kSigned:
+          v = -2.0f + 4.0f * u;
+          if (v == 0.0f) v = 0.5f;  // never zero
+          break;
+        case Domain::kPositive: v = 0.125f + 3.875f * u; break;
+        case Domain::kAwayFromZero: {
+          float magnitude = 0.5f + 1.5f * u;
+          v = (CounterHash(stream ^ 0x5eed, static_cast<uint64_t>(i)) & 1) ? -magnitude : magnitude;
+          break;
+        }
+        case Domain::kBinary:
+          v = u < 0.4f ? 1.0f : 0.0f;
+          any_one = any_one || v != 0.0f;
+          break;
+      }
+      t.data[static_cast<size_t>(i)] = v;
+    }
+    if (in.domain == Domain::kBinary && !any_one && n > 0) t.data[0] = 1.0f;  // never all zeros
+    feeds[in.name] = std::move(t);
+  }
+  return feeds;
+}
+
+}  // namespace scellis::conform

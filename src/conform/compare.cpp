@@ -1,0 +1,55 @@
+#include "conform/compare.h"
+
+#include <cmath>
+#include <cstring>
+#include <limits>
+
+namespace scellis::conform {
+
+Comparison Compare(std::span<const float> got, std::span<const float> want,
+                   const policy::Thresholds& t, uint32_t poison_bits) {
+  Comparison c;
+  c.elements = static_cast<int64_t>(want.size());
+  const double inf = std::numeric_limits<double>::infinity();
+  if (got.size() != want.size()) {
+    c.mismatches = c.elements;
+    c.max_abs = c.max_rel = inf;
+    c.first_bad = 0;
+    return c;
+  }
+  for (size_t i = 0; i < want.size(); ++i) {
+    uint32_t bits;
+    std::memcpy(&bits, &got[i], sizeof bits);
+    const double g = got[i], w = want[i];
+    bool bad = false;
+    if (bits == poison_bits) {
+      ++c.unwritten;
+      bad = true;
+    } else if (!t.Accepts(g, w)) {
+      bad = true;
+    }
+    if (std::isfinite(g) && std::isfinite(w)) {
+      double abs = std::fabs(g - w);
+      c.max_abs = std::max(c.max_abs, abs);
+      if (w != 0) c.max_rel = std::max(c.max_rel, abs / std::fabs(w));
+    } else if (bad) {
+      c.max_abs = c.max_rel = inf;
+    }
+    if (bad) {
+      if (c.first_bad < 0) {
+        c.first_bad = static_cast<int64_t>(i);
+        c.first_got = got[i];
+        c.first_want = want[i];
+      }
+      ++c.mismatches;
+    }
+  }
+  return c;
+}
+
+bool BitIdentical(std::span<const float> a, std::span<const float> b) {
+  return a.size() == b.size() &&
+         (a.empty() || std::memcmp(a.data(), b.data(), a.size_bytes()) == 0);
+}
+
+}  // namespace scellis::conform

@@ -1,0 +1,33 @@
+// Element-by-element comparison of a GPU result with the CPU reference.
+#pragma once
+
+#include <cstdint>
+#include <span>
+
+#include "policy/determinism.h"
+
+namespace scellis::conform {
+
+struct Comparison {
+  int64_t elements = 0;
+  int64_t mismatches = 0;  // outside the thresholds (unwritten elements included)
+  int64_t unwritten = 0;   // still holding the poison pattern: the kernel never wrote them
+  // Largest |got - want| and |got - want| / |want| (the latter over nonzero references), over
+  // finite pairs; +inf when a non-finite value stands where a finite one was expected.
+  double max_abs = 0;
+  double max_rel = 0;
+  int64_t first_bad = -1;  // index of the first mismatch
+  float first_got = 0, first_want = 0;
+
+  bool ok() const { return mismatches == 0; }
+};
+
+// Compares `got` with `want` under `t` (Thresholds::Accepts). An element of `got` whose bits are
+// `poison_bits` counts as unwritten, whatever the reference holds there.
+Comparison Compare(std::span<const float> got, std::span<const float> want,
+                   const policy::Thresholds& t, uint32_t poison_bits);
+
+// True when the two arrays hold the same bits (NaN payloads included).
+bool BitIdentical(std::span<const float> a, std::span<const float> b);
+
+}  // namespace scellis::conform

@@ -1,0 +1,71 @@
+// ConformanceReceipts: what a passing conformance run leaves behind. A receipt names the op, the
+// hash of the WGSL its cases compiled to, the device profile it ran on, the tier and the explicit
+// thresholds, the cases and the largest errors seen, the seed and the date. It is stored
+// content-addressed (store::Store) and indexed by (device profile, op).
+//
+// A receipt is scoped to its device profile: one minted on another GPU, driver or Dawn build does
+// not count here, and one for other WGSL (the generator changed since) does not count either. A
+// receipt at a stricter tier covers a looser one (its thresholds are tighter, and debug also
+// checked bit-identical reruns). Receipts gate trust, not execution: an unconformed kernel still
+// runs; `scellis run` says which kernels hold a receipt.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "backend/webgpu/device.h"
+#include "conform/runner.h"
+#include "core/json_util.h"
+#include "kernel/module.h"
+#include "policy/determinism.h"
+#include "store/store.h"
+
+namespace scellis::conform {
+
+inline constexpr const char* kReceiptKind = "conformance-receipt";
+
+// The device a receipt is scoped to: Device::ProfileKey() plus the parts a reader wants to see.
+struct DeviceProfile {
+  std::string key;  // Device::ProfileKey()
+  std::string vendor, architecture, device, driver, backend_api, dawn_version, adapter_type;
+  bool is_software = false;
+};
+DeviceProfile ProfileOf(const backend::webgpu::Device& device);
+
+// The receipt for a passing group. `date` is UTC ISO-8601 (NowUtc()).
+Json ReceiptJson(const GroupResult& g, const DeviceProfile& profile, policy::Tier tier,
+                 uint64_t seed, const std::string& date);
+std::string NowUtc();
+
+// Stores the receipt of a passing group and indexes it under (profile, op); returns its id. A
+// failing group gets no receipt (internal error if asked).
+Result<std::string> MintReceipt(const store::Store& store, const GroupResult& g,
+                                const DeviceProfile& profile, policy::Tier tier, uint64_t seed);
+
+// True when the store holds a receipt for `op` on exactly this profile, for exactly this source
+// hash, minted at `tier` or a stricter one. Objects that fail their integrity check are ignored.
+bool HasReceipt(const store::Store& store, const std::string& profile, const std::string& op,
+                const std::string& source_hash, policy::Tier tier);
+
+// Which kernels of a module hold receipts on a profile, for `scellis run`. A kernel needs a
+// receipt for its op; a fused kernel for each op in it, plus the fused group when it chains more
+// than one op.
+struct KernelReceipts {
+  std::string kernel;
+  std::vector<std::string> groups;   // the receipts it needs
+  std::vector<std::string> missing;  // those not held
+};
+struct ReceiptReport {
+  std::string profile;
+  std::vector<KernelReceipts> kernels;
+  int conformed() const;
+  std::vector<std::string> missing() const;  // groups missing for any kernel, each once
+  // "receipts: 3/4 kernels conformed on this profile (missing: matmul)".
+  std::string Line() const;
+  Json ToJson() const;
+};
+ReceiptReport CheckReceipts(const store::Store& store, const std::string& profile,
+                            const kernel::Module& m, policy::Tier tier);
+
+}  // namespace scellis::conform

@@ -1,0 +1,56 @@
+// A small content-addressed store for the artifacts that make runs trustworthy and reproducible
+// (receipts now; documents, plans and run records later).
+//
+// Layout under the root ($SCELLIS_STORE, else $HOME/.local/share/scellis/store):
+//   objects/<h0h1>/<hex>.json               one JSON object, named by the SHA-256 of its canonical
+//                                           form (see CanonicalJson); its id is "sha256:<hex>"
+//   index/<kind>/<profile hash>/<key>/<hex> one empty file per indexed object, so lookups by
+//                                           (kind, device profile, key) list one directory
+// Every file is written atomically, and an index entry only after its object, so a reader never
+// sees a half-written object or an entry without one. Adding never rewrites an existing file, so
+// concurrent writers cannot lose each other's entries. Objects are checked against their name
+// when read: a corrupted object is an error, never trusted.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "core/json_util.h"
+#include "core/result.h"
+
+namespace scellis::store {
+
+class Store {
+ public:
+  // The store at `root`, or at the default location when `root` is empty. Nothing is created
+  // until something is written.
+  static Result<Store> Open(const std::string& root = "");
+  // $SCELLIS_STORE, else $HOME/.local/share/scellis/store; "" when neither is set.
+  static std::string DefaultRoot();
+
+  const std::string& root() const { return root_; }
+
+  // Stores `object` (idempotent) and returns its id, "sha256:<hex>".
+  Result<std::string> Put(const Json& object) const;
+  // The object with this id; `store-object-missing` or `store-object-corrupt` otherwise.
+  Result<Json> Get(const std::string& id) const;
+  bool Contains(const std::string& id) const;
+
+  // Files object `id` under (kind, profile, key). `kind` and `key` are short names (letters,
+  // digits, '_', '-', '.'); the profile may be any string (it is hashed for the path).
+  Status Index(const std::string& kind, const std::string& profile, const std::string& key,
+               const std::string& id) const;
+  // Ids filed under (kind, profile, key), sorted; empty when there are none (or no store yet).
+  std::vector<std::string> Lookup(const std::string& kind, const std::string& profile,
+                                  const std::string& key) const;
+
+ private:
+  explicit Store(std::string root) : root_(std::move(root)) {}
+  std::string ObjectPath(const std::string& hex) const;
+  std::string IndexDir(const std::string& kind, const std::string& profile,
+                       const std::string& key) const;
+
+  std::string root_;
+};
+
+}  // namespace scellis::store

@@ -1,0 +1,84 @@
+#include "store/store.h"
+
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+
+namespace scellis::store {
+namespace {
+
+namespace fs = std::filesystem;
+
+class StoreTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    root_ = fs::temp_directory_path() / ("scellis-store-test-" + std::to_string(::getpid()));
+    fs::remove_all(root_);
+  }
+  void TearDown() override { fs::remove_all(root_); }
+  fs::path root_;
+};
+
+TEST_F(StoreTest, NamesObjectsByTheHashOfTheirCanonicalForm) {
+  auto s = Store::Open(root_.string());
+  ASSERT_TRUE(s.ok());
+  EXPECT_FALSE(fs::exists(root_));  // nothing is created until something is written
+  auto a = s->Put(Json::parse(R"({"b": 1, "a": [1, 2]})"));
+  auto b = s->Put(Json::parse(R"({"a": [1, 2], "b": 1})"));
+  ASSERT_TRUE(a.ok());
+  ASSERT_TRUE(b.ok());
+  EXPECT_EQ(a.value(), b.value());
+  EXPECT_EQ(a.value().rfind("sha256:", 0), 0u);
+  EXPECT_EQ(a.value().size(), 7u + 64u);
+  auto back = s->Get(a.value());
+  ASSERT_TRUE(back.ok());
+  EXPECT_EQ(back.value()["b"], 1);
+  EXPECT_FALSE(s->Get("sha256:" + std::string(64, '0')).ok());
+  EXPECT_FALSE(s->Get("not-an-id").ok());
+}
+
+TEST_F(StoreTest, IndexesByKindProfileAndKey) {
+  auto s = Store::Open(root_.string());
+  ASSERT_TRUE(s.ok());
+  auto id = s->Put({{"x", 1}});
+  ASSERT_TRUE(id.ok());
+  ASSERT_TRUE(s->Index("receipt", "webgpu;device=A", "add", id.value()).ok());
+  ASSERT_TRUE(s->Index("receipt", "webgpu;device=A", "add", id.value()).ok());  // idempotent
+  EXPECT_EQ(s->Lookup("receipt", "webgpu;device=A", "add"), std::vector<std::string>{id.value()});
+  EXPECT_TRUE(s->Lookup("receipt", "webgpu;device=B", "add").empty());
+  EXPECT_TRUE(s->Lookup("receipt", "webgpu;device=A", "mul").empty());
+  EXPECT_FALSE(s->Index("receipt", "p", "../escape", id.value()).ok());
+  EXPECT_FALSE(s->Index("receipt", "p", "add", "sha256:" + std::string(64, 'a')).ok());
+}
+
+TEST_F(StoreTest, RefusesACorruptedObject) {
+  auto s = Store::Open(root_.string());
+  ASSERT_TRUE(s.ok());
+  auto id = s->Put({{"trusted", true}});
+  ASSERT_TRUE(id.ok());
+  std::string hex = id.value().substr(7);
+  fs::path file = root_ / "objects" / hex.substr(0, 2) / (hex + ".json");
+  ASSERT_TRUE(fs::exists(file));
+  std::ofstream(file) << R"({"trusted":false})";
+  auto back = s->Get(id.value());
+  ASSERT_FALSE(back.ok());
+  EXPECT_EQ(back.errors().front().code, "store-object-corrupt");
+}
+
+TEST(StoreRoot, ComesFromTheEnvironment) {
+  const char* old = std::getenv("SCELLIS_STORE");
+  std::string saved = old ? old : "";
+  setenv("SCELLIS_STORE", "/tmp/somewhere", 1);
+  EXPECT_EQ(Store::DefaultRoot(), "/tmp/somewhere");
+  unsetenv("SCELLIS_STORE");
+  if (const char* home = std::getenv("HOME"); home && *home) {
+    EXPECT_EQ(Store::DefaultRoot(), std::string(home) + "/.local/share/scellis/store");
+  }
+  if (old) setenv("SCELLIS_STORE", saved.c_str(), 1);
+}
+
+}  // namespace
+}  // namespace scellis::store
