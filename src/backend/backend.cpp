@@ -8,7 +8,9 @@ std::string FeedName(const webir::Node& n) { return n.label.empty() ? n.name : n
 
 Result<std::vector<float>> SourceData(const webir::Node& n, const Feeds& feeds) {
   int64_t count = n.type.elements();
-  if (n.role == webir::Role::kParam && n.init) return n.init->Generate(count);
+  // A param's feed, where given, replaces its initializer: that is how trained weights come back.
+  if (n.role == webir::Role::kParam && n.init && !feeds.count(FeedName(n)))
+    return n.init->Generate(count);
   if (n.role == webir::Role::kConst)
     return std::vector<float>(static_cast<size_t>(count), n.attrs["value"].get<float>());
   if (auto it = feeds.find(FeedName(n)); it != feeds.end()) {

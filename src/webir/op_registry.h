@@ -69,6 +69,8 @@ void RegisterReduceOps(std::vector<OpDef>& r);
 void RegisterLinalgOps(std::vector<OpDef>& r);
 void RegisterLayoutOps(std::vector<OpDef>& r);
 void RegisterStencilOps(std::vector<OpDef>& r);
+void RegisterNnOps(std::vector<OpDef>& r);
+void RegisterOptimOps(std::vector<OpDef>& r);
 
 // Shared shape rules.
 Result<TensorType> InferSameAsFirst(InferContext& c);

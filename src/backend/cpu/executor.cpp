@@ -11,7 +11,8 @@ CpuExecutor::CpuExecutor(Options options)
 
 template <typename T>
 Result<std::vector<std::vector<T>>> RunPlan(const execplan::Plan& plan, const Feeds& feeds,
-                                            const kernel::ref::Parallel& parallel) {
+                                            const kernel::ref::Parallel& parallel,
+                                            const ExactFeeds<T>& exact) {
   if (plan.verdict == execplan::Verdict::kRed)
     return InternalError("cpu.RunPlan", "asked to run a red plan");
   const webir::Graph& g = plan.graph();
@@ -20,6 +21,14 @@ Result<std::vector<std::vector<T>>> RunPlan(const execplan::Plan& plan, const Fe
     buffers[b.id].resize(static_cast<size_t>(b.bytes / 4));
   for (const webir::Node& n : g.nodes) {
     if (n.role != webir::Role::kInput && n.role != webir::Role::kParam) continue;
+    if (auto it = exact.find(FeedName(n)); it != exact.end()) {
+      if (static_cast<int64_t>(it->second.size()) != n.type.elements())
+        return UserError("feed-shape-mismatch", n.origin,
+                         "the feed \"" + FeedName(n) + "\" has " + std::to_string(it->second.size()) +
+                             " values, the input holds " + std::to_string(n.type.elements()));
+      std::copy(it->second.begin(), it->second.end(), buffers[plan.buffer_of[n.id]].begin());
+      continue;
+    }
     SCELLIS_ASSIGN_OR_RETURN(std::vector<float> data, SourceData(n, feeds));
     std::copy(data.begin(), data.end(), buffers[plan.buffer_of[n.id]].begin());
   }
@@ -38,10 +47,12 @@ Result<std::vector<std::vector<T>>> RunPlan(const execplan::Plan& plan, const Fe
 }
 
 template Result<std::vector<std::vector<float>>> RunPlan<float>(const execplan::Plan&, const Feeds&,
-                                                                 const kernel::ref::Parallel&);
+                                                                 const kernel::ref::Parallel&,
+                                                                 const ExactFeeds<float>&);
 template Result<std::vector<std::vector<double>>> RunPlan<double>(const execplan::Plan&,
                                                                   const Feeds&,
-                                                                  const kernel::ref::Parallel&);
+                                                                  const kernel::ref::Parallel&,
+                                                                  const ExactFeeds<double>&);
 
 Result<RunResult> CpuExecutor::Run(const execplan::Plan& plan, const Feeds& feeds) {
   auto start = std::chrono::steady_clock::now();
