@@ -91,8 +91,13 @@ bool GenerateOptim(const Module& m, const Kernel& k, Generated& out) {
   } else {
     return false;
   }
+  // Pipelines use the layout derived from the shader, which drops unused bindings; an update that
+  // ignores an input (t for plain SGD, param without weight decay) still names every binding.
+  std::string uses;
+  for (size_t b = 0; b < k.inputs.size(); ++b)
+    uses += "  _ = arrayLength(&in" + std::to_string(b) + ");\n";
   out.source = "// " + k.name + "\n" + Bindings(k.inputs.size()) + helpers + "\n" +
-               LinearEntry(total) + body + "}\n";
+               LinearEntry(total) + uses + body + "}\n";
   out.workgroups = LinearGrid(total);
   return true;
 }
