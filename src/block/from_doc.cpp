@@ -1,5 +1,6 @@
 // Lowers a document to BlockIR: resolves the determinism tier, binds symbolic dims, types the
 // source blocks and checks their data. Op blocks keep their attributes for WebIR to interpret.
+#include <algorithm>
 #include <cmath>
 #include <limits>
 
@@ -23,6 +24,7 @@ class Lowering {
 
     for (const doc::Node& n : doc_.nodes) LowerNode(n);
     for (const doc::Output& o : doc_.outputs) prog_.outputs.push_back({o.name, index_.at(o.source)});
+    if (doc_.train && errors_.empty()) LowerTrain(*doc_.train);
     ResolveTier();
     if (!errors_.empty()) return Status(errors_);
     return std::move(prog_);
@@ -35,6 +37,30 @@ class Lowering {
                              std::move(help));
     d.where = n.Describe();
     errors_.push_back(std::move(d));
+  }
+
+  void LowerTrain(const doc::Train& t) {
+    TrainStep step;
+    step.loss = index_.at(t.loss);
+    step.optimizer = t.optimizer;
+    step.hyper = t.hyper;
+    step.pointer = t.pointer;
+    if (t.all_params) {
+      for (size_t i = 0; i < prog_.blocks.size(); ++i)
+        if (prog_.blocks[i].kind == BlockKind::kParam) step.params.push_back(static_cast<int>(i));
+    } else {
+      for (const std::string& id : t.params) step.params.push_back(index_.at(id));
+      std::sort(step.params.begin(), step.params.end());
+      step.params.erase(std::unique(step.params.begin(), step.params.end()), step.params.end());
+    }
+    if (step.params.empty()) {
+      Diagnostic d = UserError("nothing-to-train", PointerJoin(t.pointer, "params"),
+                               "the training step has no param to update",
+                               "declare trainable tensors as \"param\" blocks");
+      errors_.push_back(std::move(d));
+      return;
+    }
+    prog_.train = std::move(step);
   }
 
   void ResolveTier() {

@@ -42,6 +42,13 @@ std::string Print(const Program& p) {
     out += "\n";
   }
   for (const Output& o : p.outputs) out += "  output " + o.name + " = %" + p.blocks[o.block].id + "\n";
+  if (p.train) {
+    out += "  train loss=%" + p.blocks[p.train->loss].id + " optimizer=" + p.train->optimizer + " " +
+           CanonicalJson(p.train->hyper) + " params=";
+    for (size_t i = 0; i < p.train->params.size(); ++i)
+      out += (i ? ", %" : "%") + p.blocks[p.train->params[i]].id;
+    out += "\n";
+  }
   return out;
 }
 
@@ -68,6 +75,12 @@ Json ToJson(const Program& p) {
     j["blocks"].push_back(jb);
   }
   for (const Output& o : p.outputs) j["outputs"].push_back({{"name", o.name}, {"block", p.blocks[o.block].id}});
+  if (p.train) {
+    Json t = {{"loss", p.blocks[p.train->loss].id}, {"optimizer", p.train->optimizer},
+              {"hyper", p.train->hyper}, {"params", Json::array()}};
+    for (int b : p.train->params) t["params"].push_back(p.blocks[b].id);
+    j["train"] = t;
+  }
   return j;
 }
 
@@ -83,6 +96,13 @@ Status Verify(const Program& p) {
   for (const Output& o : p.outputs)
     if (o.block < 0 || static_cast<size_t>(o.block) >= p.blocks.size())
       return InternalError("block.Verify", "output " + o.name);
+  if (p.train) {
+    if (p.train->loss < 0 || static_cast<size_t>(p.train->loss) >= p.blocks.size())
+      return InternalError("block.Verify", "train loss");
+    for (int b : p.train->params)
+      if (b < 0 || static_cast<size_t>(b) >= p.blocks.size() || p.blocks[b].kind != BlockKind::kParam)
+        return InternalError("block.Verify", "train param");
+  }
   return Status::Ok();
 }
 

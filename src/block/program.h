@@ -51,6 +51,16 @@ struct Output {
   int block;
 };
 
+// One training step over the program: the gradient of `loss` with respect to each of `params`,
+// then one optimizer update per param. Lowered at WebIR (forward + backward + updates).
+struct TrainStep {
+  int loss = -1;               // index of the loss block
+  std::string optimizer;       // "sgd" | "adam" | "adamw"
+  Json hyper = Json::object(); // optimizer settings as the document gave them
+  std::vector<int> params;     // indices of the trained param blocks, in program order
+  std::string pointer = "/train";
+};
+
 struct Program {
   std::string name;
   doc::Form form = doc::Form::kGraph;
@@ -62,6 +72,7 @@ struct Program {
   policy::ToleranceClass tolerance = policy::ToleranceClass::kDefault;
   std::optional<int64_t> budget_bytes;
   std::map<std::string, int64_t> dims;
+  std::optional<TrainStep> train;
   std::vector<Diagnostic> notes;  // warnings raised while lowering (e.g. a tier override)
 };
 

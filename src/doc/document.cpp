@@ -172,6 +172,56 @@ class Parser {
       auto it = out.find("from");
       return it == out.end() ? nullptr : &*it;
     }, "from");
+    ParseTrain();
+  }
+
+  void ParseTrain() {
+    auto it = root_.find("train");
+    if (it == root_.end()) return;
+    const char* shape =
+        "\"train\" is {\"loss\": \"<node>\", \"optimizer\": {\"kind\": \"adam\", \"lr\": 1e-3}, "
+        "\"params\": \"all\"}";
+    if (!it->is_object()) {
+      Error("bad-train", "/train", std::string("\"train\" is a ") + it->type_name() + ", expected an object", shape);
+      return;
+    }
+    Train t;
+    for (auto f = it->begin(); f != it->end(); ++f) {
+      if (f.key() != "loss" && f.key() != "optimizer" && f.key() != "params")
+        Error("bad-train", PointerJoin("/train", f.key()), "\"train\" has no field \"" + f.key() + "\"", shape);
+    }
+    const Json* loss = Field(*it, "loss", "/train", true);
+    if (loss && !loss->is_string()) {
+      Error("bad-train", "/train/loss", "the loss is " + loss->dump() + ", expected a node id", shape);
+    } else if (loss) {
+      t.loss = loss->get<std::string>();
+    }
+    const Json* opt = Field(*it, "optimizer", "/train", true);
+    if (opt) {
+      if (!opt->is_object() || !opt->contains("kind") || !(*opt)["kind"].is_string()) {
+        Error("bad-train", "/train/optimizer", "the optimizer is " + opt->dump(),
+              "e.g. {\"kind\": \"adam\", \"lr\": 1e-3}; kinds: sgd, adam, adamw");
+      } else {
+        t.optimizer = (*opt)["kind"].get<std::string>();
+        if (t.optimizer != "sgd" && t.optimizer != "adam" && t.optimizer != "adamw")
+          Error("unknown-optimizer", "/train/optimizer/kind",
+                "the optimizer kind is \"" + t.optimizer + "\"", "kinds: sgd, adam, adamw");
+        t.hyper = *opt;
+        t.hyper.erase("kind");
+      }
+    }
+    if (auto p = it->find("params"); p != it->end()) {
+      if (p->is_string() && p->get<std::string>() == "all") {
+        t.all_params = true;
+      } else if (p->is_array() && std::all_of(p->begin(), p->end(), [](const Json& x) { return x.is_string(); })) {
+        t.all_params = false;
+        for (const Json& x : *p) t.params.push_back(x.get<std::string>());
+      } else {
+        Error("bad-train", "/train/params", "the params are " + p->dump() +
+                                                ", expected \"all\" or a list of param node ids");
+      }
+    }
+    doc_.train = std::move(t);
   }
 
   void ParseDeterminism() {
@@ -405,6 +455,21 @@ class Parser {
               "the output \"" + o.name + "\" refers to node " + o.source + ", which does not exist");
       }
     }
+    if (doc_.train) {
+      if (!doc_.train->loss.empty() && !index_.count(doc_.train->loss))
+        Error("dangling-reference", "/train/loss",
+              "the loss refers to node " + doc_.train->loss + ", which does not exist");
+      for (size_t i = 0; i < doc_.train->params.size(); ++i) {
+        const std::string& p = doc_.train->params[i];
+        if (!index_.count(p)) {
+          Error("dangling-reference", PointerJoin("/train/params", i),
+                "the param list refers to node " + p + ", which does not exist");
+        } else if (doc_.nodes[index_[p]].op != "param") {
+          Error("not-a-param", PointerJoin("/train/params", i),
+                "node " + p + " is a " + doc_.nodes[index_[p]].op + ", only param nodes are trained");
+        }
+      }
+    }
   }
 
   // Kahn's algorithm, taking ready nodes in document order so the result is stable.
@@ -492,6 +557,15 @@ std::string Print(const Document& d) {
     out += "   " + n.pointer + "\n";
   }
   for (const Output& o : d.outputs) out += "  output " + o.name + " = " + o.source + "\n";
+  if (d.train) {
+    std::string params = "all";
+    if (!d.train->all_params) {
+      params.clear();
+      for (const std::string& p : d.train->params) params += (params.empty() ? "" : ", ") + p;
+    }
+    out += "  train loss=" + d.train->loss + " optimizer=" + d.train->optimizer + " " +
+           CanonicalJson(d.train->hyper) + " params=" + params + "\n";
+  }
   return out;
 }
 
@@ -506,6 +580,7 @@ Status Verify(const Document& d) {
   }
   for (const Output& o : d.outputs)
     if (!seen.count(o.source)) return InternalError("doc.Verify", "dangling output " + o.name);
+  if (d.train && !seen.count(d.train->loss)) return InternalError("doc.Verify", "dangling train loss");
   return Status::Ok();
 }
 

@@ -56,6 +56,19 @@ struct Output {
   std::string pointer;
 };
 
+// A training step declared by a workflow document:
+//   "train": {"loss": "<node>", "optimizer": {"kind": "adam", "lr": 1e-3, ...}, "params": "all"}
+// This rung checks its structure and references; what the optimizer settings mean is checked where
+// the update ops are typed (WebIR).
+struct Train {
+  std::string loss;                 // id of the node whose value is minimized
+  std::string optimizer;            // "sgd" | "adam" | "adamw"
+  Json hyper = Json::object();      // the optimizer object less "kind"
+  bool all_params = true;           // "params": "all"
+  std::vector<std::string> params;  // otherwise the listed param node ids
+  std::string pointer = "/train";
+};
+
 struct Document {
   Form form = Form::kGraph;
   int version = 1;     // the graph protocol's version label; 1 for workflows
@@ -69,6 +82,7 @@ struct Document {
   std::optional<policy::ToleranceClass> tolerance;
   std::optional<int64_t> budget_bytes;
   std::map<std::string, int64_t> dims;  // symbolic dimension bindings
+  std::optional<Train> train;           // workflow documents only
 
   Json source;             // the document as parsed
   std::string content_id;  // sha256 of the canonical form

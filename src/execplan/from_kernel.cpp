@@ -14,7 +14,10 @@ MemClass ClassOf(const webir::Graph& g, const webir::Node& n,
                  const std::vector<std::vector<int>>& users) {
   switch (n.role) {
     case webir::Role::kParam: return MemClass::kParameters;
-    case webir::Role::kInput: return MemClass::kInputs;
+    case webir::Role::kInput:
+      // Moments and velocities fed back each step are optimizer state, not data.
+      return n.purpose == webir::Purpose::kOptimizerState ? MemClass::kOptimizerState
+                                                          : MemClass::kInputs;
     default: break;
   }
   if (n.purpose == webir::Purpose::kGradient) return MemClass::kGradients;

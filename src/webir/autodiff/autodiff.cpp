@@ -17,6 +17,33 @@ void RecordRuleError(std::string message) {
 
 bool IsDefaultName(const Node& n) { return n.name == "t" + std::to_string(n.id); }
 
+// Rules produce a gradient for every input; those of inputs off the path (the data operand of a
+// matmul, say) are never used. Drops the appended nodes that no result needs and renumbers the
+// rest, so no dead kernel is planned. Nodes before `first` are untouched.
+void RemoveDeadGradients(Graph& g, int first, std::vector<int>& results) {
+  const int total = static_cast<int>(g.nodes.size());
+  std::vector<char> live(total, 0);
+  for (int r : results) live[r] = 1;
+  for (int i = total - 1; i >= first; --i)
+    if (live[i])
+      for (int a : g.nodes[i].args) live[a] = 1;
+  std::vector<int> remap(total, -1);
+  std::vector<Node> kept(g.nodes.begin(), g.nodes.begin() + first);
+  for (int i = 0; i < first; ++i) remap[i] = i;
+  for (int i = first; i < total; ++i) {
+    if (!live[i]) continue;
+    Node n = std::move(g.nodes[i]);
+    bool default_name = IsDefaultName(n);
+    n.id = static_cast<int>(kept.size());
+    if (default_name) n.name = "t" + std::to_string(n.id);
+    for (int& a : n.args) a = remap[a];
+    remap[i] = n.id;
+    kept.push_back(std::move(n));
+  }
+  g.nodes = std::move(kept);
+  for (int& r : results) r = remap[r];
+}
+
 }  // namespace
 
 namespace grad {
@@ -177,11 +204,12 @@ Result<std::vector<int>> Backward(Graph& g, int loss, const std::vector<int>& wr
   if (!errors.empty()) return Status(errors);
 
   std::vector<int> result;
-  for (int w : wrt) {
-    int id = grad_of[w] >= 0 ? grad_of[w] : grad::Constant(g, 0.0, g.at(w).type.sizes());
-    Node& n = g.nodes[id];
-    if (id >= count && IsDefaultName(n)) n.name = "d_" + g.at(w).name;
-    result.push_back(id);
+  for (int w : wrt)
+    result.push_back(grad_of[w] >= 0 ? grad_of[w] : grad::Constant(g, 0.0, g.at(w).type.sizes()));
+  RemoveDeadGradients(g, count, result);
+  for (size_t k = 0; k < wrt.size(); ++k) {
+    Node& n = g.nodes[result[k]];
+    if (IsDefaultName(n)) n.name = "d_" + g.at(wrt[k]).name;
   }
   for (int i = count; i < static_cast<int>(g.nodes.size()); ++i)
     g.nodes[i].purpose = Purpose::kGradient;
