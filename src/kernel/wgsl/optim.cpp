@@ -6,6 +6,7 @@
 // 1 - pow(beta, t) would cancel catastrophically (beta2 = 0.999 at t = 1).
 #include <cmath>
 
+#include "core/detmath.h"
 #include "kernel/wgsl/codegen.h"
 
 namespace scellis::kernel::wgsl {
@@ -45,10 +46,11 @@ std::string Moments(const webir::Node& n) {
          "  let v = in3[i] * " + F32(beta2) + " + " + F32(1.0 - beta2) + " * g * g;\n";
 }
 
-// 1 - beta^step. beta = 0 has no finite logarithm: then it is 1 from the first step on.
+// 1 - beta^step. The literal comes from detmath, so the source (and its hash) does not depend on
+// the host's libm. beta = 0 has no finite logarithm: then it is 1 from the first step on.
 std::string BiasCorrection(double beta) {
   if (beta == 0) return "select(0.0, 1.0, step >= 1.0)";
-  return "-expm1_f32(step * " + F32(std::log(beta)) + ")";
+  return "-expm1_f32(step * " + F32(detmath::Log(beta)) + ")";
 }
 
 }  // namespace
