@@ -33,11 +33,11 @@ std::string Print(const Program& p) {
     for (size_t k = 0; k < b.inputs.size(); ++k)
       out += (k ? ", " : " ") + b.inputs[k].first + "=%" + p.blocks[b.inputs[k].second].id;
     if (b.kind != BlockKind::kOp) {
-      out += " " + b.tensor_type.ShapeStringWithSizes() + " " + DTypeName(b.tensor_type.dtype);
+      out.append(" ").append(b.tensor_type.ShapeStringWithSizes()).append(" ").append(DTypeName(b.tensor_type.dtype));
       if (b.data) out += " data(" + std::to_string(b.data->size()) + ")";
       if (b.init) out += " init(" + b.init->kind + ", seed " + std::to_string(b.init->seed) + ")";
     } else if (!b.params.empty()) {
-      out += " " + CanonicalJson(b.params);
+      out.append(" ").append(CanonicalJson(b.params));
     }
     out += "\n";
   }

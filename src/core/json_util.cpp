@@ -120,7 +120,8 @@ Result<Json> ParseUntrustedJson(std::string_view text, const ParseLimits& limits
   Json j = Json::parse(text.begin(), text.end(), callback, /*allow_exceptions=*/false);
   if (j.is_discarded()) {
     try {
-      (void)Json::parse(text.begin(), text.end());
+      Json again = Json::parse(text.begin(), text.end());  // throws with the position
+      (void)again;
     } catch (const Json::parse_error& e) {
       std::string what = e.what();
       size_t colon = what.find("] ");

@@ -17,15 +17,17 @@ std::string Print(const Module& m) {
     if (k.kind == KernelKind::kElementwise) {
       std::string expr;
       auto operand = [&](int x) {
-        return IsStepRef(x) ? "s" + std::to_string(StepOf(x)) : "%" + m.graph.at(k.inputs[x]).name;
+        return IsStepRef(x) ? std::string("s").append(std::to_string(StepOf(x)))
+                            : std::string("%").append(m.graph.at(k.inputs[x]).name);
       };
       for (size_t s = 0; s < k.expr.size(); ++s) {
         const ExprStep& e = k.expr[s];
         expr += (s ? "; " : "") + std::string("s") + std::to_string(s) + "=" + e.op;
-        if (e.op == "full") expr += "(" + CanonicalJson(Json(e.value)) + ")";
+        if (e.op == "full") expr.append("(").append(CanonicalJson(Json(e.value))).append(")");
         else {
           expr += "(";
-          for (size_t i = 0; i < e.operands.size(); ++i) expr += (i ? ", " : "") + operand(e.operands[i]);
+          for (size_t i = 0; i < e.operands.size(); ++i)
+            expr.append(i ? ", " : "").append(operand(e.operands[i]));
           expr += ")";
         }
       }

@@ -12,7 +12,7 @@ std::string Node::Describe() const {
 
 int Graph::Add(Node n) {
   n.id = static_cast<int>(nodes.size());
-  if (n.name.empty()) n.name = "t" + std::to_string(n.id);
+  if (n.name.empty()) n.name = std::string("t").append(std::to_string(n.id));
   nodes.push_back(std::move(n));
   return nodes.back().id;
 }
@@ -52,7 +52,7 @@ std::string Print(const Graph& g) {
     if (n.role == Role::kInput || n.role == Role::kParam) {
       if (!n.label.empty()) r += " \"" + n.label + "\"";
     } else if (n.op == "full") {
-      r += " " + CanonicalJson(n.attrs["value"]);
+      r.append(" ").append(CanonicalJson(n.attrs["value"]));
     }
     for (size_t i = 0; i < n.args.size(); ++i) {
       const Node& a = g.at(n.args[i]);

@@ -19,15 +19,16 @@ Result<TensorType> InferSourceUnused(InferContext& c) {
 void RegisterSourceOps(std::vector<OpDef>& r) {
   r.push_back({.name = "input", .inputs = {}, .attrs = {"shape", "data", "dtype", "name"},
                .kind = OpKind::kSource, .infer = InferSourceUnused,
-               .tolerance = policy::ToleranceClass::kExact,
+               .tolerance = policy::ToleranceClass::kExact, .determinism = "exact (host data)",
                .summary = "a tensor given inline or fed per run"});
   r.push_back({.name = "param", .inputs = {}, .attrs = {"shape", "init", "dtype", "name"},
                .kind = OpKind::kSource, .infer = InferSourceUnused,
                .tolerance = policy::ToleranceClass::kExact,
+               .determinism = "exact (counter-based initializer, computed on the host)",
                .summary = "a trainable tensor with a seeded initializer"});
   r.push_back({.name = "full", .inputs = {}, .attrs = {"shape", "value", "dtype", "name"},
                .kind = OpKind::kSource, .infer = InferSourceUnused,
-               .tolerance = policy::ToleranceClass::kExact,
+               .tolerance = policy::ToleranceClass::kExact, .determinism = "exact",
                .summary = "a tensor filled with one value"});
 }
 

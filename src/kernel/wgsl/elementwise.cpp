@@ -100,7 +100,7 @@ bool GenerateElementwise(const Module& m, const Kernel& k, Generated& out) {
     body += "  let x" + std::to_string(n) + " = in" + std::to_string(n) + "[" + index + "];\n";
   }
   auto operand = [&](int o) {
-    return IsStepRef(o) ? "s" + std::to_string(StepOf(o)) : "x" + std::to_string(o);
+    return std::string(IsStepRef(o) ? "s" : "x").append(std::to_string(IsStepRef(o) ? StepOf(o) : o));
   };
   for (size_t s = 0; s < k.expr.size(); ++s) {
     const ExprStep& e = k.expr[s];

@@ -15,7 +15,9 @@ void RecordRuleError(std::string message) {
   if (g_rule_errors) g_rule_errors->push_back(InternalError("webir.Backward", std::move(message)));
 }
 
-bool IsDefaultName(const Node& n) { return n.name == "t" + std::to_string(n.id); }
+bool IsDefaultName(const Node& n) {
+  return n.name.size() > 1 && n.name[0] == 't' && n.name.substr(1) == std::to_string(n.id);
+}
 
 // Rules produce a gradient for every input; those of inputs off the path (the data operand of a
 // matmul, say) are never used. Drops the appended nodes that no result needs and renumbers the

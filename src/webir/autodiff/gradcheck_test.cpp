@@ -176,7 +176,7 @@ void Check(const Case& c, uint64_t seed) {
   backend::cpu::ExactFeeds<double> feeds;
   int64_t classes = c.args[0].shape.empty() ? 1 : c.args[0].shape.back();
   for (size_t i = 0; i < c.args.size(); ++i) {
-    std::string name = "x" + std::to_string(i);
+    std::string name = std::string("x").append(std::to_string(i));
     inputs.push_back(AddInput(g, name, c.args[i].shape));
     feeds[name] = Values(g.at(inputs.back()).type, c.args[i].domain, classes, seed * 31 + i);
   }
