@@ -20,7 +20,9 @@ struct HostTensor {
   std::vector<float> data;
 };
 
-// Data for input nodes without inline data, by the input's name (its label, else its id).
+// Data for input nodes without inline data, by the input's name (its label, else its id). A feed
+// for a param replaces its initializer (weights carried from a previous step), and a feed for an
+// input with inline data replaces the data.
 using Feeds = std::map<std::string, HostTensor>;
 
 struct RunResult {

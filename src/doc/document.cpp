@@ -8,7 +8,7 @@ namespace {
 
 // Fields of a graph-protocol node that name another node by id. Everything else is a parameter.
 const std::set<std::string> kReferenceFields = {"a", "b", "target", "param", "grad",
-                                                "m", "v", "velocity"};
+                                                "m", "v", "velocity", "t"};
 
 bool IsIdentifier(const std::string& s) {
   if (s.empty() || s.size() > 128) return false;

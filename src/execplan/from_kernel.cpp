@@ -16,7 +16,10 @@ MemClass ClassOf(const webir::Graph& g, const webir::Node& n,
   if (n.purpose == webir::Purpose::kOptimizerState) return MemClass::kOptimizerState;
   switch (n.role) {
     case webir::Role::kParam: return MemClass::kParameters;
-    case webir::Role::kInput: return MemClass::kInputs;
+    case webir::Role::kInput:
+      // Moments and velocities fed back each step are optimizer state, not data.
+      return n.purpose == webir::Purpose::kOptimizerState ? MemClass::kOptimizerState
+                                                          : MemClass::kInputs;
     default: break;
   }
   for (int u : users[n.id])

@@ -39,6 +39,8 @@ std::vector<OpDef> BuildRegistry() {
   RegisterLinalgOps(r);
   RegisterLayoutOps(r);
   RegisterStencilOps(r);
+  RegisterNnOps(r);
+  RegisterOptimOps(r);
   return r;
 }
 

@@ -44,7 +44,10 @@ struct InferContext {
 using InferFn = Result<TensorType> (*)(InferContext&);
 
 // Reverse-mode rule: given the node and the id of the gradient of its output, appends nodes to
-// `g` and returns the gradient id for each arg (-1 where the arg gets none).
+// `g` and returns the gradient id for each arg (-1 where the arg gets none, e.g. integer labels),
+// each of that arg's shape (broadcast args are summed back). `node` is a copy, safe to read while
+// the rule appends; rules build with the helpers of webir/autodiff/autodiff.h and are run by
+// Backward there.
 using GradFn = std::vector<int> (*)(Graph& g, const Node& node, int grad_out);
 
 struct OpDef {
@@ -69,6 +72,8 @@ void RegisterReduceOps(std::vector<OpDef>& r);
 void RegisterLinalgOps(std::vector<OpDef>& r);
 void RegisterLayoutOps(std::vector<OpDef>& r);
 void RegisterStencilOps(std::vector<OpDef>& r);
+void RegisterNnOps(std::vector<OpDef>& r);
+void RegisterOptimOps(std::vector<OpDef>& r);
 
 // Shared shape rules.
 Result<TensorType> InferSameAsFirst(InferContext& c);

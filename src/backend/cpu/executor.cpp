@@ -17,13 +17,25 @@ struct Resident {
 
   std::vector<T>& of(int node) { return buffers[plan->buffer_of[node]]; }
 
-  Status Load(const webir::Node& n, const Feeds& feeds) {
+  Status Load(const webir::Node& n, const Feeds& feeds, const ExactFeeds<T>* exact = nullptr) {
+    // Exact feeds (f64 values for gradient checks) bypass the f32 host data.
+    if (exact) {
+      if (auto it = exact->find(FeedName(n)); it != exact->end()) {
+        if (static_cast<int64_t>(it->second.size()) != n.type.elements())
+          return UserError("feed-shape-mismatch", n.origin,
+                           "the feed \"" + FeedName(n) + "\" has " + std::to_string(it->second.size()) +
+                               " values, the input holds " + std::to_string(n.type.elements()));
+        std::copy(it->second.begin(), it->second.end(), of(n.id).begin());
+        return Status::Ok();
+      }
+    }
     SCELLIS_ASSIGN_OR_RETURN(std::vector<float> data, SourceData(n, feeds));
     std::copy(data.begin(), data.end(), of(n.id).begin());
     return Status::Ok();
   }
 
-  static Result<Resident> Make(const execplan::Plan& plan, const Feeds& feeds, bool defer_fed) {
+  static Result<Resident> Make(const execplan::Plan& plan, const Feeds& feeds, bool defer_fed,
+                               const ExactFeeds<T>* exact = nullptr) {
     if (plan.verdict == execplan::Verdict::kRed)
       return InternalError("cpu.Prepare", "asked to run a red plan");
     Resident r{&plan, std::vector<std::vector<T>>(plan.buffers.size())};
@@ -34,7 +46,7 @@ struct Resident {
       bool is_fed = std::find(fed.begin(), fed.end(), n.id) != fed.end();
       if (defer_fed && is_fed) continue;
       if (!n.data && !n.init && !feeds.count(FeedName(n)) && defer_fed) continue;  // carried, fed at first run
-      SCELLIS_TRY(r.Load(n, feeds));
+      SCELLIS_TRY(r.Load(n, feeds, exact));
     }
     return r;
   }
@@ -129,8 +141,9 @@ CpuExecutor::CpuExecutor(Options options)
 
 template <typename T>
 Result<std::vector<std::vector<T>>> RunPlan(const execplan::Plan& plan, const Feeds& feeds,
-                                            const kernel::ref::Parallel& parallel) {
-  SCELLIS_ASSIGN_OR_RETURN(Resident<T> r, Resident<T>::Make(plan, feeds, /*defer_fed=*/false));
+                                            const kernel::ref::Parallel& parallel,
+                                            const ExactFeeds<T>& exact) {
+  SCELLIS_ASSIGN_OR_RETURN(Resident<T> r, Resident<T>::Make(plan, feeds, /*defer_fed=*/false, &exact));
   SCELLIS_TRY(r.Step(parallel));
   std::vector<std::vector<T>> outputs;
   for (const webir::Output& o : plan.graph().outputs) {
@@ -141,10 +154,12 @@ Result<std::vector<std::vector<T>>> RunPlan(const execplan::Plan& plan, const Fe
 }
 
 template Result<std::vector<std::vector<float>>> RunPlan<float>(const execplan::Plan&, const Feeds&,
-                                                                 const kernel::ref::Parallel&);
+                                                                 const kernel::ref::Parallel&,
+                                                                 const ExactFeeds<float>&);
 template Result<std::vector<std::vector<double>>> RunPlan<double>(const execplan::Plan&,
                                                                   const Feeds&,
-                                                                  const kernel::ref::Parallel&);
+                                                                  const kernel::ref::Parallel&,
+                                                                  const ExactFeeds<double>&);
 
 Result<std::unique_ptr<Prepared>> CpuExecutor::Prepare(const execplan::Plan& plan) {
   SCELLIS_ASSIGN_OR_RETURN(Resident<float> r, Resident<float>::Make(plan, {}, /*defer_fed=*/true));

@@ -24,10 +24,17 @@ class CpuExecutor : public Executor {
   kernel::ref::Parallel parallel_;
 };
 
+// Source values given directly in the element type, by feed name; they take precedence over
+// `feeds`, inline data and initializers. Gradient checks use them to perturb an input by less
+// than an f32 ulp.
+template <typename T>
+using ExactFeeds = std::map<std::string, std::vector<T>>;
+
 // Runs `plan` in element type T (f32 for runs, f64 for gradient checks) and returns every buffer
 // holding a named output, in output order.
 template <typename T>
 Result<std::vector<std::vector<T>>> RunPlan(const execplan::Plan& plan, const Feeds& feeds,
-                                            const kernel::ref::Parallel& parallel);
+                                            const kernel::ref::Parallel& parallel,
+                                            const ExactFeeds<T>& exact = {});
 
 }  // namespace scellis::backend::cpu

@@ -51,6 +51,8 @@ const std::vector<std::pair<std::string, OpImpl>>& Ops() {
     AddLinalgOps(t);
     AddLayoutOps(t);
     AddStencilOps(t);
+    AddNnOps(t);
+    AddOptimOps(t);
     return t;
   }();
   return table;

@@ -66,6 +66,8 @@ void AddReduceOps(std::vector<std::pair<std::string, OpImpl>>& t);
 void AddLinalgOps(std::vector<std::pair<std::string, OpImpl>>& t);
 void AddLayoutOps(std::vector<std::pair<std::string, OpImpl>>& t);
 void AddStencilOps(std::vector<std::pair<std::string, OpImpl>>& t);
+void AddNnOps(std::vector<std::pair<std::string, OpImpl>>& t);
+void AddOptimOps(std::vector<std::pair<std::string, OpImpl>>& t);
 
 // Runs one kernel of `m`: `inputs` follow Kernel::inputs, `out` is the kernel's output.
 template <typename T>

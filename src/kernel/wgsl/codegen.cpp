@@ -46,7 +46,8 @@ std::string LinearEntry(int64_t total) {
 
 Result<Generated> Generate(const Module& m, const Kernel& k) {
   static const FamilyGen kFamilies[] = {GenerateElementwise, GenerateReduce, GenerateLinalg,
-                                        GenerateLayout, GenerateStencil};
+                                        GenerateLayout, GenerateStencil, GenerateNn,
+                                        GenerateOptim};
   Generated out;
   for (FamilyGen f : kFamilies)
     if (f(m, k, out)) return out;

@@ -44,6 +44,8 @@ bool GenerateReduce(const Module& m, const Kernel& k, Generated& out);
 bool GenerateLinalg(const Module& m, const Kernel& k, Generated& out);
 bool GenerateLayout(const Module& m, const Kernel& k, Generated& out);
 bool GenerateStencil(const Module& m, const Kernel& k, Generated& out);
+bool GenerateNn(const Module& m, const Kernel& k, Generated& out);
+bool GenerateOptim(const Module& m, const Kernel& k, Generated& out);
 
 // WGSL expression of an elementwise op applied to operand expressions a (and b); "" if unknown.
 std::string ElementwiseExpr(const std::string& op, const std::string& a, const std::string& b);

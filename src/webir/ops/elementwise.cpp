@@ -1,41 +1,112 @@
 // Elementwise ops: each output element depends only on the same (broadcast) index of each input,
 // so chains of them fuse into one kernel. Their scalar definitions live in
 // kernel/ref/elementwise.cpp (CPU) and kernel/wgsl/elementwise.cpp (WGSL).
+#include "webir/autodiff/autodiff.h"
 #include "webir/op_registry.h"
 
 namespace scellis::webir {
+namespace {
+
+using grad::Emit;
+
+int ArgType(Graph& g, const Node& n, int k, int value) {
+  return grad::SumToShape(g, value, g.at(n.args[k]).type);
+}
+
+std::vector<int> GradAdd(Graph& g, const Node& n, int gout) {
+  return {ArgType(g, n, 0, gout), ArgType(g, n, 1, gout)};
+}
+std::vector<int> GradSub(Graph& g, const Node& n, int gout) {
+  return {ArgType(g, n, 0, gout), ArgType(g, n, 1, Emit(g, "neg", {gout}))};
+}
+std::vector<int> GradMul(Graph& g, const Node& n, int gout) {
+  return {ArgType(g, n, 0, Emit(g, "mul", {gout, n.args[1]})),
+          ArgType(g, n, 1, Emit(g, "mul", {gout, n.args[0]}))};
+}
+// d(a/b)/da = 1/b; d(a/b)/db = -(a/b)/b.
+std::vector<int> GradDiv(Graph& g, const Node& n, int gout) {
+  int ga = Emit(g, "div", {gout, n.args[1]});
+  int gb = Emit(g, "neg", {Emit(g, "div", {Emit(g, "mul", {gout, n.id}), n.args[1]})});
+  return {ArgType(g, n, 0, ga), ArgType(g, n, 1, gb)};
+}
+std::vector<int> GradRelu(Graph& g, const Node& n, int gout) {
+  return {Emit(g, "mul", {gout, Emit(g, "positive", {n.args[0]})})};
+}
+std::vector<int> GradNeg(Graph& g, const Node& n, int gout) { return {Emit(g, "neg", {gout})}; }
+std::vector<int> GradExp(Graph& g, const Node& n, int gout) {
+  return {Emit(g, "mul", {gout, n.id})};
+}
+std::vector<int> GradLog(Graph& g, const Node& n, int gout) {
+  return {Emit(g, "div", {gout, n.args[0]})};
+}
+// d sqrt(a) = 0.5 / sqrt(a).
+std::vector<int> GradSqrt(Graph& g, const Node& n, int gout) {
+  return {Emit(g, "div", {Emit(g, "mul", {gout, grad::Constant(g, 0.5)}), n.id})};
+}
+// d tanh(a) = 1 - tanh(a)^2.
+std::vector<int> GradTanh(Graph& g, const Node& n, int gout) {
+  int sq = Emit(g, "mul", {n.id, n.id});
+  return {Emit(g, "mul", {gout, Emit(g, "sub", {grad::Constant(g, 1.0), sq})})};
+}
+// d sigmoid(a) = s (1 - s).
+std::vector<int> GradSigmoid(Graph& g, const Node& n, int gout) {
+  int one_minus = Emit(g, "sub", {grad::Constant(g, 1.0), n.id});
+  return {Emit(g, "mul", {Emit(g, "mul", {gout, n.id}), one_minus})};
+}
+std::vector<int> GradGelu(Graph& g, const Node& n, int gout) {
+  return {Emit(g, "gelu_grad", {n.args[0], gout})};
+}
+// gelu_grad(a, b) = b * gelu'(a), gelu'(a) = Phi(a) + a phi(a), gelu''(a) = phi(a) (2 - a^2) with
+// phi(a) = exp(-a^2 / 2) / sqrt(2 pi).
+std::vector<int> GradGeluGrad(Graph& g, const Node& n, int gout) {
+  int a = n.args[0], b = n.args[1];
+  int sq = Emit(g, "mul", {a, a});
+  int pdf = Emit(g, "div", {Emit(g, "exp", {Emit(g, "mul", {sq, grad::Constant(g, -0.5)})}),
+                            grad::Constant(g, 2.5066282746310002)});
+  int second = Emit(g, "mul", {pdf, Emit(g, "sub", {grad::Constant(g, 2.0), sq})});
+  int ga = Emit(g, "mul", {Emit(g, "mul", {gout, b}), second});
+  int gb = Emit(g, "gelu_grad", {a, gout});
+  return {ArgType(g, n, 0, ga), ArgType(g, n, 1, gb)};
+}
+
+}  // namespace
 
 void RegisterElementwiseOps(std::vector<OpDef>& r) {
   using policy::ToleranceClass;
-  auto binary = [&](const char* name, int version, ToleranceClass tol, const char* summary) {
+  auto binary = [&](const char* name, int version, ToleranceClass tol, GradFn grad,
+                    const char* summary) {
     r.push_back({.name = name, .min_version = version, .inputs = {"a", "b"}, .attrs = {"scalar"},
-                 .kind = OpKind::kElementwise, .infer = InferBroadcast, .tolerance = tol,
-                 .determinism = "one correctly rounded operation per element",
+                 .kind = OpKind::kElementwise, .infer = InferBroadcast, .grad = grad,
+                 .tolerance = tol, .determinism = "one correctly rounded operation per element",
                  .summary = summary});
   };
-  auto unary = [&](const char* name, int version, ToleranceClass tol, const char* determinism,
-                   const char* summary) {
+  auto unary = [&](const char* name, int version, ToleranceClass tol, GradFn grad,
+                   const char* determinism, const char* summary) {
     r.push_back({.name = name, .min_version = version, .inputs = {"a"}, .attrs = {},
-                 .kind = OpKind::kElementwise, .infer = InferSameAsFirst, .tolerance = tol,
-                 .determinism = determinism, .summary = summary});
+                 .kind = OpKind::kElementwise, .infer = InferSameAsFirst, .grad = grad,
+                 .tolerance = tol, .determinism = determinism, .summary = summary});
   };
-  binary("add", 1, ToleranceClass::kExact, "a + b, or a + scalar");
-  binary("sub", 1, ToleranceClass::kExact, "a - b, or a - scalar");
-  binary("mul", 1, ToleranceClass::kExact, "a * b, or a * scalar");
-  binary("div", 2, ToleranceClass::kTight, "a / b (WGSL division is within 2.5 ulp)");
-  unary("relu", 1, ToleranceClass::kExact, "exact", "max(a, 0)");
-  unary("positive", 1, ToleranceClass::kExact, "exact", "1 where a > 0, else 0");
-  unary("neg", 2, ToleranceClass::kExact, "exact", "-a");
-  unary("exp", 2, ToleranceClass::kDefault,
+  binary("add", 1, ToleranceClass::kExact, GradAdd, "a + b, or a + scalar");
+  binary("sub", 1, ToleranceClass::kExact, GradSub, "a - b, or a - scalar");
+  binary("mul", 1, ToleranceClass::kExact, GradMul, "a * b, or a * scalar");
+  binary("div", 2, ToleranceClass::kTight, GradDiv, "a / b (WGSL division is within 2.5 ulp)");
+  unary("relu", 1, ToleranceClass::kExact, GradRelu, "exact", "max(a, 0)");
+  // A step function: its derivative is zero wherever it exists, so it has no gradient rule.
+  unary("positive", 1, ToleranceClass::kExact, nullptr, "exact", "1 where a > 0, else 0");
+  unary("neg", 2, ToleranceClass::kExact, GradNeg, "exact", "-a");
+  unary("exp", 2, ToleranceClass::kDefault, GradExp,
         "CPU: own implementation (1 ulp); GPU: the driver's exp", "e^a");
-  unary("log", 2, ToleranceClass::kDefault,
+  unary("log", 2, ToleranceClass::kDefault, GradLog,
         "CPU: own implementation (1 ulp); GPU: the driver's log", "natural logarithm");
-  unary("sqrt", 2, ToleranceClass::kTight, "correctly rounded on CPU", "square root");
-  unary("tanh", 2, ToleranceClass::kDefault, "CPU: own implementation", "hyperbolic tangent");
-  unary("sigmoid", 2, ToleranceClass::kDefault, "CPU: own implementation", "1 / (1 + e^-a)");
-  unary("gelu", 2, ToleranceClass::kDefault, "exact erf; CPU: own erf",
+  unary("sqrt", 2, ToleranceClass::kTight, GradSqrt, "correctly rounded on CPU", "square root");
+  unary("tanh", 2, ToleranceClass::kDefault, GradTanh, "CPU: own implementation",
+        "hyperbolic tangent");
+  unary("sigmoid", 2, ToleranceClass::kDefault, GradSigmoid, "CPU: own implementation",
+        "1 / (1 + e^-a)");
+  unary("gelu", 2, ToleranceClass::kDefault, GradGelu, "exact erf; CPU: own erf",
         "a * Phi(a), the exact (erf) form");
-  binary("gelu_grad", 2, ToleranceClass::kDefault, "gradient of exact gelu: b * gelu'(a)");
+  binary("gelu_grad", 2, ToleranceClass::kDefault, GradGeluGrad,
+         "gradient of exact gelu: b * gelu'(a)");
 }
 
 }  // namespace scellis::webir

@@ -1,4 +1,5 @@
 // Layout ops move elements without arithmetic: their results are exact on every backend.
+#include "webir/autodiff/autodiff.h"
 #include "webir/op_registry.h"
 
 namespace scellis::webir {
@@ -84,19 +85,38 @@ Result<TensorType> InferReshape(InferContext& c) {
   return out;
 }
 
+std::vector<int> GradTranspose(Graph& g, const Node& n, int gout) {
+  return {grad::Emit(g, "transpose", {gout})};
+}
+
+// The inverse permutation: out axis i came from input axis dims[i].
+std::vector<int> GradPermute(Graph& g, const Node& n, int gout) {
+  const Json& dims = n.attrs.at("dims");
+  Json inverse = Json::array();
+  for (size_t i = 0; i < dims.size(); ++i) inverse.push_back(0);
+  for (size_t i = 0; i < dims.size(); ++i) inverse[dims[i].get<size_t>()] = static_cast<int>(i);
+  return {grad::Emit(g, "permute", {gout}, {{"dims", inverse}})};
+}
+
+std::vector<int> GradReshape(Graph& g, const Node& n, int gout) {
+  Json shape = Json::array();
+  for (int64_t s : g.at(n.args[0]).type.sizes()) shape.push_back(s);
+  return {grad::Emit(g, "reshape", {gout}, {{"shape", shape}})};
+}
+
 }  // namespace
 
 void RegisterLayoutOps(std::vector<OpDef>& r) {
   r.push_back({.name = "transpose", .min_version = 1, .inputs = {"a"}, .attrs = {},
-               .kind = OpKind::kLayout, .infer = InferTranspose,
+               .kind = OpKind::kLayout, .infer = InferTranspose, .grad = GradTranspose,
                .tolerance = policy::ToleranceClass::kExact, .determinism = "exact (data movement)",
                .summary = "swap the two axes of a rank-2 tensor"});
   r.push_back({.name = "permute", .min_version = 2, .inputs = {"a"}, .attrs = {"dims"},
-               .kind = OpKind::kLayout, .infer = InferPermute,
+               .kind = OpKind::kLayout, .infer = InferPermute, .grad = GradPermute,
                .tolerance = policy::ToleranceClass::kExact, .determinism = "exact (data movement)",
                .summary = "reorder axes"});
   r.push_back({.name = "reshape", .min_version = 2, .inputs = {"a"}, .attrs = {"shape"},
-               .kind = OpKind::kLayout, .infer = InferReshape,
+               .kind = OpKind::kLayout, .infer = InferReshape, .grad = GradReshape,
                .tolerance = policy::ToleranceClass::kExact, .determinism = "exact (data movement)",
                .summary = "same elements in row-major order, new shape; one size may be -1"});
 }

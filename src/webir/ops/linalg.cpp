@@ -1,5 +1,6 @@
 // Matrix products. Determinism: each output element accumulates along K in increasing order on
 // the CPU reference; GPU kernels tile K in a fixed order (no split-K atomics).
+#include "webir/autodiff/autodiff.h"
 #include "webir/op_registry.h"
 
 namespace scellis::webir {
@@ -47,11 +48,20 @@ Result<TensorType> InferMatmul(InferContext& c) {
   return out;
 }
 
+// out = a @ b over broadcast batch dims: da = g @ b^T and db = a^T @ g, each summed back over the
+// batch dims along which its input was broadcast.
+std::vector<int> GradMatmul(Graph& g, const Node& n, int gout) {
+  int a = n.args[0], b = n.args[1];
+  int ga = grad::Emit(g, "matmul", {gout, grad::SwapLastTwo(g, b)});
+  int gb = grad::Emit(g, "matmul", {grad::SwapLastTwo(g, a), gout});
+  return {grad::SumToShape(g, ga, g.at(a).type), grad::SumToShape(g, gb, g.at(b).type)};
+}
+
 }  // namespace
 
 void RegisterLinalgOps(std::vector<OpDef>& r) {
   r.push_back({.name = "matmul", .min_version = 1, .inputs = {"a", "b"}, .attrs = {},
-               .kind = OpKind::kMatmul, .infer = InferMatmul,
+               .kind = OpKind::kMatmul, .infer = InferMatmul, .grad = GradMatmul,
                .tolerance = policy::ToleranceClass::kDefault,
                .determinism = "fixed accumulation order along K; no split-K atomics",
                .summary = "matrix product; batched with broadcasting batch dims (version 2)"});

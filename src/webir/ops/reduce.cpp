@@ -2,6 +2,7 @@
 // reference (sequential along the axis; whole-tensor sums as a fixed two-level tree: 256 strided
 // lanes, then a pairwise combine). GPU kernels use the same order and never float atomics, so a GPU
 // result is reproducible on the same device in every tier.
+#include "webir/autodiff/autodiff.h"
 #include "webir/op_registry.h"
 
 namespace scellis::webir {
@@ -33,6 +34,25 @@ Result<TensorType> InferReduce(InferContext& c) {
   return out;
 }
 
+// The output gradient, reshaped to keep the reduced axis (if it was dropped) and broadcast back
+// over the input's shape. Mean divides by the count before broadcasting.
+int SpreadBack(Graph& g, const Node& n, int gout, bool mean) {
+  const TensorType in = g.at(n.args[0]).type;  // a copy: Emit appends to g.nodes
+  const Json& axis = n.attrs.at("axis");
+  int64_t count = axis.is_null() ? in.elements() : in.dims[axis.get<int>()].size;
+  int x = gout;
+  if (!axis.is_null() && !n.attrs.value("keepdim", false)) {
+    Json shape = Json::array();
+    for (int i = 0; i < in.rank(); ++i) shape.push_back(i == axis.get<int>() ? 1 : in.dims[i].size);
+    x = grad::Emit(g, "reshape", {x}, {{"shape", shape}});
+  }
+  if (mean) x = grad::Emit(g, "div", {x, grad::Constant(g, static_cast<double>(count))});
+  return grad::BroadcastTo(g, x, in);
+}
+
+std::vector<int> GradSum(Graph& g, const Node& n, int gout) { return {SpreadBack(g, n, gout, false)}; }
+std::vector<int> GradMean(Graph& g, const Node& n, int gout) { return {SpreadBack(g, n, gout, true)}; }
+
 }  // namespace
 
 void RegisterReduceOps(std::vector<OpDef>& r) {
@@ -40,11 +60,11 @@ void RegisterReduceOps(std::vector<OpDef>& r) {
       "fixed order: sequential along the axis; whole-tensor reductions as a fixed two-level tree; "
       "no float atomics on any backend";
   r.push_back({.name = "sum", .min_version = 1, .inputs = {"a"}, .attrs = {"axis", "keepdim"},
-               .kind = OpKind::kReduce, .infer = InferReduce,
+               .kind = OpKind::kReduce, .infer = InferReduce, .grad = GradSum,
                .tolerance = policy::ToleranceClass::kDefault, .determinism = order,
                .summary = "sum of all elements, or over one axis (version 2)"});
   r.push_back({.name = "mean", .min_version = 2, .inputs = {"a"}, .attrs = {"axis", "keepdim"},
-               .kind = OpKind::kReduce, .infer = InferReduce,
+               .kind = OpKind::kReduce, .infer = InferReduce, .grad = GradMean,
                .tolerance = policy::ToleranceClass::kDefault, .determinism = order,
                .summary = "mean of all elements, or over one axis"});
 }

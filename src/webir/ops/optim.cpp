@@ -1,0 +1,163 @@
+// Optimizer updates, with exactly the arithmetic of PyTorch's torch.optim.SGD, Adam and AdamW
+// (single-tensor path: same formulas, same order of operations, scalar factors computed in double
+// and rounded once).
+//
+// WebIR nodes have one output each, so an optimizer that updates several tensors is several ops
+// over the same inputs, one per updated tensor: `momentum_update` (the new parameter) and
+// `momentum_velocity` (the new velocity); `adam_update` (the new parameter), `adam_m` and `adam_v`
+// (the new moments). Each recomputes the few flops it shares with its siblings rather than
+// introducing tuple values into every rung; the results are identical to one fused update.
+//
+// The step number is a runtime value: the input `t`, a scalar holding the 1-based number of this
+// update (PyTorch's state["step"] after its increment), so one plan serves every step. Adam's bias
+// corrections use it; the momentum ops take t <= 1 as the first step, where PyTorch creates the
+// buffer as a copy of the gradient (the velocity input is then ignored).
+#include <cmath>
+
+#include "webir/op_registry.h"
+
+namespace scellis::webir {
+namespace {
+
+struct NumberAttr {
+  const char* name;
+  double fallback;
+  double low, high;  // accepted closed range
+};
+
+Status NumberAttrs(InferContext& c, std::initializer_list<NumberAttr> attrs) {
+  for (const NumberAttr& a : attrs) {
+    auto it = c.attrs.find(a.name);
+    if (it == c.attrs.end() || it->is_null()) {
+      c.attrs[a.name] = a.fallback;
+      continue;
+    }
+    if (!it->is_number() || !std::isfinite(it->get<double>())) {
+      return c.Error("bad-attribute", std::string("the attribute \"") + a.name + "\" is " +
+                                          it->dump() + ", expected a number");
+    }
+    double v = it->get<double>();
+    if (v < a.low || v > a.high) {
+      return c.Error("bad-attribute", std::string("the attribute \"") + a.name + "\" is " +
+                                          it->dump() + ", expected a value in [" +
+                                          CanonicalJson(Json(a.low)) + ", " +
+                                          CanonicalJson(Json(a.high)) + "]");
+    }
+  }
+  return Status::Ok();
+}
+
+Status BoolAttrs(InferContext& c, std::initializer_list<const char*> names) {
+  for (const char* name : names) {
+    auto it = c.attrs.find(name);
+    if (it == c.attrs.end() || it->is_null()) {
+      c.attrs[name] = false;
+      continue;
+    }
+    if (!it->is_boolean()) {
+      return c.Error("bad-attribute", std::string("the attribute \"") + name + "\" is " +
+                                          it->dump() + ", expected true or false");
+    }
+  }
+  return Status::Ok();
+}
+
+// Every tensor input has the parameter's shape; `t` (the last input, where present) is a scalar.
+Result<TensorType> CheckUpdateShapes(InferContext& c, const std::vector<std::string>& ports,
+                                     bool has_step) {
+  const TensorType& p = c.args[0];
+  size_t tensors = has_step ? c.args.size() - 1 : c.args.size();
+  for (size_t i = 1; i < tensors; ++i) {
+    if (!c.args[i].SameShape(p)) {
+      return c.Error("shape-mismatch", "the input \"" + ports[i] + "\" has shape " +
+                                           c.args[i].ShapeStringWithSizes() +
+                                           ", the parameter has " + p.ShapeStringWithSizes());
+    }
+  }
+  if (has_step && c.args.back().rank() != 0) {
+    return c.Error("shape-mismatch", "the step \"t\" has shape " +
+                                         c.args.back().ShapeStringWithSizes() + ", expected []",
+                   "t is a scalar holding the 1-based number of this update");
+  }
+  return p;
+}
+
+constexpr double kHuge = 1e30;
+
+Result<TensorType> InferSgd(InferContext& c) {
+  SCELLIS_TRY(NumberAttrs(c, {{"lr", 1e-3, 0, kHuge}, {"weight_decay", 0, 0, kHuge}}));
+  SCELLIS_TRY(BoolAttrs(c, {"maximize"}));
+  return CheckUpdateShapes(c, {"param", "grad"}, false);
+}
+
+Result<TensorType> InferMomentum(InferContext& c) {
+  SCELLIS_TRY(NumberAttrs(c, {{"lr", 1e-3, 0, kHuge},
+                              {"momentum", 0, 0, kHuge},
+                              {"dampening", 0, -kHuge, kHuge},
+                              {"weight_decay", 0, 0, kHuge}}));
+  SCELLIS_TRY(BoolAttrs(c, {"nesterov", "maximize"}));
+  if (c.attrs["nesterov"].get<bool>() &&
+      (c.attrs["momentum"].get<double>() <= 0 || c.attrs["dampening"].get<double>() != 0)) {
+    return c.Error("bad-attribute", "nesterov momentum requires a momentum > 0 and zero dampening",
+                   "as in torch.optim.SGD");
+  }
+  return CheckUpdateShapes(c, {"param", "grad", "velocity", "t"}, true);
+}
+
+Result<TensorType> InferAdam(InferContext& c) {
+  // AdamW's default weight decay is 1e-2; Adam's is 0 (as in torch.optim).
+  bool decoupled = false;
+  if (auto d = c.attrs.find("decoupled"); d != c.attrs.end() && d->is_boolean())
+    decoupled = d->get<bool>();
+  SCELLIS_TRY(NumberAttrs(c, {{"lr", 1e-3, 0, kHuge},
+                              {"beta1", 0.9, 0, 0.999999999999},
+                              {"beta2", 0.999, 0, 0.999999999999},
+                              {"eps", 1e-8, 0, kHuge},
+                              {"weight_decay", decoupled ? 1e-2 : 0, 0, kHuge}}));
+  SCELLIS_TRY(BoolAttrs(c, {"decoupled", "maximize"}));
+  return CheckUpdateShapes(c, {"param", "grad", "m", "v", "t"}, true);
+}
+
+}  // namespace
+
+void RegisterOptimOps(std::vector<OpDef>& r) {
+  using policy::ToleranceClass;
+  const char* per_element = "one element per invocation; no reductions, no atomics";
+  r.push_back({.name = "sgd_update", .min_version = 2, .inputs = {"param", "grad"},
+               .attrs = {"lr", "weight_decay", "maximize"}, .kind = OpKind::kOptimizer,
+               .infer = InferSgd, .tolerance = ToleranceClass::kTight,
+               .determinism = per_element,
+               .summary = "SGD: g = grad (+ weight_decay * param); param - lr * g"});
+  const std::vector<std::string> momentum_attrs = {"lr",           "momentum", "dampening",
+                                                   "weight_decay", "nesterov", "maximize"};
+  r.push_back({.name = "momentum_update", .min_version = 2,
+               .inputs = {"param", "grad", "velocity", "t"}, .attrs = momentum_attrs,
+               .kind = OpKind::kOptimizer, .infer = InferMomentum,
+               .tolerance = ToleranceClass::kTight, .determinism = per_element,
+               .summary = "SGD with momentum: the new parameter (t <= 1: velocity := g)"});
+  r.push_back({.name = "momentum_velocity", .min_version = 2,
+               .inputs = {"param", "grad", "velocity", "t"}, .attrs = momentum_attrs,
+               .kind = OpKind::kOptimizer, .infer = InferMomentum,
+               .tolerance = ToleranceClass::kTight, .determinism = per_element,
+               .summary = "SGD with momentum: the new velocity, momentum * v + (1 - dampening) * g "
+                          "(t <= 1: g)"});
+  const std::vector<std::string> adam_attrs = {"lr",           "beta1",     "beta2",   "eps",
+                                               "weight_decay", "decoupled", "maximize"};
+  const char* adam_determinism =
+      "one element per invocation; bias corrections from t computed in f64 on the CPU, in f32 "
+      "with an expm1 series on the GPU";
+  r.push_back({.name = "adam_update", .min_version = 2, .inputs = {"param", "grad", "m", "v", "t"},
+               .attrs = adam_attrs, .kind = OpKind::kOptimizer, .infer = InferAdam,
+               .tolerance = ToleranceClass::kDefault, .determinism = adam_determinism,
+               .summary = "Adam / AdamW (decoupled): the new parameter"});
+  r.push_back({.name = "adam_m", .min_version = 2, .inputs = {"param", "grad", "m", "v", "t"},
+               .attrs = adam_attrs, .kind = OpKind::kOptimizer, .infer = InferAdam,
+               .tolerance = ToleranceClass::kTight, .determinism = per_element,
+               .summary = "Adam: the new first moment, m.lerp(g, 1 - beta1)"});
+  r.push_back({.name = "adam_v", .min_version = 2, .inputs = {"param", "grad", "m", "v", "t"},
+               .attrs = adam_attrs, .kind = OpKind::kOptimizer, .infer = InferAdam,
+               .tolerance = ToleranceClass::kTight, .determinism = per_element,
+               .summary = "Adam: the new second moment, beta2 * v + (1 - beta2) * g * g"});
+}
+
+}  // namespace scellis::webir
