@@ -39,7 +39,7 @@ std::string ShortId(const std::string& id) {
 void PrintRow(const std::string& op, const std::string& cases, const std::string& abs,
               const std::string& rel, const std::string& threshold, const std::string& result,
               const std::string& receipt) {
-  std::printf("%-10s %5s  %-11s  %-11s  %-28s  %-6s  %s\n", op.c_str(), cases.c_str(), abs.c_str(),
+  std::printf("%-18s %5s  %-11s  %-11s  %-28s  %-6s  %s\n", op.c_str(), cases.c_str(), abs.c_str(),
               rel.c_str(), threshold.c_str(), result.c_str(), receipt.c_str());
   std::fflush(stdout);
 }

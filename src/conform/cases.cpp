@@ -20,16 +20,18 @@ constexpr int64_t kBigSide = 2049;
 // Builds one graph-protocol document, node by node.
 class DocBuilder {
  public:
-  int Input(const std::string& name, Shape shape, Domain domain = Domain::kSigned) {
-    inputs_.push_back({name, shape, domain});
+  int Input(const std::string& name, Shape shape, Domain domain = Domain::kSigned, int classes = 0) {
+    inputs_.push_back({name, shape, domain, classes});
     return Add({{"op", "input"}, {"name", name}, {"shape", shape}});
   }
 
+  // Arguments bind to the op's input ports in registry order.
   int Op(const std::string& op, std::vector<int> args, Json attrs = Json::object()) {
-    static const char* kPorts[] = {"a", "b"};
+    const OpDef* def = webir::FindOp(op);
     Json node = attrs;
     node["op"] = op;
-    for (size_t i = 0; i < args.size() && i < 2; ++i) node[kPorts[i]] = args[i];
+    for (size_t i = 0; def && i < args.size() && i < def->inputs.size(); ++i)
+      node[def->inputs[i]] = args[i];
     ops_.push_back(op);
     return Add(std::move(node));
   }
@@ -279,6 +281,68 @@ void StencilCases(const OpDef& def, std::vector<Case>& out) {
   }
 }
 
+// Softmax and log-softmax over the last axis: single rows, long rows, many short rows, rank 3.
+void NormalizeCases(const OpDef& def, std::vector<Case>& out) {
+  const std::pair<const char*, Shape> shapes[] = {
+      {"size1", {1}},         {"row97", {97}},       {"7x97", {7, 97}},    {"1009x10", {1009, 10}},
+      {"64x10", {64, 10}},    {"rank3", {3, 5, 67}}, {"long_row", {2, 4099}}, {"empty", {0, 5}},
+  };
+  for (const auto& [name, shape] : shapes) {
+    DocBuilder b;
+    int x = b.Input("x", shape);
+    out.push_back(b.Finish(def.name, name, b.Op(def.name, {x}), 2));
+  }
+}
+
+// Cross-entropy over [N, C] logits with labels in range, and its gradient with an upstream scalar.
+void LossCases(const OpDef& def, std::vector<Case>& out) {
+  const std::pair<const char*, Shape> shapes[] = {
+      {"1x1", {1, 1}}, {"1x10", {1, 10}}, {"64x10", {64, 10}}, {"97x7", {97, 7}},
+      {"1009x10", {1009, 10}}, {"5x1000", {5, 1000}},
+  };
+  for (const auto& [name, shape] : shapes) {
+    DocBuilder b;
+    int x = b.Input("logits", shape);
+    int t = b.Input("target", {shape[0]}, Domain::kLabels, static_cast<int>(shape[1]));
+    std::vector<int> args = {x, t};
+    if (def.inputs.size() == 3) args.push_back(b.Input("upstream", {}));
+    out.push_back(b.Finish(def.name, name, b.Op(def.name, args), 2));
+  }
+}
+
+// Optimizer updates at several sizes, steps and settings (first step, bias corrections, weight
+// decay, Nesterov, AdamW's decoupled decay).
+void OptimizerCases(const OpDef& def, std::vector<Case>& out) {
+  struct Setting {
+    const char* name;
+    Json attrs;
+  };
+  std::vector<Setting> settings;
+  if (def.name == "sgd_update") {
+    settings = {{"plain", {{"lr", 0.1}}}, {"decay", {{"lr", 0.05}, {"weight_decay", 0.01}}}};
+  } else if (def.name.rfind("momentum", 0) == 0) {
+    settings = {{"plain", {{"lr", 0.1}, {"momentum", 0.9}}},
+                {"nesterov", {{"lr", 0.05}, {"momentum", 0.8}, {"nesterov", true}, {"weight_decay", 0.01}}},
+                {"dampening", {{"lr", 0.05}, {"momentum", 0.9}, {"dampening", 0.1}}}};
+  } else {
+    settings = {{"adam", {{"lr", 1e-3}}},
+                {"adam_decay", {{"lr", 1e-2}, {"weight_decay", 0.01}}},
+                {"adamw", {{"lr", 1e-3}, {"weight_decay", 0.01}, {"decoupled", true}}}};
+  }
+  const std::pair<const char*, Shape> shapes[] = {{"size1", {1}}, {"prime1009", {1009}}, {"784x256", {784, 256}}};
+  for (const auto& [shape_name, shape] : shapes) {
+    for (const Setting& s : settings) {
+      DocBuilder b;
+      std::vector<int> args;
+      for (const std::string& port : def.inputs) {
+        Domain d = port == "t" ? Domain::kStep : port == "v" ? Domain::kPositive : Domain::kSigned;
+        args.push_back(b.Input(port, port == "t" ? Shape{} : shape, d));
+      }
+      out.push_back(b.Finish(def.name, std::string(shape_name) + "_" + s.name, b.Op(def.name, args, s.attrs), 2));
+    }
+  }
+}
+
 // Chains of 3-5 elementwise ops that the compiler fuses into one kernel, with broadcast operands,
 // literals and a reused input. Each stays inside every op's domain by construction.
 std::vector<Case> FusedCases() {
@@ -357,9 +421,9 @@ std::vector<Case> CasesFor(const std::string& group) {
     case OpKind::kStencil: StencilCases(*def, out); break;
     // Kinds with no generator yet: an op of one of them has no cases, which the registry test
     // reports.
-    case OpKind::kNormalize:
-    case OpKind::kLoss:
-    case OpKind::kOptimizer: break;
+    case OpKind::kNormalize: NormalizeCases(*def, out); break;
+    case OpKind::kLoss: LossCases(*def, out); break;
+    case OpKind::kOptimizer: OptimizerCases(*def, out); break;
   }
   return out;
 }
@@ -387,6 +451,10 @@ backend::Feeds MakeFeeds(const Case& c, uint64_t seed) {
           v = (CounterHash(stream ^ 0x5eed, static_cast<uint64_t>(i)) & 1) ? -magnitude : magnitude;
           break;
         }
+        case Domain::kLabels:
+          v = static_cast<float>(CounterHash(stream, static_cast<uint64_t>(i)) % static_cast<uint64_t>(std::max(in.classes, 1)));
+          break;
+        case Domain::kStep: v = static_cast<float>(1 + CounterHash(stream, 0) % 1000); break;
         case Domain::kBinary:
           v = u < 0.4f ? 1.0f : 0.0f;
           any_one = any_one || v != 0.0f;

@@ -25,12 +25,15 @@ enum class Domain {
   kPositive,      // uniform in [0.125, 4] (log, sqrt)
   kAwayFromZero,  // magnitude in [0.5, 2], either sign (divisors)
   kBinary,        // 0 or 1, at least one 1 (Game-of-Life cells)
+  kLabels,        // class indices 0 .. classes-1, as f32 (cross-entropy targets)
+  kStep,          // an optimizer step number, an integer in 1 .. 1000
 };
 
 struct CaseInput {
   std::string name;  // the input node's "name", which is also its feed name
   std::vector<int64_t> shape;
   Domain domain = Domain::kSigned;
+  int classes = 0;  // kLabels only
 };
 
 struct Case {

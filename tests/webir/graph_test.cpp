@@ -170,8 +170,15 @@ TEST(Registry, NamesAreUniqueAndDescribed) {
 // An example use of every non-source op; a new op without one fails this test, so it cannot land
 // without a CPU reference and a WGSL kernel being exercised.
 Json ExampleNode(const OpDef& d) {
-  Json n = {{"id", 2}, {"op", d.name}, {"a", 0}};
-  if (d.inputs.size() == 2) n["b"] = 1;
+  // Ports bind to: 0 and 1 (2x3 positive data), 3 (3x2), 4 (two labels), 5 (a scalar), 6 (a step).
+  Json n = {{"id", 2}, {"op", d.name}};
+  for (const std::string& port : d.inputs) {
+    n[port] = port == "a" || port == "param" || port == "m" || port == "velocity" ? 0
+              : port == "target" ? 4
+              : port == "t"      ? 6
+              : port == "b" && d.kind == OpKind::kLoss ? 5
+                                 : 1;
+  }
   if (d.name == "matmul") n["b"] = 3;
   if (d.name == "permute") n["dims"] = {1, 0};
   if (d.name == "reshape") n["shape"] = {3, 2};
@@ -195,7 +202,8 @@ TEST(Registry, EveryOpHasAReferenceAndWgsl) {
     // Positive inputs keep log and sqrt finite.
     Json doc = GraphDoc({InputNode(0, {2, 3}, {0.5f, 1, 1.5f, 2, 2.5f, 3}),
                          InputNode(1, {2, 3}, {3, 2.5f, 2, 1.5f, 1, 0.5f}),
-                         InputNode(3, {3, 2}, {1, 2, 3, 4, 5, 6}), ExampleNode(d)},
+                         InputNode(3, {3, 2}, {1, 2, 3, 4, 5, 6}), InputNode(4, {2}, {0, 2}),
+                         InputNode(5, {}, {1.5f}), InputNode(6, {}, {2}), ExampleNode(d)},
                         {{"y", 2}}, 2);
     auto c = session::Compile(doc.dump(), ProdOptions());
     ASSERT_TRUE(c.ok()) << c.errors().front().Format();

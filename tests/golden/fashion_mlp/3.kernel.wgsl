@@ -1,0 +1,766 @@
+// ---- k0_matmul ----
+// k0_matmul
+@group(0) @binding(0) var<storage, read> in0: array<f32>;
+@group(0) @binding(1) var<storage, read> in1: array<f32>;
+@group(0) @binding(2) var<storage, read_write> out: array<f32>;
+
+@compute @workgroup_size(64)
+fn main(@builtin(global_invocation_id) gid: vec3<u32>,
+        @builtin(num_workgroups) groups: vec3<u32>) {
+  let i = gid.x + gid.y * groups.x * 64u;
+  if (i >= 16384u) { return; }
+  var rem = i / 16384u;
+  var off_a = 0u;
+  var off_b = 0u;
+  let r = (i / 256u) % 64u;
+  let c = i % 256u;
+  var acc = 0.0;
+  for (var kk = 0u; kk < 784u; kk = kk + 1u) {
+    acc = acc + in0[off_a + r * 784u + kk] * in1[off_b + kk * 256u + c];
+  }
+  out[i] = acc;
+}
+
+// ---- k1_fused_add ----
+// k1_fused_add
+@group(0) @binding(0) var<storage, read> in0: array<f32>;
+@group(0) @binding(1) var<storage, read> in1: array<f32>;
+@group(0) @binding(2) var<storage, read_write> out: array<f32>;
+
+@compute @workgroup_size(64)
+fn main(@builtin(global_invocation_id) gid: vec3<u32>,
+        @builtin(num_workgroups) groups: vec3<u32>) {
+  let i = gid.x + gid.y * groups.x * 64u;
+  if (i >= 16384u) { return; }
+  var rem = i;
+  let d1 = rem % 256u;
+  rem = rem / 256u;
+  let d0 = rem % 64u;
+  let x0 = in0[i];
+  let x1 = in1[d1 * 1u];
+  let s0 = (x0 + x1);
+  out[i] = s0;
+}
+
+// ---- k2_fused_relu ----
+// k2_fused_relu
+@group(0) @binding(0) var<storage, read> in0: array<f32>;
+@group(0) @binding(1) var<storage, read_write> out: array<f32>;
+
+@compute @workgroup_size(64)
+fn main(@builtin(global_invocation_id) gid: vec3<u32>,
+        @builtin(num_workgroups) groups: vec3<u32>) {
+  let i = gid.x + gid.y * groups.x * 64u;
+  if (i >= 16384u) { return; }
+  let x0 = in0[i];
+  let s0 = select(0.0, x0, x0 > 0.0);
+  out[i] = s0;
+}
+
+// ---- k3_matmul ----
+// k3_matmul
+@group(0) @binding(0) var<storage, read> in0: array<f32>;
+@group(0) @binding(1) var<storage, read> in1: array<f32>;
+@group(0) @binding(2) var<storage, read_write> out: array<f32>;
+
+@compute @workgroup_size(64)
+fn main(@builtin(global_invocation_id) gid: vec3<u32>,
+        @builtin(num_workgroups) groups: vec3<u32>) {
+  let i = gid.x + gid.y * groups.x * 64u;
+  if (i >= 640u) { return; }
+  var rem = i / 640u;
+  var off_a = 0u;
+  var off_b = 0u;
+  let r = (i / 10u) % 64u;
+  let c = i % 10u;
+  var acc = 0.0;
+  for (var kk = 0u; kk < 256u; kk = kk + 1u) {
+    acc = acc + in0[off_a + r * 256u + kk] * in1[off_b + kk * 10u + c];
+  }
+  out[i] = acc;
+}
+
+// ---- k4_fused_add ----
+// k4_fused_add
+@group(0) @binding(0) var<storage, read> in0: array<f32>;
+@group(0) @binding(1) var<storage, read> in1: array<f32>;
+@group(0) @binding(2) var<storage, read_write> out: array<f32>;
+
+@compute @workgroup_size(64)
+fn main(@builtin(global_invocation_id) gid: vec3<u32>,
+        @builtin(num_workgroups) groups: vec3<u32>) {
+  let i = gid.x + gid.y * groups.x * 64u;
+  if (i >= 640u) { return; }
+  var rem = i;
+  let d1 = rem % 10u;
+  rem = rem / 10u;
+  let d0 = rem % 64u;
+  let x0 = in0[i];
+  let x1 = in1[d1 * 1u];
+  let s0 = (x0 + x1);
+  out[i] = s0;
+}
+
+// ---- k5_cross_entropy ----
+// k5_cross_entropy
+@group(0) @binding(0) var<storage, read> in0: array<f32>;
+@group(0) @binding(1) var<storage, read> in1: array<f32>;
+@group(0) @binding(2) var<storage, read_write> out: array<f32>;
+fn nan_f32() -> f32 {
+  var bits = 0x7fc00000u;
+  return bitcast<f32>(bits);
+}
+fn row_loss(r: u32) -> f32 {
+  let label = in1[r];
+  if (!(label >= 0.0 && label < f32(10.0) && floor(label) == label)) { return nan_f32(); }
+  let base = r * 10u;
+  var mx = in0[base];
+  for (var j = 1u; j < 10u; j = j + 1u) {
+    let x = in0[base + j];
+    if (x > mx) { mx = x; }
+  }
+  var sum = 0.0;
+  for (var j = 0u; j < 10u; j = j + 1u) { sum = sum + exp(in0[base + j] - mx); }
+  return -((in0[base + u32(label)] - mx) - log(sum));
+}
+var<workgroup> partial: array<f32, 256>;
+@compute @workgroup_size(256)
+fn main(@builtin(local_invocation_index) t: u32) {
+  var s = 0.0;
+  for (var r = t; r < 64u; r = r + 256u) { s = s + row_loss(r); }
+  partial[t] = s;
+  workgroupBarrier();
+  for (var w = 128u; w > 0u; w = w >> 1u) {
+    if (t < w) { partial[t] = partial[t] + partial[t + w]; }
+    workgroupBarrier();
+  }
+  if (t == 0u) {
+    out[0] = partial[0] / f32(64.0);
+  }
+}
+
+// ---- k6_fused ----
+// k6_fused
+@group(0) @binding(0) var<storage, read_write> out: array<f32>;
+
+@compute @workgroup_size(64)
+fn main(@builtin(global_invocation_id) gid: vec3<u32>,
+        @builtin(num_workgroups) groups: vec3<u32>) {
+  let i = gid.x + gid.y * groups.x * 64u;
+  if (i >= 1u) { return; }
+  let s0 = f32(1.0);
+  out[i] = s0;
+}
+
+// ---- k7_cross_entropy_grad ----
+// k7_cross_entropy_grad
+@group(0) @binding(0) var<storage, read> in0: array<f32>;
+@group(0) @binding(1) var<storage, read> in1: array<f32>;
+@group(0) @binding(2) var<storage, read> in2: array<f32>;
+@group(0) @binding(3) var<storage, read_write> out: array<f32>;
+fn nan_f32() -> f32 {
+  var bits = 0x7fc00000u;
+  return bitcast<f32>(bits);
+}
+
+@compute @workgroup_size(64)
+fn main(@builtin(global_invocation_id) gid: vec3<u32>,
+        @builtin(num_workgroups) groups: vec3<u32>) {
+  let i = gid.x + gid.y * groups.x * 64u;
+  if (i >= 64u) { return; }
+  let base = i * 10u;
+  let label = in1[i];
+  if (!(label >= 0.0 && label < f32(10.0) && floor(label) == label)) {
+    for (var j = 0u; j < 10u; j = j + 1u) { out[base + j] = nan_f32(); }
+    return;
+  }
+  let k = u32(label);
+  let r = in2[0] / f32(64.0);
+  var mx = in0[base];
+  for (var j = 1u; j < 10u; j = j + 1u) {
+    let x = in0[base + j];
+    if (x > mx) { mx = x; }
+  }
+  var sum = 0.0;
+  for (var j = 0u; j < 10u; j = j + 1u) { sum = sum + exp(in0[base + j] - mx); }
+  let log_sum = log(sum);
+  for (var j = 0u; j < 10u; j = j + 1u) {
+    let p = exp((in0[base + j] - mx) - log_sum);
+    out[base + j] = select(p * r, p * r - r, j == k);
+  }
+}
+
+// ---- k8_sum ----
+// k8_sum
+@group(0) @binding(0) var<storage, read> in0: array<f32>;
+@group(0) @binding(1) var<storage, read_write> out: array<f32>;
+
+@compute @workgroup_size(64)
+fn main(@builtin(global_invocation_id) gid: vec3<u32>,
+        @builtin(num_workgroups) groups: vec3<u32>) {
+  let i = gid.x + gid.y * groups.x * 64u;
+  if (i >= 10u) { return; }
+  let base = (i / 10u) * 640u + i % 10u;
+  var s = 0.0;
+  for (var j = 0u; j < 64u; j = j + 1u) { s = s + in0[base + j * 10u]; }
+  out[i] = s;
+}
+
+// ---- k9_reshape ----
+// k9_reshape
+@group(0) @binding(0) var<storage, read> in0: array<f32>;
+@group(0) @binding(1) var<storage, read_write> out: array<f32>;
+
+@compute @workgroup_size(64)
+fn main(@builtin(global_invocation_id) gid: vec3<u32>,
+        @builtin(num_workgroups) groups: vec3<u32>) {
+  let i = gid.x + gid.y * groups.x * 64u;
+  if (i >= 10u) { return; }
+  out[i] = in0[i];
+}
+
+// ---- k10_transpose ----
+// k10_transpose
+@group(0) @binding(0) var<storage, read> in0: array<f32>;
+@group(0) @binding(1) var<storage, read_write> out: array<f32>;
+
+@compute @workgroup_size(64)
+fn main(@builtin(global_invocation_id) gid: vec3<u32>,
+        @builtin(num_workgroups) groups: vec3<u32>) {
+  let i = gid.x + gid.y * groups.x * 64u;
+  if (i >= 2560u) { return; }
+  var rem = i;
+  var src = 0u;
+  src = src + (rem % 256u) * 10u;
+  rem = rem / 256u;
+  src = src + (rem % 10u) * 1u;
+  rem = rem / 10u;
+  out[i] = in0[src];
+}
+
+// ---- k11_matmul ----
+// k11_matmul
+@group(0) @binding(0) var<storage, read> in0: array<f32>;
+@group(0) @binding(1) var<storage, read> in1: array<f32>;
+@group(0) @binding(2) var<storage, read_write> out: array<f32>;
+
+@compute @workgroup_size(64)
+fn main(@builtin(global_invocation_id) gid: vec3<u32>,
+        @builtin(num_workgroups) groups: vec3<u32>) {
+  let i = gid.x + gid.y * groups.x * 64u;
+  if (i >= 16384u) { return; }
+  var rem = i / 16384u;
+  var off_a = 0u;
+  var off_b = 0u;
+  let r = (i / 256u) % 64u;
+  let c = i % 256u;
+  var acc = 0.0;
+  for (var kk = 0u; kk < 10u; kk = kk + 1u) {
+    acc = acc + in0[off_a + r * 10u + kk] * in1[off_b + kk * 256u + c];
+  }
+  out[i] = acc;
+}
+
+// ---- k12_transpose ----
+// k12_transpose
+@group(0) @binding(0) var<storage, read> in0: array<f32>;
+@group(0) @binding(1) var<storage, read_write> out: array<f32>;
+
+@compute @workgroup_size(64)
+fn main(@builtin(global_invocation_id) gid: vec3<u32>,
+        @builtin(num_workgroups) groups: vec3<u32>) {
+  let i = gid.x + gid.y * groups.x * 64u;
+  if (i >= 16384u) { return; }
+  var rem = i;
+  var src = 0u;
+  src = src + (rem % 64u) * 256u;
+  rem = rem / 64u;
+  src = src + (rem % 256u) * 1u;
+  rem = rem / 256u;
+  out[i] = in0[src];
+}
+
+// ---- k13_matmul ----
+// k13_matmul
+@group(0) @binding(0) var<storage, read> in0: array<f32>;
+@group(0) @binding(1) var<storage, read> in1: array<f32>;
+@group(0) @binding(2) var<storage, read_write> out: array<f32>;
+
+@compute @workgroup_size(64)
+fn main(@builtin(global_invocation_id) gid: vec3<u32>,
+        @builtin(num_workgroups) groups: vec3<u32>) {
+  let i = gid.x + gid.y * groups.x * 64u;
+  if (i >= 2560u) { return; }
+  var rem = i / 2560u;
+  var off_a = 0u;
+  var off_b = 0u;
+  let r = (i / 10u) % 256u;
+  let c = i % 10u;
+  var acc = 0.0;
+  for (var kk = 0u; kk < 64u; kk = kk + 1u) {
+    acc = acc + in0[off_a + r * 64u + kk] * in1[off_b + kk * 10u + c];
+  }
+  out[i] = acc;
+}
+
+// ---- k14_fused_positive_mul ----
+// k14_fused_positive_mul
+@group(0) @binding(0) var<storage, read> in0: array<f32>;
+@group(0) @binding(1) var<storage, read> in1: array<f32>;
+@group(0) @binding(2) var<storage, read_write> out: array<f32>;
+
+@compute @workgroup_size(64)
+fn main(@builtin(global_invocation_id) gid: vec3<u32>,
+        @builtin(num_workgroups) groups: vec3<u32>) {
+  let i = gid.x + gid.y * groups.x * 64u;
+  if (i >= 16384u) { return; }
+  let x0 = in0[i];
+  let x1 = in1[i];
+  let s0 = select(0.0, 1.0, x1 > 0.0);
+  let s1 = (x0 * s0);
+  out[i] = s1;
+}
+
+// ---- k15_sum ----
+// k15_sum
+@group(0) @binding(0) var<storage, read> in0: array<f32>;
+@group(0) @binding(1) var<storage, read_write> out: array<f32>;
+
+@compute @workgroup_size(64)
+fn main(@builtin(global_invocation_id) gid: vec3<u32>,
+        @builtin(num_workgroups) groups: vec3<u32>) {
+  let i = gid.x + gid.y * groups.x * 64u;
+  if (i >= 256u) { return; }
+  let base = (i / 256u) * 16384u + i % 256u;
+  var s = 0.0;
+  for (var j = 0u; j < 64u; j = j + 1u) { s = s + in0[base + j * 256u]; }
+  out[i] = s;
+}
+
+// ---- k16_reshape ----
+// k16_reshape
+@group(0) @binding(0) var<storage, read> in0: array<f32>;
+@group(0) @binding(1) var<storage, read_write> out: array<f32>;
+
+@compute @workgroup_size(64)
+fn main(@builtin(global_invocation_id) gid: vec3<u32>,
+        @builtin(num_workgroups) groups: vec3<u32>) {
+  let i = gid.x + gid.y * groups.x * 64u;
+  if (i >= 256u) { return; }
+  out[i] = in0[i];
+}
+
+// ---- k17_transpose ----
+// k17_transpose
+@group(0) @binding(0) var<storage, read> in0: array<f32>;
+@group(0) @binding(1) var<storage, read_write> out: array<f32>;
+
+@compute @workgroup_size(64)
+fn main(@builtin(global_invocation_id) gid: vec3<u32>,
+        @builtin(num_workgroups) groups: vec3<u32>) {
+  let i = gid.x + gid.y * groups.x * 64u;
+  if (i >= 50176u) { return; }
+  var rem = i;
+  var src = 0u;
+  src = src + (rem % 64u) * 784u;
+  rem = rem / 64u;
+  src = src + (rem % 784u) * 1u;
+  rem = rem / 784u;
+  out[i] = in0[src];
+}
+
+// ---- k18_matmul ----
+// k18_matmul
+@group(0) @binding(0) var<storage, read> in0: array<f32>;
+@group(0) @binding(1) var<storage, read> in1: array<f32>;
+@group(0) @binding(2) var<storage, read_write> out: array<f32>;
+
+@compute @workgroup_size(64)
+fn main(@builtin(global_invocation_id) gid: vec3<u32>,
+        @builtin(num_workgroups) groups: vec3<u32>) {
+  let i = gid.x + gid.y * groups.x * 64u;
+  if (i >= 200704u) { return; }
+  var rem = i / 200704u;
+  var off_a = 0u;
+  var off_b = 0u;
+  let r = (i / 256u) % 784u;
+  let c = i % 256u;
+  var acc = 0.0;
+  for (var kk = 0u; kk < 64u; kk = kk + 1u) {
+    acc = acc + in0[off_a + r * 64u + kk] * in1[off_b + kk * 256u + c];
+  }
+  out[i] = acc;
+}
+
+// ---- k19_adam_update ----
+// k19_adam_update
+@group(0) @binding(0) var<storage, read> in0: array<f32>;
+@group(0) @binding(1) var<storage, read> in1: array<f32>;
+@group(0) @binding(2) var<storage, read> in2: array<f32>;
+@group(0) @binding(3) var<storage, read> in3: array<f32>;
+@group(0) @binding(4) var<storage, read> in4: array<f32>;
+@group(0) @binding(5) var<storage, read_write> out: array<f32>;
+fn expm1_f32(x: f32) -> f32 {
+  if (abs(x) >= 0.5) { return exp(x) - 1.0; }
+  var s = 1.0;
+  for (var k = 12.0; k >= 2.0; k = k - 1.0) { s = 1.0 + x * s / k; }
+  return x * s;
+}
+
+@compute @workgroup_size(64)
+fn main(@builtin(global_invocation_id) gid: vec3<u32>,
+        @builtin(num_workgroups) groups: vec3<u32>) {
+  let i = gid.x + gid.y * groups.x * 64u;
+  if (i >= 200704u) { return; }
+  _ = arrayLength(&in0);
+  _ = arrayLength(&in1);
+  _ = arrayLength(&in2);
+  _ = arrayLength(&in3);
+  _ = arrayLength(&in4);
+  var g = in1[i];
+  let w = f32(0.100000001);
+  let m_old = in2[i];
+  let m = select(g - (g - m_old) * (1.0 - w), m_old + w * (g - m_old), abs(w) < 0.5);
+  let v = in3[i] * f32(0.999000013) + f32(0.00100000005) * g * g;
+  let step = select(0.0, floor(in4[0]), in4[0] >= 1.0);
+  let bc1 = -expm1_f32(step * f32(-0.105360515));
+  let bc2 = -expm1_f32(step * f32(-0.00100050028));
+  let minus_step_size = -(f32(0.00100000005) / bc1);
+  var p = in0[i];
+  let denom = sqrt(v) / sqrt(bc2) + f32(9.99999994e-09);
+  out[i] = p + minus_step_size * m / denom;
+}
+
+// ---- k20_adam_m ----
+// k20_adam_m
+@group(0) @binding(0) var<storage, read> in0: array<f32>;
+@group(0) @binding(1) var<storage, read> in1: array<f32>;
+@group(0) @binding(2) var<storage, read> in2: array<f32>;
+@group(0) @binding(3) var<storage, read> in3: array<f32>;
+@group(0) @binding(4) var<storage, read> in4: array<f32>;
+@group(0) @binding(5) var<storage, read_write> out: array<f32>;
+
+@compute @workgroup_size(64)
+fn main(@builtin(global_invocation_id) gid: vec3<u32>,
+        @builtin(num_workgroups) groups: vec3<u32>) {
+  let i = gid.x + gid.y * groups.x * 64u;
+  if (i >= 200704u) { return; }
+  _ = arrayLength(&in0);
+  _ = arrayLength(&in1);
+  _ = arrayLength(&in2);
+  _ = arrayLength(&in3);
+  _ = arrayLength(&in4);
+  var g = in1[i];
+  let w = f32(0.100000001);
+  let m_old = in2[i];
+  let m = select(g - (g - m_old) * (1.0 - w), m_old + w * (g - m_old), abs(w) < 0.5);
+  let v = in3[i] * f32(0.999000013) + f32(0.00100000005) * g * g;
+  out[i] = m;
+}
+
+// ---- k21_adam_v ----
+// k21_adam_v
+@group(0) @binding(0) var<storage, read> in0: array<f32>;
+@group(0) @binding(1) var<storage, read> in1: array<f32>;
+@group(0) @binding(2) var<storage, read> in2: array<f32>;
+@group(0) @binding(3) var<storage, read> in3: array<f32>;
+@group(0) @binding(4) var<storage, read> in4: array<f32>;
+@group(0) @binding(5) var<storage, read_write> out: array<f32>;
+
+@compute @workgroup_size(64)
+fn main(@builtin(global_invocation_id) gid: vec3<u32>,
+        @builtin(num_workgroups) groups: vec3<u32>) {
+  let i = gid.x + gid.y * groups.x * 64u;
+  if (i >= 200704u) { return; }
+  _ = arrayLength(&in0);
+  _ = arrayLength(&in1);
+  _ = arrayLength(&in2);
+  _ = arrayLength(&in3);
+  _ = arrayLength(&in4);
+  var g = in1[i];
+  let w = f32(0.100000001);
+  let m_old = in2[i];
+  let m = select(g - (g - m_old) * (1.0 - w), m_old + w * (g - m_old), abs(w) < 0.5);
+  let v = in3[i] * f32(0.999000013) + f32(0.00100000005) * g * g;
+  out[i] = v;
+}
+
+// ---- k22_adam_update ----
+// k22_adam_update
+@group(0) @binding(0) var<storage, read> in0: array<f32>;
+@group(0) @binding(1) var<storage, read> in1: array<f32>;
+@group(0) @binding(2) var<storage, read> in2: array<f32>;
+@group(0) @binding(3) var<storage, read> in3: array<f32>;
+@group(0) @binding(4) var<storage, read> in4: array<f32>;
+@group(0) @binding(5) var<storage, read_write> out: array<f32>;
+fn expm1_f32(x: f32) -> f32 {
+  if (abs(x) >= 0.5) { return exp(x) - 1.0; }
+  var s = 1.0;
+  for (var k = 12.0; k >= 2.0; k = k - 1.0) { s = 1.0 + x * s / k; }
+  return x * s;
+}
+
+@compute @workgroup_size(64)
+fn main(@builtin(global_invocation_id) gid: vec3<u32>,
+        @builtin(num_workgroups) groups: vec3<u32>) {
+  let i = gid.x + gid.y * groups.x * 64u;
+  if (i >= 256u) { return; }
+  _ = arrayLength(&in0);
+  _ = arrayLength(&in1);
+  _ = arrayLength(&in2);
+  _ = arrayLength(&in3);
+  _ = arrayLength(&in4);
+  var g = in1[i];
+  let w = f32(0.100000001);
+  let m_old = in2[i];
+  let m = select(g - (g - m_old) * (1.0 - w), m_old + w * (g - m_old), abs(w) < 0.5);
+  let v = in3[i] * f32(0.999000013) + f32(0.00100000005) * g * g;
+  let step = select(0.0, floor(in4[0]), in4[0] >= 1.0);
+  let bc1 = -expm1_f32(step * f32(-0.105360515));
+  let bc2 = -expm1_f32(step * f32(-0.00100050028));
+  let minus_step_size = -(f32(0.00100000005) / bc1);
+  var p = in0[i];
+  let denom = sqrt(v) / sqrt(bc2) + f32(9.99999994e-09);
+  out[i] = p + minus_step_size * m / denom;
+}
+
+// ---- k23_adam_m ----
+// k23_adam_m
+@group(0) @binding(0) var<storage, read> in0: array<f32>;
+@group(0) @binding(1) var<storage, read> in1: array<f32>;
+@group(0) @binding(2) var<storage, read> in2: array<f32>;
+@group(0) @binding(3) var<storage, read> in3: array<f32>;
+@group(0) @binding(4) var<storage, read> in4: array<f32>;
+@group(0) @binding(5) var<storage, read_write> out: array<f32>;
+
+@compute @workgroup_size(64)
+fn main(@builtin(global_invocation_id) gid: vec3<u32>,
+        @builtin(num_workgroups) groups: vec3<u32>) {
+  let i = gid.x + gid.y * groups.x * 64u;
+  if (i >= 256u) { return; }
+  _ = arrayLength(&in0);
+  _ = arrayLength(&in1);
+  _ = arrayLength(&in2);
+  _ = arrayLength(&in3);
+  _ = arrayLength(&in4);
+  var g = in1[i];
+  let w = f32(0.100000001);
+  let m_old = in2[i];
+  let m = select(g - (g - m_old) * (1.0 - w), m_old + w * (g - m_old), abs(w) < 0.5);
+  let v = in3[i] * f32(0.999000013) + f32(0.00100000005) * g * g;
+  out[i] = m;
+}
+
+// ---- k24_adam_v ----
+// k24_adam_v
+@group(0) @binding(0) var<storage, read> in0: array<f32>;
+@group(0) @binding(1) var<storage, read> in1: array<f32>;
+@group(0) @binding(2) var<storage, read> in2: array<f32>;
+@group(0) @binding(3) var<storage, read> in3: array<f32>;
+@group(0) @binding(4) var<storage, read> in4: array<f32>;
+@group(0) @binding(5) var<storage, read_write> out: array<f32>;
+
+@compute @workgroup_size(64)
+fn main(@builtin(global_invocation_id) gid: vec3<u32>,
+        @builtin(num_workgroups) groups: vec3<u32>) {
+  let i = gid.x + gid.y * groups.x * 64u;
+  if (i >= 256u) { return; }
+  _ = arrayLength(&in0);
+  _ = arrayLength(&in1);
+  _ = arrayLength(&in2);
+  _ = arrayLength(&in3);
+  _ = arrayLength(&in4);
+  var g = in1[i];
+  let w = f32(0.100000001);
+  let m_old = in2[i];
+  let m = select(g - (g - m_old) * (1.0 - w), m_old + w * (g - m_old), abs(w) < 0.5);
+  let v = in3[i] * f32(0.999000013) + f32(0.00100000005) * g * g;
+  out[i] = v;
+}
+
+// ---- k25_adam_update ----
+// k25_adam_update
+@group(0) @binding(0) var<storage, read> in0: array<f32>;
+@group(0) @binding(1) var<storage, read> in1: array<f32>;
+@group(0) @binding(2) var<storage, read> in2: array<f32>;
+@group(0) @binding(3) var<storage, read> in3: array<f32>;
+@group(0) @binding(4) var<storage, read> in4: array<f32>;
+@group(0) @binding(5) var<storage, read_write> out: array<f32>;
+fn expm1_f32(x: f32) -> f32 {
+  if (abs(x) >= 0.5) { return exp(x) - 1.0; }
+  var s = 1.0;
+  for (var k = 12.0; k >= 2.0; k = k - 1.0) { s = 1.0 + x * s / k; }
+  return x * s;
+}
+
+@compute @workgroup_size(64)
+fn main(@builtin(global_invocation_id) gid: vec3<u32>,
+        @builtin(num_workgroups) groups: vec3<u32>) {
+  let i = gid.x + gid.y * groups.x * 64u;
+  if (i >= 2560u) { return; }
+  _ = arrayLength(&in0);
+  _ = arrayLength(&in1);
+  _ = arrayLength(&in2);
+  _ = arrayLength(&in3);
+  _ = arrayLength(&in4);
+  var g = in1[i];
+  let w = f32(0.100000001);
+  let m_old = in2[i];
+  let m = select(g - (g - m_old) * (1.0 - w), m_old + w * (g - m_old), abs(w) < 0.5);
+  let v = in3[i] * f32(0.999000013) + f32(0.00100000005) * g * g;
+  let step = select(0.0, floor(in4[0]), in4[0] >= 1.0);
+  let bc1 = -expm1_f32(step * f32(-0.105360515));
+  let bc2 = -expm1_f32(step * f32(-0.00100050028));
+  let minus_step_size = -(f32(0.00100000005) / bc1);
+  var p = in0[i];
+  let denom = sqrt(v) / sqrt(bc2) + f32(9.99999994e-09);
+  out[i] = p + minus_step_size * m / denom;
+}
+
+// ---- k26_adam_m ----
+// k26_adam_m
+@group(0) @binding(0) var<storage, read> in0: array<f32>;
+@group(0) @binding(1) var<storage, read> in1: array<f32>;
+@group(0) @binding(2) var<storage, read> in2: array<f32>;
+@group(0) @binding(3) var<storage, read> in3: array<f32>;
+@group(0) @binding(4) var<storage, read> in4: array<f32>;
+@group(0) @binding(5) var<storage, read_write> out: array<f32>;
+
+@compute @workgroup_size(64)
+fn main(@builtin(global_invocation_id) gid: vec3<u32>,
+        @builtin(num_workgroups) groups: vec3<u32>) {
+  let i = gid.x + gid.y * groups.x * 64u;
+  if (i >= 2560u) { return; }
+  _ = arrayLength(&in0);
+  _ = arrayLength(&in1);
+  _ = arrayLength(&in2);
+  _ = arrayLength(&in3);
+  _ = arrayLength(&in4);
+  var g = in1[i];
+  let w = f32(0.100000001);
+  let m_old = in2[i];
+  let m = select(g - (g - m_old) * (1.0 - w), m_old + w * (g - m_old), abs(w) < 0.5);
+  let v = in3[i] * f32(0.999000013) + f32(0.00100000005) * g * g;
+  out[i] = m;
+}
+
+// ---- k27_adam_v ----
+// k27_adam_v
+@group(0) @binding(0) var<storage, read> in0: array<f32>;
+@group(0) @binding(1) var<storage, read> in1: array<f32>;
+@group(0) @binding(2) var<storage, read> in2: array<f32>;
+@group(0) @binding(3) var<storage, read> in3: array<f32>;
+@group(0) @binding(4) var<storage, read> in4: array<f32>;
+@group(0) @binding(5) var<storage, read_write> out: array<f32>;
+
+@compute @workgroup_size(64)
+fn main(@builtin(global_invocation_id) gid: vec3<u32>,
+        @builtin(num_workgroups) groups: vec3<u32>) {
+  let i = gid.x + gid.y * groups.x * 64u;
+  if (i >= 2560u) { return; }
+  _ = arrayLength(&in0);
+  _ = arrayLength(&in1);
+  _ = arrayLength(&in2);
+  _ = arrayLength(&in3);
+  _ = arrayLength(&in4);
+  var g = in1[i];
+  let w = f32(0.100000001);
+  let m_old = in2[i];
+  let m = select(g - (g - m_old) * (1.0 - w), m_old + w * (g - m_old), abs(w) < 0.5);
+  let v = in3[i] * f32(0.999000013) + f32(0.00100000005) * g * g;
+  out[i] = v;
+}
+
+// ---- k28_adam_update ----
+// k28_adam_update
+@group(0) @binding(0) var<storage, read> in0: array<f32>;
+@group(0) @binding(1) var<storage, read> in1: array<f32>;
+@group(0) @binding(2) var<storage, read> in2: array<f32>;
+@group(0) @binding(3) var<storage, read> in3: array<f32>;
+@group(0) @binding(4) var<storage, read> in4: array<f32>;
+@group(0) @binding(5) var<storage, read_write> out: array<f32>;
+fn expm1_f32(x: f32) -> f32 {
+  if (abs(x) >= 0.5) { return exp(x) - 1.0; }
+  var s = 1.0;
+  for (var k = 12.0; k >= 2.0; k = k - 1.0) { s = 1.0 + x * s / k; }
+  return x * s;
+}
+
+@compute @workgroup_size(64)
+fn main(@builtin(global_invocation_id) gid: vec3<u32>,
+        @builtin(num_workgroups) groups: vec3<u32>) {
+  let i = gid.x + gid.y * groups.x * 64u;
+  if (i >= 10u) { return; }
+  _ = arrayLength(&in0);
+  _ = arrayLength(&in1);
+  _ = arrayLength(&in2);
+  _ = arrayLength(&in3);
+  _ = arrayLength(&in4);
+  var g = in1[i];
+  let w = f32(0.100000001);
+  let m_old = in2[i];
+  let m = select(g - (g - m_old) * (1.0 - w), m_old + w * (g - m_old), abs(w) < 0.5);
+  let v = in3[i] * f32(0.999000013) + f32(0.00100000005) * g * g;
+  let step = select(0.0, floor(in4[0]), in4[0] >= 1.0);
+  let bc1 = -expm1_f32(step * f32(-0.105360515));
+  let bc2 = -expm1_f32(step * f32(-0.00100050028));
+  let minus_step_size = -(f32(0.00100000005) / bc1);
+  var p = in0[i];
+  let denom = sqrt(v) / sqrt(bc2) + f32(9.99999994e-09);
+  out[i] = p + minus_step_size * m / denom;
+}
+
+// ---- k29_adam_m ----
+// k29_adam_m
+@group(0) @binding(0) var<storage, read> in0: array<f32>;
+@group(0) @binding(1) var<storage, read> in1: array<f32>;
+@group(0) @binding(2) var<storage, read> in2: array<f32>;
+@group(0) @binding(3) var<storage, read> in3: array<f32>;
+@group(0) @binding(4) var<storage, read> in4: array<f32>;
+@group(0) @binding(5) var<storage, read_write> out: array<f32>;
+
+@compute @workgroup_size(64)
+fn main(@builtin(global_invocation_id) gid: vec3<u32>,
+        @builtin(num_workgroups) groups: vec3<u32>) {
+  let i = gid.x + gid.y * groups.x * 64u;
+  if (i >= 10u) { return; }
+  _ = arrayLength(&in0);
+  _ = arrayLength(&in1);
+  _ = arrayLength(&in2);
+  _ = arrayLength(&in3);
+  _ = arrayLength(&in4);
+  var g = in1[i];
+  let w = f32(0.100000001);
+  let m_old = in2[i];
+  let m = select(g - (g - m_old) * (1.0 - w), m_old + w * (g - m_old), abs(w) < 0.5);
+  let v = in3[i] * f32(0.999000013) + f32(0.00100000005) * g * g;
+  out[i] = m;
+}
+
+// ---- k30_adam_v ----
+// k30_adam_v
+@group(0) @binding(0) var<storage, read> in0: array<f32>;
+@group(0) @binding(1) var<storage, read> in1: array<f32>;
+@group(0) @binding(2) var<storage, read> in2: array<f32>;
+@group(0) @binding(3) var<storage, read> in3: array<f32>;
+@group(0) @binding(4) var<storage, read> in4: array<f32>;
+@group(0) @binding(5) var<storage, read_write> out: array<f32>;
+
+@compute @workgroup_size(64)
+fn main(@builtin(global_invocation_id) gid: vec3<u32>,
+        @builtin(num_workgroups) groups: vec3<u32>) {
+  let i = gid.x + gid.y * groups.x * 64u;
+  if (i >= 10u) { return; }
+  _ = arrayLength(&in0);
+  _ = arrayLength(&in1);
+  _ = arrayLength(&in2);
+  _ = arrayLength(&in3);
+  _ = arrayLength(&in4);
+  var g = in1[i];
+  let w = f32(0.100000001);
+  let m_old = in2[i];
+  let m = select(g - (g - m_old) * (1.0 - w), m_old + w * (g - m_old), abs(w) < 0.5);
+  let v = in3[i] * f32(0.999000013) + f32(0.00100000005) * g * g;
+  out[i] = v;
+}
+
