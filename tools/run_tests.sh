@@ -24,6 +24,20 @@ SCELLIS_STORE="$CONFORM_STORE" "$BUILD/scellis" conform --tier=debug --backend=w
 SCELLIS_STORE="$CONFORM_STORE" "$BUILD/scellis" run examples/matmul_chain.json --tier=prod \
   --backend=webgpu --allow-software-adapter 2>/dev/null | grep -q 'receipts: 5/5 kernels conformed'
 
+echo "== every example on SwiftShader gives the reference's answer"
+for f in examples/*.json; do
+  grep -q '"train"' "$f" && continue
+  "$BUILD/scellis" run "$f" --tier=prod --backend=cpu --json 2>/dev/null > "$CONFORM_STORE/cpu.json"
+  "$BUILD/scellis" run "$f" --tier=prod --backend=webgpu --allow-software-adapter --json 2>/dev/null > "$CONFORM_STORE/gpu.json"
+  python3 tools/compare_outputs.py "$CONFORM_STORE/cpu.json" "$CONFORM_STORE/gpu.json" "$f"
+done
+
+echo "== training on SwiftShader (a short epoch) and on the CPU reference"
+"$BUILD/scellis" train examples/fashion_mlp.json --backend=webgpu --allow-software-adapter \
+  --epochs 1 --max-steps 16 --steps-per-run 8 2>/dev/null | grep -q "on webgpu"
+echo "== agreement with PyTorch (CPU) and bit-exact resume"
+SCELLIS_BUILD="$BUILD" .venv/bin/python -m pytest -q tests/peer tests/train
+
 if [ -x tools/run_fuzz.sh ]; then
   echo "== fuzzing the document loader (30 s)"
   bash tools/run_fuzz.sh 30

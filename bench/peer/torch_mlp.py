@@ -80,7 +80,7 @@ def make_step(params, opt):
         loss = torch.nn.functional.cross_entropy(logits, y)
         loss.backward()
         opt.step()
-        return loss
+        return loss.detach()
 
     return step
 
@@ -113,7 +113,7 @@ def main():
     result = {"device": str(dev), "mode": args.mode, "torch": torch.__version__}
 
     if args.mode == "losses":
-        result["losses"] = [float(step(xs[i], ys[i])) for i in range(steps)]
+        result["losses"] = [step(xs[i], ys[i]).item() for i in range(steps)]
     else:
         sync = torch.cuda.synchronize if dev.type == "cuda" else (lambda: None)
         if args.mode == "compile":

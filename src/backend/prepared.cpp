@@ -2,13 +2,17 @@
 
 namespace scellis::backend {
 
-int FindNamedNode(const webir::Graph& g, const std::string& name) {
-  for (const webir::Output& o : g.outputs)
-    if (o.name == name) return o.node;
+int FindSourceNode(const webir::Graph& g, const std::string& name) {
   for (const webir::Node& n : g.nodes)
     if ((n.role == webir::Role::kInput || n.role == webir::Role::kParam) && FeedName(n) == name)
       return n.id;
   return -1;
+}
+
+int FindNamedNode(const webir::Graph& g, const std::string& name) {
+  for (const webir::Output& o : g.outputs)
+    if (o.name == name) return o.node;
+  return FindSourceNode(g, name);
 }
 
 std::vector<int> FedInputs(const webir::Graph& g) {

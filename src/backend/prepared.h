@@ -40,6 +40,8 @@ class Prepared {
 // Shared by the implementations: the node a Download name refers to (an output's node, or an input
 // with that feed name), -1 if none.
 int FindNamedNode(const webir::Graph& g, const std::string& name);
+// The input or param with feed name `name` (what an Upload replaces), -1 if none.
+int FindSourceNode(const webir::Graph& g, const std::string& name);
 
 // Every source input that needs data each step: not inline, not carried.
 std::vector<int> FedInputs(const webir::Graph& g);

@@ -67,14 +67,15 @@ std::string Print(const Graph& g) {
     if (n.op != "full") r += AttrText(n);
     if (n.purpose == Purpose::kGradient) r += "  (grad)";
     if (n.purpose == Purpose::kOptimizerState) r += "  (optimizer state)";
-    rhs_width = std::max(rhs_width, r.size());
+    // Long attribute lists would push every shape far right; past 60 columns a line just runs on.
+    if (r.size() <= 60) rhs_width = std::max(rhs_width, r.size());
     rhs.push_back(r);
   }
   for (size_t i = 0; i < g.nodes.size(); ++i) {
     const Node& n = g.nodes[i];
     std::string name = "%" + n.name;
     out += "  " + name + std::string(width - name.size() + 1, ' ') + "= " + rhs[i] +
-           std::string(rhs_width - rhs[i].size() + 2, ' ') + "shape " + n.type.ShapeString() +
+           std::string(rhs_width > rhs[i].size() ? rhs_width - rhs[i].size() + 2 : 2, ' ') + "shape " + n.type.ShapeString() +
            "  dtype " + DTypeName(n.type.dtype) + "\n";
   }
   for (const Output& o : g.outputs) out += "  output " + o.name + " = %" + g.at(o.node).name + "\n";

@@ -186,7 +186,7 @@ class WebGpuPrepared : public Prepared {
   }
 
   Status Upload(const std::string& name, const std::vector<float>& data) override {
-    int node = FindNamedNode(plan_.graph(), name);
+    int node = FindSourceNode(plan_.graph(), name);
     if (node < 0 || static_cast<int64_t>(data.size()) != plan_.graph().at(node).type.elements())
       return UserError("bad-upload", "", "no state named \"" + name + "\" of " + std::to_string(data.size()) + " elements");
     if (!data.empty()) SCELLIS_TRY(d_.Write(BufferOf(node), 0, data.data(), data.size() * 4));
