@@ -7,8 +7,11 @@
 #   node_modules/ the pinned Dawn package.
 # Results go to $OUT (or ./out).
 set -uo pipefail
-OUT=${OUT:-out}
+FINAL=${OUT:-out}
+# Everything lands in one folder, packed into one archive at the end (the transfer takes few files).
+export OUT="$FINAL/r"
 mkdir -p "$OUT"
+export SCELLIS_FASHION_MNIST_DIR=${SCELLIS_FASHION_MNIST_DIR:-$PWD/.data/fashion-mnist}
 for f in .gl/*.deb; do dpkg -x "$f" /; done
 ldconfig
 export VK_DRIVER_FILES=/usr/local/nvidia/share/vulkan/icd.d/nvidia_icd.json
@@ -31,3 +34,5 @@ for cmd in "$@"; do
   echo "### $cmd"
   bash -c "$cmd"
 done 2>&1 | tee "$OUT/extra.txt"
+rm -rf "$OUT/store" "$OUT/init.safetensors"
+tar -C "$FINAL" -czf "$FINAL/results.tar.gz" r && rm -rf "$OUT"
