@@ -107,13 +107,15 @@ def main():
     images, labels = load_fashion("train")
     order = epoch_order(len(images), args.seed, 0)
     steps = args.steps
-    xs = torch.tensor(np.stack([images[order[i * args.batch:(i + 1) * args.batch]] for i in range(steps)]), device=dev)
-    ys = torch.tensor(np.stack([labels[order[i * args.batch:(i + 1) * args.batch]] for i in range(steps)]), device=dev)
+    # The first epoch's batches, on the device before timing; longer runs cycle through them.
+    batches = min(steps, len(images) // args.batch)
+    xs = torch.tensor(np.stack([images[order[i * args.batch:(i + 1) * args.batch]] for i in range(batches)]), device=dev)
+    ys = torch.tensor(np.stack([labels[order[i * args.batch:(i + 1) * args.batch]] for i in range(batches)]), device=dev)
     step = make_step(params, opt)
     result = {"device": str(dev), "mode": args.mode, "torch": torch.__version__}
 
     if args.mode == "losses":
-        result["losses"] = [step(xs[i], ys[i]).item() for i in range(steps)]
+        result["losses"] = [step(xs[i % batches], ys[i % batches]).item() for i in range(steps)]
     else:
         sync = torch.cuda.synchronize if dev.type == "cuda" else (lambda: None)
         if args.mode == "compile":
@@ -131,14 +133,14 @@ def main():
                 static_loss = step(x_static, y_static)
 
             def run(i):
-                x_static.copy_(xs[i])
-                y_static.copy_(ys[i])
+                x_static.copy_(xs[i % batches])
+                y_static.copy_(ys[i % batches])
                 g.replay()
                 return static_loss
         else:
             def run(i):
-                return step(xs[i], ys[i])
-        for i in range(min(10, steps)):  # warm-up (and compilation)
+                return step(xs[i % batches], ys[i % batches])
+        for i in range(10):  # warm-up (and compilation)
             run(i)
         sync()
         t0 = time.perf_counter()
