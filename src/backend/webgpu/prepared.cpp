@@ -1,8 +1,11 @@
-// A plan resident on a Dawn device. Feeds for all steps of a run are uploaded first (the queue
-// writes them before the submission executes), then every step is recorded — feed copies,
-// dispatches, carry copies, copies of watched outputs into per-step history — and the whole run
-// goes to the GPU in one submission. Only the history of watched outputs is read back.
+// A plan resident on a Dawn device. Feeds for all steps of a run are uploaded first into one
+// staging buffer per fed input (the queue writes them before the submission executes), and each
+// step binds its own slice of it directly. Carried values ping-pong: after a step, a carried
+// output's buffer and its input's buffer swap roles, so no step copies state. Every step's
+// dispatches go into one submission; only the per-step history of watched outputs (one small
+// copy per step) is read back.
 #include <chrono>
+#include <map>
 
 #include "backend/prepared.h"
 #include "backend/webgpu/executor.h"
@@ -35,13 +38,14 @@ class WebGpuPrepared : public Prepared {
       }
       buffers_.push_back(d_.CreateBuffer(static_cast<uint64_t>(std::max<int64_t>(b.bytes, 4))));
     }
+    phys_ = buffers_;
     const webir::Graph& g = plan_.graph();
     fed_ = FedInputs(g);
     for (const webir::Node& n : g.nodes) {
       if (n.role != webir::Role::kInput && n.role != webir::Role::kParam) continue;
       if (IsFed(n.id) || (n.role == webir::Role::kInput && !n.data)) continue;
       SCELLIS_ASSIGN_OR_RETURN(std::vector<float> data, SourceData(n, {}));
-      if (!data.empty()) SCELLIS_TRY(d_.Write(BufferOf(n.id), 0, data.data(), data.size() * 4));
+      if (!data.empty()) SCELLIS_TRY(d_.Write(Phys(n.id), 0, data.data(), data.size() * 4));
     }
     for (const kernel::Kernel& k : plan_.module.kernels) {
       auto p = d_.Pipeline(k.wgsl, k.entry_point);
@@ -70,39 +74,39 @@ class WebGpuPrepared : public Prepared {
     };
 
     // Inputs that take data this run: fed ones every step; carried ones only on the first run.
-    struct Upload {
-      int node;
+    // Fed inputs: one slot per step, each at an offset the adapter can bind.
+    struct Slots {
       BufferId staging;
-      int64_t bytes;
-      size_t steps;  // slices in staging
+      uint64_t stride;
+      uint64_t bytes;
     };
-    std::vector<Upload> uploads;
+    std::map<int, Slots> fed_slots;
+    const uint64_t align = std::max<uint32_t>(d_.info().limits.min_storage_buffer_offset_alignment, 4);
     for (const webir::Node& n : g.nodes) {
       if (n.role != webir::Role::kInput || n.data) continue;
       bool fed = IsFed(n.id);
       if (!fed && initialized_) continue;
+      uint64_t bytes = static_cast<uint64_t>(std::max<int64_t>(n.type.bytes(), 4));
+      uint64_t stride = fed ? (bytes + align - 1) / align * align : bytes;
       size_t slices = fed ? steps : 1;
-      std::vector<float> all;
-      all.reserve(static_cast<size_t>(n.type.elements()) * slices);
+      std::vector<float> all(stride / 4 * slices, 0.0f);
       for (size_t k = 0; k < slices; ++k) {
         auto data = SourceData(n, feeds[k]);
         if (!data.ok()) {
           release();
           return data.status();
         }
-        all.insert(all.end(), data->begin(), data->end());
+        std::copy(data->begin(), data->end(), all.begin() + static_cast<int64_t>(k * stride / 4));
       }
-      int64_t bytes = n.type.bytes();
-      BufferId staging = d_.CreateBuffer(static_cast<uint64_t>(std::max<int64_t>(bytes * slices, 4)));
-      scratch.push_back(staging);
-      if (!all.empty()) {
-        Status s = d_.Write(staging, 0, all.data(), all.size() * 4);
-        if (!s.ok()) {
-          release();
-          return s;
-        }
+      // A carried input's first value goes straight into its own buffer.
+      BufferId target = fed ? d_.CreateBuffer(stride * slices) : Phys(n.id);
+      if (fed) scratch.push_back(target);
+      Status s = d_.Write(target, 0, all.data(), all.size() * 4);
+      if (!s.ok()) {
+        release();
+        return s;
       }
-      uploads.push_back({n.id, staging, bytes, slices});
+      if (fed) fed_slots[n.id] = {target, stride, bytes};
     }
 
     std::vector<int> watch_nodes;
@@ -119,25 +123,27 @@ class WebGpuPrepared : public Prepared {
     }
 
     for (size_t k = 0; k < steps; ++k) {
-      for (const Upload& u : uploads) {
-        if (u.bytes && (k < u.steps)) d_.Copy(u.staging, k * u.bytes, BufferOf(u.node), 0, u.bytes);
-      }
       for (size_t s = 0; s < plan_.steps.size(); ++s) {
         const execplan::Step& st = plan_.steps[s];
         const kernel::Kernel& kern = plan_.module.kernels[st.kernel];
         std::vector<Binding> bindings;
-        for (int b : st.reads) bindings.push_back({buffers_[b], 0, 0});
-        bindings.push_back({buffers_[st.write], 0, 0});
+        for (size_t i = 0; i < st.reads.size(); ++i) {
+          auto fed = fed_slots.find(kern.inputs[i]);
+          if (fed != fed_slots.end())
+            bindings.push_back({fed->second.staging, k * fed->second.stride, fed->second.bytes});
+          else
+            bindings.push_back({phys_[st.reads[i]], 0, 0});
+        }
+        bindings.push_back({phys_[st.write], 0, 0});
         d_.Dispatch(pipelines_[st.kernel], bindings, kern.workgroups[0], kern.workgroups[1], kern.workgroups[2]);
-      }
-      for (const webir::Carry& c : g.carries) {
-        int64_t bytes = g.at(c.from).type.bytes();
-        if (bytes) d_.Copy(BufferOf(c.from), 0, BufferOf(c.to), 0, bytes);
       }
       for (size_t i = 0; i < watch_nodes.size(); ++i) {
         int64_t bytes = g.at(watch_nodes[i]).type.bytes();
-        if (bytes) d_.Copy(BufferOf(watch_nodes[i]), 0, history[i], k * bytes, bytes);
+        if (bytes) d_.Copy(Phys(watch_nodes[i]), 0, history[i], k * bytes, bytes);
       }
+      // The carried outputs become next step's inputs by swapping buffers, not by copying.
+      for (const webir::Carry& c : g.carries)
+        std::swap(phys_[plan_.buffer_of[c.from]], phys_[plan_.buffer_of[c.to]]);
     }
     Status submitted = d_.Submit();
     if (!submitted.ok()) {
@@ -179,9 +185,12 @@ class WebGpuPrepared : public Prepared {
   Result<HostTensor> Download(const std::string& name) override {
     int node = FindNamedNode(plan_.graph(), name);
     if (node < 0) return UserError("unknown-output", "", "no output or input is named \"" + name + "\"");
+    // After a step a carried output's value lives in its input's buffer (they swapped).
+    for (const webir::Carry& c : plan_.graph().carries)
+      if (c.from == node) node = c.to;
     const webir::Node& n = plan_.graph().at(node);
     HostTensor t{n.type, std::vector<float>(static_cast<size_t>(n.type.elements()))};
-    if (!t.data.empty()) SCELLIS_TRY(d_.Read(BufferOf(node), 0, t.data.size() * 4, t.data.data()));
+    if (!t.data.empty()) SCELLIS_TRY(d_.Read(Phys(node), 0, t.data.size() * 4, t.data.data()));
     return t;
   }
 
@@ -189,18 +198,20 @@ class WebGpuPrepared : public Prepared {
     int node = FindSourceNode(plan_.graph(), name);
     if (node < 0 || static_cast<int64_t>(data.size()) != plan_.graph().at(node).type.elements())
       return UserError("bad-upload", "", "no state named \"" + name + "\" of " + std::to_string(data.size()) + " elements");
-    if (!data.empty()) SCELLIS_TRY(d_.Write(BufferOf(node), 0, data.data(), data.size() * 4));
+    if (!data.empty()) SCELLIS_TRY(d_.Write(Phys(node), 0, data.data(), data.size() * 4));
     for (const webir::Carry& c : plan_.graph().carries) initialized_ |= c.to == node;
     return Status::Ok();
   }
 
  private:
   bool IsFed(int node) const { return std::find(fed_.begin(), fed_.end(), node) != fed_.end(); }
-  BufferId BufferOf(int node) const { return buffers_[plan_.buffer_of[node]]; }
+  // The buffer holding `node` now (carried values move between their two buffers each step).
+  BufferId Phys(int node) const { return phys_[plan_.buffer_of[node]]; }
 
   execplan::Plan plan_;
   Device& d_;
-  std::vector<BufferId> buffers_;
+  std::vector<BufferId> buffers_;  // owned, one per plan buffer
+  std::vector<BufferId> phys_;     // plan buffer -> the device buffer holding it now
   std::vector<PipelineId> pipelines_;
   std::vector<int> fed_;
   bool initialized_ = false;
