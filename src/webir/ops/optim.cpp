@@ -123,9 +123,13 @@ Result<TensorType> InferAdam(InferContext& c) {
 void RegisterOptimOps(std::vector<OpDef>& r) {
   using policy::ToleranceClass;
   const char* per_element = "one element per invocation; no reductions, no atomics";
+  // Updates that add two products (momentum * v + (1 - dampening) * g, the moment lerps) are held
+  // to `default`: a GPU compiler may contract them into FMAs, and where the two terms cancel the
+  // single rounding of an FMA differs from the reference's two by more than `tight` allows
+  // (seen on NVIDIA's Vulkan driver in the debug tier).
   r.push_back({.name = "sgd_update", .min_version = 2, .inputs = {"param", "grad"},
                .attrs = {"lr", "weight_decay", "maximize"}, .kind = OpKind::kOptimizer,
-               .infer = InferSgd, .tolerance = ToleranceClass::kTight,
+               .infer = InferSgd, .tolerance = ToleranceClass::kDefault,
                .determinism = per_element,
                .summary = "SGD: g = grad (+ weight_decay * param); param - lr * g"});
   const std::vector<std::string> momentum_attrs = {"lr",           "momentum", "dampening",
@@ -133,12 +137,12 @@ void RegisterOptimOps(std::vector<OpDef>& r) {
   r.push_back({.name = "momentum_update", .min_version = 2,
                .inputs = {"param", "grad", "velocity", "t"}, .attrs = momentum_attrs,
                .kind = OpKind::kOptimizer, .infer = InferMomentum,
-               .tolerance = ToleranceClass::kTight, .determinism = per_element,
+               .tolerance = ToleranceClass::kDefault, .determinism = per_element,
                .summary = "SGD with momentum: the new parameter (t <= 1: velocity := g)"});
   r.push_back({.name = "momentum_velocity", .min_version = 2,
                .inputs = {"param", "grad", "velocity", "t"}, .attrs = momentum_attrs,
                .kind = OpKind::kOptimizer, .infer = InferMomentum,
-               .tolerance = ToleranceClass::kTight, .determinism = per_element,
+               .tolerance = ToleranceClass::kDefault, .determinism = per_element,
                .summary = "SGD with momentum: the new velocity, momentum * v + (1 - dampening) * g "
                           "(t <= 1: g)"});
   const std::vector<std::string> adam_attrs = {"lr",           "beta1",     "beta2",   "eps",
@@ -152,11 +156,11 @@ void RegisterOptimOps(std::vector<OpDef>& r) {
                .summary = "Adam / AdamW (decoupled): the new parameter"});
   r.push_back({.name = "adam_m", .min_version = 2, .inputs = {"param", "grad", "m", "v", "t"},
                .attrs = adam_attrs, .kind = OpKind::kOptimizer, .infer = InferAdam,
-               .tolerance = ToleranceClass::kTight, .determinism = per_element,
+               .tolerance = ToleranceClass::kDefault, .determinism = per_element,
                .summary = "Adam: the new first moment, m.lerp(g, 1 - beta1)"});
   r.push_back({.name = "adam_v", .min_version = 2, .inputs = {"param", "grad", "m", "v", "t"},
                .attrs = adam_attrs, .kind = OpKind::kOptimizer, .infer = InferAdam,
-               .tolerance = ToleranceClass::kTight, .determinism = per_element,
+               .tolerance = ToleranceClass::kDefault, .determinism = per_element,
                .summary = "Adam: the new second moment, beta2 * v + (1 - beta2) * g * g"});
 }
 
