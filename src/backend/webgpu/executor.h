@@ -1,7 +1,7 @@
-// The WebGPU executor: runs an ExecPlan on a Dawn device. The whole plan is recorded into one
-// command encoder and one submission; pipelines are cached by kernel source hash, so repeated runs
-// in one process compile nothing; device buffers are pooled across runs; only named outputs are
-// read back.
+// The WebGPU executor: runs an ExecPlan on a Dawn device. A run — one step, or many in a prepared
+// session (prepared.cpp) — is recorded into one command encoder and one submission; pipelines are
+// cached by kernel source hash, so repeated runs in one process compile nothing; device buffers
+// are pooled across runs; only named outputs are read back.
 #pragma once
 
 #include <memory>
@@ -31,6 +31,9 @@ class WebGpuExecutor : public Executor {
   Result<RunResult> Run(const execplan::Plan& plan, const Feeds& feeds) override;
   Result<std::unique_ptr<Prepared>> Prepare(const execplan::Plan& plan) override;
   Result<RunResult> Run(const execplan::Plan& plan, const Feeds& feeds, const RunOptions& options);
+  // `feeds` may give params and inputs their starting values (a feed wins over an initializer).
+  Result<std::unique_ptr<Prepared>> Prepare(const execplan::Plan& plan, const RunOptions& options,
+                                            const Feeds& feeds);
   Device& device() { return *device_; }
 
  private:

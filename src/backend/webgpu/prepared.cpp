@@ -5,6 +5,7 @@
 // dispatches go into one submission; only the per-step history of watched outputs (one small
 // copy per step) is read back.
 #include <chrono>
+#include <cstdio>
 #include <map>
 
 #include "backend/prepared.h"
@@ -15,16 +16,33 @@ namespace {
 
 inline constexpr size_t kMaxStepsPerRun = 64;
 
+// Fills a whole buffer with kPoisonBits. Written as u32 so no float path can quiet or canonicalize
+// the NaN; the grid may be folded into y and z like any large dispatch.
+std::string PoisonWgsl() {
+  char bits[16];
+  std::snprintf(bits, sizeof bits, "0x%08xu", kPoisonBits);
+  return std::string(
+             "@group(0) @binding(0) var<storage, read_write> out: array<u32>;\n"
+             "@compute @workgroup_size(64)\n"
+             "fn main(@builtin(global_invocation_id) gid: vec3<u32>,\n"
+             "        @builtin(num_workgroups) groups: vec3<u32>) {\n"
+             "  let i = gid.x + (gid.y + gid.z * groups.y) * groups.x * 64u;\n"
+             "  if (i < arrayLength(&out)) { out[i] = ") +
+         bits + "; }\n}\n";
+}
+
 class WebGpuPrepared : public Prepared {
  public:
-  WebGpuPrepared(const execplan::Plan& plan, Device& device) : plan_(plan), d_(device) {}
+  WebGpuPrepared(const execplan::Plan& plan, Device& device,
+                 const WebGpuExecutor::RunOptions& options)
+      : plan_(plan), d_(device), options_(options) {}
   ~WebGpuPrepared() override {
     for (BufferId b : buffers_) d_.ReleaseBuffer(b);
   }
 
   std::string backend() const override { return "webgpu"; }
 
-  Status Init() {
+  Status Init(const Feeds& feeds) {
     if (plan_.verdict == execplan::Verdict::kRed)
       return InternalError("webgpu.Prepare", "asked to prepare a red plan");
     const Limits& lim = d_.info().limits;
@@ -44,7 +62,7 @@ class WebGpuPrepared : public Prepared {
     for (const webir::Node& n : g.nodes) {
       if (n.role != webir::Role::kInput && n.role != webir::Role::kParam) continue;
       if (IsFed(n.id) || (n.role == webir::Role::kInput && !n.data)) continue;
-      SCELLIS_ASSIGN_OR_RETURN(std::vector<float> data, SourceData(n, {}));
+      SCELLIS_ASSIGN_OR_RETURN(std::vector<float> data, SourceData(n, feeds));
       if (!data.empty()) SCELLIS_TRY(d_.Write(Phys(n.id), 0, data.data(), data.size() * 4));
     }
     for (const kernel::Kernel& k : plan_.module.kernels) {
@@ -54,6 +72,14 @@ class WebGpuPrepared : public Prepared {
                                                    p.errors().front().message);
       }
       pipelines_.push_back(p.value());
+    }
+    if (options_.poison_outputs) {
+      auto p = d_.Pipeline(PoisonWgsl(), "main");
+      if (!p.ok()) {
+        return InternalError("webgpu.Prepare", "the poison fill kernel failed to compile: " +
+                                                   p.errors().front().message);
+      }
+      poison_ = p.value();
     }
     return Status::Ok();
   }
@@ -135,6 +161,11 @@ class WebGpuPrepared : public Prepared {
             bindings.push_back({phys_[st.reads[i]], 0, 0});
         }
         bindings.push_back({phys_[st.write], 0, 0});
+        if (options_.poison_outputs) {
+          uint64_t words = (d_.BufferSize(phys_[st.write]) + 3) / 4;
+          Grid grid = SplitWorkgroups((words + 63) / 64, d_.info().limits.max_compute_workgroups_per_dimension);
+          d_.Dispatch(poison_, {{phys_[st.write], 0, 0}}, grid.x, grid.y, grid.z);
+        }
         d_.Dispatch(pipelines_[st.kernel], bindings, kern.workgroups[0], kern.workgroups[1], kern.workgroups[2]);
       }
       for (size_t i = 0; i < watch_nodes.size(); ++i) {
@@ -214,14 +245,22 @@ class WebGpuPrepared : public Prepared {
   std::vector<BufferId> phys_;     // plan buffer -> the device buffer holding it now
   std::vector<PipelineId> pipelines_;
   std::vector<int> fed_;
+  WebGpuExecutor::RunOptions options_;
+  PipelineId poison_;
   bool initialized_ = false;
 };
 
 }  // namespace
 
 Result<std::unique_ptr<Prepared>> WebGpuExecutor::Prepare(const execplan::Plan& plan) {
-  auto p = std::make_unique<WebGpuPrepared>(plan, *device_);
-  SCELLIS_TRY(p->Init());
+  return Prepare(plan, RunOptions{}, {});
+}
+
+Result<std::unique_ptr<Prepared>> WebGpuExecutor::Prepare(const execplan::Plan& plan,
+                                                          const RunOptions& options,
+                                                          const Feeds& feeds) {
+  auto p = std::make_unique<WebGpuPrepared>(plan, *device_, options);
+  SCELLIS_TRY(p->Init(feeds));
   return std::unique_ptr<Prepared>(std::move(p));
 }
 
