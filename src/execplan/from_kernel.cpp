@@ -163,15 +163,39 @@ class Planner {
           "reduce the largest class (a smaller batch or smaller tensors), or raise the budget "
           "with --budget if the device has the memory");
     }
+    JudgeBindings();
     if (plan_.verdict == Verdict::kRed) return;
-    if (mem.largest_tensor > lim.max_binding_bytes) {
-      Yellow("tiled-binding",
-             "a tensor of " + FormatBytes(mem.largest_tensor) + " exceeds the binding cap of " +
-                 FormatBytes(lim.max_binding_bytes) + "; it is bound in tiles");
-    }
     if (mem.allocated * 10 > mem.budget * 8) {
       Yellow("near-budget", "the plan uses " + FormatBytes(mem.allocated) + " of a " +
                                 FormatBytes(mem.budget) + " budget (over 80%)");
+    }
+  }
+
+  // A buffer over the device's storage-binding cap can be bound in tiles only by an elementwise
+  // kernel, and only where it has the output's shape (broadcast operands are bound whole).
+  void JudgeBindings() {
+    const DeviceLimits& lim = options_.limits;
+    for (const Step& s : plan_.steps) {
+      const kernel::Kernel& k = m_.kernels[s.kernel];
+      const TensorType& out = m_.graph.at(k.output).type;
+      bool elementwise = k.kind == kernel::KernelKind::kElementwise;
+      std::vector<std::pair<int, int>> bound = {{s.write, k.output}};
+      for (size_t i = 0; i < k.inputs.size(); ++i) bound.push_back({s.reads[i], k.inputs[i]});
+      for (auto [buffer, node] : bound) {
+        int64_t bytes = plan_.buffers[buffer].bytes;
+        if (bytes <= lim.max_binding_bytes) continue;
+        bool tileable = elementwise && m_.graph.at(node).type.SameShape(out);
+        if (tileable) {
+          Yellow("tiled-binding", k.name + " binds %" + m_.graph.at(node).name + " (" + FormatBytes(bytes) +
+                                      ") in tiles under the binding cap of " + FormatBytes(lim.max_binding_bytes));
+        } else {
+          Red("binding-cap-exceeded",
+              k.name + " must bind %" + m_.graph.at(node).name + " (" + FormatBytes(bytes) + ") whole, over " +
+                  lim.device + "'s storage binding cap of " + FormatBytes(lim.max_binding_bytes),
+              "only elementwise kernels are tiled over the cap; split the tensor, or run on the CPU "
+              "reference (--backend=cpu)");
+        }
+      }
     }
   }
 

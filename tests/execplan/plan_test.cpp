@@ -259,9 +259,18 @@ TEST(Verdict, DeviceLimits) {
   EXPECT_NE(red->findings[0].message.find("48 B"), std::string::npos);
   EXPECT_NE(red->findings[0].message.find("small-device"), std::string::npos);
 
+  // Over the binding cap, the mean must bind x (48 B) whole: refused in planning.
   PlanOptions tight_binding = Budget(1 << 20);
   tight_binding.limits.max_binding_bytes = 40;
-  auto yellow = PlanOf(ReadExample("center_columns.json"), tight_binding);
+  auto unbindable = PlanOf(ReadExample("center_columns.json"), tight_binding);
+  ASSERT_TRUE(unbindable.ok());
+  EXPECT_EQ(unbindable->verdict, Verdict::kRed);
+  EXPECT_EQ(unbindable->findings[0].code, "binding-cap-exceeded");
+  EXPECT_NE(unbindable->findings[0].message.find("k0_mean"), std::string::npos);
+
+  // An elementwise kernel binds its same-shape operands in tiles: it runs, with a warning.
+  tight_binding.limits.max_binding_bytes = 8;  // the 12-byte tensors of the seed example
+  auto yellow = PlanOf(ReadExample("seed_mul_relu.json"), tight_binding);
   ASSERT_TRUE(yellow.ok());
   EXPECT_EQ(yellow->verdict, Verdict::kYellow);
   EXPECT_EQ(yellow->findings[0].code, "tiled-binding");

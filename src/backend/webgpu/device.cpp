@@ -571,6 +571,8 @@ Result<std::unique_ptr<Device>> Device::Open(const OpenOptions& options) {
   }
   Limits& l = info.limits;
   l.max_storage_buffer_binding_size = dl.maxStorageBufferBindingSize;
+  if (options.max_binding_bytes)
+    l.max_storage_buffer_binding_size = std::min<uint64_t>(l.max_storage_buffer_binding_size, options.max_binding_bytes);
   l.max_uniform_buffer_binding_size = dl.maxUniformBufferBindingSize;
   l.max_buffer_size = dl.maxBufferSize;
   l.max_compute_workgroup_storage_size = dl.maxComputeWorkgroupStorageSize;

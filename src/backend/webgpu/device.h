@@ -128,6 +128,10 @@ struct OpenOptions {
   bool allow_software_adapter = false;
   // Upper bound on any single wait for the GPU (adapter/device request, submit, map).
   uint32_t timeout_ms = 120000;
+  // When non-zero, the device reports (and Scellis plans against) a storage binding cap of at most
+  // this many bytes. WebGPU never lets a device ask for less than its 128 MiB default, so this is
+  // how tests exercise the tiling of tensors over the cap with small tensors.
+  uint64_t max_binding_bytes = 0;
 };
 
 // Test hooks. Each makes Dawn itself fail, so the real error path is what gets tested:

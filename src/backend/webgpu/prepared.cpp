@@ -4,12 +4,14 @@
 // output's buffer and its input's buffer swap roles, so no step copies state. Every step's
 // dispatches go into one submission; only the per-step history of watched outputs (one small
 // copy per step) is read back.
+#include <array>
 #include <chrono>
 #include <cstdio>
 #include <map>
 
 #include "backend/prepared.h"
 #include "backend/webgpu/executor.h"
+#include "kernel/wgsl/codegen.h"
 
 namespace scellis::backend::webgpu {
 namespace {
@@ -45,17 +47,8 @@ class WebGpuPrepared : public Prepared {
   Status Init(const Feeds& feeds) {
     if (plan_.verdict == execplan::Verdict::kRed)
       return InternalError("webgpu.Prepare", "asked to prepare a red plan");
-    const Limits& lim = d_.info().limits;
-    for (const execplan::Buffer& b : plan_.buffers) {
-      if (static_cast<uint64_t>(b.bytes) > lim.max_storage_buffer_binding_size) {
-        return UserError("binding-cap-exceeded", "",
-                         "buffer b" + std::to_string(b.id) + " holds " + execplan::FormatBytes(b.bytes) +
-                             ", over this adapter's storage binding cap of " +
-                             execplan::FormatBytes(static_cast<int64_t>(lim.max_storage_buffer_binding_size)),
-                         "split the tensor, or run on the CPU reference (--backend=cpu)");
-      }
+    for (const execplan::Buffer& b : plan_.buffers)
       buffers_.push_back(d_.CreateBuffer(static_cast<uint64_t>(std::max<int64_t>(b.bytes, 4))));
-    }
     phys_ = buffers_;
     const webir::Graph& g = plan_.graph();
     fed_ = FedInputs(g);
@@ -65,14 +58,7 @@ class WebGpuPrepared : public Prepared {
       SCELLIS_ASSIGN_OR_RETURN(std::vector<float> data, SourceData(n, feeds));
       if (!data.empty()) SCELLIS_TRY(d_.Write(Phys(n.id), 0, data.data(), data.size() * 4));
     }
-    for (const kernel::Kernel& k : plan_.module.kernels) {
-      auto p = d_.Pipeline(k.wgsl, k.entry_point);
-      if (!p.ok()) {
-        return InternalError("webgpu.Prepare", "kernel " + k.name + " failed to compile: " +
-                                                   p.errors().front().message);
-      }
-      pipelines_.push_back(p.value());
-    }
+    for (const execplan::Step& st : plan_.steps) SCELLIS_TRY(PlanTiles(st));
     if (options_.poison_outputs) {
       auto p = d_.Pipeline(PoisonWgsl(), "main");
       if (!p.ok()) {
@@ -81,6 +67,43 @@ class WebGpuPrepared : public Prepared {
       }
       poison_ = p.value();
     }
+    return Status::Ok();
+  }
+
+  // The dispatches of one plan step: the kernel over everything, or — where a buffer it binds is
+  // over the adapter's storage-binding cap — an elementwise kernel in tiles that each bind at most
+  // the cap. The plan's verdict already refused kernels that cannot be tiled.
+  Status PlanTiles(const execplan::Step& st) {
+    const kernel::Kernel& k = plan_.module.kernels[st.kernel];
+    const uint64_t cap = d_.info().limits.max_storage_buffer_binding_size;
+    bool over = static_cast<uint64_t>(plan_.buffers[st.write].bytes) > cap;
+    for (int b : st.reads) over |= static_cast<uint64_t>(plan_.buffers[b].bytes) > cap;
+    std::vector<Tile> tiles;
+    auto compile = [&](const std::string& wgsl) -> Result<PipelineId> {
+      auto p = d_.Pipeline(wgsl, k.entry_point);
+      if (!p.ok()) {
+        return InternalError("webgpu.Prepare", "kernel " + k.name + " failed to compile: " +
+                                                   p.errors().front().message);
+      }
+      return p.value();
+    };
+    if (!over) {
+      SCELLIS_ASSIGN_OR_RETURN(PipelineId p, compile(k.wgsl));
+      tiles.push_back({p, 0, -1, k.workgroups});
+    } else {
+      if (k.kind != kernel::KernelKind::kElementwise)
+        return InternalError("webgpu.Prepare", k.name + " binds a buffer over the cap and cannot be tiled");
+      const uint64_t align = std::max<uint32_t>(d_.info().limits.min_storage_buffer_offset_alignment, 4);
+      const int64_t per_tile = static_cast<int64_t>(cap / align * align / 4);
+      const int64_t total = plan_.graph().at(k.output).type.elements();
+      for (int64_t base = 0; base < total; base += per_tile) {
+        int64_t count = std::min(per_tile, total - base);
+        kernel::wgsl::Generated g = kernel::wgsl::ElementwiseTile(plan_.module, k, base, count);
+        SCELLIS_ASSIGN_OR_RETURN(PipelineId p, compile(g.source));
+        tiles.push_back({p, base, count, g.workgroups});
+      }
+    }
+    tiles_.push_back(std::move(tiles));
     return Status::Ok();
   }
 
@@ -152,21 +175,31 @@ class WebGpuPrepared : public Prepared {
       for (size_t s = 0; s < plan_.steps.size(); ++s) {
         const execplan::Step& st = plan_.steps[s];
         const kernel::Kernel& kern = plan_.module.kernels[st.kernel];
-        std::vector<Binding> bindings;
-        for (size_t i = 0; i < st.reads.size(); ++i) {
-          auto fed = fed_slots.find(kern.inputs[i]);
-          if (fed != fed_slots.end())
-            bindings.push_back({fed->second.staging, k * fed->second.stride, fed->second.bytes});
-          else
-            bindings.push_back({phys_[st.reads[i]], 0, 0});
+        const TensorType& out_type = g.at(kern.output).type;
+        for (const Tile& t : tiles_[s]) {
+          // A tile binds the window [base, base + count) of every operand of the output's shape.
+          const bool tiled = t.count >= 0;
+          const uint64_t offset = tiled ? static_cast<uint64_t>(t.base) * 4 : 0;
+          const uint64_t window = tiled ? static_cast<uint64_t>(std::max<int64_t>(t.count, 1)) * 4 : 0;
+          std::vector<Binding> bindings;
+          for (size_t i = 0; i < st.reads.size(); ++i) {
+            bool windowed = tiled && g.at(kern.inputs[i]).type.SameShape(out_type);
+            auto fed = fed_slots.find(kern.inputs[i]);
+            if (fed != fed_slots.end()) {
+              bindings.push_back({fed->second.staging, k * fed->second.stride + (windowed ? offset : 0),
+                                  windowed ? window : fed->second.bytes});
+            } else {
+              bindings.push_back({phys_[st.reads[i]], windowed ? offset : 0, windowed ? window : 0});
+            }
+          }
+          bindings.push_back({phys_[st.write], offset, window});
+          if (options_.poison_outputs) {
+            uint64_t words = tiled ? window / 4 : (d_.BufferSize(phys_[st.write]) + 3) / 4;
+            Grid grid = SplitWorkgroups((words + 63) / 64, d_.info().limits.max_compute_workgroups_per_dimension);
+            d_.Dispatch(poison_, {{phys_[st.write], offset, window}}, grid.x, grid.y, grid.z);
+          }
+          d_.Dispatch(t.pipeline, bindings, t.grid[0], t.grid[1], t.grid[2]);
         }
-        bindings.push_back({phys_[st.write], 0, 0});
-        if (options_.poison_outputs) {
-          uint64_t words = (d_.BufferSize(phys_[st.write]) + 3) / 4;
-          Grid grid = SplitWorkgroups((words + 63) / 64, d_.info().limits.max_compute_workgroups_per_dimension);
-          d_.Dispatch(poison_, {{phys_[st.write], 0, 0}}, grid.x, grid.y, grid.z);
-        }
-        d_.Dispatch(pipelines_[st.kernel], bindings, kern.workgroups[0], kern.workgroups[1], kern.workgroups[2]);
       }
       for (size_t i = 0; i < watch_nodes.size(); ++i) {
         int64_t bytes = g.at(watch_nodes[i]).type.bytes();
@@ -243,7 +276,13 @@ class WebGpuPrepared : public Prepared {
   Device& d_;
   std::vector<BufferId> buffers_;  // owned, one per plan buffer
   std::vector<BufferId> phys_;     // plan buffer -> the device buffer holding it now
-  std::vector<PipelineId> pipelines_;
+  struct Tile {
+    PipelineId pipeline;
+    int64_t base = 0;
+    int64_t count = -1;  // -1: the whole kernel, untiled
+    std::array<uint32_t, 3> grid;
+  };
+  std::vector<std::vector<Tile>> tiles_;  // per plan step
   std::vector<int> fed_;
   WebGpuExecutor::RunOptions options_;
   PipelineId poison_;

@@ -47,6 +47,12 @@ bool GenerateStencil(const Module& m, const Kernel& k, Generated& out);
 bool GenerateNn(const Module& m, const Kernel& k, Generated& out);
 bool GenerateOptim(const Module& m, const Kernel& k, Generated& out);
 
+// A fused elementwise kernel over output elements [base, base + count) only, for tensors larger
+// than one storage binding: inputs of the output's shape and the output are bound from `base`
+// (indexed by the tile-local `i`), broadcast inputs are bound whole. Generate() is the tile that
+// covers everything.
+Generated ElementwiseTile(const Module& m, const Kernel& k, int64_t base, int64_t count);
+
 // WGSL expression of an elementwise op applied to operand expressions a (and b); "" if unknown.
 std::string ElementwiseExpr(const std::string& op, const std::string& a, const std::string& b);
 // Helper functions an op's expression needs (e.g. erf for gelu), "" if none.

@@ -53,9 +53,15 @@ std::string ElementwiseHelpers(const std::string& op) {
 
 bool GenerateElementwise(const Module& m, const Kernel& k, Generated& out) {
   if (k.kind != KernelKind::kElementwise) return false;
+  out = ElementwiseTile(m, k, 0, m.graph.at(k.output).type.elements());
+  return true;
+}
+
+Generated ElementwiseTile(const Module& m, const Kernel& k, int64_t base, int64_t count) {
+  Generated out;
   const TensorType& type = m.graph.at(k.output).type;
   std::vector<int64_t> sizes = type.sizes();
-  int64_t total = type.elements();
+  const bool tiled = base != 0 || count != type.elements();
 
   std::string helpers, body;
   std::vector<std::string> seen_helpers;
@@ -79,7 +85,9 @@ bool GenerateElementwise(const Module& m, const Kernel& k, Generated& out) {
     if (strides.back() != row_major) need_index = true;
   }
   if (need_index) {
-    body += "  var rem = i;\n";
+    // In a tile, `i` counts from the tile's first element; broadcast inputs are indexed by the
+    // element's place in the whole output.
+    body += tiled ? "  var rem = i + " + U32(base) + ";\n" : "  var rem = i;\n";
     for (int d = static_cast<int>(sizes.size()) - 1; d >= 0; --d) {
       body += "  let d" + std::to_string(d) + " = rem % " + U32(std::max<int64_t>(sizes[d], 1)) +
               ";\n";
@@ -115,10 +123,11 @@ bool GenerateElementwise(const Module& m, const Kernel& k, Generated& out) {
   }
   body += "  out[i] = s" + std::to_string(k.expr.size() - 1) + ";\n}\n";
 
-  out.source = "// " + k.name + "\n" + Bindings(k.inputs.size()) + helpers + "\n" +
-               LinearEntry(total) + body;
-  out.workgroups = LinearGrid(total);
-  return true;
+  std::string title = "// " + k.name;
+  if (tiled) title += ", tile of " + std::to_string(count) + " elements from " + std::to_string(base);
+  out.source = title + "\n" + Bindings(k.inputs.size()) + helpers + "\n" + LinearEntry(count) + body;
+  out.workgroups = LinearGrid(count);
+  return out;
 }
 
 }  // namespace scellis::kernel::wgsl
