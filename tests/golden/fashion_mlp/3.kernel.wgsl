@@ -1,24 +1,32 @@
 // ---- k0_matmul ----
-// k0_matmul
+// k0_matmul (16x16 tiles)
 @group(0) @binding(0) var<storage, read> in0: array<f32>;
 @group(0) @binding(1) var<storage, read> in1: array<f32>;
 @group(0) @binding(2) var<storage, read_write> out: array<f32>;
+var<workgroup> tile_a: array<f32, 256>;
+var<workgroup> tile_b: array<f32, 256>;
 
-@compute @workgroup_size(64)
-fn main(@builtin(global_invocation_id) gid: vec3<u32>,
-        @builtin(num_workgroups) groups: vec3<u32>) {
-  let i = gid.x + gid.y * groups.x * 64u;
-  if (i >= 16384u) { return; }
-  var rem = i / 16384u;
+@compute @workgroup_size(16, 16)
+fn main(@builtin(workgroup_id) wg: vec3<u32>,
+        @builtin(local_invocation_id) lid: vec3<u32>) {
+  var rem = wg.z;
   var off_a = 0u;
   var off_b = 0u;
-  let r = (i / 256u) % 64u;
-  let c = i % 256u;
+  let r = wg.y * 16u + lid.y;
+  let c = wg.x * 16u + lid.x;
   var acc = 0.0;
-  for (var kk = 0u; kk < 784u; kk = kk + 1u) {
-    acc = acc + in0[off_a + r * 784u + kk] * in1[off_b + kk * 256u + c];
+  for (var t = 0u; t < 784u; t = t + 16u) {
+    let ka = t + lid.x;
+    let kb = t + lid.y;
+    tile_a[lid.y * 16u + lid.x] = select(0.0, in0[off_a + r * 784u + ka], r < 64u && ka < 784u);
+    tile_b[lid.y * 16u + lid.x] = select(0.0, in1[off_b + kb * 256u + c], kb < 784u && c < 256u);
+    workgroupBarrier();
+    for (var kk = 0u; kk < 16u; kk = kk + 1u) {
+      acc = acc + tile_a[lid.y * 16u + kk] * tile_b[kk * 16u + lid.x];
+    }
+    workgroupBarrier();
   }
-  out[i] = acc;
+  if (r < 64u && c < 256u) { out[wg.z * 16384u + r * 256u + c] = acc; }
 }
 
 // ---- k1_fused_add ----
@@ -58,26 +66,34 @@ fn main(@builtin(global_invocation_id) gid: vec3<u32>,
 }
 
 // ---- k3_matmul ----
-// k3_matmul
+// k3_matmul (16x16 tiles)
 @group(0) @binding(0) var<storage, read> in0: array<f32>;
 @group(0) @binding(1) var<storage, read> in1: array<f32>;
 @group(0) @binding(2) var<storage, read_write> out: array<f32>;
+var<workgroup> tile_a: array<f32, 256>;
+var<workgroup> tile_b: array<f32, 256>;
 
-@compute @workgroup_size(64)
-fn main(@builtin(global_invocation_id) gid: vec3<u32>,
-        @builtin(num_workgroups) groups: vec3<u32>) {
-  let i = gid.x + gid.y * groups.x * 64u;
-  if (i >= 640u) { return; }
-  var rem = i / 640u;
+@compute @workgroup_size(16, 16)
+fn main(@builtin(workgroup_id) wg: vec3<u32>,
+        @builtin(local_invocation_id) lid: vec3<u32>) {
+  var rem = wg.z;
   var off_a = 0u;
   var off_b = 0u;
-  let r = (i / 10u) % 64u;
-  let c = i % 10u;
+  let r = wg.y * 16u + lid.y;
+  let c = wg.x * 16u + lid.x;
   var acc = 0.0;
-  for (var kk = 0u; kk < 256u; kk = kk + 1u) {
-    acc = acc + in0[off_a + r * 256u + kk] * in1[off_b + kk * 10u + c];
+  for (var t = 0u; t < 256u; t = t + 16u) {
+    let ka = t + lid.x;
+    let kb = t + lid.y;
+    tile_a[lid.y * 16u + lid.x] = select(0.0, in0[off_a + r * 256u + ka], r < 64u && ka < 256u);
+    tile_b[lid.y * 16u + lid.x] = select(0.0, in1[off_b + kb * 10u + c], kb < 256u && c < 10u);
+    workgroupBarrier();
+    for (var kk = 0u; kk < 16u; kk = kk + 1u) {
+      acc = acc + tile_a[lid.y * 16u + kk] * tile_b[kk * 16u + lid.x];
+    }
+    workgroupBarrier();
   }
-  out[i] = acc;
+  if (r < 64u && c < 10u) { out[wg.z * 640u + r * 10u + c] = acc; }
 }
 
 // ---- k4_fused_add ----
@@ -239,26 +255,34 @@ fn main(@builtin(global_invocation_id) gid: vec3<u32>,
 }
 
 // ---- k11_matmul ----
-// k11_matmul
+// k11_matmul (16x16 tiles)
 @group(0) @binding(0) var<storage, read> in0: array<f32>;
 @group(0) @binding(1) var<storage, read> in1: array<f32>;
 @group(0) @binding(2) var<storage, read_write> out: array<f32>;
+var<workgroup> tile_a: array<f32, 256>;
+var<workgroup> tile_b: array<f32, 256>;
 
-@compute @workgroup_size(64)
-fn main(@builtin(global_invocation_id) gid: vec3<u32>,
-        @builtin(num_workgroups) groups: vec3<u32>) {
-  let i = gid.x + gid.y * groups.x * 64u;
-  if (i >= 16384u) { return; }
-  var rem = i / 16384u;
+@compute @workgroup_size(16, 16)
+fn main(@builtin(workgroup_id) wg: vec3<u32>,
+        @builtin(local_invocation_id) lid: vec3<u32>) {
+  var rem = wg.z;
   var off_a = 0u;
   var off_b = 0u;
-  let r = (i / 256u) % 64u;
-  let c = i % 256u;
+  let r = wg.y * 16u + lid.y;
+  let c = wg.x * 16u + lid.x;
   var acc = 0.0;
-  for (var kk = 0u; kk < 10u; kk = kk + 1u) {
-    acc = acc + in0[off_a + r * 10u + kk] * in1[off_b + kk * 256u + c];
+  for (var t = 0u; t < 10u; t = t + 16u) {
+    let ka = t + lid.x;
+    let kb = t + lid.y;
+    tile_a[lid.y * 16u + lid.x] = select(0.0, in0[off_a + r * 10u + ka], r < 64u && ka < 10u);
+    tile_b[lid.y * 16u + lid.x] = select(0.0, in1[off_b + kb * 256u + c], kb < 10u && c < 256u);
+    workgroupBarrier();
+    for (var kk = 0u; kk < 16u; kk = kk + 1u) {
+      acc = acc + tile_a[lid.y * 16u + kk] * tile_b[kk * 16u + lid.x];
+    }
+    workgroupBarrier();
   }
-  out[i] = acc;
+  if (r < 64u && c < 256u) { out[wg.z * 16384u + r * 256u + c] = acc; }
 }
 
 // ---- k12_transpose ----
@@ -281,26 +305,34 @@ fn main(@builtin(global_invocation_id) gid: vec3<u32>,
 }
 
 // ---- k13_matmul ----
-// k13_matmul
+// k13_matmul (16x16 tiles)
 @group(0) @binding(0) var<storage, read> in0: array<f32>;
 @group(0) @binding(1) var<storage, read> in1: array<f32>;
 @group(0) @binding(2) var<storage, read_write> out: array<f32>;
+var<workgroup> tile_a: array<f32, 256>;
+var<workgroup> tile_b: array<f32, 256>;
 
-@compute @workgroup_size(64)
-fn main(@builtin(global_invocation_id) gid: vec3<u32>,
-        @builtin(num_workgroups) groups: vec3<u32>) {
-  let i = gid.x + gid.y * groups.x * 64u;
-  if (i >= 2560u) { return; }
-  var rem = i / 2560u;
+@compute @workgroup_size(16, 16)
+fn main(@builtin(workgroup_id) wg: vec3<u32>,
+        @builtin(local_invocation_id) lid: vec3<u32>) {
+  var rem = wg.z;
   var off_a = 0u;
   var off_b = 0u;
-  let r = (i / 10u) % 256u;
-  let c = i % 10u;
+  let r = wg.y * 16u + lid.y;
+  let c = wg.x * 16u + lid.x;
   var acc = 0.0;
-  for (var kk = 0u; kk < 64u; kk = kk + 1u) {
-    acc = acc + in0[off_a + r * 64u + kk] * in1[off_b + kk * 10u + c];
+  for (var t = 0u; t < 64u; t = t + 16u) {
+    let ka = t + lid.x;
+    let kb = t + lid.y;
+    tile_a[lid.y * 16u + lid.x] = select(0.0, in0[off_a + r * 64u + ka], r < 256u && ka < 64u);
+    tile_b[lid.y * 16u + lid.x] = select(0.0, in1[off_b + kb * 10u + c], kb < 64u && c < 10u);
+    workgroupBarrier();
+    for (var kk = 0u; kk < 16u; kk = kk + 1u) {
+      acc = acc + tile_a[lid.y * 16u + kk] * tile_b[kk * 16u + lid.x];
+    }
+    workgroupBarrier();
   }
-  out[i] = acc;
+  if (r < 256u && c < 10u) { out[wg.z * 2560u + r * 10u + c] = acc; }
 }
 
 // ---- k14_fused_positive_mul ----
@@ -370,26 +402,34 @@ fn main(@builtin(global_invocation_id) gid: vec3<u32>,
 }
 
 // ---- k18_matmul ----
-// k18_matmul
+// k18_matmul (16x16 tiles)
 @group(0) @binding(0) var<storage, read> in0: array<f32>;
 @group(0) @binding(1) var<storage, read> in1: array<f32>;
 @group(0) @binding(2) var<storage, read_write> out: array<f32>;
+var<workgroup> tile_a: array<f32, 256>;
+var<workgroup> tile_b: array<f32, 256>;
 
-@compute @workgroup_size(64)
-fn main(@builtin(global_invocation_id) gid: vec3<u32>,
-        @builtin(num_workgroups) groups: vec3<u32>) {
-  let i = gid.x + gid.y * groups.x * 64u;
-  if (i >= 200704u) { return; }
-  var rem = i / 200704u;
+@compute @workgroup_size(16, 16)
+fn main(@builtin(workgroup_id) wg: vec3<u32>,
+        @builtin(local_invocation_id) lid: vec3<u32>) {
+  var rem = wg.z;
   var off_a = 0u;
   var off_b = 0u;
-  let r = (i / 256u) % 784u;
-  let c = i % 256u;
+  let r = wg.y * 16u + lid.y;
+  let c = wg.x * 16u + lid.x;
   var acc = 0.0;
-  for (var kk = 0u; kk < 64u; kk = kk + 1u) {
-    acc = acc + in0[off_a + r * 64u + kk] * in1[off_b + kk * 256u + c];
+  for (var t = 0u; t < 64u; t = t + 16u) {
+    let ka = t + lid.x;
+    let kb = t + lid.y;
+    tile_a[lid.y * 16u + lid.x] = select(0.0, in0[off_a + r * 64u + ka], r < 784u && ka < 64u);
+    tile_b[lid.y * 16u + lid.x] = select(0.0, in1[off_b + kb * 256u + c], kb < 64u && c < 256u);
+    workgroupBarrier();
+    for (var kk = 0u; kk < 16u; kk = kk + 1u) {
+      acc = acc + tile_a[lid.y * 16u + kk] * tile_b[kk * 16u + lid.x];
+    }
+    workgroupBarrier();
   }
-  out[i] = acc;
+  if (r < 784u && c < 256u) { out[wg.z * 200704u + r * 256u + c] = acc; }
 }
 
 // ---- k19_adam_update ----

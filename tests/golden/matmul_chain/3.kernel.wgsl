@@ -1,24 +1,32 @@
 // ---- k0_matmul ----
-// k0_matmul
+// k0_matmul (16x16 tiles)
 @group(0) @binding(0) var<storage, read> in0: array<f32>;
 @group(0) @binding(1) var<storage, read> in1: array<f32>;
 @group(0) @binding(2) var<storage, read_write> out: array<f32>;
+var<workgroup> tile_a: array<f32, 256>;
+var<workgroup> tile_b: array<f32, 256>;
 
-@compute @workgroup_size(64)
-fn main(@builtin(global_invocation_id) gid: vec3<u32>,
-        @builtin(num_workgroups) groups: vec3<u32>) {
-  let i = gid.x + gid.y * groups.x * 64u;
-  if (i >= 12u) { return; }
-  var rem = i / 12u;
+@compute @workgroup_size(16, 16)
+fn main(@builtin(workgroup_id) wg: vec3<u32>,
+        @builtin(local_invocation_id) lid: vec3<u32>) {
+  var rem = wg.z;
   var off_a = 0u;
   var off_b = 0u;
-  let r = (i / 3u) % 4u;
-  let c = i % 3u;
+  let r = wg.y * 16u + lid.y;
+  let c = wg.x * 16u + lid.x;
   var acc = 0.0;
-  for (var kk = 0u; kk < 5u; kk = kk + 1u) {
-    acc = acc + in0[off_a + r * 5u + kk] * in1[off_b + kk * 3u + c];
+  for (var t = 0u; t < 5u; t = t + 16u) {
+    let ka = t + lid.x;
+    let kb = t + lid.y;
+    tile_a[lid.y * 16u + lid.x] = select(0.0, in0[off_a + r * 5u + ka], r < 4u && ka < 5u);
+    tile_b[lid.y * 16u + lid.x] = select(0.0, in1[off_b + kb * 3u + c], kb < 5u && c < 3u);
+    workgroupBarrier();
+    for (var kk = 0u; kk < 16u; kk = kk + 1u) {
+      acc = acc + tile_a[lid.y * 16u + kk] * tile_b[kk * 16u + lid.x];
+    }
+    workgroupBarrier();
   }
-  out[i] = acc;
+  if (r < 4u && c < 3u) { out[wg.z * 12u + r * 3u + c] = acc; }
 }
 
 // ---- k1_transpose ----
@@ -41,26 +49,34 @@ fn main(@builtin(global_invocation_id) gid: vec3<u32>,
 }
 
 // ---- k2_matmul ----
-// k2_matmul
+// k2_matmul (16x16 tiles)
 @group(0) @binding(0) var<storage, read> in0: array<f32>;
 @group(0) @binding(1) var<storage, read> in1: array<f32>;
 @group(0) @binding(2) var<storage, read_write> out: array<f32>;
+var<workgroup> tile_a: array<f32, 256>;
+var<workgroup> tile_b: array<f32, 256>;
 
-@compute @workgroup_size(64)
-fn main(@builtin(global_invocation_id) gid: vec3<u32>,
-        @builtin(num_workgroups) groups: vec3<u32>) {
-  let i = gid.x + gid.y * groups.x * 64u;
-  if (i >= 16u) { return; }
-  var rem = i / 16u;
+@compute @workgroup_size(16, 16)
+fn main(@builtin(workgroup_id) wg: vec3<u32>,
+        @builtin(local_invocation_id) lid: vec3<u32>) {
+  var rem = wg.z;
   var off_a = 0u;
   var off_b = 0u;
-  let r = (i / 4u) % 4u;
-  let c = i % 4u;
+  let r = wg.y * 16u + lid.y;
+  let c = wg.x * 16u + lid.x;
   var acc = 0.0;
-  for (var kk = 0u; kk < 3u; kk = kk + 1u) {
-    acc = acc + in0[off_a + r * 3u + kk] * in1[off_b + kk * 4u + c];
+  for (var t = 0u; t < 3u; t = t + 16u) {
+    let ka = t + lid.x;
+    let kb = t + lid.y;
+    tile_a[lid.y * 16u + lid.x] = select(0.0, in0[off_a + r * 3u + ka], r < 4u && ka < 3u);
+    tile_b[lid.y * 16u + lid.x] = select(0.0, in1[off_b + kb * 4u + c], kb < 3u && c < 4u);
+    workgroupBarrier();
+    for (var kk = 0u; kk < 16u; kk = kk + 1u) {
+      acc = acc + tile_a[lid.y * 16u + kk] * tile_b[kk * 16u + lid.x];
+    }
+    workgroupBarrier();
   }
-  out[i] = acc;
+  if (r < 4u && c < 4u) { out[wg.z * 16u + r * 4u + c] = acc; }
 }
 
 // ---- k3_fused_mul_sub_relu ----

@@ -1,24 +1,32 @@
 // ---- k0_matmul ----
-// k0_matmul
+// k0_matmul (16x16 tiles)
 @group(0) @binding(0) var<storage, read> in0: array<f32>;
 @group(0) @binding(1) var<storage, read> in1: array<f32>;
 @group(0) @binding(2) var<storage, read_write> out: array<f32>;
+var<workgroup> tile_a: array<f32, 256>;
+var<workgroup> tile_b: array<f32, 256>;
 
-@compute @workgroup_size(64)
-fn main(@builtin(global_invocation_id) gid: vec3<u32>,
-        @builtin(num_workgroups) groups: vec3<u32>) {
-  let i = gid.x + gid.y * groups.x * 64u;
-  if (i >= 20u) { return; }
-  var rem = i / 20u;
+@compute @workgroup_size(16, 16)
+fn main(@builtin(workgroup_id) wg: vec3<u32>,
+        @builtin(local_invocation_id) lid: vec3<u32>) {
+  var rem = wg.z;
   var off_a = 0u;
   var off_b = 0u;
-  let r = (i / 5u) % 4u;
-  let c = i % 5u;
+  let r = wg.y * 16u + lid.y;
+  let c = wg.x * 16u + lid.x;
   var acc = 0.0;
-  for (var kk = 0u; kk < 3u; kk = kk + 1u) {
-    acc = acc + in0[off_a + r * 3u + kk] * in1[off_b + kk * 5u + c];
+  for (var t = 0u; t < 3u; t = t + 16u) {
+    let ka = t + lid.x;
+    let kb = t + lid.y;
+    tile_a[lid.y * 16u + lid.x] = select(0.0, in0[off_a + r * 3u + ka], r < 4u && ka < 3u);
+    tile_b[lid.y * 16u + lid.x] = select(0.0, in1[off_b + kb * 5u + c], kb < 3u && c < 5u);
+    workgroupBarrier();
+    for (var kk = 0u; kk < 16u; kk = kk + 1u) {
+      acc = acc + tile_a[lid.y * 16u + kk] * tile_b[kk * 16u + lid.x];
+    }
+    workgroupBarrier();
   }
-  out[i] = acc;
+  if (r < 4u && c < 5u) { out[wg.z * 20u + r * 5u + c] = acc; }
 }
 
 // ---- k1_fused_add ----
@@ -58,26 +66,34 @@ fn main(@builtin(global_invocation_id) gid: vec3<u32>,
 }
 
 // ---- k3_matmul ----
-// k3_matmul
+// k3_matmul (16x16 tiles)
 @group(0) @binding(0) var<storage, read> in0: array<f32>;
 @group(0) @binding(1) var<storage, read> in1: array<f32>;
 @group(0) @binding(2) var<storage, read_write> out: array<f32>;
+var<workgroup> tile_a: array<f32, 256>;
+var<workgroup> tile_b: array<f32, 256>;
 
-@compute @workgroup_size(64)
-fn main(@builtin(global_invocation_id) gid: vec3<u32>,
-        @builtin(num_workgroups) groups: vec3<u32>) {
-  let i = gid.x + gid.y * groups.x * 64u;
-  if (i >= 12u) { return; }
-  var rem = i / 12u;
+@compute @workgroup_size(16, 16)
+fn main(@builtin(workgroup_id) wg: vec3<u32>,
+        @builtin(local_invocation_id) lid: vec3<u32>) {
+  var rem = wg.z;
   var off_a = 0u;
   var off_b = 0u;
-  let r = (i / 3u) % 4u;
-  let c = i % 3u;
+  let r = wg.y * 16u + lid.y;
+  let c = wg.x * 16u + lid.x;
   var acc = 0.0;
-  for (var kk = 0u; kk < 5u; kk = kk + 1u) {
-    acc = acc + in0[off_a + r * 5u + kk] * in1[off_b + kk * 3u + c];
+  for (var t = 0u; t < 5u; t = t + 16u) {
+    let ka = t + lid.x;
+    let kb = t + lid.y;
+    tile_a[lid.y * 16u + lid.x] = select(0.0, in0[off_a + r * 5u + ka], r < 4u && ka < 5u);
+    tile_b[lid.y * 16u + lid.x] = select(0.0, in1[off_b + kb * 3u + c], kb < 5u && c < 3u);
+    workgroupBarrier();
+    for (var kk = 0u; kk < 16u; kk = kk + 1u) {
+      acc = acc + tile_a[lid.y * 16u + kk] * tile_b[kk * 16u + lid.x];
+    }
+    workgroupBarrier();
   }
-  out[i] = acc;
+  if (r < 4u && c < 3u) { out[wg.z * 12u + r * 3u + c] = acc; }
 }
 
 // ---- k4_fused_add ----
@@ -239,26 +255,34 @@ fn main(@builtin(global_invocation_id) gid: vec3<u32>,
 }
 
 // ---- k11_matmul ----
-// k11_matmul
+// k11_matmul (16x16 tiles)
 @group(0) @binding(0) var<storage, read> in0: array<f32>;
 @group(0) @binding(1) var<storage, read> in1: array<f32>;
 @group(0) @binding(2) var<storage, read_write> out: array<f32>;
+var<workgroup> tile_a: array<f32, 256>;
+var<workgroup> tile_b: array<f32, 256>;
 
-@compute @workgroup_size(64)
-fn main(@builtin(global_invocation_id) gid: vec3<u32>,
-        @builtin(num_workgroups) groups: vec3<u32>) {
-  let i = gid.x + gid.y * groups.x * 64u;
-  if (i >= 20u) { return; }
-  var rem = i / 20u;
+@compute @workgroup_size(16, 16)
+fn main(@builtin(workgroup_id) wg: vec3<u32>,
+        @builtin(local_invocation_id) lid: vec3<u32>) {
+  var rem = wg.z;
   var off_a = 0u;
   var off_b = 0u;
-  let r = (i / 5u) % 4u;
-  let c = i % 5u;
+  let r = wg.y * 16u + lid.y;
+  let c = wg.x * 16u + lid.x;
   var acc = 0.0;
-  for (var kk = 0u; kk < 3u; kk = kk + 1u) {
-    acc = acc + in0[off_a + r * 3u + kk] * in1[off_b + kk * 5u + c];
+  for (var t = 0u; t < 3u; t = t + 16u) {
+    let ka = t + lid.x;
+    let kb = t + lid.y;
+    tile_a[lid.y * 16u + lid.x] = select(0.0, in0[off_a + r * 3u + ka], r < 4u && ka < 3u);
+    tile_b[lid.y * 16u + lid.x] = select(0.0, in1[off_b + kb * 5u + c], kb < 3u && c < 5u);
+    workgroupBarrier();
+    for (var kk = 0u; kk < 16u; kk = kk + 1u) {
+      acc = acc + tile_a[lid.y * 16u + kk] * tile_b[kk * 16u + lid.x];
+    }
+    workgroupBarrier();
   }
-  out[i] = acc;
+  if (r < 4u && c < 5u) { out[wg.z * 20u + r * 5u + c] = acc; }
 }
 
 // ---- k12_transpose ----
@@ -281,26 +305,34 @@ fn main(@builtin(global_invocation_id) gid: vec3<u32>,
 }
 
 // ---- k13_matmul ----
-// k13_matmul
+// k13_matmul (16x16 tiles)
 @group(0) @binding(0) var<storage, read> in0: array<f32>;
 @group(0) @binding(1) var<storage, read> in1: array<f32>;
 @group(0) @binding(2) var<storage, read_write> out: array<f32>;
+var<workgroup> tile_a: array<f32, 256>;
+var<workgroup> tile_b: array<f32, 256>;
 
-@compute @workgroup_size(64)
-fn main(@builtin(global_invocation_id) gid: vec3<u32>,
-        @builtin(num_workgroups) groups: vec3<u32>) {
-  let i = gid.x + gid.y * groups.x * 64u;
-  if (i >= 15u) { return; }
-  var rem = i / 15u;
+@compute @workgroup_size(16, 16)
+fn main(@builtin(workgroup_id) wg: vec3<u32>,
+        @builtin(local_invocation_id) lid: vec3<u32>) {
+  var rem = wg.z;
   var off_a = 0u;
   var off_b = 0u;
-  let r = (i / 3u) % 5u;
-  let c = i % 3u;
+  let r = wg.y * 16u + lid.y;
+  let c = wg.x * 16u + lid.x;
   var acc = 0.0;
-  for (var kk = 0u; kk < 4u; kk = kk + 1u) {
-    acc = acc + in0[off_a + r * 4u + kk] * in1[off_b + kk * 3u + c];
+  for (var t = 0u; t < 4u; t = t + 16u) {
+    let ka = t + lid.x;
+    let kb = t + lid.y;
+    tile_a[lid.y * 16u + lid.x] = select(0.0, in0[off_a + r * 4u + ka], r < 5u && ka < 4u);
+    tile_b[lid.y * 16u + lid.x] = select(0.0, in1[off_b + kb * 3u + c], kb < 4u && c < 3u);
+    workgroupBarrier();
+    for (var kk = 0u; kk < 16u; kk = kk + 1u) {
+      acc = acc + tile_a[lid.y * 16u + kk] * tile_b[kk * 16u + lid.x];
+    }
+    workgroupBarrier();
   }
-  out[i] = acc;
+  if (r < 5u && c < 3u) { out[wg.z * 15u + r * 3u + c] = acc; }
 }
 
 // ---- k14_fused_positive_mul ----
@@ -370,26 +402,34 @@ fn main(@builtin(global_invocation_id) gid: vec3<u32>,
 }
 
 // ---- k18_matmul ----
-// k18_matmul
+// k18_matmul (16x16 tiles)
 @group(0) @binding(0) var<storage, read> in0: array<f32>;
 @group(0) @binding(1) var<storage, read> in1: array<f32>;
 @group(0) @binding(2) var<storage, read_write> out: array<f32>;
+var<workgroup> tile_a: array<f32, 256>;
+var<workgroup> tile_b: array<f32, 256>;
 
-@compute @workgroup_size(64)
-fn main(@builtin(global_invocation_id) gid: vec3<u32>,
-        @builtin(num_workgroups) groups: vec3<u32>) {
-  let i = gid.x + gid.y * groups.x * 64u;
-  if (i >= 15u) { return; }
-  var rem = i / 15u;
+@compute @workgroup_size(16, 16)
+fn main(@builtin(workgroup_id) wg: vec3<u32>,
+        @builtin(local_invocation_id) lid: vec3<u32>) {
+  var rem = wg.z;
   var off_a = 0u;
   var off_b = 0u;
-  let r = (i / 5u) % 3u;
-  let c = i % 5u;
+  let r = wg.y * 16u + lid.y;
+  let c = wg.x * 16u + lid.x;
   var acc = 0.0;
-  for (var kk = 0u; kk < 4u; kk = kk + 1u) {
-    acc = acc + in0[off_a + r * 4u + kk] * in1[off_b + kk * 5u + c];
+  for (var t = 0u; t < 4u; t = t + 16u) {
+    let ka = t + lid.x;
+    let kb = t + lid.y;
+    tile_a[lid.y * 16u + lid.x] = select(0.0, in0[off_a + r * 4u + ka], r < 3u && ka < 4u);
+    tile_b[lid.y * 16u + lid.x] = select(0.0, in1[off_b + kb * 5u + c], kb < 4u && c < 5u);
+    workgroupBarrier();
+    for (var kk = 0u; kk < 16u; kk = kk + 1u) {
+      acc = acc + tile_a[lid.y * 16u + kk] * tile_b[kk * 16u + lid.x];
+    }
+    workgroupBarrier();
   }
-  out[i] = acc;
+  if (r < 3u && c < 5u) { out[wg.z * 15u + r * 5u + c] = acc; }
 }
 
 // ---- k19_adam_update ----
