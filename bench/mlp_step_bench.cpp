@@ -74,9 +74,12 @@ int main(int argc, char** argv) {
         return 4;
       }
     }
-    double us = std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - t0).count();
-    std::printf("{\"engine\": \"scellis\", \"backend\": \"%s\", \"steps_per_run\": %d, \"steps\": %d, \"us_per_step\": %.2f}\n",
-                backend.c_str(), per_run, runs * per_run, us / (runs * per_run));
+    double us =
+        std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - t0).count();
+    std::printf(
+        "{\"engine\": \"scellis\", \"backend\": \"%s\", \"steps_per_run\": %d, \"steps\": %d, "
+        "\"us_per_step\": %.2f}\n",
+        backend.c_str(), per_run, runs * per_run, us / (runs * per_run));
     std::fflush(stdout);
   }
   return 0;

@@ -5,7 +5,7 @@ cd "$(dirname "$0")/.."
 
 APT_PACKAGES=(build-essential cmake ninja-build pkg-config
   nlohmann-json3-dev libcli11-dev libfmt-dev libgtest-dev libbenchmark-dev libssl-dev zlib1g-dev
-  clang libclang-rt-14-dev
+  clang clang-format libclang-rt-14-dev
   chromium            # ships the SwiftShader Vulkan driver the GPU tests run on
   libvulkan1          # the Vulkan loader Dawn needs
   dataset-fashion-mnist

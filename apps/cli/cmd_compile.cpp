@@ -9,13 +9,17 @@ namespace scellis::cli {
 
 int LowerCommand(const CompileFlags& f, const std::string& to, const std::string& dump_dir) {
   using session::Rung;
-  std::optional<Rung> rung = to.empty() ? std::optional<Rung>(Rung::kExecplan) : session::ParseRung(to);
+  std::optional<Rung> rung =
+      to.empty() ? std::optional<Rung>(Rung::kExecplan) : session::ParseRung(to);
   if (!rung) {
-    return Report({UserError("bad-flag", "", "--to takes doc, block, webir, kernel or execplan, got \"" + to + "\"")},
-                  "", f.json);
+    return Report(
+        {UserError("bad-flag", "",
+                   "--to takes doc, block, webir, kernel or execplan, got \"" + to + "\"")},
+        "", f.json);
   }
   if (to.empty() && dump_dir.empty()) {
-    return Report({UserError("bad-flag", "", "lower needs --to=RUNG or --dump-rungs=DIR")}, "", f.json);
+    return Report({UserError("bad-flag", "", "lower needs --to=RUNG or --dump-rungs=DIR")}, "",
+                  f.json);
   }
   int code = 0;
   auto c = CompileFile(f, dump_dir.empty() ? *rung : Rung::kExecplan, {}, code);
@@ -39,8 +43,10 @@ int LowerCommand(const CompileFlags& f, const std::string& to, const std::string
     std::cout << "wrote " << std::size(files) << " rung dumps to " << dump_dir << "\n";
     return 0;
   }
-  if (f.json) std::cout << session::RungJson(*c, *rung).dump(2) << "\n";
-  else std::cout << session::PrintRung(*c, *rung);
+  if (f.json)
+    std::cout << session::RungJson(*c, *rung).dump(2) << "\n";
+  else
+    std::cout << session::PrintRung(*c, *rung);
   return 0;
 }
 
@@ -48,8 +54,10 @@ int PlanCommand(const CompileFlags& f) {
   int code = 0;
   auto c = CompileFile(f, session::Rung::kExecplan, {}, code);
   if (!c) return code;
-  if (f.json) std::cout << execplan::ToJson(*c->plan).dump(2) << "\n";
-  else std::cout << execplan::Print(*c->plan);
+  if (f.json)
+    std::cout << execplan::ToJson(*c->plan).dump(2) << "\n";
+  else
+    std::cout << execplan::Print(*c->plan);
   return 0;
 }
 
@@ -60,8 +68,11 @@ int ValidateCommand(const CompileFlags& f) {
   const execplan::Plan& p = *c->plan;
   if (p.verdict == execplan::Verdict::kRed) return Report(p.findings, f.file, f.json);
   if (f.json) {
-    std::cout << Json{{"ok", true}, {"content_id", c->doc.content_id},
-                      {"verdict", execplan::VerdictName(p.verdict)}}.dump(2) << "\n";
+    std::cout << Json{{"ok", true},
+                      {"content_id", c->doc.content_id},
+                      {"verdict", execplan::VerdictName(p.verdict)}}
+                     .dump(2)
+              << "\n";
   } else {
     std::cout << f.file << ": valid (" << c->doc.content_id << "), plan verdict "
               << execplan::VerdictName(p.verdict) << "\n";

@@ -24,7 +24,9 @@ std::string Sci(double v) {
   return buf;
 }
 
-Json Number(double v) { return std::isfinite(v) ? Json(v) : Json(std::isnan(v) ? "nan" : "inf"); }
+Json Number(double v) {
+  return std::isfinite(v) ? Json(v) : Json(std::isnan(v) ? "nan" : "inf");
+}
 
 std::string ThresholdText(const conform::GroupResult& g) {
   return std::string(policy::ToleranceName(g.tolerance)) + " (" + Sci(g.thresholds.atol) + "/" +
@@ -76,8 +78,8 @@ int ConformCommand(const ConformFlags& f) {
     errno = 0;
     unsigned long long v = std::strtoull(f.seed.c_str(), &end, 10);
     if (f.seed[0] == '-' || *end || errno) {
-      flag_errors.push_back(UserError(
-          "bad-flag", "", "--seed takes a non-negative integer, got \"" + f.seed + "\""));
+      flag_errors.push_back(
+          UserError("bad-flag", "", "--seed takes a non-negative integer, got \"" + f.seed + "\""));
     }
     seed = v;
   }
@@ -86,9 +88,9 @@ int ConformCommand(const ConformFlags& f) {
     if (std::find(known.begin(), known.end(), op) == known.end()) {
       std::string list;
       for (const std::string& k : known) list += (list.empty() ? "" : ", ") + k;
-      flag_errors.push_back(UserError(
-          "unknown-op", "", "--ops names \"" + op + "\", which conformance does not know",
-          "known: " + list));
+      flag_errors.push_back(UserError("unknown-op", "",
+                                      "--ops names \"" + op + "\", which conformance does not know",
+                                      "known: " + list));
     }
   }
   if (!flag_errors.empty()) return Report(flag_errors, "", f.json);
@@ -102,7 +104,8 @@ int ConformCommand(const ConformFlags& f) {
     std::string why = selection->fallback_reason.value_or("no WebGPU adapter is usable");
     return Report({UserError("no-gpu", "",
                              "no GPU to check: conformance compares GPU kernels with the CPU "
-                             "reference, and " + why,
+                             "reference, and " +
+                                 why,
                              "run it on a machine with a GPU; to check against a software "
                              "adapter, pass --backend=webgpu --allow-software-adapter")},
                   "", f.json);
@@ -111,8 +114,10 @@ int ConformCommand(const ConformFlags& f) {
 
   std::optional<store::Store> store;
   std::vector<Diagnostic> store_problems;
-  if (auto s = store::Store::Open(); s.ok()) store = std::move(s.value());
-  else store_problems = s.errors();
+  if (auto s = store::Store::Open(); s.ok())
+    store = std::move(s.value());
+  else
+    store_problems = s.errors();
 
   if (!f.json) {
     std::cout << "device : " << profile.device << " (" << profile.backend_api << ", "
@@ -161,9 +166,11 @@ int ConformCommand(const ConformFlags& f) {
     for (const conform::GroupResult& g : *results) {
       Json failures = Json::array();
       for (const conform::CaseResult& c : g.cases)
-        if (!c.passed()) failures.push_back({{"case", c.id}, {"message", c.Failure()},
-                                             {"unwritten", c.comparison.unwritten},
-                                             {"mismatches", c.comparison.mismatches}});
+        if (!c.passed())
+          failures.push_back({{"case", c.id},
+                              {"message", c.Failure()},
+                              {"unwritten", c.comparison.unwritten},
+                              {"mismatches", c.comparison.mismatches}});
       auto r = receipts.find(g.group);
       ops.push_back({{"op", g.group},
                      {"cases", g.cases.size()},
@@ -181,11 +188,14 @@ int ConformCommand(const ConformFlags& f) {
                 {"tier", policy::TierName(*tier)},
                 {"seed", seed},
                 {"profile", profile.key},
-                {"device", {{"device", profile.device}, {"vendor", profile.vendor},
-                            {"architecture", profile.architecture}, {"driver", profile.driver},
-                            {"backend_api", profile.backend_api},
-                            {"dawn_version", profile.dawn_version},
-                            {"is_software", profile.is_software}}},
+                {"device",
+                 {{"device", profile.device},
+                  {"vendor", profile.vendor},
+                  {"architecture", profile.architecture},
+                  {"driver", profile.driver},
+                  {"backend_api", profile.backend_api},
+                  {"dawn_version", profile.dawn_version},
+                  {"is_software", profile.is_software}}},
                 {"store", store ? Json(store->root()) : Json()},
                 {"ops", ops}};
     std::cout << out.dump(2) << "\n";

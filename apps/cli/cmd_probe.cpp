@@ -16,18 +16,26 @@ int ProbeCommand(bool json) {
   if (device.ok()) {
     const backend::webgpu::AdapterInfo& a = device.value()->info();
     const backend::webgpu::Limits& l = a.limits;
-    out["adapter"] = {{"vendor", a.vendor}, {"architecture", a.architecture}, {"device", a.device},
-                      {"description", a.description}, {"backend_api", a.backend_api},
-                      {"adapter_type", a.adapter_type}, {"vendor_id", a.vendor_id},
-                      {"device_id", a.device_id}, {"driver", a.driver},
-                      {"dawn_version", a.dawn_version}, {"is_software", a.is_software},
-                      {"software_reason", a.software_reason}, {"profile", device.value()->ProfileKey()}};
-    out["limits"] = {{"max_storage_buffer_binding_size", l.max_storage_buffer_binding_size},
-                     {"max_buffer_size", l.max_buffer_size},
-                     {"max_compute_workgroup_storage_size", l.max_compute_workgroup_storage_size},
-                     {"max_compute_invocations_per_workgroup", l.max_compute_invocations_per_workgroup},
-                     {"max_compute_workgroups_per_dimension", l.max_compute_workgroups_per_dimension},
-                     {"max_storage_buffers_per_shader_stage", l.max_storage_buffers_per_shader_stage}};
+    out["adapter"] = {{"vendor", a.vendor},
+                      {"architecture", a.architecture},
+                      {"device", a.device},
+                      {"description", a.description},
+                      {"backend_api", a.backend_api},
+                      {"adapter_type", a.adapter_type},
+                      {"vendor_id", a.vendor_id},
+                      {"device_id", a.device_id},
+                      {"driver", a.driver},
+                      {"dawn_version", a.dawn_version},
+                      {"is_software", a.is_software},
+                      {"software_reason", a.software_reason},
+                      {"profile", device.value()->ProfileKey()}};
+    out["limits"] = {
+        {"max_storage_buffer_binding_size", l.max_storage_buffer_binding_size},
+        {"max_buffer_size", l.max_buffer_size},
+        {"max_compute_workgroup_storage_size", l.max_compute_workgroup_storage_size},
+        {"max_compute_invocations_per_workgroup", l.max_compute_invocations_per_workgroup},
+        {"max_compute_workgroups_per_dimension", l.max_compute_workgroups_per_dimension},
+        {"max_storage_buffers_per_shader_stage", l.max_storage_buffers_per_shader_stage}};
     out["features"] = a.features;
   } else {
     out["adapter"] = nullptr;
@@ -53,19 +61,28 @@ int ProbeCommand(bool json) {
               << "backend api    : " << a["backend_api"].get<std::string>() << "\n"
               << "driver         : " << a["driver"].get<std::string>() << "\n"
               << "dawn           : " << a["dawn_version"].get<std::string>() << "\n"
-              << "software       : " << (a["is_software"].get<bool>() ? "yes — " + a["software_reason"].get<std::string>() : "no") << "\n"
-              << "limits         : binding " << execplan::FormatBytes(out["limits"]["max_storage_buffer_binding_size"].get<int64_t>())
-              << ", buffer " << execplan::FormatBytes(out["limits"]["max_buffer_size"].get<int64_t>())
-              << ", workgroup storage " << out["limits"]["max_compute_workgroup_storage_size"].get<int64_t>()
-              << " B, " << out["limits"]["max_compute_invocations_per_workgroup"].get<int64_t>()
-              << " invocations, " << out["limits"]["max_compute_workgroups_per_dimension"].get<int64_t>()
+              << "software       : "
+              << (a["is_software"].get<bool>() ? "yes — " + a["software_reason"].get<std::string>()
+                                               : "no")
+              << "\n"
+              << "limits         : binding "
+              << execplan::FormatBytes(
+                     out["limits"]["max_storage_buffer_binding_size"].get<int64_t>())
+              << ", buffer "
+              << execplan::FormatBytes(out["limits"]["max_buffer_size"].get<int64_t>())
+              << ", workgroup storage "
+              << out["limits"]["max_compute_workgroup_storage_size"].get<int64_t>() << " B, "
+              << out["limits"]["max_compute_invocations_per_workgroup"].get<int64_t>()
+              << " invocations, "
+              << out["limits"]["max_compute_workgroups_per_dimension"].get<int64_t>()
               << " workgroups per dimension\n"
               << "features       : ";
     for (size_t i = 0; i < out["features"].size(); ++i)
       std::cout << (i ? ", " : "") << out["features"][i].get<std::string>();
     std::cout << "\n";
   }
-  if (!dawn_log.empty()) std::cout << "driver log     : " << dawn_log.size() << " bytes captured (see --json)\n";
+  if (!dawn_log.empty())
+    std::cout << "driver log     : " << dawn_log.size() << " bytes captured (see --json)\n";
   std::cout << "auto would use : " << out.value("auto_choice", "?") << " — "
             << out.value("auto_reason", "?") << "\n";
   return 0;

@@ -88,7 +88,10 @@ int RunCommand(const CompileFlags& f, const std::string& backend, int threads,
       // Small matrices (a Game-of-Life grid, say) read better as rows.
       std::cout << "\n";
       for (int64_t r = 0; r < sizes[0]; ++r)
-        std::cout << "  " << FormatValues({t.data.begin() + r * sizes[1], t.data.begin() + (r + 1) * sizes[1]}) << "\n";
+        std::cout << "  "
+                  << FormatValues(
+                         {t.data.begin() + r * sizes[1], t.data.begin() + (r + 1) * sizes[1]})
+                  << "\n";
     } else {
       std::cout << " " << FormatValues(t.data) << "\n";
     }

@@ -28,9 +28,13 @@ double Seconds(Clock::time_point a, Clock::time_point b) {
 
 std::string Duration(double s) {
   char buf[32];
-  if (s >= 3600) std::snprintf(buf, sizeof buf, "%dh%02dm", static_cast<int>(s / 3600), static_cast<int>(s / 60) % 60);
-  else if (s >= 60) std::snprintf(buf, sizeof buf, "%dm%02ds", static_cast<int>(s / 60), static_cast<int>(s) % 60);
-  else std::snprintf(buf, sizeof buf, "%.1fs", s);
+  if (s >= 3600)
+    std::snprintf(buf, sizeof buf, "%dh%02dm", static_cast<int>(s / 3600),
+                  static_cast<int>(s / 60) % 60);
+  else if (s >= 60)
+    std::snprintf(buf, sizeof buf, "%dm%02ds", static_cast<int>(s / 60), static_cast<int>(s) % 60);
+  else
+    std::snprintf(buf, sizeof buf, "%.1fs", s);
   return buf;
 }
 
@@ -48,8 +52,9 @@ class Progress {
     int width = 30;
     int filled = static_cast<int>(width * done / std::max<int64_t>(total_, 1));
     char line[256];
-    std::snprintf(line, sizeof line, "epoch %d/%d [%s%s] step %lld/%lld  loss %.4f  %.0f steps/s  ETA %s",
-                  epoch_, epochs_, std::string(filled, '#').c_str(),
+    std::snprintf(line, sizeof line,
+                  "epoch %d/%d [%s%s] step %lld/%lld  loss %.4f  %.0f steps/s  ETA %s", epoch_,
+                  epochs_, std::string(filled, '#').c_str(),
                   std::string(width - filled, '.').c_str(), static_cast<long long>(done),
                   static_cast<long long>(total_), loss, rate, Duration(eta).c_str());
     if (tty_) {
@@ -71,13 +76,14 @@ class Progress {
   Clock::time_point start_;
 };
 
-Status SaveState(session::Session& s, const std::vector<std::string>& names, const std::string& path,
-                 const std::map<std::string, std::string>& meta) {
+Status SaveState(session::Session& s, const std::vector<std::string>& names,
+                 const std::string& path, const std::map<std::string, std::string>& meta) {
   std::vector<store::NamedTensor> tensors;
   for (const std::string& name : names) {
     SCELLIS_ASSIGN_OR_RETURN(backend::HostTensor v, s.Download(name));
-    tensors.push_back({name, "F32", v.type.sizes(),
-                       std::string(reinterpret_cast<const char*>(v.data.data()), v.data.size() * 4)});
+    tensors.push_back(
+        {name, "F32", v.type.sizes(),
+         std::string(reinterpret_cast<const char*>(v.data.data()), v.data.size() * 4)});
   }
   return store::SaveSafetensors(path, tensors, meta);
 }
@@ -98,24 +104,29 @@ int TrainCommand(const CompileFlags& f, const TrainFlags& t) {
   auto head = CompileFile(f, session::Rung::kBlock, {}, code);
   if (!head) return code;
   if (!head->program->train) {
-    return Report({UserError("no-train-section", "", "the document has no \"train\" section",
-                             "add \"train\": {\"loss\": ..., \"optimizer\": {...}, \"data\": {...}}")},
-                  f.file, f.json);
+    return Report(
+        {UserError("no-train-section", "", "the document has no \"train\" section",
+                   "add \"train\": {\"loss\": ..., \"optimizer\": {...}, \"data\": {...}}")},
+        f.file, f.json);
   }
   const block::Program& prog = *head->program;
   const block::TrainSpec spec = *prog.train;
   if (spec.dataset < 0) {
-    return Report({UserError("missing-field", "/train", "the train section needs \"data\": {\"dataset\", \"images\", \"labels\"}")},
-                  f.file, f.json);
+    return Report(
+        {UserError("missing-field", "/train",
+                   "the train section needs \"data\": {\"dataset\", \"images\", \"labels\"}")},
+        f.file, f.json);
   }
   const int epochs = t.epochs > 0 ? t.epochs : spec.epochs;
   if (t.steps_per_run < 1 || t.steps_per_run > 64) {
     return Report({UserError("bad-flag", "", "--steps-per-run takes 1 to 64")}, "", f.json);
   }
 
-  auto train_data = data::LoadDataset(prog.blocks[spec.dataset].params["source"].get<std::string>(), "train");
+  auto train_data =
+      data::LoadDataset(prog.blocks[spec.dataset].params["source"].get<std::string>(), "train");
   if (!train_data.ok()) return Report(train_data.errors(), f.file, f.json);
-  auto test_data = data::LoadDataset(prog.blocks[spec.dataset].params["source"].get<std::string>(), "test");
+  auto test_data =
+      data::LoadDataset(prog.blocks[spec.dataset].params["source"].get<std::string>(), "test");
   if (!test_data.ok()) return Report(test_data.errors(), f.file, f.json);
 
   // The batch dimension is the first dimension of the images input.
@@ -131,8 +142,8 @@ int TrainCommand(const CompileFlags& f, const TrainFlags& t) {
   eval_options.lower.mode = block::LowerMode::kForward;
   if (!batch_dim.empty()) eval_options.lower.bind[batch_dim] = spec.eval_batch;
 
-  backend::SelectOptions select{.requested = t.backend, .allow_software_adapter = t.allow_software,
-                                .cpu_threads = t.threads};
+  backend::SelectOptions select{
+      .requested = t.backend, .allow_software_adapter = t.allow_software, .cpu_threads = t.threads};
   auto step_backend = backend::SelectBackend(select);
   if (!step_backend.ok()) return Report(step_backend.errors(), "", f.json);
   auto eval_backend = backend::SelectBackend(select);
@@ -142,9 +153,11 @@ int TrainCommand(const CompileFlags& f, const TrainFlags& t) {
   if (backend_name == "cpu") {
     std::cerr << backend::CpuBanner(fallback ? *fallback : "requested with --backend=cpu");
   }
-  auto trainer = session::Session::Prepare(text.value(), step_options, std::move(step_backend.value()));
+  auto trainer =
+      session::Session::Prepare(text.value(), step_options, std::move(step_backend.value()));
   if (!trainer.ok()) return Report(trainer.errors(), f.file, f.json);
-  auto evaluator = session::Session::Prepare(text.value(), eval_options, std::move(eval_backend.value()));
+  auto evaluator =
+      session::Session::Prepare(text.value(), eval_options, std::move(eval_backend.value()));
   if (!evaluator.ok()) return Report(evaluator.errors(), f.file, f.json);
   session::Session& s = *trainer.value();
   session::Session& ev = *evaluator.value();
@@ -174,12 +187,14 @@ int TrainCommand(const CompileFlags& f, const TrainFlags& t) {
     }
     start_epoch = std::stoi(meta["epoch"]);
     global_step = std::stoll(meta["step"]);
-    std::cerr << "resumed from " << t.resume << " after epoch " << start_epoch << " (step " << global_step << ")\n";
+    std::cerr << "resumed from " << t.resume << " after epoch " << start_epoch << " (step "
+              << global_step << ")\n";
   }
 
   if (!t.init_out.empty()) {
     Status st = SaveState(s, state, t.init_out,
-                          {{"epoch", std::to_string(start_epoch)}, {"step", std::to_string(global_step)},
+                          {{"epoch", std::to_string(start_epoch)},
+                           {"step", std::to_string(global_step)},
                            {"content_id", head->doc.content_id}});
     if (!st.ok()) return Report(st.errors(), t.init_out, f.json);
   }
@@ -260,17 +275,23 @@ int TrainCommand(const CompileFlags& f, const TrainFlags& t) {
     }
     double accuracy = seen ? static_cast<double>(correct) / seen : 0;
     double epoch_seconds = Seconds(epoch_start, Clock::now());
-    std::fprintf(stderr, "epoch %d/%d: mean loss %.4f, test accuracy %.4f (%lld examples), %s (train %s, %.0f steps/s)\n",
+    std::fprintf(stderr,
+                 "epoch %d/%d: mean loss %.4f, test accuracy %.4f (%lld examples), %s (train %s, "
+                 "%.0f steps/s)\n",
                  epoch + 1, epochs, loss_sum / std::max<int64_t>(steps_per_epoch, 1), accuracy,
                  static_cast<long long>(seen), Duration(epoch_seconds).c_str(),
                  Duration(train_seconds).c_str(), steps_per_epoch / std::max(train_seconds, 1e-9));
-    summary["epochs"].push_back({{"epoch", epoch + 1}, {"mean_loss", loss_sum / std::max<int64_t>(steps_per_epoch, 1)},
-                                 {"test_accuracy", accuracy}, {"seconds", epoch_seconds},
-                                 {"train_seconds", train_seconds}, {"steps", steps_per_epoch}});
+    summary["epochs"].push_back({{"epoch", epoch + 1},
+                                 {"mean_loss", loss_sum / std::max<int64_t>(steps_per_epoch, 1)},
+                                 {"test_accuracy", accuracy},
+                                 {"seconds", epoch_seconds},
+                                 {"train_seconds", train_seconds},
+                                 {"steps", steps_per_epoch}});
 
     if (!t.checkpoint.empty()) {
       Status st = SaveState(s, state, t.checkpoint,
-                            {{"epoch", std::to_string(epoch + 1)}, {"step", std::to_string(global_step)},
+                            {{"epoch", std::to_string(epoch + 1)},
+                             {"step", std::to_string(global_step)},
                              {"content_id", head->doc.content_id}});
       if (!st.ok()) return Report(st.errors(), t.checkpoint, f.json);
     }
@@ -287,15 +308,16 @@ int TrainCommand(const CompileFlags& f, const TrainFlags& t) {
   if (f.json) {
     std::cout << summary.dump(2) << "\n";
   } else {
-    std::cout << "trained " << f.file << " on " << backend_name << " (" << summary["executor"].get<std::string>()
-              << ", " << t.steps_per_run << " steps per submission)"
-              << (fallback ? "; fallback: " + *fallback : "") << "\n";
+    std::cout << "trained " << f.file << " on " << backend_name << " ("
+              << summary["executor"].get<std::string>() << ", " << t.steps_per_run
+              << " steps per submission)" << (fallback ? "; fallback: " + *fallback : "") << "\n";
     for (const Json& e : summary["epochs"]) {
       std::printf("  epoch %d  loss %.4f  test accuracy %.4f  %s\n", e["epoch"].get<int>(),
                   e["mean_loss"].get<double>(), e["test_accuracy"].get<double>(),
                   Duration(e["seconds"].get<double>()).c_str());
     }
-    std::printf("  time per epoch %s\n", Duration(summary["seconds_per_epoch"].get<double>()).c_str());
+    std::printf("  time per epoch %s\n",
+                Duration(summary["seconds_per_epoch"].get<double>()).c_str());
   }
   return 0;
 }
@@ -305,13 +327,16 @@ void AddTrainCommand(CLI::App& app, CompileFlags& f, TrainFlags& t, CLI::App*& c
   AddCompileFlags(cmd, f);
   cmd->add_option("--epochs", t.epochs, "epochs (default: the document's)");
   cmd->add_option("--steps-per-run", t.steps_per_run, "training steps per submission, 1 to 64");
-  cmd->add_option("--backend", t.backend, "auto | webgpu | cpu")->check(CLI::IsMember({"auto", "webgpu", "cpu"}));
+  cmd->add_option("--backend", t.backend, "auto | webgpu | cpu")
+      ->check(CLI::IsMember({"auto", "webgpu", "cpu"}));
   cmd->add_flag("--allow-software-adapter", t.allow_software, "accept a software WebGPU adapter");
   cmd->add_option("--threads", t.threads, "CPU reference threads");
-  cmd->add_option("--checkpoint", t.checkpoint, "write params and optimizer state here after each epoch (.safetensors, atomic)");
+  cmd->add_option("--checkpoint", t.checkpoint,
+                  "write params and optimizer state here after each epoch (.safetensors, atomic)");
   cmd->add_option("--resume", t.resume, "continue from a checkpoint");
   cmd->add_option("--max-steps", t.max_steps, "cap the steps of each epoch (for quick checks)");
-  cmd->add_option("--init-out", t.init_out, "write the initial params and optimizer state (.safetensors)");
+  cmd->add_option("--init-out", t.init_out,
+                  "write the initial params and optimizer state (.safetensors)");
   cmd->add_option("--losses-out", t.losses_out, "write every step's loss as JSON");
 }
 

@@ -10,7 +10,8 @@ namespace scellis::cli {
 
 void AddCompileFlags(CLI::App* cmd, CompileFlags& f) {
   cmd->add_option("file", f.file, "workflow document or graph (JSON)")->required();
-  cmd->add_option("--tier", f.tier, "determinism tier: debug | prod | fast (composes strictest-wins)")
+  cmd->add_option("--tier", f.tier,
+                  "determinism tier: debug | prod | fast (composes strictest-wins)")
       ->check(CLI::IsMember({"debug", "prod", "fast"}));
   cmd->add_flag("--tier-override", f.tier_override,
                 "let --tier replace the declared tiers (announced when it drops a stricter one)");
@@ -27,10 +28,14 @@ std::optional<int64_t> ParseBytes(const std::string& s) {
   double v = std::strtod(s.c_str(), &end);
   std::string suffix = end;
   double mult = 1;
-  if (suffix == "K" || suffix == "KiB") mult = 1024;
-  else if (suffix == "M" || suffix == "MiB") mult = 1024.0 * 1024;
-  else if (suffix == "G" || suffix == "GiB") mult = 1024.0 * 1024 * 1024;
-  else if (!suffix.empty()) return std::nullopt;
+  if (suffix == "K" || suffix == "KiB")
+    mult = 1024;
+  else if (suffix == "M" || suffix == "MiB")
+    mult = 1024.0 * 1024;
+  else if (suffix == "G" || suffix == "GiB")
+    mult = 1024.0 * 1024 * 1024;
+  else if (!suffix.empty())
+    return std::nullopt;
   if (!(v > 0) || v * mult > 9e18) return std::nullopt;
   return static_cast<int64_t>(v * mult);
 }
@@ -43,8 +48,11 @@ int Report(const std::vector<Diagnostic>& diags, const std::string& file, bool j
   for (const Diagnostic& d : diags) {
     std::cerr << d.Format(file) << "\n";
     if (d.severity == Severity::kError) code = std::max(code, ExitCodeFor(d));
-    out.push_back({{"code", d.code}, {"pointer", d.pointer}, {"where", d.where},
-                   {"message", d.message}, {"help", d.help},
+    out.push_back({{"code", d.code},
+                   {"pointer", d.pointer},
+                   {"where", d.where},
+                   {"message", d.message},
+                   {"help", d.help},
                    {"severity", d.severity == Severity::kError ? "error" : "warning"}});
   }
   if (json && code) std::cout << Json{{"ok", false}, {"diagnostics", out}}.dump(2) << "\n";
@@ -56,8 +64,7 @@ void PrintNotes(const std::vector<Diagnostic>& notes, const std::string& file) {
 }
 
 std::optional<session::Compiled> CompileFile(const CompileFlags& f, session::Rung up_to,
-                                             const execplan::DeviceLimits& limits,
-                                             int& exit_code) {
+                                             const execplan::DeviceLimits& limits, int& exit_code) {
   std::vector<Diagnostic> flag_errors;
   session::CompileOptions options;
   options.up_to = up_to;
@@ -79,7 +86,8 @@ std::optional<session::Compiled> CompileFile(const CompileFlags& f, session::Run
   if (!f.budget.empty()) {
     options.plan.budget_bytes = ParseBytes(f.budget);
     if (!options.plan.budget_bytes)
-      flag_errors.push_back(UserError("bad-flag", "", "--budget takes a byte count such as 2G, got \"" + f.budget + "\""));
+      flag_errors.push_back(UserError(
+          "bad-flag", "", "--budget takes a byte count such as 2G, got \"" + f.budget + "\""));
   }
   if (!flag_errors.empty()) {
     exit_code = Report(flag_errors, "", f.json);

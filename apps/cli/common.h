@@ -38,8 +38,7 @@ void AddConformFlags(CLI::App* cmd, ConformFlags& f);
 // Reads the file and compiles it up to `up_to`. On failure prints the diagnostics (stderr; also a
 // JSON object on stdout with --json) and returns the exit code in `exit_code`.
 std::optional<session::Compiled> CompileFile(const CompileFlags& f, session::Rung up_to,
-                                             const execplan::DeviceLimits& limits,
-                                             int& exit_code);
+                                             const execplan::DeviceLimits& limits, int& exit_code);
 
 // Prints diagnostics and returns the exit code they call for.
 int Report(const std::vector<Diagnostic>& diags, const std::string& file, bool json);
@@ -52,7 +51,7 @@ struct TrainFlags {
   bool allow_software = false;
   int threads = 0;
   std::string checkpoint, resume;
-  int64_t max_steps = 0;  // caps each epoch's steps (quick checks)
+  int64_t max_steps = 0;   // caps each epoch's steps (quick checks)
   std::string init_out;    // the initial state, as safetensors (for peers to start from)
   std::string losses_out;  // every step's loss, as JSON
 };

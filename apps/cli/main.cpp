@@ -5,8 +5,9 @@
 
 int main(int argc, char** argv) {
   using namespace scellis::cli;
-  CLI::App app{"Scellis: compute workflows lowered rung by rung to WGSL, run on WebGPU or the CPU "
-               "reference"};
+  CLI::App app{
+      "Scellis: compute workflows lowered rung by rung to WGSL, run on WebGPU or the CPU "
+      "reference"};
   app.require_subcommand(1);
 
   CompileFlags run_flags;
@@ -30,7 +31,8 @@ int main(int argc, char** argv) {
   lower->add_option("--dump-rungs", dump_dir, "write every rung into DIR");
 
   CompileFlags plan_flags;
-  CLI::App* plan = app.add_subcommand("plan", "print the execution plan: tier, tolerances, memory, verdict");
+  CLI::App* plan =
+      app.add_subcommand("plan", "print the execution plan: tier, tolerances, memory, verdict");
   AddCompileFlags(plan, plan_flags);
 
   CompileFlags validate_flags;
@@ -43,7 +45,8 @@ int main(int argc, char** argv) {
   AddTrainCommand(app, train_flags, train_opts, train);
 
   bool probe_json = false;
-  CLI::App* probe = app.add_subcommand("probe", "show the WebGPU adapter, its limits, and what auto would choose");
+  CLI::App* probe = app.add_subcommand(
+      "probe", "show the WebGPU adapter, its limits, and what auto would choose");
   probe->add_flag("--json", probe_json, "machine-readable output");
 
   ConformFlags conform_flags;

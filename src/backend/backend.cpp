@@ -4,7 +4,9 @@
 
 namespace scellis::backend {
 
-std::string FeedName(const webir::Node& n) { return n.label.empty() ? n.name : n.label; }
+std::string FeedName(const webir::Node& n) {
+  return n.label.empty() ? n.name : n.label;
+}
 
 Result<std::vector<float>> SourceData(const webir::Node& n, const Feeds& feeds) {
   int64_t count = n.type.elements();
@@ -40,11 +42,13 @@ Json ResultToJson(const RunResult& r) {
       // Integral values print as integers ([0, 60, 120]), like the protocol's own examples.
       if (std::isfinite(v) && v == std::floor(v) && std::fabs(v) < 16777216.0f)
         data.push_back(static_cast<int64_t>(v));
-      else if (std::isfinite(v)) data.push_back(v);
-      else data.push_back(std::isnan(v) ? "NaN" : (v > 0 ? "Infinity" : "-Infinity"));
+      else if (std::isfinite(v))
+        data.push_back(v);
+      else
+        data.push_back(std::isnan(v) ? "NaN" : (v > 0 ? "Infinity" : "-Infinity"));
     }
-    j["outputs"][name] = {{"shape", t.type.sizes()}, {"dtype", DTypeName(t.type.dtype)},
-                          {"data", data}};
+    j["outputs"][name] = {
+        {"shape", t.type.sizes()}, {"dtype", DTypeName(t.type.dtype)}, {"data", data}};
   }
   j["stats"] = r.stats;
   return j;

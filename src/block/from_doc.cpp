@@ -22,7 +22,8 @@ class Lowering {
     prog_.tolerance = doc_.tolerance.value_or(policy::ToleranceClass::kDefault);
 
     for (const doc::Node& n : doc_.nodes) LowerNode(n);
-    for (const doc::Output& o : doc_.outputs) prog_.outputs.push_back({o.name, index_.at(o.source)});
+    for (const doc::Output& o : doc_.outputs)
+      prog_.outputs.push_back({o.name, index_.at(o.source)});
     ResolveCarries();
     ResolveTrain();
     prog_.mode = options_.mode;
@@ -34,8 +35,8 @@ class Lowering {
  private:
   void Error(std::string code, std::string pointer, std::string message, const doc::Node& n,
              std::string help = "") {
-    Diagnostic d = UserError(std::move(code), std::move(pointer), std::move(message),
-                             std::move(help));
+    Diagnostic d =
+        UserError(std::move(code), std::move(pointer), std::move(message), std::move(help));
     d.where = n.Describe();
     errors_.push_back(std::move(d));
   }
@@ -45,18 +46,21 @@ class Lowering {
     auto it = t.find(key);
     if (it == t.end()) {
       if (required)
-        errors_.push_back(UserError("missing-field", pointer, std::string("the train section needs \"") + key + "\""));
+        errors_.push_back(UserError("missing-field", pointer,
+                                    std::string("the train section needs \"") + key + "\""));
       return -1;
     }
     auto found = it->is_string() ? index_.find(it->get<std::string>()) : index_.end();
     if (found == index_.end()) {
-      errors_.push_back(UserError("dangling-reference", PointerJoin(pointer, key),
-                                  std::string("\"") + key + "\" is " + it->dump() + ", not a node id"));
+      errors_.push_back(
+          UserError("dangling-reference", PointerJoin(pointer, key),
+                    std::string("\"") + key + "\" is " + it->dump() + ", not a node id"));
       return -1;
     }
     if (want_type && prog_.blocks[found->second].type != want_type) {
-      errors_.push_back(UserError("bad-train-section", PointerJoin(pointer, key),
-                                  std::string("\"") + key + "\" must name a " + want_type + " node"));
+      errors_.push_back(
+          UserError("bad-train-section", PointerJoin(pointer, key),
+                    std::string("\"") + key + "\" must name a " + want_type + " node"));
       return -1;
     }
     return found->second;
@@ -78,8 +82,9 @@ class Lowering {
       if (it == t.end()) return fallback;
       if (!it->is_number_integer() || it->get<int64_t>() < lo || it->get<int64_t>() > hi) {
         errors_.push_back(UserError("bad-train-section", PointerJoin("/train", key),
-                                    std::string("\"") + key + "\" is " + it->dump() + ", expected an integer in [" +
-                                        std::to_string(lo) + ", " + std::to_string(hi) + "]"));
+                                    std::string("\"") + key + "\" is " + it->dump() +
+                                        ", expected an integer in [" + std::to_string(lo) + ", " +
+                                        std::to_string(hi) + "]"));
         return fallback;
       }
       return it->get<int64_t>();
@@ -88,30 +93,40 @@ class Lowering {
     spec.eval_batch = integer("eval_batch", 1000, 1, int64_t{1} << 24);
     spec.epochs = static_cast<int>(integer("epochs", 1, 1, 100000));
     spec.shuffle_seed = static_cast<uint64_t>(integer("shuffle_seed", 0, 0, int64_t{1} << 53));
-    const Json* opt = t.contains("optimizer") && t["optimizer"].is_object() ? &t["optimizer"] : nullptr;
+    const Json* opt =
+        t.contains("optimizer") && t["optimizer"].is_object() ? &t["optimizer"] : nullptr;
     if (!opt || !opt->contains("kind") || !(*opt)["kind"].is_string()) {
-      errors_.push_back(UserError("missing-field", "/train", "the train section needs \"optimizer\": {\"kind\": \"adam\" | \"adamw\" | \"sgd\", ...}"));
+      errors_.push_back(UserError("missing-field", "/train",
+                                  "the train section needs \"optimizer\": {\"kind\": \"adam\" | "
+                                  "\"adamw\" | \"sgd\", ...}"));
     } else {
       OptimizerSpec& o = spec.optimizer;
       o.kind = (*opt)["kind"].get<std::string>();
       if (o.kind != "sgd" && o.kind != "adam" && o.kind != "adamw") {
-        errors_.push_back(UserError("bad-optimizer", "/train/optimizer/kind",
-                                    "the optimizer is \"" + o.kind + "\", expected sgd, adam or adamw"));
+        errors_.push_back(
+            UserError("bad-optimizer", "/train/optimizer/kind",
+                      "the optimizer is \"" + o.kind + "\", expected sgd, adam or adamw"));
       }
       if (o.kind == "adamw") o.weight_decay = 1e-2;  // PyTorch's AdamW default
       for (auto it = opt->begin(); it != opt->end(); ++it) {
         const std::string& k = it.key();
         if (k == "kind") continue;
-        double* field = k == "lr" ? &o.lr : k == "momentum" ? &o.momentum : k == "dampening" ? &o.dampening
-                      : k == "weight_decay" ? &o.weight_decay : k == "beta1" ? &o.beta1
-                      : k == "beta2" ? &o.beta2 : k == "eps" ? &o.eps : nullptr;
+        double* field = k == "lr"             ? &o.lr
+                        : k == "momentum"     ? &o.momentum
+                        : k == "dampening"    ? &o.dampening
+                        : k == "weight_decay" ? &o.weight_decay
+                        : k == "beta1"        ? &o.beta1
+                        : k == "beta2"        ? &o.beta2
+                        : k == "eps"          ? &o.eps
+                                              : nullptr;
         if (k == "nesterov" && it->is_boolean()) {
           o.nesterov = it->get<bool>();
         } else if (field && it->is_number() && it->get<double>() >= 0) {
           *field = it->get<double>();
         } else {
           errors_.push_back(UserError("bad-optimizer", PointerJoin("/train/optimizer", k),
-                                      "the optimizer field \"" + k + "\" is " + it->dump() + ", not a known non-negative setting"));
+                                      "the optimizer field \"" + k + "\" is " + it->dump() +
+                                          ", not a known non-negative setting"));
         }
       }
     }
@@ -127,7 +142,8 @@ class Lowering {
       if (!carry) continue;
       std::string pointer = ParamPointer(n, "carry");
       if ((n.op != "input" && n.op != "param") || !carry->is_string()) {
-        Error("bad-carry", pointer, "\"carry\" belongs on an input or param and names an output", n);
+        Error("bad-carry", pointer, "\"carry\" belongs on an input or param and names an output",
+              n);
         continue;
       }
       int out = -1;
@@ -135,7 +151,9 @@ class Lowering {
         if (prog_.outputs[i].name == carry->get<std::string>()) out = static_cast<int>(i);
       if (out < 0) {
         Error("dangling-reference", pointer,
-              "the carry names the output \"" + carry->get<std::string>() + "\", which does not exist", n);
+              "the carry names the output \"" + carry->get<std::string>() +
+                  "\", which does not exist",
+              n);
         continue;
       }
       prog_.carries.push_back({out, index_.at(n.id)});
@@ -147,15 +165,19 @@ class Lowering {
     std::optional<policy::TierDeclaration> override_tier;
     if (doc_.tier) {
       policy::TierDeclaration decl{*doc_.tier, "the document", doc_.tier_pointer};
-      if (doc_.tier_override) override_tier = decl;
-      else declared.push_back(decl);
+      if (doc_.tier_override)
+        override_tier = decl;
+      else
+        declared.push_back(decl);
     }
     for (const doc::Node& n : doc_.nodes)
       if (n.tier) declared.push_back({*n.tier, "node " + n.id, n.pointer + "/determinism"});
     if (options_.tier) {
       policy::TierDeclaration decl{*options_.tier, "--tier", ""};
-      if (options_.tier_override) override_tier = decl;
-      else declared.push_back(decl);
+      if (options_.tier_override)
+        override_tier = decl;
+      else
+        declared.push_back(decl);
     }
     auto r = policy::ResolveTier(declared, override_tier);
     if (!r.ok()) {
@@ -168,16 +190,19 @@ class Lowering {
   }
 
   std::optional<TensorType> ParseShape(const doc::Node& n, const Json& shape) {
-    std::string pointer = PointerJoin(n.pointer, doc_.form == doc::Form::kGraph ? "shape" : "params");
+    std::string pointer =
+        PointerJoin(n.pointer, doc_.form == doc::Form::kGraph ? "shape" : "params");
     if (doc_.form == doc::Form::kWorkflow) pointer = PointerJoin(pointer, "shape");
     if (!shape.is_array()) {
-      Error("bad-shape", pointer, "the shape is " + shape.dump() + ", expected an array of sizes", n);
+      Error("bad-shape", pointer, "the shape is " + shape.dump() + ", expected an array of sizes",
+            n);
       return std::nullopt;
     }
     if (shape.size() > static_cast<size_t>(kMaxRank)) {
       Error("bad-shape", pointer,
-            "the shape has rank " + std::to_string(shape.size()) + ", the largest supported rank is " +
-                std::to_string(kMaxRank), n);
+            "the shape has rank " + std::to_string(shape.size()) +
+                ", the largest supported rank is " + std::to_string(kMaxRank),
+            n);
       return std::nullopt;
     }
     TensorType t;
@@ -221,8 +246,8 @@ class Lowering {
     if (auto dt = FindParam(n, "dtype"); dt) {
       auto parsed = dt->is_string() ? ParseDType(dt->get<std::string>()) : std::nullopt;
       if (!parsed) {
-        Error("bad-dtype", PointerJoin(n.pointer, "dtype"), "the dtype is " + dt->dump() +
-                                                                ", expected \"f32\" or \"i32\"", n);
+        Error("bad-dtype", PointerJoin(n.pointer, "dtype"),
+              "the dtype is " + dt->dump() + ", expected \"f32\" or \"i32\"", n);
         return std::nullopt;
       }
       t.dtype = *parsed;
@@ -244,15 +269,16 @@ class Lowering {
                                               const TensorType& t) {
     std::string pointer = ParamPointer(n, "data");
     if (!data.is_array()) {
-      Error("non-numeric-data", pointer, "the data is " + std::string(data.type_name()) +
-                                             ", expected a flat array of numbers", n);
+      Error("non-numeric-data", pointer,
+            "the data is " + std::string(data.type_name()) + ", expected a flat array of numbers",
+            n);
       return std::nullopt;
     }
     if (static_cast<int64_t>(data.size()) != t.elements()) {
       Error("data-length-mismatch", pointer,
             "the data has " + std::to_string(data.size()) + " values but the shape " +
-                t.ShapeStringWithSizes() + " holds " + std::to_string(t.elements()), n,
-            "data is flat, in row-major order");
+                t.ShapeStringWithSizes() + " holds " + std::to_string(t.elements()),
+            n, "data is flat, in row-major order");
       return std::nullopt;
     }
     std::vector<float> values;
@@ -282,7 +308,8 @@ class Lowering {
     if (!init || !init->is_object() || !init->contains("kind") || !(*init)["kind"].is_string()) {
       Error("missing-initializer", pointer,
             "a param declares its initializer, e.g. {\"kind\": \"uniform\", \"low\": -0.1, "
-            "\"high\": 0.1, \"seed\": 1}", n);
+            "\"high\": 0.1, \"seed\": 1}",
+            n);
       return std::nullopt;
     }
     Initializer out;
@@ -295,8 +322,8 @@ class Lowering {
       // A seed is a 64-bit counter-hash key: a non-negative integer (converting anything else
       // would be undefined behaviour, not just a different stream).
       double v = s->is_number() ? s->get<double>() : -1;
-      bool integral_float = s->is_number_float() && v >= 0 && v < 18446744073709551616.0 &&
-                            v == std::floor(v);
+      bool integral_float =
+          s->is_number_float() && v >= 0 && v < 18446744073709551616.0 && v == std::floor(v);
       if (!s->is_number_unsigned() && !integral_float) {
         Error("bad-initializer", PointerJoin(pointer, "seed"),
               "the seed is " + s->dump() + ", expected a non-negative integer", n);
@@ -318,8 +345,10 @@ class Lowering {
     } else if (out.kind == "zeros" || out.kind == "ones") {
     } else {
       Error("bad-initializer", PointerJoin(pointer, "kind"),
-            "the initializer kind is \"" + out.kind + "\", expected uniform, kaiming_uniform, "
-            "zeros or ones", n);
+            "the initializer kind is \"" + out.kind +
+                "\", expected uniform, kaiming_uniform, "
+                "zeros or ones",
+            n);
       return std::nullopt;
     }
     if (!init->contains("seed") && out.kind == "uniform") {
@@ -327,11 +356,13 @@ class Lowering {
       return std::nullopt;
     }
     const double f32_max = std::numeric_limits<float>::max();
-    if (out.kind == "uniform" && !(std::fabs(out.low) <= f32_max && std::fabs(out.high) <= f32_max &&
-                                   std::fabs(out.high - out.low) <= f32_max)) {
+    if (out.kind == "uniform" &&
+        !(std::fabs(out.low) <= f32_max && std::fabs(out.high) <= f32_max &&
+          std::fabs(out.high - out.low) <= f32_max)) {
       Error("data-out-of-range", pointer,
             "the initializer draws from [" + Json(out.low).dump() + ", " + Json(out.high).dump() +
-                "], which does not fit in f32", n);
+                "], which does not fit in f32",
+            n);
       return std::nullopt;
     }
     return out;
@@ -358,8 +389,9 @@ class Lowering {
       return;
     }
     if (n.op == "input" || n.op == "param" || n.op == "full") {
-      b.kind = n.op == "input" ? BlockKind::kInput : n.op == "param" ? BlockKind::kParam
-                                                                      : BlockKind::kFull;
+      b.kind = n.op == "input"   ? BlockKind::kInput
+               : n.op == "param" ? BlockKind::kParam
+                                 : BlockKind::kFull;
       if (!n.inputs.empty()) {
         Error("unexpected-input", n.inputs[0].pointer, "a " + n.op + " block takes no inputs", n);
         ok = false;

@@ -1,6 +1,7 @@
+#include "block/program.h"
+
 #include <cmath>
 
-#include "block/program.h"
 #include "core/random.h"
 
 namespace scellis::block {
@@ -43,7 +44,8 @@ std::string Print(const Program& p) {
     }
     out += "\n";
   }
-  for (const Output& o : p.outputs) out += "  output " + o.name + " = %" + p.blocks[o.block].id + "\n";
+  for (const Output& o : p.outputs)
+    out += "  output " + o.name + " = %" + p.blocks[o.block].id + "\n";
   return out;
 }
 
@@ -69,7 +71,8 @@ Json ToJson(const Program& p) {
     }
     j["blocks"].push_back(jb);
   }
-  for (const Output& o : p.outputs) j["outputs"].push_back({{"name", o.name}, {"block", p.blocks[o.block].id}});
+  for (const Output& o : p.outputs)
+    j["outputs"].push_back({{"name", o.name}, {"block", p.blocks[o.block].id}});
   return j;
 }
 

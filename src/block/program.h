@@ -17,11 +17,11 @@
 namespace scellis::block {
 
 enum class BlockKind {
-  kInput,  // data given inline or fed at run time
-  kParam,  // trainable tensor with a declared, seeded initializer
-  kFull,   // a constant tensor filled with one value
+  kInput,    // data given inline or fed at run time
+  kParam,    // trainable tensor with a declared, seeded initializer
+  kFull,     // a constant tensor filled with one value
   kDataset,  // a host-side source of batches (IDX files); its fields feed input blocks
-  kOp,     // one tensor operation; its meaning is resolved at WebIR
+  kOp,       // one tensor operation; its meaning is resolved at WebIR
 };
 
 // A declared initializer. Counter-based: element i is a pure function of (seed, i).
@@ -34,7 +34,7 @@ struct Initializer {
 
 struct Block {
   std::string id;
-  std::string type;   // "input", "param", "full" or an op name
+  std::string type;  // "input", "param", "full" or an op name
   std::string label;
   BlockKind kind = BlockKind::kOp;
   std::vector<std::pair<std::string, int>> inputs;  // port → index of the producing block
@@ -70,13 +70,13 @@ struct OptimizerSpec {
 
 // The "train" section: one forward, exactly one backward and one update per step.
 struct TrainSpec {
-  int loss = -1;             // block whose scalar output is the loss
-  std::vector<int> params;   // param blocks updated by the optimizer (all of them)
+  int loss = -1;            // block whose scalar output is the loss
+  std::vector<int> params;  // param blocks updated by the optimizer (all of them)
   OptimizerSpec optimizer;
-  int dataset = -1;          // dataset block
-  int images = -1;           // input block fed with the dataset's images
-  int labels = -1;           // input block fed with its labels
-  int eval_output = -1;      // block whose output is scored for accuracy (logits)
+  int dataset = -1;      // dataset block
+  int images = -1;       // input block fed with the dataset's images
+  int labels = -1;       // input block fed with its labels
+  int eval_output = -1;  // block whose output is scored for accuracy (logits)
   int64_t batch = 64;
   int64_t eval_batch = 1000;
   int epochs = 1;
@@ -106,8 +106,8 @@ struct Program {
 };
 
 struct LowerOptions {
-  std::optional<policy::Tier> tier;  // --tier: declares a tier, composing strictest-wins
-  bool tier_override = false;        // --tier-override: replaces the declared tiers
+  std::optional<policy::Tier> tier;     // --tier: declares a tier, composing strictest-wins
+  bool tier_override = false;           // --tier-override: replaces the declared tiers
   std::map<std::string, int64_t> bind;  // --bind N=64: binds symbolic dims
   LowerMode mode = LowerMode::kTrainStep;
 };

@@ -20,7 +20,8 @@ constexpr int64_t kBigSide = 2049;
 // Builds one graph-protocol document, node by node.
 class DocBuilder {
  public:
-  int Input(const std::string& name, Shape shape, Domain domain = Domain::kSigned, int classes = 0) {
+  int Input(const std::string& name, Shape shape, Domain domain = Domain::kSigned,
+            int classes = 0) {
     inputs_.push_back({name, shape, domain, classes});
     return Add({{"op", "input"}, {"name", name}, {"shape", shape}});
   }
@@ -93,8 +94,8 @@ bool TakesBigCase(const std::string& op) {
 
 void UnaryCases(const OpDef& def, std::vector<Case>& out) {
   const std::pair<const char*, Shape> shapes[] = {
-      {"size1", {1}},       {"rank0", {}},           {"prime7", {7}},
-      {"prime97", {97}},    {"prime1009", {1009}},   {"wg64", {64}},
+      {"size1", {1}},        {"rank0", {}},           {"prime7", {7}},
+      {"prime97", {97}},     {"prime1009", {1009}},   {"wg64", {64}},
       {"rank3", {3, 5, 67}}, {"rank4", {2, 3, 5, 7}}, {"empty", {0, 5}},
   };
   for (const auto& [name, shape] : shapes) {
@@ -154,10 +155,9 @@ void BinaryCases(const OpDef& def, std::vector<Case>& out) {
 
 void ReduceCases(const OpDef& def, std::vector<Case>& out) {
   const std::pair<const char*, Shape> whole[] = {
-      {"whole_size1", {1}},          {"whole_prime97", {97}},
-      {"whole_prime1009", {1009}},   {"whole_rank3", {7, 13, 67}},
-      {"whole_65537", {65537}},      // more than 256 lanes x 256 elements
-      {"whole_empty", {0}},          // the sum of nothing is 0 (the mean NaN)
+      {"whole_size1", {1}},         {"whole_prime97", {97}},  {"whole_prime1009", {1009}},
+      {"whole_rank3", {7, 13, 67}}, {"whole_65537", {65537}},  // more than 256 lanes x 256 elements
+      {"whole_empty", {0}},  // the sum of nothing is 0 (the mean NaN)
   };
   for (const auto& [name, shape] : whole) {
     DocBuilder b;
@@ -177,10 +177,10 @@ void ReduceCases(const OpDef& def, std::vector<Case>& out) {
     bool keepdim;
   };
   const AxisCase axes[] = {
-      {"axis0", {7, 13, 67}, 0, false},   {"axis1", {7, 13, 67}, 1, false},
-      {"axis2", {7, 13, 67}, 2, false},   {"axis_neg1", {7, 13, 67}, -1, false},
+      {"axis0", {7, 13, 67}, 0, false},        {"axis1", {7, 13, 67}, 1, false},
+      {"axis2", {7, 13, 67}, 2, false},        {"axis_neg1", {7, 13, 67}, -1, false},
       {"axis1_keepdim", {7, 13, 67}, 1, true}, {"axis0_size1", {1, 97}, 0, false},
-      {"axis0_rank1", {1009}, 0, false},  {"axis2_rank4", {2, 3, 5, 7}, 2, false},
+      {"axis0_rank1", {1009}, 0, false},       {"axis2_rank4", {2, 3, 5, 7}, 2, false},
       {"axis0_empty_axis", {0, 5}, 0, false},  // every output reduces nothing
       {"axis0_empty_rest", {5, 0}, 0, false},  // no outputs at all
   };
@@ -243,12 +243,9 @@ void LayoutCases(const OpDef& def, std::vector<Case>& out) {
   }
   if (HasAttr(def, "shape")) {  // same elements, new shape
     std::vector<std::tuple<const char*, Shape, std::vector<int64_t>>> shapes = {
-        {"rank2", {7, 97}, {97, 7}},
-        {"add_unit_axes", {1009}, {1, 1009, 1}},
-        {"infer", {2, 3, 5, 7}, {-1, 35}},
-        {"rank3", {3, 5, 67}, {67, 15}},
-        {"size1", {1}, {1, 1, 1, 1}},
-        {"empty", {0, 5}, {5, 0}},
+        {"rank2", {7, 97}, {97, 7}},       {"add_unit_axes", {1009}, {1, 1009, 1}},
+        {"infer", {2, 3, 5, 7}, {-1, 35}}, {"rank3", {3, 5, 67}, {67, 15}},
+        {"size1", {1}, {1, 1, 1, 1}},      {"empty", {0, 5}, {5, 0}},
     };
     if (TakesBigCase(def.name)) shapes.push_back({"grid_over_65535", {kBigSide, kBigSide}, {-1}});
     for (const auto& [name, shape, to] : shapes) {
@@ -260,8 +257,8 @@ void LayoutCases(const OpDef& def, std::vector<Case>& out) {
   }
   if (def.attrs.empty() && def.inputs.size() == 1) {  // a rank-2 transpose
     std::vector<std::pair<const char*, Shape>> shapes = {
-        {"1x1", {1, 1}}, {"7x97", {7, 97}}, {"1x1009", {1, 1009}}, {"97x1009", {97, 1009}},
-        {"64x65", {64, 65}}, {"empty", {0, 5}},
+        {"1x1", {1, 1}},         {"7x97", {7, 97}},   {"1x1009", {1, 1009}},
+        {"97x1009", {97, 1009}}, {"64x65", {64, 65}}, {"empty", {0, 5}},
     };
     if (TakesBigCase(def.name)) shapes.push_back({"grid_over_65535", {kBigSide, kBigSide}});
     for (const auto& [name, shape] : shapes) {
@@ -275,8 +272,8 @@ void LayoutCases(const OpDef& def, std::vector<Case>& out) {
 void StencilCases(const OpDef& def, std::vector<Case>& out) {
   // Random 0/1 grids on a torus, including degenerate ones where a cell is its own neighbour.
   const std::pair<const char*, Shape> grids[] = {
-      {"1x1", {1, 1}}, {"1x5", {1, 5}}, {"7x97", {7, 97}},
-      {"64x64", {64, 64}}, {"3x1009", {3, 1009}}, {"31x29", {31, 29}}, {"empty", {0, 5}},
+      {"1x1", {1, 1}},       {"1x5", {1, 5}},     {"7x97", {7, 97}}, {"64x64", {64, 64}},
+      {"3x1009", {3, 1009}}, {"31x29", {31, 29}}, {"empty", {0, 5}},
   };
   for (const auto& [name, shape] : grids) {
     DocBuilder b;
@@ -288,8 +285,8 @@ void StencilCases(const OpDef& def, std::vector<Case>& out) {
 // Softmax and log-softmax over the last axis: single rows, long rows, many short rows, rank 3.
 void NormalizeCases(const OpDef& def, std::vector<Case>& out) {
   const std::pair<const char*, Shape> shapes[] = {
-      {"size1", {1}},         {"row97", {97}},       {"7x97", {7, 97}},    {"1009x10", {1009, 10}},
-      {"64x10", {64, 10}},    {"rank3", {3, 5, 67}}, {"long_row", {2, 4099}}, {"empty", {0, 5}},
+      {"size1", {1}},      {"row97", {97}},       {"7x97", {7, 97}},       {"1009x10", {1009, 10}},
+      {"64x10", {64, 10}}, {"rank3", {3, 5, 67}}, {"long_row", {2, 4099}}, {"empty", {0, 5}},
   };
   for (const auto& [name, shape] : shapes) {
     DocBuilder b;
@@ -301,8 +298,8 @@ void NormalizeCases(const OpDef& def, std::vector<Case>& out) {
 // Cross-entropy over [N, C] logits with labels in range, and its gradient with an upstream scalar.
 void LossCases(const OpDef& def, std::vector<Case>& out) {
   const std::pair<const char*, Shape> shapes[] = {
-      {"1x1", {1, 1}}, {"1x10", {1, 10}}, {"64x10", {64, 10}}, {"97x7", {97, 7}},
-      {"1009x10", {1009, 10}}, {"5x1000", {5, 1000}},
+      {"1x1", {1, 1}},   {"1x10", {1, 10}},       {"64x10", {64, 10}},
+      {"97x7", {97, 7}}, {"1009x10", {1009, 10}}, {"5x1000", {5, 1000}},
   };
   for (const auto& [name, shape] : shapes) {
     DocBuilder b;
@@ -325,15 +322,17 @@ void OptimizerCases(const OpDef& def, std::vector<Case>& out) {
   if (def.name == "sgd_update") {
     settings = {{"plain", {{"lr", 0.1}}}, {"decay", {{"lr", 0.05}, {"weight_decay", 0.01}}}};
   } else if (def.name.rfind("momentum", 0) == 0) {
-    settings = {{"plain", {{"lr", 0.1}, {"momentum", 0.9}}},
-                {"nesterov", {{"lr", 0.05}, {"momentum", 0.8}, {"nesterov", true}, {"weight_decay", 0.01}}},
-                {"dampening", {{"lr", 0.05}, {"momentum", 0.9}, {"dampening", 0.1}}}};
+    settings = {
+        {"plain", {{"lr", 0.1}, {"momentum", 0.9}}},
+        {"nesterov", {{"lr", 0.05}, {"momentum", 0.8}, {"nesterov", true}, {"weight_decay", 0.01}}},
+        {"dampening", {{"lr", 0.05}, {"momentum", 0.9}, {"dampening", 0.1}}}};
   } else {
     settings = {{"adam", {{"lr", 1e-3}}},
                 {"adam_decay", {{"lr", 1e-2}, {"weight_decay", 0.01}}},
                 {"adamw", {{"lr", 1e-3}, {"weight_decay", 0.01}, {"decoupled", true}}}};
   }
-  const std::pair<const char*, Shape> shapes[] = {{"size1", {1}}, {"prime1009", {1009}}, {"784x256", {784, 256}}};
+  const std::pair<const char*, Shape> shapes[] = {
+      {"size1", {1}}, {"prime1009", {1009}}, {"784x256", {784, 256}}};
   for (const auto& [shape_name, shape] : shapes) {
     for (const Setting& s : settings) {
       DocBuilder b;
@@ -342,7 +341,8 @@ void OptimizerCases(const OpDef& def, std::vector<Case>& out) {
         Domain d = port == "t" ? Domain::kStep : port == "v" ? Domain::kPositive : Domain::kSigned;
         args.push_back(b.Input(port, port == "t" ? Shape{} : shape, d));
       }
-      out.push_back(b.Finish(def.name, std::string(shape_name) + "_" + s.name, b.Op(def.name, args, s.attrs), 2));
+      out.push_back(b.Finish(def.name, std::string(shape_name) + "_" + s.name,
+                             b.Op(def.name, args, s.attrs), 2));
     }
   }
 }
@@ -414,20 +414,37 @@ std::vector<Case> CasesFor(const std::string& group) {
   const OpDef* def = webir::FindOp(group);
   if (!def) return out;
   switch (def->kind) {
-    case OpKind::kSource: break;
-    case OpKind::kElementwise:
-      if (def->inputs.size() == 1) UnaryCases(*def, out);
-      else if (def->inputs.size() == 2) BinaryCases(*def, out);
+    case OpKind::kSource:
       break;
-    case OpKind::kReduce: ReduceCases(*def, out); break;
-    case OpKind::kMatmul: MatmulCases(*def, out); break;
-    case OpKind::kLayout: LayoutCases(*def, out); break;
-    case OpKind::kStencil: StencilCases(*def, out); break;
+    case OpKind::kElementwise:
+      if (def->inputs.size() == 1)
+        UnaryCases(*def, out);
+      else if (def->inputs.size() == 2)
+        BinaryCases(*def, out);
+      break;
+    case OpKind::kReduce:
+      ReduceCases(*def, out);
+      break;
+    case OpKind::kMatmul:
+      MatmulCases(*def, out);
+      break;
+    case OpKind::kLayout:
+      LayoutCases(*def, out);
+      break;
+    case OpKind::kStencil:
+      StencilCases(*def, out);
+      break;
     // Kinds with no generator yet: an op of one of them has no cases, which the registry test
     // reports.
-    case OpKind::kNormalize: NormalizeCases(*def, out); break;
-    case OpKind::kLoss: LossCases(*def, out); break;
-    case OpKind::kOptimizer: OptimizerCases(*def, out); break;
+    case OpKind::kNormalize:
+      NormalizeCases(*def, out);
+      break;
+    case OpKind::kLoss:
+      LossCases(*def, out);
+      break;
+    case OpKind::kOptimizer:
+      OptimizerCases(*def, out);
+      break;
   }
   return out;
 }
@@ -449,16 +466,21 @@ backend::Feeds MakeFeeds(const Case& c, uint64_t seed) {
           v = -2.0f + 4.0f * u;
           if (v == 0.0f) v = 0.5f;  // never zero
           break;
-        case Domain::kPositive: v = 0.125f + 3.875f * u; break;
+        case Domain::kPositive:
+          v = 0.125f + 3.875f * u;
+          break;
         case Domain::kAwayFromZero: {
           float magnitude = 0.5f + 1.5f * u;
           v = (CounterHash(stream ^ 0x5eed, static_cast<uint64_t>(i)) & 1) ? -magnitude : magnitude;
           break;
         }
         case Domain::kLabels:
-          v = static_cast<float>(CounterHash(stream, static_cast<uint64_t>(i)) % static_cast<uint64_t>(std::max(in.classes, 1)));
+          v = static_cast<float>(CounterHash(stream, static_cast<uint64_t>(i)) %
+                                 static_cast<uint64_t>(std::max(in.classes, 1)));
           break;
-        case Domain::kStep: v = static_cast<float>(1 + CounterHash(stream, 0) % 1000); break;
+        case Domain::kStep:
+          v = static_cast<float>(1 + CounterHash(stream, 0) % 1000);
+          break;
         case Domain::kBinary:
           v = u < 0.4f ? 1.0f : 0.0f;
           any_one = any_one || v != 0.0f;

@@ -37,8 +37,8 @@ struct CaseInput {
 };
 
 struct Case {
-  std::string group;  // the op it conforms, or "fused" for elementwise chains
-  std::string name;   // unique within its group, e.g. "bcast_row"
+  std::string group;             // the op it conforms, or "fused" for elementwise chains
+  std::string name;              // unique within its group, e.g. "bcast_row"
   std::vector<std::string> ops;  // the ops it exercises (several for a fused chain)
   std::vector<CaseInput> inputs;
   Json doc;  // graph protocol; its single output is named "out"

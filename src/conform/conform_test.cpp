@@ -120,8 +120,8 @@ TEST_F(ConformanceTest, EveryOpConformsAtProd) {
     auto hash = SourceHash(g.group, policy::Tier::kProd);
     ASSERT_TRUE(hash.ok()) << Describe(hash.errors());
     EXPECT_EQ(g.source_hash, hash.value()) << g.group;
-    std::cout << "  " << g.group << ": " << g.cases.size() << " cases, max abs "
-              << g.max_abs << ", max rel " << g.max_rel << "\n";
+    std::cout << "  " << g.group << ": " << g.cases.size() << " cases, max abs " << g.max_abs
+              << ", max rel " << g.max_rel << "\n";
   }
 }
 
@@ -160,8 +160,8 @@ TEST_F(ConformanceTest, PoisonCatchesAKernelThatSkipsItsLastElement) {
     std::string index = k.wgsl.substr(at + write.size(), end - at - write.size());
     k.wgsl.insert(at, " && " + index + " + 1u < arrayLength(&out)");
   };
-  auto results = RunGroups(policy::Tier::kProd, {"relu", "add", "matmul", "transpose", "fused"},
-                           skip_last);
+  auto results =
+      RunGroups(policy::Tier::kProd, {"relu", "add", "matmul", "transpose", "fused"}, skip_last);
   ASSERT_TRUE(results.ok()) << Describe(results.errors());
   for (const GroupResult& g : *results) {
     EXPECT_FALSE(g.passed()) << g.group;
@@ -246,8 +246,9 @@ TEST_F(ConformanceTest, ReceiptsAreMintedAndScopedToTheProfile) {
   EXPECT_FALSE(HasReceipt(*store, profile.key, "neg", "sha256:" + std::string(64, '0'),
                           policy::Tier::kProd));
   EXPECT_FALSE(HasReceipt(*store, profile.key, "exp", hash.value(), policy::Tier::kProd));
-  std::string other = "webgpu;backend=vulkan;vendor=nvidia;arch=hopper;device=NVIDIA H200;"
-                      "driver=570.86;ids=10de:2335;dawn=bun-webgpu-linux-x64@0.1.7";
+  std::string other =
+      "webgpu;backend=vulkan;vendor=nvidia;arch=hopper;device=NVIDIA H200;"
+      "driver=570.86;ids=10de:2335;dawn=bun-webgpu-linux-x64@0.1.7";
   EXPECT_FALSE(HasReceipt(*store, other, "neg", hash.value(), policy::Tier::kProd));
 
   // `scellis run` reports per kernel: relu(x * y) is one fused kernel needing mul, relu and the

@@ -9,9 +9,13 @@ namespace scellis::conform {
 namespace {
 
 // JSON has no infinities; a receipt only holds finite errors, but stay well-formed regardless.
-Json Number(double v) { return std::isfinite(v) ? Json(v) : Json(std::isnan(v) ? "nan" : "inf"); }
+Json Number(double v) {
+  return std::isfinite(v) ? Json(v) : Json(std::isnan(v) ? "nan" : "inf");
+}
 
-Json ThresholdsJson(const policy::Thresholds& t) { return {{"atol", t.atol}, {"rtol", t.rtol}}; }
+Json ThresholdsJson(const policy::Thresholds& t) {
+  return {{"atol", t.atol}, {"rtol", t.rtol}};
+}
 
 }  // namespace
 

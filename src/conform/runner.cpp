@@ -60,8 +60,7 @@ std::string CaseResult::Failure() const {
       s += " (" + std::to_string(c.unwritten) + " unwritten element" +
            (c.unwritten > 1 ? "s" : "") + ")";
     }
-    s += "; first at " + first_bad_at + ": got " + Num(c.first_got) + ", want " +
-         Num(c.first_want);
+    s += "; first at " + first_bad_at + ": got " + Num(c.first_got) + ", want " + Num(c.first_want);
   }
   if (!rerun_identical)
     s += std::string(s.empty() ? "" : "; ") + "a second GPU run gave different bits";

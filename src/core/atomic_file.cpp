@@ -11,7 +11,9 @@
 namespace scellis {
 namespace {
 
-std::string ErrnoText(int err) { return std::strerror(err); }
+std::string ErrnoText(int err) {
+  return std::strerror(err);
+}
 
 Diagnostic WriteFailed(const std::string& path, const std::string& step, int err) {
   return UserError("write-failed", "",

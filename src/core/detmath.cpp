@@ -80,7 +80,9 @@ inline DD AddD(DD a, double b) {
   return FastTwoSum(s.hi, s.lo + a.lo);
 }
 
-inline DD Neg(DD a) { return {-a.hi, -a.lo}; }
+inline DD Neg(DD a) {
+  return {-a.hi, -a.lo};
+}
 
 inline DD Mul(DD a, DD b) {
   DD p = TwoProd(a.hi, b.hi);
@@ -123,7 +125,9 @@ inline double Ldexp(double x, int e) {
   return x * Pow2(e);
 }
 
-inline DD Ldexp(DD a, int e) { return {Ldexp(a.hi, e), Ldexp(a.lo, e)}; }
+inline DD Ldexp(DD a, int e) {
+  return {Ldexp(a.hi, e), Ldexp(a.lo, e)};
+}
 
 // floor(log2(|x|)) for a normal, nonzero x.
 inline int Exponent(double x) {
@@ -236,7 +240,7 @@ Scaled ExpCore(double xh, double xl) {
   double nf = RoundToInt(xh * k64ByLn2);
   int n = static_cast<int>(nf);
   int j = n & 63;
-  int k = n >> 6;  // floor(n / 64): arithmetic shift
+  int k = n >> 6;                   // floor(n / 64): arithmetic shift
   double r1 = xh - nf * kLn2By64A;  // exact (Sterbenz)
   DD r = TwoSum(r1, -(nf * kLn2By64B));
   r = TwoSum(r.hi, r.lo + (xl - nf * kLn2By64C));
@@ -291,7 +295,7 @@ DD LogCore(double x) {
   // log1p(r) = r - r^2/2 + r^3 (1/3 - r/4 + r^2/5 - ...).
   DD sq = TwoProd(rh, rh);
   double sq_lo = sq.lo + 2.0 * rh * rl;
-  constexpr double kC[9] = {1.0 / 3,  -1.0 / 4, 1.0 / 5,  -1.0 / 6, 1.0 / 7,
+  constexpr double kC[9] = {1.0 / 3,  -1.0 / 4, 1.0 / 5,   -1.0 / 6, 1.0 / 7,
                             -1.0 / 8, 1.0 / 9,  -1.0 / 10, 1.0 / 11};
   double cube = (sq.hi * rh) * Horner(kC, 9, rh);
   DD l1p = TwoSum(rh, -0.5 * sq.hi);
@@ -386,7 +390,7 @@ template <typename T>
 T TanhImpl(double x) {
   if (x != x) return static_cast<T>(x + x);
   double a = x < 0 ? -x : x;
-  if (a > 22.0) return x < 0 ? -1 : 1;  // 1 - tanh(22) < 2^-62
+  if (a > 22.0) return x < 0 ? -1 : 1;        // 1 - tanh(22) < 2^-62
   if (a < 0x1p-30) return static_cast<T>(x);  // x^3/3 is below a quarter ulp of x
   DD r;
   if (a < 0.5) {
@@ -441,7 +445,7 @@ T SigmoidImpl(double x) {
 template <typename T>
 T GeluImpl(double x) {
   if (x != x) return static_cast<T>(x + x);
-  if (x > 10.0) return static_cast<T>(x);  // 1 - Phi(10) < 2^-76
+  if (x > 10.0) return static_cast<T>(x);      // 1 - Phi(10) < 2^-76
   if (x < -40.0) return static_cast<T>(-0.0);  // |gelu(-40)| < 2^-1150
   double a = x < 0 ? -x : x;
   if (a < 0x1p-900) {
@@ -468,7 +472,7 @@ T GeluGradImpl(double x) {
   if (x < -40.0) return static_cast<T>(-0.0);
   double a = x < 0 ? -x : x;
   if (a < 0x1p-60) return static_cast<T>(0.5);  // 0.5 + 0.8 x rounds to 0.5
-  DD gauss_exp = Neg(HalfSquare(x));  // -x^2/2
+  DD gauss_exp = Neg(HalfSquare(x));            // -x^2/2
   if (x >= kGeluGradHigh) {
     // Phi(x) + x phi(x), both terms of one sign or (for x in [-0.375, 0)) cancelling by at
     // most a factor 1.7.
@@ -497,21 +501,53 @@ T GeluGradImpl(double x) {
 
 }  // namespace
 
-double Exp(double x) { return ExpImpl<double>(x); }
-float Exp(float x) { return ExpImpl<float>(x); }
-double Log(double x) { return LogImpl<double>(x); }
-float Log(float x) { return LogImpl<float>(x); }
-double Tanh(double x) { return TanhImpl<double>(x); }
-float Tanh(float x) { return TanhImpl<float>(x); }
-double Erf(double x) { return ErfImpl<double>(x); }
-float Erf(float x) { return ErfImpl<float>(x); }
-double Sigmoid(double x) { return SigmoidImpl<double>(x); }
-float Sigmoid(float x) { return SigmoidImpl<float>(x); }
-double Gelu(double x) { return GeluImpl<double>(x); }
-float Gelu(float x) { return GeluImpl<float>(x); }
-double GeluGrad(double x) { return GeluGradImpl<double>(x); }
-float GeluGrad(float x) { return GeluGradImpl<float>(x); }
-double Sqrt(double x) { return std::sqrt(x); }
-float Sqrt(float x) { return std::sqrt(x); }
+double Exp(double x) {
+  return ExpImpl<double>(x);
+}
+float Exp(float x) {
+  return ExpImpl<float>(x);
+}
+double Log(double x) {
+  return LogImpl<double>(x);
+}
+float Log(float x) {
+  return LogImpl<float>(x);
+}
+double Tanh(double x) {
+  return TanhImpl<double>(x);
+}
+float Tanh(float x) {
+  return TanhImpl<float>(x);
+}
+double Erf(double x) {
+  return ErfImpl<double>(x);
+}
+float Erf(float x) {
+  return ErfImpl<float>(x);
+}
+double Sigmoid(double x) {
+  return SigmoidImpl<double>(x);
+}
+float Sigmoid(float x) {
+  return SigmoidImpl<float>(x);
+}
+double Gelu(double x) {
+  return GeluImpl<double>(x);
+}
+float Gelu(float x) {
+  return GeluImpl<float>(x);
+}
+double GeluGrad(double x) {
+  return GeluGradImpl<double>(x);
+}
+float GeluGrad(float x) {
+  return GeluGradImpl<float>(x);
+}
+double Sqrt(double x) {
+  return std::sqrt(x);
+}
+float Sqrt(float x) {
+  return std::sqrt(x);
+}
 
 }  // namespace scellis::detmath

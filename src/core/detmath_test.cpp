@@ -47,7 +47,9 @@ double UlpError(T y, LD ref) {
   return static_cast<double>(std::fabs(yl - r) / ulp);
 }
 
-LD Pi() { return std::acos(-1.0L); }
+LD Pi() {
+  return std::acos(-1.0L);
+}
 
 struct LDPair {
   LD hi;
@@ -61,10 +63,18 @@ LDPair InvSqrt2() {
   return {h, r / (2 * h)};
 }
 
-LD RefExp(double x) { return std::exp(static_cast<LD>(x)); }
-LD RefLog(double x) { return std::log(static_cast<LD>(x)); }
-LD RefTanh(double x) { return std::tanh(static_cast<LD>(x)); }
-LD RefErf(double x) { return std::erf(static_cast<LD>(x)); }
+LD RefExp(double x) {
+  return std::exp(static_cast<LD>(x));
+}
+LD RefLog(double x) {
+  return std::log(static_cast<LD>(x));
+}
+LD RefTanh(double x) {
+  return std::tanh(static_cast<LD>(x));
+}
+LD RefErf(double x) {
+  return std::erf(static_cast<LD>(x));
+}
 
 LD RefSigmoid(double x) {
   LD xl = x;
@@ -91,7 +101,9 @@ LD RefDensity(double x) {
   return std::exp(-0.5L * x2) * (1 - 0.5L * x2lo) / std::sqrt(2 * Pi());
 }
 
-LD RefGelu(double x) { return static_cast<LD>(x) * RefPhi(x); }
+LD RefGelu(double x) {
+  return static_cast<LD>(x) * RefPhi(x);
+}
 
 // gelu'(x) = Phi(x) + x phi(x) has a root x0; near it the two terms cancel and long double is
 // not enough, so there the reference is the Taylor series at x0: gelu^(n)(x) = phi(x) P_n(x)
@@ -216,14 +228,20 @@ Sampler Bits() {
 
 std::vector<Case> Cases() {
   return {
-      {"Exp", Exp, Exp, RefExp,
+      {"Exp",
+       Exp,
+       Exp,
+       RefExp,
        {{"wide", U(-746, 710), 40000},
         {"unit", U(-2, 2), 20000},
         {"tiny", LogU(-80, -1, true), 20000}},
        {{"wide", U(-104, 89), 40000},
         {"unit", U(-2, 2), 20000},
         {"tiny", LogU(-40, -1, true), 20000}}},
-      {"Log", Log, Log, RefLog,
+      {"Log",
+       Log,
+       Log,
+       RefLog,
        {{"bits", Bits(), 30000},
         {"binade", U(0.5, 2), 20000},
         {"near 1", Near1(1e-3), 20000},
@@ -232,31 +250,44 @@ std::vector<Case> Cases() {
         {"binade", U(0.5, 2), 20000},
         {"near 1", Near1(1e-3), 20000},
         {"very near 1", Near1(1e-6), 10000}}},
-      {"Tanh", Tanh, Tanh, RefTanh,
+      {"Tanh",
+       Tanh,
+       Tanh,
+       RefTanh,
        {{"wide", U(-25, 25), 30000},
         {"unit", U(-1, 1), 30000},
         {"tiny", LogU(-60, -1, true), 20000}},
        {{"wide", U(-12, 12), 30000},
         {"unit", U(-1, 1), 30000},
         {"tiny", LogU(-60, -1, true), 20000}}},
-      {"Erf", Erf, Erf, RefErf,
-       {{"wide", U(-7, 7), 30000},
-        {"unit", U(-1, 1), 30000},
-        {"tiny", LogU(-80, -1, true), 20000}},
+      {"Erf",
+       Erf,
+       Erf,
+       RefErf,
+       {{"wide", U(-7, 7), 30000}, {"unit", U(-1, 1), 30000}, {"tiny", LogU(-80, -1, true), 20000}},
        {{"wide", U(-5, 5), 30000},
         {"unit", U(-1, 1), 30000},
         {"tiny", LogU(-80, -1, true), 20000}}},
-      {"Sigmoid", Sigmoid, Sigmoid, RefSigmoid,
+      {"Sigmoid",
+       Sigmoid,
+       Sigmoid,
+       RefSigmoid,
        {{"wide", U(-750, 45), 30000}, {"mid", U(-40, 40), 30000}, {"unit", U(-1, 1), 20000}},
        {{"wide", U(-110, 20), 30000}, {"mid", U(-20, 20), 30000}, {"unit", U(-1, 1), 20000}}},
-      {"Gelu", Gelu, Gelu, RefGelu,
+      {"Gelu",
+       Gelu,
+       Gelu,
+       RefGelu,
        {{"wide", U(-41, 11), 30000},
         {"mid", U(-4, 4), 30000},
         {"tiny", LogU(-80, -1, true), 20000}},
        {{"wide", U(-15, 11), 30000},
         {"mid", U(-4, 4), 30000},
         {"tiny", LogU(-80, -1, true), 20000}}},
-      {"GeluGrad", GeluGrad, GeluGrad, RefGeluGrad,
+      {"GeluGrad",
+       GeluGrad,
+       GeluGrad,
+       RefGeluGrad,
        {{"wide", U(-41, 11), 20000},
         {"mid", U(-4, 4), 20000},
         {"root", U(-1.6, -0.3), 20000},
@@ -296,9 +327,9 @@ struct Overloads {
 };
 
 // The transcendental functions (Sqrt is the hardware's).
-const Overloads kTranscendental[] = {{Exp, Exp},         {Log, Log},   {Tanh, Tanh},
-                                     {Erf, Erf},         {Sigmoid, Sigmoid},
-                                     {Gelu, Gelu},       {GeluGrad, GeluGrad}};
+const Overloads kTranscendental[] = {{Exp, Exp},          {Log, Log},         {Tanh, Tanh},
+                                     {Erf, Erf},          {Sigmoid, Sigmoid}, {Gelu, Gelu},
+                                     {GeluGrad, GeluGrad}};
 
 template <typename T>
 bool SameBits(T a, T b) {

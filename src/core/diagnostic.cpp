@@ -14,16 +14,19 @@ std::string Diagnostic::Format(const std::string& file) const {
     case Severity::kError:
       out += kind == ErrorKind::kInternal ? "internal error" : "error";
       break;
-    case Severity::kWarning: out += "warning"; break;
-    case Severity::kNote: out += "note"; break;
+    case Severity::kWarning:
+      out += "warning";
+      break;
+    case Severity::kNote:
+      out += "note";
+      break;
   }
   out += "[" + code + "]: " + message;
   if (!help.empty()) out += "\n  help: " + help;
   return out;
 }
 
-Diagnostic UserError(std::string code, std::string pointer, std::string message,
-                     std::string help) {
+Diagnostic UserError(std::string code, std::string pointer, std::string message, std::string help) {
   Diagnostic d;
   d.code = std::move(code);
   d.pointer = std::move(pointer);
@@ -49,7 +52,8 @@ Diagnostic RuntimeError(std::string code, std::string message) {
 }
 
 Diagnostic Warning(std::string code, std::string pointer, std::string message, std::string help) {
-  Diagnostic d = UserError(std::move(code), std::move(pointer), std::move(message), std::move(help));
+  Diagnostic d =
+      UserError(std::move(code), std::move(pointer), std::move(message), std::move(help));
   d.severity = Severity::kWarning;
   return d;
 }
@@ -64,10 +68,14 @@ Diagnostic Note(std::string code, std::string message) {
 
 int ExitCodeFor(const Diagnostic& d) {
   switch (d.kind) {
-    case ErrorKind::kUser: return 2;
-    case ErrorKind::kInternal: return 3;
-    case ErrorKind::kRuntime: return 4;
-    case ErrorKind::kState: return 4;
+    case ErrorKind::kUser:
+      return 2;
+    case ErrorKind::kInternal:
+      return 3;
+    case ErrorKind::kRuntime:
+      return 4;
+    case ErrorKind::kState:
+      return 4;
   }
   return 3;
 }

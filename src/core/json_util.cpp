@@ -88,14 +88,19 @@ std::string CanonicalJson(const Json& j) {
   return out;
 }
 
-std::string ContentId(const Json& j) { return "sha256:" + Sha256Hex(CanonicalJson(j)); }
+std::string ContentId(const Json& j) {
+  return "sha256:" + Sha256Hex(CanonicalJson(j));
+}
 
 std::string PointerJoin(const std::string& base, const std::string& token) {
   std::string escaped;
   for (char c : token) {
-    if (c == '~') escaped += "~0";
-    else if (c == '/') escaped += "~1";
-    else escaped += c;
+    if (c == '~')
+      escaped += "~0";
+    else if (c == '/')
+      escaped += "~1";
+    else
+      escaped += c;
   }
   return base + "/" + escaped;
 }
@@ -122,12 +127,16 @@ Result<Json> ParseUntrustedJson(std::string_view text, const ParseLimits& limits
   for (size_t i = 0; i < text.size(); ++i) {
     char c = text[i];
     if (in_string) {
-      if (escaped) escaped = false;
-      else if (c == '\\') escaped = true;
-      else if (c == '"') in_string = false;
+      if (escaped)
+        escaped = false;
+      else if (c == '\\')
+        escaped = true;
+      else if (c == '"')
+        in_string = false;
       continue;
     }
-    if (c == '"') in_string = true;
+    if (c == '"')
+      in_string = true;
     else if (c == '[' || c == '{') {
       if (++depth > limits.max_depth) {
         return UserError("nesting-too-deep", "",
@@ -146,9 +155,10 @@ Result<Json> ParseUntrustedJson(std::string_view text, const ParseLimits& limits
     const std::string& what = sax.error;
     size_t colon = what.find("] ");
     return UserError("malformed-json", "",
-                     what.empty() ? "the document is not valid JSON"
-                                  : "the document is not valid JSON: " +
-                                        (colon == std::string::npos ? what : what.substr(colon + 2)));
+                     what.empty()
+                         ? "the document is not valid JSON"
+                         : "the document is not valid JSON: " +
+                               (colon == std::string::npos ? what : what.substr(colon + 2)));
   }
   if (!sax.duplicate.empty()) {
     return UserError("duplicate-key", "",

@@ -29,7 +29,7 @@ class [[nodiscard]] Status {
 template <typename T>
 class [[nodiscard]] Result {
  public:
-  Result(T value) : value_(std::move(value)) {}  // NOLINT
+  Result(T value) : value_(std::move(value)) {}    // NOLINT
   Result(Diagnostic d) : status_(std::move(d)) {}  // NOLINT
   Result(Status s) : status_(std::move(s)) {}      // NOLINT: must hold an error
 
@@ -54,10 +54,10 @@ class [[nodiscard]] Result {
 #define SCELLIS_CONCAT(a, b) SCELLIS_CONCAT_INNER(a, b)
 
 // Propagates a failed Status.
-#define SCELLIS_TRY(expr)                  \
-  do {                                     \
-    ::scellis::Status _st = (expr);        \
-    if (!_st.ok()) return _st;             \
+#define SCELLIS_TRY(expr)           \
+  do {                              \
+    ::scellis::Status _st = (expr); \
+    if (!_st.ok()) return _st;      \
   } while (0)
 
 // `SCELLIS_ASSIGN_OR_RETURN(auto x, Compute());`

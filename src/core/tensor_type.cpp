@@ -4,8 +4,10 @@ namespace scellis {
 
 const char* DTypeName(DType t) {
   switch (t) {
-    case DType::kF32: return "f32";
-    case DType::kI32: return "i32";
+    case DType::kF32:
+      return "f32";
+    case DType::kI32:
+      return "i32";
   }
   return "?";
 }
@@ -41,7 +43,9 @@ std::vector<int64_t> TensorType::sizes() const {
   return out;
 }
 
-bool TensorType::SameShape(const TensorType& o) const { return sizes() == o.sizes(); }
+bool TensorType::SameShape(const TensorType& o) const {
+  return sizes() == o.sizes();
+}
 
 std::string TensorType::ShapeString() const {
   std::string s = "[";
@@ -83,12 +87,18 @@ std::optional<std::vector<Dim>> BroadcastDims(const std::vector<Dim>& a,
   for (size_t i = 0; i < rank; ++i) {
     const Dim* da = i < rank - a.size() ? nullptr : &a[i - (rank - a.size())];
     const Dim* db = i < rank - b.size() ? nullptr : &b[i - (rank - b.size())];
-    if (!da) out[i] = *db;
-    else if (!db) out[i] = *da;
-    else if (da->size == db->size) out[i] = da->symbol.empty() ? *db : *da;
-    else if (da->size == 1) out[i] = *db;
-    else if (db->size == 1) out[i] = *da;
-    else return std::nullopt;
+    if (!da)
+      out[i] = *db;
+    else if (!db)
+      out[i] = *da;
+    else if (da->size == db->size)
+      out[i] = da->symbol.empty() ? *db : *da;
+    else if (da->size == 1)
+      out[i] = *db;
+    else if (db->size == 1)
+      out[i] = *da;
+    else
+      return std::nullopt;
   }
   return out;
 }

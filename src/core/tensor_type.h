@@ -14,7 +14,9 @@ enum class DType { kF32, kI32 };
 
 const char* DTypeName(DType t);
 std::optional<DType> ParseDType(const std::string& s);
-inline int64_t DTypeBytes(DType) { return 4; }
+inline int64_t DTypeBytes(DType) {
+  return 4;
+}
 
 struct Dim {
   int64_t size = 0;

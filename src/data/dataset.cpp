@@ -9,20 +9,24 @@ namespace scellis::data {
 
 Result<Dataset> LoadDataset(const std::string& source, const std::string& split) {
   if (split != "train" && split != "test") {
-    return UserError("bad-dataset-split", "", "the split is \"" + split + "\", expected train or test");
+    return UserError("bad-dataset-split", "",
+                     "the split is \"" + split + "\", expected train or test");
   }
   std::string images_path, labels_path;
   if (source == "fashion-mnist") {
     auto dir = FindFashionMnistDir();
     if (!dir) {
-      return UserError("dataset-not-found", "",
-                       "the Fashion-MNIST files are not installed",
+      return UserError("dataset-not-found", "", "the Fashion-MNIST files are not installed",
                        "install Debian's dataset-fashion-mnist (make setup does), or set "
                        "SCELLIS_FASHION_MNIST_DIR to a folder holding the four IDX files");
     }
     bool train = split == "train";
-    images_path = (std::filesystem::path(*dir) / (train ? kFashionMnistTrainImages : kFashionMnistTestImages)).string();
-    labels_path = (std::filesystem::path(*dir) / (train ? kFashionMnistTrainLabels : kFashionMnistTestLabels)).string();
+    images_path =
+        (std::filesystem::path(*dir) / (train ? kFashionMnistTrainImages : kFashionMnistTestImages))
+            .string();
+    labels_path =
+        (std::filesystem::path(*dir) / (train ? kFashionMnistTrainLabels : kFashionMnistTestLabels))
+            .string();
   } else if (source.rfind("idx:", 0) == 0) {
     std::string rest = source.substr(4);
     size_t comma = rest.find(',');
@@ -61,7 +65,8 @@ std::vector<int64_t> EpochOrder(int64_t count, uint64_t seed, int64_t epoch) {
   for (int64_t i = count - 1; i > 0; --i) {
     // Multiply-shift maps 64 random bits to [0, i]; bias is below 2^-32 for these sizes.
     uint64_t r = CounterHash(stream, static_cast<uint64_t>(i));
-    int64_t j = static_cast<int64_t>((static_cast<unsigned __int128>(r) * static_cast<uint64_t>(i + 1)) >> 64);
+    int64_t j = static_cast<int64_t>(
+        (static_cast<unsigned __int128>(r) * static_cast<uint64_t>(i + 1)) >> 64);
     std::swap(order[i], order[j]);
   }
   return order;

@@ -24,8 +24,8 @@ Diagnostic Truncated(const std::string& what) {
 }
 
 Diagnostic TooLarge(const std::string& what, uint64_t max_bytes) {
-  return UserError("idx-too-large", "", what + ", more than the limit of " +
-                                            std::to_string(max_bytes) + " bytes");
+  return UserError("idx-too-large", "",
+                   what + ", more than the limit of " + std::to_string(max_bytes) + " bytes");
 }
 
 // Ends an inflate stream on every path out of Gunzip.
@@ -74,9 +74,9 @@ Result<std::string> Gunzip(std::string_view in, uint64_t max_bytes) {
     int rc = inflate(zs, Z_NO_FLUSH);
     size_t produced = sizeof buf - zs->avail_out;
     if (produced > max_bytes - out.size()) {
-      return TooLarge("the gzip stream decompresses to more than " + std::to_string(out.size()) +
-                          " bytes",
-                      max_bytes);
+      return TooLarge(
+          "the gzip stream decompresses to more than " + std::to_string(out.size()) + " bytes",
+          max_bytes);
     }
     out.append(reinterpret_cast<const char*>(buf), produced);
     if (rc == Z_STREAM_END) {
@@ -110,7 +110,9 @@ uint32_t Be32(const unsigned char* p) {
   return (uint32_t{p[0]} << 24) | (uint32_t{p[1]} << 16) | (uint32_t{p[2]} << 8) | p[3];
 }
 
-uint64_t Be64(const unsigned char* p) { return (uint64_t{Be32(p)} << 32) | Be32(p + 4); }
+uint64_t Be64(const unsigned char* p) {
+  return (uint64_t{Be32(p)} << 32) | Be32(p + 4);
+}
 
 // The float nearest to d, saturating to +-infinity where the conversion would be undefined.
 float DoubleToFloat(double d) {
@@ -127,11 +129,15 @@ float DoubleToFloat(double d) {
 int ElementSize(IdxType t) {
   switch (t) {
     case IdxType::kU8:
-    case IdxType::kI8: return 1;
-    case IdxType::kI16: return 2;
+    case IdxType::kI8:
+      return 1;
+    case IdxType::kI16:
+      return 2;
     case IdxType::kI32:
-    case IdxType::kF32: return 4;
-    case IdxType::kF64: return 8;
+    case IdxType::kF32:
+      return 4;
+    case IdxType::kF64:
+      return 8;
   }
   return 0;
 }
@@ -155,16 +161,15 @@ Result<IdxArray> ParseIdx(std::string_view file, uint64_t max_bytes) {
   IdxType type = static_cast<IdxType>(b[2]);
   int elem = ElementSize(type);
   if (elem == 0) {
-    return UserError("idx-bad-type", "",
-                     "type code " + Hex(b[2]) + " is not an IDX type",
+    return UserError("idx-bad-type", "", "type code " + Hex(b[2]) + " is not an IDX type",
                      "IDX types are 0x08 u8, 0x09 i8, 0x0b i16, 0x0c i32, 0x0d f32, 0x0e f64");
   }
   int ndims = b[3];
   uint64_t header = 4 + 4 * uint64_t(ndims);
   if (size < header) {
     return Truncated("the header declares " + std::to_string(ndims) + " dimensions (" +
-                     std::to_string(header) + " bytes) but the file holds " +
-                     std::to_string(size) + " bytes");
+                     std::to_string(header) + " bytes) but the file holds " + std::to_string(size) +
+                     " bytes");
   }
   IdxArray out;
   out.type = type;

@@ -54,7 +54,9 @@ std::string U8Images() {  // 2 images of 2x3
   return s;
 }
 
-std::string Code(const Result<IdxArray>& r) { return r.ok() ? "ok" : r.errors()[0].code; }
+std::string Code(const Result<IdxArray>& r) {
+  return r.ok() ? "ok" : r.errors()[0].code;
+}
 
 TEST(Idx, ReadsU8PlainAndGzipped) {
   for (const std::string& file : {U8Images(), Gzip(U8Images())}) {
@@ -210,8 +212,8 @@ class ScopedEnv {
 
 TEST(Idx, FindFashionMnistDirHonoursTheEnvironment) {
   TempDir dir;
-  for (const char* name : {kFashionMnistTrainImages, kFashionMnistTrainLabels,
-                           kFashionMnistTestImages}) {
+  for (const char* name :
+       {kFashionMnistTrainImages, kFashionMnistTrainLabels, kFashionMnistTestImages}) {
     ASSERT_TRUE(WriteFileAtomic(dir / name, Gzip(U8Images())).ok());
   }
   {

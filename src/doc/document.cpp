@@ -7,7 +7,7 @@ namespace scellis::doc {
 namespace {
 
 // Fields of a graph-protocol node that name another node by id. Everything else is a parameter.
-const std::set<std::string> kReferenceFields = {"a", "b", "target", "param", "grad",
+const std::set<std::string> kReferenceFields = {"a", "b", "target",   "param", "grad",
                                                 "m", "v", "velocity", "t"};
 
 bool IsIdentifier(const std::string& s) {
@@ -23,15 +23,17 @@ class Parser {
 
   Result<Document> Run() {
     if (!root_.is_object()) {
-      return UserError("document-not-object", "",
-                       std::string("the document is a JSON ") + root_.type_name() +
-                           ", expected an object",
-                       "a graph is {\"version\": 1, \"nodes\": [...], \"outputs\": [...]}");
+      return UserError(
+          "document-not-object", "",
+          std::string("the document is a JSON ") + root_.type_name() + ", expected an object",
+          "a graph is {\"version\": 1, \"nodes\": [...], \"outputs\": [...]}");
     }
     doc_.source = root_;
     doc_.content_id = ContentId(root_);
-    if (root_.contains("format")) ParseWorkflow();
-    else ParseGraph();
+    if (root_.contains("format"))
+      ParseWorkflow();
+    else
+      ParseGraph();
     if (errors_.empty()) CheckReferences();
     if (errors_.empty()) SortByDependencies();
     if (!errors_.empty()) return Status(errors_);
@@ -41,8 +43,8 @@ class Parser {
  private:
   void Error(std::string code, std::string pointer, std::string message, std::string help = "",
              const Node* node = nullptr) {
-    Diagnostic d = UserError(std::move(code), std::move(pointer), std::move(message),
-                             std::move(help));
+    Diagnostic d =
+        UserError(std::move(code), std::move(pointer), std::move(message), std::move(help));
     if (node) d.where = node->Describe();
     errors_.push_back(std::move(d));
   }
@@ -61,8 +63,8 @@ class Parser {
     const Json* nodes = Field(root_, "nodes", "", true);
     if (!nodes) return nullptr;
     if (!nodes->is_array()) {
-      Error("bad-field-type", "/nodes", std::string("\"nodes\" is a ") + nodes->type_name() +
-                                            ", expected an array");
+      Error("bad-field-type", "/nodes",
+            std::string("\"nodes\" is a ") + nodes->type_name() + ", expected an array");
       return nullptr;
     }
     if (nodes->size() > kMaxNodes) {
@@ -79,12 +81,14 @@ class Parser {
     const Json* version = Field(root_, "version", "", true);
     if (version) {
       if (!version->is_number_integer() || version->get<int64_t>() < 1) {
-        Error("bad-version", "/version", "the version label is " + version->dump() +
-                                             ", expected a positive integer");
+        Error("bad-version", "/version",
+              "the version label is " + version->dump() + ", expected a positive integer");
       } else if (version->get<int64_t>() > kMaxGraphVersion) {
         Error("unsupported-version", "/version",
-              "the graph is labelled version " + version->dump() + " but this build reads up to "
-              "version " + std::to_string(kMaxGraphVersion),
+              "the graph is labelled version " + version->dump() +
+                  " but this build reads up to "
+                  "version " +
+                  std::to_string(kMaxGraphVersion),
               "upgrade Scellis to run it");
       } else {
         doc_.version = version->get<int>();
@@ -94,17 +98,19 @@ class Parser {
     if (nodes) {
       for (size_t i = 0; i < nodes->size(); ++i) ParseGraphNode((*nodes)[i], i);
     }
-    ParseOutputs([](const Json& out) -> const Json* {
-      auto it = out.find("id");
-      return it == out.end() ? nullptr : &*it;
-    }, "id");
+    ParseOutputs(
+        [](const Json& out) -> const Json* {
+          auto it = out.find("id");
+          return it == out.end() ? nullptr : &*it;
+        },
+        "id");
   }
 
   void ParseGraphNode(const Json& j, size_t index) {
     std::string pointer = PointerJoin("/nodes", index);
     if (!j.is_object()) {
-      Error("node-not-object", pointer, std::string("the node is a ") + j.type_name() +
-                                            ", expected an object");
+      Error("node-not-object", pointer,
+            std::string("the node is a ") + j.type_name() + ", expected an object");
       return;
     }
     Node node;
@@ -118,8 +124,8 @@ class Parser {
       return;
     }
     if (!op->is_string()) {
-      Error("bad-field-type", PointerJoin(pointer, "op"), "the op is " + op->dump() +
-                                                              ", expected a string");
+      Error("bad-field-type", PointerJoin(pointer, "op"),
+            "the op is " + op->dump() + ", expected a string");
       return;
     }
     node.id = std::to_string(id->get<int64_t>());
@@ -135,8 +141,8 @@ class Parser {
       if (kReferenceFields.count(key)) {
         if (!it->is_number_integer() || it->get<int64_t>() < 0) {
           Error("bad-reference", PointerJoin(pointer, key),
-                "the reference \"" + key + "\" is " + it->dump() + ", expected a node id",
-                "", &node);
+                "the reference \"" + key + "\" is " + it->dump() + ", expected a node id", "",
+                &node);
           continue;
         }
         node.inputs.push_back({key, std::to_string(it->get<int64_t>()), PointerJoin(pointer, key)});
@@ -162,8 +168,10 @@ class Parser {
     ParseBudget();
     ParseDims();
     if (auto t = root_.find("train"); t != root_.end()) {
-      if (!t->is_object()) Error("bad-field-type", "/train", "\"train\" must be an object");
-      else doc_.train = *t;
+      if (!t->is_object())
+        Error("bad-field-type", "/train", "\"train\" must be an object");
+      else
+        doc_.train = *t;
     }
 
     const Json* nodes = NodesArray();
@@ -172,10 +180,12 @@ class Parser {
     }
     if (!errors_.empty()) return;
     ParseWires();
-    ParseOutputs([](const Json& out) -> const Json* {
-      auto it = out.find("from");
-      return it == out.end() ? nullptr : &*it;
-    }, "from");
+    ParseOutputs(
+        [](const Json& out) -> const Json* {
+          auto it = out.find("from");
+          return it == out.end() ? nullptr : &*it;
+        },
+        "from");
   }
 
   void ParseDeterminism() {
@@ -185,14 +195,16 @@ class Parser {
       bool override_flag = false;
       if (it->is_object()) {
         tier_json = Field(*it, "tier", "/determinism", true);
-        if (auto o = it->find("override"); o != it->end()) override_flag = o->is_boolean() && o->get<bool>();
+        if (auto o = it->find("override"); o != it->end())
+          override_flag = o->is_boolean() && o->get<bool>();
       }
       if (tier_json) {
         auto tier = tier_json->is_string() ? policy::ParseTier(tier_json->get<std::string>())
                                            : std::nullopt;
         if (!tier) {
           Error("bad-determinism-tier", "/determinism",
-                "the determinism tier is " + tier_json->dump() + ", expected one of debug, prod, fast");
+                "the determinism tier is " + tier_json->dump() +
+                    ", expected one of debug, prod, fast");
         } else {
           doc_.tier = tier;
           doc_.tier_pointer = "/determinism";
@@ -204,7 +216,8 @@ class Parser {
       auto tol = t->is_string() ? policy::ParseTolerance(t->get<std::string>()) : std::nullopt;
       if (!tol) {
         Error("bad-tolerance-class", "/tolerance",
-              "the tolerance class is " + t->dump() + ", expected one of exact, tight, default, loose");
+              "the tolerance class is " + t->dump() +
+                  ", expected one of exact, tight, default, loose");
       } else {
         doc_.tolerance = tol;
       }
@@ -215,14 +228,15 @@ class Parser {
     auto it = root_.find("budget");
     if (it == root_.end()) return;
     if (!it->is_object()) {
-      Error("bad-field-type", "/budget", "the budget is " + std::string(it->type_name()) +
-                                             ", expected an object such as {\"memory_bytes\": 1e9}");
+      Error("bad-field-type", "/budget",
+            "the budget is " + std::string(it->type_name()) +
+                ", expected an object such as {\"memory_bytes\": 1e9}");
       return;
     }
     if (auto m = it->find("memory_bytes"); m != it->end()) {
       if (!m->is_number() || m->get<double>() <= 0 || m->get<double>() > 9e18) {
-        Error("bad-budget", "/budget/memory_bytes", "the memory budget is " + m->dump() +
-                                                        ", expected a positive number of bytes");
+        Error("bad-budget", "/budget/memory_bytes",
+              "the memory budget is " + m->dump() + ", expected a positive number of bytes");
       } else {
         doc_.budget_bytes = static_cast<int64_t>(m->get<double>());
       }
@@ -239,11 +253,13 @@ class Parser {
     for (auto d = it->begin(); d != it->end(); ++d) {
       std::string pointer = PointerJoin("/dims", d.key());
       if (!IsIdentifier(d.key())) {
-        Error("bad-dim-name", pointer, "the dimension name \"" + d.key() + "\" is not an identifier");
+        Error("bad-dim-name", pointer,
+              "the dimension name \"" + d.key() + "\" is not an identifier");
       } else if (!d->is_number_integer() || d->get<int64_t>() < 0 ||
                  d->get<int64_t>() > kMaxElements) {
-        Error("bad-dim", pointer, "the dimension " + d.key() + " is " + d->dump() +
-                                      ", expected a non-negative integer");
+        Error(
+            "bad-dim", pointer,
+            "the dimension " + d.key() + " is " + d->dump() + ", expected a non-negative integer");
       } else {
         doc_.dims[d.key()] = d->get<int64_t>();
       }
@@ -253,8 +269,8 @@ class Parser {
   void ParseWorkflowNode(const Json& j, size_t index) {
     std::string pointer = PointerJoin("/nodes", index);
     if (!j.is_object()) {
-      Error("node-not-object", pointer, std::string("the node is a ") + j.type_name() +
-                                            ", expected an object");
+      Error("node-not-object", pointer,
+            std::string("the node is a ") + j.type_name() + ", expected an object");
       return;
     }
     Node node;
@@ -268,8 +284,8 @@ class Parser {
       return;
     }
     if (!type->is_string()) {
-      Error("bad-field-type", PointerJoin(pointer, "type"), "the block type is " + type->dump() +
-                                                                ", expected a string");
+      Error("bad-field-type", PointerJoin(pointer, "type"),
+            "the block type is " + type->dump() + ", expected a string");
       return;
     }
     node.id = id->get<std::string>();
@@ -282,7 +298,8 @@ class Parser {
       }
       node.params = *p;
     }
-    if (auto l = j.find("label"); l != j.end() && l->is_string()) node.label = l->get<std::string>();
+    if (auto l = j.find("label"); l != j.end() && l->is_string())
+      node.label = l->get<std::string>();
     else if (auto n = node.params.find("name"); n != node.params.end() && n->is_string())
       node.label = n->get<std::string>();
     if (auto t = j.find("determinism"); t != j.end()) {
@@ -368,10 +385,13 @@ class Parser {
       Output out;
       out.name = o["name"].get<std::string>();
       out.pointer = pointer;
-      if (src->is_number_integer()) out.source = std::to_string(src->get<int64_t>());
-      else if (src->is_string()) out.source = SplitEndpoint(src->get<std::string>()).first;
+      if (src->is_number_integer())
+        out.source = std::to_string(src->get<int64_t>());
+      else if (src->is_string())
+        out.source = SplitEndpoint(src->get<std::string>()).first;
       else {
-        Error("bad-output", PointerJoin(pointer, source_key), "the output source is " + src->dump());
+        Error("bad-output", PointerJoin(pointer, source_key),
+              "the output source is " + src->dump());
         continue;
       }
       if (!names.insert(out.name).second) {
@@ -398,15 +418,17 @@ class Parser {
       for (const Input& in : n.inputs) {
         if (!index_.count(in.source)) {
           Error("dangling-reference", in.pointer,
-                "the input \"" + in.port + "\" refers to node " + in.source + ", which does not exist",
+                "the input \"" + in.port + "\" refers to node " + in.source +
+                    ", which does not exist",
                 "", &n);
         }
       }
     }
     for (const Output& o : doc_.outputs) {
       if (!index_.count(o.source)) {
-        Error("dangling-reference", o.pointer,
-              "the output \"" + o.name + "\" refers to node " + o.source + ", which does not exist");
+        Error(
+            "dangling-reference", o.pointer,
+            "the output \"" + o.name + "\" refers to node " + o.source + ", which does not exist");
       }
     }
   }
@@ -473,15 +495,20 @@ Result<Document> Parse(std::string_view text) {
   return Parser(root).Run();
 }
 
-Json ToJson(const Document& d) { return d.source; }
+Json ToJson(const Document& d) {
+  return d.source;
+}
 
 std::string Print(const Document& d) {
   std::string out;
-  if (d.form == Form::kGraph) out += "graph version " + std::to_string(d.version);
-  else out += std::string("workflow \"") + d.name + "\" (" + kWorkflowFormat + ")";
+  if (d.form == Form::kGraph)
+    out += "graph version " + std::to_string(d.version);
+  else
+    out += std::string("workflow \"") + d.name + "\" (" + kWorkflowFormat + ")";
   out += "  " + d.content_id + "\n";
-  if (d.tier) out += std::string("  determinism ") + policy::TierName(*d.tier) +
-                     (d.tier_override ? " (override)" : "") + "\n";
+  if (d.tier)
+    out += std::string("  determinism ") + policy::TierName(*d.tier) +
+           (d.tier_override ? " (override)" : "") + "\n";
   if (d.tolerance) out += std::string("  tolerance ") + policy::ToleranceName(*d.tolerance) + "\n";
   if (d.budget_bytes) out += "  budget " + std::to_string(*d.budget_bytes) + " bytes\n";
   for (const auto& [k, v] : d.dims) out += "  dim " + k + " = " + std::to_string(v) + "\n";

@@ -18,8 +18,8 @@
 #include <vector>
 
 #include "core/json_util.h"
-#include "core/tensor_type.h"
 #include "core/result.h"
+#include "core/tensor_type.h"
 #include "policy/determinism.h"
 
 namespace scellis::doc {
@@ -38,10 +38,10 @@ struct Input {
 };
 
 struct Node {
-  std::string id;      // graph ids are written in decimal
-  std::string op;      // the op (graph) or block type (workflow)
-  std::string label;   // the user's name for it, "" if none
-  Json params;         // every other field (graph) or the `params` object (workflow)
+  std::string id;     // graph ids are written in decimal
+  std::string op;     // the op (graph) or block type (workflow)
+  std::string label;  // the user's name for it, "" if none
+  Json params;        // every other field (graph) or the `params` object (workflow)
   std::vector<Input> inputs;
   std::optional<policy::Tier> tier;  // a node-level determinism declaration
   std::string pointer;               // "/nodes/3"
@@ -58,7 +58,7 @@ struct Output {
 
 struct Document {
   Form form = Form::kGraph;
-  int version = 1;     // the graph protocol's version label; 1 for workflows
+  int version = 1;  // the graph protocol's version label; 1 for workflows
   std::string name;
   std::vector<Node> nodes;  // dependency order: every node after its inputs
   std::vector<Output> outputs;

@@ -15,12 +15,14 @@ MemClass ClassOf(const webir::Graph& g, const webir::Node& n,
   if (n.purpose == webir::Purpose::kGradient) return MemClass::kGradients;
   if (n.purpose == webir::Purpose::kOptimizerState) return MemClass::kOptimizerState;
   switch (n.role) {
-    case webir::Role::kParam: return MemClass::kParameters;
+    case webir::Role::kParam:
+      return MemClass::kParameters;
     case webir::Role::kInput:
       // Moments and velocities fed back each step are optimizer state, not data.
       return n.purpose == webir::Purpose::kOptimizerState ? MemClass::kOptimizerState
                                                           : MemClass::kInputs;
-    default: break;
+    default:
+      break;
   }
   for (int u : users[n.id])
     if (g.at(u).purpose == webir::Purpose::kGradient) return MemClass::kActivations;
@@ -145,8 +147,8 @@ class Planner {
       mem.budget_source = "the document";
     } else {
       mem.budget = DetectHostBudget();
-      mem.budget_source = options_.limits.device == "cpu" ? "detected: 80% of available host memory"
-                                                          : "detected";
+      mem.budget_source =
+          options_.limits.device == "cpu" ? "detected: 80% of available host memory" : "detected";
     }
     const DeviceLimits& lim = options_.limits;
     plan_.verdict = Verdict::kGreen;
@@ -186,13 +188,16 @@ class Planner {
         if (bytes <= lim.max_binding_bytes) continue;
         bool tileable = elementwise && m_.graph.at(node).type.SameShape(out);
         if (tileable) {
-          Yellow("tiled-binding", k.name + " binds %" + m_.graph.at(node).name + " (" + FormatBytes(bytes) +
-                                      ") in tiles under the binding cap of " + FormatBytes(lim.max_binding_bytes));
+          Yellow("tiled-binding", k.name + " binds %" + m_.graph.at(node).name + " (" +
+                                      FormatBytes(bytes) + ") in tiles under the binding cap of " +
+                                      FormatBytes(lim.max_binding_bytes));
         } else {
           Red("binding-cap-exceeded",
-              k.name + " must bind %" + m_.graph.at(node).name + " (" + FormatBytes(bytes) + ") whole, over " +
-                  lim.device + "'s storage binding cap of " + FormatBytes(lim.max_binding_bytes),
-              "only elementwise kernels are tiled over the cap; split the tensor, or run on the CPU "
+              k.name + " must bind %" + m_.graph.at(node).name + " (" + FormatBytes(bytes) +
+                  ") whole, over " + lim.device + "'s storage binding cap of " +
+                  FormatBytes(lim.max_binding_bytes),
+              "only elementwise kernels are tiled over the cap; split the tensor, or run on the "
+              "CPU "
               "reference (--backend=cpu)");
         }
       }

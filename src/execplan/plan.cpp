@@ -1,26 +1,35 @@
-#include <cstdio>
-
 #include "execplan/plan.h"
+
+#include <cstdio>
 
 namespace scellis::execplan {
 
 const char* MemClassName(MemClass c) {
   switch (c) {
-    case MemClass::kParameters: return "parameters";
-    case MemClass::kInputs: return "inputs";
-    case MemClass::kActivations: return "activations";
-    case MemClass::kGradients: return "gradients";
-    case MemClass::kOptimizerState: return "optimizer_state";
-    case MemClass::kWorking: return "working";
+    case MemClass::kParameters:
+      return "parameters";
+    case MemClass::kInputs:
+      return "inputs";
+    case MemClass::kActivations:
+      return "activations";
+    case MemClass::kGradients:
+      return "gradients";
+    case MemClass::kOptimizerState:
+      return "optimizer_state";
+    case MemClass::kWorking:
+      return "working";
   }
   return "?";
 }
 
 const char* VerdictName(Verdict v) {
   switch (v) {
-    case Verdict::kGreen: return "green";
-    case Verdict::kYellow: return "yellow";
-    case Verdict::kRed: return "red";
+    case Verdict::kGreen:
+      return "green";
+    case Verdict::kYellow:
+      return "yellow";
+    case Verdict::kRed:
+      return "red";
   }
   return "?";
 }
@@ -34,8 +43,10 @@ std::string FormatBytes(int64_t bytes) {
     ++u;
   }
   char buf[32];
-  if (u == 0) std::snprintf(buf, sizeof buf, "%lld B", static_cast<long long>(bytes));
-  else std::snprintf(buf, sizeof buf, "%.1f %s", v, units[u]);
+  if (u == 0)
+    std::snprintf(buf, sizeof buf, "%lld B", static_cast<long long>(bytes));
+  else
+    std::snprintf(buf, sizeof buf, "%.1f %s", v, units[u]);
   return buf;
 }
 
@@ -113,10 +124,14 @@ Json ToJson(const Plan& p) {
   for (const Diagnostic& d : p.findings)
     j["findings"].push_back({{"code", d.code}, {"message", d.message}, {"help", d.help}});
   for (const Step& s : p.steps)
-    j["steps"].push_back({{"kernel", p.module.kernels[s.kernel].name}, {"reads", s.reads}, {"write", s.write}});
+    j["steps"].push_back(
+        {{"kernel", p.module.kernels[s.kernel].name}, {"reads", s.reads}, {"write", s.write}});
   for (const Buffer& b : p.buffers)
-    j["buffers"].push_back({{"id", b.id}, {"bytes", b.bytes}, {"class", MemClassName(b.cls)},
-                            {"pinned", b.pinned}, {"values", b.values}});
+    j["buffers"].push_back({{"id", b.id},
+                            {"bytes", b.bytes},
+                            {"class", MemClassName(b.cls)},
+                            {"pinned", b.pinned},
+                            {"values", b.values}});
   return j;
 }
 

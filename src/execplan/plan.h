@@ -23,7 +23,7 @@ enum class MemClass {
   kActivations,  // forward values kept for the backward pass
   kGradients,
   kOptimizerState,
-  kWorking,      // everything else: intermediates, outputs, constants
+  kWorking,  // everything else: intermediates, outputs, constants
 };
 inline constexpr int kMemClasses = 6;
 const char* MemClassName(MemClass c);
@@ -47,8 +47,8 @@ const char* VerdictName(Verdict v);
 
 struct MemoryPlan {
   std::array<int64_t, kMemClasses> by_class{};  // allocated bytes per class
-  int64_t allocated = 0;     // all buffers
-  int64_t peak_live = 0;     // largest sum of live values at any step
+  int64_t allocated = 0;                        // all buffers
+  int64_t peak_live = 0;                        // largest sum of live values at any step
   int64_t largest_tensor = 0;
   int64_t budget = 0;
   std::string budget_source;

@@ -3,10 +3,9 @@
 // folded as a literal into every elementwise consumer. What remains are kernel roots.
 #include <algorithm>
 #include <map>
-
-#include "core/sha256.h"
 #include <set>
 
+#include "core/sha256.h"
 #include "kernel/module.h"
 #include "kernel/wgsl/codegen.h"
 #include "webir/op_registry.h"
@@ -35,7 +34,8 @@ class Partition {
       Kernel k;
       k.id = static_cast<int>(m.kernels.size());
       k.output = n.id;
-      if (IsElementwise(n)) BuildFused(n, k);
+      if (IsElementwise(n))
+        BuildFused(n, k);
       else {
         k.kind = KernelKind::kOp;
         k.op = n.op;
@@ -99,8 +99,10 @@ class Partition {
       const webir::Node& n = g_.at(f.node);
       if (f.next_arg < n.args.size()) {
         int a = n.args[f.next_arg++];
-        if (!step_of.count(a) && FoldedInto(g_.at(a))) stack.push_back({a, 0});
-        else if (!step_of.count(a)) input(a);
+        if (!step_of.count(a) && FoldedInto(g_.at(a)))
+          stack.push_back({a, 0});
+        else if (!step_of.count(a))
+          input(a);
         continue;
       }
       ExprStep s;

@@ -1,6 +1,7 @@
+#include "kernel/module.h"
+
 #include <set>
 
-#include "kernel/module.h"
 #include "webir/op_registry.h"
 
 namespace scellis::kernel {
@@ -43,7 +44,8 @@ std::string Print(const Module& m) {
       out += "fused[" + expr + "]";
     } else {
       out += k.op + "(";
-      for (size_t i = 0; i < k.inputs.size(); ++i) out += (i ? ", %" : "%") + m.graph.at(k.inputs[i]).name;
+      for (size_t i = 0; i < k.inputs.size(); ++i)
+        out += (i ? ", %" : "%") + m.graph.at(k.inputs[i]).name;
       out += ")";
     }
     out += "  grid " + std::to_string(k.workgroups[0]) + "x" + std::to_string(k.workgroups[1]) +

@@ -28,18 +28,24 @@ struct ExprStep {
   int node = -1;     // the WebIR node this step computes
 };
 
-inline int StepRef(int step) { return -(step + 1); }
-inline bool IsStepRef(int operand) { return operand < 0; }
-inline int StepOf(int operand) { return -operand - 1; }
+inline int StepRef(int step) {
+  return -(step + 1);
+}
+inline bool IsStepRef(int operand) {
+  return operand < 0;
+}
+inline int StepOf(int operand) {
+  return -operand - 1;
+}
 
 struct Kernel {
   int id = 0;
   std::string name;  // e.g. "k2_fused_mul_relu", "k3_matmul"
   KernelKind kind = KernelKind::kOp;
-  std::string op;            // kOp: the op; kElementwise: "fused"
-  std::vector<int> nodes;    // WebIR nodes computed here, in order; the last is the output
-  std::vector<int> inputs;   // WebIR nodes read from buffers
-  int output = -1;           // WebIR node written
+  std::string op;              // kOp: the op; kElementwise: "fused"
+  std::vector<int> nodes;      // WebIR nodes computed here, in order; the last is the output
+  std::vector<int> inputs;     // WebIR nodes read from buffers
+  int output = -1;             // WebIR node written
   std::vector<ExprStep> expr;  // kElementwise
 
   // WGSL, generated for the module's determinism tier.

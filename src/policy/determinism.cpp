@@ -6,9 +6,12 @@ namespace scellis::policy {
 
 const char* TierName(Tier t) {
   switch (t) {
-    case Tier::kDebug: return "debug";
-    case Tier::kProd: return "prod";
-    case Tier::kFast: return "fast";
+    case Tier::kDebug:
+      return "debug";
+    case Tier::kProd:
+      return "prod";
+    case Tier::kFast:
+      return "fast";
   }
   return "?";
 }
@@ -22,10 +25,14 @@ std::optional<Tier> ParseTier(const std::string& s) {
 
 const char* ToleranceName(ToleranceClass c) {
   switch (c) {
-    case ToleranceClass::kExact: return "exact";
-    case ToleranceClass::kTight: return "tight";
-    case ToleranceClass::kDefault: return "default";
-    case ToleranceClass::kLoose: return "loose";
+    case ToleranceClass::kExact:
+      return "exact";
+    case ToleranceClass::kTight:
+      return "tight";
+    case ToleranceClass::kDefault:
+      return "default";
+    case ToleranceClass::kLoose:
+      return "loose";
   }
   return "?";
 }
@@ -47,12 +54,12 @@ Result<TierResolution> ResolveTier(const std::vector<TierDeclaration>& declared,
   if (override_tier) {
     TierResolution r{override_tier->tier, override_tier->source, {}};
     if (strictest && strictest->tier < override_tier->tier) {
-      r.notes.push_back(Warning(
-          "tier-override-drops-stricter", override_tier->pointer,
-          std::string("the override to tier ") + TierName(override_tier->tier) + " (" +
-              override_tier->source + ") drops the stricter tier " + TierName(strictest->tier) +
-              " declared by " + strictest->source,
-          "remove the override to keep the stricter guarantee"));
+      r.notes.push_back(Warning("tier-override-drops-stricter", override_tier->pointer,
+                                std::string("the override to tier ") +
+                                    TierName(override_tier->tier) + " (" + override_tier->source +
+                                    ") drops the stricter tier " + TierName(strictest->tier) +
+                                    " declared by " + strictest->source,
+                                "remove the override to keep the stricter guarantee"));
     }
     return r;
   }
@@ -86,6 +93,8 @@ Thresholds ResolveThresholds(ToleranceClass c, Tier t) {
   return kTable[static_cast<int>(c)][static_cast<int>(t)];
 }
 
-Thresholds GradcheckThresholds() { return {1e-6, 1e-4}; }
+Thresholds GradcheckThresholds() {
+  return {1e-6, 1e-4};
+}
 
 }  // namespace scellis::policy

@@ -13,11 +13,16 @@ std::optional<Rung> ParseRung(const std::string& s) {
 
 const char* RungName(Rung r) {
   switch (r) {
-    case Rung::kDoc: return "doc";
-    case Rung::kBlock: return "block";
-    case Rung::kWebir: return "webir";
-    case Rung::kKernel: return "kernel";
-    case Rung::kExecplan: return "execplan";
+    case Rung::kDoc:
+      return "doc";
+    case Rung::kBlock:
+      return "block";
+    case Rung::kWebir:
+      return "webir";
+    case Rung::kKernel:
+      return "kernel";
+    case Rung::kExecplan:
+      return "execplan";
   }
   return "?";
 }
@@ -39,22 +44,32 @@ Result<Compiled> Compile(std::string_view text, const CompileOptions& options) {
 
 std::string PrintRung(const Compiled& c, Rung r) {
   switch (r) {
-    case Rung::kDoc: return doc::Print(c.doc);
-    case Rung::kBlock: return block::Print(*c.program);
-    case Rung::kWebir: return webir::Print(*c.graph);
-    case Rung::kKernel: return kernel::Print(*c.module);
-    case Rung::kExecplan: return execplan::Print(*c.plan);
+    case Rung::kDoc:
+      return doc::Print(c.doc);
+    case Rung::kBlock:
+      return block::Print(*c.program);
+    case Rung::kWebir:
+      return webir::Print(*c.graph);
+    case Rung::kKernel:
+      return kernel::Print(*c.module);
+    case Rung::kExecplan:
+      return execplan::Print(*c.plan);
   }
   return "";
 }
 
 Json RungJson(const Compiled& c, Rung r) {
   switch (r) {
-    case Rung::kDoc: return doc::ToJson(c.doc);
-    case Rung::kBlock: return block::ToJson(*c.program);
-    case Rung::kWebir: return webir::ToJson(*c.graph);
-    case Rung::kKernel: return kernel::ToJson(*c.module);
-    case Rung::kExecplan: return execplan::ToJson(*c.plan);
+    case Rung::kDoc:
+      return doc::ToJson(c.doc);
+    case Rung::kBlock:
+      return block::ToJson(*c.program);
+    case Rung::kWebir:
+      return webir::ToJson(*c.graph);
+    case Rung::kKernel:
+      return kernel::ToJson(*c.module);
+    case Rung::kExecplan:
+      return execplan::ToJson(*c.plan);
   }
   return Json();
 }

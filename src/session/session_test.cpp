@@ -18,7 +18,12 @@ std::string StepGraph(int n, std::mt19937& rng) {
   for (int i = 0; i < n; ++i) state.push_back(u(rng));
   Json g = {{"version", 2},
             {"nodes",
-             {{{"id", 0}, {"op", "input"}, {"name", "state"}, {"shape", {n}}, {"data", state}, {"carry", "next"}},
+             {{{"id", 0},
+               {"op", "input"},
+               {"name", "state"},
+               {"shape", {n}},
+               {"data", state},
+               {"carry", "next"}},
               {{"id", 1}, {"op", "input"}, {"name", "feed"}, {"shape", {n}}},
               {{"id", 2}, {"op", "mul"}, {"a", 0}, {"scalar", 0.5}},
               {{"id", 3}, {"op", "add"}, {"a", 2}, {"b", 1}},
@@ -148,7 +153,8 @@ TEST_P(SessionFault, PoisonsWithTheCause) {
   }
   EXPECT_EQ(s.value()->Download("next").errors().front().code, "session-poisoned");
   s.value()->Dispose();
-  EXPECT_EQ(s.value()->Run(RandomFeeds(64, 1, rng), {"total"}).errors().front().code, "session-disposed");
+  EXPECT_EQ(s.value()->Run(RandomFeeds(64, 1, rng), {"total"}).errors().front().code,
+            "session-disposed");
 }
 
 INSTANTIATE_TEST_SUITE_P(Faults, SessionFault,

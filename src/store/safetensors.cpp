@@ -186,9 +186,9 @@ void CheckEntry(const std::string& name, const json& value, uint64_t data_size,
   if (elem == 0 || !shape_ok) return;
   if (end - begin != nbytes) {
     bad("safetensors-bad-offsets", Pointer(name, "data_offsets"),
-        "tensor " + Quote(name) + " spans " + std::to_string(end - begin) +
-            " bytes but shape " + ShapeText(dims) + " of " + dtype.get<std::string>() +
-            " takes " + std::to_string(nbytes));
+        "tensor " + Quote(name) + " spans " + std::to_string(end - begin) + " bytes but shape " +
+            ShapeText(dims) + " of " + dtype.get<std::string>() + " takes " +
+            std::to_string(nbytes));
     return;
   }
   entries->push_back(Entry{&name, dtype.get<std::string>(),
@@ -216,15 +216,15 @@ Status CheckTensors(const std::vector<NamedTensor>& tensors,
                                  "names must be non-empty UTF-8 other than \"__metadata__\""));
     }
     if (!seen.insert(t.name).second) {
-      errors.push_back(UserError("safetensors-duplicate-key", ptr,
-                                 "two tensors are named " + Quote(t.name)));
+      errors.push_back(
+          UserError("safetensors-duplicate-key", ptr, "two tensors are named " + Quote(t.name)));
     }
     int elem = SafetensorsDtypeSize(t.dtype);
     if (elem == 0) {
-      errors.push_back(UserError("safetensors-bad-dtype", Pointer(t.name, "dtype"),
-                                 "tensor " + Quote(t.name) + " has dtype " + Quote(t.dtype) +
-                                     ", which is not supported",
-                                 kDtypeHelp));
+      errors.push_back(UserError(
+          "safetensors-bad-dtype", Pointer(t.name, "dtype"),
+          "tensor " + Quote(t.name) + " has dtype " + Quote(t.dtype) + ", which is not supported",
+          kDtypeHelp));
       continue;
     }
     std::vector<uint64_t> dims;
@@ -381,9 +381,9 @@ Result<std::vector<NamedTensor>> DecodeSafetensors(std::string_view file,
   for (const auto& [key, value] : root.items()) {
     if (key == "__metadata__") {
       if (!value.is_object()) {
-        errors.push_back(UserError("safetensors-bad-metadata", "/__metadata__",
-                                   "__metadata__ is " + std::string(value.type_name()) +
-                                       ", not an object of strings"));
+        errors.push_back(UserError(
+            "safetensors-bad-metadata", "/__metadata__",
+            "__metadata__ is " + std::string(value.type_name()) + ", not an object of strings"));
         continue;
       }
       for (const auto& [mkey, mvalue] : value.items()) {

@@ -89,7 +89,7 @@ TEST(Safetensors, EncodingIsCanonical) {
   EXPECT_EQ(n % 8, 0u);
   EXPECT_EQ(file[8], '{');
   std::string header = file.substr(8, n);
-  EXPECT_EQ(header.find('\n'), std::string::npos);  // compact
+  EXPECT_EQ(header.find('\n'), std::string::npos);             // compact
   EXPECT_EQ(header.find_last_not_of(' '), header.rfind('}'));  // padded with spaces only
   // Tensors are laid out by name: "counts" first.
   EXPECT_EQ(file.substr(8 + n, 8), Le(5, 4) + Le(0xffffffff, 4));
@@ -99,10 +99,9 @@ TEST(Safetensors, EncodingIsCanonical) {
 // A file written out byte by byte, without the encoder: header entries in a different order
 // from the data, and a scalar.
 TEST(Safetensors, DecodesAHandBuiltFile) {
-  std::string header =
-      R"({"b":{"dtype":"I64","shape":[],"data_offsets":[8,16]},)"
-      R"("a":{"dtype":"F32","shape":[2],"data_offsets":[0,8]},)"
-      R"("__metadata__":{"note":"hand made"}})";
+  std::string header = R"({"b":{"dtype":"I64","shape":[],"data_offsets":[8,16]},)"
+                       R"("a":{"dtype":"F32","shape":[2],"data_offsets":[0,8]},)"
+                       R"("__metadata__":{"note":"hand made"}})";
   while (header.size() % 8 != 0) header += ' ';
   std::string file;
   for (int i = 0; i < 8; ++i) file.push_back(static_cast<char>((header.size() >> (8 * i)) & 0xff));
@@ -153,7 +152,9 @@ std::string Code(const Result<std::vector<NamedTensor>>& r) {
   return r.ok() ? "ok" : r.errors()[0].code;
 }
 
-std::string Decode(const std::string& file) { return Code(DecodeSafetensors(file, nullptr)); }
+std::string Decode(const std::string& file) {
+  return Code(DecodeSafetensors(file, nullptr));
+}
 
 std::string One(const std::string& entry, const std::string& data) {
   return File(R"({"t":)" + entry + "}", data);
@@ -190,8 +191,8 @@ TEST(Safetensors, RejectsDuplicateKeys) {
   ASSERT_FALSE(r.ok());
   EXPECT_EQ(r.errors()[0].code, "safetensors-duplicate-key");
   EXPECT_EQ(r.errors()[0].pointer, "/a");
-  r = DecodeSafetensors(
-      One(R"({"dtype":"U8","shape":[1],"shape":[1],"data_offsets":[0,1]})", "x"), nullptr);
+  r = DecodeSafetensors(One(R"({"dtype":"U8","shape":[1],"shape":[1],"data_offsets":[0,1]})", "x"),
+                        nullptr);
   ASSERT_FALSE(r.ok());
   EXPECT_EQ(r.errors()[0].code, "safetensors-duplicate-key");
   EXPECT_EQ(r.errors()[0].pointer, "/t/shape");
@@ -207,12 +208,12 @@ TEST(Safetensors, HostileEntries) {
             "safetensors-bad-dtype");
   EXPECT_EQ(Decode(One(R"({"dtype":7,"shape":[1],"data_offsets":[0,1]})", "x")),
             "safetensors-bad-dtype");
-  for (const char* shape : {"[-1]", "[1.0]", "[\"1\"]", "1", "[18446744073709551616]",
-                            "[9223372036854775808, 0]"}) {
-    EXPECT_EQ(Decode(One(std::string(R"({"dtype":"U8","shape":)") + shape +
-                             R"(,"data_offsets":[0,0]})",
-                         "")),
-              "safetensors-bad-shape")
+  for (const char* shape :
+       {"[-1]", "[1.0]", "[\"1\"]", "1", "[18446744073709551616]", "[9223372036854775808, 0]"}) {
+    EXPECT_EQ(
+        Decode(One(std::string(R"({"dtype":"U8","shape":)") + shape + R"(,"data_offsets":[0,0]})",
+                   "")),
+        "safetensors-bad-shape")
         << shape;
   }
   // A nested list is deeper than any valid header goes.
@@ -229,42 +230,39 @@ TEST(Safetensors, HostileEntries) {
 
 TEST(Safetensors, HostileOffsets) {
   auto u8 = [](const std::string& name, const std::string& shape, const std::string& offsets) {
-    return "\"" + name + R"(":{"dtype":"U8","shape":)" + shape + R"(,"data_offsets":)" +
-           offsets + "}";
+    return "\"" + name + R"(":{"dtype":"U8","shape":)" + shape + R"(,"data_offsets":)" + offsets +
+           "}";
   };
   const std::string bad = "safetensors-bad-offsets";
-  EXPECT_EQ(Decode(File("{" + u8("a", "[2]", "[2,0]") + "}", "xx")), bad);       // begin > end
-  EXPECT_EQ(Decode(File("{" + u8("a", "[2]", "[0,3]") + "}", "xxx")), bad);      // wrong size
-  EXPECT_EQ(Decode(File("{" + u8("a", "[2]", "[0,2]") + "}", "x")), bad);        // past the end
-  EXPECT_EQ(Decode(File("{" + u8("a", "[2]", "[0,2]") + "}", "xxx")), bad);      // not covered
-  EXPECT_EQ(Decode(File("{" + u8("a", "[2]", "[1,3]") + "}", "xxx")), bad);      // gap at start
-  EXPECT_EQ(Decode(File("{" + u8("a", "[2]", "[0,-2]") + "}", "xx")), bad);      // negative
-  EXPECT_EQ(Decode(File("{" + u8("a", "[2]", "[0,2,4]") + "}", "xx")), bad);     // three
-  EXPECT_EQ(Decode(File("{" + u8("a", "[2]", "[0,2.0]") + "}", "xx")), bad);     // not integer
-  EXPECT_EQ(Decode(File("{" + u8("a", "[2]", "[0,2]") + "," + u8("b", "[2]", "[1,3]") + "}",
-                        "xxx")),
-            bad);  // overlap
-  EXPECT_EQ(Decode(File("{" + u8("a", "[1]", "[0,1]") + "," + u8("b", "[1]", "[2,3]") + "}",
-                        "xxx")),
-            bad);  // gap between
-  EXPECT_EQ(Decode(File("{" + u8("a", "[1]", "[0,1]") + "," + u8("b", "[1]", "[0,1]") + "}",
-                        "x")),
+  EXPECT_EQ(Decode(File("{" + u8("a", "[2]", "[2,0]") + "}", "xx")), bad);    // begin > end
+  EXPECT_EQ(Decode(File("{" + u8("a", "[2]", "[0,3]") + "}", "xxx")), bad);   // wrong size
+  EXPECT_EQ(Decode(File("{" + u8("a", "[2]", "[0,2]") + "}", "x")), bad);     // past the end
+  EXPECT_EQ(Decode(File("{" + u8("a", "[2]", "[0,2]") + "}", "xxx")), bad);   // not covered
+  EXPECT_EQ(Decode(File("{" + u8("a", "[2]", "[1,3]") + "}", "xxx")), bad);   // gap at start
+  EXPECT_EQ(Decode(File("{" + u8("a", "[2]", "[0,-2]") + "}", "xx")), bad);   // negative
+  EXPECT_EQ(Decode(File("{" + u8("a", "[2]", "[0,2,4]") + "}", "xx")), bad);  // three
+  EXPECT_EQ(Decode(File("{" + u8("a", "[2]", "[0,2.0]") + "}", "xx")), bad);  // not integer
+  EXPECT_EQ(
+      Decode(File("{" + u8("a", "[2]", "[0,2]") + "," + u8("b", "[2]", "[1,3]") + "}", "xxx")),
+      bad);  // overlap
+  EXPECT_EQ(
+      Decode(File("{" + u8("a", "[1]", "[0,1]") + "," + u8("b", "[1]", "[2,3]") + "}", "xxx")),
+      bad);  // gap between
+  EXPECT_EQ(Decode(File("{" + u8("a", "[1]", "[0,1]") + "," + u8("b", "[1]", "[0,1]") + "}", "x")),
             bad);  // aliasing
   // Empty tensors may sit anywhere the layout reaches, not inside another tensor.
-  EXPECT_EQ(Decode(File("{" + u8("a", "[2]", "[0,2]") + "," + u8("e", "[0]", "[2,2]") + "}",
-                        "xx")),
+  EXPECT_EQ(Decode(File("{" + u8("a", "[2]", "[0,2]") + "," + u8("e", "[0]", "[2,2]") + "}", "xx")),
             "ok");
-  EXPECT_EQ(Decode(File("{" + u8("a", "[2]", "[0,2]") + "," + u8("e", "[0]", "[1,1]") + "}",
-                        "xx")),
+  EXPECT_EQ(Decode(File("{" + u8("a", "[2]", "[0,2]") + "," + u8("e", "[0]", "[1,1]") + "}", "xx")),
             bad);
 }
 
 TEST(Safetensors, ReportsEveryBadEntry) {
-  Result<std::vector<NamedTensor>> r = DecodeSafetensors(
-      File(R"({"a":{"dtype":"X","shape":[1],"data_offsets":[0,1]},)"
-           R"("b/c":{"dtype":"U8","shape":[-1],"data_offsets":[1,2]}})",
-           "xx"),
-      nullptr);
+  Result<std::vector<NamedTensor>> r =
+      DecodeSafetensors(File(R"({"a":{"dtype":"X","shape":[1],"data_offsets":[0,1]},)"
+                             R"("b/c":{"dtype":"U8","shape":[-1],"data_offsets":[1,2]}})",
+                             "xx"),
+                        nullptr);
   ASSERT_FALSE(r.ok());
   ASSERT_EQ(r.errors().size(), 2u);
   EXPECT_EQ(r.errors()[0].code, "safetensors-bad-dtype");

@@ -55,8 +55,8 @@ class Lowering {
  private:
   void Error(const block::Block& b, std::string code, std::string pointer, std::string message,
              std::string help = "") {
-    Diagnostic d = UserError(std::move(code), std::move(pointer), std::move(message),
-                             std::move(help));
+    Diagnostic d =
+        UserError(std::move(code), std::move(pointer), std::move(message), std::move(help));
     d.where = b.Describe();
     errors_.push_back(std::move(d));
   }

@@ -60,8 +60,8 @@ std::string Print(const Graph& g) {
     }
     for (size_t i = 0; i < n.args.size(); ++i) {
       const Node& a = g.at(n.args[i]);
-      bool broadcast = n.args.size() > 1 && !a.type.SameShape(n.type) &&
-                       FindOp(n.op) && FindOp(n.op)->kind == OpKind::kElementwise;
+      bool broadcast = n.args.size() > 1 && !a.type.SameShape(n.type) && FindOp(n.op) &&
+                       FindOp(n.op)->kind == OpKind::kElementwise;
       r += (i ? ", " : " ") + std::string(broadcast ? "broadcast " : "") + "%" + a.name;
     }
     if (n.op != "full") r += AttrText(n);
@@ -75,8 +75,8 @@ std::string Print(const Graph& g) {
     const Node& n = g.nodes[i];
     std::string name = "%" + n.name;
     out += "  " + name + std::string(width - name.size() + 1, ' ') + "= " + rhs[i] +
-           std::string(rhs_width > rhs[i].size() ? rhs_width - rhs[i].size() + 2 : 2, ' ') + "shape " + n.type.ShapeString() +
-           "  dtype " + DTypeName(n.type.dtype) + "\n";
+           std::string(rhs_width > rhs[i].size() ? rhs_width - rhs[i].size() + 2 : 2, ' ') +
+           "shape " + n.type.ShapeString() + "  dtype " + DTypeName(n.type.dtype) + "\n";
   }
   for (const Output& o : g.outputs) out += "  output " + o.name + " = %" + g.at(o.node).name + "\n";
   return out;
@@ -124,7 +124,8 @@ Status Verify(const Graph& g) {
     c.version = std::max(g.version, def->min_version);
     auto t = def->infer(c);
     if (!t.ok() || !t->SameShape(n.type) || t->dtype != n.type.dtype)
-      return InternalError("webir.Verify", "node %" + n.name + " does not match its op's type rule");
+      return InternalError("webir.Verify",
+                           "node %" + n.name + " does not match its op's type rule");
   }
   for (const Output& o : g.outputs)
     if (o.node < 0 || o.node >= static_cast<int>(g.nodes.size()))

@@ -17,17 +17,29 @@ Result<TensorType> InferSourceUnused(InferContext& c) {
 }
 
 void RegisterSourceOps(std::vector<OpDef>& r) {
-  r.push_back({.name = "input", .inputs = {}, .attrs = {"shape", "data", "dtype", "name"},
-               .kind = OpKind::kSource, .infer = InferSourceUnused,
-               .tolerance = policy::ToleranceClass::kExact, .determinism = "exact (no arithmetic)",
+  r.push_back({.name = "input",
+               .inputs = {},
+               .attrs = {"shape", "data", "dtype", "name"},
+               .kind = OpKind::kSource,
+               .infer = InferSourceUnused,
+               .tolerance = policy::ToleranceClass::kExact,
+               .determinism = "exact (no arithmetic)",
                .summary = "a tensor given inline or fed per run"});
-  r.push_back({.name = "param", .inputs = {}, .attrs = {"shape", "init", "dtype", "name"},
-               .kind = OpKind::kSource, .infer = InferSourceUnused,
-               .tolerance = policy::ToleranceClass::kExact, .determinism = "exact (no arithmetic)",
+  r.push_back({.name = "param",
+               .inputs = {},
+               .attrs = {"shape", "init", "dtype", "name"},
+               .kind = OpKind::kSource,
+               .infer = InferSourceUnused,
+               .tolerance = policy::ToleranceClass::kExact,
+               .determinism = "exact (no arithmetic)",
                .summary = "a trainable tensor with a seeded initializer"});
-  r.push_back({.name = "full", .inputs = {}, .attrs = {"shape", "value", "dtype", "name"},
-               .kind = OpKind::kSource, .infer = InferSourceUnused,
-               .tolerance = policy::ToleranceClass::kExact, .determinism = "exact (no arithmetic)",
+  r.push_back({.name = "full",
+               .inputs = {},
+               .attrs = {"shape", "value", "dtype", "name"},
+               .kind = OpKind::kSource,
+               .infer = InferSourceUnused,
+               .tolerance = policy::ToleranceClass::kExact,
+               .determinism = "exact (no arithmetic)",
                .summary = "a tensor filled with one value"});
 }
 
@@ -57,7 +69,9 @@ const OpDef* FindOp(std::string_view name) {
   return nullptr;
 }
 
-Result<TensorType> InferSameAsFirst(InferContext& c) { return c.args[0]; }
+Result<TensorType> InferSameAsFirst(InferContext& c) {
+  return c.args[0];
+}
 
 Result<TensorType> InferBroadcast(InferContext& c) {
   const TensorType& a = c.args[0];
@@ -81,7 +95,8 @@ Result<TensorType> InferBroadcast(InferContext& c) {
     return c.Error("op-newer-than-version",
                    "the shapes " + a.ShapeStringWithSizes() + " and " + b.ShapeStringWithSizes() +
                        " differ; broadcasting needs graph protocol version 2, the graph is "
-                       "labelled version " + std::to_string(c.version),
+                       "labelled version " +
+                       std::to_string(c.version),
                    "label the graph \"version\": 2, or give both inputs the same shape");
   }
   if (!FitsMaxElements(*dims)) {

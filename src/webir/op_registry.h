@@ -24,11 +24,11 @@ enum class OpKind {
   kElementwise,  // one output element from the same index of each (broadcast) input; fusable
   kReduce,       // sum, mean
   kMatmul,
-  kLayout,       // transpose, permute, reshape
-  kStencil,      // life
-  kNormalize,    // softmax, log_softmax
-  kLoss,         // cross_entropy and its gradient
-  kOptimizer,    // sgd/momentum/adam updates
+  kLayout,     // transpose, permute, reshape
+  kStencil,    // life
+  kNormalize,  // softmax, log_softmax
+  kLoss,       // cross_entropy and its gradient
+  kOptimizer,  // sgd/momentum/adam updates
 };
 
 struct InferContext {

@@ -1,8 +1,9 @@
 // Rung 1: determinism tiers (strictest wins, overrides announce themselves), dims binding, source
 // typing, initializers and the verifier.
+#include "block/program.h"
+
 #include <gtest/gtest.h>
 
-#include "block/program.h"
 #include "policy/determinism.h"
 
 namespace scellis::block {
@@ -21,7 +22,8 @@ std::string Workflow(const std::string& doc_tier, const std::string& node_tier,
   std::string node_det = node_tier.empty() ? "" : R"("determinism": ")" + node_tier + R"(",)";
   return R"({"format": "scellis.workflow/1", )" + det + R"( "dims": {"N": 2, "D": 3},
     "nodes": [{"id": "x", "type": "input", "params": {"shape": ["N", "D"], "data": [1,2,3,4,5,6]}},
-              {"id": "r", "type": "relu", )" + node_det + R"( "params": {}}],
+              {"id": "r", "type": "relu", )" +
+         node_det + R"( "params": {}}],
     "wires": [{"from": "x", "to": "r.a"}], "outputs": [{"name": "out", "from": "r"}]})";
 }
 
@@ -105,8 +107,8 @@ TEST(Tier, OverrideThatTightensIsSilent) {
 
 TEST(Tier, ResolveTierDirectly) {
   using policy::TierDeclaration;
-  auto r = policy::ResolveTier({{Tier::kFast, "a", ""}, {Tier::kDebug, "b", ""}, {Tier::kProd, "c", ""}},
-                               std::nullopt);
+  auto r = policy::ResolveTier(
+      {{Tier::kFast, "a", ""}, {Tier::kDebug, "b", ""}, {Tier::kProd, "c", ""}}, std::nullopt);
   ASSERT_TRUE(r.ok());
   EXPECT_EQ(r->tier, Tier::kDebug);
   EXPECT_EQ(r->source, "b");
@@ -167,8 +169,8 @@ TEST(Dims, BindOptionOverridesTheDocument) {
 
 TEST(Dims, UnboundDimNamesTheFix) {
   std::string text = Workflow("prod", "");
-  text.replace(text.find(R"("dims": {"N": 2, "D": 3},)"), std::string(R"("dims": {"N": 2, "D": 3},)").size(),
-               R"("dims": {"N": 2},)");
+  text.replace(text.find(R"("dims": {"N": 2, "D": 3},)"),
+               std::string(R"("dims": {"N": 2, "D": 3},)").size(), R"("dims": {"N": 2},)");
   auto p = Lower(text);
   ASSERT_FALSE(p.ok());
   const Diagnostic& d = p.errors().front();

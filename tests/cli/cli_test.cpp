@@ -1,12 +1,13 @@
 // The `scellis` command as users meet it: warnings that must be seen, the loud CPU banner,
 // machine-readable diagnostics, and exit codes.
+#include "support/cli.h"
+
 #include <gtest/gtest.h>
 
 #include <filesystem>
 #include <fstream>
 
 #include "core/json_util.h"
-#include "support/cli.h"
 
 namespace scellis::testing {
 namespace {
@@ -98,15 +99,19 @@ TEST_F(Cli, LowerPrintsEachRung) {
   EXPECT_EQ(bad.exit_code, 2);
   // A failing document writes no dumps.
   std::string broken = Write("broken.json", "{");
-  CliRun none = RunScellis({"lower", broken, "--tier=prod", "--dump-rungs", (dir_ / "dumps").string()});
+  CliRun none =
+      RunScellis({"lower", broken, "--tier=prod", "--dump-rungs", (dir_ / "dumps").string()});
   EXPECT_EQ(none.exit_code, 2);
   EXPECT_FALSE(fs::exists(dir_ / "dumps"));
 }
 
 TEST_F(Cli, MissingFileAndBadFlags) {
   EXPECT_EQ(RunScellis({"validate", (dir_ / "nope.json").string(), "--tier=prod"}).exit_code, 2);
-  EXPECT_EQ(RunScellis({"validate", Example("seed_mul_relu.json"), "--tier=sometimes"}).exit_code, 2);
-  EXPECT_EQ(RunScellis({"validate", Example("seed_mul_relu.json"), "--tier=prod", "--budget=lots"}).exit_code, 2);
+  EXPECT_EQ(RunScellis({"validate", Example("seed_mul_relu.json"), "--tier=sometimes"}).exit_code,
+            2);
+  EXPECT_EQ(RunScellis({"validate", Example("seed_mul_relu.json"), "--tier=prod", "--budget=lots"})
+                .exit_code,
+            2);
   EXPECT_EQ(RunScellis({"validate", Example("center_columns.json"), "--bind", "N"}).exit_code, 2);
   EXPECT_EQ(RunScellis({}).exit_code, 2);
 }

@@ -23,24 +23,33 @@ Json BigGraph(const Sizes& s) {
     return Json{{"id", id}, {"op", "input"}, {"shape", shape}};  // fed at run time
   };
   std::vector<Json> nodes = {
-      input(0, {s.m, s.k}), input(1, {s.k, s.n}), input(2, {s.m, s.n}), input(3, {s.big, s.big}),
+      input(0, {s.m, s.k}),
+      input(1, {s.k, s.n}),
+      input(2, {s.m, s.n}),
+      input(3, {s.big, s.big}),
       input(4, {s.big, s.big}),
       {{"id", 5}, {"op", "matmul"}, {"a", 0}, {"b", 1}},
       {{"id", 6}, {"op", "mul"}, {"a", 5}, {"scalar", 0.37}},
       {{"id", 7}, {"op", "sub"}, {"a", 6}, {"b", 2}},
-      {{"id", 8}, {"op", "relu"}, {"a", 7}},                       // fused: mul, sub, relu
+      {{"id", 8}, {"op", "relu"}, {"a", 7}},  // fused: mul, sub, relu
       {{"id", 9}, {"op", "sum"}, {"a", 8}},
       {{"id", 10}, {"op", "mul"}, {"a", 3}, {"b", 4}},
       {{"id", 11}, {"op", "add"}, {"a", 10}, {"b", 3}},
-      {{"id", 12}, {"op", "sum"}, {"a", 11}},                      // whole-tensor sum of 1e6
-      {{"id", 13}, {"op", "sum"}, {"a", 11}, {"axis", 0}},         // axis sums, both ways
+      {{"id", 12}, {"op", "sum"}, {"a", 11}},               // whole-tensor sum of 1e6
+      {{"id", 13}, {"op", "sum"}, {"a", 11}, {"axis", 0}},  // axis sums, both ways
       {{"id", 14}, {"op", "mean"}, {"a", 11}, {"axis", 1}},
       {{"id", 15}, {"op", "transpose"}, {"a", 11}},
       {{"id", 16}, {"op", "positive"}, {"a", 4}},
-      {{"id", 17}, {"op", "life"}, {"a", 16}},                     // 16 row chunks of 64
+      {{"id", 17}, {"op", "life"}, {"a", 16}},  // 16 row chunks of 64
   };
-  return GraphDoc(nodes, {{"product", 8}, {"product_sum", 9}, {"total", 12}, {"col_sums", 13},
-                          {"row_means", 14}, {"transposed", 15}, {"life", 17}},
+  return GraphDoc(nodes,
+                  {{"product", 8},
+                   {"product_sum", 9},
+                   {"total", 12},
+                   {"col_sums", 13},
+                   {"row_means", 14},
+                   {"transposed", 15},
+                   {"life", 17}},
                   /*version=*/2);
 }
 
@@ -100,9 +109,8 @@ TEST(Determinism, SameBitsForEveryThreadCountAndEveryRun) {
         continue;
       }
       for (size_t o = 0; o < bits.size(); ++o)
-        EXPECT_TRUE(bits[o] == reference[o])
-            << "output " << r->outputs[o].first << " differs with " << threads << " threads, run "
-            << run + 1;
+        EXPECT_TRUE(bits[o] == reference[o]) << "output " << r->outputs[o].first << " differs with "
+                                             << threads << " threads, run " << run + 1;
     }
   }
   // Not a vacuous comparison: the outputs carry data.
@@ -130,8 +138,8 @@ TEST(Determinism, CliResultDoesNotDependOnThreads) {
   int i = 0;
   for (const char* threads : {"1", "8"}) {
     std::string out = (dir / (std::string("out") + threads + ".json")).string();
-    CliRun r = RunScellis({"run", example, "--tier=prod", "--backend=cpu", "--threads", threads,
-                           "--out", out});
+    CliRun r = RunScellis(
+        {"run", example, "--tier=prod", "--backend=cpu", "--threads", threads, "--out", out});
     ASSERT_EQ(r.exit_code, 0) << r.err;
     results[i] = Json::parse(ReadWholeFile(out));
     EXPECT_EQ(results[i]["stats"]["threads"], std::stoi(threads));

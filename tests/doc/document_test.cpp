@@ -1,11 +1,12 @@
 // Rung 0: parsing, canonical JSON and content ids, both document forms, dependency order, and the
 // verifier.
+#include "doc/document.h"
+
 #include <gtest/gtest.h>
 
 #include <chrono>
 
 #include "core/json_util.h"
-#include "doc/document.h"
 
 namespace scellis::doc {
 namespace {
@@ -43,7 +44,8 @@ TEST(Canonical, KnownBytesAndHash) {
   Json j = Json::parse(R"({ "b": {"d": true, "c": null}, "a": [1, 2.5, "x"] })");
   EXPECT_EQ(CanonicalJson(j), R"({"a":[1,2.5,"x"],"b":{"c":null,"d":true}})");
   // SHA-256 of those bytes, computed independently.
-  EXPECT_EQ(ContentId(j), "sha256:3f2209c9470486da010ac643a0abb7892811de0d5da1cca29f5c5a88356dce1d");
+  EXPECT_EQ(ContentId(j),
+            "sha256:3f2209c9470486da010ac643a0abb7892811de0d5da1cca29f5c5a88356dce1d");
   EXPECT_EQ(ContentId(Json::object()),
             "sha256:44136fa355b3678a1146ad16f7e8649e94fb4fc21fe77e8310c060f61caaff8a");
 }
@@ -56,9 +58,10 @@ TEST(Canonical, IntegralFloatsAreWrittenAsIntegers) {
 TEST(Canonical, ContentIdIgnoresKeyOrderAndWhitespace) {
   const char* a = R"({"version":1,"nodes":[{"id":0,"op":"input","shape":[2],"data":[1,2]}],
                      "outputs":[{"name":"x","id":0}]})";
-  const char* b = "{\n  \"outputs\" : [ { \"id\" : 0 , \"name\" : \"x\" } ] ,\n"
-                  "\t\"nodes\": [ {\"data\": [1.0, 2], \"shape\": [ 2 ], \"op\": \"input\", \"id\": 0} ],\r\n"
-                  "  \"version\": 1 }\n";
+  const char* b =
+      "{\n  \"outputs\" : [ { \"id\" : 0 , \"name\" : \"x\" } ] ,\n"
+      "\t\"nodes\": [ {\"data\": [1.0, 2], \"shape\": [ 2 ], \"op\": \"input\", \"id\": 0} ],\r\n"
+      "  \"version\": 1 }\n";
   auto da = Parse(a), db = Parse(b);
   ASSERT_TRUE(da.ok() && db.ok());
   EXPECT_EQ(da->content_id, db->content_id);

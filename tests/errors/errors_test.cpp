@@ -70,11 +70,13 @@ void ExpectDiagnostic(const CliRun& r, const std::string& file, const Expectatio
     }
   }
   EXPECT_TRUE(found) << what << ": expected " << tag << " at "
-                     << (e.pointer.empty() ? "-" : e.pointer) << "\nstderr:\n" << r.err;
+                     << (e.pointer.empty() ? "-" : e.pointer) << "\nstderr:\n"
+                     << r.err;
 }
 
 // Runs one input through `validate` and `run` and checks both refusals.
-void CheckRefused(const fs::path& input, const Expectation& e, const std::vector<std::string>& flags) {
+void CheckRefused(const fs::path& input, const Expectation& e,
+                  const std::vector<std::string>& flags) {
   std::string file = input.string();
   std::vector<std::string> validate = {"validate", file};
   validate.insert(validate.end(), flags.begin(), flags.end());
@@ -100,11 +102,16 @@ TEST(ErrorCorpus, EveryCaseHasAnExpectation) {
   std::set<std::string> inputs, expects;
   for (const auto& e : fs::directory_iterator(kCorpus)) {
     std::string ext = e.path().extension().string(), stem = e.path().stem().string();
-    if (ext == ".json") inputs.insert(stem);
-    else if (ext == ".expect") expects.insert(stem);
-    else if (ext == ".flags") EXPECT_TRUE(fs::exists(kCorpus / (stem + ".json"))) << e.path();
-    else if (ext == ".cpp" || e.path().filename() == "README.md") continue;
-    else ADD_FAILURE() << "unexpected file in the corpus: " << e.path();
+    if (ext == ".json")
+      inputs.insert(stem);
+    else if (ext == ".expect")
+      expects.insert(stem);
+    else if (ext == ".flags")
+      EXPECT_TRUE(fs::exists(kCorpus / (stem + ".json"))) << e.path();
+    else if (ext == ".cpp" || e.path().filename() == "README.md")
+      continue;
+    else
+      ADD_FAILURE() << "unexpected file in the corpus: " << e.path();
   }
   EXPECT_GE(inputs.size(), 30u);
   for (const std::string& name : inputs) {
@@ -113,8 +120,9 @@ TEST(ErrorCorpus, EveryCaseHasAnExpectation) {
     EXPECT_EQ(std::count(text.begin(), text.end(), '\n'), 1) << name << ".expect is not one line";
     Expectation e = ReadExpectation(name);
     EXPECT_FALSE(e.code.empty()) << name;
-    EXPECT_TRUE(std::all_of(e.code.begin(), e.code.end(),
-                            [](char c) { return (c >= 'a' && c <= 'z') || c == '-' || (c >= '0' && c <= '9'); }))
+    EXPECT_TRUE(std::all_of(
+        e.code.begin(), e.code.end(),
+        [](char c) { return (c >= 'a' && c <= 'z') || c == '-' || (c >= '0' && c <= '9'); }))
         << name << ": code \"" << e.code << "\"";
     std::istringstream tokens(text);
     std::string code, pointer, extra;
@@ -134,7 +142,9 @@ TEST_P(ErrorCase, IsRefusedWithItsDiagnostic) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Corpus, ErrorCase, ::testing::ValuesIn(CaseNames()),
-                         [](const ::testing::TestParamInfo<std::string>& info) { return info.param; });
+                         [](const ::testing::TestParamInfo<std::string>& info) {
+                           return info.param;
+                         });
 
 // Generated inputs, too large to keep in the corpus.
 class GeneratedCase : public ::testing::Test {
@@ -171,21 +181,25 @@ TEST_F(GeneratedCase, TenThousandLevelsOfNesting) {
 }
 
 TEST_F(GeneratedCase, TooManyNodes) {
-  std::string text = R"({"version": 1, "nodes": [{"id": 0, "op": "input", "shape": [1], "data": [1]})";
+  std::string text =
+      R"({"version": 1, "nodes": [{"id": 0, "op": "input", "shape": [1], "data": [1]})";
   for (size_t i = 1; i <= doc::kMaxNodes; ++i)
-    text += R"(, {"id": )" + std::to_string(i) + R"(, "op": "relu", "a": )" + std::to_string(i - 1) + "}";
+    text += R"(, {"id": )" + std::to_string(i) + R"(, "op": "relu", "a": )" +
+            std::to_string(i - 1) + "}";
   text += R"(], "outputs": [{"name": "out", "id": 1}]})";
   CheckRefused(Write("many_nodes.json", text), {"too-many-nodes", "/nodes"}, {"--tier=prod"});
 }
 
 // Valid as a document, so `validate` accepts it; `run` must refuse for want of data.
 TEST_F(GeneratedCase, InputWithoutDataIsRefusedAtRun) {
-  fs::path p = Write("no_data.json", R"({"version": 1, "nodes": [{"id": 0, "op": "input", "shape": [2]},
+  fs::path p =
+      Write("no_data.json", R"({"version": 1, "nodes": [{"id": 0, "op": "input", "shape": [2]},
     {"id": 1, "op": "relu", "a": 0}], "outputs": [{"name": "out", "id": 1}]})");
   CliRun v = RunScellis({"validate", p.string(), "--tier=prod"});
   EXPECT_EQ(v.exit_code, 0) << v.err;
   fs::path out_file = dir_ / "result.json";
-  CliRun r = RunScellis({"run", p.string(), "--tier=prod", "--backend=cpu", "--out", out_file.string()});
+  CliRun r =
+      RunScellis({"run", p.string(), "--tier=prod", "--backend=cpu", "--out", out_file.string()});
   ExpectDiagnostic(r, p.string(), {"missing-input-data", "/nodes/0"}, "run");
   EXPECT_FALSE(fs::exists(out_file));
 }
@@ -193,8 +207,9 @@ TEST_F(GeneratedCase, InputWithoutDataIsRefusedAtRun) {
 // The control: a good document runs, exits 0 and writes its output file.
 TEST_F(GeneratedCase, GoodDocumentWritesItsOutput) {
   fs::path out_file = dir_ / "result.json";
-  CliRun r = RunScellis({"run", (fs::path(SCELLIS_SOURCE_DIR) / "examples" / "seed_mul_relu.json").string(),
-                         "--tier=prod", "--backend=cpu", "--out", out_file.string()});
+  CliRun r = RunScellis(
+      {"run", (fs::path(SCELLIS_SOURCE_DIR) / "examples" / "seed_mul_relu.json").string(),
+       "--tier=prod", "--backend=cpu", "--out", out_file.string()});
   EXPECT_EQ(r.exit_code, 0) << r.err;
   ASSERT_TRUE(fs::exists(out_file));
   Json j = Json::parse(ReadWholeFile(out_file));

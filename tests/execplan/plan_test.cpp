@@ -1,5 +1,7 @@
 // Rung 4: buffer reuse from static liveness (checked here by an independent interval test), the
 // memory plan by class, verdicts against budgets and device limits, and the verifier.
+#include "execplan/plan.h"
+
 #include <gtest/gtest.h>
 
 #include <filesystem>
@@ -7,7 +9,6 @@
 #include <map>
 #include <sstream>
 
-#include "execplan/plan.h"
 #include "support/graph.h"
 
 namespace scellis::execplan {
@@ -56,7 +57,8 @@ void ExpectNoLiveValuesShareABuffer(const Plan& p) {
       ASSERT_TRUE(live.count(in)) << k.name << " reads an unwritten value";
       live[in].second = std::max(live[in].second, s);
     }
-    for (int b : p.steps[s].reads) EXPECT_NE(b, p.steps[s].write) << k.name << " writes what it reads";
+    for (int b : p.steps[s].reads)
+      EXPECT_NE(b, p.steps[s].write) << k.name << " writes what it reads";
   }
   for (const webir::Output& o : g.outputs) live[o.node].second = end;
   std::map<int, std::vector<int>> by_buffer;
@@ -72,8 +74,8 @@ void ExpectNoLiveValuesShareABuffer(const Plan& p) {
         auto [a0, a1] = live[nodes[i]];
         auto [b0, b1] = live[nodes[j]];
         EXPECT_TRUE(a1 <= b0 || b1 <= a0)
-            << "%" << g.at(nodes[i]).name << " [" << a0 << "," << a1 << "] and %" << g.at(nodes[j]).name
-            << " [" << b0 << "," << b1 << "] share b" << b;
+            << "%" << g.at(nodes[i]).name << " [" << a0 << "," << a1 << "] and %"
+            << g.at(nodes[j]).name << " [" << b0 << "," << b1 << "] share b" << b;
       }
 }
 
@@ -148,7 +150,8 @@ TEST(Buffers, ValueReadTwiceByOneKernel) {
 }
 
 TEST(Buffers, ExamplesNeverShareALiveBuffer) {
-  for (const auto& e : std::filesystem::directory_iterator(std::string(SCELLIS_SOURCE_DIR) + "/examples")) {
+  for (const auto& e :
+       std::filesystem::directory_iterator(std::string(SCELLIS_SOURCE_DIR) + "/examples")) {
     if (e.path().extension() != ".json") continue;
     SCOPED_TRACE(e.path().filename().string());
     auto p = PlanOf(ReadExample(e.path().filename().string()), Budget(1 << 30));
@@ -208,8 +211,8 @@ TEST(Verdict, RedOnATinyBudgetWithTheNumbers) {
   const Diagnostic& d = p->findings[0];
   EXPECT_EQ(d.code, "memory-over-budget");
   EXPECT_EQ(d.severity, Severity::kError);
-  EXPECT_NE(d.message.find("164 B"), std::string::npos) << d.message;   // what the plan needs
-  EXPECT_NE(d.message.find("100 B"), std::string::npos) << d.message;   // the budget
+  EXPECT_NE(d.message.find("164 B"), std::string::npos) << d.message;         // what the plan needs
+  EXPECT_NE(d.message.find("100 B"), std::string::npos) << d.message;         // the budget
   EXPECT_NE(d.message.find("working 92 B"), std::string::npos) << d.message;  // by class
   EXPECT_FALSE(d.help.empty());
   std::string text = Print(p.value());

@@ -1,6 +1,7 @@
 // Golden rung dumps: every example, lowered again by tools/regen_golden.sh into a temporary
 // directory with the binary built beside this test, must match tests/golden/<case>/ byte for byte.
-// A change to any rung's output, generated WGSL included, shows up here and then as a diff in review.
+// A change to any rung's output, generated WGSL included, shows up here and then as a diff in
+// review.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -99,8 +100,8 @@ TEST(GoldenSet, EveryDumpHasItsExample) {
 TEST(GoldenSet, DumpingTwiceGivesTheSameBytes) {
   fs::path a = MakeTempDir("scellis-golden-a"), b = MakeTempDir("scellis-golden-b");
   for (const fs::path& dir : {a, b}) {
-    CliRun r = RunProgram("/bin/bash", {(kRoot / kRegen).string(), "--out", dir.string(), "--scellis",
-                                        ScellisBinary().string()});
+    CliRun r = RunProgram("/bin/bash", {(kRoot / kRegen).string(), "--out", dir.string(),
+                                        "--scellis", ScellisBinary().string()});
     ASSERT_EQ(r.exit_code, 0) << r.err;
   }
   for (const std::string& name : Examples())

@@ -36,7 +36,8 @@ std::vector<std::string> StepOps(const Kernel& k) {
 }
 
 TEST(Fusion, ChainOfFiveElementwiseOpsIsOneKernel) {
-  Json doc = GraphDoc({InputNode(0, {4}, {-1, 2, -3, 4}), InputNode(1, {4}, {5, 6, 7, 8}),
+  Json doc = GraphDoc({InputNode(0, {4}, {-1, 2, -3, 4}),
+                       InputNode(1, {4}, {5, 6, 7, 8}),
                        {{"id", 2}, {"op", "mul"}, {"a", 0}, {"b", 1}},
                        {{"id", 3}, {"op", "relu"}, {"a", 2}},
                        {{"id", 4}, {"op", "add"}, {"a", 3}, {"b", 0}},
@@ -70,7 +71,7 @@ TEST(Fusion, ChainOfFiveElementwiseOpsIsOneKernel) {
 
 TEST(Fusion, ValueWithTwoConsumersIsNotFolded) {
   Json doc = GraphDoc({InputNode(0, {3}, {1, -2, 3}),
-                       {{"id", 1}, {"op", "relu"}, {"a", 0}},            // read by 2 and 3
+                       {{"id", 1}, {"op", "relu"}, {"a", 0}},  // read by 2 and 3
                        {{"id", 2}, {"op", "add"}, {"a", 1}, {"b", 0}},
                        {{"id", 3}, {"op", "mul"}, {"a", 1}, {"b", 0}},
                        {{"id", 4}, {"op", "sub"}, {"a", 2}, {"b", 3}}},
@@ -87,7 +88,7 @@ TEST(Fusion, ValueWithTwoConsumersIsNotFolded) {
 
 TEST(Fusion, NamedOutputsAndNonElementwiseConsumersEndAKernel) {
   Json doc = GraphDoc({InputNode(0, {2, 2}, {1, 2, 3, 4}),
-                       {{"id", 1}, {"op", "relu"}, {"a", 0}},      // a named output
+                       {{"id", 1}, {"op", "relu"}, {"a", 0}},  // a named output
                        {{"id", 2}, {"op", "mul"}, {"a", 1}, {"b", 0}},
                        {{"id", 3}, {"op", "matmul"}, {"a", 2}, {"b", 0}},
                        {{"id", 4}, {"op", "positive"}, {"a", 3}}},
@@ -132,7 +133,8 @@ TEST(Fusion, ConstantsAreFoldedAsLiterals) {
 
 TEST(Fusion, BroadcastInsideAFusedKernel) {
   // relu(a[3]) + b[2,3], scaled: the folded relu runs per output element with a's broadcast index.
-  Json doc = GraphDoc({InputNode(0, {3}, {-1, 2, -3}), InputNode(1, {2, 3}, {10, 20, 30, 40, 50, 60}),
+  Json doc = GraphDoc({InputNode(0, {3}, {-1, 2, -3}),
+                       InputNode(1, {2, 3}, {10, 20, 30, 40, 50, 60}),
                        {{"id", 2}, {"op", "relu"}, {"a", 0}},
                        {{"id", 3}, {"op", "add"}, {"a", 2}, {"b", 1}},
                        {{"id", 4}, {"op", "mul"}, {"a", 3}, {"scalar", 0.5}}},
@@ -167,7 +169,8 @@ TEST(Fusion, HundredThousandStepChain) {
 
 TEST(Wgsl, EveryKernelOfEveryExampleHasWgsl) {
   int kernels = 0;
-  for (const auto& e : std::filesystem::directory_iterator(std::string(SCELLIS_SOURCE_DIR) + "/examples")) {
+  for (const auto& e :
+       std::filesystem::directory_iterator(std::string(SCELLIS_SOURCE_DIR) + "/examples")) {
     if (e.path().extension() != ".json") continue;
     SCOPED_TRACE(e.path().filename().string());
     std::ifstream in(e.path());
@@ -183,7 +186,8 @@ TEST(Wgsl, EveryKernelOfEveryExampleHasWgsl) {
       EXPECT_EQ(k.source_hash, Sha256Hex(k.wgsl)) << k.name;
       // One read-only binding per input, then the output.
       for (size_t i = 0; i < k.inputs.size(); ++i)
-        EXPECT_NE(k.wgsl.find("var<storage, read> in" + std::to_string(i) + ":"), std::string::npos);
+        EXPECT_NE(k.wgsl.find("var<storage, read> in" + std::to_string(i) + ":"),
+                  std::string::npos);
       EXPECT_NE(k.wgsl.find("@binding(" + std::to_string(k.inputs.size()) +
                             ") var<storage, read_write> out"),
                 std::string::npos)
@@ -191,7 +195,8 @@ TEST(Wgsl, EveryKernelOfEveryExampleHasWgsl) {
       EXPECT_GE(k.workgroups[0], 1u);
     }
     std::string all = PrintWgsl(*c->module);
-    for (const Kernel& k : c->module->kernels) EXPECT_NE(all.find("// ---- " + k.name + " ----"), std::string::npos);
+    for (const Kernel& k : c->module->kernels)
+      EXPECT_NE(all.find("// ---- " + k.name + " ----"), std::string::npos);
   }
   EXPECT_GE(kernels, 8);
 }
@@ -207,7 +212,8 @@ TEST(Wgsl, LargeGridsFoldIntoTwoDimensions) {
 // ---- the verifier ----
 
 TEST(KernelVerify, CatchesCorruptedModules) {
-  Json doc = GraphDoc({InputNode(0, {3}, {1, 2, 3}), {{"id", 1}, {"op", "relu"}, {"a", 0}},
+  Json doc = GraphDoc({InputNode(0, {3}, {1, 2, 3}),
+                       {{"id", 1}, {"op", "relu"}, {"a", 0}},
                        {{"id", 2}, {"op", "mul"}, {"a", 1}, {"scalar", 3}},
                        {{"id", 3}, {"op", "sum"}, {"a", 2}}},
                       {{"y", 3}});

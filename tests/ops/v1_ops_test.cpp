@@ -1,5 +1,5 @@
-// Every op of graph protocol version 1, run through the whole descent and the CPU reference, checked
-// against values computed here independently in double precision with hand-written loops.
+// Every op of graph protocol version 1, run through the whole descent and the CPU reference,
+// checked against values computed here independently in double precision with hand-written loops.
 //
 // Data is fresh on every run (never all zeros); the seed is printed and may be fixed with
 // SCELLIS_TEST_SEED=<n> to replay a failure. Elementwise ops, layout and life must match exactly:
@@ -24,7 +24,8 @@ namespace {
 uint32_t TestSeed() {
   static const uint32_t seed = [] {
     const char* env = std::getenv("SCELLIS_TEST_SEED");
-    uint32_t s = env ? static_cast<uint32_t>(std::strtoul(env, nullptr, 10)) : std::random_device{}();
+    uint32_t s =
+        env ? static_cast<uint32_t>(std::strtoul(env, nullptr, 10)) : std::random_device{}();
     std::printf("v1 ops: random seed %u (replay with SCELLIS_TEST_SEED=%u)\n", s, s);
     return s;
   }();
@@ -34,8 +35,9 @@ uint32_t TestSeed() {
 class V1Ops : public ::testing::Test {
  protected:
   void SetUp() override {
-    uint32_t seed = TestSeed() ^ static_cast<uint32_t>(std::hash<std::string>{}(
-                                     ::testing::UnitTest::GetInstance()->current_test_info()->name()));
+    uint32_t seed =
+        TestSeed() ^ static_cast<uint32_t>(std::hash<std::string>{}(
+                         ::testing::UnitTest::GetInstance()->current_test_info()->name()));
     rng_.seed(seed);
     trace_ = std::make_unique<::testing::ScopedTrace>(
         __FILE__, __LINE__, "SCELLIS_TEST_SEED=" + std::to_string(TestSeed()));
@@ -114,7 +116,8 @@ TEST_F(V1Ops, Input) {
     for (int64_t s : shape) n *= s;
     std::vector<float> x = Random(n);
     std::vector<int64_t> got_shape;
-    std::vector<float> got = RunOne(GraphDoc({InputNode(0, shape, x)}, {{"x", 0}}), "x", &got_shape);
+    std::vector<float> got =
+        RunOne(GraphDoc({InputNode(0, shape, x)}, {{"x", 0}}), "x", &got_shape);
     EXPECT_EQ(got_shape, shape);
     ExpectExact(got, std::vector<double>(x.begin(), x.end()));
   }
@@ -135,7 +138,8 @@ TEST_F(V1Ops, AddSubMulSameShape) {
   std::vector<float> a = Random(130 * 257), b = Random(130 * 257);
   for (const char* op : {"add", "sub", "mul"}) {
     SCOPED_TRACE(op);
-    Json doc = GraphDoc({InputNode(0, shape, a), InputNode(1, shape, b),
+    Json doc = GraphDoc({InputNode(0, shape, a),
+                         InputNode(1, shape, b),
                          {{"id", 2}, {"op", op}, {"a", 0}, {"b", 1}}},
                         {{"y", 2}});
     std::vector<double> want(a.size());
@@ -152,8 +156,8 @@ TEST_F(V1Ops, AddSubMulScalarForm) {
   float s = RandomScalar();
   for (const char* op : {"add", "sub", "mul"}) {
     SCOPED_TRACE(op);
-    Json doc = GraphDoc({InputNode(0, {6, 11}, a), {{"id", 1}, {"op", op}, {"a", 0}, {"scalar", s}}},
-                        {{"y", 1}});
+    Json doc = GraphDoc(
+        {InputNode(0, {6, 11}, a), {{"id", 1}, {"op", op}, {"a", 0}, {"scalar", s}}}, {{"y", 1}});
     std::vector<double> want(a.size());
     for (size_t i = 0; i < a.size(); ++i) {
       double x = a[i], y = s;
@@ -166,7 +170,8 @@ TEST_F(V1Ops, AddSubMulScalarForm) {
 TEST_F(V1Ops, ReluAndPositive) {
   std::vector<float> a = Random(1000);
   a[0] = -0.0f;  // neither relu nor positive lets a negative zero through as positive
-  Json doc = GraphDoc({InputNode(0, {1000}, a), {{"id", 1}, {"op", "relu"}, {"a", 0}},
+  Json doc = GraphDoc({InputNode(0, {1000}, a),
+                       {{"id", 1}, {"op", "relu"}, {"a", 0}},
                        {{"id", 2}, {"op", "positive"}, {"a", 0}}},
                       {{"relu", 1}, {"positive", 2}});
   backend::RunResult r = CompileAndRun(doc.dump());
@@ -181,12 +186,14 @@ TEST_F(V1Ops, ReluAndPositive) {
 }
 
 TEST_F(V1Ops, Transpose) {
-  for (auto [rows, cols] : std::vector<std::pair<int64_t, int64_t>>{{37, 53}, {1, 9}, {9, 1}, {200, 130}}) {
+  for (auto [rows, cols] :
+       std::vector<std::pair<int64_t, int64_t>>{{37, 53}, {1, 9}, {9, 1}, {200, 130}}) {
     std::vector<float> a = Random(rows * cols);
     std::vector<int64_t> shape;
-    std::vector<float> got = RunOne(
-        GraphDoc({InputNode(0, {rows, cols}, a), {{"id", 1}, {"op", "transpose"}, {"a", 0}}}, {{"t", 1}}),
-        "t", &shape);
+    std::vector<float> got =
+        RunOne(GraphDoc({InputNode(0, {rows, cols}, a), {{"id", 1}, {"op", "transpose"}, {"a", 0}}},
+                        {{"t", 1}}),
+               "t", &shape);
     EXPECT_EQ(shape, (std::vector<int64_t>{cols, rows}));
     std::vector<double> want(a.size());
     for (int64_t i = 0; i < rows; ++i)
@@ -201,7 +208,8 @@ TEST_F(V1Ops, Matmul) {
     SCOPED_TRACE(std::to_string(m) + "x" + std::to_string(k) + "x" + std::to_string(n));
     std::vector<float> a = Random(m * k), b = Random(k * n);
     std::vector<int64_t> shape;
-    std::vector<float> got = RunOne(GraphDoc({InputNode(0, {m, k}, a), InputNode(1, {k, n}, b),
+    std::vector<float> got = RunOne(GraphDoc({InputNode(0, {m, k}, a),
+                                              InputNode(1, {k, n}, b),
                                               {{"id", 2}, {"op", "matmul"}, {"a", 0}, {"b", 1}}},
                                              {{"c", 2}}),
                                     "c", &shape);
@@ -225,9 +233,9 @@ TEST_F(V1Ops, Sum) {
     for (int64_t s : shape) n *= s;
     std::vector<float> a = Random(n);
     std::vector<int64_t> out_shape;
-    std::vector<float> got = RunOne(
-        GraphDoc({InputNode(0, shape, a), {{"id", 1}, {"op", "sum"}, {"a", 0}}}, {{"s", 1}}), "s",
-        &out_shape);
+    std::vector<float> got =
+        RunOne(GraphDoc({InputNode(0, shape, a), {{"id", 1}, {"op", "sum"}, {"a", 0}}}, {{"s", 1}}),
+               "s", &out_shape);
     EXPECT_TRUE(out_shape.empty());
     double want = 0, scale = 0;
     for (float x : a) {
@@ -243,7 +251,9 @@ TEST_F(V1Ops, Sum) {
 TEST_F(V1Ops, FusedChainRoundsEveryStep) {
   std::vector<float> a = Random(4099), b = Random(4099), c = Random(4099);
   float s = RandomScalar();
-  Json doc = GraphDoc({InputNode(0, {4099}, a), InputNode(1, {4099}, b), InputNode(2, {4099}, c),
+  Json doc = GraphDoc({InputNode(0, {4099}, a),
+                       InputNode(1, {4099}, b),
+                       InputNode(2, {4099}, c),
                        {{"id", 3}, {"op", "mul"}, {"a", 0}, {"b", 1}},
                        {{"id", 4}, {"op", "add"}, {"a", 3}, {"b", 2}},
                        {{"id", 5}, {"op", "mul"}, {"a", 4}, {"scalar", s}},
@@ -273,12 +283,14 @@ std::vector<float> Grid(const Cells& cells, int rows, int cols) {
 
 Cells Shift(const Cells& cells, int dr, int dc, int rows, int cols) {
   Cells out;
-  for (auto [r, c] : cells) out.insert({((r + dr) % rows + rows) % rows, ((c + dc) % cols + cols) % cols});
+  for (auto [r, c] : cells)
+    out.insert({((r + dr) % rows + rows) % rows, ((c + dc) % cols + cols) % cols});
   return out;
 }
 
 // Runs `generations` chained life steps and returns the grid after each.
-std::vector<std::vector<float>> Generations(const Cells& start, int rows, int cols, int generations) {
+std::vector<std::vector<float>> Generations(const Cells& start, int rows, int cols,
+                                            int generations) {
   std::vector<Json> nodes = {InputNode(0, {rows, cols}, Grid(start, rows, cols))};
   std::vector<std::pair<std::string, int>> outputs;
   for (int g = 1; g <= generations; ++g) {
@@ -326,7 +338,8 @@ TEST(V1Life, BlinkerAcrossTheCorner) {
   const int rows = 5, cols = 6;
   Cells horizontal = {{0, 5}, {0, 0}, {0, 1}}, vertical = {{4, 0}, {0, 0}, {1, 0}};
   auto gens = Generations(horizontal, rows, cols, 4);
-  for (int g = 0; g < 4; ++g) ExpectGrid(gens[g], g % 2 == 0 ? vertical : horizontal, rows, cols, g + 1);
+  for (int g = 0; g < 4; ++g)
+    ExpectGrid(gens[g], g % 2 == 0 ? vertical : horizontal, rows, cols, g + 1);
 }
 
 TEST(V1Life, GliderWrapsAroundTheTorus) {
@@ -346,10 +359,11 @@ TEST(V1Life, GliderWrapsAroundTheTorus) {
   auto gens = Generations(Shift(phases[0], start_r, start_c, rows, cols), rows, cols, total);
   for (int g = 1; g <= total; ++g) {
     int moved = g / 4;
-    ExpectGrid(gens[g - 1], Shift(phases[g % 4], start_r + moved, start_c + moved, rows, cols), rows,
-               cols, g);
+    ExpectGrid(gens[g - 1], Shift(phases[g % 4], start_r + moved, start_c + moved, rows, cols),
+               rows, cols, g);
   }
-  ExpectGrid(gens[total - 1], Shift(phases[0], start_r + 1, start_c, rows, cols), rows, cols, total);
+  ExpectGrid(gens[total - 1], Shift(phases[0], start_r + 1, start_c, rows, cols), rows, cols,
+             total);
 }
 
 // ---- the samples from the product brief ----

@@ -39,9 +39,9 @@ inline std::string ReadWholeFile(const std::filesystem::path& p) {
 // A fresh, empty directory under the system temp dir; removed by the caller when it likes.
 inline std::filesystem::path MakeTempDir(const std::string& prefix) {
   static std::atomic<int> counter{0};
-  std::filesystem::path dir = std::filesystem::temp_directory_path() /
-                              (prefix + "-" + std::to_string(getpid()) + "-" +
-                               std::to_string(counter++));
+  std::filesystem::path dir =
+      std::filesystem::temp_directory_path() /
+      (prefix + "-" + std::to_string(getpid()) + "-" + std::to_string(counter++));
   std::filesystem::remove_all(dir);
   std::filesystem::create_directories(dir);
   return dir;

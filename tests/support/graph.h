@@ -17,8 +17,8 @@ inline Json InputNode(int id, const std::vector<int64_t>& shape, const std::vect
   return Json{{"id", id}, {"op", "input"}, {"shape", shape}, {"data", data}};
 }
 
-inline Json GraphDoc(const std::vector<Json>& nodes, const std::vector<std::pair<std::string, int>>& outputs,
-                     int version = 1) {
+inline Json GraphDoc(const std::vector<Json>& nodes,
+                     const std::vector<std::pair<std::string, int>>& outputs, int version = 1) {
   Json j{{"version", version}, {"nodes", nodes}, {"outputs", Json::array()}};
   for (const auto& [name, id] : outputs) j["outputs"].push_back({{"name", name}, {"id", id}});
   return j;

@@ -1,5 +1,7 @@
 // Rung 2: the printer, broadcasting rules, version gating, the op registry's completeness and the
 // verifier.
+#include "support/graph.h"
+
 #include <gtest/gtest.h>
 
 #include <fstream>
@@ -8,7 +10,6 @@
 
 #include "kernel/ref/ref.h"
 #include "kernel/wgsl/codegen.h"
-#include "support/graph.h"
 #include "webir/graph.h"
 #include "webir/op_registry.h"
 
@@ -54,10 +55,10 @@ TEST(WebirPrint, CenterColumns) {
 }
 
 TEST(WebirPrint, ScalarFormBecomesARankZeroConstant) {
-  auto g = LowerToWebir(GraphDoc({InputNode(0, {2}, {1, 2}),
-                                  {{"id", 1}, {"op", "mul"}, {"a", 0}, {"scalar", 0.5}}},
-                                 {{"y", 1}})
-                            .dump());
+  auto g = LowerToWebir(
+      GraphDoc({InputNode(0, {2}, {1, 2}), {{"id", 1}, {"op", "mul"}, {"a", 0}, {"scalar", 0.5}}},
+               {{"y", 1}})
+          .dump());
   ASSERT_TRUE(g.ok());
   ASSERT_EQ(g->nodes.size(), 3u);
   const Node& c = g->nodes[1];
@@ -76,7 +77,8 @@ TEST(WebirPrint, ScalarFormBecomesARankZeroConstant) {
 
 std::vector<Dim> Dims(std::vector<int64_t> sizes, std::vector<std::string> symbols = {}) {
   std::vector<Dim> d;
-  for (size_t i = 0; i < sizes.size(); ++i) d.push_back({sizes[i], i < symbols.size() ? symbols[i] : ""});
+  for (size_t i = 0; i < sizes.size(); ++i)
+    d.push_back({sizes[i], i < symbols.size() ? symbols[i] : ""});
   return d;
 }
 
@@ -92,7 +94,8 @@ TEST(Broadcast, NumpyRules) {
   EXPECT_EQ(Sizes(BroadcastDims(Dims({2, 1, 3}), Dims({4, 1}))), (std::vector<int64_t>{2, 4, 3}));
   EXPECT_EQ(Sizes(BroadcastDims(Dims({}), Dims({7, 2}))), (std::vector<int64_t>{7, 2}));
   EXPECT_EQ(Sizes(BroadcastDims(Dims({1}), Dims({0}))), (std::vector<int64_t>{0}));
-  EXPECT_EQ(Sizes(BroadcastDims(Dims({1, 1, 1, 1}), Dims({5}))), (std::vector<int64_t>{1, 1, 1, 5}));
+  EXPECT_EQ(Sizes(BroadcastDims(Dims({1, 1, 1, 1}), Dims({5}))),
+            (std::vector<int64_t>{1, 1, 1, 5}));
   EXPECT_FALSE(BroadcastDims(Dims({2, 3}), Dims({2})).has_value());
   EXPECT_FALSE(BroadcastDims(Dims({3, 4}), Dims({4, 3})).has_value());
   EXPECT_FALSE(BroadcastDims(Dims({2}), Dims({0})).has_value());
@@ -116,7 +119,8 @@ TEST(Broadcast, Strides) {
 TEST(Broadcast, RunsLikeNumpy) {
   // [2,1,3] - [4,1] -> [2,4,3]: out[i][j][k] = a[i][0][k] - b[j][0].
   std::vector<float> a = {1, 2, 3, 4, 5, 6}, b = {10, 20, 30, 40};
-  auto r = CompileAndRun(GraphDoc({InputNode(0, {2, 1, 3}, a), InputNode(1, {4, 1}, b),
+  auto r = CompileAndRun(GraphDoc({InputNode(0, {2, 1, 3}, a),
+                                   InputNode(1, {4, 1}, b),
                                    {{"id", 2}, {"op", "sub"}, {"a", 0}, {"b", 1}}},
                                   {{"y", 2}}, 2)
                              .dump());
@@ -130,17 +134,19 @@ TEST(Broadcast, RunsLikeNumpy) {
 }
 
 TEST(Broadcast, GatedByVersion) {
-  auto v1 = LowerToWebir(GraphDoc({InputNode(0, {2, 3}, {1, 2, 3, 4, 5, 6}), InputNode(1, {3}, {1, 2, 3}),
+  auto v1 = LowerToWebir(GraphDoc({InputNode(0, {2, 3}, {1, 2, 3, 4, 5, 6}),
+                                   InputNode(1, {3}, {1, 2, 3}),
                                    {{"id", 2}, {"op", "add"}, {"a", 0}, {"b", 1}}},
                                   {{"y", 2}}, 1)
-                            .dump());
+                             .dump());
   ASSERT_FALSE(v1.ok());
   EXPECT_EQ(v1.errors().front().code, "op-newer-than-version");
   EXPECT_NE(v1.errors().front().help.find("\"version\": 2"), std::string::npos);
-  auto v2 = LowerToWebir(GraphDoc({InputNode(0, {2, 3}, {1, 2, 3, 4, 5, 6}), InputNode(1, {3}, {1, 2, 3}),
+  auto v2 = LowerToWebir(GraphDoc({InputNode(0, {2, 3}, {1, 2, 3, 4, 5, 6}),
+                                   InputNode(1, {3}, {1, 2, 3}),
                                    {{"id", 2}, {"op", "add"}, {"a", 0}, {"b", 1}}},
                                   {{"y", 2}}, 2)
-                            .dump());
+                             .dump());
   ASSERT_TRUE(v2.ok());
   EXPECT_EQ(v2->nodes[2].type.sizes(), (std::vector<int64_t>{2, 3}));
 }
@@ -174,10 +180,10 @@ Json ExampleNode(const OpDef& d) {
   Json n = {{"id", 2}, {"op", d.name}};
   for (const std::string& port : d.inputs) {
     n[port] = port == "a" || port == "param" || port == "m" || port == "velocity" ? 0
-              : port == "target" ? 4
-              : port == "t"      ? 6
-              : port == "b" && d.kind == OpKind::kLoss ? 5
-                                 : 1;
+              : port == "target"                                                  ? 4
+              : port == "t"                                                       ? 6
+              : port == "b" && d.kind == OpKind::kLoss                            ? 5
+                                                                                  : 1;
   }
   if (d.name == "matmul") n["b"] = 3;
   if (d.name == "permute") n["dims"] = {1, 0};

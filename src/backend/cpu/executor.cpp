@@ -23,8 +23,9 @@ struct Resident {
       if (auto it = exact->find(FeedName(n)); it != exact->end()) {
         if (static_cast<int64_t>(it->second.size()) != n.type.elements())
           return UserError("feed-shape-mismatch", n.origin,
-                           "the feed \"" + FeedName(n) + "\" has " + std::to_string(it->second.size()) +
-                               " values, the input holds " + std::to_string(n.type.elements()));
+                           "the feed \"" + FeedName(n) + "\" has " +
+                               std::to_string(it->second.size()) + " values, the input holds " +
+                               std::to_string(n.type.elements()));
         std::copy(it->second.begin(), it->second.end(), of(n.id).begin());
         return Status::Ok();
       }
@@ -39,13 +40,15 @@ struct Resident {
     if (plan.verdict == execplan::Verdict::kRed)
       return InternalError("cpu.Prepare", "asked to run a red plan");
     Resident r{&plan, std::vector<std::vector<T>>(plan.buffers.size())};
-    for (const execplan::Buffer& b : plan.buffers) r.buffers[b.id].resize(static_cast<size_t>(b.bytes / 4));
+    for (const execplan::Buffer& b : plan.buffers)
+      r.buffers[b.id].resize(static_cast<size_t>(b.bytes / 4));
     std::vector<int> fed = FedInputs(plan.graph());
     for (const webir::Node& n : plan.graph().nodes) {
       if (n.role != webir::Role::kInput && n.role != webir::Role::kParam) continue;
       bool is_fed = std::find(fed.begin(), fed.end(), n.id) != fed.end();
       if (defer_fed && is_fed) continue;
-      if (!n.data && !n.init && !feeds.count(FeedName(n)) && defer_fed) continue;  // carried, fed at first run
+      if (!n.data && !n.init && !feeds.count(FeedName(n)) && defer_fed)
+        continue;  // carried, fed at first run
       SCELLIS_TRY(r.Load(n, feeds, exact));
     }
     return r;
@@ -56,7 +59,8 @@ struct Resident {
       const kernel::Kernel& k = plan->module.kernels[s.kernel];
       std::vector<const T*> inputs;
       for (int b : s.reads) inputs.push_back(buffers[b].data());
-      SCELLIS_TRY(kernel::ref::RunKernel<T>(plan->module, k, inputs, buffers[s.write].data(), parallel));
+      SCELLIS_TRY(
+          kernel::ref::RunKernel<T>(plan->module, k, inputs, buffers[s.write].data(), parallel));
     }
     // Carries read the step's results before any is overwritten.
     std::vector<std::vector<T>> next;
@@ -68,7 +72,8 @@ struct Resident {
 
 class CpuPrepared : public Prepared {
  public:
-  CpuPrepared(const execplan::Plan& plan, Resident<float> resident, const kernel::ref::Parallel& parallel)
+  CpuPrepared(const execplan::Plan& plan, Resident<float> resident,
+              const kernel::ref::Parallel& parallel)
       : plan_(plan), resident_(std::move(resident)), parallel_(parallel) {
     resident_.plan = &plan_;
   }
@@ -82,7 +87,8 @@ class CpuPrepared : public Prepared {
     std::vector<int> watch_nodes;
     for (const std::string& w : watch) {
       int node = FindNamedNode(g, w);
-      if (node < 0) return UserError("unknown-output", "", "no output or input is named \"" + w + "\"");
+      if (node < 0)
+        return UserError("unknown-output", "", "no output or input is named \"" + w + "\"");
       watch_nodes.push_back(node);
     }
     StepsResult r;
@@ -104,14 +110,16 @@ class CpuPrepared : public Prepared {
         r.watched[i].second.push_back({n.type, {b.begin(), b.begin() + n.type.elements()}});
       }
     }
-    double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
+    double ms =
+        std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
     r.stats = {{"steps", feeds.size()}, {"wall_ms", ms}, {"threads", parallel_.threads()}};
     return r;
   }
 
   Result<HostTensor> Download(const std::string& name) override {
     int node = FindNamedNode(plan_.graph(), name);
-    if (node < 0) return UserError("unknown-output", "", "no output or input is named \"" + name + "\"");
+    if (node < 0)
+      return UserError("unknown-output", "", "no output or input is named \"" + name + "\"");
     const webir::Node& n = plan_.graph().at(node);
     const std::vector<float>& b = resident_.of(node);
     return HostTensor{n.type, {b.begin(), b.begin() + n.type.elements()}};
@@ -120,7 +128,9 @@ class CpuPrepared : public Prepared {
   Status Upload(const std::string& name, const std::vector<float>& data) override {
     int node = FindSourceNode(plan_.graph(), name);
     if (node < 0 || static_cast<int64_t>(data.size()) != plan_.graph().at(node).type.elements())
-      return UserError("bad-upload", "", "no state named \"" + name + "\" of " + std::to_string(data.size()) + " elements");
+      return UserError(
+          "bad-upload", "",
+          "no state named \"" + name + "\" of " + std::to_string(data.size()) + " elements");
     std::copy(data.begin(), data.end(), resident_.of(node).begin());
     for (const webir::Carry& c : plan_.graph().carries) initialized_ |= c.to == node;
     return Status::Ok();
@@ -136,14 +146,16 @@ class CpuPrepared : public Prepared {
 }  // namespace
 
 CpuExecutor::CpuExecutor(Options options)
-    : parallel_(options.threads > 0 ? options.threads
-                                    : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()))) {}
+    : parallel_(options.threads > 0
+                    ? options.threads
+                    : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()))) {}
 
 template <typename T>
 Result<std::vector<std::vector<T>>> RunPlan(const execplan::Plan& plan, const Feeds& feeds,
                                             const kernel::ref::Parallel& parallel,
                                             const ExactFeeds<T>& exact) {
-  SCELLIS_ASSIGN_OR_RETURN(Resident<T> r, Resident<T>::Make(plan, feeds, /*defer_fed=*/false, &exact));
+  SCELLIS_ASSIGN_OR_RETURN(Resident<T> r,
+                           Resident<T>::Make(plan, feeds, /*defer_fed=*/false, &exact));
   SCELLIS_TRY(r.Step(parallel));
   std::vector<std::vector<T>> outputs;
   for (const webir::Output& o : plan.graph().outputs) {
@@ -154,8 +166,8 @@ Result<std::vector<std::vector<T>>> RunPlan(const execplan::Plan& plan, const Fe
 }
 
 template Result<std::vector<std::vector<float>>> RunPlan<float>(const execplan::Plan&, const Feeds&,
-                                                                 const kernel::ref::Parallel&,
-                                                                 const ExactFeeds<float>&);
+                                                                const kernel::ref::Parallel&,
+                                                                const ExactFeeds<float>&);
 template Result<std::vector<std::vector<double>>> RunPlan<double>(const execplan::Plan&,
                                                                   const Feeds&,
                                                                   const kernel::ref::Parallel&,
@@ -169,7 +181,8 @@ Result<std::unique_ptr<Prepared>> CpuExecutor::Prepare(const execplan::Plan& pla
 Result<RunResult> CpuExecutor::Run(const execplan::Plan& plan, const Feeds& feeds) {
   auto start = std::chrono::steady_clock::now();
   SCELLIS_ASSIGN_OR_RETURN(auto outputs, RunPlan<float>(plan, feeds, parallel_));
-  double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
+  double ms =
+      std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
   RunResult r;
   r.backend = "cpu";
   r.executor = "reference";

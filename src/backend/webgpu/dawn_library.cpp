@@ -20,8 +20,9 @@ namespace fs = std::filesystem;
 constexpr const char* kPackage = "bun-webgpu-linux-x64";
 constexpr const char* kLibraryName = "libwebgpu_wrapper.so";
 constexpr const char* kEnvVar = "SCELLIS_DAWN_LIBRARY";
-constexpr const char* kHelp = "run make setup (npm ci), or point SCELLIS_DAWN_LIBRARY at " \
-                              "libwebgpu_wrapper.so";
+constexpr const char* kHelp =
+    "run make setup (npm ci), or point SCELLIS_DAWN_LIBRARY at "
+    "libwebgpu_wrapper.so";
 
 // Every libwebgpu_wrapper.so under `package_dir`, sorted so the choice is reproducible.
 std::vector<std::string> FindInPackage(const fs::path& package_dir) {
@@ -173,8 +174,7 @@ Result<const DawnLibrary*> DawnLibrary::Load() {
   if (candidates.empty()) {
     return UserError("dawn-not-found", "",
                      "WebGPU is unavailable: libwebgpu_wrapper.so (npm package " +
-                         std::string(kPackage) + ") was not found; searched:" +
-                         JoinLines(searched),
+                         std::string(kPackage) + ") was not found; searched:" + JoinLines(searched),
                      kHelp);
   }
   std::vector<std::string> failures;
@@ -188,7 +188,7 @@ Result<const DawnLibrary*> DawnLibrary::Load() {
     }
     auto lib = std::unique_ptr<DawnLibrary>(new DawnLibrary());
     std::vector<std::string> missing;
-#define SCELLIS_WGPU_PROC_LOAD(name)                                                 \
+#define SCELLIS_WGPU_PROC_LOAD(name)                                                \
   lib->procs_.name = reinterpret_cast<WGPUProc##name>(dlsym(handle, "wgpu" #name)); \
   if (!lib->procs_.name) missing.push_back("wgpu" #name);
     SCELLIS_WGPU_PROCS(SCELLIS_WGPU_PROC_LOAD)

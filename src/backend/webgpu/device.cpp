@@ -18,7 +18,9 @@ namespace {
 constexpr WGPUBufferUsage kStorageUsage =
     WGPUBufferUsage_Storage | WGPUBufferUsage_CopySrc | WGPUBufferUsage_CopyDst;
 
-uint64_t RoundUp(uint64_t v, uint64_t m) { return (v + m - 1) / m * m; }
+uint64_t RoundUp(uint64_t v, uint64_t m) {
+  return (v + m - 1) / m * m;
+}
 
 std::string Str(WGPUStringView v) {
   if (!v.data) return "";
@@ -26,7 +28,9 @@ std::string Str(WGPUStringView v) {
   return std::string(v.data, v.length);
 }
 
-WGPUStringView View(const std::string& s) { return WGPUStringView{s.data(), s.size()}; }
+WGPUStringView View(const std::string& s) {
+  return WGPUStringView{s.data(), s.size()};
+}
 
 std::string Lower(std::string s) {
   for (char& c : s) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
@@ -70,26 +74,30 @@ class ErrorSink {
 void OnDeviceLost(WGPUDevice const* /*device*/, WGPUDeviceLostReason reason, WGPUStringView message,
                   void* userdata1, void* /*userdata2*/) {
   auto* sink = static_cast<ErrorSink*>(userdata1);
-  sink->Record(RuntimeError(
-      "device-lost", "the WebGPU device was lost (reason: " +
-                         OrUnknown(DeviceLostReasonName(reason), reason) + "): " + Str(message)));
+  sink->Record(RuntimeError("device-lost", "the WebGPU device was lost (reason: " +
+                                               OrUnknown(DeviceLostReasonName(reason), reason) +
+                                               "): " + Str(message)));
 }
 
 const char* CodeForErrorType(WGPUErrorType type) {
   switch (type) {
-    case WGPUErrorType_Validation: return "gpu-validation-error";
-    case WGPUErrorType_OutOfMemory: return "gpu-out-of-memory";
-    case WGPUErrorType_Internal: return "gpu-internal-error";
-    default: return "gpu-error";
+    case WGPUErrorType_Validation:
+      return "gpu-validation-error";
+    case WGPUErrorType_OutOfMemory:
+      return "gpu-out-of-memory";
+    case WGPUErrorType_Internal:
+      return "gpu-internal-error";
+    default:
+      return "gpu-error";
   }
 }
 
 void OnUncapturedError(WGPUDevice const* /*device*/, WGPUErrorType type, WGPUStringView message,
                        void* userdata1, void* /*userdata2*/) {
   auto* sink = static_cast<ErrorSink*>(userdata1);
-  sink->Record(RuntimeError(CodeForErrorType(type),
-                            "Dawn reported a " + OrUnknown(ErrorTypeName(type), type) +
-                                " error: " + Str(message)));
+  sink->Record(RuntimeError(
+      CodeForErrorType(type),
+      "Dawn reported a " + OrUnknown(ErrorTypeName(type), type) + " error: " + Str(message)));
 }
 
 // Results of the asynchronous calls. They live on the heap: when a wait times out, the callback
@@ -388,19 +396,28 @@ struct Device::Impl {
       return "popping an error scope failed: " + done->message;
     }
     if (done->type == WGPUErrorType_NoError) return "";
-    return done->message.empty() ? OrUnknown(ErrorTypeName(done->type), done->type)
-                                 : done->message;
+    return done->message.empty() ? OrUnknown(ErrorTypeName(done->type), done->type) : done->message;
   }
 };
 
 Device::Device(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
 Device::~Device() = default;
 
-const AdapterInfo& Device::info() const { return impl_->info; }
-const DeviceStats& Device::stats() const { return impl_->stats; }
-uint64_t Device::pooled_bytes() const { return impl_->pooled_bytes; }
-uint64_t Device::pipelines_compiled() const { return impl_->stats.pipelines_compiled; }
-Status Device::health() const { return impl_->Sticky(); }
+const AdapterInfo& Device::info() const {
+  return impl_->info;
+}
+const DeviceStats& Device::stats() const {
+  return impl_->stats;
+}
+uint64_t Device::pooled_bytes() const {
+  return impl_->pooled_bytes;
+}
+uint64_t Device::pipelines_compiled() const {
+  return impl_->stats.pipelines_compiled;
+}
+Status Device::health() const {
+  return impl_->Sticky();
+}
 
 Result<std::unique_ptr<Device>> Device::Open(const OpenOptions& options) {
   SCELLIS_ASSIGN_OR_RETURN(const DawnLibrary* lib, DawnLibrary::Load());
@@ -415,9 +432,9 @@ Result<std::unique_ptr<Device>> Device::Open(const OpenOptions& options) {
   id.requiredFeatures = instance_features;
   m.instance = p.CreateInstance(&id);
   if (!m.instance) {
-    return RuntimeError("webgpu-instance-failed",
-                        "Dawn (" + lib->path() + ") could not create an instance with the "
-                        "timed-wait-any feature");
+    return RuntimeError("webgpu-instance-failed", "Dawn (" + lib->path() +
+                                                      ") could not create an instance with the "
+                                                      "timed-wait-any feature");
   }
 
   // ---- adapter ----
@@ -461,8 +478,10 @@ Result<std::unique_ptr<Device>> Device::Open(const OpenOptions& options) {
     }
     for (uint64_t g : out.guard) {
       if (g != 0x5CE1115A5CE1115Aull) {
-        return InternalError("webgpu-abi", "Dawn wrote past WGPUAdapterInfo: webgpu_api.h does "
-                                           "not match " + lib->path());
+        return InternalError("webgpu-abi",
+                             "Dawn wrote past WGPUAdapterInfo: webgpu_api.h does "
+                             "not match " +
+                                 lib->path());
       }
     }
     const WGPUAdapterInfo& ai = out.info;
@@ -489,8 +508,9 @@ Result<std::unique_ptr<Device>> Device::Open(const OpenOptions& options) {
             (info.vulkan_loader.empty()
                  ? "no Vulkan loader (libvulkan.so.1) could be loaded; tried:" + tried
                  : "the Vulkan loader " + info.vulkan_loader + " found no usable driver"));
-    d.help = "install a Vulkan loader (Debian: libvulkan1) and the GPU's Vulkan driver; for "
-             "SwiftShader set VK_ICD_FILENAMES=/usr/lib/chromium/vk_swiftshader_icd.json";
+    d.help =
+        "install a Vulkan loader (Debian: libvulkan1) and the GPU's Vulkan driver; for "
+        "SwiftShader set VK_ICD_FILENAMES=/usr/lib/chromium/vk_swiftshader_icd.json";
     return d;
   }
   info.is_software = IsSoftwareAdapter(info, &info.software_reason);
@@ -527,8 +547,10 @@ Result<std::unique_ptr<Device>> Device::Open(const OpenOptions& options) {
   }
   for (uint64_t g : adapter_limits.guard) {
     if (g != 0x5CE1115A5CE1115Aull) {
-      return InternalError("webgpu-abi", "Dawn wrote past WGPULimits: webgpu_api.h does not "
-                                         "match " + lib->path());
+      return InternalError("webgpu-abi",
+                           "Dawn wrote past WGPULimits: webgpu_api.h does not "
+                           "match " +
+                               lib->path());
     }
   }
 
@@ -572,7 +594,8 @@ Result<std::unique_ptr<Device>> Device::Open(const OpenOptions& options) {
   Limits& l = info.limits;
   l.max_storage_buffer_binding_size = dl.maxStorageBufferBindingSize;
   if (options.max_binding_bytes)
-    l.max_storage_buffer_binding_size = std::min<uint64_t>(l.max_storage_buffer_binding_size, options.max_binding_bytes);
+    l.max_storage_buffer_binding_size =
+        std::min<uint64_t>(l.max_storage_buffer_binding_size, options.max_binding_bytes);
   l.max_uniform_buffer_binding_size = dl.maxUniformBufferBindingSize;
   l.max_buffer_size = dl.maxBufferSize;
   l.max_compute_workgroup_storage_size = dl.maxComputeWorkgroupStorageSize;
@@ -651,8 +674,8 @@ void Device::TrimPool() {
 Status Device::Write(BufferId id, uint64_t offset, const void* src, uint64_t bytes) {
   Impl& m = *impl_;
   Impl::Buf* b = m.FindBuffer(id);
-  if (!b) return InternalError("webgpu-device", "Write to unknown buffer id " +
-                                                    std::to_string(id.value));
+  if (!b)
+    return InternalError("webgpu-device", "Write to unknown buffer id " + std::to_string(id.value));
   if (offset > b->size || bytes > b->size - offset) {
     return UserError("buffer-out-of-range", "",
                      "write of " + std::to_string(bytes) + " bytes at offset " +
@@ -685,8 +708,9 @@ Status Device::Read(BufferId id, uint64_t offset, uint64_t bytes, void* dst) {
   Impl& m = *impl_;
   const DawnProcs& p = m.p;
   Impl::Buf* b = m.FindBuffer(id);
-  if (!b) return InternalError("webgpu-device", "Read from unknown buffer id " +
-                                                    std::to_string(id.value));
+  if (!b)
+    return InternalError("webgpu-device",
+                         "Read from unknown buffer id " + std::to_string(id.value));
   if (offset > b->size || bytes > b->size - offset) {
     return UserError("buffer-out-of-range", "",
                      "read of " + std::to_string(bytes) + " bytes at offset " +
@@ -838,9 +862,9 @@ Result<PipelineId> Device::Pipeline(const std::string& wgsl, const std::string& 
   if (!validation.empty() || !internal.empty() || !pipeline) {
     if (pipeline) p.ComputePipelineRelease(pipeline);
     std::string msg = validation.empty() ? internal : validation;
-    return UserError("pipeline-creation-failed", "",
-                     "Dawn refused the compute pipeline for entry point `" + entry_point +
-                         "`: " + msg);
+    return UserError(
+        "pipeline-creation-failed", "",
+        "Dawn refused the compute pipeline for entry point `" + entry_point + "`: " + msg);
   }
   m.stats.pipelines_compiled++;
   PipelineId id{m.next_pipeline_id++};
@@ -858,17 +882,16 @@ void Device::Dispatch(PipelineId pipeline, const std::vector<Binding>& bindings,
   if (m.recording_error) return;
   auto pit = m.pipelines.find(pipeline.value);
   if (pit == m.pipelines.end()) {
-    m.recording_error = InternalError("webgpu-device", "Dispatch with unknown pipeline id " +
-                                                           std::to_string(pipeline.value));
+    m.recording_error = InternalError(
+        "webgpu-device", "Dispatch with unknown pipeline id " + std::to_string(pipeline.value));
     return;
   }
   const uint32_t max = m.info.limits.max_compute_workgroups_per_dimension;
   if (x > max || y > max || z > max) {
     m.recording_error = UserError(
         "dispatch-too-large", "",
-        "dispatch of " + std::to_string(x) + " x " + std::to_string(y) + " x " +
-            std::to_string(z) + " workgroups exceeds the device's " + std::to_string(max) +
-            " per dimension",
+        "dispatch of " + std::to_string(x) + " x " + std::to_string(y) + " x " + std::to_string(z) +
+            " workgroups exceeds the device's " + std::to_string(max) + " per dimension",
         "spread the workgroups over y and z (see SplitWorkgroups)");
     return;
   }
@@ -882,10 +905,9 @@ void Device::Dispatch(PipelineId pipeline, const std::vector<Binding>& bindings,
       const Binding& bd = bindings[i];
       Impl::Buf* b = m.FindBuffer(bd.buffer);
       if (!b) {
-        m.recording_error = InternalError(
-            "webgpu-device", "Dispatch binds unknown buffer id " +
-                                 std::to_string(bd.buffer.value) + " at binding " +
-                                 std::to_string(i));
+        m.recording_error = InternalError("webgpu-device", "Dispatch binds unknown buffer id " +
+                                                               std::to_string(bd.buffer.value) +
+                                                               " at binding " + std::to_string(i));
         return;
       }
       WGPUBindGroupEntry& e = entries[i];
@@ -947,8 +969,7 @@ void Device::Clear(BufferId id, uint64_t offset, uint64_t bytes) {
   }
   m.EnsureEncoder();
   m.EndPass();
-  m.p.CommandEncoderClearBuffer(m.encoder, b->handle, offset,
-                                bytes == 0 ? WGPU_WHOLE_SIZE : bytes);
+  m.p.CommandEncoderClearBuffer(m.encoder, b->handle, offset, bytes == 0 ? WGPU_WHOLE_SIZE : bytes);
 }
 
 Status Device::Submit() {
@@ -975,8 +996,12 @@ Status Device::Submit() {
 void Device::InjectFault(Fault fault) {
   Impl& m = *impl_;
   switch (fault) {
-    case Fault::kFailNextSubmit: m.fail_next_submit = true; break;
-    case Fault::kFailNextMap: m.fail_next_map = true; break;
+    case Fault::kFailNextSubmit:
+      m.fail_next_submit = true;
+      break;
+    case Fault::kFailNextMap:
+      m.fail_next_map = true;
+      break;
     case Fault::kLoseDevice:
       m.p.DeviceDestroy(m.device);
       m.p.InstanceProcessEvents(m.instance);

@@ -97,7 +97,7 @@ struct Limits {
 };
 
 struct AdapterInfo {
-  std::string vendor;        // as Dawn reports them; may be empty
+  std::string vendor;  // as Dawn reports them; may be empty
   std::string architecture;
   std::string device;
   std::string description;
@@ -105,12 +105,12 @@ struct AdapterInfo {
   std::string adapter_type;  // "discrete-gpu", "integrated-gpu", "cpu", "unknown"
   uint32_t vendor_id = 0;
   uint32_t device_id = 0;
-  bool is_software = false;  // see IsSoftwareAdapter
+  bool is_software = false;     // see IsSoftwareAdapter
   std::string software_reason;  // why is_software is true, "" otherwise
-  std::string driver;        // the driver description (Dawn's `description`)
-  std::string dawn_version;  // e.g. "bun-webgpu-linux-x64@0.1.7"; see DawnLibrary::version()
-  std::string library_path;  // the libwebgpu_wrapper.so that was loaded
-  std::string vulkan_loader;  // the libvulkan.so.1 Dawn runs on
+  std::string driver;           // the driver description (Dawn's `description`)
+  std::string dawn_version;     // e.g. "bun-webgpu-linux-x64@0.1.7"; see DawnLibrary::version()
+  std::string library_path;     // the libwebgpu_wrapper.so that was loaded
+  std::string vulkan_loader;    // the libvulkan.so.1 Dawn runs on
   Limits limits;
   // Adapter features: WebGPU names ("shader-f16", "timestamp-query", ...) for the standard ones,
   // "dawn-0x5001a" style for Dawn's own extensions. Sorted.

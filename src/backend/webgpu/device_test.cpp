@@ -123,9 +123,9 @@ TEST(WebGpuDevice, ReportsAdapterAndRequestsItsLimits) {
             << "\" device=\"" << info.device << "\" description=\"" << info.description
             << "\" backend=" << info.backend_api << " type=" << info.adapter_type << std::hex
             << " ids=0x" << info.vendor_id << ":0x" << info.device_id << std::dec
-            << "\n  software: " << info.software_reason
-            << "\n  limits: storage binding " << info.limits.max_storage_buffer_binding_size
-            << ", buffer " << info.limits.max_buffer_size << ", workgroup storage "
+            << "\n  software: " << info.software_reason << "\n  limits: storage binding "
+            << info.limits.max_storage_buffer_binding_size << ", buffer "
+            << info.limits.max_buffer_size << ", workgroup storage "
             << info.limits.max_compute_workgroup_storage_size << ", invocations "
             << info.limits.max_compute_invocations_per_workgroup << ", workgroups/dim "
             << info.limits.max_compute_workgroups_per_dimension << ", storage buffers/stage "
@@ -223,7 +223,8 @@ TEST(WebGpuDevice, DependentDispatchesInOneSubmit) {
 @compute @workgroup_size(64)
 fn main(@builtin(global_invocation_id) id : vec3<u32>) {
   let i = id.x;
-  if (i < arrayLength(&y)) { y[i] = )") + expr + R"(; }
+  if (i < arrayLength(&y)) { y[i] = )") +
+                      expr + R"(; }
 }
 )";
     auto p = dev->Pipeline(src, "main");

@@ -31,9 +31,11 @@ Result<RunResult> WebGpuExecutor::Run(const execplan::Plan& plan, const Feeds& f
   RunResult r;
   r.backend = "webgpu";
   r.executor = "fused-encoder";
-  for (auto& [name, values] : steps.watched) r.outputs.emplace_back(name, std::move(values.front()));
+  for (auto& [name, values] : steps.watched)
+    r.outputs.emplace_back(name, std::move(values.front()));
   const DeviceStats& after = device_->stats();
-  double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
+  double ms =
+      std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
   r.stats = {{"kernels", plan.steps.size()},
              {"dispatches", after.dispatches - before.dispatches},
              {"submits", after.submits - before.submits},

@@ -4,12 +4,13 @@
 // output's buffer and its input's buffer swap roles, so no step copies state. Every step's
 // dispatches go into one submission; only the per-step history of watched outputs (one small
 // copy per step) is read back.
+#include "backend/prepared.h"
+
 #include <array>
 #include <chrono>
 #include <cstdio>
 #include <map>
 
-#include "backend/prepared.h"
 #include "backend/webgpu/executor.h"
 #include "kernel/wgsl/codegen.h"
 
@@ -92,8 +93,10 @@ class WebGpuPrepared : public Prepared {
       tiles.push_back({p, 0, -1, k.workgroups});
     } else {
       if (k.kind != kernel::KernelKind::kElementwise)
-        return InternalError("webgpu.Prepare", k.name + " binds a buffer over the cap and cannot be tiled");
-      const uint64_t align = std::max<uint32_t>(d_.info().limits.min_storage_buffer_offset_alignment, 4);
+        return InternalError("webgpu.Prepare",
+                             k.name + " binds a buffer over the cap and cannot be tiled");
+      const uint64_t align =
+          std::max<uint32_t>(d_.info().limits.min_storage_buffer_offset_alignment, 4);
       const int64_t per_tile = static_cast<int64_t>(cap / align * align / 4);
       const int64_t total = plan_.graph().at(k.output).type.elements();
       for (int64_t base = 0; base < total; base += per_tile) {
@@ -110,8 +113,9 @@ class WebGpuPrepared : public Prepared {
   Result<StepsResult> RunSteps(const std::vector<Feeds>& feeds,
                                const std::vector<std::string>& watch) override {
     if (feeds.empty() || feeds.size() > kMaxStepsPerRun) {
-      return UserError("bad-step-count", "", "a run takes 1 to " + std::to_string(kMaxStepsPerRun) +
-                                                 " steps, got " + std::to_string(feeds.size()));
+      return UserError("bad-step-count", "",
+                       "a run takes 1 to " + std::to_string(kMaxStepsPerRun) + " steps, got " +
+                           std::to_string(feeds.size()));
     }
     auto start = std::chrono::steady_clock::now();
     const webir::Graph& g = plan_.graph();
@@ -130,7 +134,8 @@ class WebGpuPrepared : public Prepared {
       uint64_t bytes;
     };
     std::map<int, Slots> fed_slots;
-    const uint64_t align = std::max<uint32_t>(d_.info().limits.min_storage_buffer_offset_alignment, 4);
+    const uint64_t align =
+        std::max<uint32_t>(d_.info().limits.min_storage_buffer_offset_alignment, 4);
     for (const webir::Node& n : g.nodes) {
       if (n.role != webir::Role::kInput || n.data) continue;
       bool fed = IsFed(n.id);
@@ -167,7 +172,8 @@ class WebGpuPrepared : public Prepared {
         return UserError("unknown-output", "", "no output or input is named \"" + w + "\"");
       }
       watch_nodes.push_back(node);
-      history.push_back(d_.CreateBuffer(static_cast<uint64_t>(std::max<int64_t>(g.at(node).type.bytes() * steps, 4))));
+      history.push_back(d_.CreateBuffer(
+          static_cast<uint64_t>(std::max<int64_t>(g.at(node).type.bytes() * steps, 4))));
       scratch.push_back(history.back());
     }
 
@@ -180,22 +186,26 @@ class WebGpuPrepared : public Prepared {
           // A tile binds the window [base, base + count) of every operand of the output's shape.
           const bool tiled = t.count >= 0;
           const uint64_t offset = tiled ? static_cast<uint64_t>(t.base) * 4 : 0;
-          const uint64_t window = tiled ? static_cast<uint64_t>(std::max<int64_t>(t.count, 1)) * 4 : 0;
+          const uint64_t window =
+              tiled ? static_cast<uint64_t>(std::max<int64_t>(t.count, 1)) * 4 : 0;
           std::vector<Binding> bindings;
           for (size_t i = 0; i < st.reads.size(); ++i) {
             bool windowed = tiled && g.at(kern.inputs[i]).type.SameShape(out_type);
             auto fed = fed_slots.find(kern.inputs[i]);
             if (fed != fed_slots.end()) {
-              bindings.push_back({fed->second.staging, k * fed->second.stride + (windowed ? offset : 0),
+              bindings.push_back({fed->second.staging,
+                                  k * fed->second.stride + (windowed ? offset : 0),
                                   windowed ? window : fed->second.bytes});
             } else {
-              bindings.push_back({phys_[st.reads[i]], windowed ? offset : 0, windowed ? window : 0});
+              bindings.push_back(
+                  {phys_[st.reads[i]], windowed ? offset : 0, windowed ? window : 0});
             }
           }
           bindings.push_back({phys_[st.write], offset, window});
           if (options_.poison_outputs) {
             uint64_t words = tiled ? window / 4 : (d_.BufferSize(phys_[st.write]) + 3) / 4;
-            Grid grid = SplitWorkgroups((words + 63) / 64, d_.info().limits.max_compute_workgroups_per_dimension);
+            Grid grid = SplitWorkgroups((words + 63) / 64,
+                                        d_.info().limits.max_compute_workgroups_per_dimension);
             d_.Dispatch(poison_, {{phys_[st.write], offset, window}}, grid.x, grid.y, grid.z);
           }
           d_.Dispatch(t.pipeline, bindings, t.grid[0], t.grid[1], t.grid[2]);
@@ -236,7 +246,8 @@ class WebGpuPrepared : public Prepared {
     }
     release();
     const DeviceStats& after = d_.stats();
-    double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
+    double ms =
+        std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
     r.stats = {{"steps", steps},
                {"dispatches", after.dispatches - before.dispatches},
                {"submits", after.submits - before.submits},
@@ -248,7 +259,8 @@ class WebGpuPrepared : public Prepared {
 
   Result<HostTensor> Download(const std::string& name) override {
     int node = FindNamedNode(plan_.graph(), name);
-    if (node < 0) return UserError("unknown-output", "", "no output or input is named \"" + name + "\"");
+    if (node < 0)
+      return UserError("unknown-output", "", "no output or input is named \"" + name + "\"");
     // After a step a carried output's value lives in its input's buffer (they swapped).
     for (const webir::Carry& c : plan_.graph().carries)
       if (c.from == node) node = c.to;
@@ -261,7 +273,9 @@ class WebGpuPrepared : public Prepared {
   Status Upload(const std::string& name, const std::vector<float>& data) override {
     int node = FindSourceNode(plan_.graph(), name);
     if (node < 0 || static_cast<int64_t>(data.size()) != plan_.graph().at(node).type.elements())
-      return UserError("bad-upload", "", "no state named \"" + name + "\" of " + std::to_string(data.size()) + " elements");
+      return UserError(
+          "bad-upload", "",
+          "no state named \"" + name + "\" of " + std::to_string(data.size()) + " elements");
     if (!data.empty()) SCELLIS_TRY(d_.Write(Phys(node), 0, data.data(), data.size() * 4));
     for (const webir::Carry& c : plan_.graph().carries) initialized_ |= c.to == node;
     return Status::Ok();

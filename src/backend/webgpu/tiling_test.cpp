@@ -17,7 +17,8 @@ namespace {
 constexpr uint64_t kCap = 4096;  // bytes: 1024 floats per tile
 
 std::unique_ptr<WebGpuExecutor> SmallCapGpu() {
-  if (!std::getenv("VK_ICD_FILENAMES")) setenv("VK_ICD_FILENAMES", "/usr/lib/chromium/vk_swiftshader_icd.json", 1);
+  if (!std::getenv("VK_ICD_FILENAMES"))
+    setenv("VK_ICD_FILENAMES", "/usr/lib/chromium/vk_swiftshader_icd.json", 1);
   auto d = Device::Open({.allow_software_adapter = true, .max_binding_bytes = kCap});
   EXPECT_TRUE(d.ok()) << (d.ok() ? "" : d.errors().front().message);
   return d.ok() ? std::make_unique<WebGpuExecutor>(std::move(d.value())) : nullptr;
@@ -95,8 +96,8 @@ TEST(Tiling, FedInputsOverTheCapAreWindowedPerStep) {
   for (float& f : x1) f = u(rng);
   auto session = gpu->Prepare(*c->plan);
   ASSERT_TRUE(session.ok());
-  auto r = session.value()->RunSteps({{{"x", {MakeType({301, 97}), x0}}}, {{"x", {MakeType({301, 97}), x1}}}},
-                                     {"y"});
+  auto r = session.value()->RunSteps(
+      {{{"x", {MakeType({301, 97}), x0}}}, {{"x", {MakeType({301, 97}), x1}}}}, {"y"});
   ASSERT_TRUE(r.ok()) << r.errors().front().Format();
   cpu::CpuExecutor ref({.threads = 1});
   for (int k = 0; k < 2; ++k) {
@@ -104,7 +105,8 @@ TEST(Tiling, FedInputsOverTheCapAreWindowedPerStep) {
     ASSERT_TRUE(want.ok());
     const auto& a = r->watched[0].second[k].data;
     const auto& b = want->outputs[0].second.data;
-    for (size_t i = 0; i < a.size(); ++i) ASSERT_NEAR(a[i], b[i], 1e-6 + 2e-6 * std::fabs(b[i])) << k << ":" << i;
+    for (size_t i = 0; i < a.size(); ++i)
+      ASSERT_NEAR(a[i], b[i], 1e-6 + 2e-6 * std::fabs(b[i])) << k << ":" << i;
   }
 }
 

@@ -6,21 +6,63 @@
 namespace scellis::kernel::ref {
 namespace {
 
-template <typename T> T Add(T a, T b) { return a + b; }
-template <typename T> T Sub(T a, T b) { return a - b; }
-template <typename T> T Mul(T a, T b) { return a * b; }
-template <typename T> T Div(T a, T b) { return a / b; }
+template <typename T>
+T Add(T a, T b) {
+  return a + b;
+}
+template <typename T>
+T Sub(T a, T b) {
+  return a - b;
+}
+template <typename T>
+T Mul(T a, T b) {
+  return a * b;
+}
+template <typename T>
+T Div(T a, T b) {
+  return a / b;
+}
 // Written as a comparison so NaN maps to 0 on every backend (WGSL uses the same select).
-template <typename T> T Relu(T a, T) { return a > T(0) ? a : T(0); }
-template <typename T> T Positive(T a, T) { return a > T(0) ? T(1) : T(0); }
-template <typename T> T Neg(T a, T) { return -a; }
-template <typename T> T Exp(T a, T) { return detmath::Exp(a); }
-template <typename T> T Log(T a, T) { return detmath::Log(a); }
-template <typename T> T Sqrt(T a, T) { return detmath::Sqrt(a); }
-template <typename T> T Tanh(T a, T) { return detmath::Tanh(a); }
-template <typename T> T Sigmoid(T a, T) { return detmath::Sigmoid(a); }
-template <typename T> T Gelu(T a, T) { return detmath::Gelu(a); }
-template <typename T> T GeluGrad(T a, T b) { return b * detmath::GeluGrad(a); }
+template <typename T>
+T Relu(T a, T) {
+  return a > T(0) ? a : T(0);
+}
+template <typename T>
+T Positive(T a, T) {
+  return a > T(0) ? T(1) : T(0);
+}
+template <typename T>
+T Neg(T a, T) {
+  return -a;
+}
+template <typename T>
+T Exp(T a, T) {
+  return detmath::Exp(a);
+}
+template <typename T>
+T Log(T a, T) {
+  return detmath::Log(a);
+}
+template <typename T>
+T Sqrt(T a, T) {
+  return detmath::Sqrt(a);
+}
+template <typename T>
+T Tanh(T a, T) {
+  return detmath::Tanh(a);
+}
+template <typename T>
+T Sigmoid(T a, T) {
+  return detmath::Sigmoid(a);
+}
+template <typename T>
+T Gelu(T a, T) {
+  return detmath::Gelu(a);
+}
+template <typename T>
+T GeluGrad(T a, T b) {
+  return b * detmath::GeluGrad(a);
+}
 
 }  // namespace
 

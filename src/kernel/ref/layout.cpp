@@ -19,7 +19,10 @@ void PermuteWith(const OpArgs<T>& a, const std::vector<int>& perm) {
   });
 }
 
-template <typename T> void Transpose(const OpArgs<T>& a) { PermuteWith(a, {1, 0}); }
+template <typename T>
+void Transpose(const OpArgs<T>& a) {
+  PermuteWith(a, {1, 0});
+}
 
 template <typename T>
 void Permute(const OpArgs<T>& a) {

@@ -45,8 +45,14 @@ void Rowwise(const OpArgs<T>& a, bool log) {
   });
 }
 
-template <typename T> void Softmax(const OpArgs<T>& a) { Rowwise(a, false); }
-template <typename T> void LogSoftmax(const OpArgs<T>& a) { Rowwise(a, true); }
+template <typename T>
+void Softmax(const OpArgs<T>& a) {
+  Rowwise(a, false);
+}
+template <typename T>
+void LogSoftmax(const OpArgs<T>& a) {
+  Rowwise(a, true);
+}
 
 // The class of a label, or -1 when it is not an integer in [0, classes).
 template <typename T>

@@ -10,8 +10,12 @@
 namespace scellis::kernel::ref {
 namespace {
 
-double Attr(const webir::Node& n, const char* name) { return n.attrs.at(name).get<double>(); }
-bool Flag(const webir::Node& n, const char* name) { return n.attrs.at(name).get<bool>(); }
+double Attr(const webir::Node& n, const char* name) {
+  return n.attrs.at(name).get<double>();
+}
+bool Flag(const webir::Node& n, const char* name) {
+  return n.attrs.at(name).get<bool>();
+}
 
 // The integer step number held by the scalar input `t`; 0 when t < 1 (or NaN).
 template <typename T>
@@ -97,8 +101,14 @@ void Momentum(const OpArgs<T>& a, bool velocity_out) {
   });
 }
 
-template <typename T> void MomentumUpdate(const OpArgs<T>& a) { Momentum(a, false); }
-template <typename T> void MomentumVelocity(const OpArgs<T>& a) { Momentum(a, true); }
+template <typename T>
+void MomentumUpdate(const OpArgs<T>& a) {
+  Momentum(a, false);
+}
+template <typename T>
+void MomentumVelocity(const OpArgs<T>& a) {
+  Momentum(a, true);
+}
 
 // exp_avg.lerp_(grad, 1 - beta1), with ATen's two-sided lerp formula.
 template <typename T>

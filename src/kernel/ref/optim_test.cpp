@@ -53,7 +53,8 @@ std::vector<double> Random(uint64_t seed) {
 }
 
 // Runs the graph's outputs for one step in float64.
-std::vector<std::vector<double>> Run(const Graph& g, const backend::cpu::ExactFeeds<double>& feeds) {
+std::vector<std::vector<double>> Run(const Graph& g,
+                                     const backend::cpu::ExactFeeds<double>& feeds) {
   auto m = FromWebir(g);
   EXPECT_TRUE(m.ok());
   execplan::PlanOptions options;
@@ -78,9 +79,14 @@ struct SgdConfig {
 };
 
 void CheckSgd(const SgdConfig& c) {
-  SCOPED_TRACE("momentum " + std::to_string(c.momentum) + " nesterov " + std::to_string(c.nesterov));
-  Json attrs = {{"lr", c.lr},           {"momentum", c.momentum}, {"dampening", c.dampening},
-                {"weight_decay", c.weight_decay}, {"nesterov", c.nesterov}, {"maximize", c.maximize}};
+  SCOPED_TRACE("momentum " + std::to_string(c.momentum) + " nesterov " +
+               std::to_string(c.nesterov));
+  Json attrs = {{"lr", c.lr},
+                {"momentum", c.momentum},
+                {"dampening", c.dampening},
+                {"weight_decay", c.weight_decay},
+                {"nesterov", c.nesterov},
+                {"maximize", c.maximize}};
   Graph g;
   int p = Input(g, "p", {kSize}), gr = Input(g, "g", {kSize}), vel = Input(g, "vel", {kSize});
   int t = Input(g, "t", {});
@@ -135,9 +141,13 @@ struct AdamConfig {
 void CheckAdam(const AdamConfig& c) {
   SCOPED_TRACE("weight_decay " + std::to_string(c.weight_decay) + " decoupled " +
                std::to_string(c.decoupled));
-  Json attrs = {{"lr", c.lr},       {"beta1", c.beta1},         {"beta2", c.beta2},
-                {"eps", c.eps},     {"weight_decay", c.weight_decay},
-                {"decoupled", c.decoupled}, {"maximize", c.maximize}};
+  Json attrs = {{"lr", c.lr},
+                {"beta1", c.beta1},
+                {"beta2", c.beta2},
+                {"eps", c.eps},
+                {"weight_decay", c.weight_decay},
+                {"decoupled", c.decoupled},
+                {"maximize", c.maximize}};
   Graph g;
   int p = Input(g, "p", {kSize}), gr = Input(g, "g", {kSize}), m = Input(g, "m", {kSize});
   int v = Input(g, "v", {kSize}), t = Input(g, "t", {});
@@ -154,8 +164,10 @@ void CheckAdam(const AdamConfig& c) {
     for (int64_t i = 0; i < kSize; ++i) {
       double gt = c.maximize ? -grad[i] : grad[i];
       if (c.weight_decay != 0) {
-        if (c.decoupled) want_p[i] -= c.lr * c.weight_decay * want_p[i];
-        else gt += c.weight_decay * want_p[i];
+        if (c.decoupled)
+          want_p[i] -= c.lr * c.weight_decay * want_p[i];
+        else
+          gt += c.weight_decay * want_p[i];
       }
       want_m[i] = c.beta1 * want_m[i] + (1 - c.beta1) * gt;
       want_v[i] = c.beta2 * want_v[i] + (1 - c.beta2) * gt * gt;

@@ -49,8 +49,14 @@ void Reduce(const OpArgs<T>& a, bool mean) {
   });
 }
 
-template <typename T> void Sum(const OpArgs<T>& a) { Reduce(a, false); }
-template <typename T> void Mean(const OpArgs<T>& a) { Reduce(a, true); }
+template <typename T>
+void Sum(const OpArgs<T>& a) {
+  Reduce(a, false);
+}
+template <typename T>
+void Mean(const OpArgs<T>& a) {
+  Reduce(a, true);
+}
 
 }  // namespace
 

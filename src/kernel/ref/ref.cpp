@@ -61,16 +61,24 @@ const std::vector<std::pair<std::string, OpImpl>>& Ops() {
 template <typename T>
 ScalarFn<T> Pick(const ScalarImpl& s);
 template <>
-ScalarFn<float> Pick<float>(const ScalarImpl& s) { return s.f32; }
+ScalarFn<float> Pick<float>(const ScalarImpl& s) {
+  return s.f32;
+}
 template <>
-ScalarFn<double> Pick<double>(const ScalarImpl& s) { return s.f64; }
+ScalarFn<double> Pick<double>(const ScalarImpl& s) {
+  return s.f64;
+}
 
 template <typename T>
 OpFn<T> PickOp(const OpImpl& s);
 template <>
-OpFn<float> PickOp<float>(const OpImpl& s) { return s.f32; }
+OpFn<float> PickOp<float>(const OpImpl& s) {
+  return s.f32;
+}
 template <>
-OpFn<double> PickOp<double>(const OpImpl& s) { return s.f64; }
+OpFn<double> PickOp<double>(const OpImpl& s) {
+  return s.f64;
+}
 
 // A fused elementwise kernel: per output element, gather each input through its broadcast
 // strides, then evaluate the steps in order.
@@ -142,7 +150,7 @@ Status RunKernel(const Module& m, const Kernel& k, const std::vector<const T*>& 
   const OpImpl* impl = FindOp(k.op);
   if (!impl) return InternalError("ref.RunKernel", "no CPU reference for op " + k.op);
   OpArgs<T> args{&m.graph, &m.graph.at(k.output), inputs, out, &parallel};
-  PickOp<T>(*impl)(args);
+  PickOp<T> (*impl)(args);
   return Status::Ok();
 }
 

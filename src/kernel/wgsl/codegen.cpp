@@ -23,13 +23,15 @@ std::string F32(double v) {
   return "f32(" + s + ")";
 }
 
-std::string U32(int64_t v) { return std::to_string(v) + "u"; }
+std::string U32(int64_t v) {
+  return std::to_string(v) + "u";
+}
 
 std::string Bindings(size_t inputs) {
   std::string s;
   for (size_t i = 0; i < inputs; ++i)
-    s += "@group(0) @binding(" + std::to_string(i) + ") var<storage, read> in" +
-         std::to_string(i) + ": array<f32>;\n";
+    s += "@group(0) @binding(" + std::to_string(i) + ") var<storage, read> in" + std::to_string(i) +
+         ": array<f32>;\n";
   s += "@group(0) @binding(" + std::to_string(inputs) +
        ") var<storage, read_write> out: array<f32>;\n";
   return s;
@@ -40,13 +42,16 @@ std::string LinearEntry(int64_t total) {
          ")\n"
          "fn main(@builtin(global_invocation_id) gid: vec3<u32>,\n"
          "        @builtin(num_workgroups) groups: vec3<u32>) {\n"
-         "  let i = gid.x + gid.y * groups.x * " + U32(kWorkgroupSize) + ";\n"
-         "  if (i >= " + U32(total) + ") { return; }\n";
+         "  let i = gid.x + gid.y * groups.x * " +
+         U32(kWorkgroupSize) +
+         ";\n"
+         "  if (i >= " +
+         U32(total) + ") { return; }\n";
 }
 
 Result<Generated> Generate(const Module& m, const Kernel& k) {
-  static const FamilyGen kFamilies[] = {GenerateElementwise, GenerateReduce, GenerateLinalg,
-                                        GenerateLayout, GenerateStencil, GenerateNn,
+  static const FamilyGen kFamilies[] = {GenerateElementwise, GenerateReduce,  GenerateLinalg,
+                                        GenerateLayout,      GenerateStencil, GenerateNn,
                                         GenerateOptim};
   Generated out;
   for (FamilyGen f : kFamilies)

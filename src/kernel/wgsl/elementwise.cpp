@@ -67,9 +67,11 @@ Generated ElementwiseTile(const Module& m, const Kernel& k, int64_t base, int64_
   std::vector<std::string> seen_helpers;
   for (const ExprStep& s : k.expr) {
     std::string h = ElementwiseHelpers(s.op);
-    if (!h.empty() && std::find(seen_helpers.begin(), seen_helpers.end(), s.op) == seen_helpers.end()) {
+    if (!h.empty() &&
+        std::find(seen_helpers.begin(), seen_helpers.end(), s.op) == seen_helpers.end()) {
       // gelu and gelu_grad share erf_approx: emit it once.
-      if (h.find("fn erf_approx") != std::string::npos && helpers.find("fn erf_approx") != std::string::npos)
+      if (h.find("fn erf_approx") != std::string::npos &&
+          helpers.find("fn erf_approx") != std::string::npos)
         h = h.substr(h.find("}\n") + 2);
       helpers += h;
       seen_helpers.push_back(s.op);
@@ -89,8 +91,8 @@ Generated ElementwiseTile(const Module& m, const Kernel& k, int64_t base, int64_
     // element's place in the whole output.
     body += tiled ? "  var rem = i + " + U32(base) + ";\n" : "  var rem = i;\n";
     for (int d = static_cast<int>(sizes.size()) - 1; d >= 0; --d) {
-      body += "  let d" + std::to_string(d) + " = rem % " + U32(std::max<int64_t>(sizes[d], 1)) +
-              ";\n";
+      body +=
+          "  let d" + std::to_string(d) + " = rem % " + U32(std::max<int64_t>(sizes[d], 1)) + ";\n";
       if (d) body += "  rem = rem / " + U32(std::max<int64_t>(sizes[d], 1)) + ";\n";
     }
   }
@@ -124,8 +126,10 @@ Generated ElementwiseTile(const Module& m, const Kernel& k, int64_t base, int64_
   body += "  out[i] = s" + std::to_string(k.expr.size() - 1) + ";\n}\n";
 
   std::string title = "// " + k.name;
-  if (tiled) title += ", tile of " + std::to_string(count) + " elements from " + std::to_string(base);
-  out.source = title + "\n" + Bindings(k.inputs.size()) + helpers + "\n" + LinearEntry(count) + body;
+  if (tiled)
+    title += ", tile of " + std::to_string(count) + " elements from " + std::to_string(base);
+  out.source =
+      title + "\n" + Bindings(k.inputs.size()) + helpers + "\n" + LinearEntry(count) + body;
   out.workgroups = LinearGrid(count);
   return out;
 }

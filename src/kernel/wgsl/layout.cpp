@@ -6,8 +6,7 @@
 namespace scellis::kernel::wgsl {
 
 bool GenerateLayout(const Module& m, const Kernel& k, Generated& out) {
-  if (k.kind != KernelKind::kOp ||
-      (k.op != "transpose" && k.op != "permute" && k.op != "reshape"))
+  if (k.kind != KernelKind::kOp || (k.op != "transpose" && k.op != "permute" && k.op != "reshape"))
     return false;
   const webir::Node& node = m.graph.at(k.output);
   int64_t total = node.type.elements();

@@ -28,8 +28,9 @@ bool GenerateLinalg(const Module& m, const Kernel& k, Generated& out) {
     std::string offsets = "  var rem = wg.z;\n  var off_a = 0u;\n  var off_b = 0u;\n";
     for (int d = static_cast<int>(batch.size()) - 1; d >= 0; --d) {
       std::string size = U32(batch[d]);
-      offsets += "  { let bd = rem % " + size + "; rem = rem / " + size + "; off_a = off_a + bd * " +
-                 U32(sa[d] * M * K) + "; off_b = off_b + bd * " + U32(sb[d] * K * N) + "; }\n";
+      offsets += "  { let bd = rem % " + size + "; rem = rem / " + size +
+                 "; off_a = off_a + bd * " + U32(sa[d] * M * K) + "; off_b = off_b + bd * " +
+                 U32(sb[d] * K * N) + "; }\n";
     }
     // Rows and columns past the edge load zeros; their products add exact zeros after the last
     // real term, so every element still sums its K products in increasing order.
@@ -43,28 +44,38 @@ bool GenerateLinalg(const Module& m, const Kernel& k, Generated& out) {
                  "  let r = wg.y * 16u + lid.y;\n"
                  "  let c = wg.x * 16u + lid.x;\n"
                  "  var acc = 0.0;\n"
-                 "  for (var t = 0u; t < " + U32(K) + "; t = t + 16u) {\n"
+                 "  for (var t = 0u; t < " +
+                 U32(K) +
+                 "; t = t + 16u) {\n"
                  "    let ka = t + lid.x;\n"
                  "    let kb = t + lid.y;\n"
-                 "    tile_a[lid.y * 16u + lid.x] = select(0.0, in0[off_a + r * " + U32(K) + " + ka], r < " + U32(M) + " && ka < " + U32(K) + ");\n"
-                 "    tile_b[lid.y * 16u + lid.x] = select(0.0, in1[off_b + kb * " + U32(N) + " + c], kb < " + U32(K) + " && c < " + U32(N) + ");\n"
+                 "    tile_a[lid.y * 16u + lid.x] = select(0.0, in0[off_a + r * " +
+                 U32(K) + " + ka], r < " + U32(M) + " && ka < " + U32(K) +
+                 ");\n"
+                 "    tile_b[lid.y * 16u + lid.x] = select(0.0, in1[off_b + kb * " +
+                 U32(N) + " + c], kb < " + U32(K) + " && c < " + U32(N) +
+                 ");\n"
                  "    workgroupBarrier();\n"
                  "    for (var kk = 0u; kk < 16u; kk = kk + 1u) {\n"
                  "      acc = acc + tile_a[lid.y * 16u + kk] * tile_b[kk * 16u + lid.x];\n"
                  "    }\n"
                  "    workgroupBarrier();\n"
                  "  }\n"
-                 "  if (r < " + U32(M) + " && c < " + U32(N) + ") { out[wg.z * " + U32(M * N) + " + r * " + U32(N) + " + c] = acc; }\n"
+                 "  if (r < " +
+                 U32(M) + " && c < " + U32(N) + ") { out[wg.z * " + U32(M * N) + " + r * " +
+                 U32(N) +
+                 " + c] = acc; }\n"
                  "}\n";
-    out.workgroups = {static_cast<uint32_t>(tiles_n), static_cast<uint32_t>(tiles_m), static_cast<uint32_t>(batches)};
+    out.workgroups = {static_cast<uint32_t>(tiles_n), static_cast<uint32_t>(tiles_m),
+                      static_cast<uint32_t>(batches)};
     return true;
   }
 
   // Sizes of 0 would be constant divisions by zero, which WGSL rejects; an empty output returns
   // before reaching them, so 1 serves. (K = 0 is fine: the loop adds nothing and writes zeros.)
   auto nonzero = [](int64_t v) { return std::max<int64_t>(v, 1); };
-  std::string batch_offsets = "  var rem = i / " + U32(nonzero(M * N)) +
-                              ";\n  var off_a = 0u;\n  var off_b = 0u;\n";
+  std::string batch_offsets =
+      "  var rem = i / " + U32(nonzero(M * N)) + ";\n  var off_a = 0u;\n  var off_b = 0u;\n";
   for (int d = static_cast<int>(batch.size()) - 1; d >= 0; --d) {
     std::string size = U32(nonzero(batch[d]));
     batch_offsets += "  { let bd = rem % " + size + "; rem = rem / " + size +
@@ -72,12 +83,17 @@ bool GenerateLinalg(const Module& m, const Kernel& k, Generated& out) {
                      U32(sb[d] * K * N) + "; }\n";
   }
   out.source = "// " + k.name + "\n" + Bindings(2) + "\n" + LinearEntry(to.elements()) +
-               batch_offsets +
-               "  let r = (i / " + U32(nonzero(N)) + ") % " + U32(nonzero(M)) + ";\n"
-               "  let c = i % " + U32(nonzero(N)) + ";\n"
+               batch_offsets + "  let r = (i / " + U32(nonzero(N)) + ") % " + U32(nonzero(M)) +
+               ";\n"
+               "  let c = i % " +
+               U32(nonzero(N)) +
+               ";\n"
                "  var acc = 0.0;\n"
-               "  for (var kk = 0u; kk < " + U32(K) + "; kk = kk + 1u) {\n"
-               "    acc = acc + in0[off_a + r * " + U32(K) + " + kk] * in1[off_b + kk * " + U32(N) +
+               "  for (var kk = 0u; kk < " +
+               U32(K) +
+               "; kk = kk + 1u) {\n"
+               "    acc = acc + in0[off_a + r * " +
+               U32(K) + " + kk] * in1[off_b + kk * " + U32(N) +
                " + c];\n"
                "  }\n"
                "  out[i] = acc;\n}\n";

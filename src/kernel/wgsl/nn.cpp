@@ -20,12 +20,15 @@ const char* kNanFn =
 // Declares `mx` and `sum` for the row of `n` elements starting at `base` of in0.
 std::string RowMaxSum(int64_t n) {
   return "  var mx = in0[base];\n"
-         "  for (var j = 1u; j < " + U32(n) + "; j = j + 1u) {\n"
+         "  for (var j = 1u; j < " +
+         U32(n) +
+         "; j = j + 1u) {\n"
          "    let x = in0[base + j];\n"
          "    if (x > mx) { mx = x; }\n"
          "  }\n"
          "  var sum = 0.0;\n"
-         "  for (var j = 0u; j < " + U32(n) + "; j = j + 1u) { sum = sum + exp(in0[base + j] - mx); }\n";
+         "  for (var j = 0u; j < " +
+         U32(n) + "; j = j + 1u) { sum = sum + exp(in0[base + j] - mx); }\n";
 }
 
 std::string LabelCheck(const std::string& label, int64_t classes) {
@@ -44,9 +47,11 @@ bool GenerateNn(const Module& m, const Kernel& k, Generated& out) {
     int64_t rows = n ? in.elements() / n : 0;
     std::string write =
         k.op == "softmax"
-            ? "  for (var j = 0u; j < " + U32(n) + "; j = j + 1u) { out[base + j] = exp(in0[base + j] - mx) / sum; }\n"
+            ? "  for (var j = 0u; j < " + U32(n) +
+                  "; j = j + 1u) { out[base + j] = exp(in0[base + j] - mx) / sum; }\n"
             : "  let log_sum = log(sum);\n"
-              "  for (var j = 0u; j < " + U32(n) + "; j = j + 1u) { out[base + j] = (in0[base + j] - mx) - log_sum; }\n";
+              "  for (var j = 0u; j < " +
+                  U32(n) + "; j = j + 1u) { out[base + j] = (in0[base + j] - mx) - log_sum; }\n";
     out.source = head + "\n" + LinearEntry(rows) + "  let base = i * " + U32(n) + ";\n" +
                  RowMaxSum(n) + write + "}\n";
     out.workgroups = LinearGrid(rows);
@@ -57,16 +62,20 @@ bool GenerateNn(const Module& m, const Kernel& k, Generated& out) {
     out.source = head + kNanFn +
                  "fn row_loss(r: u32) -> f32 {\n"
                  "  let label = in1[r];\n"
-                 "  if (!" + LabelCheck("label", classes) + ") { return nan_f32(); }\n"
-                 "  let base = r * " + U32(classes) + ";\n" +
-                 RowMaxSum(classes) +
+                 "  if (!" +
+                 LabelCheck("label", classes) +
+                 ") { return nan_f32(); }\n"
+                 "  let base = r * " +
+                 U32(classes) + ";\n" + RowMaxSum(classes) +
                  "  return -((in0[base + u32(label)] - mx) - log(sum));\n"
                  "}\n"
                  "var<workgroup> partial: array<f32, 256>;\n"
                  "@compute @workgroup_size(256)\n"
                  "fn main(@builtin(local_invocation_index) t: u32) {\n"
                  "  var s = 0.0;\n"
-                 "  for (var r = t; r < " + U32(rows) + "; r = r + 256u) { s = s + row_loss(r); }\n"
+                 "  for (var r = t; r < " +
+                 U32(rows) +
+                 "; r = r + 256u) { s = s + row_loss(r); }\n"
                  "  partial[t] = s;\n"
                  "  workgroupBarrier();\n"
                  "  for (var w = 128u; w > 0u; w = w >> 1u) {\n"
@@ -83,18 +92,24 @@ bool GenerateNn(const Module& m, const Kernel& k, Generated& out) {
   }
   if (k.op == "cross_entropy_grad") {
     int64_t rows = in.dims[0].size, classes = in.dims[1].size;
-    out.source = head + kNanFn + "\n" + LinearEntry(rows) +
-                 "  let base = i * " + U32(classes) + ";\n"
+    out.source = head + kNanFn + "\n" + LinearEntry(rows) + "  let base = i * " + U32(classes) +
+                 ";\n"
                  "  let label = in1[i];\n"
-                 "  if (!" + LabelCheck("label", classes) + ") {\n"
-                 "    for (var j = 0u; j < " + U32(classes) + "; j = j + 1u) { out[base + j] = nan_f32(); }\n"
+                 "  if (!" +
+                 LabelCheck("label", classes) +
+                 ") {\n"
+                 "    for (var j = 0u; j < " +
+                 U32(classes) +
+                 "; j = j + 1u) { out[base + j] = nan_f32(); }\n"
                  "    return;\n"
                  "  }\n"
                  "  let k = u32(label);\n"
-                 "  let r = in2[0] / " + F32(static_cast<double>(rows)) + ";\n" +
-                 RowMaxSum(classes) +
+                 "  let r = in2[0] / " +
+                 F32(static_cast<double>(rows)) + ";\n" + RowMaxSum(classes) +
                  "  let log_sum = log(sum);\n"
-                 "  for (var j = 0u; j < " + U32(classes) + "; j = j + 1u) {\n"
+                 "  for (var j = 0u; j < " +
+                 U32(classes) +
+                 "; j = j + 1u) {\n"
                  "    let p = exp((in0[base + j] - mx) - log_sum);\n"
                  "    out[base + j] = select(p * r, p * r - r, j == k);\n"
                  "  }\n"

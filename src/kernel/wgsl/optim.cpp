@@ -12,8 +12,12 @@
 namespace scellis::kernel::wgsl {
 namespace {
 
-double Attr(const webir::Node& n, const char* name) { return n.attrs.at(name).get<double>(); }
-bool Flag(const webir::Node& n, const char* name) { return n.attrs.at(name).get<bool>(); }
+double Attr(const webir::Node& n, const char* name) {
+  return n.attrs.at(name).get<double>();
+}
+bool Flag(const webir::Node& n, const char* name) {
+  return n.attrs.at(name).get<bool>();
+}
 
 // `var g` = the gradient as the update sees it (maximize, coupled weight decay).
 std::string EffectiveGrad(const webir::Node& n, bool decoupled) {
@@ -40,10 +44,12 @@ const char* kExpm1Fn =
 std::string Moments(const webir::Node& n) {
   double beta1 = Attr(n, "beta1"), beta2 = Attr(n, "beta2");
   std::string w = F32(1.0 - beta1);
-  return "  let w = " + w + ";\n"
+  return "  let w = " + w +
+         ";\n"
          "  let m_old = in2[i];\n"
          "  let m = select(g - (g - m_old) * (1.0 - w), m_old + w * (g - m_old), abs(w) < 0.5);\n"
-         "  let v = in3[i] * " + F32(beta2) + " + " + F32(1.0 - beta2) + " * g * g;\n";
+         "  let v = in3[i] * " +
+         F32(beta2) + " + " + F32(1.0 - beta2) + " * g * g;\n";
 }
 
 // 1 - beta^step. The literal comes from detmath, so the source (and its hash) does not depend on
@@ -81,14 +87,21 @@ bool GenerateOptim(const Module& m, const Kernel& k, Generated& out) {
     double lr = Attr(n, "lr"), wd = Attr(n, "weight_decay");
     bool decoupled = Flag(n, "decoupled");
     helpers = kExpm1Fn;
-    body = EffectiveGrad(n, decoupled) + Moments(n) +
-           "  let step = " + StepNumber("in4[0]") + ";\n"
-           "  let bc1 = " + BiasCorrection(Attr(n, "beta1")) + ";\n"
-           "  let bc2 = " + BiasCorrection(Attr(n, "beta2")) + ";\n"
-           "  let minus_step_size = -(" + F32(lr) + " / bc1);\n"
+    body = EffectiveGrad(n, decoupled) + Moments(n) + "  let step = " + StepNumber("in4[0]") +
+           ";\n"
+           "  let bc1 = " +
+           BiasCorrection(Attr(n, "beta1")) +
+           ";\n"
+           "  let bc2 = " +
+           BiasCorrection(Attr(n, "beta2")) +
+           ";\n"
+           "  let minus_step_size = -(" +
+           F32(lr) +
+           " / bc1);\n"
            "  var p = in0[i];\n" +
            (decoupled && wd != 0 ? "  p = p * " + F32(1.0 - lr * wd) + ";\n" : std::string()) +
-           "  let denom = sqrt(v) / sqrt(bc2) + " + F32(Attr(n, "eps")) + ";\n"
+           "  let denom = sqrt(v) / sqrt(bc2) + " + F32(Attr(n, "eps")) +
+           ";\n"
            "  out[i] = p + minus_step_size * m / denom;\n";
   } else {
     return false;

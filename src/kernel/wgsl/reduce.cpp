@@ -23,14 +23,18 @@ bool GenerateReduce(const Module& m, const Kernel& k, Generated& out) {
                  "@compute @workgroup_size(256)\n"
                  "fn main(@builtin(local_invocation_index) t: u32) {\n"
                  "  var s = 0.0;\n"
-                 "  for (var j = t; j < " + U32(n) + "; j = j + 256u) { s = s + in0[j]; }\n"
+                 "  for (var j = t; j < " +
+                 U32(n) +
+                 "; j = j + 256u) { s = s + in0[j]; }\n"
                  "  partial[t] = s;\n"
                  "  workgroupBarrier();\n"
                  "  for (var w = 128u; w > 0u; w = w >> 1u) {\n"
                  "    if (t < w) { partial[t] = partial[t] + partial[t + w]; }\n"
                  "    workgroupBarrier();\n"
                  "  }\n"
-                 "  if (t == 0u) { out[0] = partial[0]" + scale + "; }\n"
+                 "  if (t == 0u) { out[0] = partial[0]" +
+                 scale +
+                 "; }\n"
                  "}\n";
     out.workgroups = {1, 1, 1};
     return true;
@@ -44,13 +48,15 @@ bool GenerateReduce(const Module& m, const Kernel& k, Generated& out) {
   inner = std::max<int64_t>(inner, 1);
   int64_t outputs = node.type.elements();
   std::string scale = mean ? " / " + F32(static_cast<double>(len)) : "";
-  out.source = head + "\n" + LinearEntry(outputs) +
-               "  let base = (i / " + U32(inner) + ") * " + U32(len * inner) + " + i % " +
-               U32(inner) + ";\n"
+  out.source = head + "\n" + LinearEntry(outputs) + "  let base = (i / " + U32(inner) + ") * " +
+               U32(len * inner) + " + i % " + U32(inner) +
+               ";\n"
                "  var s = 0.0;\n"
-               "  for (var j = 0u; j < " + U32(len) + "; j = j + 1u) { s = s + in0[base + j * " +
-               U32(inner) + "]; }\n"
-               "  out[i] = s" + scale + ";\n}\n";
+               "  for (var j = 0u; j < " +
+               U32(len) + "; j = j + 1u) { s = s + in0[base + j * " + U32(inner) +
+               "]; }\n"
+               "  out[i] = s" +
+               scale + ";\n}\n";
   out.workgroups = LinearGrid(outputs);
   return true;
 }

@@ -12,15 +12,24 @@ bool GenerateStencil(const Module& m, const Kernel& k, Generated& out) {
   // Sizes of at least 1 keep the literals valid for empty grids, which return before reading.
   int64_t rows = std::max<int64_t>(t.dims[0].size, 1), cols = std::max<int64_t>(t.dims[1].size, 1);
   out.source = "// " + k.name + "\n" + Bindings(1) + "\n" + LinearEntry(t.elements()) +
-               "  let r = i / " + U32(cols) + ";\n"
-               "  let c = i % " + U32(cols) + ";\n"
+               "  let r = i / " + U32(cols) +
+               ";\n"
+               "  let c = i % " +
+               U32(cols) +
+               ";\n"
                "  var n = 0u;\n"
                "  for (var dr = 0u; dr < 3u; dr = dr + 1u) {\n"
                "    for (var dc = 0u; dc < 3u; dc = dc + 1u) {\n"
                "      if (dr == 1u && dc == 1u) { continue; }\n"
-               "      let rr = (r + dr + " + U32(rows - 1) + ") % " + U32(rows) + ";\n"
-               "      let cc = (c + dc + " + U32(cols - 1) + ") % " + U32(cols) + ";\n"
-               "      n = n + select(0u, 1u, in0[rr * " + U32(cols) + " + cc] > 0.5);\n"
+               "      let rr = (r + dr + " +
+               U32(rows - 1) + ") % " + U32(rows) +
+               ";\n"
+               "      let cc = (c + dc + " +
+               U32(cols - 1) + ") % " + U32(cols) +
+               ";\n"
+               "      n = n + select(0u, 1u, in0[rr * " +
+               U32(cols) +
+               " + cc] > 0.5);\n"
                "    }\n"
                "  }\n"
                "  let alive = in0[i] > 0.5;\n"

@@ -145,8 +145,10 @@ TEST(WgslTrainOps, OptimizerUpdates) {
   Compare("sgd_update", sgd, {{"lr", 0.1}, {"weight_decay", 0.01}});
   Compare("sgd_update", sgd, {{"lr", 0.1}, {"maximize", true}});
   for (float t : {1.0f, 4.0f}) {
-    std::vector<Input> mom = {{"p", {n}, Random(n, 12)}, {"g", {n}, Random(n, 13)},
-                              {"vel", {n}, Random(n, 14)}, {"t", {}, {t}}};
+    std::vector<Input> mom = {{"p", {n}, Random(n, 12)},
+                              {"g", {n}, Random(n, 13)},
+                              {"vel", {n}, Random(n, 14)},
+                              {"t", {}, {t}}};
     Json a = {{"lr", 0.1}, {"momentum", 0.9}, {"dampening", 0.2}, {"weight_decay", 0.01}};
     Json nesterov = {{"lr", 0.1}, {"momentum", 0.9}, {"nesterov", true}};
     Compare("momentum_update", mom, a);
@@ -154,8 +156,11 @@ TEST(WgslTrainOps, OptimizerUpdates) {
     Compare("momentum_update", mom, nesterov);
     std::vector<float> v = Random(n, 15);
     for (float& x : v) x = std::fabs(x) * 0.01f;
-    std::vector<Input> adam = {{"p", {n}, Random(n, 16)}, {"g", {n}, Random(n, 17)},
-                               {"m", {n}, Random(n, 18, 0.1f)}, {"v", {n}, v}, {"t", {}, {t}}};
+    std::vector<Input> adam = {{"p", {n}, Random(n, 16)},
+                               {"g", {n}, Random(n, 17)},
+                               {"m", {n}, Random(n, 18, 0.1f)},
+                               {"v", {n}, v},
+                               {"t", {}, {t}}};
     for (const Json& attrs : {Json{{"lr", 1e-3}}, Json{{"lr", 1e-2}, {"weight_decay", 0.1}},
                               Json{{"lr", 1e-2}, {"decoupled", true}, {"beta1", 0.3}}}) {
       Compare("adam_update", adam, attrs);

@@ -93,8 +93,8 @@ int SumToShape(Graph& g, int grad, TensorType target) {
   std::vector<int64_t> want = target.sizes();
   if (have == want) return grad;
   if (want.size() > have.size()) {
-    RecordRuleError("cannot sum a gradient of rank " + std::to_string(have.size()) +
-                    " to rank " + std::to_string(want.size()));
+    RecordRuleError("cannot sum a gradient of rank " + std::to_string(have.size()) + " to rank " +
+                    std::to_string(want.size()));
     return -1;
   }
   size_t lead = have.size() - want.size();
@@ -132,7 +132,8 @@ int SwapLastTwo(Graph& g, int x) {
 
 Result<std::vector<int>> Backward(Graph& g, int loss, const std::vector<int>& wrt) {
   const int count = static_cast<int>(g.nodes.size());
-  if (loss < 0 || loss >= count) return InternalError("webir.Backward", "the loss node does not exist");
+  if (loss < 0 || loss >= count)
+    return InternalError("webir.Backward", "the loss node does not exist");
   for (int w : wrt)
     if (w < 0 || w >= count) return InternalError("webir.Backward", "a wrt node does not exist");
   const Node loss_node = g.at(loss);
@@ -180,8 +181,9 @@ Result<std::vector<int>> Backward(Graph& g, int loss, const std::vector<int>& wr
     if (!def || !def->grad) {
       Diagnostic d = UserError(
           "not-differentiable", n.origin,
-          "the op \"" + n.op + "\" has no gradient, but the loss depends on a differentiated "
-          "value through it",
+          "the op \"" + n.op +
+              "\" has no gradient, but the loss depends on a differentiated "
+              "value through it",
           "differentiate with respect to values that reach the loss through differentiable ops "
           "only");
       d.where = n.Describe();
@@ -190,7 +192,8 @@ Result<std::vector<int>> Backward(Graph& g, int loss, const std::vector<int>& wr
     std::vector<int> grads = def->grad(g, n, total);
     if (!errors.empty()) return Status(errors);
     if (grads.size() != n.args.size())
-      return InternalError("webir.Backward", "the gradient rule of " + n.op + " has the wrong arity");
+      return InternalError("webir.Backward",
+                           "the gradient rule of " + n.op + " has the wrong arity");
     for (size_t k = 0; k < n.args.size(); ++k) {
       int a = n.args[k];
       if (!on_path(a) || grads[k] < 0) continue;

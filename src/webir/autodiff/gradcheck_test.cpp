@@ -2,10 +2,9 @@
 // inputs (never zeros, inside the op's domain), a scalar loss sum(op(...) * R) with a fixed random
 // R, the backward pass from Backward, lowered and run in float64 on the CPU reference, and each
 // analytic gradient element compared with a central finite difference of the same forward plan
-// (eps 1e-6, float64, thresholds tighter than policy::GradcheckThresholds()). The suite fails when an op that is differentiable by nature has no
-// gradient rule, or has one that no case below exercises.
-#include "webir/autodiff/autodiff.h"
-
+// (eps 1e-6, float64, thresholds tighter than policy::GradcheckThresholds()). The suite fails when
+// an op that is differentiable by nature has no gradient rule, or has one that no case below
+// exercises.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -17,6 +16,7 @@
 #include "core/random.h"
 #include "execplan/plan.h"
 #include "kernel/module.h"
+#include "webir/autodiff/autodiff.h"
 #include "webir/op_registry.h"
 
 namespace scellis::webir {
@@ -127,9 +127,15 @@ std::vector<double> Values(const TensorType& t, Domain d, int64_t classes, uint6
   for (size_t i = 0; i < v.size(); ++i) {
     double u = CounterUniform(seed, i), sign_u = CounterUniform(seed ^ 0x5bd1e995, i);
     switch (d) {
-      case Domain::kSigned: v[i] = (0.2 + 0.8 * u) * (sign_u < 0.5 ? -1 : 1); break;
-      case Domain::kPositive: v[i] = 0.5 + u; break;
-      case Domain::kLabels: v[i] = std::floor(u * static_cast<double>(classes)); break;
+      case Domain::kSigned:
+        v[i] = (0.2 + 0.8 * u) * (sign_u < 0.5 ? -1 : 1);
+        break;
+      case Domain::kPositive:
+        v[i] = 0.5 + u;
+        break;
+      case Domain::kLabels:
+        v[i] = std::floor(u * static_cast<double>(classes));
+        break;
     }
   }
   return v;
@@ -238,10 +244,12 @@ TEST(Gradcheck, EveryDifferentiableOpHasARuleAndACase) {
   for (const Case& c : Cases()) covered.insert(c.op);
   for (const OpDef& d : Registry()) {
     if (NotDifferentiable(d)) {
-      EXPECT_EQ(d.grad, nullptr) << d.name << " has a gradient rule but is listed as not differentiable";
+      EXPECT_EQ(d.grad, nullptr) << d.name
+                                 << " has a gradient rule but is listed as not differentiable";
       continue;
     }
-    EXPECT_NE(d.grad, nullptr) << "the op " << d.name << " is differentiable but has no gradient rule";
+    EXPECT_NE(d.grad, nullptr) << "the op " << d.name
+                               << " is differentiable but has no gradient rule";
     EXPECT_TRUE(covered.count(d.name)) << "the op " << d.name << " has no gradient check case";
   }
 }

@@ -32,7 +32,9 @@ std::vector<int> GradDiv(Graph& g, const Node& n, int gout) {
 std::vector<int> GradRelu(Graph& g, const Node& n, int gout) {
   return {Emit(g, "mul", {gout, Emit(g, "positive", {n.args[0]})})};
 }
-std::vector<int> GradNeg(Graph& g, const Node& n, int gout) { return {Emit(g, "neg", {gout})}; }
+std::vector<int> GradNeg(Graph& g, const Node& n, int gout) {
+  return {Emit(g, "neg", {gout})};
+}
 std::vector<int> GradExp(Graph& g, const Node& n, int gout) {
   return {Emit(g, "mul", {gout, n.id})};
 }
@@ -61,8 +63,9 @@ std::vector<int> GradGelu(Graph& g, const Node& n, int gout) {
 std::vector<int> GradGeluGrad(Graph& g, const Node& n, int gout) {
   int a = n.args[0], b = n.args[1];
   int sq = Emit(g, "mul", {a, a});
-  int pdf = Emit(g, "div", {Emit(g, "exp", {Emit(g, "mul", {sq, grad::Constant(g, -0.5)})}),
-                            grad::Constant(g, 2.5066282746310002)});
+  int pdf = Emit(g, "div",
+                 {Emit(g, "exp", {Emit(g, "mul", {sq, grad::Constant(g, -0.5)})}),
+                  grad::Constant(g, 2.5066282746310002)});
   int second = Emit(g, "mul", {pdf, Emit(g, "sub", {grad::Constant(g, 2.0), sq})});
   int ga = Emit(g, "mul", {Emit(g, "mul", {gout, b}), second});
   int gb = Emit(g, "gelu_grad", {a, gout});
@@ -75,16 +78,29 @@ void RegisterElementwiseOps(std::vector<OpDef>& r) {
   using policy::ToleranceClass;
   auto binary = [&](const char* name, int version, ToleranceClass tol, GradFn grad,
                     const char* summary) {
-    r.push_back({.name = name, .min_version = version, .inputs = {"a", "b"}, .attrs = {"scalar"},
-                 .kind = OpKind::kElementwise, .infer = InferBroadcast, .grad = grad,
-                 .tolerance = tol, .determinism = "one correctly rounded operation per element",
+    r.push_back({.name = name,
+                 .min_version = version,
+                 .inputs = {"a", "b"},
+                 .attrs = {"scalar"},
+                 .kind = OpKind::kElementwise,
+                 .infer = InferBroadcast,
+                 .grad = grad,
+                 .tolerance = tol,
+                 .determinism = "one correctly rounded operation per element",
                  .summary = summary});
   };
   auto unary = [&](const char* name, int version, ToleranceClass tol, GradFn grad,
                    const char* determinism, const char* summary) {
-    r.push_back({.name = name, .min_version = version, .inputs = {"a"}, .attrs = {},
-                 .kind = OpKind::kElementwise, .infer = InferSameAsFirst, .grad = grad,
-                 .tolerance = tol, .determinism = determinism, .summary = summary});
+    r.push_back({.name = name,
+                 .min_version = version,
+                 .inputs = {"a"},
+                 .attrs = {},
+                 .kind = OpKind::kElementwise,
+                 .infer = InferSameAsFirst,
+                 .grad = grad,
+                 .tolerance = tol,
+                 .determinism = determinism,
+                 .summary = summary});
   };
   binary("add", 1, ToleranceClass::kExact, GradAdd, "a + b, or a + scalar");
   binary("sub", 1, ToleranceClass::kExact, GradSub, "a - b, or a - scalar");

@@ -20,8 +20,8 @@ Result<TensorType> InferPermute(InferContext& c) {
   const TensorType& a = c.args[0];
   auto it = c.attrs.find("dims");
   if (it == c.attrs.end() || !it->is_array() || static_cast<int>(it->size()) != a.rank()) {
-    return c.Error("bad-attribute", "permute needs \"dims\": a permutation of 0.." +
-                                        std::to_string(a.rank() - 1));
+    return c.Error("bad-attribute",
+                   "permute needs \"dims\": a permutation of 0.." + std::to_string(a.rank() - 1));
   }
   std::vector<bool> seen(a.rank(), false);
   TensorType out;
@@ -61,15 +61,16 @@ Result<TensorType> InferReshape(InferContext& c) {
       if (infer_at >= 0) return c.Error("bad-attribute", "reshape takes at most one -1");
       infer_at = static_cast<int>(i);
     } else {
-      if (s > 0 && known > kMaxElements / s) return c.Error("tensor-too-large", "reshape is too large");
+      if (s > 0 && known > kMaxElements / s)
+        return c.Error("tensor-too-large", "reshape is too large");
       known *= s;
     }
     out.dims.push_back(Dim{s, ""});
   }
   if (infer_at >= 0) {
     if (known == 0 || a.elements() % known) {
-      return c.Error("shape-mismatch", "cannot reshape " + a.ShapeStringWithSizes() + " to " +
-                                           it->dump());
+      return c.Error("shape-mismatch",
+                     "cannot reshape " + a.ShapeStringWithSizes() + " to " + it->dump());
     }
     out.dims[infer_at].size = a.elements() / known;
     (*it)[infer_at] = out.dims[infer_at].size;
@@ -107,17 +108,35 @@ std::vector<int> GradReshape(Graph& g, const Node& n, int gout) {
 }  // namespace
 
 void RegisterLayoutOps(std::vector<OpDef>& r) {
-  r.push_back({.name = "transpose", .min_version = 1, .inputs = {"a"}, .attrs = {},
-               .kind = OpKind::kLayout, .infer = InferTranspose, .grad = GradTranspose,
-               .tolerance = policy::ToleranceClass::kExact, .determinism = "exact (data movement)",
+  r.push_back({.name = "transpose",
+               .min_version = 1,
+               .inputs = {"a"},
+               .attrs = {},
+               .kind = OpKind::kLayout,
+               .infer = InferTranspose,
+               .grad = GradTranspose,
+               .tolerance = policy::ToleranceClass::kExact,
+               .determinism = "exact (data movement)",
                .summary = "swap the two axes of a rank-2 tensor"});
-  r.push_back({.name = "permute", .min_version = 2, .inputs = {"a"}, .attrs = {"dims"},
-               .kind = OpKind::kLayout, .infer = InferPermute, .grad = GradPermute,
-               .tolerance = policy::ToleranceClass::kExact, .determinism = "exact (data movement)",
+  r.push_back({.name = "permute",
+               .min_version = 2,
+               .inputs = {"a"},
+               .attrs = {"dims"},
+               .kind = OpKind::kLayout,
+               .infer = InferPermute,
+               .grad = GradPermute,
+               .tolerance = policy::ToleranceClass::kExact,
+               .determinism = "exact (data movement)",
                .summary = "reorder axes"});
-  r.push_back({.name = "reshape", .min_version = 2, .inputs = {"a"}, .attrs = {"shape"},
-               .kind = OpKind::kLayout, .infer = InferReshape, .grad = GradReshape,
-               .tolerance = policy::ToleranceClass::kExact, .determinism = "exact (data movement)",
+  r.push_back({.name = "reshape",
+               .min_version = 2,
+               .inputs = {"a"},
+               .attrs = {"shape"},
+               .kind = OpKind::kLayout,
+               .infer = InferReshape,
+               .grad = GradReshape,
+               .tolerance = policy::ToleranceClass::kExact,
+               .determinism = "exact (data movement)",
                .summary = "same elements in row-major order, new shape; one size may be -1"});
 }
 

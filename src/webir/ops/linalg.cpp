@@ -16,7 +16,9 @@ Result<TensorType> InferMatmul(InferContext& c) {
   if ((a.rank() > 2 || b.rank() > 2) && c.version < 2) {
     return c.Error("op-newer-than-version",
                    "a batched matmul needs graph protocol version 2, the graph is labelled "
-                   "version " + std::to_string(c.version), "label the graph \"version\": 2");
+                   "version " +
+                       std::to_string(c.version),
+                   "label the graph \"version\": 2");
   }
   const Dim& k_a = a.dims[a.rank() - 1];
   const Dim& k_b = b.dims[b.rank() - 2];
@@ -60,8 +62,13 @@ std::vector<int> GradMatmul(Graph& g, const Node& n, int gout) {
 }  // namespace
 
 void RegisterLinalgOps(std::vector<OpDef>& r) {
-  r.push_back({.name = "matmul", .min_version = 1, .inputs = {"a", "b"}, .attrs = {},
-               .kind = OpKind::kMatmul, .infer = InferMatmul, .grad = GradMatmul,
+  r.push_back({.name = "matmul",
+               .min_version = 1,
+               .inputs = {"a", "b"},
+               .attrs = {},
+               .kind = OpKind::kMatmul,
+               .infer = InferMatmul,
+               .grad = GradMatmul,
                .tolerance = policy::ToleranceClass::kDefault,
                .determinism = "fixed accumulation order along K; no split-K atomics",
                .summary = "matrix product; batched with broadcasting batch dims (version 2)"});

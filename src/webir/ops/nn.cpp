@@ -26,8 +26,8 @@ Status CheckLogitsAndLabels(InferContext& c) {
   const TensorType& a = c.args[0];
   const TensorType& t = c.args[1];
   if (a.rank() != 2) {
-    return c.Error("bad-rank", "cross_entropy takes logits of shape [N, C], got " +
-                                   a.ShapeStringWithSizes());
+    return c.Error("bad-rank",
+                   "cross_entropy takes logits of shape [N, C], got " + a.ShapeStringWithSizes());
   }
   if (t.rank() != 1 || t.dims[0].size != a.dims[0].size) {
     return c.Error("shape-mismatch",
@@ -36,7 +36,8 @@ Status CheckLogitsAndLabels(InferContext& c) {
                        std::to_string(a.dims[0].size) + "]",
                    "one class index (as f32) per row of the logits");
   }
-  if (a.dims[1].size < 1) return c.Error("shape-mismatch", "cross_entropy needs at least one class");
+  if (a.dims[1].size < 1)
+    return c.Error("shape-mismatch", "cross_entropy needs at least one class");
   return Status::Ok();
 }
 
@@ -100,24 +101,46 @@ void RegisterNnOps(std::vector<OpDef>& r) {
   const char* rowwise =
       "per row: the maximum, then exp(x - max) summed in index order; one invocation per row on "
       "the GPU, so no atomics and no cross-thread order";
-  r.push_back({.name = "softmax", .min_version = 2, .inputs = {"a"}, .attrs = {},
-               .kind = OpKind::kNormalize, .infer = InferRowwise, .grad = GradSoftmax,
-               .tolerance = policy::ToleranceClass::kDefault, .determinism = rowwise,
+  r.push_back({.name = "softmax",
+               .min_version = 2,
+               .inputs = {"a"},
+               .attrs = {},
+               .kind = OpKind::kNormalize,
+               .infer = InferRowwise,
+               .grad = GradSoftmax,
+               .tolerance = policy::ToleranceClass::kDefault,
+               .determinism = rowwise,
                .summary = "exp(a - max) / sum(exp(a - max)) over the last axis"});
-  r.push_back({.name = "log_softmax", .min_version = 2, .inputs = {"a"}, .attrs = {},
-               .kind = OpKind::kNormalize, .infer = InferRowwise, .grad = GradLogSoftmax,
-               .tolerance = policy::ToleranceClass::kDefault, .determinism = rowwise,
+  r.push_back({.name = "log_softmax",
+               .min_version = 2,
+               .inputs = {"a"},
+               .attrs = {},
+               .kind = OpKind::kNormalize,
+               .infer = InferRowwise,
+               .grad = GradLogSoftmax,
+               .tolerance = policy::ToleranceClass::kDefault,
+               .determinism = rowwise,
                .summary = "(a - max) - log(sum(exp(a - max))) over the last axis"});
-  r.push_back({.name = "cross_entropy", .min_version = 2, .inputs = {"a", "target"}, .attrs = {},
-               .kind = OpKind::kLoss, .infer = InferCrossEntropy, .grad = GradCrossEntropy,
+  r.push_back({.name = "cross_entropy",
+               .min_version = 2,
+               .inputs = {"a", "target"},
+               .attrs = {},
+               .kind = OpKind::kLoss,
+               .infer = InferCrossEntropy,
+               .grad = GradCrossEntropy,
                .tolerance = policy::ToleranceClass::kDefault,
                .determinism = "row losses as in log_softmax; their mean sums 256 strided partials "
                               "combined by a fixed pairwise tree, the same order on every backend",
                .summary = "mean over rows of -log_softmax(a)[target]; target holds f32 class "
                           "indices, an invalid one makes the loss NaN"});
-  r.push_back({.name = "cross_entropy_grad", .min_version = 2, .inputs = {"a", "target", "b"},
-               .attrs = {}, .kind = OpKind::kLoss, .infer = InferCrossEntropyGrad,
-               .grad = GradCrossEntropyGrad, .tolerance = policy::ToleranceClass::kDefault,
+  r.push_back({.name = "cross_entropy_grad",
+               .min_version = 2,
+               .inputs = {"a", "target", "b"},
+               .attrs = {},
+               .kind = OpKind::kLoss,
+               .infer = InferCrossEntropyGrad,
+               .grad = GradCrossEntropyGrad,
+               .tolerance = policy::ToleranceClass::kDefault,
                .determinism = rowwise,
                .summary = "(softmax(a) - onehot(target)) / N * b, the gradient of cross_entropy "
                           "for an upstream gradient b of shape []"});

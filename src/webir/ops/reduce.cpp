@@ -13,21 +13,25 @@ Result<TensorType> InferReduce(InferContext& c) {
   SCELLIS_ASSIGN_OR_RETURN(int axis, AxisAttr(c, "axis", a.rank()));
   bool keepdim = false;
   if (auto k = c.attrs.find("keepdim"); k != c.attrs.end()) {
-    if (!k->is_boolean()) return c.Error("bad-attribute", "keepdim is " + k->dump() + ", expected true or false");
+    if (!k->is_boolean())
+      return c.Error("bad-attribute", "keepdim is " + k->dump() + ", expected true or false");
     keepdim = k->get<bool>();
   }
   if ((axis >= 0 || keepdim) && c.version < 2) {
     return c.Error("op-newer-than-version",
                    "a reduction over one axis needs graph protocol version 2, the graph is "
-                   "labelled version " + std::to_string(c.version),
+                   "labelled version " +
+                       std::to_string(c.version),
                    "label the graph \"version\": 2");
   }
   TensorType out;
   out.dtype = a.dtype;
   for (int i = 0; i < a.rank(); ++i) {
     bool reduced = axis < 0 || i == axis;
-    if (!reduced) out.dims.push_back(a.dims[i]);
-    else if (keepdim) out.dims.push_back(Dim{1, ""});
+    if (!reduced)
+      out.dims.push_back(a.dims[i]);
+    else if (keepdim)
+      out.dims.push_back(Dim{1, ""});
   }
   c.attrs["axis"] = axis < 0 ? Json() : Json(axis);
   c.attrs["keepdim"] = keepdim;
@@ -50,8 +54,12 @@ int SpreadBack(Graph& g, const Node& n, int gout, bool mean) {
   return grad::BroadcastTo(g, x, in);
 }
 
-std::vector<int> GradSum(Graph& g, const Node& n, int gout) { return {SpreadBack(g, n, gout, false)}; }
-std::vector<int> GradMean(Graph& g, const Node& n, int gout) { return {SpreadBack(g, n, gout, true)}; }
+std::vector<int> GradSum(Graph& g, const Node& n, int gout) {
+  return {SpreadBack(g, n, gout, false)};
+}
+std::vector<int> GradMean(Graph& g, const Node& n, int gout) {
+  return {SpreadBack(g, n, gout, true)};
+}
 
 }  // namespace
 
@@ -59,13 +67,25 @@ void RegisterReduceOps(std::vector<OpDef>& r) {
   const char* order =
       "fixed order: sequential along the axis; whole-tensor reductions as a fixed two-level tree; "
       "no float atomics on any backend";
-  r.push_back({.name = "sum", .min_version = 1, .inputs = {"a"}, .attrs = {"axis", "keepdim"},
-               .kind = OpKind::kReduce, .infer = InferReduce, .grad = GradSum,
-               .tolerance = policy::ToleranceClass::kDefault, .determinism = order,
+  r.push_back({.name = "sum",
+               .min_version = 1,
+               .inputs = {"a"},
+               .attrs = {"axis", "keepdim"},
+               .kind = OpKind::kReduce,
+               .infer = InferReduce,
+               .grad = GradSum,
+               .tolerance = policy::ToleranceClass::kDefault,
+               .determinism = order,
                .summary = "sum of all elements, or over one axis (version 2)"});
-  r.push_back({.name = "mean", .min_version = 2, .inputs = {"a"}, .attrs = {"axis", "keepdim"},
-               .kind = OpKind::kReduce, .infer = InferReduce, .grad = GradMean,
-               .tolerance = policy::ToleranceClass::kDefault, .determinism = order,
+  r.push_back({.name = "mean",
+               .min_version = 2,
+               .inputs = {"a"},
+               .attrs = {"axis", "keepdim"},
+               .kind = OpKind::kReduce,
+               .infer = InferReduce,
+               .grad = GradMean,
+               .tolerance = policy::ToleranceClass::kDefault,
+               .determinism = order,
                .summary = "mean of all elements, or over one axis"});
 }
 

@@ -14,8 +14,12 @@ Result<TensorType> InferLife(InferContext& c) {
 }  // namespace
 
 void RegisterStencilOps(std::vector<OpDef>& r) {
-  r.push_back({.name = "life", .min_version = 1, .inputs = {"a"}, .attrs = {},
-               .kind = OpKind::kStencil, .infer = InferLife,
+  r.push_back({.name = "life",
+               .min_version = 1,
+               .inputs = {"a"},
+               .attrs = {},
+               .kind = OpKind::kStencil,
+               .infer = InferLife,
                .tolerance = policy::ToleranceClass::kExact,
                .determinism = "exact (integer neighbour counts on 0/1 cells)",
                .summary = "one Game-of-Life step on a toroidal grid of 0/1 cells"});

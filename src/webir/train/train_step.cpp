@@ -4,7 +4,9 @@
 
 namespace scellis::webir {
 
-std::string NextName(const std::string& param) { return param + "@next"; }
+std::string NextName(const std::string& param) {
+  return param + "@next";
+}
 std::string StateName(const std::string& param, const std::string& state) {
   return param + "@" + state;
 }
@@ -51,7 +53,8 @@ Status AppendTrainStep(Graph& g, const block::Program& p, const std::vector<int>
 
   const block::OptimizerSpec& o = spec.optimizer;
   bool has_loss_output = false;
-  for (const Output& out : g.outputs) has_loss_output |= out.node == loss && out.name == kLossOutput;
+  for (const Output& out : g.outputs)
+    has_loss_output |= out.node == loss && out.name == kLossOutput;
   if (!has_loss_output) g.outputs.push_back({kLossOutput, loss});
 
   for (size_t i = 0; i < params.size(); ++i) {
@@ -68,32 +71,45 @@ Status AppendTrainStep(Graph& g, const block::Program& p, const std::vector<int>
     };
     std::vector<std::pair<int, int>> carries;  // (new value, input)
     if (o.kind == "sgd" && o.momentum == 0) {
-      int next = emit("sgd_update", {params[i], grad}, {{"lr", o.lr}, {"weight_decay", o.weight_decay}},
-                      Purpose::kForward, NextName(param.name));
+      int next =
+          emit("sgd_update", {params[i], grad}, {{"lr", o.lr}, {"weight_decay", o.weight_decay}},
+               Purpose::kForward, NextName(param.name));
       carries.push_back({next, params[i]});
     } else if (o.kind == "sgd") {
       int v = StateInput(g, param, "velocity");
-      Json attrs = {{"lr", o.lr}, {"momentum", o.momentum}, {"dampening", o.dampening},
-                    {"weight_decay", o.weight_decay}, {"nesterov", o.nesterov}};
-      int next = emit("momentum_update", {params[i], grad, v, t}, attrs, Purpose::kForward, NextName(param.name));
-      int v_next = emit("momentum_velocity", {params[i], grad, v, t}, attrs, Purpose::kOptimizerState,
-                        StateName(param.name, "velocity"));
+      Json attrs = {{"lr", o.lr},
+                    {"momentum", o.momentum},
+                    {"dampening", o.dampening},
+                    {"weight_decay", o.weight_decay},
+                    {"nesterov", o.nesterov}};
+      int next = emit("momentum_update", {params[i], grad, v, t}, attrs, Purpose::kForward,
+                      NextName(param.name));
+      int v_next = emit("momentum_velocity", {params[i], grad, v, t}, attrs,
+                        Purpose::kOptimizerState, StateName(param.name, "velocity"));
       carries.push_back({next, params[i]});
       carries.push_back({v_next, v});
     } else {
       int m = StateInput(g, param, "m");
       int v = StateInput(g, param, "v");
-      Json attrs = {{"lr", o.lr}, {"beta1", o.beta1}, {"beta2", o.beta2}, {"eps", o.eps},
-                    {"weight_decay", o.weight_decay}, {"decoupled", o.kind == "adamw"}};
-      int next = emit("adam_update", {params[i], grad, m, v, t}, attrs, Purpose::kForward, NextName(param.name));
-      int m_next = emit("adam_m", {params[i], grad, m, v, t}, attrs, Purpose::kOptimizerState, StateName(param.name, "m"));
-      int v_next = emit("adam_v", {params[i], grad, m, v, t}, attrs, Purpose::kOptimizerState, StateName(param.name, "v"));
+      Json attrs = {{"lr", o.lr},
+                    {"beta1", o.beta1},
+                    {"beta2", o.beta2},
+                    {"eps", o.eps},
+                    {"weight_decay", o.weight_decay},
+                    {"decoupled", o.kind == "adamw"}};
+      int next = emit("adam_update", {params[i], grad, m, v, t}, attrs, Purpose::kForward,
+                      NextName(param.name));
+      int m_next = emit("adam_m", {params[i], grad, m, v, t}, attrs, Purpose::kOptimizerState,
+                        StateName(param.name, "m"));
+      int v_next = emit("adam_v", {params[i], grad, m, v, t}, attrs, Purpose::kOptimizerState,
+                        StateName(param.name, "v"));
       carries.push_back({next, params[i]});
       carries.push_back({m_next, m});
       carries.push_back({v_next, v});
     }
     for (auto [from, to] : carries) {
-      if (from < 0) return InternalError("webir.AppendTrainStep", "an optimizer update is ill-typed");
+      if (from < 0)
+        return InternalError("webir.AppendTrainStep", "an optimizer update is ill-typed");
       g.carries.push_back({from, to});
     }
   }
