@@ -1,5 +1,6 @@
 // `scellis run`: compile, plan, pick a backend, execute, print the named outputs.
 #include <charconv>
+#include <chrono>
 #include <iostream>
 
 #include "backend/select.h"
@@ -30,10 +31,35 @@ std::string FormatValues(const std::vector<float>& data) {
   return s + "]";
 }
 
+// Runs `steps` steps of the plan as a prepared session: carried values stay on the device between
+// steps, up to 64 steps go into one submission, and the outputs of the last step are returned.
+Result<backend::RunResult> RunSteps(backend::Executor& exec, const execplan::Plan& plan, int steps) {
+  auto start = std::chrono::steady_clock::now();
+  SCELLIS_ASSIGN_OR_RETURN(std::unique_ptr<backend::Prepared> prepared, exec.Prepare(plan));
+  std::vector<std::string> names;
+  for (const webir::Output& o : plan.graph().outputs) names.push_back(o.name);
+  backend::StepsResult last;
+  int submissions = 0;
+  for (int done = 0; done < steps;) {
+    int k = std::min(steps - done, 64);
+    SCELLIS_ASSIGN_OR_RETURN(last, prepared->RunSteps(std::vector<backend::Feeds>(k), names));
+    done += k;
+    ++submissions;
+  }
+  backend::RunResult r;
+  r.backend = prepared->backend();
+  r.executor = r.backend == "webgpu" ? "fused-encoder" : "reference";
+  for (auto& [name, values] : last.watched) r.outputs.emplace_back(name, std::move(values.back()));
+  double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
+  r.stats = {{"steps", steps}, {"submissions", submissions}, {"kernels", plan.steps.size()},
+             {"wall_ms", ms}, {"memory_allocated_bytes", plan.memory.allocated}};
+  return r;
+}
+
 }  // namespace
 
 int RunCommand(const CompileFlags& f, const std::string& backend, int threads,
-               const std::string& out_file, bool allow_software_adapter) {
+               const std::string& out_file, bool allow_software_adapter, int steps) {
   // The backend is chosen first: the plan is judged against the limits of the device it runs on.
   auto selection = backend::SelectBackend({.requested = backend,
                                            .allow_software_adapter = allow_software_adapter,
@@ -51,7 +77,8 @@ int RunCommand(const CompileFlags& f, const std::string& backend, int threads,
     std::cerr << backend::CpuBanner(sel.fallback_reason ? *sel.fallback_reason
                                                         : "requested with --backend=cpu");
   }
-  auto result = sel.executor->Run(plan, {});
+  if (steps < 1) return Report({UserError("bad-flag", "", "--steps takes a positive count")}, "", f.json);
+  auto result = steps == 1 ? sel.executor->Run(plan, {}) : RunSteps(*sel.executor, plan, steps);
   if (!result.ok()) return Report(result.errors(), f.file, f.json);
   backend::RunResult& r = result.value();
   r.fallback_reason = sel.fallback_reason;

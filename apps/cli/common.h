@@ -59,7 +59,7 @@ void AddTrainCommand(CLI::App& app, CompileFlags& f, TrainFlags& t, CLI::App*& c
 int TrainCommand(const CompileFlags& f, const TrainFlags& t);
 
 int RunCommand(const CompileFlags& f, const std::string& backend, int threads,
-               const std::string& out_file, bool allow_software_adapter);
+               const std::string& out_file, bool allow_software_adapter, int steps);
 int LowerCommand(const CompileFlags& f, const std::string& to, const std::string& dump_dir);
 int PlanCommand(const CompileFlags& f);
 int ValidateCommand(const CompileFlags& f);

@@ -118,3 +118,43 @@ TEST_F(Cli, MissingFileAndBadFlags) {
 
 }  // namespace
 }  // namespace scellis::testing
+
+// `run --steps N` runs a prepared session: the glider's grid is carried between steps on the
+// device, many steps per submission. A glider moves one cell down and right every 4 generations,
+// so on a 16x16 torus it is back where it started after 64.
+namespace scellis::testing {
+namespace {
+
+std::vector<float> GliderAt(int dr, int dc) {
+  std::vector<float> g(256, 0.0f);
+  for (auto [r, c] : std::vector<std::pair<int, int>>{{0, 1}, {1, 2}, {2, 0}, {2, 1}, {2, 2}})
+    g[((r + dr) % 16) * 16 + (c + dc) % 16] = 1.0f;
+  return g;
+}
+
+std::vector<float> GridOf(const CliRun& r) {
+  Json j = Json::parse(r.out);
+  return j["outputs"]["next"]["data"].get<std::vector<float>>();
+}
+
+TEST(CliSteps, GliderCarriedOnTheDeviceAcrossSubmissions) {
+  setenv("VK_ICD_FILENAMES", "/usr/lib/chromium/vk_swiftshader_icd.json", 0);
+  const std::string doc = std::string(SCELLIS_SOURCE_DIR) + "/examples/life_steps.json";
+  for (const std::vector<std::string>& backend :
+       {std::vector<std::string>{"--backend=cpu"},
+        std::vector<std::string>{"--backend=webgpu", "--allow-software-adapter"}}) {
+    SCOPED_TRACE(backend[0]);
+    for (auto [steps, shift] : std::vector<std::pair<int, int>>{{4, 1}, {64, 0}, {132, 1}}) {
+      std::vector<std::string> args = {"run", doc, "--tier=prod", "--json", "--steps", std::to_string(steps)};
+      args.insert(args.end(), backend.begin(), backend.end());
+      CliRun r = RunScellis(args);
+      ASSERT_TRUE(r.exited && r.exit_code == 0) << r.err;
+      EXPECT_EQ(GridOf(r), GliderAt(shift, shift)) << steps << " steps";
+      // 132 steps need three submissions of at most 64.
+      if (steps == 132) EXPECT_EQ(Json::parse(r.out)["stats"]["submissions"].get<int>(), 3);
+    }
+  }
+}
+
+}  // namespace
+}  // namespace scellis::testing
