@@ -71,6 +71,16 @@ class WebGpuPrepared : public Prepared {
     return Status::Ok();
   }
 
+  Status WriteSource(const webir::Node& n, const Feeds& feeds, BufferId target, uint64_t offset) {
+    auto it = feeds.find(FeedName(n));
+    if (it != feeds.end() && it->second.type.SameShape(n.type)) {
+      const std::vector<float>& v = it->second.data;
+      return v.empty() ? Status::Ok() : d_.Write(target, offset, v.data(), v.size() * 4);
+    }
+    SCELLIS_ASSIGN_OR_RETURN(std::vector<float> data, SourceData(n, feeds));  // or its diagnostic
+    return data.empty() ? Status::Ok() : d_.Write(target, offset, data.data(), data.size() * 4);
+  }
+
   // The dispatches of one plan step: the kernel over everything, or — where a buffer it binds is
   // over the adapter's storage-binding cap — an elementwise kernel in tiles that each bind at most
   // the cap. The plan's verdict already refused kernels that cannot be tiled.
@@ -143,22 +153,17 @@ class WebGpuPrepared : public Prepared {
       uint64_t bytes = static_cast<uint64_t>(std::max<int64_t>(n.type.bytes(), 4));
       uint64_t stride = fed ? (bytes + align - 1) / align * align : bytes;
       size_t slices = fed ? steps : 1;
-      std::vector<float> all(stride / 4 * slices, 0.0f);
-      for (size_t k = 0; k < slices; ++k) {
-        auto data = SourceData(n, feeds[k]);
-        if (!data.ok()) {
-          release();
-          return data.status();
-        }
-        std::copy(data->begin(), data->end(), all.begin() + static_cast<int64_t>(k * stride / 4));
-      }
       // A carried input's first value goes straight into its own buffer.
       BufferId target = fed ? d_.CreateBuffer(stride * slices) : Phys(n.id);
       if (fed) scratch.push_back(target);
-      Status s = d_.Write(target, 0, all.data(), all.size() * 4);
-      if (!s.ok()) {
-        release();
-        return s;
+      for (size_t k = 0; k < slices; ++k) {
+        // Each step's feed is written from the caller's memory into its slot: one copy, by the
+        // queue (batches are the largest data a training step moves).
+        Status s = WriteSource(n, feeds[k], target, k * stride);
+        if (!s.ok()) {
+          release();
+          return s;
+        }
       }
       if (fed) fed_slots[n.id] = {target, stride, bytes};
     }
