@@ -24,8 +24,14 @@ struct Comparison {
 
 // Compares `got` with `want` under `t` (Thresholds::Accepts). An element of `got` whose bits are
 // `poison_bits` counts as unwritten, whatever the reference holds there.
+//
+// For reductions, `magnitude` (when given) holds per element the sum of the magnitudes of its
+// terms (Σ|a·b| for a matmul, Σ|x| for a sum): the relative threshold then applies to that, not to
+// a result that cancelled to near zero. That is the error bound of a floating-point sum in any
+// order or with fused multiply-adds; a kernel that drops or repeats a term still fails it.
 Comparison Compare(std::span<const float> got, std::span<const float> want,
-                   const policy::Thresholds& t, uint32_t poison_bits);
+                   const policy::Thresholds& t, uint32_t poison_bits,
+                   std::span<const float> magnitude = {});
 
 // True when the two arrays hold the same bits (NaN payloads included).
 bool BitIdentical(std::span<const float> a, std::span<const float> b);

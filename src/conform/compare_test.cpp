@@ -1,0 +1,29 @@
+#include "conform/compare.h"
+
+#include <gtest/gtest.h>
+
+#include <vector>
+
+namespace scellis::conform {
+namespace {
+
+// A dot product of 100 terms of about ±1 that cancels to nearly zero: the reference rounds twice
+// per term, a GPU may round once (FMA). Judged against its own tiny value the difference looks
+// huge; against the magnitude of its terms it is rounding.
+TEST(Compare, SumsAreJudgedAgainstTheMagnitudeOfTheirTerms) {
+  const policy::Thresholds prod = policy::ResolveThresholds(policy::ToleranceClass::kDefault,
+                                                            policy::Tier::kProd);  // 1e-5, 1e-4
+  std::vector<float> want = {-0.00238f}, got = {-0.00236f};  // 2e-5 apart
+  std::vector<float> magnitude = {100.0f};
+  EXPECT_FALSE(Compare(got, want, prod, 0).ok());
+  EXPECT_TRUE(Compare(got, want, prod, 0, magnitude).ok());
+  // Dropping one of the terms (about 1 in size) is not rounding: it still fails.
+  std::vector<float> dropped = {-0.00238f + 0.9f};
+  EXPECT_FALSE(Compare(dropped, want, prod, 0, magnitude).ok());
+  // Non-finite values never pass on magnitude.
+  std::vector<float> nan = {std::numeric_limits<float>::quiet_NaN()};
+  EXPECT_FALSE(Compare(nan, want, prod, 0, magnitude).ok());
+}
+
+}  // namespace
+}  // namespace scellis::conform
