@@ -33,7 +33,8 @@ std::string FormatValues(const std::vector<float>& data) {
 
 // Runs `steps` steps of the plan as a prepared session: carried values stay on the device between
 // steps, up to 64 steps go into one submission, and the outputs of the last step are returned.
-Result<backend::RunResult> RunSteps(backend::Executor& exec, const execplan::Plan& plan, int steps) {
+Result<backend::RunResult> RunSteps(backend::Executor& exec, const execplan::Plan& plan,
+                                    int steps) {
   auto start = std::chrono::steady_clock::now();
   SCELLIS_ASSIGN_OR_RETURN(std::unique_ptr<backend::Prepared> prepared, exec.Prepare(plan));
   std::vector<std::string> names;
@@ -50,9 +51,13 @@ Result<backend::RunResult> RunSteps(backend::Executor& exec, const execplan::Pla
   r.backend = prepared->backend();
   r.executor = r.backend == "webgpu" ? "fused-encoder" : "reference";
   for (auto& [name, values] : last.watched) r.outputs.emplace_back(name, std::move(values.back()));
-  double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
-  r.stats = {{"steps", steps}, {"submissions", submissions}, {"kernels", plan.steps.size()},
-             {"wall_ms", ms}, {"memory_allocated_bytes", plan.memory.allocated}};
+  double ms =
+      std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
+  r.stats = {{"steps", steps},
+             {"submissions", submissions},
+             {"kernels", plan.steps.size()},
+             {"wall_ms", ms},
+             {"memory_allocated_bytes", plan.memory.allocated}};
   return r;
 }
 
@@ -77,7 +82,8 @@ int RunCommand(const CompileFlags& f, const std::string& backend, int threads,
     std::cerr << backend::CpuBanner(sel.fallback_reason ? *sel.fallback_reason
                                                         : "requested with --backend=cpu");
   }
-  if (steps < 1) return Report({UserError("bad-flag", "", "--steps takes a positive count")}, "", f.json);
+  if (steps < 1)
+    return Report({UserError("bad-flag", "", "--steps takes a positive count")}, "", f.json);
   auto result = steps == 1 ? sel.executor->Run(plan, {}) : RunSteps(*sel.executor, plan, steps);
   if (!result.ok()) return Report(result.errors(), f.file, f.json);
   backend::RunResult& r = result.value();

@@ -21,8 +21,8 @@ int main(int argc, char** argv) {
       ->check(CLI::IsMember({"auto", "webgpu", "cpu"}));
   run->add_option("--threads", threads, "CPU reference threads (results do not depend on it)");
   run->add_option("--steps", run_steps,
-                 "run N steps in a prepared session (inputs with \"carry\" take the named output "
-                 "between steps; up to 64 steps per submission); prints the last step's outputs");
+                  "run N steps in a prepared session (inputs with \"carry\" take the named output "
+                  "between steps; up to 64 steps per submission); prints the last step's outputs");
   run->add_option("--out", out_file, "also write the JSON result to FILE (atomically)");
   run->add_flag("--allow-software-adapter", allow_software,
                 "accept a software WebGPU adapter (SwiftShader) for --backend=webgpu");

@@ -43,6 +43,11 @@ int FindNamedNode(const webir::Graph& g, const std::string& name);
 // The input or param with feed name `name` (what an Upload replaces), -1 if none.
 int FindSourceNode(const webir::Graph& g, const std::string& name);
 
+// The input or param an Upload of `elements` values to `name` replaces, or `bad-upload`.
+Result<int> UploadTarget(const webir::Graph& g, const std::string& name, size_t elements);
+// True when `node` is the input end of a carry.
+bool IsCarried(const webir::Graph& g, int node);
+
 // Every source input that needs data each step: not inline, not carried.
 std::vector<int> FedInputs(const webir::Graph& g);
 

@@ -13,7 +13,7 @@ namespace {
 TEST(Compare, SumsAreJudgedAgainstTheMagnitudeOfTheirTerms) {
   const policy::Thresholds prod = policy::ResolveThresholds(policy::ToleranceClass::kDefault,
                                                             policy::Tier::kProd);  // 1e-5, 1e-4
-  std::vector<float> want = {-0.00238f}, got = {-0.00236f};  // 2e-5 apart
+  std::vector<float> want = {-0.00238f}, got = {-0.00236f};                        // 2e-5 apart
   std::vector<float> magnitude = {100.0f};
   EXPECT_FALSE(Compare(got, want, prod, 0).ok());
   EXPECT_TRUE(Compare(got, want, prod, 0, magnitude).ok());

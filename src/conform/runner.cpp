@@ -1,8 +1,7 @@
 #include "conform/runner.h"
 
-#include <cmath>
-
 #include <chrono>
+#include <cmath>
 #include <cstdio>
 #include <random>
 #include <thread>
@@ -184,8 +183,8 @@ Result<std::vector<GroupResult>> Run(backend::webgpu::WebGpuExecutor& gpu, const
         auto m = backend::cpu::RunPlan<float>(*plan, abs_feeds, parallel);
         if (m.ok()) magnitude = std::move(m->at(0));
       }
-      cr.comparison = Compare(got_data, want->at(0), cr.thresholds, backend::webgpu::kPoisonBits,
-                              magnitude);
+      cr.comparison =
+          Compare(got_data, want->at(0), cr.thresholds, backend::webgpu::kPoisonBits, magnitude);
       if (cr.comparison.first_bad >= 0)
         cr.first_bad_at = Index(cr.comparison.first_bad, out_type.sizes());
       if (debug) {

@@ -145,7 +145,8 @@ TEST(CliSteps, GliderCarriedOnTheDeviceAcrossSubmissions) {
         std::vector<std::string>{"--backend=webgpu", "--allow-software-adapter"}}) {
     SCOPED_TRACE(backend[0]);
     for (auto [steps, shift] : std::vector<std::pair<int, int>>{{4, 1}, {64, 0}, {132, 1}}) {
-      std::vector<std::string> args = {"run", doc, "--tier=prod", "--json", "--steps", std::to_string(steps)};
+      std::vector<std::string> args = {"run",    doc,       "--tier=prod",
+                                       "--json", "--steps", std::to_string(steps)};
       args.insert(args.end(), backend.begin(), backend.end());
       CliRun r = RunScellis(args);
       ASSERT_TRUE(r.exited && r.exit_code == 0) << r.err;

@@ -96,9 +96,7 @@ class CpuPrepared : public Prepared {
     for (const Feeds& step_feeds : feeds) {
       for (const webir::Node& n : g.nodes) {
         if (n.role != webir::Role::kInput || n.data) continue;
-        bool carried = false;
-        for (const webir::Carry& c : g.carries) carried |= c.to == n.id;
-        if (carried && initialized_) continue;
+        if (IsCarried(g, n.id) && initialized_) continue;
         SCELLIS_TRY(resident_.Load(n, step_feeds));
       }
       initialized_ = true;
@@ -126,13 +124,9 @@ class CpuPrepared : public Prepared {
   }
 
   Status Upload(const std::string& name, const std::vector<float>& data) override {
-    int node = FindSourceNode(plan_.graph(), name);
-    if (node < 0 || static_cast<int64_t>(data.size()) != plan_.graph().at(node).type.elements())
-      return UserError(
-          "bad-upload", "",
-          "no state named \"" + name + "\" of " + std::to_string(data.size()) + " elements");
+    SCELLIS_ASSIGN_OR_RETURN(int node, UploadTarget(plan_.graph(), name, data.size()));
     std::copy(data.begin(), data.end(), resident_.of(node).begin());
-    for (const webir::Carry& c : plan_.graph().carries) initialized_ |= c.to == node;
+    initialized_ |= IsCarried(plan_.graph(), node);
     return Status::Ok();
   }
 

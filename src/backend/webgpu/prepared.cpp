@@ -276,13 +276,9 @@ class WebGpuPrepared : public Prepared {
   }
 
   Status Upload(const std::string& name, const std::vector<float>& data) override {
-    int node = FindSourceNode(plan_.graph(), name);
-    if (node < 0 || static_cast<int64_t>(data.size()) != plan_.graph().at(node).type.elements())
-      return UserError(
-          "bad-upload", "",
-          "no state named \"" + name + "\" of " + std::to_string(data.size()) + " elements");
+    SCELLIS_ASSIGN_OR_RETURN(int node, UploadTarget(plan_.graph(), name, data.size()));
     if (!data.empty()) SCELLIS_TRY(d_.Write(Phys(node), 0, data.data(), data.size() * 4));
-    for (const webir::Carry& c : plan_.graph().carries) initialized_ |= c.to == node;
+    initialized_ |= IsCarried(plan_.graph(), node);
     return Status::Ok();
   }
 
