@@ -111,6 +111,14 @@ class Lowering {
       for (auto it = opt->begin(); it != opt->end(); ++it) {
         const std::string& k = it.key();
         if (k == "kind") continue;
+        // Each optimizer takes its own settings; another's is a mistake worth naming.
+        const bool sgd_only = k == "momentum" || k == "dampening" || k == "nesterov";
+        const bool adam_only = k == "beta1" || k == "beta2" || k == "eps";
+        if ((o.kind == "sgd" && adam_only) || (o.kind != "sgd" && sgd_only)) {
+          errors_.push_back(UserError("bad-optimizer", PointerJoin("/train/optimizer", k),
+                                      "the " + o.kind + " optimizer has no setting \"" + k + "\""));
+          continue;
+        }
         double* field = k == "lr"             ? &o.lr
                         : k == "momentum"     ? &o.momentum
                         : k == "dampening"    ? &o.dampening

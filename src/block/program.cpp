@@ -44,6 +44,12 @@ std::string Print(const Program& p) {
     }
     out += "\n";
   }
+  if (p.train) {
+    out += "  train loss=%" + p.blocks[p.train->loss].id + " optimizer=" + p.train->optimizer.kind +
+           " params=" + std::to_string(p.train->params.size()) +
+           " batch=" + std::to_string(p.train->batch) +
+           " epochs=" + std::to_string(p.train->epochs) + "\n";
+  }
   for (const Output& o : p.outputs)
     out += "  output " + o.name + " = %" + p.blocks[o.block].id + "\n";
   return out;
