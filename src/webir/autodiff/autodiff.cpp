@@ -99,10 +99,14 @@ int SumToShape(Graph& g, int grad, TensorType target) {
   }
   size_t lead = have.size() - want.size();
   int x = grad;
-  for (size_t i = 0; i < have.size(); ++i) {
-    bool broadcast = i < lead ? have[i] != 1 : (want[i - lead] == 1 && have[i] != 1);
-    if (broadcast) x = Emit(g, "sum", {x}, {{"axis", static_cast<int>(i)}, {"keepdim", true}});
+  // Axes the target has with size 1 are summed in place (keepdim); the extra leading axes are
+  // summed away (no keepdim), so the common bias gradient is one sum with no reshape after it.
+  for (size_t i = lead; i < have.size(); ++i) {
+    if (want[i - lead] == 1 && have[i] != 1)
+      x = Emit(g, "sum", {x}, {{"axis", static_cast<int>(i)}, {"keepdim", true}});
   }
+  for (size_t i = 0; i < lead && x >= 0; ++i)
+    x = Emit(g, "sum", {x}, {{"axis", 0}, {"keepdim", false}});
   if (x >= 0 && g.at(x).type.sizes() != want) {
     Json shape = Json::array();
     for (int64_t s : want) shape.push_back(s);

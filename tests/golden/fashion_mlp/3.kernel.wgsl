@@ -222,21 +222,8 @@ fn main(@builtin(global_invocation_id) gid: vec3<u32>,
   out[i] = s;
 }
 
-// ---- k9_reshape ----
-// k9_reshape
-@group(0) @binding(0) var<storage, read> in0: array<f32>;
-@group(0) @binding(1) var<storage, read_write> out: array<f32>;
-
-@compute @workgroup_size(64)
-fn main(@builtin(global_invocation_id) gid: vec3<u32>,
-        @builtin(num_workgroups) groups: vec3<u32>) {
-  let i = gid.x + gid.y * groups.x * 64u;
-  if (i >= 10u) { return; }
-  out[i] = in0[i];
-}
-
-// ---- k10_transpose ----
-// k10_transpose
+// ---- k9_transpose ----
+// k9_transpose
 @group(0) @binding(0) var<storage, read> in0: array<f32>;
 @group(0) @binding(1) var<storage, read_write> out: array<f32>;
 
@@ -254,8 +241,8 @@ fn main(@builtin(global_invocation_id) gid: vec3<u32>,
   out[i] = in0[src];
 }
 
-// ---- k11_matmul ----
-// k11_matmul (16x16 tiles)
+// ---- k10_matmul ----
+// k10_matmul (16x16 tiles)
 @group(0) @binding(0) var<storage, read> in0: array<f32>;
 @group(0) @binding(1) var<storage, read> in1: array<f32>;
 @group(0) @binding(2) var<storage, read_write> out: array<f32>;
@@ -285,8 +272,8 @@ fn main(@builtin(workgroup_id) wg: vec3<u32>,
   if (r < 64u && c < 256u) { out[wg.z * 16384u + r * 256u + c] = acc; }
 }
 
-// ---- k12_transpose ----
-// k12_transpose
+// ---- k11_transpose ----
+// k11_transpose
 @group(0) @binding(0) var<storage, read> in0: array<f32>;
 @group(0) @binding(1) var<storage, read_write> out: array<f32>;
 
@@ -304,8 +291,8 @@ fn main(@builtin(global_invocation_id) gid: vec3<u32>,
   out[i] = in0[src];
 }
 
-// ---- k13_matmul ----
-// k13_matmul (16x16 tiles)
+// ---- k12_matmul ----
+// k12_matmul (16x16 tiles)
 @group(0) @binding(0) var<storage, read> in0: array<f32>;
 @group(0) @binding(1) var<storage, read> in1: array<f32>;
 @group(0) @binding(2) var<storage, read_write> out: array<f32>;
@@ -335,8 +322,8 @@ fn main(@builtin(workgroup_id) wg: vec3<u32>,
   if (r < 256u && c < 10u) { out[wg.z * 2560u + r * 10u + c] = acc; }
 }
 
-// ---- k14_fused_positive_mul ----
-// k14_fused_positive_mul
+// ---- k13_fused_positive_mul ----
+// k13_fused_positive_mul
 @group(0) @binding(0) var<storage, read> in0: array<f32>;
 @group(0) @binding(1) var<storage, read> in1: array<f32>;
 @group(0) @binding(2) var<storage, read_write> out: array<f32>;
@@ -353,8 +340,8 @@ fn main(@builtin(global_invocation_id) gid: vec3<u32>,
   out[i] = s1;
 }
 
-// ---- k15_sum ----
-// k15_sum
+// ---- k14_sum ----
+// k14_sum
 @group(0) @binding(0) var<storage, read> in0: array<f32>;
 @group(0) @binding(1) var<storage, read_write> out: array<f32>;
 
@@ -369,21 +356,8 @@ fn main(@builtin(global_invocation_id) gid: vec3<u32>,
   out[i] = s;
 }
 
-// ---- k16_reshape ----
-// k16_reshape
-@group(0) @binding(0) var<storage, read> in0: array<f32>;
-@group(0) @binding(1) var<storage, read_write> out: array<f32>;
-
-@compute @workgroup_size(64)
-fn main(@builtin(global_invocation_id) gid: vec3<u32>,
-        @builtin(num_workgroups) groups: vec3<u32>) {
-  let i = gid.x + gid.y * groups.x * 64u;
-  if (i >= 256u) { return; }
-  out[i] = in0[i];
-}
-
-// ---- k17_transpose ----
-// k17_transpose
+// ---- k15_transpose ----
+// k15_transpose
 @group(0) @binding(0) var<storage, read> in0: array<f32>;
 @group(0) @binding(1) var<storage, read_write> out: array<f32>;
 
@@ -401,8 +375,8 @@ fn main(@builtin(global_invocation_id) gid: vec3<u32>,
   out[i] = in0[src];
 }
 
-// ---- k18_matmul ----
-// k18_matmul (16x16 tiles)
+// ---- k16_matmul ----
+// k16_matmul (16x16 tiles)
 @group(0) @binding(0) var<storage, read> in0: array<f32>;
 @group(0) @binding(1) var<storage, read> in1: array<f32>;
 @group(0) @binding(2) var<storage, read_write> out: array<f32>;
@@ -432,8 +406,8 @@ fn main(@builtin(workgroup_id) wg: vec3<u32>,
   if (r < 784u && c < 256u) { out[wg.z * 200704u + r * 256u + c] = acc; }
 }
 
-// ---- k19_adam_update ----
-// k19_adam_update
+// ---- k17_adam_update ----
+// k17_adam_update
 @group(0) @binding(0) var<storage, read> in0: array<f32>;
 @group(0) @binding(1) var<storage, read> in1: array<f32>;
 @group(0) @binding(2) var<storage, read> in2: array<f32>;
@@ -471,8 +445,8 @@ fn main(@builtin(global_invocation_id) gid: vec3<u32>,
   out[i] = p + minus_step_size * m / denom;
 }
 
-// ---- k20_adam_m ----
-// k20_adam_m
+// ---- k18_adam_m ----
+// k18_adam_m
 @group(0) @binding(0) var<storage, read> in0: array<f32>;
 @group(0) @binding(1) var<storage, read> in1: array<f32>;
 @group(0) @binding(2) var<storage, read> in2: array<f32>;
@@ -498,8 +472,8 @@ fn main(@builtin(global_invocation_id) gid: vec3<u32>,
   out[i] = m;
 }
 
-// ---- k21_adam_v ----
-// k21_adam_v
+// ---- k19_adam_v ----
+// k19_adam_v
 @group(0) @binding(0) var<storage, read> in0: array<f32>;
 @group(0) @binding(1) var<storage, read> in1: array<f32>;
 @group(0) @binding(2) var<storage, read> in2: array<f32>;
@@ -525,8 +499,8 @@ fn main(@builtin(global_invocation_id) gid: vec3<u32>,
   out[i] = v;
 }
 
-// ---- k22_adam_update ----
-// k22_adam_update
+// ---- k20_adam_update ----
+// k20_adam_update
 @group(0) @binding(0) var<storage, read> in0: array<f32>;
 @group(0) @binding(1) var<storage, read> in1: array<f32>;
 @group(0) @binding(2) var<storage, read> in2: array<f32>;
@@ -564,8 +538,8 @@ fn main(@builtin(global_invocation_id) gid: vec3<u32>,
   out[i] = p + minus_step_size * m / denom;
 }
 
-// ---- k23_adam_m ----
-// k23_adam_m
+// ---- k21_adam_m ----
+// k21_adam_m
 @group(0) @binding(0) var<storage, read> in0: array<f32>;
 @group(0) @binding(1) var<storage, read> in1: array<f32>;
 @group(0) @binding(2) var<storage, read> in2: array<f32>;
@@ -591,8 +565,8 @@ fn main(@builtin(global_invocation_id) gid: vec3<u32>,
   out[i] = m;
 }
 
-// ---- k24_adam_v ----
-// k24_adam_v
+// ---- k22_adam_v ----
+// k22_adam_v
 @group(0) @binding(0) var<storage, read> in0: array<f32>;
 @group(0) @binding(1) var<storage, read> in1: array<f32>;
 @group(0) @binding(2) var<storage, read> in2: array<f32>;
@@ -618,8 +592,8 @@ fn main(@builtin(global_invocation_id) gid: vec3<u32>,
   out[i] = v;
 }
 
-// ---- k25_adam_update ----
-// k25_adam_update
+// ---- k23_adam_update ----
+// k23_adam_update
 @group(0) @binding(0) var<storage, read> in0: array<f32>;
 @group(0) @binding(1) var<storage, read> in1: array<f32>;
 @group(0) @binding(2) var<storage, read> in2: array<f32>;
@@ -657,8 +631,8 @@ fn main(@builtin(global_invocation_id) gid: vec3<u32>,
   out[i] = p + minus_step_size * m / denom;
 }
 
-// ---- k26_adam_m ----
-// k26_adam_m
+// ---- k24_adam_m ----
+// k24_adam_m
 @group(0) @binding(0) var<storage, read> in0: array<f32>;
 @group(0) @binding(1) var<storage, read> in1: array<f32>;
 @group(0) @binding(2) var<storage, read> in2: array<f32>;
@@ -684,8 +658,8 @@ fn main(@builtin(global_invocation_id) gid: vec3<u32>,
   out[i] = m;
 }
 
-// ---- k27_adam_v ----
-// k27_adam_v
+// ---- k25_adam_v ----
+// k25_adam_v
 @group(0) @binding(0) var<storage, read> in0: array<f32>;
 @group(0) @binding(1) var<storage, read> in1: array<f32>;
 @group(0) @binding(2) var<storage, read> in2: array<f32>;
@@ -711,8 +685,8 @@ fn main(@builtin(global_invocation_id) gid: vec3<u32>,
   out[i] = v;
 }
 
-// ---- k28_adam_update ----
-// k28_adam_update
+// ---- k26_adam_update ----
+// k26_adam_update
 @group(0) @binding(0) var<storage, read> in0: array<f32>;
 @group(0) @binding(1) var<storage, read> in1: array<f32>;
 @group(0) @binding(2) var<storage, read> in2: array<f32>;
@@ -750,8 +724,8 @@ fn main(@builtin(global_invocation_id) gid: vec3<u32>,
   out[i] = p + minus_step_size * m / denom;
 }
 
-// ---- k29_adam_m ----
-// k29_adam_m
+// ---- k27_adam_m ----
+// k27_adam_m
 @group(0) @binding(0) var<storage, read> in0: array<f32>;
 @group(0) @binding(1) var<storage, read> in1: array<f32>;
 @group(0) @binding(2) var<storage, read> in2: array<f32>;
@@ -777,8 +751,8 @@ fn main(@builtin(global_invocation_id) gid: vec3<u32>,
   out[i] = m;
 }
 
-// ---- k30_adam_v ----
-// k30_adam_v
+// ---- k28_adam_v ----
+// k28_adam_v
 @group(0) @binding(0) var<storage, read> in0: array<f32>;
 @group(0) @binding(1) var<storage, read> in1: array<f32>;
 @group(0) @binding(2) var<storage, read> in2: array<f32>;
