@@ -3,6 +3,7 @@
 // checkpoints and bit-exact resume on the reference.
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <cstdio>
@@ -178,15 +179,47 @@ int TrainCommand(const CompileFlags& f, const TrainFlags& t) {
     std::map<std::string, std::string> meta;
     auto tensors = store::LoadSafetensors(t.resume, &meta);
     if (!tensors.ok()) return Report(tensors.errors(), t.resume, f.json);
+    // A checkpoint continues only the document that wrote it, and holds its whole state.
+    auto number = [](const std::string& text, int64_t& out) {
+      char* end = nullptr;
+      long long v = std::strtoll(text.c_str(), &end, 10);
+      if (text.empty() || *end || v < 0) return false;
+      out = v;
+      return true;
+    };
+    int64_t epoch = 0;
+    std::vector<std::string> held;
+    for (const store::NamedTensor& nt : tensors.value()) held.push_back(nt.name);
+    std::vector<std::string> wanted = state;
+    std::sort(held.begin(), held.end());
+    std::sort(wanted.begin(), wanted.end());
+    if (meta["content_id"] != head->doc.content_id) {
+      return Report({UserError("checkpoint-mismatch", "",
+                               "the checkpoint was written by document " + meta["content_id"] +
+                                   ", not by this one (" + head->doc.content_id + ")",
+                               "resume with the document that wrote it")},
+                    t.resume, f.json);
+    }
+    if (!number(meta["epoch"], epoch) || !number(meta["step"], global_step) || epoch > epochs ||
+        held != wanted) {
+      return Report({UserError("bad-checkpoint", "",
+                               "the checkpoint's epoch, step or tensors do not describe this "
+                               "training run's state")},
+                    t.resume, f.json);
+    }
     for (const store::NamedTensor& nt : tensors.value()) {
-      if (nt.dtype != "F32") continue;
+      if (nt.dtype != "F32") {
+        return Report(
+            {UserError("bad-checkpoint", "",
+                       "the tensor \"" + nt.name + "\" is " + nt.dtype + ", expected F32")},
+            t.resume, f.json);
+      }
       std::vector<float> values(nt.bytes.size() / 4);
       std::memcpy(values.data(), nt.bytes.data(), nt.bytes.size());
       Status st = s.Upload(nt.name, values);
       if (!st.ok()) return Report(st.errors(), t.resume, f.json);
     }
-    start_epoch = std::stoi(meta["epoch"]);
-    global_step = std::stoll(meta["step"]);
+    start_epoch = static_cast<int>(epoch);
     std::cerr << "resumed from " << t.resume << " after epoch " << start_epoch << " (step "
               << global_step << ")\n";
   }

@@ -65,10 +65,13 @@ struct Mlp {
       int64_t y = static_cast<int64_t>(labels[i]);
       loss += (mx + std::log(z) - logits[i * c + y]) / static_cast<double>(n);
       for (int64_t j = 0; j < c; ++j)
-        dlogits[i * c + j] = (std::exp(logits[i * c + j] - mx) / z - (j == y)) / static_cast<double>(n);
+        dlogits[i * c + j] =
+            (std::exp(logits[i * c + j] - mx) / z - (j == y)) / static_cast<double>(n);
     }
-    std::map<std::string, Tensor> grad = {{"w1", Tensor(d * h, 0)}, {"b1", Tensor(h, 0)},
-                                          {"w2", Tensor(h * c, 0)}, {"b2", Tensor(c, 0)}};
+    std::map<std::string, Tensor> grad = {{"w1", Tensor(d * h, 0)},
+                                          {"b1", Tensor(h, 0)},
+                                          {"w2", Tensor(h * c, 0)},
+                                          {"b2", Tensor(c, 0)}};
     Tensor dpre(n * h, 0);
     for (int64_t i = 0; i < n; ++i)
       for (int64_t j = 0; j < c; ++j) {
@@ -181,7 +184,8 @@ TEST(TrainStep, PrintsTheBackwardPassAndStateOutputs) {
   EXPECT_NE(PrintRung(*compiled, Rung::kBlock).find("train loss=%loss optimizer=adam params=4"),
             std::string::npos);
   // Moments fed back each step are accounted as optimizer state.
-  EXPECT_GT(compiled->plan->memory.by_class[static_cast<int>(execplan::MemClass::kOptimizerState)], 0);
+  EXPECT_GT(compiled->plan->memory.by_class[static_cast<int>(execplan::MemClass::kOptimizerState)],
+            0);
 }
 
 std::string WithTrain(const std::string& train) {
@@ -191,12 +195,16 @@ std::string WithTrain(const std::string& train) {
 }
 
 TEST(TrainStep, SgdAndMomentumLowerToTheirOps) {
-  auto sgd = Compile(WithTrain(R"({"loss": "loss", "optimizer": {"kind": "sgd", "lr": 0.1}})"), Options());
+  auto sgd =
+      Compile(WithTrain(R"({"loss": "loss", "optimizer": {"kind": "sgd", "lr": 0.1}})"), Options());
   ASSERT_TRUE(sgd.ok()) << sgd.errors()[0].Format();
   std::string text = PrintRung(*sgd, Rung::kWebir);
   EXPECT_NE(text.find("sgd_update"), std::string::npos);
   EXPECT_EQ(text.find("velocity"), std::string::npos);  // plain SGD keeps no state
-  auto mom = Compile(WithTrain(R"({"loss": "loss", "optimizer": {"kind": "sgd", "lr": 0.1, "momentum": 0.9, "nesterov": true}})"), Options());
+  auto mom = Compile(
+      WithTrain(
+          R"({"loss": "loss", "optimizer": {"kind": "sgd", "lr": 0.1, "momentum": 0.9, "nesterov": true}})"),
+      Options());
   ASSERT_TRUE(mom.ok()) << mom.errors()[0].Format();
   EXPECT_NE(PrintRung(*mom, Rung::kWebir).find("output b2@velocity = "), std::string::npos);
   auto adamw = Compile(WithTrain(R"({"loss": "loss", "optimizer": {"kind": "adamw"}})"), Options());
@@ -211,12 +219,17 @@ TEST(TrainStep, BadSettingsAreDiagnostics) {
     const char* pointer;
   };
   for (const Bad& b : {
-           Bad{R"({"loss": "nope", "optimizer": {"kind": "adam"}})", "dangling-reference", "/train/loss"},
-           Bad{R"({"loss": "loss", "optimizer": {"kind": "rmsprop"}})", "bad-optimizer", "/train/optimizer/kind"},
-           Bad{R"({"loss": "loss", "optimizer": {"kind": "adam", "momentum": 0.9}})", "bad-optimizer", "/train/optimizer/momentum"},
-           Bad{R"({"loss": "loss", "optimizer": {"kind": "adam", "lr": -1}})", "bad-optimizer", "/train/optimizer/lr"},
+           Bad{R"({"loss": "nope", "optimizer": {"kind": "adam"}})", "dangling-reference",
+               "/train/loss"},
+           Bad{R"({"loss": "loss", "optimizer": {"kind": "rmsprop"}})", "bad-optimizer",
+               "/train/optimizer/kind"},
+           Bad{R"({"loss": "loss", "optimizer": {"kind": "adam", "momentum": 0.9}})",
+               "bad-optimizer", "/train/optimizer/momentum"},
+           Bad{R"({"loss": "loss", "optimizer": {"kind": "adam", "lr": -1}})", "bad-optimizer",
+               "/train/optimizer/lr"},
            Bad{R"({"loss": "loss"})", "missing-field", "/train"},
-           Bad{R"({"loss": "logits", "optimizer": {"kind": "adam"}})", "loss-not-scalar", "/nodes/10"},
+           Bad{R"({"loss": "logits", "optimizer": {"kind": "adam"}})", "loss-not-scalar",
+               "/nodes/10"},
        }) {
     auto c = Compile(WithTrain(b.train), Options());
     ASSERT_FALSE(c.ok()) << b.train;
