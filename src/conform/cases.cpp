@@ -220,6 +220,25 @@ void MatmulCases(const OpDef& def, std::vector<Case>& out) {
     int c = b.Input("b", v.b);
     out.push_back(b.Finish(def.name, v.name, b.Op(def.name, {a, c}), v.version));
   }
+  // Transposed operands, which the kernel reads with swapped strides (the transposes fold into
+  // the matmul): the shapes of a backward pass, x^T @ g and g @ w^T.
+  struct Transposed {
+    const char* name;
+    Shape a, b;
+    bool ta, tb;
+  };
+  const Transposed folded[] = {
+      {"at_b_97x7x13", {97, 7}, {97, 13}, true, false},
+      {"a_bt_7x97x13", {7, 97}, {13, 97}, false, true},
+      {"at_bt_65x33x17", {33, 65}, {17, 33}, true, true},
+  };
+  for (const Transposed& v : folded) {
+    DocBuilder b;
+    int a = b.Input("a", v.a), c = b.Input("b", v.b);
+    if (v.ta) a = b.Op("transpose", {a});
+    if (v.tb) c = b.Op("transpose", {c});
+    out.push_back(b.Finish(def.name, v.name, b.Op(def.name, {a, c}), 1));
+  }
 }
 
 void LayoutCases(const OpDef& def, std::vector<Case>& out) {

@@ -16,7 +16,14 @@ namespace {
 // A case whose output sums many products or terms (matmul, sum, mean): its rounding scales with
 // the magnitude of the terms, not of the result.
 bool IsSum(const Case& c) {
-  return c.ops.size() == 1 && (c.ops[0] == "matmul" || c.ops[0] == "sum" || c.ops[0] == "mean");
+  bool sum = false;
+  for (const std::string& op : c.ops) {
+    if (op == "matmul" || op == "sum" || op == "mean")
+      sum = true;
+    else if (op != "transpose")
+      return false;  // transposes only move the terms
+  }
+  return sum;
 }
 
 session::CompileOptions OptionsFor(policy::Tier tier, session::Rung up_to,

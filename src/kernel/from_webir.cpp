@@ -30,7 +30,7 @@ class Partition {
     m.graph = g_;
     for (const webir::Node& n : g_.nodes) {
       if (n.role == webir::Role::kInput || n.role == webir::Role::kParam) continue;
-      if (Folded(n)) continue;
+      if (Folded(n) || FoldedTranspose(n)) continue;
       Kernel k;
       k.id = static_cast<int>(m.kernels.size());
       k.output = n.id;
@@ -41,6 +41,16 @@ class Partition {
         k.op = n.op;
         k.nodes = {n.id};
         k.inputs = n.args;
+        if (n.op == "matmul") {
+          k.transposed.assign(n.args.size(), false);
+          for (size_t i = 0; i < n.args.size(); ++i) {
+            const webir::Node& a = g_.at(n.args[i]);
+            if (FoldedTranspose(a)) {
+              k.inputs[i] = a.args[0];
+              k.transposed[i] = true;
+            }
+          }
+        }
       }
       k.name = "k" + std::to_string(k.id) + "_" + KernelTitle(k);
       m.kernels.push_back(std::move(k));
@@ -63,6 +73,17 @@ class Partition {
     for (int u : users)
       if (!IsElementwise(g_.at(u))) return false;
     return n.op == "full" || users.size() == 1;
+  }
+
+  // A rank-2 transpose read only by rank-2 matmuls costs no kernel: the matmuls read its operand
+  // with swapped strides (backward passes are full of them: x^T @ g, g @ w^T).
+  bool FoldedTranspose(const webir::Node& n) const {
+    if (n.op != "transpose" || is_output_.count(n.id) || users_[n.id].empty()) return false;
+    for (int u : users_[n.id]) {
+      const webir::Node& user = g_.at(u);
+      if (user.op != "matmul" || user.type.rank() != 2) return false;
+    }
+    return true;
   }
 
   std::string KernelTitle(const Kernel& k) const {

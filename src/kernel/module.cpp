@@ -44,8 +44,10 @@ std::string Print(const Module& m) {
       out += "fused[" + expr + "]";
     } else {
       out += k.op + "(";
-      for (size_t i = 0; i < k.inputs.size(); ++i)
+      for (size_t i = 0; i < k.inputs.size(); ++i) {
         out += (i ? ", %" : "%") + m.graph.at(k.inputs[i]).name;
+        if (i < k.transposed.size() && k.transposed[i]) out += "^T";
+      }
       out += ")";
     }
     out += "  grid " + std::to_string(k.workgroups[0]) + "x" + std::to_string(k.workgroups[1]) +
@@ -70,6 +72,7 @@ Json ToJson(const Module& m) {
     jk["op"] = k.op;
     jk["nodes"] = k.nodes;
     jk["inputs"] = k.inputs;
+    if (!k.transposed.empty()) jk["transposed"] = k.transposed;
     jk["output"] = k.output;
     jk["workgroups"] = k.workgroups;
     jk["wgsl_sha256"] = k.source_hash;

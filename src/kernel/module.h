@@ -47,6 +47,9 @@ struct Kernel {
   std::vector<int> inputs;     // WebIR nodes read from buffers
   int output = -1;             // WebIR node written
   std::vector<ExprStep> expr;  // kElementwise
+  // kOp matmul: per input, whether it is read transposed — a rank-2 `transpose` folded into the
+  // matmul, whose input is then the transpose's own operand (no kernel, no buffer for it).
+  std::vector<bool> transposed;
 
   // WGSL, generated for the module's determinism tier.
   std::string wgsl;

@@ -33,14 +33,20 @@ void Matmul(const OpArgs<T>& a) {
         off_a += idx[d] * sa[d];
         off_b += idx[d] * sb[d];
       }
-      const T* A = a.inputs[0] + off_a * M * K + i * K;
+      // A folded transpose (rank 2 only) reads its operand with swapped strides.
+      const bool ta = a.is_transposed(0), tb = a.is_transposed(1);
+      const T* A = a.inputs[0] + off_a * M * K;
       const T* B = a.inputs[1] + off_b * K * N;
       std::fill(acc.begin(), acc.end(), T(0));
       // k-outer loop keeps the order along K increasing for each output element.
       for (int64_t k = 0; k < K; ++k) {
-        T av = A[k];
-        const T* Brow = B + k * N;
-        for (int64_t j = 0; j < N; ++j) acc[j] += av * Brow[j];
+        T av = ta ? A[k * M + i] : A[i * K + k];
+        if (tb) {
+          for (int64_t j = 0; j < N; ++j) acc[j] += av * B[j * K + k];
+        } else {
+          const T* Brow = B + k * N;
+          for (int64_t j = 0; j < N; ++j) acc[j] += av * Brow[j];
+        }
       }
       std::copy(acc.begin(), acc.end(), a.output + r * N);
     }

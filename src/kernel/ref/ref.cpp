@@ -149,7 +149,7 @@ Status RunKernel(const Module& m, const Kernel& k, const std::vector<const T*>& 
   if (k.kind == KernelKind::kElementwise) return RunFused(m, k, inputs, out, parallel);
   const OpImpl* impl = FindOp(k.op);
   if (!impl) return InternalError("ref.RunKernel", "no CPU reference for op " + k.op);
-  OpArgs<T> args{&m.graph, &m.graph.at(k.output), inputs, out, &parallel};
+  OpArgs<T> args{&m.graph, &m.graph.at(k.output), inputs, out, &parallel, k.transposed};
   PickOp<T> (*impl)(args);
   return Status::Ok();
 }

@@ -35,8 +35,10 @@ struct OpArgs {
   std::vector<const T*> inputs;  // one per node arg, row-major
   T* output;
   const Parallel* parallel;
+  std::vector<bool> transposed;  // per input: read the (rank-2) operand transposed
 
   const TensorType& in_type(size_t i) const { return graph->at(node->args[i]).type; }
+  bool is_transposed(size_t i) const { return i < transposed.size() && transposed[i]; }
 };
 
 template <typename T>

@@ -10,8 +10,10 @@ namespace scellis::kernel::wgsl {
 
 bool GenerateLinalg(const Module& m, const Kernel& k, Generated& out) {
   if (k.kind != KernelKind::kOp || k.op != "matmul") return false;
-  const TensorType& ta = m.graph.at(k.inputs[0]).type;
-  const TensorType& tb = m.graph.at(k.inputs[1]).type;
+  // The operands' logical types: a folded transpose's, not its operand's.
+  const webir::Node& node = m.graph.at(k.output);
+  const TensorType& ta = m.graph.at(node.args[0]).type;
+  const TensorType& tb = m.graph.at(node.args[1]).type;
   const TensorType& to = m.graph.at(k.output).type;
   int64_t M = ta.dims[ta.rank() - 2].size, K = ta.dims[ta.rank() - 1].size;
   int64_t N = tb.dims[tb.rank() - 1].size;
@@ -22,6 +24,18 @@ bool GenerateLinalg(const Module& m, const Kernel& k, Generated& out) {
   std::vector<int64_t> sb = BroadcastStrides({sizes_b.begin(), sizes_b.end() - 2}, batch);
 
   const int64_t batches = static_cast<int64_t>(to.elements() / std::max<int64_t>(M * N, 1));
+  // A folded transpose (rank 2 only) is read with swapped strides: A^T's element (r, k) is at
+  // k * M + r of its operand, B^T's element (k, c) at c * K + k.
+  const bool trans_a = k.transposed.size() > 0 && k.transposed[0];
+  const bool trans_b = k.transposed.size() > 1 && k.transposed[1];
+  auto a_at = [&](const std::string& row, const std::string& col) {
+    return trans_a ? "in0[off_a + " + col + " * " + U32(M) + " + " + row + "]"
+                   : "in0[off_a + " + row + " * " + U32(K) + " + " + col + "]";
+  };
+  auto b_at = [&](const std::string& row, const std::string& col) {
+    return trans_b ? "in1[off_b + " + col + " * " + U32(K) + " + " + row + "]"
+                   : "in1[off_b + " + row + " * " + U32(N) + " + " + col + "]";
+  };
   const int64_t tiles_n = (N + 15) / 16, tiles_m = (M + 15) / 16;
   if (to.elements() > 0 && tiles_n <= kMaxWorkgroupsPerDim && tiles_m <= kMaxWorkgroupsPerDim &&
       batches <= kMaxWorkgroupsPerDim) {
@@ -49,11 +63,11 @@ bool GenerateLinalg(const Module& m, const Kernel& k, Generated& out) {
                  "; t = t + 16u) {\n"
                  "    let ka = t + lid.x;\n"
                  "    let kb = t + lid.y;\n"
-                 "    tile_a[lid.y * 16u + lid.x] = select(0.0, in0[off_a + r * " +
-                 U32(K) + " + ka], r < " + U32(M) + " && ka < " + U32(K) +
+                 "    tile_a[lid.y * 16u + lid.x] = select(0.0, " +
+                 a_at("r", "ka") + ", r < " + U32(M) + " && ka < " + U32(K) +
                  ");\n"
-                 "    tile_b[lid.y * 16u + lid.x] = select(0.0, in1[off_b + kb * " +
-                 U32(N) + " + c], kb < " + U32(K) + " && c < " + U32(N) +
+                 "    tile_b[lid.y * 16u + lid.x] = select(0.0, " +
+                 b_at("kb", "c") + ", kb < " + U32(K) + " && c < " + U32(N) +
                  ");\n"
                  "    workgroupBarrier();\n"
                  "    for (var kk = 0u; kk < 16u; kk = kk + 1u) {\n"
@@ -92,9 +106,9 @@ bool GenerateLinalg(const Module& m, const Kernel& k, Generated& out) {
                "  for (var kk = 0u; kk < " +
                U32(K) +
                "; kk = kk + 1u) {\n"
-               "    acc = acc + in0[off_a + r * " +
-               U32(K) + " + kk] * in1[off_b + kk * " + U32(N) +
-               " + c];\n"
+               "    acc = acc + " +
+               a_at("r", "kk") + " * " + b_at("kk", "c") +
+               ";\n"
                "  }\n"
                "  out[i] = acc;\n}\n";
   out.workgroups = LinearGrid(to.elements());

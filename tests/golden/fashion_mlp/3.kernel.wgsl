@@ -222,27 +222,8 @@ fn main(@builtin(global_invocation_id) gid: vec3<u32>,
   out[i] = s;
 }
 
-// ---- k9_transpose ----
-// k9_transpose
-@group(0) @binding(0) var<storage, read> in0: array<f32>;
-@group(0) @binding(1) var<storage, read_write> out: array<f32>;
-
-@compute @workgroup_size(64)
-fn main(@builtin(global_invocation_id) gid: vec3<u32>,
-        @builtin(num_workgroups) groups: vec3<u32>) {
-  let i = gid.x + gid.y * groups.x * 64u;
-  if (i >= 2560u) { return; }
-  var rem = i;
-  var src = 0u;
-  src = src + (rem % 256u) * 10u;
-  rem = rem / 256u;
-  src = src + (rem % 10u) * 1u;
-  rem = rem / 10u;
-  out[i] = in0[src];
-}
-
-// ---- k10_matmul ----
-// k10_matmul (16x16 tiles)
+// ---- k9_matmul ----
+// k9_matmul (16x16 tiles)
 @group(0) @binding(0) var<storage, read> in0: array<f32>;
 @group(0) @binding(1) var<storage, read> in1: array<f32>;
 @group(0) @binding(2) var<storage, read_write> out: array<f32>;
@@ -262,7 +243,7 @@ fn main(@builtin(workgroup_id) wg: vec3<u32>,
     let ka = t + lid.x;
     let kb = t + lid.y;
     tile_a[lid.y * 16u + lid.x] = select(0.0, in0[off_a + r * 10u + ka], r < 64u && ka < 10u);
-    tile_b[lid.y * 16u + lid.x] = select(0.0, in1[off_b + kb * 256u + c], kb < 10u && c < 256u);
+    tile_b[lid.y * 16u + lid.x] = select(0.0, in1[off_b + c * 10u + kb], kb < 10u && c < 256u);
     workgroupBarrier();
     for (var kk = 0u; kk < 16u; kk = kk + 1u) {
       acc = acc + tile_a[lid.y * 16u + kk] * tile_b[kk * 16u + lid.x];
@@ -272,27 +253,8 @@ fn main(@builtin(workgroup_id) wg: vec3<u32>,
   if (r < 64u && c < 256u) { out[wg.z * 16384u + r * 256u + c] = acc; }
 }
 
-// ---- k11_transpose ----
-// k11_transpose
-@group(0) @binding(0) var<storage, read> in0: array<f32>;
-@group(0) @binding(1) var<storage, read_write> out: array<f32>;
-
-@compute @workgroup_size(64)
-fn main(@builtin(global_invocation_id) gid: vec3<u32>,
-        @builtin(num_workgroups) groups: vec3<u32>) {
-  let i = gid.x + gid.y * groups.x * 64u;
-  if (i >= 16384u) { return; }
-  var rem = i;
-  var src = 0u;
-  src = src + (rem % 64u) * 256u;
-  rem = rem / 64u;
-  src = src + (rem % 256u) * 1u;
-  rem = rem / 256u;
-  out[i] = in0[src];
-}
-
-// ---- k12_matmul ----
-// k12_matmul (16x16 tiles)
+// ---- k10_matmul ----
+// k10_matmul (16x16 tiles)
 @group(0) @binding(0) var<storage, read> in0: array<f32>;
 @group(0) @binding(1) var<storage, read> in1: array<f32>;
 @group(0) @binding(2) var<storage, read_write> out: array<f32>;
@@ -311,7 +273,7 @@ fn main(@builtin(workgroup_id) wg: vec3<u32>,
   for (var t = 0u; t < 64u; t = t + 16u) {
     let ka = t + lid.x;
     let kb = t + lid.y;
-    tile_a[lid.y * 16u + lid.x] = select(0.0, in0[off_a + r * 64u + ka], r < 256u && ka < 64u);
+    tile_a[lid.y * 16u + lid.x] = select(0.0, in0[off_a + ka * 256u + r], r < 256u && ka < 64u);
     tile_b[lid.y * 16u + lid.x] = select(0.0, in1[off_b + kb * 10u + c], kb < 64u && c < 10u);
     workgroupBarrier();
     for (var kk = 0u; kk < 16u; kk = kk + 1u) {
@@ -322,8 +284,8 @@ fn main(@builtin(workgroup_id) wg: vec3<u32>,
   if (r < 256u && c < 10u) { out[wg.z * 2560u + r * 10u + c] = acc; }
 }
 
-// ---- k13_fused_positive_mul ----
-// k13_fused_positive_mul
+// ---- k11_fused_positive_mul ----
+// k11_fused_positive_mul
 @group(0) @binding(0) var<storage, read> in0: array<f32>;
 @group(0) @binding(1) var<storage, read> in1: array<f32>;
 @group(0) @binding(2) var<storage, read_write> out: array<f32>;
@@ -340,8 +302,8 @@ fn main(@builtin(global_invocation_id) gid: vec3<u32>,
   out[i] = s1;
 }
 
-// ---- k14_sum ----
-// k14_sum
+// ---- k12_sum ----
+// k12_sum
 @group(0) @binding(0) var<storage, read> in0: array<f32>;
 @group(0) @binding(1) var<storage, read_write> out: array<f32>;
 
@@ -356,27 +318,8 @@ fn main(@builtin(global_invocation_id) gid: vec3<u32>,
   out[i] = s;
 }
 
-// ---- k15_transpose ----
-// k15_transpose
-@group(0) @binding(0) var<storage, read> in0: array<f32>;
-@group(0) @binding(1) var<storage, read_write> out: array<f32>;
-
-@compute @workgroup_size(64)
-fn main(@builtin(global_invocation_id) gid: vec3<u32>,
-        @builtin(num_workgroups) groups: vec3<u32>) {
-  let i = gid.x + gid.y * groups.x * 64u;
-  if (i >= 50176u) { return; }
-  var rem = i;
-  var src = 0u;
-  src = src + (rem % 64u) * 784u;
-  rem = rem / 64u;
-  src = src + (rem % 784u) * 1u;
-  rem = rem / 784u;
-  out[i] = in0[src];
-}
-
-// ---- k16_matmul ----
-// k16_matmul (16x16 tiles)
+// ---- k13_matmul ----
+// k13_matmul (16x16 tiles)
 @group(0) @binding(0) var<storage, read> in0: array<f32>;
 @group(0) @binding(1) var<storage, read> in1: array<f32>;
 @group(0) @binding(2) var<storage, read_write> out: array<f32>;
@@ -395,7 +338,7 @@ fn main(@builtin(workgroup_id) wg: vec3<u32>,
   for (var t = 0u; t < 64u; t = t + 16u) {
     let ka = t + lid.x;
     let kb = t + lid.y;
-    tile_a[lid.y * 16u + lid.x] = select(0.0, in0[off_a + r * 64u + ka], r < 784u && ka < 64u);
+    tile_a[lid.y * 16u + lid.x] = select(0.0, in0[off_a + ka * 784u + r], r < 784u && ka < 64u);
     tile_b[lid.y * 16u + lid.x] = select(0.0, in1[off_b + kb * 256u + c], kb < 64u && c < 256u);
     workgroupBarrier();
     for (var kk = 0u; kk < 16u; kk = kk + 1u) {
@@ -404,6 +347,99 @@ fn main(@builtin(workgroup_id) wg: vec3<u32>,
     workgroupBarrier();
   }
   if (r < 784u && c < 256u) { out[wg.z * 200704u + r * 256u + c] = acc; }
+}
+
+// ---- k14_adam_update ----
+// k14_adam_update
+@group(0) @binding(0) var<storage, read> in0: array<f32>;
+@group(0) @binding(1) var<storage, read> in1: array<f32>;
+@group(0) @binding(2) var<storage, read> in2: array<f32>;
+@group(0) @binding(3) var<storage, read> in3: array<f32>;
+@group(0) @binding(4) var<storage, read> in4: array<f32>;
+@group(0) @binding(5) var<storage, read_write> out: array<f32>;
+fn expm1_f32(x: f32) -> f32 {
+  if (abs(x) >= 0.5) { return exp(x) - 1.0; }
+  var s = 1.0;
+  for (var k = 12.0; k >= 2.0; k = k - 1.0) { s = 1.0 + x * s / k; }
+  return x * s;
+}
+
+@compute @workgroup_size(64)
+fn main(@builtin(global_invocation_id) gid: vec3<u32>,
+        @builtin(num_workgroups) groups: vec3<u32>) {
+  let i = gid.x + gid.y * groups.x * 64u;
+  if (i >= 200704u) { return; }
+  _ = arrayLength(&in0);
+  _ = arrayLength(&in1);
+  _ = arrayLength(&in2);
+  _ = arrayLength(&in3);
+  _ = arrayLength(&in4);
+  var g = in1[i];
+  let w = f32(0.100000001);
+  let m_old = in2[i];
+  let m = select(g - (g - m_old) * (1.0 - w), m_old + w * (g - m_old), abs(w) < 0.5);
+  let v = in3[i] * f32(0.999000013) + f32(0.00100000005) * g * g;
+  let step = select(0.0, floor(in4[0]), in4[0] >= 1.0);
+  let bc1 = -expm1_f32(step * f32(-0.105360515));
+  let bc2 = -expm1_f32(step * f32(-0.00100050028));
+  let minus_step_size = -(f32(0.00100000005) / bc1);
+  var p = in0[i];
+  let denom = sqrt(v) / sqrt(bc2) + f32(9.99999994e-09);
+  out[i] = p + minus_step_size * m / denom;
+}
+
+// ---- k15_adam_m ----
+// k15_adam_m
+@group(0) @binding(0) var<storage, read> in0: array<f32>;
+@group(0) @binding(1) var<storage, read> in1: array<f32>;
+@group(0) @binding(2) var<storage, read> in2: array<f32>;
+@group(0) @binding(3) var<storage, read> in3: array<f32>;
+@group(0) @binding(4) var<storage, read> in4: array<f32>;
+@group(0) @binding(5) var<storage, read_write> out: array<f32>;
+
+@compute @workgroup_size(64)
+fn main(@builtin(global_invocation_id) gid: vec3<u32>,
+        @builtin(num_workgroups) groups: vec3<u32>) {
+  let i = gid.x + gid.y * groups.x * 64u;
+  if (i >= 200704u) { return; }
+  _ = arrayLength(&in0);
+  _ = arrayLength(&in1);
+  _ = arrayLength(&in2);
+  _ = arrayLength(&in3);
+  _ = arrayLength(&in4);
+  var g = in1[i];
+  let w = f32(0.100000001);
+  let m_old = in2[i];
+  let m = select(g - (g - m_old) * (1.0 - w), m_old + w * (g - m_old), abs(w) < 0.5);
+  let v = in3[i] * f32(0.999000013) + f32(0.00100000005) * g * g;
+  out[i] = m;
+}
+
+// ---- k16_adam_v ----
+// k16_adam_v
+@group(0) @binding(0) var<storage, read> in0: array<f32>;
+@group(0) @binding(1) var<storage, read> in1: array<f32>;
+@group(0) @binding(2) var<storage, read> in2: array<f32>;
+@group(0) @binding(3) var<storage, read> in3: array<f32>;
+@group(0) @binding(4) var<storage, read> in4: array<f32>;
+@group(0) @binding(5) var<storage, read_write> out: array<f32>;
+
+@compute @workgroup_size(64)
+fn main(@builtin(global_invocation_id) gid: vec3<u32>,
+        @builtin(num_workgroups) groups: vec3<u32>) {
+  let i = gid.x + gid.y * groups.x * 64u;
+  if (i >= 200704u) { return; }
+  _ = arrayLength(&in0);
+  _ = arrayLength(&in1);
+  _ = arrayLength(&in2);
+  _ = arrayLength(&in3);
+  _ = arrayLength(&in4);
+  var g = in1[i];
+  let w = f32(0.100000001);
+  let m_old = in2[i];
+  let m = select(g - (g - m_old) * (1.0 - w), m_old + w * (g - m_old), abs(w) < 0.5);
+  let v = in3[i] * f32(0.999000013) + f32(0.00100000005) * g * g;
+  out[i] = v;
 }
 
 // ---- k17_adam_update ----
@@ -425,7 +461,7 @@ fn expm1_f32(x: f32) -> f32 {
 fn main(@builtin(global_invocation_id) gid: vec3<u32>,
         @builtin(num_workgroups) groups: vec3<u32>) {
   let i = gid.x + gid.y * groups.x * 64u;
-  if (i >= 200704u) { return; }
+  if (i >= 256u) { return; }
   _ = arrayLength(&in0);
   _ = arrayLength(&in1);
   _ = arrayLength(&in2);
@@ -458,7 +494,7 @@ fn main(@builtin(global_invocation_id) gid: vec3<u32>,
 fn main(@builtin(global_invocation_id) gid: vec3<u32>,
         @builtin(num_workgroups) groups: vec3<u32>) {
   let i = gid.x + gid.y * groups.x * 64u;
-  if (i >= 200704u) { return; }
+  if (i >= 256u) { return; }
   _ = arrayLength(&in0);
   _ = arrayLength(&in1);
   _ = arrayLength(&in2);
@@ -485,7 +521,7 @@ fn main(@builtin(global_invocation_id) gid: vec3<u32>,
 fn main(@builtin(global_invocation_id) gid: vec3<u32>,
         @builtin(num_workgroups) groups: vec3<u32>) {
   let i = gid.x + gid.y * groups.x * 64u;
-  if (i >= 200704u) { return; }
+  if (i >= 256u) { return; }
   _ = arrayLength(&in0);
   _ = arrayLength(&in1);
   _ = arrayLength(&in2);
@@ -518,7 +554,7 @@ fn expm1_f32(x: f32) -> f32 {
 fn main(@builtin(global_invocation_id) gid: vec3<u32>,
         @builtin(num_workgroups) groups: vec3<u32>) {
   let i = gid.x + gid.y * groups.x * 64u;
-  if (i >= 256u) { return; }
+  if (i >= 2560u) { return; }
   _ = arrayLength(&in0);
   _ = arrayLength(&in1);
   _ = arrayLength(&in2);
@@ -551,7 +587,7 @@ fn main(@builtin(global_invocation_id) gid: vec3<u32>,
 fn main(@builtin(global_invocation_id) gid: vec3<u32>,
         @builtin(num_workgroups) groups: vec3<u32>) {
   let i = gid.x + gid.y * groups.x * 64u;
-  if (i >= 256u) { return; }
+  if (i >= 2560u) { return; }
   _ = arrayLength(&in0);
   _ = arrayLength(&in1);
   _ = arrayLength(&in2);
@@ -578,7 +614,7 @@ fn main(@builtin(global_invocation_id) gid: vec3<u32>,
 fn main(@builtin(global_invocation_id) gid: vec3<u32>,
         @builtin(num_workgroups) groups: vec3<u32>) {
   let i = gid.x + gid.y * groups.x * 64u;
-  if (i >= 256u) { return; }
+  if (i >= 2560u) { return; }
   _ = arrayLength(&in0);
   _ = arrayLength(&in1);
   _ = arrayLength(&in2);
@@ -611,7 +647,7 @@ fn expm1_f32(x: f32) -> f32 {
 fn main(@builtin(global_invocation_id) gid: vec3<u32>,
         @builtin(num_workgroups) groups: vec3<u32>) {
   let i = gid.x + gid.y * groups.x * 64u;
-  if (i >= 2560u) { return; }
+  if (i >= 10u) { return; }
   _ = arrayLength(&in0);
   _ = arrayLength(&in1);
   _ = arrayLength(&in2);
@@ -644,7 +680,7 @@ fn main(@builtin(global_invocation_id) gid: vec3<u32>,
 fn main(@builtin(global_invocation_id) gid: vec3<u32>,
         @builtin(num_workgroups) groups: vec3<u32>) {
   let i = gid.x + gid.y * groups.x * 64u;
-  if (i >= 2560u) { return; }
+  if (i >= 10u) { return; }
   _ = arrayLength(&in0);
   _ = arrayLength(&in1);
   _ = arrayLength(&in2);
@@ -660,99 +696,6 @@ fn main(@builtin(global_invocation_id) gid: vec3<u32>,
 
 // ---- k25_adam_v ----
 // k25_adam_v
-@group(0) @binding(0) var<storage, read> in0: array<f32>;
-@group(0) @binding(1) var<storage, read> in1: array<f32>;
-@group(0) @binding(2) var<storage, read> in2: array<f32>;
-@group(0) @binding(3) var<storage, read> in3: array<f32>;
-@group(0) @binding(4) var<storage, read> in4: array<f32>;
-@group(0) @binding(5) var<storage, read_write> out: array<f32>;
-
-@compute @workgroup_size(64)
-fn main(@builtin(global_invocation_id) gid: vec3<u32>,
-        @builtin(num_workgroups) groups: vec3<u32>) {
-  let i = gid.x + gid.y * groups.x * 64u;
-  if (i >= 2560u) { return; }
-  _ = arrayLength(&in0);
-  _ = arrayLength(&in1);
-  _ = arrayLength(&in2);
-  _ = arrayLength(&in3);
-  _ = arrayLength(&in4);
-  var g = in1[i];
-  let w = f32(0.100000001);
-  let m_old = in2[i];
-  let m = select(g - (g - m_old) * (1.0 - w), m_old + w * (g - m_old), abs(w) < 0.5);
-  let v = in3[i] * f32(0.999000013) + f32(0.00100000005) * g * g;
-  out[i] = v;
-}
-
-// ---- k26_adam_update ----
-// k26_adam_update
-@group(0) @binding(0) var<storage, read> in0: array<f32>;
-@group(0) @binding(1) var<storage, read> in1: array<f32>;
-@group(0) @binding(2) var<storage, read> in2: array<f32>;
-@group(0) @binding(3) var<storage, read> in3: array<f32>;
-@group(0) @binding(4) var<storage, read> in4: array<f32>;
-@group(0) @binding(5) var<storage, read_write> out: array<f32>;
-fn expm1_f32(x: f32) -> f32 {
-  if (abs(x) >= 0.5) { return exp(x) - 1.0; }
-  var s = 1.0;
-  for (var k = 12.0; k >= 2.0; k = k - 1.0) { s = 1.0 + x * s / k; }
-  return x * s;
-}
-
-@compute @workgroup_size(64)
-fn main(@builtin(global_invocation_id) gid: vec3<u32>,
-        @builtin(num_workgroups) groups: vec3<u32>) {
-  let i = gid.x + gid.y * groups.x * 64u;
-  if (i >= 10u) { return; }
-  _ = arrayLength(&in0);
-  _ = arrayLength(&in1);
-  _ = arrayLength(&in2);
-  _ = arrayLength(&in3);
-  _ = arrayLength(&in4);
-  var g = in1[i];
-  let w = f32(0.100000001);
-  let m_old = in2[i];
-  let m = select(g - (g - m_old) * (1.0 - w), m_old + w * (g - m_old), abs(w) < 0.5);
-  let v = in3[i] * f32(0.999000013) + f32(0.00100000005) * g * g;
-  let step = select(0.0, floor(in4[0]), in4[0] >= 1.0);
-  let bc1 = -expm1_f32(step * f32(-0.105360515));
-  let bc2 = -expm1_f32(step * f32(-0.00100050028));
-  let minus_step_size = -(f32(0.00100000005) / bc1);
-  var p = in0[i];
-  let denom = sqrt(v) / sqrt(bc2) + f32(9.99999994e-09);
-  out[i] = p + minus_step_size * m / denom;
-}
-
-// ---- k27_adam_m ----
-// k27_adam_m
-@group(0) @binding(0) var<storage, read> in0: array<f32>;
-@group(0) @binding(1) var<storage, read> in1: array<f32>;
-@group(0) @binding(2) var<storage, read> in2: array<f32>;
-@group(0) @binding(3) var<storage, read> in3: array<f32>;
-@group(0) @binding(4) var<storage, read> in4: array<f32>;
-@group(0) @binding(5) var<storage, read_write> out: array<f32>;
-
-@compute @workgroup_size(64)
-fn main(@builtin(global_invocation_id) gid: vec3<u32>,
-        @builtin(num_workgroups) groups: vec3<u32>) {
-  let i = gid.x + gid.y * groups.x * 64u;
-  if (i >= 10u) { return; }
-  _ = arrayLength(&in0);
-  _ = arrayLength(&in1);
-  _ = arrayLength(&in2);
-  _ = arrayLength(&in3);
-  _ = arrayLength(&in4);
-  var g = in1[i];
-  let w = f32(0.100000001);
-  let m_old = in2[i];
-  let m = select(g - (g - m_old) * (1.0 - w), m_old + w * (g - m_old), abs(w) < 0.5);
-  let v = in3[i] * f32(0.999000013) + f32(0.00100000005) * g * g;
-  out[i] = m;
-}
-
-// ---- k28_adam_v ----
-// k28_adam_v
 @group(0) @binding(0) var<storage, read> in0: array<f32>;
 @group(0) @binding(1) var<storage, read> in1: array<f32>;
 @group(0) @binding(2) var<storage, read> in2: array<f32>;

@@ -29,27 +29,8 @@ fn main(@builtin(workgroup_id) wg: vec3<u32>,
   if (r < 4u && c < 3u) { out[wg.z * 12u + r * 3u + c] = acc; }
 }
 
-// ---- k1_transpose ----
-// k1_transpose
-@group(0) @binding(0) var<storage, read> in0: array<f32>;
-@group(0) @binding(1) var<storage, read_write> out: array<f32>;
-
-@compute @workgroup_size(64)
-fn main(@builtin(global_invocation_id) gid: vec3<u32>,
-        @builtin(num_workgroups) groups: vec3<u32>) {
-  let i = gid.x + gid.y * groups.x * 64u;
-  if (i >= 12u) { return; }
-  var rem = i;
-  var src = 0u;
-  src = src + (rem % 4u) * 3u;
-  rem = rem / 4u;
-  src = src + (rem % 3u) * 1u;
-  rem = rem / 3u;
-  out[i] = in0[src];
-}
-
-// ---- k2_matmul ----
-// k2_matmul (16x16 tiles)
+// ---- k1_matmul ----
+// k1_matmul (16x16 tiles)
 @group(0) @binding(0) var<storage, read> in0: array<f32>;
 @group(0) @binding(1) var<storage, read> in1: array<f32>;
 @group(0) @binding(2) var<storage, read_write> out: array<f32>;
@@ -69,7 +50,7 @@ fn main(@builtin(workgroup_id) wg: vec3<u32>,
     let ka = t + lid.x;
     let kb = t + lid.y;
     tile_a[lid.y * 16u + lid.x] = select(0.0, in0[off_a + r * 3u + ka], r < 4u && ka < 3u);
-    tile_b[lid.y * 16u + lid.x] = select(0.0, in1[off_b + kb * 4u + c], kb < 3u && c < 4u);
+    tile_b[lid.y * 16u + lid.x] = select(0.0, in1[off_b + c * 3u + kb], kb < 3u && c < 4u);
     workgroupBarrier();
     for (var kk = 0u; kk < 16u; kk = kk + 1u) {
       acc = acc + tile_a[lid.y * 16u + kk] * tile_b[kk * 16u + lid.x];
@@ -79,8 +60,8 @@ fn main(@builtin(workgroup_id) wg: vec3<u32>,
   if (r < 4u && c < 4u) { out[wg.z * 16u + r * 4u + c] = acc; }
 }
 
-// ---- k3_fused_mul_sub_relu ----
-// k3_fused_mul_sub_relu
+// ---- k2_fused_mul_sub_relu ----
+// k2_fused_mul_sub_relu
 @group(0) @binding(0) var<storage, read> in0: array<f32>;
 @group(0) @binding(1) var<storage, read_write> out: array<f32>;
 
@@ -98,8 +79,8 @@ fn main(@builtin(global_invocation_id) gid: vec3<u32>,
   out[i] = s4;
 }
 
-// ---- k4_sum ----
-// k4_sum
+// ---- k3_sum ----
+// k3_sum
 @group(0) @binding(0) var<storage, read> in0: array<f32>;
 @group(0) @binding(1) var<storage, read_write> out: array<f32>;
 var<workgroup> partial: array<f32, 256>;
