@@ -152,7 +152,9 @@ TEST(CliSteps, GliderCarriedOnTheDeviceAcrossSubmissions) {
       ASSERT_TRUE(r.exited && r.exit_code == 0) << r.err;
       EXPECT_EQ(GridOf(r), GliderAt(shift, shift)) << steps << " steps";
       // 132 steps need three submissions of at most 64.
-      if (steps == 132) EXPECT_EQ(Json::parse(r.out)["stats"]["submissions"].get<int>(), 3);
+      if (steps == 132) {
+        EXPECT_EQ(Json::parse(r.out)["stats"]["submissions"].get<int>(), 3);
+      }
     }
   }
 }
