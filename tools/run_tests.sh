@@ -22,7 +22,7 @@ SCELLIS_STORE="$CONFORM_STORE" "$BUILD/scellis" conform --tier=prod --backend=we
 SCELLIS_STORE="$CONFORM_STORE" "$BUILD/scellis" conform --tier=debug --backend=webgpu --allow-software-adapter
 # The receipts just minted are what `scellis run` reports for this profile.
 SCELLIS_STORE="$CONFORM_STORE" "$BUILD/scellis" run examples/matmul_chain.json --tier=prod \
-  --backend=webgpu --allow-software-adapter 2>/dev/null | grep -q 'receipts: 5/5 kernels conformed'
+  --backend=webgpu --allow-software-adapter 2>/dev/null | grep -qE 'receipts: ([0-9]+)/\1 kernels conformed'
 
 echo "== every example on SwiftShader gives the reference's answer"
 for f in examples/*.json; do
