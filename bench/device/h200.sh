@@ -1,11 +1,13 @@
 #!/usr/bin/env bash
 # Runs Scellis on a lent NVIDIA H200 through Dawn on the Vulkan driver: probe, conformance in
 # every tier, the examples, and the benchmarks given as arguments. Expects next to the tree:
-#   .gl/          the Vulkan loader package(s) (libvulkan1), unpacked into / here;
+#   .gl/          Debian's Vulkan loader and GL/EGL dispatch packages (libvulkan1, libegl1,
+#                 libglvnd0, ...), which the NVIDIA Vulkan driver needs, unpacked into / here;
 #   dist/         the scellis binaries built on Debian 12 (glibc and libstdc++ are forward
 #                 compatible with the machine's image);
-#   node_modules/ the pinned Dawn package.
-# Results go to $OUT (or ./out).
+#   node_modules/ the pinned Dawn package;
+#   .data/        the Fashion-MNIST IDX files (for the training benchmark).
+# Results go to $OUT/results.tar.gz (or ./out/results.tar.gz).
 set -uo pipefail
 FINAL=${OUT:-out}
 # Everything lands in one folder, packed into one archive at the end (the transfer takes few files).

@@ -21,13 +21,6 @@ std::optional<Tier> ParseTier(const std::string& s);
 const char* ToleranceName(ToleranceClass c);
 std::optional<ToleranceClass> ParseTolerance(const std::string& s);
 
-inline Tier Stricter(Tier a, Tier b) {
-  return a < b ? a : b;
-}
-inline ToleranceClass Tighter(ToleranceClass a, ToleranceClass b) {
-  return a < b ? a : b;
-}
-
 // Where a tier was declared, for composition and for explaining the outcome.
 struct TierDeclaration {
   Tier tier;
