@@ -22,7 +22,7 @@ test: build
 	@bash tools/run_tests.sh $(BUILD)
 
 format:
-	@clang-format -i $$(git ls-files '*.cpp' '*.h' ':!src/backend/webgpu/webgpu_api.h')
+	@clang-format -i $$(git ls-files '*.cpp' '*.h' ':!src/runtime/backends/webgpu/webgpu_api.h')
 
 clean:
 	rm -rf $(BUILD)

@@ -9,9 +9,9 @@
 #include <random>
 #include <sstream>
 
-#include "backend/select.h"
-#include "session/session.h"
-#include "webir/train/train_step.h"
+#include "runtime/select.h"
+#include "api/session.h"
+#include "webir/passes/append_train_step.h"
 
 using namespace scellis;
 
@@ -24,15 +24,15 @@ int main(int argc, char** argv) {
   text << in.rdbuf();
 
   for (int per_run : {1, 8, 64}) {
-    auto sel = backend::SelectBackend({.requested = backend_name, .allow_software_adapter = true});
+    auto sel = runtime::SelectBackend({.requested = backend_name, .allow_software_adapter = true});
     if (!sel.ok()) {
       std::cerr << sel.errors().front().Format() << "\n";
       return 2;
     }
     std::string backend = sel->backend;
-    session::CompileOptions options;
+    pipeline::CompileOptions options;
     options.lower.tier = policy::Tier::kProd;
-    auto s = session::Session::Prepare(text.str(), options, std::move(sel.value()));
+    auto s = api::Session::Prepare(text.str(), options, std::move(sel.value()));
     if (!s.ok()) {
       std::cerr << s.errors().front().Format(file) << "\n";
       return 2;
@@ -40,13 +40,13 @@ int main(int argc, char** argv) {
     // Fresh random batches (pixels in [0, 1), labels 0..9), made before timing.
     std::mt19937 rng(1234);
     std::uniform_real_distribution<float> pixel(0, 1);
-    std::vector<backend::Feeds> feeds(static_cast<size_t>(per_run));
+    std::vector<runtime::Feeds> feeds(static_cast<size_t>(per_run));
     int64_t step = 0;
     auto fill = [&] {
       for (auto& f : feeds) {
-        backend::HostTensor x{MakeType({64, 784}), std::vector<float>(64 * 784)};
+        runtime::HostTensor x{MakeType({64, 784}), std::vector<float>(64 * 784)};
         for (float& v : x.data) v = pixel(rng);
-        backend::HostTensor y{MakeType({64}), std::vector<float>(64)};
+        runtime::HostTensor y{MakeType({64}), std::vector<float>(64)};
         for (float& v : y.data) v = static_cast<float>(rng() % 10);
         f["images"] = std::move(x);
         f["labels"] = std::move(y);

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Generates src/backend/webgpu/webgpu_api.h from the WebGPU C API description (webgpu.yml).
+"""Generates src/runtime/backends/webgpu/webgpu_api.h from the WebGPU C API description (webgpu.yml).
 
 Scellis loads Dawn at run time with dlopen, so it declares the part of the C API it uses itself.
 Those declarations must match Dawn's ABI exactly; writing them by hand invites the mistakes that
@@ -381,7 +381,7 @@ class Api:
             w(f"  X({name})" + (" \\" if i + 1 < len(procs) else ""))
         w("")
         # name lookups
-        w("namespace scellis::backend::webgpu {")
+        w("namespace scellis::runtime::webgpu {")
         w("")
         w("// The YAML's entry name in lowercase with '-' for '_' (WGPUBackendType_Vulkan ->")
         w("// \"vulkan\", WGPUAdapterType_DiscreteGPU -> \"discrete-gpu\"); nullptr for a value the")
@@ -400,7 +400,7 @@ class Api:
             w("  }")
             w("}")
             w("")
-        w("}  // namespace scellis::backend::webgpu")
+        w("}  // namespace scellis::runtime::webgpu")
         w("// clang-format on")
         return "\n".join(out) + "\n"
 
@@ -460,7 +460,7 @@ class Api:
 
 def main():
     here = os.path.dirname(os.path.abspath(__file__))
-    default_out = os.path.join(here, "..", "src", "backend", "webgpu", "webgpu_api.h")
+    default_out = os.path.join(here, "..", "src", "runtime", "backends", "webgpu", "webgpu_api.h")
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("yaml", help="path to webgpu.yml")
     ap.add_argument("-o", "--output", default=default_out)

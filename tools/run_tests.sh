@@ -36,7 +36,7 @@ echo "== training on SwiftShader (a short epoch) and on the CPU reference"
 "$BUILD/scellis" train examples/fashion_mlp.json --backend=webgpu --allow-software-adapter \
   --epochs 1 --max-steps 16 --steps-per-run 8 2>/dev/null | grep -q "on webgpu"
 echo "== agreement with PyTorch (CPU) and bit-exact resume"
-SCELLIS_BUILD="$BUILD" .venv/bin/python -m pytest -q tests/peer tests/train
+SCELLIS_BUILD="$BUILD" .venv/bin/python -m pytest -q tests/peer tests/train tests/layering
 
 if [ -x tools/run_fuzz.sh ]; then
   echo "== fuzzing the document loader (30 s)"

@@ -3,14 +3,14 @@
 #include <iostream>
 
 #include "common.h"
-#include "core/atomic_file.h"
+#include "base/atomic_file.h"
 
 namespace scellis::cli {
 
 int LowerCommand(const CompileFlags& f, const std::string& to, const std::string& dump_dir) {
-  using session::Rung;
+  using pipeline::Rung;
   std::optional<Rung> rung =
-      to.empty() ? std::optional<Rung>(Rung::kExecplan) : session::ParseRung(to);
+      to.empty() ? std::optional<Rung>(Rung::kExecplan) : pipeline::ParseRung(to);
   if (!rung) {
     return Report(
         {UserError("bad-flag", "",
@@ -29,12 +29,12 @@ int LowerCommand(const CompileFlags& f, const std::string& to, const std::string
     std::error_code ec;
     std::filesystem::create_directories(dump_dir, ec);
     const std::pair<const char*, std::string> files[] = {
-        {"0.doc.json", CanonicalJson(session::RungJson(*c, Rung::kDoc)) + "\n"},
-        {"1.block.txt", session::PrintRung(*c, Rung::kBlock)},
-        {"2.webir.txt", session::PrintRung(*c, Rung::kWebir)},
-        {"3.kernel.txt", session::PrintRung(*c, Rung::kKernel)},
+        {"0.doc.json", CanonicalJson(pipeline::RungJson(*c, Rung::kDoc)) + "\n"},
+        {"1.block.txt", pipeline::PrintRung(*c, Rung::kBlock)},
+        {"2.webir.txt", pipeline::PrintRung(*c, Rung::kWebir)},
+        {"3.kernel.txt", pipeline::PrintRung(*c, Rung::kKernel)},
         {"3.kernel.wgsl", kernel::PrintWgsl(*c->module)},
-        {"4.execplan.txt", session::PrintRung(*c, Rung::kExecplan)},
+        {"4.execplan.txt", pipeline::PrintRung(*c, Rung::kExecplan)},
     };
     for (const auto& [name, text] : files) {
       Status s = WriteFileAtomic((std::filesystem::path(dump_dir) / name).string(), text);
@@ -44,15 +44,15 @@ int LowerCommand(const CompileFlags& f, const std::string& to, const std::string
     return 0;
   }
   if (f.json)
-    std::cout << session::RungJson(*c, *rung).dump(2) << "\n";
+    std::cout << pipeline::RungJson(*c, *rung).dump(2) << "\n";
   else
-    std::cout << session::PrintRung(*c, *rung);
+    std::cout << pipeline::PrintRung(*c, *rung);
   return 0;
 }
 
 int PlanCommand(const CompileFlags& f) {
   int code = 0;
-  auto c = CompileFile(f, session::Rung::kExecplan, {}, code);
+  auto c = CompileFile(f, pipeline::Rung::kExecplan, {}, code);
   if (!c) return code;
   if (f.json)
     std::cout << execplan::ToJson(*c->plan).dump(2) << "\n";
@@ -63,7 +63,7 @@ int PlanCommand(const CompileFlags& f) {
 
 int ValidateCommand(const CompileFlags& f) {
   int code = 0;
-  auto c = CompileFile(f, session::Rung::kExecplan, {}, code);
+  auto c = CompileFile(f, pipeline::Rung::kExecplan, {}, code);
   if (!c) return code;
   const execplan::Plan& p = *c->plan;
   if (p.verdict == execplan::Verdict::kRed) return Report(p.findings, f.file, f.json);

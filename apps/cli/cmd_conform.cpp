@@ -9,7 +9,7 @@
 #include <iostream>
 #include <map>
 
-#include "backend/select.h"
+#include "runtime/select.h"
 #include "common.h"
 #include "conform/receipt.h"
 #include "conform/runner.h"
@@ -96,10 +96,10 @@ int ConformCommand(const ConformFlags& f) {
   if (!flag_errors.empty()) return Report(flag_errors, "", f.json);
 
   // ---- the GPU: conformance without one has nothing to check ----
-  auto selection = backend::SelectBackend(
+  auto selection = runtime::SelectBackend(
       {.requested = f.backend, .allow_software_adapter = f.allow_software_adapter});
   if (!selection.ok()) return Report(selection.errors(), "", f.json);
-  auto* gpu = dynamic_cast<backend::webgpu::WebGpuExecutor*>(selection->executor.get());
+  auto* gpu = dynamic_cast<runtime::webgpu::WebGpuExecutor*>(selection->executor.get());
   if (!gpu) {
     std::string why = selection->fallback_reason.value_or("no WebGPU adapter is usable");
     return Report({UserError("no-gpu", "",

@@ -1,7 +1,7 @@
 // `scellis probe`: what this machine offers, and what `--backend=auto` would choose and why.
 #include <iostream>
 
-#include "backend/select.h"
+#include "runtime/select.h"
 #include "common.h"
 #include "execplan/plan.h"
 
@@ -10,12 +10,12 @@ namespace scellis::cli {
 int ProbeCommand(bool json) {
   Json out;
   std::string dawn_log;
-  auto device = backend::OpenQuietly({.allow_software_adapter = true}, &dawn_log);
+  auto device = runtime::OpenQuietly({.allow_software_adapter = true}, &dawn_log);
   out["dawn_log"] = dawn_log;
-  auto choice = backend::SelectBackend({.requested = "auto"});
+  auto choice = runtime::SelectBackend({.requested = "auto"});
   if (device.ok()) {
-    const backend::webgpu::AdapterInfo& a = device.value()->info();
-    const backend::webgpu::Limits& l = a.limits;
+    const runtime::webgpu::AdapterInfo& a = device.value()->info();
+    const runtime::webgpu::Limits& l = a.limits;
     out["adapter"] = {{"vendor", a.vendor},
                       {"architecture", a.architecture},
                       {"device", a.device},

@@ -3,10 +3,10 @@
 #include <chrono>
 #include <iostream>
 
-#include "backend/select.h"
+#include "runtime/select.h"
 #include "common.h"
 #include "conform/receipt.h"
-#include "core/atomic_file.h"
+#include "base/atomic_file.h"
 
 namespace scellis::cli {
 namespace {
@@ -33,21 +33,21 @@ std::string FormatValues(const std::vector<float>& data) {
 
 // Runs `steps` steps of the plan as a prepared session: carried values stay on the device between
 // steps, up to 64 steps go into one submission, and the outputs of the last step are returned.
-Result<backend::RunResult> RunSteps(backend::Executor& exec, const execplan::Plan& plan,
+Result<runtime::RunResult> RunSteps(runtime::Executor& exec, const execplan::Plan& plan,
                                     int steps) {
   auto start = std::chrono::steady_clock::now();
-  SCELLIS_ASSIGN_OR_RETURN(std::unique_ptr<backend::Prepared> prepared, exec.Prepare(plan));
+  SCELLIS_ASSIGN_OR_RETURN(std::unique_ptr<runtime::Prepared> prepared, exec.Prepare(plan));
   std::vector<std::string> names;
   for (const webir::Output& o : plan.graph().outputs) names.push_back(o.name);
-  backend::StepsResult last;
+  runtime::StepsResult last;
   int submissions = 0;
   for (int done = 0; done < steps;) {
     int k = std::min(steps - done, 64);
-    SCELLIS_ASSIGN_OR_RETURN(last, prepared->RunSteps(std::vector<backend::Feeds>(k), names));
+    SCELLIS_ASSIGN_OR_RETURN(last, prepared->RunSteps(std::vector<runtime::Feeds>(k), names));
     done += k;
     ++submissions;
   }
-  backend::RunResult r;
+  runtime::RunResult r;
   r.backend = prepared->backend();
   r.executor = r.backend == "webgpu" ? "fused-encoder" : "reference";
   for (auto& [name, values] : last.watched) r.outputs.emplace_back(name, std::move(values.back()));
@@ -66,36 +66,36 @@ Result<backend::RunResult> RunSteps(backend::Executor& exec, const execplan::Pla
 int RunCommand(const CompileFlags& f, const std::string& backend, int threads,
                const std::string& out_file, bool allow_software_adapter, int steps) {
   // The backend is chosen first: the plan is judged against the limits of the device it runs on.
-  auto selection = backend::SelectBackend({.requested = backend,
+  auto selection = runtime::SelectBackend({.requested = backend,
                                            .allow_software_adapter = allow_software_adapter,
                                            .cpu_threads = threads});
   if (!selection.ok()) return Report(selection.errors(), "", f.json);
-  backend::Selection& sel = selection.value();
+  runtime::Selection& sel = selection.value();
   int code = 0;
-  auto c = CompileFile(f, session::Rung::kExecplan, sel.limits, code);
+  auto c = CompileFile(f, pipeline::Rung::kExecplan, sel.limits, code);
   if (!c) return code;
   const execplan::Plan& plan = *c->plan;
   if (plan.verdict == execplan::Verdict::kRed) return Report(plan.findings, f.file, f.json);
   PrintNotes(plan.findings, f.file);
 
   if (sel.backend == "cpu") {
-    std::cerr << backend::CpuBanner(sel.fallback_reason ? *sel.fallback_reason
+    std::cerr << runtime::CpuBanner(sel.fallback_reason ? *sel.fallback_reason
                                                         : "requested with --backend=cpu");
   }
   if (steps < 1)
     return Report({UserError("bad-flag", "", "--steps takes a positive count")}, "", f.json);
   auto result = steps == 1 ? sel.executor->Run(plan, {}) : RunSteps(*sel.executor, plan, steps);
   if (!result.ok()) return Report(result.errors(), f.file, f.json);
-  backend::RunResult& r = result.value();
+  runtime::RunResult& r = result.value();
   r.fallback_reason = sel.fallback_reason;
   r.attempts = sel.attempts;
 
-  Json j = backend::ResultToJson(r);
+  Json j = runtime::ResultToJson(r);
   j["determinism_tier"] = policy::TierName(plan.graph().tier);
   j["content_id"] = c->doc.content_id;
   // Which kernels have earned trust on this device: receipts gate trust, not execution.
   std::optional<conform::ReceiptReport> receipts;
-  if (auto* gpu = dynamic_cast<backend::webgpu::WebGpuExecutor*>(sel.executor.get())) {
+  if (auto* gpu = dynamic_cast<runtime::webgpu::WebGpuExecutor*>(sel.executor.get())) {
     if (auto store = store::Store::Open(); store.ok()) {
       receipts = conform::CheckReceipts(*store, gpu->device().ProfileKey(), plan.module,
                                         plan.graph().tier);

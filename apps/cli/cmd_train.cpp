@@ -10,13 +10,13 @@
 #include <cstring>
 #include <iostream>
 
-#include "backend/select.h"
+#include "runtime/select.h"
 #include "common.h"
-#include "core/atomic_file.h"
+#include "base/atomic_file.h"
 #include "data/dataset.h"
-#include "session/session.h"
+#include "api/session.h"
 #include "store/safetensors.h"
-#include "webir/train/train_step.h"
+#include "webir/passes/append_train_step.h"
 
 namespace scellis::cli {
 namespace {
@@ -77,11 +77,11 @@ class Progress {
   Clock::time_point start_;
 };
 
-Status SaveState(session::Session& s, const std::vector<std::string>& names,
+Status SaveState(api::Session& s, const std::vector<std::string>& names,
                  const std::string& path, const std::map<std::string, std::string>& meta) {
   std::vector<store::NamedTensor> tensors;
   for (const std::string& name : names) {
-    SCELLIS_ASSIGN_OR_RETURN(backend::HostTensor v, s.Download(name));
+    SCELLIS_ASSIGN_OR_RETURN(runtime::HostTensor v, s.Download(name));
     tensors.push_back(
         {name, "F32", v.type.sizes(),
          std::string(reinterpret_cast<const char*>(v.data.data()), v.data.size() * 4)});
@@ -89,11 +89,11 @@ Status SaveState(session::Session& s, const std::vector<std::string>& names,
   return store::SaveSafetensors(path, tensors, meta);
 }
 
-std::vector<std::string> StateNames(const session::Session& s) {
+std::vector<std::string> StateNames(const api::Session& s) {
   // Every carried input: the params and their optimizer moments.
   std::vector<std::string> names;
   const webir::Graph& g = s.plan().graph();
-  for (const webir::Carry& c : g.carries) names.push_back(backend::FeedName(g.at(c.to)));
+  for (const webir::Carry& c : g.carries) names.push_back(runtime::FeedName(g.at(c.to)));
   return names;
 }
 
@@ -102,7 +102,7 @@ std::vector<std::string> StateNames(const session::Session& s) {
 int TrainCommand(const CompileFlags& f, const TrainFlags& t) {
   // The document once to the block rung, to read its train section.
   int code = 0;
-  auto head = CompileFile(f, session::Rung::kBlock, {}, code);
+  auto head = CompileFile(f, pipeline::Rung::kBlock, {}, code);
   if (!head) return code;
   if (!head->program->train) {
     return Report(
@@ -135,33 +135,33 @@ int TrainCommand(const CompileFlags& f, const TrainFlags& t) {
   auto text = ReadFile(f.file, size_t{256} << 20);
   if (!text.ok()) return Report(text.errors(), f.file, f.json);
 
-  session::CompileOptions step_options;
+  pipeline::CompileOptions step_options;
   if (!f.tier.empty()) step_options.lower.tier = policy::ParseTier(f.tier);
   step_options.lower.tier_override = f.tier_override;
   if (!batch_dim.empty()) step_options.lower.bind[batch_dim] = spec.batch;
-  session::CompileOptions eval_options = step_options;
+  pipeline::CompileOptions eval_options = step_options;
   eval_options.lower.mode = block::LowerMode::kForward;
   if (!batch_dim.empty()) eval_options.lower.bind[batch_dim] = spec.eval_batch;
 
-  backend::SelectOptions select{
+  runtime::SelectOptions select{
       .requested = t.backend, .allow_software_adapter = t.allow_software, .cpu_threads = t.threads};
-  auto step_backend = backend::SelectBackend(select);
+  auto step_backend = runtime::SelectBackend(select);
   if (!step_backend.ok()) return Report(step_backend.errors(), "", f.json);
-  auto eval_backend = backend::SelectBackend(select);
+  auto eval_backend = runtime::SelectBackend(select);
   if (!eval_backend.ok()) return Report(eval_backend.errors(), "", f.json);
   std::string backend_name = step_backend->backend;
   std::optional<std::string> fallback = step_backend->fallback_reason;
   if (backend_name == "cpu") {
-    std::cerr << backend::CpuBanner(fallback ? *fallback : "requested with --backend=cpu");
+    std::cerr << runtime::CpuBanner(fallback ? *fallback : "requested with --backend=cpu");
   }
   auto trainer =
-      session::Session::Prepare(text.value(), step_options, std::move(step_backend.value()));
+      api::Session::Prepare(text.value(), step_options, std::move(step_backend.value()));
   if (!trainer.ok()) return Report(trainer.errors(), f.file, f.json);
   auto evaluator =
-      session::Session::Prepare(text.value(), eval_options, std::move(eval_backend.value()));
+      api::Session::Prepare(text.value(), eval_options, std::move(eval_backend.value()));
   if (!evaluator.ok()) return Report(evaluator.errors(), f.file, f.json);
-  session::Session& s = *trainer.value();
-  session::Session& ev = *evaluator.value();
+  api::Session& s = *trainer.value();
+  api::Session& ev = *evaluator.value();
   std::vector<std::string> state = StateNames(s);
 
   // Feed names of the images and labels inputs, as the plans know them.
@@ -254,7 +254,7 @@ int TrainCommand(const CompileFlags& f, const TrainFlags& t) {
     float last_loss = 0;
     for (int64_t step = 0; step < steps_per_epoch;) {
       int64_t k = std::min<int64_t>(t.steps_per_run, steps_per_epoch - step);
-      std::vector<backend::Feeds> feeds(static_cast<size_t>(k));
+      std::vector<runtime::Feeds> feeds(static_cast<size_t>(k));
       for (int64_t i = 0; i < k; ++i) {
         data::GatherBatch(train, order, (step + i) * spec.batch, spec.batch, img, lab);
         feeds[i][images_feed] = {MakeType({spec.batch, train.features}), img};
@@ -266,7 +266,7 @@ int TrainCommand(const CompileFlags& f, const TrainFlags& t) {
         bar.Finish();
         return Report(r.errors(), f.file, f.json);
       }
-      for (const backend::HostTensor& l : r->watched[0].second) {
+      for (const runtime::HostTensor& l : r->watched[0].second) {
         loss_sum += l.data[0];
         all_losses.push_back(l.data[0]);
       }
@@ -279,8 +279,8 @@ int TrainCommand(const CompileFlags& f, const TrainFlags& t) {
     double train_seconds = Seconds(epoch_start, Clock::now());
 
     // Evaluation: the trained weights fed into the forward plan, all test batches.
-    std::vector<backend::Feeds> eval_feeds;
-    std::map<std::string, backend::HostTensor> weights;
+    std::vector<runtime::Feeds> eval_feeds;
+    std::map<std::string, runtime::HostTensor> weights;
     for (const std::string& p : param_names) {
       auto w = s.Download(p);
       if (!w.ok()) return Report(w.errors(), f.file, f.json);
@@ -291,7 +291,7 @@ int TrainCommand(const CompileFlags& f, const TrainFlags& t) {
     int64_t correct = 0, seen = 0;
     for (int64_t first = 0; first + spec.eval_batch <= test.count; first += spec.eval_batch) {
       data::GatherBatch(test, identity, first, spec.eval_batch, img, lab);
-      backend::Feeds feed(weights.begin(), weights.end());
+      runtime::Feeds feed(weights.begin(), weights.end());
       feed[images_feed] = {MakeType({spec.eval_batch, test.features}), img};
       feed[labels_feed] = {MakeType({spec.eval_batch}), lab};
       auto r = ev.Run({feed}, {prog.blocks[spec.eval_output].id});

@@ -3,8 +3,8 @@
 #include <cstdio>
 #include <iostream>
 
-#include "core/atomic_file.h"
-#include "core/json_util.h"
+#include "base/atomic_file.h"
+#include "base/json_util.h"
 
 namespace scellis::cli {
 
@@ -63,10 +63,10 @@ void PrintNotes(const std::vector<Diagnostic>& notes, const std::string& file) {
   for (const Diagnostic& d : notes) std::cerr << d.Format(file) << "\n";
 }
 
-std::optional<session::Compiled> CompileFile(const CompileFlags& f, session::Rung up_to,
+std::optional<pipeline::Compiled> CompileFile(const CompileFlags& f, pipeline::Rung up_to,
                                              const execplan::DeviceLimits& limits, int& exit_code) {
   std::vector<Diagnostic> flag_errors;
-  session::CompileOptions options;
+  pipeline::CompileOptions options;
   options.up_to = up_to;
   options.plan.limits = limits;
   if (!f.tier.empty()) options.lower.tier = policy::ParseTier(f.tier);
@@ -98,7 +98,7 @@ std::optional<session::Compiled> CompileFile(const CompileFlags& f, session::Run
     exit_code = Report(text.errors(), f.file, f.json);
     return std::nullopt;
   }
-  auto compiled = session::Compile(text.value(), options);
+  auto compiled = pipeline::Compile(text.value(), options);
   if (!compiled.ok()) {
     exit_code = Report(compiled.errors(), f.file, f.json);
     return std::nullopt;

@@ -8,8 +8,8 @@
 #include <string>
 #include <vector>
 
-#include "core/result.h"
-#include "session/compile.h"
+#include "base/result.h"
+#include "pipeline/compile.h"
 
 namespace scellis::cli {
 
@@ -37,7 +37,7 @@ void AddConformFlags(CLI::App* cmd, ConformFlags& f);
 
 // Reads the file and compiles it up to `up_to`. On failure prints the diagnostics (stderr; also a
 // JSON object on stdout with --json) and returns the exit code in `exit_code`.
-std::optional<session::Compiled> CompileFile(const CompileFlags& f, session::Rung up_to,
+std::optional<pipeline::Compiled> CompileFile(const CompileFlags& f, pipeline::Rung up_to,
                                              const execplan::DeviceLimits& limits, int& exit_code);
 
 // Prints diagnostics and returns the exit code they call for.

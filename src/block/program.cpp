@@ -2,7 +2,7 @@
 
 #include <cmath>
 
-#include "core/random.h"
+#include "base/random.h"
 
 namespace scellis::block {
 

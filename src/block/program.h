@@ -8,11 +8,11 @@
 #include <string>
 #include <vector>
 
-#include "core/json_util.h"
-#include "core/result.h"
-#include "core/tensor_type.h"
+#include "base/json_util.h"
+#include "base/result.h"
+#include "base/tensor_type.h"
 #include "doc/document.h"
-#include "policy/determinism.h"
+#include "base/determinism.h"
 
 namespace scellis::block {
 

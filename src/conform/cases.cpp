@@ -2,7 +2,7 @@
 
 #include <algorithm>
 
-#include "core/random.h"
+#include "base/random.h"
 #include "webir/op_registry.h"
 
 namespace scellis::conform {
@@ -468,10 +468,10 @@ std::vector<Case> CasesFor(const std::string& group) {
   return out;
 }
 
-backend::Feeds MakeFeeds(const Case& c, uint64_t seed) {
-  backend::Feeds feeds;
+runtime::Feeds MakeFeeds(const Case& c, uint64_t seed) {
+  runtime::Feeds feeds;
   for (const CaseInput& in : c.inputs) {
-    backend::HostTensor t;
+    runtime::HostTensor t;
     t.type = MakeType(in.shape);
     int64_t n = t.type.elements();
     t.data.resize(static_cast<size_t>(n));

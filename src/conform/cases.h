@@ -6,16 +6,16 @@
 // A case is a graph-protocol document whose inputs carry no data: data is generated per run from
 // a seed (fresh by default, reproducible with the same seed) and fed, so the document — and hence
 // the generated WGSL and its hash — does not depend on the seed. Every case goes through the real
-// compiler (session::Compile), so lowering and fusion are exercised as users meet them.
+// compiler (pipeline::Compile), so lowering and fusion are exercised as users meet them.
 #pragma once
 
 #include <cstdint>
 #include <string>
 #include <vector>
 
-#include "backend/backend.h"
-#include "core/json_util.h"
-#include "policy/determinism.h"
+#include "runtime/executor.h"
+#include "base/json_util.h"
+#include "base/determinism.h"
 
 namespace scellis::conform {
 
@@ -60,6 +60,6 @@ std::vector<std::string> Groups();
 std::vector<Case> CasesFor(const std::string& group);
 
 // Fresh input data for `c`: a pure function of (seed, case, input, element).
-backend::Feeds MakeFeeds(const Case& c, uint64_t seed);
+runtime::Feeds MakeFeeds(const Case& c, uint64_t seed);
 
 }  // namespace scellis::conform

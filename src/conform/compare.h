@@ -4,7 +4,7 @@
 #include <cstdint>
 #include <span>
 
-#include "policy/determinism.h"
+#include "base/determinism.h"
 
 namespace scellis::conform {
 

@@ -11,17 +11,17 @@
 #include <iostream>
 #include <map>
 
-#include "backend/webgpu/executor.h"
+#include "runtime/backends/webgpu/executor.h"
 #include "conform/receipt.h"
 #include "conform/runner.h"
-#include "session/compile.h"
+#include "pipeline/compile.h"
 
 namespace scellis::conform {
 namespace {
 
 namespace fs = std::filesystem;
-using backend::webgpu::Device;
-using backend::webgpu::WebGpuExecutor;
+using runtime::webgpu::Device;
+using runtime::webgpu::WebGpuExecutor;
 
 constexpr const char* kSwiftShaderIcd = "/usr/lib/chromium/vk_swiftshader_icd.json";
 
@@ -253,10 +253,10 @@ TEST_F(ConformanceTest, ReceiptsAreMintedAndScopedToTheProfile) {
 
   // `scellis run` reports per kernel: relu(x * y) is one fused kernel needing mul, relu and the
   // fused chains; a lone neg needs only neg.
-  session::CompileOptions to_kernels;
-  to_kernels.up_to = session::Rung::kKernel;
+  pipeline::CompileOptions to_kernels;
+  to_kernels.up_to = pipeline::Rung::kKernel;
   to_kernels.lower.tier = policy::Tier::kProd;
-  auto module = session::Compile(
+  auto module = pipeline::Compile(
       R"({"version": 2, "nodes": [
            {"id": 0, "op": "input", "shape": [3], "data": [1, 2, 3]},
            {"id": 1, "op": "input", "shape": [3], "data": [4, 5, 6]},

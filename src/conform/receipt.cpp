@@ -19,8 +19,8 @@ Json ThresholdsJson(const policy::Thresholds& t) {
 
 }  // namespace
 
-DeviceProfile ProfileOf(const backend::webgpu::Device& device) {
-  const backend::webgpu::AdapterInfo& i = device.info();
+DeviceProfile ProfileOf(const runtime::webgpu::Device& device) {
+  const runtime::webgpu::AdapterInfo& i = device.info();
   DeviceProfile p;
   p.key = device.ProfileKey();
   p.vendor = i.vendor;

@@ -14,11 +14,11 @@
 #include <string>
 #include <vector>
 
-#include "backend/webgpu/device.h"
+#include "runtime/backends/webgpu/device.h"
 #include "conform/runner.h"
-#include "core/json_util.h"
+#include "base/json_util.h"
 #include "kernel/module.h"
-#include "policy/determinism.h"
+#include "base/determinism.h"
 #include "store/store.h"
 
 namespace scellis::conform {
@@ -31,7 +31,7 @@ struct DeviceProfile {
   std::string vendor, architecture, device, driver, backend_api, dawn_version, adapter_type;
   bool is_software = false;
 };
-DeviceProfile ProfileOf(const backend::webgpu::Device& device);
+DeviceProfile ProfileOf(const runtime::webgpu::Device& device);
 
 // The receipt for a passing group. `date` is UTC ISO-8601 (NowUtc()).
 Json ReceiptJson(const GroupResult& g, const DeviceProfile& profile, policy::Tier tier,

@@ -10,8 +10,8 @@
 #include "conform/cases.h"
 #include "conform/compare.h"
 #include "kernel/ref/ref.h"
-#include "kernel/wgsl/codegen.h"
-#include "session/compile.h"
+#include "kernel/emit/wgsl/codegen.h"
+#include "pipeline/compile.h"
 #include "webir/op_registry.h"
 
 namespace scellis::conform {
@@ -23,11 +23,11 @@ std::string Describe(const std::vector<Diagnostic>& errors) {
   return out;
 }
 
-Result<session::Compiled> CompileToKernels(const Case& c) {
-  session::CompileOptions o;
+Result<pipeline::Compiled> CompileToKernels(const Case& c) {
+  pipeline::CompileOptions o;
   o.lower.tier = policy::Tier::kProd;
-  o.up_to = session::Rung::kKernel;
-  return session::Compile(CanonicalJson(c.doc), o);
+  o.up_to = pipeline::Rung::kKernel;
+  return pipeline::Compile(CanonicalJson(c.doc), o);
 }
 
 // The ops a module's kernels compute.
@@ -57,7 +57,7 @@ TEST(ConformRegistry, EveryOpHasAReferenceAWgslGeneratorAndCases) {
       EXPECT_TRUE(s->f32 && s->f64);
       // The fused-kernel generator knows the op's expression.
       EXPECT_NE(kernel::wgsl::ElementwiseExpr(def.name, "a", "b"), "")
-          << "no WGSL expression (kernel/wgsl/elementwise.cpp)";
+          << "no WGSL expression (kernel/emit/wgsl/elementwise.cpp)";
     } else {
       const kernel::ref::OpImpl* o = kernel::ref::FindOp(def.name);
       ASSERT_NE(o, nullptr) << "no CPU reference (kernel/ref/<family>.cpp)";
@@ -141,12 +141,12 @@ TEST(ConformRegistry, CasesCoverEdgeSizesAndLargeGrids) {
 
 TEST(ConformData, FreshSeedsGiveFreshDataInTheOpsDomain) {
   Case log_case = CasesFor("log").at(4);  // 1009 elements
-  backend::Feeds a = MakeFeeds(log_case, 1), b = MakeFeeds(log_case, 1), c = MakeFeeds(log_case, 2);
+  runtime::Feeds a = MakeFeeds(log_case, 1), b = MakeFeeds(log_case, 1), c = MakeFeeds(log_case, 2);
   EXPECT_EQ(a["x"].data, b["x"].data);  // a seed reproduces its data
   EXPECT_NE(a["x"].data, c["x"].data);
   for (float v : a["x"].data) EXPECT_GT(v, 0.0f);
   for (const Case& k : CasesFor("div")) {
-    backend::Feeds feeds = MakeFeeds(k, 3);
+    runtime::Feeds feeds = MakeFeeds(k, 3);
     for (float v : feeds["b"].data) EXPECT_GE(std::fabs(v), 0.5f);
     for (float v : feeds["a"].data) EXPECT_NE(v, 0.0f);
   }

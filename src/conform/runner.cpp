@@ -6,9 +6,9 @@
 #include <random>
 #include <thread>
 
-#include "backend/cpu/executor.h"
-#include "core/sha256.h"
-#include "session/compile.h"
+#include "runtime/backends/cpu/executor.h"
+#include "base/sha256.h"
+#include "pipeline/compile.h"
 
 namespace scellis::conform {
 namespace {
@@ -26,9 +26,9 @@ bool IsSum(const Case& c) {
   return sum;
 }
 
-session::CompileOptions OptionsFor(policy::Tier tier, session::Rung up_to,
+pipeline::CompileOptions OptionsFor(policy::Tier tier, pipeline::Rung up_to,
                                    const execplan::DeviceLimits& limits) {
-  session::CompileOptions o;
+  pipeline::CompileOptions o;
   o.lower.tier = tier;
   o.up_to = up_to;
   o.plan.limits = limits;
@@ -98,7 +98,7 @@ uint64_t FreshSeed() {
 Result<execplan::Plan> CompileCase(const Case& c, policy::Tier tier,
                                    const execplan::DeviceLimits& limits) {
   auto compiled =
-      session::Compile(CanonicalJson(c.doc), OptionsFor(tier, session::Rung::kExecplan, limits));
+      pipeline::Compile(CanonicalJson(c.doc), OptionsFor(tier, pipeline::Rung::kExecplan, limits));
   if (!compiled.ok()) return compiled.status();
   return std::move(*compiled->plan);
 }
@@ -111,14 +111,14 @@ Result<std::string> SourceHash(const std::string& group, policy::Tier tier) {
   std::string acc;
   for (const Case& c : cases) {
     auto compiled =
-        session::Compile(CanonicalJson(c.doc), OptionsFor(tier, session::Rung::kKernel, {}));
+        pipeline::Compile(CanonicalJson(c.doc), OptionsFor(tier, pipeline::Rung::kKernel, {}));
     if (!compiled.ok()) return compiled.status();
     HashKernels(*compiled->module, acc);
   }
   return "sha256:" + Sha256Hex(acc);
 }
 
-Result<std::vector<GroupResult>> Run(backend::webgpu::WebGpuExecutor& gpu, const Options& options) {
+Result<std::vector<GroupResult>> Run(runtime::webgpu::WebGpuExecutor& gpu, const Options& options) {
   std::vector<std::string> groups = options.groups.empty() ? Groups() : options.groups;
   for (const std::string& g : groups) {
     if (CasesFor(g).empty()) {
@@ -128,7 +128,7 @@ Result<std::vector<GroupResult>> Run(backend::webgpu::WebGpuExecutor& gpu, const
                        "known ops: " + known);
     }
   }
-  const execplan::DeviceLimits limits = backend::webgpu::PlanLimits(gpu.device().info());
+  const execplan::DeviceLimits limits = runtime::webgpu::PlanLimits(gpu.device().info());
   const int threads = options.cpu_threads > 0
                           ? options.cpu_threads
                           : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
@@ -165,8 +165,8 @@ Result<std::vector<GroupResult>> Run(backend::webgpu::WebGpuExecutor& gpu, const
       const TensorType& out_type = plan->graph().at(plan->graph().outputs.at(0).node).type;
       cr.shape = out_type.ShapeString();
 
-      backend::Feeds feeds = MakeFeeds(c, options.seed);
-      auto want = backend::cpu::RunPlan<float>(*plan, feeds, parallel);
+      runtime::Feeds feeds = MakeFeeds(c, options.seed);
+      auto want = runtime::cpu::RunPlan<float>(*plan, feeds, parallel);
       if (!want.ok()) {
         cr.error = "the CPU reference failed: " + FirstMessage(want.errors());
         gr.cases.push_back(std::move(cr));
@@ -184,14 +184,14 @@ Result<std::vector<GroupResult>> Run(backend::webgpu::WebGpuExecutor& gpu, const
       // Sums are judged against the magnitude of their terms: the reference over |inputs|.
       std::vector<float> magnitude;
       if (IsSum(c)) {
-        backend::Feeds abs_feeds = feeds;
+        runtime::Feeds abs_feeds = feeds;
         for (auto& [name, t] : abs_feeds)
           for (float& v : t.data) v = std::fabs(v);
-        auto m = backend::cpu::RunPlan<float>(*plan, abs_feeds, parallel);
+        auto m = runtime::cpu::RunPlan<float>(*plan, abs_feeds, parallel);
         if (m.ok()) magnitude = std::move(m->at(0));
       }
       cr.comparison =
-          Compare(got_data, want->at(0), cr.thresholds, backend::webgpu::kPoisonBits, magnitude);
+          Compare(got_data, want->at(0), cr.thresholds, runtime::webgpu::kPoisonBits, magnitude);
       if (cr.comparison.first_bad >= 0)
         cr.first_bad_at = Index(cr.comparison.first_bad, out_type.sizes());
       if (debug) {

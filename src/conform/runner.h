@@ -5,8 +5,8 @@
 //
 // Example
 //
-//   auto sel = backend::SelectBackend({.requested = "webgpu", .allow_software_adapter = true});
-//   auto& gpu = dynamic_cast<backend::webgpu::WebGpuExecutor&>(*sel->executor);
+//   auto sel = runtime::SelectBackend({.requested = "webgpu", .allow_software_adapter = true});
+//   auto& gpu = dynamic_cast<runtime::webgpu::WebGpuExecutor&>(*sel->executor);
 //   auto results = conform::Run(gpu, {.tier = policy::Tier::kProd, .seed = conform::FreshSeed()});
 //   for (const conform::GroupResult& g : *results)
 //     if (g.passed()) conform::MintReceipt(store, g, conform::ProfileOf(gpu.device()), ...);
@@ -16,11 +16,11 @@
 #include <string>
 #include <vector>
 
-#include "backend/webgpu/executor.h"
+#include "runtime/backends/webgpu/executor.h"
 #include "conform/cases.h"
 #include "conform/compare.h"
 #include "kernel/module.h"
-#include "policy/determinism.h"
+#include "base/determinism.h"
 
 namespace scellis::conform {
 
@@ -71,13 +71,13 @@ uint64_t FreshSeed();
 
 // Runs the groups. An unknown group is a user error (`unknown-op`); a device failure ends the run
 // with its runtime error; a case that fails to compile or run is a failed case.
-Result<std::vector<GroupResult>> Run(backend::webgpu::WebGpuExecutor& gpu, const Options& options);
+Result<std::vector<GroupResult>> Run(runtime::webgpu::WebGpuExecutor& gpu, const Options& options);
 
 // The source hash of a group's cases as compiled for `tier`, without running anything: what a
 // receipt must name to count for the code this build generates.
 Result<std::string> SourceHash(const std::string& group, policy::Tier tier);
 
-// Compiles one case through the real ladder (session::Compile) for `tier` and device `limits`.
+// Compiles one case through the real ladder (pipeline::Compile) for `tier` and device `limits`.
 Result<execplan::Plan> CompileCase(const Case& c, policy::Tier tier,
                                    const execplan::DeviceLimits& limits);
 

@@ -2,7 +2,7 @@
 
 #include <filesystem>
 
-#include "core/random.h"
+#include "base/random.h"
 #include "data/idx.h"
 
 namespace scellis::data {

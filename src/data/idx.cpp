@@ -9,7 +9,7 @@
 #include <cstring>
 #include <limits>
 
-#include "core/atomic_file.h"
+#include "base/atomic_file.h"
 
 namespace scellis::data {
 namespace {

@@ -12,7 +12,7 @@
 #include <string>
 #include <vector>
 
-#include "core/atomic_file.h"
+#include "base/atomic_file.h"
 
 namespace scellis::data {
 namespace {

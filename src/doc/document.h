@@ -17,10 +17,10 @@
 #include <string_view>
 #include <vector>
 
-#include "core/json_util.h"
-#include "core/result.h"
-#include "core/tensor_type.h"
-#include "policy/determinism.h"
+#include "base/json_util.h"
+#include "base/result.h"
+#include "base/tensor_type.h"
+#include "base/determinism.h"
 
 namespace scellis::doc {
 

@@ -2,36 +2,25 @@
 
 #include <cstdio>
 
+#include "base/enum_table.h"
+
 namespace scellis::execplan {
 
-const char* MemClassName(MemClass c) {
-  switch (c) {
-    case MemClass::kParameters:
-      return "parameters";
-    case MemClass::kInputs:
-      return "inputs";
-    case MemClass::kActivations:
-      return "activations";
-    case MemClass::kGradients:
-      return "gradients";
-    case MemClass::kOptimizerState:
-      return "optimizer_state";
-    case MemClass::kWorking:
-      return "working";
-  }
-  return "?";
-}
+namespace {
+constexpr EnumTable<MemClass, kMemClasses> kMemClassNames({{{MemClass::kParameters, "parameters"},
+                                                            {MemClass::kInputs, "inputs"},
+                                                            {MemClass::kActivations, "activations"},
+                                                            {MemClass::kGradients, "gradients"},
+                                                            {MemClass::kOptimizerState, "optimizer_state"},
+                                                            {MemClass::kWorking, "working"}}});
+constexpr EnumTable<Verdict, 3> kVerdicts({{{Verdict::kGreen, "green"}, {Verdict::kYellow, "yellow"}, {Verdict::kRed, "red"}}});
+}  // namespace
 
+const char* MemClassName(MemClass c) {
+  return kMemClassNames.Name(c);
+}
 const char* VerdictName(Verdict v) {
-  switch (v) {
-    case Verdict::kGreen:
-      return "green";
-    case Verdict::kYellow:
-      return "yellow";
-    case Verdict::kRed:
-      return "red";
-  }
-  return "?";
+  return kVerdicts.Name(v);
 }
 
 std::string FormatBytes(int64_t bytes) {

@@ -10,10 +10,10 @@
 #include <string>
 #include <vector>
 
-#include "core/json_util.h"
-#include "core/result.h"
+#include "base/json_util.h"
+#include "base/result.h"
 #include "kernel/module.h"
-#include "policy/determinism.h"
+#include "base/determinism.h"
 
 namespace scellis::execplan {
 

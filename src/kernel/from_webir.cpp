@@ -5,9 +5,9 @@
 #include <map>
 #include <set>
 
-#include "core/sha256.h"
+#include "base/sha256.h"
 #include "kernel/module.h"
-#include "kernel/wgsl/codegen.h"
+#include "kernel/emit/wgsl/codegen.h"
 #include "webir/op_registry.h"
 
 namespace scellis::kernel {

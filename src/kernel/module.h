@@ -8,8 +8,8 @@
 #include <string>
 #include <vector>
 
-#include "core/json_util.h"
-#include "core/result.h"
+#include "base/json_util.h"
+#include "base/result.h"
 #include "webir/graph.h"
 
 namespace scellis::kernel {

@@ -5,7 +5,7 @@
 #include <nlohmann/json.hpp>
 #include <set>
 
-#include "core/atomic_file.h"
+#include "base/atomic_file.h"
 
 namespace scellis::store {
 namespace {

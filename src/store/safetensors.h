@@ -12,7 +12,7 @@
 #include <string_view>
 #include <vector>
 
-#include "core/result.h"
+#include "base/result.h"
 
 namespace scellis::store {
 

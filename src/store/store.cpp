@@ -5,8 +5,8 @@
 #include <filesystem>
 #include <system_error>
 
-#include "core/atomic_file.h"
-#include "core/sha256.h"
+#include "base/atomic_file.h"
+#include "base/sha256.h"
 
 namespace scellis::store {
 namespace fs = std::filesystem;

@@ -15,8 +15,8 @@
 #include <string>
 #include <vector>
 
-#include "core/json_util.h"
-#include "core/result.h"
+#include "base/json_util.h"
+#include "base/result.h"
 
 namespace scellis::store {
 

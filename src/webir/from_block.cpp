@@ -7,7 +7,7 @@
 
 #include "webir/graph.h"
 #include "webir/op_registry.h"
-#include "webir/train/train_step.h"
+#include "webir/passes/append_train_step.h"
 
 namespace scellis::webir {
 namespace {

@@ -8,10 +8,10 @@
 #include <vector>
 
 #include "block/program.h"
-#include "core/json_util.h"
-#include "core/result.h"
-#include "core/tensor_type.h"
-#include "policy/determinism.h"
+#include "base/json_util.h"
+#include "base/result.h"
+#include "base/tensor_type.h"
+#include "base/determinism.h"
 
 namespace scellis::webir {
 

@@ -1,7 +1,7 @@
 // The op registry: every op is one entry — name, the lowest protocol version that has it, its
 // inputs and attributes, its shape and dtype rule, its gradient rule, determinism notes and default
 // tolerance class. Its CPU reference and WGSL live one rung down, by family
-// (kernel/ref/<family>.cpp, kernel/wgsl/<family>.cpp); a test walks this registry and fails when
+// (kernel/ref/<family>.cpp, kernel/emit/wgsl/<family>.cpp); a test walks this registry and fails when
 // an op lacks either.
 #pragma once
 
@@ -9,10 +9,10 @@
 #include <string_view>
 #include <vector>
 
-#include "core/json_util.h"
-#include "core/result.h"
-#include "core/tensor_type.h"
-#include "policy/determinism.h"
+#include "base/json_util.h"
+#include "base/result.h"
+#include "base/tensor_type.h"
+#include "base/determinism.h"
 
 namespace scellis::webir {
 

@@ -53,17 +53,17 @@ Json BigGraph(const Sizes& s) {
                   /*version=*/2);
 }
 
-backend::Feeds RandomFeeds(const Sizes& s, uint32_t seed) {
+runtime::Feeds RandomFeeds(const Sizes& s, uint32_t seed) {
   std::mt19937 rng(seed);
   std::uniform_real_distribution<float> v(-2.0f, 2.0f);
   auto tensor = [&](std::vector<int64_t> shape) {
-    backend::HostTensor t;
+    runtime::HostTensor t;
     t.type = MakeType(shape);
     t.data.resize(static_cast<size_t>(t.type.elements()));
     for (float& x : t.data) x = v(rng);
     return t;
   };
-  backend::Feeds f;
+  runtime::Feeds f;
   f["0"] = tensor({s.m, s.k});
   f["1"] = tensor({s.k, s.n});
   f["2"] = tensor({s.m, s.n});
@@ -72,7 +72,7 @@ backend::Feeds RandomFeeds(const Sizes& s, uint32_t seed) {
   return f;
 }
 
-std::vector<std::vector<uint32_t>> Bits(const backend::RunResult& r) {
+std::vector<std::vector<uint32_t>> Bits(const runtime::RunResult& r) {
   std::vector<std::vector<uint32_t>> out;
   for (const auto& [name, t] : r.outputs) {
     std::vector<uint32_t> b(t.data.size());
@@ -84,7 +84,7 @@ std::vector<std::vector<uint32_t>> Bits(const backend::RunResult& r) {
 
 TEST(Determinism, SameBitsForEveryThreadCountAndEveryRun) {
   Sizes s;
-  auto c = session::Compile(BigGraph(s).dump(), ProdOptions());
+  auto c = pipeline::Compile(BigGraph(s).dump(), ProdOptions());
   ASSERT_TRUE(c.ok()) << c.errors().front().Format();
   const execplan::Plan& plan = *c->plan;
   // The shapes really do make many chunks.
@@ -93,11 +93,11 @@ TEST(Determinism, SameBitsForEveryThreadCountAndEveryRun) {
 
   uint32_t seed = std::random_device{}();
   SCOPED_TRACE("feed seed " + std::to_string(seed));
-  backend::Feeds feeds = RandomFeeds(s, seed);
+  runtime::Feeds feeds = RandomFeeds(s, seed);
 
   std::vector<std::vector<uint32_t>> reference;
   for (int threads : {1, 2, 3, 8}) {
-    backend::cpu::CpuExecutor exec({.threads = threads});
+    runtime::cpu::CpuExecutor exec({.threads = threads});
     ASSERT_EQ(exec.threads(), threads);
     for (int run = 0; run < 2; ++run) {
       auto r = exec.Run(plan, feeds);
@@ -122,8 +122,8 @@ TEST(Determinism, SameBitsForEveryThreadCountAndEveryRun) {
 // Compiling twice gives the same plan text and the same kernels, so a rerun is the same program.
 TEST(Determinism, CompilingTwiceGivesTheSamePlan) {
   std::string text = BigGraph(Sizes{}).dump();
-  auto a = session::Compile(text, ProdOptions());
-  auto b = session::Compile(text, ProdOptions());
+  auto a = pipeline::Compile(text, ProdOptions());
+  auto b = pipeline::Compile(text, ProdOptions());
   ASSERT_TRUE(a.ok() && b.ok());
   EXPECT_EQ(execplan::Print(*a->plan), execplan::Print(*b->plan));
   EXPECT_EQ(kernel::PrintWgsl(*a->module), kernel::PrintWgsl(*b->module));

@@ -99,8 +99,8 @@ void ExpectClose(const std::vector<float>& got, const std::vector<double>& want,
 
 std::vector<float> RunOne(const Json& doc, const std::string& output,
                           std::vector<int64_t>* shape = nullptr) {
-  backend::RunResult r = CompileAndRun(doc.dump());
-  const backend::HostTensor* t = FindOutput(r, output);
+  runtime::RunResult r = CompileAndRun(doc.dump());
+  const runtime::HostTensor* t = FindOutput(r, output);
   if (!t) {
     ADD_FAILURE() << "no output " << output;
     return {};
@@ -174,7 +174,7 @@ TEST_F(V1Ops, ReluAndPositive) {
                        {{"id", 1}, {"op", "relu"}, {"a", 0}},
                        {{"id", 2}, {"op", "positive"}, {"a", 0}}},
                       {{"relu", 1}, {"positive", 2}});
-  backend::RunResult r = CompileAndRun(doc.dump());
+  runtime::RunResult r = CompileAndRun(doc.dump());
   std::vector<double> relu(a.size()), positive(a.size());
   for (size_t i = 0; i < a.size(); ++i) {
     relu[i] = a[i] > 0 ? static_cast<double>(a[i]) : 0.0;
@@ -297,10 +297,10 @@ std::vector<std::vector<float>> Generations(const Cells& start, int rows, int co
     nodes.push_back({{"id", g}, {"op", "life"}, {"a", g - 1}});
     outputs.push_back({"gen" + std::to_string(g), g});
   }
-  backend::RunResult r = CompileAndRun(GraphDoc(nodes, outputs).dump());
+  runtime::RunResult r = CompileAndRun(GraphDoc(nodes, outputs).dump());
   std::vector<std::vector<float>> out;
   for (int g = 1; g <= generations; ++g) {
-    const backend::HostTensor* t = FindOutput(r, "gen" + std::to_string(g));
+    const runtime::HostTensor* t = FindOutput(r, "gen" + std::to_string(g));
     out.push_back(t ? t->data : std::vector<float>{});
   }
   return out;
@@ -377,8 +377,8 @@ std::string ReadExample(const std::string& name) {
 
 TEST(V1Samples, SeedMulRelu) {
   // relu([-2, 3, 4] * [10, 20, 30]) = relu([-20, 60, 120]).
-  backend::RunResult r = CompileAndRun(ReadExample("seed_mul_relu.json"));
-  const backend::HostTensor* t = FindOutput(r, "values");
+  runtime::RunResult r = CompileAndRun(ReadExample("seed_mul_relu.json"));
+  const runtime::HostTensor* t = FindOutput(r, "values");
   ASSERT_NE(t, nullptr);
   EXPECT_EQ(t->data, (std::vector<float>{0, 60, 120}));
   EXPECT_EQ(t->type.sizes(), (std::vector<int64_t>{3}));
@@ -398,7 +398,7 @@ double InitializerValue(uint64_t seed, uint64_t i, double low, double high) {
 }
 
 TEST(V1Samples, CenterColumns) {
-  backend::RunResult r = CompileAndRun(ReadExample("center_columns.json"));
+  runtime::RunResult r = CompileAndRun(ReadExample("center_columns.json"));
   const int N = 4, D = 3, K = 2;
   double x[N][D], mean[D] = {0, 0, 0}, xc[N][D], w[D][K];
   for (int i = 0; i < N; ++i)
@@ -436,8 +436,8 @@ TEST(V1Samples, CenterColumns) {
   EXPECT_GT(negative, 0);
   EXPECT_LT(negative, 6);
 
-  const backend::HostTensor* c = FindOutput(r, "centered");
-  const backend::HostTensor* p = FindOutput(r, "y");
+  const runtime::HostTensor* c = FindOutput(r, "centered");
+  const runtime::HostTensor* p = FindOutput(r, "y");
   ASSERT_TRUE(c && p);
   EXPECT_EQ(c->type.sizes(), (std::vector<int64_t>{4, 3}));
   EXPECT_EQ(p->type.sizes(), (std::vector<int64_t>{4, 2}));
@@ -464,7 +464,7 @@ TEST(V1Samples, MatmulChain) {
       product.push_back(v > 0 ? v : 0);
       total += product.back();
     }
-  backend::RunResult r = CompileAndRun(doc.dump());
+  runtime::RunResult r = CompileAndRun(doc.dump());
   ASSERT_TRUE(FindOutput(r, "product") && FindOutput(r, "total"));
   ExpectExact(FindOutput(r, "product")->data, product);
   ExpectExact(FindOutput(r, "total")->data, {total});

@@ -1,5 +1,5 @@
 // Builds graph-protocol documents in tests and runs them through the whole descent
-// (session::Compile) and the CPU reference executor.
+// (pipeline::Compile) and the CPU reference executor.
 #pragma once
 
 #include <gtest/gtest.h>
@@ -7,9 +7,9 @@
 #include <string>
 #include <vector>
 
-#include "backend/cpu/executor.h"
-#include "core/json_util.h"
-#include "session/compile.h"
+#include "runtime/backends/cpu/executor.h"
+#include "base/json_util.h"
+#include "pipeline/compile.h"
 
 namespace scellis::testing {
 
@@ -24,8 +24,8 @@ inline Json GraphDoc(const std::vector<Json>& nodes,
   return j;
 }
 
-inline session::CompileOptions ProdOptions() {
-  session::CompileOptions o;
+inline pipeline::CompileOptions ProdOptions() {
+  pipeline::CompileOptions o;
   o.lower.tier = policy::Tier::kProd;
   o.plan.budget_bytes = int64_t{1} << 32;  // plans do not depend on the host's free memory
   return o;
@@ -33,14 +33,14 @@ inline session::CompileOptions ProdOptions() {
 
 // Compiles `text` to an ExecPlan and runs it on the CPU reference with `threads` threads. Fails
 // the calling test (and returns an empty result) if any rung refuses.
-inline backend::RunResult CompileAndRun(const std::string& text, int threads = 1,
-                                        session::CompileOptions options = ProdOptions()) {
-  auto c = session::Compile(text, options);
+inline runtime::RunResult CompileAndRun(const std::string& text, int threads = 1,
+                                        pipeline::CompileOptions options = ProdOptions()) {
+  auto c = pipeline::Compile(text, options);
   if (!c.ok()) {
     ADD_FAILURE() << "compile failed: " << c.errors().front().Format();
     return {};
   }
-  backend::cpu::CpuExecutor exec({.threads = threads});
+  runtime::cpu::CpuExecutor exec({.threads = threads});
   auto r = exec.Run(*c->plan, {});
   if (!r.ok()) {
     ADD_FAILURE() << "run failed: " << r.errors().front().Format();
@@ -49,7 +49,7 @@ inline backend::RunResult CompileAndRun(const std::string& text, int threads = 1
   return std::move(r.value());
 }
 
-inline const backend::HostTensor* FindOutput(const backend::RunResult& r, const std::string& name) {
+inline const runtime::HostTensor* FindOutput(const runtime::RunResult& r, const std::string& name) {
   for (const auto& [n, t] : r.outputs)
     if (n == name) return &t;
   return nullptr;

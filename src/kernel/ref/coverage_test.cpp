@@ -3,7 +3,7 @@
 #include <gtest/gtest.h>
 
 #include "kernel/ref/ref.h"
-#include "kernel/wgsl/codegen.h"
+#include "kernel/emit/wgsl/codegen.h"
 #include "webir/op_registry.h"
 
 namespace scellis::kernel::ref {

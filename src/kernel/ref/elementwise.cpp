@@ -1,6 +1,6 @@
 // Scalar definitions of the elementwise ops for the CPU reference. Transcendentals come from
 // detmath, never the libm, so the bits are the same on every machine.
-#include "core/detmath.h"
+#include "base/detmath.h"
 #include "kernel/ref/ref.h"
 
 namespace scellis::kernel::ref {

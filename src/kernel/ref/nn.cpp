@@ -1,11 +1,11 @@
 // Row-wise normalizations and cross entropy on the CPU. Each row: the maximum, then exp(x - max)
-// summed in index order; the WGSL kernels (kernel/wgsl/nn.cpp) walk rows the same way. The mean
+// summed in index order; the WGSL kernels (kernel/emit/wgsl/nn.cpp) walk rows the same way. The mean
 // over rows of cross_entropy uses the GPU's order exactly: 256 strided partial sums (row r goes to
 // partial r % 256, in increasing r), then a pairwise tree over the partials.
 #include <cmath>
 #include <limits>
 
-#include "core/detmath.h"
+#include "base/detmath.h"
 #include "kernel/ref/ref.h"
 
 namespace scellis::kernel::ref {

@@ -4,7 +4,7 @@
 // element type, as a Python float is when PyTorch hands it to a kernel.
 #include <cmath>
 
-#include "core/detmath.h"
+#include "base/detmath.h"
 #include "kernel/ref/ref.h"
 
 namespace scellis::kernel::ref {

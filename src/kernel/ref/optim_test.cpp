@@ -6,8 +6,8 @@
 
 #include <cmath>
 
-#include "backend/cpu/executor.h"
-#include "core/random.h"
+#include "runtime/backends/cpu/executor.h"
+#include "base/random.h"
 #include "execplan/plan.h"
 #include "kernel/module.h"
 #include "webir/op_registry.h"
@@ -54,14 +54,14 @@ std::vector<double> Random(uint64_t seed) {
 
 // Runs the graph's outputs for one step in float64.
 std::vector<std::vector<double>> Run(const Graph& g,
-                                     const backend::cpu::ExactFeeds<double>& feeds) {
+                                     const runtime::cpu::ExactFeeds<double>& feeds) {
   auto m = FromWebir(g);
   EXPECT_TRUE(m.ok());
   execplan::PlanOptions options;
   options.budget_bytes = int64_t{1} << 30;
   auto plan = execplan::FromKernel(m.value(), options);
   EXPECT_TRUE(plan.ok());
-  auto out = backend::cpu::RunPlan<double>(plan.value(), {}, Parallel(1), feeds);
+  auto out = runtime::cpu::RunPlan<double>(plan.value(), {}, Parallel(1), feeds);
   EXPECT_TRUE(out.ok());
   return out.value();
 }

@@ -8,7 +8,7 @@
 #include <string>
 #include <vector>
 
-#include "core/result.h"
+#include "base/result.h"
 #include "kernel/module.h"
 
 namespace scellis::kernel::ref {

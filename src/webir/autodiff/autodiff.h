@@ -7,7 +7,7 @@
 #include <string>
 #include <vector>
 
-#include "core/result.h"
+#include "base/result.h"
 #include "webir/graph.h"
 
 namespace scellis::webir {

@@ -12,8 +12,8 @@
 #include <map>
 #include <set>
 
-#include "backend/cpu/executor.h"
-#include "core/random.h"
+#include "runtime/backends/cpu/executor.h"
+#include "base/random.h"
 #include "execplan/plan.h"
 #include "kernel/module.h"
 #include "webir/autodiff/autodiff.h"
@@ -179,7 +179,7 @@ void Check(const Case& c, uint64_t seed) {
   g.version = 2;
   g.tier = policy::Tier::kDebug;
   std::vector<int> inputs;
-  backend::cpu::ExactFeeds<double> feeds;
+  runtime::cpu::ExactFeeds<double> feeds;
   int64_t classes = c.args[0].shape.empty() ? 1 : c.args[0].shape.back();
   for (size_t i = 0; i < c.args.size(); ++i) {
     std::string name = std::string("x").append(std::to_string(i));
@@ -210,7 +210,7 @@ void Check(const Case& c, uint64_t seed) {
   auto forward_plan = Lower(forward);
   ASSERT_TRUE(forward_plan.ok()) << Describe(forward_plan.status());
   kernel::ref::Parallel serial(1);
-  auto analytic = backend::cpu::RunPlan<double>(backward_plan.value(), {}, serial, feeds);
+  auto analytic = runtime::cpu::RunPlan<double>(backward_plan.value(), {}, serial, feeds);
   ASSERT_TRUE(analytic.ok()) << Describe(analytic.status());
 
   const double eps = 1e-6;
@@ -221,9 +221,9 @@ void Check(const Case& c, uint64_t seed) {
     const std::vector<double>& got = analytic.value()[k];
     for (size_t e = 0; e < got.size(); ++e) {
       auto at = [&](double delta) {
-        backend::cpu::ExactFeeds<double> shifted = feeds;
+        runtime::cpu::ExactFeeds<double> shifted = feeds;
         shifted[name][e] += delta;
-        auto l = backend::cpu::RunPlan<double>(forward_plan.value(), {}, serial, shifted);
+        auto l = runtime::cpu::RunPlan<double>(forward_plan.value(), {}, serial, shifted);
         EXPECT_TRUE(l.ok());
         return l.ok() ? l.value()[0][0] : NAN;
       };
@@ -278,7 +278,7 @@ TEST(Backward, SumsGradientsOfSharedValuesInAFixedOrder) {
   EXPECT_NE(Print(g).find("(grad)"), std::string::npos);
   auto plan = Lower(g);
   ASSERT_TRUE(plan.ok());
-  auto out = backend::cpu::RunPlan<double>(plan.value(), {}, kernel::ref::Parallel(1),
+  auto out = runtime::cpu::RunPlan<double>(plan.value(), {}, kernel::ref::Parallel(1),
                                            {{"x", {1.0, -2.0, 0.5}}});
   ASSERT_TRUE(out.ok());
   EXPECT_EQ(out.value()[0], (std::vector<double>{3.0, -3.0, 2.0}));

@@ -1,6 +1,6 @@
 // Elementwise ops: each output element depends only on the same (broadcast) index of each input,
 // so chains of them fuse into one kernel. Their scalar definitions live in
-// kernel/ref/elementwise.cpp (CPU) and kernel/wgsl/elementwise.cpp (WGSL).
+// kernel/ref/elementwise.cpp (CPU) and kernel/emit/wgsl/elementwise.cpp (WGSL).
 #include "webir/autodiff/autodiff.h"
 #include "webir/op_registry.h"
 

@@ -1,0 +1,86 @@
+#include "api/session.h"
+
+#include <cmath>
+
+namespace scellis::api {
+
+Result<std::unique_ptr<Session>> Session::Prepare(std::string_view text,
+                                                  const pipeline::CompileOptions& options,
+                                                  runtime::Selection selection) {
+  pipeline::CompileOptions o = options;
+  o.up_to = pipeline::Rung::kExecplan;
+  o.plan.limits = selection.limits;
+  SCELLIS_ASSIGN_OR_RETURN(pipeline::Compiled c, pipeline::Compile(text, o));
+  if (c.plan->verdict == execplan::Verdict::kRed) return Status(c.plan->findings);
+  std::unique_ptr<Session> s(new Session(std::move(c), std::move(selection)));
+  SCELLIS_ASSIGN_OR_RETURN(s->prepared_, s->selection_.executor->Prepare(*s->compiled_.plan));
+  return s;
+}
+
+Status Session::Usable() const {
+  if (disposed_) {
+    Diagnostic d = UserError("session-disposed", "", "the session was disposed");
+    d.kind = ErrorKind::kState;
+    return d;
+  }
+  return poison_;
+}
+
+void Session::Poison(const Diagnostic& cause) {
+  Diagnostic d;
+  d.kind = ErrorKind::kState;
+  d.code = "session-poisoned";
+  d.message = "the session is poisoned by an earlier failure after device work began: [" +
+              cause.code + "] " + cause.message;
+  d.help = "dispose it and prepare a new session";
+  poison_ = Status(d);
+}
+
+Result<runtime::StepsResult> Session::Run(const std::vector<runtime::Feeds>& feeds,
+                                          const std::vector<std::string>& watch) {
+  SCELLIS_TRY(Usable());
+  auto r = prepared_->RunSteps(feeds, watch);
+  if (!r.ok()) {
+    // Bad feeds are refused before any device work and leave the session usable; anything the
+    // device reported after work began does not.
+    const Diagnostic& e = r.errors().front();
+    if (e.kind == ErrorKind::kRuntime || e.kind == ErrorKind::kInternal) Poison(e);
+    return r;
+  }
+  for (const auto& [name, steps] : r->watched) {
+    for (size_t k = 0; k < steps.size(); ++k) {
+      for (float v : steps[k].data) {
+        if (!std::isfinite(v)) {
+          Diagnostic e = RuntimeError("non-finite-readback",
+                                      "the watched output \"" + name + "\" is " +
+                                          (std::isnan(v) ? "NaN" : "infinite") + " after step " +
+                                          std::to_string(k + 1) + " of the run");
+          Poison(e);
+          return e;
+        }
+      }
+    }
+  }
+  return r;
+}
+
+Result<runtime::HostTensor> Session::Download(const std::string& name) {
+  SCELLIS_TRY(Usable());
+  auto t = prepared_->Download(name);
+  if (!t.ok() && t.errors().front().kind == ErrorKind::kRuntime) Poison(t.errors().front());
+  return t;
+}
+
+Status Session::Upload(const std::string& name, const std::vector<float>& data) {
+  SCELLIS_TRY(Usable());
+  Status s = prepared_->Upload(name, data);
+  if (!s.ok() && s.first().kind == ErrorKind::kRuntime) Poison(s.first());
+  return s;
+}
+
+void Session::Dispose() {
+  prepared_.reset();
+  disposed_ = true;
+}
+
+}  // namespace scellis::api

@@ -1,0 +1,51 @@
+// Prepared sessions: validate, lower and plan once; feeds arrive per step; carried state (weights,
+// optimizer moments) stays resident on the backend; Run executes up to 64 steps in one submission
+// and reads back only the watched outputs; Download reads state on demand.
+//
+// A run that fails after device work began — a backend error, a non-finite watched value, a failed
+// map — poisons the session: Run and Download then fail with the STATE error `session-poisoned`
+// naming the cause; only Dispose remains.
+#pragma once
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "runtime/prepared.h"
+#include "runtime/select.h"
+#include "pipeline/compile.h"
+
+namespace scellis::api {
+
+class Session {
+ public:
+  // Compiles `text` for the selected backend and makes the plan resident. A red plan is refused.
+  static Result<std::unique_ptr<Session>> Prepare(std::string_view text,
+                                                  const pipeline::CompileOptions& options,
+                                                  runtime::Selection selection);
+
+  Result<runtime::StepsResult> Run(const std::vector<runtime::Feeds>& feeds,
+                                   const std::vector<std::string>& watch);
+  Result<runtime::HostTensor> Download(const std::string& name);
+  Status Upload(const std::string& name, const std::vector<float>& data);
+  // Frees the resident state. Every later call fails with `session-disposed`.
+  void Dispose();
+
+  const pipeline::Compiled& compiled() const { return compiled_; }
+  const execplan::Plan& plan() const { return *compiled_.plan; }
+  const runtime::Selection& selection() const { return selection_; }
+  bool poisoned() const { return !poison_.ok(); }
+
+ private:
+  Session(pipeline::Compiled c, runtime::Selection s) : compiled_(std::move(c)), selection_(std::move(s)) {}
+  Status Usable() const;
+  void Poison(const Diagnostic& cause);
+
+  pipeline::Compiled compiled_;
+  runtime::Selection selection_;
+  std::unique_ptr<runtime::Prepared> prepared_;
+  Status poison_;
+  bool disposed_ = false;
+};
+
+}  // namespace scellis::api

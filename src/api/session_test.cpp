@@ -1,0 +1,171 @@
+#include "api/session.h"
+
+#include <gtest/gtest.h>
+
+#include <cstdlib>
+#include <cstring>
+#include <random>
+
+#include "runtime/backends/webgpu/executor.h"
+
+namespace scellis::api {
+namespace {
+
+using pipeline::Compile;
+using pipeline::CompileOptions;
+using pipeline::PrintRung;
+using pipeline::Rung;
+
+// state' = state * 0.5 + feed (carried), total = sum(state').
+std::string StepGraph(int n, std::mt19937& rng) {
+  std::uniform_real_distribution<float> u(-2, 2);
+  Json state = Json::array();
+  for (int i = 0; i < n; ++i) state.push_back(u(rng));
+  Json g = {{"version", 2},
+            {"nodes",
+             {{{"id", 0},
+               {"op", "input"},
+               {"name", "state"},
+               {"shape", {n}},
+               {"data", state},
+               {"carry", "next"}},
+              {{"id", 1}, {"op", "input"}, {"name", "feed"}, {"shape", {n}}},
+              {{"id", 2}, {"op", "mul"}, {"a", 0}, {"scalar", 0.5}},
+              {{"id", 3}, {"op", "add"}, {"a", 2}, {"b", 1}},
+              {{"id", 4}, {"op", "sum"}, {"a", 3}}}},
+            {"outputs", {{{"name", "next"}, {"id", 3}}, {{"name", "total"}, {"id", 4}}}}};
+  return g.dump();
+}
+
+std::vector<runtime::Feeds> RandomFeeds(int n, int steps, std::mt19937& rng) {
+  std::uniform_real_distribution<float> u(-1, 1);
+  std::vector<runtime::Feeds> feeds(steps);
+  for (auto& f : feeds) {
+    runtime::HostTensor t{MakeType({n}), {}};
+    for (int i = 0; i < n; ++i) t.data.push_back(u(rng));
+    f["feed"] = t;
+  }
+  return feeds;
+}
+
+CompileOptions Options() {
+  CompileOptions o;
+  o.lower.tier = policy::Tier::kDebug;
+  return o;
+}
+
+runtime::Selection Select(const std::string& backend_name) {
+  if (backend_name == "webgpu" && !std::getenv("VK_ICD_FILENAMES"))
+    setenv("VK_ICD_FILENAMES", "/usr/lib/chromium/vk_swiftshader_icd.json", 1);
+  auto s = runtime::SelectBackend({.requested = backend_name, .allow_software_adapter = true});
+  EXPECT_TRUE(s.ok()) << (s.ok() ? "" : s.errors().front().message);
+  return std::move(s.value());
+}
+
+class SessionOnBackend : public ::testing::TestWithParam<std::string> {};
+
+TEST_P(SessionOnBackend, FiveStepsInOneRunEqualFiveChainedRunsBitForBit) {
+  const int n = 1000;
+  const unsigned seed = std::random_device{}();
+  SCOPED_TRACE("seed " + std::to_string(seed));
+  std::mt19937 rng(seed);
+  std::string text = StepGraph(n, rng);
+  std::vector<runtime::Feeds> feeds = RandomFeeds(n, 5, rng);
+
+  auto batched = Session::Prepare(text, Options(), Select(GetParam()));
+  ASSERT_TRUE(batched.ok()) << batched.errors().front().message;
+  auto r5 = batched.value()->Run(feeds, {"total"});
+  ASSERT_TRUE(r5.ok()) << r5.errors().front().message;
+  auto state5 = batched.value()->Download("next");
+  ASSERT_TRUE(state5.ok());
+
+  auto chained = Session::Prepare(text, Options(), Select(GetParam()));
+  ASSERT_TRUE(chained.ok());
+  std::vector<float> totals;
+  for (int k = 0; k < 5; ++k) {
+    auto r1 = chained.value()->Run({feeds[k]}, {"total"});
+    ASSERT_TRUE(r1.ok()) << r1.errors().front().message;
+    totals.push_back(r1->watched[0].second[0].data[0]);
+  }
+  auto state1 = chained.value()->Download("next");
+  ASSERT_TRUE(state1.ok());
+
+  ASSERT_EQ(r5->watched[0].second.size(), 5u);
+  for (int k = 0; k < 5; ++k)
+    EXPECT_EQ(std::memcmp(&r5->watched[0].second[k].data[0], &totals[k], 4), 0) << "step " << k;
+  EXPECT_EQ(std::memcmp(state5->data.data(), state1->data.data(), 4 * n), 0);
+
+  // And against an independent float64 recomputation of the recurrence.
+  std::mt19937 rng2(seed);
+  std::uniform_real_distribution<float> u(-2, 2);
+  std::vector<double> s(n);
+  for (int i = 0; i < n; ++i) s[i] = u(rng2);
+  for (int k = 0; k < 5; ++k)
+    for (int i = 0; i < n; ++i) s[i] = s[i] * 0.5 + feeds[k].at("feed").data[i];
+  for (int i = 0; i < n; ++i) EXPECT_NEAR(state5->data[i], s[i], 1e-5) << i;
+}
+
+TEST_P(SessionOnBackend, NonFiniteReadbackPoisons) {
+  std::mt19937 rng(7);
+  auto s = Session::Prepare(StepGraph(16, rng), Options(), Select(GetParam()));
+  ASSERT_TRUE(s.ok());
+  std::vector<runtime::Feeds> feeds = RandomFeeds(16, 1, rng);
+  feeds[0]["feed"].data[3] = std::numeric_limits<float>::infinity();
+  auto r = s.value()->Run(feeds, {"total"});
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.errors().front().code, "non-finite-readback");
+  auto again = s.value()->Run(RandomFeeds(16, 1, rng), {"total"});
+  ASSERT_FALSE(again.ok());
+  EXPECT_EQ(again.errors().front().code, "session-poisoned");
+  EXPECT_NE(again.errors().front().message.find("non-finite-readback"), std::string::npos);
+  auto down = s.value()->Download("next");
+  ASSERT_FALSE(down.ok());
+  EXPECT_EQ(down.errors().front().code, "session-poisoned");
+}
+
+TEST_P(SessionOnBackend, BadFeedIsRefusedWithoutPoisoning) {
+  std::mt19937 rng(8);
+  auto s = Session::Prepare(StepGraph(16, rng), Options(), Select(GetParam()));
+  ASSERT_TRUE(s.ok());
+  auto r = s.value()->Run({runtime::Feeds{}}, {"total"});
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.errors().front().code, "missing-input-data");
+  EXPECT_TRUE(s.value()->Run(RandomFeeds(16, 1, rng), {"total"}).ok());
+}
+
+INSTANTIATE_TEST_SUITE_P(Backends, SessionOnBackend, ::testing::Values("cpu", "webgpu"));
+
+// Device faults after work began poison the session; each cause is named in the STATE error.
+class SessionFault : public ::testing::TestWithParam<runtime::webgpu::Fault> {};
+
+TEST_P(SessionFault, PoisonsWithTheCause) {
+  std::mt19937 rng(9);
+  auto s = Session::Prepare(StepGraph(64, rng), Options(), Select("webgpu"));
+  ASSERT_TRUE(s.ok());
+  auto* gpu = dynamic_cast<runtime::webgpu::WebGpuExecutor*>(s.value()->selection().executor.get());
+  ASSERT_NE(gpu, nullptr);
+  ASSERT_TRUE(s.value()->Run(RandomFeeds(64, 2, rng), {"total"}).ok());
+  gpu->device().InjectFault(GetParam());
+  auto r = s.value()->Run(RandomFeeds(64, 2, rng), {"total"});
+  ASSERT_FALSE(r.ok());
+  std::string cause = r.errors().front().code;
+  EXPECT_EQ(r.errors().front().kind, ErrorKind::kRuntime) << cause;
+  for (int i = 0; i < 2; ++i) {
+    auto again = s.value()->Run(RandomFeeds(64, 1, rng), {"total"});
+    ASSERT_FALSE(again.ok());
+    EXPECT_EQ(again.errors().front().code, "session-poisoned");
+    EXPECT_NE(again.errors().front().message.find(cause), std::string::npos);
+  }
+  EXPECT_EQ(s.value()->Download("next").errors().front().code, "session-poisoned");
+  s.value()->Dispose();
+  EXPECT_EQ(s.value()->Run(RandomFeeds(64, 1, rng), {"total"}).errors().front().code,
+            "session-disposed");
+}
+
+INSTANTIATE_TEST_SUITE_P(Faults, SessionFault,
+                         ::testing::Values(runtime::webgpu::Fault::kFailNextSubmit,
+                                           runtime::webgpu::Fault::kFailNextMap,
+                                           runtime::webgpu::Fault::kLoseDevice));
+
+}  // namespace
+}  // namespace scellis::api

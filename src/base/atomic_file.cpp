@@ -1,0 +1,148 @@
+#include "base/atomic_file.h"
+
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+#include <vector>
+
+namespace scellis {
+namespace {
+
+std::string ErrnoText(int err) {
+  return std::strerror(err);
+}
+
+Diagnostic WriteFailed(const std::string& path, const std::string& step, int err) {
+  return UserError("write-failed", "",
+                   "could not write '" + path + "': " + step + " failed: " + ErrnoText(err),
+                   "check that the directory exists, is writable and has free space");
+}
+
+// The directory part of `path` ("." for a bare file name), and the file name part.
+void SplitPath(const std::string& path, std::string* dir, std::string* base) {
+  size_t slash = path.find_last_of('/');
+  if (slash == std::string::npos) {
+    *dir = ".";
+    *base = path;
+  } else {
+    *dir = slash == 0 ? "/" : path.substr(0, slash);
+    *base = path.substr(slash + 1);
+  }
+}
+
+// Closes a descriptor once, on every path out of a scope.
+class Fd {
+ public:
+  explicit Fd(int fd) : fd_(fd) {}
+  Fd(const Fd&) = delete;
+  Fd& operator=(const Fd&) = delete;
+  ~Fd() {
+    if (fd_ >= 0) ::close(fd_);
+  }
+  int get() const { return fd_; }
+  // Closes now and reports close's own error, which can be the first sign of a failed write.
+  int Close() {
+    int rc = ::close(fd_);
+    fd_ = -1;
+    return rc;
+  }
+
+ private:
+  int fd_;
+};
+
+bool WriteAll(int fd, std::string_view bytes) {
+  const char* p = bytes.data();
+  size_t left = bytes.size();
+  while (left > 0) {
+    ssize_t n = ::write(fd, p, left);
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      return false;
+    }
+    p += n;
+    left -= static_cast<size_t>(n);
+  }
+  return true;
+}
+
+}  // namespace
+
+Status WriteFileAtomic(const std::string& path, std::string_view bytes) {
+  std::string dir, base;
+  SplitPath(path, &dir, &base);
+  if (base.empty()) return WriteFailed(path, "naming the file", EISDIR);
+  // A hidden sibling; the name is cut short so the suffix cannot push it past NAME_MAX.
+  std::string tmp = dir + "/." + base.substr(0, 200) + ".tmp.XXXXXX";
+  std::vector<char> tmpl(tmp.begin(), tmp.end());
+  tmpl.push_back('\0');
+  Fd fd(::mkostemp(tmpl.data(), O_CLOEXEC));
+  if (fd.get() < 0) return WriteFailed(path, "creating a temporary file", errno);
+  tmp.assign(tmpl.data());
+
+  auto fail = [&](const std::string& step, int err) {
+    ::unlink(tmp.c_str());
+    return Status(WriteFailed(path, step, err));
+  };
+  struct stat existing;
+  mode_t mode = ::stat(path.c_str(), &existing) == 0 ? (existing.st_mode & 07777) : 0644;
+  if (::fchmod(fd.get(), mode) != 0) return fail("setting permissions", errno);
+  if (!WriteAll(fd.get(), bytes)) return fail("writing", errno);
+  if (::fsync(fd.get()) != 0) return fail("flushing to disk", errno);
+  if (fd.Close() != 0) return fail("closing", errno);
+  if (::rename(tmp.c_str(), path.c_str()) != 0) return fail("renaming into place", errno);
+
+  Fd dir_fd(::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
+  if (dir_fd.get() < 0) return WriteFailed(path, "opening the directory to flush it", errno);
+  // Some file systems cannot flush a directory (EINVAL); the rename is then as durable as they
+  // allow.
+  if (::fsync(dir_fd.get()) != 0 && errno != EINVAL) {
+    return WriteFailed(path, "flushing the directory", errno);
+  }
+  return Status::Ok();
+}
+
+Result<std::string> ReadFile(const std::string& path, uint64_t max_bytes) {
+  Fd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC));
+  if (fd.get() < 0) {
+    int err = errno;
+    if (err == ENOENT) {
+      return UserError("file-not-found", "", "no such file: '" + path + "'",
+                       "check the path; relative paths are relative to the working directory");
+    }
+    return UserError("read-failed", "", "could not open '" + path + "': " + ErrnoText(err));
+  }
+  struct stat st;
+  if (::fstat(fd.get(), &st) != 0) {
+    return UserError("read-failed", "", "could not stat '" + path + "': " + ErrnoText(errno));
+  }
+  if (S_ISDIR(st.st_mode)) {
+    return UserError("read-failed", "", "'" + path + "' is a directory, not a file");
+  }
+  auto too_large = [&] {
+    return UserError("file-too-large", "",
+                     "'" + path + "' holds more than " + std::to_string(max_bytes) +
+                         " bytes, the most accepted here");
+  };
+  if (S_ISREG(st.st_mode) && static_cast<uint64_t>(st.st_size) > max_bytes) return too_large();
+
+  std::string out;
+  if (S_ISREG(st.st_mode)) out.reserve(static_cast<size_t>(st.st_size));
+  char buf[1 << 16];
+  for (;;) {
+    ssize_t n = ::read(fd.get(), buf, sizeof buf);
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      return UserError("read-failed", "", "could not read '" + path + "': " + ErrnoText(errno));
+    }
+    if (n == 0) break;
+    if (static_cast<uint64_t>(n) > max_bytes - out.size()) return too_large();
+    out.append(buf, static_cast<size_t>(n));
+  }
+  return out;
+}
+
+}  // namespace scellis

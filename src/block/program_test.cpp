@@ -1,0 +1,252 @@
+// Rung 1: determinism tiers (strictest wins, overrides announce themselves), dims binding, source
+// typing, initializers and the verifier.
+#include "block/program.h"
+
+#include <gtest/gtest.h>
+
+#include "base/determinism.h"
+
+namespace scellis::block {
+namespace {
+
+using policy::Tier;
+
+// A workflow with an optional document tier and an optional node tier.
+std::string Workflow(const std::string& doc_tier, const std::string& node_tier,
+                     bool doc_override = false) {
+  std::string det;
+  if (!doc_tier.empty()) {
+    det = doc_override ? R"("determinism": {"tier": ")" + doc_tier + R"(", "override": true},)"
+                       : R"("determinism": ")" + doc_tier + R"(",)";
+  }
+  std::string node_det = node_tier.empty() ? "" : R"("determinism": ")" + node_tier + R"(",)";
+  return R"({"format": "scellis.workflow/1", )" + det + R"( "dims": {"N": 2, "D": 3},
+    "nodes": [{"id": "x", "type": "input", "params": {"shape": ["N", "D"], "data": [1,2,3,4,5,6]}},
+              {"id": "r", "type": "relu", )" +
+         node_det + R"( "params": {}}],
+    "wires": [{"from": "x", "to": "r.a"}], "outputs": [{"name": "out", "from": "r"}]})";
+}
+
+Result<Program> Lower(const std::string& text, LowerOptions o = {}) {
+  auto d = doc::Parse(text);
+  if (!d.ok()) return d.status();
+  return FromDoc(d.value(), o);
+}
+
+LowerOptions WithTier(Tier t, bool override_tier = false) {
+  LowerOptions o;
+  o.tier = t;
+  o.tier_override = override_tier;
+  return o;
+}
+
+TEST(Tier, MissingEverywhereIsAnError) {
+  auto p = Lower(Workflow("", ""));
+  ASSERT_FALSE(p.ok());
+  EXPECT_EQ(p.errors().front().code, "missing-determinism-tier");
+  EXPECT_NE(p.errors().front().help.find("--tier"), std::string::npos);
+}
+
+TEST(Tier, StrictestDeclarationWins) {
+  struct Case {
+    std::string doc, node;
+    std::optional<Tier> flag;
+    Tier want;
+    std::string source;
+  };
+  const Case cases[] = {
+      {"prod", "", std::nullopt, Tier::kProd, "the document"},
+      {"", "", Tier::kFast, Tier::kFast, "--tier"},
+      {"fast", "", Tier::kProd, Tier::kProd, "--tier"},
+      {"prod", "", Tier::kFast, Tier::kProd, "the document"},  // a flag cannot loosen
+      {"prod", "debug", Tier::kFast, Tier::kDebug, "node r"},
+      {"fast", "prod", std::nullopt, Tier::kProd, "node r"},
+      {"debug", "fast", Tier::kFast, Tier::kDebug, "the document"},
+  };
+  for (const Case& c : cases) {
+    SCOPED_TRACE("doc=" + c.doc + " node=" + c.node);
+    LowerOptions o;
+    o.tier = c.flag;
+    auto p = Lower(Workflow(c.doc, c.node), o);
+    ASSERT_TRUE(p.ok()) << p.errors().front().Format();
+    EXPECT_EQ(p->tier, c.want);
+    EXPECT_EQ(p->tier_source, c.source);
+    EXPECT_TRUE(p->notes.empty());
+  }
+}
+
+TEST(Tier, OverrideThatDropsAStricterTierIsAnnounced) {
+  auto p = Lower(Workflow("debug", ""), WithTier(Tier::kFast, /*override=*/true));
+  ASSERT_TRUE(p.ok());
+  EXPECT_EQ(p->tier, Tier::kFast);
+  ASSERT_EQ(p->notes.size(), 1u);
+  const Diagnostic& w = p->notes[0];
+  EXPECT_EQ(w.code, "tier-override-drops-stricter");
+  EXPECT_EQ(w.severity, Severity::kWarning);
+  EXPECT_NE(w.message.find("fast"), std::string::npos) << w.message;
+  EXPECT_NE(w.message.find("debug"), std::string::npos) << w.message;
+  EXPECT_NE(w.message.find("the document"), std::string::npos) << w.message;
+}
+
+TEST(Tier, OverrideFromTheDocumentItselfIsAnnounced) {
+  auto p = Lower(Workflow("fast", "debug", /*doc_override=*/true));
+  ASSERT_TRUE(p.ok());
+  EXPECT_EQ(p->tier, Tier::kFast);
+  ASSERT_EQ(p->notes.size(), 1u);
+  EXPECT_EQ(p->notes[0].code, "tier-override-drops-stricter");
+  EXPECT_EQ(p->notes[0].pointer, "/determinism");
+  EXPECT_NE(p->notes[0].message.find("node r"), std::string::npos);
+}
+
+TEST(Tier, OverrideThatTightensIsSilent) {
+  auto p = Lower(Workflow("fast", ""), WithTier(Tier::kDebug, /*override=*/true));
+  ASSERT_TRUE(p.ok());
+  EXPECT_EQ(p->tier, Tier::kDebug);
+  EXPECT_TRUE(p->notes.empty());
+}
+
+TEST(Tier, ResolveTierDirectly) {
+  using policy::TierDeclaration;
+  auto r = policy::ResolveTier(
+      {{Tier::kFast, "a", ""}, {Tier::kDebug, "b", ""}, {Tier::kProd, "c", ""}}, std::nullopt);
+  ASSERT_TRUE(r.ok());
+  EXPECT_EQ(r->tier, Tier::kDebug);
+  EXPECT_EQ(r->source, "b");
+  EXPECT_FALSE(policy::ResolveTier({}, std::nullopt).ok());
+  auto o = policy::ResolveTier({}, TierDeclaration{Tier::kFast, "--tier", ""});
+  ASSERT_TRUE(o.ok());
+  EXPECT_TRUE(o->notes.empty());  // nothing stricter was declared
+}
+
+TEST(Tolerance, ClassesResolveToExplicitNumbers) {
+  for (Tier t : {Tier::kDebug, Tier::kProd, Tier::kFast}) {
+    policy::Thresholds exact = policy::ResolveThresholds(policy::ToleranceClass::kExact, t);
+    EXPECT_EQ(exact.atol, 0);
+    EXPECT_EQ(exact.rtol, 0);
+    EXPECT_TRUE(exact.Accepts(1.5, 1.5));
+    EXPECT_FALSE(exact.Accepts(std::nextafter(1.5, 2.0), 1.5));
+  }
+  // Looser classes and looser tiers never tighten.
+  auto tight = policy::ResolveThresholds(policy::ToleranceClass::kTight, Tier::kProd);
+  auto loose = policy::ResolveThresholds(policy::ToleranceClass::kLoose, Tier::kProd);
+  auto tight_fast = policy::ResolveThresholds(policy::ToleranceClass::kTight, Tier::kFast);
+  EXPECT_LT(tight.rtol, loose.rtol);
+  EXPECT_LE(tight.rtol, tight_fast.rtol);
+  policy::Thresholds t{1e-6, 1e-3};
+  EXPECT_TRUE(t.Accepts(1000.5, 1000.0));   // 0.5 <= 1e-6 + 1
+  EXPECT_FALSE(t.Accepts(1002.0, 1000.0));  // 2 > 1.000001
+  EXPECT_TRUE(t.Accepts(NAN, NAN));
+  EXPECT_FALSE(t.Accepts(1.0, NAN));
+  EXPECT_FALSE(t.Accepts(1e300, INFINITY));
+}
+
+// ---- dims ----
+
+TEST(Dims, BoundFromTheDocument) {
+  auto p = Lower(Workflow("prod", ""));
+  ASSERT_TRUE(p.ok());
+  const Block& x = p->blocks[0];
+  EXPECT_EQ(x.tensor_type.sizes(), (std::vector<int64_t>{2, 3}));
+  EXPECT_EQ(x.tensor_type.ShapeString(), "[N, D]");
+  EXPECT_EQ(x.tensor_type.ShapeStringWithSizes(), "[N=2, D=3]");
+}
+
+TEST(Dims, BindOptionOverridesTheDocument) {
+  // N=3, D=2 still holds six values.
+  LowerOptions o = WithTier(Tier::kProd);
+  o.bind = {{"N", 3}, {"D", 2}};
+  auto p = Lower(Workflow("", ""), o);
+  ASSERT_TRUE(p.ok()) << p.errors().front().Format();
+  EXPECT_EQ(p->blocks[0].tensor_type.ShapeStringWithSizes(), "[N=3, D=2]");
+  EXPECT_EQ(p->dims.at("N"), 3);
+
+  o.bind = {{"N", 5}};  // 5 x 3 = 15 values, the data has 6
+  auto bad = Lower(Workflow("", ""), o);
+  ASSERT_FALSE(bad.ok());
+  EXPECT_EQ(bad.errors().front().code, "data-length-mismatch");
+  EXPECT_NE(bad.errors().front().message.find("[N=5, D=3]"), std::string::npos);
+}
+
+TEST(Dims, UnboundDimNamesTheFix) {
+  std::string text = Workflow("prod", "");
+  text.replace(text.find(R"("dims": {"N": 2, "D": 3},)"),
+               std::string(R"("dims": {"N": 2, "D": 3},)").size(), R"("dims": {"N": 2},)");
+  auto p = Lower(text);
+  ASSERT_FALSE(p.ok());
+  const Diagnostic& d = p.errors().front();
+  EXPECT_EQ(d.code, "unbound-dim");
+  EXPECT_EQ(d.pointer, "/nodes/0/params/shape/1");
+  EXPECT_NE(d.help.find("--bind D="), std::string::npos) << d.help;
+}
+
+// ---- sources ----
+
+TEST(Sources, TypesDataAndConstants) {
+  auto p = Lower(R"({"version": 1, "nodes": [
+      {"id": 0, "op": "input", "shape": [2, 2], "data": [1.5, -2, 3e-3, 4]},
+      {"id": 1, "op": "full", "shape": [], "value": 7},
+      {"id": 2, "op": "input", "shape": [0, 5], "data": []},
+      {"id": 3, "op": "add", "a": 0, "b": 1}],
+    "outputs": [{"name": "o", "id": 3}]})",
+                 WithTier(Tier::kProd));
+  ASSERT_TRUE(p.ok()) << p.errors().front().Format();
+  EXPECT_EQ(p->blocks[0].kind, BlockKind::kInput);
+  EXPECT_EQ(*p->blocks[0].data, (std::vector<float>{1.5f, -2.0f, 3e-3f, 4.0f}));
+  EXPECT_EQ(p->blocks[1].kind, BlockKind::kFull);
+  EXPECT_EQ(p->blocks[1].tensor_type.rank(), 0);
+  EXPECT_EQ(p->blocks[2].tensor_type.elements(), 0);
+  EXPECT_EQ(p->blocks[3].kind, BlockKind::kOp);
+  EXPECT_TRUE(Verify(p.value()).ok());
+}
+
+TEST(Initializer, CounterBasedAndPure) {
+  Initializer u{"uniform", -0.5, 0.25, 99};
+  std::vector<float> small = u.Generate(10), large = u.Generate(1000);
+  for (int i = 0; i < 10; ++i) EXPECT_EQ(small[i], large[i]);  // element i does not depend on count
+  for (float v : large) {
+    EXPECT_GE(v, -0.5f);
+    EXPECT_LT(v, 0.25f);
+  }
+  double mean = 0;
+  for (float v : large) mean += v;
+  mean /= large.size();
+  EXPECT_NEAR(mean, -0.125, 0.03);  // the middle of [-0.5, 0.25)
+  Initializer other = u;
+  other.seed = 100;
+  EXPECT_NE(other.Generate(10), small);
+  EXPECT_EQ((Initializer{"zeros"}.Generate(3)), (std::vector<float>{0, 0, 0}));
+  EXPECT_EQ((Initializer{"ones"}.Generate(2)), (std::vector<float>{1, 1}));
+}
+
+TEST(Initializer, KaimingUsesFanIn) {
+  auto p = Lower(R"({"format": "scellis.workflow/1", "determinism": "prod", "nodes": [
+      {"id": "w", "type": "param", "params": {"shape": [16, 4], "init": {"kind": "kaiming_uniform", "seed": 3}}}],
+    "outputs": [{"name": "w", "from": "w"}]})");
+  ASSERT_TRUE(p.ok()) << p.errors().front().Format();
+  const Initializer& init = *p->blocks[0].init;
+  EXPECT_EQ(init.kind, "uniform");
+  EXPECT_DOUBLE_EQ(init.low, -0.25);  // 1 / sqrt(16)
+  EXPECT_DOUBLE_EQ(init.high, 0.25);
+  EXPECT_EQ(init.seed, 3u);
+}
+
+TEST(BlockVerify, CatchesACorruptedProgram) {
+  auto p = Lower(Workflow("prod", ""));
+  ASSERT_TRUE(p.ok());
+  Program forward = p.value();
+  forward.blocks[1].inputs[0].second = 1;  // relu reads itself
+  EXPECT_FALSE(Verify(forward).ok());
+  Program later = p.value();
+  later.blocks[0].inputs.push_back({"a", 1});  // the input reads a later block
+  EXPECT_FALSE(Verify(later).ok());
+  Program short_data = p.value();
+  short_data.blocks[0].data->pop_back();
+  EXPECT_FALSE(Verify(short_data).ok());
+  Program dangling = p.value();
+  dangling.outputs[0].block = 9;
+  EXPECT_FALSE(Verify(dangling).ok());
+  EXPECT_EQ(Verify(dangling).first().kind, ErrorKind::kInternal);
+}
+
+}  // namespace
+}  // namespace scellis::block

@@ -1,0 +1,248 @@
+// Rung 0: parsing, canonical JSON and content ids, both document forms, dependency order, and the
+// verifier.
+#include "doc/document.h"
+
+#include <gtest/gtest.h>
+
+#include <chrono>
+
+#include "base/json_util.h"
+
+namespace scellis::doc {
+namespace {
+
+const char* kSeedGraph = R"({"version":1,"nodes":[{"id":0,"op":"input","shape":[3],"data":[-2,3,4]},
+    {"id":1,"op":"input","shape":[3],"data":[10,20,30]},{"id":2,"op":"mul","a":0,"b":1},
+    {"id":3,"op":"relu","a":2}],"outputs":[{"name":"values","id":3}]})";
+
+TEST(Document, ParsesSeedGraph) {
+  auto d = Parse(kSeedGraph);
+  ASSERT_TRUE(d.ok());
+  EXPECT_EQ(d->form, Form::kGraph);
+  EXPECT_EQ(d->version, 1);
+  ASSERT_EQ(d->nodes.size(), 4u);
+  EXPECT_EQ(d->outputs[0].source, "3");
+  EXPECT_EQ(d->outputs[0].name, "values");
+  const Node* mul = d->Find("2");
+  ASSERT_NE(mul, nullptr);
+  EXPECT_EQ(mul->op, "mul");
+  ASSERT_EQ(mul->inputs.size(), 2u);
+  EXPECT_EQ(mul->inputs[0].port, "a");
+  EXPECT_EQ(mul->inputs[0].source, "0");
+  EXPECT_EQ(mul->inputs[0].pointer, "/nodes/2/a");
+  EXPECT_EQ(mul->inputs[1].source, "1");
+  EXPECT_EQ(mul->pointer, "/nodes/2");
+  // Reference fields are inputs, everything else a parameter.
+  EXPECT_FALSE(mul->params.contains("a"));
+  EXPECT_EQ(d->Find("0")->params["shape"], Json::parse("[3]"));
+  EXPECT_TRUE(Verify(d.value()).ok());
+}
+
+// ---- canonical JSON and content ids ----
+
+TEST(Canonical, KnownBytesAndHash) {
+  Json j = Json::parse(R"({ "b": {"d": true, "c": null}, "a": [1, 2.5, "x"] })");
+  EXPECT_EQ(CanonicalJson(j), R"({"a":[1,2.5,"x"],"b":{"c":null,"d":true}})");
+  // SHA-256 of those bytes, computed independently.
+  EXPECT_EQ(ContentId(j),
+            "sha256:3f2209c9470486da010ac643a0abb7892811de0d5da1cca29f5c5a88356dce1d");
+  EXPECT_EQ(ContentId(Json::object()),
+            "sha256:44136fa355b3678a1146ad16f7e8649e94fb4fc21fe77e8310c060f61caaff8a");
+}
+
+TEST(Canonical, IntegralFloatsAreWrittenAsIntegers) {
+  EXPECT_EQ(CanonicalJson(Json::parse("[1.0, -3.0, 0.0, 2.5, 1e3]")), "[1,-3,0,2.5,1000]");
+  EXPECT_EQ(ContentId(Json::parse(R"({"v": 2.0})")), ContentId(Json::parse(R"({"v": 2})")));
+}
+
+TEST(Canonical, ContentIdIgnoresKeyOrderAndWhitespace) {
+  const char* a = R"({"version":1,"nodes":[{"id":0,"op":"input","shape":[2],"data":[1,2]}],
+                     "outputs":[{"name":"x","id":0}]})";
+  const char* b =
+      "{\n  \"outputs\" : [ { \"id\" : 0 , \"name\" : \"x\" } ] ,\n"
+      "\t\"nodes\": [ {\"data\": [1.0, 2], \"shape\": [ 2 ], \"op\": \"input\", \"id\": 0} ],\r\n"
+      "  \"version\": 1 }\n";
+  auto da = Parse(a), db = Parse(b);
+  ASSERT_TRUE(da.ok() && db.ok());
+  EXPECT_EQ(da->content_id, db->content_id);
+  EXPECT_EQ(CanonicalJson(ToJson(da.value())), CanonicalJson(ToJson(db.value())));
+  EXPECT_EQ(da->content_id.rfind("sha256:", 0), 0u);
+  EXPECT_EQ(da->content_id.size(), 7u + 64u);
+
+  // Any change of meaning changes the id: a value, an array order, a key.
+  auto dc = Parse(R"({"version":1,"nodes":[{"id":0,"op":"input","shape":[2],"data":[2,1]}],
+                     "outputs":[{"name":"x","id":0}]})");
+  auto dd = Parse(R"({"version":1,"nodes":[{"id":0,"op":"input","shape":[2],"data":[1,2]}],
+                     "outputs":[{"name":"y","id":0}]})");
+  ASSERT_TRUE(dc.ok() && dd.ok());
+  EXPECT_NE(da->content_id, dc->content_id);
+  EXPECT_NE(da->content_id, dd->content_id);
+}
+
+TEST(Canonical, NodeOrderIsMeaningButNotIdentity) {
+  // Reordering nodes changes the document's bytes (so its id) but not the dependency order.
+  auto a = Parse(kSeedGraph);
+  Json j = Json::parse(kSeedGraph);
+  std::swap(j["nodes"][0], j["nodes"][3]);
+  auto b = Parse(j.dump());
+  ASSERT_TRUE(a.ok() && b.ok());
+  EXPECT_NE(a->content_id, b->content_id);
+  EXPECT_EQ(b->nodes.back().id, "3");
+}
+
+TEST(Canonical, PointerEscaping) {
+  EXPECT_EQ(PointerJoin("/dims", "a/b~c"), "/dims/a~1b~0c");
+  EXPECT_EQ(PointerJoin("/nodes", size_t{12}), "/nodes/12");
+}
+
+// ---- untrusted parsing ----
+
+TEST(Untrusted, BracketsInsideStringsDoNotCountAsNesting) {
+  std::string brackets(500, '[');
+  std::string text = R"({"version":1,"name":")" + brackets + R"(\"{{{","nodes":[],"outputs":[]})";
+  auto j = ParseUntrustedJson(text);
+  ASSERT_TRUE(j.ok()) << j.errors().front().Format();
+}
+
+TEST(Untrusted, DepthLimitIsExact) {
+  ParseLimits limits;
+  limits.max_depth = 4;
+  EXPECT_TRUE(ParseUntrustedJson("[[[[1]]]]", limits).ok());
+  auto deep = ParseUntrustedJson("[[[[[1]]]]]", limits);
+  ASSERT_FALSE(deep.ok());
+  EXPECT_EQ(deep.errors().front().code, "nesting-too-deep");
+}
+
+TEST(Untrusted, DuplicateKeyInANestedObject) {
+  auto j = ParseUntrustedJson(R"({"a": {"x": 1, "y": 2, "x": 3}})");
+  ASSERT_FALSE(j.ok());
+  EXPECT_EQ(j.errors().front().code, "duplicate-key");
+  EXPECT_NE(j.errors().front().message.find("\"x\""), std::string::npos);
+  // The same key in sibling objects is fine.
+  EXPECT_TRUE(ParseUntrustedJson(R"([{"x": 1}, {"x": 2}])").ok());
+}
+
+// Parsing is linear in the number of objects: a large array of small objects (a 100,000-node
+// document is one) must not cost time quadratic in its length.
+TEST(Untrusted, ManyObjectsParseInLinearTime) {
+  std::string text = "[{}";
+  for (int i = 1; i < 400000; ++i) text += ",{\"k\":1}";
+  text += "]";
+  auto start = std::chrono::steady_clock::now();
+  auto j = ParseUntrustedJson(text);
+  double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  ASSERT_TRUE(j.ok());
+  EXPECT_EQ(j->size(), 400000u);
+  EXPECT_LT(seconds, 10.0) << "quadratic parsing is back";
+}
+
+TEST(Untrusted, SizeCap) {
+  ParseLimits limits;
+  limits.max_bytes = 10;
+  auto j = ParseUntrustedJson(R"({"version": 1})", limits);
+  ASSERT_FALSE(j.ok());
+  EXPECT_EQ(j.errors().front().code, "document-too-large");
+}
+
+// ---- both forms ----
+
+const char* kWorkflow = R"({
+  "format": "scellis.workflow/1", "name": "demo",
+  "determinism": {"tier": "debug", "override": false}, "tolerance": "tight",
+  "budget": {"memory_bytes": 4096}, "dims": {"N": 4},
+  "nodes": [
+    {"id": "y", "type": "add", "label": "sum of two"},
+    {"id": "x", "type": "input", "params": {"name": "features", "shape": ["N"], "data": [1, 2, 3, 4]}},
+    {"id": "w", "type": "full", "determinism": "fast", "params": {"shape": ["N"], "value": 2}}
+  ],
+  "wires": [{"from": "x.out", "to": "y.a"}, {"from": "w", "to": "y.b"}],
+  "outputs": [{"name": "out", "from": "y.out"}]
+})";
+
+TEST(Workflow, ParsesEveryDeclaration) {
+  auto d = Parse(kWorkflow);
+  ASSERT_TRUE(d.ok()) << d.errors().front().Format();
+  EXPECT_EQ(d->form, Form::kWorkflow);
+  EXPECT_EQ(d->name, "demo");
+  EXPECT_EQ(d->tier, policy::Tier::kDebug);
+  EXPECT_FALSE(d->tier_override);
+  EXPECT_EQ(d->tolerance, policy::ToleranceClass::kTight);
+  EXPECT_EQ(d->budget_bytes, 4096);
+  EXPECT_EQ(d->dims.at("N"), 4);
+  const Node* y = d->Find("y");
+  ASSERT_NE(y, nullptr);
+  EXPECT_EQ(y->label, "sum of two");
+  EXPECT_EQ(y->Describe(), "add \"sum of two\"");
+  ASSERT_EQ(y->inputs.size(), 2u);
+  EXPECT_EQ(y->inputs[0].port, "a");
+  EXPECT_EQ(y->inputs[0].source, "x");
+  EXPECT_EQ(y->inputs[0].pointer, "/wires/0/from");
+  EXPECT_EQ(y->inputs[1].source, "w");
+  EXPECT_EQ(d->Find("x")->label, "features");  // from params.name
+  EXPECT_EQ(d->Find("w")->tier, policy::Tier::kFast);
+  EXPECT_EQ(d->Find("w")->pointer, "/nodes/2");
+  EXPECT_EQ(d->outputs[0].source, "y");
+  std::string printed = Print(d.value());
+  EXPECT_NE(printed.find("workflow \"demo\""), std::string::npos) << printed;
+  EXPECT_NE(printed.find(d->content_id), std::string::npos);
+  EXPECT_NE(printed.find("determinism debug"), std::string::npos);
+  EXPECT_NE(printed.find("dim N = 4"), std::string::npos);
+}
+
+// ---- dependency order ----
+
+TEST(Order, EveryNodeAfterItsInputsStableInDocumentOrder) {
+  // Written consumers first; independent sources keep their document order.
+  auto d = Parse(R"({"version":1,"nodes":[
+      {"id":5,"op":"add","a":3,"b":4},
+      {"id":4,"op":"relu","a":1},
+      {"id":3,"op":"relu","a":2},
+      {"id":2,"op":"input","shape":[1],"data":[1]},
+      {"id":1,"op":"input","shape":[1],"data":[2]}],
+    "outputs":[{"name":"o","id":5}]})");
+  ASSERT_TRUE(d.ok());
+  std::vector<std::string> order;
+  for (const Node& n : d->nodes) order.push_back(n.id);
+  // Each pick is the ready node written first. Ready: 2 (index 3), 1 (index 4) -> 2. Now 3
+  // (index 2) is ready and written before 1 -> 3. Then 1, which readies 4, then 5.
+  EXPECT_EQ(order, (std::vector<std::string>{"2", "3", "1", "4", "5"}));
+  // Pointers still name where each node was written.
+  EXPECT_EQ(d->Find("5")->pointer, "/nodes/0");
+  EXPECT_TRUE(Verify(d.value()).ok());
+}
+
+TEST(Order, ReportsEveryProblemNotJustTheFirst) {
+  auto d = Parse(R"({"version":1,"nodes":[
+      {"id":0,"op":"input","shape":[1],"data":[1]},
+      {"id":0,"op":"input","shape":[1],"data":[1]},
+      {"id":1,"op":"relu","a":"x"},
+      {"id":1,"op":"relu","a":0}],
+    "outputs":[{"name":"o","id":0}]})");
+  ASSERT_FALSE(d.ok());
+  std::vector<std::string> codes;
+  for (const Diagnostic& e : d.errors()) codes.push_back(e.code + " " + e.pointer);
+  EXPECT_EQ(codes, (std::vector<std::string>{"duplicate-id /nodes/1", "bad-reference /nodes/2/a",
+                                             "duplicate-id /nodes/3"}));
+}
+
+// ---- the verifier catches what Parse would never produce ----
+
+TEST(DocVerify, CatchesCorruptedDocuments) {
+  auto d = Parse(kSeedGraph);
+  ASSERT_TRUE(d.ok());
+  Document forward = d.value();
+  std::swap(forward.nodes[2], forward.nodes[3]);  // relu before the mul it reads
+  EXPECT_FALSE(Verify(forward).ok());
+  EXPECT_EQ(Verify(forward).first().kind, ErrorKind::kInternal);
+
+  Document dup = d.value();
+  dup.nodes[1].id = "0";
+  EXPECT_FALSE(Verify(dup).ok());
+
+  Document dangling = d.value();
+  dangling.outputs[0].source = "42";
+  EXPECT_FALSE(Verify(dangling).ok());
+}
+
+}  // namespace
+}  // namespace scellis::doc

@@ -1,0 +1,315 @@
+// Rung 4: buffer reuse from static liveness (checked here by an independent interval test), the
+// memory plan by class, verdicts against budgets and device limits, and the verifier.
+#include "execplan/plan.h"
+
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <sstream>
+
+#include "support/graph.h"
+
+namespace scellis::execplan {
+namespace {
+
+using scellis::testing::CompileAndRun;
+using scellis::testing::FindOutput;
+using scellis::testing::GraphDoc;
+using scellis::testing::InputNode;
+using scellis::testing::ProdOptions;
+
+std::string ReadExample(const std::string& name) {
+  std::ifstream in(std::string(SCELLIS_SOURCE_DIR) + "/examples/" + name);
+  std::stringstream s;
+  s << in.rdbuf();
+  return s.str();
+}
+
+Result<Plan> PlanOf(const std::string& text, PlanOptions options = {}) {
+  pipeline::CompileOptions o = ProdOptions();
+  o.plan = options;
+  auto c = pipeline::Compile(text, o);
+  if (!c.ok()) return c.status();
+  return std::move(*c->plan);
+}
+
+PlanOptions Budget(int64_t bytes) {
+  PlanOptions o;
+  o.budget_bytes = bytes;
+  return o;
+}
+
+// Independent of the planner's own bookkeeping: each value lives from the step that writes it to
+// the last step that reads it (to the end for sources and outputs); values sharing a buffer must
+// not overlap, a step never writes a buffer it reads, and every buffer is big enough.
+void ExpectNoLiveValuesShareABuffer(const Plan& p) {
+  const webir::Graph& g = p.graph();
+  const int end = static_cast<int>(p.steps.size());
+  std::map<int, std::pair<int, int>> live;  // node -> [first, last] step
+  for (const webir::Node& n : g.nodes)
+    if (n.role == webir::Role::kInput || n.role == webir::Role::kParam) live[n.id] = {-1, end};
+  for (int s = 0; s < end; ++s) {
+    const kernel::Kernel& k = p.module.kernels[p.steps[s].kernel];
+    live[k.output] = {s, s};
+    for (int in : k.inputs) {
+      ASSERT_TRUE(live.count(in)) << k.name << " reads an unwritten value";
+      live[in].second = std::max(live[in].second, s);
+    }
+    for (int b : p.steps[s].reads)
+      EXPECT_NE(b, p.steps[s].write) << k.name << " writes what it reads";
+  }
+  for (const webir::Output& o : g.outputs) live[o.node].second = end;
+  std::map<int, std::vector<int>> by_buffer;
+  for (const auto& [node, range] : live) {
+    int b = p.buffer_of[node];
+    ASSERT_GE(b, 0);
+    EXPECT_GE(p.buffers[b].bytes, g.at(node).type.bytes());
+    by_buffer[b].push_back(node);
+  }
+  for (const auto& [b, nodes] : by_buffer)
+    for (size_t i = 0; i < nodes.size(); ++i)
+      for (size_t j = i + 1; j < nodes.size(); ++j) {
+        auto [a0, a1] = live[nodes[i]];
+        auto [b0, b1] = live[nodes[j]];
+        EXPECT_TRUE(a1 <= b0 || b1 <= a0)
+            << "%" << g.at(nodes[i]).name << " [" << a0 << "," << a1 << "] and %"
+            << g.at(nodes[j]).name << " [" << b0 << "," << b1 << "] share b" << b;
+      }
+}
+
+// ten rounds of relu then matmul by a signed permutation: every value is exact.
+Json ReluMatmulChain(int rounds, const std::vector<float>& x, const std::vector<float>& w, int n) {
+  std::vector<Json> nodes = {InputNode(0, {n, n}, x), InputNode(1, {n, n}, w)};
+  int prev = 0, id = 2;
+  for (int r = 0; r < rounds; ++r) {
+    nodes.push_back({{"id", id}, {"op", "relu"}, {"a", prev}});
+    nodes.push_back({{"id", id + 1}, {"op", "matmul"}, {"a", id}, {"b", 1}});
+    prev = id + 1;
+    id += 2;
+  }
+  return GraphDoc(nodes, {{"y", prev}});
+}
+
+TEST(Buffers, ChainOfTenReusesBuffers) {
+  const int n = 8, rounds = 10;
+  // w[k][j] = sign_j where k = (3 j + 1) mod 8: one nonzero per row and column.
+  std::vector<float> x(n * n), w(n * n, 0.0f);
+  for (int i = 0; i < n * n; ++i) x[i] = static_cast<float>((i * 7) % 11) - 5.0f;
+  std::vector<int> from(n);
+  std::vector<float> sign(n);
+  for (int j = 0; j < n; ++j) {
+    from[j] = (3 * j + 1) % n;
+    sign[j] = j % 3 == 0 ? -1.0f : 1.0f;
+    w[from[j] * n + j] = sign[j];
+  }
+  std::string text = ReluMatmulChain(rounds, x, w, n).dump();
+  auto p = PlanOf(text, Budget(1 << 20));
+  ASSERT_TRUE(p.ok()) << p.errors().front().Format();
+  ASSERT_EQ(p->steps.size(), static_cast<size_t>(2 * rounds));
+  const size_t values = 2 + 2 * rounds;
+  // Two pinned sources, a pinned output, and the intermediates ping-pong between two buffers.
+  EXPECT_LT(p->buffers.size(), values);
+  EXPECT_LE(p->buffers.size(), 5u) << Print(p.value());
+  int64_t tensor = n * n * 4;
+  EXPECT_LE(p->memory.allocated, 5 * tensor);
+  EXPECT_LT(p->memory.peak_live, static_cast<int64_t>(values) * tensor);
+  ExpectNoLiveValuesShareABuffer(p.value());
+
+  // The reused buffers still give the right answer.
+  std::vector<double> v(x.begin(), x.end());
+  for (int r = 0; r < rounds; ++r) {
+    std::vector<double> next(n * n);
+    for (int i = 0; i < n; ++i)
+      for (int j = 0; j < n; ++j) next[i * n + j] = sign[j] * std::max(0.0, v[i * n + from[j]]);
+    v = next;
+  }
+  auto out = CompileAndRun(text);
+  ASSERT_NE(FindOutput(out, "y"), nullptr);
+  EXPECT_EQ(FindOutput(out, "y")->data, std::vector<float>(v.begin(), v.end()));
+}
+
+// A kernel reading one value twice frees its buffer once.
+TEST(Buffers, ValueReadTwiceByOneKernel) {
+  std::string text = GraphDoc({InputNode(0, {2, 2}, {1, 2, 3, 4}),
+                               {{"id", 1}, {"op", "relu"}, {"a", 0}},
+                               {{"id", 2}, {"op", "matmul"}, {"a", 1}, {"b", 1}},
+                               {{"id", 3}, {"op", "transpose"}, {"a", 2}},
+                               {{"id", 4}, {"op", "transpose"}, {"a", 0}},
+                               {{"id", 5}, {"op", "add"}, {"a", 3}, {"b", 4}}},
+                              {{"y", 5}})
+                         .dump();
+  auto p = PlanOf(text, Budget(1 << 20));
+  ASSERT_TRUE(p.ok()) << p.errors().front().Format();
+  ExpectNoLiveValuesShareABuffer(p.value());
+  // [[1,2],[3,4]]^2 = [[7,10],[15,22]]; its transpose plus x's transpose.
+  auto r = CompileAndRun(text);
+  ASSERT_NE(FindOutput(r, "y"), nullptr);
+  EXPECT_EQ(FindOutput(r, "y")->data, (std::vector<float>{8, 18, 12, 26}));
+}
+
+TEST(Buffers, ExamplesNeverShareALiveBuffer) {
+  for (const auto& e :
+       std::filesystem::directory_iterator(std::string(SCELLIS_SOURCE_DIR) + "/examples")) {
+    if (e.path().extension() != ".json") continue;
+    SCOPED_TRACE(e.path().filename().string());
+    auto p = PlanOf(ReadExample(e.path().filename().string()), Budget(1 << 30));
+    ASSERT_TRUE(p.ok());
+    ExpectNoLiveValuesShareABuffer(p.value());
+    EXPECT_TRUE(Verify(p.value()).ok());
+  }
+}
+
+// ---- the memory plan ----
+
+TEST(Memory, CenterColumnsByClass) {
+  // By hand: x [4,3] input 48 B; w [3,2] parameter 24 B; working: mean [3] 12 B, xc [4,3] 48 B
+  // (an output, pinned), y [4,2] 32 B (an output, pinned).
+  auto p = PlanOf(ReadExample("center_columns.json"));
+  ASSERT_TRUE(p.ok());
+  const MemoryPlan& m = p->memory;
+  EXPECT_EQ(m.by_class[static_cast<int>(MemClass::kInputs)], 48);
+  EXPECT_EQ(m.by_class[static_cast<int>(MemClass::kParameters)], 24);
+  EXPECT_EQ(m.by_class[static_cast<int>(MemClass::kWorking)], 12 + 48 + 32);
+  EXPECT_EQ(m.by_class[static_cast<int>(MemClass::kActivations)], 0);
+  EXPECT_EQ(m.by_class[static_cast<int>(MemClass::kGradients)], 0);
+  EXPECT_EQ(m.by_class[static_cast<int>(MemClass::kOptimizerState)], 0);
+  EXPECT_EQ(m.allocated, 164);
+  EXPECT_EQ(m.largest_tensor, 48);
+  // Live: 72 (sources) + 12 (mean) + 48 (xc) - 12 (mean's last reader ran) + 32 (y) = 152.
+  EXPECT_EQ(m.peak_live, 152);
+  EXPECT_EQ(m.budget, 1048576);  // the document's budget
+  EXPECT_EQ(m.budget_source, "the document");
+  EXPECT_EQ(p->verdict, Verdict::kGreen);
+  EXPECT_TRUE(p->findings.empty());
+  // Default tolerance under prod, as plan prints it.
+  EXPECT_EQ(p->thresholds.atol, 1e-5);
+  EXPECT_EQ(p->thresholds.rtol, 1e-4);
+  for (const Buffer& b : p->buffers) {
+    bool source = b.cls == MemClass::kInputs || b.cls == MemClass::kParameters;
+    if (source) {
+      EXPECT_TRUE(b.pinned);
+    }
+  }
+}
+
+TEST(Memory, CommandLineBudgetOverridesTheDocument) {
+  auto p = PlanOf(ReadExample("center_columns.json"), Budget(4096));
+  ASSERT_TRUE(p.ok());
+  EXPECT_EQ(p->memory.budget, 4096);
+  EXPECT_EQ(p->memory.budget_source, "--budget");
+}
+
+// ---- verdicts ----
+
+TEST(Verdict, RedOnATinyBudgetWithTheNumbers) {
+  auto p = PlanOf(ReadExample("center_columns.json"), Budget(100));
+  ASSERT_TRUE(p.ok());
+  EXPECT_EQ(p->verdict, Verdict::kRed);
+  ASSERT_FALSE(p->findings.empty());
+  const Diagnostic& d = p->findings[0];
+  EXPECT_EQ(d.code, "memory-over-budget");
+  EXPECT_EQ(d.severity, Severity::kError);
+  EXPECT_NE(d.message.find("164 B"), std::string::npos) << d.message;         // what the plan needs
+  EXPECT_NE(d.message.find("100 B"), std::string::npos) << d.message;         // the budget
+  EXPECT_NE(d.message.find("working 92 B"), std::string::npos) << d.message;  // by class
+  EXPECT_FALSE(d.help.empty());
+  std::string text = Print(p.value());
+  EXPECT_NE(text.find("verdict          : red"), std::string::npos) << text;
+  EXPECT_EQ(ToJson(p.value())["verdict"], "red");
+
+  // A red plan never dispatches.
+  runtime::cpu::CpuExecutor exec({.threads = 1});
+  auto r = exec.Run(p.value(), {});
+  EXPECT_FALSE(r.ok());
+}
+
+TEST(Verdict, YellowNearTheBudgetGreenBelowIt) {
+  // 164 B allocated: yellow above 80% of the budget (164 * 10 > budget * 8), red above 100%.
+  struct Case {
+    int64_t budget;
+    Verdict want;
+  };
+  for (Case c : {Case{163, Verdict::kRed}, Case{164, Verdict::kYellow}, Case{204, Verdict::kYellow},
+                 Case{205, Verdict::kGreen}, Case{1 << 20, Verdict::kGreen}}) {
+    SCOPED_TRACE("budget " + std::to_string(c.budget));
+    auto p = PlanOf(ReadExample("center_columns.json"), Budget(c.budget));
+    ASSERT_TRUE(p.ok());
+    EXPECT_EQ(p->verdict, c.want);
+    if (c.want == Verdict::kYellow) {
+      ASSERT_EQ(p->findings.size(), 1u);
+      EXPECT_EQ(p->findings[0].code, "near-budget");
+      EXPECT_EQ(p->findings[0].severity, Severity::kWarning);
+      EXPECT_NE(p->findings[0].message.find("164 B"), std::string::npos);
+    }
+  }
+  // A yellow plan runs.
+  auto p = PlanOf(ReadExample("center_columns.json"), Budget(200));
+  ASSERT_TRUE(p.ok());
+  runtime::cpu::CpuExecutor exec({.threads = 1});
+  EXPECT_TRUE(exec.Run(p.value(), {}).ok());
+}
+
+TEST(Verdict, DeviceLimits) {
+  PlanOptions tight_buffer = Budget(1 << 20);
+  tight_buffer.limits.device = "small-device";
+  tight_buffer.limits.max_buffer_bytes = 40;  // xc and x are 48 B
+  auto red = PlanOf(ReadExample("center_columns.json"), tight_buffer);
+  ASSERT_TRUE(red.ok());
+  EXPECT_EQ(red->verdict, Verdict::kRed);
+  EXPECT_EQ(red->findings[0].code, "tensor-over-device-limit");
+  EXPECT_NE(red->findings[0].message.find("48 B"), std::string::npos);
+  EXPECT_NE(red->findings[0].message.find("small-device"), std::string::npos);
+
+  // Over the binding cap, the mean must bind x (48 B) whole: refused in planning.
+  PlanOptions tight_binding = Budget(1 << 20);
+  tight_binding.limits.max_binding_bytes = 40;
+  auto unbindable = PlanOf(ReadExample("center_columns.json"), tight_binding);
+  ASSERT_TRUE(unbindable.ok());
+  EXPECT_EQ(unbindable->verdict, Verdict::kRed);
+  EXPECT_EQ(unbindable->findings[0].code, "binding-cap-exceeded");
+  EXPECT_NE(unbindable->findings[0].message.find("k0_mean"), std::string::npos);
+
+  // An elementwise kernel binds its same-shape operands in tiles: it runs, with a warning.
+  tight_binding.limits.max_binding_bytes = 8;  // the 12-byte tensors of the seed example
+  auto yellow = PlanOf(ReadExample("seed_mul_relu.json"), tight_binding);
+  ASSERT_TRUE(yellow.ok());
+  EXPECT_EQ(yellow->verdict, Verdict::kYellow);
+  EXPECT_EQ(yellow->findings[0].code, "tiled-binding");
+}
+
+TEST(Verdict, FormatBytes) {
+  EXPECT_EQ(FormatBytes(0), "0 B");
+  EXPECT_EQ(FormatBytes(1023), "1023 B");
+  EXPECT_EQ(FormatBytes(1024), "1.0 KiB");
+  EXPECT_EQ(FormatBytes(int64_t{3} << 30), "3.0 GiB");
+  EXPECT_EQ(FormatBytes(int64_t{8} << 40), "8.0 TiB");
+}
+
+// ---- the verifier ----
+
+TEST(PlanVerify, CatchesCorruptedPlans) {
+  auto p = PlanOf(ReadExample("center_columns.json"));
+  ASSERT_TRUE(p.ok());
+  ASSERT_TRUE(Verify(p.value()).ok());
+  ASSERT_EQ(p->steps.size(), 3u);  // mean, fused sub, matmul
+
+  Plan clobber = p.value();
+  clobber.steps[0].write = clobber.buffer_of[0];  // mean overwrites x, which the sub still reads
+  Status s = Verify(clobber);
+  ASSERT_FALSE(s.ok());
+  EXPECT_EQ(s.first().kind, ErrorKind::kInternal);
+  EXPECT_NE(s.first().message.find("execplan.Verify"), std::string::npos);
+
+  Plan output = p.value();
+  output.steps[2].write = output.buffer_of[p->graph().outputs[1].node];  // y over centered
+  EXPECT_FALSE(Verify(output).ok());
+
+  Plan nowhere = p.value();
+  nowhere.steps[1].write = 99;
+  EXPECT_FALSE(Verify(nowhere).ok());
+}
+
+}  // namespace
+}  // namespace scellis::execplan

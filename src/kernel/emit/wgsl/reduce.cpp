@@ -1,0 +1,64 @@
+// WGSL reductions. No float atomics: a whole-tensor reduction runs in one workgroup whose threads
+// each sum a fixed strided subset and then combine in a fixed tree, so the result is the same on
+// every run on a device — and it is the order of the CPU reference (kernel/ref/reduce.cpp), so
+// the two agree bit for bit. Axis reductions give each output element one invocation that walks
+// the axis in order, like the CPU reference.
+#include <algorithm>
+
+#include "kernel/emit/wgsl/codegen.h"
+
+namespace scellis::kernel::wgsl {
+
+bool GenerateReduce(const Module& m, const Kernel& k, Generated& out) {
+  if (k.kind != KernelKind::kOp || (k.op != "sum" && k.op != "mean")) return false;
+  const webir::Node& node = m.graph.at(k.output);
+  const TensorType& in = m.graph.at(k.inputs[0]).type;
+  bool mean = k.op == "mean";
+  std::string head = "// " + k.name + "\n" + Bindings(1);
+  if (node.attrs["axis"].is_null()) {
+    int64_t n = in.elements();
+    std::string scale = mean ? " / " + F32(static_cast<double>(n)) : "";
+    out.source = head +
+                 "var<workgroup> partial: array<f32, 256>;\n"
+                 "@compute @workgroup_size(256)\n"
+                 "fn main(@builtin(local_invocation_index) t: u32) {\n"
+                 "  var s = 0.0;\n"
+                 "  for (var j = t; j < " +
+                 U32(n) +
+                 "; j = j + 256u) { s = s + in0[j]; }\n"
+                 "  partial[t] = s;\n"
+                 "  workgroupBarrier();\n"
+                 "  for (var w = 128u; w > 0u; w = w >> 1u) {\n"
+                 "    if (t < w) { partial[t] = partial[t] + partial[t + w]; }\n"
+                 "    workgroupBarrier();\n"
+                 "  }\n"
+                 "  if (t == 0u) { out[0] = partial[0]" +
+                 scale +
+                 "; }\n"
+                 "}\n";
+    out.workgroups = {1, 1, 1};
+    return true;
+  }
+  int axis = node.attrs["axis"].get<int>();
+  std::vector<int64_t> sizes = in.sizes();
+  int64_t inner = 1, len = sizes[axis];
+  for (size_t i = axis + 1; i < sizes.size(); ++i) inner *= sizes[i];
+  // inner = 0 means no outputs: every invocation returns before dividing, but a constant
+  // division by zero is a WGSL compile error, so divide by 1 instead.
+  inner = std::max<int64_t>(inner, 1);
+  int64_t outputs = node.type.elements();
+  std::string scale = mean ? " / " + F32(static_cast<double>(len)) : "";
+  out.source = head + "\n" + LinearEntry(outputs) + "  let base = (i / " + U32(inner) + ") * " +
+               U32(len * inner) + " + i % " + U32(inner) +
+               ";\n"
+               "  var s = 0.0;\n"
+               "  for (var j = 0u; j < " +
+               U32(len) + "; j = j + 1u) { s = s + in0[base + j * " + U32(inner) +
+               "]; }\n"
+               "  out[i] = s" +
+               scale + ";\n}\n";
+  out.workgroups = LinearGrid(outputs);
+  return true;
+}
+
+}  // namespace scellis::kernel::wgsl

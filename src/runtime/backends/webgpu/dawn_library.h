@@ -1,0 +1,73 @@
+// Dawn, loaded at run time.
+//
+// Scellis never links against Dawn: the engine must start, plan and run on the CPU reference on a
+// machine where Dawn is absent. `DawnLibrary::Load()` finds `libwebgpu_wrapper.so` (from the npm
+// package `bun-webgpu-linux-x64`, pinned in package.json), dlopens it once per process and
+// resolves every entry point listed in webgpu_api.h into a table of function pointers.
+//
+// Search order:
+//   1. `$SCELLIS_DAWN_LIBRARY`, when set: that file and nothing else (an explicit choice that
+//      does not load is an error, not a reason to pick another library silently);
+//   2. walking up from the directory of the running executable (/proc/self/exe), in each
+//      ancestor `node_modules/bun-webgpu-linux-x64/**/libwebgpu_wrapper.so`;
+//   3. the same walk from the current directory.
+// When nothing is found, the diagnostic lists every path tried and says how to install Dawn.
+//
+// Dawn's Vulkan backend dlopens the Vulkan loader `libvulkan.so.1` itself; without one it offers
+// only its Null backend, which computes nothing. Debian's chromium package (which the tests need
+// for SwiftShader) carries a loader beside its ICD, but not on the library path, so when the
+// system has none Load() preloads one (RTLD_GLOBAL, so Dawn's dlopen of the bare soname finds it):
+//   1. `$SCELLIS_VULKAN_LOADER`, when set;
+//   2. the system's libvulkan.so.1 (package libvulkan1);
+//   3. libvulkan.so.1 beside each ICD manifest named by $VK_ICD_FILENAMES / $VK_DRIVER_FILES;
+//   4. /usr/lib/chromium/libvulkan.so.1.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "runtime/backends/webgpu/webgpu_api.h"
+#include "base/result.h"
+
+namespace scellis::runtime::webgpu {
+
+// One function pointer per entry point: `procs.DeviceCreateBuffer(device, &desc)` calls
+// `wgpuDeviceCreateBuffer`.
+struct DawnProcs {
+#define SCELLIS_WGPU_PROC_MEMBER(name) WGPUProc##name name = nullptr;
+  SCELLIS_WGPU_PROCS(SCELLIS_WGPU_PROC_MEMBER)
+#undef SCELLIS_WGPU_PROC_MEMBER
+};
+
+class DawnLibrary {
+ public:
+  // The process-wide library, loaded on first use. A failure is not cached: a later call
+  // searches again (the user may have run `make setup` meanwhile).
+  static Result<const DawnLibrary*> Load();
+
+  // The candidate files, in search order, without loading anything. Exposed for tests and for
+  // `scellis probe`.
+  static std::vector<std::string> Candidates(std::vector<std::string>* searched_dirs = nullptr);
+
+  const DawnProcs& procs() const { return procs_; }
+  // Absolute path of the loaded file.
+  const std::string& path() const { return path_; }
+  // Identifies the Dawn build: "bun-webgpu-linux-x64@0.1.7" from the package.json next to the
+  // library, or "sha256:<first 16 hex digits of the file>" when there is none.
+  const std::string& version() const { return version_; }
+  // The Vulkan loader in use ("" when none could be loaded), and the places tried for it.
+  const std::string& vulkan_loader() const { return vulkan_loader_; }
+  const std::vector<std::string>& vulkan_loader_searched() const { return vulkan_searched_; }
+
+ private:
+  DawnLibrary() = default;
+
+  void* handle_ = nullptr;
+  std::string path_;
+  std::string version_;
+  std::string vulkan_loader_;
+  std::vector<std::string> vulkan_searched_;
+  DawnProcs procs_;
+};
+
+}  // namespace scellis::runtime::webgpu

@@ -1,0 +1,1012 @@
+#include "runtime/backends/webgpu/device.h"
+
+#include <algorithm>
+#include <cctype>
+#include <cstdio>
+#include <cstring>
+#include <mutex>
+#include <optional>
+#include <sstream>
+#include <unordered_map>
+
+#include "runtime/backends/webgpu/dawn_library.h"
+#include "runtime/backends/webgpu/webgpu_api.h"
+
+namespace scellis::runtime::webgpu {
+namespace {
+
+constexpr WGPUBufferUsage kStorageUsage =
+    WGPUBufferUsage_Storage | WGPUBufferUsage_CopySrc | WGPUBufferUsage_CopyDst;
+
+uint64_t RoundUp(uint64_t v, uint64_t m) {
+  return (v + m - 1) / m * m;
+}
+
+std::string Str(WGPUStringView v) {
+  if (!v.data) return "";
+  if (v.length == WGPU_STRLEN) return std::string(v.data);
+  return std::string(v.data, v.length);
+}
+
+WGPUStringView View(const std::string& s) {
+  return WGPUStringView{s.data(), s.size()};
+}
+
+std::string Lower(std::string s) {
+  for (char& c : s) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  return s;
+}
+
+std::string OrUnknown(const char* name, uint32_t value) {
+  if (name) return name;
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "0x%x", value);
+  return buf;
+}
+
+// Errors Dawn reports from its callbacks, possibly on its own threads. The first one poisons the
+// device; later ones add nothing (they are usually consequences of the first).
+class ErrorSink {
+ public:
+  void Record(Diagnostic d) {
+    while (!d.message.empty() && std::isspace(static_cast<unsigned char>(d.message.back()))) {
+      d.message.pop_back();  // Dawn ends its messages with a newline
+    }
+    std::lock_guard<std::mutex> lock(mu_);
+    if (!first_ && !shutting_down_) first_ = std::move(d);
+  }
+  std::optional<Diagnostic> Get() const {
+    std::lock_guard<std::mutex> lock(mu_);
+    return first_;
+  }
+  // From here on the device is being torn down by us: its loss is not news.
+  void BeginShutdown() {
+    std::lock_guard<std::mutex> lock(mu_);
+    shutting_down_ = true;
+  }
+
+ private:
+  mutable std::mutex mu_;
+  std::optional<Diagnostic> first_;
+  bool shutting_down_ = false;
+};
+
+void OnDeviceLost(WGPUDevice const* /*device*/, WGPUDeviceLostReason reason, WGPUStringView message,
+                  void* userdata1, void* /*userdata2*/) {
+  auto* sink = static_cast<ErrorSink*>(userdata1);
+  sink->Record(RuntimeError("device-lost", "the WebGPU device was lost (reason: " +
+                                               OrUnknown(DeviceLostReasonName(reason), reason) +
+                                               "): " + Str(message)));
+}
+
+const char* CodeForErrorType(WGPUErrorType type) {
+  switch (type) {
+    case WGPUErrorType_Validation:
+      return "gpu-validation-error";
+    case WGPUErrorType_OutOfMemory:
+      return "gpu-out-of-memory";
+    case WGPUErrorType_Internal:
+      return "gpu-internal-error";
+    default:
+      return "gpu-error";
+  }
+}
+
+void OnUncapturedError(WGPUDevice const* /*device*/, WGPUErrorType type, WGPUStringView message,
+                       void* userdata1, void* /*userdata2*/) {
+  auto* sink = static_cast<ErrorSink*>(userdata1);
+  sink->Record(RuntimeError(
+      CodeForErrorType(type),
+      "Dawn reported a " + OrUnknown(ErrorTypeName(type), type) + " error: " + Str(message)));
+}
+
+// Results of the asynchronous calls. They live on the heap: when a wait times out, the callback
+// may still fire later, so the state is deliberately leaked rather than left dangling.
+struct AdapterRequest {
+  WGPURequestAdapterStatus status = WGPURequestAdapterStatus_Force32;
+  WGPUAdapter adapter = nullptr;
+  std::string message;
+};
+struct DeviceRequest {
+  WGPURequestDeviceStatus status = WGPURequestDeviceStatus_Force32;
+  WGPUDevice device = nullptr;
+  std::string message;
+};
+struct WorkDone {
+  WGPUQueueWorkDoneStatus status = WGPUQueueWorkDoneStatus_Force32;
+  std::string message;
+};
+struct MapDone {
+  WGPUMapAsyncStatus status = WGPUMapAsyncStatus_Force32;
+  std::string message;
+};
+struct ScopeDone {
+  WGPUPopErrorScopeStatus status = WGPUPopErrorScopeStatus_Force32;
+  WGPUErrorType type = WGPUErrorType_NoError;
+  std::string message;
+};
+struct CompileMessage {
+  WGPUCompilationMessageType type;
+  uint64_t line, column;
+  std::string text;
+};
+struct CompileDone {
+  WGPUCompilationInfoRequestStatus status = WGPUCompilationInfoRequestStatus_Force32;
+  std::vector<CompileMessage> messages;
+};
+
+std::string SourceLine(const std::string& src, uint64_t line) {
+  std::istringstream in(src);
+  std::string text;
+  for (uint64_t i = 0; i < line && std::getline(in, text); ++i) {
+  }
+  return text;
+}
+
+std::string Sanitize(std::string s) {
+  for (char& c : s) {
+    if (c == ';' || c == '=' || c == '\n' || c == '\r') c = '_';
+  }
+  return s;
+}
+
+}  // namespace
+
+bool IsSoftwareAdapter(const AdapterInfo& info, std::string* reason) {
+  std::string why;
+  if (info.adapter_type == "cpu") {
+    why = "its adapter type is cpu";
+  } else if (info.backend_api == "null") {
+    why = "it is Dawn's Null backend";
+  } else {
+    const std::string names =
+        Lower(info.vendor + " " + info.architecture + " " + info.device + " " + info.description);
+    for (const char* soft : {"swiftshader", "llvmpipe", "lavapipe", "softpipe"}) {
+      if (names.find(soft) != std::string::npos) {
+        why = std::string("its name says ") + soft + " (a software rasterizer)";
+        break;
+      }
+    }
+  }
+  if (reason) *reason = why;
+  return !why.empty();
+}
+
+Grid SplitWorkgroups(uint64_t workgroups, uint32_t max_per_dim) {
+  Grid g;
+  if (workgroups == 0) {
+    g.x = 0;
+    return g;
+  }
+  const uint64_t m = std::max<uint32_t>(max_per_dim, 1);
+  const uint64_t z = (workgroups + m * m - 1) / (m * m);
+  const uint64_t r = (workgroups + z - 1) / z;  // per z-slice
+  const uint64_t y = (r + m - 1) / m;
+  const uint64_t x = (r + y - 1) / y;
+  g.x = static_cast<uint32_t>(x);
+  g.y = static_cast<uint32_t>(y);
+  g.z = static_cast<uint32_t>(z);
+  return g;
+}
+
+struct Device::Impl {
+  const DawnProcs& p;
+  OpenOptions options;
+  std::unique_ptr<ErrorSink> sink = std::make_unique<ErrorSink>();
+
+  WGPUInstance instance = nullptr;
+  WGPUAdapter adapter = nullptr;
+  WGPUDevice device = nullptr;
+  WGPUQueue queue = nullptr;
+
+  AdapterInfo info;
+  DeviceStats stats;
+
+  struct Buf {
+    WGPUBuffer handle = nullptr;
+    uint64_t size = 0;   // asked for
+    uint64_t alloc = 0;  // allocated: size rounded up to 4
+  };
+  std::unordered_map<uint32_t, Buf> buffers;
+  uint32_t next_buffer_id = 1;
+  std::unordered_map<uint64_t, std::vector<WGPUBuffer>> pool;  // by allocated size
+  uint64_t pooled_bytes = 0;
+  WGPUBuffer staging = nullptr;  // map-read buffer for Read, grown on demand
+  uint64_t staging_size = 0;
+
+  struct Pipe {
+    WGPUComputePipeline pipeline = nullptr;
+    WGPUBindGroupLayout layout = nullptr;  // group 0 of the automatic layout, fetched lazily
+  };
+  std::unordered_map<uint32_t, Pipe> pipelines;
+  std::unordered_map<std::string, uint32_t> pipeline_cache;  // entry point + '\0' + source
+  uint32_t next_pipeline_id = 1;
+
+  // Bind groups by (pipeline, buffer handles, ranges). Buffer handles stay valid while pooled,
+  // so entries only go stale when a buffer is really destroyed (TrimPool).
+  std::unordered_map<std::string, WGPUBindGroup> bind_groups;
+
+  WGPUCommandEncoder encoder = nullptr;
+  WGPUComputePassEncoder pass = nullptr;
+  uint64_t recorded_dispatches = 0;
+  std::optional<Diagnostic> recording_error;
+
+  bool fail_next_submit = false;
+  bool fail_next_map = false;
+
+  Impl(const DawnProcs& procs, OpenOptions opts) : p(procs), options(opts) {}
+
+  ~Impl() {
+    sink->BeginShutdown();
+    if (pass) p.ComputePassEncoderRelease(pass);
+    if (encoder) p.CommandEncoderRelease(encoder);
+    ClearBindGroups();
+    for (auto& [id, pipe] : pipelines) {
+      if (pipe.layout) p.BindGroupLayoutRelease(pipe.layout);
+      p.ComputePipelineRelease(pipe.pipeline);
+    }
+    for (auto& [id, b] : buffers) DestroyBuffer(b.handle);
+    for (auto& [size, list] : pool) {
+      for (WGPUBuffer b : list) DestroyBuffer(b);
+    }
+    if (staging) DestroyBuffer(staging);
+    if (queue) p.QueueRelease(queue);
+    if (device) p.DeviceRelease(device);
+    if (adapter) p.AdapterRelease(adapter);
+    if (instance) {
+      p.InstanceProcessEvents(instance);
+      p.InstanceRelease(instance);
+    }
+  }
+
+  void DestroyBuffer(WGPUBuffer b) {
+    p.BufferDestroy(b);
+    p.BufferRelease(b);
+  }
+
+  void ClearBindGroups() {
+    for (auto& [key, bg] : bind_groups) p.BindGroupRelease(bg);
+    bind_groups.clear();
+  }
+
+  uint64_t TimeoutNs() const { return uint64_t{options.timeout_ms} * 1000000ull; }
+
+  // Waits for one future. Returns "" when it completed, else why not.
+  std::string Wait(WGPUFuture future) {
+    WGPUFutureWaitInfo w{future, 0};
+    WGPUWaitStatus s = p.InstanceWaitAny(instance, 1, &w, TimeoutNs());
+    if (s == WGPUWaitStatus_Success && w.completed) return "";
+    if (s == WGPUWaitStatus_TimedOut) {
+      return "no answer from the GPU within " + std::to_string(options.timeout_ms) + " ms";
+    }
+    return std::string("wgpuInstanceWaitAny failed (") + OrUnknown(WaitStatusName(s), s) + ")";
+  }
+
+  Status Poison(Diagnostic d) {
+    sink->Record(std::move(d));
+    return Sticky();
+  }
+
+  Status Sticky() const {
+    if (auto d = sink->Get()) return *d;
+    return Status::Ok();
+  }
+
+  Buf* FindBuffer(BufferId id) {
+    auto it = buffers.find(id.value);
+    return it == buffers.end() ? nullptr : &it->second;
+  }
+
+  WGPUBuffer NewBuffer(uint64_t size, WGPUBufferUsage usage) {
+    WGPUBufferDescriptor d{};
+    d.usage = usage;
+    d.size = size;
+    return p.DeviceCreateBuffer(device, &d);
+  }
+
+  void EnsureEncoder() {
+    if (!encoder) encoder = p.DeviceCreateCommandEncoder(device, nullptr);
+  }
+  void EnsurePass() {
+    EnsureEncoder();
+    if (!pass) pass = p.CommandEncoderBeginComputePass(encoder, nullptr);
+  }
+  void EndPass() {
+    if (!pass) return;
+    p.ComputePassEncoderEnd(pass);
+    p.ComputePassEncoderRelease(pass);
+    pass = nullptr;
+  }
+
+  void DiscardRecording() {
+    if (pass) p.ComputePassEncoderRelease(pass);
+    if (encoder) p.CommandEncoderRelease(encoder);
+    pass = nullptr;
+    encoder = nullptr;
+    recorded_dispatches = 0;
+  }
+
+  // Submits what has been recorded, without waiting. False when there was nothing.
+  bool Flush() {
+    if (!encoder) return false;
+    EndPass();
+    if (fail_next_submit) {
+      // A copy from a destroyed buffer: valid to record, rejected by Dawn at submit.
+      fail_next_submit = false;
+      WGPUBuffer a = NewBuffer(4, WGPUBufferUsage_CopySrc);
+      WGPUBuffer b = NewBuffer(4, WGPUBufferUsage_CopyDst);
+      p.CommandEncoderCopyBufferToBuffer(encoder, a, 0, b, 0, 4);
+      DestroyBuffer(a);
+      DestroyBuffer(b);
+    }
+    WGPUCommandBuffer cb = p.CommandEncoderFinish(encoder, nullptr);
+    p.CommandEncoderRelease(encoder);
+    encoder = nullptr;
+    p.QueueSubmit(queue, 1, &cb);
+    p.CommandBufferRelease(cb);
+    stats.submits++;
+    stats.dispatches += recorded_dispatches;
+    recorded_dispatches = 0;
+    return true;
+  }
+
+  Status WaitIdle() {
+    auto* st = new WorkDone;
+    WGPUQueueWorkDoneCallbackInfo cb{};
+    cb.mode = WGPUCallbackMode_WaitAnyOnly;
+    cb.callback = [](WGPUQueueWorkDoneStatus status, WGPUStringView message, void* u1, void*) {
+      auto* s = static_cast<WorkDone*>(u1);
+      s->status = status;
+      s->message = Str(message);
+    };
+    cb.userdata1 = st;
+    std::string why = Wait(p.QueueOnSubmittedWorkDone(queue, cb));
+    if (!why.empty()) {  // st is left to the callback that may still come
+      return Poison(RuntimeError("gpu-timeout", "waiting for submitted work: " + why));
+    }
+    std::unique_ptr<WorkDone> done(st);
+    p.InstanceProcessEvents(instance);  // deliver errors Dawn queued while the work ran
+    SCELLIS_TRY(Sticky());
+    if (done->status != WGPUQueueWorkDoneStatus_Success) {
+      return Poison(RuntimeError(
+          "submit-failed", "submitted work did not complete (" +
+                               OrUnknown(QueueWorkDoneStatusName(done->status), done->status) +
+                               "): " + done->message));
+    }
+    return Status::Ok();
+  }
+
+  // Pops one error scope and waits for its verdict; "" when it caught nothing.
+  std::string PopScope() {
+    auto* st = new ScopeDone;
+    WGPUPopErrorScopeCallbackInfo cb{};
+    cb.mode = WGPUCallbackMode_WaitAnyOnly;
+    cb.callback = [](WGPUPopErrorScopeStatus status, WGPUErrorType type, WGPUStringView message,
+                     void* u1, void*) {
+      auto* s = static_cast<ScopeDone*>(u1);
+      s->status = status;
+      s->type = type;
+      s->message = Str(message);
+    };
+    cb.userdata1 = st;
+    std::string why = Wait(p.DevicePopErrorScope(device, cb));
+    if (!why.empty()) return "popping an error scope: " + why;
+    std::unique_ptr<ScopeDone> done(st);
+    if (done->status != WGPUPopErrorScopeStatus_Success) {
+      return "popping an error scope failed: " + done->message;
+    }
+    if (done->type == WGPUErrorType_NoError) return "";
+    return done->message.empty() ? OrUnknown(ErrorTypeName(done->type), done->type) : done->message;
+  }
+};
+
+Device::Device(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
+Device::~Device() = default;
+
+const AdapterInfo& Device::info() const {
+  return impl_->info;
+}
+const DeviceStats& Device::stats() const {
+  return impl_->stats;
+}
+uint64_t Device::pooled_bytes() const {
+  return impl_->pooled_bytes;
+}
+uint64_t Device::pipelines_compiled() const {
+  return impl_->stats.pipelines_compiled;
+}
+Status Device::health() const {
+  return impl_->Sticky();
+}
+
+Result<std::unique_ptr<Device>> Device::Open(const OpenOptions& options) {
+  SCELLIS_ASSIGN_OR_RETURN(const DawnLibrary* lib, DawnLibrary::Load());
+  auto impl = std::make_unique<Impl>(lib->procs(), options);
+  Impl& m = *impl;
+  const DawnProcs& p = lib->procs();
+
+  // TimedWaitAny lets every wait below carry a timeout instead of spinning on ProcessEvents.
+  WGPUInstanceFeatureName instance_features[] = {WGPUInstanceFeatureName_TimedWaitAny};
+  WGPUInstanceDescriptor id{};
+  id.requiredFeatureCount = 1;
+  id.requiredFeatures = instance_features;
+  m.instance = p.CreateInstance(&id);
+  if (!m.instance) {
+    return RuntimeError("webgpu-instance-failed", "Dawn (" + lib->path() +
+                                                      ") could not create an instance with the "
+                                                      "timed-wait-any feature");
+  }
+
+  // ---- adapter ----
+  WGPURequestAdapterOptions ao{};
+  ao.featureLevel = WGPUFeatureLevel_Core;
+  ao.powerPreference = WGPUPowerPreference_HighPerformance;
+  ao.backendType = WGPUBackendType_Undefined;
+  auto* ar = new AdapterRequest;
+  WGPURequestAdapterCallbackInfo acb{};
+  acb.mode = WGPUCallbackMode_WaitAnyOnly;
+  acb.callback = [](WGPURequestAdapterStatus status, WGPUAdapter adapter, WGPUStringView message,
+                    void* u1, void*) {
+    auto* r = static_cast<AdapterRequest*>(u1);
+    r->status = status;
+    r->adapter = adapter;
+    r->message = Str(message);
+  };
+  acb.userdata1 = ar;
+  if (std::string why = m.Wait(p.InstanceRequestAdapter(m.instance, &ao, acb)); !why.empty()) {
+    return RuntimeError("no-webgpu-adapter", "requesting a WebGPU adapter: " + why);
+  }
+  std::unique_ptr<AdapterRequest> adapter_request(ar);
+  m.adapter = ar->adapter;
+  if (ar->status != WGPURequestAdapterStatus_Success || !m.adapter) {
+    return RuntimeError("no-webgpu-adapter",
+                        "Dawn found no WebGPU adapter (" +
+                            OrUnknown(RequestAdapterStatusName(ar->status), ar->status) +
+                            "): " + ar->message);
+  }
+
+  AdapterInfo& info = m.info;
+  {
+    // The trailing guard catches a WGPUAdapterInfo declared smaller than Dawn's.
+    struct {
+      WGPUAdapterInfo info;
+      uint64_t guard[8];
+    } out{};
+    std::fill(std::begin(out.guard), std::end(out.guard), 0x5CE1115A5CE1115Aull);
+    if (p.AdapterGetInfo(m.adapter, &out.info) != WGPUStatus_Success) {
+      return RuntimeError("no-webgpu-adapter", "wgpuAdapterGetInfo failed");
+    }
+    for (uint64_t g : out.guard) {
+      if (g != 0x5CE1115A5CE1115Aull) {
+        return InternalError("webgpu-abi",
+                             "Dawn wrote past WGPUAdapterInfo: webgpu_api.h does "
+                             "not match " +
+                                 lib->path());
+      }
+    }
+    const WGPUAdapterInfo& ai = out.info;
+    info.vendor = Str(ai.vendor);
+    info.architecture = Str(ai.architecture);
+    info.device = Str(ai.device);
+    info.description = Str(ai.description);
+    info.driver = info.description;
+    info.backend_api = OrUnknown(BackendTypeName(ai.backendType), ai.backendType);
+    info.adapter_type = OrUnknown(AdapterTypeName(ai.adapterType), ai.adapterType);
+    info.vendor_id = ai.vendorID;
+    info.device_id = ai.deviceID;
+    p.AdapterInfoFreeMembers(ai);
+  }
+  info.dawn_version = lib->version();
+  info.library_path = lib->path();
+  info.vulkan_loader = lib->vulkan_loader();
+  if (info.backend_api == "null") {
+    std::string tried;
+    for (auto& t : lib->vulkan_loader_searched()) tried += "\n    " + t;
+    Diagnostic d = RuntimeError(
+        "no-webgpu-adapter",
+        "Dawn offers only its Null backend (it computes nothing): " +
+            (info.vulkan_loader.empty()
+                 ? "no Vulkan loader (libvulkan.so.1) could be loaded; tried:" + tried
+                 : "the Vulkan loader " + info.vulkan_loader + " found no usable driver"));
+    d.help =
+        "install a Vulkan loader (Debian: libvulkan1) and the GPU's Vulkan driver; for "
+        "SwiftShader set VK_ICD_FILENAMES=/usr/lib/chromium/vk_swiftshader_icd.json";
+    return d;
+  }
+  info.is_software = IsSoftwareAdapter(info, &info.software_reason);
+  if (info.is_software && !options.allow_software_adapter) {
+    std::string name = info.device.empty() ? info.description : info.device;
+    return UserError("software-adapter-refused", "",
+                     "refusing the WebGPU adapter \"" + name + "\" (" + info.backend_api +
+                         "): it is not a GPU, " + info.software_reason,
+                     "run on a machine with a GPU and its Vulkan driver; software adapters are "
+                     "used only when asked for explicitly (allow_software_adapter)");
+  }
+
+  {
+    WGPUSupportedFeatures sf{};
+    p.AdapterGetFeatures(m.adapter, &sf);
+    for (size_t i = 0; i < sf.featureCount; ++i) {
+      const char* name = FeatureNameName(sf.features[i]);
+      char buf[32];
+      std::snprintf(buf, sizeof buf, "dawn-0x%x", static_cast<unsigned>(sf.features[i]));
+      info.features.push_back(name ? name : buf);
+    }
+    p.SupportedFeaturesFreeMembers(sf);
+    std::sort(info.features.begin(), info.features.end());
+  }
+
+  struct {
+    WGPULimits limits;
+    uint64_t guard[8];
+  } adapter_limits{};
+  std::fill(std::begin(adapter_limits.guard), std::end(adapter_limits.guard),
+            0x5CE1115A5CE1115Aull);
+  if (p.AdapterGetLimits(m.adapter, &adapter_limits.limits) != WGPUStatus_Success) {
+    return RuntimeError("device-request-failed", "wgpuAdapterGetLimits failed");
+  }
+  for (uint64_t g : adapter_limits.guard) {
+    if (g != 0x5CE1115A5CE1115Aull) {
+      return InternalError("webgpu-abi",
+                           "Dawn wrote past WGPULimits: webgpu_api.h does not "
+                           "match " +
+                               lib->path());
+    }
+  }
+
+  // ---- device: ask for everything the adapter offers; WebGPU's defaults cap a storage binding
+  // at 128 MiB ----
+  WGPUDeviceDescriptor dd{};
+  dd.requiredLimits = &adapter_limits.limits;
+  dd.deviceLostCallbackInfo.mode = WGPUCallbackMode_AllowSpontaneous;
+  dd.deviceLostCallbackInfo.callback = OnDeviceLost;
+  dd.deviceLostCallbackInfo.userdata1 = m.sink.get();
+  dd.uncapturedErrorCallbackInfo.callback = OnUncapturedError;
+  dd.uncapturedErrorCallbackInfo.userdata1 = m.sink.get();
+  auto* dr = new DeviceRequest;
+  WGPURequestDeviceCallbackInfo dcb{};
+  dcb.mode = WGPUCallbackMode_WaitAnyOnly;
+  dcb.callback = [](WGPURequestDeviceStatus status, WGPUDevice device, WGPUStringView message,
+                    void* u1, void*) {
+    auto* r = static_cast<DeviceRequest*>(u1);
+    r->status = status;
+    r->device = device;
+    r->message = Str(message);
+  };
+  dcb.userdata1 = dr;
+  if (std::string why = m.Wait(p.AdapterRequestDevice(m.adapter, &dd, dcb)); !why.empty()) {
+    return RuntimeError("device-request-failed", "requesting a WebGPU device: " + why);
+  }
+  std::unique_ptr<DeviceRequest> device_request(dr);
+  m.device = dr->device;
+  if (dr->status != WGPURequestDeviceStatus_Success || !m.device) {
+    return RuntimeError("device-request-failed",
+                        "Dawn refused to create a device on \"" + info.device + "\" (" +
+                            OrUnknown(RequestDeviceStatusName(dr->status), dr->status) +
+                            "): " + dr->message);
+  }
+  m.queue = p.DeviceGetQueue(m.device);
+
+  WGPULimits dl{};
+  if (p.DeviceGetLimits(m.device, &dl) != WGPUStatus_Success) {
+    return RuntimeError("device-request-failed", "wgpuDeviceGetLimits failed");
+  }
+  Limits& l = info.limits;
+  l.max_storage_buffer_binding_size = dl.maxStorageBufferBindingSize;
+  if (options.max_binding_bytes)
+    l.max_storage_buffer_binding_size =
+        std::min<uint64_t>(l.max_storage_buffer_binding_size, options.max_binding_bytes);
+  l.max_uniform_buffer_binding_size = dl.maxUniformBufferBindingSize;
+  l.max_buffer_size = dl.maxBufferSize;
+  l.max_compute_workgroup_storage_size = dl.maxComputeWorkgroupStorageSize;
+  l.max_compute_invocations_per_workgroup = dl.maxComputeInvocationsPerWorkgroup;
+  l.max_compute_workgroup_size_x = dl.maxComputeWorkgroupSizeX;
+  l.max_compute_workgroup_size_y = dl.maxComputeWorkgroupSizeY;
+  l.max_compute_workgroup_size_z = dl.maxComputeWorkgroupSizeZ;
+  l.max_compute_workgroups_per_dimension = dl.maxComputeWorkgroupsPerDimension;
+  l.max_storage_buffers_per_shader_stage = dl.maxStorageBuffersPerShaderStage;
+  l.max_uniform_buffers_per_shader_stage = dl.maxUniformBuffersPerShaderStage;
+  l.max_bind_groups = dl.maxBindGroups;
+  l.max_bindings_per_bind_group = dl.maxBindingsPerBindGroup;
+  l.min_storage_buffer_offset_alignment = dl.minStorageBufferOffsetAlignment;
+  l.min_uniform_buffer_offset_alignment = dl.minUniformBufferOffsetAlignment;
+
+  return std::unique_ptr<Device>(new Device(std::move(impl)));
+}
+
+std::string Device::ProfileKey() const {
+  const AdapterInfo& i = impl_->info;
+  char ids[32];
+  std::snprintf(ids, sizeof ids, "%04x:%04x", i.vendor_id, i.device_id);
+  return "webgpu;backend=" + Sanitize(i.backend_api) + ";vendor=" + Sanitize(i.vendor) +
+         ";arch=" + Sanitize(i.architecture) + ";device=" + Sanitize(i.device) +
+         ";driver=" + Sanitize(i.driver) + ";ids=" + ids + ";dawn=" + Sanitize(i.dawn_version);
+}
+
+// ---- buffers ----
+
+BufferId Device::CreateBuffer(uint64_t bytes) {
+  Impl& m = *impl_;
+  Impl::Buf b;
+  b.size = bytes;
+  b.alloc = std::max<uint64_t>(4, RoundUp(bytes, 4));
+  auto it = m.pool.find(b.alloc);
+  if (it != m.pool.end() && !it->second.empty()) {
+    b.handle = it->second.back();
+    it->second.pop_back();
+    m.pooled_bytes -= b.alloc;
+    m.stats.buffers_reused++;
+  } else {
+    b.handle = m.NewBuffer(b.alloc, kStorageUsage);
+    m.stats.buffers_allocated++;
+  }
+  BufferId id{m.next_buffer_id++};
+  m.buffers.emplace(id.value, b);
+  return id;
+}
+
+void Device::ReleaseBuffer(BufferId id) {
+  Impl& m = *impl_;
+  auto it = m.buffers.find(id.value);
+  if (it == m.buffers.end()) return;
+  m.pool[it->second.alloc].push_back(it->second.handle);
+  m.pooled_bytes += it->second.alloc;
+  m.buffers.erase(it);
+}
+
+uint64_t Device::BufferSize(BufferId id) const {
+  auto* b = impl_->FindBuffer(id);
+  return b ? b->size : 0;
+}
+
+void Device::TrimPool() {
+  Impl& m = *impl_;
+  if (m.pool.empty()) return;
+  // Bind groups may name pooled buffers; drop them all rather than track which.
+  m.ClearBindGroups();
+  for (auto& [size, list] : m.pool) {
+    for (WGPUBuffer b : list) m.DestroyBuffer(b);
+  }
+  m.pool.clear();
+  m.pooled_bytes = 0;
+}
+
+Status Device::Write(BufferId id, uint64_t offset, const void* src, uint64_t bytes) {
+  Impl& m = *impl_;
+  Impl::Buf* b = m.FindBuffer(id);
+  if (!b)
+    return InternalError("webgpu-device", "Write to unknown buffer id " + std::to_string(id.value));
+  if (offset > b->size || bytes > b->size - offset) {
+    return UserError("buffer-out-of-range", "",
+                     "write of " + std::to_string(bytes) + " bytes at offset " +
+                         std::to_string(offset) + " overruns a buffer of " +
+                         std::to_string(b->size) + " bytes");
+  }
+  const bool ends_at_end = offset + bytes == b->size;
+  if (offset % 4 != 0 || (bytes % 4 != 0 && !ends_at_end)) {
+    return UserError("unaligned-write", "",
+                     "write of " + std::to_string(bytes) + " bytes at offset " +
+                         std::to_string(offset) + ": WebGPU writes whole 4-byte words",
+                     "write at a multiple of 4 bytes, and a multiple of 4 bytes unless the "
+                     "write ends at the end of the buffer");
+  }
+  SCELLIS_TRY(m.Sticky());
+  if (bytes == 0) return Status::Ok();
+  m.Flush();  // work recorded before this write must see the old contents
+  if (bytes % 4 != 0) {
+    std::vector<uint8_t> padded(RoundUp(bytes, 4), 0);
+    std::memcpy(padded.data(), src, bytes);
+    m.p.QueueWriteBuffer(m.queue, b->handle, offset, padded.data(), padded.size());
+  } else {
+    m.p.QueueWriteBuffer(m.queue, b->handle, offset, src, bytes);
+  }
+  m.stats.bytes_uploaded += bytes;
+  return m.Sticky();
+}
+
+Status Device::Read(BufferId id, uint64_t offset, uint64_t bytes, void* dst) {
+  Impl& m = *impl_;
+  const DawnProcs& p = m.p;
+  Impl::Buf* b = m.FindBuffer(id);
+  if (!b)
+    return InternalError("webgpu-device",
+                         "Read from unknown buffer id " + std::to_string(id.value));
+  if (offset > b->size || bytes > b->size - offset) {
+    return UserError("buffer-out-of-range", "",
+                     "read of " + std::to_string(bytes) + " bytes at offset " +
+                         std::to_string(offset) + " overruns a buffer of " +
+                         std::to_string(b->size) + " bytes");
+  }
+  SCELLIS_TRY(m.Sticky());
+  if (m.recording_error) return Submit();  // reports the bad recording
+  if (bytes == 0) return Status::Ok();
+
+  // Copies and maps move whole words: widen the range to 4-byte bounds (inside the allocation).
+  const uint64_t begin = offset / 4 * 4;
+  const uint64_t len = RoundUp(offset + bytes, 4) - begin;
+  if (m.staging_size < len) {
+    if (m.staging) m.DestroyBuffer(m.staging);
+    m.staging_size = RoundUp(len, 256);
+    m.staging = m.NewBuffer(m.staging_size, WGPUBufferUsage_MapRead | WGPUBufferUsage_CopyDst);
+  }
+  m.EnsureEncoder();
+  m.EndPass();
+  p.CommandEncoderCopyBufferToBuffer(m.encoder, b->handle, begin, m.staging, 0, len);
+  m.Flush();
+
+  size_t map_offset = 0;
+  if (m.fail_next_map) {
+    m.fail_next_map = false;
+    map_offset = 4;  // mapAsync wants a multiple of 8: Dawn rejects the map
+  }
+  // The scope keeps a refused map from also surfacing as an uncaptured error: the map's own
+  // status says what happened.
+  p.DevicePushErrorScope(m.device, WGPUErrorFilter_Validation);
+  auto* st = new MapDone;
+  WGPUBufferMapCallbackInfo cb{};
+  cb.mode = WGPUCallbackMode_WaitAnyOnly;
+  cb.callback = [](WGPUMapAsyncStatus status, WGPUStringView message, void* u1, void*) {
+    auto* s = static_cast<MapDone*>(u1);
+    s->status = status;
+    s->message = Str(message);
+  };
+  cb.userdata1 = st;
+  WGPUFuture map_future = p.BufferMapAsync(m.staging, WGPUMapMode_Read, map_offset, len, cb);
+  std::string scope_error = m.PopScope();
+  std::string why = m.Wait(map_future);
+  if (!why.empty()) {
+    return m.Poison(RuntimeError("gpu-timeout", "waiting for a read-back: " + why));
+  }
+  std::unique_ptr<MapDone> done(st);
+  if (done->status != WGPUMapAsyncStatus_Success) {
+    std::string msg = done->message;
+    if (scope_error.find(msg) != std::string::npos) {
+      msg = scope_error;  // the same complaint with Dawn's context lines
+    } else if (!scope_error.empty()) {
+      msg += (msg.empty() ? "" : "; ") + scope_error;
+    }
+    return m.Poison(RuntimeError(
+        "map-failed", "mapping the read-back buffer failed (" +
+                          OrUnknown(MapAsyncStatusName(done->status), done->status) + "): " + msg));
+  }
+  p.InstanceProcessEvents(m.instance);
+  if (Status s = m.Sticky(); !s.ok()) {  // the copy (or earlier work) failed: the data is junk
+    p.BufferUnmap(m.staging);
+    return s;
+  }
+  const void* mapped = p.BufferGetConstMappedRange(m.staging, 0, len);
+  if (!mapped) {
+    p.BufferUnmap(m.staging);
+    return m.Poison(RuntimeError("map-failed", "the mapped read-back range is not accessible"));
+  }
+  std::memcpy(dst, static_cast<const uint8_t*>(mapped) + (offset - begin), bytes);
+  p.BufferUnmap(m.staging);
+  m.stats.bytes_read += bytes;
+  return Status::Ok();
+}
+
+// ---- pipelines ----
+
+Result<PipelineId> Device::Pipeline(const std::string& wgsl, const std::string& entry_point) {
+  Impl& m = *impl_;
+  const DawnProcs& p = m.p;
+  SCELLIS_TRY(m.Sticky());
+  std::string key = entry_point;
+  key += '\0';
+  key += wgsl;
+  if (auto it = m.pipeline_cache.find(key); it != m.pipeline_cache.end()) {
+    m.stats.pipeline_cache_hits++;
+    return PipelineId{it->second};
+  }
+
+  p.DevicePushErrorScope(m.device, WGPUErrorFilter_Internal);
+  p.DevicePushErrorScope(m.device, WGPUErrorFilter_Validation);
+
+  WGPUShaderSourceWGSL source{};
+  source.chain.sType = WGPUSType_ShaderSourceWGSL;
+  source.code = View(wgsl);
+  WGPUShaderModuleDescriptor md{};
+  md.nextInChain = &source.chain;
+  WGPUShaderModule module = p.DeviceCreateShaderModule(m.device, &md);
+
+  auto* st = new CompileDone;
+  WGPUCompilationInfoCallbackInfo ccb{};
+  ccb.mode = WGPUCallbackMode_WaitAnyOnly;
+  ccb.callback = [](WGPUCompilationInfoRequestStatus status, WGPUCompilationInfo const* ci,
+                    void* u1, void*) {
+    auto* s = static_cast<CompileDone*>(u1);
+    s->status = status;
+    if (!ci) return;
+    for (size_t i = 0; i < ci->messageCount; ++i) {
+      const WGPUCompilationMessage& msg = ci->messages[i];
+      s->messages.push_back({msg.type, msg.lineNum, msg.linePos, Str(msg.message)});
+    }
+  };
+  ccb.userdata1 = st;
+  std::string why = m.Wait(p.ShaderModuleGetCompilationInfo(module, ccb));
+  if (!why.empty()) {
+    p.ShaderModuleRelease(module);
+    return m.Poison(RuntimeError("gpu-timeout", "compiling WGSL: " + why));
+  }
+  std::unique_ptr<CompileDone> compiled(st);
+
+  std::string errors;
+  for (const auto& msg : compiled->messages) {
+    if (msg.type != WGPUCompilationMessageType_Error) continue;
+    errors += "\n  " + std::to_string(msg.line) + ":" + std::to_string(msg.column) +
+              ": error: " + msg.text;
+    if (msg.line > 0) {
+      std::string line = SourceLine(wgsl, msg.line);
+      errors += "\n    | " + line;
+      if (msg.column > 0) errors += "\n    | " + std::string(msg.column - 1, ' ') + "^";
+    }
+  }
+
+  WGPUComputePipeline pipeline = nullptr;
+  if (errors.empty()) {
+    WGPUComputePipelineDescriptor pd{};
+    pd.layout = nullptr;  // automatic layout
+    pd.compute.module = module;
+    pd.compute.entryPoint = View(entry_point);
+    pipeline = p.DeviceCreateComputePipeline(m.device, &pd);
+  }
+  p.ShaderModuleRelease(module);
+  std::string validation = m.PopScope();
+  std::string internal = m.PopScope();
+
+  if (!errors.empty()) {
+    if (pipeline) p.ComputePipelineRelease(pipeline);
+    return UserError("wgsl-compile-error", "",
+                     "WGSL compilation failed (entry point `" + entry_point + "`):" + errors);
+  }
+  if (!validation.empty() || !internal.empty() || !pipeline) {
+    if (pipeline) p.ComputePipelineRelease(pipeline);
+    std::string msg = validation.empty() ? internal : validation;
+    return UserError(
+        "pipeline-creation-failed", "",
+        "Dawn refused the compute pipeline for entry point `" + entry_point + "`: " + msg);
+  }
+  m.stats.pipelines_compiled++;
+  PipelineId id{m.next_pipeline_id++};
+  m.pipelines[id.value].pipeline = pipeline;
+  m.pipeline_cache.emplace(std::move(key), id.value);
+  return id;
+}
+
+// ---- recording ----
+
+void Device::Dispatch(PipelineId pipeline, const std::vector<Binding>& bindings, uint32_t x,
+                      uint32_t y, uint32_t z) {
+  Impl& m = *impl_;
+  const DawnProcs& p = m.p;
+  if (m.recording_error) return;
+  auto pit = m.pipelines.find(pipeline.value);
+  if (pit == m.pipelines.end()) {
+    m.recording_error = InternalError(
+        "webgpu-device", "Dispatch with unknown pipeline id " + std::to_string(pipeline.value));
+    return;
+  }
+  const uint32_t max = m.info.limits.max_compute_workgroups_per_dimension;
+  if (x > max || y > max || z > max) {
+    m.recording_error = UserError(
+        "dispatch-too-large", "",
+        "dispatch of " + std::to_string(x) + " x " + std::to_string(y) + " x " + std::to_string(z) +
+            " workgroups exceeds the device's " + std::to_string(max) + " per dimension",
+        "spread the workgroups over y and z (see SplitWorkgroups)");
+    return;
+  }
+  Impl::Pipe& pipe = pit->second;
+
+  WGPUBindGroup group = nullptr;
+  if (!bindings.empty()) {
+    std::vector<WGPUBindGroupEntry> entries(bindings.size());
+    std::string key(reinterpret_cast<const char*>(&pipeline.value), sizeof pipeline.value);
+    for (size_t i = 0; i < bindings.size(); ++i) {
+      const Binding& bd = bindings[i];
+      Impl::Buf* b = m.FindBuffer(bd.buffer);
+      if (!b) {
+        m.recording_error = InternalError("webgpu-device", "Dispatch binds unknown buffer id " +
+                                                               std::to_string(bd.buffer.value) +
+                                                               " at binding " + std::to_string(i));
+        return;
+      }
+      WGPUBindGroupEntry& e = entries[i];
+      e.binding = static_cast<uint32_t>(i);
+      e.buffer = b->handle;
+      e.offset = bd.offset;
+      e.size = bd.size == 0 ? WGPU_WHOLE_SIZE : bd.size;
+      key.append(reinterpret_cast<const char*>(&e.buffer), sizeof e.buffer);
+      key.append(reinterpret_cast<const char*>(&e.offset), sizeof e.offset);
+      key.append(reinterpret_cast<const char*>(&e.size), sizeof e.size);
+    }
+    auto it = m.bind_groups.find(key);
+    if (it != m.bind_groups.end()) {
+      group = it->second;
+    } else {
+      if (!pipe.layout) pipe.layout = p.ComputePipelineGetBindGroupLayout(pipe.pipeline, 0);
+      WGPUBindGroupDescriptor bgd{};
+      bgd.layout = pipe.layout;
+      bgd.entryCount = entries.size();
+      bgd.entries = entries.data();
+      group = p.DeviceCreateBindGroup(m.device, &bgd);
+      if (m.bind_groups.size() >= 4096) m.ClearBindGroups();
+      m.bind_groups.emplace(std::move(key), group);
+    }
+  }
+  m.EnsurePass();
+  p.ComputePassEncoderSetPipeline(m.pass, pipe.pipeline);
+  if (group) p.ComputePassEncoderSetBindGroup(m.pass, 0, group, 0, nullptr);
+  p.ComputePassEncoderDispatchWorkgroups(m.pass, x, y, z);
+  m.recorded_dispatches++;
+}
+
+void Device::Copy(BufferId src, uint64_t src_offset, BufferId dst, uint64_t dst_offset,
+                  uint64_t bytes) {
+  Impl& m = *impl_;
+  if (m.recording_error) return;
+  Impl::Buf* s = m.FindBuffer(src);
+  Impl::Buf* d = m.FindBuffer(dst);
+  if (!s || !d) {
+    m.recording_error = InternalError("webgpu-device", "Copy between unknown buffer ids " +
+                                                           std::to_string(src.value) + " -> " +
+                                                           std::to_string(dst.value));
+    return;
+  }
+  m.EnsureEncoder();
+  m.EndPass();
+  m.p.CommandEncoderCopyBufferToBuffer(m.encoder, s->handle, src_offset, d->handle, dst_offset,
+                                       bytes);
+}
+
+void Device::Clear(BufferId id, uint64_t offset, uint64_t bytes) {
+  Impl& m = *impl_;
+  if (m.recording_error) return;
+  Impl::Buf* b = m.FindBuffer(id);
+  if (!b) {
+    m.recording_error =
+        InternalError("webgpu-device", "Clear of unknown buffer id " + std::to_string(id.value));
+    return;
+  }
+  m.EnsureEncoder();
+  m.EndPass();
+  m.p.CommandEncoderClearBuffer(m.encoder, b->handle, offset, bytes == 0 ? WGPU_WHOLE_SIZE : bytes);
+}
+
+Status Device::Submit() {
+  Impl& m = *impl_;
+  if (Status s = m.Sticky(); !s.ok()) {
+    m.DiscardRecording();
+    return s;
+  }
+  if (m.recording_error) {
+    Diagnostic d = *m.recording_error;
+    m.recording_error.reset();
+    m.DiscardRecording();
+    return d;
+  }
+  if (!m.Flush()) {
+    m.p.InstanceProcessEvents(m.instance);
+    return m.Sticky();
+  }
+  return m.WaitIdle();
+}
+
+// ---- faults ----
+
+void Device::InjectFault(Fault fault) {
+  Impl& m = *impl_;
+  switch (fault) {
+    case Fault::kFailNextSubmit:
+      m.fail_next_submit = true;
+      break;
+    case Fault::kFailNextMap:
+      m.fail_next_map = true;
+      break;
+    case Fault::kLoseDevice:
+      m.p.DeviceDestroy(m.device);
+      m.p.InstanceProcessEvents(m.instance);
+      break;
+  }
+}
+
+}  // namespace scellis::runtime::webgpu

@@ -1,0 +1,244 @@
+// The WebGPU device layer: one Dawn device, its buffers and compute pipelines, and the recording
+// of dispatches into command buffers. The engine's executor drives it; nothing above this layer
+// touches the WebGPU C API.
+//
+// Model
+//   * Buffers are untyped byte ranges, all with usage storage | copy-src | copy-dst, sizes
+//     rounded up to 4 bytes. Released buffers go back to a pool keyed by size, so a plan that
+//     runs again reuses its allocations. A buffer's contents are unspecified when it comes from
+//     CreateBuffer (a reused buffer keeps old data): Write, Clear or dispatch before reading.
+//   * Kernels are WGSL compute shaders. Every binding is `@group(0) @binding(i)` with i in
+//     0..n-1, in the order of the `bindings` passed to Dispatch, and every binding is a storage
+//     buffer: parameter blocks are declared `var<storage, read>` too, never `var<uniform>`, so
+//     one kind of buffer serves everything and the uniform-size limits never apply. Pipelines use
+//     the automatic layout, so a kernel must use every binding it declares (an unused binding is
+//     not in the layout and binding it is a validation error).
+//   * Dispatch, Copy and Clear only record. Submit puts everything recorded since the last
+//     submit into one command encoder, dispatches back to back in one compute pass (WebGPU makes
+//     each dispatch's writes visible to the next dispatch in the same pass), one queue
+//     submission, then waits for the GPU to finish. Write and Read keep program order: work
+//     recorded before them is submitted first.
+//   * Errors. A WGSL error is a user diagnostic from Pipeline(). Everything Dawn reports after
+//     work began (device lost, uncaptured validation / out-of-memory / internal errors, a failed
+//     map, a timeout) poisons the device: the call that notices returns a RuntimeError and every
+//     later Submit, Read, Write and Pipeline returns the same error. There is no recovery short of
+//     opening a new Device; the session above decides what to tell the user.
+//   * Not thread-safe: one thread drives a Device (Dawn's callbacks are handled internally).
+//
+// Codes of the runtime errors: device-lost, gpu-validation-error, gpu-out-of-memory,
+// gpu-internal-error, map-failed, submit-failed, gpu-timeout.
+//
+// Example
+//
+//   auto dev = Device::Open({.allow_software_adapter = false});
+//   if (!dev.ok()) return dev.status();            // e.g. software-adapter-refused, dawn-not-found
+//   Device& d = **dev;
+//   BufferId x = d.CreateBuffer(n * sizeof(float));
+//   SCELLIS_TRY(d.Write(x, 0, host.data(), n * sizeof(float)));
+//   SCELLIS_ASSIGN_OR_RETURN(PipelineId p, d.Pipeline(R"(
+//       @group(0) @binding(0) var<storage, read_write> x : array<f32>;
+//       @compute @workgroup_size(64)
+//       fn main(@builtin(global_invocation_id) id : vec3<u32>) {
+//         if (id.x < arrayLength(&x)) { x[id.x] = 2.0 * x[id.x]; }
+//       })", "main"));
+//   d.Dispatch(p, {{x}}, (n + 63) / 64);
+//   SCELLIS_TRY(d.Submit());
+//   SCELLIS_TRY(d.Read(x, 0, n * sizeof(float), host.data()));
+//   d.ReleaseBuffer(x);
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "base/result.h"
+
+namespace scellis::runtime::webgpu {
+
+// Opaque handles; 0 is "none". Ids are never reused within one Device.
+struct BufferId {
+  uint32_t value = 0;
+  bool valid() const { return value != 0; }
+  friend bool operator==(BufferId, BufferId) = default;
+};
+struct PipelineId {
+  uint32_t value = 0;
+  bool valid() const { return value != 0; }
+  friend bool operator==(PipelineId, PipelineId) = default;
+};
+
+// One storage binding: bytes [offset, offset + size) of `buffer`; size 0 means "to the end of the
+// allocation" (the size rounded up to 4). `offset` must be a multiple of
+// limits.min_storage_buffer_offset_alignment (256 on most devices) and `size` a multiple of 4.
+struct Binding {
+  BufferId buffer;
+  uint64_t offset = 0;
+  uint64_t size = 0;
+};
+
+// The limits the device was created with (the adapter's own, not WebGPU's small defaults).
+struct Limits {
+  uint64_t max_storage_buffer_binding_size = 0;
+  uint64_t max_uniform_buffer_binding_size = 0;
+  uint64_t max_buffer_size = 0;
+  uint32_t max_compute_workgroup_storage_size = 0;
+  uint32_t max_compute_invocations_per_workgroup = 0;
+  uint32_t max_compute_workgroup_size_x = 0;
+  uint32_t max_compute_workgroup_size_y = 0;
+  uint32_t max_compute_workgroup_size_z = 0;
+  uint32_t max_compute_workgroups_per_dimension = 0;
+  uint32_t max_storage_buffers_per_shader_stage = 0;
+  uint32_t max_uniform_buffers_per_shader_stage = 0;
+  uint32_t max_bind_groups = 0;
+  uint32_t max_bindings_per_bind_group = 0;
+  uint32_t min_storage_buffer_offset_alignment = 0;
+  uint32_t min_uniform_buffer_offset_alignment = 0;
+};
+
+struct AdapterInfo {
+  std::string vendor;  // as Dawn reports them; may be empty
+  std::string architecture;
+  std::string device;
+  std::string description;
+  std::string backend_api;   // "vulkan", "metal", "d3d12", ...
+  std::string adapter_type;  // "discrete-gpu", "integrated-gpu", "cpu", "unknown"
+  uint32_t vendor_id = 0;
+  uint32_t device_id = 0;
+  bool is_software = false;     // see IsSoftwareAdapter
+  std::string software_reason;  // why is_software is true, "" otherwise
+  std::string driver;           // the driver description (Dawn's `description`)
+  std::string dawn_version;     // e.g. "bun-webgpu-linux-x64@0.1.7"; see DawnLibrary::version()
+  std::string library_path;     // the libwebgpu_wrapper.so that was loaded
+  std::string vulkan_loader;    // the libvulkan.so.1 Dawn runs on
+  Limits limits;
+  // Adapter features: WebGPU names ("shader-f16", "timestamp-query", ...) for the standard ones,
+  // "dawn-0x5001a" style for Dawn's own extensions. Sorted.
+  std::vector<std::string> features;
+};
+
+// True when the adapter is a software rasterizer rather than a GPU: adapter type "cpu", the Null
+// backend, or SwiftShader / llvmpipe / lavapipe / softpipe in vendor, architecture, device or
+// description. `reason` (when non-null) receives one sentence saying which.
+bool IsSoftwareAdapter(const AdapterInfo& info, std::string* reason = nullptr);
+
+struct OpenOptions {
+  // Software adapters (SwiftShader, lavapipe) are not a GPU. Open refuses them with
+  // `software-adapter-refused` unless this is set; tests set it.
+  bool allow_software_adapter = false;
+  // Upper bound on any single wait for the GPU (adapter/device request, submit, map).
+  uint32_t timeout_ms = 120000;
+  // When non-zero, the device reports (and Scellis plans against) a storage binding cap of at most
+  // this many bytes. WebGPU never lets a device ask for less than its 128 MiB default, so this is
+  // how tests exercise the tiling of tensors over the cap with small tensors.
+  uint64_t max_binding_bytes = 0;
+};
+
+// Test hooks. Each makes Dawn itself fail, so the real error path is what gets tested:
+//   kFailNextSubmit  the next queue submission (of recorded work, by Submit, Read or Write)
+//                    carries a copy from a destroyed buffer, which
+//                    Dawn rejects as a validation error -> gpu-validation-error;
+//   kFailNextMap     the next Read maps its staging buffer at a misaligned offset, which Dawn
+//                    rejects -> map-failed;
+//   kLoseDevice      wgpuDeviceDestroy now; Dawn reports the loss -> device-lost.
+// (Dawn's wgpuDeviceForceLoss is not part of the standard API description, so it is not used.)
+enum class Fault { kFailNextSubmit, kFailNextMap, kLoseDevice };
+
+struct DeviceStats {
+  uint64_t dispatches = 0;          // recorded dispatches that were submitted
+  uint64_t submits = 0;             // queue submissions (Submit, and the ones Read/Write make)
+  uint64_t bytes_uploaded = 0;      // through Write
+  uint64_t bytes_read = 0;          // through Read
+  uint64_t buffers_allocated = 0;   // real allocations
+  uint64_t buffers_reused = 0;      // CreateBuffer served from the pool
+  uint64_t pipelines_compiled = 0;  // shader modules + pipelines actually built
+  uint64_t pipeline_cache_hits = 0;
+};
+
+// Workgroup counts for `workgroups` workgroups when one dimension holds at most `max_per_dim`:
+// x first, then y, then z; x * y * z >= workgroups (a kernel guards its tail). A kernel with
+// workgroup size w linearizes global_invocation_id as `id.x + id.y * (x * w) + id.z * (x * y * w)`
+// (pass the strides in its parameter block; see the 2-D test in device_test.cpp).
+struct Grid {
+  uint32_t x = 1, y = 1, z = 1;
+};
+Grid SplitWorkgroups(uint64_t workgroups, uint32_t max_per_dim);
+
+class Device {
+ public:
+  // Loads Dawn, requests a high-performance adapter and a device with the adapter's limits.
+  // Errors: dawn-not-found (user: install it), no-webgpu-adapter (also when Dawn offers only its
+  // Null backend, which computes nothing: never accepted, software allowed or not),
+  // software-adapter-refused (its message is the reason, suitable for a fallback record),
+  // device-request-failed.
+  static Result<std::unique_ptr<Device>> Open(const OpenOptions& options = {});
+
+  ~Device();
+  Device(const Device&) = delete;
+  Device& operator=(const Device&) = delete;
+
+  const AdapterInfo& info() const;
+
+  // Stable identity of this device for scoping receipts: backend, vendor, architecture, device,
+  // driver, PCI ids and Dawn build, e.g.
+  // "webgpu;backend=vulkan;vendor=google;arch=swiftshader;device=...;driver=...;ids=1ae0:c0de;
+  // dawn=bun-webgpu-linux-x64@0.1.7".
+  std::string ProfileKey() const;
+
+  // ---- buffers ----
+  // A buffer of at least `bytes` bytes (rounded up to 4), from the pool when one of that size is
+  // free. Never fails here: an allocation Dawn refuses poisons the device (gpu-out-of-memory or
+  // gpu-validation-error from the next Submit/Read).
+  BufferId CreateBuffer(uint64_t bytes);
+  // Returns the buffer to the pool. The id is dead afterwards.
+  void ReleaseBuffer(BufferId id);
+  // The size asked for at creation; 0 for an unknown id.
+  uint64_t BufferSize(BufferId id) const;
+  // Frees every pooled buffer (those not currently handed out).
+  void TrimPool();
+  uint64_t pooled_bytes() const;
+
+  // Host -> buffer. `offset` must be a multiple of 4; `bytes` too unless the range ends at the
+  // buffer's end. Queued in order after everything recorded before it.
+  Status Write(BufferId id, uint64_t offset, const void* src, uint64_t bytes);
+  // Buffer -> host, any offset and size within the buffer. Submits what was recorded before, then
+  // copies through a staging buffer and waits (at most timeout_ms).
+  Status Read(BufferId id, uint64_t offset, uint64_t bytes, void* dst);
+
+  // ---- pipelines ----
+  // Compiles `wgsl` and builds a compute pipeline for `entry_point`, or returns the cached one
+  // (keyed by source and entry point; a second call compiles nothing). A WGSL error gives the
+  // user diagnostic `wgsl-compile-error` carrying the compiler's messages with line:column; a
+  // pipeline Dawn refuses otherwise gives `pipeline-creation-failed`.
+  Result<PipelineId> Pipeline(const std::string& wgsl, const std::string& entry_point);
+  uint64_t pipelines_compiled() const;
+
+  // ---- recording ----
+  // Records a dispatch of x * y * z workgroups with `bindings` bound to @group(0) @binding(0..n-1).
+  // A bad id or a count over the limit is reported by the next Submit (and the recording since the
+  // last Submit is dropped); a binding Dawn rejects (misaligned offset, range past the end) is a
+  // gpu-validation-error that poisons the device.
+  void Dispatch(PipelineId pipeline, const std::vector<Binding>& bindings, uint32_t x,
+                uint32_t y = 1, uint32_t z = 1);
+  // Records a buffer-to-buffer copy; offsets and size multiples of 4.
+  void Copy(BufferId src, uint64_t src_offset, BufferId dst, uint64_t dst_offset, uint64_t bytes);
+  // Records zero-filling bytes [offset, offset + bytes); multiples of 4 (bytes 0: to the end).
+  void Clear(BufferId id, uint64_t offset = 0, uint64_t bytes = 0);
+  // Submits everything recorded since the last Submit as one command buffer and waits for the
+  // GPU (at most timeout_ms). Returns the device's error if it is poisoned.
+  Status Submit();
+
+  // ---- faults and stats ----
+  void InjectFault(Fault fault);
+  // The error that poisoned the device, if any.
+  Status health() const;
+  const DeviceStats& stats() const;
+
+ private:
+  struct Impl;
+  explicit Device(std::unique_ptr<Impl> impl);
+
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace scellis::runtime::webgpu

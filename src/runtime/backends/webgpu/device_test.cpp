@@ -1,0 +1,467 @@
+// The WebGPU device layer against real Dawn on SwiftShader (Vulkan on the CPU). CI installs both
+// (`make setup`); a machine without them fails these tests with a message saying what is missing,
+// it never skips them.
+#include "runtime/backends/webgpu/device.h"
+
+#include <gtest/gtest.h>
+
+#include <cctype>
+#include <cstdlib>
+#include <cstring>
+#include <filesystem>
+#include <iostream>
+#include <random>
+
+#include "runtime/backends/webgpu/dawn_library.h"
+
+namespace scellis::runtime::webgpu {
+namespace {
+
+constexpr const char* kSwiftShaderIcd = "/usr/lib/chromium/vk_swiftshader_icd.json";
+
+std::string Describe(const Status& s) {
+  std::string out;
+  for (const auto& d : s.errors()) out += d.Format() + "\n";
+  return out;
+}
+
+// SwiftShader, unless the environment already chose a Vulkan driver.
+void UseSwiftShader() {
+  if (!std::getenv("VK_ICD_FILENAMES") && !std::getenv("VK_DRIVER_FILES")) {
+    setenv("VK_ICD_FILENAMES", kSwiftShaderIcd, 1);
+  }
+}
+
+std::unique_ptr<Device> OpenSoftware(OpenOptions options = {}) {
+  UseSwiftShader();
+  const char* icd = std::getenv("VK_ICD_FILENAMES");
+  if (icd && std::string(icd) == kSwiftShaderIcd && !std::filesystem::exists(kSwiftShaderIcd)) {
+    ADD_FAILURE() << "SwiftShader is missing: " << kSwiftShaderIcd
+                  << " does not exist (it comes with Debian's chromium package; run make setup)";
+    return nullptr;
+  }
+  options.allow_software_adapter = true;
+  auto dev = Device::Open(options);
+  if (!dev.ok()) {
+    ADD_FAILURE() << "could not open a WebGPU device on SwiftShader:\n" << Describe(dev.status());
+    return nullptr;
+  }
+  return std::move(dev).value();
+}
+
+std::vector<float> RandomFloats(size_t n, uint32_t seed) {
+  std::mt19937 rng(seed);
+  std::uniform_real_distribution<float> dist(-1000.0f, 1000.0f);
+  std::vector<float> v(n);
+  for (auto& x : v) {
+    do x = dist(rng);
+    while (x == 0.0f);
+  }
+  return v;
+}
+
+constexpr const char* kDouble = R"(
+@group(0) @binding(0) var<storage, read> src : array<f32>;
+@group(0) @binding(1) var<storage, read_write> dst : array<f32>;
+
+@compute @workgroup_size(64)
+fn main(@builtin(global_invocation_id) id : vec3<u32>) {
+  if (id.x < arrayLength(&dst)) {
+    dst[id.x] = 2.0 * src[id.x];
+  }
+}
+)";
+
+TEST(WebGpuSoftware, DetectsSoftwareAdapters) {
+  AdapterInfo info;
+  info.adapter_type = "discrete-gpu";
+  info.device = "NVIDIA H200";
+  std::string why;
+  EXPECT_FALSE(IsSoftwareAdapter(info, &why));
+  EXPECT_EQ(why, "");
+  info.adapter_type = "cpu";
+  EXPECT_TRUE(IsSoftwareAdapter(info, &why));
+  EXPECT_NE(why.find("cpu"), std::string::npos);
+  info.adapter_type = "integrated-gpu";
+  info.device = "llvmpipe (LLVM 15.0.6, 256 bits)";
+  EXPECT_TRUE(IsSoftwareAdapter(info, &why));
+  EXPECT_NE(why.find("llvmpipe"), std::string::npos);
+  info.device = "";
+  info.architecture = "SwiftShader";
+  EXPECT_TRUE(IsSoftwareAdapter(info));
+}
+
+TEST(WebGpuGrid, SplitsWorkgroupsOverDimensions) {
+  Grid g = SplitWorkgroups(100, 65535);
+  EXPECT_EQ(g.x, 100u);
+  EXPECT_EQ(g.y, 1u);
+  g = SplitWorkgroups(65536, 65535);
+  EXPECT_EQ(g.y, 2u);
+  EXPECT_GE(uint64_t{g.x} * g.y, 65536u);
+  EXPECT_LE(g.x, 65535u);
+  const uint64_t huge = 65535ull * 65535ull + 7;
+  g = SplitWorkgroups(huge, 65535);
+  EXPECT_EQ(g.z, 2u);
+  EXPECT_GE(uint64_t{g.x} * g.y * g.z, huge);
+  EXPECT_LE(g.x, 65535u);
+  EXPECT_LE(g.y, 65535u);
+  EXPECT_EQ(SplitWorkgroups(0, 65535).x, 0u);
+}
+
+TEST(WebGpuDevice, FindsDawn) {
+  auto lib = DawnLibrary::Load();
+  ASSERT_TRUE(lib.ok()) << Describe(lib.status());
+  EXPECT_NE((*lib)->path().find("libwebgpu_wrapper.so"), std::string::npos);
+  EXPECT_EQ((*lib)->version(), "bun-webgpu-linux-x64@0.1.7");
+}
+
+TEST(WebGpuDevice, ReportsAdapterAndRequestsItsLimits) {
+  auto dev = OpenSoftware();
+  ASSERT_TRUE(dev);
+  const AdapterInfo& info = dev->info();
+  std::cout << "adapter: vendor=\"" << info.vendor << "\" architecture=\"" << info.architecture
+            << "\" device=\"" << info.device << "\" description=\"" << info.description
+            << "\" backend=" << info.backend_api << " type=" << info.adapter_type << std::hex
+            << " ids=0x" << info.vendor_id << ":0x" << info.device_id << std::dec
+            << "\n  software: " << info.software_reason << "\n  limits: storage binding "
+            << info.limits.max_storage_buffer_binding_size << ", buffer "
+            << info.limits.max_buffer_size << ", workgroup storage "
+            << info.limits.max_compute_workgroup_storage_size << ", invocations "
+            << info.limits.max_compute_invocations_per_workgroup << ", workgroups/dim "
+            << info.limits.max_compute_workgroups_per_dimension << ", storage buffers/stage "
+            << info.limits.max_storage_buffers_per_shader_stage << "\n  features:";
+  for (auto& f : info.features) std::cout << " " << f;
+  std::cout << "\n  profile: " << dev->ProfileKey() << "\n";
+
+  EXPECT_EQ(info.backend_api, "vulkan");
+  EXPECT_TRUE(info.is_software);
+  EXPECT_FALSE(info.software_reason.empty());
+  EXPECT_EQ(info.dawn_version, "bun-webgpu-linux-x64@0.1.7");
+  // The device got the adapter's limits, not WebGPU's defaults (128 MiB binding cap, 16 KiB
+  // workgroup storage, 256 invocations would be the defaults).
+  EXPECT_GE(info.limits.max_storage_buffer_binding_size, 128ull << 20);
+  EXPECT_GE(info.limits.max_buffer_size, info.limits.max_storage_buffer_binding_size);
+  EXPECT_GE(info.limits.max_compute_workgroup_storage_size, 16384u);
+  EXPECT_GE(info.limits.max_compute_invocations_per_workgroup, 256u);
+  EXPECT_GE(info.limits.max_compute_workgroups_per_dimension, 65535u);
+  EXPECT_GE(info.limits.max_storage_buffers_per_shader_stage, 8u);
+  EXPECT_GT(info.limits.min_storage_buffer_offset_alignment, 0u);
+  EXPECT_EQ(dev->ProfileKey(), dev->ProfileKey());
+  EXPECT_NE(dev->ProfileKey().find("backend=vulkan"), std::string::npos);
+  EXPECT_NE(dev->ProfileKey().find("dawn=bun-webgpu-linux-x64@0.1.7"), std::string::npos);
+  EXPECT_TRUE(dev->health().ok());
+}
+
+TEST(WebGpuDevice, RefusesSoftwareAdapterUnlessAllowed) {
+  UseSwiftShader();
+  auto dev = Device::Open(OpenOptions{});
+  ASSERT_FALSE(dev.ok()) << "SwiftShader was accepted as a GPU";
+  const Diagnostic& d = dev.status().first();
+  EXPECT_EQ(d.code, "software-adapter-refused") << d.Format();
+  EXPECT_NE(d.message.find("not a GPU"), std::string::npos) << d.message;
+  std::string lower = d.message;
+  for (char& c : lower) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  EXPECT_TRUE(lower.find("swiftshader") != std::string::npos ||
+              lower.find("cpu") != std::string::npos)
+      << d.message;
+  EXPECT_FALSE(d.help.empty());
+}
+
+TEST(WebGpuDevice, DoublesRandomFloats) {
+  auto dev = OpenSoftware();
+  ASSERT_TRUE(dev);
+  const size_t n = 100003;
+  std::vector<float> host = RandomFloats(n, 20261129);
+  BufferId in = dev->CreateBuffer(n * 4);
+  BufferId out = dev->CreateBuffer(n * 4);
+  ASSERT_TRUE(dev->Write(in, 0, host.data(), n * 4).ok());
+  // Poison the output so a kernel that writes nothing cannot pass.
+  std::vector<float> poison(n, -12345.0f);
+  ASSERT_TRUE(dev->Write(out, 0, poison.data(), n * 4).ok());
+
+  auto pipe = dev->Pipeline(kDouble, "main");
+  ASSERT_TRUE(pipe.ok()) << Describe(pipe.status());
+  dev->Dispatch(*pipe, {{in}, {out}}, static_cast<uint32_t>((n + 63) / 64));
+  Status s = dev->Submit();
+  ASSERT_TRUE(s.ok()) << Describe(s);
+
+  std::vector<float> result(n, 0.0f);
+  s = dev->Read(out, 0, n * 4, result.data());
+  ASSERT_TRUE(s.ok()) << Describe(s);
+  size_t wrong = 0;
+  for (size_t i = 0; i < n; ++i) {
+    if (result[i] != host[i] * 2.0f) ++wrong;  // doubling is exact in binary floating point
+  }
+  EXPECT_EQ(wrong, 0u) << "first: got " << result[0] << " want " << host[0] * 2.0f;
+
+  // A read at an odd offset and length goes through the widened copy.
+  float tail[3] = {0, 0, 0};
+  ASSERT_TRUE(dev->Read(out, (n - 3) * 4, 12, tail).ok());
+  EXPECT_EQ(tail[2], host[n - 1] * 2.0f);
+  uint8_t bytes[5];
+  ASSERT_TRUE(dev->Read(out, 4 * 10 + 1, 5, bytes).ok());
+  EXPECT_EQ(std::memcmp(bytes, reinterpret_cast<const uint8_t*>(result.data()) + 41, 5), 0);
+
+  const DeviceStats& st = dev->stats();
+  EXPECT_EQ(st.dispatches, 1u);
+  EXPECT_EQ(st.bytes_uploaded, 2 * n * 4);
+  EXPECT_EQ(st.bytes_read, n * 4 + 12 + 5);
+}
+
+TEST(WebGpuDevice, DependentDispatchesInOneSubmit) {
+  auto dev = OpenSoftware();
+  ASSERT_TRUE(dev);
+  const size_t n = 4099;
+  std::vector<float> a = RandomFloats(n, 7);
+  BufferId ba = dev->CreateBuffer(n * 4), bb = dev->CreateBuffer(n * 4),
+           bc = dev->CreateBuffer(n * 4);
+  ASSERT_TRUE(dev->Write(ba, 0, a.data(), n * 4).ok());
+  auto kernel = [&](const char* expr) {
+    std::string src = std::string(R"(
+@group(0) @binding(0) var<storage, read> x : array<f32>;
+@group(0) @binding(1) var<storage, read_write> y : array<f32>;
+@compute @workgroup_size(64)
+fn main(@builtin(global_invocation_id) id : vec3<u32>) {
+  let i = id.x;
+  if (i < arrayLength(&y)) { y[i] = )") +
+                      expr + R"(; }
+}
+)";
+    auto p = dev->Pipeline(src, "main");
+    EXPECT_TRUE(p.ok()) << Describe(p.status());
+    return p.ok() ? *p : PipelineId{};
+  };
+  PipelineId add1 = kernel("x[i] + 1.0");
+  PipelineId times3 = kernel("x[i] * 3.0");
+  PipelineId minus_half = kernel("x[i] - 0.5");
+  const uint32_t groups = static_cast<uint32_t>((n + 63) / 64);
+  const uint64_t submits_before = dev->stats().submits;
+  dev->Dispatch(add1, {{ba}, {bb}}, groups);        // b = a + 1
+  dev->Dispatch(times3, {{bb}, {bc}}, groups);      // c = b * 3
+  dev->Dispatch(minus_half, {{bc}, {ba}}, groups);  // a = c - 0.5
+  Status s = dev->Submit();
+  ASSERT_TRUE(s.ok()) << Describe(s);
+  EXPECT_EQ(dev->stats().submits, submits_before + 1);
+  EXPECT_EQ(dev->stats().dispatches, 3u);
+
+  std::vector<float> got(n);
+  ASSERT_TRUE(dev->Read(ba, 0, n * 4, got.data()).ok());
+  size_t wrong = 0;
+  for (size_t i = 0; i < n; ++i) {
+    float b = a[i] + 1.0f;
+    float c = b * 3.0f;
+    if (got[i] != c - 0.5f) ++wrong;
+  }
+  EXPECT_EQ(wrong, 0u);
+}
+
+TEST(WebGpuDevice, LargeBufferWithTwoDimensionalDispatch) {
+  auto dev = OpenSoftware();
+  ASSERT_TRUE(dev);
+  const uint32_t max = dev->info().limits.max_compute_workgroups_per_dimension;
+  const size_t n = size_t{65535} * 64 + 4321;  // more than one dimension can cover
+  const uint64_t workgroups = (n + 63) / 64;
+  Grid g = SplitWorkgroups(workgroups, max);
+  ASSERT_GT(g.y, 1u) << "the test needs more workgroups than one dimension holds";
+
+  std::vector<float> host = RandomFloats(n, 99);
+  BufferId buf = dev->CreateBuffer(n * 4);
+  ASSERT_TRUE(dev->Write(buf, 0, host.data(), n * 4).ok());
+  const std::string src = R"(
+@group(0) @binding(0) var<storage, read_write> x : array<f32>;
+@group(0) @binding(1) var<storage, read> params : array<u32>;  // [row stride in invocations]
+@compute @workgroup_size(64)
+fn main(@builtin(global_invocation_id) id : vec3<u32>) {
+  let i = id.x + id.y * params[0];
+  if (i < arrayLength(&x)) { x[i] = x[i] * 2.0 + 1.0; }
+}
+)";
+  auto pipe = dev->Pipeline(src, "main");
+  ASSERT_TRUE(pipe.ok()) << Describe(pipe.status());
+  uint32_t stride = g.x * 64;
+  BufferId params = dev->CreateBuffer(4);
+  ASSERT_TRUE(dev->Write(params, 0, &stride, 4).ok());
+  dev->Dispatch(*pipe, {{buf}, {params}}, g.x, g.y, g.z);
+  Status s = dev->Submit();
+  ASSERT_TRUE(s.ok()) << Describe(s);
+  std::vector<float> got(n);
+  ASSERT_TRUE(dev->Read(buf, 0, n * 4, got.data()).ok());
+  size_t wrong = 0;
+  for (size_t i = 0; i < n; ++i) {
+    if (got[i] != host[i] * 2.0f + 1.0f) ++wrong;
+  }
+  EXPECT_EQ(wrong, 0u);
+  EXPECT_EQ(got[n - 1], host[n - 1] * 2.0f + 1.0f);
+}
+
+TEST(WebGpuDevice, PipelineCacheCompilesOnce) {
+  auto dev = OpenSoftware();
+  ASSERT_TRUE(dev);
+  auto a = dev->Pipeline(kDouble, "main");
+  ASSERT_TRUE(a.ok()) << Describe(a.status());
+  EXPECT_EQ(dev->pipelines_compiled(), 1u);
+  auto b = dev->Pipeline(kDouble, "main");
+  ASSERT_TRUE(b.ok());
+  EXPECT_EQ(*a, *b);
+  EXPECT_EQ(dev->pipelines_compiled(), 1u);
+  EXPECT_EQ(dev->stats().pipeline_cache_hits, 1u);
+  // Another source is another pipeline.
+  auto c = dev->Pipeline(std::string(kDouble) + "\n// variant\n", "main");
+  ASSERT_TRUE(c.ok());
+  EXPECT_NE(*a, *c);
+  EXPECT_EQ(dev->pipelines_compiled(), 2u);
+}
+
+TEST(WebGpuDevice, WgslErrorCarriesCompilerMessage) {
+  auto dev = OpenSoftware();
+  ASSERT_TRUE(dev);
+  const std::string bad = R"(@group(0) @binding(0) var<storage, read_write> x : array<f32>;
+@compute @workgroup_size(64)
+fn main(@builtin(global_invocation_id) id : vec3<u32>) {
+  x[id.x] = 2.0 * ;
+}
+)";
+  auto p = dev->Pipeline(bad, "main");
+  ASSERT_FALSE(p.ok());
+  const Diagnostic& d = p.status().first();
+  EXPECT_EQ(d.code, "wgsl-compile-error") << d.Format();
+  EXPECT_EQ(d.kind, ErrorKind::kUser);
+  EXPECT_NE(d.message.find("4:"), std::string::npos) << d.message;  // the line of the error
+  EXPECT_NE(d.message.find("x[id.x] = 2.0 * ;"), std::string::npos) << d.message;
+  std::cout << d.Format() << "\n";
+  EXPECT_EQ(dev->pipelines_compiled(), 0u);
+
+  // A missing entry point is refused by pipeline creation, not by the compiler.
+  auto q = dev->Pipeline(kDouble, "nope");
+  ASSERT_FALSE(q.ok());
+  EXPECT_EQ(q.status().first().code, "pipeline-creation-failed") << q.status().first().Format();
+  // Neither poisoned the device.
+  EXPECT_TRUE(dev->health().ok()) << Describe(dev->health());
+  EXPECT_TRUE(dev->Pipeline(kDouble, "main").ok());
+}
+
+TEST(WebGpuDevice, PoolReusesBuffersAndCopyWorks) {
+  auto dev = OpenSoftware();
+  ASSERT_TRUE(dev);
+  BufferId a = dev->CreateBuffer(1000);
+  EXPECT_EQ(dev->BufferSize(a), 1000u);
+  dev->ReleaseBuffer(a);
+  EXPECT_EQ(dev->pooled_bytes(), 1000u);
+  BufferId b = dev->CreateBuffer(1000);
+  EXPECT_NE(a, b);
+  EXPECT_EQ(dev->stats().buffers_allocated, 1u);
+  EXPECT_EQ(dev->stats().buffers_reused, 1u);
+  EXPECT_EQ(dev->BufferSize(a), 0u);
+
+  // Writes ending at an unaligned end, copies and clears keep program order.
+  BufferId c = dev->CreateBuffer(10);
+  const char text[10] = {'a', 'b', 'c', 'd', 'e', 'f', 'g', 'h', 'i', 'j'};
+  ASSERT_TRUE(dev->Write(c, 0, text, 10).ok());
+  dev->Clear(b);
+  dev->Copy(c, 0, b, 100, 12);
+  char back[10] = {};
+  ASSERT_TRUE(dev->Read(b, 100, 10, back).ok());
+  EXPECT_EQ(std::memcmp(back, text, 10), 0);
+  uint32_t zero = 1;
+  ASSERT_TRUE(dev->Read(b, 0, 4, &zero).ok());
+  EXPECT_EQ(zero, 0u);
+
+  EXPECT_EQ(dev->Write(c, 2, text, 4).first().code, "unaligned-write");
+  EXPECT_EQ(dev->Write(c, 8, text, 4).first().code, "buffer-out-of-range");
+  EXPECT_EQ(dev->Read(c, 8, 4, back).first().code, "buffer-out-of-range");
+  dev->ReleaseBuffer(b);
+  dev->ReleaseBuffer(c);
+  dev->TrimPool();
+  EXPECT_EQ(dev->pooled_bytes(), 0u);
+  EXPECT_TRUE(dev->health().ok());
+}
+
+// Compiles the doubling kernel while the device is healthy: Pipeline() on a poisoned device
+// reports the poison, cached or not.
+PipelineId Compile(Device& dev) {
+  auto pipe = dev.Pipeline(kDouble, "main");
+  EXPECT_TRUE(pipe.ok()) << Describe(pipe.status());
+  return pipe.ok() ? *pipe : PipelineId{};
+}
+
+TEST(WebGpuFaults, FailedSubmitIsReportedAndSticks) {
+  auto dev = OpenSoftware();
+  ASSERT_TRUE(dev);
+  BufferId in = dev->CreateBuffer(1024), out = dev->CreateBuffer(1024);
+  PipelineId pipe = Compile(*dev);
+  dev->Dispatch(pipe, {{in}, {out}}, 4);
+  ASSERT_TRUE(dev->Submit().ok());
+  dev->InjectFault(Fault::kFailNextSubmit);
+  dev->Dispatch(pipe, {{in}, {out}}, 4);
+  Status s = dev->Submit();
+  ASSERT_FALSE(s.ok()) << "a failed submit came back as success";
+  EXPECT_EQ(s.first().kind, ErrorKind::kRuntime);
+  EXPECT_EQ(s.first().code, "gpu-validation-error") << Describe(s);
+  std::cout << s.first().Format() << "\n";
+  // Later calls keep reporting it.
+  float x[4];
+  EXPECT_EQ(dev->Read(out, 0, 16, x).first().code, "gpu-validation-error");
+  EXPECT_EQ(dev->Submit().first().code, "gpu-validation-error");
+  EXPECT_EQ(dev->Write(in, 0, x, 16).first().code, "gpu-validation-error");
+  EXPECT_FALSE(dev->health().ok());
+}
+
+TEST(WebGpuFaults, FailedMapIsReportedAndSticks) {
+  auto dev = OpenSoftware();
+  ASSERT_TRUE(dev);
+  BufferId in = dev->CreateBuffer(1024), out = dev->CreateBuffer(1024);
+  PipelineId pipe = Compile(*dev);
+  dev->Dispatch(pipe, {{in}, {out}}, 4);
+  ASSERT_TRUE(dev->Submit().ok());
+  dev->InjectFault(Fault::kFailNextMap);
+  float x[4];
+  Status s = dev->Read(out, 0, 16, x);
+  ASSERT_FALSE(s.ok()) << "a failed map came back as success";
+  EXPECT_EQ(s.first().kind, ErrorKind::kRuntime);
+  EXPECT_EQ(s.first().code, "map-failed") << Describe(s);
+  std::cout << s.first().Format() << "\n";
+  EXPECT_EQ(dev->Read(out, 0, 16, x).first().code, "map-failed");
+  dev->Dispatch(pipe, {{in}, {out}}, 4);
+  EXPECT_EQ(dev->Submit().first().code, "map-failed");
+}
+
+TEST(WebGpuFaults, LostDeviceIsReportedAndSticks) {
+  auto dev = OpenSoftware();
+  ASSERT_TRUE(dev);
+  BufferId in = dev->CreateBuffer(1024), out = dev->CreateBuffer(1024);
+  PipelineId pipe = Compile(*dev);
+  dev->Dispatch(pipe, {{in}, {out}}, 4);
+  ASSERT_TRUE(dev->Submit().ok());
+  dev->InjectFault(Fault::kLoseDevice);
+  dev->Dispatch(pipe, {{in}, {out}}, 4);
+  Status s = dev->Submit();
+  ASSERT_FALSE(s.ok()) << "a lost device came back as success";
+  EXPECT_EQ(s.first().kind, ErrorKind::kRuntime);
+  EXPECT_EQ(s.first().code, "device-lost") << Describe(s);
+  std::cout << s.first().Format() << "\n";
+  float x[4];
+  EXPECT_EQ(dev->Read(out, 0, 16, x).first().code, "device-lost");
+  EXPECT_EQ(dev->Pipeline(kDouble, "main").status().first().code, "device-lost");
+  EXPECT_EQ(dev->Submit().first().code, "device-lost");
+}
+
+TEST(WebGpuFaults, BadRecordingIsReportedBySubmit) {
+  auto dev = OpenSoftware();
+  ASSERT_TRUE(dev);
+  BufferId buf = dev->CreateBuffer(64);
+  dev->Dispatch(PipelineId{42}, {{buf}}, 1);
+  Status s = dev->Submit();
+  ASSERT_FALSE(s.ok());
+  EXPECT_EQ(s.first().kind, ErrorKind::kInternal);
+  // A validation error Dawn finds while recording (a binding offset off the alignment).
+  auto pipe = dev->Pipeline(kDouble, "main");
+  ASSERT_TRUE(pipe.ok());
+  BufferId big = dev->CreateBuffer(4096);
+  dev->Dispatch(*pipe, {{big, 4, 256}, {big, 1024, 256}}, 1);
+  s = dev->Submit();
+  ASSERT_FALSE(s.ok()) << "an invalid bind group came back as success";
+  EXPECT_EQ(s.first().code, "gpu-validation-error") << Describe(s);
+}
+
+}  // namespace
+}  // namespace scellis::runtime::webgpu

@@ -1,0 +1,52 @@
+#include "runtime/backends/webgpu/executor.h"
+
+#include <chrono>
+
+namespace scellis::runtime::webgpu {
+
+WebGpuExecutor::WebGpuExecutor(std::unique_ptr<Device> device) : device_(std::move(device)) {}
+
+execplan::DeviceLimits PlanLimits(const AdapterInfo& info) {
+  execplan::DeviceLimits l;
+  l.device = "webgpu adapter \"" + info.device + "\"";
+  l.max_buffer_bytes = static_cast<int64_t>(info.limits.max_buffer_size);
+  l.max_binding_bytes = static_cast<int64_t>(info.limits.max_storage_buffer_binding_size);
+  return l;
+}
+
+Result<RunResult> WebGpuExecutor::Run(const execplan::Plan& plan, const Feeds& feeds) {
+  return Run(plan, feeds, RunOptions{});
+}
+
+// A one-shot run is a session of one step whose watched values are every named output.
+Result<RunResult> WebGpuExecutor::Run(const execplan::Plan& plan, const Feeds& feeds,
+                                      const RunOptions& options) {
+  auto start = std::chrono::steady_clock::now();
+  DeviceStats before = device_->stats();
+  SCELLIS_ASSIGN_OR_RETURN(std::unique_ptr<Prepared> prepared, Prepare(plan, options, feeds));
+  std::vector<std::string> names;
+  for (const webir::Output& o : plan.graph().outputs) names.push_back(o.name);
+  SCELLIS_ASSIGN_OR_RETURN(StepsResult steps, prepared->RunSteps({feeds}, names));
+  prepared.reset();  // returns the buffers to the pool before the stats are read
+  RunResult r;
+  r.backend = "webgpu";
+  r.executor = "fused-encoder";
+  for (auto& [name, values] : steps.watched)
+    r.outputs.emplace_back(name, std::move(values.front()));
+  const DeviceStats& after = device_->stats();
+  double ms =
+      std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
+  r.stats = {{"kernels", plan.steps.size()},
+             {"dispatches", after.dispatches - before.dispatches},
+             {"submits", after.submits - before.submits},
+             {"pipelines_compiled", after.pipelines_compiled - before.pipelines_compiled},
+             {"pipeline_cache_hits", after.pipeline_cache_hits - before.pipeline_cache_hits},
+             {"bytes_uploaded", after.bytes_uploaded - before.bytes_uploaded},
+             {"bytes_read", after.bytes_read - before.bytes_read},
+             {"wall_ms", ms},
+             {"adapter", device_->info().device},
+             {"memory_allocated_bytes", plan.memory.allocated}};
+  return r;
+}
+
+}  // namespace scellis::runtime::webgpu

@@ -1,0 +1,273 @@
+// Rung 2: the printer, broadcasting rules, version gating, the op registry's completeness and the
+// verifier.
+#include "support/graph.h"
+
+#include <gtest/gtest.h>
+
+#include <fstream>
+#include <set>
+#include <sstream>
+
+#include "kernel/ref/ref.h"
+#include "kernel/emit/wgsl/codegen.h"
+#include "webir/graph.h"
+#include "webir/op_registry.h"
+
+namespace scellis::webir {
+namespace {
+
+using scellis::testing::CompileAndRun;
+using scellis::testing::GraphDoc;
+using scellis::testing::InputNode;
+using scellis::testing::ProdOptions;
+
+std::string ReadExample(const std::string& name) {
+  std::ifstream in(std::string(SCELLIS_SOURCE_DIR) + "/examples/" + name);
+  std::stringstream s;
+  s << in.rdbuf();
+  return s.str();
+}
+
+Result<Graph> LowerToWebir(const std::string& text) {
+  pipeline::CompileOptions o = ProdOptions();
+  o.up_to = pipeline::Rung::kWebir;
+  auto c = pipeline::Compile(text, o);
+  if (!c.ok()) return c.status();
+  return std::move(*c->graph);
+}
+
+TEST(WebirPrint, CenterColumns) {
+  auto g = LowerToWebir(ReadExample("center_columns.json"));
+  ASSERT_TRUE(g.ok()) << g.errors().front().Format();
+  // Names are padded to the longest (%mean), right-hand sides to the longest (the sub); the
+  // broadcast operand is marked; shapes keep the document's symbols.
+  const char* expected =
+      "graph \"center_columns\"  tier=prod  tolerance=default\n"
+      "  %x    = input \"dataset\"          shape [N, D]  dtype f32\n"
+      "  %w    = param \"weights\"          shape [D, K]  dtype f32\n"
+      "  %mean = mean %x axis=0           shape [D]  dtype f32\n"
+      "  %xc   = sub %x, broadcast %mean  shape [N, D]  dtype f32\n"
+      "  %y    = matmul %xc, %w           shape [N, K]  dtype f32\n"
+      "  output y = %y\n"
+      "  output centered = %xc\n";
+  EXPECT_EQ(Print(g.value()), expected);
+  EXPECT_TRUE(Verify(g.value()).ok());
+}
+
+TEST(WebirPrint, ScalarFormBecomesARankZeroConstant) {
+  auto g = LowerToWebir(
+      GraphDoc({InputNode(0, {2}, {1, 2}), {{"id", 1}, {"op", "mul"}, {"a", 0}, {"scalar", 0.5}}},
+               {{"y", 1}})
+          .dump());
+  ASSERT_TRUE(g.ok());
+  ASSERT_EQ(g->nodes.size(), 3u);
+  const Node& c = g->nodes[1];
+  EXPECT_EQ(c.op, "full");
+  EXPECT_EQ(c.role, Role::kConst);
+  EXPECT_EQ(c.type.rank(), 0);
+  EXPECT_EQ(c.origin, "/nodes/1/scalar");
+  EXPECT_EQ(g->nodes[2].args, (std::vector<int>{0, 1}));
+  EXPECT_FALSE(g->nodes[2].attrs.contains("scalar"));
+  std::string text = Print(g.value());
+  EXPECT_NE(text.find("= full 0.5"), std::string::npos) << text;
+  EXPECT_NE(text.find("mul %0, broadcast %t1"), std::string::npos) << text;
+}
+
+// ---- broadcasting ----
+
+std::vector<Dim> Dims(std::vector<int64_t> sizes, std::vector<std::string> symbols = {}) {
+  std::vector<Dim> d;
+  for (size_t i = 0; i < sizes.size(); ++i)
+    d.push_back({sizes[i], i < symbols.size() ? symbols[i] : ""});
+  return d;
+}
+
+std::vector<int64_t> Sizes(const std::optional<std::vector<Dim>>& d) {
+  std::vector<int64_t> s;
+  for (const Dim& x : *d) s.push_back(x.size);
+  return s;
+}
+
+TEST(Broadcast, NumpyRules) {
+  EXPECT_EQ(Sizes(BroadcastDims(Dims({2, 3}), Dims({3}))), (std::vector<int64_t>{2, 3}));
+  EXPECT_EQ(Sizes(BroadcastDims(Dims({4, 1}), Dims({1, 5}))), (std::vector<int64_t>{4, 5}));
+  EXPECT_EQ(Sizes(BroadcastDims(Dims({2, 1, 3}), Dims({4, 1}))), (std::vector<int64_t>{2, 4, 3}));
+  EXPECT_EQ(Sizes(BroadcastDims(Dims({}), Dims({7, 2}))), (std::vector<int64_t>{7, 2}));
+  EXPECT_EQ(Sizes(BroadcastDims(Dims({1}), Dims({0}))), (std::vector<int64_t>{0}));
+  EXPECT_EQ(Sizes(BroadcastDims(Dims({1, 1, 1, 1}), Dims({5}))),
+            (std::vector<int64_t>{1, 1, 1, 5}));
+  EXPECT_FALSE(BroadcastDims(Dims({2, 3}), Dims({2})).has_value());
+  EXPECT_FALSE(BroadcastDims(Dims({3, 4}), Dims({4, 3})).has_value());
+  EXPECT_FALSE(BroadcastDims(Dims({2}), Dims({0})).has_value());
+}
+
+TEST(Broadcast, KeepsSymbols) {
+  auto d = BroadcastDims(Dims({4, 1}, {"N", ""}), Dims({1, 3}, {"", "D"}));
+  ASSERT_TRUE(d);
+  EXPECT_EQ((*d)[0].symbol, "N");
+  EXPECT_EQ((*d)[1].symbol, "D");
+}
+
+TEST(Broadcast, Strides) {
+  EXPECT_EQ(BroadcastStrides({3}, {2, 3}), (std::vector<int64_t>{0, 1}));
+  EXPECT_EQ(BroadcastStrides({4, 1}, {4, 5}), (std::vector<int64_t>{1, 0}));
+  EXPECT_EQ(BroadcastStrides({2, 1, 3}, {2, 4, 3}), (std::vector<int64_t>{3, 0, 1}));
+  EXPECT_EQ(BroadcastStrides({}, {2, 2}), (std::vector<int64_t>{0, 0}));
+  EXPECT_EQ(RowMajorStrides({2, 3, 4}), (std::vector<int64_t>{12, 4, 1}));
+}
+
+TEST(Broadcast, RunsLikeNumpy) {
+  // [2,1,3] - [4,1] -> [2,4,3]: out[i][j][k] = a[i][0][k] - b[j][0].
+  std::vector<float> a = {1, 2, 3, 4, 5, 6}, b = {10, 20, 30, 40};
+  auto r = CompileAndRun(GraphDoc({InputNode(0, {2, 1, 3}, a),
+                                   InputNode(1, {4, 1}, b),
+                                   {{"id", 2}, {"op", "sub"}, {"a", 0}, {"b", 1}}},
+                                  {{"y", 2}}, 2)
+                             .dump());
+  ASSERT_EQ(r.outputs.size(), 1u);
+  EXPECT_EQ(r.outputs[0].second.type.sizes(), (std::vector<int64_t>{2, 4, 3}));
+  std::vector<float> want;
+  for (int i = 0; i < 2; ++i)
+    for (int j = 0; j < 4; ++j)
+      for (int k = 0; k < 3; ++k) want.push_back(a[i * 3 + k] - b[j]);
+  EXPECT_EQ(r.outputs[0].second.data, want);
+}
+
+TEST(Broadcast, GatedByVersion) {
+  auto v1 = LowerToWebir(GraphDoc({InputNode(0, {2, 3}, {1, 2, 3, 4, 5, 6}),
+                                   InputNode(1, {3}, {1, 2, 3}),
+                                   {{"id", 2}, {"op", "add"}, {"a", 0}, {"b", 1}}},
+                                  {{"y", 2}}, 1)
+                             .dump());
+  ASSERT_FALSE(v1.ok());
+  EXPECT_EQ(v1.errors().front().code, "op-newer-than-version");
+  EXPECT_NE(v1.errors().front().help.find("\"version\": 2"), std::string::npos);
+  auto v2 = LowerToWebir(GraphDoc({InputNode(0, {2, 3}, {1, 2, 3, 4, 5, 6}),
+                                   InputNode(1, {3}, {1, 2, 3}),
+                                   {{"id", 2}, {"op", "add"}, {"a", 0}, {"b", 1}}},
+                                  {{"y", 2}}, 2)
+                             .dump());
+  ASSERT_TRUE(v2.ok());
+  EXPECT_EQ(v2->nodes[2].type.sizes(), (std::vector<int64_t>{2, 3}));
+}
+
+// ---- the registry ----
+
+TEST(Registry, VersionOneIsTheProtocolsFixedSet) {
+  std::set<std::string> v1;
+  for (const OpDef& d : Registry())
+    if (d.min_version == 1) v1.insert(d.name);
+  EXPECT_EQ(v1, (std::set<std::string>{"input", "param", "full", "add", "sub", "mul", "relu",
+                                       "positive", "transpose", "matmul", "sum", "life"}));
+}
+
+TEST(Registry, NamesAreUniqueAndDescribed) {
+  std::set<std::string> names;
+  for (const OpDef& d : Registry()) {
+    EXPECT_TRUE(names.insert(d.name).second) << d.name;
+    EXPECT_FALSE(d.summary.empty()) << d.name;
+    EXPECT_NE(d.infer, nullptr) << d.name;
+    if (d.kind != OpKind::kSource) {
+      EXPECT_FALSE(d.determinism.empty()) << d.name;
+    }
+  }
+}
+
+// An example use of every non-source op; a new op without one fails this test, so it cannot land
+// without a CPU reference and a WGSL kernel being exercised.
+Json ExampleNode(const OpDef& d) {
+  // Ports bind to: 0 and 1 (2x3 positive data), 3 (3x2), 4 (two labels), 5 (a scalar), 6 (a step).
+  Json n = {{"id", 2}, {"op", d.name}};
+  for (const std::string& port : d.inputs) {
+    n[port] = port == "a" || port == "param" || port == "m" || port == "velocity" ? 0
+              : port == "target"                                                  ? 4
+              : port == "t"                                                       ? 6
+              : port == "b" && d.kind == OpKind::kLoss                            ? 5
+                                                                                  : 1;
+  }
+  if (d.name == "matmul") n["b"] = 3;
+  if (d.name == "permute") n["dims"] = {1, 0};
+  if (d.name == "reshape") n["shape"] = {3, 2};
+  if (d.name == "sum" || d.name == "mean") n["axis"] = 1;
+  return n;
+}
+
+TEST(Registry, EveryOpHasAReferenceAndWgsl) {
+  int checked = 0;
+  for (const OpDef& d : Registry()) {
+    if (d.kind == OpKind::kSource) continue;
+    SCOPED_TRACE(d.name);
+    if (d.kind == OpKind::kElementwise) {
+      const kernel::ref::ScalarImpl* s = kernel::ref::FindScalar(d.name);
+      ASSERT_NE(s, nullptr) << "no CPU reference";
+      EXPECT_EQ(static_cast<size_t>(s->arity), d.inputs.size());
+      EXPECT_FALSE(kernel::wgsl::ElementwiseExpr(d.name, "a", "b").empty()) << "no WGSL expression";
+    } else {
+      EXPECT_NE(kernel::ref::FindOp(d.name), nullptr) << "no CPU reference";
+    }
+    // Positive inputs keep log and sqrt finite.
+    Json doc = GraphDoc({InputNode(0, {2, 3}, {0.5f, 1, 1.5f, 2, 2.5f, 3}),
+                         InputNode(1, {2, 3}, {3, 2.5f, 2, 1.5f, 1, 0.5f}),
+                         InputNode(3, {3, 2}, {1, 2, 3, 4, 5, 6}), InputNode(4, {2}, {0, 2}),
+                         InputNode(5, {}, {1.5f}), InputNode(6, {}, {2}), ExampleNode(d)},
+                        {{"y", 2}}, 2);
+    auto c = pipeline::Compile(doc.dump(), ProdOptions());
+    ASSERT_TRUE(c.ok()) << c.errors().front().Format();
+    ASSERT_FALSE(c->module->kernels.empty());
+    for (const kernel::Kernel& k : c->module->kernels) {
+      EXPECT_NE(k.wgsl.find("@compute"), std::string::npos) << k.name;
+      EXPECT_NE(k.wgsl.find("fn main"), std::string::npos) << k.name;
+    }
+    runtime::cpu::CpuExecutor exec({.threads = 1});
+    auto r = exec.Run(*c->plan, {});
+    ASSERT_TRUE(r.ok()) << r.errors().front().Format();
+    for (float v : r->outputs[0].second.data) EXPECT_TRUE(std::isfinite(v));
+    ++checked;
+  }
+  EXPECT_GE(checked, 20);
+}
+
+// ---- the verifier ----
+
+TEST(WebirVerify, CatchesCorruptedGraphs) {
+  auto g = LowerToWebir(ReadExample("center_columns.json"));
+  ASSERT_TRUE(g.ok());
+  ASSERT_TRUE(Verify(g.value()).ok());
+
+  Graph forward = g.value();
+  forward.nodes[2].args[0] = 4;  // mean reads the matmul after it
+  Status s = Verify(forward);
+  ASSERT_FALSE(s.ok());
+  EXPECT_EQ(s.first().kind, ErrorKind::kInternal);
+  EXPECT_NE(s.first().message.find("webir.Verify"), std::string::npos);
+
+  Graph self = g.value();
+  self.nodes[3].args[1] = 3;  // reads itself
+  EXPECT_FALSE(Verify(self).ok());
+
+  Graph wrong_type = g.value();
+  wrong_type.nodes[4].type = MakeType({4, 3});  // matmul's rule says [4, 2]
+  EXPECT_FALSE(Verify(wrong_type).ok());
+
+  Graph unknown = g.value();
+  unknown.nodes[3].op = "frobnicate";
+  EXPECT_FALSE(Verify(unknown).ok());
+
+  Graph arity = g.value();
+  arity.nodes[4].args.pop_back();
+  EXPECT_FALSE(Verify(arity).ok());
+
+  Graph ids = g.value();
+  ids.nodes[1].id = 7;
+  EXPECT_FALSE(Verify(ids).ok());
+
+  Graph dangling = g.value();
+  dangling.outputs[0].node = 99;
+  EXPECT_FALSE(Verify(dangling).ok());
+
+  // The next rung refuses a corrupted graph instead of lowering it.
+  EXPECT_FALSE(kernel::FromWebir(forward).ok());
+}
+
+}  // namespace
+}  // namespace scellis::webir

@@ -1,0 +1,119 @@
+#include "webir/passes/append_train_step.h"
+
+#include "webir/autodiff/autodiff.h"
+
+namespace scellis::webir {
+
+std::string NextName(const std::string& param) {
+  return param + "@next";
+}
+std::string StateName(const std::string& param, const std::string& state) {
+  return param + "@" + state;
+}
+
+namespace {
+
+int StateInput(Graph& g, const Node& param, const std::string& state) {
+  Node n;
+  n.op = "input";
+  n.role = Role::kInput;
+  n.purpose = Purpose::kOptimizerState;
+  n.type = param.type;
+  n.name = StateName(param.name, state);
+  n.label = n.name;
+  n.origin = param.origin;
+  n.data = std::vector<float>(static_cast<size_t>(param.type.elements()), 0.0f);
+  return g.Add(std::move(n));
+}
+
+}  // namespace
+
+Status AppendTrainStep(Graph& g, const block::Program& p, const std::vector<int>& node_of) {
+  const block::TrainSpec& spec = *p.train;
+  int loss = node_of[spec.loss];
+  if (loss < 0) return Status::Ok();  // its lowering already failed and was reported
+  std::vector<int> params;
+  for (int b : spec.params) params.push_back(node_of[b]);
+
+  Node step;
+  step.op = "input";
+  step.role = Role::kInput;
+  step.type = MakeType({});
+  step.name = step.label = kStepInput;
+  step.origin = spec.pointer;
+  int t = g.Add(std::move(step));
+
+  auto grads = Backward(g, loss, params);
+  if (!grads.ok()) {
+    std::vector<Diagnostic> errors = grads.errors();
+    for (Diagnostic& d : errors)
+      if (d.pointer.empty()) d.pointer = spec.pointer;
+    return Status(errors);
+  }
+
+  const block::OptimizerSpec& o = spec.optimizer;
+  bool has_loss_output = false;
+  for (const Output& out : g.outputs)
+    has_loss_output |= out.node == loss && out.name == kLossOutput;
+  if (!has_loss_output) g.outputs.push_back({kLossOutput, loss});
+
+  for (size_t i = 0; i < params.size(); ++i) {
+    const Node param = g.at(params[i]);
+    int grad = grads.value()[i];
+    auto emit = [&](const std::string& op, std::vector<int> args, Json attrs, Purpose purpose,
+                    const std::string& output) {
+      int id = grad::Emit(g, op, std::move(args), std::move(attrs));
+      if (id >= 0) {
+        g.nodes[id].purpose = purpose;
+        g.outputs.push_back({output, id});
+      }
+      return id;
+    };
+    std::vector<std::pair<int, int>> carries;  // (new value, input)
+    if (o.kind == "sgd" && o.momentum == 0) {
+      int next =
+          emit("sgd_update", {params[i], grad}, {{"lr", o.lr}, {"weight_decay", o.weight_decay}},
+               Purpose::kForward, NextName(param.name));
+      carries.push_back({next, params[i]});
+    } else if (o.kind == "sgd") {
+      int v = StateInput(g, param, "velocity");
+      Json attrs = {{"lr", o.lr},
+                    {"momentum", o.momentum},
+                    {"dampening", o.dampening},
+                    {"weight_decay", o.weight_decay},
+                    {"nesterov", o.nesterov}};
+      int next = emit("momentum_update", {params[i], grad, v, t}, attrs, Purpose::kForward,
+                      NextName(param.name));
+      int v_next = emit("momentum_velocity", {params[i], grad, v, t}, attrs,
+                        Purpose::kOptimizerState, StateName(param.name, "velocity"));
+      carries.push_back({next, params[i]});
+      carries.push_back({v_next, v});
+    } else {
+      int m = StateInput(g, param, "m");
+      int v = StateInput(g, param, "v");
+      Json attrs = {{"lr", o.lr},
+                    {"beta1", o.beta1},
+                    {"beta2", o.beta2},
+                    {"eps", o.eps},
+                    {"weight_decay", o.weight_decay},
+                    {"decoupled", o.kind == "adamw"}};
+      int next = emit("adam_update", {params[i], grad, m, v, t}, attrs, Purpose::kForward,
+                      NextName(param.name));
+      int m_next = emit("adam_m", {params[i], grad, m, v, t}, attrs, Purpose::kOptimizerState,
+                        StateName(param.name, "m"));
+      int v_next = emit("adam_v", {params[i], grad, m, v, t}, attrs, Purpose::kOptimizerState,
+                        StateName(param.name, "v"));
+      carries.push_back({next, params[i]});
+      carries.push_back({m_next, m});
+      carries.push_back({v_next, v});
+    }
+    for (auto [from, to] : carries) {
+      if (from < 0)
+        return InternalError("webir.AppendTrainStep", "an optimizer update is ill-typed");
+      g.carries.push_back({from, to});
+    }
+  }
+  return Status::Ok();
+}
+
+}  // namespace scellis::webir

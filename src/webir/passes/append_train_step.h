@@ -1,0 +1,25 @@
+// Lowers a workflow's "train" section into one training step at WebIR: the forward graph, exactly
+// one backward pass (autodiff), and one optimizer update per parameter. The updated parameters and
+// optimizer moments are named outputs carried back into their inputs between steps, so a session
+// keeps them resident; the 1-based step number is the scalar input "step", fed every step.
+#pragma once
+
+#include <vector>
+
+#include "block/program.h"
+#include "base/result.h"
+#include "webir/graph.h"
+
+namespace scellis::webir {
+
+inline constexpr const char* kStepInput = "step";
+inline constexpr const char* kLossOutput = "loss";
+
+// `node_of` maps block index → WebIR node id.
+Status AppendTrainStep(Graph& g, const block::Program& p, const std::vector<int>& node_of);
+
+// Output names for a parameter's updated value and its optimizer state.
+std::string NextName(const std::string& param);
+std::string StateName(const std::string& param, const std::string& state);
+
+}  // namespace scellis::webir

@@ -1,0 +1,247 @@
+// examples/mlp_step.json (a 2-layer MLP, cross entropy, Adam) against the same training step
+// written out by hand in float64: forward, the backward pass of each layer, torch.optim.Adam's
+// documented rule. Two steps, the second fed with the first's updated params (`<p>@next`) and
+// moments (`<p>@m`, `<p>@v`) as a session carries them, run by the CPU reference in float64
+// (agrees to rounding) and in float32 (agrees to f32 accuracy).
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <fstream>
+#include <map>
+#include <sstream>
+
+#include "runtime/backends/cpu/executor.h"
+#include "pipeline/compile.h"
+
+namespace scellis::webir {
+namespace {
+
+using pipeline::Compile;
+using pipeline::CompileOptions;
+using pipeline::PrintRung;
+using pipeline::Rung;
+
+using Tensor = std::vector<double>;
+
+CompileOptions Options() {
+  CompileOptions o;
+  o.plan.budget_bytes = int64_t{1} << 30;
+  return o;
+}
+
+std::string ReadExample(const char* name) {
+  std::ifstream in(std::string(SCELLIS_SOURCE_DIR) + "/examples/" + name);
+  std::stringstream s;
+  s << in.rdbuf();
+  return s.str();
+}
+
+// The MLP's step by hand. Shapes: x [N, D], w1 [D, H], b1 [H], w2 [H, C], b2 [C].
+struct Mlp {
+  int64_t n = 4, d = 3, h = 5, c = 3;  // the example's dims
+  Tensor x, labels;
+  std::map<std::string, Tensor> params, m, v;
+  double lr = 0.01, beta1 = 0.9, beta2 = 0.999, eps = 1e-8;
+
+  double Step(int t) {
+    const Tensor &w1 = params["w1"], &b1 = params["b1"], &w2 = params["w2"], &b2 = params["b2"];
+    Tensor pre(n * h), hid(n * h), logits(n * c);
+    for (int64_t i = 0; i < n; ++i)
+      for (int64_t j = 0; j < h; ++j) {
+        double s = b1[j];
+        for (int64_t k = 0; k < d; ++k) s += x[i * d + k] * w1[k * h + j];
+        pre[i * h + j] = s;
+        hid[i * h + j] = s > 0 ? s : 0;
+      }
+    for (int64_t i = 0; i < n; ++i)
+      for (int64_t j = 0; j < c; ++j) {
+        double s = b2[j];
+        for (int64_t k = 0; k < h; ++k) s += hid[i * h + k] * w2[k * c + j];
+        logits[i * c + j] = s;
+      }
+    // loss = mean(logsumexp - logit at the label); dlogits = (softmax - onehot) / N.
+    double loss = 0;
+    Tensor dlogits(n * c);
+    for (int64_t i = 0; i < n; ++i) {
+      double mx = logits[i * c];
+      for (int64_t j = 1; j < c; ++j) mx = std::max(mx, logits[i * c + j]);
+      double z = 0;
+      for (int64_t j = 0; j < c; ++j) z += std::exp(logits[i * c + j] - mx);
+      int64_t y = static_cast<int64_t>(labels[i]);
+      loss += (mx + std::log(z) - logits[i * c + y]) / static_cast<double>(n);
+      for (int64_t j = 0; j < c; ++j)
+        dlogits[i * c + j] =
+            (std::exp(logits[i * c + j] - mx) / z - (j == y)) / static_cast<double>(n);
+    }
+    std::map<std::string, Tensor> grad = {{"w1", Tensor(d * h, 0)},
+                                          {"b1", Tensor(h, 0)},
+                                          {"w2", Tensor(h * c, 0)},
+                                          {"b2", Tensor(c, 0)}};
+    Tensor dpre(n * h, 0);
+    for (int64_t i = 0; i < n; ++i)
+      for (int64_t j = 0; j < c; ++j) {
+        grad["b2"][j] += dlogits[i * c + j];
+        for (int64_t k = 0; k < h; ++k) {
+          grad["w2"][k * c + j] += hid[i * h + k] * dlogits[i * c + j];
+          dpre[i * h + k] += dlogits[i * c + j] * w2[k * c + j];
+        }
+      }
+    for (int64_t i = 0; i < n * h; ++i) dpre[i] = pre[i] > 0 ? dpre[i] : 0;
+    for (int64_t i = 0; i < n; ++i)
+      for (int64_t j = 0; j < h; ++j) {
+        grad["b1"][j] += dpre[i * h + j];
+        for (int64_t k = 0; k < d; ++k) grad["w1"][k * h + j] += x[i * d + k] * dpre[i * h + j];
+      }
+    // torch.optim.Adam, as documented.
+    for (auto& [name, p] : params) {
+      Tensor &mm = m[name], &vv = v[name];
+      const Tensor& g = grad[name];
+      for (size_t i = 0; i < p.size(); ++i) {
+        mm[i] = beta1 * mm[i] + (1 - beta1) * g[i];
+        vv[i] = beta2 * vv[i] + (1 - beta2) * g[i] * g[i];
+        double m_hat = mm[i] / (1 - std::pow(beta1, t));
+        double v_hat = vv[i] / (1 - std::pow(beta2, t));
+        p[i] -= lr * m_hat / (std::sqrt(v_hat) + eps);
+      }
+    }
+    return loss;
+  }
+};
+
+template <typename T>
+std::map<std::string, std::vector<T>> ByName(const webir::Graph& g,
+                                             const std::vector<std::vector<T>>& outputs) {
+  std::map<std::string, std::vector<T>> out;
+  for (size_t i = 0; i < g.outputs.size(); ++i) out[g.outputs[i].name] = outputs[i];
+  return out;
+}
+
+TEST(TrainStep, MlpAdamStepsMatchAHandComputation) {
+  auto compiled = Compile(ReadExample("mlp_step.json"), Options());
+  ASSERT_TRUE(compiled.ok()) << compiled.errors()[0].Format();
+  const execplan::Plan& plan = *compiled->plan;
+  const webir::Graph& g = plan.graph();
+
+  // Inputs and initial params exactly as the plan sees them (f32 values).
+  Mlp mlp;
+  for (const webir::Node& n : g.nodes) {
+    if (n.role == webir::Role::kParam) {
+      std::vector<float> init = n.init->Generate(n.type.elements());
+      mlp.params[n.label] = Tensor(init.begin(), init.end());
+      mlp.m[n.label] = mlp.v[n.label] = Tensor(init.size(), 0.0);
+    } else if (n.label == "x") {
+      mlp.x = Tensor(n.data->begin(), n.data->end());
+    } else if (n.label == "labels") {
+      mlp.labels = Tensor(n.data->begin(), n.data->end());
+    }
+  }
+  ASSERT_EQ(mlp.params.size(), 4u);
+
+  kernel::ref::Parallel serial(1);
+  runtime::cpu::ExactFeeds<double> feeds64;
+  runtime::Feeds feeds32;
+  for (int step = 1; step <= 2; ++step) {
+    SCOPED_TRACE("step " + std::to_string(step));
+    feeds64["step"] = {static_cast<double>(step)};
+    feeds32["step"] = {MakeType({}), {static_cast<float>(step)}};
+    double want_loss = mlp.Step(step);
+    auto run64 = runtime::cpu::RunPlan<double>(plan, {}, serial, feeds64);
+    ASSERT_TRUE(run64.ok());
+    auto run32 = runtime::cpu::RunPlan<float>(plan, feeds32, serial);
+    ASSERT_TRUE(run32.ok());
+    auto out64 = ByName(g, run64.value());
+    auto out32 = ByName(g, run32.value());
+
+    EXPECT_NEAR(out64["loss"][0], want_loss, 1e-12);
+    EXPECT_NEAR(out32["loss"][0], want_loss, 1e-6);
+    for (const auto& [name, p] : mlp.params) {
+      for (const auto& [suffix, want] : {std::pair<std::string, const Tensor*>{"@next", &p},
+                                         {"@m", &mlp.m[name]},
+                                         {"@v", &mlp.v[name]}}) {
+        const std::string key = name + suffix;
+        ASSERT_EQ(out64[key].size(), want->size()) << key;
+        for (size_t i = 0; i < want->size(); ++i) {
+          double w = (*want)[i];
+          EXPECT_NEAR(out64[key][i], w, 1e-12 * (1 + std::fabs(w))) << key << "[" << i << "]";
+          EXPECT_NEAR(out32[key][i], w, 2e-6 * (1 + std::fabs(w)) + 1e-5 * std::fabs(w))
+              << key << "[" << i << "] (f32)";
+        }
+      }
+    }
+    // The next step starts from this one's results, as the session's carries do.
+    for (const webir::Carry& c : g.carries) {
+      std::string from = "", to = runtime::FeedName(g.at(c.to));
+      for (const webir::Output& o : g.outputs)
+        if (o.node == c.from) from = o.name;
+      feeds64[to] = out64[from];
+      feeds32[to] = {g.at(c.to).type, out32[from]};
+    }
+  }
+}
+
+TEST(TrainStep, PrintsTheBackwardPassAndStateOutputs) {
+  auto compiled = Compile(ReadExample("mlp_step.json"), Options());
+  ASSERT_TRUE(compiled.ok());
+  std::string text = PrintRung(*compiled, Rung::kWebir);
+  for (const char* s : {"cross_entropy_grad", "(grad)", "%d_w1", "adam_update", "adam_m", "adam_v",
+                        "output w1@m = ", "output w1@next = ", "(optimizer state)"})
+    EXPECT_NE(text.find(s), std::string::npos) << s;
+  EXPECT_NE(PrintRung(*compiled, Rung::kBlock).find("train loss=%loss optimizer=adam params=4"),
+            std::string::npos);
+  // Moments fed back each step are accounted as optimizer state.
+  EXPECT_GT(compiled->plan->memory.by_class[static_cast<int>(execplan::MemClass::kOptimizerState)],
+            0);
+}
+
+std::string WithTrain(const std::string& train) {
+  std::string doc = ReadExample("mlp_step.json");
+  size_t at = doc.find("\"train\"");
+  return doc.substr(0, at) + "\"train\": " + train + "\n}\n";
+}
+
+TEST(TrainStep, SgdAndMomentumLowerToTheirOps) {
+  auto sgd =
+      Compile(WithTrain(R"({"loss": "loss", "optimizer": {"kind": "sgd", "lr": 0.1}})"), Options());
+  ASSERT_TRUE(sgd.ok()) << sgd.errors()[0].Format();
+  std::string text = PrintRung(*sgd, Rung::kWebir);
+  EXPECT_NE(text.find("sgd_update"), std::string::npos);
+  EXPECT_EQ(text.find("velocity"), std::string::npos);  // plain SGD keeps no state
+  auto mom = Compile(
+      WithTrain(
+          R"({"loss": "loss", "optimizer": {"kind": "sgd", "lr": 0.1, "momentum": 0.9, "nesterov": true}})"),
+      Options());
+  ASSERT_TRUE(mom.ok()) << mom.errors()[0].Format();
+  EXPECT_NE(PrintRung(*mom, Rung::kWebir).find("output b2@velocity = "), std::string::npos);
+  auto adamw = Compile(WithTrain(R"({"loss": "loss", "optimizer": {"kind": "adamw"}})"), Options());
+  ASSERT_TRUE(adamw.ok());
+  EXPECT_NE(PrintRung(*adamw, Rung::kWebir).find("decoupled=true"), std::string::npos);
+}
+
+TEST(TrainStep, BadSettingsAreDiagnostics) {
+  struct Bad {
+    const char* train;
+    const char* code;
+    const char* pointer;
+  };
+  for (const Bad& b : {
+           Bad{R"({"loss": "nope", "optimizer": {"kind": "adam"}})", "dangling-reference",
+               "/train/loss"},
+           Bad{R"({"loss": "loss", "optimizer": {"kind": "rmsprop"}})", "bad-optimizer",
+               "/train/optimizer/kind"},
+           Bad{R"({"loss": "loss", "optimizer": {"kind": "adam", "momentum": 0.9}})",
+               "bad-optimizer", "/train/optimizer/momentum"},
+           Bad{R"({"loss": "loss", "optimizer": {"kind": "adam", "lr": -1}})", "bad-optimizer",
+               "/train/optimizer/lr"},
+           Bad{R"({"loss": "loss"})", "missing-field", "/train"},
+           Bad{R"({"loss": "logits", "optimizer": {"kind": "adam"}})", "loss-not-scalar",
+               "/nodes/10"},
+       }) {
+    auto c = Compile(WithTrain(b.train), Options());
+    ASSERT_FALSE(c.ok()) << b.train;
+    EXPECT_EQ(c.errors()[0].code, b.code) << b.train;
+    EXPECT_EQ(c.errors()[0].pointer, b.pointer) << b.train;
+  }
+}
+
+}  // namespace
+}  // namespace scellis::webir

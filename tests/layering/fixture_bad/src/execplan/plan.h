@@ -1,0 +1,2 @@
+#pragma once
+#include "kernel/module.h"
