@@ -63,12 +63,9 @@ void PrintNotes(const std::vector<Diagnostic>& notes, const std::string& file) {
   for (const Diagnostic& d : notes) std::cerr << d.Format(file) << "\n";
 }
 
-std::optional<pipeline::Compiled> CompileFile(const CompileFlags& f, pipeline::Rung up_to,
-                                             const execplan::DeviceLimits& limits, int& exit_code) {
+Result<pipeline::CompileOptions> CompileOptionsFrom(const CompileFlags& f) {
   std::vector<Diagnostic> flag_errors;
   pipeline::CompileOptions options;
-  options.up_to = up_to;
-  options.plan.limits = limits;
   if (!f.tier.empty()) options.lower.tier = policy::ParseTier(f.tier);
   options.lower.tier_override = f.tier_override;
   if (f.tier_override && f.tier.empty())
@@ -89,10 +86,21 @@ std::optional<pipeline::Compiled> CompileFile(const CompileFlags& f, pipeline::R
       flag_errors.push_back(UserError(
           "bad-flag", "", "--budget takes a byte count such as 2G, got \"" + f.budget + "\""));
   }
-  if (!flag_errors.empty()) {
-    exit_code = Report(flag_errors, "", f.json);
+  if (!flag_errors.empty()) return Status(flag_errors);
+  return options;
+}
+
+std::optional<pipeline::Compiled> CompileFile(const CompileFlags& f, pipeline::Rung up_to,
+                                              const execplan::DeviceLimits& limits,
+                                              int& exit_code) {
+  auto parsed = CompileOptionsFrom(f);
+  if (!parsed.ok()) {
+    exit_code = Report(parsed.errors(), "", f.json);
     return std::nullopt;
   }
+  pipeline::CompileOptions options = parsed.value();
+  options.up_to = up_to;
+  options.plan.limits = limits;
   auto text = ReadFile(f.file, size_t{256} << 20);
   if (!text.ok()) {
     exit_code = Report(text.errors(), f.file, f.json);

@@ -35,10 +35,13 @@ struct ConformFlags {
 
 void AddConformFlags(CLI::App* cmd, ConformFlags& f);
 
+// The compile options the flags ask for (tier, bindings, budget), or `bad-flag` diagnostics.
+Result<pipeline::CompileOptions> CompileOptionsFrom(const CompileFlags& f);
+
 // Reads the file and compiles it up to `up_to`. On failure prints the diagnostics (stderr; also a
 // JSON object on stdout with --json) and returns the exit code in `exit_code`.
 std::optional<pipeline::Compiled> CompileFile(const CompileFlags& f, pipeline::Rung up_to,
-                                             const execplan::DeviceLimits& limits, int& exit_code);
+                                              const execplan::DeviceLimits& limits, int& exit_code);
 
 // Prints diagnostics and returns the exit code they call for.
 int Report(const std::vector<Diagnostic>& diags, const std::string& file, bool json);

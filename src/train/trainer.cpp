@@ -1,0 +1,355 @@
+#include "train/trainer.h"
+
+#include <algorithm>
+#include <chrono>
+#include <cstdlib>
+#include <cstring>
+#include <map>
+
+#include "api/session.h"
+#include "base/atomic_file.h"
+#include "data/dataset.h"
+#include "store/safetensors.h"
+#include "webir/passes/append_train_step.h"
+
+namespace scellis::train {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+double Seconds(Clock::time_point a, Clock::time_point b) {
+  return std::chrono::duration<double>(b - a).count();
+}
+
+// The host-tensor storage is touched only by these helpers.
+runtime::HostTensor F32Tensor(std::vector<int64_t> sizes, std::vector<float> values) {
+  return {MakeType(sizes), std::move(values)};
+}
+
+float ScalarOf(const runtime::HostTensor& t) {
+  return t.data[0];
+}
+
+std::string BytesOf(const runtime::HostTensor& t) {
+  return std::string(reinterpret_cast<const char*>(t.data.data()), t.data.size() * sizeof(float));
+}
+
+std::vector<float> F32ValuesOf(const std::string& bytes) {
+  std::vector<float> values(bytes.size() / sizeof(float));
+  std::memcpy(values.data(), bytes.data(), values.size() * sizeof(float));
+  return values;
+}
+
+// How many rows of `logits` (batch × classes) have their largest value (the first, on ties) at
+// the row's label.
+int64_t CountCorrect(const runtime::HostTensor& logits, const std::vector<float>& labels,
+                     int64_t batch) {
+  const std::vector<float>& v = logits.data;
+  int64_t classes = static_cast<int64_t>(v.size()) / batch;
+  int64_t correct = 0;
+  for (int64_t b = 0; b < batch; ++b) {
+    int64_t best = 0;
+    for (int64_t c = 1; c < classes; ++c)
+      if (v[b * classes + c] > v[b * classes + best]) best = c;
+    correct += best == static_cast<int64_t>(labels[b]);
+  }
+  return correct;
+}
+
+// A non-negative decimal, as checkpoint metadata holds it.
+bool ParseCount(const std::string& text, int64_t& out) {
+  char* end = nullptr;
+  long long v = std::strtoll(text.c_str(), &end, 10);
+  if (text.empty() || *end || v < 0) return false;
+  out = v;
+  return true;
+}
+
+// Every carried input: the params and their optimizer moments.
+std::vector<std::string> StateNames(const api::Session& s) {
+  std::vector<std::string> names;
+  const webir::Graph& g = s.plan().graph();
+  for (const webir::Carry& c : g.carries) names.push_back(runtime::FeedName(g.at(c.to)));
+  return names;
+}
+
+// The name the plans know a block's input by.
+std::string FeedNameOf(const block::Block& b) {
+  return b.label.empty() ? b.id : b.label;
+}
+
+}  // namespace
+
+double EpochResult::steps_per_second() const {
+  return steps / std::max(train_seconds, 1e-9);
+}
+
+double TrainResult::seconds_per_epoch() const {
+  double total = 0;
+  for (const EpochResult& e : epochs) total += e.seconds;
+  return epochs.empty() ? 0.0 : total / epochs.size();
+}
+
+Json TrainResult::ToJson() const {
+  Json j;
+  j["backend"] = backend;
+  j["executor"] = executor;
+  j["fallback_reason"] = fallback_reason ? Json(*fallback_reason) : Json();
+  j["steps_per_run"] = steps_per_run;
+  j["determinism_tier"] = determinism_tier;
+  j["epochs"] = Json::array();
+  j["test_accuracy"] = Json::array();
+  for (const EpochResult& e : epochs) {
+    j["epochs"].push_back({{"epoch", e.epoch},
+                           {"mean_loss", e.mean_loss},
+                           {"test_accuracy", e.test_accuracy},
+                           {"seconds", e.seconds},
+                           {"train_seconds", e.train_seconds},
+                           {"steps", e.steps}});
+    j["test_accuracy"].push_back(e.test_accuracy);
+  }
+  j["seconds_per_epoch"] = seconds_per_epoch();
+  return j;
+}
+
+Trainer::Trainer(TrainOptions options, TrainEvents events)
+    : options_(std::move(options)), events_(std::move(events)) {}
+
+namespace {
+
+// One training run: the sessions, the data and where the run stands.
+class Training {
+ public:
+  Training(const TrainOptions& o, const TrainEvents& e, Trainer::Concern& concern)
+      : o_(o), e_(e), concern_(concern) {}
+
+  // Reads the train section, loads both splits and prepares the step and evaluation sessions.
+  Status Prepare(std::string_view text) {
+    concern_ = Trainer::Concern::kDocument;
+    pipeline::CompileOptions head_options = o_.compile;
+    head_options.up_to = pipeline::Rung::kBlock;
+    SCELLIS_ASSIGN_OR_RETURN(head_, pipeline::Compile(text, head_options));
+    if (e_.note)
+      for (const Diagnostic& d : head_.notes) e_.note(d);
+    if (!head_.program->train) {
+      return UserError("no-train-section", "", "the document has no \"train\" section",
+                       "add \"train\": {\"loss\": ..., \"optimizer\": {...}, \"data\": {...}}");
+    }
+    const block::Program& prog = *head_.program;
+    spec_ = *prog.train;
+    if (spec_.dataset < 0) {
+      return UserError("missing-field", "/train",
+                       "the train section needs \"data\": {\"dataset\", \"images\", \"labels\"}");
+    }
+    epochs_ = o_.epochs > 0 ? o_.epochs : spec_.epochs;
+    if (o_.steps_per_run < 1 || o_.steps_per_run > 64) {
+      concern_ = Trainer::Concern::kOptions;
+      return UserError("bad-flag", "", "--steps-per-run takes 1 to 64");
+    }
+    const std::string source = prog.blocks[spec_.dataset].params["source"].get<std::string>();
+    SCELLIS_ASSIGN_OR_RETURN(train_, data::LoadDataset(source, "train"));
+    SCELLIS_ASSIGN_OR_RETURN(test_, data::LoadDataset(source, "test"));
+
+    // The batch dimension is the first dimension of the images input.
+    const std::string batch_dim = prog.blocks[spec_.images].tensor_type.dims[0].symbol;
+    pipeline::CompileOptions step_options = o_.compile;
+    if (!batch_dim.empty()) step_options.lower.bind[batch_dim] = spec_.batch;
+    pipeline::CompileOptions eval_options = step_options;
+    eval_options.lower.mode = block::LowerMode::kForward;
+    if (!batch_dim.empty()) eval_options.lower.bind[batch_dim] = spec_.eval_batch;
+
+    concern_ = Trainer::Concern::kOptions;
+    SCELLIS_ASSIGN_OR_RETURN(runtime::Selection step_backend, runtime::SelectBackend(o_.select));
+    SCELLIS_ASSIGN_OR_RETURN(runtime::Selection eval_backend, runtime::SelectBackend(o_.select));
+    result_.backend = step_backend.backend;
+    result_.executor = result_.backend == "webgpu" ? "fused-encoder" : "reference";
+    result_.fallback_reason = step_backend.fallback_reason;
+    result_.steps_per_run = o_.steps_per_run;
+    if (e_.backend) e_.backend(result_.backend, result_.fallback_reason);
+
+    concern_ = Trainer::Concern::kDocument;
+    SCELLIS_ASSIGN_OR_RETURN(step_,
+                             api::Session::Prepare(text, step_options, std::move(step_backend)));
+    SCELLIS_ASSIGN_OR_RETURN(eval_,
+                             api::Session::Prepare(text, eval_options, std::move(eval_backend)));
+    result_.determinism_tier = policy::TierName(step_->plan().graph().tier);
+    state_ = StateNames(*step_);
+    images_feed_ = FeedNameOf(prog.blocks[spec_.images]);
+    labels_feed_ = FeedNameOf(prog.blocks[spec_.labels]);
+    for (int p : spec_.params) param_names_.push_back(FeedNameOf(prog.blocks[p]));
+    return Status::Ok();
+  }
+
+  // Restores a checkpoint: it continues only the document that wrote it and holds its whole
+  // state.
+  Status Resume(const std::string& path) {
+    concern_ = Trainer::Concern::kResume;
+    std::map<std::string, std::string> meta;
+    SCELLIS_ASSIGN_OR_RETURN(std::vector<store::NamedTensor> tensors,
+                             store::LoadSafetensors(path, &meta));
+    int64_t epoch = 0;
+    std::vector<std::string> held;
+    for (const store::NamedTensor& nt : tensors) held.push_back(nt.name);
+    std::vector<std::string> wanted = state_;
+    std::sort(held.begin(), held.end());
+    std::sort(wanted.begin(), wanted.end());
+    const std::string& content_id = head_.doc.content_id;
+    if (meta["content_id"] != content_id) {
+      return UserError("checkpoint-mismatch", "",
+                       "the checkpoint was written by document " + meta["content_id"] +
+                           ", not by this one (" + content_id + ")",
+                       "resume with the document that wrote it");
+    }
+    if (!ParseCount(meta["epoch"], epoch) || !ParseCount(meta["step"], global_step_) ||
+        epoch > epochs_ || held != wanted) {
+      return UserError("bad-checkpoint", "",
+                       "the checkpoint's epoch, step or tensors do not describe this training "
+                       "run's state");
+    }
+    for (const store::NamedTensor& nt : tensors) {
+      if (nt.dtype != "F32") {
+        return UserError("bad-checkpoint", "",
+                         "the tensor \"" + nt.name + "\" is " + nt.dtype + ", expected F32");
+      }
+      SCELLIS_TRY(step_->Upload(nt.name, F32ValuesOf(nt.bytes)));
+    }
+    start_epoch_ = static_cast<int>(epoch);
+    if (e_.resumed) e_.resumed(start_epoch_, global_step_);
+    return Status::Ok();
+  }
+
+  // Writes the whole state (params and optimizer moments) as safetensors, atomically.
+  Status SaveState(const std::string& path, int epoch) {
+    std::vector<store::NamedTensor> tensors;
+    for (const std::string& name : state_) {
+      SCELLIS_ASSIGN_OR_RETURN(runtime::HostTensor v, step_->Download(name));
+      tensors.push_back({name, "F32", v.type.sizes(), BytesOf(v)});
+    }
+    return store::SaveSafetensors(path, tensors,
+                                  {{"epoch", std::to_string(epoch)},
+                                   {"step", std::to_string(global_step_)},
+                                   {"content_id", head_.doc.content_id}});
+  }
+
+  Result<TrainResult> Run() {
+    if (!o_.resume.empty()) SCELLIS_TRY(Resume(o_.resume));
+    if (!o_.init_out.empty()) {
+      concern_ = Trainer::Concern::kInitOut;
+      SCELLIS_TRY(SaveState(o_.init_out, start_epoch_));
+    }
+    int64_t steps_per_epoch = train_.count / spec_.batch;
+    if (o_.max_steps > 0) steps_per_epoch = std::min(steps_per_epoch, o_.max_steps);
+    for (int epoch = start_epoch_; epoch < epochs_; ++epoch) {
+      concern_ = Trainer::Concern::kDocument;
+      EpochResult e;
+      e.epoch = epoch + 1;
+      e.epochs = epochs_;
+      e.steps = steps_per_epoch;
+      auto start = Clock::now();
+      SCELLIS_ASSIGN_OR_RETURN(double loss_sum, TrainEpoch(epoch, steps_per_epoch));
+      e.train_seconds = Seconds(start, Clock::now());
+      e.mean_loss = loss_sum / std::max<int64_t>(steps_per_epoch, 1);
+      SCELLIS_TRY(Evaluate(e));
+      e.seconds = Seconds(start, Clock::now());
+      result_.epochs.push_back(e);
+      if (e_.epoch) e_.epoch(e);
+      if (!o_.checkpoint.empty()) {
+        concern_ = Trainer::Concern::kCheckpoint;
+        SCELLIS_TRY(SaveState(o_.checkpoint, epoch + 1));
+      }
+    }
+    if (!o_.losses_out.empty()) {
+      concern_ = Trainer::Concern::kLossesOut;
+      SCELLIS_TRY(WriteFileAtomic(o_.losses_out, Json(result_.losses).dump() + "\n"));
+    }
+    return std::move(result_);
+  }
+
+ private:
+  // One epoch of training steps, `steps_per_run` to a submission; returns the sum of the losses.
+  Result<double> TrainEpoch(int epoch, int64_t steps) {
+    auto start = Clock::now();
+    std::vector<int64_t> order = data::EpochOrder(train_.count, spec_.shuffle_seed, epoch);
+    double loss_sum = 0;
+    for (int64_t step = 0; step < steps;) {
+      int64_t k = std::min<int64_t>(o_.steps_per_run, steps - step);
+      std::vector<runtime::Feeds> feeds(static_cast<size_t>(k));
+      for (int64_t i = 0; i < k; ++i) {
+        data::GatherBatch(train_, order, (step + i) * spec_.batch, spec_.batch, img_, lab_);
+        feeds[i][images_feed_] = F32Tensor({spec_.batch, train_.features}, img_);
+        feeds[i][labels_feed_] = F32Tensor({spec_.batch}, lab_);
+        feeds[i][webir::kStepInput] = F32Tensor({}, {static_cast<float>(global_step_ + i + 1)});
+      }
+      SCELLIS_ASSIGN_OR_RETURN(runtime::StepsResult r, step_->Run(feeds, {webir::kLossOutput}));
+      float last = 0;
+      for (const runtime::HostTensor& l : r.watched[0].second) {
+        last = ScalarOf(l);
+        loss_sum += last;
+        result_.losses.push_back(last);
+      }
+      step += k;
+      global_step_ += k;
+      if (e_.progress) {
+        double elapsed = Seconds(start, Clock::now());
+        e_.progress({.epoch = epoch + 1,
+                     .epochs = epochs_,
+                     .step = step,
+                     .total = steps,
+                     .loss = last,
+                     .steps_per_second = elapsed > 0 ? step / elapsed : 0});
+      }
+    }
+    return loss_sum;
+  }
+
+  // The trained weights fed into the forward plan, over every whole test batch.
+  Status Evaluate(EpochResult& e) {
+    std::map<std::string, runtime::HostTensor> weights;
+    for (const std::string& p : param_names_) {
+      SCELLIS_ASSIGN_OR_RETURN(weights[p], step_->Download(p));
+    }
+    std::vector<int64_t> identity(static_cast<size_t>(test_.count));
+    for (int64_t i = 0; i < test_.count; ++i) identity[i] = i;
+    const std::string output = head_.program->blocks[spec_.eval_output].id;
+    int64_t correct = 0, seen = 0;
+    for (int64_t first = 0; first + spec_.eval_batch <= test_.count; first += spec_.eval_batch) {
+      data::GatherBatch(test_, identity, first, spec_.eval_batch, img_, lab_);
+      runtime::Feeds feed(weights.begin(), weights.end());
+      feed[images_feed_] = F32Tensor({spec_.eval_batch, test_.features}, img_);
+      feed[labels_feed_] = F32Tensor({spec_.eval_batch}, lab_);
+      SCELLIS_ASSIGN_OR_RETURN(runtime::StepsResult r, eval_->Run({feed}, {output}));
+      correct += CountCorrect(r.watched[0].second[0], lab_, spec_.eval_batch);
+      seen += spec_.eval_batch;
+    }
+    e.examples = seen;
+    e.test_accuracy = seen ? static_cast<double>(correct) / seen : 0;
+    return Status::Ok();
+  }
+
+  const TrainOptions& o_;
+  const TrainEvents& e_;
+  Trainer::Concern& concern_;
+
+  pipeline::Compiled head_;  // the document at the block rung: the train section
+  block::TrainSpec spec_;
+  int epochs_ = 0;
+  data::Dataset train_, test_;
+  std::unique_ptr<api::Session> step_, eval_;
+  std::vector<std::string> state_;  // carried inputs: what a checkpoint holds
+  std::string images_feed_, labels_feed_;
+  std::vector<std::string> param_names_;
+  int start_epoch_ = 0;
+  int64_t global_step_ = 0;
+  std::vector<float> img_, lab_;  // the batch being gathered
+  TrainResult result_;
+};
+
+}  // namespace
+
+Result<TrainResult> Trainer::Train(std::string_view text) {
+  Training t(options_, events_, concern_);
+  SCELLIS_TRY(t.Prepare(text));
+  return t.Run();
+}
+
+}  // namespace scellis::train

@@ -1,0 +1,112 @@
+// The trainer: runs a workflow's "train" section. Batches come from its dataset block in a seeded
+// order, many steps go into one submission of a prepared session (weights and optimizer moments
+// never leave the backend), the trained weights are scored on the test split after each epoch,
+// and checkpoints are written atomically and resumed bit-exactly on the reference.
+//
+// Every front end (the CLI, the Python package, the Studio server) calls this; none keeps a loop
+// of its own. The trainer never writes to a terminal: it reports through TrainEvents and returns
+// a TrainResult the caller prints.
+#pragma once
+
+#include <functional>
+#include <memory>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "base/json_util.h"
+#include "base/result.h"
+#include "pipeline/compile.h"
+#include "runtime/select.h"
+
+namespace scellis::train {
+
+struct TrainOptions {
+  pipeline::CompileOptions compile;  // tier, budget; the batch dimension is bound by the trainer
+  runtime::SelectOptions select;
+  int epochs = 0;          // 0: the document's
+  int steps_per_run = 8;   // steps per submission, 1 to 64
+  int64_t max_steps = 0;   // caps each epoch's steps (quick checks); 0: a whole epoch
+  std::string resume;      // continue from this checkpoint
+  std::string init_out;    // write the initial state here (for peers to start from)
+  std::string checkpoint;  // write the state here after each epoch
+  std::string losses_out;  // write every step's loss here, as a JSON array
+};
+
+struct Progress {
+  int epoch = 0, epochs = 0;  // 1-based
+  int64_t step = 0, total = 0;
+  float loss = 0;               // the latest step's
+  double steps_per_second = 0;  // over this epoch so far
+};
+
+struct EpochResult {
+  int epoch = 0, epochs = 0;  // 1-based
+  double mean_loss = 0;
+  double test_accuracy = 0;
+  int64_t examples = 0;  // test examples scored
+  int64_t steps = 0;
+  double seconds = 0;        // training and evaluation
+  double train_seconds = 0;  // training alone
+  double steps_per_second() const;
+};
+
+struct TrainEvents {
+  std::function<void(const Diagnostic&)> note;  // compiler notes and warnings
+  // The backend chosen, with the reason when `auto` fell back (before any session is prepared).
+  std::function<void(const std::string& backend, const std::optional<std::string>& fallback)>
+      backend;
+  // A checkpoint was restored: training continues after `epoch` (and global `step`).
+  std::function<void(int epoch, int64_t step)> resumed;
+  std::function<void(const Progress&)> progress;  // after every submission
+  std::function<void(const EpochResult&)> epoch;  // after each epoch's evaluation
+};
+
+struct TrainResult {
+  std::string backend;   // "cpu" | "webgpu"
+  std::string executor;  // "reference" | "fused-encoder"
+  std::optional<std::string> fallback_reason;
+  std::string determinism_tier;
+  int steps_per_run = 0;
+  std::vector<EpochResult> epochs;  // those run by this call (after a resume, the later ones)
+  std::vector<float> losses;        // every step's loss, in order
+
+  double seconds_per_epoch() const;
+  // `{"backend", "executor", "fallback_reason", "steps_per_run", "determinism_tier",
+  //   "epochs": [{"epoch", "mean_loss", "test_accuracy", "seconds", "train_seconds", "steps"}],
+  //   "seconds_per_epoch", "test_accuracy": [...]}`.
+  Json ToJson() const;
+};
+
+class Trainer {
+ public:
+  // Which input a failure concerns, so a front end can name the file.
+  enum class Concern {
+    kDocument,    // the document (or the run of it)
+    kOptions,     // the options or the machine (a backend that cannot be had)
+    kResume,      // the checkpoint being resumed
+    kInitOut,     // the initial-state file being written
+    kCheckpoint,  // the checkpoint being written
+    kLossesOut,   // the losses file being written
+  };
+
+  explicit Trainer(TrainOptions options, TrainEvents events = {});
+
+  // Trains the document `text` (a workflow with a "train" section). The named diagnostics:
+  //   no-train-section, missing-field (no "data"), bad-flag (steps_per_run out of 1..64);
+  //   the dataset's and the compiler's own; on resume, the safetensors reader's,
+  //   checkpoint-mismatch (another document wrote it) and bad-checkpoint (epoch, step or tensors
+  //   that do not describe this run's state, or a tensor that is not F32).
+  Result<TrainResult> Train(std::string_view text);
+
+  // What the last failure of Train concerned.
+  Concern failure_concern() const { return concern_; }
+
+ private:
+  TrainOptions options_;
+  TrainEvents events_;
+  Concern concern_ = Concern::kDocument;
+};
+
+}  // namespace scellis::train
