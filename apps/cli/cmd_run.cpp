@@ -1,12 +1,11 @@
-// `scellis run`: compile, plan, pick a backend, execute, print the named outputs.
+// `scellis run`: parses the flags, runs the document through the engine's run facade and prints
+// the report: backend line, receipts, the outputs (last values), any histories, and the readback.
 #include <charconv>
-#include <chrono>
 #include <iostream>
 
-#include "runtime/select.h"
-#include "common.h"
-#include "conform/receipt.h"
+#include "api/run.h"
 #include "base/atomic_file.h"
+#include "common.h"
 
 namespace scellis::cli {
 namespace {
@@ -31,105 +30,100 @@ std::string FormatValues(const std::vector<float>& data) {
   return s + "]";
 }
 
-// Runs `steps` steps of the plan as a prepared session: carried values stay on the device between
-// steps, up to 64 steps go into one submission, and the outputs of the last step are returned.
-Result<runtime::RunResult> RunSteps(runtime::Executor& exec, const execplan::Plan& plan,
-                                    int steps) {
-  auto start = std::chrono::steady_clock::now();
-  SCELLIS_ASSIGN_OR_RETURN(std::unique_ptr<runtime::Prepared> prepared, exec.Prepare(plan));
-  std::vector<std::string> names;
-  for (const webir::Output& o : plan.graph().outputs) names.push_back(o.name);
-  runtime::StepsResult last;
-  int submissions = 0;
-  for (int done = 0; done < steps;) {
-    int k = std::min(steps - done, 64);
-    SCELLIS_ASSIGN_OR_RETURN(last, prepared->RunSteps(std::vector<runtime::Feeds>(k), names));
-    done += k;
-    ++submissions;
+void PrintTensor(const std::string& name, const runtime::HostTensor& t) {
+  std::cout << name << ": shape " << t.type.ShapeString() << " " << DTypeName(t.type.dtype);
+  std::vector<float> values = api::ValuesOf(t);
+  std::vector<int64_t> sizes = t.type.sizes();
+  if (sizes.size() == 2 && sizes[0] > 1 && sizes[0] <= 16 && sizes[1] <= 16) {
+    // Small matrices (a Game-of-Life grid, say) read better as rows.
+    std::cout << "\n";
+    for (int64_t r = 0; r < sizes[0]; ++r)
+      std::cout << "  "
+                << FormatValues(
+                       {values.begin() + r * sizes[1], values.begin() + (r + 1) * sizes[1]})
+                << "\n";
+  } else {
+    std::cout << " " << FormatValues(values) << "\n";
   }
-  runtime::RunResult r;
-  r.backend = prepared->backend();
-  r.executor = r.backend == "webgpu" ? "fused-encoder" : "reference";
-  for (auto& [name, values] : last.watched) r.outputs.emplace_back(name, std::move(values.back()));
-  double ms =
-      std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
-  r.stats = {{"steps", steps},
-             {"submissions", submissions},
-             {"kernels", plan.steps.size()},
-             {"wall_ms", ms},
-             {"memory_allocated_bytes", plan.memory.allocated}};
-  return r;
+}
+
+// A history prints one line per step, the middle elided when it is long.
+void PrintHistory(const std::string& name, const std::vector<runtime::HostTensor>& steps) {
+  std::cout << name << " (history, " << steps.size() << " steps): shape "
+            << steps.front().type.ShapeString() << " " << DTypeName(steps.front().type.dtype)
+            << "\n";
+  const size_t kShow = 8;
+  for (size_t k = 0; k < steps.size(); ++k) {
+    if (steps.size() > 2 * kShow && k == kShow) {
+      std::cout << "  ...\n";
+      k = steps.size() - kShow;
+    }
+    std::cout << "  step " << k + 1 << ": " << FormatValues(api::ValuesOf(steps[k])) << "\n";
+  }
 }
 
 }  // namespace
 
-int RunCommand(const CompileFlags& f, const std::string& backend, int threads,
-               const std::string& out_file, bool allow_software_adapter, int steps) {
-  // The backend is chosen first: the plan is judged against the limits of the device it runs on.
-  auto selection = runtime::SelectBackend({.requested = backend,
-                                           .allow_software_adapter = allow_software_adapter,
-                                           .cpu_threads = threads});
-  if (!selection.ok()) return Report(selection.errors(), "", f.json);
-  runtime::Selection& sel = selection.value();
-  int code = 0;
-  auto c = CompileFile(f, pipeline::Rung::kExecplan, sel.limits, code);
-  if (!c) return code;
-  const execplan::Plan& plan = *c->plan;
-  if (plan.verdict == execplan::Verdict::kRed) return Report(plan.findings, f.file, f.json);
-  PrintNotes(plan.findings, f.file);
-
-  if (sel.backend == "cpu") {
-    std::cerr << runtime::CpuBanner(sel.fallback_reason ? *sel.fallback_reason
-                                                        : "requested with --backend=cpu");
-  }
-  if (steps < 1)
+int RunCommand(const CompileFlags& f, const RunFlags& r) {
+  if (r.steps < 1)
     return Report({UserError("bad-flag", "", "--steps takes a positive count")}, "", f.json);
-  auto result = steps == 1 ? sel.executor->Run(plan, {}) : RunSteps(*sel.executor, plan, steps);
-  if (!result.ok()) return Report(result.errors(), f.file, f.json);
-  runtime::RunResult& r = result.value();
-  r.fallback_reason = sel.fallback_reason;
-  r.attempts = sel.attempts;
+  api::RunOptions options;
+  options.select = {.requested = r.backend,
+                    .allow_software_adapter = r.allow_software_adapter,
+                    .cpu_threads = r.threads};
+  options.steps = r.steps;
+  options.history = r.history;
+  auto compile = CompileOptionsFrom(f);
+  if (!compile.ok()) return Report(compile.errors(), "", f.json);
+  options.compile = compile.value();
+  auto text = ReadFile(f.file, size_t{256} << 20);
+  if (!text.ok()) return Report(text.errors(), f.file, f.json);
 
-  Json j = runtime::ResultToJson(r);
-  j["determinism_tier"] = policy::TierName(plan.graph().tier);
-  j["content_id"] = c->doc.content_id;
-  // Which kernels have earned trust on this device: receipts gate trust, not execution.
-  std::optional<conform::ReceiptReport> receipts;
-  if (auto* gpu = dynamic_cast<runtime::webgpu::WebGpuExecutor*>(sel.executor.get())) {
-    if (auto store = store::Store::Open(); store.ok()) {
-      receipts = conform::CheckReceipts(*store, gpu->device().ProfileKey(), plan.module,
-                                        plan.graph().tier);
-      j["receipts"] = receipts->ToJson();
-    }
-  }
-  if (!out_file.empty()) {
-    Status s = WriteFileAtomic(out_file, j.dump(2) + "\n");
+  api::RunEvents events;
+  events.note = [&](const Diagnostic& d) { PrintNotes({d}, f.file); };
+  events.backend = [](const std::string& backend, const std::optional<std::string>& fallback) {
+    if (backend == "cpu")
+      std::cerr << runtime::CpuBanner(fallback ? *fallback : "requested with --backend=cpu");
+  };
+  auto result = api::Run(text.value(), options, events);
+  if (!result.ok()) return Report(result.errors(), f.file, f.json);
+  const api::RunReport& report = result.value();
+
+  Json j = report.ToJson();
+  if (!r.out_file.empty()) {
+    Status s = WriteFileAtomic(r.out_file, j.dump(2) + "\n");
     if (!s.ok()) return Report(s.errors(), "", f.json);
   }
   if (f.json) {
     std::cout << j.dump(2) << "\n";
     return 0;
   }
-  std::cout << "backend: " << r.backend << "  executor: " << r.executor
-            << "  tier: " << policy::TierName(plan.graph().tier)
-            << "  fallback: " << (r.fallback_reason ? *r.fallback_reason : "none") << "\n";
-  if (receipts) std::cout << receipts->Line() << "\n";
-  for (const auto& [name, t] : r.outputs) {
-    std::cout << name << ": shape " << t.type.ShapeString() << " " << DTypeName(t.type.dtype);
-    std::vector<int64_t> sizes = t.type.sizes();
-    if (sizes.size() == 2 && sizes[0] > 1 && sizes[0] <= 16 && sizes[1] <= 16) {
-      // Small matrices (a Game-of-Life grid, say) read better as rows.
-      std::cout << "\n";
-      for (int64_t r = 0; r < sizes[0]; ++r)
-        std::cout << "  "
-                  << FormatValues(
-                         {t.data.begin() + r * sizes[1], t.data.begin() + (r + 1) * sizes[1]})
-                  << "\n";
-    } else {
-      std::cout << " " << FormatValues(t.data) << "\n";
-    }
-  }
+  std::cout << "backend: " << report.backend << "  executor: " << report.executor
+            << "  tier: " << report.determinism_tier
+            << "  fallback: " << (report.fallback_reason ? *report.fallback_reason : "none")
+            << "\n";
+  if (report.receipts) std::cout << report.receipts->Line() << "\n";
+  for (const auto& [name, t] : report.outputs) PrintTensor(name, t);
+  for (const auto& [name, steps] : report.history) PrintHistory(name, steps);
+  std::cout << "readback: " << report.readback_bytes() << " bytes over " << report.steps
+            << (report.steps == 1 ? " step" : " steps") << "\n";
   return 0;
+}
+
+void AddRunCommand(CLI::App& app, CompileFlags& f, RunFlags& r, CLI::App*& cmd) {
+  cmd = app.add_subcommand("run", "compile, plan and execute a document");
+  AddCompileFlags(cmd, f);
+  cmd->add_option("--backend", r.backend, "auto | webgpu | cpu")
+      ->check(CLI::IsMember({"auto", "webgpu", "cpu"}));
+  cmd->add_option("--threads", r.threads, "CPU reference threads (results do not depend on it)");
+  cmd->add_option("--steps", r.steps,
+                  "run N steps in a prepared session (inputs with \"carry\" take the named output "
+                  "between steps; up to 64 steps per submission); prints the last step's outputs");
+  cmd->add_option("--history", r.history,
+                  "also read back and print every step's value of output NAME (repeatable)");
+  cmd->add_option("--out", r.out_file, "also write the JSON result to FILE (atomically)");
+  cmd->add_flag("--allow-software-adapter", r.allow_software_adapter,
+                "accept a software WebGPU adapter (SwiftShader) for --backend=webgpu");
 }
 
 }  // namespace scellis::cli

@@ -61,8 +61,16 @@ struct TrainFlags {
 void AddTrainCommand(CLI::App& app, CompileFlags& f, TrainFlags& t, CLI::App*& cmd);
 int TrainCommand(const CompileFlags& f, const TrainFlags& t);
 
-int RunCommand(const CompileFlags& f, const std::string& backend, int threads,
-               const std::string& out_file, bool allow_software_adapter, int steps);
+struct RunFlags {
+  std::string backend = "auto";
+  int threads = 0;
+  std::string out_file;
+  bool allow_software_adapter = false;
+  int steps = 1;
+  std::vector<std::string> history;  // outputs whose every step is printed
+};
+void AddRunCommand(CLI::App& app, CompileFlags& f, RunFlags& r, CLI::App*& cmd);
+int RunCommand(const CompileFlags& f, const RunFlags& r);
 int LowerCommand(const CompileFlags& f, const std::string& to, const std::string& dump_dir);
 int PlanCommand(const CompileFlags& f);
 int ValidateCommand(const CompileFlags& f);

@@ -11,21 +11,9 @@ int main(int argc, char** argv) {
   app.require_subcommand(1);
 
   CompileFlags run_flags;
-  std::string backend = "auto", out_file;
-  int threads = 0;
-  int run_steps = 1;
-  bool allow_software = false;
-  CLI::App* run = app.add_subcommand("run", "compile, plan and execute a document");
-  AddCompileFlags(run, run_flags);
-  run->add_option("--backend", backend, "auto | webgpu | cpu")
-      ->check(CLI::IsMember({"auto", "webgpu", "cpu"}));
-  run->add_option("--threads", threads, "CPU reference threads (results do not depend on it)");
-  run->add_option("--steps", run_steps,
-                  "run N steps in a prepared session (inputs with \"carry\" take the named output "
-                  "between steps; up to 64 steps per submission); prints the last step's outputs");
-  run->add_option("--out", out_file, "also write the JSON result to FILE (atomically)");
-  run->add_flag("--allow-software-adapter", allow_software,
-                "accept a software WebGPU adapter (SwiftShader) for --backend=webgpu");
+  RunFlags run_opts;
+  CLI::App* run = nullptr;
+  AddRunCommand(app, run_flags, run_opts, run);
 
   CompileFlags lower_flags;
   std::string to, dump_dir;
@@ -64,7 +52,7 @@ int main(int argc, char** argv) {
     int code = app.exit(e);
     return code == 0 ? 0 : 2;
   }
-  if (*run) return RunCommand(run_flags, backend, threads, out_file, allow_software, run_steps);
+  if (*run) return RunCommand(run_flags, run_opts);
   if (*lower) return LowerCommand(lower_flags, to, dump_dir);
   if (*plan) return PlanCommand(plan_flags);
   if (*validate) return ValidateCommand(validate_flags);

@@ -1,0 +1,189 @@
+#include "api/run.h"
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+
+#include "runtime/backends/webgpu/executor.h"
+#include "runtime/prepared.h"
+#include "store/store.h"
+
+namespace scellis::api {
+namespace {
+
+// The one place this layer reads a host tensor's storage.
+Json ValuesJson(const runtime::HostTensor& t) {
+  Json data = Json::array();
+  for (float v : t.data) {
+    // Integral values print as integers ([0, 60, 120]), like the protocol's own examples.
+    if (std::isfinite(v) && v == std::floor(v) && std::fabs(v) < 16777216.0f)
+      data.push_back(static_cast<int64_t>(v));
+    else if (std::isfinite(v))
+      data.push_back(v);
+    else
+      data.push_back(std::isnan(v) ? "NaN" : (v > 0 ? "Infinity" : "-Infinity"));
+  }
+  return data;
+}
+
+int64_t ReadbackBytes(const runtime::HostTensor& t) {
+  return t.type.bytes();
+}
+
+double MillisecondsSince(std::chrono::steady_clock::time_point start) {
+  return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start)
+      .count();
+}
+
+bool Requested(const std::vector<std::string>& history, const std::string& name) {
+  return std::find(history.begin(), history.end(), name) != history.end();
+}
+
+// One step, as the executor's one-shot run: every output comes back once.
+Status RunOnce(runtime::Executor& exec, const execplan::Plan& plan,
+               const std::vector<std::string>& history, RunReport& report) {
+  SCELLIS_ASSIGN_OR_RETURN(runtime::RunResult r, exec.Run(plan, {}));
+  int64_t readback = 0;
+  for (auto& [name, t] : r.outputs) {
+    readback += ReadbackBytes(t);
+    if (Requested(history, name)) report.history.push_back({name, {t}});
+  }
+  report.executor = r.executor;
+  report.outputs = std::move(r.outputs);
+  report.stats = std::move(r.stats);
+  report.stats["steps"] = 1;
+  report.stats["submissions"] = 1;
+  report.stats["readback_bytes"] = readback;
+  return Status::Ok();
+}
+
+// Many steps in a prepared session: up to 64 per submission, the history outputs watched, and
+// the last value of every output downloaded once at the end.
+Status RunMany(runtime::Executor& exec, const execplan::Plan& plan, int steps,
+               const std::vector<std::string>& history, RunReport& report) {
+  auto start = std::chrono::steady_clock::now();
+  SCELLIS_ASSIGN_OR_RETURN(std::unique_ptr<runtime::Prepared> prepared, exec.Prepare(plan));
+  for (const std::string& name : history) report.history.push_back({name, {}});
+  int64_t readback = 0;
+  int submissions = 0;
+  for (int done = 0; done < steps;) {
+    int k = std::min(steps - done, kMaxStepsPerSubmission);
+    SCELLIS_ASSIGN_OR_RETURN(runtime::StepsResult chunk,
+                             prepared->RunSteps(std::vector<runtime::Feeds>(k), history));
+    for (size_t i = 0; i < chunk.watched.size(); ++i) {
+      for (runtime::HostTensor& t : chunk.watched[i].second) {
+        readback += ReadbackBytes(t);
+        report.history[i].second.push_back(std::move(t));
+      }
+    }
+    done += k;
+    ++submissions;
+  }
+  for (const webir::Output& o : plan.graph().outputs) {
+    // An output with a history already came back: its last value is the history's last step.
+    auto kept = std::find_if(report.history.begin(), report.history.end(),
+                             [&](const auto& h) { return h.first == o.name; });
+    if (kept != report.history.end()) {
+      report.outputs.emplace_back(o.name, kept->second.back());
+      continue;
+    }
+    SCELLIS_ASSIGN_OR_RETURN(runtime::HostTensor t, prepared->Download(o.name));
+    readback += ReadbackBytes(t);
+    report.outputs.emplace_back(o.name, std::move(t));
+  }
+  report.executor = prepared->backend() == "webgpu" ? "fused-encoder" : "reference";
+  report.stats = {{"steps", steps},
+                  {"submissions", submissions},
+                  {"kernels", plan.steps.size()},
+                  {"wall_ms", MillisecondsSince(start)},
+                  {"memory_allocated_bytes", plan.memory.allocated},
+                  {"readback_bytes", readback}};
+  return Status::Ok();
+}
+
+}  // namespace
+
+Json TensorToJson(const runtime::HostTensor& t) {
+  return {{"shape", t.type.sizes()}, {"dtype", DTypeName(t.type.dtype)}, {"data", ValuesJson(t)}};
+}
+
+std::vector<float> ValuesOf(const runtime::HostTensor& t) {
+  return t.data;
+}
+
+Json RunReport::ToJson() const {
+  Json j;
+  j["backend"] = backend;
+  j["executor"] = executor;
+  j["fallback_reason"] = fallback_reason ? Json(*fallback_reason) : Json();
+  j["attempts"] = attempts;
+  j["determinism_tier"] = determinism_tier;
+  j["content_id"] = content_id;
+  j["outputs"] = Json::object();
+  for (const auto& [name, t] : outputs) j["outputs"][name] = TensorToJson(t);
+  if (!history.empty()) {
+    j["history"] = Json::object();
+    for (const auto& [name, per_step] : history) {
+      Json h = {{"steps", Json::array()}};
+      for (const runtime::HostTensor& t : per_step) {
+        h["shape"] = t.type.sizes();
+        h["dtype"] = DTypeName(t.type.dtype);
+        h["steps"].push_back(ValuesJson(t));
+      }
+      j["history"][name] = h;
+    }
+  }
+  j["stats"] = stats;
+  if (receipts) j["receipts"] = receipts->ToJson();
+  return j;
+}
+
+Result<RunReport> Run(std::string_view text, const RunOptions& options, const RunEvents& events) {
+  if (options.steps < 1) {
+    return UserError("bad-step-count", "",
+                     "a run takes at least one step, got " + std::to_string(options.steps));
+  }
+  SCELLIS_ASSIGN_OR_RETURN(runtime::Selection sel, runtime::SelectBackend(options.select));
+  pipeline::CompileOptions compile = options.compile;
+  compile.up_to = pipeline::Rung::kExecplan;
+  compile.plan.limits = sel.limits;
+  SCELLIS_ASSIGN_OR_RETURN(pipeline::Compiled c, pipeline::Compile(text, compile));
+  if (events.note)
+    for (const Diagnostic& d : c.notes) events.note(d);
+  const execplan::Plan& plan = *c.plan;
+  if (plan.verdict == execplan::Verdict::kRed) return Status(plan.findings);
+  if (events.note)
+    for (const Diagnostic& d : plan.findings) events.note(d);
+  for (const std::string& name : options.history) {
+    const auto& outs = plan.graph().outputs;
+    if (std::none_of(outs.begin(), outs.end(),
+                     [&](const webir::Output& o) { return o.name == name; })) {
+      return UserError("unknown-output", "",
+                       "the document has no output named \"" + name + "\" to keep a history of",
+                       "name one of the document's \"outputs\"");
+    }
+  }
+  if (events.backend) events.backend(sel.backend, sel.fallback_reason);
+
+  RunReport report;
+  report.backend = sel.backend;
+  report.fallback_reason = sel.fallback_reason;
+  report.attempts = sel.attempts;
+  report.determinism_tier = policy::TierName(plan.graph().tier);
+  report.content_id = c.doc.content_id;
+  report.steps = options.steps;
+  SCELLIS_TRY(options.steps == 1
+                  ? RunOnce(*sel.executor, plan, options.history, report)
+                  : RunMany(*sel.executor, plan, options.steps, options.history, report));
+
+  // Which kernels have earned trust on this device: receipts gate trust, not execution.
+  if (auto* gpu = dynamic_cast<runtime::webgpu::WebGpuExecutor*>(sel.executor.get())) {
+    if (auto store = store::Store::Open(); store.ok()) {
+      report.receipts = conform::CheckReceipts(*store, gpu->device().ProfileKey(), plan.module,
+                                               plan.graph().tier);
+    }
+  }
+  return report;
+}
+
+}  // namespace scellis::api

@@ -1,0 +1,75 @@
+// Running a document once or for many steps: the facade behind `scellis run` (and every other
+// front end that runs a document). The backend is chosen first, since the plan is judged against
+// the limits of the device it runs on; a red plan is refused before anything is dispatched.
+//
+// Many steps run as a prepared session: carried values stay on the backend between steps, up to
+// 64 steps go into one submission, and only what the caller asked for comes back — the last value
+// of each output, plus the value after every step of the outputs named in `history` (a loss curve,
+// say). A 1000-generation Game of Life reads back one grid, not a thousand.
+#pragma once
+
+#include <functional>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "conform/receipt.h"
+#include "pipeline/compile.h"
+#include "runtime/select.h"
+
+namespace scellis::api {
+
+// Steps per submission: the most a prepared session takes in one run.
+inline constexpr int kMaxStepsPerSubmission = 64;
+
+struct RunOptions {
+  pipeline::CompileOptions compile;  // tier, bindings, budget; the device limits are filled in
+  runtime::SelectOptions select;
+  int steps = 1;
+  std::vector<std::string> history;  // outputs whose value after every step is returned
+};
+
+// What a front end may want to tell its user before the run starts.
+struct RunEvents {
+  std::function<void(const Diagnostic&)> note;  // compiler and planner notes and warnings
+  // The backend chosen, with the reason when `auto` fell back (before any dispatch).
+  std::function<void(const std::string& backend, const std::optional<std::string>& fallback)>
+      backend;
+};
+
+struct RunReport {
+  std::string backend;   // "cpu" | "webgpu"
+  std::string executor;  // "reference" | "fused-encoder"
+  std::optional<std::string> fallback_reason;
+  std::vector<std::string> attempts;  // every backend tried, with why it was passed over
+  std::string determinism_tier;
+  std::string content_id;
+  int steps = 1;
+  // The last value of every output, in the graph's output order.
+  std::vector<std::pair<std::string, runtime::HostTensor>> outputs;
+  // For each output named in RunOptions::history, its value after every step.
+  std::vector<std::pair<std::string, std::vector<runtime::HostTensor>>> history;
+  // The backend's own counters plus "steps", "submissions" and "readback_bytes" (every byte
+  // brought back to the host for this run).
+  Json stats = Json::object();
+  // Which kernels hold conformance receipts on this device (WebGPU runs with a store only).
+  std::optional<conform::ReceiptReport> receipts;
+
+  int64_t readback_bytes() const { return stats.value("readback_bytes", int64_t{0}); }
+  // `{"backend": ..., "outputs": {"next": {"shape": [16, 16], "dtype": "f32", "data": [...]}},
+  //   "history": {"loss": {"shape": [], "dtype": "f32", "steps": [[...], ...]}}, "stats": ...}`.
+  Json ToJson() const;
+};
+
+Result<RunReport> Run(std::string_view text, const RunOptions& options,
+                      const RunEvents& events = {});
+
+// A host tensor as JSON: shape, dtype and values (integral values as integers, non-finite ones
+// as the strings "NaN", "Infinity", "-Infinity").
+Json TensorToJson(const runtime::HostTensor& t);
+
+// The values of a host tensor as f32, for printing.
+std::vector<float> ValuesOf(const runtime::HostTensor& t);
+
+}  // namespace scellis::api

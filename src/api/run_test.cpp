@@ -1,0 +1,133 @@
+#include "api/run.h"
+
+#include <gtest/gtest.h>
+
+#include <cstdint>
+#include <random>
+
+namespace scellis::api {
+namespace {
+
+constexpr int kSide = 1024;
+constexpr int64_t kGridBytes = int64_t{kSide} * kSide * 4;  // one f32 grid: 4 MiB
+
+std::vector<uint8_t> RandomCells(unsigned seed) {
+  std::mt19937 rng(seed);
+  std::bernoulli_distribution alive(0.3);
+  std::vector<uint8_t> cells(size_t{kSide} * kSide);
+  for (uint8_t& c : cells) c = alive(rng);
+  return cells;
+}
+
+// A 1024x1024 Game of Life whose grid is carried from step to step.
+std::string LifeDocument(const std::vector<uint8_t>& cells) {
+  Json data = Json::array();
+  for (uint8_t c : cells) data.push_back(c);
+  Json g = {{"version", 1},
+            {"nodes",
+             {{{"id", 0},
+               {"op", "input"},
+               {"name", "cells"},
+               {"shape", {kSide, kSide}},
+               {"data", data},
+               {"carry", "grid"}},
+              {{"id", 1}, {"op", "life"}, {"a", 0}}}},
+            {"outputs", {{{"name", "grid"}, {"id", 1}}}}};
+  return g.dump();
+}
+
+// The rule worked independently of the engine: B3/S23 on a torus, neighbour counts from the
+// three wrapped rows summed column-wise first.
+std::vector<uint8_t> LifeSteps(std::vector<uint8_t> cells, int steps) {
+  std::vector<uint8_t> next(cells.size()), column(kSide);
+  for (int s = 0; s < steps; ++s) {
+    for (int r = 0; r < kSide; ++r) {
+      const uint8_t* up = &cells[size_t((r + kSide - 1) % kSide) * kSide];
+      const uint8_t* mid = &cells[size_t(r) * kSide];
+      const uint8_t* down = &cells[size_t((r + 1) % kSide) * kSide];
+      for (int q = 0; q < kSide; ++q) column[q] = up[q] + mid[q] + down[q];
+      for (int q = 0; q < kSide; ++q) {
+        int around = column[(q + kSide - 1) % kSide] + column[q] + column[(q + 1) % kSide] - mid[q];
+        next[size_t(r) * kSide + q] = around == 3 || (around == 2 && mid[q]);
+      }
+    }
+    std::swap(cells, next);
+  }
+  return cells;
+}
+
+RunOptions CpuSteps(int steps, std::vector<std::string> history = {}) {
+  RunOptions o;
+  o.compile.lower.tier = policy::Tier::kProd;
+  o.select.requested = "cpu";
+  o.steps = steps;
+  o.history = std::move(history);
+  return o;
+}
+
+class LifeReadback : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    seed_ = std::random_device{}();
+    cells_ = RandomCells(seed_);
+    text_ = LifeDocument(cells_);
+  }
+  unsigned seed_ = 0;
+  std::vector<uint8_t> cells_;
+  std::string text_;
+};
+
+TEST_F(LifeReadback, ManyStepsReadBackOneGrid) {
+  SCOPED_TRACE("seed " + std::to_string(seed_));
+  auto r = api::Run(text_, CpuSteps(130));
+  ASSERT_TRUE(r.ok()) << r.errors().front().Format();
+  EXPECT_EQ(r->readback_bytes(), kGridBytes);
+  EXPECT_EQ(r->stats["submissions"], 3);  // 64 + 64 + 2
+  EXPECT_TRUE(r->history.empty());
+  ASSERT_EQ(r->outputs.size(), 1u);
+  ASSERT_EQ(r->outputs[0].first, "grid");
+
+  std::vector<uint8_t> want = LifeSteps(cells_, 130);
+  std::vector<float> got = ValuesOf(r->outputs[0].second);
+  ASSERT_EQ(got.size(), want.size());
+  int64_t wrong = 0;
+  for (size_t i = 0; i < want.size(); ++i) wrong += got[i] != static_cast<float>(want[i]);
+  EXPECT_EQ(wrong, 0);
+}
+
+TEST_F(LifeReadback, HistoryReadsEveryStep) {
+  SCOPED_TRACE("seed " + std::to_string(seed_));
+  auto r = api::Run(text_, CpuSteps(3, {"grid"}));
+  ASSERT_TRUE(r.ok()) << r.errors().front().Format();
+  EXPECT_EQ(r->readback_bytes(), 3 * kGridBytes);
+  ASSERT_EQ(r->history.size(), 1u);
+  ASSERT_EQ(r->history[0].second.size(), 3u);
+  for (int k = 0; k < 3; ++k) {
+    std::vector<uint8_t> want = LifeSteps(cells_, k + 1);
+    std::vector<float> got = ValuesOf(r->history[0].second[k]);
+    EXPECT_TRUE(std::equal(got.begin(), got.end(), want.begin(),
+                           [](float a, uint8_t b) { return a == static_cast<float>(b); }))
+        << "step " << k + 1;
+  }
+  // The last value is the history's last step, not read back a second time.
+  EXPECT_EQ(ValuesOf(r->outputs[0].second), ValuesOf(r->history[0].second.back()));
+}
+
+TEST_F(LifeReadback, OneStepReadsItsOutputsOnce) {
+  auto r = api::Run(text_, CpuSteps(1));
+  ASSERT_TRUE(r.ok()) << r.errors().front().Format();
+  EXPECT_EQ(r->readback_bytes(), kGridBytes);
+}
+
+TEST(RunFacade, RefusesBadRequests) {
+  std::string text = LifeDocument(std::vector<uint8_t>(size_t{kSide} * kSide, 0));
+  auto unknown = api::Run(text, CpuSteps(2, {"cells_next"}));
+  ASSERT_FALSE(unknown.ok());
+  EXPECT_EQ(unknown.errors().front().code, "unknown-output");
+  auto none = api::Run(text, CpuSteps(0));
+  ASSERT_FALSE(none.ok());
+  EXPECT_EQ(none.errors().front().code, "bad-step-count");
+}
+
+}  // namespace
+}  // namespace scellis::api
