@@ -1,21 +1,29 @@
-# The two commands: `make run` (the main job) and `make test` (every test). Both install what they
-# need first.
+# The two commands: `make run` (the main job) and `make test` (every test). Each installs what it
+# needs first: `make run` only what the main job uses (toolchain, libraries, Dawn, the dataset) and
+# builds only the engine binary; `make test` adds the test tools and PyTorch and builds everything.
 BUILD ?= build
 JOBS ?= $(shell nproc)
 CMAKE_FLAGS ?=
+CONFIGURE = cmake -S . -B $(BUILD) -G Ninja -DCMAKE_BUILD_TYPE=Release $(CMAKE_FLAGS)
 
-.PHONY: setup build run test clean format
+.PHONY: setup-main setup-test build-main build run test clean format
 
-setup:
-	@bash tools/setup.sh
+setup-main:
+	@bash tools/setup.sh main
 
-$(BUILD)/build.ninja:
-	@cmake -S . -B $(BUILD) -G Ninja -DCMAKE_BUILD_TYPE=Release $(CMAKE_FLAGS) >/dev/null
+setup-test:
+	@bash tools/setup.sh test
 
-build: setup $(BUILD)/build.ninja
+# The main job needs neither GoogleTest nor the test binaries: configure without them.
+build-main: setup-main
+	@$(CONFIGURE) -DSCELLIS_TESTS=OFF >/dev/null
+	@cmake --build $(BUILD) -j $(JOBS) --target scellis
+
+build: setup-test
+	@$(CONFIGURE) -DSCELLIS_TESTS=ON >/dev/null
 	@cmake --build $(BUILD) -j $(JOBS)
 
-run: build
+run: build-main
 	@bash tools/run_main_job.sh $(BUILD)
 
 test: build

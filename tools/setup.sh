@@ -1,15 +1,28 @@
 #!/usr/bin/env bash
 # Installs what Scellis needs on Debian 12, idempotently: quiet when everything is already there.
+#   tools/setup.sh main   what the main job needs: the compiler toolchain and libraries the engine
+#                         binary links, the Vulkan loader, the dataset, Dawn
+#   tools/setup.sh test   that, plus what only the tests need: GoogleTest, clang and libFuzzer,
+#                         chromium (its SwiftShader driver runs the GPU tests), PyTorch (the peer)
 set -euo pipefail
 cd "$(dirname "$0")/.."
+PART=${1:-test}
+case "$PART" in
+  main|test) ;;
+  *) echo "usage: tools/setup.sh main|test" >&2; exit 2 ;;
+esac
 
 APT_PACKAGES=(build-essential cmake ninja-build pkg-config
-  nlohmann-json3-dev libcli11-dev libfmt-dev libgtest-dev libbenchmark-dev libssl-dev zlib1g-dev
-  clang clang-format libclang-rt-14-dev
-  chromium            # ships the SwiftShader Vulkan driver the GPU tests run on
+  nlohmann-json3-dev libcli11-dev libfmt-dev libssl-dev zlib1g-dev
   libvulkan1          # the Vulkan loader Dawn needs
   dataset-fashion-mnist
-  nodejs npm python3 python3-pip python3-venv)
+  nodejs npm)
+if [ "$PART" = test ]; then
+  APT_PACKAGES+=(libgtest-dev libbenchmark-dev
+    clang clang-format libclang-rt-14-dev
+    chromium            # ships the SwiftShader Vulkan driver the GPU tests run on
+    python3 python3-pip python3-venv)
+fi
 
 missing=()
 for p in "${APT_PACKAGES[@]}"; do
@@ -36,6 +49,8 @@ if [ -f package-lock.json ] && [ ! -f node_modules/.package-lock.json ]; then
   echo "setup: installing Dawn from npm"
   npm ci --silent --no-audit --no-fund >/dev/null
 fi
+
+[ "$PART" = test ] || exit 0
 
 # The CPU peer for agreement tests and benchmarks: PyTorch (the default wheel; it runs on the CPU
 # here) in a project-local virtual environment.
