@@ -1,0 +1,134 @@
+#include "train/trainer.h"
+
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+#include "support/cli.h"
+
+namespace scellis::train {
+namespace {
+
+namespace fs = std::filesystem;
+
+std::string FashionMlp() {
+  std::ifstream in(fs::path(SCELLIS_SOURCE_DIR) / "examples" / "fashion_mlp.json");
+  std::stringstream s;
+  s << in.rdbuf();
+  return s.str();
+}
+
+TrainOptions QuickCpu() {
+  TrainOptions o;
+  o.select.requested = "cpu";
+  o.epochs = 2;
+  o.max_steps = 12;
+  o.steps_per_run = 5;
+  return o;
+}
+
+class TrainerTest : public ::testing::Test {
+ protected:
+  void SetUp() override { dir_ = testing::MakeTempDir("scellis-trainer-test"); }
+  void TearDown() override { fs::remove_all(dir_); }
+  fs::path dir_;
+};
+
+TEST_F(TrainerTest, ReportsEverySubmissionAndEpochAndRecordsEveryLoss) {
+  TrainOptions o = QuickCpu();
+  o.losses_out = (dir_ / "losses.json").string();
+  std::vector<Progress> progress;
+  std::vector<EpochResult> epochs;
+  std::string backend;
+  TrainEvents events;
+  events.backend = [&](const std::string& b, const std::optional<std::string>&) { backend = b; };
+  events.progress = [&](const Progress& p) { progress.push_back(p); };
+  events.epoch = [&](const EpochResult& e) { epochs.push_back(e); };
+  Trainer trainer(o, events);
+  auto r = trainer.Train(FashionMlp());
+  ASSERT_TRUE(r.ok()) << r.errors().front().Format();
+  EXPECT_EQ(backend, "cpu");
+  EXPECT_EQ(r->backend, "cpu");
+  EXPECT_EQ(r->executor, "reference");
+
+  // 12 steps at 5 per submission: 5, 10, 12 in each epoch.
+  ASSERT_EQ(progress.size(), 6u);
+  const int64_t want_steps[] = {5, 10, 12, 5, 10, 12};
+  ASSERT_EQ(r->losses.size(), 24u);
+  for (size_t i = 0; i < progress.size(); ++i) {
+    EXPECT_EQ(progress[i].epoch, static_cast<int>(i / 3) + 1);
+    EXPECT_EQ(progress[i].epochs, 2);
+    EXPECT_EQ(progress[i].step, want_steps[i]);
+    EXPECT_EQ(progress[i].total, 12);
+    // The reported loss is the latest step's.
+    EXPECT_EQ(progress[i].loss, r->losses[(i / 3) * 12 + want_steps[i] - 1]);
+  }
+
+  ASSERT_EQ(epochs.size(), 2u);
+  ASSERT_EQ(r->epochs.size(), 2u);
+  for (int e = 0; e < 2; ++e) {
+    double sum = 0;
+    for (int k = 0; k < 12; ++k) sum += r->losses[e * 12 + k];
+    EXPECT_DOUBLE_EQ(epochs[e].mean_loss, sum / 12);
+    EXPECT_EQ(epochs[e].epoch, e + 1);
+    EXPECT_EQ(epochs[e].steps, 12);
+    EXPECT_EQ(epochs[e].examples, 10000);  // the whole test split, in batches of 1000
+    EXPECT_GT(epochs[e].test_accuracy, 0.0);
+    EXPECT_LE(epochs[e].test_accuracy, 1.0);
+    EXPECT_EQ(r->epochs[e].test_accuracy, epochs[e].test_accuracy);
+  }
+  // Training moved: the second epoch's loss is below the first's.
+  EXPECT_LT(epochs[1].mean_loss, epochs[0].mean_loss);
+
+  Json written = Json::parse(testing::ReadWholeFile(dir_ / "losses.json"));
+  EXPECT_EQ(written.get<std::vector<float>>(), r->losses);
+  Json j = r->ToJson();
+  EXPECT_EQ(j["epochs"].size(), 2u);
+  EXPECT_EQ(j["test_accuracy"].size(), 2u);
+  EXPECT_EQ(j["steps_per_run"], 5);
+}
+
+TEST_F(TrainerTest, NamesWhatAFailureConcerns) {
+  struct Case {
+    std::string name;
+    TrainOptions options;
+    std::string text;
+    Trainer::Concern concern;
+    std::string code;
+  };
+  std::vector<Case> cases;
+  TrainOptions bad_flag = QuickCpu();
+  bad_flag.steps_per_run = 65;
+  cases.push_back(
+      {"steps per run", bad_flag, FashionMlp(), Trainer::Concern::kOptions, "bad-flag"});
+  TrainOptions graph = QuickCpu();
+  graph.compile.lower.tier = policy::Tier::kProd;
+  cases.push_back({"no train section", graph,
+                   R"({"version": 1, "nodes": [{"id": 0, "op": "input", "shape": [1],
+                       "data": [1]}], "outputs": [{"name": "x", "id": 0}]})",
+                   Trainer::Concern::kDocument, "no-train-section"});
+  TrainOptions foreign = QuickCpu();
+  foreign.resume = (dir_ / "foreign.safetensors").string();
+  std::ofstream(foreign.resume, std::ios::binary) << std::string(4, '\0');
+  cases.push_back({"truncated checkpoint", foreign, FashionMlp(), Trainer::Concern::kResume,
+                   "safetensors-truncated"});
+  TrainOptions unwritable = QuickCpu();
+  unwritable.epochs = 1;
+  unwritable.max_steps = 1;
+  unwritable.checkpoint = (dir_ / "no" / "such" / "dir" / "ckpt.safetensors").string();
+  cases.push_back(
+      {"checkpoint", unwritable, FashionMlp(), Trainer::Concern::kCheckpoint, "write-failed"});
+  for (const Case& c : cases) {
+    SCOPED_TRACE(c.name);
+    Trainer trainer(c.options);
+    auto r = trainer.Train(c.text);
+    ASSERT_FALSE(r.ok());
+    EXPECT_EQ(r.errors().front().code, c.code) << r.errors().front().Format();
+    EXPECT_EQ(trainer.failure_concern(), c.concern);
+  }
+}
+
+}  // namespace
+}  // namespace scellis::train
