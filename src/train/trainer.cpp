@@ -6,6 +6,7 @@
 #include <cstring>
 #include <map>
 
+#include "api/run.h"
 #include "api/session.h"
 #include "base/atomic_file.h"
 #include "data/dataset.h"
@@ -142,7 +143,7 @@ class Training {
                        "the train section needs \"data\": {\"dataset\", \"images\", \"labels\"}");
     }
     epochs_ = o_.epochs > 0 ? o_.epochs : spec_.epochs;
-    if (o_.steps_per_run < 1 || o_.steps_per_run > 64) {
+    if (o_.steps_per_run < 1 || o_.steps_per_run > api::kMaxStepsPerSubmission) {
       concern_ = Trainer::Concern::kOptions;
       return UserError("bad-flag", "", "--steps-per-run takes 1 to 64");
     }
