@@ -3,10 +3,10 @@
 #include <chrono>
 #include <iostream>
 
-#include "runtime/select.h"
+#include "base/atomic_file.h"
 #include "common.h"
 #include "conform/receipt.h"
-#include "base/atomic_file.h"
+#include "runtime/select.h"
 
 namespace scellis::cli {
 namespace {
@@ -97,7 +97,7 @@ int RunCommand(const CompileFlags& f, const std::string& backend, int threads,
   std::optional<conform::ReceiptReport> receipts;
   if (auto* gpu = dynamic_cast<runtime::webgpu::WebGpuExecutor*>(sel.executor.get())) {
     if (auto store = store::Store::Open(); store.ok()) {
-      receipts = conform::CheckReceipts(*store, gpu->device().ProfileKey(), plan.module,
+      receipts = conform::CheckReceipts(*store, gpu->device().ProfileKey(), plan.module(),
                                         plan.graph().tier);
       j["receipts"] = receipts->ToJson();
     }

@@ -20,9 +20,13 @@ struct CompileFlags {
   std::vector<std::string> bind;  // N=64
   std::string budget;             // bytes, or with a K/M/G suffix
   bool json = false;
+  std::vector<std::string> disabled_passes;  // --disable-pass (lower, plan, run)
+  std::string print_after;                   // --print-after (lower)
 };
 
 void AddCompileFlags(CLI::App* cmd, CompileFlags& f);
+// --disable-pass=NAME, repeatable: leaves an optional pass of the descent out.
+void AddPassFlags(CLI::App* cmd, CompileFlags& f);
 
 struct ConformFlags {
   std::vector<std::string> ops;  // empty: every op
@@ -38,7 +42,7 @@ void AddConformFlags(CLI::App* cmd, ConformFlags& f);
 // Reads the file and compiles it up to `up_to`. On failure prints the diagnostics (stderr; also a
 // JSON object on stdout with --json) and returns the exit code in `exit_code`.
 std::optional<pipeline::Compiled> CompileFile(const CompileFlags& f, pipeline::Rung up_to,
-                                             const execplan::DeviceLimits& limits, int& exit_code);
+                                              const execplan::DeviceLimits& limits, int& exit_code);
 
 // Prints diagnostics and returns the exit code they call for.
 int Report(const std::vector<Diagnostic>& diags, const std::string& file, bool json);

@@ -17,6 +17,7 @@ int main(int argc, char** argv) {
   bool allow_software = false;
   CLI::App* run = app.add_subcommand("run", "compile, plan and execute a document");
   AddCompileFlags(run, run_flags);
+  AddPassFlags(run, run_flags);
   run->add_option("--backend", backend, "auto | webgpu | cpu")
       ->check(CLI::IsMember({"auto", "webgpu", "cpu"}));
   run->add_option("--threads", threads, "CPU reference threads (results do not depend on it)");
@@ -31,13 +32,19 @@ int main(int argc, char** argv) {
   std::string to, dump_dir;
   CLI::App* lower = app.add_subcommand("lower", "print one rung of the ladder, or dump them all");
   AddCompileFlags(lower, lower_flags);
+  AddPassFlags(lower, lower_flags);
   lower->add_option("--to", to, "doc | block | webir | kernel | execplan");
+  lower->add_option("--print-after", lower_flags.print_after,
+                    "print the rung as it stands after the named pass, and stop");
   lower->add_option("--dump-rungs", dump_dir, "write every rung into DIR");
 
   CompileFlags plan_flags;
   CLI::App* plan =
-      app.add_subcommand("plan", "print the execution plan: tier, tolerances, memory, verdict");
+      app.add_subcommand("plan",
+                         "print the execution plan: tier, tolerances, memory, verdict (exit 2 when "
+                         "red)");
   AddCompileFlags(plan, plan_flags);
+  AddPassFlags(plan, plan_flags);
 
   CompileFlags validate_flags;
   CLI::App* validate = app.add_subcommand("validate", "check a document without running it");
