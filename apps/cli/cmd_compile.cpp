@@ -2,8 +2,8 @@
 #include <filesystem>
 #include <iostream>
 
-#include "common.h"
 #include "base/atomic_file.h"
+#include "common.h"
 
 namespace scellis::cli {
 
@@ -17,9 +17,17 @@ int LowerCommand(const CompileFlags& f, const std::string& to, const std::string
                    "--to takes doc, block, webir, kernel or execplan, got \"" + to + "\"")},
         "", f.json);
   }
-  if (to.empty() && dump_dir.empty()) {
-    return Report({UserError("bad-flag", "", "lower needs --to=RUNG or --dump-rungs=DIR")}, "",
-                  f.json);
+  int modes = !to.empty() + !dump_dir.empty() + !f.print_after.empty();
+  if (modes != 1) {
+    return Report(
+        {UserError("bad-flag", "",
+                   "lower needs one of --to=RUNG, --print-after=PASS or --dump-rungs=DIR")},
+        "", f.json);
+  }
+  if (!f.print_after.empty()) {
+    auto pass_rung = pipeline::RungOfPass(f.print_after);
+    if (!pass_rung.ok()) return Report(pass_rung.errors(), "", f.json);
+    rung = pass_rung.value();
   }
   int code = 0;
   auto c = CompileFile(f, dump_dir.empty() ? *rung : Rung::kExecplan, {}, code);
@@ -28,19 +36,12 @@ int LowerCommand(const CompileFlags& f, const std::string& to, const std::string
     // Written only after every rung compiled: a failing document writes nothing.
     std::error_code ec;
     std::filesystem::create_directories(dump_dir, ec);
-    const std::pair<const char*, std::string> files[] = {
-        {"0.doc.json", CanonicalJson(pipeline::RungJson(*c, Rung::kDoc)) + "\n"},
-        {"1.block.txt", pipeline::PrintRung(*c, Rung::kBlock)},
-        {"2.webir.txt", pipeline::PrintRung(*c, Rung::kWebir)},
-        {"3.kernel.txt", pipeline::PrintRung(*c, Rung::kKernel)},
-        {"3.kernel.wgsl", kernel::PrintWgsl(*c->module)},
-        {"4.execplan.txt", pipeline::PrintRung(*c, Rung::kExecplan)},
-    };
+    const auto files = pipeline::RungDumps(*c);
     for (const auto& [name, text] : files) {
       Status s = WriteFileAtomic((std::filesystem::path(dump_dir) / name).string(), text);
       if (!s.ok()) return Report(s.errors(), "", f.json);
     }
-    std::cout << "wrote " << std::size(files) << " rung dumps to " << dump_dir << "\n";
+    std::cout << "wrote " << files.size() << " rung dumps to " << dump_dir << "\n";
     return 0;
   }
   if (f.json)
@@ -50,15 +51,20 @@ int LowerCommand(const CompileFlags& f, const std::string& to, const std::string
   return 0;
 }
 
+// The plan is printed whatever its verdict; a red one is also an error (exit 2), its findings on
+// stderr, so scripts can gate on `scellis plan`.
 int PlanCommand(const CompileFlags& f) {
   int code = 0;
   auto c = CompileFile(f, pipeline::Rung::kExecplan, {}, code);
   if (!c) return code;
+  const execplan::Plan& p = *c->plan;
   if (f.json)
-    std::cout << execplan::ToJson(*c->plan).dump(2) << "\n";
+    std::cout << execplan::ToJson(p).dump(2) << "\n";
   else
-    std::cout << execplan::Print(*c->plan);
-  return 0;
+    std::cout << execplan::Print(p);
+  if (p.verdict != execplan::Verdict::kRed) return 0;
+  for (const Diagnostic& d : p.findings) std::cerr << d.Format(f.file) << "\n";
+  return 2;
 }
 
 int ValidateCommand(const CompileFlags& f) {

@@ -20,6 +20,11 @@ void AddCompileFlags(CLI::App* cmd, CompileFlags& f) {
   cmd->add_flag("--json", f.json, "machine-readable output");
 }
 
+void AddPassFlags(CLI::App* cmd, CompileFlags& f) {
+  cmd->add_option("--disable-pass", f.disabled_passes,
+                  "leave out an optional pass (fuse-elementwise, fold-transposes); repeatable");
+}
+
 namespace {
 
 std::optional<int64_t> ParseBytes(const std::string& s) {
@@ -68,6 +73,8 @@ Result<pipeline::CompileOptions> CompileOptionsFrom(const CompileFlags& f) {
   pipeline::CompileOptions options;
   if (!f.tier.empty()) options.lower.tier = policy::ParseTier(f.tier);
   options.lower.tier_override = f.tier_override;
+  options.disabled_passes.insert(f.disabled_passes.begin(), f.disabled_passes.end());
+  options.print_after = f.print_after;
   if (f.tier_override && f.tier.empty())
     flag_errors.push_back(UserError("bad-flag", "", "--tier-override needs --tier"));
   for (const std::string& b : f.bind) {

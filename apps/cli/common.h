@@ -20,9 +20,13 @@ struct CompileFlags {
   std::vector<std::string> bind;  // N=64
   std::string budget;             // bytes, or with a K/M/G suffix
   bool json = false;
+  std::vector<std::string> disabled_passes;  // --disable-pass (lower, plan, run)
+  std::string print_after;                   // --print-after (lower)
 };
 
 void AddCompileFlags(CLI::App* cmd, CompileFlags& f);
+// --disable-pass=NAME, repeatable: leaves an optional pass of the descent out.
+void AddPassFlags(CLI::App* cmd, CompileFlags& f);
 
 struct ConformFlags {
   std::vector<std::string> ops;  // empty: every op

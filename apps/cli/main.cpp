@@ -14,18 +14,25 @@ int main(int argc, char** argv) {
   RunFlags run_opts;
   CLI::App* run = nullptr;
   AddRunCommand(app, run_flags, run_opts, run);
+  AddPassFlags(run, run_flags);
 
   CompileFlags lower_flags;
   std::string to, dump_dir;
   CLI::App* lower = app.add_subcommand("lower", "print one rung of the ladder, or dump them all");
   AddCompileFlags(lower, lower_flags);
+  AddPassFlags(lower, lower_flags);
   lower->add_option("--to", to, "doc | block | webir | kernel | execplan");
+  lower->add_option("--print-after", lower_flags.print_after,
+                    "print the rung as it stands after the named pass, and stop");
   lower->add_option("--dump-rungs", dump_dir, "write every rung into DIR");
 
   CompileFlags plan_flags;
   CLI::App* plan =
-      app.add_subcommand("plan", "print the execution plan: tier, tolerances, memory, verdict");
+      app.add_subcommand("plan",
+                         "print the execution plan: tier, tolerances, memory, verdict (exit 2 when "
+                         "red)");
   AddCompileFlags(plan, plan_flags);
+  AddPassFlags(plan, plan_flags);
 
   CompileFlags validate_flags;
   CLI::App* validate = app.add_subcommand("validate", "check a document without running it");

@@ -179,7 +179,7 @@ Result<RunReport> Run(std::string_view text, const RunOptions& options, const Ru
   // Which kernels have earned trust on this device: receipts gate trust, not execution.
   if (auto* gpu = dynamic_cast<runtime::webgpu::WebGpuExecutor*>(sel.executor.get())) {
     if (auto store = store::Store::Open(); store.ok()) {
-      report.receipts = conform::CheckReceipts(*store, gpu->device().ProfileKey(), plan.module,
+      report.receipts = conform::CheckReceipts(*store, gpu->device().ProfileKey(), plan.module(),
                                                plan.graph().tier);
     }
   }

@@ -11,10 +11,10 @@
 #include <iostream>
 #include <map>
 
-#include "runtime/backends/webgpu/executor.h"
 #include "conform/receipt.h"
 #include "conform/runner.h"
 #include "pipeline/compile.h"
+#include "runtime/backends/webgpu/executor.h"
 
 namespace scellis::conform {
 namespace {
@@ -147,18 +147,18 @@ TEST_F(ConformanceTest, DebugTierRerunsAreBitIdentical) {
 TEST_F(ConformanceTest, PoisonCatchesAKernelThatSkipsItsLastElement) {
   auto skip_last = [](kernel::Kernel& k) {
     const std::string guard = "if (i >= ";
-    size_t at = k.wgsl.find(guard);
+    size_t at = k.Wgsl().source.find(guard);
     if (at != std::string::npos) {
-      k.wgsl.replace(at, guard.size(), "if (i + 1u >= ");
+      k.Wgsl().source.replace(at, guard.size(), "if (i + 1u >= ");
       return;
     }
     // The tiled matmul guards its write with the tile's bounds: also skip the buffer's last word.
     const std::string write = ") { out[";
-    at = k.wgsl.find(write);
+    at = k.Wgsl().source.find(write);
     ASSERT_NE(at, std::string::npos) << k.name;
-    size_t end = k.wgsl.find("] = acc;", at);
-    std::string index = k.wgsl.substr(at + write.size(), end - at - write.size());
-    k.wgsl.insert(at, " && " + index + " + 1u < arrayLength(&out)");
+    size_t end = k.Wgsl().source.find("] = acc;", at);
+    std::string index = k.Wgsl().source.substr(at + write.size(), end - at - write.size());
+    k.Wgsl().source.insert(at, " && " + index + " + 1u < arrayLength(&out)");
   };
   auto results =
       RunGroups(policy::Tier::kProd, {"relu", "add", "matmul", "transpose", "fused"}, skip_last);
@@ -183,8 +183,8 @@ TEST_F(ConformanceTest, PoisonCatchesAKernelThatSkipsItsLastElement) {
 TEST_F(ConformanceTest, PoisonCatchesADroppedWrite) {
   auto drop = [](kernel::Kernel& k) {
     const std::string writer = "if (t == 0u)";
-    size_t at = k.wgsl.find(writer);
-    if (at != std::string::npos) k.wgsl.replace(at, writer.size(), "if (t == 256u)");
+    size_t at = k.Wgsl().source.find(writer);
+    if (at != std::string::npos) k.Wgsl().source.replace(at, writer.size(), "if (t == 256u)");
   };
   auto results = RunGroups(policy::Tier::kProd, {"sum"}, drop);
   ASSERT_TRUE(results.ok()) << Describe(results.errors());

@@ -9,8 +9,8 @@
 
 #include "conform/cases.h"
 #include "conform/compare.h"
-#include "kernel/ref/ref.h"
 #include "kernel/emit/wgsl/codegen.h"
+#include "kernel/ref/ref.h"
 #include "pipeline/compile.h"
 #include "webir/op_registry.h"
 
@@ -78,8 +78,8 @@ TEST(ConformRegistry, EveryOpHasAReferenceAWgslGeneratorAndCases) {
       EXPECT_TRUE(KernelOps(*compiled->module).count(def.name))
           << "the case does not compute the op";
       for (const kernel::Kernel& k : compiled->module->kernels) {
-        EXPECT_NE(k.wgsl.find("fn main"), std::string::npos) << k.name;
-        EXPECT_EQ(k.wgsl.find("let s0 = ;"), std::string::npos)
+        EXPECT_NE(k.Wgsl().source.find("fn main"), std::string::npos) << k.name;
+        EXPECT_EQ(k.Wgsl().source.find("let s0 = ;"), std::string::npos)
             << k.name << " has an empty expression";
       }
     }

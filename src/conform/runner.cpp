@@ -6,9 +6,9 @@
 #include <random>
 #include <thread>
 
-#include "runtime/backends/cpu/executor.h"
 #include "base/sha256.h"
 #include "pipeline/compile.h"
+#include "runtime/backends/cpu/executor.h"
 
 namespace scellis::conform {
 namespace {
@@ -27,7 +27,7 @@ bool IsSum(const Case& c) {
 }
 
 pipeline::CompileOptions OptionsFor(policy::Tier tier, pipeline::Rung up_to,
-                                   const execplan::DeviceLimits& limits) {
+                                    const execplan::DeviceLimits& limits) {
   pipeline::CompileOptions o;
   o.lower.tier = tier;
   o.up_to = up_to;
@@ -41,7 +41,7 @@ std::string FirstMessage(const std::vector<Diagnostic>& errors) {
 
 // Appends one case's kernels to the running hash input.
 void HashKernels(const kernel::Module& m, std::string& acc) {
-  for (const kernel::Kernel& k : m.kernels) acc += k.wgsl + "\n";
+  for (const kernel::Kernel& k : m.kernels) acc += k.Wgsl().source + "\n";
 }
 
 std::string Num(double v) {
@@ -159,9 +159,12 @@ Result<std::vector<GroupResult>> Run(runtime::webgpu::WebGpuExecutor& gpu, const
         continue;
       }
       execplan::Plan gpu_plan = *plan;
-      if (options.tamper)
-        for (kernel::Kernel& k : gpu_plan.module.kernels) options.tamper(k);
-      HashKernels(gpu_plan.module, hash_input);
+      if (options.tamper) {
+        auto tampered = std::make_shared<kernel::Module>(plan->module());
+        for (kernel::Kernel& k : tampered->kernels) options.tamper(k);
+        gpu_plan.module_ref = std::move(tampered);
+      }
+      HashKernels(gpu_plan.module(), hash_input);
       const TensorType& out_type = plan->graph().at(plan->graph().outputs.at(0).node).type;
       cr.shape = out_type.ShapeString();
 

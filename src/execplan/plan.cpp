@@ -11,9 +11,11 @@ constexpr EnumTable<MemClass, kMemClasses> kMemClassNames({{{MemClass::kParamete
                                                             {MemClass::kInputs, "inputs"},
                                                             {MemClass::kActivations, "activations"},
                                                             {MemClass::kGradients, "gradients"},
-                                                            {MemClass::kOptimizerState, "optimizer_state"},
+                                                            {MemClass::kOptimizerState,
+                                                             "optimizer_state"},
                                                             {MemClass::kWorking, "working"}}});
-constexpr EnumTable<Verdict, 3> kVerdicts({{{Verdict::kGreen, "green"}, {Verdict::kYellow, "yellow"}, {Verdict::kRed, "red"}}});
+constexpr EnumTable<Verdict, 3> kVerdicts(
+    {{{Verdict::kGreen, "green"}, {Verdict::kYellow, "yellow"}, {Verdict::kRed, "red"}}});
 }  // namespace
 
 const char* MemClassName(MemClass c) {
@@ -79,7 +81,7 @@ std::string Print(const Plan& p) {
   for (const Diagnostic& d : p.findings) out += "    " + d.Format() + "\n";
   out += "  steps:\n";
   for (const Step& s : p.steps) {
-    const kernel::Kernel& k = p.module.kernels[s.kernel];
+    const kernel::Kernel& k = p.module().kernels[s.kernel];
     out += "    " + k.name + "  reads";
     for (int b : s.reads) out += " b" + std::to_string(b);
     if (s.reads.empty()) out += " -";
@@ -114,7 +116,7 @@ Json ToJson(const Plan& p) {
     j["findings"].push_back({{"code", d.code}, {"message", d.message}, {"help", d.help}});
   for (const Step& s : p.steps)
     j["steps"].push_back(
-        {{"kernel", p.module.kernels[s.kernel].name}, {"reads", s.reads}, {"write", s.write}});
+        {{"kernel", p.module().kernels[s.kernel].name}, {"reads", s.reads}, {"write", s.write}});
   for (const Buffer& b : p.buffers)
     j["buffers"].push_back({{"id", b.id},
                             {"bytes", b.bytes},
@@ -132,7 +134,7 @@ Status Verify(const Plan& p) {
     if (p.buffer_of[n.id] >= 0 && (n.role == webir::Role::kInput || n.role == webir::Role::kParam))
       holder[p.buffer_of[n.id]] = n.id;
   for (const Step& s : p.steps) {
-    const kernel::Kernel& k = p.module.kernels[s.kernel];
+    const kernel::Kernel& k = p.module().kernels[s.kernel];
     for (size_t i = 0; i < k.inputs.size(); ++i)
       if (holder[s.reads[i]] != k.inputs[i])
         return InternalError("execplan.Verify", k.name + " reads a buffer overwritten earlier");

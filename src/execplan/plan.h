@@ -2,18 +2,19 @@
 // before the first dispatch. Buffers are assigned by static liveness (a value's buffer is reused
 // once its last reader has run); memory is accounted by class; the plan ends in a verdict:
 // green (fits), yellow (runs, with warnings), red (refuses: what failed, why, what to change).
-// A red plan never dispatches.
+// A red plan never dispatches. FromKernel sets up the plan; the passes in execplan/passes/ fill it.
 #pragma once
 
 #include <array>
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
 
+#include "base/determinism.h"
 #include "base/json_util.h"
 #include "base/result.h"
 #include "kernel/module.h"
-#include "base/determinism.h"
 
 namespace scellis::execplan {
 
@@ -27,6 +28,15 @@ enum class MemClass {
 };
 inline constexpr int kMemClasses = 6;
 const char* MemClassName(MemClass c);
+
+// When a value needs storage, in steps: written by step `written` (-1: a source, there before the
+// first step) and last read by step `last_read` (-1: never read). Values folded into kernels are
+// not stored.
+struct Lifetime {
+  bool stored = false;
+  int written = -1;
+  int last_read = -1;
+};
 
 struct Buffer {
   int id = 0;
@@ -67,7 +77,10 @@ struct PlanOptions {
 };
 
 struct Plan {
-  kernel::Module module;
+  std::shared_ptr<const kernel::Module> module_ref;  // shared with the kernel rung, never copied
+  DeviceLimits limits;
+  std::vector<Lifetime> lifetimes;  // per WebIR node (liveness)
+  std::vector<MemClass> class_of;   // per WebIR node (memory-classes)
   std::vector<Buffer> buffers;
   std::vector<int> buffer_of;  // per WebIR node; -1 for values folded into kernels
   std::vector<Step> steps;
@@ -76,10 +89,13 @@ struct Plan {
   std::vector<Diagnostic> findings;  // why the verdict is not green
   policy::Thresholds thresholds;     // the tolerance class resolved for the tier
 
-  const webir::Graph& graph() const { return module.graph; }
+  const kernel::Module& module() const { return *module_ref; }
+  const webir::Graph& graph() const { return module_ref->graph(); }
 };
 
-Result<Plan> FromKernel(const kernel::Module& m, const PlanOptions& options);
+// The plan of `m`: one step per kernel, the budget resolved (the command line over the document
+// over the detected one) and the tolerance thresholds for the tier; no buffers yet.
+Result<Plan> FromKernel(std::shared_ptr<const kernel::Module> m, const PlanOptions& options);
 std::string Print(const Plan& p);
 Json ToJson(const Plan& p);
 Status Verify(const Plan& p);

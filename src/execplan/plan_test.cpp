@@ -51,7 +51,7 @@ void ExpectNoLiveValuesShareABuffer(const Plan& p) {
   for (const webir::Node& n : g.nodes)
     if (n.role == webir::Role::kInput || n.role == webir::Role::kParam) live[n.id] = {-1, end};
   for (int s = 0; s < end; ++s) {
-    const kernel::Kernel& k = p.module.kernels[p.steps[s].kernel];
+    const kernel::Kernel& k = p.module().kernels[p.steps[s].kernel];
     live[k.output] = {s, s};
     for (int in : k.inputs) {
       ASSERT_TRUE(live.count(in)) << k.name << " reads an unwritten value";

@@ -8,8 +8,8 @@
 #include <sstream>
 
 #include "base/sha256.h"
-#include "kernel/module.h"
 #include "kernel/emit/wgsl/codegen.h"
+#include "kernel/module.h"
 #include "support/graph.h"
 
 namespace scellis::kernel {
@@ -123,9 +123,10 @@ TEST(Fusion, ConstantsAreFoldedAsLiterals) {
     EXPECT_TRUE(s.operands.empty());
   }
   EXPECT_EQ(literals, 2);  // each constant once, however often it is read
-  EXPECT_NE(k.wgsl.find("f32(2.0)"), std::string::npos) << k.wgsl;
-  EXPECT_NE(k.wgsl.find("f32(0.25)"), std::string::npos) << k.wgsl;
-  EXPECT_EQ(k.wgsl.find("in1"), std::string::npos) << k.wgsl;  // one input binding only
+  EXPECT_NE(k.Wgsl().source.find("f32(2.0)"), std::string::npos) << k.Wgsl().source;
+  EXPECT_NE(k.Wgsl().source.find("f32(0.25)"), std::string::npos) << k.Wgsl().source;
+  EXPECT_EQ(k.Wgsl().source.find("in1"), std::string::npos)
+      << k.Wgsl().source;  // one input binding only
   auto r = CompileAndRun(doc.dump());
   ASSERT_NE(FindOutput(r, "y"), nullptr);
   EXPECT_EQ(FindOutput(r, "y")->data, (std::vector<float>{2, 4, 6}));
@@ -142,7 +143,8 @@ TEST(Fusion, BroadcastInsideAFusedKernel) {
   auto m = LowerToKernel(doc);
   ASSERT_TRUE(m.ok());
   ASSERT_EQ(m->kernels.size(), 1u);
-  EXPECT_NE(m->kernels[0].wgsl.find("d1 * 1u"), std::string::npos) << m->kernels[0].wgsl;
+  EXPECT_NE(m->kernels[0].Wgsl().source.find("d1 * 1u"), std::string::npos)
+      << m->kernels[0].Wgsl().source;
   auto r = CompileAndRun(doc.dump());
   ASSERT_NE(FindOutput(r, "y"), nullptr);
   EXPECT_EQ(FindOutput(r, "y")->data, (std::vector<float>{5, 11, 15, 20, 26, 30}));
@@ -180,18 +182,19 @@ TEST(Wgsl, EveryKernelOfEveryExampleHasWgsl) {
     ASSERT_TRUE(c.ok()) << c.errors().front().Format();
     for (const Kernel& k : c->module->kernels) {
       ++kernels;
-      EXPECT_FALSE(k.wgsl.empty()) << k.name;
-      EXPECT_NE(k.wgsl.find("@compute"), std::string::npos) << k.name;
-      EXPECT_NE(k.wgsl.find("fn " + k.entry_point + "("), std::string::npos) << k.name;
-      EXPECT_EQ(k.source_hash, Sha256Hex(k.wgsl)) << k.name;
+      EXPECT_FALSE(k.Wgsl().source.empty()) << k.name;
+      EXPECT_NE(k.Wgsl().source.find("@compute"), std::string::npos) << k.name;
+      EXPECT_NE(k.Wgsl().source.find("fn " + k.Wgsl().entry_point + "("), std::string::npos)
+          << k.name;
+      EXPECT_EQ(k.Wgsl().source_hash, Sha256Hex(k.Wgsl().source)) << k.name;
       // One read-only binding per input, then the output.
       for (size_t i = 0; i < k.inputs.size(); ++i)
-        EXPECT_NE(k.wgsl.find("var<storage, read> in" + std::to_string(i) + ":"),
+        EXPECT_NE(k.Wgsl().source.find("var<storage, read> in" + std::to_string(i) + ":"),
                   std::string::npos);
-      EXPECT_NE(k.wgsl.find("@binding(" + std::to_string(k.inputs.size()) +
-                            ") var<storage, read_write> out"),
+      EXPECT_NE(k.Wgsl().source.find("@binding(" + std::to_string(k.inputs.size()) +
+                                     ") var<storage, read_write> out"),
                 std::string::npos)
-          << k.wgsl;
+          << k.Wgsl().source;
       EXPECT_GE(k.workgroups[0], 1u);
     }
     std::string all = PrintWgsl(*c->module);
@@ -236,17 +239,21 @@ TEST(KernelVerify, CatchesCorruptedModules) {
   EXPECT_FALSE(Verify(order).ok());
 
   Module no_wgsl = m.value();
-  no_wgsl.kernels[1].wgsl.clear();
+  no_wgsl.kernels[1].Wgsl().source.clear();
   Status s = Verify(no_wgsl);
   ASSERT_FALSE(s.ok());
-  EXPECT_NE(s.first().message.find("no WGSL"), std::string::npos);
+  EXPECT_NE(s.first().message.find("empty or mismatched wgsl source"), std::string::npos);
+
+  Module edited = m.value();
+  edited.kernels[1].Wgsl().source += "// edited after emission\n";  // no longer its hash
+  EXPECT_FALSE(Verify(edited).ok());
 
   Module unwritten = m.value();
   unwritten.kernels.pop_back();  // the output is never written
   EXPECT_FALSE(Verify(unwritten).ok());
 
   // The next rung refuses it.
-  EXPECT_FALSE(execplan::FromKernel(forward, {}).ok());
+  EXPECT_FALSE(execplan::FromKernel(std::make_shared<const Module>(forward), {}).ok());
 }
 
 }  // namespace

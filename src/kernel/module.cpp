@@ -2,25 +2,66 @@
 
 #include <set>
 
+#include "base/sha256.h"
 #include "webir/op_registry.h"
 
 namespace scellis::kernel {
 
+const EmittedSource* Kernel::Source(std::string_view target) const {
+  for (const EmittedSource& s : sources)
+    if (s.target == target) return &s;
+  return nullptr;
+}
+
+const EmittedSource& Kernel::Wgsl() const {
+  static const EmittedSource kNone{kWgslTarget, "", "main", ""};
+  const EmittedSource* s = Source(kWgslTarget);
+  return s ? *s : kNone;
+}
+
+EmittedSource& Kernel::Wgsl() {
+  for (EmittedSource& s : sources)
+    if (s.target == kWgslTarget) return s;
+  sources.push_back({kWgslTarget, "", "main", ""});
+  return sources.back();
+}
+
+void NameKernels(Module& m) {
+  for (size_t i = 0; i < m.kernels.size(); ++i) {
+    Kernel& k = m.kernels[i];
+    k.id = static_cast<int>(i);
+    std::string title = k.op;
+    if (k.kind == KernelKind::kElementwise) {
+      title = "fused";
+      for (const ExprStep& s : k.expr)
+        if (s.op != "full") title += "_" + s.op;
+    }
+    k.name = "k" + std::to_string(k.id) + "_" + title;
+  }
+}
+
+Result<Module> FromWebir(std::shared_ptr<const webir::Graph> g) {
+  SCELLIS_TRY(webir::Verify(*g));
+  Module m;
+  m.graph_ref = std::move(g);
+  return m;
+}
+
 std::string Print(const Module& m) {
   std::string out = "kernels";
-  if (!m.graph.name.empty()) out += " \"" + m.graph.name + "\"";
-  out += std::string("  tier=") + policy::TierName(m.graph.tier) + "  (" +
-         std::to_string(m.kernels.size()) + " kernels for " + std::to_string(m.graph.nodes.size()) +
-         " nodes)\n";
+  if (!m.graph().name.empty()) out += " \"" + m.graph().name + "\"";
+  out += std::string("  tier=") + policy::TierName(m.graph().tier) + "  (" +
+         std::to_string(m.kernels.size()) + " kernels for " +
+         std::to_string(m.graph().nodes.size()) + " nodes)\n";
   for (const Kernel& k : m.kernels) {
-    const webir::Node& o = m.graph.at(k.output);
+    const webir::Node& o = m.graph().at(k.output);
     out += "  " + k.name + ": %" + o.name + " " + o.type.ShapeString() + " <- ";
     if (k.kind == KernelKind::kElementwise) {
       std::string expr;
       // Built by appending: `"s" + std::to_string(...)` draws a false -Wrestrict from GCC 12.
       auto operand = [&](int x) {
         std::string name = IsStepRef(x) ? "s" : "%";
-        name += IsStepRef(x) ? std::to_string(StepOf(x)) : m.graph.at(k.inputs[x]).name;
+        name += IsStepRef(x) ? std::to_string(StepOf(x)) : m.graph().at(k.inputs[x]).name;
         return name;
       };
       for (size_t s = 0; s < k.expr.size(); ++s) {
@@ -45,20 +86,25 @@ std::string Print(const Module& m) {
     } else {
       out += k.op + "(";
       for (size_t i = 0; i < k.inputs.size(); ++i) {
-        out += (i ? ", %" : "%") + m.graph.at(k.inputs[i]).name;
+        out += (i ? ", %" : "%") + m.graph().at(k.inputs[i]).name;
         if (i < k.transposed.size() && k.transposed[i]) out += "^T";
       }
       out += ")";
     }
-    out += "  grid " + std::to_string(k.workgroups[0]) + "x" + std::to_string(k.workgroups[1]) +
-           "  wgsl " + k.source_hash.substr(0, 12) + "\n";
+    if (k.Source(kWgslTarget)) {
+      out += "  grid " + std::to_string(k.workgroups[0]) + "x" + std::to_string(k.workgroups[1]) +
+             "  wgsl " + k.Wgsl().source_hash.substr(0, 12);
+    } else {
+      out += "  (not emitted)";
+    }
+    out += "\n";
   }
   return out;
 }
 
 std::string PrintWgsl(const Module& m) {
   std::string out;
-  for (const Kernel& k : m.kernels) out += "// ---- " + k.name + " ----\n" + k.wgsl + "\n";
+  for (const Kernel& k : m.kernels) out += "// ---- " + k.name + " ----\n" + k.Wgsl().source + "\n";
   return out;
 }
 
@@ -75,7 +121,7 @@ Json ToJson(const Module& m) {
     if (!k.transposed.empty()) jk["transposed"] = k.transposed;
     jk["output"] = k.output;
     jk["workgroups"] = k.workgroups;
-    jk["wgsl_sha256"] = k.source_hash;
+    jk["wgsl_sha256"] = k.Wgsl().source_hash;
     if (k.kind == KernelKind::kElementwise) {
       for (const ExprStep& s : k.expr)
         jk["expr"].push_back({{"op", s.op}, {"operands", s.operands}, {"value", s.value}});
@@ -87,12 +133,12 @@ Json ToJson(const Module& m) {
 
 Status Verify(const Module& m) {
   std::set<int> produced;
-  for (const webir::Node& n : m.graph.nodes)
+  for (const webir::Node& n : m.graph().nodes)
     if (n.role == webir::Role::kInput || n.role == webir::Role::kParam) produced.insert(n.id);
   for (const Kernel& k : m.kernels) {
     for (int in : k.inputs)
       if (!produced.count(in))
-        return InternalError("kernel.Verify", k.name + " reads %" + m.graph.at(in).name +
+        return InternalError("kernel.Verify", k.name + " reads %" + m.graph().at(in).name +
                                                   " before any kernel writes it");
     if (k.kind == KernelKind::kElementwise) {
       for (size_t s = 0; s < k.expr.size(); ++s)
@@ -101,10 +147,13 @@ Status Verify(const Module& m) {
                            : o >= static_cast<int>(k.inputs.size()))
             return InternalError("kernel.Verify", k.name + " has a bad operand");
     }
-    if (k.wgsl.empty()) return InternalError("kernel.Verify", k.name + " has no WGSL");
+    for (const EmittedSource& src : k.sources)
+      if (src.source.empty() || src.source_hash != Sha256Hex(src.source))
+        return InternalError("kernel.Verify",
+                             k.name + " has an empty or mismatched " + src.target + " source");
     produced.insert(k.output);
   }
-  for (const webir::Output& o : m.graph.outputs)
+  for (const webir::Output& o : m.graph().outputs)
     if (!produced.count(o.node))
       return InternalError("kernel.Verify", "output " + o.name + " is never written");
   return Status::Ok();

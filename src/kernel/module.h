@@ -1,11 +1,15 @@
 // Rung 3: KernelIR. The WebIR graph partitioned into kernels: chains of elementwise ops fused into
 // one kernel (a chain of N elementwise ops is one kernel, not N), every other op its own kernel.
-// Each kernel carries its WGSL source and is executable by the CPU reference, which is the oracle
-// it is checked against.
+// A kernel is target-neutral (its ops, expression, inputs, output and dispatch grid); the sources
+// emitters produce for it are data beside it, keyed by target, so another emitter adds a target
+// without changing the rung. Every kernel is executable by the CPU reference, the oracle it is
+// checked against. FromWebir only wraps the graph; the passes in kernel/passes/ make the kernels.
 #pragma once
 
 #include <array>
+#include <memory>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "base/json_util.h"
@@ -38,6 +42,16 @@ inline int StepOf(int operand) {
   return -operand - 1;
 }
 
+inline constexpr const char* kWgslTarget = "wgsl";
+
+// A kernel's source for one target, generated for the module's determinism tier.
+struct EmittedSource {
+  std::string target;  // "wgsl"
+  std::string source;
+  std::string entry_point = "main";
+  std::string source_hash;  // sha256 of source
+};
+
 struct Kernel {
   int id = 0;
   std::string name;  // e.g. "k2_fused_mul_relu", "k3_matmul"
@@ -51,19 +65,32 @@ struct Kernel {
   // matmul, whose input is then the transpose's own operand (no kernel, no buffer for it).
   std::vector<bool> transposed;
 
-  // WGSL, generated for the module's determinism tier.
-  std::string wgsl;
-  std::string entry_point = "main";
-  std::string source_hash;  // sha256 of wgsl
+  // The dispatch grid, in workgroups; set by the emitter, which chooses the workgroup size.
   std::array<uint32_t, 3> workgroups = {1, 1, 1};
+  std::vector<EmittedSource> sources;  // at most one per target
+
+  const EmittedSource* Source(std::string_view target) const;
+  // The WGSL source; an empty one before the emit-wgsl pass ran.
+  const EmittedSource& Wgsl() const;
+  EmittedSource& Wgsl();
 };
 
 struct Module {
-  webir::Graph graph;
+  std::shared_ptr<const webir::Graph> graph_ref;  // shared with the WebIR rung, never copied
   std::vector<Kernel> kernels;
+
+  const webir::Graph& graph() const { return *graph_ref; }
 };
 
-Result<Module> FromWebir(const webir::Graph& g);
+// An op whose kernel can be one step of a fused elementwise expression (constants included).
+bool IsElementwiseNode(const webir::Node& n);
+
+// Numbers the kernels in order and names each after its number and what it computes
+// ("k2_fused_mul_relu", "k3_matmul"); passes that add or remove kernels call it.
+void NameKernels(Module& m);
+
+// The module of `g` with no kernels yet (the partition pass makes them).
+Result<Module> FromWebir(std::shared_ptr<const webir::Graph> g);
 std::string Print(const Module& m);
 // All kernels' WGSL, each under a comment naming the kernel.
 std::string PrintWgsl(const Module& m);

@@ -7,7 +7,6 @@
 
 #include "webir/graph.h"
 #include "webir/op_registry.h"
-#include "webir/passes/append_train_step.h"
 
 namespace scellis::webir {
 namespace {
@@ -44,9 +43,11 @@ class Lowering {
       }
       g_.carries.push_back({from, to});
     }
-    if (prog_.train && prog_.mode == block::LowerMode::kTrainStep && errors_.empty()) {
-      Status s = AppendTrainStep(g_, prog_, node_of_);
-      for (const Diagnostic& d : s.errors()) errors_.push_back(d);
+    if (prog_.train && prog_.mode == block::LowerMode::kTrainStep) {
+      const block::TrainSpec& spec = *prog_.train;
+      PendingTrainStep step{node_of_[spec.loss], {}, spec.optimizer, spec.pointer};
+      for (int b : spec.params) step.params.push_back(node_of_[b]);
+      g_.train = std::move(step);
     }
     if (!errors_.empty()) return Status(errors_);
     return std::move(g_);

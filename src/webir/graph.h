@@ -7,11 +7,11 @@
 #include <string>
 #include <vector>
 
-#include "block/program.h"
+#include "base/determinism.h"
 #include "base/json_util.h"
 #include "base/result.h"
 #include "base/tensor_type.h"
-#include "base/determinism.h"
+#include "block/program.h"
 
 namespace scellis::webir {
 
@@ -57,6 +57,14 @@ struct Carry {
   int to;
 };
 
+// A workflow's training step, still to be appended by the append-train-step pass.
+struct PendingTrainStep {
+  int loss = -1;            // the node whose scalar value is the loss
+  std::vector<int> params;  // the param nodes the optimizer updates
+  block::OptimizerSpec optimizer;
+  std::string pointer;  // of the "train" section
+};
+
 struct Graph {
   std::string name;
   int version = 1;
@@ -68,6 +76,7 @@ struct Graph {
   policy::ToleranceClass tolerance = policy::ToleranceClass::kDefault;
   std::optional<int64_t> budget_bytes;
   std::vector<Diagnostic> notes;
+  std::optional<PendingTrainStep> train;
 
   const Node& at(int id) const { return nodes.at(static_cast<size_t>(id)); }
   // Appends a node, assigning its id (and a name if it has none).

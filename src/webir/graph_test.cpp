@@ -8,8 +8,8 @@
 #include <set>
 #include <sstream>
 
-#include "kernel/ref/ref.h"
 #include "kernel/emit/wgsl/codegen.h"
+#include "kernel/ref/ref.h"
 #include "webir/graph.h"
 #include "webir/op_registry.h"
 
@@ -215,8 +215,8 @@ TEST(Registry, EveryOpHasAReferenceAndWgsl) {
     ASSERT_TRUE(c.ok()) << c.errors().front().Format();
     ASSERT_FALSE(c->module->kernels.empty());
     for (const kernel::Kernel& k : c->module->kernels) {
-      EXPECT_NE(k.wgsl.find("@compute"), std::string::npos) << k.name;
-      EXPECT_NE(k.wgsl.find("fn main"), std::string::npos) << k.name;
+      EXPECT_NE(k.Wgsl().source.find("@compute"), std::string::npos) << k.name;
+      EXPECT_NE(k.Wgsl().source.find("fn main"), std::string::npos) << k.name;
     }
     runtime::cpu::CpuExecutor exec({.threads = 1});
     auto r = exec.Run(*c->plan, {});
@@ -266,7 +266,7 @@ TEST(WebirVerify, CatchesCorruptedGraphs) {
   EXPECT_FALSE(Verify(dangling).ok());
 
   // The next rung refuses a corrupted graph instead of lowering it.
-  EXPECT_FALSE(kernel::FromWebir(forward).ok());
+  EXPECT_FALSE(kernel::FromWebir(std::make_shared<const Graph>(forward)).ok());
 }
 
 }  // namespace

@@ -6,10 +6,11 @@
 
 #include <cmath>
 
-#include "runtime/backends/cpu/executor.h"
 #include "base/random.h"
 #include "execplan/plan.h"
 #include "kernel/module.h"
+#include "pipeline/compile.h"
+#include "runtime/backends/cpu/executor.h"
 #include "webir/op_registry.h"
 
 namespace scellis::kernel::ref {
@@ -55,13 +56,11 @@ std::vector<double> Random(uint64_t seed) {
 // Runs the graph's outputs for one step in float64.
 std::vector<std::vector<double>> Run(const Graph& g,
                                      const runtime::cpu::ExactFeeds<double>& feeds) {
-  auto m = FromWebir(g);
-  EXPECT_TRUE(m.ok());
-  execplan::PlanOptions options;
-  options.budget_bytes = int64_t{1} << 30;
-  auto plan = execplan::FromKernel(m.value(), options);
-  EXPECT_TRUE(plan.ok());
-  auto out = runtime::cpu::RunPlan<double>(plan.value(), {}, Parallel(1), feeds);
+  pipeline::CompileOptions options;
+  options.plan.budget_bytes = int64_t{1} << 30;
+  auto compiled = pipeline::CompileGraph(g, options);
+  EXPECT_TRUE(compiled.ok());
+  auto out = runtime::cpu::RunPlan<double>(*compiled->plan, {}, Parallel(1), feeds);
   EXPECT_TRUE(out.ok());
   return out.value();
 }

@@ -85,11 +85,11 @@ OpFn<double> PickOp<double>(const OpImpl& s) {
 template <typename T>
 Status RunFused(const Module& m, const Kernel& k, const std::vector<const T*>& inputs, T* out,
                 const Parallel& parallel) {
-  const TensorType& out_type = m.graph.at(k.output).type;
+  const TensorType& out_type = m.graph().at(k.output).type;
   std::vector<int64_t> sizes = out_type.sizes();
   int64_t total = out_type.elements();
   std::vector<std::vector<int64_t>> strides;
-  for (int in : k.inputs) strides.push_back(BroadcastStrides(m.graph.at(in).type.sizes(), sizes));
+  for (int in : k.inputs) strides.push_back(BroadcastStrides(m.graph().at(in).type.sizes(), sizes));
   std::vector<ScalarFn<T>> fns;
   for (const ExprStep& s : k.expr) {
     if (s.op == "full") {
@@ -149,7 +149,7 @@ Status RunKernel(const Module& m, const Kernel& k, const std::vector<const T*>& 
   if (k.kind == KernelKind::kElementwise) return RunFused(m, k, inputs, out, parallel);
   const OpImpl* impl = FindOp(k.op);
   if (!impl) return InternalError("ref.RunKernel", "no CPU reference for op " + k.op);
-  OpArgs<T> args{&m.graph, &m.graph.at(k.output), inputs, out, &parallel, k.transposed};
+  OpArgs<T> args{&m.graph(), &m.graph().at(k.output), inputs, out, &parallel, k.transposed};
   PickOp<T> (*impl)(args);
   return Status::Ok();
 }

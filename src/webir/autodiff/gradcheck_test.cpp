@@ -12,10 +12,11 @@
 #include <map>
 #include <set>
 
-#include "runtime/backends/cpu/executor.h"
 #include "base/random.h"
 #include "execplan/plan.h"
 #include "kernel/module.h"
+#include "pipeline/compile.h"
+#include "runtime/backends/cpu/executor.h"
 #include "webir/autodiff/autodiff.h"
 #include "webir/op_registry.h"
 
@@ -151,10 +152,10 @@ policy::Thresholds Limits() {
 }
 
 Result<execplan::Plan> Lower(const Graph& g) {
-  SCELLIS_ASSIGN_OR_RETURN(kernel::Module m, kernel::FromWebir(g));
-  execplan::PlanOptions options;
-  options.budget_bytes = int64_t{1} << 30;
-  return execplan::FromKernel(m, options);
+  pipeline::CompileOptions options;
+  options.plan.budget_bytes = int64_t{1} << 30;
+  SCELLIS_ASSIGN_OR_RETURN(pipeline::Compiled c, pipeline::CompileGraph(g, options));
+  return std::move(*c.plan);
 }
 
 struct Worst {

@@ -28,12 +28,13 @@ int StateInput(Graph& g, const Node& param, const std::string& state) {
 
 }  // namespace
 
-Status AppendTrainStep(Graph& g, const block::Program& p, const std::vector<int>& node_of) {
-  const block::TrainSpec& spec = *p.train;
-  int loss = node_of[spec.loss];
-  if (loss < 0) return Status::Ok();  // its lowering already failed and was reported
-  std::vector<int> params;
-  for (int b : spec.params) params.push_back(node_of[b]);
+Status AppendTrainStep(Graph& g) {
+  if (!g.train) return Status::Ok();
+  const PendingTrainStep spec = std::move(*g.train);
+  g.train.reset();
+  const int loss = spec.loss;
+  const std::vector<int>& params = spec.params;
+  if (loss < 0) return InternalError("webir.AppendTrainStep", "the loss was never lowered");
 
   Node step;
   step.op = "input";

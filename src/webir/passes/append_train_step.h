@@ -6,8 +6,8 @@
 
 #include <vector>
 
-#include "block/program.h"
 #include "base/result.h"
+#include "block/program.h"
 #include "webir/graph.h"
 
 namespace scellis::webir {
@@ -15,8 +15,9 @@ namespace scellis::webir {
 inline constexpr const char* kStepInput = "step";
 inline constexpr const char* kLossOutput = "loss";
 
-// `node_of` maps block index → WebIR node id.
-Status AppendTrainStep(Graph& g, const block::Program& p, const std::vector<int>& node_of);
+// Appends the graph's pending training step (Graph::train) and clears it; no pending step, no
+// change.
+Status AppendTrainStep(Graph& g);
 
 // Output names for a parameter's updated value and its optimizer state.
 std::string NextName(const std::string& param);

@@ -1,7 +1,7 @@
 // WGSL for fused elementwise kernels and the expressions of each elementwise op. The expressions
 // mirror kernel/ref/elementwise.cpp: relu and positive are selects so NaN behaves the same on both.
-#include "kernel/ref/ref.h"
 #include "kernel/emit/wgsl/codegen.h"
+#include "kernel/ref/ref.h"
 
 namespace scellis::kernel::wgsl {
 
@@ -53,13 +53,13 @@ std::string ElementwiseHelpers(const std::string& op) {
 
 bool GenerateElementwise(const Module& m, const Kernel& k, Generated& out) {
   if (k.kind != KernelKind::kElementwise) return false;
-  out = ElementwiseTile(m, k, 0, m.graph.at(k.output).type.elements());
+  out = ElementwiseTile(m, k, 0, m.graph().at(k.output).type.elements());
   return true;
 }
 
 Generated ElementwiseTile(const Module& m, const Kernel& k, int64_t base, int64_t count) {
   Generated out;
-  const TensorType& type = m.graph.at(k.output).type;
+  const TensorType& type = m.graph().at(k.output).type;
   std::vector<int64_t> sizes = type.sizes();
   const bool tiled = base != 0 || count != type.elements();
 
@@ -83,7 +83,7 @@ Generated ElementwiseTile(const Module& m, const Kernel& k, int64_t base, int64_
   bool need_index = false;
   std::vector<std::vector<int64_t>> strides;
   for (int in : k.inputs) {
-    strides.push_back(BroadcastStrides(m.graph.at(in).type.sizes(), sizes));
+    strides.push_back(BroadcastStrides(m.graph().at(in).type.sizes(), sizes));
     if (strides.back() != row_major) need_index = true;
   }
   if (need_index) {

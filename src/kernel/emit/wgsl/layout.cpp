@@ -8,7 +8,7 @@ namespace scellis::kernel::wgsl {
 bool GenerateLayout(const Module& m, const Kernel& k, Generated& out) {
   if (k.kind != KernelKind::kOp || (k.op != "transpose" && k.op != "permute" && k.op != "reshape"))
     return false;
-  const webir::Node& node = m.graph.at(k.output);
+  const webir::Node& node = m.graph().at(k.output);
   int64_t total = node.type.elements();
   std::string body;
   if (k.op == "reshape") {
@@ -19,7 +19,7 @@ bool GenerateLayout(const Module& m, const Kernel& k, Generated& out) {
       perm.clear();
       for (const Json& d : node.attrs["dims"]) perm.push_back(d.get<int>());
     }
-    std::vector<int64_t> in_strides = RowMajorStrides(m.graph.at(k.inputs[0]).type.sizes());
+    std::vector<int64_t> in_strides = RowMajorStrides(m.graph().at(k.inputs[0]).type.sizes());
     std::vector<int64_t> sizes = node.type.sizes();
     body = "  var rem = i;\n  var src = 0u;\n";
     for (int d = static_cast<int>(sizes.size()) - 1; d >= 0; --d) {

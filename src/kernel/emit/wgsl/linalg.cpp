@@ -11,10 +11,10 @@ namespace scellis::kernel::wgsl {
 bool GenerateLinalg(const Module& m, const Kernel& k, Generated& out) {
   if (k.kind != KernelKind::kOp || k.op != "matmul") return false;
   // The operands' logical types: a folded transpose's, not its operand's.
-  const webir::Node& node = m.graph.at(k.output);
-  const TensorType& ta = m.graph.at(node.args[0]).type;
-  const TensorType& tb = m.graph.at(node.args[1]).type;
-  const TensorType& to = m.graph.at(k.output).type;
+  const webir::Node& node = m.graph().at(k.output);
+  const TensorType& ta = m.graph().at(node.args[0]).type;
+  const TensorType& tb = m.graph().at(node.args[1]).type;
+  const TensorType& to = m.graph().at(k.output).type;
   int64_t M = ta.dims[ta.rank() - 2].size, K = ta.dims[ta.rank() - 1].size;
   int64_t N = tb.dims[tb.rank() - 1].size;
   std::vector<int64_t> out_sizes = to.sizes();

@@ -40,7 +40,7 @@ std::string LabelCheck(const std::string& label, int64_t classes) {
 
 bool GenerateNn(const Module& m, const Kernel& k, Generated& out) {
   if (k.kind != KernelKind::kOp) return false;
-  const TensorType& in = m.graph.at(k.inputs.empty() ? k.output : k.inputs[0]).type;
+  const TensorType& in = m.graph().at(k.inputs.empty() ? k.output : k.inputs[0]).type;
   std::string head = "// " + k.name + "\n" + Bindings(k.inputs.size());
   if (k.op == "softmax" || k.op == "log_softmax") {
     int64_t n = in.dims.back().size;

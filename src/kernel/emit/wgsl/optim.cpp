@@ -63,7 +63,7 @@ std::string BiasCorrection(double beta) {
 
 bool GenerateOptim(const Module& m, const Kernel& k, Generated& out) {
   if (k.kind != KernelKind::kOp) return false;
-  const webir::Node& n = m.graph.at(k.output);
+  const webir::Node& n = m.graph().at(k.output);
   int64_t total = n.type.elements();
   std::string helpers, body;
   if (k.op == "sgd_update") {

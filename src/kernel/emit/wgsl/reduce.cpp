@@ -11,8 +11,8 @@ namespace scellis::kernel::wgsl {
 
 bool GenerateReduce(const Module& m, const Kernel& k, Generated& out) {
   if (k.kind != KernelKind::kOp || (k.op != "sum" && k.op != "mean")) return false;
-  const webir::Node& node = m.graph.at(k.output);
-  const TensorType& in = m.graph.at(k.inputs[0]).type;
+  const webir::Node& node = m.graph().at(k.output);
+  const TensorType& in = m.graph().at(k.inputs[0]).type;
   bool mean = k.op == "mean";
   std::string head = "// " + k.name + "\n" + Bindings(1);
   if (node.attrs["axis"].is_null()) {

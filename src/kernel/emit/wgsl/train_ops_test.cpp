@@ -8,11 +8,12 @@
 #include <cstdlib>
 #include <filesystem>
 
-#include "runtime/backends/cpu/executor.h"
-#include "runtime/backends/webgpu/executor.h"
 #include "base/random.h"
 #include "execplan/plan.h"
 #include "kernel/module.h"
+#include "pipeline/compile.h"
+#include "runtime/backends/cpu/executor.h"
+#include "runtime/backends/webgpu/executor.h"
 #include "webir/op_registry.h"
 
 namespace scellis::kernel::wgsl {
@@ -82,16 +83,15 @@ void Compare(const std::string& op, const std::vector<Input>& inputs, const Json
   n.type = type.value();
   g.outputs = {{"out", g.Add(std::move(n))}};
 
-  auto m = FromWebir(g);
-  ASSERT_TRUE(m.ok());
-  execplan::PlanOptions options;
-  options.budget_bytes = int64_t{1} << 30;
-  options.limits = runtime::webgpu::PlanLimits(gpu->device().info());
-  auto plan = execplan::FromKernel(m.value(), options);
-  ASSERT_TRUE(plan.ok());
-  auto want = runtime::cpu::RunPlan<float>(plan.value(), feeds, ref::Parallel(1));
+  pipeline::CompileOptions options;
+  options.plan.budget_bytes = int64_t{1} << 30;
+  options.plan.limits = runtime::webgpu::PlanLimits(gpu->device().info());
+  auto compiled = pipeline::CompileGraph(g, options);
+  ASSERT_TRUE(compiled.ok());
+  const execplan::Plan& plan = *compiled->plan;
+  auto want = runtime::cpu::RunPlan<float>(plan, feeds, ref::Parallel(1));
   ASSERT_TRUE(want.ok());
-  auto got = gpu->Run(plan.value(), feeds);
+  auto got = gpu->Run(plan, feeds);
   ASSERT_TRUE(got.ok()) << got.errors()[0].Format();
   const std::vector<float>& w = want.value()[0];
   const std::vector<float>& r = got.value().outputs[0].second.data;

@@ -56,11 +56,11 @@ struct Resident {
 
   Status Step(const kernel::ref::Parallel& parallel) {
     for (const execplan::Step& s : plan->steps) {
-      const kernel::Kernel& k = plan->module.kernels[s.kernel];
+      const kernel::Kernel& k = plan->module().kernels[s.kernel];
       std::vector<const T*> inputs;
       for (int b : s.reads) inputs.push_back(buffers[b].data());
       SCELLIS_TRY(
-          kernel::ref::RunKernel<T>(plan->module, k, inputs, buffers[s.write].data(), parallel));
+          kernel::ref::RunKernel<T>(plan->module(), k, inputs, buffers[s.write].data(), parallel));
     }
     // Carries read the step's results before any is overwritten.
     std::vector<std::vector<T>> next;

@@ -11,8 +11,8 @@
 #include <cstdio>
 #include <map>
 
-#include "runtime/backends/webgpu/executor.h"
 #include "kernel/emit/wgsl/codegen.h"
+#include "runtime/backends/webgpu/executor.h"
 
 namespace scellis::runtime::webgpu {
 namespace {
@@ -85,13 +85,13 @@ class WebGpuPrepared : public Prepared {
   // over the adapter's storage-binding cap — an elementwise kernel in tiles that each bind at most
   // the cap. The plan's verdict already refused kernels that cannot be tiled.
   Status PlanTiles(const execplan::Step& st) {
-    const kernel::Kernel& k = plan_.module.kernels[st.kernel];
+    const kernel::Kernel& k = plan_.module().kernels[st.kernel];
     const uint64_t cap = d_.info().limits.max_storage_buffer_binding_size;
     bool over = static_cast<uint64_t>(plan_.buffers[st.write].bytes) > cap;
     for (int b : st.reads) over |= static_cast<uint64_t>(plan_.buffers[b].bytes) > cap;
     std::vector<Tile> tiles;
     auto compile = [&](const std::string& wgsl) -> Result<PipelineId> {
-      auto p = d_.Pipeline(wgsl, k.entry_point);
+      auto p = d_.Pipeline(wgsl, k.Wgsl().entry_point);
       if (!p.ok()) {
         return InternalError("webgpu.Prepare", "kernel " + k.name + " failed to compile: " +
                                                    p.errors().front().message);
@@ -99,7 +99,7 @@ class WebGpuPrepared : public Prepared {
       return p.value();
     };
     if (!over) {
-      SCELLIS_ASSIGN_OR_RETURN(PipelineId p, compile(k.wgsl));
+      SCELLIS_ASSIGN_OR_RETURN(PipelineId p, compile(k.Wgsl().source));
       tiles.push_back({p, 0, -1, k.workgroups});
     } else {
       if (k.kind != kernel::KernelKind::kElementwise)
@@ -111,7 +111,7 @@ class WebGpuPrepared : public Prepared {
       const int64_t total = plan_.graph().at(k.output).type.elements();
       for (int64_t base = 0; base < total; base += per_tile) {
         int64_t count = std::min(per_tile, total - base);
-        kernel::wgsl::Generated g = kernel::wgsl::ElementwiseTile(plan_.module, k, base, count);
+        kernel::wgsl::Generated g = kernel::wgsl::ElementwiseTile(plan_.module(), k, base, count);
         SCELLIS_ASSIGN_OR_RETURN(PipelineId p, compile(g.source));
         tiles.push_back({p, base, count, g.workgroups});
       }
@@ -185,7 +185,7 @@ class WebGpuPrepared : public Prepared {
     for (size_t k = 0; k < steps; ++k) {
       for (size_t s = 0; s < plan_.steps.size(); ++s) {
         const execplan::Step& st = plan_.steps[s];
-        const kernel::Kernel& kern = plan_.module.kernels[st.kernel];
+        const kernel::Kernel& kern = plan_.module().kernels[st.kernel];
         const TensorType& out_type = g.at(kern.output).type;
         for (const Tile& t : tiles_[s]) {
           // A tile binds the window [base, base + count) of every operand of the output's shape.

@@ -1,0 +1,109 @@
+#include <algorithm>
+
+#include "execplan/passes/passes.h"
+
+namespace scellis::execplan {
+namespace {
+
+class Assigner {
+ public:
+  explicit Assigner(Plan& p) : p_(p), g_(p.graph()) {}
+
+  Status Run() {
+    if (p_.lifetimes.size() != g_.nodes.size() || p_.class_of.size() != g_.nodes.size())
+      return InternalError("execplan.AssignBuffers", "needs liveness and memory classes first");
+    std::vector<bool> is_output(g_.nodes.size(), false);
+    for (const webir::Output& o : g_.outputs) is_output[o.node] = true;
+    p_.buffers.clear();
+    p_.buffer_of.assign(g_.nodes.size(), -1);
+    p_.memory.by_class = {};
+    p_.memory.allocated = p_.memory.largest_tensor = 0;
+
+    for (const webir::Node& n : g_.nodes)
+      if (p_.lifetimes[n.id].stored && p_.lifetimes[n.id].written < 0)
+        Assign(n.id, /*pinned=*/true);
+    int64_t live = 0;
+    for (const Buffer& b : p_.buffers) live += b.bytes;
+    p_.memory.peak_live = live;
+
+    for (Step& step : p_.steps) {
+      const kernel::Kernel& k = p_.module().kernels[step.kernel];
+      const int out = k.output;
+      bool pinned = is_output[out] || p_.class_of[out] == MemClass::kOptimizerState;
+      Assign(out, pinned);
+      live += Bytes(out);
+      p_.memory.peak_live = std::max(p_.memory.peak_live, live);
+
+      step.reads.clear();
+      for (int in : k.inputs) step.reads.push_back(p_.buffer_of[in]);
+      step.write = p_.buffer_of[out];
+
+      // Values whose last reader just ran free their buffers for later steps (once each, even
+      // when the kernel reads the value twice, as matmul(a, a) does).
+      for (size_t i = 0; i < k.inputs.size(); ++i) {
+        int in = k.inputs[i];
+        if (p_.lifetimes[in].last_read != step.kernel) continue;
+        if (std::find(k.inputs.begin(), k.inputs.begin() + i, in) != k.inputs.begin() + i) continue;
+        const Buffer& b = p_.buffers[p_.buffer_of[in]];
+        if (b.pinned) continue;
+        live -= Bytes(in);
+        free_.push_back(b.id);
+      }
+      if (p_.lifetimes[out].last_read < 0 && !pinned) {  // written but never read: free at once
+        live -= Bytes(out);
+        free_.push_back(p_.buffer_of[out]);
+      }
+    }
+
+    for (const Buffer& b : p_.buffers) {
+      p_.memory.by_class[static_cast<int>(b.cls)] += b.bytes;
+      p_.memory.allocated += b.bytes;
+      p_.memory.largest_tensor = std::max(p_.memory.largest_tensor, b.bytes);
+    }
+    return Status::Ok();
+  }
+
+ private:
+  int64_t Bytes(int node) const { return g_.at(node).type.bytes(); }
+
+  void Assign(int node, bool pinned) {
+    const int64_t bytes = Bytes(node);
+    const MemClass cls = p_.class_of[node];
+    if (!pinned) {
+      // Best fit among free buffers of the same class.
+      auto best = free_.end();
+      for (auto it = free_.begin(); it != free_.end(); ++it) {
+        const Buffer& b = p_.buffers[*it];
+        if (b.cls != cls || b.bytes < bytes) continue;
+        if (best == free_.end() || b.bytes < p_.buffers[*best].bytes) best = it;
+      }
+      if (best != free_.end()) {
+        int id = *best;
+        free_.erase(best);
+        p_.buffers[id].values.push_back(node);
+        p_.buffer_of[node] = id;
+        return;
+      }
+    }
+    Buffer b;
+    b.id = static_cast<int>(p_.buffers.size());
+    b.bytes = bytes;
+    b.cls = cls;
+    b.pinned = pinned;
+    b.values = {node};
+    p_.buffer_of[node] = b.id;
+    p_.buffers.push_back(b);
+  }
+
+  Plan& p_;
+  const webir::Graph& g_;
+  std::vector<int> free_;
+};
+
+}  // namespace
+
+Status AssignBuffers(Plan& p) {
+  return Assigner(p).Run();
+}
+
+}  // namespace scellis::execplan

@@ -1,0 +1,24 @@
+#include "execplan/passes/passes.h"
+
+namespace scellis::execplan {
+
+Status Liveness(Plan& p) {
+  const webir::Graph& g = p.graph();
+  p.lifetimes.assign(g.nodes.size(), Lifetime{});
+  for (const webir::Node& n : g.nodes)
+    if (n.role == webir::Role::kInput || n.role == webir::Role::kParam)
+      p.lifetimes[n.id].stored = true;
+  for (const Step& s : p.steps) {
+    const kernel::Kernel& k = p.module().kernels[s.kernel];
+    for (int in : k.inputs) {
+      if (!p.lifetimes[in].stored)
+        return InternalError("execplan.Liveness",
+                             k.name + " reads %" + g.at(in).name + " before any step writes it");
+      p.lifetimes[in].last_read = s.kernel;
+    }
+    p.lifetimes[k.output] = {true, s.kernel, -1};
+  }
+  return Status::Ok();
+}
+
+}  // namespace scellis::execplan

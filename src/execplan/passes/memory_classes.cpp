@@ -1,0 +1,27 @@
+#include "execplan/passes/passes.h"
+
+namespace scellis::execplan {
+namespace {
+
+MemClass ClassOf(const webir::Graph& g, const webir::Node& n,
+                 const std::vector<std::vector<int>>& users) {
+  if (n.purpose == webir::Purpose::kGradient) return MemClass::kGradients;
+  if (n.purpose == webir::Purpose::kOptimizerState) return MemClass::kOptimizerState;
+  if (n.role == webir::Role::kParam) return MemClass::kParameters;
+  if (n.role == webir::Role::kInput) return MemClass::kInputs;
+  for (int u : users[n.id])
+    if (g.at(u).purpose == webir::Purpose::kGradient) return MemClass::kActivations;
+  return MemClass::kWorking;
+}
+
+}  // namespace
+
+Status MemoryClasses(Plan& p) {
+  const webir::Graph& g = p.graph();
+  std::vector<std::vector<int>> users = g.Users();
+  p.class_of.assign(g.nodes.size(), MemClass::kWorking);
+  for (const webir::Node& n : g.nodes) p.class_of[n.id] = ClassOf(g, n, users);
+  return Status::Ok();
+}
+
+}  // namespace scellis::execplan

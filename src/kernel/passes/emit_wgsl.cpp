@@ -1,0 +1,18 @@
+#include "base/sha256.h"
+#include "kernel/emit/wgsl/codegen.h"
+#include "kernel/passes/passes.h"
+
+namespace scellis::kernel {
+
+Status EmitWgsl(Module& m) {
+  for (Kernel& k : m.kernels) {
+    SCELLIS_ASSIGN_OR_RETURN(wgsl::Generated generated, wgsl::Generate(m, k));
+    EmittedSource& src = k.Wgsl();
+    src.source = std::move(generated.source);
+    src.source_hash = Sha256Hex(src.source);
+    k.workgroups = generated.workgroups;
+  }
+  return Status::Ok();
+}
+
+}  // namespace scellis::kernel

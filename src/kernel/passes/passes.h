@@ -1,0 +1,26 @@
+// The passes of the kernel rung, in the order the pipeline runs them. Each transforms the module in
+// place and leaves it verifiable (kernel::Verify).
+#pragma once
+
+#include "base/result.h"
+#include "kernel/module.h"
+
+namespace scellis::kernel {
+
+// One kernel per computed WebIR node, in graph order: an elementwise node is an elementwise kernel
+// of one step, any other op a kernel of its own. Constants nobody reads get no kernel.
+Status Partition(Module& m);
+
+// Folds elementwise kernels into their consumer: a node is folded when it is not a named output and
+// every reader is elementwise, and it has one reader or is a constant (`full`, copied into every
+// reader as a literal). What remains are the roots, each one kernel evaluating its steps in order.
+Status FuseElementwise(Module& m);
+
+// A rank-2 transpose read only by rank-2 matmuls costs no kernel: the matmuls read its operand with
+// swapped strides (backward passes are full of them: x^T @ g, g @ w^T).
+Status FoldTransposes(Module& m);
+
+// Generates every kernel's WGSL (and its dispatch grid) for the module's determinism tier.
+Status EmitWgsl(Module& m);
+
+}  // namespace scellis::kernel
