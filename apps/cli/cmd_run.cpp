@@ -3,7 +3,7 @@
 #include <chrono>
 #include <iostream>
 
-#include "runtime/select.h"
+#include "runtime/backends/select.h"
 #include "common.h"
 #include "conform/receipt.h"
 #include "base/atomic_file.h"
@@ -95,10 +95,9 @@ int RunCommand(const CompileFlags& f, const std::string& backend, int threads,
   j["content_id"] = c->doc.content_id;
   // Which kernels have earned trust on this device: receipts gate trust, not execution.
   std::optional<conform::ReceiptReport> receipts;
-  if (auto* gpu = dynamic_cast<runtime::webgpu::WebGpuExecutor*>(sel.executor.get())) {
+  if (sel.backend == "webgpu") {
     if (auto store = store::Store::Open(); store.ok()) {
-      receipts = conform::CheckReceipts(*store, gpu->device().ProfileKey(), plan.module,
-                                        plan.graph().tier);
+      receipts = conform::CheckReceipts(*store, sel.profile.key, plan.module, plan.graph().tier);
       j["receipts"] = receipts->ToJson();
     }
   }
@@ -115,6 +114,7 @@ int RunCommand(const CompileFlags& f, const std::string& backend, int threads,
             << "  fallback: " << (r.fallback_reason ? *r.fallback_reason : "none") << "\n";
   if (receipts) std::cout << receipts->Line() << "\n";
   for (const auto& [name, t] : r.outputs) {
+    const std::vector<float> values = t.ToFloats();
     std::cout << name << ": shape " << t.type.ShapeString() << " " << DTypeName(t.type.dtype);
     std::vector<int64_t> sizes = t.type.sizes();
     if (sizes.size() == 2 && sizes[0] > 1 && sizes[0] <= 16 && sizes[1] <= 16) {
@@ -123,10 +123,10 @@ int RunCommand(const CompileFlags& f, const std::string& backend, int threads,
       for (int64_t r = 0; r < sizes[0]; ++r)
         std::cout << "  "
                   << FormatValues(
-                         {t.data.begin() + r * sizes[1], t.data.begin() + (r + 1) * sizes[1]})
+                         {values.begin() + r * sizes[1], values.begin() + (r + 1) * sizes[1]})
                   << "\n";
     } else {
-      std::cout << " " << FormatValues(t.data) << "\n";
+      std::cout << " " << FormatValues(values) << "\n";
     }
   }
   return 0;

@@ -10,7 +10,7 @@
 #include <cstring>
 #include <iostream>
 
-#include "runtime/select.h"
+#include "runtime/backends/select.h"
 #include "common.h"
 #include "base/atomic_file.h"
 #include "data/dataset.h"
@@ -82,9 +82,8 @@ Status SaveState(api::Session& s, const std::vector<std::string>& names,
   std::vector<store::NamedTensor> tensors;
   for (const std::string& name : names) {
     SCELLIS_ASSIGN_OR_RETURN(runtime::HostTensor v, s.Download(name));
-    tensors.push_back(
-        {name, "F32", v.type.sizes(),
-         std::string(reinterpret_cast<const char*>(v.data.data()), v.data.size() * 4)});
+    tensors.push_back({name, "F32", v.type.sizes(),
+                       std::string(reinterpret_cast<const char*>(v.bytes.data()), v.bytes.size())});
   }
   return store::SaveSafetensors(path, tensors, meta);
 }
@@ -214,9 +213,9 @@ int TrainCommand(const CompileFlags& f, const TrainFlags& t) {
                        "the tensor \"" + nt.name + "\" is " + nt.dtype + ", expected F32")},
             t.resume, f.json);
       }
-      std::vector<float> values(nt.bytes.size() / 4);
-      std::memcpy(values.data(), nt.bytes.data(), nt.bytes.size());
-      Status st = s.Upload(nt.name, values);
+      HostTensor value{MakeType(nt.shape), std::vector<std::byte>(nt.bytes.size())};
+      std::memcpy(value.bytes.data(), nt.bytes.data(), nt.bytes.size());
+      Status st = s.Upload(nt.name, value);
       if (!st.ok()) return Report(st.errors(), t.resume, f.json);
     }
     start_epoch = static_cast<int>(epoch);
@@ -257,9 +256,10 @@ int TrainCommand(const CompileFlags& f, const TrainFlags& t) {
       std::vector<runtime::Feeds> feeds(static_cast<size_t>(k));
       for (int64_t i = 0; i < k; ++i) {
         data::GatherBatch(train, order, (step + i) * spec.batch, spec.batch, img, lab);
-        feeds[i][images_feed] = {MakeType({spec.batch, train.features}), img};
-        feeds[i][labels_feed] = {MakeType({spec.batch}), lab};
-        feeds[i][webir::kStepInput] = {MakeType({}), {static_cast<float>(global_step + i + 1)}};
+        feeds[i][images_feed] = HostTensor::FromFloats(MakeType({spec.batch, train.features}), img);
+        feeds[i][labels_feed] = HostTensor::FromFloats(MakeType({spec.batch}), lab);
+        const float step_number = static_cast<float>(global_step + i + 1);
+        feeds[i][webir::kStepInput] = HostTensor::FromFloats(MakeType({}), {&step_number, 1});
       }
       auto r = s.Run(feeds, {webir::kLossOutput});
       if (!r.ok()) {
@@ -267,10 +267,10 @@ int TrainCommand(const CompileFlags& f, const TrainFlags& t) {
         return Report(r.errors(), f.file, f.json);
       }
       for (const runtime::HostTensor& l : r->watched[0].second) {
-        loss_sum += l.data[0];
-        all_losses.push_back(l.data[0]);
+        loss_sum += l.view<float>()[0];
+        all_losses.push_back(l.view<float>()[0]);
       }
-      last_loss = r->watched[0].second.back().data[0];
+      last_loss = r->watched[0].second.back().view<float>()[0];
       step += k;
       global_step += k;
       bar.Update(step, last_loss);
@@ -292,11 +292,11 @@ int TrainCommand(const CompileFlags& f, const TrainFlags& t) {
     for (int64_t first = 0; first + spec.eval_batch <= test.count; first += spec.eval_batch) {
       data::GatherBatch(test, identity, first, spec.eval_batch, img, lab);
       runtime::Feeds feed(weights.begin(), weights.end());
-      feed[images_feed] = {MakeType({spec.eval_batch, test.features}), img};
-      feed[labels_feed] = {MakeType({spec.eval_batch}), lab};
+      feed[images_feed] = HostTensor::FromFloats(MakeType({spec.eval_batch, test.features}), img);
+      feed[labels_feed] = HostTensor::FromFloats(MakeType({spec.eval_batch}), lab);
       auto r = ev.Run({feed}, {prog.blocks[spec.eval_output].id});
       if (!r.ok()) return Report(r.errors(), f.file, f.json);
-      const std::vector<float>& logits = r->watched[0].second[0].data;
+      const std::vector<float> logits = r->watched[0].second[0].ToFloats();
       int64_t classes = static_cast<int64_t>(logits.size()) / spec.eval_batch;
       for (int64_t b = 0; b < spec.eval_batch; ++b) {
         int64_t best = 0;

@@ -17,8 +17,8 @@ int main(int argc, char** argv) {
   bool allow_software = false;
   CLI::App* run = app.add_subcommand("run", "compile, plan and execute a document");
   AddCompileFlags(run, run_flags);
-  run->add_option("--backend", backend, "auto | webgpu | cpu")
-      ->check(CLI::IsMember({"auto", "webgpu", "cpu"}));
+  run->add_option("--backend", backend, "auto | webgpu | cpu | null (computes nothing)")
+      ->check(CLI::IsMember({"auto", "webgpu", "cpu", "null"}));
   run->add_option("--threads", threads, "CPU reference threads (results do not depend on it)");
   run->add_option("--steps", run_steps,
                   "run N steps in a prepared session (inputs with \"carry\" take the named output "

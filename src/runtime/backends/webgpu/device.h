@@ -149,6 +149,7 @@ struct DeviceStats {
   uint64_t submits = 0;             // queue submissions (Submit, and the ones Read/Write make)
   uint64_t bytes_uploaded = 0;      // through Write
   uint64_t bytes_read = 0;          // through Read
+  uint64_t maps = 0;                // staging-buffer maps (one per Read)
   uint64_t buffers_allocated = 0;   // real allocations
   uint64_t buffers_reused = 0;      // CreateBuffer served from the pool
   uint64_t pipelines_compiled = 0;  // shader modules + pipelines actually built
