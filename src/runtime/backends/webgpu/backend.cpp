@@ -125,6 +125,7 @@ Json AdapterJson(const Device& device) {
                  {"max_compute_workgroups_per_dimension", l.max_compute_workgroups_per_dimension},
                  {"max_storage_buffers_per_shader_stage", l.max_storage_buffers_per_shader_stage}};
   j["features"] = a.features;
+  j["shader_f16"] = a.shader_f16;
   return j;
 }
 

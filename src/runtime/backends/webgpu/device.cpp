@@ -592,6 +592,13 @@ Result<std::unique_ptr<Device>> Device::Open(const OpenOptions& options) {
                             "): " + dr->message);
   }
   m.queue = p.DeviceGetQueue(m.device);
+  {
+    WGPUSupportedFeatures df{};
+    p.DeviceGetFeatures(m.device, &df);
+    for (size_t i = 0; i < df.featureCount; ++i)
+      info.shader_f16 |= df.features[i] == WGPUFeatureName_ShaderF16;
+    p.SupportedFeaturesFreeMembers(df);
+  }
 
   WGPULimits dl{};
   if (p.DeviceGetLimits(m.device, &dl) != WGPUStatus_Success) {

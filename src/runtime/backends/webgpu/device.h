@@ -115,6 +115,8 @@ struct AdapterInfo {
   // Adapter features: WebGPU names ("shader-f16", "timestamp-query", ...) for the standard ones,
   // "dawn-0x5001a" style for Dawn's own extensions. Sorted.
   std::vector<std::string> features;
+  // The device itself has shader-f16 enabled (an adapter may list it and still not grant it).
+  bool shader_f16 = false;
 };
 
 // True when the adapter is a software rasterizer rather than a GPU: adapter type "cpu", the Null

@@ -69,16 +69,25 @@ class WebGpuPrepared : public Prepared {
     return Status::Ok();
   }
 
-  // f16 storage needs the device's shader-f16 feature; say so before anything compiles.
-  Status CheckDtypes() const {
-    const std::vector<std::string>& features = d_.info().features;
-    if (std::find(features.begin(), features.end(), "shader-f16") != features.end())
-      return Status::Ok();
+  // f16 storage needs the device's shader-f16 feature, and a compiler that accepts `enable f16`
+  // (some grant the feature and still refuse it); say so before any kernel compiles.
+  Status CheckDtypes() {
     for (const webir::Node& n : plan_.graph().nodes) {
       if (n.type.dtype != DType::kF16 || plan_.buffer_of[n.id] < 0) continue;
+      std::string why = "has no shader-f16 feature enabled";
+      if (d_.info().shader_f16) {
+        auto probe = d_.Pipeline(
+            "enable f16;\n"
+            "@group(0) @binding(0) var<storage, read_write> out: array<f16>;\n"
+            "@compute @workgroup_size(1)\n"
+            "fn main() { out[0] = f16(1.0); }\n",
+            "main");
+        if (probe.ok()) return Status::Ok();
+        why = "enables shader-f16 but its WGSL compiler refuses `enable f16`";
+      }
       return UserError("shader-f16-unavailable", n.origin,
                        "\"" + FeedName(n) + "\" is f16, and the WebGPU adapter \"" +
-                           d_.info().device + "\" does not offer the shader-f16 feature",
+                           d_.info().device + "\" " + why,
                        "declare it f32, or run on an adapter with shader-f16 or on the CPU");
     }
     return Status::Ok();
