@@ -9,8 +9,8 @@
 #include <random>
 #include <sstream>
 
-#include "runtime/select.h"
 #include "api/session.h"
+#include "runtime/backends/select.h"
 #include "webir/passes/append_train_step.h"
 
 using namespace scellis;
@@ -44,17 +44,20 @@ int main(int argc, char** argv) {
     int64_t step = 0;
     auto fill = [&] {
       for (auto& f : feeds) {
-        runtime::HostTensor x{MakeType({64, 784}), std::vector<float>(64 * 784)};
-        for (float& v : x.data) v = pixel(rng);
-        runtime::HostTensor y{MakeType({64}), std::vector<float>(64)};
-        for (float& v : y.data) v = static_cast<float>(rng() % 10);
+        HostTensor x = HostTensor::Zeros(MakeType({64, 784}));
+        for (float& v : x.view<float>()) v = pixel(rng);
+        HostTensor y = HostTensor::Zeros(MakeType({64}));
+        for (float& v : y.view<float>()) v = static_cast<float>(rng() % 10);
         f["images"] = std::move(x);
         f["labels"] = std::move(y);
       }
     };
     fill();
     auto set_steps = [&] {
-      for (auto& f : feeds) f[webir::kStepInput] = {MakeType({}), {static_cast<float>(++step)}};
+      for (auto& f : feeds) {
+        const float number = static_cast<float>(++step);
+        f[webir::kStepInput] = HostTensor::FromFloats(MakeType({}), {&number, 1});
+      }
     };
     for (int warm = 0; warm < 3; ++warm) {
       set_steps();

@@ -9,10 +9,10 @@
 #include <iostream>
 #include <map>
 
-#include "runtime/select.h"
 #include "common.h"
 #include "conform/receipt.h"
 #include "conform/runner.h"
+#include "runtime/backends/select.h"
 
 namespace scellis::cli {
 namespace {
@@ -99,8 +99,7 @@ int ConformCommand(const ConformFlags& f) {
   auto selection = runtime::SelectBackend(
       {.requested = f.backend, .allow_software_adapter = f.allow_software_adapter});
   if (!selection.ok()) return Report(selection.errors(), "", f.json);
-  auto* gpu = dynamic_cast<runtime::webgpu::WebGpuExecutor*>(selection->executor.get());
-  if (!gpu) {
+  if (selection->backend != "webgpu") {
     std::string why = selection->fallback_reason.value_or("no WebGPU adapter is usable");
     return Report({UserError("no-gpu", "",
                              "no GPU to check: conformance compares GPU kernels with the CPU "
@@ -110,7 +109,8 @@ int ConformCommand(const ConformFlags& f) {
                              "adapter, pass --backend=webgpu --allow-software-adapter")},
                   "", f.json);
   }
-  const conform::DeviceProfile profile = conform::ProfileOf(gpu->device());
+  runtime::Executor& gpu = *selection->executor;
+  const conform::DeviceProfile profile = gpu.profile();
 
   std::optional<store::Store> store;
   std::vector<Diagnostic> store_problems;
@@ -152,7 +152,7 @@ int ConformCommand(const ConformFlags& f) {
                ThresholdText(g), g.passed() ? "pass" : "FAIL", receipt);
     }
   };
-  auto results = conform::Run(*gpu, options);
+  auto results = conform::Run(gpu, options);
   if (!results.ok()) {
     if (!f.json) std::cerr << "seed " << seed << "\n";
     return Report(results.errors(), "", f.json);

@@ -1,46 +1,27 @@
 // `scellis probe`: what this machine offers, and what `--backend=auto` would choose and why.
 #include <iostream>
 
-#include "runtime/select.h"
 #include "common.h"
 #include "execplan/plan.h"
+#include "runtime/backends/select.h"
 
 namespace scellis::cli {
 
 int ProbeCommand(bool json) {
   Json out;
-  std::string dawn_log;
-  auto device = runtime::OpenQuietly({.allow_software_adapter = true}, &dawn_log);
-  out["dawn_log"] = dawn_log;
+  // The adapter as an explicit software-allowing request would see it, then what auto picks.
+  auto webgpu = runtime::FindBackend("webgpu")->Probe({.allow_software_adapter = true});
   auto choice = runtime::SelectBackend({.requested = "auto"});
-  if (device.ok()) {
-    const runtime::webgpu::AdapterInfo& a = device.value()->info();
-    const runtime::webgpu::Limits& l = a.limits;
-    out["adapter"] = {{"vendor", a.vendor},
-                      {"architecture", a.architecture},
-                      {"device", a.device},
-                      {"description", a.description},
-                      {"backend_api", a.backend_api},
-                      {"adapter_type", a.adapter_type},
-                      {"vendor_id", a.vendor_id},
-                      {"device_id", a.device_id},
-                      {"driver", a.driver},
-                      {"dawn_version", a.dawn_version},
-                      {"is_software", a.is_software},
-                      {"software_reason", a.software_reason},
-                      {"profile", device.value()->ProfileKey()}};
-    out["limits"] = {
-        {"max_storage_buffer_binding_size", l.max_storage_buffer_binding_size},
-        {"max_buffer_size", l.max_buffer_size},
-        {"max_compute_workgroup_storage_size", l.max_compute_workgroup_storage_size},
-        {"max_compute_invocations_per_workgroup", l.max_compute_invocations_per_workgroup},
-        {"max_compute_workgroups_per_dimension", l.max_compute_workgroups_per_dimension},
-        {"max_storage_buffers_per_shader_stage", l.max_storage_buffers_per_shader_stage}};
-    out["features"] = a.features;
+  if (webgpu.ok()) {
+    out["dawn_log"] = webgpu->log;
+    out.update(webgpu->details);
   } else {
+    out["dawn_log"] = "";
     out["adapter"] = nullptr;
-    out["adapter_error"] = device.errors().front().message;
+    out["adapter_error"] = webgpu.errors().front().message;
   }
+  out["backends"] = Json::array();
+  for (const auto& b : runtime::BuiltinBackends()) out["backends"].push_back(b->name());
   if (choice.ok()) {
     out["auto_choice"] = choice->backend;
     out["auto_reason"] = choice->fallback_reason ? *choice->fallback_reason
@@ -81,8 +62,8 @@ int ProbeCommand(bool json) {
       std::cout << (i ? ", " : "") << out["features"][i].get<std::string>();
     std::cout << "\n";
   }
-  if (!dawn_log.empty())
-    std::cout << "driver log     : " << dawn_log.size() << " bytes captured (see --json)\n";
+  if (const std::string log = out["dawn_log"].get<std::string>(); !log.empty())
+    std::cout << "driver log     : " << log.size() << " bytes captured (see --json)\n";
   std::cout << "auto would use : " << out.value("auto_choice", "?") << " — "
             << out.value("auto_reason", "?") << "\n";
   return 0;

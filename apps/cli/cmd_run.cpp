@@ -113,8 +113,8 @@ int RunCommand(const CompileFlags& f, const RunFlags& r) {
 void AddRunCommand(CLI::App& app, CompileFlags& f, RunFlags& r, CLI::App*& cmd) {
   cmd = app.add_subcommand("run", "compile, plan and execute a document");
   AddCompileFlags(cmd, f);
-  cmd->add_option("--backend", r.backend, "auto | webgpu | cpu")
-      ->check(CLI::IsMember({"auto", "webgpu", "cpu"}));
+  cmd->add_option("--backend", r.backend, "auto | webgpu | cpu | null (computes nothing)")
+      ->check(CLI::IsMember({"auto", "webgpu", "cpu", "null"}));
   cmd->add_option("--threads", r.threads, "CPU reference threads (results do not depend on it)");
   cmd->add_option("--steps", r.steps,
                   "run N steps in a prepared session (inputs with \"carry\" take the named output "

@@ -4,8 +4,6 @@
 #include <chrono>
 #include <cmath>
 
-#include "runtime/backends/webgpu/executor.h"
-#include "runtime/prepared.h"
 #include "store/store.h"
 
 namespace scellis::api {
@@ -14,7 +12,7 @@ namespace {
 // The one place this layer reads a host tensor's storage.
 Json ValuesJson(const runtime::HostTensor& t) {
   Json data = Json::array();
-  for (float v : t.data) {
+  for (float v : t.ToFloats()) {
     // Integral values print as integers ([0, 60, 120]), like the protocol's own examples.
     if (std::isfinite(v) && v == std::floor(v) && std::fabs(v) < 16777216.0f)
       data.push_back(static_cast<int64_t>(v));
@@ -108,7 +106,7 @@ Json TensorToJson(const runtime::HostTensor& t) {
 }
 
 std::vector<float> ValuesOf(const runtime::HostTensor& t) {
-  return t.data;
+  return t.ToFloats();
 }
 
 Json RunReport::ToJson() const {
@@ -177,10 +175,12 @@ Result<RunReport> Run(std::string_view text, const RunOptions& options, const Ru
                   : RunMany(*sel.executor, plan, options.steps, options.history, report));
 
   // Which kernels have earned trust on this device: receipts gate trust, not execution.
-  if (auto* gpu = dynamic_cast<runtime::webgpu::WebGpuExecutor*>(sel.executor.get())) {
+  // The CPU reference is the oracle itself, and the null backend computes nothing: only GPU
+  // kernels earn receipts.
+  if (sel.backend == "webgpu") {
     if (auto store = store::Store::Open(); store.ok()) {
-      report.receipts = conform::CheckReceipts(*store, gpu->device().ProfileKey(), plan.module(),
-                                               plan.graph().tier);
+      report.receipts =
+          conform::CheckReceipts(*store, sel.profile.key, plan.module(), plan.graph().tier);
     }
   }
   return report;

@@ -16,7 +16,7 @@
 
 #include "conform/receipt.h"
 #include "pipeline/compile.h"
-#include "runtime/select.h"
+#include "runtime/backends/select.h"
 
 namespace scellis::api {
 

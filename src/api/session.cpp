@@ -49,7 +49,8 @@ Result<runtime::StepsResult> Session::Run(const std::vector<runtime::Feeds>& fee
   }
   for (const auto& [name, steps] : r->watched) {
     for (size_t k = 0; k < steps.size(); ++k) {
-      for (float v : steps[k].data) {
+      if (steps[k].type.dtype != DType::kF32) continue;  // only floats can be non-finite here
+      for (float v : steps[k].view<float>()) {
         if (!std::isfinite(v)) {
           Diagnostic e = RuntimeError("non-finite-readback",
                                       "the watched output \"" + name + "\" is " +
@@ -71,9 +72,9 @@ Result<runtime::HostTensor> Session::Download(const std::string& name) {
   return t;
 }
 
-Status Session::Upload(const std::string& name, const std::vector<float>& data) {
+Status Session::Upload(const std::string& name, const HostTensor& value) {
   SCELLIS_TRY(Usable());
-  Status s = prepared_->Upload(name, data);
+  Status s = prepared_->Upload(name, value);
   if (!s.ok() && s.first().kind == ErrorKind::kRuntime) Poison(s.first());
   return s;
 }

@@ -11,9 +11,9 @@
 #include <string>
 #include <vector>
 
-#include "runtime/prepared.h"
-#include "runtime/select.h"
 #include "pipeline/compile.h"
+#include "runtime/backends/select.h"
+#include "runtime/executor.h"
 
 namespace scellis::api {
 
@@ -27,7 +27,7 @@ class Session {
   Result<runtime::StepsResult> Run(const std::vector<runtime::Feeds>& feeds,
                                    const std::vector<std::string>& watch);
   Result<runtime::HostTensor> Download(const std::string& name);
-  Status Upload(const std::string& name, const std::vector<float>& data);
+  Status Upload(const std::string& name, const HostTensor& value);
   // Frees the resident state. Every later call fails with `session-disposed`.
   void Dispose();
 
@@ -37,7 +37,8 @@ class Session {
   bool poisoned() const { return !poison_.ok(); }
 
  private:
-  Session(pipeline::Compiled c, runtime::Selection s) : compiled_(std::move(c)), selection_(std::move(s)) {}
+  Session(pipeline::Compiled c, runtime::Selection s)
+      : compiled_(std::move(c)), selection_(std::move(s)) {}
   Status Usable() const;
   void Poison(const Diagnostic& cause);
 

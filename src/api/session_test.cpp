@@ -41,8 +41,9 @@ std::vector<runtime::Feeds> RandomFeeds(int n, int steps, std::mt19937& rng) {
   std::uniform_real_distribution<float> u(-1, 1);
   std::vector<runtime::Feeds> feeds(steps);
   for (auto& f : feeds) {
-    runtime::HostTensor t{MakeType({n}), {}};
-    for (int i = 0; i < n; ++i) t.data.push_back(u(rng));
+    std::vector<float> values;
+    for (int i = 0; i < n; ++i) values.push_back(u(rng));
+    HostTensor t = HostTensor::FromFloats(MakeType({n}), values);
     f["feed"] = t;
   }
   return feeds;
@@ -85,15 +86,16 @@ TEST_P(SessionOnBackend, FiveStepsInOneRunEqualFiveChainedRunsBitForBit) {
   for (int k = 0; k < 5; ++k) {
     auto r1 = chained.value()->Run({feeds[k]}, {"total"});
     ASSERT_TRUE(r1.ok()) << r1.errors().front().message;
-    totals.push_back(r1->watched[0].second[0].data[0]);
+    totals.push_back(r1->watched[0].second[0].view<float>()[0]);
   }
   auto state1 = chained.value()->Download("next");
   ASSERT_TRUE(state1.ok());
 
   ASSERT_EQ(r5->watched[0].second.size(), 5u);
   for (int k = 0; k < 5; ++k)
-    EXPECT_EQ(std::memcmp(&r5->watched[0].second[k].data[0], &totals[k], 4), 0) << "step " << k;
-  EXPECT_EQ(std::memcmp(state5->data.data(), state1->data.data(), 4 * n), 0);
+    EXPECT_EQ(std::memcmp(&r5->watched[0].second[k].view<float>()[0], &totals[k], 4), 0)
+        << "step " << k;
+  EXPECT_EQ(std::memcmp(state5->bytes.data(), state1->bytes.data(), 4 * n), 0);
 
   // And against an independent float64 recomputation of the recurrence.
   std::mt19937 rng2(seed);
@@ -101,8 +103,8 @@ TEST_P(SessionOnBackend, FiveStepsInOneRunEqualFiveChainedRunsBitForBit) {
   std::vector<double> s(n);
   for (int i = 0; i < n; ++i) s[i] = u(rng2);
   for (int k = 0; k < 5; ++k)
-    for (int i = 0; i < n; ++i) s[i] = s[i] * 0.5 + feeds[k].at("feed").data[i];
-  for (int i = 0; i < n; ++i) EXPECT_NEAR(state5->data[i], s[i], 1e-5) << i;
+    for (int i = 0; i < n; ++i) s[i] = s[i] * 0.5 + feeds[k].at("feed").view<float>()[i];
+  for (int i = 0; i < n; ++i) EXPECT_NEAR(state5->view<float>()[i], s[i], 1e-5) << i;
 }
 
 TEST_P(SessionOnBackend, NonFiniteReadbackPoisons) {
@@ -110,7 +112,7 @@ TEST_P(SessionOnBackend, NonFiniteReadbackPoisons) {
   auto s = Session::Prepare(StepGraph(16, rng), Options(), Select(GetParam()));
   ASSERT_TRUE(s.ok());
   std::vector<runtime::Feeds> feeds = RandomFeeds(16, 1, rng);
-  feeds[0]["feed"].data[3] = std::numeric_limits<float>::infinity();
+  feeds[0]["feed"].view<float>()[3] = std::numeric_limits<float>::infinity();
   auto r = s.value()->Run(feeds, {"total"});
   ASSERT_FALSE(r.ok());
   EXPECT_EQ(r.errors().front().code, "non-finite-readback");

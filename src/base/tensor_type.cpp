@@ -5,7 +5,11 @@
 namespace scellis {
 
 namespace {
-constexpr EnumTable<DType, 2> kDTypes({{{DType::kF32, "f32"}, {DType::kI32, "i32"}}});
+constexpr EnumTable<DType, 5> kDTypes({{{DType::kF32, "f32"},
+                                        {DType::kF16, "f16"},
+                                        {DType::kI32, "i32"},
+                                        {DType::kU32, "u32"},
+                                        {DType::kBool, "bool"}}});
 }  // namespace
 
 const char* DTypeName(DType t) {
@@ -13,6 +17,9 @@ const char* DTypeName(DType t) {
 }
 std::optional<DType> ParseDType(const std::string& s) {
   return kDTypes.Parse(s);
+}
+std::string DTypeChoices() {
+  return kDTypes.Choices();
 }
 
 int64_t TensorType::elements() const {

@@ -10,12 +10,18 @@
 
 namespace scellis {
 
-enum class DType { kF32, kI32 };
+// Element types. f32 is the only float type kernels compute in; the others are storage types.
+// `bool` is stored as a 4-byte u32 (0 or 1) on the host and on the device alike, so uploads stay
+// a memcpy and WGSL, which has no bool storage, binds it as array<u32>. f16 is 2 bytes and needs
+// the adapter's shader-f16 feature on WebGPU.
+enum class DType { kF32, kF16, kI32, kU32, kBool };
 
 const char* DTypeName(DType t);
 std::optional<DType> ParseDType(const std::string& s);
-inline int64_t DTypeBytes(DType) {
-  return 4;
+// "f32 | f16 | i32 | u32 | bool", for diagnostics.
+std::string DTypeChoices();
+inline int64_t DTypeBytes(DType t) {
+  return t == DType::kF16 ? 2 : 4;
 }
 
 struct Dim {

@@ -471,10 +471,9 @@ std::vector<Case> CasesFor(const std::string& group) {
 runtime::Feeds MakeFeeds(const Case& c, uint64_t seed) {
   runtime::Feeds feeds;
   for (const CaseInput& in : c.inputs) {
-    runtime::HostTensor t;
-    t.type = MakeType(in.shape);
-    int64_t n = t.type.elements();
-    t.data.resize(static_cast<size_t>(n));
+    HostTensor t = HostTensor::Zeros(MakeType(in.shape));
+    int64_t n = t.elements();
+    std::span<float> data = t.view<float>();
     uint64_t stream = CounterHash(seed, Fnv1a(c.id() + "/" + in.name));
     bool any_one = false;
     for (int64_t i = 0; i < n; ++i) {
@@ -505,9 +504,9 @@ runtime::Feeds MakeFeeds(const Case& c, uint64_t seed) {
           any_one = any_one || v != 0.0f;
           break;
       }
-      t.data[static_cast<size_t>(i)] = v;
+      data[static_cast<size_t>(i)] = v;
     }
-    if (in.domain == Domain::kBinary && !any_one && n > 0) t.data[0] = 1.0f;  // never all zeros
+    if (in.domain == Domain::kBinary && !any_one && n > 0) data[0] = 1.0f;  // never all zeros
     feeds[in.name] = std::move(t);
   }
   return feeds;

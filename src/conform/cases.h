@@ -13,9 +13,9 @@
 #include <string>
 #include <vector>
 
-#include "runtime/executor.h"
-#include "base/json_util.h"
 #include "base/determinism.h"
+#include "base/json_util.h"
+#include "runtime/executor.h"
 
 namespace scellis::conform {
 

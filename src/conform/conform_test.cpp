@@ -208,7 +208,7 @@ TEST_F(ConformanceTest, ReceiptsAreMintedAndScopedToTheProfile) {
   ASSERT_TRUE(store.ok());
   auto results = RunGroups(policy::Tier::kProd, {"neg", "mul", "relu"});
   ASSERT_TRUE(results.ok()) << Describe(results.errors());
-  DeviceProfile profile = ProfileOf(gpu_->device());
+  DeviceProfile profile = gpu_->profile();
   EXPECT_EQ(profile.key, gpu_->device().ProfileKey());
 
   std::map<std::string, std::string> ids;

@@ -19,21 +19,6 @@ Json ThresholdsJson(const policy::Thresholds& t) {
 
 }  // namespace
 
-DeviceProfile ProfileOf(const runtime::webgpu::Device& device) {
-  const runtime::webgpu::AdapterInfo& i = device.info();
-  DeviceProfile p;
-  p.key = device.ProfileKey();
-  p.vendor = i.vendor;
-  p.architecture = i.architecture;
-  p.device = i.device;
-  p.driver = i.driver;
-  p.backend_api = i.backend_api;
-  p.dawn_version = i.dawn_version;
-  p.adapter_type = i.adapter_type;
-  p.is_software = i.is_software;
-  return p;
-}
-
 std::string NowUtc() {
   std::time_t now = std::time(nullptr);
   std::tm tm{};

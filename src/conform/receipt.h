@@ -14,24 +14,20 @@
 #include <string>
 #include <vector>
 
-#include "runtime/backends/webgpu/device.h"
-#include "conform/runner.h"
-#include "base/json_util.h"
-#include "kernel/module.h"
 #include "base/determinism.h"
+#include "base/json_util.h"
+#include "conform/runner.h"
+#include "kernel/module.h"
+#include "runtime/device_profile.h"
 #include "store/store.h"
 
 namespace scellis::conform {
 
 inline constexpr const char* kReceiptKind = "conformance-receipt";
 
-// The device a receipt is scoped to: Device::ProfileKey() plus the parts a reader wants to see.
-struct DeviceProfile {
-  std::string key;  // Device::ProfileKey()
-  std::string vendor, architecture, device, driver, backend_api, dawn_version, adapter_type;
-  bool is_software = false;
-};
-DeviceProfile ProfileOf(const runtime::webgpu::Device& device);
+// The device a receipt is scoped to: its key plus the parts a reader wants to see. Every executor
+// reports its own (runtime::Executor::profile()).
+using runtime::DeviceProfile;
 
 // The receipt for a passing group. `date` is UTC ISO-8601 (NowUtc()).
 Json ReceiptJson(const GroupResult& g, const DeviceProfile& profile, policy::Tier tier,

@@ -118,7 +118,7 @@ Result<std::string> SourceHash(const std::string& group, policy::Tier tier) {
   return "sha256:" + Sha256Hex(acc);
 }
 
-Result<std::vector<GroupResult>> Run(runtime::webgpu::WebGpuExecutor& gpu, const Options& options) {
+Result<std::vector<GroupResult>> Run(runtime::Executor& gpu, const Options& options) {
   std::vector<std::string> groups = options.groups.empty() ? Groups() : options.groups;
   for (const std::string& g : groups) {
     if (CasesFor(g).empty()) {
@@ -128,7 +128,7 @@ Result<std::vector<GroupResult>> Run(runtime::webgpu::WebGpuExecutor& gpu, const
                        "known ops: " + known);
     }
   }
-  const execplan::DeviceLimits limits = runtime::webgpu::PlanLimits(gpu.device().info());
+  const execplan::DeviceLimits limits = gpu.limits();
   const int threads = options.cpu_threads > 0
                           ? options.cpu_threads
                           : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
@@ -178,32 +178,32 @@ Result<std::vector<GroupResult>> Run(runtime::webgpu::WebGpuExecutor& gpu, const
       auto got = gpu.Run(gpu_plan, feeds, {.poison_outputs = true});
       if (!got.ok()) {
         // A device that failed after work began is poisoned: nothing after this can run.
-        if (!gpu.device().health().ok()) return got.status();
+        if (!gpu.health().ok()) return got.status();
         cr.error = "the GPU run failed: " + FirstMessage(got.errors());
         gr.cases.push_back(std::move(cr));
         continue;
       }
-      const std::vector<float>& got_data = got->outputs.at(0).second.data;
+      const std::vector<float> got_data = got->outputs.at(0).second.ToFloats();
       // Sums are judged against the magnitude of their terms: the reference over |inputs|.
       std::vector<float> magnitude;
       if (IsSum(c)) {
         runtime::Feeds abs_feeds = feeds;
         for (auto& [name, t] : abs_feeds)
-          for (float& v : t.data) v = std::fabs(v);
+          for (float& v : t.view<float>()) v = std::fabs(v);
         auto m = runtime::cpu::RunPlan<float>(*plan, abs_feeds, parallel);
         if (m.ok()) magnitude = std::move(m->at(0));
       }
       cr.comparison =
-          Compare(got_data, want->at(0), cr.thresholds, runtime::webgpu::kPoisonBits, magnitude);
+          Compare(got_data, want->at(0), cr.thresholds, runtime::kPoisonBits, magnitude);
       if (cr.comparison.first_bad >= 0)
         cr.first_bad_at = Index(cr.comparison.first_bad, out_type.sizes());
       if (debug) {
         auto again = gpu.Run(gpu_plan, feeds, {.poison_outputs = true});
         if (!again.ok()) {
-          if (!gpu.device().health().ok()) return again.status();
+          if (!gpu.health().ok()) return again.status();
           cr.error = "the second GPU run failed: " + FirstMessage(again.errors());
         } else {
-          cr.rerun_identical = BitIdentical(got_data, again->outputs.at(0).second.data);
+          cr.rerun_identical = BitIdentical(got_data, again->outputs.at(0).second.ToFloats());
         }
       }
       gr.max_abs = std::max(gr.max_abs, cr.comparison.max_abs);

@@ -1,26 +1,27 @@
-// Conformance: every case of every group runs on the CPU reference (the oracle) and on a WebGPU
-// device with poisoned outputs; every output element must agree within the tolerance class of the
-// op (for a fused chain, the loosest class of its ops) resolved for the tier. In the debug tier
-// each case also runs a second time on the GPU and must reproduce its bits exactly.
+// Conformance: every case of every group runs on the CPU reference (the oracle) and on the
+// executor under test (a WebGPU device, in practice) with poisoned outputs; every output element
+// must agree within the tolerance class of the op (for a fused chain, the loosest class of its ops)
+// resolved for the tier. In the debug tier each case also runs a second time on the GPU and must
+// reproduce its bits exactly.
 //
 // Example
 //
 //   auto sel = runtime::SelectBackend({.requested = "webgpu", .allow_software_adapter = true});
-//   auto& gpu = dynamic_cast<runtime::webgpu::WebGpuExecutor&>(*sel->executor);
+//   runtime::Executor& gpu = *sel->executor;
 //   auto results = conform::Run(gpu, {.tier = policy::Tier::kProd, .seed = conform::FreshSeed()});
 //   for (const conform::GroupResult& g : *results)
-//     if (g.passed()) conform::MintReceipt(store, g, conform::ProfileOf(gpu.device()), ...);
+//     if (g.passed()) conform::MintReceipt(store, g, gpu.profile(), ...);
 #pragma once
 
 #include <functional>
 #include <string>
 #include <vector>
 
-#include "runtime/backends/webgpu/executor.h"
+#include "base/determinism.h"
 #include "conform/cases.h"
 #include "conform/compare.h"
 #include "kernel/module.h"
-#include "base/determinism.h"
+#include "runtime/executor.h"
 
 namespace scellis::conform {
 
@@ -71,7 +72,7 @@ uint64_t FreshSeed();
 
 // Runs the groups. An unknown group is a user error (`unknown-op`); a device failure ends the run
 // with its runtime error; a case that fails to compile or run is a failed case.
-Result<std::vector<GroupResult>> Run(runtime::webgpu::WebGpuExecutor& gpu, const Options& options);
+Result<std::vector<GroupResult>> Run(runtime::Executor& gpu, const Options& options);
 
 // The source hash of a group's cases as compiled for `tier`, without running anything: what a
 // receipt must name to count for the code this build generates.

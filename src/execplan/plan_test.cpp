@@ -127,7 +127,7 @@ TEST(Buffers, ChainOfTenReusesBuffers) {
   }
   auto out = CompileAndRun(text);
   ASSERT_NE(FindOutput(out, "y"), nullptr);
-  EXPECT_EQ(FindOutput(out, "y")->data, std::vector<float>(v.begin(), v.end()));
+  EXPECT_EQ(FindOutput(out, "y")->ToFloats(), std::vector<float>(v.begin(), v.end()));
 }
 
 // A kernel reading one value twice frees its buffer once.
@@ -146,7 +146,7 @@ TEST(Buffers, ValueReadTwiceByOneKernel) {
   // [[1,2],[3,4]]^2 = [[7,10],[15,22]]; its transpose plus x's transpose.
   auto r = CompileAndRun(text);
   ASSERT_NE(FindOutput(r, "y"), nullptr);
-  EXPECT_EQ(FindOutput(r, "y")->data, (std::vector<float>{8, 18, 12, 26}));
+  EXPECT_EQ(FindOutput(r, "y")->ToFloats(), (std::vector<float>{8, 18, 12, 26}));
 }
 
 TEST(Buffers, ExamplesNeverShareALiveBuffer) {

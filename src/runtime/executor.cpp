@@ -3,30 +3,171 @@
 #include <cmath>
 
 namespace scellis::runtime {
+namespace {
+
+std::string TypeText(const TensorType& t) {
+  return t.ShapeStringWithSizes() + " " + DTypeName(t.dtype);
+}
+
+// Checks a host value against the type of the node it is meant for.
+Status CheckValue(const char* code, const std::string& what, const webir::Node& n,
+                  const HostTensor& v) {
+  if (!v.type.SameShape(n.type) || v.type.dtype != n.type.dtype) {
+    return UserError(code, n.origin,
+                     what + " is " + TypeText(v.type) + ", the input \"" + FeedName(n) + "\" is " +
+                         TypeText(n.type));
+  }
+  if (static_cast<int64_t>(v.bytes.size()) != n.type.bytes()) {
+    return UserError(code, n.origin,
+                     what + " holds " + std::to_string(v.bytes.size()) + " bytes, a " +
+                         TypeText(n.type) + " tensor is " + std::to_string(n.type.bytes()));
+  }
+  return Status::Ok();
+}
+
+Result<int> WatchedNode(const webir::Graph& g, const std::string& name) {
+  int node = FindNamedNode(g, name);
+  if (node < 0) {
+    std::string known;
+    for (const webir::Output& o : g.outputs) known += (known.empty() ? "" : ", ") + o.name;
+    return UserError("unknown-output", "", "no output or input is named \"" + name + "\"",
+                     known.empty() ? "" : "outputs: " + known);
+  }
+  return node;
+}
+
+Status RefuseRed(const execplan::Plan& plan) {
+  if (plan.verdict == execplan::Verdict::kRed) {
+    if (!plan.findings.empty()) return Status(plan.findings);
+    return InternalError("runtime", "asked to run a red plan");
+  }
+  return Status::Ok();
+}
+
+}  // namespace
 
 std::string FeedName(const webir::Node& n) {
   return n.label.empty() ? n.name : n.label;
 }
 
-Result<std::vector<float>> SourceData(const webir::Node& n, const Feeds& feeds) {
-  int64_t count = n.type.elements();
-  if (n.role == webir::Role::kConst)
-    return std::vector<float>(static_cast<size_t>(count), n.attrs["value"].get<float>());
-  // A feed wins over an initializer: evaluation feeds trained weights into the params by name.
-  if (auto it = feeds.find(FeedName(n)); it != feeds.end()) {
-    if (!it->second.type.SameShape(n.type)) {
-      return UserError("feed-shape-mismatch", n.origin,
-                       "the feed \"" + FeedName(n) + "\" has shape " +
-                           it->second.type.ShapeStringWithSizes() + ", the input expects " +
-                           n.type.ShapeStringWithSizes());
+Status ValidateFeeds(const webir::Graph& g, const Feeds& feeds) {
+  for (const auto& [name, value] : feeds) {
+    int node = FindSourceNode(g, name);
+    if (node < 0) {
+      std::string known;
+      for (const webir::Node& n : g.nodes)
+        if (n.role == webir::Role::kInput || n.role == webir::Role::kParam)
+          known += (known.empty() ? "" : ", ") + FeedName(n);
+      return UserError("bad-feed", "", "the feed \"" + name + "\" names no input or param",
+                       known.empty() ? "the plan has no inputs" : "inputs: " + known);
     }
-    return it->second.data;
+    SCELLIS_TRY(CheckValue("bad-feed", "the feed \"" + name + "\"", g.at(node), value));
   }
-  if (n.role == webir::Role::kParam && n.init) return n.init->Generate(count);
-  if (n.data) return *n.data;
+  return Status::Ok();
+}
+
+Result<HostTensor> SourceData(const webir::Node& n, const Feeds& feeds) {
+  const int64_t count = n.type.elements();
+  if (n.role == webir::Role::kConst) {
+    std::vector<float> v(static_cast<size_t>(count), n.attrs["value"].get<float>());
+    return HostTensor::FromFloats(n.type, v);
+  }
+  // A feed wins over an initializer: evaluation feeds trained weights into the params by name.
+  if (auto it = feeds.find(FeedName(n)); it != feeds.end()) return it->second;
+  if (n.role == webir::Role::kParam && n.init)
+    return HostTensor::FromFloats(n.type, n.init->Generate(count));
+  if (n.data) return HostTensor::FromFloats(n.type, *n.data);
   return UserError("missing-input-data", n.origin,
                    "the input \"" + FeedName(n) + "\" has no data and no feed",
                    "give it \"data\" in the document, or feed it when running a session");
+}
+
+int FindSourceNode(const webir::Graph& g, const std::string& name) {
+  for (const webir::Node& n : g.nodes)
+    if ((n.role == webir::Role::kInput || n.role == webir::Role::kParam) && FeedName(n) == name)
+      return n.id;
+  return -1;
+}
+
+int FindNamedNode(const webir::Graph& g, const std::string& name) {
+  for (const webir::Output& o : g.outputs)
+    if (o.name == name) return o.node;
+  return FindSourceNode(g, name);
+}
+
+bool IsCarried(const webir::Graph& g, int node) {
+  for (const webir::Carry& c : g.carries)
+    if (c.to == node) return true;
+  return false;
+}
+
+std::vector<int> FedInputs(const webir::Graph& g) {
+  std::vector<int> fed;
+  for (const webir::Node& n : g.nodes) {
+    if (n.role != webir::Role::kInput || n.data) continue;
+    if (!IsCarried(g, n.id)) fed.push_back(n.id);
+  }
+  return fed;
+}
+
+// ---- the seam ----
+
+Result<RunResult> Executor::Run(const execplan::Plan& plan, const Feeds& feeds,
+                                const RunOptions& options) {
+  SCELLIS_TRY(RefuseRed(plan));
+  SCELLIS_TRY(ValidateFeeds(plan.graph(), feeds));
+  // Every input without inline data must be fed, carried ones included: a one-shot run has no
+  // previous step. Params fall back to their initializers.
+  for (const webir::Node& n : plan.graph().nodes)
+    if (n.role == webir::Role::kInput && !n.data && !feeds.count(FeedName(n)))
+      return SourceData(n, feeds).status();
+  return DoRun(plan, feeds, options);
+}
+
+Result<std::unique_ptr<Prepared>> Executor::Prepare(const execplan::Plan& plan, const Feeds& feeds,
+                                                    const RunOptions& options) {
+  SCELLIS_TRY(RefuseRed(plan));
+  SCELLIS_TRY(ValidateFeeds(plan.graph(), feeds));
+  return DoPrepare(plan, feeds, options);
+}
+
+Result<StepsResult> Prepared::RunSteps(const std::vector<Feeds>& feeds,
+                                       const std::vector<std::string>& watch) {
+  if (feeds.empty() || feeds.size() > kMaxStepsPerRun) {
+    return UserError("bad-step-count", "",
+                     "a run takes 1 to " + std::to_string(kMaxStepsPerRun) + " steps, got " +
+                         std::to_string(feeds.size()),
+                     "split longer runs into several calls");
+  }
+  const webir::Graph& g = plan_.graph();
+  std::vector<int> nodes;
+  for (const std::string& w : watch) {
+    SCELLIS_ASSIGN_OR_RETURN(int node, WatchedNode(g, w));
+    nodes.push_back(node);
+  }
+  const std::vector<int> fed = FedInputs(g);
+  for (const Feeds& step : feeds) {
+    SCELLIS_TRY(ValidateFeeds(g, step));
+    for (int node : fed)
+      if (!step.count(FeedName(g.at(node)))) return SourceData(g.at(node), step).status();
+  }
+  return DoRunSteps(feeds, watch, nodes);
+}
+
+Result<HostTensor> Prepared::Download(const std::string& name) {
+  SCELLIS_ASSIGN_OR_RETURN(int node, WatchedNode(plan_.graph(), name));
+  return DoDownload(node);
+}
+
+Status Prepared::Upload(const std::string& name, const HostTensor& value) {
+  int node = FindSourceNode(plan_.graph(), name);
+  if (node < 0) {
+    return UserError("bad-upload", "", "no input or param is named \"" + name + "\"",
+                     "an upload replaces the value of a param or an input");
+  }
+  SCELLIS_TRY(
+      CheckValue("bad-upload", "the upload to \"" + name + "\"", plan_.graph().at(node), value));
+  return DoUpload(node, value);
 }
 
 Json ResultToJson(const RunResult& r) {
@@ -38,12 +179,14 @@ Json ResultToJson(const RunResult& r) {
   j["outputs"] = Json::object();
   for (const auto& [name, t] : r.outputs) {
     Json data = Json::array();
-    for (float v : t.data) {
+    for (int64_t i = 0; i < t.elements(); ++i) {
+      const double v = t.ValueAt(i);
       // Integral values print as integers ([0, 60, 120]), like the protocol's own examples.
-      if (std::isfinite(v) && v == std::floor(v) && std::fabs(v) < 16777216.0f)
+      const double exact_below = t.type.dtype == DType::kF32 ? 16777216.0 : 4294967296.0;
+      if (std::isfinite(v) && v == std::floor(v) && std::fabs(v) < exact_below)
         data.push_back(static_cast<int64_t>(v));
       else if (std::isfinite(v))
-        data.push_back(v);
+        data.push_back(t.type.dtype == DType::kF32 ? Json(static_cast<float>(v)) : Json(v));
       else
         data.push_back(std::isnan(v) ? "NaN" : (v > 0 ? "Infinity" : "-Infinity"));
     }

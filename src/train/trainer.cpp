@@ -23,29 +23,30 @@ double Seconds(Clock::time_point a, Clock::time_point b) {
 }
 
 // The host-tensor storage is touched only by these helpers.
-runtime::HostTensor F32Tensor(std::vector<int64_t> sizes, std::vector<float> values) {
-  return {MakeType(sizes), std::move(values)};
+runtime::HostTensor F32Tensor(std::vector<int64_t> sizes, const std::vector<float>& values) {
+  return HostTensor::FromFloats(MakeType(sizes), values);
 }
 
 float ScalarOf(const runtime::HostTensor& t) {
-  return t.data[0];
+  return t.view<float>()[0];
 }
 
 std::string BytesOf(const runtime::HostTensor& t) {
-  return std::string(reinterpret_cast<const char*>(t.data.data()), t.data.size() * sizeof(float));
+  return std::string(reinterpret_cast<const char*>(t.bytes.data()), t.bytes.size());
 }
 
-std::vector<float> F32ValuesOf(const std::string& bytes) {
-  std::vector<float> values(bytes.size() / sizeof(float));
-  std::memcpy(values.data(), bytes.data(), values.size() * sizeof(float));
-  return values;
+// A checkpoint tensor (F32, checked by the caller) as the host tensor an upload takes.
+runtime::HostTensor F32TensorOf(const store::NamedTensor& nt) {
+  HostTensor t{MakeType(nt.shape), std::vector<std::byte>(nt.bytes.size())};
+  std::memcpy(t.bytes.data(), nt.bytes.data(), nt.bytes.size());
+  return t;
 }
 
 // How many rows of `logits` (batch × classes) have their largest value (the first, on ties) at
 // the row's label.
 int64_t CountCorrect(const runtime::HostTensor& logits, const std::vector<float>& labels,
                      int64_t batch) {
-  const std::vector<float>& v = logits.data;
+  std::span<const float> v = logits.view<float>();
   int64_t classes = static_cast<int64_t>(v.size()) / batch;
   int64_t correct = 0;
   for (int64_t b = 0; b < batch; ++b) {
@@ -212,7 +213,7 @@ class Training {
         return UserError("bad-checkpoint", "",
                          "the tensor \"" + nt.name + "\" is " + nt.dtype + ", expected F32");
       }
-      SCELLIS_TRY(step_->Upload(nt.name, F32ValuesOf(nt.bytes)));
+      SCELLIS_TRY(step_->Upload(nt.name, F32TensorOf(nt)));
     }
     start_epoch_ = static_cast<int>(epoch);
     if (e_.resumed) e_.resumed(start_epoch_, global_step_);

@@ -18,7 +18,7 @@
 #include "base/json_util.h"
 #include "base/result.h"
 #include "pipeline/compile.h"
-#include "runtime/select.h"
+#include "runtime/backends/select.h"
 
 namespace scellis::train {
 

@@ -130,7 +130,7 @@ TEST(Broadcast, RunsLikeNumpy) {
   for (int i = 0; i < 2; ++i)
     for (int j = 0; j < 4; ++j)
       for (int k = 0; k < 3; ++k) want.push_back(a[i * 3 + k] - b[j]);
-  EXPECT_EQ(r.outputs[0].second.data, want);
+  EXPECT_EQ(r.outputs[0].second.ToFloats(), want);
 }
 
 TEST(Broadcast, GatedByVersion) {
@@ -221,7 +221,7 @@ TEST(Registry, EveryOpHasAReferenceAndWgsl) {
     runtime::cpu::CpuExecutor exec({.threads = 1});
     auto r = exec.Run(*c->plan, {});
     ASSERT_TRUE(r.ok()) << r.errors().front().Format();
-    for (float v : r->outputs[0].second.data) EXPECT_TRUE(std::isfinite(v));
+    for (float v : r->outputs[0].second.view<float>()) EXPECT_TRUE(std::isfinite(v));
     ++checked;
   }
   EXPECT_GE(checked, 20);

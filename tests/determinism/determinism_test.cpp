@@ -57,10 +57,8 @@ runtime::Feeds RandomFeeds(const Sizes& s, uint32_t seed) {
   std::mt19937 rng(seed);
   std::uniform_real_distribution<float> v(-2.0f, 2.0f);
   auto tensor = [&](std::vector<int64_t> shape) {
-    runtime::HostTensor t;
-    t.type = MakeType(shape);
-    t.data.resize(static_cast<size_t>(t.type.elements()));
-    for (float& x : t.data) x = v(rng);
+    HostTensor t = HostTensor::Zeros(MakeType(shape));
+    for (float& x : t.view<float>()) x = v(rng);
     return t;
   };
   runtime::Feeds f;
@@ -75,8 +73,8 @@ runtime::Feeds RandomFeeds(const Sizes& s, uint32_t seed) {
 std::vector<std::vector<uint32_t>> Bits(const runtime::RunResult& r) {
   std::vector<std::vector<uint32_t>> out;
   for (const auto& [name, t] : r.outputs) {
-    std::vector<uint32_t> b(t.data.size());
-    std::memcpy(b.data(), t.data.data(), t.data.size() * 4);
+    std::span<const uint32_t> words = t.view<uint32_t>();
+    std::vector<uint32_t> b(words.begin(), words.end());
     out.push_back(std::move(b));
   }
   return out;

@@ -106,7 +106,7 @@ std::vector<float> RunOne(const Json& doc, const std::string& output,
     return {};
   }
   if (shape) *shape = t->type.sizes();
-  return t->data;
+  return t->ToFloats();
 }
 
 TEST_F(V1Ops, Input) {
@@ -181,8 +181,8 @@ TEST_F(V1Ops, ReluAndPositive) {
     positive[i] = a[i] > 0 ? 1.0 : 0.0;
   }
   ASSERT_TRUE(FindOutput(r, "relu") && FindOutput(r, "positive"));
-  ExpectExact(FindOutput(r, "relu")->data, relu);
-  ExpectExact(FindOutput(r, "positive")->data, positive);
+  ExpectExact(FindOutput(r, "relu")->ToFloats(), relu);
+  ExpectExact(FindOutput(r, "positive")->ToFloats(), positive);
 }
 
 TEST_F(V1Ops, Transpose) {
@@ -301,7 +301,7 @@ std::vector<std::vector<float>> Generations(const Cells& start, int rows, int co
   std::vector<std::vector<float>> out;
   for (int g = 1; g <= generations; ++g) {
     const runtime::HostTensor* t = FindOutput(r, "gen" + std::to_string(g));
-    out.push_back(t ? t->data : std::vector<float>{});
+    out.push_back(t ? t->ToFloats() : std::vector<float>{});
   }
   return out;
 }
@@ -380,7 +380,7 @@ TEST(V1Samples, SeedMulRelu) {
   runtime::RunResult r = CompileAndRun(ReadExample("seed_mul_relu.json"));
   const runtime::HostTensor* t = FindOutput(r, "values");
   ASSERT_NE(t, nullptr);
-  EXPECT_EQ(t->data, (std::vector<float>{0, 60, 120}));
+  EXPECT_EQ(t->ToFloats(), (std::vector<float>{0, 60, 120}));
   EXPECT_EQ(t->type.sizes(), (std::vector<int64_t>{3}));
 }
 
@@ -441,8 +441,8 @@ TEST(V1Samples, CenterColumns) {
   ASSERT_TRUE(c && p);
   EXPECT_EQ(c->type.sizes(), (std::vector<int64_t>{4, 3}));
   EXPECT_EQ(p->type.sizes(), (std::vector<int64_t>{4, 2}));
-  ExpectExact(c->data, centered);  // column means of 1..12 are exact in f32: 5.5, 6.5, 7.5
-  ExpectClose(p->data, y, scale);
+  ExpectExact(c->ToFloats(), centered);  // column means of 1..12 are exact in f32: 5.5, 6.5, 7.5
+  ExpectClose(p->ToFloats(), y, scale);
 }
 
 // The matmul_chain example worked by hand: relu(0.5 * (A B) C^T - 1) and its sum; every value is
@@ -466,8 +466,8 @@ TEST(V1Samples, MatmulChain) {
     }
   runtime::RunResult r = CompileAndRun(doc.dump());
   ASSERT_TRUE(FindOutput(r, "product") && FindOutput(r, "total"));
-  ExpectExact(FindOutput(r, "product")->data, product);
-  ExpectExact(FindOutput(r, "total")->data, {total});
+  ExpectExact(FindOutput(r, "product")->ToFloats(), product);
+  ExpectExact(FindOutput(r, "total")->ToFloats(), {total});
 }
 
 }  // namespace

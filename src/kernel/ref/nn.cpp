@@ -1,17 +1,16 @@
 // Row-wise normalizations and cross entropy on the CPU. Each row: the maximum, then exp(x - max)
-// summed in index order; the WGSL kernels (kernel/emit/wgsl/nn.cpp) walk rows the same way. The mean
-// over rows of cross_entropy uses the GPU's order exactly: 256 strided partial sums (row r goes to
-// partial r % 256, in increasing r), then a pairwise tree over the partials.
+// summed in index order; the WGSL kernels (kernel/emit/wgsl/nn.cpp) walk rows the same way. The
+// mean over rows of cross_entropy uses the GPU's order exactly: the fixed 256-wide tree
+// (tree_sum.h).
 #include <cmath>
 #include <limits>
 
 #include "base/detmath.h"
 #include "kernel/ref/ref.h"
+#include "kernel/ref/tree_sum.h"
 
 namespace scellis::kernel::ref {
 namespace {
-
-inline constexpr int kTreeWidth = 256;
 
 // Max and sum of exp(x - max) of one row of n >= 1 elements. A NaN anywhere in the row makes the
 // sum NaN (the comparison skips it for the maximum, the exponential does not).
@@ -66,21 +65,16 @@ template <typename T>
 void CrossEntropy(const OpArgs<T>& a) {
   const TensorType& t = a.in_type(0);
   int64_t rows = t.dims[0].size, classes = t.dims[1].size;
-  std::vector<T> partial(kTreeWidth, T(0));
-  for (int64_t r = 0; r < rows; ++r) {
+  auto row_loss = [&](int64_t r) {
     const T* x = a.inputs[0] + r * classes;
     int64_t k = LabelClass(a.inputs[1][r], classes);
-    T loss = std::numeric_limits<T>::quiet_NaN();
-    if (k >= 0) {
-      T max, sum;
-      RowMaxSum(x, classes, max, sum);
-      loss = -((x[k] - max) - detmath::Log(sum));
-    }
-    partial[r % kTreeWidth] += loss;
-  }
-  for (int w = kTreeWidth / 2; w > 0; w /= 2)
-    for (int i = 0; i < w; ++i) partial[i] += partial[i + w];
-  a.output[0] = rows ? partial[0] / static_cast<T>(rows) : std::numeric_limits<T>::quiet_NaN();
+    if (k < 0) return std::numeric_limits<T>::quiet_NaN();
+    T max, sum;
+    RowMaxSum(x, classes, max, sum);
+    return -((x[k] - max) - detmath::Log(sum));
+  };
+  const T total = TreeSum256<T>(rows, row_loss, *a.parallel);
+  a.output[0] = rows ? total / static_cast<T>(rows) : std::numeric_limits<T>::quiet_NaN();
 }
 
 // PyTorch's order: with p = exp(log_softmax) and r = b / N, out = p * r, minus r at the label.

@@ -1,15 +1,10 @@
 // Reductions with a fixed accumulation order. Along an axis: sequential in index order. Over the
-// whole tensor: the two-level tree the WGSL kernel uses — lane t of 256 sums elements t, t + 256,
-// t + 512, ... in order, then the lanes combine pairwise (for w = 128, 64, ..., 1, lane t < w adds
-// lane t + w) — so the GPU can reproduce the reference bit for bit, and the result does not
-// depend on the thread count.
+// whole tensor: the fixed 256-wide tree (tree_sum.h) the WGSL kernel uses too.
 #include "kernel/ref/ref.h"
+#include "kernel/ref/tree_sum.h"
 
 namespace scellis::kernel::ref {
 namespace {
-
-inline constexpr int64_t kLanes = 256;
-inline constexpr int64_t kLanesPerChunk = 32;
 
 template <typename T>
 void Reduce(const OpArgs<T>& a, bool mean) {
@@ -18,18 +13,8 @@ void Reduce(const OpArgs<T>& a, bool mean) {
   const Json& axis_attr = a.node->attrs["axis"];
   if (axis_attr.is_null()) {
     int64_t n = in.elements();
-    std::vector<T> lane(static_cast<size_t>(kLanes), T(0));
-    a.parallel->For(kLanes / kLanesPerChunk, [&](int64_t c) {
-      T acc[kLanesPerChunk] = {};
-      const int64_t first = c * kLanesPerChunk;
-      for (int64_t row = 0; row < n; row += kLanes)
-        for (int64_t t = 0; t < kLanesPerChunk && row + first + t < n; ++t)
-          acc[t] += x[row + first + t];
-      std::copy(acc, acc + kLanesPerChunk, lane.begin() + first);
-    });
-    for (int64_t w = kLanes / 2; w > 0; w /= 2)
-      for (int64_t t = 0; t < w; ++t) lane[t] += lane[t + w];
-    T total = lane[0];
+    T total = TreeSum256<T>(
+        n, [x](int64_t j) { return x[j]; }, *a.parallel);
     a.output[0] = mean ? (n ? total / static_cast<T>(n) : T(NAN)) : total;
     return;
   }

@@ -10,8 +10,8 @@
 #include <map>
 #include <sstream>
 
-#include "runtime/backends/cpu/executor.h"
 #include "pipeline/compile.h"
+#include "runtime/backends/cpu/executor.h"
 
 namespace scellis::webir {
 namespace {
@@ -143,7 +143,8 @@ TEST(TrainStep, MlpAdamStepsMatchAHandComputation) {
   for (int step = 1; step <= 2; ++step) {
     SCOPED_TRACE("step " + std::to_string(step));
     feeds64["step"] = {static_cast<double>(step)};
-    feeds32["step"] = {MakeType({}), {static_cast<float>(step)}};
+    const float step32 = static_cast<float>(step);
+    feeds32["step"] = HostTensor::FromFloats(MakeType({}), {&step32, 1});
     double want_loss = mlp.Step(step);
     auto run64 = runtime::cpu::RunPlan<double>(plan, {}, serial, feeds64);
     ASSERT_TRUE(run64.ok());
@@ -174,7 +175,7 @@ TEST(TrainStep, MlpAdamStepsMatchAHandComputation) {
       for (const webir::Output& o : g.outputs)
         if (o.node == c.from) from = o.name;
       feeds64[to] = out64[from];
-      feeds32[to] = {g.at(c.to).type, out32[from]};
+      feeds32[to] = HostTensor::FromFloats(g.at(c.to).type, out32[from]);
     }
   }
 }

@@ -1,5 +1,4 @@
 // ---- k0_mean ----
-// k0_mean
 @group(0) @binding(0) var<storage, read> in0: array<f32>;
 @group(0) @binding(1) var<storage, read_write> out: array<f32>;
 
@@ -15,7 +14,6 @@ fn main(@builtin(global_invocation_id) gid: vec3<u32>,
 }
 
 // ---- k1_fused_sub ----
-// k1_fused_sub
 @group(0) @binding(0) var<storage, read> in0: array<f32>;
 @group(0) @binding(1) var<storage, read> in1: array<f32>;
 @group(0) @binding(2) var<storage, read_write> out: array<f32>;
@@ -36,7 +34,7 @@ fn main(@builtin(global_invocation_id) gid: vec3<u32>,
 }
 
 // ---- k2_matmul ----
-// k2_matmul (16x16 tiles)
+// 16x16 tiles
 @group(0) @binding(0) var<storage, read> in0: array<f32>;
 @group(0) @binding(1) var<storage, read> in1: array<f32>;
 @group(0) @binding(2) var<storage, read_write> out: array<f32>;

@@ -1,5 +1,5 @@
 // ---- k0_matmul ----
-// k0_matmul (16x16 tiles)
+// 16x16 tiles
 @group(0) @binding(0) var<storage, read> in0: array<f32>;
 @group(0) @binding(1) var<storage, read> in1: array<f32>;
 @group(0) @binding(2) var<storage, read_write> out: array<f32>;
@@ -30,7 +30,6 @@ fn main(@builtin(workgroup_id) wg: vec3<u32>,
 }
 
 // ---- k1_fused_add ----
-// k1_fused_add
 @group(0) @binding(0) var<storage, read> in0: array<f32>;
 @group(0) @binding(1) var<storage, read> in1: array<f32>;
 @group(0) @binding(2) var<storage, read_write> out: array<f32>;
@@ -51,7 +50,6 @@ fn main(@builtin(global_invocation_id) gid: vec3<u32>,
 }
 
 // ---- k2_fused_relu ----
-// k2_fused_relu
 @group(0) @binding(0) var<storage, read> in0: array<f32>;
 @group(0) @binding(1) var<storage, read_write> out: array<f32>;
 
@@ -66,7 +64,7 @@ fn main(@builtin(global_invocation_id) gid: vec3<u32>,
 }
 
 // ---- k3_matmul ----
-// k3_matmul (16x16 tiles)
+// 16x16 tiles
 @group(0) @binding(0) var<storage, read> in0: array<f32>;
 @group(0) @binding(1) var<storage, read> in1: array<f32>;
 @group(0) @binding(2) var<storage, read_write> out: array<f32>;
@@ -97,7 +95,6 @@ fn main(@builtin(workgroup_id) wg: vec3<u32>,
 }
 
 // ---- k4_fused_add ----
-// k4_fused_add
 @group(0) @binding(0) var<storage, read> in0: array<f32>;
 @group(0) @binding(1) var<storage, read> in1: array<f32>;
 @group(0) @binding(2) var<storage, read_write> out: array<f32>;
@@ -118,7 +115,6 @@ fn main(@builtin(global_invocation_id) gid: vec3<u32>,
 }
 
 // ---- k5_cross_entropy ----
-// k5_cross_entropy
 @group(0) @binding(0) var<storage, read> in0: array<f32>;
 @group(0) @binding(1) var<storage, read> in1: array<f32>;
 @group(0) @binding(2) var<storage, read_write> out: array<f32>;
@@ -143,7 +139,7 @@ var<workgroup> partial: array<f32, 256>;
 @compute @workgroup_size(256)
 fn main(@builtin(local_invocation_index) t: u32) {
   var s = 0.0;
-  for (var r = t; r < 64u; r = r + 256u) { s = s + row_loss(r); }
+  for (var j = t; j < 64u; j = j + 256u) { s = s + row_loss(j); }
   partial[t] = s;
   workgroupBarrier();
   for (var w = 128u; w > 0u; w = w >> 1u) {
@@ -156,7 +152,6 @@ fn main(@builtin(local_invocation_index) t: u32) {
 }
 
 // ---- k6_fused ----
-// k6_fused
 @group(0) @binding(0) var<storage, read_write> out: array<f32>;
 
 @compute @workgroup_size(64)
@@ -169,7 +164,6 @@ fn main(@builtin(global_invocation_id) gid: vec3<u32>,
 }
 
 // ---- k7_cross_entropy_grad ----
-// k7_cross_entropy_grad
 @group(0) @binding(0) var<storage, read> in0: array<f32>;
 @group(0) @binding(1) var<storage, read> in1: array<f32>;
 @group(0) @binding(2) var<storage, read> in2: array<f32>;
@@ -207,7 +201,6 @@ fn main(@builtin(global_invocation_id) gid: vec3<u32>,
 }
 
 // ---- k8_sum ----
-// k8_sum
 @group(0) @binding(0) var<storage, read> in0: array<f32>;
 @group(0) @binding(1) var<storage, read_write> out: array<f32>;
 
@@ -223,7 +216,7 @@ fn main(@builtin(global_invocation_id) gid: vec3<u32>,
 }
 
 // ---- k9_matmul ----
-// k9_matmul (16x16 tiles)
+// 16x16 tiles
 @group(0) @binding(0) var<storage, read> in0: array<f32>;
 @group(0) @binding(1) var<storage, read> in1: array<f32>;
 @group(0) @binding(2) var<storage, read_write> out: array<f32>;
@@ -254,7 +247,7 @@ fn main(@builtin(workgroup_id) wg: vec3<u32>,
 }
 
 // ---- k10_matmul ----
-// k10_matmul (16x16 tiles)
+// 16x16 tiles
 @group(0) @binding(0) var<storage, read> in0: array<f32>;
 @group(0) @binding(1) var<storage, read> in1: array<f32>;
 @group(0) @binding(2) var<storage, read_write> out: array<f32>;
@@ -285,7 +278,6 @@ fn main(@builtin(workgroup_id) wg: vec3<u32>,
 }
 
 // ---- k11_fused_positive_mul ----
-// k11_fused_positive_mul
 @group(0) @binding(0) var<storage, read> in0: array<f32>;
 @group(0) @binding(1) var<storage, read> in1: array<f32>;
 @group(0) @binding(2) var<storage, read_write> out: array<f32>;
@@ -303,7 +295,6 @@ fn main(@builtin(global_invocation_id) gid: vec3<u32>,
 }
 
 // ---- k12_sum ----
-// k12_sum
 @group(0) @binding(0) var<storage, read> in0: array<f32>;
 @group(0) @binding(1) var<storage, read_write> out: array<f32>;
 
@@ -319,7 +310,7 @@ fn main(@builtin(global_invocation_id) gid: vec3<u32>,
 }
 
 // ---- k13_matmul ----
-// k13_matmul (16x16 tiles)
+// 16x16 tiles
 @group(0) @binding(0) var<storage, read> in0: array<f32>;
 @group(0) @binding(1) var<storage, read> in1: array<f32>;
 @group(0) @binding(2) var<storage, read_write> out: array<f32>;
@@ -350,7 +341,6 @@ fn main(@builtin(workgroup_id) wg: vec3<u32>,
 }
 
 // ---- k14_adam_update ----
-// k14_adam_update
 @group(0) @binding(0) var<storage, read> in0: array<f32>;
 @group(0) @binding(1) var<storage, read> in1: array<f32>;
 @group(0) @binding(2) var<storage, read> in2: array<f32>;
@@ -389,7 +379,6 @@ fn main(@builtin(global_invocation_id) gid: vec3<u32>,
 }
 
 // ---- k15_adam_m ----
-// k15_adam_m
 @group(0) @binding(0) var<storage, read> in0: array<f32>;
 @group(0) @binding(1) var<storage, read> in1: array<f32>;
 @group(0) @binding(2) var<storage, read> in2: array<f32>;
@@ -416,7 +405,6 @@ fn main(@builtin(global_invocation_id) gid: vec3<u32>,
 }
 
 // ---- k16_adam_v ----
-// k16_adam_v
 @group(0) @binding(0) var<storage, read> in0: array<f32>;
 @group(0) @binding(1) var<storage, read> in1: array<f32>;
 @group(0) @binding(2) var<storage, read> in2: array<f32>;
@@ -443,7 +431,6 @@ fn main(@builtin(global_invocation_id) gid: vec3<u32>,
 }
 
 // ---- k17_adam_update ----
-// k17_adam_update
 @group(0) @binding(0) var<storage, read> in0: array<f32>;
 @group(0) @binding(1) var<storage, read> in1: array<f32>;
 @group(0) @binding(2) var<storage, read> in2: array<f32>;
@@ -482,7 +469,6 @@ fn main(@builtin(global_invocation_id) gid: vec3<u32>,
 }
 
 // ---- k18_adam_m ----
-// k18_adam_m
 @group(0) @binding(0) var<storage, read> in0: array<f32>;
 @group(0) @binding(1) var<storage, read> in1: array<f32>;
 @group(0) @binding(2) var<storage, read> in2: array<f32>;
@@ -509,7 +495,6 @@ fn main(@builtin(global_invocation_id) gid: vec3<u32>,
 }
 
 // ---- k19_adam_v ----
-// k19_adam_v
 @group(0) @binding(0) var<storage, read> in0: array<f32>;
 @group(0) @binding(1) var<storage, read> in1: array<f32>;
 @group(0) @binding(2) var<storage, read> in2: array<f32>;
@@ -536,7 +521,6 @@ fn main(@builtin(global_invocation_id) gid: vec3<u32>,
 }
 
 // ---- k20_adam_update ----
-// k20_adam_update
 @group(0) @binding(0) var<storage, read> in0: array<f32>;
 @group(0) @binding(1) var<storage, read> in1: array<f32>;
 @group(0) @binding(2) var<storage, read> in2: array<f32>;
@@ -575,7 +559,6 @@ fn main(@builtin(global_invocation_id) gid: vec3<u32>,
 }
 
 // ---- k21_adam_m ----
-// k21_adam_m
 @group(0) @binding(0) var<storage, read> in0: array<f32>;
 @group(0) @binding(1) var<storage, read> in1: array<f32>;
 @group(0) @binding(2) var<storage, read> in2: array<f32>;
@@ -602,7 +585,6 @@ fn main(@builtin(global_invocation_id) gid: vec3<u32>,
 }
 
 // ---- k22_adam_v ----
-// k22_adam_v
 @group(0) @binding(0) var<storage, read> in0: array<f32>;
 @group(0) @binding(1) var<storage, read> in1: array<f32>;
 @group(0) @binding(2) var<storage, read> in2: array<f32>;
@@ -629,7 +611,6 @@ fn main(@builtin(global_invocation_id) gid: vec3<u32>,
 }
 
 // ---- k23_adam_update ----
-// k23_adam_update
 @group(0) @binding(0) var<storage, read> in0: array<f32>;
 @group(0) @binding(1) var<storage, read> in1: array<f32>;
 @group(0) @binding(2) var<storage, read> in2: array<f32>;
@@ -668,7 +649,6 @@ fn main(@builtin(global_invocation_id) gid: vec3<u32>,
 }
 
 // ---- k24_adam_m ----
-// k24_adam_m
 @group(0) @binding(0) var<storage, read> in0: array<f32>;
 @group(0) @binding(1) var<storage, read> in1: array<f32>;
 @group(0) @binding(2) var<storage, read> in2: array<f32>;
@@ -695,7 +675,6 @@ fn main(@builtin(global_invocation_id) gid: vec3<u32>,
 }
 
 // ---- k25_adam_v ----
-// k25_adam_v
 @group(0) @binding(0) var<storage, read> in0: array<f32>;
 @group(0) @binding(1) var<storage, read> in1: array<f32>;
 @group(0) @binding(2) var<storage, read> in2: array<f32>;

@@ -1,5 +1,4 @@
 // ---- k0_life ----
-// k0_life
 @group(0) @binding(0) var<storage, read> in0: array<f32>;
 @group(0) @binding(1) var<storage, read_write> out: array<f32>;
 
@@ -24,7 +23,6 @@ fn main(@builtin(global_invocation_id) gid: vec3<u32>,
 }
 
 // ---- k1_life ----
-// k1_life
 @group(0) @binding(0) var<storage, read> in0: array<f32>;
 @group(0) @binding(1) var<storage, read_write> out: array<f32>;
 
@@ -49,7 +47,6 @@ fn main(@builtin(global_invocation_id) gid: vec3<u32>,
 }
 
 // ---- k2_life ----
-// k2_life
 @group(0) @binding(0) var<storage, read> in0: array<f32>;
 @group(0) @binding(1) var<storage, read_write> out: array<f32>;
 
@@ -74,7 +71,6 @@ fn main(@builtin(global_invocation_id) gid: vec3<u32>,
 }
 
 // ---- k3_life ----
-// k3_life
 @group(0) @binding(0) var<storage, read> in0: array<f32>;
 @group(0) @binding(1) var<storage, read_write> out: array<f32>;
 

@@ -1,5 +1,4 @@
 // ---- k0_life ----
-// k0_life
 @group(0) @binding(0) var<storage, read> in0: array<f32>;
 @group(0) @binding(1) var<storage, read_write> out: array<f32>;
 

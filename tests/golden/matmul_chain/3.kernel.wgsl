@@ -1,5 +1,5 @@
 // ---- k0_matmul ----
-// k0_matmul (16x16 tiles)
+// 16x16 tiles
 @group(0) @binding(0) var<storage, read> in0: array<f32>;
 @group(0) @binding(1) var<storage, read> in1: array<f32>;
 @group(0) @binding(2) var<storage, read_write> out: array<f32>;
@@ -30,7 +30,7 @@ fn main(@builtin(workgroup_id) wg: vec3<u32>,
 }
 
 // ---- k1_matmul ----
-// k1_matmul (16x16 tiles)
+// 16x16 tiles
 @group(0) @binding(0) var<storage, read> in0: array<f32>;
 @group(0) @binding(1) var<storage, read> in1: array<f32>;
 @group(0) @binding(2) var<storage, read_write> out: array<f32>;
@@ -61,7 +61,6 @@ fn main(@builtin(workgroup_id) wg: vec3<u32>,
 }
 
 // ---- k2_fused_mul_sub_relu ----
-// k2_fused_mul_sub_relu
 @group(0) @binding(0) var<storage, read> in0: array<f32>;
 @group(0) @binding(1) var<storage, read_write> out: array<f32>;
 
@@ -80,7 +79,6 @@ fn main(@builtin(global_invocation_id) gid: vec3<u32>,
 }
 
 // ---- k3_sum ----
-// k3_sum
 @group(0) @binding(0) var<storage, read> in0: array<f32>;
 @group(0) @binding(1) var<storage, read_write> out: array<f32>;
 var<workgroup> partial: array<f32, 256>;
@@ -94,6 +92,8 @@ fn main(@builtin(local_invocation_index) t: u32) {
     if (t < w) { partial[t] = partial[t] + partial[t + w]; }
     workgroupBarrier();
   }
-  if (t == 0u) { out[0] = partial[0]; }
+  if (t == 0u) {
+    out[0] = partial[0];
+  }
 }
 

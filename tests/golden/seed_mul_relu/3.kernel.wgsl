@@ -1,5 +1,4 @@
 // ---- k0_fused_mul_relu ----
-// k0_fused_mul_relu
 @group(0) @binding(0) var<storage, read> in0: array<f32>;
 @group(0) @binding(1) var<storage, read> in1: array<f32>;
 @group(0) @binding(2) var<storage, read_write> out: array<f32>;

@@ -27,14 +27,54 @@ std::string U32(int64_t v) {
   return std::to_string(v) + "u";
 }
 
-std::string Bindings(size_t inputs) {
+const char* StorageType(DType t) {
+  switch (t) {
+    case DType::kF32:
+      return "f32";
+    case DType::kF16:
+      return "f16";
+    case DType::kI32:
+      return "i32";
+    case DType::kU32:
+    case DType::kBool:
+      return "u32";
+  }
+  return "f32";
+}
+
+std::string Bindings(const Module& m, const Kernel& k) {
   std::string s;
-  for (size_t i = 0; i < inputs; ++i)
+  bool f16 = m.graph().at(k.output).type.dtype == DType::kF16;
+  for (size_t i = 0; i < k.inputs.size(); ++i) {
+    const DType t = m.graph().at(k.inputs[i]).type.dtype;
+    f16 |= t == DType::kF16;
     s += "@group(0) @binding(" + std::to_string(i) + ") var<storage, read> in" + std::to_string(i) +
-         ": array<f32>;\n";
-  s += "@group(0) @binding(" + std::to_string(inputs) +
-       ") var<storage, read_write> out: array<f32>;\n";
-  return s;
+         ": array<" + StorageType(t) + ">;\n";
+  }
+  s += "@group(0) @binding(" + std::to_string(k.inputs.size()) +
+       ") var<storage, read_write> out: array<" + StorageType(m.graph().at(k.output).type.dtype) +
+       ">;\n";
+  return (f16 ? "enable f16;\n" : "") + s;
+}
+
+std::string TreeReduce256(const std::string& term, int64_t count, const std::string& finish) {
+  return "var<workgroup> partial: array<f32, 256>;\n"
+         "@compute @workgroup_size(256)\n"
+         "fn main(@builtin(local_invocation_index) t: u32) {\n"
+         "  var s = 0.0;\n"
+         "  for (var j = t; j < " +
+         U32(count) + "; j = j + 256u) { s = s + " + term +
+         "; }\n"
+         "  partial[t] = s;\n"
+         "  workgroupBarrier();\n"
+         "  for (var w = 128u; w > 0u; w = w >> 1u) {\n"
+         "    if (t < w) { partial[t] = partial[t] + partial[t + w]; }\n"
+         "    workgroupBarrier();\n"
+         "  }\n"
+         "  if (t == 0u) {\n" +
+         finish +
+         "  }\n"
+         "}\n";
 }
 
 std::string LinearEntry(int64_t total) {
@@ -49,7 +89,32 @@ std::string LinearEntry(int64_t total) {
          U32(total) + ") { return; }\n";
 }
 
+namespace {
+
+// Layout kernels move elements without looking at them, in any storage type.
+bool MovesOnly(const Kernel& k) {
+  return k.kind == KernelKind::kOp &&
+         (k.op == "transpose" || k.op == "permute" || k.op == "reshape");
+}
+
+}  // namespace
+
 Result<Generated> Generate(const Module& m, const Kernel& k) {
+  if (k.kind != KernelKind::kElementwise && !MovesOnly(k)) {
+    std::vector<int> nodes = k.inputs;
+    nodes.push_back(k.output);
+    for (int id : nodes) {
+      const webir::Node& n = m.graph().at(id);
+      if (n.type.dtype == DType::kF32) continue;
+      const webir::Node& op = m.graph().at(k.output);
+      return UserError("unsupported-dtype", op.origin,
+                       k.op + " computes in f32 only, and \"" +
+                           (n.label.empty() ? n.name : n.label) + "\" is " +
+                           DTypeName(n.type.dtype),
+                       "declare the tensor f32; elementwise ops and transpose/permute/reshape "
+                       "also take i32, u32, bool and f16 storage");
+    }
+  }
   static const FamilyGen kFamilies[] = {GenerateElementwise, GenerateReduce,  GenerateLinalg,
                                         GenerateLayout,      GenerateStencil, GenerateNn,
                                         GenerateOptim};

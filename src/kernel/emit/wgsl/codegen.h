@@ -3,9 +3,15 @@
 // compiles nothing).
 //
 // Binding convention, shared with the WebGPU executor: @group(0) @binding(i) for i < inputs is
-// `var<storage, read> in<i>: array<f32>` in Kernel::inputs order; the next binding is the output
-// `var<storage, read_write> out: array<f32>`. Kernels over more than 65535 workgroups fold their
-// grid into two dimensions and recover the linear index from num_workgroups.
+// `var<storage, read> in<i>: array<T>` in Kernel::inputs order; the next binding is the output
+// `var<storage, read_write> out: array<T>`. T is the storage type of the node's dtype (f32, f16,
+// i32, u32 for u32 and bool). Kernels compute in f32 only: elementwise kernels convert their loads
+// and stores, layout kernels move elements as they are, and every other kernel takes f32 alone.
+// Kernels over more than 65535 workgroups fold their grid into two dimensions and recover the
+// linear index from num_workgroups.
+//
+// The source never names its kernel: identical kernels have identical WGSL, so they share one
+// pipeline and one hash. Printers put names beside the source (kernel::PrintWgsl).
 #pragma once
 
 #include <array>
@@ -30,8 +36,11 @@ Result<Generated> Generate(const Module& m, const Kernel& k);
 
 // Grid for `invocations` threads at kWorkgroupSize per group, folded into (x, y) when needed.
 std::array<uint32_t, 3> LinearGrid(int64_t invocations);
-// Prelude declaring in0..in<n-1> and out, and the linear index `let i` with its bound check.
-std::string Bindings(size_t inputs);
+// The WGSL element type a buffer of `t` is bound as.
+const char* StorageType(DType t);
+// Prelude declaring in0..in<n-1> and out with the element types of k's nodes (and `enable f16;`
+// when one is f16); LinearEntry declares the linear index `let i` with its bound check.
+std::string Bindings(const Module& m, const Kernel& k);
 std::string LinearEntry(int64_t total);
 // WGSL literal for a float/uint.
 std::string F32(double v);
@@ -55,6 +64,14 @@ Generated ElementwiseTile(const Module& m, const Kernel& k, int64_t base, int64_
 
 // WGSL expression of an elementwise op applied to operand expressions a (and b); "" if unknown.
 std::string ElementwiseExpr(const std::string& op, const std::string& a, const std::string& b);
+// The fixed 256-wide reduction tree, the one order every whole-tensor reduction uses (the CPU
+// reference mirrors it in kernel/ref/tree_sum.h): a body for a kernel of @workgroup_size(256)
+// whose lane t sums `term(j)` for j = t, t + 256, ... below `count` in order, then the lanes
+// combine pairwise (w = 128, 64, ..., 1: lane t < w adds lane t + w). `term` is a WGSL expression
+// of `j`. Declares `partial` and `main(local_invocation_index t)`; after the tree, lane 0 runs
+// `finish`, which reads the total as `partial[0]`.
+std::string TreeReduce256(const std::string& term, int64_t count, const std::string& finish);
+
 // Helper functions an op's expression needs (e.g. erf for gelu), "" if none.
 std::string ElementwiseHelpers(const std::string& op);
 

@@ -107,7 +107,10 @@ Generated ElementwiseTile(const Module& m, const Kernel& k, int64_t base, int64_
       }
       if (index.empty()) index = "0u";
     }
-    body += "  let x" + std::to_string(n) + " = in" + std::to_string(n) + "[" + index + "];\n";
+    // Kernels compute in f32: loads from other storage types convert by value.
+    std::string load = "in" + std::to_string(n) + "[" + index + "]";
+    if (m.graph().at(k.inputs[n]).type.dtype != DType::kF32) load = "f32(" + load + ")";
+    body += "  let x" + std::to_string(n) + " = " + load + ";\n";
   }
   // Appended rather than `"s" + std::to_string(...)`, which GCC 12 misreports under -Wrestrict.
   auto operand = [&](int o) {
@@ -123,13 +126,22 @@ Generated ElementwiseTile(const Module& m, const Kernel& k, int64_t base, int64_
                                              e.operands.size() > 1 ? operand(e.operands[1]) : "");
     body += "  let s" + std::to_string(s) + " = " + expr + ";\n";
   }
-  body += "  out[i] = s" + std::to_string(k.expr.size() - 1) + ";\n}\n";
+  std::string result = "s" + std::to_string(k.expr.size() - 1);
+  switch (type.dtype) {
+    case DType::kF32:
+      break;
+    case DType::kBool:
+      result = "select(0u, 1u, " + result + " != 0.0)";
+      break;
+    default:
+      result = std::string(StorageType(type.dtype)) + "(" + result + ")";
+  }
+  body += "  out[i] = " + result + ";\n}\n";
 
-  std::string title = "// " + k.name;
-  if (tiled)
-    title += ", tile of " + std::to_string(count) + " elements from " + std::to_string(base);
-  out.source =
-      title + "\n" + Bindings(k.inputs.size()) + helpers + "\n" + LinearEntry(count) + body;
+  std::string title = tiled ? "// a tile of " + std::to_string(count) + " elements from " +
+                                  std::to_string(base) + "\n"
+                            : "";
+  out.source = title + Bindings(m, k) + helpers + "\n" + LinearEntry(count) + body;
   out.workgroups = LinearGrid(count);
   return out;
 }

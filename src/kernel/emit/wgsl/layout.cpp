@@ -31,7 +31,7 @@ bool GenerateLayout(const Module& m, const Kernel& k, Generated& out) {
     }
     body += "  out[i] = in0[src];\n}\n";
   }
-  out.source = "// " + k.name + "\n" + Bindings(1) + "\n" + LinearEntry(total) + body;
+  out.source = Bindings(m, k) + "\n" + LinearEntry(total) + body;
   out.workgroups = LinearGrid(total);
   return true;
 }

@@ -48,7 +48,7 @@ bool GenerateLinalg(const Module& m, const Kernel& k, Generated& out) {
     }
     // Rows and columns past the edge load zeros; their products add exact zeros after the last
     // real term, so every element still sums its K products in increasing order.
-    out.source = "// " + k.name + " (16x16 tiles)\n" + Bindings(2) +
+    out.source = "// 16x16 tiles\n" + Bindings(m, k) +
                  "var<workgroup> tile_a: array<f32, 256>;\n"
                  "var<workgroup> tile_b: array<f32, 256>;\n\n"
                  "@compute @workgroup_size(16, 16)\n"
@@ -96,8 +96,8 @@ bool GenerateLinalg(const Module& m, const Kernel& k, Generated& out) {
                      "; off_a = off_a + bd * " + U32(sa[d] * M * K) + "; off_b = off_b + bd * " +
                      U32(sb[d] * K * N) + "; }\n";
   }
-  out.source = "// " + k.name + "\n" + Bindings(2) + "\n" + LinearEntry(to.elements()) +
-               batch_offsets + "  let r = (i / " + U32(nonzero(N)) + ") % " + U32(nonzero(M)) +
+  out.source = Bindings(m, k) + "\n" + LinearEntry(to.elements()) + batch_offsets +
+               "  let r = (i / " + U32(nonzero(N)) + ") % " + U32(nonzero(M)) +
                ";\n"
                "  let c = i % " +
                U32(nonzero(N)) +

@@ -1,7 +1,7 @@
 // WGSL row-wise normalizations and cross entropy, mirroring kernel/ref/nn.cpp: one invocation per
 // row walks the row in index order (maximum, then the sum of exp(x - max)); the mean loss of
-// cross_entropy runs in one workgroup, 256 strided partial sums combined by a fixed pairwise tree,
-// the order the CPU reference uses too. No atomics anywhere.
+// cross_entropy runs in one workgroup over the fixed 256-wide tree (TreeReduce256), the order the
+// CPU reference uses too. No atomics anywhere.
 //
 // Labels: a label that is not an integer in [0, C) gives its row a NaN loss (and NaN gradients),
 // exactly as on the CPU. The NaN is made at run time from its bits: a NaN constant expression is a
@@ -41,7 +41,7 @@ std::string LabelCheck(const std::string& label, int64_t classes) {
 bool GenerateNn(const Module& m, const Kernel& k, Generated& out) {
   if (k.kind != KernelKind::kOp) return false;
   const TensorType& in = m.graph().at(k.inputs.empty() ? k.output : k.inputs[0]).type;
-  std::string head = "// " + k.name + "\n" + Bindings(k.inputs.size());
+  std::string head = Bindings(m, k);
   if (k.op == "softmax" || k.op == "log_softmax") {
     int64_t n = in.dims.back().size;
     int64_t rows = n ? in.elements() / n : 0;
@@ -59,34 +59,20 @@ bool GenerateNn(const Module& m, const Kernel& k, Generated& out) {
   }
   if (k.op == "cross_entropy") {
     int64_t rows = in.dims[0].size, classes = in.dims[1].size;
-    out.source = head + kNanFn +
-                 "fn row_loss(r: u32) -> f32 {\n"
-                 "  let label = in1[r];\n"
-                 "  if (!" +
-                 LabelCheck("label", classes) +
-                 ") { return nan_f32(); }\n"
-                 "  let base = r * " +
-                 U32(classes) + ";\n" + RowMaxSum(classes) +
-                 "  return -((in0[base + u32(label)] - mx) - log(sum));\n"
-                 "}\n"
-                 "var<workgroup> partial: array<f32, 256>;\n"
-                 "@compute @workgroup_size(256)\n"
-                 "fn main(@builtin(local_invocation_index) t: u32) {\n"
-                 "  var s = 0.0;\n"
-                 "  for (var r = t; r < " +
-                 U32(rows) +
-                 "; r = r + 256u) { s = s + row_loss(r); }\n"
-                 "  partial[t] = s;\n"
-                 "  workgroupBarrier();\n"
-                 "  for (var w = 128u; w > 0u; w = w >> 1u) {\n"
-                 "    if (t < w) { partial[t] = partial[t] + partial[t + w]; }\n"
-                 "    workgroupBarrier();\n"
-                 "  }\n"
-                 "  if (t == 0u) {\n" +
-                 (rows ? "    out[0] = partial[0] / " + F32(static_cast<double>(rows)) + ";\n"
-                       : std::string("    out[0] = nan_f32();\n")) +
-                 "  }\n"
-                 "}\n";
+    out.source =
+        head + kNanFn +
+        "fn row_loss(r: u32) -> f32 {\n"
+        "  let label = in1[r];\n"
+        "  if (!" +
+        LabelCheck("label", classes) +
+        ") { return nan_f32(); }\n"
+        "  let base = r * " +
+        U32(classes) + ";\n" + RowMaxSum(classes) +
+        "  return -((in0[base + u32(label)] - mx) - log(sum));\n"
+        "}\n" +
+        TreeReduce256("row_loss(j)", rows,
+                      rows ? "    out[0] = partial[0] / " + F32(static_cast<double>(rows)) + ";\n"
+                           : std::string("    out[0] = nan_f32();\n"));
     out.workgroups = {1, 1, 1};
     return true;
   }

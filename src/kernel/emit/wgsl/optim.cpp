@@ -111,8 +111,7 @@ bool GenerateOptim(const Module& m, const Kernel& k, Generated& out) {
   std::string uses;
   for (size_t b = 0; b < k.inputs.size(); ++b)
     uses += "  _ = arrayLength(&in" + std::to_string(b) + ");\n";
-  out.source = "// " + k.name + "\n" + Bindings(k.inputs.size()) + helpers + "\n" +
-               LinearEntry(total) + uses + body + "}\n";
+  out.source = Bindings(m, k) + helpers + "\n" + LinearEntry(total) + uses + body + "}\n";
   out.workgroups = LinearGrid(total);
   return true;
 }

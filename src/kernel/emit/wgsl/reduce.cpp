@@ -1,8 +1,8 @@
-// WGSL reductions. No float atomics: a whole-tensor reduction runs in one workgroup whose threads
-// each sum a fixed strided subset and then combine in a fixed tree, so the result is the same on
-// every run on a device — and it is the order of the CPU reference (kernel/ref/reduce.cpp), so
-// the two agree bit for bit. Axis reductions give each output element one invocation that walks
-// the axis in order, like the CPU reference.
+// WGSL reductions. No float atomics: a whole-tensor reduction runs in one workgroup over the fixed
+// 256-wide tree (TreeReduce256), so the result is the same on every run on a device — and it is
+// the order of the CPU reference (kernel/ref/tree_sum.h), so the two agree bit for bit. Axis
+// reductions give each output element one invocation that walks the axis in order, like the CPU
+// reference.
 #include <algorithm>
 
 #include "kernel/emit/wgsl/codegen.h"
@@ -14,28 +14,11 @@ bool GenerateReduce(const Module& m, const Kernel& k, Generated& out) {
   const webir::Node& node = m.graph().at(k.output);
   const TensorType& in = m.graph().at(k.inputs[0]).type;
   bool mean = k.op == "mean";
-  std::string head = "// " + k.name + "\n" + Bindings(1);
+  std::string head = Bindings(m, k);
   if (node.attrs["axis"].is_null()) {
     int64_t n = in.elements();
     std::string scale = mean ? " / " + F32(static_cast<double>(n)) : "";
-    out.source = head +
-                 "var<workgroup> partial: array<f32, 256>;\n"
-                 "@compute @workgroup_size(256)\n"
-                 "fn main(@builtin(local_invocation_index) t: u32) {\n"
-                 "  var s = 0.0;\n"
-                 "  for (var j = t; j < " +
-                 U32(n) +
-                 "; j = j + 256u) { s = s + in0[j]; }\n"
-                 "  partial[t] = s;\n"
-                 "  workgroupBarrier();\n"
-                 "  for (var w = 128u; w > 0u; w = w >> 1u) {\n"
-                 "    if (t < w) { partial[t] = partial[t] + partial[t + w]; }\n"
-                 "    workgroupBarrier();\n"
-                 "  }\n"
-                 "  if (t == 0u) { out[0] = partial[0]" +
-                 scale +
-                 "; }\n"
-                 "}\n";
+    out.source = head + TreeReduce256("in0[j]", n, "    out[0] = partial[0]" + scale + ";\n");
     out.workgroups = {1, 1, 1};
     return true;
   }

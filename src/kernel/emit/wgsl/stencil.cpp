@@ -11,8 +11,7 @@ bool GenerateStencil(const Module& m, const Kernel& k, Generated& out) {
   const TensorType& t = m.graph().at(k.output).type;
   // Sizes of at least 1 keep the literals valid for empty grids, which return before reading.
   int64_t rows = std::max<int64_t>(t.dims[0].size, 1), cols = std::max<int64_t>(t.dims[1].size, 1);
-  out.source = "// " + k.name + "\n" + Bindings(1) + "\n" + LinearEntry(t.elements()) +
-               "  let r = i / " + U32(cols) +
+  out.source = Bindings(m, k) + "\n" + LinearEntry(t.elements()) + "  let r = i / " + U32(cols) +
                ";\n"
                "  let c = i % " +
                U32(cols) +

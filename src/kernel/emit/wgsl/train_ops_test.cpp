@@ -67,7 +67,7 @@ void Compare(const std::string& op, const std::vector<Input>& inputs, const Json
     n.name = n.label = in.name;
     n.type = MakeType(in.shape);
     args.push_back(g.Add(std::move(n)));
-    feeds[in.name] = {MakeType(in.shape), in.data};
+    feeds[in.name] = HostTensor::FromFloats(MakeType(in.shape), in.data);
   }
   const webir::OpDef* def = webir::FindOp(op);
   webir::InferContext c;
@@ -94,7 +94,7 @@ void Compare(const std::string& op, const std::vector<Input>& inputs, const Json
   auto got = gpu->Run(plan, feeds);
   ASSERT_TRUE(got.ok()) << got.errors()[0].Format();
   const std::vector<float>& w = want.value()[0];
-  const std::vector<float>& r = got.value().outputs[0].second.data;
+  const std::vector<float>& r = got.value().outputs[0].second.ToFloats();
   ASSERT_EQ(w.size(), r.size());
   policy::Thresholds limits = policy::ResolveThresholds(def->tolerance, policy::Tier::kProd);
   bool any_nan = false;

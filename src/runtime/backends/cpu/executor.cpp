@@ -2,12 +2,32 @@
 
 #include <chrono>
 #include <cmath>
+#include <cstring>
 #include <thread>
-
-#include "runtime/prepared.h"
 
 namespace scellis::runtime::cpu {
 namespace {
+
+template <typename T>
+void LoadValues(const HostTensor& t, T* dst) {
+  if (t.type.dtype == DType::kF32) {
+    std::span<const float> v = t.view<float>();
+    std::copy(v.begin(), v.end(), dst);
+    return;
+  }
+  for (int64_t i = 0; i < t.elements(); ++i) dst[i] = static_cast<T>(t.ValueAt(i));
+}
+
+// The first type.elements() values of `src` as a host tensor of `type`.
+HostTensor ToHost(const TensorType& type, const float* src) {
+  HostTensor t = HostTensor::Zeros(type);
+  if (type.dtype == DType::kF32) {
+    if (!t.bytes.empty()) std::memcpy(t.bytes.data(), src, t.bytes.size());
+  } else {
+    for (int64_t i = 0; i < type.elements(); ++i) t.SetValue(i, src[i]);
+  }
+  return t;
+}
 
 // The plan's buffers in element type T, with sources loaded.
 template <typename T>
@@ -22,7 +42,7 @@ struct Resident {
     if (exact) {
       if (auto it = exact->find(FeedName(n)); it != exact->end()) {
         if (static_cast<int64_t>(it->second.size()) != n.type.elements())
-          return UserError("feed-shape-mismatch", n.origin,
+          return UserError("bad-feed", n.origin,
                            "the feed \"" + FeedName(n) + "\" has " +
                                std::to_string(it->second.size()) + " values, the input holds " +
                                std::to_string(n.type.elements()));
@@ -30,18 +50,24 @@ struct Resident {
         return Status::Ok();
       }
     }
-    SCELLIS_ASSIGN_OR_RETURN(std::vector<float> data, SourceData(n, feeds));
-    std::copy(data.begin(), data.end(), of(n.id).begin());
+    SCELLIS_ASSIGN_OR_RETURN(HostTensor data, SourceData(n, feeds));
+    LoadValues(data, of(n.id).data());
     return Status::Ok();
   }
 
+  void Store(int node, const HostTensor& value) { LoadValues(value, of(node).data()); }
+
   static Result<Resident> Make(const execplan::Plan& plan, const Feeds& feeds, bool defer_fed,
                                const ExactFeeds<T>* exact = nullptr) {
-    if (plan.verdict == execplan::Verdict::kRed)
-      return InternalError("cpu.Prepare", "asked to run a red plan");
     Resident r{&plan, std::vector<std::vector<T>>(plan.buffers.size())};
+    // Buffers hold values, one per element whatever the storage width.
+    std::vector<int64_t> elements(plan.buffers.size(), 0);
+    for (const webir::Node& n : plan.graph().nodes) {
+      int b = plan.buffer_of[n.id];
+      if (b >= 0) elements[b] = std::max(elements[b], n.type.elements());
+    }
     for (const execplan::Buffer& b : plan.buffers)
-      r.buffers[b.id].resize(static_cast<size_t>(b.bytes / 4));
+      r.buffers[b.id].resize(static_cast<size_t>(std::max(elements[b.id], b.bytes / 4)));
     std::vector<int> fed = FedInputs(plan.graph());
     for (const webir::Node& n : plan.graph().nodes) {
       if (n.role != webir::Role::kInput && n.role != webir::Role::kParam) continue;
@@ -72,40 +98,36 @@ struct Resident {
 
 class CpuPrepared : public Prepared {
  public:
-  CpuPrepared(const execplan::Plan& plan, Resident<float> resident,
-              const kernel::ref::Parallel& parallel)
-      : plan_(plan), resident_(std::move(resident)), parallel_(parallel) {
-    resident_.plan = &plan_;
+  CpuPrepared(const execplan::Plan& plan, const kernel::ref::Parallel& parallel)
+      : Prepared(plan), parallel_(parallel) {}
+
+  Status Init(const Feeds& feeds) {
+    SCELLIS_ASSIGN_OR_RETURN(resident_, Resident<float>::Make(plan_, feeds, /*defer_fed=*/true));
+    return Status::Ok();
   }
 
   std::string backend() const override { return "cpu"; }
 
-  Result<StepsResult> RunSteps(const std::vector<Feeds>& feeds,
-                               const std::vector<std::string>& watch) override {
+ protected:
+  Result<StepsResult> DoRunSteps(const std::vector<Feeds>& feeds,
+                                 const std::vector<std::string>& names,
+                                 const std::vector<int>& watch) override {
     auto start = std::chrono::steady_clock::now();
     const webir::Graph& g = plan_.graph();
-    std::vector<int> watch_nodes;
-    for (const std::string& w : watch) {
-      int node = FindNamedNode(g, w);
-      if (node < 0)
-        return UserError("unknown-output", "", "no output or input is named \"" + w + "\"");
-      watch_nodes.push_back(node);
-    }
     StepsResult r;
-    for (const std::string& w : watch) r.watched.push_back({w, {}});
+    for (const std::string& w : names) r.watched.push_back({w, {}});
     for (const Feeds& step_feeds : feeds) {
       for (const webir::Node& n : g.nodes) {
         if (n.role != webir::Role::kInput || n.data) continue;
         if (IsCarried(g, n.id) && initialized_) continue;
-        SCELLIS_TRY(resident_.Load(n, step_feeds));
+        SCELLIS_TRY(resident_->Load(n, step_feeds));
       }
       initialized_ = true;
-      SCELLIS_TRY(resident_.Step(parallel_));
-      for (size_t i = 0; i < watch_nodes.size(); ++i) {
-        const webir::Node& n = g.at(watch_nodes[i]);
+      SCELLIS_TRY(resident_->Step(parallel_));
+      for (size_t i = 0; i < watch.size(); ++i) {
         // Carried inputs were just updated; outputs hold this step's value.
-        const std::vector<float>& b = resident_.of(n.id);
-        r.watched[i].second.push_back({n.type, {b.begin(), b.begin() + n.type.elements()}});
+        const webir::Node& n = g.at(watch[i]);
+        r.watched[i].second.push_back(ToHost(n.type, resident_->of(n.id).data()));
       }
     }
     double ms =
@@ -114,26 +136,19 @@ class CpuPrepared : public Prepared {
     return r;
   }
 
-  Result<HostTensor> Download(const std::string& name) override {
-    int node = FindNamedNode(plan_.graph(), name);
-    if (node < 0)
-      return UserError("unknown-output", "", "no output or input is named \"" + name + "\"");
-    const webir::Node& n = plan_.graph().at(node);
-    const std::vector<float>& b = resident_.of(node);
-    return HostTensor{n.type, {b.begin(), b.begin() + n.type.elements()}};
+  Result<HostTensor> DoDownload(int node) override {
+    return ToHost(plan_.graph().at(node).type, resident_->of(node).data());
   }
 
-  Status Upload(const std::string& name, const std::vector<float>& data) override {
-    SCELLIS_ASSIGN_OR_RETURN(int node, UploadTarget(plan_.graph(), name, data.size()));
-    std::copy(data.begin(), data.end(), resident_.of(node).begin());
+  Status DoUpload(int node, const HostTensor& value) override {
+    resident_->Store(node, value);
     initialized_ |= IsCarried(plan_.graph(), node);
     return Status::Ok();
   }
 
  private:
-  execplan::Plan plan_;
-  Resident<float> resident_;
   const kernel::ref::Parallel& parallel_;
+  std::optional<Resident<float>> resident_;
   bool initialized_ = false;
 };
 
@@ -144,10 +159,24 @@ CpuExecutor::CpuExecutor(Options options)
                     ? options.threads
                     : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()))) {}
 
+DeviceProfile ReferenceProfile() {
+  DeviceProfile p;
+  p.key = "cpu;reference";
+  p.device = "the reference";
+  p.adapter_type = "cpu";
+  return p;
+}
+
+DeviceProfile CpuExecutor::profile() const {
+  return ReferenceProfile();
+}
+
 template <typename T>
 Result<std::vector<std::vector<T>>> RunPlan(const execplan::Plan& plan, const Feeds& feeds,
                                             const kernel::ref::Parallel& parallel,
                                             const ExactFeeds<T>& exact) {
+  if (plan.verdict == execplan::Verdict::kRed)
+    return InternalError("cpu.RunPlan", "asked to run a red plan");
   SCELLIS_ASSIGN_OR_RETURN(Resident<T> r,
                            Resident<T>::Make(plan, feeds, /*defer_fed=*/false, &exact));
   SCELLIS_TRY(r.Step(parallel));
@@ -167,12 +196,15 @@ template Result<std::vector<std::vector<double>>> RunPlan<double>(const execplan
                                                                   const kernel::ref::Parallel&,
                                                                   const ExactFeeds<double>&);
 
-Result<std::unique_ptr<Prepared>> CpuExecutor::Prepare(const execplan::Plan& plan) {
-  SCELLIS_ASSIGN_OR_RETURN(Resident<float> r, Resident<float>::Make(plan, {}, /*defer_fed=*/true));
-  return std::unique_ptr<Prepared>(new CpuPrepared(plan, std::move(r), parallel_));
+Result<std::unique_ptr<Prepared>> CpuExecutor::DoPrepare(const execplan::Plan& plan,
+                                                         const Feeds& feeds, const RunOptions&) {
+  auto p = std::make_unique<CpuPrepared>(plan, parallel_);
+  SCELLIS_TRY(p->Init(feeds));
+  return std::unique_ptr<Prepared>(std::move(p));
 }
 
-Result<RunResult> CpuExecutor::Run(const execplan::Plan& plan, const Feeds& feeds) {
+Result<RunResult> CpuExecutor::DoRun(const execplan::Plan& plan, const Feeds& feeds,
+                                     const RunOptions&) {
   auto start = std::chrono::steady_clock::now();
   SCELLIS_ASSIGN_OR_RETURN(auto outputs, RunPlan<float>(plan, feeds, parallel_));
   double ms =
@@ -181,12 +213,9 @@ Result<RunResult> CpuExecutor::Run(const execplan::Plan& plan, const Feeds& feed
   r.backend = "cpu";
   r.executor = "reference";
   const webir::Graph& g = plan.graph();
-  for (size_t i = 0; i < g.outputs.size(); ++i) {
-    HostTensor t;
-    t.type = g.at(g.outputs[i].node).type;
-    t.data = std::move(outputs[i]);
-    r.outputs.emplace_back(g.outputs[i].name, std::move(t));
-  }
+  for (size_t i = 0; i < g.outputs.size(); ++i)
+    r.outputs.emplace_back(g.outputs[i].name,
+                           ToHost(g.at(g.outputs[i].node).type, outputs[i].data()));
   r.stats = {{"kernels", plan.steps.size()},
              {"threads", parallel_.threads()},
              {"wall_ms", ms},

@@ -1,10 +1,11 @@
 // The CPU reference executor: runs any ExecPlan with the reference kernels. Deterministic on every
-// machine and for every thread count.
+// machine and for every thread count. It computes in f32 (or f64 for gradient checks) whatever
+// the storage dtype: non-f32 sources are converted by value on the way in and back on the way
+// out, as the WGSL kernels convert their loads and stores.
 #pragma once
 
-#include "runtime/executor.h"
-#include "runtime/prepared.h"
 #include "kernel/ref/ref.h"
+#include "runtime/executor.h"
 
 namespace scellis::runtime::cpu {
 
@@ -16,13 +17,21 @@ class CpuExecutor : public Executor {
  public:
   explicit CpuExecutor(Options options = {});
   std::string name() const override { return "cpu"; }
-  Result<RunResult> Run(const execplan::Plan& plan, const Feeds& feeds) override;
-  Result<std::unique_ptr<Prepared>> Prepare(const execplan::Plan& plan) override;
+  DeviceProfile profile() const override;
   int threads() const { return parallel_.threads(); }
+
+ protected:
+  Result<RunResult> DoRun(const execplan::Plan& plan, const Feeds& feeds,
+                          const RunOptions& options) override;
+  Result<std::unique_ptr<Prepared>> DoPrepare(const execplan::Plan& plan, const Feeds& feeds,
+                                              const RunOptions& options) override;
 
  private:
   kernel::ref::Parallel parallel_;
 };
+
+// The profile of the reference: the same on every machine.
+DeviceProfile ReferenceProfile();
 
 // Source values given directly in the element type, by feed name; they take precedence over
 // `feeds`, inline data and initializers. Gradient checks use them to perturb an input by less
@@ -31,7 +40,7 @@ template <typename T>
 using ExactFeeds = std::map<std::string, std::vector<T>>;
 
 // Runs `plan` in element type T (f32 for runs, f64 for gradient checks) and returns every buffer
-// holding a named output, in output order.
+// holding a named output, in output order, as values. Below the seam: feeds are not validated.
 template <typename T>
 Result<std::vector<std::vector<T>>> RunPlan(const execplan::Plan& plan, const Feeds& feeds,
                                             const kernel::ref::Parallel& parallel,

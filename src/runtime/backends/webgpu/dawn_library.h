@@ -26,8 +26,8 @@
 #include <string>
 #include <vector>
 
-#include "runtime/backends/webgpu/webgpu_api.h"
 #include "base/result.h"
+#include "runtime/backends/webgpu/webgpu_api.h"
 
 namespace scellis::runtime::webgpu {
 

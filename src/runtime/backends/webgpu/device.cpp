@@ -558,6 +558,12 @@ Result<std::unique_ptr<Device>> Device::Open(const OpenOptions& options) {
   // at 128 MiB ----
   WGPUDeviceDescriptor dd{};
   dd.requiredLimits = &adapter_limits.limits;
+  // f16 storage needs the feature enabled on the device, not only offered by the adapter.
+  const WGPUFeatureName f16_feature = WGPUFeatureName_ShaderF16;
+  if (std::find(info.features.begin(), info.features.end(), "shader-f16") != info.features.end()) {
+    dd.requiredFeatureCount = 1;
+    dd.requiredFeatures = &f16_feature;
+  }
   dd.deviceLostCallbackInfo.mode = WGPUCallbackMode_AllowSpontaneous;
   dd.deviceLostCallbackInfo.callback = OnDeviceLost;
   dd.deviceLostCallbackInfo.userdata1 = m.sink.get();
@@ -586,6 +592,13 @@ Result<std::unique_ptr<Device>> Device::Open(const OpenOptions& options) {
                             "): " + dr->message);
   }
   m.queue = p.DeviceGetQueue(m.device);
+  {
+    WGPUSupportedFeatures df{};
+    p.DeviceGetFeatures(m.device, &df);
+    for (size_t i = 0; i < df.featureCount; ++i)
+      info.shader_f16 |= df.features[i] == WGPUFeatureName_ShaderF16;
+    p.SupportedFeaturesFreeMembers(df);
+  }
 
   WGPULimits dl{};
   if (p.DeviceGetLimits(m.device, &dl) != WGPUStatus_Success) {
@@ -752,6 +765,7 @@ Status Device::Read(BufferId id, uint64_t offset, uint64_t bytes, void* dst) {
   };
   cb.userdata1 = st;
   WGPUFuture map_future = p.BufferMapAsync(m.staging, WGPUMapMode_Read, map_offset, len, cb);
+  m.stats.maps++;
   std::string scope_error = m.PopScope();
   std::string why = m.Wait(map_future);
   if (!why.empty()) {

@@ -115,6 +115,8 @@ struct AdapterInfo {
   // Adapter features: WebGPU names ("shader-f16", "timestamp-query", ...) for the standard ones,
   // "dawn-0x5001a" style for Dawn's own extensions. Sorted.
   std::vector<std::string> features;
+  // The device itself has shader-f16 enabled (an adapter may list it and still not grant it).
+  bool shader_f16 = false;
 };
 
 // True when the adapter is a software rasterizer rather than a GPU: adapter type "cpu", the Null
@@ -149,6 +151,7 @@ struct DeviceStats {
   uint64_t submits = 0;             // queue submissions (Submit, and the ones Read/Write make)
   uint64_t bytes_uploaded = 0;      // through Write
   uint64_t bytes_read = 0;          // through Read
+  uint64_t maps = 0;                // staging-buffer maps (one per Read)
   uint64_t buffers_allocated = 0;   // real allocations
   uint64_t buffers_reused = 0;      // CreateBuffer served from the pool
   uint64_t pipelines_compiled = 0;  // shader modules + pipelines actually built

@@ -14,16 +14,41 @@ execplan::DeviceLimits PlanLimits(const AdapterInfo& info) {
   return l;
 }
 
-Result<RunResult> WebGpuExecutor::Run(const execplan::Plan& plan, const Feeds& feeds) {
-  return Run(plan, feeds, RunOptions{});
+DeviceProfile ProfileOf(const Device& device) {
+  const AdapterInfo& i = device.info();
+  DeviceProfile p;
+  p.key = device.ProfileKey();
+  p.vendor = i.vendor;
+  p.architecture = i.architecture;
+  p.device = i.device;
+  p.driver = i.driver;
+  p.backend_api = i.backend_api;
+  p.dawn_version = i.dawn_version;
+  p.adapter_type = i.adapter_type;
+  p.is_software = i.is_software;
+  return p;
+}
+
+DeviceProfile WebGpuExecutor::profile() const {
+  return ProfileOf(*device_);
+}
+
+execplan::DeviceLimits WebGpuExecutor::limits() const {
+  return PlanLimits(device_->info());
+}
+
+Result<std::unique_ptr<Prepared>> WebGpuExecutor::DoPrepare(const execplan::Plan& plan,
+                                                            const Feeds& feeds,
+                                                            const RunOptions& options) {
+  return PrepareOn(*device_, plan, feeds, options);
 }
 
 // A one-shot run is a session of one step whose watched values are every named output.
-Result<RunResult> WebGpuExecutor::Run(const execplan::Plan& plan, const Feeds& feeds,
-                                      const RunOptions& options) {
+Result<RunResult> WebGpuExecutor::DoRun(const execplan::Plan& plan, const Feeds& feeds,
+                                        const RunOptions& options) {
   auto start = std::chrono::steady_clock::now();
   DeviceStats before = device_->stats();
-  SCELLIS_ASSIGN_OR_RETURN(std::unique_ptr<Prepared> prepared, Prepare(plan, options, feeds));
+  SCELLIS_ASSIGN_OR_RETURN(std::unique_ptr<Prepared> prepared, DoPrepare(plan, feeds, options));
   std::vector<std::string> names;
   for (const webir::Output& o : plan.graph().outputs) names.push_back(o.name);
   SCELLIS_ASSIGN_OR_RETURN(StepsResult steps, prepared->RunSteps({feeds}, names));
@@ -38,11 +63,12 @@ Result<RunResult> WebGpuExecutor::Run(const execplan::Plan& plan, const Feeds& f
       std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
   r.stats = {{"kernels", plan.steps.size()},
              {"dispatches", after.dispatches - before.dispatches},
-             {"submits", after.submits - before.submits},
+             {"submissions", after.submits - before.submits},
+             {"maps", after.maps - before.maps},
              {"pipelines_compiled", after.pipelines_compiled - before.pipelines_compiled},
              {"pipeline_cache_hits", after.pipeline_cache_hits - before.pipeline_cache_hits},
              {"bytes_uploaded", after.bytes_uploaded - before.bytes_uploaded},
-             {"bytes_read", after.bytes_read - before.bytes_read},
+             {"readback_bytes", after.bytes_read - before.bytes_read},
              {"wall_ms", ms},
              {"adapter", device_->info().device},
              {"memory_allocated_bytes", plan.memory.allocated}};

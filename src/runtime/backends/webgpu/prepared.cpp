@@ -3,9 +3,8 @@
 // step binds its own slice of it directly. Carried values ping-pong: after a step, a carried
 // output's buffer and its input's buffer swap roles, so no step copies state. Every step's
 // dispatches go into one submission; only the per-step history of watched outputs (one small
-// copy per step) is read back.
-#include "runtime/prepared.h"
-
+// copy per step, all into one history buffer) is read back, through one staging map.
+#include <algorithm>
 #include <array>
 #include <chrono>
 #include <cstdio>
@@ -17,7 +16,9 @@
 namespace scellis::runtime::webgpu {
 namespace {
 
-inline constexpr size_t kMaxStepsPerRun = 64;
+uint64_t RoundUp4(uint64_t bytes) {
+  return (bytes + 3) / 4 * 4;
+}
 
 // Fills a whole buffer with kPoisonBits. Written as u32 so no float path can quiet or canonicalize
 // the NaN; the grid may be folded into y and z like any large dispatch.
@@ -36,9 +37,8 @@ std::string PoisonWgsl() {
 
 class WebGpuPrepared : public Prepared {
  public:
-  WebGpuPrepared(const execplan::Plan& plan, Device& device,
-                 const WebGpuExecutor::RunOptions& options)
-      : plan_(plan), d_(device), options_(options) {}
+  WebGpuPrepared(const execplan::Plan& plan, Device& device, const RunOptions& options)
+      : Prepared(plan), d_(device), options_(options) {}
   ~WebGpuPrepared() override {
     for (BufferId b : buffers_) d_.ReleaseBuffer(b);
   }
@@ -46,8 +46,7 @@ class WebGpuPrepared : public Prepared {
   std::string backend() const override { return "webgpu"; }
 
   Status Init(const Feeds& feeds) {
-    if (plan_.verdict == execplan::Verdict::kRed)
-      return InternalError("webgpu.Prepare", "asked to prepare a red plan");
+    SCELLIS_TRY(CheckDtypes());
     for (const execplan::Buffer& b : plan_.buffers)
       buffers_.push_back(d_.CreateBuffer(static_cast<uint64_t>(std::max<int64_t>(b.bytes, 4))));
     phys_ = buffers_;
@@ -56,8 +55,7 @@ class WebGpuPrepared : public Prepared {
     for (const webir::Node& n : g.nodes) {
       if (n.role != webir::Role::kInput && n.role != webir::Role::kParam) continue;
       if (IsFed(n.id) || (n.role == webir::Role::kInput && !n.data)) continue;
-      SCELLIS_ASSIGN_OR_RETURN(std::vector<float> data, SourceData(n, feeds));
-      if (!data.empty()) SCELLIS_TRY(d_.Write(Phys(n.id), 0, data.data(), data.size() * 4));
+      SCELLIS_TRY(WriteSource(n, feeds, Phys(n.id), 0));
     }
     for (const execplan::Step& st : plan_.steps) SCELLIS_TRY(PlanTiles(st));
     if (options_.poison_outputs) {
@@ -71,14 +69,36 @@ class WebGpuPrepared : public Prepared {
     return Status::Ok();
   }
 
-  Status WriteSource(const webir::Node& n, const Feeds& feeds, BufferId target, uint64_t offset) {
-    auto it = feeds.find(FeedName(n));
-    if (it != feeds.end() && it->second.type.SameShape(n.type)) {
-      const std::vector<float>& v = it->second.data;
-      return v.empty() ? Status::Ok() : d_.Write(target, offset, v.data(), v.size() * 4);
+  // f16 storage needs the device's shader-f16 feature, and a compiler that accepts `enable f16`
+  // (some grant the feature and still refuse it); say so before any kernel compiles.
+  Status CheckDtypes() {
+    for (const webir::Node& n : plan_.graph().nodes) {
+      if (n.type.dtype != DType::kF16 || plan_.buffer_of[n.id] < 0) continue;
+      std::string why = "has no shader-f16 feature enabled";
+      if (d_.info().shader_f16) {
+        auto probe = d_.Pipeline(
+            "enable f16;\n"
+            "@group(0) @binding(0) var<storage, read_write> out: array<f16>;\n"
+            "@compute @workgroup_size(1)\n"
+            "fn main() { out[0] = f16(1.0); }\n",
+            "main");
+        if (probe.ok()) return Status::Ok();
+        why = "enables shader-f16 but its WGSL compiler refuses `enable f16`";
+      }
+      return UserError("shader-f16-unavailable", n.origin,
+                       "\"" + FeedName(n) + "\" is f16, and the WebGPU adapter \"" +
+                           d_.info().device + "\" " + why,
+                       "declare it f32, or run on an adapter with shader-f16 or on the CPU");
     }
-    SCELLIS_ASSIGN_OR_RETURN(std::vector<float> data, SourceData(n, feeds));  // or its diagnostic
-    return data.empty() ? Status::Ok() : d_.Write(target, offset, data.data(), data.size() * 4);
+    return Status::Ok();
+  }
+
+  Status WriteSource(const webir::Node& n, const Feeds& feeds, BufferId target, uint64_t offset) {
+    SCELLIS_ASSIGN_OR_RETURN(HostTensor data, SourceData(n, feeds));
+    if (data.bytes.empty()) return Status::Ok();
+    // A slot of a 2-byte dtype may end mid-word; the device writes whole words.
+    if (data.bytes.size() % 4) data.bytes.resize(RoundUp4(data.bytes.size()));
+    return d_.Write(target, offset, data.bytes.data(), data.bytes.size());
   }
 
   // The dispatches of one plan step: the kernel over everything, or — where a buffer it binds is
@@ -120,13 +140,10 @@ class WebGpuPrepared : public Prepared {
     return Status::Ok();
   }
 
-  Result<StepsResult> RunSteps(const std::vector<Feeds>& feeds,
-                               const std::vector<std::string>& watch) override {
-    if (feeds.empty() || feeds.size() > kMaxStepsPerRun) {
-      return UserError("bad-step-count", "",
-                       "a run takes 1 to " + std::to_string(kMaxStepsPerRun) + " steps, got " +
-                           std::to_string(feeds.size()));
-    }
+ protected:
+  Result<StepsResult> DoRunSteps(const std::vector<Feeds>& feeds,
+                                 const std::vector<std::string>& names,
+                                 const std::vector<int>& watch) override {
     auto start = std::chrono::steady_clock::now();
     const webir::Graph& g = plan_.graph();
     const size_t steps = feeds.size();
@@ -150,7 +167,7 @@ class WebGpuPrepared : public Prepared {
       if (n.role != webir::Role::kInput || n.data) continue;
       bool fed = IsFed(n.id);
       if (!fed && initialized_) continue;
-      uint64_t bytes = static_cast<uint64_t>(std::max<int64_t>(n.type.bytes(), 4));
+      uint64_t bytes = std::max<uint64_t>(RoundUp4(n.type.bytes()), 4);
       uint64_t stride = fed ? (bytes + align - 1) / align * align : bytes;
       size_t slices = fed ? steps : 1;
       // A carried input's first value goes straight into its own buffer.
@@ -168,19 +185,17 @@ class WebGpuPrepared : public Prepared {
       if (fed) fed_slots[n.id] = {target, stride, bytes};
     }
 
-    std::vector<int> watch_nodes;
-    std::vector<BufferId> history;
-    for (const std::string& w : watch) {
-      int node = FindNamedNode(g, w);
-      if (node < 0) {
-        release();
-        return UserError("unknown-output", "", "no output or input is named \"" + w + "\"");
-      }
-      watch_nodes.push_back(node);
-      history.push_back(d_.CreateBuffer(
-          static_cast<uint64_t>(std::max<int64_t>(g.at(node).type.bytes() * steps, 4))));
-      scratch.push_back(history.back());
+    // Every watched value of every step goes into one history buffer, so one map reads it all:
+    // watched output i of step k at history_at[i] + k * slot[i].
+    std::vector<uint64_t> slot, history_at;
+    uint64_t history_bytes = 0;
+    for (int node : watch) {
+      slot.push_back(RoundUp4(g.at(node).type.bytes()));
+      history_at.push_back(history_bytes);
+      history_bytes += slot.back() * steps;
     }
+    BufferId history = d_.CreateBuffer(std::max<uint64_t>(history_bytes, 4));
+    scratch.push_back(history);
 
     for (size_t k = 0; k < steps; ++k) {
       for (size_t s = 0; s < plan_.steps.size(); ++s) {
@@ -216,68 +231,59 @@ class WebGpuPrepared : public Prepared {
           d_.Dispatch(t.pipeline, bindings, t.grid[0], t.grid[1], t.grid[2]);
         }
       }
-      for (size_t i = 0; i < watch_nodes.size(); ++i) {
-        int64_t bytes = g.at(watch_nodes[i]).type.bytes();
-        if (bytes) d_.Copy(Phys(watch_nodes[i]), 0, history[i], k * bytes, bytes);
+      for (size_t i = 0; i < watch.size(); ++i) {
+        if (slot[i]) d_.Copy(Phys(watch[i]), 0, history, history_at[i] + k * slot[i], slot[i]);
       }
       // The carried outputs become next step's inputs by swapping buffers, not by copying.
       for (const webir::Carry& c : g.carries)
         std::swap(phys_[plan_.buffer_of[c.from]], phys_[plan_.buffer_of[c.to]]);
     }
-    Status submitted = d_.Submit();
-    if (!submitted.ok()) {
-      release();
-      return submitted;
-    }
+    // The read submits the recorded steps together with its copy to the staging buffer: one
+    // submission and one map for the whole run.
+    std::vector<std::byte> all(history_bytes);
+    Status done = history_bytes ? d_.Read(history, 0, history_bytes, all.data()) : d_.Submit();
+    release();
+    if (!done.ok()) return done;
     initialized_ = true;
 
     StepsResult r;
-    for (size_t i = 0; i < watch_nodes.size(); ++i) {
-      const webir::Node& n = g.at(watch_nodes[i]);
-      std::vector<float> all(static_cast<size_t>(n.type.elements()) * steps);
-      if (!all.empty()) {
-        Status s = d_.Read(history[i], 0, all.size() * 4, all.data());
-        if (!s.ok()) {
-          release();
-          return s;
-        }
-      }
+    for (size_t i = 0; i < watch.size(); ++i) {
+      const TensorType& type = g.at(watch[i]).type;
       std::vector<HostTensor> per_step;
       for (size_t k = 0; k < steps; ++k) {
-        auto first = all.begin() + static_cast<int64_t>(k) * n.type.elements();
-        per_step.push_back({n.type, {first, first + n.type.elements()}});
+        const std::byte* first = all.data() + history_at[i] + k * slot[i];
+        per_step.push_back({type, {first, first + type.bytes()}});
       }
-      r.watched.push_back({watch[i], std::move(per_step)});
+      r.watched.push_back({names[i], std::move(per_step)});
     }
-    release();
     const DeviceStats& after = d_.stats();
     double ms =
         std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
     r.stats = {{"steps", steps},
                {"dispatches", after.dispatches - before.dispatches},
-               {"submits", after.submits - before.submits},
+               {"submissions", after.submits - before.submits},
+               {"maps", after.maps - before.maps},
                {"bytes_uploaded", after.bytes_uploaded - before.bytes_uploaded},
-               {"bytes_read", after.bytes_read - before.bytes_read},
+               {"readback_bytes", after.bytes_read - before.bytes_read},
                {"wall_ms", ms}};
     return r;
   }
 
-  Result<HostTensor> Download(const std::string& name) override {
-    int node = FindNamedNode(plan_.graph(), name);
-    if (node < 0)
-      return UserError("unknown-output", "", "no output or input is named \"" + name + "\"");
+  Result<HostTensor> DoDownload(int node) override {
     // After a step a carried output's value lives in its input's buffer (they swapped).
     for (const webir::Carry& c : plan_.graph().carries)
       if (c.from == node) node = c.to;
-    const webir::Node& n = plan_.graph().at(node);
-    HostTensor t{n.type, std::vector<float>(static_cast<size_t>(n.type.elements()))};
-    if (!t.data.empty()) SCELLIS_TRY(d_.Read(Phys(node), 0, t.data.size() * 4, t.data.data()));
+    HostTensor t = HostTensor::Zeros(plan_.graph().at(node).type);
+    if (!t.bytes.empty()) SCELLIS_TRY(d_.Read(Phys(node), 0, t.bytes.size(), t.bytes.data()));
     return t;
   }
 
-  Status Upload(const std::string& name, const std::vector<float>& data) override {
-    SCELLIS_ASSIGN_OR_RETURN(int node, UploadTarget(plan_.graph(), name, data.size()));
-    if (!data.empty()) SCELLIS_TRY(d_.Write(Phys(node), 0, data.data(), data.size() * 4));
+  Status DoUpload(int node, const HostTensor& value) override {
+    if (!value.bytes.empty()) {
+      std::vector<std::byte> padded = value.bytes;
+      padded.resize(RoundUp4(padded.size()));
+      SCELLIS_TRY(d_.Write(Phys(node), 0, padded.data(), padded.size()));
+    }
     initialized_ |= IsCarried(plan_.graph(), node);
     return Status::Ok();
   }
@@ -287,7 +293,6 @@ class WebGpuPrepared : public Prepared {
   // The buffer holding `node` now (carried values move between their two buffers each step).
   BufferId Phys(int node) const { return phys_[plan_.buffer_of[node]]; }
 
-  execplan::Plan plan_;
   Device& d_;
   std::vector<BufferId> buffers_;  // owned, one per plan buffer
   std::vector<BufferId> phys_;     // plan buffer -> the device buffer holding it now
@@ -299,21 +304,16 @@ class WebGpuPrepared : public Prepared {
   };
   std::vector<std::vector<Tile>> tiles_;  // per plan step
   std::vector<int> fed_;
-  WebGpuExecutor::RunOptions options_;
+  RunOptions options_;
   PipelineId poison_;
   bool initialized_ = false;
 };
 
 }  // namespace
 
-Result<std::unique_ptr<Prepared>> WebGpuExecutor::Prepare(const execplan::Plan& plan) {
-  return Prepare(plan, RunOptions{}, {});
-}
-
-Result<std::unique_ptr<Prepared>> WebGpuExecutor::Prepare(const execplan::Plan& plan,
-                                                          const RunOptions& options,
-                                                          const Feeds& feeds) {
-  auto p = std::make_unique<WebGpuPrepared>(plan, *device_, options);
+Result<std::unique_ptr<Prepared>> PrepareOn(Device& device, const execplan::Plan& plan,
+                                            const Feeds& feeds, const RunOptions& options) {
+  auto p = std::make_unique<WebGpuPrepared>(plan, device, options);
   SCELLIS_TRY(p->Init(feeds));
   return std::unique_ptr<Prepared>(std::move(p));
 }

@@ -7,9 +7,9 @@
 #include <cstring>
 #include <random>
 
+#include "pipeline/compile.h"
 #include "runtime/backends/cpu/executor.h"
 #include "runtime/backends/webgpu/executor.h"
-#include "pipeline/compile.h"
 
 namespace scellis::runtime::webgpu {
 namespace {
@@ -28,7 +28,7 @@ Result<pipeline::Compiled> Compile(const Json& doc, const WebGpuExecutor& gpu) {
   pipeline::CompileOptions o;
   o.lower.tier = policy::Tier::kProd;
   o.plan.budget_bytes = int64_t{1} << 30;
-  o.plan.limits = PlanLimits(const_cast<WebGpuExecutor&>(gpu).device().info());
+  o.plan.limits = gpu.limits();
   return pipeline::Compile(doc.dump(), o);
 }
 
@@ -67,7 +67,7 @@ TEST(Tiling, ElementwiseOverTheCapRunsInTilesAndMatchesTheReference) {
   EXPECT_EQ(c->plan->verdict, execplan::Verdict::kYellow);
   EXPECT_EQ(c->plan->findings.front().code, "tiled-binding");
 
-  Feeds feeds = {{"x", {MakeType({301, 97}), x}}};
+  Feeds feeds = {{"x", HostTensor::FromFloats(MakeType({301, 97}), x)}};
   // Poisoned outputs prove every tile wrote its window and nothing else was left unwritten.
   auto got = gpu->Run(*c->plan, feeds, {.poison_outputs = true});
   ASSERT_TRUE(got.ok()) << got.errors().front().Format();
@@ -76,8 +76,8 @@ TEST(Tiling, ElementwiseOverTheCapRunsInTilesAndMatchesTheReference) {
   cpu::CpuExecutor ref({.threads = 1});
   auto want = ref.Run(*c->plan, feeds);
   ASSERT_TRUE(want.ok());
-  const auto& a = got->outputs[0].second.data;
-  const auto& b = want->outputs[0].second.data;
+  const auto& a = got->outputs[0].second.ToFloats();
+  const auto& b = want->outputs[0].second.ToFloats();
   ASSERT_EQ(a.size(), b.size());
   // mul/add/relu are exact; the GPU may contract the multiply-add into one FMA.
   for (size_t i = 0; i < a.size(); ++i) ASSERT_NEAR(a[i], b[i], 1e-6 + 2e-6 * std::fabs(b[i])) << i;
@@ -96,15 +96,17 @@ TEST(Tiling, FedInputsOverTheCapAreWindowedPerStep) {
   for (float& f : x1) f = u(rng);
   auto session = gpu->Prepare(*c->plan);
   ASSERT_TRUE(session.ok());
-  auto r = session.value()->RunSteps(
-      {{{"x", {MakeType({301, 97}), x0}}}, {{"x", {MakeType({301, 97}), x1}}}}, {"y"});
+  auto r = session.value()->RunSteps({{{"x", HostTensor::FromFloats(MakeType({301, 97}), x0)}},
+                                      {{"x", HostTensor::FromFloats(MakeType({301, 97}), x1)}}},
+                                     {"y"});
   ASSERT_TRUE(r.ok()) << r.errors().front().Format();
   cpu::CpuExecutor ref({.threads = 1});
   for (int k = 0; k < 2; ++k) {
-    auto want = ref.Run(*c->plan, {{"x", {MakeType({301, 97}), k ? x1 : x0}}});
+    auto want =
+        ref.Run(*c->plan, {{"x", HostTensor::FromFloats(MakeType({301, 97}), k ? x1 : x0)}});
     ASSERT_TRUE(want.ok());
-    const auto& a = r->watched[0].second[k].data;
-    const auto& b = want->outputs[0].second.data;
+    const auto& a = r->watched[0].second[k].ToFloats();
+    const auto& b = want->outputs[0].second.ToFloats();
     for (size_t i = 0; i < a.size(); ++i)
       ASSERT_NEAR(a[i], b[i], 1e-6 + 2e-6 * std::fabs(b[i])) << k << ":" << i;
   }

@@ -1,0 +1,44 @@
+#include "runtime/backends/cpu/backend.h"
+
+#include "runtime/backends/cpu/executor.h"
+
+namespace scellis::runtime::cpu {
+namespace {
+
+class CpuBackend : public Backend {
+ public:
+  std::string name() const override { return "cpu"; }
+  std::string noun() const override { return "CPU reference"; }
+  Result<ProbeReport> Probe(const BackendOptions& options) const override {
+    CpuExecutor e({.threads = options.cpu_threads});
+    return ProbeReport{"the reference, " + std::to_string(e.threads()) + " threads",
+                       {{"threads", e.threads()}},
+                       ""};
+  }
+  Result<std::unique_ptr<Executor>> Open(const BackendOptions& options) const override {
+    return std::unique_ptr<Executor>(new CpuExecutor({.threads = options.cpu_threads}));
+  }
+  Status SupportsKernel(const kernel::Module&, const kernel::Kernel& k) const override {
+    if (k.kind == kernel::KernelKind::kOp) {
+      if (kernel::ref::FindOp(k.op)) return Status::Ok();
+      return UserError("unsupported-kernel", "", "the CPU reference has no kernel for " + k.op);
+    }
+    for (const kernel::ExprStep& s : k.expr) {
+      if (s.op != "full" && !kernel::ref::FindScalar(s.op))
+        return UserError("unsupported-kernel", "",
+                         "the CPU reference has no elementwise " + s.op + " (in " + k.name + ")");
+    }
+    return Status::Ok();
+  }
+  Result<std::string> ProfileKey(const BackendOptions&) const override {
+    return ReferenceProfile().key;
+  }
+};
+
+}  // namespace
+
+std::unique_ptr<Backend> MakeBackend() {
+  return std::make_unique<CpuBackend>();
+}
+
+}  // namespace scellis::runtime::cpu

@@ -1,0 +1,103 @@
+// Non-f32 tensors travel as their own bytes: an i32 feed goes through a layout kernel (a pure
+// move) and an elementwise kernel (computed in f32, stored as i32) on the CPU reference and on
+// SwiftShader, and comes back with the values worked out by hand.
+#include <gtest/gtest.h>
+
+#include <cstdlib>
+
+#include "pipeline/compile.h"
+#include "runtime/backends/select.h"
+
+namespace scellis::runtime {
+namespace {
+
+Result<execplan::Plan> PlanFor(const Json& doc, const Executor& exec) {
+  pipeline::CompileOptions o;
+  o.lower.tier = policy::Tier::kProd;
+  o.plan.budget_bytes = int64_t{1} << 30;
+  o.plan.limits = exec.limits();
+  SCELLIS_ASSIGN_OR_RETURN(pipeline::Compiled c, pipeline::Compile(doc.dump(), o));
+  return *c.plan;
+}
+
+std::unique_ptr<Executor> Open(const std::string& backend) {
+  if (!std::getenv("VK_ICD_FILENAMES"))
+    setenv("VK_ICD_FILENAMES", "/usr/lib/chromium/vk_swiftshader_icd.json", 1);
+  auto s = SelectBackend({.requested = backend, .allow_software_adapter = true, .cpu_threads = 1});
+  EXPECT_TRUE(s.ok()) << (s.ok() ? "" : s.errors().front().message);
+  return s.ok() ? std::move(s->executor) : nullptr;
+}
+
+class TypedIo : public ::testing::TestWithParam<std::string> {};
+
+TEST_P(TypedIo, I32FeedRoundTrips) {
+  auto exec = Open(GetParam());
+  ASSERT_NE(exec, nullptr);
+  Json doc = {{"version", 2},
+              {"nodes",
+               {{{"id", 0}, {"op", "input"}, {"name", "a"}, {"shape", {2, 3}}, {"dtype", "i32"}},
+                {{"id", 1}, {"op", "transpose"}, {"a", 0}},
+                {{"id", 2}, {"op", "add"}, {"a", 0}, {"b", 0}}}},
+              {"outputs", {{{"name", "t"}, {"id", 1}}, {{"name", "twice"}, {"id", 2}}}}};
+  auto plan = PlanFor(doc, *exec);
+  ASSERT_TRUE(plan.ok()) << plan.errors().front().Format();
+  HostTensor a = HostTensor::Zeros(MakeType({2, 3}, DType::kI32));
+  const std::vector<int32_t> values = {-7, 0, 5, 123456, -4000000, 8388607};
+  std::copy(values.begin(), values.end(), a.view<int32_t>().begin());
+
+  auto r = exec->Run(*plan, {{"a", a}});
+  ASSERT_TRUE(r.ok()) << r.errors().front().Format();
+  const HostTensor& t = r->outputs.at(0).second;
+  const HostTensor& twice = r->outputs.at(1).second;
+  EXPECT_EQ(t.type.dtype, DType::kI32);
+  EXPECT_EQ(t.bytes.size(), 24u);
+  EXPECT_EQ(std::vector<int32_t>(t.view<int32_t>().begin(), t.view<int32_t>().end()),
+            (std::vector<int32_t>{-7, 123456, 0, -4000000, 5, 8388607}));
+  EXPECT_EQ(twice.type.dtype, DType::kI32);
+  EXPECT_EQ(std::vector<int32_t>(twice.view<int32_t>().begin(), twice.view<int32_t>().end()),
+            (std::vector<int32_t>{-14, 0, 10, 246912, -8000000, 16777214}));
+}
+
+INSTANTIATE_TEST_SUITE_P(Backends, TypedIo, ::testing::Values("cpu", "webgpu"));
+
+TEST(TypedIo, ReductionsRefuseNonF32) {
+  auto exec = Open("cpu");
+  Json doc = {{"version", 2},
+              {"nodes",
+               {{{"id", 0}, {"op", "input"}, {"name", "a"}, {"shape", {3}}, {"dtype", "i32"}},
+                {{"id", 1}, {"op", "sum"}, {"a", 0}}}},
+              {"outputs", {{{"name", "s"}, {"id", 1}}}}};
+  auto plan = PlanFor(doc, *exec);
+  ASSERT_FALSE(plan.ok());
+  EXPECT_EQ(plan.errors().front().code, "unsupported-dtype");
+}
+
+TEST(TypedIo, F16WithoutTheFeatureIsNamed) {
+  auto exec = Open("webgpu");
+  ASSERT_NE(exec, nullptr);
+  auto probe = FindBackend("webgpu")->Probe({.allow_software_adapter = true});
+  ASSERT_TRUE(probe.ok());
+  Json doc = {{"version", 2},
+              {"nodes",
+               {{{"id", 0}, {"op", "input"}, {"name", "h"}, {"shape", {4}}, {"dtype", "f16"}},
+                {{"id", 1}, {"op", "neg"}, {"a", 0}}}},
+              {"outputs", {{{"name", "n"}, {"id", 1}}}}};
+  auto plan = PlanFor(doc, *exec);
+  ASSERT_TRUE(plan.ok()) << plan.errors().front().Format();
+  HostTensor h =
+      HostTensor::FromFloats(MakeType({4}, DType::kF16), std::vector<float>{1, -2, 0.5, 3});
+  auto r = exec->Run(*plan, {{"h", h}});
+  // Either the device computes in f16 storage, or the run is refused by name before any kernel
+  // compiles (no shader-f16, or a compiler that refuses `enable f16`).
+  if (!r.ok()) {
+    EXPECT_EQ(r.errors().front().code, "shader-f16-unavailable") << r.errors().front().Format();
+    if (!probe->details["shader_f16"].get<bool>())
+      EXPECT_NE(r.errors().front().message.find("no shader-f16"), std::string::npos);
+  } else {
+    EXPECT_EQ(r->outputs.at(0).second.type.dtype, DType::kF16);
+    EXPECT_EQ(r->outputs.at(0).second.ToFloats(), (std::vector<float>{-1, 2, -0.5, -3}));
+  }
+}
+
+}  // namespace
+}  // namespace scellis::runtime

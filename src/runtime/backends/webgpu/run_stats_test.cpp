@@ -1,0 +1,96 @@
+// What a WebGPU run costs, counted: identical kernels share one pipeline, and a run makes one
+// submission and one staging map however many outputs it reads back. On SwiftShader.
+#include <gtest/gtest.h>
+
+#include <cstdlib>
+
+#include "pipeline/compile.h"
+#include "runtime/backends/webgpu/executor.h"
+
+namespace scellis::runtime::webgpu {
+namespace {
+
+// A fresh device each time: its pipeline cache starts empty.
+std::unique_ptr<WebGpuExecutor> FreshGpu() {
+  if (!std::getenv("VK_ICD_FILENAMES"))
+    setenv("VK_ICD_FILENAMES", "/usr/lib/chromium/vk_swiftshader_icd.json", 1);
+  auto d = Device::Open({.allow_software_adapter = true});
+  EXPECT_TRUE(d.ok()) << (d.ok() ? "" : d.errors().front().message);
+  return d.ok() ? std::make_unique<WebGpuExecutor>(std::move(d.value())) : nullptr;
+}
+
+execplan::Plan PlanFor(const Json& doc, const Executor& exec) {
+  pipeline::CompileOptions o;
+  o.lower.tier = policy::Tier::kProd;
+  o.plan.budget_bytes = int64_t{1} << 30;
+  o.plan.limits = exec.limits();
+  auto c = pipeline::Compile(doc.dump(), o);
+  EXPECT_TRUE(c.ok()) << (c.ok() ? "" : c.errors().front().Format());
+  return *c->plan;
+}
+
+TEST(WebGpuRunStats, SixtyFourUnrolledLifeStepsCompileOnePipeline) {
+  auto gpu = FreshGpu();
+  ASSERT_NE(gpu, nullptr);
+  // A glider on a 16 x 16 torus: it moves one cell diagonally every 4 generations, so after 64 it
+  // is back where it started.
+  const int n = 16;
+  std::vector<float> grid(n * n, 0.0f);
+  for (auto [r, c] : {std::pair{0, 1}, {1, 2}, {2, 0}, {2, 1}, {2, 2}}) grid[r * n + c] = 1.0f;
+  Json nodes = Json::array();
+  nodes.push_back(
+      {{"id", 0}, {"op", "input"}, {"name", "grid"}, {"shape", {n, n}}, {"data", grid}});
+  for (int g = 1; g <= 64; ++g) nodes.push_back({{"id", g}, {"op", "life"}, {"a", g - 1}});
+  Json doc = {{"version", 1}, {"nodes", nodes}, {"outputs", {{{"name", "gen64"}, {"id", 64}}}}};
+  execplan::Plan plan = PlanFor(doc, *gpu);
+  ASSERT_EQ(plan.module().kernels.size(), 64u);
+
+  auto r = gpu->Run(plan, {});
+  ASSERT_TRUE(r.ok()) << r.errors().front().Format();
+  EXPECT_EQ(r->stats["pipelines_compiled"].get<int>(), 1);
+  EXPECT_EQ(r->stats["pipeline_cache_hits"].get<int>(), 63);
+  EXPECT_EQ(r->stats["dispatches"].get<int>(), 64);
+  EXPECT_EQ(r->outputs.at(0).second.ToFloats(), grid);
+}
+
+TEST(WebGpuRunStats, ThreeOutputsOneSubmissionOneMap) {
+  auto gpu = FreshGpu();
+  ASSERT_NE(gpu, nullptr);
+  Json doc = {
+      {"version", 2},
+      {"nodes",
+       {{{"id", 0}, {"op", "input"}, {"name", "x"}, {"shape", {5}}, {"data", {1, -2, 3, -4, 5}}},
+        {{"id", 1},
+         {"op", "input"},
+         {"name", "y"},
+         {"shape", {7, 3}},
+         {"data", std::vector<float>(21, 0.5f)}},
+        {{"id", 2}, {"op", "relu"}, {"a", 0}},
+        {{"id", 3}, {"op", "neg"}, {"a", 1}},
+        {{"id", 4}, {"op", "sum"}, {"a", 1}}}},
+      {"outputs",
+       {{{"name", "r"}, {"id", 2}}, {{"name", "n"}, {"id", 3}}, {{"name", "s"}, {"id", 4}}}}};
+  execplan::Plan plan = PlanFor(doc, *gpu);
+  auto r = gpu->Run(plan, {});
+  ASSERT_TRUE(r.ok()) << r.errors().front().Format();
+  EXPECT_EQ(r->stats["submissions"].get<int>(), 1);
+  EXPECT_EQ(r->stats["maps"].get<int>(), 1);
+  EXPECT_EQ(r->stats["readback_bytes"].get<int>(), (5 + 21 + 1) * 4);
+  ASSERT_EQ(r->outputs.size(), 3u);
+  EXPECT_EQ(r->outputs[0].second.ToFloats(), (std::vector<float>{1, 0, 3, 0, 5}));
+  EXPECT_EQ(r->outputs[1].second.ToFloats(), std::vector<float>(21, -0.5f));
+  EXPECT_EQ(r->outputs[2].second.ToFloats(), std::vector<float>{10.5f});
+
+  // A prepared session of several steps is still one submission and one map per run.
+  auto p = gpu->Prepare(plan);
+  ASSERT_TRUE(p.ok());
+  auto steps = p.value()->RunSteps(std::vector<Feeds>(5), {"r", "n", "s"});
+  ASSERT_TRUE(steps.ok()) << steps.errors().front().Format();
+  EXPECT_EQ(steps->stats["submissions"].get<int>(), 1);
+  EXPECT_EQ(steps->stats["maps"].get<int>(), 1);
+  EXPECT_EQ(steps->stats["readback_bytes"].get<int>(), 5 * (5 + 21 + 1) * 4);
+  EXPECT_EQ(steps->watched[2].second[4].ToFloats(), std::vector<float>{10.5f});
+}
+
+}  // namespace
+}  // namespace scellis::runtime::webgpu
