@@ -191,5 +191,44 @@ TEST(CliSteps, HistoryReadsBackEveryStepOfTheNamedOutput) {
   EXPECT_NE(unknown.err.find("error[unknown-output]"), std::string::npos) << unknown.err;
 }
 
+// `plan` prints the plan whatever its verdict, and exits 2 on red with the finding on stderr.
+TEST_F(Cli, PlanExitsTwoOnARedPlan) {
+  std::string file = Example("seed_mul_relu.json");
+  CliRun green = RunScellis({"plan", file, "--tier=prod", "--budget=1G"});
+  EXPECT_EQ(green.exit_code, 0) << green.err;
+  EXPECT_NE(green.out.find("verdict          : green"), std::string::npos) << green.out;
+
+  CliRun red = RunScellis({"plan", file, "--tier=prod", "--budget=8"});
+  ASSERT_TRUE(red.exited);
+  EXPECT_EQ(red.exit_code, 2);
+  EXPECT_NE(red.out.find("verdict          : red"), std::string::npos) << red.out;
+  EXPECT_NE(red.err.find("error[memory-over-budget]"), std::string::npos) << red.err;
+
+  CliRun json = RunScellis({"plan", file, "--tier=prod", "--budget=8", "--json"});
+  EXPECT_EQ(json.exit_code, 2);
+  EXPECT_EQ(Json::parse(json.out)["verdict"], "red") << json.out;
+}
+
+TEST_F(Cli, PrintAfterAndDisablePass) {
+  std::string file = Example("mlp_step.json");
+  CliRun fused = RunScellis({"lower", file, "--tier=prod", "--print-after=fuse-elementwise"});
+  EXPECT_EQ(fused.exit_code, 0) << fused.err;
+  EXPECT_EQ(fused.out.rfind("kernels \"mlp_step\"", 0), 0u) << fused.out;
+  EXPECT_NE(fused.out.find("(not emitted)"), std::string::npos) << fused.out;
+
+  CliRun plan = RunScellis({"plan", file, "--tier=prod", "--budget=1G",
+                            "--disable-pass=fuse-elementwise", "--disable-pass=fold-transposes"});
+  EXPECT_EQ(plan.exit_code, 0) << plan.err;
+
+  CliRun required = RunScellis({"plan", file, "--tier=prod", "--disable-pass=liveness"});
+  EXPECT_EQ(required.exit_code, 2);
+  EXPECT_NE(required.err.find("error[bad-pass]"), std::string::npos) << required.err;
+  EXPECT_NE(required.err.find("fuse-elementwise, fold-transposes"), std::string::npos);
+
+  CliRun unknown = RunScellis({"lower", file, "--tier=prod", "--print-after=fusion"});
+  EXPECT_EQ(unknown.exit_code, 2);
+  EXPECT_NE(unknown.err.find("error[bad-pass]"), std::string::npos) << unknown.err;
+}
+
 }  // namespace
 }  // namespace scellis::testing

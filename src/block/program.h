@@ -8,11 +8,12 @@
 #include <string>
 #include <vector>
 
+#include "base/determinism.h"
 #include "base/json_util.h"
 #include "base/result.h"
+#include "base/rung_header.h"
 #include "base/tensor_type.h"
 #include "doc/document.h"
-#include "base/determinism.h"
 
 namespace scellis::block {
 
@@ -88,21 +89,15 @@ struct TrainSpec {
 // evaluation, with the params fed by name).
 enum class LowerMode { kTrainStep, kForward };
 
-struct Program {
-  std::string name;
+// The header (name, version, tier, tolerance, content id, budget, notes) is shared by every rung.
+struct Program : RungHeader {
   doc::Form form = doc::Form::kGraph;
-  int version = 1;
   std::vector<Block> blocks;  // every block after its inputs
   std::vector<Output> outputs;
   std::vector<Carry> carries;
   std::optional<TrainSpec> train;
   LowerMode mode = LowerMode::kTrainStep;
-  policy::Tier tier = policy::Tier::kProd;
-  std::string tier_source;
-  policy::ToleranceClass tolerance = policy::ToleranceClass::kDefault;
-  std::optional<int64_t> budget_bytes;
   std::map<std::string, int64_t> dims;
-  std::vector<Diagnostic> notes;  // warnings raised while lowering (e.g. a tier override)
 };
 
 struct LowerOptions {

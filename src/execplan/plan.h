@@ -91,6 +91,7 @@ struct Plan {
 
   const kernel::Module& module() const { return *module_ref; }
   const webir::Graph& graph() const { return module_ref->graph(); }
+  const RungHeader& header() const { return module_ref->header(); }
 };
 
 // The plan of `m`: one step per kernel, the budget resolved (the command line over the document

@@ -80,6 +80,7 @@ struct Module {
   std::vector<Kernel> kernels;
 
   const webir::Graph& graph() const { return *graph_ref; }
+  const RungHeader& header() const { return *graph_ref; }
 };
 
 // An op whose kernel can be one step of a fused elementwise expression (constants included).

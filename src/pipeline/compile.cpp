@@ -133,6 +133,7 @@ Result<Compiled> Compile(std::string_view text, const CompileOptions& options) {
   SCELLIS_ASSIGN_OR_RETURN(c.doc, doc::Parse(text));
   if (options.up_to < Rung::kBlock && options.print_after.empty()) return c;
   SCELLIS_ASSIGN_OR_RETURN(c.program, block::FromDoc(c.doc, options.lower));
+  c.program->content_id = c.doc.content_id;
   c.notes = c.program->notes;
   if (options.up_to < Rung::kWebir && options.print_after.empty()) return c;
   SCELLIS_ASSIGN_OR_RETURN(webir::Graph g, webir::FromBlock(*c.program));

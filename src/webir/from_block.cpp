@@ -16,13 +16,7 @@ class Lowering {
   explicit Lowering(const block::Program& p) : prog_(p) {}
 
   Result<Graph> Run() {
-    g_.name = prog_.name;
-    g_.version = prog_.version;
-    g_.tier = prog_.tier;
-    g_.tier_source = prog_.tier_source;
-    g_.tolerance = prog_.tolerance;
-    g_.budget_bytes = prog_.budget_bytes;
-    g_.notes = prog_.notes;
+    static_cast<RungHeader&>(g_) = prog_;
     for (const block::Block& b : prog_.blocks) {
       int id = LowerBlock(b);
       node_of_.push_back(id);

@@ -10,6 +10,7 @@
 #include "base/determinism.h"
 #include "base/json_util.h"
 #include "base/result.h"
+#include "base/rung_header.h"
 #include "base/tensor_type.h"
 #include "block/program.h"
 
@@ -65,17 +66,10 @@ struct PendingTrainStep {
   std::string pointer;  // of the "train" section
 };
 
-struct Graph {
-  std::string name;
-  int version = 1;
+struct Graph : RungHeader {
   std::vector<Node> nodes;  // index == id; every node after its args
   std::vector<Output> outputs;
   std::vector<Carry> carries;
-  policy::Tier tier = policy::Tier::kProd;
-  std::string tier_source;
-  policy::ToleranceClass tolerance = policy::ToleranceClass::kDefault;
-  std::optional<int64_t> budget_bytes;
-  std::vector<Diagnostic> notes;
   std::optional<PendingTrainStep> train;
 
   const Node& at(int id) const { return nodes.at(static_cast<size_t>(id)); }

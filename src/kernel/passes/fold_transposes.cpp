@@ -30,7 +30,6 @@ Status FoldTransposes(Module& m) {
     folds[i] = only_matmuls;
   }
 
-  std::vector<Kernel> kernels;
   for (size_t i = 0; i < m.kernels.size(); ++i) {
     if (!folds[i]) continue;
     const Kernel& t = m.kernels[i];
@@ -44,6 +43,7 @@ Status FoldTransposes(Module& m) {
       }
     }
   }
+  std::vector<Kernel> kernels;
   for (size_t i = 0; i < m.kernels.size(); ++i)
     if (!folds[i]) kernels.push_back(std::move(m.kernels[i]));
   m.kernels = std::move(kernels);

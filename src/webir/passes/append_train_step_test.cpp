@@ -3,6 +3,8 @@
 // documented rule. Two steps, the second fed with the first's updated params (`<p>@next`) and
 // moments (`<p>@m`, `<p>@v`) as a session carries them, run by the CPU reference in float64
 // (agrees to rounding) and in float32 (agrees to f32 accuracy).
+#include "webir/passes/append_train_step.h"
+
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -242,6 +244,34 @@ TEST(TrainStep, BadSettingsAreDiagnostics) {
     EXPECT_EQ(c.errors()[0].code, b.code) << b.train;
     EXPECT_EQ(c.errors()[0].pointer, b.pointer) << b.train;
   }
+}
+
+// The pass alone: FromBlock leaves the training step pending; the pass appends it once.
+TEST(AppendTrainStepPass, AppendsThePendingStepOnce) {
+  auto d = doc::Parse(ReadExample("mlp_step.json"));
+  ASSERT_TRUE(d.ok());
+  block::LowerOptions lower;
+  lower.tier = policy::Tier::kProd;
+  auto p = block::FromDoc(d.value(), lower);
+  ASSERT_TRUE(p.ok()) << p.errors().front().Format();
+  auto g = FromBlock(p.value());
+  ASSERT_TRUE(g.ok()) << g.errors().front().Format();
+  ASSERT_TRUE(g->train.has_value());
+  const size_t forward_nodes = g->nodes.size();
+  EXPECT_EQ(g->outputs.size(), 1u);  // loss
+  EXPECT_TRUE(g->carries.empty());
+
+  ASSERT_TRUE(AppendTrainStep(g.value()).ok());
+  EXPECT_FALSE(g->train.has_value());
+  EXPECT_GT(g->nodes.size(), forward_nodes);
+  // Adam on four params: each has its next value and two moments as outputs, carried back.
+  EXPECT_EQ(g->outputs.size(), 1u + 4 * 3);
+  EXPECT_EQ(g->carries.size(), 4u * 3);
+  EXPECT_TRUE(Verify(g.value()).ok());
+
+  const size_t nodes = g->nodes.size();
+  ASSERT_TRUE(AppendTrainStep(g.value()).ok());  // nothing pending: no change
+  EXPECT_EQ(g->nodes.size(), nodes);
 }
 
 }  // namespace

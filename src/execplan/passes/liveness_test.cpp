@@ -1,0 +1,86 @@
+// liveness and memory-classes: lifetimes and classes of a small graph, worked by hand.
+#include <gtest/gtest.h>
+
+#include "base/atomic_file.h"
+#include "execplan/passes/passes.h"
+#include "support/graph.h"
+
+namespace scellis::execplan {
+namespace {
+
+using scellis::testing::GraphDoc;
+using scellis::testing::InputNode;
+
+// The plan of `doc` before any plan pass ran.
+Plan Unplanned(const std::string& text, std::set<std::string> disabled = {}) {
+  pipeline::CompileOptions o = scellis::testing::ProdOptions();
+  o.print_after = "emit-wgsl";
+  o.disabled_passes = std::move(disabled);
+  auto c = pipeline::Compile(text, o);
+  EXPECT_TRUE(c.ok()) << c.errors().front().Format();
+  return FromKernel(c->module, o.plan).value();
+}
+
+TEST(LivenessPass, LifetimesOfASmallGraph) {
+  // step 0: %1 = relu(x); step 1: %2 = matmul(%1, x); step 2: %3 = neg(%2), the output.
+  Json doc = GraphDoc({InputNode(0, {2, 2}, {1, -2, 3, -4}),
+                       {{"id", 1}, {"op", "relu"}, {"a", 0}},
+                       {{"id", 2}, {"op", "matmul"}, {"a", 1}, {"b", 0}},
+                       {{"id", 3}, {"op", "neg"}, {"a", 2}}},
+                      {{"y", 3}}, 2);
+  Plan p = Unplanned(doc.dump());
+  ASSERT_EQ(p.steps.size(), 3u);
+  ASSERT_TRUE(Liveness(p).ok());
+  ASSERT_EQ(p.lifetimes.size(), 4u);
+  auto is = [&](int node, int written, int last_read) {
+    EXPECT_TRUE(p.lifetimes[node].stored) << node;
+    EXPECT_EQ(p.lifetimes[node].written, written) << node;
+    EXPECT_EQ(p.lifetimes[node].last_read, last_read) << node;
+  };
+  is(0, -1, 1);  // a source, read by steps 0 and 1
+  is(1, 0, 1);
+  is(2, 1, 2);
+  is(3, 2, -1);  // the output, read by no step
+}
+
+TEST(LivenessPass, FoldedValuesAreNotStored) {
+  // exp(x) is folded into neg's kernel: it never needs a buffer.
+  Json doc = GraphDoc({InputNode(0, {3}, {1, 2, 3}),
+                       {{"id", 1}, {"op", "exp"}, {"a", 0}},
+                       {{"id", 2}, {"op", "neg"}, {"a", 1}}},
+                      {{"y", 2}}, 2);
+  Plan p = Unplanned(doc.dump());
+  ASSERT_TRUE(Liveness(p).ok());
+  EXPECT_FALSE(p.lifetimes[1].stored);
+  EXPECT_EQ(p.lifetimes[0].last_read, 0);
+  EXPECT_EQ(p.lifetimes[2].written, 0);
+
+  Plan unfused = Unplanned(doc.dump(), {"fuse-elementwise"});
+  ASSERT_TRUE(Liveness(unfused).ok());
+  EXPECT_TRUE(unfused.lifetimes[1].stored);
+  EXPECT_EQ(unfused.lifetimes[1].written, 0);
+  EXPECT_EQ(unfused.lifetimes[1].last_read, 1);
+}
+
+TEST(MemoryClassesPass, ClassesOfATrainingStep) {
+  auto text = ReadFile(std::string(SCELLIS_SOURCE_DIR) + "/examples/mlp_step.json", 1 << 20);
+  ASSERT_TRUE(text.ok());
+  Plan p = Unplanned(text.value());
+  ASSERT_TRUE(MemoryClasses(p).ok());
+  const webir::Graph& g = p.graph();
+  auto class_of = [&](const std::string& name) {
+    for (const webir::Node& n : g.nodes)
+      if (n.name == name) return p.class_of[n.id];
+    ADD_FAILURE() << "no node %" << name;
+    return MemClass::kWorking;
+  };
+  EXPECT_EQ(class_of("w1"), MemClass::kParameters);
+  EXPECT_EQ(class_of("x"), MemClass::kInputs);
+  EXPECT_EQ(class_of("w1@m"), MemClass::kOptimizerState);  // moments fed back each step
+  EXPECT_EQ(class_of("hidden"), MemClass::kActivations);   // relu's output, read by its gradient
+  EXPECT_EQ(class_of("xw1"), MemClass::kWorking);          // read only by the forward add
+  EXPECT_EQ(class_of("d_w1"), MemClass::kGradients);
+}
+
+}  // namespace
+}  // namespace scellis::execplan

@@ -1,0 +1,81 @@
+// verdict: green, yellow or red from the memory plan and the device's limits.
+#include <gtest/gtest.h>
+
+#include "execplan/passes/passes.h"
+#include "support/graph.h"
+
+namespace scellis::execplan {
+namespace {
+
+using scellis::testing::GraphDoc;
+using scellis::testing::InputNode;
+
+// y = relu(x) @ x over 16x16 floats: every buffer is 1 KiB; x, relu(x) and y make 3 KiB.
+Plan Assigned() {
+  Json doc = GraphDoc({InputNode(0, {16, 16}, std::vector<float>(256, 1.0f)),
+                       {{"id", 1}, {"op", "relu"}, {"a", 0}},
+                       {{"id", 2}, {"op", "matmul"}, {"a", 1}, {"b", 0}}},
+                      {{"y", 2}}, 2);
+  pipeline::CompileOptions o = scellis::testing::ProdOptions();
+  o.print_after = "assign-buffers";
+  auto c = pipeline::Compile(doc.dump(), o);
+  EXPECT_TRUE(c.ok()) << c.errors().front().Format();
+  return *c->plan;
+}
+
+TEST(VerdictPass, BudgetDecidesGreenYellowRed) {
+  Plan p = Assigned();
+  ASSERT_EQ(p.memory.allocated, 3072);
+  p.memory.budget = 4096;  // 75%
+  ASSERT_TRUE(JudgeVerdict(p).ok());
+  EXPECT_EQ(p.verdict, Verdict::kGreen);
+  EXPECT_TRUE(p.findings.empty());
+
+  p.memory.budget = 3600;  // 85%
+  ASSERT_TRUE(JudgeVerdict(p).ok());
+  EXPECT_EQ(p.verdict, Verdict::kYellow);
+  ASSERT_EQ(p.findings.size(), 1u);
+  EXPECT_EQ(p.findings[0].code, "near-budget");
+
+  p.memory.budget = 3071;
+  ASSERT_TRUE(JudgeVerdict(p).ok());
+  EXPECT_EQ(p.verdict, Verdict::kRed);
+  ASSERT_EQ(p.findings.size(), 1u);
+  EXPECT_EQ(p.findings[0].code, "memory-over-budget");
+  EXPECT_NE(p.findings[0].message.find("3.0 KiB"), std::string::npos) << p.findings[0].message;
+}
+
+TEST(VerdictPass, BindingCapTilesElementwiseAndRefusesTheRest) {
+  Plan p = Assigned();
+  p.memory.budget = int64_t{1} << 30;
+  p.limits.device = "gpu";
+  p.limits.max_binding_bytes = 1000;  // every 1 KiB buffer is over the cap
+  ASSERT_TRUE(JudgeVerdict(p).ok());
+  EXPECT_EQ(p.verdict, Verdict::kRed);
+  bool tiled = false, refused = false;
+  for (const Diagnostic& d : p.findings) {
+    tiled |= d.code == "tiled-binding" && d.message.find("relu") != std::string::npos;
+    refused |= d.code == "binding-cap-exceeded" && d.message.find("matmul") != std::string::npos;
+  }
+  EXPECT_TRUE(tiled);
+  EXPECT_TRUE(refused);
+
+  p.limits.max_binding_bytes = 1024;
+  ASSERT_TRUE(JudgeVerdict(p).ok());
+  EXPECT_EQ(p.verdict, Verdict::kGreen);
+}
+
+TEST(VerdictPass, NeedsBuffersFirst) {
+  pipeline::CompileOptions o = scellis::testing::ProdOptions();
+  o.print_after = "memory-classes";
+  auto c = pipeline::Compile(
+      GraphDoc({InputNode(0, {2}, {1, 2}), {{"id", 1}, {"op", "relu"}, {"a", 0}}}, {{"y", 1}}, 2)
+          .dump(),
+      o);
+  ASSERT_TRUE(c.ok());
+  Plan p = *c->plan;
+  EXPECT_FALSE(JudgeVerdict(p).ok());
+}
+
+}  // namespace
+}  // namespace scellis::execplan

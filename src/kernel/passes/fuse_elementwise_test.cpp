@@ -1,0 +1,136 @@
+// fuse-elementwise: chains of elementwise kernels become one; the result does not depend on it.
+#include <gtest/gtest.h>
+
+#include <bit>
+#include <cmath>
+#include <random>
+
+#include "base/random.h"
+#include "kernel/passes/passes.h"
+#include "support/graph.h"
+
+namespace scellis::kernel {
+namespace {
+
+using scellis::testing::GraphDoc;
+using scellis::testing::InputNode;
+using scellis::testing::ProdOptions;
+
+Module After(const Json& doc, const std::string& pass) {
+  pipeline::CompileOptions o = ProdOptions();
+  o.print_after = pass;
+  auto c = pipeline::Compile(doc.dump(), o);
+  EXPECT_TRUE(c.ok()) << c.errors().front().Format();
+  return *c->module;
+}
+
+// positive(relu(a * b) + a - b): five elementwise ops.
+Json FiveOpChain(const std::vector<float>& a, const std::vector<float>& b) {
+  const int64_t n = static_cast<int64_t>(a.size());
+  return GraphDoc({InputNode(0, {n}, a),
+                   InputNode(1, {n}, b),
+                   {{"id", 2}, {"op", "mul"}, {"a", 0}, {"b", 1}},
+                   {{"id", 3}, {"op", "relu"}, {"a", 2}},
+                   {{"id", 4}, {"op", "add"}, {"a", 3}, {"b", 0}},
+                   {{"id", 5}, {"op", "sub"}, {"a", 4}, {"b", 1}},
+                   {{"id", 6}, {"op", "positive"}, {"a", 5}}},
+                  {{"y", 6}}, 2);
+}
+
+TEST(FuseElementwisePass, FiveOpChainBecomesOneKernel) {
+  Module m = After(FiveOpChain({-1, 2, -3, 4}, {5, 6, 7, 8}), "partition");
+  ASSERT_EQ(m.kernels.size(), 5u) << Print(m);
+  ASSERT_TRUE(FuseElementwise(m).ok());
+  ASSERT_EQ(m.kernels.size(), 1u) << Print(m);
+  const Kernel& k = m.kernels[0];
+  EXPECT_EQ(k.name, "k0_fused_mul_relu_add_sub_positive");
+  EXPECT_EQ(k.inputs, (std::vector<int>{0, 1}));
+  EXPECT_EQ(k.nodes, (std::vector<int>{2, 3, 4, 5, 6}));
+  // s0 = a*b; s1 = relu(s0); s2 = s1 + a; s3 = s2 - b; s4 = positive(s3).
+  ASSERT_EQ(k.expr.size(), 5u);
+  EXPECT_EQ(k.expr[0].operands, (std::vector<int>{0, 1}));
+  EXPECT_EQ(k.expr[1].operands, (std::vector<int>{StepRef(0)}));
+  EXPECT_EQ(k.expr[2].operands, (std::vector<int>{StepRef(1), 0}));
+  EXPECT_EQ(k.expr[3].operands, (std::vector<int>{StepRef(2), 1}));
+  EXPECT_EQ(k.expr[4].operands, (std::vector<int>{StepRef(3)}));
+  EXPECT_TRUE(Verify(m).ok());
+}
+
+TEST(FuseElementwisePass, DisabledTheChainStaysFiveKernels) {
+  pipeline::CompileOptions o = ProdOptions();
+  o.up_to = pipeline::Rung::kKernel;
+  o.disabled_passes = {"fuse-elementwise"};
+  auto c = pipeline::Compile(FiveOpChain({1, 2}, {3, 4}).dump(), o);
+  ASSERT_TRUE(c.ok()) << c.errors().front().Format();
+  ASSERT_EQ(c->module->kernels.size(), 5u) << Print(*c->module);
+  for (const Kernel& k : c->module->kernels) EXPECT_EQ(k.expr.size(), 1u) << k.name;
+}
+
+TEST(FuseElementwisePass, ValueReadTwiceOrNamedEndsAKernel) {
+  // %2 = exp(x) is read by two ops, %3 = neg(%2) is a named output: neither folds.
+  Json doc = GraphDoc({InputNode(0, {3}, {0.5f, -1, 2}),
+                       {{"id", 2}, {"op", "exp"}, {"a", 0}},
+                       {{"id", 3}, {"op", "neg"}, {"a", 2}},
+                       {{"id", 4}, {"op", "mul"}, {"a", 3}, {"b", 2}}},
+                      {{"n", 3}, {"y", 4}}, 2);
+  Module m = After(doc, "partition");
+  ASSERT_TRUE(FuseElementwise(m).ok());
+  ASSERT_EQ(m.kernels.size(), 3u) << Print(m);
+}
+
+// The CPU reference evaluates a fused kernel's steps one scalar op at a time in f32, the same ops
+// in the same order as the unfused kernels, so the two give the same bits.
+TEST(FuseElementwisePass, FusedAndUnfusedRunsAreBitIdentical) {
+  const uint64_t seed = std::random_device{}();
+  SCOPED_TRACE("seed " + std::to_string(seed));
+  const int64_t rows = 37, cols = 29;
+  std::vector<float> x(rows * cols), b(cols);
+  for (size_t i = 0; i < x.size(); ++i) x[i] = static_cast<float>(4 * CounterUniform(seed, i) - 2);
+  for (size_t i = 0; i < b.size(); ++i)
+    b[i] = static_cast<float>(CounterUniform(seed + 1, i) + 0.1);
+  // tanh(exp(x * 0.37) / b - x) + sigmoid(x) * gelu(x), with b broadcast over rows.
+  Json doc = GraphDoc({InputNode(0, {rows, cols}, x),
+                       InputNode(1, {cols}, b),
+                       {{"id", 2}, {"op", "mul"}, {"a", 0}, {"scalar", 0.37}},
+                       {{"id", 3}, {"op", "exp"}, {"a", 2}},
+                       {{"id", 4}, {"op", "div"}, {"a", 3}, {"b", 1}},
+                       {{"id", 5}, {"op", "sub"}, {"a", 4}, {"b", 0}},
+                       {{"id", 6}, {"op", "tanh"}, {"a", 5}},
+                       {{"id", 7}, {"op", "sigmoid"}, {"a", 0}},
+                       {{"id", 8}, {"op", "gelu"}, {"a", 0}},
+                       {{"id", 9}, {"op", "mul"}, {"a", 7}, {"b", 8}},
+                       {{"id", 10}, {"op", "add"}, {"a", 6}, {"b", 9}}},
+                      {{"y", 10}}, 2);
+  pipeline::CompileOptions unfused = ProdOptions();
+  unfused.disabled_passes = {"fuse-elementwise"};
+  auto fused_plan = pipeline::Compile(doc.dump(), ProdOptions());
+  auto unfused_plan = pipeline::Compile(doc.dump(), unfused);
+  ASSERT_TRUE(fused_plan.ok()) << fused_plan.errors().front().Format();
+  ASSERT_TRUE(unfused_plan.ok());
+  ASSERT_EQ(fused_plan->plan->steps.size(), 1u);
+  ASSERT_GE(unfused_plan->plan->steps.size(), 9u);
+
+  auto fused_run = scellis::testing::CompileAndRun(doc.dump());
+  auto unfused_run = scellis::testing::CompileAndRun(doc.dump(), 1, unfused);
+  const runtime::HostTensor* f = scellis::testing::FindOutput(fused_run, "y");
+  const runtime::HostTensor* u = scellis::testing::FindOutput(unfused_run, "y");
+  ASSERT_NE(f, nullptr);
+  ASSERT_NE(u, nullptr);
+  std::span<const float> fv = f->view<float>(), uv = u->view<float>();
+  ASSERT_EQ(fv.size(), x.size());
+  ASSERT_EQ(uv.size(), x.size());
+  int differing = 0;
+  for (size_t i = 0; i < x.size(); ++i)
+    differing += std::bit_cast<uint32_t>(fv[i]) != std::bit_cast<uint32_t>(uv[i]);
+  EXPECT_EQ(differing, 0);
+  // And both are the expression, to float32 rounding (a float64 evaluation).
+  for (size_t i = 0; i < x.size(); i += 97) {
+    double xi = x[i], bi = b[i % cols];
+    double want = std::tanh(std::exp(xi * 0.37) / bi - xi) +
+                  1 / (1 + std::exp(-xi)) * 0.5 * xi * (1 + std::erf(xi / std::sqrt(2.0)));
+    EXPECT_NEAR(fv[i], want, 1e-5 * (1 + std::abs(want))) << i;
+  }
+}
+
+}  // namespace
+}  // namespace scellis::kernel
