@@ -14,6 +14,7 @@ class Lowering {
 
   Result<Program> Run() {
     prog_.name = doc_.name;
+    prog_.ops = options_.ops;
     prog_.form = doc_.form;
     prog_.version = doc_.version;
     prog_.budget_bytes = doc_.budget_bytes;

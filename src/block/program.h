@@ -8,11 +8,12 @@
 #include <string>
 #include <vector>
 
+#include "base/determinism.h"
 #include "base/json_util.h"
 #include "base/result.h"
 #include "base/tensor_type.h"
 #include "doc/document.h"
-#include "base/determinism.h"
+#include "ops/op_table.h"
 
 namespace scellis::block {
 
@@ -103,6 +104,7 @@ struct Program {
   std::optional<int64_t> budget_bytes;
   std::map<std::string, int64_t> dims;
   std::vector<Diagnostic> notes;  // warnings raised while lowering (e.g. a tier override)
+  std::shared_ptr<const ops::OpTable> ops = ops::BuiltinOps();  // what its op blocks mean
 };
 
 struct LowerOptions {
@@ -110,6 +112,8 @@ struct LowerOptions {
   bool tier_override = false;           // --tier-override: replaces the declared tiers
   std::map<std::string, int64_t> bind;  // --bind N=64: binds symbolic dims
   LowerMode mode = LowerMode::kTrainStep;
+  // The ops the document may use: the built-in table, or a session's copy extended with its own.
+  std::shared_ptr<const ops::OpTable> ops = ops::BuiltinOps();
 };
 
 Result<Program> FromDoc(const doc::Document& d, const LowerOptions& options);

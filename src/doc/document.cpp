@@ -6,10 +6,6 @@
 namespace scellis::doc {
 namespace {
 
-// Fields of a graph-protocol node that name another node by id. Everything else is a parameter.
-const std::set<std::string> kReferenceFields = {"a", "b", "target",   "param", "grad",
-                                                "m", "v", "velocity", "t"};
-
 bool IsIdentifier(const std::string& s) {
   if (s.empty() || s.size() > 128) return false;
   for (char c : s)
@@ -19,7 +15,7 @@ bool IsIdentifier(const std::string& s) {
 
 class Parser {
  public:
-  explicit Parser(const Json& root) : root_(root) {}
+  Parser(const Json& root, const ops::OpTable& ops) : root_(root), ops_(ops) {}
 
   Result<Document> Run() {
     if (!root_.is_object()) {
@@ -131,6 +127,12 @@ class Parser {
     node.id = std::to_string(id->get<int64_t>());
     node.op = op->get<std::string>();
     node.params = Json::object();
+    const ops::OpSpec* spec = ops_.Find(node.op);
+    if (!spec) {
+      Error("unknown-op", pointer, "the op \"" + node.op + "\" does not exist",
+            "ops of version " + std::to_string(doc_.version) + ": " + ops_.NamesUpTo(doc_.version),
+            &node);
+    }
     for (auto it = j.begin(); it != j.end(); ++it) {
       const std::string& key = it.key();
       if (key == "id" || key == "op") continue;
@@ -138,7 +140,7 @@ class Parser {
         node.label = it->get<std::string>();
         continue;
       }
-      if (kReferenceFields.count(key)) {
+      if (IsReference(spec, key)) {
         if (!it->is_number_integer() || it->get<int64_t>() < 0) {
           Error("bad-reference", PointerJoin(pointer, key),
                 "the reference \"" + key + "\" is " + it->dump() + ", expected a node id", "",
@@ -151,6 +153,14 @@ class Parser {
       node.params[key] = *it;
     }
     AddNode(std::move(node));
+  }
+
+  // A field names an input when it is a port of the node's op, or a port of another op and not an
+  // attribute of this one: then it is still meant as an input, and the op refuses it by name one
+  // rung down (a source given an input, an op given a port it lacks).
+  bool IsReference(const ops::OpSpec* spec, const std::string& key) const {
+    if (spec && spec->FindPort(key)) return true;
+    return !(spec && spec->FindAttr(key)) && ops_.IsPortName(key);
   }
 
   void ParseWorkflow() {
@@ -473,6 +483,7 @@ class Parser {
   }
 
   const Json& root_;
+  const ops::OpTable& ops_;
   Document doc_;
   std::map<std::string, size_t> index_;
   std::vector<Diagnostic> errors_;
@@ -490,9 +501,9 @@ const Node* Document::Find(const std::string& id) const {
   return nullptr;
 }
 
-Result<Document> Parse(std::string_view text) {
+Result<Document> Parse(std::string_view text, const ops::OpTable& ops) {
   SCELLIS_ASSIGN_OR_RETURN(Json root, ParseUntrustedJson(text));
-  return Parser(root).Run();
+  return Parser(root, ops).Run();
 }
 
 Json ToJson(const Document& d) {

@@ -6,9 +6,9 @@
 //    block type and params, wires between named ports, the declared determinism tier and tolerance
 //    class, optional budgets and symbolic dims.
 //
-// This rung checks structure only — object shapes, ids, references, cycles, version labels — and
-// puts the nodes in dependency order. What an op means is known one rung down; every later
-// diagnostic still points here through each node's JSON pointer.
+// This rung checks structure — object shapes, ids, references, cycles, version labels, that a
+// graph's ops exist — and puts the nodes in dependency order. What an op computes is known further
+// down; every later diagnostic still points here through each node's JSON pointer.
 #pragma once
 
 #include <map>
@@ -17,10 +17,11 @@
 #include <string_view>
 #include <vector>
 
+#include "base/determinism.h"
 #include "base/json_util.h"
 #include "base/result.h"
 #include "base/tensor_type.h"
-#include "base/determinism.h"
+#include "ops/op_table.h"
 
 namespace scellis::doc {
 
@@ -78,8 +79,9 @@ struct Document {
 };
 
 // Parses and structurally validates a document. Every problem found is reported, each with the
-// JSON pointer of the offending node.
-Result<Document> Parse(std::string_view text);
+// JSON pointer of the offending node. `ops` says which ops exist and which node fields of the graph
+// protocol are input ports.
+Result<Document> Parse(std::string_view text, const ops::OpTable& ops = *ops::BuiltinOps());
 
 // The rung's JSON form: the canonical document.
 Json ToJson(const Document& d);

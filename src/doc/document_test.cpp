@@ -244,5 +244,51 @@ TEST(DocVerify, CatchesCorruptedDocuments) {
   EXPECT_FALSE(Verify(dangling).ok());
 }
 
+// The table is a value a session may extend: its copy knows the op, and reads the op's own port
+// names as references; the built-in table does not know it.
+TEST(DocOps, AnExtendedTableParsesItsOwnOp) {
+  const char* text = R"({"version":2,"nodes":[{"id":0,"op":"input","shape":[2],"data":[1,2]},
+    {"id":1,"op":"double_it","x":0,"factor":2}],"outputs":[{"name":"y","id":1}]})";
+  ops::OpTable mine = *ops::BuiltinOps();
+  ops::OpSpec twice;
+  twice.name = "double_it";
+  twice.min_version = 2;
+  twice.ports = {ops::Port("x")};
+  twice.attrs = {ops::Attr("factor", ops::AttrType::kNumber)};
+  twice.summary = "x * factor";
+  ASSERT_TRUE(mine.Add(twice));
+  EXPECT_FALSE(mine.Add(twice)) << "a second op of one name";
+
+  auto d = Parse(text, mine);
+  ASSERT_TRUE(d.ok()) << d.errors().front().Format();
+  const Node* n = d->Find("1");
+  ASSERT_NE(n, nullptr);
+  ASSERT_EQ(n->inputs.size(), 1u);
+  EXPECT_EQ(n->inputs[0].port, "x");
+  EXPECT_EQ(n->inputs[0].source, "0");
+  EXPECT_EQ(n->params, Json({{"factor", 2}}));
+
+  auto builtin = Parse(text);
+  ASSERT_FALSE(builtin.ok());
+  EXPECT_EQ(builtin.errors().front().code, "unknown-op");
+  EXPECT_EQ(builtin.errors().front().pointer, "/nodes/1");
+  EXPECT_EQ(ops::BuiltinOps()->Find("double_it"), nullptr) << "the copy leaked into the built-in";
+}
+
+// Fields that are ports of the node's op are references; port names of other ops still are (the op
+// refuses them one rung down); everything else is a parameter.
+TEST(DocOps, PortsComeFromTheTable) {
+  auto d = Parse(R"({"version":2,"nodes":[{"id":0,"op":"input","shape":[2],"data":[1,2]},
+    {"id":1,"op":"sum","a":0,"axis":0},{"id":2,"op":"relu","a":0,"b":1}],
+    "outputs":[{"name":"y","id":2}]})");
+  ASSERT_TRUE(d.ok()) << d.errors().front().Format();
+  const Node* sum = d->Find("1");
+  ASSERT_EQ(sum->inputs.size(), 1u);
+  EXPECT_EQ(sum->params, Json({{"axis", 0}}));
+  const Node* relu = d->Find("2");
+  ASSERT_EQ(relu->inputs.size(), 2u);
+  EXPECT_EQ(relu->inputs[1].port, "b");
+}
+
 }  // namespace
 }  // namespace scellis::doc

@@ -6,17 +6,17 @@
 #include <set>
 
 #include "base/sha256.h"
-#include "kernel/module.h"
 #include "kernel/emit/wgsl/codegen.h"
-#include "webir/op_registry.h"
+#include "kernel/module.h"
+#include "webir/op_rules.h"
 
 namespace scellis::kernel {
 namespace {
 
-bool IsElementwise(const webir::Node& n) {
+bool IsElementwise(const webir::Graph& g, const webir::Node& n) {
   if (n.op == "full") return true;
-  const webir::OpDef* def = webir::FindOp(n.op);
-  return def && def->kind == webir::OpKind::kElementwise;
+  const ops::OpSpec* spec = g.ops->Find(n.op);
+  return spec && spec->kind == ops::OpKind::kElementwise;
 }
 
 class Partition {
@@ -34,7 +34,7 @@ class Partition {
       Kernel k;
       k.id = static_cast<int>(m.kernels.size());
       k.output = n.id;
-      if (IsElementwise(n))
+      if (IsElementwise(g_, n))
         BuildFused(n, k);
       else {
         k.kind = KernelKind::kOp;
@@ -67,11 +67,11 @@ class Partition {
 
  private:
   bool Folded(const webir::Node& n) const {
-    if (!IsElementwise(n) || is_output_.count(n.id)) return false;
+    if (!IsElementwise(g_, n) || is_output_.count(n.id)) return false;
     const std::vector<int>& users = users_[n.id];
     if (users.empty()) return n.op == "full";  // an unused constant needs no kernel
     for (int u : users)
-      if (!IsElementwise(g_.at(u))) return false;
+      if (!IsElementwise(g_, g_.at(u))) return false;
     return n.op == "full" || users.size() == 1;
   }
 

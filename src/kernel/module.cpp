@@ -2,8 +2,6 @@
 
 #include <set>
 
-#include "webir/op_registry.h"
-
 namespace scellis::kernel {
 
 std::string Print(const Module& m) {

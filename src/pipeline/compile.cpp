@@ -21,7 +21,7 @@ const char* RungName(Rung r) {
 
 Result<Compiled> Compile(std::string_view text, const CompileOptions& options) {
   Compiled c;
-  SCELLIS_ASSIGN_OR_RETURN(c.doc, doc::Parse(text));
+  SCELLIS_ASSIGN_OR_RETURN(c.doc, doc::Parse(text, *options.lower.ops));
   if (options.up_to < Rung::kBlock) return c;
   SCELLIS_ASSIGN_OR_RETURN(c.program, block::FromDoc(c.doc, options.lower));
   c.notes = c.program->notes;

@@ -7,11 +7,12 @@
 #include <string>
 #include <vector>
 
-#include "block/program.h"
+#include "base/determinism.h"
 #include "base/json_util.h"
 #include "base/result.h"
 #include "base/tensor_type.h"
-#include "base/determinism.h"
+#include "block/program.h"
+#include "ops/op_table.h"
 
 namespace scellis::webir {
 
@@ -68,6 +69,8 @@ struct Graph {
   policy::ToleranceClass tolerance = policy::ToleranceClass::kDefault;
   std::optional<int64_t> budget_bytes;
   std::vector<Diagnostic> notes;
+  // What the ops mean; the program's table, so a session's own ops stay known down the ladder.
+  std::shared_ptr<const ops::OpTable> ops = ops::BuiltinOps();
 
   const Node& at(int id) const { return nodes.at(static_cast<size_t>(id)); }
   // Appends a node, assigning its id (and a name if it has none).
