@@ -101,6 +101,7 @@ struct Program {
   policy::Tier tier = policy::Tier::kProd;
   std::string tier_source;
   policy::ToleranceClass tolerance = policy::ToleranceClass::kDefault;
+  bool bit_exact_across_devices = false;  // the same bits on every backend, not just run to run
   std::optional<int64_t> budget_bytes;
   std::map<std::string, int64_t> dims;
   std::vector<Diagnostic> notes;  // warnings raised while lowering (e.g. a tier override)

@@ -1,7 +1,8 @@
 // Rung 0: the document. Two ways in, one structure out:
 //
 //  * the plain-data graph protocol (`{"version": 1, "nodes": [...], "outputs": [...]}`), whose
-//    nodes name their inputs by integer id in fields such as `a` and `b`;
+//    nodes name their inputs by integer id in fields such as `a` and `b`, and which may declare a
+//    determinism tier and tolerance class for the graph and for single nodes;
 //  * the workflow document the Studio draws (`{"format": "scellis.workflow/1", ...}`): nodes with a
 //    block type and params, wires between named ports, the declared determinism tier and tolerance
 //    class, optional budgets and symbolic dims.
@@ -44,8 +45,9 @@ struct Node {
   std::string label;  // the user's name for it, "" if none
   Json params;        // every other field (graph) or the `params` object (workflow)
   std::vector<Input> inputs;
-  std::optional<policy::Tier> tier;  // a node-level determinism declaration
-  std::string pointer;               // "/nodes/3"
+  std::optional<policy::Tier> tier;                 // a node-level determinism declaration
+  std::optional<policy::ToleranceClass> tolerance;  // a node-level tolerance declaration
+  std::string pointer;                              // "/nodes/3"
 
   // `matmul "proj"` or `mul #2`, for diagnostics.
   std::string Describe() const;
@@ -67,6 +69,8 @@ struct Document {
   std::optional<policy::Tier> tier;
   std::string tier_pointer;
   bool tier_override = false;  // "determinism": {"tier": ..., "override": true}
+  // "determinism": {"tier": ..., "bit_exact_across_devices": true}: the same bits on every backend.
+  bool bit_exact_across_devices = false;
   std::optional<policy::ToleranceClass> tolerance;
   std::optional<int64_t> budget_bytes;
   std::map<std::string, int64_t> dims;  // symbolic dimension bindings

@@ -290,5 +290,49 @@ TEST(DocOps, PortsComeFromTheTable) {
   EXPECT_EQ(relu->inputs[1].port, "b");
 }
 
+// Graph documents declare determinism and tolerance as workflows do, at the top and on nodes.
+TEST(GraphDeclarations, DeterminismAndToleranceAreRead) {
+  auto d = Parse(R"({"version":2,"determinism":{"tier":"debug","bit_exact_across_devices":true},
+    "tolerance":"tight","nodes":[{"id":0,"op":"input","shape":[2],"data":[1,2]},
+    {"id":1,"op":"relu","a":0,"determinism":"prod","tolerance":"exact"}],
+    "outputs":[{"name":"y","id":1}]})");
+  ASSERT_TRUE(d.ok()) << d.errors().front().Format();
+  EXPECT_EQ(d->tier, policy::Tier::kDebug);
+  EXPECT_EQ(d->tier_pointer, "/determinism");
+  EXPECT_TRUE(d->bit_exact_across_devices);
+  EXPECT_EQ(d->tolerance, policy::ToleranceClass::kTight);
+  const Node* relu = d->Find("1");
+  EXPECT_EQ(relu->tier, policy::Tier::kProd);
+  EXPECT_EQ(relu->tolerance, policy::ToleranceClass::kExact);
+  EXPECT_TRUE(relu->params.empty()) << relu->params.dump();
+
+  auto o = Parse(R"({"version":1,"determinism":{"tier":"fast","override":true},
+    "nodes":[{"id":0,"op":"input","shape":[1],"data":[1]}],"outputs":[{"name":"y","id":0}]})");
+  ASSERT_TRUE(o.ok());
+  EXPECT_TRUE(o->tier_override);
+  EXPECT_FALSE(o->bit_exact_across_devices);
+}
+
+TEST(GraphDeclarations, MistakesAreNamed) {
+  auto code_at = [](const char* text) {
+    auto d = Parse(text);
+    if (d.ok()) return std::string("ok");
+    return d.errors().front().code + " " + d.errors().front().pointer;
+  };
+  EXPECT_EQ(code_at(R"({"version":1,"nodes":[],"outputs":[],"determinsm":"prod"})"),
+            "unknown-field /determinsm");
+  EXPECT_EQ(code_at(R"({"version":1,"nodes":[{"id":0,"op":"input","shape":[1],
+    "determinism":"strict"}],"outputs":[]})"),
+            "bad-determinism-tier /nodes/0/determinism");
+  EXPECT_EQ(code_at(R"({"version":1,"nodes":[{"id":0,"op":"input","shape":[1],
+    "determinism":{"tier":"debug","override":true}}],"outputs":[]})"),
+            "bad-determinism-tier /nodes/0/determinism/override");
+  EXPECT_EQ(code_at(R"({"version":1,"nodes":[],"outputs":[],"tolerance":"tiny"})"),
+            "bad-tolerance-class /tolerance");
+  EXPECT_EQ(code_at(R"({"version":1,"nodes":[],"outputs":[],
+    "determinism":{"tier":"debug","bit_exact":true}})"),
+            "unknown-field /determinism/bit_exact");
+}
+
 }  // namespace
 }  // namespace scellis::doc

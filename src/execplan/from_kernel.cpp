@@ -36,6 +36,7 @@ class Planner {
   Result<Plan> Run() {
     const webir::Graph& g = m_.graph;
     plan_.module = m_;
+    plan_.target = options_.limits;
     plan_.buffer_of.assign(g.nodes.size(), -1);
     plan_.thresholds = policy::ResolveThresholds(g.tolerance, g.tier);
     std::vector<std::vector<int>> users = g.Users();

@@ -10,10 +10,10 @@
 #include <string>
 #include <vector>
 
+#include "base/determinism.h"
 #include "base/json_util.h"
 #include "base/result.h"
 #include "kernel/module.h"
-#include "base/determinism.h"
 
 namespace scellis::execplan {
 
@@ -56,6 +56,7 @@ struct MemoryPlan {
 
 // What the target device allows, for the verdict.
 struct DeviceLimits {
+  std::string backend = "cpu";  // "cpu" | "webgpu" | "null": what computes, hence what it can keep
   std::string device = "cpu";
   int64_t max_buffer_bytes = int64_t{1} << 40;
   int64_t max_binding_bytes = int64_t{1} << 40;
@@ -75,6 +76,7 @@ struct Plan {
   Verdict verdict = Verdict::kGreen;
   std::vector<Diagnostic> findings;  // why the verdict is not green
   policy::Thresholds thresholds;     // the tolerance class resolved for the tier
+  DeviceLimits target;               // what the plan was made for
 
   const webir::Graph& graph() const { return module.graph; }
 };

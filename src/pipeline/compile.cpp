@@ -1,6 +1,7 @@
 #include "pipeline/compile.h"
 
 #include "base/enum_table.h"
+#include "execplan/passes/check_guarantees.h"
 
 namespace scellis::pipeline {
 
@@ -31,6 +32,7 @@ Result<Compiled> Compile(std::string_view text, const CompileOptions& options) {
   SCELLIS_ASSIGN_OR_RETURN(c.module, kernel::FromWebir(*c.graph));
   if (options.up_to < Rung::kExecplan) return c;
   SCELLIS_ASSIGN_OR_RETURN(c.plan, execplan::FromKernel(*c.module, options.plan));
+  SCELLIS_TRY(execplan::CheckGuarantees(*c.plan));
   return c;
 }
 

@@ -23,6 +23,7 @@ class Lowering {
     g_.tier = prog_.tier;
     g_.tier_source = prog_.tier_source;
     g_.tolerance = prog_.tolerance;
+    g_.bit_exact_across_devices = prog_.bit_exact_across_devices;
     g_.budget_bytes = prog_.budget_bytes;
     g_.notes = prog_.notes;
     for (const block::Block& b : prog_.blocks) {

@@ -45,7 +45,8 @@ std::string Print(const Graph& g) {
   std::string out = "graph";
   if (!g.name.empty()) out += " \"" + g.name + "\"";
   out += std::string("  tier=") + policy::TierName(g.tier) +
-         "  tolerance=" + policy::ToleranceName(g.tolerance) + "\n";
+         "  tolerance=" + policy::ToleranceName(g.tolerance) +
+         (g.bit_exact_across_devices ? "  bit-exact-across-devices" : "") + "\n";
   size_t width = 0;
   for (const Node& n : g.nodes) width = std::max(width, n.name.size() + 1);
   std::vector<std::string> lhs, rhs;
@@ -88,6 +89,7 @@ Json ToJson(const Graph& g) {
   j["name"] = g.name;
   j["tier"] = policy::TierName(g.tier);
   j["tolerance"] = policy::ToleranceName(g.tolerance);
+  if (g.bit_exact_across_devices) j["bit_exact_across_devices"] = true;
   j["nodes"] = Json::array();
   for (const Node& n : g.nodes) {
     Json jn;

@@ -67,6 +67,7 @@ struct Graph {
   policy::Tier tier = policy::Tier::kProd;
   std::string tier_source;
   policy::ToleranceClass tolerance = policy::ToleranceClass::kDefault;
+  bool bit_exact_across_devices = false;
   std::optional<int64_t> budget_bytes;
   std::vector<Diagnostic> notes;
   // What the ops mean; the program's table, so a session's own ops stay known down the ladder.
