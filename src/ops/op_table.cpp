@@ -152,4 +152,63 @@ std::vector<Diagnostic> CheckAttributes(
   return errors;
 }
 
+namespace {
+
+std::string Code(const std::string& s) {
+  return "`" + s + "`";
+}
+
+std::string DTypes(const std::vector<DType>& dtypes) {
+  std::string out;
+  for (DType d : dtypes) out += (out.empty() ? "" : ", ") + std::string(DTypeName(d));
+  return out;
+}
+
+void PortsSection(const OpSpec& s, std::string& out) {
+  if (s.ports.empty()) return;
+  out += "\n| port | role | dtypes |\n|---|---|---|\n";
+  for (const Port& p : s.ports)
+    out += "| " + Code(p.name) + " | " + PortRoleName(p.role) + " | " + DTypes(p.dtypes) + " |\n";
+}
+
+void AttrsSection(const OpSpec& s, std::string& out) {
+  if (s.attrs.empty()) return;
+  out += "\n| attribute | type | default | required |\n|---|---|---|---|\n";
+  for (const Attr& a : s.attrs) {
+    out += "| " + Code(a.name) + " | " + AttrTypeName(a.type) + " | " +
+           (a.default_value.is_null() ? "—" : Code(CanonicalJson(a.default_value))) + " | " +
+           (a.required ? "yes" : "no") + " |\n";
+  }
+}
+
+}  // namespace
+
+std::string ToMarkdown(const OpTable& table) {
+  std::string out =
+      "# Ops\n\n"
+      "Generated from the op table (`src/ops/builtin.cpp`) by `scellis ops --markdown`; a test "
+      "fails when this file differs from the table.\n\n"
+      "Graph-protocol nodes name their inputs by port (`{\"id\": 2, \"op\": \"add\", \"a\": 0, "
+      "\"b\": 1}`); workflows wire them (`\"to\": \"node.a\"`). The tolerance class is what the "
+      "op is held to against the CPU reference on a GPU; the reference itself is exact by "
+      "definition.\n\n"
+      "| op | since version | kind | differentiable | tolerance |\n|---|---|---|---|---|\n";
+  for (const OpSpec& s : table.ops()) {
+    out += "| [" + Code(s.name) + "](#" + s.name + ") | " + std::to_string(s.min_version) + " | " +
+           OpKindName(s.kind) + " | " + (s.differentiable ? "yes" : "no") + " | " +
+           policy::ToleranceName(s.tolerance) + " |\n";
+  }
+  for (const OpSpec& s : table.ops()) {
+    out += "\n## " + s.name + "\n\n" + s.summary + "\n\n";
+    out += "- since graph protocol version " + std::to_string(s.min_version) + "; kind " +
+           OpKindName(s.kind) + "; " +
+           (s.differentiable ? "differentiable" : "not differentiable") + "\n";
+    out += std::string("- tolerance class: ") + policy::ToleranceName(s.tolerance) + "\n";
+    out += "- determinism: " + s.determinism + "\n";
+    PortsSection(s, out);
+    AttrsSection(s, out);
+  }
+  return out;
+}
+
 }  // namespace scellis::ops

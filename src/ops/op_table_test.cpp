@@ -3,6 +3,9 @@
 
 #include <gtest/gtest.h>
 
+#include <fstream>
+#include <sstream>
+
 namespace scellis::ops {
 namespace {
 
@@ -86,6 +89,25 @@ TEST(OpTable, EveryEntryIsComplete) {
       EXPECT_FALSE(s.ports.empty());
     }
   }
+}
+
+// docs/ops.md is the table's Markdown; regenerate it with `scellis ops --markdown > docs/ops.md`.
+TEST(OpTable, CommittedReferenceMatchesTheTable) {
+  std::ifstream in(std::string(SCELLIS_SOURCE_DIR) + "/docs/ops.md", std::ios::binary);
+  ASSERT_TRUE(in) << "docs/ops.md is missing";
+  std::stringstream text;
+  text << in.rdbuf();
+  EXPECT_EQ(text.str(), ToMarkdown(*BuiltinOps()))
+      << "docs/ops.md is stale: scellis ops --markdown > docs/ops.md";
+}
+
+TEST(OpTable, MarkdownNamesEveryOpPortAndAttribute) {
+  std::string md = ToMarkdown(*BuiltinOps());
+  EXPECT_NE(md.find("\n## cross_entropy\n"), std::string::npos);
+  EXPECT_NE(md.find("| `target` | labels | f32 |"), std::string::npos);
+  EXPECT_NE(md.find("| `keepdim` | boolean | `false` | no |"), std::string::npos);
+  EXPECT_NE(md.find("| `dims` | integer array | — | yes |"), std::string::npos);
+  EXPECT_NE(md.find("| [`exp`](#exp) | 2 | elementwise | yes | default |"), std::string::npos);
 }
 
 }  // namespace
