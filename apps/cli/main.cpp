@@ -1,6 +1,7 @@
 // The `scellis` command.
 #include <iostream>
 
+#include "cmd_ops.h"
 #include "common.h"
 
 int main(int argc, char** argv) {
@@ -53,6 +54,9 @@ int main(int argc, char** argv) {
       "conform", "check every GPU kernel against the CPU reference; passing mints receipts");
   AddConformFlags(conform, conform_flags);
 
+  OpsFlags ops_flags;
+  CLI::App* ops = AddOpsCommand(app, ops_flags);
+
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
@@ -66,5 +70,6 @@ int main(int argc, char** argv) {
   if (*probe) return ProbeCommand(probe_json);
   if (*train) return TrainCommand(train_flags, train_opts);
   if (*conform) return ConformCommand(conform_flags);
+  if (*ops) return OpsCommand(ops_flags);
   return 2;
 }

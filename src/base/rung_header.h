@@ -19,6 +19,7 @@ struct RungHeader {
   policy::Tier tier = policy::Tier::kProd;
   std::string tier_source;  // what declared the tier ("the document", "--tier", ...)
   policy::ToleranceClass tolerance = policy::ToleranceClass::kDefault;
+  bool bit_exact_across_devices = false;  // the same bits on every backend, not just run to run
   std::string content_id;  // of the document
   std::optional<int64_t> budget_bytes;
   std::vector<Diagnostic> notes;  // warnings raised while lowering (e.g. a tier override)

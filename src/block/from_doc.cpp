@@ -14,12 +14,14 @@ class Lowering {
 
   Result<Program> Run() {
     prog_.name = doc_.name;
+    prog_.ops = options_.ops;
     prog_.form = doc_.form;
     prog_.version = doc_.version;
     prog_.budget_bytes = doc_.budget_bytes;
     prog_.dims = doc_.dims;
     for (const auto& [k, v] : options_.bind) prog_.dims[k] = v;
-    prog_.tolerance = doc_.tolerance.value_or(policy::ToleranceClass::kDefault);
+    ResolveTolerance();
+    prog_.bit_exact_across_devices = doc_.bit_exact_across_devices;
 
     for (const doc::Node& n : doc_.nodes) LowerNode(n);
     for (const doc::Output& o : doc_.outputs)
@@ -166,6 +168,14 @@ class Lowering {
       }
       prog_.carries.push_back({out, index_.at(n.id)});
     }
+  }
+
+  // Strictest wins, as for tiers: a node that needs `exact` makes the run exact.
+  void ResolveTolerance() {
+    std::optional<policy::ToleranceClass> t = doc_.tolerance;
+    for (const doc::Node& n : doc_.nodes)
+      if (n.tolerance && (!t || *n.tolerance < *t)) t = n.tolerance;
+    prog_.tolerance = t.value_or(policy::ToleranceClass::kDefault);
   }
 
   void ResolveTier() {

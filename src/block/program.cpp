@@ -26,7 +26,8 @@ std::string Print(const Program& p) {
   std::string out = "program";
   if (!p.name.empty()) out += " \"" + p.name + "\"";
   out += std::string("  tier=") + policy::TierName(p.tier) + " (from " + p.tier_source + ")" +
-         "  tolerance=" + policy::ToleranceName(p.tolerance) + "\n";
+         "  tolerance=" + policy::ToleranceName(p.tolerance) +
+         (p.bit_exact_across_devices ? "  bit-exact-across-devices" : "") + "\n";
   for (size_t i = 0; i < p.blocks.size(); ++i) {
     const Block& b = p.blocks[i];
     out += "  block %" + b.id + " = " + b.type;
@@ -61,6 +62,7 @@ Json ToJson(const Program& p) {
   j["tier"] = policy::TierName(p.tier);
   j["tier_source"] = p.tier_source;
   j["tolerance"] = policy::ToleranceName(p.tolerance);
+  if (p.bit_exact_across_devices) j["bit_exact_across_devices"] = true;
   j["blocks"] = Json::array();
   for (const Block& b : p.blocks) {
     Json jb;

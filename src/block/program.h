@@ -14,6 +14,7 @@
 #include "base/rung_header.h"
 #include "base/tensor_type.h"
 #include "doc/document.h"
+#include "ops/op_table.h"
 
 namespace scellis::block {
 
@@ -98,6 +99,7 @@ struct Program : RungHeader {
   std::optional<TrainSpec> train;
   LowerMode mode = LowerMode::kTrainStep;
   std::map<std::string, int64_t> dims;
+  std::shared_ptr<const ops::OpTable> ops = ops::BuiltinOps();  // what its op blocks mean
 };
 
 struct LowerOptions {
@@ -105,6 +107,8 @@ struct LowerOptions {
   bool tier_override = false;           // --tier-override: replaces the declared tiers
   std::map<std::string, int64_t> bind;  // --bind N=64: binds symbolic dims
   LowerMode mode = LowerMode::kTrainStep;
+  // The ops the document may use: the built-in table, or a session's copy extended with its own.
+  std::shared_ptr<const ops::OpTable> ops = ops::BuiltinOps();
 };
 
 Result<Program> FromDoc(const doc::Document& d, const LowerOptions& options);

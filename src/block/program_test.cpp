@@ -27,6 +27,21 @@ std::string Workflow(const std::string& doc_tier, const std::string& node_tier,
     "wires": [{"from": "x", "to": "r.a"}], "outputs": [{"name": "out", "from": "r"}]})";
 }
 
+// The same declarations in a graph-protocol document; the relu is node 1.
+std::string Graph(const std::string& doc_tier, const std::string& node_tier,
+                  bool doc_override = false) {
+  std::string det;
+  if (!doc_tier.empty()) {
+    det = doc_override ? R"("determinism": {"tier": ")" + doc_tier + R"(", "override": true},)"
+                       : R"("determinism": ")" + doc_tier + R"(",)";
+  }
+  std::string node_det = node_tier.empty() ? "" : R"(, "determinism": ")" + node_tier + R"(")";
+  return R"({"version": 1, )" + det +
+         R"( "nodes": [{"id": 0, "op": "input", "shape": [2, 3], "data": [1,2,3,4,5,6]},
+              {"id": 1, "op": "relu", "a": 0)" +
+         node_det + R"(}], "outputs": [{"name": "out", "id": 1}]})";
+}
+
 Result<Program> Lower(const std::string& text, LowerOptions o = {}) {
   auto d = doc::Parse(text);
   if (!d.ok()) return d.status();
@@ -63,16 +78,37 @@ TEST(Tier, StrictestDeclarationWins) {
       {"fast", "prod", std::nullopt, Tier::kProd, "node r"},
       {"debug", "fast", Tier::kFast, Tier::kDebug, "the document"},
   };
-  for (const Case& c : cases) {
-    SCOPED_TRACE("doc=" + c.doc + " node=" + c.node);
-    LowerOptions o;
-    o.tier = c.flag;
-    auto p = Lower(Workflow(c.doc, c.node), o);
-    ASSERT_TRUE(p.ok()) << p.errors().front().Format();
-    EXPECT_EQ(p->tier, c.want);
-    EXPECT_EQ(p->tier_source, c.source);
-    EXPECT_TRUE(p->notes.empty());
+  // Both document forms resolve through the same function, to the same outcome.
+  for (bool graph : {false, true}) {
+    for (const Case& c : cases) {
+      SCOPED_TRACE((graph ? "graph doc=" : "workflow doc=") + c.doc + " node=" + c.node);
+      LowerOptions o;
+      o.tier = c.flag;
+      auto p = Lower(graph ? Graph(c.doc, c.node) : Workflow(c.doc, c.node), o);
+      ASSERT_TRUE(p.ok()) << p.errors().front().Format();
+      EXPECT_EQ(p->tier, c.want);
+      EXPECT_EQ(p->tier_source, graph && c.source == "node r" ? "node 1" : c.source);
+      EXPECT_TRUE(p->notes.empty());
+    }
   }
+}
+
+TEST(Tier, GraphDocumentDeclaresItsOwnTier) {
+  auto p = Lower(Graph("prod", ""));
+  ASSERT_TRUE(p.ok()) << p.errors().front().Format();
+  EXPECT_EQ(p->tier, Tier::kProd);
+  auto o = Lower(Graph("debug", "", /*override=*/true), WithTier(Tier::kProd));
+  ASSERT_TRUE(o.ok());
+  EXPECT_EQ(o->tier, Tier::kDebug) << "the document's override replaces --tier";
+}
+
+TEST(Tolerance, StrictestDeclarationWinsAcrossNodes) {
+  auto p = Lower(R"({"version": 1, "determinism": "prod", "tolerance": "default",
+    "nodes": [{"id": 0, "op": "input", "shape": [1], "data": [1]},
+              {"id": 1, "op": "relu", "a": 0, "tolerance": "tight"}],
+    "outputs": [{"name": "out", "id": 1}]})");
+  ASSERT_TRUE(p.ok()) << p.errors().front().Format();
+  EXPECT_EQ(p->tolerance, policy::ToleranceClass::kTight);
 }
 
 TEST(Tier, OverrideThatDropsAStricterTierIsAnnounced) {

@@ -3,13 +3,13 @@
 #include <algorithm>
 
 #include "base/random.h"
-#include "webir/op_registry.h"
+#include "ops/op_table.h"
 
 namespace scellis::conform {
 namespace {
 
-using webir::OpDef;
-using webir::OpKind;
+using ops::OpKind;
+using ops::OpSpec;
 using Shape = std::vector<int64_t>;
 
 // More elements than 65535 workgroups of 64 invocations cover, so the grid folds into y.
@@ -26,13 +26,13 @@ class DocBuilder {
     return Add({{"op", "input"}, {"name", name}, {"shape", shape}});
   }
 
-  // Arguments bind to the op's input ports in registry order.
+  // Arguments bind to the op's input ports in table order.
   int Op(const std::string& op, std::vector<int> args, Json attrs = Json::object()) {
-    const OpDef* def = webir::FindOp(op);
+    const OpSpec* def = ops::BuiltinOps()->Find(op);
     Json node = attrs;
     node["op"] = op;
-    for (size_t i = 0; def && i < args.size() && i < def->inputs.size(); ++i)
-      node[def->inputs[i]] = args[i];
+    for (size_t i = 0; def && i < args.size() && i < def->ports.size(); ++i)
+      node[def->ports[i].name] = args[i];
     ops_.push_back(op);
     return Add(std::move(node));
   }
@@ -46,7 +46,7 @@ class DocBuilder {
     c.inputs = inputs_;
     for (const std::string& op : ops_) {
       if (std::find(c.ops.begin(), c.ops.end(), op) == c.ops.end()) c.ops.push_back(op);
-      const OpDef* def = webir::FindOp(op);
+      const OpSpec* def = ops::BuiltinOps()->Find(op);
       if (!def) continue;
       version = std::max(version, def->min_version);
       c.tolerance = std::max(c.tolerance, def->tolerance);  // the loosest class governs
@@ -74,13 +74,13 @@ class DocBuilder {
   std::vector<std::string> ops_;
 };
 
-bool HasAttr(const OpDef& def, const char* name) {
-  return std::find(def.attrs.begin(), def.attrs.end(), name) != def.attrs.end();
+bool HasAttr(const OpSpec& def, const char* name) {
+  return def.FindAttr(name) != nullptr;
 }
 
 // The domain of each input of an elementwise op: inside the op's mathematical domain and away
 // from the points where a comparison would measure nothing but rounding (a pole of 1/x).
-Domain DomainOf(const OpDef& def, size_t input) {
+Domain DomainOf(const OpSpec& def, size_t input) {
   const std::string& op = def.name;
   if ((op == "log" || op == "sqrt") && input == 0) return Domain::kPositive;
   if (op == "div" && input == 1) return Domain::kAwayFromZero;
@@ -92,7 +92,7 @@ bool TakesBigCase(const std::string& op) {
   return op == "relu" || op == "add" || op == "transpose" || op == "reshape";
 }
 
-void UnaryCases(const OpDef& def, std::vector<Case>& out) {
+void UnaryCases(const OpSpec& def, std::vector<Case>& out) {
   const std::pair<const char*, Shape> shapes[] = {
       {"size1", {1}},        {"rank0", {}},           {"prime7", {7}},
       {"prime97", {97}},     {"prime1009", {1009}},   {"wg64", {64}},
@@ -110,7 +110,7 @@ void UnaryCases(const OpDef& def, std::vector<Case>& out) {
   }
 }
 
-void BinaryCases(const OpDef& def, std::vector<Case>& out) {
+void BinaryCases(const OpSpec& def, std::vector<Case>& out) {
   struct Variant {
     const char* name;
     Shape a, b;
@@ -153,7 +153,7 @@ void BinaryCases(const OpDef& def, std::vector<Case>& out) {
   }
 }
 
-void ReduceCases(const OpDef& def, std::vector<Case>& out) {
+void ReduceCases(const OpSpec& def, std::vector<Case>& out) {
   const std::pair<const char*, Shape> whole[] = {
       {"whole_size1", {1}},         {"whole_prime97", {97}},  {"whole_prime1009", {1009}},
       {"whole_rank3", {7, 13, 67}}, {"whole_65537", {65537}},  // more than 256 lanes x 256 elements
@@ -194,7 +194,7 @@ void ReduceCases(const OpDef& def, std::vector<Case>& out) {
   }
 }
 
-void MatmulCases(const OpDef& def, std::vector<Case>& out) {
+void MatmulCases(const OpSpec& def, std::vector<Case>& out) {
   struct Variant {
     const char* name;
     Shape a, b;
@@ -241,7 +241,7 @@ void MatmulCases(const OpDef& def, std::vector<Case>& out) {
   }
 }
 
-void LayoutCases(const OpDef& def, std::vector<Case>& out) {
+void LayoutCases(const OpSpec& def, std::vector<Case>& out) {
   if (HasAttr(def, "dims")) {  // a permutation of the axes
     const std::tuple<const char*, Shape, std::vector<int>> perms[] = {
         {"rank2", {7, 97}, {1, 0}},
@@ -274,7 +274,7 @@ void LayoutCases(const OpDef& def, std::vector<Case>& out) {
     }
     return;
   }
-  if (def.attrs.empty() && def.inputs.size() == 1) {  // a rank-2 transpose
+  if (def.attrs.empty() && def.ports.size() == 1) {  // a rank-2 transpose
     std::vector<std::pair<const char*, Shape>> shapes = {
         {"1x1", {1, 1}},         {"7x97", {7, 97}},   {"1x1009", {1, 1009}},
         {"97x1009", {97, 1009}}, {"64x65", {64, 65}}, {"empty", {0, 5}},
@@ -288,7 +288,7 @@ void LayoutCases(const OpDef& def, std::vector<Case>& out) {
   }
 }
 
-void StencilCases(const OpDef& def, std::vector<Case>& out) {
+void StencilCases(const OpSpec& def, std::vector<Case>& out) {
   // Random 0/1 grids on a torus, including degenerate ones where a cell is its own neighbour.
   const std::pair<const char*, Shape> grids[] = {
       {"1x1", {1, 1}},       {"1x5", {1, 5}},     {"7x97", {7, 97}}, {"64x64", {64, 64}},
@@ -302,7 +302,7 @@ void StencilCases(const OpDef& def, std::vector<Case>& out) {
 }
 
 // Softmax and log-softmax over the last axis: single rows, long rows, many short rows, rank 3.
-void NormalizeCases(const OpDef& def, std::vector<Case>& out) {
+void NormalizeCases(const OpSpec& def, std::vector<Case>& out) {
   const std::pair<const char*, Shape> shapes[] = {
       {"size1", {1}},      {"row97", {97}},       {"7x97", {7, 97}},       {"1009x10", {1009, 10}},
       {"64x10", {64, 10}}, {"rank3", {3, 5, 67}}, {"long_row", {2, 4099}}, {"empty", {0, 5}},
@@ -315,7 +315,7 @@ void NormalizeCases(const OpDef& def, std::vector<Case>& out) {
 }
 
 // Cross-entropy over [N, C] logits with labels in range, and its gradient with an upstream scalar.
-void LossCases(const OpDef& def, std::vector<Case>& out) {
+void LossCases(const OpSpec& def, std::vector<Case>& out) {
   const std::pair<const char*, Shape> shapes[] = {
       {"1x1", {1, 1}},   {"1x10", {1, 10}},       {"64x10", {64, 10}},
       {"97x7", {97, 7}}, {"1009x10", {1009, 10}}, {"5x1000", {5, 1000}},
@@ -325,14 +325,14 @@ void LossCases(const OpDef& def, std::vector<Case>& out) {
     int x = b.Input("logits", shape);
     int t = b.Input("target", {shape[0]}, Domain::kLabels, static_cast<int>(shape[1]));
     std::vector<int> args = {x, t};
-    if (def.inputs.size() == 3) args.push_back(b.Input("upstream", {}));
+    if (def.ports.size() == 3) args.push_back(b.Input("upstream", {}));
     out.push_back(b.Finish(def.name, name, b.Op(def.name, args), 2));
   }
 }
 
 // Optimizer updates at several sizes, steps and settings (first step, bias corrections, weight
 // decay, Nesterov, AdamW's decoupled decay).
-void OptimizerCases(const OpDef& def, std::vector<Case>& out) {
+void OptimizerCases(const OpSpec& def, std::vector<Case>& out) {
   struct Setting {
     const char* name;
     Json attrs;
@@ -356,7 +356,8 @@ void OptimizerCases(const OpDef& def, std::vector<Case>& out) {
     for (const Setting& s : settings) {
       DocBuilder b;
       std::vector<int> args;
-      for (const std::string& port : def.inputs) {
+      for (const ops::Port& p : def.ports) {
+        const std::string& port = p.name;
         Domain d = port == "t" ? Domain::kStep : port == "v" ? Domain::kPositive : Domain::kSigned;
         args.push_back(b.Input(port, port == "t" ? Shape{} : shape, d));
       }
@@ -421,7 +422,7 @@ uint64_t Fnv1a(const std::string& s) {
 
 std::vector<std::string> Groups() {
   std::vector<std::string> groups;
-  for (const OpDef& def : webir::Registry())
+  for (const OpSpec& def : ops::BuiltinOps()->ops())
     if (def.kind != OpKind::kSource) groups.push_back(def.name);
   groups.push_back(kFusedGroup);
   return groups;
@@ -430,15 +431,15 @@ std::vector<std::string> Groups() {
 std::vector<Case> CasesFor(const std::string& group) {
   if (group == kFusedGroup) return FusedCases();
   std::vector<Case> out;
-  const OpDef* def = webir::FindOp(group);
+  const OpSpec* def = ops::BuiltinOps()->Find(group);
   if (!def) return out;
   switch (def->kind) {
     case OpKind::kSource:
       break;
     case OpKind::kElementwise:
-      if (def->inputs.size() == 1)
+      if (def->ports.size() == 1)
         UnaryCases(*def, out);
-      else if (def->inputs.size() == 2)
+      else if (def->ports.size() == 2)
         BinaryCases(*def, out);
       break;
     case OpKind::kReduce:

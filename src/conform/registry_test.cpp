@@ -1,5 +1,6 @@
-// Walks the op registry: every op that computes something must have a CPU reference, a WGSL
-// generator and conformance cases that exercise it. Adding an op without all three fails here.
+// Walks the op table: every op that computes something must have a type rule, a gradient rule
+// exactly when the table calls it differentiable, a CPU reference, a WGSL generator and
+// conformance cases that exercise it. Adding an op without all of them fails here.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -12,7 +13,7 @@
 #include "kernel/emit/wgsl/codegen.h"
 #include "kernel/ref/ref.h"
 #include "pipeline/compile.h"
-#include "webir/op_registry.h"
+#include "webir/op_rules.h"
 
 namespace scellis::conform {
 namespace {
@@ -40,20 +41,29 @@ std::set<std::string> KernelOps(const kernel::Module& m) {
   return ops;
 }
 
-TEST(ConformRegistry, EveryOpHasAReferenceAWgslGeneratorAndCases) {
+TEST(ConformRegistry, EveryOpHasItsRulesAReferenceAWgslGeneratorAndCases) {
   std::vector<std::string> groups = Groups();
   int ops = 0;
-  for (const webir::OpDef& def : webir::Registry()) {
-    if (def.kind == webir::OpKind::kSource) continue;
+  for (const ops::OpSpec& def : ops::BuiltinOps()->ops()) {
+    if (def.kind == ops::OpKind::kSource) continue;
     ++ops;
     SCOPED_TRACE(def.name);
     EXPECT_NE(std::find(groups.begin(), groups.end(), def.name), groups.end());
 
+    // The rules WebIR applies.
+    const webir::OpRule* rule = webir::FindRule(def.name);
+    ASSERT_NE(rule, nullptr) << "no type rule (webir/ops/<family>.cpp)";
+    EXPECT_NE(rule->infer, nullptr) << "no type rule (webir/ops/<family>.cpp)";
+    if (def.differentiable)
+      EXPECT_NE(rule->grad, nullptr) << "differentiable, but no gradient rule";
+    else
+      EXPECT_EQ(rule->grad, nullptr) << "a gradient rule, but the table says not differentiable";
+
     // The oracle.
-    if (def.kind == webir::OpKind::kElementwise) {
+    if (def.kind == ops::OpKind::kElementwise) {
       const kernel::ref::ScalarImpl* s = kernel::ref::FindScalar(def.name);
       ASSERT_NE(s, nullptr) << "no CPU reference (kernel/ref/elementwise.cpp)";
-      EXPECT_EQ(static_cast<size_t>(s->arity), def.inputs.size());
+      EXPECT_EQ(static_cast<size_t>(s->arity), def.ports.size());
       EXPECT_TRUE(s->f32 && s->f64);
       // The fused-kernel generator knows the op's expression.
       EXPECT_NE(kernel::wgsl::ElementwiseExpr(def.name, "a", "b"), "")
@@ -107,7 +117,8 @@ TEST(ConformRegistry, FusedCasesCompileToOneKernelOfThreeToFiveOps) {
     // The loosest class of the chain governs it, and never tighter than `tight`: a GPU compiler
     // may contract a multiply and an add of the chain into one FMA.
     policy::ToleranceClass loosest = policy::ToleranceClass::kTight;
-    for (const std::string& op : c.ops) loosest = std::max(loosest, webir::FindOp(op)->tolerance);
+    for (const std::string& op : c.ops)
+      loosest = std::max(loosest, ops::BuiltinOps()->Find(op)->tolerance);
     EXPECT_EQ(c.tolerance, loosest);
   }
 }

@@ -6,9 +6,9 @@
 namespace scellis::doc {
 namespace {
 
-// Fields of a graph-protocol node that name another node by id. Everything else is a parameter.
-const std::set<std::string> kReferenceFields = {"a", "b", "target",   "param", "grad",
-                                                "m", "v", "velocity", "t"};
+// Top-level fields of a graph-protocol document; any other is a mistake worth naming.
+const std::set<std::string> kGraphFields = {"version", "nodes",       "outputs",
+                                            "name",    "determinism", "tolerance"};
 
 bool IsIdentifier(const std::string& s) {
   if (s.empty() || s.size() > 128) return false;
@@ -19,7 +19,7 @@ bool IsIdentifier(const std::string& s) {
 
 class Parser {
  public:
-  explicit Parser(const Json& root) : root_(root) {}
+  Parser(const Json& root, const ops::OpTable& ops) : root_(root), ops_(ops) {}
 
   Result<Document> Run() {
     if (!root_.is_object()) {
@@ -78,6 +78,16 @@ class Parser {
 
   void ParseGraph() {
     doc_.form = Form::kGraph;
+    for (auto it = root_.begin(); it != root_.end(); ++it) {
+      if (kGraphFields.count(it.key())) continue;
+      std::string accepted;
+      for (const std::string& f : kGraphFields) accepted += (accepted.empty() ? "" : ", ") + f;
+      Error("unknown-field", PointerJoin("", it.key()),
+            "a graph document has no field \"" + it.key() + "\"", "its fields are " + accepted);
+    }
+    if (auto it = root_.find("name"); it != root_.end() && it->is_string())
+      doc_.name = it->get<std::string>();
+    ParseDeterminism();
     const Json* version = Field(root_, "version", "", true);
     if (version) {
       if (!version->is_number_integer() || version->get<int64_t>() < 1) {
@@ -131,6 +141,12 @@ class Parser {
     node.id = std::to_string(id->get<int64_t>());
     node.op = op->get<std::string>();
     node.params = Json::object();
+    const ops::OpSpec* spec = ops_.Find(node.op);
+    if (!spec) {
+      Error("unknown-op", pointer, "the op \"" + node.op + "\" does not exist",
+            "ops of version " + std::to_string(doc_.version) + ": " + ops_.NamesUpTo(doc_.version),
+            &node);
+    }
     for (auto it = j.begin(); it != j.end(); ++it) {
       const std::string& key = it.key();
       if (key == "id" || key == "op") continue;
@@ -138,7 +154,11 @@ class Parser {
         node.label = it->get<std::string>();
         continue;
       }
-      if (kReferenceFields.count(key)) {
+      if (key == "determinism" || key == "tolerance") {
+        ParseNodeDeclaration(*it, key, node);
+        continue;
+      }
+      if (IsReference(spec, key)) {
         if (!it->is_number_integer() || it->get<int64_t>() < 0) {
           Error("bad-reference", PointerJoin(pointer, key),
                 "the reference \"" + key + "\" is " + it->dump() + ", expected a node id", "",
@@ -151,6 +171,14 @@ class Parser {
       node.params[key] = *it;
     }
     AddNode(std::move(node));
+  }
+
+  // A field names an input when it is a port of the node's op, or a port of another op and not an
+  // attribute of this one: then it is still meant as an input, and the op refuses it by name one
+  // rung down (a source given an input, an op given a port it lacks).
+  bool IsReference(const ops::OpSpec* spec, const std::string& key) const {
+    if (spec && spec->FindPort(key)) return true;
+    return !(spec && spec->FindAttr(key)) && ops_.IsPortName(key);
   }
 
   void ParseWorkflow() {
@@ -188,39 +216,90 @@ class Parser {
         "from");
   }
 
-  void ParseDeterminism() {
-    auto it = root_.find("determinism");
-    if (it != root_.end()) {
-      const Json* tier_json = &*it;
-      bool override_flag = false;
-      if (it->is_object()) {
-        tier_json = Field(*it, "tier", "/determinism", true);
-        if (auto o = it->find("override"); o != it->end())
-          override_flag = o->is_boolean() && o->get<bool>();
-      }
-      if (tier_json) {
-        auto tier = tier_json->is_string() ? policy::ParseTier(tier_json->get<std::string>())
-                                           : std::nullopt;
-        if (!tier) {
-          Error("bad-determinism-tier", "/determinism",
-                "the determinism tier is " + tier_json->dump() +
-                    ", expected one of debug, prod, fast");
+  struct DeterminismDeclaration {
+    policy::Tier tier;
+    bool override_tier = false;
+    bool bit_exact_across_devices = false;
+  };
+
+  // A "determinism" declaration, in either form and at either level: a tier name, or
+  // {"tier": ..., "override": true, "bit_exact_across_devices": true}. Overrides and device-wide
+  // requests concern the whole run, so a node may declare only its tier.
+  std::optional<DeterminismDeclaration> ParseDeterminismAt(const Json& j,
+                                                           const std::string& pointer,
+                                                           bool whole_document,
+                                                           const Node* node = nullptr) {
+    DeterminismDeclaration decl{policy::Tier::kProd};
+    const Json* tier_json = &j;
+    if (j.is_object()) {
+      tier_json = Field(j, "tier", pointer, true);
+      for (auto it = j.begin(); it != j.end(); ++it) {
+        const std::string& key = it.key();
+        bool* flag = key == "override"                   ? &decl.override_tier
+                     : key == "bit_exact_across_devices" ? &decl.bit_exact_across_devices
+                                                         : nullptr;
+        if (key == "tier") continue;
+        if (!flag) {
+          Error("unknown-field", PointerJoin(pointer, key),
+                "a determinism declaration has no field \"" + key + "\"",
+                "it is {\"tier\": ..., \"override\": true, \"bit_exact_across_devices\": true}",
+                node);
+        } else if (!whole_document) {
+          Error("bad-determinism-tier", PointerJoin(pointer, key),
+                "\"" + key + "\" concerns the whole run; a node declares only its tier",
+                "declare it in the document's \"determinism\"", node);
+        } else if (!it->is_boolean()) {
+          Error("bad-field-type", PointerJoin(pointer, key),
+                "\"" + key + "\" is " + it->dump() + ", expected true or false", "", node);
         } else {
-          doc_.tier = tier;
-          doc_.tier_pointer = "/determinism";
-          doc_.tier_override = override_flag;
+          *flag = it->get<bool>();
         }
       }
     }
-    if (auto t = root_.find("tolerance"); t != root_.end()) {
-      auto tol = t->is_string() ? policy::ParseTolerance(t->get<std::string>()) : std::nullopt;
-      if (!tol) {
-        Error("bad-tolerance-class", "/tolerance",
-              "the tolerance class is " + t->dump() +
-                  ", expected one of exact, tight, default, loose");
-      } else {
-        doc_.tolerance = tol;
+    if (!tier_json) return std::nullopt;
+    auto tier =
+        tier_json->is_string() ? policy::ParseTier(tier_json->get<std::string>()) : std::nullopt;
+    if (!tier) {
+      Error("bad-determinism-tier", pointer,
+            "the determinism tier is " + tier_json->dump() + ", expected one of debug, prod, fast",
+            "", node);
+      return std::nullopt;
+    }
+    decl.tier = *tier;
+    return decl;
+  }
+
+  std::optional<policy::ToleranceClass> ParseToleranceAt(const Json& j, const std::string& pointer,
+                                                         const Node* node = nullptr) {
+    auto tol = j.is_string() ? policy::ParseTolerance(j.get<std::string>()) : std::nullopt;
+    if (!tol) {
+      Error("bad-tolerance-class", pointer,
+            "the tolerance class is " + j.dump() + ", expected one of exact, tight, default, loose",
+            "", node);
+    }
+    return tol;
+  }
+
+  void ParseDeterminism() {
+    if (auto it = root_.find("determinism"); it != root_.end()) {
+      if (auto decl = ParseDeterminismAt(*it, "/determinism", true)) {
+        doc_.tier = decl->tier;
+        doc_.tier_pointer = "/determinism";
+        doc_.tier_override = decl->override_tier;
+        doc_.bit_exact_across_devices = decl->bit_exact_across_devices;
       }
+    }
+    if (auto t = root_.find("tolerance"); t != root_.end())
+      doc_.tolerance = ParseToleranceAt(*t, "/tolerance");
+  }
+
+  // A node's own "determinism" or "tolerance".
+  void ParseNodeDeclaration(const Json& j, const std::string& key, Node& node) {
+    std::string pointer = PointerJoin(node.pointer, key);
+    if (key == "tolerance") {
+      node.tolerance = ParseToleranceAt(j, pointer, &node);
+    } else if (auto decl = ParseDeterminismAt(j, pointer, false, &node)) {
+      node.tier = decl->tier;
     }
   }
 
@@ -302,14 +381,8 @@ class Parser {
       node.label = l->get<std::string>();
     else if (auto n = node.params.find("name"); n != node.params.end() && n->is_string())
       node.label = n->get<std::string>();
-    if (auto t = j.find("determinism"); t != j.end()) {
-      auto tier = t->is_string() ? policy::ParseTier(t->get<std::string>()) : std::nullopt;
-      if (!tier) {
-        Error("bad-determinism-tier", PointerJoin(pointer, "determinism"),
-              "the determinism tier is " + t->dump() + ", expected one of debug, prod, fast");
-      }
-      node.tier = tier;
-    }
+    for (const char* key : {"determinism", "tolerance"})
+      if (auto t = j.find(key); t != j.end()) ParseNodeDeclaration(*t, key, node);
     AddNode(std::move(node));
   }
 
@@ -473,6 +546,7 @@ class Parser {
   }
 
   const Json& root_;
+  const ops::OpTable& ops_;
   Document doc_;
   std::map<std::string, size_t> index_;
   std::vector<Diagnostic> errors_;
@@ -490,9 +564,9 @@ const Node* Document::Find(const std::string& id) const {
   return nullptr;
 }
 
-Result<Document> Parse(std::string_view text) {
+Result<Document> Parse(std::string_view text, const ops::OpTable& ops) {
   SCELLIS_ASSIGN_OR_RETURN(Json root, ParseUntrustedJson(text));
-  return Parser(root).Run();
+  return Parser(root, ops).Run();
 }
 
 Json ToJson(const Document& d) {
@@ -509,6 +583,7 @@ std::string Print(const Document& d) {
   if (d.tier)
     out += std::string("  determinism ") + policy::TierName(*d.tier) +
            (d.tier_override ? " (override)" : "") + "\n";
+  if (d.bit_exact_across_devices) out += "  bit-exact across devices\n";
   if (d.tolerance) out += std::string("  tolerance ") + policy::ToleranceName(*d.tolerance) + "\n";
   if (d.budget_bytes) out += "  budget " + std::to_string(*d.budget_bytes) + " bytes\n";
   for (const auto& [k, v] : d.dims) out += "  dim " + k + " = " + std::to_string(v) + "\n";

@@ -1,14 +1,15 @@
 // Rung 0: the document. Two ways in, one structure out:
 //
 //  * the plain-data graph protocol (`{"version": 1, "nodes": [...], "outputs": [...]}`), whose
-//    nodes name their inputs by integer id in fields such as `a` and `b`;
+//    nodes name their inputs by integer id in fields such as `a` and `b`, and which may declare a
+//    determinism tier and tolerance class for the graph and for single nodes;
 //  * the workflow document the Studio draws (`{"format": "scellis.workflow/1", ...}`): nodes with a
 //    block type and params, wires between named ports, the declared determinism tier and tolerance
 //    class, optional budgets and symbolic dims.
 //
-// This rung checks structure only — object shapes, ids, references, cycles, version labels — and
-// puts the nodes in dependency order. What an op means is known one rung down; every later
-// diagnostic still points here through each node's JSON pointer.
+// This rung checks structure — object shapes, ids, references, cycles, version labels, that a
+// graph's ops exist — and puts the nodes in dependency order. What an op computes is known further
+// down; every later diagnostic still points here through each node's JSON pointer.
 #pragma once
 
 #include <map>
@@ -17,10 +18,11 @@
 #include <string_view>
 #include <vector>
 
+#include "base/determinism.h"
 #include "base/json_util.h"
 #include "base/result.h"
 #include "base/tensor_type.h"
-#include "base/determinism.h"
+#include "ops/op_table.h"
 
 namespace scellis::doc {
 
@@ -43,8 +45,9 @@ struct Node {
   std::string label;  // the user's name for it, "" if none
   Json params;        // every other field (graph) or the `params` object (workflow)
   std::vector<Input> inputs;
-  std::optional<policy::Tier> tier;  // a node-level determinism declaration
-  std::string pointer;               // "/nodes/3"
+  std::optional<policy::Tier> tier;                 // a node-level determinism declaration
+  std::optional<policy::ToleranceClass> tolerance;  // a node-level tolerance declaration
+  std::string pointer;                              // "/nodes/3"
 
   // `matmul "proj"` or `mul #2`, for diagnostics.
   std::string Describe() const;
@@ -66,6 +69,8 @@ struct Document {
   std::optional<policy::Tier> tier;
   std::string tier_pointer;
   bool tier_override = false;  // "determinism": {"tier": ..., "override": true}
+  // "determinism": {"tier": ..., "bit_exact_across_devices": true}: the same bits on every backend.
+  bool bit_exact_across_devices = false;
   std::optional<policy::ToleranceClass> tolerance;
   std::optional<int64_t> budget_bytes;
   std::map<std::string, int64_t> dims;  // symbolic dimension bindings
@@ -78,8 +83,9 @@ struct Document {
 };
 
 // Parses and structurally validates a document. Every problem found is reported, each with the
-// JSON pointer of the offending node.
-Result<Document> Parse(std::string_view text);
+// JSON pointer of the offending node. `ops` says which ops exist and which node fields of the graph
+// protocol are input ports.
+Result<Document> Parse(std::string_view text, const ops::OpTable& ops = *ops::BuiltinOps());
 
 // The rung's JSON form: the canonical document.
 Json ToJson(const Document& d);

@@ -244,5 +244,95 @@ TEST(DocVerify, CatchesCorruptedDocuments) {
   EXPECT_FALSE(Verify(dangling).ok());
 }
 
+// The table is a value a session may extend: its copy knows the op, and reads the op's own port
+// names as references; the built-in table does not know it.
+TEST(DocOps, AnExtendedTableParsesItsOwnOp) {
+  const char* text = R"({"version":2,"nodes":[{"id":0,"op":"input","shape":[2],"data":[1,2]},
+    {"id":1,"op":"double_it","x":0,"factor":2}],"outputs":[{"name":"y","id":1}]})";
+  ops::OpTable mine = *ops::BuiltinOps();
+  ops::OpSpec twice;
+  twice.name = "double_it";
+  twice.min_version = 2;
+  twice.ports = {ops::Port("x")};
+  twice.attrs = {ops::Attr("factor", ops::AttrType::kNumber)};
+  twice.summary = "x * factor";
+  ASSERT_TRUE(mine.Add(twice));
+  EXPECT_FALSE(mine.Add(twice)) << "a second op of one name";
+
+  auto d = Parse(text, mine);
+  ASSERT_TRUE(d.ok()) << d.errors().front().Format();
+  const Node* n = d->Find("1");
+  ASSERT_NE(n, nullptr);
+  ASSERT_EQ(n->inputs.size(), 1u);
+  EXPECT_EQ(n->inputs[0].port, "x");
+  EXPECT_EQ(n->inputs[0].source, "0");
+  EXPECT_EQ(n->params, Json({{"factor", 2}}));
+
+  auto builtin = Parse(text);
+  ASSERT_FALSE(builtin.ok());
+  EXPECT_EQ(builtin.errors().front().code, "unknown-op");
+  EXPECT_EQ(builtin.errors().front().pointer, "/nodes/1");
+  EXPECT_EQ(ops::BuiltinOps()->Find("double_it"), nullptr) << "the copy leaked into the built-in";
+}
+
+// Fields that are ports of the node's op are references; port names of other ops still are (the op
+// refuses them one rung down); everything else is a parameter.
+TEST(DocOps, PortsComeFromTheTable) {
+  auto d = Parse(R"({"version":2,"nodes":[{"id":0,"op":"input","shape":[2],"data":[1,2]},
+    {"id":1,"op":"sum","a":0,"axis":0},{"id":2,"op":"relu","a":0,"b":1}],
+    "outputs":[{"name":"y","id":2}]})");
+  ASSERT_TRUE(d.ok()) << d.errors().front().Format();
+  const Node* sum = d->Find("1");
+  ASSERT_EQ(sum->inputs.size(), 1u);
+  EXPECT_EQ(sum->params, Json({{"axis", 0}}));
+  const Node* relu = d->Find("2");
+  ASSERT_EQ(relu->inputs.size(), 2u);
+  EXPECT_EQ(relu->inputs[1].port, "b");
+}
+
+// Graph documents declare determinism and tolerance as workflows do, at the top and on nodes.
+TEST(GraphDeclarations, DeterminismAndToleranceAreRead) {
+  auto d = Parse(R"({"version":2,"determinism":{"tier":"debug","bit_exact_across_devices":true},
+    "tolerance":"tight","nodes":[{"id":0,"op":"input","shape":[2],"data":[1,2]},
+    {"id":1,"op":"relu","a":0,"determinism":"prod","tolerance":"exact"}],
+    "outputs":[{"name":"y","id":1}]})");
+  ASSERT_TRUE(d.ok()) << d.errors().front().Format();
+  EXPECT_EQ(d->tier, policy::Tier::kDebug);
+  EXPECT_EQ(d->tier_pointer, "/determinism");
+  EXPECT_TRUE(d->bit_exact_across_devices);
+  EXPECT_EQ(d->tolerance, policy::ToleranceClass::kTight);
+  const Node* relu = d->Find("1");
+  EXPECT_EQ(relu->tier, policy::Tier::kProd);
+  EXPECT_EQ(relu->tolerance, policy::ToleranceClass::kExact);
+  EXPECT_TRUE(relu->params.empty()) << relu->params.dump();
+
+  auto o = Parse(R"({"version":1,"determinism":{"tier":"fast","override":true},
+    "nodes":[{"id":0,"op":"input","shape":[1],"data":[1]}],"outputs":[{"name":"y","id":0}]})");
+  ASSERT_TRUE(o.ok());
+  EXPECT_TRUE(o->tier_override);
+  EXPECT_FALSE(o->bit_exact_across_devices);
+}
+
+TEST(GraphDeclarations, MistakesAreNamed) {
+  auto code_at = [](const char* text) {
+    auto d = Parse(text);
+    if (d.ok()) return std::string("ok");
+    return d.errors().front().code + " " + d.errors().front().pointer;
+  };
+  EXPECT_EQ(code_at(R"({"version":1,"nodes":[],"outputs":[],"determinsm":"prod"})"),
+            "unknown-field /determinsm");
+  EXPECT_EQ(code_at(R"({"version":1,"nodes":[{"id":0,"op":"input","shape":[1],
+    "determinism":"strict"}],"outputs":[]})"),
+            "bad-determinism-tier /nodes/0/determinism");
+  EXPECT_EQ(code_at(R"({"version":1,"nodes":[{"id":0,"op":"input","shape":[1],
+    "determinism":{"tier":"debug","override":true}}],"outputs":[]})"),
+            "bad-determinism-tier /nodes/0/determinism/override");
+  EXPECT_EQ(code_at(R"({"version":1,"nodes":[],"outputs":[],"tolerance":"tiny"})"),
+            "bad-tolerance-class /tolerance");
+  EXPECT_EQ(code_at(R"({"version":1,"nodes":[],"outputs":[],
+    "determinism":{"tier":"debug","bit_exact":true}})"),
+            "unknown-field /determinism/bit_exact");
+}
+
 }  // namespace
 }  // namespace scellis::doc

@@ -66,6 +66,7 @@ struct MemoryPlan {
 
 // What the target device allows, for the verdict.
 struct DeviceLimits {
+  std::string backend = "cpu";  // "cpu" | "webgpu" | "null": what computes, hence what it can keep
   std::string device = "cpu";
   int64_t max_buffer_bytes = int64_t{1} << 40;
   int64_t max_binding_bytes = int64_t{1} << 40;
@@ -78,7 +79,7 @@ struct PlanOptions {
 
 struct Plan {
   std::shared_ptr<const kernel::Module> module_ref;  // shared with the kernel rung, never copied
-  DeviceLimits limits;
+  DeviceLimits limits;                               // what the plan was made for
   std::vector<Lifetime> lifetimes;  // per WebIR node (liveness)
   std::vector<MemClass> class_of;   // per WebIR node (memory-classes)
   std::vector<Buffer> buffers;

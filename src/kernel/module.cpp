@@ -3,7 +3,6 @@
 #include <set>
 
 #include "base/sha256.h"
-#include "webir/op_registry.h"
 
 namespace scellis::kernel {
 

@@ -84,7 +84,7 @@ struct Module {
 };
 
 // An op whose kernel can be one step of a fused elementwise expression (constants included).
-bool IsElementwiseNode(const webir::Node& n);
+bool IsElementwiseNode(const webir::Graph& g, const webir::Node& n);
 
 // Numbers the kernels in order and names each after its number and what it computes
 // ("k2_fused_mul_relu", "k3_matmul"); passes that add or remove kernels call it.

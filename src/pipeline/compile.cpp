@@ -1,6 +1,7 @@
 #include "pipeline/compile.h"
 
 #include "base/enum_table.h"
+#include "execplan/passes/check_guarantees.h"
 #include "execplan/passes/passes.h"
 #include "kernel/passes/passes.h"
 #include "webir/passes/append_train_step.h"
@@ -29,6 +30,9 @@ const std::vector<Pass>& Passes() {
       {Rung::kExecplan, "memory-classes", kRequired, execplan::MemoryClasses},
       {Rung::kExecplan, "assign-buffers", kRequired, execplan::AssignBuffers},
       {Rung::kExecplan, "verdict", kRequired, execplan::JudgeVerdict},
+      // Reads the plan only: refuses a declared guarantee its target cannot honour.
+      {Rung::kExecplan, "check-guarantees", kRequired,
+       +[](execplan::Plan& p) { return execplan::CheckGuarantees(p); }},
   };
   return kPasses;
 }
@@ -130,7 +134,7 @@ Result<Rung> RungOfPass(const std::string& name) {
 Result<Compiled> Compile(std::string_view text, const CompileOptions& options) {
   SCELLIS_TRY(CheckPassOptions(options));
   Compiled c;
-  SCELLIS_ASSIGN_OR_RETURN(c.doc, doc::Parse(text));
+  SCELLIS_ASSIGN_OR_RETURN(c.doc, doc::Parse(text, *options.lower.ops));
   if (options.up_to < Rung::kBlock && options.print_after.empty()) return c;
   SCELLIS_ASSIGN_OR_RETURN(c.program, block::FromDoc(c.doc, options.lower));
   c.program->content_id = c.doc.content_id;

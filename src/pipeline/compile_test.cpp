@@ -25,9 +25,10 @@ std::string Chain() {
 TEST(Passes, TheDescentInOrder) {
   std::vector<std::string> names;
   for (const Pass& p : Passes()) names.emplace_back(p.name);
-  EXPECT_EQ(names, (std::vector<std::string>{"append-train-step", "partition", "fuse-elementwise",
-                                             "fold-transposes", "emit-wgsl", "liveness",
-                                             "memory-classes", "assign-buffers", "verdict"}));
+  EXPECT_EQ(names,
+            (std::vector<std::string>{"append-train-step", "partition", "fuse-elementwise",
+                                      "fold-transposes", "emit-wgsl", "liveness", "memory-classes",
+                                      "assign-buffers", "verdict", "check-guarantees"}));
   for (const Pass& p : Passes())
     EXPECT_EQ(p.optional, p.name == "fuse-elementwise" || p.name == "fold-transposes") << p.name;
 }
@@ -64,7 +65,8 @@ TEST(Passes, DisablingOptionalPassesChangesKernelsNotOutputs) {
   auto b = scellis::testing::CompileAndRun(Chain(), 1, o);
   ASSERT_NE(scellis::testing::FindOutput(a, "y"), nullptr);
   ASSERT_NE(scellis::testing::FindOutput(b, "y"), nullptr);
-  EXPECT_EQ(scellis::testing::FindOutput(a, "y")->bytes, scellis::testing::FindOutput(b, "y")->bytes);
+  EXPECT_EQ(scellis::testing::FindOutput(a, "y")->bytes,
+            scellis::testing::FindOutput(b, "y")->bytes);
 }
 
 TEST(Passes, BadPassNamesTheValidOnes) {

@@ -6,7 +6,8 @@
 #include <set>
 
 #include "webir/graph.h"
-#include "webir/op_registry.h"
+#include "webir/op_rules.h"
+#include "webir/passes/append_train_step.h"
 
 namespace scellis::webir {
 namespace {
@@ -17,6 +18,7 @@ class Lowering {
 
   Result<Graph> Run() {
     static_cast<RungHeader&>(g_) = prog_;
+    g_.ops = prog_.ops;
     for (const block::Block& b : prog_.blocks) {
       int id = LowerBlock(b);
       node_of_.push_back(id);
@@ -101,13 +103,18 @@ class Lowering {
   }
 
   int LowerOp(const block::Block& b, Node n) {
-    const OpDef* def = FindOp(b.type);
+    const ops::OpSpec* def = prog_.ops->Find(b.type);
     if (!def || def->kind == OpKind::kSource) {
-      std::string known;
-      for (const OpDef& d : Registry())
-        if (d.min_version <= prog_.version) known += (known.empty() ? "" : ", ") + d.name;
       Error(b, "unknown-op", b.pointer, "the op \"" + b.type + "\" does not exist",
-            "ops of version " + std::to_string(prog_.version) + ": " + known);
+            "ops of version " + std::to_string(prog_.version) + ": " +
+                prog_.ops->NamesUpTo(prog_.version));
+      return -1;
+    }
+    const OpRule* rule = FindRule(def->name);
+    if (!rule) {
+      Error(b, "op-not-lowerable", b.pointer,
+            "the op \"" + b.type + "\" is declared but this build has no type rule for it",
+            "an op added to a session's table needs its rules before it can run");
       return -1;
     }
     if (def->min_version > prog_.version) {
@@ -120,21 +127,23 @@ class Lowering {
     }
     n.op = def->name;
 
-    // Attributes: everything the op accepts; anything else is a mistake worth naming.
-    for (auto it = b.params.begin(); it != b.params.end(); ++it) {
-      if (it.key() == "name") continue;
-      if (std::find(def->attrs.begin(), def->attrs.end(), it.key()) == def->attrs.end()) {
-        Error(b, "unknown-attribute", ParamPointer(b, it.key()),
-              "the op \"" + def->name + "\" has no attribute \"" + it.key() + "\"");
-        return -1;
-      }
-      if (it.key() != "scalar") n.attrs[it.key()] = *it;
+    // Attributes: what the op's table entry declares, of the declared types.
+    Json attrs = b.params;
+    attrs.erase("name");
+    auto attr_errors = ops::CheckAttributes(
+        *def, attrs, b.pointer, [&](const std::string& key) { return ParamPointer(b, key); },
+        b.Describe());
+    if (!attr_errors.empty()) {
+      for (Diagnostic& d : attr_errors) errors_.push_back(std::move(d));
+      return -1;
     }
+    for (auto it = attrs.begin(); it != attrs.end(); ++it)
+      if (it.key() != "scalar") n.attrs[it.key()] = *it;
 
     // Arguments by port name, in the op's order.
     std::map<std::string, int> ports;
     for (const auto& [port, src] : b.inputs) {
-      if (std::find(def->inputs.begin(), def->inputs.end(), port) == def->inputs.end()) {
+      if (!def->FindPort(port)) {
         Error(b, "unknown-port", b.pointer,
               "the op \"" + def->name + "\" has no input \"" + port + "\"");
         return -1;
@@ -142,9 +151,17 @@ class Lowering {
       if (node_of_[src] < 0) return -1;  // its producer already failed and was reported
       ports[port] = node_of_[src];
     }
-    for (const std::string& port : def->inputs) {
+    for (const ops::Port& p : def->ports) {
+      const std::string& port = p.name;
       auto it = ports.find(port);
       if (it != ports.end()) {
+        DType dtype = g_.at(it->second).type.dtype;
+        if (std::find(p.dtypes.begin(), p.dtypes.end(), dtype) == p.dtypes.end()) {
+          Error(b, "dtype-mismatch", b.pointer,
+                "the input \"" + port + "\" of \"" + def->name + "\" is " + DTypeName(dtype) +
+                    ", the op takes " + DTypeName(p.dtypes.front()));
+          return -1;
+        }
         n.args.push_back(it->second);
         continue;
       }
@@ -171,9 +188,8 @@ class Lowering {
       }
       Error(b, "missing-input", b.pointer,
             "the op \"" + def->name + "\" needs its input \"" + port + "\"",
-            port == "b" && def->attrs.size() && def->attrs[0] == "scalar"
-                ? "give \"b\" a node id, or \"scalar\" a number"
-                : "");
+            port == "b" && def->FindAttr("scalar") ? "give \"b\" a node id, or \"scalar\" a number"
+                                                   : "");
       return -1;
     }
 
@@ -183,7 +199,7 @@ class Lowering {
     c.version = prog_.version;
     c.pointer = b.pointer;
     c.where = b.Describe();
-    auto type = def->infer(c);
+    auto type = rule->infer(c);
     if (!type.ok()) {
       for (const Diagnostic& d : type.errors()) errors_.push_back(d);
       return -1;

@@ -2,7 +2,7 @@
 
 #include <algorithm>
 
-#include "webir/op_registry.h"
+#include "webir/op_rules.h"
 
 namespace scellis::webir {
 
@@ -45,7 +45,8 @@ std::string Print(const Graph& g) {
   std::string out = "graph";
   if (!g.name.empty()) out += " \"" + g.name + "\"";
   out += std::string("  tier=") + policy::TierName(g.tier) +
-         "  tolerance=" + policy::ToleranceName(g.tolerance) + "\n";
+         "  tolerance=" + policy::ToleranceName(g.tolerance) +
+         (g.bit_exact_across_devices ? "  bit-exact-across-devices" : "") + "\n";
   size_t width = 0;
   for (const Node& n : g.nodes) width = std::max(width, n.name.size() + 1);
   std::vector<std::string> lhs, rhs;
@@ -60,8 +61,9 @@ std::string Print(const Graph& g) {
     }
     for (size_t i = 0; i < n.args.size(); ++i) {
       const Node& a = g.at(n.args[i]);
-      bool broadcast = n.args.size() > 1 && !a.type.SameShape(n.type) && FindOp(n.op) &&
-                       FindOp(n.op)->kind == OpKind::kElementwise;
+      const ops::OpSpec* spec = g.ops->Find(n.op);
+      bool broadcast = n.args.size() > 1 && !a.type.SameShape(n.type) && spec &&
+                       spec->kind == OpKind::kElementwise;
       r += (i ? ", " : " ") + std::string(broadcast ? "broadcast " : "") + "%" + a.name;
     }
     if (n.op != "full") r += AttrText(n);
@@ -87,6 +89,7 @@ Json ToJson(const Graph& g) {
   j["name"] = g.name;
   j["tier"] = policy::TierName(g.tier);
   j["tolerance"] = policy::ToleranceName(g.tolerance);
+  if (g.bit_exact_across_devices) j["bit_exact_across_devices"] = true;
   j["nodes"] = Json::array();
   for (const Node& n : g.nodes) {
     Json jn;
@@ -113,16 +116,18 @@ Status Verify(const Graph& g) {
     for (int a : n.args)
       if (a < 0 || a >= n.id)
         return InternalError("webir.Verify", "node %" + n.name + " reads a later node");
-    const OpDef* def = FindOp(n.op);
-    if (!def) return InternalError("webir.Verify", "unknown op " + n.op);
-    if (def->kind == OpKind::kSource) continue;
-    if (n.args.size() != def->inputs.size())
+    const ops::OpSpec* spec = g.ops->Find(n.op);
+    if (!spec) return InternalError("webir.Verify", "unknown op " + n.op);
+    if (spec->kind == OpKind::kSource) continue;
+    const OpRule* rule = FindRule(n.op);
+    if (!rule) return InternalError("webir.Verify", "no type rule for " + n.op);
+    if (n.args.size() != spec->ports.size())
       return InternalError("webir.Verify", "node %" + n.name + " has the wrong number of args");
     InferContext c;
     for (int a : n.args) c.args.push_back(g.at(a).type);
     c.attrs = n.attrs;
-    c.version = std::max(g.version, def->min_version);
-    auto t = def->infer(c);
+    c.version = std::max(g.version, spec->min_version);
+    auto t = rule->infer(c);
     if (!t.ok() || !t->SameShape(n.type) || t->dtype != n.type.dtype)
       return InternalError("webir.Verify",
                            "node %" + n.name + " does not match its op's type rule");

@@ -13,6 +13,7 @@
 #include "base/rung_header.h"
 #include "base/tensor_type.h"
 #include "block/program.h"
+#include "ops/op_table.h"
 
 namespace scellis::webir {
 
@@ -71,6 +72,8 @@ struct Graph : RungHeader {
   std::vector<Output> outputs;
   std::vector<Carry> carries;
   std::optional<PendingTrainStep> train;
+  // What the ops mean; the program's table, so a session's own ops stay known down the ladder.
+  std::shared_ptr<const ops::OpTable> ops = ops::BuiltinOps();
 
   const Node& at(int id) const { return nodes.at(static_cast<size_t>(id)); }
   // Appends a node, assigning its id (and a name if it has none).

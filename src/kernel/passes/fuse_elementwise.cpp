@@ -14,11 +14,11 @@ class Fusion {
 
   bool Folded(const webir::Node& n) const {
     if (n.role == webir::Role::kInput || n.role == webir::Role::kParam) return false;
-    if (!IsElementwiseNode(n) || is_output_.count(n.id)) return false;
+    if (!IsElementwiseNode(g_, n) || is_output_.count(n.id)) return false;
     const std::vector<int>& users = users_[n.id];
     if (users.empty()) return n.op == "full";
     for (int u : users)
-      if (!IsElementwiseNode(g_.at(u))) return false;
+      if (!IsElementwiseNode(g_, g_.at(u))) return false;
     return n.op == "full" || users.size() == 1;
   }
 

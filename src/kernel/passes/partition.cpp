@@ -2,14 +2,13 @@
 #include <set>
 
 #include "kernel/passes/passes.h"
-#include "webir/op_registry.h"
 
 namespace scellis::kernel {
 
-bool IsElementwiseNode(const webir::Node& n) {
+bool IsElementwiseNode(const webir::Graph& g, const webir::Node& n) {
   if (n.op == "full") return true;
-  const webir::OpDef* def = webir::FindOp(n.op);
-  return def && def->kind == webir::OpKind::kElementwise;
+  const ops::OpSpec* spec = g.ops->Find(n.op);
+  return spec && spec->kind == ops::OpKind::kElementwise;
 }
 
 Status Partition(Module& m) {
@@ -24,7 +23,7 @@ Status Partition(Module& m) {
     Kernel k;
     k.output = n.id;
     k.nodes = {n.id};
-    if (IsElementwiseNode(n)) {
+    if (IsElementwiseNode(g, n)) {
       k.kind = KernelKind::kElementwise;
       k.op = "fused";
       ExprStep s;

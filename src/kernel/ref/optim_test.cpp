@@ -11,7 +11,7 @@
 #include "kernel/module.h"
 #include "pipeline/compile.h"
 #include "runtime/backends/cpu/executor.h"
-#include "webir/op_registry.h"
+#include "webir/op_rules.h"
 
 namespace scellis::kernel::ref {
 namespace {
@@ -32,12 +32,12 @@ int Input(Graph& g, const std::string& name, std::vector<int64_t> shape) {
 }
 
 int Op(Graph& g, const std::string& op, std::vector<int> args, const Json& attrs) {
-  const webir::OpDef* def = webir::FindOp(op);
+  const webir::OpRule* rule = webir::FindRule(op);
   webir::InferContext c;
   for (int a : args) c.args.push_back(g.at(a).type);
   c.attrs = attrs;
   c.version = 2;
-  auto t = def->infer(c);
+  auto t = rule->infer(c);
   EXPECT_TRUE(t.ok()) << op << ": " << (t.ok() ? "" : t.errors()[0].message);
   Node n;
   n.op = op;
@@ -208,7 +208,7 @@ TEST(OptimizerOps, AttributesGetTorchDefaults) {
   c.args = {g.at(p).type, g.at(gr).type, g.at(m).type, g.at(t).type};
   c.attrs = {{"momentum", 0.9}, {"dampening", 0.1}, {"nesterov", true}};
   c.version = 2;
-  auto bad = webir::FindOp("momentum_update")->infer(c);
+  auto bad = webir::FindRule("momentum_update")->infer(c);
   ASSERT_FALSE(bad.ok());
   EXPECT_EQ(bad.errors()[0].code, "bad-attribute");
 }

@@ -3,7 +3,7 @@
 #include <algorithm>
 #include <numeric>
 
-#include "webir/op_registry.h"
+#include "webir/op_rules.h"
 
 namespace scellis::webir {
 namespace {
@@ -53,16 +53,17 @@ namespace grad {
 int Emit(Graph& g, const std::string& op, std::vector<int> args, Json attrs) {
   for (int a : args)
     if (a < 0 || a >= static_cast<int>(g.nodes.size())) return -1;
-  const OpDef* def = FindOp(op);
-  if (!def || def->kind == OpKind::kSource || def->inputs.size() != args.size()) {
+  const ops::OpSpec* spec = g.ops->Find(op);
+  const OpRule* rule = FindRule(op);
+  if (!spec || !rule || spec->kind == OpKind::kSource || spec->ports.size() != args.size()) {
     RecordRuleError("a gradient rule built an unknown op or the wrong arity: " + op);
     return -1;
   }
   InferContext c;
   for (int a : args) c.args.push_back(g.at(a).type);
   c.attrs = std::move(attrs);
-  c.version = std::max(g.version, def->min_version);
-  auto type = def->infer(c);
+  c.version = std::max(g.version, spec->min_version);
+  auto type = rule->infer(c);
   if (!type.ok()) {
     RecordRuleError("a gradient rule built an ill-typed " + op + ": " +
                     type.errors().front().message);
@@ -181,8 +182,8 @@ Result<std::vector<int>> Backward(Graph& g, int loss, const std::vector<int>& wr
     const Node n = g.at(i);  // a copy: rules append to g.nodes
     bool feeds_wrt = std::any_of(n.args.begin(), n.args.end(), on_path);
     if (!feeds_wrt) continue;
-    const OpDef* def = FindOp(n.op);
-    if (!def || !def->grad) {
+    const OpRule* rule = FindRule(n.op);
+    if (!rule || !rule->grad) {
       Diagnostic d = UserError(
           "not-differentiable", n.origin,
           "the op \"" + n.op +
@@ -193,7 +194,7 @@ Result<std::vector<int>> Backward(Graph& g, int loss, const std::vector<int>& wr
       d.where = n.Describe();
       return d;
     }
-    std::vector<int> grads = def->grad(g, n, total);
+    std::vector<int> grads = rule->grad(g, n, total);
     if (!errors.empty()) return Status(errors);
     if (grads.size() != n.args.size())
       return InternalError("webir.Backward",

@@ -1,7 +1,7 @@
 // Reverse-mode automatic differentiation at WebIR. The backward pass is made of ordinary nodes
 // appended to the same graph (purpose kGradient), so it is printed, fused, planned and run like
-// any forward node. Each op's gradient rule lives with its registry entry (OpDef::grad, in
-// ops/<family>.cpp); the helpers below are what those rules build with.
+// any forward node. Each op's gradient rule lives with its shape rule (webir/ops/<family>.cpp,
+// found by FindRule); the helpers below are what those rules build with.
 #pragma once
 
 #include <string>

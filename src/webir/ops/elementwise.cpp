@@ -2,7 +2,7 @@
 // so chains of them fuse into one kernel. Their scalar definitions live in
 // kernel/ref/elementwise.cpp (CPU) and kernel/emit/wgsl/elementwise.cpp (WGSL).
 #include "webir/autodiff/autodiff.h"
-#include "webir/op_registry.h"
+#include "webir/op_rules.h"
 
 namespace scellis::webir {
 namespace {
@@ -74,55 +74,21 @@ std::vector<int> GradGeluGrad(Graph& g, const Node& n, int gout) {
 
 }  // namespace
 
-void RegisterElementwiseOps(std::vector<OpDef>& r) {
-  using policy::ToleranceClass;
-  auto binary = [&](const char* name, int version, ToleranceClass tol, GradFn grad,
-                    const char* summary) {
-    r.push_back({.name = name,
-                 .min_version = version,
-                 .inputs = {"a", "b"},
-                 .attrs = {"scalar"},
-                 .kind = OpKind::kElementwise,
-                 .infer = InferBroadcast,
-                 .grad = grad,
-                 .tolerance = tol,
-                 .determinism = "one correctly rounded operation per element",
-                 .summary = summary});
-  };
-  auto unary = [&](const char* name, int version, ToleranceClass tol, GradFn grad,
-                   const char* determinism, const char* summary) {
-    r.push_back({.name = name,
-                 .min_version = version,
-                 .inputs = {"a"},
-                 .attrs = {},
-                 .kind = OpKind::kElementwise,
-                 .infer = InferSameAsFirst,
-                 .grad = grad,
-                 .tolerance = tol,
-                 .determinism = determinism,
-                 .summary = summary});
-  };
-  binary("add", 1, ToleranceClass::kExact, GradAdd, "a + b, or a + scalar");
-  binary("sub", 1, ToleranceClass::kExact, GradSub, "a - b, or a - scalar");
-  binary("mul", 1, ToleranceClass::kExact, GradMul, "a * b, or a * scalar");
-  binary("div", 2, ToleranceClass::kTight, GradDiv, "a / b (WGSL division is within 2.5 ulp)");
-  unary("relu", 1, ToleranceClass::kExact, GradRelu, "exact", "max(a, 0)");
-  // A step function: its derivative is zero wherever it exists, so it has no gradient rule.
-  unary("positive", 1, ToleranceClass::kExact, nullptr, "exact", "1 where a > 0, else 0");
-  unary("neg", 2, ToleranceClass::kExact, GradNeg, "exact", "-a");
-  unary("exp", 2, ToleranceClass::kDefault, GradExp,
-        "CPU: own implementation (1 ulp); GPU: the driver's exp", "e^a");
-  unary("log", 2, ToleranceClass::kDefault, GradLog,
-        "CPU: own implementation (1 ulp); GPU: the driver's log", "natural logarithm");
-  unary("sqrt", 2, ToleranceClass::kTight, GradSqrt, "correctly rounded on CPU", "square root");
-  unary("tanh", 2, ToleranceClass::kDefault, GradTanh, "CPU: own implementation",
-        "hyperbolic tangent");
-  unary("sigmoid", 2, ToleranceClass::kDefault, GradSigmoid, "CPU: own implementation",
-        "1 / (1 + e^-a)");
-  unary("gelu", 2, ToleranceClass::kDefault, GradGelu, "exact erf; CPU: own erf",
-        "a * Phi(a), the exact (erf) form");
-  binary("gelu_grad", 2, ToleranceClass::kDefault, GradGeluGrad,
-         "gradient of exact gelu: b * gelu'(a)");
+void AddElementwiseRules(RuleSet& r) {
+  r["add"] = {InferBroadcast, GradAdd};
+  r["sub"] = {InferBroadcast, GradSub};
+  r["mul"] = {InferBroadcast, GradMul};
+  r["div"] = {InferBroadcast, GradDiv};
+  r["relu"] = {InferSameAsFirst, GradRelu};
+  r["positive"] = {InferSameAsFirst, nullptr};  // a step function: no useful derivative
+  r["neg"] = {InferSameAsFirst, GradNeg};
+  r["exp"] = {InferSameAsFirst, GradExp};
+  r["log"] = {InferSameAsFirst, GradLog};
+  r["sqrt"] = {InferSameAsFirst, GradSqrt};
+  r["tanh"] = {InferSameAsFirst, GradTanh};
+  r["sigmoid"] = {InferSameAsFirst, GradSigmoid};
+  r["gelu"] = {InferSameAsFirst, GradGelu};
+  r["gelu_grad"] = {InferBroadcast, GradGeluGrad};
 }
 
 }  // namespace scellis::webir

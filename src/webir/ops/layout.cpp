@@ -1,6 +1,6 @@
 // Layout ops move elements without arithmetic: their results are exact on every backend.
 #include "webir/autodiff/autodiff.h"
-#include "webir/op_registry.h"
+#include "webir/op_rules.h"
 
 namespace scellis::webir {
 namespace {
@@ -107,37 +107,10 @@ std::vector<int> GradReshape(Graph& g, const Node& n, int gout) {
 
 }  // namespace
 
-void RegisterLayoutOps(std::vector<OpDef>& r) {
-  r.push_back({.name = "transpose",
-               .min_version = 1,
-               .inputs = {"a"},
-               .attrs = {},
-               .kind = OpKind::kLayout,
-               .infer = InferTranspose,
-               .grad = GradTranspose,
-               .tolerance = policy::ToleranceClass::kExact,
-               .determinism = "exact (data movement)",
-               .summary = "swap the two axes of a rank-2 tensor"});
-  r.push_back({.name = "permute",
-               .min_version = 2,
-               .inputs = {"a"},
-               .attrs = {"dims"},
-               .kind = OpKind::kLayout,
-               .infer = InferPermute,
-               .grad = GradPermute,
-               .tolerance = policy::ToleranceClass::kExact,
-               .determinism = "exact (data movement)",
-               .summary = "reorder axes"});
-  r.push_back({.name = "reshape",
-               .min_version = 2,
-               .inputs = {"a"},
-               .attrs = {"shape"},
-               .kind = OpKind::kLayout,
-               .infer = InferReshape,
-               .grad = GradReshape,
-               .tolerance = policy::ToleranceClass::kExact,
-               .determinism = "exact (data movement)",
-               .summary = "same elements in row-major order, new shape; one size may be -1"});
+void AddLayoutRules(RuleSet& r) {
+  r["transpose"] = {InferTranspose, GradTranspose};
+  r["permute"] = {InferPermute, GradPermute};
+  r["reshape"] = {InferReshape, GradReshape};
 }
 
 }  // namespace scellis::webir

@@ -1,7 +1,7 @@
 // Matrix products. Determinism: each output element accumulates along K in increasing order on
 // the CPU reference; GPU kernels tile K in a fixed order (no split-K atomics).
 #include "webir/autodiff/autodiff.h"
-#include "webir/op_registry.h"
+#include "webir/op_rules.h"
 
 namespace scellis::webir {
 namespace {
@@ -61,17 +61,8 @@ std::vector<int> GradMatmul(Graph& g, const Node& n, int gout) {
 
 }  // namespace
 
-void RegisterLinalgOps(std::vector<OpDef>& r) {
-  r.push_back({.name = "matmul",
-               .min_version = 1,
-               .inputs = {"a", "b"},
-               .attrs = {},
-               .kind = OpKind::kMatmul,
-               .infer = InferMatmul,
-               .grad = GradMatmul,
-               .tolerance = policy::ToleranceClass::kDefault,
-               .determinism = "fixed accumulation order along K; no split-K atomics",
-               .summary = "matrix product; batched with broadcasting batch dims (version 2)"});
+void AddLinalgRules(RuleSet& r) {
+  r["matmul"] = {InferMatmul, GradMatmul};
 }
 
 }  // namespace scellis::webir

@@ -8,7 +8,7 @@
 // NaN reaches the loss that is read back, so a wrong label fails the run loudly (a non-finite
 // readback) instead of silently training on a clamped class.
 #include "webir/autodiff/autodiff.h"
-#include "webir/op_registry.h"
+#include "webir/op_rules.h"
 
 namespace scellis::webir {
 namespace {
@@ -97,53 +97,11 @@ std::vector<int> GradCrossEntropyGrad(Graph& g, const Node& n, int gout) {
 
 }  // namespace
 
-void RegisterNnOps(std::vector<OpDef>& r) {
-  const char* rowwise =
-      "per row: the maximum, then exp(x - max) summed in index order; one invocation per row on "
-      "the GPU, so no atomics and no cross-thread order";
-  r.push_back({.name = "softmax",
-               .min_version = 2,
-               .inputs = {"a"},
-               .attrs = {},
-               .kind = OpKind::kNormalize,
-               .infer = InferRowwise,
-               .grad = GradSoftmax,
-               .tolerance = policy::ToleranceClass::kDefault,
-               .determinism = rowwise,
-               .summary = "exp(a - max) / sum(exp(a - max)) over the last axis"});
-  r.push_back({.name = "log_softmax",
-               .min_version = 2,
-               .inputs = {"a"},
-               .attrs = {},
-               .kind = OpKind::kNormalize,
-               .infer = InferRowwise,
-               .grad = GradLogSoftmax,
-               .tolerance = policy::ToleranceClass::kDefault,
-               .determinism = rowwise,
-               .summary = "(a - max) - log(sum(exp(a - max))) over the last axis"});
-  r.push_back({.name = "cross_entropy",
-               .min_version = 2,
-               .inputs = {"a", "target"},
-               .attrs = {},
-               .kind = OpKind::kLoss,
-               .infer = InferCrossEntropy,
-               .grad = GradCrossEntropy,
-               .tolerance = policy::ToleranceClass::kDefault,
-               .determinism = "row losses as in log_softmax; their mean sums 256 strided partials "
-                              "combined by a fixed pairwise tree, the same order on every backend",
-               .summary = "mean over rows of -log_softmax(a)[target]; target holds f32 class "
-                          "indices, an invalid one makes the loss NaN"});
-  r.push_back({.name = "cross_entropy_grad",
-               .min_version = 2,
-               .inputs = {"a", "target", "b"},
-               .attrs = {},
-               .kind = OpKind::kLoss,
-               .infer = InferCrossEntropyGrad,
-               .grad = GradCrossEntropyGrad,
-               .tolerance = policy::ToleranceClass::kDefault,
-               .determinism = rowwise,
-               .summary = "(softmax(a) - onehot(target)) / N * b, the gradient of cross_entropy "
-                          "for an upstream gradient b of shape []"});
+void AddNnRules(RuleSet& r) {
+  r["softmax"] = {InferRowwise, GradSoftmax};
+  r["log_softmax"] = {InferRowwise, GradLogSoftmax};
+  r["cross_entropy"] = {InferCrossEntropy, GradCrossEntropy};
+  r["cross_entropy_grad"] = {InferCrossEntropyGrad, GradCrossEntropyGrad};
 }
 
 }  // namespace scellis::webir

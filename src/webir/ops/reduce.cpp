@@ -3,7 +3,7 @@
 // lanes, then a pairwise combine). GPU kernels use the same order and never float atomics, so a GPU
 // result is reproducible on the same device in every tier.
 #include "webir/autodiff/autodiff.h"
-#include "webir/op_registry.h"
+#include "webir/op_rules.h"
 
 namespace scellis::webir {
 namespace {
@@ -63,30 +63,9 @@ std::vector<int> GradMean(Graph& g, const Node& n, int gout) {
 
 }  // namespace
 
-void RegisterReduceOps(std::vector<OpDef>& r) {
-  const char* order =
-      "fixed order: sequential along the axis; whole-tensor reductions as a fixed two-level tree; "
-      "no float atomics on any backend";
-  r.push_back({.name = "sum",
-               .min_version = 1,
-               .inputs = {"a"},
-               .attrs = {"axis", "keepdim"},
-               .kind = OpKind::kReduce,
-               .infer = InferReduce,
-               .grad = GradSum,
-               .tolerance = policy::ToleranceClass::kDefault,
-               .determinism = order,
-               .summary = "sum of all elements, or over one axis (version 2)"});
-  r.push_back({.name = "mean",
-               .min_version = 2,
-               .inputs = {"a"},
-               .attrs = {"axis", "keepdim"},
-               .kind = OpKind::kReduce,
-               .infer = InferReduce,
-               .grad = GradMean,
-               .tolerance = policy::ToleranceClass::kDefault,
-               .determinism = order,
-               .summary = "mean of all elements, or over one axis"});
+void AddReduceRules(RuleSet& r) {
+  r["sum"] = {InferReduce, GradSum};
+  r["mean"] = {InferReduce, GradMean};
 }
 
 }  // namespace scellis::webir

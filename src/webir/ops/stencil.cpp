@@ -1,4 +1,4 @@
-#include "webir/op_registry.h"
+#include "webir/op_rules.h"
 
 namespace scellis::webir {
 namespace {
@@ -13,16 +13,8 @@ Result<TensorType> InferLife(InferContext& c) {
 
 }  // namespace
 
-void RegisterStencilOps(std::vector<OpDef>& r) {
-  r.push_back({.name = "life",
-               .min_version = 1,
-               .inputs = {"a"},
-               .attrs = {},
-               .kind = OpKind::kStencil,
-               .infer = InferLife,
-               .tolerance = policy::ToleranceClass::kExact,
-               .determinism = "exact (integer neighbour counts on 0/1 cells)",
-               .summary = "one Game-of-Life step on a toroidal grid of 0/1 cells"});
+void AddStencilRules(RuleSet& r) {
+  r["life"] = {InferLife, nullptr};
 }
 
 }  // namespace scellis::webir

@@ -107,10 +107,7 @@ Generated ElementwiseTile(const Module& m, const Kernel& k, int64_t base, int64_
       }
       if (index.empty()) index = "0u";
     }
-    // Kernels compute in f32: loads from other storage types convert by value.
-    std::string load = "in" + std::to_string(n) + "[" + index + "]";
-    if (m.graph().at(k.inputs[n]).type.dtype != DType::kF32) load = "f32(" + load + ")";
-    body += "  let x" + std::to_string(n) + " = " + load + ";\n";
+    body += "  let x" + std::to_string(n) + " = in" + std::to_string(n) + "[" + index + "];\n";
   }
   // Appended rather than `"s" + std::to_string(...)`, which GCC 12 misreports under -Wrestrict.
   auto operand = [&](int o) {

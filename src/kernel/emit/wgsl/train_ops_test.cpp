@@ -14,7 +14,7 @@
 #include "pipeline/compile.h"
 #include "runtime/backends/cpu/executor.h"
 #include "runtime/backends/webgpu/executor.h"
-#include "webir/op_registry.h"
+#include "webir/op_rules.h"
 
 namespace scellis::kernel::wgsl {
 namespace {
@@ -69,12 +69,13 @@ void Compare(const std::string& op, const std::vector<Input>& inputs, const Json
     args.push_back(g.Add(std::move(n)));
     feeds[in.name] = HostTensor::FromFloats(MakeType(in.shape), in.data);
   }
-  const webir::OpDef* def = webir::FindOp(op);
+  const ops::OpSpec* def = ops::BuiltinOps()->Find(op);
+  const webir::OpRule* rule = webir::FindRule(op);
   webir::InferContext c;
   for (int a : args) c.args.push_back(g.at(a).type);
   c.attrs = attrs;
   c.version = 2;
-  auto type = def->infer(c);
+  auto type = rule->infer(c);
   ASSERT_TRUE(type.ok());
   Node n;
   n.op = op;

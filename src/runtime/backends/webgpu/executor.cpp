@@ -8,6 +8,7 @@ WebGpuExecutor::WebGpuExecutor(std::unique_ptr<Device> device) : device_(std::mo
 
 execplan::DeviceLimits PlanLimits(const AdapterInfo& info) {
   execplan::DeviceLimits l;
+  l.backend = "webgpu";
   l.device = "webgpu adapter \"" + info.device + "\"";
   l.max_buffer_bytes = static_cast<int64_t>(info.limits.max_buffer_size);
   l.max_binding_bytes = static_cast<int64_t>(info.limits.max_storage_buffer_binding_size);

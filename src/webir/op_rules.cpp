@@ -1,4 +1,4 @@
-#include "webir/op_registry.h"
+#include "webir/op_rules.h"
 
 #include <algorithm>
 
@@ -12,61 +12,24 @@ Diagnostic InferContext::Error(std::string code, std::string message, std::strin
 
 namespace {
 
-Result<TensorType> InferSourceUnused(InferContext& c) {
-  return c.Error("internal", "source ops are typed by their block");
-}
-
-void RegisterSourceOps(std::vector<OpDef>& r) {
-  r.push_back({.name = "input",
-               .inputs = {},
-               .attrs = {"shape", "data", "dtype", "name"},
-               .kind = OpKind::kSource,
-               .infer = InferSourceUnused,
-               .tolerance = policy::ToleranceClass::kExact,
-               .determinism = "exact (no arithmetic)",
-               .summary = "a tensor given inline or fed per run"});
-  r.push_back({.name = "param",
-               .inputs = {},
-               .attrs = {"shape", "init", "dtype", "name"},
-               .kind = OpKind::kSource,
-               .infer = InferSourceUnused,
-               .tolerance = policy::ToleranceClass::kExact,
-               .determinism = "exact (no arithmetic)",
-               .summary = "a trainable tensor with a seeded initializer"});
-  r.push_back({.name = "full",
-               .inputs = {},
-               .attrs = {"shape", "value", "dtype", "name"},
-               .kind = OpKind::kSource,
-               .infer = InferSourceUnused,
-               .tolerance = policy::ToleranceClass::kExact,
-               .determinism = "exact (no arithmetic)",
-               .summary = "a tensor filled with one value"});
-}
-
-std::vector<OpDef> BuildRegistry() {
-  std::vector<OpDef> r;
-  RegisterSourceOps(r);
-  RegisterElementwiseOps(r);
-  RegisterReduceOps(r);
-  RegisterLinalgOps(r);
-  RegisterLayoutOps(r);
-  RegisterStencilOps(r);
-  RegisterNnOps(r);
-  RegisterOptimOps(r);
+RuleSet BuildRules() {
+  RuleSet r;
+  AddElementwiseRules(r);
+  AddReduceRules(r);
+  AddLinalgRules(r);
+  AddLayoutRules(r);
+  AddStencilRules(r);
+  AddNnRules(r);
+  AddOptimRules(r);
   return r;
 }
 
 }  // namespace
 
-const std::vector<OpDef>& Registry() {
-  static const std::vector<OpDef> registry = BuildRegistry();
-  return registry;
-}
-
-const OpDef* FindOp(std::string_view name) {
-  for (const OpDef& d : Registry())
-    if (d.name == name) return &d;
-  return nullptr;
+const OpRule* FindRule(std::string_view op) {
+  static const RuleSet rules = BuildRules();
+  auto it = rules.find(op);
+  return it == rules.end() ? nullptr : &it->second;
 }
 
 Result<TensorType> InferSameAsFirst(InferContext& c) {

@@ -1,0 +1,323 @@
+// The built-in ops. Each entry is the whole specification of an op except its rules, which live
+// on the rungs that apply them: shape and gradient in webir/ops/<family>.cpp, the CPU reference in
+// kernel/ref/<family>.cpp, the WGSL in kernel/emit/wgsl/<family>.cpp.
+#include "ops/op_table.h"
+
+namespace scellis::ops {
+namespace {
+
+using policy::ToleranceClass;
+
+Port Operand(const char* name) {
+  return {name, PortRole::kOperand};
+}
+
+// Data movement copies elements as they are, so every storage type moves exactly.
+Port AnyDTypeOperand(const char* name) {
+  return {
+      name, PortRole::kOperand, {DType::kF32, DType::kF16, DType::kI32, DType::kU32, DType::kBool}};
+}
+
+void AddSourceOps(OpTable& t) {
+  const char* none = "exact (no arithmetic)";
+  auto shape = Attr{"shape", AttrType::kShape, nullptr, true};
+  auto dtype = Attr{"dtype", AttrType::kString, "f32", false};
+  auto name = Attr{"name", AttrType::kString, nullptr, false};
+  auto carry = Attr{"carry", AttrType::kString, nullptr, false};
+  t.Add({.name = "input",
+         .min_version = 1,
+         .ports = {},
+         .attrs = {shape, {"data", AttrType::kNumbers}, dtype, name, carry},
+         .kind = OpKind::kSource,
+         .tolerance = ToleranceClass::kExact,
+         .determinism = none,
+         .summary = "a tensor given inline (`data`, flat, row-major) or fed per run"});
+  t.Add(
+      {.name = "param",
+       .min_version = 1,
+       .ports = {},
+       .attrs = {shape, {"init", AttrType::kObject, nullptr, true}, dtype, name, carry},
+       .kind = OpKind::kSource,
+       .tolerance = ToleranceClass::kExact,
+       .determinism = "exact; counter-based initializer: element i is a pure function of (seed, i)",
+       .summary = "a trainable tensor with a seeded initializer"});
+  t.Add({.name = "full",
+         .min_version = 1,
+         .ports = {},
+         .attrs = {shape, {"value", AttrType::kNumber, nullptr, true}, dtype, name},
+         .kind = OpKind::kSource,
+         .tolerance = ToleranceClass::kExact,
+         .determinism = none,
+         .summary = "a tensor filled with one value"});
+}
+
+void AddElementwiseOps(OpTable& t) {
+  auto binary = [&](const char* name, int version, ToleranceClass tol, bool differentiable,
+                    const char* summary) {
+    t.Add({.name = name,
+           .min_version = version,
+           .ports = {Operand("a"), Operand("b")},
+           .attrs = {{"scalar", AttrType::kNumber}},
+           .kind = OpKind::kElementwise,
+           .differentiable = differentiable,
+           .tolerance = tol,
+           .determinism = "one correctly rounded operation per element",
+           .summary = summary});
+  };
+  auto unary = [&](const char* name, int version, ToleranceClass tol, bool differentiable,
+                   const char* determinism, const char* summary) {
+    t.Add({.name = name,
+           .min_version = version,
+           .ports = {Operand("a")},
+           .attrs = {},
+           .kind = OpKind::kElementwise,
+           .differentiable = differentiable,
+           .tolerance = tol,
+           .determinism = determinism,
+           .summary = summary});
+  };
+  binary("add", 1, ToleranceClass::kExact, true, "a + b, or a + scalar");
+  binary("sub", 1, ToleranceClass::kExact, true, "a - b, or a - scalar");
+  binary("mul", 1, ToleranceClass::kExact, true, "a * b, or a * scalar");
+  binary("div", 2, ToleranceClass::kTight, true, "a / b (WGSL division is within 2.5 ulp)");
+  unary("relu", 1, ToleranceClass::kExact, true, "exact", "max(a, 0)");
+  // A step function: its derivative is zero wherever it exists, so it has no gradient rule.
+  unary("positive", 1, ToleranceClass::kExact, false, "exact", "1 where a > 0, else 0");
+  unary("neg", 2, ToleranceClass::kExact, true, "exact", "-a");
+  unary("exp", 2, ToleranceClass::kDefault, true,
+        "CPU: own implementation (1 ulp); GPU: the driver's exp", "e^a");
+  unary("log", 2, ToleranceClass::kDefault, true,
+        "CPU: own implementation (1 ulp); GPU: the driver's log", "natural logarithm");
+  unary("sqrt", 2, ToleranceClass::kTight, true, "correctly rounded on CPU", "square root");
+  unary("tanh", 2, ToleranceClass::kDefault, true, "CPU: own implementation", "hyperbolic tangent");
+  unary("sigmoid", 2, ToleranceClass::kDefault, true, "CPU: own implementation", "1 / (1 + e^-a)");
+  unary("gelu", 2, ToleranceClass::kDefault, true, "exact erf; CPU: own erf",
+        "a * Phi(a), the exact (erf) form");
+  t.Add({.name = "gelu_grad",
+         .min_version = 2,
+         .ports = {Operand("a"), {"b", PortRole::kGradient}},
+         .attrs = {{"scalar", AttrType::kNumber}},
+         .kind = OpKind::kElementwise,
+         .differentiable = true,
+         .tolerance = ToleranceClass::kDefault,
+         .determinism = "one correctly rounded operation per element",
+         .summary = "gradient of exact gelu: b * gelu'(a)"});
+}
+
+void AddReduceOps(OpTable& t) {
+  const char* order =
+      "fixed order: sequential along the axis; whole-tensor reductions as a fixed two-level tree; "
+      "no float atomics on any backend";
+  std::vector<Attr> attrs = {{"axis", AttrType::kInt}, {"keepdim", AttrType::kBool, false}};
+  t.Add({.name = "sum",
+         .min_version = 1,
+         .ports = {Operand("a")},
+         .attrs = attrs,
+         .kind = OpKind::kReduce,
+         .differentiable = true,
+         .tolerance = ToleranceClass::kDefault,
+         .determinism = order,
+         .summary = "sum of all elements, or over one axis (version 2)"});
+  t.Add({.name = "mean",
+         .min_version = 2,
+         .ports = {Operand("a")},
+         .attrs = attrs,
+         .kind = OpKind::kReduce,
+         .differentiable = true,
+         .tolerance = ToleranceClass::kDefault,
+         .determinism = order,
+         .summary = "mean of all elements, or over one axis"});
+}
+
+void AddLinalgOps(OpTable& t) {
+  t.Add({.name = "matmul",
+         .min_version = 1,
+         .ports = {Operand("a"), Operand("b")},
+         .attrs = {},
+         .kind = OpKind::kMatmul,
+         .differentiable = true,
+         .tolerance = ToleranceClass::kDefault,
+         .determinism = "fixed accumulation order along K; no split-K atomics",
+         .summary = "matrix product; batched with broadcasting batch dims (version 2)"});
+}
+
+void AddLayoutOps(OpTable& t) {
+  const char* moves = "exact (data movement)";
+  t.Add({.name = "transpose",
+         .min_version = 1,
+         .ports = {AnyDTypeOperand("a")},
+         .attrs = {},
+         .kind = OpKind::kLayout,
+         .differentiable = true,
+         .tolerance = ToleranceClass::kExact,
+         .determinism = moves,
+         .summary = "swap the two axes of a rank-2 tensor"});
+  t.Add({.name = "permute",
+         .min_version = 2,
+         .ports = {AnyDTypeOperand("a")},
+         .attrs = {{"dims", AttrType::kIntList, nullptr, true}},
+         .kind = OpKind::kLayout,
+         .differentiable = true,
+         .tolerance = ToleranceClass::kExact,
+         .determinism = moves,
+         .summary = "reorder axes"});
+  t.Add({.name = "reshape",
+         .min_version = 2,
+         .ports = {AnyDTypeOperand("a")},
+         .attrs = {{"shape", AttrType::kIntList, nullptr, true}},
+         .kind = OpKind::kLayout,
+         .differentiable = true,
+         .tolerance = ToleranceClass::kExact,
+         .determinism = moves,
+         .summary = "same elements in row-major order, new shape; one size may be -1"});
+}
+
+void AddStencilOps(OpTable& t) {
+  t.Add({.name = "life",
+         .min_version = 1,
+         .ports = {Operand("a")},
+         .attrs = {},
+         .kind = OpKind::kStencil,
+         .tolerance = ToleranceClass::kExact,
+         .determinism = "exact (integer neighbour counts on 0/1 cells)",
+         .summary = "one Game-of-Life step on a toroidal grid of 0/1 cells"});
+}
+
+void AddNnOps(OpTable& t) {
+  const char* rowwise =
+      "per row: the maximum, then exp(x - max) summed in index order; one invocation per row on "
+      "the GPU, so no atomics and no cross-thread order";
+  t.Add({.name = "softmax",
+         .min_version = 2,
+         .ports = {Operand("a")},
+         .attrs = {},
+         .kind = OpKind::kNormalize,
+         .differentiable = true,
+         .tolerance = ToleranceClass::kDefault,
+         .determinism = rowwise,
+         .summary = "exp(a - max) / sum(exp(a - max)) over the last axis"});
+  t.Add({.name = "log_softmax",
+         .min_version = 2,
+         .ports = {Operand("a")},
+         .attrs = {},
+         .kind = OpKind::kNormalize,
+         .differentiable = true,
+         .tolerance = ToleranceClass::kDefault,
+         .determinism = rowwise,
+         .summary = "(a - max) - log(sum(exp(a - max))) over the last axis"});
+  t.Add({.name = "cross_entropy",
+         .min_version = 2,
+         .ports = {Operand("a"), {"target", PortRole::kLabels}},
+         .attrs = {},
+         .kind = OpKind::kLoss,
+         .differentiable = true,
+         .tolerance = ToleranceClass::kDefault,
+         .determinism = "row losses as in log_softmax; their mean sums 256 strided partials "
+                        "combined by a fixed pairwise tree, the same order on every backend",
+         .summary = "mean over rows of -log_softmax(a)[target]; target holds f32 class "
+                    "indices, an invalid one makes the loss NaN"});
+  t.Add({.name = "cross_entropy_grad",
+         .min_version = 2,
+         .ports = {Operand("a"), {"target", PortRole::kLabels}, {"b", PortRole::kGradient}},
+         .attrs = {},
+         .kind = OpKind::kLoss,
+         .differentiable = true,
+         .tolerance = ToleranceClass::kDefault,
+         .determinism = rowwise,
+         .summary = "(softmax(a) - onehot(target)) / N * b, the gradient of cross_entropy "
+                    "for an upstream gradient b of shape []"});
+}
+
+void AddOptimOps(OpTable& t) {
+  const char* per_element = "one element per invocation; no reductions, no atomics";
+  Port param = Operand("param"), grad{"grad", PortRole::kGradient}, step{"t", PortRole::kStep};
+  Attr lr{"lr", AttrType::kNumber, 1e-3}, weight_decay{"weight_decay", AttrType::kNumber, 0.0},
+      maximize{"maximize", AttrType::kBool, false};
+  t.Add({.name = "sgd_update",
+         .min_version = 2,
+         .ports = {param, grad},
+         .attrs = {lr, weight_decay, maximize},
+         .kind = OpKind::kOptimizer,
+         .tolerance = ToleranceClass::kDefault,
+         .determinism = per_element,
+         .summary = "SGD: g = grad (+ weight_decay * param); param - lr * g"});
+  const std::vector<Port> momentum_ports = {param, grad, {"velocity", PortRole::kState}, step};
+  const std::vector<Attr> momentum_attrs = {
+      lr,           {"momentum", AttrType::kNumber, 0.0}, {"dampening", AttrType::kNumber, 0.0},
+      weight_decay, {"nesterov", AttrType::kBool, false}, maximize};
+  t.Add({.name = "momentum_update",
+         .min_version = 2,
+         .ports = momentum_ports,
+         .attrs = momentum_attrs,
+         .kind = OpKind::kOptimizer,
+         .tolerance = ToleranceClass::kDefault,
+         .determinism = per_element,
+         .summary = "SGD with momentum: the new parameter (t <= 1: velocity := g)"});
+  t.Add({.name = "momentum_velocity",
+         .min_version = 2,
+         .ports = momentum_ports,
+         .attrs = momentum_attrs,
+         .kind = OpKind::kOptimizer,
+         .tolerance = ToleranceClass::kDefault,
+         .determinism = per_element,
+         .summary = "SGD with momentum: the new velocity, momentum * v + (1 - dampening) * g "
+                    "(t <= 1: g)"});
+  const std::vector<Port> adam_ports = {
+      param, grad, {"m", PortRole::kState}, {"v", PortRole::kState}, step};
+  // weight_decay has no single default: 0 for Adam, 1e-2 for AdamW (decoupled), as in PyTorch.
+  const std::vector<Attr> adam_attrs = {lr,
+                                        {"beta1", AttrType::kNumber, 0.9},
+                                        {"beta2", AttrType::kNumber, 0.999},
+                                        {"eps", AttrType::kNumber, 1e-8},
+                                        {"weight_decay", AttrType::kNumber},
+                                        {"decoupled", AttrType::kBool, false},
+                                        maximize};
+  const char* adam_determinism =
+      "one element per invocation; bias corrections from t computed in f64 on the CPU, in f32 "
+      "with an expm1 series on the GPU";
+  t.Add({.name = "adam_update",
+         .min_version = 2,
+         .ports = adam_ports,
+         .attrs = adam_attrs,
+         .kind = OpKind::kOptimizer,
+         .tolerance = ToleranceClass::kDefault,
+         .determinism = adam_determinism,
+         .summary = "Adam / AdamW (decoupled): the new parameter; weight_decay defaults to 0, "
+                    "or 1e-2 when decoupled"});
+  t.Add({.name = "adam_m",
+         .min_version = 2,
+         .ports = adam_ports,
+         .attrs = adam_attrs,
+         .kind = OpKind::kOptimizer,
+         .tolerance = ToleranceClass::kDefault,
+         .determinism = per_element,
+         .summary = "Adam: the new first moment, m.lerp(g, 1 - beta1)"});
+  t.Add({.name = "adam_v",
+         .min_version = 2,
+         .ports = adam_ports,
+         .attrs = adam_attrs,
+         .kind = OpKind::kOptimizer,
+         .tolerance = ToleranceClass::kDefault,
+         .determinism = per_element,
+         .summary = "Adam: the new second moment, beta2 * v + (1 - beta2) * g * g"});
+}
+
+}  // namespace
+
+const std::shared_ptr<const OpTable>& BuiltinOps() {
+  static const std::shared_ptr<const OpTable> table = [] {
+    auto t = std::make_shared<OpTable>();
+    AddSourceOps(*t);
+    AddElementwiseOps(*t);
+    AddReduceOps(*t);
+    AddLinalgOps(*t);
+    AddLayoutOps(*t);
+    AddStencilOps(*t);
+    AddNnOps(*t);
+    AddOptimOps(*t);
+    return std::shared_ptr<const OpTable>(std::move(t));
+  }();
+  return table;
+}
+
+}  // namespace scellis::ops

@@ -1,0 +1,126 @@
+// The op specification table, below every rung: what each op is called, since which graph-protocol
+// version it exists, its ports and attributes, its kind, whether it is differentiable, its
+// tolerance class and what makes its bits trustworthy. The document parser reads ports from it,
+// WebIR checks attributes against it and pairs each entry with its shape and gradient rule
+// (webir/ops/<family>.cpp), the kernel rungs pair it with a CPU reference and a WGSL kernel, and
+// docs/ops.md is generated from it.
+//
+// The table is a value: the built-in one is shared read-only, and a session that brings its own
+// ops copies it and adds them. It travels down the ladder with the compile options.
+#pragma once
+
+#include <functional>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "base/determinism.h"
+#include "base/json_util.h"
+#include "base/result.h"
+#include "base/tensor_type.h"
+
+namespace scellis::ops {
+
+enum class OpKind {
+  kSource,       // input, param, full
+  kElementwise,  // one output element from the same index of each (broadcast) input; fusable
+  kReduce,       // sum, mean
+  kMatmul,
+  kLayout,     // transpose, permute, reshape
+  kStencil,    // life
+  kNormalize,  // softmax, log_softmax
+  kLoss,       // cross_entropy and its gradient
+  kOptimizer,  // sgd/momentum/adam updates
+};
+const char* OpKindName(OpKind k);
+
+// What an input port carries; the parser treats every port alike (a node id), readers of the
+// table and its documentation need the difference.
+enum class PortRole {
+  kOperand,   // a value the op computes with
+  kLabels,    // class indices stored as f32
+  kGradient,  // an upstream gradient or the gradient being applied
+  kState,     // optimizer state carried between steps
+  kStep,      // the 1-based step number, a scalar
+};
+const char* PortRoleName(PortRole r);
+
+struct Port {
+  Port(std::string name, PortRole role = PortRole::kOperand,
+       std::vector<DType> dtypes = {DType::kF32})
+      : name(std::move(name)), role(role), dtypes(std::move(dtypes)) {}
+  std::string name;
+  PortRole role;
+  std::vector<DType> dtypes;
+};
+
+enum class AttrType {
+  kInt,     // an integer (an axis: negative counts from the end)
+  kNumber,  // any finite JSON number
+  kBool,
+  kString,
+  kIntList,  // an array of integers
+  kShape,    // an array of sizes: integers or symbolic dimension names
+  kNumbers,  // a flat array of numbers
+  kObject,
+};
+const char* AttrTypeName(AttrType t);
+
+struct Attr {
+  Attr(std::string name, AttrType type, Json default_value = nullptr, bool required = false)
+      : name(std::move(name)),
+        type(type),
+        default_value(std::move(default_value)),
+        required(required) {}
+  std::string name;
+  AttrType type;
+  Json default_value;  // null: none (absent means "not given", see the op's summary)
+  bool required;
+};
+
+struct OpSpec {
+  std::string name;
+  int min_version = 1;
+  std::vector<Port> ports;  // in argument order
+  std::vector<Attr> attrs;
+  OpKind kind = OpKind::kElementwise;
+  bool differentiable = false;
+  policy::ToleranceClass tolerance = policy::ToleranceClass::kTight;
+  std::string determinism;  // reduction order, atomics: what a reader needs to trust the bits
+  std::string summary;
+
+  const Port* FindPort(std::string_view port) const;
+  const Attr* FindAttr(std::string_view attr) const;
+};
+
+class OpTable {
+ public:
+  // Adds an op; false when one of that name is already there (the table keeps the first).
+  bool Add(OpSpec spec);
+  const OpSpec* Find(std::string_view name) const;
+  const std::vector<OpSpec>& ops() const { return ops_; }
+  // Whether some op of the table has an input port of this name.
+  bool IsPortName(std::string_view port) const;
+  // "add, sub, ..." for the ops available at graph-protocol `version`, sources excluded.
+  std::string NamesUpTo(int version) const;
+
+ private:
+  std::vector<OpSpec> ops_;
+};
+
+// The ops this build implements, on every rung. Shared and immutable: copy it to extend it.
+const std::shared_ptr<const OpTable>& BuiltinOps();
+
+// Checks `attrs` against the op's declared attributes: an unknown name is `unknown-attribute`, a
+// value of the wrong type `bad-attribute`, a required one missing `missing-attribute`. A null
+// value counts as not given. `pointer_of` gives the JSON pointer of an attribute; `node_pointer`
+// and `where` locate the node for a missing one.
+std::vector<Diagnostic> CheckAttributes(
+    const OpSpec& spec, const Json& attrs, const std::string& node_pointer,
+    const std::function<std::string(const std::string&)>& pointer_of, const std::string& where);
+
+// docs/ops.md: one section per op, generated so the reference cannot drift from the table.
+std::string ToMarkdown(const OpTable& table);
+
+}  // namespace scellis::ops

@@ -1,0 +1,114 @@
+// The op table: lookups, copies that add ops, and attribute checking against declared types.
+#include "ops/op_table.h"
+
+#include <gtest/gtest.h>
+
+#include <fstream>
+#include <sstream>
+
+namespace scellis::ops {
+namespace {
+
+OpSpec Unary(const std::string& name) {
+  OpSpec s;
+  s.name = name;
+  s.ports = {Port("a")};
+  s.summary = "an op of this test";
+  return s;
+}
+
+std::string PointerOf(const std::string& key) {
+  return "/nodes/1/" + key;
+}
+
+std::vector<std::string> Codes(const std::vector<Diagnostic>& ds) {
+  std::vector<std::string> out;
+  for (const Diagnostic& d : ds) out.push_back(d.code + " " + d.pointer);
+  return out;
+}
+
+TEST(OpTable, BuiltinIsSharedAndCopiesAreIndependent) {
+  EXPECT_EQ(BuiltinOps().get(), BuiltinOps().get());
+  OpTable copy = *BuiltinOps();
+  size_t before = BuiltinOps()->ops().size();
+  EXPECT_TRUE(copy.Add(Unary("mine")));
+  EXPECT_EQ(copy.ops().size(), before + 1);
+  EXPECT_EQ(BuiltinOps()->ops().size(), before);
+  EXPECT_FALSE(copy.Add(Unary("add"))) << "add is already there";
+  EXPECT_EQ(copy.Find("add")->ports.size(), 2u) << "the first add is kept";
+}
+
+TEST(OpTable, PortNamesAndVersions) {
+  const OpTable& t = *BuiltinOps();
+  for (const char* port : {"a", "b", "target", "param", "grad", "m", "v", "velocity", "t"})
+    EXPECT_TRUE(t.IsPortName(port)) << port;
+  EXPECT_FALSE(t.IsPortName("axis"));
+  EXPECT_FALSE(t.IsPortName("shape"));
+  std::string v1 = t.NamesUpTo(1);
+  EXPECT_NE(v1.find("matmul"), std::string::npos);
+  EXPECT_EQ(v1.find("softmax"), std::string::npos) << "softmax is version 2";
+  EXPECT_EQ(v1.find("input"), std::string::npos) << "sources are not listed as ops";
+}
+
+TEST(OpTable, AttributesAreCheckedAgainstTheirDeclaredTypes) {
+  const OpSpec& sum = *BuiltinOps()->Find("sum");
+  EXPECT_TRUE(
+      CheckAttributes(sum, {{"axis", -1}, {"keepdim", true}}, "/nodes/1", PointerOf, "").empty());
+  EXPECT_TRUE(CheckAttributes(sum, {{"axis", nullptr}}, "/nodes/1", PointerOf, "").empty())
+      << "null means not given";
+  EXPECT_EQ(Codes(CheckAttributes(sum, {{"keepdim", "yes"}}, "/nodes/1", PointerOf, "")),
+            std::vector<std::string>{"bad-attribute /nodes/1/keepdim"});
+  EXPECT_EQ(Codes(CheckAttributes(sum, {{"axis", 0.5}}, "/nodes/1", PointerOf, "")),
+            std::vector<std::string>{"bad-attribute /nodes/1/axis"});
+  EXPECT_EQ(Codes(CheckAttributes(sum, {{"alpha", 1}}, "/nodes/1", PointerOf, "")),
+            std::vector<std::string>{"unknown-attribute /nodes/1/alpha"});
+
+  const OpSpec& permute = *BuiltinOps()->Find("permute");
+  EXPECT_EQ(Codes(CheckAttributes(permute, Json::object(), "/nodes/1", PointerOf, "")),
+            std::vector<std::string>{"missing-attribute /nodes/1"});
+  EXPECT_EQ(Codes(CheckAttributes(permute, {{"dims", {1, "0"}}}, "/nodes/1", PointerOf, "")),
+            std::vector<std::string>{"bad-attribute /nodes/1/dims"});
+  EXPECT_TRUE(CheckAttributes(permute, {{"dims", {1, 0}}}, "/nodes/1", PointerOf, "").empty());
+
+  const OpSpec& add = *BuiltinOps()->Find("add");
+  EXPECT_EQ(Codes(CheckAttributes(add, {{"scalar", "2"}}, "/nodes/1", PointerOf, "")),
+            std::vector<std::string>{"bad-attribute /nodes/1/scalar"});
+}
+
+TEST(OpTable, EveryEntryIsComplete) {
+  for (const OpSpec& s : BuiltinOps()->ops()) {
+    SCOPED_TRACE(s.name);
+    EXPECT_FALSE(s.summary.empty());
+    EXPECT_FALSE(s.determinism.empty());
+    EXPECT_GE(s.min_version, 1);
+    for (const Port& p : s.ports) EXPECT_FALSE(p.dtypes.empty()) << p.name;
+    if (s.kind == OpKind::kSource) {
+      EXPECT_TRUE(s.ports.empty());
+      EXPECT_FALSE(s.differentiable);
+    } else {
+      EXPECT_FALSE(s.ports.empty());
+    }
+  }
+}
+
+// docs/ops.md is the table's Markdown; regenerate it with `scellis ops --markdown > docs/ops.md`.
+TEST(OpTable, CommittedReferenceMatchesTheTable) {
+  std::ifstream in(std::string(SCELLIS_SOURCE_DIR) + "/docs/ops.md", std::ios::binary);
+  ASSERT_TRUE(in) << "docs/ops.md is missing";
+  std::stringstream text;
+  text << in.rdbuf();
+  EXPECT_EQ(text.str(), ToMarkdown(*BuiltinOps()))
+      << "docs/ops.md is stale: scellis ops --markdown > docs/ops.md";
+}
+
+TEST(OpTable, MarkdownNamesEveryOpPortAndAttribute) {
+  std::string md = ToMarkdown(*BuiltinOps());
+  EXPECT_NE(md.find("\n## cross_entropy\n"), std::string::npos);
+  EXPECT_NE(md.find("| `target` | labels | f32 |"), std::string::npos);
+  EXPECT_NE(md.find("| `keepdim` | boolean | `false` | no |"), std::string::npos);
+  EXPECT_NE(md.find("| `dims` | integer array | — | yes |"), std::string::npos);
+  EXPECT_NE(md.find("| [`exp`](#exp) | 2 | elementwise | yes | default |"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace scellis::ops

@@ -1,0 +1,68 @@
+// The rules WebIR applies to each op, keyed by op name: how it types its output (the infer rule)
+// and how it differentiates (the gradient rule). What an op is — its ports, attributes, kind and
+// tolerance — is its entry in ops::OpTable; these rules live here because they build WebIR.
+#pragma once
+
+#include <map>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "base/determinism.h"
+#include "base/json_util.h"
+#include "base/result.h"
+#include "base/tensor_type.h"
+#include "ops/op_table.h"
+
+namespace scellis::webir {
+
+struct Graph;
+struct Node;
+
+using ops::OpKind;
+
+struct InferContext {
+  std::vector<TensorType> args;
+  Json attrs;  // may be normalized by the rule (e.g. negative axes made positive)
+  int version = 1;
+  std::string pointer;
+  std::string where;
+
+  Diagnostic Error(std::string code, std::string message, std::string help = "") const;
+};
+
+using InferFn = Result<TensorType> (*)(InferContext&);
+
+// Reverse-mode rule: given the node and the id of the gradient of its output, appends nodes to
+// `g` and returns the gradient id for each arg (-1 where the arg gets none, e.g. integer labels),
+// each of that arg's shape (broadcast args are summed back). `node` is a copy, safe to read while
+// the rule appends; rules build with the helpers of webir/autodiff/autodiff.h and are run by
+// Backward there.
+using GradFn = std::vector<int> (*)(Graph& g, const Node& node, int grad_out);
+
+struct OpRule {
+  InferFn infer = nullptr;
+  GradFn grad = nullptr;  // nullptr: not differentiable
+};
+
+using RuleSet = std::map<std::string, OpRule, std::less<>>;
+
+// The rule of `op`, or nullptr when WebIR has none (an op that only a session's own table knows).
+const OpRule* FindRule(std::string_view op);
+
+// Families add their rules here (one file per family under ops/).
+void AddElementwiseRules(RuleSet& r);
+void AddReduceRules(RuleSet& r);
+void AddLinalgRules(RuleSet& r);
+void AddLayoutRules(RuleSet& r);
+void AddStencilRules(RuleSet& r);
+void AddNnRules(RuleSet& r);
+void AddOptimRules(RuleSet& r);
+
+// Shared shape rules.
+Result<TensorType> InferSameAsFirst(InferContext& c);
+Result<TensorType> InferBroadcast(InferContext& c);
+// Reads an optional integer attribute `name` as an axis of `rank`, normalizing negatives.
+Result<int> AxisAttr(InferContext& c, const char* name, int rank);
+
+}  // namespace scellis::webir
