@@ -9,15 +9,18 @@
 namespace scellis::api {
 namespace {
 
-// The one place this layer reads a host tensor's storage.
+// The one place this layer reads a host tensor's storage. Integral values print as integers
+// ([0, 60, 120], like the protocol's own examples) while the dtype holds them exactly.
 Json ValuesJson(const runtime::HostTensor& t) {
   Json data = Json::array();
-  for (float v : t.ToFloats()) {
-    // Integral values print as integers ([0, 60, 120]), like the protocol's own examples.
-    if (std::isfinite(v) && v == std::floor(v) && std::fabs(v) < 16777216.0f)
+  const bool f32 = t.type.dtype == DType::kF32;
+  const double exact_below = f32 ? 16777216.0 : 4294967296.0;
+  for (int64_t i = 0; i < t.elements(); ++i) {
+    const double v = t.ValueAt(i);
+    if (std::isfinite(v) && v == std::floor(v) && std::fabs(v) < exact_below)
       data.push_back(static_cast<int64_t>(v));
     else if (std::isfinite(v))
-      data.push_back(v);
+      data.push_back(f32 ? Json(static_cast<float>(v)) : Json(v));
     else
       data.push_back(std::isnan(v) ? "NaN" : (v > 0 ? "Infinity" : "-Infinity"));
   }
@@ -64,10 +67,15 @@ Status RunMany(runtime::Executor& exec, const execplan::Plan& plan, int steps,
   for (const std::string& name : history) report.history.push_back({name, {}});
   int64_t readback = 0;
   int submissions = 0;
+  Json backend_counters = Json::object();
   for (int done = 0; done < steps;) {
     int k = std::min(steps - done, kMaxStepsPerSubmission);
     SCELLIS_ASSIGN_OR_RETURN(runtime::StepsResult chunk,
                              prepared->RunSteps(std::vector<runtime::Feeds>(k), history));
+    // The backend's own counters (dispatches, maps, uploads, ...) add up over the submissions.
+    for (const auto& [key, value] : chunk.stats.items())
+      if (value.is_number_integer() && key != "steps" && key != "readback_bytes")
+        backend_counters[key] = backend_counters.value(key, int64_t{0}) + value.get<int64_t>();
     for (size_t i = 0; i < chunk.watched.size(); ++i) {
       for (runtime::HostTensor& t : chunk.watched[i].second) {
         readback += ReadbackBytes(t);
@@ -77,6 +85,7 @@ Status RunMany(runtime::Executor& exec, const execplan::Plan& plan, int steps,
     done += k;
     ++submissions;
   }
+  int64_t downloads = 0;
   for (const webir::Output& o : plan.graph().outputs) {
     // An output with a history already came back: its last value is the history's last step.
     auto kept = std::find_if(report.history.begin(), report.history.end(),
@@ -86,16 +95,21 @@ Status RunMany(runtime::Executor& exec, const execplan::Plan& plan, int steps,
       continue;
     }
     SCELLIS_ASSIGN_OR_RETURN(runtime::HostTensor t, prepared->Download(o.name));
+    ++downloads;
     readback += ReadbackBytes(t);
     report.outputs.emplace_back(o.name, std::move(t));
   }
-  report.executor = prepared->backend() == "webgpu" ? "fused-encoder" : "reference";
-  report.stats = {{"steps", steps},
-                  {"submissions", submissions},
-                  {"kernels", plan.steps.size()},
-                  {"wall_ms", MillisecondsSince(start)},
-                  {"memory_allocated_bytes", plan.memory.allocated},
-                  {"readback_bytes", readback}};
+  report.executor = prepared->executor();
+  // Each download at the end is a map of its own on a backend that maps.
+  if (backend_counters.contains("maps"))
+    backend_counters["maps"] = backend_counters["maps"].get<int64_t>() + downloads;
+  report.stats = backend_counters;
+  report.stats.update(Json{{"steps", steps},
+                           {"submissions", submissions},
+                           {"kernels", plan.steps.size()},
+                           {"wall_ms", MillisecondsSince(start)},
+                           {"memory_allocated_bytes", plan.memory.allocated},
+                           {"readback_bytes", readback}});
   return Status::Ok();
 }
 

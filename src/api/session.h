@@ -34,6 +34,8 @@ class Session {
   const pipeline::Compiled& compiled() const { return compiled_; }
   const execplan::Plan& plan() const { return *compiled_.plan; }
   const runtime::Selection& selection() const { return selection_; }
+  // How the steps run on the chosen backend ("fused-encoder", "reference", ...).
+  std::string executor() const { return prepared_ ? prepared_->executor() : ""; }
   bool poisoned() const { return !poison_.ok(); }
 
  private:

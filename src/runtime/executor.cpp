@@ -170,31 +170,4 @@ Status Prepared::Upload(const std::string& name, const HostTensor& value) {
   return DoUpload(node, value);
 }
 
-Json ResultToJson(const RunResult& r) {
-  Json j;
-  j["backend"] = r.backend;
-  j["executor"] = r.executor;
-  j["fallback_reason"] = r.fallback_reason ? Json(*r.fallback_reason) : Json();
-  j["attempts"] = r.attempts;
-  j["outputs"] = Json::object();
-  for (const auto& [name, t] : r.outputs) {
-    Json data = Json::array();
-    for (int64_t i = 0; i < t.elements(); ++i) {
-      const double v = t.ValueAt(i);
-      // Integral values print as integers ([0, 60, 120]), like the protocol's own examples.
-      const double exact_below = t.type.dtype == DType::kF32 ? 16777216.0 : 4294967296.0;
-      if (std::isfinite(v) && v == std::floor(v) && std::fabs(v) < exact_below)
-        data.push_back(static_cast<int64_t>(v));
-      else if (std::isfinite(v))
-        data.push_back(t.type.dtype == DType::kF32 ? Json(static_cast<float>(v)) : Json(v));
-      else
-        data.push_back(std::isnan(v) ? "NaN" : (v > 0 ? "Infinity" : "-Infinity"));
-    }
-    j["outputs"][name] = {
-        {"shape", t.type.sizes()}, {"dtype", DTypeName(t.type.dtype)}, {"data", data}};
-  }
-  j["stats"] = r.stats;
-  return j;
-}
-
 }  // namespace scellis::runtime

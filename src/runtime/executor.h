@@ -110,6 +110,10 @@ class Prepared {
   Status Upload(const std::string& name, const HostTensor& value);
 
   virtual std::string backend() const = 0;
+
+  // How its steps run: the word a one-shot run on the same backend reports as its executor.
+
+  virtual std::string executor() const = 0;
   const execplan::Plan& plan() const { return plan_; }
 
  protected:
@@ -147,8 +151,5 @@ int FindSourceNode(const webir::Graph& g, const std::string& name);
 bool IsCarried(const webir::Graph& g, int node);
 // Every source input that needs data each step: not inline, not carried.
 std::vector<int> FedInputs(const webir::Graph& g);
-
-// `{"backend": ..., "outputs": {"values": {"shape": [3], "dtype": "f32", "data": [...]}}, ...}`.
-Json ResultToJson(const RunResult& r);
 
 }  // namespace scellis::runtime

@@ -164,7 +164,6 @@ class Training {
     SCELLIS_ASSIGN_OR_RETURN(runtime::Selection step_backend, runtime::SelectBackend(o_.select));
     SCELLIS_ASSIGN_OR_RETURN(runtime::Selection eval_backend, runtime::SelectBackend(o_.select));
     result_.backend = step_backend.backend;
-    result_.executor = result_.backend == "webgpu" ? "fused-encoder" : "reference";
     result_.fallback_reason = step_backend.fallback_reason;
     result_.steps_per_run = o_.steps_per_run;
     if (e_.backend) e_.backend(result_.backend, result_.fallback_reason);
@@ -174,6 +173,7 @@ class Training {
                              api::Session::Prepare(text, step_options, std::move(step_backend)));
     SCELLIS_ASSIGN_OR_RETURN(eval_,
                              api::Session::Prepare(text, eval_options, std::move(eval_backend)));
+    result_.executor = step_->executor();
     result_.determinism_tier = policy::TierName(step_->plan().graph().tier);
     state_ = StateNames(*step_);
     images_feed_ = FeedNameOf(prog.blocks[spec_.images]);

@@ -107,6 +107,7 @@ class CpuPrepared : public Prepared {
   }
 
   std::string backend() const override { return "cpu"; }
+  std::string executor() const override { return "reference"; }
 
  protected:
   Result<StepsResult> DoRunSteps(const std::vector<Feeds>& feeds,

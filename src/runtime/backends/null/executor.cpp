@@ -7,6 +7,7 @@ class NullPrepared : public Prepared {
  public:
   using Prepared::Prepared;
   std::string backend() const override { return "null"; }
+  std::string executor() const override { return "null"; }
 
  protected:
   Result<StepsResult> DoRunSteps(const std::vector<Feeds>& feeds,

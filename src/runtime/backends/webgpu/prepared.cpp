@@ -44,6 +44,7 @@ class WebGpuPrepared : public Prepared {
   }
 
   std::string backend() const override { return "webgpu"; }
+  std::string executor() const override { return "fused-encoder"; }
 
   Status Init(const Feeds& feeds) {
     SCELLIS_TRY(CheckDtypes());
