@@ -159,10 +159,12 @@ TEST(ConformData, FreshSeedsGiveFreshDataInTheOpsDomain) {
   for (const Case& k : CasesFor("div")) {
     runtime::Feeds feeds = MakeFeeds(k, 3);
     // A case with a constant operand feeds only the other one.
-    if (feeds.count("b"))
+    if (feeds.count("b")) {
       for (float v : feeds["b"].view<float>()) EXPECT_GE(std::fabs(v), 0.5f);
-    if (feeds.count("a"))
+    }
+    if (feeds.count("a")) {
       for (float v : feeds["a"].view<float>()) EXPECT_NE(v, 0.0f);
+    }
   }
   for (const Case& k : CasesFor("life")) {
     std::vector<float> cells = MakeFeeds(k, 4)["x"].ToFloats();

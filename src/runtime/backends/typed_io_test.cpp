@@ -93,8 +93,9 @@ TEST(TypedIo, F16WithoutTheFeatureIsNamed) {
   // compiles (no shader-f16, or a compiler that refuses `enable f16`).
   if (!r.ok()) {
     EXPECT_EQ(r.errors().front().code, "shader-f16-unavailable") << r.errors().front().Format();
-    if (!probe->details["shader_f16"].get<bool>())
+    if (!probe->details["shader_f16"].get<bool>()) {
       EXPECT_NE(r.errors().front().message.find("no shader-f16"), std::string::npos);
+    }
   } else {
     EXPECT_EQ(r->outputs.at(0).second.type.dtype, DType::kF16);
     EXPECT_EQ(r->outputs.at(0).second.ToFloats(), (std::vector<float>{1, -2, 0.5, 3}));
