@@ -1,36 +1,61 @@
 #!/usr/bin/env bash
-# Builds the document fuzzer with clang (libFuzzer, AddressSanitizer and UndefinedBehaviorSanitizer
-# including float-cast-overflow, the whole library instrumented) in build-fuzz/ and runs it for
-# SECONDS over a corpus seeded from examples/ and tests/errors/. New interesting inputs accumulate in build-fuzz/corpus/; a crash is written to
-# build-fuzz/artifacts/ and makes the script fail.
+# Builds the fuzz targets with clang (libFuzzer, AddressSanitizer and UndefinedBehaviorSanitizer
+# including float-cast-overflow, the whole library instrumented) in build-fuzz/ and runs each for
+# SECONDS. A target `tools/fuzz/<name>_fuzz.cpp` starts from the corpus kept in the repository,
+# `tools/fuzz/corpus/<name>/` (plus, for the document loader, examples/ and tests/errors/), and uses
+# `tools/fuzz/<name>.dict` when there is one. New interesting inputs accumulate in
+# build-fuzz/corpus/<name>/; a crash is written to build-fuzz/artifacts/<name>/ and makes the script
+# fail.
 #
-# usage: tools/run_fuzz.sh SECONDS [extra libFuzzer flags...]
+# usage: tools/run_fuzz.sh SECONDS [NAME...]   (no NAME: every target, SECONDS each)
+#   JOBS=N        parallel build jobs (2)
+#   FUZZ_FORKS=N  libFuzzer worker processes per target (1); with N > 1 the run uses -fork=N
 set -euo pipefail
 cd "$(dirname "$0")/.."
-seconds="${1:?usage: tools/run_fuzz.sh SECONDS}"
+seconds="${1:?usage: tools/run_fuzz.sh SECONDS [NAME...]}"
 shift
+names=("$@")
+if [ ${#names[@]} -eq 0 ]; then
+  for src in tools/fuzz/*_fuzz.cpp; do
+    base="$(basename "$src" .cpp)"
+    names+=("${base%_fuzz}")
+  done
+fi
 
 jobs="${JOBS:-2}"
+forks="${FUZZ_FORKS:-1}"
 if [ ! -f build-fuzz/build.ninja ]; then
   CXX=clang++ cmake -S . -B build-fuzz -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo \
     -DSCELLIS_FUZZ=ON -DSCELLIS_TESTS=OFF \
     -DCMAKE_CXX_FLAGS="-fsanitize=fuzzer-no-link,address,undefined,float-cast-overflow -fno-sanitize-recover=all -fno-omit-frame-pointer" \
     -DCMAKE_EXE_LINKER_FLAGS="-fsanitize=undefined,float-cast-overflow" >/dev/null
 fi
-cmake --build build-fuzz -j "$jobs" --target document_fuzz
+targets=()
+for name in "${names[@]}"; do targets+=("${name}_fuzz"); done
+cmake --build build-fuzz -j "$jobs" --target "${targets[@]}"
 
-mkdir -p build-fuzz/corpus build-fuzz/seeds build-fuzz/artifacts
-cp examples/*.json tests/errors/*.json build-fuzz/seeds/
-
-# libFuzzer reports every new input; the log keeps that, the console gets the summary.
 status=0
-build-fuzz/document_fuzz build-fuzz/corpus build-fuzz/seeds \
-  -dict=tools/fuzz/document.dict -max_total_time="$seconds" -max_len=8192 -timeout=20 \
-  -rss_limit_mb=4096 -artifact_prefix=build-fuzz/artifacts/ -print_final_stats=1 "$@" \
-  > build-fuzz/fuzz.log 2>&1 || status=$?
-if [ "$status" -ne 0 ]; then
-  tail -n 60 build-fuzz/fuzz.log
-  echo "fuzzing found a failure (log: build-fuzz/fuzz.log, input: build-fuzz/artifacts/)"
-  exit "$status"
-fi
-grep -E "^Done|stat::number_of_executed_units|stat::peak_rss_mb" build-fuzz/fuzz.log || tail -n 3 build-fuzz/fuzz.log
+for name in "${names[@]}"; do
+  corpus="build-fuzz/corpus/$name"
+  seeds="build-fuzz/seeds/$name"
+  artifacts="build-fuzz/artifacts/$name"
+  mkdir -p "$corpus" "$seeds" "$artifacts"
+  if [ -d "tools/fuzz/corpus/$name" ]; then cp -r "tools/fuzz/corpus/$name/." "$seeds/"; fi
+  if [ "$name" = document ]; then cp examples/*.json tests/errors/*.json "$seeds/"; fi
+  dict=()
+  if [ -f "tools/fuzz/$name.dict" ]; then dict=(-dict="tools/fuzz/$name.dict"); fi
+  fork=()
+  if [ "$forks" -gt 1 ]; then fork=(-fork="$forks" -ignore_crashes=0); fi
+  echo "== fuzzing $name for $seconds s"
+  log="build-fuzz/$name.log"
+  # libFuzzer reports every new input; the log keeps that, the console gets the summary.
+  "build-fuzz/${name}_fuzz" "$corpus" "$seeds" "${dict[@]}" "${fork[@]}" \
+    -max_total_time="$seconds" -max_len=8192 -timeout=20 -rss_limit_mb=4096 \
+    -artifact_prefix="$artifacts/" -print_final_stats=1 > "$log" 2>&1 || status=$?
+  if [ "$status" -ne 0 ]; then
+    tail -n 60 "$log"
+    echo "fuzzing $name found a failure (log: $log, input: $artifacts/)"
+    exit "$status"
+  fi
+  grep -E "^Done|stat::number_of_executed_units|stat::peak_rss_mb" "$log" || tail -n 3 "$log"
+done

@@ -38,8 +38,11 @@ echo "== training on SwiftShader (a short epoch) and on the CPU reference"
 echo "== agreement with PyTorch (CPU) and bit-exact resume"
 SCELLIS_BUILD="$BUILD" .venv/bin/python -m pytest -q tests/peer tests/train tests/layering
 
-if [ -x tools/run_fuzz.sh ]; then
-  echo "== fuzzing the document loader (30 s)"
-  bash tools/run_fuzz.sh 30
-fi
+echo "== the fuzz corpora replayed through every fuzz target (built without libFuzzer)"
+for corpus in tools/fuzz/corpus/*/; do
+  name="$(basename "$corpus")"
+  "$BUILD/${name}_fuzz" "$corpus"* | tail -n 1
+done
+echo "== fuzzing every target briefly (20 s each)"
+bash tools/run_fuzz.sh 20
 echo "all tests passed"
