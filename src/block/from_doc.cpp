@@ -303,13 +303,13 @@ class Lowering {
       std::string pointer = PointerJoin("/train/data", key);
       if (b.tensor_type.rank() != rank) {
         TrainError("bad-train-section", pointer,
-                   "the " + std::string(key) + " input " + b.Describe() + " has shape " +
+                   "the " + std::string(key) + " block " + b.Describe() + " has shape " +
                        b.tensor_type.ShapeStringWithSizes() + ", expected " + shape);
         return false;
       }
       if (b.tensor_type.dtype != DType::kF32 || b.data) {
         TrainError("bad-train-section", pointer,
-                   "the " + std::string(key) + " input " + b.Describe() +
+                   "the " + std::string(key) + " block " + b.Describe() +
                        " must be an f32 input without inline data: the dataset feeds it");
         return false;
       }
