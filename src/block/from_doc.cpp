@@ -4,9 +4,29 @@
 #include <limits>
 
 #include "block/program.h"
+#include "doc/keys.h"
 
 namespace scellis::block {
 namespace {
+
+const std::vector<std::string> kTrainFields = {"loss",  "eval_output", "data",   "optimizer",
+                                               "batch", "eval_batch",  "epochs", "shuffle_seed"};
+const std::vector<std::string> kTrainDataFields = {"dataset", "images", "labels"};
+const std::vector<std::string> kOptimizerFields = {
+    "kind", "lr", "weight_decay", "momentum", "dampening", "nesterov", "beta1", "beta2", "eps"};
+const std::vector<std::string> kUniformFields = {"kind", "seed", "low", "high"};
+const std::vector<std::string> kKaimingFields = {"kind", "seed", "fan_in"};
+const std::vector<std::string> kConstantInitFields = {"kind"};
+constexpr const char* kDatasetHelp =
+    "a dataset feeds input blocks through the train section's \"data\" "
+    "({\"dataset\": ..., \"images\": ..., \"labels\": ...}); wire those inputs instead";
+constexpr int64_t kMaxBatch = int64_t{1} << 24;
+// Names a training run gives its own values (webir's step input and loss output).
+constexpr const char* kStepName = "step";
+constexpr const char* kLossName = "loss";
+constexpr const char* kTrainNamesHelp =
+    "in a training workflow a name means one block: the train section names blocks by id, and "
+    "labels and output names may not name another block (\"loss\" is the train loss's)";
 
 class Lowering {
  public:
@@ -24,8 +44,16 @@ class Lowering {
     prog_.bit_exact_across_devices = doc_.bit_exact_across_devices;
 
     for (const doc::Node& n : doc_.nodes) LowerNode(n);
-    for (const doc::Output& o : doc_.outputs)
+    for (const doc::Output& o : doc_.outputs) {
       prog_.outputs.push_back({o.name, index_.at(o.source)});
+      const Block& source = prog_.blocks[prog_.outputs.back().block];
+      if (source.kind == BlockKind::kDataset) {
+        errors_.push_back(UserError("dataset-as-value", o.pointer,
+                                    "the output \"" + o.name + "\" is the dataset " +
+                                        source.Describe() + ", but a dataset is no tensor",
+                                    kDatasetHelp));
+      }
+    }
     ResolveCarries();
     ResolveTrain();
     prog_.mode = options_.mode;
@@ -43,106 +71,346 @@ class Lowering {
     errors_.push_back(std::move(d));
   }
 
-  int BlockRef(const Json& t, const char* key, const std::string& pointer, const char* want_type,
-               bool required) {
+  void TrainError(std::string code, std::string pointer, std::string message,
+                  std::string help = "") {
+    errors_.push_back(
+        UserError(std::move(code), std::move(pointer), std::move(message), std::move(help)));
+  }
+
+  // A block named by id in the train section; -1 (with a diagnostic) when absent or not a block
+  // of kind `want`.
+  int BlockRef(const Json& t, const char* key, const std::string& pointer,
+               std::optional<BlockKind> want, const char* want_text, bool required = true) {
     auto it = t.find(key);
     if (it == t.end()) {
-      if (required)
-        errors_.push_back(UserError("missing-field", pointer,
-                                    std::string("the train section needs \"") + key + "\""));
+      if (required) {
+        TrainError("missing-field", pointer,
+                   std::string("the train section needs \"") + key + "\", the id of " + want_text);
+      }
       return -1;
     }
     auto found = it->is_string() ? index_.find(it->get<std::string>()) : index_.end();
     if (found == index_.end()) {
-      errors_.push_back(
-          UserError("dangling-reference", PointerJoin(pointer, key),
-                    std::string("\"") + key + "\" is " + it->dump() + ", not a node id"));
+      TrainError("dangling-reference", PointerJoin(pointer, key),
+                 std::string("\"") + key + "\" is " + it->dump() + ", not a node id",
+                 kTrainNamesHelp);
       return -1;
     }
-    if (want_type && prog_.blocks[found->second].type != want_type) {
-      errors_.push_back(
-          UserError("bad-train-section", PointerJoin(pointer, key),
-                    std::string("\"") + key + "\" must name a " + want_type + " node"));
+    if (want && prog_.blocks[found->second].kind != *want) {
+      TrainError("bad-train-section", PointerJoin(pointer, key),
+                 std::string("\"") + key + "\" names " + prog_.blocks[found->second].Describe() +
+                     ", expected " + want_text);
       return -1;
     }
     return found->second;
   }
 
+  // An integer setting of the train section in [lo, hi].
+  int64_t TrainInteger(const Json& t, const char* key, int64_t fallback, int64_t lo, int64_t hi) {
+    auto it = t.find(key);
+    if (it == t.end()) return fallback;
+    if (!it->is_number_integer() || it->get<int64_t>() < lo || it->get<int64_t>() > hi ||
+        (it->is_number_unsigned() && it->get<uint64_t>() > static_cast<uint64_t>(hi))) {
+      TrainError("bad-train-section", PointerJoin("/train", key),
+                 std::string("\"") + key + "\" is " + it->dump() + ", expected an integer in [" +
+                     std::to_string(lo) + ", " + std::to_string(hi) + "]");
+      return fallback;
+    }
+    return it->get<int64_t>();
+  }
+
   void ResolveTrain() {
     if (doc_.train.is_null()) return;
     const Json& t = doc_.train;
+    doc::CheckKeys(t, "/train", kTrainFields, "the train section", errors_);
     TrainSpec spec;
-    spec.loss = BlockRef(t, "loss", "/train", nullptr, true);
-    spec.eval_output = BlockRef(t, "eval_output", "/train", nullptr, false);
-    if (auto d = t.find("data"); d != t.end() && d->is_object()) {
-      spec.dataset = BlockRef(*d, "dataset", "/train/data", "dataset", true);
-      spec.images = BlockRef(*d, "images", "/train/data", "input", true);
-      spec.labels = BlockRef(*d, "labels", "/train/data", "input", true);
+    spec.loss = BlockRef(t, "loss", "/train", BlockKind::kOp, "a loss block");
+    // Without "data" the section describes one step for `scellis run` to take with fed batches;
+    // with it, `scellis train` reads the dataset and scores the eval output after every epoch.
+    auto d = t.find("data");
+    if (d != t.end() && !d->is_object()) {
+      TrainError("bad-field-type", "/train/data",
+                 "\"data\" is " + d->dump() +
+                     ", expected {\"dataset\": ..., \"images\": ..., \"labels\": ...}, each a "
+                     "node id");
+    } else if (d != t.end()) {
+      doc::CheckKeys(*d, "/train/data", kTrainDataFields, "the train data", errors_);
+      spec.dataset = BlockRef(*d, "dataset", "/train/data", BlockKind::kDataset, "a dataset block");
+      spec.images = BlockRef(*d, "images", "/train/data", BlockKind::kInput, "an input block");
+      spec.labels = BlockRef(*d, "labels", "/train/data", BlockKind::kInput, "an input block");
     }
-    auto integer = [&](const char* key, int64_t fallback, int64_t lo, int64_t hi) {
-      auto it = t.find(key);
-      if (it == t.end()) return fallback;
-      if (!it->is_number_integer() || it->get<int64_t>() < lo || it->get<int64_t>() > hi) {
-        errors_.push_back(UserError("bad-train-section", PointerJoin("/train", key),
-                                    std::string("\"") + key + "\" is " + it->dump() +
-                                        ", expected an integer in [" + std::to_string(lo) + ", " +
-                                        std::to_string(hi) + "]"));
-        return fallback;
-      }
-      return it->get<int64_t>();
-    };
-    spec.batch = integer("batch", 64, 1, int64_t{1} << 24);
-    spec.eval_batch = integer("eval_batch", 1000, 1, int64_t{1} << 24);
-    spec.epochs = static_cast<int>(integer("epochs", 1, 1, 100000));
-    spec.shuffle_seed = static_cast<uint64_t>(integer("shuffle_seed", 0, 0, int64_t{1} << 53));
-    const Json* opt =
-        t.contains("optimizer") && t["optimizer"].is_object() ? &t["optimizer"] : nullptr;
-    if (!opt || !opt->contains("kind") || !(*opt)["kind"].is_string()) {
-      errors_.push_back(UserError("missing-field", "/train",
-                                  "the train section needs \"optimizer\": {\"kind\": \"adam\" | "
-                                  "\"adamw\" | \"sgd\", ...}"));
-    } else {
-      OptimizerSpec& o = spec.optimizer;
-      o.kind = (*opt)["kind"].get<std::string>();
-      if (o.kind != "sgd" && o.kind != "adam" && o.kind != "adamw") {
-        errors_.push_back(
-            UserError("bad-optimizer", "/train/optimizer/kind",
-                      "the optimizer is \"" + o.kind + "\", expected sgd, adam or adamw"));
-      }
-      if (o.kind == "adamw") o.weight_decay = 1e-2;  // PyTorch's AdamW default
-      for (auto it = opt->begin(); it != opt->end(); ++it) {
-        const std::string& k = it.key();
-        if (k == "kind") continue;
-        // Each optimizer takes its own settings; another's is a mistake worth naming.
-        const bool sgd_only = k == "momentum" || k == "dampening" || k == "nesterov";
-        const bool adam_only = k == "beta1" || k == "beta2" || k == "eps";
-        if ((o.kind == "sgd" && adam_only) || (o.kind != "sgd" && sgd_only)) {
-          errors_.push_back(UserError("bad-optimizer", PointerJoin("/train/optimizer", k),
-                                      "the " + o.kind + " optimizer has no setting \"" + k + "\""));
-          continue;
-        }
-        double* field = k == "lr"             ? &o.lr
-                        : k == "momentum"     ? &o.momentum
-                        : k == "dampening"    ? &o.dampening
-                        : k == "weight_decay" ? &o.weight_decay
-                        : k == "beta1"        ? &o.beta1
-                        : k == "beta2"        ? &o.beta2
-                        : k == "eps"          ? &o.eps
-                                              : nullptr;
-        if (k == "nesterov" && it->is_boolean()) {
-          o.nesterov = it->get<bool>();
-        } else if (field && it->is_number() && it->get<double>() >= 0) {
-          *field = it->get<double>();
-        } else {
-          errors_.push_back(UserError("bad-optimizer", PointerJoin("/train/optimizer", k),
-                                      "the optimizer field \"" + k + "\" is " + it->dump() +
-                                          ", not a known non-negative setting"));
-        }
-      }
-    }
+    spec.eval_output = BlockRef(t, "eval_output", "/train", BlockKind::kOp,
+                                "the block whose output is scored (the logits)", d != t.end());
+    spec.batch = TrainInteger(t, "batch", 64, 1, kMaxBatch);
+    spec.eval_batch = TrainInteger(t, "eval_batch", 1000, 1, kMaxBatch);
+    spec.epochs = static_cast<int>(TrainInteger(t, "epochs", 1, 1, 100000));
+    spec.shuffle_seed =
+        static_cast<uint64_t>(TrainInteger(t, "shuffle_seed", 0, 0, int64_t{1} << 53));
+    ResolveOptimizer(t, spec.optimizer);
     for (size_t i = 0; i < prog_.blocks.size(); ++i)
       if (prog_.blocks[i].kind == BlockKind::kParam) spec.params.push_back(static_cast<int>(i));
+    if (spec.params.empty())
+      TrainError("bad-train-section", "/train", "the workflow has no param block to train");
+    CheckLoss(spec);
+    CheckTrainData(spec);
+    CheckTrainNames(spec);
     prog_.train = spec;
+  }
+
+  // The optimizer and its hyper-parameters, as PyTorch's torch.optim.SGD / Adam / AdamW accept
+  // them; each is an f32 attribute of the update kernels, so it must also be finite in f32.
+  void ResolveOptimizer(const Json& t, OptimizerSpec& o) {
+    const std::string pointer = "/train/optimizer";
+    auto opt = t.find("optimizer");
+    if (opt == t.end() || !opt->is_object() || !opt->contains("kind") ||
+        !(*opt)["kind"].is_string()) {
+      TrainError(opt == t.end() ? "missing-field" : "bad-optimizer",
+                 opt == t.end() ? "/train" : pointer,
+                 "the train section needs \"optimizer\": {\"kind\": \"adam\" | \"adamw\" | "
+                 "\"sgd\", ...}");
+      return;
+    }
+    o.kind = (*opt)["kind"].get<std::string>();
+    if (o.kind != "sgd" && o.kind != "adam" && o.kind != "adamw") {
+      TrainError("bad-optimizer", PointerJoin(pointer, "kind"),
+                 "the optimizer is \"" + o.kind + "\", expected sgd, adam or adamw");
+      return;
+    }
+    if (o.kind == "adamw") o.weight_decay = 1e-2;  // PyTorch's AdamW default
+    doc::CheckKeys(*opt, pointer, kOptimizerFields, "an optimizer", errors_);
+    const double f32_max = std::numeric_limits<float>::max();
+    // Each setting: its field, its valid range in words, and the test of a value.
+    struct Setting {
+      const char* key;
+      double* field;
+      bool sgd;  // an SGD setting (else an Adam one); lr and weight_decay are both
+      bool adam;
+      const char* range;
+      bool (*valid)(double);
+    };
+    const Setting settings[] = {
+        {"lr", &o.lr, true, true, "a number > 0",
+         [](double v) { return static_cast<float>(v) > 0; }},
+        {"weight_decay", &o.weight_decay, true, true, "a number >= 0",
+         [](double v) { return v >= 0; }},
+        {"momentum", &o.momentum, true, false, "a number in [0, 1)",
+         [](double v) { return v >= 0 && v < 1; }},
+        {"dampening", &o.dampening, true, false, "a number in [0, 1]",
+         [](double v) { return v >= 0 && v <= 1; }},
+        {"beta1", &o.beta1, false, true, "a number in [0, 1)",
+         [](double v) { return v >= 0 && static_cast<float>(v) < 1; }},
+        {"beta2", &o.beta2, false, true, "a number in [0, 1)",
+         [](double v) { return v >= 0 && static_cast<float>(v) < 1; }},
+        {"eps", &o.eps, false, true, "a number > 0",
+         [](double v) { return static_cast<float>(v) > 0; }},
+    };
+    const bool sgd = o.kind == "sgd";
+    for (auto it = opt->begin(); it != opt->end(); ++it) {
+      const std::string& k = it.key();
+      const std::string at = PointerJoin(pointer, k);
+      if (k == "kind") continue;
+      if (k == "nesterov") {
+        if (!sgd) {
+          TrainError("bad-optimizer", at,
+                     "the " + o.kind + " optimizer has no setting \"" + k + "\"");
+        } else if (!it->is_boolean()) {
+          TrainError("bad-optimizer", at,
+                     "\"nesterov\" is " + it->dump() + ", expected true or false");
+        } else {
+          o.nesterov = it->get<bool>();
+        }
+        continue;
+      }
+      const Setting* s = nullptr;
+      for (const Setting& candidate : settings)
+        if (k == candidate.key) s = &candidate;
+      if (!s) continue;  // reported as an unknown field
+      if (!(sgd ? s->sgd : s->adam)) {
+        TrainError("bad-optimizer", at,
+                   "the " + o.kind + " optimizer has no setting \"" + k + "\"");
+        continue;
+      }
+      const double v = it->is_number() ? it->get<double>() : std::nan("");
+      if (!it->is_number() || !std::isfinite(v) || std::fabs(v) > f32_max || !s->valid(v)) {
+        TrainError("bad-optimizer", at,
+                   "the " + o.kind + " setting \"" + k + "\" is " + it->dump() + ", expected " +
+                       s->range + " (finite in f32)");
+        continue;
+      }
+      *s->field = v;
+    }
+    if (o.nesterov && (o.momentum <= 0 || o.dampening != 0)) {
+      TrainError("bad-optimizer", PointerJoin(pointer, "nesterov"),
+                 "Nesterov momentum needs a momentum above 0 and no dampening");
+    }
+  }
+
+  // The loss is a loss op (cross_entropy): it reduces its rows to one scalar, and its labels port
+  // is fed by the labels input; the eval output is the operand it scores, so it has the labels'
+  // batch rows and one column per class.
+  void CheckLoss(const TrainSpec& spec) {
+    if (spec.loss < 0) return;
+    const Block& loss = prog_.blocks[spec.loss];
+    const ops::OpSpec* op = prog_.ops->Find(loss.type);
+    bool is_loss = op && op->kind == ops::OpKind::kLoss;
+    const ops::Port* labels_port = nullptr;
+    const ops::Port* scored_port = nullptr;
+    for (size_t i = 0; op && i < op->ports.size(); ++i) {
+      const ops::Port& p = op->ports[i];
+      if (p.role == ops::PortRole::kGradient) is_loss = false;  // a loss's gradient, not a loss
+      if (p.role == ops::PortRole::kLabels) labels_port = &p;
+      if (p.role == ops::PortRole::kOperand && !scored_port) scored_port = &p;
+    }
+    if (!is_loss || !labels_port || !scored_port) {
+      TrainError("bad-train-section", "/train/loss",
+                 "\"loss\" names " + loss.Describe() + ", which is not a loss op",
+                 "the loss is a scalar made by a loss op such as cross_entropy");
+      return;
+    }
+    auto source_of = [&](const std::string& port) {
+      for (const auto& [name, src] : loss.inputs)
+        if (name == port) return src;
+      return -1;
+    };
+    if (spec.labels >= 0 && source_of(labels_port->name) != spec.labels) {
+      TrainError("bad-train-section", "/train/data/labels",
+                 "the labels input " + prog_.blocks[spec.labels].Describe() + " is not wired to " +
+                     loss.id + "." + labels_port->name + ", so the loss does not score it");
+    }
+    if (spec.eval_output >= 0 && source_of(scored_port->name) != spec.eval_output) {
+      const int scored = source_of(scored_port->name);
+      TrainError("bad-train-section", "/train/eval_output",
+                 "the eval output " + prog_.blocks[spec.eval_output].Describe() +
+                     " is not what the loss scores" +
+                     (scored >= 0 ? " (" + prog_.blocks[scored].id + ")" : ""),
+                 "accuracy is measured on the loss's operand " + loss.id + "." + scored_port->name +
+                     ": its rows are the batch, its columns the classes");
+    }
+  }
+
+  // The trainer feeds images as [batch, features] and labels as [batch] f32, binding the images'
+  // first dimension to the batch size (or the eval batch).
+  void CheckTrainData(const TrainSpec& spec) {
+    if (spec.images < 0 || spec.labels < 0) return;
+    const Block& images = prog_.blocks[spec.images];
+    const Block& labels = prog_.blocks[spec.labels];
+    if (spec.images == spec.labels) {
+      TrainError("bad-train-section", "/train/data/labels",
+                 "the images and labels are the same input " + images.Describe());
+      return;
+    }
+    auto check_fed = [&](const Block& b, const char* key, int rank, const char* shape) {
+      std::string pointer = PointerJoin("/train/data", key);
+      if (b.tensor_type.rank() != rank) {
+        TrainError("bad-train-section", pointer,
+                   "the " + std::string(key) + " block " + b.Describe() + " has shape " +
+                       b.tensor_type.ShapeStringWithSizes() + ", expected " + shape);
+        return false;
+      }
+      if (b.tensor_type.dtype != DType::kF32 || b.data) {
+        TrainError("bad-train-section", pointer,
+                   "the " + std::string(key) + " block " + b.Describe() +
+                       " must be an f32 input without inline data: the dataset feeds it");
+        return false;
+      }
+      return true;
+    };
+    bool ok = check_fed(images, "images", 2, "[batch, features]");
+    ok = check_fed(labels, "labels", 1, "[batch]") && ok;
+    if (!ok) return;
+    const Dim& batch = images.tensor_type.dims[0];
+    const Dim& label_batch = labels.tensor_type.dims[0];
+    if (batch.symbol != label_batch.symbol ||
+        (batch.symbol.empty() && batch.size != label_batch.size)) {
+      TrainError("bad-train-section", "/train/data/labels",
+                 "the labels' first dimension differs from the images' (" +
+                     images.tensor_type.ShapeStringWithSizes() + " and " +
+                     labels.tensor_type.ShapeStringWithSizes() + ")",
+                 "both start with the batch dimension, e.g. \"B\"");
+    } else if (batch.symbol.empty() &&
+               (batch.size != spec.batch || batch.size != spec.eval_batch)) {
+      TrainError("bad-train-section", "/train/data/images",
+                 "the images' batch dimension is fixed at " + std::to_string(batch.size) +
+                     " but batch is " + std::to_string(spec.batch) + " and eval_batch " +
+                     std::to_string(spec.eval_batch),
+                 "make it symbolic (\"shape\": [\"B\", ...]): training binds it to each");
+    }
+  }
+
+  // One namespace rule for a training workflow: a name means one block. The train section names
+  // blocks by id; training feeds inputs and params by their label (else id), reads outputs by
+  // name, reads the eval output by its id, and reserves "loss" (the train loss) and "step".
+  void CheckTrainNames(const TrainSpec& spec) {
+    std::map<std::string, int> meaning;
+    for (size_t i = 0; i < prog_.blocks.size(); ++i)
+      meaning[prog_.blocks[i].id] = static_cast<int>(i);
+    auto claim = [&](const std::string& name, int block, const std::string& pointer,
+                     const std::string& what) {
+      if (name.find('@') != std::string::npos || name == kStepName) {
+        TrainError("ambiguous-name", pointer,
+                   what + " \"" + name + "\" is a name training keeps for itself",
+                   "training names the step input \"step\" and optimizer state \"<param>@...\"");
+        return;
+      }
+      auto [it, inserted] = meaning.emplace(name, block);
+      if (inserted || it->second == block) return;
+      TrainError("ambiguous-name", pointer,
+                 what + " \"" + name + "\" also names " + prog_.blocks[it->second].Describe() +
+                     (name == kLossName ? ", the train loss" : ""),
+                 kTrainNamesHelp);
+    };
+    if (spec.loss >= 0) {
+      // The loss is watched as "loss": that name is the loss block's, whatever its id.
+      auto it = meaning.find(kLossName);
+      if (it != meaning.end() && it->second != spec.loss) {
+        TrainError("ambiguous-name", prog_.blocks[it->second].pointer,
+                   "the block \"loss\" is not the train loss " + prog_.blocks[spec.loss].Describe(),
+                   kTrainNamesHelp);
+      }
+      meaning[kLossName] = spec.loss;
+    }
+    for (size_t i = 0; i < prog_.blocks.size(); ++i) {
+      const Block& b = prog_.blocks[i];
+      if ((b.kind == BlockKind::kInput || b.kind == BlockKind::kParam) && !b.label.empty())
+        claim(b.label, static_cast<int>(i), b.pointer, "the label");
+    }
+    for (size_t i = 0; i < prog_.outputs.size(); ++i)
+      claim(prog_.outputs[i].name, prog_.outputs[i].block, doc_.outputs[i].pointer, "the output");
+    if (spec.eval_output >= 0) {
+      const std::string& id = prog_.blocks[spec.eval_output].id;
+      bool exported = false;
+      for (const Output& o : prog_.outputs) exported |= o.name == id && o.block == spec.eval_output;
+      if (!exported) {
+        TrainError("bad-train-section", "/train/eval_output",
+                   "the eval output \"" + id + "\" is not one of the outputs",
+                   "add {\"name\": \"" + id + "\", \"from\": \"" + id +
+                       "\"} to \"outputs\": evaluation reads it by its id");
+      }
+    }
+  }
+
+  // Sources the trainer knows: "fashion-mnist", or "idx:<images>,<labels>" (two IDX files).
+  void CheckDatasetSource(const doc::Node& n) {
+    const Json* source = FindParam(n, "source");
+    const std::string pointer = ParamPointer(n, "source");
+    if (!source) {
+      Error("missing-field", pointer,
+            "a dataset block names its \"source\", e.g. \"fashion-mnist\"", n);
+      return;
+    }
+    const std::string text = source->is_string() ? source->get<std::string>() : "";
+    if (text == "fashion-mnist") return;
+    if (text.rfind("idx:", 0) == 0) {
+      const size_t comma = text.find(',', 4);
+      if (comma == std::string::npos || comma == 4 || comma + 1 == text.size()) {
+        Error("bad-dataset-source", pointer,
+              "the source is " + source->dump() + ", an idx source is \"idx:<images>,<labels>\"",
+              n);
+      }
+      return;
+    }
+    Error("unknown-dataset", pointer, "the dataset source " + source->dump() + " is not known", n,
+          "sources: fashion-mnist, idx:<images>,<labels>");
   }
 
   // `"carry": "w1_next"` on an input: after each session step it takes that output's value.
@@ -283,6 +551,40 @@ class Lowering {
                                           : PointerJoin(PointerJoin(n.pointer, "params"), key);
   }
 
+  // Whether a JSON number is a value of the dtype: integer types take integers in their range,
+  // bool takes 0 and 1, float types anything finite within their largest value.
+  static bool FitsDType(double v, DType dtype) {
+    const bool integral = std::isfinite(v) && v == std::floor(v);
+    switch (dtype) {
+      case DType::kF32:
+        return std::fabs(v) <= std::numeric_limits<float>::max();
+      case DType::kF16:
+        return std::fabs(v) <= 65504.0;
+      case DType::kI32:
+        return integral && v >= -2147483648.0 && v <= 2147483647.0;
+      case DType::kU32:
+        return integral && v >= 0 && v <= 4294967295.0;
+      case DType::kBool:
+        return v == 0 || v == 1;
+    }
+    return false;
+  }
+  static std::string DTypeRange(DType dtype) {
+    switch (dtype) {
+      case DType::kF32:
+        return "a finite f32";
+      case DType::kF16:
+        return "a finite f16 (|v| <= 65504)";
+      case DType::kI32:
+        return "an i32 (an integer in [-2^31, 2^31 - 1])";
+      case DType::kU32:
+        return "a u32 (an integer in [0, 2^32 - 1])";
+      case DType::kBool:
+        return "a bool (0 or 1)";
+    }
+    return "";
+  }
+
   std::optional<std::vector<float>> ParseData(const doc::Node& n, const Json& data,
                                               const TensorType& t) {
     std::string pointer = ParamPointer(n, "data");
@@ -310,9 +612,9 @@ class Lowering {
         return std::nullopt;
       }
       double d = v.get<double>();
-      if (std::fabs(d) > std::numeric_limits<float>::max()) {
+      if (!FitsDType(d, t.dtype)) {
         Error("data-out-of-range", PointerJoin(pointer, i),
-              "the value " + v.dump() + " does not fit in f32", n);
+              "the value " + v.dump() + " is not " + DTypeRange(t.dtype), n);
         return std::nullopt;
       }
       values.push_back(static_cast<float>(d));
@@ -332,9 +634,28 @@ class Lowering {
     }
     Initializer out;
     out.kind = (*init)["kind"].get<std::string>();
+    const std::vector<std::string>* fields = out.kind == "uniform"           ? &kUniformFields
+                                             : out.kind == "kaiming_uniform" ? &kKaimingFields
+                                             : out.kind == "zeros" || out.kind == "ones"
+                                                 ? &kConstantInitFields
+                                                 : nullptr;
+    if (fields) {
+      const size_t errors_before = errors_.size();
+      doc::CheckKeys(*init, pointer, *fields, "a " + out.kind + " initializer", errors_,
+                     "unknown-field", n.Describe());
+      if (errors_.size() != errors_before) return std::nullopt;
+    }
+    bool numbers_ok = true;
     auto number = [&](const char* key, double fallback) {
       auto it = init->find(key);
-      return it != init->end() && it->is_number() ? it->get<double>() : fallback;
+      if (it == init->end()) return fallback;
+      if (!it->is_number()) {
+        Error("bad-initializer", PointerJoin(pointer, key),
+              std::string("\"") + key + "\" is " + it->dump() + ", expected a number", n);
+        numbers_ok = false;
+        return fallback;
+      }
+      return it->get<double>();
     };
     if (auto s = init->find("seed"); s != init->end()) {
       // A seed is a 64-bit counter-hash key: a non-negative integer (converting anything else
@@ -352,11 +673,25 @@ class Lowering {
     if (out.kind == "uniform") {
       out.low = number("low", -0.1);
       out.high = number("high", 0.1);
+      if (numbers_ok && !(out.low <= out.high)) {
+        Error("bad-initializer", pointer,
+              "the initializer draws from [" + Json(out.low).dump() + ", " + Json(out.high).dump() +
+                  "], whose low end is above its high end",
+              n);
+        return std::nullopt;
+      }
     } else if (out.kind == "kaiming_uniform") {
       // PyTorch's nn.Linear default: U(-1/sqrt(fan_in), 1/sqrt(fan_in)); fan_in is the first dim
       // of a [in, out] weight unless given.
       double fan_in = number("fan_in", t.rank() ? static_cast<double>(t.dims[0].size) : 1.0);
-      double bound = fan_in > 0 ? 1.0 / std::sqrt(fan_in) : 0.0;
+      if (numbers_ok && !(fan_in >= 1 && fan_in == std::floor(fan_in) && fan_in <= 9e15)) {
+        const bool given = init->contains("fan_in");
+        Error("bad-initializer", given ? PointerJoin(pointer, "fan_in") : pointer,
+              "the fan-in is " + Json(fan_in).dump() + ", expected a positive integer", n,
+              given ? "" : "the weight's first dimension is its fan-in unless \"fan_in\" says");
+        return std::nullopt;
+      }
+      double bound = 1.0 / std::sqrt(fan_in);
       out.low = -bound;
       out.high = bound;
       out.kind = "uniform";
@@ -369,6 +704,7 @@ class Lowering {
             n);
       return std::nullopt;
     }
+    if (!numbers_ok) return std::nullopt;
     if (!init->contains("seed") && out.kind == "uniform") {
       Error("missing-seed", pointer, "a random initializer declares its seed", n);
       return std::nullopt;
@@ -393,15 +729,22 @@ class Lowering {
     b.label = n.label;
     b.pointer = n.pointer;
     b.params = n.params;
-    for (const doc::Input& in : n.inputs) b.inputs.push_back({in.port, index_.at(in.source)});
+    for (const doc::Input& in : n.inputs) {
+      b.inputs.push_back({in.port, index_.at(in.source)});
+      const Block& source = prog_.blocks[b.inputs.back().second];
+      if (source.kind == BlockKind::kDataset) {
+        Error("dataset-as-value", in.pointer,
+              "the dataset " + source.Describe() + " is wired into " + n.Describe() +
+                  ", but a dataset is no tensor",
+              n, kDatasetHelp);
+      }
+    }
     bool ok = true;
     if (n.op == "dataset") {
       b.kind = BlockKind::kDataset;
-      const Json* source = FindParam(n, "source");
-      if (!source || !source->is_string()) {
-        Error("missing-field", ParamPointer(n, "source"),
-              "a dataset block names its \"source\", e.g. \"fashion-mnist\"", n);
-      }
+      CheckDatasetSource(n);
+      if (!n.inputs.empty())
+        Error("unexpected-input", n.inputs[0].pointer, "a dataset block takes no inputs", n);
       index_[n.id] = static_cast<int>(prog_.blocks.size());
       prog_.blocks.push_back(std::move(b));
       return;
@@ -437,9 +780,9 @@ class Lowering {
             Error("missing-field", ParamPointer(n, "value"),
                   "a full block needs a numeric \"value\"", n);
             ok = false;
-          } else if (std::fabs(value->get<double>()) > std::numeric_limits<float>::max()) {
+          } else if (!FitsDType(value->get<double>(), t->dtype)) {
             Error("data-out-of-range", ParamPointer(n, "value"),
-                  "the value " + value->dump() + " does not fit in f32", n);
+                  "the value " + value->dump() + " is not " + DTypeRange(t->dtype), n);
             ok = false;
           }
         }

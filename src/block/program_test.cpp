@@ -266,6 +266,146 @@ TEST(Initializer, KaimingUsesFanIn) {
   EXPECT_EQ(init.seed, 3u);
 }
 
+// A one-layer training workflow; `optimizer` and `extra_train` are spliced into its train section.
+std::string TrainWorkflow(
+    const std::string& optimizer, const std::string& extra_train = "",
+    const std::string& outputs = R"([{"name": "logits", "from": "logits"}])") {
+  return R"({"format": "scellis.workflow/1", "determinism": "prod", "dims": {"B": 4},
+    "nodes": [{"id": "d", "type": "dataset", "params": {"source": "idx:a,b"}},
+              {"id": "x", "type": "input", "params": {"shape": ["B", 3]}},
+              {"id": "y", "type": "input", "params": {"shape": ["B"]}},
+              {"id": "w", "type": "param", "params": {"shape": [3, 2], "init": {"kind": "zeros"}}},
+              {"id": "logits", "type": "matmul"},
+              {"id": "ce", "type": "cross_entropy"}],
+    "wires": [{"from": "x", "to": "logits.a"}, {"from": "w", "to": "logits.b"},
+              {"from": "logits", "to": "ce.a"}, {"from": "y", "to": "ce.target"}],
+    "outputs": )" +
+         outputs + R"(,
+    "train": {"loss": "ce", "eval_output": "logits", "batch": 4, "eval_batch": 4,
+              "data": {"dataset": "d", "images": "x", "labels": "y"},
+              "optimizer": )" +
+         optimizer + extra_train + "}}";
+}
+
+// The single diagnostic of a refused document, as "code pointer".
+std::string Refusal(const std::string& text) {
+  auto p = Lower(text);
+  if (p.ok()) return "accepted";
+  std::string out;
+  for (const Diagnostic& d : p.errors())
+    out += (out.empty() ? "" : "; ") + d.code + " " + d.pointer;
+  return out;
+}
+
+TEST(TrainSection, AValidSectionIsRead) {
+  auto p = Lower(TrainWorkflow(R"({"kind": "adamw", "lr": 0.01, "beta1": 0.5, "eps": 1e-6})"));
+  ASSERT_TRUE(p.ok()) << p.errors()[0].Format();
+  ASSERT_TRUE(p->train.has_value());
+  EXPECT_EQ(p->train->optimizer.kind, "adamw");
+  EXPECT_EQ(p->train->optimizer.lr, 0.01);
+  EXPECT_EQ(p->train->optimizer.beta1, 0.5);
+  EXPECT_EQ(p->train->optimizer.beta2, 0.999);        // PyTorch's default
+  EXPECT_EQ(p->train->optimizer.weight_decay, 1e-2);  // AdamW's default
+  EXPECT_EQ(p->train->params.size(), 1u);
+}
+
+// The boundaries of each hyper-parameter, on both sides, as torch.optim accepts them; the values
+// are f32 kernel attributes, so they must also be positive and finite after rounding to f32.
+TEST(TrainSection, OptimizerHyperParametersAtTheirBoundaries) {
+  const std::string bad = "bad-optimizer /train/optimizer/";
+  EXPECT_EQ(Refusal(TrainWorkflow(R"({"kind": "adam", "beta1": 0.999999})")), "accepted");
+  EXPECT_EQ(Refusal(TrainWorkflow(R"({"kind": "adam", "beta1": 1.0})")), bad + "beta1");
+  // 1 - 1e-9 rounds to 1 in f32: the bias correction would divide by zero.
+  EXPECT_EQ(Refusal(TrainWorkflow(R"({"kind": "adam", "beta2": 0.999999999})")), bad + "beta2");
+  EXPECT_EQ(Refusal(TrainWorkflow(R"({"kind": "adam", "beta2": -0.1})")), bad + "beta2");
+  EXPECT_EQ(Refusal(TrainWorkflow(R"({"kind": "adam", "beta1": 0})")), "accepted");
+  EXPECT_EQ(Refusal(TrainWorkflow(R"({"kind": "adam", "eps": 0})")), bad + "eps");
+  EXPECT_EQ(Refusal(TrainWorkflow(R"({"kind": "adam", "eps": 1e-50})")), bad + "eps");
+  EXPECT_EQ(Refusal(TrainWorkflow(R"({"kind": "adam", "eps": 1e-40})")), "accepted");  // subnormal
+  EXPECT_EQ(Refusal(TrainWorkflow(R"({"kind": "adam", "lr": 3e38})")), "accepted");
+  EXPECT_EQ(Refusal(TrainWorkflow(R"({"kind": "adam", "lr": 1e39})")), bad + "lr");
+  EXPECT_EQ(Refusal(TrainWorkflow(R"({"kind": "adam", "lr": 0})")), bad + "lr");
+  EXPECT_EQ(Refusal(TrainWorkflow(R"({"kind": "adam", "lr": "0.1"})")), bad + "lr");
+  EXPECT_EQ(Refusal(TrainWorkflow(R"({"kind": "adam", "weight_decay": -1e-9})")),
+            bad + "weight_decay");
+  EXPECT_EQ(Refusal(TrainWorkflow(R"({"kind": "sgd", "lr": 0.1, "momentum": 0.99})")), "accepted");
+  EXPECT_EQ(Refusal(TrainWorkflow(R"({"kind": "sgd", "lr": 0.1, "momentum": 1})")),
+            bad + "momentum");
+  EXPECT_EQ(Refusal(TrainWorkflow(R"({"kind": "sgd", "lr": 0.1, "nesterov": true})")),
+            bad + "nesterov");  // PyTorch: Nesterov needs momentum
+  EXPECT_EQ(Refusal(TrainWorkflow(R"({"kind": "sgd", "lr": 0.1, "nesterov": "yes"})")),
+            bad + "nesterov");
+  EXPECT_EQ(Refusal(TrainWorkflow(R"({"kind": "sgd", "beta1": 0.9})")), bad + "beta1");
+  EXPECT_EQ(Refusal(TrainWorkflow(R"({"kind": "adam", "learning_rate": 0.1})")),
+            "unknown-field /train/optimizer/learning_rate");
+}
+
+TEST(TrainSection, CountsArePositiveIntegers) {
+  const std::string adam = R"({"kind": "adam"})";
+  EXPECT_EQ(Refusal(TrainWorkflow(adam, R"(, "epochs": 0)")), "bad-train-section /train/epochs");
+  EXPECT_EQ(Refusal(TrainWorkflow(adam, R"(, "epochs": 2.5)")), "bad-train-section /train/epochs");
+  EXPECT_EQ(Refusal(TrainWorkflow(adam, R"(, "shuffle_seed": 18446744073709551615)")),
+            "bad-train-section /train/shuffle_seed");
+  EXPECT_EQ(Refusal(TrainWorkflow(adam, R"(, "batchsize": 8)")), "unknown-field /train/batchsize");
+}
+
+// One namespace rule: in a training workflow each name means one block.
+TEST(TrainSection, NamesMeanOneBlock) {
+  const std::string adam = R"({"kind": "adam"})";
+  EXPECT_EQ(Refusal(TrainWorkflow(adam, "", R"([{"name": "logits", "from": "logits"},
+                                               {"name": "loss", "from": "logits"}])")),
+            "ambiguous-name /outputs/1");
+  EXPECT_EQ(Refusal(TrainWorkflow(adam, "", R"([{"name": "logits", "from": "logits"},
+                                               {"name": "w", "from": "ce"}])")),
+            "ambiguous-name /outputs/1");
+  EXPECT_EQ(Refusal(TrainWorkflow(adam, "", R"([{"name": "logits", "from": "logits"},
+                                               {"name": "loss", "from": "ce"}])")),
+            "accepted");
+  EXPECT_EQ(Refusal(TrainWorkflow(adam, "", R"([{"name": "scores", "from": "logits"}])")),
+            "bad-train-section /train/eval_output");
+}
+
+TEST(Sources, IntegerDataMustBeIntegralAndInRange) {
+  auto graph = [](const std::string& dtype, const std::string& value) {
+    return R"({"version": 2, "determinism": "prod", "nodes": [{"id": 0, "op": "input",
+      "shape": [1], "dtype": ")" +
+           dtype + R"(", "data": [)" + value + R"(]}], "outputs": [{"name": "o", "id": 0}]})";
+  };
+  const std::string out = "data-out-of-range /nodes/0/data/0";
+  EXPECT_EQ(Refusal(graph("i32", "2147483647")), "accepted");
+  EXPECT_EQ(Refusal(graph("i32", "-2147483648")), "accepted");
+  EXPECT_EQ(Refusal(graph("i32", "2147483648")), out);
+  EXPECT_EQ(Refusal(graph("i32", "1.5")), out);
+  EXPECT_EQ(Refusal(graph("i32", "3.0")), "accepted");
+  EXPECT_EQ(Refusal(graph("u32", "4294967295")), "accepted");
+  EXPECT_EQ(Refusal(graph("u32", "-1")), out);
+  EXPECT_EQ(Refusal(graph("bool", "1")), "accepted");
+  EXPECT_EQ(Refusal(graph("bool", "2")), out);
+  EXPECT_EQ(Refusal(graph("f16", "65504")), "accepted");
+  EXPECT_EQ(Refusal(graph("f16", "65520")), out);
+  EXPECT_EQ(Refusal(graph("f32", "1e39")), out);
+}
+
+TEST(Initializer, IllTypedOrEmptyRangesAreRefused) {
+  auto param = [](const std::string& init) {
+    return R"({"version": 1, "determinism": "prod", "nodes": [{"id": 0, "op": "param",
+      "shape": [2, 3], "init": )" +
+           init + R"(}], "outputs": [{"name": "o", "id": 0}]})";
+  };
+  EXPECT_EQ(Refusal(param(R"({"kind": "uniform", "low": "-1", "high": 1, "seed": 1})")),
+            "bad-initializer /nodes/0/init/low");
+  EXPECT_EQ(Refusal(param(R"({"kind": "uniform", "low": 1, "high": 0, "seed": 1})")),
+            "bad-initializer /nodes/0/init");
+  EXPECT_EQ(Refusal(param(R"({"kind": "uniform", "low": 1, "high": 1, "seed": 1})")), "accepted");
+  EXPECT_EQ(Refusal(param(R"({"kind": "kaiming_uniform", "fan_in": 0, "seed": 1})")),
+            "bad-initializer /nodes/0/init/fan_in");
+  EXPECT_EQ(Refusal(param(R"({"kind": "kaiming_uniform", "fan_in": 2.5, "seed": 1})")),
+            "bad-initializer /nodes/0/init/fan_in");
+  EXPECT_EQ(Refusal(param(R"({"kind": "zeros", "low": 0})")), "unknown-field /nodes/0/init/low");
+  EXPECT_EQ(Refusal(param(R"({"kind": "kaiming_uniform", "seed": 1, "fanin": 3})")),
+            "unknown-field /nodes/0/init/fanin");
+}
+
 TEST(BlockVerify, CatchesACorruptedProgram) {
   auto p = Lower(Workflow("prod", ""));
   ASSERT_TRUE(p.ok());

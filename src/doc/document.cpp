@@ -3,12 +3,27 @@
 #include <algorithm>
 #include <set>
 
+#include "doc/keys.h"
+
 namespace scellis::doc {
 namespace {
 
-// Top-level fields of a graph-protocol document; any other is a mistake worth naming.
-const std::set<std::string> kGraphFields = {"version", "nodes",       "outputs",
-                                            "name",    "determinism", "tolerance"};
+// The fields of each object a document holds; any other is a mistake worth naming.
+const std::vector<std::string> kGraphFields = {"version", "nodes",       "outputs",
+                                               "name",    "determinism", "tolerance"};
+const std::vector<std::string> kWorkflowFields = {"format",  "name", "determinism", "tolerance",
+                                                  "budget",  "dims", "nodes",       "wires",
+                                                  "outputs", "train"};
+// A graph node's own fields; the rest are its op's ports and attributes.
+const std::vector<std::string> kGraphNodeFields = {"id", "op", "name", "determinism", "tolerance"};
+const std::vector<std::string> kWorkflowNodeFields = {"id",    "type",        "params",
+                                                      "label", "determinism", "tolerance"};
+const std::vector<std::string> kDeterminismFields = {"tier", "override",
+                                                     "bit_exact_across_devices"};
+const std::vector<std::string> kBudgetFields = {"memory_bytes"};
+const std::vector<std::string> kWireFields = {"from", "to"};
+// A dataset block is host-side and not in the op table.
+const std::vector<std::string> kDatasetParams = {"source", "name"};
 
 bool IsIdentifier(const std::string& s) {
   if (s.empty() || s.size() > 128) return false;
@@ -59,6 +74,19 @@ class Parser {
     return &*it;
   }
 
+  // An optional string field: absent is "", any other type is an error.
+  std::string StringField(const Json& obj, const char* key, const std::string& pointer,
+                          const Node* node = nullptr) {
+    auto it = obj.find(key);
+    if (it == obj.end()) return "";
+    if (!it->is_string()) {
+      Error("bad-field-type", PointerJoin(pointer, key),
+            std::string("\"") + key + "\" is " + it->dump() + ", expected a string", "", node);
+      return "";
+    }
+    return it->get<std::string>();
+  }
+
   const Json* NodesArray() {
     const Json* nodes = Field(root_, "nodes", "", true);
     if (!nodes) return nullptr;
@@ -78,15 +106,8 @@ class Parser {
 
   void ParseGraph() {
     doc_.form = Form::kGraph;
-    for (auto it = root_.begin(); it != root_.end(); ++it) {
-      if (kGraphFields.count(it.key())) continue;
-      std::string accepted;
-      for (const std::string& f : kGraphFields) accepted += (accepted.empty() ? "" : ", ") + f;
-      Error("unknown-field", PointerJoin("", it.key()),
-            "a graph document has no field \"" + it.key() + "\"", "its fields are " + accepted);
-    }
-    if (auto it = root_.find("name"); it != root_.end() && it->is_string())
-      doc_.name = it->get<std::string>();
+    CheckKeys(root_, "", kGraphFields, "a graph document", errors_);
+    doc_.name = StringField(root_, "name", "");
     ParseDeterminism();
     const Json* version = Field(root_, "version", "", true);
     if (version) {
@@ -108,12 +129,7 @@ class Parser {
     if (nodes) {
       for (size_t i = 0; i < nodes->size(); ++i) ParseGraphNode((*nodes)[i], i);
     }
-    ParseOutputs(
-        [](const Json& out) -> const Json* {
-          auto it = out.find("id");
-          return it == out.end() ? nullptr : &*it;
-        },
-        "id");
+    ParseOutputs("id");
   }
 
   void ParseGraphNode(const Json& j, size_t index) {
@@ -147,13 +163,22 @@ class Parser {
             "ops of version " + std::to_string(doc_.version) + ": " + ops_.NamesUpTo(doc_.version),
             &node);
     }
+    node.label = StringField(j, "name", pointer, &node);
+    if (spec) {
+      // Fields that are neither the node's own, nor references, must be the op's attributes.
+      Json attrs = Json::object();
+      for (auto it = j.begin(); it != j.end(); ++it) {
+        if (std::find(kGraphNodeFields.begin(), kGraphNodeFields.end(), it.key()) ==
+                kGraphNodeFields.end() &&
+            !IsReference(spec, it.key()))
+          attrs[it.key()] = nullptr;
+      }
+      CheckKeys(attrs, pointer, AttrNames(*spec), "the op \"" + node.op + "\"", errors_,
+                "unknown-attribute", node.Describe());
+    }
     for (auto it = j.begin(); it != j.end(); ++it) {
       const std::string& key = it.key();
-      if (key == "id" || key == "op") continue;
-      if (key == "name" && it->is_string()) {
-        node.label = it->get<std::string>();
-        continue;
-      }
+      if (key == "id" || key == "op" || key == "name") continue;
       if (key == "determinism" || key == "tolerance") {
         ParseNodeDeclaration(*it, key, node);
         continue;
@@ -173,6 +198,12 @@ class Parser {
     AddNode(std::move(node));
   }
 
+  static std::vector<std::string> AttrNames(const ops::OpSpec& spec) {
+    std::vector<std::string> names;
+    for (const ops::Attr& a : spec.attrs) names.push_back(a.name);
+    return names;
+  }
+
   // A field names an input when it is a port of the node's op, or a port of another op and not an
   // attribute of this one: then it is still meant as an input, and the op refuses it by name one
   // rung down (a source given an input, an op given a port it lacks).
@@ -190,8 +221,8 @@ class Parser {
             "the format is " + format.dump() + ", this build reads \"" + kWorkflowFormat + "\"");
       return;
     }
-    if (auto it = root_.find("name"); it != root_.end() && it->is_string())
-      doc_.name = it->get<std::string>();
+    CheckKeys(root_, "", kWorkflowFields, "a workflow document", errors_);
+    doc_.name = StringField(root_, "name", "");
     ParseDeterminism();
     ParseBudget();
     ParseDims();
@@ -208,12 +239,7 @@ class Parser {
     }
     if (!errors_.empty()) return;
     ParseWires();
-    ParseOutputs(
-        [](const Json& out) -> const Json* {
-          auto it = out.find("from");
-          return it == out.end() ? nullptr : &*it;
-        },
-        "from");
+    ParseOutputs("from");
   }
 
   struct DeterminismDeclaration {
@@ -233,17 +259,15 @@ class Parser {
     const Json* tier_json = &j;
     if (j.is_object()) {
       tier_json = Field(j, "tier", pointer, true);
+      CheckKeys(j, pointer, kDeterminismFields, "a determinism declaration", errors_,
+                "unknown-field", node ? node->Describe() : "");
       for (auto it = j.begin(); it != j.end(); ++it) {
         const std::string& key = it.key();
         bool* flag = key == "override"                   ? &decl.override_tier
                      : key == "bit_exact_across_devices" ? &decl.bit_exact_across_devices
                                                          : nullptr;
-        if (key == "tier") continue;
         if (!flag) {
-          Error("unknown-field", PointerJoin(pointer, key),
-                "a determinism declaration has no field \"" + key + "\"",
-                "it is {\"tier\": ..., \"override\": true, \"bit_exact_across_devices\": true}",
-                node);
+          continue;
         } else if (!whole_document) {
           Error("bad-determinism-tier", PointerJoin(pointer, key),
                 "\"" + key + "\" concerns the whole run; a node declares only its tier",
@@ -312,6 +336,7 @@ class Parser {
                 ", expected an object such as {\"memory_bytes\": 1e9}");
       return;
     }
+    CheckKeys(*it, "/budget", kBudgetFields, "a budget", errors_);
     if (auto m = it->find("memory_bytes"); m != it->end()) {
       if (!m->is_number() || m->get<double>() <= 0 || m->get<double>() > 9e18) {
         Error("bad-budget", "/budget/memory_bytes",
@@ -370,6 +395,8 @@ class Parser {
     node.id = id->get<std::string>();
     node.op = type->get<std::string>();
     node.params = Json::object();
+    CheckKeys(j, pointer, kWorkflowNodeFields, "a workflow node", errors_, "unknown-field",
+              node.Describe());
     if (auto p = j.find("params"); p != j.end()) {
       if (!p->is_object()) {
         Error("bad-field-type", PointerJoin(pointer, "params"), "params must be an object");
@@ -377,10 +404,21 @@ class Parser {
       }
       node.params = *p;
     }
-    if (auto l = j.find("label"); l != j.end() && l->is_string())
-      node.label = l->get<std::string>();
-    else if (auto n = node.params.find("name"); n != node.params.end() && n->is_string())
-      node.label = n->get<std::string>();
+    const std::string params_pointer = PointerJoin(pointer, "params");
+    if (node.op == "dataset") {
+      CheckKeys(node.params, params_pointer, kDatasetParams, "a dataset block", errors_,
+                "unknown-attribute", node.Describe());
+    } else if (const ops::OpSpec* spec = ops_.Find(node.op)) {
+      // Every block may carry a display name; the rest are its op's attributes.
+      std::vector<std::string> known = AttrNames(*spec);
+      if (!spec->FindAttr("name")) known.push_back("name");
+      CheckKeys(node.params, params_pointer, known, "the op \"" + node.op + "\"", errors_,
+                "unknown-attribute", node.Describe());
+    }
+    node.label = StringField(j, "label", pointer, &node);
+    if (std::string name = StringField(node.params, "name", params_pointer, &node);
+        node.label.empty())
+      node.label = name;
     for (const char* key : {"determinism", "tolerance"})
       if (auto t = j.find(key); t != j.end()) ParseNodeDeclaration(*t, key, node);
     AddNode(std::move(node));
@@ -403,6 +441,7 @@ class Parser {
     for (size_t i = 0; i < it->size(); ++i) {
       const Json& w = (*it)[i];
       std::string pointer = PointerJoin("/wires", i);
+      CheckKeys(w, pointer, kWireFields, "a wire", errors_);
       if (!w.is_object() || !w.contains("from") || !w.contains("to") || !w["from"].is_string() ||
           !w["to"].is_string()) {
         Error("bad-wire", pointer, "a wire is {\"from\": \"node\", \"to\": \"node.port\"}");
@@ -437,34 +476,49 @@ class Parser {
     }
   }
 
-  template <typename SourceOf>
-  void ParseOutputs(SourceOf source_of, const char* source_key) {
+  // Outputs name a node: by integer id in a graph (`"id": 3`), by id or endpoint in a workflow
+  // (`"from": "x"` or `"from": "x.out"`).
+  void ParseOutputs(const char* source_key) {
     const Json* outputs = Field(root_, "outputs", "", true);
     if (!outputs) return;
     if (!outputs->is_array()) {
       Error("bad-field-type", "/outputs", "\"outputs\" must be an array");
       return;
     }
+    const bool graph = doc_.form == Form::kGraph;
+    const std::string shape = std::string("an output is {\"name\": \"values\", \"") + source_key +
+                              "\": " + (graph ? "3}" : "\"node\"}");
     std::set<std::string> names;
     for (size_t i = 0; i < outputs->size(); ++i) {
       const Json& o = (*outputs)[i];
       std::string pointer = PointerJoin("/outputs", i);
-      const Json* src = o.is_object() ? source_of(o) : nullptr;
-      if (!o.is_object() || !o.contains("name") || !o["name"].is_string() || !src) {
-        Error("bad-output", pointer,
-              std::string("an output is {\"name\": \"values\", \"") + source_key + "\": ...}");
+      if (!o.is_object() || !o.contains("name") || !o["name"].is_string() ||
+          !o.contains(source_key)) {
+        Error("bad-output", pointer, shape);
         continue;
       }
+      CheckKeys(o, pointer, {"name", source_key}, "an output", errors_);
       Output out;
       out.name = o["name"].get<std::string>();
       out.pointer = pointer;
-      if (src->is_number_integer())
-        out.source = std::to_string(src->get<int64_t>());
-      else if (src->is_string())
-        out.source = SplitEndpoint(src->get<std::string>()).first;
-      else {
-        Error("bad-output", PointerJoin(pointer, source_key),
-              "the output source is " + src->dump());
+      const Json& src = o[source_key];
+      const std::string src_pointer = PointerJoin(pointer, source_key);
+      if (graph && src.is_number_integer() && src.get<int64_t>() >= 0) {
+        out.source = std::to_string(src.get<int64_t>());
+      } else if (!graph && src.is_string()) {
+        auto [node, port] = SplitEndpoint(src.get<std::string>());
+        if (!port.empty() && port != "out") {
+          Error("bad-output", src_pointer,
+                "the output source is " + src.dump() + "; blocks have one output port \"out\"",
+                "name the node, e.g. \"" + node + "\"");
+          continue;
+        }
+        out.source = node;
+      } else {
+        Error("bad-output", src_pointer,
+              "the output source is " + src.dump() + ", expected " +
+                  (graph ? "a node id" : "a node name"),
+              shape);
         continue;
       }
       if (!names.insert(out.name).second) {
