@@ -382,6 +382,10 @@ TEST_F(Cli, BadFlagsAreRefusedBeforeAnyWork) {
     EXPECT_EQ(r.err.rfind("error[bad-flag]", 0), 0u) << joined << r.err;
     EXPECT_EQ(r.err.find("CPU REFERENCE"), std::string::npos) << joined << r.err;
   }
+  // The word after an unknown flag is taken for its value, not refused a second time.
+  CliRun typo = RunScellis({"train", Example("fashion_mlp.json"), "--epoch", "3"});
+  EXPECT_NE(typo.err.find("did you mean --epochs?"), std::string::npos) << typo.err;
+  EXPECT_EQ(typo.err.find("unexpected argument"), std::string::npos) << typo.err;
   // With --json the refusal itself is the JSON on stdout.
   CliRun j = RunScellis({"run", doc, "--json", "--steps", "0"});
   EXPECT_EQ(j.exit_code, 2);

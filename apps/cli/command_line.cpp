@@ -49,7 +49,7 @@ std::vector<std::string> OptionNames(const CLI::App* cmd) {
 // Arguments nothing claimed: unknown flags and commands (with the closest known name), and
 // positional arguments beyond those a command takes.
 std::vector<Diagnostic> CheckLeftovers(const CLI::App& app, const CLI::App* sub) {
-  std::vector<Diagnostic> errors;
+  std::vector<Diagnostic> errors, stray;
   for (const std::string& arg : app.remaining(true)) {
     if (arg.size() > 1 && arg[0] == '-') {
       std::string name = arg.substr(0, arg.find('='));
@@ -68,11 +68,13 @@ std::vector<Diagnostic> CheckLeftovers(const CLI::App& app, const CLI::App* sub)
           near.empty() ? "see scellis --help for the commands" : "did you mean " + near + "?"));
       break;  // the rest were meant for a command that does not exist
     } else {
-      errors.push_back(UserError("bad-flag", "",
-                                 "unexpected argument \"" + arg + "\" for " + sub->get_name(),
-                                 "it takes one FILE; flags start with --"));
+      stray.push_back(UserError("bad-flag", "",
+                                "unexpected argument \"" + arg + "\" for " + sub->get_name(),
+                                "it takes one FILE; flags start with --"));
     }
   }
+  // After an unknown flag, a stray word is most likely that flag's value: not worth a second error.
+  if (errors.empty()) return stray;
   return errors;
 }
 
@@ -159,7 +161,8 @@ Result<Invocation> ParseCommandLine(const std::vector<std::string>& args,
   Invocation inv;
   CLI::App app{
       "Scellis: compute workflows lowered rung by rung to WGSL, run on WebGPU or the CPU "
-      "reference"};
+      "reference",
+      "scellis"};
   // Unknown arguments are collected, not thrown at: they are refused below with a suggestion.
   app.allow_extras();
   std::deque<TypedFlags> typed;                     // stable addresses
