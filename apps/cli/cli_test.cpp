@@ -1,13 +1,16 @@
 // The `scellis` command as users meet it: warnings that must be seen, the loud CPU banner,
-// machine-readable diagnostics, and exit codes.
+// machine-readable diagnostics, exit codes, and the checks of its command line.
 #include "support/cli.h"
 
 #include <gtest/gtest.h>
+#include <sys/stat.h>
 
 #include <filesystem>
 #include <fstream>
 
 #include "base/json_util.h"
+#include "command_line.h"
+#include "typed_flags.h"
 
 namespace scellis::testing {
 namespace {
@@ -228,6 +231,240 @@ TEST_F(Cli, PrintAfterAndDisablePass) {
   CliRun unknown = RunScellis({"lower", file, "--tier=prod", "--print-after=fusion"});
   EXPECT_EQ(unknown.exit_code, 2);
   EXPECT_NE(unknown.err.find("error[bad-pass]"), std::string::npos) << unknown.err;
+}
+
+}  // namespace
+}  // namespace scellis::testing
+
+// The command line is checked whole before anything runs: a bad flag is `bad-flag` (exit 2) with
+// nothing on stdout, no banner, no probe.
+namespace scellis::testing {
+namespace {
+
+using cli::ClosestMatch;
+using cli::ParseByteSize;
+using cli::ParseCommandLine;
+using cli::ParseInteger;
+
+TEST(CliFlags, ByteSizes) {
+  EXPECT_EQ(ParseByteSize("512"), 512);
+  EXPECT_EQ(ParseByteSize("64K"), 64 * 1024);
+  EXPECT_EQ(ParseByteSize("3MiB"), 3 * 1024 * 1024);
+  EXPECT_EQ(ParseByteSize("2G"), int64_t{2} << 30);
+  EXPECT_EQ(ParseByteSize("1000000G"), int64_t{1000000} << 30);  // parses; the plan judges it
+  EXPECT_EQ(ParseByteSize("8388607T"), int64_t{8388607} << 40);  // 2^63 - 2^40: the largest T
+  EXPECT_EQ(ParseByteSize("8388608T"), std::nullopt);            // 2^63: beyond int64
+  EXPECT_EQ(ParseByteSize("9223372036854775807"), INT64_MAX);
+  EXPECT_EQ(ParseByteSize("9223372036854775808"), std::nullopt);
+  for (const char* bad : {"", "0", "0K", "0.5", "1.5G", "-1", "+1", "1e9", " 1", "1 ", "1g", "1GB",
+                          "G", "0x10", "1KK"})
+    EXPECT_EQ(ParseByteSize(bad), std::nullopt) << bad;
+}
+
+TEST(CliFlags, Integers) {
+  EXPECT_EQ(ParseInteger("7", 1, 10), 7);
+  EXPECT_EQ(ParseInteger("-3", -5, 5), -3);
+  for (const char* bad : {"", "0", "11", "-3", "1.0", "+2", " 2", "2x", "99999999999999999999"})
+    EXPECT_EQ(ParseInteger(bad, 1, 10), std::nullopt) << bad;
+}
+
+TEST(CliFlags, ClosestMatchIsForTyposOnly) {
+  std::vector<std::string> flags = {"--epochs", "--threads", "--max-steps", "--steps-per-run"};
+  EXPECT_EQ(ClosestMatch("--epoch", flags), "--epochs");
+  EXPECT_EQ(ClosestMatch("--thread", flags), "--threads");
+  EXPECT_EQ(ClosestMatch("--max-step", flags), "--max-steps");
+  EXPECT_EQ(ClosestMatch("--colour", flags), "");
+  EXPECT_EQ(ClosestMatch("runn", {"run", "train", "plan"}), "run");
+}
+
+// The first diagnostic of a refused command line.
+Diagnostic Refusal(const std::vector<std::string>& args) {
+  auto r = ParseCommandLine(args, 4);
+  if (r.ok()) return Diagnostic{};
+  return r.errors().front();
+}
+
+TEST(CliFlags, ParserRefusesEachBadForm) {
+  const std::string doc = Example("seed_mul_relu.json");
+  struct Case {
+    std::vector<std::string> args;
+    std::string needle;  // in the message or help
+  };
+  const std::vector<Case> cases = {
+      {{"run", doc, "--steps", "0"}, "--steps takes an integer from 1"},
+      {{"run", doc, "--threads", "-1"}, "--threads takes an integer from 0"},
+      {{"run", doc, "--threads", "1e9"}, "--threads"},
+      {{"run", doc, "--threads", "99999999999"}, "--threads"},
+      {{"train", doc, "--epochs", "-3"}, "--epochs takes an integer from 1"},
+      {{"train", doc, "--epochs=0"}, "--epochs"},
+      {{"train", doc, "--max-steps", "0"}, "--max-steps takes an integer from 1"},
+      {{"train", doc, "--steps-per-run", "65"}, "from 1 to 64"},
+      {{"plan", doc, "--budget=0.5"}, "--budget takes a whole, positive number of bytes"},
+      {{"plan", doc, "--budget="}, "--budget"},
+      {{"plan", doc, "--bind", "=5"}, "--bind takes NAME=SIZE"},
+      {{"plan", doc, "--bind", "N=-1"}, "--bind takes NAME=SIZE"},
+      {{"plan", doc, "--bind", "N=4", "--bind", "N=5"}, "two sizes"},
+      {{"run", doc, "--out", ""}, "--out needs a non-empty value"},
+      {{"train", doc, "--resume="}, "--resume"},
+      {{"train", doc, "--resume", ""}, "--resume needs a non-empty value"},
+      {{"conform", "--tier=prod", "--seed", "-1"}, "--seed takes a non-negative integer"},
+      {{"train", doc, "--epoch", "3"}, "did you mean --epochs?"},
+      {{"run", doc, "--thread=3"}, "did you mean --threads?"},
+      {{"runn", doc}, "did you mean run?"},
+      {{"run", doc, "second.json"}, "unexpected argument"},
+      {{"run"}, "file is required"},
+      {{}, "no command given"},
+      {{"lower", doc}, "lower needs exactly one of"},
+      {{"lower", doc, "--to=silicon"}, "--to takes doc"},
+      {{"plan", doc, "--tier=sometimes"}, "--tier"},
+  };
+  for (const Case& c : cases) {
+    std::string joined;
+    for (const std::string& a : c.args) joined += a + " ";
+    Diagnostic d = Refusal(c.args);
+    EXPECT_EQ(d.code, "bad-flag") << joined;
+    EXPECT_NE((d.message + " " + d.help).find(c.needle), std::string::npos)
+        << joined << ": " << d.message << " / " << d.help;
+  }
+}
+
+TEST(CliFlags, ParserAcceptsGoodForms) {
+  const std::string doc = Example("seed_mul_relu.json");
+  auto run = ParseCommandLine({"run", doc, "--steps=3", "--threads", "2", "--budget=1000000G",
+                               "--bind", "N=64", "--tier=prod"},
+                              4);
+  ASSERT_TRUE(run.ok()) << run.errors().front().Format();
+  EXPECT_EQ(run->command, cli::Command::kRun);
+  EXPECT_EQ(run->run.steps, 3);
+  EXPECT_EQ(run->run.threads, 2);
+  EXPECT_EQ(run->compile.budget_bytes, int64_t{1000000} << 30);
+  EXPECT_TRUE(run->notes.empty());
+
+  auto train = ParseCommandLine({"train", doc, "--epochs", "2", "--max-steps", "5"}, 4);
+  ASSERT_TRUE(train.ok()) << train.errors().front().Format();
+  EXPECT_EQ(train->train.epochs, 2);
+  EXPECT_EQ(train->train.max_steps, 5);
+
+  auto help = ParseCommandLine({"run", "--help"}, 4);
+  ASSERT_TRUE(help.ok());
+  EXPECT_EQ(help->command, cli::Command::kHelp);
+  EXPECT_NE(help->help.find("--steps"), std::string::npos) << help->help;
+}
+
+TEST(CliFlags, ThreadsAboveTheMachineAreCappedAndSaid) {
+  auto r = ParseCommandLine({"run", Example("seed_mul_relu.json"), "--threads", "1000000"}, 4);
+  ASSERT_TRUE(r.ok());
+  EXPECT_EQ(r->run.threads, 4);
+  ASSERT_EQ(r->notes.size(), 1u);
+  EXPECT_EQ(r->notes[0].code, "threads-capped");
+  auto at = ParseCommandLine({"train", Example("seed_mul_relu.json"), "--threads", "4"}, 4);
+  ASSERT_TRUE(at.ok());
+  EXPECT_EQ(at->train.threads, 4);
+  EXPECT_TRUE(at->notes.empty());
+}
+
+TEST_F(Cli, BadFlagsAreRefusedBeforeAnyWork) {
+  const std::string doc = Example("seed_mul_relu.json");
+  for (const std::vector<std::string>& args : std::vector<std::vector<std::string>>{
+           {"run", doc, "--tier=prod", "--backend=cpu", "--steps", "0"},
+           {"run", doc, "--tier=prod", "--steps", "0"},
+           {"train", Example("fashion_mlp.json"), "--epochs", "-3"},
+           {"train", Example("fashion_mlp.json"), "--max-steps", "0"},
+           {"plan", doc, "--tier=prod", "--budget=0.5"},
+           {"validate", doc, "--tier=prod", "--bind", "=5"},
+           {"train", Example("fashion_mlp.json"), "--epoch", "3"}}) {
+    CliRun r = RunScellis(args);
+    std::string joined;
+    for (const std::string& a : args) joined += a + " ";
+    ASSERT_TRUE(r.exited) << joined;
+    EXPECT_EQ(r.exit_code, 2) << joined << r.err;
+    EXPECT_EQ(r.out, "") << joined;
+    EXPECT_EQ(r.err.rfind("error[bad-flag]", 0), 0u) << joined << r.err;
+    EXPECT_EQ(r.err.find("CPU REFERENCE"), std::string::npos) << joined << r.err;
+  }
+  // The word after an unknown flag is taken for its value, not refused a second time.
+  CliRun typo = RunScellis({"train", Example("fashion_mlp.json"), "--epoch", "3"});
+  EXPECT_NE(typo.err.find("did you mean --epochs?"), std::string::npos) << typo.err;
+  EXPECT_EQ(typo.err.find("unexpected argument"), std::string::npos) << typo.err;
+  // With --json the refusal itself is the JSON on stdout.
+  CliRun j = RunScellis({"run", doc, "--json", "--steps", "0"});
+  EXPECT_EQ(j.exit_code, 2);
+  EXPECT_EQ(Json::parse(j.out)["diagnostics"][0]["code"], "bad-flag") << j.out;
+}
+
+TEST_F(Cli, ThreadsAboveTheMachineRun) {
+  CliRun r = RunScellis({"run", Example("seed_mul_relu.json"), "--tier=prod", "--backend=cpu",
+                         "--threads", "1000000"});
+  ASSERT_TRUE(r.exited);
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.err.find("note[threads-capped]"), std::string::npos) << r.err;
+  EXPECT_NE(r.out.find("values: shape [3] f32 [0, 60, 120]"), std::string::npos) << r.out;
+}
+
+TEST_F(Cli, OutputsAreRegularFilesAndNeverAnInput) {
+  std::string doc = Write("doc.json", ReadWholeFile(Example("seed_mul_relu.json")));
+  const std::string original = ReadWholeFile(doc);
+  auto refused = [&](const std::vector<std::string>& args, const std::string& needle) {
+    CliRun r = RunScellis(args);
+    EXPECT_TRUE(r.exited);
+    EXPECT_EQ(r.exit_code, 2) << r.err;
+    EXPECT_NE(r.err.find("error[bad-output-path]"), std::string::npos) << r.err;
+    EXPECT_NE(r.err.find(needle), std::string::npos) << r.err;
+    EXPECT_EQ(r.err.find("CPU REFERENCE"), std::string::npos) << r.err;  // refused up front
+  };
+  const std::vector<std::string> run = {"run", doc, "--tier=prod", "--backend=cpu", "--out"};
+  auto with = [](std::vector<std::string> v, const std::string& last) {
+    v.push_back(last);
+    return v;
+  };
+
+  refused(with(run, "/dev/null"), "character device");
+  struct stat st;
+  ASSERT_EQ(::lstat("/dev/null", &st), 0);
+  EXPECT_TRUE(S_ISCHR(st.st_mode));
+
+  fs::create_symlink(dir_ / "elsewhere.json", dir_ / "link.json");
+  refused(with(run, (dir_ / "link.json").string()), "symbolic link");
+  EXPECT_TRUE(fs::is_symlink(dir_ / "link.json"));
+  EXPECT_FALSE(fs::exists(dir_ / "elsewhere.json"));
+
+  // The document itself, by its name, another spelling, a symlink and a hard link.
+  fs::create_symlink(doc, dir_ / "doc-link.json");
+  fs::create_hard_link(doc, dir_ / "doc-hard.json");
+  refused(with(run, doc), "same file as the document");
+  refused(with(run, (dir_ / "." / "doc.json").string()), "same file as the document");
+  refused(with({"run", (dir_ / "doc-link.json").string(), "--tier=prod", "--out"}, doc),
+          "same file as the document");
+  refused(with(run, (dir_ / "doc-hard.json").string()), "same file as the document");
+  EXPECT_EQ(ReadWholeFile(doc), original);
+
+  // Training: no output over the document, the checkpoint resumed from, or another output.
+  std::string ck = Write("ck.safetensors", "not read: refused before");
+  std::string train_doc = Example("fashion_mlp.json");
+  refused({"train", train_doc, "--resume", ck, "--checkpoint", ck}, "same file as --resume");
+  refused({"train", train_doc, "--init-out", train_doc}, "same file as the document");
+  refused({"train", train_doc, "--checkpoint", (dir_ / "a").string(), "--losses-out",
+           (dir_ / "." / "a").string()},
+          "both name");
+  refused({"train", train_doc, "--losses-out", "/dev/null"}, "character device");
+  EXPECT_EQ(ReadWholeFile(ck), "not read: refused before");
+
+  // A regular file is still replaced, atomically.
+  std::string out = Write("out.json", "old");
+  CliRun ok = RunScellis(with(run, out));
+  EXPECT_EQ(ok.exit_code, 0) << ok.err;
+  EXPECT_EQ(Json::parse(ReadWholeFile(out))["backend"], "cpu");
+}
+
+TEST_F(Cli, DocumentThatIsNotARegularFileIsRefusedWithoutBlocking) {
+  ASSERT_EQ(::mkfifo((dir_ / "doc.fifo").c_str(), 0644), 0);
+  for (const std::string& path :
+       {(dir_ / "doc.fifo").string(), std::string("/dev/zero"), dir_.string()}) {
+    CliRun r = RunScellis({"validate", path, "--tier=prod"});
+    EXPECT_TRUE(r.exited);
+    EXPECT_EQ(r.exit_code, 2) << path << r.err;
+    EXPECT_NE(r.err.find("error[not-a-regular-file]"), std::string::npos) << path << r.err;
+  }
 }
 
 }  // namespace

@@ -7,30 +7,29 @@
 
 namespace scellis::cli {
 
-int LowerCommand(const CompileFlags& f, const std::string& to, const std::string& dump_dir) {
-  using pipeline::Rung;
-  std::optional<Rung> rung =
-      to.empty() ? std::optional<Rung>(Rung::kExecplan) : pipeline::ParseRung(to);
-  if (!rung) {
-    return Report(
-        {UserError("bad-flag", "",
-                   "--to takes doc, block, webir, kernel or execplan, got \"" + to + "\"")},
-        "", f.json);
-  }
-  int modes = !to.empty() + !dump_dir.empty() + !f.print_after.empty();
+Result<pipeline::Rung> LowerRung(const CompileFlags& f, const LowerFlags& l) {
+  int modes = !l.to.empty() + !l.dump_dir.empty() + !f.print_after.empty();
   if (modes != 1) {
-    return Report(
-        {UserError("bad-flag", "",
-                   "lower needs one of --to=RUNG, --print-after=PASS or --dump-rungs=DIR")},
-        "", f.json);
+    return UserError(
+        "bad-flag", "",
+        "lower needs exactly one of --to=RUNG, --print-after=PASS or --dump-rungs=DIR");
   }
-  if (!f.print_after.empty()) {
-    auto pass_rung = pipeline::RungOfPass(f.print_after);
-    if (!pass_rung.ok()) return Report(pass_rung.errors(), "", f.json);
-    rung = pass_rung.value();
+  if (!f.print_after.empty()) return pipeline::RungOfPass(f.print_after);
+  if (!l.dump_dir.empty()) return pipeline::Rung::kExecplan;
+  std::optional<pipeline::Rung> rung = pipeline::ParseRung(l.to);
+  if (!rung) {
+    return UserError("bad-flag", "",
+                     "--to takes doc, block, webir, kernel or execplan, got \"" + l.to + "\"");
   }
+  return *rung;
+}
+
+int LowerCommand(const CompileFlags& f, const LowerFlags& l) {
+  auto rung = LowerRung(f, l);
+  if (!rung.ok()) return Report(rung.errors(), "", f.json);
+  const std::string& dump_dir = l.dump_dir;
   int code = 0;
-  auto c = CompileFile(f, dump_dir.empty() ? *rung : Rung::kExecplan, {}, code);
+  auto c = CompileFile(f, *rung, {}, code);
   if (!c) return code;
   if (!dump_dir.empty()) {
     // Written only after every rung compiled: a failing document writes nothing.

@@ -3,7 +3,6 @@
 // Exit 0 when every op passes, 4 when any fails (a failing kernel is an engine bug, not a user
 // error), 2 for bad flags or when there is no GPU to check.
 #include <algorithm>
-#include <cerrno>
 #include <cmath>
 #include <cstdio>
 #include <iostream>
@@ -48,40 +47,12 @@ void PrintRow(const std::string& op, const std::string& cases, const std::string
 
 }  // namespace
 
-void AddConformFlags(CLI::App* cmd, ConformFlags& f) {
-  cmd->add_option("--ops", f.ops, "only these ops (comma-separated; \"fused\" for fused chains)")
-      ->delimiter(',');
-  cmd->add_option("--tier", f.tier, "determinism tier: debug | prod | fast (required)")
-      ->check(CLI::IsMember({"debug", "prod", "fast"}));
-  cmd->add_option("--backend", f.backend, "auto (a hardware GPU) | webgpu")
-      ->check(CLI::IsMember({"auto", "webgpu"}));
-  cmd->add_flag("--allow-software-adapter", f.allow_software_adapter,
-                "accept a software WebGPU adapter (SwiftShader) for --backend=webgpu");
-  cmd->add_option("--seed", f.seed, "seed of the generated data (printed on every run)");
-  cmd->add_flag("--json", f.json, "machine-readable output");
-}
-
-int ConformCommand(const ConformFlags& f) {
-  // ---- flags ----
+std::vector<Diagnostic> CheckConformFlags(const ConformFlags& f) {
   std::vector<Diagnostic> flag_errors;
-  std::optional<policy::Tier> tier = policy::ParseTier(f.tier);
-  if (!tier) {
+  if (!policy::ParseTier(f.tier)) {
     flag_errors.push_back(UserError("missing-determinism-tier", "",
                                     "conform needs a determinism tier; Scellis never assumes one",
                                     "pass --tier=debug, --tier=prod or --tier=fast"));
-  }
-  uint64_t seed = 0;
-  if (f.seed.empty()) {
-    seed = conform::FreshSeed();
-  } else {
-    char* end = nullptr;
-    errno = 0;
-    unsigned long long v = std::strtoull(f.seed.c_str(), &end, 10);
-    if (f.seed[0] == '-' || *end || errno) {
-      flag_errors.push_back(
-          UserError("bad-flag", "", "--seed takes a non-negative integer, got \"" + f.seed + "\""));
-    }
-    seed = v;
   }
   std::vector<std::string> known = conform::Groups();
   for (const std::string& op : f.ops) {
@@ -93,7 +64,14 @@ int ConformCommand(const ConformFlags& f) {
                                       "known: " + list));
     }
   }
-  if (!flag_errors.empty()) return Report(flag_errors, "", f.json);
+  return flag_errors;
+}
+
+int ConformCommand(const ConformFlags& f) {
+  if (std::vector<Diagnostic> flag_errors = CheckConformFlags(f); !flag_errors.empty())
+    return Report(flag_errors, "", f.json);
+  const std::optional<policy::Tier> tier = policy::ParseTier(f.tier);
+  const uint64_t seed = f.seed ? *f.seed : conform::FreshSeed();
 
   // ---- the GPU: conformance without one has nothing to check ----
   auto selection = runtime::SelectBackend(

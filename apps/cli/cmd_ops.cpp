@@ -1,16 +1,10 @@
-#include "cmd_ops.h"
-
+// `scellis ops`: the op table, as a list or as the Markdown of docs/ops.md.
 #include <iostream>
 
+#include "common.h"
 #include "ops/op_table.h"
 
 namespace scellis::cli {
-
-CLI::App* AddOpsCommand(CLI::App& app, OpsFlags& flags) {
-  CLI::App* cmd = app.add_subcommand("ops", "list the ops this build has");
-  cmd->add_flag("--markdown", flags.markdown, "print the reference of docs/ops.md");
-  return cmd;
-}
 
 int OpsCommand(const OpsFlags& flags) {
   const ops::OpTable& table = *ops::BuiltinOps();

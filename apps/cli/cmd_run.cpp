@@ -65,8 +65,6 @@ void PrintHistory(const std::string& name, const std::vector<runtime::HostTensor
 }  // namespace
 
 int RunCommand(const CompileFlags& f, const RunFlags& r) {
-  if (r.steps < 1)
-    return Report({UserError("bad-flag", "", "--steps takes a positive count")}, "", f.json);
   api::RunOptions options;
   options.select = {.requested = r.backend,
                     .allow_software_adapter = r.allow_software_adapter,
@@ -108,22 +106,6 @@ int RunCommand(const CompileFlags& f, const RunFlags& r) {
   std::cout << "readback: " << report.readback_bytes() << " bytes over " << report.steps
             << (report.steps == 1 ? " step" : " steps") << "\n";
   return 0;
-}
-
-void AddRunCommand(CLI::App& app, CompileFlags& f, RunFlags& r, CLI::App*& cmd) {
-  cmd = app.add_subcommand("run", "compile, plan and execute a document");
-  AddCompileFlags(cmd, f);
-  cmd->add_option("--backend", r.backend, "auto | webgpu | cpu | null (computes nothing)")
-      ->check(CLI::IsMember({"auto", "webgpu", "cpu", "null"}));
-  cmd->add_option("--threads", r.threads, "CPU reference threads (results do not depend on it)");
-  cmd->add_option("--steps", r.steps,
-                  "run N steps in a prepared session (inputs with \"carry\" take the named output "
-                  "between steps; up to 64 steps per submission); prints the last step's outputs");
-  cmd->add_option("--history", r.history,
-                  "also read back and print every step's value of output NAME (repeatable)");
-  cmd->add_option("--out", r.out_file, "also write the JSON result to FILE (atomically)");
-  cmd->add_flag("--allow-software-adapter", r.allow_software_adapter,
-                "accept a software WebGPU adapter (SwiftShader) for --backend=webgpu");
 }
 
 }  // namespace scellis::cli

@@ -150,22 +150,4 @@ int TrainCommand(const CompileFlags& f, const TrainFlags& t) {
   return 0;
 }
 
-void AddTrainCommand(CLI::App& app, CompileFlags& f, TrainFlags& t, CLI::App*& cmd) {
-  cmd = app.add_subcommand("train", "train a workflow's \"train\" section on its dataset");
-  AddCompileFlags(cmd, f);
-  cmd->add_option("--epochs", t.epochs, "epochs (default: the document's)");
-  cmd->add_option("--steps-per-run", t.steps_per_run, "training steps per submission, 1 to 64");
-  cmd->add_option("--backend", t.backend, "auto | webgpu | cpu")
-      ->check(CLI::IsMember({"auto", "webgpu", "cpu"}));
-  cmd->add_flag("--allow-software-adapter", t.allow_software, "accept a software WebGPU adapter");
-  cmd->add_option("--threads", t.threads, "CPU reference threads");
-  cmd->add_option("--checkpoint", t.checkpoint,
-                  "write params and optimizer state here after each epoch (.safetensors, atomic)");
-  cmd->add_option("--resume", t.resume, "continue from a checkpoint");
-  cmd->add_option("--max-steps", t.max_steps, "cap the steps of each epoch (for quick checks)");
-  cmd->add_option("--init-out", t.init_out,
-                  "write the initial params and optimizer state (.safetensors)");
-  cmd->add_option("--losses-out", t.losses_out, "write every step's loss as JSON");
-}
-
 }  // namespace scellis::cli

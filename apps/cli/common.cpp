@@ -1,48 +1,24 @@
 #include "common.h"
 
+#include <algorithm>
+#include <cctype>
 #include <cstdio>
 #include <iostream>
+#include <limits>
 
 #include "base/atomic_file.h"
 #include "base/json_util.h"
+#include "typed_flags.h"
 
 namespace scellis::cli {
-
-void AddCompileFlags(CLI::App* cmd, CompileFlags& f) {
-  cmd->add_option("file", f.file, "workflow document or graph (JSON)")->required();
-  cmd->add_option("--tier", f.tier,
-                  "determinism tier: debug | prod | fast (composes strictest-wins)")
-      ->check(CLI::IsMember({"debug", "prod", "fast"}));
-  cmd->add_flag("--tier-override", f.tier_override,
-                "let --tier replace the declared tiers (announced when it drops a stricter one)");
-  cmd->add_option("--bind", f.bind, "bind a symbolic dimension, e.g. --bind N=64");
-  cmd->add_option("--budget", f.budget, "memory budget in bytes (suffixes K, M, G)");
-  cmd->add_flag("--json", f.json, "machine-readable output");
-}
-
-void AddPassFlags(CLI::App* cmd, CompileFlags& f) {
-  cmd->add_option("--disable-pass", f.disabled_passes,
-                  "leave out an optional pass (fuse-elementwise, fold-transposes); repeatable");
-}
-
 namespace {
 
-std::optional<int64_t> ParseBytes(const std::string& s) {
-  if (s.empty()) return std::nullopt;
-  char* end = nullptr;
-  double v = std::strtod(s.c_str(), &end);
-  std::string suffix = end;
-  double mult = 1;
-  if (suffix == "K" || suffix == "KiB")
-    mult = 1024;
-  else if (suffix == "M" || suffix == "MiB")
-    mult = 1024.0 * 1024;
-  else if (suffix == "G" || suffix == "GiB")
-    mult = 1024.0 * 1024 * 1024;
-  else if (!suffix.empty())
-    return std::nullopt;
-  if (!(v > 0) || v * mult > 9e18) return std::nullopt;
-  return static_cast<int64_t>(v * mult);
+// A dimension's name as documents spell it: a letter or '_', then letters, digits or '_'.
+bool IsIdentifier(const std::string& s) {
+  if (s.empty() || std::isdigit(static_cast<unsigned char>(s[0]))) return false;
+  return std::all_of(s.begin(), s.end(), [](char c) {
+    return std::isalnum(static_cast<unsigned char>(c)) || c == '_';
+  });
 }
 
 }  // namespace
@@ -79,20 +55,28 @@ Result<pipeline::CompileOptions> CompileOptionsFrom(const CompileFlags& f) {
     flag_errors.push_back(UserError("bad-flag", "", "--tier-override needs --tier"));
   for (const std::string& b : f.bind) {
     size_t eq = b.find('=');
-    char* end = nullptr;
-    long long v = eq == std::string::npos ? -1 : std::strtoll(b.c_str() + eq + 1, &end, 10);
-    if (eq == std::string::npos || v < 0 || *end) {
-      flag_errors.push_back(UserError("bad-flag", "", "--bind takes NAME=SIZE, got \"" + b + "\""));
+    std::string name = b.substr(0, eq);
+    std::optional<int64_t> size =
+        eq == std::string::npos
+            ? std::nullopt
+            : ParseInteger(b.substr(eq + 1), 0, std::numeric_limits<int64_t>::max());
+    if (!IsIdentifier(name) || !size) {
+      flag_errors.push_back(UserError(
+          "bad-flag", "",
+          "--bind takes NAME=SIZE (a dimension's name and a non-negative integer), got \"" + b +
+              "\"",
+          "for example --bind N=64"));
       continue;
     }
-    options.lower.bind[b.substr(0, eq)] = v;
+    auto [it, fresh] = options.lower.bind.emplace(name, *size);
+    if (!fresh && it->second != *size) {
+      flag_errors.push_back(UserError("bad-flag", "",
+                                      "--bind gives " + name + " two sizes, " +
+                                          std::to_string(it->second) + " and " +
+                                          std::to_string(*size)));
+    }
   }
-  if (!f.budget.empty()) {
-    options.plan.budget_bytes = ParseBytes(f.budget);
-    if (!options.plan.budget_bytes)
-      flag_errors.push_back(UserError(
-          "bad-flag", "", "--budget takes a byte count such as 2G, got \"" + f.budget + "\""));
-  }
+  options.plan.budget_bytes = f.budget_bytes;
   if (!flag_errors.empty()) return Status(flag_errors);
   return options;
 }

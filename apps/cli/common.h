@@ -1,8 +1,7 @@
-// Shared pieces of the `scellis` command: reading documents, reporting diagnostics, the options
-// every compiling command takes.
+// Shared pieces of the `scellis` command: the flags of each subcommand (filled and checked by
+// ParseCommandLine, command_line.h), reading documents, reporting diagnostics.
 #pragma once
 
-#include <CLI/CLI.hpp>
 #include <map>
 #include <optional>
 #include <string>
@@ -17,29 +16,27 @@ struct CompileFlags {
   std::string file;
   std::string tier;
   bool tier_override = false;
-  std::vector<std::string> bind;  // N=64
-  std::string budget;             // bytes, or with a K/M/G suffix
+  std::vector<std::string> bind;        // N=64
+  std::optional<int64_t> budget_bytes;  // --budget, converted (2G)
   bool json = false;
   std::vector<std::string> disabled_passes;  // --disable-pass (lower, plan, run)
   std::string print_after;                   // --print-after (lower)
 };
-
-void AddCompileFlags(CLI::App* cmd, CompileFlags& f);
-// --disable-pass=NAME, repeatable: leaves an optional pass of the descent out.
-void AddPassFlags(CLI::App* cmd, CompileFlags& f);
 
 struct ConformFlags {
   std::vector<std::string> ops;  // empty: every op
   std::string tier;
   std::string backend = "auto";
   bool allow_software_adapter = false;
-  std::string seed;  // decimal; "" for a fresh one
+  std::optional<uint64_t> seed;  // none: a fresh one
   bool json = false;
 };
 
-void AddConformFlags(CLI::App* cmd, ConformFlags& f);
+// The flag problems conform can see without a device: no tier, an op it does not know.
+std::vector<Diagnostic> CheckConformFlags(const ConformFlags& f);
 
 // The compile options the flags ask for (tier, bindings, budget), or `bad-flag` diagnostics.
+// ParseCommandLine calls it to refuse bad flags early; the commands call it again for the value.
 Result<pipeline::CompileOptions> CompileOptionsFrom(const CompileFlags& f);
 
 // Reads the file and compiles it up to `up_to`. On failure prints the diagnostics (stderr; also a
@@ -62,7 +59,6 @@ struct TrainFlags {
   std::string init_out;    // the initial state, as safetensors (for peers to start from)
   std::string losses_out;  // every step's loss, as JSON
 };
-void AddTrainCommand(CLI::App& app, CompileFlags& f, TrainFlags& t, CLI::App*& cmd);
 int TrainCommand(const CompileFlags& f, const TrainFlags& t);
 
 struct RunFlags {
@@ -73,12 +69,24 @@ struct RunFlags {
   int steps = 1;
   std::vector<std::string> history;  // outputs whose every step is printed
 };
-void AddRunCommand(CLI::App& app, CompileFlags& f, RunFlags& r, CLI::App*& cmd);
 int RunCommand(const CompileFlags& f, const RunFlags& r);
-int LowerCommand(const CompileFlags& f, const std::string& to, const std::string& dump_dir);
+
+struct LowerFlags {
+  std::string to;        // --to=RUNG
+  std::string dump_dir;  // --dump-rungs=DIR
+};
+// The rung `lower` prints (or the last it dumps), or a `bad-flag`/`bad-pass` diagnostic when the
+// flags ask for none or more than one mode.
+Result<pipeline::Rung> LowerRung(const CompileFlags& f, const LowerFlags& l);
+int LowerCommand(const CompileFlags& f, const LowerFlags& l);
 int PlanCommand(const CompileFlags& f);
 int ValidateCommand(const CompileFlags& f);
 int ProbeCommand(bool json);
 int ConformCommand(const ConformFlags& f);
+
+struct OpsFlags {
+  bool markdown = false;
+};
+int OpsCommand(const OpsFlags& flags);
 
 }  // namespace scellis::cli

@@ -1,5 +1,6 @@
 #include "base/atomic_file.h"
 
+#include <dirent.h>
 #include <fcntl.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -54,6 +55,48 @@ class Fd {
   int fd_;
 };
 
+// What a non-regular file is, for a message.
+std::string KindOf(mode_t mode) {
+  if (S_ISDIR(mode)) return "a directory";
+  if (S_ISLNK(mode)) return "a symbolic link";
+  if (S_ISCHR(mode)) return "a character device";
+  if (S_ISBLK(mode)) return "a block device";
+  if (S_ISFIFO(mode)) return "a FIFO";
+  if (S_ISSOCK(mode)) return "a socket";
+  return "not a regular file";
+}
+
+// The temporaries WriteFileAtomic makes for `base` are `<prefix>XXXXXX`, six characters of
+// mkostemp's alphabet; the name is cut short so the suffix cannot push it past NAME_MAX.
+std::string TempPrefix(const std::string& base) {
+  return "." + base.substr(0, 200) + ".tmp.";
+}
+
+bool IsOurTemporary(const std::string& name, const std::string& prefix) {
+  if (name.size() != prefix.size() + 6 || name.compare(0, prefix.size(), prefix) != 0) return false;
+  for (size_t i = prefix.size(); i < name.size(); ++i) {
+    char c = name[i];
+    bool alnum = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9');
+    if (!alnum) return false;
+  }
+  return true;
+}
+
+// Removes the regular files in `dir` that are temporaries of `base` left by a killed write.
+void RemoveStaleTemporaries(const std::string& dir, const std::string& base) {
+  DIR* d = ::opendir(dir.c_str());
+  if (d == nullptr) return;  // the write itself will report an unusable directory
+  const std::string prefix = TempPrefix(base);
+  while (const dirent* e = ::readdir(d)) {
+    std::string name = e->d_name;
+    if (!IsOurTemporary(name, prefix)) continue;
+    std::string full = dir + "/" + name;
+    struct stat st;
+    if (::lstat(full.c_str(), &st) == 0 && S_ISREG(st.st_mode)) ::unlink(full.c_str());
+  }
+  ::closedir(d);
+}
+
 bool WriteAll(int fd, std::string_view bytes) {
   const char* p = bytes.data();
   size_t left = bytes.size();
@@ -71,12 +114,35 @@ bool WriteAll(int fd, std::string_view bytes) {
 
 }  // namespace
 
+Status CheckOutputPath(const std::string& path) {
+  struct stat st;
+  if (::lstat(path.c_str(), &st) != 0 || S_ISREG(st.st_mode)) return Status::Ok();
+  if (S_ISLNK(st.st_mode)) {
+    return UserError("bad-output-path", "",
+                     "'" + path +
+                         "' is a symbolic link; outputs are written only as regular "
+                         "files, never through or over a link",
+                     "name the file the link points to, or remove the link first");
+  }
+  return UserError(
+      "bad-output-path", "",
+      "'" + path + "' is " + KindOf(st.st_mode) + "; outputs are written only as regular files",
+      "choose a path that is a regular file or does not exist yet");
+}
+
+bool SameFile(const std::string& a, const std::string& b) {
+  struct stat sa, sb;
+  return ::stat(a.c_str(), &sa) == 0 && ::stat(b.c_str(), &sb) == 0 && sa.st_dev == sb.st_dev &&
+         sa.st_ino == sb.st_ino;
+}
+
 Status WriteFileAtomic(const std::string& path, std::string_view bytes) {
   std::string dir, base;
   SplitPath(path, &dir, &base);
   if (base.empty()) return WriteFailed(path, "naming the file", EISDIR);
-  // A hidden sibling; the name is cut short so the suffix cannot push it past NAME_MAX.
-  std::string tmp = dir + "/." + base.substr(0, 200) + ".tmp.XXXXXX";
+  SCELLIS_TRY(CheckOutputPath(path));
+  RemoveStaleTemporaries(dir, base);
+  std::string tmp = dir + "/" + TempPrefix(base) + "XXXXXX";
   std::vector<char> tmpl(tmp.begin(), tmp.end());
   tmpl.push_back('\0');
   Fd fd(::mkostemp(tmpl.data(), O_CLOEXEC));
@@ -88,7 +154,7 @@ Status WriteFileAtomic(const std::string& path, std::string_view bytes) {
     return Status(WriteFailed(path, step, err));
   };
   struct stat existing;
-  mode_t mode = ::stat(path.c_str(), &existing) == 0 ? (existing.st_mode & 07777) : 0644;
+  mode_t mode = ::lstat(path.c_str(), &existing) == 0 ? (existing.st_mode & 07777) : 0644;
   if (::fchmod(fd.get(), mode) != 0) return fail("setting permissions", errno);
   if (!WriteAll(fd.get(), bytes)) return fail("writing", errno);
   if (::fsync(fd.get()) != 0) return fail("flushing to disk", errno);
@@ -106,7 +172,8 @@ Status WriteFileAtomic(const std::string& path, std::string_view bytes) {
 }
 
 Result<std::string> ReadFile(const std::string& path, uint64_t max_bytes) {
-  Fd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC));
+  // Without O_NONBLOCK, opening a FIFO waits for a writer that may never come.
+  Fd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY));
   if (fd.get() < 0) {
     int err = errno;
     if (err == ENOENT) {
@@ -119,18 +186,20 @@ Result<std::string> ReadFile(const std::string& path, uint64_t max_bytes) {
   if (::fstat(fd.get(), &st) != 0) {
     return UserError("read-failed", "", "could not stat '" + path + "': " + ErrnoText(errno));
   }
-  if (S_ISDIR(st.st_mode)) {
-    return UserError("read-failed", "", "'" + path + "' is a directory, not a file");
+  if (!S_ISREG(st.st_mode)) {
+    return UserError("not-a-regular-file", "",
+                     "'" + path + "' is " + KindOf(st.st_mode) + ", not a regular file",
+                     "name a regular file");
   }
   auto too_large = [&] {
     return UserError("file-too-large", "",
                      "'" + path + "' holds more than " + std::to_string(max_bytes) +
                          " bytes, the most accepted here");
   };
-  if (S_ISREG(st.st_mode) && static_cast<uint64_t>(st.st_size) > max_bytes) return too_large();
+  if (static_cast<uint64_t>(st.st_size) > max_bytes) return too_large();
 
   std::string out;
-  if (S_ISREG(st.st_mode)) out.reserve(static_cast<size_t>(st.st_size));
+  out.reserve(static_cast<size_t>(st.st_size));
   char buf[1 << 16];
   for (;;) {
     ssize_t n = ::read(fd.get(), buf, sizeof buf);

@@ -49,8 +49,12 @@ std::vector<std::string> FlagsFor(const std::string& name) {
   return out;
 }
 
+// The pointer of a refusal of the command line itself, which concerns no file: `error[code]: ...`.
+const std::string kCommandLine = "argv";
+
 // Checks that stderr names `code` at `pointer` in the formatted form
-// `FILE:POINTER (where): error[code]: ...`, or `FILE: error[code]: ...` without a pointer.
+// `FILE:POINTER (where): error[code]: ...`, `FILE: error[code]: ...` without a pointer, or
+// `error[code]: ...` for the command line.
 void ExpectDiagnostic(const CliRun& r, const std::string& file, const Expectation& e,
                       const std::string& what) {
   EXPECT_TRUE(r.exited) << what << ": killed by signal " << r.signal << "\nstderr:\n" << r.err;
@@ -62,7 +66,9 @@ void ExpectDiagnostic(const CliRun& r, const std::string& file, const Expectatio
     size_t at = line.find(tag);
     if (at == std::string::npos) continue;
     std::string head = line.substr(0, at);
-    if (e.pointer.empty()) {
+    if (e.pointer == kCommandLine) {
+      found |= head.empty();
+    } else if (e.pointer.empty()) {
       found |= head == file + ": ";
     } else {
       std::string prefix = file + ":" + e.pointer;
@@ -139,7 +145,9 @@ TEST(ErrorCorpus, EveryCaseHasAnExpectation) {
     std::istringstream tokens(text);
     std::string code, pointer, extra;
     tokens >> code >> pointer >> extra;
-    EXPECT_TRUE(pointer == "-" || (!pointer.empty() && pointer[0] == '/')) << name;
+    EXPECT_TRUE(pointer == "-" || pointer == kCommandLine ||
+                (!pointer.empty() && pointer[0] == '/'))
+        << name;
     EXPECT_TRUE(extra.empty()) << name << ".expect has more than two fields";
   }
   for (const std::string& name : expects)

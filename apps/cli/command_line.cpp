@@ -1,0 +1,361 @@
+#include "command_line.h"
+
+#include <CLI/CLI.hpp>
+#include <algorithm>
+#include <climits>
+#include <cstdio>
+#include <deque>
+#include <filesystem>
+#include <map>
+#include <sstream>
+#include <thread>
+
+#include "base/atomic_file.h"
+#include "typed_flags.h"
+
+namespace scellis::cli {
+namespace {
+
+constexpr int64_t kIntMax = INT_MAX;
+
+void AddCompileFlags(CLI::App* cmd, TypedFlags& typed, CompileFlags& f) {
+  cmd->add_option("file", f.file, "workflow document or graph (JSON)")->required();
+  cmd->add_option("--tier", f.tier,
+                  "determinism tier: debug | prod | fast (composes strictest-wins)")
+      ->check(CLI::IsMember({"debug", "prod", "fast"}));
+  cmd->add_flag("--tier-override", f.tier_override,
+                "let --tier replace the declared tiers (announced when it drops a stricter one)");
+  cmd->add_option("--bind", f.bind, "bind a symbolic dimension, e.g. --bind N=64");
+  typed.Bytes("--budget", &f.budget_bytes,
+              "memory budget in bytes: a whole number, optionally with K, M, G or T (powers of "
+              "1024)");
+  cmd->add_flag("--json", f.json, "machine-readable output");
+}
+
+// --disable-pass=NAME, repeatable: leaves an optional pass of the descent out.
+void AddPassFlags(CLI::App* cmd, CompileFlags& f) {
+  cmd->add_option("--disable-pass", f.disabled_passes,
+                  "leave out an optional pass (fuse-elementwise, fold-transposes); repeatable");
+}
+
+// The long names of a subcommand's options, for "did you mean".
+std::vector<std::string> OptionNames(const CLI::App* cmd) {
+  std::vector<std::string> names = {"--help"};
+  for (const CLI::Option* o : cmd->get_options())
+    for (const std::string& n : o->get_lnames()) names.push_back("--" + n);
+  return names;
+}
+
+// Arguments nothing claimed: unknown flags and commands (with the closest known name), and
+// positional arguments beyond those a command takes.
+std::vector<Diagnostic> CheckLeftovers(const CLI::App& app, const CLI::App* sub) {
+  std::vector<Diagnostic> errors, stray;
+  for (const std::string& arg : app.remaining(true)) {
+    if (arg.size() > 1 && arg[0] == '-') {
+      std::string name = arg.substr(0, arg.find('='));
+      std::string near = ClosestMatch(name, OptionNames(sub ? sub : &app));
+      errors.push_back(UserError(
+          "bad-flag", "",
+          "unknown flag \"" + name + "\"" + (sub ? " for " + sub->get_name() : std::string()),
+          near.empty() ? "see --help for the flags it takes" : "did you mean " + near + "?"));
+    } else if (sub == nullptr) {
+      std::vector<std::string> commands;
+      for (const CLI::App* c : app.get_subcommands([](const CLI::App*) { return true; }))
+        commands.push_back(c->get_name());
+      std::string near = ClosestMatch(arg, commands);
+      errors.push_back(UserError(
+          "bad-flag", "", "unknown command \"" + arg + "\"",
+          near.empty() ? "see scellis --help for the commands" : "did you mean " + near + "?"));
+      break;  // the rest were meant for a command that does not exist
+    } else {
+      stray.push_back(UserError("bad-flag", "",
+                                "unexpected argument \"" + arg + "\" for " + sub->get_name(),
+                                "it takes one FILE; flags start with --"));
+    }
+  }
+  // After an unknown flag, a stray word is most likely that flag's value: not worth a second error.
+  if (errors.empty()) return stray;
+  return errors;
+}
+
+// An option given with an empty value (`--out ""`, `--resume=`) names nothing.
+std::vector<Diagnostic> CheckNonEmpty(const CLI::App* sub) {
+  std::vector<Diagnostic> errors;
+  for (const CLI::Option* o : sub->get_options()) {
+    if (o->get_expected_min() == 0 || o->count() == 0) continue;  // a switch, or not given
+    for (const std::string& v : o->results()) {
+      if (!v.empty()) continue;
+      errors.push_back(UserError("bad-flag", "", o->get_name() + " needs a non-empty value"));
+      break;
+    }
+  }
+  return errors;
+}
+
+struct NamedPath {
+  std::string flag;
+  std::string path;
+};
+
+// Outputs are regular files (or do not exist yet), and none of them is an input of the same run
+// or another output: compared by device and inode, so `./doc.json`, a hard link or a symlink to
+// the document are caught as well as its own name.
+std::vector<Diagnostic> CheckOutputs(const std::vector<NamedPath>& inputs,
+                                     const std::vector<NamedPath>& outputs) {
+  std::vector<Diagnostic> errors;
+  namespace fs = std::filesystem;
+  auto same = [](const std::string& a, const std::string& b) {
+    if (SameFile(a, b)) return true;
+    std::error_code ea, eb;  // outputs that do not exist yet: compare where they would be
+    fs::path pa = fs::weakly_canonical(a, ea), pb = fs::weakly_canonical(b, eb);
+    return !ea && !eb && pa == pb;
+  };
+  for (size_t i = 0; i < outputs.size(); ++i) {
+    const NamedPath& out = outputs[i];
+    if (out.path.empty()) continue;
+    if (Status s = CheckOutputPath(out.path); !s.ok()) {
+      for (Diagnostic d : s.errors()) {
+        d.message = out.flag + ": " + d.message;
+        errors.push_back(std::move(d));
+      }
+      continue;
+    }
+    for (const NamedPath& in : inputs) {
+      if (in.path.empty() || !same(out.path, in.path)) continue;
+      errors.push_back(UserError("bad-output-path", "",
+                                 out.flag + " '" + out.path + "' is the same file as " + in.flag +
+                                     " '" + in.path + "'; writing it would destroy the input",
+                                 "write the output to another file"));
+    }
+    for (size_t j = 0; j < i; ++j) {
+      if (outputs[j].path.empty() || !same(out.path, outputs[j].path)) continue;
+      errors.push_back(UserError("bad-output-path", "",
+                                 out.flag + " and " + outputs[j].flag + " both name '" + out.path +
+                                     "'; one would overwrite the other",
+                                 "give each output its own file"));
+    }
+  }
+  return errors;
+}
+
+// More CPU threads than the machine has only adds contention (and a huge count cannot be
+// created): the count is capped and the run says so.
+void CapThreads(int& threads, unsigned hardware_threads, std::vector<Diagnostic>& notes) {
+  if (hardware_threads == 0) hardware_threads = std::max(1u, std::thread::hardware_concurrency());
+  if (threads <= static_cast<int64_t>(hardware_threads)) return;
+  notes.push_back(Note("threads-capped",
+                       "--threads " + std::to_string(threads) + " is more than this machine's " +
+                           std::to_string(hardware_threads) + " hardware threads; using " +
+                           std::to_string(hardware_threads)));
+  threads = static_cast<int>(hardware_threads);
+}
+
+}  // namespace
+
+bool AsksForJson(const std::vector<std::string>& args) {
+  return std::find(args.begin(), args.end(), "--json") != args.end();
+}
+
+Result<Invocation> ParseCommandLine(const std::vector<std::string>& args,
+                                    unsigned hardware_threads) {
+  Invocation inv;
+  CLI::App app{
+      "Scellis: compute workflows lowered rung by rung to WGSL, run on WebGPU or the CPU "
+      "reference",
+      "scellis"};
+  // Unknown arguments are collected, not thrown at: they are refused below with a suggestion.
+  app.allow_extras();
+  std::deque<TypedFlags> typed;                     // stable addresses
+  std::map<const CLI::App*, TypedFlags*> typed_of;  // a subcommand's typed flags
+  auto typed_for = [&](CLI::App* cmd) -> TypedFlags& {
+    TypedFlags& t = typed.emplace_back(cmd);
+    typed_of[cmd] = &t;
+    return t;
+  };
+
+  CLI::App* run = app.add_subcommand("run", "compile, plan and execute a document");
+  TypedFlags& run_typed = typed_for(run);
+  AddCompileFlags(run, run_typed, inv.compile);
+  AddPassFlags(run, inv.compile);
+  run->add_option("--backend", inv.run.backend, "auto | webgpu | cpu | null (computes nothing)")
+      ->check(CLI::IsMember({"auto", "webgpu", "cpu", "null"}));
+  run_typed.Integer("--threads", &inv.run.threads, 0, kIntMax,
+                    "CPU reference threads, 0 for one per hardware thread (results do not "
+                    "depend on it; capped at the machine's)");
+  run_typed.Integer("--steps", &inv.run.steps, 1, kIntMax,
+                    "run N steps in a prepared session (inputs with \"carry\" take the named "
+                    "output between steps; up to 64 steps per submission); prints the last "
+                    "step's outputs");
+  run->add_option("--history", inv.run.history,
+                  "also read back and print every step's value of output NAME (repeatable)");
+  run->add_option("--out", inv.run.out_file,
+                  "also write the JSON result to FILE (atomically; a regular file, never the "
+                  "document)");
+  run->add_flag("--allow-software-adapter", inv.run.allow_software_adapter,
+                "accept a software WebGPU adapter (SwiftShader) for --backend=webgpu");
+
+  CLI::App* lower = app.add_subcommand("lower", "print one rung of the ladder, or dump them all");
+  TypedFlags& lower_typed = typed_for(lower);
+  AddCompileFlags(lower, lower_typed, inv.compile);
+  AddPassFlags(lower, inv.compile);
+  lower->add_option("--to", inv.lower.to, "doc | block | webir | kernel | execplan");
+  lower->add_option("--print-after", inv.compile.print_after,
+                    "print the rung as it stands after the named pass, and stop");
+  lower->add_option("--dump-rungs", inv.lower.dump_dir, "write every rung into DIR");
+
+  CLI::App* plan =
+      app.add_subcommand("plan",
+                         "print the execution plan: tier, tolerances, memory, verdict (exit 2 when "
+                         "red)");
+  AddCompileFlags(plan, typed_for(plan), inv.compile);
+  AddPassFlags(plan, inv.compile);
+
+  CLI::App* validate = app.add_subcommand("validate", "check a document without running it");
+  AddCompileFlags(validate, typed_for(validate), inv.compile);
+
+  CLI::App* train =
+      app.add_subcommand("train", "train a workflow's \"train\" section on its dataset");
+  TypedFlags& train_typed = typed_for(train);
+  AddCompileFlags(train, train_typed, inv.compile);
+  train_typed.Integer("--epochs", &inv.train.epochs, 1, kIntMax,
+                      "epochs (default: the document's)");
+  train_typed.Integer("--steps-per-run", &inv.train.steps_per_run, 1, 64,
+                      "training steps per submission, 1 to 64");
+  train->add_option("--backend", inv.train.backend, "auto | webgpu | cpu")
+      ->check(CLI::IsMember({"auto", "webgpu", "cpu"}));
+  train->add_flag("--allow-software-adapter", inv.train.allow_software,
+                  "accept a software WebGPU adapter");
+  train_typed.Integer("--threads", &inv.train.threads, 0, kIntMax,
+                      "CPU reference threads, 0 for one per hardware thread (capped at the "
+                      "machine's)");
+  train->add_option("--checkpoint", inv.train.checkpoint,
+                    "write params and optimizer state here after each epoch (.safetensors, "
+                    "atomic; not the --resume file)");
+  train->add_option("--resume", inv.train.resume, "continue from a checkpoint");
+  train_typed.Integer("--max-steps", &inv.train.max_steps, 1, INT64_MAX,
+                      "cap the steps of each epoch (for quick checks)");
+  train->add_option("--init-out", inv.train.init_out,
+                    "write the initial params and optimizer state (.safetensors)");
+  train->add_option("--losses-out", inv.train.losses_out, "write every step's loss as JSON");
+
+  CLI::App* probe = app.add_subcommand(
+      "probe", "show the WebGPU adapter, its limits, and what auto would choose");
+  probe->add_flag("--json", inv.probe_json, "machine-readable output");
+
+  CLI::App* conform = app.add_subcommand(
+      "conform", "check every GPU kernel against the CPU reference; passing mints receipts");
+  TypedFlags& conform_typed = typed_for(conform);
+  conform
+      ->add_option("--ops", inv.conform.ops,
+                   "only these ops (comma-separated; \"fused\" for fused chains)")
+      ->delimiter(',');
+  conform
+      ->add_option("--tier", inv.conform.tier, "determinism tier: debug | prod | fast (required)")
+      ->check(CLI::IsMember({"debug", "prod", "fast"}));
+  conform->add_option("--backend", inv.conform.backend, "auto (a hardware GPU) | webgpu")
+      ->check(CLI::IsMember({"auto", "webgpu"}));
+  conform->add_flag("--allow-software-adapter", inv.conform.allow_software_adapter,
+                    "accept a software WebGPU adapter (SwiftShader) for --backend=webgpu");
+  conform_typed.Unsigned("--seed", &inv.conform.seed,
+                         "seed of the generated data (printed on every run)");
+  conform->add_flag("--json", inv.conform.json, "machine-readable output");
+
+  CLI::App* ops = app.add_subcommand("ops", "list the ops this build has");
+  ops->add_flag("--markdown", inv.ops.markdown, "print the reference of docs/ops.md");
+
+  // CLI11 takes argv as a reversed list.
+  std::vector<std::string> reversed(args.rbegin(), args.rend());
+  try {
+    app.parse(reversed);
+  } catch (const CLI::CallForHelp& e) {
+    std::ostringstream out, err;
+    app.exit(e, out, err);
+    inv.help = out.str();
+    return inv;
+  } catch (const CLI::CallForAllHelp& e) {
+    std::ostringstream out, err;
+    app.exit(e, out, err);
+    inv.help = out.str();
+    return inv;
+  } catch (const CLI::ParseError& e) {
+    return UserError("bad-flag", "", e.what(), "see scellis --help");
+  }
+
+  std::vector<CLI::App*> chosen = app.get_subcommands();
+  CLI::App* sub = chosen.empty() ? nullptr : chosen.front();
+  std::vector<Diagnostic> errors = CheckLeftovers(app, sub);
+  if (!errors.empty()) return Status(errors);
+  if (sub == nullptr) {
+    return UserError("bad-flag", "", "no command given",
+                     "scellis run|lower|plan|validate|train|probe|conform|ops; see --help");
+  }
+  errors = CheckNonEmpty(sub);
+  if (auto it = typed_of.find(sub); it != typed_of.end()) {
+    std::vector<Diagnostic> conversion = it->second->Convert();
+    errors.insert(errors.end(), conversion.begin(), conversion.end());
+  }
+  if (!errors.empty()) return Status(errors);
+
+  const NamedPath document{"the document", inv.compile.file};
+  if (sub == run) {
+    inv.command = Command::kRun;
+    errors = CheckOutputs({document}, {{"--out", inv.run.out_file}});
+    CapThreads(inv.run.threads, hardware_threads, inv.notes);
+  } else if (sub == lower) {
+    inv.command = Command::kLower;
+    if (auto rung = LowerRung(inv.compile, inv.lower); !rung.ok()) errors = rung.errors();
+  } else if (sub == plan) {
+    inv.command = Command::kPlan;
+  } else if (sub == validate) {
+    inv.command = Command::kValidate;
+  } else if (sub == train) {
+    inv.command = Command::kTrain;
+    errors = CheckOutputs({document, {"--resume", inv.train.resume}},
+                          {{"--checkpoint", inv.train.checkpoint},
+                           {"--init-out", inv.train.init_out},
+                           {"--losses-out", inv.train.losses_out}});
+    CapThreads(inv.train.threads, hardware_threads, inv.notes);
+  } else if (sub == probe) {
+    inv.command = Command::kProbe;
+  } else if (sub == conform) {
+    inv.command = Command::kConform;
+    errors = CheckConformFlags(inv.conform);
+  } else if (sub == ops) {
+    inv.command = Command::kOps;
+  }
+  if (!inv.compile.file.empty()) {
+    auto compile = CompileOptionsFrom(inv.compile);
+    if (!compile.ok())
+      errors.insert(errors.end(), compile.errors().begin(), compile.errors().end());
+  }
+  if (!errors.empty()) return Status(errors);
+  return inv;
+}
+
+int Execute(const Invocation& inv) {
+  PrintNotes(inv.notes, "");
+  switch (inv.command) {
+    case Command::kHelp:
+      std::fputs(inv.help.c_str(), stdout);
+      return 0;
+    case Command::kRun:
+      return RunCommand(inv.compile, inv.run);
+    case Command::kLower:
+      return LowerCommand(inv.compile, inv.lower);
+    case Command::kPlan:
+      return PlanCommand(inv.compile);
+    case Command::kValidate:
+      return ValidateCommand(inv.compile);
+    case Command::kTrain:
+      return TrainCommand(inv.compile, inv.train);
+    case Command::kProbe:
+      return ProbeCommand(inv.probe_json);
+    case Command::kConform:
+      return ConformCommand(inv.conform);
+    case Command::kOps:
+      return OpsCommand(inv.ops);
+  }
+  return 3;
+}
+
+}  // namespace scellis::cli
