@@ -14,7 +14,7 @@ Comparison Compare(std::span<const float> got, std::span<const float> want,
   const double inf = std::numeric_limits<double>::infinity();
   if (got.size() != want.size()) {
     c.mismatches = c.elements;
-    c.max_abs = c.max_rel = inf;
+    c.max_abs = c.max_rel = c.max_bound_ratio = inf;
     c.first_bad = 0;
     return c;
   }
@@ -26,6 +26,7 @@ Comparison Compare(std::span<const float> got, std::span<const float> want,
     if (bits == poison_bits) {
       ++c.unwritten;
       bad = true;
+      c.max_bound_ratio = inf;
     } else if (!t.Accepts(g, w)) {
       bool within_sum_bound = i < magnitude.size() && std::isfinite(g) && std::isfinite(w) &&
                               std::fabs(g - w) <= t.atol + t.rtol * magnitude[i];
@@ -35,8 +36,13 @@ Comparison Compare(std::span<const float> got, std::span<const float> want,
       double abs = std::fabs(g - w);
       c.max_abs = std::max(c.max_abs, abs);
       if (w != 0) c.max_rel = std::max(c.max_rel, abs / std::fabs(w));
+      double scale = std::max(std::fabs(w), i < magnitude.size() ? double{magnitude[i]} : 0.0);
+      double allowed = t.atol + t.rtol * scale;
+      double ratio = abs == 0 ? 0 : (allowed > 0 ? abs / allowed : inf);
+      c.max_bound_ratio =
+          std::max(c.max_bound_ratio, bad ? std::max(ratio, std::nextafter(1.0, 2.0)) : ratio);
     } else if (bad) {
-      c.max_abs = c.max_rel = inf;
+      c.max_abs = c.max_rel = c.max_bound_ratio = inf;
     }
     if (bad) {
       if (c.first_bad < 0) {

@@ -16,6 +16,10 @@ struct Comparison {
   // finite pairs; +inf when a non-finite value stands where a finite one was expected.
   double max_abs = 0;
   double max_rel = 0;
+  // The largest error in units of what the thresholds allow at its element: at most 1 exactly
+  // when every element passed (+inf for a mismatch where nothing may differ). A receipt records it
+  // so that a reader can check a receipt against its own thresholds.
+  double max_bound_ratio = 0;
   int64_t first_bad = -1;  // index of the first mismatch
   float first_got = 0, first_want = 0;
 

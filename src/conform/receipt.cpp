@@ -5,6 +5,8 @@
 #include <ctime>
 #include <map>
 
+#include "conform/cases.h"
+
 namespace scellis::conform {
 namespace {
 
@@ -31,18 +33,21 @@ std::string NowUtc() {
 Json ReceiptJson(const GroupResult& g, const DeviceProfile& profile, policy::Tier tier,
                  uint64_t seed, const std::string& date) {
   Json cases = Json::array();
+  double max_bound_ratio = 0;
   for (const CaseResult& c : g.cases) {
+    max_bound_ratio = std::max(max_bound_ratio, c.comparison.max_bound_ratio);
     cases.push_back({{"case", c.id},
                      {"shape", c.shape},
                      {"elements", c.comparison.elements},
                      {"tolerance", policy::ToleranceName(c.tolerance)},
                      {"thresholds", ThresholdsJson(c.thresholds)},
                      {"max_abs_error", Number(c.comparison.max_abs)},
-                     {"max_rel_error", Number(c.comparison.max_rel)}});
+                     {"max_rel_error", Number(c.comparison.max_rel)},
+                     {"max_bound_ratio", Number(c.comparison.max_bound_ratio)}});
   }
   Json j = {
       {"kind", kReceiptKind},
-      {"schema", 1},
+      {"schema", kReceiptSchema},
       {"op", g.group},
       {"source_hash", g.source_hash},
       {"profile", profile.key},
@@ -63,6 +68,7 @@ Json ReceiptJson(const GroupResult& g, const DeviceProfile& profile, policy::Tie
       {"elements", g.elements},
       {"max_abs_error", Number(g.max_abs)},
       {"max_rel_error", Number(g.max_rel)},
+      {"max_bound_ratio", Number(max_bound_ratio)},
       {"seed", seed},
       {"date", date},
   };
@@ -81,17 +87,81 @@ Result<std::string> MintReceipt(const store::Store& store, const GroupResult& g,
   return id;
 }
 
+namespace {
+
+bool IsNumber(const Json& j, const char* key) {
+  return j.is_object() && j.contains(key) && j[key].is_number();
+}
+
+// Why receipt `j` does not vouch for `op` compiled to `source_hash` on `profile` at `tier`, or ""
+// when it does. A receipt is a claim anyone who can write the store can make: it counts only if
+// it is about this code on this device at this tier, and if what it records passed by its own
+// thresholds, which must be those the tier gives its tolerance class.
+std::string ReceiptProblem(const Json& j, const std::string& profile, const std::string& op,
+                           const std::string& source_hash, policy::Tier tier) {
+  if (!j.is_object() || j.value("kind", "") != kReceiptKind) return "it is not a receipt";
+  if (!j["schema"].is_number_integer() || j["schema"].get<int64_t>() != kReceiptSchema)
+    return "its schema is not " + std::to_string(kReceiptSchema) + "; run scellis conform again";
+  if (j.value("op", "") != op) return "it is for op \"" + j.value("op", "") + "\"";
+  if (j.value("profile", "") != profile) return "its device profile is another device's";
+  if (j.value("source_hash", "") != source_hash) return "its kernel hash is not this code's";
+  const std::string tier_name = j.value("tier", "");
+  auto minted = policy::ParseTier(tier_name);
+  if (!minted) return "its tier \"" + tier_name + "\" is not a tier";
+  if (*minted > tier) return "its tier " + tier_name + " is looser than " + policy::TierName(tier);
+  if (*minted == policy::Tier::kDebug && j.value("bit_identical_reruns", false) != true)
+    return "it is a debug receipt without bit-identical reruns";
+
+  auto thresholds_problem = [&](const Json& r, const std::string& what) -> std::string {
+    auto tolerance = policy::ParseTolerance(r.value("tolerance", ""));
+    if (!tolerance) return what + " names no tolerance class";
+    policy::Thresholds want = policy::ResolveThresholds(*tolerance, *minted);
+    const Json& t = r.contains("thresholds") ? r["thresholds"] : Json();
+    if (!IsNumber(t, "atol") || !IsNumber(t, "rtol") || t["atol"].get<double>() != want.atol ||
+        t["rtol"].get<double>() != want.rtol) {
+      return what + "'s thresholds are not those of " + r.value("tolerance", "") + " at tier " +
+             tier_name;
+    }
+    for (const char* key : {"max_abs_error", "max_rel_error", "max_bound_ratio"}) {
+      if (!IsNumber(r, key)) return what + " records no finite " + key;
+    }
+    if (r["max_bound_ratio"].get<double>() > 1)
+      return what + " records errors above its thresholds";
+    if (*tolerance == policy::ToleranceClass::kExact && r["max_abs_error"].get<double>() != 0)
+      return what + " records errors but its class is exact";
+    return "";
+  };
+  if (std::string p = thresholds_problem(j, "the receipt"); !p.empty()) return p;
+  const std::vector<Case> cases = CasesFor(op);
+  const Json& recorded = j.contains("cases") ? j["cases"] : Json();
+  if (!recorded.is_array() || recorded.size() != cases.size())
+    return "it does not record the " + std::to_string(cases.size()) + " cases of \"" + op + "\"";
+  for (size_t i = 0; i < cases.size(); ++i) {
+    const Json& c = recorded[i];
+    if (!c.is_object() || c.value("case", "") != cases[i].id())
+      return "its case " + std::to_string(i) + " is not " + cases[i].id();
+    if (c.value("tolerance", "") != policy::ToleranceName(cases[i].tolerance))
+      return "its case " + cases[i].id() + " names another tolerance class";
+    if (std::string p = thresholds_problem(c, "its case " + cases[i].id()); !p.empty()) return p;
+  }
+  return "";
+}
+
+}  // namespace
+
 bool HasReceipt(const store::Store& store, const std::string& profile, const std::string& op,
-                const std::string& source_hash, policy::Tier tier) {
+                const std::string& source_hash, policy::Tier tier,
+                std::vector<std::string>* warnings) {
   for (const std::string& id : store.Lookup(kReceiptKind, profile, op)) {
     auto r = store.Get(id);
     if (!r.ok()) continue;
-    const Json& j = r.value();
-    if (j.value("kind", "") != kReceiptKind || j.value("profile", "") != profile ||
-        j.value("op", "") != op || j.value("source_hash", "") != source_hash)
-      continue;
-    auto minted = policy::ParseTier(j.value("tier", ""));
-    if (minted && *minted <= tier) return true;  // lower is stricter
+    std::string problem = ReceiptProblem(r.value(), profile, op, source_hash, tier);
+    if (problem.empty()) return true;
+    // Receipts for other code or a stricter tier are expected after an upgrade; say nothing.
+    if (warnings && problem.find("kernel hash") == std::string::npos &&
+        problem.find("is looser than") == std::string::npos) {
+      warnings->push_back("receipt " + id + " for \"" + op + "\" is ignored: " + problem);
+    }
   }
   return false;
 }
@@ -118,6 +188,7 @@ std::string ReceiptReport::Line() const {
     for (size_t i = 0; i < miss.size(); ++i) s += (i ? ", " : "") + miss[i];
     s += ")";
   }
+  for (const std::string& w : warnings) s += "\nwarning: " + w;
   return s;
 }
 
@@ -126,11 +197,8 @@ Json ReceiptReport::ToJson() const {
   for (const KernelReceipts& k : kernels)
     by_kernel[k.kernel] = {
         {"needs", k.groups}, {"missing", k.missing}, {"conformed", k.missing.empty()}};
-  return {{"profile", profile},
-          {"kernels", kernels.size()},
-          {"conformed", conformed()},
-          {"missing", missing()},
-          {"by_kernel", by_kernel}};
+  return {{"profile", profile},   {"kernels", kernels.size()}, {"conformed", conformed()},
+          {"missing", missing()}, {"warnings", warnings},      {"by_kernel", by_kernel}};
 }
 
 ReceiptReport CheckReceipts(const store::Store& store, const std::string& profile,
@@ -142,7 +210,7 @@ ReceiptReport CheckReceipts(const store::Store& store, const std::string& profil
     auto it = held.find(group);
     if (it != held.end()) return it->second;
     auto hash = SourceHash(group, tier);
-    bool ok = hash.ok() && HasReceipt(store, profile, group, hash.value(), tier);
+    bool ok = hash.ok() && HasReceipt(store, profile, group, hash.value(), tier, &report.warnings);
     held[group] = ok;
     return ok;
   };

@@ -24,6 +24,8 @@
 namespace scellis::conform {
 
 inline constexpr const char* kReceiptKind = "conformance-receipt";
+// Schema 2 records each case's largest error in units of its thresholds (max_bound_ratio).
+inline constexpr int kReceiptSchema = 2;
 
 // The device a receipt is scoped to: its key plus the parts a reader wants to see. Every executor
 // reports its own (runtime::Executor::profile()).
@@ -40,9 +42,16 @@ Result<std::string> MintReceipt(const store::Store& store, const GroupResult& g,
                                 const DeviceProfile& profile, policy::Tier tier, uint64_t seed);
 
 // True when the store holds a receipt for `op` on exactly this profile, for exactly this source
-// hash, minted at `tier` or a stricter one. Objects that fail their integrity check are ignored.
+// hash, minted at `tier` or a stricter one, that is verified before it is trusted: its schema is
+// this build's, its thresholds (the group's and every case's) are those its tier gives their
+// tolerance classes, it records every case of the op and every recorded error is within its
+// thresholds, and a debug receipt records bit-identical reruns. Objects that fail their integrity
+// check are ignored; a receipt that fails verification is ignored too, and when `warnings` is
+// given a line naming the receipt and the failed check is added to it (receipts for other code or
+// a looser tier are passed over silently: they are expected after an upgrade).
 bool HasReceipt(const store::Store& store, const std::string& profile, const std::string& op,
-                const std::string& source_hash, policy::Tier tier);
+                const std::string& source_hash, policy::Tier tier,
+                std::vector<std::string>* warnings = nullptr);
 
 // Which kernels of a module hold receipts on a profile, for `scellis run`. A kernel needs a
 // receipt for its op; a fused kernel for each op in it, plus the fused group when it chains more
@@ -55,9 +64,11 @@ struct KernelReceipts {
 struct ReceiptReport {
   std::string profile;
   std::vector<KernelReceipts> kernels;
+  std::vector<std::string> warnings;  // receipts ignored because they failed verification
   int conformed() const;
   std::vector<std::string> missing() const;  // groups missing for any kernel, each once
-  // "receipts: 3/4 kernels conformed on this profile (missing: matmul)".
+  // "receipts: 3/4 kernels conformed on this profile (missing: matmul)", then a
+  // "warning: receipt ... is ignored: ..." line per warning.
   std::string Line() const;
   Json ToJson() const;
 };

@@ -1,6 +1,8 @@
 #include "data/dataset.h"
 
+#include <cmath>
 #include <filesystem>
+#include <sstream>
 
 #include "base/random.h"
 #include "data/idx.h"
@@ -54,8 +56,24 @@ Result<Dataset> LoadDataset(const std::string& source, const std::string& split)
   d.images = std::move(images.values);
   for (float& v : d.images) v *= scale;
   d.labels = std::move(labels.values);
-  for (float l : d.labels) d.classes = std::max(d.classes, static_cast<int>(l) + 1);
   return d;
+}
+
+Status CheckLabels(const Dataset& d, int64_t classes, const std::string& pointer) {
+  for (size_t i = 0; i < d.labels.size(); ++i) {
+    const float l = d.labels[i];
+    // Written so that NaN fails it too.
+    if (l >= 0 && l < static_cast<float>(classes) && std::floor(l) == l) continue;
+    std::ostringstream v;
+    v << l;
+    return UserError("bad-dataset", pointer,
+                     "example " + std::to_string(i) + " of \"" + d.name + "\" has label " +
+                         v.str() + ", not a class index of the model's " + std::to_string(classes) +
+                         " outputs (0 to " + std::to_string(classes - 1) + ")",
+                     "the labels file does not fit this model: check the dataset and the size of "
+                     "the output layer");
+  }
+  return Status::Ok();
 }
 
 std::vector<int64_t> EpochOrder(int64_t count, uint64_t seed, int64_t epoch) {

@@ -17,12 +17,16 @@ struct Dataset {
   int64_t features = 0;       // e.g. 784 for 28x28 images
   std::vector<float> images;  // count × features, in [0, 1]
   std::vector<float> labels;  // count class indices, as f32
-  int classes = 0;
 };
 
 // Loads a split ("train" or "test") of a named source. Sources: "fashion-mnist" (Debian's
 // dataset-fashion-mnist, or $SCELLIS_FASHION_MNIST_DIR), or "idx:<images file>,<labels file>".
 Result<Dataset> LoadDataset(const std::string& source, const std::string& split);
+
+// Refuses labels that are not class indices of a model with `classes` outputs: NaN, fractional,
+// negative or >= classes (`bad-dataset`, at `pointer`, naming the split and the first bad example).
+// Caught when the data is read, not as a NaN loss some steps later.
+Status CheckLabels(const Dataset& d, int64_t classes, const std::string& pointer);
 
 // The example order of `epoch`: a Fisher-Yates shuffle driven by counter-based random numbers of
 // (seed, epoch), so any epoch's order can be recomputed alone (a resume needs exactly that).

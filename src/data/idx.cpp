@@ -7,9 +7,11 @@
 #include <bit>
 #include <cstdlib>
 #include <cstring>
+#include <functional>
 #include <limits>
 
 #include "base/atomic_file.h"
+#include "base/file_head.h"
 
 namespace scellis::data {
 namespace {
@@ -45,7 +47,16 @@ class Inflater {
   bool ok_ = false;
 };
 
-Result<std::string> Gunzip(std::string_view in, uint64_t max_bytes) {
+// Called as the decompressed content grows: the content's whole length once its header tells it,
+// 0 while that is not known yet.
+using LengthOf = std::function<Result<uint64_t>(std::string_view)>;
+
+// The largest IDX header: the magic number and 255 dimensions.
+constexpr uint64_t kMaxIdxHeaderBytes = 4 + 4 * 255;
+
+// Decompresses `in`, stopping as soon as the content exceeds max_bytes or the length its header
+// declares, so a small hostile file cannot make it inflate gigabytes first.
+Result<std::string> Gunzip(std::string_view in, uint64_t max_bytes, const LengthOf& length_of) {
   Inflater inflater;
   if (!inflater.ok()) return InternalError("idx", "zlib could not start an inflate stream");
   z_stream* zs = inflater.stream();
@@ -61,6 +72,7 @@ Result<std::string> Gunzip(std::string_view in, uint64_t max_bytes) {
   size_t left = in.size();
   constexpr size_t kMaxChunk = size_t{1} << 30;  // avail_in is 32 bits wide
   unsigned char buf[1 << 16];
+  uint64_t expected = 0;
   for (;;) {
     if (zs->avail_in == 0 && left > 0) {
       size_t chunk = std::min(left, kMaxChunk);
@@ -79,6 +91,15 @@ Result<std::string> Gunzip(std::string_view in, uint64_t max_bytes) {
           max_bytes);
     }
     out.append(reinterpret_cast<const char*>(buf), produced);
+    if (expected == 0) {
+      SCELLIS_ASSIGN_OR_RETURN(expected, length_of(out));
+    }
+    if (expected != 0 && out.size() > expected) {
+      return UserError("idx-trailing-bytes", "",
+                       "the gzip stream decompresses to more than the " + std::to_string(expected) +
+                           " bytes of header and data the dimensions call for",
+                       "the dimensions in the header do not match the data");
+    }
     if (rc == Z_STREAM_END) {
       size_t remaining = zs->avail_in + left;
       if (remaining == 0) break;
@@ -142,12 +163,21 @@ int ElementSize(IdxType t) {
   return 0;
 }
 
-Result<IdxArray> ParseIdx(std::string_view file, uint64_t max_bytes) {
-  const auto* b = reinterpret_cast<const unsigned char*>(file.data());
-  const uint64_t size = file.size();
-  if (size > max_bytes) {
-    return TooLarge("the IDX content holds " + std::to_string(size) + " bytes", max_bytes);
-  }
+// What an IDX header declares: enough to check the file's length before reading its body.
+struct IdxHeader {
+  IdxType type = IdxType::kU8;
+  std::vector<int64_t> dims;
+  uint64_t header_bytes = 0;
+  uint64_t count = 0;       // elements
+  uint64_t data_bytes = 0;  // count times the element size
+  uint64_t total_bytes() const { return header_bytes + data_bytes; }
+};
+
+// Parses the header at the start of `head` (the whole content, or at least its header) and checks
+// what it declares against the cap, before any product can overflow.
+Result<IdxHeader> ParseIdxHeader(std::string_view head, uint64_t max_bytes) {
+  const auto* b = reinterpret_cast<const unsigned char*>(head.data());
+  const uint64_t size = head.size();
   if (size < 4) {
     return Truncated("the file holds " + std::to_string(size) +
                      " bytes, fewer than the 4 of an IDX magic number");
@@ -158,57 +188,77 @@ Result<IdxArray> ParseIdx(std::string_view file, uint64_t max_bytes) {
                          ", not the 0x00 0x00 of an IDX magic number",
                      "this does not look like an IDX (MNIST-style) file");
   }
-  IdxType type = static_cast<IdxType>(b[2]);
-  int elem = ElementSize(type);
+  IdxHeader h;
+  h.type = static_cast<IdxType>(b[2]);
+  int elem = ElementSize(h.type);
   if (elem == 0) {
     return UserError("idx-bad-type", "", "type code " + Hex(b[2]) + " is not an IDX type",
                      "IDX types are 0x08 u8, 0x09 i8, 0x0b i16, 0x0c i32, 0x0d f32, 0x0e f64");
   }
   int ndims = b[3];
-  uint64_t header = 4 + 4 * uint64_t(ndims);
-  if (size < header) {
+  h.header_bytes = 4 + 4 * uint64_t(ndims);
+  if (size < h.header_bytes) {
     return Truncated("the header declares " + std::to_string(ndims) + " dimensions (" +
-                     std::to_string(header) + " bytes) but the file holds " + std::to_string(size) +
-                     " bytes");
+                     std::to_string(h.header_bytes) + " bytes) but the file holds " +
+                     std::to_string(size) + " bytes");
   }
-  IdxArray out;
-  out.type = type;
   bool any_zero = false;
   for (int i = 0; i < ndims; ++i) {
     uint32_t d = Be32(b + 4 + 4 * i);
-    out.dims.push_back(d);
+    h.dims.push_back(d);
     any_zero = any_zero || d == 0;
   }
-  // The element count, checked against the cap before any product can overflow.
-  uint64_t count = any_zero ? 0 : 1;
+  h.count = any_zero ? 0 : 1;
   const uint64_t max_count = max_bytes / static_cast<uint64_t>(elem);
-  for (size_t i = 0; i < out.dims.size() && !any_zero; ++i) {
-    uint64_t d = static_cast<uint64_t>(out.dims[i]);
-    if (count > max_count / d) {
+  for (size_t i = 0; i < h.dims.size() && !any_zero; ++i) {
+    uint64_t d = static_cast<uint64_t>(h.dims[i]);
+    if (h.count > max_count / d) {
       std::string shape;
-      for (int64_t e : out.dims) {
+      for (int64_t e : h.dims) {
         if (!shape.empty()) shape += 'x';
         shape += std::to_string(e);
       }
       return TooLarge("dimensions " + shape + " call for more data", max_bytes);
     }
-    count *= d;
+    h.count *= d;
   }
-  uint64_t data_bytes = count * static_cast<uint64_t>(elem);
-  if (data_bytes > max_bytes - header) {
-    return TooLarge("header and data take " + std::to_string(header + data_bytes) + " bytes",
+  h.data_bytes = h.count * static_cast<uint64_t>(elem);
+  if (h.data_bytes > max_bytes - h.header_bytes) {
+    return TooLarge("header and data take " + std::to_string(h.total_bytes()) + " bytes",
                     max_bytes);
   }
-  if (size - header < data_bytes) {
-    return Truncated("the dimensions call for " + std::to_string(data_bytes) +
-                     " bytes of data but the file holds " + std::to_string(size - header));
+  return h;
+}
+
+// The content's length against what the header declares.
+Status CheckIdxLength(const IdxHeader& h, uint64_t size) {
+  const uint64_t data = size - h.header_bytes;
+  if (data < h.data_bytes) {
+    return Truncated("the dimensions call for " + std::to_string(h.data_bytes) +
+                     " bytes of data but the file holds " + std::to_string(data));
   }
-  if (size - header > data_bytes) {
-    return UserError("idx-trailing-bytes", "",
-                     std::to_string(size - header - data_bytes) +
-                         " bytes follow the data the dimensions call for",
-                     "the dimensions in the header do not match the data");
+  if (data > h.data_bytes) {
+    return UserError(
+        "idx-trailing-bytes", "",
+        std::to_string(data - h.data_bytes) + " bytes follow the data the dimensions call for",
+        "the dimensions in the header do not match the data");
   }
+  return Status::Ok();
+}
+
+Result<IdxArray> ParseIdx(std::string_view file, uint64_t max_bytes) {
+  if (file.size() > max_bytes) {
+    return TooLarge("the IDX content holds " + std::to_string(file.size()) + " bytes", max_bytes);
+  }
+  SCELLIS_ASSIGN_OR_RETURN(IdxHeader h, ParseIdxHeader(file, max_bytes));
+  SCELLIS_TRY(CheckIdxLength(h, file.size()));
+  const auto* b = reinterpret_cast<const unsigned char*>(file.data());
+  const IdxType type = h.type;
+  const uint64_t count = h.count;
+  const uint64_t header = h.header_bytes;
+  IdxArray out;
+  out.type = type;
+  out.dims = std::move(h.dims);
   out.values.resize(count);
   const unsigned char* p = b + header;
   float* v = out.values.data();
@@ -251,15 +301,44 @@ bool IsRegularFile(const std::string& path) {
 Result<IdxArray> DecodeIdx(std::string_view file, uint64_t max_bytes) {
   if (file.size() >= 2 && static_cast<unsigned char>(file[0]) == 0x1f &&
       static_cast<unsigned char>(file[1]) == 0x8b) {
-    SCELLIS_ASSIGN_OR_RETURN(std::string raw, Gunzip(file, max_bytes));
+    auto length_of = [max_bytes](std::string_view head) -> Result<uint64_t> {
+      if (head.size() < kMaxIdxHeaderBytes) return uint64_t{0};
+      SCELLIS_ASSIGN_OR_RETURN(IdxHeader h, ParseIdxHeader(head, max_bytes));
+      return h.total_bytes();
+    };
+    SCELLIS_ASSIGN_OR_RETURN(std::string raw, Gunzip(file, max_bytes, length_of));
     return ParseIdx(raw, max_bytes);
   }
   return ParseIdx(file, max_bytes);
 }
 
+namespace {
+
+// A plain IDX file's header checked against the file's size, before its body is read.
+Status CheckIdxFileHead(const std::string& path, uint64_t max_bytes) {
+  SCELLIS_ASSIGN_OR_RETURN(FileHead head, ReadFileHead(path, kMaxIdxHeaderBytes));
+  if (head.size > max_bytes) {
+    return UserError("file-too-large", "",
+                     "the file holds " + std::to_string(head.size) + " bytes, more than the " +
+                         std::to_string(max_bytes) + " accepted here");
+  }
+  const std::string& b = head.bytes;
+  if (b.size() >= 2 && static_cast<unsigned char>(b[0]) == 0x1f &&
+      static_cast<unsigned char>(b[1]) == 0x8b) {
+    return Status::Ok();  // gzipped: the header is checked as the stream inflates
+  }
+  SCELLIS_ASSIGN_OR_RETURN(IdxHeader h, ParseIdxHeader(b, max_bytes));
+  return CheckIdxLength(h, head.size);
+}
+
+}  // namespace
+
 Result<IdxArray> ReadIdx(const std::string& path, uint64_t max_bytes) {
-  SCELLIS_ASSIGN_OR_RETURN(std::string file, ReadFile(path, max_bytes));
-  Result<IdxArray> r = DecodeIdx(file, max_bytes);
+  Result<IdxArray> r = [&]() -> Result<IdxArray> {
+    SCELLIS_TRY(CheckIdxFileHead(path, max_bytes));
+    SCELLIS_ASSIGN_OR_RETURN(std::string file, ReadFile(path, max_bytes));
+    return DecodeIdx(file, max_bytes);
+  }();
   if (r.ok()) return r;
   std::vector<Diagnostic> errors = r.errors();
   for (Diagnostic& d : errors) d.message = "'" + path + "': " + d.message;

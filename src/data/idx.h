@@ -38,8 +38,9 @@ struct IdxArray {
 inline constexpr uint64_t kIdxDefaultMaxBytes = uint64_t{2} << 30;
 
 // Decodes an IDX file held in memory, gunzipping it first when it starts with the gzip magic
-// 1f 8b (concatenated gzip members are read as one stream). The input is treated as hostile:
-// every size is checked before it is used. Diagnostics:
+// 1f 8b (concatenated gzip members are read as one stream), and stopping as soon as the content
+// outgrows what its header declares. The input is treated as hostile: every size is checked
+// before it is used. Diagnostics:
 //   idx-bad-gzip        the gzip stream is corrupt or followed by bytes that are not gzip
 //   idx-truncated       the file (or the gzip stream) ends before the header or data does
 //   idx-bad-magic       the first two bytes are not zero
@@ -49,8 +50,10 @@ inline constexpr uint64_t kIdxDefaultMaxBytes = uint64_t{2} << 30;
 //   idx-trailing-bytes  bytes follow the data the dimensions call for
 Result<IdxArray> DecodeIdx(std::string_view file, uint64_t max_bytes = kIdxDefaultMaxBytes);
 
-// Reads and decodes the IDX file at `path`; besides DecodeIdx's diagnostics (whose messages then
-// name the file), those of ReadFile: file-not-found, file-too-large, read-failed.
+// Reads and decodes the IDX file at `path`. Only a regular file is read, and a plain (not gzipped)
+// one only after its header has been checked against the file's size; a gzipped one inflates only
+// as far as its header allows. Besides DecodeIdx's diagnostics (whose messages then name the
+// file), file-not-found, file-too-large and read-failed (not a regular file, or unreadable).
 Result<IdxArray> ReadIdx(const std::string& path, uint64_t max_bytes = kIdxDefaultMaxBytes);
 
 // The four files of Fashion-MNIST, as the Debian package dataset-fashion-mnist installs them.

@@ -1,6 +1,8 @@
 #include "data/idx.h"
 
 #include <gtest/gtest.h>
+#include <sys/resource.h>
+#include <sys/stat.h>
 #include <zlib.h>
 
 #include <bit>
@@ -188,6 +190,54 @@ TEST(Idx, ReadIdxNamesTheFile) {
   EXPECT_EQ(bad.errors()[0].code, "idx-trailing-bytes");
   EXPECT_NE(bad.errors()[0].message.find("b.idx"), std::string::npos);
   EXPECT_EQ(Code(ReadIdx(dir / "missing.idx")), "file-not-found");
+}
+
+// Peak resident memory of this process so far, in bytes.
+uint64_t PeakRss() {
+  struct rusage u;
+  ::getrusage(RUSAGE_SELF, &u);
+  return static_cast<uint64_t>(u.ru_maxrss) * 1024;
+}
+
+// `head`, then zeros up to `size` bytes: a sparse file, taking no disk.
+void WriteSparse(const std::string& path, const std::string& head, uint64_t size) {
+  ASSERT_TRUE(WriteFileAtomic(path, head).ok());
+  fs::resize_file(path, size);
+}
+
+TEST(Idx, ReadIdxChecksTheHeaderAgainstTheFileSizeBeforeReadingTheBody) {
+  TempDir dir;
+  // 3 GiB whose header declares 10 bytes: refused from the header, the body never read.
+  constexpr uint64_t kSize = uint64_t{3} << 30;
+  WriteSparse(dir / "big.idx", Header(0x08, {10}), kSize);
+  const uint64_t before = PeakRss();
+  Result<IdxArray> r = ReadIdx(dir / "big.idx", uint64_t{4} << 30);
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.errors()[0].code, "idx-trailing-bytes");
+  EXPECT_LT(PeakRss(), before + (uint64_t{1} << 30));
+  // A type code of zero, as /dev/zero or a zeroed file starts.
+  WriteSparse(dir / "zeros.idx", "", kSize);
+  EXPECT_EQ(Code(ReadIdx(dir / "zeros.idx", uint64_t{4} << 30)), "idx-bad-type");
+  EXPECT_LT(PeakRss(), before + (uint64_t{1} << 30));
+  // Devices and FIFOs are not read at all.
+  Result<IdxArray> dev = ReadIdx("/dev/zero");
+  ASSERT_FALSE(dev.ok());
+  EXPECT_EQ(dev.errors()[0].code, "read-failed");
+  EXPECT_NE(dev.errors()[0].message.find("not a regular file"), std::string::npos);
+  ASSERT_EQ(::mkfifo((dir / "fifo").c_str(), 0600), 0);
+  EXPECT_EQ(Code(ReadIdx(dir / "fifo")), "read-failed");  // and does not hang in open()
+}
+
+TEST(Idx, AGzipStreamStopsAtTheLengthItsHeaderDeclares) {
+  // 9 bytes of header and data, then 64 MiB more: inflating stops past the declared length.
+  std::string raw = Header(0x08, {1}) + "x" + std::string(64 << 20, '\0');
+  Result<IdxArray> r = DecodeIdx(Gzip(raw));
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.errors()[0].code, "idx-trailing-bytes");
+  EXPECT_NE(r.errors()[0].message.find("more than the 9 bytes"), std::string::npos)
+      << r.errors()[0].message;
+  // A stream whose header is bad is refused after its first block.
+  EXPECT_EQ(Code(DecodeIdx(Gzip(std::string(64 << 20, '\1')))), "idx-bad-magic");
 }
 
 // Sets an environment variable for one scope.

@@ -6,6 +6,7 @@
 #include <set>
 
 #include "base/atomic_file.h"
+#include "base/file_head.h"
 
 namespace scellis::store {
 namespace {
@@ -97,7 +98,7 @@ constexpr const char* kDtypeHelp = "supported dtypes are F32, F64, I32, I64 and 
 
 // A tensor entry whose fields have been checked, before the layout check.
 struct Entry {
-  const std::string* name;
+  std::string name;
   std::string dtype;
   std::vector<int64_t> shape;
   uint64_t begin;
@@ -191,7 +192,7 @@ void CheckEntry(const std::string& name, const json& value, uint64_t data_size,
             std::to_string(nbytes));
     return;
   }
-  entries->push_back(Entry{&name, dtype.get<std::string>(),
+  entries->push_back(Entry{name, dtype.get<std::string>(),
                            std::vector<int64_t>(dims.begin(), dims.end()), begin, end});
 }
 
@@ -285,28 +286,39 @@ Status SaveSafetensors(const std::string& path, const std::vector<NamedTensor>& 
   return WriteFileAtomic(path, EncodeSafetensors(tensors, metadata));
 }
 
-Result<std::vector<NamedTensor>> DecodeSafetensors(std::string_view file,
-                                                   std::map<std::string, std::string>* metadata) {
-  if (file.size() < 8) {
+namespace {
+
+// What a header declares, checked against the size of the data section it describes.
+struct Header {
+  uint64_t text_bytes = 0;
+  std::vector<Entry> entries;
+  std::map<std::string, std::string> metadata;
+};
+
+// Decodes and checks the header at the start of `head` against `file_size`, the length of the
+// whole file: `head` need only hold the length and the header, so a file is judged before its
+// data section is read.
+Result<Header> DecodeHeader(std::string_view head, uint64_t file_size) {
+  if (file_size < 8 || head.size() < 8) {
     return UserError("safetensors-truncated", "",
-                     "the file holds " + std::to_string(file.size()) +
+                     "the file holds " + std::to_string(file_size) +
                          " bytes, fewer than the 8 of the header length");
   }
   uint64_t n = 0;
-  for (int i = 7; i >= 0; --i) n = (n << 8) | static_cast<unsigned char>(file[i]);
+  for (int i = 7; i >= 0; --i) n = (n << 8) | static_cast<unsigned char>(head[i]);
   if (n > kSafetensorsMaxHeaderBytes) {
     return UserError("safetensors-header-too-large", "",
                      "the header length is " + std::to_string(n) + " bytes, more than the " +
                          std::to_string(kSafetensorsMaxHeaderBytes) + " allowed",
                      "is this a safetensors file?");
   }
-  if (n > file.size() - 8) {
+  if (n > file_size - 8 || n > head.size() - 8) {
     return UserError("safetensors-truncated", "",
                      "the header length is " + std::to_string(n) + " bytes but only " +
-                         std::to_string(file.size() - 8) + " follow");
+                         std::to_string(file_size - 8) + " follow");
   }
-  std::string_view text = file.substr(8, n);
-  const uint64_t data_size = file.size() - 8 - n;
+  std::string_view text = head.substr(8, n);
+  const uint64_t data_size = file_size - 8 - n;
   if (text.empty() || text[0] != '{') {
     return UserError("safetensors-bad-header", "", "the header does not start with '{'",
                      "is this a safetensors file?");
@@ -414,8 +426,8 @@ Result<std::vector<NamedTensor>> DecodeSafetensors(std::string_view file,
       std::string what = e->begin < cursor ? "overlaps the tensor before it, which ends at "
                                            : "leaves a gap after the tensor before it, which "
                                              "ends at ";
-      return UserError("safetensors-bad-offsets", Pointer(*e->name, "data_offsets"),
-                       "tensor " + Quote(*e->name) + " starting at byte " +
+      return UserError("safetensors-bad-offsets", Pointer(e->name, "data_offsets"),
+                       "tensor " + Quote(e->name) + " starting at byte " +
                            std::to_string(e->begin) + " " + what + std::to_string(cursor));
     }
     cursor = e->end;
@@ -425,23 +437,47 @@ Result<std::vector<NamedTensor>> DecodeSafetensors(std::string_view file,
                      "the tensors cover " + std::to_string(cursor) +
                          " bytes of a data section of " + std::to_string(data_size) + " bytes");
   }
+  return Header{n, std::move(entries), std::move(meta)};
+}
 
-  std::string_view data = file.substr(8 + n);
+}  // namespace
+
+Result<std::vector<NamedTensor>> DecodeSafetensors(std::string_view file,
+                                                   std::map<std::string, std::string>* metadata) {
+  SCELLIS_ASSIGN_OR_RETURN(Header h, DecodeHeader(file, file.size()));
+
+  std::string_view data = file.substr(8 + h.text_bytes);
   std::vector<NamedTensor> out;
-  out.reserve(entries.size());
-  for (Entry& e : entries) {  // in name order, as the JSON object keeps its keys sorted
-    out.push_back(NamedTensor{*e.name, std::move(e.dtype), std::move(e.shape),
+  out.reserve(h.entries.size());
+  for (Entry& e : h.entries) {  // in name order, as the JSON object keeps its keys sorted
+    out.push_back(NamedTensor{std::move(e.name), std::move(e.dtype), std::move(e.shape),
                               std::string(data.substr(e.begin, e.end - e.begin))});
   }
-  if (metadata != nullptr) *metadata = std::move(meta);
+  if (metadata != nullptr) *metadata = std::move(h.metadata);
   return out;
 }
 
 Result<std::vector<NamedTensor>> LoadSafetensors(const std::string& path,
                                                  std::map<std::string, std::string>* metadata,
                                                  uint64_t max_bytes) {
-  SCELLIS_ASSIGN_OR_RETURN(std::string file, ReadFile(path, max_bytes));
-  Result<std::vector<NamedTensor>> r = DecodeSafetensors(file, metadata);
+  Result<std::vector<NamedTensor>> r = [&]() -> Result<std::vector<NamedTensor>> {
+    // The length and header first, judged against the file's size: a file whose header does not
+    // describe it exactly is refused before its data section is read.
+    SCELLIS_ASSIGN_OR_RETURN(FileHead length, ReadFileHead(path, 8));
+    if (length.size > max_bytes) {
+      return UserError("file-too-large", "",
+                       "the file holds " + std::to_string(length.size) + " bytes, more than the " +
+                           std::to_string(max_bytes) + " accepted here");
+    }
+    uint64_t n = 0;
+    for (int i = static_cast<int>(length.bytes.size()) - 1; i >= 0; --i)
+      n = (n << 8) | static_cast<unsigned char>(length.bytes[i]);
+    SCELLIS_ASSIGN_OR_RETURN(FileHead head,
+                             ReadFileHead(path, 8 + std::min(n, kSafetensorsMaxHeaderBytes)));
+    SCELLIS_TRY(DecodeHeader(head.bytes, head.size).status());
+    SCELLIS_ASSIGN_OR_RETURN(std::string file, ReadFile(path, max_bytes));
+    return DecodeSafetensors(file, metadata);
+  }();
   if (r.ok()) return r;
   std::vector<Diagnostic> errors = r.errors();
   for (Diagnostic& d : errors) d.message = Quote(path) + ": " + d.message;

@@ -71,8 +71,11 @@ Status SaveSafetensors(const std::string& path, const std::vector<NamedTensor>& 
 Result<std::vector<NamedTensor>> DecodeSafetensors(std::string_view file,
                                                    std::map<std::string, std::string>* metadata);
 
-// Reads the file at `path` (ReadFile's diagnostics: file-not-found, file-too-large above
-// max_bytes, read-failed) and decodes it with DecodeSafetensors.
+// Reads the file at `path` and decodes it with DecodeSafetensors. Only a regular file is read, and
+// its data section only after the header has been decoded and checked against the file's size, so
+// a file that is not a checkpoint costs a few bytes of reading. Besides DecodeSafetensors'
+// diagnostics: file-not-found, file-too-large above max_bytes, read-failed (not a regular file,
+// or unreadable).
 Result<std::vector<NamedTensor>> LoadSafetensors(
     const std::string& path, std::map<std::string, std::string>* metadata,
     uint64_t max_bytes = kSafetensorsDefaultMaxFileBytes);

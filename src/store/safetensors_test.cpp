@@ -1,6 +1,7 @@
 #include "store/safetensors.h"
 
 #include <gtest/gtest.h>
+#include <sys/resource.h>
 
 #include <algorithm>
 #include <cstdlib>
@@ -333,6 +334,29 @@ TEST(Safetensors, SaveAndLoad) {
   ASSERT_FALSE(junk.ok());
   EXPECT_EQ(junk.errors()[0].code, "safetensors-header-too-large");
   EXPECT_NE(junk.errors()[0].message.find("junk.safetensors"), std::string::npos);
+}
+
+TEST(Safetensors, LoadJudgesTheHeaderBeforeReadingTheData) {
+  TempDir dir;
+  // 3 GiB (sparse) whose header "{}" describes no data: refused before the data is read.
+  constexpr uint64_t kSize = uint64_t{3} << 30;
+  const std::string path = dir / "big.safetensors";
+  std::string head(8, '\0');
+  head[0] = 2;
+  ASSERT_TRUE(WriteFileAtomic(path, head + "{}").ok());
+  fs::resize_file(path, kSize);
+  struct rusage u;
+  ::getrusage(RUSAGE_SELF, &u);
+  const int64_t before_kb = u.ru_maxrss;
+  Result<std::vector<NamedTensor>> r = LoadSafetensors(path, nullptr);
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.errors()[0].code, "safetensors-bad-offsets");
+  ::getrusage(RUSAGE_SELF, &u);
+  EXPECT_LT(u.ru_maxrss - before_kb, 1 << 20);  // KiB: far below the file's 3 GiB
+  // Not a regular file: refused without reading (/dev/zero would otherwise never end).
+  Result<std::vector<NamedTensor>> dev = LoadSafetensors("/dev/zero", nullptr);
+  ASSERT_FALSE(dev.ok());
+  EXPECT_EQ(dev.errors()[0].code, "read-failed");
 }
 
 }  // namespace

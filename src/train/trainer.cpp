@@ -1,10 +1,13 @@
 #include "train/trainer.h"
 
 #include <algorithm>
+#include <cctype>
 #include <chrono>
+#include <cmath>
 #include <cstdlib>
 #include <cstring>
 #include <map>
+#include <span>
 
 #include "api/run.h"
 #include "api/session.h"
@@ -67,12 +70,54 @@ bool ParseCount(const std::string& text, int64_t& out) {
   return true;
 }
 
+// A carried input (a param or an optimizer moment) and the type it has in the step's plan.
+struct StateTensor {
+  std::string name;
+  TensorType type;
+};
+
 // Every carried input: the params and their optimizer moments.
-std::vector<std::string> StateNames(const api::Session& s) {
-  std::vector<std::string> names;
+std::vector<StateTensor> StateOf(const api::Session& s) {
+  std::vector<StateTensor> state;
   const webir::Graph& g = s.plan().graph();
-  for (const webir::Carry& c : g.carries) names.push_back(runtime::FeedName(g.at(c.to)));
-  return names;
+  for (const webir::Carry& c : g.carries)
+    state.push_back({runtime::FeedName(g.at(c.to)), g.at(c.to).type});
+  return state;
+}
+
+// The safetensors name of a dtype ("F32" for f32).
+std::string SafetensorsDtype(DType t) {
+  std::string s = DTypeName(t);
+  for (char& c : s) c = static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
+  return s;
+}
+
+std::string ShapeText(const std::vector<int64_t>& sizes) {
+  std::string s = "[";
+  for (size_t i = 0; i < sizes.size(); ++i) s += (i ? ", " : "") + std::to_string(sizes[i]);
+  return s + "]";
+}
+
+// The index of the first element that is NaN or infinite, or -1 when all are finite.
+int64_t FirstNonFinite(std::span<const float> values) {
+  for (size_t i = 0; i < values.size(); ++i)
+    if (!std::isfinite(values[i])) return static_cast<int64_t>(i);
+  return -1;
+}
+
+std::string NonFiniteText(float v) {
+  return std::isnan(v) ? "NaN" : (v > 0 ? "+infinity" : "-infinity");
+}
+
+// Refuses a state tensor (params, moments) that holds a NaN or an infinity: training from it, or
+// keeping it, could only give NaN.
+Status CheckFinite(const runtime::HostTensor& t, const std::string& name) {
+  std::span<const float> v = t.view<float>();
+  int64_t bad = FirstNonFinite(v);
+  if (bad < 0) return Status::Ok();
+  return RuntimeError("non-finite-state", "the trained state \"" + name + "\" holds " +
+                                              NonFiniteText(v[bad]) + " at element " +
+                                              std::to_string(bad) + "; training diverged");
 }
 
 // The name the plans know a block's input by.
@@ -148,12 +193,19 @@ class Training {
       concern_ = Trainer::Concern::kOptions;
       return UserError("bad-flag", "", "--steps-per-run takes 1 to 64");
     }
+    // The batch dimension is the first dimension of the images input, so it needs one.
+    const block::Block& images = prog.blocks[spec_.images];
+    if (images.tensor_type.rank() < 1) {
+      return UserError(
+          "bad-train-section", images.pointer,
+          "the images input \"" + images.id + "\" is a scalar; it needs a batch dimension first",
+          "give it a shape such as [\"B\", 784]");
+    }
     const std::string source = prog.blocks[spec_.dataset].params["source"].get<std::string>();
     SCELLIS_ASSIGN_OR_RETURN(train_, data::LoadDataset(source, "train"));
     SCELLIS_ASSIGN_OR_RETURN(test_, data::LoadDataset(source, "test"));
-
-    // The batch dimension is the first dimension of the images input.
-    const std::string batch_dim = prog.blocks[spec_.images].tensor_type.dims[0].symbol;
+    SCELLIS_TRY(CheckStepsWillRun());
+    const std::string batch_dim = images.tensor_type.dims[0].symbol;
     pipeline::CompileOptions step_options = o_.compile;
     if (!batch_dim.empty()) step_options.lower.bind[batch_dim] = spec_.batch;
     pipeline::CompileOptions eval_options = step_options;
@@ -175,26 +227,21 @@ class Training {
                              api::Session::Prepare(text, eval_options, std::move(eval_backend)));
     result_.executor = step_->executor();
     result_.determinism_tier = policy::TierName(step_->plan().graph().tier);
-    state_ = StateNames(*step_);
+    state_ = StateOf(*step_);
+    SCELLIS_TRY(CheckLabels());
     images_feed_ = FeedNameOf(prog.blocks[spec_.images]);
     labels_feed_ = FeedNameOf(prog.blocks[spec_.labels]);
     for (int p : spec_.params) param_names_.push_back(FeedNameOf(prog.blocks[p]));
     return Status::Ok();
   }
 
-  // Restores a checkpoint: it continues only the document that wrote it and holds its whole
-  // state.
+  // Restores a checkpoint: it continues only the document that wrote it and holds exactly its
+  // whole state, every tensor with the shape and dtype this run gives it and only finite values.
   Status Resume(const std::string& path) {
     concern_ = Trainer::Concern::kResume;
     std::map<std::string, std::string> meta;
     SCELLIS_ASSIGN_OR_RETURN(std::vector<store::NamedTensor> tensors,
                              store::LoadSafetensors(path, &meta));
-    int64_t epoch = 0;
-    std::vector<std::string> held;
-    for (const store::NamedTensor& nt : tensors) held.push_back(nt.name);
-    std::vector<std::string> wanted = state_;
-    std::sort(held.begin(), held.end());
-    std::sort(wanted.begin(), wanted.end());
     const std::string& content_id = head_.doc.content_id;
     if (meta["content_id"] != content_id) {
       return UserError("checkpoint-mismatch", "",
@@ -202,30 +249,72 @@ class Training {
                            ", not by this one (" + content_id + ")",
                        "resume with the document that wrote it");
     }
+    int64_t epoch = 0;
     if (!ParseCount(meta["epoch"], epoch) || !ParseCount(meta["step"], global_step_) ||
-        epoch > epochs_ || held != wanted) {
+        epoch > epochs_) {
       return UserError("bad-checkpoint", "",
-                       "the checkpoint's epoch, step or tensors do not describe this training "
-                       "run's state");
+                       "the checkpoint's epoch or step (" + meta["epoch"] + ", " + meta["step"] +
+                           ") does not describe a point of this training run (" +
+                           std::to_string(epochs_) + " epochs)");
     }
-    for (const store::NamedTensor& nt : tensors) {
-      if (nt.dtype != "F32") {
-        return UserError("bad-checkpoint", "",
-                         "the tensor \"" + nt.name + "\" is " + nt.dtype + ", expected F32");
-      }
+    SCELLIS_TRY(CheckCheckpointTensors(tensors));
+    for (const store::NamedTensor& nt : tensors)
       SCELLIS_TRY(step_->Upload(nt.name, F32TensorOf(nt)));
-    }
     start_epoch_ = static_cast<int>(epoch);
     if (e_.resumed) e_.resumed(start_epoch_, global_step_);
     return Status::Ok();
   }
 
+  // Every tensor of the run's state is held once, with its shape and dtype, and finite.
+  Status CheckCheckpointTensors(const std::vector<store::NamedTensor>& tensors) const {
+    std::map<std::string, const store::NamedTensor*> held;
+    for (const store::NamedTensor& nt : tensors) held[nt.name] = &nt;
+    std::vector<Diagnostic> errors;
+    for (const StateTensor& want : state_) {
+      auto it = held.find(want.name);
+      if (it == held.end()) {
+        errors.push_back(UserError(
+            "bad-checkpoint", "/" + want.name,
+            "the checkpoint has no tensor \"" + want.name + "\", part of this run's state"));
+        continue;
+      }
+      const store::NamedTensor& nt = *it->second;
+      held.erase(it);
+      const std::string dtype = SafetensorsDtype(want.type.dtype);
+      const std::vector<int64_t> shape = want.type.sizes();
+      if (nt.dtype != dtype || nt.shape != shape) {
+        errors.push_back(UserError("bad-checkpoint", "/" + nt.name,
+                                   "the tensor \"" + nt.name + "\" is " + nt.dtype + " " +
+                                       ShapeText(nt.shape) + ", expected " + dtype + " " +
+                                       ShapeText(shape)));
+        continue;
+      }
+      // Only F32 state exists; the bytes were sized against the shape by the reader.
+      std::vector<float> values(nt.bytes.size() / sizeof(float));
+      std::memcpy(values.data(), nt.bytes.data(), values.size() * sizeof(float));
+      if (int64_t bad = FirstNonFinite(values); bad >= 0) {
+        errors.push_back(UserError("bad-checkpoint", "/" + nt.name,
+                                   "the tensor \"" + nt.name + "\" holds " +
+                                       NonFiniteText(values[bad]) + " at element " +
+                                       std::to_string(bad),
+                                   "a checkpoint of a diverged run cannot be resumed"));
+      }
+    }
+    for (const auto& [name, unused] : held) {
+      errors.push_back(UserError(
+          "bad-checkpoint", "/" + name,
+          "the checkpoint holds a tensor \"" + name + "\" that is not part of this run's state"));
+    }
+    return Status(std::move(errors));
+  }
+
   // Writes the whole state (params and optimizer moments) as safetensors, atomically.
   Status SaveState(const std::string& path, int epoch) {
     std::vector<store::NamedTensor> tensors;
-    for (const std::string& name : state_) {
-      SCELLIS_ASSIGN_OR_RETURN(runtime::HostTensor v, step_->Download(name));
-      tensors.push_back({name, "F32", v.type.sizes(), BytesOf(v)});
+    for (const StateTensor& s : state_) {
+      SCELLIS_ASSIGN_OR_RETURN(runtime::HostTensor v, step_->Download(s.name));
+      SCELLIS_TRY(CheckFinite(v, s.name));
+      tensors.push_back({s.name, SafetensorsDtype(v.type.dtype), v.type.sizes(), BytesOf(v)});
     }
     return store::SaveSafetensors(path, tensors,
                                   {{"epoch", std::to_string(epoch)},
@@ -268,6 +357,46 @@ class Training {
   }
 
  private:
+  // A run that would train for no step, or score no example, is refused before anything runs:
+  // it would otherwise report success with nothing done.
+  Status CheckStepsWillRun() const {
+    const std::string pointer = head_.program->blocks[spec_.dataset].pointer;
+    if (train_.count == 0) {
+      return UserError("empty-training", pointer,
+                       "the train split of \"" + train_.name + "\" holds no examples");
+    }
+    if (spec_.batch > train_.count) {
+      return UserError("empty-training", spec_.pointer + "/batch",
+                       "the batch of " + std::to_string(spec_.batch) +
+                           " is larger than the train split's " + std::to_string(train_.count) +
+                           " examples: no step would run",
+                       "use a batch of at most " + std::to_string(train_.count));
+    }
+    if (spec_.eval_batch > test_.count) {
+      return UserError("empty-training", spec_.pointer + "/eval_batch",
+                       "the eval_batch of " + std::to_string(spec_.eval_batch) +
+                           " is larger than the test split's " + std::to_string(test_.count) +
+                           " examples: nothing would be scored",
+                       "use an eval_batch of at most " + std::to_string(test_.count));
+    }
+    return Status::Ok();
+  }
+
+  // Every label of both splits names one of the classes of the scored output.
+  Status CheckLabels() const {
+    const webir::Graph& g = eval_->plan().graph();
+    const std::string output = head_.program->blocks[spec_.eval_output].id;
+    for (const webir::Output& o : g.outputs) {
+      if (o.name != output) continue;
+      const std::vector<int64_t> sizes = g.at(o.node).type.sizes();
+      if (sizes.empty()) return Status::Ok();  // a scalar scores nothing; validate's concern
+      const std::string pointer = head_.program->blocks[spec_.dataset].pointer;
+      SCELLIS_TRY(data::CheckLabels(train_, sizes.back(), pointer));
+      return data::CheckLabels(test_, sizes.back(), pointer);
+    }
+    return Status::Ok();
+  }
+
   // One epoch of training steps, `steps_per_run` to a submission; returns the sum of the losses.
   Result<double> TrainEpoch(int epoch, int64_t steps) {
     auto start = Clock::now();
@@ -309,6 +438,7 @@ class Training {
     std::map<std::string, runtime::HostTensor> weights;
     for (const std::string& p : param_names_) {
       SCELLIS_ASSIGN_OR_RETURN(weights[p], step_->Download(p));
+      SCELLIS_TRY(CheckFinite(weights[p], p));
     }
     std::vector<int64_t> identity(static_cast<size_t>(test_.count));
     for (int64_t i = 0; i < test_.count; ++i) identity[i] = i;
@@ -337,7 +467,7 @@ class Training {
   int epochs_ = 0;
   data::Dataset train_, test_;
   std::unique_ptr<api::Session> step_, eval_;
-  std::vector<std::string> state_;  // carried inputs: what a checkpoint holds
+  std::vector<StateTensor> state_;  // carried inputs: what a checkpoint holds
   std::string images_feed_, labels_feed_;
   std::vector<std::string> param_names_;
   int start_epoch_ = 0;
