@@ -5,6 +5,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 #include <vector>
@@ -171,10 +172,14 @@ Status WriteFileAtomic(const std::string& path, std::string_view bytes) {
   return Status::Ok();
 }
 
-Result<std::string> ReadFile(const std::string& path, uint64_t max_bytes) {
-  // Without O_NONBLOCK, opening a FIFO waits for a writer that may never come.
-  Fd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY));
-  if (fd.get() < 0) {
+namespace {
+
+// Opens `path` for reading without blocking (opening a FIFO otherwise waits for a writer that may
+// never come) and refuses anything but a regular file: a device, FIFO or socket has no size to
+// check against, and /dev/zero never ends. `st` receives the file's status.
+Result<int> OpenRegularFile(const std::string& path, struct stat& st) {
+  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY);
+  if (fd < 0) {
     int err = errno;
     if (err == ENOENT) {
       return UserError("file-not-found", "", "no such file: '" + path + "'",
@@ -182,15 +187,47 @@ Result<std::string> ReadFile(const std::string& path, uint64_t max_bytes) {
     }
     return UserError("read-failed", "", "could not open '" + path + "': " + ErrnoText(err));
   }
-  struct stat st;
-  if (::fstat(fd.get(), &st) != 0) {
-    return UserError("read-failed", "", "could not stat '" + path + "': " + ErrnoText(errno));
+  if (::fstat(fd, &st) != 0) {
+    int err = errno;
+    ::close(fd);
+    return UserError("read-failed", "", "could not stat '" + path + "': " + ErrnoText(err));
   }
   if (!S_ISREG(st.st_mode)) {
+    ::close(fd);
     return UserError("not-a-regular-file", "",
                      "'" + path + "' is " + KindOf(st.st_mode) + ", not a regular file",
                      "name a regular file");
   }
+  return fd;
+}
+
+}  // namespace
+
+Result<FileHead> ReadFileHead(const std::string& path, uint64_t n) {
+  struct stat st;
+  SCELLIS_ASSIGN_OR_RETURN(int opened, OpenRegularFile(path, st));
+  Fd fd(opened);
+  FileHead head;
+  head.size = static_cast<uint64_t>(st.st_size);
+  head.bytes.resize(static_cast<size_t>(std::min(n, head.size)));
+  size_t got = 0;
+  while (got < head.bytes.size()) {
+    ssize_t r = ::read(fd.get(), head.bytes.data() + got, head.bytes.size() - got);
+    if (r < 0) {
+      if (errno == EINTR) continue;
+      return UserError("read-failed", "", "could not read '" + path + "': " + ErrnoText(errno));
+    }
+    if (r == 0) break;  // the file shrank since fstat; the whole read will notice
+    got += static_cast<size_t>(r);
+  }
+  head.bytes.resize(got);
+  return head;
+}
+
+Result<std::string> ReadFile(const std::string& path, uint64_t max_bytes) {
+  struct stat st;
+  SCELLIS_ASSIGN_OR_RETURN(int opened, OpenRegularFile(path, st));
+  Fd fd(opened);
   auto too_large = [&] {
     return UserError("file-too-large", "",
                      "'" + path + "' holds more than " + std::to_string(max_bytes) +

@@ -50,4 +50,16 @@ Status WriteFileAtomic(const std::string& path, std::string_view bytes);
 // error).
 Result<std::string> ReadFile(const std::string& path, uint64_t max_bytes);
 
+// The first bytes of a file and its size, for readers that check a format's header against the
+// file's length before reading its body: a hostile file is refused after a few bytes, not after
+// gigabytes.
+struct FileHead {
+  std::string bytes;  // the first min(n, size) bytes
+  uint64_t size = 0;  // the whole file's, from fstat
+};
+
+// Reads the first `n` bytes of the file at `path`, under ReadFile's rules: opened without
+// blocking, only a regular file (`not-a-regular-file`), `file-not-found`, `read-failed`.
+Result<FileHead> ReadFileHead(const std::string& path, uint64_t n);
+
 }  // namespace scellis

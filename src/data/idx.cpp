@@ -11,7 +11,7 @@
 #include <limits>
 
 #include "base/atomic_file.h"
-#include "base/file_head.h"
+#include "base/atomic_file.h"
 
 namespace scellis::data {
 namespace {

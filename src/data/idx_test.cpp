@@ -222,10 +222,10 @@ TEST(Idx, ReadIdxChecksTheHeaderAgainstTheFileSizeBeforeReadingTheBody) {
   // Devices and FIFOs are not read at all.
   Result<IdxArray> dev = ReadIdx("/dev/zero");
   ASSERT_FALSE(dev.ok());
-  EXPECT_EQ(dev.errors()[0].code, "read-failed");
+  EXPECT_EQ(dev.errors()[0].code, "not-a-regular-file");
   EXPECT_NE(dev.errors()[0].message.find("not a regular file"), std::string::npos);
   ASSERT_EQ(::mkfifo((dir / "fifo").c_str(), 0600), 0);
-  EXPECT_EQ(Code(ReadIdx(dir / "fifo")), "read-failed");  // and does not hang in open()
+  EXPECT_EQ(Code(ReadIdx(dir / "fifo")), "not-a-regular-file");  // and does not hang in open()
 }
 
 TEST(Idx, AGzipStreamStopsAtTheLengthItsHeaderDeclares) {

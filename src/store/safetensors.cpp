@@ -6,7 +6,7 @@
 #include <set>
 
 #include "base/atomic_file.h"
-#include "base/file_head.h"
+#include "base/atomic_file.h"
 
 namespace scellis::store {
 namespace {

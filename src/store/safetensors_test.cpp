@@ -356,7 +356,7 @@ TEST(Safetensors, LoadJudgesTheHeaderBeforeReadingTheData) {
   // Not a regular file: refused without reading (/dev/zero would otherwise never end).
   Result<std::vector<NamedTensor>> dev = LoadSafetensors("/dev/zero", nullptr);
   ASSERT_FALSE(dev.ok());
-  EXPECT_EQ(dev.errors()[0].code, "read-failed");
+  EXPECT_EQ(dev.errors()[0].code, "not-a-regular-file");
 }
 
 }  // namespace

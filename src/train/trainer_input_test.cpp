@@ -326,7 +326,7 @@ TEST_F(TrainerInputTest, RefusesACheckpointThatIsNotThisRunsState) {
 TEST_F(TrainerInputTest, RefusesToResumeFromANonRegularFile) {
   TrainOptions o = Cpu();
   o.resume = "/dev/zero";
-  ExpectRefused(Tiny(2, 2, kAdam), o, "read-failed", "not a regular file");
+  ExpectRefused(Tiny(2, 2, kAdam), o, "not-a-regular-file", "not a regular file");
 }
 
 }  // namespace
