@@ -100,7 +100,11 @@ int RunCommand(const CompileFlags& f, const RunFlags& r) {
             << "  tier: " << report.determinism_tier
             << "  fallback: " << (report.fallback_reason ? *report.fallback_reason : "none")
             << "\n";
-  if (report.receipts) std::cout << report.receipts->Line() << "\n";
+  if (report.receipts) {
+    std::cout << report.receipts->Line() << "\n";
+    // A receipt that failed its checks is not counted; why goes to stderr, beside the result.
+    for (const std::string& w : report.receipts->warnings) std::cerr << "warning: " << w << "\n";
+  }
   for (const auto& [name, t] : report.outputs) PrintTensor(name, t);
   for (const auto& [name, steps] : report.history) PrintHistory(name, steps);
   std::cout << "readback: " << report.readback_bytes() << " bytes over " << report.steps

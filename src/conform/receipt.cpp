@@ -188,7 +188,6 @@ std::string ReceiptReport::Line() const {
     for (size_t i = 0; i < miss.size(); ++i) s += (i ? ", " : "") + miss[i];
     s += ")";
   }
-  for (const std::string& w : warnings) s += "\nwarning: " + w;
   return s;
 }
 

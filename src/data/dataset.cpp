@@ -56,6 +56,7 @@ Result<Dataset> LoadDataset(const std::string& source, const std::string& split)
   d.images = std::move(images.values);
   for (float& v : d.images) v *= scale;
   d.labels = std::move(labels.values);
+  d.files = {images_path, labels_path};
   return d;
 }
 

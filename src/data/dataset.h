@@ -17,6 +17,7 @@ struct Dataset {
   int64_t features = 0;       // e.g. 784 for 28x28 images
   std::vector<float> images;  // count × features, in [0, 1]
   std::vector<float> labels;  // count class indices, as f32
+  std::vector<std::string> files;  // what it was read from: no output may overwrite them
 };
 
 // Loads a split ("train" or "test") of a named source. Sources: "fashion-mnist" (Debian's

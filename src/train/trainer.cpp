@@ -188,6 +188,10 @@ class Training {
       return UserError("missing-field", "/train",
                        "the train section needs \"data\": {\"dataset\", \"images\", \"labels\"}");
     }
+    if (spec_.eval_output < 0) {
+      return UserError("missing-field", "/train",
+                       "the train section needs \"eval_output\", the block scored for accuracy");
+    }
     epochs_ = o_.epochs > 0 ? o_.epochs : spec_.epochs;
     if (o_.steps_per_run < 1 || o_.steps_per_run > api::kMaxStepsPerSubmission) {
       concern_ = Trainer::Concern::kOptions;
@@ -205,6 +209,7 @@ class Training {
     SCELLIS_ASSIGN_OR_RETURN(train_, data::LoadDataset(source, "train"));
     SCELLIS_ASSIGN_OR_RETURN(test_, data::LoadDataset(source, "test"));
     SCELLIS_TRY(CheckStepsWillRun());
+    SCELLIS_TRY(CheckOutputsSpareTheDataset());
     const std::string batch_dim = images.tensor_type.dims[0].symbol;
     pipeline::CompileOptions step_options = o_.compile;
     if (!batch_dim.empty()) step_options.lower.bind[batch_dim] = spec_.batch;
@@ -357,6 +362,22 @@ class Training {
   }
 
  private:
+  // The checkpoint, initial state and losses files must not overwrite the dataset being read
+  // (the command line cannot check this: only the trainer knows the dataset's files).
+  Status CheckOutputsSpareTheDataset() const {
+    for (const std::string* out : {&o_.checkpoint, &o_.init_out, &o_.losses_out}) {
+      if (out->empty()) continue;
+      for (const data::Dataset* d : {&train_, &test_})
+        for (const std::string& file : d->files)
+          if (SameFile(*out, file)) {
+            return UserError("bad-output-path", "",
+                             "the output '" + *out + "' is the dataset file '" + file + "'",
+                             "write outputs elsewhere; the dataset is read, never written");
+          }
+    }
+    return Status::Ok();
+  }
+
   // A run that would train for no step, or score no example, is refused before anything runs:
   // it would otherwise report success with nothing done.
   Status CheckStepsWillRun() const {

@@ -8,6 +8,7 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <iterator>
 #include <limits>
 #include <optional>
 #include <string>
@@ -61,6 +62,11 @@ std::string I8Labels(const std::vector<int8_t>& labels) {
 
 void Write(const fs::path& p, const std::string& bytes) {
   std::ofstream(p, std::ios::binary) << bytes;
+}
+
+std::string ReadAll(const fs::path& p) {
+  std::ifstream in(p, std::ios::binary);
+  return std::string(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
 }
 
 // A linear classifier of 4 pixels into 3 classes.
@@ -203,6 +209,15 @@ TEST_F(TrainerInputTest, RefusesABatchLargerThanTheTrainSplit) {
 TEST_F(TrainerInputTest, RefusesAnEvalBatchLargerThanTheTestSplit) {
   ExpectRefused(Tiny(2, 5, kAdam), Cpu(), "empty-training", "larger than the test split's 4",
                 "/train/eval_batch");
+}
+
+TEST_F(TrainerInputTest, RefusesAnOutputThatIsADatasetFile) {
+  // Through another spelling of the path: the check is by file, not by string.
+  TrainOptions o = Cpu();
+  o.losses_out = (dir_ / "." / "t10k-labels-idx1-ubyte.gz").string();
+  const std::string before = ReadAll(dir_ / "t10k-labels-idx1-ubyte.gz");
+  ExpectRefused(Tiny(2, 2, kAdam), o, "bad-output-path", "is the dataset file");
+  EXPECT_EQ(ReadAll(dir_ / "t10k-labels-idx1-ubyte.gz"), before);
 }
 
 TEST_F(TrainerInputTest, RefusesAnEmptyTrainSplit) {
