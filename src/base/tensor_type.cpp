@@ -28,16 +28,32 @@ int64_t TensorType::elements() const {
   return n;
 }
 
-bool FitsMaxElements(const std::vector<Dim>& dims) {
-  int64_t n = 1;
-  for (const Dim& d : dims) {
-    if (d.size == 0) return true;
+std::optional<int64_t> CheckedElements(const std::vector<int64_t>& sizes) {
+  int64_t nonzero = 1;
+  bool empty = false;
+  for (int64_t s : sizes) {
+    if (s < 0) return std::nullopt;
+    if (s == 0) {
+      empty = true;
+      continue;
+    }
+    if (s > kMaxElements / nonzero) return std::nullopt;
+    nonzero *= s;
   }
-  for (const Dim& d : dims) {
-    if (d.size < 0 || d.size > kMaxElements / n) return false;
-    n *= d.size;
-  }
-  return true;
+  return empty ? 0 : nonzero;
+}
+
+std::optional<int64_t> CheckedElements(const std::vector<Dim>& dims) {
+  std::vector<int64_t> sizes;
+  sizes.reserve(dims.size());
+  for (const Dim& d : dims) sizes.push_back(d.size);
+  return CheckedElements(sizes);
+}
+
+std::optional<int64_t> CheckedBytes(const TensorType& t) {
+  auto n = CheckedElements(t.dims);
+  if (!n) return std::nullopt;
+  return *n * DTypeBytes(t.dtype);  // at most 2^40 * 4: no overflow
 }
 
 std::vector<int64_t> TensorType::sizes() const {

@@ -33,6 +33,12 @@ struct Dim {
 
 // Largest element count of one tensor. Far beyond any device, small enough that byte counts of a
 // few tensors never overflow int64.
+//
+// Zero-sized dimensions are allowed and mean what they mean in PyTorch and NumPy: a tensor with no
+// elements (a sum over an empty axis is 0, a mean NaN, a matmul with an empty inner dimension
+// zeros). They do not relax the limit: a shape is checked on the product of its non-zero sizes, so
+// `[0, 2^40, 2^40]` is as refused as `[2^40, 2^40]` — every stride and every partial product of the
+// sizes then stays within kMaxElements, whatever the position of the zero.
 inline constexpr int64_t kMaxElements = int64_t{1} << 40;
 inline constexpr int kMaxRank = 4;
 
@@ -57,9 +63,14 @@ TensorType MakeType(const std::vector<int64_t>& sizes, DType dtype = DType::kF32
 // Row-major strides of `sizes`.
 std::vector<int64_t> RowMajorStrides(const std::vector<int64_t>& sizes);
 
-// True when a tensor of these dims holds at most kMaxElements (computed without overflow). Every
-// shape rule that makes a tensor larger than its inputs (broadcasting, products) checks it.
-bool FitsMaxElements(const std::vector<Dim>& dims);
+// The element count of `sizes`, computed without overflow; nullopt when a size is negative or
+// the product of the non-zero sizes exceeds kMaxElements (see kMaxElements for why zeros do not
+// count). Every shape a document declares and every shape an op's rule infers passes through it,
+// so elements(), bytes() and RowMajorStrides() of a checked type cannot overflow.
+std::optional<int64_t> CheckedElements(const std::vector<int64_t>& sizes);
+std::optional<int64_t> CheckedElements(const std::vector<Dim>& dims);
+// The byte size of `t`, checked as CheckedElements.
+std::optional<int64_t> CheckedBytes(const TensorType& t);
 
 // NumPy broadcasting of two shapes; nullopt when they are incompatible.
 std::optional<std::vector<Dim>> BroadcastDims(const std::vector<Dim>& a, const std::vector<Dim>& b);

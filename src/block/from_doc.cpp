@@ -492,7 +492,6 @@ class Lowering {
       return std::nullopt;
     }
     TensorType t;
-    int64_t elements = 1;
     for (size_t i = 0; i < shape.size(); ++i) {
       const Json& e = shape[i];
       Dim dim;
@@ -520,14 +519,14 @@ class Lowering {
               "the dimension is " + e.dump() + ", expected a non-negative integer", n);
         return std::nullopt;
       }
-      if (dim.size > kMaxElements || (dim.size > 0 && elements > kMaxElements / dim.size)) {
+      t.dims.push_back(dim);
+      if (!CheckedElements(t.dims)) {
         Error("tensor-too-large", pointer,
-              "the shape " + shape.dump() + " has more than 2^40 elements", n,
+              "the shape " + shape.dump() + " has more than 2^40 elements (zero-sized "
+              "dimensions aside)", n,
               "no device holds a tensor this large; split the data or stream it");
         return std::nullopt;
       }
-      elements *= dim.size;
-      t.dims.push_back(dim);
     }
     if (auto dt = FindParam(n, "dtype"); dt) {
       auto parsed = dt->is_string() ? ParseDType(dt->get<std::string>()) : std::nullopt;

@@ -86,6 +86,13 @@ Json ToJson(const Program& p) {
 
 Status Verify(const Program& p) {
   for (size_t i = 0; i < p.blocks.size(); ++i) {
+    // A program built in code (a session) has not passed the document's shape check.
+    if (!CheckedElements(p.blocks[i].tensor_type.dims)) {
+      return UserError("tensor-too-large", p.blocks[i].pointer,
+                       "the shape " + p.blocks[i].tensor_type.ShapeStringWithSizes() +
+                           " has more than 2^40 elements (zero-sized dimensions aside)",
+                       "no device holds a tensor this large; split the data or stream it");
+    }
     for (const auto& [port, src] : p.blocks[i].inputs)
       if (src < 0 || static_cast<size_t>(src) >= i)
         return InternalError("block.Verify", "block " + p.blocks[i].id + " reads a later block");

@@ -1,6 +1,7 @@
 #include "conform/cases.h"
 
 #include <algorithm>
+#include <limits>
 
 #include "base/random.h"
 #include "ops/op_table.h"
@@ -511,6 +512,41 @@ runtime::Feeds MakeFeeds(const Case& c, uint64_t seed) {
     feeds[in.name] = std::move(t);
   }
   return feeds;
+}
+
+std::vector<SpecialValueCase> SpecialValueCases() {
+  constexpr float kNaN = std::numeric_limits<float>::quiet_NaN();
+  constexpr float kInf = std::numeric_limits<float>::infinity();
+  struct Input {
+    const char* name;
+    Shape shape;
+    std::vector<float> values;
+  };
+  struct Row {
+    const char* op;
+    const char* name;
+    std::vector<Input> inputs;
+    const char* attrs;
+    int version;
+    std::vector<float> want;
+  };
+  const Row rows[] = {
+#include "conform/special_values.inc"
+  };
+  std::vector<SpecialValueCase> out;
+  for (const Row& r : rows) {
+    DocBuilder b;
+    SpecialValueCase s;
+    std::vector<int> args;
+    for (const Input& in : r.inputs) {
+      args.push_back(b.Input(in.name, in.shape));
+      s.feeds[in.name] = HostTensor::FromFloats(MakeType(in.shape), in.values);
+    }
+    s.c = b.Finish(r.op, r.name, b.Op(r.op, args, Json::parse(r.attrs)), r.version);
+    s.want = r.want;
+    out.push_back(std::move(s));
+  }
+  return out;
 }
 
 }  // namespace scellis::conform

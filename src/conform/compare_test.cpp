@@ -2,6 +2,7 @@
 
 #include <gtest/gtest.h>
 
+#include <limits>
 #include <vector>
 
 namespace scellis::conform {
@@ -23,6 +24,20 @@ TEST(Compare, SumsAreJudgedAgainstTheMagnitudeOfTheirTerms) {
   // Non-finite values never pass on magnitude.
   std::vector<float> nan = {std::numeric_limits<float>::quiet_NaN()};
   EXPECT_FALSE(Compare(nan, want, prod, 0, magnitude).ok());
+}
+
+// NaN agrees only with NaN, and infinities only with themselves, whatever the tolerance.
+TEST(Compare, NanAgreesWithNanOnly) {
+  const float nan = std::numeric_limits<float>::quiet_NaN();
+  const float inf = std::numeric_limits<float>::infinity();
+  const policy::Thresholds loose =
+      policy::ResolveThresholds(policy::ToleranceClass::kLoose, policy::Tier::kFast);
+  std::vector<float> want = {nan, 1.0f, inf};
+  EXPECT_TRUE(Compare(std::vector<float>{nan, 1.0f, inf}, want, loose, 0).ok());
+  EXPECT_EQ(Compare(std::vector<float>{0.0f, 1.0f, inf}, want, loose, 0).mismatches, 1);
+  EXPECT_EQ(Compare(std::vector<float>{nan, nan, inf}, want, loose, 0).mismatches, 1);
+  EXPECT_EQ(Compare(std::vector<float>{nan, 1.0f, -inf}, want, loose, 0).mismatches, 1);
+  EXPECT_EQ(Compare(std::vector<float>{nan, 1.0f, nan}, want, loose, 0).mismatches, 1);
 }
 
 }  // namespace

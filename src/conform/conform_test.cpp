@@ -5,6 +5,8 @@
 #include <gtest/gtest.h>
 #include <unistd.h>
 
+#include <algorithm>
+#include <cmath>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
@@ -14,6 +16,7 @@
 #include "conform/receipt.h"
 #include "conform/runner.h"
 #include "pipeline/compile.h"
+#include "runtime/backends/cpu/executor.h"
 #include "runtime/backends/webgpu/executor.h"
 
 namespace scellis::conform {
@@ -107,6 +110,71 @@ class ScratchDir {
   fs::path path_;
   static inline int counter_ = 0;
 };
+
+// NaN, +-inf and +-0 through every op, on the CPU reference and on the GPU, each held to what
+// PyTorch gives (not merely to each other): NaN where PyTorch has NaN, the same infinities.
+TEST_F(ConformanceTest, SpecialValuesFollowPyTorchOnBothBackends) {
+  const kernel::ref::Parallel parallel(2);
+  std::vector<std::string> covered;
+  for (const SpecialValueCase& s : SpecialValueCases()) {
+    SCOPED_TRACE(s.c.id());
+    covered.push_back(s.c.group);
+    auto plan = CompileCase(s.c, policy::Tier::kProd, gpu_->limits());
+    ASSERT_TRUE(plan.ok()) << Describe(plan.errors());
+    const policy::Thresholds t = policy::ResolveThresholds(s.c.tolerance, policy::Tier::kProd);
+    auto cpu = runtime::cpu::RunPlan<float>(*plan, s.feeds, parallel);
+    ASSERT_TRUE(cpu.ok()) << Describe(cpu.errors());
+    Comparison on_cpu = Compare(cpu->at(0), s.want, t, runtime::kPoisonBits);
+    EXPECT_TRUE(on_cpu.ok()) << "CPU: element " << on_cpu.first_bad << " is " << on_cpu.first_got
+                             << ", PyTorch gives " << on_cpu.first_want;
+    auto gpu = gpu_->Run(*plan, s.feeds, {.poison_outputs = true});
+    ASSERT_TRUE(gpu.ok()) << Describe(gpu.errors());
+    Comparison on_gpu =
+        Compare(gpu->outputs.at(0).second.ToFloats(), s.want, t, runtime::kPoisonBits);
+    EXPECT_TRUE(on_gpu.ok()) << "GPU: element " << on_gpu.first_bad << " is " << on_gpu.first_got
+                             << ", PyTorch gives " << on_gpu.first_want;
+  }
+  for (const std::string& group : Groups()) {
+    if (group == kFusedGroup) continue;
+    EXPECT_NE(std::find(covered.begin(), covered.end(), group), covered.end())
+        << group << " has no special-value case";
+  }
+}
+
+// One NaN weight in the first layer of a relu MLP: relu must carry the NaN on to the loss (it
+// used to map NaN to 0, so NaN weights trained on unnoticed).
+TEST_F(ConformanceTest, ANanWeightInAReluMlpGivesANanLoss) {
+  Case c;
+  c.group = "mlp";
+  c.name = "nan_weight";
+  c.inputs = {{"x", {2, 3}}, {"w1", {3, 4}}, {"w2", {4, 3}}, {"labels", {2}}};
+  c.doc = Json::parse(R"({"version": 2, "nodes": [
+      {"id": 0, "op": "input", "name": "x", "shape": [2, 3]},
+      {"id": 1, "op": "input", "name": "w1", "shape": [3, 4]},
+      {"id": 2, "op": "input", "name": "w2", "shape": [4, 3]},
+      {"id": 3, "op": "input", "name": "labels", "shape": [2]},
+      {"id": 4, "op": "matmul", "a": 0, "b": 1},
+      {"id": 5, "op": "relu", "a": 4},
+      {"id": 6, "op": "matmul", "a": 5, "b": 2},
+      {"id": 7, "op": "cross_entropy", "a": 6, "target": 3}],
+      "outputs": [{"name": "loss", "id": 7}]})");
+  std::vector<float> w1(12, 0.25f);
+  w1[0] = std::numeric_limits<float>::quiet_NaN();
+  runtime::Feeds feeds = {
+      {"x", HostTensor::FromFloats(MakeType({2, 3}), std::vector<float>{1, 2, 3, -1, 0.5f, 2})},
+      {"w1", HostTensor::FromFloats(MakeType({3, 4}), w1)},
+      {"w2", HostTensor::FromFloats(MakeType({4, 3}), std::vector<float>(12, 0.5f))},
+      {"labels", HostTensor::FromFloats(MakeType({2}), std::vector<float>{0, 2})}};
+  auto plan = CompileCase(c, policy::Tier::kProd, gpu_->limits());
+  ASSERT_TRUE(plan.ok()) << Describe(plan.errors());
+  auto cpu = runtime::cpu::RunPlan<float>(*plan, feeds, kernel::ref::Parallel(1));
+  ASSERT_TRUE(cpu.ok()) << Describe(cpu.errors());
+  EXPECT_TRUE(std::isnan(cpu->at(0).at(0))) << "CPU loss " << cpu->at(0).at(0);
+  auto gpu = gpu_->Run(*plan, feeds);
+  ASSERT_TRUE(gpu.ok()) << Describe(gpu.errors());
+  float loss = gpu->outputs.at(0).second.ToFloats().at(0);
+  EXPECT_TRUE(std::isnan(loss)) << "GPU loss " << loss;
+}
 
 TEST_F(ConformanceTest, EveryOpConformsAtProd) {
   auto results = RunGroups(policy::Tier::kProd, {});

@@ -31,7 +31,8 @@ void AddSourceOps(OpTable& t) {
          .kind = OpKind::kSource,
          .tolerance = ToleranceClass::kExact,
          .determinism = none,
-         .summary = "a tensor given inline (`data`, flat, row-major) or fed per run"});
+         .summary = "a tensor given inline (`data`, flat, row-major) or fed per run",
+         .nan = "fed values pass as they are (JSON data has no NaN or infinity)"});
   t.Add(
       {.name = "param",
        .min_version = 1,
@@ -40,7 +41,8 @@ void AddSourceOps(OpTable& t) {
        .kind = OpKind::kSource,
        .tolerance = ToleranceClass::kExact,
        .determinism = "exact; counter-based initializer: element i is a pure function of (seed, i)",
-       .summary = "a trainable tensor with a seeded initializer"});
+       .summary = "a trainable tensor with a seeded initializer",
+       .nan = "initializers give finite values"});
   t.Add({.name = "full",
          .min_version = 1,
          .ports = {},
@@ -48,12 +50,13 @@ void AddSourceOps(OpTable& t) {
          .kind = OpKind::kSource,
          .tolerance = ToleranceClass::kExact,
          .determinism = none,
-         .summary = "a tensor filled with one value"});
+         .summary = "a tensor filled with one value",
+         .nan = "the value is a finite JSON number"});
 }
 
 void AddElementwiseOps(OpTable& t) {
   auto binary = [&](const char* name, int version, ToleranceClass tol, bool differentiable,
-                    const char* summary) {
+                    const char* summary, const char* nan) {
     t.Add({.name = name,
            .min_version = version,
            .ports = {Operand("a"), Operand("b")},
@@ -62,10 +65,11 @@ void AddElementwiseOps(OpTable& t) {
            .differentiable = differentiable,
            .tolerance = tol,
            .determinism = "one correctly rounded operation per element",
-           .summary = summary});
+           .summary = summary,
+           .nan = nan});
   };
   auto unary = [&](const char* name, int version, ToleranceClass tol, bool differentiable,
-                   const char* determinism, const char* summary) {
+                   const char* determinism, const char* summary, const char* nan) {
     t.Add({.name = name,
            .min_version = version,
            .ports = {Operand("a")},
@@ -74,25 +78,42 @@ void AddElementwiseOps(OpTable& t) {
            .differentiable = differentiable,
            .tolerance = tol,
            .determinism = determinism,
-           .summary = summary});
+           .summary = summary,
+           .nan = nan});
   };
-  binary("add", 1, ToleranceClass::kExact, true, "a + b, or a + scalar");
-  binary("sub", 1, ToleranceClass::kExact, true, "a - b, or a - scalar");
-  binary("mul", 1, ToleranceClass::kExact, true, "a * b, or a * scalar");
-  binary("div", 2, ToleranceClass::kTight, true, "a / b (WGSL division is within 2.5 ulp)");
-  unary("relu", 1, ToleranceClass::kExact, true, "exact", "max(a, 0)");
+  binary("add", 1, ToleranceClass::kExact, true, "a + b, or a + scalar",
+         "IEEE 754, as PyTorch: a NaN operand gives NaN, inf + -inf gives NaN");
+  binary("sub", 1, ToleranceClass::kExact, true, "a - b, or a - scalar",
+         "IEEE 754, as PyTorch: a NaN operand gives NaN, inf - inf gives NaN");
+  binary("mul", 1, ToleranceClass::kExact, true, "a * b, or a * scalar",
+         "IEEE 754, as PyTorch: a NaN operand gives NaN, 0 * inf gives NaN");
+  binary("div", 2, ToleranceClass::kTight, true, "a / b (WGSL division is within 2.5 ulp)",
+         "IEEE 754, as PyTorch: x / 0 is +-inf for x != 0, 0 / 0, inf / inf and a NaN operand "
+         "give NaN");
+  unary("relu", 1, ToleranceClass::kExact, true, "exact", "max(a, 0)",
+        "as torch.relu: relu(NaN) = NaN (never 0), relu(-0) = -0, relu(inf) = inf, "
+        "relu(-inf) = 0");
   // A step function: its derivative is zero wherever it exists, so it has no gradient rule.
-  unary("positive", 1, ToleranceClass::kExact, false, "exact", "1 where a > 0, else 0");
-  unary("neg", 2, ToleranceClass::kExact, true, "exact", "-a");
+  unary("positive", 1, ToleranceClass::kExact, false, "exact", "0 where a <= 0, else 1",
+        "positive(NaN) = 1: relu's gradient (upstream * positive(a)) passes the upstream "
+        "gradient at NaN, as PyTorch's threshold_backward does (the forward value is NaN "
+        "already)");
+  unary("neg", 2, ToleranceClass::kExact, true, "exact", "-a", "-NaN is NaN, -(+-inf) is -+inf");
   unary("exp", 2, ToleranceClass::kDefault, true,
-        "CPU: own implementation (1 ulp); GPU: the driver's exp", "e^a");
+        "CPU: own implementation (1 ulp); GPU: the driver's exp", "e^a",
+        "exp(NaN) = NaN, exp(inf) = inf, exp(-inf) = 0; overflow gives inf");
   unary("log", 2, ToleranceClass::kDefault, true,
-        "CPU: own implementation (1 ulp); GPU: the driver's log", "natural logarithm");
-  unary("sqrt", 2, ToleranceClass::kTight, true, "correctly rounded on CPU", "square root");
-  unary("tanh", 2, ToleranceClass::kDefault, true, "CPU: own implementation", "hyperbolic tangent");
-  unary("sigmoid", 2, ToleranceClass::kDefault, true, "CPU: own implementation", "1 / (1 + e^-a)");
+        "CPU: own implementation (1 ulp); GPU: the driver's log", "natural logarithm",
+        "log(NaN) = NaN, log(a < 0) = NaN, log(+-0) = -inf, log(inf) = inf");
+  unary("sqrt", 2, ToleranceClass::kTight, true, "correctly rounded on CPU", "square root",
+        "sqrt(NaN) = NaN, sqrt(a < 0) = NaN, sqrt(-0) = -0, sqrt(inf) = inf");
+  unary("tanh", 2, ToleranceClass::kDefault, true, "CPU: own implementation", "hyperbolic tangent",
+        "tanh(NaN) = NaN, tanh(+-inf) = +-1");
+  unary("sigmoid", 2, ToleranceClass::kDefault, true, "CPU: own implementation", "1 / (1 + e^-a)",
+        "sigmoid(NaN) = NaN, sigmoid(inf) = 1, sigmoid(-inf) = 0");
   unary("gelu", 2, ToleranceClass::kDefault, true, "exact erf; CPU: own erf",
-        "a * Phi(a), the exact (erf) form");
+        "a * Phi(a), the exact (erf) form",
+        "gelu(NaN) = NaN, gelu(inf) = inf, gelu(-inf) = NaN (-inf * 0, as PyTorch)");
   t.Add({.name = "gelu_grad",
          .min_version = 2,
          .ports = {Operand("a"), {"b", PortRole::kGradient}},
@@ -101,7 +122,9 @@ void AddElementwiseOps(OpTable& t) {
          .differentiable = true,
          .tolerance = ToleranceClass::kDefault,
          .determinism = "one correctly rounded operation per element",
-         .summary = "gradient of exact gelu: b * gelu'(a)"});
+         .summary = "gradient of exact gelu: b * gelu'(a)",
+         .nan = "gelu'(a) is NaN where a is NaN or +-inf (as PyTorch's gelu backward); then "
+                "times b under IEEE 754"});
 }
 
 void AddReduceOps(OpTable& t) {
@@ -117,7 +140,9 @@ void AddReduceOps(OpTable& t) {
          .differentiable = true,
          .tolerance = ToleranceClass::kDefault,
          .determinism = order,
-         .summary = "sum of all elements, or over one axis (version 2)"});
+         .summary = "sum of all elements, or over one axis (version 2)",
+         .nan = "IEEE accumulation, as torch.sum: a NaN, or both +inf and -inf, among the summed "
+                "elements gives NaN; the sum over an empty axis is 0"});
   t.Add({.name = "mean",
          .min_version = 2,
          .ports = {Operand("a")},
@@ -126,7 +151,9 @@ void AddReduceOps(OpTable& t) {
          .differentiable = true,
          .tolerance = ToleranceClass::kDefault,
          .determinism = order,
-         .summary = "mean of all elements, or over one axis"});
+         .summary = "mean of all elements, or over one axis",
+         .nan = "the sum's rule, then divided by the count; the mean over an empty axis is NaN, "
+                "as torch.mean"});
 }
 
 void AddLinalgOps(OpTable& t) {
@@ -138,11 +165,14 @@ void AddLinalgOps(OpTable& t) {
          .differentiable = true,
          .tolerance = ToleranceClass::kDefault,
          .determinism = "fixed accumulation order along K; no split-K atomics",
-         .summary = "matrix product; batched with broadcasting batch dims (version 2)"});
+         .summary = "matrix product; batched with broadcasting batch dims (version 2)",
+         .nan = "IEEE products and sums, as torch.matmul: a NaN in row i of a or column j of b "
+                "makes out[i, j] NaN, as does 0 * inf; an empty inner dimension gives zeros"});
 }
 
 void AddLayoutOps(OpTable& t) {
   const char* moves = "exact (data movement)";
+  const char* bits = "elements move as bits: NaN and infinities pass unchanged";
   t.Add({.name = "transpose",
          .min_version = 1,
          .ports = {AnyDTypeOperand("a")},
@@ -151,7 +181,8 @@ void AddLayoutOps(OpTable& t) {
          .differentiable = true,
          .tolerance = ToleranceClass::kExact,
          .determinism = moves,
-         .summary = "swap the two axes of a rank-2 tensor"});
+         .summary = "swap the two axes of a rank-2 tensor",
+         .nan = bits});
   t.Add({.name = "permute",
          .min_version = 2,
          .ports = {AnyDTypeOperand("a")},
@@ -160,7 +191,8 @@ void AddLayoutOps(OpTable& t) {
          .differentiable = true,
          .tolerance = ToleranceClass::kExact,
          .determinism = moves,
-         .summary = "reorder axes"});
+         .summary = "reorder axes",
+         .nan = bits});
   t.Add({.name = "reshape",
          .min_version = 2,
          .ports = {AnyDTypeOperand("a")},
@@ -169,7 +201,8 @@ void AddLayoutOps(OpTable& t) {
          .differentiable = true,
          .tolerance = ToleranceClass::kExact,
          .determinism = moves,
-         .summary = "same elements in row-major order, new shape; one size may be -1"});
+         .summary = "same elements in row-major order, new shape; one size may be -1",
+         .nan = bits});
 }
 
 void AddStencilOps(OpTable& t) {
@@ -180,13 +213,18 @@ void AddStencilOps(OpTable& t) {
          .kind = OpKind::kStencil,
          .tolerance = ToleranceClass::kExact,
          .determinism = "exact (integer neighbour counts on 0/1 cells)",
-         .summary = "one Game-of-Life step on a toroidal grid of 0/1 cells"});
+         .summary = "one Game-of-Life step on a toroidal grid of 0/1 cells",
+         .nan = "no PyTorch counterpart: a NaN among the nine cells a result reads makes that "
+                "result NaN; infinities are cells like any other (alive when > 0.5)"});
 }
 
 void AddNnOps(OpTable& t) {
   const char* rowwise =
       "per row: the maximum, then exp(x - max) summed in index order; one invocation per row on "
       "the GPU, so no atomics and no cross-thread order";
+  const char* row_nan =
+      "as PyTorch: a row holding a NaN or +inf, or only -inf, is NaN throughout; a -inf entry "
+      "gives probability 0 (log-probability -inf)";
   t.Add({.name = "softmax",
          .min_version = 2,
          .ports = {Operand("a")},
@@ -195,7 +233,8 @@ void AddNnOps(OpTable& t) {
          .differentiable = true,
          .tolerance = ToleranceClass::kDefault,
          .determinism = rowwise,
-         .summary = "exp(a - max) / sum(exp(a - max)) over the last axis"});
+         .summary = "exp(a - max) / sum(exp(a - max)) over the last axis",
+         .nan = row_nan});
   t.Add({.name = "log_softmax",
          .min_version = 2,
          .ports = {Operand("a")},
@@ -204,7 +243,8 @@ void AddNnOps(OpTable& t) {
          .differentiable = true,
          .tolerance = ToleranceClass::kDefault,
          .determinism = rowwise,
-         .summary = "(a - max) - log(sum(exp(a - max))) over the last axis"});
+         .summary = "(a - max) - log(sum(exp(a - max))) over the last axis",
+         .nan = row_nan});
   t.Add({.name = "cross_entropy",
          .min_version = 2,
          .ports = {Operand("a"), {"target", PortRole::kLabels}},
@@ -215,7 +255,10 @@ void AddNnOps(OpTable& t) {
          .determinism = "row losses as in log_softmax; their mean sums 256 strided partials "
                         "combined by a fixed pairwise tree, the same order on every backend",
          .summary = "mean over rows of -log_softmax(a)[target]; target holds f32 class "
-                    "indices, an invalid one makes the loss NaN"});
+                    "indices, an invalid one makes the loss NaN",
+         .nan = "as PyTorch: a row whose log_softmax is NaN (a NaN or +inf logit, or only -inf) "
+                "or whose label is invalid has a NaN loss, so the mean is NaN; a -inf logit off "
+                "the label is harmless; no rows (N = 0) give NaN"});
   t.Add({.name = "cross_entropy_grad",
          .min_version = 2,
          .ports = {Operand("a"), {"target", PortRole::kLabels}, {"b", PortRole::kGradient}},
@@ -225,11 +268,17 @@ void AddNnOps(OpTable& t) {
          .tolerance = ToleranceClass::kDefault,
          .determinism = rowwise,
          .summary = "(softmax(a) - onehot(target)) / N * b, the gradient of cross_entropy "
-                    "for an upstream gradient b of shape []"});
+                    "for an upstream gradient b of shape []",
+         .nan = "a row that cross_entropy makes NaN has a NaN gradient throughout; a NaN b "
+                "makes every element NaN"});
 }
 
 void AddOptimOps(OpTable& t) {
   const char* per_element = "one element per invocation; no reductions, no atomics";
+  const char* update_nan =
+      "IEEE arithmetic as torch.optim: a NaN or infinite parameter, gradient or state element "
+      "gives a NaN or infinite result for that element, nothing is clamped; a NaN step t counts "
+      "as t < 1";
   Port param = Operand("param"), grad{"grad", PortRole::kGradient}, step{"t", PortRole::kStep};
   Attr lr{"lr", AttrType::kNumber, 1e-3}, weight_decay{"weight_decay", AttrType::kNumber, 0.0},
       maximize{"maximize", AttrType::kBool, false};
@@ -240,7 +289,8 @@ void AddOptimOps(OpTable& t) {
          .kind = OpKind::kOptimizer,
          .tolerance = ToleranceClass::kDefault,
          .determinism = per_element,
-         .summary = "SGD: g = grad (+ weight_decay * param); param - lr * g"});
+         .summary = "SGD: g = grad (+ weight_decay * param); param - lr * g",
+         .nan = update_nan});
   const std::vector<Port> momentum_ports = {param, grad, {"velocity", PortRole::kState}, step};
   const std::vector<Attr> momentum_attrs = {
       lr,           {"momentum", AttrType::kNumber, 0.0}, {"dampening", AttrType::kNumber, 0.0},
@@ -252,7 +302,8 @@ void AddOptimOps(OpTable& t) {
          .kind = OpKind::kOptimizer,
          .tolerance = ToleranceClass::kDefault,
          .determinism = per_element,
-         .summary = "SGD with momentum: the new parameter (t <= 1: velocity := g)"});
+         .summary = "SGD with momentum: the new parameter (t <= 1: velocity := g)",
+         .nan = update_nan});
   t.Add({.name = "momentum_velocity",
          .min_version = 2,
          .ports = momentum_ports,
@@ -261,7 +312,8 @@ void AddOptimOps(OpTable& t) {
          .tolerance = ToleranceClass::kDefault,
          .determinism = per_element,
          .summary = "SGD with momentum: the new velocity, momentum * v + (1 - dampening) * g "
-                    "(t <= 1: g)"});
+                    "(t <= 1: g)",
+         .nan = update_nan});
   const std::vector<Port> adam_ports = {
       param, grad, {"m", PortRole::kState}, {"v", PortRole::kState}, step};
   // weight_decay has no single default: 0 for Adam, 1e-2 for AdamW (decoupled), as in PyTorch.
@@ -283,7 +335,8 @@ void AddOptimOps(OpTable& t) {
          .tolerance = ToleranceClass::kDefault,
          .determinism = adam_determinism,
          .summary = "Adam / AdamW (decoupled): the new parameter; weight_decay defaults to 0, "
-                    "or 1e-2 when decoupled"});
+                    "or 1e-2 when decoupled",
+         .nan = update_nan});
   t.Add({.name = "adam_m",
          .min_version = 2,
          .ports = adam_ports,
@@ -291,7 +344,8 @@ void AddOptimOps(OpTable& t) {
          .kind = OpKind::kOptimizer,
          .tolerance = ToleranceClass::kDefault,
          .determinism = per_element,
-         .summary = "Adam: the new first moment, m.lerp(g, 1 - beta1)"});
+         .summary = "Adam: the new first moment, m.lerp(g, 1 - beta1)",
+         .nan = update_nan});
   t.Add({.name = "adam_v",
          .min_version = 2,
          .ports = adam_ports,
@@ -299,7 +353,8 @@ void AddOptimOps(OpTable& t) {
          .kind = OpKind::kOptimizer,
          .tolerance = ToleranceClass::kDefault,
          .determinism = per_element,
-         .summary = "Adam: the new second moment, beta2 * v + (1 - beta2) * g * g"});
+         .summary = "Adam: the new second moment, beta2 * v + (1 - beta2) * g * g",
+         .nan = update_nan});
 }
 
 }  // namespace

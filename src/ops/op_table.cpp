@@ -205,6 +205,7 @@ std::string ToMarkdown(const OpTable& table) {
            (s.differentiable ? "differentiable" : "not differentiable") + "\n";
     out += std::string("- tolerance class: ") + policy::ToleranceName(s.tolerance) + "\n";
     out += "- determinism: " + s.determinism + "\n";
+    out += "- NaN and infinities: " + s.nan + "\n";
     PortsSection(s, out);
     AttrsSection(s, out);
   }

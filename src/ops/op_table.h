@@ -89,6 +89,8 @@ struct OpSpec {
   policy::ToleranceClass tolerance = policy::ToleranceClass::kTight;
   std::string determinism;  // reduction order, atomics: what a reader needs to trust the bits
   std::string summary;
+  // What NaN and ±inf inputs give, on every backend: PyTorch's semantics for the op.
+  std::string nan;
 
   const Port* FindPort(std::string_view port) const;
   const Attr* FindAttr(std::string_view attr) const;

@@ -112,3 +112,14 @@ TEST(OpTable, MarkdownNamesEveryOpPortAndAttribute) {
 
 }  // namespace
 }  // namespace scellis::ops
+
+namespace scellis::ops {
+namespace {
+
+// docs/ops.md states each op's NaN rule; an op added without one would leave users guessing.
+TEST(OpTable, EveryBuiltinOpStatesItsNanRule) {
+  for (const OpSpec& s : BuiltinOps()->ops()) EXPECT_FALSE(s.nan.empty()) << s.name;
+}
+
+}  // namespace
+}  // namespace scellis::ops

@@ -199,7 +199,7 @@ class Lowering {
     c.version = prog_.version;
     c.pointer = b.pointer;
     c.where = b.Describe();
-    auto type = rule->infer(c);
+    auto type = InferChecked(n.op, *rule, c);
     if (!type.ok()) {
       for (const Diagnostic& d : type.errors()) errors_.push_back(d);
       return -1;

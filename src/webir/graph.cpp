@@ -127,7 +127,7 @@ Status Verify(const Graph& g) {
     for (int a : n.args) c.args.push_back(g.at(a).type);
     c.attrs = n.attrs;
     c.version = std::max(g.version, spec->min_version);
-    auto t = rule->infer(c);
+    auto t = InferChecked(n.op, *rule, c);
     if (!t.ok() || !t->SameShape(n.type) || t->dtype != n.type.dtype)
       return InternalError("webir.Verify",
                            "node %" + n.name + " does not match its op's type rule");

@@ -32,6 +32,21 @@ const OpRule* FindRule(std::string_view op) {
   return it == rules.end() ? nullptr : &it->second;
 }
 
+Result<TensorType> InferChecked(std::string_view op, const OpRule& rule, InferContext& c) {
+  SCELLIS_ASSIGN_OR_RETURN(TensorType t, rule.infer(c));
+  if (!CheckedElements(t.dims)) {
+    std::string args;
+    for (const TensorType& a : c.args)
+      args += (args.empty() ? "" : " and ") + a.ShapeStringWithSizes();
+    return c.Error("tensor-too-large",
+                   std::string(op) + " of " + (args.empty() ? "no inputs" : args) +
+                       " gives the shape " + t.ShapeStringWithSizes() +
+                       ", more than 2^40 elements (zero-sized dimensions aside)",
+                   "no device holds a tensor this large; split the data or stream it");
+  }
+  return t;
+}
+
 Result<TensorType> InferSameAsFirst(InferContext& c) {
   return c.args[0];
 }
@@ -61,12 +76,6 @@ Result<TensorType> InferBroadcast(InferContext& c) {
                        "labelled version " +
                        std::to_string(c.version),
                    "label the graph \"version\": 2, or give both inputs the same shape");
-  }
-  if (!FitsMaxElements(*dims)) {
-    return c.Error("tensor-too-large",
-                   "broadcasting " + a.ShapeStringWithSizes() + " with " +
-                       b.ShapeStringWithSizes() + " gives more than 2^40 elements",
-                   "no device holds a tensor this large; split the data or stream it");
   }
   TensorType out;
   out.dtype = a.dtype;

@@ -59,6 +59,12 @@ void AddStencilRules(RuleSet& r);
 void AddNnRules(RuleSet& r);
 void AddOptimRules(RuleSet& r);
 
+// Runs `rule` (the rule of `op`) and checks the shape it inferred: an output of more than
+// kMaxElements elements (the non-zero sizes counted, see CheckedElements) is `tensor-too-large`
+// at the node's pointer. Every place that types a node calls this, never rule.infer directly, so
+// no rule can hand an unchecked shape to the rungs below.
+Result<TensorType> InferChecked(std::string_view op, const OpRule& rule, InferContext& c);
+
 // Shared shape rules.
 Result<TensorType> InferSameAsFirst(InferContext& c);
 Result<TensorType> InferBroadcast(InferContext& c);

@@ -169,7 +169,7 @@ TEST_F(V1Ops, AddSubMulScalarForm) {
 
 TEST_F(V1Ops, ReluAndPositive) {
   std::vector<float> a = Random(1000);
-  a[0] = -0.0f;  // neither relu nor positive lets a negative zero through as positive
+  a[0] = -0.0f;  // relu keeps it -0 (as torch.relu), positive gives 0: never positive
   Json doc = GraphDoc({InputNode(0, {1000}, a),
                        {{"id", 1}, {"op", "relu"}, {"a", 0}},
                        {{"id", 2}, {"op", "positive"}, {"a", 0}}},
@@ -177,7 +177,7 @@ TEST_F(V1Ops, ReluAndPositive) {
   runtime::RunResult r = CompileAndRun(doc.dump());
   std::vector<double> relu(a.size()), positive(a.size());
   for (size_t i = 0; i < a.size(); ++i) {
-    relu[i] = a[i] > 0 ? static_cast<double>(a[i]) : 0.0;
+    relu[i] = a[i] < 0 ? 0.0 : static_cast<double>(a[i]);
     positive[i] = a[i] > 0 ? 1.0 : 0.0;
   }
   ASSERT_TRUE(FindOutput(r, "relu") && FindOutput(r, "positive"));
@@ -266,7 +266,7 @@ TEST_F(V1Ops, FusedChainRoundsEveryStep) {
     t = static_cast<float>(static_cast<double>(t) + c[i]);
     t = static_cast<float>(static_cast<double>(t) * s);
     t = static_cast<float>(static_cast<double>(t) - a[i]);
-    want[i] = t > 0 ? t : 0.0;
+    want[i] = t < 0 ? 0.0 : t;  // relu as torch.relu: -0 stays -0
   }
   ExpectExact(RunOne(doc, "y"), want);
 }

@@ -1,5 +1,8 @@
 // Scalar definitions of the elementwise ops for the CPU reference. Transcendentals come from
 // detmath, never the libm, so the bits are the same on every machine.
+#include <cmath>
+#include <limits>
+
 #include "base/detmath.h"
 #include "kernel/ref/ref.h"
 
@@ -22,14 +25,16 @@ template <typename T>
 T Div(T a, T b) {
   return a / b;
 }
-// Written as a comparison so NaN maps to 0 on every backend (WGSL uses the same select).
+// NaN stays NaN and -0 stays -0, as torch.relu gives them.
 template <typename T>
 T Relu(T a, T) {
-  return a > T(0) ? a : T(0);
+  return a < T(0) ? T(0) : a;
 }
+// 0 only for a <= 0: NaN gives 1, so relu's gradient at NaN passes the upstream gradient, as
+// PyTorch's threshold_backward does.
 template <typename T>
 T Positive(T a, T) {
-  return a > T(0) ? T(1) : T(0);
+  return a <= T(0) ? T(0) : T(1);
 }
 template <typename T>
 T Neg(T a, T) {
@@ -55,12 +60,16 @@ template <typename T>
 T Sigmoid(T a, T) {
   return detmath::Sigmoid(a);
 }
+// PyTorch evaluates a * Phi(a) as written, so gelu(-inf) = -inf * 0 = NaN, and its derivative
+// Phi(a) + a * phi(a) is NaN at both infinities (inf * 0); detmath gives the limits instead.
 template <typename T>
 T Gelu(T a, T) {
+  if (std::isinf(a) && a < T(0)) return std::numeric_limits<T>::quiet_NaN();
   return detmath::Gelu(a);
 }
 template <typename T>
 T GeluGrad(T a, T b) {
+  if (std::isinf(a)) return std::numeric_limits<T>::quiet_NaN();
   return b * detmath::GeluGrad(a);
 }
 

@@ -63,7 +63,7 @@ int Emit(Graph& g, const std::string& op, std::vector<int> args, Json attrs) {
   for (int a : args) c.args.push_back(g.at(a).type);
   c.attrs = std::move(attrs);
   c.version = std::max(g.version, spec->min_version);
-  auto type = rule->infer(c);
+  auto type = InferChecked(op, *rule, c);
   if (!type.ok()) {
     RecordRuleError("a gradient rule built an ill-typed " + op + ": " +
                     type.errors().front().message);

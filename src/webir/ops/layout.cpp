@@ -50,7 +50,7 @@ Result<TensorType> InferReshape(InferContext& c) {
   TensorType out;
   out.dtype = a.dtype;
   int infer_at = -1;
-  int64_t known = 1;
+  std::vector<int64_t> given;  // the sizes other than the -1
   for (size_t i = 0; i < it->size(); ++i) {
     const Json& d = (*it)[i];
     if (!d.is_number_integer() || d.get<int64_t>() < -1) {
@@ -61,18 +61,25 @@ Result<TensorType> InferReshape(InferContext& c) {
       if (infer_at >= 0) return c.Error("bad-attribute", "reshape takes at most one -1");
       infer_at = static_cast<int>(i);
     } else {
-      if (s > 0 && known > kMaxElements / s)
-        return c.Error("tensor-too-large", "reshape is too large");
-      known *= s;
+      given.push_back(s);
     }
     out.dims.push_back(Dim{s, ""});
   }
+  auto known = CheckedElements(given);
+  if (!known) {
+    return c.Error("tensor-too-large",
+                   "reshape to " + it->dump() +
+                       " asks for more than 2^40 elements (zero-sized "
+                       "dimensions aside)",
+                   "no device holds a tensor this large; split the data or stream it");
+  }
   if (infer_at >= 0) {
-    if (known == 0 || a.elements() % known) {
+    // With a zero among the given sizes, any size fits the -1: refused as PyTorch refuses it.
+    if (*known == 0 || a.elements() % *known) {
       return c.Error("shape-mismatch",
                      "cannot reshape " + a.ShapeStringWithSizes() + " to " + it->dump());
     }
-    out.dims[infer_at].size = a.elements() / known;
+    out.dims[infer_at].size = a.elements() / *known;
     (*it)[infer_at] = out.dims[infer_at].size;
   }
   if (out.elements() != a.elements()) {

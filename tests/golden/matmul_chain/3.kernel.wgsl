@@ -63,6 +63,20 @@ fn main(@builtin(workgroup_id) wg: vec3<u32>,
 // ---- k2_fused_mul_sub_relu ----
 @group(0) @binding(0) var<storage, read> in0: array<f32>;
 @group(0) @binding(1) var<storage, read_write> out: array<f32>;
+fn is_nan_f32(x: f32) -> bool { return (bitcast<u32>(x) & 0x7fffffffu) > 0x7f800000u; }
+fn is_below_zero_f32(x: f32) -> bool {
+  let b = bitcast<u32>(x);
+  return b > 0x80000000u && b <= 0xff800000u;
+}
+fn nan_f32() -> f32 {
+  var bits = 0x7fc00000u;
+  return bitcast<f32>(bits);
+}
+fn inf_f32() -> f32 {
+  var bits = 0x7f800000u;
+  return bitcast<f32>(bits);
+}
+fn relu_f32(x: f32) -> f32 { return select(x, 0.0, is_below_zero_f32(x)); }
 
 @compute @workgroup_size(64)
 fn main(@builtin(global_invocation_id) gid: vec3<u32>,
@@ -74,7 +88,7 @@ fn main(@builtin(global_invocation_id) gid: vec3<u32>,
   let s1 = (x0 * s0);
   let s2 = f32(1.0);
   let s3 = (s1 - s2);
-  let s4 = select(0.0, s3, s3 > 0.0);
+  let s4 = relu_f32(s3);
   out[i] = s4;
 }
 

@@ -52,6 +52,20 @@ fn main(@builtin(global_invocation_id) gid: vec3<u32>,
 // ---- k2_fused_relu ----
 @group(0) @binding(0) var<storage, read> in0: array<f32>;
 @group(0) @binding(1) var<storage, read_write> out: array<f32>;
+fn is_nan_f32(x: f32) -> bool { return (bitcast<u32>(x) & 0x7fffffffu) > 0x7f800000u; }
+fn is_below_zero_f32(x: f32) -> bool {
+  let b = bitcast<u32>(x);
+  return b > 0x80000000u && b <= 0xff800000u;
+}
+fn nan_f32() -> f32 {
+  var bits = 0x7fc00000u;
+  return bitcast<f32>(bits);
+}
+fn inf_f32() -> f32 {
+  var bits = 0x7f800000u;
+  return bitcast<f32>(bits);
+}
+fn relu_f32(x: f32) -> f32 { return select(x, 0.0, is_below_zero_f32(x)); }
 
 @compute @workgroup_size(64)
 fn main(@builtin(global_invocation_id) gid: vec3<u32>,
@@ -59,7 +73,7 @@ fn main(@builtin(global_invocation_id) gid: vec3<u32>,
   let i = gid.x + gid.y * groups.x * 64u;
   if (i >= 20u) { return; }
   let x0 = in0[i];
-  let s0 = select(0.0, x0, x0 > 0.0);
+  let s0 = relu_f32(x0);
   out[i] = s0;
 }
 
@@ -118,8 +132,17 @@ fn main(@builtin(global_invocation_id) gid: vec3<u32>,
 @group(0) @binding(0) var<storage, read> in0: array<f32>;
 @group(0) @binding(1) var<storage, read> in1: array<f32>;
 @group(0) @binding(2) var<storage, read_write> out: array<f32>;
+fn is_nan_f32(x: f32) -> bool { return (bitcast<u32>(x) & 0x7fffffffu) > 0x7f800000u; }
+fn is_below_zero_f32(x: f32) -> bool {
+  let b = bitcast<u32>(x);
+  return b > 0x80000000u && b <= 0xff800000u;
+}
 fn nan_f32() -> f32 {
   var bits = 0x7fc00000u;
+  return bitcast<f32>(bits);
+}
+fn inf_f32() -> f32 {
+  var bits = 0x7f800000u;
   return bitcast<f32>(bits);
 }
 fn row_loss(r: u32) -> f32 {
@@ -127,12 +150,16 @@ fn row_loss(r: u32) -> f32 {
   if (!(label >= 0.0 && label < f32(3.0) && floor(label) == label)) { return nan_f32(); }
   let base = r * 3u;
   var mx = in0[base];
+  var bad = is_nan_f32(mx);
   for (var j = 1u; j < 3u; j = j + 1u) {
     let x = in0[base + j];
+    bad = bad || is_nan_f32(x);
     if (x > mx) { mx = x; }
   }
+  bad = bad || (bitcast<u32>(mx) & 0x7fffffffu) == 0x7f800000u;
   var sum = 0.0;
   for (var j = 0u; j < 3u; j = j + 1u) { sum = sum + exp(in0[base + j] - mx); }
+  if (bad) { return nan_f32(); }
   return -((in0[base + u32(label)] - mx) - log(sum));
 }
 var<workgroup> partial: array<f32, 256>;
@@ -168,8 +195,17 @@ fn main(@builtin(global_invocation_id) gid: vec3<u32>,
 @group(0) @binding(1) var<storage, read> in1: array<f32>;
 @group(0) @binding(2) var<storage, read> in2: array<f32>;
 @group(0) @binding(3) var<storage, read_write> out: array<f32>;
+fn is_nan_f32(x: f32) -> bool { return (bitcast<u32>(x) & 0x7fffffffu) > 0x7f800000u; }
+fn is_below_zero_f32(x: f32) -> bool {
+  let b = bitcast<u32>(x);
+  return b > 0x80000000u && b <= 0xff800000u;
+}
 fn nan_f32() -> f32 {
   var bits = 0x7fc00000u;
+  return bitcast<f32>(bits);
+}
+fn inf_f32() -> f32 {
+  var bits = 0x7f800000u;
   return bitcast<f32>(bits);
 }
 
@@ -187,12 +223,19 @@ fn main(@builtin(global_invocation_id) gid: vec3<u32>,
   let k = u32(label);
   let r = in2[0] / f32(4.0);
   var mx = in0[base];
+  var bad = is_nan_f32(mx);
   for (var j = 1u; j < 3u; j = j + 1u) {
     let x = in0[base + j];
+    bad = bad || is_nan_f32(x);
     if (x > mx) { mx = x; }
   }
+  bad = bad || (bitcast<u32>(mx) & 0x7fffffffu) == 0x7f800000u;
   var sum = 0.0;
   for (var j = 0u; j < 3u; j = j + 1u) { sum = sum + exp(in0[base + j] - mx); }
+  if (bad) {
+    for (var j = 0u; j < 3u; j = j + 1u) { out[base + j] = nan_f32(); }
+    return;
+  }
   let log_sum = log(sum);
   for (var j = 0u; j < 3u; j = j + 1u) {
     let p = exp((in0[base + j] - mx) - log_sum);
@@ -281,6 +324,22 @@ fn main(@builtin(workgroup_id) wg: vec3<u32>,
 @group(0) @binding(0) var<storage, read> in0: array<f32>;
 @group(0) @binding(1) var<storage, read> in1: array<f32>;
 @group(0) @binding(2) var<storage, read_write> out: array<f32>;
+fn is_nan_f32(x: f32) -> bool { return (bitcast<u32>(x) & 0x7fffffffu) > 0x7f800000u; }
+fn is_below_zero_f32(x: f32) -> bool {
+  let b = bitcast<u32>(x);
+  return b > 0x80000000u && b <= 0xff800000u;
+}
+fn nan_f32() -> f32 {
+  var bits = 0x7fc00000u;
+  return bitcast<f32>(bits);
+}
+fn inf_f32() -> f32 {
+  var bits = 0x7f800000u;
+  return bitcast<f32>(bits);
+}
+fn positive_f32(x: f32) -> f32 {
+  return select(1.0, 0.0, is_below_zero_f32(x) || (bitcast<u32>(x) & 0x7fffffffu) == 0u);
+}
 
 @compute @workgroup_size(64)
 fn main(@builtin(global_invocation_id) gid: vec3<u32>,
@@ -289,7 +348,7 @@ fn main(@builtin(global_invocation_id) gid: vec3<u32>,
   if (i >= 20u) { return; }
   let x0 = in0[i];
   let x1 = in1[i];
-  let s0 = select(0.0, 1.0, x1 > 0.0);
+  let s0 = positive_f32(x1);
   let s1 = (x0 * s0);
   out[i] = s1;
 }

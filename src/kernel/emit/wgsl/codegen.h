@@ -72,7 +72,26 @@ std::string ElementwiseExpr(const std::string& op, const std::string& a, const s
 // `finish`, which reads the total as `partial[0]`.
 std::string TreeReduce256(const std::string& term, int64_t count, const std::string& finish);
 
-// Helper functions an op's expression needs (e.g. erf for gelu), "" if none.
-std::string ElementwiseHelpers(const std::string& op);
+// Helper functions an op's expression needs (e.g. erf for gelu), one complete WGSL function
+// (or group) per entry, in dependency order; ops that share a helper list the same entry.
+std::vector<std::string> ElementwiseHelpers(const std::string& op);
+
+// WGSL functions for special values, tested on the bits: is_nan_f32(x), is_below_zero_f32(x) (x < 0
+// and not NaN, -0 excluded), nan_f32() and inf_f32(). A NaN or infinite constant expression is a
+// shader-creation error in WGSL, so the constants are made at run time from their bits.
+inline constexpr const char* kSpecialValueFns =
+    "fn is_nan_f32(x: f32) -> bool { return (bitcast<u32>(x) & 0x7fffffffu) > 0x7f800000u; }\n"
+    "fn is_below_zero_f32(x: f32) -> bool {\n"
+    "  let b = bitcast<u32>(x);\n"
+    "  return b > 0x80000000u && b <= 0xff800000u;\n"
+    "}\n"
+    "fn nan_f32() -> f32 {\n"
+    "  var bits = 0x7fc00000u;\n"
+    "  return bitcast<f32>(bits);\n"
+    "}\n"
+    "fn inf_f32() -> f32 {\n"
+    "  var bits = 0x7f800000u;\n"
+    "  return bitcast<f32>(bits);\n"
+    "}\n";
 
 }  // namespace scellis::kernel::wgsl

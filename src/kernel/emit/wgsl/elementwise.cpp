@@ -1,5 +1,8 @@
 // WGSL for fused elementwise kernels and the expressions of each elementwise op. The expressions
-// mirror kernel/ref/elementwise.cpp: relu and positive are selects so NaN behaves the same on both.
+// mirror kernel/ref/elementwise.cpp, NaN and infinities included (PyTorch's semantics, stated per
+// op in ops/builtin.cpp). WGSL lets an implementation assume no NaN or infinity occurs, and leaves
+// max/min/clamp and log/sqrt of negatives unspecified, so every special value an op must treat
+// specially is tested on the bits (kSpecialValueFns), where no float rewrite can drop the test.
 #include "kernel/emit/wgsl/codegen.h"
 #include "kernel/ref/ref.h"
 
@@ -10,21 +13,20 @@ std::string ElementwiseExpr(const std::string& op, const std::string& a, const s
   if (op == "sub") return "(" + a + " - " + b + ")";
   if (op == "mul") return "(" + a + " * " + b + ")";
   if (op == "div") return "(" + a + " / " + b + ")";
-  if (op == "relu") return "select(0.0, " + a + ", " + a + " > 0.0)";
-  if (op == "positive") return "select(0.0, 1.0, " + a + " > 0.0)";
+  if (op == "relu") return "relu_f32(" + a + ")";
+  if (op == "positive") return "positive_f32(" + a + ")";
   if (op == "neg") return "(-" + a + ")";
-  if (op == "exp") return "exp(" + a + ")";
-  if (op == "log") return "log(" + a + ")";
-  if (op == "sqrt") return "sqrt(" + a + ")";
-  // Clamped: tanh(±15) is ±1 in f32, and some drivers overflow inside tanh for large inputs.
-  if (op == "tanh") return "tanh(clamp(" + a + ", -15.0, 15.0))";
-  if (op == "sigmoid") return "(1.0 / (1.0 + exp(-" + a + ")))";
+  if (op == "exp") return "exp_f32(" + a + ")";
+  if (op == "log") return "log_f32(" + a + ")";
+  if (op == "sqrt") return "sqrt_f32(" + a + ")";
+  if (op == "tanh") return "tanh_f32(" + a + ")";
+  if (op == "sigmoid") return "sigmoid_f32(" + a + ")";
   if (op == "gelu") return "gelu_exact(" + a + ")";
   if (op == "gelu_grad") return "(" + b + " * gelu_exact_grad(" + a + "))";
   return "";
 }
 
-std::string ElementwiseHelpers(const std::string& op) {
+std::vector<std::string> ElementwiseHelpers(const std::string& op) {
   // WGSL has no erf. Abramowitz & Stegun 7.1.26 (|error| <= 1.5e-7), evaluated in f32.
   static const std::string kErf =
       "fn erf_approx(x: f32) -> f32 {\n"
@@ -35,20 +37,82 @@ std::string ElementwiseHelpers(const std::string& op) {
       "* 1.061405429))));\n"
       "  return s * (1.0 - p * exp(-z * z));\n"
       "}\n";
+  static const std::string kSpecial = kSpecialValueFns;
+  if (op == "relu") {
+    // -0 stays -0 and NaN stays NaN, as torch.relu gives them.
+    return {kSpecial,
+            "fn relu_f32(x: f32) -> f32 { return select(x, 0.0, is_below_zero_f32(x)); }\n"};
+  }
+  if (op == "positive") {
+    // 0 only for x <= 0: NaN gives 1, so relu's gradient at NaN passes the upstream gradient, as
+    // PyTorch's threshold_backward does.
+    return {kSpecial,
+            "fn positive_f32(x: f32) -> f32 {\n"
+            "  return select(1.0, 0.0, is_below_zero_f32(x) || (bitcast<u32>(x) & 0x7fffffffu) == "
+            "0u);\n"
+            "}\n"};
+  }
+  if (op == "exp") {
+    return {kSpecial,
+            "fn exp_f32(x: f32) -> f32 {\n"
+            "  if (is_nan_f32(x)) { return x; }\n"
+            "  return exp(x);\n"
+            "}\n"};
+  }
+  if (op == "log") {
+    return {kSpecial,
+            "fn log_f32(x: f32) -> f32 {\n"
+            "  if (is_nan_f32(x)) { return x; }\n"
+            "  if ((bitcast<u32>(x) & 0x7fffffffu) == 0u) { return -inf_f32(); }\n"
+            "  if ((bitcast<u32>(x) & 0x80000000u) != 0u) { return nan_f32(); }\n"
+            "  return log(x);\n"
+            "}\n"};
+  }
+  if (op == "sqrt") {
+    return {kSpecial,
+            "fn sqrt_f32(x: f32) -> f32 {\n"
+            "  if (is_nan_f32(x) || (bitcast<u32>(x) & 0x7fffffffu) == 0u) { return x; }\n"
+            "  if ((bitcast<u32>(x) & 0x80000000u) != 0u) { return nan_f32(); }\n"
+            "  return sqrt(x);\n"
+            "}\n"};
+  }
+  if (op == "tanh") {
+    // Clamped: tanh(±15) is ±1 in f32, and some drivers overflow inside tanh for large inputs.
+    // The clamp would turn NaN into ±15, hence the test first.
+    return {kSpecial,
+            "fn tanh_f32(x: f32) -> f32 {\n"
+            "  if (is_nan_f32(x)) { return x; }\n"
+            "  return tanh(clamp(x, -15.0, 15.0));\n"
+            "}\n"};
+  }
+  if (op == "sigmoid") {
+    return {kSpecial,
+            "fn sigmoid_f32(x: f32) -> f32 {\n"
+            "  if (is_nan_f32(x)) { return x; }\n"
+            "  return 1.0 / (1.0 + exp(-x));\n"
+            "}\n"};
+  }
   if (op == "gelu") {
-    return kErf +
-           "fn gelu_exact(x: f32) -> f32 { return 0.5 * x * (1.0 + erf_approx(x * "
-           "0.70710678118654752)); }\n";
+    return {kSpecial, kErf,
+            "fn gelu_exact(x: f32) -> f32 {\n"
+            "  if (is_nan_f32(x)) { return x; }\n"
+            "  if (bitcast<u32>(x) == 0xff800000u) { return nan_f32(); }  // -inf * 0\n"
+            "  return 0.5 * x * (1.0 + erf_approx(x * 0.70710678118654752));\n"
+            "}\n"};
   }
   if (op == "gelu_grad") {
-    return kErf +
-           "fn gelu_exact_grad(x: f32) -> f32 {\n"
-           "  let cdf = 0.5 * (1.0 + erf_approx(x * 0.70710678118654752));\n"
-           "  let pdf = 0.39894228040143268 * exp(-0.5 * x * x);\n"
-           "  return cdf + x * pdf;\n"
-           "}\n";
+    // PyTorch's gelu backward is NaN at ±inf (inf * 0 in x * pdf).
+    return {kSpecial, kErf,
+            "fn gelu_exact_grad(x: f32) -> f32 {\n"
+            "  if (is_nan_f32(x) || (bitcast<u32>(x) & 0x7fffffffu) == 0x7f800000u) {\n"
+            "    return nan_f32();\n"
+            "  }\n"
+            "  let cdf = 0.5 * (1.0 + erf_approx(x * 0.70710678118654752));\n"
+            "  let pdf = 0.39894228040143268 * exp(-0.5 * x * x);\n"
+            "  return cdf + x * pdf;\n"
+            "}\n"};
   }
-  return "";
+  return {};
 }
 
 bool GenerateElementwise(const Module& m, const Kernel& k, Generated& out) {
@@ -63,18 +127,14 @@ Generated ElementwiseTile(const Module& m, const Kernel& k, int64_t base, int64_
   std::vector<int64_t> sizes = type.sizes();
   const bool tiled = base != 0 || count != type.elements();
 
+  // Ops share helpers (gelu and gelu_grad both need erf): each is emitted once, first use first.
   std::string helpers, body;
-  std::vector<std::string> seen_helpers;
+  std::vector<std::string> emitted;
   for (const ExprStep& s : k.expr) {
-    std::string h = ElementwiseHelpers(s.op);
-    if (!h.empty() &&
-        std::find(seen_helpers.begin(), seen_helpers.end(), s.op) == seen_helpers.end()) {
-      // gelu and gelu_grad share erf_approx: emit it once.
-      if (h.find("fn erf_approx") != std::string::npos &&
-          helpers.find("fn erf_approx") != std::string::npos)
-        h = h.substr(h.find("}\n") + 2);
+    for (const std::string& h : ElementwiseHelpers(s.op)) {
+      if (std::find(emitted.begin(), emitted.end(), h) != emitted.end()) continue;
       helpers += h;
-      seen_helpers.push_back(s.op);
+      emitted.push_back(h);
     }
   }
 

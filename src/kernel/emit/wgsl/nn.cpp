@@ -4,31 +4,40 @@
 // CPU reference uses too. No atomics anywhere.
 //
 // Labels: a label that is not an integer in [0, C) gives its row a NaN loss (and NaN gradients),
-// exactly as on the CPU. The NaN is made at run time from its bits: a NaN constant expression is a
-// shader-creation error in WGSL.
+// exactly as on the CPU (kSpecialValueFns makes the NaN).
 #include "kernel/emit/wgsl/codegen.h"
 
 namespace scellis::kernel::wgsl {
 namespace {
 
-const char* kNanFn =
-    "fn nan_f32() -> f32 {\n"
-    "  var bits = 0x7fc00000u;\n"
-    "  return bitcast<f32>(bits);\n"
-    "}\n";
-
-// Declares `mx` and `sum` for the row of `n` elements starting at `base` of in0.
+// Declares `mx` and `sum` for the row of `n` elements starting at `base` of in0, and `bad`: the
+// row holds a NaN or +inf, or only -inf, so PyTorch makes it NaN throughout (inf - inf in the
+// shifted exponentials). The CPU reaches NaN through IEEE arithmetic alone; here it is decided on
+// the bits, because a GPU's exp may clamp its argument and turn exp(NaN) into a number.
 std::string RowMaxSum(int64_t n) {
   return "  var mx = in0[base];\n"
+         "  var bad = is_nan_f32(mx);\n"
          "  for (var j = 1u; j < " +
          U32(n) +
          "; j = j + 1u) {\n"
          "    let x = in0[base + j];\n"
+         "    bad = bad || is_nan_f32(x);\n"
          "    if (x > mx) { mx = x; }\n"
          "  }\n"
+         "  bad = bad || (bitcast<u32>(mx) & 0x7fffffffu) == 0x7f800000u;\n"
          "  var sum = 0.0;\n"
          "  for (var j = 0u; j < " +
          U32(n) + "; j = j + 1u) { sum = sum + exp(in0[base + j] - mx); }\n";
+}
+
+// Fills the row with NaN and returns when RowMaxSum found it bad.
+std::string NanRow(int64_t n) {
+  return "  if (bad) {\n"
+         "    for (var j = 0u; j < " +
+         U32(n) +
+         "; j = j + 1u) { out[base + j] = nan_f32(); }\n"
+         "    return;\n"
+         "  }\n";
 }
 
 std::string LabelCheck(const std::string& label, int64_t classes) {
@@ -52,15 +61,15 @@ bool GenerateNn(const Module& m, const Kernel& k, Generated& out) {
             : "  let log_sum = log(sum);\n"
               "  for (var j = 0u; j < " +
                   U32(n) + "; j = j + 1u) { out[base + j] = (in0[base + j] - mx) - log_sum; }\n";
-    out.source = head + "\n" + LinearEntry(rows) + "  let base = i * " + U32(n) + ";\n" +
-                 RowMaxSum(n) + write + "}\n";
+    out.source = head + kSpecialValueFns + "\n" + LinearEntry(rows) + "  let base = i * " + U32(n) +
+                 ";\n" + RowMaxSum(n) + NanRow(n) + write + "}\n";
     out.workgroups = LinearGrid(rows);
     return true;
   }
   if (k.op == "cross_entropy") {
     int64_t rows = in.dims[0].size, classes = in.dims[1].size;
     out.source =
-        head + kNanFn +
+        head + kSpecialValueFns +
         "fn row_loss(r: u32) -> f32 {\n"
         "  let label = in1[r];\n"
         "  if (!" +
@@ -68,6 +77,7 @@ bool GenerateNn(const Module& m, const Kernel& k, Generated& out) {
         ") { return nan_f32(); }\n"
         "  let base = r * " +
         U32(classes) + ";\n" + RowMaxSum(classes) +
+        "  if (bad) { return nan_f32(); }\n"
         "  return -((in0[base + u32(label)] - mx) - log(sum));\n"
         "}\n" +
         TreeReduce256("row_loss(j)", rows,
@@ -78,7 +88,8 @@ bool GenerateNn(const Module& m, const Kernel& k, Generated& out) {
   }
   if (k.op == "cross_entropy_grad") {
     int64_t rows = in.dims[0].size, classes = in.dims[1].size;
-    out.source = head + kNanFn + "\n" + LinearEntry(rows) + "  let base = i * " + U32(classes) +
+    out.source = head + kSpecialValueFns + "\n" + LinearEntry(rows) + "  let base = i * " +
+                 U32(classes) +
                  ";\n"
                  "  let label = in1[i];\n"
                  "  if (!" +
@@ -91,7 +102,7 @@ bool GenerateNn(const Module& m, const Kernel& k, Generated& out) {
                  "  }\n"
                  "  let k = u32(label);\n"
                  "  let r = in2[0] / " +
-                 F32(static_cast<double>(rows)) + ";\n" + RowMaxSum(classes) +
+                 F32(static_cast<double>(rows)) + ";\n" + RowMaxSum(classes) + NanRow(classes) +
                  "  let log_sum = log(sum);\n"
                  "  for (var j = 0u; j < " +
                  U32(classes) +

@@ -1,0 +1,152 @@
+#!/usr/bin/env python3
+"""Prints the C++ table of special-value conformance cases (src/conform/special_values.inc).
+
+Each case feeds NaN, +-inf and +-0 to one op; the expected output is what PyTorch (float32, CPU)
+gives for the same inputs, computed here independently of Scellis. `life` has no PyTorch
+counterpart: its rule (a NaN among the nine cells read gives NaN) is computed with NumPy.
+
+  .venv/bin/python tools/special_value_expectations.py > src/conform/special_values.inc
+"""
+import math
+
+import numpy as np
+import torch
+import torch.nn.functional as F
+
+nan, inf = float("nan"), float("inf")
+S = [nan, inf, -inf, -0.0, 0.0, 1.5, -1.5, 100.0, -100.0]
+A = [nan, 1.0, inf, inf, 0.0, 1.0, -1.0, 0.0, 2.0, -inf]
+B = [1.0, nan, -inf, inf, inf, 0.0, 0.0, 0.0, 3.0, 2.0]
+ROWS = [[1.0, nan, 2.0], [1.0, inf, 2.0], [1.0, -inf, 2.0], [-inf, -inf, -inf], [1.0, 2.0, 3.0]]
+t32 = lambda v: torch.tensor(v, dtype=torch.float32)
+cases = []
+
+
+def case(op, name, inputs, out, attrs=None, version=2):
+    """inputs: list of (name, shape, values); out: a tensor."""
+    cases.append((op, name, inputs, out.detach().reshape(-1).tolist(), attrs or {}, version))
+
+
+def flat(x):
+    return np.asarray(x, dtype=np.float32).reshape(-1).tolist()
+
+
+for op, fn in [("relu", torch.relu), ("neg", torch.neg), ("exp", torch.exp), ("log", torch.log),
+               ("sqrt", torch.sqrt), ("tanh", torch.tanh), ("sigmoid", torch.sigmoid),
+               ("gelu", F.gelu)]:
+    case(op, "special", [("a", [len(S)], S)], fn(t32(S)))
+# positive is relu's derivative as PyTorch's threshold_backward computes it: 0 where a <= 0.
+x = t32(S)
+case("positive", "special", [("a", [len(S)], S)], torch.where(x <= 0, 0.0, 1.0))
+for op, fn in [("add", torch.add), ("sub", torch.sub), ("mul", torch.mul), ("div", torch.div)]:
+    case(op, "special", [("a", [len(A)], A), ("b", [len(B)], B)], fn(t32(A), t32(B)))
+# gelu_grad(a, b) = b * gelu'(a): PyTorch's gelu backward with upstream gradient b.
+ga, gb = S + [1.0], [1.0] * len(S) + [nan]
+xa = t32(ga).requires_grad_(True)
+F.gelu(xa).backward(t32(gb))
+case("gelu_grad", "special", [("a", [len(ga)], ga), ("b", [len(gb)], gb)], xa.grad)
+
+R = [[1.0, nan, 2.0, 3.0], [inf, 1.0, 2.0, 3.0], [inf, -inf, 1.0, 2.0]]
+for op, fn in [("sum", torch.sum), ("mean", torch.mean)]:
+    case(op, "special_axis1", [("a", [3, 4], flat(R))], fn(t32(R), dim=1), {"axis": 1})
+    case(op, "special_axis0", [("a", [3, 4], flat(R))], fn(t32(R), dim=0), {"axis": 0})
+    case(op, "empty_axis", [("a", [0, 3], [])], fn(torch.zeros(0, 3), dim=0), {"axis": 0})
+case("sum", "special_whole", [("a", [3, 4], flat(R))], torch.sum(t32(R)))
+
+MA, MB = [[nan, 1.0], [0.0, 1.0], [2.0, 3.0]], [[1.0, 2.0], [inf, 3.0]]
+case("matmul", "special", [("a", [3, 2], flat(MA)), ("b", [2, 2], flat(MB))],
+     t32(MA) @ t32(MB))
+case("matmul", "empty_k", [("a", [2, 0], []), ("b", [0, 3], [])],
+     torch.zeros(2, 0) @ torch.zeros(0, 3))
+
+L = [[nan, inf, -inf], [-0.0, 1.5, 2.0]]
+case("transpose", "special", [("a", [2, 3], flat(L))], t32(L).t(), version=1)
+case("permute", "special", [("a", [2, 3], flat(L))], t32(L).permute(1, 0), {"dims": [1, 0]})
+case("reshape", "special", [("a", [2, 3], flat(L))], t32(L).reshape(3, 2), {"shape": [3, 2]})
+
+
+def life(grid):
+    g = np.asarray(grid, dtype=np.float64)
+    rows, cols = g.shape
+    out = np.zeros_like(g)
+    for r in range(rows):
+        for c in range(cols):
+            cells = [g[(r + dr) % rows, (c + dc) % cols] for dr in (-1, 0, 1) for dc in (-1, 0, 1)]
+            if any(math.isnan(v) for v in cells):
+                out[r, c] = nan
+                continue
+            n = sum(1 for k, v in enumerate(cells) if k != 4 and v > 0.5)
+            alive = g[r, c] > 0.5
+            out[r, c] = 1.0 if n == 3 or (alive and n == 2) else 0.0
+    return torch.tensor(out, dtype=torch.float32)
+
+
+G = [[nan, 0, 0, 0, 0, 0], [0, 0, 0, 0, 0, 0], [0, 0, 0, 1, 0, 0], [0, 0, 0, 1, 0, 0],
+     [0, 0, 0, 1, 0, 0], [0, 0, 0, 0, 0, inf]]
+case("life", "special", [("a", [6, 6], flat(G))], life(G), version=1)
+
+for op, fn in [("softmax", torch.softmax), ("log_softmax", torch.log_softmax)]:
+    case(op, "special", [("a", [5, 3], flat(ROWS))], fn(t32(ROWS), 1))
+labels = [0.0, 0.0, 2.0, 0.0, 1.0]
+ce = lambda logits, lab: F.cross_entropy(logits, torch.tensor(lab, dtype=torch.long))
+case("cross_entropy", "special", [("a", [5, 3], flat(ROWS)), ("target", [5], labels)],
+     ce(t32(ROWS), [0, 0, 2, 0, 1]))
+FIN = [[1.0, -inf, 2.0], [1.0, 2.0, 3.0]]
+case("cross_entropy", "neg_inf_logit", [("a", [2, 3], flat(FIN)), ("target", [2], [2.0, 0.0])],
+     ce(t32(FIN), [2, 0]))
+xl = t32(ROWS).requires_grad_(True)
+ce(xl, [0, 0, 2, 0, 1]).backward(t32(1.0))
+case("cross_entropy_grad", "special",
+     [("a", [5, 3], flat(ROWS)), ("target", [5], labels), ("b", [], [1.0])], xl.grad)
+
+P, G1 = [1.0, nan, 1.0, inf, 2.0], [nan, 1.0, inf, 1.0, -0.5]
+
+
+def opt_step(make, p, g):
+    w = torch.nn.Parameter(t32(p))
+    o = make([w])
+    w.grad = t32(g)
+    o.step()
+    return w.detach(), o.state[w]
+
+
+w, _ = opt_step(lambda ps: torch.optim.SGD(ps, lr=0.1), P, G1)
+case("sgd_update", "special", [("param", [5], P), ("grad", [5], G1)], w, {"lr": 0.1})
+w, st = opt_step(lambda ps: torch.optim.SGD(ps, lr=0.1, momentum=0.9), P, G1)
+mom_in = [("param", [5], P), ("grad", [5], G1), ("velocity", [5], [0.0] * 5), ("t", [], [1.0])]
+case("momentum_update", "special", mom_in, w, {"lr": 0.1, "momentum": 0.9})
+case("momentum_velocity", "special", mom_in, st["momentum_buffer"], {"lr": 0.1, "momentum": 0.9})
+w, st = opt_step(lambda ps: torch.optim.Adam(ps, lr=0.01), P, G1)
+adam_in = [("param", [5], P), ("grad", [5], G1), ("m", [5], [0.0] * 5), ("v", [5], [0.0] * 5),
+           ("t", [], [1.0])]
+case("adam_update", "special", adam_in, w, {"lr": 0.01})
+case("adam_m", "special", adam_in, st["exp_avg"], {"lr": 0.01})
+case("adam_v", "special", adam_in, st["exp_avg_sq"], {"lr": 0.01})
+
+
+def lit(v):
+    if math.isnan(v):
+        return "kNaN"
+    if math.isinf(v):
+        return "kInf" if v > 0 else "-kInf"
+    if v == 0:
+        return "-0.0f" if math.copysign(1, v) < 0 else "0.0f"
+    return repr(float(np.float32(v))) + "f"
+
+
+def floats(vs):
+    return "{" + ", ".join(lit(v) for v in vs) + "}"
+
+
+def shape(s):
+    return "{" + ", ".join(str(d) for d in s) + "}"
+
+
+import json
+
+print("// Generated by tools/special_value_expectations.py (torch " + torch.__version__.split("+")[0]
+      + ", float32); do not edit.")
+for op, name, inputs, out, attrs, version in cases:
+    ins = ", ".join("{\"%s\", %s, %s}" % (n, shape(s), floats(v)) for n, s, v in inputs)
+    print("{\"%s\", \"%s\", {%s}, R\"(%s)\", %d, %s}," % (op, name, ins, json.dumps(attrs), version,
+                                                     floats(out)))
