@@ -130,5 +130,20 @@ TEST_F(TrainerTest, NamesWhatAFailureConcerns) {
   }
 }
 
+// A batch of 2^24 examples needs 2^24 × 784 × 4 B = 49 GiB for the images input alone: refused by
+// the plan's verdict, before the session allocates a buffer or gathers a batch.
+TEST_F(TrainerTest, RefusesABatchBeyondTheHostsMemoryInPlanning) {
+  Json doc = Json::parse(FashionMlp());
+  doc["train"]["batch"] = int64_t{1} << 24;
+  Trainer trainer(QuickCpu());
+  auto r = trainer.Train(doc.dump());
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.errors().front().code, "memory-over-host") << r.errors().front().Format();
+  EXPECT_NE(r.errors().front().message.find("the batches gathered for one submission"),
+            std::string::npos)
+      << r.errors().front().message;
+  EXPECT_EQ(trainer.failure_concern(), Trainer::Concern::kDocument);
+}
+
 }  // namespace
 }  // namespace scellis::train

@@ -18,6 +18,7 @@ class Judge {
               " allows buffers of at most " + FormatBytes(lim.max_buffer_bytes),
           "split the tensor or use a smaller batch");
     }
+    MachineMemory();  // first: what no budget can change
     if (mem.allocated > mem.budget) {
       Red("memory-over-budget",
           "the plan needs " + FormatBytes(mem.allocated) + " (" + Breakdown() +
@@ -25,7 +26,6 @@ class Judge {
           "reduce the largest class (a smaller batch or smaller tensors), or raise the budget "
           "with --budget if the device has the memory");
     }
-    MachineMemory();
     Bindings();
     if (p_.verdict == Verdict::kRed) return;
     if (mem.allocated * 10 > mem.budget * 8) {
