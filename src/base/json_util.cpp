@@ -160,11 +160,11 @@ class Sha256Sink {
 // builds the DOM nlohmann's parser would build (non-negative integers unsigned, negative ones
 // signed, the rest doubles, all correctly rounded by std::from_chars as by strtod) at a fraction
 // of the cost. On anything else — an escape, a non-ASCII byte, a number out of range, any syntax
-// error — it declines, and nlohmann's parser decides (and names the error with its position).
-// Recursion is bounded by the depth check that runs first.
+// error, nesting over the cap — it declines, and the checked path decides (and names the error).
 class FastParser {
  public:
-  explicit FastParser(std::string_view text) : p_(text.data()), end_(text.data() + text.size()) {}
+  FastParser(std::string_view text, int max_depth)
+      : p_(text.data()), end_(text.data() + text.size()), depth_left_(max_depth) {}
 
   // False when declined.
   bool Parse(Json& out) {
@@ -185,9 +185,12 @@ class FastParser {
     if (p_ == end_) return false;
     switch (*p_) {
       case '{':
-        return Object(out);
-      case '[':
-        return Array(out);
+      case '[': {
+        if (depth_left_-- == 0) return false;
+        bool ok = *p_ == '{' ? Object(out) : Array(out);
+        ++depth_left_;
+        return ok;
+      }
       case '"': {
         std::string_view s;
         if (!String(s)) return false;
@@ -267,10 +270,37 @@ class FastParser {
       out = v;
     } else {
       double v;
-      auto r = std::from_chars(start, p_, v);
-      if (r.ec != std::errc() || r.ptr != p_ || !std::isfinite(v)) return false;
+      if (!ExactDecimal(start, p_, v)) {
+        auto r = std::from_chars(start, p_, v);
+        if (r.ec != std::errc() || r.ptr != p_ || !std::isfinite(v)) return false;
+      }
       out = v;
     }
+    return true;
+  }
+
+  // A plain decimal `[-]int.frac` of at most 15 digits is m / 10^k with m < 2^53 and k <= 15, both
+  // exact doubles, so one IEEE division rounds it correctly: the value strtod gives (Clinger's
+  // fast path). Longer numbers and exponents go to std::from_chars.
+  static bool ExactDecimal(const char* p, const char* end, double& v) {
+    static constexpr double kPow10[] = {1e0, 1e1, 1e2,  1e3,  1e4,  1e5,  1e6,  1e7,
+                                        1e8, 1e9, 1e10, 1e11, 1e12, 1e13, 1e14, 1e15};
+    bool negative = *p == '-';
+    if (negative) ++p;
+    int64_t m = 0;
+    int digits = 0, fraction = -1;
+    for (; p < end; ++p) {
+      if (*p == '.') {
+        fraction = 0;
+        continue;
+      }
+      if (*p < '0' || *p > '9' || ++digits > 15) return false;
+      m = m * 10 + (*p - '0');
+      if (fraction >= 0) ++fraction;
+    }
+    if (fraction < 0) return false;
+    v = static_cast<double>(m) / kPow10[fraction];
+    if (negative) v = -v;
     return true;
   }
 
@@ -347,6 +377,7 @@ class FastParser {
 
   const char* p_;
   const char* end_;
+  int depth_left_;  // containers that may still open, so recursion stays within the cap
 };
 
 // Builds the DOM exactly as nlohmann's own parser does and also remembers the first key repeated
@@ -431,7 +462,14 @@ Result<Json> ParseUntrustedJson(std::string_view text, const ParseLimits& limits
                          " bytes, over the limit of " + std::to_string(limits.max_bytes),
                      "keep large tensors in dataset files rather than inline data");
   }
-  // Depth is checked before parsing so hostile nesting never reaches the recursive parser.
+  Json j;
+  FastParser fast(text, limits.max_depth);
+  if (fast.Parse(j)) {
+    if (!fast.duplicate.empty()) return DuplicateKey(fast.duplicate);
+    return j;
+  }
+  j = Json();
+  // Depth is checked before parsing so hostile nesting never reaches nlohmann's recursive parser.
   int depth = 0;
   bool in_string = false, escaped = false;
   for (size_t i = 0; i < text.size(); ++i) {
@@ -458,13 +496,6 @@ Result<Json> ParseUntrustedJson(std::string_view text, const ParseLimits& limits
     }
   }
 
-  Json j;
-  FastParser fast(text);
-  if (fast.Parse(j)) {
-    if (!fast.duplicate.empty()) return DuplicateKey(fast.duplicate);
-    return j;
-  }
-  j = Json();
   CheckedDomSax sax(j);
   bool ok = Json::sax_parse(text.begin(), text.end(), &sax);
   if (!ok || sax.is_errored()) {

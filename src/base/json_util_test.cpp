@@ -4,6 +4,8 @@
 
 #include <gtest/gtest.h>
 
+#include <cstdlib>
+#include <cstring>
 #include <random>
 
 namespace scellis {
@@ -60,7 +62,11 @@ class RandomDoc {
       case 3: {
         std::uniform_real_distribution<double> d(-1e6, 1e6);
         char buf[64];
-        std::snprintf(buf, sizeof buf, Pick(2) ? "%.17g" : "%.6e", d(rng_));
+        int form = Pick(3);
+        if (form == 2)
+          std::snprintf(buf, sizeof buf, "%.*f", Pick(10), d(rng_));
+        else
+          std::snprintf(buf, sizeof buf, form ? "%.17g" : "%.6e", d(rng_));
         return buf;
       }
       case 4:
@@ -101,6 +107,28 @@ TEST(ParseUntrustedJson, FastPathBuildsNlohmannsDom) {
     Json theirs = Json::parse(text);
     ASSERT_EQ(*ours, theirs);
     EXPECT_EQ(ours->dump(), theirs.dump());  // the same types, so the same text
+  }
+}
+
+// Plain decimals of every length around the 15-digit fast path, against the C library's strtod.
+TEST(ParseUntrustedJson, DecimalsRoundLikeStrtod) {
+  std::mt19937_64 rng(20261201);
+  for (int i = 0; i < 200000; ++i) {
+    int int_digits = static_cast<int>(rng() % 9), frac_digits = 1 + static_cast<int>(rng() % 12);
+    std::string token = rng() % 2 ? "-" : "";
+    if (rng() % 10 == 0) {
+      token += '0';  // JSON allows no other leading zero
+    } else {
+      token += static_cast<char>('1' + rng() % 9);
+      for (int d = 1; d < int_digits; ++d) token += static_cast<char>('0' + rng() % 10);
+    }
+    token += '.';
+    for (int d = 0; d < frac_digits; ++d) token += static_cast<char>('0' + rng() % 10);
+    auto j = ParseUntrustedJson("[" + token + "]");
+    ASSERT_TRUE(j.ok()) << token;
+    const double want = std::strtod(token.c_str(), nullptr);
+    const double got = (*j)[0].get<double>();
+    ASSERT_EQ(std::memcmp(&want, &got, sizeof want), 0) << token;  // bits, so -0.0 too
   }
 }
 
