@@ -77,7 +77,7 @@ struct DeviceLimits {
   // Memory the device's buffers live in, when it is not the host's; 0 when it cannot be told.
   int64_t device_memory_bytes = 0;
   std::string device_memory_source;
-  // The host's available memory; 0 when it cannot be told (then nothing is checked against it).
+  // The host's available memory; when 0, FromKernel reads it (every run stages through the host).
   int64_t host_memory_bytes = 0;
   std::string host_memory_source;
   // The device's buffers are host memory (the CPU reference, a software adapter): they count
