@@ -169,5 +169,19 @@ INSTANTIATE_TEST_SUITE_P(Faults, SessionFault,
                                            runtime::webgpu::Fault::kFailNextMap,
                                            runtime::webgpu::Fault::kLoseDevice));
 
+// What a caller holds beside the plan (a trainer's gathered batches) counts against the host's
+// memory: 2^62 bytes exceed any machine, so the session is refused before anything is allocated.
+TEST(Session, CallerHostBytesBeyondTheMachineAreRefusedInPlanning) {
+  std::mt19937 rng(7);
+  CompileOptions o = Options();
+  o.plan.caller_host_bytes = int64_t{1} << 62;
+  o.plan.caller_host_what = "the caller's gathered batches";
+  auto s = Session::Prepare(StepGraph(16, rng), o, Select("cpu"));
+  ASSERT_FALSE(s.ok());
+  EXPECT_EQ(s.errors().front().code, "memory-over-host") << s.errors().front().Format();
+  EXPECT_NE(s.errors().front().message.find("the caller's gathered batches"), std::string::npos)
+      << s.errors().front().message;
+}
+
 }  // namespace
 }  // namespace scellis::api

@@ -727,7 +727,14 @@ class Lowering {
     b.type = n.op;
     b.label = n.label;
     b.pointer = n.pointer;
-    b.params = n.params;
+    // An input's inline data is kept once, as b.data below, not again among its params.
+    if (n.op == "input" && n.params.is_object()) {
+      b.params = Json::object();
+      for (auto it = n.params.begin(); it != n.params.end(); ++it)
+        if (it.key() != "data") b.params[it.key()] = *it;
+    } else {
+      b.params = n.params;
+    }
     for (const doc::Input& in : n.inputs) {
       b.inputs.push_back({in.port, index_.at(in.source)});
       const Block& source = prog_.blocks[b.inputs.back().second];

@@ -34,7 +34,9 @@ bool IsIdentifier(const std::string& s) {
 
 class Parser {
  public:
-  Parser(const Json& root, const ops::OpTable& ops) : root_(root), ops_(ops) {}
+  // Inline `data` arrays are moved out of `root` into their nodes' params (ToJson puts them
+  // back): the largest part of a large document is held once.
+  Parser(Json& root, const ops::OpTable& ops) : root_(root), ops_(ops) {}
 
   Result<Document> Run() {
     if (!root_.is_object()) {
@@ -43,7 +45,6 @@ class Parser {
           std::string("the document is a JSON ") + root_.type_name() + ", expected an object",
           "a graph is {\"version\": 1, \"nodes\": [...], \"outputs\": [...]}");
     }
-    doc_.source = root_;
     doc_.content_id = ContentId(root_);
     if (root_.contains("format"))
       ParseWorkflow();
@@ -56,6 +57,9 @@ class Parser {
   }
 
  private:
+  // `value` lies inside root_, which this parser may modify (the constructor's contract).
+  static Json TakeData(const Json& value) { return std::move(const_cast<Json&>(value)); }
+
   void Error(std::string code, std::string pointer, std::string message, std::string help = "",
              const Node* node = nullptr) {
     Diagnostic d =
@@ -193,7 +197,7 @@ class Parser {
         node.inputs.push_back({key, std::to_string(it->get<int64_t>()), PointerJoin(pointer, key)});
         continue;
       }
-      node.params[key] = *it;
+      node.params[key] = key == "data" ? TakeData(*it) : *it;
     }
     AddNode(std::move(node));
   }
@@ -402,7 +406,9 @@ class Parser {
         Error("bad-field-type", PointerJoin(pointer, "params"), "params must be an object");
         return;
       }
-      node.params = *p;
+      node.params = Json::object();
+      for (auto q = p->begin(); q != p->end(); ++q)
+        node.params[q.key()] = q.key() == "data" ? TakeData(*q) : *q;
     }
     const std::string params_pointer = PointerJoin(pointer, "params");
     if (node.op == "dataset") {
@@ -620,11 +626,20 @@ const Node* Document::Find(const std::string& id) const {
 
 Result<Document> Parse(std::string_view text, const ops::OpTable& ops) {
   SCELLIS_ASSIGN_OR_RETURN(Json root, ParseUntrustedJson(text));
-  return Parser(root, ops).Run();
+  SCELLIS_ASSIGN_OR_RETURN(Document d, Parser(root, ops).Run());
+  d.source = std::move(root);  // the parsed tree itself: a large document is not held twice
+  return d;
 }
 
 Json ToJson(const Document& d) {
-  return d.source;
+  Json j = d.source;
+  for (const Node& n : d.nodes) {
+    auto data = n.params.find("data");
+    if (data == n.params.end()) continue;
+    std::string at = d.form == Form::kGraph ? n.pointer : PointerJoin(n.pointer, "params");
+    j[Json::json_pointer(PointerJoin(at, "data"))] = *data;
+  }
+  return j;
 }
 
 std::string Print(const Document& d) {

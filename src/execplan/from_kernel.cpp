@@ -1,19 +1,6 @@
-#include <fstream>
-
 #include "execplan/plan.h"
 
 namespace scellis::execplan {
-
-int64_t DetectHostBudget() {
-  std::ifstream in("/proc/meminfo");
-  std::string key;
-  int64_t kb = 0;
-  std::string unit;
-  while (in >> key >> kb >> unit) {
-    if (key == "MemAvailable:") return kb * 1024 / 10 * 8;
-  }
-  return int64_t{4} << 30;
-}
 
 Result<Plan> FromKernel(std::shared_ptr<const kernel::Module> m, const PlanOptions& options) {
   SCELLIS_TRY(kernel::Verify(*m));
@@ -21,6 +8,14 @@ Result<Plan> FromKernel(std::shared_ptr<const kernel::Module> m, const PlanOptio
   p.module_ref = std::move(m);
   const webir::Graph& g = p.graph();
   p.limits = options.limits;
+  // Every backend stages through the host, so its memory is always judged; read it now when the
+  // caller did not say (validate and plan, which open no backend).
+  if (p.limits.host_memory_bytes <= 0) {
+    p.limits.host_memory_bytes = AvailableHostMemory();
+    p.limits.host_memory_source = "available host memory";
+  }
+  p.caller_host_bytes = options.caller_host_bytes;
+  p.caller_host_what = options.caller_host_what;
   p.buffer_of.assign(g.nodes.size(), -1);
   p.thresholds = policy::ResolveThresholds(g.tolerance, g.tier);
   for (size_t s = 0; s < p.module().kernels.size(); ++s)
@@ -33,9 +28,13 @@ Result<Plan> FromKernel(std::shared_ptr<const kernel::Module> m, const PlanOptio
     mem.budget = *g.budget_bytes;
     mem.budget_source = "the document";
   } else {
-    mem.budget = DetectHostBudget();
-    mem.budget_source =
-        options.limits.device == "cpu" ? "detected: 80% of available host memory" : "detected";
+    // Undeclared, the budget is 80% of what the buffers live in.
+    const DeviceLimits& lim = p.limits;
+    const bool on_device = !lim.buffers_in_host_memory && lim.device_memory_bytes > 0;
+    const int64_t has = on_device ? lim.device_memory_bytes : lim.host_memory_bytes;
+    const std::string& what = on_device ? lim.device_memory_source : lim.host_memory_source;
+    mem.budget = has / 10 * 8;
+    mem.budget_source = "detected: 80% of " + what;
   }
   return p;
 }

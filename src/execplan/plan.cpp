@@ -110,6 +110,9 @@ Json ToJson(const Plan& p) {
   j["memory"]["peak_live"] = p.memory.peak_live;
   j["memory"]["budget"] = p.memory.budget;
   j["memory"]["budget_source"] = p.memory.budget_source;
+  j["memory"]["host_staging"] = p.memory.host_staging;
+  if (p.limits.device_memory_bytes > 0) j["memory"]["device_memory"] = p.limits.device_memory_bytes;
+  if (p.limits.host_memory_bytes > 0) j["memory"]["host_memory"] = p.limits.host_memory_bytes;
   j["verdict"] = VerdictName(p.verdict);
   j["findings"] = Json::array();
   for (const Diagnostic& d : p.findings)

@@ -62,30 +62,53 @@ struct MemoryPlan {
   int64_t largest_tensor = 0;
   int64_t budget = 0;
   std::string budget_source;
+  // Host copies a run holds besides the device's buffers: sources built or fed on the host before
+  // upload, named outputs read back, and whatever the caller stages (PlanOptions).
+  int64_t host_staging = 0;
 };
 
-// What the target device allows, for the verdict.
+// What the target device allows, for the verdict. A declared budget is a cap the user chooses;
+// these are what the machine has, so a plan is judged against both.
 struct DeviceLimits {
   std::string backend = "cpu";  // "cpu" | "webgpu" | "null": what computes, hence what it can keep
   std::string device = "cpu";
   int64_t max_buffer_bytes = int64_t{1} << 40;
   int64_t max_binding_bytes = int64_t{1} << 40;
+  // Memory the device's buffers live in, when it is not the host's; 0 when it cannot be told.
+  int64_t device_memory_bytes = 0;
+  std::string device_memory_source;
+  // The host's available memory; when 0, FromKernel reads it (every run stages through the host).
+  int64_t host_memory_bytes = 0;
+  std::string host_memory_source;
+  // The device's buffers are host memory (the CPU reference, a software adapter): they count
+  // against the host's memory along with the staging.
+  bool buffers_in_host_memory = true;
 };
+
+// The limits of a backend that keeps its buffers in host memory, with the host's available memory
+// read now.
+DeviceLimits HostMemoryLimits(std::string backend, std::string device);
 
 struct PlanOptions {
   std::optional<int64_t> budget_bytes;  // from the command line; overrides the document
   DeviceLimits limits;
+  // Host memory the caller holds for the run beyond the plan's own values (a trainer's batches
+  // gathered ahead of a submission), and what it is, for the verdict's message.
+  int64_t caller_host_bytes = 0;
+  std::string caller_host_what;
 };
 
 struct Plan {
   std::shared_ptr<const kernel::Module> module_ref;  // shared with the kernel rung, never copied
   DeviceLimits limits;                               // what the plan was made for
-  std::vector<Lifetime> lifetimes;  // per WebIR node (liveness)
-  std::vector<MemClass> class_of;   // per WebIR node (memory-classes)
+  std::vector<Lifetime> lifetimes;                   // per WebIR node (liveness)
+  std::vector<MemClass> class_of;                    // per WebIR node (memory-classes)
   std::vector<Buffer> buffers;
   std::vector<int> buffer_of;  // per WebIR node; -1 for values folded into kernels
   std::vector<Step> steps;
   MemoryPlan memory;
+  int64_t caller_host_bytes = 0;  // from PlanOptions
+  std::string caller_host_what;
   Verdict verdict = Verdict::kGreen;
   std::vector<Diagnostic> findings;  // why the verdict is not green
   policy::Thresholds thresholds;     // the tolerance class resolved for the tier
@@ -102,8 +125,14 @@ std::string Print(const Plan& p);
 Json ToJson(const Plan& p);
 Status Verify(const Plan& p);
 
-// Budget when none is declared: 80% of the host's available memory.
-int64_t DetectHostBudget();
+// The host's available memory in bytes (MemAvailable, or the free physical pages where that
+// cannot be read); 0 when neither can.
+int64_t AvailableHostMemory();
 std::string FormatBytes(int64_t bytes);
+
+// a + b and a * b, held at INT64_MAX instead of overflowing: memory totals are compared against
+// limits, and an overflowed total must never look small.
+int64_t SaturatingAdd(int64_t a, int64_t b);
+int64_t SaturatingMul(int64_t a, int64_t b);
 
 }  // namespace scellis::execplan

@@ -6,6 +6,7 @@
 
 #include <filesystem>
 #include <fstream>
+#include <limits>
 #include <map>
 #include <sstream>
 
@@ -249,6 +250,127 @@ TEST(Verdict, YellowNearTheBudgetGreenBelowIt) {
   ASSERT_TRUE(p.ok());
   runtime::cpu::CpuExecutor exec({.threads = 1});
   EXPECT_TRUE(exec.Run(p.value(), {}).ok());
+}
+
+// center_columns by hand: buffers x 48 + w 24 + mean 12 + xc 48 + y 32 = 164 B; the host holds
+// the sources (x 48, w 24) and the outputs read back (y 32, xc 48) = 152 B.
+PlanOptions FakeMachine(int64_t host, bool buffers_in_host, int64_t device = 0) {
+  PlanOptions o = Budget(int64_t{1} << 50);  // a declared budget far beyond any machine
+  o.limits.device = "fake-device";
+  o.limits.host_memory_bytes = host;
+  o.limits.host_memory_source = "fake host";
+  o.limits.buffers_in_host_memory = buffers_in_host;
+  o.limits.device_memory_bytes = device;
+  o.limits.device_memory_source = "fake heap";
+  return o;
+}
+
+bool HasFinding(const Plan& p, const std::string& code) {
+  for (const Diagnostic& d : p.findings)
+    if (d.code == code) return true;
+  return false;
+}
+
+TEST(Verdict, HostMemoryHoldsWhateverTheBudgetSays) {
+  auto p = PlanOf(ReadExample("center_columns.json"), FakeMachine(316, true));
+  ASSERT_TRUE(p.ok());
+  EXPECT_EQ(p->memory.host_staging, 152);
+  EXPECT_EQ(p->verdict, Verdict::kGreen);
+
+  p = PlanOf(ReadExample("center_columns.json"), FakeMachine(315, true));
+  ASSERT_TRUE(p.ok());
+  EXPECT_EQ(p->verdict, Verdict::kRed);
+  ASSERT_EQ(p->findings.size(), 1u);
+  const Diagnostic& d = p->findings[0];
+  EXPECT_EQ(d.code, "memory-over-host");
+  EXPECT_NE(d.message.find("316 B"), std::string::npos) << d.message;
+  EXPECT_NE(d.message.find("315 B (fake host)"), std::string::npos) << d.message;
+  EXPECT_NE(d.message.find("buffers 164 B"), std::string::npos) << d.message;
+
+  // Nothing is allocated for a red plan: the executor refuses it before its first buffer.
+  runtime::cpu::CpuExecutor exec({.threads = 1});
+  EXPECT_FALSE(exec.Run(p.value(), {}).ok());
+}
+
+TEST(Verdict, DeviceMemoryAndHostStagingAreJudgedApart) {
+  // Buffers on the device: the host holds only the staging (152 B).
+  auto p = PlanOf(ReadExample("center_columns.json"), FakeMachine(152, false, 164));
+  ASSERT_TRUE(p.ok());
+  EXPECT_EQ(p->verdict, Verdict::kGreen);
+
+  p = PlanOf(ReadExample("center_columns.json"), FakeMachine(152, false, 163));
+  ASSERT_TRUE(p.ok());
+  EXPECT_EQ(p->verdict, Verdict::kRed);
+  ASSERT_EQ(p->findings.size(), 1u);
+  EXPECT_EQ(p->findings[0].code, "memory-over-device");
+  EXPECT_NE(p->findings[0].message.find("164 B"), std::string::npos);
+  EXPECT_NE(p->findings[0].message.find("fake-device has 163 B (fake heap)"), std::string::npos)
+      << p->findings[0].message;
+
+  p = PlanOf(ReadExample("center_columns.json"), FakeMachine(151, false, 164));
+  ASSERT_TRUE(p.ok());
+  EXPECT_EQ(p->verdict, Verdict::kRed);
+  EXPECT_TRUE(HasFinding(*p, "memory-over-host"));
+  EXPECT_FALSE(HasFinding(*p, "memory-over-device"));
+}
+
+TEST(Verdict, CallerStagingCountsOnTheHost) {
+  PlanOptions o = FakeMachine(416, true);
+  o.caller_host_bytes = 100;
+  o.caller_host_what = "the gathered batches";
+  auto p = PlanOf(ReadExample("center_columns.json"), o);
+  ASSERT_TRUE(p.ok());
+  EXPECT_EQ(p->verdict, Verdict::kGreen);
+  o.caller_host_bytes = 101;
+  p = PlanOf(ReadExample("center_columns.json"), o);
+  ASSERT_TRUE(p.ok());
+  EXPECT_EQ(p->verdict, Verdict::kRed);
+  ASSERT_EQ(p->findings.size(), 1u);
+  EXPECT_NE(p->findings[0].message.find("the gathered batches 101 B"), std::string::npos)
+      << p->findings[0].message;
+}
+
+TEST(Verdict, TotalsSaturateInsteadOfWrapping) {
+  const int64_t max = std::numeric_limits<int64_t>::max();
+  EXPECT_EQ(SaturatingAdd(max - 1, 2), max);
+  EXPECT_EQ(SaturatingMul(int64_t{1} << 40, int64_t{1} << 40), max);
+  EXPECT_EQ(SaturatingMul(3, 5), 15);
+  EXPECT_EQ(SaturatingAdd(3, 5), 8);
+}
+
+TEST(Memory, UndeclaredBudgetIsEightyPercentOfWhereBuffersLive) {
+  std::string doc =
+      GraphDoc({InputNode(0, {2}, {1, 2}), {{"id", 1}, {"op", "relu"}, {"a", 0}}}, {{"y", 1}}, 1)
+          .dump();
+  PlanOptions host = FakeMachine(1000, true);
+  host.budget_bytes.reset();
+  auto p = PlanOf(doc, host);
+  ASSERT_TRUE(p.ok());
+  EXPECT_EQ(p->memory.budget, 800);
+  EXPECT_EQ(p->memory.budget_source, "detected: 80% of fake host");
+
+  PlanOptions device = FakeMachine(1000, false, 5000);
+  device.budget_bytes.reset();
+  p = PlanOf(doc, device);
+  ASSERT_TRUE(p.ok());
+  EXPECT_EQ(p->memory.budget, 4000);
+  EXPECT_EQ(p->memory.budget_source, "detected: 80% of fake heap");
+}
+
+// The host's memory, read here independently of the planner: /proc/meminfo's MemAvailable.
+TEST(Memory, UnsaidHostMemoryIsReadFromTheHost) {
+  std::ifstream in("/proc/meminfo");
+  std::string line;
+  int64_t kb = -1;
+  while (std::getline(in, line))
+    if (line.rfind("MemAvailable:", 0) == 0) kb = std::stoll(line.substr(13));
+  if (kb < 0) GTEST_SKIP() << "no MemAvailable here";
+  auto p = PlanOf(ReadExample("center_columns.json"));
+  ASSERT_TRUE(p.ok());
+  // Memory moves between the two reads; a quarter either way is still the same machine.
+  EXPECT_GT(p->limits.host_memory_bytes, kb * 1024 / 4 * 3);
+  EXPECT_LT(p->limits.host_memory_bytes, kb * 1024 / 4 * 5);
+  EXPECT_EQ(p->limits.host_memory_source, "available host memory");
 }
 
 TEST(Verdict, DeviceLimits) {

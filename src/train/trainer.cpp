@@ -216,6 +216,12 @@ class Training {
     pipeline::CompileOptions eval_options = step_options;
     eval_options.lower.mode = block::LowerMode::kForward;
     if (!batch_dim.empty()) eval_options.lower.bind[batch_dim] = spec_.eval_batch;
+    // The plan holds one batch's feeds; a submission gathers steps_per_run of them on the host
+    // first, and the verdict must see those too before anything is allocated.
+    step_options.plan.caller_host_bytes = BatchHostBytes(o_.steps_per_run, spec_.batch);
+    step_options.plan.caller_host_what = "the batches gathered for one submission";
+    eval_options.plan.caller_host_bytes = BatchHostBytes(1, spec_.eval_batch);
+    eval_options.plan.caller_host_what = "the evaluation batch gathered";
 
     concern_ = Trainer::Concern::kOptions;
     SCELLIS_ASSIGN_OR_RETURN(runtime::Selection step_backend, runtime::SelectBackend(o_.select));
@@ -238,6 +244,12 @@ class Training {
     labels_feed_ = FeedNameOf(prog.blocks[spec_.labels]);
     for (int p : spec_.params) param_names_.push_back(FeedNameOf(prog.blocks[p]));
     return Status::Ok();
+  }
+
+  // Host bytes of `copies` gathered batches (images and labels, f32) of `batch` examples.
+  int64_t BatchHostBytes(int64_t copies, int64_t batch) const {
+    using execplan::SaturatingMul;
+    return SaturatingMul(SaturatingMul(copies, batch), SaturatingMul(train_.features + 1, 4));
   }
 
   // Restores a checkpoint: it continues only the document that wrote it and holds exactly its

@@ -130,5 +130,20 @@ TEST_F(TrainerTest, NamesWhatAFailureConcerns) {
   }
 }
 
+// A batch of 2^24 examples needs 2^24 × 784 × 4 B = 49 GiB for the images input alone: refused by
+// the plan's verdict, before the session allocates a buffer or gathers a batch.
+TEST_F(TrainerTest, RefusesABatchOf2To24BeforeAllocatingIt) {
+  // Once a bad_alloc; now refused before any batch is gathered: no step could run. (A batch the
+  // dataset holds but the host cannot is refused in planning: the trainer declares its gathered
+  // batches to the plan, tested in Session.CallerHostBytesBeyondTheMachineAreRefusedInPlanning.)
+  Json doc = Json::parse(FashionMlp());
+  doc["train"]["batch"] = int64_t{1} << 24;
+  Trainer trainer(QuickCpu());
+  auto r = trainer.Train(doc.dump());
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.errors().front().code, "empty-training") << r.errors().front().Format();
+  EXPECT_EQ(r.errors().front().pointer, "/train/batch");
+}
+
 }  // namespace
 }  // namespace scellis::train

@@ -55,11 +55,20 @@ class Assigner {
       }
     }
 
+    MemoryPlan& mem = p_.memory;
     for (const Buffer& b : p_.buffers) {
-      p_.memory.by_class[static_cast<int>(b.cls)] += b.bytes;
-      p_.memory.allocated += b.bytes;
-      p_.memory.largest_tensor = std::max(p_.memory.largest_tensor, b.bytes);
+      int64_t& cls = mem.by_class[static_cast<int>(b.cls)];
+      cls = SaturatingAdd(cls, b.bytes);
+      mem.allocated = SaturatingAdd(mem.allocated, b.bytes);
+      mem.largest_tensor = std::max(mem.largest_tensor, b.bytes);
     }
+    // The host holds every source before its upload and every named output after its download.
+    mem.host_staging = p_.caller_host_bytes;
+    for (const webir::Node& n : g_.nodes)
+      if (n.role == webir::Role::kInput || n.role == webir::Role::kParam)
+        mem.host_staging = SaturatingAdd(mem.host_staging, Bytes(n.id));
+    for (const webir::Output& o : g_.outputs)
+      mem.host_staging = SaturatingAdd(mem.host_staging, Bytes(o.node));
     return Status::Ok();
   }
 

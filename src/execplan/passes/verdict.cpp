@@ -18,6 +18,7 @@ class Judge {
               " allows buffers of at most " + FormatBytes(lim.max_buffer_bytes),
           "split the tensor or use a smaller batch");
     }
+    MachineMemory();  // first: what no budget can change
     if (mem.allocated > mem.budget) {
       Red("memory-over-budget",
           "the plan needs " + FormatBytes(mem.allocated) + " (" + Breakdown() +
@@ -42,6 +43,35 @@ class Judge {
            FormatBytes(p_.memory.by_class[c]);
     }
     return s.empty() ? "nothing" : s;
+  }
+
+  // What the machine has, whatever the budget says: a plan that does not fit is refused here, so
+  // the allocator never is.
+  void MachineMemory() {
+    const MemoryPlan& mem = p_.memory;
+    const DeviceLimits& lim = p_.limits;
+    if (!lim.buffers_in_host_memory && lim.device_memory_bytes > 0 &&
+        mem.allocated > lim.device_memory_bytes) {
+      Red("memory-over-device",
+          "the plan needs " + FormatBytes(mem.allocated) + " of device memory (" + Breakdown() +
+              ") but " + lim.device + " has " + FormatBytes(lim.device_memory_bytes) + " (" +
+              lim.device_memory_source + ")",
+          "use a smaller batch or smaller tensors; a larger --budget cannot add memory");
+    }
+    if (lim.host_memory_bytes <= 0) return;
+    const int64_t buffers = lim.buffers_in_host_memory ? mem.allocated : 0;
+    const int64_t need = SaturatingAdd(buffers, mem.host_staging);
+    if (need <= lim.host_memory_bytes) return;
+    std::string parts;
+    if (buffers) parts = "buffers " + FormatBytes(buffers) + " + ";
+    parts +=
+        "host copies of inputs and outputs " + FormatBytes(mem.host_staging - p_.caller_host_bytes);
+    if (p_.caller_host_bytes)
+      parts += " + " + p_.caller_host_what + " " + FormatBytes(p_.caller_host_bytes);
+    Red("memory-over-host",
+        "the run needs " + FormatBytes(need) + " of host memory (" + parts + ") but the host has " +
+            FormatBytes(lim.host_memory_bytes) + " (" + lim.host_memory_source + ")",
+        "use a smaller batch or smaller tensors; a larger --budget cannot add memory");
   }
 
   // A buffer over the device's storage-binding cap can be bound in tiles only by an elementwise

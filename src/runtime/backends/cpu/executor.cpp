@@ -172,6 +172,11 @@ DeviceProfile CpuExecutor::profile() const {
   return ReferenceProfile();
 }
 
+// The reference keeps every buffer in host memory, next to the host copies of the run.
+execplan::DeviceLimits CpuExecutor::limits() const {
+  return execplan::HostMemoryLimits("cpu", "the CPU reference");
+}
+
 template <typename T>
 Result<std::vector<std::vector<T>>> RunPlan(const execplan::Plan& plan, const Feeds& feeds,
                                             const kernel::ref::Parallel& parallel,

@@ -18,6 +18,7 @@ class CpuExecutor : public Executor {
   explicit CpuExecutor(Options options = {});
   std::string name() const override { return "cpu"; }
   DeviceProfile profile() const override;
+  execplan::DeviceLimits limits() const override;
   int threads() const { return parallel_.threads(); }
 
  protected:

@@ -37,6 +37,13 @@ DeviceProfile NullExecutor::profile() const {
   return p;
 }
 
+// Nothing is computed, so no buffers; only the host copies of feeds and outputs are held.
+execplan::DeviceLimits NullExecutor::limits() const {
+  execplan::DeviceLimits l = execplan::HostMemoryLimits("null", "the null backend");
+  l.buffers_in_host_memory = false;
+  return l;
+}
+
 Result<RunResult> NullExecutor::DoRun(const execplan::Plan& plan, const Feeds&, const RunOptions&) {
   RunResult r;
   r.backend = "null";

@@ -12,6 +12,7 @@ class NullExecutor : public Executor {
  public:
   std::string name() const override { return "null"; }
   DeviceProfile profile() const override;
+  execplan::DeviceLimits limits() const override;
 
  protected:
   Result<RunResult> DoRun(const execplan::Plan& plan, const Feeds& feeds,

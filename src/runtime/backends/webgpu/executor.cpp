@@ -1,17 +1,25 @@
 #include "runtime/backends/webgpu/executor.h"
 
+#include <algorithm>
 #include <chrono>
+#include <limits>
 
 namespace scellis::runtime::webgpu {
 
 WebGpuExecutor::WebGpuExecutor(std::unique_ptr<Device> device) : device_(std::move(device)) {}
 
+// The adapter's buffer limits, and the host's memory for the copies staged through it. A
+// software or integrated adapter keeps its buffers in host memory, so they count there too. A
+// hardware adapter's own memory is not reported through the standard C API this build declares
+// (Dawn's memory-heaps extension is not part of it), so its buffers are held only to maxBufferSize.
 execplan::DeviceLimits PlanLimits(const AdapterInfo& info) {
-  execplan::DeviceLimits l;
-  l.backend = "webgpu";
-  l.device = "webgpu adapter \"" + info.device + "\"";
-  l.max_buffer_bytes = static_cast<int64_t>(info.limits.max_buffer_size);
-  l.max_binding_bytes = static_cast<int64_t>(info.limits.max_storage_buffer_binding_size);
+  execplan::DeviceLimits l =
+      execplan::HostMemoryLimits("webgpu", "webgpu adapter \"" + info.device + "\"");
+  l.buffers_in_host_memory = info.is_software || info.adapter_type == "integrated-gpu";
+  l.max_buffer_bytes = static_cast<int64_t>(
+      std::min<uint64_t>(info.limits.max_buffer_size, std::numeric_limits<int64_t>::max()));
+  l.max_binding_bytes = static_cast<int64_t>(std::min<uint64_t>(
+      info.limits.max_storage_buffer_binding_size, std::numeric_limits<int64_t>::max()));
   return l;
 }
 
