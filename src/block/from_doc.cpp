@@ -158,7 +158,7 @@ class Lowering {
   }
 
   // The optimizer and its hyper-parameters, as PyTorch's torch.optim.SGD / Adam / AdamW accept
-  // them; each is an f32 attribute of the update kernels, so it must also be finite in f32.
+  // them, within the ranges the update kernels (f32) can honour.
   void ResolveOptimizer(const Json& t, OptimizerSpec& o) {
     const std::string pointer = "/train/optimizer";
     auto opt = t.find("optimizer");
@@ -178,33 +178,20 @@ class Lowering {
     }
     if (o.kind == "adamw") o.weight_decay = 1e-2;  // PyTorch's AdamW default
     doc::CheckKeys(*opt, pointer, kOptimizerFields, "an optimizer", errors_);
-    const double f32_max = std::numeric_limits<float>::max();
-    // Each setting: its field, its valid range in words, and the test of a value.
+    // Each setting and the field it fills; its accepted values are the update op's attribute
+    // range in the op table (momentum_update for SGD, adam_update for Adam and AdamW), so the
+    // train section accepts exactly what the update kernels accept.
     struct Setting {
       const char* key;
       double* field;
-      bool sgd;  // an SGD setting (else an Adam one); lr and weight_decay are both
-      bool adam;
-      const char* range;
-      bool (*valid)(double);
     };
     const Setting settings[] = {
-        {"lr", &o.lr, true, true, "a number > 0",
-         [](double v) { return static_cast<float>(v) > 0; }},
-        {"weight_decay", &o.weight_decay, true, true, "a number >= 0",
-         [](double v) { return v >= 0; }},
-        {"momentum", &o.momentum, true, false, "a number in [0, 1)",
-         [](double v) { return v >= 0 && v < 1; }},
-        {"dampening", &o.dampening, true, false, "a number in [0, 1]",
-         [](double v) { return v >= 0 && v <= 1; }},
-        {"beta1", &o.beta1, false, true, "a number in [0, 1)",
-         [](double v) { return v >= 0 && static_cast<float>(v) < 1; }},
-        {"beta2", &o.beta2, false, true, "a number in [0, 1)",
-         [](double v) { return v >= 0 && static_cast<float>(v) < 1; }},
-        {"eps", &o.eps, false, true, "a number > 0",
-         [](double v) { return static_cast<float>(v) > 0; }},
+        {"lr", &o.lr},         {"weight_decay", &o.weight_decay}, {"momentum", &o.momentum},
+        {"dampening", &o.dampening}, {"beta1", &o.beta1},         {"beta2", &o.beta2},
+        {"eps", &o.eps},
     };
     const bool sgd = o.kind == "sgd";
+    const ops::OpSpec* update = prog_.ops->Find(sgd ? "momentum_update" : "adam_update");
     for (auto it = opt->begin(); it != opt->end(); ++it) {
       const std::string& k = it.key();
       const std::string at = PointerJoin(pointer, k);
@@ -225,16 +212,17 @@ class Lowering {
       for (const Setting& candidate : settings)
         if (k == candidate.key) s = &candidate;
       if (!s) continue;  // reported as an unknown field
-      if (!(sgd ? s->sgd : s->adam)) {
+      const ops::Attr* attr = update ? update->FindAttr(k) : nullptr;
+      if (!attr || !attr->range) {
         TrainError("bad-optimizer", at,
                    "the " + o.kind + " optimizer has no setting \"" + k + "\"");
         continue;
       }
       const double v = it->is_number() ? it->get<double>() : std::nan("");
-      if (!it->is_number() || !std::isfinite(v) || std::fabs(v) > f32_max || !s->valid(v)) {
+      if (!it->is_number() || !attr->range->Contains(v)) {
         TrainError("bad-optimizer", at,
-                   "the " + o.kind + " setting \"" + k + "\" is " + it->dump() + ", expected " +
-                       s->range + " (finite in f32)");
+                   "the " + o.kind + " setting \"" + k + "\" is " + it->dump() +
+                       ", expected a number in " + attr->range->Text());
         continue;
       }
       *s->field = v;

@@ -280,7 +280,14 @@ void AddOptimOps(OpTable& t) {
       "gives a NaN or infinite result for that element, nothing is clamped; a NaN step t counts "
       "as t < 1";
   Port param = Operand("param"), grad{"grad", PortRole::kGradient}, step{"t", PortRole::kStep};
-  Attr lr{"lr", AttrType::kNumber, 1e-3}, weight_decay{"weight_decay", AttrType::kNumber, 0.0},
+  // Ranges: what torch.optim accepts, bounded so the f32 kernels stay finite and exact in their
+  // intent — a learning rate or decay above 1e30 overflows f32 within a step; a beta or momentum
+  // that rounds to 1 in f32 makes Adam's bias correction divide by zero; an eps that rounds to 0
+  // divides 0 by 0 where a gradient is zero.
+  const NumberRange positive{0, 1e30, true, false}, non_negative{0, 1e30},
+      below_one{0, 0.9999999}, unit{0, 1}, eps_range{1e-30, 1e30};
+  Attr lr{"lr", AttrType::kNumber, 1e-3, false, positive},
+      weight_decay{"weight_decay", AttrType::kNumber, 0.0, false, non_negative},
       maximize{"maximize", AttrType::kBool, false};
   t.Add({.name = "sgd_update",
          .min_version = 2,
@@ -293,8 +300,12 @@ void AddOptimOps(OpTable& t) {
          .nan = update_nan});
   const std::vector<Port> momentum_ports = {param, grad, {"velocity", PortRole::kState}, step};
   const std::vector<Attr> momentum_attrs = {
-      lr,           {"momentum", AttrType::kNumber, 0.0}, {"dampening", AttrType::kNumber, 0.0},
-      weight_decay, {"nesterov", AttrType::kBool, false}, maximize};
+      lr,
+      {"momentum", AttrType::kNumber, 0.0, false, below_one},
+      {"dampening", AttrType::kNumber, 0.0, false, unit},
+      weight_decay,
+      {"nesterov", AttrType::kBool, false},
+      maximize};
   t.Add({.name = "momentum_update",
          .min_version = 2,
          .ports = momentum_ports,
@@ -318,10 +329,11 @@ void AddOptimOps(OpTable& t) {
       param, grad, {"m", PortRole::kState}, {"v", PortRole::kState}, step};
   // weight_decay has no single default: 0 for Adam, 1e-2 for AdamW (decoupled), as in PyTorch.
   const std::vector<Attr> adam_attrs = {lr,
-                                        {"beta1", AttrType::kNumber, 0.9},
-                                        {"beta2", AttrType::kNumber, 0.999},
-                                        {"eps", AttrType::kNumber, 1e-8},
-                                        {"weight_decay", AttrType::kNumber},
+                                        {"beta1", AttrType::kNumber, 0.9, false, below_one},
+                                        {"beta2", AttrType::kNumber, 0.999, false, below_one},
+                                        {"eps", AttrType::kNumber, 1e-8, false, eps_range},
+                                        {"weight_decay", AttrType::kNumber, nullptr, false,
+                                         non_negative},
                                         {"decoupled", AttrType::kBool, false},
                                         maximize};
   const char* adam_determinism =

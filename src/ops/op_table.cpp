@@ -112,6 +112,18 @@ std::string OpTable::NamesUpTo(int version) const {
   return known;
 }
 
+bool NumberRange::Contains(double v) const {
+  if (std::isnan(v)) return false;
+  bool above = low_open ? v > low : v >= low;
+  bool below = high_open ? v < high : v <= high;
+  return above && below;
+}
+
+std::string NumberRange::Text() const {
+  return std::string(low_open ? "(" : "[") + CanonicalJson(Json(low)) + ", " +
+         CanonicalJson(Json(high)) + (high_open ? ")" : "]");
+}
+
 std::vector<Diagnostic> CheckAttributes(
     const OpSpec& spec, const Json& attrs, const std::string& node_pointer,
     const std::function<std::string(const std::string&)>& pointer_of, const std::string& where) {
@@ -139,6 +151,10 @@ std::vector<Diagnostic> CheckAttributes(
       error("bad-attribute", pointer_of(it.key()),
             "the attribute \"" + it.key() + "\" is " + it->dump() + ", expected " +
                 (a->type == AttrType::kInt ? "an " : "a ") + AttrTypeName(a->type));
+    } else if (a->range && !a->range->Contains(it->get<double>())) {
+      error("bad-attribute", pointer_of(it.key()),
+            "the attribute \"" + it.key() + "\" is " + it->dump() + ", expected a value in " +
+                a->range->Text());
     }
   }
   for (const Attr& a : spec.attrs) {
@@ -173,9 +189,10 @@ void PortsSection(const OpSpec& s, std::string& out) {
 
 void AttrsSection(const OpSpec& s, std::string& out) {
   if (s.attrs.empty()) return;
-  out += "\n| attribute | type | default | required |\n|---|---|---|---|\n";
+  out += "\n| attribute | type | range | default | required |\n|---|---|---|---|---|\n";
   for (const Attr& a : s.attrs) {
     out += "| " + Code(a.name) + " | " + AttrTypeName(a.type) + " | " +
+           (a.range ? Code(a.range->Text()) : "—") + " | " +
            (a.default_value.is_null() ? "—" : Code(CanonicalJson(a.default_value))) + " | " +
            (a.required ? "yes" : "no") + " |\n";
   }

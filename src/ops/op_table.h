@@ -11,6 +11,7 @@
 
 #include <functional>
 #include <memory>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -67,16 +68,28 @@ enum class AttrType {
 };
 const char* AttrTypeName(AttrType t);
 
+// The values a number attribute accepts: an interval, each end open or closed. Held by the table
+// so every reader of the attribute (a graph node, a train section's optimizer) accepts the same.
+struct NumberRange {
+  double low, high;
+  bool low_open = false, high_open = false;
+  bool Contains(double v) const;
+  std::string Text() const;  // "(0, 1e+30]"
+};
+
 struct Attr {
-  Attr(std::string name, AttrType type, Json default_value = nullptr, bool required = false)
+  Attr(std::string name, AttrType type, Json default_value = nullptr, bool required = false,
+       std::optional<NumberRange> range = std::nullopt)
       : name(std::move(name)),
         type(type),
         default_value(std::move(default_value)),
-        required(required) {}
+        required(required),
+        range(range) {}
   std::string name;
   AttrType type;
   Json default_value;  // null: none (absent means "not given", see the op's summary)
   bool required;
+  std::optional<NumberRange> range;  // kNumber only: the accepted values
 };
 
 struct OpSpec {
@@ -115,7 +128,7 @@ class OpTable {
 const std::shared_ptr<const OpTable>& BuiltinOps();
 
 // Checks `attrs` against the op's declared attributes: an unknown name is `unknown-attribute`, a
-// value of the wrong type `bad-attribute`, a required one missing `missing-attribute`. A null
+// value of the wrong type or outside its range `bad-attribute`, a required one missing `missing-attribute`. A null
 // value counts as not given. `pointer_of` gives the JSON pointer of an attribute; `node_pointer`
 // and `where` locate the node for a missing one.
 std::vector<Diagnostic> CheckAttributes(

@@ -3,6 +3,8 @@
 
 #include <gtest/gtest.h>
 
+#include <cmath>
+
 #include <fstream>
 #include <sstream>
 
@@ -101,12 +103,31 @@ TEST(OpTable, CommittedReferenceMatchesTheTable) {
       << "docs/ops.md is stale: scellis ops --markdown > docs/ops.md";
 }
 
+TEST(OpTable, NumberRangesHoldTheirEnds) {
+  NumberRange open_low{0, 1, true, false};
+  EXPECT_FALSE(open_low.Contains(0));
+  EXPECT_TRUE(open_low.Contains(1e-300));
+  EXPECT_TRUE(open_low.Contains(1));
+  EXPECT_FALSE(open_low.Contains(1.0000001));
+  EXPECT_FALSE(open_low.Contains(std::nan("")));
+  EXPECT_EQ(open_low.Text(), "(0, 1]");
+  // CheckAttributes refuses a value outside the range, at the attribute's pointer.
+  const OpSpec* adam = BuiltinOps()->Find("adam_update");
+  ASSERT_NE(adam, nullptr);
+  auto errors = CheckAttributes(
+      *adam, Json::parse(R"({"beta1": 1.0, "lr": 0.1})"), "/nodes/3",
+      [](const std::string& a) { return "/nodes/3/attrs/" + a; }, "test");
+  ASSERT_EQ(errors.size(), 1u);
+  EXPECT_EQ(errors[0].code, "bad-attribute");
+  EXPECT_EQ(errors[0].pointer, "/nodes/3/attrs/beta1");
+}
+
 TEST(OpTable, MarkdownNamesEveryOpPortAndAttribute) {
   std::string md = ToMarkdown(*BuiltinOps());
   EXPECT_NE(md.find("\n## cross_entropy\n"), std::string::npos);
   EXPECT_NE(md.find("| `target` | labels | f32 |"), std::string::npos);
-  EXPECT_NE(md.find("| `keepdim` | boolean | `false` | no |"), std::string::npos);
-  EXPECT_NE(md.find("| `dims` | integer array | — | yes |"), std::string::npos);
+  EXPECT_NE(md.find("| `keepdim` | boolean | — | `false` | no |"), std::string::npos);
+  EXPECT_NE(md.find("| `dims` | integer array | — | — | yes |"), std::string::npos);
   EXPECT_NE(md.find("| [`exp`](#exp) | 2 | elementwise | yes | default |"), std::string::npos);
 }
 
