@@ -10,6 +10,7 @@
 
 #include "base/json_util.h"
 #include "command_line.h"
+#include "doc/keys.h"
 #include "typed_flags.h"
 
 namespace scellis::testing {
@@ -241,7 +242,6 @@ TEST_F(Cli, PrintAfterAndDisablePass) {
 namespace scellis::testing {
 namespace {
 
-using cli::ClosestMatch;
 using cli::ParseByteSize;
 using cli::ParseCommandLine;
 using cli::ParseInteger;
@@ -266,6 +266,11 @@ TEST(CliFlags, Integers) {
   EXPECT_EQ(ParseInteger("-3", -5, 5), -3);
   for (const char* bad : {"", "0", "11", "-3", "1.0", "+2", " 2", "2x", "99999999999999999999"})
     EXPECT_EQ(ParseInteger(bad, 1, 10), std::nullopt) << bad;
+}
+
+// The command line suggests names with the document's matcher.
+std::string ClosestMatch(const std::string& word, const std::vector<std::string>& candidates) {
+  return doc::ClosestKey(word, candidates).value_or("");
 }
 
 TEST(CliFlags, ClosestMatchIsForTyposOnly) {

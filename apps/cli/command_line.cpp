@@ -11,6 +11,7 @@
 #include <thread>
 
 #include "base/atomic_file.h"
+#include "doc/keys.h"
 #include "typed_flags.h"
 
 namespace scellis::cli {
@@ -48,6 +49,12 @@ std::vector<std::string> OptionNames(const CLI::App* cmd) {
 
 // Arguments nothing claimed: unknown flags and commands (with the closest known name), and
 // positional arguments beyond those a command takes.
+// The likely meant name, for "did you mean": the document's key matcher, so a typo is judged
+// alike in a document and on the command line.
+std::string ClosestMatch(const std::string& word, const std::vector<std::string>& candidates) {
+  return doc::ClosestKey(word, candidates).value_or("");
+}
+
 std::vector<Diagnostic> CheckLeftovers(const CLI::App& app, const CLI::App* sub) {
   std::vector<Diagnostic> errors, stray;
   for (const std::string& arg : app.remaining(true)) {

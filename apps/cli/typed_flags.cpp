@@ -82,38 +82,4 @@ std::vector<Diagnostic> TypedFlags::Convert() const {
   return errors;
 }
 
-namespace {
-
-size_t EditDistance(const std::string& a, const std::string& b) {
-  std::vector<size_t> row(b.size() + 1);
-  for (size_t j = 0; j <= b.size(); ++j) row[j] = j;
-  for (size_t i = 1; i <= a.size(); ++i) {
-    size_t diagonal = row[0];
-    row[0] = i;
-    for (size_t j = 1; j <= b.size(); ++j) {
-      size_t up = row[j];
-      row[j] = std::min({row[j] + 1, row[j - 1] + 1, diagonal + (a[i - 1] != b[j - 1])});
-      diagonal = up;
-    }
-  }
-  return row[b.size()];
-}
-
-}  // namespace
-
-std::string ClosestMatch(const std::string& word, const std::vector<std::string>& candidates) {
-  // A third of the word may be wrong (at least one character): "--epoch", "--thread", "runn".
-  const size_t limit = std::max<size_t>(1, word.size() / 3);
-  std::string best;
-  size_t best_distance = limit + 1;
-  for (const std::string& c : candidates) {
-    size_t d = EditDistance(word, c);
-    if (d < best_distance) {
-      best = c;
-      best_distance = d;
-    }
-  }
-  return best;
-}
-
 }  // namespace scellis::cli

@@ -66,7 +66,4 @@ class TypedFlags {
   std::deque<Flag> flags_;  // a deque: CLI11 keeps pointers to `text`
 };
 
-// The closest of `candidates` to `word` when it is close enough to be a likely typo, else "".
-std::string ClosestMatch(const std::string& word, const std::vector<std::string>& candidates);
-
 }  // namespace scellis::cli

@@ -4,7 +4,6 @@
 #include <cmath>
 #include <cstdio>
 #include <random>
-#include <thread>
 
 #include "base/sha256.h"
 #include "pipeline/compile.h"
@@ -129,10 +128,7 @@ Result<std::vector<GroupResult>> Run(runtime::Executor& gpu, const Options& opti
     }
   }
   const execplan::DeviceLimits limits = gpu.limits();
-  const int threads = options.cpu_threads > 0
-                          ? options.cpu_threads
-                          : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
-  const kernel::ref::Parallel parallel(threads);
+  const kernel::ref::Parallel parallel(kernel::ref::ThreadsFor(options.cpu_threads));
   const bool debug = options.tier == policy::Tier::kDebug;
 
   std::vector<GroupResult> results;

@@ -1,9 +1,15 @@
 #include "kernel/ref/ref.h"
 
+#include <algorithm>
 #include <atomic>
 #include <thread>
 
 namespace scellis::kernel::ref {
+
+int ThreadsFor(int requested) {
+  if (requested > 0) return requested;
+  return static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+}
 
 Parallel::Parallel(int threads) : threads_(threads < 1 ? 1 : threads) {}
 

@@ -13,6 +13,11 @@
 
 namespace scellis::kernel::ref {
 
+// The threads the reference runs on for a request: 0 means one per hardware thread. More than the
+// machine has are honoured (tests prove the bits do not depend on the count with more threads than
+// cores); front ends cap a user's request at the machine and say so.
+int ThreadsFor(int requested);
+
 // Runs chunk indices [0, n) on a fixed number of threads. Work is split into chunks whose
 // boundaries depend only on the problem size, never on the thread count.
 class Parallel {

@@ -3,7 +3,6 @@
 #include <chrono>
 #include <cmath>
 #include <cstring>
-#include <thread>
 
 namespace scellis::runtime::cpu {
 namespace {
@@ -156,9 +155,7 @@ class CpuPrepared : public Prepared {
 }  // namespace
 
 CpuExecutor::CpuExecutor(Options options)
-    : parallel_(options.threads > 0
-                    ? options.threads
-                    : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()))) {}
+    : parallel_(kernel::ref::ThreadsFor(options.threads)) {}
 
 DeviceProfile ReferenceProfile() {
   DeviceProfile p;
