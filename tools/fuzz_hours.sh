@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # The long fuzz campaign: every fuzz target at once, each with FORKS libFuzzer workers sharing one corpus for SECONDS,
-# from the corpus kept in tools/fuzz/corpus/<name>/. Used for the CPU-hours an issue asks for; CI
+# from the corpus kept in the repository (tools/fuzz/seeds.sh). Used for the CPU-hours an issue asks for; CI
 # keeps the short runs of tools/run_fuzz.sh. Expects the targets already built by run_fuzz.sh (in
 # FUZZ_BUILD, default build-fuzz) — it only runs them, so it can run on a machine without clang.
 #
@@ -44,8 +44,7 @@ worker() {
 run_one() {
   local name="$1" work="$out/work/$1"
   mkdir -p "$work/corpus" "$work/seeds" "$out/artifacts/$name" "$out/logs"
-  if [ -d "tools/fuzz/corpus/$name" ]; then cp -r "tools/fuzz/corpus/$name/." "$work/seeds/"; fi
-  if [ "$name" = document ]; then cp examples/*.json tests/errors/*.json "$work/seeds/"; fi
+  bash tools/fuzz/seeds.sh "$name" "$work/seeds"
   for i in $(seq 1 "$forks"); do worker "$name" "$i" & done
   wait
   # CPU time of this subshell's children: every worker's fuzzer runs.

@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # Builds the fuzz targets with clang (libFuzzer, AddressSanitizer and UndefinedBehaviorSanitizer
 # including float-cast-overflow, the whole library instrumented) in build-fuzz/ and runs each for
-# SECONDS. A target `tools/fuzz/<name>_fuzz.cpp` starts from the corpus kept in the repository,
-# `tools/fuzz/corpus/<name>/` (plus, for the document loader, examples/ and tests/errors/), and uses
+# SECONDS. A target `tools/fuzz/<name>_fuzz.cpp` starts from the corpus kept in the repository
+# (tools/fuzz/seeds.sh: `tools/fuzz/corpus/<name>/`, the last campaign's `<name>.tar.xz`, and for the
+# document loader examples/ and tests/errors/), and uses
 # `tools/fuzz/<name>.dict` when there is one. New interesting inputs accumulate in
 # build-fuzz/corpus/<name>/; a crash is written to build-fuzz/artifacts/<name>/ and makes the script
 # fail.
@@ -40,8 +41,7 @@ for name in "${names[@]}"; do
   seeds="build-fuzz/seeds/$name"
   artifacts="build-fuzz/artifacts/$name"
   mkdir -p "$corpus" "$seeds" "$artifacts"
-  if [ -d "tools/fuzz/corpus/$name" ]; then cp -r "tools/fuzz/corpus/$name/." "$seeds/"; fi
-  if [ "$name" = document ]; then cp examples/*.json tests/errors/*.json "$seeds/"; fi
+  bash tools/fuzz/seeds.sh "$name" "$seeds"
   dict=()
   if [ -f "tools/fuzz/$name.dict" ]; then dict=(-dict="tools/fuzz/$name.dict"); fi
   fork=()

@@ -39,9 +39,12 @@ echo "== agreement with PyTorch (CPU) and bit-exact resume"
 SCELLIS_BUILD="$BUILD" .venv/bin/python -m pytest -q tests/peer tests/train tests/layering
 
 echo "== the fuzz corpora replayed through every fuzz target (built without libFuzzer)"
-for corpus in tools/fuzz/corpus/*/; do
-  name="$(basename "$corpus")"
-  "$BUILD/${name}_fuzz" "$corpus"* | tail -n 1
+for src in tools/fuzz/*_fuzz.cpp; do
+  name="$(basename "$src" _fuzz.cpp)"
+  seeds="$(mktemp -d)"
+  bash tools/fuzz/seeds.sh "$name" "$seeds"
+  "$BUILD/${name}_fuzz" "$seeds"/* | tail -n 1
+  rm -rf "$seeds"
 done
 echo "== fuzzing every target briefly (20 s each)"
 bash tools/run_fuzz.sh 20

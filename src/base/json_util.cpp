@@ -6,6 +6,7 @@
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
+#include <optional>
 #include <set>
 #include <vector>
 
@@ -173,7 +174,8 @@ class FastParser {
     return p_ == end_;
   }
 
-  std::string duplicate;  // the first key repeated within one object
+  // The first key repeated within one object; optional because "" is a key like any other.
+  std::optional<std::string> duplicate;
 
  private:
   void SkipSpace() {
@@ -363,7 +365,7 @@ class FastParser {
       Json value;
       if (!Value(value)) return false;
       auto [it, inserted] = members.emplace(std::string(key), Json());
-      if (!inserted && duplicate.empty()) duplicate = key;
+      if (!inserted && !duplicate) duplicate = key;
       it->second = std::move(value);  // the last value wins, as in nlohmann's parser
       SkipSpace();
       if (p_ == end_) return false;
@@ -397,7 +399,7 @@ class CheckedDomSax : public nlohmann::detail::json_sax_dom_parser<Json> {
     return Base::end_object();
   }
   bool key(std::string& k) {
-    if (duplicate.empty() && !keys_.empty() && !keys_.back().insert(k).second) duplicate = k;
+    if (!duplicate && !keys_.empty() && !keys_.back().insert(k).second) duplicate = k;
     return Base::key(k);
   }
   template <class Exception>
@@ -406,7 +408,7 @@ class CheckedDomSax : public nlohmann::detail::json_sax_dom_parser<Json> {
     return Base::parse_error(position, token, ex);
   }
 
-  std::string duplicate;
+  std::optional<std::string> duplicate;
   std::string error;
 
  private:
@@ -465,7 +467,7 @@ Result<Json> ParseUntrustedJson(std::string_view text, const ParseLimits& limits
   Json j;
   FastParser fast(text, limits.max_depth);
   if (fast.Parse(j)) {
-    if (!fast.duplicate.empty()) return DuplicateKey(fast.duplicate);
+    if (fast.duplicate) return DuplicateKey(*fast.duplicate);
     return j;
   }
   j = Json();
@@ -507,7 +509,7 @@ Result<Json> ParseUntrustedJson(std::string_view text, const ParseLimits& limits
                          : "the document is not valid JSON: " +
                                (colon == std::string::npos ? what : what.substr(colon + 2)));
   }
-  if (!sax.duplicate.empty()) return DuplicateKey(sax.duplicate);
+  if (sax.duplicate) return DuplicateKey(*sax.duplicate);
   return j;
 }
 

@@ -144,6 +144,9 @@ TEST(ParseUntrustedJson, RefusalsAreNamed) {
   EXPECT_EQ(code("[[[[[[[[1]]]]]]]]"), "ok");
   EXPECT_EQ(code(R"({"a": 1, "b": 2, "a": 3})"), "duplicate-key");
   EXPECT_EQ(code(R"({"a": {"x": 1, "x": 1}})"), "duplicate-key");
+  // The empty string is a key like any other: repeating it is ambiguous too (found by fuzzing).
+  EXPECT_EQ(code(R"({"": 0, "": 1})"), "duplicate-key");
+  EXPECT_EQ(code(R"({"v": {"": 0, "": "op"}})"), "duplicate-key");
   EXPECT_EQ(code(R"({"a": {"x": 1}, "b": {"x": 1}})"), "ok");  // one key per object
   for (const char* bad :
        {"[1,]", "[01]", "[1.]", "[.5]", "[+1]", "[1e]", "[-]", "{\"a\" 1}", "{\"a\": 1,}", "[1] x",
