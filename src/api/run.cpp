@@ -176,6 +176,7 @@ Result<RunReport> Run(std::string_view text, const RunOptions& options, const Ru
     }
   }
   if (events.backend) events.backend(sel.backend, sel.fallback_reason);
+  if (events.selected) events.selected(sel);
 
   RunReport report;
   report.backend = sel.backend;

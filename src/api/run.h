@@ -36,6 +36,9 @@ struct RunEvents {
   // The backend chosen, with the reason when `auto` fell back (before any dispatch).
   std::function<void(const std::string& backend, const std::optional<std::string>& fallback)>
       backend;
+  // The whole choice — backend, fallback reason, every backend tried and why it was passed over —
+  // once the plan is accepted, before any dispatch.
+  std::function<void(const runtime::Selection&)> selected;
 };
 
 struct RunReport {
