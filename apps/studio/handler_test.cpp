@@ -122,15 +122,17 @@ TEST_F(StudioHandler, VersionOpsAndExamples) {
   Response ops = Get("/api/ops");
   ASSERT_EQ(ops.status, 200);
   std::set<std::string> ops_seen, types_seen;
-  for (const Json& o : Body(ops)["ops"]) ops_seen.insert(o["name"]);
-  for (const Json& t : Body(ops)["node_types"]) types_seen.insert(t["name"]);
+  const Json palette = Body(ops);
+  for (const Json& o : palette["ops"]) ops_seen.insert(o["name"]);
+  for (const Json& t : palette["node_types"]) types_seen.insert(t["name"]);
   EXPECT_TRUE(ops_seen.count("matmul") && ops_seen.count("mean") && ops_seen.count("life"));
   EXPECT_TRUE(types_seen.count("input") && types_seen.count("param") && types_seen.count("dataset"));
 
   Response ex = Get("/api/examples");
   ASSERT_EQ(ex.status, 200);
   std::map<std::string, Json> examples;
-  for (const Json& e : Body(ex)["examples"]) examples[e["name"]] = e;
+  const Json gallery = Body(ex);
+  for (const Json& e : gallery["examples"]) examples[e["name"]] = e;
   for (const char* name : {"center_columns", "fashion_mlp", "life_glider", "mlp_step"}) {
     ASSERT_TRUE(examples.count(name)) << name;
     EXPECT_EQ(examples[name]["document"], Example(name)) << "embedded as the file holds it";
@@ -259,7 +261,8 @@ TEST_F(StudioHandler, RunsOfTheGameOfLife) {
   ASSERT_EQ(r.status, 200) << r.body;
   std::vector<Json> lines = Lines(r);
   ASSERT_EQ(lines.back()["event"], "result") << lines.back().dump();
-  const Json& first = Example("life_glider")["nodes"][0]["data"];
+  const Json glider = Example("life_glider");
+  const Json& first = glider["nodes"][0]["data"];
   const Json& grid = lines.back()["report"]["outputs"]["grid"]["data"];
   ASSERT_EQ(grid.size(), 64u);
   for (int row = 0; row < 8; ++row)
