@@ -427,6 +427,18 @@ TEST_F(StudioHandler, WithoutBuiltAssetsTheRootSaysHowToBuildThem) {
   EXPECT_EQ(Get("/api/version", bare.get()).status, 200) << "the API still works";
 }
 
+TEST_F(StudioHandler, ProgramForTheBrowserRuntime) {
+  Response r = Post("/api/program", {{"document", Example("center_columns")}});
+#if __has_include("runtime/device_program.h")
+  ASSERT_EQ(r.status, 200) << r.body;
+  EXPECT_EQ(Body(r)["format"], "scellis.device-program/1");
+#else
+  ExpectError(r, 501, "not-available");
+#endif
+  ExpectError(Post("/api/program", {{"document", Example("center_columns")}, {"budget", 100}}), 422,
+              "memory-over-budget");
+}
+
 TEST_F(StudioHandler, ConformWithoutAGpuIsRefusedByName) {
   Response r = Post("/api/conform", {{"tier", "prod"}, {"ops", {"add"}}});
   ExpectError(r, 422, "no-gpu");

@@ -2,7 +2,11 @@
 // streams ndjson in chunks, caps bodies before reading them, and lets no path out.
 #include "serve.h"
 
+#include <fcntl.h>
 #include <httplib.h>
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
 #include <gtest/gtest.h>
 
 #include <filesystem>
@@ -104,6 +108,56 @@ TEST(StudioServer, ServesOverASocketOnAFreePort) {
 
   server.Stop();
   serving.join();
+  fs::remove_all(dir);
+}
+
+// `scellis studio --port 0` as users start it: it prints the port it took, serves, and stops on
+// SIGTERM with exit code 0.
+TEST(StudioServer, TheCommandPrintsItsPortAndStopsOnSigterm) {
+  fs::path dir = testing::MakeTempDir("scellis-studio-command");
+  const std::string out_path = (dir / "stdout").string();
+  std::vector<std::string> args = {testing::ScellisBinary().string(), "studio", "--port", "0",
+                                   "--backend", "cpu", "--store", (dir / "store").string(),
+                                   "--web-dir", (dir / "no-web").string()};
+  std::vector<char*> argv;
+  for (std::string& a : args) argv.push_back(a.data());
+  argv.push_back(nullptr);
+  pid_t pid = fork();
+  ASSERT_GE(pid, 0);
+  if (pid == 0) {
+    int out = open(out_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0600);
+    int null = open("/dev/null", O_WRONLY);
+    dup2(out, STDOUT_FILENO);
+    dup2(null, STDERR_FILENO);
+    execv(argv[0], argv.data());
+    _exit(127);
+  }
+  std::string line;
+  for (int i = 0; i < 2000 && line.empty(); ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+    std::ifstream in(out_path);
+    std::getline(in, line);
+  }
+  const std::string prefix = "studio: serving on http://127.0.0.1:";
+  ASSERT_EQ(line.rfind(prefix, 0), 0u) << line;
+  const int port = std::stoi(line.substr(prefix.size()));
+  EXPECT_GT(port, 0);
+  EXPECT_NE(line.find("(backend: cpu, store: "), std::string::npos) << line;
+
+  httplib::Client client("127.0.0.1", port);
+  auto version = client.Get("/api/version");
+  ASSERT_TRUE(version);
+  EXPECT_EQ(version->status, 200);
+  auto root = client.Get("/");
+  ASSERT_TRUE(root);
+  EXPECT_NE(root->body.find("not built"), std::string::npos);
+
+  kill(pid, SIGTERM);
+  int status = 0;
+  ASSERT_EQ(waitpid(pid, &status, 0), pid);
+  EXPECT_TRUE(WIFEXITED(status)) << "ended by a signal";
+  EXPECT_EQ(WEXITSTATUS(status), 0);
+  EXPECT_NE(testing::ReadWholeFile(out_path).find("studio: stopping"), std::string::npos);
   fs::remove_all(dir);
 }
 
