@@ -457,6 +457,8 @@ Response Run(Engine& engine, const Request& req) {
   api::RunOptions options;
   options.compile = cr.options;
   options.select = engine.options().select;
+  // Receipts are looked up where conformance (POST /api/conform) mints them: the server's store.
+  options.store_root = engine.store().root();
   if (auto b = body.find("backend"); b != body.end() && !b->is_null()) {
     const std::string name = b->is_string() ? b->get<std::string>() : "";
     if (name != "auto" && name != "cpu" && name != "webgpu")

@@ -28,6 +28,7 @@ struct RunOptions {
   runtime::SelectOptions select;
   int steps = 1;
   std::vector<std::string> history;  // outputs whose value after every step is returned
+  std::string store_root;  // where receipts are looked up; "" : the default store
 };
 
 // What a front end may want to tell its user before the run starts.
