@@ -14,6 +14,7 @@ esac
 
 APT_PACKAGES=(build-essential cmake ninja-build pkg-config
   nlohmann-json3-dev libcli11-dev libfmt-dev libssl-dev zlib1g-dev
+  libcpp-httplib-dev  # the Studio server (`scellis studio`)
   libvulkan1          # the Vulkan loader Dawn needs
   dataset-fashion-mnist
   nodejs npm)

@@ -350,6 +350,24 @@ TEST(CliFlags, ParserAcceptsGoodForms) {
   EXPECT_EQ(train->train.epochs, 2);
   EXPECT_EQ(train->train.max_steps, 5);
 
+  auto studio = ParseCommandLine({"studio", "--port", "0", "--backend", "cpu",
+                                  "--max-request-bytes", "1M", "--open"},
+                                 4);
+  ASSERT_TRUE(studio.ok()) << studio.errors().front().Format();
+  EXPECT_EQ(studio->command, cli::Command::kStudio);
+  EXPECT_EQ(studio->studio.port, 0);
+  EXPECT_EQ(studio->studio.host, "127.0.0.1") << "loopback unless asked";
+  EXPECT_EQ(studio->studio.max_request_bytes, int64_t{1} << 20);
+  EXPECT_TRUE(studio->studio.open);
+  for (std::vector<std::string> bad : {std::vector<std::string>{"studio", "--port", "70000"},
+                                       {"studio", "--port", "-1"},
+                                       {"studio", "--backend", "null"},
+                                       {"studio", "--max-request-bytes", "0"}}) {
+    auto r = ParseCommandLine(bad, 4);
+    ASSERT_FALSE(r.ok()) << bad[2];
+    EXPECT_EQ(r.errors().front().code, "bad-flag");
+  }
+
   auto help = ParseCommandLine({"run", "--help"}, 4);
   ASSERT_TRUE(help.ok());
   EXPECT_EQ(help->command, cli::Command::kHelp);

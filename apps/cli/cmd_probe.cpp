@@ -1,33 +1,14 @@
 // `scellis probe`: what this machine offers, and what `--backend=auto` would choose and why.
 #include <iostream>
 
+#include "api/probe.h"
 #include "common.h"
 #include "execplan/plan.h"
-#include "runtime/backends/select.h"
 
 namespace scellis::cli {
 
 int ProbeCommand(bool json) {
-  Json out;
-  // The adapter as an explicit software-allowing request would see it, then what auto picks.
-  auto webgpu = runtime::FindBackend("webgpu")->Probe({.allow_software_adapter = true});
-  auto choice = runtime::SelectBackend({.requested = "auto"});
-  if (webgpu.ok()) {
-    out["dawn_log"] = webgpu->log;
-    out.update(webgpu->details);
-  } else {
-    out["dawn_log"] = "";
-    out["adapter"] = nullptr;
-    out["adapter_error"] = webgpu.errors().front().message;
-  }
-  out["backends"] = Json::array();
-  for (const auto& b : runtime::BuiltinBackends()) out["backends"].push_back(b->name());
-  if (choice.ok()) {
-    out["auto_choice"] = choice->backend;
-    out["auto_reason"] = choice->fallback_reason ? *choice->fallback_reason
-                                                 : "a hardware WebGPU adapter is available";
-    out["attempts"] = choice->attempts;
-  }
+  Json out = api::Probe();
   if (json) {
     std::cout << out.dump(2) << "\n";
     return 0;

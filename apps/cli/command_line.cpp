@@ -270,6 +270,27 @@ Result<Invocation> ParseCommandLine(const std::vector<std::string>& args,
   CLI::App* ops = app.add_subcommand("ops", "list the ops this build has");
   ops->add_flag("--markdown", inv.ops.markdown, "print the reference of docs/ops.md");
 
+  CLI::App* studio = app.add_subcommand(
+      "studio", "serve the Studio: the canvas and a JSON API over the engine (loopback by default)");
+  TypedFlags& studio_typed = typed_for(studio);
+  studio_typed.Integer("--port", &inv.studio.port, 0, 65535,
+                       "TCP port (default 8737; 0 picks a free one and prints it)");
+  studio->add_option("--host", inv.studio.host,
+                     "address to listen on (default 127.0.0.1; anything else exposes the "
+                     "engine to the network)");
+  studio->add_flag("--open", inv.studio.open, "open the Studio in a browser (xdg-open)");
+  studio->add_option("--store", inv.studio.store,
+                     "content-addressed store for documents and run records (default: "
+                     "$SCELLIS_STORE, else ~/.local/share/scellis/store)");
+  studio->add_option("--backend", inv.studio.backend, "auto | webgpu | cpu")
+      ->check(CLI::IsMember({"auto", "webgpu", "cpu"}));
+  studio->add_flag("--allow-software-adapter", inv.studio.allow_software_adapter,
+                   "accept a software WebGPU adapter (SwiftShader) for --backend=webgpu");
+  studio->add_option("--web-dir", inv.studio.web_dir,
+                     "the built Studio to serve (default: web/dist of this build's source tree)");
+  studio_typed.Bytes("--max-request-bytes", &inv.studio.max_request_bytes,
+                     "largest request body accepted (default 16M)");
+
   // CLI11 takes argv as a reversed list.
   std::vector<std::string> reversed(args.rbegin(), args.rend());
   try {
@@ -294,7 +315,7 @@ Result<Invocation> ParseCommandLine(const std::vector<std::string>& args,
   if (!errors.empty()) return Status(errors);
   if (sub == nullptr) {
     return UserError("bad-flag", "", "no command given",
-                     "scellis run|lower|plan|validate|train|probe|conform|ops; see --help");
+                     "scellis run|lower|plan|validate|train|probe|conform|ops|studio; see --help");
   }
   errors = CheckNonEmpty(sub);
   if (auto it = typed_of.find(sub); it != typed_of.end()) {
@@ -329,6 +350,8 @@ Result<Invocation> ParseCommandLine(const std::vector<std::string>& args,
     errors = CheckConformFlags(inv.conform);
   } else if (sub == ops) {
     inv.command = Command::kOps;
+  } else if (sub == studio) {
+    inv.command = Command::kStudio;
   }
   if (!inv.compile.file.empty()) {
     auto compile = CompileOptionsFrom(inv.compile);
@@ -361,6 +384,8 @@ int Execute(const Invocation& inv) {
       return ConformCommand(inv.conform);
     case Command::kOps:
       return OpsCommand(inv.ops);
+    case Command::kStudio:
+      return StudioCommand(inv.studio);
   }
   return 3;
 }

@@ -15,7 +15,7 @@
 
 namespace scellis::cli {
 
-enum class Command { kHelp, kRun, kLower, kPlan, kValidate, kTrain, kProbe, kConform, kOps };
+enum class Command { kHelp, kRun, kLower, kPlan, kValidate, kTrain, kProbe, kConform, kOps, kStudio };
 
 struct Invocation {
   Command command = Command::kHelp;
@@ -26,6 +26,7 @@ struct Invocation {
   LowerFlags lower;
   ConformFlags conform;
   OpsFlags ops;
+  StudioFlags studio;
   bool probe_json = false;
   std::vector<Diagnostic> notes;  // said on stderr when the command starts (a capped --threads)
 };

@@ -7,6 +7,7 @@
 #include <limits>
 
 #include "base/atomic_file.h"
+#include "base/diagnostic_json.h"
 #include "base/json_util.h"
 #include "typed_flags.h"
 
@@ -25,18 +26,12 @@ bool IsIdentifier(const std::string& s) {
 
 int Report(const std::vector<Diagnostic>& diags, const std::string& file, bool json) {
   int code = 0;
-  Json out = Json::array();
   for (const Diagnostic& d : diags) {
     std::cerr << d.Format(file) << "\n";
     if (d.severity == Severity::kError) code = std::max(code, ExitCodeFor(d));
-    out.push_back({{"code", d.code},
-                   {"pointer", d.pointer},
-                   {"where", d.where},
-                   {"message", d.message},
-                   {"help", d.help},
-                   {"severity", d.severity == Severity::kError ? "error" : "warning"}});
   }
-  if (json && code) std::cout << Json{{"ok", false}, {"diagnostics", out}}.dump(2) << "\n";
+  if (json && code)
+    std::cout << Json{{"ok", false}, {"diagnostics", DiagnosticsToJson(diags)}}.dump(2) << "\n";
   return code;
 }
 

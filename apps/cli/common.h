@@ -89,4 +89,16 @@ struct OpsFlags {
 };
 int OpsCommand(const OpsFlags& flags);
 
+struct StudioFlags {
+  int port = 8737;  // 0: any free port
+  std::string host = "127.0.0.1";
+  bool open = false;  // try xdg-open on the URL
+  std::string store;  // "" : the default store
+  std::string backend = "auto";
+  bool allow_software_adapter = false;
+  std::string web_dir;  // "" : the directory the build recorded
+  std::optional<int64_t> max_request_bytes;
+};
+int StudioCommand(const StudioFlags& flags);
+
 }  // namespace scellis::cli

@@ -176,6 +176,7 @@ Result<RunReport> Run(std::string_view text, const RunOptions& options, const Ru
     }
   }
   if (events.backend) events.backend(sel.backend, sel.fallback_reason);
+  if (events.selected) events.selected(sel);
 
   RunReport report;
   report.backend = sel.backend;
@@ -192,7 +193,7 @@ Result<RunReport> Run(std::string_view text, const RunOptions& options, const Ru
   // The CPU reference is the oracle itself, and the null backend computes nothing: only GPU
   // kernels earn receipts.
   if (sel.backend == "webgpu") {
-    if (auto store = store::Store::Open(); store.ok()) {
+    if (auto store = store::Store::Open(options.store_root); store.ok()) {
       report.receipts =
           conform::CheckReceipts(*store, sel.profile.key, plan.module(), plan.graph().tier);
     }

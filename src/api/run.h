@@ -28,6 +28,7 @@ struct RunOptions {
   runtime::SelectOptions select;
   int steps = 1;
   std::vector<std::string> history;  // outputs whose value after every step is returned
+  std::string store_root;  // where receipts are looked up; "" : the default store
 };
 
 // What a front end may want to tell its user before the run starts.
@@ -36,6 +37,9 @@ struct RunEvents {
   // The backend chosen, with the reason when `auto` fell back (before any dispatch).
   std::function<void(const std::string& backend, const std::optional<std::string>& fallback)>
       backend;
+  // The whole choice — backend, fallback reason, every backend tried and why it was passed over —
+  // once the plan is accepted, before any dispatch.
+  std::function<void(const runtime::Selection&)> selected;
 };
 
 struct RunReport {

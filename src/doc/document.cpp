@@ -6,6 +6,36 @@
 #include "doc/keys.h"
 
 namespace scellis::doc {
+
+const std::vector<ops::OpSpec>& WorkflowBlockTypes() {
+  static const std::vector<ops::OpSpec> types = [] {
+    ops::OpSpec dataset;
+    dataset.name = "dataset";
+    dataset.kind = ops::OpKind::kSource;
+    dataset.attrs = {{"source", ops::AttrType::kString, nullptr, true},
+                     {"name", ops::AttrType::kString}};
+    dataset.tolerance = policy::ToleranceClass::kExact;
+    dataset.summary =
+        "a labelled image dataset (\"fashion-mnist\", or \"idx:<images>,<labels>\"), read on "
+        "the host; the train section's \"data\" feeds its batches to two input blocks";
+    dataset.determinism = "batches in a seeded, counter-based order: the same on every backend";
+    dataset.nan = "images are scaled to [0, 1]; labels are class indices";
+    return std::vector<ops::OpSpec>{dataset};
+  }();
+  return types;
+}
+
+Json PaletteJson(const ops::OpTable& ops) {
+  Json j = ops::ToJson(ops);
+  for (const ops::OpSpec& s : WorkflowBlockTypes()) {
+    Json e = ops::ToJson(s);
+    // A dataset is no tensor: the train section names it; nothing is wired from it.
+    e["outputs"] = Json::array();
+    j["node_types"].push_back(e);
+  }
+  return j;
+}
+
 namespace {
 
 // The fields of each object a document holds; any other is a mistake worth naming.
@@ -22,8 +52,14 @@ const std::vector<std::string> kDeterminismFields = {"tier", "override",
                                                      "bit_exact_across_devices"};
 const std::vector<std::string> kBudgetFields = {"memory_bytes"};
 const std::vector<std::string> kWireFields = {"from", "to"};
-// A dataset block is host-side and not in the op table.
-const std::vector<std::string> kDatasetParams = {"source", "name"};
+// The params of a block type outside the op table.
+std::vector<std::string> BlockParams(std::string_view type) {
+  std::vector<std::string> out;
+  for (const ops::OpSpec& s : WorkflowBlockTypes())
+    if (s.name == type)
+      for (const ops::Attr& a : s.attrs) out.push_back(a.name);
+  return out;
+}
 
 bool IsIdentifier(const std::string& s) {
   if (s.empty() || s.size() > 128) return false;
@@ -412,7 +448,7 @@ class Parser {
     }
     const std::string params_pointer = PointerJoin(pointer, "params");
     if (node.op == "dataset") {
-      CheckKeys(node.params, params_pointer, kDatasetParams, "a dataset block", errors_,
+      CheckKeys(node.params, params_pointer, BlockParams("dataset"), "a dataset block", errors_,
                 "unknown-attribute", node.Describe());
     } else if (const ops::OpSpec* spec = ops_.Find(node.op)) {
       // Every block may carry a display name; the rest are its op's attributes.

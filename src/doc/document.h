@@ -82,6 +82,15 @@ struct Document {
   const Node* Find(const std::string& id) const;
 };
 
+// The block types of the workflow format outside the op table (which holds the sources input,
+// param, full and every op): the dataset block, host-side. Described with the op table's own
+// types, so a palette treats every block alike; the parser checks a dataset's params against this.
+const std::vector<ops::OpSpec>& WorkflowBlockTypes();
+
+// What a document may hold, for a palette: ops::ToJson(ops) with WorkflowBlockTypes() added to
+// its "node_types".
+Json PaletteJson(const ops::OpTable& ops = *ops::BuiltinOps());
+
 // Parses and structurally validates a document. Every problem found is reported, each with the
 // JSON pointer of the offending node. `ops` says which ops exist and which node fields of the graph
 // protocol are input ports.

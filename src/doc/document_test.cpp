@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include <chrono>
+#include <map>
 
 #include "base/json_util.h"
 
@@ -332,6 +333,27 @@ TEST(GraphDeclarations, MistakesAreNamed) {
   EXPECT_EQ(code_at(R"({"version":1,"nodes":[],"outputs":[],
     "determinism":{"tier":"debug","bit_exact":true}})"),
             "unknown-field /determinism/bit_exact");
+}
+
+TEST(Document, PaletteHasTheSourcesAndTheDatasetBlockWithTheirParams) {
+  Json p = PaletteJson();
+  std::map<std::string, Json> types;
+  for (const Json& t : p["node_types"]) types[t["name"]] = t;
+  ASSERT_TRUE(types.count("input") && types.count("param") && types.count("dataset"));
+  std::vector<std::string> params;
+  for (const Json& a : types["dataset"]["attrs"]) params.push_back(a["name"]);
+  EXPECT_EQ(params, (std::vector<std::string>{"source", "name"}));
+  EXPECT_TRUE(types["dataset"]["outputs"].empty());
+  // The parser holds a dataset to the same params: another one is refused, by name.
+  auto d = Parse(R"({"format": "scellis.workflow/1", "determinism": "prod",
+    "nodes": [{"id": "d", "type": "dataset", "params": {"source": "fashion-mnist", "sauce": 1}}],
+    "outputs": []})");
+  ASSERT_FALSE(d.ok());
+  EXPECT_EQ(d.errors().front().code, "unknown-attribute");
+  EXPECT_EQ(d.errors().front().pointer, "/nodes/0/params/sauce");
+  bool matmul = false;
+  for (const Json& o : p["ops"]) matmul |= o["name"] == "matmul";
+  EXPECT_TRUE(matmul);
 }
 
 }  // namespace

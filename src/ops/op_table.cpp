@@ -229,4 +229,58 @@ std::string ToMarkdown(const OpTable& table) {
   return out;
 }
 
+namespace {
+
+// JSON has no infinities: an unbounded end is null.
+Json FiniteOrNull(double v) {
+  return std::isfinite(v) ? Json(v) : Json(nullptr);
+}
+
+}  // namespace
+
+Json ToJson(const OpSpec& spec) {
+  Json inputs = Json::array();
+  for (const Port& p : spec.ports) {
+    Json dtypes = Json::array();
+    for (DType d : p.dtypes) dtypes.push_back(DTypeName(d));
+    inputs.push_back({{"name", p.name}, {"role", PortRoleName(p.role)}, {"dtypes", dtypes}});
+  }
+  Json attrs = Json::array();
+  for (const Attr& a : spec.attrs) {
+    Json range = nullptr;
+    if (a.range) {
+      range = {{"low", FiniteOrNull(a.range->low)},
+               {"high", FiniteOrNull(a.range->high)},
+               {"low_open", a.range->low_open},
+               {"high_open", a.range->high_open},
+               {"text", a.range->Text()}};
+    }
+    attrs.push_back({{"name", a.name},
+                     {"type", AttrTypeName(a.type)},
+                     {"default", a.default_value},
+                     {"required", a.required},
+                     {"range", range}});
+  }
+  // Every block has one output port, "out" (the workflow format wires from it).
+  Json outputs = Json::array({Json{{"name", "out"}}});
+  return {{"name", spec.name},
+          {"family", OpKindName(spec.kind)},
+          {"min_version", spec.min_version},
+          {"summary", spec.summary},
+          {"inputs", inputs},
+          {"attrs", attrs},
+          {"outputs", outputs},
+          {"differentiable", spec.differentiable},
+          {"tolerance", policy::ToleranceName(spec.tolerance)},
+          {"determinism", spec.determinism},
+          {"nan", spec.nan}};
+}
+
+Json ToJson(const OpTable& table) {
+  Json ops = Json::array(), node_types = Json::array();
+  for (const OpSpec& s : table.ops())
+    (s.kind == OpKind::kSource ? node_types : ops).push_back(ToJson(s));
+  return {{"ops", ops}, {"node_types", node_types}};
+}
+
 }  // namespace scellis::ops

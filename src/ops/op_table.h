@@ -138,4 +138,15 @@ std::vector<Diagnostic> CheckAttributes(
 // docs/ops.md: one section per op, generated so the reference cannot drift from the table.
 std::string ToMarkdown(const OpTable& table);
 
+// One entry as JSON, for front ends that draw a palette or form from the table:
+//   {"name", "family" (the kind), "min_version", "summary", "inputs": [{"name", "role",
+//    "dtypes"}], "attrs": [{"name", "type", "default", "required", "range"}], "outputs":
+//    [{"name": "out"}], "differentiable", "tolerance", "determinism", "nan"}
+// `range` is {"low", "high", "low_open", "high_open", "text"} or null.
+Json ToJson(const OpSpec& spec);
+// The table as JSON: {"ops": [the computing ops], "node_types": [the sources: input, param,
+// full]}, each entry in the form above, in table order. Block types a document format adds
+// outside the table (a workflow's dataset) are added by the document rung (doc::PaletteJson).
+Json ToJson(const OpTable& table);
+
 }  // namespace scellis::ops

@@ -6,6 +6,7 @@
 #include <cmath>
 
 #include <fstream>
+#include <set>
 #include <sstream>
 
 namespace scellis::ops {
@@ -140,6 +141,72 @@ namespace {
 // docs/ops.md states each op's NaN rule; an op added without one would leave users guessing.
 TEST(OpTable, EveryBuiltinOpStatesItsNanRule) {
   for (const OpSpec& s : BuiltinOps()->ops()) EXPECT_FALSE(s.nan.empty()) << s.name;
+}
+
+TEST(OpTable, JsonHasEveryOpOnceWithItsPortsAndAttributes) {
+  Json j = ToJson(*BuiltinOps());
+  ASSERT_TRUE(j["ops"].is_array());
+  ASSERT_TRUE(j["node_types"].is_array());
+  std::set<std::string> names;
+  for (const Json& e : j["ops"]) EXPECT_TRUE(names.insert(e["name"]).second) << e["name"];
+  for (const Json& e : j["node_types"]) EXPECT_TRUE(names.insert(e["name"]).second) << e["name"];
+  EXPECT_EQ(names.size(), BuiltinOps()->ops().size()) << "every op once, in one of the lists";
+
+  auto find = [&](const char* list, const std::string& name) -> Json {
+    for (const Json& e : j[list])
+      if (e["name"] == name) return e;
+    return nullptr;
+  };
+  Json matmul = find("ops", "matmul");
+  ASSERT_TRUE(matmul.is_object());
+  ASSERT_EQ(matmul["inputs"].size(), 2u);
+  EXPECT_EQ(matmul["inputs"][0]["name"], "a");
+  EXPECT_EQ(matmul["inputs"][1]["name"], "b");
+  EXPECT_EQ(matmul["inputs"][0]["dtypes"], Json::array({"f32"}));
+  EXPECT_EQ(matmul["outputs"], Json::parse(R"([{"name": "out"}])"));
+  EXPECT_EQ(matmul["family"], "matmul");
+  EXPECT_TRUE(matmul["differentiable"].get<bool>());
+
+  Json sum = find("ops", "sum");
+  bool has_axis = false;
+  for (const Json& a : sum["attrs"])
+    if (a["name"] == "axis") {
+      has_axis = true;
+      EXPECT_EQ(a["type"], "integer");
+      EXPECT_FALSE(a["required"].get<bool>());
+    }
+  EXPECT_TRUE(has_axis);
+
+  // A number attribute with a range carries it (the optimizers' learning rate).
+  bool saw_range = false;
+  for (const OpSpec& s : BuiltinOps()->ops())
+    for (const Attr& a : s.attrs)
+      if (a.range) {
+        Json e = find(s.kind == OpKind::kSource ? "node_types" : "ops", s.name);
+        for (const Json& ja : e["attrs"])
+          if (ja["name"] == a.name) {
+            saw_range = true;
+            EXPECT_EQ(ja["range"]["text"], a.range->Text());
+            EXPECT_EQ(ja["range"]["low_open"], a.range->low_open);
+          }
+      }
+  EXPECT_TRUE(saw_range);
+
+  // The sources are node types, not ops: input, param and full, with their params.
+  Json input = find("node_types", "input");
+  ASSERT_TRUE(input.is_object());
+  EXPECT_TRUE(input["inputs"].empty());
+  std::set<std::string> input_attrs;
+  for (const Json& a : input["attrs"]) input_attrs.insert(a["name"]);
+  EXPECT_EQ(input_attrs, (std::set<std::string>{"shape", "data", "dtype", "name", "carry"}));
+  Json param = find("node_types", "param");
+  ASSERT_TRUE(param.is_object());
+  for (const Json& a : param["attrs"])
+    if (a["name"] == "init") EXPECT_TRUE(a["required"].get<bool>());
+  EXPECT_TRUE(find("node_types", "full").is_object());
+  EXPECT_TRUE(find("ops", "input").is_null());
+  // It is plain JSON: it survives a round trip through text.
+  EXPECT_EQ(Json::parse(j.dump()), j);
 }
 
 }  // namespace

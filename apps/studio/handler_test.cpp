@@ -1,0 +1,504 @@
+// The Studio's requests, called without a socket: every endpoint on the examples, the values of
+// seed 000's center-columns run against hand-worked numbers, and hostile requests — each refused
+// with its status and named code, with nothing read from outside the store and the web directory
+// and nothing written to the store.
+#include "handler.h"
+
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <fstream>
+#include <mutex>
+#include <set>
+#include <sstream>
+#include <thread>
+
+#include "data/dataset.h"
+#include "support/cli.h"
+
+namespace scellis::studio {
+namespace {
+
+namespace fs = std::filesystem;
+
+Json Example(const std::string& name) {
+  std::ifstream in(fs::path(SCELLIS_SOURCE_DIR) / "examples" / (name + ".json"));
+  std::stringstream s;
+  s << in.rdbuf();
+  return Json::parse(s.str());
+}
+
+// Center columns with weights that are inline data, not a seeded draw, so y can be worked by hand:
+// x is [[1,2,3],[4,5,6],[7,8,9],[10,11,12]], its column means [5.5, 6.5, 7.5], so every row of
+// x - mean is one value a repeated: a = -4.5, -1.5, 1.5, 4.5. With w = [[1,0],[0,1],[1,1]],
+// y = [a + a, a + a] per row: [-9,-9], [-3,-3], [3,3], [9,9].
+Json CenterColumnsConstantWeights() {
+  Json d = Example("center_columns");
+  d["nodes"][1] = Json::parse(R"({"id": "w", "type": "input",
+      "params": {"name": "weights", "shape": ["D", "K"], "data": [1, 0, 0, 1, 1, 1]}})");
+  return d;
+}
+
+class StudioHandler : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    dir_ = testing::MakeTempDir("scellis-studio-test");
+    store_ = dir_ / "store";
+    web_ = dir_ / "web";
+    fs::create_directories(web_ / "assets");
+    Write(web_ / "index.html", "<!doctype html><title>studio</title>");
+    Write(web_ / "assets" / "app.js", "console.log('studio')");
+    Write(dir_ / "secret.txt", "outside the web directory");
+    fs::create_symlink(dir_ / "secret.txt", web_ / "assets" / "escape.txt");
+    engine_ = Open({});
+  }
+  void TearDown() override {
+    engine_.reset();
+    fs::remove_all(dir_);
+  }
+
+  static void Write(const fs::path& p, const std::string& text) {
+    std::ofstream(p, std::ios::binary) << text;
+  }
+
+  std::unique_ptr<Engine> Open(EngineOptions o) {
+    o.store_root = store_.string();
+    o.select.requested = "cpu";
+    if (o.web_dir.empty()) o.web_dir = web_.string();
+    auto e = Engine::Open(o);
+    EXPECT_TRUE(e.ok()) << e.errors().front().Format();
+    return std::move(e.value());
+  }
+
+  Response Get(const std::string& path, Engine* e = nullptr) {
+    return Handle(e ? *e : *engine_, {"GET", path, "", ""});
+  }
+  Response Post(const std::string& path, const Json& body, Engine* e = nullptr) {
+    return Handle(e ? *e : *engine_, {"POST", path, "application/json", body.dump()});
+  }
+  static Json Body(const Response& r) { return Json::parse(r.body); }
+
+  // The lines a streamed answer writes.
+  static std::vector<Json> Lines(const Response& r) {
+    std::vector<Json> lines;
+    EXPECT_TRUE(r.stream) << "not a stream: " << r.status << " " << r.body;
+    if (!r.stream) return lines;
+    r.stream([&](const std::string& line) {
+      EXPECT_EQ(line.find('\n'), std::string::npos);
+      lines.push_back(Json::parse(line));
+      return true;
+    });
+    return lines;
+  }
+
+  // Every file under the store, for "nothing was written".
+  std::set<std::string> StoreFiles() const {
+    std::set<std::string> files;
+    if (!fs::exists(store_)) return files;
+    for (const auto& e : fs::recursive_directory_iterator(store_)) files.insert(e.path().string());
+    return files;
+  }
+
+  void ExpectError(const Response& r, int status, const std::string& code) {
+    EXPECT_EQ(r.status, status) << r.body;
+    EXPECT_EQ(r.content_type, "application/json");
+    Json j = Body(r);
+    EXPECT_EQ(j["error"]["code"], code) << r.body;
+    EXPECT_TRUE(j["error"].contains("pointer"));
+    EXPECT_TRUE(j["error"].contains("help"));
+    EXPECT_TRUE(j["diagnostics"].is_array());
+  }
+
+  fs::path dir_, store_, web_;
+  std::unique_ptr<Engine> engine_;
+};
+
+TEST_F(StudioHandler, VersionOpsAndExamples) {
+  Response v = Get("/api/version");
+  ASSERT_EQ(v.status, 200);
+  EXPECT_EQ(Body(v)["backend"], "cpu");
+  EXPECT_TRUE(Body(v)["protocol"].is_array());
+
+  Response ops = Get("/api/ops");
+  ASSERT_EQ(ops.status, 200);
+  std::set<std::string> ops_seen, types_seen;
+  const Json palette = Body(ops);
+  for (const Json& o : palette["ops"]) ops_seen.insert(o["name"]);
+  for (const Json& t : palette["node_types"]) types_seen.insert(t["name"]);
+  EXPECT_TRUE(ops_seen.count("matmul") && ops_seen.count("mean") && ops_seen.count("life"));
+  EXPECT_TRUE(types_seen.count("input") && types_seen.count("param") && types_seen.count("dataset"));
+
+  Response ex = Get("/api/examples");
+  ASSERT_EQ(ex.status, 200);
+  std::map<std::string, Json> examples;
+  const Json gallery = Body(ex);
+  for (const Json& e : gallery["examples"]) examples[e["name"]] = e;
+  for (const char* name : {"center_columns", "fashion_mlp", "life_glider", "mlp_step"}) {
+    ASSERT_TRUE(examples.count(name)) << name;
+    EXPECT_EQ(examples[name]["document"], Example(name)) << "embedded as the file holds it";
+    EXPECT_FALSE(examples[name]["title"].get<std::string>().empty());
+  }
+}
+
+TEST_F(StudioHandler, ValidateLowerRungsAndPlan) {
+  const Json doc = Example("center_columns");
+  Response v = Post("/api/validate", {{"document", doc}});
+  ASSERT_EQ(v.status, 200) << v.body;
+  EXPECT_TRUE(Body(v)["ok"].get<bool>());
+  EXPECT_EQ(Body(v)["content_id"], ContentId(doc));
+
+  for (const char* rung : {"doc", "block", "webir", "kernel", "execplan"}) {
+    Response l = Post("/api/lower", {{"document", doc}, {"rung", rung}});
+    ASSERT_EQ(l.status, 200) << rung << " " << l.body;
+    EXPECT_EQ(Body(l)["rung"], rung);
+    EXPECT_FALSE(Body(l)["text"].get<std::string>().empty());
+    EXPECT_FALSE(Body(l)["json"].is_null());
+  }
+  Json webir = Body(Post("/api/lower", {{"document", doc}, {"rung", "webir"}}));
+  EXPECT_NE(webir["text"].get<std::string>().find("matmul %xc, %w"), std::string::npos)
+      << webir["text"];
+  ExpectError(Post("/api/lower", {{"document", doc}, {"rung", "wgsl"}}), 400, "bad-request-field");
+
+  Response r = Post("/api/rungs", {{"document", doc}});
+  ASSERT_EQ(r.status, 200) << r.body;
+  Json rungs = Body(r);
+  for (const char* rung : {"doc", "block", "webir", "kernel", "execplan"})
+    EXPECT_TRUE(rungs["rungs"][rung]["text"].is_string()) << rung;
+  ASSERT_FALSE(rungs["rungs"]["kernel"]["wgsl"].empty());
+  EXPECT_NE(rungs["rungs"]["kernel"]["wgsl"][0]["source"].get<std::string>().find("@compute"),
+            std::string::npos);
+  // The matmul's kernel and plan step lead back to document node "y".
+  ASSERT_TRUE(rungs["links"]["doc"].contains("y"));
+  EXPECT_EQ(rungs["links"]["doc"]["y"]["kernels"].size(), 1u);
+  EXPECT_EQ(rungs["links"]["steps"].size(), rungs["links"]["kernels"].size());
+
+  Response p = Post("/api/plan", {{"document", doc}});
+  ASSERT_EQ(p.status, 200);
+  EXPECT_EQ(Body(p)["verdict"], "green");
+  EXPECT_NE(Body(p)["text"].get<std::string>().find("verdict"), std::string::npos);
+  // A red plan is an answer to "plan", with what failed.
+  Response red = Post("/api/plan", {{"document", doc}, {"budget", 100}});
+  ASSERT_EQ(red.status, 200) << red.body;
+  EXPECT_EQ(Body(red)["verdict"], "red");
+  EXPECT_EQ(Body(red)["findings"][0]["code"], "memory-over-budget");
+}
+
+TEST_F(StudioHandler, TierAndBindFollowTheCommandLineRules) {
+  Json doc = Example("center_columns");
+  doc.erase("determinism");
+  ExpectError(Post("/api/validate", {{"document", doc}}), 422, "missing-determinism-tier");
+  EXPECT_EQ(Post("/api/validate", {{"document", doc}, {"tier", "debug"}}).status, 200);
+  ExpectError(Post("/api/validate", {{"document", doc}, {"tier", "fastest"}}), 400,
+              "bad-request-field");
+  Json bound = Example("center_columns");
+  bound["dims"].erase("N");
+  EXPECT_EQ(Post("/api/validate", {{"document", bound}, {"bind", {{"N", 4}}}}).status, 200);
+  ExpectError(Post("/api/validate", {{"document", bound}, {"bind", {{"N", -1}}}}), 400,
+              "bad-request-field");
+}
+
+TEST_F(StudioHandler, RunGivesTheHandWorkedValuesAndStoresItsRecord) {
+  const Json doc = CenterColumnsConstantWeights();
+  Response r = Post("/api/run", {{"document", doc}});
+  ASSERT_EQ(r.status, 200) << r.body;
+  EXPECT_EQ(r.content_type, "application/x-ndjson");
+  std::vector<Json> lines = Lines(r);
+  ASSERT_GE(lines.size(), 2u);
+  EXPECT_EQ(lines.front()["event"], "start");
+  EXPECT_EQ(lines.front()["backend"], "cpu");
+  const Json& result = lines.back();
+  ASSERT_EQ(result["event"], "result") << result.dump();
+  const Json& report = result["report"];
+  EXPECT_EQ(report["backend"], "cpu");
+  EXPECT_EQ(report["determinism_tier"], "prod");
+
+  const double a[] = {-4.5, -1.5, 1.5, 4.5};
+  const Json& y = report["outputs"]["y"];
+  ASSERT_EQ(y["shape"], Json::array({4, 2}));
+  const Json& centered = report["outputs"]["centered"];
+  for (int row = 0; row < 4; ++row) {
+    for (int k = 0; k < 2; ++k) EXPECT_NEAR(y["data"][row * 2 + k].get<double>(), 2 * a[row], 1e-5);
+    for (int d = 0; d < 3; ++d) EXPECT_EQ(centered["data"][row * 3 + d].get<double>(), a[row]);
+  }
+
+  // The record: what ran, where, and its values; the document under its content id.
+  const std::string run_id = result["run_id"];
+  Response rec = Get("/api/runs/" + run_id);
+  ASSERT_EQ(rec.status, 200) << rec.body;
+  Json record = Body(rec);
+  EXPECT_EQ(record["run_id"], run_id);
+  EXPECT_EQ(record["tier"], "prod");
+  EXPECT_EQ(record["backend"], "cpu");
+  EXPECT_EQ(record["executor"], report["executor"]);
+  EXPECT_TRUE(record.contains("fallback_reason"));
+  EXPECT_TRUE(record.contains("attempts"));
+  EXPECT_TRUE(record.contains("receipts"));
+  EXPECT_TRUE(record["date"].is_string());
+  EXPECT_EQ(record["outputs"]["y"], y);
+  EXPECT_EQ(record["document_id"], ContentId(doc));
+  Response d = Get("/api/documents/" + record["document_id"].get<std::string>());
+  ASSERT_EQ(d.status, 200);
+  EXPECT_EQ(Body(d)["document"], doc);
+  // The pages that open them are the Studio's index.
+  EXPECT_EQ(Get("/r/" + run_id).body, "<!doctype html><title>studio</title>");
+  EXPECT_EQ(Get("/w/" + record["document_id"].get<std::string>()).status, 200);
+}
+
+TEST_F(StudioHandler, RunOfTheSeededExampleCentersExactly) {
+  // The weights are a seeded draw here; the centered columns do not depend on them.
+  Response r = Post("/api/run", {{"document", Example("center_columns")}, {"backend", "cpu"}});
+  std::vector<Json> lines = Lines(r);
+  ASSERT_FALSE(lines.empty());
+  const Json& out = lines.back()["report"]["outputs"];
+  EXPECT_EQ(out["y"]["shape"], Json::array({4, 2}));
+  EXPECT_EQ(out["centered"]["data"][0].get<double>(), -4.5);
+  EXPECT_EQ(out["centered"]["data"][11].get<double>(), 4.5);
+}
+
+TEST_F(StudioHandler, RunsOfTheGameOfLife) {
+  // Four generations in one graph: the glider is back in its shape, one cell down and right.
+  Response r = Post("/api/run", {{"document", Example("life_glider")}, {"tier", "prod"}});
+  ASSERT_EQ(r.status, 200) << r.body;
+  std::vector<Json> lines = Lines(r);
+  ASSERT_EQ(lines.back()["event"], "result") << lines.back().dump();
+  const Json glider = Example("life_glider");
+  const Json& first = glider["nodes"][0]["data"];
+  const Json& grid = lines.back()["report"]["outputs"]["grid"]["data"];
+  ASSERT_EQ(grid.size(), 64u);
+  for (int row = 0; row < 8; ++row)
+    for (int c = 0; c < 8; ++c) {
+      double want = (row > 0 && c > 0) ? first[(row - 1) * 8 + (c - 1)].get<double>() : 0.0;
+      EXPECT_EQ(grid[row * 8 + c].get<double>(), want) << row << "," << c;
+    }
+
+  // Many steps of a carried grid, with the history of every step.
+  Response s = Post("/api/run", {{"document", Example("life_steps")}, {"tier", "prod"},
+                                 {"steps", 4}, {"history", {"next"}}});
+  ASSERT_EQ(s.status, 200) << s.body;
+  lines = Lines(s);
+  ASSERT_EQ(lines.back()["event"], "result") << lines.back().dump();
+  const Json& report = lines.back()["report"];
+  ASSERT_EQ(report["history"]["next"]["steps"].size(), 4u);
+  EXPECT_EQ(report["history"]["next"]["steps"][3], report["outputs"]["next"]["data"]);
+  ExpectError(Post("/api/run", {{"document", Example("life_steps")}, {"tier", "prod"},
+                                {"steps", 0}}),
+              400, "bad-request-field");
+}
+
+TEST_F(StudioHandler, ASecondRunWaitsItsTurnAndSaysSo) {
+  std::unique_lock<std::mutex> busy(engine_->worker());
+  Response r = Post("/api/run", {{"document", CenterColumnsConstantWeights()}});
+  ASSERT_TRUE(r.stream);
+  std::vector<Json> lines;
+  std::mutex m;
+  std::thread t([&] {
+    r.stream([&](const std::string& line) {
+      std::lock_guard<std::mutex> g(m);
+      lines.push_back(Json::parse(line));
+      return true;
+    });
+  });
+  for (int i = 0; i < 2000; ++i) {
+    {
+      std::lock_guard<std::mutex> g(m);
+      if (!lines.empty()) break;
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  }
+  {
+    std::lock_guard<std::mutex> g(m);
+    ASSERT_EQ(lines.size(), 1u) << "only the queued line while the worker is busy";
+    EXPECT_EQ(lines[0]["event"], "queued");
+  }
+  busy.unlock();
+  t.join();
+  EXPECT_EQ(lines.back()["event"], "result");
+}
+
+TEST_F(StudioHandler, DocumentsAreStoredByContentIdAfterValidation) {
+  const Json doc = Example("center_columns");
+  Response put = Post("/api/documents", {{"document", doc}});
+  ASSERT_EQ(put.status, 200) << put.body;
+  const std::string id = Body(put)["content_id"];
+  EXPECT_EQ(id, ContentId(doc));
+  EXPECT_EQ(Body(Post("/api/documents", {{"document", doc}}))["content_id"], id) << "idempotent";
+  Response get = Get("/api/documents/" + id);
+  ASSERT_EQ(get.status, 200);
+  EXPECT_EQ(Body(get)["document"], doc);
+  EXPECT_EQ(Body(get)["content_id"], id);
+  // A document is no run record.
+  ExpectError(Get("/api/runs/" + id), 404, "store-object-missing");
+  ExpectError(Get("/api/documents/sha256:" + std::string(64, '0')), 404, "store-object-missing");
+}
+
+TEST_F(StudioHandler, DocumentProblemsAre422WithTheirPointerAndNode) {
+  Json doc = Example("center_columns");
+  doc["nodes"][2]["colour"] = "red";
+  const auto before = StoreFiles();
+  for (const char* path : {"/api/validate", "/api/plan", "/api/run", "/api/documents"}) {
+    Response r = Post(path, {{"document", doc}});
+    ExpectError(r, 422, "unknown-field");
+    Json j = Body(r);
+    EXPECT_EQ(j["error"]["pointer"], "/nodes/2/colour") << path;
+    EXPECT_EQ(j["diagnostics"][0]["node"], "mean") << path;
+  }
+  EXPECT_EQ(StoreFiles(), before) << "nothing stored for a bad document";
+}
+
+TEST_F(StudioHandler, RedPlanOnRunIs422AndNothingRuns) {
+  const auto before = StoreFiles();
+  Response r = Post("/api/run", {{"document", Example("center_columns")}, {"budget", 100}});
+  ExpectError(r, 422, "memory-over-budget");
+  EXPECT_FALSE(r.stream);
+  ExpectError(Post("/api/validate", {{"document", Example("center_columns")}, {"budget", 100}}),
+              422, "memory-over-budget");
+  EXPECT_EQ(StoreFiles(), before);
+}
+
+TEST_F(StudioHandler, HostileRequestsAreRefusedAndNothingIsStoredOrRead) {
+  const auto before = StoreFiles();
+  const std::string doc = Json{{"document", Example("center_columns")}}.dump();
+
+  // Oversized: refused from its size, before parsing.
+  EngineOptions small;
+  small.max_request_bytes = 256;
+  auto capped = Open(small);
+  Response big = Handle(*capped, {"POST", "/api/documents", "application/json", doc});
+  ExpectError(big, 413, "request-too-large");
+  // Wrong content type, with and without parameters.
+  ExpectError(Handle(*engine_, {"POST", "/api/documents", "text/plain", doc}), 415,
+              "unsupported-media-type");
+  ExpectError(Handle(*engine_, {"POST", "/api/validate", "", doc}), 415, "unsupported-media-type");
+  EXPECT_EQ(Handle(*engine_, {"POST", "/api/validate", "Application/JSON; charset=utf-8", doc}).status,
+            200);
+  // Malformed JSON, nesting past the cap, a body that is no object, an unknown request field.
+  ExpectError(Handle(*engine_, {"POST", "/api/documents", "application/json", "{\"document\": {"}),
+              400, "bad-json");
+  ExpectError(Handle(*engine_, {"POST", "/api/validate", "application/json",
+                                std::string(100000, '[') + std::string(100000, ']')}),
+              400, "bad-json");
+  ExpectError(Handle(*engine_, {"POST", "/api/validate", "application/json", "[1]"}), 400,
+              "bad-request");
+  ExpectError(Post("/api/validate", {{"document", Example("center_columns")}, {"tier_", "prod"}}),
+              400, "unknown-field");
+  ExpectError(Post("/api/validate", {{"document", "center_columns.json"}}), 400,
+              "bad-request-field");
+  // Path traversal in an id, encoded or not: refused by its form; nothing is looked up.
+  ExpectError(Get("/api/documents/..%2f..%2fetc%2fpasswd"), 400, "bad-id");
+  ExpectError(Get("/api/documents/../../etc/passwd"), 400, "bad-id");
+  ExpectError(Get("/api/runs/sha256:../../../etc/passwd"), 400, "bad-id");
+  ExpectError(Get("/api/documents/sha256:" + std::string(64, 'A')), 400, "bad-id");
+  ExpectError(Get("/w/..%2f..%2fetc%2fpasswd"), 400, "bad-id");
+  // Path traversal in a static path, and a symlink out of the web directory.
+  for (const char* p : {"/assets/../../etc/passwd", "/../secret.txt", "/assets/escape.txt",
+                        "/assets/%2e%2e/%2e%2e/secret.txt", "/.hidden", "/assets//app.js",
+                        "/assets/./app.js", "/assets/"}) {
+    Response r = Get(p);
+    EXPECT_EQ(r.status, 404) << p;
+    EXPECT_EQ(r.body.find("outside the web directory"), std::string::npos) << p;
+  }
+  EXPECT_EQ(Get("/assets/app.js").body, "console.log('studio')");
+  EXPECT_EQ(Get("/assets/app.js").content_type, "text/javascript; charset=utf-8");
+  // A dataset read from files the request names.
+  Json train = Example("fashion_mlp");
+  train["nodes"][0]["params"]["source"] = "idx:/etc/passwd,/etc/passwd";
+  ExpectError(Post("/api/train", {{"document", train}}), 422, "dataset-path-refused");
+  // Routes and methods.
+  ExpectError(Get("/api/nothing"), 404, "not-found");
+  ExpectError(Get("/api/validate"), 405, "method-not-allowed");
+  ExpectError(Post("/api/version", Json::object()), 405, "method-not-allowed");
+  ExpectError(Handle(*engine_, {"DELETE", "/api/documents/sha256:" + std::string(64, '0'), "", ""}),
+              405, "method-not-allowed");
+  ExpectError(Handle(*engine_, {"POST", "/index.html", "application/json", "{}"}), 405,
+              "method-not-allowed");
+  EXPECT_EQ(StoreFiles(), before) << "nothing stored by a refused request";
+}
+
+TEST_F(StudioHandler, WithoutBuiltAssetsTheRootSaysHowToBuildThem) {
+  EngineOptions o;
+  o.web_dir = (dir_ / "no-such-dist").string();
+  auto bare = Open(o);
+  Response root = Get("/", bare.get());
+  EXPECT_EQ(root.status, 200);
+  EXPECT_EQ(root.content_type, "text/html; charset=utf-8");
+  EXPECT_NE(root.body.find("not built"), std::string::npos);
+  EXPECT_NE(root.body.find("npm --prefix web run build"), std::string::npos);
+  EXPECT_EQ(Get("/assets/app.js", bare.get()).status, 404);
+  EXPECT_EQ(Get("/api/version", bare.get()).status, 200) << "the API still works";
+}
+
+TEST_F(StudioHandler, ProgramForTheBrowserRuntime) {
+  Response r = Post("/api/program", {{"document", Example("center_columns")}});
+#if __has_include("runtime/device_program.h")
+  ASSERT_EQ(r.status, 200) << r.body;
+  EXPECT_EQ(Body(r)["format"], "scellis.device-program/1");
+#else
+  ExpectError(r, 501, "not-available");
+#endif
+  ExpectError(Post("/api/program", {{"document", Example("center_columns")}, {"budget", 100}}), 422,
+              "memory-over-budget");
+}
+
+TEST_F(StudioHandler, ConformWithoutAGpuIsRefusedByName) {
+  Response r = Post("/api/conform", {{"tier", "prod"}, {"ops", {"add"}}});
+  ExpectError(r, 422, "no-gpu");
+  ExpectError(Post("/api/conform", {{"ops", {"add"}}}), 422, "missing-determinism-tier");
+  ExpectError(Post("/api/conform", {{"tier", "prod"}, {"ops", {"addd"}}}), 422, "unknown-op");
+}
+
+TEST_F(StudioHandler, ProbeSaysWhatAutoWouldChoose) {
+  Response r = Get("/api/probe");
+  ASSERT_EQ(r.status, 200);
+  Json j = Body(r);
+  EXPECT_TRUE(j["backends"].is_array());
+  EXPECT_TRUE(j.contains("auto_choice"));
+}
+
+TEST_F(StudioHandler, TrainStreamsProgressBeforeTheResultAndTheLossFalls) {
+  if (!data::LoadDataset("fashion-mnist", "test").ok())
+    GTEST_SKIP() << "the fashion-mnist dataset is not installed";
+  // The example's MLP made small: 784-16-10, a few steps.
+  Json doc = Example("fashion_mlp");
+  for (Json& n : doc["nodes"]) {
+    if (n["id"] == "w1") n["params"]["shape"] = Json::array({784, 16});
+    if (n["id"] == "b1") n["params"]["shape"] = Json::array({16});
+    if (n["id"] == "w2") n["params"]["shape"] = Json::array({16, 10});
+    if (n["id"] == "b2") n["params"]["init"]["fan_in"] = 16;
+  }
+  doc["train"]["optimizer"]["lr"] = 0.01;
+  Response r = Post("/api/train",
+                    {{"document", doc}, {"epochs", 1}, {"max_steps", 40}, {"steps_per_run", 8}});
+  ASSERT_EQ(r.status, 200) << r.body;
+  std::vector<Json> lines = Lines(r);
+  ASSERT_FALSE(lines.empty());
+  EXPECT_EQ(lines.front()["event"], "start");
+  std::vector<int64_t> steps;
+  size_t result_at = lines.size(), epoch_at = lines.size();
+  for (size_t i = 0; i < lines.size(); ++i) {
+    if (lines[i]["event"] == "progress") {
+      EXPECT_LT(i, epoch_at) << "progress comes before the epoch's line";
+      steps.push_back(lines[i]["step"]);
+    }
+    if (lines[i]["event"] == "epoch") epoch_at = i;
+    if (lines[i]["event"] == "result") result_at = i;
+  }
+  EXPECT_EQ(steps, (std::vector<int64_t>{8, 16, 24, 32, 40}));
+  ASSERT_EQ(result_at, lines.size() - 1) << lines.back().dump();
+  EXPECT_LT(epoch_at, result_at);
+  const Json& result = lines.back();
+  std::vector<float> losses = result["losses"].get<std::vector<float>>();
+  ASSERT_EQ(losses.size(), 40u);
+  double first = 0, last = 0;
+  for (int i = 0; i < 8; ++i) {
+    first += losses[i];
+    last += losses[32 + i];
+  }
+  EXPECT_LT(last, first * 0.8) << "the mean loss of the last 8 steps is well below the first 8's";
+  Response rec = Get("/api/runs/" + result["run_id"].get<std::string>());
+  ASSERT_EQ(rec.status, 200);
+  EXPECT_EQ(Body(rec)["backend"], "cpu");
+  EXPECT_EQ(Body(rec)["losses"].size(), 40u);
+}
+
+}  // namespace
+}  // namespace scellis::studio
