@@ -2,7 +2,6 @@ import {
   Background,
   ConnectionMode,
   Controls,
-  MiniMap,
   ReactFlow,
   ReactFlowProvider,
   useReactFlow,
@@ -105,6 +104,7 @@ function Studio({ route }: { route: Route }) {
   const [history, setHistory] = useState<History<Canvas>>(() => start(openCanvas(embeddedDefault, emptyTable, null)));
   const present = history.present;
   const layoutPending = useRef(true);
+  const fitRef = useRef<(() => void) | null>(null);
   const dragBase = useRef<Canvas | null>(null);
 
   const [selection, setSelection] = useState<string[]>([]);
@@ -130,9 +130,12 @@ function Studio({ route }: { route: Route }) {
   const runtimeRef = useRef<{ allow: boolean; rt: Promise<Runtime> } | null>(null);
   const [savedUrl, setSavedUrl] = useState<string | null>(route.kind === 'document' ? `/w/${route.id}` : null);
   const [pasteOpen, setPasteOpen] = useState(false);
+  // Each opened document starts with an empty run panel: results belong to the document they ran.
+  const [openSeq, setOpenSeq] = useState(0);
   const [pasteText, setPasteText] = useState('');
   const fileInput = useRef<HTMLInputElement>(null);
   const flow = useReactFlow();
+  fitRef.current = () => void flow.fitView({ padding: 0.15, maxZoom: 1.2 });
   const wrapper = useRef<HTMLDivElement>(null);
 
   const t = table ?? emptyTable;
@@ -144,6 +147,8 @@ function Studio({ route }: { route: Route }) {
       const c = openCanvas(d, tbl, contentId);
       layoutPending.current = true;
       setHistory(start(c));
+      setOpenSeq((n) => n + 1);
+      setTimeout(() => fitRef.current?.(), 50);
       setSource(label);
       setSelection([]);
       setSelectedEdge(null);
@@ -570,7 +575,6 @@ function Studio({ route }: { route: Route }) {
               >
                 <Background />
                 <Controls />
-                <MiniMap pannable zoomable />
               </ReactFlow>
               {refusal && (
                 <div className="wire-refusal" data-testid="wire-refusal" role="status">
@@ -640,6 +644,7 @@ function Studio({ route }: { route: Route }) {
           </div>
           <div style={{ display: bottomTab === 'run' ? 'block' : 'none' }}>
             <RunPanel
+              key={openSeq}
               document={() => doc}
               options={{}}
               hasTrain={hasTrain}

@@ -44,6 +44,17 @@ export function wgslSources(rungs: JsonObject | null, program: JsonObject | null
   return out;
 }
 
+// The doc rung's text is canonical JSON on one line; it reads better indented.
+function pretty(text: string): string {
+  const t = text.trim();
+  if (!t.startsWith('{')) return text;
+  try {
+    return JSON.stringify(JSON.parse(t), null, 2);
+  } catch {
+    return text;
+  }
+}
+
 export interface LadderProps {
   rungs: JsonObject | null;
   program: JsonObject | null;
@@ -112,7 +123,7 @@ export function Ladder(p: LadderProps) {
       </div>
     );
   } else {
-    body = <pre className="code">{r.text || JSON.stringify(r.json, null, 2)}</pre>;
+    body = <pre className="code">{pretty(r.text) || JSON.stringify(r.json, null, 2)}</pre>;
   }
   return (
     <div className="ladder" data-testid="ladder">

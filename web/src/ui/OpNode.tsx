@@ -34,7 +34,7 @@ export const OpNode = memo(function OpNode({ id, data, selected }: NodeProps & {
         <span className="op-name">{data.op}</span>
         <span className="op-id">{id}</span>
       </div>
-      {data.label && <div className="op-label">“{data.label}”</div>}
+      {(data.label ?? data.params.name) !== undefined && <div className="op-label">“{String(data.label ?? data.params.name)}”</div>}
       {shape && (
         <div className="op-shape" data-testid={`node-shape-${id}`}>
           {shape}

@@ -230,7 +230,7 @@ export function RunPanel(p: RunPanelProps) {
         </div>
       )}
       {tab && <ResultView r={tab} testid="result-tab" />}
-      {comparison && <ComparisonView rows={comparison.rows} thresholds={comparison.thresholds} reference={reference ? `${reference.backend} / ${reference.executor}` : 'cpu'} />}
+      {comparison && <ComparisonView rows={comparison.rows} thresholds={comparison.thresholds} reference={`the CPU reference (${reference ? `${reference.backend} / ${reference.executor}` : 'cpu'})`} />}
       {reference && <ResultView r={reference} testid="result-reference" />}
       {server?.notes.map((d, i) => (
         <div key={i} className={`diag diag-${d.severity}`}>
