@@ -7,7 +7,7 @@ import type { Canvas, FlowEdge, FlowNode } from './document';
 
 export type Positions = Record<string, { x: number; y: number }>;
 
-export const COLUMN_WIDTH = 230;
+export const COLUMN_WIDTH = 290;
 export const ROW_HEIGHT = 120;
 
 export function layeredLayout(nodes: FlowNode[], edges: FlowEdge[]): Positions {
