@@ -22,6 +22,7 @@ build-main: setup-main
 build: setup-test
 	@$(CONFIGURE) -DSCELLIS_TESTS=ON >/dev/null
 	@cmake --build $(BUILD) -j $(JOBS)
+	@bash tools/build_web.sh
 
 run: build-main
 	@bash tools/run_main_job.sh $(BUILD)

@@ -60,3 +60,14 @@ if [ ! -x .venv/bin/python ] || ! .venv/bin/python -c "import torch, numpy, pyte
   python3 -m venv .venv
   .venv/bin/pip install -q --disable-pip-version-check torch==2.11.0 numpy pytest
 fi
+
+# The Studio's front end, its browser runtime and the browser tests: each web package installs
+# its pinned packages (its package-lock.json) once, and again only when the lock changes.
+for pkg in web web/runtime web/wasm; do
+  [ -f "$pkg/package-lock.json" ] || continue
+  if [ ! -f "$pkg/node_modules/.package-lock.json" ] ||
+     [ "$pkg/package-lock.json" -nt "$pkg/node_modules/.package-lock.json" ]; then
+    echo "setup: installing the npm packages of $pkg"
+    npm ci --prefix "$pkg" --silent --no-audit --no-fund >/dev/null
+  fi
+done
