@@ -120,8 +120,8 @@ const REQUESTED_LIMITS = [
 // Never throws for a missing or refused adapter: the runtime's backend is then "none".
 export async function createRuntime(options: RuntimeOptions = {}): Promise<Runtime> {
   let adapter = options.adapter ?? null;
+  const gpu = options.gpu ?? (globalThis as { navigator?: { gpu?: GPU } }).navigator?.gpu;
   if (!adapter) {
-    const gpu = options.gpu ?? (globalThis as { navigator?: { gpu?: GPU } }).navigator?.gpu;
     if (!gpu) return new Runtime(null, null, "this environment has no WebGPU (navigator.gpu is missing)");
     try {
       adapter = await gpu.requestAdapter({ powerPreference: options.powerPreference ?? "high-performance" });
@@ -146,7 +146,7 @@ export async function createRuntime(options: RuntimeOptions = {}): Promise<Runti
   } catch (e) {
     return new Runtime(null, info, `requestDevice failed: ${(e as Error).message}`);
   }
-  return new Runtime(device, info, null);
+  return new Runtime(device, info, null, [gpu, adapter]);
 }
 
 export class Runtime {
@@ -155,8 +155,13 @@ export class Runtime {
   readonly adapterInfo: AdapterInfoReport | null;
   readonly device: GPUDevice | null;
   #lost: ScellisRuntimeError | null = null;
+  // The GPU object and adapter the device came from, held for the device's lifetime: under Node,
+  // Dawn's instance goes away with its last reference, and pending callbacks (pipeline creation,
+  // maps) would then never settle.
+  readonly #keepAlive: unknown[];
 
-  constructor(device: GPUDevice | null, info: AdapterInfoReport | null, fallbackReason: string | null) {
+  constructor(device: GPUDevice | null, info: AdapterInfoReport | null, fallbackReason: string | null, keepAlive: unknown[] = []) {
+    this.#keepAlive = keepAlive;
     this.device = device;
     this.adapterInfo = info;
     this.backend = device ? "webgpu" : "none";
@@ -212,6 +217,7 @@ export class Runtime {
   // Releases the device; the runtime cannot run anything afterwards.
   destroy(): void {
     this.device?.destroy();
+    this.#keepAlive.length = 0;
   }
 }
 
