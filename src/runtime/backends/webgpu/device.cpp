@@ -415,6 +415,14 @@ uint64_t Device::pooled_bytes() const {
 uint64_t Device::pipelines_compiled() const {
   return impl_->stats.pipelines_compiled;
 }
+std::vector<std::pair<std::string, std::string>> Device::CompiledSources() const {
+  std::vector<std::pair<std::string, std::string>> out;
+  for (const auto& [key, id] : impl_->pipeline_cache) {
+    const size_t nul = key.find('\0');
+    out.emplace_back(key.substr(0, nul), key.substr(nul + 1));
+  }
+  return out;
+}
 Status Device::health() const {
   return impl_->Sticky();
 }

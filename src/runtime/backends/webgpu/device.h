@@ -50,6 +50,7 @@
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "base/result.h"
@@ -215,6 +216,9 @@ class Device {
   // pipeline Dawn refuses otherwise gives `pipeline-creation-failed`.
   Result<PipelineId> Pipeline(const std::string& wgsl, const std::string& entry_point);
   uint64_t pipelines_compiled() const;
+  // Every (entry point, WGSL source) this device built a pipeline for, in no particular order: what
+  // a test compares with the device program the backend ran.
+  std::vector<std::pair<std::string, std::string>> CompiledSources() const;
 
   // ---- recording ----
   // Records a dispatch of x * y * z workgroups with `bindings` bound to @group(0) @binding(0..n-1).

@@ -23,6 +23,14 @@ execplan::DeviceLimits PlanLimits(const AdapterInfo& info) {
   return l;
 }
 
+ProgramLimits ProgramLimitsOf(const AdapterInfo& info) {
+  ProgramLimits l;
+  l.max_storage_buffer_binding_size = info.limits.max_storage_buffer_binding_size;
+  l.min_storage_buffer_offset_alignment = info.limits.min_storage_buffer_offset_alignment;
+  l.max_compute_workgroups_per_dimension = info.limits.max_compute_workgroups_per_dimension;
+  return l;
+}
+
 DeviceProfile ProfileOf(const Device& device) {
   const AdapterInfo& i = device.info();
   DeviceProfile p;

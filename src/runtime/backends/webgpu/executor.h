@@ -8,6 +8,7 @@
 #include <memory>
 
 #include "runtime/backends/webgpu/device.h"
+#include "runtime/device_program.h"
 #include "runtime/executor.h"
 
 namespace scellis::runtime::webgpu {
@@ -33,6 +34,9 @@ class WebGpuExecutor : public Executor {
 
 // The limits an ExecPlan is judged against on this device.
 execplan::DeviceLimits PlanLimits(const AdapterInfo& info);
+// The limits a device program for this device is laid out for (its binding cap, offset alignment
+// and grid limit).
+ProgramLimits ProgramLimitsOf(const AdapterInfo& info);
 // The profile of an open device.
 DeviceProfile ProfileOf(const Device& device);
 

@@ -4,13 +4,17 @@
 // output's buffer and its input's buffer swap roles, so no step copies state. Every step's
 // dispatches go into one submission; only the per-step history of watched outputs (one small
 // copy per step, all into one history buffer) is read back, through one staging map.
+//
+// Buffers, sources, pipelines and dispatches come from the device program (runtime/
+// device_program.h) built for this device's limits: the browser runtime executes the same program,
+// so both run the same WGSL with the same bindings and grids.
 #include <algorithm>
 #include <array>
 #include <chrono>
 #include <cstdio>
 #include <map>
 
-#include "kernel/emit/wgsl/codegen.h"
+#include "runtime/device_program.h"
 #include "runtime/backends/webgpu/executor.h"
 
 namespace scellis::runtime::webgpu {
@@ -48,17 +52,20 @@ class WebGpuPrepared : public Prepared {
 
   Status Init(const Feeds& feeds) {
     SCELLIS_TRY(CheckDtypes());
-    for (const execplan::Buffer& b : plan_.buffers)
-      buffers_.push_back(d_.CreateBuffer(static_cast<uint64_t>(std::max<int64_t>(b.bytes, 4))));
+    SCELLIS_ASSIGN_OR_RETURN(program_, BuildDeviceProgram(plan_, feeds, ProgramLimitsOf(d_.info())));
+    for (const ProgramBuffer& b : program_.buffers) buffers_.push_back(d_.CreateBuffer(b.size));
     phys_ = buffers_;
-    const webir::Graph& g = plan_.graph();
-    fed_ = FedInputs(g);
-    for (const webir::Node& n : g.nodes) {
-      if (n.role != webir::Role::kInput && n.role != webir::Role::kParam) continue;
-      if (IsFed(n.id) || (n.role == webir::Role::kInput && !n.data)) continue;
-      SCELLIS_TRY(WriteSource(n, feeds, Phys(n.id), 0));
+    fed_ = FedInputs(plan_.graph());
+    for (const ProgramSource& src : program_.sources)
+      SCELLIS_TRY(WriteBytes(buffers_[src.buffer], 0, src.data));
+    for (const ProgramPipeline& pl : program_.pipelines) {
+      auto p = d_.Pipeline(pl.wgsl, pl.entry_point);
+      if (!p.ok()) {
+        return InternalError("webgpu.Prepare", "kernel " + pl.kernel + " failed to compile: " +
+                                                   p.errors().front().message);
+      }
+      pipelines_.push_back(p.value());
     }
-    for (const execplan::Step& st : plan_.steps) SCELLIS_TRY(PlanTiles(st));
     if (options_.poison_outputs) {
       auto p = d_.Pipeline(PoisonWgsl(), "main");
       if (!p.ok()) {
@@ -96,49 +103,14 @@ class WebGpuPrepared : public Prepared {
 
   Status WriteSource(const webir::Node& n, const Feeds& feeds, BufferId target, uint64_t offset) {
     SCELLIS_ASSIGN_OR_RETURN(HostTensor data, SourceData(n, feeds));
-    if (data.bytes.empty()) return Status::Ok();
-    // A slot of a 2-byte dtype may end mid-word; the device writes whole words.
-    if (data.bytes.size() % 4) data.bytes.resize(RoundUp4(data.bytes.size()));
-    return d_.Write(target, offset, data.bytes.data(), data.bytes.size());
+    return WriteBytes(target, offset, std::move(data.bytes));
   }
 
-  // The dispatches of one plan step: the kernel over everything, or — where a buffer it binds is
-  // over the adapter's storage-binding cap — an elementwise kernel in tiles that each bind at most
-  // the cap. The plan's verdict already refused kernels that cannot be tiled.
-  Status PlanTiles(const execplan::Step& st) {
-    const kernel::Kernel& k = plan_.module().kernels[st.kernel];
-    const uint64_t cap = d_.info().limits.max_storage_buffer_binding_size;
-    bool over = static_cast<uint64_t>(plan_.buffers[st.write].bytes) > cap;
-    for (int b : st.reads) over |= static_cast<uint64_t>(plan_.buffers[b].bytes) > cap;
-    std::vector<Tile> tiles;
-    auto compile = [&](const std::string& wgsl) -> Result<PipelineId> {
-      auto p = d_.Pipeline(wgsl, k.Wgsl().entry_point);
-      if (!p.ok()) {
-        return InternalError("webgpu.Prepare", "kernel " + k.name + " failed to compile: " +
-                                                   p.errors().front().message);
-      }
-      return p.value();
-    };
-    if (!over) {
-      SCELLIS_ASSIGN_OR_RETURN(PipelineId p, compile(k.Wgsl().source));
-      tiles.push_back({p, 0, -1, k.workgroups});
-    } else {
-      if (k.kind != kernel::KernelKind::kElementwise)
-        return InternalError("webgpu.Prepare",
-                             k.name + " binds a buffer over the cap and cannot be tiled");
-      const uint64_t align =
-          std::max<uint32_t>(d_.info().limits.min_storage_buffer_offset_alignment, 4);
-      const int64_t per_tile = static_cast<int64_t>(cap / align * align / 4);
-      const int64_t total = plan_.graph().at(k.output).type.elements();
-      for (int64_t base = 0; base < total; base += per_tile) {
-        int64_t count = std::min(per_tile, total - base);
-        kernel::wgsl::Generated g = kernel::wgsl::ElementwiseTile(plan_.module(), k, base, count);
-        SCELLIS_ASSIGN_OR_RETURN(PipelineId p, compile(g.source));
-        tiles.push_back({p, base, count, g.workgroups});
-      }
-    }
-    tiles_.push_back(std::move(tiles));
-    return Status::Ok();
+  Status WriteBytes(BufferId target, uint64_t offset, std::vector<std::byte> bytes) {
+    if (bytes.empty()) return Status::Ok();
+    // A slot of a 2-byte dtype may end mid-word; the device writes whole words.
+    if (bytes.size() % 4) bytes.resize(RoundUp4(bytes.size()));
+    return d_.Write(target, offset, bytes.data(), bytes.size());
   }
 
  protected:
@@ -198,46 +170,37 @@ class WebGpuPrepared : public Prepared {
     BufferId history = d_.CreateBuffer(std::max<uint64_t>(history_bytes, 4));
     scratch.push_back(history);
 
+    // A binding of a fed input's buffer binds this step's slot of its staging buffer instead.
+    std::map<int, const Slots*> fed_buffer;
+    for (const auto& [node, slots] : fed_slots) fed_buffer[plan_.buffer_of[node]] = &slots;
     for (size_t k = 0; k < steps; ++k) {
-      for (size_t s = 0; s < plan_.steps.size(); ++s) {
-        const execplan::Step& st = plan_.steps[s];
-        const kernel::Kernel& kern = plan_.module().kernels[st.kernel];
-        const TensorType& out_type = g.at(kern.output).type;
-        for (const Tile& t : tiles_[s]) {
-          // A tile binds the window [base, base + count) of every operand of the output's shape.
-          const bool tiled = t.count >= 0;
-          const uint64_t offset = tiled ? static_cast<uint64_t>(t.base) * 4 : 0;
-          const uint64_t window =
-              tiled ? static_cast<uint64_t>(std::max<int64_t>(t.count, 1)) * 4 : 0;
-          std::vector<Binding> bindings;
-          for (size_t i = 0; i < st.reads.size(); ++i) {
-            bool windowed = tiled && g.at(kern.inputs[i]).type.SameShape(out_type);
-            auto fed = fed_slots.find(kern.inputs[i]);
-            if (fed != fed_slots.end()) {
-              bindings.push_back({fed->second.staging,
-                                  k * fed->second.stride + (windowed ? offset : 0),
-                                  windowed ? window : fed->second.bytes});
-            } else {
-              bindings.push_back(
-                  {phys_[st.reads[i]], windowed ? offset : 0, windowed ? window : 0});
-            }
+      for (const ProgramDispatch& dispatch : program_.dispatches) {
+        std::vector<Binding> bindings;
+        for (const ProgramBinding& b : dispatch.bindings) {
+          auto fed = fed_buffer.find(b.buffer);
+          if (fed != fed_buffer.end()) {
+            const Slots& sl = *fed->second;
+            bindings.push_back({sl.staging, k * sl.stride + b.offset, b.size ? b.size : sl.bytes});
+          } else {
+            bindings.push_back({phys_[b.buffer], b.offset, b.size});
           }
-          bindings.push_back({phys_[st.write], offset, window});
-          if (options_.poison_outputs) {
-            uint64_t words = tiled ? window / 4 : (d_.BufferSize(phys_[st.write]) + 3) / 4;
-            Grid grid = SplitWorkgroups((words + 63) / 64,
-                                        d_.info().limits.max_compute_workgroups_per_dimension);
-            d_.Dispatch(poison_, {{phys_[st.write], offset, window}}, grid.x, grid.y, grid.z);
-          }
-          d_.Dispatch(t.pipeline, bindings, t.grid[0], t.grid[1], t.grid[2]);
         }
+        if (options_.poison_outputs) {
+          const Binding& out = bindings.back();
+          uint64_t words = out.size ? out.size / 4 : (d_.BufferSize(out.buffer) + 3) / 4;
+          Grid grid = SplitWorkgroups((words + 63) / 64,
+                                      d_.info().limits.max_compute_workgroups_per_dimension);
+          d_.Dispatch(poison_, {out}, grid.x, grid.y, grid.z);
+        }
+        d_.Dispatch(pipelines_[dispatch.pipeline], bindings, dispatch.workgroups[0],
+                    dispatch.workgroups[1], dispatch.workgroups[2]);
       }
       for (size_t i = 0; i < watch.size(); ++i) {
         if (slot[i]) d_.Copy(Phys(watch[i]), 0, history, history_at[i] + k * slot[i], slot[i]);
       }
       // The carried outputs become next step's inputs by swapping buffers, not by copying.
-      for (const webir::Carry& c : g.carries)
-        std::swap(phys_[plan_.buffer_of[c.from]], phys_[plan_.buffer_of[c.to]]);
+      for (const ProgramCarry& c : program_.carries)
+        std::swap(phys_[c.from_buffer], phys_[c.to_buffer]);
     }
     // The read submits the recorded steps together with its copy to the staging buffer: one
     // submission and one map for the whole run.
@@ -297,13 +260,8 @@ class WebGpuPrepared : public Prepared {
   Device& d_;
   std::vector<BufferId> buffers_;  // owned, one per plan buffer
   std::vector<BufferId> phys_;     // plan buffer -> the device buffer holding it now
-  struct Tile {
-    PipelineId pipeline;
-    int64_t base = 0;
-    int64_t count = -1;  // -1: the whole kernel, untiled
-    std::array<uint32_t, 3> grid;
-  };
-  std::vector<std::vector<Tile>> tiles_;  // per plan step
+  DeviceProgram program_;
+  std::vector<PipelineId> pipelines_;  // per program pipeline
   std::vector<int> fed_;
   RunOptions options_;
   PipelineId poison_;

@@ -1,0 +1,40 @@
+// Makes the fixtures of the WebGPU tests: the device program of each example, and the CPU
+// reference's run of it (the oracle), written by the engine's `scellis_device_program` tool
+// (built by `cmake --build build --target scellis_device_program`; SCELLIS_DEVICE_PROGRAM names
+// another binary). Only the engine writes programs; this script just calls it.
+import { execFileSync } from "node:child_process";
+import { existsSync, mkdirSync } from "node:fs";
+import { dirname, join, resolve } from "node:path";
+import { fileURLToPath } from "node:url";
+
+const here = dirname(fileURLToPath(import.meta.url));
+const repo = resolve(here, "../../..");
+const tool = process.env.SCELLIS_DEVICE_PROGRAM ?? join(repo, "build", "scellis_device_program");
+const out = join(here, "fixtures");
+
+if (!existsSync(tool)) {
+  console.error(
+    `make_fixtures: ${tool} is missing; build it first:\n` +
+      "  cmake --build build --target scellis_device_program   (from the repository root)\n" +
+      "or point SCELLIS_DEVICE_PROGRAM at the binary",
+  );
+  process.exit(1);
+}
+mkdirSync(out, { recursive: true });
+
+// name, example, extra arguments (tier for documents that declare none; steps and history for the
+// reference's session).
+const cases = [
+  ["center_columns", "center_columns.json", []],
+  ["life_glider", "life_glider.json", ["--tier", "prod"]],
+  ["life_steps", "life_steps.json", ["--tier", "prod", "--steps", "8", "--history", "next"]],
+  ["mlp_step", "mlp_step.json", ["--steps", "8", "--history", "loss"]],
+];
+for (const [name, file, extra] of cases) {
+  execFileSync(
+    tool,
+    [join(repo, "examples", file), ...extra, "--out", join(out, `${name}.program.json`), "--reference", join(out, `${name}.reference.json`)],
+    { stdio: ["ignore", "inherit", "inherit"] },
+  );
+}
+console.log(`make_fixtures: ${cases.length} programs in ${out}`);

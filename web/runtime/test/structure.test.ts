@@ -1,0 +1,237 @@
+// The runtime's structure on a recording fake GPU: one command encoder, one submission and one map
+// per run; per-step feeds bound from slots of one staging buffer; carries swapping buffers between
+// steps; typed errors for every misuse.
+import assert from "node:assert/strict";
+import { test } from "node:test";
+
+import { base64ToBytes, createRuntime, floatToHalf, halfToFloat, parseProgram, ScellisRuntimeError } from "../src/index.js";
+import { FakeBuffer, fakeGpu } from "./fake_gpu.js";
+
+function b64(values: number[]): string {
+  return Buffer.from(new Float32Array(values).buffer).toString("base64");
+}
+
+// x (fed, [4]) and state (a param, [4], carried from "upd"): out = f(x, state); upd = g(out, state).
+function program() {
+  return {
+    format: "scellis.device-program/1",
+    name: "toy",
+    content_id: "sha256:00",
+    tier: "prod",
+    tolerance: { class: "default", atol: 1e-6, rtol: 1e-5 },
+    limits: { max_storage_buffer_binding_size: 134217728, min_storage_buffer_offset_alignment: 256, max_compute_workgroups_per_dimension: 65535 },
+    max_steps_per_submission: 64,
+    buffers: [0, 1, 2, 3].map((id) => ({ id, bytes: 16, size: 16, class: "working" })),
+    sources: [{ name: "state", role: "param", buffer: 1, bytes: 16, data: b64([1, 2, 3, 4]) }],
+    inputs: [
+      { name: "x", role: "input", buffer: 0, shape: [4], dtype: "f32", bytes: 16, fed: true, carried: false, initial: false },
+      { name: "state", role: "param", buffer: 1, shape: [4], dtype: "f32", bytes: 16, fed: false, carried: true, initial: true },
+    ],
+    pipelines: [
+      { id: 0, kernel: "k0_fused_add", entry_point: "main", wgsl: "// f\n", hash: "sha256:a" },
+      { id: 1, kernel: "k1_fused_mul", entry_point: "main", wgsl: "// g\n", hash: "sha256:b" },
+    ],
+    dispatches: [
+      { step: 0, kernel: "k0_fused_add", pipeline: 0, bindings: [{ buffer: 0, offset: 0, size: 0 }, { buffer: 1, offset: 0, size: 0 }, { buffer: 2, offset: 0, size: 0 }], workgroups: [1, 1, 1] },
+      { step: 1, kernel: "k1_fused_mul", pipeline: 1, bindings: [{ buffer: 2, offset: 0, size: 0 }, { buffer: 1, offset: 0, size: 0 }, { buffer: 3, offset: 0, size: 0 }], workgroups: [2, 1, 1] },
+    ],
+    outputs: [{ name: "out", buffer: 2, shape: [4], dtype: "f32", bytes: 16 }],
+    carries: [{ from: "upd", from_buffer: 3, to: "state", to_buffer: 1 }],
+  };
+}
+
+const xs = (k: number) => ({ x: new Float32Array([k, k, k, k]) });
+
+async function code(p: Promise<unknown> | (() => unknown)): Promise<string> {
+  try {
+    await (typeof p === "function" ? p() : p);
+  } catch (e) {
+    assert.ok(e instanceof ScellisRuntimeError, `not a ScellisRuntimeError: ${e}`);
+    return e.code;
+  }
+  return "ok";
+}
+
+test("no navigator.gpu: backend none with the reason, and execute throws no-webgpu", async () => {
+  const rt = await createRuntime();
+  assert.equal(rt.backend, "none");
+  assert.match(rt.fallbackReason!, /navigator\.gpu/);
+  assert.equal(rt.adapterInfo, null);
+  assert.equal(await code(rt.execute(program(), xs(1))), "no-webgpu");
+});
+
+test("a software adapter is no GPU unless allowed", async () => {
+  for (const info of [
+    { vendor: "google", architecture: "swiftshader", device: "", description: "SwiftShader driver", isFallbackAdapter: false },
+    { vendor: "mesa", architecture: "", device: "llvmpipe (LLVM 15)", description: "", isFallbackAdapter: false },
+    { vendor: "", architecture: "", device: "", description: "", isFallbackAdapter: true },
+  ]) {
+    const f = fakeGpu({ info });
+    const refused = await createRuntime({ gpu: f.gpu });
+    assert.equal(refused.backend, "none");
+    assert.equal(refused.adapterInfo!.isSoftware, true);
+    assert.match(refused.fallbackReason!, /software|fallback/);
+    const allowed = await createRuntime({ gpu: f.gpu, allowSoftwareAdapter: true });
+    assert.equal(allowed.backend, "webgpu");
+    assert.equal(allowed.fallbackReason, null);
+  }
+  const hw = await createRuntime({ adapter: fakeGpu().adapter });
+  assert.equal(hw.backend, "webgpu");
+  assert.equal(hw.adapterInfo!.isSoftware, false);
+});
+
+test("runSteps records every step into one encoder, one submission, one map", async () => {
+  const f = fakeGpu();
+  const rt = await createRuntime({ gpu: f.gpu });
+  const s = await rt.prepare(program());
+  const before = { ...f.counters, dispatches: f.counters.dispatches.length, buffers: f.counters.buffers.length };
+  const r = await s.runSteps(3, { feedsPerStep: [xs(1), xs(2), xs(3)], watch: ["out", "state"] });
+  assert.equal(f.counters.encoders - before.encoders, 1);
+  assert.equal(f.counters.submits - before.submits, 1);
+  assert.equal(f.counters.maps - before.maps, 1);
+  assert.deepEqual(
+    { steps: r.stats.steps, dispatches: r.stats.dispatches, submissions: r.stats.submissions, maps: r.stats.maps, readback: r.stats.readbackBytes },
+    { steps: 3, dispatches: 6, submissions: 1, maps: 1, readback: 2 * 3 * 16 },
+  );
+  assert.equal(r.backend, "webgpu");
+  assert.equal(r.executor, "fused-encoder");
+  assert.equal(r.fallbackReason, null);
+
+  // One staging buffer for the feeds (3 slots at the 256-byte alignment) and one readback buffer.
+  const made = f.counters.buffers.slice(before.buffers);
+  assert.equal(made.length, 2);
+  const feedStaging = made.find((b) => b.label?.startsWith("feed"))!;
+  assert.equal(feedStaging.size, 3 * 256);
+  assert.deepEqual(Array.from(new Float32Array(feedStaging.data.buffer.slice(512, 528))), [3, 3, 3, 3]);
+  assert.ok(made.every((b) => b.destroyed), "scratch buffers are released");
+
+  const ds = f.counters.dispatches.slice(before.dispatches);
+  // Step k binds x from slot k.
+  for (let k = 0; k < 3; k++) {
+    assert.equal(ds[2 * k]!.bindings[0]!.buffer, feedStaging);
+    assert.equal(ds[2 * k]!.bindings[0]!.offset, k * 256);
+    assert.equal(ds[2 * k]!.bindings[0]!.size, 16);
+    assert.deepEqual(ds[2 * k + 1]!.groups, [2, 1, 1]);
+  }
+  // The carry swaps: the buffer step k writes as "upd" is what step k + 1 reads as "state".
+  for (let k = 0; k < 2; k++) {
+    const wroteUpd = ds[2 * k + 1]!.bindings[2]!.buffer;
+    const readState = ds[2 * (k + 1)]!.bindings[1]!.buffer;
+    assert.equal(wroteUpd, readState);
+    assert.notEqual(ds[2 * k]!.bindings[1]!.buffer, readState);
+  }
+  // The watched starting state of step 0 came back through the map (the fake computes nothing).
+  assert.deepEqual(Array.from(r.watched.state![0]!.data), [1, 2, 3, 4]);
+  assert.equal(r.watched.out!.length, 3);
+  rt.destroy();
+});
+
+test("execute: one submission, one map, every output, pipelines compiled once", async () => {
+  const f = fakeGpu();
+  const rt = await createRuntime({ gpu: f.gpu });
+  const r = await rt.execute(program(), xs(5));
+  assert.deepEqual(Object.keys(r.outputs), ["out"]);
+  assert.deepEqual(r.outputs.out!.shape, [4]);
+  assert.equal(r.outputs.out!.dtype, "f32");
+  assert.ok(r.outputs.out!.data instanceof Float32Array);
+  assert.equal(r.stats.submissions, 1);
+  assert.equal(r.stats.maps, 1);
+  assert.equal(r.stats.pipelinesCompiled, 2);
+  assert.equal(f.counters.submits, 1);
+  assert.equal(f.counters.maps, 1);
+  // Every buffer the run made is released.
+  assert.ok(f.counters.buffers.every((b: FakeBuffer) => b.destroyed));
+});
+
+test("typed errors: step counts, feeds, names, dispose, poisoning", async () => {
+  const f = fakeGpu();
+  const rt = await createRuntime({ gpu: f.gpu });
+  const s = await rt.prepare(program());
+  assert.equal(await code(s.runSteps(65, { feedsPerStep: [] })), "bad-step-count");
+  assert.equal(await code(s.runSteps(0)), "bad-step-count");
+  assert.equal(await code(s.runSteps(1.5)), "bad-step-count");
+  assert.equal(await code(s.runSteps(2, { feedsPerStep: [xs(1)] })), "missing-input-data");
+  assert.equal(await code(s.run({ x: new Float32Array(3) })), "bad-feed");
+  assert.equal(await code(s.run({ x: new Int32Array(4) })), "bad-feed");
+  assert.equal(await code(s.run({ x: { shape: [2, 2], data: [1, 2, 3, 4] } })), "bad-feed");
+  assert.equal(await code(s.run({ ...xs(1), nope: [1] })), "bad-feed");
+  assert.equal(await code(s.run({ ...xs(1), state: [1, 2, 3, 4] })), "bad-feed");
+  assert.equal(await code(s.runSteps(1, { feedsPerStep: [xs(1)], watch: ["nope"] })), "unknown-output");
+  assert.equal(await code(s.download("nope")), "unknown-output");
+  assert.equal(await code(rt.prepare(program(), { feeds: { x: [1, 2, 3, 4] } })), "bad-feed");
+  assert.equal(await code(rt.prepare(program(), { carry: [{ from: "out", to: "x" }] })), "ok");
+  assert.equal(await code(rt.prepare(program(), { carry: [{ from: "out", to: "nope" }] })), "bad-carry");
+  assert.equal(await code(s.run({ x: [1, 2, 3, 4] })), "ok");
+  // A feed for the param at prepare replaces its initializer.
+  const s2 = await rt.prepare(program(), { feeds: { state: [9, 8, 7, 6] } });
+  assert.deepEqual(Array.from((await s2.download("state")).data), [9, 8, 7, 6]);
+
+  s.dispose();
+  assert.equal(await code(s.runSteps(1, { feedsPerStep: [xs(1)] })), "session-disposed");
+  assert.equal(await code(s.download("out")), "session-disposed");
+  assert.equal(await code(s.run(xs(1))), "session-disposed");
+
+  // A device error after work began poisons the session; only dispose remains.
+  f.failNextScope();
+  assert.equal(await code(s2.run(xs(1))), "gpu-validation-error");
+  assert.equal(await code(s2.run(xs(1))), "session-poisoned");
+  assert.equal(await code(s2.download("state")), "session-poisoned");
+  s2.dispose();
+});
+
+test("a kernel that fails to compile is a wgsl-compile-error with the compiler's message", async () => {
+  const f = fakeGpu({ failCompile: true });
+  const rt = await createRuntime({ gpu: f.gpu });
+  await assert.rejects(rt.prepare(program()), (e: unknown) => e instanceof ScellisRuntimeError && e.code === "wgsl-compile-error" && /1:2: bad/.test(e.message));
+});
+
+test("a program laid out beyond the device's limits is refused before anything runs", async () => {
+  const p = program();
+  p.limits.max_storage_buffer_binding_size = 1 << 30;
+  p.buffers[2]!.size = p.buffers[2]!.bytes = 1 << 29;
+  const f = fakeGpu({ limits: { maxStorageBufferBindingSize: 1 << 27, maxBufferSize: 1 << 30 } });
+  const rt = await createRuntime({ gpu: f.gpu });
+  assert.equal(await code(rt.prepare(p)), "program-over-device-limits");
+  const f16 = program();
+  f16.pipelines[0]!.wgsl = "enable f16;\n";
+  assert.equal(await code(rt.prepare(f16)), "shader-f16-unavailable");
+});
+
+test("parseProgram refuses what is not a device program", () => {
+  const bad = (v: unknown) => {
+    try {
+      parseProgram(v);
+    } catch (e) {
+      return (e as ScellisRuntimeError).code;
+    }
+    return "ok";
+  };
+  assert.equal(bad(program()), "ok");
+  assert.equal(bad(JSON.stringify(program())), "ok");
+  assert.equal(bad({ ...program(), format: "scellis.device-program/2" }), "bad-program");
+  assert.equal(bad("{"), "bad-program");
+  const p = program();
+  p.dispatches[0]!.bindings[0]!.buffer = 9;
+  assert.equal(bad(p), "bad-program");
+  const q = program();
+  q.dispatches[0]!.bindings[0]!.offset = 8;
+  q.dispatches[0]!.bindings[0]!.size = 16;
+  assert.equal(bad(q), "bad-program");
+});
+
+test("base64 and binary16 against known values", () => {
+  // RFC 4648 §10.
+  const text = (s: string) => new TextDecoder().decode(base64ToBytes(s));
+  assert.deepEqual(["", "Zg==", "Zm8=", "Zm9v", "Zm9vYg==", "Zm9vYmE=", "Zm9vYmFy"].map(text), ["", "f", "fo", "foo", "foob", "fooba", "foobar"]);
+  // IEEE binary16: 1, -2, the largest finite, the smallest subnormal, infinity, and a tie to even.
+  assert.equal(floatToHalf(1), 0x3c00);
+  assert.equal(floatToHalf(-2), 0xc000);
+  assert.equal(floatToHalf(65504), 0x7bff);
+  assert.equal(floatToHalf(2 ** -24), 0x0001);
+  assert.equal(floatToHalf(1e6), 0x7c00);
+  assert.equal(floatToHalf(1 + 2 ** -11), 0x3c00);
+  assert.equal(floatToHalf(1 + 3 * 2 ** -11), 0x3c02);
+  assert.equal(halfToFloat(0x3555), 0.333251953125);
+  assert.equal(halfToFloat(0x0001), 2 ** -24);
+  assert.ok(Number.isNaN(halfToFloat(0x7e00)));
+});

@@ -1,0 +1,209 @@
+// The runtime on a real WebGPU implementation: Dawn's Node bindings (the `webgpu` package), on
+// SwiftShader where the machine has no GPU (a software adapter, so the tests opt in). The programs
+// are the engine's, for the examples (test/make_fixtures.mjs); expected values are computed here
+// in float64, and the engine's CPU reference — the oracle — is compared within the tier's
+// tolerance.
+import assert from "node:assert/strict";
+import { existsSync, readFileSync } from "node:fs";
+import { after, before, test } from "node:test";
+
+import { base64ToBytes, createRuntime, type DeviceProgram, parseProgram, type Runtime, ScellisRuntimeError } from "../src/index.js";
+
+const SWIFTSHADER = "/usr/lib/chromium/vk_swiftshader_icd.json";
+if (!process.env.VK_ICD_FILENAMES && existsSync(SWIFTSHADER)) process.env.VK_ICD_FILENAMES = SWIFTSHADER;
+
+const fixtures = new URL("../../test/fixtures/", import.meta.url);
+function load(name: string): { program: DeviceProgram; reference: Reference } {
+  return {
+    program: parseProgram(readFileSync(new URL(`${name}.program.json`, fixtures), "utf8")),
+    reference: JSON.parse(readFileSync(new URL(`${name}.reference.json`, fixtures), "utf8")) as Reference,
+  };
+}
+interface Reference {
+  backend: string;
+  outputs: Record<string, { shape: number[]; data: number[] | number }>;
+  history?: Record<string, { shape: number[]; steps: Array<number[] | number> }>;
+}
+const flat = (v: number[] | number): number[] => (Array.isArray(v) ? v : [v]);
+
+let runtime: Runtime | null = null;
+let unavailable: string | null = null;
+
+before(async () => {
+  let gpu: GPU;
+  try {
+    const webgpu = (await import("webgpu")) as { create: (flags: string[]) => GPU; globals: object };
+    Object.assign(globalThis, webgpu.globals);
+    gpu = webgpu.create([]);
+  } catch (e) {
+    unavailable = `the webgpu package cannot load here: ${(e as Error).message}`;
+    return;
+  }
+  runtime = await createRuntime({ gpu, allowSoftwareAdapter: true });
+  if (runtime.backend !== "webgpu") unavailable = `no WebGPU adapter: ${runtime.fallbackReason}`;
+});
+after(() => runtime?.destroy());
+
+function gpu(t: { skip: (m: string) => void }): Runtime | null {
+  if (unavailable) {
+    t.skip(unavailable);
+    return null;
+  }
+  return runtime!;
+}
+
+// |got - want| <= atol + rtol * |want|, elementwise, as the engine's tolerance classes mean.
+function assertClose(got: ArrayLike<number>, want: ArrayLike<number>, tol: { atol: number; rtol: number }, what: string) {
+  assert.equal(got.length, want.length, `${what}: length`);
+  for (let i = 0; i < want.length; i++) {
+    const g = got[i]!;
+    const w = want[i]!;
+    assert.ok(Math.abs(g - w) <= tol.atol + tol.rtol * Math.abs(w), `${what}[${i}]: got ${g}, want ${w} (atol ${tol.atol}, rtol ${tol.rtol})`);
+  }
+}
+
+function sourceFloats(p: DeviceProgram, name: string): Float64Array {
+  const s = p.sources.find((x) => x.name === name);
+  assert.ok(s, `source ${name}`);
+  const bytes = base64ToBytes(s.data);
+  return Float64Array.from(new Float32Array(bytes.buffer, bytes.byteOffset, bytes.byteLength / 4));
+}
+
+// One Game-of-Life generation on a rows x cols torus (B3/S23).
+function life(grid: ArrayLike<number>, rows: number, cols: number): number[] {
+  const out = new Array<number>(rows * cols).fill(0);
+  for (let r = 0; r < rows; r++) {
+    for (let c = 0; c < cols; c++) {
+      let n = 0;
+      for (let dr = -1; dr <= 1; dr++)
+        for (let dc = -1; dc <= 1; dc++) if (dr || dc) n += grid[((r + dr + rows) % rows) * cols + ((c + dc + cols) % cols)]!;
+      const alive = grid[r * cols + c]! === 1;
+      out[r * cols + c] = n === 3 || (alive && n === 2) ? 1 : 0;
+    }
+  }
+  return out;
+}
+function shift(grid: ArrayLike<number>, rows: number, cols: number, dr: number, dc: number): number[] {
+  const out = new Array<number>(rows * cols).fill(0);
+  for (let r = 0; r < rows; r++) for (let c = 0; c < cols; c++) out[((r + dr) % rows) * cols + ((c + dc) % cols)] = grid[r * cols + c]!;
+  return out;
+}
+
+test("center_columns: centered data and projection match float64 and the CPU reference", { timeout: 120_000 }, async (t) => {
+  const rt = gpu(t);
+  if (!rt) return;
+  const { program, reference } = load("center_columns");
+  const r = await rt.execute(program);
+  assert.equal(r.backend, "webgpu");
+  assert.equal(r.executor, "fused-encoder");
+  assert.equal(r.fallbackReason, null);
+  assert.equal(r.stats.submissions, 1);
+  assert.equal(r.stats.maps, 1);
+
+  // Float64: x is 1..12 as [4, 3]; the column means are 5.5, 6.5, 7.5; y = (x - mean) @ W with W
+  // the program's own initial weights.
+  const x = Array.from({ length: 12 }, (_, i) => i + 1);
+  const mean = [0, 1, 2].map((c) => (x[c]! + x[3 + c]! + x[6 + c]! + x[9 + c]!) / 4);
+  assert.deepEqual(mean, [5.5, 6.5, 7.5]);
+  const centered = x.map((v, i) => v - mean[i % 3]!);
+  const w = sourceFloats(program, "weights");
+  const y: number[] = [];
+  for (let i = 0; i < 4; i++) for (let k = 0; k < 2; k++) y.push([0, 1, 2].reduce((s, d) => s + centered[i * 3 + d]! * w[d * 2 + k]!, 0));
+
+  assert.deepEqual(r.outputs.centered!.shape, [4, 3]);
+  assert.deepEqual(r.outputs.y!.shape, [4, 2]);
+  assertClose(r.outputs.centered!.data, centered, program.tolerance, "centered");
+  assertClose(r.outputs.y!.data, y, program.tolerance, "y");
+  assertClose(r.outputs.y!.data, flat(reference.outputs.y!.data), program.tolerance, "y vs reference");
+  assertClose(r.outputs.centered!.data, flat(reference.outputs.centered!.data), program.tolerance, "centered vs reference");
+});
+
+test("life_glider: four generations translate the glider by one cell down and right", { timeout: 120_000 }, async (t) => {
+  const rt = gpu(t);
+  if (!rt) return;
+  const { program, reference } = load("life_glider");
+  const start = Array.from(sourceFloats(program, program.sources[0]!.name));
+  const r = await rt.execute(program);
+  let want = start;
+  for (let g = 0; g < 4; g++) want = life(want, 8, 8);
+  assert.deepEqual(want, shift(start, 8, 8, 1, 1)); // the glider's period-4 translation
+  assert.deepEqual(Array.from(r.outputs.grid!.data), want);
+  assert.deepEqual(Array.from(r.outputs.grid!.data), flat(reference.outputs.grid!.data));
+  assert.equal(r.stats.dispatches, program.dispatches.length);
+});
+
+test("life_steps: a carried grid over many steps in one submission each", { timeout: 120_000 }, async (t) => {
+  const rt = gpu(t);
+  if (!rt) return;
+  const { program, reference } = load("life_steps");
+  assert.equal(program.carries.length, 1);
+  const start = Array.from(sourceFloats(program, "grid"));
+  const s = await rt.prepare(program);
+  try {
+    const r = await s.runSteps(8, { watch: ["next"] });
+    assert.equal(r.stats.submissions, 1);
+    assert.equal(r.stats.maps, 1);
+    assert.equal(r.stats.dispatches, 8 * program.dispatches.length);
+    let want = start;
+    const history = r.watched.next!;
+    assert.equal(history.length, 8);
+    for (let k = 0; k < 8; k++) {
+      want = life(want, 16, 16);
+      assert.deepEqual(Array.from(history[k]!.data), want, `step ${k}`);
+      assert.deepEqual(Array.from(history[k]!.data), flat(reference.history!.next!.steps[k]!), `step ${k} vs reference`);
+    }
+    assert.deepEqual(Array.from(history[3]!.data), shift(start, 16, 16, 1, 1));
+    assert.deepEqual(Array.from(history[7]!.data), shift(start, 16, 16, 2, 2));
+    // The carried input holds the last step's output.
+    assert.deepEqual(Array.from((await s.download("grid")).data), want);
+    assert.deepEqual(Array.from((await s.download("next")).data), want);
+
+    await assert.rejects(s.runSteps(65), (e: unknown) => e instanceof ScellisRuntimeError && e.code === "bad-step-count");
+    // 64 more generations move the glider 16 cells: once around the 16 x 16 torus.
+    const lap = await s.runSteps(64, { watch: ["next"] });
+    assert.equal(lap.stats.submissions, 1);
+    assert.deepEqual(Array.from(lap.watched.next![63]!.data), want);
+  } finally {
+    s.dispose();
+  }
+  await assert.rejects(s.runSteps(1), (e: unknown) => e instanceof ScellisRuntimeError && e.code === "session-disposed");
+});
+
+test("mlp_step: a training session carries weights and Adam state; the loss curve matches the reference", { timeout: 120_000 }, async (t) => {
+  const rt = gpu(t);
+  if (!rt) return;
+  const { program, reference } = load("mlp_step");
+  assert.ok(program.carries.length >= 4);
+
+  // Float64 loss of the first step, from the program's inputs and initial weights.
+  const x = sourceFloats(program, "x");
+  const labels = sourceFloats(program, "labels");
+  const [w1, b1, w2, b2] = ["w1", "b1", "w2", "b2"].map((n) => sourceFloats(program, n)) as [Float64Array, Float64Array, Float64Array, Float64Array];
+  const N = 4, D = 3, H = 5, C = 3;
+  let loss0 = 0;
+  for (let n = 0; n < N; n++) {
+    const hidden = Array.from({ length: H }, (_, h) => Math.max(0, b1[h]! + [...Array(D).keys()].reduce((s, d) => s + x[n * D + d]! * w1[d * H + h]!, 0)));
+    const logits = Array.from({ length: C }, (_, c) => b2[c]! + hidden.reduce((s, v, h) => s + v * w2[h * C + c]!, 0));
+    const m = Math.max(...logits);
+    const lse = m + Math.log(logits.reduce((s, v) => s + Math.exp(v - m), 0));
+    loss0 += (lse - logits[labels[n]!]!) / N;
+  }
+
+  const s = await rt.prepare(program);
+  try {
+    // The optimizer's 1-based step number is the one input fed every step.
+    assert.deepEqual(program.inputs.filter((i) => i.fed).map((i) => i.name), ["step"]);
+    const feedsPerStep = Array.from({ length: 8 }, (_, k) => ({ step: [k + 1] }));
+    const r = await s.runSteps(8, { feedsPerStep, watch: ["loss"] });
+    const losses = r.watched.loss!.map((v) => v.data[0]!);
+    assertClose([losses[0]!], [loss0], program.tolerance, "first loss vs float64");
+    assertClose(losses, reference.history!.loss!.steps.map((v) => flat(v)[0]!), program.tolerance, "losses vs reference");
+    assert.ok(losses[7]! < losses[0]!, `the loss falls: ${losses.join(", ")}`);
+    assert.equal(r.stats.submissions, 1);
+    // The weights stayed on the device and moved.
+    const w1Now = await s.download("w1");
+    assert.ok(Array.from(w1Now.data).some((v, i) => Math.abs(v - w1[i]!) > 1e-6));
+  } finally {
+    s.dispose();
+  }
+});
