@@ -18,12 +18,8 @@
 #include "examples_data.h"
 #include "pipeline/compile.h"
 #include "pipeline/links.h"
-#include "train/trainer.h"
-
-#if __has_include("runtime/device_program.h")
 #include "runtime/device_program.h"
-#define SCELLIS_STUDIO_HAS_DEVICE_PROGRAM 1
-#endif
+#include "train/trainer.h"
 
 #ifndef SCELLIS_WEB_DIST
 #define SCELLIS_WEB_DIST ""
@@ -415,16 +411,10 @@ Response Program(Engine& engine, const Request& req) {
   const execplan::Plan& plan = *c->second.plan;
   if (plan.verdict == execplan::Verdict::kRed)
     return ErrorResponse(422, plan.findings, &c->first.document);
-#ifdef SCELLIS_STUDIO_HAS_DEVICE_PROGRAM
   auto program = runtime::BuildDeviceProgram(plan, {});
   if (!program.ok())
     return ErrorResponse(StatusFor(program.errors()), program.errors(), &c->first.document);
   return JsonResponse(200, runtime::ToJson(program.value()));
-#else
-  return ErrorResponse(501, UserError("not-available", "",
-                                      "this build has no device program for the browser runtime",
-                                      "run on the server's backend with POST /api/run"));
-#endif
 }
 
 // Devices are single-threaded: a stream that finds the worker busy says so, then waits its turn.

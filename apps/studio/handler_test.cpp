@@ -429,12 +429,13 @@ TEST_F(StudioHandler, WithoutBuiltAssetsTheRootSaysHowToBuildThem) {
 
 TEST_F(StudioHandler, ProgramForTheBrowserRuntime) {
   Response r = Post("/api/program", {{"document", Example("center_columns")}});
-#if __has_include("runtime/device_program.h")
   ASSERT_EQ(r.status, 200) << r.body;
-  EXPECT_EQ(Body(r)["format"], "scellis.device-program/1");
-#else
-  ExpectError(r, 501, "not-available");
-#endif
+  Json program = Body(r);
+  EXPECT_EQ(program["format"], "scellis.device-program/1");
+  // center_columns lowers to three kernels: mean, the broadcast subtraction, the matmul.
+  EXPECT_EQ(program["dispatches"].size(), 3u) << program.dump();
+  for (const Json& p : program["pipelines"])
+    EXPECT_NE(p["wgsl"].get<std::string>().find("@compute"), std::string::npos);
   ExpectError(Post("/api/program", {{"document", Example("center_columns")}, {"budget", 100}}), 422,
               "memory-over-budget");
 }
