@@ -13,7 +13,7 @@ case "$PART" in
 esac
 
 APT_PACKAGES=(build-essential cmake ninja-build pkg-config
-  nlohmann-json3-dev libcli11-dev libfmt-dev libssl-dev zlib1g-dev
+  nlohmann-json3-dev libcli11-dev libfmt-dev zlib1g-dev
   libcpp-httplib-dev  # the Studio server (`scellis studio`)
   libvulkan1          # the Vulkan loader Dawn needs
   dataset-fashion-mnist

@@ -1,11 +1,9 @@
 #include "base/json_util.h"
 
-#include <openssl/evp.h>
+#include "base/sha256.h"
 
 #include <charconv>
 #include <cmath>
-#include <cstdio>
-#include <cstdlib>
 #include <optional>
 #include <set>
 #include <vector>
@@ -104,56 +102,14 @@ class CanonicalWriter {
   char buf_[64];
 };
 
-// Feeds SHA-256 in blocks, so the canonical form of a large document is never held whole.
+// Feeds the canonical form to SHA-256 as it is written, so a large document's is never held whole.
 class Sha256Sink {
  public:
-  Sha256Sink() : ctx_(EVP_MD_CTX_new()) {
-    if (!ctx_ || EVP_DigestInit_ex(ctx_, EVP_sha256(), nullptr) != 1) Fail();
-    pending_.reserve(kBlock);
-  }
-  ~Sha256Sink() { EVP_MD_CTX_free(ctx_); }
-  Sha256Sink(const Sha256Sink&) = delete;
-  Sha256Sink& operator=(const Sha256Sink&) = delete;
-
-  void operator()(std::string_view s) {
-    if (pending_.size() + s.size() > kBlock) Flush();
-    if (s.size() > kBlock) {
-      Update(s);
-      return;
-    }
-    pending_.append(s);
-  }
-
-  std::string HexDigest() {
-    Flush();
-    unsigned char digest[EVP_MAX_MD_SIZE];
-    unsigned int length = 0;
-    if (EVP_DigestFinal_ex(ctx_, digest, &length) != 1 || length != 32) Fail();
-    static constexpr char kHex[] = "0123456789abcdef";
-    std::string out(2 * length, '0');
-    for (unsigned int i = 0; i < length; ++i) {
-      out[2 * i] = kHex[digest[i] >> 4];
-      out[2 * i + 1] = kHex[digest[i] & 15];
-    }
-    return out;
-  }
+  void operator()(std::string_view s) { sha_.Update(s); }
+  std::string HexDigest() { return sha_.FinalHex(); }
 
  private:
-  static constexpr size_t kBlock = size_t{1} << 20;
-  void Flush() {
-    Update(pending_);
-    pending_.clear();
-  }
-  void Update(std::string_view s) {
-    if (!s.empty() && EVP_DigestUpdate(ctx_, s.data(), s.size()) != 1) Fail();
-  }
-  [[noreturn]] static void Fail() {
-    std::fputs("scellis: internal error: OpenSSL could not compute a SHA-256 digest\n", stderr);
-    std::abort();
-  }
-
-  EVP_MD_CTX* ctx_;
-  std::string pending_;
+  Sha256 sha_;
 };
 
 // A fast path for the common shape of documents: strings of printable ASCII without escapes and

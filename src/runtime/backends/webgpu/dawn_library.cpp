@@ -1,7 +1,8 @@
 #include "runtime/backends/webgpu/dawn_library.h"
 
+#include "base/sha256.h"
+
 #include <dlfcn.h>
-#include <openssl/evp.h>
 
 #include <algorithm>
 #include <cstdlib>
@@ -55,24 +56,14 @@ void WalkUp(fs::path dir, std::vector<std::string>* out, std::vector<std::string
 std::string Sha256Prefix(const std::string& path) {
   std::ifstream in(path, std::ios::binary);
   if (!in) return "unknown";
-  EVP_MD_CTX* ctx = EVP_MD_CTX_new();
-  EVP_DigestInit_ex(ctx, EVP_sha256(), nullptr);
+  Sha256 sha;
   std::vector<char> buf(1 << 20);
   while (in) {
     in.read(buf.data(), static_cast<std::streamsize>(buf.size()));
-    if (in.gcount() > 0) EVP_DigestUpdate(ctx, buf.data(), static_cast<size_t>(in.gcount()));
+    if (in.gcount() > 0) sha.Update(buf.data(), static_cast<size_t>(in.gcount()));
   }
-  unsigned char md[EVP_MAX_MD_SIZE];
-  unsigned int len = 0;
-  EVP_DigestFinal_ex(ctx, md, &len);
-  EVP_MD_CTX_free(ctx);
-  static const char* kHex = "0123456789abcdef";
-  std::string hex;
-  for (unsigned i = 0; i < 8 && i < len; ++i) {
-    hex += kHex[md[i] >> 4];
-    hex += kHex[md[i] & 15];
-  }
-  return "sha256:" + hex;
+  // The first 8 bytes (16 hex digits) name the library in reports.
+  return "sha256:" + sha.FinalHex().substr(0, 16);
 }
 
 std::string VersionOf(const std::string& library_path) {
