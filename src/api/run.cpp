@@ -10,14 +10,18 @@ namespace scellis::api {
 namespace {
 
 // The one place this layer reads a host tensor's storage. Integral values print as integers
-// ([0, 60, 120], like the protocol's own examples) while the dtype holds them exactly.
+// ([0, 60, 120], like the protocol's own examples) while the dtype holds them exactly; -0 is not
+// one of them (an integer has no sign of zero), so it prints as -0.0. Other finite values print as
+// the shortest decimal that reads back as the same double, which for an f32 value is that f32:
+// every finite value comes back bit for bit.
 Json ValuesJson(const runtime::HostTensor& t) {
   Json data = Json::array();
   const bool f32 = t.type.dtype == DType::kF32;
   const double exact_below = f32 ? 16777216.0 : 4294967296.0;
   for (int64_t i = 0; i < t.elements(); ++i) {
     const double v = t.ValueAt(i);
-    if (std::isfinite(v) && v == std::floor(v) && std::fabs(v) < exact_below)
+    if (std::isfinite(v) && v == std::floor(v) && std::fabs(v) < exact_below &&
+        !(v == 0 && std::signbit(v)))
       data.push_back(static_cast<int64_t>(v));
     else if (std::isfinite(v))
       data.push_back(f32 ? Json(static_cast<float>(v)) : Json(v));

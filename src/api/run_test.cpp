@@ -2,7 +2,10 @@
 
 #include <gtest/gtest.h>
 
+#include <bit>
 #include <cstdint>
+#include <cmath>
+#include <limits>
 #include <random>
 
 namespace scellis::api {
@@ -127,6 +130,43 @@ TEST(RunFacade, RefusesBadRequests) {
   auto none = api::Run(text, CpuSteps(0));
   ASSERT_FALSE(none.ok());
   EXPECT_EQ(none.errors().front().code, "bad-step-count");
+}
+
+// The JSON of an f32 output, printed and read back as a reader does (a double, rounded to f32),
+// gives every finite value's bits: negative zero, subnormals, the extremes, values that need 9
+// significant digits, integers at the edge of f32's exact range.
+TEST(TensorJson, FiniteF32ValuesComeBackBitForBit) {
+  std::vector<float> values = {0.0f,
+                               -0.0f,
+                               1.0f,
+                               -3.0f,
+                               0.1f,
+                               1.0f / 3.0f,
+                               16777215.0f,
+                               16777216.0f,
+                               -16777216.0f,
+                               3.0e9f,
+                               std::numeric_limits<float>::denorm_min(),
+                               -std::numeric_limits<float>::denorm_min(),
+                               std::numeric_limits<float>::min(),
+                               std::numeric_limits<float>::max(),
+                               -std::numeric_limits<float>::max(),
+                               std::nextafter(1.0f, 2.0f),
+                               std::nextafter(0.1f, 0.0f)};
+  std::mt19937 rng(7);
+  for (int i = 0; i < 2000; ++i) {
+    float f = std::bit_cast<float>(static_cast<uint32_t>(rng()));
+    if (std::isfinite(f)) values.push_back(f);
+  }
+  HostTensor t = HostTensor::FromFloats(MakeType({static_cast<int64_t>(values.size())}), values);
+  Json back = Json::parse(TensorToJson(t).dump());
+  ASSERT_EQ(back["data"].size(), values.size());
+  for (size_t i = 0; i < values.size(); ++i) {
+    const float got = static_cast<float>(back["data"][i].get<double>());
+    EXPECT_EQ(std::bit_cast<uint32_t>(got), std::bit_cast<uint32_t>(values[i]))
+        << "value " << i << " printed as " << back["data"][i].dump();
+  }
+  EXPECT_EQ(TensorToJson(t)["data"][1].dump(), "-0.0");
 }
 
 }  // namespace
