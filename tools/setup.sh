@@ -3,7 +3,8 @@
 #   tools/setup.sh main   what the main job needs: the compiler toolchain and libraries the engine
 #                         binary links, the Vulkan loader, the dataset, Dawn
 #   tools/setup.sh test   that, plus what only the tests need: GoogleTest, clang and libFuzzer,
-#                         chromium (its SwiftShader driver runs the GPU tests), PyTorch (the peer)
+#                         chromium (its SwiftShader driver runs the GPU tests), Emscripten (the
+#                         WebAssembly reference), PyTorch (the peer)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 PART=${1:-test}
@@ -22,6 +23,7 @@ if [ "$PART" = test ]; then
   APT_PACKAGES+=(libgtest-dev libbenchmark-dev
     clang clang-format libclang-rt-14-dev
     chromium            # ships the SwiftShader Vulkan driver the GPU tests run on
+    emscripten          # the CPU reference compiled to WebAssembly (tools/build_wasm.sh)
     python3 python3-pip python3-venv)
 fi
 

@@ -4,8 +4,10 @@
 
 #include <charconv>
 #include <cmath>
+#include <cstdlib>
 #include <optional>
 #include <set>
+#include <string>
 #include <vector>
 
 namespace scellis {
@@ -111,6 +113,22 @@ class Sha256Sink {
  private:
   Sha256 sha_;
 };
+
+// Reads all of [first, last) as a double, rounded as strtod rounds. Where the C++ library has no
+// floating-point std::from_chars (libc++ before LLVM 20, which the WebAssembly build links), strtod
+// itself reads a NUL-terminated copy: musl's rounds correctly too, and the program never leaves
+// the "C" locale.
+bool DoubleFromChars(const char* first, const char* last, double& v) {
+#if defined(__cpp_lib_to_chars)
+  auto r = std::from_chars(first, last, v);
+  return r.ec == std::errc() && r.ptr == last;
+#else
+  const std::string copy(first, last);
+  char* end = nullptr;
+  v = std::strtod(copy.c_str(), &end);
+  return end == copy.c_str() + copy.size();
+#endif
+}
 
 // A fast path for the common shape of documents: strings of printable ASCII without escapes and
 // numbers in plain JSON form, which is most of a large document's bytes (its `data` arrays). It
@@ -229,8 +247,7 @@ class FastParser {
     } else {
       double v;
       if (!ExactDecimal(start, p_, v)) {
-        auto r = std::from_chars(start, p_, v);
-        if (r.ec != std::errc() || r.ptr != p_ || !std::isfinite(v)) return false;
+        if (!DoubleFromChars(start, p_, v) || !std::isfinite(v)) return false;
       }
       out = v;
     }

@@ -12,7 +12,7 @@ Result<Plan> FromKernel(std::shared_ptr<const kernel::Module> m, const PlanOptio
   // caller did not say (validate and plan, which open no backend).
   if (p.limits.host_memory_bytes <= 0) {
     p.limits.host_memory_bytes = AvailableHostMemory();
-    p.limits.host_memory_source = "available host memory";
+    p.limits.host_memory_source = AvailableHostMemorySource();
   }
   p.caller_host_bytes = options.caller_host_bytes;
   p.caller_host_what = options.caller_host_what;

@@ -5,8 +5,22 @@
 
 #include "execplan/plan.h"
 
+#ifdef __EMSCRIPTEN__
+#include <emscripten/heap.h>
+#endif
+
 namespace scellis::execplan {
 
+#ifdef __EMSCRIPTEN__
+// A WebAssembly module has no /proc: its memory is its own linear memory, grown up to a maximum.
+int64_t AvailableHostMemory() {
+  const uintptr_t used = *emscripten_get_sbrk_ptr();
+  const size_t max = emscripten_get_heap_max();
+  return max > used ? static_cast<int64_t>(max - used) : 0;
+}
+
+const char* AvailableHostMemorySource() { return "WebAssembly memory left"; }
+#else
 int64_t AvailableHostMemory() {
   std::ifstream in("/proc/meminfo");
   std::string key, unit;
@@ -18,12 +32,15 @@ int64_t AvailableHostMemory() {
   return pages > 0 && page > 0 ? SaturatingMul(pages, page) : 0;
 }
 
+const char* AvailableHostMemorySource() { return "available host memory"; }
+#endif
+
 DeviceLimits HostMemoryLimits(std::string backend, std::string device) {
   DeviceLimits l;
   l.backend = std::move(backend);
   l.device = std::move(device);
   l.host_memory_bytes = AvailableHostMemory();
-  l.host_memory_source = "available host memory";
+  l.host_memory_source = AvailableHostMemorySource();
   return l;
 }
 

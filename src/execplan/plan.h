@@ -126,8 +126,11 @@ Json ToJson(const Plan& p);
 Status Verify(const Plan& p);
 
 // The host's available memory in bytes (MemAvailable, or the free physical pages where that
-// cannot be read); 0 when neither can.
+// cannot be read); 0 when neither can. In WebAssembly, the room left in the module's memory: its
+// maximum size less what the heap has taken.
 int64_t AvailableHostMemory();
+// What AvailableHostMemory measures, as diagnostics name it ("available host memory").
+const char* AvailableHostMemorySource();
 std::string FormatBytes(int64_t bytes);
 
 // a + b and a * b, held at INT64_MAX instead of overflowing: memory totals are compared against

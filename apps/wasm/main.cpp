@@ -1,0 +1,137 @@
+// The CPU reference compiled to WebAssembly: what a browser tab without a usable WebGPU adapter
+// runs (web/wasm wraps it as @scellis/wasm-reference). One call runs a document through the same
+// facade as `scellis run` (api::Run) on the CPU reference, single-threaded, and answers with the
+// same JSON `scellis run --json --backend=cpu` prints: the run report, or
+// {"ok": false, "diagnostics": [...]} when the document or the options are refused.
+//
+// Two additions, because a page has no stderr: the report carries "notes" (the compiler's and
+// planner's warnings, which the CLI prints to stderr), and its "fallback_reason" is the caller's
+// account of why WebGPU was not used ("no usable WebGPU adapter: <why>"), since only the page can
+// know it. Backend and executor are the native reference's own, "cpu" and "reference": it is the
+// same code, and its bits are the same.
+#include <cstdlib>
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include "api/run.h"
+#include "base/diagnostic_json.h"
+#include "base/json_util.h"
+
+namespace scellis::wasm {
+namespace {
+
+Diagnostic BadOption(const std::string& message, const std::string& help = "") {
+  return UserError("bad-run-option", "", message, help);
+}
+
+// The options of one run: {"tier": "debug" | "prod" | "fast", "steps": N, "history": [names],
+// "bind": {"N": 64}, "why_no_webgpu": "..."}. Every field but why_no_webgpu may be left out, as
+// the flags of `scellis run` may (a document may declare its own tier).
+Result<api::RunOptions> ParseOptions(const std::string& text, std::string& why_no_webgpu) {
+  auto parsed = ParseUntrustedJson(text);
+  if (!parsed.ok() || !parsed->is_object())
+    return BadOption("the run options are not a JSON object");
+  const Json& o = parsed.value();
+  std::vector<Diagnostic> errors;
+  api::RunOptions options;
+  options.select.requested = "cpu";
+  // No threads in the tab: the reference's bits do not depend on the count.
+  options.select.cpu_threads = 1;
+  for (const auto& [key, value] : o.items()) {
+    if (key == "tier") {
+      auto tier = value.is_string() ? policy::ParseTier(value.get<std::string>()) : std::nullopt;
+      if (!tier)
+        errors.push_back(BadOption("\"tier\" is " + value.dump().substr(0, 64) +
+                                   ", expected \"debug\", \"prod\" or \"fast\""));
+      else
+        options.compile.lower.tier = tier;
+    } else if (key == "steps") {
+      if (!value.is_number_integer() || value.get<int64_t>() < 1 ||
+          value.get<int64_t>() > 1000000)
+        errors.push_back(BadOption("\"steps\" is " + value.dump().substr(0, 64) +
+                                   ", expected an integer from 1 to 1000000"));
+      else
+        options.steps = static_cast<int>(value.get<int64_t>());
+    } else if (key == "history") {
+      bool names = value.is_array();
+      if (names)
+        for (const Json& e : value) names = names && e.is_string();
+      if (!names)
+        errors.push_back(BadOption("\"history\" is not an array of output names"));
+      else
+        options.history = value.get<std::vector<std::string>>();
+    } else if (key == "bind") {
+      bool sizes = value.is_object();
+      if (sizes)
+        for (const auto& [name, size] : value.items())
+          sizes = sizes && size.is_number_integer() && size.get<int64_t>() >= 0;
+      if (!sizes)
+        errors.push_back(BadOption("\"bind\" is not an object of dimension sizes",
+                                   "for example {\"N\": 64}"));
+      else
+        for (const auto& [name, size] : value.items())
+          options.compile.lower.bind[name] = size.get<int64_t>();
+    } else if (key == "why_no_webgpu") {
+      if (!value.is_string() || value.get<std::string>().empty())
+        errors.push_back(BadOption("\"why_no_webgpu\" is not a non-empty string"));
+      else
+        why_no_webgpu = value.get<std::string>();
+    } else {
+      errors.push_back(BadOption("there is no run option \"" + key + "\"",
+                                 "the options are tier, steps, history, bind and why_no_webgpu"));
+    }
+  }
+  if (why_no_webgpu.empty() && !o.contains("why_no_webgpu"))
+    errors.push_back(BadOption("the run options do not say why WebGPU is not used",
+                               "pass \"why_no_webgpu\": the reason the page has no usable adapter"));
+  if (!errors.empty()) return Status(errors);
+  return options;
+}
+
+Json Refusal(const std::vector<Diagnostic>& diagnostics, const Json* document) {
+  return {{"ok", false}, {"diagnostics", DiagnosticsToJson(diagnostics, document)}};
+}
+
+std::string RunToJson(const char* document_text, const char* options_text) {
+  const std::string text = document_text ? document_text : "";
+  // The document, when it parses, names the node each diagnostic's pointer lies in.
+  auto document = ParseUntrustedJson(text);
+  const Json* doc = document.ok() ? &document.value() : nullptr;
+
+  std::string why_no_webgpu;
+  auto options = ParseOptions(options_text ? options_text : "", why_no_webgpu);
+  if (!options.ok()) return Refusal(options.errors(), nullptr).dump();
+
+  std::vector<Diagnostic> notes;
+  api::RunEvents events;
+  events.note = [&](const Diagnostic& d) { notes.push_back(d); };
+  auto result = api::Run(text, options.value(), events);
+  if (!result.ok()) return Refusal(result.errors(), doc).dump();
+  Json report = result->ToJson();
+  report["fallback_reason"] = "no usable WebGPU adapter: " + why_no_webgpu;
+  report["notes"] = DiagnosticsToJson(notes, doc);
+  return report.dump();
+}
+
+char* Copy(const std::string& s) {
+  char* out = static_cast<char*>(std::malloc(s.size() + 1));
+  if (out) std::memcpy(out, s.c_str(), s.size() + 1);
+  return out;
+}
+
+}  // namespace
+}  // namespace scellis::wasm
+
+extern "C" {
+
+// Runs the document (UTF-8 JSON text) with the options (a JSON object, see ParseOptions) and
+// returns the report or the refusal as UTF-8 JSON text, which the caller releases with free().
+char* scellis_run(const char* document_text, const char* options_json) {
+  return scellis::wasm::Copy(scellis::wasm::RunToJson(document_text, options_json));
+}
+
+// The engine's version (the project's, as the Studio server reports it); static storage.
+const char* scellis_version() { return SCELLIS_VERSION; }
+
+}  // extern "C"
