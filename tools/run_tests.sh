@@ -38,6 +38,13 @@ echo "== training on SwiftShader (a short epoch) and on the CPU reference"
 echo "== agreement with PyTorch (CPU) and bit-exact resume"
 SCELLIS_BUILD="$BUILD" .venv/bin/python -m pytest -q tests/peer tests/train tests/layering
 
+echo "== WebAssembly reference: every example bit for bit as the native reference"
+# Built by tools/build_wasm.sh (make test builds it); a missing build fails here, never skips.
+for f in web/wasm/dist/scellis_reference.wasm web/wasm/dist/index.js; do
+  [ -f "$f" ] || { echo "missing $f: run tools/build_wasm.sh" >&2; exit 1; }
+done
+SCELLIS_BUILD="$(cd "$BUILD" && pwd)" npm --prefix web/wasm test --silent
+
 echo "== the fuzz corpora replayed through every fuzz target (built without libFuzzer)"
 for src in tools/fuzz/*_fuzz.cpp; do
   name="$(basename "$src" _fuzz.cpp)"
