@@ -38,7 +38,7 @@ echo "== training on SwiftShader (a short epoch) and on the CPU reference"
 echo "== agreement with PyTorch (CPU) and bit-exact resume"
 SCELLIS_BUILD="$BUILD" .venv/bin/python -m pytest -q tests/peer tests/train tests/layering
 
-echo "== WebAssembly reference: every example bit for bit as the native reference"
+echo "== WebAssembly reference: every example bit for bit as the native reference, in Node and in Chromium"
 # Built by tools/build_wasm.sh (make test builds it); a missing build fails here, never skips.
 for f in web/wasm/dist/scellis_reference.wasm web/wasm/dist/index.js; do
   [ -f "$f" ] || { echo "missing $f: run tools/build_wasm.sh" >&2; exit 1; }
