@@ -14,7 +14,8 @@ export const root = resolve(packageDir, "../..");
 export const scellis = resolve(packageDir, process.env.SCELLIS_BUILD ?? "../../build", "scellis");
 // Every example, and test/math_ops.json: the transcendental ops (exp, log, tanh, sigmoid, gelu,
 // sqrt, division, softmax, log_softmax), a seeded param's initial values, a matmul and reductions
-// over 128 values drawn uniformly from [-4, 4], where the examples are mostly small integers.
+// over 128 values drawn uniformly from [-4, 4], where the examples are mostly small integers; the
+// log and square root of those values give NaNs too.
 export const examples = readdirSync(join(root, "examples"))
   .filter((f) => f.endsWith(".json"))
   .map((f) => join(root, "examples", f))
@@ -34,6 +35,8 @@ export function withoutNode(diagnostics: any[]): any[] {
   return diagnostics.map(({ node, ...rest }) => rest);
 }
 
+// f32 bit patterns. The JSON names a NaN without its payload, so every NaN has one pattern here:
+// a NaN compares equal to a NaN only.
 function bits(values: Value[]): number[] {
   return Array.from(new Uint32Array(float32Values(values).buffer));
 }

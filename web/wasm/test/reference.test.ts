@@ -25,24 +25,29 @@ function wasmRun(text: string, options: Parameters<Reference["run"]>[1]): any {
   }
 }
 
+// Each tier: debug computes what it can in f64 and prod and fast take other paths through the
+// reference, so each is compared. A document that declares a stricter tier than the one asked for
+// keeps its own (strictest wins) on both sides alike.
 for (const file of examples) {
   const name = file.slice(file.lastIndexOf("/") + 1);
   const text = readFileSync(file, "utf8");
   // A training document's step input is fed by the trainer, which the run path has not got: both
   // refuse it alike, and that is compared instead.
   const training = text.includes('"train"');
-  test(`${name}: ${training ? "refused alike (a training document)" : "the same bits as the native reference"}`, () => {
-    const native = nativeRun(file, ["--tier=prod"]);
-    const wasm = wasmRun(text, { tier: "prod", whyNoWebGPU: WHY });
-    if (training) {
-      assert.equal(native.ok, false);
-      assert.equal(wasm.ok, false);
-      assert.deepEqual(withoutNode(wasm.diagnostics), withoutNode(native.diagnostics));
-      return;
-    }
-    assert.notEqual(native.ok, false, `native refused ${name}: ${JSON.stringify(native.diagnostics)}`);
-    assertSameRun(wasm, native);
-  });
+  for (const tier of ["prod", "debug", "fast"] as const) {
+    test(`${name} (${tier}): ${training ? "refused alike (a training document)" : "the same bits as the native reference"}`, () => {
+      const native = nativeRun(file, [`--tier=${tier}`]);
+      const wasm = wasmRun(text, { tier, whyNoWebGPU: WHY });
+      if (training) {
+        assert.equal(native.ok, false);
+        assert.equal(wasm.ok, false);
+        assert.deepEqual(withoutNode(wasm.diagnostics), withoutNode(native.diagnostics));
+        return;
+      }
+      assert.notEqual(native.ok, false, `native refused ${name}: ${JSON.stringify(native.diagnostics)}`);
+      assertSameRun(wasm, native);
+    });
+  }
 }
 
 test("many steps with a history: every step the same bits", () => {
