@@ -10,12 +10,15 @@
 #include <type_traits>
 
 namespace std {
-// As C++20 specifies it (and as libc++ 14 implements it), on the compiler's builtin.
+// As C++20 specifies it (and as libc++ 14 implements it), on the compiler's builtin. Not
+// formatted: clang-format 14 misplaces a requires-clause.
+// clang-format off
 template <class To, class From>
   requires(sizeof(To) == sizeof(From) && is_trivially_copyable_v<To> &&
            is_trivially_copyable_v<From>)
 constexpr To bit_cast(const From& from) noexcept {
   return __builtin_bit_cast(To, from);
 }
+// clang-format on
 }  // namespace std
 #endif

@@ -47,8 +47,7 @@ Result<api::RunOptions> ParseOptions(const std::string& text, std::string& why_n
       else
         options.compile.lower.tier = tier;
     } else if (key == "steps") {
-      if (!value.is_number_integer() || value.get<int64_t>() < 1 ||
-          value.get<int64_t>() > 1000000)
+      if (!value.is_number_integer() || value.get<int64_t>() < 1 || value.get<int64_t>() > 1000000)
         errors.push_back(BadOption("\"steps\" is " + value.dump().substr(0, 64) +
                                    ", expected an integer from 1 to 1000000"));
       else
@@ -67,8 +66,8 @@ Result<api::RunOptions> ParseOptions(const std::string& text, std::string& why_n
         for (const auto& [name, size] : value.items())
           sizes = sizes && size.is_number_integer() && size.get<int64_t>() >= 0;
       if (!sizes)
-        errors.push_back(BadOption("\"bind\" is not an object of dimension sizes",
-                                   "for example {\"N\": 64}"));
+        errors.push_back(
+            BadOption("\"bind\" is not an object of dimension sizes", "for example {\"N\": 64}"));
       else
         for (const auto& [name, size] : value.items())
           options.compile.lower.bind[name] = size.get<int64_t>();
@@ -83,8 +82,9 @@ Result<api::RunOptions> ParseOptions(const std::string& text, std::string& why_n
     }
   }
   if (why_no_webgpu.empty() && !o.contains("why_no_webgpu"))
-    errors.push_back(BadOption("the run options do not say why WebGPU is not used",
-                               "pass \"why_no_webgpu\": the reason the page has no usable adapter"));
+    errors.push_back(
+        BadOption("the run options do not say why WebGPU is not used",
+                  "pass \"why_no_webgpu\": the reason the page has no usable adapter"));
   if (!errors.empty()) return Status(errors);
   return options;
 }
@@ -132,6 +132,8 @@ char* scellis_run(const char* document_text, const char* options_json) {
 }
 
 // The engine's version (the project's, as the Studio server reports it); static storage.
-const char* scellis_version() { return SCELLIS_VERSION; }
+const char* scellis_version() {
+  return SCELLIS_VERSION;
+}
 
 }  // extern "C"

@@ -18,7 +18,9 @@ constexpr std::uint32_t kRound[64] = {
     0x19a4c116, 0x1e376c08, 0x2748774c, 0x34b0bcb5, 0x391c0cb3, 0x4ed8aa4a, 0x5b9cca4f, 0x682e6ff3,
     0x748f82ee, 0x78a5636f, 0x84c87814, 0x8cc70208, 0x90befffa, 0xa4506ceb, 0xbef9a3f7, 0xc67178f2};
 
-constexpr std::uint32_t Rotr(std::uint32_t x, int n) { return (x >> n) | (x << (32 - n)); }
+constexpr std::uint32_t Rotr(std::uint32_t x, int n) {
+  return (x >> n) | (x << (32 - n));
+}
 
 }  // namespace
 
@@ -67,7 +69,9 @@ void Sha256::Compress(const std::uint8_t* block) {
   state_[7] += h;
 }
 
-void Sha256::Update(std::string_view bytes) { Update(bytes.data(), bytes.size()); }
+void Sha256::Update(std::string_view bytes) {
+  Update(bytes.data(), bytes.size());
+}
 
 void Sha256::Update(const void* data, std::size_t size) {
   auto in = static_cast<const std::uint8_t*>(data);
@@ -100,16 +104,20 @@ Sha256::Digest Sha256::Final() {
     buffered_ = 0;
   }
   std::memset(buffer_.data() + buffered_, 0, 56 - buffered_);
-  for (int i = 0; i < 8; ++i) buffer_[56 + i] = static_cast<std::uint8_t>(length_bits >> (56 - 8 * i));
+  for (int i = 0; i < 8; ++i)
+    buffer_[56 + i] = static_cast<std::uint8_t>(length_bits >> (56 - 8 * i));
   Compress(buffer_.data());
   Digest digest;
   for (int i = 0; i < 8; ++i) {
-    for (int j = 0; j < 4; ++j) digest[4 * i + j] = static_cast<std::uint8_t>(state_[i] >> (24 - 8 * j));
+    for (int j = 0; j < 4; ++j)
+      digest[4 * i + j] = static_cast<std::uint8_t>(state_[i] >> (24 - 8 * j));
   }
   return digest;
 }
 
-std::string Sha256::FinalHex() { return Hex(Final()); }
+std::string Sha256::FinalHex() {
+  return Hex(Final());
+}
 
 std::string Sha256::Hex(const Digest& digest) {
   static constexpr char kHex[] = "0123456789abcdef";

@@ -19,7 +19,9 @@ int64_t AvailableHostMemory() {
   return max > used ? static_cast<int64_t>(max - used) : 0;
 }
 
-const char* AvailableHostMemorySource() { return "WebAssembly memory left"; }
+const char* AvailableHostMemorySource() {
+  return "WebAssembly memory left";
+}
 #else
 int64_t AvailableHostMemory() {
   std::ifstream in("/proc/meminfo");
@@ -32,7 +34,9 @@ int64_t AvailableHostMemory() {
   return pages > 0 && page > 0 ? SaturatingMul(pages, page) : 0;
 }
 
-const char* AvailableHostMemorySource() { return "available host memory"; }
+const char* AvailableHostMemorySource() {
+  return "available host memory";
+}
 #endif
 
 DeviceLimits HostMemoryLimits(std::string backend, std::string device) {
