@@ -26,7 +26,11 @@ if stale "$DIST/scellis_reference.wasm" src apps/wasm CMakeLists.txt tools/build
   # Emscripten's JS optimizer needs acorn, which Debian installs where only Debian's node looks.
   export NODE_PATH=${NODE_PATH:+$NODE_PATH:}/usr/share/nodejs
   if [ ! -f "$BUILD/build.ninja" ]; then
-    emcmake cmake -S . -B "$BUILD" -G Ninja -DSCELLIS_WASM=ON -DCMAKE_BUILD_TYPE=Release >/dev/null
+    # ccache, where there is one, keeps a clean build of unchanged sources quick.
+    launcher=()
+    command -v ccache >/dev/null && launcher=(-DCMAKE_CXX_COMPILER_LAUNCHER=ccache)
+    emcmake cmake -S . -B "$BUILD" -G Ninja -DSCELLIS_WASM=ON -DCMAKE_BUILD_TYPE=Release \
+      "${launcher[@]}" >/dev/null
   fi
   cmake --build "$BUILD" -j"${SCELLIS_JOBS:-$(nproc)}" --target scellis_reference
   mkdir -p "$DIST"
