@@ -12,6 +12,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "api/run.h"
@@ -89,28 +90,31 @@ Result<api::RunOptions> ParseOptions(const std::string& text, std::string& why_n
   return options;
 }
 
-Json Refusal(const std::vector<Diagnostic>& diagnostics, const Json* document) {
-  return {{"ok", false}, {"diagnostics", DiagnosticsToJson(diagnostics, document)}};
+// Diagnostics as JSON, each naming the node its pointer lies in when the document parses. The
+// document is parsed for that only when there are diagnostics to print: a large document's data
+// is not read twice to run it.
+Json DiagnosticsJson(const std::vector<Diagnostic>& diagnostics, std::string_view text) {
+  if (diagnostics.empty()) return Json::array();
+  auto document = ParseUntrustedJson(text);
+  return DiagnosticsToJson(diagnostics, document.ok() ? &document.value() : nullptr);
 }
 
 std::string RunToJson(const char* document_text, const char* options_text) {
-  const std::string text = document_text ? document_text : "";
-  // The document, when it parses, names the node each diagnostic's pointer lies in.
-  auto document = ParseUntrustedJson(text);
-  const Json* doc = document.ok() ? &document.value() : nullptr;
-
+  const std::string_view text = document_text ? document_text : "";
   std::string why_no_webgpu;
   auto options = ParseOptions(options_text ? options_text : "", why_no_webgpu);
-  if (!options.ok()) return Refusal(options.errors(), nullptr).dump();
+  if (!options.ok())
+    return Json{{"ok", false}, {"diagnostics", DiagnosticsToJson(options.errors())}}.dump();
 
   std::vector<Diagnostic> notes;
   api::RunEvents events;
   events.note = [&](const Diagnostic& d) { notes.push_back(d); };
   auto result = api::Run(text, options.value(), events);
-  if (!result.ok()) return Refusal(result.errors(), doc).dump();
+  if (!result.ok())
+    return Json{{"ok", false}, {"diagnostics", DiagnosticsJson(result.errors(), text)}}.dump();
   Json report = result->ToJson();
   report["fallback_reason"] = "no usable WebGPU adapter: " + why_no_webgpu;
-  report["notes"] = DiagnosticsToJson(notes, doc);
+  report["notes"] = DiagnosticsJson(notes, text);
   return report.dump();
 }
 
