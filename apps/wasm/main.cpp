@@ -27,8 +27,8 @@ Diagnostic BadOption(const std::string& message, const std::string& help = "") {
 }
 
 // The options of one run: {"tier": "debug" | "prod" | "fast", "steps": N, "history": [names],
-// "bind": {"N": 64}, "why_no_webgpu": "..."}. Every field but why_no_webgpu may be left out, as
-// the flags of `scellis run` may (a document may declare its own tier).
+// "bind": {"N": 64}, "budget": bytes, "why_no_webgpu": "..."}. Every field but why_no_webgpu may be
+// left out, as the flags of `scellis run` may (a document may declare its own tier).
 Result<api::RunOptions> ParseOptions(const std::string& text, std::string& why_no_webgpu) {
   auto parsed = ParseUntrustedJson(text);
   if (!parsed.ok() || !parsed->is_object())
@@ -72,14 +72,21 @@ Result<api::RunOptions> ParseOptions(const std::string& text, std::string& why_n
       else
         for (const auto& [name, size] : value.items())
           options.compile.lower.bind[name] = size.get<int64_t>();
+    } else if (key == "budget") {
+      if (!value.is_number_integer() || value.get<int64_t>() < 1)
+        errors.push_back(BadOption("\"budget\" is " + value.dump().substr(0, 64) +
+                                   ", expected a positive number of bytes"));
+      else
+        options.compile.plan.budget_bytes = value.get<int64_t>();
     } else if (key == "why_no_webgpu") {
       if (!value.is_string() || value.get<std::string>().empty())
         errors.push_back(BadOption("\"why_no_webgpu\" is not a non-empty string"));
       else
         why_no_webgpu = value.get<std::string>();
     } else {
-      errors.push_back(BadOption("there is no run option \"" + key + "\"",
-                                 "the options are tier, steps, history, bind and why_no_webgpu"));
+      errors.push_back(
+          BadOption("there is no run option \"" + key + "\"",
+                    "the options are tier, steps, history, bind, budget and why_no_webgpu"));
     }
   }
   if (why_no_webgpu.empty() && !o.contains("why_no_webgpu"))

@@ -21,6 +21,8 @@ export interface RunOptions {
   history?: string[];
   /** Sizes of the document's symbolic dimensions ({"N": 64}). */
   bind?: Record<string, number>;
+  /** The memory budget in bytes, over the document's own (as `scellis run --budget`). */
+  budget?: number;
 }
 
 /** One diagnostic, as every Scellis front end prints it (base/diagnostic_json.h). */
@@ -176,6 +178,7 @@ export async function loadReference(options: LoadOptions = {}): Promise<Referenc
         ...(runOptions.steps !== undefined && { steps: runOptions.steps }),
         ...(runOptions.history !== undefined && { history: runOptions.history }),
         ...(runOptions.bind !== undefined && { bind: runOptions.bind }),
+        ...(runOptions.budget !== undefined && { budget: runOptions.budget }),
       };
       const documentPointer = copyIn(module, documentText);
       let optionsPointer = 0;

@@ -86,6 +86,19 @@ test("a document without a tier is refused as the CLI refuses it", () => {
   assert.deepEqual(withoutNode(wasm.diagnostics), withoutNode(native.diagnostics));
 });
 
+test("the planner's verdict: a near-budget warning comes back as a note, an over-budget plan as the CLI's refusal", () => {
+  const file = join(root, "examples/seed_mul_relu.json");
+  const text = readFileSync(file, "utf8");
+  // The plan needs 36 bytes.
+  const near = wasmRun(text, { tier: "prod", budget: 40, whyNoWebGPU: WHY });
+  assert.deepEqual(near.notes.map((d: any) => [d.code, d.severity]), [["near-budget", "warning"]]);
+  assert.deepEqual(near.outputs.values.data, [0, 60, 120]);
+  const over = wasmRun(text, { tier: "prod", budget: 20, whyNoWebGPU: WHY });
+  assert.equal(over.ok, false);
+  assert.equal(over.diagnostics[0].code, "memory-over-budget");
+  assert.deepEqual(withoutNode(over.diagnostics), withoutNode(nativeRun(file, ["--tier=prod", "--budget=20"]).diagnostics));
+});
+
 test("bad options are refused by name, and the instance runs on afterwards", () => {
   const text = readFileSync(join(root, "examples/seed_mul_relu.json"), "utf8");
   const refusal = (options: any) => {
@@ -100,6 +113,7 @@ test("bad options are refused by name, and the instance runs on afterwards", () 
   assert.deepEqual(refusal({ tier: "fastest", whyNoWebGPU: WHY }), ['bad-run-option: "tier" is "fastest", expected "debug", "prod" or "fast"']);
   assert.deepEqual(refusal({ tier: "prod", steps: 0, whyNoWebGPU: WHY }), ['bad-run-option: "steps" is 0, expected an integer from 1 to 1000000']);
   assert.deepEqual(refusal({ tier: "prod" }), ["bad-run-option: the run options do not say why WebGPU is not used"]);
+  assert.deepEqual(refusal({ tier: "prod", budget: -1, whyNoWebGPU: WHY }), ['bad-run-option: "budget" is -1, expected a positive number of bytes']);
   assert.deepEqual(refusal({ tier: "prod", history: ["nope"], whyNoWebGPU: WHY }).map((m) => m.split(":")[0]), ["unknown-output"]);
   const ok = reference.run(text, { tier: "prod", whyNoWebGPU: WHY });
   assert.deepEqual(ok.outputs.values.data, [0, 60, 120]);
