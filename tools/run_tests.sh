@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# Every test: the unit/integration suite, the examples on the CPU reference, a short fuzz run.
+# Every test: the unit/integration suite, the examples on the CPU reference and on SwiftShader,
+# PyTorch agreement, the Studio's browser side, the fuzz corpora and a short fuzz run.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 BUILD=${1:-build}
@@ -37,6 +38,11 @@ echo "== training on SwiftShader (a short epoch) and on the CPU reference"
   --epochs 1 --max-steps 16 --steps-per-run 8 2>/dev/null | grep -q "on webgpu"
 echo "== agreement with PyTorch (CPU) and bit-exact resume"
 SCELLIS_BUILD="$BUILD" .venv/bin/python -m pytest -q tests/peer tests/train tests/layering
+
+echo "== the Studio's canvas: unit tests, and conformance of a WebGPU device (Dawn in Node) through the server"
+SCELLIS_BUILD="$(cd "$BUILD" && pwd)" npm --prefix web test --silent
+echo "== the browser runtime under Node: WebGPU (Dawn on SwiftShader) on the engine's device programs"
+SCELLIS_DEVICE_PROGRAM="$(cd "$BUILD" && pwd)/scellis_device_program" npm --prefix web/runtime test --silent
 
 echo "== the fuzz corpora replayed through every fuzz target (built without libFuzzer)"
 for src in tools/fuzz/*_fuzz.cpp; do

@@ -49,6 +49,7 @@ import { Ladder, type RungName } from './ui/Ladder';
 import { OpNode } from './ui/OpNode';
 import { DRAG_TYPE, Palette } from './ui/Palette';
 import { probeBrowser, ProbePanel, runnability, type BrowserProbe } from './ui/Probe';
+import { TabConformPanel } from './ui/TabConform';
 import { RunPanel } from './ui/RunPanel';
 import { RunRecord } from './ui/RunRecord';
 
@@ -657,7 +658,9 @@ function Studio({ route }: { route: Route }) {
             />
           </div>
           <div style={{ display: bottomTab === 'probe' ? 'block' : 'none' }}>
-            <ProbePanel browser={browserProbe} server={serverProbe} serverError={serverProbeError} runtimeReason={runtimeBanner} allowSoftware={allowSoftware} onAllowSoftware={setAllowSoftware} />
+            <ProbePanel browser={browserProbe} server={serverProbe} serverError={serverProbeError} runtimeReason={runtimeBanner} allowSoftware={allowSoftware} onAllowSoftware={setAllowSoftware}>
+              {table && <TabConformPanel table={table} getRuntime={getRuntime} usable={!runtimeBanner && !!browserProbe?.usable} />}
+            </ProbePanel>
           </div>
         </div>
       </div>
