@@ -14,6 +14,7 @@
 #include "api/conform.h"
 #include "api/probe.h"
 #include "api/run.h"
+#include "conform/receipt.h"
 #include "conform/runner.h"
 #include "base/diagnostic_json.h"
 #include "doc/document.h"
@@ -1050,6 +1051,23 @@ Response TabConformJobRequest(Engine& engine, const Request& req, const std::str
   return JsonResponse(200, {{"case", job.case_ids[i]}, {"run", *run}, {"received", have.size()}, {"bytes", job.output_bytes[i]}});
 }
 
+// Which kernels of a document hold receipts on the tab's device: what the canvas shows after a
+// run in the tab (a run on the server reports its own device's in its result).
+Response Receipts(Engine& engine, const Request& req) {
+  Response refusal;
+  Json body;
+  auto c = CompileBody(engine, req, With(kCompileFields, {"adapter"}), pipeline::Rung::kExecplan,
+                       refusal, &body);
+  if (!c) return refusal;
+  std::vector<Diagnostic> errors;
+  std::optional<api::BrowserAdapter> adapter = ParseAdapter(body, errors);
+  if (!errors.empty()) return ErrorResponse(400, errors);
+  const execplan::Plan& plan = *c->second.plan;
+  return JsonResponse(200, conform::CheckReceipts(engine.store(), api::BrowserProfile(*adapter).key,
+                                                  plan.module(), plan.graph().tier)
+                               .ToJson());
+}
+
 // ---------------------------------------------------------------- routing
 
 struct Route {
@@ -1066,6 +1084,7 @@ const Route kRoutes[] = {
     {"POST", "/api/program", Program},    {"POST", "/api/run", Run},
     {"POST", "/api/train", Train},        {"POST", "/api/conform", Conform},
     {"POST", "/api/documents", PutDocument}, {"POST", "/api/conform/browser", TabConformStart},
+    {"POST", "/api/receipts", Receipts},
 };
 
 }  // namespace

@@ -530,6 +530,20 @@ TEST_F(StudioHandler, BrowserConformanceJudgesTheTabsOutputsAndMintsItsReceipt) 
     // A judged job is gone.
     ExpectError(Post(base + "judge", Json::object()), 404, "not-found");
   }
+  // The receipt counts for a document's relu kernel on that profile, and on no other.
+  Json doc = Json::parse(R"({"version": 1, "nodes": [
+      {"id": 0, "op": "input", "shape": [3], "data": [-2, 3, 4]},
+      {"id": 1, "op": "relu", "a": 0}], "outputs": [{"name": "y", "id": 1}]})");
+  Response held = Post("/api/receipts", {{"document", doc}, {"tier", "prod"}, {"adapter", kSwiftShaderTab}});
+  ASSERT_EQ(held.status, 200) << held.body;
+  EXPECT_EQ(Body(held)["kernels"], 1) << held.body;
+  EXPECT_EQ(Body(held)["conformed"], 1) << held.body;
+  Json other = kSwiftShaderTab;
+  other["description"] = "another device";
+  Response none = Post("/api/receipts", {{"document", doc}, {"tier", "prod"}, {"adapter", other}});
+  ASSERT_EQ(none.status, 200) << none.body;
+  EXPECT_EQ(Body(none)["conformed"], 0) << none.body;
+  EXPECT_EQ(Body(none)["missing"], Json::array({"relu"})) << none.body;
 }
 
 TEST_F(StudioHandler, ProbeSaysWhatAutoWouldChoose) {

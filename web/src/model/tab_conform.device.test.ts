@@ -71,6 +71,11 @@ describe('conformance of a WebGPU device through the Studio server', () => {
       expect(report.ops[0]!.cases).toBeGreaterThan(3);
       expect(report.ops[0]!.receipt).toMatch(/^sha256:[0-9a-f]{64}$/);
     }
+    // A document's relu kernel now holds its receipt on this device; its mul kernel does not.
+    const doc = { version: 1, nodes: [{ id: 0, op: 'input', shape: [3], data: [-2, 3, 4] }, { id: 1, op: 'relu', a: 0 }, { id: 2, op: 'mul', a: 1, b: 1 }], outputs: [{ name: 'y', id: 1 }, { name: 'z', id: 2 }] };
+    const held = await transport.postJson<{ kernels: number; conformed: number; missing: string[] }>('/api/receipts', { document: doc, tier: 'prod', adapter: adapter() });
+    expect(held.missing).toEqual(['mul']);
+    expect(held.conformed).toBe(held.kernels - 1);
   }, 120_000);
 
   it('one wrong element in one case: the op fails, no receipt, the case is named', async () => {

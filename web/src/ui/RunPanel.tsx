@@ -4,6 +4,7 @@ import { isObject, type JsonObject } from '../model/json';
 import { toDiag, type Diag } from '../model/pointer';
 import { compareOutputs, thresholdsOf, toTensors, type OutputComparison, type Thresholds } from '../model/tensors';
 import { ComparisonView, LossCurve, ResultView, type LossPoint, type ResultInfo } from './Results';
+import { describeAdapter } from '../model/tab_conform';
 import type { Runtime } from '@scellis/runtime';
 
 export interface RunPanelProps {
@@ -69,6 +70,7 @@ export function RunPanel(p: RunPanelProps) {
   const [steps, setSteps] = useState<string>('');
   const [tab, setTab] = useState<ResultInfo | null>(null);
   const [reference, setReference] = useState<ResultInfo | null>(null);
+  const [tabReceipts, setTabReceipts] = useState<string | null>(null);
   const [comparison, setComparison] = useState<{ rows: OutputComparison[]; thresholds: Thresholds } | null>(null);
   const [server, setServer] = useState<ServerRun | null>(null);
   const [loss, setLoss] = useState<LossPoint[]>([]);
@@ -108,6 +110,7 @@ export function RunPanel(p: RunPanelProps) {
       setTab(null);
       setReference(null);
       setComparison(null);
+      setTabReceipts(null);
       const doc = p.document();
       const program = await api.program(doc, p.options);
       setStatus('starting the runtime…');
@@ -144,6 +147,10 @@ export function RunPanel(p: RunPanelProps) {
       setReference(refInfo);
       const th = thresholdsOf(program) ?? thresholdsOf(program.plan) ?? p.planThresholds ?? { atol: 0, rtol: 0 };
       setComparison({ rows: compareOutputs(last.outputs, refInfo.outputs, th), thresholds: th });
+      // Trust is by receipt: which of these kernels this tab's device has conformed (Probe tab).
+      const held = await api.receipts(doc, p.options, describeAdapter(rt.adapterInfo as Parameters<typeof describeAdapter>[0], rt.device?.limits));
+      const missing = held.missing.length ? ` (missing: ${held.missing.join(', ')}; conform this tab from the Probe tab)` : '';
+      setTabReceipts(`receipts: ${held.conformed}/${held.kernels} kernels conformed on this tab's device${missing}`);
     });
 
   const runServer = () =>
@@ -230,6 +237,7 @@ export function RunPanel(p: RunPanelProps) {
         </div>
       )}
       {tab && <ResultView r={tab} testid="result-tab" />}
+      {tabReceipts && <div className="muted" data-testid="tab-receipts">{tabReceipts}</div>}
       {comparison && <ComparisonView rows={comparison.rows} thresholds={comparison.thresholds} reference={`the CPU reference (${reference ? `${reference.backend} / ${reference.executor}` : 'cpu'})`} />}
       {reference && <ResultView r={reference} testid="result-reference" />}
       {server?.notes.map((d, i) => (
