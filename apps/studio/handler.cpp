@@ -481,6 +481,11 @@ Response Run(Engine& engine, const Request& req) {
     };
     auto lock = TakeWorker(*e, write_line);
     api::RunEvents events;
+    events.progress = [&](int done, int total) {
+      write(Line("progress", {{"step", done}, {"total", total}}));
+    };
+    // A page that went away stops the run at its next submission: the device is freed.
+    events.cancelled = [&] { return !alive; };
     events.note = [&](const Diagnostic& d) {
       write(Line("note", DiagnosticToJson(d, &cr.document)));
     };
@@ -592,6 +597,8 @@ Response Train(Engine& engine, const Request& req) {
                               {"loss", p.loss},
                               {"steps_per_second", p.steps_per_second}}));
     };
+    // A page that went away stops the training at its next submission: the device is freed.
+    events.cancelled = [&] { return !alive; };
     events.epoch = [&](const train::EpochResult& ep) {
       write(Line("epoch", {{"epoch", ep.epoch},
                            {"epochs", ep.epochs},

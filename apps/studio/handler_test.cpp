@@ -286,6 +286,34 @@ TEST_F(StudioHandler, RunsOfTheGameOfLife) {
               400, "bad-request-field");
 }
 
+TEST_F(StudioHandler, APageThatGoesAwayCancelsItsRunAndFreesTheDevice) {
+  // 640 steps are ten submissions; the page is gone after the first progress line.
+  Response r = Post("/api/run", {{"document", Example("life_steps")}, {"tier", "prod"},
+                                 {"steps", 640}});
+  ASSERT_EQ(r.status, 200) << r.body;
+  ASSERT_TRUE(r.stream);
+  std::vector<Json> seen;
+  const auto before = StoreFiles();
+  r.stream([&](const std::string& line) {
+    seen.push_back(Json::parse(line));
+    return seen.back()["event"] != "progress";
+  });
+  int progress = 0;
+  for (const Json& l : seen) progress += l["event"] == "progress";
+  EXPECT_EQ(progress, 1) << "nothing is written after the page is gone";
+  EXPECT_NE(seen.back()["event"], "result");
+  EXPECT_EQ(StoreFiles(), before) << "a cancelled run stores no record";
+  // The device is free: the next run starts at once (no "queued") and finishes.
+  std::vector<Json> next = Lines(Post("/api/run", {{"document", Example("life_steps")},
+                                                   {"tier", "prod"}, {"steps", 128}}));
+  ASSERT_FALSE(next.empty());
+  EXPECT_EQ(next.front()["event"], "start");
+  EXPECT_EQ(next.back()["event"], "result");
+  int next_progress = 0;
+  for (const Json& l : next) next_progress += l["event"] == "progress";
+  EXPECT_EQ(next_progress, 2) << "a progress line per submission of 64 steps";
+}
+
 TEST_F(StudioHandler, ASecondRunWaitsItsTurnAndSaysSo) {
   std::unique_lock<std::mutex> busy(engine_->worker());
   Response r = Post("/api/run", {{"document", CenterColumnsConstantWeights()}});
@@ -566,6 +594,22 @@ TEST_F(StudioHandler, TrainStreamsProgressBeforeTheResultAndTheLossFalls) {
     if (n["id"] == "b2") n["params"]["init"]["fan_in"] = 16;
   }
   doc["train"]["optimizer"]["lr"] = 0.01;
+
+  // A page that goes away after the first progress line stops the training there.
+  Response gone = Post("/api/train",
+                       {{"document", doc}, {"epochs", 1}, {"max_steps", 40}, {"steps_per_run", 8}});
+  ASSERT_EQ(gone.status, 200) << gone.body;
+  std::vector<Json> seen;
+  const auto before = StoreFiles();
+  gone.stream([&](const std::string& line) {
+    seen.push_back(Json::parse(line));
+    return seen.back()["event"] != "progress";
+  });
+  ASSERT_FALSE(seen.empty());
+  EXPECT_EQ(seen.back()["event"], "progress") << "nothing is written after the page is gone";
+  EXPECT_EQ(seen.back()["step"], 8);
+  EXPECT_EQ(StoreFiles(), before) << "a cancelled training stores no record";
+
   Response r = Post("/api/train",
                     {{"document", doc}, {"epochs", 1}, {"max_steps", 40}, {"steps_per_run", 8}});
   ASSERT_EQ(r.status, 200) << r.body;

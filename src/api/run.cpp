@@ -61,7 +61,8 @@ Status RunOnce(runtime::Executor& exec, const execplan::Plan& plan,
 // Many steps in a prepared session: up to 64 per submission, the history outputs watched, and
 // the last value of every output downloaded once at the end.
 Status RunMany(runtime::Executor& exec, const execplan::Plan& plan, int steps,
-               const std::vector<std::string>& history, RunReport& report) {
+               const std::vector<std::string>& history, const RunEvents& events,
+               RunReport& report) {
   auto start = std::chrono::steady_clock::now();
   SCELLIS_ASSIGN_OR_RETURN(std::unique_ptr<runtime::Prepared> prepared, exec.Prepare(plan));
   for (const std::string& name : history) report.history.push_back({name, {}});
@@ -84,6 +85,10 @@ Status RunMany(runtime::Executor& exec, const execplan::Plan& plan, int steps,
     }
     done += k;
     ++submissions;
+    if (events.progress) events.progress(done, steps);
+    if (done < steps && events.cancelled && events.cancelled())
+      return UserError("cancelled", "", "the run was cancelled after " + std::to_string(done) +
+                                            " of " + std::to_string(steps) + " steps");
   }
   int64_t downloads = 0;
   for (const webir::Output& o : plan.graph().outputs) {
@@ -187,7 +192,7 @@ Result<RunReport> Run(std::string_view text, const RunOptions& options, const Ru
   report.steps = options.steps;
   SCELLIS_TRY(options.steps == 1
                   ? RunOnce(*sel.executor, plan, options.history, report)
-                  : RunMany(*sel.executor, plan, options.steps, options.history, report));
+                  : RunMany(*sel.executor, plan, options.steps, options.history, events, report));
 
   // Which kernels have earned trust on this device: receipts gate trust, not execution.
   // The CPU reference is the oracle itself, and the null backend computes nothing: only GPU

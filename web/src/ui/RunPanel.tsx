@@ -28,7 +28,7 @@ interface ServerRun {
 const nextFrame = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 // Collects one POST /api/run stream into a result.
-async function runOnServer(body: JsonObject, onStart?: (e: StreamEvent) => void, signal?: AbortSignal): Promise<ServerRun> {
+async function runOnServer(body: JsonObject, onStart?: (e: StreamEvent) => void, signal?: AbortSignal, onProgress?: (done: number, total: number) => void): Promise<ServerRun> {
   let start: StreamEvent | null = null;
   const notes: Diag[] = [];
   let result: ResultInfo | null = null;
@@ -39,6 +39,8 @@ async function runOnServer(body: JsonObject, onStart?: (e: StreamEvent) => void,
       if (e.event === 'start') {
         start = e;
         onStart?.(e);
+      } else if (e.event === 'progress') {
+        onProgress?.(Number(e.step), Number(e.total));
       } else if (e.event === 'note') {
         const d = toDiag(e);
         if (d) notes.push(d);
@@ -156,7 +158,12 @@ export function RunPanel(p: RunPanelProps) {
   const runServer = () =>
     guard('running on the server…', async (signal) => {
       setServer(null);
-      const r = await runOnServer({ document: p.document(), ...p.options, steps: stepCount() }, (e) => setStatus(`running on the server: ${String(e.backend)} / ${String(e.executor)}`), signal);
+      const r = await runOnServer(
+        { document: p.document(), ...p.options, steps: stepCount() },
+        (e) => setStatus(`running on the server (${String(e.backend)})`),
+        signal,
+        (done, total) => setStatus(`running on the server: step ${done} of ${total}`),
+      );
       setServer(r);
       if (r.error) throw new Error(r.error);
     });
