@@ -19,6 +19,7 @@ import {
   addEdge,
   addNode,
   docToFlow,
+  emptyWorkflow,
   dimsOf,
   flowToDoc,
   moveNodes,
@@ -469,6 +470,17 @@ function Studio({ route }: { route: Route }) {
           </button>
           <button data-testid="redo" onClick={doRedo} disabled={!canRedo(history)} title="Ctrl+Shift+Z">
             Redo
+          </button>
+          <button
+            data-testid="new-doc"
+            title="an empty workflow"
+            onClick={() => {
+              open(emptyWorkflow(), 'untitled', null, t);
+              window.history.pushState(null, '', '/');
+              setSavedUrl(null);
+            }}
+          >
+            New
           </button>
           <button data-testid="load-file" onClick={() => fileInput.current?.click()}>
             Load…
