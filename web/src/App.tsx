@@ -588,6 +588,17 @@ function Studio({ route }: { route: Route }) {
                 <Background />
                 <Controls />
               </ReactFlow>
+              {placed.document.some((d) => d.severity !== 'note') && (
+                // Diagnostics of the whole document (a red plan, a missing tier) belong to no node;
+                // they are drawn over the canvas so that they are seen where the graph is.
+                <div className="canvas-diags" data-testid="canvas-diags">
+                  {placed.document.filter((d) => d.severity !== 'note').map((d, i) => (
+                    <div key={i} className={`diag diag-${d.severity}`} data-code={d.code} title={d.help ?? ''}>
+                      <b>{d.code}</b> {d.message}
+                    </div>
+                  ))}
+                </div>
+              )}
               {refusal && (
                 <div className="wire-refusal" data-testid="wire-refusal" role="status">
                   wire refused: {refusal}
