@@ -38,6 +38,9 @@ echo "== training on SwiftShader (a short epoch) and on the CPU reference"
 echo "== agreement with PyTorch (CPU) and bit-exact resume"
 SCELLIS_BUILD="$BUILD" .venv/bin/python -m pytest -q tests/peer tests/train tests/layering
 
+echo "== the Studio in a real browser"
+SCELLIS_BUILD="$BUILD" node --test tests/studio/
+
 echo "== the fuzz corpora replayed through every fuzz target (built without libFuzzer)"
 for src in tools/fuzz/*_fuzz.cpp; do
   name="$(basename "$src" _fuzz.cpp)"
