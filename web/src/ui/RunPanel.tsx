@@ -177,7 +177,7 @@ export function RunPanel(p: RunPanelProps) {
             setLoss([...points]);
             setStatus(`epoch ${String(e.epoch ?? '?')} step ${String(e.step ?? count)} loss ${e.loss.toPrecision(5)}`);
           } else if (e.event === 'epoch') {
-            setTrainInfo((t) => `${t ?? ''} · epoch ${String(e.epoch)}: ${Object.entries(e).filter(([k]) => k !== 'event' && k !== 'epoch').map(([k, v]) => `${k} ${typeof v === 'number' ? v.toPrecision(4) : JSON.stringify(v)}`).join(', ')}`);
+            setTrainInfo((t) => `${t ?? ''} · epoch ${String(e.epoch)}: ${Object.entries(e).filter(([k]) => k !== 'event' && k !== 'epoch').map(([k, v]) => `${k} ${typeof v === 'number' ? (Number.isInteger(v) ? String(v) : v.toPrecision(4)) : JSON.stringify(v)}`).join(', ')}`);
           } else if (e.event === 'result') {
             const report = isObject(e.report) ? e.report : e;
             const s = (start ?? {}) as StreamEvent;
