@@ -590,6 +590,15 @@ test('a bad wire is refused as it is drawn; a red plan shows its diagnostic on t
   assert.match(await overCanvas.textContent(), /the plan needs 2\.0 MiB .*budget is 1\.0 KiB/);
   assert.equal(await page.locator('[data-testid^="diag-"][data-code="memory-over-budget"]').count(), 1);
   for (const id of ['a', 'b', 'p']) assert.equal(await page.getByTestId(`node-${id}`).getAttribute('data-diagnostics'), '0');
+  // The ExecPlan rung shows the red plan: its finding, and the budget line across the chart.
+  await page.getByTestId('panel-tab-ladder').click();
+  await page.getByTestId('rung-tab-execplan').click();
+  const verdict = page.getByTestId('plan-verdict');
+  await verdict.waitFor();
+  assert.equal(await verdict.getAttribute('data-verdict'), 'red');
+  assert.match(await page.getByTestId('plan-findings').textContent(), /memory-over-budget/);
+  assert.match(await page.getByTestId('memory-chart').textContent(), /allocated 2\.0 MiB, peak live 2\.0 MiB, budget 1\.0 KiB/);
+  assert.equal(await page.getByTestId('memory-chart').locator('.budget-line').count(), 1);
   await shot(page, 'studio-red-plan');
   await page.close();
 });

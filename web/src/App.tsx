@@ -249,6 +249,18 @@ function Studio({ route }: { route: Route }) {
         const diags = err instanceof ApiError ? (err.diagnostics.length ? err.diagnostics : [{ code: err.code, severity: 'error' as const, pointer: err.pointer, message: err.message, help: err.help }]) : [];
         setValidation({ pending: false, contentId: null, diags, canvas: snapshot, error: err instanceof ApiError && err.status === 422 ? null : errorText(err) });
         setRungs({ data: null, canvas: snapshot, loading: false, error: null });
+        // A red plan fails validation, yet its plan is what explains why (memory by class against
+        // the budget, the findings): /api/plan gives it with a 200, and the ExecPlan rung shows it.
+        // A document problem has no plan (422 again) and leaves the ladder empty.
+        if (err instanceof ApiError && err.status === 422) {
+          try {
+            const r = await api.plan(doc, {}, ctl.signal);
+            if (r.verdict === 'red' && isObject(r.plan))
+              setRungs({ data: { rungs: { execplan: { text: typeof r.text === 'string' ? r.text : '', json: r.plan } }, verdict: 'red' }, canvas: snapshot, loading: false, error: null });
+          } catch {
+            // no plan to show
+          }
+        }
       }
     }, DEBOUNCE_MS);
     return () => {
