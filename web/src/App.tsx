@@ -23,6 +23,7 @@ import {
   dimsOf,
   flowToDoc,
   moveNodes,
+  outputNameOf,
   removeEdges,
   removeNodes,
   setDim,
@@ -454,6 +455,9 @@ function Studio({ route }: { route: Route }) {
 
   const tier = typeof present.head.determinism === 'string' ? present.head.determinism : isObject(present.head.determinism) ? String(present.head.determinism.tier) : '';
   const hasTrain = isObject(present.head.train);
+  // The document output that reads the training loss: a run of several steps in the tab trains,
+  // and its curve is drawn from this output step by step.
+  const trainLossOutput = isObject(present.head.train) && typeof present.head.train.loss === 'string' ? outputNameOf(present, present.head.train.loss) : null;
   const hasCarry = present.nodes.some((n) => typeof n.data.params.carry === 'string');
   const run = runnability(browserProbe, serverProbe, serverProbeError);
   const errors = allDiags.filter((d) => d.severity === 'error').length;
@@ -683,6 +687,7 @@ function Studio({ route }: { route: Route }) {
               document={() => doc}
               options={{}}
               hasTrain={hasTrain}
+              trainLossOutput={trainLossOutput}
               hasCarry={hasCarry}
               canRunServer={!serverProbeError}
               getRuntime={getRuntime}
