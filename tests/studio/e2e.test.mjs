@@ -578,37 +578,42 @@ test('a saved document has its own address, reloads the same, and a run record o
   assert.equal(stored.status, 200);
   assert.deepEqual(stored.json.document, example('center_columns'));
 
-  // A fresh page at that address shows the same document.
+  // A fresh page at that address, in a browser profile of its own (nothing of the first page's
+  // local storage), shows the same document.
   const nodesOf = async (p) => (await p.locator('[data-testid^="node-"][data-op]').evaluateAll((els) => els.map((e) => `${e.dataset.testid}:${e.dataset.op}`))).sort();
   const edgesOf = async (p) => (await p.locator('.react-flow__edge').evaluateAll((els) => els.map((e) => e.dataset.testid))).sort();
-  const fresh = await openStudio(gpuBrowser, `/w/${id}`, { softwareAdapter: true });
-  assert.equal(await fresh.getByTestId('doc-source').textContent(), 'center_columns');
-  assert.match(await fresh.getByTestId('validation-status').textContent(), new RegExp(id.slice(0, 15)));
-  assert.deepEqual(await nodesOf(fresh), await nodesOf(page));
-  assert.deepEqual(await edgesOf(fresh), await edgesOf(page));
-  assert.equal((await nodesOf(fresh)).length, 5);
-  assert.equal((await edgesOf(fresh)).length, 5);
+  const freshBrowser = await launch({ webgpu: true });
+  try {
+    const fresh = await openStudio(freshBrowser, `/w/${id}`, { softwareAdapter: true });
+    assert.equal(await fresh.getByTestId('doc-source').textContent(), 'center_columns');
+    assert.match(await fresh.getByTestId('validation-status').textContent(), new RegExp(id.slice(0, 15)));
+    assert.deepEqual(await nodesOf(fresh), await nodesOf(page));
+    assert.deepEqual(await edgesOf(fresh), await edgesOf(page));
+    assert.equal((await nodesOf(fresh)).length, 5);
+    assert.equal((await edgesOf(fresh)).length, 5);
 
-  // Run on the server, then open the run's record.
-  await fresh.getByTestId('panel-tab-run').click();
-  await fresh.getByTestId('run-server').click();
-  const recordLink = fresh.getByTestId('result-server-record');
-  await recordLink.waitFor({ timeout: SLOW });
-  await recordLink.click();
-  await fresh.waitForURL(/\/r\/sha256:[0-9a-f]{64}$/);
-  const runId = decodeURIComponent(new URL(fresh.url()).pathname.slice('/r/'.length));
-  await fresh.getByTestId('run-record').waitFor();
-  assert.equal(await fresh.getByTestId('record-document_id').textContent(), id);
-  assert.equal(await fresh.getByTestId('record-backend').textContent(), 'cpu');
-  const record = await api('GET', `/api/runs/${runId}`);
-  assert.equal(record.status, 200);
-  assert.equal(record.json.document_id, id);
-  assertClose(await tableValues(fresh, 'result-table-record-result-centered'), centerColumnsExpected().centered, 'recorded centered', { rtol: 0, atol: 0 });
-  await fresh.getByTestId('record-replay').click();
-  const comparison = fresh.getByTestId('comparison');
-  await comparison.waitFor({ timeout: SLOW });
-  assert.equal(await comparison.getAttribute('data-ok'), 'true', await comparison.textContent());
-  await fresh.close();
+    // Run on the server, then open the run's record.
+    await fresh.getByTestId('panel-tab-run').click();
+    await fresh.getByTestId('run-server').click();
+    const recordLink = fresh.getByTestId('result-server-record');
+    await recordLink.waitFor({ timeout: SLOW });
+    await recordLink.click();
+    await fresh.waitForURL(/\/r\/sha256:[0-9a-f]{64}$/);
+    const runId = decodeURIComponent(new URL(fresh.url()).pathname.slice('/r/'.length));
+    await fresh.getByTestId('run-record').waitFor();
+    assert.equal(await fresh.getByTestId('record-document_id').textContent(), id);
+    assert.equal(await fresh.getByTestId('record-backend').textContent(), 'cpu');
+    const record = await api('GET', `/api/runs/${runId}`);
+    assert.equal(record.status, 200);
+    assert.equal(record.json.document_id, id);
+    assertClose(await tableValues(fresh, 'result-table-record-result-centered'), centerColumnsExpected().centered, 'recorded centered', { rtol: 0, atol: 0 });
+    await fresh.getByTestId('record-replay').click();
+    const comparison = fresh.getByTestId('comparison');
+    await comparison.waitFor({ timeout: SLOW });
+    assert.equal(await comparison.getAttribute('data-ok'), 'true', await comparison.textContent());
+  } finally {
+    await freshBrowser.close();
+  }
   await page.close();
 });
 
