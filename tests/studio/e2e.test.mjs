@@ -94,10 +94,11 @@ async function launch({ webgpu }) {
   });
 }
 
-async function shot(page, name, locator) {
+// The viewport as it is, saved as DIR/<name>.png when SCELLIS_SCREENSHOTS=DIR.
+async function shot(page, name) {
   if (!screenshots) return;
   mkdirSync(screenshots, { recursive: true });
-  await (locator ?? page).screenshot({ path: path.join(screenshots, `${name}.png`) });
+  await page.screenshot({ path: path.join(screenshots, `${name}.png`) });
 }
 
 before(async () => {
