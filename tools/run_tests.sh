@@ -43,6 +43,8 @@ echo "== the Studio's canvas: unit tests, and conformance of a WebGPU device (Da
 SCELLIS_BUILD="$(cd "$BUILD" && pwd)" npm --prefix web test --silent
 echo "== the browser runtime under Node: WebGPU (Dawn on SwiftShader) on the engine's device programs"
 SCELLIS_DEVICE_PROGRAM="$(cd "$BUILD" && pwd)/scellis_device_program" npm --prefix web/runtime test --silent
+echo "== the Studio in a real browser"
+SCELLIS_BUILD="$(cd "$BUILD" && pwd)" node --test tests/studio/
 
 echo "== the fuzz corpora replayed through every fuzz target (built without libFuzzer)"
 for src in tools/fuzz/*_fuzz.cpp; do

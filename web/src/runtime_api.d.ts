@@ -16,7 +16,6 @@ declare module '@scellis/runtime' {
   }
   export interface RuntimeSession {
     run(feeds?: Record<string, unknown>): Promise<RuntimeResult>;
-    runSteps(n: number, options?: { feedsPerStep?: unknown; watch?: string[] }): Promise<RuntimeResult>;
     download(name: string): Promise<RuntimeTensor>;
     dispose(): void;
   }

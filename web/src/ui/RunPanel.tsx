@@ -1,6 +1,7 @@
 import { useRef, useState } from 'react';
 import { api, errorText, type RequestOptions, type StreamEvent } from '../api';
 import { isObject, type JsonObject } from '../model/json';
+import { stepFeeds } from '../model/feeds';
 import { toDiag, type Diag } from '../model/pointer';
 import { compareOutputs, thresholdsOf, toTensors, type OutputComparison, type Thresholds } from '../model/tensors';
 import { ComparisonView, LossCurve, ResultView, type LossPoint, type ResultInfo } from './Results';
@@ -11,6 +12,7 @@ export interface RunPanelProps {
   document: () => JsonObject;
   options: RequestOptions;
   hasTrain: boolean;
+  trainLossOutput: string | null;
   hasCarry: boolean;
   canRunServer: boolean;
   getRuntime: () => Promise<Runtime>;
@@ -125,19 +127,28 @@ export function RunPanel(p: RunPanelProps) {
       let last: ResultInfo | null = null;
       if (p.hasCarry || n > 1) {
         const session = await rt.prepare(program, {});
+        const points: LossPoint[] = [];
+        setLoss([]);
+        setTrainInfo(null);
         try {
           for (let i = 1; i <= n && !signal.aborted; ++i) {
             setStatus(`step ${i} of ${n} in the tab`);
-            const r = await session.runSteps(1);
+            // One step with every output read back (runSteps returns only per-step histories).
+            const r = await session.run(stepFeeds(program, i));
             last = { title: 'in this tab', backend: r.backend, executor: r.executor, fallbackReason: r.fallbackReason, outputs: toTensors(r.outputs), steps: i };
             setTab(last);
+            const lossValue = p.trainLossOutput ? last.outputs[p.trainLossOutput] : undefined;
+            if (lossValue && lossValue.data.length === 1) {
+              points.push({ step: i, loss: lossValue.data[0] });
+              setLoss([...points]);
+            }
             await nextFrame(60);
           }
         } finally {
           session.dispose();
         }
       } else {
-        const r = await rt.execute(program, {});
+        const r = await rt.execute(program, stepFeeds(program, 1));
         last = { title: 'in this tab', backend: r.backend, executor: r.executor, fallbackReason: r.fallbackReason, outputs: toTensors(r.outputs) };
         setTab(last);
       }
@@ -191,7 +202,7 @@ export function RunPanel(p: RunPanelProps) {
             setLoss([...points]);
             setStatus(`epoch ${String(e.epoch ?? '?')} step ${String(e.step ?? count)} loss ${e.loss.toPrecision(5)}`);
           } else if (e.event === 'epoch') {
-            setTrainInfo((t) => `${t ?? ''} · epoch ${String(e.epoch)}: ${Object.entries(e).filter(([k]) => k !== 'event' && k !== 'epoch').map(([k, v]) => `${k} ${typeof v === 'number' ? v.toPrecision(4) : JSON.stringify(v)}`).join(', ')}`);
+            setTrainInfo((t) => `${t ?? ''} · epoch ${String(e.epoch)}: ${Object.entries(e).filter(([k]) => k !== 'event' && k !== 'epoch').map(([k, v]) => `${k} ${typeof v === 'number' ? (Number.isInteger(v) ? String(v) : v.toPrecision(4)) : JSON.stringify(v)}`).join(', ')}`);
           } else if (e.event === 'result') {
             const report = isObject(e.report) ? e.report : e;
             const s = (start ?? {}) as StreamEvent;
