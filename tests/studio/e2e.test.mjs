@@ -560,6 +560,33 @@ test('a carried document animates in the tab: the glider of life_steps after 8 s
   await page.close();
 });
 
+// The tab's own device earns receipts: the server hands out the cases, the tab runs them, the
+// server judges them; a run in the tab then says its kernel is conformed on this device.
+test('the tab conforms its WebGPU device and its run counts the receipt', { timeout: 150_000 }, async () => {
+  const page = await openStudio(gpuBrowser, '/', { softwareAdapter: true });
+  await page.getByTestId('gallery-life_steps').click();
+  await page.getByTestId('node-1').waitFor();
+  await page.getByTestId('doc-tier').selectOption('prod');
+  await waitValidated(page);
+  await page.getByTestId('panel-tab-probe').click();
+  await page.getByTestId('tab-conform-tier').selectOption('prod');
+  await page.getByTestId('tab-conform-op').selectOption('life');
+  await page.getByTestId('tab-conform-start').click();
+  const row = page.getByTestId('tab-conform-row-life');
+  await row.waitFor({ timeout: SLOW });
+  assert.equal(await page.getByTestId('tab-conform-error').count(), 0);
+  assert.match(await row.textContent(), /passed.*receipt sha256:/);
+  assert.match(await page.getByTestId('tab-conform-profile').textContent(), /webgpu;browser;vendor=/);
+  await shot(page, 'studio-tab-conformance');
+
+  await page.getByTestId('panel-tab-run').click();
+  await page.getByTestId('run-steps').fill('2');
+  await page.getByTestId('run-tab').click();
+  await page.getByTestId('tab-receipts').waitFor({ timeout: SLOW });
+  assert.match(await page.getByTestId('tab-receipts').textContent(), /receipts: 1\/1 kernels conformed on this tab's device/);
+  await page.close();
+});
+
 test('a saved document has its own address, reloads the same, and a run record opens at /r/<id>', { timeout: 120_000 }, async () => {
   const page = await openStudio(gpuBrowser, '/', { softwareAdapter: true });
   await page.getByTestId('gallery-center_columns').click();

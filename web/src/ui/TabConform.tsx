@@ -97,7 +97,7 @@ export function TabConformPanel({ table, getRuntime, usable }: { table: OpTable;
       {error && <div className="diag-error" data-testid="tab-conform-error">{error}</div>}
       {profile && <div className="muted" data-testid="tab-conform-profile">profile: {profile}</div>}
       {rows.length > 0 && (
-        <table className="kv" data-testid="tab-conform-results">
+        <table className="kv conform-results" data-testid="tab-conform-results">
           <tbody>
             {rows.map((r) => (
               <tr key={r.op} data-testid={`tab-conform-row-${r.op}`} className={r.passed ? 'ok' : 'diag-error'}>
