@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# Every test: the unit/integration suite, the examples on the CPU reference, a short fuzz run.
+# Every test: the unit/integration suite, the examples on the CPU reference and on SwiftShader,
+# PyTorch agreement, the Studio's browser side, the fuzz corpora and a short fuzz run.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 BUILD=${1:-build}
@@ -38,6 +39,12 @@ echo "== training on SwiftShader (a short epoch) and on the CPU reference"
 echo "== agreement with PyTorch (CPU) and bit-exact resume"
 SCELLIS_BUILD="$BUILD" .venv/bin/python -m pytest -q tests/peer tests/train tests/layering
 
+echo "== the Studio's canvas: unit tests, and conformance of a WebGPU device (Dawn in Node) through the server"
+SCELLIS_BUILD="$(cd "$BUILD" && pwd)" npm --prefix web test --silent
+echo "== the browser runtime under Node: WebGPU (Dawn on SwiftShader) on the engine's device programs"
+SCELLIS_DEVICE_PROGRAM="$(cd "$BUILD" && pwd)/scellis_device_program" npm --prefix web/runtime test --silent
+echo "== the Studio in a real browser"
+SCELLIS_BUILD="$(cd "$BUILD" && pwd)" node --test tests/studio/
 echo "== WebAssembly reference: every example bit for bit as the native reference, in Node and in Chromium"
 # Built by tools/build_wasm.sh (make test builds it); a missing build fails here, never skips.
 for f in web/wasm/dist/scellis_reference.wasm web/wasm/dist/index.js; do

@@ -40,6 +40,16 @@ x = t32(S)
 case("positive", "special", [("a", [len(S)], S)], torch.where(x <= 0, 0.0, 1.0))
 for op, fn in [("add", torch.add), ("sub", torch.sub), ("mul", torch.mul), ("div", torch.div)]:
     case(op, "special", [("a", [len(A)], A), ("b", [len(B)], B)], fn(t32(A), t32(B)))
+# maximum and minimum: NaN propagates, equal operands (signed zeros too) give a. max_share is the
+# share of maximum's gradient PyTorch's backward gives a (ties split, NaN passes to both).
+MA3 = [nan, 1.0, -0.0, 0.0, 2.0, inf, -inf, 3.0, -inf, 5.0]
+MB3 = [1.0, nan, 0.0, -0.0, 2.0, 1.0, 0.0, -1.0, -inf, inf]
+for op, fn in [("maximum", torch.maximum), ("minimum", torch.minimum)]:
+    case(op, "special", [("a", [len(MA3)], MA3), ("b", [len(MB3)], MB3)], fn(t32(MA3), t32(MB3)),
+         version=3)
+xa, xb = t32(MA3).requires_grad_(True), t32(MB3).requires_grad_(True)
+torch.maximum(xa, xb).backward(torch.ones(len(MA3)))
+case("max_share", "special", [("a", [len(MA3)], MA3), ("b", [len(MB3)], MB3)], xa.grad, version=3)
 # gelu_grad(a, b) = b * gelu'(a): PyTorch's gelu backward with upstream gradient b.
 ga, gb = S + [1.0], [1.0] * len(S) + [nan]
 xa = t32(ga).requires_grad_(True)

@@ -134,4 +134,82 @@ Result<ConformReport> Conform(const ConformOptions& o) {
   return report;
 }
 
+namespace {
+
+std::string KeyPart(std::string s) {
+  for (char& c : s)
+    if (c == ';' || c == '=' || c == '\n' || c == '\r') c = '_';
+  return s;
+}
+
+}  // namespace
+
+runtime::DeviceProfile BrowserProfile(const BrowserAdapter& a) {
+  runtime::DeviceProfile p;
+  p.key = "webgpu;browser;vendor=" + KeyPart(a.vendor) + ";arch=" + KeyPart(a.architecture) +
+          ";device=" + KeyPart(a.device) + ";description=" + KeyPart(a.description) +
+          ";software=" + (a.is_software ? "1" : "0");
+  p.vendor = a.vendor;
+  p.architecture = a.architecture;
+  p.device = a.device.empty() ? a.description : a.device;
+  p.backend_api = "browser";
+  p.adapter_type = a.is_software ? "software" : "gpu";
+  p.is_software = a.is_software;
+  return p;
+}
+
+conform::RemoteDevice BrowserDevice(const BrowserAdapter& a) {
+  conform::RemoteDevice d;
+  d.limits.backend = "webgpu";
+  d.limits.device = BrowserProfile(a).device;
+  d.limits.max_buffer_bytes = static_cast<int64_t>(a.max_buffer_size);
+  d.limits.max_binding_bytes = static_cast<int64_t>(a.max_storage_buffer_binding_size);
+  // The tab's memory cannot be told from inside it; the host's is what its buffers come from.
+  d.limits.buffers_in_host_memory = a.is_software;
+  d.program_limits.max_storage_buffer_binding_size = a.max_storage_buffer_binding_size;
+  d.program_limits.min_storage_buffer_offset_alignment = a.min_storage_buffer_offset_alignment;
+  d.program_limits.max_compute_workgroups_per_dimension = a.max_compute_workgroups_per_dimension;
+  return d;
+}
+
+Result<std::vector<conform::RemoteCase>> BrowserCases(const std::string& group,
+                                                      const std::string& tier, uint64_t seed,
+                                                      const BrowserAdapter& adapter) {
+  ConformOptions options;
+  options.tier = tier;
+  options.ops = {group};
+  if (auto errors = CheckConformOptions(options); !errors.empty()) return Status(errors);
+  return conform::RemoteCases(group, *policy::ParseTier(tier), seed, BrowserDevice(adapter));
+}
+
+Result<ConformReport> JudgeBrowser(const std::string& group, const std::string& tier,
+                                   uint64_t seed, const BrowserAdapter& adapter,
+                                   const std::map<std::string, conform::RemoteAnswer>& answers,
+                                   const std::string& store_root) {
+  ConformOptions options;
+  options.tier = tier;
+  options.ops = {group};
+  if (auto errors = CheckConformOptions(options); !errors.empty()) return Status(errors);
+  ConformReport report;
+  report.tier = *policy::ParseTier(tier);
+  report.seed = seed;
+  report.profile = BrowserProfile(adapter);
+  SCELLIS_ASSIGN_OR_RETURN(
+      conform::GroupResult g,
+      conform::JudgeRemote(group, report.tier, seed, BrowserDevice(adapter), answers));
+  if (auto s = store::Store::Open(store_root); !s.ok()) {
+    report.store_problems = s.errors();
+  } else {
+    report.store_root = s->root();
+    if (g.passed()) {
+      auto id = conform::MintReceipt(s.value(), g, report.profile, report.tier, seed);
+      if (id.ok()) report.receipts[g.group] = id.value();
+      else report.store_problems = id.errors();
+    }
+  }
+  for (Diagnostic& d : report.store_problems) d.severity = Severity::kWarning;
+  report.groups.push_back(std::move(g));
+  return report;
+}
+
 }  // namespace scellis::api

@@ -51,4 +51,33 @@ std::vector<Diagnostic> CheckConformOptions(const ConformOptions& o);
 // Runs conformance. Without a WebGPU device it refuses with `no-gpu` (there is nothing to check).
 Result<ConformReport> Conform(const ConformOptions& o);
 
+// ---- conformance of the Studio's browser tab (a device reached only through its caller) ----
+
+// What a browser says of its WebGPU adapter (GPUAdapterInfo and the limits it was granted). The
+// receipts minted for it are scoped to this profile: "webgpu;browser;vendor=...;arch=...;
+// device=...;description=...;software=0|1".
+struct BrowserAdapter {
+  std::string vendor, architecture, device, description;
+  bool is_software = false;
+  uint64_t max_storage_buffer_binding_size = uint64_t{128} << 20;
+  uint64_t max_buffer_size = uint64_t{256} << 20;
+  uint32_t min_storage_buffer_offset_alignment = 256;
+  uint32_t max_compute_workgroups_per_dimension = 65535;
+};
+runtime::DeviceProfile BrowserProfile(const BrowserAdapter& a);
+conform::RemoteDevice BrowserDevice(const BrowserAdapter& a);
+
+// The cases of one group for the tab: device programs and feeds (conform::RemoteCases), with the
+// checks of CheckConformOptions.
+Result<std::vector<conform::RemoteCase>> BrowserCases(const std::string& group,
+                                                      const std::string& tier, uint64_t seed,
+                                                      const BrowserAdapter& adapter);
+
+// Judges the tab's outputs for one group (conform::JudgeRemote) and, when it passes, mints its
+// receipt for the browser's profile in the store at `store_root` ("" : the default store).
+Result<ConformReport> JudgeBrowser(const std::string& group, const std::string& tier,
+                                   uint64_t seed, const BrowserAdapter& adapter,
+                                   const std::map<std::string, conform::RemoteAnswer>& answers,
+                                   const std::string& store_root);
+
 }  // namespace scellis::api

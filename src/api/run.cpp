@@ -5,6 +5,7 @@
 #include <cmath>
 
 #include "store/store.h"
+#include "webir/passes/append_train_step.h"
 
 namespace scellis::api {
 namespace {
@@ -44,10 +45,30 @@ bool Requested(const std::vector<std::string>& history, const std::string& name)
   return std::find(history.begin(), history.end(), name) != history.end();
 }
 
+// A training step's program takes its 1-based step number as the scalar input "step" (Adam's bias
+// correction needs it); a run of such a program feeds it step by step, as training does. -1: the
+// plan has no such input.
+int StepNode(const execplan::Plan& plan) {
+  for (const webir::Node& n : plan.graph().nodes)
+    if (n.role == webir::Role::kInput && n.name == webir::kStepInput && n.type.rank() == 0)
+      return n.id;
+  return -1;
+}
+
+runtime::Feeds StepFeeds(const execplan::Plan& plan, int64_t step) {
+  runtime::Feeds feeds;
+  if (int node = StepNode(plan); node >= 0) {
+    const float value = static_cast<float>(step);
+    feeds[webir::kStepInput] =
+        runtime::HostTensor::FromFloats(plan.graph().at(node).type, {&value, 1});
+  }
+  return feeds;
+}
+
 // One step, as the executor's one-shot run: every output comes back once.
 Status RunOnce(runtime::Executor& exec, const execplan::Plan& plan,
                const std::vector<std::string>& history, RunReport& report) {
-  SCELLIS_ASSIGN_OR_RETURN(runtime::RunResult r, exec.Run(plan, {}));
+  SCELLIS_ASSIGN_OR_RETURN(runtime::RunResult r, exec.Run(plan, StepFeeds(plan, 1)));
   int64_t readback = 0;
   for (auto& [name, t] : r.outputs) {
     readback += ReadbackBytes(t);
@@ -65,7 +86,8 @@ Status RunOnce(runtime::Executor& exec, const execplan::Plan& plan,
 // Many steps in a prepared session: up to 64 per submission, the history outputs watched, and
 // the last value of every output downloaded once at the end.
 Status RunMany(runtime::Executor& exec, const execplan::Plan& plan, int steps,
-               const std::vector<std::string>& history, RunReport& report) {
+               const std::vector<std::string>& history, const RunEvents& events,
+               RunReport& report) {
   auto start = std::chrono::steady_clock::now();
   SCELLIS_ASSIGN_OR_RETURN(std::unique_ptr<runtime::Prepared> prepared, exec.Prepare(plan));
   for (const std::string& name : history) report.history.push_back({name, {}});
@@ -74,8 +96,9 @@ Status RunMany(runtime::Executor& exec, const execplan::Plan& plan, int steps,
   Json backend_counters = Json::object();
   for (int done = 0; done < steps;) {
     int k = std::min(steps - done, kMaxStepsPerSubmission);
-    SCELLIS_ASSIGN_OR_RETURN(runtime::StepsResult chunk,
-                             prepared->RunSteps(std::vector<runtime::Feeds>(k), history));
+    std::vector<runtime::Feeds> feeds;
+    for (int i = 0; i < k; ++i) feeds.push_back(StepFeeds(plan, done + i + 1));
+    SCELLIS_ASSIGN_OR_RETURN(runtime::StepsResult chunk, prepared->RunSteps(feeds, history));
     // The backend's own counters (dispatches, maps, uploads, ...) add up over the submissions.
     for (const auto& [key, value] : chunk.stats.items())
       if (value.is_number_integer() && key != "steps" && key != "readback_bytes")
@@ -88,6 +111,10 @@ Status RunMany(runtime::Executor& exec, const execplan::Plan& plan, int steps,
     }
     done += k;
     ++submissions;
+    if (events.progress) events.progress(done, steps);
+    if (done < steps && events.cancelled && events.cancelled())
+      return UserError("cancelled", "", "the run was cancelled after " + std::to_string(done) +
+                                            " of " + std::to_string(steps) + " steps");
   }
   int64_t downloads = 0;
   for (const webir::Output& o : plan.graph().outputs) {
@@ -191,7 +218,7 @@ Result<RunReport> Run(std::string_view text, const RunOptions& options, const Ru
   report.steps = options.steps;
   SCELLIS_TRY(options.steps == 1
                   ? RunOnce(*sel.executor, plan, options.history, report)
-                  : RunMany(*sel.executor, plan, options.steps, options.history, report));
+                  : RunMany(*sel.executor, plan, options.steps, options.history, events, report));
 
   // Which kernels have earned trust on this device: receipts gate trust, not execution.
   // The CPU reference is the oracle itself, and the null backend computes nothing: only GPU

@@ -40,6 +40,11 @@ struct RunEvents {
   // The whole choice — backend, fallback reason, every backend tried and why it was passed over —
   // once the plan is accepted, before any dispatch.
   std::function<void(const runtime::Selection&)> selected;
+  // After every submission of a many-step run: steps done of the total.
+  std::function<void(int done, int total)> progress;
+  // Asked after every submission: true stops the run with `cancelled` (the Studio's page went
+  // away); nothing of it is reported.
+  std::function<bool()> cancelled;
 };
 
 struct RunReport {

@@ -3,9 +3,12 @@
 #include <gtest/gtest.h>
 
 #include <bit>
-#include <cstdint>
 #include <cmath>
+#include <cstdint>
+#include <fstream>
 #include <limits>
+#include <map>
+#include <sstream>
 #include <random>
 
 namespace scellis::api {
@@ -120,6 +123,29 @@ TEST_F(LifeReadback, OneStepReadsItsOutputsOnce) {
   auto r = api::Run(text_, CpuSteps(1));
   ASSERT_TRUE(r.ok()) << r.errors().front().Format();
   EXPECT_EQ(r->readback_bytes(), kGridBytes);
+}
+
+// A training step's program is fed its step number as training feeds it: step 2's Adam update of
+// b2 is what the bias-corrected moments after step 2 give, worked here in float64 from the run's
+// own moments (with step 0 or a missing step the run would fail or divide by zero).
+TEST(RunFacade, ATrainingProgramIsFedItsStepNumbers) {
+  std::ifstream in(std::string(SCELLIS_SOURCE_DIR) + "/examples/mlp_step.json");
+  std::stringstream text;
+  text << in.rdbuf();
+  RunOptions o = CpuSteps(2, {"b2@next", "b2@m", "b2@v", "loss"});
+  auto r = api::Run(text.str(), o);
+  ASSERT_TRUE(r.ok()) << r.errors().front().Format();
+  std::map<std::string, std::vector<runtime::HostTensor>> h;
+  for (auto& [name, steps] : r->history) h[name] = steps;
+  ASSERT_EQ(h["loss"].size(), 2u);
+  const auto before = h["b2@next"][0].ToFloats(), after = h["b2@next"][1].ToFloats();
+  const auto m = h["b2@m"][1].ToFloats(), v = h["b2@v"][1].ToFloats();
+  const double lr = 0.01, beta1 = 0.9, beta2 = 0.999, eps = 1e-8;
+  for (size_t i = 0; i < after.size(); ++i) {
+    const double m_hat = m[i] / (1 - beta1 * beta1), v_hat = v[i] / (1 - beta2 * beta2);
+    const double want = -lr * m_hat / (std::sqrt(v_hat) + eps);
+    EXPECT_NEAR(double(after[i]) - double(before[i]), want, 1e-6) << "b2[" << i << "]";
+  }
 }
 
 TEST(RunFacade, RefusesBadRequests) {

@@ -3,6 +3,7 @@
 #include <chrono>
 #include <cmath>
 #include <cstdio>
+#include <optional>
 #include <random>
 
 #include "base/sha256.h"
@@ -117,8 +118,9 @@ Result<std::string> SourceHash(const std::string& group, policy::Tier tier) {
   return "sha256:" + Sha256Hex(acc);
 }
 
-Result<std::vector<GroupResult>> Run(runtime::Executor& gpu, const Options& options) {
-  std::vector<std::string> groups = options.groups.empty() ? Groups() : options.groups;
+namespace {
+
+Status CheckGroups(const std::vector<std::string>& groups) {
   for (const std::string& g : groups) {
     if (CasesFor(g).empty()) {
       std::string known;
@@ -127,6 +129,84 @@ Result<std::vector<GroupResult>> Run(runtime::Executor& gpu, const Options& opti
                        "known ops: " + known);
     }
   }
+  return Status::Ok();
+}
+
+// A case ready to run on a device: its plan compiled for the device's limits and its fresh feeds.
+// When it cannot run, `result.error` says why and the plan is empty.
+struct ReadyCase {
+  CaseResult result;
+  std::optional<execplan::Plan> plan;
+  runtime::Feeds feeds;
+};
+
+ReadyCase Ready(const Case& c, policy::Tier tier, const execplan::DeviceLimits& limits,
+                uint64_t seed) {
+  ReadyCase r;
+  r.result.id = c.id();
+  r.result.tolerance = c.tolerance;
+  r.result.thresholds = policy::ResolveThresholds(c.tolerance, tier);
+  auto plan = CompileCase(c, tier, limits);
+  if (!plan.ok()) {
+    r.result.error = "does not compile: " + FirstMessage(plan.errors());
+    return r;
+  }
+  if (plan->verdict == execplan::Verdict::kRed) {
+    r.result.error = "its plan is red: " + FirstMessage(plan->findings);
+    return r;
+  }
+  r.result.shape = plan->graph().at(plan->graph().outputs.at(0).node).type.ShapeString();
+  r.feeds = MakeFeeds(c, seed);
+  r.plan = std::move(*plan);
+  return r;
+}
+
+// Judges what a device computed for a ready case (and, in the debug tier, what it computed the
+// second time) against the CPU reference, into r.result.
+void Judge(const Case& c, ReadyCase& r, const std::vector<float>& got,
+           const std::optional<std::vector<float>>& again, const kernel::ref::Parallel& parallel) {
+  CaseResult& cr = r.result;
+  const execplan::Plan& plan = *r.plan;
+  auto want = runtime::cpu::RunPlan<float>(plan, r.feeds, parallel);
+  if (!want.ok()) {
+    cr.error = "the CPU reference failed: " + FirstMessage(want.errors());
+    return;
+  }
+  // Sums are judged against the magnitude of their terms: the reference over |inputs|.
+  std::vector<float> magnitude;
+  if (IsSum(c)) {
+    runtime::Feeds abs_feeds = r.feeds;
+    for (auto& [name, t] : abs_feeds)
+      for (float& v : t.view<float>()) v = std::fabs(v);
+    auto m = runtime::cpu::RunPlan<float>(plan, abs_feeds, parallel);
+    if (m.ok()) magnitude = std::move(m->at(0));
+  }
+  cr.comparison = Compare(got, want->at(0), cr.thresholds, runtime::kPoisonBits, magnitude);
+  if (cr.comparison.first_bad >= 0) {
+    const TensorType& out_type = plan.graph().at(plan.graph().outputs.at(0).node).type;
+    cr.first_bad_at = Index(cr.comparison.first_bad, out_type.sizes());
+  }
+  if (again) cr.rerun_identical = BitIdentical(got, *again);
+}
+
+void AddCase(GroupResult& gr, CaseResult cr) {
+  gr.tolerance = std::max(gr.tolerance, cr.tolerance);
+  gr.max_abs = std::max(gr.max_abs, cr.comparison.max_abs);
+  gr.max_rel = std::max(gr.max_rel, cr.comparison.max_rel);
+  gr.elements += cr.comparison.elements;
+  gr.cases.push_back(std::move(cr));
+}
+
+void FinishGroup(GroupResult& gr, policy::Tier tier, const std::string& hash_input) {
+  gr.thresholds = policy::ResolveThresholds(gr.tolerance, tier);
+  gr.source_hash = "sha256:" + Sha256Hex(hash_input);
+}
+
+}  // namespace
+
+Result<std::vector<GroupResult>> Run(runtime::Executor& gpu, const Options& options) {
+  std::vector<std::string> groups = options.groups.empty() ? Groups() : options.groups;
+  SCELLIS_TRY(CheckGroups(groups));
   const execplan::DeviceLimits limits = gpu.limits();
   const kernel::ref::Parallel parallel(kernel::ref::ThreadsFor(options.cpu_threads));
   const bool debug = options.tier == policy::Tier::kDebug;
@@ -137,82 +217,101 @@ Result<std::vector<GroupResult>> Run(runtime::Executor& gpu, const Options& opti
     gr.group = group;
     std::string hash_input;
     for (const Case& c : CasesFor(group)) {
-      CaseResult cr;
-      cr.id = c.id();
-      cr.tolerance = c.tolerance;
-      cr.thresholds = policy::ResolveThresholds(c.tolerance, options.tier);
-      gr.tolerance = std::max(gr.tolerance, c.tolerance);
-
-      auto plan = CompileCase(c, options.tier, limits);
-      if (!plan.ok()) {
-        cr.error = "does not compile: " + FirstMessage(plan.errors());
-        gr.cases.push_back(std::move(cr));
+      ReadyCase r = Ready(c, options.tier, limits, options.seed);
+      if (!r.plan) {
+        AddCase(gr, std::move(r.result));
         continue;
       }
-      if (plan->verdict == execplan::Verdict::kRed) {
-        cr.error = "its plan is red: " + FirstMessage(plan->findings);
-        gr.cases.push_back(std::move(cr));
-        continue;
-      }
-      execplan::Plan gpu_plan = *plan;
+      execplan::Plan gpu_plan = *r.plan;
       if (options.tamper) {
-        auto tampered = std::make_shared<kernel::Module>(plan->module());
+        auto tampered = std::make_shared<kernel::Module>(r.plan->module());
         for (kernel::Kernel& k : tampered->kernels) options.tamper(k);
         gpu_plan.module_ref = std::move(tampered);
       }
       HashKernels(gpu_plan.module(), hash_input);
-      const TensorType& out_type = plan->graph().at(plan->graph().outputs.at(0).node).type;
-      cr.shape = out_type.ShapeString();
-
-      runtime::Feeds feeds = MakeFeeds(c, options.seed);
-      auto want = runtime::cpu::RunPlan<float>(*plan, feeds, parallel);
-      if (!want.ok()) {
-        cr.error = "the CPU reference failed: " + FirstMessage(want.errors());
-        gr.cases.push_back(std::move(cr));
-        continue;
-      }
-      auto got = gpu.Run(gpu_plan, feeds, {.poison_outputs = true});
+      auto got = gpu.Run(gpu_plan, r.feeds, {.poison_outputs = true});
       if (!got.ok()) {
         // A device that failed after work began is poisoned: nothing after this can run.
         if (!gpu.health().ok()) return got.status();
-        cr.error = "the GPU run failed: " + FirstMessage(got.errors());
-        gr.cases.push_back(std::move(cr));
+        r.result.error = "the GPU run failed: " + FirstMessage(got.errors());
+        AddCase(gr, std::move(r.result));
         continue;
       }
-      const std::vector<float> got_data = got->outputs.at(0).second.ToFloats();
-      // Sums are judged against the magnitude of their terms: the reference over |inputs|.
-      std::vector<float> magnitude;
-      if (IsSum(c)) {
-        runtime::Feeds abs_feeds = feeds;
-        for (auto& [name, t] : abs_feeds)
-          for (float& v : t.view<float>()) v = std::fabs(v);
-        auto m = runtime::cpu::RunPlan<float>(*plan, abs_feeds, parallel);
-        if (m.ok()) magnitude = std::move(m->at(0));
-      }
-      cr.comparison =
-          Compare(got_data, want->at(0), cr.thresholds, runtime::kPoisonBits, magnitude);
-      if (cr.comparison.first_bad >= 0)
-        cr.first_bad_at = Index(cr.comparison.first_bad, out_type.sizes());
+      std::optional<std::vector<float>> again;
       if (debug) {
-        auto again = gpu.Run(gpu_plan, feeds, {.poison_outputs = true});
-        if (!again.ok()) {
-          if (!gpu.health().ok()) return again.status();
-          cr.error = "the second GPU run failed: " + FirstMessage(again.errors());
-        } else {
-          cr.rerun_identical = BitIdentical(got_data, again->outputs.at(0).second.ToFloats());
+        auto second = gpu.Run(gpu_plan, r.feeds, {.poison_outputs = true});
+        if (!second.ok()) {
+          if (!gpu.health().ok()) return second.status();
+          r.result.error = "the second GPU run failed: " + FirstMessage(second.errors());
+          AddCase(gr, std::move(r.result));
+          continue;
         }
+        again = second->outputs.at(0).second.ToFloats();
       }
-      gr.max_abs = std::max(gr.max_abs, cr.comparison.max_abs);
-      gr.max_rel = std::max(gr.max_rel, cr.comparison.max_rel);
-      gr.elements += cr.comparison.elements;
-      gr.cases.push_back(std::move(cr));
+      Judge(c, r, got->outputs.at(0).second.ToFloats(), again, parallel);
+      AddCase(gr, std::move(r.result));
     }
-    gr.thresholds = policy::ResolveThresholds(gr.tolerance, options.tier);
-    gr.source_hash = "sha256:" + Sha256Hex(hash_input);
+    FinishGroup(gr, options.tier, hash_input);
     if (options.on_group) options.on_group(gr);
     results.push_back(std::move(gr));
   }
   return results;
+}
+
+Result<std::vector<RemoteCase>> RemoteCases(const std::string& group, policy::Tier tier,
+                                            uint64_t seed, const RemoteDevice& device) {
+  SCELLIS_TRY(CheckGroups({group}));
+  std::vector<RemoteCase> out;
+  for (const Case& c : CasesFor(group)) {
+    ReadyCase r = Ready(c, tier, device.limits, seed);
+    RemoteCase rc;
+    rc.id = r.result.id;
+    rc.error = r.result.error;
+    if (r.plan) {
+      auto program = runtime::BuildDeviceProgram(*r.plan, {}, device.program_limits);
+      if (program.ok()) {
+        rc.program = std::move(program.value());
+        rc.feeds = std::move(r.feeds);
+      } else {
+        rc.error = "has no device program: " + FirstMessage(program.errors());
+      }
+    }
+    out.push_back(std::move(rc));
+  }
+  return out;
+}
+
+Result<GroupResult> JudgeRemote(const std::string& group, policy::Tier tier, uint64_t seed,
+                                const RemoteDevice& device,
+                                const std::map<std::string, RemoteAnswer>& answers,
+                                int cpu_threads) {
+  SCELLIS_TRY(CheckGroups({group}));
+  const kernel::ref::Parallel parallel(kernel::ref::ThreadsFor(cpu_threads));
+  GroupResult gr;
+  gr.group = group;
+  std::string hash_input;
+  for (const Case& c : CasesFor(group)) {
+    ReadyCase r = Ready(c, tier, device.limits, seed);
+    if (!r.plan) {
+      AddCase(gr, std::move(r.result));
+      continue;
+    }
+    // The hash covers the WGSL this engine generated, which is what the device was given.
+    HashKernels(r.plan->module(), hash_input);
+    auto a = answers.find(r.result.id);
+    if (a == answers.end()) {
+      r.result.error = "the device gave no answer for this case";
+    } else if (!a->second.error.empty()) {
+      r.result.error = "the device's run failed: " + a->second.error;
+    } else if (tier == policy::Tier::kDebug && !a->second.rerun) {
+      r.result.error = "the debug tier needs a second run of every case, and none was given";
+    } else {
+      Judge(c, r, a->second.out, a->second.rerun, parallel);
+    }
+    AddCase(gr, std::move(r.result));
+  }
+  FinishGroup(gr, tier, hash_input);
+  return gr;
 }
 
 }  // namespace scellis::conform

@@ -14,6 +14,8 @@
 #pragma once
 
 #include <functional>
+#include <map>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -21,6 +23,7 @@
 #include "conform/cases.h"
 #include "conform/compare.h"
 #include "kernel/module.h"
+#include "runtime/device_program.h"
 #include "runtime/executor.h"
 
 namespace scellis::conform {
@@ -73,6 +76,44 @@ uint64_t FreshSeed();
 // Runs the groups. An unknown group is a user error (`unknown-op`); a device failure ends the run
 // with its runtime error; a case that fails to compile or run is a failed case.
 Result<std::vector<GroupResult>> Run(runtime::Executor& gpu, const Options& options);
+
+// ---- conformance of a device the engine reaches only through its caller (a browser tab) ----
+//
+// The caller asks for a group's cases (RemoteCases): each is a device program, the exact WGSL and
+// dispatches the engine generated for the device's limits, with its fresh feeds. The device runs
+// each once (twice in the debug tier) with its outputs poisoned first, and the caller hands the
+// outputs back; JudgeRemote compiles the cases again from the same seed, so nothing but the
+// outputs is taken from the device, and judges them against the CPU reference exactly as Run
+// judges its own device's. The result mints receipts like any other group.
+
+struct RemoteDevice {
+  execplan::DeviceLimits limits;          // what the plans are judged against
+  runtime::ProgramLimits program_limits;  // what the programs are laid out for
+};
+
+struct RemoteCase {
+  std::string id;
+  std::string error;  // the case cannot run (does not compile, red plan): nothing to send
+  std::optional<runtime::DeviceProgram> program;
+  runtime::Feeds feeds;
+};
+
+// What the device computed for one case: the output's elements, the second run's in the debug
+// tier, or the error its run ended with.
+struct RemoteAnswer {
+  std::vector<float> out;
+  std::optional<std::vector<float>> rerun;
+  std::string error;
+};
+
+Result<std::vector<RemoteCase>> RemoteCases(const std::string& group, policy::Tier tier,
+                                            uint64_t seed, const RemoteDevice& device);
+
+// A case without an answer fails; answers for ids the group does not have are ignored.
+Result<GroupResult> JudgeRemote(const std::string& group, policy::Tier tier, uint64_t seed,
+                                const RemoteDevice& device,
+                                const std::map<std::string, RemoteAnswer>& answers,
+                                int cpu_threads = 0);
 
 // The source hash of a group's cases as compiled for `tier`, without running anything: what a
 // receipt must name to count for the code this build generates.

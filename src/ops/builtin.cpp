@@ -90,6 +90,20 @@ void AddElementwiseOps(OpTable& t) {
   binary("div", 2, ToleranceClass::kTight, true, "a / b (WGSL division is within 2.5 ulp)",
          "IEEE 754, as PyTorch: x / 0 is +-inf for x != 0, 0 / 0, inf / inf and a NaN operand "
          "give NaN");
+  binary("maximum", 3, ToleranceClass::kExact, true,
+         "the larger of a and b (or scalar); a where they are equal",
+         "as torch.maximum: a NaN operand gives NaN; maximum(-0, +0) is a (-0), maximum(+0, -0) "
+         "is a (+0)");
+  binary("minimum", 3, ToleranceClass::kExact, true,
+         "the smaller of a and b (or scalar); a where they are equal",
+         "as torch.minimum: a NaN operand gives NaN; minimum(-0, +0) is a (-0), minimum(+0, -0) "
+         "is a (+0)");
+  // A step function of two operands: its derivative is zero wherever it exists.
+  binary("max_share", 3, ToleranceClass::kExact, false,
+         "the share of maximum's gradient that goes to a: 1 where a > b, 1/2 where a == b, "
+         "0 where a < b",
+         "1 where a or b is NaN: both operands of maximum(NaN, x) get the whole gradient, as "
+         "PyTorch's maximum backward gives it");
   unary("relu", 1, ToleranceClass::kExact, true, "exact", "max(a, 0)",
         "as torch.relu: relu(NaN) = NaN (never 0), relu(-0) = -0, relu(inf) = inf, "
         "relu(-inf) = 0");

@@ -462,6 +462,9 @@ class Training {
                      .loss = last,
                      .steps_per_second = elapsed > 0 ? step / elapsed : 0});
       }
+      if (e_.cancelled && e_.cancelled())
+        return UserError("cancelled", "", "training was cancelled after " +
+                                              std::to_string(global_step_) + " steps");
     }
     return loss_sum;
   }

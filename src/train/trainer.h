@@ -61,6 +61,9 @@ struct TrainEvents {
   std::function<void(int epoch, int64_t step)> resumed;
   std::function<void(const Progress&)> progress;  // after every submission
   std::function<void(const EpochResult&)> epoch;  // after each epoch's evaluation
+  // Asked after every submission: true stops the training with `cancelled` (the Studio's page
+  // went away). Nothing is written: no checkpoint or output of a cancelled run.
+  std::function<bool()> cancelled;
 };
 
 struct TrainResult {

@@ -211,7 +211,7 @@ TEST(OpTable, EveryOpRunsThroughTheLadder) {
                          InputNode(1, {2, 3}, {3, 2.5f, 2, 1.5f, 1, 0.5f}),
                          InputNode(3, {3, 2}, {1, 2, 3, 4, 5, 6}), InputNode(4, {2}, {0, 2}),
                          InputNode(5, {}, {1.5f}), InputNode(6, {}, {2}), ExampleNode(d)},
-                        {{"y", 2}}, 2);
+                        {{"y", 2}}, std::max(2, d.min_version));
     auto c = pipeline::Compile(doc.dump(), ProdOptions());
     ASSERT_TRUE(c.ok()) << c.errors().front().Format();
     ASSERT_FALSE(c->module->kernels.empty());

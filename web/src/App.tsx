@@ -19,9 +19,11 @@ import {
   addEdge,
   addNode,
   docToFlow,
+  emptyWorkflow,
   dimsOf,
   flowToDoc,
   moveNodes,
+  outputNameOf,
   removeEdges,
   removeNodes,
   setDim,
@@ -49,6 +51,7 @@ import { Ladder, type RungName } from './ui/Ladder';
 import { OpNode } from './ui/OpNode';
 import { DRAG_TYPE, Palette } from './ui/Palette';
 import { probeBrowser, ProbePanel, runnability, type BrowserProbe } from './ui/Probe';
+import { TabConformPanel } from './ui/TabConform';
 import { RunPanel } from './ui/RunPanel';
 import { RunRecord } from './ui/RunRecord';
 
@@ -248,6 +251,18 @@ function Studio({ route }: { route: Route }) {
         const diags = err instanceof ApiError ? (err.diagnostics.length ? err.diagnostics : [{ code: err.code, severity: 'error' as const, pointer: err.pointer, message: err.message, help: err.help }]) : [];
         setValidation({ pending: false, contentId: null, diags, canvas: snapshot, error: err instanceof ApiError && err.status === 422 ? null : errorText(err) });
         setRungs({ data: null, canvas: snapshot, loading: false, error: null });
+        // A red plan fails validation, yet its plan is what explains why (memory by class against
+        // the budget, the findings): /api/plan gives it with a 200, and the ExecPlan rung shows it.
+        // A document problem has no plan (422 again) and leaves the ladder empty.
+        if (err instanceof ApiError && err.status === 422) {
+          try {
+            const r = await api.plan(doc, {}, ctl.signal);
+            if (r.verdict === 'red' && isObject(r.plan))
+              setRungs({ data: { rungs: { execplan: { text: typeof r.text === 'string' ? r.text : '', json: r.plan } }, verdict: 'red' }, canvas: snapshot, loading: false, error: null });
+          } catch {
+            // no plan to show
+          }
+        }
       }
     }, DEBOUNCE_MS);
     return () => {
@@ -441,6 +456,9 @@ function Studio({ route }: { route: Route }) {
 
   const tier = typeof present.head.determinism === 'string' ? present.head.determinism : isObject(present.head.determinism) ? String(present.head.determinism.tier) : '';
   const hasTrain = isObject(present.head.train);
+  // The document output that reads the training loss: a run of several steps in the tab trains,
+  // and its curve is drawn from this output step by step.
+  const trainLossOutput = isObject(present.head.train) && typeof present.head.train.loss === 'string' ? outputNameOf(present, present.head.train.loss) : null;
   const hasCarry = present.nodes.some((n) => typeof n.data.params.carry === 'string');
   const run = runnability(browserProbe, serverProbe, serverProbeError);
   const errors = allDiags.filter((d) => d.severity === 'error').length;
@@ -469,6 +487,17 @@ function Studio({ route }: { route: Route }) {
           </button>
           <button data-testid="redo" onClick={doRedo} disabled={!canRedo(history)} title="Ctrl+Shift+Z">
             Redo
+          </button>
+          <button
+            data-testid="new-doc"
+            title="an empty workflow"
+            onClick={() => {
+              open(emptyWorkflow(), 'untitled', null, t);
+              window.history.pushState(null, '', '/');
+              setSavedUrl(null);
+            }}
+          >
+            New
           </button>
           <button data-testid="load-file" onClick={() => fileInput.current?.click()}>
             Load…
@@ -576,6 +605,17 @@ function Studio({ route }: { route: Route }) {
                 <Background />
                 <Controls />
               </ReactFlow>
+              {placed.document.some((d) => d.severity !== 'note') && (
+                // Diagnostics of the whole document (a red plan, a missing tier) belong to no node;
+                // they are drawn over the canvas so that they are seen where the graph is.
+                <div className="canvas-diags" data-testid="canvas-diags">
+                  {placed.document.filter((d) => d.severity !== 'note').map((d, i) => (
+                    <div key={i} className={`diag diag-${d.severity}`} data-code={d.code} title={d.help ?? ''}>
+                      <b>{d.code}</b> {d.message}
+                    </div>
+                  ))}
+                </div>
+              )}
               {refusal && (
                 <div className="wire-refusal" data-testid="wire-refusal" role="status">
                   wire refused: {refusal}
@@ -648,6 +688,7 @@ function Studio({ route }: { route: Route }) {
               document={() => doc}
               options={{}}
               hasTrain={hasTrain}
+              trainLossOutput={trainLossOutput}
               hasCarry={hasCarry}
               canRunServer={!serverProbeError}
               getRuntime={getRuntime}
@@ -657,7 +698,9 @@ function Studio({ route }: { route: Route }) {
             />
           </div>
           <div style={{ display: bottomTab === 'probe' ? 'block' : 'none' }}>
-            <ProbePanel browser={browserProbe} server={serverProbe} serverError={serverProbeError} runtimeReason={runtimeBanner} allowSoftware={allowSoftware} onAllowSoftware={setAllowSoftware} />
+            <ProbePanel browser={browserProbe} server={serverProbe} serverError={serverProbeError} runtimeReason={runtimeBanner} allowSoftware={allowSoftware} onAllowSoftware={setAllowSoftware}>
+              {table && <TabConformPanel table={table} getRuntime={getRuntime} usable={!runtimeBanner && !!browserProbe?.usable} />}
+            </ProbePanel>
           </div>
         </div>
       </div>

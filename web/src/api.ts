@@ -116,10 +116,12 @@ export const api = {
   validate: (document: unknown, opts: RequestOptions, signal?: AbortSignal) =>
     postJson<{ ok: boolean; content_id: string; diagnostics?: unknown[] }>('/api/validate', { document, ...opts }, signal),
   rungs: (document: unknown, opts: RequestOptions, signal?: AbortSignal) => postJson<JsonObject>('/api/rungs', { document, ...opts }, signal),
-  plan: (document: unknown, opts: RequestOptions) => postJson<JsonObject>('/api/plan', { document, ...opts }),
+  plan: (document: unknown, opts: RequestOptions, signal?: AbortSignal) => postJson<JsonObject>('/api/plan', { document, ...opts }, signal),
   program: (document: unknown, opts: RequestOptions) => postJson<JsonObject>('/api/program', { document, ...opts }),
   run: (body: JsonObject, onEvent: (e: StreamEvent) => void, signal?: AbortSignal) => postStream('/api/run', body, onEvent, signal),
   train: (body: JsonObject, onEvent: (e: StreamEvent) => void, signal?: AbortSignal) => postStream('/api/train', body, onEvent, signal),
+  receipts: (document: unknown, opts: RequestOptions, adapter: unknown) =>
+    postJson<{ profile: string; kernels: number; conformed: number; missing: string[]; warnings: string[] }>('/api/receipts', { document, ...opts, adapter }),
   saveDocument: (document: unknown) => postJson<{ content_id: string }>('/api/documents', { document }),
   getDocument: (id: string) => getJson<{ content_id: string; document: unknown }>(`/api/documents/${encodeURIComponent(id)}`),
   getRun: (id: string) => getJson<JsonObject>(`/api/runs/${encodeURIComponent(id)}`),

@@ -16,7 +16,6 @@ declare module '@scellis/runtime' {
   }
   export interface RuntimeSession {
     run(feeds?: Record<string, unknown>): Promise<RuntimeResult>;
-    runSteps(n: number, options?: { feedsPerStep?: unknown; watch?: string[] }): Promise<RuntimeResult>;
     download(name: string): Promise<RuntimeTensor>;
     dispose(): void;
   }
@@ -24,8 +23,10 @@ declare module '@scellis/runtime' {
     backend: 'webgpu' | 'none';
     fallbackReason: string | null;
     adapterInfo: unknown;
-    execute(program: unknown, feeds?: Record<string, unknown>): Promise<RuntimeResult>;
+    device?: { limits: Record<string, unknown> } | null;
+    destroy?(): void;
+    execute(program: unknown, feeds?: Record<string, unknown>, options?: { poisonOutputs?: boolean }): Promise<RuntimeResult>;
     prepare(program: unknown, options?: { feeds?: Record<string, unknown>; carry?: unknown }): Promise<RuntimeSession>;
   }
-  export function createRuntime(options?: { allowSoftwareAdapter?: boolean; adapter?: unknown }): Promise<Runtime> | Runtime;
+  export function createRuntime(options?: { allowSoftwareAdapter?: boolean; adapter?: unknown; gpu?: unknown }): Promise<Runtime> | Runtime;
 }

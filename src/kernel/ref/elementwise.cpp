@@ -25,6 +25,24 @@ template <typename T>
 T Div(T a, T b) {
   return a / b;
 }
+// As torch.maximum and torch.minimum: a NaN operand gives NaN, and equal operands (+0 and -0
+// included) give a.
+template <typename T>
+T Maximum(T a, T b) {
+  if (std::isnan(a) || std::isnan(b)) return std::numeric_limits<T>::quiet_NaN();
+  return a >= b ? a : b;
+}
+template <typename T>
+T Minimum(T a, T b) {
+  if (std::isnan(a) || std::isnan(b)) return std::numeric_limits<T>::quiet_NaN();
+  return a <= b ? a : b;
+}
+// The share of maximum's gradient for a (PyTorch: ties split in half, NaN passes to both).
+template <typename T>
+T MaxShare(T a, T b) {
+  if (std::isnan(a) || std::isnan(b)) return T(1);
+  return a > b ? T(1) : a == b ? T(0.5) : T(0);
+}
 // NaN stays NaN and -0 stays -0, as torch.relu gives them.
 template <typename T>
 T Relu(T a, T) {
@@ -81,6 +99,9 @@ void AddElementwiseScalars(std::vector<std::pair<std::string, ScalarImpl>>& t) {
   SCELLIS_SCALAR("sub", 2, Sub);
   SCELLIS_SCALAR("mul", 2, Mul);
   SCELLIS_SCALAR("div", 2, Div);
+  SCELLIS_SCALAR("maximum", 2, Maximum);
+  SCELLIS_SCALAR("minimum", 2, Minimum);
+  SCELLIS_SCALAR("max_share", 2, MaxShare);
   SCELLIS_SCALAR("relu", 1, Relu);
   SCELLIS_SCALAR("positive", 1, Positive);
   SCELLIS_SCALAR("neg", 1, Neg);

@@ -43,7 +43,7 @@ struct Case {
 // Ops with no gradient by nature: step functions, integer stencils, optimizer updates.
 bool NotDifferentiable(const ops::OpSpec& d) {
   return d.kind == OpKind::kSource || d.kind == OpKind::kOptimizer || d.kind == OpKind::kStencil ||
-         d.name == "positive";
+         d.name == "positive" || d.name == "max_share";
 }
 
 std::vector<Case> Cases() {
@@ -60,6 +60,10 @@ std::vector<Case> Cases() {
       {"mul", {{{2, 1, 4}}, {{3, 1}}}},
       {"div", {s23, {{2, 3}, D::kPositive}}},
       {"div", {s234, {{4}, D::kPositive}}},
+      {"maximum", {s23, s23}},
+      {"maximum", {s234, {{4}}}},
+      {"minimum", {s23, s23}},
+      {"minimum", {{{3, 1}}, s34}},
       {"relu", {s34}},
       {"neg", {s34}},
       {"exp", {s34}},

@@ -29,6 +29,18 @@ std::vector<int> GradDiv(Graph& g, const Node& n, int gout) {
   int gb = Emit(g, "neg", {Emit(g, "div", {Emit(g, "mul", {gout, n.id}), n.args[1]})});
   return {ArgType(g, n, 0, ga), ArgType(g, n, 1, gb)};
 }
+// As PyTorch's maximum backward: the larger operand takes the gradient, ties split it in half, a
+// NaN operand passes it to both. minimum is maximum with the operands' roles swapped.
+std::vector<int> GradMaximum(Graph& g, const Node& n, int gout) {
+  int a = n.args[0], b = n.args[1];
+  return {ArgType(g, n, 0, Emit(g, "mul", {gout, Emit(g, "max_share", {a, b})})),
+          ArgType(g, n, 1, Emit(g, "mul", {gout, Emit(g, "max_share", {b, a})}))};
+}
+std::vector<int> GradMinimum(Graph& g, const Node& n, int gout) {
+  int a = n.args[0], b = n.args[1];
+  return {ArgType(g, n, 0, Emit(g, "mul", {gout, Emit(g, "max_share", {b, a})})),
+          ArgType(g, n, 1, Emit(g, "mul", {gout, Emit(g, "max_share", {a, b})}))};
+}
 std::vector<int> GradRelu(Graph& g, const Node& n, int gout) {
   return {Emit(g, "mul", {gout, Emit(g, "positive", {n.args[0]})})};
 }
@@ -79,6 +91,9 @@ void AddElementwiseRules(RuleSet& r) {
   r["sub"] = {InferBroadcast, GradSub};
   r["mul"] = {InferBroadcast, GradMul};
   r["div"] = {InferBroadcast, GradDiv};
+  r["maximum"] = {InferBroadcast, GradMaximum};
+  r["minimum"] = {InferBroadcast, GradMinimum};
+  r["max_share"] = {InferBroadcast, nullptr};  // a step function: no useful derivative
   r["relu"] = {InferSameAsFirst, GradRelu};
   r["positive"] = {InferSameAsFirst, nullptr};  // a step function: no useful derivative
   r["neg"] = {InferSameAsFirst, GradNeg};

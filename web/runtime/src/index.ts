@@ -1,6 +1,6 @@
 // @scellis/runtime: runs the engine's device programs through WebGPU (navigator.gpu in a browser,
 // the `webgpu` package under Node). See README.md.
-export { createRuntime, Runtime, Session } from "./runtime.js";
+export { createRuntime, POISON_BITS, Runtime, Session } from "./runtime.js";
 export type { AdapterInfoReport, PrepareOptions, RunResult, RunStats, RunStepsOptions, RuntimeOptions, StepsResult } from "./runtime.js";
 export { ScellisRuntimeError } from "./errors.js";
 export type { ScellisRuntimeErrorCode } from "./errors.js";

@@ -66,7 +66,15 @@ export interface PrepareOptions {
   // true (default): the program's carries ping-pong between steps; false: none do (every step
   // starts from the sources); a list adds carries of named outputs into inputs to the program's.
   carry?: boolean | Array<{ from: string; to: string }>;
+  // Before each dispatch, fill the range it writes with POISON_BITS, so an element a kernel fails
+  // to write reads back as the sentinel (conformance uses it). Each dispatch then gets its own
+  // compute pass; it is still one encoder and one submission.
+  poisonOutputs?: boolean;
 }
+
+// The bit pattern poisoned outputs are filled with: the engine's sentinel, a quiet NaN no kernel
+// computes.
+export const POISON_BITS = 0x7fc0dead;
 
 export interface RunStepsOptions {
   // One entry per step: the feeds of the inputs fed every step (and, in the first run, of carried
@@ -186,14 +194,14 @@ export class Runtime {
 
   // Runs the program once: every input without inline data must be fed; feeds for params and
   // inline inputs replace their starting values. Every output is read back.
-  async execute(program: DeviceProgram | unknown, feeds: Feeds = {}): Promise<RunResult> {
+  async execute(program: DeviceProgram | unknown, feeds: Feeds = {}, options: { poisonOutputs?: boolean } = {}): Promise<RunResult> {
     const p = parseProgram(program);
     const start = performance.now();
     const stepNames = new Set(p.inputs.filter((i) => i.fed).map((i) => i.name));
     const startFeeds: Feeds = {};
     const stepFeeds: Feeds = {};
     for (const [name, value] of Object.entries(feeds)) (stepNames.has(name) ? stepFeeds : startFeeds)[name] = value;
-    const session = await this.prepare(p, { feeds: startFeeds });
+    const session = await this.prepare(p, { feeds: startFeeds, poisonOutputs: options.poisonOutputs ?? false });
     try {
       const r = await session.run(stepFeeds);
       r.stats.pipelinesCompiled = session.pipelinesCompiled;
@@ -257,11 +265,14 @@ export class Session {
   readonly #pendingCarried = new Set<string>(); // carried inputs with no value yet
   #disposed = false;
   #poison: ScellisRuntimeError | null = null;
+  #poisonFill: GPUBuffer | null = null; // POISON_BITS, as large as the largest range a dispatch writes
+  readonly #poisonOutputs: boolean;
 
   constructor(runtime: Runtime, device: GPUDevice, program: DeviceProgram, options: PrepareOptions) {
     this.#runtime = runtime;
     this.#device = device;
     this.program = program;
+    this.#poisonOutputs = options.poisonOutputs ?? false;
     const carry = options.carry ?? true;
     if (carry !== false) {
       for (const c of program.carries) this.#carries.push({ fromBuffer: c.from_buffer, toBuffer: c.to_buffer });
@@ -285,6 +296,13 @@ export class Session {
     for (const i of program.inputs) {
       if (this.#isCarriedInput(i) && !i.initial) this.#pendingCarried.add(i.name);
     }
+  }
+
+  // The range a dispatch writes: its last binding (the kernel's output), rounded up to 4 bytes.
+  #writtenRange(ds: { bindings: Array<{ buffer: number; offset: number; size: number }> }): { buffer: number; offset: number; size: number } {
+    const b = ds.bindings[ds.bindings.length - 1]!;
+    const size = b.size || this.program.buffers[b.buffer]!.size - b.offset;
+    return { buffer: b.buffer, offset: b.offset, size: roundUp(size, 4) };
   }
 
   #isCarriedInput(i: ProgramInput): boolean {
@@ -341,6 +359,13 @@ export class Session {
       if (!starting.has(s.buffer)) this.#write(this.#owned[s.buffer]!, 0, base64ToBytes(s.data), true);
     }
     for (const [buffer, bytes] of starting) this.#write(this.#owned[buffer]!, 0, bytes, true);
+    if (this.#poisonOutputs) {
+      const largest = Math.max(4, ...p.dispatches.map((ds) => this.#writtenRange(ds).size));
+      const fill = new Uint32Array(largest / 4).fill(POISON_BITS);
+      this.#poisonFill = d.createBuffer({ size: largest, usage: GPUBufferUsage.COPY_SRC | GPUBufferUsage.COPY_DST, label: "poison" });
+      this.#owned.push(this.#poisonFill);
+      this.#write(this.#poisonFill, 0, new Uint8Array(fill.buffer), true);
+    }
 
     for (const pl of p.pipelines) {
       d.pushErrorScope("validation");
@@ -508,8 +533,14 @@ export class Session {
 
       const encoder = d.createCommandEncoder({ label: `${p.name}: ${n} steps` });
       for (let k = 0; k < n; k++) {
-        const pass = encoder.beginComputePass();
+        let pass = encoder.beginComputePass();
         for (const ds of p.dispatches) {
+          if (this.#poisonFill) {
+            pass.end();
+            const out = this.#writtenRange(ds);
+            encoder.copyBufferToBuffer(this.#poisonFill, 0, this.#phys[out.buffer]!, out.offset, out.size);
+            pass = encoder.beginComputePass();
+          }
           const entries = ds.bindings.map((b) => {
             const st = staged.get(b.buffer);
             if (st) return { buffer: st.buffer, offset: k * st.stride + b.offset, size: b.size || st.size };

@@ -4,7 +4,7 @@
 import assert from "node:assert/strict";
 import { test } from "node:test";
 
-import { base64ToBytes, createRuntime, floatToHalf, halfToFloat, parseProgram, ScellisRuntimeError } from "../src/index.js";
+import { base64ToBytes, createRuntime, floatToHalf, halfToFloat, parseProgram, POISON_BITS, ScellisRuntimeError } from "../src/index.js";
 import { FakeBuffer, fakeGpu } from "./fake_gpu.js";
 
 function b64(values: number[]): string {
@@ -140,6 +140,27 @@ test("execute: one submission, one map, every output, pipelines compiled once", 
   assert.equal(f.counters.submits, 1);
   assert.equal(f.counters.maps, 1);
   // Every buffer the run made is released.
+  assert.ok(f.counters.buffers.every((b: FakeBuffer) => b.destroyed));
+});
+
+test("poisonOutputs: what a dispatch writes is filled with the sentinel first, in the same submission", async () => {
+  // The fake device computes nothing, so every output element is one no kernel wrote.
+  // The bits as read back (a NaN's payload survives only in the typed array, not as a JS number).
+  const bits = (r: { outputs: Record<string, { data: ArrayLike<number> }> }) => {
+    const d = r.outputs.out!.data as Float32Array;
+    return Array.from(new Uint32Array(d.buffer, d.byteOffset, d.length));
+  };
+  const plain = fakeGpu();
+  const unpoisoned = await (await createRuntime({ gpu: plain.gpu })).execute(program(), xs(5));
+  assert.deepEqual(bits(unpoisoned), [0, 0, 0, 0]);
+
+  const f = fakeGpu();
+  const r = await (await createRuntime({ gpu: f.gpu })).execute(program(), xs(5), { poisonOutputs: true });
+  assert.deepEqual(bits(r), [POISON_BITS, POISON_BITS, POISON_BITS, POISON_BITS]);
+  assert.ok(Number.isNaN(r.outputs.out!.data[0]!));
+  assert.equal(f.counters.encoders, 1);
+  assert.equal(f.counters.submits, 1);
+  assert.equal(f.counters.maps, 1);
   assert.ok(f.counters.buffers.every((b: FakeBuffer) => b.destroyed));
 });
 

@@ -132,6 +132,20 @@ test("life_glider: four generations translate the glider by one cell down and ri
   assert.equal(r.stats.dispatches, program.dispatches.length);
 });
 
+test("poisonOutputs: every element is written, so a poisoned run gives the same bits", { timeout: 120_000 }, async (t) => {
+  const rt = gpu(t);
+  if (!rt) return;
+  const { program } = load("center_columns");
+  const plain = await rt.execute(program);
+  const poisoned = await rt.execute(program, {}, { poisonOutputs: true });
+  assert.equal(poisoned.stats.submissions, 1);
+  for (const name of Object.keys(plain.outputs)) {
+    const a = plain.outputs[name]!.data as Float32Array;
+    const b = poisoned.outputs[name]!.data as Float32Array;
+    assert.deepEqual(new Uint32Array(b.buffer, b.byteOffset, b.length), new Uint32Array(a.buffer, a.byteOffset, a.length), name);
+  }
+});
+
 test("life_steps: a carried grid over many steps in one submission each", { timeout: 120_000 }, async (t) => {
   const rt = gpu(t);
   if (!rt) return;

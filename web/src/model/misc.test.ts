@@ -2,7 +2,7 @@ import { describe, expect, it } from 'vitest';
 import { NdjsonSplitter } from './ndjson';
 import { parseRoute } from './route';
 import { as2d, compareOutputs, compareTensors, thresholdsOf, toTensor, toTensors } from './tensors';
-import { splitWgslDump, tokenize } from './wgsl';
+import { splitWgslDump, tokenize, wgslSources } from './wgsl';
 
 const ID = 'sha256:' + 'ab'.repeat(32);
 
@@ -91,5 +91,22 @@ describe('wgsl highlighter', () => {
   it('splits the engine WGSL dump by kernel', () => {
     const m = splitWgslDump('// ---- k0_mean ----\nA\n\n// ---- k1 ----\nB\n');
     expect([...m.entries()]).toEqual([['k0_mean', 'A\n'], ['k1', 'B\n']]);
+  });
+
+  it('finds each kernel\'s WGSL in the kernel rung as the server sends it, else in the program', () => {
+    // POST /api/rungs: rungs.kernel = {text, json: {kernels: [{name, ...}]}, wgsl: [{kernel, entry_point, source}]}
+    const rung = {
+      text: 'kernels',
+      json: { kernels: [{ name: 'k0_mean' }, { name: 'k1_fused_sub' }, { name: 'k2_matmul' }] },
+      wgsl: [
+        { kernel: 'k0_mean', entry_point: 'main', source: 'MEAN' },
+        { kernel: 'k1_fused_sub', entry_point: 'main', source: 'SUB' },
+      ],
+    };
+    const program = { pipelines: [{ id: 0, kernel: 'k0_mean', wgsl: 'OTHER' }, { id: 2, kernel: 'k2_matmul', wgsl: 'MATMUL' }] };
+    expect([...wgslSources(rung, program).entries()]).toEqual([['k0_mean', 'MEAN'], ['k1_fused_sub', 'SUB'], ['k2_matmul', 'MATMUL']]);
+    expect([...wgslSources(rung, null).keys()]).toEqual(['k0_mean', 'k1_fused_sub']);
+    expect([...wgslSources({ ...rung, wgsl: '// ---- k2_matmul ----\nM\n' }, null).entries()]).toEqual([['k2_matmul', 'M\n']]);
+    expect(wgslSources(null, null).size).toBe(0);
   });
 });

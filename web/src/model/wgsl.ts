@@ -2,6 +2,8 @@
 // grammar to colour what the engine emits: comments, attributes, keywords, types, builtins,
 // numbers; everything else passes through as text. No token is dropped, so the joined text is
 // the source byte for byte.
+import { isObject, type JsonObject } from './json';
+
 export type TokenKind = 'comment' | 'attribute' | 'keyword' | 'type' | 'builtin' | 'number' | 'ident' | 'punct' | 'space';
 
 export interface Token {
@@ -63,6 +65,38 @@ export function tokenize(src: string): Token[] {
     if (!matched) {
       out.push({ kind: 'punct', text: src[i] });
       i += 1;
+    }
+  }
+  return out;
+}
+
+// Each kernel's WGSL, by kernel name: from the kernel rung's kernels when they carry the source,
+// else from the rung's "wgsl" (the server's [{"kernel", "entry_point", "source"}], or the CLI's
+// dump as one text), else from the device program's pipelines (the text the runtime compiles).
+export function wgslSources(kernelRung: JsonObject | null, program: JsonObject | null): Map<string, string> {
+  const out = new Map<string, string>();
+  const json = isObject(kernelRung?.json) ? kernelRung.json : null;
+  for (const kern of Array.isArray(json?.kernels) ? json.kernels : []) {
+    if (!isObject(kern)) continue;
+    const src = kern.wgsl ?? kern.source ?? kern.wgsl_source;
+    if (typeof src === 'string') out.set(String(kern.name), src);
+  }
+  const listed = kernelRung?.wgsl;
+  if (typeof listed === 'string') {
+    for (const [name, src] of splitWgslDump(listed)) if (!out.has(name)) out.set(name, src);
+  } else if (Array.isArray(listed)) {
+    for (const w of listed) {
+      if (!isObject(w) || typeof w.source !== 'string') continue;
+      const name = String(w.kernel ?? w.name);
+      if (!out.has(name)) out.set(name, w.source);
+    }
+  }
+  if (program && Array.isArray(program.pipelines)) {
+    for (const p of program.pipelines) {
+      if (!isObject(p)) continue;
+      const name = String(p.kernel ?? p.name ?? p.id);
+      const src = p.wgsl ?? p.source ?? p.code;
+      if (typeof src === 'string' && !out.has(name)) out.set(name, src);
     }
   }
   return out;

@@ -1,6 +1,6 @@
 import { useMemo } from 'react';
 import { isObject, type JsonObject } from '../model/json';
-import { splitWgslDump } from '../model/wgsl';
+import { wgslSources } from '../model/wgsl';
 import { PlanView } from './PlanView';
 import { Wgsl } from './Wgsl';
 
@@ -19,29 +19,6 @@ function rung(rungs: JsonObject | null, name: string): { text: string; json: Jso
   const r = all?.[name];
   if (!isObject(r)) return null;
   return { text: typeof r.text === 'string' ? r.text : '', json: isObject(r.json) ? r.json : null, raw: r };
-}
-
-// Each kernel's WGSL: from the kernel rung when it carries the source, else from the rung's WGSL
-// dump, else from the device program's pipelines (the same text the runtime compiles).
-export function wgslSources(rungs: JsonObject | null, program: JsonObject | null): Map<string, string> {
-  const out = new Map<string, string>();
-  const k = rung(rungs, 'kernel');
-  for (const kern of Array.isArray(k?.json?.kernels) ? k!.json!.kernels : []) {
-    if (!isObject(kern)) continue;
-    const src = kern.wgsl ?? kern.source ?? kern.wgsl_source;
-    if (typeof src === 'string') out.set(String(kern.name), src);
-  }
-  const dump = k?.raw.wgsl;
-  if (typeof dump === 'string') for (const [name, src] of splitWgslDump(dump)) if (!out.has(name)) out.set(name, src);
-  if (program && Array.isArray(program.pipelines)) {
-    for (const p of program.pipelines) {
-      if (!isObject(p)) continue;
-      const name = String(p.kernel ?? p.name ?? p.id);
-      const src = p.wgsl ?? p.source ?? p.code;
-      if (typeof src === 'string' && !out.has(name)) out.set(name, src);
-    }
-  }
-  return out;
 }
 
 // The doc rung's text is canonical JSON on one line; it reads better indented.
@@ -71,7 +48,7 @@ export interface LadderProps {
 }
 
 export function Ladder(p: LadderProps) {
-  const sources = useMemo(() => wgslSources(p.rungs, p.program), [p.rungs, p.program]);
+  const sources = useMemo(() => wgslSources(rung(p.rungs, 'kernel')?.raw ?? null, p.program), [p.rungs, p.program]);
   const tabs = RUNGS.filter(([name]) => name !== 'workplan' || rung(p.rungs, 'workplan'));
   const r = rung(p.rungs, p.tab);
   let body: React.ReactNode;

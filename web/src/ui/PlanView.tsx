@@ -30,7 +30,8 @@ export function MemoryChart({ memory }: { memory: JsonObject }) {
   const peak = typeof memory.peak_live === 'number' ? memory.peak_live : null;
   const allocated = typeof memory.allocated === 'number' ? memory.allocated : null;
   const max = Math.max(1, ...rows.map((r) => r[1]), allocated ?? 0, budget && budget < 64 * Math.max(1, ...rows.map((r) => r[1])) ? budget : 0);
-  const W = 360;
+  // Wide enough for the summary line under the bars ("allocated …, peak live …, budget 1.0 KiB").
+  const W = 440;
   const rowH = 20;
   const labelW = 120;
   const H = rows.length * rowH + 30;

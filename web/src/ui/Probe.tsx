@@ -1,3 +1,4 @@
+import type React from 'react';
 import { isObject, type JsonObject } from '../model/json';
 
 export interface BrowserProbe {
@@ -66,13 +67,14 @@ function KeyValues({ obj, testid }: { obj: JsonObject; testid: string }) {
   );
 }
 
-export function ProbePanel({ browser, server, serverError, runtimeReason, allowSoftware, onAllowSoftware }: {
+export function ProbePanel({ browser, server, serverError, runtimeReason, allowSoftware, onAllowSoftware, children }: {
   browser: BrowserProbe | null;
   server: JsonObject | null;
   serverError: string | null;
   runtimeReason: string | null;
   allowSoftware: boolean;
   onAllowSoftware: (v: boolean) => void;
+  children?: React.ReactNode;
 }) {
   return (
     <div className="probe" data-testid="probe-panel">
@@ -105,6 +107,7 @@ export function ProbePanel({ browser, server, serverError, runtimeReason, allowS
           <KeyValues obj={flatten(server)} testid="probe-server" />
         )}
       </section>
+      {children}
     </div>
   );
 }

@@ -183,6 +183,8 @@ export function LossCurve({ points }: { points: LossPoint[] }) {
   const W = 420;
   const H = 180;
   const pad = 36;
+  // Room left of the axis for a value of six significant digits ("1.66657") at the chart's font.
+  const left = 52;
   const finite = points.filter((p) => Number.isFinite(p.loss));
   const xs = finite.map((p) => p.step);
   const ys = finite.map((p) => p.loss);
@@ -192,18 +194,18 @@ export function LossCurve({ points }: { points: LossPoint[] }) {
   const y1 = Math.max(...ys, -Infinity);
   const ylo = finite.length ? (y1 > y0 ? y0 : y0 - 1) : 0;
   const yhi = finite.length ? (y1 > y0 ? y1 : y1 + 1) : 1;
-  const X = (s: number) => pad + ((s - x0) / Math.max(1e-12, x1 - x0)) * (W - pad - 10);
+  const X = (s: number) => left + ((s - x0) / Math.max(1e-12, x1 - x0)) * (W - left - 10);
   const Y = (l: number) => H - pad + 10 - ((l - ylo) / Math.max(1e-12, yhi - ylo)) * (H - pad - 10);
   const path = finite.map((p) => `${X(p.step).toFixed(1)},${Y(p.loss).toFixed(1)}`).join(' ');
   const last = finite[finite.length - 1];
   return (
     <svg className="loss-curve" data-testid="loss-curve" data-points={finite.length} data-first={finite[0]?.loss} data-last={last?.loss} width={W} height={H}>
-      <line x1={pad} y1={H - pad + 10} x2={W - 10} y2={H - pad + 10} className="axis" />
-      <line x1={pad} y1={10} x2={pad} y2={H - pad + 10} className="axis" />
-      <text x={pad - 4} y={14} textAnchor="end" className="chart-value">
+      <line x1={left} y1={H - pad + 10} x2={W - 10} y2={H - pad + 10} className="axis" />
+      <line x1={left} y1={10} x2={left} y2={H - pad + 10} className="axis" />
+      <text x={left - 4} y={14} textAnchor="end" className="chart-value">
         {finite.length ? fmt(yhi) : ''}
       </text>
-      <text x={pad - 4} y={H - pad + 10} textAnchor="end" className="chart-value">
+      <text x={left - 4} y={H - pad + 10} textAnchor="end" className="chart-value">
         {finite.length ? fmt(ylo) : ''}
       </text>
       <text x={W - 10} y={H - 8} textAnchor="end" className="chart-value">

@@ -1,15 +1,18 @@
 import { useRef, useState } from 'react';
 import { api, errorText, type RequestOptions, type StreamEvent } from '../api';
 import { isObject, type JsonObject } from '../model/json';
+import { stepFeeds } from '../model/feeds';
 import { toDiag, type Diag } from '../model/pointer';
 import { compareOutputs, thresholdsOf, toTensors, type OutputComparison, type Thresholds } from '../model/tensors';
 import { ComparisonView, LossCurve, ResultView, type LossPoint, type ResultInfo } from './Results';
+import { describeAdapter } from '../model/tab_conform';
 import type { Runtime } from '@scellis/runtime';
 
 export interface RunPanelProps {
   document: () => JsonObject;
   options: RequestOptions;
   hasTrain: boolean;
+  trainLossOutput: string | null;
   hasCarry: boolean;
   canRunServer: boolean;
   getRuntime: () => Promise<Runtime>;
@@ -27,7 +30,7 @@ interface ServerRun {
 const nextFrame = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 // Collects one POST /api/run stream into a result.
-async function runOnServer(body: JsonObject, onStart?: (e: StreamEvent) => void, signal?: AbortSignal): Promise<ServerRun> {
+async function runOnServer(body: JsonObject, onStart?: (e: StreamEvent) => void, signal?: AbortSignal, onProgress?: (done: number, total: number) => void): Promise<ServerRun> {
   let start: StreamEvent | null = null;
   const notes: Diag[] = [];
   let result: ResultInfo | null = null;
@@ -38,6 +41,8 @@ async function runOnServer(body: JsonObject, onStart?: (e: StreamEvent) => void,
       if (e.event === 'start') {
         start = e;
         onStart?.(e);
+      } else if (e.event === 'progress') {
+        onProgress?.(Number(e.step), Number(e.total));
       } else if (e.event === 'note') {
         const d = toDiag(e);
         if (d) notes.push(d);
@@ -69,6 +74,7 @@ export function RunPanel(p: RunPanelProps) {
   const [steps, setSteps] = useState<string>('');
   const [tab, setTab] = useState<ResultInfo | null>(null);
   const [reference, setReference] = useState<ResultInfo | null>(null);
+  const [tabReceipts, setTabReceipts] = useState<string | null>(null);
   const [comparison, setComparison] = useState<{ rows: OutputComparison[]; thresholds: Thresholds } | null>(null);
   const [server, setServer] = useState<ServerRun | null>(null);
   const [loss, setLoss] = useState<LossPoint[]>([]);
@@ -108,6 +114,7 @@ export function RunPanel(p: RunPanelProps) {
       setTab(null);
       setReference(null);
       setComparison(null);
+      setTabReceipts(null);
       const doc = p.document();
       const program = await api.program(doc, p.options);
       setStatus('starting the runtime…');
@@ -120,19 +127,28 @@ export function RunPanel(p: RunPanelProps) {
       let last: ResultInfo | null = null;
       if (p.hasCarry || n > 1) {
         const session = await rt.prepare(program, {});
+        const points: LossPoint[] = [];
+        setLoss([]);
+        setTrainInfo(null);
         try {
           for (let i = 1; i <= n && !signal.aborted; ++i) {
             setStatus(`step ${i} of ${n} in the tab`);
-            const r = await session.runSteps(1);
+            // One step with every output read back (runSteps returns only per-step histories).
+            const r = await session.run(stepFeeds(program, i));
             last = { title: 'in this tab', backend: r.backend, executor: r.executor, fallbackReason: r.fallbackReason, outputs: toTensors(r.outputs), steps: i };
             setTab(last);
+            const lossValue = p.trainLossOutput ? last.outputs[p.trainLossOutput] : undefined;
+            if (lossValue && lossValue.data.length === 1) {
+              points.push({ step: i, loss: lossValue.data[0] });
+              setLoss([...points]);
+            }
             await nextFrame(60);
           }
         } finally {
           session.dispose();
         }
       } else {
-        const r = await rt.execute(program, {});
+        const r = await rt.execute(program, stepFeeds(program, 1));
         last = { title: 'in this tab', backend: r.backend, executor: r.executor, fallbackReason: r.fallbackReason, outputs: toTensors(r.outputs) };
         setTab(last);
       }
@@ -144,12 +160,21 @@ export function RunPanel(p: RunPanelProps) {
       setReference(refInfo);
       const th = thresholdsOf(program) ?? thresholdsOf(program.plan) ?? p.planThresholds ?? { atol: 0, rtol: 0 };
       setComparison({ rows: compareOutputs(last.outputs, refInfo.outputs, th), thresholds: th });
+      // Trust is by receipt: which of these kernels this tab's device has conformed (Probe tab).
+      const held = await api.receipts(doc, p.options, describeAdapter(rt.adapterInfo as Parameters<typeof describeAdapter>[0], rt.device?.limits));
+      const missing = held.missing.length ? ` (missing: ${held.missing.join(', ')}; conform this tab from the Probe tab)` : '';
+      setTabReceipts(`receipts: ${held.conformed}/${held.kernels} kernels conformed on this tab's device${missing}`);
     });
 
   const runServer = () =>
     guard('running on the server…', async (signal) => {
       setServer(null);
-      const r = await runOnServer({ document: p.document(), ...p.options, steps: stepCount() }, (e) => setStatus(`running on the server: ${String(e.backend)} / ${String(e.executor)}`), signal);
+      const r = await runOnServer(
+        { document: p.document(), ...p.options, steps: stepCount() },
+        (e) => setStatus(`running on the server (${String(e.backend)})`),
+        signal,
+        (done, total) => setStatus(`running on the server: step ${done} of ${total}`),
+      );
       setServer(r);
       if (r.error) throw new Error(r.error);
     });
@@ -177,7 +202,7 @@ export function RunPanel(p: RunPanelProps) {
             setLoss([...points]);
             setStatus(`epoch ${String(e.epoch ?? '?')} step ${String(e.step ?? count)} loss ${e.loss.toPrecision(5)}`);
           } else if (e.event === 'epoch') {
-            setTrainInfo((t) => `${t ?? ''} · epoch ${String(e.epoch)}: ${Object.entries(e).filter(([k]) => k !== 'event' && k !== 'epoch').map(([k, v]) => `${k} ${typeof v === 'number' ? v.toPrecision(4) : JSON.stringify(v)}`).join(', ')}`);
+            setTrainInfo((t) => `${t ?? ''} · epoch ${String(e.epoch)}: ${Object.entries(e).filter(([k]) => k !== 'event' && k !== 'epoch').map(([k, v]) => `${k} ${typeof v === 'number' ? (Number.isInteger(v) ? String(v) : v.toPrecision(4)) : JSON.stringify(v)}`).join(', ')}`);
           } else if (e.event === 'result') {
             const report = isObject(e.report) ? e.report : e;
             const s = (start ?? {}) as StreamEvent;
@@ -230,6 +255,7 @@ export function RunPanel(p: RunPanelProps) {
         </div>
       )}
       {tab && <ResultView r={tab} testid="result-tab" />}
+      {tabReceipts && <div className="muted" data-testid="tab-receipts">{tabReceipts}</div>}
       {comparison && <ComparisonView rows={comparison.rows} thresholds={comparison.thresholds} reference={`the CPU reference (${reference ? `${reference.backend} / ${reference.executor}` : 'cpu'})`} />}
       {reference && <ResultView r={reference} testid="result-reference" />}
       {server?.notes.map((d, i) => (

@@ -70,3 +70,14 @@ export function assertSameRun(wasm: RunResult, native: any) {
   assert.equal(wasm.stats.readback_bytes, native.stats.readback_bytes);
 }
 
+
+// The same answer from both: the same bits, or the same refusal (diagnostics equal but for node).
+export function assertSameOutcome(wasm: any, native: any) {
+  if (native.ok === false) {
+    assert.equal(wasm.ok, false, `native refused (${JSON.stringify(native.diagnostics)}), WebAssembly ran`);
+    assert.deepEqual(withoutNode(wasm.diagnostics), withoutNode(native.diagnostics));
+    return;
+  }
+  assert.notEqual(wasm.ok, false, `WebAssembly refused (${JSON.stringify(wasm.diagnostics)}), native ran`);
+  assertSameRun(wasm, native);
+}

@@ -13,6 +13,9 @@ std::string ElementwiseExpr(const std::string& op, const std::string& a, const s
   if (op == "sub") return "(" + a + " - " + b + ")";
   if (op == "mul") return "(" + a + " * " + b + ")";
   if (op == "div") return "(" + a + " / " + b + ")";
+  if (op == "maximum") return "maximum_f32(" + a + ", " + b + ")";
+  if (op == "minimum") return "minimum_f32(" + a + ", " + b + ")";
+  if (op == "max_share") return "max_share_f32(" + a + ", " + b + ")";
   if (op == "relu") return "relu_f32(" + a + ")";
   if (op == "positive") return "positive_f32(" + a + ")";
   if (op == "neg") return "(-" + a + ")";
@@ -38,6 +41,29 @@ std::vector<std::string> ElementwiseHelpers(const std::string& op) {
       "  return s * (1.0 - p * exp(-z * z));\n"
       "}\n";
   static const std::string kSpecial = kSpecialValueFns;
+  // WGSL's max and min are unspecified for NaN and signed zeros: NaN is tested on the bits, and
+  // the comparison then only sees ordered values.
+  if (op == "maximum") {
+    return {kSpecial,
+            "fn maximum_f32(a: f32, b: f32) -> f32 {\n"
+            "  if (is_nan_f32(a) || is_nan_f32(b)) { return nan_f32(); }\n"
+            "  return select(b, a, a >= b);\n"
+            "}\n"};
+  }
+  if (op == "minimum") {
+    return {kSpecial,
+            "fn minimum_f32(a: f32, b: f32) -> f32 {\n"
+            "  if (is_nan_f32(a) || is_nan_f32(b)) { return nan_f32(); }\n"
+            "  return select(b, a, a <= b);\n"
+            "}\n"};
+  }
+  if (op == "max_share") {
+    return {kSpecial,
+            "fn max_share_f32(a: f32, b: f32) -> f32 {\n"
+            "  if (is_nan_f32(a) || is_nan_f32(b)) { return 1.0; }\n"
+            "  return select(select(0.0, 0.5, a == b), 1.0, a > b);\n"
+            "}\n"};
+  }
   if (op == "relu") {
     // -0 stays -0 and NaN stays NaN, as torch.relu gives them.
     return {kSpecial,
