@@ -12,12 +12,17 @@ const runtimeEntry = ['runtime/src/index.ts', 'runtime/dist/index.js']
   .map(here)
   .find((p) => existsSync(p));
 
+// The CPU reference compiled to WebAssembly (web/wasm, built by tools/build_wasm.sh): what runs in
+// a tab without a usable WebGPU adapter. Without it the Studio says that nothing runs in the tab.
+const wasmEntry = [here('wasm/dist/index.js')].find((p) => existsSync(p));
+
 export default defineConfig({
   plugins: [react()],
   base: '/',
   resolve: {
     alias: {
       '@scellis/runtime': runtimeEntry ?? here('src/runtime_missing.ts'),
+      '@scellis/wasm-reference': wasmEntry ?? here('src/wasm_missing.ts'),
     },
   },
   build: { outDir: 'dist', assetsDir: 'assets', sourcemap: false },

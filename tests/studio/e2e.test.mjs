@@ -643,28 +643,38 @@ test('a saved document has its own address, reloads the same, and a run record o
   await page.close();
 });
 
-test('without WebGPU the Studio says why nothing runs in the tab and runs on the server', { timeout: 120_000 }, async () => {
+test('without WebGPU the tab runs the CPU reference in WebAssembly behind a banner, bit for bit, and the server too', { timeout: 120_000 }, async () => {
   const browser = await launch({ webgpu: false });
   try {
     // Opted in to software adapters, so the banner is about the missing WebGPU, not SwiftShader.
     const page = await openStudio(browser, '/', { softwareAdapter: true });
     const banner = page.getByTestId('banner');
     await banner.waitFor();
-    assert.match(await banner.textContent(), /NO WEBGPU IN THIS TAB — nothing runs here: no WebGPU adapter is available/);
-    assert.match(await page.getByTestId('runnability').textContent(), /runs on the server \(cpu\)/);
+    await assertEventually(async () => /compiled to WebAssembly/.test(await banner.textContent()), () => banner.textContent(), 'the WebAssembly banner');
+    assert.match(await banner.textContent(), /NO WEBGPU IN THIS TAB — .*CPU reference compiled to WebAssembly.*: no WebGPU adapter is available/);
+    assert.match(await page.getByTestId('runnability').textContent(), /runs here on the CPU reference in WebAssembly, and on the server \(cpu\)/);
     await shot(page, 'studio-no-webgpu');
 
-    // The tab refuses with the reason; the banner's offer opens the server run, which works.
+    // In the tab: the WebAssembly reference, compared with the server's native reference bit for bit.
     await page.getByTestId('panel-tab-run').click();
     await page.getByTestId('run-tab').click();
-    await page.getByTestId('run-error').waitFor();
-    assert.match(await page.getByTestId('run-error').textContent(), /cannot run in this tab/);
+    await page.locator('[data-testid="comparison"], [data-testid="run-error"]').first().waitFor({ timeout: SLOW });
+    assert.equal(await page.getByTestId('run-error').count(), 0, await page.getByTestId('run-error').textContent().catch(() => ''));
+    const comparison = page.getByTestId('comparison');
+    assert.equal(await comparison.getAttribute('data-ok'), 'true');
+    assert.equal(await comparison.getAttribute('data-bits'), 'true');
+    assert.match(await comparison.textContent(), /bit for bit/);
+    assert.match(await page.getByTestId('result-tab').textContent(), /WebAssembly/);
+    const expected = centerColumnsExpected();
+    assertClose(await tableValues(page, 'result-table-result-tab-centered'), expected.centered, 'centered in WebAssembly', { rtol: 0, atol: 0 });
+    assertClose(await tableValues(page, 'result-table-result-tab-y'), expected.y, 'y in WebAssembly');
+
+    // The banner's offer opens the server run, which works too.
     await page.getByTestId('panel-tab-ladder').click();
     await page.getByTestId('banner-run-server').click();
     await page.getByTestId('run-server').click();
     await page.getByTestId('result-server').waitFor({ timeout: SLOW });
     assert.match(await page.getByTestId('result-server-backend').textContent(), /cpu/);
-    const expected = centerColumnsExpected();
     assertClose(await tableValues(page, 'result-table-result-server-centered'), expected.centered, 'centered on the server', { rtol: 0, atol: 0 });
     assertClose(await tableValues(page, 'result-table-result-server-y'), expected.y, 'y on the server');
     // The banner stays: it is not a passing notice.

@@ -52,6 +52,7 @@ import { OpNode } from './ui/OpNode';
 import { DRAG_TYPE, Palette } from './ui/Palette';
 import { probeBrowser, ProbePanel, runnability, type BrowserProbe } from './ui/Probe';
 import { TabConformPanel } from './ui/TabConform';
+import { getWasmReference } from './wasm_reference';
 import { RunPanel } from './ui/RunPanel';
 import { RunRecord } from './ui/RunRecord';
 
@@ -130,6 +131,22 @@ function Studio({ route }: { route: Route }) {
   const [serverProbeError, setServerProbeError] = useState<string | null>(null);
   const [allowSoftware, setAllowSoftware] = useState<boolean>(() => storage?.getItem('scellis.allowSoftwareAdapter') === 'true');
   const [runtimeBanner, setRuntimeBanner] = useState<string | null>(null);
+  // Without WebGPU the tab falls back to the WebAssembly reference, when this build has it.
+  const [wasmReady, setWasmReady] = useState(false);
+  const [wasmProblem, setWasmProblem] = useState<string | null>(null);
+  useEffect(() => {
+    if (!runtimeBanner) return;
+    getWasmReference().then(
+      () => {
+        setWasmReady(true);
+        setWasmProblem(null);
+      },
+      (e) => {
+        setWasmReady(false);
+        setWasmProblem(`the WebAssembly reference did not load: ${errorText(e)}`);
+      },
+    );
+  }, [runtimeBanner]);
   const runtimeRef = useRef<{ allow: boolean; rt: Promise<Runtime> } | null>(null);
   const [savedUrl, setSavedUrl] = useState<string | null>(route.kind === 'document' ? `/w/${route.id}` : null);
   const [pasteOpen, setPasteOpen] = useState(false);
@@ -460,7 +477,7 @@ function Studio({ route }: { route: Route }) {
   // and its curve is drawn from this output step by step.
   const trainLossOutput = isObject(present.head.train) && typeof present.head.train.loss === 'string' ? outputNameOf(present, present.head.train.loss) : null;
   const hasCarry = present.nodes.some((n) => typeof n.data.params.carry === 'string');
-  const run = runnability(browserProbe, serverProbe, serverProbeError);
+  const run = runnability(browserProbe, serverProbe, serverProbeError, wasmReady);
   const errors = allDiags.filter((d) => d.severity === 'error').length;
   const planJson = rungs.data && isObject(rungs.data.rungs) && isObject(rungs.data.rungs.execplan) ? rungs.data.rungs.execplan.json : null;
 
@@ -528,7 +545,15 @@ function Studio({ route }: { route: Route }) {
         </header>
         {runtimeBanner && (
           <div className="banner" role="alert" data-testid="banner">
-            <b>NO WEBGPU IN THIS TAB</b> — nothing runs here: {runtimeBanner}.{' '}
+            {wasmReady ? (
+              <>
+                <b>NO WEBGPU IN THIS TAB</b> — “Run in tab” runs the engine's CPU reference compiled to WebAssembly (slower than a GPU; the native reference's bits): {runtimeBanner}.{' '}
+              </>
+            ) : (
+              <>
+                <b>NO WEBGPU IN THIS TAB</b> — nothing runs here: {runtimeBanner}{wasmProblem ? `; ${wasmProblem}` : ''}.{' '}
+              </>
+            )}
             {run.server ? (
               <button data-testid="banner-run-server" onClick={() => setBottomTab('run')}>
                 Run on the server instead

@@ -70,7 +70,7 @@ export interface OutputComparison {
 
 // |got - want| <= atol + rtol * |want|, elementwise, as the engine's tolerance classes are
 // defined; NaN matches NaN and an infinity matches the same infinity (PyTorch's equal_nan).
-export function compareTensors(name: string, got: Tensor | undefined, want: Tensor | undefined, th: Thresholds): OutputComparison {
+export function compareTensors(name: string, got: Tensor | undefined, want: Tensor | undefined, th: Thresholds, bits = false): OutputComparison {
   const base = { name, elements: 0, mismatches: 0, maxAbsError: 0, worstRatio: 0, firstMismatch: null };
   if (!got || !want) return { ...base, ok: false, problem: got ? 'missing from the reference' : 'missing from the run' };
   if (got.shape.join('x') !== want.shape.join('x'))
@@ -85,7 +85,10 @@ export function compareTensors(name: string, got: Tensor | undefined, want: Tens
     let ratio = 0;
     if (Number.isNaN(a) || Number.isNaN(b)) bad = !(Number.isNaN(a) && Number.isNaN(b));
     else if (!Number.isFinite(a) || !Number.isFinite(b)) bad = a !== b;
-    else {
+    else if (bits) {
+      bad = !Object.is(Math.fround(a), Math.fround(b));
+      r.maxAbsError = Math.max(r.maxAbsError, Math.abs(a - b));
+    } else {
       const err = Math.abs(a - b);
       const allowed = th.atol + th.rtol * Math.abs(b);
       r.maxAbsError = Math.max(r.maxAbsError, err);
@@ -103,9 +106,10 @@ export function compareTensors(name: string, got: Tensor | undefined, want: Tens
   return r;
 }
 
-export function compareOutputs(got: Record<string, Tensor>, want: Record<string, Tensor>, th: Thresholds): OutputComparison[] {
+// With `bits`, values must be the same f32 (-0 is not +0): the WebAssembly reference's promise.
+export function compareOutputs(got: Record<string, Tensor>, want: Record<string, Tensor>, th: Thresholds, bits = false): OutputComparison[] {
   const names = [...new Set([...Object.keys(want), ...Object.keys(got)])];
-  return names.map((n) => compareTensors(n, got[n], want[n], th));
+  return names.map((n) => compareTensors(n, got[n], want[n], th, bits));
 }
 
 // A 2-D view of a tensor for a heatmap: the last two axes; a leading batch is flattened into rows.

@@ -122,14 +122,17 @@ function flatten(o: JsonObject, prefix = ''): JsonObject {
 }
 
 // One sentence on what can execute, for the top bar.
-export function runnability(browser: BrowserProbe | null, server: JsonObject | null, serverError: string | null): { tab: boolean; server: boolean; text: string } {
+export function runnability(browser: BrowserProbe | null, server: JsonObject | null, serverError: string | null, wasm = false): { tab: boolean; server: boolean; text: string } {
   const tab = !!browser?.usable;
   const serverBackend = server ? String(server.backend ?? server.auto ?? server.selected ?? 'cpu') : null;
   const srv = !serverError && !!server && serverBackend !== 'null' && serverBackend !== 'none';
+  const why = browser?.reason ?? 'probing';
   let text: string;
   if (tab && srv) text = `runs in this tab (WebGPU) and on the server (${serverBackend})`;
   else if (tab) text = `runs in this tab (WebGPU); the server: ${serverError ?? 'no backend'}`;
-  else if (srv) text = `no WebGPU in this tab (${browser?.reason ?? 'probing'}); runs on the server (${serverBackend})`;
-  else text = `nothing can run: the tab has no WebGPU (${browser?.reason ?? 'probing'}) and the server ${serverError ? `is unreachable (${serverError})` : 'has no backend'}; compose and inspect only`;
+  else if (wasm && srv) text = `no WebGPU in this tab (${why}): runs here on the CPU reference in WebAssembly, and on the server (${serverBackend})`;
+  else if (wasm) text = `no WebGPU in this tab (${why}): runs here on the CPU reference in WebAssembly; the server: ${serverError ?? 'no backend'}`;
+  else if (srv) text = `no WebGPU in this tab (${why}); runs on the server (${serverBackend})`;
+  else text = `nothing can run: the tab has no WebGPU (${why}) and the server ${serverError ? `is unreachable (${serverError})` : 'has no backend'}; compose and inspect only`;
   return { tab, server: srv, text };
 }

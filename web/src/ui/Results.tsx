@@ -140,11 +140,11 @@ export function ResultView({ r, testid }: { r: ResultInfo; testid: string }) {
   );
 }
 
-export function ComparisonView({ rows, thresholds, reference }: { rows: OutputComparison[]; thresholds: Thresholds; reference: string }) {
+export function ComparisonView({ rows, thresholds, reference, bits = false }: { rows: OutputComparison[]; thresholds: Thresholds; reference: string; bits?: boolean }) {
   const ok = rows.every((r) => r.ok);
   return (
-    <div className={`comparison ${ok ? 'pass' : 'fail'}`} data-testid="comparison" data-ok={ok}>
-      <b>{ok ? 'matches' : 'DIFFERS FROM'} {reference}</b> within atol {thresholds.atol}, rtol {thresholds.rtol}
+    <div className={`comparison ${ok ? 'pass' : 'fail'}`} data-testid="comparison" data-ok={ok} data-bits={bits}>
+      <b>{ok ? 'matches' : 'DIFFERS FROM'} {reference}</b> {bits ? 'bit for bit' : `within atol ${thresholds.atol}, rtol ${thresholds.rtol}`}
       <table>
         <thead>
           <tr>

@@ -3,7 +3,9 @@ import { api, errorText, type RequestOptions, type StreamEvent } from '../api';
 import { isObject, type JsonObject } from '../model/json';
 import { stepFeeds } from '../model/feeds';
 import { toDiag, type Diag } from '../model/pointer';
-import { compareOutputs, thresholdsOf, toTensors, type OutputComparison, type Thresholds } from '../model/tensors';
+import { compareOutputs, thresholdsOf, toNumber, toTensors, type OutputComparison, type Thresholds } from '../model/tensors';
+import { ScellisReferenceError, type Reference } from '@scellis/wasm-reference';
+import { dropWasmReference, getWasmReference } from '../wasm_reference';
 import { ComparisonView, LossCurve, ResultView, type LossPoint, type ResultInfo } from './Results';
 import { describeAdapter } from '../model/tab_conform';
 import type { Runtime } from '@scellis/runtime';
@@ -67,6 +69,32 @@ async function runOnServer(body: JsonObject, onStart?: (e: StreamEvent) => void,
   return { result, notes, error };
 }
 
+// Runs the document on the CPU reference compiled to WebAssembly, in this tab: the whole run at
+// once (steps included), the loss after every step when the document trains.
+async function runOnWasmReference(doc: unknown, options: RequestOptions, steps: number, why: string, lossOutput: string | null): Promise<{ result: ResultInfo; loss: LossPoint[] }> {
+  let reference: Reference;
+  try {
+    reference = await getWasmReference();
+  } catch (err) {
+    throw new Error(`nothing can run in this tab: ${why}, and the WebAssembly reference did not load (${errorText(err)}) — use “Run on server”`);
+  }
+  let r;
+  try {
+    r = reference.run(JSON.stringify(doc), { whyNoWebGPU: why, tier: options.tier, bind: options.bind, budget: options.budget, steps, history: lossOutput ? [lossOutput] : [] });
+  } catch (err) {
+    if (err instanceof ScellisReferenceError) throw Object.assign(new Error(`${err.code}: ${err.message}`), { diagnostics: err.diagnostics.map(toDiag).filter((d): d is Diag => d !== null) });
+    if (String((err as Error)?.message ?? '').includes('stopped')) dropWasmReference();
+    throw err;
+  }
+  const loss: LossPoint[] = [];
+  const h = lossOutput ? r.history?.[lossOutput] : undefined;
+  if (h) h.steps.forEach((v, i) => loss.push({ step: i + 1, loss: toNumber(Array.isArray(v) ? v[0] : v) }));
+  return {
+    result: { title: 'in this tab: the CPU reference in WebAssembly', backend: r.backend, executor: `${r.executor} (WebAssembly)`, fallbackReason: r.fallback_reason, outputs: toTensors(r.outputs), steps },
+    loss,
+  };
+}
+
 export function RunPanel(p: RunPanelProps) {
   const [status, setStatus] = useState<string | null>(null);
   const [error, setError] = useState<string | null>(null);
@@ -75,7 +103,7 @@ export function RunPanel(p: RunPanelProps) {
   const [tab, setTab] = useState<ResultInfo | null>(null);
   const [reference, setReference] = useState<ResultInfo | null>(null);
   const [tabReceipts, setTabReceipts] = useState<string | null>(null);
-  const [comparison, setComparison] = useState<{ rows: OutputComparison[]; thresholds: Thresholds } | null>(null);
+  const [comparison, setComparison] = useState<{ rows: OutputComparison[]; thresholds: Thresholds; bits?: boolean } | null>(null);
   const [server, setServer] = useState<ServerRun | null>(null);
   const [loss, setLoss] = useState<LossPoint[]>([]);
   const [trainInfo, setTrainInfo] = useState<string | null>(null);
@@ -119,11 +147,25 @@ export function RunPanel(p: RunPanelProps) {
       const program = await api.program(doc, p.options);
       setStatus('starting the runtime…');
       const rt = await p.getRuntime();
-      if (rt.backend !== 'webgpu') {
-        p.onRuntimeUnavailable(rt.fallbackReason ?? 'no usable WebGPU adapter');
-        throw new Error(`cannot run in this tab: ${rt.fallbackReason ?? 'no usable WebGPU adapter'} — use “Run on server”`);
-      }
       const n = stepCount();
+      if (rt.backend !== 'webgpu') {
+        // No usable WebGPU: the engine's CPU reference, compiled to WebAssembly, runs in the tab
+        // behind the page's banner, and must give the native reference's bits.
+        const why = rt.fallbackReason ?? 'no usable WebGPU adapter';
+        p.onRuntimeUnavailable(why);
+        setStatus(`running ${n} step${n > 1 ? 's' : ''} on the CPU reference in WebAssembly…`);
+        const tab = await runOnWasmReference(doc, p.options, n, why, p.trainLossOutput ?? null);
+        if (p.trainLossOutput) setLoss(tab.loss);
+        setTab(tab.result);
+        if (signal.aborted) return;
+        setStatus('asking the server for the native CPU reference…');
+        const ref = await runOnServer({ document: doc, ...p.options, backend: 'cpu', steps: n }, undefined, signal);
+        if (ref.error || !ref.result) throw new Error(`the CPU reference failed: ${ref.error ?? 'no result'}`);
+        const refInfo = { ...ref.result, title: 'CPU reference (server)' };
+        setReference(refInfo);
+        setComparison({ rows: compareOutputs(tab.result.outputs, refInfo.outputs, { atol: 0, rtol: 0 }, true), thresholds: { atol: 0, rtol: 0 }, bits: true });
+        return;
+      }
       let last: ResultInfo | null = null;
       if (p.hasCarry || n > 1) {
         const session = await rt.prepare(program, {});
@@ -256,7 +298,7 @@ export function RunPanel(p: RunPanelProps) {
       )}
       {tab && <ResultView r={tab} testid="result-tab" />}
       {tabReceipts && <div className="muted" data-testid="tab-receipts">{tabReceipts}</div>}
-      {comparison && <ComparisonView rows={comparison.rows} thresholds={comparison.thresholds} reference={`the CPU reference (${reference ? `${reference.backend} / ${reference.executor}` : 'cpu'})`} />}
+      {comparison && <ComparisonView rows={comparison.rows} thresholds={comparison.thresholds} bits={comparison.bits} reference={`the CPU reference (${reference ? `${reference.backend} / ${reference.executor}` : 'cpu'})`} />}
       {reference && <ResultView r={reference} testid="result-reference" />}
       {server?.notes.map((d, i) => (
         <div key={i} className={`diag diag-${d.severity}`}>
