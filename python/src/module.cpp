@@ -39,7 +39,9 @@ struct EngineError : std::exception {
   const char* what() const noexcept override { return "scellis engine error"; }
 };
 
-[[noreturn]] void Raise(const Status& s) { throw EngineError(s.errors()); }
+[[noreturn]] void Raise(const Status& s) {
+  throw EngineError(s.errors());
+}
 
 template <class T>
 T Take(Result<T> r) {
@@ -49,10 +51,14 @@ T Take(Result<T> r) {
 
 const char* KindName(ErrorKind k) {
   switch (k) {
-    case ErrorKind::kUser: return "user";
-    case ErrorKind::kInternal: return "internal";
-    case ErrorKind::kRuntime: return "runtime";
-    case ErrorKind::kState: return "state";
+    case ErrorKind::kUser:
+      return "user";
+    case ErrorKind::kInternal:
+      return "internal";
+    case ErrorKind::kRuntime:
+      return "runtime";
+    case ErrorKind::kState:
+      return "state";
   }
   return "user";
 }
@@ -103,9 +109,9 @@ std::string ArrayDTypeName(const nb::handle& array) {
 HostTensor ToHost(const std::string& what, const nb::handle& value) {
   Array a;
   if (!nb::try_cast(value, a, /*convert=*/false)) {
-    throw EngineError({UserError("bad-feed", "",
-                                 what + " is not a C-contiguous NumPy array on the CPU",
-                                 "pass numpy.ascontiguousarray(value)")});
+    throw EngineError(
+        {UserError("bad-feed", "", what + " is not a C-contiguous NumPy array on the CPU",
+                   "pass numpy.ascontiguousarray(value)")});
   }
   std::optional<DType> dtype = DTypeOfArray(a.dtype());
   if (!dtype) {
@@ -150,7 +156,8 @@ nb::object ToNumpy(HostTensor t) {
     auto* bools = new std::vector<uint8_t>(static_cast<size_t>(t.elements()));
     auto src = t.view<uint32_t>();
     for (size_t i = 0; i < bools->size(); ++i) (*bools)[i] = src[i] ? 1 : 0;
-    nb::capsule owner(bools, [](void* p) noexcept { delete static_cast<std::vector<uint8_t>*>(p); });
+    nb::capsule owner(bools,
+                      [](void* p) noexcept { delete static_cast<std::vector<uint8_t>*>(p); });
     return Array(bools->data(), shape.size(), shape.data(), owner, nullptr, nb::dtype<bool>())
         .cast();
   }
@@ -159,9 +166,15 @@ nb::object ToNumpy(HostTensor t) {
     case DType::kF16:
       dtype = {static_cast<uint8_t>(nb::dlpack::dtype_code::Float), 16, 1};
       break;
-    case DType::kI32: dtype = nb::dtype<int32_t>(); break;
-    case DType::kU32: dtype = nb::dtype<uint32_t>(); break;
-    default: dtype = nb::dtype<float>(); break;
+    case DType::kI32:
+      dtype = nb::dtype<int32_t>();
+      break;
+    case DType::kU32:
+      dtype = nb::dtype<uint32_t>();
+      break;
+    default:
+      dtype = nb::dtype<float>();
+      break;
   }
   auto* held = new HostTensor(std::move(t));
   nb::capsule owner(held, [](void* p) noexcept { delete static_cast<HostTensor*>(p); });
@@ -179,9 +192,9 @@ pipeline::CompileOptions CompileOptionsFor(const std::optional<std::string>& tie
   if (tier) {
     std::optional<policy::Tier> parsed = policy::ParseTier(*tier);
     if (!parsed) {
-      throw EngineError({UserError("bad-tier", "",
-                                   "the determinism tier is \"" + *tier +
-                                       "\", expected debug, prod or fast")});
+      throw EngineError(
+          {UserError("bad-tier", "",
+                     "the determinism tier is \"" + *tier + "\", expected debug, prod or fast")});
     }
     o.lower.tier = parsed;
   }
@@ -233,9 +246,9 @@ std::string LowerDocument(const std::string& text, const std::string& rung,
                           const std::optional<std::string>& tier, bool json) {
   std::optional<pipeline::Rung> r = pipeline::ParseRung(rung);
   if (!r) {
-    throw EngineError({UserError("bad-rung", "",
-                                 "the rung is \"" + rung +
-                                     "\", expected doc, block, webir, kernel or execplan")});
+    throw EngineError({UserError(
+        "bad-rung", "",
+        "the rung is \"" + rung + "\", expected doc, block, webir, kernel or execplan")});
   }
   pipeline::CompileOptions o = CompileOptionsFor(tier);
   o.up_to = *r;
@@ -312,9 +325,7 @@ class PySession {
   std::string executor() const { return session_->executor(); }
   bool poisoned() const { return session_->poisoned(); }
   std::string content_id() const { return session_->compiled().doc.content_id; }
-  std::string determinism_tier() const {
-    return policy::TierName(session_->plan().graph().tier);
-  }
+  std::string determinism_tier() const { return policy::TierName(session_->plan().graph().tier); }
   const std::string& backend() const { return backend_; }
   nb::object fallback_reason() const { return Optional(fallback_reason_); }
   const std::vector<std::string>& attempts() const { return attempts_; }
@@ -336,7 +347,8 @@ PySession* PrepareDocument(const std::string& text, const std::string& backend,
   runtime::Selection info;
   {
     nb::gil_scoped_release unlocked;
-    auto selection = runtime::SelectBackend(SelectFor(backend, allow_software_adapter, cpu_threads));
+    auto selection =
+        runtime::SelectBackend(SelectFor(backend, allow_software_adapter, cpu_threads));
     if (!selection.ok()) {
       s.emplace(selection.status());
     } else {
@@ -359,8 +371,9 @@ NB_MODULE(_scellis, m) {
 
   m.attr("MAX_GRAPH_VERSION") = doc::kMaxGraphVersion;
   m.attr("MAX_STEPS_PER_SUBMISSION") = api::kMaxStepsPerSubmission;
-  m.def("ops_json", [] { return ops::ToJson(*ops::BuiltinOps()).dump(); },
-        "The engine's op table as JSON (what `scellis ops --json` prints).");
+  m.def(
+      "ops_json", [] { return ops::ToJson(*ops::BuiltinOps()).dump(); },
+      "The engine's op table as JSON (what `scellis ops --json` prints).");
   m.def("run", &RunDocument, nb::arg("text"), nb::arg("backend"), nb::arg("tier").none(),
         nb::arg("allow_software_adapter"), nb::arg("cpu_threads"), nb::arg("feeds"),
         "Runs a document once (api::Run); returns the report with NumPy outputs.");

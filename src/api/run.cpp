@@ -78,8 +78,9 @@ Status RunMany(runtime::Executor& exec, const execplan::Plan& plan, int steps,
   Json backend_counters = Json::object();
   for (int done = 0; done < steps;) {
     int k = std::min(steps - done, kMaxStepsPerSubmission);
-    SCELLIS_ASSIGN_OR_RETURN(runtime::StepsResult chunk,
-                             prepared->RunSteps(std::vector<runtime::Feeds>(k, every_step), history));
+    SCELLIS_ASSIGN_OR_RETURN(
+        runtime::StepsResult chunk,
+        prepared->RunSteps(std::vector<runtime::Feeds>(k, every_step), history));
     // The backend's own counters (dispatches, maps, uploads, ...) add up over the submissions.
     for (const auto& [key, value] : chunk.stats.items())
       if (value.is_number_integer() && key != "steps" && key != "readback_bytes")
@@ -193,10 +194,10 @@ Result<RunReport> Run(std::string_view text, const RunOptions& options, const Ru
   report.determinism_tier = policy::TierName(plan.graph().tier);
   report.content_id = c.doc.content_id;
   report.steps = options.steps;
-  SCELLIS_TRY(options.steps == 1
-                  ? RunOnce(*sel.executor, plan, options.feeds, options.history, report)
-                  : RunMany(*sel.executor, plan, options.steps, options.feeds, options.history,
-                            report));
+  SCELLIS_TRY(
+      options.steps == 1
+          ? RunOnce(*sel.executor, plan, options.feeds, options.history, report)
+          : RunMany(*sel.executor, plan, options.steps, options.feeds, options.history, report));
 
   // Which kernels have earned trust on this device: receipts gate trust, not execution.
   // The CPU reference is the oracle itself, and the null backend computes nothing: only GPU

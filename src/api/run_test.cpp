@@ -142,9 +142,7 @@ TEST(RunFacade, FeedsGiveInputsTheirValuesOnEveryStep) {
                {"carry", "total"}},
               {{"id", 2}, {"op", "add"}, {"a", 1}, {"b", 0}}}},
             {"outputs", {{{"name", "total"}, {"id", 2}}}}};
-  auto tensor = [](std::vector<float> v) {
-    return HostTensor::FromFloats(MakeType({3}), v);
-  };
+  auto tensor = [](std::vector<float> v) { return HostTensor::FromFloats(MakeType({3}), v); };
   auto values = [](const RunReport& r) { return ValuesOf(r.outputs.front().second); };
 
   RunOptions once = CpuSteps(1);

@@ -14,7 +14,8 @@ Result<std::unique_ptr<Session>> Session::Prepare(std::string_view text,
   SCELLIS_ASSIGN_OR_RETURN(pipeline::Compiled c, pipeline::Compile(text, o));
   if (c.plan->verdict == execplan::Verdict::kRed) return Status(c.plan->findings);
   std::unique_ptr<Session> s(new Session(std::move(c), std::move(selection)));
-  SCELLIS_ASSIGN_OR_RETURN(s->prepared_, s->selection_.executor->Prepare(*s->compiled_.plan, initial));
+  SCELLIS_ASSIGN_OR_RETURN(s->prepared_,
+                           s->selection_.executor->Prepare(*s->compiled_.plan, initial));
   return s;
 }
 
