@@ -39,19 +39,29 @@ def test_the_label_is_the_lowest_version_the_nodes_need_and_the_engine_holds_it(
     assert g.lowest_version(s=a / a) == 2          # div is a version-2 op
     assert g.lowest_version(s=a.sum()) == 1
     assert g.lowest_version(s=a.sum(0)) == 2       # an axis is version 2
+    assert g.lowest_version(s=a @ a.T) == 1
     assert json.loads(g.to_json(s=a + b))["version"] == 2
     # The same graphs labelled version 1 are refused by the engine, not misread.
-    for build, code in ((lambda a, b: a + b, "op-newer-than-version"),
-                        (lambda a, b: a / a, None)):
+    builds = (lambda a, b, c: a + b, lambda a, b, c: a / a, lambda a, b, c: a.sum(0),
+              lambda a, b, c: c @ a)
+    for build in builds:
         old = scellis.Graph(version=1)
         ta = old.input("a", np.ones((2, 3), np.float32))
         tb = old.input("b", np.ones(3, np.float32))
-        assert json.loads(old.to_json(s=build(ta, tb)))["version"] == 1
+        tc = old.input("c", np.ones((4, 5, 2), np.float32))
+        out = build(ta, tb, tc)
+        assert json.loads(old.to_json(s=out))["version"] == 1
         with pytest.raises(scellis.GraphError) as e:
-            old.run(backend="cpu", tier="prod", s=build(ta, tb))
-        if code:
-            assert e.value.code == code
+            old.run(backend="cpu", tier="prod", s=out)
+        assert e.value.code == "op-newer-than-version"
         assert e.value.pointer.startswith("/nodes/")
+        # Labelled with what it needs, the same graph runs.
+        new = scellis.Graph()
+        na = new.input("a", np.ones((2, 3), np.float32))
+        nb = new.input("b", np.ones(3, np.float32))
+        nc = new.input("c", np.ones((4, 5, 2), np.float32))
+        assert json.loads(new.to_json(s=build(na, nb, nc)))["version"] == 2
+        new.run(backend="cpu", tier="prod", s=build(na, nb, nc))
 
 
 def test_a_missing_tier_is_an_error_as_on_the_command_line():
