@@ -159,7 +159,7 @@ def test_a_closed_worker_never_calls_back():
     assert e.value.code == "worker-closed"
 
 
-def test_shutdown_drops_pending_callbacks_and_a_later_submit_starts_afresh():
+def test_a_submit_after_shutdown_starts_a_fresh_worker():
     g, values = seed_graph()
     scellis.shutdown()
     done = threading.Event()
@@ -180,3 +180,17 @@ def test_lowering_rungs_and_the_plan_are_the_engines():
     with pytest.raises(scellis.GraphError) as e:
         g.lower("assembly", tier="prod", y=y)
     assert e.value.code == "bad-rung"
+
+
+def test_submissions_and_runs_on_the_calling_thread_overlap_and_agree(rng):
+    x = rng.uniform(-1, 1, size=(32, 32)).astype(np.float32)
+    g = scellis.Graph()
+    t = g.input("x", x)
+    y = (t @ t).tanh()
+    want = np.tanh(x.astype(np.float64) @ x.astype(np.float64))
+    futures = [g.submit(lambda r: None, backend="cpu", tier="prod", y=y) for _ in range(4)]
+    here = [g.run(backend="cpu", tier="prod", y=y)["y"] for _ in range(4)]
+    there = [f.result(60)["y"] for f in futures]
+    for got in here + there:
+        np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-5)
+        np.testing.assert_array_equal(got, here[0])  # the CPU reference is deterministic

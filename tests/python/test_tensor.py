@@ -117,6 +117,19 @@ def test_layout(backend, rng):
     exact(out["swap"], np.swapaxes(x, 0, 2))
 
 
+def test_layout_moves_integer_and_bool_tensors_exactly(backend, rng):
+    ints = rng.integers(-1000, 1000, size=(3, 4)).astype(np.int32)
+    mask = rng.random((2, 3, 4)) < 0.5
+    g = scellis.Graph()
+    ti, tm = g.input("ints", ints, dtype="i32"), g.input("mask", mask, dtype=np.bool_)
+    out = run(g, backend, ints_t=ti.transpose(), mask_p=tm.permute(1, 2, 0),
+              mask_r=tm.reshape(6, 4))
+    assert out["ints_t"].dtype == np.int32 and out["mask_p"].dtype == np.bool_
+    np.testing.assert_array_equal(out["ints_t"], ints.T)
+    np.testing.assert_array_equal(out["mask_p"], np.transpose(mask, (1, 2, 0)))
+    np.testing.assert_array_equal(out["mask_r"], mask.reshape(6, 4))
+
+
 def _softmax(x, axis):
     e = np.exp(x - x.max(axis=axis, keepdims=True))
     return e / e.sum(axis=axis, keepdims=True)
