@@ -75,7 +75,9 @@ if [ ! -f "$PY_STAMP" ] ||
    [ -n "$(find python src CMakeLists.txt pyproject.toml -newer "$PY_STAMP" -print -quit)" ] ||
    ! .venv/bin/python -c "import scellis" 2>/dev/null; then
   echo "setup: building and installing the Python package into .venv (pip install .)"
-  .venv/bin/pip install -q --disable-pip-version-check --no-build-isolation .
+  # The compiler CMake picks for the C++ build (c++, unless CXX says otherwise), not the one
+  # Python was built with: same command lines, so ccache serves the engine to the second build.
+  CXX="${CXX:-c++}" .venv/bin/pip install -q --disable-pip-version-check --no-build-isolation .
   touch "$PY_STAMP"
 fi
 
