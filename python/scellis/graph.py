@@ -422,11 +422,10 @@ class Graph:
         return max((self._needs[i] for i in ids), default=1)
 
     def _document(self, outputs, inline=True, carries=None, tier=None, started=()):
-        """The graph protocol document of the nodes ``outputs`` need. ``inline``: True writes
-        every input's data; otherwise the set of input names whose data is written (the rest are
-        fed). ``carries``: {input name: output name}. ``started``: inputs written as params whose
-        starting value the session is given as bytes (a param's value replaces its initializer
-        once, where an input without data would be fed on every step)."""
+        """The graph protocol document of the nodes ``outputs`` need. ``inline``: write the
+        inputs' data (else they are fed). ``carries``: {input name: output name}. ``started``:
+        inputs written as params whose value a session is given once, as bytes (a param's value
+        replaces its initializer once, where an input without data is fed on every step)."""
         carries = carries or {}
         ids = self._reachable(list(outputs.values()))
         nodes = []
@@ -436,8 +435,7 @@ class Graph:
             if node["op"] == "input" and name in started:
                 node["op"] = "param"
                 node["init"] = {"kind": "zeros"}
-            elif node["op"] == "input" and name in self._arrays and (
-                    inline is True or name in inline):
+            elif node["op"] == "input" and name in self._arrays and inline:
                 node["data"] = self._arrays[name].reshape(-1).tolist()
             if name in carries:
                 node["carry"] = carries[name]
@@ -491,7 +489,7 @@ class Graph:
     def _engine_request(self, outputs, feeds):
         """(document without the inputs' data, feeds holding it): arrays travel as bytes."""
         outputs = self._outputs(outputs)
-        text = self._document(outputs, inline=set())
+        text = self._document(outputs, inline=False)
         ids = self._reachable(outputs.values())
         names = [self._nodes[i]["name"] for i in ids if self._nodes[i]["op"] == "input"]
         return text, self._feeds(names, feeds)
@@ -553,12 +551,12 @@ class Graph:
                 carried_outputs[out_name] = value
         everything = {**outputs, **resident, **carried_outputs}
         ids = self._reachable(everything.values())
-        inputs = [self._nodes[i]["name"] for i in ids if self._nodes[i]["op"] == "input"]
-        # Graph constants are written into the document; carried inputs start from their arrays,
-        # handed over as bytes; fed inputs have neither.
-        started = {n for n in carries if n in self._arrays}
-        inline = {n for n in inputs if n not in fed and n not in started}
-        text = self._document(everything, inline=inline, carries=carries, started=started)
+        # Inputs with an array (graph constants, carried state) are handed to the session once,
+        # as bytes; fed inputs are given on every step.
+        started = {self._nodes[i]["name"] for i in ids if self._nodes[i]["op"] == "input"
+                   and self._nodes[i]["name"] in self._arrays
+                   and self._nodes[i]["name"] not in fed}
+        text = self._document(everything, inline=False, carries=carries, started=started)
         initial = {n: self._arrays[n] for n in started}
         handle = _scellis.prepare(text, backend, tier, allow_software_adapter, threads, initial)
         return Session(self, handle, watch=list(outputs), fed=fed, carries=carries,

@@ -143,3 +143,19 @@ def test_resident_outputs_are_downloaded_not_read_back_per_run(backend, rng):
     np.testing.assert_array_equal(s.download("acc"), (a + a) + a)
     np.testing.assert_array_equal(s.download("doubled"), ((a + a) + a) * 2)
     s.dispose()
+
+
+def test_graph_constants_are_handed_over_once_and_hold_on_every_step(backend, rng):
+    m, bias = f32(rng, 3, 2), f32(rng, 2)
+    ids = rng.integers(-50, 50, size=(2, 3)).astype(np.int32)
+    g = scellis.Graph()
+    x = g.input("x", (4, 3))
+    tm, tb, ti = g.input("m", m), g.input("bias", bias), g.input("ids", ids, dtype="i32")
+    with g.prepare(feeds=[x], tier="prod", **backend, y=x @ tm + tb, ids_t=ti.transpose()) as s:
+        batches = [f32(rng, 4, 3) for _ in range(3)]
+        out = s.run_steps([{"x": b} for b in batches])
+        for k, b in enumerate(batches):
+            want = b.astype(np.float64) @ m.astype(np.float64) + bias
+            np.testing.assert_allclose(out["y"][k], want, rtol=1e-5, atol=1e-5)
+            np.testing.assert_array_equal(out["ids_t"][k], ids.T)
+        np.testing.assert_array_equal(s.download("m"), m)
