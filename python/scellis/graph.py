@@ -509,8 +509,10 @@ class Graph:
                allow_software_adapter=False, threads=0, feeds=None, **outputs):
         """Runs the graph on the package's worker thread; ``callback(result)`` (or
         ``on_error(error)``) is called on that thread. The graph is recorded as plain data now, so
-        later changes to it do not affect the run. Returns a concurrent.futures.Future. After
-        ``scellis.shutdown()`` no callback of an earlier submission is called."""
+        later changes to it do not affect the run; ``feeds`` arrays are read when the run starts.
+        Returns a concurrent.futures.Future, which also holds the error when there is no
+        ``on_error``. After ``scellis.shutdown()`` no callback of an earlier submission is
+        called."""
         text, arrays = self._engine_request(outputs, feeds)
 
         def job():
