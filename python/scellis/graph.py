@@ -60,6 +60,22 @@ def _axis(axis, rank):
     return axis + rank if axis is not None and rank is not None and axis < 0 else axis
 
 
+def _version_of_features(spec, ports, attrs):
+    """The protocol version the forms of a node need beyond its op's own (the protocol's rules,
+    which the engine holds a graph to): broadcasting two non-scalar shapes, a reduction over one
+    axis or with keepdim, a batched matmul. An unknown shape counts as the newer form."""
+    op, attrs = spec["name"], attrs or {}
+    if op in ("sum", "mean") and (attrs.get("axis") is not None or attrs.get("keepdim")):
+        return 2
+    shapes = [ports[p].shape for p in ("a", "b") if p in ports]
+    if op == "matmul" and any(s is None or len(s) > 2 for s in shapes):
+        return 2
+    if (spec["family"] == "elementwise" and len(shapes) == 2 and shapes[0] != shapes[1]
+            and () not in shapes):
+        return 2
+    return 1
+
+
 class Tensor:
     """A node of a Graph. Operators and methods add nodes; nothing is computed until the graph
     runs. ``shape`` is the shape as far as this side can tell (None when it cannot)."""
@@ -89,12 +105,8 @@ class Tensor:
         if isinstance(other, Tensor):
             g._check_own(other)
             a, b = (other, self) if reverse else (self, other)
-            needs = 1
-            if a.shape != b.shape and (a.shape is None or b.shape is None or
-                                       (len(a.shape) > 0 and len(b.shape) > 0)):
-                needs = 2  # broadcasting between two non-scalar shapes is version 2
             return g._add(op, {"a": a, "b": b}, shape=_broadcast(a.shape, b.shape),
-                          dtype=a.dtype, needs=needs)
+                          dtype=a.dtype)
         if isinstance(other, numbers.Real) and not isinstance(other, bool):
             s = float(other)
             if not reverse or op in ("add", "mul"):
@@ -123,10 +135,8 @@ class Tensor:
         if not isinstance(other, Tensor):
             return NotImplemented
         self.graph._check_own(other)
-        shape = _matmul_shape(self.shape, other.shape)
-        batched = self.ndim is None or other.ndim is None or self.ndim > 2 or other.ndim > 2
-        return self.graph._add("matmul", {"a": self, "b": other}, shape=shape, dtype=self.dtype,
-                               needs=2 if batched else 1)
+        return self.graph._add("matmul", {"a": self, "b": other},
+                               shape=_matmul_shape(self.shape, other.shape), dtype=self.dtype)
 
     # ---- elementwise ----
 
@@ -205,9 +215,7 @@ class Tensor:
             elif 0 <= axis < rank:
                 shape = tuple(1 if keepdim and i == axis else s
                               for i, s in enumerate(self.shape) if keepdim or i != axis)
-        # An axis or keepdim on sum is version 2 (the op itself is version 1).
-        return self.graph._add(op, {"a": self}, attrs, shape=shape, dtype=self.dtype,
-                               needs=2 if attrs else 1)
+        return self.graph._add(op, {"a": self}, attrs, shape=shape, dtype=self.dtype)
 
     def sum(self, axis=None, keepdim=False): return self._reduce("sum", axis, keepdim)
     def mean(self, axis=None, keepdim=False): return self._reduce("mean", axis, keepdim)
@@ -373,7 +381,7 @@ class Graph:
             self._check_own(t)
         return self._add(op, ports, attrs, shape=ports["param"].shape, dtype="f32")
 
-    def _add(self, op, ports, attrs=None, shape=None, dtype="f32", needs=1, source=None):
+    def _add(self, op, ports, attrs=None, shape=None, dtype="f32", source=None):
         spec = _ops.table().get(op)
         if spec is None:
             raise UnsupportedOpError(
@@ -386,7 +394,7 @@ class Graph:
             node[key] = value
         # Everything is checked before the graph changes: a refused node leaves no trace.
         self._nodes.append(node)
-        self._needs.append(max(needs, spec["min_version"]))
+        self._needs.append(max(spec["min_version"], _version_of_features(spec, ports, attrs)))
         if source is not None:
             self._names[source] = node["id"]
         return Tensor(self, node["id"], None if shape is None else tuple(shape), dtype)

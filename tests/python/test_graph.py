@@ -40,6 +40,13 @@ def test_the_label_is_the_lowest_version_the_nodes_need_and_the_engine_holds_it(
     assert g.lowest_version(s=a.sum()) == 1
     assert g.lowest_version(s=a.sum(0)) == 2       # an axis is version 2
     assert g.lowest_version(s=a @ a.T) == 1
+    assert g.lowest_version(s=g.op("sum", a=a, axis=0)) == 2   # the same rules for Graph.op
+    k = g.input("k", np.float32(2.0))
+    assert g.lowest_version(s=a * k) == 1          # a rank-0 operand is version 1's scalar form
+    r = scellis.Graph(version=1)
+    ra, rk = r.input("a", np.ones((2, 3), np.float32)), r.input("k", np.float32(2.0))
+    np.testing.assert_array_equal(r.run(backend="cpu", tier="prod", s=ra * rk)["s"],
+                                  np.full((2, 3), 2.0, np.float32))
     assert json.loads(g.to_json(s=a + b))["version"] == 2
     # The same graphs labelled version 1 are refused by the engine, not misread.
     builds = (lambda a, b, c: a + b, lambda a, b, c: a / a, lambda a, b, c: a.sum(0),

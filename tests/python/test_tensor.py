@@ -227,3 +227,8 @@ def test_an_op_the_table_lacks_is_refused_by_name_and_leaves_the_graph_as_it_was
     assert e.value.code == "unknown-op" and "conv2d" in str(e.value)
     assert g.to_json(x=x) == before
     assert "relu" in scellis.ops.names() and "conv2d" not in scellis.ops.names()
+    # Any op the table has is reachable by name, with its attributes.
+    out = g.run(backend="cpu", tier="prod", y=g.op("mul", a=x, scalar=-3.0).relu(),
+                z=g.op("sum", a=x, axis=0))
+    np.testing.assert_array_equal(out["y"], np.zeros((2, 2), np.float32))
+    np.testing.assert_array_equal(out["z"], np.full(2, 2.0, np.float32))
