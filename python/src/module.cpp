@@ -86,7 +86,10 @@ void TranslateEngineError(const std::exception_ptr& p, void*) {
 
 // ---- arrays ----
 
-using Array = nb::ndarray<nb::numpy, nb::c_contig, nb::device::cpu>;
+// What the caller hands over: any C-contiguous CPU array (NumPy, or another buffer / DLPack
+// exporter), read-only ones included (a memory-mapped dataset). What comes back: NumPy arrays.
+using InArray = nb::ndarray<nb::ro, nb::c_contig, nb::device::cpu>;
+using OutArray = nb::ndarray<nb::numpy, nb::c_contig, nb::device::cpu>;
 
 std::optional<DType> DTypeOfArray(const nb::dlpack::dtype& t) {
   using Code = nb::dlpack::dtype_code;
@@ -99,26 +102,35 @@ std::optional<DType> DTypeOfArray(const nb::dlpack::dtype& t) {
   return std::nullopt;
 }
 
-std::string ArrayDTypeName(const nb::handle& array) {
-  return nb::cast<std::string>(array.attr("dtype").attr("name"));
+// "float64", "int8", ...: the dtype of an array the engine does not store, for the diagnostic.
+std::string DTypeText(const nb::dlpack::dtype& t) {
+  using Code = nb::dlpack::dtype_code;
+  std::string kind = "dlpack code " + std::to_string(t.code) + " of ";
+  if (t.code == static_cast<uint8_t>(Code::Int)) kind = "int";
+  if (t.code == static_cast<uint8_t>(Code::UInt)) kind = "uint";
+  if (t.code == static_cast<uint8_t>(Code::Float)) kind = "float";
+  if (t.code == static_cast<uint8_t>(Code::Bool)) kind = "bool";
+  if (t.code == static_cast<uint8_t>(Code::Complex)) kind = "complex";
+  if (t.code == static_cast<uint8_t>(Code::Bfloat)) kind = "bfloat";
+  return kind + std::to_string(t.bits);
 }
 
-// The bytes of a C-contiguous NumPy array as a host tensor: one copy out of the caller's buffer
-// (bool widened to the engine's 4-byte storage). A dtype the engine has no storage for is a
-// `bad-feed`, never a silent conversion.
+// The bytes of a C-contiguous array as a host tensor: one copy out of the caller's buffer (bool
+// widened to the engine's 4-byte storage). A dtype the engine has no storage for is a `bad-feed`,
+// never a silent conversion.
 HostTensor ToHost(const std::string& what, const nb::handle& value) {
-  Array a;
+  InArray a;
   if (!nb::try_cast(value, a, /*convert=*/false)) {
     throw EngineError(
-        {UserError("bad-feed", "", what + " is not a C-contiguous NumPy array on the CPU",
-                   "pass numpy.ascontiguousarray(value)")});
+        {UserError("bad-feed", "", what + " is not a C-contiguous array in CPU memory",
+                   "pass a NumPy array (numpy.ascontiguousarray(value))")});
   }
   std::optional<DType> dtype = DTypeOfArray(a.dtype());
   if (!dtype) {
-    throw EngineError({UserError("bad-feed", "",
-                                 what + " has the NumPy dtype " + ArrayDTypeName(value) +
-                                     ", which the engine does not store",
-                                 "convert it to float32 (or float16, int32, uint32, bool) first")});
+    throw EngineError({UserError(
+        "bad-feed", "",
+        what + " has the dtype " + DTypeText(a.dtype()) + ", which the engine does not store",
+        "convert it to float32 (or float16, int32, uint32, bool) first")});
   }
   if (a.ndim() > static_cast<size_t>(kMaxRank)) {
     throw EngineError({UserError("bad-feed", "",
@@ -158,7 +170,7 @@ nb::object ToNumpy(HostTensor t) {
     for (size_t i = 0; i < bools->size(); ++i) (*bools)[i] = src[i] ? 1 : 0;
     nb::capsule owner(bools,
                       [](void* p) noexcept { delete static_cast<std::vector<uint8_t>*>(p); });
-    return Array(bools->data(), shape.size(), shape.data(), owner, nullptr, nb::dtype<bool>())
+    return OutArray(bools->data(), shape.size(), shape.data(), owner, nullptr, nb::dtype<bool>())
         .cast();
   }
   nb::dlpack::dtype dtype;
@@ -178,7 +190,7 @@ nb::object ToNumpy(HostTensor t) {
   }
   auto* held = new HostTensor(std::move(t));
   nb::capsule owner(held, [](void* p) noexcept { delete static_cast<HostTensor*>(p); });
-  return Array(held->bytes.data(), shape.size(), shape.data(), owner, nullptr, dtype).cast();
+  return OutArray(held->bytes.data(), shape.size(), shape.data(), owner, nullptr, dtype).cast();
 }
 
 nb::object JsonToPython(const Json& j) {

@@ -104,6 +104,20 @@ def test_a_feed_of_the_wrong_dtype_or_shape_is_refused():
     np.testing.assert_array_equal(r["y"], [0, 0, 2])
 
 
+def test_feeds_are_read_from_read_only_and_memory_mapped_arrays_and_strided_views(tmp_path):
+    data = np.arange(-6, 6, dtype=np.float32).reshape(4, 3)
+    data.tofile(tmp_path / "batches.f32")
+    mapped = np.memmap(tmp_path / "batches.f32", dtype=np.float32, mode="r", shape=(4, 3))
+    assert not mapped.flags.writeable
+    g = scellis.Graph()
+    x = g.input("x", (3,))
+    with g.prepare(feeds=[x], tier="prod", backend="cpu", y=x.relu()) as s:
+        got = s.run_steps([{"x": row} for row in mapped])["y"]
+        np.testing.assert_array_equal(got, np.maximum(data, 0))
+        column = np.ascontiguousarray(data.T)[::-1].T[0]  # a strided view, copied contiguous
+        np.testing.assert_array_equal(s.run({"x": column})["y"], np.maximum(column, 0))
+
+
 def test_auto_runs_somewhere_and_says_why_it_fell_back():
     g, values = seed_graph()
     r = g.run(tier="prod", values=values)
