@@ -3,10 +3,12 @@
 
 class RunResult:
     """The report of one run: which backend and executor ran it and why any fallback happened,
-    the outputs as NumPy arrays (by name; also ``result[name]``) and the engine's stats."""
+    the outputs as NumPy arrays (by name; also ``result[name]``) and the engine's stats;
+    ``receipts``: on WebGPU, which of the run's kernels hold conformance receipts on this device
+    (None elsewhere)."""
 
     def __init__(self, backend, executor, fallback_reason, outputs, stats, attempts=(),
-                 determinism_tier=None, content_id=None):
+                 determinism_tier=None, content_id=None, receipts=None):
         self.backend = backend
         self.executor = executor
         self.fallback_reason = fallback_reason
@@ -15,6 +17,7 @@ class RunResult:
         self.attempts = list(attempts)
         self.determinism_tier = determinism_tier
         self.content_id = content_id
+        self.receipts = receipts
 
     def __getitem__(self, name):
         return self.outputs[name]

@@ -1,10 +1,11 @@
 // `_scellis`: the engine API for the Python package (python/scellis). Like the command line, it
 // parses, calls the engine and converts: documents arrive as graph-protocol JSON text, arrays as
-// NumPy buffers whose bytes are copied once into host tensors (no per-element Python work), and
-// results leave as NumPy arrays that own the engine's bytes. Every check and loop is the engine's
-// (api::Run, api::Session, pipeline::Compile); a failure raises the package's ScellisError with the
-// engine's diagnostics. The GIL is released while the engine works, so a run on a worker thread
-// does not stall the interpreter.
+// CPU buffers whose bytes are copied once into host tensors (no per-element Python work), and
+// results leave as NumPy arrays that own the engine's bytes. Every check of a document, a feed or
+// a session is the engine's (api::Run, api::Session, pipeline::Compile); this module only names
+// what it cannot convert (an array dtype without engine storage, an unknown tier or rung name). A
+// failure raises the package's ScellisError with the diagnostics. The GIL is released while the
+// engine works, so a run on a worker thread does not stall the interpreter.
 #include <nanobind/nanobind.h>
 #include <nanobind/ndarray.h>
 #include <nanobind/stl/optional.h>
@@ -250,6 +251,8 @@ nb::dict RunDocument(const std::string& text, const std::string& backend,
   for (auto& [name, t] : report.outputs) outputs[name.c_str()] = ToNumpy(std::move(t));
   out["outputs"] = outputs;
   out["stats"] = JsonToPython(report.stats);
+  // Which kernels hold conformance receipts on this device (WebGPU runs only), as the CLI's line.
+  out["receipts"] = report.receipts ? JsonToPython(report.receipts->ToJson()) : nb::none();
   return out;
 }
 

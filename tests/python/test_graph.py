@@ -28,6 +28,11 @@ def test_the_seed_graph_runs_and_is_labelled_version_1(backend):
     np.testing.assert_array_equal(r.outputs["values"], np.array([0, 60, 120], np.float32))
     assert r.backend == backend["backend"] and r.executor
     assert r.stats["readback_bytes"] == 12 and r.determinism_tier == "prod"
+    # Receipts are a GPU kernel's: the CPU reference is the oracle itself.
+    if r.backend == "cpu":
+        assert r.receipts is None
+    else:
+        assert r.receipts["kernels"] == 1 and len(r.receipts["by_kernel"]) == 1
 
 
 def test_the_label_is_the_lowest_version_the_nodes_need_and_the_engine_holds_it():
