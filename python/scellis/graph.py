@@ -32,7 +32,10 @@ def _dtype_name(dtype):
         return "f32"
     if isinstance(dtype, str) and dtype in _DTYPES:
         return dtype
-    np_dtype = np.dtype(dtype)
+    try:
+        np_dtype = np.dtype(dtype)
+    except TypeError:
+        np_dtype = None
     for name, t in _DTYPES.items():
         if np.dtype(t) == np_dtype:
             return name

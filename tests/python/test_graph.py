@@ -84,6 +84,21 @@ def test_a_missing_tier_is_an_error_as_on_the_command_line():
     with pytest.raises(scellis.GraphError) as e:
         g.run(backend="cpu", tier="fastest", values=values)
     assert e.value.code == "bad-tier"
+    with pytest.raises(scellis.GraphError) as e:
+        g.prepare(backend="cpu", values=values)
+    assert e.value.code == "missing-determinism-tier"
+
+
+def test_a_refused_source_leaves_the_graph_as_it_was():
+    g, values = seed_graph()
+    before = g.to_json(values=values)
+    with pytest.raises(scellis.GraphError) as e:
+        g.input("a", [1, 2, 3])
+    assert e.value.code == "duplicate-name"
+    with pytest.raises(scellis.GraphError) as e:
+        g.input("c", [1, 2, 3], dtype="f64")
+    assert e.value.code == "bad-dtype"
+    assert g.to_json(values=values) == before and len(g._nodes) == 4
 
 
 def test_a_shape_mismatch_names_the_node_by_its_json_pointer():
