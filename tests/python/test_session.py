@@ -159,3 +159,62 @@ def test_graph_constants_are_handed_over_once_and_hold_on_every_step(backend, rn
             np.testing.assert_allclose(out["y"][k], want, rtol=1e-5, atol=1e-5)
             np.testing.assert_array_equal(out["ids_t"][k], ids.T)
         np.testing.assert_array_equal(s.download("m"), m)
+
+
+def test_an_mlp_trained_with_adam_in_a_session_follows_numpy(backend, rng):
+    """A 5-6-3 ReLU MLP, softmax cross-entropy, its backward written with the table's gradient
+    ops, Adam state (m, v and the step t) carried on the device; 10 steps in one submission
+    against the same training in float64 NumPy (torch.optim.Adam's update)."""
+    n, d, h, c, steps, lr = 8, 5, 6, 3, 10, 0.01
+    init = {"w1": f32(rng, d, h, low=-0.5, high=0.5), "b1": f32(rng, h, low=-0.1, high=0.1),
+            "w2": f32(rng, h, c, low=-0.5, high=0.5), "b2": f32(rng, c, low=-0.1, high=0.1)}
+    data = [(f32(rng, n, d), rng.integers(0, c, size=n).astype(np.float32))
+            for _ in range(steps)]
+
+    g = scellis.Graph()
+    x, labels = g.input("x", (n, d)), g.input("labels", (n,))
+    p = {k: g.param(k, v) for k, v in init.items()}
+    t = g.input("t", np.float32(1.0))
+    pre = x @ p["w1"] + p["b1"]
+    hidden = pre.relu()
+    logits = hidden @ p["w2"] + p["b2"]
+    loss = logits.cross_entropy(labels)
+    dlogits = logits.cross_entropy_grad(labels, g.full((), 1.0))
+    dpre = (dlogits @ p["w2"].T) * pre.positive()
+    grads = {"w2": hidden.T @ dlogits, "b2": dlogits.sum(0), "w1": x.T @ dpre, "b1": dpre.sum(0)}
+    carry = {t: t + 1.0}
+    for k, v in init.items():
+        m, s = g.param(k + ".m", np.zeros_like(v)), g.param(k + ".v", np.zeros_like(v))
+        carry[p[k]], carry[m], carry[s] = g.adam(p[k], grads[k], m, s, t, lr=lr)
+    with g.prepare(feeds=[x, labels], carry=carry, tier="prod", **backend, loss=loss) as sess:
+        losses = sess.run_steps([{"x": a, "labels": b} for a, b in data])["loss"]
+        final = {k: sess.download(k) for k in init}
+        assert sess.download("t") == steps + 1
+
+    w = {k: v.astype(np.float64) for k, v in init.items()}
+    m = {k: np.zeros_like(v) for k, v in w.items()}
+    v2 = {k: np.zeros_like(v) for k, v in w.items()}
+    want = []
+    for step, (a, b) in enumerate(data, start=1):
+        a = a.astype(np.float64)
+        pre = a @ w["w1"] + w["b1"]
+        hid = np.maximum(pre, 0)
+        lg = hid @ w["w2"] + w["b2"]
+        prob = np.exp(lg - lg.max(1, keepdims=True))
+        prob /= prob.sum(1, keepdims=True)
+        rows, idx = np.arange(n), b.astype(int)
+        want.append(-np.log(prob[rows, idx]).mean())
+        dl = prob.copy()
+        dl[rows, idx] -= 1
+        dl /= n
+        dp = (dl @ w["w2"].T) * (pre > 0)
+        grad = {"w2": hid.T @ dl, "b2": dl.sum(0), "w1": a.T @ dp, "b1": dp.sum(0)}
+        for k in w:
+            m[k] = 0.9 * m[k] + 0.1 * grad[k]
+            v2[k] = 0.999 * v2[k] + 0.001 * grad[k] ** 2
+            denom = np.sqrt(v2[k]) / np.sqrt(1 - 0.999 ** step) + 1e-8
+            w[k] = w[k] - lr / (1 - 0.9 ** step) * m[k] / denom
+    np.testing.assert_allclose(losses, want, rtol=1e-4, atol=1e-5)
+    for k in init:
+        np.testing.assert_allclose(final[k], w[k], rtol=1e-3, atol=1e-4, err_msg=k)
+    assert not np.allclose(final["w1"], init["w1"])  # the weights moved
