@@ -37,7 +37,7 @@ def _dtype_name(dtype):
     except TypeError:
         np_dtype = None
     for name, t in _DTYPES.items():
-        if np.dtype(t) == np_dtype:
+        if np_dtype is not None and np.dtype(t) == np_dtype:
             return name
     raise GraphError("bad-dtype", f"the dtype {dtype!r} is not one the engine stores",
                      help="use f32, f16, i32, u32 or bool")
