@@ -39,6 +39,9 @@ echo "== training on SwiftShader (a short epoch) and on the CPU reference"
 echo "== agreement with PyTorch (CPU) and bit-exact resume"
 SCELLIS_BUILD="$BUILD" .venv/bin/python -m pytest -q tests/peer tests/train tests/layering
 
+echo "== the Python package: every Tensor method against NumPy, sessions, errors (CPU and SwiftShader)"
+.venv/bin/python -m pytest -q tests/python
+
 echo "== the Studio's canvas: unit tests, and conformance of a WebGPU device (Dawn in Node) through the server"
 SCELLIS_BUILD="$(cd "$BUILD" && pwd)" npm --prefix web test --silent
 echo "== the browser runtime under Node: WebGPU (Dawn on SwiftShader) on the engine's device programs"

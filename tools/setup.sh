@@ -21,6 +21,7 @@ APT_PACKAGES=(build-essential cmake ninja-build pkg-config
   nodejs npm)
 if [ "$PART" = test ]; then
   APT_PACKAGES+=(libgtest-dev libbenchmark-dev
+    ccache              # the Python package's build (pip install .) compiles through it
     clang clang-format libclang-rt-14-dev
     chromium            # ships the SwiftShader Vulkan driver the GPU tests run on
     emscripten          # the CPU reference compiled to WebAssembly (tools/build_wasm.sh)
@@ -61,6 +62,25 @@ if [ ! -x .venv/bin/python ] || ! .venv/bin/python -c "import torch, numpy, pyte
   echo "setup: installing PyTorch 2.11.0, numpy and pytest into .venv (a few minutes, once)"
   python3 -m venv .venv
   .venv/bin/pip install -q --disable-pip-version-check torch==2.11.0 numpy pytest
+fi
+
+# The Python package (pyproject.toml: python/scellis and the nanobind module python/src): its
+# pinned build tools, then `pip install .` whenever a source is newer than the last install. The
+# build directory (build/python) persists, so a reinstall compiles only what changed.
+if ! .venv/bin/python -c "import nanobind, scikit_build_core, sys; \
+    sys.exit(nanobind.__version__ != '3.1.0' or scikit_build_core.__version__ != '1.1.2')" 2>/dev/null; then
+  echo "setup: installing nanobind and scikit-build-core into .venv"
+  .venv/bin/pip install -q --disable-pip-version-check nanobind==3.1.0 scikit-build-core==1.1.2
+fi
+PY_STAMP=build/python/.installed
+if [ ! -f "$PY_STAMP" ] ||
+   [ -n "$(find python src CMakeLists.txt pyproject.toml -newer "$PY_STAMP" -print -quit)" ] ||
+   ! .venv/bin/python -c "import scellis" 2>/dev/null; then
+  echo "setup: building and installing the Python package into .venv (pip install .)"
+  # The compiler CMake picks for the C++ build (c++, unless CXX says otherwise), not the one
+  # Python was built with: same command lines, so ccache serves the engine to the second build.
+  CXX="${CXX:-c++}" .venv/bin/pip install -q --disable-pip-version-check --no-build-isolation .
+  touch "$PY_STAMP"
 fi
 
 # The Studio's front end, its browser runtime and the browser tests: each web package installs

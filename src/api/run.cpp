@@ -66,9 +66,11 @@ runtime::Feeds StepFeeds(const execplan::Plan& plan, int64_t step) {
 }
 
 // One step, as the executor's one-shot run: every output comes back once.
-Status RunOnce(runtime::Executor& exec, const execplan::Plan& plan,
+Status RunOnce(runtime::Executor& exec, const execplan::Plan& plan, const runtime::Feeds& feeds,
                const std::vector<std::string>& history, RunReport& report) {
-  SCELLIS_ASSIGN_OR_RETURN(runtime::RunResult r, exec.Run(plan, StepFeeds(plan, 1)));
+  runtime::Feeds all = feeds;
+  for (auto& [name, t] : StepFeeds(plan, 1)) all.try_emplace(name, std::move(t));
+  SCELLIS_ASSIGN_OR_RETURN(runtime::RunResult r, exec.Run(plan, all));
   int64_t readback = 0;
   for (auto& [name, t] : r.outputs) {
     readback += ReadbackBytes(t);
@@ -85,20 +87,29 @@ Status RunOnce(runtime::Executor& exec, const execplan::Plan& plan,
 
 // Many steps in a prepared session: up to 64 per submission, the history outputs watched, and
 // the last value of every output downloaded once at the end.
+// The feeds are the starting values of params and carried inputs, and the value of every step of
+// an input that is fed, not carried.
 Status RunMany(runtime::Executor& exec, const execplan::Plan& plan, int steps,
-               const std::vector<std::string>& history, const RunEvents& events,
+               const runtime::Feeds& feeds, const std::vector<std::string>& history,
+               const RunEvents& events,
                RunReport& report) {
   auto start = std::chrono::steady_clock::now();
-  SCELLIS_ASSIGN_OR_RETURN(std::unique_ptr<runtime::Prepared> prepared, exec.Prepare(plan));
+  SCELLIS_ASSIGN_OR_RETURN(std::unique_ptr<runtime::Prepared> prepared, exec.Prepare(plan, feeds));
+  runtime::Feeds every_step;
+  for (int node : runtime::FedInputs(plan.graph())) {
+    auto it = feeds.find(runtime::FeedName(plan.graph().at(node)));
+    if (it != feeds.end()) every_step.insert(*it);
+  }
   for (const std::string& name : history) report.history.push_back({name, {}});
   int64_t readback = 0;
   int submissions = 0;
   Json backend_counters = Json::object();
   for (int done = 0; done < steps;) {
     int k = std::min(steps - done, kMaxStepsPerSubmission);
-    std::vector<runtime::Feeds> feeds;
-    for (int i = 0; i < k; ++i) feeds.push_back(StepFeeds(plan, done + i + 1));
-    SCELLIS_ASSIGN_OR_RETURN(runtime::StepsResult chunk, prepared->RunSteps(feeds, history));
+    std::vector<runtime::Feeds> step_feeds(k, every_step);
+    for (int i = 0; i < k; ++i)
+      for (auto& [name, t] : StepFeeds(plan, done + i + 1)) step_feeds[i].try_emplace(name, std::move(t));
+    SCELLIS_ASSIGN_OR_RETURN(runtime::StepsResult chunk, prepared->RunSteps(step_feeds, history));
     // The backend's own counters (dispatches, maps, uploads, ...) add up over the submissions.
     for (const auto& [key, value] : chunk.stats.items())
       if (value.is_number_integer() && key != "steps" && key != "readback_bytes")
@@ -217,8 +228,9 @@ Result<RunReport> Run(std::string_view text, const RunOptions& options, const Ru
   report.content_id = c.doc.content_id;
   report.steps = options.steps;
   SCELLIS_TRY(options.steps == 1
-                  ? RunOnce(*sel.executor, plan, options.history, report)
-                  : RunMany(*sel.executor, plan, options.steps, options.history, events, report));
+                  ? RunOnce(*sel.executor, plan, options.feeds, options.history, report)
+                  : RunMany(*sel.executor, plan, options.steps, options.feeds, options.history,
+                            events, report));
 
   // Which kernels have earned trust on this device: receipts gate trust, not execution.
   // The CPU reference is the oracle itself, and the null backend computes nothing: only GPU

@@ -193,6 +193,45 @@ TEST(TensorJson, FiniteF32ValuesComeBackBitForBit) {
         << "value " << i << " printed as " << back["data"][i].dump();
   }
   EXPECT_EQ(TensorToJson(t)["data"][1].dump(), "-0.0");
+
+// An input given only by shape, fed through RunOptions::feeds, summed into a carried accumulator.
+TEST(RunFacade, FeedsGiveInputsTheirValuesOnEveryStep) {
+  Json g = {{"version", 1},
+            {"nodes",
+             {{{"id", 0}, {"op", "input"}, {"name", "x"}, {"shape", {3}}},
+              {{"id", 1},
+               {"op", "input"},
+               {"name", "acc"},
+               {"shape", {3}},
+               {"data", {0, 0, 0}},
+               {"carry", "total"}},
+              {{"id", 2}, {"op", "add"}, {"a", 1}, {"b", 0}}}},
+            {"outputs", {{{"name", "total"}, {"id", 2}}}}};
+  auto tensor = [](std::vector<float> v) { return HostTensor::FromFloats(MakeType({3}), v); };
+  auto values = [](const RunReport& r) { return ValuesOf(r.outputs.front().second); };
+
+  RunOptions once = CpuSteps(1);
+  once.feeds = {{"x", tensor({1, 2, 3})}};
+  auto one = api::Run(g.dump(), once);
+  ASSERT_TRUE(one.ok()) << one.errors().front().Format();
+  EXPECT_EQ(values(*one), (std::vector<float>{1, 2, 3}));
+
+  // The fed input keeps its value on every step; the carried one starts from its data.
+  RunOptions three = CpuSteps(3);
+  three.feeds = {{"x", tensor({1, 2, 3})}};
+  auto many = api::Run(g.dump(), three);
+  ASSERT_TRUE(many.ok()) << many.errors().front().Format();
+  EXPECT_EQ(values(*many), (std::vector<float>{3, 6, 9}));
+
+  // A feed for an input with data replaces its data.
+  three.feeds["acc"] = tensor({10, 20, 30});
+  auto started = api::Run(g.dump(), three);
+  ASSERT_TRUE(started.ok()) << started.errors().front().Format();
+  EXPECT_EQ(values(*started), (std::vector<float>{13, 26, 39}));
+
+  auto unfed = api::Run(g.dump(), CpuSteps(1));
+  ASSERT_FALSE(unfed.ok());
+  EXPECT_EQ(unfed.errors().front().code, "missing-input-data");
 }
 
 }  // namespace

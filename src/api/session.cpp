@@ -6,14 +6,16 @@ namespace scellis::api {
 
 Result<std::unique_ptr<Session>> Session::Prepare(std::string_view text,
                                                   const pipeline::CompileOptions& options,
-                                                  runtime::Selection selection) {
+                                                  runtime::Selection selection,
+                                                  const runtime::Feeds& initial) {
   pipeline::CompileOptions o = options;
   o.up_to = pipeline::Rung::kExecplan;
   o.plan.limits = selection.limits;
   SCELLIS_ASSIGN_OR_RETURN(pipeline::Compiled c, pipeline::Compile(text, o));
   if (c.plan->verdict == execplan::Verdict::kRed) return Status(c.plan->findings);
   std::unique_ptr<Session> s(new Session(std::move(c), std::move(selection)));
-  SCELLIS_ASSIGN_OR_RETURN(s->prepared_, s->selection_.executor->Prepare(*s->compiled_.plan));
+  SCELLIS_ASSIGN_OR_RETURN(s->prepared_,
+                           s->selection_.executor->Prepare(*s->compiled_.plan, initial));
   return s;
 }
 

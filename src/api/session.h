@@ -20,9 +20,12 @@ namespace scellis::api {
 class Session {
  public:
   // Compiles `text` for the selected backend and makes the plan resident. A red plan is refused.
+  // `initial` gives inputs and params their starting values by name (a value wins over inline
+  // data or an initializer), checked against the plan's types before anything is allocated.
   static Result<std::unique_ptr<Session>> Prepare(std::string_view text,
                                                   const pipeline::CompileOptions& options,
-                                                  runtime::Selection selection);
+                                                  runtime::Selection selection,
+                                                  const runtime::Feeds& initial = {});
 
   Result<runtime::StepsResult> Run(const std::vector<runtime::Feeds>& feeds,
                                    const std::vector<std::string>& watch);

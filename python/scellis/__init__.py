@@ -1,0 +1,26 @@
+"""Scellis from Python: graphs of tensor ops built with methods, run by the Scellis engine on a
+GPU through WebGPU (Dawn) or on its deterministic CPU reference, with prepared sessions that keep
+training state resident on the device.
+
+    import numpy as np, scellis
+    g = scellis.Graph()
+    a = g.input("a", np.array([-2, 3, 4], np.float32))
+    b = g.input("b", np.array([10, 20, 30], np.float32))
+    r = g.run(tier="prod", values=(a * b).relu())
+    r.backend, r.outputs["values"]      # "cpu" or "webgpu", array([0., 60., 120.])
+"""
+
+from . import _scellis
+from .errors import (DeviceError, EngineInternalError, GraphError, ScellisError,
+                     SessionStateError, UnsupportedOpError)
+from .graph import Graph, Tensor
+from .ops import MAX_GRAPH_VERSION, MAX_STEPS_PER_SUBMISSION
+from .result import RunResult
+from .session import Session
+from .worker import shutdown
+
+__version__ = "0.1.0"
+
+__all__ = ["Graph", "Tensor", "Session", "RunResult", "ScellisError", "GraphError",
+           "DeviceError", "SessionStateError", "EngineInternalError", "UnsupportedOpError",
+           "MAX_GRAPH_VERSION", "MAX_STEPS_PER_SUBMISSION", "shutdown"]

@@ -1,0 +1,78 @@
+"""Errors of the Python package: every engine failure is a ScellisError carrying the engine's
+diagnostic code (``bad-feed``, ``shape-mismatch`` ...), the JSON pointer into the graph document
+(``/nodes/3``) and the help line. The subclass says what kind of failure it was:
+
+- GraphError: bad input (a graph, a feed, a flag); nothing ran and nothing changed.
+- DeviceError: the device failed after work began (a session is then poisoned).
+- SessionStateError: a disposed or poisoned session was used, or a closed worker.
+- EngineInternalError: a bug in Scellis.
+- UnsupportedOpError: the engine's op table has no such op (raised while building the graph).
+"""
+
+
+class ScellisError(Exception):
+    """An engine diagnostic: ``code``, ``pointer``, ``message``, ``help``, ``where``; several
+    diagnostics of one failure are all in ``diagnostics`` (the first one gives the attributes)."""
+
+    kind = "user"
+
+    def __init__(self, code, message, pointer="", help="", where="", text=None, diagnostics=None):
+        self.code = code
+        self.message = message
+        self.pointer = pointer
+        self.help = help
+        self.where = where
+        self.diagnostics = diagnostics or [
+            {"kind": self.kind, "code": code, "pointer": pointer, "where": where,
+             "message": message, "help": help}
+        ]
+        if text is None:
+            location = f"{pointer}: " if pointer else ""
+            text = f"{location}error[{code}]: {message}" + (f"\n  help: {help}" if help else "")
+        self.text = text
+        super().__init__(text)
+
+
+class GraphError(ScellisError):
+    """Bad input: the graph, a feed, an option. Nothing was executed or changed."""
+
+    kind = "user"
+
+
+class DeviceError(ScellisError):
+    """The device failed after work began."""
+
+    kind = "runtime"
+
+
+class SessionStateError(ScellisError):
+    """A disposed or poisoned session was used (or a closed worker)."""
+
+    kind = "state"
+
+
+class EngineInternalError(ScellisError):
+    """A bug in Scellis."""
+
+    kind = "internal"
+
+
+class UnsupportedOpError(GraphError):
+    """The engine's op table lacks the op a method or ``Graph.op`` asked for."""
+
+
+_BY_KIND = {
+    "user": GraphError,
+    "runtime": DeviceError,
+    "state": SessionStateError,
+    "internal": EngineInternalError,
+}
+
+
+def from_engine(diagnostics):
+    """The exception for the engine's diagnostics (called by the extension module)."""
+    first = diagnostics[0]
+    cls = _BY_KIND.get(first["kind"], ScellisError)
+    text = "\n".join(d["text"] for d in diagnostics)
+    return cls(first["code"], first["message"], pointer=first["pointer"], help=first["help"],
+               where=first["where"], text=text, diagnostics=list(diagnostics))

@@ -1,0 +1,80 @@
+"""Prepared sessions (api::Session): a graph validated and planned once, its carried state
+(weights, optimizer moments) resident on the backend between steps. ``run`` executes one step,
+``run_steps`` up to 64 in one submission; only the watched outputs come back.
+
+A run that fails after device work began poisons the session: run, download and upload then
+raise SessionStateError (``session-poisoned``) and only ``dispose`` remains. Bad feeds are
+refused before any work and leave the session usable. After ``dispose`` every call raises
+SessionStateError (``session-disposed``).
+"""
+
+import numpy as np
+
+from . import _scellis
+
+
+class Session:
+    def __init__(self, graph, handle, watch, fed, carries, resident):
+        self._graph = graph
+        self._handle = handle
+        self.watch = list(watch)          # outputs read back after each run
+        self.fed = set(fed)               # inputs fed on every step
+        self.carries = dict(carries)      # input name -> the output it takes after each step
+        self.resident = list(resident)    # outputs kept for download
+        self.stats = {}                   # the engine's stats of the last run
+
+    # What ran and where.
+    backend = property(lambda self: self._handle.backend)
+    executor = property(lambda self: self._handle.executor)
+    fallback_reason = property(lambda self: self._handle.fallback_reason)
+    attempts = property(lambda self: self._handle.attempts)
+    poisoned = property(lambda self: self._handle.poisoned)
+    content_id = property(lambda self: self._handle.content_id)
+    determinism_tier = property(lambda self: self._handle.determinism_tier)
+
+    def __repr__(self):
+        return (f"Session(backend={self.backend!r}, executor={self.executor!r}, "
+                f"watch={self.watch}, carries={self.carries})")
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.dispose()
+
+    def run(self, feeds=None):
+        """One step; returns {output: array} of the watched outputs after it."""
+        watched = self._run([feeds or {}])
+        return {name: values[0] for name, values in watched.items()}
+
+    def run_steps(self, steps):
+        """``steps`` (a list of per-step feeds dicts, or a step count when nothing is fed) run in
+        one submission (at most 64); returns {output: array of shape [steps, ...]}."""
+        if isinstance(steps, int):
+            steps = [{}] * steps
+        watched = self._run(list(steps))
+        return {name: np.stack(values) for name, values in watched.items()}
+
+    def _run(self, steps):
+        feeds = [self._graph._feed_arrays(step) for step in steps]
+        watched, self.stats = self._handle.run(feeds, self.watch)
+        return watched
+
+    def download(self, name):
+        """The current value of an output, a resident tensor or an input (a tensor or a name)."""
+        return self._handle.download(self._name(name))
+
+    def upload(self, name, value):
+        """Replaces the value of a param or carried input (restoring a checkpoint, say); the
+        value's dtype and shape must be the input's."""
+        value = np.ascontiguousarray(value) if isinstance(value, np.ndarray) else value
+        self._handle.upload(self._name(name), value)
+
+    def dispose(self):
+        """Frees the resident state; every later call raises SessionStateError."""
+        self._handle.dispose()
+
+    def _name(self, key):
+        if isinstance(key, str):
+            return key
+        return self._graph.name_of(key)

@@ -1,0 +1,415 @@
+// `_scellis`: the engine API for the Python package (python/scellis). Like the command line, it
+// parses, calls the engine and converts: documents arrive as graph-protocol JSON text, arrays as
+// CPU buffers whose bytes are copied once into host tensors (no per-element Python work), and
+// results leave as NumPy arrays that own the engine's bytes. Every check of a document, a feed or
+// a session is the engine's (api::Run, api::Session, pipeline::Compile); this module only names
+// what it cannot convert (an array dtype without engine storage, an unknown tier or rung name). A
+// failure raises the package's ScellisError with the diagnostics. The GIL is released while the
+// engine works, so a run on a worker thread does not stall the interpreter.
+#include <nanobind/nanobind.h>
+#include <nanobind/ndarray.h>
+#include <nanobind/stl/optional.h>
+#include <nanobind/stl/string.h>
+#include <nanobind/stl/vector.h>
+
+#include <cstring>
+#include <exception>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "api/run.h"
+#include "api/session.h"
+#include "doc/document.h"
+#include "execplan/plan.h"
+#include "ops/op_table.h"
+#include "pipeline/compile.h"
+
+namespace nb = nanobind;
+
+namespace scellis::python {
+namespace {
+
+// Carries the engine's diagnostics to the exception translator, which raises the package's
+// ScellisError subclass for them.
+struct EngineError : std::exception {
+  std::vector<Diagnostic> diagnostics;
+  explicit EngineError(std::vector<Diagnostic> d) : diagnostics(std::move(d)) {}
+  const char* what() const noexcept override { return "scellis engine error"; }
+};
+
+[[noreturn]] void Raise(const Status& s) {
+  throw EngineError(s.errors());
+}
+
+template <class T>
+T Take(Result<T> r) {
+  if (!r.ok()) Raise(r.status());
+  return std::move(r).value();
+}
+
+const char* KindName(ErrorKind k) {
+  switch (k) {
+    case ErrorKind::kUser:
+      return "user";
+    case ErrorKind::kInternal:
+      return "internal";
+    case ErrorKind::kRuntime:
+      return "runtime";
+    case ErrorKind::kState:
+      return "state";
+  }
+  return "user";
+}
+
+void TranslateEngineError(const std::exception_ptr& p, void*) {
+  try {
+    std::rethrow_exception(p);
+  } catch (const EngineError& e) {
+    nb::list diagnostics;
+    for (const Diagnostic& d : e.diagnostics) {
+      nb::dict item;
+      item["kind"] = KindName(d.kind);
+      item["code"] = d.code;
+      item["pointer"] = d.pointer;
+      item["where"] = d.where;
+      item["message"] = d.message;
+      item["help"] = d.help;
+      item["text"] = d.Format();
+      diagnostics.append(item);
+    }
+    nb::object error = nb::module_::import_("scellis.errors").attr("from_engine")(diagnostics);
+    PyErr_SetObject(reinterpret_cast<PyObject*>(Py_TYPE(error.ptr())), error.ptr());
+  }
+}
+
+// ---- arrays ----
+
+// What the caller hands over: any C-contiguous CPU array (NumPy, or another buffer / DLPack
+// exporter), read-only ones included (a memory-mapped dataset). What comes back: NumPy arrays.
+using InArray = nb::ndarray<nb::ro, nb::c_contig, nb::device::cpu>;
+using OutArray = nb::ndarray<nb::numpy, nb::c_contig, nb::device::cpu>;
+
+std::optional<DType> DTypeOfArray(const nb::dlpack::dtype& t) {
+  using Code = nb::dlpack::dtype_code;
+  if (t.lanes != 1) return std::nullopt;
+  if (t.code == static_cast<uint8_t>(Code::Float) && t.bits == 32) return DType::kF32;
+  if (t.code == static_cast<uint8_t>(Code::Float) && t.bits == 16) return DType::kF16;
+  if (t.code == static_cast<uint8_t>(Code::Int) && t.bits == 32) return DType::kI32;
+  if (t.code == static_cast<uint8_t>(Code::UInt) && t.bits == 32) return DType::kU32;
+  if (t.code == static_cast<uint8_t>(Code::Bool) && t.bits == 8) return DType::kBool;
+  return std::nullopt;
+}
+
+// "float64", "int8", ...: the dtype of an array the engine does not store, for the diagnostic.
+std::string DTypeText(const nb::dlpack::dtype& t) {
+  using Code = nb::dlpack::dtype_code;
+  std::string kind = "dlpack code " + std::to_string(t.code) + " of ";
+  if (t.code == static_cast<uint8_t>(Code::Int)) kind = "int";
+  if (t.code == static_cast<uint8_t>(Code::UInt)) kind = "uint";
+  if (t.code == static_cast<uint8_t>(Code::Float)) kind = "float";
+  if (t.code == static_cast<uint8_t>(Code::Bool)) kind = "bool";
+  if (t.code == static_cast<uint8_t>(Code::Complex)) kind = "complex";
+  if (t.code == static_cast<uint8_t>(Code::Bfloat)) kind = "bfloat";
+  return kind + std::to_string(t.bits);
+}
+
+// The bytes of a C-contiguous array as a host tensor: one copy out of the caller's buffer (bool
+// widened to the engine's 4-byte storage). A dtype the engine has no storage for is a `bad-feed`,
+// never a silent conversion.
+HostTensor ToHost(const std::string& what, const nb::handle& value) {
+  InArray a;
+  if (!nb::try_cast(value, a, /*convert=*/false)) {
+    throw EngineError(
+        {UserError("bad-feed", "", what + " is not a C-contiguous array in CPU memory",
+                   "pass a NumPy array (numpy.ascontiguousarray(value))")});
+  }
+  std::optional<DType> dtype = DTypeOfArray(a.dtype());
+  if (!dtype) {
+    throw EngineError({UserError(
+        "bad-feed", "",
+        what + " has the dtype " + DTypeText(a.dtype()) + ", which the engine does not store",
+        "convert it to float32 (or float16, int32, uint32, bool) first")});
+  }
+  if (a.ndim() > static_cast<size_t>(kMaxRank)) {
+    throw EngineError({UserError("bad-feed", "",
+                                 what + " has rank " + std::to_string(a.ndim()) + ", at most " +
+                                     std::to_string(kMaxRank) + " is supported")});
+  }
+  std::vector<int64_t> sizes;
+  for (size_t i = 0; i < a.ndim(); ++i) sizes.push_back(static_cast<int64_t>(a.shape(i)));
+  HostTensor t = HostTensor::Zeros(MakeType(sizes, *dtype));
+  if (*dtype == DType::kBool) {
+    const auto* src = static_cast<const uint8_t*>(a.data());
+    auto dst = t.view<uint32_t>();
+    for (size_t i = 0; i < a.size(); ++i) dst[i] = src[i] ? 1u : 0u;
+  } else if (!t.bytes.empty()) {
+    std::memcpy(t.bytes.data(), a.data(), t.bytes.size());
+  }
+  return t;
+}
+
+runtime::Feeds ToFeeds(const nb::dict& feeds) {
+  runtime::Feeds out;
+  for (auto [key, value] : feeds) {
+    std::string name = nb::cast<std::string>(key);
+    out.emplace(name, ToHost("the feed \"" + name + "\"", value));
+  }
+  return out;
+}
+
+// A NumPy array that owns the host tensor's bytes (moved, not copied); bool is narrowed to
+// NumPy's one byte per element.
+nb::object ToNumpy(HostTensor t) {
+  std::vector<size_t> shape;
+  for (int64_t s : t.type.sizes()) shape.push_back(static_cast<size_t>(s));
+  if (t.type.dtype == DType::kBool) {
+    auto* bools = new std::vector<uint8_t>(static_cast<size_t>(t.elements()));
+    auto src = t.view<uint32_t>();
+    for (size_t i = 0; i < bools->size(); ++i) (*bools)[i] = src[i] ? 1 : 0;
+    nb::capsule owner(bools,
+                      [](void* p) noexcept { delete static_cast<std::vector<uint8_t>*>(p); });
+    return OutArray(bools->data(), shape.size(), shape.data(), owner, nullptr, nb::dtype<bool>())
+        .cast();
+  }
+  nb::dlpack::dtype dtype;
+  switch (t.type.dtype) {
+    case DType::kF16:
+      dtype = {static_cast<uint8_t>(nb::dlpack::dtype_code::Float), 16, 1};
+      break;
+    case DType::kI32:
+      dtype = nb::dtype<int32_t>();
+      break;
+    case DType::kU32:
+      dtype = nb::dtype<uint32_t>();
+      break;
+    default:
+      dtype = nb::dtype<float>();
+      break;
+  }
+  auto* held = new HostTensor(std::move(t));
+  nb::capsule owner(held, [](void* p) noexcept { delete static_cast<HostTensor*>(p); });
+  return OutArray(held->bytes.data(), shape.size(), shape.data(), owner, nullptr, dtype).cast();
+}
+
+nb::object JsonToPython(const Json& j) {
+  return nb::module_::import_("json").attr("loads")(j.dump());
+}
+
+// ---- compile options ----
+
+pipeline::CompileOptions CompileOptionsFor(const std::optional<std::string>& tier) {
+  pipeline::CompileOptions o;
+  if (tier) {
+    std::optional<policy::Tier> parsed = policy::ParseTier(*tier);
+    if (!parsed) {
+      throw EngineError(
+          {UserError("bad-tier", "",
+                     "the determinism tier is \"" + *tier + "\", expected debug, prod or fast")});
+    }
+    o.lower.tier = parsed;
+  }
+  return o;
+}
+
+runtime::SelectOptions SelectFor(const std::string& backend, bool allow_software_adapter,
+                                 int cpu_threads) {
+  return {.requested = backend,
+          .allow_software_adapter = allow_software_adapter,
+          .cpu_threads = cpu_threads};
+}
+
+nb::object Optional(const std::optional<std::string>& s) {
+  return s ? nb::object(nb::str(s->c_str())) : nb::none();
+}
+
+// ---- one-shot runs, lowering ----
+
+nb::dict RunDocument(const std::string& text, const std::string& backend,
+                     const std::optional<std::string>& tier, bool allow_software_adapter,
+                     int cpu_threads, const nb::dict& feeds) {
+  api::RunOptions options;
+  options.compile = CompileOptionsFor(tier);
+  options.select = SelectFor(backend, allow_software_adapter, cpu_threads);
+  options.feeds = ToFeeds(feeds);
+  std::optional<Result<api::RunReport>> result;
+  {
+    nb::gil_scoped_release unlocked;
+    result.emplace(api::Run(text, options));
+  }
+  api::RunReport report = Take(std::move(*result));
+  nb::dict out;
+  out["backend"] = report.backend;
+  out["executor"] = report.executor;
+  out["fallback_reason"] = Optional(report.fallback_reason);
+  out["attempts"] = report.attempts;
+  out["determinism_tier"] = report.determinism_tier;
+  out["content_id"] = report.content_id;
+  nb::dict outputs;
+  for (auto& [name, t] : report.outputs) outputs[name.c_str()] = ToNumpy(std::move(t));
+  out["outputs"] = outputs;
+  out["stats"] = JsonToPython(report.stats);
+  // Which kernels hold conformance receipts on this device (WebGPU runs only), as the CLI's line.
+  out["receipts"] = report.receipts ? JsonToPython(report.receipts->ToJson()) : nb::none();
+  return out;
+}
+
+// The printed rung (or its JSON) of a document, as `scellis lower --to=RUNG` / `scellis plan`.
+std::string LowerDocument(const std::string& text, const std::string& rung,
+                          const std::optional<std::string>& tier, bool json) {
+  std::optional<pipeline::Rung> r = pipeline::ParseRung(rung);
+  if (!r) {
+    throw EngineError({UserError(
+        "bad-rung", "",
+        "the rung is \"" + rung + "\", expected doc, block, webir, kernel or execplan")});
+  }
+  pipeline::CompileOptions o = CompileOptionsFor(tier);
+  o.up_to = *r;
+  std::optional<Result<pipeline::Compiled>> c;
+  {
+    nb::gil_scoped_release unlocked;
+    c.emplace(pipeline::Compile(text, o));
+  }
+  pipeline::Compiled compiled = Take(std::move(*c));
+  if (*r == pipeline::Rung::kExecplan) {
+    return json ? execplan::ToJson(*compiled.plan).dump(2) : execplan::Print(*compiled.plan);
+  }
+  return json ? pipeline::RungJson(compiled, *r).dump(2) : pipeline::PrintRung(compiled, *r);
+}
+
+// ---- prepared sessions ----
+
+// One api::Session; a mutex keeps a worker thread and the caller from using it at once.
+class PySession {
+ public:
+  PySession(std::unique_ptr<api::Session> s, runtime::Selection info)
+      : session_(std::move(s)),
+        backend_(info.backend),
+        fallback_reason_(info.fallback_reason),
+        attempts_(info.attempts) {}
+
+  // feeds: one dict per step; returns ({name: [array per step]}, stats).
+  nb::tuple Run(const nb::list& steps, const std::vector<std::string>& watch) {
+    std::vector<runtime::Feeds> feeds;
+    for (nb::handle step : steps) feeds.push_back(ToFeeds(nb::cast<nb::dict>(step)));
+    std::optional<Result<runtime::StepsResult>> r;
+    {
+      nb::gil_scoped_release unlocked;
+      std::lock_guard<std::mutex> lock(mu_);
+      r.emplace(session_->Run(feeds, watch));
+    }
+    runtime::StepsResult result = Take(std::move(*r));
+    nb::dict watched;
+    for (auto& [name, values] : result.watched) {
+      nb::list per_step;
+      for (HostTensor& t : values) per_step.append(ToNumpy(std::move(t)));
+      watched[name.c_str()] = per_step;
+    }
+    return nb::make_tuple(watched, JsonToPython(result.stats));
+  }
+
+  nb::object Download(const std::string& name) {
+    std::optional<Result<HostTensor>> r;
+    {
+      nb::gil_scoped_release unlocked;
+      std::lock_guard<std::mutex> lock(mu_);
+      r.emplace(session_->Download(name));
+    }
+    return ToNumpy(Take(std::move(*r)));
+  }
+
+  void Upload(const std::string& name, const nb::handle& value) {
+    HostTensor t = ToHost("the upload to \"" + name + "\"", value);
+    Status s;
+    {
+      nb::gil_scoped_release unlocked;
+      std::lock_guard<std::mutex> lock(mu_);
+      s = session_->Upload(name, t);
+    }
+    if (!s.ok()) Raise(s);
+  }
+
+  void Dispose() {
+    nb::gil_scoped_release unlocked;
+    std::lock_guard<std::mutex> lock(mu_);
+    session_->Dispose();
+  }
+
+  std::string executor() const { return session_->executor(); }
+  bool poisoned() const { return session_->poisoned(); }
+  std::string content_id() const { return session_->compiled().doc.content_id; }
+  std::string determinism_tier() const { return policy::TierName(session_->plan().graph().tier); }
+  const std::string& backend() const { return backend_; }
+  nb::object fallback_reason() const { return Optional(fallback_reason_); }
+  const std::vector<std::string>& attempts() const { return attempts_; }
+
+ private:
+  std::mutex mu_;
+  std::unique_ptr<api::Session> session_;
+  std::string backend_;
+  std::optional<std::string> fallback_reason_;
+  std::vector<std::string> attempts_;
+};
+
+PySession* PrepareDocument(const std::string& text, const std::string& backend,
+                           const std::optional<std::string>& tier, bool allow_software_adapter,
+                           int cpu_threads, const nb::dict& initial) {
+  pipeline::CompileOptions options = CompileOptionsFor(tier);
+  runtime::Feeds feeds = ToFeeds(initial);
+  std::optional<Result<std::unique_ptr<api::Session>>> s;
+  runtime::Selection info;
+  {
+    nb::gil_scoped_release unlocked;
+    auto selection =
+        runtime::SelectBackend(SelectFor(backend, allow_software_adapter, cpu_threads));
+    if (!selection.ok()) {
+      s.emplace(selection.status());
+    } else {
+      info.backend = selection->backend;
+      info.fallback_reason = selection->fallback_reason;
+      info.attempts = selection->attempts;
+      s.emplace(api::Session::Prepare(text, options, std::move(selection).value(), feeds));
+    }
+  }
+  return new PySession(Take(std::move(*s)), std::move(info));
+}
+
+}  // namespace
+}  // namespace scellis::python
+
+NB_MODULE(_scellis, m) {
+  using namespace scellis;
+  using namespace scellis::python;
+  nb::register_exception_translator(TranslateEngineError);
+  // A session a script still holds at exit is freed with the process, not reported as a leak.
+  nb::set_leak_warnings(false);
+
+  m.attr("MAX_GRAPH_VERSION") = doc::kMaxGraphVersion;
+  m.attr("MAX_STEPS_PER_SUBMISSION") = api::kMaxStepsPerSubmission;
+  m.def(
+      "ops_json", [] { return ops::ToJson(*ops::BuiltinOps()).dump(); },
+      "The engine's op table as JSON (what `scellis ops --json` prints).");
+  m.def("run", &RunDocument, nb::arg("text"), nb::arg("backend"), nb::arg("tier").none(),
+        nb::arg("allow_software_adapter"), nb::arg("cpu_threads"), nb::arg("feeds"),
+        "Runs a document once (api::Run); returns the report with NumPy outputs.");
+  m.def("lower", &LowerDocument, nb::arg("text"), nb::arg("rung"), nb::arg("tier").none(),
+        nb::arg("json"), "A document's rung, printed or as JSON.");
+  m.def("prepare", &PrepareDocument, nb::arg("text"), nb::arg("backend"), nb::arg("tier").none(),
+        nb::arg("allow_software_adapter"), nb::arg("cpu_threads"), nb::arg("initial"),
+        nb::rv_policy::take_ownership, "Prepares a session (api::Session::Prepare).");
+
+  nb::class_<PySession>(m, "Session")
+      .def("run", &PySession::Run, nb::arg("steps"), nb::arg("watch"))
+      .def("download", &PySession::Download, nb::arg("name"))
+      .def("upload", &PySession::Upload, nb::arg("name"), nb::arg("value"))
+      .def("dispose", &PySession::Dispose)
+      .def_prop_ro("executor", &PySession::executor)
+      .def_prop_ro("poisoned", &PySession::poisoned)
+      .def_prop_ro("content_id", &PySession::content_id)
+      .def_prop_ro("determinism_tier", &PySession::determinism_tier)
+      .def_prop_ro("backend", &PySession::backend)
+      .def_prop_ro("fallback_reason", &PySession::fallback_reason)
+      .def_prop_ro("attempts", &PySession::attempts);
+}
