@@ -193,6 +193,7 @@ TEST(TensorJson, FiniteF32ValuesComeBackBitForBit) {
         << "value " << i << " printed as " << back["data"][i].dump();
   }
   EXPECT_EQ(TensorToJson(t)["data"][1].dump(), "-0.0");
+}
 
 // An input given only by shape, fed through RunOptions::feeds, summed into a carried accumulator.
 TEST(RunFacade, FeedsGiveInputsTheirValuesOnEveryStep) {
