@@ -143,6 +143,15 @@ class Tensor:
 
     # ---- elementwise ----
 
+    def maximum(self, other):
+        """Elementwise max with broadcasting (protocol version 3): NaN propagates, equal operands
+        give self, as torch.maximum."""
+        return self._binary("maximum", other)
+
+    def minimum(self, other):
+        """Elementwise min with broadcasting (protocol version 3), as torch.minimum."""
+        return self._binary("minimum", other)
+
     def _unary(self, op):
         return self.graph._add(op, {"a": self}, shape=self.shape, dtype=self.dtype)
 

@@ -1,0 +1,350 @@
+"""``torch.compile(model, backend="scellis")``: PyTorch inference through the Scellis engine.
+
+The backend is registered as a TorchDynamo backend by the package's entry point, so installing
+the package is enough. Dynamo hands over an FX graph; the nodes Scellis has an op for are grouped
+into subgraphs (PyTorch's own capability partitioner), each translated op by op into a
+``scellis.Graph`` and prepared once as a session; every other node stays in PyTorch — a graph
+break, reported once by the op's name, never a wrong answer. A subgraph whose inputs need
+gradients while grad mode is on runs in PyTorch too (this backend is for inference; the answer
+would otherwise lose its autograd history).
+
+The engine never assumes a determinism tier: the backend declares ``prod`` unless the caller
+passes ``options={"tier": "debug" | "prod" | "fast"}`` and says so once. ``options`` also takes
+``backend`` ("auto", "webgpu", "cpu") and ``allow_software_adapter``.
+
+    model = torch.nn.Sequential(torch.nn.Linear(784, 256), torch.nn.ReLU(), torch.nn.Linear(256, 10))
+    fast = torch.compile(model, backend="scellis", options={"tier": "prod"})
+    with torch.no_grad():
+        logits = fast(x)
+    scellis.torch.last_report()   # backend, executor, fallback reason, breaks
+"""
+
+import operator
+import warnings
+
+import numpy as np
+import torch
+import torch.nn.functional as F
+from torch.fx.passes.infra.partitioner import CapabilityBasedPartitioner
+from torch.fx.passes.operator_support import OperatorSupport
+
+from .graph import Graph, Tensor
+
+_OPTION_KEYS = {"tier", "backend", "allow_software_adapter"}
+_reported_breaks = set()
+_announced_tier = False
+_last = {}
+
+
+class _Unsupported(Exception):
+    """A node this backend does not translate (with the reason)."""
+
+
+def _dim(kwargs, args, position, name, default=None):
+    if name in kwargs:
+        return kwargs[name]
+    return args[position] if len(args) > position else default
+
+
+def _only(kwargs, allowed):
+    extra = {k: v for k, v in kwargs.items() if k not in allowed and v is not None}
+    if extra:
+        raise _Unsupported(f"arguments {sorted(extra)}")
+
+
+def _binary(op):
+    def translate(g, args, kwargs):
+        _only(kwargs, {"alpha"})
+        a, b = args[0], args[1]
+        if kwargs.get("alpha", 1) != 1:
+            b = b * kwargs["alpha"]
+        if not isinstance(a, Tensor) and not isinstance(b, Tensor):
+            raise _Unsupported("no tensor operand")
+        return getattr(operator, op)(a, b)
+    return translate
+
+
+def _unary(method):
+    def translate(g, args, kwargs):
+        _only(kwargs, {"inplace"})
+        return getattr(args[0], method)()
+    return translate
+
+
+def _gelu(g, args, kwargs):
+    if kwargs.get("approximate", "none") != "none":
+        raise _Unsupported("approximate='tanh' (Scellis has the exact erf form)")
+    return args[0].gelu()
+
+
+def _softmax(method):
+    def translate(g, args, kwargs):
+        _only(kwargs, {"dim", "_stacklevel", "dtype"})
+        if kwargs.get("dtype") not in (None, torch.float32):
+            raise _Unsupported("a dtype argument")
+        dim = _dim(kwargs, args, 1, "dim")
+        if dim is None:
+            raise _Unsupported("softmax without dim")
+        return getattr(args[0], method)(dim)
+    return translate
+
+
+def _reduce(method):
+    def translate(g, args, kwargs):
+        _only(kwargs, {"dim", "keepdim", "axis"})
+        x = args[0]
+        dim = kwargs.get("dim", kwargs.get("axis", args[1] if len(args) > 1 else None))
+        keepdim = kwargs.get("keepdim", args[2] if len(args) > 2 else False)
+        if isinstance(dim, (tuple, list)):
+            if len(dim) != 1:
+                raise _Unsupported("a reduction over several dims")
+            dim = dim[0]
+        return getattr(x, method)(axis=dim, keepdim=keepdim)
+    return translate
+
+
+def _linear(g, args, kwargs):
+    x, w = args[0], args[1]
+    b = kwargs.get("bias", args[2] if len(args) > 2 else None)
+    y = x @ w.transpose()
+    return y + b if b is not None else y
+
+
+def _addmm(g, args, kwargs):
+    _only(kwargs, set())
+    bias, a, b = args
+    return bias + a @ b
+
+
+def _reshape(g, args, kwargs):
+    shape = args[1:] if len(args) > 2 else args[1]
+    shape = list(shape) if isinstance(shape, (tuple, list, torch.Size)) else [shape]
+    return args[0].reshape(*shape)
+
+
+def _permute(g, args, kwargs):
+    dims = args[1:] if len(args) > 2 else args[1]
+    return args[0].permute(*dims)
+
+
+def _transpose(g, args, kwargs):
+    x = args[0]
+    return x.transpose(args[1], args[2]) if len(args) > 2 else x.transpose()
+
+
+def _t(g, args, kwargs):
+    return args[0].transpose()
+
+
+def _max_min(method):
+    def translate(g, args, kwargs):
+        _only(kwargs, set())
+        a, b = args
+        if not isinstance(a, Tensor):
+            raise _Unsupported("a scalar first operand")
+        return getattr(a, method)(b)
+    return translate
+
+
+# The FX targets this backend translates: torch-level functions and operators, and tensor methods.
+_FUNCTIONS = {
+    operator.add: _binary("add"), torch.add: _binary("add"),
+    operator.sub: _binary("sub"), torch.sub: _binary("sub"),
+    operator.mul: _binary("mul"), torch.mul: _binary("mul"),
+    operator.truediv: _binary("truediv"), torch.div: _binary("truediv"),
+    operator.matmul: lambda g, a, k: a[0] @ a[1], torch.matmul: lambda g, a, k: a[0] @ a[1],
+    operator.neg: _unary("neg"), torch.neg: _unary("neg"),
+    torch.relu: _unary("relu"), F.relu: _unary("relu"),
+    torch.sigmoid: _unary("sigmoid"), F.sigmoid: _unary("sigmoid"),
+    torch.tanh: _unary("tanh"), F.tanh: _unary("tanh"),
+    torch.exp: _unary("exp"), torch.log: _unary("log"), torch.sqrt: _unary("sqrt"),
+    F.gelu: _gelu,
+    torch.softmax: _softmax("softmax"), F.softmax: _softmax("softmax"),
+    torch.log_softmax: _softmax("log_softmax"), F.log_softmax: _softmax("log_softmax"),
+    torch.sum: _reduce("sum"), torch.mean: _reduce("mean"),
+    F.linear: _linear, torch._C._nn.linear: _linear, torch.addmm: _addmm,
+    torch.reshape: _reshape, torch.permute: _permute, torch.transpose: _transpose, torch.t: _t,
+    torch.maximum: _max_min("maximum"), torch.minimum: _max_min("minimum"),
+}
+_METHODS = {
+    "add": _binary("add"), "sub": _binary("sub"), "mul": _binary("mul"), "div": _binary("truediv"),
+    "neg": _unary("neg"), "relu": _unary("relu"), "sigmoid": _unary("sigmoid"),
+    "tanh": _unary("tanh"), "exp": _unary("exp"), "log": _unary("log"), "sqrt": _unary("sqrt"),
+    "softmax": _softmax("softmax"), "log_softmax": _softmax("log_softmax"),
+    "sum": _reduce("sum"), "mean": _reduce("mean"), "matmul": lambda g, a, k: a[0] @ a[1],
+    "view": _reshape, "reshape": _reshape, "permute": _permute, "transpose": _transpose, "t": _t,
+    "maximum": _max_min("maximum"), "minimum": _max_min("minimum"),
+}
+
+
+def _translator(node):
+    if node.op == "call_function":
+        return _FUNCTIONS.get(node.target)
+    if node.op == "call_method":
+        return _METHODS.get(node.target)
+    return None
+
+
+def _name(node):
+    if node.op == "call_method":
+        return f"Tensor.{node.target}"
+    t = node.target
+    return getattr(t, "__module__", "") + "." + getattr(t, "__name__", str(t))
+
+
+def _static_f32(value):
+    """A float32 tensor of static shape (what a Scellis graph takes), from a node's example."""
+    return (isinstance(value, torch.Tensor) and value.dtype == torch.float32
+            and all(isinstance(s, int) for s in value.shape) and value.device.type == "cpu")
+
+
+class _Support(OperatorSupport):
+    """Which nodes go to Scellis: a translated target on float32 values of static shape. A node
+    that cannot is remembered, and reported once by name."""
+
+    def __init__(self):
+        super().__init__()
+        self.breaks = {}
+
+    def is_node_supported(self, submodules, node):
+        if node.op not in ("call_function", "call_method"):
+            return False
+        if _translator(node) is None:
+            self.breaks.setdefault(_name(node), "no Scellis op")
+            return False
+        value = node.meta.get("example_value", node.meta.get("val"))
+        if not _static_f32(value):
+            self.breaks.setdefault(_name(node), "not a float32 CPU tensor of static shape")
+            return False
+        try:
+            _trial(node)
+        except _Unsupported as why:
+            self.breaks.setdefault(_name(node), str(why))
+            return False
+        return True
+
+
+def _example(node):
+    return node.meta.get("example_value", node.meta.get("val"))
+
+
+def _trial(node):
+    """Translates one node on a scratch graph, so arguments it cannot take are found before the
+    partition is made (and never at run time)."""
+    g = Graph()
+    values = {}
+
+    def value(a):
+        if isinstance(a, torch.fx.Node):
+            if a not in values:
+                ex = _example(a)
+                if not _static_f32(ex):
+                    raise _Unsupported("an operand that is not a float32 tensor of static shape")
+                values[a] = g.input(f"x{len(values)}", tuple(ex.shape))
+            return values[a]
+        return a
+
+    args = torch.fx.node.map_aggregate(node.args, value)
+    kwargs = torch.fx.node.map_aggregate(node.kwargs, value)
+    try:
+        out = _translator(node)(g, args, kwargs)
+    except _Unsupported:
+        raise
+    except Exception as e:  # arguments the Graph API refuses (a type, a dim): not for Scellis
+        raise _Unsupported(f"{type(e).__name__}: {e}") from e
+    want = tuple(_example(node).shape)
+    if not isinstance(out, Tensor) or out.shape is None or tuple(out.shape) != want:
+        raise _Unsupported(f"its translation has shape {getattr(out, 'shape', None)}, PyTorch's {want}")
+
+
+class _ScellisSubgraph(torch.nn.Module):
+    """One fused subgraph of the FX graph, run by a prepared Scellis session."""
+
+    def __init__(self, gm, options):
+        super().__init__()
+        self.fallback = gm  # the same subgraph in PyTorch, for calls that need autograd
+        self.options = options
+        g = Graph(name="torch_compile")
+        values, inputs, outputs = {}, [], []
+        for node in gm.graph.nodes:
+            if node.op == "placeholder":
+                ex = _example(node)
+                if ex is None:
+                    raise _Unsupported("a placeholder without an example")
+                values[node] = g.input(f"in{len(inputs)}", tuple(ex.shape))
+                inputs.append(values[node])
+            elif node.op in ("call_function", "call_method"):
+                args = torch.fx.node.map_aggregate(node.args, lambda a: values.get(a, a))
+                kwargs = torch.fx.node.map_aggregate(node.kwargs, lambda a: values.get(a, a))
+                values[node] = _translator(node)(g, args, kwargs)
+            elif node.op == "output":
+                result = node.args[0]
+                self.single = not isinstance(result, (tuple, list))
+                outputs = [result] if self.single else list(result)
+        self.out_names = [f"out{i}" for i in range(len(outputs))]
+        self.graph = g
+        self.inputs = inputs
+        self.session = g.prepare(
+            feeds=inputs, backend=options["backend"], tier=options["tier"],
+            allow_software_adapter=options["allow_software_adapter"],
+            **{n: values[o] for n, o in zip(self.out_names, outputs)})
+
+    def forward(self, *args):
+        if torch.is_grad_enabled() and any(a.requires_grad for a in args):
+            _report_once("autograd", "inputs that need gradients under grad mode run in PyTorch "
+                         "(torch.compile with backend='scellis' is for inference)")
+            return self.fallback(*args)
+        feeds = {t: a.detach().contiguous().numpy() for t, a in zip(self.inputs, args)}
+        got = self.session.run(feeds)
+        _last.update(backend=self.session.backend, executor=self.session.executor,
+                     fallback_reason=self.session.fallback_reason)
+        out = [torch.from_numpy(np.ascontiguousarray(got[n])) for n in self.out_names]
+        return out[0] if self.single else tuple(out)
+
+
+def _report_once(key, message):
+    if key not in _reported_breaks:
+        _reported_breaks.add(key)
+        warnings.warn(f"scellis: {message}", stacklevel=3)
+
+
+def _resolve(options):
+    global _announced_tier
+    options = dict(options or {})
+    unknown = set(options) - _OPTION_KEYS
+    if unknown:
+        raise ValueError(f"scellis backend: unknown options {sorted(unknown)}; it takes "
+                         f"{sorted(_OPTION_KEYS)}")
+    if "tier" not in options and not _announced_tier:
+        _announced_tier = True
+        warnings.warn("scellis: torch.compile declares determinism tier 'prod' (pass "
+                      "options={'tier': 'debug' | 'prod' | 'fast'} to choose)", stacklevel=3)
+    return {"tier": options.get("tier", "prod"), "backend": options.get("backend", "auto"),
+            "allow_software_adapter": bool(options.get("allow_software_adapter", False))}
+
+
+def backend(gm, example_inputs, options=None, mode=None):
+    """The TorchDynamo backend: returns gm with every subgraph Scellis can run replaced by a
+    prepared Scellis session; the rest stays in PyTorch."""
+    opts = _resolve(options)
+    support = _Support()
+    partitioner = CapabilityBasedPartitioner(gm, support, allows_single_node_partition=True)
+    fused = partitioner.fuse_partitions(partitioner.propose_partitions())
+    for name, breaks in sorted(support.breaks.items()):
+        _report_once(name, f"{name} runs in PyTorch (a graph break): {breaks}")
+    subgraphs = 0
+    for node in list(fused.graph.nodes):
+        if node.op == "call_module" and node.target.startswith("fused_"):
+            sub = getattr(fused, node.target)
+            setattr(fused, node.target, _ScellisSubgraph(sub, opts))
+            subgraphs += 1
+    fused.recompile()
+    _last.clear()
+    _last.update(subgraphs=subgraphs, breaks=dict(support.breaks), tier=opts["tier"])
+    return fused.forward
+
+
+def last_report():
+    """What the last compiled call ran on: {subgraphs, breaks, tier, backend, executor,
+    fallback_reason}."""
+    return dict(_last)
