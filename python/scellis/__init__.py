@@ -13,6 +13,7 @@ training state resident on the device.
 from . import _scellis
 from .errors import (DeviceError, EngineInternalError, GraphError, ScellisError,
                      SessionStateError, UnsupportedOpError)
+from .data import load_dataset
 from .graph import Graph, Tensor
 from .ops import MAX_GRAPH_VERSION, MAX_STEPS_PER_SUBMISSION
 from .result import RunResult
@@ -23,4 +24,4 @@ __version__ = "0.1.0"
 
 __all__ = ["Graph", "Tensor", "Session", "RunResult", "ScellisError", "GraphError",
            "DeviceError", "SessionStateError", "EngineInternalError", "UnsupportedOpError",
-           "MAX_GRAPH_VERSION", "MAX_STEPS_PER_SUBMISSION", "shutdown"]
+           "MAX_GRAPH_VERSION", "MAX_STEPS_PER_SUBMISSION", "shutdown", "load_dataset"]

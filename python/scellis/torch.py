@@ -136,6 +136,15 @@ def _t(g, args, kwargs):
     return args[0].transpose()
 
 
+def _getattr(g, args, kwargs):
+    """x.T (a 2-D transpose) and x.mT (the last two dims) as FX records them."""
+    if args[1] == "T" and isinstance(args[0], Tensor) and args[0].ndim == 2:
+        return args[0].transpose()
+    if args[1] == "mT" and isinstance(args[0], Tensor):
+        return args[0].transpose(-2, -1)
+    raise _Unsupported(f"the attribute {args[1]!r}")
+
+
 def _max_min(method):
     def translate(g, args, kwargs):
         _only(kwargs, set())
@@ -165,6 +174,7 @@ _FUNCTIONS = {
     F.linear: _linear, torch._C._nn.linear: _linear, torch.addmm: _addmm,
     torch.reshape: _reshape, torch.permute: _permute, torch.transpose: _transpose, torch.t: _t,
     torch.maximum: _max_min("maximum"), torch.minimum: _max_min("minimum"),
+    getattr: _getattr,
 }
 _METHODS = {
     "add": _binary("add"), "sub": _binary("sub"), "mul": _binary("mul"), "div": _binary("truediv"),

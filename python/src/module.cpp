@@ -22,6 +22,7 @@
 
 #include "api/run.h"
 #include "api/session.h"
+#include "data/dataset.h"
 #include "doc/document.h"
 #include "execplan/plan.h"
 #include "ops/op_table.h"
@@ -377,6 +378,23 @@ PySession* PrepareDocument(const std::string& text, const std::string& backend,
 }
 
 }  // namespace
+// A dataset as the engine reads it (data::LoadDataset: the same IDX reader, checks and files the
+// trainer uses): {"images": [count, features] f32 in [0, 1], "labels": [count] f32 class indices,
+// "files": [...]}.
+nb::dict LoadDataset(const std::string& source, const std::string& split) {
+  std::optional<Result<data::Dataset>> r;
+  {
+    nb::gil_scoped_release unlocked;
+    r.emplace(data::LoadDataset(source, split));
+  }
+  data::Dataset d = Take(std::move(*r));
+  nb::dict out;
+  out["images"] = ToNumpy(HostTensor::FromFloats(MakeType({d.count, d.features}), d.images));
+  out["labels"] = ToNumpy(HostTensor::FromFloats(MakeType({d.count}), d.labels));
+  out["files"] = d.files;
+  return out;
+}
+
 }  // namespace scellis::python
 
 NB_MODULE(_scellis, m) {
@@ -391,6 +409,8 @@ NB_MODULE(_scellis, m) {
   m.def(
       "ops_json", [] { return ops::ToJson(*ops::BuiltinOps()).dump(); },
       "The engine's op table as JSON (what `scellis ops --json` prints).");
+  m.def("load_dataset", &LoadDataset, nb::arg("source"), nb::arg("split"),
+        "Reads a dataset as the trainer does (data::LoadDataset).");
   m.def("run", &RunDocument, nb::arg("text"), nb::arg("backend"), nb::arg("tier").none(),
         nb::arg("allow_software_adapter"), nb::arg("cpu_threads"), nb::arg("feeds"),
         "Runs a document once (api::Run); returns the report with NumPy outputs.");
