@@ -358,3 +358,246 @@ def last_report():
     """What the last compiled call ran on: {subgraphs, breaks, tier, backend, executor,
     fallback_reason}."""
     return dict(_last)
+
+
+# ---- training-step capture ----------------------------------------------------------------
+
+class CaptureError(ValueError):
+    """What compile_step cannot capture, named (an optimizer option, a module, a second capture)."""
+
+
+_live_steps = {}  # id(optimizer) -> the prepared CompiledStep holding it
+
+_ACTIVATIONS = {torch.nn.ReLU: "relu", torch.nn.Tanh: "tanh", torch.nn.Sigmoid: "sigmoid"}
+_FUNCTION_ACTIVATIONS = {torch.relu: "relu", F.relu: "relu", torch.tanh: "tanh", F.tanh: "tanh",
+                         torch.sigmoid: "sigmoid", F.sigmoid: "sigmoid"}
+
+
+def _optimizer_spec(optimizer, params):
+    if len(optimizer.param_groups) != 1:
+        raise CaptureError("compile_step takes one parameter group (optimizer.param_groups has "
+                           f"{len(optimizer.param_groups)})")
+    group = optimizer.param_groups[0]
+    if {id(p) for p in group["params"]} != {id(p) for p in params}:
+        raise CaptureError("the optimizer's parameters must be exactly the model's")
+    if group.get("maximize"):
+        raise CaptureError("maximize=True is not captured")
+    lr = float(group["lr"])
+    if type(optimizer) is torch.optim.SGD:
+        return {"kind": "sgd", "lr": lr, "momentum": float(group["momentum"]),
+                "dampening": float(group["dampening"]), "nesterov": bool(group["nesterov"]),
+                "weight_decay": float(group["weight_decay"])}
+    if type(optimizer) in (torch.optim.Adam, torch.optim.AdamW):
+        if group.get("amsgrad"):
+            raise CaptureError("amsgrad=True is not captured (Scellis has no max-of-moments update)")
+        beta1, beta2 = group["betas"]
+        kind = "adamw" if type(optimizer) is torch.optim.AdamW else "adam"
+        return {"kind": kind, "lr": lr, "beta1": float(beta1), "beta2": float(beta2),
+                "eps": float(group["eps"]), "weight_decay": float(group["weight_decay"])}
+    raise CaptureError(f"{type(optimizer).__name__} is not captured; SGD, Adam and AdamW are")
+
+
+def _check_loss(loss_fn):
+    if loss_fn is F.cross_entropy:
+        return
+    if isinstance(loss_fn, torch.nn.CrossEntropyLoss):
+        if (loss_fn.reduction != "mean" or loss_fn.weight is not None
+                or loss_fn.label_smoothing != 0.0):
+            raise CaptureError("CrossEntropyLoss is captured with reduction='mean', no class "
+                               "weights and no label smoothing")
+        return
+    raise CaptureError(f"the loss {loss_fn!r} is not captured; cross-entropy is")
+
+
+class _Workflow:
+    """The captured step as a Scellis workflow document: nodes, wires, outputs and a train
+    section (the engine differentiates the forward itself and appends the optimizer)."""
+
+    def __init__(self):
+        self.nodes, self.wires = [], []
+
+    def node(self, type_, params=None, **inputs):
+        nid = f"n{len(self.nodes)}"
+        self.nodes.append({"id": nid, "type": type_, "params": params or {}})
+        for port, src in inputs.items():
+            self.wires.append({"from": src, "to": f"{nid}.{port}"})
+        return nid
+
+
+def _capture(model, batch_shape, classes_hint=None):
+    """Traces the model (torch.fx) into a workflow: returns (workflow, logits node, param map)."""
+    gm = torch.fx.symbolic_trace(model)
+    modules = dict(gm.named_modules())
+    wf = _Workflow()
+    values, params = {}, {}  # fx node -> workflow node; parameter name -> (workflow name, tensor)
+
+    def param(qualified):
+        if qualified not in params:
+            tensor = gm.get_parameter(qualified)
+            name = qualified.replace(".", "_")
+            nid = wf.node("param", {"name": name, "shape": list(tensor.shape),
+                                    "init": {"kind": "zeros"}})
+            params[qualified] = (name, tensor, nid)
+        return params[qualified][2]
+
+    for node in gm.graph.nodes:
+        if node.op == "placeholder":
+            if values:
+                raise CaptureError("the model takes one input")
+            values[node] = wf.node("input", {"name": "x", "shape": list(batch_shape)})
+        elif node.op == "get_attr":
+            values[node] = param(node.target)
+        elif node.op == "call_module":
+            mod = modules[node.target]
+            x = values[node.args[0]]
+            if isinstance(mod, torch.nn.Linear):
+                wt = wf.node("transpose", a=param(f"{node.target}.weight"))
+                y = wf.node("matmul", a=x, b=wt)
+                values[node] = wf.node("add", a=y, b=param(f"{node.target}.bias")) if mod.bias is not None else y
+            elif type(mod) in _ACTIVATIONS:
+                values[node] = wf.node(_ACTIVATIONS[type(mod)], a=x)
+            elif isinstance(mod, torch.nn.GELU) and mod.approximate == "none":
+                values[node] = wf.node("gelu", a=x)
+            else:
+                raise CaptureError(f"the module {node.target} ({type(mod).__name__}) is not captured")
+        elif node.op == "call_function" and node.target in _FUNCTION_ACTIVATIONS:
+            values[node] = wf.node(_FUNCTION_ACTIVATIONS[node.target], a=values[node.args[0]])
+        elif node.op == "call_function" and node.target in (operator.add, torch.add) and \
+                all(isinstance(a, torch.fx.Node) for a in node.args[:2]):
+            values[node] = wf.node("add", a=values[node.args[0]], b=values[node.args[1]])
+        elif node.op == "output":
+            logits = values[node.args[0]]
+        else:
+            raise CaptureError(f"{node.op} {node.target} is not captured")
+    return wf, logits, params
+
+
+def compile_step(model, loss_fn, optimizer, *, tier="prod", backend="auto",
+                 allow_software_adapter=False):
+    """Captures one training step — forward, a cross-entropy loss, one backward, one optimizer
+    step (SGD with momentum, dampening, Nesterov and weight decay; Adam; AdamW) — for Scellis,
+    which differentiates the forward itself. ``step.prepare(x, y)`` makes weights, gradients and
+    optimizer state resident; then ``step(x, y)`` (one step, returns the loss),
+    ``step.steps(batches)`` (64 per submission), ``step.sync()`` (writes the weights into the model
+    and the moments into ``optimizer.state``), ``step.dispose()``. While prepared, the optimizer's
+    own ``step()`` and a second capture of it are refused by name."""
+    return CompiledStep(model, loss_fn, optimizer, tier=tier, backend=backend,
+                        allow_software_adapter=allow_software_adapter)
+
+
+class CompiledStep:
+    def __init__(self, model, loss_fn, optimizer, tier, backend, allow_software_adapter):
+        _check_loss(loss_fn)
+        self.model, self.optimizer = model, optimizer
+        self.params = [p for p in model.parameters()]
+        self.spec = _optimizer_spec(optimizer, self.params)
+        self.options = (backend, tier, bool(allow_software_adapter))
+        self.session = None
+        self.shapes = None
+
+    def __repr__(self):
+        state = "prepared" if self.session else "not prepared"
+        return f"CompiledStep({self.spec['kind']}, {state})"
+
+    def prepare(self, x, y):
+        """Captures the step for batches shaped as ``x`` (float32 [N, ...]) and ``y`` (class
+        indices [N]) and makes its state resident."""
+        from . import _scellis
+        if id(self.optimizer) in _live_steps:
+            raise CaptureError("this optimizer is already captured by a prepared step; dispose it "
+                               "first")
+        wf, logits, params = _capture(self.model, tuple(x.shape))
+        labels = wf.node("input", {"name": "labels", "shape": [int(x.shape[0])]})
+        loss = wf.node("cross_entropy", a=logits, target=labels)
+        doc = {"format": "scellis.workflow/1", "name": "compile_step", "determinism": self.options[1],
+               "nodes": wf.nodes, "wires": wf.wires,
+               "outputs": [{"name": "loss", "from": loss}],
+               "train": {"loss": loss, "optimizer": self.spec}}
+        import json
+        initial = {}
+        state = self.optimizer.state
+        self.names = {}
+        # The engine names a parameter's optimizer state after its node: "<node>@m", "<node>@v",
+        # "<node>@velocity".
+        for qualified, (name, tensor, node) in params.items():
+            self.names[qualified] = (name, tensor, node)
+            initial[name] = tensor.detach().contiguous().numpy().astype(np.float32, copy=False)
+            s = state.get(tensor, {})
+            for ours, theirs in (("m", "exp_avg"), ("v", "exp_avg_sq"), ("velocity", "momentum_buffer")):
+                if theirs in s and s[theirs] is not None:
+                    initial[f"{node}@{ours}"] = s[theirs].detach().contiguous().numpy()
+        if len(self.names) != len(self.params):
+            raise CaptureError("some of the model's parameters are not used by its forward")
+        self.step_count = int(max((float(state[p]["step"]) for p in self.params
+                                   if p in state and "step" in state[p]), default=0))
+        # SGD keeps no step count; for the engine, step 1 is the one that starts the velocity
+        # from the gradient, so a velocity PyTorch already holds means later steps.
+        if self.step_count == 0 and any(state.get(p, {}).get("momentum_buffer") is not None
+                                        for p in self.params):
+            self.step_count = 1
+        backend, tier, allow = self.options
+        self.session = _scellis.prepare(json.dumps(doc), backend, tier, allow, 0, initial)
+        self.shapes = (tuple(x.shape), tuple(y.shape))
+        _live_steps[id(self.optimizer)] = self
+        self._eager_step = self.optimizer.step
+
+        def refused(*args, **kwargs):
+            raise CaptureError("optimizer.step() is refused while a compiled step holds this "
+                               "optimizer's state: call step.sync() and step.dispose() first")
+        self.optimizer.step = refused
+        return self
+
+    backend = property(lambda self: self.session.backend if self.session else None)
+    executor = property(lambda self: self.session.executor if self.session else None)
+    fallback_reason = property(lambda self: self.session.fallback_reason if self.session else None)
+
+    def _feeds(self, x, y, t):
+        if tuple(x.shape) != self.shapes[0] or tuple(y.shape) != self.shapes[1]:
+            raise CaptureError(f"a batch of shape {tuple(x.shape)}, {tuple(y.shape)}; the step was "
+                               f"prepared for {self.shapes[0]}, {self.shapes[1]}")
+        return {"x": x.detach().contiguous().numpy().astype(np.float32, copy=False),
+                "labels": y.detach().numpy().astype(np.float32),
+                "step": np.float32(t)}
+
+    def steps(self, batches):
+        """Runs one step per (x, y) in ``batches``, 64 per submission; returns the losses."""
+        if self.session is None:
+            raise CaptureError("prepare(x, y) first")
+        losses = []
+        batches = list(batches)
+        for first in range(0, len(batches), 64):
+            chunk = batches[first:first + 64]
+            feeds = [self._feeds(x, y, self.step_count + i + 1) for i, (x, y) in enumerate(chunk)]
+            watched, _ = self.session.run(feeds, ["loss"])
+            self.step_count += len(chunk)
+            losses.extend(float(v) for v in watched["loss"])
+        return losses
+
+    def __call__(self, x, y):
+        return self.steps([(x, y)])[0]
+
+    def sync(self):
+        """Writes the resident weights into the model's parameters and the moments and step into
+        ``optimizer.state``, as eager steps would have left them."""
+        if self.session is None:
+            raise CaptureError("prepare(x, y) first")
+        kind = self.spec["kind"]
+        with torch.no_grad():
+            for qualified, (name, tensor, node) in self.names.items():
+                tensor.copy_(torch.from_numpy(np.array(self.session.download(name))))
+                s = self.optimizer.state[tensor]
+                if kind in ("adam", "adamw"):
+                    s["exp_avg"] = torch.from_numpy(np.array(self.session.download(f"{node}@m")))
+                    s["exp_avg_sq"] = torch.from_numpy(np.array(self.session.download(f"{node}@v")))
+                    s["step"] = torch.tensor(float(self.step_count))
+                elif self.spec["momentum"] != 0 and self.step_count > 0:
+                    s["momentum_buffer"] = torch.from_numpy(np.array(self.session.download(f"{node}@velocity")))
+
+    def dispose(self):
+        """Frees the resident state (without writing it back: call sync() first to keep it) and
+        gives the optimizer its own step() again."""
+        if self.session is not None:
+            self.session.dispose()
+            self.session = None
+            self.optimizer.step = self._eager_step
+            _live_steps.pop(id(self.optimizer), None)
