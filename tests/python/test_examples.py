@@ -33,3 +33,12 @@ def test_torch_compile_example_agrees_with_eager():
     errors = [float(v) for v in re.findall(r"max \|compiled - eager\| = ([\d.e+-]+)", out)]
     assert len(errors) == 2 and max(errors) < 1e-5, out
     assert "'subgraphs': 1" in out and "torch.cumsum" in out, out
+
+
+def test_the_captured_step_example_trains_and_syncs():
+    out = run("compile_step.py", "--steps", "128", "--backend", "cpu")
+    first, last = map(float, re.search(r"loss ([\d.]+) \(first 10\) -> ([\d.]+) \(last 10\)", out).groups())
+    assert last < 0.7 * first, out
+    assert "optimizer.state step: 128" in out, out
+    accuracy = float(re.search(r"test accuracy \(PyTorch, synced weights\) ([\d.]+)", out).group(1))
+    assert accuracy > 0.6, out
