@@ -3,20 +3,20 @@
 #include <algorithm>
 #include <cctype>
 #include <chrono>
+#include <cstring>
 #include <ctime>
 #include <filesystem>
 #include <fstream>
 #include <limits>
 #include <random>
-#include <cstring>
 #include <sstream>
 
 #include "api/conform.h"
 #include "api/probe.h"
 #include "api/run.h"
+#include "base/diagnostic_json.h"
 #include "conform/receipt.h"
 #include "conform/runner.h"
-#include "base/diagnostic_json.h"
 #include "doc/document.h"
 #include "doc/keys.h"
 #include "examples_data.h"
@@ -118,11 +118,11 @@ std::optional<Json> ParseBody(const Engine& engine, const Request& req,
                               const std::vector<std::string>& fields, Response& refusal) {
   const size_t cap = engine.options().max_request_bytes;
   if (req.body.size() > cap) {
-    refusal = ErrorResponse(
-        413, UserError("request-too-large", "",
-                       "the request body has " + std::to_string(req.body.size()) +
-                           " bytes, over the server's cap of " + std::to_string(cap),
-                       "start the server with a larger --max-request-bytes"));
+    refusal =
+        ErrorResponse(413, UserError("request-too-large", "",
+                                     "the request body has " + std::to_string(req.body.size()) +
+                                         " bytes, over the server's cap of " + std::to_string(cap),
+                                     "start the server with a larger --max-request-bytes"));
     return std::nullopt;
   }
   if (MediaType(req.content_type) != "application/json") {
@@ -135,8 +135,8 @@ std::optional<Json> ParseBody(const Engine& engine, const Request& req,
   }
   auto parsed = ParseUntrustedJson(req.body, {.max_bytes = cap, .max_depth = 64});
   if (!parsed.ok()) {
-    std::vector<Diagnostic> diags = {
-        UserError("bad-json", "", "the request body is not valid JSON: " + parsed.errors()[0].message)};
+    std::vector<Diagnostic> diags = {UserError(
+        "bad-json", "", "the request body is not valid JSON: " + parsed.errors()[0].message)};
     diags.insert(diags.end(), parsed.errors().begin(), parsed.errors().end());
     refusal = ErrorResponse(400, diags);
     return std::nullopt;
@@ -194,10 +194,10 @@ std::optional<CompileRequest> ParseCompileRequest(Json& body, Response& refusal)
   CompileRequest out;
   auto doc = body.find("document");
   if (doc == body.end() || !doc->is_object()) {
-    errors.push_back(BadField("document",
-                              doc == body.end() ? "the request has no \"document\""
-                                                : "\"document\" is not a JSON object",
-                              "send the document itself, as examples/*.json hold it"));
+    errors.push_back(BadField(
+        "document",
+        doc == body.end() ? "the request has no \"document\"" : "\"document\" is not a JSON object",
+        "send the document itself, as examples/*.json hold it"));
   } else {
     out.document = std::move(*doc);
   }
@@ -216,11 +216,11 @@ std::optional<CompileRequest> ParseCompileRequest(Json& body, Response& refusal)
     } else {
       for (auto it = b->begin(); it != b->end(); ++it) {
         if (!IsDimName(it.key()) || !it->is_number_integer() || it->get<int64_t>() < 0) {
-          errors.push_back(UserError(
-              "bad-request-field", PointerJoin("/bind", it.key()),
-              "a binding is a dimension's name and a non-negative integer, got " +
-                  it->dump().substr(0, 64),
-              "for example {\"N\": 64}"));
+          errors.push_back(
+              UserError("bad-request-field", PointerJoin("/bind", it.key()),
+                        "a binding is a dimension's name and a non-negative integer, got " +
+                            it->dump().substr(0, 64),
+                        "for example {\"N\": 64}"));
           continue;
         }
         out.options.lower.bind[it.key()] = it->get<int64_t>();
@@ -250,13 +250,11 @@ Json Examples() {
   Json list = Json::array();
   for (size_t i = 0; i < kEmbeddedExampleCount; ++i) {
     const EmbeddedExample& e = kEmbeddedExamples[i];
-    auto doc = ParseUntrustedJson(
-        std::string_view(reinterpret_cast<const char*>(e.data), e.size));
+    auto doc = ParseUntrustedJson(std::string_view(reinterpret_cast<const char*>(e.data), e.size));
     if (!doc.ok() || !doc->is_object()) continue;  // the examples are tested to parse
     std::string name = e.name;
-    list.push_back({{"name", name},
-                    {"title", Title(doc->value("name", name))},
-                    {"document", doc.value()}});
+    list.push_back(
+        {{"name", name}, {"title", Title(doc->value("name", name))}, {"document", doc.value()}});
   }
   return {{"examples", list}};
 }
@@ -290,14 +288,14 @@ std::vector<std::string> With(std::vector<std::string> base, std::vector<std::st
 }
 
 Response Version(Engine& engine, const Request&) {
-  return JsonResponse(
-      200, {{"scellis", SCELLIS_VERSION},
-            {"protocol", Json::array({1, doc::kMaxGraphVersion})},
-            {"formats", Json::array({doc::kWorkflowFormat})},
-            {"backend", engine.backend()},
-            {"fallback_reason",
-             engine.fallback_reason() ? Json(*engine.fallback_reason()) : Json(nullptr)},
-            {"max_request_bytes", engine.options().max_request_bytes}});
+  return JsonResponse(200,
+                      {{"scellis", SCELLIS_VERSION},
+                       {"protocol", Json::array({1, doc::kMaxGraphVersion})},
+                       {"formats", Json::array({doc::kWorkflowFormat})},
+                       {"backend", engine.backend()},
+                       {"fallback_reason",
+                        engine.fallback_reason() ? Json(*engine.fallback_reason()) : Json(nullptr)},
+                       {"max_request_bytes", engine.options().max_request_bytes}});
 }
 
 Response Ops(Engine&, const Request&) {
@@ -353,22 +351,24 @@ Response Lower(Engine& engine, const Request& req) {
   std::optional<Json> peek = ParseBody(engine, req, With(kCompileFields, {"rung"}), refusal);
   if (!peek) return refusal;
   auto r = peek->find("rung");
-  std::optional<pipeline::Rung> rung =
-      r != peek->end() && r->is_string() ? pipeline::ParseRung(r->get<std::string>()) : std::nullopt;
+  std::optional<pipeline::Rung> rung = r != peek->end() && r->is_string()
+                                           ? pipeline::ParseRung(r->get<std::string>())
+                                           : std::nullopt;
   if (!rung) {
     return ErrorResponse(
-        400, BadField("rung",
-                      r == peek->end() ? "the request has no \"rung\""
-                                       : "\"rung\" is " + r->dump().substr(0, 64) +
-                                             ", expected doc, block, webir, kernel or execplan"));
+        400, BadField("rung", r == peek->end()
+                                  ? "the request has no \"rung\""
+                                  : "\"rung\" is " + r->dump().substr(0, 64) +
+                                        ", expected doc, block, webir, kernel or execplan"));
   }
   auto c = CompileBody(engine, req, With(kCompileFields, {"rung"}), *rung, refusal);
   if (!c) return refusal;
   const pipeline::Compiled& compiled = c->second;
-  return JsonResponse(200, {{"rung", pipeline::RungName(*rung)},
-                            {"text", pipeline::PrintRung(compiled, *rung)},
-                            {"json", pipeline::RungJson(compiled, *rung)},
-                            {"diagnostics", DiagnosticsToJson(compiled.notes, &c->first.document)}});
+  return JsonResponse(200,
+                      {{"rung", pipeline::RungName(*rung)},
+                       {"text", pipeline::PrintRung(compiled, *rung)},
+                       {"json", pipeline::RungJson(compiled, *rung)},
+                       {"diagnostics", DiagnosticsToJson(compiled.notes, &c->first.document)}});
 }
 
 Response Rungs(Engine& engine, const Request& req) {
@@ -385,7 +385,8 @@ Response Rungs(Engine& engine, const Request& req) {
   // Each kernel's WGSL, whole, for the kernel tab.
   Json wgsl = Json::array();
   for (const kernel::Kernel& k : compiled.module->kernels)
-    wgsl.push_back({{"kernel", k.name}, {"entry_point", k.Wgsl().entry_point}, {"source", k.Wgsl().source}});
+    wgsl.push_back(
+        {{"kernel", k.name}, {"entry_point", k.Wgsl().entry_point}, {"source", k.Wgsl().source}});
   rungs["kernel"]["wgsl"] = wgsl;
   std::vector<Diagnostic> notes = compiled.notes;
   notes.insert(notes.end(), compiled.plan->findings.begin(), compiled.plan->findings.end());
@@ -401,11 +402,12 @@ Response Plan(Engine& engine, const Request& req) {
   if (!c) return refusal;
   const execplan::Plan& plan = *c->second.plan;
   // A red plan is an answer here, not a refusal: planning is the question asked.
-  return JsonResponse(200, {{"verdict", execplan::VerdictName(plan.verdict)},
-                            {"plan", execplan::ToJson(plan)},
-                            {"text", execplan::Print(plan)},
-                            {"findings", DiagnosticsToJson(plan.findings, &c->first.document)},
-                            {"diagnostics", DiagnosticsToJson(c->second.notes, &c->first.document)}});
+  return JsonResponse(200,
+                      {{"verdict", execplan::VerdictName(plan.verdict)},
+                       {"plan", execplan::ToJson(plan)},
+                       {"text", execplan::Print(plan)},
+                       {"findings", DiagnosticsToJson(plan.findings, &c->first.document)},
+                       {"diagnostics", DiagnosticsToJson(c->second.notes, &c->first.document)}});
 }
 
 Response Program(Engine& engine, const Request& req) {
@@ -491,10 +493,11 @@ Response Run(Engine& engine, const Request& req) {
     };
     events.selected = [&](const runtime::Selection& s) {
       // The executor is the one the run reports: it is known once the plan is on the device.
-      write(Line("start", {{"backend", s.backend},
-                           {"executor", nullptr},
-                           {"fallback_reason", s.fallback_reason ? Json(*s.fallback_reason) : Json()},
-                           {"attempts", s.attempts}}));
+      write(
+          Line("start", {{"backend", s.backend},
+                         {"executor", nullptr},
+                         {"fallback_reason", s.fallback_reason ? Json(*s.fallback_reason) : Json()},
+                         {"attempts", s.attempts}}));
     };
     auto result = api::Run(cr.text, options, events);
     if (!result.ok()) {
@@ -520,8 +523,10 @@ Response Run(Engine& engine, const Request& req) {
                      {"history", report_json.value("history", Json())},
                      {"stats", report.stats},
                      {"date", NowUtc()}};
-      if (auto id = e->store().Put(record); id.ok()) run_id = id.value();
-      else doc_id = id.status();
+      if (auto id = e->store().Put(record); id.ok())
+        run_id = id.value();
+      else
+        doc_id = id.status();
     }
     if (!doc_id.ok()) {
       // The run happened; only its record is lost. Said, not hidden.
@@ -550,11 +555,12 @@ Response Train(Engine& engine, const Request& req) {
     if (n.op != "dataset") continue;
     auto s = n.params.find("source");
     if (s != n.params.end() && s->is_string() && s->get<std::string>().rfind("idx:", 0) == 0) {
-      Diagnostic d = UserError("dataset-path-refused", PointerJoin(PointerJoin(n.pointer, "params"), "source"),
-                               "the Studio server reads no files a request names; this dataset "
-                               "source is a pair of files",
-                               "use a named dataset (\"fashion-mnist\"), or train on files with "
-                               "`scellis train`");
+      Diagnostic d =
+          UserError("dataset-path-refused", PointerJoin(PointerJoin(n.pointer, "params"), "source"),
+                    "the Studio server reads no files a request names; this dataset "
+                    "source is a pair of files",
+                    "use a named dataset (\"fashion-mnist\"), or train on files with "
+                    "`scellis train`");
       d.where = n.Describe();
       return ErrorResponse(422, std::vector<Diagnostic>{d}, &cr.document);
     }
@@ -633,8 +639,10 @@ Response Train(Engine& engine, const Request& req) {
                      {"result", result_json},
                      {"losses", t.losses},
                      {"date", NowUtc()}};
-      if (auto id = e->store().Put(record); id.ok()) run_id = id.value();
-      else doc_id = id.status();
+      if (auto id = e->store().Put(record); id.ok())
+        run_id = id.value();
+      else
+        doc_id = id.status();
     }
     if (!doc_id.ok()) {
       Diagnostic d = doc_id.errors().front();
@@ -711,12 +719,20 @@ Response GetRun(Engine& engine, const std::string& id) {
 
 const char* ContentTypeOf(const fs::path& p) {
   static const std::pair<const char*, const char*> kTypes[] = {
-      {".html", "text/html; charset=utf-8"}, {".js", "text/javascript; charset=utf-8"},
-      {".mjs", "text/javascript; charset=utf-8"}, {".css", "text/css; charset=utf-8"},
-      {".json", "application/json"}, {".map", "application/json"},
-      {".svg", "image/svg+xml"}, {".png", "image/png"}, {".jpg", "image/jpeg"},
-      {".ico", "image/x-icon"}, {".wasm", "application/wasm"}, {".txt", "text/plain; charset=utf-8"},
-      {".woff2", "font/woff2"}, {".woff", "font/woff"}};
+      {".html", "text/html; charset=utf-8"},
+      {".js", "text/javascript; charset=utf-8"},
+      {".mjs", "text/javascript; charset=utf-8"},
+      {".css", "text/css; charset=utf-8"},
+      {".json", "application/json"},
+      {".map", "application/json"},
+      {".svg", "image/svg+xml"},
+      {".png", "image/png"},
+      {".jpg", "image/jpeg"},
+      {".ico", "image/x-icon"},
+      {".wasm", "application/wasm"},
+      {".txt", "text/plain; charset=utf-8"},
+      {".woff2", "font/woff2"},
+      {".woff", "font/woff"}};
   const std::string ext = p.extension().string();
   for (const auto& [e, type] : kTypes)
     if (ext == e) return type;
@@ -786,8 +802,8 @@ Response StaticFile(const Engine& engine, const std::string& path) {
 }
 
 Response MethodNotAllowed(const std::string& allowed) {
-  Response r = ErrorResponse(405, UserError("method-not-allowed", "",
-                                            "this path takes " + allowed + " only"));
+  Response r = ErrorResponse(
+      405, UserError("method-not-allowed", "", "this path takes " + allowed + " only"));
   return r;
 }
 
@@ -809,9 +825,9 @@ std::optional<api::BrowserAdapter> ParseAdapter(const Json& body, std::vector<Di
   }
   static const std::vector<std::string> kStrings = {"vendor", "architecture", "device",
                                                     "description"};
-  static const std::vector<std::string> kLimits = {
-      "maxStorageBufferBindingSize", "maxBufferSize", "minStorageBufferOffsetAlignment",
-      "maxComputeWorkgroupsPerDimension"};
+  static const std::vector<std::string> kLimits = {"maxStorageBufferBindingSize", "maxBufferSize",
+                                                   "minStorageBufferOffsetAlignment",
+                                                   "maxComputeWorkgroupsPerDimension"};
   api::BrowserAdapter a;
   const size_t before = errors.size();
   for (const auto& [key, value] : it->items()) {
@@ -822,31 +838,43 @@ std::optional<api::BrowserAdapter> ParseAdapter(const Json& body, std::vector<Di
         continue;
       }
       std::string v = value.get<std::string>();
-      (key == "vendor" ? a.vendor : key == "architecture" ? a.architecture
-                                  : key == "device"       ? a.device
-                                                          : a.description) = v;
+      (key == "vendor"         ? a.vendor
+       : key == "architecture" ? a.architecture
+       : key == "device"       ? a.device
+                               : a.description) = v;
     } else if (key == "software") {
-      if (!value.is_boolean()) errors.push_back(BadField(at, "\"software\" is not a boolean"));
-      else a.is_software = value.get<bool>();
+      if (!value.is_boolean())
+        errors.push_back(BadField(at, "\"software\" is not a boolean"));
+      else
+        a.is_software = value.get<bool>();
     } else if (key == "limits") {
       if (!value.is_object()) {
         errors.push_back(BadField(at, "\"limits\" is not an object"));
         continue;
       }
       for (const auto& [name, n] : value.items()) {
-        if (std::find(kLimits.begin(), kLimits.end(), name) == kLimits.end()) continue;  // others unused
-        if (!n.is_number_unsigned() || n.get<uint64_t>() == 0 || n.get<uint64_t>() > (uint64_t{1} << 48)) {
+        if (std::find(kLimits.begin(), kLimits.end(), name) == kLimits.end())
+          continue;  // others unused
+        if (!n.is_number_unsigned() || n.get<uint64_t>() == 0 ||
+            n.get<uint64_t>() > (uint64_t{1} << 48)) {
           errors.push_back(BadField(at + "/" + name, "\"" + name + "\" is not a positive integer"));
           continue;
         }
         const uint64_t v = n.get<uint64_t>();
-        if (name == "maxStorageBufferBindingSize") a.max_storage_buffer_binding_size = v;
-        else if (name == "maxBufferSize") a.max_buffer_size = v;
-        else if (name == "minStorageBufferOffsetAlignment") a.min_storage_buffer_offset_alignment = static_cast<uint32_t>(std::min<uint64_t>(v, 1u << 16));
-        else a.max_compute_workgroups_per_dimension = static_cast<uint32_t>(std::min<uint64_t>(v, 1u << 31));
+        if (name == "maxStorageBufferBindingSize")
+          a.max_storage_buffer_binding_size = v;
+        else if (name == "maxBufferSize")
+          a.max_buffer_size = v;
+        else if (name == "minStorageBufferOffsetAlignment")
+          a.min_storage_buffer_offset_alignment =
+              static_cast<uint32_t>(std::min<uint64_t>(v, 1u << 16));
+        else
+          a.max_compute_workgroups_per_dimension =
+              static_cast<uint32_t>(std::min<uint64_t>(v, 1u << 31));
       }
     } else {
-      errors.push_back(UserError("unknown-field", "/" + at, "the adapter has no field \"" + key.substr(0, 64) + "\""));
+      errors.push_back(UserError("unknown-field", "/" + at,
+                                 "the adapter has no field \"" + key.substr(0, 64) + "\""));
     }
   }
   if (errors.size() != before) return std::nullopt;
@@ -870,12 +898,17 @@ Response TabConformStart(Engine& engine, const Request& req) {
   std::vector<Diagnostic> errors;
   std::string tier, op;
   if (auto t = body->find("tier"); t != body->end() && t->is_string()) tier = t->get<std::string>();
-  if (auto o = body->find("op"); o != body->end() && o->is_string()) op = o->get<std::string>();
-  else errors.push_back(BadField("op", "\"op\" is missing or not a string", "one op of GET /api/ops, or \"fused\""));
+  if (auto o = body->find("op"); o != body->end() && o->is_string())
+    op = o->get<std::string>();
+  else
+    errors.push_back(BadField("op", "\"op\" is missing or not a string",
+                              "one op of GET /api/ops, or \"fused\""));
   uint64_t seed = conform::FreshSeed();
   if (auto s = body->find("seed"); s != body->end() && !s->is_null()) {
-    if (!s->is_number_unsigned()) errors.push_back(BadField("seed", "\"seed\" is not a non-negative integer"));
-    else seed = s->get<uint64_t>();
+    if (!s->is_number_unsigned())
+      errors.push_back(BadField("seed", "\"seed\" is not a non-negative integer"));
+    else
+      seed = s->get<uint64_t>();
   }
   std::optional<api::BrowserAdapter> adapter = ParseAdapter(*body, errors);
   if (!errors.empty()) return ErrorResponse(400, errors);
@@ -903,7 +936,8 @@ Response TabConformStart(Engine& engine, const Request& req) {
       bytes = o.bytes;
       c["program"] = runtime::ToJson(*rc.program);
       c["feeds"] = std::move(feeds);
-      c["output"] = {{"name", o.name}, {"shape", o.shape}, {"dtype", DTypeName(o.dtype)}, {"bytes", o.bytes}};
+      c["output"] = {
+          {"name", o.name}, {"shape", o.shape}, {"dtype", DTypeName(o.dtype)}, {"bytes", o.bytes}};
     }
     job.case_ids.push_back(rc.program ? rc.id : "");
     job.output_bytes.push_back(bytes);
@@ -911,9 +945,10 @@ Response TabConformStart(Engine& engine, const Request& req) {
     out.push_back(std::move(c));
   }
   if (total > kMaxTabAnswerBytes)
-    return ErrorResponse(413, UserError("request-too-large", "/op",
-                                        "the answers of \"" + op + "\" would be " + std::to_string(total) +
-                                            " bytes, over the server's " + std::to_string(kMaxTabAnswerBytes)));
+    return ErrorResponse(
+        413, UserError("request-too-large", "/op",
+                       "the answers of \"" + op + "\" would be " + std::to_string(total) +
+                           " bytes, over the server's " + std::to_string(kMaxTabAnswerBytes)));
   for (auto& runs : job.runs) runs.resize(job.case_ids.size());
   job.errors.resize(job.case_ids.size());
   const std::string id = NewJobId();
@@ -956,7 +991,8 @@ std::vector<std::string> Segments(const std::string& rest) {
 }
 
 std::optional<int64_t> Index(const std::string& s, int64_t high) {
-  if (s.empty() || s.size() > 12 || !std::all_of(s.begin(), s.end(), [](char c) { return c >= '0' && c <= '9'; }))
+  if (s.empty() || s.size() > 12 ||
+      !std::all_of(s.begin(), s.end(), [](char c) { return c >= '0' && c <= '9'; }))
     return std::nullopt;
   int64_t v = std::stoll(s);
   return v <= high ? std::optional<int64_t>(v) : std::nullopt;
@@ -1014,7 +1050,9 @@ Response TabConformJobRequest(Engine& engine, const Request& req, const std::str
     return JsonResponse(200, j);
   }
 
-  std::optional<int64_t> index = parts.size() >= 3 ? Index(parts[1], static_cast<int64_t>(job.case_ids.size()) - 1) : std::nullopt;
+  std::optional<int64_t> index =
+      parts.size() >= 3 ? Index(parts[1], static_cast<int64_t>(job.case_ids.size()) - 1)
+                        : std::nullopt;
   if (!index || job.case_ids[*index].empty())
     return NotFound("runnable case " + parts[1].substr(0, 20) + " in this job");
   const size_t i = static_cast<size_t>(*index);
@@ -1026,7 +1064,8 @@ Response TabConformJobRequest(Engine& engine, const Request& req, const std::str
     if (!body) return refusal;
     auto e = body->find("error");
     if (e == body->end() || !e->is_string() || e->get<std::string>().empty())
-      return ErrorResponse(400, BadField("error", "\"error\" is missing or not a non-empty string"));
+      return ErrorResponse(400,
+                           BadField("error", "\"error\" is missing or not a non-empty string"));
     job.errors[i] = e->get<std::string>().substr(0, 1000);
     return JsonResponse(200, {{"case", job.case_ids[i]}, {"failed", true}});
   }
@@ -1036,26 +1075,37 @@ Response TabConformJobRequest(Engine& engine, const Request& req, const std::str
   const int runs = job.tier == "debug" ? 2 : 1;
   std::optional<int64_t> run = Index(parts[2], runs - 1);
   std::optional<int64_t> offset = Index(parts[3], job.output_bytes[i]);
-  if (!run) return NotFound("run " + parts[2].substr(0, 20) + " of this case (the tier runs each case " + std::to_string(runs) + " time" + (runs > 1 ? "s" : "") + ")");
+  if (!run)
+    return NotFound("run " + parts[2].substr(0, 20) + " of this case (the tier runs each case " +
+                    std::to_string(runs) + " time" + (runs > 1 ? "s" : "") + ")");
   if (MediaType(req.content_type) != "application/octet-stream")
     return ErrorResponse(415, UserError("unsupported-media-type", "",
                                         "an answer is sent as application/octet-stream, not \"" +
                                             req.content_type.substr(0, 100) + "\""));
   if (req.body.size() > engine.options().max_request_bytes)
-    return ErrorResponse(413, UserError("request-too-large", "", "an answer chunk has " + std::to_string(req.body.size()) + " bytes, over the server's cap of " + std::to_string(engine.options().max_request_bytes), "send it in smaller chunks"));
+    return ErrorResponse(413, UserError("request-too-large", "",
+                                        "an answer chunk has " + std::to_string(req.body.size()) +
+                                            " bytes, over the server's cap of " +
+                                            std::to_string(engine.options().max_request_bytes),
+                                        "send it in smaller chunks"));
   std::vector<std::byte>& have = job.runs[*run][i];
   if (!offset || *offset != static_cast<int64_t>(have.size()))
-    return ErrorResponse(409, UserError("bad-offset", "",
-                                        "this chunk starts at byte " + parts[3].substr(0, 20) +
-                                            "; the answer so far has " + std::to_string(have.size()),
-                                        "send the chunks in order"));
+    return ErrorResponse(409,
+                         UserError("bad-offset", "",
+                                   "this chunk starts at byte " + parts[3].substr(0, 20) +
+                                       "; the answer so far has " + std::to_string(have.size()),
+                                   "send the chunks in order"));
   if (static_cast<int64_t>(have.size() + req.body.size()) > job.output_bytes[i])
     return ErrorResponse(422, UserError("answer-too-long", "",
                                         "the output of " + job.case_ids[i] + " has " +
-                                            std::to_string(job.output_bytes[i]) + " bytes; this chunk goes past it"));
+                                            std::to_string(job.output_bytes[i]) +
+                                            " bytes; this chunk goes past it"));
   const auto* bytes = reinterpret_cast<const std::byte*>(req.body.data());
   have.insert(have.end(), bytes, bytes + req.body.size());
-  return JsonResponse(200, {{"case", job.case_ids[i]}, {"run", *run}, {"received", have.size()}, {"bytes", job.output_bytes[i]}});
+  return JsonResponse(200, {{"case", job.case_ids[i]},
+                            {"run", *run},
+                            {"received", have.size()},
+                            {"bytes", job.output_bytes[i]}});
 }
 
 // Which kernels of a document hold receipts on the tab's device: what the canvas shows after a
@@ -1084,13 +1134,20 @@ struct Route {
 };
 
 const Route kRoutes[] = {
-    {"GET", "/api/version", Version},     {"GET", "/api/ops", Ops},
-    {"GET", "/api/examples", ExamplesEndpoint}, {"GET", "/api/probe", Probe},
-    {"POST", "/api/validate", Validate},  {"POST", "/api/lower", Lower},
-    {"POST", "/api/rungs", Rungs},        {"POST", "/api/plan", Plan},
-    {"POST", "/api/program", Program},    {"POST", "/api/run", Run},
-    {"POST", "/api/train", Train},        {"POST", "/api/conform", Conform},
-    {"POST", "/api/documents", PutDocument}, {"POST", "/api/conform/browser", TabConformStart},
+    {"GET", "/api/version", Version},
+    {"GET", "/api/ops", Ops},
+    {"GET", "/api/examples", ExamplesEndpoint},
+    {"GET", "/api/probe", Probe},
+    {"POST", "/api/validate", Validate},
+    {"POST", "/api/lower", Lower},
+    {"POST", "/api/rungs", Rungs},
+    {"POST", "/api/plan", Plan},
+    {"POST", "/api/program", Program},
+    {"POST", "/api/run", Run},
+    {"POST", "/api/train", Train},
+    {"POST", "/api/conform", Conform},
+    {"POST", "/api/documents", PutDocument},
+    {"POST", "/api/conform/browser", TabConformStart},
     {"POST", "/api/receipts", Receipts},
 };
 
@@ -1133,9 +1190,11 @@ Response Handle(Engine& engine, const Request& req) {
       allowed = r.method;
       if (req.method == r.method) return r.handler(engine, req);
     }
-    if (const std::string jobs = "/api/conform/browser/"; path.size() > jobs.size() && path.rfind(jobs, 0) == 0)
+    if (const std::string jobs = "/api/conform/browser/";
+        path.size() > jobs.size() && path.rfind(jobs, 0) == 0)
       return TabConformJobRequest(engine, req, path.substr(jobs.size()));
-    for (const auto& [prefix, what] : {std::pair{"/api/documents/", 0}, std::pair{"/api/runs/", 1}}) {
+    for (const auto& [prefix, what] :
+         {std::pair{"/api/documents/", 0}, std::pair{"/api/runs/", 1}}) {
       const std::string p = prefix;
       if (path.size() <= p.size() || path.rfind(p, 0) != 0) continue;
       if (req.method != "GET") return MethodNotAllowed("GET");

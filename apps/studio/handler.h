@@ -9,8 +9,8 @@
 
 #include <cstddef>
 #include <functional>
-#include <memory>
 #include <map>
+#include <memory>
 #include <mutex>
 #include <optional>
 #include <string>
@@ -26,9 +26,9 @@ namespace scellis::studio {
 inline constexpr size_t kDefaultMaxRequestBytes = size_t{16} << 20;
 
 struct EngineOptions {
-  std::string store_root;          // "" : the store's default root
-  runtime::SelectOptions select;   // the backend runs and training use
-  std::string web_dir;             // the built Studio (web/dist); missing: a page says how to build it
+  std::string store_root;         // "" : the store's default root
+  runtime::SelectOptions select;  // the backend runs and training use
+  std::string web_dir;  // the built Studio (web/dist); missing: a page says how to build it
   size_t max_request_bytes = kDefaultMaxRequestBytes;
 };
 
@@ -38,12 +38,12 @@ struct EngineOptions {
 struct TabConformJob {
   std::string tier, op;
   uint64_t seed = 0;
-  Json adapter;                                  // as the tab described it
-  std::vector<std::string> case_ids;             // in order; "" for a case that cannot run
-  std::vector<int64_t> output_bytes;             // expected per case
+  Json adapter;                       // as the tab described it
+  std::vector<std::string> case_ids;  // in order; "" for a case that cannot run
+  std::vector<int64_t> output_bytes;  // expected per case
   // Per case: the bytes of the first run and of the debug rerun, appended chunk by chunk in order.
   std::vector<std::vector<std::byte>> runs[2];
-  std::vector<std::string> errors;               // per case: the tab's run failed
+  std::vector<std::string> errors;  // per case: the tab's run failed
 };
 inline constexpr size_t kMaxTabConformJobs = 4;
 

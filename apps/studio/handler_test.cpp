@@ -127,7 +127,8 @@ TEST_F(StudioHandler, VersionOpsAndExamples) {
   for (const Json& o : palette["ops"]) ops_seen.insert(o["name"]);
   for (const Json& t : palette["node_types"]) types_seen.insert(t["name"]);
   EXPECT_TRUE(ops_seen.count("matmul") && ops_seen.count("mean") && ops_seen.count("life"));
-  EXPECT_TRUE(types_seen.count("input") && types_seen.count("param") && types_seen.count("dataset"));
+  EXPECT_TRUE(types_seen.count("input") && types_seen.count("param") &&
+              types_seen.count("dataset"));
 
   Response ex = Get("/api/examples");
   ASSERT_EQ(ex.status, 200);
@@ -273,23 +274,24 @@ TEST_F(StudioHandler, RunsOfTheGameOfLife) {
     }
 
   // Many steps of a carried grid, with the history of every step.
-  Response s = Post("/api/run", {{"document", Example("life_steps")}, {"tier", "prod"},
-                                 {"steps", 4}, {"history", {"next"}}});
+  Response s = Post(
+      "/api/run",
+      {{"document", Example("life_steps")}, {"tier", "prod"}, {"steps", 4}, {"history", {"next"}}});
   ASSERT_EQ(s.status, 200) << s.body;
   lines = Lines(s);
   ASSERT_EQ(lines.back()["event"], "result") << lines.back().dump();
   const Json& report = lines.back()["report"];
   ASSERT_EQ(report["history"]["next"]["steps"].size(), 4u);
   EXPECT_EQ(report["history"]["next"]["steps"][3], report["outputs"]["next"]["data"]);
-  ExpectError(Post("/api/run", {{"document", Example("life_steps")}, {"tier", "prod"},
-                                {"steps", 0}}),
-              400, "bad-request-field");
+  ExpectError(
+      Post("/api/run", {{"document", Example("life_steps")}, {"tier", "prod"}, {"steps", 0}}), 400,
+      "bad-request-field");
 }
 
 TEST_F(StudioHandler, APageThatGoesAwayCancelsItsRunAndFreesTheDevice) {
   // 640 steps are ten submissions; the page is gone after the first progress line.
-  Response r = Post("/api/run", {{"document", Example("life_steps")}, {"tier", "prod"},
-                                 {"steps", 640}});
+  Response r =
+      Post("/api/run", {{"document", Example("life_steps")}, {"tier", "prod"}, {"steps", 640}});
   ASSERT_EQ(r.status, 200) << r.body;
   ASSERT_TRUE(r.stream);
   std::vector<Json> seen;
@@ -304,8 +306,8 @@ TEST_F(StudioHandler, APageThatGoesAwayCancelsItsRunAndFreesTheDevice) {
   EXPECT_NE(seen.back()["event"], "result");
   EXPECT_EQ(StoreFiles(), before) << "a cancelled run stores no record";
   // The device is free: the next run starts at once (no "queued") and finishes.
-  std::vector<Json> next = Lines(Post("/api/run", {{"document", Example("life_steps")},
-                                                   {"tier", "prod"}, {"steps", 128}}));
+  std::vector<Json> next = Lines(
+      Post("/api/run", {{"document", Example("life_steps")}, {"tier", "prod"}, {"steps", 128}}));
   ASSERT_FALSE(next.empty());
   EXPECT_EQ(next.front()["event"], "start");
   EXPECT_EQ(next.back()["event"], "result");
@@ -398,8 +400,9 @@ TEST_F(StudioHandler, HostileRequestsAreRefusedAndNothingIsStoredOrRead) {
   ExpectError(Handle(*engine_, {"POST", "/api/documents", "text/plain", doc}), 415,
               "unsupported-media-type");
   ExpectError(Handle(*engine_, {"POST", "/api/validate", "", doc}), 415, "unsupported-media-type");
-  EXPECT_EQ(Handle(*engine_, {"POST", "/api/validate", "Application/JSON; charset=utf-8", doc}).status,
-            200);
+  EXPECT_EQ(
+      Handle(*engine_, {"POST", "/api/validate", "Application/JSON; charset=utf-8", doc}).status,
+      200);
   // Malformed JSON, nesting past the cap, a body that is no object, an unknown request field.
   ExpectError(Handle(*engine_, {"POST", "/api/documents", "application/json", "{\"document\": {"}),
               400, "bad-json");
@@ -501,8 +504,11 @@ std::vector<std::byte> FromBase64(const std::string& text) {
 }
 
 const Json kSwiftShaderTab = {
-    {"vendor", "google"}, {"architecture", "swiftshader"}, {"device", ""},
-    {"description", "SwiftShader device"}, {"software", true},
+    {"vendor", "google"},
+    {"architecture", "swiftshader"},
+    {"device", ""},
+    {"description", "SwiftShader device"},
+    {"software", true},
     {"limits", {{"maxStorageBufferBindingSize", 134217728}, {"maxBufferSize", 268435456}}}};
 
 // The tab's side of browser conformance, played by the test: relu computed here, by its rule
@@ -514,13 +520,17 @@ TEST_F(StudioHandler, BrowserConformanceJudgesTheTabsOutputsAndMintsItsReceipt) 
   auto start = [&](Json body) { return Post("/api/conform/browser", body); };
 
   ExpectError(start({{"tier", "prod"}, {"op", "relu"}}), 400, "bad-request-field");
-  ExpectError(start({{"tier", "prod"}, {"op", "relu"}, {"adapter", {{"vendr", "x"}}}}), 400, "unknown-field");
-  ExpectError(start({{"tier", "prod"}, {"op", "relux"}, {"adapter", kSwiftShaderTab}}), 422, "unknown-op");
-  ExpectError(start({{"op", "relu"}, {"adapter", kSwiftShaderTab}}), 422, "missing-determinism-tier");
+  ExpectError(start({{"tier", "prod"}, {"op", "relu"}, {"adapter", {{"vendr", "x"}}}}), 400,
+              "unknown-field");
+  ExpectError(start({{"tier", "prod"}, {"op", "relux"}, {"adapter", kSwiftShaderTab}}), 422,
+              "unknown-op");
+  ExpectError(start({{"op", "relu"}, {"adapter", kSwiftShaderTab}}), 422,
+              "missing-determinism-tier");
   ExpectError(Post("/api/conform/browser/nosuchjob/judge", Json::object()), 404, "not-found");
 
   for (bool break_one : {true, false}) {
-    Response r = start({{"tier", "prod"}, {"op", "relu"}, {"seed", 7}, {"adapter", kSwiftShaderTab}});
+    Response r =
+        start({{"tier", "prod"}, {"op", "relu"}, {"seed", 7}, {"adapter", kSwiftShaderTab}});
     ASSERT_EQ(r.status, 200) << r.body.substr(0, 400);
     Json job = Body(r);
     EXPECT_EQ(job["runs"], 1);
@@ -543,10 +553,15 @@ TEST_F(StudioHandler, BrowserConformanceJudgesTheTabsOutputsAndMintsItsReceipt) 
       // In two chunks, in order; a chunk out of order or of another type is refused.
       const size_t half = bytes.size() / 8 * 4;
       ExpectError(Put(at + "0", bytes, "application/json"), 415, "unsupported-media-type");
-      if (half > 0) ExpectError(Put(at + std::to_string(half), bytes.substr(half), "application/octet-stream"), 409, "bad-offset");
+      if (half > 0)
+        ExpectError(Put(at + std::to_string(half), bytes.substr(half), "application/octet-stream"),
+                    409, "bad-offset");
       ASSERT_EQ(Put(at + "0", bytes.substr(0, half), "application/octet-stream").status, 200);
-      ASSERT_EQ(Put(at + std::to_string(half), bytes.substr(half), "application/octet-stream").status, 200);
-      ExpectError(Put(at + std::to_string(bytes.size()), "abcd", "application/octet-stream"), 422, "answer-too-long");
+      ASSERT_EQ(
+          Put(at + std::to_string(half), bytes.substr(half), "application/octet-stream").status,
+          200);
+      ExpectError(Put(at + std::to_string(bytes.size()), "abcd", "application/octet-stream"), 422,
+                  "answer-too-long");
     }
     Response judged = Post(base + "judge", Json::object());
     ASSERT_EQ(judged.status, 200) << judged.body.substr(0, 400);
@@ -562,7 +577,8 @@ TEST_F(StudioHandler, BrowserConformanceJudgesTheTabsOutputsAndMintsItsReceipt) 
   Json doc = Json::parse(R"({"version": 1, "nodes": [
       {"id": 0, "op": "input", "shape": [3], "data": [-2, 3, 4]},
       {"id": 1, "op": "relu", "a": 0}], "outputs": [{"name": "y", "id": 1}]})");
-  Response held = Post("/api/receipts", {{"document", doc}, {"tier", "prod"}, {"adapter", kSwiftShaderTab}});
+  Response held =
+      Post("/api/receipts", {{"document", doc}, {"tier", "prod"}, {"adapter", kSwiftShaderTab}});
   ASSERT_EQ(held.status, 200) << held.body;
   EXPECT_EQ(Body(held)["kernels"], 1) << held.body;
   EXPECT_EQ(Body(held)["conformed"], 1) << held.body;

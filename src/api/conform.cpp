@@ -93,7 +93,8 @@ Result<ConformReport> Conform(const ConformOptions& o) {
     std::string why = selection.fallback_reason.value_or("no WebGPU adapter is usable");
     return UserError("no-gpu", "",
                      "no GPU to check: conformance compares GPU kernels with the CPU reference, "
-                     "and " + why,
+                     "and " +
+                         why,
                      "run it on a machine with a GPU; to check against a software adapter, pass "
                      "--backend=webgpu --allow-software-adapter");
   }
@@ -182,8 +183,8 @@ Result<std::vector<conform::RemoteCase>> BrowserCases(const std::string& group,
   return conform::RemoteCases(group, *policy::ParseTier(tier), seed, BrowserDevice(adapter));
 }
 
-Result<ConformReport> JudgeBrowser(const std::string& group, const std::string& tier,
-                                   uint64_t seed, const BrowserAdapter& adapter,
+Result<ConformReport> JudgeBrowser(const std::string& group, const std::string& tier, uint64_t seed,
+                                   const BrowserAdapter& adapter,
                                    const std::map<std::string, conform::RemoteAnswer>& answers,
                                    const std::string& store_root) {
   ConformOptions options;
@@ -203,8 +204,10 @@ Result<ConformReport> JudgeBrowser(const std::string& group, const std::string& 
     report.store_root = s->root();
     if (g.passed()) {
       auto id = conform::MintReceipt(s.value(), g, report.profile, report.tier, seed);
-      if (id.ok()) report.receipts[g.group] = id.value();
-      else report.store_problems = id.errors();
+      if (id.ok())
+        report.receipts[g.group] = id.value();
+      else
+        report.store_problems = id.errors();
     }
   }
   for (Diagnostic& d : report.store_problems) d.severity = Severity::kWarning;

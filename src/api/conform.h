@@ -75,8 +75,8 @@ Result<std::vector<conform::RemoteCase>> BrowserCases(const std::string& group,
 
 // Judges the tab's outputs for one group (conform::JudgeRemote) and, when it passes, mints its
 // receipt for the browser's profile in the store at `store_root` ("" : the default store).
-Result<ConformReport> JudgeBrowser(const std::string& group, const std::string& tier,
-                                   uint64_t seed, const BrowserAdapter& adapter,
+Result<ConformReport> JudgeBrowser(const std::string& group, const std::string& tier, uint64_t seed,
+                                   const BrowserAdapter& adapter,
                                    const std::map<std::string, conform::RemoteAnswer>& answers,
                                    const std::string& store_root);
 

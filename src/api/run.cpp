@@ -91,8 +91,7 @@ Status RunOnce(runtime::Executor& exec, const execplan::Plan& plan, const runtim
 // an input that is fed, not carried.
 Status RunMany(runtime::Executor& exec, const execplan::Plan& plan, int steps,
                const runtime::Feeds& feeds, const std::vector<std::string>& history,
-               const RunEvents& events,
-               RunReport& report) {
+               const RunEvents& events, RunReport& report) {
   auto start = std::chrono::steady_clock::now();
   SCELLIS_ASSIGN_OR_RETURN(std::unique_ptr<runtime::Prepared> prepared, exec.Prepare(plan, feeds));
   runtime::Feeds every_step;
@@ -108,7 +107,8 @@ Status RunMany(runtime::Executor& exec, const execplan::Plan& plan, int steps,
     int k = std::min(steps - done, kMaxStepsPerSubmission);
     std::vector<runtime::Feeds> step_feeds(k, every_step);
     for (int i = 0; i < k; ++i)
-      for (auto& [name, t] : StepFeeds(plan, done + i + 1)) step_feeds[i].try_emplace(name, std::move(t));
+      for (auto& [name, t] : StepFeeds(plan, done + i + 1))
+        step_feeds[i].try_emplace(name, std::move(t));
     SCELLIS_ASSIGN_OR_RETURN(runtime::StepsResult chunk, prepared->RunSteps(step_feeds, history));
     // The backend's own counters (dispatches, maps, uploads, ...) add up over the submissions.
     for (const auto& [key, value] : chunk.stats.items())
@@ -124,8 +124,9 @@ Status RunMany(runtime::Executor& exec, const execplan::Plan& plan, int steps,
     ++submissions;
     if (events.progress) events.progress(done, steps);
     if (done < steps && events.cancelled && events.cancelled())
-      return UserError("cancelled", "", "the run was cancelled after " + std::to_string(done) +
-                                            " of " + std::to_string(steps) + " steps");
+      return UserError("cancelled", "",
+                       "the run was cancelled after " + std::to_string(done) + " of " +
+                           std::to_string(steps) + " steps");
   }
   int64_t downloads = 0;
   for (const webir::Output& o : plan.graph().outputs) {

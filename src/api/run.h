@@ -28,7 +28,7 @@ struct RunOptions {
   runtime::SelectOptions select;
   int steps = 1;
   std::vector<std::string> history;  // outputs whose value after every step is returned
-  std::string store_root;  // where receipts are looked up; "" : the default store
+  std::string store_root;            // where receipts are looked up; "" : the default store
   // Values for inputs and params by name, in place of inline data or initializers: a front end
   // hands its callers' arrays over as bytes instead of writing them into the document's JSON.
   runtime::Feeds feeds;

@@ -8,8 +8,8 @@
 #include <fstream>
 #include <limits>
 #include <map>
-#include <sstream>
 #include <random>
+#include <sstream>
 
 namespace scellis::api {
 namespace {

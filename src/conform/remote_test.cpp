@@ -80,7 +80,8 @@ TEST(RemoteConformance, CorrectOutputsPassWithTheNativeSourceHash) {
     EXPECT_GT(g->elements, 0);
     auto hash = SourceHash(group, policy::Tier::kProd);
     ASSERT_TRUE(hash.ok());
-    EXPECT_EQ(g->source_hash, *hash) << group << ": a receipt must name the WGSL the engine generates";
+    EXPECT_EQ(g->source_hash, *hash)
+        << group << ": a receipt must name the WGSL the engine generates";
   }
 }
 
