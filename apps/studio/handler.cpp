@@ -3,12 +3,10 @@
 #include <algorithm>
 #include <cctype>
 #include <chrono>
-#include <cstring>
 #include <ctime>
 #include <filesystem>
 #include <fstream>
 #include <limits>
-#include <random>
 #include <sstream>
 
 #include "api/conform.h"
@@ -16,13 +14,14 @@
 #include "api/run.h"
 #include "base/diagnostic_json.h"
 #include "conform/receipt.h"
-#include "conform/runner.h"
 #include "doc/document.h"
 #include "doc/keys.h"
 #include "examples_data.h"
 #include "pipeline/compile.h"
 #include "pipeline/links.h"
+#include "replies.h"
 #include "runtime/device_program.h"
+#include "tab_conform.h"
 #include "train/trainer.h"
 
 #ifndef SCELLIS_WEB_DIST
@@ -43,34 +42,6 @@ constexpr const char* kRunRecordKind = "scellis.run-record/1";
 constexpr const char* kTrainRecordKind = "scellis.train-record/1";
 
 // ---------------------------------------------------------------- responses
-
-Response JsonResponse(int status, const Json& body) {
-  Response r;
-  r.status = status;
-  r.body = body.dump();
-  return r;
-}
-
-Response ErrorResponse(int status, const std::vector<Diagnostic>& diags,
-                       const Json* document = nullptr) {
-  return JsonResponse(status, ErrorBody(diags, document));
-}
-
-Response ErrorResponse(int status, Diagnostic d) {
-  return ErrorResponse(status, std::vector<Diagnostic>{std::move(d)});
-}
-
-// The status an engine refusal calls for: a missing object is 404, our own bug or a failing
-// device 500, anything else a problem with what was sent (422).
-int StatusFor(const std::vector<Diagnostic>& diags) {
-  int status = 422;
-  for (const Diagnostic& d : diags) {
-    if (d.severity != Severity::kError) continue;
-    if (d.code == "store-object-missing") return 404;
-    if (d.kind != ErrorKind::kUser) status = 500;
-  }
-  return status;
-}
 
 Json Line(const std::string& event, Json fields = Json::object()) {
   Json j = {{"event", event}};
@@ -102,63 +73,6 @@ Diagnostic BadId(const std::string& id) {
                    "the id is not of the form sha256:<64 hex digits> (" +
                        std::to_string(id.size()) + " characters given)",
                    "ids are what POST /api/documents and POST /api/run return");
-}
-
-std::string MediaType(const std::string& content_type) {
-  std::string t = content_type.substr(0, content_type.find(';'));
-  t.erase(std::remove_if(t.begin(), t.end(), [](unsigned char c) { return std::isspace(c); }),
-          t.end());
-  std::transform(t.begin(), t.end(), t.begin(), [](unsigned char c) { return std::tolower(c); });
-  return t;
-}
-
-// A POST body: within the cap, declared as JSON, well-formed, an object with known fields.
-// On failure `refusal` holds the response.
-std::optional<Json> ParseBody(const Engine& engine, const Request& req,
-                              const std::vector<std::string>& fields, Response& refusal) {
-  const size_t cap = engine.options().max_request_bytes;
-  if (req.body.size() > cap) {
-    refusal =
-        ErrorResponse(413, UserError("request-too-large", "",
-                                     "the request body has " + std::to_string(req.body.size()) +
-                                         " bytes, over the server's cap of " + std::to_string(cap),
-                                     "start the server with a larger --max-request-bytes"));
-    return std::nullopt;
-  }
-  if (MediaType(req.content_type) != "application/json") {
-    refusal = ErrorResponse(
-        415, UserError("unsupported-media-type", "",
-                       "the request's content type is \"" + req.content_type.substr(0, 100) +
-                           "\", expected application/json",
-                       "send the body with Content-Type: application/json"));
-    return std::nullopt;
-  }
-  auto parsed = ParseUntrustedJson(req.body, {.max_bytes = cap, .max_depth = 64});
-  if (!parsed.ok()) {
-    std::vector<Diagnostic> diags = {UserError(
-        "bad-json", "", "the request body is not valid JSON: " + parsed.errors()[0].message)};
-    diags.insert(diags.end(), parsed.errors().begin(), parsed.errors().end());
-    refusal = ErrorResponse(400, diags);
-    return std::nullopt;
-  }
-  if (!parsed->is_object()) {
-    refusal = ErrorResponse(400, UserError("bad-request", "",
-                                           std::string("the request body is a JSON ") +
-                                               parsed->type_name() + ", expected an object"));
-    return std::nullopt;
-  }
-  std::vector<Diagnostic> unknown;
-  doc::CheckKeys(*parsed, "", fields, "this request", unknown);
-  if (!unknown.empty()) {
-    refusal = ErrorResponse(400, unknown);
-    return std::nullopt;
-  }
-  return std::move(parsed.value());
-}
-
-Diagnostic BadField(const std::string& field, const std::string& message,
-                    const std::string& help = "") {
-  return UserError("bad-request-field", "/" + field, message, help);
 }
 
 // An optional integer field within [low, high].
@@ -739,10 +653,6 @@ const char* ContentTypeOf(const fs::path& p) {
   return "application/octet-stream";
 }
 
-Response NotFound(const std::string& what) {
-  return ErrorResponse(404, UserError("not-found", "", "there is no " + what + " here"));
-}
-
 // The page `/` gives when the Studio's assets were not built: the API still works.
 Response NotBuiltPage(const std::string& web_dir) {
   Response r;
@@ -799,313 +709,6 @@ Response StaticFile(const Engine& engine, const std::string& path) {
   r.content_type = ContentTypeOf(file);
   r.body = s.str();
   return r;
-}
-
-Response MethodNotAllowed(const std::string& allowed) {
-  Response r = ErrorResponse(
-      405, UserError("method-not-allowed", "", "this path takes " + allowed + " only"));
-  return r;
-}
-
-// ---------------------------------------------------------------- conformance of the browser tab
-//
-// POST /api/conform/browser {tier, op, seed?, adapter} hands out the op's cases as device programs
-// with their feeds; the tab runs each (twice in the debug tier), PUTs each output's bytes to
-// /api/conform/browser/<job>/<case>/<run>/<offset> in order (chunks within the request cap), or
-// POSTs {"error"} to .../<case>/failed; POST .../<job>/judge compiles the cases again from the
-// seed, judges the outputs against the CPU reference and mints the receipt for the tab's profile.
-
-std::optional<api::BrowserAdapter> ParseAdapter(const Json& body, std::vector<Diagnostic>& errors) {
-  auto it = body.find("adapter");
-  if (it == body.end() || !it->is_object()) {
-    errors.push_back(BadField("adapter", "\"adapter\" is missing or not an object",
-                              "describe the tab's adapter: {vendor, architecture, device, "
-                              "description, software, limits}"));
-    return std::nullopt;
-  }
-  static const std::vector<std::string> kStrings = {"vendor", "architecture", "device",
-                                                    "description"};
-  static const std::vector<std::string> kLimits = {"maxStorageBufferBindingSize", "maxBufferSize",
-                                                   "minStorageBufferOffsetAlignment",
-                                                   "maxComputeWorkgroupsPerDimension"};
-  api::BrowserAdapter a;
-  const size_t before = errors.size();
-  for (const auto& [key, value] : it->items()) {
-    const std::string at = "adapter/" + key;
-    if (std::find(kStrings.begin(), kStrings.end(), key) != kStrings.end()) {
-      if (!value.is_string() || value.get<std::string>().size() > 256) {
-        errors.push_back(BadField(at, "\"" + key + "\" is not a string of at most 256 bytes"));
-        continue;
-      }
-      std::string v = value.get<std::string>();
-      (key == "vendor"         ? a.vendor
-       : key == "architecture" ? a.architecture
-       : key == "device"       ? a.device
-                               : a.description) = v;
-    } else if (key == "software") {
-      if (!value.is_boolean())
-        errors.push_back(BadField(at, "\"software\" is not a boolean"));
-      else
-        a.is_software = value.get<bool>();
-    } else if (key == "limits") {
-      if (!value.is_object()) {
-        errors.push_back(BadField(at, "\"limits\" is not an object"));
-        continue;
-      }
-      for (const auto& [name, n] : value.items()) {
-        if (std::find(kLimits.begin(), kLimits.end(), name) == kLimits.end())
-          continue;  // others unused
-        if (!n.is_number_unsigned() || n.get<uint64_t>() == 0 ||
-            n.get<uint64_t>() > (uint64_t{1} << 48)) {
-          errors.push_back(BadField(at + "/" + name, "\"" + name + "\" is not a positive integer"));
-          continue;
-        }
-        const uint64_t v = n.get<uint64_t>();
-        if (name == "maxStorageBufferBindingSize")
-          a.max_storage_buffer_binding_size = v;
-        else if (name == "maxBufferSize")
-          a.max_buffer_size = v;
-        else if (name == "minStorageBufferOffsetAlignment")
-          a.min_storage_buffer_offset_alignment =
-              static_cast<uint32_t>(std::min<uint64_t>(v, 1u << 16));
-        else
-          a.max_compute_workgroups_per_dimension =
-              static_cast<uint32_t>(std::min<uint64_t>(v, 1u << 31));
-      }
-    } else {
-      errors.push_back(UserError("unknown-field", "/" + at,
-                                 "the adapter has no field \"" + key.substr(0, 64) + "\""));
-    }
-  }
-  if (errors.size() != before) return std::nullopt;
-  return a;
-}
-
-std::string NewJobId() {
-  std::random_device rd;
-  char buf[40];
-  std::snprintf(buf, sizeof buf, "%08x%08x%08x%08x", rd(), rd(), rd(), rd());
-  return buf;
-}
-
-// The largest answer a job may hold: what a group's cases output, twice in the debug tier.
-constexpr int64_t kMaxTabAnswerBytes = int64_t{256} << 20;
-
-Response TabConformStart(Engine& engine, const Request& req) {
-  Response refusal;
-  std::optional<Json> body = ParseBody(engine, req, {"tier", "op", "seed", "adapter"}, refusal);
-  if (!body) return refusal;
-  std::vector<Diagnostic> errors;
-  std::string tier, op;
-  if (auto t = body->find("tier"); t != body->end() && t->is_string()) tier = t->get<std::string>();
-  if (auto o = body->find("op"); o != body->end() && o->is_string())
-    op = o->get<std::string>();
-  else
-    errors.push_back(BadField("op", "\"op\" is missing or not a string",
-                              "one op of GET /api/ops, or \"fused\""));
-  uint64_t seed = conform::FreshSeed();
-  if (auto s = body->find("seed"); s != body->end() && !s->is_null()) {
-    if (!s->is_number_unsigned())
-      errors.push_back(BadField("seed", "\"seed\" is not a non-negative integer"));
-    else
-      seed = s->get<uint64_t>();
-  }
-  std::optional<api::BrowserAdapter> adapter = ParseAdapter(*body, errors);
-  if (!errors.empty()) return ErrorResponse(400, errors);
-  auto cases = api::BrowserCases(op, tier, seed, *adapter);
-  if (!cases.ok()) return ErrorResponse(StatusFor(cases.errors()), cases.errors());
-
-  const bool debug = tier == "debug";
-  TabConformJob job;
-  job.tier = tier;
-  job.op = op;
-  job.seed = seed;
-  job.adapter = (*body)["adapter"];
-  Json out = Json::array();
-  int64_t total = 0;
-  for (const conform::RemoteCase& rc : *cases) {
-    Json c = {{"id", rc.id}, {"error", rc.error.empty() ? Json() : Json(rc.error)}};
-    int64_t bytes = 0;
-    if (rc.program) {
-      Json feeds = Json::object();
-      for (const auto& [name, t] : rc.feeds)
-        feeds[name] = {{"dtype", DTypeName(t.type.dtype)},
-                       {"shape", t.type.sizes()},
-                       {"data", runtime::Base64Encode(t.bytes)}};
-      const runtime::ProgramOutput& o = rc.program->outputs.at(0);
-      bytes = o.bytes;
-      c["program"] = runtime::ToJson(*rc.program);
-      c["feeds"] = std::move(feeds);
-      c["output"] = {
-          {"name", o.name}, {"shape", o.shape}, {"dtype", DTypeName(o.dtype)}, {"bytes", o.bytes}};
-    }
-    job.case_ids.push_back(rc.program ? rc.id : "");
-    job.output_bytes.push_back(bytes);
-    total += bytes * (debug ? 2 : 1);
-    out.push_back(std::move(c));
-  }
-  if (total > kMaxTabAnswerBytes)
-    return ErrorResponse(
-        413, UserError("request-too-large", "/op",
-                       "the answers of \"" + op + "\" would be " + std::to_string(total) +
-                           " bytes, over the server's " + std::to_string(kMaxTabAnswerBytes)));
-  for (auto& runs : job.runs) runs.resize(job.case_ids.size());
-  job.errors.resize(job.case_ids.size());
-  const std::string id = NewJobId();
-  {
-    std::lock_guard<std::mutex> lock(engine.tab_jobs_lock());
-    auto& order = engine.tab_job_order();
-    while (order.size() >= kMaxTabConformJobs) {
-      engine.tab_jobs().erase(order.front());
-      order.erase(order.begin());
-    }
-    engine.tab_jobs()[id] = std::move(job);
-    order.push_back(id);
-  }
-  return JsonResponse(200, {{"job", id},
-                            {"tier", tier},
-                            {"op", op},
-                            {"seed", seed},
-                            {"profile", api::BrowserProfile(*adapter).key},
-                            {"runs", debug ? 2 : 1},
-                            {"cases", std::move(out)}});
-}
-
-Diagnostic NoJob() {
-  return UserError("not-found", "", "there is no browser conformance job by that id",
-                   "jobs are what POST /api/conform/browser returns; the server keeps the " +
-                       std::to_string(kMaxTabConformJobs) + " newest");
-}
-
-// Splits "<job>/<case>/<run>/<offset>" and the like into its parts.
-std::vector<std::string> Segments(const std::string& rest) {
-  std::vector<std::string> parts;
-  size_t start = 0;
-  while (start <= rest.size()) {
-    size_t slash = rest.find('/', start);
-    if (slash == std::string::npos) slash = rest.size();
-    parts.push_back(rest.substr(start, slash - start));
-    start = slash + 1;
-  }
-  return parts;
-}
-
-std::optional<int64_t> Index(const std::string& s, int64_t high) {
-  if (s.empty() || s.size() > 12 ||
-      !std::all_of(s.begin(), s.end(), [](char c) { return c >= '0' && c <= '9'; }))
-    return std::nullopt;
-  int64_t v = std::stoll(s);
-  return v <= high ? std::optional<int64_t>(v) : std::nullopt;
-}
-
-Response TabConformJobRequest(Engine& engine, const Request& req, const std::string& rest) {
-  const std::vector<std::string> parts = Segments(rest);
-  std::unique_lock<std::mutex> lock(engine.tab_jobs_lock());
-  auto it = engine.tab_jobs().find(parts[0]);
-  if (it == engine.tab_jobs().end()) return ErrorResponse(404, NoJob());
-  TabConformJob& job = it->second;
-
-  if (parts.size() == 2 && parts[1] == "judge") {
-    if (req.method != "POST") return MethodNotAllowed("POST");
-    Response refusal;
-    if (!ParseBody(engine, req, {}, refusal)) return refusal;
-    TabConformJob taken = std::move(job);
-    engine.tab_jobs().erase(it);
-    auto& order = engine.tab_job_order();
-    order.erase(std::remove(order.begin(), order.end(), parts[0]), order.end());
-    lock.unlock();
-
-    std::map<std::string, conform::RemoteAnswer> answers;
-    const bool debug = taken.tier == "debug";
-    for (size_t i = 0; i < taken.case_ids.size(); ++i) {
-      if (taken.case_ids[i].empty()) continue;
-      conform::RemoteAnswer a;
-      if (!taken.errors[i].empty()) {
-        a.error = taken.errors[i];
-      } else {
-        auto complete = [&](int run) {
-          return static_cast<int64_t>(taken.runs[run][i].size()) == taken.output_bytes[i];
-        };
-        if (!complete(0) || (debug && !complete(1))) continue;  // judged as "no answer"
-        auto floats = [](const std::vector<std::byte>& b) {
-          std::vector<float> f(b.size() / 4);
-          std::memcpy(f.data(), b.data(), f.size() * 4);
-          return f;
-        };
-        a.out = floats(taken.runs[0][i]);
-        if (debug) a.rerun = floats(taken.runs[1][i]);
-      }
-      answers[taken.case_ids[i]] = std::move(a);
-    }
-    api::BrowserAdapter adapter;
-    std::vector<Diagnostic> errors;
-    adapter = *ParseAdapter({{"adapter", taken.adapter}}, errors);
-    // The reference runs on the server's cores: one device job at a time.
-    std::lock_guard<std::mutex> worker(engine.worker());
-    auto report = api::JudgeBrowser(taken.op, taken.tier, taken.seed, adapter, answers,
-                                    engine.store().root());
-    if (!report.ok()) return ErrorResponse(StatusFor(report.errors()), report.errors());
-    Json j = report->ToJson();
-    j["diagnostics"] = DiagnosticsToJson(report->store_problems);
-    return JsonResponse(200, j);
-  }
-
-  std::optional<int64_t> index =
-      parts.size() >= 3 ? Index(parts[1], static_cast<int64_t>(job.case_ids.size()) - 1)
-                        : std::nullopt;
-  if (!index || job.case_ids[*index].empty())
-    return NotFound("runnable case " + parts[1].substr(0, 20) + " in this job");
-  const size_t i = static_cast<size_t>(*index);
-
-  if (parts.size() == 3 && parts[2] == "failed") {
-    if (req.method != "POST") return MethodNotAllowed("POST");
-    Response refusal;
-    std::optional<Json> body = ParseBody(engine, req, {"error"}, refusal);
-    if (!body) return refusal;
-    auto e = body->find("error");
-    if (e == body->end() || !e->is_string() || e->get<std::string>().empty())
-      return ErrorResponse(400,
-                           BadField("error", "\"error\" is missing or not a non-empty string"));
-    job.errors[i] = e->get<std::string>().substr(0, 1000);
-    return JsonResponse(200, {{"case", job.case_ids[i]}, {"failed", true}});
-  }
-
-  if (parts.size() != 4) return NotFound("API endpoint " + req.path.substr(0, 100));
-  if (req.method != "PUT") return MethodNotAllowed("PUT");
-  const int runs = job.tier == "debug" ? 2 : 1;
-  std::optional<int64_t> run = Index(parts[2], runs - 1);
-  std::optional<int64_t> offset = Index(parts[3], job.output_bytes[i]);
-  if (!run)
-    return NotFound("run " + parts[2].substr(0, 20) + " of this case (the tier runs each case " +
-                    std::to_string(runs) + " time" + (runs > 1 ? "s" : "") + ")");
-  if (MediaType(req.content_type) != "application/octet-stream")
-    return ErrorResponse(415, UserError("unsupported-media-type", "",
-                                        "an answer is sent as application/octet-stream, not \"" +
-                                            req.content_type.substr(0, 100) + "\""));
-  if (req.body.size() > engine.options().max_request_bytes)
-    return ErrorResponse(413, UserError("request-too-large", "",
-                                        "an answer chunk has " + std::to_string(req.body.size()) +
-                                            " bytes, over the server's cap of " +
-                                            std::to_string(engine.options().max_request_bytes),
-                                        "send it in smaller chunks"));
-  std::vector<std::byte>& have = job.runs[*run][i];
-  if (!offset || *offset != static_cast<int64_t>(have.size()))
-    return ErrorResponse(409,
-                         UserError("bad-offset", "",
-                                   "this chunk starts at byte " + parts[3].substr(0, 20) +
-                                       "; the answer so far has " + std::to_string(have.size()),
-                                   "send the chunks in order"));
-  if (static_cast<int64_t>(have.size() + req.body.size()) > job.output_bytes[i])
-    return ErrorResponse(422, UserError("answer-too-long", "",
-                                        "the output of " + job.case_ids[i] + " has " +
-                                            std::to_string(job.output_bytes[i]) +
-                                            " bytes; this chunk goes past it"));
-  const auto* bytes = reinterpret_cast<const std::byte*>(req.body.data());
-  have.insert(have.end(), bytes, bytes + req.body.size());
-  return JsonResponse(200, {{"case", job.case_ids[i]},
-                            {"run", *run},
-                            {"received", have.size()},
-                            {"bytes", job.output_bytes[i]}});
 }
 
 // Which kernels of a document hold receipts on the tab's device: what the canvas shows after a
