@@ -16,6 +16,7 @@
 #include <string>
 #include <vector>
 
+#include "api/conform.h"
 #include "base/json_util.h"
 #include "base/result.h"
 #include "runtime/backends/select.h"
@@ -38,7 +39,7 @@ struct EngineOptions {
 struct TabConformJob {
   std::string tier, op;
   uint64_t seed = 0;
-  Json adapter;                       // as the tab described it
+  api::BrowserAdapter adapter;        // as the tab described it
   std::vector<std::string> case_ids;  // in order; "" for a case that cannot run
   std::vector<int64_t> output_bytes;  // expected per case
   // Per case: the bytes of the first run and of the debug rerun, appended chunk by chunk in order.

@@ -149,7 +149,7 @@ Response TabConformStart(Engine& engine, const Request& req) {
   job.tier = tier;
   job.op = op;
   job.seed = seed;
-  job.adapter = (*body)["adapter"];
+  job.adapter = *adapter;
   Json out = Json::array();
   int64_t total = 0;
   for (const conform::RemoteCase& rc : *cases) {
@@ -239,12 +239,9 @@ Response TabConformJobRequest(Engine& engine, const Request& req, const std::str
       }
       answers[taken.case_ids[i]] = std::move(a);
     }
-    api::BrowserAdapter adapter;
-    std::vector<Diagnostic> errors;
-    adapter = *ParseAdapter({{"adapter", taken.adapter}}, errors);
     // The reference runs on the server's cores: one device job at a time.
     std::lock_guard<std::mutex> worker(engine.worker());
-    auto report = api::JudgeBrowser(taken.op, taken.tier, taken.seed, adapter, answers,
+    auto report = api::JudgeBrowser(taken.op, taken.tier, taken.seed, taken.adapter, answers,
                                     engine.store().root());
     if (!report.ok()) return ErrorResponse(StatusFor(report.errors()), report.errors());
     Json j = report->ToJson();

@@ -8,6 +8,7 @@ diagnostic code (``bad-feed``, ``shape-mismatch`` ...), the JSON pointer into th
 - EngineInternalError: a bug in Scellis.
 - UnsupportedOpError: the engine's op table has no such op (raised while building the graph).
 """
+import json
 
 
 class ScellisError(Exception):
@@ -69,8 +70,13 @@ _BY_KIND = {
 }
 
 
-def from_engine(diagnostics):
-    """The exception for the engine's diagnostics (called by the extension module)."""
+def from_engine(diagnostics_json):
+    """The exception for the engine's diagnostics, given in their JSON form (called by the
+    extension module); absent pointers, locations and help read as empty strings."""
+    diagnostics = json.loads(diagnostics_json)
+    for d in diagnostics:
+        for key in ("pointer", "where", "help"):
+            d[key] = d.get(key) or ""
     first = diagnostics[0]
     cls = _BY_KIND.get(first["kind"], ScellisError)
     text = "\n".join(d["text"] for d in diagnostics)

@@ -19,6 +19,7 @@ passes ``options={"tier": "debug" | "prod" | "fast"}`` and says so once. ``optio
     scellis.torch.last_report()   # backend, executor, fallback reason, breaks
 """
 
+import json
 import operator
 import warnings
 
@@ -28,6 +29,7 @@ import torch.nn.functional as F
 from torch.fx.passes.infra.partitioner import CapabilityBasedPartitioner
 from torch.fx.passes.operator_support import OperatorSupport
 
+from . import _scellis
 from .graph import Graph, Tensor
 
 _OPTION_KEYS = {"tier", "backend", "allow_software_adapter"}
@@ -292,7 +294,6 @@ class _ScellisSubgraph(torch.nn.Module):
                 self.single = not isinstance(result, (tuple, list))
                 outputs = [result] if self.single else list(result)
         self.out_names = [f"out{i}" for i in range(len(outputs))]
-        self.graph = g
         self.inputs = inputs
         self.session = g.prepare(
             feeds=inputs, backend=options["backend"], tier=options["tier"],
@@ -424,7 +425,7 @@ class _Workflow:
         return nid
 
 
-def _capture(model, batch_shape, classes_hint=None):
+def _capture(model, batch_shape):
     """Traces the model (torch.fx) into a workflow: returns (workflow, logits node, param map)."""
     gm = torch.fx.symbolic_trace(model)
     modules = dict(gm.named_modules())
@@ -502,7 +503,6 @@ class CompiledStep:
     def prepare(self, x, y):
         """Captures the step for batches shaped as ``x`` (float32 [N, ...]) and ``y`` (class
         indices [N]) and makes its state resident."""
-        from . import _scellis
         if id(self.optimizer) in _live_steps:
             raise CaptureError("this optimizer is already captured by a prepared step; dispose it "
                                "first")
@@ -513,7 +513,6 @@ class CompiledStep:
                "nodes": wf.nodes, "wires": wf.wires,
                "outputs": [{"name": "loss", "from": loss}],
                "train": {"loss": loss, "optimizer": self.spec}}
-        import json
         initial = {}
         state = self.optimizer.state
         self.names = {}

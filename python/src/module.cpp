@@ -22,6 +22,7 @@
 
 #include "api/run.h"
 #include "api/session.h"
+#include "base/diagnostic_json.h"
 #include "data/dataset.h"
 #include "doc/document.h"
 #include "execplan/plan.h"
@@ -51,37 +52,16 @@ T Take(Result<T> r) {
   return std::move(r).value();
 }
 
-const char* KindName(ErrorKind k) {
-  switch (k) {
-    case ErrorKind::kUser:
-      return "user";
-    case ErrorKind::kInternal:
-      return "internal";
-    case ErrorKind::kRuntime:
-      return "runtime";
-    case ErrorKind::kState:
-      return "state";
-  }
-  return "user";
-}
-
 void TranslateEngineError(const std::exception_ptr& p, void*) {
   try {
     std::rethrow_exception(p);
   } catch (const EngineError& e) {
-    nb::list diagnostics;
-    for (const Diagnostic& d : e.diagnostics) {
-      nb::dict item;
-      item["kind"] = KindName(d.kind);
-      item["code"] = d.code;
-      item["pointer"] = d.pointer;
-      item["where"] = d.where;
-      item["message"] = d.message;
-      item["help"] = d.help;
-      item["text"] = d.Format();
-      diagnostics.append(item);
-    }
-    nb::object error = nb::module_::import_("scellis.errors").attr("from_engine")(diagnostics);
+    // The diagnostics' one JSON form (what `scellis --json` prints), with each one's text.
+    Json diagnostics = DiagnosticsToJson(e.diagnostics);
+    for (size_t i = 0; i < e.diagnostics.size(); ++i)
+      diagnostics[i]["text"] = e.diagnostics[i].Format();
+    nb::object error =
+        nb::module_::import_("scellis.errors").attr("from_engine")(diagnostics.dump());
     PyErr_SetObject(reinterpret_cast<PyObject*>(Py_TYPE(error.ptr())), error.ptr());
   }
 }

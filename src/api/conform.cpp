@@ -137,18 +137,23 @@ Result<ConformReport> Conform(const ConformOptions& o) {
 
 namespace {
 
-std::string KeyPart(std::string s) {
-  for (char& c : s)
-    if (c == ';' || c == '=' || c == '\n' || c == '\r') c = '_';
-  return s;
+// The checks of CheckConformOptions for one group of a browser job.
+Status CheckBrowserRequest(const std::string& group, const std::string& tier) {
+  ConformOptions options;
+  options.tier = tier;
+  options.ops = {group};
+  if (auto errors = CheckConformOptions(options); !errors.empty()) return Status(errors);
+  return Status::Ok();
 }
 
 }  // namespace
 
 runtime::DeviceProfile BrowserProfile(const BrowserAdapter& a) {
   runtime::DeviceProfile p;
-  p.key = "webgpu;browser;vendor=" + KeyPart(a.vendor) + ";arch=" + KeyPart(a.architecture) +
-          ";device=" + KeyPart(a.device) + ";description=" + KeyPart(a.description) +
+  p.key = "webgpu;browser;vendor=" + runtime::ProfileKeyPart(a.vendor) +
+          ";arch=" + runtime::ProfileKeyPart(a.architecture) +
+          ";device=" + runtime::ProfileKeyPart(a.device) +
+          ";description=" + runtime::ProfileKeyPart(a.description) +
           ";software=" + (a.is_software ? "1" : "0");
   p.vendor = a.vendor;
   p.architecture = a.architecture;
@@ -176,10 +181,7 @@ conform::RemoteDevice BrowserDevice(const BrowserAdapter& a) {
 Result<std::vector<conform::RemoteCase>> BrowserCases(const std::string& group,
                                                       const std::string& tier, uint64_t seed,
                                                       const BrowserAdapter& adapter) {
-  ConformOptions options;
-  options.tier = tier;
-  options.ops = {group};
-  if (auto errors = CheckConformOptions(options); !errors.empty()) return Status(errors);
+  SCELLIS_TRY(CheckBrowserRequest(group, tier));
   return conform::RemoteCases(group, *policy::ParseTier(tier), seed, BrowserDevice(adapter));
 }
 
@@ -187,10 +189,7 @@ Result<ConformReport> JudgeBrowser(const std::string& group, const std::string& 
                                    const BrowserAdapter& adapter,
                                    const std::map<std::string, conform::RemoteAnswer>& answers,
                                    const std::string& store_root) {
-  ConformOptions options;
-  options.tier = tier;
-  options.ops = {group};
-  if (auto errors = CheckConformOptions(options); !errors.empty()) return Status(errors);
+  SCELLIS_TRY(CheckBrowserRequest(group, tier));
   ConformReport report;
   report.tier = *policy::ParseTier(tier);
   report.seed = seed;

@@ -55,9 +55,10 @@ int StepNode(const execplan::Plan& plan) {
   return -1;
 }
 
-runtime::Feeds StepFeeds(const execplan::Plan& plan, int64_t step) {
+// The feed of step number `step` for the plan's step input `node` (StepNode); none when -1.
+runtime::Feeds StepFeeds(const execplan::Plan& plan, int node, int64_t step) {
   runtime::Feeds feeds;
-  if (int node = StepNode(plan); node >= 0) {
+  if (node >= 0) {
     const float value = static_cast<float>(step);
     feeds[webir::kStepInput] =
         runtime::HostTensor::FromFloats(plan.graph().at(node).type, {&value, 1});
@@ -69,7 +70,7 @@ runtime::Feeds StepFeeds(const execplan::Plan& plan, int64_t step) {
 Status RunOnce(runtime::Executor& exec, const execplan::Plan& plan, const runtime::Feeds& feeds,
                const std::vector<std::string>& history, RunReport& report) {
   runtime::Feeds all = feeds;
-  for (auto& [name, t] : StepFeeds(plan, 1)) all.try_emplace(name, std::move(t));
+  for (auto& [name, t] : StepFeeds(plan, StepNode(plan), 1)) all.try_emplace(name, std::move(t));
   SCELLIS_ASSIGN_OR_RETURN(runtime::RunResult r, exec.Run(plan, all));
   int64_t readback = 0;
   for (auto& [name, t] : r.outputs) {
@@ -100,6 +101,7 @@ Status RunMany(runtime::Executor& exec, const execplan::Plan& plan, int steps,
     if (it != feeds.end()) every_step.insert(*it);
   }
   for (const std::string& name : history) report.history.push_back({name, {}});
+  const int step_node = StepNode(plan);
   int64_t readback = 0;
   int submissions = 0;
   Json backend_counters = Json::object();
@@ -107,7 +109,7 @@ Status RunMany(runtime::Executor& exec, const execplan::Plan& plan, int steps,
     int k = std::min(steps - done, kMaxStepsPerSubmission);
     std::vector<runtime::Feeds> step_feeds(k, every_step);
     for (int i = 0; i < k; ++i)
-      for (auto& [name, t] : StepFeeds(plan, done + i + 1))
+      for (auto& [name, t] : StepFeeds(plan, step_node, done + i + 1))
         step_feeds[i].try_emplace(name, std::move(t));
     SCELLIS_ASSIGN_OR_RETURN(runtime::StepsResult chunk, prepared->RunSteps(step_feeds, history));
     // The backend's own counters (dispatches, maps, uploads, ...) add up over the submissions.

@@ -229,26 +229,25 @@ Result<std::vector<GroupResult>> Run(runtime::Executor& gpu, const Options& opti
         gpu_plan.module_ref = std::move(tampered);
       }
       HashKernels(gpu_plan.module(), hash_input);
-      auto got = gpu.Run(gpu_plan, r.feeds, {.poison_outputs = true});
-      if (!got.ok()) {
-        // A device that failed after work began is poisoned: nothing after this can run.
-        if (!gpu.health().ok()) return got.status();
-        r.result.error = "the GPU run failed: " + FirstMessage(got.errors());
+      // One poisoned run of the case: its output, or why the case failed. A device that failed
+      // after work began is poisoned, and nothing after it can run: conformance ends there.
+      Status device_lost;
+      auto run = [&](const char* which) -> std::optional<std::vector<float>> {
+        auto out = gpu.Run(gpu_plan, r.feeds, {.poison_outputs = true});
+        if (out.ok()) return out->outputs.at(0).second.ToFloats();
+        if (!gpu.health().ok()) device_lost = out.status();
+        r.result.error = std::string(which) + " failed: " + FirstMessage(out.errors());
+        return std::nullopt;
+      };
+      std::optional<std::vector<float>> got = run("the GPU run");
+      std::optional<std::vector<float>> again;
+      if (got && debug) again = run("the second GPU run");
+      if (!device_lost.ok()) return device_lost;
+      if (!got || (debug && !again)) {
         AddCase(gr, std::move(r.result));
         continue;
       }
-      std::optional<std::vector<float>> again;
-      if (debug) {
-        auto second = gpu.Run(gpu_plan, r.feeds, {.poison_outputs = true});
-        if (!second.ok()) {
-          if (!gpu.health().ok()) return second.status();
-          r.result.error = "the second GPU run failed: " + FirstMessage(second.errors());
-          AddCase(gr, std::move(r.result));
-          continue;
-        }
-        again = second->outputs.at(0).second.ToFloats();
-      }
-      Judge(c, r, got->outputs.at(0).second.ToFloats(), again, parallel);
+      Judge(c, r, *got, again, parallel);
       AddCase(gr, std::move(r.result));
     }
     FinishGroup(gr, options.tier, hash_input);

@@ -6,6 +6,13 @@
 
 namespace scellis::runtime {
 
+// A value made safe for a profile key, whose parts are "name=value" joined by ';'.
+inline std::string ProfileKeyPart(std::string s) {
+  for (char& c : s)
+    if (c == ';' || c == '=' || c == '\n' || c == '\r') c = '_';
+  return s;
+}
+
 struct DeviceProfile {
   // Stable, e.g. "webgpu;backend=vulkan;vendor=...;device=...;driver=...;dawn=..." or
   // "cpu;reference" (the reference gives the same bits on every machine).

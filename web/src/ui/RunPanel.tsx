@@ -82,9 +82,10 @@ async function runOnWasmReference(doc: unknown, options: RequestOptions, steps: 
   try {
     r = reference.run(JSON.stringify(doc), { whyNoWebGPU: why, tier: options.tier, bind: options.bind, budget: options.budget, steps, history: lossOutput ? [lossOutput] : [] });
   } catch (err) {
-    if (err instanceof ScellisReferenceError) throw Object.assign(new Error(`${err.code}: ${err.message}`), { diagnostics: err.diagnostics.map(toDiag).filter((d): d is Diag => d !== null) });
-    if (String((err as Error)?.message ?? '').includes('stopped')) dropWasmReference();
-    throw err;
+    if (!(err instanceof ScellisReferenceError)) throw err;
+    // After a trap the instance refuses every run: the next one loads a fresh module.
+    if (err.code === 'wasm-reference-stopped') dropWasmReference();
+    throw Object.assign(new Error(`${err.code}: ${err.message}`), { diagnostics: err.diagnostics.map(toDiag).filter((d): d is Diag => d !== null) });
   }
   const loss: LossPoint[] = [];
   const h = lossOutput ? r.history?.[lossOutput] : undefined;

@@ -1,4 +1,5 @@
 #include "runtime/backends/webgpu/device.h"
+#include "runtime/device_profile.h"
 
 #include <algorithm>
 #include <cctype>
@@ -141,13 +142,6 @@ std::string SourceLine(const std::string& src, uint64_t line) {
   for (uint64_t i = 0; i < line && std::getline(in, text); ++i) {
   }
   return text;
-}
-
-std::string Sanitize(std::string s) {
-  for (char& c : s) {
-    if (c == ';' || c == '=' || c == '\n' || c == '\r') c = '_';
-  }
-  return s;
 }
 
 }  // namespace
@@ -639,9 +633,10 @@ std::string Device::ProfileKey() const {
   const AdapterInfo& i = impl_->info;
   char ids[32];
   std::snprintf(ids, sizeof ids, "%04x:%04x", i.vendor_id, i.device_id);
-  return "webgpu;backend=" + Sanitize(i.backend_api) + ";vendor=" + Sanitize(i.vendor) +
-         ";arch=" + Sanitize(i.architecture) + ";device=" + Sanitize(i.device) +
-         ";driver=" + Sanitize(i.driver) + ";ids=" + ids + ";dawn=" + Sanitize(i.dawn_version);
+  return "webgpu;backend=" + ProfileKeyPart(i.backend_api) + ";vendor=" + ProfileKeyPart(i.vendor) +
+         ";arch=" + ProfileKeyPart(i.architecture) + ";device=" + ProfileKeyPart(i.device) +
+         ";driver=" + ProfileKeyPart(i.driver) + ";ids=" + ids +
+         ";dawn=" + ProfileKeyPart(i.dawn_version);
 }
 
 // ---- buffers ----
