@@ -28,11 +28,14 @@ import torch
 import torch.nn.functional as F
 from torch.fx.passes.infra.partitioner import CapabilityBasedPartitioner
 from torch.fx.passes.operator_support import OperatorSupport
+from torch.fx.passes.shape_prop import ShapeProp
 
 from . import _scellis
 from .graph import Graph, Tensor
 
 _OPTION_KEYS = {"tier", "backend", "allow_software_adapter"}
+# Prepared sessions by (graph content id, tier, backend, software adapter allowed).
+_sessions = {}
 _reported_breaks = set()
 _announced_tier = False
 _last = {}
@@ -294,18 +297,26 @@ class _ScellisSubgraph(torch.nn.Module):
                 self.single = not isinstance(result, (tuple, list))
                 outputs = [result] if self.single else list(result)
         self.out_names = [f"out{i}" for i in range(len(outputs))]
-        self.inputs = inputs
-        self.session = g.prepare(
-            feeds=inputs, backend=options["backend"], tier=options["tier"],
-            allow_software_adapter=options["allow_software_adapter"],
-            **{n: values[o] for n, o in zip(self.out_names, outputs)})
+        # Fed by name: a session reused from an earlier graph of the same content knows them.
+        self.input_names = [g.name_of(t) for t in inputs]
+        named = {n: values[o] for n, o in zip(self.out_names, outputs)}
+        # Dynamo hands the same graph over again (a second torch.compile of the model, a
+        # recompilation after a guard failed): the session prepared for its content is reused.
+        self.key = (_scellis.content_id(g.to_json(**named)), options["tier"], options["backend"],
+                    options["allow_software_adapter"])
+        self.cached = self.key in _sessions
+        if not self.cached:
+            _sessions[self.key] = g.prepare(
+                feeds=inputs, backend=options["backend"], tier=options["tier"],
+                allow_software_adapter=options["allow_software_adapter"], **named)
+        self.session = _sessions[self.key]
 
     def forward(self, *args):
         if torch.is_grad_enabled() and any(a.requires_grad for a in args):
             _report_once("autograd", "inputs that need gradients under grad mode run in PyTorch "
                          "(torch.compile with backend='scellis' is for inference)")
             return self.fallback(*args)
-        feeds = {t: a.detach().contiguous().numpy() for t, a in zip(self.inputs, args)}
+        feeds = {n: a.detach().contiguous().numpy() for n, a in zip(self.input_names, args)}
         got = self.session.run(feeds)
         _last.update(backend=self.session.backend, executor=self.session.executor,
                      fallback_reason=self.session.fallback_reason)
@@ -343,21 +354,23 @@ def backend(gm, example_inputs, options=None, mode=None):
     fused = partitioner.fuse_partitions(partitioner.propose_partitions())
     for name, breaks in sorted(support.breaks.items()):
         _report_once(name, f"{name} runs in PyTorch (a graph break): {breaks}")
-    subgraphs = 0
+    subgraphs = cached = 0
     for node in list(fused.graph.nodes):
         if node.op == "call_module" and node.target.startswith("fused_"):
-            sub = getattr(fused, node.target)
-            setattr(fused, node.target, _ScellisSubgraph(sub, opts))
+            sub = _ScellisSubgraph(getattr(fused, node.target), opts)
+            setattr(fused, node.target, sub)
             subgraphs += 1
+            cached += sub.cached
     fused.recompile()
     _last.clear()
-    _last.update(subgraphs=subgraphs, breaks=dict(support.breaks), tier=opts["tier"])
+    _last.update(subgraphs=subgraphs, cached=cached, breaks=dict(support.breaks),
+                 tier=opts["tier"])
     return fused.forward
 
 
 def last_report():
-    """What the last compiled call ran on: {subgraphs, breaks, tier, backend, executor,
-    fallback_reason}."""
+    """What the last compiled call ran on: {subgraphs, cached (how many of them reused a session
+    prepared for the same graph content), breaks, tier, backend, executor, fallback_reason}."""
     return dict(_last)
 
 
@@ -374,13 +387,8 @@ _FUNCTION_ACTIVATIONS = {torch.relu: "relu", F.relu: "relu", torch.tanh: "tanh",
                          torch.sigmoid: "sigmoid", F.sigmoid: "sigmoid"}
 
 
-def _optimizer_spec(optimizer, params):
-    if len(optimizer.param_groups) != 1:
-        raise CaptureError("compile_step takes one parameter group (optimizer.param_groups has "
-                           f"{len(optimizer.param_groups)})")
-    group = optimizer.param_groups[0]
-    if {id(p) for p in group["params"]} != {id(p) for p in params}:
-        raise CaptureError("the optimizer's parameters must be exactly the model's")
+def _group_settings(optimizer, group):
+    """One parameter group's settings in the train section's spelling."""
     if group.get("maximize"):
         raise CaptureError("maximize=True is not captured")
     lr = float(group["lr"])
@@ -398,16 +406,40 @@ def _optimizer_spec(optimizer, params):
     raise CaptureError(f"{type(optimizer).__name__} is not captured; SGD, Adam and AdamW are")
 
 
-def _check_loss(loss_fn):
+def _optimizer_spec(optimizer, params, node_of):
+    """The train section's optimizer: the first parameter group's settings, and each further
+    group as {"params": [param node ids], its settings} (torch.optim's parameter groups)."""
+    if {id(p) for g in optimizer.param_groups for p in g["params"]} != {id(p) for p in params}:
+        raise CaptureError("the optimizer's parameters must be exactly the model's")
+    groups = [_group_settings(optimizer, g) for g in optimizer.param_groups]
+    spec = dict(groups[0])
+    if len(groups) > 1:
+        spec["groups"] = []
+        for group, settings in zip(optimizer.param_groups[1:], groups[1:]):
+            del settings["kind"]
+            settings["params"] = [node_of[id(p)] for p in group["params"]]
+            spec["groups"].append(settings)
+    return spec
+
+
+def _loss_kind(loss_fn):
+    """"cross_entropy" (class indices as targets) or "mse" (targets shaped as the output)."""
     if loss_fn is F.cross_entropy:
-        return
+        return "cross_entropy"
+    if loss_fn is F.mse_loss:
+        return "mse"
     if isinstance(loss_fn, torch.nn.CrossEntropyLoss):
         if (loss_fn.reduction != "mean" or loss_fn.weight is not None
-                or loss_fn.label_smoothing != 0.0):
+                or loss_fn.label_smoothing != 0.0 or loss_fn.ignore_index >= 0):
             raise CaptureError("CrossEntropyLoss is captured with reduction='mean', no class "
-                               "weights and no label smoothing")
-        return
-    raise CaptureError(f"the loss {loss_fn!r} is not captured; cross-entropy is")
+                               "weights, no ignore_index and no label smoothing")
+        return "cross_entropy"
+    if isinstance(loss_fn, torch.nn.MSELoss):
+        if loss_fn.reduction != "mean":
+            raise CaptureError("MSELoss is captured with reduction='mean'")
+        return "mse"
+    raise CaptureError(f"the loss {loss_fn!r} is not captured; cross-entropy and mean squared "
+                       "error are")
 
 
 class _Workflow:
@@ -425,12 +457,51 @@ class _Workflow:
         return nid
 
 
-def _capture(model, batch_shape):
-    """Traces the model (torch.fx) into a workflow: returns (workflow, logits node, param map)."""
+class _Dropout:
+    """A dropout of the captured forward: its mask is drawn by PyTorch on every step, in the
+    order and with the calls eager dropout makes on the CPU (``empty_like(x).bernoulli_(1 - p)``
+    scaled by ``1 / (1 - p)``), and fed to the step — so the random stream is consumed as eager
+    steps would consume it, and the masks are the ones eager would have used."""
+
+    def __init__(self, name, shape, p):
+        self.name, self.shape, self.p = name, shape, p
+
+    def draw(self):
+        keep = 1.0 - self.p
+        return torch.empty(self.shape).bernoulli_(keep).div_(keep).numpy()
+
+
+def _dropout_args(node):
+    p = node.kwargs.get("p", node.args[1] if len(node.args) > 1 else 0.5)
+    training = node.kwargs.get("training", node.args[2] if len(node.args) > 2 else True)
+    if node.kwargs.get("inplace", node.args[3] if len(node.args) > 3 else False):
+        raise CaptureError("an in-place dropout is not captured")
+    if not isinstance(p, float) or not isinstance(training, bool):
+        raise CaptureError("dropout with a p or training flag computed in the forward")
+    return p, training
+
+
+def _capture(model, example):
+    """Traces the model (torch.fx) into a workflow: returns (workflow, output node, param map,
+    dropouts). Shapes come from running the traced forward once on ``example`` with the random
+    state saved and restored, so the capture consumes none of the stream."""
     gm = torch.fx.symbolic_trace(model)
+    with torch.random.fork_rng(devices=[]), torch.no_grad():
+        ShapeProp(gm).propagate(example)
     modules = dict(gm.named_modules())
     wf = _Workflow()
     values, params = {}, {}  # fx node -> workflow node; parameter name -> (workflow name, tensor)
+    dropouts = []
+
+    def dropout(node, x, p, training):
+        if not training or p == 0.0:
+            return x
+        if p >= 1.0:
+            raise CaptureError("dropout with p=1 (every element dropped) is not captured")
+        name = f"dropout{len(dropouts)}"
+        dropouts.append(_Dropout(name, tuple(node.meta["tensor_meta"].shape), p))
+        mask = wf.node("input", {"name": name, "shape": list(dropouts[-1].shape)})
+        return wf.node("mul", a=x, b=mask)
 
     def param(qualified):
         if qualified not in params:
@@ -445,7 +516,7 @@ def _capture(model, batch_shape):
         if node.op == "placeholder":
             if values:
                 raise CaptureError("the model takes one input")
-            values[node] = wf.node("input", {"name": "x", "shape": list(batch_shape)})
+            values[node] = wf.node("input", {"name": "x", "shape": list(example.shape)})
         elif node.op == "get_attr":
             values[node] = param(node.target)
         elif node.op == "call_module":
@@ -459,56 +530,80 @@ def _capture(model, batch_shape):
                 values[node] = wf.node(_ACTIVATIONS[type(mod)], a=x)
             elif isinstance(mod, torch.nn.GELU) and mod.approximate == "none":
                 values[node] = wf.node("gelu", a=x)
+            elif type(mod) is torch.nn.Dropout:
+                if mod.inplace:
+                    raise CaptureError(f"the in-place dropout {node.target} is not captured")
+                values[node] = dropout(node, x, float(mod.p), mod.training)
             else:
                 raise CaptureError(f"the module {node.target} ({type(mod).__name__}) is not captured")
+        elif node.op == "call_function" and node.target is F.dropout:
+            values[node] = dropout(node, values[node.args[0]], *_dropout_args(node))
         elif node.op == "call_function" and node.target in _FUNCTION_ACTIVATIONS:
             values[node] = wf.node(_FUNCTION_ACTIVATIONS[node.target], a=values[node.args[0]])
         elif node.op == "call_function" and node.target in (operator.add, torch.add) and \
                 all(isinstance(a, torch.fx.Node) for a in node.args[:2]):
             values[node] = wf.node("add", a=values[node.args[0]], b=values[node.args[1]])
         elif node.op == "output":
-            logits = values[node.args[0]]
+            result = values[node.args[0]]
         else:
             raise CaptureError(f"{node.op} {node.target} is not captured")
-    return wf, logits, params
+    return wf, result, params, dropouts
 
 
 def compile_step(model, loss_fn, optimizer, *, tier="prod", backend="auto",
                  allow_software_adapter=False):
-    """Captures one training step — forward, a cross-entropy loss, one backward, one optimizer
-    step (SGD with momentum, dampening, Nesterov and weight decay; Adam; AdamW) — for Scellis,
-    which differentiates the forward itself. ``step.prepare(x, y)`` makes weights, gradients and
-    optimizer state resident; then ``step(x, y)`` (one step, returns the loss),
-    ``step.steps(batches)`` (64 per submission), ``step.sync()`` (writes the weights into the model
-    and the moments into ``optimizer.state``), ``step.dispose()``. While prepared, the optimizer's
-    own ``step()`` and a second capture of it are refused by name."""
+    """Captures one training step — forward, a loss (cross-entropy or mean squared error), one
+    backward, one optimizer step (SGD with momentum, dampening, Nesterov and weight decay; Adam;
+    AdamW; parameter groups of any of them) — for Scellis, which differentiates the forward
+    itself. Dropout in the forward is kept: its masks are drawn by PyTorch every step, as eager
+    steps draw them, and fed. ``step.prepare(x, y)`` makes weights, gradients and optimizer state
+    resident; then ``step(x, y)`` (one step, returns the loss), ``step.steps(batches)`` (64 per
+    submission), ``step.sync()`` (writes the weights into the model and the moments into
+    ``optimizer.state``), ``step.dispose()``. While prepared, the optimizer's own ``step()`` and a
+    second capture of it are refused by name."""
     return CompiledStep(model, loss_fn, optimizer, tier=tier, backend=backend,
                         allow_software_adapter=allow_software_adapter)
 
 
 class CompiledStep:
     def __init__(self, model, loss_fn, optimizer, tier, backend, allow_software_adapter):
-        _check_loss(loss_fn)
+        self.loss = _loss_kind(loss_fn)
         self.model, self.optimizer = model, optimizer
         self.params = [p for p in model.parameters()]
-        self.spec = _optimizer_spec(optimizer, self.params)
+        # Refuses what cannot be captured now, before any batch is seen.
+        self.kind = _group_settings(optimizer, optimizer.param_groups[0])["kind"]
+        for group in optimizer.param_groups[1:]:
+            _group_settings(optimizer, group)
         self.options = (backend, tier, bool(allow_software_adapter))
         self.session = None
         self.shapes = None
 
     def __repr__(self):
         state = "prepared" if self.session else "not prepared"
-        return f"CompiledStep({self.spec['kind']}, {state})"
+        return f"CompiledStep({self.kind}, {self.loss}, {state})"
 
     def prepare(self, x, y):
         """Captures the step for batches shaped as ``x`` (float32 [N, ...]) and ``y`` (class
-        indices [N]) and makes its state resident."""
+        indices [N] for cross-entropy, float32 targets shaped as the output for mean squared
+        error) and makes its state resident."""
         if id(self.optimizer) in _live_steps:
             raise CaptureError("this optimizer is already captured by a prepared step; dispose it "
                                "first")
-        wf, logits, params = _capture(self.model, tuple(x.shape))
-        labels = wf.node("input", {"name": "labels", "shape": [int(x.shape[0])]})
-        loss = wf.node("cross_entropy", a=logits, target=labels)
+        wf, output, params, self.dropouts = _capture(self.model, x.detach().float())
+        if self.loss == "cross_entropy":
+            target = wf.node("input", {"name": "target", "shape": [int(x.shape[0])]})
+            loss = wf.node("cross_entropy", a=output, target=target)
+        else:
+            target = wf.node("input", {"name": "target", "shape": list(y.shape)})
+            diff = wf.node("sub", a=output, b=target)
+            loss = wf.node("mean", a=wf.node("mul", a=diff, b=diff))
+        node_of = {id(tensor): node for name, tensor, node in params.values()}
+        if len(node_of) != len(self.params):
+            raise CaptureError("some of the model's parameters are not used by its forward")
+        self.spec = _optimizer_spec(self.optimizer, self.params, node_of)
+        # Each parameter's settings: its group's.
+        self.momentum = {id(p): float(g.get("momentum", 0)) for g in self.optimizer.param_groups
+                         for p in g["params"]}
         doc = {"format": "scellis.workflow/1", "name": "compile_step", "determinism": self.options[1],
                "nodes": wf.nodes, "wires": wf.wires,
                "outputs": [{"name": "loss", "from": loss}],
@@ -525,8 +620,6 @@ class CompiledStep:
             for ours, theirs in (("m", "exp_avg"), ("v", "exp_avg_sq"), ("velocity", "momentum_buffer")):
                 if theirs in s and s[theirs] is not None:
                     initial[f"{node}@{ours}"] = s[theirs].detach().contiguous().numpy()
-        if len(self.names) != len(self.params):
-            raise CaptureError("some of the model's parameters are not used by its forward")
         self.step_count = int(max((float(state[p]["step"]) for p in self.params
                                    if p in state and "step" in state[p]), default=0))
         # SGD keeps no step count; for the engine, step 1 is the one that starts the velocity
@@ -554,9 +647,12 @@ class CompiledStep:
         if tuple(x.shape) != self.shapes[0] or tuple(y.shape) != self.shapes[1]:
             raise CaptureError(f"a batch of shape {tuple(x.shape)}, {tuple(y.shape)}; the step was "
                                f"prepared for {self.shapes[0]}, {self.shapes[1]}")
-        return {"x": x.detach().contiguous().numpy().astype(np.float32, copy=False),
-                "labels": y.detach().numpy().astype(np.float32),
-                "step": np.float32(t)}
+        feeds = {"x": x.detach().contiguous().numpy().astype(np.float32, copy=False),
+                 "target": y.detach().contiguous().numpy().astype(np.float32, copy=False),
+                 "step": np.float32(t)}
+        for d in self.dropouts:
+            feeds[d.name] = d.draw()
+        return feeds
 
     def steps(self, batches):
         """Runs one step per (x, y) in ``batches``, 64 per submission; returns the losses."""
@@ -580,7 +676,7 @@ class CompiledStep:
         ``optimizer.state``, as eager steps would have left them."""
         if self.session is None:
             raise CaptureError("prepare(x, y) first")
-        kind = self.spec["kind"]
+        kind = self.kind
         with torch.no_grad():
             for qualified, (name, tensor, node) in self.names.items():
                 tensor.copy_(torch.from_numpy(np.array(self.session.download(name))))
@@ -589,7 +685,7 @@ class CompiledStep:
                     s["exp_avg"] = torch.from_numpy(np.array(self.session.download(f"{node}@m")))
                     s["exp_avg_sq"] = torch.from_numpy(np.array(self.session.download(f"{node}@v")))
                     s["step"] = torch.tensor(float(self.step_count))
-                elif self.spec["momentum"] != 0 and self.step_count > 0:
+                elif self.momentum[id(tensor)] != 0 and self.step_count > 0:
                     s["momentum_buffer"] = torch.from_numpy(np.array(self.session.download(f"{node}@velocity")))
 
     def dispose(self):

@@ -260,6 +260,12 @@ std::string LowerDocument(const std::string& text, const std::string& rung,
   return json ? pipeline::RungJson(compiled, *r).dump(2) : pipeline::PrintRung(compiled, *r);
 }
 
+// The content id the engine gives a document (sha256 of its canonical form): what a front end
+// caches compiled work by.
+std::string DocumentContentId(const std::string& text) {
+  return Take(doc::Parse(text)).content_id;
+}
+
 // ---- prepared sessions ----
 
 // One api::Session; a mutex keeps a worker thread and the caller from using it at once.
@@ -396,6 +402,8 @@ NB_MODULE(_scellis, m) {
         "Runs a document once (api::Run); returns the report with NumPy outputs.");
   m.def("lower", &LowerDocument, nb::arg("text"), nb::arg("rung"), nb::arg("tier").none(),
         nb::arg("json"), "A document's rung, printed or as JSON.");
+  m.def("content_id", &DocumentContentId, nb::arg("text"),
+        "A document's content id (sha256 of its canonical form).");
   m.def("prepare", &PrepareDocument, nb::arg("text"), nb::arg("backend"), nb::arg("tier").none(),
         nb::arg("allow_software_adapter"), nb::arg("cpu_threads"), nb::arg("initial"),
         nb::rv_policy::take_ownership, "Prepares a session (api::Session::Prepare).");

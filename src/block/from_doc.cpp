@@ -13,7 +13,10 @@ const std::vector<std::string> kTrainFields = {"loss",  "eval_output", "data",  
                                                "batch", "eval_batch",  "epochs", "shuffle_seed"};
 const std::vector<std::string> kTrainDataFields = {"dataset", "images", "labels"};
 const std::vector<std::string> kOptimizerFields = {
-    "kind", "lr", "weight_decay", "momentum", "dampening", "nesterov", "beta1", "beta2", "eps"};
+    "kind", "lr", "weight_decay", "momentum", "dampening", "nesterov", "beta1", "beta2", "eps",
+    "groups"};
+const std::vector<std::string> kOptimizerGroupFields = {
+    "params", "lr", "weight_decay", "momentum", "dampening", "nesterov", "beta1", "beta2", "eps"};
 const std::vector<std::string> kUniformFields = {"kind", "seed", "low", "high"};
 const std::vector<std::string> kKaimingFields = {"kind", "seed", "fan_in"};
 const std::vector<std::string> kConstantInitFields = {"kind"};
@@ -124,7 +127,7 @@ class Lowering {
     const Json& t = doc_.train;
     doc::CheckKeys(t, "/train", kTrainFields, "the train section", errors_);
     TrainSpec spec;
-    spec.loss = BlockRef(t, "loss", "/train", BlockKind::kOp, "a loss block");
+    spec.loss = BlockRef(t, "loss", "/train", BlockKind::kOp, "the block computing the loss");
     // Without "data" the section describes one step for `scellis run` to take with fed batches;
     // with it, `scellis train` reads the dataset and scores the eval output after every epoch.
     auto d = t.find("data");
@@ -146,9 +149,9 @@ class Lowering {
     spec.epochs = static_cast<int>(TrainInteger(t, "epochs", 1, 1, 100000));
     spec.shuffle_seed =
         static_cast<uint64_t>(TrainInteger(t, "shuffle_seed", 0, 0, int64_t{1} << 53));
-    ResolveOptimizer(t, spec.optimizer);
     for (size_t i = 0; i < prog_.blocks.size(); ++i)
       if (prog_.blocks[i].kind == BlockKind::kParam) spec.params.push_back(static_cast<int>(i));
+    ResolveOptimizer(t, spec);
     if (spec.params.empty())
       TrainError("bad-train-section", "/train", "the workflow has no param block to train");
     CheckLoss(spec);
@@ -158,9 +161,11 @@ class Lowering {
   }
 
   // The optimizer and its hyper-parameters, as PyTorch's torch.optim.SGD / Adam / AdamW accept
-  // them, within the ranges the update kernels (f32) can honour.
-  void ResolveOptimizer(const Json& t, OptimizerSpec& o) {
+  // them, within the ranges the update kernels (f32) can honour. "groups" are PyTorch's parameter
+  // groups: each names its param blocks and overrides settings of the optimizer for them.
+  void ResolveOptimizer(const Json& t, TrainSpec& spec) {
     const std::string pointer = "/train/optimizer";
+    OptimizerSpec& o = spec.optimizer;
     auto opt = t.find("optimizer");
     if (opt == t.end() || !opt->is_object() || !opt->contains("kind") ||
         !(*opt)["kind"].is_string()) {
@@ -178,6 +183,55 @@ class Lowering {
     }
     if (o.kind == "adamw") o.weight_decay = 1e-2;  // PyTorch's AdamW default
     doc::CheckKeys(*opt, pointer, kOptimizerFields, "an optimizer", errors_);
+    ApplyOptimizerSettings(*opt, pointer, o);
+    spec.param_optimizers.assign(spec.params.size(), o);
+    auto groups = opt->find("groups");
+    if (groups == opt->end()) return;
+    const std::string groups_pointer = PointerJoin(pointer, "groups");
+    if (!groups->is_array()) {
+      TrainError("bad-optimizer", groups_pointer,
+                 "\"groups\" is " + groups->dump() +
+                     ", expected a list of {\"params\": [param ids], settings...}");
+      return;
+    }
+    std::map<int, std::string> grouped;  // param block -> the pointer of the group naming it
+    for (size_t g = 0; g < groups->size(); ++g) {
+      const Json& group = (*groups)[g];
+      const std::string at = PointerJoin(groups_pointer, std::to_string(g));
+      if (!group.is_object() || !group.contains("params") || !group["params"].is_array()) {
+        TrainError("bad-optimizer", at,
+                   "a parameter group is {\"params\": [param ids], settings...}, not " +
+                       group.dump());
+        continue;
+      }
+      doc::CheckKeys(group, at, kOptimizerGroupFields, "a parameter group", errors_);
+      OptimizerSpec settings = o;
+      ApplyOptimizerSettings(group, at, settings);
+      const Json& names = group["params"];
+      for (size_t k = 0; k < names.size(); ++k) {
+        const std::string name_at = PointerJoin(PointerJoin(at, "params"), std::to_string(k));
+        auto found = names[k].is_string() ? index_.find(names[k].get<std::string>()) : index_.end();
+        if (found == index_.end() || prog_.blocks[found->second].kind != BlockKind::kParam) {
+          TrainError("bad-optimizer", name_at, names[k].dump() + " is not the id of a param block");
+          continue;
+        }
+        auto [previous, fresh] = grouped.emplace(found->second, at);
+        if (!fresh) {
+          TrainError("bad-optimizer", name_at,
+                     prog_.blocks[found->second].Describe() + " is already in the group at " +
+                         previous->second,
+                     "each param belongs to at most one group, as in torch.optim");
+          continue;
+        }
+        for (size_t i = 0; i < spec.params.size(); ++i)
+          if (spec.params[i] == found->second) spec.param_optimizers[i] = settings;
+      }
+    }
+  }
+
+  // Reads the settings of `settings_json` (an optimizer or one of its groups) into `o`.
+  void ApplyOptimizerSettings(const Json& settings_json, const std::string& pointer,
+                              OptimizerSpec& o) {
     // Each setting and the field it fills; its accepted values are the update op's attribute
     // range in the op table (momentum_update for SGD, adam_update for Adam and AdamW), so the
     // train section accepts exactly what the update kernels accept.
@@ -192,10 +246,10 @@ class Lowering {
     };
     const bool sgd = o.kind == "sgd";
     const ops::OpSpec* update = prog_.ops->Find(sgd ? "momentum_update" : "adam_update");
-    for (auto it = opt->begin(); it != opt->end(); ++it) {
+    for (auto it = settings_json.begin(); it != settings_json.end(); ++it) {
       const std::string& k = it.key();
       const std::string at = PointerJoin(pointer, k);
-      if (k == "kind") continue;
+      if (k == "kind" || k == "groups" || k == "params") continue;
       if (k == "nesterov") {
         if (!sgd) {
           TrainError("bad-optimizer", at,
@@ -233,11 +287,13 @@ class Lowering {
     }
   }
 
-  // The loss is a loss op (cross_entropy): it reduces its rows to one scalar, and its labels port
-  // is fed by the labels input; the eval output is the operand it scores, so it has the labels'
-  // batch rows and one column per class.
+  // With a dataset, the loss is a loss op (cross_entropy): it reduces its rows to one scalar, and
+  // its labels port is fed by the labels input; the eval output is the operand it scores, so it
+  // has the labels' batch rows and one column per class. Without one (batches fed by the caller,
+  // as a captured PyTorch step feeds them) any differentiable scalar is a loss: a mean squared
+  // error written with sub, mul and mean, say; autodiff refuses one that is not a scalar.
   void CheckLoss(const TrainSpec& spec) {
-    if (spec.loss < 0) return;
+    if (spec.loss < 0 || spec.dataset < 0) return;
     const Block& loss = prog_.blocks[spec.loss];
     const ops::OpSpec* op = prog_.ops->Find(loss.type);
     bool is_loss = op && op->kind == ops::OpKind::kLoss;

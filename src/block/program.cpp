@@ -50,6 +50,21 @@ std::string Print(const Program& p) {
            " params=" + std::to_string(p.train->params.size()) +
            " batch=" + std::to_string(p.train->batch) +
            " epochs=" + std::to_string(p.train->epochs) + "\n";
+    // Params whose group changes a setting, with the settings they train under.
+    for (size_t i = 0; i < p.train->param_optimizers.size(); ++i) {
+      const OptimizerSpec& o = p.train->param_optimizers[i];
+      const OptimizerSpec& base = p.train->optimizer;
+      if (o == base) continue;
+      auto num = [](double v) { return Json(v).dump(); };
+      out += "  train group %" + p.blocks[p.train->params[i]].id + " lr=" + num(o.lr) +
+             " weight_decay=" + num(o.weight_decay) +
+             (o.kind == "sgd" ? " momentum=" + num(o.momentum) +
+                                    " dampening=" + num(o.dampening) +
+                                    " nesterov=" + (o.nesterov ? "true" : "false")
+                              : " beta1=" + num(o.beta1) + " beta2=" + num(o.beta2) +
+                                    " eps=" + num(o.eps)) +
+             "\n";
+    }
   }
   for (const Output& o : p.outputs)
     out += "  output " + o.name + " = %" + p.blocks[o.block].id + "\n";

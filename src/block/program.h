@@ -68,13 +68,16 @@ struct OptimizerSpec {
   double momentum = 0, dampening = 0, weight_decay = 0;
   bool nesterov = false;
   double beta1 = 0.9, beta2 = 0.999, eps = 1e-8;
+  bool operator==(const OptimizerSpec&) const = default;
 };
 
 // The "train" section: one forward, exactly one backward and one update per step.
 struct TrainSpec {
   int loss = -1;            // block whose scalar output is the loss
   std::vector<int> params;  // param blocks updated by the optimizer (all of them)
-  OptimizerSpec optimizer;
+  OptimizerSpec optimizer;  // the optimizer's own settings
+  // One per entry of `params`: the optimizer's settings with its parameter group's overrides.
+  std::vector<OptimizerSpec> param_optimizers;
   int dataset = -1;      // dataset block
   int images = -1;       // input block fed with the dataset's images
   int labels = -1;       // input block fed with its labels

@@ -343,6 +343,72 @@ TEST(TrainSection, OptimizerHyperParametersAtTheirBoundaries) {
             "unknown-field /train/optimizer/learning_rate");
 }
 
+// Two params fed by the caller (no dataset), the loss a mean squared error written with plain
+// ops, and the optimizer's settings overridden for one param by a group.
+std::string TwoParamWorkflow(const std::string& optimizer, const std::string& loss = "mse") {
+  return R"({"format": "scellis.workflow/1", "determinism": "prod",
+    "nodes": [{"id": "x", "type": "input", "params": {"shape": [4, 3]}},
+              {"id": "t", "type": "input", "params": {"shape": [4, 2]}},
+              {"id": "w", "type": "param", "params": {"shape": [3, 2], "init": {"kind": "zeros"}}},
+              {"id": "b", "type": "param", "params": {"shape": [2], "init": {"kind": "zeros"}}},
+              {"id": "xw", "type": "matmul"}, {"id": "y", "type": "add"},
+              {"id": "d", "type": "sub"}, {"id": "d2", "type": "mul"}, {"id": "mse", "type": "mean"}],
+    "wires": [{"from": "x", "to": "xw.a"}, {"from": "w", "to": "xw.b"},
+              {"from": "xw", "to": "y.a"}, {"from": "b", "to": "y.b"},
+              {"from": "y", "to": "d.a"}, {"from": "t", "to": "d.b"},
+              {"from": "d", "to": "d2.a"}, {"from": "d", "to": "d2.b"}, {"from": "d2", "to": "mse.a"}],
+    "outputs": [{"name": "y", "from": "y"}],
+    "train": {"loss": ")" + loss + R"(", "optimizer": )" + optimizer + "}}";
+}
+
+TEST(TrainSection, ParameterGroupsOverrideSettingsPerParam) {
+  auto p = Lower(TwoParamWorkflow(
+      R"({"kind": "sgd", "lr": 0.1, "momentum": 0.9,
+          "groups": [{"params": ["b"], "lr": 0.5, "momentum": 0, "weight_decay": 0.01}]})"));
+  ASSERT_TRUE(p.ok()) << p.errors()[0].Format();
+  ASSERT_EQ(p->train->params.size(), 2u);
+  ASSERT_EQ(p->train->param_optimizers.size(), 2u);
+  for (size_t i = 0; i < 2; ++i) {
+    const OptimizerSpec& o = p->train->param_optimizers[i];
+    if (p->blocks[p->train->params[i]].id == "w") {
+      EXPECT_EQ(o, p->train->optimizer);
+    } else {
+      EXPECT_EQ(o.lr, 0.5);
+      EXPECT_EQ(o.momentum, 0);
+      EXPECT_EQ(o.weight_decay, 0.01);
+      EXPECT_EQ(o.kind, "sgd");
+    }
+  }
+  EXPECT_NE(Print(*p).find("train group %b lr=0.5 weight_decay=0.01 momentum=0.0"),
+            std::string::npos)
+      << Print(*p);
+}
+
+TEST(TrainSection, BadParameterGroupsAreNamed) {
+  const std::string bad = "bad-optimizer /train/optimizer/groups";
+  EXPECT_EQ(Refusal(TwoParamWorkflow(R"({"kind": "adam", "groups": {"params": ["w"]}})")), bad);
+  EXPECT_EQ(Refusal(TwoParamWorkflow(R"({"kind": "adam", "groups": [{"lr": 0.1}]})")), bad + "/0");
+  EXPECT_EQ(Refusal(TwoParamWorkflow(R"({"kind": "adam", "groups": [{"params": ["x"]}]})")),
+            bad + "/0/params/0");  // an input, not a param
+  EXPECT_EQ(Refusal(TwoParamWorkflow(
+                R"({"kind": "adam", "groups": [{"params": ["w"]}, {"params": ["b", "w"]}]})")),
+            bad + "/1/params/1");  // w is in two groups
+  EXPECT_EQ(Refusal(TwoParamWorkflow(R"({"kind": "adam", "groups": [{"params": ["w"], "lr": 0}]})")),
+            bad + "/0/lr");
+  EXPECT_EQ(Refusal(TwoParamWorkflow(
+                R"({"kind": "adam", "groups": [{"params": ["w"], "kind": "sgd"}]})")),
+            "unknown-field /train/optimizer/groups/0/kind");  // one optimizer, as in torch.optim
+  EXPECT_EQ(Refusal(TwoParamWorkflow(
+                R"({"kind": "adam", "groups": [{"params": ["w"], "momentum": 0.9}]})")),
+            bad + "/0/momentum");
+}
+
+// Without a dataset any scalar is a loss; with one, the loss must be a loss op (see
+// tests/errors/train_loss_not_loss_op).
+TEST(TrainSection, ACallerFedStepTakesAnyScalarLoss) {
+  EXPECT_EQ(Refusal(TwoParamWorkflow(R"({"kind": "adam"})")), "accepted");
+}
+
 TEST(TrainSection, CountsArePositiveIntegers) {
   const std::string adam = R"({"kind": "adam"})";
   EXPECT_EQ(Refusal(TrainWorkflow(adam, R"(, "epochs": 0)")), "bad-train-section /train/epochs");

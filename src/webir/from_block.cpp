@@ -41,7 +41,7 @@ class Lowering {
     }
     if (prog_.train && prog_.mode == block::LowerMode::kTrainStep) {
       const block::TrainSpec& spec = *prog_.train;
-      PendingTrainStep step{node_of_[spec.loss], {}, spec.optimizer, spec.pointer};
+      PendingTrainStep step{node_of_[spec.loss], {}, spec.param_optimizers, spec.pointer};
       for (int b : spec.params) step.params.push_back(node_of_[b]);
       g_.train = std::move(step);
     }

@@ -63,7 +63,7 @@ struct Carry {
 struct PendingTrainStep {
   int loss = -1;            // the node whose scalar value is the loss
   std::vector<int> params;  // the param nodes the optimizer updates
-  block::OptimizerSpec optimizer;
+  std::vector<block::OptimizerSpec> optimizers;  // one per param: its group's settings
   std::string pointer;  // of the "train" section
 };
 

@@ -1,8 +1,9 @@
-"""scellis.torch.compile_step: a captured training step (forward, cross-entropy, one backward that
-Scellis derives itself, one optimizer step) against the same model trained eagerly by PyTorch
-2.11 from the same weights and batches — losses and weights after 20 steps to float32 rounding,
-on the CPU reference and on SwiftShader; state written back by sync() so eager training (and a
-second capture) continue exactly; what cannot be captured is refused by name."""
+"""scellis.torch.compile_step: a captured training step (forward, a cross-entropy or mean squared
+error loss, one backward that Scellis derives itself, one optimizer step, parameter groups,
+dropout masks drawn as eager draws them) against the same model trained eagerly by PyTorch 2.11
+from the same weights, batches and random seed — losses and weights after 20 steps to float32
+rounding, on the CPU reference and on SwiftShader; state written back by sync() so eager training
+(and a second capture) continue exactly; what cannot be captured is refused by name."""
 import copy
 
 import pytest
@@ -27,32 +28,63 @@ def mlp(*layers):
     return torch.nn.Sequential(*layers)
 
 
+def two_groups(make_optimizer):
+    """The first layer in one group with the optimizer's settings, the rest in a second that
+    overrides some."""
+    def make(model, **overrides):
+        first = list(model[0].parameters())
+        rest = [p for p in model.parameters() if all(p is not q for q in first)]
+        return make_optimizer([{"params": first}, {"params": rest, **overrides}])
+    return make
+
+
+CE, MSE = F.cross_entropy, torch.nn.MSELoss()
+
+# name: (model, optimizer of the model, loss)
 FIXTURES = {
     "relu-sgd": (lambda: mlp(torch.nn.Linear(10, 16), torch.nn.ReLU(), torch.nn.Linear(16, 4)),
-                 lambda p: torch.optim.SGD(p, lr=0.1)),
+                 lambda m: torch.optim.SGD(m.parameters(), lr=0.1), CE),
     "relu-momentum": (lambda: mlp(torch.nn.Linear(10, 16), torch.nn.ReLU(), torch.nn.Linear(16, 4)),
-                      lambda p: torch.optim.SGD(p, lr=0.05, momentum=0.9)),
+                      lambda m: torch.optim.SGD(m.parameters(), lr=0.05, momentum=0.9), CE),
     "gelu-nesterov-decay": (lambda: mlp(torch.nn.Linear(10, 16), torch.nn.GELU(), torch.nn.Linear(16, 4)),
-                            lambda p: torch.optim.SGD(p, lr=0.05, momentum=0.9, nesterov=True, weight_decay=1e-3)),
-    "tanh-dampening": (lambda: mlp(torch.nn.Linear(10, 16), torch.nn.Tanh(), torch.nn.Linear(16, 4)),
-                       lambda p: torch.optim.SGD(p, lr=0.05, momentum=0.5, dampening=0.1)),
+                            lambda m: torch.optim.SGD(m.parameters(), lr=0.05, momentum=0.9, nesterov=True,
+                                                      weight_decay=1e-3), CE),
+    "tanh-dampening-mse": (lambda: mlp(torch.nn.Linear(10, 16), torch.nn.Tanh(), torch.nn.Linear(16, 4)),
+                           lambda m: torch.optim.SGD(m.parameters(), lr=0.05, momentum=0.5, dampening=0.1),
+                           MSE),
     "sigmoid-adam": (lambda: mlp(torch.nn.Linear(10, 16), torch.nn.Sigmoid(), torch.nn.Linear(16, 4)),
-                     lambda p: torch.optim.Adam(p, lr=1e-2)),
-    "relu-adam-decay": (lambda: mlp(torch.nn.Linear(10, 16), torch.nn.ReLU(), torch.nn.Linear(16, 4)),
-                        lambda p: torch.optim.Adam(p, lr=5e-3, betas=(0.8, 0.99), weight_decay=1e-2)),
+                     lambda m: torch.optim.Adam(m.parameters(), lr=1e-2), torch.nn.CrossEntropyLoss()),
+    "relu-adam-decay-mse": (lambda: mlp(torch.nn.Linear(10, 16), torch.nn.ReLU(), torch.nn.Linear(16, 4)),
+                            lambda m: torch.optim.Adam(m.parameters(), lr=5e-3, betas=(0.8, 0.99),
+                                                       weight_decay=1e-2), F.mse_loss),
     "gelu-adamw": (lambda: mlp(torch.nn.Linear(10, 16), torch.nn.GELU(), torch.nn.Linear(16, 4)),
-                   lambda p: torch.optim.AdamW(p, lr=1e-2)),
+                   lambda m: torch.optim.AdamW(m.parameters(), lr=1e-2), torch.nn.CrossEntropyLoss()),
     "deep-adam": (lambda: mlp(torch.nn.Linear(10, 16), torch.nn.ReLU(), torch.nn.Linear(16, 16),
                               torch.nn.Tanh(), torch.nn.Linear(16, 4)),
-                  lambda p: torch.optim.Adam(p, lr=1e-2)),
-    "functional-relu-sgd": (FunctionalMlp, lambda p: torch.optim.SGD(p, lr=0.1, momentum=0.8)),
+                  lambda m: torch.optim.Adam(m.parameters(), lr=1e-2), CE),
+    "functional-relu-sgd": (FunctionalMlp, lambda m: torch.optim.SGD(m.parameters(), lr=0.1, momentum=0.8),
+                            CE),
     "no-bias-adamw": (lambda: mlp(torch.nn.Linear(10, 16, bias=False), torch.nn.ReLU(), torch.nn.Linear(16, 4)),
-                      lambda p: torch.optim.AdamW(p, lr=1e-2, weight_decay=0.1)),
+                      lambda m: torch.optim.AdamW(m.parameters(), lr=1e-2, weight_decay=0.1), CE),
+    "two-groups-sgd": (lambda: mlp(torch.nn.Linear(10, 16), torch.nn.ReLU(), torch.nn.Linear(16, 4)),
+                       lambda m: two_groups(lambda g: torch.optim.SGD(g, lr=0.05, momentum=0.9))(
+                           m, lr=0.2, momentum=0.0, weight_decay=1e-2), CE),
+    "two-groups-adamw-mse": (lambda: mlp(torch.nn.Linear(10, 16), torch.nn.GELU(), torch.nn.Linear(16, 4)),
+                             lambda m: two_groups(lambda g: torch.optim.AdamW(g, lr=1e-2))(
+                                 m, lr=3e-3, betas=(0.5, 0.9), weight_decay=0.0), MSE),
+    "dropout-adam": (lambda: mlp(torch.nn.Linear(10, 16), torch.nn.ReLU(), torch.nn.Dropout(0.3),
+                                 torch.nn.Linear(16, 4)),
+                     lambda m: torch.optim.Adam(m.parameters(), lr=1e-2), CE),
 }
 
 
-def batches(n, steps=20):
-    return [(torch.randn(n, 10), torch.randint(0, 4, (n,))) for _ in range(steps)]
+def targets(loss_fn, n):
+    mse = loss_fn is F.mse_loss or isinstance(loss_fn, torch.nn.MSELoss)
+    return torch.randn(n, 4) if mse else torch.randint(0, 4, (n,))
+
+
+def batches(n, steps=20, loss_fn=CE):
+    return [(torch.randn(n, 10), targets(loss_fn, n)) for _ in range(steps)]
 
 
 def eager(model, optimizer, data, loss_fn=F.cross_entropy):
@@ -73,44 +105,66 @@ def capture(model, optimizer, backend, loss_fn=F.cross_entropy):
 @pytest.mark.parametrize("name", sorted(FIXTURES))
 def test_twenty_captured_steps_match_pytorch(name, backend, rng):
     torch.manual_seed(int(rng.integers(2**31)))
-    make_model, make_optimizer = FIXTURES[name]
+    make_model, make_optimizer, loss_fn = FIXTURES[name]
     model = make_model()
     twin = copy.deepcopy(model)
-    data = batches(8)
-    step = capture(model, make_optimizer(model.parameters()), backend,
-                   loss_fn=torch.nn.CrossEntropyLoss() if "adam" in name else F.cross_entropy)
+    data = batches(8, loss_fn=loss_fn)
+    # Dropout masks come from the same seed on both sides: eager draws them in its forward, the
+    # captured step before each step, in the same order.
+    seed = int(rng.integers(2**31))
+    step = capture(model, make_optimizer(model), backend, loss_fn=loss_fn)
     step.prepare(*data[0])
     assert step.backend == backend["backend"]
+    torch.manual_seed(seed)
     got = step.steps(data)
     step.sync()
     step.dispose()
-    want = eager(twin, make_optimizer(twin.parameters()), data)
+    torch.manual_seed(seed)
+    want = eager(twin, make_optimizer(twin), data, loss_fn)
     torch.testing.assert_close(torch.tensor(got), torch.tensor(want), **TOL)
     for p, q in zip(model.parameters(), twin.parameters()):
         torch.testing.assert_close(p, q, **TOL)
 
 
-@pytest.mark.parametrize("name", ["relu-momentum", "gelu-nesterov-decay", "sigmoid-adam",
-                                  "relu-adam-decay", "gelu-adamw", "functional-relu-sgd"])
-def test_sync_hands_the_state_to_eager_steps_and_to_a_second_capture(name, backend, rng):
+def test_dropout_masks_are_fresh_every_step_and_change_the_result(backend, rng):
+    """Without the masks the losses would differ from eager's: a check that dropout is really
+    applied, and that a different seed gives different masks."""
     torch.manual_seed(int(rng.integers(2**31)))
-    make_model, make_optimizer = FIXTURES[name]
+    make_model, make_optimizer, loss_fn = FIXTURES["dropout-adam"]
     model = make_model()
     twin = copy.deepcopy(model)
-    optimizer = make_optimizer(model.parameters())
-    data = batches(8, 30)
-    step = capture(model, optimizer, backend)
+    data = batches(8, 5)
+    step = capture(model, make_optimizer(model), backend)
+    step.prepare(*data[0])
+    torch.manual_seed(1)
+    got = step.steps(data)
+    step.dispose()
+    torch.manual_seed(2)
+    other = eager(twin, make_optimizer(twin), data)
+    assert max(abs(a - b) for a, b in zip(got, other)) > 1e-3
+
+
+@pytest.mark.parametrize("name", ["relu-momentum", "gelu-nesterov-decay", "sigmoid-adam",
+                                  "relu-adam-decay-mse", "gelu-adamw", "two-groups-sgd"])
+def test_sync_hands_the_state_to_eager_steps_and_to_a_second_capture(name, backend, rng):
+    torch.manual_seed(int(rng.integers(2**31)))
+    make_model, make_optimizer, loss_fn = FIXTURES[name]
+    model = make_model()
+    twin = copy.deepcopy(model)
+    optimizer = make_optimizer(model)
+    data = batches(8, 30, loss_fn)
+    step = capture(model, optimizer, backend, loss_fn)
     step.prepare(*data[0])
     first = step.steps(data[:10])            # 10 captured steps,
     step.sync()
     step.dispose()
-    middle = eager(model, optimizer, data[10:20])  # 10 eager ones from the synced state,
-    again = capture(model, optimizer, backend)
+    middle = eager(model, optimizer, data[10:20], loss_fn)  # 10 eager ones from the synced state,
+    again = capture(model, optimizer, backend, loss_fn)
     again.prepare(*data[0])
     last = [again(x, y) for x, y in data[20:]]     # and 10 captured again, one per call
     again.sync()
     again.dispose()
-    want = eager(twin, make_optimizer(twin.parameters()), data)
+    want = eager(twin, make_optimizer(twin), data, loss_fn)
     torch.testing.assert_close(torch.tensor(first + middle + last), torch.tensor(want), **TOL)
     for p, q in zip(model.parameters(), twin.parameters()):
         torch.testing.assert_close(p, q, **TOL)
@@ -122,13 +176,20 @@ def test_what_cannot_be_captured_is_refused_by_name():
         st.compile_step(model, F.cross_entropy, torch.optim.RMSprop(model.parameters()))
     with pytest.raises(st.CaptureError, match="amsgrad"):
         st.compile_step(model, F.cross_entropy, torch.optim.Adam(model.parameters(), amsgrad=True))
-    groups = [{"params": [model[0].weight]}, {"params": [model[0].bias], "lr": 0.5}]
-    with pytest.raises(st.CaptureError, match="parameter group"):
+    groups = [{"params": [model[0].weight]}, {"params": [model[0].bias], "maximize": True}]
+    with pytest.raises(st.CaptureError, match="maximize"):
         st.compile_step(model, F.cross_entropy, torch.optim.SGD(groups, lr=0.1))
     with pytest.raises(st.CaptureError, match="maximize"):
         st.compile_step(model, F.cross_entropy, torch.optim.SGD(model.parameters(), lr=0.1, maximize=True))
     with pytest.raises(st.CaptureError, match="loss"):
-        st.compile_step(model, F.mse_loss, torch.optim.SGD(model.parameters(), lr=0.1))
+        st.compile_step(model, F.l1_loss, torch.optim.SGD(model.parameters(), lr=0.1))
+    with pytest.raises(st.CaptureError, match="MSELoss"):
+        st.compile_step(model, torch.nn.MSELoss(reduction="sum"),
+                        torch.optim.SGD(model.parameters(), lr=0.1))
+    with pytest.raises(st.CaptureError, match="in-place dropout"):
+        leaky = mlp(torch.nn.Linear(4, 3), torch.nn.Dropout(0.5, inplace=True))
+        st.compile_step(leaky, F.cross_entropy, torch.optim.SGD(leaky.parameters(), lr=0.1)).prepare(
+            torch.zeros(2, 4), torch.zeros(2, dtype=torch.long))
     odd = mlp(torch.nn.Linear(4, 3), torch.nn.Softplus())
     with pytest.raises(st.CaptureError, match="Softplus"):
         st.compile_step(odd, F.cross_entropy, torch.optim.SGD(odd.parameters(), lr=0.1)).prepare(

@@ -105,3 +105,21 @@ def test_unknown_options_are_refused_by_name():
     compiled = torch.compile(lambda x: x + 1, backend="scellis", options={"teir": "prod"})
     with pytest.raises(Exception, match="unknown options"):
         compiled(torch.ones(2))
+
+
+def test_a_graph_of_the_same_content_reuses_its_session_and_feeds_its_own_weights(options, seeded):
+    """Two models of one architecture compile to subgraphs of one content (their weights are
+    inputs): once Dynamo's own cache is reset, so that the backend is asked again, the second
+    reuses the prepared session, and each still gets its own answer."""
+    first, second = (torch.nn.Sequential(torch.nn.Linear(6, 5), torch.nn.Tanh()).eval()
+                     for _ in range(2))
+    x = torch.randn(3, 6)
+    with torch.no_grad():
+        got_first = torch.compile(first, backend="scellis", options=options)(x)
+        assert st.last_report()["cached"] == 0
+        subgraphs = st.last_report()["subgraphs"]
+        torch._dynamo.reset()
+        got_second = torch.compile(second, backend="scellis", options=options)(x)
+        assert st.last_report()["cached"] == subgraphs >= 1
+        torch.testing.assert_close(got_first, first(x), **TOL)
+        torch.testing.assert_close(got_second, second(x), **TOL)

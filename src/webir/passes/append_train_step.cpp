@@ -52,7 +52,8 @@ Status AppendTrainStep(Graph& g) {
     return Status(errors);
   }
 
-  const block::OptimizerSpec& o = spec.optimizer;
+  if (spec.optimizers.size() != params.size())
+    return InternalError("webir.AppendTrainStep", "a param without its optimizer settings");
   bool has_loss_output = false;
   for (const Output& out : g.outputs)
     has_loss_output |= out.node == loss && out.name == kLossOutput;
@@ -60,6 +61,7 @@ Status AppendTrainStep(Graph& g) {
 
   for (size_t i = 0; i < params.size(); ++i) {
     const Node param = g.at(params[i]);
+    const block::OptimizerSpec& o = spec.optimizers[i];
     int grad = grads.value()[i];
     auto emit = [&](const std::string& op, std::vector<int> args, Json attrs, Purpose purpose,
                     const std::string& output) {
