@@ -12,7 +12,6 @@
 #include <nanobind/stl/string.h>
 #include <nanobind/stl/vector.h>
 
-#include <cstring>
 #include <exception>
 #include <memory>
 #include <mutex>
@@ -100,7 +99,9 @@ std::string DTypeText(const nb::dlpack::dtype& t) {
 // The bytes of a C-contiguous array as a host tensor: one copy out of the caller's buffer (bool
 // widened to the engine's 4-byte storage). A dtype the engine has no storage for is a `bad-feed`,
 // never a silent conversion.
-HostTensor ToHost(const std::string& what, const nb::handle& value) {
+// Writes the array `value` into `out`, reusing out's storage: a prepared session feeds the same
+// shapes step after step, and fresh buffers of a batch's size would be page-faulted in each time.
+void ToHostInto(const std::string& what, const nb::handle& value, HostTensor& out) {
   InArray a;
   if (!nb::try_cast(value, a, /*convert=*/false)) {
     throw EngineError(
@@ -121,14 +122,21 @@ HostTensor ToHost(const std::string& what, const nb::handle& value) {
   }
   std::vector<int64_t> sizes;
   for (size_t i = 0; i < a.ndim(); ++i) sizes.push_back(static_cast<int64_t>(a.shape(i)));
-  HostTensor t = HostTensor::Zeros(MakeType(sizes, *dtype));
+  out.type = MakeType(sizes, *dtype);
   if (*dtype == DType::kBool) {
+    out.bytes.resize(static_cast<size_t>(out.type.bytes()));
     const auto* src = static_cast<const uint8_t*>(a.data());
-    auto dst = t.view<uint32_t>();
+    auto dst = out.view<uint32_t>();
     for (size_t i = 0; i < a.size(); ++i) dst[i] = src[i] ? 1u : 0u;
-  } else if (!t.bytes.empty()) {
-    std::memcpy(t.bytes.data(), a.data(), t.bytes.size());
+    return;
   }
+  const auto* src = static_cast<const std::byte*>(a.data());
+  out.bytes.assign(src, src + out.type.bytes());
+}
+
+HostTensor ToHost(const std::string& what, const nb::handle& value) {
+  HostTensor t;
+  ToHostInto(what, value, t);
   return t;
 }
 
@@ -279,13 +287,35 @@ class PySession {
 
   // feeds: one dict per step; returns ({name: [array per step]}, stats).
   nb::tuple Run(const nb::list& steps, const std::vector<std::string>& watch) {
-    std::vector<runtime::Feeds> feeds;
-    for (nb::handle step : steps) feeds.push_back(ToFeeds(nb::cast<nb::dict>(step)));
     std::optional<Result<runtime::StepsResult>> r;
     {
-      nb::gil_scoped_release unlocked;
-      std::lock_guard<std::mutex> lock(mu_);
-      r.emplace(session_->Run(feeds, watch));
+      // Waiting for the session without the GIL: its holder may need the GIL to finish.
+      std::unique_lock<std::mutex> lock(mu_, std::defer_lock);
+      {
+        nb::gil_scoped_release unlocked;
+        lock.lock();
+      }
+      // The feeds are written into the buffers of the previous call (kept in feed_pool_); the
+      // steps beyond this call's count wait aside for a longer call.
+      if (feed_pool_.size() < steps.size()) feed_pool_.resize(steps.size());
+      std::vector<runtime::Feeds> spare(
+          std::make_move_iterator(feed_pool_.begin() + static_cast<std::ptrdiff_t>(steps.size())),
+          std::make_move_iterator(feed_pool_.end()));
+      feed_pool_.resize(steps.size());
+      for (size_t i = 0; i < steps.size(); ++i) {
+        const nb::dict step = nb::cast<nb::dict>(steps[i]);
+        runtime::Feeds& feeds = feed_pool_[i];
+        std::erase_if(feeds, [&](const auto& kv) { return !step.contains(kv.first.c_str()); });
+        for (auto [key, value] : step) {
+          std::string name = nb::cast<std::string>(key);
+          ToHostInto("the feed \"" + name + "\"", value, feeds[name]);
+        }
+      }
+      {
+        nb::gil_scoped_release unlocked;
+        r.emplace(session_->Run(feed_pool_, watch));
+      }
+      for (runtime::Feeds& f : spare) feed_pool_.push_back(std::move(f));
     }
     runtime::StepsResult result = Take(std::move(*r));
     nb::dict watched;
@@ -335,6 +365,7 @@ class PySession {
  private:
   std::mutex mu_;
   std::unique_ptr<api::Session> session_;
+  std::vector<runtime::Feeds> feed_pool_;  // guarded by mu_
   std::string backend_;
   std::optional<std::string> fallback_reason_;
   std::vector<std::string> attempts_;
