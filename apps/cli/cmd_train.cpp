@@ -85,6 +85,8 @@ int TrainCommand(const CompileFlags& f, const TrainFlags& t) {
   options.init_out = t.init_out;
   options.checkpoint = t.checkpoint;
   options.losses_out = t.losses_out;
+  options.ranks = t.ranks;
+  options.chunks = t.chunks;
 
   ProgressBar bar;
   train::TrainEvents events;

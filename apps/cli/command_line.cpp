@@ -205,7 +205,12 @@ Result<Invocation> ParseCommandLine(const std::vector<std::string>& args,
   TypedFlags& lower_typed = typed_for(lower);
   AddCompileFlags(lower, lower_typed, inv.compile);
   AddPassFlags(lower, inv.compile);
-  lower->add_option("--to", inv.lower.to, "doc | block | webir | kernel | execplan");
+  lower->add_option("--to", inv.lower.to, "doc | block | webir | kernel | execplan | workplan");
+  lower_typed.Integer("--ranks", &inv.lower.ranks, 1, 4096,
+                      "--to=workplan: the ranks the training step is shared among");
+  lower_typed.Integer("--chunks", &inv.lower.chunks, 1, 1 << 20,
+                      "--to=workplan: the chunks the batch's gradient is summed over (default: "
+                      "one per rank)");
   lower->add_option("--print-after", inv.compile.print_after,
                     "print the rung as it stands after the named pass, and stop");
   lower->add_option("--dump-rungs", inv.lower.dump_dir, "write every rung into DIR");
@@ -244,6 +249,12 @@ Result<Invocation> ParseCommandLine(const std::vector<std::string>& args,
   train->add_option("--init-out", inv.train.init_out,
                     "write the initial params and optimizer state (.safetensors)");
   train->add_option("--losses-out", inv.train.losses_out, "write every step's loss as JSON");
+  train_typed.Integer("--ranks", &inv.train.ranks, 1, 4096,
+                      "data parallel over the ranks of an MPI job (mpirun -np N); the CPU "
+                      "reference gives the bits of one rank with the same --chunks");
+  train_typed.Integer("--chunks", &inv.train.chunks, 1, 1 << 20,
+                      "sum the batch's gradient over this many chunks, in a fixed tree "
+                      "(default: one per rank)");
 
   CLI::App* probe = app.add_subcommand(
       "probe", "show the WebGPU adapter, its limits, and what auto would choose");
