@@ -87,6 +87,7 @@ int TrainCommand(const CompileFlags& f, const TrainFlags& t) {
   options.losses_out = t.losses_out;
   options.ranks = t.ranks;
   options.chunks = t.chunks;
+  options.collective_timeout_seconds = t.collective_timeout_seconds;
 
   ProgressBar bar;
   train::TrainEvents events;
@@ -137,12 +138,18 @@ int TrainCommand(const CompileFlags& f, const TrainFlags& t) {
     return Report(result.errors(), file, f.json);
   }
   const train::TrainResult& r = result.value();
+  // Every rank trained the same replica; rank 0 speaks for the job.
+  if (r.rank != 0) return 0;
   if (f.json) {
     std::cout << r.ToJson().dump(2) << "\n";
     return 0;
   }
   std::cout << "trained " << f.file << " on " << r.backend << " (" << r.executor << ", "
-            << r.steps_per_run << " steps per submission)"
+            << (r.ranks > 1 || r.chunks > 1
+                    ? "data parallel: " + std::to_string(r.ranks) + " rank" +
+                          (r.ranks > 1 ? "s, " : ", ") + std::to_string(r.chunks) + " chunks"
+                    : std::to_string(r.steps_per_run) + " steps per submission")
+            << ")"
             << (r.fallback_reason ? "; fallback: " + *r.fallback_reason : "") << "\n";
   for (const train::EpochResult& e : r.epochs) {
     std::printf("  epoch %d  loss %.4f  test accuracy %.4f  %s\n", e.epoch, e.mean_loss,

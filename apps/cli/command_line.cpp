@@ -255,6 +255,9 @@ Result<Invocation> ParseCommandLine(const std::vector<std::string>& args,
   train_typed.Integer("--chunks", &inv.train.chunks, 1, 1 << 20,
                       "sum the batch's gradient over this many chunks, in a fixed tree "
                       "(default: one per rank)");
+  train_typed.Integer("--collective-timeout", &inv.train.collective_timeout_seconds, 1, 86400,
+                      "seconds a rank waits for the others at an all-gather before it stops the "
+                      "job (rank-lost; default 300)");
 
   CLI::App* probe = app.add_subcommand(
       "probe", "show the WebGPU adapter, its limits, and what auto would choose");

@@ -60,6 +60,7 @@ struct TrainFlags {
   std::string losses_out;  // every step's loss, as JSON
   int ranks = 1;           // data parallel over an MPI job's ranks
   int chunks = 0;          // the batch's gradient summed over chunks (0: one per rank)
+  int collective_timeout_seconds = 300;
 };
 int TrainCommand(const CompileFlags& f, const TrainFlags& t);
 

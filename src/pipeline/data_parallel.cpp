@@ -16,10 +16,16 @@ Result<StepHalves> SplitTrainStep(std::string_view text, const CompileOptions& o
                      "only a training step partitions over ranks");
   }
   h.spec = *h.head.program->train;
+  if (h.spec.images < 0) {
+    return UserError("missing-field", h.spec.pointer,
+                     "the train section has no \"data\": there is no batch to share among ranks",
+                     "add \"data\": {\"dataset\", \"images\", \"labels\"}");
+  }
   const block::Block& images = h.head.program->blocks[h.spec.images];
-  if (h.spec.images < 0 || images.tensor_type.rank() < 1) {
-    return UserError("bad-train-section", h.spec.pointer,
-                     "the train section's images input needs a batch dimension first");
+  if (images.tensor_type.rank() < 1) {
+    return UserError("bad-train-section", images.pointer,
+                     "the images input \"" + images.id + "\" is a scalar; it needs a batch "
+                     "dimension first");
   }
   const std::string batch_dim = images.tensor_type.dims[0].symbol;
   if (batch_dim.empty()) {

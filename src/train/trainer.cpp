@@ -188,6 +188,13 @@ class Training {
     }
     result_.rank = world_->rank();
     result_.ranks = world_->size();
+    // The ranks train one replica in lockstep: rank 0 alone reports (events_ stays silent on the
+    // others, so a front end prints each line once).
+    if (result_.rank != 0) {
+      TrainEvents silent;
+      silent.cancelled = e_.cancelled;
+      e_ = std::move(silent);
+    }
     concern_ = Trainer::Concern::kDocument;
     pipeline::CompileOptions head_options = o_.compile;
     head_options.up_to = pipeline::Rung::kBlock;
@@ -636,7 +643,7 @@ class Training {
   }
 
   const TrainOptions& o_;
-  const TrainEvents& e_;
+  TrainEvents e_;
   Trainer::Concern& concern_;
 
   pipeline::Compiled head_;  // the document at the block rung: the train section
