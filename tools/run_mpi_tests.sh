@@ -3,7 +3,8 @@
 #   1. the checkpoint and losses of `mpirun -np 2 scellis train --ranks=2` are byte for byte those
 #      of one process declared with the same chunks (--chunks=2; and 4 chunks, 2 per rank);
 #   2. a checkpoint written by one process resumes on two ranks, equal to one process throughout;
-#   3. a rank that fails stops the other with a named cause; a killed rank ends the job; a rank
+#   3. each shard of a recorded step (--record-shards) re-runs alone, bit for bit (scellis verify);
+#   4. a rank that fails stops the other with a named cause; a killed rank ends the job; a rank
 #      that hangs is given up after --collective-timeout (rank-lost). Every run is bounded.
 # Skipped, with the reason, only when mpirun is missing.
 #
@@ -58,6 +59,17 @@ RESUME=(train examples/fashion_mlp.json --backend=cpu --threads=1 --max-steps 6 
   --checkpoint "$TMP/e2_two.safetensors" >/dev/null 2>"$TMP/err" || { cat "$TMP/err"; fail "resume on 2 ranks"; }
 same "$TMP/e2_one.safetensors" "$TMP/e2_two.safetensors" "epoch 2 resumed"
 echo "   epoch 2 from the same checkpoint: identical"
+
+echo "-- each shard of a recorded step re-runs alone, bit for bit"
+ID=$(SCELLIS_STORE="$TMP/store" "${MPIRUN[@]}" "$SCELLIS" "${TRAIN[@]}" --ranks=2 --chunks=4 \
+  --record-shards 2>/dev/null | sed -n 's/.*shard record \(sha256:[0-9a-f]*\).*/\1/p')
+[ -n "$ID" ] || fail "no shard record printed"
+for k in 0 1; do
+  SCELLIS_STORE="$TMP/store" "$SCELLIS" verify "$ID" --shard $k >"$TMP/out" 2>&1 ||
+    { cat "$TMP/out"; fail "verify --shard $k"; }
+  grep -q "equal bit for bit" "$TMP/out" || fail "verify --shard $k: $(cat "$TMP/out")"
+  echo "   $(cat "$TMP/out")"
+done
 
 # A launcher that makes rank 1 misbehave; rank 0 runs the plain command.
 cat >"$TMP/rank1.sh" <<'EOF'

@@ -258,6 +258,15 @@ Result<Invocation> ParseCommandLine(const std::vector<std::string>& args,
   train_typed.Integer("--collective-timeout", &inv.train.collective_timeout_seconds, 1, 86400,
                       "seconds a rank waits for the others at an all-gather before it stops the "
                       "job (rank-lost; default 300)");
+  train->add_flag("--record-shards", inv.train.record_shards,
+                  "record the last step's shards in the store, for scellis verify --shard");
+
+  CLI::App* verify = app.add_subcommand(
+      "verify", "re-run one shard of a recorded data-parallel step on the CPU reference");
+  TypedFlags& verify_typed = typed_for(verify);
+  verify->add_option("run", inv.verify.run_id, "the record's id (sha256:...)")->required();
+  verify_typed.Integer("--shard", &inv.verify.shard, 0, 4095, "the shard (rank) to re-run");
+  verify->add_flag("--json", inv.verify.json, "machine-readable output");
 
   CLI::App* probe = app.add_subcommand(
       "probe", "show the WebGPU adapter, its limits, and what auto would choose");
@@ -329,7 +338,8 @@ Result<Invocation> ParseCommandLine(const std::vector<std::string>& args,
   if (!errors.empty()) return Status(errors);
   if (sub == nullptr) {
     return UserError("bad-flag", "", "no command given",
-                     "scellis run|lower|plan|validate|train|probe|conform|ops|studio; see --help");
+                     "scellis run|lower|plan|validate|train|verify|probe|conform|ops|studio; see "
+                     "--help");
   }
   errors = CheckNonEmpty(sub);
   if (auto it = typed_of.find(sub); it != typed_of.end()) {
@@ -357,6 +367,8 @@ Result<Invocation> ParseCommandLine(const std::vector<std::string>& args,
                            {"--init-out", inv.train.init_out},
                            {"--losses-out", inv.train.losses_out}});
     CapThreads(inv.train.threads, hardware_threads, inv.notes);
+  } else if (sub == verify) {
+    inv.command = Command::kVerify;
   } else if (sub == probe) {
     inv.command = Command::kProbe;
   } else if (sub == conform) {
@@ -392,6 +404,8 @@ int Execute(const Invocation& inv) {
       return ValidateCommand(inv.compile);
     case Command::kTrain:
       return TrainCommand(inv.compile, inv.train);
+    case Command::kVerify:
+      return VerifyCommand(inv.verify);
     case Command::kProbe:
       return ProbeCommand(inv.probe_json);
     case Command::kConform:

@@ -61,8 +61,16 @@ struct TrainFlags {
   int ranks = 1;           // data parallel over an MPI job's ranks
   int chunks = 0;          // the batch's gradient summed over chunks (0: one per rank)
   int collective_timeout_seconds = 300;
+  bool record_shards = false;  // the last step's shards, into the store
 };
 int TrainCommand(const CompileFlags& f, const TrainFlags& t);
+
+struct VerifyFlags {
+  std::string run_id;
+  int shard = 0;
+  bool json = false;
+};
+int VerifyCommand(const VerifyFlags& v);
 
 struct RunFlags {
   std::string backend = "auto";

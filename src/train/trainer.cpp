@@ -15,6 +15,8 @@
 #include "data/dataset.h"
 #include "pipeline/data_parallel.h"
 #include "store/safetensors.h"
+#include "store/store.h"
+#include "train/shards.h"
 #include "webir/passes/append_train_step.h"
 #include "workplan/mpi/mpi_job.h"
 
@@ -148,6 +150,7 @@ Json TrainResult::ToJson() const {
   j["rank"] = rank;
   j["ranks"] = ranks;
   j["chunks"] = chunks;
+  j["shard_record"] = shard_record.empty() ? Json() : Json(shard_record);
   j["determinism_tier"] = determinism_tier;
   j["epochs"] = Json::array();
   j["test_accuracy"] = Json::array();
@@ -180,6 +183,9 @@ class Training {
     concern_ = Trainer::Concern::kOptions;
     if (o_.ranks < 1 || o_.chunks < 0) return UserError("bad-flag", "", "--ranks takes 1 or more");
     data_parallel_ = o_.ranks > 1 || o_.chunks > 1;
+    if (o_.record_shards && !data_parallel_)
+      return UserError("bad-flag", "", "--record-shards records a data-parallel step",
+                       "add --ranks=N (under mpirun) or --chunks=K");
     if (o_.ranks > 1) {
       SCELLIS_ASSIGN_OR_RETURN(world_,
                                workplan::JoinMpiJob(o_.ranks, o_.collective_timeout_seconds));
@@ -188,6 +194,7 @@ class Training {
     }
     result_.rank = world_->rank();
     result_.ranks = world_->size();
+    text_ = std::string(text);
     // The ranks train one replica in lockstep: rank 0 alone reports (events_ stays silent on the
     // others, so a front end prints each line once).
     if (result_.rank != 0) {
@@ -546,11 +553,6 @@ class Training {
   Result<double> TrainEpochSharded(int epoch, int64_t steps) {
     auto start = Clock::now();
     std::vector<int64_t> order = data::EpochOrder(train_.count, spec_.shuffle_seed, epoch);
-    const workplan::Shard& mine = work_.shards[world_->rank()];
-    const int64_t b = work_.chunk_examples;
-    std::vector<std::string> watch;
-    for (const std::string& p : work_.params) watch.push_back(webir::GradName(p));
-    watch.push_back(webir::kLossOutput);
     const std::vector<int64_t> counts = workplan::GatherCounts(work_);
     double loss_sum = 0;
     for (int64_t step = 0; step < steps; ++step) {
@@ -558,29 +560,19 @@ class Training {
       for (const std::string& p : param_names_) {
         SCELLIS_ASSIGN_OR_RETURN(weights[p], update_->Download(p));
       }
-      std::vector<std::vector<float>> chunk_values;
-      for (int first = 0; first < mine.chunks; first += api::kMaxStepsPerSubmission) {
-        const int n = std::min(mine.chunks - first, api::kMaxStepsPerSubmission);
-        std::vector<runtime::Feeds> feeds(static_cast<size_t>(n), weights);
-        for (int i = 0; i < n; ++i) {
-          const int64_t at = step * spec_.batch + (mine.first_chunk + first + i) * b;
-          data::GatherBatch(train_, order, at, b, img_, lab_);
-          feeds[i][images_feed_] = F32Tensor({b, train_.features}, img_);
-          feeds[i][labels_feed_] = F32Tensor({b}, lab_);
-        }
-        SCELLIS_ASSIGN_OR_RETURN(runtime::StepsResult r, gradients_->Run(feeds, watch));
-        for (int i = 0; i < n; ++i) {
-          std::vector<float> set;
-          set.reserve(static_cast<size_t>(work_.gradient_elements));
-          for (const auto& [name, values] : r.watched) {
-            std::span<const float> v = values[i].view<float>();
-            set.insert(set.end(), v.begin(), v.end());
-          }
-          chunk_values.push_back(std::move(set));
-        }
-      }
+      ShardInputs in{.train = &train_,
+                     .order = &order,
+                     .batch_start = step * spec_.batch,
+                     .images_feed = images_feed_,
+                     .labels_feed = labels_feed_,
+                     .weights = &weights};
+      SCELLIS_ASSIGN_OR_RETURN(std::vector<std::vector<float>> chunk_values,
+                               ShardGradients(*gradients_, work_, world_->rank(), in));
       std::vector<float> partials = workplan::ReduceLocal(work_, world_->rank(), chunk_values);
       SCELLIS_ASSIGN_OR_RETURN(std::vector<float> gathered, world_->AllGather(partials, counts));
+      // The run's last step is recorded, by rank 0, which holds every rank's partials now.
+      if (o_.record_shards && world_->rank() == 0 && epoch + 1 == epochs_ && step + 1 == steps)
+        SCELLIS_TRY(RecordShards(epoch, step * spec_.batch, weights, gathered));
       std::vector<float> sum = workplan::Combine(work_, gathered);
       runtime::Feeds apply;
       size_t offset = 0;
@@ -615,6 +607,51 @@ class Training {
                                               std::to_string(global_step_) + " steps");
     }
     return loss_sum;
+  }
+
+  // The record of one step's shards (train/shards.h), filed in the store; its id is the result's
+  // shard_record.
+  Status RecordShards(int epoch, int64_t batch_start, const runtime::Feeds& weights,
+                      const std::vector<float>& gathered) {
+    SCELLIS_ASSIGN_OR_RETURN(store::Store st, store::Store::Open(o_.store_root));
+    SCELLIS_ASSIGN_OR_RETURN(std::string document, st.PutBlob(text_));
+    std::vector<store::NamedTensor> tensors;
+    for (const auto& [name, t] : weights)
+      tensors.push_back({name, SafetensorsDtype(t.type.dtype), t.type.sizes(), BytesOf(t)});
+    SCELLIS_ASSIGN_OR_RETURN(std::string weights_id,
+                             st.PutBlob(store::EncodeSafetensors(tensors, {})));
+    Json shards = Json::array();
+    for (const workplan::Shard& s : work_.shards)
+      shards.push_back({{"rank", s.rank},
+                        {"first_chunk", s.first_chunk},
+                        {"chunks", s.chunks},
+                        {"partials", Json::array()}});
+    const size_t width = static_cast<size_t>(work_.gradient_elements);
+    for (size_t i = 0; i < work_.partials.size(); ++i) {
+      const workplan::Partial& p = work_.partials[i];
+      std::string bytes(reinterpret_cast<const char*>(gathered.data() + i * width),
+                        width * sizeof(float));
+      SCELLIS_ASSIGN_OR_RETURN(std::string id, st.PutBlob(bytes));
+      shards[p.rank]["partials"].push_back({{"lo", p.span.lo}, {"hi", p.span.hi}, {"values", id}});
+    }
+    Json rec = {{"kind", "scellis.shard_run/1"},
+                {"document", document},
+                {"content_id", head_.doc.content_id},
+                {"backend", result_.backend},
+                {"ranks", work_.ranks()},
+                {"chunks", work_.chunks},
+                {"batch", work_.batch},
+                {"gradients_plan", work_.gradients_hash},
+                {"update_plan", work_.update_hash},
+                {"dataset", head_.program->blocks[spec_.dataset].params["source"]},
+                {"shuffle_seed", spec_.shuffle_seed},
+                {"epoch", epoch},
+                {"batch_start", batch_start},
+                {"global_step", global_step_ + 1},
+                {"weights", weights_id},
+                {"shards", shards}};
+    SCELLIS_ASSIGN_OR_RETURN(result_.shard_record, st.Put(rec));
+    return Status::Ok();
   }
 
   // The trained weights fed into the forward plan, over every whole test batch.
@@ -656,6 +693,7 @@ class Training {
   std::unique_ptr<api::Session> gradients_, update_;
   workplan::WorkPlan work_;
   std::unique_ptr<workplan::Collective> world_;
+  std::string text_;  // the document, for a shard record
   std::vector<StateTensor> state_;  // carried inputs: what a checkpoint holds
   std::string images_feed_, labels_feed_;
   std::vector<std::string> param_names_;

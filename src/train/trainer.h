@@ -39,6 +39,10 @@ struct TrainOptions {
   int ranks = 1;
   int chunks = 0;
   double collective_timeout_seconds = 300;  // a rank waiting longer for the others gives up
+  // Data parallel: record the run's last step for `scellis verify --shard` (train/shards.h) in
+  // the store at store_root ("": the default store).
+  bool record_shards = false;
+  std::string store_root;
 };
 
 struct Progress {
@@ -83,6 +87,7 @@ struct TrainResult {
   std::vector<float> losses;        // every step's loss, in order
   int rank = 0, ranks = 1;          // this process's rank of the job, and the job's ranks
   int chunks = 1;                   // the chunks the batch's gradient was summed over
+  std::string shard_record;         // the id of the recorded step's shards (--record-shards)
 
   double seconds_per_epoch() const;
   // `{"backend", "executor", "fallback_reason", "steps_per_run", "determinism_tier",

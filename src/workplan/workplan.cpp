@@ -64,14 +64,6 @@ void Walk(const std::vector<Shard>& shards, Span s, std::vector<Partial>& partia
     combine.push_back({s.lo, mid, s.hi});
 }
 
-// The plan's JSON without what depends on the machine it was made on (the memory measured now).
-std::string PlanHash(const execplan::Plan& p) {
-  Json j = execplan::ToJson(p);
-  j["memory"].erase("host_memory");
-  j["memory"].erase("device_memory");
-  return Sha256Hex(j.dump());
-}
-
 int64_t PlanBytes(const execplan::Plan& p) {
   return SaturatingAdd(p.memory.allocated, p.memory.host_staging);
 }
@@ -104,6 +96,13 @@ std::vector<float> Evaluate(const std::vector<Add>& adds, Span root,
 }
 
 }  // namespace
+
+std::string PlanHash(const execplan::Plan& p) {
+  Json j = execplan::ToJson(p);
+  for (const char* judged : {"memory", "verdict", "findings"}) j.erase(judged);
+  j["kernels"] = kernel::ToJson(p.module());
+  return Sha256Hex(j.dump());
+}
 
 Result<WorkPlan> FromExecPlans(std::shared_ptr<const execplan::Plan> gradients,
                                std::shared_ptr<const execplan::Plan> update, DeviceSet devices,

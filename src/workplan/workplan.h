@@ -100,7 +100,7 @@ struct WorkPlan {
   // The halves of the step, planned for the rank's device: the gradients at the chunk's batch,
   // the update of the params. Shared with whoever planned them.
   std::shared_ptr<const execplan::Plan> gradients, update;
-  std::string gradients_hash, update_hash;  // sha256 of each half's plan JSON
+  std::string gradients_hash, update_hash;  // PlanHash of each half
   DeviceSet devices;
   std::vector<std::string> params;  // the gradients reduced, in order (feed names)
   int64_t gradient_elements = 0;    // one gradient set: every param's, and the loss
@@ -136,6 +136,9 @@ std::vector<float> ReduceLocal(const WorkPlan& w, int rank,
 // Every partial (the all-gather's result, in tree order) summed by the rest of the tree and
 // divided by the chunks: the batch's gradient set.
 std::vector<float> Combine(const WorkPlan& w, std::span<const float> partials);
+// What a plan computes, hashed: its kernels, steps and buffers, the tier and thresholds; not the
+// memory it was judged against (which depends on the machine and on the caller's staging).
+std::string PlanHash(const execplan::Plan& p);
 // How many floats each rank contributes to the all-gather.
 std::vector<int64_t> GatherCounts(const WorkPlan& w);
 
