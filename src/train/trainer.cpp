@@ -263,7 +263,7 @@ class Training {
 
     concern_ = Trainer::Concern::kDocument;
     if (data_parallel_) {
-      SCELLIS_TRY(PrepareHalves(text, step_options));
+      SCELLIS_TRY(PrepareHalves(text, step_options, std::move(step_backend)));
     } else {
       SCELLIS_ASSIGN_OR_RETURN(step_,
                                api::Session::Prepare(text, step_options, std::move(step_backend)));
@@ -285,7 +285,8 @@ class Training {
 
   // Data parallelism: the step's two halves as sessions, and the WorkPlan that shares the batch
   // among the ranks (refused when red).
-  Status PrepareHalves(std::string_view text, const pipeline::CompileOptions& step_options) {
+  Status PrepareHalves(std::string_view text, const pipeline::CompileOptions& step_options,
+                       runtime::Selection gradients_backend) {
     const int chunks = o_.chunks > 0 ? o_.chunks : o_.ranks;
     SCELLIS_ASSIGN_OR_RETURN(pipeline::StepHalves halves,
                              pipeline::SplitTrainStep(text, step_options, chunks));
@@ -294,8 +295,6 @@ class Training {
     halves.gradients.plan.caller_host_bytes = BatchHostBytes(mine, spec_.batch / chunks);
     halves.gradients.plan.caller_host_what = "the chunks of one batch gathered by a rank";
     halves.update.plan.caller_host_bytes = 0;
-    SCELLIS_ASSIGN_OR_RETURN(runtime::Selection gradients_backend,
-                             runtime::SelectBackend(o_.select));
     SCELLIS_ASSIGN_OR_RETURN(runtime::Selection update_backend, runtime::SelectBackend(o_.select));
     SCELLIS_ASSIGN_OR_RETURN(
         gradients_, api::Session::Prepare(text, halves.gradients, std::move(gradients_backend)));

@@ -90,7 +90,8 @@ struct TrainResult {
   std::string shard_record;         // the id of the recorded step's shards (--record-shards)
 
   double seconds_per_epoch() const;
-  // `{"backend", "executor", "fallback_reason", "steps_per_run", "determinism_tier",
+  // `{"backend", "executor", "fallback_reason", "steps_per_run", "determinism_tier", "rank",
+  //   "ranks", "chunks", "shard_record" (null unless recorded),
   //   "epochs": [{"epoch", "mean_loss", "test_accuracy", "seconds", "train_seconds", "steps"}],
   //   "seconds_per_epoch", "test_accuracy": [...]}`.
   Json ToJson() const;
