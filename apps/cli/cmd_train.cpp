@@ -151,8 +151,7 @@ int TrainCommand(const CompileFlags& f, const TrainFlags& t) {
                     ? "data parallel: " + std::to_string(r.ranks) + " rank" +
                           (r.ranks > 1 ? "s, " : ", ") + std::to_string(r.chunks) + " chunks"
                     : std::to_string(r.steps_per_run) + " steps per submission")
-            << ")"
-            << (r.fallback_reason ? "; fallback: " + *r.fallback_reason : "") << "\n";
+            << ")" << (r.fallback_reason ? "; fallback: " + *r.fallback_reason : "") << "\n";
   for (const train::EpochResult& e : r.epochs) {
     std::printf("  epoch %d  loss %.4f  test accuracy %.4f  %s\n", e.epoch, e.mean_loss,
                 e.test_accuracy, Duration(e.seconds).c_str());
@@ -185,19 +184,20 @@ int VerifyCommand(const VerifyFlags& v) {
         c->bit_exact ? "equal bit for bit"
         : c->ok      ? "within tolerance (max abs diff " + std::to_string(c->max_abs_diff) + ")"
                      : "DIFFER (max abs diff " + std::to_string(c->max_abs_diff) + ")";
-    std::printf("shard %d of %d (step %lld, chunks [%d,%d), examples [%lld,%lld) of the batch), "
-                "recorded on %s, re-run on the CPU reference: %d partials %s\n",
-                c->shard, c->ranks, static_cast<long long>(c->global_step), c->first_chunk,
-                c->first_chunk + c->chunks, static_cast<long long>(c->first_example),
-                static_cast<long long>(c->first_example + c->examples),
-                c->recorded_backend.c_str(), c->partials, outcome.c_str());
+    std::printf(
+        "shard %d of %d (step %lld, chunks [%d,%d), examples [%lld,%lld) of the batch), "
+        "recorded on %s, re-run on the CPU reference: %d partials %s\n",
+        c->shard, c->ranks, static_cast<long long>(c->global_step), c->first_chunk,
+        c->first_chunk + c->chunks, static_cast<long long>(c->first_example),
+        static_cast<long long>(c->first_example + c->examples), c->recorded_backend.c_str(),
+        c->partials, outcome.c_str());
   }
   if (c->ok) return 0;
-  return Report({RuntimeError("shard-mismatch",
-                              "shard " + std::to_string(c->shard) +
-                                  " re-run does not reproduce the record (max abs diff " +
-                                  std::to_string(c->max_abs_diff) + ")")},
-                "", v.json);
+  return Report(
+      {RuntimeError("shard-mismatch", "shard " + std::to_string(c->shard) +
+                                          " re-run does not reproduce the record (max abs diff " +
+                                          std::to_string(c->max_abs_diff) + ")")},
+      "", v.json);
 }
 
 }  // namespace scellis::cli

@@ -294,7 +294,8 @@ Result<Invocation> ParseCommandLine(const std::vector<std::string>& args,
   ops->add_flag("--markdown", inv.ops.markdown, "print the reference of docs/ops.md");
 
   CLI::App* studio = app.add_subcommand(
-      "studio", "serve the Studio: the canvas and a JSON API over the engine (loopback by default)");
+      "studio",
+      "serve the Studio: the canvas and a JSON API over the engine (loopback by default)");
   TypedFlags& studio_typed = typed_for(studio);
   studio_typed.Integer("--port", &inv.studio.port, 0, 65535,
                        "TCP port (default 8737; 0 picks a free one and prints it)");

@@ -24,8 +24,9 @@ Result<StepHalves> SplitTrainStep(std::string_view text, const CompileOptions& o
   const block::Block& images = h.head.program->blocks[h.spec.images];
   if (images.tensor_type.rank() < 1) {
     return UserError("bad-train-section", images.pointer,
-                     "the images input \"" + images.id + "\" is a scalar; it needs a batch "
-                     "dimension first");
+                     "the images input \"" + images.id +
+                         "\" is a scalar; it needs a batch "
+                         "dimension first");
   }
   const std::string batch_dim = images.tensor_type.dims[0].symbol;
   if (batch_dim.empty()) {

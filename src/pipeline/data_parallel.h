@@ -20,8 +20,7 @@ struct StepHalves {
 };
 // `no-train-section` when the document trains nothing; a chunking that does not divide the batch
 // is left to the WorkPlan's verdict (the gradient half is then planned at the rounded-down chunk).
-Result<StepHalves> SplitTrainStep(std::string_view text, const CompileOptions& options,
-                                  int chunks);
+Result<StepHalves> SplitTrainStep(std::string_view text, const CompileOptions& options, int chunks);
 
 struct CompiledWorkPlan {
   Compiled gradients, update;

@@ -84,8 +84,7 @@ Result<ShardCheck> VerifyShard(const std::string& run_id, int shard,
 
   // The step's halves as this build lowers them, on the CPU reference.
   const int chunks = rec["chunks"].get<int>();
-  SCELLIS_ASSIGN_OR_RETURN(pipeline::StepHalves halves,
-                           pipeline::SplitTrainStep(text, {}, chunks));
+  SCELLIS_ASSIGN_OR_RETURN(pipeline::StepHalves halves, pipeline::SplitTrainStep(text, {}, chunks));
   SCELLIS_ASSIGN_OR_RETURN(runtime::Selection cpu, runtime::SelectBackend({.requested = "cpu"}));
   SCELLIS_ASSIGN_OR_RETURN(std::unique_ptr<api::Session> gradients,
                            api::Session::Prepare(text, halves.gradients, std::move(cpu)));
@@ -119,9 +118,10 @@ Result<ShardCheck> VerifyShard(const std::string& run_id, int shard,
   for (const store::NamedTensor& t : tensors)
     weights[t.name] = HostTensor::FromFloats(MakeType(t.shape), FloatsOf(t.bytes));
   const block::Program& prog = *halves.head.program;
-  SCELLIS_ASSIGN_OR_RETURN(data::Dataset train, data::LoadDataset(rec["dataset"].get<std::string>(), "train"));
-  std::vector<int64_t> order = data::EpochOrder(
-      train.count, rec["shuffle_seed"].get<uint64_t>(), rec["epoch"].get<int64_t>());
+  SCELLIS_ASSIGN_OR_RETURN(data::Dataset train,
+                           data::LoadDataset(rec["dataset"].get<std::string>(), "train"));
+  std::vector<int64_t> order = data::EpochOrder(train.count, rec["shuffle_seed"].get<uint64_t>(),
+                                                rec["epoch"].get<int64_t>());
   ShardInputs in{.train = &train,
                  .order = &order,
                  .batch_start = rec["batch_start"].get<int64_t>(),

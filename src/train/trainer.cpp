@@ -301,10 +301,11 @@ class Training {
     SCELLIS_ASSIGN_OR_RETURN(update_,
                              api::Session::Prepare(text, halves.update, std::move(update_backend)));
     SCELLIS_ASSIGN_OR_RETURN(
-        work_, workplan::FromExecPlans(std::make_shared<execplan::Plan>(gradients_->plan()),
-                                       std::make_shared<execplan::Plan>(update_->plan()),
-                                       workplan::DeviceSet::Uniform(o_.ranks, update_->plan().limits),
-                                       spec_.batch, {.chunks = chunks}));
+        work_,
+        workplan::FromExecPlans(std::make_shared<execplan::Plan>(gradients_->plan()),
+                                std::make_shared<execplan::Plan>(update_->plan()),
+                                workplan::DeviceSet::Uniform(o_.ranks, update_->plan().limits),
+                                spec_.batch, {.chunks = chunks}));
     SCELLIS_TRY(workplan::Verify(work_));
     if (work_.verdict == execplan::Verdict::kRed) {
       std::vector<Diagnostic> why = work_.findings;
@@ -540,8 +541,8 @@ class Training {
                      .steps_per_second = elapsed > 0 ? step / elapsed : 0});
       }
       if (e_.cancelled && e_.cancelled())
-        return UserError("cancelled", "", "training was cancelled after " +
-                                              std::to_string(global_step_) + " steps");
+        return UserError("cancelled", "",
+                         "training was cancelled after " + std::to_string(global_step_) + " steps");
     }
     return loss_sum;
   }
@@ -602,8 +603,8 @@ class Training {
                      .steps_per_second = elapsed > 0 ? (step + 1) / elapsed : 0});
       }
       if (e_.cancelled && e_.cancelled())
-        return UserError("cancelled", "", "training was cancelled after " +
-                                              std::to_string(global_step_) + " steps");
+        return UserError("cancelled", "",
+                         "training was cancelled after " + std::to_string(global_step_) + " steps");
     }
     return loss_sum;
   }
@@ -692,7 +693,7 @@ class Training {
   std::unique_ptr<api::Session> gradients_, update_;
   workplan::WorkPlan work_;
   std::unique_ptr<workplan::Collective> world_;
-  std::string text_;  // the document, for a shard record
+  std::string text_;                // the document, for a shard record
   std::vector<StateTensor> state_;  // carried inputs: what a checkpoint holds
   std::string images_feed_, labels_feed_;
   std::vector<std::string> param_names_;

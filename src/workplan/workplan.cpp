@@ -13,7 +13,8 @@ using execplan::SaturatingAdd;
 using execplan::SaturatingMul;
 
 DeviceSet DeviceSet::Uniform(int n, const execplan::DeviceLimits& limits) {
-  return DeviceSet{std::vector<execplan::DeviceLimits>(static_cast<size_t>(std::max(n, 0)), limits)};
+  return DeviceSet{
+      std::vector<execplan::DeviceLimits>(static_cast<size_t>(std::max(n, 0)), limits)};
 }
 
 const char* StepKindName(StepKind k) {
@@ -110,7 +111,8 @@ Result<WorkPlan> FromExecPlans(std::shared_ptr<const execplan::Plan> gradients,
   if (!gradients || !update)
     return InternalError("workplan.FromExecPlans", "both halves of the step are needed");
   if (devices.ranks.empty())
-    return UserError("bad-flag", "", "a work plan needs at least one rank", "use --ranks=1 or more");
+    return UserError("bad-flag", "", "a work plan needs at least one rank",
+                     "use --ranks=1 or more");
   WorkPlan w;
   w.gradients = std::move(gradients);
   w.update = std::move(update);
@@ -133,12 +135,12 @@ Result<WorkPlan> FromExecPlans(std::shared_ptr<const execplan::Plan> gradients,
   w.gradient_elements += 1;  // the loss
 
   if (batch <= 0 || batch % w.chunks != 0) {
-    w.findings.push_back(UserError(
-        "batch-not-divisible", "/train/batch",
-        "the batch of " + std::to_string(batch) + " does not divide into " +
-            std::to_string(w.chunks) + " equal chunks",
-        "use a batch that is a multiple of " + std::to_string(w.chunks) +
-            " (unequal chunks would weigh their examples unequally in the mean)"));
+    w.findings.push_back(
+        UserError("batch-not-divisible", "/train/batch",
+                  "the batch of " + std::to_string(batch) + " does not divide into " +
+                      std::to_string(w.chunks) + " equal chunks",
+                  "use a batch that is a multiple of " + std::to_string(w.chunks) +
+                      " (unequal chunks would weigh their examples unequally in the mean)"));
   }
   if (w.chunks < ranks) {
     w.findings.push_back(UserError("too-few-chunks", "",
@@ -153,10 +155,10 @@ Result<WorkPlan> FromExecPlans(std::shared_ptr<const execplan::Plan> gradients,
   w.chunk_examples = batch / w.chunks;
   if (w.chunks % ranks != 0) {
     w.findings.push_back(Warning("uneven-shards", "",
-                             std::to_string(w.chunks) + " chunks do not divide among " +
-                                 std::to_string(ranks) +
-                                 " ranks: the ranks with one chunk more set the pace",
-                             "use a multiple of " + std::to_string(ranks) + " chunks"));
+                                 std::to_string(w.chunks) + " chunks do not divide among " +
+                                     std::to_string(ranks) +
+                                     " ranks: the ranks with one chunk more set the pace",
+                                 "use a multiple of " + std::to_string(ranks) + " chunks"));
     w.verdict = Verdict::kYellow;
   }
 
@@ -174,7 +176,9 @@ Result<WorkPlan> FromExecPlans(std::shared_ptr<const execplan::Plan> gradients,
   for (int r = 0; r < ranks; ++r) w.steps.push_back({StepKind::kGradients, r, {}, 0});
   for (int r = 0; r < ranks; ++r) w.steps.push_back({StepKind::kLocalReduce, r, local[r], 0});
   if (ranks > 1) {
-    w.steps.push_back({StepKind::kAllGather, -1, {},
+    w.steps.push_back({StepKind::kAllGather,
+                       -1,
+                       {},
                        SaturatingMul(static_cast<int64_t>(w.partials.size()), set_bytes)});
   }
   w.steps.push_back({StepKind::kCombine, -1, combine, 0});
@@ -228,8 +232,8 @@ std::vector<float> ReduceLocal(const WorkPlan& w, int rank,
     std::vector<Add> inside;
     for (const Add& a : adds)
       if (a.lo >= p.span.lo && a.hi <= p.span.hi) inside.push_back(a);
-    std::vector<float> sum = Evaluate(
-        inside, p.span, [&](Span s) { return chunk_values[s.lo - sh.first_chunk]; });
+    std::vector<float> sum =
+        Evaluate(inside, p.span, [&](Span s) { return chunk_values[s.lo - sh.first_chunk]; });
     out.insert(out.end(), sum.begin(), sum.end());
   }
   return out;
@@ -243,8 +247,7 @@ std::vector<float> Combine(const WorkPlan& w, std::span<const float> partials) {
   std::vector<float> sum = Evaluate(adds, {0, w.chunks}, [&](Span s) {
     for (size_t i = 0; i < w.partials.size(); ++i)
       if (w.partials[i].span == s)
-        return std::vector<float>(partials.begin() + i * width,
-                                  partials.begin() + (i + 1) * width);
+        return std::vector<float>(partials.begin() + i * width, partials.begin() + (i + 1) * width);
     return std::vector<float>(width, 0.0f);  // unreachable in a verified plan
   });
   const float chunks = static_cast<float>(w.chunks);
@@ -257,9 +260,9 @@ namespace {
 std::string AddsText(const std::vector<Add>& adds) {
   std::string out;
   for (const Add& a : adds)
-    out += " [" + std::to_string(a.lo) + "," + std::to_string(a.hi) + ")=[" +
-           std::to_string(a.lo) + "," + std::to_string(a.mid) + ")+[" + std::to_string(a.mid) +
-           "," + std::to_string(a.hi) + ")";
+    out += " [" + std::to_string(a.lo) + "," + std::to_string(a.hi) + ")=[" + std::to_string(a.lo) +
+           "," + std::to_string(a.mid) + ")+[" + std::to_string(a.mid) + "," +
+           std::to_string(a.hi) + ")";
   return out.empty() ? " -" : out;
 }
 
@@ -440,7 +443,8 @@ Status Verify(const WorkPlan& w) {
   };
   // The all-gather concatenates the ranks' partials in rank order: it must be the tree's order.
   for (size_t i = 1; i < w.partials.size(); ++i)
-    if (w.partials[i].rank < w.partials[i - 1].rank) return bad("the partials are not in rank order");
+    if (w.partials[i].rank < w.partials[i - 1].rank)
+      return bad("the partials are not in rank order");
   int combines = 0;
   for (const WorkStep& step : w.steps) {
     if (step.kind == StepKind::kAllGather) {

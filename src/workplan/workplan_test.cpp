@@ -110,12 +110,13 @@ TEST(WorkPlan, ARankOverItsBudgetIsRed) {
 
 TEST(WorkPlan, PrintShowsShardsStepsAndMemoryPerRank) {
   std::string text = Print(Plan(2, 4));
-  for (const char* s : {"workplan \"fashion_mlp\"", "batch            : 64 examples in 4 chunks of 16",
-                        "rank 0  cpu (cpu)  chunks [0,2)  examples [0,32)",
-                        "rank 1  cpu (cpu)  chunks [2,4)  examples [32,64)",
-                        "partials: [0,2)@0 [2,4)@1", "local_reduce  rank 0: [0,2)=[0,1)+[1,2)",
-                        "all_gather  every rank: 2 partials", "combine  every rank: [0,4)=[0,2)+[2,4)",
-                        "scale  every rank: divide by 4", "memory:", "verdict          : green"})
+  for (const char* s :
+       {"workplan \"fashion_mlp\"", "batch            : 64 examples in 4 chunks of 16",
+        "rank 0  cpu (cpu)  chunks [0,2)  examples [0,32)",
+        "rank 1  cpu (cpu)  chunks [2,4)  examples [32,64)", "partials: [0,2)@0 [2,4)@1",
+        "local_reduce  rank 0: [0,2)=[0,1)+[1,2)", "all_gather  every rank: 2 partials",
+        "combine  every rank: [0,4)=[0,2)+[2,4)", "scale  every rank: divide by 4",
+        "memory:", "verdict          : green"})
     EXPECT_NE(text.find(s), std::string::npos) << s << "\n" << text;
 }
 

@@ -63,9 +63,8 @@ class MpiJob final : public Collective {
     int64_t total = 0;
     for (size_t r = 0; r < counts.size(); ++r) {
       if (counts[r] > INT_MAX || total > INT_MAX)
-        return RuntimeError("collective-too-large",
-                            "an all-gather of " + std::to_string(total) +
-                                " floats is beyond one MPI call's count");
+        return RuntimeError("collective-too-large", "an all-gather of " + std::to_string(total) +
+                                                        " floats is beyond one MPI call's count");
       sizes[r] = static_cast<int>(counts[r]);
       offsets[r] = static_cast<int>(total);
       total += counts[r];
@@ -78,7 +77,8 @@ class MpiJob final : public Collective {
                              offsets.data(), MPI_FLOAT, MPI_COMM_WORLD, &request);
     if (rc != MPI_SUCCESS) return Failed("the all-gather could not start", rc);
     // Bounded: a rank that never arrives (hung, or lost where MPI does not notice) ends the wait.
-    const auto deadline = std::chrono::steady_clock::now() + std::chrono::duration<double>(timeout_);
+    const auto deadline =
+        std::chrono::steady_clock::now() + std::chrono::duration<double>(timeout_);
     for (int done = 0;;) {
       rc = MPI_Test(&request, &done, MPI_STATUS_IGNORE);
       if (rc != MPI_SUCCESS) return Failed("the all-gather failed", rc);
