@@ -34,6 +34,9 @@ same() {  # same FILE_A FILE_B WHAT
   cmp -s "$1" "$2" || fail "$3: $1 and $2 differ"
 }
 
+echo "-- --ranks=2 outside a 2-process job is refused"
+rc=0; "$SCELLIS" "${TRAIN[@]}" --ranks=2 >/dev/null 2>"$TMP/err" || rc=$?
+[ "$rc" = 2 ] && grep -q "rank-count-mismatch" "$TMP/err" || { cat "$TMP/err"; fail "one process, --ranks=2"; }
 echo "-- 2 ranks equal one process with the same chunks, bit for bit"
 for chunks in 2 4; do
   "$SCELLIS" "${TRAIN[@]}" --chunks=$chunks --checkpoint "$TMP/one_$chunks.safetensors" \
