@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
 # Regenerates the golden rung dumps: for every examples/<case>.json,
 #   scellis lower examples/<case>.json --tier=prod --dump-rungs tests/golden/<case>/
+# and, for a workflow that trains on a dataset, its WorkPlan over two ranks (5.workplan.txt):
+#   scellis lower examples/<case>.json --tier=prod --to=workplan --ranks=2
 # Examples that declare no memory budget are planned against a fixed 1 GiB (--budget=1G): the
 # detected budget depends on the machine, and the dumps must not.
 #
@@ -18,7 +20,7 @@ while (($#)); do
   case "$1" in
     --out) out="$2"; shift 2 ;;
     --scellis) scellis="$2"; shift 2 ;;
-    -h|--help) sed -n '2,11p' "$0"; exit 0 ;;
+    -h|--help) sed -n '2,13p' "$0"; exit 0 ;;
     *) cases+=("$1"); shift ;;
   esac
 done
@@ -34,5 +36,9 @@ for c in "${cases[@]}"; do
   if ! grep -q '"budget"' "$src"; then flags+=(--budget=1G); fi
   rm -rf "${out:?}/$c"
   "$scellis" lower "$src" "${flags[@]}" --dump-rungs "$out/$c/" >/dev/null
+  # A workflow that trains on a dataset also has a WorkPlan: its step shared among 2 ranks.
+  if grep -q '"type": "dataset"' "$src"; then
+    "$scellis" lower "$src" "${flags[@]}" --to=workplan --ranks=2 > "$out/$c/5.workplan.txt"
+  fi
 done
 echo "regen_golden: ${#cases[@]} example(s) dumped under $out/"

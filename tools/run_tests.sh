@@ -36,6 +36,8 @@ done
 echo "== training on SwiftShader (a short epoch) and on the CPU reference"
 "$BUILD/scellis" train examples/fashion_mlp.json --backend=webgpu --allow-software-adapter \
   --epochs 1 --max-steps 16 --steps-per-run 8 2>/dev/null | grep -q "on webgpu"
+echo "== data-parallel training over MPI: 2 ranks equal one process bit for bit; failing ranks"
+bash tools/run_mpi_tests.sh "$BUILD"
 echo "== agreement with PyTorch (CPU) and bit-exact resume"
 SCELLIS_BUILD="$BUILD" .venv/bin/python -m pytest -q tests/peer tests/train tests/layering
 

@@ -4,7 +4,8 @@
 #                         binary links, the Vulkan loader, the dataset, Dawn
 #   tools/setup.sh test   that, plus what only the tests need: GoogleTest, clang and libFuzzer,
 #                         chromium (its SwiftShader driver runs the GPU tests), Emscripten (the
-#                         WebAssembly reference), PyTorch (the peer)
+#                         WebAssembly reference), OpenMPI (data-parallel training), PyTorch
+#                         (the peer)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 PART=${1:-test}
@@ -25,6 +26,7 @@ if [ "$PART" = test ]; then
     clang clang-format libclang-rt-14-dev
     chromium            # ships the SwiftShader Vulkan driver the GPU tests run on
     emscripten          # the CPU reference compiled to WebAssembly (tools/build_wasm.sh)
+    openmpi-bin libopenmpi-dev  # data-parallel training over MPI (mpirun -np 2 in the tests)
     python3 python3-pip python3-venv)
 fi
 

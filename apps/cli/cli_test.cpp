@@ -99,6 +99,24 @@ TEST_F(Cli, LowerPrintsEachRung) {
     EXPECT_EQ(r.exit_code, 0) << rung << ": " << r.err;
     EXPECT_FALSE(r.out.empty()) << rung;
   }
+  // The WorkPlan: a training step over ranks; a document that trains nothing on a dataset has none.
+  CliRun work = RunScellis({"lower", Example("fashion_mlp.json"), "--budget=1G", "--to=workplan",
+                            "--ranks=4", "--chunks=8", "--json"});
+  ASSERT_EQ(work.exit_code, 0) << work.err;
+  Json w = Json::parse(work.out);
+  EXPECT_EQ(w["ranks"], 4);
+  EXPECT_EQ(w["chunk_examples"], 8);
+  EXPECT_EQ(w["shards"][3]["first_example"], 48);
+  EXPECT_EQ(w["verdict"], "green");
+  CliRun refused = RunScellis({"lower", Example("fashion_mlp.json"), "--budget=1G",
+                               "--to=workplan", "--ranks=3"});
+  EXPECT_EQ(refused.exit_code, 0) << refused.err;  // printed with its red verdict
+  EXPECT_NE(refused.out.find("verdict          : red"), std::string::npos) << refused.out;
+  EXPECT_NE(refused.out.find("batch-not-divisible"), std::string::npos) << refused.out;
+  CliRun untrained =
+      RunScellis({"lower", Example("matmul_chain.json"), "--tier=prod", "--to=workplan"});
+  EXPECT_EQ(untrained.exit_code, 2);
+  EXPECT_NE(untrained.err.find("no-train-section"), std::string::npos) << untrained.err;
   CliRun bad = RunScellis({"lower", Example("matmul_chain.json"), "--tier=prod", "--to=silicon"});
   EXPECT_EQ(bad.exit_code, 2);
   // A failing document writes no dumps.
@@ -321,6 +339,10 @@ TEST(CliFlags, ParserRefusesEachBadForm) {
       {{}, "no command given"},
       {{"lower", doc}, "lower needs exactly one of"},
       {{"lower", doc, "--to=silicon"}, "--to takes doc"},
+      {{"lower", doc, "--to=execplan", "--ranks=2"}, "--ranks and --chunks go with --to=workplan"},
+      {{"lower", doc, "--to=workplan", "--ranks=0"}, "--ranks"},
+      {{"train", doc, "--ranks=0"}, "--ranks"},
+      {{"verify", "sha256:00", "--shard=-1"}, "--shard"},
       {{"plan", doc, "--tier=sometimes"}, "--tier"},
   };
   for (const Case& c : cases) {

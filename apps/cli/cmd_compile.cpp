@@ -4,6 +4,7 @@
 
 #include "base/atomic_file.h"
 #include "common.h"
+#include "pipeline/data_parallel.h"
 
 namespace scellis::cli {
 
@@ -15,18 +16,44 @@ Result<pipeline::Rung> LowerRung(const CompileFlags& f, const LowerFlags& l) {
         "lower needs exactly one of --to=RUNG, --print-after=PASS or --dump-rungs=DIR");
   }
   if (!f.print_after.empty()) return pipeline::RungOfPass(f.print_after);
+  if ((l.ranks > 0 || l.chunks > 0) && l.to != "workplan")
+    return UserError("bad-flag", "", "--ranks and --chunks go with --to=workplan");
   if (!l.dump_dir.empty()) return pipeline::Rung::kExecplan;
+  // The WorkPlan descends through the ExecPlans of the step's halves.
+  if (l.to == "workplan") return pipeline::Rung::kExecplan;
   std::optional<pipeline::Rung> rung = pipeline::ParseRung(l.to);
   if (!rung) {
-    return UserError("bad-flag", "",
-                     "--to takes doc, block, webir, kernel or execplan, got \"" + l.to + "\"");
+    return UserError(
+        "bad-flag", "",
+        "--to takes doc, block, webir, kernel, execplan or workplan, got \"" + l.to + "\"");
   }
   return *rung;
+}
+
+// `lower --to=workplan`: the training step shared among --ranks ranks alike (the CPU reference's
+// limits unless the document's budget says otherwise), printed whatever its verdict.
+int LowerWorkPlanCommand(const CompileFlags& f, const LowerFlags& l) {
+  auto options = CompileOptionsFrom(f);
+  if (!options.ok()) return Report(options.errors(), "", f.json);
+  auto text = ReadFile(f.file, size_t{256} << 20);
+  if (!text.ok()) return Report(text.errors(), f.file, f.json);
+  const int ranks = l.ranks > 0 ? l.ranks : 1;
+  auto c = pipeline::CompileWorkPlan(
+      text.value(), options.value(),
+      workplan::DeviceSet::Uniform(ranks, execplan::HostMemoryLimits("cpu", "cpu")), l.chunks);
+  if (!c.ok()) return Report(c.errors(), f.file, f.json);
+  PrintNotes(c->gradients.notes, f.file);
+  if (f.json)
+    std::cout << workplan::ToJson(c->plan).dump(2) << "\n";
+  else
+    std::cout << workplan::Print(c->plan);
+  return 0;
 }
 
 int LowerCommand(const CompileFlags& f, const LowerFlags& l) {
   auto rung = LowerRung(f, l);
   if (!rung.ok()) return Report(rung.errors(), "", f.json);
+  if (l.to == "workplan") return LowerWorkPlanCommand(f, l);
   const std::string& dump_dir = l.dump_dir;
   int code = 0;
   auto c = CompileFile(f, *rung, {}, code);

@@ -8,6 +8,7 @@
 
 #include "base/atomic_file.h"
 #include "common.h"
+#include "train/shards.h"
 #include "train/trainer.h"
 
 namespace scellis::cli {
@@ -85,6 +86,10 @@ int TrainCommand(const CompileFlags& f, const TrainFlags& t) {
   options.init_out = t.init_out;
   options.checkpoint = t.checkpoint;
   options.losses_out = t.losses_out;
+  options.ranks = t.ranks;
+  options.chunks = t.chunks;
+  options.collective_timeout_seconds = t.collective_timeout_seconds;
+  options.record_shards = t.record_shards;
 
   ProgressBar bar;
   train::TrainEvents events;
@@ -135,19 +140,64 @@ int TrainCommand(const CompileFlags& f, const TrainFlags& t) {
     return Report(result.errors(), file, f.json);
   }
   const train::TrainResult& r = result.value();
+  // Every rank trained the same replica; rank 0 speaks for the job.
+  if (r.rank != 0) return 0;
   if (f.json) {
     std::cout << r.ToJson().dump(2) << "\n";
     return 0;
   }
   std::cout << "trained " << f.file << " on " << r.backend << " (" << r.executor << ", "
-            << r.steps_per_run << " steps per submission)"
-            << (r.fallback_reason ? "; fallback: " + *r.fallback_reason : "") << "\n";
+            << (r.ranks > 1 || r.chunks > 1
+                    ? "data parallel: " + std::to_string(r.ranks) + " rank" +
+                          (r.ranks > 1 ? "s, " : ", ") + std::to_string(r.chunks) + " chunks"
+                    : std::to_string(r.steps_per_run) + " steps per submission")
+            << ")" << (r.fallback_reason ? "; fallback: " + *r.fallback_reason : "") << "\n";
   for (const train::EpochResult& e : r.epochs) {
     std::printf("  epoch %d  loss %.4f  test accuracy %.4f  %s\n", e.epoch, e.mean_loss,
                 e.test_accuracy, Duration(e.seconds).c_str());
   }
   std::printf("  time per epoch %s\n", Duration(r.seconds_per_epoch()).c_str());
+  if (!r.shard_record.empty())
+    std::printf("  shard record %s (scellis verify %s --shard K)\n", r.shard_record.c_str(),
+                r.shard_record.c_str());
   return 0;
+}
+
+int VerifyCommand(const VerifyFlags& v) {
+  auto c = train::VerifyShard(v.run_id, v.shard);
+  if (!c.ok()) return Report(c.errors(), "", v.json);
+  if (v.json) {
+    std::cout << Json{{"run", c->run_id},
+                      {"shard", c->shard},
+                      {"ranks", c->ranks},
+                      {"first_chunk", c->first_chunk},
+                      {"chunks", c->chunks},
+                      {"partials", c->partials},
+                      {"recorded_backend", c->recorded_backend},
+                      {"bit_exact", c->bit_exact},
+                      {"max_abs_diff", c->max_abs_diff},
+                      {"ok", c->ok}}
+                     .dump(2)
+              << "\n";
+  } else {
+    const std::string outcome =
+        c->bit_exact ? "equal bit for bit"
+        : c->ok      ? "within tolerance (max abs diff " + std::to_string(c->max_abs_diff) + ")"
+                     : "DIFFER (max abs diff " + std::to_string(c->max_abs_diff) + ")";
+    std::printf(
+        "shard %d of %d (step %lld, chunks [%d,%d), examples [%lld,%lld) of the batch), "
+        "recorded on %s, re-run on the CPU reference: %d partials %s\n",
+        c->shard, c->ranks, static_cast<long long>(c->global_step), c->first_chunk,
+        c->first_chunk + c->chunks, static_cast<long long>(c->first_example),
+        static_cast<long long>(c->first_example + c->examples), c->recorded_backend.c_str(),
+        c->partials, outcome.c_str());
+  }
+  if (c->ok) return 0;
+  return Report(
+      {RuntimeError("shard-mismatch", "shard " + std::to_string(c->shard) +
+                                          " re-run does not reproduce the record (max abs diff " +
+                                          std::to_string(c->max_abs_diff) + ")")},
+      "", v.json);
 }
 
 }  // namespace scellis::cli

@@ -205,7 +205,12 @@ Result<Invocation> ParseCommandLine(const std::vector<std::string>& args,
   TypedFlags& lower_typed = typed_for(lower);
   AddCompileFlags(lower, lower_typed, inv.compile);
   AddPassFlags(lower, inv.compile);
-  lower->add_option("--to", inv.lower.to, "doc | block | webir | kernel | execplan");
+  lower->add_option("--to", inv.lower.to, "doc | block | webir | kernel | execplan | workplan");
+  lower_typed.Integer("--ranks", &inv.lower.ranks, 1, 4096,
+                      "--to=workplan: the ranks the training step is shared among");
+  lower_typed.Integer("--chunks", &inv.lower.chunks, 1, 1 << 20,
+                      "--to=workplan: the chunks the batch's gradient is summed over (default: "
+                      "one per rank)");
   lower->add_option("--print-after", inv.compile.print_after,
                     "print the rung as it stands after the named pass, and stop");
   lower->add_option("--dump-rungs", inv.lower.dump_dir, "write every rung into DIR");
@@ -244,6 +249,24 @@ Result<Invocation> ParseCommandLine(const std::vector<std::string>& args,
   train->add_option("--init-out", inv.train.init_out,
                     "write the initial params and optimizer state (.safetensors)");
   train->add_option("--losses-out", inv.train.losses_out, "write every step's loss as JSON");
+  train_typed.Integer("--ranks", &inv.train.ranks, 1, 4096,
+                      "data parallel over the ranks of an MPI job (mpirun -np N); the CPU "
+                      "reference gives the bits of one rank with the same --chunks");
+  train_typed.Integer("--chunks", &inv.train.chunks, 1, 1 << 20,
+                      "sum the batch's gradient over this many chunks, in a fixed tree "
+                      "(default: one per rank)");
+  train_typed.Integer("--collective-timeout", &inv.train.collective_timeout_seconds, 1, 86400,
+                      "seconds a rank waits for the others at an all-gather before it stops the "
+                      "job (rank-lost; default 300)");
+  train->add_flag("--record-shards", inv.train.record_shards,
+                  "record the last step's shards in the store, for scellis verify --shard");
+
+  CLI::App* verify = app.add_subcommand(
+      "verify", "re-run one shard of a recorded data-parallel step on the CPU reference");
+  TypedFlags& verify_typed = typed_for(verify);
+  verify->add_option("run", inv.verify.run_id, "the record's id (sha256:...)")->required();
+  verify_typed.Integer("--shard", &inv.verify.shard, 0, 4095, "the shard (rank) to re-run");
+  verify->add_flag("--json", inv.verify.json, "machine-readable output");
 
   CLI::App* probe = app.add_subcommand(
       "probe", "show the WebGPU adapter, its limits, and what auto would choose");
@@ -271,7 +294,8 @@ Result<Invocation> ParseCommandLine(const std::vector<std::string>& args,
   ops->add_flag("--markdown", inv.ops.markdown, "print the reference of docs/ops.md");
 
   CLI::App* studio = app.add_subcommand(
-      "studio", "serve the Studio: the canvas and a JSON API over the engine (loopback by default)");
+      "studio",
+      "serve the Studio: the canvas and a JSON API over the engine (loopback by default)");
   TypedFlags& studio_typed = typed_for(studio);
   studio_typed.Integer("--port", &inv.studio.port, 0, 65535,
                        "TCP port (default 8737; 0 picks a free one and prints it)");
@@ -315,7 +339,8 @@ Result<Invocation> ParseCommandLine(const std::vector<std::string>& args,
   if (!errors.empty()) return Status(errors);
   if (sub == nullptr) {
     return UserError("bad-flag", "", "no command given",
-                     "scellis run|lower|plan|validate|train|probe|conform|ops|studio; see --help");
+                     "scellis run|lower|plan|validate|train|verify|probe|conform|ops|studio; see "
+                     "--help");
   }
   errors = CheckNonEmpty(sub);
   if (auto it = typed_of.find(sub); it != typed_of.end()) {
@@ -343,6 +368,8 @@ Result<Invocation> ParseCommandLine(const std::vector<std::string>& args,
                            {"--init-out", inv.train.init_out},
                            {"--losses-out", inv.train.losses_out}});
     CapThreads(inv.train.threads, hardware_threads, inv.notes);
+  } else if (sub == verify) {
+    inv.command = Command::kVerify;
   } else if (sub == probe) {
     inv.command = Command::kProbe;
   } else if (sub == conform) {
@@ -378,6 +405,8 @@ int Execute(const Invocation& inv) {
       return ValidateCommand(inv.compile);
     case Command::kTrain:
       return TrainCommand(inv.compile, inv.train);
+    case Command::kVerify:
+      return VerifyCommand(inv.verify);
     case Command::kProbe:
       return ProbeCommand(inv.probe_json);
     case Command::kConform:

@@ -15,7 +15,19 @@
 
 namespace scellis::cli {
 
-enum class Command { kHelp, kRun, kLower, kPlan, kValidate, kTrain, kProbe, kConform, kOps, kStudio };
+enum class Command {
+  kHelp,
+  kRun,
+  kLower,
+  kPlan,
+  kValidate,
+  kTrain,
+  kVerify,
+  kProbe,
+  kConform,
+  kOps,
+  kStudio
+};
 
 struct Invocation {
   Command command = Command::kHelp;
@@ -23,6 +35,7 @@ struct Invocation {
   CompileFlags compile;
   RunFlags run;
   TrainFlags train;
+  VerifyFlags verify;
   LowerFlags lower;
   ConformFlags conform;
   OpsFlags ops;

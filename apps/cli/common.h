@@ -58,8 +58,19 @@ struct TrainFlags {
   int64_t max_steps = 0;   // caps each epoch's steps (quick checks)
   std::string init_out;    // the initial state, as safetensors (for peers to start from)
   std::string losses_out;  // every step's loss, as JSON
+  int ranks = 1;           // data parallel over an MPI job's ranks
+  int chunks = 0;          // the batch's gradient summed over chunks (0: one per rank)
+  int collective_timeout_seconds = 300;
+  bool record_shards = false;  // the last step's shards, into the store
 };
 int TrainCommand(const CompileFlags& f, const TrainFlags& t);
+
+struct VerifyFlags {
+  std::string run_id;
+  int shard = 0;
+  bool json = false;
+};
+int VerifyCommand(const VerifyFlags& v);
 
 struct RunFlags {
   std::string backend = "auto";
@@ -74,6 +85,8 @@ int RunCommand(const CompileFlags& f, const RunFlags& r);
 struct LowerFlags {
   std::string to;        // --to=RUNG
   std::string dump_dir;  // --dump-rungs=DIR
+  int ranks = 0;         // --ranks (--to=workplan); 0: not given
+  int chunks = 0;        // --chunks (--to=workplan); 0: one per rank
 };
 // The rung `lower` prints (or the last it dumps), or a `bad-flag`/`bad-pass` diagnostic when the
 // flags ask for none or more than one mode.

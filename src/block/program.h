@@ -90,8 +90,11 @@ struct TrainSpec {
 };
 
 // What to lower a training workflow to: the training step, or the forward pass alone (for
-// evaluation, with the params fed by name).
-enum class LowerMode { kTrainStep, kForward };
+// evaluation, with the params fed by name). Data-parallel training splits the step in two halves
+// with the all-reduce between them: kGradients (the params fed by name, the loss and every
+// parameter's gradient as outputs, no update) and kApplyGradients (only the params, resident, and
+// the optimizer update reading each gradient as the input "<param>@grad").
+enum class LowerMode { kTrainStep, kForward, kGradients, kApplyGradients };
 
 // The header (name, version, tier, tolerance, content id, budget, notes) is shared by every rung.
 struct Program : RungHeader {

@@ -78,6 +78,40 @@ std::string Store::IndexDir(const std::string& kind, const std::string& profile,
   return (fs::path(root_) / "index" / kind / Sha256Hex(profile).substr(0, 32) / key).string();
 }
 
+std::string Store::BlobPath(const std::string& hex) const {
+  return (fs::path(root_) / "blobs" / hex.substr(0, 2) / hex).string();
+}
+
+Result<std::string> Store::PutBlob(std::string_view bytes) const {
+  std::string hex = Sha256Hex(bytes);
+  std::string path = BlobPath(hex);
+  std::error_code ec;
+  if (!fs::exists(path, ec)) {
+    SCELLIS_TRY(MakeDirs(fs::path(path).parent_path()));
+    SCELLIS_TRY(WriteFileAtomic(path, bytes));
+  }
+  return kIdPrefix + hex;
+}
+
+Result<std::string> Store::GetBlob(const std::string& id) const {
+  std::string hex = HexOf(id);
+  if (hex.empty()) {
+    return UserError("bad-object-id", "", "\"" + id + "\" is not an object id",
+                     "ids look like sha256:<64 hex digits>");
+  }
+  std::string path = BlobPath(hex);
+  std::error_code ec;
+  if (!fs::exists(path, ec))
+    return UserError("store-object-missing", "", "the store at " + root_ + " has no blob " + id);
+  SCELLIS_ASSIGN_OR_RETURN(std::string bytes, ReadFile(path, uint64_t{1} << 34));
+  if (Sha256Hex(bytes) != hex) {
+    return UserError("store-object-corrupt", "",
+                     "the stored blob " + path + " does not match its name " + id,
+                     "delete the file; whatever it recorded must be produced again");
+  }
+  return bytes;
+}
+
 Result<std::string> Store::Put(const Json& object) const {
   std::string text = CanonicalJson(object);
   std::string hex = Sha256Hex(text);

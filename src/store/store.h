@@ -4,6 +4,7 @@
 // Layout under the root ($SCELLIS_STORE, else $HOME/.local/share/scellis/store):
 //   objects/<h0h1>/<hex>.json               one JSON object, named by the SHA-256 of its canonical
 //                                           form (see CanonicalJson); its id is "sha256:<hex>"
+//   blobs/<h0h1>/<hex>                      bytes (weights, tensors), named by their SHA-256
 //   index/<kind>/<profile hash>/<key>/<hex> one empty file per indexed object, so lookups by
 //                                           (kind, device profile, key) list one directory
 // Every file is written atomically, and an index entry only after its object, so a reader never
@@ -35,6 +36,10 @@ class Store {
   // The object with this id; `store-object-missing` or `store-object-corrupt` otherwise.
   Result<Json> Get(const std::string& id) const;
   bool Contains(const std::string& id) const;
+  // Stores bytes (idempotent) and returns their id, "sha256:<hex>"; GetBlob checks them against
+  // it (`store-object-missing`, `store-object-corrupt`).
+  Result<std::string> PutBlob(std::string_view bytes) const;
+  Result<std::string> GetBlob(const std::string& id) const;
 
   // Files object `id` under (kind, profile, key). `kind` and `key` are short names (letters,
   // digits, '_', '-', '.'); the profile may be any string (it is hashed for the path).
@@ -47,6 +52,7 @@ class Store {
  private:
   explicit Store(std::string root) : root_(std::move(root)) {}
   std::string ObjectPath(const std::string& hex) const;
+  std::string BlobPath(const std::string& hex) const;
   std::string IndexDir(const std::string& kind, const std::string& profile,
                        const std::string& key) const;
 

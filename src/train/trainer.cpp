@@ -13,8 +13,12 @@
 #include "api/session.h"
 #include "base/atomic_file.h"
 #include "data/dataset.h"
+#include "pipeline/data_parallel.h"
 #include "store/safetensors.h"
+#include "store/store.h"
+#include "train/shards.h"
 #include "webir/passes/append_train_step.h"
+#include "workplan/mpi/mpi_job.h"
 
 namespace scellis::train {
 namespace {
@@ -143,6 +147,10 @@ Json TrainResult::ToJson() const {
   j["executor"] = executor;
   j["fallback_reason"] = fallback_reason ? Json(*fallback_reason) : Json();
   j["steps_per_run"] = steps_per_run;
+  j["rank"] = rank;
+  j["ranks"] = ranks;
+  j["chunks"] = chunks;
+  j["shard_record"] = shard_record.empty() ? Json() : Json(shard_record);
   j["determinism_tier"] = determinism_tier;
   j["epochs"] = Json::array();
   j["test_accuracy"] = Json::array();
@@ -172,6 +180,28 @@ class Training {
 
   // Reads the train section, loads both splits and prepares the step and evaluation sessions.
   Status Prepare(std::string_view text) {
+    concern_ = Trainer::Concern::kOptions;
+    if (o_.ranks < 1 || o_.chunks < 0) return UserError("bad-flag", "", "--ranks takes 1 or more");
+    data_parallel_ = o_.ranks > 1 || o_.chunks > 1;
+    if (o_.record_shards && !data_parallel_)
+      return UserError("bad-flag", "", "--record-shards records a data-parallel step",
+                       "add --ranks=N (under mpirun) or --chunks=K");
+    if (o_.ranks > 1) {
+      SCELLIS_ASSIGN_OR_RETURN(world_,
+                               workplan::JoinMpiJob(o_.ranks, o_.collective_timeout_seconds));
+    } else {
+      world_ = workplan::SingleProcess();
+    }
+    result_.rank = world_->rank();
+    result_.ranks = world_->size();
+    text_ = std::string(text);
+    // The ranks train one replica in lockstep: rank 0 alone reports (events_ stays silent on the
+    // others, so a front end prints each line once).
+    if (result_.rank != 0) {
+      TrainEvents silent;
+      silent.cancelled = e_.cancelled;
+      e_ = std::move(silent);
+    }
     concern_ = Trainer::Concern::kDocument;
     pipeline::CompileOptions head_options = o_.compile;
     head_options.up_to = pipeline::Rung::kBlock;
@@ -232,17 +262,59 @@ class Training {
     if (e_.backend) e_.backend(result_.backend, result_.fallback_reason);
 
     concern_ = Trainer::Concern::kDocument;
-    SCELLIS_ASSIGN_OR_RETURN(step_,
-                             api::Session::Prepare(text, step_options, std::move(step_backend)));
+    if (data_parallel_) {
+      SCELLIS_TRY(PrepareHalves(text, step_options, std::move(step_backend)));
+    } else {
+      SCELLIS_ASSIGN_OR_RETURN(step_,
+                               api::Session::Prepare(text, step_options, std::move(step_backend)));
+    }
     SCELLIS_ASSIGN_OR_RETURN(eval_,
                              api::Session::Prepare(text, eval_options, std::move(eval_backend)));
-    result_.executor = step_->executor();
-    result_.determinism_tier = policy::TierName(step_->plan().graph().tier);
-    state_ = StateOf(*step_);
+    result_.executor = state().executor();
+    result_.determinism_tier = policy::TierName(state().plan().graph().tier);
+    state_ = StateOf(state());
     SCELLIS_TRY(CheckLabels());
     images_feed_ = FeedNameOf(prog.blocks[spec_.images]);
     labels_feed_ = FeedNameOf(prog.blocks[spec_.labels]);
     for (int p : spec_.params) param_names_.push_back(FeedNameOf(prog.blocks[p]));
+    return Status::Ok();
+  }
+
+  // The session holding the trained state: the whole step's, or the update half's.
+  api::Session& state() { return data_parallel_ ? *update_ : *step_; }
+
+  // Data parallelism: the step's two halves as sessions, and the WorkPlan that shares the batch
+  // among the ranks (refused when red).
+  Status PrepareHalves(std::string_view text, const pipeline::CompileOptions& step_options,
+                       runtime::Selection gradients_backend) {
+    const int chunks = o_.chunks > 0 ? o_.chunks : o_.ranks;
+    SCELLIS_ASSIGN_OR_RETURN(pipeline::StepHalves halves,
+                             pipeline::SplitTrainStep(text, step_options, chunks));
+    // A rank gathers its chunks of one batch on the host.
+    const int64_t mine = (chunks + o_.ranks - 1) / o_.ranks;
+    halves.gradients.plan.caller_host_bytes = BatchHostBytes(mine, spec_.batch / chunks);
+    halves.gradients.plan.caller_host_what = "the chunks of one batch gathered by a rank";
+    halves.update.plan.caller_host_bytes = 0;
+    SCELLIS_ASSIGN_OR_RETURN(runtime::Selection update_backend, runtime::SelectBackend(o_.select));
+    SCELLIS_ASSIGN_OR_RETURN(
+        gradients_, api::Session::Prepare(text, halves.gradients, std::move(gradients_backend)));
+    SCELLIS_ASSIGN_OR_RETURN(update_,
+                             api::Session::Prepare(text, halves.update, std::move(update_backend)));
+    SCELLIS_ASSIGN_OR_RETURN(
+        work_,
+        workplan::FromExecPlans(std::make_shared<execplan::Plan>(gradients_->plan()),
+                                std::make_shared<execplan::Plan>(update_->plan()),
+                                workplan::DeviceSet::Uniform(o_.ranks, update_->plan().limits),
+                                spec_.batch, {.chunks = chunks}));
+    SCELLIS_TRY(workplan::Verify(work_));
+    if (work_.verdict == execplan::Verdict::kRed) {
+      std::vector<Diagnostic> why = work_.findings;
+      for (const workplan::RankMemory& m : work_.memory)
+        for (const Diagnostic& d : m.findings)
+          if (d.severity == Severity::kError) why.push_back(d);
+      return Status(std::move(why));
+    }
+    result_.chunks = work_.chunks;
     return Status::Ok();
   }
 
@@ -276,7 +348,7 @@ class Training {
     }
     SCELLIS_TRY(CheckCheckpointTensors(tensors));
     for (const store::NamedTensor& nt : tensors)
-      SCELLIS_TRY(step_->Upload(nt.name, F32TensorOf(nt)));
+      SCELLIS_TRY(state().Upload(nt.name, F32TensorOf(nt)));
     start_epoch_ = static_cast<int>(epoch);
     if (e_.resumed) e_.resumed(start_epoch_, global_step_);
     return Status::Ok();
@@ -329,7 +401,7 @@ class Training {
   Status SaveState(const std::string& path, int epoch) {
     std::vector<store::NamedTensor> tensors;
     for (const StateTensor& s : state_) {
-      SCELLIS_ASSIGN_OR_RETURN(runtime::HostTensor v, step_->Download(s.name));
+      SCELLIS_ASSIGN_OR_RETURN(runtime::HostTensor v, state().Download(s.name));
       SCELLIS_TRY(CheckFinite(v, s.name));
       tensors.push_back({s.name, SafetensorsDtype(v.type.dtype), v.type.sizes(), BytesOf(v)});
     }
@@ -339,9 +411,13 @@ class Training {
                                    {"content_id", head_.doc.content_id}});
   }
 
+  workplan::Collective* world() const { return world_.get(); }
+
   Result<TrainResult> Run() {
     if (!o_.resume.empty()) SCELLIS_TRY(Resume(o_.resume));
-    if (!o_.init_out.empty()) {
+    // Every rank holds the same state; rank 0 alone writes it.
+    const bool writer = world_->rank() == 0;
+    if (!o_.init_out.empty() && writer) {
       concern_ = Trainer::Concern::kInitOut;
       SCELLIS_TRY(SaveState(o_.init_out, start_epoch_));
     }
@@ -354,19 +430,21 @@ class Training {
       e.epochs = epochs_;
       e.steps = steps_per_epoch;
       auto start = Clock::now();
-      SCELLIS_ASSIGN_OR_RETURN(double loss_sum, TrainEpoch(epoch, steps_per_epoch));
+      SCELLIS_ASSIGN_OR_RETURN(double loss_sum, data_parallel_
+                                                    ? TrainEpochSharded(epoch, steps_per_epoch)
+                                                    : TrainEpoch(epoch, steps_per_epoch));
       e.train_seconds = Seconds(start, Clock::now());
       e.mean_loss = loss_sum / std::max<int64_t>(steps_per_epoch, 1);
-      SCELLIS_TRY(Evaluate(e));
+      if (writer) SCELLIS_TRY(Evaluate(e));  // the replicas are equal: one rank scores them
       e.seconds = Seconds(start, Clock::now());
       result_.epochs.push_back(e);
       if (e_.epoch) e_.epoch(e);
-      if (!o_.checkpoint.empty()) {
+      if (!o_.checkpoint.empty() && writer) {
         concern_ = Trainer::Concern::kCheckpoint;
         SCELLIS_TRY(SaveState(o_.checkpoint, epoch + 1));
       }
     }
-    if (!o_.losses_out.empty()) {
+    if (!o_.losses_out.empty() && writer) {
       concern_ = Trainer::Concern::kLossesOut;
       SCELLIS_TRY(WriteFileAtomic(o_.losses_out, Json(result_.losses).dump() + "\n"));
     }
@@ -463,17 +541,124 @@ class Training {
                      .steps_per_second = elapsed > 0 ? step / elapsed : 0});
       }
       if (e_.cancelled && e_.cancelled())
-        return UserError("cancelled", "", "training was cancelled after " +
-                                              std::to_string(global_step_) + " steps");
+        return UserError("cancelled", "",
+                         "training was cancelled after " + std::to_string(global_step_) + " steps");
     }
     return loss_sum;
+  }
+
+  // One epoch of data-parallel steps: per step, this rank's chunks through the gradient half, the
+  // WorkPlan's reduction (local partials, the all-gather, the tree above them) and the update
+  // half with the batch's gradient. Returns the sum of the losses.
+  Result<double> TrainEpochSharded(int epoch, int64_t steps) {
+    auto start = Clock::now();
+    std::vector<int64_t> order = data::EpochOrder(train_.count, spec_.shuffle_seed, epoch);
+    const std::vector<int64_t> counts = workplan::GatherCounts(work_);
+    double loss_sum = 0;
+    for (int64_t step = 0; step < steps; ++step) {
+      runtime::Feeds weights;
+      for (const std::string& p : param_names_) {
+        SCELLIS_ASSIGN_OR_RETURN(weights[p], update_->Download(p));
+      }
+      ShardInputs in{.train = &train_,
+                     .order = &order,
+                     .batch_start = step * spec_.batch,
+                     .images_feed = images_feed_,
+                     .labels_feed = labels_feed_,
+                     .weights = &weights};
+      SCELLIS_ASSIGN_OR_RETURN(std::vector<std::vector<float>> chunk_values,
+                               ShardGradients(*gradients_, work_, world_->rank(), in));
+      std::vector<float> partials = workplan::ReduceLocal(work_, world_->rank(), chunk_values);
+      SCELLIS_ASSIGN_OR_RETURN(std::vector<float> gathered, world_->AllGather(partials, counts));
+      // The run's last step is recorded, by rank 0, which holds every rank's partials now.
+      if (o_.record_shards && world_->rank() == 0 && epoch + 1 == epochs_ && step + 1 == steps)
+        SCELLIS_TRY(RecordShards(epoch, step * spec_.batch, weights, gathered));
+      std::vector<float> sum = workplan::Combine(work_, gathered);
+      runtime::Feeds apply;
+      size_t offset = 0;
+      for (const std::string& p : work_.params) {
+        const webir::Graph& ug = update_->plan().graph();
+        const std::string name = webir::GradName(p);
+        TensorType type;
+        for (const webir::Node& n : ug.nodes)
+          if (n.name == name) type = n.type;
+        const size_t count = static_cast<size_t>(type.elements());
+        apply[name] = HostTensor::FromFloats(
+            type, std::vector<float>(sum.begin() + offset, sum.begin() + offset + count));
+        offset += count;
+      }
+      apply[webir::kStepInput] = F32Tensor({}, {static_cast<float>(global_step_ + 1)});
+      SCELLIS_ASSIGN_OR_RETURN(runtime::StepsResult unused, update_->Run({apply}, {}));
+      const float loss = sum.back();
+      loss_sum += loss;
+      result_.losses.push_back(loss);
+      ++global_step_;
+      if (e_.progress) {
+        double elapsed = Seconds(start, Clock::now());
+        e_.progress({.epoch = epoch + 1,
+                     .epochs = epochs_,
+                     .step = step + 1,
+                     .total = steps,
+                     .loss = loss,
+                     .steps_per_second = elapsed > 0 ? (step + 1) / elapsed : 0});
+      }
+      if (e_.cancelled && e_.cancelled())
+        return UserError("cancelled", "",
+                         "training was cancelled after " + std::to_string(global_step_) + " steps");
+    }
+    return loss_sum;
+  }
+
+  // The record of one step's shards (train/shards.h), filed in the store; its id is the result's
+  // shard_record.
+  Status RecordShards(int epoch, int64_t batch_start, const runtime::Feeds& weights,
+                      const std::vector<float>& gathered) {
+    SCELLIS_ASSIGN_OR_RETURN(store::Store st, store::Store::Open(o_.store_root));
+    SCELLIS_ASSIGN_OR_RETURN(std::string document, st.PutBlob(text_));
+    std::vector<store::NamedTensor> tensors;
+    for (const auto& [name, t] : weights)
+      tensors.push_back({name, SafetensorsDtype(t.type.dtype), t.type.sizes(), BytesOf(t)});
+    SCELLIS_ASSIGN_OR_RETURN(std::string weights_id,
+                             st.PutBlob(store::EncodeSafetensors(tensors, {})));
+    Json shards = Json::array();
+    for (const workplan::Shard& s : work_.shards)
+      shards.push_back({{"rank", s.rank},
+                        {"first_chunk", s.first_chunk},
+                        {"chunks", s.chunks},
+                        {"partials", Json::array()}});
+    const size_t width = static_cast<size_t>(work_.gradient_elements);
+    for (size_t i = 0; i < work_.partials.size(); ++i) {
+      const workplan::Partial& p = work_.partials[i];
+      std::string bytes(reinterpret_cast<const char*>(gathered.data() + i * width),
+                        width * sizeof(float));
+      SCELLIS_ASSIGN_OR_RETURN(std::string id, st.PutBlob(bytes));
+      shards[p.rank]["partials"].push_back({{"lo", p.span.lo}, {"hi", p.span.hi}, {"values", id}});
+    }
+    Json rec = {{"kind", "scellis.shard_run/1"},
+                {"document", document},
+                {"content_id", head_.doc.content_id},
+                {"backend", result_.backend},
+                {"ranks", work_.ranks()},
+                {"chunks", work_.chunks},
+                {"batch", work_.batch},
+                {"gradients_plan", work_.gradients_hash},
+                {"update_plan", work_.update_hash},
+                {"dataset", head_.program->blocks[spec_.dataset].params["source"]},
+                {"shuffle_seed", spec_.shuffle_seed},
+                {"epoch", epoch},
+                {"batch_start", batch_start},
+                {"global_step", global_step_ + 1},
+                {"weights", weights_id},
+                {"shards", shards}};
+    SCELLIS_ASSIGN_OR_RETURN(result_.shard_record, st.Put(rec));
+    return Status::Ok();
   }
 
   // The trained weights fed into the forward plan, over every whole test batch.
   Status Evaluate(EpochResult& e) {
     std::map<std::string, runtime::HostTensor> weights;
     for (const std::string& p : param_names_) {
-      SCELLIS_ASSIGN_OR_RETURN(weights[p], step_->Download(p));
+      SCELLIS_ASSIGN_OR_RETURN(weights[p], state().Download(p));
       SCELLIS_TRY(CheckFinite(weights[p], p));
     }
     std::vector<int64_t> identity(static_cast<size_t>(test_.count));
@@ -495,7 +680,7 @@ class Training {
   }
 
   const TrainOptions& o_;
-  const TrainEvents& e_;
+  TrainEvents e_;
   Trainer::Concern& concern_;
 
   pipeline::Compiled head_;  // the document at the block rung: the train section
@@ -503,6 +688,12 @@ class Training {
   int epochs_ = 0;
   data::Dataset train_, test_;
   std::unique_ptr<api::Session> step_, eval_;
+  // Data parallelism: the step's halves, the WorkPlan and the job's ranks (one when alone).
+  bool data_parallel_ = false;
+  std::unique_ptr<api::Session> gradients_, update_;
+  workplan::WorkPlan work_;
+  std::unique_ptr<workplan::Collective> world_;
+  std::string text_;                // the document, for a shard record
   std::vector<StateTensor> state_;  // carried inputs: what a checkpoint holds
   std::string images_feed_, labels_feed_;
   std::vector<std::string> param_names_;
@@ -516,8 +707,11 @@ class Training {
 
 Result<TrainResult> Trainer::Train(std::string_view text) {
   Training t(options_, events_, concern_);
-  SCELLIS_TRY(t.Prepare(text));
-  return t.Run();
+  Status prepared = t.Prepare(text);
+  Result<TrainResult> r = prepared.ok() ? t.Run() : Result<TrainResult>(prepared);
+  // Other ranks may be waiting for this one in a collective: stop them all with the cause.
+  if (!r.ok() && t.world() && t.world()->size() > 1) t.world()->Abort(r.errors().front());
+  return r;
 }
 
 }  // namespace scellis::train

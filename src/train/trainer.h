@@ -32,6 +32,17 @@ struct TrainOptions {
   std::string init_out;    // write the initial state here (for peers to start from)
   std::string checkpoint;  // write the state here after each epoch
   std::string losses_out;  // write every step's loss here, as a JSON array
+  // Data parallelism (workplan/): the batch's gradient summed over `chunks` chunks by the
+  // WorkPlan's fixed tree, the chunks shared among `ranks` processes of an MPI job. A run of one
+  // rank with the same chunks gives the same bits on the CPU reference. chunks 0: one per rank;
+  // ranks 1 and chunks 0 or 1: the step in one piece, as before.
+  int ranks = 1;
+  int chunks = 0;
+  double collective_timeout_seconds = 300;  // a rank waiting longer for the others gives up
+  // Data parallel: record the run's last step for `scellis verify --shard` (train/shards.h) in
+  // the store at store_root ("": the default store).
+  bool record_shards = false;
+  std::string store_root;
 };
 
 struct Progress {
@@ -74,9 +85,13 @@ struct TrainResult {
   int steps_per_run = 0;
   std::vector<EpochResult> epochs;  // those run by this call (after a resume, the later ones)
   std::vector<float> losses;        // every step's loss, in order
+  int rank = 0, ranks = 1;          // this process's rank of the job, and the job's ranks
+  int chunks = 1;                   // the chunks the batch's gradient was summed over
+  std::string shard_record;         // the id of the recorded step's shards (--record-shards)
 
   double seconds_per_epoch() const;
-  // `{"backend", "executor", "fallback_reason", "steps_per_run", "determinism_tier",
+  // `{"backend", "executor", "fallback_reason", "steps_per_run", "determinism_tier", "rank",
+  //   "ranks", "chunks", "shard_record" (null unless recorded),
   //   "epochs": [{"epoch", "mean_loss", "test_accuracy", "seconds", "train_seconds", "steps"}],
   //   "seconds_per_epoch", "test_accuracy": [...]}`.
   Json ToJson() const;
@@ -101,6 +116,8 @@ class Trainer {
   //   the dataset's and the compiler's own; on resume, the safetensors reader's,
   //   checkpoint-mismatch (another document wrote it) and bad-checkpoint (epoch, step or tensors
   //   that do not describe this run's state, or a tensor that is not F32).
+  // Over several ranks, a rank that fails stops every rank (workplan::Collective::Abort): only
+  // a run that succeeded, or failed on every rank alike before the ranks joined, returns.
   Result<TrainResult> Train(std::string_view text);
 
   // What the last failure of Train concerned.

@@ -39,9 +39,10 @@ class Lowering {
       }
       g_.carries.push_back({from, to});
     }
-    if (prog_.train && prog_.mode == block::LowerMode::kTrainStep) {
+    if (prog_.train && prog_.mode != block::LowerMode::kForward) {
       const block::TrainSpec& spec = *prog_.train;
-      PendingTrainStep step{node_of_[spec.loss], {}, spec.param_optimizers, spec.pointer};
+      PendingTrainStep step{node_of_[spec.loss], {}, spec.param_optimizers, spec.pointer,
+                            prog_.mode};
       for (int b : spec.params) step.params.push_back(node_of_[b]);
       g_.train = std::move(step);
     }
@@ -64,6 +65,11 @@ class Lowering {
   }
 
   int LowerBlock(const block::Block& b) {
+    // The update half of a data-parallel step holds the params and their updates only: the
+    // forward graph ran in the gradient half.
+    if (prog_.train && prog_.mode == block::LowerMode::kApplyGradients &&
+        b.kind != block::BlockKind::kParam)
+      return -1;
     Node n;
     n.name = b.id;
     n.label = b.label;
@@ -76,8 +82,10 @@ class Lowering {
         n.data = b.data;
         return g_.Add(std::move(n));
       case block::BlockKind::kParam:
-        if (prog_.train && prog_.mode == block::LowerMode::kForward) {
-          // Evaluating a training workflow: the trained weights are fed by name.
+        if (prog_.train && (prog_.mode == block::LowerMode::kForward ||
+                            prog_.mode == block::LowerMode::kGradients)) {
+          // Evaluating a training workflow, or its gradients on one shard: the weights are fed by
+          // name.
           n.op = "input";
           n.role = Role::kInput;
           n.type = b.tensor_type;

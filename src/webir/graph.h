@@ -65,6 +65,8 @@ struct PendingTrainStep {
   std::vector<int> params;  // the param nodes the optimizer updates
   std::vector<block::OptimizerSpec> optimizers;  // one per param: its group's settings
   std::string pointer;  // of the "train" section
+  // The whole step, its gradient half or its update half (block::LowerMode).
+  block::LowerMode mode = block::LowerMode::kTrainStep;
 };
 
 struct Graph : RungHeader {

@@ -10,6 +10,9 @@ std::string NextName(const std::string& param) {
 std::string StateName(const std::string& param, const std::string& state) {
   return param + "@" + state;
 }
+std::string GradName(const std::string& param) {
+  return param + "@grad";
+}
 
 namespace {
 
@@ -26,43 +29,29 @@ int StateInput(Graph& g, const Node& param, const std::string& state) {
   return g.Add(std::move(n));
 }
 
-}  // namespace
+// The input a gradient arrives in, in the update half of a data-parallel step.
+int GradientInput(Graph& g, const Node& param) {
+  Node n;
+  n.op = "input";
+  n.role = Role::kInput;
+  n.purpose = Purpose::kGradient;
+  n.type = param.type;
+  n.name = n.label = GradName(param.name);
+  n.origin = param.origin;
+  return g.Add(std::move(n));
+}
 
-Status AppendTrainStep(Graph& g) {
-  if (!g.train) return Status::Ok();
-  const PendingTrainStep spec = std::move(*g.train);
-  g.train.reset();
-  const int loss = spec.loss;
-  const std::vector<int>& params = spec.params;
-  if (loss < 0) return InternalError("webir.AppendTrainStep", "the loss was never lowered");
-
-  Node step;
-  step.op = "input";
-  step.role = Role::kInput;
-  step.type = MakeType({});
-  step.name = step.label = kStepInput;
-  step.origin = spec.pointer;
-  int t = g.Add(std::move(step));
-
-  auto grads = Backward(g, loss, params);
-  if (!grads.ok()) {
-    std::vector<Diagnostic> errors = grads.errors();
-    for (Diagnostic& d : errors)
-      if (d.pointer.empty()) d.pointer = spec.pointer;
-    return Status(errors);
-  }
-
-  if (spec.optimizers.size() != params.size())
+// One optimizer update per parameter from its gradient `grads[i]`, with the settings of its
+// parameter group `optimizers[i]`; the new values and moments are outputs carried back into their
+// inputs. `t` is the step input.
+Status AppendUpdates(Graph& g, const std::vector<block::OptimizerSpec>& optimizers,
+                     const std::vector<int>& params, const std::vector<int>& grads, int t) {
+  if (optimizers.size() != params.size())
     return InternalError("webir.AppendTrainStep", "a param without its optimizer settings");
-  bool has_loss_output = false;
-  for (const Output& out : g.outputs)
-    has_loss_output |= out.node == loss && out.name == kLossOutput;
-  if (!has_loss_output) g.outputs.push_back({kLossOutput, loss});
-
   for (size_t i = 0; i < params.size(); ++i) {
     const Node param = g.at(params[i]);
-    const block::OptimizerSpec& o = spec.optimizers[i];
-    int grad = grads.value()[i];
+    const block::OptimizerSpec& o = optimizers[i];
+    int grad = grads[i];
     auto emit = [&](const std::string& op, std::vector<int> args, Json attrs, Purpose purpose,
                     const std::string& output) {
       int id = grad::Emit(g, op, std::move(args), std::move(attrs));
@@ -117,6 +106,55 @@ Status AppendTrainStep(Graph& g) {
     }
   }
   return Status::Ok();
+}
+
+int StepInput(Graph& g, const std::string& origin) {
+  Node step;
+  step.op = "input";
+  step.role = Role::kInput;
+  step.type = MakeType({});
+  step.name = step.label = kStepInput;
+  step.origin = origin;
+  return g.Add(std::move(step));
+}
+
+}  // namespace
+
+Status AppendTrainStep(Graph& g) {
+  if (!g.train) return Status::Ok();
+  const PendingTrainStep spec = std::move(*g.train);
+  g.train.reset();
+  const int loss = spec.loss;
+  const std::vector<int>& params = spec.params;
+
+  if (spec.mode == block::LowerMode::kApplyGradients) {
+    std::vector<int> grads;
+    for (int p : params) grads.push_back(GradientInput(g, g.at(p)));
+    int t = StepInput(g, spec.pointer);
+    return AppendUpdates(g, spec.optimizers, params, grads, t);
+  }
+
+  if (loss < 0) return InternalError("webir.AppendTrainStep", "the loss was never lowered");
+  int t = spec.mode == block::LowerMode::kTrainStep ? StepInput(g, spec.pointer) : -1;
+  auto grads = Backward(g, loss, params);
+  if (!grads.ok()) {
+    std::vector<Diagnostic> errors = grads.errors();
+    for (Diagnostic& d : errors)
+      if (d.pointer.empty()) d.pointer = spec.pointer;
+    return Status(errors);
+  }
+
+  bool has_loss_output = false;
+  for (const Output& out : g.outputs)
+    has_loss_output |= out.node == loss && out.name == kLossOutput;
+  if (!has_loss_output) g.outputs.push_back({kLossOutput, loss});
+
+  if (spec.mode == block::LowerMode::kGradients) {
+    for (size_t i = 0; i < params.size(); ++i)
+      g.outputs.push_back({GradName(g.at(params[i]).name), grads.value()[i]});
+    return Status::Ok();
+  }
+  return AppendUpdates(g, spec.optimizers, params, grads.value(), t);
 }
 
 }  // namespace scellis::webir

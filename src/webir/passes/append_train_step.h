@@ -2,6 +2,8 @@
 // one backward pass (autodiff), and one optimizer update per parameter. The updated parameters and
 // optimizer moments are named outputs carried back into their inputs between steps, so a session
 // keeps them resident; the 1-based step number is the scalar input "step", fed every step.
+// Data parallelism lowers the step as two halves instead (block::LowerMode::kGradients and
+// kApplyGradients), so the gradients can be summed across shards between them.
 #pragma once
 
 #include <vector>
@@ -22,5 +24,8 @@ Status AppendTrainStep(Graph& g);
 // Output names for a parameter's updated value and its optimizer state.
 std::string NextName(const std::string& param);
 std::string StateName(const std::string& param, const std::string& state);
+// The name of a parameter's gradient: an output of the gradient half of a data-parallel step, an
+// input of its update half (block::LowerMode).
+std::string GradName(const std::string& param);
 
 }  // namespace scellis::webir

@@ -182,6 +182,74 @@ TEST(TrainStep, MlpAdamStepsMatchAHandComputation) {
   }
 }
 
+// Data parallelism lowers the step as two halves: the gradients (params fed by name) and the
+// update (gradients fed as "<param>@grad"). Run one after the other in float64 on the reference
+// they are the hand-computed step.
+TEST(TrainStep, GradientAndUpdateHalvesMakeTheWholeStep) {
+  CompileOptions grad_options = Options(), update_options = Options();
+  grad_options.lower.mode = block::LowerMode::kGradients;
+  update_options.lower.mode = block::LowerMode::kApplyGradients;
+  auto grads = Compile(ReadExample("mlp_step.json"), grad_options);
+  ASSERT_TRUE(grads.ok()) << grads.errors()[0].Format();
+  auto update = Compile(ReadExample("mlp_step.json"), update_options);
+  ASSERT_TRUE(update.ok()) << update.errors()[0].Format();
+  const webir::Graph& gg = grads->plan->graph();
+  const webir::Graph& ug = update->plan->graph();
+
+  // The update half holds the params, their gradients and optimizer state and the step: no
+  // forward value, no dataset input.
+  for (const webir::Node& n : ug.nodes) {
+    EXPECT_NE(n.label, "x");
+    EXPECT_NE(n.label, "labels");
+    EXPECT_NE(n.op, "matmul");
+  }
+  // The gradient half carries nothing and updates nothing.
+  EXPECT_TRUE(gg.carries.empty());
+  for (const webir::Node& n : gg.nodes) EXPECT_NE(n.op, "adam_update");
+
+  Mlp mlp;
+  runtime::cpu::ExactFeeds<double> grad_feeds;
+  for (const webir::Node& n : ug.nodes)
+    if (n.role == webir::Role::kParam) {
+      std::vector<float> init = n.init->Generate(n.type.elements());
+      mlp.params[n.label] = Tensor(init.begin(), init.end());
+      mlp.m[n.label] = mlp.v[n.label] = Tensor(init.size(), 0.0);
+      grad_feeds[n.label] = mlp.params[n.label];
+    }
+  for (const webir::Node& n : gg.nodes) {
+    if (n.label == "x") mlp.x = Tensor(n.data->begin(), n.data->end());
+    if (n.label == "labels") mlp.labels = Tensor(n.data->begin(), n.data->end());
+  }
+  ASSERT_EQ(mlp.params.size(), 4u);
+  const double want_loss = mlp.Step(1);
+
+  kernel::ref::Parallel serial(1);
+  auto run_grads = runtime::cpu::RunPlan<double>(*grads->plan, {}, serial, grad_feeds);
+  ASSERT_TRUE(run_grads.ok()) << run_grads.errors()[0].Format();
+  auto grad_out = ByName(gg, run_grads.value());
+  EXPECT_NEAR(grad_out["loss"][0], want_loss, 1e-12);
+
+  runtime::cpu::ExactFeeds<double> update_feeds;
+  update_feeds["step"] = {1.0};
+  for (const auto& [name, p] : mlp.params) {
+    ASSERT_EQ(grad_out.count(GradName(name)), 1u) << name;
+    update_feeds[GradName(name)] = grad_out[GradName(name)];
+  }
+  auto run_update = runtime::cpu::RunPlan<double>(*update->plan, {}, serial, update_feeds);
+  ASSERT_TRUE(run_update.ok()) << run_update.errors()[0].Format();
+  auto out = ByName(ug, run_update.value());
+  for (const auto& [name, p] : mlp.params) {
+    for (const auto& [suffix, want] : {std::pair<std::string, const Tensor*>{"@next", &p},
+                                       {"@m", &mlp.m[name]},
+                                       {"@v", &mlp.v[name]}}) {
+      const std::string key = name + suffix;
+      ASSERT_EQ(out[key].size(), want->size()) << key;
+      for (size_t i = 0; i < want->size(); ++i)
+        EXPECT_NEAR(out[key][i], (*want)[i], 1e-12 * (1 + std::fabs((*want)[i]))) << key;
+    }
+  }
+}
+
 TEST(TrainStep, PrintsTheBackwardPassAndStateOutputs) {
   auto compiled = Compile(ReadExample("mlp_step.json"), Options());
   ASSERT_TRUE(compiled.ok());

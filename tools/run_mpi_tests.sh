@@ -1,0 +1,106 @@
+#!/usr/bin/env bash
+# Data-parallel training over MPI on the CPU reference, two ranks on this machine (loopback):
+#   1. the checkpoint and losses of `mpirun -np 2 scellis train --ranks=2` are byte for byte those
+#      of one process declared with the same chunks (--chunks=2; and 4 chunks, 2 per rank);
+#   2. a checkpoint written by one process resumes on two ranks, equal to one process throughout;
+#   3. each shard of a recorded step (--record-shards) re-runs alone, bit for bit (scellis verify);
+#   4. a rank that fails stops the other with a named cause; a killed rank ends the job; a rank
+#      that hangs is given up after --collective-timeout (rank-lost). Every run is bounded.
+# Skipped, with the reason, only when mpirun is missing.
+#
+# usage: tools/run_mpi_tests.sh [BUILD]
+set -euo pipefail
+cd "$(dirname "$0")/.."
+BUILD=${1:-build}
+SCELLIS="$(cd "$BUILD" && pwd)/scellis"
+
+if ! command -v mpirun >/dev/null; then
+  echo "skipped: mpirun not found (tools/setup.sh test installs openmpi-bin libopenmpi-dev)"
+  exit 0
+fi
+# mpirun refuses root unless told; CI containers run as root.
+export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
+# Loopback only, no probing of other transports' hardware.
+export OMPI_MCA_btl=self,vader OMPI_MCA_btl_vader_single_copy_mechanism=none
+MPIRUN=(timeout 120 mpirun -np 2 --oversubscribe)
+
+TMP=$(mktemp -d)
+trap 'rm -rf "$TMP"' EXIT
+TRAIN=(train examples/fashion_mlp.json --backend=cpu --threads=1 --epochs 1 --max-steps 12)
+start=$SECONDS
+
+fail() { echo "FAIL: $*" >&2; exit 1; }
+same() {  # same FILE_A FILE_B WHAT
+  cmp -s "$1" "$2" || fail "$3: $1 and $2 differ"
+}
+
+echo "-- --ranks=2 outside a 2-process job is refused"
+rc=0; "$SCELLIS" "${TRAIN[@]}" --ranks=2 >/dev/null 2>"$TMP/err" || rc=$?
+[ "$rc" = 2 ] && grep -q "rank-count-mismatch" "$TMP/err" || { cat "$TMP/err"; fail "one process, --ranks=2"; }
+echo "-- 2 ranks equal one process with the same chunks, bit for bit"
+for chunks in 2 4; do
+  "$SCELLIS" "${TRAIN[@]}" --chunks=$chunks --checkpoint "$TMP/one_$chunks.safetensors" \
+    --losses-out "$TMP/one_$chunks.json" >/dev/null 2>"$TMP/err" || { cat "$TMP/err"; fail "one process"; }
+  "${MPIRUN[@]}" "$SCELLIS" "${TRAIN[@]}" --ranks=2 --chunks=$chunks \
+    --checkpoint "$TMP/two_$chunks.safetensors" --losses-out "$TMP/two_$chunks.json" \
+    >"$TMP/out" 2>"$TMP/err" || { cat "$TMP/err"; fail "mpirun -np 2"; }
+  grep -q "data parallel: 2 ranks, $chunks chunks" "$TMP/out" || fail "rank 0's summary: $(cat "$TMP/out")"
+  same "$TMP/one_$chunks.safetensors" "$TMP/two_$chunks.safetensors" "checkpoint, $chunks chunks"
+  same "$TMP/one_$chunks.json" "$TMP/two_$chunks.json" "losses, $chunks chunks"
+  echo "   $chunks chunks: checkpoint and 12 losses identical"
+done
+# The chunking is part of the arithmetic: 2 and 4 chunks round differently (else the test above
+# could not tell a sharded sum from any other).
+! cmp -s "$TMP/one_2.safetensors" "$TMP/one_4.safetensors" || fail "2 and 4 chunks gave the same bits"
+
+echo "-- a checkpoint of one process resumes on two ranks"
+RESUME=(train examples/fashion_mlp.json --backend=cpu --threads=1 --max-steps 6 --chunks=2)
+"$SCELLIS" "${RESUME[@]}" --epochs 1 --checkpoint "$TMP/e1.safetensors" >/dev/null 2>&1
+"$SCELLIS" "${RESUME[@]}" --epochs 2 --resume "$TMP/e1.safetensors" --checkpoint "$TMP/e2_one.safetensors" \
+  >/dev/null 2>&1
+"${MPIRUN[@]}" "$SCELLIS" "${RESUME[@]}" --epochs 2 --ranks=2 --resume "$TMP/e1.safetensors" \
+  --checkpoint "$TMP/e2_two.safetensors" >/dev/null 2>"$TMP/err" || { cat "$TMP/err"; fail "resume on 2 ranks"; }
+same "$TMP/e2_one.safetensors" "$TMP/e2_two.safetensors" "epoch 2 resumed"
+echo "   epoch 2 from the same checkpoint: identical"
+
+echo "-- each shard of a recorded step re-runs alone, bit for bit"
+ID=$(SCELLIS_STORE="$TMP/store" "${MPIRUN[@]}" "$SCELLIS" "${TRAIN[@]}" --ranks=2 --chunks=4 \
+  --record-shards 2>/dev/null | sed -n 's/.*shard record \(sha256:[0-9a-f]*\).*/\1/p')
+[ -n "$ID" ] || fail "no shard record printed"
+for k in 0 1; do
+  SCELLIS_STORE="$TMP/store" "$SCELLIS" verify "$ID" --shard $k >"$TMP/out" 2>&1 ||
+    { cat "$TMP/out"; fail "verify --shard $k"; }
+  grep -q "equal bit for bit" "$TMP/out" || fail "verify --shard $k: $(cat "$TMP/out")"
+  echo "   $(cat "$TMP/out")"
+done
+
+# A launcher that makes rank 1 misbehave; rank 0 runs the plain command.
+cat >"$TMP/rank1.sh" <<'EOF'
+#!/usr/bin/env bash
+mode=$1; shift
+if [ "${OMPI_COMM_WORLD_RANK:-0}" = 1 ]; then
+  case "$mode" in
+    fail) set -- "$@" --resume /nonexistent/checkpoint.safetensors ;;
+    kill) (sleep 2; kill -KILL $$) & ;;
+    hang) (sleep 2; kill -STOP $$) & ;;
+  esac
+fi
+exec "$@"
+EOF
+chmod +x "$TMP/rank1.sh"
+LONG=(train examples/fashion_mlp.json --backend=cpu --threads=1 --epochs 1 --ranks=2)
+expect_stop() {  # expect_stop MODE PATTERN... : the job ends non-zero, stderr holds each pattern
+  local mode=$1; shift
+  local t0=$SECONDS rc=0
+  "${MPIRUN[@]}" "$TMP/rank1.sh" "$mode" "$SCELLIS" "${LONG[@]}" --collective-timeout=5 \
+    >/dev/null 2>"$TMP/err" || rc=$?
+  [ "$rc" != 0 ] || fail "$mode: the job succeeded"
+  [ "$rc" != 124 ] || fail "$mode: the job hung until the test's timeout"
+  for p in "$@"; do grep -q -- "$p" "$TMP/err" || { cat "$TMP/err"; fail "$mode: no '$p'"; }; done
+  echo "   rank 1 $mode: the job stopped in $((SECONDS - t0)) s (exit $rc): $*"
+}
+echo "-- a failing, killed or hung rank stops the job with a named cause"
+expect_stop fail "rank 1 of 2 failed" "error\[file-not-found\]"
+expect_stop kill "rank 0 of 2: error\[job-ended\]"
+expect_stop hang "rank 0 of 2 failed" "error\[rank-lost\]"
+echo "mpi tests passed in $((SECONDS - start)) s"
