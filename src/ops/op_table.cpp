@@ -80,6 +80,12 @@ const Port* OpSpec::FindPort(std::string_view port) const {
   return nullptr;
 }
 
+size_t OpSpec::Arity() const {
+  size_t n = ports.size();
+  for (const Attr& a : attrs) n += a.as_operand ? 1 : 0;
+  return n;
+}
+
 const Attr* OpSpec::FindAttr(std::string_view attr) const {
   for (const Attr& a : attrs)
     if (a.name == attr) return &a;

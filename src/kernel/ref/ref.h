@@ -54,9 +54,11 @@ struct OpImpl {
   OpFn<double> f64;
 };
 
-// Scalar definitions of elementwise ops (unary ops ignore `b`).
+// Scalar definitions of elementwise ops (unary ops ignore `b` and `c`, binary ops `c`). Every
+// value is computed in T: a bool is 0 or 1 (comparisons give exactly those, a bool input is read
+// as them), and it is stored as 0/1 by the executor that writes the output.
 template <typename T>
-using ScalarFn = T (*)(T a, T b);
+using ScalarFn = T (*)(T a, T b, T c);
 
 struct ScalarImpl {
   int arity;
