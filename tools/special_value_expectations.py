@@ -77,6 +77,33 @@ case("clamp", "special_max_only", [("a", [len(S)], S)], torch.clamp(t32(S), max=
      {"max": -0.0}, version=3)
 # cast to bool: NaN and infinities are true, +-0 false.
 case("cast", "special", [("a", [len(S)], S)], t32(S).bool().float(), {"dtype": "bool"}, version=3)
+
+
+# uniform and dropout: the counter hash as the op table states it, written here again in Python
+# integers; dropout's mask applied as PyTorch applies its own (a * mask / (1 - p) in float32).
+def pcg(x):
+    s = (x * 747796405 + 2891336453) & 0xFFFFFFFF
+    w = (((s >> ((s >> 28) + 4)) ^ s) * 277803737) & 0xFFFFFFFF
+    return ((w >> 22) ^ w) & 0xFFFFFFFF
+
+
+def stream_bits(seed, step, i):
+    return pcg(pcg(i) ^ pcg(seed ^ pcg(step)))
+
+
+def step_number(t):
+    return 0 if not t > 0 else int(min(t, 4294967040.0))
+
+
+for name, t in [("special_nan_step", nan), ("special_negative_step", -3.0),
+                ("special_fraction_step", 2.75), ("special_inf_step", inf)]:
+    u = [(stream_bits(11, step_number(t), i) >> 8) / 2.0**24 for i in range(6)]
+    case("uniform", name, [("step", [], [t])], t32(u), {"shape": [6], "seed": 11}, version=3)
+for seed in [2, 5]:
+    keep = [(stream_bits(seed, 1, i) >> 8) >= math.ceil(0.5 * 2**24) for i in range(len(S))]
+    mask = torch.tensor(keep, dtype=torch.float32).div_(1 - 0.5)
+    case("dropout", "special_seed%d" % seed, [("a", [len(S)], S), ("step", [], [1.0])],
+         t32(S) * mask, {"p": 0.5, "seed": seed}, version=3)
 # gelu_grad(a, b) = b * gelu'(a): PyTorch's gelu backward with upstream gradient b.
 ga, gb = S + [1.0], [1.0] * len(S) + [nan]
 xa = t32(ga).requires_grad_(True)

@@ -99,7 +99,7 @@ Domain DomainOf(const OpSpec& def, size_t input) {
 
 // Ops cheap enough to also run on a grid of more than 65535 workgroups on every CI run.
 bool TakesBigCase(const std::string& op) {
-  return op == "relu" || op == "add" || op == "transpose" || op == "reshape";
+  return op == "relu" || op == "add" || op == "transpose" || op == "reshape" || op == "uniform";
 }
 
 void UnaryCases(const OpSpec& def, std::vector<Case>& out) {
@@ -249,6 +249,43 @@ void CastCases(const OpSpec& def, std::vector<Case>& out) {
       out.push_back(b.Finish(def.name, std::string(conversion) + "_" + shape_name,
                              b.Op(def.name, {a}, {{"dtype", to}}), 3));
     }
+  }
+}
+
+// Counter-hash streams at several sizes, seeds and keep rates; the step is fed (a session's step
+// number), so two runs of a case with different data seeds also draw different steps.
+void RandomCases(const OpSpec& def, std::vector<Case>& out) {
+  const std::pair<const char*, Shape> shapes[] = {
+      {"size1", {1}}, {"rank0", {}}, {"prime1009", {1009}}, {"rank3", {3, 5, 67}}, {"empty", {0, 5}}};
+  std::vector<std::pair<std::string, Json>> settings;
+  if (def.name == "uniform") {
+    settings = {{"seed0", {{"seed", 0}}}, {"seed_max", {{"seed", 4294967295u}}}};
+  } else {
+    settings = {{"p0", {{"p", 0.0}, {"seed", 7}}},
+                {"p01", {{"p", 0.1}, {"seed", 7}}},
+                {"p05", {{"p", 0.5}, {"seed", 123456789}}},
+                {"p09", {{"p", 0.9}, {"seed", 42}}}};
+  }
+  for (const auto& [shape_name, shape] : shapes) {
+    for (const auto& [setting, attrs] : settings) {
+      DocBuilder b;
+      std::vector<int> args;
+      Json a = attrs;
+      if (def.name == "uniform") {
+        a["shape"] = shape;
+      } else {
+        args.push_back(b.Input("a", shape));
+      }
+      args.push_back(b.Input("step", {}, Domain::kStep));
+      out.push_back(
+          b.Finish(def.name, std::string(shape_name) + "_" + setting, b.Op(def.name, args, a), 3));
+    }
+  }
+  if (TakesBigCase(def.name)) {
+    DocBuilder b;
+    int step = b.Input("step", {}, Domain::kStep);
+    out.push_back(b.Finish(def.name, "grid_over_65535",
+                           b.Op(def.name, {step}, {{"shape", {kBigLinear}}, {"seed", 3}}), 3));
   }
 }
 
@@ -586,6 +623,9 @@ std::vector<Case> CasesFor(const std::string& group) {
       break;
     case OpKind::kOptimizer:
       OptimizerCases(*def, out);
+      break;
+    case OpKind::kRandom:
+      RandomCases(*def, out);
       break;
   }
   return out;

@@ -465,6 +465,44 @@ void AddOptimOps(OpTable& t) {
          .nan = update_nan});
 }
 
+void AddRandomOps(OpTable& t) {
+  const char* hash =
+      "exact: element i of (seed, step) is bits = h(h(i) ^ h(seed ^ h(step))) with the u32 PCG "
+      "hash h(x): s = x * 747796405 + 2891336453, w = ((s >> ((s >> 28) + 4)) ^ s) * 277803737, "
+      "h = (w >> 22) ^ w (all mod 2^32; Jarzynski and Olano 2020); uniform = (bits >> 8) / 2^24. "
+      "Integer arithmetic only, so every backend gives the same bits. step is the integer part "
+      "of the step input (NaN and negatives 0)";
+  const NumberRange below_one{0, 1, false, true};
+  Port step{"step", PortRole::kStep};
+  Attr seed{"seed", AttrType::kInt, 0};
+  t.Add({.name = "uniform",
+         .min_version = 3,
+         .ports = {step},
+         .attrs = {{"shape", AttrType::kIntList, nullptr, true}, seed},
+         .kind = OpKind::kRandom,
+         .tolerance = ToleranceClass::kExact,
+         .determinism = hash,
+         .summary = "f32 in [0, 1) of `shape`, a pure function of (seed, step, element index): "
+                    "feed a session's step number to `step` for a fresh tensor each step, "
+                    "reproducible from the seed; seed in [0, 2^32)",
+         .nan = "no NaN or infinity is produced; a NaN step counts as step 0"});
+  t.Add({.name = "dropout",
+         .min_version = 3,
+         .ports = {Operand("a"), step},
+         .attrs = {{"p", AttrType::kNumber, 0.5, false, below_one}, seed},
+         .kind = OpKind::kRandom,
+         .differentiable = true,
+         .tolerance = ToleranceClass::kExact,
+         .determinism = std::string(hash) +
+                        "; element i is kept where uniform >= p, i.e. (bits >> 8) >= "
+                        "ceil(p * 2^24)",
+         .summary = "a * m, m = 1 / (1 - p) (rounded to f32) where uniform(seed, step, i) >= p "
+                    "and 0 elsewhere, as torch's dropout in training; the gradient is the same "
+                    "mask times the same scale",
+         .nan = "as PyTorch's a * mask: a NaN or infinite element stays NaN where dropped (inf * "
+                "0), a dropped finite element is a zero of its sign"});
+}
+
 }  // namespace
 
 const std::shared_ptr<const OpTable>& BuiltinOps() {
@@ -478,6 +516,7 @@ const std::shared_ptr<const OpTable>& BuiltinOps() {
     AddStencilOps(*t);
     AddNnOps(*t);
     AddOptimOps(*t);
+    AddRandomOps(*t);
     return std::shared_ptr<const OpTable>(std::move(t));
   }();
   return table;

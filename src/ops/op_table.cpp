@@ -7,7 +7,7 @@
 namespace scellis::ops {
 namespace {
 
-constexpr EnumTable<OpKind, 9> kOpKinds({{{OpKind::kSource, "source"},
+constexpr EnumTable<OpKind, 10> kOpKinds({{{OpKind::kSource, "source"},
                                           {OpKind::kElementwise, "elementwise"},
                                           {OpKind::kReduce, "reduce"},
                                           {OpKind::kMatmul, "matmul"},
@@ -15,7 +15,8 @@ constexpr EnumTable<OpKind, 9> kOpKinds({{{OpKind::kSource, "source"},
                                           {OpKind::kStencil, "stencil"},
                                           {OpKind::kNormalize, "normalize"},
                                           {OpKind::kLoss, "loss"},
-                                          {OpKind::kOptimizer, "optimizer"}}});
+                                          {OpKind::kOptimizer, "optimizer"},
+                                          {OpKind::kRandom, "random"}}});
 constexpr EnumTable<PortRole, 5> kPortRoles({{{PortRole::kOperand, "operand"},
                                               {PortRole::kLabels, "labels"},
                                               {PortRole::kGradient, "gradient"},

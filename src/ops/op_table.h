@@ -33,6 +33,7 @@ enum class OpKind {
   kNormalize,  // softmax, log_softmax
   kLoss,       // cross_entropy and its gradient
   kOptimizer,  // sgd/momentum/adam updates
+  kRandom,     // uniform, dropout: counter-hash streams of (seed, step, element index)
 };
 const char* OpKindName(OpKind k);
 

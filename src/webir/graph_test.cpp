@@ -184,13 +184,14 @@ Json ExampleNode(const ops::OpSpec& d) {
     n[port] = p.dtypes == std::vector<DType>{DType::kBool}                        ? 7
               : port == "a" || port == "param" || port == "m" || port == "velocity" ? 0
               : port == "target"                                                  ? 4
-              : port == "t"                                                       ? 6
+              : port == "t" || port == "step"                                     ? 6
               : port == "b" && d.kind == OpKind::kLoss                            ? 5
                                                                                   : 1;
   }
   for (const ops::Attr& a : d.attrs)
     if (a.as_operand) n[a.name] = 1.25;
   if (d.name == "cast") n["dtype"] = "bool";
+  if (d.name == "uniform") n["shape"] = {2, 3};
   if (d.name == "matmul") n["b"] = 3;
   if (d.name == "permute") n["dims"] = {1, 0};
   if (d.name == "reshape") n["shape"] = {3, 2};

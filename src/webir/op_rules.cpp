@@ -21,6 +21,7 @@ RuleSet BuildRules() {
   AddStencilRules(r);
   AddNnRules(r);
   AddOptimRules(r);
+  AddRandomRules(r);
   return r;
 }
 

@@ -59,6 +59,7 @@ const std::vector<std::pair<std::string, OpImpl>>& Ops() {
     AddStencilOps(t);
     AddNnOps(t);
     AddOptimOps(t);
+    AddRandomOps(t);
     return t;
   }();
   return table;

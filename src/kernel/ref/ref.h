@@ -77,6 +77,11 @@ void AddLayoutOps(std::vector<std::pair<std::string, OpImpl>>& t);
 void AddStencilOps(std::vector<std::pair<std::string, OpImpl>>& t);
 void AddNnOps(std::vector<std::pair<std::string, OpImpl>>& t);
 void AddOptimOps(std::vector<std::pair<std::string, OpImpl>>& t);
+void AddRandomOps(std::vector<std::pair<std::string, OpImpl>>& t);
+
+// dropout keeps element i where the top 24 bits of its hash are at least this: ceil(p * 2^24),
+// which is uniform(seed, step, i) >= p exactly (uniform is those bits over 2^24).
+uint32_t DropoutThreshold(double p);
 
 // Runs one kernel of `m`: `inputs` follow Kernel::inputs, `out` is the kernel's output.
 template <typename T>

@@ -51,7 +51,8 @@ struct Case {
 bool NotDifferentiable(const ops::OpSpec& d) {
   return d.kind == OpKind::kSource || d.kind == OpKind::kOptimizer || d.kind == OpKind::kStencil ||
          d.name == "positive" || d.name == "max_share" || d.name == "eq" || d.name == "ne" ||
-         d.name == "lt" || d.name == "le" || d.name == "gt" || d.name == "ge";
+         d.name == "lt" || d.name == "le" || d.name == "gt" || d.name == "ge" ||
+         d.name == "uniform";
 }
 
 std::vector<Case> Cases() {
@@ -80,6 +81,9 @@ std::vector<Case> Cases() {
       {"clamp", {s34, {{}, D::kConstant, -0.5}, {{}, D::kConstant, 0.6}}},
       {"clamp", {s234, {{}, D::kConstant, -0.4}, {{}, D::kConstant, INFINITY}}},
       {"cast", {s34}, {{"dtype", "f32"}}},
+      // The step is a constant: the mask is the same in every run of the forward plan.
+      {"dropout", {s34, {{}, D::kConstant, 3}}, {{"p", 0.4}, {"seed", 17}}},
+      {"dropout", {s234, {{}, D::kConstant, 1}}, {{"p", 0.1}}},
       {"relu", {s34}},
       {"neg", {s34}},
       {"exp", {s34}},

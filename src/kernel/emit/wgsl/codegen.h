@@ -55,6 +55,7 @@ bool GenerateLayout(const Module& m, const Kernel& k, Generated& out);
 bool GenerateStencil(const Module& m, const Kernel& k, Generated& out);
 bool GenerateNn(const Module& m, const Kernel& k, Generated& out);
 bool GenerateOptim(const Module& m, const Kernel& k, Generated& out);
+bool GenerateRandom(const Module& m, const Kernel& k, Generated& out);
 
 // A fused elementwise kernel over output elements [base, base + count) only, for tensors larger
 // than one storage binding: inputs of the output's shape and the output are bound from `base`
