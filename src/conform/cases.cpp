@@ -166,8 +166,8 @@ void BinaryCases(const OpSpec& def, std::vector<Case>& out) {
 // Comparisons of two masks (bool compares as 0 < 1), beside the f32 variants above.
 void BoolOperandCases(const OpSpec& def, std::vector<Case>& out) {
   if (def.ports.size() != 2 || def.ports[0].dtypes.size() < 2) return;
-  const std::tuple<const char*, Shape, Shape> variants[] = {
-      {"bool_same", {7, 97}, {7, 97}}, {"bool_bcast", {7, 97}, {7, 1}}};
+  const std::tuple<const char*, Shape, Shape> variants[] = {{"bool_same", {7, 97}, {7, 97}},
+                                                            {"bool_bcast", {7, 97}, {7, 1}}};
   for (const auto& [name, a_shape, b_shape] : variants) {
     DocBuilder b;
     int a = b.Input("a", a_shape, Domain::kMask), c = b.Input("b", b_shape, Domain::kMask);
@@ -216,21 +216,25 @@ void OperandAttrCases(const OpSpec& def, std::vector<Case>& out) {
   } else {
     settings = {{"value", {{"value", -3.25}}}, {"value_zero", {{"value", 0.0}}}};
   }
-  const std::pair<const char*, Shape> shapes[] = {
-      {"size1", {1}}, {"rank0", {}}, {"prime1009", {1009}}, {"rank3", {3, 5, 67}}, {"empty", {0, 5}}};
+  const std::pair<const char*, Shape> shapes[] = {{"size1", {1}},
+                                                  {"rank0", {}},
+                                                  {"prime1009", {1009}},
+                                                  {"rank3", {3, 5, 67}},
+                                                  {"empty", {0, 5}}};
   for (const auto& [shape_name, shape] : shapes) {
     for (const auto& [setting, attrs] : settings) {
       DocBuilder b;
       std::vector<int> args = {b.Input("a", shape, Domain::kCoarse)};
       if (def.ports.size() == 2) args.push_back(b.Input("mask", shape, Domain::kMask));
-      out.push_back(
-          b.Finish(def.name, std::string(shape_name) + "_" + setting, b.Op(def.name, args, attrs), 3));
+      out.push_back(b.Finish(def.name, std::string(shape_name) + "_" + setting,
+                             b.Op(def.name, args, attrs), 3));
     }
   }
   if (def.ports.size() == 2) {  // a mask that broadcasts to a
     DocBuilder b;
     int a = b.Input("a", {7, 97}, Domain::kCoarse), mask = b.Input("mask", {97}, Domain::kMask);
-    out.push_back(b.Finish(def.name, "bcast_mask", b.Op(def.name, {a, mask}, settings[0].second), 3));
+    out.push_back(
+        b.Finish(def.name, "bcast_mask", b.Op(def.name, {a, mask}, settings[0].second), 3));
   }
 }
 
@@ -255,8 +259,11 @@ void CastCases(const OpSpec& def, std::vector<Case>& out) {
 // Counter-hash streams at several sizes, seeds and keep rates; the step is fed (a session's step
 // number), so two runs of a case with different data seeds also draw different steps.
 void RandomCases(const OpSpec& def, std::vector<Case>& out) {
-  const std::pair<const char*, Shape> shapes[] = {
-      {"size1", {1}}, {"rank0", {}}, {"prime1009", {1009}}, {"rank3", {3, 5, 67}}, {"empty", {0, 5}}};
+  const std::pair<const char*, Shape> shapes[] = {{"size1", {1}},
+                                                  {"rank0", {}},
+                                                  {"prime1009", {1009}},
+                                                  {"rank3", {3, 5, 67}},
+                                                  {"empty", {0, 5}}};
   std::vector<std::pair<std::string, Json>> settings;
   if (def.name == "uniform") {
     settings = {{"seed0", {{"seed", 0}}}, {"seed_max", {{"seed", 4294967295u}}}};

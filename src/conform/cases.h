@@ -36,7 +36,7 @@ struct CaseInput {
   std::string name;  // the input node's "name", which is also its feed name
   std::vector<int64_t> shape;
   Domain domain = Domain::kSigned;
-  int classes = 0;  // kLabels only
+  int classes = 0;            // kLabels only
   DType dtype = DType::kF32;  // bool for kMask
 };
 

@@ -8,15 +8,15 @@ namespace scellis::ops {
 namespace {
 
 constexpr EnumTable<OpKind, 10> kOpKinds({{{OpKind::kSource, "source"},
-                                          {OpKind::kElementwise, "elementwise"},
-                                          {OpKind::kReduce, "reduce"},
-                                          {OpKind::kMatmul, "matmul"},
-                                          {OpKind::kLayout, "layout"},
-                                          {OpKind::kStencil, "stencil"},
-                                          {OpKind::kNormalize, "normalize"},
-                                          {OpKind::kLoss, "loss"},
-                                          {OpKind::kOptimizer, "optimizer"},
-                                          {OpKind::kRandom, "random"}}});
+                                           {OpKind::kElementwise, "elementwise"},
+                                           {OpKind::kReduce, "reduce"},
+                                           {OpKind::kMatmul, "matmul"},
+                                           {OpKind::kLayout, "layout"},
+                                           {OpKind::kStencil, "stencil"},
+                                           {OpKind::kNormalize, "normalize"},
+                                           {OpKind::kLoss, "loss"},
+                                           {OpKind::kOptimizer, "optimizer"},
+                                           {OpKind::kRandom, "random"}}});
 constexpr EnumTable<PortRole, 5> kPortRoles({{{PortRole::kOperand, "operand"},
                                               {PortRole::kLabels, "labels"},
                                               {PortRole::kGradient, "gradient"},

@@ -164,7 +164,8 @@ class Lowering {
         DType dtype = g_.at(it->second).type.dtype;
         if (std::find(p.dtypes.begin(), p.dtypes.end(), dtype) == p.dtypes.end()) {
           std::string takes;
-          for (DType t : p.dtypes) takes += (takes.empty() ? "" : " or ") + std::string(DTypeName(t));
+          for (DType t : p.dtypes)
+            takes += (takes.empty() ? "" : " or ") + std::string(DTypeName(t));
           Error(b, "dtype-mismatch", PortPointer(b, port),
                 "the input \"" + port + "\" of \"" + def->name + "\" is " + DTypeName(dtype) +
                     ", the op takes " + takes,

@@ -181,12 +181,12 @@ Json ExampleNode(const ops::OpSpec& d) {
   Json n = {{"id", 2}, {"op", d.name}};
   for (const ops::Port& p : d.ports) {
     const std::string& port = p.name;
-    n[port] = p.dtypes == std::vector<DType>{DType::kBool}                        ? 7
+    n[port] = p.dtypes == std::vector<DType>{DType::kBool}                          ? 7
               : port == "a" || port == "param" || port == "m" || port == "velocity" ? 0
-              : port == "target"                                                  ? 4
-              : port == "t" || port == "step"                                     ? 6
-              : port == "b" && d.kind == OpKind::kLoss                            ? 5
-                                                                                  : 1;
+              : port == "target"                                                    ? 4
+              : port == "t" || port == "step"                                       ? 6
+              : port == "b" && d.kind == OpKind::kLoss                              ? 5
+                                                                                    : 1;
   }
   for (const ops::Attr& a : d.attrs)
     if (a.as_operand) n[a.name] = 1.25;
@@ -216,9 +216,14 @@ TEST(OpTable, EveryOpRunsThroughTheLadder) {
     // Positive inputs keep log and sqrt finite.
     Json doc = GraphDoc({InputNode(0, {2, 3}, {0.5f, 1, 1.5f, 2, 2.5f, 3}),
                          InputNode(1, {2, 3}, {3, 2.5f, 2, 1.5f, 1, 0.5f}),
-                         InputNode(3, {3, 2}, {1, 2, 3, 4, 5, 6}), InputNode(4, {2}, {0, 2}),
-                         InputNode(5, {}, {1.5f}), InputNode(6, {}, {2}),
-                         {{"id", 7}, {"op", "input"}, {"shape", {2, 3}}, {"dtype", "bool"},
+                         InputNode(3, {3, 2}, {1, 2, 3, 4, 5, 6}),
+                         InputNode(4, {2}, {0, 2}),
+                         InputNode(5, {}, {1.5f}),
+                         InputNode(6, {}, {2}),
+                         {{"id", 7},
+                          {"op", "input"},
+                          {"shape", {2, 3}},
+                          {"dtype", "bool"},
                           {"data", {1, 0, 0, 1, 1, 0}}},
                          ExampleNode(d)},
                         {{"y", 2}}, std::max(2, d.min_version));

@@ -144,8 +144,8 @@ T GeluGrad(T a, T b) {
 
 void AddElementwiseScalars(std::vector<std::pair<std::string, ScalarImpl>>& t) {
 // Unary and binary definitions take (a, b); the table's functions take a third operand too.
-#define SCELLIS_SCALAR(name, arity, fn)                                          \
-  t.push_back({name,                                                             \
+#define SCELLIS_SCALAR(name, arity, fn)                                         \
+  t.push_back({name,                                                            \
                {arity, [](float a, float b, float) { return fn<float>(a, b); }, \
                 [](double a, double b, double) { return fn<double>(a, b); }}})
 #define SCELLIS_SCALAR3(name, fn) t.push_back({name, {3, fn<float>, fn<double>}})

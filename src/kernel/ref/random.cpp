@@ -1,9 +1,10 @@
 // The CPU reference of the counter-hash ops, on the hash of base/random.h. Every value is made in
 // integers and converted exactly, so the bits match every WGSL device's.
+#include "base/random.h"
+
 #include <algorithm>
 #include <cmath>
 
-#include "base/random.h"
 #include "kernel/ref/ref.h"
 
 namespace scellis::kernel::ref {

@@ -55,8 +55,7 @@ TEST(RandomOps, UniformIsTheStatedHash) {
   ASSERT_TRUE(r.ok()) << r.errors().front().Format();
   EXPECT_EQ(r->outputs.at(0).second.ToFloats(),
             (std::vector<float>{0.4467312693595886f, 0.3105468153953552f, 0.33742421865463257f,
-                                0.1768367886543274f, 0.0069296956062316895f,
-                                0.6045043468475342f}));
+                                0.1768367886543274f, 0.0069296956062316895f, 0.6045043468475342f}));
 }
 
 TEST(RandomOps, ReferenceAndSwiftShaderGiveTheSameBits) {

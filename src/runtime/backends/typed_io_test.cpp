@@ -67,21 +67,23 @@ TEST_P(TypedIo, I32FeedRoundTrips) {
 TEST_P(TypedIo, BoolMasksAreU32ZeroOrOne) {
   auto exec = Open(GetParam());
   ASSERT_NE(exec, nullptr);
-  Json doc = {{"version", 3},
-              {"nodes",
-               {{{"id", 0}, {"op", "input"}, {"name", "x"}, {"shape", {6}}},
-                {{"id", 1}, {"op", "input"}, {"name", "m"}, {"shape", {6}}, {"dtype", "bool"}},
-                {{"id", 2}, {"op", "gt"}, {"a", 0}, {"scalar", 0}},
-                {{"id", 3}, {"op", "full"}, {"shape", Json::array()}, {"value", 7}},
-                {{"id", 4}, {"op", "where"}, {"cond", 1}, {"a", 0}, {"b", 3}},
-                {{"id", 5}, {"op", "cast"}, {"a", 0}, {"dtype", "bool"}}}},
-              {"outputs",
-               {{{"name", "gt"}, {"id", 2}}, {{"name", "w"}, {"id", 4}}, {{"name", "nz"}, {"id", 5}}}}};
+  Json doc = {
+      {"version", 3},
+      {"nodes",
+       {{{"id", 0}, {"op", "input"}, {"name", "x"}, {"shape", {6}}},
+        {{"id", 1}, {"op", "input"}, {"name", "m"}, {"shape", {6}}, {"dtype", "bool"}},
+        {{"id", 2}, {"op", "gt"}, {"a", 0}, {"scalar", 0}},
+        {{"id", 3}, {"op", "full"}, {"shape", Json::array()}, {"value", 7}},
+        {{"id", 4}, {"op", "where"}, {"cond", 1}, {"a", 0}, {"b", 3}},
+        {{"id", 5}, {"op", "cast"}, {"a", 0}, {"dtype", "bool"}}}},
+      {"outputs",
+       {{{"name", "gt"}, {"id", 2}}, {{"name", "w"}, {"id", 4}}, {{"name", "nz"}, {"id", 5}}}}};
   auto plan = PlanFor(doc, *exec);
   ASSERT_TRUE(plan.ok()) << plan.errors().front().Format();
   const float nan = std::numeric_limits<float>::quiet_NaN();
   const float inf = std::numeric_limits<float>::infinity();
-  HostTensor x = HostTensor::FromFloats(MakeType({6}), std::vector<float>{nan, -0.0f, 0, 2, -inf, 0.5f});
+  HostTensor x =
+      HostTensor::FromFloats(MakeType({6}), std::vector<float>{nan, -0.0f, 0, 2, -inf, 0.5f});
   HostTensor m = HostTensor::Zeros(MakeType({6}, DType::kBool));
   const std::vector<uint32_t> mask = {1, 0, 1, 0, 1, 0};
   std::copy(mask.begin(), mask.end(), m.view<uint32_t>().begin());
@@ -102,8 +104,7 @@ TEST_P(TypedIo, BoolMasksAreU32ZeroOrOne) {
   ASSERT_EQ(w.type.dtype, DType::kF32);
   std::vector<float> got = w.ToFloats();
   EXPECT_TRUE(std::isnan(got[0]));
-  EXPECT_EQ(std::vector<float>(got.begin() + 1, got.end()),
-            (std::vector<float>{7, 0, 7, -inf, 7}));
+  EXPECT_EQ(std::vector<float>(got.begin() + 1, got.end()), (std::vector<float>{7, 0, 7, -inf, 7}));
   EXPECT_FALSE(std::signbit(got[2]));  // the +0 of x, chosen as its bits
 }
 

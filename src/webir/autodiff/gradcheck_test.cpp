@@ -228,8 +228,8 @@ void Check(const Case& c, uint64_t seed) {
       inputs.push_back(AddConstant(g, arg.value));
       continue;
     }
-    inputs.push_back(AddInput(g, name, arg.shape,
-                              arg.domain == Domain::kMask ? DType::kBool : DType::kF32));
+    inputs.push_back(
+        AddInput(g, name, arg.shape, arg.domain == Domain::kMask ? DType::kBool : DType::kF32));
     feeds[name] = Values(g.at(inputs.back()).type, arg.domain, classes, seed * 31 + i);
   }
   int out = AddNode(g, c.op, inputs, c.attrs);

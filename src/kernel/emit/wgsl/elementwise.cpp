@@ -87,10 +87,15 @@ std::vector<std::string> ElementwiseHelpers(const std::string& op) {
   for (const auto& [name, symbol] : comparisons) {
     if (op != name) continue;
     const std::string on_nan = op == "ne" ? "1.0" : "0.0";
-    return {kSpecial, "fn " + op + "_f32(a: f32, b: f32) -> f32 {\n"
-                      "  if (is_nan_f32(a) || is_nan_f32(b)) { return " + on_nan + "; }\n"
-                      "  return select(0.0, 1.0, a " + symbol + " b);\n"
-                      "}\n"};
+    return {kSpecial, "fn " + op +
+                          "_f32(a: f32, b: f32) -> f32 {\n"
+                          "  if (is_nan_f32(a) || is_nan_f32(b)) { return " +
+                          on_nan +
+                          "; }\n"
+                          "  return select(0.0, 1.0, a " +
+                          symbol +
+                          " b);\n"
+                          "}\n"};
   }
   if (op == "clamp") {
     // WGSL's clamp is unspecified for NaN and for lo > hi: torch.clamp's minimum(maximum(a, lo),
@@ -249,10 +254,10 @@ Generated ElementwiseTile(const Module& m, const Kernel& k, int64_t base, int64_
   for (size_t s = 0; s < k.expr.size(); ++s) {
     const ExprStep& e = k.expr[s];
     auto arg = [&](size_t i) { return i < e.operands.size() ? operand(e.operands[i]) : ""; };
-    std::string expr = e.op != "full"          ? ElementwiseExpr(e.op, arg(0), arg(1), arg(2))
-                       : std::isnan(e.value)     ? "nan_f32()"
-                       : std::isinf(e.value)     ? (e.value > 0 ? "inf_f32()" : "-inf_f32()")
-                                                 : F32(e.value);
+    std::string expr = e.op != "full"        ? ElementwiseExpr(e.op, arg(0), arg(1), arg(2))
+                       : std::isnan(e.value) ? "nan_f32()"
+                       : std::isinf(e.value) ? (e.value > 0 ? "inf_f32()" : "-inf_f32()")
+                                             : F32(e.value);
     // A cast to bool makes its value 0 or 1 here, so later steps see the bool; the bits are
     // tested, as torch's conversion: every value but +-0 is true, NaN included.
     if (e.op == "cast" && m.graph().at(e.node).type.dtype == DType::kBool)

@@ -37,24 +37,26 @@ bool GenerateRandom(const Module& m, const Kernel& k, Generated& out) {
   const std::string seed = U32(SeedOf(n));
   std::string body;
   if (k.op == "uniform") {
-    body = "  let bits = stream_bits(" + seed + ", step_u32(in0[0]), i);\n"
+    body = "  let bits = stream_bits(" + seed +
+           ", step_u32(in0[0]), i);\n"
            "  out[i] = f32(bits >> 8u) * (1.0 / 16777216.0);\n";
   } else {
     const double p = n.attrs.value("p", 0.5);
     // A dropped element is a * 0 as torch computes it: NaN for NaN and infinities, else a zero of
     // a's sign, made on the bits (WGSL may assume no NaN or infinity occurs).
-    body = "  let x = in0[i];\n"
-           "  let keep = (stream_bits(" + seed + ", step_u32(in1[0]), i) >> 8u) >= " +
-           U32(ref::DropoutThreshold(p)) +
-           ";\n"
-           "  let non_finite = (bitcast<u32>(x) & 0x7f800000u) == 0x7f800000u;\n"
-           "  let dropped = select(bitcast<f32>(bitcast<u32>(x) & 0x80000000u), nan_f32(), "
-           "non_finite);\n"
-           "  out[i] = select(dropped, x * " +
-           F32(static_cast<float>(1.0 / (1.0 - p))) + ", keep);\n";
+    body =
+        "  let x = in0[i];\n"
+        "  let keep = (stream_bits(" +
+        seed + ", step_u32(in1[0]), i) >> 8u) >= " + U32(ref::DropoutThreshold(p)) +
+        ";\n"
+        "  let non_finite = (bitcast<u32>(x) & 0x7f800000u) == 0x7f800000u;\n"
+        "  let dropped = select(bitcast<f32>(bitcast<u32>(x) & 0x80000000u), nan_f32(), "
+        "non_finite);\n"
+        "  out[i] = select(dropped, x * " +
+        F32(static_cast<float>(1.0 / (1.0 - p))) + ", keep);\n";
   }
-  out.source = Bindings(m, k) + kSpecialValueFns + kHashFns + "\n" + LinearEntry(total) + body +
-               "}\n";
+  out.source =
+      Bindings(m, k) + kSpecialValueFns + kHashFns + "\n" + LinearEntry(total) + body + "}\n";
   out.workgroups = LinearGrid(total);
   return true;
 }
