@@ -187,10 +187,24 @@ class Lowering {
                 "the scalar " + s.dump() + " does not fit in f32");
           return -1;
         }
+        // The scalar takes the dtype of `a` where the port accepts it (a mask compared with 0
+        // or 1), so a scalar never mixes dtypes; a bool holds only those two values.
+        DType scalar_dtype = DType::kF32;
+        if (!n.args.empty()) {
+          const DType a_dtype = g_.at(n.args[0]).type.dtype;
+          if (std::find(p.dtypes.begin(), p.dtypes.end(), a_dtype) != p.dtypes.end())
+            scalar_dtype = a_dtype;
+        }
+        if (scalar_dtype == DType::kBool && s.get<double>() != 0 && s.get<double>() != 1) {
+          Error(b, "bad-attribute", ParamPointer(b, "scalar"),
+                "the scalar " + s.dump() + " is compared with a bool, which is 0 or 1",
+                "compare with 0 or 1, or cast the mask to f32 first");
+          return -1;
+        }
         Node c;
         c.op = "full";
         c.role = Role::kConst;
-        c.type = MakeType({}, DType::kF32);
+        c.type = MakeType({}, scalar_dtype);
         c.attrs["value"] = s;
         c.origin = ParamPointer(b, "scalar");
         n.args.push_back(g_.Add(std::move(c)));

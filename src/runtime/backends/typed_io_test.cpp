@@ -108,6 +108,28 @@ TEST_P(TypedIo, BoolMasksAreU32ZeroOrOne) {
   EXPECT_FALSE(std::signbit(got[2]));  // the +0 of x, chosen as its bits
 }
 
+// A scalar compared with a mask is a bool too: eq(m, 0) is the mask's negation, stored as u32.
+TEST_P(TypedIo, AMaskComparesWithABoolScalar) {
+  auto exec = Open(GetParam());
+  ASSERT_NE(exec, nullptr);
+  Json doc = {{"version", 3},
+              {"nodes",
+               {{{"id", 0}, {"op", "input"}, {"name", "m"}, {"shape", {4}}, {"dtype", "bool"}},
+                {{"id", 1}, {"op", "eq"}, {"a", 0}, {"scalar", 0}}}},
+              {"outputs", {{{"name", "not_m"}, {"id", 1}}}}};
+  auto plan = PlanFor(doc, *exec);
+  ASSERT_TRUE(plan.ok()) << plan.errors().front().Format();
+  HostTensor m = HostTensor::Zeros(MakeType({4}, DType::kBool));
+  const std::vector<uint32_t> mask = {1, 0, 0, 1};
+  std::copy(mask.begin(), mask.end(), m.view<uint32_t>().begin());
+  auto r = exec->Run(*plan, {{"m", m}});
+  ASSERT_TRUE(r.ok()) << r.errors().front().Format();
+  const HostTensor& out = r->outputs.at(0).second;
+  EXPECT_EQ(out.type.dtype, DType::kBool);
+  EXPECT_EQ(std::vector<uint32_t>(out.view<uint32_t>().begin(), out.view<uint32_t>().end()),
+            (std::vector<uint32_t>{0, 1, 1, 0}));
+}
+
 INSTANTIATE_TEST_SUITE_P(Backends, TypedIo, ::testing::Values("cpu", "webgpu"));
 
 TEST(TypedIo, OpsOutsideTheirPortDTypesAreRefused) {
