@@ -50,6 +50,60 @@ for op, fn in [("maximum", torch.maximum), ("minimum", torch.minimum)]:
 xa, xb = t32(MA3).requires_grad_(True), t32(MB3).requires_grad_(True)
 torch.maximum(xa, xb).backward(torch.ones(len(MA3)))
 case("max_share", "special", [("a", [len(MA3)], MA3), ("b", [len(MB3)], MB3)], xa.grad, version=3)
+# Comparisons give a bool (0 or 1 here): a NaN operand makes each false but ne (true), -0 == +0,
+# infinities compare as the extremes.
+CA = [nan, 1.0, nan, -0.0, 0.0, inf, -inf, 2.0, -1.0, inf]
+CB = [1.0, nan, nan, 0.0, -0.0, inf, -inf, 3.0, -1.0, 5.0]
+for op, fn in [("eq", torch.eq), ("ne", torch.ne), ("lt", torch.lt), ("le", torch.le),
+               ("gt", torch.gt), ("ge", torch.ge)]:
+    case(op, "special", [("a", [len(CA)], CA), ("b", [len(CB)], CB)],
+         fn(t32(CA), t32(CB)).float(), version=3)
+# where and masked_fill pass the chosen element as its bits (NaN, infinities, -0).
+W = [1.0, 0.0, 1.0, 0.0, 1.0, 0.0, 1.0, 0.0, 1.0, 0.0]
+wmask = torch.tensor(W) != 0
+case("where", "special", [("cond", [len(W)], W), ("a", [len(CA)], CA), ("b", [len(CB)], CB)],
+     torch.where(wmask, t32(CA), t32(CB)), version=3)
+case("masked_fill", "special", [("a", [len(CA)], CA), ("mask", [len(W)], W)],
+     t32(CA).masked_fill(wmask, -2.5), {"value": -2.5}, version=3)
+# clamp: NaN stays NaN, infinities are clamped, min > max gives max, a missing bound bounds
+# nothing.
+case("clamp", "special", [("a", [len(S)], S)], torch.clamp(t32(S), min=-1.0, max=2.0),
+     {"min": -1.0, "max": 2.0}, version=3)
+case("clamp", "special_min_above_max", [("a", [len(S)], S)], torch.clamp(t32(S), min=1.0, max=-1.0),
+     {"min": 1.0, "max": -1.0}, version=3)
+case("clamp", "special_min_only", [("a", [len(S)], S)], torch.clamp(t32(S), min=0.0),
+     {"min": 0.0}, version=3)
+case("clamp", "special_max_only", [("a", [len(S)], S)], torch.clamp(t32(S), max=-0.0),
+     {"max": -0.0}, version=3)
+# cast to bool: NaN and infinities are true, +-0 false.
+case("cast", "special", [("a", [len(S)], S)], t32(S).bool().float(), {"dtype": "bool"}, version=3)
+
+
+# uniform and dropout: the counter hash as the op table states it, written here again in Python
+# integers; dropout's mask applied as PyTorch applies its own (a * mask / (1 - p) in float32).
+def pcg(x):
+    s = (x * 747796405 + 2891336453) & 0xFFFFFFFF
+    w = (((s >> ((s >> 28) + 4)) ^ s) * 277803737) & 0xFFFFFFFF
+    return ((w >> 22) ^ w) & 0xFFFFFFFF
+
+
+def stream_bits(seed, step, i):
+    return pcg(pcg(i) ^ pcg(seed ^ pcg(step)))
+
+
+def step_number(t):
+    return 0 if not t > 0 else int(min(t, 4294967040.0))
+
+
+for name, t in [("special_nan_step", nan), ("special_negative_step", -3.0),
+                ("special_fraction_step", 2.75), ("special_inf_step", inf)]:
+    u = [(stream_bits(11, step_number(t), i) >> 8) / 2.0**24 for i in range(6)]
+    case("uniform", name, [("step", [], [t])], t32(u), {"shape": [6], "seed": 11}, version=3)
+for seed in [2, 5]:
+    keep = [(stream_bits(seed, 1, i) >> 8) >= math.ceil(0.5 * 2**24) for i in range(len(S))]
+    mask = torch.tensor(keep, dtype=torch.float32).div_(1 - 0.5)
+    case("dropout", "special_seed%d" % seed, [("a", [len(S)], S), ("step", [], [1.0])],
+         t32(S) * mask, {"p": 0.5, "seed": seed}, version=3)
 # gelu_grad(a, b) = b * gelu'(a): PyTorch's gelu backward with upstream gradient b.
 ga, gb = S + [1.0], [1.0] * len(S) + [nan]
 xa = t32(ga).requires_grad_(True)

@@ -46,11 +46,13 @@ bool Requested(const std::vector<std::string>& history, const std::string& name)
 }
 
 // A training step's program takes its 1-based step number as the scalar input "step" (Adam's bias
-// correction needs it); a run of such a program feeds it step by step, as training does. -1: the
-// plan has no such input.
+// correction needs it), and so may a document (a scalar input named "step", the step port of
+// uniform and dropout); a run of such a program feeds it step by step, as training does, unless
+// the caller feeds it. -1: the plan has no such input.
 int StepNode(const execplan::Plan& plan) {
   for (const webir::Node& n : plan.graph().nodes)
-    if (n.role == webir::Role::kInput && n.name == webir::kStepInput && n.type.rank() == 0)
+    if (n.role == webir::Role::kInput && runtime::FeedName(n) == webir::kStepInput &&
+        n.type.rank() == 0 && !n.data)
       return n.id;
   return -1;
 }

@@ -71,6 +71,27 @@ RunOptions CpuSteps(int steps, std::vector<std::string> history = {}) {
   return o;
 }
 
+// A document's scalar input named "step" is the session's step number, as a training step's:
+// dropout draws a fresh mask every step of a run, and the same mask for the same step number.
+TEST(RunSteps, FeedTheStepNumberToADocumentsStepInput) {
+  const Json doc = {
+      {"version", 3},
+      {"nodes",
+       {{{"id", 0}, {"op", "input"}, {"name", "step"}, {"shape", Json::array()}},
+        {{"id", 1}, {"op", "full"}, {"shape", {256}}, {"value", 1}},
+        {{"id", 2}, {"op", "dropout"}, {"a", 1}, {"step", 0}, {"p", 0.5}, {"seed", 4}}}},
+      {"outputs", {{{"name", "d"}, {"id", 2}}}}};
+  auto many = api::Run(doc.dump(), CpuSteps(3, {"d"}));
+  ASSERT_TRUE(many.ok()) << many.errors().front().Format();
+  const auto& steps = many->history.at(0).second;
+  ASSERT_EQ(steps.size(), 3u);
+  EXPECT_NE(ValuesOf(steps[0]), ValuesOf(steps[1]));
+  EXPECT_NE(ValuesOf(steps[1]), ValuesOf(steps[2]));
+  auto once = api::Run(doc.dump(), CpuSteps(1));  // a one-shot run is step 1
+  ASSERT_TRUE(once.ok()) << once.errors().front().Format();
+  EXPECT_EQ(ValuesOf(once->outputs.at(0).second), ValuesOf(steps[0]));
+}
+
 class LifeReadback : public ::testing::Test {
  protected:
   void SetUp() override {

@@ -576,7 +576,7 @@ class Lowering {
       auto parsed = dt->is_string() ? ParseDType(dt->get<std::string>()) : std::nullopt;
       if (!parsed) {
         Error("bad-dtype", PointerJoin(n.pointer, "dtype"),
-              "the dtype is " + dt->dump() + ", expected \"f32\" or \"i32\"", n);
+              "the dtype is " + dt->dump() + ", expected one of " + DTypeChoices(), n);
         return std::nullopt;
       }
       t.dtype = *parsed;

@@ -23,8 +23,11 @@ class DocBuilder {
  public:
   int Input(const std::string& name, Shape shape, Domain domain = Domain::kSigned,
             int classes = 0) {
-    inputs_.push_back({name, shape, domain, classes});
-    return Add({{"op", "input"}, {"name", name}, {"shape", shape}});
+    const DType dtype = domain == Domain::kMask ? DType::kBool : DType::kF32;
+    inputs_.push_back({name, shape, domain, classes, dtype});
+    Json node = {{"op", "input"}, {"name", name}, {"shape", shape}};
+    if (dtype != DType::kF32) node["dtype"] = DTypeName(dtype);
+    return Add(std::move(node));
   }
 
   // Arguments bind to the op's input ports in table order.
@@ -85,12 +88,18 @@ Domain DomainOf(const OpSpec& def, size_t input) {
   const std::string& op = def.name;
   if ((op == "log" || op == "sqrt") && input == 0) return Domain::kPositive;
   if (op == "div" && input == 1) return Domain::kAwayFromZero;
+  const ops::Port& port = def.ports.at(input);
+  if (port.dtypes == std::vector<DType>{DType::kBool}) return Domain::kMask;
+  // Comparisons and selections see ties, zeros of both signs and equal operands.
+  if (def.kind == OpKind::kElementwise && def.tolerance == policy::ToleranceClass::kExact &&
+      std::find(port.dtypes.begin(), port.dtypes.end(), DType::kBool) != port.dtypes.end())
+    return Domain::kCoarse;
   return Domain::kSigned;
 }
 
 // Ops cheap enough to also run on a grid of more than 65535 workgroups on every CI run.
 bool TakesBigCase(const std::string& op) {
-  return op == "relu" || op == "add" || op == "transpose" || op == "reshape";
+  return op == "relu" || op == "add" || op == "transpose" || op == "reshape" || op == "uniform";
 }
 
 void UnaryCases(const OpSpec& def, std::vector<Case>& out) {
@@ -151,6 +160,139 @@ void BinaryCases(const OpSpec& def, std::vector<Case>& out) {
     int a = b.Input("a", {kBigLinear}, DomainOf(def, 0));
     int c = b.Input("b", {kBigLinear}, DomainOf(def, 1));
     out.push_back(b.Finish(def.name, "grid_over_65535", b.Op(def.name, {a, c}), 1));
+  }
+}
+
+// Comparisons of two masks (bool compares as 0 < 1), beside the f32 variants above.
+void BoolOperandCases(const OpSpec& def, std::vector<Case>& out) {
+  if (def.ports.size() != 2 || def.ports[0].dtypes.size() < 2) return;
+  const std::tuple<const char*, Shape, Shape> variants[] = {{"bool_same", {7, 97}, {7, 97}},
+                                                            {"bool_bcast", {7, 97}, {7, 1}}};
+  for (const auto& [name, a_shape, b_shape] : variants) {
+    DocBuilder b;
+    int a = b.Input("a", a_shape, Domain::kMask), c = b.Input("b", b_shape, Domain::kMask);
+    out.push_back(b.Finish(def.name, name, b.Op(def.name, {a, c}), 3));
+  }
+}
+
+// where: cond, a and b broadcast together (a and b f32, or both masks).
+void WhereCases(const OpSpec& def, std::vector<Case>& out) {
+  struct Variant {
+    const char* name;
+    Shape cond, a, b;
+  };
+  const Variant variants[] = {
+      {"size1", {1}, {1}, {1}},
+      {"prime1009", {1009}, {1009}, {1009}},
+      {"rank3", {3, 5, 67}, {3, 5, 67}, {3, 5, 67}},
+      {"bcast_cond_row", {1, 97}, {7, 97}, {7, 97}},
+      {"bcast_values", {7, 97}, {97}, {7, 1}},
+      {"bcast_all", {7, 1, 1}, {1, 5, 1}, {1, 1, 9}},
+      {"rank0_values", {7, 97}, {}, {}},
+      {"empty", {0, 97}, {97}, {0, 97}},
+  };
+  for (const Variant& v : variants) {
+    DocBuilder b;
+    int cond = b.Input("cond", v.cond, Domain::kMask);
+    int a = b.Input("a", v.a, Domain::kCoarse), c = b.Input("b", v.b, Domain::kSigned);
+    out.push_back(b.Finish(def.name, v.name, b.Op(def.name, {cond, a, c}), 3));
+  }
+  DocBuilder b;
+  int cond = b.Input("cond", {7, 97}, Domain::kMask);
+  int a = b.Input("a", {7, 97}, Domain::kMask), c = b.Input("b", {97}, Domain::kMask);
+  out.push_back(b.Finish(def.name, "masks", b.Op(def.name, {cond, a, c}), 3));
+}
+
+// Ops with a mask port and operand attributes (masked_fill), or operand attributes alone
+// (clamp): every subset of the attributes, and values on the data's grid (ties).
+void OperandAttrCases(const OpSpec& def, std::vector<Case>& out) {
+  std::vector<std::pair<std::string, Json>> settings;
+  if (def.name == "clamp") {
+    settings = {{"both", {{"min", -0.5}, {"max", 1.0}}},
+                {"min_only", {{"min", 0.0}}},
+                {"max_only", {{"max", -0.5}}},
+                {"min_above_max", {{"min", 1.0}, {"max", -1.0}}},
+                {"neither", Json::object()}};
+  } else {
+    settings = {{"value", {{"value", -3.25}}}, {"value_zero", {{"value", 0.0}}}};
+  }
+  const std::pair<const char*, Shape> shapes[] = {{"size1", {1}},
+                                                  {"rank0", {}},
+                                                  {"prime1009", {1009}},
+                                                  {"rank3", {3, 5, 67}},
+                                                  {"empty", {0, 5}}};
+  for (const auto& [shape_name, shape] : shapes) {
+    for (const auto& [setting, attrs] : settings) {
+      DocBuilder b;
+      std::vector<int> args = {b.Input("a", shape, Domain::kCoarse)};
+      if (def.ports.size() == 2) args.push_back(b.Input("mask", shape, Domain::kMask));
+      out.push_back(b.Finish(def.name, std::string(shape_name) + "_" + setting,
+                             b.Op(def.name, args, attrs), 3));
+    }
+  }
+  if (def.ports.size() == 2) {  // a mask that broadcasts to a
+    DocBuilder b;
+    int a = b.Input("a", {7, 97}, Domain::kCoarse), mask = b.Input("mask", {97}, Domain::kMask);
+    out.push_back(
+        b.Finish(def.name, "bcast_mask", b.Op(def.name, {a, mask}, settings[0].second), 3));
+  }
+}
+
+void CastCases(const OpSpec& def, std::vector<Case>& out) {
+  const std::tuple<const char*, Domain, const char*> conversions[] = {
+      {"f32_to_bool", Domain::kCoarse, "bool"},
+      {"bool_to_f32", Domain::kMask, "f32"},
+      {"f32_to_f32", Domain::kSigned, "f32"},
+      {"bool_to_bool", Domain::kMask, "bool"}};
+  const std::pair<const char*, Shape> shapes[] = {
+      {"size1", {1}}, {"prime1009", {1009}}, {"rank3", {3, 5, 67}}, {"empty", {0, 5}}};
+  for (const auto& [conversion, domain, to] : conversions) {
+    for (const auto& [shape_name, shape] : shapes) {
+      DocBuilder b;
+      int a = b.Input("a", shape, domain);
+      out.push_back(b.Finish(def.name, std::string(conversion) + "_" + shape_name,
+                             b.Op(def.name, {a}, {{"dtype", to}}), 3));
+    }
+  }
+}
+
+// Counter-hash streams at several sizes, seeds and keep rates; the step is fed (a session's step
+// number), so two runs of a case with different data seeds also draw different steps.
+void RandomCases(const OpSpec& def, std::vector<Case>& out) {
+  const std::pair<const char*, Shape> shapes[] = {{"size1", {1}},
+                                                  {"rank0", {}},
+                                                  {"prime1009", {1009}},
+                                                  {"rank3", {3, 5, 67}},
+                                                  {"empty", {0, 5}}};
+  std::vector<std::pair<std::string, Json>> settings;
+  if (def.name == "uniform") {
+    settings = {{"seed0", {{"seed", 0}}}, {"seed_max", {{"seed", 4294967295u}}}};
+  } else {
+    settings = {{"p0", {{"p", 0.0}, {"seed", 7}}},
+                {"p01", {{"p", 0.1}, {"seed", 7}}},
+                {"p05", {{"p", 0.5}, {"seed", 123456789}}},
+                {"p09", {{"p", 0.9}, {"seed", 42}}}};
+  }
+  for (const auto& [shape_name, shape] : shapes) {
+    for (const auto& [setting, attrs] : settings) {
+      DocBuilder b;
+      std::vector<int> args;
+      Json a = attrs;
+      if (def.name == "uniform") {
+        a["shape"] = shape;
+      } else {
+        args.push_back(b.Input("a", shape));
+      }
+      args.push_back(b.Input("step", {}, Domain::kStep));
+      out.push_back(
+          b.Finish(def.name, std::string(shape_name) + "_" + setting, b.Op(def.name, args, a), 3));
+    }
+  }
+  if (TakesBigCase(def.name)) {
+    DocBuilder b;
+    int step = b.Input("step", {}, Domain::kStep);
+    out.push_back(b.Finish(def.name, "grid_over_65535",
+                           b.Op(def.name, {step}, {{"shape", {kBigLinear}}, {"seed", 3}}), 3));
   }
 }
 
@@ -404,6 +546,21 @@ std::vector<Case> FusedCases() {
     int t = b.Op("mul", {b.Op("positive", {b.Op("sub", {x, y})}), b.Op("gelu_grad", {x, z})});
     out.push_back(b.Finish(kFusedGroup, "sub_positive_gelu_grad_mul", t, 2));
   }
+  {  // masks inside one kernel: where(gt(x, y_row), x * 2, masked_fill(x, lt(x, 0), -1))
+    DocBuilder b;
+    int x = b.Input("x", {7, 97}, Domain::kCoarse), y = b.Input("y", {97}, Domain::kCoarse);
+    int twice = b.Op("mul", {x}, {{"scalar", 2.0}});
+    int filled = b.Op("masked_fill", {x, b.Op("lt", {x}, {{"scalar", 0.0}})}, {{"value", -1.0}});
+    int t = b.Op("where", {b.Op("gt", {x, y}), twice, filled});
+    out.push_back(b.Finish(kFusedGroup, "gt_mul_lt_masked_fill_where", t, 3));
+  }
+  {  // casts in a chain: the bool made 0/1 inside the kernel, cast(cast(x, bool), f32) * clamp(x)
+    DocBuilder b;
+    int x = b.Input("x", {1009}, Domain::kCoarse);
+    int nonzero = b.Op("cast", {b.Op("cast", {x}, {{"dtype", "bool"}})}, {{"dtype", "f32"}});
+    int t = b.Op("mul", {nonzero, b.Op("clamp", {x}, {{"min", -1.0}, {"max", 1.0}})});
+    out.push_back(b.Finish(kFusedGroup, "cast_cast_clamp_mul", t, 3));
+  }
   {  // the grid of more than 65535 workgroups, fused: relu(x + y) * 0.25
     DocBuilder b;
     int x = b.Input("x", {kBigLinear}), y = b.Input("y", {kBigLinear});
@@ -438,10 +595,18 @@ std::vector<Case> CasesFor(const std::string& group) {
     case OpKind::kSource:
       break;
     case OpKind::kElementwise:
-      if (def->ports.size() == 1)
+      if (def->name == "where") {
+        WhereCases(*def, out);
+      } else if (def->name == "cast") {
+        CastCases(*def, out);
+      } else if (def->Arity() != def->ports.size()) {
+        OperandAttrCases(*def, out);
+      } else if (def->ports.size() == 1) {
         UnaryCases(*def, out);
-      else if (def->ports.size() == 2)
+      } else if (def->ports.size() == 2) {
         BinaryCases(*def, out);
+        BoolOperandCases(*def, out);
+      }
       break;
     case OpKind::kReduce:
       ReduceCases(*def, out);
@@ -466,6 +631,9 @@ std::vector<Case> CasesFor(const std::string& group) {
     case OpKind::kOptimizer:
       OptimizerCases(*def, out);
       break;
+    case OpKind::kRandom:
+      RandomCases(*def, out);
+      break;
   }
   return out;
 }
@@ -476,6 +644,14 @@ runtime::Feeds MakeFeeds(const Case& c, uint64_t seed) {
     HostTensor t = HostTensor::Zeros(MakeType(in.shape));
     int64_t n = t.elements();
     std::span<float> data = t.view<float>();
+    if (in.dtype != DType::kF32) {  // a mask: drawn as 0/1 floats, stored in its own dtype
+      HostTensor stored = HostTensor::Zeros(MakeType(in.shape, in.dtype));
+      uint64_t stream = CounterHash(seed, Fnv1a(c.id() + "/" + in.name));
+      for (int64_t i = 0; i < n; ++i)
+        stored.SetValue(i, CounterUniform(stream, static_cast<uint64_t>(i)) < 0.5f ? 1.0 : 0.0);
+      feeds[in.name] = std::move(stored);
+      continue;
+    }
     uint64_t stream = CounterHash(seed, Fnv1a(c.id() + "/" + in.name));
     bool any_one = false;
     for (int64_t i = 0; i < n; ++i) {
@@ -500,6 +676,13 @@ runtime::Feeds MakeFeeds(const Case& c, uint64_t seed) {
           break;
         case Domain::kStep:
           v = static_cast<float>(1 + CounterHash(stream, 0) % 1000);
+          break;
+        case Domain::kCoarse:
+          // -2, -1.5, ..., 2, with -0 beside +0.
+          v = static_cast<float>(static_cast<int>(u * 9.0f)) * 0.5f - 2.0f;
+          if (v == 0.0f && (CounterHash(stream ^ 0x5eed, static_cast<uint64_t>(i)) & 1)) v = -0.0f;
+          break;
+        case Domain::kMask:  // drawn above, in the mask's dtype
           break;
         case Domain::kBinary:
           v = u < 0.4f ? 1.0f : 0.0f;
@@ -538,9 +721,14 @@ std::vector<SpecialValueCase> SpecialValueCases() {
     DocBuilder b;
     SpecialValueCase s;
     std::vector<int> args;
+    const OpSpec* def = ops::BuiltinOps()->Find(r.op);
     for (const Input& in : r.inputs) {
-      args.push_back(b.Input(in.name, in.shape));
-      s.feeds[in.name] = HostTensor::FromFloats(MakeType(in.shape), in.values);
+      // An input named after a mask port (where's cond, masked_fill's mask) is a bool.
+      const ops::Port* port = def ? def->FindPort(in.name) : nullptr;
+      const bool mask = port && port->dtypes == std::vector<DType>{DType::kBool};
+      args.push_back(b.Input(in.name, in.shape, mask ? Domain::kMask : Domain::kSigned));
+      s.feeds[in.name] =
+          HostTensor::FromFloats(MakeType(in.shape, mask ? DType::kBool : DType::kF32), in.values);
     }
     s.c = b.Finish(r.op, r.name, b.Op(r.op, args, Json::parse(r.attrs)), r.version);
     s.want = r.want;

@@ -19,7 +19,8 @@
 
 namespace scellis::conform {
 
-// Where an input's values are drawn from. Never zero; always inside the op's domain.
+// Where an input's values are drawn from. Never zero (but for kCoarse and kMask); always inside
+// the op's domain.
 enum class Domain {
   kSigned,        // uniform in [-2, 2], zero excluded
   kPositive,      // uniform in [0.125, 4] (log, sqrt)
@@ -27,13 +28,16 @@ enum class Domain {
   kBinary,        // 0 or 1, at least one 1 (Game-of-Life cells)
   kLabels,        // class indices 0 .. classes-1, as f32 (cross-entropy targets)
   kStep,          // an optimizer step number, an integer in 1 .. 1000
+  kCoarse,        // multiples of 0.5 in [-2, 2], +-0 included: comparisons meet ties and zeros
+  kMask,          // a bool tensor, 0 or 1 at random
 };
 
 struct CaseInput {
   std::string name;  // the input node's "name", which is also its feed name
   std::vector<int64_t> shape;
   Domain domain = Domain::kSigned;
-  int classes = 0;  // kLabels only
+  int classes = 0;            // kLabels only
+  DType dtype = DType::kF32;  // bool for kMask
 };
 
 struct Case {

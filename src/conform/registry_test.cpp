@@ -63,10 +63,10 @@ TEST(ConformRegistry, EveryOpHasItsRulesAReferenceAWgslGeneratorAndCases) {
     if (def.kind == ops::OpKind::kElementwise) {
       const kernel::ref::ScalarImpl* s = kernel::ref::FindScalar(def.name);
       ASSERT_NE(s, nullptr) << "no CPU reference (kernel/ref/elementwise.cpp)";
-      EXPECT_EQ(static_cast<size_t>(s->arity), def.ports.size());
+      EXPECT_EQ(static_cast<size_t>(s->arity), def.Arity());
       EXPECT_TRUE(s->f32 && s->f64);
       // The fused-kernel generator knows the op's expression.
-      EXPECT_NE(kernel::wgsl::ElementwiseExpr(def.name, "a", "b"), "")
+      EXPECT_NE(kernel::wgsl::ElementwiseExpr(def.name, "a", "b", "c"), "")
           << "no WGSL expression (kernel/emit/wgsl/elementwise.cpp)";
     } else {
       const kernel::ref::OpImpl* o = kernel::ref::FindOp(def.name);

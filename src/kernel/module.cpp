@@ -1,5 +1,6 @@
 #include "kernel/module.h"
 
+#include <cmath>
 #include <set>
 
 #include "base/sha256.h"
@@ -72,7 +73,8 @@ std::string Print(const Module& m) {
         expr += e.op;
         expr += "(";
         if (e.op == "full") {
-          expr += CanonicalJson(Json(e.value));
+          expr +=
+              std::isinf(e.value) ? (e.value > 0 ? "inf" : "-inf") : CanonicalJson(Json(e.value));
         } else {
           for (size_t i = 0; i < e.operands.size(); ++i) {
             if (i) expr += ", ";

@@ -3,6 +3,8 @@
 // kernel/ref/<family>.cpp, the WGSL in kernel/emit/wgsl/<family>.cpp.
 #include "ops/op_table.h"
 
+#include <limits>
+
 namespace scellis::ops {
 namespace {
 
@@ -16,6 +18,12 @@ Port Operand(const char* name) {
 Port AnyDTypeOperand(const char* name) {
   return {
       name, PortRole::kOperand, {DType::kF32, DType::kF16, DType::kI32, DType::kU32, DType::kBool}};
+}
+
+// Masks and their comparisons: bool is stored as u32 0/1 and computed as 0.0/1.0 in the f32
+// register of an elementwise kernel, so f32 and bool go through the same kernels.
+Port MaskOrF32Operand(const char* name) {
+  return {name, PortRole::kOperand, {DType::kF32, DType::kBool}};
 }
 
 void AddSourceOps(OpTable& t) {
@@ -104,6 +112,80 @@ void AddElementwiseOps(OpTable& t) {
          "0 where a < b",
          "1 where a or b is NaN: both operands of maximum(NaN, x) get the whole gradient, as "
          "PyTorch's maximum backward gives it");
+  // Comparisons: f32 or bool operands of one dtype (bool compares as 0 < 1), a bool result.
+  // Step functions: no gradient, as PyTorch's bool results have none.
+  auto comparison = [&](const char* name, const char* summary) {
+    t.Add({.name = name,
+           .min_version = 3,
+           .ports = {MaskOrF32Operand("a"), MaskOrF32Operand("b")},
+           .attrs = {{"scalar", AttrType::kNumber}},
+           .kind = OpKind::kElementwise,
+           .differentiable = false,
+           .tolerance = ToleranceClass::kExact,
+           .determinism = "exact (one comparison per element)",
+           .summary = summary,
+           .nan = std::string("IEEE 754, as PyTorch: a NaN operand gives ") +
+                  (std::string(name) == "ne" ? "true" : "false") +
+                  "; -0 equals +0; infinities compare as the extremes"});
+  };
+  comparison("eq", "a == b (or scalar), a bool mask");
+  comparison("ne", "a != b (or scalar), a bool mask");
+  comparison("lt", "a < b (or scalar), a bool mask");
+  comparison("le", "a <= b (or scalar), a bool mask");
+  comparison("gt", "a > b (or scalar), a bool mask");
+  comparison("ge", "a >= b (or scalar), a bool mask");
+  t.Add({.name = "where",
+         .min_version = 3,
+         .ports = {{"cond", PortRole::kOperand, {DType::kBool}},
+                   MaskOrF32Operand("a"),
+                   MaskOrF32Operand("b")},
+         .attrs = {},
+         .kind = OpKind::kElementwise,
+         .differentiable = true,
+         .tolerance = ToleranceClass::kExact,
+         .determinism = "exact (a selection per element)",
+         .summary = "a where cond is true, else b; the three broadcast together; a and b of one "
+                    "dtype, which the result has",
+         .nan = "the chosen element passes as its bits (NaN, infinities, -0), as torch.where; "
+                "the other one is never read into the result, nor into its gradient"});
+  t.Add({.name = "masked_fill",
+         .min_version = 3,
+         .ports = {Operand("a"), {"mask", PortRole::kOperand, {DType::kBool}}},
+         .attrs = {{"value", AttrType::kNumber, nullptr, true, std::nullopt, true}},
+         .kind = OpKind::kElementwise,
+         .differentiable = true,
+         .tolerance = ToleranceClass::kExact,
+         .determinism = "exact (a selection per element)",
+         .summary = "value where mask is true, else a; mask broadcasts with a; the gradient "
+                    "passes where mask is false",
+         .nan = "elements of a pass as their bits where mask is false; value is a finite "
+                "number"});
+  const double inf = std::numeric_limits<double>::infinity();
+  t.Add({.name = "clamp",
+         .min_version = 3,
+         .ports = {Operand("a")},
+         .attrs = {{"min", AttrType::kNumber, nullptr, false, std::nullopt, true, -inf},
+                   {"max", AttrType::kNumber, nullptr, false, std::nullopt, true, inf}},
+         .kind = OpKind::kElementwise,
+         .differentiable = true,
+         .tolerance = ToleranceClass::kExact,
+         .determinism = "exact (two comparisons per element)",
+         .summary = "minimum(maximum(a, min), max), as torch.clamp: either bound may be left "
+                    "out, min > max gives max everywhere; the gradient passes where "
+                    "min <= a <= max",
+         .nan = "as torch.clamp: NaN stays NaN (its gradient is 0); infinities are clamped like "
+                "any value"});
+  t.Add({.name = "cast",
+         .min_version = 3,
+         .ports = {MaskOrF32Operand("a")},
+         .attrs = {{"dtype", AttrType::kString, nullptr, true}},
+         .kind = OpKind::kElementwise,
+         .differentiable = true,
+         .tolerance = ToleranceClass::kExact,
+         .determinism = "exact (a conversion per element)",
+         .summary = "a converted to `dtype` (f32 or bool): to bool, a != 0; from bool, 0 or 1; "
+                    "the gradient passes between f32 values only",
+         .nan = "as torch's conversion to bool: NaN and infinities are true, +-0 false"});
   unary("relu", 1, ToleranceClass::kExact, true, "exact", "max(a, 0)",
         "as torch.relu: relu(NaN) = NaN (never 0), relu(-0) = -0, relu(inf) = inf, "
         "relu(-inf) = 0");
@@ -383,6 +465,44 @@ void AddOptimOps(OpTable& t) {
          .nan = update_nan});
 }
 
+void AddRandomOps(OpTable& t) {
+  const char* hash =
+      "exact: element i of (seed, step) is bits = h(h(i) ^ h(seed ^ h(step))) with the u32 PCG "
+      "hash h(x): s = x * 747796405 + 2891336453, w = ((s >> ((s >> 28) + 4)) ^ s) * 277803737, "
+      "h = (w >> 22) ^ w (all mod 2^32; Jarzynski and Olano 2020); uniform = (bits >> 8) / 2^24. "
+      "Integer arithmetic only, so every backend gives the same bits. step is the integer part "
+      "of the step input (NaN and negatives 0)";
+  const NumberRange below_one{0, 1, false, true};
+  Port step{"step", PortRole::kStep};
+  Attr seed{"seed", AttrType::kInt, 0};
+  t.Add({.name = "uniform",
+         .min_version = 3,
+         .ports = {step},
+         .attrs = {{"shape", AttrType::kIntList, nullptr, true}, seed},
+         .kind = OpKind::kRandom,
+         .tolerance = ToleranceClass::kExact,
+         .determinism = hash,
+         .summary = "f32 in [0, 1) of `shape`, a pure function of (seed, step, element index): "
+                    "feed a session's step number to `step` for a fresh tensor each step, "
+                    "reproducible from the seed; seed in [0, 2^32)",
+         .nan = "no NaN or infinity is produced; a NaN step counts as step 0"});
+  t.Add({.name = "dropout",
+         .min_version = 3,
+         .ports = {Operand("a"), step},
+         .attrs = {{"p", AttrType::kNumber, 0.5, false, below_one}, seed},
+         .kind = OpKind::kRandom,
+         .differentiable = true,
+         .tolerance = ToleranceClass::kExact,
+         .determinism = std::string(hash) +
+                        "; element i is kept where uniform >= p, i.e. (bits >> 8) >= "
+                        "ceil(p * 2^24)",
+         .summary = "a * m, m = 1 / (1 - p) (rounded to f32) where uniform(seed, step, i) >= p "
+                    "and 0 elsewhere, as torch's dropout in training; the gradient is the same "
+                    "mask times the same scale",
+         .nan = "as PyTorch's a * mask: a NaN or infinite element stays NaN where dropped (inf * "
+                "0), a dropped finite element is a zero of its sign"});
+}
+
 }  // namespace
 
 const std::shared_ptr<const OpTable>& BuiltinOps() {
@@ -396,6 +516,7 @@ const std::shared_ptr<const OpTable>& BuiltinOps() {
     AddStencilOps(*t);
     AddNnOps(*t);
     AddOptimOps(*t);
+    AddRandomOps(*t);
     return std::shared_ptr<const OpTable>(std::move(t));
   }();
   return table;

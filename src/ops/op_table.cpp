@@ -7,15 +7,16 @@
 namespace scellis::ops {
 namespace {
 
-constexpr EnumTable<OpKind, 9> kOpKinds({{{OpKind::kSource, "source"},
-                                          {OpKind::kElementwise, "elementwise"},
-                                          {OpKind::kReduce, "reduce"},
-                                          {OpKind::kMatmul, "matmul"},
-                                          {OpKind::kLayout, "layout"},
-                                          {OpKind::kStencil, "stencil"},
-                                          {OpKind::kNormalize, "normalize"},
-                                          {OpKind::kLoss, "loss"},
-                                          {OpKind::kOptimizer, "optimizer"}}});
+constexpr EnumTable<OpKind, 10> kOpKinds({{{OpKind::kSource, "source"},
+                                           {OpKind::kElementwise, "elementwise"},
+                                           {OpKind::kReduce, "reduce"},
+                                           {OpKind::kMatmul, "matmul"},
+                                           {OpKind::kLayout, "layout"},
+                                           {OpKind::kStencil, "stencil"},
+                                           {OpKind::kNormalize, "normalize"},
+                                           {OpKind::kLoss, "loss"},
+                                           {OpKind::kOptimizer, "optimizer"},
+                                           {OpKind::kRandom, "random"}}});
 constexpr EnumTable<PortRole, 5> kPortRoles({{{PortRole::kOperand, "operand"},
                                               {PortRole::kLabels, "labels"},
                                               {PortRole::kGradient, "gradient"},
@@ -78,6 +79,12 @@ const Port* OpSpec::FindPort(std::string_view port) const {
   for (const Port& p : ports)
     if (p.name == port) return &p;
   return nullptr;
+}
+
+size_t OpSpec::Arity() const {
+  size_t n = ports.size();
+  for (const Attr& a : attrs) n += a.as_operand ? 1 : 0;
+  return n;
 }
 
 const Attr* OpSpec::FindAttr(std::string_view attr) const {

@@ -33,6 +33,7 @@ enum class OpKind {
   kNormalize,  // softmax, log_softmax
   kLoss,       // cross_entropy and its gradient
   kOptimizer,  // sgd/momentum/adam updates
+  kRandom,     // uniform, dropout: counter-hash streams of (seed, step, element index)
 };
 const char* OpKindName(OpKind k);
 
@@ -79,17 +80,26 @@ struct NumberRange {
 
 struct Attr {
   Attr(std::string name, AttrType type, Json default_value = nullptr, bool required = false,
-       std::optional<NumberRange> range = std::nullopt)
+       std::optional<NumberRange> range = std::nullopt, bool as_operand = false,
+       double absent = 0)
       : name(std::move(name)),
         type(type),
         default_value(std::move(default_value)),
         required(required),
-        range(range) {}
+        range(range),
+        as_operand(as_operand),
+        absent(absent) {}
   std::string name;
   AttrType type;
   Json default_value;  // null: none (absent means "not given", see the op's summary)
   bool required;
   std::optional<NumberRange> range;  // kNumber only: the accepted values
+  // kNumber only: the value reaches the kernels as an argument, a rank-0 f32 constant appended
+  // after the op's ports in attribute order (clamp's bounds, masked_fill's value), so kernels
+  // compute with operands alone and never read attributes. `absent` stands in for a value not
+  // given (clamp's missing bound is an infinity, which bounds nothing).
+  bool as_operand = false;
+  double absent = 0;
 };
 
 struct OpSpec {
@@ -107,6 +117,8 @@ struct OpSpec {
 
   const Port* FindPort(std::string_view port) const;
   const Attr* FindAttr(std::string_view attr) const;
+  // The arguments its WebIR node and kernels take: the ports, then the operand attributes.
+  size_t Arity() const;
 };
 
 class OpTable {

@@ -59,6 +59,12 @@ class Lowering {
     errors_.push_back(std::move(d));
   }
 
+  // Where a node names the producer of `port`: the port's key in a graph document; a workflow
+  // wires ports by edges, so its block's own pointer.
+  std::string PortPointer(const block::Block& b, const std::string& port) {
+    return prog_.form == doc::Form::kGraph ? PointerJoin(b.pointer, port) : b.pointer;
+  }
+
   std::string ParamPointer(const block::Block& b, const std::string& key) {
     return prog_.form == doc::Form::kGraph ? PointerJoin(b.pointer, key)
                                            : PointerJoin(PointerJoin(b.pointer, "params"), key);
@@ -165,9 +171,13 @@ class Lowering {
       if (it != ports.end()) {
         DType dtype = g_.at(it->second).type.dtype;
         if (std::find(p.dtypes.begin(), p.dtypes.end(), dtype) == p.dtypes.end()) {
-          Error(b, "dtype-mismatch", b.pointer,
+          std::string takes;
+          for (DType t : p.dtypes)
+            takes += (takes.empty() ? "" : " or ") + std::string(DTypeName(t));
+          Error(b, "dtype-mismatch", PortPointer(b, port),
                 "the input \"" + port + "\" of \"" + def->name + "\" is " + DTypeName(dtype) +
-                    ", the op takes " + DTypeName(p.dtypes.front()));
+                    ", the op takes " + takes,
+                "convert it with cast{a, dtype}: no op mixes dtypes on its own");
           return -1;
         }
         n.args.push_back(it->second);
@@ -185,10 +195,24 @@ class Lowering {
                 "the scalar " + s.dump() + " does not fit in f32");
           return -1;
         }
+        // The scalar takes the dtype of `a` where the port accepts it (a mask compared with 0
+        // or 1), so a scalar never mixes dtypes; a bool holds only those two values.
+        DType scalar_dtype = DType::kF32;
+        if (!n.args.empty()) {
+          const DType a_dtype = g_.at(n.args[0]).type.dtype;
+          if (std::find(p.dtypes.begin(), p.dtypes.end(), a_dtype) != p.dtypes.end())
+            scalar_dtype = a_dtype;
+        }
+        if (scalar_dtype == DType::kBool && s.get<double>() != 0 && s.get<double>() != 1) {
+          Error(b, "bad-attribute", ParamPointer(b, "scalar"),
+                "the scalar " + s.dump() + " is compared with a bool, which is 0 or 1",
+                "compare with 0 or 1, or cast the mask to f32 first");
+          return -1;
+        }
         Node c;
         c.op = "full";
         c.role = Role::kConst;
-        c.type = MakeType({}, DType::kF32);
+        c.type = MakeType({}, scalar_dtype);
         c.attrs["value"] = s;
         c.origin = ParamPointer(b, "scalar");
         n.args.push_back(g_.Add(std::move(c)));
@@ -199,6 +223,27 @@ class Lowering {
             port == "b" && def->FindAttr("scalar") ? "give \"b\" a node id, or \"scalar\" a number"
                                                    : "");
       return -1;
+    }
+    // Operand attributes follow the ports as rank-0 constants (see ops::Attr::as_operand); the
+    // checker above has already held them to finite numbers, and f32 holds them.
+    for (const ops::Attr& a : def->attrs) {
+      if (!a.as_operand) continue;
+      auto it = b.params.find(a.name);
+      const bool given = it != b.params.end() && !it->is_null();
+      const double value = given ? it->get<double>() : a.absent;
+      if (given && std::fabs(value) > std::numeric_limits<float>::max()) {
+        Error(b, "data-out-of-range", ParamPointer(b, a.name),
+              "the value " + it->dump() + " does not fit in f32");
+        return -1;
+      }
+      Node c;
+      c.op = "full";
+      c.role = Role::kConst;
+      c.type = MakeType({}, DType::kF32);
+      c.attrs["value"] = value;
+      c.origin = given ? ParamPointer(b, a.name) : b.pointer;
+      n.args.push_back(g_.Add(std::move(c)));
+      n.attrs.erase(a.name);
     }
 
     InferContext c;

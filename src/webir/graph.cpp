@@ -1,6 +1,7 @@
 #include "webir/graph.h"
 
 #include <algorithm>
+#include <cmath>
 
 #include "webir/op_rules.h"
 
@@ -57,7 +58,11 @@ std::string Print(const Graph& g) {
       if (!n.label.empty()) r += " \"" + n.label + "\"";
     } else if (n.op == "full") {
       r += " ";  // appended separately: `" " + std::string&&` draws a false -Wrestrict (GCC 12)
-      r += CanonicalJson(n.attrs["value"]);
+      // An operand attribute's stand-in may be infinite (clamp's missing bound); JSON has no
+      // infinity, so it is spelled out.
+      const Json& v = n.attrs["value"];
+      r += v.is_number() && std::isinf(v.get<double>()) ? (v.get<double>() > 0 ? "inf" : "-inf")
+                                                        : CanonicalJson(v);
     }
     for (size_t i = 0; i < n.args.size(); ++i) {
       const Node& a = g.at(n.args[i]);
@@ -121,7 +126,7 @@ Status Verify(const Graph& g) {
     if (spec->kind == OpKind::kSource) continue;
     const OpRule* rule = FindRule(n.op);
     if (!rule) return InternalError("webir.Verify", "no type rule for " + n.op);
-    if (n.args.size() != spec->ports.size())
+    if (n.args.size() != spec->Arity())
       return InternalError("webir.Verify", "node %" + n.name + " has the wrong number of args");
     InferContext c;
     for (int a : n.args) c.args.push_back(g.at(a).type);

@@ -176,16 +176,22 @@ TEST(OpTable, NamesAreUniqueAndDescribed) {
 // An example use of every non-source op; a new op without one fails this test, so it cannot land
 // without a CPU reference and a WGSL kernel being exercised.
 Json ExampleNode(const ops::OpSpec& d) {
-  // Ports bind to: 0 and 1 (2x3 positive data), 3 (3x2), 4 (two labels), 5 (a scalar), 6 (a step).
+  // Ports bind to: 0 and 1 (2x3 positive data), 3 (3x2), 4 (two labels), 5 (a scalar), 6 (a
+  // step), 7 (a 2x3 bool mask).
   Json n = {{"id", 2}, {"op", d.name}};
   for (const ops::Port& p : d.ports) {
     const std::string& port = p.name;
-    n[port] = port == "a" || port == "param" || port == "m" || port == "velocity" ? 0
-              : port == "target"                                                  ? 4
-              : port == "t"                                                       ? 6
-              : port == "b" && d.kind == OpKind::kLoss                            ? 5
-                                                                                  : 1;
+    n[port] = p.dtypes == std::vector<DType>{DType::kBool}                          ? 7
+              : port == "a" || port == "param" || port == "m" || port == "velocity" ? 0
+              : port == "target"                                                    ? 4
+              : port == "t" || port == "step"                                       ? 6
+              : port == "b" && d.kind == OpKind::kLoss                              ? 5
+                                                                                    : 1;
   }
+  for (const ops::Attr& a : d.attrs)
+    if (a.as_operand) n[a.name] = 1.25;
+  if (d.name == "cast") n["dtype"] = "bool";
+  if (d.name == "uniform") n["shape"] = {2, 3};
   if (d.name == "matmul") n["b"] = 3;
   if (d.name == "permute") n["dims"] = {1, 0};
   if (d.name == "reshape") n["shape"] = {3, 2};
@@ -201,16 +207,25 @@ TEST(OpTable, EveryOpRunsThroughTheLadder) {
     if (d.kind == OpKind::kElementwise) {
       const kernel::ref::ScalarImpl* s = kernel::ref::FindScalar(d.name);
       ASSERT_NE(s, nullptr) << "no CPU reference";
-      EXPECT_EQ(static_cast<size_t>(s->arity), d.ports.size());
-      EXPECT_FALSE(kernel::wgsl::ElementwiseExpr(d.name, "a", "b").empty()) << "no WGSL expression";
+      EXPECT_EQ(static_cast<size_t>(s->arity), d.Arity());
+      EXPECT_FALSE(kernel::wgsl::ElementwiseExpr(d.name, "a", "b", "c").empty())
+          << "no WGSL expression";
     } else {
       EXPECT_NE(kernel::ref::FindOp(d.name), nullptr) << "no CPU reference";
     }
     // Positive inputs keep log and sqrt finite.
     Json doc = GraphDoc({InputNode(0, {2, 3}, {0.5f, 1, 1.5f, 2, 2.5f, 3}),
                          InputNode(1, {2, 3}, {3, 2.5f, 2, 1.5f, 1, 0.5f}),
-                         InputNode(3, {3, 2}, {1, 2, 3, 4, 5, 6}), InputNode(4, {2}, {0, 2}),
-                         InputNode(5, {}, {1.5f}), InputNode(6, {}, {2}), ExampleNode(d)},
+                         InputNode(3, {3, 2}, {1, 2, 3, 4, 5, 6}),
+                         InputNode(4, {2}, {0, 2}),
+                         InputNode(5, {}, {1.5f}),
+                         InputNode(6, {}, {2}),
+                         {{"id", 7},
+                          {"op", "input"},
+                          {"shape", {2, 3}},
+                          {"dtype", "bool"},
+                          {"data", {1, 0, 0, 1, 1, 0}}},
+                         ExampleNode(d)},
                         {{"y", 2}}, std::max(2, d.min_version));
     auto c = pipeline::Compile(doc.dump(), ProdOptions());
     ASSERT_TRUE(c.ok()) << c.errors().front().Format();
@@ -222,7 +237,7 @@ TEST(OpTable, EveryOpRunsThroughTheLadder) {
     runtime::cpu::CpuExecutor exec({.threads = 1});
     auto r = exec.Run(*c->plan, {});
     ASSERT_TRUE(r.ok()) << r.errors().front().Format();
-    for (float v : r->outputs[0].second.view<float>()) EXPECT_TRUE(std::isfinite(v));
+    for (float v : r->outputs[0].second.ToFloats()) EXPECT_TRUE(std::isfinite(v));
     ++checked;
   }
   EXPECT_GE(checked, 20);

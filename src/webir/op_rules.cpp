@@ -21,6 +21,7 @@ RuleSet BuildRules() {
   AddStencilRules(r);
   AddNnRules(r);
   AddOptimRules(r);
+  AddRandomRules(r);
   return r;
 }
 
@@ -55,8 +56,10 @@ Result<TensorType> InferBroadcast(InferContext& c) {
   const TensorType& a = c.args[0];
   const TensorType& b = c.args[1];
   if (a.dtype != b.dtype) {
-    return c.Error("dtype-mismatch", std::string("the inputs are ") + DTypeName(a.dtype) + " and " +
-                                         DTypeName(b.dtype));
+    return c.Error(
+        "dtype-mismatch",
+        std::string("the inputs are ") + DTypeName(a.dtype) + " and " + DTypeName(b.dtype),
+        "convert one with cast{a, dtype}: no op mixes dtypes on its own");
   }
   if (a.SameShape(b)) return a;
   auto dims = BroadcastDims(a.dims, b.dims);

@@ -58,6 +58,7 @@ void AddLayoutRules(RuleSet& r);
 void AddStencilRules(RuleSet& r);
 void AddNnRules(RuleSet& r);
 void AddOptimRules(RuleSet& r);
+void AddRandomRules(RuleSet& r);
 
 // Runs `rule` (the rule of `op`) and checks the shape it inferred: an output of more than
 // kMaxElements elements (the non-zero sizes counted, see CheckedElements) is `tensor-too-large`

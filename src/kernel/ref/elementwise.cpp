@@ -43,6 +43,55 @@ T MaxShare(T a, T b) {
   if (std::isnan(a) || std::isnan(b)) return T(1);
   return a > b ? T(1) : a == b ? T(0.5) : T(0);
 }
+// Comparisons give a bool as 0 or 1. IEEE 754 as PyTorch: a NaN operand makes every comparison
+// false but `ne`, which it makes true; -0 == +0.
+template <typename T>
+T Eq(T a, T b) {
+  return a == b ? T(1) : T(0);
+}
+template <typename T>
+T Ne(T a, T b) {
+  return a != b ? T(1) : T(0);
+}
+template <typename T>
+T Lt(T a, T b) {
+  return a < b ? T(1) : T(0);
+}
+template <typename T>
+T Le(T a, T b) {
+  return a <= b ? T(1) : T(0);
+}
+template <typename T>
+T Gt(T a, T b) {
+  return a > b ? T(1) : T(0);
+}
+template <typename T>
+T Ge(T a, T b) {
+  return a >= b ? T(1) : T(0);
+}
+// The chosen value passes as its bits: NaN, infinities and -0 included.
+template <typename T>
+T Where(T cond, T a, T b) {
+  return cond != T(0) ? a : b;
+}
+template <typename T>
+T MaskedFill(T a, T mask, T value) {
+  return mask != T(0) ? value : a;
+}
+// As torch.clamp: minimum(maximum(a, lo), hi), so NaN propagates (a NaN bound never arrives:
+// documents hold finite numbers) and lo > hi gives hi.
+template <typename T>
+T Clamp(T a, T lo, T hi) {
+  if (std::isnan(a)) return a;
+  T m = a < lo ? lo : a;
+  return m > hi ? hi : m;
+}
+// The value as it is; a cast to bool is made 0 or 1 by the fused executor, which knows the
+// node's dtype (bool and f32 share the f32 register, so no other cast changes a value).
+template <typename T>
+T Cast(T a, T) {
+  return a;
+}
 // NaN stays NaN and -0 stays -0, as torch.relu gives them.
 template <typename T>
 T Relu(T a, T) {
@@ -94,7 +143,12 @@ T GeluGrad(T a, T b) {
 }  // namespace
 
 void AddElementwiseScalars(std::vector<std::pair<std::string, ScalarImpl>>& t) {
-#define SCELLIS_SCALAR(name, arity, fn) t.push_back({name, {arity, fn<float>, fn<double>}})
+// Unary and binary definitions take (a, b); the table's functions take a third operand too.
+#define SCELLIS_SCALAR(name, arity, fn)                                         \
+  t.push_back({name,                                                            \
+               {arity, [](float a, float b, float) { return fn<float>(a, b); }, \
+                [](double a, double b, double) { return fn<double>(a, b); }}})
+#define SCELLIS_SCALAR3(name, fn) t.push_back({name, {3, fn<float>, fn<double>}})
   SCELLIS_SCALAR("add", 2, Add);
   SCELLIS_SCALAR("sub", 2, Sub);
   SCELLIS_SCALAR("mul", 2, Mul);
@@ -102,6 +156,16 @@ void AddElementwiseScalars(std::vector<std::pair<std::string, ScalarImpl>>& t) {
   SCELLIS_SCALAR("maximum", 2, Maximum);
   SCELLIS_SCALAR("minimum", 2, Minimum);
   SCELLIS_SCALAR("max_share", 2, MaxShare);
+  SCELLIS_SCALAR("eq", 2, Eq);
+  SCELLIS_SCALAR("ne", 2, Ne);
+  SCELLIS_SCALAR("lt", 2, Lt);
+  SCELLIS_SCALAR("le", 2, Le);
+  SCELLIS_SCALAR("gt", 2, Gt);
+  SCELLIS_SCALAR("ge", 2, Ge);
+  SCELLIS_SCALAR3("where", Where);
+  SCELLIS_SCALAR3("masked_fill", MaskedFill);
+  SCELLIS_SCALAR3("clamp", Clamp);
+  SCELLIS_SCALAR("cast", 1, Cast);
   SCELLIS_SCALAR("relu", 1, Relu);
   SCELLIS_SCALAR("positive", 1, Positive);
   SCELLIS_SCALAR("neg", 1, Neg);
@@ -113,6 +177,7 @@ void AddElementwiseScalars(std::vector<std::pair<std::string, ScalarImpl>>& t) {
   SCELLIS_SCALAR("gelu", 1, Gelu);
   SCELLIS_SCALAR("gelu_grad", 2, GeluGrad);
 #undef SCELLIS_SCALAR
+#undef SCELLIS_SCALAR3
 }
 
 }  // namespace scellis::kernel::ref

@@ -59,6 +59,7 @@ const std::vector<std::pair<std::string, OpImpl>>& Ops() {
     AddStencilOps(t);
     AddNnOps(t);
     AddOptimOps(t);
+    AddRandomOps(t);
     return t;
   }();
   return table;
@@ -86,6 +87,12 @@ OpFn<double> PickOp<double>(const OpImpl& s) {
   return s.f64;
 }
 
+// As torch's conversion to bool: every value but +-0 is true, NaN included.
+template <typename T>
+T BoolOf(T v) {
+  return v != T(0) ? T(1) : T(0);
+}
+
 // A fused elementwise kernel: per output element, gather each input through its broadcast
 // strides, then evaluate the steps in order.
 template <typename T>
@@ -106,6 +113,9 @@ Status RunFused(const Module& m, const Kernel& k, const std::vector<const T*>& i
     if (!impl) return InternalError("ref.RunFused", "no scalar reference for " + s.op);
     fns.push_back(Pick<T>(*impl));
   }
+  std::vector<char> casts_to_bool;
+  for (const ExprStep& s : k.expr)
+    casts_to_bool.push_back(s.op == "cast" && m.graph().at(s.node).type.dtype == DType::kBool);
   int64_t chunks = (total + kChunk - 1) / kChunk;
   parallel.For(chunks, [&](int64_t c) {
     std::vector<T> step(k.expr.size());
@@ -127,7 +137,11 @@ Status RunFused(const Module& m, const Kernel& k, const std::vector<const T*>& i
         }
         T a = operand(e.operands[0]);
         T b = e.operands.size() > 1 ? operand(e.operands[1]) : T(0);
-        step[s] = fns[s](a, b);
+        T c = e.operands.size() > 2 ? operand(e.operands[2]) : T(0);
+        step[s] = fns[s](a, b, c);
+        // A cast to bool makes its value 0 or 1 in the register already, so that later steps of
+        // the expression see the bool; every other cast keeps the value (f32 is the register).
+        if (casts_to_bool[s]) step[s] = BoolOf(step[s]);
       }
       out[i] = step.back();
     }

@@ -54,9 +54,11 @@ struct OpImpl {
   OpFn<double> f64;
 };
 
-// Scalar definitions of elementwise ops (unary ops ignore `b`).
+// Scalar definitions of elementwise ops (unary ops ignore `b` and `c`, binary ops `c`). Every
+// value is computed in T: a bool is 0 or 1 (comparisons give exactly those, a bool input is read
+// as them), and it is stored as 0/1 by the executor that writes the output.
 template <typename T>
-using ScalarFn = T (*)(T a, T b);
+using ScalarFn = T (*)(T a, T b, T c);
 
 struct ScalarImpl {
   int arity;
@@ -75,6 +77,11 @@ void AddLayoutOps(std::vector<std::pair<std::string, OpImpl>>& t);
 void AddStencilOps(std::vector<std::pair<std::string, OpImpl>>& t);
 void AddNnOps(std::vector<std::pair<std::string, OpImpl>>& t);
 void AddOptimOps(std::vector<std::pair<std::string, OpImpl>>& t);
+void AddRandomOps(std::vector<std::pair<std::string, OpImpl>>& t);
+
+// dropout keeps element i where the top 24 bits of its hash are at least this: ceil(p * 2^24),
+// which is uniform(seed, step, i) >= p exactly (uniform is those bits over 2^24).
+uint32_t DropoutThreshold(double p);
 
 // Runs one kernel of `m`: `inputs` follow Kernel::inputs, `out` is the kernel's output.
 template <typename T>

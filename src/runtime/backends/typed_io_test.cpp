@@ -3,7 +3,9 @@
 // SwiftShader, and comes back with the values worked out by hand.
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <cstdlib>
+#include <limits>
 
 #include "pipeline/compile.h"
 #include "runtime/backends/select.h"
@@ -57,6 +59,75 @@ TEST_P(TypedIo, I32FeedRoundTrips) {
   EXPECT_EQ(flat.type.dtype, DType::kI32);
   EXPECT_EQ(std::vector<int32_t>(flat.view<int32_t>().begin(), flat.view<int32_t>().end()),
             (std::vector<int32_t>{-7, 123456, 0, -4000000, 5, 8388607}));
+}
+
+// Masks (graph protocol version 3): a comparison and a cast store bool as u32 0/1, a fed bool
+// mask selects elements as their bits. Values worked by hand: NaN compares false and casts to
+// true, -0 casts to false.
+TEST_P(TypedIo, BoolMasksAreU32ZeroOrOne) {
+  auto exec = Open(GetParam());
+  ASSERT_NE(exec, nullptr);
+  Json doc = {
+      {"version", 3},
+      {"nodes",
+       {{{"id", 0}, {"op", "input"}, {"name", "x"}, {"shape", {6}}},
+        {{"id", 1}, {"op", "input"}, {"name", "m"}, {"shape", {6}}, {"dtype", "bool"}},
+        {{"id", 2}, {"op", "gt"}, {"a", 0}, {"scalar", 0}},
+        {{"id", 3}, {"op", "full"}, {"shape", Json::array()}, {"value", 7}},
+        {{"id", 4}, {"op", "where"}, {"cond", 1}, {"a", 0}, {"b", 3}},
+        {{"id", 5}, {"op", "cast"}, {"a", 0}, {"dtype", "bool"}}}},
+      {"outputs",
+       {{{"name", "gt"}, {"id", 2}}, {{"name", "w"}, {"id", 4}}, {{"name", "nz"}, {"id", 5}}}}};
+  auto plan = PlanFor(doc, *exec);
+  ASSERT_TRUE(plan.ok()) << plan.errors().front().Format();
+  const float nan = std::numeric_limits<float>::quiet_NaN();
+  const float inf = std::numeric_limits<float>::infinity();
+  HostTensor x =
+      HostTensor::FromFloats(MakeType({6}), std::vector<float>{nan, -0.0f, 0, 2, -inf, 0.5f});
+  HostTensor m = HostTensor::Zeros(MakeType({6}, DType::kBool));
+  const std::vector<uint32_t> mask = {1, 0, 1, 0, 1, 0};
+  std::copy(mask.begin(), mask.end(), m.view<uint32_t>().begin());
+
+  auto r = exec->Run(*plan, {{"x", x}, {"m", m}});
+  ASSERT_TRUE(r.ok()) << r.errors().front().Format();
+  auto u32s = [](const HostTensor& t) {
+    return std::vector<uint32_t>(t.view<uint32_t>().begin(), t.view<uint32_t>().end());
+  };
+  const HostTensor& gt = r->outputs.at(0).second;
+  EXPECT_EQ(gt.type.dtype, DType::kBool);
+  EXPECT_EQ(gt.bytes.size(), 24u);
+  EXPECT_EQ(u32s(gt), (std::vector<uint32_t>{0, 0, 0, 1, 0, 1}));
+  const HostTensor& nz = r->outputs.at(2).second;
+  EXPECT_EQ(nz.type.dtype, DType::kBool);
+  EXPECT_EQ(u32s(nz), (std::vector<uint32_t>{1, 0, 0, 1, 1, 1}));
+  const HostTensor& w = r->outputs.at(1).second;
+  ASSERT_EQ(w.type.dtype, DType::kF32);
+  std::vector<float> got = w.ToFloats();
+  EXPECT_TRUE(std::isnan(got[0]));
+  EXPECT_EQ(std::vector<float>(got.begin() + 1, got.end()), (std::vector<float>{7, 0, 7, -inf, 7}));
+  EXPECT_FALSE(std::signbit(got[2]));  // the +0 of x, chosen as its bits
+}
+
+// A scalar compared with a mask is a bool too: eq(m, 0) is the mask's negation, stored as u32.
+TEST_P(TypedIo, AMaskComparesWithABoolScalar) {
+  auto exec = Open(GetParam());
+  ASSERT_NE(exec, nullptr);
+  Json doc = {{"version", 3},
+              {"nodes",
+               {{{"id", 0}, {"op", "input"}, {"name", "m"}, {"shape", {4}}, {"dtype", "bool"}},
+                {{"id", 1}, {"op", "eq"}, {"a", 0}, {"scalar", 0}}}},
+              {"outputs", {{{"name", "not_m"}, {"id", 1}}}}};
+  auto plan = PlanFor(doc, *exec);
+  ASSERT_TRUE(plan.ok()) << plan.errors().front().Format();
+  HostTensor m = HostTensor::Zeros(MakeType({4}, DType::kBool));
+  const std::vector<uint32_t> mask = {1, 0, 0, 1};
+  std::copy(mask.begin(), mask.end(), m.view<uint32_t>().begin());
+  auto r = exec->Run(*plan, {{"m", m}});
+  ASSERT_TRUE(r.ok()) << r.errors().front().Format();
+  const HostTensor& out = r->outputs.at(0).second;
+  EXPECT_EQ(out.type.dtype, DType::kBool);
+  EXPECT_EQ(std::vector<uint32_t>(out.view<uint32_t>().begin(), out.view<uint32_t>().end()),
+            (std::vector<uint32_t>{0, 1, 1, 0}));
 }
 
 INSTANTIATE_TEST_SUITE_P(Backends, TypedIo, ::testing::Values("cpu", "webgpu"));

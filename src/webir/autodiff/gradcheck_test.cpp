@@ -27,12 +27,19 @@ enum class Domain {
   kSigned,    // ±[0.2, 1.0]: away from the kinks of relu and the zeros of everything
   kPositive,  // [0.5, 1.5]: log, sqrt
   kLabels,    // integer class indices in [0, C), C = the last size of the first input; no gradient
+  kMask,      // a bool input, 0 or 1 at random; no gradient
+  kConstant,  // a rank-0 `full` of Arg::value (clamp's bounds, masked_fill's value); no gradient
 };
 
 struct Arg {
   std::vector<int64_t> shape;
   Domain domain = Domain::kSigned;
+  double value = 0;  // kConstant
 };
+
+bool GetsGradient(const Arg& a) {
+  return a.domain == Domain::kSigned || a.domain == Domain::kPositive;
+}
 
 struct Case {
   std::string op;
@@ -43,7 +50,9 @@ struct Case {
 // Ops with no gradient by nature: step functions, integer stencils, optimizer updates.
 bool NotDifferentiable(const ops::OpSpec& d) {
   return d.kind == OpKind::kSource || d.kind == OpKind::kOptimizer || d.kind == OpKind::kStencil ||
-         d.name == "positive" || d.name == "max_share";
+         d.name == "positive" || d.name == "max_share" || d.name == "eq" || d.name == "ne" ||
+         d.name == "lt" || d.name == "le" || d.name == "gt" || d.name == "ge" ||
+         d.name == "uniform";
 }
 
 std::vector<Case> Cases() {
@@ -64,6 +73,17 @@ std::vector<Case> Cases() {
       {"maximum", {s234, {{4}}}},
       {"minimum", {s23, s23}},
       {"minimum", {{{3, 1}}, s34}},
+      {"where", {{{2, 3}, D::kMask}, s23, s23}},
+      {"where", {{{3, 1}, D::kMask}, {{4}}, s34}},
+      {"masked_fill", {s34, {{3, 4}, D::kMask}, {{}, D::kConstant, -2.5}}},
+      {"masked_fill", {s234, {{4}, D::kMask}, {{}, D::kConstant, 0.0}}},
+      // Inputs are +-[0.2, 1]: bounds inside that range clip some elements and pass others.
+      {"clamp", {s34, {{}, D::kConstant, -0.5}, {{}, D::kConstant, 0.6}}},
+      {"clamp", {s234, {{}, D::kConstant, -0.4}, {{}, D::kConstant, INFINITY}}},
+      {"cast", {s34}, {{"dtype", "f32"}}},
+      // The step is a constant: the mask is the same in every run of the forward plan.
+      {"dropout", {s34, {{}, D::kConstant, 3}}, {{"p", 0.4}, {"seed", 17}}},
+      {"dropout", {s234, {{}, D::kConstant, 1}}, {{"p", 0.1}}},
       {"relu", {s34}},
       {"neg", {s34}},
       {"exp", {s34}},
@@ -117,13 +137,23 @@ int AddNode(Graph& g, const std::string& op, std::vector<int> args, Json attrs) 
   return g.Add(std::move(n));
 }
 
-int AddInput(Graph& g, const std::string& name, const std::vector<int64_t>& shape) {
+int AddInput(Graph& g, const std::string& name, const std::vector<int64_t>& shape,
+             DType dtype = DType::kF32) {
   Node n;
   n.op = "input";
   n.role = Role::kInput;
   n.label = name;
   n.name = name;
-  n.type = MakeType(shape);
+  n.type = MakeType(shape, dtype);
+  return g.Add(std::move(n));
+}
+
+int AddConstant(Graph& g, double value) {
+  Node n;
+  n.op = "full";
+  n.role = Role::kConst;
+  n.type = MakeType({});
+  n.attrs["value"] = value;
   return g.Add(std::move(n));
 }
 
@@ -140,6 +170,11 @@ std::vector<double> Values(const TensorType& t, Domain d, int64_t classes, uint6
         break;
       case Domain::kLabels:
         v[i] = std::floor(u * static_cast<double>(classes));
+        break;
+      case Domain::kMask:
+        v[i] = u < 0.5 ? 1 : 0;
+        break;
+      case Domain::kConstant:
         break;
     }
   }
@@ -188,8 +223,14 @@ void Check(const Case& c, uint64_t seed) {
   int64_t classes = c.args[0].shape.empty() ? 1 : c.args[0].shape.back();
   for (size_t i = 0; i < c.args.size(); ++i) {
     std::string name = std::string("x").append(std::to_string(i));
-    inputs.push_back(AddInput(g, name, c.args[i].shape));
-    feeds[name] = Values(g.at(inputs.back()).type, c.args[i].domain, classes, seed * 31 + i);
+    const Arg& arg = c.args[i];
+    if (arg.domain == Domain::kConstant) {
+      inputs.push_back(AddConstant(g, arg.value));
+      continue;
+    }
+    inputs.push_back(
+        AddInput(g, name, arg.shape, arg.domain == Domain::kMask ? DType::kBool : DType::kF32));
+    feeds[name] = Values(g.at(inputs.back()).type, arg.domain, classes, seed * 31 + i);
   }
   int out = AddNode(g, c.op, inputs, c.attrs);
   ASSERT_GE(out, 0);
@@ -201,7 +242,7 @@ void Check(const Case& c, uint64_t seed) {
   forward.outputs = {{"loss", loss}};
   std::vector<int> wrt;
   for (size_t i = 0; i < c.args.size(); ++i)
-    if (c.args[i].domain != Domain::kLabels) wrt.push_back(inputs[i]);
+    if (GetsGradient(c.args[i])) wrt.push_back(inputs[i]);
   auto grads = Backward(g, loss, wrt);
   ASSERT_TRUE(grads.ok()) << Describe(grads.status());
   for (size_t k = 0; k < wrt.size(); ++k) {

@@ -41,6 +41,31 @@ std::vector<int> GradMinimum(Graph& g, const Node& n, int gout) {
   return {ArgType(g, n, 0, Emit(g, "mul", {gout, Emit(g, "max_share", {b, a})})),
           ArgType(g, n, 1, Emit(g, "mul", {gout, Emit(g, "max_share", {a, b})}))};
 }
+// where: the gradient goes to the operand that was chosen, zero to the other (torch.where's
+// backward); cond, a bool, gets none.
+std::vector<int> GradWhere(Graph& g, const Node& n, int gout) {
+  int cond = n.args[0], zero = grad::Constant(g, 0.0);
+  return {-1, ArgType(g, n, 1, Emit(g, "where", {cond, gout, zero})),
+          ArgType(g, n, 2, Emit(g, "where", {cond, zero, gout}))};
+}
+// masked_fill: the gradient passes where the mask is false; the mask and the filled value (a
+// constant) get none.
+std::vector<int> GradMaskedFill(Graph& g, const Node& n, int gout) {
+  int ga = Emit(g, "where", {n.args[1], grad::Constant(g, 0.0), gout});
+  return {ArgType(g, n, 0, ga), -1, -1};
+}
+// clamp, as PyTorch's clamp backward: the gradient passes where min <= a <= max (so not at NaN)
+// and is zero elsewhere; the bounds are constants.
+std::vector<int> GradClamp(Graph& g, const Node& n, int gout) {
+  int a = n.args[0], zero = grad::Constant(g, 0.0);
+  int inside = Emit(g, "where", {Emit(g, "le", {a, n.args[2]}), gout, zero});
+  return {Emit(g, "where", {Emit(g, "ge", {a, n.args[1]}), inside, zero}), -1, -1};
+}
+// cast: f32 to f32 passes the gradient; a bool on either side has none (as PyTorch).
+std::vector<int> GradCast(Graph& g, const Node& n, int gout) {
+  const bool floats = g.at(n.args[0]).type.dtype == DType::kF32 && n.type.dtype == DType::kF32;
+  return {floats ? gout : -1};
+}
 std::vector<int> GradRelu(Graph& g, const Node& n, int gout) {
   return {Emit(g, "mul", {gout, Emit(g, "positive", {n.args[0]})})};
 }
@@ -84,6 +109,53 @@ std::vector<int> GradGeluGrad(Graph& g, const Node& n, int gout) {
   return {ArgType(g, n, 0, ga), ArgType(g, n, 1, gb)};
 }
 
+// A comparison broadcasts as the arithmetic ops and gives a bool.
+Result<TensorType> InferComparison(InferContext& c) {
+  SCELLIS_ASSIGN_OR_RETURN(TensorType t, InferBroadcast(c));
+  t.dtype = DType::kBool;
+  return t;
+}
+
+// where(cond, a, b): the three broadcast together; the result has a's (and b's) dtype.
+Result<TensorType> InferWhere(InferContext& c) {
+  InferContext values = c;
+  values.args = {c.args[1], c.args[2]};
+  SCELLIS_ASSIGN_OR_RETURN(TensorType ab, InferBroadcast(values));
+  InferContext with_cond = c;
+  with_cond.args = {ab, c.args[0]};
+  with_cond.args[1].dtype = ab.dtype;  // cond's dtype is its port's (bool), checked there
+  return InferBroadcast(with_cond);
+}
+
+// masked_fill(a, mask, value): as torch, the result has a's shape, which the mask broadcasts to.
+Result<TensorType> InferMaskedFill(InferContext& c) {
+  const TensorType& a = c.args[0];
+  auto dims = BroadcastDims(a.dims, c.args[1].dims);
+  if (!dims || !TensorType{*dims, a.dtype}.SameShape(a)) {
+    return c.Error("shape-mismatch",
+                   "the mask " + c.args[1].ShapeStringWithSizes() + " does not broadcast to a " +
+                       a.ShapeStringWithSizes(),
+                   "the mask's sizes, aligned from the right, are each a's or 1");
+  }
+  return a;
+}
+
+// cast(a, dtype): a's shape in `dtype`, f32 or bool.
+Result<TensorType> InferCast(InferContext& c) {
+  auto it = c.attrs.find("dtype");
+  std::optional<DType> to;
+  if (it != c.attrs.end() && it->is_string()) to = ParseDType(it->get<std::string>());
+  if (!to || (*to != DType::kF32 && *to != DType::kBool)) {
+    return c.Error("bad-dtype",
+                   "cast converts to \"f32\" or \"bool\", not " +
+                       (it == c.attrs.end() ? std::string("nothing") : it->dump()),
+                   "i32, u32 and f16 travel through layout ops as they are, without a cast");
+  }
+  TensorType t = c.args[0];
+  t.dtype = *to;
+  return t;
+}
+
 }  // namespace
 
 void AddElementwiseRules(RuleSet& r) {
@@ -94,6 +166,12 @@ void AddElementwiseRules(RuleSet& r) {
   r["maximum"] = {InferBroadcast, GradMaximum};
   r["minimum"] = {InferBroadcast, GradMinimum};
   r["max_share"] = {InferBroadcast, nullptr};  // a step function: no useful derivative
+  for (const char* cmp : {"eq", "ne", "lt", "le", "gt", "ge"})
+    r[cmp] = {InferComparison, nullptr};  // bool results carry no gradient
+  r["where"] = {InferWhere, GradWhere};
+  r["masked_fill"] = {InferMaskedFill, GradMaskedFill};
+  r["clamp"] = {InferSameAsFirst, GradClamp};
+  r["cast"] = {InferCast, GradCast};
   r["relu"] = {InferSameAsFirst, GradRelu};
   r["positive"] = {InferSameAsFirst, nullptr};  // a step function: no useful derivative
   r["neg"] = {InferSameAsFirst, GradNeg};

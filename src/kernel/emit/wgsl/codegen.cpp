@@ -117,7 +117,7 @@ Result<Generated> Generate(const Module& m, const Kernel& k) {
   }
   static const FamilyGen kFamilies[] = {GenerateElementwise, GenerateReduce,  GenerateLinalg,
                                         GenerateLayout,      GenerateStencil, GenerateNn,
-                                        GenerateOptim};
+                                        GenerateOptim,       GenerateRandom};
   Generated out;
   for (FamilyGen f : kFamilies)
     if (f(m, k, out)) return out;

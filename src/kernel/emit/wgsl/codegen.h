@@ -55,6 +55,7 @@ bool GenerateLayout(const Module& m, const Kernel& k, Generated& out);
 bool GenerateStencil(const Module& m, const Kernel& k, Generated& out);
 bool GenerateNn(const Module& m, const Kernel& k, Generated& out);
 bool GenerateOptim(const Module& m, const Kernel& k, Generated& out);
+bool GenerateRandom(const Module& m, const Kernel& k, Generated& out);
 
 // A fused elementwise kernel over output elements [base, base + count) only, for tensors larger
 // than one storage binding: inputs of the output's shape and the output are bound from `base`
@@ -62,8 +63,10 @@ bool GenerateOptim(const Module& m, const Kernel& k, Generated& out);
 // covers everything.
 Generated ElementwiseTile(const Module& m, const Kernel& k, int64_t base, int64_t count);
 
-// WGSL expression of an elementwise op applied to operand expressions a (and b); "" if unknown.
-std::string ElementwiseExpr(const std::string& op, const std::string& a, const std::string& b);
+// WGSL expression of an elementwise op applied to operand expressions a (and b, c), each an f32
+// (a bool is 0.0 or 1.0); "" if unknown.
+std::string ElementwiseExpr(const std::string& op, const std::string& a, const std::string& b,
+                            const std::string& c = "");
 // The fixed 256-wide reduction tree, the one order every whole-tensor reduction uses (the CPU
 // reference mirrors it in kernel/ref/tree_sum.h): a body for a kernel of @workgroup_size(256)
 // whose lane t sums `term(j)` for j = t, t + 256, ... below `count` in order, then the lanes

@@ -3,12 +3,15 @@
 // op in ops/builtin.cpp). WGSL lets an implementation assume no NaN or infinity occurs, and leaves
 // max/min/clamp and log/sqrt of negatives unspecified, so every special value an op must treat
 // specially is tested on the bits (kSpecialValueFns), where no float rewrite can drop the test.
+#include <cmath>
+
 #include "kernel/emit/wgsl/codegen.h"
 #include "kernel/ref/ref.h"
 
 namespace scellis::kernel::wgsl {
 
-std::string ElementwiseExpr(const std::string& op, const std::string& a, const std::string& b) {
+std::string ElementwiseExpr(const std::string& op, const std::string& a, const std::string& b,
+                            const std::string& c) {
   if (op == "add") return "(" + a + " + " + b + ")";
   if (op == "sub") return "(" + a + " - " + b + ")";
   if (op == "mul") return "(" + a + " * " + b + ")";
@@ -16,6 +19,18 @@ std::string ElementwiseExpr(const std::string& op, const std::string& a, const s
   if (op == "maximum") return "maximum_f32(" + a + ", " + b + ")";
   if (op == "minimum") return "minimum_f32(" + a + ", " + b + ")";
   if (op == "max_share") return "max_share_f32(" + a + ", " + b + ")";
+  if (op == "eq") return "eq_f32(" + a + ", " + b + ")";
+  if (op == "ne") return "ne_f32(" + a + ", " + b + ")";
+  if (op == "lt") return "lt_f32(" + a + ", " + b + ")";
+  if (op == "le") return "le_f32(" + a + ", " + b + ")";
+  if (op == "gt") return "gt_f32(" + a + ", " + b + ")";
+  if (op == "ge") return "ge_f32(" + a + ", " + b + ")";
+  if (op == "where") return "select(" + c + ", " + b + ", " + a + " != 0.0)";
+  if (op == "masked_fill") return "select(" + a + ", " + c + ", " + b + " != 0.0)";
+  if (op == "clamp") return "clamp_f32(" + a + ", " + b + ", " + c + ")";
+  // The value as it is: a cast to bool is made 0 or 1 by the kernel (ElementwiseTile), which
+  // knows the node's dtype.
+  if (op == "cast") return a;
   if (op == "relu") return "relu_f32(" + a + ")";
   if (op == "positive") return "positive_f32(" + a + ")";
   if (op == "neg") return "(-" + a + ")";
@@ -62,6 +77,34 @@ std::vector<std::string> ElementwiseHelpers(const std::string& op) {
             "fn max_share_f32(a: f32, b: f32) -> f32 {\n"
             "  if (is_nan_f32(a) || is_nan_f32(b)) { return 1.0; }\n"
             "  return select(select(0.0, 0.5, a == b), 1.0, a > b);\n"
+            "}\n"};
+  }
+  // Comparisons are made on ordered values only: a NaN operand is found on the bits (WGSL may
+  // assume there is none), and gives false, or true for `ne`, as IEEE 754 and PyTorch. The
+  // result is the bool as 0.0 or 1.0.
+  const std::pair<const char*, const char*> comparisons[] = {
+      {"eq", "=="}, {"ne", "!="}, {"lt", "<"}, {"le", "<="}, {"gt", ">"}, {"ge", ">="}};
+  for (const auto& [name, symbol] : comparisons) {
+    if (op != name) continue;
+    const std::string on_nan = op == "ne" ? "1.0" : "0.0";
+    return {kSpecial, "fn " + op +
+                          "_f32(a: f32, b: f32) -> f32 {\n"
+                          "  if (is_nan_f32(a) || is_nan_f32(b)) { return " +
+                          on_nan +
+                          "; }\n"
+                          "  return select(0.0, 1.0, a " +
+                          symbol +
+                          " b);\n"
+                          "}\n"};
+  }
+  if (op == "clamp") {
+    // WGSL's clamp is unspecified for NaN and for lo > hi: torch.clamp's minimum(maximum(a, lo),
+    // hi) spelled out, with NaN found on the bits.
+    return {kSpecial,
+            "fn clamp_f32(a: f32, lo: f32, hi: f32) -> f32 {\n"
+            "  if (is_nan_f32(a)) { return a; }\n"
+            "  let m = select(a, lo, a < lo);\n"
+            "  return select(m, hi, m > hi);\n"
             "}\n"};
   }
   if (op == "relu") {
@@ -157,7 +200,11 @@ Generated ElementwiseTile(const Module& m, const Kernel& k, int64_t base, int64_
   std::string helpers, body;
   std::vector<std::string> emitted;
   for (const ExprStep& s : k.expr) {
-    for (const std::string& h : ElementwiseHelpers(s.op)) {
+    // A non-finite literal (clamp's missing bound) is made from its bits at run time: as a
+    // constant expression it would be a shader-creation error.
+    std::vector<std::string> needs = ElementwiseHelpers(s.op);
+    if (s.op == "full" && !std::isfinite(s.value)) needs.push_back(kSpecialValueFns);
+    for (const std::string& h : needs) {
       if (std::find(emitted.begin(), emitted.end(), h) != emitted.end()) continue;
       helpers += h;
       emitted.push_back(h);
@@ -193,7 +240,10 @@ Generated ElementwiseTile(const Module& m, const Kernel& k, int64_t base, int64_
       }
       if (index.empty()) index = "0u";
     }
-    body += "  let x" + std::to_string(n) + " = in" + std::to_string(n) + "[" + index + "];\n";
+    // Loads become f32, the one register type: a bool reads as 0.0 or 1.0.
+    const bool is_f32 = m.graph().at(k.inputs[n]).type.dtype == DType::kF32;
+    const std::string load = "in" + std::to_string(n) + "[" + index + "]";
+    body += "  let x" + std::to_string(n) + " = " + (is_f32 ? load : "f32(" + load + ")") + ";\n";
   }
   // Appended rather than `"s" + std::to_string(...)`, which GCC 12 misreports under -Wrestrict.
   auto operand = [&](int o) {
@@ -203,10 +253,15 @@ Generated ElementwiseTile(const Module& m, const Kernel& k, int64_t base, int64_
   };
   for (size_t s = 0; s < k.expr.size(); ++s) {
     const ExprStep& e = k.expr[s];
-    std::string expr = e.op == "full"
-                           ? F32(e.value)
-                           : ElementwiseExpr(e.op, operand(e.operands[0]),
-                                             e.operands.size() > 1 ? operand(e.operands[1]) : "");
+    auto arg = [&](size_t i) { return i < e.operands.size() ? operand(e.operands[i]) : ""; };
+    std::string expr = e.op != "full"        ? ElementwiseExpr(e.op, arg(0), arg(1), arg(2))
+                       : std::isnan(e.value) ? "nan_f32()"
+                       : std::isinf(e.value) ? (e.value > 0 ? "inf_f32()" : "-inf_f32()")
+                                             : F32(e.value);
+    // A cast to bool makes its value 0 or 1 here, so later steps see the bool; the bits are
+    // tested, as torch's conversion: every value but +-0 is true, NaN included.
+    if (e.op == "cast" && m.graph().at(e.node).type.dtype == DType::kBool)
+      expr = "select(0.0, 1.0, (bitcast<u32>(" + expr + ") & 0x7fffffffu) != 0u)";
     body += "  let s" + std::to_string(s) + " = " + expr + ";\n";
   }
   std::string result = "s" + std::to_string(k.expr.size() - 1);
@@ -214,6 +269,7 @@ Generated ElementwiseTile(const Module& m, const Kernel& k, int64_t base, int64_
     case DType::kF32:
       break;
     case DType::kBool:
+      // Bool values are 0.0 or 1.0 in the register (comparisons and casts make only those).
       result = "select(0u, 1u, " + result + " != 0.0)";
       break;
     default:

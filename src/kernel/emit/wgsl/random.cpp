@@ -1,0 +1,64 @@
+// WGSL of the counter-hash ops: the hash of base/random.h in u32 arithmetic, which WGSL defines to
+// wrap modulo 2^32, so every device gives the reference's bits.
+#include "kernel/emit/wgsl/codegen.h"
+#include "kernel/ref/ref.h"
+
+namespace scellis::kernel::wgsl {
+namespace {
+
+// pcg_u32 is PcgHash, stream_bits StreamBits and step_u32 StepNumber (base/random.h). The step
+// value is tested for NaN on the bits and clamped before the conversion, which WGSL leaves
+// unspecified outside u32's range.
+const char* kHashFns =
+    "fn pcg_u32(v: u32) -> u32 {\n"
+    "  let s = v * 747796405u + 2891336453u;\n"
+    "  let w = ((s >> ((s >> 28u) + 4u)) ^ s) * 277803737u;\n"
+    "  return (w >> 22u) ^ w;\n"
+    "}\n"
+    "fn stream_bits(seed: u32, step: u32, index: u32) -> u32 {\n"
+    "  return pcg_u32(pcg_u32(index) ^ pcg_u32(seed ^ pcg_u32(step)));\n"
+    "}\n"
+    "fn step_u32(t: f32) -> u32 {\n"
+    "  if (is_nan_f32(t) || !(t > 0.0)) { return 0u; }\n"
+    "  return u32(min(t, 4294967040.0));\n"
+    "}\n";
+
+uint32_t SeedOf(const webir::Node& n) {
+  auto it = n.attrs.find("seed");
+  return it == n.attrs.end() || it->is_null() ? 0u : static_cast<uint32_t>(it->get<int64_t>());
+}
+
+}  // namespace
+
+bool GenerateRandom(const Module& m, const Kernel& k, Generated& out) {
+  if (k.kind != KernelKind::kOp || (k.op != "uniform" && k.op != "dropout")) return false;
+  const webir::Node& n = m.graph().at(k.output);
+  const int64_t total = n.type.elements();
+  const std::string seed = U32(SeedOf(n));
+  std::string body;
+  if (k.op == "uniform") {
+    body = "  let bits = stream_bits(" + seed +
+           ", step_u32(in0[0]), i);\n"
+           "  out[i] = f32(bits >> 8u) * (1.0 / 16777216.0);\n";
+  } else {
+    const double p = n.attrs.value("p", 0.5);
+    // A dropped element is a * 0 as torch computes it: NaN for NaN and infinities, else a zero of
+    // a's sign, made on the bits (WGSL may assume no NaN or infinity occurs).
+    body =
+        "  let x = in0[i];\n"
+        "  let keep = (stream_bits(" +
+        seed + ", step_u32(in1[0]), i) >> 8u) >= " + U32(ref::DropoutThreshold(p)) +
+        ";\n"
+        "  let non_finite = (bitcast<u32>(x) & 0x7f800000u) == 0x7f800000u;\n"
+        "  let dropped = select(bitcast<f32>(bitcast<u32>(x) & 0x80000000u), nan_f32(), "
+        "non_finite);\n"
+        "  out[i] = select(dropped, x * " +
+        F32(static_cast<float>(1.0 / (1.0 - p))) + ", keep);\n";
+  }
+  out.source =
+      Bindings(m, k) + kSpecialValueFns + kHashFns + "\n" + LinearEntry(total) + body + "}\n";
+  out.workgroups = LinearGrid(total);
+  return true;
+}
+
+}  // namespace scellis::kernel::wgsl
