@@ -275,6 +275,51 @@ TEST(Memory, ClassesAtPeakOfATrainingStepByHand) {
   }
 }
 
+// The peak by class, recounted from the kernels alone: at step s a stored value is live when it
+// is written by then, and it is a source, a named output, optimizer state, or still to be read
+// at s or later (its last reader's step counts: the output is written before the inputs go).
+TEST(Memory, PeakByClassMatchesARecountOnEveryExample) {
+  for (const auto& e :
+       std::filesystem::directory_iterator(std::string(SCELLIS_SOURCE_DIR) + "/examples")) {
+    if (e.path().extension() != ".json") continue;
+    SCOPED_TRACE(e.path().filename().string());
+    auto p = PlanOf(ReadExample(e.path().filename().string()), Budget(1 << 30));
+    ASSERT_TRUE(p.ok());
+    const webir::Graph& g = p->graph();
+    const int steps = static_cast<int>(p->steps.size());
+    std::map<int, std::pair<int, int>> live;  // node -> [written, last step it is live]
+    for (const webir::Node& n : g.nodes)
+      if (n.role == webir::Role::kInput || n.role == webir::Role::kParam) live[n.id] = {-1, steps};
+    for (int s = 0; s < steps; ++s) {
+      const kernel::Kernel& k = p->module().kernels[p->steps[s].kernel];
+      const bool kept = p->class_of[k.output] == MemClass::kOptimizerState;
+      live[k.output] = {s, kept ? steps : s};
+      for (int in : k.inputs) live[in].second = std::max(live[in].second, s);
+    }
+    for (const webir::Output& o : g.outputs) live[o.node].second = steps;
+    int64_t peak = -1;
+    int peak_step = -2;
+    std::array<int64_t, kMemClasses> at_peak{};
+    for (int s = -1; s < steps; ++s) {
+      std::array<int64_t, kMemClasses> by_class{};
+      int64_t total = 0;
+      for (const auto& [node, range] : live) {
+        if (range.first > s || range.second < s) continue;
+        by_class[static_cast<int>(p->class_of[node])] += g.at(node).type.bytes();
+        total += g.at(node).type.bytes();
+      }
+      if (total > peak) {
+        peak = total;
+        peak_step = s;
+        at_peak = by_class;
+      }
+    }
+    EXPECT_EQ(p->memory.peak_live, peak);
+    EXPECT_EQ(p->memory.peak_step, peak_step);
+    EXPECT_EQ(p->memory.at_peak, at_peak);
+  }
+}
+
 // A red plan says by how much and which class is to blame, with the numbers.
 TEST(Verdict, RedSaysBytesOverAndTheClassResponsible) {
   auto p = PlanOf(TinyAdamStep(100), Budget(3000));  // needs 1604 + 24 + ... allocated
