@@ -6,7 +6,8 @@
 namespace scellis::api {
 
 std::optional<std::string> BatchDimension(const block::Program& p) {
-  if (!p.train || p.train->images < 0) return std::nullopt;
+  if (!p.train || p.train->images < 0 || p.mode != block::LowerMode::kTrainStep)
+    return std::nullopt;
   const TensorType& images = p.blocks[p.train->images].tensor_type;
   if (images.rank() < 1 || images.dims[0].symbol.empty()) return std::nullopt;
   return images.dims[0].symbol;
@@ -77,8 +78,15 @@ Status ExplainRedPlan(std::string_view text, const pipeline::CompileOptions& opt
                                     return d.severity == Severity::kError &&
                                            d.code.rfind("memory-over-", 0) == 0;
                                   });
+  // Host memory a caller stages per batch is given for the refused batch only: planned with it
+  // held fixed, a smaller batch's host verdict would be too strict, so no largest batch is claimed.
+  const bool staged_host = options.plan.caller_host_bytes > 0 &&
+                           std::any_of(c.plan->findings.begin(), c.plan->findings.end(),
+                                       [](const Diagnostic& d) {
+                                         return d.code == "memory-over-host";
+                                       });
   std::optional<std::string> dim = BatchDimension(*c.program);
-  if (!memory || !dim) return Status::Ok();
+  if (!memory || !dim || staged_host) return Status::Ok();
   const int64_t batch = c.program->blocks[c.program->train->images].tensor_type.dims[0].size;
   SCELLIS_ASSIGN_OR_RETURN(execplan::BatchFit fit,
                            LargestBatchThatFits(text, options, *dim, batch));

@@ -28,8 +28,9 @@ Result<execplan::BatchFit> LargestBatchThatFits(std::string_view text,
 
 // When `c` planned red with a memory finding and is a training workflow with a symbolic batch,
 // searches for the largest batch that fits and attaches it to the plan (execplan::AttachBatchFit):
-// the findings' help then names it. Leaves any other plan as it is. `text` and `options` are what
-// `c` was compiled from.
+// the findings' help then names it. Leaves any other plan as it is, and a host-memory refusal
+// whose options stage caller memory sized for the refused batch (a trainer's gathered batches).
+// `text` and `options` are what `c` was compiled from.
 Status ExplainRedPlan(std::string_view text, const pipeline::CompileOptions& options,
                       pipeline::Compiled& c);
 

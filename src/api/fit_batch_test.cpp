@@ -4,6 +4,7 @@
 
 #include <gtest/gtest.h>
 
+#include "api/session.h"
 #include "base/atomic_file.h"
 #include "support/graph.h"
 
@@ -119,6 +120,29 @@ TEST(ExplainRedPlan, TheRefusalNamesTheBatch) {
   ASSERT_EQ(forward->plan->verdict, execplan::Verdict::kRed);
   ASSERT_TRUE(ExplainRedPlan(doc.value(), WithBudget(100), forward.value()).ok());
   EXPECT_FALSE(forward->plan->batch_fit.has_value());
+}
+
+// A session refuses a red training step with the fix in its help; the evaluation pass of the same
+// workflow (its forward alone) has no training batch to change, and is refused as before.
+TEST(ExplainRedPlan, SessionsAndRunsRefuseWithTheFix) {
+  pipeline::CompileOptions options = WithBudget(12 << 20);
+  options.lower.bind["B"] = 1024;
+  auto cpu = [] { return runtime::SelectBackend({.requested = "cpu"}).value(); };
+  auto step = Session::Prepare(FashionMlp(), options, cpu());
+  ASSERT_FALSE(step.ok());
+  auto fit = LargestBatchThatFits(FashionMlp(), options, "B", 1024);
+  ASSERT_TRUE(fit.ok());
+  const std::string named = "the largest batch that fits is B=" + std::to_string(fit->largest);
+  EXPECT_NE(step.errors().front().help.find(named), std::string::npos)
+      << step.errors().front().help;
+
+  pipeline::CompileOptions eval = options;
+  eval.plan.budget_bytes = 2 << 20;  // under the batch-1024 images alone (3.1 MiB)
+  eval.lower.mode = block::LowerMode::kForward;
+  auto forward = Session::Prepare(FashionMlp(), eval, cpu());
+  ASSERT_FALSE(forward.ok());
+  EXPECT_EQ(forward.errors().front().code, "memory-over-budget");
+  EXPECT_EQ(forward.errors().front().help.find("largest batch"), std::string::npos);
 }
 
 }  // namespace
