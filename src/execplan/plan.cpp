@@ -141,7 +141,8 @@ Json ToJson(const Plan& p) {
     j["memory"]["by_class"][MemClassName(static_cast<MemClass>(c))] = p.memory.by_class[c];
     j["memory"]["at_peak"][MemClassName(static_cast<MemClass>(c))] = p.memory.at_peak[c];
   }
-  j["memory"]["dominant_class"] = MemClassName(DominantClass(p.memory));
+  j["memory"]["dominant_class"] =
+      p.memory.peak_live > 0 ? Json(MemClassName(DominantClass(p.memory))) : Json();
   j["memory"]["peak_step"] = p.memory.peak_step;
   j["memory"]["allocated"] = p.memory.allocated;
   j["memory"]["peak_live"] = p.memory.peak_live;
