@@ -228,7 +228,8 @@ TEST_F(Cli, PlanShrinkingBudgetOnFashionMnist) {
   for (const char* cls :
        {"parameters", "inputs", "activations", "gradients", "optimizer_state", "working"})
     EXPECT_NE(green.out.find(std::string("\n                     ") + cls), std::string::npos)
-        << cls << "\n" << green.out;
+        << cls << "\n"
+        << green.out;
   EXPECT_NE(green.out.find("<- dominates"), std::string::npos) << green.out;
   EXPECT_NE(green.out.find("verdict          : green"), std::string::npos) << green.out;
   Json j = Json::parse(plan("--budget=1G", 1024, true).out);

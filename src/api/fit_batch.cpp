@@ -52,9 +52,8 @@ Result<execplan::BatchFit> LargestBatchThatFits(std::string_view text,
     return yes;
   };
   using execplan::Verdict;
-  SCELLIS_ASSIGN_OR_RETURN(fit.largest, search(red_batch, [](Verdict v) {
-                             return v != Verdict::kRed;
-                           }));
+  SCELLIS_ASSIGN_OR_RETURN(fit.largest,
+                           search(red_batch, [](Verdict v) { return v != Verdict::kRed; }));
   if (fit.largest == 0) return fit;
   const Planned at_largest = planned.at(fit.largest);
   fit.verdict_at_largest = at_largest.verdict;
@@ -62,29 +61,27 @@ Result<execplan::BatchFit> LargestBatchThatFits(std::string_view text,
   if (at_largest.verdict == Verdict::kGreen) {
     fit.largest_green = fit.largest;
   } else {
-    SCELLIS_ASSIGN_OR_RETURN(fit.largest_green, search(fit.largest, [](Verdict v) {
-                               return v == Verdict::kGreen;
-                             }));
+    SCELLIS_ASSIGN_OR_RETURN(fit.largest_green,
+                             search(fit.largest, [](Verdict v) { return v == Verdict::kGreen; }));
   }
-  if (fit.largest_green > 0) fit.allocated_at_largest_green = planned.at(fit.largest_green).allocated;
+  if (fit.largest_green > 0)
+    fit.allocated_at_largest_green = planned.at(fit.largest_green).allocated;
   return fit;
 }
 
 Status ExplainRedPlan(std::string_view text, const pipeline::CompileOptions& options,
                       pipeline::Compiled& c) {
   if (!c.plan || !c.program || c.plan->verdict != execplan::Verdict::kRed) return Status::Ok();
-  const bool memory = std::any_of(c.plan->findings.begin(), c.plan->findings.end(),
-                                  [](const Diagnostic& d) {
-                                    return d.severity == Severity::kError &&
-                                           d.code.rfind("memory-over-", 0) == 0;
-                                  });
+  const bool memory =
+      std::any_of(c.plan->findings.begin(), c.plan->findings.end(), [](const Diagnostic& d) {
+        return d.severity == Severity::kError && d.code.rfind("memory-over-", 0) == 0;
+      });
   // Host memory a caller stages per batch is given for the refused batch only: planned with it
   // held fixed, a smaller batch's host verdict would be too strict, so no largest batch is claimed.
-  const bool staged_host = options.plan.caller_host_bytes > 0 &&
-                           std::any_of(c.plan->findings.begin(), c.plan->findings.end(),
-                                       [](const Diagnostic& d) {
-                                         return d.code == "memory-over-host";
-                                       });
+  const bool staged_host =
+      options.plan.caller_host_bytes > 0 &&
+      std::any_of(c.plan->findings.begin(), c.plan->findings.end(),
+                  [](const Diagnostic& d) { return d.code == "memory-over-host"; });
   std::optional<std::string> dim = BatchDimension(*c.program);
   if (!memory || !dim || staged_host) return Status::Ok();
   const int64_t batch = c.program->blocks[c.program->train->images].tensor_type.dims[0].size;

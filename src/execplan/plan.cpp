@@ -85,11 +85,11 @@ std::string Print(const Plan& p) {
                cell(FormatBytes(mem.by_class[c]), 12) + FormatBytes(mem.at_peak[c]) +
                (cls == dominant && mem.peak_live > 0 ? "  <- dominates" : "");
   }
-  const std::string peak_at =
-      mem.peak_step < 0 ? "before the first step"
-                        : "after " + p.module().kernels[mem.peak_step].name;
-  classes += "\n" + std::string(21, ' ') + cell("total", 17) + cell(FormatBytes(mem.allocated), 12) +
-             FormatBytes(mem.peak_live) + "  (peak " + peak_at + ")";
+  const std::string peak_at = mem.peak_step < 0 ? "before the first step"
+                                                : "after " + p.module().kernels[mem.peak_step].name;
+  classes += "\n" + std::string(21, ' ') + cell("total", 17) +
+             cell(FormatBytes(mem.allocated), 12) + FormatBytes(mem.peak_live) + "  (peak " +
+             peak_at + ")";
   row("memory_classes", classes);
   row("budget", FormatBytes(p.memory.budget) + "  (" + p.memory.budget_source + ")");
   std::string verdict = VerdictName(p.verdict);
@@ -98,8 +98,8 @@ std::string Print(const Plan& p) {
   for (const Diagnostic& d : p.findings) out += "    " + d.Format() + "\n";
   if (p.batch_fit) {
     const BatchFit& f = *p.batch_fit;
-    const std::string searched = std::to_string(f.plans) + " plans searched below " + f.dim +
-                                 "=" + std::to_string(f.planned);
+    const std::string searched = std::to_string(f.plans) + " plans searched below " + f.dim + "=" +
+                                 std::to_string(f.planned);
     if (f.largest == 0) {
       row("largest_batch", "none  (" + f.dim + "=1 plans red; " + searched + ")");
     } else {
@@ -154,10 +154,8 @@ Json ToJson(const Plan& p) {
   j["verdict"] = VerdictName(p.verdict);
   if (p.batch_fit) {
     const BatchFit& f = *p.batch_fit;
-    j["batch_fit"] = {{"dim", f.dim},
-                      {"planned", f.planned},
-                      {"largest", f.largest},
-                      {"plans", f.plans}};
+    j["batch_fit"] = {
+        {"dim", f.dim}, {"planned", f.planned}, {"largest", f.largest}, {"plans", f.plans}};
     if (f.largest > 0) {
       j["batch_fit"]["verdict_at_largest"] = VerdictName(f.verdict_at_largest);
       j["batch_fit"]["allocated_at_largest"] = f.allocated_at_largest;

@@ -58,9 +58,9 @@ const char* VerdictName(Verdict v);
 // The fix a red training plan carries: the largest batch whose plan is not red, found by
 // planning the workflow again at candidate batch sizes (api::FitBatch), never estimated.
 struct BatchFit {
-  std::string dim;                   // the batch dimension's symbol ("B")
-  int64_t planned = 0;               // the batch the red plan was made at
-  int64_t largest = 0;               // the largest batch that plans green or yellow; 0: none
+  std::string dim;      // the batch dimension's symbol ("B")
+  int64_t planned = 0;  // the batch the red plan was made at
+  int64_t largest = 0;  // the largest batch that plans green or yellow; 0: none
   Verdict verdict_at_largest = Verdict::kGreen;
   int64_t allocated_at_largest = 0;  // what that plan allocates
   // The largest batch that plans green (no warning; the largest that fits is often yellow, near
@@ -130,9 +130,9 @@ struct Plan {
   int64_t caller_host_bytes = 0;  // from PlanOptions
   std::string caller_host_what;
   Verdict verdict = Verdict::kGreen;
-  std::vector<Diagnostic> findings;  // why the verdict is not green
+  std::vector<Diagnostic> findings;   // why the verdict is not green
   std::optional<BatchFit> batch_fit;  // a red training plan's computed fix, when searched
-  policy::Thresholds thresholds;     // the tolerance class resolved for the tier
+  policy::Thresholds thresholds;      // the tolerance class resolved for the tier
 
   const kernel::Module& module() const { return *module_ref; }
   const webir::Graph& graph() const { return module_ref->graph(); }

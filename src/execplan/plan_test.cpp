@@ -234,11 +234,11 @@ std::array<int64_t, kMemClasses> Classes(int64_t parameters, int64_t inputs, int
 TEST(Memory, ClassesAtPeakOfATrainingStepByHand) {
   // Sources, live throughout: x 12B, labels 4B, step 4 (inputs); w 24 (parameters); w@m, w@v
   // 24 each (optimizer state). Then, one value a step:
-  //   k0 logits [B,2] 8B (activations: the gradient reads it)   k1 loss 4 (working, an output)
-  //   k2 the seed gradient 4                                     k3 d_logits [B,2] 8B (gradient),
-  //      after which logits and the seed are dead                k4 d_w 24 (gradient), d_logits dead
-  //   k5 w's next value 24 (parameters: it is carried into w)    k6 m's next 24, k7 v's next 24
-  //      (optimizer state); d_w dead after k7.
+  //   k0 logits [B,2] 8B (activations: the gradient reads it); k1 loss 4 (working, an output);
+  //   k2 the seed gradient 4; k3 d_logits [B,2] 8B (gradient), after which logits and the seed
+  //   are dead; k4 d_w 24 (gradient), after which d_logits is dead; k5 w's next value 24
+  //   (parameters: it is carried into w); k6 m's next 24, k7 v's next 24 (optimizer state);
+  //   d_w is dead after k7.
   // B = 2: the sources are 108 B; live runs 124, 128, 132, 148 (-20), 152 (-16), 160, 184, 208:
   // the peak is after k7, optimizer state (w@m, w@v and their next values, 96 B) dominates.
   {
@@ -424,7 +424,8 @@ TEST(Verdict, HostMemoryHoldsWhateverTheBudgetSays) {
   const Diagnostic& d = p->findings[0];
   EXPECT_EQ(d.code, "memory-over-host");
   EXPECT_NE(d.message.find("316 B"), std::string::npos) << d.message;
-  EXPECT_NE(d.message.find("more than the host has (315 B, fake host)"), std::string::npos) << d.message;
+  EXPECT_NE(d.message.find("more than the host has (315 B, fake host)"), std::string::npos)
+      << d.message;
   EXPECT_NE(d.message.find("buffers 164 B"), std::string::npos) << d.message;
 
   // Nothing is allocated for a red plan: the executor refuses it before its first buffer.
@@ -444,7 +445,8 @@ TEST(Verdict, DeviceMemoryAndHostStagingAreJudgedApart) {
   ASSERT_EQ(p->findings.size(), 1u);
   EXPECT_EQ(p->findings[0].code, "memory-over-device");
   EXPECT_NE(p->findings[0].message.find("164 B"), std::string::npos);
-  EXPECT_NE(p->findings[0].message.find("more than fake-device has (163 B, fake heap)"), std::string::npos)
+  EXPECT_NE(p->findings[0].message.find("more than fake-device has (163 B, fake heap)"),
+            std::string::npos)
       << p->findings[0].message;
 
   p = PlanOf(ReadExample("center_columns.json"), FakeMachine(151, false, 164));

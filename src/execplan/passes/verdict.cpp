@@ -155,7 +155,7 @@ void AttachBatchFit(Plan& p, BatchFit fit) {
     help += ": train with batch " + std::to_string(fit.largest) + " or less";
   } else {
     help = "even batch 1 (" + fit.dim +
-           "=1) plans red: the batch is not what fills memory; reduce the largest class at peak";
+           "=1) plans red: no smaller batch fits; reduce the largest class at peak";
   }
   for (Diagnostic& d : p.findings)
     if (IsMemoryFinding(d) && d.severity == Severity::kError)
