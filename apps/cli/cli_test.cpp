@@ -231,6 +231,68 @@ TEST_F(Cli, PlanExitsTwoOnARedPlan) {
   EXPECT_EQ(Json::parse(json.out)["verdict"], "red") << json.out;
 }
 
+// Fashion-MNIST's training step at batch 1024 under a shrinking budget: every memory class
+// printed, yellow near the budget, then red with the largest batch that fits, which plans when
+// bound, and the largest green one, which plans green.
+TEST_F(Cli, PlanShrinkingBudgetOnFashionMnist) {
+  const std::string file = Example("fashion_mlp.json");
+  auto plan = [&](const std::string& budget, int64_t batch, bool json = false) {
+    std::vector<std::string> args = {"plan", file, budget, "--bind", "B=" + std::to_string(batch)};
+    if (json) args.push_back("--json");
+    return RunScellis(args);
+  };
+  CliRun green = plan("--budget=1G", 1024);
+  ASSERT_EQ(green.exit_code, 0) << green.err;
+  for (const char* cls :
+       {"parameters", "inputs", "activations", "gradients", "optimizer_state", "working"})
+    EXPECT_NE(green.out.find(std::string("\n                     ") + cls), std::string::npos)
+        << cls << "\n"
+        << green.out;
+  EXPECT_NE(green.out.find("<- dominates"), std::string::npos) << green.out;
+  EXPECT_NE(green.out.find("verdict          : green"), std::string::npos) << green.out;
+  Json j = Json::parse(plan("--budget=1G", 1024, true).out);
+  const int64_t allocated = j["memory"]["allocated"];
+  EXPECT_EQ(j["memory"]["dominant_class"], "optimizer_state");
+  EXPECT_EQ(j["memory"]["at_peak"].size(), 6u);
+
+  // Within 20% of the budget: yellow, and it still plans (exit 0) with the warning named.
+  CliRun yellow = plan("--budget=" + std::to_string(allocated + 1), 1024);
+  EXPECT_EQ(yellow.exit_code, 0) << yellow.err;
+  EXPECT_NE(yellow.out.find("verdict          : yellow"), std::string::npos) << yellow.out;
+  EXPECT_NE(yellow.out.find("warning[near-budget]"), std::string::npos) << yellow.out;
+
+  // Under it: red, with the bytes over, the class responsible and the largest batch that fits.
+  const std::string budget = "--budget=" + std::to_string(allocated - 64 * 1024);
+  CliRun red = plan(budget, 1024);
+  ASSERT_EQ(red.exit_code, 2) << red.err;
+  EXPECT_NE(red.err.find("error[memory-over-budget]"), std::string::npos) << red.err;
+  EXPECT_NE(red.err.find("64.0 KiB over the budget"), std::string::npos) << red.err;
+  EXPECT_NE(red.err.find("the largest class at peak is optimizer_state"), std::string::npos)
+      << red.err;
+  Json rj = Json::parse(plan(budget, 1024, true).out);
+  ASSERT_TRUE(rj.contains("batch_fit")) << rj.dump(2);
+  const int64_t largest = rj["batch_fit"]["largest"];
+  const int64_t largest_green = rj["batch_fit"]["largest_green"];
+  ASSERT_GT(largest, 0);
+  ASSERT_LT(largest, 1024);
+  ASSERT_GT(largest_green, 0);
+  EXPECT_NE(red.err.find("the largest batch that fits is B=" + std::to_string(largest)),
+            std::string::npos)
+      << red.err;
+  EXPECT_NE(red.out.find("largest_batch    : B=" + std::to_string(largest)), std::string::npos)
+      << red.out;
+  EXPECT_NE(red.out.find("largest_green    : B=" + std::to_string(largest_green)),
+            std::string::npos)
+      << red.out;
+
+  // Bound to it the plan is accepted; one more is red; the largest green one plans green.
+  EXPECT_EQ(plan(budget, largest).exit_code, 0);
+  EXPECT_EQ(plan(budget, largest + 1).exit_code, 2);
+  CliRun at_green = plan(budget, largest_green);
+  EXPECT_EQ(at_green.exit_code, 0) << at_green.err;
+  EXPECT_NE(at_green.out.find("verdict          : green"), std::string::npos) << at_green.out;
+}
+
 TEST_F(Cli, PrintAfterAndDisablePass) {
   std::string file = Example("mlp_step.json");
   CliRun fused = RunScellis({"lower", file, "--tier=prod", "--print-after=fuse-elementwise"});

@@ -6,6 +6,7 @@
 #include <iostream>
 #include <limits>
 
+#include "api/fit_batch.h"
 #include "base/atomic_file.h"
 #include "base/diagnostic_json.h"
 #include "base/json_util.h"
@@ -97,6 +98,10 @@ std::optional<pipeline::Compiled> CompileFile(const CompileFlags& f, pipeline::R
     exit_code = Report(compiled.errors(), f.file, f.json);
     return std::nullopt;
   }
+  // A red training plan states its fix, the largest batch that fits, found by planning again;
+  // should that search itself fail to plan, the plan's own findings still stand.
+  if (up_to == pipeline::Rung::kExecplan)
+    (void)api::ExplainRedPlan(text.value(), options, compiled.value());
   PrintNotes(compiled->notes, f.file);
   exit_code = 0;
   return std::move(compiled.value());

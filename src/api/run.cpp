@@ -4,6 +4,7 @@
 #include <chrono>
 #include <cmath>
 
+#include "api/fit_batch.h"
 #include "store/store.h"
 #include "webir/passes/append_train_step.h"
 
@@ -209,6 +210,9 @@ Result<RunReport> Run(std::string_view text, const RunOptions& options, const Ru
   SCELLIS_ASSIGN_OR_RETURN(pipeline::Compiled c, pipeline::Compile(text, compile));
   if (events.note)
     for (const Diagnostic& d : c.notes) events.note(d);
+  // A red plan is refused with its fix, where a smaller batch is one (a failed search leaves the
+  // plan's own findings).
+  (void)ExplainRedPlan(text, compile, c);
   const execplan::Plan& plan = *c.plan;
   if (plan.verdict == execplan::Verdict::kRed) return Status(plan.findings);
   if (events.note)

@@ -2,6 +2,8 @@
 
 #include <cmath>
 
+#include "api/fit_batch.h"
+
 namespace scellis::api {
 
 Result<std::unique_ptr<Session>> Session::Prepare(std::string_view text,
@@ -12,6 +14,8 @@ Result<std::unique_ptr<Session>> Session::Prepare(std::string_view text,
   o.up_to = pipeline::Rung::kExecplan;
   o.plan.limits = selection.limits;
   SCELLIS_ASSIGN_OR_RETURN(pipeline::Compiled c, pipeline::Compile(text, o));
+  // Refused with its fix where a smaller batch is one (a failed search leaves the findings).
+  (void)ExplainRedPlan(text, o, c);
   if (c.plan->verdict == execplan::Verdict::kRed) return Status(c.plan->findings);
   std::unique_ptr<Session> s(new Session(std::move(c), std::move(selection)));
   SCELLIS_ASSIGN_OR_RETURN(s->prepared_,

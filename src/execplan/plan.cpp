@@ -25,6 +25,13 @@ const char* VerdictName(Verdict v) {
   return kVerdicts.Name(v);
 }
 
+MemClass DominantClass(const MemoryPlan& m) {
+  int best = 0;
+  for (int c = 1; c < kMemClasses; ++c)
+    if (m.at_peak[c] > m.at_peak[best]) best = c;
+  return static_cast<MemClass>(best);
+}
+
 std::string FormatBytes(int64_t bytes) {
   const char* units[] = {"B", "KiB", "MiB", "GiB", "TiB", "PiB"};
   double v = static_cast<double>(bytes);
@@ -65,20 +72,46 @@ std::string Print(const Plan& p) {
   row("dispatches", std::to_string(p.steps.size()) + " kernels, one submission");
   row("buffers", std::to_string(p.buffers.size()) + " (" + FormatBytes(p.memory.allocated) +
                      " allocated, peak live " + FormatBytes(p.memory.peak_live) + ")");
-  std::string classes;
+  // The memory classes: what each holds allocated, and live at the peak.
+  const MemoryPlan& mem = p.memory;
+  const MemClass dominant = DominantClass(mem);
+  auto cell = [](std::string s, size_t width) {
+    return s + std::string(s.size() < width ? width - s.size() : 1, ' ');
+  };
+  std::string classes = cell("class", 17) + cell("allocated", 12) + "at peak";
   for (int c = 0; c < kMemClasses; ++c) {
-    out += "";
-    classes += std::string(c ? "\n                     " : "") +
-               MemClassName(static_cast<MemClass>(c)) +
-               std::string(16 - std::string(MemClassName(static_cast<MemClass>(c))).size(), ' ') +
-               FormatBytes(p.memory.by_class[c]);
+    const MemClass cls = static_cast<MemClass>(c);
+    classes += "\n" + std::string(21, ' ') + cell(MemClassName(cls), 17) +
+               cell(FormatBytes(mem.by_class[c]), 12) + FormatBytes(mem.at_peak[c]) +
+               (cls == dominant && mem.peak_live > 0 ? "  <- dominates" : "");
   }
-  row("peak_memory", classes);
+  const std::string peak_at = mem.peak_step < 0 ? "before the first step"
+                                                : "after " + p.module().kernels[mem.peak_step].name;
+  classes += "\n" + std::string(21, ' ') + cell("total", 17) +
+             cell(FormatBytes(mem.allocated), 12) + FormatBytes(mem.peak_live) + "  (peak " +
+             peak_at + ")";
+  row("memory_classes", classes);
   row("budget", FormatBytes(p.memory.budget) + "  (" + p.memory.budget_source + ")");
   std::string verdict = VerdictName(p.verdict);
   if (p.verdict == Verdict::kGreen) verdict += "  fits the declared budgets";
   row("verdict", verdict);
   for (const Diagnostic& d : p.findings) out += "    " + d.Format() + "\n";
+  if (p.batch_fit) {
+    const BatchFit& f = *p.batch_fit;
+    const std::string searched = std::to_string(f.plans) + " plans searched below " + f.dim + "=" +
+                                 std::to_string(f.planned);
+    if (f.largest == 0) {
+      row("largest_batch", "none  (" + f.dim + "=1 plans red; " + searched + ")");
+    } else {
+      row("largest_batch", f.dim + "=" + std::to_string(f.largest) + "  plans " +
+                               VerdictName(f.verdict_at_largest) + " at " +
+                               FormatBytes(f.allocated_at_largest) + "; " + f.dim + "=" +
+                               std::to_string(f.largest + 1) + " plans red (" + searched + ")");
+      if (f.largest_green > 0 && f.largest_green != f.largest)
+        row("largest_green", f.dim + "=" + std::to_string(f.largest_green) + "  plans green at " +
+                                 FormatBytes(f.allocated_at_largest_green));
+    }
+  }
   out += "  steps:\n";
   for (const Step& s : p.steps) {
     const kernel::Kernel& k = p.module().kernels[s.kernel];
@@ -104,8 +137,13 @@ Json ToJson(const Plan& p) {
   j["tier_source"] = g.tier_source;
   j["tolerance_class"] = policy::ToleranceName(g.tolerance);
   j["thresholds"] = {{"atol", p.thresholds.atol}, {"rtol", p.thresholds.rtol}};
-  for (int c = 0; c < kMemClasses; ++c)
+  for (int c = 0; c < kMemClasses; ++c) {
     j["memory"]["by_class"][MemClassName(static_cast<MemClass>(c))] = p.memory.by_class[c];
+    j["memory"]["at_peak"][MemClassName(static_cast<MemClass>(c))] = p.memory.at_peak[c];
+  }
+  j["memory"]["dominant_class"] =
+      p.memory.peak_live > 0 ? Json(MemClassName(DominantClass(p.memory))) : Json();
+  j["memory"]["peak_step"] = p.memory.peak_step;
   j["memory"]["allocated"] = p.memory.allocated;
   j["memory"]["peak_live"] = p.memory.peak_live;
   j["memory"]["budget"] = p.memory.budget;
@@ -114,6 +152,18 @@ Json ToJson(const Plan& p) {
   if (p.limits.device_memory_bytes > 0) j["memory"]["device_memory"] = p.limits.device_memory_bytes;
   if (p.limits.host_memory_bytes > 0) j["memory"]["host_memory"] = p.limits.host_memory_bytes;
   j["verdict"] = VerdictName(p.verdict);
+  if (p.batch_fit) {
+    const BatchFit& f = *p.batch_fit;
+    j["batch_fit"] = {
+        {"dim", f.dim}, {"planned", f.planned}, {"largest", f.largest}, {"plans", f.plans}};
+    if (f.largest > 0) {
+      j["batch_fit"]["verdict_at_largest"] = VerdictName(f.verdict_at_largest);
+      j["batch_fit"]["allocated_at_largest"] = f.allocated_at_largest;
+      j["batch_fit"]["largest_green"] = f.largest_green;
+      if (f.largest_green > 0)
+        j["batch_fit"]["allocated_at_largest_green"] = f.allocated_at_largest_green;
+    }
+  }
   j["findings"] = Json::array();
   for (const Diagnostic& d : p.findings)
     j["findings"].push_back({{"code", d.code}, {"message", d.message}, {"help", d.help}});

@@ -55,10 +55,30 @@ struct Step {
 enum class Verdict { kGreen, kYellow, kRed };
 const char* VerdictName(Verdict v);
 
+// The fix a red training plan carries: the largest batch whose plan is not red, found by
+// planning the workflow again at candidate batch sizes (api::FitBatch), never estimated.
+struct BatchFit {
+  std::string dim;      // the batch dimension's symbol ("B")
+  int64_t planned = 0;  // the batch the red plan was made at
+  int64_t largest = 0;  // the largest batch that plans green or yellow; 0: none
+  Verdict verdict_at_largest = Verdict::kGreen;
+  int64_t allocated_at_largest = 0;  // what that plan allocates
+  // The largest batch that plans green (no warning; the largest that fits is often yellow, near
+  // its budget); 0 when none does.
+  int64_t largest_green = 0;
+  int64_t allocated_at_largest_green = 0;
+  int plans = 0;  // plans the search made
+};
+
 struct MemoryPlan {
   std::array<int64_t, kMemClasses> by_class{};  // allocated bytes per class
   int64_t allocated = 0;                        // all buffers
   int64_t peak_live = 0;                        // largest sum of live values at any step
+  // The live values at that peak, by class, and the step where it is reached (-1: before the
+  // first step, when only the sources are live). The largest of these is the class a smaller
+  // plan has to shrink.
+  std::array<int64_t, kMemClasses> at_peak{};
+  int peak_step = -1;
   int64_t largest_tensor = 0;
   int64_t budget = 0;
   std::string budget_source;
@@ -110,8 +130,9 @@ struct Plan {
   int64_t caller_host_bytes = 0;  // from PlanOptions
   std::string caller_host_what;
   Verdict verdict = Verdict::kGreen;
-  std::vector<Diagnostic> findings;  // why the verdict is not green
-  policy::Thresholds thresholds;     // the tolerance class resolved for the tier
+  std::vector<Diagnostic> findings;   // why the verdict is not green
+  std::optional<BatchFit> batch_fit;  // a red training plan's computed fix, when searched
+  policy::Thresholds thresholds;      // the tolerance class resolved for the tier
 
   const kernel::Module& module() const { return *module_ref; }
   const webir::Graph& graph() const { return module_ref->graph(); }
@@ -120,6 +141,13 @@ struct Plan {
 
 // The plan of `m`: one step per kernel, the budget resolved (the command line over the document
 // over the detected one) and the tolerance thresholds for the tier; no buffers yet.
+// The class with the most live bytes at the peak (the first of equals, in MemClass order).
+MemClass DominantClass(const MemoryPlan& m);
+
+// Records the batch search's result on a red plan and says it in the help of its memory
+// findings (memory-over-budget, -host, -device), which a smaller batch answers.
+void AttachBatchFit(Plan& p, BatchFit fit);
+
 Result<Plan> FromKernel(std::shared_ptr<const kernel::Module> m, const PlanOptions& options);
 std::string Print(const Plan& p);
 Json ToJson(const Plan& p);

@@ -1,4 +1,5 @@
 #include <algorithm>
+#include <array>
 
 #include "execplan/passes/passes.h"
 
@@ -17,22 +18,36 @@ class Assigner {
     p_.buffers.clear();
     p_.buffer_of.assign(g_.nodes.size(), -1);
     p_.memory.by_class = {};
+    p_.memory.at_peak = {};
+    p_.memory.peak_step = -1;
     p_.memory.allocated = p_.memory.largest_tensor = 0;
 
     for (const webir::Node& n : g_.nodes)
       if (p_.lifetimes[n.id].stored && p_.lifetimes[n.id].written < 0)
         Assign(n.id, /*pinned=*/true);
+    // Live bytes in all and by class; the peak keeps its breakdown by class.
     int64_t live = 0;
-    for (const Buffer& b : p_.buffers) live += b.bytes;
+    std::array<int64_t, kMemClasses> live_by_class{};
+    auto add_live = [&](int node, int64_t sign) {
+      live += sign * Bytes(node);
+      live_by_class[static_cast<int>(p_.class_of[node])] += sign * Bytes(node);
+    };
+    for (const webir::Node& n : g_.nodes)
+      if (p_.buffer_of[n.id] >= 0) add_live(n.id, +1);
     p_.memory.peak_live = live;
+    p_.memory.at_peak = live_by_class;
 
     for (Step& step : p_.steps) {
       const kernel::Kernel& k = p_.module().kernels[step.kernel];
       const int out = k.output;
       bool pinned = is_output[out] || p_.class_of[out] == MemClass::kOptimizerState;
       Assign(out, pinned);
-      live += Bytes(out);
-      p_.memory.peak_live = std::max(p_.memory.peak_live, live);
+      add_live(out, +1);
+      if (live > p_.memory.peak_live) {
+        p_.memory.peak_live = live;
+        p_.memory.at_peak = live_by_class;
+        p_.memory.peak_step = step.kernel;
+      }
 
       step.reads.clear();
       for (int in : k.inputs) step.reads.push_back(p_.buffer_of[in]);
@@ -46,11 +61,11 @@ class Assigner {
         if (std::find(k.inputs.begin(), k.inputs.begin() + i, in) != k.inputs.begin() + i) continue;
         const Buffer& b = p_.buffers[p_.buffer_of[in]];
         if (b.pinned) continue;
-        live -= Bytes(in);
+        add_live(in, -1);
         free_.push_back(b.id);
       }
       if (p_.lifetimes[out].last_read < 0 && !pinned) {  // written but never read: free at once
-        live -= Bytes(out);
+        add_live(out, -1);
         free_.push_back(p_.buffer_of[out]);
       }
     }

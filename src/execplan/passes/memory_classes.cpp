@@ -21,6 +21,9 @@ Status MemoryClasses(Plan& p) {
   std::vector<std::vector<int>> users = g.Users();
   p.class_of.assign(g.nodes.size(), MemClass::kWorking);
   for (const webir::Node& n : g.nodes) p.class_of[n.id] = ClassOf(g, n, users);
+  // A value carried into a source is that source's next value (the updated parameter, the next
+  // generation of a grid): it is counted with the source, not as working memory.
+  for (const webir::Carry& c : g.carries) p.class_of[c.from] = p.class_of[c.to];
   return Status::Ok();
 }
 

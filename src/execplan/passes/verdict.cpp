@@ -3,6 +3,14 @@
 namespace scellis::execplan {
 namespace {
 
+constexpr const char* kSmallerPlanHelp =
+    "reduce the largest class at peak (a smaller batch or smaller tensors)";
+
+bool IsMemoryFinding(const Diagnostic& d) {
+  return d.code == "memory-over-budget" || d.code == "memory-over-host" ||
+         d.code == "memory-over-device";
+}
+
 class Judge {
  public:
   explicit Judge(Plan& p) : p_(p) {}
@@ -21,10 +29,11 @@ class Judge {
     MachineMemory();  // first: what no budget can change
     if (mem.allocated > mem.budget) {
       Red("memory-over-budget",
-          "the plan needs " + FormatBytes(mem.allocated) + " (" + Breakdown() +
-              ") but the budget is " + FormatBytes(mem.budget) + " (" + mem.budget_source + ")",
-          "reduce the largest class (a smaller batch or smaller tensors), or raise the budget "
-          "with --budget if the device has the memory");
+          "the plan needs " + FormatBytes(mem.allocated) + " (" + Breakdown() + "), " +
+              FormatBytes(mem.allocated - mem.budget) + " over the budget of " +
+              FormatBytes(mem.budget) + " (" + mem.budget_source + "); " + Responsible(),
+          std::string(kSmallerPlanHelp) +
+              ", or raise the budget with --budget if the device has the memory");
     }
     Bindings();
     if (p_.verdict == Verdict::kRed) return;
@@ -35,6 +44,15 @@ class Judge {
   }
 
  private:
+  // The class a smaller plan has to shrink: the largest at the peak of live memory.
+  std::string Responsible() const {
+    const MemoryPlan& mem = p_.memory;
+    const MemClass c = DominantClass(mem);
+    return std::string("the largest class at peak is ") + MemClassName(c) + " (" +
+           FormatBytes(mem.at_peak[static_cast<int>(c)]) + " of " + FormatBytes(mem.peak_live) +
+           " live)";
+  }
+
   std::string Breakdown() const {
     std::string s;
     for (int c = 0; c < kMemClasses; ++c) {
@@ -54,9 +72,10 @@ class Judge {
         mem.allocated > lim.device_memory_bytes) {
       Red("memory-over-device",
           "the plan needs " + FormatBytes(mem.allocated) + " of device memory (" + Breakdown() +
-              ") but " + lim.device + " has " + FormatBytes(lim.device_memory_bytes) + " (" +
-              lim.device_memory_source + ")",
-          "use a smaller batch or smaller tensors; a larger --budget cannot add memory");
+              "), " + FormatBytes(mem.allocated - lim.device_memory_bytes) + " more than " +
+              lim.device + " has (" + FormatBytes(lim.device_memory_bytes) + ", " +
+              lim.device_memory_source + "); " + Responsible(),
+          std::string(kSmallerPlanHelp) + "; a larger --budget cannot add memory");
     }
     if (lim.host_memory_bytes <= 0) return;
     const int64_t buffers = lim.buffers_in_host_memory ? mem.allocated : 0;
@@ -69,9 +88,11 @@ class Judge {
     if (p_.caller_host_bytes)
       parts += " + " + p_.caller_host_what + " " + FormatBytes(p_.caller_host_bytes);
     Red("memory-over-host",
-        "the run needs " + FormatBytes(need) + " of host memory (" + parts + ") but the host has " +
-            FormatBytes(lim.host_memory_bytes) + " (" + lim.host_memory_source + ")",
-        "use a smaller batch or smaller tensors; a larger --budget cannot add memory");
+        "the run needs " + FormatBytes(need) + " of host memory (" + parts + "), " +
+            FormatBytes(need - lim.host_memory_bytes) + " more than the host has (" +
+            FormatBytes(lim.host_memory_bytes) + ", " + lim.host_memory_source + "); " +
+            Responsible(),
+        std::string(kSmallerPlanHelp) + "; a larger --budget cannot add memory");
   }
 
   // A buffer over the device's storage-binding cap can be bound in tiles only by an elementwise
@@ -119,6 +140,30 @@ class Judge {
 };
 
 }  // namespace
+
+void AttachBatchFit(Plan& p, BatchFit fit) {
+  std::string help;
+  if (fit.largest > 0) {
+    help = "the largest batch that fits is " + fit.dim + "=" + std::to_string(fit.largest) +
+           " (it plans " + VerdictName(fit.verdict_at_largest) + " at " +
+           FormatBytes(fit.allocated_at_largest) + "; " + fit.dim + "=" +
+           std::to_string(fit.largest + 1) + " plans red)";
+    if (fit.largest_green > 0 && fit.largest_green != fit.largest)
+      help += ", the largest that plans green " + fit.dim + "=" +
+              std::to_string(fit.largest_green) + " (" +
+              FormatBytes(fit.allocated_at_largest_green) + ")";
+    help += ": train with batch " + std::to_string(fit.largest) + " or less";
+  } else {
+    help = "even batch 1 (" + fit.dim +
+           "=1) plans red: no smaller batch fits; reduce the largest class at peak";
+  }
+  for (Diagnostic& d : p.findings)
+    if (IsMemoryFinding(d) && d.severity == Severity::kError)
+      d.help = help + (d.code == "memory-over-budget"
+                           ? ", or raise the budget with --budget if the device has the memory"
+                           : "");
+  p.batch_fit = std::move(fit);
+}
 
 Status JudgeVerdict(Plan& p) {
   for (const Step& s : p.steps)
