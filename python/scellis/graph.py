@@ -152,6 +152,60 @@ class Tensor:
         """Elementwise min with broadcasting (protocol version 3), as torch.minimum."""
         return self._binary("minimum", other)
 
+    # ---- masks (protocol version 3) ----
+
+    def _compare(self, op, other):
+        g = self.graph
+        if isinstance(other, Tensor):
+            g._check_own(other)
+            return g._add(op, {"a": self, "b": other}, shape=_broadcast(self.shape, other.shape),
+                          dtype="bool")
+        if isinstance(other, numbers.Real) and not isinstance(other, bool):
+            return g._add(op, {"a": self}, {"scalar": float(other)}, shape=self.shape,
+                          dtype="bool")
+        return NotImplemented
+
+    def eq(self, other):
+        """self == other elementwise (a tensor or a number), a bool mask; NaN equals nothing.
+        (``==`` keeps Python's identity meaning: Tensors are dictionary keys.)"""
+        return self._compare("eq", other)
+
+    def ne(self, other):
+        """self != other elementwise, a bool mask; true where either is NaN."""
+        return self._compare("ne", other)
+
+    def lt(self, other): return self._compare("lt", other)
+    def le(self, other): return self._compare("le", other)
+    def gt(self, other): return self._compare("gt", other)
+    def ge(self, other): return self._compare("ge", other)
+    __lt__, __le__, __gt__, __ge__ = lt, le, gt, ge
+
+    def where(self, condition, other):
+        """self where ``condition`` (a bool mask) is true, else ``other`` — PyTorch's
+        ``Tensor.where``; the three broadcast together."""
+        return self.graph.where(condition, self, other)
+
+    def masked_fill(self, mask, value):
+        """``value`` where ``mask`` (bool, broadcasting with self) is true, else self."""
+        self.graph._check_own(mask)
+        return self.graph._add("masked_fill", {"a": self, "mask": mask}, {"value": float(value)},
+                               shape=self.shape, dtype=self.dtype)
+
+    def clamp(self, min=None, max=None):
+        """minimum(maximum(self, min), max), as torch.clamp: either bound may be left out; NaN
+        stays NaN."""
+        attrs = {k: float(v) for k, v in (("min", min), ("max", max)) if v is not None}
+        if not attrs:
+            raise GraphError("missing-attribute", "clamp needs min, max or both")
+        return self.graph._add("clamp", {"a": self}, attrs, shape=self.shape, dtype=self.dtype)
+
+    def cast(self, dtype):
+        """self converted to ``dtype`` ("f32" or "bool"): to bool, self != 0 (NaN is true); from
+        bool, 0 or 1."""
+        dtype = _dtype_name(dtype)
+        return self.graph._add("cast", {"a": self}, {"dtype": dtype}, shape=self.shape,
+                               dtype=dtype)
+
     def _unary(self, op):
         return self.graph._add(op, {"a": self}, shape=self.shape, dtype=self.dtype)
 
@@ -350,6 +404,20 @@ class Graph:
                          dtype="f32")
 
     # ---- ops ----
+
+    def where(self, condition, a, b):
+        """``a`` where ``condition`` (a bool mask) is true, else ``b``; a number for ``a`` or
+        ``b`` is a rank-0 constant. The three broadcast together (protocol version 3)."""
+        def operand(x):
+            if isinstance(x, Tensor):
+                self._check_own(x)
+                return x
+            return self.full((), x)
+        a, b = operand(a), operand(b)
+        self._check_own(condition)
+        shape = _broadcast(condition.shape, _broadcast(a.shape, b.shape))
+        return self._add("where", {"cond": condition, "a": a, "b": b}, shape=shape,
+                         dtype=a.dtype)
 
     def op(self, op, **ports_and_attrs):
         """Adds a node of any op in the engine's table: Tensor keyword arguments are its ports,

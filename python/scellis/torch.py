@@ -160,6 +160,99 @@ def _max_min(method):
     return translate
 
 
+def _compare(op, reflected):
+    def translate(g, args, kwargs):
+        _only(kwargs, set())
+        a, b = args[0], args[1]
+        if isinstance(a, Tensor):
+            return getattr(a, op)(b)
+        if isinstance(b, Tensor):  # 0 < x is x > 0
+            return getattr(b, reflected)(a)
+        raise _Unsupported("no tensor operand")
+    return translate
+
+
+def _where(g, args, kwargs):
+    _only(kwargs, set())
+    if len(args) != 3:
+        raise _Unsupported("torch.where(condition) (the indices form)")
+    cond, a, b = args
+    if not isinstance(cond, Tensor):
+        raise _Unsupported("a condition that is not a tensor")
+    return g.where(cond, a, b)
+
+
+def _tensor_where(g, args, kwargs):
+    _only(kwargs, set())
+    return g.where(args[1], args[0], args[2])
+
+
+def _masked_fill(g, args, kwargs):
+    _only(kwargs, set())
+    a, mask, value = args
+    if not isinstance(value, (int, float)) or isinstance(value, bool):
+        raise _Unsupported("a fill value that is not a number")
+    return a.masked_fill(mask, value)
+
+
+def _clamp(low_name, high_name, defaults=(None, None), fixed=None):
+    def translate(g, args, kwargs):
+        if fixed is not None:
+            low, high = fixed
+        else:
+            low = kwargs.get(low_name, args[1] if len(args) > 1 else defaults[0])
+            high = kwargs.get(high_name, args[2] if len(args) > 2 else defaults[1])
+        _only({k: v for k, v in kwargs.items() if k not in (low_name, high_name)}, {"inplace"})
+        if kwargs.get("inplace"):
+            raise _Unsupported("inplace=True")
+        for bound in (low, high):
+            if bound is not None and (not isinstance(bound, (int, float)) or isinstance(bound, bool)):
+                raise _Unsupported("a bound that is not a number")
+        return args[0].clamp(low, high)
+    return translate
+
+
+def _clamp_one(side):
+    def translate(g, args, kwargs):
+        _only(kwargs, set())
+        bound = args[1]
+        if not isinstance(bound, (int, float)) or isinstance(bound, bool):
+            raise _Unsupported("a bound that is not a number")
+        return args[0].clamp(**{side: bound})
+    return translate
+
+
+_CASTS = {torch.float32: "f32", torch.bool: "bool"}
+
+
+def _cast_to(dtype_name):
+    def translate(g, args, kwargs):
+        _only(kwargs, set())
+        return args[0].cast(dtype_name)
+    return translate
+
+
+def _to(g, args, kwargs):
+    _only(kwargs, {"dtype"})
+    dtype = kwargs.get("dtype", args[1] if len(args) > 1 else None)
+    if dtype not in _CASTS or len(args) > 2:
+        raise _Unsupported(f"to({dtype!r}) (Scellis converts between float32 and bool)")
+    return args[0].cast(_CASTS[dtype])
+
+
+def _dropout(g, args, kwargs):
+    """Inference: dropout is the identity when not training; a training dropout's draws belong
+    to PyTorch's random stream, so it stays in PyTorch."""
+    training = kwargs.get("training", args[2] if len(args) > 2 else True)
+    if training:
+        raise _Unsupported("dropout in training mode (its random draws are PyTorch's)")
+    return args[0]
+
+
+def _identity(g, args, kwargs):
+    return args[0]
+
+
 # The FX targets this backend translates: torch-level functions and operators, and tensor methods.
 _FUNCTIONS = {
     operator.add: _binary("add"), torch.add: _binary("add"),
@@ -180,6 +273,17 @@ _FUNCTIONS = {
     torch.reshape: _reshape, torch.permute: _permute, torch.transpose: _transpose, torch.t: _t,
     torch.maximum: _max_min("maximum"), torch.minimum: _max_min("minimum"),
     getattr: _getattr,
+    operator.eq: _compare("eq", "eq"), torch.eq: _compare("eq", "eq"),
+    operator.ne: _compare("ne", "ne"), torch.ne: _compare("ne", "ne"),
+    operator.lt: _compare("lt", "gt"), torch.lt: _compare("lt", "gt"),
+    operator.le: _compare("le", "ge"), torch.le: _compare("le", "ge"),
+    operator.gt: _compare("gt", "lt"), torch.gt: _compare("gt", "lt"),
+    operator.ge: _compare("ge", "le"), torch.ge: _compare("ge", "le"),
+    torch.where: _where, torch.masked_fill: _masked_fill,
+    torch.clamp: _clamp("min", "max"), torch.clip: _clamp("min", "max"),
+    torch.clamp_min: _clamp_one("min"), torch.clamp_max: _clamp_one("max"),
+    F.hardtanh: _clamp("min_val", "max_val", defaults=(-1.0, 1.0)), F.relu6: _clamp("", "", fixed=(0.0, 6.0)),
+    F.dropout: _dropout, torch.nn.functional.dropout: _dropout,
 }
 _METHODS = {
     "add": _binary("add"), "sub": _binary("sub"), "mul": _binary("mul"), "div": _binary("truediv"),
@@ -189,6 +293,13 @@ _METHODS = {
     "sum": _reduce("sum"), "mean": _reduce("mean"), "matmul": lambda g, a, k: a[0] @ a[1],
     "view": _reshape, "reshape": _reshape, "permute": _permute, "transpose": _transpose, "t": _t,
     "maximum": _max_min("maximum"), "minimum": _max_min("minimum"),
+    "eq": _compare("eq", "eq"), "ne": _compare("ne", "ne"), "lt": _compare("lt", "gt"),
+    "le": _compare("le", "ge"), "gt": _compare("gt", "lt"), "ge": _compare("ge", "le"),
+    "where": _tensor_where, "masked_fill": _masked_fill,
+    "clamp": _clamp("min", "max"), "clip": _clamp("min", "max"),
+    "clamp_min": _clamp_one("min"), "clamp_max": _clamp_one("max"),
+    "float": _cast_to("f32"), "bool": _cast_to("bool"), "to": _to,
+    "contiguous": _identity,
 }
 
 
@@ -207,9 +318,13 @@ def _name(node):
     return getattr(t, "__module__", "") + "." + getattr(t, "__name__", str(t))
 
 
+_DTYPE_NAMES = {torch.float32: "f32", torch.bool: "bool"}
+
+
 def _static_f32(value):
-    """A float32 tensor of static shape (what a Scellis graph takes), from a node's example."""
-    return (isinstance(value, torch.Tensor) and value.dtype == torch.float32
+    """A float32 or bool CPU tensor of static shape (what a Scellis graph takes), from a node's
+    example."""
+    return (isinstance(value, torch.Tensor) and value.dtype in _DTYPE_NAMES
             and all(isinstance(s, int) for s in value.shape) and value.device.type == "cpu")
 
 
@@ -229,7 +344,7 @@ class _Support(OperatorSupport):
             return False
         value = node.meta.get("example_value", node.meta.get("val"))
         if not _static_f32(value):
-            self.breaks.setdefault(_name(node), "not a float32 CPU tensor of static shape")
+            self.breaks.setdefault(_name(node), "not a float32 or bool CPU tensor of static shape")
             return False
         try:
             _trial(node)
@@ -254,8 +369,9 @@ def _trial(node):
             if a not in values:
                 ex = _example(a)
                 if not _static_f32(ex):
-                    raise _Unsupported("an operand that is not a float32 tensor of static shape")
-                values[a] = g.input(f"x{len(values)}", tuple(ex.shape))
+                    raise _Unsupported("an operand that is not a float32 or bool tensor of "
+                                       "static shape")
+                values[a] = g.input(f"x{len(values)}", tuple(ex.shape), _DTYPE_NAMES[ex.dtype])
             return values[a]
         return a
 
@@ -270,6 +386,8 @@ def _trial(node):
     want = tuple(_example(node).shape)
     if not isinstance(out, Tensor) or out.shape is None or tuple(out.shape) != want:
         raise _Unsupported(f"its translation has shape {getattr(out, 'shape', None)}, PyTorch's {want}")
+    if out.dtype != _DTYPE_NAMES[_example(node).dtype]:
+        raise _Unsupported(f"its translation gives {out.dtype}, PyTorch {_example(node).dtype}")
 
 
 class _ScellisSubgraph(torch.nn.Module):
@@ -286,7 +404,8 @@ class _ScellisSubgraph(torch.nn.Module):
                 ex = _example(node)
                 if ex is None:
                     raise _Unsupported("a placeholder without an example")
-                values[node] = g.input(f"in{len(inputs)}", tuple(ex.shape))
+                values[node] = g.input(f"in{len(inputs)}", tuple(ex.shape),
+                                       _DTYPE_NAMES.get(ex.dtype, "f32"))
                 inputs.append(values[node])
             elif node.op in ("call_function", "call_method"):
                 args = torch.fx.node.map_aggregate(node.args, lambda a: values.get(a, a))

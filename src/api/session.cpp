@@ -53,6 +53,10 @@ Result<runtime::StepsResult> Session::Run(const std::vector<runtime::Feeds>& fee
     if (e.kind == ErrorKind::kRuntime || e.kind == ErrorKind::kInternal) Poison(e);
     return r;
   }
+  // A non-finite value in a session that carries state is a divergence: the next step would
+  // build on it. Without carried state it is a result like any other (NaN in, NaN out), as a
+  // one-shot run returns it.
+  if (plan().graph().carries.empty()) return r;
   for (const auto& [name, steps] : r->watched) {
     for (size_t k = 0; k < steps.size(); ++k) {
       if (steps[k].type.dtype != DType::kF32) continue;  // only floats can be non-finite here

@@ -2,8 +2,8 @@
 // optimizer moments) stays resident on the backend; Run executes up to 64 steps in one submission
 // and reads back only the watched outputs; Download reads state on demand.
 //
-// A run that fails after device work began — a backend error, a non-finite watched value, a failed
-// map — poisons the session: Run and Download then fail with the STATE error `session-poisoned`
+// A run that fails after device work began — a backend error, a non-finite watched value in a
+// session that carries state, a failed map — poisons the session: Run and Download then fail with the STATE error `session-poisoned`
 // naming the cause; only Dispose remains.
 #pragma once
 

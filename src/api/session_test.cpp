@@ -2,6 +2,7 @@
 
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <cstdlib>
 #include <cstring>
 #include <random>
@@ -123,6 +124,30 @@ TEST_P(SessionOnBackend, NonFiniteReadbackPoisons) {
   auto down = s.value()->Download("next");
   ASSERT_FALSE(down.ok());
   EXPECT_EQ(down.errors().front().code, "session-poisoned");
+}
+
+// Without carried state a NaN or infinity is a value: NaN in, NaN out, as PyTorch gives it.
+TEST_P(SessionOnBackend, AStatelessSessionReturnsNonFiniteValues) {
+  Json g = {{"version", 1},
+            {"nodes",
+             {{{"id", 0}, {"op", "input"}, {"name", "x"}, {"shape", {3}}},
+              {{"id", 1}, {"op", "mul"}, {"a", 0}, {"scalar", 2.0}}}},
+            {"outputs", {{{"name", "y"}, {"id", 1}}}}};
+  auto s = Session::Prepare(g.dump(), Options(), Select(GetParam()));
+  ASSERT_TRUE(s.ok()) << s.errors().front().Format();
+  runtime::Feeds feeds;
+  const float x[3] = {std::numeric_limits<float>::quiet_NaN(),
+                      std::numeric_limits<float>::infinity(), 1.5f};
+  feeds["x"] = HostTensor::FromFloats(MakeType({3}), x);
+  for (int run = 0; run < 2; ++run) {
+    auto r = s.value()->Run({feeds}, {"y"});
+    ASSERT_TRUE(r.ok()) << r.errors().front().Format();
+    auto y = r->watched[0].second[0].view<float>();
+    EXPECT_TRUE(std::isnan(y[0]));
+    EXPECT_EQ(y[1], std::numeric_limits<float>::infinity());
+    EXPECT_EQ(y[2], 3.0f);
+  }
+  EXPECT_FALSE(s.value()->poisoned());
 }
 
 TEST_P(SessionOnBackend, BadFeedIsRefusedWithoutPoisoning) {

@@ -116,10 +116,12 @@ def test_a_disposed_session_refuses_every_call_by_name(backend, rng):
         assert e.value.code == "session-disposed"
 
 
-def test_a_non_finite_watched_value_poisons_the_session(backend):
+def test_a_non_finite_watched_value_poisons_a_session_that_carries_state(backend):
     g = scellis.Graph()
     x = g.input("x", (3,))
-    with g.prepare(feeds=[x], tier="prod", **backend, y=x.log()) as s:
+    acc = g.param("acc", np.zeros(3, np.float32))
+    total = acc + x.log()
+    with g.prepare(feeds=[x], carry={acc: total}, tier="prod", **backend, y=total) as s:
         ok = s.run({"x": np.array([1, 2, 4], np.float32)})["y"]
         np.testing.assert_allclose(ok, np.log([1, 2, 4]), rtol=1e-5)
         with pytest.raises(scellis.DeviceError) as e:
@@ -128,6 +130,18 @@ def test_a_non_finite_watched_value_poisons_the_session(backend):
         with pytest.raises(scellis.SessionStateError) as e:
             s.run({"x": np.array([1, 2, 4], np.float32)})
         assert e.value.code == "session-poisoned"
+
+
+def test_a_stateless_session_returns_non_finite_values(backend):
+    """NaN in, NaN out: without carried state nothing diverges, and the value is the answer."""
+    g = scellis.Graph()
+    x = g.input("x", (3,))
+    with g.prepare(feeds=[x], tier="prod", **backend, y=x.log()) as s:
+        with np.errstate(invalid="ignore", divide="ignore"):
+            want = np.log(np.array([1, -1, 0], np.float64)).astype(np.float32)
+        got = s.run({"x": np.array([1, -1, 0], np.float32)})["y"]
+        np.testing.assert_array_equal(got, want)   # [0, nan, -inf]
+        assert not s.poisoned
 
 
 def test_resident_outputs_are_downloaded_not_read_back_per_run(backend, rng):

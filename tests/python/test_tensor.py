@@ -73,6 +73,38 @@ def test_broadcasting_arithmetic_and_scalars(backend, rng):
     assert out["add"].shape == (2, 3, 4) and out["div"].shape == (3, 4)
 
 
+def test_masks_where_masked_fill_clamp_and_cast(backend, rng):
+    """Protocol version 3: comparisons give bool masks (NumPy's bool arrays here), NaN compares
+    false except under ne; where/masked_fill select bits; clamp keeps NaN; casts 0/1 and != 0."""
+    a = f32(rng, 3, 5)
+    b = f32(rng, 5)
+    a[0, :2] = b[:2]                     # ties for eq/le/ge
+    a[1, 0], a[2, 1] = np.nan, -0.0      # NaN and a signed zero
+    g = scellis.Graph()
+    ta, tb = g.input("a", a), g.input("b", b)
+    mask = ta > tb
+    out = run(g, backend, eq=ta.eq(tb), ne=ta.ne(tb), lt=ta < tb, le=ta <= 0.5, gt=mask,
+              ge=ta.ge(tb), where=ta.where(mask, tb), where_s=g.where(mask, ta, 0.0),
+              fill=ta.masked_fill(ta.lt(0.0), -7.0), clamp=ta.clamp(-0.5, 1.0),
+              clamp_lo=ta.clamp(min=0.25), to_f32=mask.cast("f32"), to_bool=ta.cast("bool"))
+    a64, b64 = a.astype(np.float64), b.astype(np.float64)
+    with np.errstate(invalid="ignore"):
+        want = {"eq": a64 == b64, "ne": a64 != b64, "lt": a64 < b64, "le": a64 <= 0.5,
+                "gt": a64 > b64, "ge": a64 >= b64}
+        negative = a64 < 0.0
+    for name, w in want.items():
+        assert out[name].dtype == np.bool_, name
+        np.testing.assert_array_equal(out[name], w, err_msg=name)
+    exact(out["where"], np.where(want["gt"], a64, np.broadcast_to(b64, a.shape)))
+    exact(out["where_s"], np.where(want["gt"], a64, 0.0))
+    exact(out["fill"], np.where(negative, -7.0, a64))
+    exact(out["clamp"], np.minimum(np.maximum(a64, -0.5), 1.0))   # NaN stays NaN
+    exact(out["clamp_lo"], np.maximum(a64, 0.25))
+    exact(out["to_f32"], want["gt"].astype(np.float64))
+    np.testing.assert_array_equal(out["to_bool"], a64 != 0)       # NaN is true, -0 false
+    assert np.signbit(out["where"][2, 1]) == np.signbit(np.where(want["gt"], a, b)[2, 1])
+
+
 def test_matmul_plain_and_batched(backend, rng):
     a, b = f32(rng, 4, 6), f32(rng, 6, 3)
     c, d = f32(rng, 2, 1, 4, 6), f32(rng, 3, 6, 5)

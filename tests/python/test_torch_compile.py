@@ -66,6 +66,30 @@ def test_functions_of_every_translated_op_match_eager(options, seeded):
     assert any("abs" in name for name in report["breaks"]), report["breaks"]
 
 
+def test_masks_and_clamps_match_eager(options, seeded):
+    """The version-3 ops through torch.compile: comparisons (operators, reflected scalars,
+    functions), where, masked_fill, clamp and its spellings, casts between bool and float32, and
+    a causal attention mask; bool outputs come back as torch.bool."""
+    def f(x, y, scores):
+        keep = (x > 0) & (y < 1)                       # & of bools is not translated: a break
+        m = torch.where(x >= y, x, y * 2) + x.masked_fill(x.lt(-0.5), 0.0)
+        c = torch.clamp(x, -1.0, 0.5) + x.clamp(min=0.0) + F.hardtanh(y) + F.relu6(y * 4) + torch.clamp_max(x, 0.1)
+        causal = torch.ones(scores.shape[-2:]).tril() == 0
+        attn = F.softmax(scores.masked_fill(causal, -1e9), dim=-1)
+        return keep, m, c, (0.0 < x).float() + y.gt(x).to(torch.float32), attn, x.ne(y)
+
+    x, y, scores = torch.randn(4, 6), torch.randn(4, 6), torch.randn(2, 5, 5)
+    x[0, 0], y[0, 0] = float("nan"), 1.0
+    compiled = torch.compile(f, backend="scellis", options=options)
+    with torch.no_grad(), warnings.catch_warnings(record=True):
+        warnings.simplefilter("always")
+        got = compiled(x, y, scores)
+    for g, want in zip(got, f(x, y, scores)):
+        assert g.dtype == want.dtype
+        torch.testing.assert_close(g, want, equal_nan=True, **TOL)
+    assert st.last_report()["subgraphs"] >= 1
+
+
 def test_an_unsupported_op_is_a_graph_break_reported_once_and_the_answer_agrees(options, seeded):
     def f(x):
         h = torch.relu(x @ x.T)
