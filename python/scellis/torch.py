@@ -508,20 +508,20 @@ _FUNCTION_ACTIVATIONS = {torch.relu: "relu", F.relu: "relu", torch.tanh: "tanh",
 
 def _group_settings(optimizer, group):
     """One parameter group's settings in the train section's spelling."""
-    if group.get("maximize"):
-        raise CaptureError("maximize=True is not captured")
     lr = float(group["lr"])
     if type(optimizer) is torch.optim.SGD:
         return {"kind": "sgd", "lr": lr, "momentum": float(group["momentum"]),
                 "dampening": float(group["dampening"]), "nesterov": bool(group["nesterov"]),
-                "weight_decay": float(group["weight_decay"])}
+                "weight_decay": float(group["weight_decay"]),
+                "maximize": bool(group.get("maximize", False))}
     if type(optimizer) in (torch.optim.Adam, torch.optim.AdamW):
         if group.get("amsgrad"):
             raise CaptureError("amsgrad=True is not captured (Scellis has no max-of-moments update)")
         beta1, beta2 = group["betas"]
         kind = "adamw" if type(optimizer) is torch.optim.AdamW else "adam"
         return {"kind": kind, "lr": lr, "beta1": float(beta1), "beta2": float(beta2),
-                "eps": float(group["eps"]), "weight_decay": float(group["weight_decay"])}
+                "eps": float(group["eps"]), "weight_decay": float(group["weight_decay"]),
+                "maximize": bool(group.get("maximize", False))}
     raise CaptureError(f"{type(optimizer).__name__} is not captured; SGD, Adam and AdamW are")
 
 

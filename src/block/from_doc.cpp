@@ -13,10 +13,11 @@ const std::vector<std::string> kTrainFields = {"loss",  "eval_output", "data",  
                                                "batch", "eval_batch",  "epochs", "shuffle_seed"};
 const std::vector<std::string> kTrainDataFields = {"dataset", "images", "labels"};
 const std::vector<std::string> kOptimizerFields = {
-    "kind", "lr", "weight_decay", "momentum", "dampening", "nesterov", "beta1", "beta2", "eps",
-    "groups"};
+    "kind",     "lr",    "weight_decay", "momentum", "dampening", "nesterov",
+    "maximize", "beta1", "beta2",        "eps",      "groups"};
 const std::vector<std::string> kOptimizerGroupFields = {
-    "params", "lr", "weight_decay", "momentum", "dampening", "nesterov", "beta1", "beta2", "eps"};
+    "params",   "lr",       "weight_decay", "momentum", "dampening",
+    "nesterov", "maximize", "beta1",        "beta2",    "eps"};
 const std::vector<std::string> kUniformFields = {"kind", "seed", "low", "high"};
 const std::vector<std::string> kKaimingFields = {"kind", "seed", "fan_in"};
 const std::vector<std::string> kConstantInitFields = {"kind"};
@@ -199,9 +200,9 @@ class Lowering {
       const Json& group = (*groups)[g];
       const std::string at = PointerJoin(groups_pointer, std::to_string(g));
       if (!group.is_object() || !group.contains("params") || !group["params"].is_array()) {
-        TrainError("bad-optimizer", at,
-                   "a parameter group is {\"params\": [param ids], settings...}, not " +
-                       group.dump());
+        TrainError(
+            "bad-optimizer", at,
+            "a parameter group is {\"params\": [param ids], settings...}, not " + group.dump());
         continue;
       }
       doc::CheckKeys(group, at, kOptimizerGroupFields, "a parameter group", errors_);
@@ -240,8 +241,12 @@ class Lowering {
       double* field;
     };
     const Setting settings[] = {
-        {"lr", &o.lr},         {"weight_decay", &o.weight_decay}, {"momentum", &o.momentum},
-        {"dampening", &o.dampening}, {"beta1", &o.beta1},         {"beta2", &o.beta2},
+        {"lr", &o.lr},
+        {"weight_decay", &o.weight_decay},
+        {"momentum", &o.momentum},
+        {"dampening", &o.dampening},
+        {"beta1", &o.beta1},
+        {"beta2", &o.beta2},
         {"eps", &o.eps},
     };
     const bool sgd = o.kind == "sgd";
@@ -250,15 +255,15 @@ class Lowering {
       const std::string& k = it.key();
       const std::string at = PointerJoin(pointer, k);
       if (k == "kind" || k == "groups" || k == "params") continue;
-      if (k == "nesterov") {
-        if (!sgd) {
+      if (k == "nesterov" || k == "maximize") {
+        if (k == "nesterov" && !sgd) {
           TrainError("bad-optimizer", at,
                      "the " + o.kind + " optimizer has no setting \"" + k + "\"");
         } else if (!it->is_boolean()) {
           TrainError("bad-optimizer", at,
-                     "\"nesterov\" is " + it->dump() + ", expected true or false");
+                     "\"" + k + "\" is " + it->dump() + ", expected true or false");
         } else {
-          o.nesterov = it->get<bool>();
+          (k == "nesterov" ? o.nesterov : o.maximize) = it->get<bool>();
         }
         continue;
       }
@@ -566,9 +571,10 @@ class Lowering {
       t.dims.push_back(dim);
       if (!CheckedElements(t.dims)) {
         Error("tensor-too-large", pointer,
-              "the shape " + shape.dump() + " has more than 2^40 elements (zero-sized "
-              "dimensions aside)", n,
-              "no device holds a tensor this large; split the data or stream it");
+              "the shape " + shape.dump() +
+                  " has more than 2^40 elements (zero-sized "
+                  "dimensions aside)",
+              n, "no device holds a tensor this large; split the data or stream it");
         return std::nullopt;
       }
     }

@@ -57,12 +57,11 @@ std::string Print(const Program& p) {
       if (o == base) continue;
       auto num = [](double v) { return Json(v).dump(); };
       out += "  train group %" + p.blocks[p.train->params[i]].id + " lr=" + num(o.lr) +
-             " weight_decay=" + num(o.weight_decay) +
-             (o.kind == "sgd" ? " momentum=" + num(o.momentum) +
-                                    " dampening=" + num(o.dampening) +
-                                    " nesterov=" + (o.nesterov ? "true" : "false")
-                              : " beta1=" + num(o.beta1) + " beta2=" + num(o.beta2) +
-                                    " eps=" + num(o.eps)) +
+             " weight_decay=" + num(o.weight_decay) + (o.maximize ? " maximize=true" : "") +
+             (o.kind == "sgd"
+                  ? " momentum=" + num(o.momentum) + " dampening=" + num(o.dampening) +
+                        " nesterov=" + (o.nesterov ? "true" : "false")
+                  : " beta1=" + num(o.beta1) + " beta2=" + num(o.beta2) + " eps=" + num(o.eps)) +
              "\n";
     }
   }

@@ -67,6 +67,7 @@ struct OptimizerSpec {
   double lr = 1e-3;
   double momentum = 0, dampening = 0, weight_decay = 0;
   bool nesterov = false;
+  bool maximize = false;  // ascend the loss, as torch.optim's maximize=True
   double beta1 = 0.9, beta2 = 0.999, eps = 1e-8;
   bool operator==(const OptimizerSpec&) const = default;
 };

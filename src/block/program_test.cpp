@@ -307,6 +307,12 @@ TEST(TrainSection, AValidSectionIsRead) {
   EXPECT_EQ(p->train->optimizer.beta2, 0.999);        // PyTorch's default
   EXPECT_EQ(p->train->optimizer.weight_decay, 1e-2);  // AdamW's default
   EXPECT_EQ(p->train->params.size(), 1u);
+  EXPECT_FALSE(p->train->optimizer.maximize);
+  auto up = Lower(TrainWorkflow(R"({"kind": "sgd", "lr": 0.1, "maximize": true})"));
+  ASSERT_TRUE(up.ok()) << up.errors()[0].Format();
+  EXPECT_TRUE(up->train->optimizer.maximize);
+  EXPECT_EQ(Refusal(TrainWorkflow(R"({"kind": "adam", "maximize": 1})")),
+            "bad-optimizer /train/optimizer/maximize");
 }
 
 // The boundaries of each hyper-parameter, on both sides: torch.optim's, narrowed to what the f32

@@ -63,9 +63,9 @@ Status AppendUpdates(Graph& g, const std::vector<block::OptimizerSpec>& optimize
     };
     std::vector<std::pair<int, int>> carries;  // (new value, input)
     if (o.kind == "sgd" && o.momentum == 0) {
-      int next =
-          emit("sgd_update", {params[i], grad}, {{"lr", o.lr}, {"weight_decay", o.weight_decay}},
-               Purpose::kForward, NextName(param.name));
+      int next = emit("sgd_update", {params[i], grad},
+                      {{"lr", o.lr}, {"weight_decay", o.weight_decay}, {"maximize", o.maximize}},
+                      Purpose::kForward, NextName(param.name));
       carries.push_back({next, params[i]});
     } else if (o.kind == "sgd") {
       int v = StateInput(g, param, "velocity");
@@ -73,7 +73,8 @@ Status AppendUpdates(Graph& g, const std::vector<block::OptimizerSpec>& optimize
                     {"momentum", o.momentum},
                     {"dampening", o.dampening},
                     {"weight_decay", o.weight_decay},
-                    {"nesterov", o.nesterov}};
+                    {"nesterov", o.nesterov},
+                    {"maximize", o.maximize}};
       int next = emit("momentum_update", {params[i], grad, v, t}, attrs, Purpose::kForward,
                       NextName(param.name));
       int v_next = emit("momentum_velocity", {params[i], grad, v, t}, attrs,
@@ -88,7 +89,8 @@ Status AppendUpdates(Graph& g, const std::vector<block::OptimizerSpec>& optimize
                     {"beta2", o.beta2},
                     {"eps", o.eps},
                     {"weight_decay", o.weight_decay},
-                    {"decoupled", o.kind == "adamw"}};
+                    {"decoupled", o.kind == "adamw"},
+                    {"maximize", o.maximize}};
       int next = emit("adam_update", {params[i], grad, m, v, t}, attrs, Purpose::kForward,
                       NextName(param.name));
       int m_next = emit("adam_m", {params[i], grad, m, v, t}, attrs, Purpose::kOptimizerState,
