@@ -731,7 +731,7 @@ test('a bad wire is refused as it is drawn; a red plan shows its diagnostic on t
   await waitValidated(page, 'error');
   const overCanvas = page.getByTestId('canvas-diags').locator('[data-code="memory-over-budget"]');
   await overCanvas.waitFor();
-  assert.match(await overCanvas.textContent(), /the plan needs 2\.0 MiB .*budget is 1\.0 KiB/);
+  assert.match(await overCanvas.textContent(), /the plan needs 2\.0 MiB .*over the budget of 1\.0 KiB/);
   assert.equal(await page.locator('[data-testid^="diag-"][data-code="memory-over-budget"]').count(), 1);
   for (const id of ['a', 'b', 'p']) assert.equal(await page.getByTestId(`node-${id}`).getAttribute('data-diagnostics'), '0');
   // The ExecPlan rung shows the red plan: its finding, and the budget line across the chart.
