@@ -22,11 +22,12 @@ constexpr EnumTable<PortRole, 5> kPortRoles({{{PortRole::kOperand, "operand"},
                                               {PortRole::kGradient, "gradient"},
                                               {PortRole::kState, "state"},
                                               {PortRole::kStep, "step"}}});
-constexpr EnumTable<AttrType, 8> kAttrTypes({{{AttrType::kInt, "integer"},
+constexpr EnumTable<AttrType, 9> kAttrTypes({{{AttrType::kInt, "integer"},
                                               {AttrType::kNumber, "number"},
                                               {AttrType::kBool, "boolean"},
                                               {AttrType::kString, "string"},
                                               {AttrType::kIntList, "integer array"},
+                                              {AttrType::kBounds, "array of integers or nulls"},
                                               {AttrType::kShape, "shape"},
                                               {AttrType::kNumbers, "number array"},
                                               {AttrType::kObject, "object"}}});
@@ -53,6 +54,8 @@ bool HasType(const Json& v, AttrType t) {
       return v.is_string();
     case AttrType::kIntList:
       return all([](const Json& e) { return e.is_number_integer(); });
+    case AttrType::kBounds:
+      return all([](const Json& e) { return e.is_number_integer() || e.is_null(); });
     case AttrType::kShape:
       return all([](const Json& e) { return e.is_number_integer() || e.is_string(); });
     case AttrType::kNumbers:
