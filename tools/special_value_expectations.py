@@ -201,6 +201,8 @@ case("slice_scatter", "special", [("a", [2, 3], flat(L)), ("src", [2, 2], flat(S
      SL, version=4)
 case("flip", "special", [("a", [2, 3], flat(L))], torch.flip(t32(L), [0, 1]), {"axes": [0, 1]},
      version=4)
+case("pad", "special", [("a", [2, 3], flat(L))], F.pad(t32(L), (0, 1, 1, 0), value=-2.5),
+     {"pads": [[1, 0], [0, 1]], "value": -2.5}, version=4)
 
 
 def lit(v):

@@ -473,7 +473,39 @@ void FlipCases(const OpSpec& def, std::vector<Case>& out) {
   }
 }
 
+// Constant padding: one side, both sides, none, around empty axes (an empty input grows into a
+// tensor of only the value), rank 0, and bool tensors padded with 1.
+void PadCases(const OpSpec& def, std::vector<Case>& out) {
+  struct Variant {
+    const char* name;
+    Shape shape;
+    std::vector<std::vector<int64_t>> pads;
+    double value;
+    Domain domain = Domain::kSigned;
+  };
+  const Variant variants[] = {
+      {"rank1_both", {97}, {{3, 5}}, 0.0},
+      {"rank2_value", {7, 97}, {{1, 0}, {0, 2}}, -1.5},
+      {"rank3_one_axis", {3, 5, 67}, {{0, 0}, {2, 2}, {0, 0}}, 2.25},
+      {"rank4", {2, 3, 5, 7}, {{1, 1}, {0, 1}, {2, 0}, {1, 3}}, 0.5},
+      {"no_padding", {4, 5}, {{0, 0}, {0, 0}}, 9.0},
+      {"wide", {1}, {{64, 65}}, 3.0},
+      {"empty_input", {0, 5}, {{2, 1}, {1, 1}}, 7.0},
+      {"empty_stays_empty", {0, 5}, {{0, 0}, {1, 1}}, 7.0},
+      {"rank0", {}, {}, 1.0},
+      {"bool", {5, 67}, {{1, 2}, {3, 0}}, 1.0, Domain::kMask},
+  };
+  for (const Variant& v : variants) {
+    DocBuilder b;
+    int x = b.Input("x", v.shape, v.domain);
+    Json attrs = {{"pads", v.pads}, {"value", v.value}};
+    if (v.pads.empty()) attrs["pads"] = Json::array();
+    out.push_back(b.Finish(def.name, v.name, b.Op(def.name, {x}, attrs), 4));
+  }
+}
+
 void LayoutCases(const OpSpec& def, std::vector<Case>& out) {
+  if (def.name == "pad") return PadCases(def, out);
   if (def.name == "slice" || def.name == "slice_scatter") return SliceCases(def, out);
   if (def.name == "flip") return FlipCases(def, out);
   if (HasAttr(def, "dims")) {  // a permutation of the axes

@@ -338,6 +338,20 @@ void AddLayoutOps(OpTable& t) {
          .determinism = moves,
          .summary = "reverse the order of elements along each of `axes`, as torch.flip",
          .nan = bits});
+  t.Add({.name = "pad",
+         .min_version = 4,
+         .ports = {AnyDTypeOperand("a")},
+         .attrs = {{"pads", AttrType::kPairs, nullptr, true}, {"value", AttrType::kNumber, 0.0}},
+         .kind = OpKind::kLayout,
+         .differentiable = true,
+         .tolerance = ToleranceClass::kExact,
+         .determinism = moves,
+         .summary = "`pads[d]` = [before, after] elements of `value` around axis d (one pair per "
+                    "axis, non-negative), as torch.nn.functional.pad in constant mode; `value` "
+                    "is rounded once to f32 or f16, and must be an integer in range for i32 and "
+                    "u32, 0 or 1 for bool",
+         .nan = "elements move as bits: NaN and infinities pass unchanged; the value is a finite "
+                "JSON number"});
 }
 
 void AddStencilOps(OpTable& t) {

@@ -64,6 +64,7 @@ enum class AttrType {
   kString,
   kIntList,  // an array of integers
   kBounds,   // an array of integers or nulls (slice bounds: null is the end the step runs to)
+  kPairs,    // an array of [integer, integer] pairs (pad's [before, after] per axis)
   kShape,    // an array of sizes: integers or symbolic dimension names
   kNumbers,  // a flat array of numbers
   kObject,

@@ -201,6 +201,7 @@ Json ExampleNode(const ops::OpSpec& d) {
     n["steps"] = {1, -1};
   }
   if (d.name == "flip") n["axes"] = {1};
+  if (d.name == "pad") n["pads"] = {{1, 0}, {0, 2}};
   if (d.name == "sum" || d.name == "mean") n["axis"] = 1;
   return n;
 }

@@ -109,6 +109,33 @@ void SliceScatter(const OpArgs<T>& a) {
   });
 }
 
+// out = a where the coordinate falls inside a's place on every axis, else the value (rounded to
+// f32 once, as the WGSL literal is; a's dtype holds it, checked by the shape rule).
+template <typename T>
+void Pad(const OpArgs<T>& a) {
+  std::vector<int64_t> in_sizes = a.in_type(0).sizes();
+  std::vector<int64_t> in_strides = RowMajorStrides(in_sizes);
+  std::vector<int64_t> before;
+  for (const Json& p : a.node->attrs["pads"]) before.push_back(p[0].get<int64_t>());
+  const double given = a.node->attrs["value"];
+  const T value = static_cast<T>(static_cast<float>(given));
+  std::vector<int64_t> out_sizes = a.node->type.sizes();
+  int64_t total = a.node->type.elements();
+  a.parallel->For((total + kChunk - 1) / kChunk, [&](int64_t c) {
+    for (int64_t i = c * kChunk; i < std::min(total, (c + 1) * kChunk); ++i) {
+      std::vector<int64_t> idx = Unravel(i, out_sizes);
+      int64_t off = 0;
+      bool inside = true;
+      for (size_t d = 0; d < idx.size() && inside; ++d) {
+        int64_t x = idx[d] - before[d];
+        inside = x >= 0 && x < in_sizes[d];
+        off += x * in_strides[d];
+      }
+      a.output[i] = inside ? a.inputs[0][off] : value;
+    }
+  });
+}
+
 }  // namespace
 
 void AddLayoutOps(std::vector<std::pair<std::string, OpImpl>>& t) {
@@ -118,6 +145,7 @@ void AddLayoutOps(std::vector<std::pair<std::string, OpImpl>>& t) {
   t.push_back({"slice", {Slice<float>, Slice<double>}});
   t.push_back({"slice_scatter", {SliceScatter<float>, SliceScatter<double>}});
   t.push_back({"flip", {Flip<float>, Flip<double>}});
+  t.push_back({"pad", {Pad<float>, Pad<double>}});
 }
 
 }  // namespace scellis::kernel::ref

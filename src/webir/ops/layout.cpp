@@ -1,5 +1,7 @@
 // Layout ops move elements without arithmetic: their results are exact on every backend.
 #include <algorithm>
+#include <cmath>
+#include <limits>
 
 #include "webir/autodiff/autodiff.h"
 #include "webir/op_rules.h"
@@ -220,6 +222,60 @@ Result<TensorType> InferFlip(InferContext& c) {
   return a;
 }
 
+Result<TensorType> InferPad(InferContext& c) {
+  const TensorType& a = c.args[0];
+  auto it = c.attrs.find("pads");
+  if (it == c.attrs.end() || !it->is_array() || static_cast<int>(it->size()) != a.rank()) {
+    return c.Error("bad-attribute", "pad needs \"pads\": one [before, after] pair per axis of " +
+                                        a.ShapeStringWithSizes());
+  }
+  TensorType out = a;
+  for (int d = 0; d < a.rank(); ++d) {
+    const int64_t before = (*it)[d][0].get<int64_t>(), after = (*it)[d][1].get<int64_t>();
+    if (before < 0 || after < 0) {
+      return c.Error(
+          "bad-attribute",
+          "pad \"pads\" " + (*it)[d].dump() + " of axis " + std::to_string(d) + " is negative",
+          "pads are non-negative; take a part of a tensor with slice");
+    }
+    if (before > kMaxElements || after > kMaxElements) {
+      return c.Error("tensor-too-large",
+                     "pad of " + (*it)[d].dump() + " gives more than 2^40 elements");
+    }
+    out.dims[d].size = a.dims[d].size + before + after;
+    if (before || after) out.dims[d].symbol = "";
+  }
+  double value = 0;
+  if (auto v = c.attrs.find("value"); v != c.attrs.end() && !v->is_null()) value = v->get<double>();
+  // The value is stored in a's dtype: it must be one that dtype holds.
+  bool fits = true;
+  switch (a.dtype) {
+    case DType::kF32:
+      fits = std::fabs(value) <= std::numeric_limits<float>::max();
+      break;
+    case DType::kF16:
+      fits = std::fabs(value) <= 65504.0;
+      break;
+    case DType::kI32:
+      fits = value == std::trunc(value) && value >= -2147483648.0 && value <= 2147483647.0;
+      break;
+    case DType::kU32:
+      fits = value == std::trunc(value) && value >= 0 && value <= 4294967295.0;
+      break;
+    case DType::kBool:
+      fits = value == 0 || value == 1;
+      break;
+  }
+  if (!fits) {
+    return c.Error("bad-attribute",
+                   "pad \"value\" " + CanonicalJson(Json(value)) + " is not a " +
+                       DTypeName(a.dtype) + " value",
+                   "give a value a's dtype holds, or cast a first");
+  }
+  c.attrs["value"] = value;
+  return out;
+}
+
 std::vector<int> GradSlice(Graph& g, const Node& n, int gout) {
   int zeros = grad::Constant(g, 0.0, g.at(n.args[0]).type.sizes());
   return {grad::Emit(g, "slice_scatter", {zeros, gout}, n.attrs)};
@@ -231,6 +287,19 @@ std::vector<int> GradSliceScatter(Graph& g, const Node& n, int gout) {
   int ga = grad::Emit(g, "slice_scatter", {gout, zeros}, n.attrs);
   int gsrc = grad::Emit(g, "slice", {gout}, n.attrs);
   return {ga, gsrc};
+}
+
+// The upstream gradient of the padded tensor, cut back to a's place in it.
+std::vector<int> GradPad(Graph& g, const Node& n, int gout) {
+  const std::vector<int64_t> sizes = g.at(n.args[0]).type.sizes();
+  Json starts = Json::array(), stops = Json::array(), steps = Json::array();
+  for (size_t d = 0; d < sizes.size(); ++d) {
+    const int64_t before = n.attrs["pads"][d][0].get<int64_t>();
+    starts.push_back(before);
+    stops.push_back(before + sizes[d]);
+    steps.push_back(1);
+  }
+  return {grad::Emit(g, "slice", {gout}, {{"starts", starts}, {"stops", stops}, {"steps", steps}})};
 }
 
 std::vector<int> GradFlip(Graph& g, const Node& n, int gout) {
@@ -265,6 +334,7 @@ void AddLayoutRules(RuleSet& r) {
   r["slice"] = {InferSlice, GradSlice};
   r["slice_scatter"] = {InferSliceScatter, GradSliceScatter};
   r["flip"] = {InferFlip, GradFlip};
+  r["pad"] = {InferPad, GradPad};
 }
 
 }  // namespace scellis::webir

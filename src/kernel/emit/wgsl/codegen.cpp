@@ -111,7 +111,7 @@ Result<Generated> Generate(const Module& m, const Kernel& k) {
                            (n.label.empty() ? n.name : n.label) + "\" is " +
                            DTypeName(n.type.dtype),
                        "declare the tensor f32; elementwise and layout ops (transpose, permute, "
-                       "reshape, slice, slice_scatter, flip) "
+                       "reshape, slice, slice_scatter, flip, pad) "
                        "also take i32, u32, bool and f16 storage");
     }
   }

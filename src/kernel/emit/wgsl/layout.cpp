@@ -67,6 +67,42 @@ std::string SliceScatterBody(const std::vector<int64_t>& sizes,
          "  if (inside) {\n    out[i] = in1[src];\n  } else {\n    out[i] = in0[i];\n  }\n}\n";
 }
 
+// The pad value as a literal of the output's storage type (bool is stored as u32 0/1).
+std::string StorageLiteral(DType t, double v) {
+  switch (t) {
+    case DType::kF32:
+      return F32(v);
+    case DType::kF16:
+      return "f16(" + F32(v) + ")";
+    case DType::kI32:
+      return "i32(" + std::to_string(static_cast<int64_t>(v)) + ")";
+    case DType::kU32:
+    case DType::kBool:
+      return U32(static_cast<int64_t>(v));
+  }
+  return F32(v);
+}
+
+// pad: a's element where the coordinate lies inside a's place on every axis, else the value.
+std::string PadBody(const std::vector<int64_t>& sizes, const std::vector<int64_t>& in_sizes,
+                    const std::vector<int64_t>& before, const std::string& value) {
+  for (int64_t n : in_sizes)
+    if (n == 0) return "  _ = arrayLength(&in0);\n  out[i] = " + value + ";\n}\n";
+  std::vector<int64_t> in_strides = RowMajorStrides(in_sizes);
+  std::string body = "  var rem = i;\n  var src = 0u;\n  var inside = true;\n";
+  for (int d = static_cast<int>(sizes.size()) - 1; d >= 0; --d) {
+    std::string c = "c" + std::to_string(d);
+    body += "  let " + c + " = rem % " + Divisor(sizes[d]) + ";\n  rem = rem / " +
+            Divisor(sizes[d]) + ";\n";
+    body += "  inside = inside && " + c + " >= " + U32(before[d]) + " && " + c + " - " +
+            U32(before[d]) + " < " + U32(in_sizes[d]) + ";\n";
+    body += "  if (inside) { src = src + (" + c + " - " + U32(before[d]) + ") * " +
+            U32(in_strides[d]) + "; }\n";
+  }
+  return body + "  if (inside) {\n    out[i] = in0[src];\n  } else {\n    out[i] = " + value +
+         ";\n  }\n}\n";
+}
+
 std::vector<int64_t> IntsOf(const Json& list) {
   std::vector<int64_t> v;
   for (const Json& e : list) v.push_back(e.get<int64_t>());
@@ -77,7 +113,7 @@ std::vector<int64_t> IntsOf(const Json& list) {
 
 bool IsLayoutOp(const std::string& op) {
   return op == "transpose" || op == "permute" || op == "reshape" || op == "slice" ||
-         op == "slice_scatter" || op == "flip";
+         op == "slice_scatter" || op == "flip" || op == "pad";
 }
 
 bool GenerateLayout(const Module& m, const Kernel& k, Generated& out) {
@@ -100,6 +136,11 @@ bool GenerateLayout(const Module& m, const Kernel& k, Generated& out) {
   } else if (k.op == "slice_scatter") {
     body = SliceScatterBody(sizes, m.graph().at(k.inputs[1]).type.sizes(),
                             IntsOf(node.attrs["starts"]), IntsOf(node.attrs["steps"]));
+  } else if (k.op == "pad") {
+    std::vector<int64_t> before;
+    for (const Json& p : node.attrs["pads"]) before.push_back(p[0].get<int64_t>());
+    body = PadBody(sizes, m.graph().at(k.inputs[0]).type.sizes(), before,
+                   StorageLiteral(node.type.dtype, node.attrs["value"].get<double>()));
   } else if (k.op == "reshape") {
     body = "  out[i] = in0[i];\n}\n";
   } else {
