@@ -187,6 +187,23 @@ case("adam_update", "special", adam_in, w, {"lr": 0.01})
 case("adam_m", "special", adam_in, st["exp_avg"], {"lr": 0.01})
 case("adam_v", "special", adam_in, st["exp_avg_sq"], {"lr": 0.01})
 
+# Version 4 data movement: elements move as bits. torch has no negative-step slicing, so the
+# slice is gathered through the indices Python's own range slicing gives.
+SL = {"starts": [None, -1], "stops": [None, None], "steps": [-1, -2]}
+rows, cols = list(range(2))[::-1], list(range(3))[-1::-2]
+case("slice", "special", [("a", [2, 3], flat(L))], t32(L)[rows][:, cols], SL, version=4)
+SRC = [[inf, nan], [-0.0, -inf]]
+scattered = t32(L).clone()
+for i, r in enumerate(rows):
+    for j, c in enumerate(cols):
+        scattered[r, c] = SRC[i][j]
+case("slice_scatter", "special", [("a", [2, 3], flat(L)), ("src", [2, 2], flat(SRC))], scattered,
+     SL, version=4)
+case("flip", "special", [("a", [2, 3], flat(L))], torch.flip(t32(L), [0, 1]), {"axes": [0, 1]},
+     version=4)
+case("pad", "special", [("a", [2, 3], flat(L))], F.pad(t32(L), (0, 1, 1, 0), value=-2.5),
+     {"pads": [[1, 0], [0, 1]], "value": -2.5}, version=4)
+
 
 def lit(v):
     if math.isnan(v):

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <limits>
+#include <optional>
 
 #include "base/random.h"
 #include "ops/op_table.h"
@@ -384,7 +385,129 @@ void MatmulCases(const OpSpec& def, std::vector<Case>& out) {
   }
 }
 
+// Python-slicing bounds: a null entry is JSON null (the end the step runs to).
+Json Bounds(std::initializer_list<std::optional<int64_t>> v) {
+  Json out = Json::array();
+  for (const auto& b : v) out.push_back(b ? Json(*b) : Json(nullptr));
+  return out;
+}
+
+struct SliceVariant {
+  const char* name;
+  Shape shape;
+  Json starts, stops, steps;
+  Shape sliced;  // the slice's shape, worked by hand with Python's slice.indices
+  Domain domain = Domain::kSigned;
+};
+
+// Strided slices: steps above 1, negative steps, bounds past both ends, empty ranges (a stop before
+// its start, an empty input), a rank-0 tensor, and a bool tensor (moved as its stored bits).
+std::vector<SliceVariant> SliceVariants() {
+  const std::nullopt_t end = std::nullopt;
+  return {
+      {"step2", {97}, Bounds({1}), Bounds({end}), Bounds({2}), {48}},
+      {"reverse", {97}, Bounds({end}), Bounds({end}), Bounds({-1}), {97}},
+      {"negative_steps", {7, 97}, Bounds({-1, 90}), Bounds({0, 3}), Bounds({-2, -7}), {3, 13}},
+      {"empty_stop_before_start",
+       {7, 97},
+       Bounds({5, 0}),
+       Bounds({2, end}),
+       Bounds({1, 1}),
+       {0, 97}},
+      {"empty_negative_step", {7, 97}, Bounds({1, 0}), Bounds({3, end}), Bounds({-1, 1}), {0, 97}},
+      {"empty_input", {0, 5}, Bounds({0, 1}), Bounds({end, end}), Bounds({1, 2}), {0, 2}},
+      {"bounds_past_ends",
+       {3, 5, 67},
+       Bounds({-100, 2, 1000}),
+       Bounds({100, -1, -1000}),
+       Bounds({1, 2, -3}),
+       {3, 1, 23}},
+      {"rank4",
+       {2, 3, 5, 7},
+       Bounds({1, 0, 4, -2}),
+       Bounds({end, 3, 0, end}),
+       Bounds({1, 2, -1, -1}),
+       {1, 2, 4, 6}},
+      {"wide_step", {1009}, Bounds({3}), Bounds({end}), Bounds({1000}), {2}},
+      {"rank0", {}, Json::array(), Json::array(), Json::array(), {}},
+      {"size1", {1}, Bounds({0}), Bounds({1}), Bounds({1}), {1}},
+      {"bool",
+       {5, 67},
+       Bounds({end, -1}),
+       Bounds({end, end}),
+       Bounds({-2, -5}),
+       {3, 14},
+       Domain::kMask},
+  };
+}
+
+void SliceCases(const OpSpec& def, std::vector<Case>& out) {
+  for (const SliceVariant& v : SliceVariants()) {
+    DocBuilder b;
+    int x = b.Input("x", v.shape, v.domain);
+    Json attrs = {{"starts", v.starts}, {"stops", v.stops}, {"steps", v.steps}};
+    if (def.name == "slice") {
+      out.push_back(b.Finish(def.name, v.name, b.Op(def.name, {x}, attrs), 4));
+    } else {  // slice_scatter: the slice of x replaced by src
+      int src = b.Input("src", v.sliced, v.domain);
+      out.push_back(b.Finish(def.name, v.name, b.Op(def.name, {x, src}, attrs), 4));
+    }
+  }
+}
+
+void FlipCases(const OpSpec& def, std::vector<Case>& out) {
+  const std::tuple<const char*, Shape, std::vector<int>, Domain> flips[] = {
+      {"rank1", {97}, {0}, Domain::kSigned},
+      {"rank2_last", {7, 97}, {1}, Domain::kSigned},
+      {"rank3_outer_inner", {3, 5, 67}, {0, 2}, Domain::kSigned},
+      {"rank4_all_negative", {2, 3, 5, 7}, {-1, 0, 1, 2}, Domain::kSigned},
+      {"no_axes", {4, 5}, {}, Domain::kSigned},
+      {"size1", {1}, {0}, Domain::kSigned},
+      {"empty", {0, 5}, {0, 1}, Domain::kSigned},
+      {"bool", {5, 67}, {1}, Domain::kMask},
+  };
+  for (const auto& [name, shape, axes, domain] : flips) {
+    DocBuilder b;
+    int x = b.Input("x", shape, domain);
+    out.push_back(b.Finish(def.name, name, b.Op(def.name, {x}, {{"axes", axes}}), 4));
+  }
+}
+
+// Constant padding: one side, both sides, none, around empty axes (an empty input grows into a
+// tensor of only the value), rank 0, and bool tensors padded with 1.
+void PadCases(const OpSpec& def, std::vector<Case>& out) {
+  struct Variant {
+    const char* name;
+    Shape shape;
+    std::vector<std::vector<int64_t>> pads;
+    double value;
+    Domain domain = Domain::kSigned;
+  };
+  const Variant variants[] = {
+      {"rank1_both", {97}, {{3, 5}}, 0.0},
+      {"rank2_value", {7, 97}, {{1, 0}, {0, 2}}, -1.5},
+      {"rank3_one_axis", {3, 5, 67}, {{0, 0}, {2, 2}, {0, 0}}, 2.25},
+      {"rank4", {2, 3, 5, 7}, {{1, 1}, {0, 1}, {2, 0}, {1, 3}}, 0.5},
+      {"no_padding", {4, 5}, {{0, 0}, {0, 0}}, 9.0},
+      {"wide", {1}, {{64, 65}}, 3.0},
+      {"empty_input", {0, 5}, {{2, 1}, {1, 1}}, 7.0},
+      {"empty_stays_empty", {0, 5}, {{0, 0}, {1, 1}}, 7.0},
+      {"rank0", {}, {}, 1.0},
+      {"bool", {5, 67}, {{1, 2}, {3, 0}}, 1.0, Domain::kMask},
+  };
+  for (const Variant& v : variants) {
+    DocBuilder b;
+    int x = b.Input("x", v.shape, v.domain);
+    Json attrs = {{"pads", v.pads}, {"value", v.value}};
+    if (v.pads.empty()) attrs["pads"] = Json::array();
+    out.push_back(b.Finish(def.name, v.name, b.Op(def.name, {x}, attrs), 4));
+  }
+}
+
 void LayoutCases(const OpSpec& def, std::vector<Case>& out) {
+  if (def.name == "pad") return PadCases(def, out);
+  if (def.name == "slice" || def.name == "slice_scatter") return SliceCases(def, out);
+  if (def.name == "flip") return FlipCases(def, out);
   if (HasAttr(def, "dims")) {  // a permutation of the axes
     const std::tuple<const char*, Shape, std::vector<int>> perms[] = {
         {"rank2", {7, 97}, {1, 0}},

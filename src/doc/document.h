@@ -29,7 +29,7 @@ namespace scellis::doc {
 enum class Form { kGraph, kWorkflow };
 
 // Newest graph-protocol version this build reads.
-inline constexpr int kMaxGraphVersion = 3;
+inline constexpr int kMaxGraphVersion = 4;
 inline constexpr const char* kWorkflowFormat = "scellis.workflow/1";
 inline constexpr size_t kMaxNodes = 100000;
 

@@ -1,9 +1,9 @@
 // The built-in ops. Each entry is the whole specification of an op except its rules, which live
 // on the rungs that apply them: shape and gradient in webir/ops/<family>.cpp, the CPU reference in
 // kernel/ref/<family>.cpp, the WGSL in kernel/emit/wgsl/<family>.cpp.
-#include "ops/op_table.h"
-
 #include <limits>
+
+#include "ops/op_table.h"
 
 namespace scellis::ops {
 namespace {
@@ -299,6 +299,59 @@ void AddLayoutOps(OpTable& t) {
          .determinism = moves,
          .summary = "same elements in row-major order, new shape; one size may be -1",
          .nan = bits});
+  // Version 4: strided views and their scatter. Bounds follow Python/NumPy slicing: negative
+  // values count from the end, out-of-range bounds clamp, a null bound is the end the step runs
+  // towards, and a range that holds nothing gives an empty axis.
+  auto starts = Attr{"starts", AttrType::kBounds, nullptr, true};
+  auto stops = Attr{"stops", AttrType::kBounds};
+  auto steps = Attr{"steps", AttrType::kIntList};
+  t.Add({.name = "slice",
+         .min_version = 4,
+         .ports = {AnyDTypeOperand("a")},
+         .attrs = {starts, stops, steps},
+         .kind = OpKind::kLayout,
+         .differentiable = true,
+         .tolerance = ToleranceClass::kExact,
+         .determinism = moves,
+         .summary = "a[start:stop:step] on every axis (one entry per axis; `stops` absent or a "
+                    "null entry runs to the end, `steps` absent is 1, a negative step walks "
+                    "backwards), as Python slicing",
+         .nan = bits});
+  t.Add({.name = "slice_scatter",
+         .min_version = 4,
+         .ports = {AnyDTypeOperand("a"), AnyDTypeOperand("src")},
+         .attrs = {starts, stops, steps},
+         .kind = OpKind::kLayout,
+         .differentiable = true,
+         .tolerance = ToleranceClass::kExact,
+         .determinism = moves,
+         .summary = "a copy of `a` whose slice `a[starts:stops:steps]` (as `slice`) is replaced "
+                    "by `src`, of that slice's shape and `a`'s dtype, as torch.slice_scatter",
+         .nan = bits});
+  t.Add({.name = "flip",
+         .min_version = 4,
+         .ports = {AnyDTypeOperand("a")},
+         .attrs = {{"axes", AttrType::kIntList, nullptr, true}},
+         .kind = OpKind::kLayout,
+         .differentiable = true,
+         .tolerance = ToleranceClass::kExact,
+         .determinism = moves,
+         .summary = "reverse the order of elements along each of `axes`, as torch.flip",
+         .nan = bits});
+  t.Add({.name = "pad",
+         .min_version = 4,
+         .ports = {AnyDTypeOperand("a")},
+         .attrs = {{"pads", AttrType::kPairs, nullptr, true}, {"value", AttrType::kNumber, 0.0}},
+         .kind = OpKind::kLayout,
+         .differentiable = true,
+         .tolerance = ToleranceClass::kExact,
+         .determinism = moves,
+         .summary = "`pads[d]` = [before, after] elements of `value` around axis d (one pair per "
+                    "axis, non-negative), as torch.nn.functional.pad in constant mode; `value` "
+                    "is rounded once to f32 or f16, and must be an integer in range for i32 and "
+                    "u32, 0 or 1 for bool",
+         .nan = "elements move as bits: NaN and infinities pass unchanged; the value is a finite "
+                "JSON number"});
 }
 
 void AddStencilOps(OpTable& t) {
@@ -380,8 +433,8 @@ void AddOptimOps(OpTable& t) {
   // intent — a learning rate or decay above 1e30 overflows f32 within a step; a beta or momentum
   // that rounds to 1 in f32 makes Adam's bias correction divide by zero; an eps that rounds to 0
   // divides 0 by 0 where a gradient is zero.
-  const NumberRange positive{0, 1e30, true, false}, non_negative{0, 1e30},
-      below_one{0, 0.9999999}, unit{0, 1}, eps_range{1e-30, 1e30};
+  const NumberRange positive{0, 1e30, true, false}, non_negative{0, 1e30}, below_one{0, 0.9999999},
+      unit{0, 1}, eps_range{1e-30, 1e30};
   Attr lr{"lr", AttrType::kNumber, 1e-3, false, positive},
       weight_decay{"weight_decay", AttrType::kNumber, 0.0, false, non_negative},
       maximize{"maximize", AttrType::kBool, false};
@@ -395,13 +448,12 @@ void AddOptimOps(OpTable& t) {
          .summary = "SGD: g = grad (+ weight_decay * param); param - lr * g",
          .nan = update_nan});
   const std::vector<Port> momentum_ports = {param, grad, {"velocity", PortRole::kState}, step};
-  const std::vector<Attr> momentum_attrs = {
-      lr,
-      {"momentum", AttrType::kNumber, 0.0, false, below_one},
-      {"dampening", AttrType::kNumber, 0.0, false, unit},
-      weight_decay,
-      {"nesterov", AttrType::kBool, false},
-      maximize};
+  const std::vector<Attr> momentum_attrs = {lr,
+                                            {"momentum", AttrType::kNumber, 0.0, false, below_one},
+                                            {"dampening", AttrType::kNumber, 0.0, false, unit},
+                                            weight_decay,
+                                            {"nesterov", AttrType::kBool, false},
+                                            maximize};
   t.Add({.name = "momentum_update",
          .min_version = 2,
          .ports = momentum_ports,
@@ -424,14 +476,14 @@ void AddOptimOps(OpTable& t) {
   const std::vector<Port> adam_ports = {
       param, grad, {"m", PortRole::kState}, {"v", PortRole::kState}, step};
   // weight_decay has no single default: 0 for Adam, 1e-2 for AdamW (decoupled), as in PyTorch.
-  const std::vector<Attr> adam_attrs = {lr,
-                                        {"beta1", AttrType::kNumber, 0.9, false, below_one},
-                                        {"beta2", AttrType::kNumber, 0.999, false, below_one},
-                                        {"eps", AttrType::kNumber, 1e-8, false, eps_range},
-                                        {"weight_decay", AttrType::kNumber, nullptr, false,
-                                         non_negative},
-                                        {"decoupled", AttrType::kBool, false},
-                                        maximize};
+  const std::vector<Attr> adam_attrs = {
+      lr,
+      {"beta1", AttrType::kNumber, 0.9, false, below_one},
+      {"beta2", AttrType::kNumber, 0.999, false, below_one},
+      {"eps", AttrType::kNumber, 1e-8, false, eps_range},
+      {"weight_decay", AttrType::kNumber, nullptr, false, non_negative},
+      {"decoupled", AttrType::kBool, false},
+      maximize};
   const char* adam_determinism =
       "one element per invocation; bias corrections from t computed in f64 on the CPU, in f32 "
       "with an expm1 series on the GPU";

@@ -22,14 +22,16 @@ constexpr EnumTable<PortRole, 5> kPortRoles({{{PortRole::kOperand, "operand"},
                                               {PortRole::kGradient, "gradient"},
                                               {PortRole::kState, "state"},
                                               {PortRole::kStep, "step"}}});
-constexpr EnumTable<AttrType, 8> kAttrTypes({{{AttrType::kInt, "integer"},
-                                              {AttrType::kNumber, "number"},
-                                              {AttrType::kBool, "boolean"},
-                                              {AttrType::kString, "string"},
-                                              {AttrType::kIntList, "integer array"},
-                                              {AttrType::kShape, "shape"},
-                                              {AttrType::kNumbers, "number array"},
-                                              {AttrType::kObject, "object"}}});
+constexpr EnumTable<AttrType, 10> kAttrTypes({{{AttrType::kInt, "integer"},
+                                               {AttrType::kNumber, "number"},
+                                               {AttrType::kBool, "boolean"},
+                                               {AttrType::kString, "string"},
+                                               {AttrType::kIntList, "integer array"},
+                                               {AttrType::kBounds, "array of integers or nulls"},
+                                               {AttrType::kPairs, "array of integer pairs"},
+                                               {AttrType::kShape, "shape"},
+                                               {AttrType::kNumbers, "number array"},
+                                               {AttrType::kObject, "object"}}});
 
 bool IsFiniteNumber(const Json& v) {
   return v.is_number() && std::isfinite(v.get<double>());
@@ -53,6 +55,13 @@ bool HasType(const Json& v, AttrType t) {
       return v.is_string();
     case AttrType::kIntList:
       return all([](const Json& e) { return e.is_number_integer(); });
+    case AttrType::kBounds:
+      return all([](const Json& e) { return e.is_number_integer() || e.is_null(); });
+    case AttrType::kPairs:
+      return all([](const Json& e) {
+        return e.is_array() && e.size() == 2 && e[0].is_number_integer() &&
+               e[1].is_number_integer();
+      });
     case AttrType::kShape:
       return all([](const Json& e) { return e.is_number_integer() || e.is_string(); });
     case AttrType::kNumbers:

@@ -63,6 +63,8 @@ enum class AttrType {
   kBool,
   kString,
   kIntList,  // an array of integers
+  kBounds,   // an array of integers or nulls (slice bounds: null is the end the step runs to)
+  kPairs,    // an array of [integer, integer] pairs (pad's [before, after] per axis)
   kShape,    // an array of sizes: integers or symbolic dimension names
   kNumbers,  // a flat array of numbers
   kObject,
@@ -80,8 +82,7 @@ struct NumberRange {
 
 struct Attr {
   Attr(std::string name, AttrType type, Json default_value = nullptr, bool required = false,
-       std::optional<NumberRange> range = std::nullopt, bool as_operand = false,
-       double absent = 0)
+       std::optional<NumberRange> range = std::nullopt, bool as_operand = false, double absent = 0)
       : name(std::move(name)),
         type(type),
         default_value(std::move(default_value)),
@@ -140,9 +141,9 @@ class OpTable {
 const std::shared_ptr<const OpTable>& BuiltinOps();
 
 // Checks `attrs` against the op's declared attributes: an unknown name is `unknown-attribute`, a
-// value of the wrong type or outside its range `bad-attribute`, a required one missing `missing-attribute`. A null
-// value counts as not given. `pointer_of` gives the JSON pointer of an attribute; `node_pointer`
-// and `where` locate the node for a missing one.
+// value of the wrong type or outside its range `bad-attribute`, a required one missing
+// `missing-attribute`. A null value counts as not given. `pointer_of` gives the JSON pointer of an
+// attribute; `node_pointer` and `where` locate the node for a missing one.
 std::vector<Diagnostic> CheckAttributes(
     const OpSpec& spec, const Json& attrs, const std::string& node_pointer,
     const std::function<std::string(const std::string&)>& pointer_of, const std::string& where);

@@ -195,6 +195,13 @@ Json ExampleNode(const ops::OpSpec& d) {
   if (d.name == "matmul") n["b"] = 3;
   if (d.name == "permute") n["dims"] = {1, 0};
   if (d.name == "reshape") n["shape"] = {3, 2};
+  // The whole 2x3 tensor with its columns reversed, so slice_scatter's src (1) fits it.
+  if (d.name == "slice" || d.name == "slice_scatter") {
+    n["starts"] = {0, -1};
+    n["steps"] = {1, -1};
+  }
+  if (d.name == "flip") n["axes"] = {1};
+  if (d.name == "pad") n["pads"] = {{1, 0}, {0, 2}};
   if (d.name == "sum" || d.name == "mean") n["axis"] = 1;
   return n;
 }

@@ -36,12 +36,116 @@ void Reshape(const OpArgs<T>& a) {
   std::copy(a.inputs[0], a.inputs[0] + a.node->type.elements(), a.output);
 }
 
+// A strided view: output index idx reads input index start + idx * step on every axis (slice
+// with its normalized bounds; flip is start n - 1, step -1 on its axes).
+struct View {
+  std::vector<int64_t> start, step;
+};
+
+View SliceView(const webir::Node& node) {
+  View v;
+  for (const Json& s : node.attrs["starts"]) v.start.push_back(s.get<int64_t>());
+  for (const Json& s : node.attrs["steps"]) v.step.push_back(s.get<int64_t>());
+  return v;
+}
+
+View FlipView(const webir::Node& node, const std::vector<int64_t>& sizes) {
+  View v{std::vector<int64_t>(sizes.size(), 0), std::vector<int64_t>(sizes.size(), 1)};
+  for (const Json& a : node.attrs["axes"]) {
+    size_t axis = a.get<size_t>();
+    v.start[axis] = sizes[axis] - 1;
+    v.step[axis] = -1;
+  }
+  return v;
+}
+
+template <typename T>
+void CopyView(const OpArgs<T>& a, const View& v) {
+  std::vector<int64_t> in_strides = RowMajorStrides(a.in_type(0).sizes());
+  std::vector<int64_t> out_sizes = a.node->type.sizes();
+  int64_t total = a.node->type.elements();
+  a.parallel->For((total + kChunk - 1) / kChunk, [&](int64_t c) {
+    for (int64_t i = c * kChunk; i < std::min(total, (c + 1) * kChunk); ++i) {
+      std::vector<int64_t> idx = Unravel(i, out_sizes);
+      int64_t off = 0;
+      for (size_t d = 0; d < idx.size(); ++d)
+        off += (v.start[d] + idx[d] * v.step[d]) * in_strides[d];
+      a.output[i] = a.inputs[0][off];
+    }
+  });
+}
+
+template <typename T>
+void Slice(const OpArgs<T>& a) {
+  CopyView(a, SliceView(*a.node));
+}
+
+template <typename T>
+void Flip(const OpArgs<T>& a) {
+  CopyView(a, FlipView(*a.node, a.node->type.sizes()));
+}
+
+// out = a, except where the index lies in the slice: there the matching element of src.
+template <typename T>
+void SliceScatter(const OpArgs<T>& a) {
+  const View v = SliceView(*a.node);
+  std::vector<int64_t> src_sizes = a.in_type(1).sizes();
+  std::vector<int64_t> src_strides = RowMajorStrides(src_sizes);
+  std::vector<int64_t> out_sizes = a.node->type.sizes();
+  int64_t total = a.node->type.elements();
+  a.parallel->For((total + kChunk - 1) / kChunk, [&](int64_t c) {
+    for (int64_t i = c * kChunk; i < std::min(total, (c + 1) * kChunk); ++i) {
+      std::vector<int64_t> idx = Unravel(i, out_sizes);
+      int64_t off = 0;
+      bool inside = true;
+      for (size_t d = 0; d < idx.size() && inside; ++d) {
+        int64_t r = idx[d] - v.start[d];
+        int64_t q = r / v.step[d];
+        inside = r % v.step[d] == 0 && q >= 0 && q < src_sizes[d];
+        off += q * src_strides[d];
+      }
+      a.output[i] = inside ? a.inputs[1][off] : a.inputs[0][i];
+    }
+  });
+}
+
+// out = a where the coordinate falls inside a's place on every axis, else the value (rounded to
+// f32 once, as the WGSL literal is; a's dtype holds it, checked by the shape rule).
+template <typename T>
+void Pad(const OpArgs<T>& a) {
+  std::vector<int64_t> in_sizes = a.in_type(0).sizes();
+  std::vector<int64_t> in_strides = RowMajorStrides(in_sizes);
+  std::vector<int64_t> before;
+  for (const Json& p : a.node->attrs["pads"]) before.push_back(p[0].get<int64_t>());
+  const double given = a.node->attrs["value"];
+  const T value = static_cast<T>(static_cast<float>(given));
+  std::vector<int64_t> out_sizes = a.node->type.sizes();
+  int64_t total = a.node->type.elements();
+  a.parallel->For((total + kChunk - 1) / kChunk, [&](int64_t c) {
+    for (int64_t i = c * kChunk; i < std::min(total, (c + 1) * kChunk); ++i) {
+      std::vector<int64_t> idx = Unravel(i, out_sizes);
+      int64_t off = 0;
+      bool inside = true;
+      for (size_t d = 0; d < idx.size() && inside; ++d) {
+        int64_t x = idx[d] - before[d];
+        inside = x >= 0 && x < in_sizes[d];
+        off += x * in_strides[d];
+      }
+      a.output[i] = inside ? a.inputs[0][off] : value;
+    }
+  });
+}
+
 }  // namespace
 
 void AddLayoutOps(std::vector<std::pair<std::string, OpImpl>>& t) {
   t.push_back({"transpose", {Transpose<float>, Transpose<double>}});
   t.push_back({"permute", {Permute<float>, Permute<double>}});
   t.push_back({"reshape", {Reshape<float>, Reshape<double>}});
+  t.push_back({"slice", {Slice<float>, Slice<double>}});
+  t.push_back({"slice_scatter", {SliceScatter<float>, SliceScatter<double>}});
+  t.push_back({"flip", {Flip<float>, Flip<double>}});
+  t.push_back({"pad", {Pad<float>, Pad<double>}});
 }
 
 }  // namespace scellis::kernel::ref

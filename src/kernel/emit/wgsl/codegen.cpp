@@ -93,8 +93,7 @@ namespace {
 
 // Layout kernels move elements without looking at them, in any storage type.
 bool MovesOnly(const Kernel& k) {
-  return k.kind == KernelKind::kOp &&
-         (k.op == "transpose" || k.op == "permute" || k.op == "reshape");
+  return k.kind == KernelKind::kOp && IsLayoutOp(k.op);
 }
 
 }  // namespace
@@ -111,7 +110,8 @@ Result<Generated> Generate(const Module& m, const Kernel& k) {
                        k.op + " computes in f32 only, and \"" +
                            (n.label.empty() ? n.name : n.label) + "\" is " +
                            DTypeName(n.type.dtype),
-                       "declare the tensor f32; elementwise ops and transpose/permute/reshape "
+                       "declare the tensor f32; elementwise and layout ops (transpose, permute, "
+                       "reshape, slice, slice_scatter, flip, pad) "
                        "also take i32, u32, bool and f16 storage");
     }
   }

@@ -52,6 +52,8 @@ bool GenerateElementwise(const Module& m, const Kernel& k, Generated& out);
 bool GenerateReduce(const Module& m, const Kernel& k, Generated& out);
 bool GenerateLinalg(const Module& m, const Kernel& k, Generated& out);
 bool GenerateLayout(const Module& m, const Kernel& k, Generated& out);
+// Whether `op` is a layout op (moves elements as they are, in any storage type).
+bool IsLayoutOp(const std::string& op);
 bool GenerateStencil(const Module& m, const Kernel& k, Generated& out);
 bool GenerateNn(const Module& m, const Kernel& k, Generated& out);
 bool GenerateOptim(const Module& m, const Kernel& k, Generated& out);

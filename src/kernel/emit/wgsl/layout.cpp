@@ -1,17 +1,147 @@
-// WGSL layout ops: one invocation per output element, reading the permuted input index.
+// WGSL layout ops: one invocation per output element, reading the permuted, strided or scattered
+// input index. Index arithmetic is u32 only: every coordinate is formed so it never goes below 0.
 #include <algorithm>
 
 #include "kernel/emit/wgsl/codegen.h"
 
 namespace scellis::kernel::wgsl {
+namespace {
+
+// A size as a WGSL divisor. A size of 0 would be a constant division by zero, which WGSL rejects;
+// an empty tensor returns before reaching it, so 1 serves.
+std::string Divisor(int64_t size) {
+  return U32(std::max<int64_t>(size, 1));
+}
+
+// slice and flip: output coordinate x of axis d reads input coordinate start + x * step.
+std::string StridedViewBody(const std::vector<int64_t>& out_sizes,
+                            const std::vector<int64_t>& in_sizes, const std::vector<int64_t>& start,
+                            const std::vector<int64_t>& step) {
+  // An empty output runs no element; its starts may be -1 (flip of an empty axis), which no u32
+  // literal holds.
+  for (int64_t n : out_sizes)
+    if (n == 0) return "  out[i] = in0[i];\n}\n";
+  std::vector<int64_t> in_strides = RowMajorStrides(in_sizes);
+  std::string body = "  var rem = i;\n  var src = 0u;\n";
+  for (int d = static_cast<int>(out_sizes.size()) - 1; d >= 0; --d) {
+    std::string x = "(rem % " + Divisor(out_sizes[d]) + ")";
+    std::string coord = step[d] > 0 ? U32(start[d]) + " + " + x + " * " + U32(step[d])
+                                    : U32(start[d]) + " - " + x + " * " + U32(-step[d]);
+    body += "  src = src + (" + coord + ") * " + U32(in_strides[d]) + ";\n  rem = rem / " +
+            Divisor(out_sizes[d]) + ";\n";
+  }
+  return body + "  out[i] = in0[src];\n}\n";
+}
+
+// slice_scatter: src's element where the output coordinate lies on the slice of every axis,
+// else a's. A coordinate c is on the slice when it is start + q * step for 0 <= q < count.
+std::string SliceScatterBody(const std::vector<int64_t>& sizes,
+                             const std::vector<int64_t>& src_sizes,
+                             const std::vector<int64_t>& start, const std::vector<int64_t>& step) {
+  // An empty slice replaces nothing. in1 is still named, so the shader's binding layout keeps
+  // the binding the executor binds.
+  for (int64_t n : src_sizes)
+    if (n == 0) return "  _ = arrayLength(&in1);\n  out[i] = in0[i];\n}\n";
+  std::vector<int64_t> src_strides = RowMajorStrides(src_sizes);
+  std::string body = "  var rem = i;\n  var src = 0u;\n  var inside = true;\n";
+  for (int d = static_cast<int>(sizes.size()) - 1; d >= 0; --d) {
+    std::string c = "c" + std::to_string(d);
+    body += "  let " + c + " = rem % " + Divisor(sizes[d]) + ";\n  rem = rem / " +
+            Divisor(sizes[d]) + ";\n";
+    // The distance from start in the step's direction; only read once it cannot underflow.
+    std::string from_start, ahead;
+    if (step[d] > 0) {
+      ahead = c + " >= " + U32(start[d]);
+      from_start = "(" + c + " - " + U32(start[d]) + ")";
+    } else {
+      ahead = c + " <= " + U32(start[d]);
+      from_start = "(" + U32(start[d]) + " - " + c + ")";
+    }
+    std::string stride = U32(step[d] > 0 ? step[d] : -step[d]);
+    body += "  inside = inside && " + ahead + " && " + from_start + " % " + stride + " == 0u && " +
+            from_start + " / " + stride + " < " + U32(src_sizes[d]) + ";\n";
+    body += "  if (inside) { src = src + (" + from_start + " / " + stride + ") * " +
+            U32(src_strides[d]) + "; }\n";
+  }
+  return body +
+         "  if (inside) {\n    out[i] = in1[src];\n  } else {\n    out[i] = in0[i];\n  }\n}\n";
+}
+
+// The pad value as a literal of the output's storage type (bool is stored as u32 0/1).
+std::string StorageLiteral(DType t, double v) {
+  switch (t) {
+    case DType::kF32:
+      return F32(v);
+    case DType::kF16:
+      return "f16(" + F32(v) + ")";
+    case DType::kI32:
+      return "i32(" + std::to_string(static_cast<int64_t>(v)) + ")";
+    case DType::kU32:
+    case DType::kBool:
+      return U32(static_cast<int64_t>(v));
+  }
+  return F32(v);
+}
+
+// pad: a's element where the coordinate lies inside a's place on every axis, else the value.
+std::string PadBody(const std::vector<int64_t>& sizes, const std::vector<int64_t>& in_sizes,
+                    const std::vector<int64_t>& before, const std::string& value) {
+  for (int64_t n : in_sizes)
+    if (n == 0) return "  _ = arrayLength(&in0);\n  out[i] = " + value + ";\n}\n";
+  std::vector<int64_t> in_strides = RowMajorStrides(in_sizes);
+  std::string body = "  var rem = i;\n  var src = 0u;\n  var inside = true;\n";
+  for (int d = static_cast<int>(sizes.size()) - 1; d >= 0; --d) {
+    std::string c = "c" + std::to_string(d);
+    body += "  let " + c + " = rem % " + Divisor(sizes[d]) + ";\n  rem = rem / " +
+            Divisor(sizes[d]) + ";\n";
+    body += "  inside = inside && " + c + " >= " + U32(before[d]) + " && " + c + " - " +
+            U32(before[d]) + " < " + U32(in_sizes[d]) + ";\n";
+    body += "  if (inside) { src = src + (" + c + " - " + U32(before[d]) + ") * " +
+            U32(in_strides[d]) + "; }\n";
+  }
+  return body + "  if (inside) {\n    out[i] = in0[src];\n  } else {\n    out[i] = " + value +
+         ";\n  }\n}\n";
+}
+
+std::vector<int64_t> IntsOf(const Json& list) {
+  std::vector<int64_t> v;
+  for (const Json& e : list) v.push_back(e.get<int64_t>());
+  return v;
+}
+
+}  // namespace
+
+bool IsLayoutOp(const std::string& op) {
+  return op == "transpose" || op == "permute" || op == "reshape" || op == "slice" ||
+         op == "slice_scatter" || op == "flip" || op == "pad";
+}
 
 bool GenerateLayout(const Module& m, const Kernel& k, Generated& out) {
-  if (k.kind != KernelKind::kOp || (k.op != "transpose" && k.op != "permute" && k.op != "reshape"))
-    return false;
+  if (k.kind != KernelKind::kOp || !IsLayoutOp(k.op)) return false;
   const webir::Node& node = m.graph().at(k.output);
   int64_t total = node.type.elements();
+  std::vector<int64_t> sizes = node.type.sizes();
   std::string body;
-  if (k.op == "reshape") {
+  if (k.op == "slice") {
+    body = StridedViewBody(sizes, m.graph().at(k.inputs[0]).type.sizes(),
+                           IntsOf(node.attrs["starts"]), IntsOf(node.attrs["steps"]));
+  } else if (k.op == "flip") {
+    std::vector<int64_t> start(sizes.size(), 0), step(sizes.size(), 1);
+    for (const Json& a : node.attrs["axes"]) {
+      size_t axis = a.get<size_t>();
+      start[axis] = sizes[axis] - 1;
+      step[axis] = -1;
+    }
+    body = StridedViewBody(sizes, sizes, start, step);
+  } else if (k.op == "slice_scatter") {
+    body = SliceScatterBody(sizes, m.graph().at(k.inputs[1]).type.sizes(),
+                            IntsOf(node.attrs["starts"]), IntsOf(node.attrs["steps"]));
+  } else if (k.op == "pad") {
+    std::vector<int64_t> before;
+    for (const Json& p : node.attrs["pads"]) before.push_back(p[0].get<int64_t>());
+    body = PadBody(sizes, m.graph().at(k.inputs[0]).type.sizes(), before,
+                   StorageLiteral(node.type.dtype, node.attrs["value"].get<double>()));
+  } else if (k.op == "reshape") {
     body = "  out[i] = in0[i];\n}\n";
   } else {
     std::vector<int> perm = {1, 0};
@@ -20,14 +150,10 @@ bool GenerateLayout(const Module& m, const Kernel& k, Generated& out) {
       for (const Json& d : node.attrs["dims"]) perm.push_back(d.get<int>());
     }
     std::vector<int64_t> in_strides = RowMajorStrides(m.graph().at(k.inputs[0]).type.sizes());
-    std::vector<int64_t> sizes = node.type.sizes();
     body = "  var rem = i;\n  var src = 0u;\n";
     for (int d = static_cast<int>(sizes.size()) - 1; d >= 0; --d) {
-      // A size of 0 would be a constant division by zero, which WGSL rejects; an empty tensor
-      // returns before reaching it, so 1 serves.
-      int64_t size = std::max<int64_t>(sizes[d], 1);
-      body += "  src = src + (rem % " + U32(size) + ") * " + U32(in_strides[perm[d]]) +
-              ";\n  rem = rem / " + U32(size) + ";\n";
+      body += "  src = src + (rem % " + Divisor(sizes[d]) + ") * " + U32(in_strides[perm[d]]) +
+              ";\n  rem = rem / " + Divisor(sizes[d]) + ";\n";
     }
     body += "  out[i] = in0[src];\n}\n";
   }
