@@ -152,6 +152,67 @@ class Tensor:
         """Elementwise min with broadcasting (protocol version 3), as torch.minimum."""
         return self._binary("minimum", other)
 
+    # ---- strided views (protocol version 4) ----
+
+    def __getitem__(self, key):
+        """Python/NumPy basic indexing: slices (negative steps too), integers (the axis is
+        dropped) and one Ellipsis — a `slice` node, and a reshape when integers drop axes."""
+        if self.shape is None:
+            raise GraphError("unknown-shape", "indexing needs the tensor's shape, which is not "
+                             "known here", help="give the input a shape")
+        rank = len(self.shape)
+        key = key if isinstance(key, tuple) else (key,)
+        if sum(k is Ellipsis for k in key) > 1:
+            raise GraphError("bad-index", "an index holds at most one Ellipsis")
+        if Ellipsis in key:
+            at = key.index(Ellipsis)
+            key = key[:at] + (slice(None),) * (rank - len(key) + 1) + key[at + 1:]
+        if len(key) > rank:
+            raise GraphError("bad-index", f"{len(key)} indices for a tensor of rank {rank}")
+        key = key + (slice(None),) * (rank - len(key))
+        starts, stops, steps, shape, kept = [], [], [], [], []
+        for axis, (k, size) in enumerate(zip(key, self.shape)):
+            if isinstance(k, numbers.Integral) and not isinstance(k, bool):
+                i = int(k) + size if int(k) < 0 else int(k)
+                if not 0 <= i < size:
+                    raise GraphError("index-out-of-range",
+                                     f"index {int(k)} is out of range for axis {axis} of size {size}")
+                starts.append(i), stops.append(i + 1), steps.append(1), shape.append(1)
+            elif isinstance(k, slice):
+                step = 1 if k.step is None else int(k.step)
+                if step == 0:
+                    raise GraphError("bad-index", "a slice step cannot be zero")
+                starts.append(None if k.start is None else int(k.start))
+                stops.append(None if k.stop is None else int(k.stop))
+                steps.append(step)
+                shape.append(len(range(*slice(k.start, k.stop, step).indices(size))))
+                kept.append(axis)
+            else:
+                raise GraphError("bad-index", f"{k!r} is not a slice, an integer or Ellipsis",
+                                 help="index with tensors through the engine's gather ops")
+        out = self.graph._add("slice", {"a": self},
+                              {"starts": starts, "stops": stops, "steps": steps},
+                              shape=tuple(shape), dtype=self.dtype)
+        if len(kept) < rank:
+            out = out.reshape(*[shape[a] for a in kept])
+        return out
+
+    def flip(self, *axes):
+        """Reverses the order of elements along ``axes``."""
+        if len(axes) == 1 and isinstance(axes[0], (tuple, list)):
+            axes = tuple(axes[0])
+        return self.graph._add("flip", {"a": self}, {"axes": [int(a) for a in axes]},
+                               shape=self.shape, dtype=self.dtype)
+
+    def pad(self, pads, value=0.0):
+        """Constant padding: ``pads`` holds one (before, after) pair per axis."""
+        pads = [[int(b), int(a)] for b, a in pads]
+        shape = None
+        if self.shape is not None and len(pads) == len(self.shape):
+            shape = tuple(s + b + a for s, (b, a) in zip(self.shape, pads))
+        return self.graph._add("pad", {"a": self}, {"pads": pads, "value": float(value)},
+                               shape=shape, dtype=self.dtype)
+
     # ---- masks (protocol version 3) ----
 
     def _compare(self, op, other):

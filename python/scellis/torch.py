@@ -253,6 +253,60 @@ def _identity(g, args, kwargs):
     return args[0]
 
 
+def _getitem(g, args, kwargs):
+    x, key = args
+    if not isinstance(x, Tensor):
+        raise _Unsupported("indexing something that is not a tensor")
+    parts = key if isinstance(key, tuple) else (key,)
+    for k in parts:
+        if not (k is Ellipsis or isinstance(k, slice) or
+                (isinstance(k, int) and not isinstance(k, bool))):
+            raise _Unsupported(f"an index {type(k).__name__} (Scellis slices with integers, "
+                               "slices and Ellipsis)")
+        if isinstance(k, slice) and not all(v is None or isinstance(v, int)
+                                            for v in (k.start, k.stop, k.step)):
+            raise _Unsupported("a slice bound that is not an integer")
+    return x[key]
+
+
+def _flip(g, args, kwargs):
+    dims = kwargs.get("dims", args[1] if len(args) > 1 else None)
+    dims = args[1:] if len(args) > 2 else dims
+    return args[0].flip(*([dims] if isinstance(dims, int) else dims))
+
+
+def _narrow(g, args, kwargs):
+    x, dim, start, length = args
+    if not all(isinstance(v, int) for v in (dim, start, length)):
+        raise _Unsupported("a narrow with bounds computed in the forward")
+    key = [slice(None)] * x.ndim
+    key[dim] = slice(start, start + length)
+    return x[tuple(key)]
+
+
+def _select(g, args, kwargs):
+    x, dim, index = args
+    key = [slice(None)] * x.ndim
+    key[dim] = index
+    return x[tuple(key)]
+
+
+def _pad(g, args, kwargs):
+    x = args[0]
+    pad = kwargs.get("pad", args[1] if len(args) > 1 else None)
+    mode = kwargs.get("mode", args[2] if len(args) > 2 else "constant")
+    value = kwargs.get("value", args[3] if len(args) > 3 else None)
+    if mode != "constant":
+        raise _Unsupported(f"mode={mode!r} (Scellis pads with a constant)")
+    if len(pad) % 2 or len(pad) // 2 > x.ndim or any(p < 0 for p in pad):
+        raise _Unsupported("negative or malformed padding (a crop is a slice)")
+    # PyTorch lists (before, after) from the last axis backwards.
+    pairs = [[0, 0] for _ in range(x.ndim)]
+    for i in range(len(pad) // 2):
+        pairs[x.ndim - 1 - i] = [pad[2 * i], pad[2 * i + 1]]
+    return x.pad(pairs, 0.0 if value is None else value)
+
+
 # The FX targets this backend translates: torch-level functions and operators, and tensor methods.
 _FUNCTIONS = {
     operator.add: _binary("add"), torch.add: _binary("add"),
@@ -284,6 +338,8 @@ _FUNCTIONS = {
     torch.clamp_min: _clamp_one("min"), torch.clamp_max: _clamp_one("max"),
     F.hardtanh: _clamp("min_val", "max_val", defaults=(-1.0, 1.0)), F.relu6: _clamp("", "", fixed=(0.0, 6.0)),
     F.dropout: _dropout, torch.nn.functional.dropout: _dropout,
+    operator.getitem: _getitem, torch.flip: _flip, torch.narrow: _narrow, torch.select: _select,
+    F.pad: _pad, torch._C._nn.pad: _pad,
 }
 _METHODS = {
     "add": _binary("add"), "sub": _binary("sub"), "mul": _binary("mul"), "div": _binary("truediv"),
@@ -300,6 +356,7 @@ _METHODS = {
     "clamp_min": _clamp_one("min"), "clamp_max": _clamp_one("max"),
     "float": _cast_to("f32"), "bool": _cast_to("bool"), "to": _to,
     "contiguous": _identity,
+    "flip": _flip, "narrow": _narrow, "select": _select,
 }
 
 

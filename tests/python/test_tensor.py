@@ -105,6 +105,29 @@ def test_masks_where_masked_fill_clamp_and_cast(backend, rng):
     assert np.signbit(out["where"][2, 1]) == np.signbit(np.where(want["gt"], a, b)[2, 1])
 
 
+def test_slicing_flip_and_pad_move_bits_exactly(backend, rng):
+    """Protocol version 4's strided views against NumPy's own indexing: negative steps, bounds
+    past the ends, empty results, integers dropping axes, Ellipsis; flips; constant padding."""
+    a = f32(rng, 4, 5, 6)
+    g = scellis.Graph()
+    t = g.input("a", a)
+    keys = {"s1": (slice(1, None), slice(None, None, -2)), "s2": (Ellipsis, 0),
+            "s3": (slice(-1, -5, -1), 2, slice(10, 20)), "s4": (slice(3, 1),),
+            "s5": (1, Ellipsis, slice(-100, 100, 3))}
+    out = run(g, backend, flip=t.flip(0, 2), pad=t.pad([(1, 0), (0, 2), (3, 1)], -1.5),
+              **{name: t[k] for name, k in keys.items()})
+    for name, k in keys.items():
+        np.testing.assert_array_equal(out[name], a[k], err_msg=name)
+        assert out[name].shape == a[k].shape, name
+    np.testing.assert_array_equal(out["flip"], np.flip(a, (0, 2)))
+    np.testing.assert_array_equal(out["pad"], np.pad(a, [(1, 0), (0, 2), (3, 1)],
+                                                      constant_values=-1.5))
+    with pytest.raises(scellis.GraphError, match="out of range"):
+        t[4]
+    with pytest.raises(scellis.GraphError, match="zero"):
+        t[::0]
+
+
 def test_matmul_plain_and_batched(backend, rng):
     a, b = f32(rng, 4, 6), f32(rng, 6, 3)
     c, d = f32(rng, 2, 1, 4, 6), f32(rng, 3, 6, 5)

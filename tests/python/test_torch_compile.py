@@ -90,6 +90,23 @@ def test_masks_and_clamps_match_eager(options, seeded):
     assert st.last_report()["subgraphs"] >= 1
 
 
+def test_slices_flips_and_pads_match_eager(options, seeded):
+    def f(x, y):
+        a = x[1:, ::2] * 2 + x[..., :3].flip(0)[:, ::2].sum()   # torch has no negative steps
+        b = torch.flip(y, [0, 1]) + F.pad(y[:, 1:], (1, 0), value=0.5)
+        c = torch.narrow(x, 1, 2, 3) - x.select(0, 1)[2:5]
+        return a, b, c, x[-1], F.pad(x, (0, 1, 2, 0))
+
+    x, y = torch.randn(5, 7), torch.randn(3, 4)
+    compiled = torch.compile(f, backend="scellis", options=options)
+    with torch.no_grad():
+        got = compiled(x, y)
+    for g, want in zip(got, f(x, y)):
+        torch.testing.assert_close(g, want, **TOL)
+    report = st.last_report()
+    assert report["subgraphs"] >= 1 and not report["breaks"], report
+
+
 def test_an_unsupported_op_is_a_graph_break_reported_once_and_the_answer_agrees(options, seeded):
     def f(x):
         h = torch.relu(x @ x.T)
