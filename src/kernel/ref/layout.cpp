@@ -8,14 +8,11 @@ template <typename T>
 void PermuteWith(const OpArgs<T>& a, const std::vector<int>& perm) {
   std::vector<int64_t> in_strides = RowMajorStrides(a.in_type(0).sizes());
   std::vector<int64_t> out_sizes = a.node->type.sizes();
-  int64_t total = a.node->type.elements();
-  a.parallel->For((total + kChunk - 1) / kChunk, [&](int64_t c) {
-    for (int64_t i = c * kChunk; i < std::min(total, (c + 1) * kChunk); ++i) {
-      std::vector<int64_t> idx = Unravel(i, out_sizes);
-      int64_t off = 0;
-      for (size_t d = 0; d < idx.size(); ++d) off += idx[d] * in_strides[perm[d]];
-      a.output[i] = a.inputs[0][off];
-    }
+  SetEachOutput(a, [&](int64_t i) {
+    std::vector<int64_t> idx = Unravel(i, out_sizes);
+    int64_t off = 0;
+    for (size_t d = 0; d < idx.size(); ++d) off += idx[d] * in_strides[perm[d]];
+    return a.inputs[0][off];
   });
 }
 
@@ -63,15 +60,12 @@ template <typename T>
 void CopyView(const OpArgs<T>& a, const View& v) {
   std::vector<int64_t> in_strides = RowMajorStrides(a.in_type(0).sizes());
   std::vector<int64_t> out_sizes = a.node->type.sizes();
-  int64_t total = a.node->type.elements();
-  a.parallel->For((total + kChunk - 1) / kChunk, [&](int64_t c) {
-    for (int64_t i = c * kChunk; i < std::min(total, (c + 1) * kChunk); ++i) {
-      std::vector<int64_t> idx = Unravel(i, out_sizes);
-      int64_t off = 0;
-      for (size_t d = 0; d < idx.size(); ++d)
-        off += (v.start[d] + idx[d] * v.step[d]) * in_strides[d];
-      a.output[i] = a.inputs[0][off];
-    }
+  SetEachOutput(a, [&](int64_t i) {
+    std::vector<int64_t> idx = Unravel(i, out_sizes);
+    int64_t off = 0;
+    for (size_t d = 0; d < idx.size(); ++d)
+      off += (v.start[d] + idx[d] * v.step[d]) * in_strides[d];
+    return a.inputs[0][off];
   });
 }
 
@@ -92,20 +86,17 @@ void SliceScatter(const OpArgs<T>& a) {
   std::vector<int64_t> src_sizes = a.in_type(1).sizes();
   std::vector<int64_t> src_strides = RowMajorStrides(src_sizes);
   std::vector<int64_t> out_sizes = a.node->type.sizes();
-  int64_t total = a.node->type.elements();
-  a.parallel->For((total + kChunk - 1) / kChunk, [&](int64_t c) {
-    for (int64_t i = c * kChunk; i < std::min(total, (c + 1) * kChunk); ++i) {
-      std::vector<int64_t> idx = Unravel(i, out_sizes);
-      int64_t off = 0;
-      bool inside = true;
-      for (size_t d = 0; d < idx.size() && inside; ++d) {
-        int64_t r = idx[d] - v.start[d];
-        int64_t q = r / v.step[d];
-        inside = r % v.step[d] == 0 && q >= 0 && q < src_sizes[d];
-        off += q * src_strides[d];
-      }
-      a.output[i] = inside ? a.inputs[1][off] : a.inputs[0][i];
+  SetEachOutput(a, [&](int64_t i) {
+    std::vector<int64_t> idx = Unravel(i, out_sizes);
+    int64_t off = 0;
+    bool inside = true;
+    for (size_t d = 0; d < idx.size() && inside; ++d) {
+      int64_t r = idx[d] - v.start[d];
+      int64_t q = r / v.step[d];
+      inside = r % v.step[d] == 0 && q >= 0 && q < src_sizes[d];
+      off += q * src_strides[d];
     }
+    return inside ? a.inputs[1][off] : a.inputs[0][i];
   });
 }
 
@@ -120,19 +111,16 @@ void Pad(const OpArgs<T>& a) {
   const double given = a.node->attrs["value"];
   const T value = static_cast<T>(static_cast<float>(given));
   std::vector<int64_t> out_sizes = a.node->type.sizes();
-  int64_t total = a.node->type.elements();
-  a.parallel->For((total + kChunk - 1) / kChunk, [&](int64_t c) {
-    for (int64_t i = c * kChunk; i < std::min(total, (c + 1) * kChunk); ++i) {
-      std::vector<int64_t> idx = Unravel(i, out_sizes);
-      int64_t off = 0;
-      bool inside = true;
-      for (size_t d = 0; d < idx.size() && inside; ++d) {
-        int64_t x = idx[d] - before[d];
-        inside = x >= 0 && x < in_sizes[d];
-        off += x * in_strides[d];
-      }
-      a.output[i] = inside ? a.inputs[0][off] : value;
+  SetEachOutput(a, [&](int64_t i) {
+    std::vector<int64_t> idx = Unravel(i, out_sizes);
+    int64_t off = 0;
+    bool inside = true;
+    for (size_t d = 0; d < idx.size() && inside; ++d) {
+      int64_t x = idx[d] - before[d];
+      inside = x >= 0 && x < in_sizes[d];
+      off += x * in_strides[d];
     }
+    return inside ? a.inputs[0][off] : value;
   });
 }
 

@@ -33,14 +33,6 @@ double PowInt(double beta, int64_t n) {
   return r;
 }
 
-template <typename T>
-void ForEach(const OpArgs<T>& a, const std::function<T(int64_t)>& fn) {
-  int64_t total = a.node->type.elements();
-  a.parallel->For((total + kChunk - 1) / kChunk, [&](int64_t c) {
-    for (int64_t i = c * kChunk; i < std::min(total, (c + 1) * kChunk); ++i) a.output[i] = fn(i);
-  });
-}
-
 // The attributes of an update, read once per kernel.
 struct Hyper {
   double lr, weight_decay, momentum = 0, dampening = 0, beta1 = 0, beta2 = 0, eps = 0;
@@ -76,7 +68,7 @@ template <typename T>
 void SgdUpdate(const OpArgs<T>& a) {
   Hyper h(*a.node);
   T minus_lr = static_cast<T>(-h.lr);
-  ForEach<T>(a, [&](int64_t i) { return a.inputs[0][i] + minus_lr * EffectiveGrad(a, h, i); });
+  SetEachOutput(a, [&](int64_t i) { return a.inputs[0][i] + minus_lr * EffectiveGrad(a, h, i); });
 }
 
 // torch.optim.SGD: buf = g on the first step, else momentum * buf + (1 - dampening) * g; the
@@ -89,7 +81,7 @@ void Momentum(const OpArgs<T>& a, bool velocity_out) {
   T keep = static_cast<T>(1.0 - h.dampening);
   T minus_lr = static_cast<T>(-h.lr);
   bool first = StepNumber(a.inputs[3][0]) <= 1;
-  ForEach<T>(a, [&](int64_t i) {
+  SetEachOutput(a, [&](int64_t i) {
     T g = EffectiveGrad(a, h, i);
     T direction = g;
     T buf = g;
@@ -130,13 +122,13 @@ T NewSecondMoment(const OpArgs<T>& a, const Hyper& h, int64_t i) {
 template <typename T>
 void AdamM(const OpArgs<T>& a) {
   Hyper h(*a.node);
-  ForEach<T>(a, [&](int64_t i) { return NewFirstMoment(a, h, i); });
+  SetEachOutput(a, [&](int64_t i) { return NewFirstMoment(a, h, i); });
 }
 
 template <typename T>
 void AdamV(const OpArgs<T>& a) {
   Hyper h(*a.node);
-  ForEach<T>(a, [&](int64_t i) { return NewSecondMoment(a, h, i); });
+  SetEachOutput(a, [&](int64_t i) { return NewSecondMoment(a, h, i); });
 }
 
 // param (decayed first under AdamW) + (-lr / bc1) * m / (sqrt(v) / sqrt(bc2) + eps).
@@ -150,7 +142,7 @@ void AdamUpdate(const OpArgs<T>& a) {
   T bc2_sqrt = static_cast<T>(std::sqrt(bc2));
   T eps = static_cast<T>(h.eps);
   T decay = static_cast<T>(1.0 - h.lr * h.weight_decay);
-  ForEach<T>(a, [&](int64_t i) {
+  SetEachOutput(a, [&](int64_t i) {
     T p = a.inputs[0][i];
     if (h.decoupled && h.weight_decay != 0) p = p * decay;
     T m = NewFirstMoment(a, h, i), v = NewSecondMoment(a, h, i);

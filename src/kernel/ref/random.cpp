@@ -18,10 +18,8 @@ uint32_t SeedOf(const webir::Node& n) {
 template <typename T>
 void Uniform(const OpArgs<T>& a) {
   const uint32_t seed = SeedOf(*a.node), step = StepNumber(static_cast<double>(a.inputs[0][0]));
-  const int64_t total = a.node->type.elements();
-  a.parallel->For((total + kChunk - 1) / kChunk, [&](int64_t c) {
-    for (int64_t i = c * kChunk; i < std::min(total, (c + 1) * kChunk); ++i)
-      a.output[i] = static_cast<T>(StreamUniform(seed, step, static_cast<uint32_t>(i)));
+  SetEachOutput(a, [&](int64_t i) {
+    return static_cast<T>(StreamUniform(seed, step, static_cast<uint32_t>(i)));
   });
 }
 
@@ -33,12 +31,9 @@ void Dropout(const OpArgs<T>& a) {
   // The scale as torch's f32 dropout applies it: 1 / (1 - p) rounded to f32 once.
   const T scale = static_cast<T>(static_cast<float>(1.0 / (1.0 - p)));
   const T* x = a.inputs[0];
-  const int64_t total = a.node->type.elements();
-  a.parallel->For((total + kChunk - 1) / kChunk, [&](int64_t c) {
-    for (int64_t i = c * kChunk; i < std::min(total, (c + 1) * kChunk); ++i) {
-      const bool keep = (StreamBits(seed, step, static_cast<uint32_t>(i)) >> 8) >= threshold;
-      a.output[i] = x[i] * (keep ? scale : T(0));
-    }
+  SetEachOutput(a, [&](int64_t i) {
+    const bool keep = (StreamBits(seed, step, static_cast<uint32_t>(i)) >> 8) >= threshold;
+    return x[i] * (keep ? scale : T(0));
   });
 }
 

@@ -46,6 +46,17 @@ struct OpArgs {
   bool is_transposed(size_t i) const { return i < transposed.size() && transposed[i]; }
 };
 
+// out[i] = element(i) for every output element, in chunks of kChunk spread over the pool. Each
+// element is computed alone, so the result does not depend on how the chunks are scheduled.
+template <typename T, typename Element>
+void SetEachOutput(const OpArgs<T>& a, const Element& element) {
+  const int64_t total = a.node->type.elements();
+  a.parallel->For((total + kChunk - 1) / kChunk, [&](int64_t c) {
+    for (int64_t i = c * kChunk; i < std::min(total, (c + 1) * kChunk); ++i)
+      a.output[i] = element(i);
+  });
+}
+
 template <typename T>
 using OpFn = void (*)(const OpArgs<T>&);
 
