@@ -3,7 +3,7 @@
 
 The layering lives in one place, the `scellis_library(NAME DIR DEPS ...)` calls of CMakeLists.txt:
 a library may include its own headers and those of the libraries its DEPS reach, transitively.
-Tests (`*_test.cpp`) link everything and are not checked. Nothing under src/ may include apps/.
+Tests (`*_test.cpp`, and the `*_test.h` helpers they share) link everything and are not checked. Nothing under src/ may include apps/.
 
 usage: tools/check_layering.py [ROOT]    exit 0 when clean, 1 with one line per violation
 """
@@ -52,7 +52,7 @@ def check(root):
     problems = []
     for dirpath, _, files in os.walk(os.path.join(root, "src")):
         for f in sorted(files):
-            if not f.endswith((".cpp", ".h")) or f.endswith(("_test.cpp", "_fuzz.cpp")):
+            if not f.endswith((".cpp", ".h")) or f.endswith(("_test.cpp", "_test.h", "_fuzz.cpp")):
                 continue
             path = os.path.relpath(os.path.join(dirpath, f), root)
             mine = owner(libs, path)

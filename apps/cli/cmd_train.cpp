@@ -167,18 +167,7 @@ int VerifyCommand(const VerifyFlags& v) {
   auto c = train::VerifyShard(v.run_id, v.shard);
   if (!c.ok()) return Report(c.errors(), "", v.json);
   if (v.json) {
-    std::cout << Json{{"run", c->run_id},
-                      {"shard", c->shard},
-                      {"ranks", c->ranks},
-                      {"first_chunk", c->first_chunk},
-                      {"chunks", c->chunks},
-                      {"partials", c->partials},
-                      {"recorded_backend", c->recorded_backend},
-                      {"bit_exact", c->bit_exact},
-                      {"max_abs_diff", c->max_abs_diff},
-                      {"ok", c->ok}}
-                     .dump(2)
-              << "\n";
+    std::cout << c->ToJson().dump(2) << "\n";
   } else {
     const std::string outcome =
         c->bit_exact ? "equal bit for bit"

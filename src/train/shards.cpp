@@ -158,4 +158,17 @@ Result<ShardCheck> VerifyShard(const std::string& run_id, int shard,
   return c;
 }
 
+Json ShardCheck::ToJson() const {
+  return {{"run", run_id},
+          {"shard", shard},
+          {"ranks", ranks},
+          {"first_chunk", first_chunk},
+          {"chunks", chunks},
+          {"partials", partials},
+          {"recorded_backend", recorded_backend},
+          {"bit_exact", bit_exact},
+          {"max_abs_diff", max_abs_diff},
+          {"ok", ok}};
+}
+
 }  // namespace scellis::train

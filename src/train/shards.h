@@ -39,6 +39,10 @@ struct ShardCheck {
   bool bit_exact = false;  // every partial equal bit for bit
   double max_abs_diff = 0, atol = 0, rtol = 0;
   bool ok = false;  // bit for bit, or within atol + rtol * |recorded| everywhere
+
+  // {"run", "shard", "ranks", "first_chunk", "chunks", "partials", "recorded_backend",
+  //  "bit_exact", "max_abs_diff", "ok"}: what `scellis verify --json` prints.
+  Json ToJson() const;
 };
 // `bad-flag` for a shard the run did not have; `not-a-shard-record` for another object;
 // `plan-mismatch` when this build's gradient half is not the recorded one.

@@ -9,26 +9,13 @@
 
 #include "pipeline/compile.h"
 #include "runtime/backends/select.h"
+#include "runtime/backends/backends_test.h"
 
 namespace scellis::runtime {
 namespace {
 
-Result<execplan::Plan> PlanFor(const Json& doc, const Executor& exec) {
-  pipeline::CompileOptions o;
-  o.lower.tier = policy::Tier::kProd;
-  o.plan.budget_bytes = int64_t{1} << 30;
-  o.plan.limits = exec.limits();
-  SCELLIS_ASSIGN_OR_RETURN(pipeline::Compiled c, pipeline::Compile(doc.dump(), o));
-  return *c.plan;
-}
-
-std::unique_ptr<Executor> Open(const std::string& backend) {
-  if (!std::getenv("VK_ICD_FILENAMES"))
-    setenv("VK_ICD_FILENAMES", "/usr/lib/chromium/vk_swiftshader_icd.json", 1);
-  auto s = SelectBackend({.requested = backend, .allow_software_adapter = true, .cpu_threads = 1});
-  EXPECT_TRUE(s.ok()) << (s.ok() ? "" : s.errors().front().message);
-  return s.ok() ? std::move(s->executor) : nullptr;
-}
+using testing::Open;
+using testing::PlanFor;
 
 class TypedIo : public ::testing::TestWithParam<std::string> {};
 
