@@ -204,6 +204,19 @@ case("flip", "special", [("a", [2, 3], flat(L))], torch.flip(t32(L), [0, 1]), {"
 case("pad", "special", [("a", [2, 3], flat(L))], F.pad(t32(L), (0, 1, 1, 0), value=-2.5),
      {"pads": [[1, 0], [0, 1]], "value": -2.5}, version=4)
 
+# Version 5's shift: out[i] = a[i - shifts], the element past an edge per boundary. Wrap is
+# torch.roll; zero and clamp gather through index tensors (clamped, or masked to zero).
+rows_idx = torch.arange(2).reshape(2, 1) - 1
+cols_idx = torch.arange(3).reshape(1, 3) + 1
+inside = (rows_idx >= 0) & (rows_idx < 2) & (cols_idx >= 0) & (cols_idx < 3)
+clamped = t32(L)[rows_idx.clamp(0, 1), cols_idx.clamp(0, 2)]
+case("shift", "special_wrap", [("a", [2, 3], flat(L))], torch.roll(t32(L), (1, -1), (0, 1)),
+     {"shifts": [1, -1], "boundary": "wrap"}, version=5)
+case("shift", "special_zero", [("a", [2, 3], flat(L))], torch.where(inside, clamped, 0.0),
+     {"shifts": [1, -1], "boundary": "zero"}, version=5)
+case("shift", "special_clamp", [("a", [2, 3], flat(L))], clamped,
+     {"shifts": [1, -1], "boundary": "clamp"}, version=5)
+
 
 def lit(v):
     if math.isnan(v):

@@ -71,6 +71,8 @@ int RunCommand(const CompileFlags& f, const RunFlags& r) {
                     .cpu_threads = r.threads};
   options.steps = r.steps;
   options.history = r.history;
+  if (!r.executor.empty())
+    options.executor = r.executor == "fused" ? runtime::kFusedEncoder : runtime::kGenericExecutor;
   auto compile = CompileOptionsFrom(f);
   if (!compile.ok()) return Report(compile.errors(), "", f.json);
   options.compile = compile.value();

@@ -200,6 +200,10 @@ Result<Invocation> ParseCommandLine(const std::vector<std::string>& args,
                   "document)");
   run->add_flag("--allow-software-adapter", inv.run.allow_software_adapter,
                 "accept a software WebGPU adapter (SwiftShader) for --backend=webgpu");
+  run->add_option("--executor", inv.run.executor,
+                  "pin the WebGPU executor: fused (every step and iteration in one submission, "
+                  "the default) or generic (a submission per iteration, for comparisons)")
+      ->check(CLI::IsMember({"fused", "generic"}));
 
   CLI::App* lower = app.add_subcommand("lower", "print one rung of the ladder, or dump them all");
   TypedFlags& lower_typed = typed_for(lower);

@@ -79,6 +79,7 @@ struct RunFlags {
   bool allow_software_adapter = false;
   int steps = 1;
   std::vector<std::string> history;  // outputs whose every step is printed
+  std::string executor;              // --executor: "" | "fused" | "generic"
 };
 int RunCommand(const CompileFlags& f, const RunFlags& r);
 

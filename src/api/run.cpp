@@ -71,10 +71,11 @@ runtime::Feeds StepFeeds(const execplan::Plan& plan, int node, int64_t step) {
 
 // One step, as the executor's one-shot run: every output comes back once.
 Status RunOnce(runtime::Executor& exec, const execplan::Plan& plan, const runtime::Feeds& feeds,
-               const std::vector<std::string>& history, RunReport& report) {
+               const runtime::RunOptions& run_options, const std::vector<std::string>& history,
+               RunReport& report) {
   runtime::Feeds all = feeds;
   for (auto& [name, t] : StepFeeds(plan, StepNode(plan), 1)) all.try_emplace(name, std::move(t));
-  SCELLIS_ASSIGN_OR_RETURN(runtime::RunResult r, exec.Run(plan, all));
+  SCELLIS_ASSIGN_OR_RETURN(runtime::RunResult r, exec.Run(plan, all, run_options));
   int64_t readback = 0;
   for (auto& [name, t] : r.outputs) {
     readback += ReadbackBytes(t);
@@ -84,7 +85,10 @@ Status RunOnce(runtime::Executor& exec, const execplan::Plan& plan, const runtim
   report.outputs = std::move(r.outputs);
   report.stats = std::move(r.stats);
   report.stats["steps"] = 1;
-  report.stats["submissions"] = 1;
+  report.stats["iterations"] = plan.graph().repeat;
+  // A backend that counts its submissions says how many (the generic executor makes one per
+  // iteration); one otherwise.
+  if (!report.stats.contains("submissions")) report.stats["submissions"] = 1;
   report.stats["readback_bytes"] = readback;
   return Status::Ok();
 }
@@ -94,10 +98,12 @@ Status RunOnce(runtime::Executor& exec, const execplan::Plan& plan, const runtim
 // The feeds are the starting values of params and carried inputs, and the value of every step of
 // an input that is fed, not carried.
 Status RunMany(runtime::Executor& exec, const execplan::Plan& plan, int steps,
-               const runtime::Feeds& feeds, const std::vector<std::string>& history,
-               const RunEvents& events, RunReport& report) {
+               const runtime::Feeds& feeds, const runtime::RunOptions& run_options,
+               const std::vector<std::string>& history, const RunEvents& events,
+               RunReport& report) {
   auto start = std::chrono::steady_clock::now();
-  SCELLIS_ASSIGN_OR_RETURN(std::unique_ptr<runtime::Prepared> prepared, exec.Prepare(plan, feeds));
+  SCELLIS_ASSIGN_OR_RETURN(std::unique_ptr<runtime::Prepared> prepared,
+                           exec.Prepare(plan, feeds, run_options));
   runtime::Feeds every_step;
   for (int node : runtime::FedInputs(plan.graph())) {
     auto it = feeds.find(runtime::FeedName(plan.graph().at(node)));
@@ -152,8 +158,10 @@ Status RunMany(runtime::Executor& exec, const execplan::Plan& plan, int steps,
   if (backend_counters.contains("maps"))
     backend_counters["maps"] = backend_counters["maps"].get<int64_t>() + downloads;
   report.stats = backend_counters;
+  // The generic executor submits every iteration: the backend's count is then the true one.
+  if (!report.stats.contains("submissions")) report.stats["submissions"] = submissions;
   report.stats.update(Json{{"steps", steps},
-                           {"submissions", submissions},
+                           {"iterations", steps * plan.graph().repeat},
                            {"kernels", plan.steps.size()},
                            {"wall_ms", MillisecondsSince(start)},
                            {"memory_allocated_bytes", plan.memory.allocated},
@@ -236,10 +244,15 @@ Result<RunReport> Run(std::string_view text, const RunOptions& options, const Ru
   report.determinism_tier = policy::TierName(plan.graph().tier);
   report.content_id = c.doc.content_id;
   report.steps = options.steps;
-  SCELLIS_TRY(options.steps == 1
-                  ? RunOnce(*sel.executor, plan, options.feeds, options.history, report)
-                  : RunMany(*sel.executor, plan, options.steps, options.feeds, options.history,
-                            events, report));
+  runtime::RunOptions run_options;
+  run_options.executor = options.executor;
+  if (options.executor == runtime::kGenericExecutor) {
+    report.fallback_reason = "the generic executor was pinned: one submission per iteration";
+  }
+  SCELLIS_TRY(options.steps == 1 ? RunOnce(*sel.executor, plan, options.feeds, run_options,
+                                           options.history, report)
+                                 : RunMany(*sel.executor, plan, options.steps, options.feeds,
+                                           run_options, options.history, events, report));
 
   // Which kernels have earned trust on this device: receipts gate trust, not execution.
   // The CPU reference is the oracle itself, and the null backend computes nothing: only GPU

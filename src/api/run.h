@@ -32,6 +32,8 @@ struct RunOptions {
   // Values for inputs and params by name, in place of inline data or initializers: a front end
   // hands its callers' arrays over as bytes instead of writing them into the document's JSON.
   runtime::Feeds feeds;
+  // Pins the backend's executor ("fused-encoder" | "generic" on WebGPU); "" lets it choose.
+  std::string executor;
 };
 
 // What a front end may want to tell its user before the run starts.
@@ -52,7 +54,9 @@ struct RunEvents {
 
 struct RunReport {
   std::string backend;   // "cpu" | "webgpu"
-  std::string executor;  // "reference" | "fused-encoder"
+  std::string executor;  // "reference" | "fused-encoder" | "generic"
+  // Why the run did not take the best path: the backend `auto` fell back from, or the executor
+  // that was pinned in place of the fused encoder. Null when nothing fell back.
   std::optional<std::string> fallback_reason;
   std::vector<std::string> attempts;  // every backend tried, with why it was passed over
   std::string determinism_tier;

@@ -22,6 +22,9 @@ struct RungHeader {
   bool bit_exact_across_devices = false;  // the same bits on every backend, not just run to run
   std::string content_id;  // of the document
   std::optional<int64_t> budget_bytes;
+  // Iterations of the whole graph per run step (protocol version 5's `repeat`): its carried inputs
+  // take their outputs between iterations, and only the last iteration's outputs come back.
+  int64_t repeat = 1;
   std::vector<Diagnostic> notes;  // warnings raised while lowering (e.g. a tier override)
 };
 

@@ -59,6 +59,7 @@ class Lowering {
       }
     }
     ResolveCarries();
+    ResolveRepeat();
     ResolveTrain();
     prog_.mode = options_.mode;
     ResolveTier();
@@ -484,6 +485,41 @@ class Lowering {
         continue;
       }
       prog_.carries.push_back({out, index_.at(n.id)});
+    }
+  }
+
+  // The document's `repeat`, a count or a bound dim; a loop without carried state would only
+  // compute the same outputs again.
+  void ResolveRepeat() {
+    const Json& r = doc_.repeat;
+    if (r.is_null()) return;
+    if (r.is_string()) {
+      auto dim = prog_.dims.find(r.get<std::string>());
+      if (dim == prog_.dims.end() || dim->second < 1 || dim->second > doc::kMaxRepeat) {
+        errors_.push_back(
+            UserError("bad-repeat", "/repeat",
+                      "\"repeat\" names the dim " + r.dump() +
+                          (dim == prog_.dims.end() ? ", which is not bound"
+                                                   : ", bound to " + std::to_string(dim->second)),
+                      "bind it in \"dims\" (or with --bind) to an integer from 1 to " +
+                          std::to_string(doc::kMaxRepeat)));
+        return;
+      }
+      prog_.repeat = dim->second;
+    } else {
+      prog_.repeat = r.get<int64_t>();
+    }
+    if (prog_.repeat > 1 && !doc_.train.is_null()) {
+      errors_.push_back(UserError("repeat-in-training", "/repeat",
+                                  "a training workflow's steps are its trainer's loop; "
+                                  "\"repeat\" is for graphs that carry their own state",
+                                  "remove \"repeat\", or \"train\""));
+    } else if (prog_.repeat > 1 && prog_.carries.empty()) {
+      errors_.push_back(UserError("repeat-without-carry", "/repeat",
+                                  "\"repeat\" runs the graph " + std::to_string(prog_.repeat) +
+                                      " times, but no input carries an output between iterations",
+                                  "give the loop state's input a \"carry\" naming the output "
+                                  "that replaces it"));
     }
   }
 

@@ -567,6 +567,44 @@ void StencilCases(const OpSpec& def, std::vector<Case>& out) {
   }
 }
 
+// Shifts under each boundary: shifts past the axis (wrap goes round more than once), negative
+// shifts, size-1 and empty axes, bool tensors; then the five-point stencil written as a sum of
+// shifts, which fuses into one kernel of shifted loads.
+void ShiftCases(const OpSpec& def, std::vector<Case>& out) {
+  struct Variant {
+    const char* name;
+    Shape shape;
+    std::vector<int64_t> shifts;
+    Domain domain = Domain::kSigned;
+  };
+  const Variant variants[] = {
+      {"size1", {1}, {2}},
+      {"rank1", {97}, {3}},
+      {"rank1_past_end", {7}, {-23}},
+      {"rank2", {31, 29}, {1, -2}},
+      {"rank2_still", {5, 67}, {0, 0}},
+      {"rank3", {3, 5, 67}, {-1, 2, 7}},
+      {"size1_axis", {1, 9}, {1, -1}},
+      {"empty", {0, 5}, {1, 1}},
+      {"bool", {9, 13}, {2, -3}, Domain::kMask},
+  };
+  for (const char* boundary : {"zero", "wrap", "clamp"}) {
+    for (const Variant& v : variants) {
+      DocBuilder b;
+      int x = b.Input("x", v.shape, v.domain);
+      out.push_back(b.Finish(def.name, std::string(boundary) + "_" + v.name,
+                             b.Op(def.name, {x}, {{"shifts", v.shifts}, {"boundary", boundary}}),
+                             5));
+    }
+    DocBuilder b;
+    int u = b.Input("u", {37, 41});
+    int sum = b.Op(def.name, {u}, {{"shifts", {1, 0}}, {"boundary", boundary}});
+    for (std::vector<int64_t> s : {std::vector<int64_t>{-1, 0}, {0, 1}, {0, -1}})
+      sum = b.Op("add", {sum, b.Op(def.name, {u}, {{"shifts", s}, {"boundary", boundary}})});
+    out.push_back(b.Finish(def.name, std::string(boundary) + "_five_point", sum, 5));
+  }
+}
+
 // Softmax and log-softmax over the last axis: single rows, long rows, many short rows, rank 3.
 void NormalizeCases(const OpSpec& def, std::vector<Case>& out) {
   const std::pair<const char*, Shape> shapes[] = {
@@ -742,6 +780,9 @@ std::vector<Case> CasesFor(const std::string& group) {
       break;
     case OpKind::kStencil:
       StencilCases(*def, out);
+      break;
+    case OpKind::kNeighbour:
+      ShiftCases(*def, out);
       break;
     // Kinds with no generator yet: an op of one of them has no cases, which the registry test
     // reports.

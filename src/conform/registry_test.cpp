@@ -68,6 +68,9 @@ TEST(ConformRegistry, EveryOpHasItsRulesAReferenceAWgslGeneratorAndCases) {
       // The fused-kernel generator knows the op's expression.
       EXPECT_NE(kernel::wgsl::ElementwiseExpr(def.name, "a", "b", "c"), "")
           << "no WGSL expression (kernel/emit/wgsl/elementwise.cpp)";
+    } else if (def.kind == ops::OpKind::kNeighbour) {
+      // Fused kernels load shifted for this op by name (kernel/ref/ref.cpp, emit/wgsl).
+      EXPECT_EQ(def.name, "shift") << "a neighbour op the fused kernels do not know";
     } else {
       const kernel::ref::OpImpl* o = kernel::ref::FindOp(def.name);
       ASSERT_NE(o, nullptr) << "no CPU reference (kernel/ref/<family>.cpp)";

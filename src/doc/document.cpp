@@ -39,11 +39,11 @@ Json PaletteJson(const ops::OpTable& ops) {
 namespace {
 
 // The fields of each object a document holds; any other is a mistake worth naming.
-const std::vector<std::string> kGraphFields = {"version", "nodes",       "outputs",
-                                               "name",    "determinism", "tolerance"};
-const std::vector<std::string> kWorkflowFields = {"format",  "name", "determinism", "tolerance",
-                                                  "budget",  "dims", "nodes",       "wires",
-                                                  "outputs", "train"};
+const std::vector<std::string> kGraphFields = {"version",     "nodes",     "outputs", "name",
+                                               "determinism", "tolerance", "repeat"};
+const std::vector<std::string> kWorkflowFields = {"format",  "name",  "determinism", "tolerance",
+                                                  "budget",  "dims",  "nodes",       "wires",
+                                                  "outputs", "train", "repeat"};
 // A graph node's own fields; the rest are its op's ports and attributes.
 const std::vector<std::string> kGraphNodeFields = {"id", "op", "name", "determinism", "tolerance"};
 const std::vector<std::string> kWorkflowNodeFields = {"id",    "type",        "params",
@@ -165,11 +165,38 @@ class Parser {
         doc_.version = version->get<int>();
       }
     }
+    ParseRepeat();
     const Json* nodes = NodesArray();
     if (nodes) {
       for (size_t i = 0; i < nodes->size(); ++i) ParseGraphNode((*nodes)[i], i);
     }
     ParseOutputs("id");
+  }
+
+  // `"repeat": 512` (or, in a workflow, the name of a dim): the graph is a loop body. Its value is
+  // resolved at BlockIR, where dims are bound.
+  void ParseRepeat() {
+    auto it = root_.find("repeat");
+    if (it == root_.end()) return;
+    if (doc_.form == Form::kGraph && doc_.version < kRepeatVersion) {
+      Error("field-newer-than-version", "/repeat",
+            "\"repeat\" is graph protocol version " + std::to_string(kRepeatVersion) +
+                ", but the graph is labelled version " + std::to_string(doc_.version),
+            "label the graph version " + std::to_string(kRepeatVersion));
+      return;
+    }
+    const bool count =
+        it->is_number_integer() && it->get<int64_t>() >= 1 && it->get<int64_t>() <= kMaxRepeat;
+    const bool dim =
+        doc_.form == Form::kWorkflow && it->is_string() && IsIdentifier(it->get<std::string>());
+    if (!count && !dim) {
+      Error("bad-repeat", "/repeat",
+            "\"repeat\" is " + it->dump() + ", expected an integer from 1 to " +
+                std::to_string(kMaxRepeat) +
+                (doc_.form == Form::kWorkflow ? " or the name of a dim" : ""));
+      return;
+    }
+    doc_.repeat = *it;
   }
 
   void ParseGraphNode(const Json& j, size_t index) {
@@ -266,6 +293,7 @@ class Parser {
     ParseDeterminism();
     ParseBudget();
     ParseDims();
+    ParseRepeat();
     if (auto t = root_.find("train"); t != root_.end()) {
       if (!t->is_object())
         Error("bad-field-type", "/train", "\"train\" must be an object");

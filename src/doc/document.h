@@ -29,7 +29,11 @@ namespace scellis::doc {
 enum class Form { kGraph, kWorkflow };
 
 // Newest graph-protocol version this build reads.
-inline constexpr int kMaxGraphVersion = 4;
+inline constexpr int kMaxGraphVersion = 5;
+// The graph protocol version that introduced the document-level `repeat`.
+inline constexpr int kRepeatVersion = 5;
+// The most iterations a `repeat` may ask for.
+inline constexpr int64_t kMaxRepeat = int64_t{1} << 30;
 inline constexpr const char* kWorkflowFormat = "scellis.workflow/1";
 inline constexpr size_t kMaxNodes = 100000;
 
@@ -74,6 +78,9 @@ struct Document {
   std::optional<policy::ToleranceClass> tolerance;
   std::optional<int64_t> budget_bytes;
   std::map<std::string, int64_t> dims;  // symbolic dimension bindings
+  // `"repeat"`: how many times the graph runs per step, carries between (version 5). Null when
+  // absent; an integer, or in a workflow the name of one of its dims. Resolved at BlockIR.
+  Json repeat;
   Json train;  // the "train" section of a workflow (null when absent); interpreted at BlockIR
 
   Json source;             // the document as parsed

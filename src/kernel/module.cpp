@@ -40,6 +40,12 @@ void NameKernels(Module& m) {
   }
 }
 
+bool ReadsShifted(const Kernel& k, int input) {
+  for (const ExprStep& s : k.expr)
+    if (s.op == "shift" && s.operands.at(0) == input) return true;
+  return false;
+}
+
 Result<Module> FromWebir(std::shared_ptr<const webir::Graph> g) {
   SCELLIS_TRY(webir::Verify(*g));
   Module m;
@@ -147,6 +153,10 @@ Status Verify(const Module& m) {
           if (IsStepRef(o) ? StepOf(o) >= static_cast<int>(s)
                            : o >= static_cast<int>(k.inputs.size()))
             return InternalError("kernel.Verify", k.name + " has a bad operand");
+      // A shifted load reads a buffer: its operand can never be a value computed in registers.
+      for (const ExprStep& s : k.expr)
+        if (s.op == "shift" && (s.operands.size() != 1 || IsStepRef(s.operands[0])))
+          return InternalError("kernel.Verify", k.name + " shifts a value that is not in a buffer");
     }
     for (const EmittedSource& src : k.sources)
       if (src.source.empty() || src.source_hash != Sha256Hex(src.source))

@@ -83,8 +83,13 @@ struct Module {
   const RungHeader& header() const { return *graph_ref; }
 };
 
-// An op whose kernel can be one step of a fused elementwise expression (constants included).
+// An op whose kernel can be one step of a fused elementwise expression (constants included). A
+// `shift` is one too: its step loads its operand, always a kernel input, at a shifted index.
 bool IsElementwiseNode(const webir::Graph& g, const webir::Node& n);
+
+// True when kernel input `input` is read by a shift step, at indices other than the element's
+// own: such an input must be bound whole (it cannot be tiled with the output).
+bool ReadsShifted(const Kernel& k, int input);
 
 // Numbers the kernels in order and names each after its number and what it computes
 // ("k2_fused_mul_relu", "k3_matmul"); passes that add or remove kernels call it.

@@ -365,6 +365,24 @@ void AddStencilOps(OpTable& t) {
          .summary = "one Game-of-Life step on a toroidal grid of 0/1 cells",
          .nan = "no PyTorch counterpart: a NaN among the nine cells a result reads makes that "
                 "result NaN; infinities are cells like any other (alive when > 0.5)"});
+  // Version 5: neighbour access for multi-pass programs (stencils written as sums of shifts).
+  t.Add({.name = "shift",
+         .min_version = 5,
+         .ports = {MaskOrF32Operand("a")},
+         .attrs = {{"shifts", AttrType::kIntList, nullptr, true},
+                   {"boundary", AttrType::kString, "zero"}},
+         .kind = OpKind::kNeighbour,
+         .differentiable = true,
+         .tolerance = ToleranceClass::kExact,
+         .determinism = "exact (elements move, no arithmetic)",
+         .summary = "out[i] = a[i - shifts] per axis (one entry per axis), as torch.roll's "
+                    "direction; where i - shifts leaves the axis, `boundary` says what is read: "
+                    "\"zero\" (0), \"wrap\" (the toroidal neighbour: torch.roll) or \"clamp\" "
+                    "(the nearest edge element, as replicate padding). Fused into its consumers' "
+                    "elementwise kernel as a shifted load, so a stencil written as a sum of shifts "
+                    "is one kernel; differentiable for zero and wrap (the adjoint shift), not for "
+                    "clamp",
+         .nan = "elements move as bits: NaN and infinities pass unchanged"});
 }
 
 void AddNnOps(OpTable& t) {

@@ -7,7 +7,7 @@
 namespace scellis::ops {
 namespace {
 
-constexpr EnumTable<OpKind, 10> kOpKinds({{{OpKind::kSource, "source"},
+constexpr EnumTable<OpKind, 11> kOpKinds({{{OpKind::kSource, "source"},
                                            {OpKind::kElementwise, "elementwise"},
                                            {OpKind::kReduce, "reduce"},
                                            {OpKind::kMatmul, "matmul"},
@@ -16,7 +16,8 @@ constexpr EnumTable<OpKind, 10> kOpKinds({{{OpKind::kSource, "source"},
                                            {OpKind::kNormalize, "normalize"},
                                            {OpKind::kLoss, "loss"},
                                            {OpKind::kOptimizer, "optimizer"},
-                                           {OpKind::kRandom, "random"}}});
+                                           {OpKind::kRandom, "random"},
+                                           {OpKind::kNeighbour, "neighbour"}}});
 constexpr EnumTable<PortRole, 5> kPortRoles({{{PortRole::kOperand, "operand"},
                                               {PortRole::kLabels, "labels"},
                                               {PortRole::kGradient, "gradient"},

@@ -34,6 +34,9 @@ enum class OpKind {
   kLoss,       // cross_entropy and its gradient
   kOptimizer,  // sgd/momentum/adam updates
   kRandom,     // uniform, dropout: counter-hash streams of (seed, step, element index)
+  // shift: each output element reads its operand at a fixed offset from its own index, with a
+  // declared boundary; fused into an elementwise kernel as a shifted load of a buffer.
+  kNeighbour,
 };
 const char* OpKindName(OpKind k);
 

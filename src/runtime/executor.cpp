@@ -1,5 +1,6 @@
 #include "runtime/executor.h"
 
+#include <algorithm>
 #include <cmath>
 
 namespace scellis::runtime {
@@ -42,6 +43,18 @@ Status RefuseRed(const execplan::Plan& plan) {
     return InternalError("runtime", "asked to run a red plan");
   }
   return Status::Ok();
+}
+
+// A pinned executor must be one the backend has.
+Status CheckExecutor(const Executor& exec, const RunOptions& options) {
+  if (options.executor.empty()) return Status::Ok();
+  const std::vector<std::string> have = exec.executors();
+  if (std::find(have.begin(), have.end(), options.executor) != have.end()) return Status::Ok();
+  std::string known;
+  for (const std::string& e : have) known += (known.empty() ? "" : ", ") + e;
+  return UserError("executor-unavailable", "",
+                   "the " + exec.name() + " backend has no executor \"" + options.executor + "\"",
+                   "its executors: " + known);
 }
 
 }  // namespace
@@ -115,6 +128,7 @@ std::vector<int> FedInputs(const webir::Graph& g) {
 Result<RunResult> Executor::Run(const execplan::Plan& plan, const Feeds& feeds,
                                 const RunOptions& options) {
   SCELLIS_TRY(RefuseRed(plan));
+  SCELLIS_TRY(CheckExecutor(*this, options));
   SCELLIS_TRY(ValidateFeeds(plan.graph(), feeds));
   // Every input without inline data must be fed, carried ones included: a one-shot run has no
   // previous step. Params fall back to their initializers.
@@ -127,6 +141,7 @@ Result<RunResult> Executor::Run(const execplan::Plan& plan, const Feeds& feeds,
 Result<std::unique_ptr<Prepared>> Executor::Prepare(const execplan::Plan& plan, const Feeds& feeds,
                                                     const RunOptions& options) {
   SCELLIS_TRY(RefuseRed(plan));
+  SCELLIS_TRY(CheckExecutor(*this, options));
   SCELLIS_TRY(ValidateFeeds(plan.graph(), feeds));
   return DoPrepare(plan, feeds, options);
 }

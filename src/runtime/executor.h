@@ -36,11 +36,19 @@ inline constexpr uint32_t kPoisonBits = 0x7fc0deadu;
 // The most steps one RunSteps call takes (one submission on a GPU).
 inline constexpr size_t kMaxStepsPerRun = 64;
 
+// How a GPU backend encodes a run. The fused encoder records every iteration of every step of a
+// run into one submission; the generic executor submits each iteration alone (the degradation
+// path, pinned for comparisons).
+inline constexpr const char* kFusedEncoder = "fused-encoder";
+inline constexpr const char* kGenericExecutor = "generic";
+
 struct RunOptions {
   // Before each kernel, fill the buffer it writes with kPoisonBits, so an element a kernel fails
   // to write reads back as the sentinel (or turns its consumers' results into NaN). Conformance
   // uses it. Backends that cannot leave an element unwritten (the CPU reference) ignore it.
   bool poison_outputs = false;
+  // One of the backend's executors() to pin, or "" for its first (best) one.
+  std::string executor;
 };
 
 struct RunResult {
@@ -75,6 +83,8 @@ class Executor {
 
   // "cpu" | "webgpu" | "null".
   virtual std::string name() const = 0;
+  // The ways this backend can run a plan, best first (RunOptions::executor pins one).
+  virtual std::vector<std::string> executors() const = 0;
   virtual DeviceProfile profile() const = 0;
   // The limits a plan for this executor is judged against.
   virtual execplan::DeviceLimits limits() const { return {}; }
@@ -100,7 +110,9 @@ class Prepared {
 
   // Runs feeds.size() steps (1 to kMaxStepsPerRun) in one submission. Inputs without inline data
   // take their value from the step's feeds (by FeedName), or keep their value from the previous
-  // step when they are carried. Only the outputs named in `watch` are read back.
+  // step when they are carried. Only the outputs named in `watch` are read back. A step of a plan
+  // with a `repeat` of N is N iterations of the graph, carries between; the watched values are
+  // the last iteration's.
   Result<StepsResult> RunSteps(const std::vector<Feeds>& feeds,
                                const std::vector<std::string>& watch);
   // Reads the current value of a named output or input, by name.

@@ -201,6 +201,7 @@ Json ExampleNode(const ops::OpSpec& d) {
     n["steps"] = {1, -1};
   }
   if (d.name == "flip") n["axes"] = {1};
+  if (d.name == "shift") n["shifts"] = {1, -1};
   if (d.name == "pad") n["pads"] = {{1, 0}, {0, 2}};
   if (d.name == "sum" || d.name == "mean") n["axis"] = 1;
   return n;
@@ -217,6 +218,9 @@ TEST(OpTable, EveryOpRunsThroughTheLadder) {
       EXPECT_EQ(static_cast<size_t>(s->arity), d.Arity());
       EXPECT_FALSE(kernel::wgsl::ElementwiseExpr(d.name, "a", "b", "c").empty())
           << "no WGSL expression";
+    } else if (d.kind == OpKind::kNeighbour) {
+      // Both fused-kernel generators (reference and WGSL) load shifted for this op by name.
+      EXPECT_EQ(d.name, "shift") << "a neighbour op the fused kernels do not know";
     } else {
       EXPECT_NE(kernel::ref::FindOp(d.name), nullptr) << "no CPU reference";
     }

@@ -40,9 +40,14 @@ using InferFn = Result<TensorType> (*)(InferContext&);
 // Backward there.
 using GradFn = std::vector<int> (*)(Graph& g, const Node& node, int grad_out);
 
+// Why this node has no gradient although its op has a rule (an attribute choosing a form that is
+// not differentiable), or nullptr when it has one.
+using NoGradientFn = const char* (*)(const Node& node);
+
 struct OpRule {
   InferFn infer = nullptr;
   GradFn grad = nullptr;  // nullptr: not differentiable
+  NoGradientFn no_gradient = nullptr;  // nullptr: every node with a grad rule is differentiable
 };
 
 using RuleSet = std::map<std::string, OpRule, std::less<>>;

@@ -106,10 +106,13 @@ class Judge {
       bool elementwise = k.kind == kernel::KernelKind::kElementwise;
       std::vector<std::pair<int, int>> bound = {{s.write, k.output}};
       for (size_t i = 0; i < k.inputs.size(); ++i) bound.push_back({s.reads[i], k.inputs[i]});
-      for (auto [buffer, node] : bound) {
+      for (size_t b = 0; b < bound.size(); ++b) {
+        auto [buffer, node] = bound[b];
         int64_t bytes = p_.buffers[buffer].bytes;
         if (bytes <= lim.max_binding_bytes) continue;
-        bool tileable = elementwise && g.at(node).type.SameShape(out);
+        // A shifted read reaches outside the tile's window.
+        bool shifted = b > 0 && kernel::ReadsShifted(k, static_cast<int>(b) - 1);
+        bool tileable = elementwise && !shifted && g.at(node).type.SameShape(out);
         if (tileable) {
           Yellow("tiled-binding", k.name + " binds %" + g.at(node).name + " (" +
                                       FormatBytes(bytes) + ") in tiles under the binding cap of " +
@@ -119,9 +122,8 @@ class Judge {
               k.name + " must bind %" + g.at(node).name + " (" + FormatBytes(bytes) +
                   ") whole, over " + lim.device + "'s storage binding cap of " +
                   FormatBytes(lim.max_binding_bytes),
-              "only elementwise kernels are tiled over the cap; split the tensor, or run on the "
-              "CPU "
-              "reference (--backend=cpu)");
+              "only elementwise kernels are tiled over the cap, and never at a shifted read; split "
+              "the tensor, or run on the CPU reference (--backend=cpu)");
         }
       }
     }

@@ -17,8 +17,9 @@ class Fusion {
     if (!IsElementwiseNode(g_, n) || is_output_.count(n.id)) return false;
     const std::vector<int>& users = users_[n.id];
     if (users.empty()) return n.op == "full";
+    // A shift reads its operand at other elements' indices, so the operand must be in a buffer.
     for (int u : users)
-      if (!IsElementwiseNode(g_, g_.at(u))) return false;
+      if (!IsElementwiseNode(g_, g_.at(u)) || g_.at(u).op == "shift") return false;
     return n.op == "full" || users.size() == 1;
   }
 

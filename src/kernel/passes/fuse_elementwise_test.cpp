@@ -132,5 +132,40 @@ TEST(FuseElementwisePass, FusedAndUnfusedRunsAreBitIdentical) {
   }
 }
 
+// A five-point stencil written as four shifts of u plus q: one kernel of shifted loads of u's
+// buffer. A shift of a computed value cannot load it shifted, so that value keeps its kernel.
+TEST(FuseElementwisePass, ShiftsOfABufferFuseIntoOneKernel) {
+  auto shift = [](int id, int a, std::vector<int64_t> s) {
+    return Json{{"id", id}, {"op", "shift"}, {"a", a}, {"shifts", s}, {"boundary", "zero"}};
+  };
+  std::vector<float> grid(12, 1.0f);
+  Json doc = GraphDoc({InputNode(0, {3, 4}, grid),
+                       InputNode(1, {3, 4}, grid),
+                       shift(2, 0, {1, 0}),
+                       shift(3, 0, {-1, 0}),
+                       shift(4, 0, {0, 1}),
+                       shift(5, 0, {0, -1}),
+                       {{"id", 6}, {"op", "add"}, {"a", 2}, {"b", 3}},
+                       {{"id", 7}, {"op", "add"}, {"a", 4}, {"b", 5}},
+                       {{"id", 8}, {"op", "add"}, {"a", 6}, {"b", 7}},
+                       {{"id", 9}, {"op", "add"}, {"a", 8}, {"b", 1}}},
+                      {{"y", 9}}, 5);
+  Module m = After(doc, "fuse-elementwise");
+  ASSERT_EQ(m.kernels.size(), 1u) << Print(m);
+  EXPECT_EQ(m.kernels[0].inputs, (std::vector<int>{0, 1}));
+  EXPECT_TRUE(ReadsShifted(m.kernels[0], 0));
+  EXPECT_FALSE(ReadsShifted(m.kernels[0], 1));
+
+  Json computed = GraphDoc({InputNode(0, {3, 4}, grid),
+                            {{"id", 1}, {"op", "relu"}, {"a", 0}},
+                            shift(2, 1, {1, 1}),
+                            {{"id", 3}, {"op", "add"}, {"a", 2}, {"b", 0}}},
+                           {{"y", 3}}, 5);
+  Module two = After(computed, "fuse-elementwise");
+  ASSERT_EQ(two.kernels.size(), 2u) << Print(two);
+  EXPECT_EQ(two.kernels[0].output, 1);  // relu writes the buffer the shift then reads
+  EXPECT_EQ(two.kernels[1].inputs, (std::vector<int>{1, 0}));
+}
+
 }  // namespace
 }  // namespace scellis::kernel

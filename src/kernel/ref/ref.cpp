@@ -93,8 +93,30 @@ T BoolOf(T v) {
   return v != T(0) ? T(1) : T(0);
 }
 
+// A shift step's read: input `sizes` (broadcast into the output, trailing axes aligned) at the
+// output element `idx` moved back by `shifts`; -1 where the zero boundary reads nothing.
+struct ShiftedRead {
+  std::vector<int64_t> sizes, shifts;
+  std::string boundary;
+
+  int64_t Offset(const std::vector<int64_t>& idx) const {
+    const size_t lead = idx.size() - sizes.size();
+    int64_t off = 0;
+    for (size_t j = 0; j < sizes.size(); ++j) {
+      const int64_t n = sizes[j];
+      int64_t c = (n == 1 ? 0 : idx[lead + j]) - shifts[j];
+      if (c < 0 || c >= n) {
+        if (boundary == "zero") return -1;
+        c = boundary == "wrap" ? ((c % n) + n) % n : std::clamp<int64_t>(c, 0, n - 1);
+      }
+      off = off * n + c;
+    }
+    return off;
+  }
+};
+
 // A fused elementwise kernel: per output element, gather each input through its broadcast
-// strides, then evaluate the steps in order.
+// strides (or, for a shift step, at its shifted index), then evaluate the steps in order.
 template <typename T>
 Status RunFused(const Module& m, const Kernel& k, const std::vector<const T*>& inputs, T* out,
                 const Parallel& parallel) {
@@ -104,7 +126,17 @@ Status RunFused(const Module& m, const Kernel& k, const std::vector<const T*>& i
   std::vector<std::vector<int64_t>> strides;
   for (int in : k.inputs) strides.push_back(BroadcastStrides(m.graph().at(in).type.sizes(), sizes));
   std::vector<ScalarFn<T>> fns;
-  for (const ExprStep& s : k.expr) {
+  std::vector<ShiftedRead> shifted(k.expr.size());
+  for (size_t i = 0; i < k.expr.size(); ++i) {
+    const ExprStep& s = k.expr[i];
+    if (s.op == "shift") {
+      const webir::Node& n = m.graph().at(s.node);
+      shifted[i] = {m.graph().at(k.inputs[s.operands[0]]).type.sizes(),
+                    n.attrs.at("shifts").get<std::vector<int64_t>>(),
+                    n.attrs.at("boundary").get<std::string>()};
+      fns.push_back(nullptr);
+      continue;
+    }
     if (s.op == "full") {
       fns.push_back(nullptr);
       continue;
@@ -133,6 +165,11 @@ Status RunFused(const Module& m, const Kernel& k, const std::vector<const T*>& i
         const ExprStep& e = k.expr[s];
         if (e.op == "full") {
           step[s] = static_cast<T>(static_cast<float>(e.value));
+          continue;
+        }
+        if (e.op == "shift") {
+          const int64_t off = shifted[s].Offset(idx);
+          step[s] = off < 0 ? T(0) : inputs[e.operands[0]][off];
           continue;
         }
         T a = operand(e.operands[0]);

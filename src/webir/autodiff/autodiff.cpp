@@ -183,12 +183,14 @@ Result<std::vector<int>> Backward(Graph& g, int loss, const std::vector<int>& wr
     bool feeds_wrt = std::any_of(n.args.begin(), n.args.end(), on_path);
     if (!feeds_wrt) continue;
     const OpRule* rule = FindRule(n.op);
-    if (!rule || !rule->grad) {
+    const char* no_gradient =
+        rule && rule->grad && rule->no_gradient ? rule->no_gradient(n) : nullptr;
+    if (!rule || !rule->grad || no_gradient) {
       Diagnostic d = UserError(
           "not-differentiable", n.origin,
-          "the op \"" + n.op +
-              "\" has no gradient, but the loss depends on a differentiated "
-              "value through it",
+          "the op \"" + n.op + "\" has no gradient" +
+              (no_gradient ? std::string(" ") + no_gradient : std::string()) +
+              ", but the loss depends on a differentiated value through it",
           "differentiate with respect to values that reach the loss through differentiable ops "
           "only");
       d.where = n.Describe();

@@ -113,6 +113,8 @@ std::vector<Case> Cases() {
       {"flip", {s34}, {{"axes", {1}}}},
       {"pad", {s234}, {{"pads", {{1, 0}, {0, 2}, {1, 1}}}, {"value", 0.75}}},
       {"pad", {s34}, {{"pads", {{0, 0}, {3, 0}}}}},
+      {"shift", {s34}, {{"shifts", {1, -2}}, {"boundary", "zero"}}},
+      {"shift", {s234}, {{"shifts", {-3, 1, 5}}, {"boundary", "wrap"}}},
       {"matmul", {s34, {{4, 5}}}},
       {"matmul", {s234, {{4, 5}}}},
       {"matmul", {{{3, 4}}, {{2, 4, 5}}}},
@@ -364,6 +366,18 @@ TEST(Backward, RefusesANonScalarLoss) {
   auto grads = Backward(g, AddNode(g, "exp", {x}, Json::object()), {x});
   ASSERT_FALSE(grads.ok());
   EXPECT_EQ(grads.errors()[0].code, "loss-not-scalar");
+}
+
+// A clamped shift sends the gradient of every element past an edge to the edge element, which
+// no shift expresses: refused by name, with the reason, never a wrong gradient.
+TEST(Backward, RefusesAClampedShift) {
+  Graph g;
+  int x = AddInput(g, "x", {5});
+  int shifted = AddNode(g, "shift", {x}, {{"shifts", {2}}, {"boundary", "clamp"}});
+  auto grads = Backward(g, AddNode(g, "sum", {shifted}, Json::object()), {x});
+  ASSERT_FALSE(grads.ok());
+  EXPECT_EQ(grads.errors()[0].code, "not-differentiable");
+  EXPECT_NE(grads.errors()[0].message.find("\"clamp\""), std::string::npos);
 }
 
 TEST(Backward, NamesTheOpWithoutAGradient) {

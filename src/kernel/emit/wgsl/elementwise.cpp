@@ -184,6 +184,48 @@ std::vector<std::string> ElementwiseHelpers(const std::string& op) {
   return {};
 }
 
+namespace {
+
+// `let <name> = ...;` reading the shift's operand (kernel input `in<n>`) at the output element's
+// index (d0..d<rank-1>) moved back by the shifts, with the boundary applied per axis in i32, the
+// same arithmetic as the reference's ShiftedRead. A zero-boundary read outside gives 0.0 from a
+// clamped, always valid, index.
+std::string ShiftedLoad(const Module& m, const Kernel& k, const ExprStep& e, size_t out_rank,
+                        const std::string& name) {
+  const webir::Node& node = m.graph().at(e.node);
+  const int input = e.operands.at(0);
+  const TensorType& in_type = m.graph().at(k.inputs[input]).type;
+  const std::vector<int64_t> sizes = in_type.sizes();
+  const std::vector<int64_t> shifts = node.attrs.at("shifts").get<std::vector<int64_t>>();
+  const std::string boundary = node.attrs.at("boundary").get<std::string>();
+  const size_t lead = out_rank - sizes.size();
+  std::string code = "  var " + name + "_at = 0i;\n  var " + name + "_in = true;\n";
+  for (size_t j = 0; j < sizes.size(); ++j) {
+    const int64_t n = std::max<int64_t>(sizes[j], 1);
+    const std::string c = name + "_c" + std::to_string(j);
+    std::string coord = sizes[j] == 1 ? "0i" : "i32(d" + std::to_string(lead + j) + ")";
+    if (shifts[j]) coord += " - " + std::to_string(shifts[j]) + "i";
+    code += "  var " + c + " = " + coord + ";\n";
+    if (shifts[j] || sizes[j] == 1) {
+      const std::string last = std::to_string(n - 1) + "i";
+      if (boundary == "zero")
+        code += "  " + name + "_in = " + name + "_in && " + c + " >= 0i && " + c + " <= " + last +
+                ";\n";
+      if (boundary == "wrap")
+        code += "  " + c + " = ((" + c + " % " + std::to_string(n) + "i) + " + std::to_string(n) +
+                "i) % " + std::to_string(n) + "i;\n";
+      else
+        code += "  " + c + " = clamp(" + c + ", 0i, " + last + ");\n";
+    }
+    code += "  " + name + "_at = " + name + "_at * " + std::to_string(n) + "i + " + c + ";\n";
+  }
+  const std::string load = "in" + std::to_string(input) + "[u32(" + name + "_at)]";
+  const std::string value = in_type.dtype == DType::kF32 ? load : "f32(" + load + ")";
+  return code + "  let " + name + " = select(0.0, " + value + ", " + name + "_in);\n";
+}
+
+}  // namespace
+
 bool GenerateElementwise(const Module& m, const Kernel& k, Generated& out) {
   if (k.kind != KernelKind::kElementwise) return false;
   out = ElementwiseTile(m, k, 0, m.graph().at(k.output).type.elements());
@@ -214,6 +256,12 @@ Generated ElementwiseTile(const Module& m, const Kernel& k, int64_t base, int64_
   // Multi-index of the output element, needed only when some input is broadcast.
   std::vector<int64_t> row_major = RowMajorStrides(sizes);
   bool need_index = false;
+  std::vector<bool> read_directly(k.inputs.size(), false);
+  for (const ExprStep& e : k.expr) {
+    if (e.op == "shift") need_index = true;
+    for (int o : e.operands)
+      if (!IsStepRef(o) && e.op != "shift") read_directly[o] = true;
+  }
   std::vector<std::vector<int64_t>> strides;
   for (int in : k.inputs) {
     strides.push_back(BroadcastStrides(m.graph().at(in).type.sizes(), sizes));
@@ -230,6 +278,7 @@ Generated ElementwiseTile(const Module& m, const Kernel& k, int64_t base, int64_
     }
   }
   for (size_t n = 0; n < k.inputs.size(); ++n) {
+    if (!read_directly[n]) continue;
     std::string index = "i";
     if (strides[n] != row_major) {
       index.clear();
@@ -253,6 +302,10 @@ Generated ElementwiseTile(const Module& m, const Kernel& k, int64_t base, int64_
   };
   for (size_t s = 0; s < k.expr.size(); ++s) {
     const ExprStep& e = k.expr[s];
+    if (e.op == "shift") {
+      body += ShiftedLoad(m, k, e, sizes.size(), "s" + std::to_string(s));
+      continue;
+    }
     auto arg = [&](size_t i) { return i < e.operands.size() ? operand(e.operands[i]) : ""; };
     std::string expr = e.op != "full"        ? ElementwiseExpr(e.op, arg(0), arg(1), arg(2))
                        : std::isnan(e.value) ? "nan_f32()"

@@ -123,7 +123,7 @@ class CpuPrepared : public Prepared {
         SCELLIS_TRY(resident_->Load(n, step_feeds));
       }
       initialized_ = true;
-      SCELLIS_TRY(resident_->Step(parallel_));
+      for (int64_t it = 0; it < g.repeat; ++it) SCELLIS_TRY(resident_->Step(parallel_));
       for (size_t i = 0; i < watch.size(); ++i) {
         // Carried inputs were just updated; outputs hold this step's value.
         const webir::Node& n = g.at(watch[i]);
@@ -182,7 +182,7 @@ Result<std::vector<std::vector<T>>> RunPlan(const execplan::Plan& plan, const Fe
     return InternalError("cpu.RunPlan", "asked to run a red plan");
   SCELLIS_ASSIGN_OR_RETURN(Resident<T> r,
                            Resident<T>::Make(plan, feeds, /*defer_fed=*/false, &exact));
-  SCELLIS_TRY(r.Step(parallel));
+  for (int64_t it = 0; it < plan.graph().repeat; ++it) SCELLIS_TRY(r.Step(parallel));
   std::vector<std::vector<T>> outputs;
   for (const webir::Output& o : plan.graph().outputs) {
     const std::vector<T>& b = r.of(o.node);

@@ -17,6 +17,7 @@ class CpuExecutor : public Executor {
  public:
   explicit CpuExecutor(Options options = {});
   std::string name() const override { return "cpu"; }
+  std::vector<std::string> executors() const override { return {"reference"}; }
   DeviceProfile profile() const override;
   execplan::DeviceLimits limits() const override;
   int threads() const { return parallel_.threads(); }

@@ -11,6 +11,7 @@ namespace scellis::runtime::null {
 class NullExecutor : public Executor {
  public:
   std::string name() const override { return "null"; }
+  std::vector<std::string> executors() const override { return {"null"}; }
   DeviceProfile profile() const override;
   execplan::DeviceLimits limits() const override;
 

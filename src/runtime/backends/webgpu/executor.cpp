@@ -69,10 +69,10 @@ Result<RunResult> WebGpuExecutor::DoRun(const execplan::Plan& plan, const Feeds&
   std::vector<std::string> names;
   for (const webir::Output& o : plan.graph().outputs) names.push_back(o.name);
   SCELLIS_ASSIGN_OR_RETURN(StepsResult steps, prepared->RunSteps({feeds}, names));
-  prepared.reset();  // returns the buffers to the pool before the stats are read
   RunResult r;
   r.backend = "webgpu";
-  r.executor = "fused-encoder";
+  r.executor = prepared->executor();
+  prepared.reset();  // returns the buffers to the pool before the stats are read
   for (auto& [name, values] : steps.watched)
     r.outputs.emplace_back(name, std::move(values.front()));
   const DeviceStats& after = device_->stats();

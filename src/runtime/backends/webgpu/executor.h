@@ -17,6 +17,9 @@ class WebGpuExecutor : public Executor {
  public:
   explicit WebGpuExecutor(std::unique_ptr<Device> device);
   std::string name() const override { return "webgpu"; }
+  std::vector<std::string> executors() const override {
+    return {kFusedEncoder, kGenericExecutor};
+  }
   DeviceProfile profile() const override;
   execplan::DeviceLimits limits() const override;
   Status health() const override { return device_->health(); }

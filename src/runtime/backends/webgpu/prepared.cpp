@@ -1,9 +1,11 @@
 // A plan resident on a Dawn device. Feeds for all steps of a run are uploaded first into one
 // staging buffer per fed input (the queue writes them before the submission executes), and each
-// step binds its own slice of it directly. Carried values ping-pong: after a step, a carried
-// output's buffer and its input's buffer swap roles, so no step copies state. Every step's
-// dispatches go into one submission; only the per-step history of watched outputs (one small
-// copy per step, all into one history buffer) is read back, through one staging map.
+// step binds its own slice of it directly. Carried values ping-pong: after an iteration, a carried
+// output's buffer and its input's buffer swap roles, so no iteration copies state. The fused
+// encoder records every iteration of every step (a plan's `repeat` gives a step many) into one
+// submission; the generic executor, pinned for comparisons, submits each iteration alone. Only
+// the per-step history of watched outputs (one small copy per step, all into one history buffer)
+// is read back, through one staging map.
 //
 // Buffers, sources, pipelines and dispatches come from the device program (runtime/
 // device_program.h) built for this device's limits: the browser runtime executes the same program,
@@ -14,8 +16,8 @@
 #include <cstdio>
 #include <map>
 
-#include "runtime/device_program.h"
 #include "runtime/backends/webgpu/executor.h"
+#include "runtime/device_program.h"
 
 namespace scellis::runtime::webgpu {
 namespace {
@@ -48,11 +50,14 @@ class WebGpuPrepared : public Prepared {
   }
 
   std::string backend() const override { return "webgpu"; }
-  std::string executor() const override { return "fused-encoder"; }
+  std::string executor() const override {
+    return options_.executor.empty() ? kFusedEncoder : options_.executor;
+  }
 
   Status Init(const Feeds& feeds) {
     SCELLIS_TRY(CheckDtypes());
-    SCELLIS_ASSIGN_OR_RETURN(program_, BuildDeviceProgram(plan_, feeds, ProgramLimitsOf(d_.info())));
+    SCELLIS_ASSIGN_OR_RETURN(program_,
+                             BuildDeviceProgram(plan_, feeds, ProgramLimitsOf(d_.info())));
     for (const ProgramBuffer& b : program_.buffers) buffers_.push_back(d_.CreateBuffer(b.size));
     phys_ = buffers_;
     fed_ = FedInputs(plan_.graph());
@@ -128,11 +133,6 @@ class WebGpuPrepared : public Prepared {
 
     // Inputs that take data this run: fed ones every step; carried ones only on the first run.
     // Fed inputs: one slot per step, each at an offset the adapter can bind.
-    struct Slots {
-      BufferId staging;
-      uint64_t stride;
-      uint64_t bytes;
-    };
     std::map<int, Slots> fed_slots;
     const uint64_t align =
         std::max<uint32_t>(d_.info().limits.min_storage_buffer_offset_alignment, 4);
@@ -173,34 +173,29 @@ class WebGpuPrepared : public Prepared {
     // A binding of a fed input's buffer binds this step's slot of its staging buffer instead.
     std::map<int, const Slots*> fed_buffer;
     for (const auto& [node, slots] : fed_slots) fed_buffer[plan_.buffer_of[node]] = &slots;
+    const bool generic = executor() == kGenericExecutor;
+    const int64_t iterations = plan_.header().repeat;
     for (size_t k = 0; k < steps; ++k) {
-      for (const ProgramDispatch& dispatch : program_.dispatches) {
-        std::vector<Binding> bindings;
-        for (const ProgramBinding& b : dispatch.bindings) {
-          auto fed = fed_buffer.find(b.buffer);
-          if (fed != fed_buffer.end()) {
-            const Slots& sl = *fed->second;
-            bindings.push_back({sl.staging, k * sl.stride + b.offset, b.size ? b.size : sl.bytes});
-          } else {
-            bindings.push_back({phys_[b.buffer], b.offset, b.size});
+      for (int64_t it = 0; it < iterations; ++it) {
+        EncodeDispatches(k, fed_buffer);
+        // The last iteration's outputs are the step's.
+        if (it + 1 == iterations) {
+          for (size_t i = 0; i < watch.size(); ++i) {
+            if (slot[i]) d_.Copy(Phys(watch[i]), 0, history, history_at[i] + k * slot[i], slot[i]);
           }
         }
-        if (options_.poison_outputs) {
-          const Binding& out = bindings.back();
-          uint64_t words = out.size ? out.size / 4 : (d_.BufferSize(out.buffer) + 3) / 4;
-          Grid grid = SplitWorkgroups((words + 63) / 64,
-                                      d_.info().limits.max_compute_workgroups_per_dimension);
-          d_.Dispatch(poison_, {out}, grid.x, grid.y, grid.z);
+        // The carried outputs become the next iteration's inputs by swapping buffers, not by
+        // copying.
+        for (const ProgramCarry& c : program_.carries)
+          std::swap(phys_[c.from_buffer], phys_[c.to_buffer]);
+        if (generic && !(k + 1 == steps && it + 1 == iterations)) {
+          Status s = d_.Submit();
+          if (!s.ok()) {
+            release();
+            return s;
+          }
         }
-        d_.Dispatch(pipelines_[dispatch.pipeline], bindings, dispatch.workgroups[0],
-                    dispatch.workgroups[1], dispatch.workgroups[2]);
       }
-      for (size_t i = 0; i < watch.size(); ++i) {
-        if (slot[i]) d_.Copy(Phys(watch[i]), 0, history, history_at[i] + k * slot[i], slot[i]);
-      }
-      // The carried outputs become next step's inputs by swapping buffers, not by copying.
-      for (const ProgramCarry& c : program_.carries)
-        std::swap(phys_[c.from_buffer], phys_[c.to_buffer]);
     }
     // The read submits the recorded steps together with its copy to the staging buffer: one
     // submission and one map for the whole run.
@@ -253,6 +248,39 @@ class WebGpuPrepared : public Prepared {
   }
 
  private:
+  // A fed input's per-step values: one slot per step of a run in one staging buffer.
+  struct Slots {
+    BufferId staging;
+    uint64_t stride;
+    uint64_t bytes;
+  };
+
+  // One iteration's dispatches, every binding of a fed input's buffer taking step `step`'s slot
+  // of its staging buffer.
+  void EncodeDispatches(size_t step, const std::map<int, const Slots*>& fed_buffer) {
+    for (const ProgramDispatch& dispatch : program_.dispatches) {
+      std::vector<Binding> bindings;
+      for (const ProgramBinding& b : dispatch.bindings) {
+        auto fed = fed_buffer.find(b.buffer);
+        if (fed != fed_buffer.end()) {
+          const Slots& sl = *fed->second;
+          bindings.push_back({sl.staging, step * sl.stride + b.offset, b.size ? b.size : sl.bytes});
+        } else {
+          bindings.push_back({phys_[b.buffer], b.offset, b.size});
+        }
+      }
+      if (options_.poison_outputs) {
+        const Binding& out = bindings.back();
+        uint64_t words = out.size ? out.size / 4 : (d_.BufferSize(out.buffer) + 3) / 4;
+        Grid grid = SplitWorkgroups((words + 63) / 64,
+                                    d_.info().limits.max_compute_workgroups_per_dimension);
+        d_.Dispatch(poison_, {out}, grid.x, grid.y, grid.z);
+      }
+      d_.Dispatch(pipelines_[dispatch.pipeline], bindings, dispatch.workgroups[0],
+                  dispatch.workgroups[1], dispatch.workgroups[2]);
+    }
+  }
+
   bool IsFed(int node) const { return std::find(fed_.begin(), fed_.end(), node) != fed_.end(); }
   // The buffer holding `node` now (carried values move between their two buffers each step).
   BufferId Phys(int node) const { return phys_[plan_.buffer_of[node]]; }
