@@ -52,6 +52,10 @@ Result<std::string> MintReceipt(const store::Store& store, const GroupResult& g,
 bool HasReceipt(const store::Store& store, const std::string& profile, const std::string& op,
                 const std::string& source_hash, policy::Tier tier,
                 std::vector<std::string>* warnings = nullptr);
+// The id of the receipt HasReceipt would accept; "" when there is none.
+std::string FindReceipt(const store::Store& store, const std::string& profile,
+                        const std::string& op, const std::string& source_hash, policy::Tier tier,
+                        std::vector<std::string>* warnings = nullptr);
 
 // Which kernels of a module hold receipts on a profile, for `scellis run`. A kernel needs a
 // receipt for its op; a fused kernel for each op in it, plus the fused group when it chains more
@@ -65,6 +69,7 @@ struct ReceiptReport {
   std::string profile;
   std::vector<KernelReceipts> kernels;
   std::vector<std::string> warnings;  // receipts ignored because they failed verification
+  std::vector<std::string> used;      // the ids of the receipts held, each once
   int conformed() const;
   std::vector<std::string> missing() const;  // groups missing for any kernel, each once
   // "receipts: 3/4 kernels conformed on this profile (missing: matmul)", then a
