@@ -322,5 +322,38 @@ TEST_F(RunRecords, GcRemovesOrphansAndKeepsWhatRecordsReach) {
   EXPECT_TRUE(store_->Verify().empty());
 }
 
+TEST_F(RunRecords, TrainingRecordReplaysBitExactlyOnTheReference) {
+  std::ifstream in(fs::path(SCELLIS_SOURCE_DIR) / "examples" / "fashion_mlp.json");
+  const std::string doc((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  train::TrainOptions o;
+  o.select.requested = "cpu";
+  o.epochs = 1;
+  o.max_steps = 4;
+  o.steps_per_run = 3;
+  train::Trainer trainer(o);
+  auto result = trainer.Train(doc);
+  ASSERT_TRUE(result.ok()) << Why(result.status());
+  auto id = RecordTraining(*store_, doc, o, result.value());
+  ASSERT_TRUE(id.ok()) << Why(id.status());
+  const Json record = store_->Get(id.value()).value();
+  EXPECT_EQ(record["command"], "train");
+  EXPECT_EQ(record["settings"]["max_steps"], 4);
+  EXPECT_EQ(record["settings"]["steps_per_run"], 3);
+  // The losses digest is that of the losses the trainer reported, as f32 bytes.
+  std::vector<float> losses = result->losses;
+  ASSERT_EQ(losses.size(), 4u);
+  EXPECT_EQ(record["outputs"]["losses"]["sha256"], Sha256Hex("f32;4;" + BytesOf(losses)));
+
+  auto r = Replay(id.value(), {.store_root = root_.string(), .cpu_threads = 0});
+  ASSERT_TRUE(r.ok()) << Why(r.status());
+  EXPECT_TRUE(r->agree);
+  EXPECT_EQ(r->guarantee, "bit-exact");
+  // A run that resumed from a checkpoint cannot be replayed from the record alone.
+  auto resumed = Replay(Variant(id.value(), [](Json& j) { j["settings"]["resumed"] = true; }),
+                        {.store_root = root_.string(), .cpu_threads = 0});
+  ASSERT_FALSE(resumed.ok());
+  EXPECT_EQ(resumed.errors().front().code, "replay-needs-checkpoint");
+}
+
 }  // namespace
 }  // namespace scellis::record
