@@ -160,7 +160,13 @@ std::string FindReceipt(const store::Store& store, const std::string& profile,
                         std::vector<std::string>* warnings) {
   for (const std::string& id : store.Lookup(kReceiptKind, profile, op)) {
     auto r = store.Get(id);
-    if (!r.ok()) continue;
+    if (!r.ok()) {
+      // A receipt whose file no longer matches its name was changed after it was minted.
+      if (warnings)
+        warnings->push_back("receipt " + id + " for \"" + op + "\" is ignored: " +
+                            r.errors().front().code + ": " + r.errors().front().message);
+      continue;
+    }
     std::string problem = ReceiptProblem(r.value(), profile, op, source_hash, tier);
     if (problem.empty()) return id;
     // Receipts for other code or a stricter tier are expected after an upgrade; say nothing.

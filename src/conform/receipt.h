@@ -45,9 +45,9 @@ Result<std::string> MintReceipt(const store::Store& store, const GroupResult& g,
 // hash, minted at `tier` or a stricter one, that is verified before it is trusted: its schema is
 // this build's, its thresholds (the group's and every case's) are those its tier gives their
 // tolerance classes, it records every case of the op and every recorded error is within its
-// thresholds, and a debug receipt records bit-identical reruns. Objects that fail their integrity
-// check are ignored; a receipt that fails verification is ignored too, and when `warnings` is
-// given a line naming the receipt and the failed check is added to it (receipts for other code or
+// thresholds, and a debug receipt records bit-identical reruns. A receipt whose stored file fails
+// its integrity check (store-object-corrupt), or that fails verification, is ignored, and when
+// `warnings` is given a line naming the receipt and the failed check is added to it (receipts for other code or
 // a looser tier are passed over silently: they are expected after an upgrade).
 bool HasReceipt(const store::Store& store, const std::string& profile, const std::string& op,
                 const std::string& source_hash, policy::Tier tier,
