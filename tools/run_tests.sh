@@ -6,6 +6,10 @@ cd "$(dirname "$0")/.."
 BUILD=${1:-build}
 # GPU paths run on SwiftShader, Dawn's software Vulkan adapter, which Debian's chromium ships.
 export VK_ICD_FILENAMES=${VK_ICD_FILENAMES:-/usr/lib/chromium/vk_swiftshader_icd.json}
+# Receipts and run records go to a store of this run's own, never the user's.
+CONFORM_STORE=$(mktemp -d)
+trap 'rm -rf "$CONFORM_STORE"' EXIT
+export SCELLIS_STORE="$CONFORM_STORE/store"
 
 echo "== unit and integration tests"
 "$BUILD/scellis_tests" --gtest_brief=1
@@ -17,12 +21,10 @@ done
 "$BUILD/scellis" run examples/seed_mul_relu.json --tier=prod --backend=cpu 2>/dev/null | grep -q '\[0, 60, 120\]'
 
 echo "== conformance: every GPU kernel against the CPU reference, on SwiftShader"
-CONFORM_STORE=$(mktemp -d)
-trap 'rm -rf "$CONFORM_STORE"' EXIT
-SCELLIS_STORE="$CONFORM_STORE" "$BUILD/scellis" conform --tier=prod --backend=webgpu --allow-software-adapter
-SCELLIS_STORE="$CONFORM_STORE" "$BUILD/scellis" conform --tier=debug --backend=webgpu --allow-software-adapter
+"$BUILD/scellis" conform --tier=prod --backend=webgpu --allow-software-adapter
+"$BUILD/scellis" conform --tier=debug --backend=webgpu --allow-software-adapter
 # The receipts just minted are what `scellis run` reports for this profile.
-SCELLIS_STORE="$CONFORM_STORE" "$BUILD/scellis" run examples/matmul_chain.json --tier=prod \
+"$BUILD/scellis" run examples/matmul_chain.json --tier=prod \
   --backend=webgpu --allow-software-adapter 2>/dev/null | grep -qE 'receipts: ([0-9]+)/\1 kernels conformed'
 
 echo "== every example on SwiftShader gives the reference's answer"
@@ -31,7 +33,14 @@ for f in examples/*.json; do
   "$BUILD/scellis" run "$f" --tier=prod --backend=cpu --json 2>/dev/null > "$CONFORM_STORE/cpu.json"
   "$BUILD/scellis" run "$f" --tier=prod --backend=webgpu --allow-software-adapter --json 2>/dev/null > "$CONFORM_STORE/gpu.json"
   python3 tools/compare_outputs.py "$CONFORM_STORE/cpu.json" "$CONFORM_STORE/gpu.json" "$f"
+  # Each run's record replays: bit-exact on the reference, within its tolerance on SwiftShader.
+  for result in cpu gpu; do
+    id=$(python3 -c 'import json, sys; print(json.load(open(sys.argv[1]))["run_id"])' \
+      "$CONFORM_STORE/$result.json")
+    "$BUILD/scellis" replay "$id" >/dev/null
+  done
 done
+"$BUILD/scellis" store verify
 
 echo "== training on SwiftShader (a short epoch) and on the CPU reference"
 "$BUILD/scellis" train examples/fashion_mlp.json --backend=webgpu --allow-software-adapter \

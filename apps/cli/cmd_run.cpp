@@ -5,6 +5,7 @@
 
 #include "api/run.h"
 #include "base/atomic_file.h"
+#include "record/run_record.h"
 #include "common.h"
 
 namespace scellis::cli {
@@ -89,7 +90,11 @@ int RunCommand(const CompileFlags& f, const RunFlags& r) {
   if (!result.ok()) return Report(result.errors(), f.file, f.json);
   const api::RunReport& report = result.value();
 
+  const std::string run_id = RecordOrWarn(r.no_record, [&](const store::Store& store) {
+    return record::RecordRun(store, text.value(), options, report);
+  });
   Json j = report.ToJson();
+  j["run_id"] = run_id.empty() ? Json() : Json(run_id);
   if (!r.out_file.empty()) {
     Status s = WriteFileAtomic(r.out_file, j.dump(2) + "\n");
     if (!s.ok()) return Report(s.errors(), "", f.json);
@@ -111,6 +116,7 @@ int RunCommand(const CompileFlags& f, const RunFlags& r) {
   for (const auto& [name, steps] : report.history) PrintHistory(name, steps);
   std::cout << "readback: " << report.readback_bytes() << " bytes over " << report.steps
             << (report.steps == 1 ? " step" : " steps") << "\n";
+  if (!run_id.empty()) std::cout << "run record: " << run_id << " (scellis replay " << run_id << ")\n";
   return 0;
 }
 

@@ -8,6 +8,7 @@
 
 #include "base/atomic_file.h"
 #include "common.h"
+#include "record/run_record.h"
 #include "train/shards.h"
 #include "train/trainer.h"
 
@@ -140,10 +141,15 @@ int TrainCommand(const CompileFlags& f, const TrainFlags& t) {
     return Report(result.errors(), file, f.json);
   }
   const train::TrainResult& r = result.value();
-  // Every rank trained the same replica; rank 0 speaks for the job.
+  // Every rank trained the same replica; rank 0 speaks for the job (and records it).
   if (r.rank != 0) return 0;
+  const std::string run_id = RecordOrWarn(t.no_record, [&](const store::Store& store) {
+    return record::RecordTraining(store, text.value(), options, r);
+  });
   if (f.json) {
-    std::cout << r.ToJson().dump(2) << "\n";
+    Json j = r.ToJson();
+    j["run_id"] = run_id.empty() ? Json() : Json(run_id);
+    std::cout << j.dump(2) << "\n";
     return 0;
   }
   std::cout << "trained " << f.file << " on " << r.backend << " (" << r.executor << ", "
@@ -157,6 +163,8 @@ int TrainCommand(const CompileFlags& f, const TrainFlags& t) {
                 e.test_accuracy, Duration(e.seconds).c_str());
   }
   std::printf("  time per epoch %s\n", Duration(r.seconds_per_epoch()).c_str());
+  if (!run_id.empty())
+    std::printf("  run record %s (scellis replay %s)\n", run_id.c_str(), run_id.c_str());
   if (!r.shard_record.empty())
     std::printf("  shard record %s (scellis verify %s --shard K)\n", r.shard_record.c_str(),
                 r.shard_record.c_str());

@@ -204,6 +204,8 @@ Result<Invocation> ParseCommandLine(const std::vector<std::string>& args,
                   "pin the WebGPU executor: fused (every step and iteration in one submission, "
                   "the default) or generic (a submission per iteration, for comparisons)")
       ->check(CLI::IsMember({"fused", "generic"}));
+  run->add_flag("--no-record", inv.run.no_record,
+                "leave no run record in the store (also: SCELLIS_NO_RECORD=1)");
 
   CLI::App* lower = app.add_subcommand("lower", "print one rung of the ladder, or dump them all");
   TypedFlags& lower_typed = typed_for(lower);
@@ -264,6 +266,8 @@ Result<Invocation> ParseCommandLine(const std::vector<std::string>& args,
                       "job (rank-lost; default 300)");
   train->add_flag("--record-shards", inv.train.record_shards,
                   "record the last step's shards in the store, for scellis verify --shard");
+  train->add_flag("--no-record", inv.train.no_record,
+                  "leave no run record in the store (also: SCELLIS_NO_RECORD=1)");
 
   CLI::App* verify = app.add_subcommand(
       "verify", "re-run one shard of a recorded data-parallel step on the CPU reference");
@@ -319,6 +323,30 @@ Result<Invocation> ParseCommandLine(const std::vector<std::string>& args,
   studio_typed.Bytes("--max-request-bytes", &inv.studio.max_request_bytes,
                      "largest request body accepted (default 16M)");
 
+  CLI::App* runs = app.add_subcommand("runs", "list the run records in the store, newest first");
+  TypedFlags& runs_typed = typed_for(runs);
+  runs_typed.Integer("--limit", &inv.runs.limit, 0, kIntMax,
+                     "list at most N records (default 20; 0: all)");
+  runs->add_flag("--json", inv.runs.json, "machine-readable output");
+
+  CLI::App* replay = app.add_subcommand(
+      "replay",
+      "run a recorded run again and compare its outputs with the record (exit 0 agree, 1 "
+      "disagree, 2 refused)");
+  TypedFlags& replay_typed = typed_for(replay);
+  replay->add_option("run", inv.replay.run_id, "the record's id (sha256:...)")->required();
+  replay_typed.Integer("--threads", &inv.replay.threads, 0, kIntMax,
+                       "CPU reference threads, 0 for one per hardware thread");
+  replay->add_flag("--json", inv.replay.json, "machine-readable output");
+
+  CLI::App* store_cmd = app.add_subcommand(
+      "store", "maintain the store: verify (re-hash everything) or gc (remove what is unreferenced)");
+  store_cmd->add_option("action", inv.store.action, "verify | gc")
+      ->required()
+      ->check(CLI::IsMember({"verify", "gc"}));
+  store_cmd->add_flag("--dry-run", inv.store.dry_run, "gc: say what would be removed, remove nothing");
+  store_cmd->add_flag("--json", inv.store.json, "machine-readable output");
+
   // CLI11 takes argv as a reversed list.
   std::vector<std::string> reversed(args.rbegin(), args.rend());
   try {
@@ -343,7 +371,8 @@ Result<Invocation> ParseCommandLine(const std::vector<std::string>& args,
   if (!errors.empty()) return Status(errors);
   if (sub == nullptr) {
     return UserError("bad-flag", "", "no command given",
-                     "scellis run|lower|plan|validate|train|verify|probe|conform|ops|studio; see "
+                     "scellis run|lower|plan|validate|train|verify|probe|conform|ops|studio|runs|replay|"
+                     "store; see "
                      "--help");
   }
   errors = CheckNonEmpty(sub);
@@ -383,6 +412,13 @@ Result<Invocation> ParseCommandLine(const std::vector<std::string>& args,
     inv.command = Command::kOps;
   } else if (sub == studio) {
     inv.command = Command::kStudio;
+  } else if (sub == runs) {
+    inv.command = Command::kRuns;
+  } else if (sub == replay) {
+    inv.command = Command::kReplay;
+    CapThreads(inv.replay.threads, hardware_threads, inv.notes);
+  } else if (sub == store_cmd) {
+    inv.command = Command::kStore;
   }
   if (!inv.compile.file.empty()) {
     auto compile = CompileOptionsFrom(inv.compile);
@@ -419,6 +455,12 @@ int Execute(const Invocation& inv) {
       return OpsCommand(inv.ops);
     case Command::kStudio:
       return StudioCommand(inv.studio);
+    case Command::kRuns:
+      return RunsCommand(inv.runs);
+    case Command::kReplay:
+      return ReplayCommand(inv.replay);
+    case Command::kStore:
+      return StoreCommand(inv.store);
   }
   return 3;
 }

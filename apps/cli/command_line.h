@@ -26,7 +26,10 @@ enum class Command {
   kProbe,
   kConform,
   kOps,
-  kStudio
+  kStudio,
+  kRuns,
+  kReplay,
+  kStore
 };
 
 struct Invocation {
@@ -40,6 +43,9 @@ struct Invocation {
   ConformFlags conform;
   OpsFlags ops;
   StudioFlags studio;
+  RunsFlags runs;
+  ReplayFlags replay;
+  StoreFlags store;
   bool probe_json = false;
   std::vector<Diagnostic> notes;  // said on stderr when the command starts (a capped --threads)
 };

@@ -2,6 +2,7 @@
 // ParseCommandLine, command_line.h), reading documents, reporting diagnostics.
 #pragma once
 
+#include <functional>
 #include <map>
 #include <optional>
 #include <string>
@@ -9,6 +10,7 @@
 
 #include "base/result.h"
 #include "pipeline/compile.h"
+#include "store/store.h"
 
 namespace scellis::cli {
 
@@ -62,6 +64,7 @@ struct TrainFlags {
   int chunks = 0;          // the batch's gradient summed over chunks (0: one per rank)
   int collective_timeout_seconds = 300;
   bool record_shards = false;  // the last step's shards, into the store
+  bool no_record = false;      // --no-record: leave no run record
 };
 int TrainCommand(const CompileFlags& f, const TrainFlags& t);
 
@@ -80,7 +83,34 @@ struct RunFlags {
   int steps = 1;
   std::vector<std::string> history;  // outputs whose every step is printed
   std::string executor;              // --executor: "" | "fused" | "generic"
+  bool no_record = false;            // --no-record: leave no run record
 };
+
+// The run records (cmd_records.cpp).
+struct RunsFlags {
+  int limit = 20;  // 0: all
+  bool json = false;
+};
+int RunsCommand(const RunsFlags& flags);
+
+struct ReplayFlags {
+  std::string run_id;
+  int threads = 0;
+  bool json = false;
+};
+int ReplayCommand(const ReplayFlags& flags);
+
+struct StoreFlags {
+  std::string action;  // verify | gc
+  bool dry_run = false;
+  bool json = false;
+};
+int StoreCommand(const StoreFlags& flags);
+
+// Records a finished run in the default store unless recording is off; the run id, or "" (with a
+// warning on stderr saying why the record was not written: the run itself happened).
+std::string RecordOrWarn(bool no_record,
+                         const std::function<Result<std::string>(const store::Store&)>& write);
 int RunCommand(const CompileFlags& f, const RunFlags& r);
 
 struct LowerFlags {

@@ -7,6 +7,7 @@
 #include "api/fit_batch.h"
 #include "store/store.h"
 #include "webir/passes/append_train_step.h"
+#include "workplan/workplan.h"
 
 namespace scellis::api {
 namespace {
@@ -212,6 +213,13 @@ Result<RunReport> Run(std::string_view text, const RunOptions& options, const Ru
                      "a run takes at least one step, got " + std::to_string(options.steps));
   }
   SCELLIS_ASSIGN_OR_RETURN(runtime::Selection sel, runtime::SelectBackend(options.select));
+  if (options.require_profile && sel.profile.key != *options.require_profile) {
+    return UserError("replay-profile-mismatch", "",
+                     "the run must happen on device profile \"" + *options.require_profile +
+                         "\" but the " + sel.backend + " backend here is \"" + sel.profile.key +
+                         "\"",
+                     "replay it on the device it was recorded on");
+  }
   pipeline::CompileOptions compile = options.compile;
   compile.up_to = pipeline::Rung::kExecplan;
   compile.plan.limits = sel.limits;
@@ -243,6 +251,10 @@ Result<RunReport> Run(std::string_view text, const RunOptions& options, const Ru
   report.attempts = sel.attempts;
   report.determinism_tier = policy::TierName(plan.graph().tier);
   report.content_id = c.doc.content_id;
+  report.profile = sel.profile.key;
+  report.plan_hash = workplan::PlanHash(plan);
+  report.tolerance = policy::ToleranceName(plan.graph().tolerance);
+  report.thresholds = plan.thresholds;
   report.steps = options.steps;
   runtime::RunOptions run_options;
   run_options.executor = options.executor;

@@ -34,6 +34,10 @@ struct RunOptions {
   runtime::Feeds feeds;
   // Pins the backend's executor ("fused-encoder" | "generic" on WebGPU); "" lets it choose.
   std::string executor;
+  // When set, the run is refused (`replay-profile-mismatch`, before anything is compiled or
+  // dispatched) unless the chosen backend's device profile is exactly this one: a replay that
+  // promises bit-exactness must not quietly run on another device.
+  std::optional<std::string> require_profile;
 };
 
 // What a front end may want to tell its user before the run starts.
@@ -61,6 +65,10 @@ struct RunReport {
   std::vector<std::string> attempts;  // every backend tried, with why it was passed over
   std::string determinism_tier;
   std::string content_id;
+  std::string profile;    // the device profile the run happened on (DeviceProfile::key)
+  std::string plan_hash;  // workplan::PlanHash of the plan that ran
+  std::string tolerance;  // the graph's tolerance class, and its thresholds at the run's tier
+  policy::Thresholds thresholds;
   int steps = 1;
   // The last value of every output, in the graph's output order.
   std::vector<std::pair<std::string, runtime::HostTensor>> outputs;

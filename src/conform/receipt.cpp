@@ -152,18 +152,30 @@ std::string ReceiptProblem(const Json& j, const std::string& profile, const std:
 bool HasReceipt(const store::Store& store, const std::string& profile, const std::string& op,
                 const std::string& source_hash, policy::Tier tier,
                 std::vector<std::string>* warnings) {
+  return !FindReceipt(store, profile, op, source_hash, tier, warnings).empty();
+}
+
+std::string FindReceipt(const store::Store& store, const std::string& profile,
+                        const std::string& op, const std::string& source_hash, policy::Tier tier,
+                        std::vector<std::string>* warnings) {
   for (const std::string& id : store.Lookup(kReceiptKind, profile, op)) {
     auto r = store.Get(id);
-    if (!r.ok()) continue;
+    if (!r.ok()) {
+      // A receipt whose file no longer matches its name was changed after it was minted.
+      if (warnings)
+        warnings->push_back("receipt " + id + " for \"" + op + "\" is ignored: " +
+                            r.errors().front().code + ": " + r.errors().front().message);
+      continue;
+    }
     std::string problem = ReceiptProblem(r.value(), profile, op, source_hash, tier);
-    if (problem.empty()) return true;
+    if (problem.empty()) return id;
     // Receipts for other code or a stricter tier are expected after an upgrade; say nothing.
     if (warnings && problem.find("kernel hash") == std::string::npos &&
         problem.find("is looser than") == std::string::npos) {
       warnings->push_back("receipt " + id + " for \"" + op + "\" is ignored: " + problem);
     }
   }
-  return false;
+  return "";
 }
 
 int ReceiptReport::conformed() const {
@@ -197,7 +209,8 @@ Json ReceiptReport::ToJson() const {
     by_kernel[k.kernel] = {
         {"needs", k.groups}, {"missing", k.missing}, {"conformed", k.missing.empty()}};
   return {{"profile", profile},   {"kernels", kernels.size()}, {"conformed", conformed()},
-          {"missing", missing()}, {"warnings", warnings},      {"by_kernel", by_kernel}};
+          {"missing", missing()}, {"warnings", warnings},      {"by_kernel", by_kernel},
+          {"used", used}};
 }
 
 ReceiptReport CheckReceipts(const store::Store& store, const std::string& profile,
@@ -209,7 +222,10 @@ ReceiptReport CheckReceipts(const store::Store& store, const std::string& profil
     auto it = held.find(group);
     if (it != held.end()) return it->second;
     auto hash = SourceHash(group, tier);
-    bool ok = hash.ok() && HasReceipt(store, profile, group, hash.value(), tier, &report.warnings);
+    std::string id =
+        hash.ok() ? FindReceipt(store, profile, group, hash.value(), tier, &report.warnings) : "";
+    bool ok = !id.empty();
+    if (ok) report.used.push_back(id);
     held[group] = ok;
     return ok;
   };

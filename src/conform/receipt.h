@@ -45,13 +45,17 @@ Result<std::string> MintReceipt(const store::Store& store, const GroupResult& g,
 // hash, minted at `tier` or a stricter one, that is verified before it is trusted: its schema is
 // this build's, its thresholds (the group's and every case's) are those its tier gives their
 // tolerance classes, it records every case of the op and every recorded error is within its
-// thresholds, and a debug receipt records bit-identical reruns. Objects that fail their integrity
-// check are ignored; a receipt that fails verification is ignored too, and when `warnings` is
-// given a line naming the receipt and the failed check is added to it (receipts for other code or
+// thresholds, and a debug receipt records bit-identical reruns. A receipt whose stored file fails
+// its integrity check (store-object-corrupt), or that fails verification, is ignored, and when
+// `warnings` is given a line naming the receipt and the failed check is added to it (receipts for other code or
 // a looser tier are passed over silently: they are expected after an upgrade).
 bool HasReceipt(const store::Store& store, const std::string& profile, const std::string& op,
                 const std::string& source_hash, policy::Tier tier,
                 std::vector<std::string>* warnings = nullptr);
+// The id of the receipt HasReceipt would accept; "" when there is none.
+std::string FindReceipt(const store::Store& store, const std::string& profile,
+                        const std::string& op, const std::string& source_hash, policy::Tier tier,
+                        std::vector<std::string>* warnings = nullptr);
 
 // Which kernels of a module hold receipts on a profile, for `scellis run`. A kernel needs a
 // receipt for its op; a fused kernel for each op in it, plus the fused group when it chains more
@@ -65,6 +69,7 @@ struct ReceiptReport {
   std::string profile;
   std::vector<KernelReceipts> kernels;
   std::vector<std::string> warnings;  // receipts ignored because they failed verification
+  std::vector<std::string> used;      // the ids of the receipts held, each once
   int conformed() const;
   std::vector<std::string> missing() const;  // groups missing for any kernel, each once
   // "receipts: 3/4 kernels conformed on this profile (missing: matmul)", then a

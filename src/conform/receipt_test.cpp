@@ -9,6 +9,7 @@
 #include <unistd.h>
 
 #include <filesystem>
+#include <fstream>
 #include <functional>
 #include <string>
 
@@ -99,6 +100,21 @@ TEST_F(ReceiptTrustTest, AGenuineReceiptIsTrusted) {
     EXPECT_TRUE(Trusted(op, policy::Tier::kFast, &warnings));  // a stricter tier covers a looser
     EXPECT_TRUE(warnings.empty()) << warnings.front();
   }
+}
+
+TEST_F(ReceiptTrustTest, AReceiptEditedInTheStoreIsIgnoredAndNamedCorrupt) {
+  Json genuine = Genuine("neg");
+  const std::string id = store_->Lookup(kReceiptKind, kProfile, "neg").front();
+  const std::string hex = id.substr(7);
+  // Edited in place: its content no longer matches its name.
+  genuine["seed"] = genuine.value("seed", 0) + 1;
+  std::ofstream(root_ / "objects" / hex.substr(0, 2) / (hex + ".json")) << genuine.dump();
+  std::vector<std::string> warnings;
+  EXPECT_FALSE(Trusted("neg", policy::Tier::kProd, &warnings));
+  ASSERT_EQ(warnings.size(), 1u);
+  EXPECT_NE(warnings[0].find("receipt " + id + " for \"neg\" is ignored: store-object-corrupt"),
+            std::string::npos)
+      << warnings[0];
 }
 
 TEST_F(ReceiptTrustTest, AForgedReceiptIsIgnoredWithTheFailedCheckNamed) {

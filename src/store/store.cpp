@@ -2,7 +2,10 @@
 
 #include <algorithm>
 #include <cstdlib>
+#include <deque>
 #include <filesystem>
+#include <map>
+#include <set>
 #include <system_error>
 
 #include "base/atomic_file.h"
@@ -47,6 +50,55 @@ Status MakeDirs(const fs::path& dir) {
                      "point SCELLIS_STORE at a writable directory");
   }
   return Status::Ok();
+}
+
+// Every "sha256:<hex>" string anywhere in `j` (the ids an object refers to).
+void CollectIds(const Json& j, std::vector<std::string>& ids) {
+  if (j.is_string()) {
+    const std::string& v = j.get_ref<const std::string&>();
+    if (!HexOf(v).empty()) ids.push_back(v);
+  } else if (j.is_structured()) {
+    for (const Json& e : j) CollectIds(e, ids);
+  }
+}
+
+// The files of one section of the store ("objects" or "blobs"): hex name -> path. Files that
+// are not named like stored content (temporaries of an interrupted write) are passed over.
+std::map<std::string, fs::path> Section(const fs::path& root, const std::string& name,
+                                        const std::string& suffix) {
+  std::map<std::string, fs::path> files;
+  std::error_code ec;
+  for (fs::recursive_directory_iterator it(root / name, ec), end; !ec && it != end;
+       it.increment(ec)) {
+    if (!it->is_regular_file(ec)) continue;
+    std::string file = it->path().filename().string();
+    if (file.size() <= suffix.size() || file.substr(file.size() - suffix.size()) != suffix)
+      continue;
+    std::string hex = file.substr(0, file.size() - suffix.size());
+    if (IsHex64(hex)) files.emplace(hex, it->path());
+  }
+  return files;
+}
+
+struct IndexEntry {
+  fs::path path;
+  std::string hex;
+};
+std::vector<IndexEntry> IndexEntries(const fs::path& root) {
+  std::vector<IndexEntry> entries;
+  std::error_code ec;
+  for (fs::recursive_directory_iterator it(root / "index", ec), end; !ec && it != end;
+       it.increment(ec)) {
+    std::string file = it->path().filename().string();
+    if (it->is_regular_file(ec) && IsHex64(file)) entries.push_back({it->path(), file});
+  }
+  return entries;
+}
+
+Diagnostic Corrupt(const fs::path& path, const std::string& id, const std::string& what) {
+  return UserError("store-object-corrupt", "",
+                   "the stored " + what + " " + path.string() + " does not match its name " + id,
+                   "delete the file; whatever it recorded must be produced again");
 }
 
 }  // namespace
@@ -181,6 +233,111 @@ std::vector<std::string> Store::Lookup(const std::string& kind, const std::strin
   }
   std::sort(ids.begin(), ids.end());
   return ids;
+}
+
+std::vector<std::string> Store::Keys(const std::string& kind, const std::string& profile) const {
+  std::vector<std::string> keys;
+  if (!IsName(kind)) return keys;
+  std::error_code ec;
+  fs::path dir = fs::path(root_) / "index" / kind / Sha256Hex(profile).substr(0, 32);
+  for (fs::directory_iterator it(dir, ec), end; !ec && it != end; it.increment(ec)) {
+    std::string name = it->path().filename().string();
+    if (IsName(name)) keys.push_back(name);
+  }
+  std::sort(keys.begin(), keys.end());
+  return keys;
+}
+
+std::vector<Diagnostic> Store::Verify() const {
+  std::vector<Diagnostic> problems;
+  const fs::path root(root_);
+  auto objects = Section(root, "objects", ".json");
+  for (const auto& [hex, path] : objects) {
+    auto got = Get(kIdPrefix + hex);
+    if (!got.ok()) problems.push_back(Corrupt(path, kIdPrefix + hex, "object"));
+  }
+  for (const auto& [hex, path] : Section(root, "blobs", "")) {
+    auto bytes = ReadFile(path.string(), uint64_t{1} << 34);
+    if (!bytes.ok() || Sha256Hex(bytes.value()) != hex)
+      problems.push_back(Corrupt(path, kIdPrefix + hex, "blob"));
+  }
+  for (const IndexEntry& e : IndexEntries(root)) {
+    if (objects.count(e.hex)) continue;
+    problems.push_back(UserError("store-index-dangling", "",
+                                 "the index entry " + e.path.string() + " names " + kIdPrefix +
+                                     e.hex + ", which the store no longer holds",
+                                 "scellis store gc removes it"));
+  }
+  return problems;
+}
+
+Result<Store::GcResult> Store::Gc(const std::function<bool(const Json&)>& is_root,
+                                  bool dry_run) const {
+  GcResult result;
+  const fs::path root(root_);
+  auto objects = Section(root, "objects", ".json");
+  auto blobs = Section(root, "blobs", "");
+  std::set<std::string> keep;  // hex names
+  std::deque<std::string> todo;
+  auto reach = [&](const std::string& hex) {
+    if (keep.insert(hex).second) todo.push_back(hex);
+  };
+  std::vector<IndexEntry> dangling;
+  for (const IndexEntry& e : IndexEntries(root)) {
+    if (objects.count(e.hex))
+      reach(e.hex);
+    else
+      dangling.push_back(e);
+  }
+  std::set<std::string> corrupt;
+  for (const auto& [hex, path] : objects) {
+    auto j = Get(kIdPrefix + hex);
+    if (!j.ok()) {
+      corrupt.insert(hex);  // not ours to judge here: Verify reports it
+      continue;
+    }
+    if (is_root && is_root(j.value())) reach(hex);
+  }
+  while (!todo.empty()) {
+    std::string hex = todo.front();
+    todo.pop_front();
+    if (!objects.count(hex) || corrupt.count(hex)) continue;  // a blob, or unreadable
+    auto j = Get(kIdPrefix + hex);
+    if (!j.ok()) continue;
+    std::vector<std::string> ids;
+    CollectIds(j.value(), ids);
+    for (const std::string& id : ids) reach(HexOf(id));
+  }
+  auto sweep = [&](const std::map<std::string, fs::path>& files) -> Status {
+    for (const auto& [hex, path] : files) {
+      if (keep.count(hex) || corrupt.count(hex)) {
+        ++result.kept;
+        continue;
+      }
+      std::error_code ec;
+      result.removed_bytes += static_cast<int64_t>(fs::file_size(path, ec));
+      result.removed.push_back(kIdPrefix + hex);
+      if (!dry_run && !fs::remove(path, ec) && ec) {
+        return UserError("store-unwritable", "",
+                         "cannot remove " + path.string() + ": " + ec.message());
+      }
+    }
+    return Status::Ok();
+  };
+  // Blobs a corrupt object might have named are kept: it cannot be read to tell.
+  if (!corrupt.empty()) {
+    for (const auto& [hex, path] : blobs) keep.insert(hex);
+  }
+  SCELLIS_TRY(sweep(objects));
+  SCELLIS_TRY(sweep(blobs));
+  result.dangling_entries = static_cast<int64_t>(dangling.size());
+  if (!dry_run) {
+    for (const IndexEntry& e : dangling) {
+      std::error_code ec;
+      fs::remove(e.path, ec);
+    }
+  }
+  return result;
 }
 
 }  // namespace scellis::store

@@ -13,6 +13,7 @@
 // when read: a corrupted object is an error, never trusted.
 #pragma once
 
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -48,6 +49,26 @@ class Store {
   // Ids filed under (kind, profile, key), sorted; empty when there are none (or no store yet).
   std::vector<std::string> Lookup(const std::string& kind, const std::string& profile,
                                   const std::string& key) const;
+  // The keys that hold entries under (kind, profile), sorted; empty when there are none.
+  std::vector<std::string> Keys(const std::string& kind, const std::string& profile) const;
+
+  // Re-hashes every object and blob and checks every index entry: one `store-object-corrupt`
+  // diagnostic per file whose content does not match its name, one `store-index-dangling` per
+  // index entry whose object is gone. Empty when the store is sound (or does not exist yet).
+  std::vector<Diagnostic> Verify() const;
+
+  // Removes what nothing refers to. The roots are every indexed object (run records, receipts)
+  // and every object `is_root` accepts (records written by front ends that do not index them);
+  // whatever a kept object names ("sha256:<hex>" anywhere in its JSON) is kept too, transitively.
+  // Corrupt files are left for Verify to report; index entries whose object is gone are removed.
+  // With `dry_run` nothing is removed: the result says what would be.
+  struct GcResult {
+    std::vector<std::string> removed;  // ids of the objects and blobs removed (or to be)
+    int64_t removed_bytes = 0;
+    int64_t kept = 0;                  // objects and blobs kept
+    int64_t dangling_entries = 0;      // index entries removed (or to be)
+  };
+  Result<GcResult> Gc(const std::function<bool(const Json&)>& is_root, bool dry_run) const;
 
  private:
   explicit Store(std::string root) : root_(std::move(root)) {}

@@ -19,6 +19,7 @@
 #include "train/shards.h"
 #include "webir/passes/append_train_step.h"
 #include "workplan/mpi/mpi_job.h"
+#include "workplan/workplan.h"
 
 namespace scellis::train {
 namespace {
@@ -258,6 +259,9 @@ class Training {
     SCELLIS_ASSIGN_OR_RETURN(runtime::Selection eval_backend, runtime::SelectBackend(o_.select));
     result_.backend = step_backend.backend;
     result_.fallback_reason = step_backend.fallback_reason;
+    result_.profile = step_backend.profile.key;
+    result_.content_id = head_.doc.content_id;
+    result_.dataset = source;
     result_.steps_per_run = o_.steps_per_run;
     if (e_.backend) e_.backend(result_.backend, result_.fallback_reason);
 
@@ -272,6 +276,10 @@ class Training {
                              api::Session::Prepare(text, eval_options, std::move(eval_backend)));
     result_.executor = state().executor();
     result_.determinism_tier = policy::TierName(state().plan().graph().tier);
+    result_.plan_hash = workplan::PlanHash(state().plan());
+    result_.tolerance = policy::ToleranceName(state().plan().graph().tolerance);
+    result_.atol = state().plan().thresholds.atol;
+    result_.rtol = state().plan().thresholds.rtol;
     state_ = StateOf(state());
     SCELLIS_TRY(CheckLabels());
     images_feed_ = FeedNameOf(prog.blocks[spec_.images]);

@@ -82,6 +82,12 @@ struct TrainResult {
   std::string executor;  // "reference" | "fused-encoder"
   std::optional<std::string> fallback_reason;
   std::string determinism_tier;
+  std::string content_id;  // the document's
+  std::string profile;     // the device profile the step ran on (DeviceProfile::key)
+  std::string plan_hash;   // workplan::PlanHash of the plan holding the trained state
+  std::string tolerance;   // that plan's tolerance class, and its thresholds at the run's tier
+  double atol = 0, rtol = 0;
+  std::string dataset;     // the dataset's source, as the document names it
   int steps_per_run = 0;
   std::vector<EpochResult> epochs;  // those run by this call (after a resume, the later ones)
   std::vector<float> losses;        // every step's loss, in order

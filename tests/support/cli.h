@@ -8,6 +8,7 @@
 #include <unistd.h>
 
 #include <atomic>
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
@@ -48,6 +49,8 @@ inline std::filesystem::path MakeTempDir(const std::string& prefix) {
 }
 
 // Runs `program args...`; output goes to files (not pipes) so a chatty child never blocks.
+// Unless the test chose a store (SCELLIS_STORE), the child gets a fresh one of its own, removed
+// with its output: a test's runs never leave records in the user's store.
 inline CliRun RunProgram(const std::string& binary, const std::vector<std::string>& args) {
   std::filesystem::path dir = MakeTempDir("scellis-cli");
   std::string out_path = (dir / "stdout").string(), err_path = (dir / "stderr").string();
@@ -56,6 +59,14 @@ inline CliRun RunProgram(const std::string& binary, const std::vector<std::strin
   std::vector<char*> argv;
   for (std::string& a : argv_strings) argv.push_back(a.data());
   argv.push_back(nullptr);
+  std::vector<std::string> env_strings;
+  for (char** e = environ; *e; ++e) env_strings.push_back(*e);
+  const char* chosen_store = std::getenv("SCELLIS_STORE");
+  if (!chosen_store || !*chosen_store)
+    env_strings.push_back("SCELLIS_STORE=" + (dir / "store").string());
+  std::vector<char*> envp;
+  for (std::string& e : env_strings) envp.push_back(e.data());
+  envp.push_back(nullptr);
 
   CliRun r;
   pid_t pid = fork();
@@ -65,7 +76,7 @@ inline CliRun RunProgram(const std::string& binary, const std::vector<std::strin
     if (o < 0 || e < 0) _exit(126);
     dup2(o, 1);
     dup2(e, 2);
-    execv(binary.c_str(), argv.data());
+    execve(binary.c_str(), argv.data(), envp.data());
     _exit(127);
   }
   int status = 0;

@@ -1,0 +1,214 @@
+#include "record/replay.h"
+
+#include <cmath>
+
+#include "record/run_record.h"
+
+namespace scellis::record {
+namespace {
+
+Diagnostic Refused(const std::string& code, const std::string& message,
+                   const std::string& help = "") {
+  return UserError(code, "", message, help);
+}
+
+// Compares one replayed output with its digest in the record.
+Result<OutputComparison> Compare(const store::Store& store, const std::string& name,
+                                 const Json& digest, const runtime::HostTensor* replayed,
+                                 bool bit_exact, const policy::Thresholds& thresholds) {
+  OutputComparison c;
+  c.name = name;
+  if (!replayed) return c;  // the replay has no such output
+  c.digest_equal = TensorHash(*replayed) == digest.value("sha256", "");
+  if (c.digest_equal) {
+    c.ok = true;
+    return c;
+  }
+  auto recorded = KeptTensor(store, digest);
+  if (!recorded.ok()) {
+    // Bit-exactness is judged by the digest alone; a tolerance needs the values.
+    if (bit_exact && recorded.errors().front().code == "record-tensor-not-kept") return c;
+    Diagnostic d = recorded.errors().front();
+    d.message = "output \"" + name + "\": " + d.message;
+    if (d.code == "record-tensor-not-kept")
+      d.help = "its replay differs bit-wise, and without the recorded values it cannot be judged "
+               "within the tolerance";
+    return Status(d);
+  }
+  const runtime::HostTensor& want = recorded.value();
+  if (want.type.sizes() != replayed->type.sizes() || want.type.dtype != replayed->type.dtype)
+    return c;  // another shape or dtype: no element to name
+  c.compared_values = true;
+  const policy::Thresholds exact{0, 0};
+  const policy::Thresholds& judge = bit_exact ? exact : thresholds;
+  const size_t width = static_cast<size_t>(DTypeBytes(want.type.dtype));
+  for (int64_t i = 0; i < want.elements(); ++i) {
+    const double got = replayed->ValueAt(i), rec = want.ValueAt(i);
+    if (std::isfinite(got) && std::isfinite(rec))
+      c.max_abs_diff = std::max(c.max_abs_diff, std::fabs(got - rec));
+    // Bit-exact means the bytes: -0 is not 0, and one NaN is not another.
+    const bool same = bit_exact ? std::equal(want.bytes.begin() + i * width,
+                                             want.bytes.begin() + (i + 1) * width,
+                                             replayed->bytes.begin() + i * width)
+                                : judge.Accepts(got, rec);
+    if (!same && c.first_difference < 0) {
+      c.first_difference = i;
+      c.replayed = got;
+      c.recorded = rec;
+    }
+  }
+  c.ok = c.first_difference < 0;
+  return c;
+}
+
+// A backend that cannot be opened here is a refusal of the replay, said as such.
+Status RefuseUnavailable(const Status& s, const std::string& backend) {
+  for (const Diagnostic& d : s.errors()) {
+    if (d.code == "backend-unavailable" || d.code == "unknown-backend") {
+      return Refused("replay-backend-unavailable",
+                     "the record ran on the " + backend + " backend, which cannot run here: " +
+                         d.message,
+                     "replay it where that backend is available");
+    }
+  }
+  return s;
+}
+
+}  // namespace
+
+const OutputComparison* ReplayResult::first_disagreement() const {
+  for (const OutputComparison& c : outputs)
+    if (!c.ok) return &c;
+  return nullptr;
+}
+
+Json ReplayResult::ToJson() const {
+  Json outs = Json::array();
+  for (const OutputComparison& c : outputs) {
+    Json o = {{"name", c.name},
+              {"digest_equal", c.digest_equal},
+              {"ok", c.ok},
+              {"compared_values", c.compared_values},
+              {"max_abs_diff", c.max_abs_diff}};
+    if (c.first_difference >= 0)
+      o["first_difference"] = {
+          {"element", c.first_difference}, {"replayed", c.replayed}, {"recorded", c.recorded}};
+    outs.push_back(o);
+  }
+  return {{"run_id", run_id},
+          {"command", command},
+          {"guarantee", guarantee},
+          {"tolerance", {{"class", tolerance}, {"atol", atol}, {"rtol", rtol}}},
+          {"recorded_profile", recorded_profile},
+          {"profile", profile},
+          {"backend", backend},
+          {"agree", agree},
+          {"outputs", outs}};
+}
+
+Result<ReplayResult> Replay(const std::string& run_id, const ReplayOptions& options) {
+  SCELLIS_ASSIGN_OR_RETURN(store::Store store, store::Store::Open(options.store_root));
+  SCELLIS_ASSIGN_OR_RETURN(Json record, LoadRecord(store, run_id));
+  SCELLIS_ASSIGN_OR_RETURN(Json document, store.Get(record.value("document_id", "")));
+  // The receipts the run relied on must still be what they were.
+  if (record.contains("receipts") && record["receipts"].is_array())
+    for (const Json& id : record["receipts"])
+      if (id.is_string()) SCELLIS_TRY(store.Get(id.get<std::string>()).status());
+
+  ReplayResult r;
+  r.run_id = run_id;
+  r.command = record.value("command", "");
+  const std::string backend = record.value("backend", "");
+  const std::string tier = record.value("tier", "");
+  const Json tolerance = record.value("tolerance", Json::object());
+  r.tolerance = tolerance.value("class", "");
+  r.atol = tolerance.value("atol", 0.0);
+  r.rtol = tolerance.value("rtol", 0.0);
+  r.recorded_profile = record.value("device_profile", "");
+  const bool bit_exact = backend == "cpu" || tier == "debug";
+  r.guarantee = bit_exact ? "bit-exact" : "tolerance";
+  const Json settings = record.value("settings", Json::object());
+  SCELLIS_ASSIGN_OR_RETURN(pipeline::CompileOptions compile,
+                           CompileSettingsFrom(settings.value("compile", Json::object())));
+  // The backend the record ran on, never `auto`: a replay does not fall back.
+  runtime::SelectOptions select{.requested = backend,
+                                .allow_software_adapter =
+                                    settings.value("allow_software_adapter", false),
+                                .cpu_threads = options.cpu_threads};
+  const std::string text = document.dump();
+
+  std::vector<std::pair<std::string, runtime::HostTensor>> outputs;
+  if (r.command == "run") {
+    api::RunOptions run;
+    run.compile = compile;
+    run.select = select;
+    run.steps = settings.value("steps", 1);
+    run.history = settings.value("history", std::vector<std::string>{});
+    run.executor = settings.value("executor", "");  // a pinned executor is pinned again
+    run.store_root = store.root();
+    if (bit_exact) run.require_profile = r.recorded_profile;
+    const Json inputs = record.value("inputs", Json::object());
+    for (const auto& [name, digest] : inputs.items()) {
+      auto t = KeptTensor(store, digest);
+      if (!t.ok()) {
+        Diagnostic d = t.errors().front();
+        d.message = "input \"" + name + "\": " + d.message;
+        return Status(d);
+      }
+      run.feeds[name] = std::move(t.value());
+    }
+    auto report = api::Run(text, run);
+    if (!report.ok()) return RefuseUnavailable(report.status(), backend);
+    r.profile = report->profile;
+    r.backend = report->backend;
+    outputs = std::move(report->outputs);
+  } else if (r.command == "train") {
+    if (settings.value("resumed", false)) {
+      return Refused("replay-needs-checkpoint",
+                     "the recorded training resumed from a checkpoint the record does not hold",
+                     "replay a training run that started from the document's initial state");
+    }
+    train::TrainOptions t;
+    t.compile = compile;
+    t.select = select;
+    t.epochs = settings.value("epochs", 0);
+    t.steps_per_run = settings.value("steps_per_run", 8);
+    t.max_steps = settings.value("max_steps", int64_t{0});
+    t.chunks = settings.value("chunks", 0);
+    // The ranks' partial sums are combined in a fixed tree: one process with the same chunks
+    // gives the bits of the whole job.
+    if (t.chunks == 0 && settings.value("ranks", 1) > 1) t.chunks = settings.value("ranks", 1);
+    t.store_root = store.root();
+    train::Trainer trainer(t);
+    auto result = trainer.Train(text);
+    if (!result.ok()) return RefuseUnavailable(result.status(), backend);
+    r.profile = result->profile;
+    r.backend = result->backend;
+    if (bit_exact && r.profile != r.recorded_profile) {
+      return Refused("replay-profile-mismatch",
+                     "the record promises bit-exactness on device profile \"" +
+                         r.recorded_profile + "\" but this replay ran on \"" + r.profile + "\"",
+                     "replay it on the device it was recorded on");
+    }
+    outputs = TrainingOutputs(result.value());
+  } else {
+    return Refused("not-a-run-record", run_id + " records an unknown command \"" + r.command +
+                                           "\"");
+  }
+
+  const policy::Thresholds thresholds{r.atol, r.rtol};
+  r.agree = true;
+  const Json recorded_outputs = record.value("outputs", Json::object());
+  for (const auto& [name, digest] : recorded_outputs.items()) {
+    const runtime::HostTensor* replayed = nullptr;
+    for (const auto& [n, t] : outputs)
+      if (n == name) replayed = &t;
+    SCELLIS_ASSIGN_OR_RETURN(OutputComparison c,
+                             Compare(store, name, digest, replayed, bit_exact, thresholds));
+    r.agree = r.agree && c.ok;
+    r.outputs.push_back(std::move(c));
+  }
+  return r;
+}
+
+}  // namespace scellis::record
