@@ -7,7 +7,7 @@
 namespace scellis::ops {
 namespace {
 
-constexpr EnumTable<OpKind, 10> kOpKinds({{{OpKind::kSource, "source"},
+constexpr EnumTable<OpKind, 11> kOpKinds({{{OpKind::kSource, "source"},
                                            {OpKind::kElementwise, "elementwise"},
                                            {OpKind::kReduce, "reduce"},
                                            {OpKind::kMatmul, "matmul"},
@@ -16,12 +16,14 @@ constexpr EnumTable<OpKind, 10> kOpKinds({{{OpKind::kSource, "source"},
                                            {OpKind::kNormalize, "normalize"},
                                            {OpKind::kLoss, "loss"},
                                            {OpKind::kOptimizer, "optimizer"},
-                                           {OpKind::kRandom, "random"}}});
-constexpr EnumTable<PortRole, 5> kPortRoles({{{PortRole::kOperand, "operand"},
+                                           {OpKind::kRandom, "random"},
+                                           {OpKind::kIndex, "index"}}});
+constexpr EnumTable<PortRole, 6> kPortRoles({{{PortRole::kOperand, "operand"},
                                               {PortRole::kLabels, "labels"},
                                               {PortRole::kGradient, "gradient"},
                                               {PortRole::kState, "state"},
-                                              {PortRole::kStep, "step"}}});
+                                              {PortRole::kStep, "step"},
+                                              {PortRole::kIndex, "index"}}});
 constexpr EnumTable<AttrType, 10> kAttrTypes({{{AttrType::kInt, "integer"},
                                                {AttrType::kNumber, "number"},
                                                {AttrType::kBool, "boolean"},

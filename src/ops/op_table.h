@@ -34,6 +34,7 @@ enum class OpKind {
   kLoss,       // cross_entropy and its gradient
   kOptimizer,  // sgd/momentum/adam updates
   kRandom,     // uniform, dropout: counter-hash streams of (seed, step, element index)
+  kIndex,      // index_select, gather, index_add, scatter_add: reads and sums at i32 indices
 };
 const char* OpKindName(OpKind k);
 
@@ -45,6 +46,7 @@ enum class PortRole {
   kGradient,  // an upstream gradient or the gradient being applied
   kState,     // optimizer state carried between steps
   kStep,      // the 1-based step number, a scalar
+  kIndex,     // i32 indices into an axis of an operand, range-checked before any kernel reads them
 };
 const char* PortRoleName(PortRole r);
 
