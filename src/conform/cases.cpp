@@ -406,7 +406,8 @@ struct SliceVariant {
 };
 
 // Strided slices: steps above 1, negative steps, bounds past both ends, empty ranges (a stop before
-// its start, an empty input), a rank-0 tensor, and a bool tensor (moved as its stored bits).
+// its start, an empty input), a rank-0 tensor, and bool and i32 tensors (moved as their stored
+// bits).
 std::vector<SliceVariant> SliceVariants() {
   const std::nullopt_t end = std::nullopt;
   return {
@@ -443,6 +444,13 @@ std::vector<SliceVariant> SliceVariants() {
        Bounds({-2, -5}),
        {3, 14},
        Domain::kMask},
+      {"i32",
+       {5, 67},
+       Bounds({1, 66}),
+       Bounds({end, end}),
+       Bounds({2, -3}),
+       {2, 23},
+       Domain::kInt32},
   };
 }
 
@@ -470,6 +478,7 @@ void FlipCases(const OpSpec& def, std::vector<Case>& out) {
       {"size1", {1}, {0}, Domain::kSigned},
       {"empty", {0, 5}, {0, 1}, Domain::kSigned},
       {"bool", {5, 67}, {1}, Domain::kMask},
+      {"i32", {5, 67}, {0, 1}, Domain::kInt32},
   };
   for (const auto& [name, shape, axes, domain] : flips) {
     DocBuilder b;
@@ -479,7 +488,7 @@ void FlipCases(const OpSpec& def, std::vector<Case>& out) {
 }
 
 // Constant padding: one side, both sides, none, around empty axes (an empty input grows into a
-// tensor of only the value), rank 0, and bool tensors padded with 1.
+// tensor of only the value), rank 0, bool tensors padded with 1 and i32 ones with -2^31.
 void PadCases(const OpSpec& def, std::vector<Case>& out) {
   struct Variant {
     const char* name;
@@ -499,6 +508,7 @@ void PadCases(const OpSpec& def, std::vector<Case>& out) {
       {"empty_stays_empty", {0, 5}, {{0, 0}, {1, 1}}, 7.0},
       {"rank0", {}, {}, 1.0},
       {"bool", {5, 67}, {{1, 2}, {3, 0}}, 1.0, Domain::kMask},
+      {"i32", {5, 67}, {{1, 2}, {3, 0}}, -2147483648.0, Domain::kInt32},
   };
   for (const Variant& v : variants) {
     DocBuilder b;
