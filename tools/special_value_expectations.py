@@ -204,6 +204,24 @@ case("flip", "special", [("a", [2, 3], flat(L))], torch.flip(t32(L), [0, 1]), {"
 case("pad", "special", [("a", [2, 3], flat(L))], F.pad(t32(L), (0, 1, 1, 0), value=-2.5),
      {"pads": [[1, 0], [0, 1]], "value": -2.5}, version=4)
 
+# Version 4 index ops: gathers move elements as bits; index_add and scatter_add add in index order
+# (the sums here are exact, so any order gives them): inf + -inf and a NaN term give NaN.
+A32 = t32(L)
+IDX = [2, 0, 2, 1]
+case("index_select", "special", [("a", [3, 2], flat(L)), ("index", [4], IDX)],
+     torch.index_select(A32.reshape(3, 2), 0, torch.tensor(IDX)), {"axis": 0}, version=4)
+GI = [[1, 0, 1], [0, 0, 1]]
+case("gather", "special", [("a", [2, 3], flat(L)), ("index", [2, 3], flat(GI))],
+     torch.gather(A32, 0, torch.tensor(GI)), {"axis": 0}, version=4)
+IA = [1, 0, 1]
+IS = [[-inf, 1.0, nan], [inf, 0.5, -0.0], [1.0, 2.0, 0.25]]
+case("index_add", "special", [("a", [2, 3], flat(L)), ("index", [3], IA), ("src", [3, 3], flat(IS))],
+     A32.index_add(0, torch.tensor(IA), t32(IS)), {"axis": 0}, version=4)
+SI = [[2, 2, 0], [1, 1, 1]]
+SS = [[-inf, 1.0, nan], [inf, -0.0, 0.5]]
+case("scatter_add", "special",
+     [("a", [2, 3], flat(L)), ("index", [2, 3], flat(SI)), ("src", [2, 3], flat(SS))],
+     A32.scatter_add(1, torch.tensor(SI), t32(SS)), {"axis": 1}, version=4)
 # Version 5's shift: out[i] = a[i - shifts], the element past an edge per boundary. Wrap is
 # torch.roll; zero and clamp gather through index tensors (clamped, or masked to zero).
 rows_idx = torch.arange(2).reshape(2, 1) - 1

@@ -1,6 +1,5 @@
 // `scellis run`: parses the flags, runs the document through the engine's run facade and prints
 // the report: backend line, receipts, the outputs (last values), any histories, and the readback.
-#include <charconv>
 #include <iostream>
 
 #include "api/run.h"
@@ -11,13 +10,7 @@
 namespace scellis::cli {
 namespace {
 
-std::string FormatFloat(float v) {
-  char buf[32];
-  auto r = std::to_chars(buf, buf + sizeof buf, v);
-  return std::string(buf, r.ptr);
-}
-
-std::string FormatValues(const std::vector<float>& data) {
+std::string FormatValues(const std::vector<std::string>& data) {
   std::string s = "[";
   const size_t kShow = 8;
   for (size_t i = 0; i < data.size(); ++i) {
@@ -25,7 +18,7 @@ std::string FormatValues(const std::vector<float>& data) {
       s += "..., ";
       i = data.size() - kShow;
     }
-    s += FormatFloat(data[i]);
+    s += data[i];
     if (i + 1 < data.size()) s += ", ";
   }
   return s + "]";
@@ -33,7 +26,7 @@ std::string FormatValues(const std::vector<float>& data) {
 
 void PrintTensor(const std::string& name, const runtime::HostTensor& t) {
   std::cout << name << ": shape " << t.type.ShapeString() << " " << DTypeName(t.type.dtype);
-  std::vector<float> values = api::ValuesOf(t);
+  std::vector<std::string> values = api::ValueTexts(t);
   std::vector<int64_t> sizes = t.type.sizes();
   if (sizes.size() == 2 && sizes[0] > 1 && sizes[0] <= 16 && sizes[1] <= 16) {
     // Small matrices (a Game-of-Life grid, say) read better as rows.
@@ -59,7 +52,7 @@ void PrintHistory(const std::string& name, const std::vector<runtime::HostTensor
       std::cout << "  ...\n";
       k = steps.size() - kShow;
     }
-    std::cout << "  step " << k + 1 << ": " << FormatValues(api::ValuesOf(steps[k])) << "\n";
+    std::cout << "  step " << k + 1 << ": " << FormatValues(api::ValueTexts(steps[k])) << "\n";
   }
 }
 

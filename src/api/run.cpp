@@ -1,6 +1,7 @@
 #include "api/run.h"
 
 #include <algorithm>
+#include <charconv>
 #include <chrono>
 #include <cmath>
 
@@ -178,6 +179,24 @@ Json TensorToJson(const runtime::HostTensor& t) {
 
 std::vector<float> ValuesOf(const runtime::HostTensor& t) {
   return t.ToFloats();
+}
+
+std::vector<std::string> ValueTexts(const runtime::HostTensor& t) {
+  const bool integral =
+      t.type.dtype == DType::kI32 || t.type.dtype == DType::kU32 || t.type.dtype == DType::kBool;
+  std::vector<std::string> out;
+  out.reserve(static_cast<size_t>(t.elements()));
+  char buf[32];
+  for (int64_t i = 0; i < t.elements(); ++i) {
+    const double v = t.ValueAt(i);
+    if (integral) {
+      out.push_back(std::to_string(static_cast<int64_t>(v)));
+    } else {
+      auto r = std::to_chars(buf, buf + sizeof buf, static_cast<float>(v));
+      out.emplace_back(buf, r.ptr);
+    }
+  }
+  return out;
 }
 
 Json RunReport::ToJson() const {

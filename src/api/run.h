@@ -93,7 +93,11 @@ Result<RunReport> Run(std::string_view text, const RunOptions& options,
 // as the strings "NaN", "Infinity", "-Infinity").
 Json TensorToJson(const runtime::HostTensor& t);
 
-// The values of a host tensor as f32, for printing.
+// The values of a host tensor as f32 (an integer beyond 2^24 rounded to one).
 std::vector<float> ValuesOf(const runtime::HostTensor& t);
+
+// Each value as printed text: floats as the shortest decimal of their f32 or f16 value ("nan",
+// "inf" for the special ones), integers and bools exactly.
+std::vector<std::string> ValueTexts(const runtime::HostTensor& t);
 
 }  // namespace scellis::api

@@ -160,6 +160,53 @@ TEST_P(SessionOnBackend, BadFeedIsRefusedWithoutPoisoning) {
   EXPECT_TRUE(s.value()->Run(RandomFeeds(16, 1, rng), {"total"}).ok());
 }
 
+// Fed indices are checked before any kernel reads them: an in-range step gathers the rows (worked
+// by hand), an index outside the axis poisons the session with a cause naming the feed and the
+// position, and a negative index counts as outside.
+TEST_P(SessionOnBackend, AFedIndexOutOfRangePoisonsNamingThePosition) {
+  Json g = {{"version", 4},
+            {"nodes",
+             {{{"id", 0},
+               {"op", "input"},
+               {"name", "table"},
+               {"shape", {3, 2}},
+               {"data", {10, 11, 20, 21, 30, 31}}},
+              {{"id", 1}, {"op", "input"}, {"name", "ids"}, {"shape", {4}}, {"dtype", "i32"}},
+              {{"id", 2}, {"op", "index_select"}, {"a", 0}, {"index", 1}, {"axis", 0}}}},
+            {"outputs", {{{"name", "rows"}, {"id", 2}}}}};
+  auto s = Session::Prepare(g.dump(), Options(), Select(GetParam()));
+  ASSERT_TRUE(s.ok()) << s.errors().front().Format();
+  auto ids = [](std::vector<int32_t> v) {
+    HostTensor t = HostTensor::Zeros(MakeType({4}, DType::kI32));
+    std::copy(v.begin(), v.end(), t.view<int32_t>().begin());
+    return runtime::Feeds{{"ids", t}};
+  };
+  auto r = s.value()->Run({ids({2, 0, 2, 1})}, {"rows"});
+  ASSERT_TRUE(r.ok()) << r.errors().front().Format();
+  auto rows = r->watched[0].second[0].view<float>();
+  EXPECT_EQ(std::vector<float>(rows.begin(), rows.end()),
+            (std::vector<float>{30, 31, 10, 11, 30, 31, 20, 21}));
+
+  auto bad = s.value()->Run({ids({0, 1, 3, 0})}, {"rows"});
+  ASSERT_FALSE(bad.ok());
+  EXPECT_EQ(bad.errors().front().code, "index-out-of-range");
+  EXPECT_NE(bad.errors().front().message.find("the feed \"ids\" holds 3 at position [2]"),
+            std::string::npos)
+      << bad.errors().front().message;
+  EXPECT_EQ(bad.errors().front().pointer, "/nodes/2");
+  auto again = s.value()->Run({ids({0, 0, 0, 0})}, {"rows"});
+  ASSERT_FALSE(again.ok());
+  EXPECT_EQ(again.errors().front().code, "session-poisoned");
+  EXPECT_NE(again.errors().front().message.find("index-out-of-range"), std::string::npos);
+
+  auto fresh = Session::Prepare(g.dump(), Options(), Select(GetParam()));
+  ASSERT_TRUE(fresh.ok());
+  auto negative = fresh.value()->Run({ids({0, -1, 0, 0})}, {"rows"});
+  ASSERT_FALSE(negative.ok());
+  EXPECT_NE(negative.errors().front().message.find("holds -1 at position [1]"), std::string::npos);
+  EXPECT_TRUE(fresh.value()->poisoned());
+}
+
 INSTANTIATE_TEST_SUITE_P(Backends, SessionOnBackend, ::testing::Values("cpu", "webgpu"));
 
 // Device faults after work began poison the session; each cause is named in the STATE error.

@@ -74,6 +74,16 @@ HostTensor HostTensor::FromFloats(const TensorType& type, std::span<const float>
   return t;
 }
 
+HostTensor HostTensor::FromValues(const TensorType& type, std::span<const double> values) {
+  HostTensor t = Zeros(type);
+  if (static_cast<int64_t>(values.size()) != type.elements()) {
+    throw std::logic_error(std::to_string(values.size()) + " values for a tensor of " +
+                           std::to_string(type.elements()) + " elements");
+  }
+  for (size_t i = 0; i < values.size(); ++i) t.SetValue(static_cast<int64_t>(i), values[i]);
+  return t;
+}
+
 std::vector<float> HostTensor::ToFloats() const {
   if (type.dtype == DType::kF32) {
     std::span<const float> v = view<float>();

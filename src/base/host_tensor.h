@@ -47,6 +47,8 @@ struct HostTensor {
   static HostTensor Zeros(const TensorType& type);
   // `values` (one per element) converted to the dtype as by SetValue. f32 is a plain copy.
   static HostTensor FromFloats(const TensorType& type, std::span<const float> values);
+  // `values` (one per element) converted to the dtype as by SetValue: exact for integer types.
+  static HostTensor FromValues(const TensorType& type, std::span<const double> values);
   // Every element as float (see ValueAt).
   std::vector<float> ToFloats() const;
 

@@ -670,8 +670,8 @@ class Lowering {
     return "";
   }
 
-  std::optional<std::vector<float>> ParseData(const doc::Node& n, const Json& data,
-                                              const TensorType& t) {
+  std::optional<std::vector<double>> ParseData(const doc::Node& n, const Json& data,
+                                               const TensorType& t) {
     std::string pointer = ParamPointer(n, "data");
     if (!data.is_array()) {
       Error("non-numeric-data", pointer,
@@ -686,7 +686,7 @@ class Lowering {
             n, "data is flat, in row-major order");
       return std::nullopt;
     }
-    std::vector<float> values;
+    std::vector<double> values;
     values.reserve(data.size());
     for (size_t i = 0; i < data.size(); ++i) {
       const Json& v = data[i];
@@ -702,7 +702,9 @@ class Lowering {
               "the value " + v.dump() + " is not " + DTypeRange(t.dtype), n);
         return std::nullopt;
       }
-      values.push_back(static_cast<float>(d));
+      // Kept exact: a float type rounds it once where the tensor is made, an integer type holds
+      // it as it is (an f32 could not: 2^24 + 1 is no f32).
+      values.push_back(d);
     }
     return values;
   }

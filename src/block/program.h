@@ -42,7 +42,8 @@ struct Block {
   std::vector<std::pair<std::string, int>> inputs;  // port → index of the producing block
   Json params;                                      // op attributes
   TensorType tensor_type;                           // sources only
-  std::optional<std::vector<float>> data;           // inputs with inline data, constants
+  std::optional<std::vector<double>> data;          // inputs with inline data, constants: exact
+                                                    // for every dtype (an f64 holds any i32, u32)
   std::optional<Initializer> init;                  // params
   std::string pointer;
 

@@ -227,7 +227,7 @@ TEST(Sources, TypesDataAndConstants) {
                  WithTier(Tier::kProd));
   ASSERT_TRUE(p.ok()) << p.errors().front().Format();
   EXPECT_EQ(p->blocks[0].kind, BlockKind::kInput);
-  EXPECT_EQ(*p->blocks[0].data, (std::vector<float>{1.5f, -2.0f, 3e-3f, 4.0f}));
+  EXPECT_EQ(*p->blocks[0].data, (std::vector<double>{1.5, -2.0, 3e-3, 4.0}));
   EXPECT_EQ(p->blocks[1].kind, BlockKind::kFull);
   EXPECT_EQ(p->blocks[1].tensor_type.rank(), 0);
   EXPECT_EQ(p->blocks[2].tensor_type.elements(), 0);

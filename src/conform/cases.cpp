@@ -1,6 +1,8 @@
 #include "conform/cases.h"
 
 #include <algorithm>
+#include <cmath>
+#include <iterator>
 #include <limits>
 #include <optional>
 
@@ -24,7 +26,9 @@ class DocBuilder {
  public:
   int Input(const std::string& name, Shape shape, Domain domain = Domain::kSigned,
             int classes = 0) {
-    const DType dtype = domain == Domain::kMask ? DType::kBool : DType::kF32;
+    const DType dtype = domain == Domain::kMask                                ? DType::kBool
+                        : domain == Domain::kInt32 || domain == Domain::kIndex ? DType::kI32
+                                                                               : DType::kF32;
     inputs_.push_back({name, shape, domain, classes, dtype});
     Json node = {{"op", "input"}, {"name", name}, {"shape", shape}};
     if (dtype != DType::kF32) node["dtype"] = DTypeName(dtype);
@@ -241,10 +245,11 @@ void OperandAttrCases(const OpSpec& def, std::vector<Case>& out) {
 
 void CastCases(const OpSpec& def, std::vector<Case>& out) {
   const std::tuple<const char*, Domain, const char*> conversions[] = {
-      {"f32_to_bool", Domain::kCoarse, "bool"},
-      {"bool_to_f32", Domain::kMask, "f32"},
-      {"f32_to_f32", Domain::kSigned, "f32"},
-      {"bool_to_bool", Domain::kMask, "bool"}};
+      {"f32_to_bool", Domain::kCoarse, "bool"}, {"bool_to_f32", Domain::kMask, "f32"},
+      {"f32_to_f32", Domain::kSigned, "f32"},   {"bool_to_bool", Domain::kMask, "bool"},
+      {"f32_to_i32", Domain::kWide, "i32"},     {"i32_to_f32", Domain::kInt32, "f32"},
+      {"i32_to_bool", Domain::kInt32, "bool"},  {"bool_to_i32", Domain::kMask, "i32"},
+      {"i32_to_i32", Domain::kInt32, "i32"}};
   const std::pair<const char*, Shape> shapes[] = {
       {"size1", {1}}, {"prime1009", {1009}}, {"rank3", {3, 5, 67}}, {"empty", {0, 5}}};
   for (const auto& [conversion, domain, to] : conversions) {
@@ -401,7 +406,8 @@ struct SliceVariant {
 };
 
 // Strided slices: steps above 1, negative steps, bounds past both ends, empty ranges (a stop before
-// its start, an empty input), a rank-0 tensor, and a bool tensor (moved as its stored bits).
+// its start, an empty input), a rank-0 tensor, and bool and i32 tensors (moved as their stored
+// bits).
 std::vector<SliceVariant> SliceVariants() {
   const std::nullopt_t end = std::nullopt;
   return {
@@ -438,6 +444,13 @@ std::vector<SliceVariant> SliceVariants() {
        Bounds({-2, -5}),
        {3, 14},
        Domain::kMask},
+      {"i32",
+       {5, 67},
+       Bounds({1, 66}),
+       Bounds({end, end}),
+       Bounds({2, -3}),
+       {2, 23},
+       Domain::kInt32},
   };
 }
 
@@ -465,6 +478,7 @@ void FlipCases(const OpSpec& def, std::vector<Case>& out) {
       {"size1", {1}, {0}, Domain::kSigned},
       {"empty", {0, 5}, {0, 1}, Domain::kSigned},
       {"bool", {5, 67}, {1}, Domain::kMask},
+      {"i32", {5, 67}, {0, 1}, Domain::kInt32},
   };
   for (const auto& [name, shape, axes, domain] : flips) {
     DocBuilder b;
@@ -474,7 +488,7 @@ void FlipCases(const OpSpec& def, std::vector<Case>& out) {
 }
 
 // Constant padding: one side, both sides, none, around empty axes (an empty input grows into a
-// tensor of only the value), rank 0, and bool tensors padded with 1.
+// tensor of only the value), rank 0, bool tensors padded with 1 and i32 ones with -2^31.
 void PadCases(const OpSpec& def, std::vector<Case>& out) {
   struct Variant {
     const char* name;
@@ -494,6 +508,7 @@ void PadCases(const OpSpec& def, std::vector<Case>& out) {
       {"empty_stays_empty", {0, 5}, {{0, 0}, {1, 1}}, 7.0},
       {"rank0", {}, {}, 1.0},
       {"bool", {5, 67}, {{1, 2}, {3, 0}}, 1.0, Domain::kMask},
+      {"i32", {5, 67}, {{1, 2}, {3, 0}}, -2147483648.0, Domain::kInt32},
   };
   for (const Variant& v : variants) {
     DocBuilder b;
@@ -551,6 +566,62 @@ void LayoutCases(const OpSpec& def, std::vector<Case>& out) {
       int x = b.Input("x", shape);
       out.push_back(b.Finish(def.name, name, b.Op(def.name, {x}), 1));
     }
+  }
+}
+
+// Index ops: the index is fed, drawn from the indexed axis (longer than it, so positions repeat,
+// which fixes the order of index_add and scatter_add sums), on the first, middle and last axis (a
+// negative one too); empty indices and empty operands; bool and i32 operands for the gathers (the
+// i32 extremes move as bits); and many repeats into few slices for the sums.
+void IndexCases(const OpSpec& def, std::vector<Case>& out) {
+  struct Variant {
+    const char* name;
+    Shape a;
+    Shape index;
+    int axis;
+    Domain domain = Domain::kSigned;
+  };
+  const bool sums = def.name == "index_add" || def.name == "scatter_add";
+  const bool list = def.name == "index_select" || def.name == "index_add";  // a rank-1 index
+  std::vector<Variant> variants;
+  if (list) {
+    variants = {{"rank2_axis0", {5, 7}, {9}, 0},
+                {"rank3_axis_negative", {3, 67, 5}, {130}, -2},
+                {"rank1", {97}, {1009}, 0},
+                {"rank4_last", {2, 3, 5, 7}, {11}, 3},
+                {"size1", {1}, {1}, 0},
+                {"empty_index", {5, 7}, {0}, 0},
+                {"empty_other_axis", {0, 7}, {4}, 1},
+                {"many_repeats", {3, 4}, {200}, 0}};
+  } else {
+    variants = {{"rank2_axis0_longer", {5, 7}, {9, 7}, 0},
+                {"rank2_axis1_narrower", {5, 7}, {4, 20}, 1},
+                {"rank3_axis_negative", {3, 67, 5}, {2, 130, 5}, -2},
+                {"rank1", {97}, {1009}, 0},
+                {"size1", {1}, {1}, 0},
+                {"empty_index", {5, 7}, {0, 7}, 0},
+                {"empty_operand", {0, 7}, {0, 3}, 1},
+                {"many_repeats", {3, 4}, {200, 4}, 0}};
+  }
+  if (!sums) {
+    variants.push_back({"bool", {5, 67}, list ? Shape{11} : Shape{11, 67}, 0, Domain::kMask});
+    variants.push_back({"i32", {12, 5}, list ? Shape{8} : Shape{8, 5}, 0, Domain::kInt32});
+  }
+  for (const Variant& v : variants) {
+    DocBuilder b;
+    const int axis = v.axis < 0 ? v.axis + static_cast<int>(v.a.size()) : v.axis;
+    int a = b.Input("a", v.a, v.domain);
+    int index = b.Input("index", v.index, Domain::kIndex, static_cast<int>(v.a[axis]));
+    std::vector<int> args = {a, index};
+    if (sums) {
+      Shape src = v.index;
+      if (list) {
+        src = v.a;
+        src[axis] = v.index[0];
+      }
+      args.push_back(b.Input("src", src, v.domain));
+    }
+    out.push_back(b.Finish(def.name, v.name, b.Op(def.name, args, {{"axis", v.axis}}), 4));
   }
 }
 
@@ -798,6 +869,9 @@ std::vector<Case> CasesFor(const std::string& group) {
     case OpKind::kRandom:
       RandomCases(*def, out);
       break;
+    case OpKind::kIndex:
+      IndexCases(*def, out);
+      break;
   }
   return out;
 }
@@ -808,6 +882,31 @@ runtime::Feeds MakeFeeds(const Case& c, uint64_t seed) {
     HostTensor t = HostTensor::Zeros(MakeType(in.shape));
     int64_t n = t.elements();
     std::span<float> data = t.view<float>();
+    if (in.dtype == DType::kI32) {
+      HostTensor stored = HostTensor::Zeros(MakeType(in.shape, in.dtype));
+      std::span<int32_t> ints = stored.view<int32_t>();
+      uint64_t stream = CounterHash(seed, Fnv1a(c.id() + "/" + in.name));
+      // The first elements of a kInt32 tensor are the boundary values, the rest random bits.
+      const int32_t boundary[] = {std::numeric_limits<int32_t>::min(),
+                                  std::numeric_limits<int32_t>::max(),
+                                  0,
+                                  -1,
+                                  1,
+                                  16777217,
+                                  -16777217,
+                                  2147483520,
+                                  2147483584};
+      for (int64_t i = 0; i < n; ++i) {
+        const uint64_t h = CounterHash(stream, static_cast<uint64_t>(i));
+        if (in.domain == Domain::kIndex)
+          ints[i] = static_cast<int32_t>(h % static_cast<uint64_t>(std::max(in.classes, 1)));
+        else
+          ints[i] =
+              i < static_cast<int64_t>(std::size(boundary)) ? boundary[i] : static_cast<int32_t>(h);
+      }
+      feeds[in.name] = std::move(stored);
+      continue;
+    }
     if (in.dtype != DType::kF32) {  // a mask: drawn as 0/1 floats, stored in its own dtype
       HostTensor stored = HostTensor::Zeros(MakeType(in.shape, in.dtype));
       uint64_t stream = CounterHash(seed, Fnv1a(c.id() + "/" + in.name));
@@ -847,7 +946,14 @@ runtime::Feeds MakeFeeds(const Case& c, uint64_t seed) {
           if (v == 0.0f && (CounterHash(stream ^ 0x5eed, static_cast<uint64_t>(i)) & 1)) v = -0.0f;
           break;
         case Domain::kMask:  // drawn above, in the mask's dtype
+        case Domain::kInt32:
+        case Domain::kIndex:
           break;
+        case Domain::kWide: {
+          const float magnitude = std::exp2(-2.0f + 35.0f * u);
+          v = (CounterHash(stream ^ 0x5eed, static_cast<uint64_t>(i)) & 1) ? -magnitude : magnitude;
+          break;
+        }
         case Domain::kBinary:
           v = u < 0.4f ? 1.0f : 0.0f;
           any_one = any_one || v != 0.0f;
@@ -887,12 +993,17 @@ std::vector<SpecialValueCase> SpecialValueCases() {
     std::vector<int> args;
     const OpSpec* def = ops::BuiltinOps()->Find(r.op);
     for (const Input& in : r.inputs) {
-      // An input named after a mask port (where's cond, masked_fill's mask) is a bool.
+      // An input named after a mask port (where's cond, masked_fill's mask) is a bool, one named
+      // after an index port i32.
       const ops::Port* port = def ? def->FindPort(in.name) : nullptr;
       const bool mask = port && port->dtypes == std::vector<DType>{DType::kBool};
-      args.push_back(b.Input(in.name, in.shape, mask ? Domain::kMask : Domain::kSigned));
-      s.feeds[in.name] =
-          HostTensor::FromFloats(MakeType(in.shape, mask ? DType::kBool : DType::kF32), in.values);
+      const bool index = port && port->role == ops::PortRole::kIndex;
+      args.push_back(b.Input(in.name, in.shape,
+                             mask    ? Domain::kMask
+                             : index ? Domain::kIndex
+                                     : Domain::kSigned));
+      const DType dtype = mask ? DType::kBool : index ? DType::kI32 : DType::kF32;
+      s.feeds[in.name] = HostTensor::FromFloats(MakeType(in.shape, dtype), in.values);
     }
     s.c = b.Finish(r.op, r.name, b.Op(r.op, args, Json::parse(r.attrs)), r.version);
     s.want = r.want;

@@ -30,6 +30,11 @@ enum class Domain {
   kStep,          // an optimizer step number, an integer in 1 .. 1000
   kCoarse,        // multiples of 0.5 in [-2, 2], +-0 included: comparisons meet ties and zeros
   kMask,          // a bool tensor, 0 or 1 at random
+  kInt32,         // an i32 tensor over the whole range: the extremes, 0, +-1, values past 2^24
+                  // (one f32 cannot hold) and random ones
+  kIndex,         // an i32 tensor of indices 0 .. classes-1 (gathers), repeats likely
+  kWide,          // f32 of magnitude 2^-2 .. 2^33, either sign: fractions to truncate and values
+                  // past the i32 range to saturate
 };
 
 struct CaseInput {
@@ -37,7 +42,7 @@ struct CaseInput {
   std::vector<int64_t> shape;
   Domain domain = Domain::kSigned;
   int classes = 0;            // kLabels only
-  DType dtype = DType::kF32;  // bool for kMask
+  DType dtype = DType::kF32;  // bool for kMask, i32 for kInt32 and kIndex
 };
 
 struct Case {

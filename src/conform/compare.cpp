@@ -56,6 +56,35 @@ Comparison Compare(std::span<const float> got, std::span<const float> want,
   return c;
 }
 
+Comparison CompareBits(std::span<const float> got, std::span<const float> want,
+                       uint32_t poison_bits) {
+  Comparison c;
+  c.elements = static_cast<int64_t>(want.size());
+  if (got.size() != want.size()) {
+    c.mismatches = c.elements;
+    c.max_abs = c.max_rel = c.max_bound_ratio = std::numeric_limits<double>::infinity();
+    c.first_bad = 0;
+    return c;
+  }
+  for (size_t i = 0; i < want.size(); ++i) {
+    uint32_t g, w;
+    std::memcpy(&g, &got[i], sizeof g);
+    std::memcpy(&w, &want[i], sizeof w);
+    if (g == w) continue;
+    if (g == poison_bits) ++c.unwritten;
+    const double diff = std::fabs(double{static_cast<int32_t>(g)} - static_cast<int32_t>(w));
+    c.max_abs = std::max(c.max_abs, diff);
+    c.max_bound_ratio = std::numeric_limits<double>::infinity();
+    if (c.first_bad < 0) {
+      c.first_bad = static_cast<int64_t>(i);
+      c.first_got = static_cast<float>(static_cast<int32_t>(g));
+      c.first_want = static_cast<float>(static_cast<int32_t>(w));
+    }
+    ++c.mismatches;
+  }
+  return c;
+}
+
 bool BitIdentical(std::span<const float> a, std::span<const float> b) {
   return a.size() == b.size() &&
          (a.empty() || std::memcmp(a.data(), b.data(), a.size_bytes()) == 0);

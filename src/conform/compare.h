@@ -37,6 +37,12 @@ Comparison Compare(std::span<const float> got, std::span<const float> want,
                    const policy::Thresholds& t, uint32_t poison_bits,
                    std::span<const float> magnitude = {});
 
+// For integer outputs (i32, u32), whose slots hold the integers' bits: every element must have
+// the same bits, and bits equal to `poison_bits` count as unwritten. max_abs is the largest
+// difference of the i32 values.
+Comparison CompareBits(std::span<const float> got, std::span<const float> want,
+                       uint32_t poison_bits);
+
 // True when the two arrays hold the same bits (NaN payloads included).
 bool BitIdentical(std::span<const float> a, std::span<const float> b);
 

@@ -2,6 +2,8 @@
 
 #include <gtest/gtest.h>
 
+#include <cstdint>
+#include <cstring>
 #include <limits>
 #include <vector>
 
@@ -38,6 +40,24 @@ TEST(Compare, NanAgreesWithNanOnly) {
   EXPECT_EQ(Compare(std::vector<float>{nan, nan, inf}, want, loose, 0).mismatches, 1);
   EXPECT_EQ(Compare(std::vector<float>{nan, 1.0f, -inf}, want, loose, 0).mismatches, 1);
   EXPECT_EQ(Compare(std::vector<float>{nan, 1.0f, nan}, want, loose, 0).mismatches, 1);
+}
+
+// Integer outputs compare as bits: values no f32 tells apart (2^24 and 2^24 + 1), i32 bit
+// patterns that are NaN or -0 as floats (2^31 - 1, -2^31 against 0) all count, and the poison
+// pattern is an unwritten element.
+TEST(Compare, IntegersCompareAsBits) {
+  auto slots = [](std::vector<int32_t> v) {
+    std::vector<float> s(v.size());
+    std::memcpy(s.data(), v.data(), v.size() * 4);
+    return s;
+  };
+  const std::vector<float> want = slots({16777217, 2147483647, INT32_MIN, 5});
+  EXPECT_TRUE(CompareBits(want, want, 0x7fc0deadu).ok());
+  Comparison c = CompareBits(slots({16777216, 2147483646, 0, 0x7fc0dead}), want, 0x7fc0deadu);
+  EXPECT_EQ(c.mismatches, 4);
+  EXPECT_EQ(c.unwritten, 1);
+  EXPECT_EQ(c.first_bad, 0);
+  EXPECT_EQ(c.max_abs, 2147483648.0);
 }
 
 }  // namespace

@@ -3,6 +3,7 @@
 #include <chrono>
 #include <cmath>
 #include <cstdio>
+#include <cstring>
 #include <optional>
 #include <random>
 
@@ -161,6 +162,20 @@ ReadyCase Ready(const Case& c, policy::Tier tier, const execplan::DeviceLimits& 
   return r;
 }
 
+bool IsIntegerOutput(const execplan::Plan& plan) {
+  const DType t = plan.graph().at(plan.graph().outputs.at(0).node).type.dtype;
+  return t == DType::kI32 || t == DType::kU32;
+}
+
+// A device's output as the reference's f32 buffers hold it (kernel/ref/ref.h): values, except
+// integers, which are their bits.
+std::vector<float> Slots(const runtime::HostTensor& t) {
+  if (t.type.dtype != DType::kI32 && t.type.dtype != DType::kU32) return t.ToFloats();
+  std::vector<float> slots(static_cast<size_t>(t.elements()));
+  if (!slots.empty()) std::memcpy(slots.data(), t.bytes.data(), t.bytes.size());
+  return slots;
+}
+
 // Judges what a device computed for a ready case (and, in the debug tier, what it computed the
 // second time) against the CPU reference, into r.result.
 void Judge(const Case& c, ReadyCase& r, const std::vector<float>& got,
@@ -181,7 +196,9 @@ void Judge(const Case& c, ReadyCase& r, const std::vector<float>& got,
     auto m = runtime::cpu::RunPlan<float>(plan, abs_feeds, parallel);
     if (m.ok()) magnitude = std::move(m->at(0));
   }
-  cr.comparison = Compare(got, want->at(0), cr.thresholds, runtime::kPoisonBits, magnitude);
+  cr.comparison = IsIntegerOutput(plan)
+                      ? CompareBits(got, want->at(0), runtime::kPoisonBits)
+                      : Compare(got, want->at(0), cr.thresholds, runtime::kPoisonBits, magnitude);
   if (cr.comparison.first_bad >= 0) {
     const TensorType& out_type = plan.graph().at(plan.graph().outputs.at(0).node).type;
     cr.first_bad_at = Index(cr.comparison.first_bad, out_type.sizes());
@@ -234,7 +251,7 @@ Result<std::vector<GroupResult>> Run(runtime::Executor& gpu, const Options& opti
       Status device_lost;
       auto run = [&](const char* which) -> std::optional<std::vector<float>> {
         auto out = gpu.Run(gpu_plan, r.feeds, {.poison_outputs = true});
-        if (out.ok()) return out->outputs.at(0).second.ToFloats();
+        if (out.ok()) return Slots(out->outputs.at(0).second);
         if (!gpu.health().ok()) device_lost = out.status();
         r.result.error = std::string(which) + " failed: " + FirstMessage(out.errors());
         return std::nullopt;

@@ -177,15 +177,18 @@ void AddElementwiseOps(OpTable& t) {
                 "any value"});
   t.Add({.name = "cast",
          .min_version = 3,
-         .ports = {MaskOrF32Operand("a")},
+         .ports = {{"a", PortRole::kOperand, {DType::kF32, DType::kI32, DType::kBool}}},
          .attrs = {{"dtype", AttrType::kString, nullptr, true}},
          .kind = OpKind::kElementwise,
          .differentiable = true,
          .tolerance = ToleranceClass::kExact,
          .determinism = "exact (a conversion per element)",
-         .summary = "a converted to `dtype` (f32 or bool): to bool, a != 0; from bool, 0 or 1; "
-                    "the gradient passes between f32 values only",
-         .nan = "as torch's conversion to bool: NaN and infinities are true, +-0 false"});
+         .summary = "a converted to `dtype` (f32, i32 or bool): to bool, a != 0; from bool, 0 "
+                    "or 1; to i32, toward zero as torch, saturating at -2^31 and 2^31 - 1; from "
+                    "i32 to f32, rounded to nearest (even); the gradient passes between f32 "
+                    "values only",
+         .nan = "as torch's conversion to bool: NaN and infinities are true, +-0 false; to i32, "
+                "NaN gives 0 and +-inf saturate (torch leaves both undefined)"});
   unary("relu", 1, ToleranceClass::kExact, true, "exact", "max(a, 0)",
         "as torch.relu: relu(NaN) = NaN (never 0), relu(-0) = -0, relu(inf) = inf, "
         "relu(-inf) = 0");
@@ -535,6 +538,82 @@ void AddOptimOps(OpTable& t) {
          .nan = update_nan});
 }
 
+// Version 4: indexed reads and their gradients, the indexed sums. Indices are i32, read as
+// integers on every backend (never through f32), each in [0, size of the indexed axis): negative
+// indices are refused as out of range, as torch.index_select and torch.gather refuse them. Indices
+// known when the plan is made (inline data, full) are checked then (index-out-of-range, a user
+// error); fed ones before every step that reads them (index-out-of-range, a run-time error that
+// poisons a session). An index computed on the device cannot be checked before a kernel reads it
+// and is refused (index-not-checkable).
+void AddIndexOps(OpTable& t) {
+  const Port index{"index", PortRole::kIndex, {DType::kI32}};
+  const Attr axis{"axis", AttrType::kInt, nullptr, true};
+  const char* checked =
+      "indices are i32 in [0, size of the axis): known ones are checked when the plan is made, "
+      "fed ones before each step (index-out-of-range names the position)";
+  t.Add({.name = "index_select",
+         .min_version = 4,
+         .ports = {AnyDTypeOperand("a"), index},
+         .attrs = {axis},
+         .kind = OpKind::kIndex,
+         .differentiable = true,
+         .tolerance = ToleranceClass::kExact,
+         .determinism = "exact (data movement)",
+         .summary = std::string("the slices of `a` along `axis` at the positions listed in the "
+                                "rank-1 `index`, in its order (repeats allowed), as "
+                                "torch.index_select; ") +
+                    checked + "; the gradient of `a` is index_add into zeros",
+         .nan = "elements move as bits: NaN and infinities pass unchanged"});
+  t.Add({.name = "gather",
+         .min_version = 4,
+         .ports = {AnyDTypeOperand("a"), index},
+         .attrs = {axis},
+         .kind = OpKind::kIndex,
+         .differentiable = true,
+         .tolerance = ToleranceClass::kExact,
+         .determinism = "exact (data movement)",
+         .summary = std::string("out[p] = a[p with its `axis` coordinate replaced by index[p]], "
+                                "as torch.gather: `index` has a's rank, the output its shape, "
+                                "and no axis but `axis` longer than a's; ") +
+                    checked + "; the gradient of `a` is scatter_add into zeros",
+         .nan = "elements move as bits: NaN and infinities pass unchanged"});
+  const char* order =
+      "fixed order, no float atomics: each output element starts from a's element and adds the "
+      "matching src elements in increasing index position, one rounding per addition, the same "
+      "on every backend";
+  t.Add({.name = "index_add",
+         .min_version = 4,
+         .ports = {Operand("a"), index, Operand("src")},
+         .attrs = {axis},
+         .kind = OpKind::kIndex,
+         .differentiable = true,
+         .tolerance = ToleranceClass::kExact,
+         .determinism = order,
+         .summary = std::string("a copy of `a` to which, for each position k of the rank-1 "
+                                "`index`, the slice k of `src` along `axis` is added at the "
+                                "slice index[k], as torch.index_add (alpha 1); src is a's shape "
+                                "but index's length on `axis`; ") +
+                    checked +
+                    "; the gradients are the upstream for a and its index_select for "
+                    "src",
+         .nan = "IEEE additions in that order: a NaN term makes its sum NaN, inf + -inf is NaN"});
+  t.Add({.name = "scatter_add",
+         .min_version = 4,
+         .ports = {Operand("a"), index, Operand("src")},
+         .attrs = {axis},
+         .kind = OpKind::kIndex,
+         .differentiable = true,
+         .tolerance = ToleranceClass::kExact,
+         .determinism = order,
+         .summary = std::string("a copy of `a` to which src[p] is added at p with its `axis` "
+                                "coordinate replaced by index[p], for every position p of "
+                                "`index`, as torch.scatter_add; `index` has src's shape (a "
+                                "smaller index is refused) and no axis but `axis` longer than "
+                                "a's; ") +
+                    checked + "; the gradients are the upstream for a and its gather for src",
+         .nan = "IEEE additions in that order: a NaN term makes its sum NaN, inf + -inf is NaN"});
+}
+
 void AddRandomOps(OpTable& t) {
   const char* hash =
       "exact: element i of (seed, step) is bits = h(h(i) ^ h(seed ^ h(step))) with the u32 PCG "
@@ -587,6 +666,7 @@ const std::shared_ptr<const OpTable>& BuiltinOps() {
     AddNnOps(*t);
     AddOptimOps(*t);
     AddRandomOps(*t);
+    AddIndexOps(*t);
     return std::shared_ptr<const OpTable>(std::move(t));
   }();
   return table;

@@ -7,7 +7,7 @@
 namespace scellis::ops {
 namespace {
 
-constexpr EnumTable<OpKind, 11> kOpKinds({{{OpKind::kSource, "source"},
+constexpr EnumTable<OpKind, 12> kOpKinds({{{OpKind::kSource, "source"},
                                            {OpKind::kElementwise, "elementwise"},
                                            {OpKind::kReduce, "reduce"},
                                            {OpKind::kMatmul, "matmul"},
@@ -17,12 +17,14 @@ constexpr EnumTable<OpKind, 11> kOpKinds({{{OpKind::kSource, "source"},
                                            {OpKind::kLoss, "loss"},
                                            {OpKind::kOptimizer, "optimizer"},
                                            {OpKind::kRandom, "random"},
-                                           {OpKind::kNeighbour, "neighbour"}}});
-constexpr EnumTable<PortRole, 5> kPortRoles({{{PortRole::kOperand, "operand"},
+                                           {OpKind::kNeighbour, "neighbour"},
+                                           {OpKind::kIndex, "index"}}});
+constexpr EnumTable<PortRole, 6> kPortRoles({{{PortRole::kOperand, "operand"},
                                               {PortRole::kLabels, "labels"},
                                               {PortRole::kGradient, "gradient"},
                                               {PortRole::kState, "state"},
-                                              {PortRole::kStep, "step"}}});
+                                              {PortRole::kStep, "step"},
+                                              {PortRole::kIndex, "index"}}});
 constexpr EnumTable<AttrType, 10> kAttrTypes({{{AttrType::kInt, "integer"},
                                                {AttrType::kNumber, "number"},
                                                {AttrType::kBool, "boolean"},

@@ -37,6 +37,7 @@ enum class OpKind {
   // shift: each output element reads its operand at a fixed offset from its own index, with a
   // declared boundary; fused into an elementwise kernel as a shifted load of a buffer.
   kNeighbour,
+  kIndex,      // index_select, gather, index_add, scatter_add: reads and sums at i32 indices
 };
 const char* OpKindName(OpKind k);
 
@@ -48,6 +49,7 @@ enum class PortRole {
   kGradient,  // an upstream gradient or the gradient being applied
   kState,     // optimizer state carried between steps
   kStep,      // the 1-based step number, a scalar
+  kIndex,     // i32 indices into an axis of an operand, range-checked before any kernel reads them
 };
 const char* PortRoleName(PortRole r);
 

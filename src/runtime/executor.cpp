@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <cmath>
 
+#include "webir/op_rules.h"
+
 namespace scellis::runtime {
 namespace {
 
@@ -35,6 +37,21 @@ Result<int> WatchedNode(const webir::Graph& g, const std::string& name) {
                      known.empty() ? "" : "outputs: " + known);
   }
   return node;
+}
+
+// Fed indices are checked before any kernel reads them (kernels trust their indices): a value
+// outside its axis is a run-time error, which poisons a session, naming the feed and the position.
+Status CheckFedIndices(const webir::Graph& g, const Feeds& feeds) {
+  SCELLIS_ASSIGN_OR_RETURN(std::vector<webir::IndexUse> uses, webir::IndexUses(g));
+  for (const webir::IndexUse& u : uses) {
+    const webir::Node& s = g.at(u.source);
+    if (s.role != webir::Role::kInput || s.data) continue;
+    auto it = feeds.find(FeedName(s));
+    if (it == feeds.end()) continue;
+    SCELLIS_TRY(webir::CheckIndexValues(g, u, it->second, ErrorKind::kRuntime,
+                                        "the feed \"" + FeedName(s) + "\""));
+  }
+  return Status::Ok();
 }
 
 Status RefuseRed(const execplan::Plan& plan) {
@@ -89,7 +106,7 @@ Result<HostTensor> SourceData(const webir::Node& n, const Feeds& feeds) {
   if (auto it = feeds.find(FeedName(n)); it != feeds.end()) return it->second;
   if (n.role == webir::Role::kParam && n.init)
     return HostTensor::FromFloats(n.type, n.init->Generate(count));
-  if (n.data) return HostTensor::FromFloats(n.type, *n.data);
+  if (n.data) return HostTensor::FromValues(n.type, *n.data);
   return UserError("missing-input-data", n.origin,
                    "the input \"" + FeedName(n) + "\" has no data and no feed",
                    "give it \"data\" in the document, or feed it when running a session");
@@ -130,6 +147,7 @@ Result<RunResult> Executor::Run(const execplan::Plan& plan, const Feeds& feeds,
   SCELLIS_TRY(RefuseRed(plan));
   SCELLIS_TRY(CheckExecutor(*this, options));
   SCELLIS_TRY(ValidateFeeds(plan.graph(), feeds));
+  SCELLIS_TRY(CheckFedIndices(plan.graph(), feeds));
   // Every input without inline data must be fed, carried ones included: a one-shot run has no
   // previous step. Params fall back to their initializers.
   for (const webir::Node& n : plan.graph().nodes)
@@ -143,6 +161,7 @@ Result<std::unique_ptr<Prepared>> Executor::Prepare(const execplan::Plan& plan, 
   SCELLIS_TRY(RefuseRed(plan));
   SCELLIS_TRY(CheckExecutor(*this, options));
   SCELLIS_TRY(ValidateFeeds(plan.graph(), feeds));
+  SCELLIS_TRY(CheckFedIndices(plan.graph(), feeds));
   return DoPrepare(plan, feeds, options);
 }
 
@@ -163,6 +182,7 @@ Result<StepsResult> Prepared::RunSteps(const std::vector<Feeds>& feeds,
   const std::vector<int> fed = FedInputs(g);
   for (const Feeds& step : feeds) {
     SCELLIS_TRY(ValidateFeeds(g, step));
+    SCELLIS_TRY(CheckFedIndices(g, step));
     for (int node : fed)
       if (!step.count(FeedName(g.at(node)))) return SourceData(g.at(node), step).status();
   }
@@ -182,6 +202,7 @@ Status Prepared::Upload(const std::string& name, const HostTensor& value) {
   }
   SCELLIS_TRY(
       CheckValue("bad-upload", "the upload to \"" + name + "\"", plan_.graph().at(node), value));
+  SCELLIS_TRY(CheckFedIndices(plan_.graph(), {{name, value}}));
   return DoUpload(node, value);
 }
 

@@ -274,6 +274,7 @@ Result<Graph> FromBlock(const block::Program& p) {
   SCELLIS_TRY(block::Verify(p));
   auto g = Lowering(p).Run();
   if (g.ok()) SCELLIS_TRY(Verify(g.value()));
+  if (g.ok()) SCELLIS_TRY(CheckKnownIndices(g.value()));
   return g;
 }
 

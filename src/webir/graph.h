@@ -39,11 +39,11 @@ struct Node {
   TensorType type;
   Role role = Role::kCompute;
   Purpose purpose = Purpose::kForward;
-  std::string name;                        // printed as %name
-  std::string label;                       // the user's name ("dataset"), "" if none
-  std::string origin;                      // JSON pointer of the document node this came from
-  std::optional<std::vector<float>> data;  // inputs with inline data
-  std::optional<block::Initializer> init;  // params
+  std::string name;                         // printed as %name
+  std::string label;                        // the user's name ("dataset"), "" if none
+  std::string origin;                       // JSON pointer of the document node this came from
+  std::optional<std::vector<double>> data;  // inputs with inline data (values, exact in any dtype)
+  std::optional<block::Initializer> init;   // params
 
   std::string Describe() const;
 };

@@ -177,11 +177,13 @@ TEST(OpTable, NamesAreUniqueAndDescribed) {
 // without a CPU reference and a WGSL kernel being exercised.
 Json ExampleNode(const ops::OpSpec& d) {
   // Ports bind to: 0 and 1 (2x3 positive data), 3 (3x2), 4 (two labels), 5 (a scalar), 6 (a
-  // step), 7 (a 2x3 bool mask).
+  // step), 7 (a 2x3 bool mask), 8 (two i32 indices into axis 0 of a 2x3), 9 (a 2x3 of them).
   Json n = {{"id", 2}, {"op", d.name}};
   for (const ops::Port& p : d.ports) {
     const std::string& port = p.name;
-    n[port] = p.dtypes == std::vector<DType>{DType::kBool}                          ? 7
+    const bool list_index = d.name == "index_select" || d.name == "index_add";
+    n[port] = p.role == ops::PortRole::kIndex                ? (list_index ? 8 : 9)
+              : p.dtypes == std::vector<DType>{DType::kBool} ? 7
               : port == "a" || port == "param" || port == "m" || port == "velocity" ? 0
               : port == "target"                                                    ? 4
               : port == "t" || port == "step"                                       ? 6
@@ -204,6 +206,7 @@ Json ExampleNode(const ops::OpSpec& d) {
   if (d.name == "shift") n["shifts"] = {1, -1};
   if (d.name == "pad") n["pads"] = {{1, 0}, {0, 2}};
   if (d.name == "sum" || d.name == "mean") n["axis"] = 1;
+  if (d.kind == OpKind::kIndex) n["axis"] = 0;
   return n;
 }
 
@@ -225,19 +228,26 @@ TEST(OpTable, EveryOpRunsThroughTheLadder) {
       EXPECT_NE(kernel::ref::FindOp(d.name), nullptr) << "no CPU reference";
     }
     // Positive inputs keep log and sqrt finite.
-    Json doc = GraphDoc({InputNode(0, {2, 3}, {0.5f, 1, 1.5f, 2, 2.5f, 3}),
-                         InputNode(1, {2, 3}, {3, 2.5f, 2, 1.5f, 1, 0.5f}),
-                         InputNode(3, {3, 2}, {1, 2, 3, 4, 5, 6}),
-                         InputNode(4, {2}, {0, 2}),
-                         InputNode(5, {}, {1.5f}),
-                         InputNode(6, {}, {2}),
-                         {{"id", 7},
-                          {"op", "input"},
-                          {"shape", {2, 3}},
-                          {"dtype", "bool"},
-                          {"data", {1, 0, 0, 1, 1, 0}}},
-                         ExampleNode(d)},
-                        {{"y", 2}}, std::max(2, d.min_version));
+    Json doc =
+        GraphDoc({InputNode(0, {2, 3}, {0.5f, 1, 1.5f, 2, 2.5f, 3}),
+                  InputNode(1, {2, 3}, {3, 2.5f, 2, 1.5f, 1, 0.5f}),
+                  InputNode(3, {3, 2}, {1, 2, 3, 4, 5, 6}),
+                  InputNode(4, {2}, {0, 2}),
+                  InputNode(5, {}, {1.5f}),
+                  InputNode(6, {}, {2}),
+                  {{"id", 7},
+                   {"op", "input"},
+                   {"shape", {2, 3}},
+                   {"dtype", "bool"},
+                   {"data", {1, 0, 0, 1, 1, 0}}},
+                  {{"id", 8}, {"op", "input"}, {"shape", {2}}, {"dtype", "i32"}, {"data", {1, 0}}},
+                  {{"id", 9},
+                   {"op", "input"},
+                   {"shape", {2, 3}},
+                   {"dtype", "i32"},
+                   {"data", {1, 0, 1, 0, 0, 1}}},
+                  ExampleNode(d)},
+                 {{"y", 2}}, std::max(2, d.min_version));
     auto c = pipeline::Compile(doc.dump(), ProdOptions());
     ASSERT_TRUE(c.ok()) << c.errors().front().Format();
     ASSERT_FALSE(c->module->kernels.empty());

@@ -22,6 +22,7 @@ RuleSet BuildRules() {
   AddNnRules(r);
   AddOptimRules(r);
   AddRandomRules(r);
+  AddIndexRules(r);
   return r;
 }
 

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "base/determinism.h"
+#include "base/host_tensor.h"
 #include "base/json_util.h"
 #include "base/result.h"
 #include "base/tensor_type.h"
@@ -64,6 +65,26 @@ void AddStencilRules(RuleSet& r);
 void AddNnRules(RuleSet& r);
 void AddOptimRules(RuleSet& r);
 void AddRandomRules(RuleSet& r);
+void AddIndexRules(RuleSet& r);
+
+// Index operands (webir/ops/index.cpp). Kernels read indices without checking them, so every
+// index is range-checked before a kernel reads it: known ones when the graph is made, fed ones
+// before each step.
+bool IsIndexOp(std::string_view op);
+struct IndexUse {
+  int op = -1;        // the index_select, gather, index_add or scatter_add node
+  int source = -1;    // the input or full node whose values its index holds (maybe rearranged)
+  int64_t bound = 0;  // the size of the axis it indexes: each value must be in [0, bound)
+};
+// Every index operand of `g` with its source; `index-not-checkable` at the op's pointer where the
+// values are computed on the device.
+Result<std::vector<IndexUse>> IndexUses(const Graph& g);
+// The first value of `values` (the source's tensor) outside [0, use.bound) as
+// `index-out-of-range` of `kind` at the op's pointer, naming `what` and the position.
+Status CheckIndexValues(const Graph& g, const IndexUse& use, const HostTensor& values,
+                        ErrorKind kind, const std::string& what);
+// Checks the indices known when the graph is made: inline data and full constants.
+Status CheckKnownIndices(const Graph& g);
 
 // Runs `rule` (the rule of `op`) and checks the shape it inferred: an output of more than
 // kMaxElements elements (the non-zero sizes counted, see CheckedElements) is `tensor-too-large`

@@ -109,7 +109,9 @@ void Pad(const OpArgs<T>& a) {
   std::vector<int64_t> before;
   for (const Json& p : a.node->attrs["pads"]) before.push_back(p[0].get<int64_t>());
   const double given = a.node->attrs["value"];
-  const T value = static_cast<T>(static_cast<float>(given));
+  const DType dtype = a.node->type.dtype;
+  const T value = IsIntegerDType(dtype) ? IntegerSlot<T>(static_cast<int64_t>(given), dtype)
+                                        : static_cast<T>(static_cast<float>(given));
   std::vector<int64_t> out_sizes = a.node->type.sizes();
   SetEachOutput(a, [&](int64_t i) {
     std::vector<int64_t> idx = Unravel(i, out_sizes);

@@ -60,6 +60,7 @@ const std::vector<std::pair<std::string, OpImpl>>& Ops() {
     AddNnOps(t);
     AddOptimOps(t);
     AddRandomOps(t);
+    AddIndexOps(t);
     return t;
   }();
   return table;
@@ -145,9 +146,12 @@ Status RunFused(const Module& m, const Kernel& k, const std::vector<const T*>& i
     if (!impl) return InternalError("ref.RunFused", "no scalar reference for " + s.op);
     fns.push_back(Pick<T>(*impl));
   }
-  std::vector<char> casts_to_bool;
+  std::vector<DType> cast_to;  // per step: the dtype a cast makes (f32 for every other step)
   for (const ExprStep& s : k.expr)
-    casts_to_bool.push_back(s.op == "cast" && m.graph().at(s.node).type.dtype == DType::kBool);
+    cast_to.push_back(s.op == "cast" ? m.graph().at(s.node).type.dtype : DType::kF32);
+  std::vector<DType> in_dtypes;
+  for (int in : k.inputs) in_dtypes.push_back(m.graph().at(in).type.dtype);
+  const DType out_dtype = out_type.dtype;
   int64_t chunks = (total + kChunk - 1) / kChunk;
   parallel.For(chunks, [&](int64_t c) {
     std::vector<T> step(k.expr.size());
@@ -159,6 +163,9 @@ Status RunFused(const Module& m, const Kernel& k, const std::vector<const T*>& i
         if (IsStepRef(o)) return step[StepOf(o)];
         int64_t off = 0;
         for (size_t d = 0; d < idx.size(); ++d) off += idx[d] * strides[o][d];
+        // An integer is read as its value: exact in f64, rounded once to nearest in f32.
+        if (IsIntegerDType(in_dtypes[o]))
+          return static_cast<T>(IntegerOf(inputs[o][off], in_dtypes[o]));
         return inputs[o][off];
       };
       for (size_t s = 0; s < k.expr.size(); ++s) {
@@ -176,11 +183,15 @@ Status RunFused(const Module& m, const Kernel& k, const std::vector<const T*>& i
         T b = e.operands.size() > 1 ? operand(e.operands[1]) : T(0);
         T c = e.operands.size() > 2 ? operand(e.operands[2]) : T(0);
         step[s] = fns[s](a, b, c);
-        // A cast to bool makes its value 0 or 1 in the register already, so that later steps of
-        // the expression see the bool; every other cast keeps the value (f32 is the register).
-        if (casts_to_bool[s]) step[s] = BoolOf(step[s]);
+        // A cast to bool or i32 makes its value one of that dtype in the register already, so
+        // that later steps of the expression see it; a cast to f32 keeps the value (f32 is the
+        // register). An i32 in the register is the integer rounded to T (2^31 - 1 becomes 2^31
+        // in f32, which the store saturates back).
+        if (cast_to[s] == DType::kBool) step[s] = BoolOf(step[s]);
+        if (cast_to[s] == DType::kI32) step[s] = static_cast<T>(SaturateToI32(step[s]));
       }
-      out[i] = step.back();
+      out[i] = out_dtype == DType::kI32 ? IntegerSlot<T>(SaturateToI32(step.back()), DType::kI32)
+                                        : step.back();
     }
   });
   return Status::Ok();

@@ -4,8 +4,11 @@
 // Templated on the element type: f32 is what runs; f64 serves gradient checks.
 #pragma once
 
+#include <bit>
+#include <cstdint>
 #include <functional>
 #include <string>
+#include <type_traits>
 #include <vector>
 
 #include "base/result.h"
@@ -29,6 +32,43 @@ class Parallel {
  private:
   int threads_;
 };
+
+// Integer elements (i32, u32) in the reference's buffers. An f32 slot holds the integer's 32 bits,
+// because an f32 value cannot hold every i32 (2^24 + 1 is none); an f64 slot holds the value
+// itself, which it always can. Layout ops move slots as they are either way; a kernel that reads
+// an index or converts a value goes through these two, so integers are never rounded.
+inline bool IsIntegerDType(DType t) {
+  return t == DType::kI32 || t == DType::kU32;
+}
+template <typename T>
+int64_t IntegerOf(T slot, DType t) {
+  if constexpr (std::is_same_v<T, float>) {
+    return t == DType::kU32 ? int64_t{std::bit_cast<uint32_t>(slot)}
+                            : int64_t{std::bit_cast<int32_t>(slot)};
+  } else {
+    (void)t;
+    return static_cast<int64_t>(slot);
+  }
+}
+template <typename T>
+T IntegerSlot(int64_t v, DType t) {
+  if constexpr (std::is_same_v<T, float>) {
+    return t == DType::kU32 ? std::bit_cast<float>(static_cast<uint32_t>(v))
+                            : std::bit_cast<float>(static_cast<int32_t>(v));
+  } else {
+    (void)t;
+    return static_cast<T>(v);
+  }
+}
+
+// A value converted to i32 as cast{a, "i32"} does on every backend: toward zero, saturating at
+// -2^31 and 2^31 - 1, NaN to 0 (PyTorch leaves out-of-range and NaN conversions undefined).
+inline int64_t SaturateToI32(double v) {
+  if (v != v) return 0;
+  if (v >= 2147483647.0) return 2147483647;
+  if (v <= -2147483648.0) return -2147483648LL;
+  return static_cast<int64_t>(v);  // truncates toward zero
+}
 
 // Elements per chunk of elementwise work.
 inline constexpr int64_t kChunk = 16384;
@@ -89,6 +129,7 @@ void AddStencilOps(std::vector<std::pair<std::string, OpImpl>>& t);
 void AddNnOps(std::vector<std::pair<std::string, OpImpl>>& t);
 void AddOptimOps(std::vector<std::pair<std::string, OpImpl>>& t);
 void AddRandomOps(std::vector<std::pair<std::string, OpImpl>>& t);
+void AddIndexOps(std::vector<std::pair<std::string, OpImpl>>& t);
 
 // dropout keeps element i where the top 24 bits of its hash are at least this: ceil(p * 2^24),
 // which is uniform(seed, step, i) >= p exactly (uniform is those bits over 2^24).

@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstdint>
 #include <cstdlib>
 #include <limits>
 
@@ -115,6 +116,85 @@ TEST_P(TypedIo, AMaskComparesWithABoolScalar) {
   EXPECT_EQ(out.type.dtype, DType::kBool);
   EXPECT_EQ(std::vector<uint32_t>(out.view<uint32_t>().begin(), out.view<uint32_t>().end()),
             (std::vector<uint32_t>{0, 1, 1, 0}));
+}
+
+std::vector<int32_t> I32s(const HostTensor& t) {
+  EXPECT_EQ(t.type.dtype, DType::kI32);
+  return {t.view<int32_t>().begin(), t.view<int32_t>().end()};
+}
+
+// i32 inline data beyond 2^24 (no f32 holds 2^24 + 1) moves exactly through a flip and gathers,
+// and a gathered i32 index of an i32 table reads as an integer.
+TEST_P(TypedIo, I32InlineDataMovesExactly) {
+  auto exec = Open(GetParam());
+  ASSERT_NE(exec, nullptr);
+  const Json big = {2147483647, -2147483648LL, 16777217, -16777217, 0, -1};
+  Json doc = {
+      {"version", 4},
+      {"nodes",
+       {{{"id", 0}, {"op", "input"}, {"shape", {6}}, {"dtype", "i32"}, {"data", big}},
+        {{"id", 1}, {"op", "flip"}, {"a", 0}, {"axes", {0}}},
+        {{"id", 2}, {"op", "input"}, {"shape", {4}}, {"dtype", "i32"}, {"data", {5, 0, 2, 5}}},
+        {{"id", 3}, {"op", "index_select"}, {"a", 0}, {"index", 2}, {"axis", 0}},
+        {{"id", 4}, {"op", "gather"}, {"a", 1}, {"index", 2}, {"axis", 0}}}},
+      {"outputs",
+       {{{"name", "flip"}, {"id", 1}},
+        {{"name", "sel"}, {"id", 3}},
+        {{"name", "gat"}, {"id", 4}}}}};
+  auto plan = PlanFor(doc, *exec);
+  ASSERT_TRUE(plan.ok()) << plan.errors().front().Format();
+  auto r = exec->Run(*plan, {});
+  ASSERT_TRUE(r.ok()) << r.errors().front().Format();
+  EXPECT_EQ(I32s(r->outputs.at(0).second),
+            (std::vector<int32_t>{-1, 0, -16777217, 16777217, INT32_MIN, INT32_MAX}));
+  EXPECT_EQ(I32s(r->outputs.at(1).second), (std::vector<int32_t>{-1, 2147483647, 16777217, -1}));
+  EXPECT_EQ(I32s(r->outputs.at(2).second),
+            (std::vector<int32_t>{2147483647, -1, -16777217, 2147483647}));
+}
+
+// cast to i32 truncates toward zero, saturates at the i32 range and makes NaN 0; from i32 to f32
+// it rounds to nearest even (16777217 -> 16777216, 16777219 -> 16777220, 2^31 - 1 -> 2^31); to
+// bool it is != 0. A fused cast through i32 and back truncates in the register. Worked by hand.
+TEST_P(TypedIo, CastsBetweenI32AndF32AndBool) {
+  auto exec = Open(GetParam());
+  ASSERT_NE(exec, nullptr);
+  Json doc = {{"version", 3},
+              {"nodes",
+               {{{"id", 0}, {"op", "input"}, {"name", "x"}, {"shape", {9}}},
+                {{"id", 1}, {"op", "cast"}, {"a", 0}, {"dtype", "i32"}},
+                {{"id", 2}, {"op", "input"}, {"name", "n"}, {"shape", {6}}, {"dtype", "i32"}},
+                {{"id", 3}, {"op", "cast"}, {"a", 2}, {"dtype", "f32"}},
+                {{"id", 4}, {"op", "cast"}, {"a", 2}, {"dtype", "bool"}},
+                {{"id", 5}, {"op", "cast"}, {"a", 1}, {"dtype", "f32"}}}},
+              {"outputs",
+               {{{"name", "to_i32"}, {"id", 1}},
+                {{"name", "to_f32"}, {"id", 3}},
+                {{"name", "to_bool"}, {"id", 4}},
+                {{"name", "round_trip"}, {"id", 5}}}}};
+  auto plan = PlanFor(doc, *exec);
+  ASSERT_TRUE(plan.ok()) << plan.errors().front().Format();
+  const float nan = std::numeric_limits<float>::quiet_NaN();
+  const float inf = std::numeric_limits<float>::infinity();
+  HostTensor x = HostTensor::FromFloats(
+      MakeType({9}),
+      std::vector<float>{nan, inf, -inf, 2.9f, -2.9f, 3e9f, -3e9f, 2147483520.0f, -0.0f});
+  HostTensor n = HostTensor::Zeros(MakeType({6}, DType::kI32));
+  const std::vector<int32_t> ints = {16777217, -16777217, INT32_MAX, INT32_MIN, 16777219, 0};
+  std::copy(ints.begin(), ints.end(), n.view<int32_t>().begin());
+  auto r = exec->Run(*plan, {{"x", x}, {"n", n}});
+  ASSERT_TRUE(r.ok()) << r.errors().front().Format();
+  EXPECT_EQ(
+      I32s(r->outputs.at(0).second),
+      (std::vector<int32_t>{0, INT32_MAX, INT32_MIN, 2, -2, INT32_MAX, INT32_MIN, 2147483520, 0}));
+  EXPECT_EQ(r->outputs.at(1).second.ToFloats(),
+            (std::vector<float>{16777216.0f, -16777216.0f, 2147483648.0f, -2147483648.0f,
+                                16777220.0f, 0.0f}));
+  const HostTensor& b = r->outputs.at(2).second;
+  EXPECT_EQ(std::vector<uint32_t>(b.view<uint32_t>().begin(), b.view<uint32_t>().end()),
+            (std::vector<uint32_t>{1, 1, 1, 1, 1, 0}));
+  EXPECT_EQ(r->outputs.at(3).second.ToFloats(),
+            (std::vector<float>{0, 2147483648.0f, -2147483648.0f, 2, -2, 2147483648.0f,
+                                -2147483648.0f, 2147483520.0f, 0}));
 }
 
 INSTANTIATE_TEST_SUITE_P(Backends, TypedIo, ::testing::Values("cpu", "webgpu"));

@@ -29,12 +29,13 @@ enum class Domain {
   kLabels,    // integer class indices in [0, C), C = the last size of the first input; no gradient
   kMask,      // a bool input, 0 or 1 at random; no gradient
   kConstant,  // a rank-0 `full` of Arg::value (clamp's bounds, masked_fill's value); no gradient
+  kIndex,     // an i32 input of indices in [0, Arg::value), repeats likely; no gradient
 };
 
 struct Arg {
   std::vector<int64_t> shape;
   Domain domain = Domain::kSigned;
-  double value = 0;  // kConstant
+  double value = 0;  // kConstant; kIndex: the size of the indexed axis
 };
 
 bool GetsGradient(const Arg& a) {
@@ -115,6 +116,15 @@ std::vector<Case> Cases() {
       {"pad", {s34}, {{"pads", {{0, 0}, {3, 0}}}}},
       {"shift", {s34}, {{"shifts", {1, -2}}, {"boundary", "zero"}}},
       {"shift", {s234}, {{"shifts", {-3, 1, 5}}, {"boundary", "wrap"}}},
+      // Indices longer than their axis: positions repeat, so gradients sum several terms.
+      {"index_select", {s34, {{5}, D::kIndex, 3}}, {{"axis", 0}}},
+      {"index_select", {s234, {{6}, D::kIndex, 4}}, {{"axis", -1}}},
+      {"gather", {s34, {{5, 4}, D::kIndex, 3}}, {{"axis", 0}}},
+      {"gather", {s234, {{2, 2, 7}, D::kIndex, 4}}, {{"axis", 2}}},
+      {"index_add", {s34, {{5}, D::kIndex, 3}, {{5, 4}}}, {{"axis", 0}}},
+      {"index_add", {s234, {{2}, D::kIndex, 3}, {{2, 2, 4}}}, {{"axis", 1}}},
+      {"scatter_add", {s34, {{5, 4}, D::kIndex, 3}, {{5, 4}}}, {{"axis", 0}}},
+      {"scatter_add", {s234, {{2, 3, 6}, D::kIndex, 4}, {{2, 3, 6}}}, {{"axis", -1}}},
       {"matmul", {s34, {{4, 5}}}},
       {"matmul", {s234, {{4, 5}}}},
       {"matmul", {{{3, 4}}, {{2, 4, 5}}}},
@@ -190,6 +200,9 @@ std::vector<double> Values(const TensorType& t, Domain d, int64_t classes, uint6
       case Domain::kMask:
         v[i] = u < 0.5 ? 1 : 0;
         break;
+      case Domain::kIndex:
+        v[i] = std::floor(u * static_cast<double>(classes));
+        break;
       case Domain::kConstant:
         break;
     }
@@ -244,9 +257,12 @@ void Check(const Case& c, uint64_t seed) {
       inputs.push_back(AddConstant(g, arg.value));
       continue;
     }
-    inputs.push_back(
-        AddInput(g, name, arg.shape, arg.domain == Domain::kMask ? DType::kBool : DType::kF32));
-    feeds[name] = Values(g.at(inputs.back()).type, arg.domain, classes, seed * 31 + i);
+    const DType dtype = arg.domain == Domain::kMask    ? DType::kBool
+                        : arg.domain == Domain::kIndex ? DType::kI32
+                                                       : DType::kF32;
+    inputs.push_back(AddInput(g, name, arg.shape, dtype));
+    const int64_t bound = arg.domain == Domain::kIndex ? static_cast<int64_t>(arg.value) : classes;
+    feeds[name] = Values(g.at(inputs.back()).type, arg.domain, bound, seed * 31 + i);
   }
   int out = AddNode(g, c.op, inputs, c.attrs);
   ASSERT_GE(out, 0);

@@ -61,7 +61,7 @@ std::vector<int> GradClamp(Graph& g, const Node& n, int gout) {
   int inside = Emit(g, "where", {Emit(g, "le", {a, n.args[2]}), gout, zero});
   return {Emit(g, "where", {Emit(g, "ge", {a, n.args[1]}), inside, zero}), -1, -1};
 }
-// cast: f32 to f32 passes the gradient; a bool on either side has none (as PyTorch).
+// cast: f32 to f32 passes the gradient; a bool or an i32 on either side has none (as PyTorch).
 std::vector<int> GradCast(Graph& g, const Node& n, int gout) {
   const bool floats = g.at(n.args[0]).type.dtype == DType::kF32 && n.type.dtype == DType::kF32;
   return {floats ? gout : -1};
@@ -140,16 +140,16 @@ Result<TensorType> InferMaskedFill(InferContext& c) {
   return a;
 }
 
-// cast(a, dtype): a's shape in `dtype`, f32 or bool.
+// cast(a, dtype): a's shape in `dtype`, f32, i32 or bool.
 Result<TensorType> InferCast(InferContext& c) {
   auto it = c.attrs.find("dtype");
   std::optional<DType> to;
   if (it != c.attrs.end() && it->is_string()) to = ParseDType(it->get<std::string>());
-  if (!to || (*to != DType::kF32 && *to != DType::kBool)) {
+  if (!to || (*to != DType::kF32 && *to != DType::kI32 && *to != DType::kBool)) {
     return c.Error("bad-dtype",
-                   "cast converts to \"f32\" or \"bool\", not " +
+                   "cast converts to \"f32\", \"i32\" or \"bool\", not " +
                        (it == c.attrs.end() ? std::string("nothing") : it->dump()),
-                   "i32, u32 and f16 travel through layout ops as they are, without a cast");
+                   "u32 and f16 travel through layout ops as they are, without a cast");
   }
   TensorType t = c.args[0];
   t.dtype = *to;

@@ -25,7 +25,7 @@ int StateInput(Graph& g, const Node& param, const std::string& state) {
   n.name = StateName(param.name, state);
   n.label = n.name;
   n.origin = param.origin;
-  n.data = std::vector<float>(static_cast<size_t>(param.type.elements()), 0.0f);
+  n.data = std::vector<double>(static_cast<size_t>(param.type.elements()), 0.0);
   return g.Add(std::move(n));
 }
 

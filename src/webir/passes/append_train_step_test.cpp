@@ -25,6 +25,13 @@ using pipeline::Rung;
 
 using Tensor = std::vector<double>;
 
+// Inline data as the plan stores it in an f32 tensor: each value rounded once to f32.
+Tensor AsF32(const std::vector<double>& values) {
+  Tensor t;
+  for (double v : values) t.push_back(static_cast<float>(v));
+  return t;
+}
+
 CompileOptions Options() {
   CompileOptions o;
   o.plan.budget_bytes = int64_t{1} << 30;
@@ -132,9 +139,9 @@ TEST(TrainStep, MlpAdamStepsMatchAHandComputation) {
       mlp.params[n.label] = Tensor(init.begin(), init.end());
       mlp.m[n.label] = mlp.v[n.label] = Tensor(init.size(), 0.0);
     } else if (n.label == "x") {
-      mlp.x = Tensor(n.data->begin(), n.data->end());
+      mlp.x = AsF32(*n.data);
     } else if (n.label == "labels") {
-      mlp.labels = Tensor(n.data->begin(), n.data->end());
+      mlp.labels = AsF32(*n.data);
     }
   }
   ASSERT_EQ(mlp.params.size(), 4u);
@@ -217,8 +224,8 @@ TEST(TrainStep, GradientAndUpdateHalvesMakeTheWholeStep) {
       grad_feeds[n.label] = mlp.params[n.label];
     }
   for (const webir::Node& n : gg.nodes) {
-    if (n.label == "x") mlp.x = Tensor(n.data->begin(), n.data->end());
-    if (n.label == "labels") mlp.labels = Tensor(n.data->begin(), n.data->end());
+    if (n.label == "x") mlp.x = AsF32(*n.data);
+    if (n.label == "labels") mlp.labels = AsF32(*n.data);
   }
   ASSERT_EQ(mlp.params.size(), 4u);
   const double want_loss = mlp.Step(1);

@@ -91,9 +91,10 @@ std::string LinearEntry(int64_t total) {
 
 namespace {
 
-// Layout kernels move elements without looking at them, in any storage type.
+// Layout kernels move elements without looking at them, in any storage type; index kernels take
+// the dtypes their ports do (i32 indices; moved elements in any type).
 bool MovesOnly(const Kernel& k) {
-  return k.kind == KernelKind::kOp && IsLayoutOp(k.op);
+  return k.kind == KernelKind::kOp && (IsLayoutOp(k.op) || IsIndexOp(k.op));
 }
 
 }  // namespace
@@ -111,13 +112,13 @@ Result<Generated> Generate(const Module& m, const Kernel& k) {
                            (n.label.empty() ? n.name : n.label) + "\" is " +
                            DTypeName(n.type.dtype),
                        "declare the tensor f32; elementwise and layout ops (transpose, permute, "
-                       "reshape, slice, slice_scatter, flip, pad) "
+                       "reshape, slice, slice_scatter, flip, pad, index_select, gather) "
                        "also take i32, u32, bool and f16 storage");
     }
   }
   static const FamilyGen kFamilies[] = {GenerateElementwise, GenerateReduce,  GenerateLinalg,
                                         GenerateLayout,      GenerateStencil, GenerateNn,
-                                        GenerateOptim,       GenerateRandom};
+                                        GenerateOptim,       GenerateRandom,  GenerateIndex};
   Generated out;
   for (FamilyGen f : kFamilies)
     if (f(m, k, out)) return out;

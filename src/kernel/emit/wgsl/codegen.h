@@ -58,6 +58,9 @@ bool GenerateStencil(const Module& m, const Kernel& k, Generated& out);
 bool GenerateNn(const Module& m, const Kernel& k, Generated& out);
 bool GenerateOptim(const Module& m, const Kernel& k, Generated& out);
 bool GenerateRandom(const Module& m, const Kernel& k, Generated& out);
+bool GenerateIndex(const Module& m, const Kernel& k, Generated& out);
+// index_select, gather, index_add, scatter_add: their port dtypes (the op table) are their rule.
+bool IsIndexOp(const std::string& op);
 
 // A fused elementwise kernel over output elements [base, base + count) only, for tensors larger
 // than one storage binding: inputs of the output's shape and the output are bound from `base`

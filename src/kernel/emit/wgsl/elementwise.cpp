@@ -28,8 +28,8 @@ std::string ElementwiseExpr(const std::string& op, const std::string& a, const s
   if (op == "where") return "select(" + c + ", " + b + ", " + a + " != 0.0)";
   if (op == "masked_fill") return "select(" + a + ", " + c + ", " + b + " != 0.0)";
   if (op == "clamp") return "clamp_f32(" + a + ", " + b + ", " + c + ")";
-  // The value as it is: a cast to bool is made 0 or 1 by the kernel (ElementwiseTile), which
-  // knows the node's dtype.
+  // The value as it is: a cast to bool or i32 is made one of that dtype by the kernel
+  // (ElementwiseTile), which knows the node's dtype.
   if (op == "cast") return a;
   if (op == "relu") return "relu_f32(" + a + ")";
   if (op == "positive") return "positive_f32(" + a + ")";
@@ -96,6 +96,26 @@ std::vector<std::string> ElementwiseHelpers(const std::string& op) {
                           symbol +
                           " b);\n"
                           "}\n"};
+  }
+  if (op == "cast") {
+    // i32 <-> the f32 register, as the reference converts (kernel/ref/ref.h): to i32 toward zero,
+    // saturating, NaN to 0, tested on the bits; from i32 rounded to nearest even, made exact by
+    // converting the high and low halves alone (each fits an f32's 24 bits) and adding them once,
+    // since WGSL leaves the rounding of a direct conversion to the implementation.
+    return {kSpecial,
+            "fn cast_i32_f32(x: f32) -> f32 {\n"
+            "  if (is_nan_f32(x)) { return 0.0; }\n"
+            "  return trunc(clamp(x, -2147483648.0, 2147483648.0));\n"
+            "}\n"
+            "fn f32_to_i32(x: f32) -> i32 {\n"
+            "  if (is_nan_f32(x)) { return 0i; }\n"
+            "  if (x >= 2147483648.0) { return 2147483647i; }\n"
+            "  if (x <= -2147483648.0) { return i32(-2147483648); }\n"
+            "  return i32(x);\n"
+            "}\n"
+            "fn i32_to_f32(v: i32) -> f32 {\n"
+            "  return f32(v & i32(-65536)) + f32(v & 65535i);\n"
+            "}\n"};
   }
   if (op == "clamp") {
     // WGSL's clamp is unspecified for NaN and for lo > hi: torch.clamp's minimum(maximum(a, lo),
@@ -289,10 +309,14 @@ Generated ElementwiseTile(const Module& m, const Kernel& k, int64_t base, int64_
       }
       if (index.empty()) index = "0u";
     }
-    // Loads become f32, the one register type: a bool reads as 0.0 or 1.0.
-    const bool is_f32 = m.graph().at(k.inputs[n]).type.dtype == DType::kF32;
+    // Loads become f32, the one register type: a bool reads as 0.0 or 1.0, an i32 (only a cast
+    // reads one) rounded to nearest even.
+    const DType in_dtype = m.graph().at(k.inputs[n]).type.dtype;
     const std::string load = "in" + std::to_string(n) + "[" + index + "]";
-    body += "  let x" + std::to_string(n) + " = " + (is_f32 ? load : "f32(" + load + ")") + ";\n";
+    const std::string value = in_dtype == DType::kF32   ? load
+                              : in_dtype == DType::kI32 ? "i32_to_f32(" + load + ")"
+                                                        : "f32(" + load + ")";
+    body += "  let x" + std::to_string(n) + " = " + value + ";\n";
   }
   // Appended rather than `"s" + std::to_string(...)`, which GCC 12 misreports under -Wrestrict.
   auto operand = [&](int o) {
@@ -315,6 +339,8 @@ Generated ElementwiseTile(const Module& m, const Kernel& k, int64_t base, int64_
     // tested, as torch's conversion: every value but +-0 is true, NaN included.
     if (e.op == "cast" && m.graph().at(e.node).type.dtype == DType::kBool)
       expr = "select(0.0, 1.0, (bitcast<u32>(" + expr + ") & 0x7fffffffu) != 0u)";
+    if (e.op == "cast" && m.graph().at(e.node).type.dtype == DType::kI32)
+      expr = "cast_i32_f32(" + expr + ")";
     body += "  let s" + std::to_string(s) + " = " + expr + ";\n";
   }
   std::string result = "s" + std::to_string(k.expr.size() - 1);
@@ -324,6 +350,10 @@ Generated ElementwiseTile(const Module& m, const Kernel& k, int64_t base, int64_
     case DType::kBool:
       // Bool values are 0.0 or 1.0 in the register (comparisons and casts make only those).
       result = "select(0u, 1u, " + result + " != 0.0)";
+      break;
+    case DType::kI32:
+      // Only a cast gives an i32: its register value is one already, the conversion is exact.
+      result = "f32_to_i32(" + result + ")";
       break;
     default:
       result = std::string(StorageType(type.dtype)) + "(" + result + ")";

@@ -7,11 +7,18 @@
 namespace scellis::runtime::cpu {
 namespace {
 
+// Integers go in as kernel::ref::IntegerSlot keeps them (their bits in an f32 slot), every other
+// dtype as its value.
 template <typename T>
 void LoadValues(const HostTensor& t, T* dst) {
   if (t.type.dtype == DType::kF32) {
     std::span<const float> v = t.view<float>();
     std::copy(v.begin(), v.end(), dst);
+    return;
+  }
+  if (kernel::ref::IsIntegerDType(t.type.dtype)) {
+    for (int64_t i = 0; i < t.elements(); ++i)
+      dst[i] = kernel::ref::IntegerSlot<T>(static_cast<int64_t>(t.ValueAt(i)), t.type.dtype);
     return;
   }
   for (int64_t i = 0; i < t.elements(); ++i) dst[i] = static_cast<T>(t.ValueAt(i));
@@ -20,7 +27,8 @@ void LoadValues(const HostTensor& t, T* dst) {
 // The first type.elements() values of `src` as a host tensor of `type`.
 HostTensor ToHost(const TensorType& type, const float* src) {
   HostTensor t = HostTensor::Zeros(type);
-  if (type.dtype == DType::kF32) {
+  if (type.dtype == DType::kF32 || kernel::ref::IsIntegerDType(type.dtype)) {
+    // f32 values, or the bits of integers (kernel::ref::IntegerSlot): the slots are the bytes.
     if (!t.bytes.empty()) std::memcpy(t.bytes.data(), src, t.bytes.size());
   } else {
     for (int64_t i = 0; i < type.elements(); ++i) t.SetValue(i, src[i]);
