@@ -119,15 +119,51 @@ T NewSecondMoment(const OpArgs<T>& a, const Hyper& h, int64_t i) {
   return a.inputs[3][i] * beta2 + value * g * g;
 }
 
+// Adam without maximize or weight decay (the common case) runs as straight loops over each chunk,
+// which the compiler vectorises across elements: each element's arithmetic is NewFirstMoment's,
+// NewSecondMoment's and AdamUpdate's, operation for operation. `ivdep`: an output may be one of
+// the inputs (element i reads only inputs at i, so in place is fine).
+template <typename T>
+bool PlainAdam(const Hyper& h) {
+  return !h.maximize && h.weight_decay == 0;
+}
+
+// Writes m' (first) or v' (second) for [begin, end).
+template <typename T>
+void PlainMoment(const OpArgs<T>& a, const Hyper& h, bool first, int64_t begin, int64_t end) {
+  const T* grad = a.inputs[1];
+  T* out = a.output;
+  if (first) {
+    const T* m = a.inputs[2];
+    const T w = static_cast<T>(1.0 - h.beta1), keep = T(1) - w;
+    if (std::fabs(w) < T(0.5)) {
+#pragma GCC ivdep
+      for (int64_t i = begin; i < end; ++i) out[i] = m[i] + w * (grad[i] - m[i]);
+    } else {
+#pragma GCC ivdep
+      for (int64_t i = begin; i < end; ++i) out[i] = grad[i] - (grad[i] - m[i]) * keep;
+    }
+    return;
+  }
+  const T* v = a.inputs[3];
+  const T beta2 = static_cast<T>(h.beta2), value = static_cast<T>(1.0 - h.beta2);
+#pragma GCC ivdep
+  for (int64_t i = begin; i < end; ++i) out[i] = v[i] * beta2 + value * grad[i] * grad[i];
+}
+
 template <typename T>
 void AdamM(const OpArgs<T>& a) {
   Hyper h(*a.node);
+  if (PlainAdam<T>(h))
+    return SetEachOutputRange(a, [&](int64_t b, int64_t e) { PlainMoment(a, h, true, b, e); });
   SetEachOutput(a, [&](int64_t i) { return NewFirstMoment(a, h, i); });
 }
 
 template <typename T>
 void AdamV(const OpArgs<T>& a) {
   Hyper h(*a.node);
+  if (PlainAdam<T>(h))
+    return SetEachOutputRange(a, [&](int64_t b, int64_t e) { PlainMoment(a, h, false, b, e); });
   SetEachOutput(a, [&](int64_t i) { return NewSecondMoment(a, h, i); });
 }
 
@@ -142,6 +178,28 @@ void AdamUpdate(const OpArgs<T>& a) {
   T bc2_sqrt = static_cast<T>(std::sqrt(bc2));
   T eps = static_cast<T>(h.eps);
   T decay = static_cast<T>(1.0 - h.lr * h.weight_decay);
+  if (PlainAdam<T>(h)) {
+    // m' and v' as PlainMoment writes them; std::sqrt is detmath::Sqrt (both correctly rounded),
+    // called here so that it vectorises.
+    const T *param = a.inputs[0], *grad = a.inputs[1], *m = a.inputs[2], *v = a.inputs[3];
+    const T w = static_cast<T>(1.0 - h.beta1), keep = T(1) - w;
+    const T beta2 = static_cast<T>(h.beta2), value = static_cast<T>(1.0 - h.beta2);
+    T* out = a.output;
+    auto update = [&](int64_t i, T m_new) {
+      const T v_new = v[i] * beta2 + value * grad[i] * grad[i];
+      const T denom = std::sqrt(v_new) / bc2_sqrt + eps;
+      return param[i] + minus_step_size * m_new / denom;
+    };
+    if (std::fabs(w) < T(0.5))
+      return SetEachOutputRange(a, [&](int64_t begin, int64_t end) {
+#pragma GCC ivdep
+        for (int64_t i = begin; i < end; ++i) out[i] = update(i, m[i] + w * (grad[i] - m[i]));
+      });
+    return SetEachOutputRange(a, [&](int64_t begin, int64_t end) {
+#pragma GCC ivdep
+      for (int64_t i = begin; i < end; ++i) out[i] = update(i, grad[i] - (grad[i] - m[i]) * keep);
+    });
+  }
   SetEachOutput(a, [&](int64_t i) {
     T p = a.inputs[0][i];
     if (h.decoupled && h.weight_decay != 0) p = p * decay;

@@ -2,6 +2,8 @@
 
 #include <algorithm>
 #include <atomic>
+#include <condition_variable>
+#include <mutex>
 #include <thread>
 
 namespace scellis::kernel::ref {
@@ -11,22 +13,93 @@ int ThreadsFor(int requested) {
   return static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
 }
 
-Parallel::Parallel(int threads) : threads_(threads < 1 ? 1 : threads) {}
+// Threads - 1 workers that wait for a job; the caller of Run works too. Each job hands out chunk
+// indices from one counter, so any thread may run any chunk: the kernels' results do not depend
+// on which thread runs a chunk.
+class Parallel::Pool {
+ public:
+  explicit Pool(int threads) {
+    for (int i = 1; i < threads; ++i) workers_.emplace_back([this] { Work(); });
+  }
+  ~Pool() {
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      stop_ = true;
+    }
+    wake_.notify_all();
+    for (auto& t : workers_) t.join();
+  }
+
+  // Runs the job on the pool; false (nothing run) when the pool is busy with another job or the
+  // caller is itself running a chunk of one.
+  bool Run(int64_t chunks, const std::function<void(int64_t)>& fn) {
+    if (in_chunk_) return false;
+    std::unique_lock<std::mutex> run(run_mu_, std::try_to_lock);
+    if (!run.owns_lock()) return false;
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      fn_ = &fn;
+      chunks_ = chunks;
+      next_ = 0;
+      busy_ = static_cast<int>(workers_.size());
+      ++generation_;
+    }
+    wake_.notify_all();
+    RunChunks(fn, chunks);
+    std::unique_lock<std::mutex> lock(mu_);
+    done_.wait(lock, [this] { return busy_ == 0; });
+    fn_ = nullptr;
+    return true;
+  }
+
+ private:
+  void RunChunks(const std::function<void(int64_t)>& fn, int64_t chunks) {
+    in_chunk_ = true;
+    for (int64_t c = next_++; c < chunks; c = next_++) fn(c);
+    in_chunk_ = false;
+  }
+
+  void Work() {
+    uint64_t seen = 0;
+    for (;;) {
+      const std::function<void(int64_t)>* fn;
+      int64_t chunks;
+      {
+        std::unique_lock<std::mutex> lock(mu_);
+        wake_.wait(lock, [&] { return stop_ || generation_ != seen; });
+        if (stop_) return;
+        seen = generation_;
+        fn = fn_;
+        chunks = chunks_;
+      }
+      RunChunks(*fn, chunks);
+      std::lock_guard<std::mutex> lock(mu_);
+      if (--busy_ == 0) done_.notify_one();
+    }
+  }
+
+  static thread_local bool in_chunk_;
+  std::mutex run_mu_;  // held by the caller of a job for the whole job
+  std::mutex mu_;
+  std::condition_variable wake_, done_;
+  const std::function<void(int64_t)>* fn_ = nullptr;
+  int64_t chunks_ = 0;
+  std::atomic<int64_t> next_{0};
+  int busy_ = 0;
+  uint64_t generation_ = 0;
+  bool stop_ = false;
+  std::vector<std::thread> workers_;
+};
+
+thread_local bool Parallel::Pool::in_chunk_ = false;
+
+Parallel::Parallel(int threads) : threads_(threads < 1 ? 1 : threads) {
+  if (threads_ > 1) pool_ = std::make_shared<Pool>(threads_);
+}
 
 void Parallel::For(int64_t chunks, const std::function<void(int64_t)>& fn) const {
-  int workers = static_cast<int>(std::min<int64_t>(threads_, chunks));
-  if (workers <= 1) {
+  if (chunks <= 1 || !pool_ || !pool_->Run(chunks, fn))
     for (int64_t c = 0; c < chunks; ++c) fn(c);
-    return;
-  }
-  std::atomic<int64_t> next{0};
-  auto work = [&] {
-    for (int64_t c = next++; c < chunks; c = next++) fn(c);
-  };
-  std::vector<std::thread> pool;
-  for (int i = 1; i < workers; ++i) pool.emplace_back(work);
-  work();
-  for (auto& t : pool) t.join();
 }
 
 std::vector<int64_t> Unravel(int64_t index, const std::vector<int64_t>& sizes) {
@@ -94,56 +167,95 @@ T BoolOf(T v) {
 }
 
 // A fused elementwise kernel: per output element, gather each input through its broadcast
-// strides, then evaluate the steps in order.
+// strides, then evaluate the steps in order. Elements go in blocks: each step runs over the whole
+// block before the next, which changes no element's operations, only their interleaving.
 template <typename T>
 Status RunFused(const Module& m, const Kernel& k, const std::vector<const T*>& inputs, T* out,
                 const Parallel& parallel) {
   const TensorType& out_type = m.graph().at(k.output).type;
   std::vector<int64_t> sizes = out_type.sizes();
+  const size_t rank = sizes.size();
   int64_t total = out_type.elements();
   std::vector<std::vector<int64_t>> strides;
   for (int in : k.inputs) strides.push_back(BroadcastStrides(m.graph().at(in).type.sizes(), sizes));
-  std::vector<ScalarFn<T>> fns;
-  for (const ExprStep& s : k.expr) {
-    if (s.op == "full") {
-      fns.push_back(nullptr);
-      continue;
+  // An input laid out as the output is read in place at the element's index.
+  std::vector<int64_t> row_major(rank, 1);
+  for (size_t d = rank; d-- > 1;) row_major[d - 1] = row_major[d] * sizes[d];
+  std::vector<char> in_place(inputs.size(), 1);
+  for (size_t o = 0; o < inputs.size(); ++o)
+    for (size_t d = 0; d < rank; ++d)
+      if (sizes[d] > 1 && strides[o][d] != row_major[d]) in_place[o] = 0;
+  const bool gathers = std::find(in_place.begin(), in_place.end(), 0) != in_place.end();
+  struct Step {
+    ScalarFn<T> fn = nullptr;  // null: a constant
+    T value = T(0);
+    bool to_bool = false;
+    std::vector<int> operands;
+  };
+  std::vector<Step> steps;
+  for (const ExprStep& e : k.expr) {
+    Step s;
+    s.operands = e.operands;
+    if (e.op == "full") {
+      s.value = static_cast<T>(static_cast<float>(e.value));
+    } else {
+      const ScalarImpl* impl = FindScalar(e.op);
+      if (!impl) return InternalError("ref.RunFused", "no scalar reference for " + e.op);
+      s.fn = Pick<T>(*impl);
+      // A cast to bool makes its value 0 or 1 in the register already, so that later steps of
+      // the expression see the bool; every other cast keeps the value (f32 is the register).
+      s.to_bool = e.op == "cast" && m.graph().at(e.node).type.dtype == DType::kBool;
     }
-    const ScalarImpl* impl = FindScalar(s.op);
-    if (!impl) return InternalError("ref.RunFused", "no scalar reference for " + s.op);
-    fns.push_back(Pick<T>(*impl));
+    steps.push_back(std::move(s));
   }
-  std::vector<char> casts_to_bool;
-  for (const ExprStep& s : k.expr)
-    casts_to_bool.push_back(s.op == "cast" && m.graph().at(s.node).type.dtype == DType::kBool);
+  constexpr int64_t kBlock = 256;
   int64_t chunks = (total + kChunk - 1) / kChunk;
   parallel.For(chunks, [&](int64_t c) {
-    std::vector<T> step(k.expr.size());
-    std::vector<int64_t> idx;
-    int64_t end = std::min(total, (c + 1) * kChunk);
-    for (int64_t i = c * kChunk; i < end; ++i) {
-      idx = Unravel(i, sizes);
-      auto operand = [&](int o) -> T {
-        if (IsStepRef(o)) return step[StepOf(o)];
-        int64_t off = 0;
-        for (size_t d = 0; d < idx.size(); ++d) off += idx[d] * strides[o][d];
-        return inputs[o][off];
+    std::vector<T> values(steps.size() * kBlock), gathered(inputs.size() * kBlock);
+    const std::vector<T> zeros(kBlock, T(0));
+    const int64_t begin = c * kChunk, end = std::min(total, (c + 1) * kChunk);
+    // The multi-index of the next element to gather and each input's offset at it, carried from
+    // one element to the next like an odometer.
+    std::vector<int64_t> idx, offset(inputs.size(), 0);
+    if (gathers) {
+      idx = Unravel(begin, sizes);
+      for (size_t o = 0; o < inputs.size(); ++o)
+        for (size_t d = 0; d < rank; ++d) offset[o] += idx[d] * strides[o][d];
+    }
+    for (int64_t first = begin; first < end; first += kBlock) {
+      const int64_t n = std::min(kBlock, end - first);
+      if (gathers) {
+        for (int64_t j = 0; j < n; ++j) {
+          for (size_t o = 0; o < inputs.size(); ++o)
+            if (!in_place[o]) gathered[o * kBlock + j] = inputs[o][offset[o]];
+          for (size_t d = rank; d-- > 0;) {
+            for (size_t o = 0; o < inputs.size(); ++o) offset[o] += strides[o][d];
+            if (++idx[d] < sizes[d]) break;
+            for (size_t o = 0; o < inputs.size(); ++o) offset[o] -= strides[o][d] * sizes[d];
+            idx[d] = 0;
+          }
+        }
+      }
+      auto operand = [&](const Step& s, size_t i) -> const T* {
+        if (i >= s.operands.size()) return zeros.data();
+        const int o = s.operands[i];
+        if (IsStepRef(o)) return values.data() + StepOf(o) * kBlock;
+        return in_place[o] ? inputs[o] + first : gathered.data() + o * kBlock;
       };
-      for (size_t s = 0; s < k.expr.size(); ++s) {
-        const ExprStep& e = k.expr[s];
-        if (e.op == "full") {
-          step[s] = static_cast<T>(static_cast<float>(e.value));
+      for (size_t si = 0; si < steps.size(); ++si) {
+        const Step& s = steps[si];
+        T* result = values.data() + si * kBlock;
+        if (!s.fn) {
+          std::fill(result, result + n, s.value);
           continue;
         }
-        T a = operand(e.operands[0]);
-        T b = e.operands.size() > 1 ? operand(e.operands[1]) : T(0);
-        T c = e.operands.size() > 2 ? operand(e.operands[2]) : T(0);
-        step[s] = fns[s](a, b, c);
-        // A cast to bool makes its value 0 or 1 in the register already, so that later steps of
-        // the expression see the bool; every other cast keeps the value (f32 is the register).
-        if (casts_to_bool[s]) step[s] = BoolOf(step[s]);
+        const T *a = operand(s, 0), *b = operand(s, 1), *cc = operand(s, 2);
+        for (int64_t j = 0; j < n; ++j) result[j] = s.fn(a[j], b[j], cc[j]);
+        if (s.to_bool)
+          for (int64_t j = 0; j < n; ++j) result[j] = BoolOf(result[j]);
       }
-      out[i] = step.back();
+      const T* last = values.data() + (steps.size() - 1) * kBlock;
+      std::copy(last, last + n, out + first);
     }
   });
   return Status::Ok();

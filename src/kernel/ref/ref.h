@@ -5,6 +5,7 @@
 #pragma once
 
 #include <functional>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -19,7 +20,9 @@ namespace scellis::kernel::ref {
 int ThreadsFor(int requested);
 
 // Runs chunk indices [0, n) on a fixed number of threads. Work is split into chunks whose
-// boundaries depend only on the problem size, never on the thread count.
+// boundaries depend only on the problem size, never on the thread count. The threads are started
+// once and kept (a training step runs dozens of kernels); a For called from inside a chunk, or
+// while another caller's For holds the threads, runs its chunks on the calling thread.
 class Parallel {
  public:
   explicit Parallel(int threads = 1);
@@ -27,7 +30,9 @@ class Parallel {
   void For(int64_t chunks, const std::function<void(int64_t)>& fn) const;
 
  private:
+  class Pool;
   int threads_;
+  std::shared_ptr<Pool> pool_;  // null with one thread
 };
 
 // Elements per chunk of elementwise work.
@@ -54,6 +59,16 @@ void SetEachOutput(const OpArgs<T>& a, const Element& element) {
   a.parallel->For((total + kChunk - 1) / kChunk, [&](int64_t c) {
     for (int64_t i = c * kChunk; i < std::min(total, (c + 1) * kChunk); ++i)
       a.output[i] = element(i);
+  });
+}
+
+// As SetEachOutput, for kernels that write each chunk [begin, end) in one loop of their own (so
+// that the loop vectorises); output i must still depend only on the inputs at i.
+template <typename T, typename Range>
+void SetEachOutputRange(const OpArgs<T>& a, const Range& range) {
+  const int64_t total = a.node->type.elements();
+  a.parallel->For((total + kChunk - 1) / kChunk, [&](int64_t c) {
+    range(c * kChunk, std::min(total, (c + 1) * kChunk));
   });
 }
 

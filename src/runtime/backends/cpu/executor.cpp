@@ -58,7 +58,7 @@ struct Resident {
 
   static Result<Resident> Make(const execplan::Plan& plan, const Feeds& feeds, bool defer_fed,
                                const ExactFeeds<T>* exact = nullptr) {
-    Resident r{&plan, std::vector<std::vector<T>>(plan.buffers.size())};
+    Resident r{&plan, std::vector<std::vector<T>>(plan.buffers.size()), {}};
     // Buffers hold values, one per element whatever the storage width.
     std::vector<int64_t> elements(plan.buffers.size(), 0);
     for (const webir::Node& n : plan.graph().nodes) {
@@ -87,12 +87,17 @@ struct Resident {
       SCELLIS_TRY(
           kernel::ref::RunKernel<T>(plan->module(), k, inputs, buffers[s.write].data(), parallel));
     }
-    // Carries read the step's results before any is overwritten.
-    std::vector<std::vector<T>> next;
-    for (const webir::Carry& c : plan->graph().carries) next.push_back(of(c.from));
-    for (size_t i = 0; i < next.size(); ++i) of(plan->graph().carries[i].to) = std::move(next[i]);
+    // Carries read the step's results before any is overwritten: each is copied into a spare
+    // buffer that then trades places with its target (whose old storage is the next step's
+    // spare, so a step allocates nothing).
+    const std::vector<webir::Carry>& carries = plan->graph().carries;
+    carry_spare.resize(carries.size());
+    for (size_t i = 0; i < carries.size(); ++i) carry_spare[i] = of(carries[i].from);
+    for (size_t i = 0; i < carries.size(); ++i) std::swap(of(carries[i].to), carry_spare[i]);
     return Status::Ok();
   }
+
+  std::vector<std::vector<T>> carry_spare;
 };
 
 class CpuPrepared : public Prepared {
