@@ -36,6 +36,17 @@ struct Resident {
 
   std::vector<T>& of(int node) { return buffers[plan->buffer_of[node]]; }
 
+  // A node's values between steps: a carry's source whose storage went to its target (see Step)
+  // gets a copy back first.
+  const std::vector<T>& Read(int node) {
+    const int b = plan->buffer_of[node];
+    if (!lent_to.empty() && lent_to[b] >= 0) {
+      buffers[b] = buffers[lent_to[b]];
+      lent_to[b] = -1;
+    }
+    return buffers[b];
+  }
+
   Status Load(const webir::Node& n, const Feeds& feeds, const ExactFeeds<T>* exact = nullptr) {
     // Exact feeds (f64 values for gradient checks) bypass the f32 host data.
     if (exact) {
@@ -54,11 +65,14 @@ struct Resident {
     return Status::Ok();
   }
 
-  void Store(int node, const HostTensor& value) { LoadValues(value, of(node).data()); }
+  void Store(int node, const HostTensor& value) {
+    LoadValues(value, of(node).data());
+    if (!lent_to.empty()) lent_to[plan->buffer_of[node]] = -1;
+  }
 
   static Result<Resident> Make(const execplan::Plan& plan, const Feeds& feeds, bool defer_fed,
                                const ExactFeeds<T>* exact = nullptr) {
-    Resident r{&plan, std::vector<std::vector<T>>(plan.buffers.size()), {}};
+    Resident r{&plan, std::vector<std::vector<T>>(plan.buffers.size()), {}, {}, {}};
     // Buffers hold values, one per element whatever the storage width.
     std::vector<int64_t> elements(plan.buffers.size(), 0);
     for (const webir::Node& n : plan.graph().nodes) {
@@ -76,10 +90,40 @@ struct Resident {
         continue;  // carried, fed at first run
       SCELLIS_TRY(r.Load(n, feeds, exact));
     }
+    r.FindLendableCarries();
     return r;
   }
 
+  // A carry whose source buffer only ever holds values its step computes (every node in it is a
+  // kernel's output, and it is no carry's target nor another carry's source) can hand the
+  // source's storage to the target and take the target's old storage in exchange, instead of
+  // copying: the step overwrites the source buffer before anything reads it.
+  void FindLendableCarries() {
+    const webir::Graph& g = plan->graph();
+    lent_to.assign(buffers.size(), -1);
+    lendable.assign(g.carries.size(), 0);
+    std::vector<char> computed(buffers.size(), 0), other(buffers.size(), 0);
+    std::vector<char> is_output(g.nodes.size(), 0);
+    for (const execplan::Step& s : plan->steps)
+      is_output[plan->module().kernels[s.kernel].output] = 1;
+    for (const execplan::Step& s : plan->steps) computed[s.write] = 1;
+    for (const webir::Node& n : g.nodes) {
+      const int b = plan->buffer_of[n.id];
+      if (b >= 0 && !is_output[n.id]) other[b] = 1;
+    }
+    std::vector<int> uses(buffers.size(), 0);
+    for (const webir::Carry& c : g.carries)
+      for (int node : {c.from, c.to})
+        if (plan->buffer_of[node] >= 0) ++uses[plan->buffer_of[node]];
+    for (size_t i = 0; i < g.carries.size(); ++i) {
+      const int from = plan->buffer_of[g.carries[i].from], to = plan->buffer_of[g.carries[i].to];
+      lendable[i] = from >= 0 && to >= 0 && from != to && computed[from] && !other[from] &&
+                    uses[from] == 1;
+    }
+  }
+
   Status Step(const kernel::ref::Parallel& parallel) {
+    std::fill(lent_to.begin(), lent_to.end(), -1);  // the step rewrites those buffers
     for (const execplan::Step& s : plan->steps) {
       const kernel::Kernel& k = plan->module().kernels[s.kernel];
       std::vector<const T*> inputs;
@@ -87,17 +131,31 @@ struct Resident {
       SCELLIS_TRY(
           kernel::ref::RunKernel<T>(plan->module(), k, inputs, buffers[s.write].data(), parallel));
     }
-    // Carries read the step's results before any is overwritten: each is copied into a spare
-    // buffer that then trades places with its target (whose old storage is the next step's
-    // spare, so a step allocates nothing).
+    // Carries read the step's results before any is overwritten. A lendable carry trades
+    // storage with its target (FindLendableCarries); any other is copied into a spare buffer
+    // that then trades places with its target (whose old storage is the next step's spare).
+    // Either way a step allocates nothing.
     const std::vector<webir::Carry>& carries = plan->graph().carries;
     carry_spare.resize(carries.size());
-    for (size_t i = 0; i < carries.size(); ++i) carry_spare[i] = of(carries[i].from);
-    for (size_t i = 0; i < carries.size(); ++i) std::swap(of(carries[i].to), carry_spare[i]);
+    std::vector<char> lend(carries.size(), 0);
+    for (size_t i = 0; i < carries.size(); ++i) {
+      lend[i] = lendable[i] && of(carries[i].from).size() == of(carries[i].to).size();
+      if (!lend[i]) carry_spare[i] = of(carries[i].from);
+    }
+    for (size_t i = 0; i < carries.size(); ++i) {
+      if (lend[i]) {
+        std::swap(of(carries[i].to), of(carries[i].from));
+        lent_to[plan->buffer_of[carries[i].from]] = plan->buffer_of[carries[i].to];
+      } else {
+        std::swap(of(carries[i].to), carry_spare[i]);
+      }
+    }
     return Status::Ok();
   }
 
   std::vector<std::vector<T>> carry_spare;
+  std::vector<char> lendable;  // per carry
+  std::vector<int> lent_to;    // per buffer: -1, or where its values are while it is lent
 };
 
 class CpuPrepared : public Prepared {
@@ -132,7 +190,7 @@ class CpuPrepared : public Prepared {
       for (size_t i = 0; i < watch.size(); ++i) {
         // Carried inputs were just updated; outputs hold this step's value.
         const webir::Node& n = g.at(watch[i]);
-        r.watched[i].second.push_back(ToHost(n.type, resident_->of(n.id).data()));
+        r.watched[i].second.push_back(ToHost(n.type, resident_->Read(n.id).data()));
       }
     }
     double ms =
@@ -142,7 +200,7 @@ class CpuPrepared : public Prepared {
   }
 
   Result<HostTensor> DoDownload(int node) override {
-    return ToHost(plan_.graph().at(node).type, resident_->of(node).data());
+    return ToHost(plan_.graph().at(node).type, resident_->Read(node).data());
   }
 
   Status DoUpload(int node, const HostTensor& value) override {
@@ -190,7 +248,7 @@ Result<std::vector<std::vector<T>>> RunPlan(const execplan::Plan& plan, const Fe
   SCELLIS_TRY(r.Step(parallel));
   std::vector<std::vector<T>> outputs;
   for (const webir::Output& o : plan.graph().outputs) {
-    const std::vector<T>& b = r.of(o.node);
+    const std::vector<T>& b = r.Read(o.node);
     outputs.emplace_back(b.begin(), b.begin() + plan.graph().at(o.node).type.elements());
   }
   return outputs;
