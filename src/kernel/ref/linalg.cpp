@@ -44,19 +44,6 @@ namespace base_isa {
 #undef SCELLIS_TILE_ROWS
 }  // namespace base_isa
 
-enum class Isa { kBase, kAvx2, kAvx512 };
-
-Isa MachineIsa() {
-#ifdef SCELLIS_TILE_X86
-  static const Isa isa = __builtin_cpu_supports("avx512f") ? Isa::kAvx512
-                         : __builtin_cpu_supports("avx2")  ? Isa::kAvx2
-                                                           : Isa::kBase;
-  return isa;
-#else
-  return Isa::kBase;
-#endif
-}
-
 // Output rows per task of the fixed partition (with the column panels of the tile's width).
 constexpr int64_t kRowsPerTask = 64;
 // Products of fewer multiply-adds than this run on the calling thread.
@@ -106,11 +93,11 @@ void MatmulTiled(const OpArgs<T>& a) {
 
 template <typename T>
 void Matmul(const OpArgs<T>& a) {
-  switch (MachineIsa()) {
+  switch (MachineVectorIsa()) {
 #ifdef SCELLIS_TILE_X86
-    case Isa::kAvx512:
+    case VectorIsa::kAvx512:
       return MatmulTiled<T, avx512::Tile<T>>(a);
-    case Isa::kAvx2:
+    case VectorIsa::kAvx2:
       return MatmulTiled<T, avx2::Tile<T>>(a);
 #endif
     default:

@@ -93,6 +93,17 @@ class Parallel::Pool {
 
 thread_local bool Parallel::Pool::in_chunk_ = false;
 
+VectorIsa MachineVectorIsa() {
+#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)
+  static const VectorIsa isa = __builtin_cpu_supports("avx512f") ? VectorIsa::kAvx512
+                               : __builtin_cpu_supports("avx2")  ? VectorIsa::kAvx2
+                                                                 : VectorIsa::kBase;
+  return isa;
+#else
+  return VectorIsa::kBase;
+#endif
+}
+
 Parallel::Parallel(int threads) : threads_(threads < 1 ? 1 : threads) {
   if (threads_ > 1) pool_ = std::make_shared<Pool>(threads_);
 }

@@ -35,6 +35,11 @@ class Parallel {
   std::shared_ptr<Pool> pool_;  // null with one thread
 };
 
+// The widest vector instructions this machine runs, for the kernels compiled once per instruction
+// set (matmul_tile.inc, adam_loops.inc). Only the speed depends on it, never a bit.
+enum class VectorIsa { kBase, kAvx2, kAvx512 };
+VectorIsa MachineVectorIsa();
+
 // Elements per chunk of elementwise work.
 inline constexpr int64_t kChunk = 16384;
 
