@@ -150,14 +150,14 @@ const std::vector<std::pair<std::string, OpImpl>>& Ops() {
 }
 
 template <typename T>
-ScalarFn<T> Pick(const ScalarImpl& s);
+BlockFn<T> PickBlock(const ScalarImpl& s);
 template <>
-ScalarFn<float> Pick<float>(const ScalarImpl& s) {
-  return s.f32;
+BlockFn<float> PickBlock<float>(const ScalarImpl& s) {
+  return s.block_f32;
 }
 template <>
-ScalarFn<double> Pick<double>(const ScalarImpl& s) {
-  return s.f64;
+BlockFn<double> PickBlock<double>(const ScalarImpl& s) {
+  return s.block_f64;
 }
 
 template <typename T>
@@ -198,7 +198,7 @@ Status RunFused(const Module& m, const Kernel& k, const std::vector<const T*>& i
       if (sizes[d] > 1 && strides[o][d] != row_major[d]) in_place[o] = 0;
   const bool gathers = std::find(in_place.begin(), in_place.end(), 0) != in_place.end();
   struct Step {
-    ScalarFn<T> fn = nullptr;  // null: a constant
+    BlockFn<T> fn = nullptr;  // null: a constant
     T value = T(0);
     bool to_bool = false;
     std::vector<int> operands;
@@ -212,7 +212,7 @@ Status RunFused(const Module& m, const Kernel& k, const std::vector<const T*>& i
     } else {
       const ScalarImpl* impl = FindScalar(e.op);
       if (!impl) return InternalError("ref.RunFused", "no scalar reference for " + e.op);
-      s.fn = Pick<T>(*impl);
+      s.fn = PickBlock<T>(*impl);
       // A cast to bool makes its value 0 or 1 in the register already, so that later steps of
       // the expression see the bool; every other cast keeps the value (f32 is the register).
       s.to_bool = e.op == "cast" && m.graph().at(e.node).type.dtype == DType::kBool;
@@ -261,7 +261,7 @@ Status RunFused(const Module& m, const Kernel& k, const std::vector<const T*>& i
           continue;
         }
         const T *a = operand(s, 0), *b = operand(s, 1), *cc = operand(s, 2);
-        for (int64_t j = 0; j < n; ++j) result[j] = s.fn(a[j], b[j], cc[j]);
+        s.fn(a, b, cc, result, n);
         if (s.to_bool)
           for (int64_t j = 0; j < n; ++j) result[j] = BoolOf(result[j]);
       }

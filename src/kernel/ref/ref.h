@@ -91,10 +91,17 @@ struct OpImpl {
 template <typename T>
 using ScalarFn = T (*)(T a, T b, T c);
 
+// The same function over n elements: out[j] = f(a[j], b[j], c[j]), with f inlined into the loop
+// (a fused kernel calls it once per block of elements rather than f once per element).
+template <typename T>
+using BlockFn = void (*)(const T* a, const T* b, const T* c, T* out, int64_t n);
+
 struct ScalarImpl {
   int arity;
   ScalarFn<float> f32;
   ScalarFn<double> f64;
+  BlockFn<float> block_f32;
+  BlockFn<double> block_f64;
 };
 
 const ScalarImpl* FindScalar(const std::string& op);
