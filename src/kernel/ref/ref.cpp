@@ -15,10 +15,14 @@ int ThreadsFor(int requested) {
 
 // Threads - 1 workers that wait for a job; the caller of Run works too. Each job hands out chunk
 // indices from one counter, so any thread may run any chunk: the kernels' results do not depend
-// on which thread runs a chunk.
+// on which thread runs a chunk. A training step runs its kernels back to back, so a worker (and
+// the caller waiting for the workers) spins a little before sleeping: waking a sleeping thread
+// costs more than a small kernel. Not when there are more threads than the machine has, where
+// spinning would take the cores from the threads with work.
 class Parallel::Pool {
  public:
-  explicit Pool(int threads) {
+  explicit Pool(int threads)
+      : spin_(threads <= static_cast<int>(std::max(1u, std::thread::hardware_concurrency()))) {
     for (int i = 1; i < threads; ++i) workers_.emplace_back([this] { Work(); });
   }
   ~Pool() {
@@ -46,6 +50,7 @@ class Parallel::Pool {
     }
     wake_.notify_all();
     RunChunks(fn, chunks);
+    SpinWhile([this] { return busy_.load() != 0; });
     std::unique_lock<std::mutex> lock(mu_);
     done_.wait(lock, [this] { return busy_ == 0; });
     fn_ = nullptr;
@@ -53,6 +58,18 @@ class Parallel::Pool {
   }
 
  private:
+  template <typename Condition>
+  void SpinWhile(const Condition& condition) const {
+    if (!spin_) return;
+    for (int i = 0; i < kSpins && condition(); ++i) {
+#if defined(__x86_64__) || defined(__i386__)
+      __builtin_ia32_pause();
+#else
+      std::this_thread::yield();
+#endif
+    }
+  }
+
   void RunChunks(const std::function<void(int64_t)>& fn, int64_t chunks) {
     in_chunk_ = true;
     for (int64_t c = next_++; c < chunks; c = next_++) fn(c);
@@ -64,6 +81,7 @@ class Parallel::Pool {
     for (;;) {
       const std::function<void(int64_t)>* fn;
       int64_t chunks;
+      SpinWhile([&] { return generation_.load() == seen && !stop_.load(); });
       {
         std::unique_lock<std::mutex> lock(mu_);
         wake_.wait(lock, [&] { return stop_ || generation_ != seen; });
@@ -78,16 +96,19 @@ class Parallel::Pool {
     }
   }
 
+  // About 100 microseconds of pause instructions.
+  static constexpr int kSpins = 4000;
   static thread_local bool in_chunk_;
+  const bool spin_;
   std::mutex run_mu_;  // held by the caller of a job for the whole job
-  std::mutex mu_;
+  std::mutex mu_;      // guards the job's fields; the atomics are also read while spinning
   std::condition_variable wake_, done_;
   const std::function<void(int64_t)>* fn_ = nullptr;
   int64_t chunks_ = 0;
   std::atomic<int64_t> next_{0};
-  int busy_ = 0;
-  uint64_t generation_ = 0;
-  bool stop_ = false;
+  std::atomic<int> busy_{0};
+  std::atomic<uint64_t> generation_{0};
+  std::atomic<bool> stop_{false};
   std::vector<std::thread> workers_;
 };
 
