@@ -67,7 +67,7 @@ std::vector<T> RunOp(const Graph& g, int node, const std::vector<std::vector<T>>
   EXPECT_NE(impl, nullptr);
   std::vector<T> out(static_cast<size_t>(g.at(node).type.elements()), T(-7));
   Parallel parallel(threads);
-  OpArgs<T> args{&g, &g.at(node), {}, out.data(), &parallel, transposed};
+  OpArgs<T> args{&g, &g.at(node), {}, out.data(), &parallel, transposed, -1};
   for (const auto& in : inputs) args.inputs.push_back(in.data());
   if constexpr (std::is_same_v<T, float>)
     impl->f32(args);

@@ -307,20 +307,33 @@ const OpImpl* FindOp(const std::string& op) {
   return nullptr;
 }
 
+bool WritesByChunk(const Kernel& k) {
+  // The optimizer updates: each is a SetEachOutput over its parameter (optim.cpp).
+  static const char* const kOps[] = {"sgd_update",  "momentum_update", "momentum_velocity",
+                                     "adam_update", "adam_m",          "adam_v"};
+  if (k.kind != KernelKind::kOp) return false;
+  for (const char* op : kOps)
+    if (k.op == op) return true;
+  return false;
+}
+
 template <typename T>
 Status RunKernel(const Module& m, const Kernel& k, const std::vector<const T*>& inputs, T* out,
-                 const Parallel& parallel) {
+                 const Parallel& parallel, int64_t only_chunk) {
   if (k.kind == KernelKind::kElementwise) return RunFused(m, k, inputs, out, parallel);
   const OpImpl* impl = FindOp(k.op);
   if (!impl) return InternalError("ref.RunKernel", "no CPU reference for op " + k.op);
-  OpArgs<T> args{&m.graph(), &m.graph().at(k.output), inputs, out, &parallel, k.transposed};
+  if (only_chunk >= 0 && !WritesByChunk(k))
+    return InternalError("ref.RunKernel", k.op + " does not run by chunk");
+  OpArgs<T> args{&m.graph(), &m.graph().at(k.output), inputs, out, &parallel, k.transposed,
+                 only_chunk};
   PickOp<T> (*impl)(args);
   return Status::Ok();
 }
 
 template Status RunKernel<float>(const Module&, const Kernel&, const std::vector<const float*>&,
-                                 float*, const Parallel&);
+                                 float*, const Parallel&, int64_t);
 template Status RunKernel<double>(const Module&, const Kernel&, const std::vector<const double*>&,
-                                  double*, const Parallel&);
+                                  double*, const Parallel&, int64_t);
 
 }  // namespace scellis::kernel::ref

@@ -51,6 +51,9 @@ struct OpArgs {
   T* output;
   const Parallel* parallel;
   std::vector<bool> transposed;  // per input: read the (rank-2) operand transposed
+  // >= 0: compute only outputs [only_chunk * kChunk, (only_chunk + 1) * kChunk) on the calling
+  // thread (ops for which WritesByChunk holds).
+  int64_t only_chunk = -1;
 
   const TensorType& in_type(size_t i) const { return graph->at(node->args[i]).type; }
   bool is_transposed(size_t i) const { return i < transposed.size() && transposed[i]; }
@@ -61,10 +64,12 @@ struct OpArgs {
 template <typename T, typename Element>
 void SetEachOutput(const OpArgs<T>& a, const Element& element) {
   const int64_t total = a.node->type.elements();
-  a.parallel->For((total + kChunk - 1) / kChunk, [&](int64_t c) {
+  auto chunk = [&](int64_t c) {
     for (int64_t i = c * kChunk; i < std::min(total, (c + 1) * kChunk); ++i)
       a.output[i] = element(i);
-  });
+  };
+  if (a.only_chunk >= 0) return chunk(a.only_chunk);
+  a.parallel->For((total + kChunk - 1) / kChunk, chunk);
 }
 
 // As SetEachOutput, for kernels that write each chunk [begin, end) in one loop of their own (so
@@ -72,9 +77,9 @@ void SetEachOutput(const OpArgs<T>& a, const Element& element) {
 template <typename T, typename Range>
 void SetEachOutputRange(const OpArgs<T>& a, const Range& range) {
   const int64_t total = a.node->type.elements();
-  a.parallel->For((total + kChunk - 1) / kChunk, [&](int64_t c) {
-    range(c * kChunk, std::min(total, (c + 1) * kChunk));
-  });
+  auto chunk = [&](int64_t c) { range(c * kChunk, std::min(total, (c + 1) * kChunk)); };
+  if (a.only_chunk >= 0) return chunk(a.only_chunk);
+  a.parallel->For((total + kChunk - 1) / kChunk, chunk);
 }
 
 template <typename T>
@@ -121,10 +126,17 @@ void AddRandomOps(std::vector<std::pair<std::string, OpImpl>>& t);
 // which is uniform(seed, step, i) >= p exactly (uniform is those bits over 2^24).
 uint32_t DropoutThreshold(double p);
 
-// Runs one kernel of `m`: `inputs` follow Kernel::inputs, `out` is the kernel's output.
+// Runs one kernel of `m`: `inputs` follow Kernel::inputs, `out` is the kernel's output; with
+// only_chunk >= 0, only that chunk of its outputs (see OpArgs::only_chunk).
 template <typename T>
 Status RunKernel(const Module& m, const Kernel& k, const std::vector<const T*>& inputs, T* out,
-                 const Parallel& parallel);
+                 const Parallel& parallel, int64_t only_chunk = -1);
+
+// Whether the kernel computes output i from inputs at i and whole-tensor scalars only, chunk by
+// chunk of kChunk (SetEachOutput): then consecutive such kernels over outputs of one size may run
+// chunk by chunk together, each chunk through all of them while it is in cache, with the same
+// bits as one kernel after the other (the optimizer updates of one parameter, say).
+bool WritesByChunk(const Kernel& k);
 
 // Multi-index helpers shared by families.
 std::vector<int64_t> Unravel(int64_t index, const std::vector<int64_t>& sizes);

@@ -3,6 +3,7 @@
 #include <chrono>
 #include <cmath>
 #include <cstring>
+#include <mutex>
 
 namespace scellis::runtime::cpu {
 namespace {
@@ -72,7 +73,7 @@ struct Resident {
 
   static Result<Resident> Make(const execplan::Plan& plan, const Feeds& feeds, bool defer_fed,
                                const ExactFeeds<T>* exact = nullptr) {
-    Resident r{&plan, std::vector<std::vector<T>>(plan.buffers.size()), {}, {}, {}};
+    Resident r{&plan, std::vector<std::vector<T>>(plan.buffers.size()), {}, {}, {}, {}};
     // Buffers hold values, one per element whatever the storage width.
     std::vector<int64_t> elements(plan.buffers.size(), 0);
     for (const webir::Node& n : plan.graph().nodes) {
@@ -91,7 +92,55 @@ struct Resident {
       SCELLIS_TRY(r.Load(n, feeds, exact));
     }
     r.FindLendableCarries();
+    r.FindChunkGroups();
     return r;
+  }
+
+  // Runs of consecutive steps whose kernels write by chunk (kernel::ref::WritesByChunk) over
+  // outputs of one size, where no kernel of the run writes a buffer that one of them reads
+  // other than element for element (a scalar, say): such a run goes chunk by chunk through all
+  // its kernels (see Step). group_end[s] is one past the run that starts at step s.
+  void FindChunkGroups() {
+    const std::vector<execplan::Step>& steps = plan->steps;
+    const webir::Graph& g = plan->graph();
+    group_end.assign(steps.size(), 0);
+    auto kernel = [&](size_t s) -> const kernel::Kernel& {
+      return plan->module().kernels[steps[s].kernel];
+    };
+    auto elements = [&](size_t s) { return g.at(kernel(s).output).type.elements(); };
+    for (size_t first = 0; first < steps.size(); ++first) {
+      size_t end = first + 1;
+      if (kernel::ref::WritesByChunk(kernel(first))) {
+        const int64_t n = elements(first);
+        std::vector<int> written = {steps[first].write};
+        std::vector<int> whole_reads;  // buffers read not element for element
+        auto add_reads = [&](size_t s) {
+          const kernel::Kernel& k = kernel(s);
+          for (size_t i = 0; i < k.inputs.size(); ++i)
+            if (g.at(k.inputs[i]).type.elements() != n) whole_reads.push_back(steps[s].reads[i]);
+        };
+        add_reads(first);
+        auto overlaps = [](const std::vector<int>& a, const std::vector<int>& b) {
+          for (int x : a)
+            if (std::find(b.begin(), b.end(), x) != b.end()) return true;
+          return false;
+        };
+        while (end < steps.size() && kernel::ref::WritesByChunk(kernel(end)) &&
+               elements(end) == n) {
+          std::vector<int> w = written, r = whole_reads;
+          written.push_back(steps[end].write);
+          add_reads(end);
+          if (overlaps(written, whole_reads)) {
+            written = std::move(w);
+            whole_reads = std::move(r);
+            break;
+          }
+          ++end;
+        }
+        if (overlaps(written, whole_reads)) end = first + 1;
+      }
+      group_end[first] = end;
+    }
   }
 
   // A carry whose source buffer only ever holds values its step computes (every node in it is a
@@ -124,12 +173,42 @@ struct Resident {
 
   Status Step(const kernel::ref::Parallel& parallel) {
     std::fill(lent_to.begin(), lent_to.end(), -1);  // the step rewrites those buffers
-    for (const execplan::Step& s : plan->steps) {
-      const kernel::Kernel& k = plan->module().kernels[s.kernel];
+    const std::vector<execplan::Step>& steps = plan->steps;
+    auto inputs_of = [&](const execplan::Step& s) {
       std::vector<const T*> inputs;
       for (int b : s.reads) inputs.push_back(buffers[b].data());
-      SCELLIS_TRY(
-          kernel::ref::RunKernel<T>(plan->module(), k, inputs, buffers[s.write].data(), parallel));
+      return inputs;
+    };
+    for (size_t first = 0; first < steps.size();) {
+      const size_t end = group_end[first];
+      if (end == first + 1) {
+        const execplan::Step& s = steps[first];
+        SCELLIS_TRY(kernel::ref::RunKernel<T>(plan->module(), plan->module().kernels[s.kernel],
+                                              inputs_of(s), buffers[s.write].data(), parallel));
+        ++first;
+        continue;
+      }
+      // Chunk by chunk through the run: element i sees the same values in the same order as
+      // when the kernels run one after the other, and a chunk's operands stay in cache.
+      std::vector<std::vector<const T*>> inputs;
+      for (size_t s = first; s < end; ++s) inputs.push_back(inputs_of(steps[s]));
+      const int64_t n = plan->graph().at(plan->module().kernels[steps[first].kernel].output)
+                            .type.elements();
+      std::mutex failed_mu;
+      Status failed = Status::Ok();
+      parallel.For((n + kernel::ref::kChunk - 1) / kernel::ref::kChunk, [&](int64_t c) {
+        for (size_t s = first; s < end; ++s) {
+          Status st = kernel::ref::RunKernel<T>(
+              plan->module(), plan->module().kernels[steps[s].kernel], inputs[s - first],
+              buffers[steps[s].write].data(), parallel, c);
+          if (!st.ok()) {
+            std::lock_guard<std::mutex> lock(failed_mu);
+            failed = std::move(st);
+          }
+        }
+      });
+      SCELLIS_TRY(failed);
+      first = end;
     }
     // Carries read the step's results before any is overwritten. A lendable carry trades
     // storage with its target (FindLendableCarries); any other is copied into a spare buffer
@@ -156,6 +235,7 @@ struct Resident {
   std::vector<std::vector<T>> carry_spare;
   std::vector<char> lendable;  // per carry
   std::vector<int> lent_to;    // per buffer: -1, or where its values are while it is lent
+  std::vector<size_t> group_end;  // per step: see FindChunkGroups
 };
 
 class CpuPrepared : public Prepared {
