@@ -195,6 +195,7 @@ void CheckAdam(int64_t n, double beta1, int step, uint64_t seed) {
   Json attrs = {{"lr", lr},   {"beta1", beta1},       {"beta2", beta2},      {"eps", eps},
                 {"weight_decay", 0.0}, {"decoupled", false}, {"maximize", false}};
   Graph g;
+  g.version = 2;  // as Op infers
   int p = Input(g, {n}), gr = Input(g, {n}), m = Input(g, {n}), v = Input(g, {n}), t = Input(g, {});
   int update = Op(g, "adam_update", {p, gr, m, v, t}, attrs);
   int first = Op(g, "adam_m", {p, gr, m, v, t}, attrs);
@@ -217,12 +218,25 @@ void CheckAdam(int64_t n, double beta1, int step, uint64_t seed) {
     want_p[i] = P[i] + minus_step_size * want_m[i] / denom;
   }
   const std::vector<std::vector<T>> ins = {P, G, Mo, V, step_value};
+  // The same three through the executor, which runs them chunk by chunk together.
+  g.outputs = {{"p", update}, {"m", first}, {"v", second}};
+  pipeline::CompileOptions options;
+  options.plan.budget_bytes = int64_t{1} << 30;
+  auto compiled = pipeline::CompileGraph(g, options);
+  ASSERT_TRUE(compiled.ok()) << compiled.errors()[0].message;
+  runtime::cpu::ExactFeeds<T> feeds;
+  for (int i = 0; i < 5; ++i) feeds[g.at(i).name] = ins[i];
   const std::string what = "n " + std::to_string(n) + " beta1 " + std::to_string(beta1);
   for (int threads : kThreadCounts) {
     const std::string at = what + " threads " + std::to_string(threads);
     ExpectSameBits(RunOp<T>(g, update, ins, {}, threads), want_p, "adam_update " + at);
     ExpectSameBits(RunOp<T>(g, first, ins, {}, threads), want_m, "adam_m " + at);
     ExpectSameBits(RunOp<T>(g, second, ins, {}, threads), want_v, "adam_v " + at);
+    auto run = runtime::cpu::RunPlan<T>(*compiled->plan, {}, Parallel(threads), feeds);
+    ASSERT_TRUE(run.ok());
+    ExpectSameBits(run.value()[0], want_p, "executor adam_update " + at);
+    ExpectSameBits(run.value()[1], want_m, "executor adam_m " + at);
+    ExpectSameBits(run.value()[2], want_v, "executor adam_v " + at);
   }
 }
 
