@@ -121,6 +121,12 @@ T NewSecondMoment(const OpArgs<T>& a, const Hyper& h, int64_t i) {
 
 // Adam without maximize or weight decay (the common case) runs as straight loops over each chunk
 // (adam_loops.inc), vectorised across elements with the widest instructions the machine has.
+// Vectorise without assuming the output apart from the inputs (see adam_loops.inc).
+#if defined(__clang__)
+#define SCELLIS_IVDEP _Pragma("clang loop vectorize(assume_safety)")
+#else
+#define SCELLIS_IVDEP _Pragma("GCC ivdep")
+#endif
 #if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)
 #define SCELLIS_ADAM_X86 1
 #pragma GCC push_options
@@ -153,13 +159,12 @@ struct PlainAdamArgs {
         near(std::fabs(w) < T(0.5)) {}
 };
 
-bool UseAvx512() {
+
 #ifdef SCELLIS_ADAM_X86
+bool UseAvx512() {
   return MachineVectorIsa() == VectorIsa::kAvx512;
-#else
-  return false;
-#endif
 }
+#endif
 
 template <typename T>
 void PlainFirstMoment(const OpArgs<T>& a, const PlainAdamArgs<T>& p, int64_t begin, int64_t end) {
