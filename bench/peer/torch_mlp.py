@@ -95,7 +95,10 @@ def main():
     ap.add_argument("--device", default="cpu")
     ap.add_argument("--mode", default="losses", choices=["losses", "eager", "graph", "compile"])
     ap.add_argument("--out", help="write the result JSON here")
+    ap.add_argument("--threads", type=int, default=0, help="CPU threads (torch.set_num_threads); 0 keeps torch's default")
     args = ap.parse_args()
+    if args.threads > 0:
+        torch.set_num_threads(args.threads)
 
     torch.backends.cuda.matmul.allow_tf32 = False
     torch.backends.cudnn.allow_tf32 = False
@@ -112,7 +115,7 @@ def main():
     xs = torch.tensor(np.stack([images[order[i * args.batch:(i + 1) * args.batch]] for i in range(batches)]), device=dev)
     ys = torch.tensor(np.stack([labels[order[i * args.batch:(i + 1) * args.batch]] for i in range(batches)]), device=dev)
     step = make_step(params, opt)
-    result = {"device": str(dev), "mode": args.mode, "torch": torch.__version__}
+    result = {"device": str(dev), "mode": args.mode, "torch": torch.__version__, "threads": torch.get_num_threads()}
 
     if args.mode == "losses":
         result["losses"] = [step(xs[i % batches], ys[i % batches]).item() for i in range(steps)]

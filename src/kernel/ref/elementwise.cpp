@@ -144,11 +144,21 @@ T GeluGrad(T a, T b) {
 
 void AddElementwiseScalars(std::vector<std::pair<std::string, ScalarImpl>>& t) {
 // Unary and binary definitions take (a, b); the table's functions take a third operand too.
+#define SCELLIS_BLOCK(T, call)                                                  \
+  [](const T* a, const T* b, const T* c, T* out, int64_t n) {                   \
+    for (int64_t j = 0; j < n; ++j) out[j] = call;                              \
+  }
 #define SCELLIS_SCALAR(name, arity, fn)                                         \
   t.push_back({name,                                                            \
                {arity, [](float a, float b, float) { return fn<float>(a, b); }, \
-                [](double a, double b, double) { return fn<double>(a, b); }}})
-#define SCELLIS_SCALAR3(name, fn) t.push_back({name, {3, fn<float>, fn<double>}})
+                [](double a, double b, double) { return fn<double>(a, b); },    \
+                SCELLIS_BLOCK(float, fn<float>(a[j], b[j])),                    \
+                SCELLIS_BLOCK(double, fn<double>(a[j], b[j]))}})
+#define SCELLIS_SCALAR3(name, fn)                                  \
+  t.push_back({name,                                               \
+               {3, fn<float>, fn<double>,                          \
+                SCELLIS_BLOCK(float, fn<float>(a[j], b[j], c[j])), \
+                SCELLIS_BLOCK(double, fn<double>(a[j], b[j], c[j]))}})
   SCELLIS_SCALAR("add", 2, Add);
   SCELLIS_SCALAR("sub", 2, Sub);
   SCELLIS_SCALAR("mul", 2, Mul);
@@ -176,6 +186,7 @@ void AddElementwiseScalars(std::vector<std::pair<std::string, ScalarImpl>>& t) {
   SCELLIS_SCALAR("sigmoid", 1, Sigmoid);
   SCELLIS_SCALAR("gelu", 1, Gelu);
   SCELLIS_SCALAR("gelu_grad", 2, GeluGrad);
+#undef SCELLIS_BLOCK
 #undef SCELLIS_SCALAR
 #undef SCELLIS_SCALAR3
 }

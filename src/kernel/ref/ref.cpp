@@ -2,6 +2,9 @@
 
 #include <algorithm>
 #include <atomic>
+#include <condition_variable>
+#include <mutex>
+#include <optional>
 #include <thread>
 
 namespace scellis::kernel::ref {
@@ -11,22 +14,125 @@ int ThreadsFor(int requested) {
   return static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
 }
 
-Parallel::Parallel(int threads) : threads_(threads < 1 ? 1 : threads) {}
+// Threads - 1 workers that wait for a job; the caller of Run works too. Each job hands out chunk
+// indices from one counter, so any thread may run any chunk: the kernels' results do not depend
+// on which thread runs a chunk. A training step runs its kernels back to back, so a worker (and
+// the caller waiting for the workers) spins a little before sleeping: waking a sleeping thread
+// costs more than a small kernel. Not when there are more threads than the machine has, where
+// spinning would take the cores from the threads with work.
+class Parallel::Pool {
+ public:
+  explicit Pool(int threads)
+      : spin_(threads <= static_cast<int>(std::max(1u, std::thread::hardware_concurrency()))) {
+    for (int i = 1; i < threads; ++i) workers_.emplace_back([this] { Work(); });
+  }
+  ~Pool() {
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      stop_ = true;
+    }
+    wake_.notify_all();
+    for (auto& t : workers_) t.join();
+  }
+
+  // Runs the job on the pool; false (nothing run) when the pool is busy with another job or the
+  // caller is itself running a chunk of one.
+  bool Run(int64_t chunks, const std::function<void(int64_t)>& fn) {
+    if (in_chunk_) return false;
+    std::unique_lock<std::mutex> run(run_mu_, std::try_to_lock);
+    if (!run.owns_lock()) return false;
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      fn_ = &fn;
+      chunks_ = chunks;
+      next_ = 0;
+      busy_ = static_cast<int>(workers_.size());
+      ++generation_;
+    }
+    wake_.notify_all();
+    RunChunks(fn, chunks);
+    SpinWhile([this] { return busy_.load() != 0; });
+    std::unique_lock<std::mutex> lock(mu_);
+    done_.wait(lock, [this] { return busy_ == 0; });
+    fn_ = nullptr;
+    return true;
+  }
+
+ private:
+  template <typename Condition>
+  void SpinWhile(const Condition& condition) const {
+    if (!spin_) return;
+    for (int i = 0; i < kSpins && condition(); ++i) {
+#if defined(__x86_64__) || defined(__i386__)
+      __builtin_ia32_pause();
+#else
+      std::this_thread::yield();
+#endif
+    }
+  }
+
+  void RunChunks(const std::function<void(int64_t)>& fn, int64_t chunks) {
+    in_chunk_ = true;
+    for (int64_t c = next_++; c < chunks; c = next_++) fn(c);
+    in_chunk_ = false;
+  }
+
+  void Work() {
+    uint64_t seen = 0;
+    for (;;) {
+      const std::function<void(int64_t)>* fn;
+      int64_t chunks;
+      SpinWhile([&] { return generation_.load() == seen && !stop_.load(); });
+      {
+        std::unique_lock<std::mutex> lock(mu_);
+        wake_.wait(lock, [&] { return stop_ || generation_ != seen; });
+        if (stop_) return;
+        seen = generation_;
+        fn = fn_;
+        chunks = chunks_;
+      }
+      RunChunks(*fn, chunks);
+      std::lock_guard<std::mutex> lock(mu_);
+      if (--busy_ == 0) done_.notify_one();
+    }
+  }
+
+  // About 100 microseconds of pause instructions.
+  static constexpr int kSpins = 4000;
+  static thread_local bool in_chunk_;
+  const bool spin_;
+  std::mutex run_mu_;  // held by the caller of a job for the whole job
+  std::mutex mu_;      // guards the job's fields; the atomics are also read while spinning
+  std::condition_variable wake_, done_;
+  const std::function<void(int64_t)>* fn_ = nullptr;
+  int64_t chunks_ = 0;
+  std::atomic<int64_t> next_{0};
+  std::atomic<int> busy_{0};
+  std::atomic<uint64_t> generation_{0};
+  std::atomic<bool> stop_{false};
+  std::vector<std::thread> workers_;
+};
+
+thread_local bool Parallel::Pool::in_chunk_ = false;
+
+VectorIsa MachineVectorIsa() {
+#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)
+  static const VectorIsa isa = __builtin_cpu_supports("avx512f") ? VectorIsa::kAvx512
+                               : __builtin_cpu_supports("avx2")  ? VectorIsa::kAvx2
+                                                                 : VectorIsa::kBase;
+  return isa;
+#else
+  return VectorIsa::kBase;
+#endif
+}
+
+Parallel::Parallel(int threads) : threads_(threads < 1 ? 1 : threads) {
+  if (threads_ > 1) pool_ = std::make_shared<Pool>(threads_);
+}
 
 void Parallel::For(int64_t chunks, const std::function<void(int64_t)>& fn) const {
-  int workers = static_cast<int>(std::min<int64_t>(threads_, chunks));
-  if (workers <= 1) {
+  if (chunks <= 1 || !pool_ || !pool_->Run(chunks, fn))
     for (int64_t c = 0; c < chunks; ++c) fn(c);
-    return;
-  }
-  std::atomic<int64_t> next{0};
-  auto work = [&] {
-    for (int64_t c = next++; c < chunks; c = next++) fn(c);
-  };
-  std::vector<std::thread> pool;
-  for (int i = 1; i < workers; ++i) pool.emplace_back(work);
-  work();
-  for (auto& t : pool) t.join();
 }
 
 std::vector<int64_t> Unravel(int64_t index, const std::vector<int64_t>& sizes) {
@@ -67,14 +173,14 @@ const std::vector<std::pair<std::string, OpImpl>>& Ops() {
 }
 
 template <typename T>
-ScalarFn<T> Pick(const ScalarImpl& s);
+BlockFn<T> PickBlock(const ScalarImpl& s);
 template <>
-ScalarFn<float> Pick<float>(const ScalarImpl& s) {
-  return s.f32;
+BlockFn<float> PickBlock<float>(const ScalarImpl& s) {
+  return s.block_f32;
 }
 template <>
-ScalarFn<double> Pick<double>(const ScalarImpl& s) {
-  return s.f64;
+BlockFn<double> PickBlock<double>(const ScalarImpl& s) {
+  return s.block_f64;
 }
 
 template <typename T>
@@ -118,80 +224,132 @@ struct ShiftedRead {
 
 // A fused elementwise kernel: per output element, gather each input through its broadcast
 // strides (or, for a shift step, at its shifted index), then evaluate the steps in order.
+// Elements go in blocks: each step runs over the whole block before the next, which changes no
+// element's operations, only their interleaving.
 template <typename T>
 Status RunFused(const Module& m, const Kernel& k, const std::vector<const T*>& inputs, T* out,
                 const Parallel& parallel) {
   const TensorType& out_type = m.graph().at(k.output).type;
   std::vector<int64_t> sizes = out_type.sizes();
+  const size_t rank = sizes.size();
   int64_t total = out_type.elements();
   std::vector<std::vector<int64_t>> strides;
-  for (int in : k.inputs) strides.push_back(BroadcastStrides(m.graph().at(in).type.sizes(), sizes));
-  std::vector<ScalarFn<T>> fns;
-  std::vector<ShiftedRead> shifted(k.expr.size());
-  for (size_t i = 0; i < k.expr.size(); ++i) {
-    const ExprStep& s = k.expr[i];
-    if (s.op == "shift") {
-      const webir::Node& n = m.graph().at(s.node);
-      shifted[i] = {m.graph().at(k.inputs[s.operands[0]]).type.sizes(),
-                    n.attrs.at("shifts").get<std::vector<int64_t>>(),
-                    n.attrs.at("boundary").get<std::string>()};
-      fns.push_back(nullptr);
-      continue;
-    }
-    if (s.op == "full") {
-      fns.push_back(nullptr);
-      continue;
-    }
-    const ScalarImpl* impl = FindScalar(s.op);
-    if (!impl) return InternalError("ref.RunFused", "no scalar reference for " + s.op);
-    fns.push_back(Pick<T>(*impl));
-  }
-  std::vector<DType> cast_to;  // per step: the dtype a cast makes (f32 for every other step)
-  for (const ExprStep& s : k.expr)
-    cast_to.push_back(s.op == "cast" ? m.graph().at(s.node).type.dtype : DType::kF32);
   std::vector<DType> in_dtypes;
-  for (int in : k.inputs) in_dtypes.push_back(m.graph().at(in).type.dtype);
+  for (int in : k.inputs) {
+    strides.push_back(BroadcastStrides(m.graph().at(in).type.sizes(), sizes));
+    in_dtypes.push_back(m.graph().at(in).type.dtype);
+  }
+  // An input laid out as the output is read in place at the element's index. An integer input is
+  // always gathered: its slots hold bits, read as the integer's value.
+  std::vector<int64_t> row_major(rank, 1);
+  for (size_t d = rank; d-- > 1;) row_major[d - 1] = row_major[d] * sizes[d];
+  std::vector<char> in_place(inputs.size(), 1);
+  for (size_t o = 0; o < inputs.size(); ++o) {
+    if (IsIntegerDType(in_dtypes[o])) in_place[o] = 0;
+    for (size_t d = 0; d < rank; ++d)
+      if (sizes[d] > 1 && strides[o][d] != row_major[d]) in_place[o] = 0;
+  }
+  struct Step {
+    BlockFn<T> fn = nullptr;  // null: a constant, or a shift (filled while gathering)
+    T value = T(0);
+    DType cast_to = DType::kF32;  // the dtype a cast makes (f32 for every other step)
+    std::vector<int> operands;
+    std::optional<ShiftedRead> shift;
+  };
+  std::vector<Step> steps;
+  bool shifts = false;
+  for (const ExprStep& e : k.expr) {
+    Step s;
+    s.operands = e.operands;
+    if (e.op == "full") {
+      s.value = static_cast<T>(static_cast<float>(e.value));
+    } else if (e.op == "shift") {
+      const webir::Node& n = m.graph().at(e.node);
+      s.shift = ShiftedRead{m.graph().at(k.inputs[e.operands[0]]).type.sizes(),
+                            n.attrs.at("shifts").get<std::vector<int64_t>>(),
+                            n.attrs.at("boundary").get<std::string>()};
+      shifts = true;
+    } else {
+      const ScalarImpl* impl = FindScalar(e.op);
+      if (!impl) return InternalError("ref.RunFused", "no scalar reference for " + e.op);
+      s.fn = PickBlock<T>(*impl);
+      if (e.op == "cast") s.cast_to = m.graph().at(e.node).type.dtype;
+    }
+    steps.push_back(std::move(s));
+  }
+  const bool gathers = shifts || std::find(in_place.begin(), in_place.end(), 0) != in_place.end();
   const DType out_dtype = out_type.dtype;
+  constexpr int64_t kBlock = 256;
   int64_t chunks = (total + kChunk - 1) / kChunk;
   parallel.For(chunks, [&](int64_t c) {
-    std::vector<T> step(k.expr.size());
-    std::vector<int64_t> idx;
-    int64_t end = std::min(total, (c + 1) * kChunk);
-    for (int64_t i = c * kChunk; i < end; ++i) {
-      idx = Unravel(i, sizes);
-      auto operand = [&](int o) -> T {
-        if (IsStepRef(o)) return step[StepOf(o)];
-        int64_t off = 0;
-        for (size_t d = 0; d < idx.size(); ++d) off += idx[d] * strides[o][d];
-        // An integer is read as its value: exact in f64, rounded once to nearest in f32.
-        if (IsIntegerDType(in_dtypes[o]))
-          return static_cast<T>(IntegerOf(inputs[o][off], in_dtypes[o]));
-        return inputs[o][off];
+    std::vector<T> values(steps.size() * kBlock), gathered(inputs.size() * kBlock);
+    const std::vector<T> zeros(kBlock, T(0));
+    const int64_t begin = c * kChunk, end = std::min(total, (c + 1) * kChunk);
+    // The multi-index of the next element to gather and each input's offset at it, carried from
+    // one element to the next like an odometer.
+    std::vector<int64_t> idx, offset(inputs.size(), 0);
+    if (gathers) {
+      idx = Unravel(begin, sizes);
+      for (size_t o = 0; o < inputs.size(); ++o)
+        for (size_t d = 0; d < rank; ++d) offset[o] += idx[d] * strides[o][d];
+    }
+    for (int64_t first = begin; first < end; first += kBlock) {
+      const int64_t n = std::min(kBlock, end - first);
+      if (gathers) {
+        for (int64_t j = 0; j < n; ++j) {
+          for (size_t o = 0; o < inputs.size(); ++o) {
+            if (in_place[o]) continue;
+            // An integer is read as its value: exact in f64, rounded once to nearest in f32.
+            const T slot = inputs[o][offset[o]];
+            gathered[o * kBlock + j] = IsIntegerDType(in_dtypes[o])
+                                           ? static_cast<T>(IntegerOf(slot, in_dtypes[o]))
+                                           : slot;
+          }
+          for (size_t si = 0; si < steps.size(); ++si) {
+            if (!steps[si].shift) continue;
+            const int64_t off = steps[si].shift->Offset(idx);
+            values[si * kBlock + j] = off < 0 ? T(0) : inputs[steps[si].operands[0]][off];
+          }
+          for (size_t d = rank; d-- > 0;) {
+            for (size_t o = 0; o < inputs.size(); ++o) offset[o] += strides[o][d];
+            if (++idx[d] < sizes[d]) break;
+            for (size_t o = 0; o < inputs.size(); ++o) offset[o] -= strides[o][d] * sizes[d];
+            idx[d] = 0;
+          }
+        }
+      }
+      auto operand = [&](const Step& s, size_t i) -> const T* {
+        if (i >= s.operands.size()) return zeros.data();
+        const int o = s.operands[i];
+        if (IsStepRef(o)) return values.data() + StepOf(o) * kBlock;
+        return in_place[o] ? inputs[o] + first : gathered.data() + o * kBlock;
       };
-      for (size_t s = 0; s < k.expr.size(); ++s) {
-        const ExprStep& e = k.expr[s];
-        if (e.op == "full") {
-          step[s] = static_cast<T>(static_cast<float>(e.value));
+      for (size_t si = 0; si < steps.size(); ++si) {
+        const Step& s = steps[si];
+        T* result = values.data() + si * kBlock;
+        if (s.shift) continue;
+        if (!s.fn) {
+          std::fill(result, result + n, s.value);
           continue;
         }
-        if (e.op == "shift") {
-          const int64_t off = shifted[s].Offset(idx);
-          step[s] = off < 0 ? T(0) : inputs[e.operands[0]][off];
-          continue;
-        }
-        T a = operand(e.operands[0]);
-        T b = e.operands.size() > 1 ? operand(e.operands[1]) : T(0);
-        T c = e.operands.size() > 2 ? operand(e.operands[2]) : T(0);
-        step[s] = fns[s](a, b, c);
+        const T *a = operand(s, 0), *b = operand(s, 1), *cc = operand(s, 2);
+        s.fn(a, b, cc, result, n);
         // A cast to bool or i32 makes its value one of that dtype in the register already, so
         // that later steps of the expression see it; a cast to f32 keeps the value (f32 is the
         // register). An i32 in the register is the integer rounded to T (2^31 - 1 becomes 2^31
         // in f32, which the store saturates back).
-        if (cast_to[s] == DType::kBool) step[s] = BoolOf(step[s]);
-        if (cast_to[s] == DType::kI32) step[s] = static_cast<T>(SaturateToI32(step[s]));
+        if (s.cast_to == DType::kBool)
+          for (int64_t j = 0; j < n; ++j) result[j] = BoolOf(result[j]);
+        if (s.cast_to == DType::kI32)
+          for (int64_t j = 0; j < n; ++j) result[j] = static_cast<T>(SaturateToI32(result[j]));
       }
-      out[i] = out_dtype == DType::kI32 ? IntegerSlot<T>(SaturateToI32(step.back()), DType::kI32)
-                                        : step.back();
+      const T* last = values.data() + (steps.size() - 1) * kBlock;
+      if (out_dtype == DType::kI32) {
+        for (int64_t j = 0; j < n; ++j)
+          out[first + j] = IntegerSlot<T>(SaturateToI32(last[j]), DType::kI32);
+      } else {
+        std::copy(last, last + n, out + first);
+      }
     }
   });
   return Status::Ok();
@@ -211,20 +369,33 @@ const OpImpl* FindOp(const std::string& op) {
   return nullptr;
 }
 
+bool WritesByChunk(const Kernel& k) {
+  // The optimizer updates: each is a SetEachOutput over its parameter (optim.cpp).
+  static const char* const kOps[] = {"sgd_update",  "momentum_update", "momentum_velocity",
+                                     "adam_update", "adam_m",          "adam_v"};
+  if (k.kind != KernelKind::kOp) return false;
+  for (const char* op : kOps)
+    if (k.op == op) return true;
+  return false;
+}
+
 template <typename T>
 Status RunKernel(const Module& m, const Kernel& k, const std::vector<const T*>& inputs, T* out,
-                 const Parallel& parallel) {
+                 const Parallel& parallel, int64_t only_chunk) {
   if (k.kind == KernelKind::kElementwise) return RunFused(m, k, inputs, out, parallel);
   const OpImpl* impl = FindOp(k.op);
   if (!impl) return InternalError("ref.RunKernel", "no CPU reference for op " + k.op);
-  OpArgs<T> args{&m.graph(), &m.graph().at(k.output), inputs, out, &parallel, k.transposed};
+  if (only_chunk >= 0 && !WritesByChunk(k))
+    return InternalError("ref.RunKernel", k.op + " does not run by chunk");
+  OpArgs<T> args{&m.graph(), &m.graph().at(k.output), inputs, out, &parallel, k.transposed,
+                 only_chunk};
   PickOp<T> (*impl)(args);
   return Status::Ok();
 }
 
 template Status RunKernel<float>(const Module&, const Kernel&, const std::vector<const float*>&,
-                                 float*, const Parallel&);
+                                 float*, const Parallel&, int64_t);
 template Status RunKernel<double>(const Module&, const Kernel&, const std::vector<const double*>&,
-                                  double*, const Parallel&);
+                                  double*, const Parallel&, int64_t);
 
 }  // namespace scellis::kernel::ref

@@ -7,6 +7,7 @@
 #include <bit>
 #include <cstdint>
 #include <functional>
+#include <memory>
 #include <string>
 #include <type_traits>
 #include <vector>
@@ -22,7 +23,9 @@ namespace scellis::kernel::ref {
 int ThreadsFor(int requested);
 
 // Runs chunk indices [0, n) on a fixed number of threads. Work is split into chunks whose
-// boundaries depend only on the problem size, never on the thread count.
+// boundaries depend only on the problem size, never on the thread count. The threads are started
+// once and kept (a training step runs dozens of kernels); a For called from inside a chunk, or
+// while another caller's For holds the threads, runs its chunks on the calling thread.
 class Parallel {
  public:
   explicit Parallel(int threads = 1);
@@ -30,7 +33,9 @@ class Parallel {
   void For(int64_t chunks, const std::function<void(int64_t)>& fn) const;
 
  private:
+  class Pool;
   int threads_;
+  std::shared_ptr<Pool> pool_;  // null with one thread
 };
 
 // Integer elements (i32, u32) in the reference's buffers. An f32 slot holds the integer's 32 bits,
@@ -70,6 +75,11 @@ inline int64_t SaturateToI32(double v) {
   return static_cast<int64_t>(v);  // truncates toward zero
 }
 
+// The widest vector instructions this machine runs, for the kernels compiled once per instruction
+// set (matmul_tile.inc, adam_loops.inc). Only the speed depends on it, never a bit.
+enum class VectorIsa { kBase, kAvx2, kAvx512 };
+VectorIsa MachineVectorIsa();
+
 // Elements per chunk of elementwise work.
 inline constexpr int64_t kChunk = 16384;
 
@@ -81,6 +91,9 @@ struct OpArgs {
   T* output;
   const Parallel* parallel;
   std::vector<bool> transposed;  // per input: read the (rank-2) operand transposed
+  // >= 0: compute only outputs [only_chunk * kChunk, (only_chunk + 1) * kChunk) on the calling
+  // thread (ops for which WritesByChunk holds).
+  int64_t only_chunk = -1;
 
   const TensorType& in_type(size_t i) const { return graph->at(node->args[i]).type; }
   bool is_transposed(size_t i) const { return i < transposed.size() && transposed[i]; }
@@ -91,10 +104,22 @@ struct OpArgs {
 template <typename T, typename Element>
 void SetEachOutput(const OpArgs<T>& a, const Element& element) {
   const int64_t total = a.node->type.elements();
-  a.parallel->For((total + kChunk - 1) / kChunk, [&](int64_t c) {
+  auto chunk = [&](int64_t c) {
     for (int64_t i = c * kChunk; i < std::min(total, (c + 1) * kChunk); ++i)
       a.output[i] = element(i);
-  });
+  };
+  if (a.only_chunk >= 0) return chunk(a.only_chunk);
+  a.parallel->For((total + kChunk - 1) / kChunk, chunk);
+}
+
+// As SetEachOutput, for kernels that write each chunk [begin, end) in one loop of their own (so
+// that the loop vectorises); output i must still depend only on the inputs at i.
+template <typename T, typename Range>
+void SetEachOutputRange(const OpArgs<T>& a, const Range& range) {
+  const int64_t total = a.node->type.elements();
+  auto chunk = [&](int64_t c) { range(c * kChunk, std::min(total, (c + 1) * kChunk)); };
+  if (a.only_chunk >= 0) return chunk(a.only_chunk);
+  a.parallel->For((total + kChunk - 1) / kChunk, chunk);
 }
 
 template <typename T>
@@ -111,10 +136,17 @@ struct OpImpl {
 template <typename T>
 using ScalarFn = T (*)(T a, T b, T c);
 
+// The same function over n elements: out[j] = f(a[j], b[j], c[j]), with f inlined into the loop
+// (a fused kernel calls it once per block of elements rather than f once per element).
+template <typename T>
+using BlockFn = void (*)(const T* a, const T* b, const T* c, T* out, int64_t n);
+
 struct ScalarImpl {
   int arity;
   ScalarFn<float> f32;
   ScalarFn<double> f64;
+  BlockFn<float> block_f32;
+  BlockFn<double> block_f64;
 };
 
 const ScalarImpl* FindScalar(const std::string& op);
@@ -135,10 +167,17 @@ void AddIndexOps(std::vector<std::pair<std::string, OpImpl>>& t);
 // which is uniform(seed, step, i) >= p exactly (uniform is those bits over 2^24).
 uint32_t DropoutThreshold(double p);
 
-// Runs one kernel of `m`: `inputs` follow Kernel::inputs, `out` is the kernel's output.
+// Runs one kernel of `m`: `inputs` follow Kernel::inputs, `out` is the kernel's output; with
+// only_chunk >= 0, only that chunk of its outputs (see OpArgs::only_chunk).
 template <typename T>
 Status RunKernel(const Module& m, const Kernel& k, const std::vector<const T*>& inputs, T* out,
-                 const Parallel& parallel);
+                 const Parallel& parallel, int64_t only_chunk = -1);
+
+// Whether the kernel computes output i from inputs at i and whole-tensor scalars only, chunk by
+// chunk of kChunk (SetEachOutput): then consecutive such kernels over outputs of one size may run
+// chunk by chunk together, each chunk through all of them while it is in cache, with the same
+// bits as one kernel after the other (the optimizer updates of one parameter, say).
+bool WritesByChunk(const Kernel& k);
 
 // Multi-index helpers shared by families.
 std::vector<int64_t> Unravel(int64_t index, const std::vector<int64_t>& sizes);

@@ -19,7 +19,9 @@ template <typename T, typename Term>
 T TreeSum256(int64_t count, const Term& term, const Parallel& parallel) {
   constexpr int64_t kLanesPerChunk = 32;
   std::vector<T> lane(static_cast<size_t>(kTreeLanes), T(0));
-  parallel.For(kTreeLanes / kLanesPerChunk, [&](int64_t c) {
+  // A short sum (a batch's losses, say) costs less than waking threads: it runs here.
+  const Parallel serial(1);
+  (count < kChunk ? serial : parallel).For(kTreeLanes / kLanesPerChunk, [&](int64_t c) {
     // Row by row over the chunk's lanes: each lane still adds its terms in increasing j.
     T acc[kLanesPerChunk] = {};
     const int64_t first = c * kLanesPerChunk;

@@ -3,6 +3,7 @@
 #include <chrono>
 #include <cmath>
 #include <cstring>
+#include <mutex>
 
 namespace scellis::runtime::cpu {
 namespace {
@@ -44,6 +45,17 @@ struct Resident {
 
   std::vector<T>& of(int node) { return buffers[plan->buffer_of[node]]; }
 
+  // A node's values between steps: a carry's source whose storage went to its target (see Step)
+  // gets a copy back first.
+  const std::vector<T>& Read(int node) {
+    const int b = plan->buffer_of[node];
+    if (!lent_to.empty() && lent_to[b] >= 0) {
+      buffers[b] = buffers[lent_to[b]];
+      lent_to[b] = -1;
+    }
+    return buffers[b];
+  }
+
   Status Load(const webir::Node& n, const Feeds& feeds, const ExactFeeds<T>* exact = nullptr) {
     // Exact feeds (f64 values for gradient checks) bypass the f32 host data.
     if (exact) {
@@ -62,11 +74,14 @@ struct Resident {
     return Status::Ok();
   }
 
-  void Store(int node, const HostTensor& value) { LoadValues(value, of(node).data()); }
+  void Store(int node, const HostTensor& value) {
+    LoadValues(value, of(node).data());
+    if (!lent_to.empty()) lent_to[plan->buffer_of[node]] = -1;
+  }
 
   static Result<Resident> Make(const execplan::Plan& plan, const Feeds& feeds, bool defer_fed,
                                const ExactFeeds<T>* exact = nullptr) {
-    Resident r{&plan, std::vector<std::vector<T>>(plan.buffers.size())};
+    Resident r{&plan, std::vector<std::vector<T>>(plan.buffers.size()), {}, {}, {}, {}};
     // Buffers hold values, one per element whatever the storage width.
     std::vector<int64_t> elements(plan.buffers.size(), 0);
     for (const webir::Node& n : plan.graph().nodes) {
@@ -84,23 +99,151 @@ struct Resident {
         continue;  // carried, fed at first run
       SCELLIS_TRY(r.Load(n, feeds, exact));
     }
+    r.FindLendableCarries();
+    r.FindChunkGroups();
     return r;
   }
 
+  // Runs of consecutive steps whose kernels write by chunk (kernel::ref::WritesByChunk) over
+  // outputs of one size, where no kernel of the run writes a buffer that one of them reads
+  // other than element for element (a scalar, say): such a run goes chunk by chunk through all
+  // its kernels (see Step). group_end[s] is one past the run that starts at step s.
+  void FindChunkGroups() {
+    const std::vector<execplan::Step>& steps = plan->steps;
+    const webir::Graph& g = plan->graph();
+    group_end.assign(steps.size(), 0);
+    auto kernel = [&](size_t s) -> const kernel::Kernel& {
+      return plan->module().kernels[steps[s].kernel];
+    };
+    auto elements = [&](size_t s) { return g.at(kernel(s).output).type.elements(); };
+    for (size_t first = 0; first < steps.size(); ++first) {
+      size_t end = first + 1;
+      if (kernel::ref::WritesByChunk(kernel(first))) {
+        const int64_t n = elements(first);
+        std::vector<int> written = {steps[first].write};
+        std::vector<int> whole_reads;  // buffers read not element for element
+        auto add_reads = [&](size_t s) {
+          const kernel::Kernel& k = kernel(s);
+          for (size_t i = 0; i < k.inputs.size(); ++i)
+            if (g.at(k.inputs[i]).type.elements() != n) whole_reads.push_back(steps[s].reads[i]);
+        };
+        add_reads(first);
+        auto overlaps = [](const std::vector<int>& a, const std::vector<int>& b) {
+          for (int x : a)
+            if (std::find(b.begin(), b.end(), x) != b.end()) return true;
+          return false;
+        };
+        while (end < steps.size() && kernel::ref::WritesByChunk(kernel(end)) &&
+               elements(end) == n) {
+          std::vector<int> w = written, r = whole_reads;
+          written.push_back(steps[end].write);
+          add_reads(end);
+          if (overlaps(written, whole_reads)) {
+            written = std::move(w);
+            whole_reads = std::move(r);
+            break;
+          }
+          ++end;
+        }
+        if (overlaps(written, whole_reads)) end = first + 1;
+      }
+      group_end[first] = end;
+    }
+  }
+
+  // A carry whose source buffer only ever holds values its step computes (every node in it is a
+  // kernel's output, and it is no carry's target nor another carry's source) can hand the
+  // source's storage to the target and take the target's old storage in exchange, instead of
+  // copying: the step overwrites the source buffer before anything reads it.
+  void FindLendableCarries() {
+    const webir::Graph& g = plan->graph();
+    lent_to.assign(buffers.size(), -1);
+    lendable.assign(g.carries.size(), 0);
+    std::vector<char> computed(buffers.size(), 0), other(buffers.size(), 0);
+    std::vector<char> is_output(g.nodes.size(), 0);
+    for (const execplan::Step& s : plan->steps)
+      is_output[plan->module().kernels[s.kernel].output] = 1;
+    for (const execplan::Step& s : plan->steps) computed[s.write] = 1;
+    for (const webir::Node& n : g.nodes) {
+      const int b = plan->buffer_of[n.id];
+      if (b >= 0 && !is_output[n.id]) other[b] = 1;
+    }
+    std::vector<int> uses(buffers.size(), 0);
+    for (const webir::Carry& c : g.carries)
+      for (int node : {c.from, c.to})
+        if (plan->buffer_of[node] >= 0) ++uses[plan->buffer_of[node]];
+    for (size_t i = 0; i < g.carries.size(); ++i) {
+      const int from = plan->buffer_of[g.carries[i].from], to = plan->buffer_of[g.carries[i].to];
+      lendable[i] = from >= 0 && to >= 0 && from != to && computed[from] && !other[from] &&
+                    uses[from] == 1;
+    }
+  }
+
   Status Step(const kernel::ref::Parallel& parallel) {
-    for (const execplan::Step& s : plan->steps) {
-      const kernel::Kernel& k = plan->module().kernels[s.kernel];
+    std::fill(lent_to.begin(), lent_to.end(), -1);  // the step rewrites those buffers
+    const std::vector<execplan::Step>& steps = plan->steps;
+    auto inputs_of = [&](const execplan::Step& s) {
       std::vector<const T*> inputs;
       for (int b : s.reads) inputs.push_back(buffers[b].data());
-      SCELLIS_TRY(
-          kernel::ref::RunKernel<T>(plan->module(), k, inputs, buffers[s.write].data(), parallel));
+      return inputs;
+    };
+    for (size_t first = 0; first < steps.size();) {
+      const size_t end = group_end[first];
+      if (end == first + 1) {
+        const execplan::Step& s = steps[first];
+        SCELLIS_TRY(kernel::ref::RunKernel<T>(plan->module(), plan->module().kernels[s.kernel],
+                                              inputs_of(s), buffers[s.write].data(), parallel));
+        ++first;
+        continue;
+      }
+      // Chunk by chunk through the run: element i sees the same values in the same order as
+      // when the kernels run one after the other, and a chunk's operands stay in cache.
+      std::vector<std::vector<const T*>> inputs;
+      for (size_t s = first; s < end; ++s) inputs.push_back(inputs_of(steps[s]));
+      const int64_t n = plan->graph().at(plan->module().kernels[steps[first].kernel].output)
+                            .type.elements();
+      std::mutex failed_mu;
+      Status failed = Status::Ok();
+      parallel.For((n + kernel::ref::kChunk - 1) / kernel::ref::kChunk, [&](int64_t c) {
+        for (size_t s = first; s < end; ++s) {
+          Status st = kernel::ref::RunKernel<T>(
+              plan->module(), plan->module().kernels[steps[s].kernel], inputs[s - first],
+              buffers[steps[s].write].data(), parallel, c);
+          if (!st.ok()) {
+            std::lock_guard<std::mutex> lock(failed_mu);
+            failed = std::move(st);
+          }
+        }
+      });
+      SCELLIS_TRY(failed);
+      first = end;
     }
-    // Carries read the step's results before any is overwritten.
-    std::vector<std::vector<T>> next;
-    for (const webir::Carry& c : plan->graph().carries) next.push_back(of(c.from));
-    for (size_t i = 0; i < next.size(); ++i) of(plan->graph().carries[i].to) = std::move(next[i]);
+    // Carries read the step's results before any is overwritten. A lendable carry trades
+    // storage with its target (FindLendableCarries); any other is copied into a spare buffer
+    // that then trades places with its target (whose old storage is the next step's spare).
+    // Either way a step allocates nothing.
+    const std::vector<webir::Carry>& carries = plan->graph().carries;
+    carry_spare.resize(carries.size());
+    std::vector<char> lend(carries.size(), 0);
+    for (size_t i = 0; i < carries.size(); ++i) {
+      lend[i] = lendable[i] && of(carries[i].from).size() == of(carries[i].to).size();
+      if (!lend[i]) carry_spare[i] = of(carries[i].from);
+    }
+    for (size_t i = 0; i < carries.size(); ++i) {
+      if (lend[i]) {
+        std::swap(of(carries[i].to), of(carries[i].from));
+        lent_to[plan->buffer_of[carries[i].from]] = plan->buffer_of[carries[i].to];
+      } else {
+        std::swap(of(carries[i].to), carry_spare[i]);
+      }
+    }
     return Status::Ok();
   }
+
+  std::vector<std::vector<T>> carry_spare;
+  std::vector<char> lendable;  // per carry
+  std::vector<int> lent_to;    // per buffer: -1, or where its values are while it is lent
+  std::vector<size_t> group_end;  // per step: see FindChunkGroups
 };
 
 class CpuPrepared : public Prepared {
@@ -135,7 +278,7 @@ class CpuPrepared : public Prepared {
       for (size_t i = 0; i < watch.size(); ++i) {
         // Carried inputs were just updated; outputs hold this step's value.
         const webir::Node& n = g.at(watch[i]);
-        r.watched[i].second.push_back(ToHost(n.type, resident_->of(n.id).data()));
+        r.watched[i].second.push_back(ToHost(n.type, resident_->Read(n.id).data()));
       }
     }
     double ms =
@@ -145,7 +288,7 @@ class CpuPrepared : public Prepared {
   }
 
   Result<HostTensor> DoDownload(int node) override {
-    return ToHost(plan_.graph().at(node).type, resident_->of(node).data());
+    return ToHost(plan_.graph().at(node).type, resident_->Read(node).data());
   }
 
   Status DoUpload(int node, const HostTensor& value) override {
@@ -193,7 +336,7 @@ Result<std::vector<std::vector<T>>> RunPlan(const execplan::Plan& plan, const Fe
   for (int64_t it = 0; it < plan.graph().repeat; ++it) SCELLIS_TRY(r.Step(parallel));
   std::vector<std::vector<T>> outputs;
   for (const webir::Output& o : plan.graph().outputs) {
-    const std::vector<T>& b = r.of(o.node);
+    const std::vector<T>& b = r.Read(o.node);
     outputs.emplace_back(b.begin(), b.begin() + plan.graph().at(o.node).type.elements());
   }
   return outputs;
