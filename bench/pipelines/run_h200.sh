@@ -1,0 +1,20 @@
+#!/usr/bin/env bash
+# Seed 002's workloads on the GPU: Scellis (scellis_bench_pipeline, fused in one submission per
+# run) checked against the float64 oracle, then PyTorch eager / CUDA graph / torch.compile on the
+# same starting state (bench/pipelines/peer.py), and the end-to-end CLI run under each executor.
+# Expects dist/scellis and dist/scellis_bench_pipeline; writes to $OUT/pipelines.
+set -uo pipefail
+DIR="${OUT:-out}/pipelines"
+mkdir -p "$DIR"
+names=(jacobi heat life gray_scott)
+for n in "${names[@]}"; do
+  mkdir -p "$DIR/$n"
+  dist/scellis_bench_pipeline "examples/pipelines/$n.json" webgpu 10 "$DIR/$n" \
+    > "$DIR/$n/scellis.json" || echo "scellis_bench_pipeline $n failed"
+  for e in fused generic; do
+    dist/scellis run "examples/pipelines/$n.json" --backend=webgpu --executor=$e --no-record --json \
+      | python3 -c "import json,sys; j=json.load(sys.stdin); print(json.dumps({'workload':'$n','cli_executor':j['executor'],'fallback_reason':j['fallback_reason'],'stats':j['stats']}))"
+  done
+done | tee "$DIR/cli.jsonl"
+python3 bench/pipelines/peer.py "$DIR" "${names[@]}" | tee "$DIR/peer.jsonl"
+rm -f "$DIR"/*/*.f32
