@@ -234,6 +234,12 @@ case("shift", "special_zero", [("a", [2, 3], flat(L))], torch.where(inside, clam
      {"shifts": [1, -1], "boundary": "zero"}, version=5)
 case("shift", "special_clamp", [("a", [2, 3], flat(L))], clamped,
      {"shifts": [1, -1], "boundary": "clamp"}, version=5)
+# cumsum: a NaN, and +inf meeting -inf, make every later running sum NaN.
+CS = [[1.5, nan, 2.0, -0.0], [inf, 1.0, -inf, 2.0], [-0.0, -0.0, 3.0, inf]]
+case("cumsum", "special", [("a", [3, 4], flat(CS))], torch.cumsum(t32(CS), 1), {"axis": 1},
+     version=5)
+case("cumsum", "special_axis0", [("a", [3, 4], flat(CS))], torch.cumsum(t32(CS), 0), {"axis": 0},
+     version=5)
 
 
 def lit(v):

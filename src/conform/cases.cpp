@@ -302,7 +302,27 @@ void RandomCases(const OpSpec& def, std::vector<Case>& out) {
   }
 }
 
+// Running sums along each axis of a rank-3 tensor, long lines, size-1 and empty axes.
+void CumsumCases(const OpSpec& def, std::vector<Case>& out) {
+  struct Variant {
+    const char* name;
+    Shape shape;
+    int axis;
+  };
+  const Variant variants[] = {
+      {"size1", {1}, 0},          {"rank1_1009", {1009}, 0},       {"axis0", {7, 13, 67}, 0},
+      {"axis1", {7, 13, 67}, 1},  {"axis_neg1", {7, 13, 67}, -1},  {"long_line", {3, 4099}, 1},
+      {"empty_axis", {0, 5}, 0},  {"empty_rest", {5, 0}, 0},
+  };
+  for (const Variant& v : variants) {
+    DocBuilder b;
+    int x = b.Input("x", v.shape);
+    out.push_back(b.Finish(def.name, v.name, b.Op(def.name, {x}, {{"axis", v.axis}}), 5));
+  }
+}
+
 void ReduceCases(const OpSpec& def, std::vector<Case>& out) {
+  if (def.name == "cumsum") return CumsumCases(def, out);
   const std::pair<const char*, Shape> whole[] = {
       {"whole_size1", {1}},         {"whole_prime97", {97}},  {"whole_prime1009", {1009}},
       {"whole_rank3", {7, 13, 67}}, {"whole_65537", {65537}},  // more than 256 lanes x 256 elements

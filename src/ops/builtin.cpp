@@ -253,6 +253,21 @@ void AddReduceOps(OpTable& t) {
          .summary = "mean of all elements, or over one axis",
          .nan = "the sum's rule, then divided by the count; the mean over an empty axis is NaN, "
                 "as torch.mean"});
+  // Version 5: the scan multi-pass programs build on (compaction offsets, histograms, integrals).
+  t.Add({.name = "cumsum",
+         .min_version = 5,
+         .ports = {Operand("a")},
+         .attrs = {{"axis", AttrType::kInt, nullptr, true}},
+         .kind = OpKind::kReduce,
+         .differentiable = true,
+         .tolerance = ToleranceClass::kDefault,
+         .determinism = "fixed order: each running sum adds the next element to the previous sum, "
+                        "in increasing index order along the axis, on every backend (one "
+                        "invocation per line on the GPU); no atomics, no tree",
+         .summary = "running sums along `axis`: out[.., i, ..] = a[.., 0, ..] + ... + a[.., i, "
+                    "..], as torch.cumsum",
+         .nan = "IEEE accumulation, as torch.cumsum: from the first NaN along the axis, and from "
+                "the point where both +inf and -inf have been added, every later sum is NaN"});
 }
 
 void AddLinalgOps(OpTable& t) {

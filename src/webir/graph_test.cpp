@@ -205,7 +205,7 @@ Json ExampleNode(const ops::OpSpec& d) {
   if (d.name == "flip") n["axes"] = {1};
   if (d.name == "shift") n["shifts"] = {1, -1};
   if (d.name == "pad") n["pads"] = {{1, 0}, {0, 2}};
-  if (d.name == "sum" || d.name == "mean") n["axis"] = 1;
+  if (d.name == "sum" || d.name == "mean" || d.name == "cumsum") n["axis"] = 1;
   if (d.kind == OpKind::kIndex) n["axis"] = 0;
   return n;
 }

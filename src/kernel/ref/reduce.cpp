@@ -43,11 +43,34 @@ void Mean(const OpArgs<T>& a) {
   Reduce(a, true);
 }
 
+// Running sums along the axis, each the previous sum plus the next element.
+template <typename T>
+void Cumsum(const OpArgs<T>& a) {
+  const std::vector<int64_t> sizes = a.in_type(0).sizes();
+  const int axis = a.node->attrs.at("axis").template get<int>();
+  int64_t outer = 1, inner = 1, len = sizes[axis];
+  for (int i = 0; i < axis; ++i) outer *= sizes[i];
+  for (size_t i = axis + 1; i < sizes.size(); ++i) inner *= sizes[i];
+  const int64_t lines = outer * inner;
+  const T* x = a.inputs[0];
+  a.parallel->For((lines + kChunk - 1) / kChunk, [&](int64_t c) {
+    for (int64_t line = c * kChunk; line < std::min(lines, (c + 1) * kChunk); ++line) {
+      const int64_t base = (line / inner) * len * inner + line % inner;
+      T s = T(0);
+      for (int64_t j = 0; j < len; ++j) {
+        s += x[base + j * inner];
+        a.output[base + j * inner] = s;
+      }
+    }
+  });
+}
+
 }  // namespace
 
 void AddReduceOps(std::vector<std::pair<std::string, OpImpl>>& t) {
   t.push_back({"sum", {Sum<float>, Sum<double>}});
   t.push_back({"mean", {Mean<float>, Mean<double>}});
+  t.push_back({"cumsum", {Cumsum<float>, Cumsum<double>}});
 }
 
 }  // namespace scellis::kernel::ref

@@ -133,6 +133,8 @@ std::vector<Case> Cases() {
       {"sum", {s234}, {{"axis", 1}}},
       {"sum", {s234}, {{"axis", -1}, {"keepdim", true}}},
       {"sum", {s34}, {{"keepdim", true}}},
+      {"cumsum", {s234}, {{"axis", 1}}},
+      {"cumsum", {s34}, {{"axis", -1}}},
       {"mean", {s234}},
       {"mean", {s234}, {{"axis", 0}}},
       {"mean", {s34}, {{"axis", 1}, {"keepdim", true}}},

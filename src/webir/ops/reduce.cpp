@@ -61,11 +61,29 @@ std::vector<int> GradMean(Graph& g, const Node& n, int gout) {
   return {SpreadBack(g, n, gout, true)};
 }
 
+Result<TensorType> InferCumsum(InferContext& c) {
+  const TensorType& a = c.args[0];
+  if (a.rank() == 0) return c.Error("bad-rank", "cumsum runs along an axis; a rank-0 value has none");
+  SCELLIS_ASSIGN_OR_RETURN(int axis, AxisAttr(c, "axis", a.rank()));
+  c.attrs["axis"] = axis;
+  return a;
+}
+
+// Each input element reaches every later running sum: its gradient is the sum of the upstream
+// gradients from its own position to the end, a cumsum from the other end.
+std::vector<int> GradCumsum(Graph& g, const Node& n, int gout) {
+  const Json axes = Json::array({n.attrs.at("axis")});
+  int reversed = grad::Emit(g, "flip", {gout}, {{"axes", axes}});
+  int sums = grad::Emit(g, "cumsum", {reversed}, {{"axis", n.attrs.at("axis")}});
+  return {grad::Emit(g, "flip", {sums}, {{"axes", axes}})};
+}
+
 }  // namespace
 
 void AddReduceRules(RuleSet& r) {
   r["sum"] = {InferReduce, GradSum};
   r["mean"] = {InferReduce, GradMean};
+  r["cumsum"] = {InferCumsum, GradCumsum};
 }
 
 }  // namespace scellis::webir

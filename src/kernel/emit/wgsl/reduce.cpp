@@ -9,7 +9,31 @@
 
 namespace scellis::kernel::wgsl {
 
+// Running sums: one invocation per line along the axis, adding in index order as the reference.
+void GenerateCumsum(const Module& m, const Kernel& k, Generated& out) {
+  const webir::Node& node = m.graph().at(k.output);
+  const std::vector<int64_t> sizes = node.type.sizes();
+  const int axis = node.attrs.at("axis").get<int>();
+  int64_t inner = 1, len = sizes[axis];
+  for (size_t i = axis + 1; i < sizes.size(); ++i) inner *= sizes[i];
+  const int64_t lines = len ? node.type.elements() / len : 0;
+  // As for axis sums: a constant division by zero is a compile error, even where never reached.
+  inner = std::max<int64_t>(inner, 1);
+  out.source = Bindings(m, k) + "\n" + LinearEntry(lines) + "  let base = (i / " + U32(inner) +
+               ") * " + U32(len * inner) + " + i % " + U32(inner) +
+               ";\n"
+               "  var s = 0.0;\n"
+               "  for (var j = 0u; j < " +
+               U32(len) + "; j = j + 1u) {\n    let at = base + j * " + U32(inner) +
+               ";\n    s = s + in0[at];\n    out[at] = s;\n  }\n}\n";
+  out.workgroups = LinearGrid(lines);
+}
+
 bool GenerateReduce(const Module& m, const Kernel& k, Generated& out) {
+  if (k.kind == KernelKind::kOp && k.op == "cumsum") {
+    GenerateCumsum(m, k, out);
+    return true;
+  }
   if (k.kind != KernelKind::kOp || (k.op != "sum" && k.op != "mean")) return false;
   const webir::Node& node = m.graph().at(k.output);
   const TensorType& in = m.graph().at(k.inputs[0]).type;
