@@ -12,10 +12,11 @@ training state resident on the device.
 
 from . import _scellis
 from .errors import (DeviceError, EngineInternalError, GraphError, ScellisError,
-                     SessionStateError, UnsupportedOpError)
+                     SessionStateError, TraceError, UnsupportedOpError)
 from .data import load_dataset
 from .graph import Graph, Tensor
 from .ops import MAX_GRAPH_VERSION, MAX_STEPS_PER_SUBMISSION
+from .pipeline import Pipeline, loop, pipeline
 from .result import RunResult
 from .session import Session
 from .worker import shutdown
@@ -24,4 +25,5 @@ __version__ = "0.1.0"
 
 __all__ = ["Graph", "Tensor", "Session", "RunResult", "ScellisError", "GraphError",
            "DeviceError", "SessionStateError", "EngineInternalError", "UnsupportedOpError",
-           "MAX_GRAPH_VERSION", "MAX_STEPS_PER_SUBMISSION", "shutdown", "load_dataset"]
+           "MAX_GRAPH_VERSION", "MAX_STEPS_PER_SUBMISSION", "shutdown", "load_dataset",
+           "TraceError", "pipeline", "loop", "Pipeline"]
