@@ -72,14 +72,20 @@ class _Loop:
     reads of the first copy that are state (the other reads of nodes before the loop are
     loop-invariant)."""
 
-    def __init__(self, start, length, count, carry, carried):
+    def __init__(self, start, length, count, carry, carried, traced_copies):
         self.start, self.length, self.count = start, length, count
         self.carry, self.carried = carry, carried
+        self.traced_copies = traced_copies  # `count` for an unrolled loop, 1 for scellis.loop
 
     @property
     def end(self):
-        """The first node after every copy."""
-        return self.start + self.length * self.count
+        """The first node after the copies in the trace."""
+        return self.start + self.length * self.traced_copies
+
+    @property
+    def last(self):
+        """The first node of the last copy in the trace."""
+        return self.end - self.length
 
 
 def _is_static_count(count):
@@ -138,7 +144,7 @@ def loop(count, body, *state):
         for port, ref in _ports(graph._nodes[j]):
             if ref in carry:
                 carried.add((j, port))
-    trace.loop = _Loop(start, len(graph._nodes) - start, count, carry, carried)
+    trace.loop = _Loop(start, len(graph._nodes) - start, count, carry, carried, traced_copies=1)
     return out[0] if len(out) == 1 else tuple(out)
 
 
@@ -212,9 +218,8 @@ def _verify(nodes, start, length, count):
 
 def _escapes(nodes, outputs, loop):
     """Whether anything after the loop (or an output) reads a copy other than the last."""
-    last = loop.start + (loop.count - 1) * loop.length
     def bad(ref):
-        return loop.start <= ref < last
+        return loop.start <= ref < loop.last
     if any(bad(t) for t in outputs):
         return True
     return any(bad(ref) for node in nodes[loop.end:] for _, ref in _ports(node))
@@ -248,7 +253,7 @@ def _find_loop(nodes, outputs):
             if copies < 2:
                 continue
             carried = {key for key, role in roles.items() if role == "carried"}
-            found = _Loop(start, length, copies, carry, carried)
+            found = _Loop(start, length, copies, carry, carried, traced_copies=copies)
             if not _escapes(nodes, outputs, found):
                 best = found
     return best
@@ -283,9 +288,8 @@ def _document(graph, inputs, returned, loop, name):
             return ref
     else:
         keep = list(range(loop.start + loop.length)) + list(range(loop.end, len(nodes)))
-        last = loop.start + (loop.count - 1) * loop.length
         def source(ref):
-            return ref - (last - loop.start) if last <= ref < loop.end else ref
+            return ref - (loop.last - loop.start) if loop.last <= ref < loop.end else ref
     # Which reads there are of each node, besides the carried ones.
     plain_reads = set(source(t.id) for t in returned.values())
     for i in keep:

@@ -206,10 +206,11 @@ def test_a_fusable_pipeline_runs_fused_in_one_submission_on_swiftshader(rng):
 def test_graph_run_takes_the_executor_pin(rng):
     g = scellis.Graph()
     u = g.input("u", f32(rng, 5, 5))
-    r = g.run(backend="webgpu", allow_software_adapter=True, executor="generic", out=sweep(u, u))
+    r = g.run(backend="webgpu", allow_software_adapter=True, tier="prod", executor="generic",
+              out=sweep(u, u))
     assert r.executor == "generic" and "pinned" in r.fallback_reason
     with pytest.raises(scellis.GraphError) as e:
-        g.run(backend="cpu", executor="generic", out=sweep(u, u))
+        g.run(backend="cpu", tier="prod", executor="generic", out=sweep(u, u))
     assert e.value.code == "executor-unavailable"
 
 
@@ -292,6 +293,6 @@ def test_a_handle_from_an_earlier_trace_is_stale(rng):
         kept.append(x * 2.0)
         return kept[0] + kept[-1]
 
-    keeps(a)
+    keeps.trace(a)
     expect_trace_error("stale-handle", lambda: kept[0] * 3.0)
     expect_trace_error("stale-handle", keeps, a[:2])  # the re-trace reads the first one's tensor
