@@ -225,10 +225,16 @@ def _escapes(nodes, outputs, loop):
     return any(bad(ref) for node in nodes[loop.end:] for _, ref in _ports(node))
 
 
+def _starts_from_arguments(nodes, carry):
+    return all(nodes[a]["op"] == "input" for a in carry)
+
+
 def _find_loop(nodes, outputs):
-    """The longest stretch of the trace that is one body repeated (at least twice), as a _Loop;
-    None when there is none. Candidates come from runs of equal ops at a distance L (the body's
-    length), longest first; each is verified exactly."""
+    """The longest stretch of the trace that is one body repeated (at least twice) whose state
+    starts from arguments and whose copies but the last are read by nothing after it, as a
+    _Loop; None when there is none. Candidates come from runs of equal ops at a distance L (the
+    body's length), longest first; each is verified exactly. When the only repetition starts
+    from values computed before it, that is the error ``loop-state-not-an-argument``."""
     codes = _codes(nodes)
     n = len(codes)
     candidates = []
@@ -240,7 +246,7 @@ def _find_loop(nodes, outputs):
             if run >= length:
                 candidates.append(((run // length + 1) * length, -length, int(r0), int(run)))
     candidates.sort(reverse=True)
-    best = None
+    best, computed_start = None, None
     for cover, neg_length, r0, run in candidates:
         if best is not None and cover <= best.length * best.count:
             break
@@ -253,10 +259,29 @@ def _find_loop(nodes, outputs):
             if copies < 2:
                 continue
             carried = {key for key, role in roles.items() if role == "carried"}
-            found = _Loop(start, length, copies, carry, carried, traced_copies=copies)
-            if not _escapes(nodes, outputs, found):
-                best = found
+            if not _starts_from_arguments(nodes, carry):
+                if computed_start is None:
+                    computed_start = next(a for a in carry if nodes[a]["op"] != "input")
+                continue
+            # Fewer copies when something after the loop reads one of its middle copies.
+            for k in range(copies, 1, -1):
+                found = _Loop(start, length, k, carry, carried, traced_copies=k)
+                if not _escapes(nodes, outputs, found):
+                    if best is None or k * length > best.length * best.count:
+                        best = found
+                    break
+    if best is None and computed_start is not None:
+        raise _computed_start_error(nodes, computed_start)
     return best
+
+
+def _computed_start_error(nodes, before):
+    return TraceError("loop-state-not-an-argument",
+                      f"the loop starts from node #{before} ({nodes[before]['op']}), a value "
+                      "computed before the loop: the document's graph is the loop body, so its "
+                      "starting state must be an argument of the pipeline",
+                      help="compute the starting state outside the pipeline and pass it in, or "
+                           "move the computation into the loop body")
 
 
 # ---- the document ----
@@ -305,12 +330,7 @@ def _document(graph, inputs, returned, loop, name):
     for before, after in (loop.carry.items() if loop else ()):
         node = nodes[before]
         if node["op"] != "input" or node["name"] not in inputs:
-            raise TraceError("loop-state-not-an-argument",
-                             f"the loop starts from node #{before} ({node['op']}), a value "
-                             "computed before the loop: the document's graph is the loop body, "
-                             "so its starting state must be an argument of the pipeline",
-                             help="compute the starting state outside the pipeline and pass it "
-                                  "in, or move the computation into the loop body")
+            raise _computed_start_error(nodes, before)
         arg = node["name"]
         pname = arg if before not in plain_reads else f"{arg}.state"
         out = by_id.get(after)

@@ -296,3 +296,57 @@ def test_a_handle_from_an_earlier_trace_is_stale(rng):
     keeps.trace(a)
     expect_trace_error("stale-handle", lambda: kept[0] * 3.0)
     expect_trace_error("stale-handle", keeps, a[:2])  # the re-trace reads the first one's tensor
+
+
+def test_a_middle_value_read_after_the_loop_shortens_the_rolled_loop(rng):
+    a = f32(rng, 4, 6)
+
+    @scellis.pipeline(backend="cpu", tier="prod")
+    def middles(x):
+        seen = []
+        for _ in range(6):
+            x = x * 0.5 + 1.0
+            seen.append(x)
+        return x, seen[2]
+
+    # Six copies cannot roll up (a middle one is returned); the longest stretch that can is
+    # iterations 1 to 4 as two copies of a two-iteration body (the third iteration's value is
+    # inside the last copy), iterations 5 and 6 after it.
+    assert middles.trace(a).repeat == 2
+    want = a.astype(np.float64)
+    seen = []
+    for _ in range(6):
+        want = want * 0.5 + 1.0
+        seen.append(want)
+    last, third = middles(a)
+    np.testing.assert_allclose(last, want, atol=1e-6, rtol=0)
+    np.testing.assert_allclose(third, seen[2], atol=1e-6, rtol=0)
+
+
+def test_an_explicit_loop_with_work_after_it(rng):
+    a = f32(rng, 4, 6)
+
+    @scellis.pipeline(backend="cpu", tier="prod")
+    def loop_then_double(x, n):
+        y = scellis.loop(n, lambda x: x * 0.5 + 1.0, x)
+        return y, y * 2.0
+
+    traced = loop_then_double.trace(a, 7)
+    assert traced.repeat == 7 and len(traced.doc["nodes"]) == 4  # state, two body ops, double
+    want = a.astype(np.float64)
+    for _ in range(7):
+        want = want * 0.5 + 1.0
+    y, doubled = loop_then_double(a, 7)
+    np.testing.assert_allclose(y, want, atol=1e-6, rtol=0)
+    np.testing.assert_allclose(doubled, want * 2, atol=1e-6, rtol=0)
+
+
+def test_a_loop_must_start_from_arguments(rng):
+    @scellis.pipeline(backend="cpu", tier="prod")
+    def computed_start(x):
+        x = x * 2.0
+        for _ in range(5):
+            x = x * 0.5 + 1.0
+        return x
+
+    expect_trace_error("loop-state-not-an-argument", computed_start, f32(rng, 3, 3))
