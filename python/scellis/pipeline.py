@@ -452,9 +452,9 @@ class Pipeline:
         symbolic = dict(bound.arguments)
         for name, array in arrays.items():
             symbolic[name] = graph.input(name, tuple(array.shape), dtype=array.dtype)
+        call = inspect.BoundArguments(self._signature, symbolic)
         try:
-            result = self._fn(*inspect.BoundArguments(self._signature, symbolic).args,
-                              **inspect.BoundArguments(self._signature, symbolic).kwargs)
+            result = self._fn(*call.args, **call.kwargs)
         finally:
             trace.done = True  # whatever the function kept of the trace is stale from now on
         if isinstance(result, dict):
@@ -482,13 +482,12 @@ class Pipeline:
         """The traced document for these arguments (traced now unless cached): ``.doc`` (the
         graph protocol document as data), ``.text``, ``.repeat``."""
         with self._lock:
-            return self._traced_for(*self._bind(args, kwargs)[1:], args, kwargs)
+            return self._traced_for(*self._bind(args, kwargs))
 
-    def _traced_for(self, arrays, key, args, kwargs):
+    def _traced_for(self, bound, arrays, key):
         traced = self._traced.get(key)
         if traced is None:
-            traced = self._traced[key] = self._trace(self._signature.bind(*args, **kwargs),
-                                                     arrays)
+            traced = self._traced[key] = self._trace(bound, arrays)
         return traced
 
     # ---- running ----
@@ -499,7 +498,7 @@ class Pipeline:
         engine's ``stats``."""
         with self._lock:
             bound, arrays, key = self._bind(args, kwargs)
-            traced = self._traced_for(arrays, key, args, kwargs)
+            traced = self._traced_for(bound, arrays, key)
             fed = {n: arrays[arg] for n, arg in traced.fed.items()}
             state = {n: arrays[arg] for n, arg in traced.state.items()}
             if self._executor is not None:
