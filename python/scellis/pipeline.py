@@ -51,7 +51,7 @@ import numpy as np
 
 from . import _scellis
 from . import ops as _ops
-from .errors import GraphError, TraceError
+from .errors import DeviceError, GraphError, SessionStateError, TraceError
 from .graph import Graph, Tensor, _dtype_name
 from .result import RunResult
 
@@ -504,29 +504,42 @@ class Pipeline:
             if self._executor is not None:
                 # A pinned executor runs through the one-shot path, which takes the pin (the
                 # prepared session runs its backend's best executor).
-                report = _scellis.run(traced.text, self._options["backend"],
-                                      self._options["tier"],
-                                      self._options["allow_software_adapter"],
-                                      self._options["threads"], {**fed, **state},
-                                      self._executor)
-                report["outputs"] = {n: report["outputs"][n] for n in traced.outputs}
-                return RunResult(**report)
+                return self._run_once(traced, {**fed, **state}, self._executor)
             session = self._sessions.get(key)
-            if session is None:
-                o = self._options
-                session = _scellis.prepare(traced.text, o["backend"], o["tier"],
-                                           o["allow_software_adapter"], o["threads"], state)
-                self._sessions[key] = session
-            else:
-                for n, value in state.items():
-                    session.upload(n, value)
-            watched, stats = session.run([fed], traced.outputs)
+            try:
+                if session is None:
+                    o = self._options
+                    session = _scellis.prepare(traced.text, o["backend"], o["tier"],
+                                               o["allow_software_adapter"], o["threads"], state)
+                    self._sessions[key] = session
+                else:
+                    for n, value in state.items():
+                        session.upload(n, value)
+                watched, stats = session.run([fed], traced.outputs)
+            except (DeviceError, SessionStateError) as e:
+                # Every call starts from the state it is given, so a session poisoned by this
+                # call is replaced on the next one rather than kept.
+                dropped = self._sessions.pop(key, None)
+                if dropped is not None:
+                    dropped.dispose()
+                if getattr(e, "code", None) != "non-finite-readback":
+                    raise
+                # A session refuses a non-finite carried value as a divergence; for a pipeline
+                # it is a result (as a one-shot run returns it), so the call runs once more so.
+                return self._run_once(traced, {**fed, **state}, None)
             return RunResult(backend=session.backend, executor=session.executor,
                              fallback_reason=session.fallback_reason,
                              outputs={n: watched[n][0] for n in traced.outputs}, stats=stats,
                              attempts=session.attempts,
                              determinism_tier=session.determinism_tier,
                              content_id=session.content_id)
+
+    def _run_once(self, traced, arrays, executor):
+        o = self._options
+        report = _scellis.run(traced.text, o["backend"], o["tier"], o["allow_software_adapter"],
+                              o["threads"], arrays, executor)
+        report["outputs"] = {n: report["outputs"][n] for n in traced.outputs}
+        return RunResult(**report)
 
     def __call__(self, *args, **kwargs):
         result = self.run(*args, **kwargs)

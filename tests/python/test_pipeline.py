@@ -350,3 +350,18 @@ def test_a_loop_must_start_from_arguments(rng):
         return x
 
     expect_trace_error("loop-state-not-an-argument", computed_start, f32(rng, 3, 3))
+
+
+def test_a_non_finite_result_is_a_result(backend):
+    @scellis.pipeline(tier="prod", **backend)
+    def overflows(x):
+        for _ in range(3):
+            x = x * 1e30
+        return x
+
+    a = np.array([[1.0, -1.0], [0.0, 1e-30]], np.float32)
+    want = np.array([[np.inf, -np.inf], [0.0, np.inf]], np.float32)  # 1e-30 * 1e90 overflows too
+    np.testing.assert_array_equal(overflows(a), want)
+    # The next calls still run, finite or not.
+    np.testing.assert_array_equal(overflows(np.zeros((2, 2), np.float32)), np.zeros((2, 2)))
+    np.testing.assert_array_equal(overflows(a), want)
