@@ -498,6 +498,7 @@ class Graph:
         self.name = name
         self._nodes = []      # graph-protocol node objects, index = id
         self._needs = []      # per node: the lowest protocol version it needs
+        self._types = []      # per node: (shape or None, dtype) as far as this side can tell
         self._arrays = {}     # input name -> its value (a graph constant, snapshotted)
         self._names = {}      # input/param name -> node id
         self._trace = None    # the pipeline trace this graph records, if any (scellis.pipeline)
@@ -636,6 +637,7 @@ class Graph:
         # Everything is checked before the graph changes: a refused node leaves no trace.
         self._nodes.append(node)
         self._needs.append(max(spec["min_version"], _version_of_features(spec, ports, attrs)))
+        self._types.append((None if shape is None else tuple(shape), dtype))
         if source is not None:
             self._names[source] = node["id"]
         return Tensor(self, node["id"], None if shape is None else tuple(shape), dtype)

@@ -25,8 +25,9 @@ every copy costs time), and ``n`` must be a static int.
 What a pipeline can hold: one loop (the document has one ``repeat``); nodes before it over the
 arguments (recomputed every iteration, since the document's graph is the body), and nodes after
 it over the loop's final values (computed every iteration too; only the last iteration's value is
-returned). The loop's starting state must be arguments of the pipeline, not values computed
-before the loop (``loop-state-not-an-argument``).
+returned). The loop's starting state is an argument, or a value computed before the loop (an
+accumulator started at zero, a scaled copy): such values are computed by a prologue document of
+their own on each call (one more submission) and uploaded as the carried state.
 
 Calls. Array arguments are symbolic; every other argument (a number, a string, a tuple) is a
 constant of the trace. The function is traced again only when an array's shape or dtype or a
@@ -225,16 +226,11 @@ def _escapes(nodes, outputs, loop):
     return any(bad(ref) for node in nodes[loop.end:] for _, ref in _ports(node))
 
 
-def _starts_from_arguments(nodes, carry):
-    return all(nodes[a]["op"] == "input" for a in carry)
-
-
 def _find_loop(nodes, outputs):
-    """The longest stretch of the trace that is one body repeated (at least twice) whose state
-    starts from arguments and whose copies but the last are read by nothing after it, as a
-    _Loop; None when there is none. Candidates come from runs of equal ops at a distance L (the
-    body's length), longest first; each is verified exactly. When the only repetition starts
-    from values computed before it, that is the error ``loop-state-not-an-argument``."""
+    """The longest stretch of the trace that is one body repeated (at least twice) whose copies
+    but the last are read by nothing after it, as a _Loop; None when there is none. Candidates
+    come from runs of equal ops at a distance L (the body's length), longest first; each is
+    verified exactly."""
     codes = _codes(nodes)
     n = len(codes)
     candidates = []
@@ -246,7 +242,7 @@ def _find_loop(nodes, outputs):
             if run >= length:
                 candidates.append(((run // length + 1) * length, -length, int(r0), int(run)))
     candidates.sort(reverse=True)
-    best, computed_start = None, None
+    best = None
     for cover, neg_length, r0, run in candidates:
         if best is not None and cover <= best.length * best.count:
             break
@@ -259,10 +255,6 @@ def _find_loop(nodes, outputs):
             if copies < 2:
                 continue
             carried = {key for key, role in roles.items() if role == "carried"}
-            if not _starts_from_arguments(nodes, carry):
-                if computed_start is None:
-                    computed_start = next(a for a in carry if nodes[a]["op"] != "input")
-                continue
             # Fewer copies when something after the loop reads one of its middle copies.
             for k in range(copies, 1, -1):
                 found = _Loop(start, length, k, carry, carried, traced_copies=k)
@@ -270,18 +262,7 @@ def _find_loop(nodes, outputs):
                     if best is None or k * length > best.length * best.count:
                         best = found
                     break
-    if best is None and computed_start is not None:
-        raise _computed_start_error(nodes, computed_start)
     return best
-
-
-def _computed_start_error(nodes, before):
-    return TraceError("loop-state-not-an-argument",
-                      f"the loop starts from node #{before} ({nodes[before]['op']}), a value "
-                      "computed before the loop: the document's graph is the loop body, so its "
-                      "starting state must be an argument of the pipeline",
-                      help="compute the starting state outside the pipeline and pass it in, or "
-                           "move the computation into the loop body")
 
 
 # ---- the document ----
@@ -299,6 +280,9 @@ class _Traced:
         self.structure = structure  # "single" | "tuple" | "list" | ("dict", keys)
         self.loop = loop
         self.repeat = loop.count if loop else 1
+        self.prologue = None        # the document of computed starting values, if any
+        self.prologue_inputs = []   # the arguments it reads
+        self.prologue_outputs = []  # the starting values it computes (carried params' names)
 
 
 def _document(graph, inputs, returned, loop, name):
@@ -322,17 +306,20 @@ def _document(graph, inputs, returned, loop, name):
             if loop is None or (i, port) not in loop.carried:
                 plain_reads.add(source(ref))
     # The carried state: a param per node the loop starts from, taking its body node's value.
-    state_param, state, fed = {}, {}, {}
+    state_param, state, fed, prologue = {}, {}, {}, {}
     by_id = {}
     for name_, t in returned.items():
         by_id.setdefault(source(t.id), name_)
     extra_outputs = {}
     for before, after in (loop.carry.items() if loop else ()):
         node = nodes[before]
-        if node["op"] != "input" or node["name"] not in inputs:
-            raise _computed_start_error(nodes, before)
-        arg = node["name"]
-        pname = arg if before not in plain_reads else f"{arg}.state"
+        if node["op"] == "input" and node["name"] in inputs:
+            arg = node["name"]
+            pname = arg if before not in plain_reads else f"{arg}.state"
+        else:
+            # A starting value computed before the loop: the prologue computes it on each call.
+            arg = pname = f"start.{len(prologue)}"
+            prologue[pname] = before
         out = by_id.get(after)
         if out is None:
             out = f"{pname}.next"
@@ -344,9 +331,16 @@ def _document(graph, inputs, returned, loop, name):
     doc_nodes, new_id = [], {}
     for before, (pname, out) in state_param.items():
         node = nodes[before]
+        shape, dtype = graph._types[before]
+        if shape is None:
+            raise TraceError("unknown-shape",
+                             f"the loop starts from node #{before} ({node['op']}), whose shape "
+                             "is not known here",
+                             help="build the starting value with ops whose shapes are tracked, "
+                                  "or pass it as an argument")
         new_id[("state", before)] = len(doc_nodes)
         doc_nodes.append({"id": len(doc_nodes), "op": "param", "name": pname,
-                          "shape": node["shape"], "dtype": node["dtype"],
+                          "shape": list(shape), "dtype": dtype,
                           "init": {"kind": "zeros"}, "carry": out})
     reachable = _reachable(nodes, keep, source, loop,
                            [source(t.id) for t in returned.values()] + list(extra_outputs.values()))
@@ -377,7 +371,7 @@ def _document(graph, inputs, returned, loop, name):
     doc["nodes"] = doc_nodes
     doc["outputs"] = ([{"name": n, "id": new_id[source(t.id)]} for n, t in returned.items()] +
                       [{"name": n, "id": new_id[i]} for n, i in extra_outputs.items()])
-    return doc, fed, state, out_names
+    return doc, fed, state, out_names, prologue
 
 
 def _reachable(nodes, keep, source, loop, roots):
@@ -473,10 +467,20 @@ class Pipeline:
         if not returned:
             raise TraceError("bad-pipeline-output", "the pipeline returns nothing")
         loop = trace.loop or _find_loop(graph._nodes, [t.id for t in returned.values()])
-        doc, fed, state, outputs = _document(graph, arrays, returned, loop, self._fn.__name__)
+        doc, fed, state, outputs, prologue = _document(graph, arrays, returned, loop,
+                                                       self._fn.__name__)
         self.traces += 1
         text = json.dumps(doc, allow_nan=False)
-        return _Traced(text, doc, fed, state, outputs, structure, loop)
+        traced = _Traced(text, doc, fed, state, outputs, structure, loop)
+        if prologue:
+            # The loop's computed starting values, as a document of their own.
+            starts = {name: Tensor(graph, i, *graph._types[i]) for name, i in prologue.items()}
+            traced.prologue = graph._document(starts, inline=False)
+            traced.prologue_outputs = list(starts)
+            ids = graph._reachable(starts.values())
+            traced.prologue_inputs = [graph._nodes[i]["name"] for i in ids
+                                      if graph._nodes[i]["op"] == "input"]
+        return traced
 
     def trace(self, *args, **kwargs):
         """The traced document for these arguments (traced now unless cached): ``.doc`` (the
@@ -500,6 +504,8 @@ class Pipeline:
             bound, arrays, key = self._bind(args, kwargs)
             traced = self._traced_for(bound, arrays, key)
             fed = {n: arrays[arg] for n, arg in traced.fed.items()}
+            if traced.prologue is not None:
+                arrays = {**arrays, **self._prologue(traced, arrays, key)}
             state = {n: arrays[arg] for n, arg in traced.state.items()}
             if self._executor is not None:
                 # A pinned executor runs through the one-shot path, which takes the pin (the
@@ -533,6 +539,19 @@ class Pipeline:
                              attempts=session.attempts,
                              determinism_tier=session.determinism_tier,
                              content_id=session.content_id)
+
+    def _prologue(self, traced, arrays, key):
+        """The loop's starting values computed before it (a session of their own, one more
+        submission per call)."""
+        session = self._sessions.get((key, "prologue"))
+        if session is None:
+            o = self._options
+            session = _scellis.prepare(traced.prologue, o["backend"], o["tier"],
+                                       o["allow_software_adapter"], o["threads"], {})
+            self._sessions[(key, "prologue")] = session
+        watched, _ = session.run([{n: arrays[n] for n in traced.prologue_inputs}],
+                                 traced.prologue_outputs)
+        return {n: watched[n][0] for n in traced.prologue_outputs}
 
     def _run_once(self, traced, arrays, executor):
         o = self._options

@@ -341,15 +341,29 @@ def test_an_explicit_loop_with_work_after_it(rng):
     np.testing.assert_allclose(doubled, want * 2, atol=1e-6, rtol=0)
 
 
-def test_a_loop_must_start_from_arguments(rng):
-    @scellis.pipeline(backend="cpu", tier="prod")
-    def computed_start(x):
+def test_a_loop_may_start_from_values_computed_before_it(backend, rng):
+    """An accumulator started at zero and a state scaled before the loop: the starting values
+    are computed by a prologue on each call, then carried."""
+    @scellis.pipeline(tier="prod", **backend)
+    def accumulate(x, q):
         x = x * 2.0
+        total = q * 0.0
         for _ in range(5):
-            x = x * 0.5 + 1.0
-        return x
+            x = x * 0.5 + q
+            total = total + x
+        return x, total
 
-    expect_trace_error("loop-state-not-an-argument", computed_start, f32(rng, 3, 3))
+    a, q = f32(rng, 3, 4), f32(rng, 3, 4)
+    traced = accumulate.trace(a, q)
+    assert traced.repeat == 5 and traced.prologue is not None
+    x, q64, total = a.astype(np.float64) * 2, q.astype(np.float64), 0.0
+    for _ in range(5):
+        x = x * 0.5 + q64
+        total = total + x
+    for _ in range(2):  # the prologue's session too, on the second call
+        got_x, got_total = accumulate(a, q)
+        np.testing.assert_allclose(got_x, x, atol=1e-5, rtol=0)
+        np.testing.assert_allclose(got_total, total, atol=1e-5, rtol=0)
 
 
 def test_a_non_finite_result_is_a_result(backend):
