@@ -226,6 +226,26 @@ def _escapes(nodes, outputs, loop):
     return any(bad(ref) for node in nodes[loop.end:] for _, ref in _ports(node))
 
 
+def _body_lengths(codes, exhaustive=256, per_body=16, most=256):
+    """The body lengths worth scanning for: every length up to ``exhaustive``, and the distances
+    between the k-th next occurrences of an op (k up to ``per_body``, the times one op may occur
+    in a body) — a body's length is one of them, and scanning only these keeps a long trace
+    (Gray-Scott's 768 steps are 26k nodes) from costing a scan per length."""
+    n = len(codes)
+    lengths = set(range(1, min(exhaustive, n // 2) + 1))
+    counts = {}
+    order = np.argsort(codes, kind="stable")
+    bounds = np.flatnonzero(np.diff(codes[order])) + 1
+    for positions in np.split(order, bounds):
+        for k in range(1, min(per_body, len(positions) - 1) + 1):
+            gaps, times = np.unique(positions[k:] - positions[:-k], return_counts=True)
+            for gap, t in zip(gaps.tolist(), times.tolist()):
+                if gap <= n // 2:
+                    counts[gap] = counts.get(gap, 0) + t
+    lengths.update(sorted(counts, key=counts.get, reverse=True)[:most])
+    return sorted(lengths)
+
+
 def _find_loop(nodes, outputs):
     """The longest stretch of the trace that is one body repeated (at least twice) whose copies
     but the last are read by nothing after it, as a _Loop; None when there is none. Candidates
@@ -234,7 +254,7 @@ def _find_loop(nodes, outputs):
     codes = _codes(nodes)
     n = len(codes)
     candidates = []
-    for length in range(1, n // 2 + 1):
+    for length in _body_lengths(codes):
         same = np.concatenate(([0], (codes[:-length] == codes[length:]).astype(np.int8), [0]))
         edges = np.diff(same)
         starts, ends = np.flatnonzero(edges == 1), np.flatnonzero(edges == -1)
