@@ -8,6 +8,9 @@ training state resident on the device.
     b = g.input("b", np.array([10, 20, 30], np.float32))
     r = g.run(tier="prod", values=(a * b).relu())
     r.backend, r.outputs["values"]      # "cpu" or "webgpu", array([0., 60., 120.])
+
+``@scellis.pipeline`` traces a function with a loop once into a repeated graph (protocol version
+5) and runs it from a prepared session on each call (see scellis.pipeline).
 """
 
 from . import _scellis
