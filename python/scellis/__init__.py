@@ -8,14 +8,18 @@ training state resident on the device.
     b = g.input("b", np.array([10, 20, 30], np.float32))
     r = g.run(tier="prod", values=(a * b).relu())
     r.backend, r.outputs["values"]      # "cpu" or "webgpu", array([0., 60., 120.])
+
+``@scellis.pipeline`` traces a function with a loop once into a repeated graph (protocol version
+5) and runs it from a prepared session on each call (see scellis.pipeline).
 """
 
 from . import _scellis
 from .errors import (DeviceError, EngineInternalError, GraphError, ScellisError,
-                     SessionStateError, UnsupportedOpError)
+                     SessionStateError, TraceError, UnsupportedOpError)
 from .data import load_dataset
 from .graph import Graph, Tensor
 from .ops import MAX_GRAPH_VERSION, MAX_STEPS_PER_SUBMISSION
+from .pipeline import Pipeline, loop, pipeline
 from .result import RunResult
 from .session import Session
 from .worker import shutdown
@@ -24,4 +28,5 @@ __version__ = "0.1.0"
 
 __all__ = ["Graph", "Tensor", "Session", "RunResult", "ScellisError", "GraphError",
            "DeviceError", "SessionStateError", "EngineInternalError", "UnsupportedOpError",
-           "MAX_GRAPH_VERSION", "MAX_STEPS_PER_SUBMISSION", "shutdown", "load_dataset"]
+           "MAX_GRAPH_VERSION", "MAX_STEPS_PER_SUBMISSION", "shutdown", "load_dataset",
+           "TraceError", "pipeline", "loop", "Pipeline"]

@@ -7,6 +7,8 @@ diagnostic code (``bad-feed``, ``shape-mismatch`` ...), the JSON pointer into th
 - SessionStateError: a disposed or poisoned session was used, or a closed worker.
 - EngineInternalError: a bug in Scellis.
 - UnsupportedOpError: the engine's op table has no such op (raised while building the graph).
+- TraceError: a traced pipeline broke a rule of tracing (a value read, data-dependent control
+  flow, a stale handle, a loop count that is not a static int).
 """
 import json
 
@@ -60,6 +62,14 @@ class EngineInternalError(ScellisError):
 
 class UnsupportedOpError(GraphError):
     """The engine's op table lacks the op a method or ``Graph.op`` asked for."""
+
+
+class TraceError(GraphError):
+    """A rule of tracing broken while ``scellis.pipeline`` traced its function: the tensors there
+    are symbolic, so reading a value (``value-read-in-trace``), branching on one
+    (``data-dependent-control-flow``), using a tensor of an earlier trace (``stale-handle``) or
+    looping a count that is not a static int (``loop-count-not-static``) is refused while the
+    document is built, before anything runs."""
 
 
 _BY_KIND = {

@@ -15,7 +15,7 @@ import numpy as np
 
 from . import _scellis
 from . import ops as _ops
-from .errors import GraphError, UnsupportedOpError
+from .errors import GraphError, TraceError, UnsupportedOpError
 from .result import RunResult
 from .session import Session
 from . import worker as _worker
@@ -24,7 +24,7 @@ _DTYPES = {"f32": np.float32, "f16": np.float16, "i32": np.int32, "u32": np.uint
            "bool": np.bool_}
 # Keyword arguments of run/submit/prepare/lower/plan that are options, not output names.
 _RESERVED = ("backend", "tier", "allow_software_adapter", "threads", "feeds", "carry",
-             "resident", "callback", "on_error", "rung", "json")
+             "resident", "callback", "on_error", "rung", "json", "executor")
 
 
 def _dtype_name(dtype):
@@ -41,6 +41,19 @@ def _dtype_name(dtype):
             return name
     raise GraphError("bad-dtype", f"the dtype {dtype!r} is not one the engine stores",
                      help="use f32, f16, i32, u32 or bool")
+
+
+def _trace_error(code, message, help=""):
+    return TraceError(code, message, help=help)
+
+
+def _stale(t):
+    what = repr(t) if t is not None else "a tensor"
+    return _trace_error(
+        "stale-handle",
+        f"{what} belongs to an earlier, finished trace of a pipeline: tensors of a trace are "
+        "symbolic and die with it",
+        help="keep no tensors between calls; return them from the pipeline and use the arrays")
 
 
 def _broadcast(a, b):
@@ -96,6 +109,49 @@ class Tensor:
     def __repr__(self):
         node = self.graph._nodes[self.id]
         return f"Tensor(#{self.id} {node['op']}, shape={self.shape}, dtype={self.dtype})"
+
+    # ---- values: a Tensor has none until its graph runs ----
+
+    def _read(self, what):
+        if self.graph._trace is not None:
+            raise _trace_error(
+                "value-read-in-trace",
+                f"{what} reads the value of {self!r} inside a traced pipeline, where tensors are "
+                "symbolic: the function is traced once and its values exist only when it runs",
+                help="compute with tensor ops (where(), maximum() ...) and read the pipeline's "
+                     "result")
+        raise TypeError(f"{what}: a scellis Tensor has no value until its graph runs; read the "
+                        "RunResult's outputs")
+
+    def __float__(self): return self._read("float()")
+    def __int__(self): return self._read("int()")
+    def __index__(self):
+        if self.graph._trace is not None:  # range(t), a list index: a count only data knows
+            raise _trace_error(
+                "loop-count-not-static",
+                f"{self!r} is used as a Python int (a range() bound, a list index) inside a "
+                "traced pipeline, where its value is not known",
+                help="loop a static count (a Python int, or a constant argument of the "
+                     "pipeline); select with where() instead of indexing by value")
+        return self._read("using a tensor as an index")
+    def __complex__(self): return self._read("complex()")
+    def item(self): return self._read("item()")
+    def tolist(self): return self._read("tolist()")
+    def numpy(self): return self._read("numpy()")
+
+    def __array__(self, dtype=None, copy=None):
+        return self._read("converting to a NumPy array")
+
+    def __bool__(self):
+        if self.graph._trace is not None:
+            raise _trace_error(
+                "data-dependent-control-flow",
+                f"the truth value of {self!r} decides Python control flow (if, while, and, or) "
+                "inside a traced pipeline: the trace records one path, so the branch cannot "
+                "depend on data",
+                help="select with where(condition, a, b); loop a static count with "
+                     "scellis.loop or range(n)")
+        return True
 
     @property
     def ndim(self):
@@ -203,6 +259,44 @@ class Tensor:
             axes = tuple(axes[0])
         return self.graph._add("flip", {"a": self}, {"axes": [int(a) for a in axes]},
                                shape=self.shape, dtype=self.dtype)
+
+    def shift(self, shifts, boundary="zero"):
+        """``out[i] = self[i - shifts]`` along every axis (torch.roll's direction; protocol
+        version 5). ``shifts``: one integer per axis, or one integer for a rank-1 tensor.
+        ``boundary`` says what is read where ``i - shifts`` leaves the axis: "zero" (0), "wrap"
+        (the toroidal neighbour, as torch.roll / np.roll) or "clamp" (the nearest edge element).
+        The engine fuses a shift into its consumers' kernel as a shifted load, so a stencil
+        written as a sum of shifts is one kernel."""
+        if isinstance(shifts, numbers.Integral):
+            shifts = [shifts]
+        shifts = [int(s) for s in shifts]
+        return self.graph._add("shift", {"a": self}, {"shifts": shifts, "boundary": boundary},
+                               shape=self.shape, dtype=self.dtype)
+
+    def roll(self, shifts, dims=None):
+        """torch.roll over the given ``dims`` (every axis when None, as a flattened roll is
+        not a shift): a ``shift`` with the "wrap" boundary."""
+        if self.shape is None:
+            raise GraphError("unknown-shape", "roll needs the tensor's rank, which is not known "
+                             "here", help="use shift() with one entry per axis")
+        rank = len(self.shape)
+        if isinstance(shifts, numbers.Integral):
+            shifts = [shifts]
+        if dims is None:
+            if len(shifts) != rank:
+                raise GraphError("bad-shift", f"roll without dims takes one shift per axis "
+                                 f"({rank}), got {len(shifts)}",
+                                 help="name the axes with dims=")
+            dims = range(rank)
+        elif isinstance(dims, numbers.Integral):
+            dims = [dims]
+        dims = list(dims)
+        if len(dims) != len(shifts):
+            raise GraphError("bad-shift", "roll takes one shift per named axis")
+        per_axis = [0] * rank
+        for s, d in zip(shifts, dims):
+            per_axis[_axis(int(d), rank)] += int(s)
+        return self.shift(per_axis, boundary="wrap")
 
     def pad(self, pads, value=0.0):
         """Constant padding: ``pads`` holds one (before, after) pair per axis."""
@@ -404,8 +498,10 @@ class Graph:
         self.name = name
         self._nodes = []      # graph-protocol node objects, index = id
         self._needs = []      # per node: the lowest protocol version it needs
+        self._types = []      # per node: (shape or None, dtype) as far as this side can tell
         self._arrays = {}     # input name -> its value (a graph constant, snapshotted)
         self._names = {}      # input/param name -> node id
+        self._trace = None    # the pipeline trace this graph records, if any (scellis.pipeline)
 
     def __repr__(self):
         return f"Graph({len(self._nodes)} nodes, version={self.version})"
@@ -415,6 +511,9 @@ class Graph:
     def _check_own(self, t):
         if not isinstance(t, Tensor):
             raise TypeError(f"expected a scellis Tensor, got {type(t).__name__}")
+        for g in (self, t.graph):
+            if g._trace is not None and g._trace.done:
+                raise _stale(t if g is t.graph else None)
         if t.graph is not self:
             raise GraphError("foreign-tensor", f"{t!r} belongs to another graph")
 
@@ -523,6 +622,8 @@ class Graph:
         return self._add(op, ports, attrs, shape=ports["param"].shape, dtype="f32")
 
     def _add(self, op, ports, attrs=None, shape=None, dtype="f32", source=None):
+        if self._trace is not None and self._trace.done:
+            raise _stale(next(iter(ports.values()), None))
         spec = _ops.table().get(op)
         if spec is None:
             raise UnsupportedOpError(
@@ -536,6 +637,7 @@ class Graph:
         # Everything is checked before the graph changes: a refused node leaves no trace.
         self._nodes.append(node)
         self._needs.append(max(spec["min_version"], _version_of_features(spec, ports, attrs)))
+        self._types.append((None if shape is None else tuple(shape), dtype))
         if source is not None:
             self._names[source] = node["id"]
         return Tensor(self, node["id"], None if shape is None else tuple(shape), dtype)
@@ -644,14 +746,17 @@ class Graph:
         return text, self._feeds(names, feeds)
 
     def run(self, backend="auto", tier=None, allow_software_adapter=False, threads=0, feeds=None,
-            **outputs):
+            executor=None, **outputs):
         """Runs the graph once and returns a RunResult (backend, executor, fallback_reason,
         outputs as NumPy arrays, stats). ``backend``: "auto" (a hardware GPU, else the CPU
         reference, the fallback reason recorded), "webgpu", "cpu" or "null"; an explicit backend
         is never downgraded. ``tier``: "debug", "prod" or "fast"; the engine never assumes one.
-        ``feeds``: {input or name: array} for inputs given by shape, or to replace data."""
+        ``feeds``: {input or name: array} for inputs given by shape, or to replace data.
+        ``executor``: pins one of the backend's executors ("fused-encoder" or "generic" on
+        WebGPU; a pinned "generic" is reported as the fallback reason); None lets it choose."""
         text, arrays = self._engine_request(outputs, feeds)
-        report = _scellis.run(text, backend, tier, allow_software_adapter, threads, arrays)
+        report = _scellis.run(text, backend, tier, allow_software_adapter, threads, arrays,
+                              executor)
         return RunResult(**report)
 
     def submit(self, callback, on_error=None, backend="auto", tier=None,

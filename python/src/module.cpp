@@ -218,11 +218,14 @@ nb::object Optional(const std::optional<std::string>& s) {
 
 nb::dict RunDocument(const std::string& text, const std::string& backend,
                      const std::optional<std::string>& tier, bool allow_software_adapter,
-                     int cpu_threads, const nb::dict& feeds) {
+                     int cpu_threads, const nb::dict& feeds,
+                     const std::optional<std::string>& executor) {
   api::RunOptions options;
   options.compile = CompileOptionsFor(tier);
   options.select = SelectFor(backend, allow_software_adapter, cpu_threads);
   options.feeds = ToFeeds(feeds);
+  // A pinned executor the backend lacks is the engine's `executor-unavailable`.
+  if (executor) options.executor = *executor;
   std::optional<Result<api::RunReport>> result;
   {
     nb::gil_scoped_release unlocked;
@@ -430,7 +433,9 @@ NB_MODULE(_scellis, m) {
         "Reads a dataset as the trainer does (data::LoadDataset).");
   m.def("run", &RunDocument, nb::arg("text"), nb::arg("backend"), nb::arg("tier").none(),
         nb::arg("allow_software_adapter"), nb::arg("cpu_threads"), nb::arg("feeds"),
-        "Runs a document once (api::Run); returns the report with NumPy outputs.");
+        nb::arg("executor").none() = nb::none(),
+        "Runs a document once (api::Run); returns the report with NumPy outputs. `executor` pins "
+        "one of the backend's executors (\"fused-encoder\" | \"generic\" on WebGPU).");
   m.def("lower", &LowerDocument, nb::arg("text"), nb::arg("rung"), nb::arg("tier").none(),
         nb::arg("json"), "A document's rung, printed or as JSON.");
   m.def("content_id", &DocumentContentId, nb::arg("text"),

@@ -42,3 +42,10 @@ def test_the_captured_step_example_trains_and_syncs():
     assert "optimizer.state step: 128" in out, out
     accuracy = float(re.search(r"test accuracy \(PyTorch, synced weights\) ([\d.]+)", out).group(1))
     assert accuracy > 0.6, out
+
+
+def test_the_pipelines_example_rolls_up_and_matches_float64():
+    out = run("pipelines.py", "--size", "24", "--iterations", "30", "--backend", "cpu")
+    assert out.count("repeat 30,") == 3, out
+    errors = [float(v) for v in re.findall(r"max \|scellis - float64\| = ([\d.e+-]+)", out)]
+    assert len(errors) == 3 and max(errors) < 1e-5, out

@@ -1,0 +1,612 @@
+"""Pipelines: a Python function of tensor ops, traced once into a graph protocol document whose
+graph is one loop body run ``repeat`` times, its loop state carried between iterations (graph
+protocol version 5), then run from a prepared session on every call.
+
+    @scellis.pipeline
+    def jacobi(u, q):
+        for _ in range(512):
+            u = (u.shift([1, 0]) + u.shift([-1, 0]) + u.shift([0, 1]) + u.shift([0, -1]) + q) * 0.25
+        return u
+
+    u = jacobi(u0, q)          # NumPy arrays in, NumPy arrays out
+
+How a loop becomes one body. The function is called once with symbolic tensors (one per array
+argument, of its shape and dtype), so an ordinary ``for _ in range(512)`` runs 512 times during
+the trace and records 512 copies of the body. The trace is then rolled up: the longest stretch of
+nodes that is the same body repeated, each copy reading the previous copy's values where the
+first read the loop's starting values, becomes the document's graph with ``repeat`` set to the
+number of copies; what the first copy read from before the loop and the copies after it read from
+their predecessor is the carried state. The roll-up is exact (every copy is checked node by node
+and port by port against the first), so the document computes what the unrolled trace computes;
+a trace with no such stretch runs as it is, once. ``scellis.loop(n, body, *state)`` says the same
+thing explicitly: ``body`` is traced once, whatever ``n`` is (for very long loops, where tracing
+every copy costs time), and ``n`` must be a static int.
+
+What a pipeline can hold: one loop (the document has one ``repeat``); nodes before it over the
+arguments (recomputed every iteration, since the document's graph is the body), and nodes after
+it over the loop's final values (computed every iteration too; only the last iteration's value is
+returned). The loop's starting state is an argument, or a value computed before the loop (an
+accumulator started at zero, a scaled copy): such values are computed by a prologue document of
+their own on each call (one more submission) and uploaded as the carried state.
+
+Calls. Array arguments are symbolic; every other argument (a number, a string, a tuple) is a
+constant of the trace. The function is traced again only when an array's shape or dtype or a
+constant changes: the documents and prepared sessions are kept per signature. A call uploads the
+loop state and the other arrays, runs one step (``repeat`` iterations; one submission on WebGPU)
+and returns NumPy arrays of its own (they stay valid after the next call); ``run`` returns the
+RunResult with backend, executor, fallback_reason and the engine's stats.
+
+Tracing rules, named build-time errors (TraceError, a GraphError): reading a value inside the
+function (``float(t)``, ``t.numpy()``: ``value-read-in-trace``), branching on one (``bool(t)``,
+``if t``: ``data-dependent-control-flow``), using a tensor kept from an earlier trace
+(``stale-handle``), a loop count that is not a static int (``loop-count-not-static``).
+"""
+
+import functools
+import inspect
+import json
+import numbers
+import threading
+
+import numpy as np
+
+from . import _scellis
+from . import ops as _ops
+from .errors import DeviceError, GraphError, SessionStateError, TraceError
+from .graph import Graph, Tensor, _dtype_name
+from .result import RunResult
+
+
+class _Trace:
+    """The state of one trace: whether it has finished (its tensors are then stale) and the loop
+    ``scellis.loop`` declared in it."""
+
+    def __init__(self):
+        self.done = False
+        self.loop = None
+
+
+class _Loop:
+    """A loop in a trace: the body is nodes [start, start + length) (its first copy), run
+    ``count`` times; ``carry`` maps a node before the loop that the first copy reads as state to
+    the body node whose previous value later copies read; ``carried`` holds the (node, port)
+    reads of the first copy that are state (the other reads of nodes before the loop are
+    loop-invariant)."""
+
+    def __init__(self, start, length, count, carry, carried, traced_copies):
+        self.start, self.length, self.count = start, length, count
+        self.carry, self.carried = carry, carried
+        self.traced_copies = traced_copies  # `count` for an unrolled loop, 1 for scellis.loop
+
+    @property
+    def end(self):
+        """The first node after the copies in the trace."""
+        return self.start + self.length * self.traced_copies
+
+    @property
+    def last(self):
+        """The first node of the last copy in the trace."""
+        return self.end - self.length
+
+
+def _is_static_count(count):
+    return isinstance(count, numbers.Integral) and not isinstance(count, (bool, np.bool_))
+
+
+def loop(count, body, *state):
+    """``state = body(*state)``, ``count`` times; returns the final state (one tensor, or a
+    tuple for several). Inside a pipeline the body is traced once and becomes the document's
+    repeated graph (``count`` a static int, else ``loop-count-not-static``); outside one the
+    body is simply called ``count`` times."""
+    if not _is_static_count(count):
+        raise TraceError("loop-count-not-static",
+                         f"the loop count is {count!r}, not a static int: the document's repeat "
+                         "is fixed when the pipeline is traced",
+                         help="pass the count as a Python int (a constant argument of the "
+                              "pipeline re-traces it when it changes)")
+    count = int(count)
+    if count < 0:
+        raise GraphError("bad-loop-count", f"a loop runs at least zero times, got {count}")
+    if not state:
+        raise GraphError("bad-loop-state", "scellis.loop needs the loop state: loop(n, body, *state)")
+    graph = next((t.graph for t in state if isinstance(t, Tensor)), None)
+    trace = graph._trace if graph is not None else None
+    if trace is None or count < 2:
+        for _ in range(count):
+            state = _as_state(body(*state), len(state))
+        return state[0] if len(state) == 1 else tuple(state)
+    for t in state:
+        graph._check_own(t)
+    if trace.loop is not None:
+        raise TraceError("one-loop-per-pipeline",
+                         "a pipeline holds one loop (its document has one repeat), and this "
+                         "trace already has one",
+                         help="write the loops as separate pipelines, or one loop with a larger "
+                              "body")
+    if len({t.id for t in state}) != len(state):
+        raise TraceError("bad-loop-state", "the same tensor is passed twice as loop state",
+                         help="pass each piece of state once")
+    start = len(graph._nodes)
+    out = _as_state(body(*state), len(state))
+    for t in out:
+        graph._check_own(t)
+    carry = {}
+    for before, after in zip(state, out):
+        if after.id == before.id:
+            continue  # handed back unchanged: invariant
+        if after.id < start:
+            raise TraceError("bad-loop-body",
+                             f"the body returns {after!r}, a value from before the loop, as the "
+                             f"next value of {before!r}",
+                             help="return each piece of state in the order it was passed")
+        carry[before.id] = after.id
+    carried = set()
+    for j in range(start, len(graph._nodes)):
+        for port, ref in _ports(graph._nodes[j]):
+            if ref in carry:
+                carried.add((j, port))
+    trace.loop = _Loop(start, len(graph._nodes) - start, count, carry, carried, traced_copies=1)
+    return out[0] if len(out) == 1 else tuple(out)
+
+
+def _as_state(value, n):
+    value = tuple(value) if isinstance(value, (tuple, list)) else (value,)
+    if len(value) != n or not all(isinstance(t, Tensor) for t in value):
+        raise TraceError("bad-loop-body",
+                         f"the loop body returns {len(value)} values for {n} pieces of state",
+                         help="return the next state as a tensor or a tuple, in the order given")
+    return value
+
+
+@functools.lru_cache(maxsize=None)
+def _port_names(op):
+    return frozenset(p["name"] for p in _ops.table()[op]["inputs"])
+
+
+def _ports(node):
+    """(port, referenced node id) of a node."""
+    names = _port_names(node["op"])
+    return [(k, v) for k, v in node.items() if k in names]
+
+
+# ---- rolling an unrolled loop up ----
+
+def _codes(nodes):
+    """An integer per node: equal when the op and attributes are (ports aside)."""
+    seen, out = {}, []
+    for node in nodes:
+        ports = _port_names(node["op"])
+        key = json.dumps({k: v for k, v in node.items() if k != "id" and k not in ports},
+                         sort_keys=True)
+        out.append(seen.setdefault(key, len(seen)))
+    return np.array(out, dtype=np.int64)
+
+
+def _verify(nodes, start, length, count):
+    """How many copies of the body [start, start + length) follow each other exactly (up to
+    ``count``), with the carry map and the carried reads; (copies, carry, carried)."""
+    body = range(start, start + length)
+    ports = [_ports(nodes[j]) for j in body]
+    roles, carry = {}, {}
+    for k in range(1, count):
+        shift = k * length
+        for j, first in zip(body, ports):
+            i = j + shift
+            if i >= len(nodes) or [p for p, _ in _ports(nodes[i])] != [p for p, _ in first]:
+                return k, carry, roles
+            for port, a in first:
+                b = nodes[i][port]
+                if a >= start:
+                    if b != a + shift:
+                        return k, carry, roles
+                    continue
+                role = roles.get((j, port))
+                if role is None:  # the second copy says what the read is
+                    if b == a:
+                        role = "invariant"
+                    elif start <= b < start + length and carry.get(a, b) == b:
+                        role = "carried"
+                        carry[a] = b
+                    else:
+                        return k, carry, roles
+                    roles[(j, port)] = role
+                elif role == "invariant" and b != a:
+                    return k, carry, roles
+                elif role == "carried" and b != carry[a] + shift - length:
+                    return k, carry, roles
+    return count, carry, roles
+
+
+def _escapes(nodes, outputs, loop):
+    """Whether anything after the loop (or an output) reads a copy other than the last."""
+    def bad(ref):
+        return loop.start <= ref < loop.last
+    if any(bad(t) for t in outputs):
+        return True
+    return any(bad(ref) for node in nodes[loop.end:] for _, ref in _ports(node))
+
+
+def _body_lengths(codes, exhaustive=256, per_body=16, most=256):
+    """The body lengths worth scanning for: every length up to ``exhaustive``, and the distances
+    between the k-th next occurrences of an op (k up to ``per_body``, the times one op may occur
+    in a body) — a body's length is one of them, and scanning only these keeps a long trace
+    (Gray-Scott's 768 steps are 26k nodes) from costing a scan per length."""
+    n = len(codes)
+    lengths = set(range(1, min(exhaustive, n // 2) + 1))
+    counts = {}
+    order = np.argsort(codes, kind="stable")
+    bounds = np.flatnonzero(np.diff(codes[order])) + 1
+    for positions in np.split(order, bounds):
+        for k in range(1, min(per_body, len(positions) - 1) + 1):
+            gaps, times = np.unique(positions[k:] - positions[:-k], return_counts=True)
+            for gap, t in zip(gaps.tolist(), times.tolist()):
+                if gap <= n // 2:
+                    counts[gap] = counts.get(gap, 0) + t
+    lengths.update(sorted(counts, key=counts.get, reverse=True)[:most])
+    return sorted(lengths)
+
+
+def _find_loop(nodes, outputs):
+    """The longest stretch of the trace that is one body repeated (at least twice) whose copies
+    but the last are read by nothing after it, as a _Loop; None when there is none. Candidates
+    come from runs of equal ops at a distance L (the body's length), longest first; each is
+    verified exactly."""
+    codes = _codes(nodes)
+    n = len(codes)
+    candidates = []
+    for length in _body_lengths(codes):
+        same = np.concatenate(([0], (codes[:-length] == codes[length:]).astype(np.int8), [0]))
+        edges = np.diff(same)
+        starts, ends = np.flatnonzero(edges == 1), np.flatnonzero(edges == -1)
+        for r0, run in zip(starts, ends - starts):
+            if run >= length:
+                candidates.append(((run // length + 1) * length, -length, int(r0), int(run)))
+    candidates.sort(reverse=True)
+    best = None
+    for cover, neg_length, r0, run in candidates:
+        if best is not None and cover <= best.length * best.count:
+            break
+        length = -neg_length
+        for start in range(r0, r0 + length):
+            count = (r0 + run - start) // length + 1
+            if count < 2 or (best is not None and count * length <= best.length * best.count):
+                continue
+            copies, carry, roles = _verify(nodes, start, length, count)
+            if copies < 2:
+                continue
+            carried = {key for key, role in roles.items() if role == "carried"}
+            # Fewer copies when something after the loop reads one of its middle copies.
+            for k in range(copies, 1, -1):
+                found = _Loop(start, length, k, carry, carried, traced_copies=k)
+                if not _escapes(nodes, outputs, found):
+                    if best is None or k * length > best.length * best.count:
+                        best = found
+                    break
+    return best
+
+
+# ---- the document ----
+
+class _Traced:
+    """A trace made into a document: its text, the names the call's arrays go to and how the
+    result is shaped."""
+
+    def __init__(self, text, doc, fed, state, outputs, structure, loop):
+        self.text = text
+        self.doc = doc
+        self.fed = fed             # document input name -> argument name (fed every call)
+        self.state = state         # document param name -> argument name (uploaded every call)
+        self.outputs = outputs     # the returned outputs' names, in order
+        self.structure = structure  # "single" | "tuple" | "list" | ("dict", keys)
+        self.loop = loop
+        self.repeat = loop.count if loop else 1
+        self.prologue = None        # the document of computed starting values, if any
+        self.prologue_inputs = []   # the arguments it reads
+        self.prologue_outputs = []  # the starting values it computes (carried params' names)
+
+
+def _document(graph, inputs, returned, loop, name):
+    """The version-5 document of a finished trace: the nodes before the loop, the loop's first
+    copy (its reads of state pointed at carried params) and the nodes after it (their reads of the
+    last copy pointed at the first), with ``repeat`` the loop's count."""
+    nodes = graph._nodes
+    out_names = list(returned)
+    if loop is None:
+        keep = range(len(nodes))
+        def source(ref):
+            return ref
+    else:
+        keep = list(range(loop.start + loop.length)) + list(range(loop.end, len(nodes)))
+        def source(ref):
+            return ref - (loop.last - loop.start) if loop.last <= ref < loop.end else ref
+    # Which reads there are of each node, besides the carried ones.
+    plain_reads = set(source(t.id) for t in returned.values())
+    for i in keep:
+        for port, ref in _ports(nodes[i]):
+            if loop is None or (i, port) not in loop.carried:
+                plain_reads.add(source(ref))
+    # The carried state: a param per node the loop starts from, taking its body node's value.
+    state_param, state, fed, prologue = {}, {}, {}, {}
+    by_id = {}
+    for name_, t in returned.items():
+        by_id.setdefault(source(t.id), name_)
+    extra_outputs = {}
+    for before, after in (loop.carry.items() if loop else ()):
+        node = nodes[before]
+        if node["op"] == "input" and node["name"] in inputs:
+            arg = node["name"]
+            pname = arg if before not in plain_reads else f"{arg}.state"
+        else:
+            # A starting value computed before the loop: the prologue computes it on each call.
+            arg = pname = f"start.{len(prologue)}"
+            prologue[pname] = before
+        out = by_id.get(after)
+        if out is None:
+            out = f"{pname}.next"
+            extra_outputs[out] = after
+            by_id[after] = out
+        state_param[before] = (pname, out)
+        state[pname] = arg
+    # Renumbered: state params first, then the kept nodes in order.
+    doc_nodes, new_id = [], {}
+    for before, (pname, out) in state_param.items():
+        node = nodes[before]
+        shape, dtype = graph._types[before]
+        if shape is None:
+            raise TraceError("unknown-shape",
+                             f"the loop starts from node #{before} ({node['op']}), whose shape "
+                             "is not known here",
+                             help="build the starting value with ops whose shapes are tracked, "
+                                  "or pass it as an argument")
+        new_id[("state", before)] = len(doc_nodes)
+        doc_nodes.append({"id": len(doc_nodes), "op": "param", "name": pname,
+                          "shape": list(shape), "dtype": dtype,
+                          "init": {"kind": "zeros"}, "carry": out})
+    reachable = _reachable(nodes, keep, source, loop,
+                           [source(t.id) for t in returned.values()] + list(extra_outputs.values()))
+    for i in keep:
+        if i not in reachable:
+            continue
+        node = dict(nodes[i])
+        new_id[i] = len(doc_nodes)
+        node["id"] = len(doc_nodes)
+        for port, ref in _ports(nodes[i]):
+            if loop is not None and (i, port) in loop.carried:
+                node[port] = new_id[("state", ref)]
+            else:
+                node[port] = new_id[source(ref)]
+        if node["op"] == "input":
+            # An argument read only as state is its carried param; one also read as a constant
+            # (or before the loop) is fed beside its `.state` copy.
+            if node["name"] in state:
+                continue
+            fed[node["name"]] = node["name"]
+        doc_nodes.append(node)
+    needed = max([graph._needs[i] for i in keep if i in reachable] + [5 if loop else 1])
+    doc = {"version": needed}
+    if name:
+        doc["name"] = name
+    if loop is not None:
+        doc["repeat"] = loop.count
+    doc["nodes"] = doc_nodes
+    doc["outputs"] = ([{"name": n, "id": new_id[source(t.id)]} for n, t in returned.items()] +
+                      [{"name": n, "id": new_id[i]} for n, i in extra_outputs.items()])
+    return doc, fed, state, out_names, prologue
+
+
+def _reachable(nodes, keep, source, loop, roots):
+    """The kept nodes the roots need, reads of state included."""
+    kept = set(keep)
+    seen, stack = set(), list(roots)
+    while stack:
+        i = stack.pop()
+        if i in seen:
+            continue
+        seen.add(i)
+        for port, ref in _ports(nodes[i]):
+            if loop is not None and (i, port) in loop.carried:
+                stack.append(loop.carry[ref])
+            elif source(ref) in kept:
+                stack.append(source(ref))
+    return seen
+
+
+# ---- the decorator ----
+
+class Pipeline:
+    """A traced pipeline; see the module's documentation. Calling it runs it and returns NumPy
+    arrays shaped as the function's result; ``run`` returns the RunResult."""
+
+    def __init__(self, fn, backend="auto", tier=None, allow_software_adapter=False, threads=0,
+                 executor=None):
+        functools.update_wrapper(self, fn)
+        self._fn = fn
+        self._signature = inspect.signature(fn)
+        self._options = dict(backend=backend, tier=tier,
+                             allow_software_adapter=allow_software_adapter, threads=threads)
+        self._executor = executor
+        self._traced = {}    # signature -> _Traced
+        self._sessions = {}  # signature -> the engine's prepared session
+        self._lock = threading.Lock()
+        self.traces = 0      # how many times the function has been traced
+
+    def __repr__(self):
+        return f"<scellis.pipeline {self._fn.__qualname__}, {self.traces} traces>"
+
+    # ---- tracing ----
+
+    def _bind(self, args, kwargs):
+        bound = self._signature.bind(*args, **kwargs)
+        bound.apply_defaults()
+        arrays, key = {}, []
+        for name, value in bound.arguments.items():
+            if isinstance(value, Tensor):
+                raise TraceError("stale-handle" if value.graph._trace else "foreign-tensor",
+                                 f"the argument {name!r} is a Tensor; a pipeline takes arrays",
+                                 help="pass NumPy arrays (the pipeline's results are arrays)")
+            if isinstance(value, np.ndarray):
+                array = np.ascontiguousarray(value)
+                key.append((name, "array", array.shape, _dtype_name(array.dtype)))
+                arrays[name] = array
+            else:
+                try:
+                    hash(value)
+                except TypeError:
+                    raise GraphError("bad-pipeline-argument",
+                                     f"the argument {name!r} is neither an array nor a hashable "
+                                     f"constant ({type(value).__name__})",
+                                     help="pass arrays as NumPy arrays, constants as numbers, "
+                                          "strings or tuples") from None
+                key.append((name, "constant", type(value).__name__, value))
+        return bound, arrays, tuple(key)
+
+    def _trace(self, bound, arrays):
+        graph = Graph(name=self._fn.__name__)
+        graph._trace = trace = _Trace()
+        symbolic = dict(bound.arguments)
+        for name, array in arrays.items():
+            symbolic[name] = graph.input(name, tuple(array.shape), dtype=array.dtype)
+        call = inspect.BoundArguments(self._signature, symbolic)
+        try:
+            result = self._fn(*call.args, **call.kwargs)
+        finally:
+            trace.done = True  # whatever the function kept of the trace is stale from now on
+        if isinstance(result, dict):
+            structure, returned = ("dict", tuple(result)), {str(k): v for k, v in result.items()}
+        elif isinstance(result, (tuple, list)):
+            structure = "tuple" if isinstance(result, tuple) else "list"
+            returned = {f"out{k}": v for k, v in enumerate(result)}
+        else:
+            structure, returned = "single", {"out": result}
+        for name, t in returned.items():
+            if not isinstance(t, Tensor) or t.graph is not graph:
+                raise TraceError("bad-pipeline-output",
+                                 f"the pipeline returns {t!r} as {name!r}, not a tensor of its "
+                                 "trace",
+                                 help="return tensors computed from the pipeline's arguments")
+        if not returned:
+            raise TraceError("bad-pipeline-output", "the pipeline returns nothing")
+        loop = trace.loop or _find_loop(graph._nodes, [t.id for t in returned.values()])
+        doc, fed, state, outputs, prologue = _document(graph, arrays, returned, loop,
+                                                       self._fn.__name__)
+        self.traces += 1
+        text = json.dumps(doc, allow_nan=False)
+        traced = _Traced(text, doc, fed, state, outputs, structure, loop)
+        if prologue:
+            # The loop's computed starting values, as a document of their own.
+            starts = {name: Tensor(graph, i, *graph._types[i]) for name, i in prologue.items()}
+            traced.prologue = graph._document(starts, inline=False)
+            traced.prologue_outputs = list(starts)
+            ids = graph._reachable(starts.values())
+            traced.prologue_inputs = [graph._nodes[i]["name"] for i in ids
+                                      if graph._nodes[i]["op"] == "input"]
+        return traced
+
+    def trace(self, *args, **kwargs):
+        """The traced document for these arguments (traced now unless cached): ``.doc`` (the
+        graph protocol document as data), ``.text``, ``.repeat``."""
+        with self._lock:
+            return self._traced_for(*self._bind(args, kwargs))
+
+    def _traced_for(self, bound, arrays, key):
+        traced = self._traced.get(key)
+        if traced is None:
+            traced = self._traced[key] = self._trace(bound, arrays)
+        return traced
+
+    # ---- running ----
+
+    def run(self, *args, **kwargs):
+        """Runs the pipeline and returns the RunResult: ``outputs`` by name (``out``, ``out0``
+        ..., or the returned dict's keys), ``backend``, ``executor``, ``fallback_reason`` and the
+        engine's ``stats``."""
+        with self._lock:
+            bound, arrays, key = self._bind(args, kwargs)
+            traced = self._traced_for(bound, arrays, key)
+            fed = {n: arrays[arg] for n, arg in traced.fed.items()}
+            if traced.prologue is not None:
+                arrays = {**arrays, **self._prologue(traced, arrays, key)}
+            state = {n: arrays[arg] for n, arg in traced.state.items()}
+            if self._executor is not None:
+                # A pinned executor runs through the one-shot path, which takes the pin (the
+                # prepared session runs its backend's best executor).
+                return self._run_once(traced, {**fed, **state}, self._executor)
+            session = self._sessions.get(key)
+            try:
+                if session is None:
+                    o = self._options
+                    session = _scellis.prepare(traced.text, o["backend"], o["tier"],
+                                               o["allow_software_adapter"], o["threads"], state)
+                    self._sessions[key] = session
+                else:
+                    for n, value in state.items():
+                        session.upload(n, value)
+                watched, stats = session.run([fed], traced.outputs)
+            except (DeviceError, SessionStateError) as e:
+                # Every call starts from the state it is given, so a session poisoned by this
+                # call is replaced on the next one rather than kept.
+                dropped = self._sessions.pop(key, None)
+                if dropped is not None:
+                    dropped.dispose()
+                if getattr(e, "code", None) != "non-finite-readback":
+                    raise
+                # A session refuses a non-finite carried value as a divergence; for a pipeline
+                # it is a result (as a one-shot run returns it), so the call runs once more so.
+                return self._run_once(traced, {**fed, **state}, None)
+            return RunResult(backend=session.backend, executor=session.executor,
+                             fallback_reason=session.fallback_reason,
+                             outputs={n: watched[n][0] for n in traced.outputs}, stats=stats,
+                             attempts=session.attempts,
+                             determinism_tier=session.determinism_tier,
+                             content_id=session.content_id)
+
+    def _prologue(self, traced, arrays, key):
+        """The loop's starting values computed before it (a session of their own, one more
+        submission per call)."""
+        session = self._sessions.get((key, "prologue"))
+        if session is None:
+            o = self._options
+            session = _scellis.prepare(traced.prologue, o["backend"], o["tier"],
+                                       o["allow_software_adapter"], o["threads"], {})
+            self._sessions[(key, "prologue")] = session
+        watched, _ = session.run([{n: arrays[n] for n in traced.prologue_inputs}],
+                                 traced.prologue_outputs)
+        return {n: watched[n][0] for n in traced.prologue_outputs}
+
+    def _run_once(self, traced, arrays, executor):
+        o = self._options
+        report = _scellis.run(traced.text, o["backend"], o["tier"], o["allow_software_adapter"],
+                              o["threads"], arrays, executor)
+        report["outputs"] = {n: report["outputs"][n] for n in traced.outputs}
+        return RunResult(**report)
+
+    def __call__(self, *args, **kwargs):
+        result = self.run(*args, **kwargs)
+        traced = self._traced[self._bind(args, kwargs)[2]]
+        values = [result.outputs[n] for n in traced.outputs]
+        if traced.structure == "single":
+            return values[0]
+        if traced.structure == "tuple":
+            return tuple(values)
+        if traced.structure == "list":
+            return values
+        return dict(zip(traced.structure[1], values))
+
+    def close(self):
+        """Frees the prepared sessions (a later call prepares again)."""
+        with self._lock:
+            for s in self._sessions.values():
+                s.dispose()
+            self._sessions.clear()
+
+
+def pipeline(fn=None, *, backend="auto", tier=None, allow_software_adapter=False, threads=0,
+             executor=None):
+    """Decorator: ``@scellis.pipeline`` or ``@scellis.pipeline(backend="webgpu", ...)``. The
+    options are those of Graph.run; ``executor`` pins "fused-encoder" or "generic" on WebGPU
+    (a pinned run compiles per call, through the one-shot path)."""
+    def wrap(f):
+        return Pipeline(f, backend=backend, tier=tier,
+                        allow_software_adapter=allow_software_adapter, threads=threads,
+                        executor=executor)
+    return wrap if fn is None else wrap(fn)
