@@ -527,16 +527,13 @@ class Pipeline:
             if traced.prologue is not None:
                 arrays = {**arrays, **self._prologue(traced, arrays, key)}
             state = {n: arrays[arg] for n, arg in traced.state.items()}
-            if self._executor is not None:
-                # A pinned executor runs through the one-shot path, which takes the pin (the
-                # prepared session runs its backend's best executor).
-                return self._run_once(traced, {**fed, **state}, self._executor)
             session = self._sessions.get(key)
             try:
                 if session is None:
                     o = self._options
                     session = _scellis.prepare(traced.text, o["backend"], o["tier"],
-                                               o["allow_software_adapter"], o["threads"], state)
+                                               o["allow_software_adapter"], o["threads"], state,
+                                               self._executor)
                     self._sessions[key] = session
                 else:
                     for n, value in state.items():
@@ -552,7 +549,7 @@ class Pipeline:
                     raise
                 # A session refuses a non-finite carried value as a divergence; for a pipeline
                 # it is a result (as a one-shot run returns it), so the call runs once more so.
-                return self._run_once(traced, {**fed, **state}, None)
+                return self._run_once(traced, {**fed, **state}, self._executor)
             return RunResult(backend=session.backend, executor=session.executor,
                              fallback_reason=session.fallback_reason,
                              outputs={n: watched[n][0] for n in traced.outputs}, stats=stats,

@@ -376,8 +376,11 @@ class PySession {
 
 PySession* PrepareDocument(const std::string& text, const std::string& backend,
                            const std::optional<std::string>& tier, bool allow_software_adapter,
-                           int cpu_threads, const nb::dict& initial) {
+                           int cpu_threads, const nb::dict& initial,
+                           const std::optional<std::string>& executor) {
   pipeline::CompileOptions options = CompileOptionsFor(tier);
+  runtime::RunOptions run_options;
+  if (executor) run_options.executor = *executor;
   runtime::Feeds feeds = ToFeeds(initial);
   std::optional<Result<std::unique_ptr<api::Session>>> s;
   runtime::Selection info;
@@ -390,8 +393,11 @@ PySession* PrepareDocument(const std::string& text, const std::string& backend,
     } else {
       info.backend = selection->backend;
       info.fallback_reason = selection->fallback_reason;
+      if (auto pinned = api::PinnedExecutorFallback(run_options.executor))
+        info.fallback_reason = pinned;
       info.attempts = selection->attempts;
-      s.emplace(api::Session::Prepare(text, options, std::move(selection).value(), feeds));
+      s.emplace(api::Session::Prepare(text, options, std::move(selection).value(), feeds,
+                                      run_options));
     }
   }
   return new PySession(Take(std::move(*s)), std::move(info));
@@ -442,6 +448,7 @@ NB_MODULE(_scellis, m) {
         "A document's content id (sha256 of its canonical form).");
   m.def("prepare", &PrepareDocument, nb::arg("text"), nb::arg("backend"), nb::arg("tier").none(),
         nb::arg("allow_software_adapter"), nb::arg("cpu_threads"), nb::arg("initial"),
+        nb::arg("executor").none() = nb::none(),
         nb::rv_policy::take_ownership, "Prepares a session (api::Session::Prepare).");
 
   nb::class_<PySession>(m, "Session")

@@ -226,6 +226,11 @@ Json RunReport::ToJson() const {
   return j;
 }
 
+std::optional<std::string> PinnedExecutorFallback(const std::string& executor) {
+  if (executor != runtime::kGenericExecutor) return std::nullopt;
+  return "the generic executor was pinned: one submission per iteration";
+}
+
 Result<RunReport> Run(std::string_view text, const RunOptions& options, const RunEvents& events) {
   if (options.steps < 1) {
     return UserError("bad-step-count", "",
@@ -277,9 +282,7 @@ Result<RunReport> Run(std::string_view text, const RunOptions& options, const Ru
   report.steps = options.steps;
   runtime::RunOptions run_options;
   run_options.executor = options.executor;
-  if (options.executor == runtime::kGenericExecutor) {
-    report.fallback_reason = "the generic executor was pinned: one submission per iteration";
-  }
+  if (auto pinned = PinnedExecutorFallback(options.executor)) report.fallback_reason = pinned;
   SCELLIS_TRY(options.steps == 1 ? RunOnce(*sel.executor, plan, options.feeds, run_options,
                                            options.history, report)
                                  : RunMany(*sel.executor, plan, options.steps, options.feeds,

@@ -89,6 +89,10 @@ struct RunReport {
 Result<RunReport> Run(std::string_view text, const RunOptions& options,
                       const RunEvents& events = {});
 
+// The fallback a pinned executor amounts to ("the generic executor was pinned: ..."), or none
+// when `executor` is "" or the backend's best.
+std::optional<std::string> PinnedExecutorFallback(const std::string& executor);
+
 // A host tensor as JSON: shape, dtype and values (integral values as integers, non-finite ones
 // as the strings "NaN", "Infinity", "-Infinity").
 Json TensorToJson(const runtime::HostTensor& t);

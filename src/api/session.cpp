@@ -9,7 +9,8 @@ namespace scellis::api {
 Result<std::unique_ptr<Session>> Session::Prepare(std::string_view text,
                                                   const pipeline::CompileOptions& options,
                                                   runtime::Selection selection,
-                                                  const runtime::Feeds& initial) {
+                                                  const runtime::Feeds& initial,
+                                                  const runtime::RunOptions& run_options) {
   pipeline::CompileOptions o = options;
   o.up_to = pipeline::Rung::kExecplan;
   o.plan.limits = selection.limits;
@@ -19,7 +20,8 @@ Result<std::unique_ptr<Session>> Session::Prepare(std::string_view text,
   if (c.plan->verdict == execplan::Verdict::kRed) return Status(c.plan->findings);
   std::unique_ptr<Session> s(new Session(std::move(c), std::move(selection)));
   SCELLIS_ASSIGN_OR_RETURN(s->prepared_,
-                           s->selection_.executor->Prepare(*s->compiled_.plan, initial));
+                           s->selection_.executor->Prepare(*s->compiled_.plan, initial,
+                                                           run_options));
   return s;
 }
 

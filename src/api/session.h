@@ -22,10 +22,12 @@ class Session {
   // Compiles `text` for the selected backend and makes the plan resident. A red plan is refused.
   // `initial` gives inputs and params their starting values by name (a value wins over inline
   // data or an initializer), checked against the plan's types before anything is allocated.
+  // `run_options` may pin the backend's executor (executor-unavailable when it has no such one).
   static Result<std::unique_ptr<Session>> Prepare(std::string_view text,
                                                   const pipeline::CompileOptions& options,
                                                   runtime::Selection selection,
-                                                  const runtime::Feeds& initial = {});
+                                                  const runtime::Feeds& initial = {},
+                                                  const runtime::RunOptions& run_options = {});
 
   Result<runtime::StepsResult> Run(const std::vector<runtime::Feeds>& feeds,
                                    const std::vector<std::string>& watch);
