@@ -2,8 +2,6 @@
 
 #include <algorithm>
 #include <cctype>
-#include <chrono>
-#include <ctime>
 #include <filesystem>
 #include <fstream>
 #include <limits>
@@ -19,6 +17,8 @@
 #include "examples_data.h"
 #include "pipeline/compile.h"
 #include "pipeline/links.h"
+#include "record/replay.h"
+#include "record/run_record.h"
 #include "replies.h"
 #include "runtime/device_program.h"
 #include "tab_conform.h"
@@ -38,8 +38,6 @@ namespace {
 namespace fs = std::filesystem;
 
 constexpr const char* kNdjson = "application/x-ndjson";
-constexpr const char* kRunRecordKind = "scellis.run-record/1";
-constexpr const char* kTrainRecordKind = "scellis.train-record/1";
 
 // ---------------------------------------------------------------- responses
 
@@ -47,15 +45,6 @@ Json Line(const std::string& event, Json fields = Json::object()) {
   Json j = {{"event", event}};
   j.update(fields);
   return j;
-}
-
-std::string NowUtc() {
-  std::time_t t = std::chrono::system_clock::to_time_t(std::chrono::system_clock::now());
-  std::tm tm{};
-  gmtime_r(&t, &tm);
-  char buf[32];
-  std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%SZ", &tm);
-  return buf;
 }
 
 // ---------------------------------------------------------------- requests
@@ -179,11 +168,6 @@ Json Examples() {
 // canonical form, which is how a document's content id is made, so the two are the same).
 Result<std::string> StoreDocument(const Engine& engine, const Json& document) {
   return engine.store().Put(document);
-}
-
-bool IsRecord(const Json& j) {
-  return j.is_object() && j.contains("kind") &&
-         (j["kind"] == kRunRecordKind || j["kind"] == kTrainRecordKind);
 }
 
 Diagnostic Missing(const std::string& what, const std::string& id) {
@@ -352,6 +336,20 @@ Json ErrorLine(const std::vector<Diagnostic>& diags, const Json& document) {
   return Line("error", {{"error", body["error"]}, {"diagnostics", body["diagnostics"]}});
 }
 
+// Records a finished run in the server's store (unless recording is off): its run id, or null
+// with a note saying why the record was lost. The run happened either way, and its result is sent.
+template <typename Write, typename Record>
+Json RecordOrNote(const Write& write, const Record& record_it, const Engine& engine) {
+  if (!record::RecordingEnabled()) return nullptr;
+  Result<std::string> id = record_it(engine.store());
+  if (id.ok()) return id.value();
+  Diagnostic d = id.errors().front();
+  d.severity = Severity::kWarning;
+  d.message = "the run is not recorded: " + d.message;
+  write(Line("note", DiagnosticToJson(d)));
+  return nullptr;
+}
+
 Response Run(Engine& engine, const Request& req) {
   Response refusal;
   Json body;
@@ -419,36 +417,10 @@ Response Run(Engine& engine, const Request& req) {
       return;
     }
     const api::RunReport& report = result.value();
-    Json report_json = report.ToJson();
-    Json run_id = nullptr;
-    auto doc_id = StoreDocument(*e, cr.document);
-    if (doc_id.ok()) {
-      Json record = {{"kind", kRunRecordKind},
-                     {"document_id", doc_id.value()},
-                     {"content_id", report.content_id},
-                     {"tier", report.determinism_tier},
-                     {"backend", report.backend},
-                     {"executor", report.executor},
-                     {"fallback_reason", report_json["fallback_reason"]},
-                     {"attempts", report.attempts},
-                     {"receipts", report_json.value("receipts", Json())},
-                     {"steps", report.steps},
-                     {"outputs", report_json["outputs"]},
-                     {"history", report_json.value("history", Json())},
-                     {"stats", report.stats},
-                     {"date", NowUtc()}};
-      if (auto id = e->store().Put(record); id.ok())
-        run_id = id.value();
-      else
-        doc_id = id.status();
-    }
-    if (!doc_id.ok()) {
-      // The run happened; only its record is lost. Said, not hidden.
-      Diagnostic d = doc_id.errors().front();
-      d.severity = Severity::kWarning;
-      write(Line("note", DiagnosticToJson(d)));
-    }
-    write(Line("result", {{"run_id", run_id}, {"report", report_json}}));
+    const Json run_id = RecordOrNote(write, [&](const store::Store& store) {
+      return record::RecordRun(store, cr.text, options, report);
+    }, *e);
+    write(Line("result", {{"run_id", run_id}, {"report", report.ToJson()}}));
   };
   return r;
 }
@@ -536,34 +508,10 @@ Response Train(Engine& engine, const Request& req) {
       return;
     }
     const train::TrainResult& t = result.value();
-    Json result_json = t.ToJson();
-    Json run_id = nullptr;
-    auto doc_id = StoreDocument(*e, cr.document);
-    if (doc_id.ok()) {
-      Json record = {{"kind", kTrainRecordKind},
-                     {"document_id", doc_id.value()},
-                     {"content_id", doc_id.value()},
-                     {"tier", t.determinism_tier},
-                     {"backend", t.backend},
-                     {"executor", t.executor},
-                     {"fallback_reason", result_json["fallback_reason"]},
-                     {"attempts", nullptr},
-                     {"receipts", nullptr},
-                     {"outputs", nullptr},
-                     {"result", result_json},
-                     {"losses", t.losses},
-                     {"date", NowUtc()}};
-      if (auto id = e->store().Put(record); id.ok())
-        run_id = id.value();
-      else
-        doc_id = id.status();
-    }
-    if (!doc_id.ok()) {
-      Diagnostic d = doc_id.errors().front();
-      d.severity = Severity::kWarning;
-      write(Line("note", DiagnosticToJson(d)));
-    }
-    write(Line("result", {{"run_id", run_id}, {"result", result_json}, {"losses", t.losses}}));
+    const Json run_id = RecordOrNote(write, [&](const store::Store& store) {
+      return record::RecordTraining(store, cr.text, options, t);
+    }, *e);
+    write(Line("result", {{"run_id", run_id}, {"result", t.ToJson()}, {"losses", t.losses}}));
   };
   return r;
 }
@@ -615,18 +563,30 @@ Response GetDocument(Engine& engine, const std::string& id) {
   if (!IsStoreId(id)) return ErrorResponse(400, BadId(id));
   auto object = engine.store().Get(id);
   if (!object.ok()) return ErrorResponse(StatusFor(object.errors()), object.errors());
-  if (IsRecord(object.value())) return ErrorResponse(404, Missing("document", id));
+  if (record::IsRecordObject(object.value())) return ErrorResponse(404, Missing("document", id));
   return JsonResponse(200, {{"content_id", id}, {"document", object.value()}});
 }
 
+// A run record of any front end (the CLI's `scellis run` and `train` write the same), with the
+// values it kept.
 Response GetRun(Engine& engine, const std::string& id) {
   if (!IsStoreId(id)) return ErrorResponse(400, BadId(id));
-  auto object = engine.store().Get(id);
-  if (!object.ok()) return ErrorResponse(StatusFor(object.errors()), object.errors());
-  if (!IsRecord(object.value())) return ErrorResponse(404, Missing("run record", id));
-  Json j = object.value();
-  j["run_id"] = id;
-  return JsonResponse(200, j);
+  auto record = record::RecordWithValues(engine.store(), id);
+  if (!record.ok()) return ErrorResponse(StatusFor(record.errors()), record.errors());
+  return JsonResponse(200, record.value());
+}
+
+// `scellis replay` from the page: the same guarantees and the same named refusals. A replay that
+// disagrees is an answer (200, "agree": false, its "disagreement"), not a refusal.
+Response ReplayRun(Engine& engine, const Request& req, const std::string& id) {
+  if (!IsStoreId(id)) return ErrorResponse(400, BadId(id));
+  Response refusal;
+  if (!ParseBody(engine, req, {}, refusal)) return refusal;
+  std::lock_guard<std::mutex> lock(engine.worker());
+  auto result = record::Replay(id, {.store_root = engine.store().root(),
+                                    .cpu_threads = engine.options().select.cpu_threads});
+  if (!result.ok()) return ErrorResponse(StatusFor(result.errors()), result.errors());
+  return JsonResponse(200, result->ToJson());
 }
 
 // ---------------------------------------------------------------- static files
@@ -796,6 +756,13 @@ Response Handle(Engine& engine, const Request& req) {
     if (const std::string jobs = "/api/conform/browser/";
         path.size() > jobs.size() && path.rfind(jobs, 0) == 0)
       return TabConformJobRequest(engine, req, path.substr(jobs.size()));
+    if (const std::string runs = "/api/runs/", replay = "/replay";
+        path.size() > runs.size() + replay.size() && path.rfind(runs, 0) == 0 &&
+        path.compare(path.size() - replay.size(), replay.size(), replay) == 0) {
+      if (req.method != "POST") return MethodNotAllowed("POST");
+      return ReplayRun(engine, req,
+                       path.substr(runs.size(), path.size() - runs.size() - replay.size()));
+    }
     for (const auto& [prefix, what] :
          {std::pair{"/api/documents/", 0}, std::pair{"/api/runs/", 1}}) {
       const std::string p = prefix;
