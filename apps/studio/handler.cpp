@@ -2,10 +2,7 @@
 
 #include <algorithm>
 #include <cctype>
-#include <filesystem>
-#include <fstream>
 #include <limits>
-#include <sstream>
 
 #include "api/conform.h"
 #include "api/probe.h"
@@ -21,6 +18,7 @@
 #include "record/run_record.h"
 #include "replies.h"
 #include "runtime/device_program.h"
+#include "static_files.h"
 #include "tab_conform.h"
 #include "train/trainer.h"
 
@@ -35,8 +33,6 @@
 namespace scellis::studio {
 namespace {
 
-namespace fs = std::filesystem;
-
 constexpr const char* kNdjson = "application/x-ndjson";
 
 // ---------------------------------------------------------------- responses
@@ -48,13 +44,6 @@ Json Line(const std::string& event, Json fields = Json::object()) {
 }
 
 // ---------------------------------------------------------------- requests
-
-bool IsStoreId(const std::string& s) {
-  static const std::string kPrefix = "sha256:";
-  if (s.size() != kPrefix.size() + 64 || s.rfind(kPrefix, 0) != 0) return false;
-  return std::all_of(s.begin() + kPrefix.size(), s.end(),
-                     [](char c) { return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'f'); });
-}
 
 Diagnostic BadId(const std::string& id) {
   // The id is not echoed whole: it is whatever the client sent.
@@ -437,20 +426,8 @@ Response Train(Engine& engine, const Request& req) {
   CompileRequest cr = std::move(c->first);
   // A dataset read from files would let a request name a path on this machine: the server
   // trains only on named datasets.
-  for (const doc::Node& n : c->second.doc.nodes) {
-    if (n.op != "dataset") continue;
-    auto s = n.params.find("source");
-    if (s != n.params.end() && s->is_string() && s->get<std::string>().rfind("idx:", 0) == 0) {
-      Diagnostic d =
-          UserError("dataset-path-refused", PointerJoin(PointerJoin(n.pointer, "params"), "source"),
-                    "the Studio server reads no files a request names; this dataset "
-                    "source is a pair of files",
-                    "use a named dataset (\"fashion-mnist\"), or train on files with "
-                    "`scellis train`");
-      d.where = n.Describe();
-      return ErrorResponse(422, std::vector<Diagnostic>{d}, &cr.document);
-    }
-  }
+  if (std::optional<Diagnostic> d = train::DatasetFromFiles(c->second.doc))
+    return ErrorResponse(422, std::vector<Diagnostic>{*d}, &cr.document);
   std::vector<Diagnostic> errors;
   train::TrainOptions options;
   options.compile = cr.options;
@@ -560,7 +537,7 @@ Response PutDocument(Engine& engine, const Request& req) {
 }
 
 Response GetDocument(Engine& engine, const std::string& id) {
-  if (!IsStoreId(id)) return ErrorResponse(400, BadId(id));
+  if (!store::Store::IsId(id)) return ErrorResponse(400, BadId(id));
   auto object = engine.store().Get(id);
   if (!object.ok()) return ErrorResponse(StatusFor(object.errors()), object.errors());
   if (record::IsRecordObject(object.value())) return ErrorResponse(404, Missing("document", id));
@@ -570,7 +547,7 @@ Response GetDocument(Engine& engine, const std::string& id) {
 // A run record of any front end (the CLI's `scellis run` and `train` write the same), with the
 // values it kept.
 Response GetRun(Engine& engine, const std::string& id) {
-  if (!IsStoreId(id)) return ErrorResponse(400, BadId(id));
+  if (!store::Store::IsId(id)) return ErrorResponse(400, BadId(id));
   auto record = record::RecordWithValues(engine.store(), id);
   if (!record.ok()) return ErrorResponse(StatusFor(record.errors()), record.errors());
   return JsonResponse(200, record.value());
@@ -579,7 +556,7 @@ Response GetRun(Engine& engine, const std::string& id) {
 // `scellis replay` from the page: the same guarantees and the same named refusals. A replay that
 // disagrees is an answer (200, "agree": false, its "disagreement"), not a refusal.
 Response ReplayRun(Engine& engine, const Request& req, const std::string& id) {
-  if (!IsStoreId(id)) return ErrorResponse(400, BadId(id));
+  if (!store::Store::IsId(id)) return ErrorResponse(400, BadId(id));
   Response refusal;
   if (!ParseBody(engine, req, {}, refusal)) return refusal;
   std::lock_guard<std::mutex> lock(engine.worker());
@@ -587,88 +564,6 @@ Response ReplayRun(Engine& engine, const Request& req, const std::string& id) {
                                     .cpu_threads = engine.options().select.cpu_threads});
   if (!result.ok()) return ErrorResponse(StatusFor(result.errors()), result.errors());
   return JsonResponse(200, result->ToJson());
-}
-
-// ---------------------------------------------------------------- static files
-
-const char* ContentTypeOf(const fs::path& p) {
-  static const std::pair<const char*, const char*> kTypes[] = {
-      {".html", "text/html; charset=utf-8"},
-      {".js", "text/javascript; charset=utf-8"},
-      {".mjs", "text/javascript; charset=utf-8"},
-      {".css", "text/css; charset=utf-8"},
-      {".json", "application/json"},
-      {".map", "application/json"},
-      {".svg", "image/svg+xml"},
-      {".png", "image/png"},
-      {".jpg", "image/jpeg"},
-      {".ico", "image/x-icon"},
-      {".wasm", "application/wasm"},
-      {".txt", "text/plain; charset=utf-8"},
-      {".woff2", "font/woff2"},
-      {".woff", "font/woff"}};
-  const std::string ext = p.extension().string();
-  for (const auto& [e, type] : kTypes)
-    if (ext == e) return type;
-  return "application/octet-stream";
-}
-
-// The page `/` gives when the Studio's assets were not built: the API still works.
-Response NotBuiltPage(const std::string& web_dir) {
-  Response r;
-  r.content_type = "text/html; charset=utf-8";
-  r.body =
-      "<!doctype html><html><head><meta charset=\"utf-8\"><title>Scellis Studio</title></head>"
-      "<body style=\"font-family: sans-serif; max-width: 44em; margin: 3em auto\">"
-      "<h1>Scellis Studio</h1>"
-      "<p>The Studio's web assets were not built, so there is no canvas to show. The JSON API "
-      "under <code>/api/</code> works (try <a href=\"/api/version\">/api/version</a>).</p>"
-      "<p>Build the assets, then reload this page:</p>"
-      "<pre>npm --prefix web ci\nnpm --prefix web run build</pre>"
-      "<p>or point the server at a built copy with <code>scellis studio --web-dir DIR</code>.</p>"
-      "</body></html>\n";
-  return r;
-}
-
-// Reads a file of the built Studio. The request path never leaves the web directory: every
-// segment must be a plain name (no "", ".", "..", no leading dot, no backslash), and the file
-// found — symlinks resolved — must still lie inside the directory.
-Response StaticFile(const Engine& engine, const std::string& path) {
-  const std::string& dir = engine.options().web_dir;
-  std::error_code ec;
-  fs::path root = dir.empty() ? fs::path() : fs::canonical(dir, ec);
-  if (dir.empty() || ec || !fs::is_regular_file(root / "index.html", ec)) {
-    if (path == "/") return NotBuiltPage(dir);
-    return NotFound("Studio asset (the Studio's web assets were not built)");
-  }
-  if (path.size() > 1024 || path.empty() || path[0] != '/') return NotFound("such file");
-  fs::path rel;
-  if (path == "/") {
-    rel = "index.html";
-  } else {
-    std::stringstream segments(path.substr(1));
-    std::string seg;
-    while (std::getline(segments, seg, '/')) {
-      if (seg.empty() || seg[0] == '.' || seg.find('\\') != std::string::npos ||
-          seg.find('\0') != std::string::npos)
-        return NotFound("such file");
-      rel /= seg;
-    }
-    if (path.back() == '/') return NotFound("such file");
-  }
-  fs::path file = fs::canonical(root / rel, ec);
-  if (ec) return NotFound("such file");
-  const std::string root_text = root.string() + "/";
-  if (file.string().rfind(root_text, 0) != 0 || !fs::is_regular_file(file, ec))
-    return NotFound("such file");
-  std::ifstream in(file, std::ios::binary);
-  if (!in) return NotFound("such file");
-  std::stringstream s;
-  s << in.rdbuf();
-  Response r;
-  r.content_type = ContentTypeOf(file);
-  r.body = s.str();
-  return r;
 }
 
 // Which kernels of a document hold receipts on the tab's device: what the canvas shows after a
@@ -779,7 +674,7 @@ Response Handle(Engine& engine, const Request& req) {
   for (const char* prefix : {"/w/", "/r/"}) {
     if (path.rfind(prefix, 0) != 0) continue;
     const std::string id = path.substr(3);
-    if (!IsStoreId(id)) return ErrorResponse(400, BadId(id));
+    if (!store::Store::IsId(id)) return ErrorResponse(400, BadId(id));
     return StaticFile(engine, "/");
   }
   return StaticFile(engine, path);
