@@ -68,17 +68,8 @@ int ReplayCommand(const ReplayFlags& flags) {
     }
   }
   if (r.agree) return 0;
-  const record::OutputComparison* bad = r.first_disagreement();
-  std::string where = bad->first_difference >= 0
-                          ? " at element " + std::to_string(bad->first_difference) +
-                                " (replayed " + std::to_string(bad->replayed) + ", recorded " +
-                                std::to_string(bad->recorded) + ")"
-                          : bad->compared_values ? "" : " (its digest differs)";
   // A disagreement is the replay's answer, not a failure to give one: exit 1, not a refusal's 2.
-  std::cerr << RuntimeError("replay-disagrees", "output \"" + bad->name + "\" of " + r.run_id +
-                                                    " differs from the record" + where)
-                   .Format("")
-            << "\n";
+  std::cerr << r.Disagreement()->Format("") << "\n";
   return 1;
 }
 

@@ -2,12 +2,7 @@
 
 #include <algorithm>
 #include <cctype>
-#include <chrono>
-#include <ctime>
-#include <filesystem>
-#include <fstream>
 #include <limits>
-#include <sstream>
 
 #include "api/conform.h"
 #include "api/probe.h"
@@ -19,8 +14,11 @@
 #include "examples_data.h"
 #include "pipeline/compile.h"
 #include "pipeline/links.h"
+#include "record/replay.h"
+#include "record/run_record.h"
 #include "replies.h"
 #include "runtime/device_program.h"
+#include "static_files.h"
 #include "tab_conform.h"
 #include "train/trainer.h"
 
@@ -35,11 +33,7 @@
 namespace scellis::studio {
 namespace {
 
-namespace fs = std::filesystem;
-
 constexpr const char* kNdjson = "application/x-ndjson";
-constexpr const char* kRunRecordKind = "scellis.run-record/1";
-constexpr const char* kTrainRecordKind = "scellis.train-record/1";
 
 // ---------------------------------------------------------------- responses
 
@@ -49,23 +43,7 @@ Json Line(const std::string& event, Json fields = Json::object()) {
   return j;
 }
 
-std::string NowUtc() {
-  std::time_t t = std::chrono::system_clock::to_time_t(std::chrono::system_clock::now());
-  std::tm tm{};
-  gmtime_r(&t, &tm);
-  char buf[32];
-  std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%SZ", &tm);
-  return buf;
-}
-
 // ---------------------------------------------------------------- requests
-
-bool IsStoreId(const std::string& s) {
-  static const std::string kPrefix = "sha256:";
-  if (s.size() != kPrefix.size() + 64 || s.rfind(kPrefix, 0) != 0) return false;
-  return std::all_of(s.begin() + kPrefix.size(), s.end(),
-                     [](char c) { return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'f'); });
-}
 
 Diagnostic BadId(const std::string& id) {
   // The id is not echoed whole: it is whatever the client sent.
@@ -179,11 +157,6 @@ Json Examples() {
 // canonical form, which is how a document's content id is made, so the two are the same).
 Result<std::string> StoreDocument(const Engine& engine, const Json& document) {
   return engine.store().Put(document);
-}
-
-bool IsRecord(const Json& j) {
-  return j.is_object() && j.contains("kind") &&
-         (j["kind"] == kRunRecordKind || j["kind"] == kTrainRecordKind);
 }
 
 Diagnostic Missing(const std::string& what, const std::string& id) {
@@ -352,6 +325,20 @@ Json ErrorLine(const std::vector<Diagnostic>& diags, const Json& document) {
   return Line("error", {{"error", body["error"]}, {"diagnostics", body["diagnostics"]}});
 }
 
+// Records a finished run in the server's store (unless recording is off): its run id, or null
+// with a note saying why the record was lost. The run happened either way, and its result is sent.
+template <typename Write, typename Record>
+Json RecordOrNote(const Write& write, const Record& record_it, const Engine& engine) {
+  if (!record::RecordingEnabled()) return nullptr;
+  Result<std::string> id = record_it(engine.store());
+  if (id.ok()) return id.value();
+  Diagnostic d = id.errors().front();
+  d.severity = Severity::kWarning;
+  d.message = "the run is not recorded: " + d.message;
+  write(Line("note", DiagnosticToJson(d)));
+  return nullptr;
+}
+
 Response Run(Engine& engine, const Request& req) {
   Response refusal;
   Json body;
@@ -419,36 +406,10 @@ Response Run(Engine& engine, const Request& req) {
       return;
     }
     const api::RunReport& report = result.value();
-    Json report_json = report.ToJson();
-    Json run_id = nullptr;
-    auto doc_id = StoreDocument(*e, cr.document);
-    if (doc_id.ok()) {
-      Json record = {{"kind", kRunRecordKind},
-                     {"document_id", doc_id.value()},
-                     {"content_id", report.content_id},
-                     {"tier", report.determinism_tier},
-                     {"backend", report.backend},
-                     {"executor", report.executor},
-                     {"fallback_reason", report_json["fallback_reason"]},
-                     {"attempts", report.attempts},
-                     {"receipts", report_json.value("receipts", Json())},
-                     {"steps", report.steps},
-                     {"outputs", report_json["outputs"]},
-                     {"history", report_json.value("history", Json())},
-                     {"stats", report.stats},
-                     {"date", NowUtc()}};
-      if (auto id = e->store().Put(record); id.ok())
-        run_id = id.value();
-      else
-        doc_id = id.status();
-    }
-    if (!doc_id.ok()) {
-      // The run happened; only its record is lost. Said, not hidden.
-      Diagnostic d = doc_id.errors().front();
-      d.severity = Severity::kWarning;
-      write(Line("note", DiagnosticToJson(d)));
-    }
-    write(Line("result", {{"run_id", run_id}, {"report", report_json}}));
+    const Json run_id = RecordOrNote(write, [&](const store::Store& store) {
+      return record::RecordRun(store, cr.text, options, report);
+    }, *e);
+    write(Line("result", {{"run_id", run_id}, {"report", report.ToJson()}}));
   };
   return r;
 }
@@ -465,20 +426,8 @@ Response Train(Engine& engine, const Request& req) {
   CompileRequest cr = std::move(c->first);
   // A dataset read from files would let a request name a path on this machine: the server
   // trains only on named datasets.
-  for (const doc::Node& n : c->second.doc.nodes) {
-    if (n.op != "dataset") continue;
-    auto s = n.params.find("source");
-    if (s != n.params.end() && s->is_string() && s->get<std::string>().rfind("idx:", 0) == 0) {
-      Diagnostic d =
-          UserError("dataset-path-refused", PointerJoin(PointerJoin(n.pointer, "params"), "source"),
-                    "the Studio server reads no files a request names; this dataset "
-                    "source is a pair of files",
-                    "use a named dataset (\"fashion-mnist\"), or train on files with "
-                    "`scellis train`");
-      d.where = n.Describe();
-      return ErrorResponse(422, std::vector<Diagnostic>{d}, &cr.document);
-    }
-  }
+  if (std::optional<Diagnostic> d = train::DatasetFromFiles(c->second.doc))
+    return ErrorResponse(422, std::vector<Diagnostic>{*d}, &cr.document);
   std::vector<Diagnostic> errors;
   train::TrainOptions options;
   options.compile = cr.options;
@@ -536,34 +485,10 @@ Response Train(Engine& engine, const Request& req) {
       return;
     }
     const train::TrainResult& t = result.value();
-    Json result_json = t.ToJson();
-    Json run_id = nullptr;
-    auto doc_id = StoreDocument(*e, cr.document);
-    if (doc_id.ok()) {
-      Json record = {{"kind", kTrainRecordKind},
-                     {"document_id", doc_id.value()},
-                     {"content_id", doc_id.value()},
-                     {"tier", t.determinism_tier},
-                     {"backend", t.backend},
-                     {"executor", t.executor},
-                     {"fallback_reason", result_json["fallback_reason"]},
-                     {"attempts", nullptr},
-                     {"receipts", nullptr},
-                     {"outputs", nullptr},
-                     {"result", result_json},
-                     {"losses", t.losses},
-                     {"date", NowUtc()}};
-      if (auto id = e->store().Put(record); id.ok())
-        run_id = id.value();
-      else
-        doc_id = id.status();
-    }
-    if (!doc_id.ok()) {
-      Diagnostic d = doc_id.errors().front();
-      d.severity = Severity::kWarning;
-      write(Line("note", DiagnosticToJson(d)));
-    }
-    write(Line("result", {{"run_id", run_id}, {"result", result_json}, {"losses", t.losses}}));
+    const Json run_id = RecordOrNote(write, [&](const store::Store& store) {
+      return record::RecordTraining(store, cr.text, options, t);
+    }, *e);
+    write(Line("result", {{"run_id", run_id}, {"result", t.ToJson()}, {"losses", t.losses}}));
   };
   return r;
 }
@@ -612,103 +537,33 @@ Response PutDocument(Engine& engine, const Request& req) {
 }
 
 Response GetDocument(Engine& engine, const std::string& id) {
-  if (!IsStoreId(id)) return ErrorResponse(400, BadId(id));
+  if (!store::Store::IsId(id)) return ErrorResponse(400, BadId(id));
   auto object = engine.store().Get(id);
   if (!object.ok()) return ErrorResponse(StatusFor(object.errors()), object.errors());
-  if (IsRecord(object.value())) return ErrorResponse(404, Missing("document", id));
+  if (record::IsRecordObject(object.value())) return ErrorResponse(404, Missing("document", id));
   return JsonResponse(200, {{"content_id", id}, {"document", object.value()}});
 }
 
+// A run record of any front end (the CLI's `scellis run` and `train` write the same), with the
+// values it kept.
 Response GetRun(Engine& engine, const std::string& id) {
-  if (!IsStoreId(id)) return ErrorResponse(400, BadId(id));
-  auto object = engine.store().Get(id);
-  if (!object.ok()) return ErrorResponse(StatusFor(object.errors()), object.errors());
-  if (!IsRecord(object.value())) return ErrorResponse(404, Missing("run record", id));
-  Json j = object.value();
-  j["run_id"] = id;
-  return JsonResponse(200, j);
+  if (!store::Store::IsId(id)) return ErrorResponse(400, BadId(id));
+  auto record = record::RecordWithValues(engine.store(), id);
+  if (!record.ok()) return ErrorResponse(StatusFor(record.errors()), record.errors());
+  return JsonResponse(200, record.value());
 }
 
-// ---------------------------------------------------------------- static files
-
-const char* ContentTypeOf(const fs::path& p) {
-  static const std::pair<const char*, const char*> kTypes[] = {
-      {".html", "text/html; charset=utf-8"},
-      {".js", "text/javascript; charset=utf-8"},
-      {".mjs", "text/javascript; charset=utf-8"},
-      {".css", "text/css; charset=utf-8"},
-      {".json", "application/json"},
-      {".map", "application/json"},
-      {".svg", "image/svg+xml"},
-      {".png", "image/png"},
-      {".jpg", "image/jpeg"},
-      {".ico", "image/x-icon"},
-      {".wasm", "application/wasm"},
-      {".txt", "text/plain; charset=utf-8"},
-      {".woff2", "font/woff2"},
-      {".woff", "font/woff"}};
-  const std::string ext = p.extension().string();
-  for (const auto& [e, type] : kTypes)
-    if (ext == e) return type;
-  return "application/octet-stream";
-}
-
-// The page `/` gives when the Studio's assets were not built: the API still works.
-Response NotBuiltPage(const std::string& web_dir) {
-  Response r;
-  r.content_type = "text/html; charset=utf-8";
-  r.body =
-      "<!doctype html><html><head><meta charset=\"utf-8\"><title>Scellis Studio</title></head>"
-      "<body style=\"font-family: sans-serif; max-width: 44em; margin: 3em auto\">"
-      "<h1>Scellis Studio</h1>"
-      "<p>The Studio's web assets were not built, so there is no canvas to show. The JSON API "
-      "under <code>/api/</code> works (try <a href=\"/api/version\">/api/version</a>).</p>"
-      "<p>Build the assets, then reload this page:</p>"
-      "<pre>npm --prefix web ci\nnpm --prefix web run build</pre>"
-      "<p>or point the server at a built copy with <code>scellis studio --web-dir DIR</code>.</p>"
-      "</body></html>\n";
-  return r;
-}
-
-// Reads a file of the built Studio. The request path never leaves the web directory: every
-// segment must be a plain name (no "", ".", "..", no leading dot, no backslash), and the file
-// found — symlinks resolved — must still lie inside the directory.
-Response StaticFile(const Engine& engine, const std::string& path) {
-  const std::string& dir = engine.options().web_dir;
-  std::error_code ec;
-  fs::path root = dir.empty() ? fs::path() : fs::canonical(dir, ec);
-  if (dir.empty() || ec || !fs::is_regular_file(root / "index.html", ec)) {
-    if (path == "/") return NotBuiltPage(dir);
-    return NotFound("Studio asset (the Studio's web assets were not built)");
-  }
-  if (path.size() > 1024 || path.empty() || path[0] != '/') return NotFound("such file");
-  fs::path rel;
-  if (path == "/") {
-    rel = "index.html";
-  } else {
-    std::stringstream segments(path.substr(1));
-    std::string seg;
-    while (std::getline(segments, seg, '/')) {
-      if (seg.empty() || seg[0] == '.' || seg.find('\\') != std::string::npos ||
-          seg.find('\0') != std::string::npos)
-        return NotFound("such file");
-      rel /= seg;
-    }
-    if (path.back() == '/') return NotFound("such file");
-  }
-  fs::path file = fs::canonical(root / rel, ec);
-  if (ec) return NotFound("such file");
-  const std::string root_text = root.string() + "/";
-  if (file.string().rfind(root_text, 0) != 0 || !fs::is_regular_file(file, ec))
-    return NotFound("such file");
-  std::ifstream in(file, std::ios::binary);
-  if (!in) return NotFound("such file");
-  std::stringstream s;
-  s << in.rdbuf();
-  Response r;
-  r.content_type = ContentTypeOf(file);
-  r.body = s.str();
-  return r;
+// `scellis replay` from the page: the same guarantees and the same named refusals. A replay that
+// disagrees is an answer (200, "agree": false, its "disagreement"), not a refusal.
+Response ReplayRun(Engine& engine, const Request& req, const std::string& id) {
+  if (!store::Store::IsId(id)) return ErrorResponse(400, BadId(id));
+  Response refusal;
+  if (!ParseBody(engine, req, {}, refusal)) return refusal;
+  std::lock_guard<std::mutex> lock(engine.worker());
+  auto result = record::Replay(id, {.store_root = engine.store().root(),
+                                    .cpu_threads = engine.options().select.cpu_threads});
+  if (!result.ok()) return ErrorResponse(StatusFor(result.errors()), result.errors());
+  return JsonResponse(200, result->ToJson());
 }
 
 // Which kernels of a document hold receipts on the tab's device: what the canvas shows after a
@@ -796,6 +651,13 @@ Response Handle(Engine& engine, const Request& req) {
     if (const std::string jobs = "/api/conform/browser/";
         path.size() > jobs.size() && path.rfind(jobs, 0) == 0)
       return TabConformJobRequest(engine, req, path.substr(jobs.size()));
+    if (const std::string runs = "/api/runs/", replay = "/replay";
+        path.size() > runs.size() + replay.size() && path.rfind(runs, 0) == 0 &&
+        path.compare(path.size() - replay.size(), replay.size(), replay) == 0) {
+      if (req.method != "POST") return MethodNotAllowed("POST");
+      return ReplayRun(engine, req,
+                       path.substr(runs.size(), path.size() - runs.size() - replay.size()));
+    }
     for (const auto& [prefix, what] :
          {std::pair{"/api/documents/", 0}, std::pair{"/api/runs/", 1}}) {
       const std::string p = prefix;
@@ -812,7 +674,7 @@ Response Handle(Engine& engine, const Request& req) {
   for (const char* prefix : {"/w/", "/r/"}) {
     if (path.rfind(prefix, 0) != 0) continue;
     const std::string id = path.substr(3);
-    if (!IsStoreId(id)) return ErrorResponse(400, BadId(id));
+    if (!store::Store::IsId(id)) return ErrorResponse(400, BadId(id));
     return StaticFile(engine, "/");
   }
   return StaticFile(engine, path);

@@ -9,14 +9,13 @@
 
 #include <cstddef>
 #include <functional>
-#include <map>
 #include <memory>
 #include <mutex>
 #include <optional>
 #include <string>
 #include <vector>
 
-#include "api/conform.h"
+#include "api/browser_jobs.h"
 #include "base/json_util.h"
 #include "base/result.h"
 #include "runtime/backends/select.h"
@@ -33,21 +32,6 @@ struct EngineOptions {
   size_t max_request_bytes = kDefaultMaxRequestBytes;
 };
 
-// Conformance of the browser tab in progress: the cases handed out for one op, and the outputs the
-// tab has sent back so far, until it asks for the judgement. The server keeps only a few (the
-// oldest is dropped), each for a bounded number of answer bytes.
-struct TabConformJob {
-  std::string tier, op;
-  uint64_t seed = 0;
-  api::BrowserAdapter adapter;        // as the tab described it
-  std::vector<std::string> case_ids;  // in order; "" for a case that cannot run
-  std::vector<int64_t> output_bytes;  // expected per case
-  // Per case: the bytes of the first run and of the debug rerun, appended chunk by chunk in order.
-  std::vector<std::vector<std::byte>> runs[2];
-  std::vector<std::string> errors;  // per case: the tab's run failed
-};
-inline constexpr size_t kMaxTabConformJobs = 4;
-
 // What every request shares: the store, the backend choice, and the one worker that device work
 // (runs, training, conformance, the probe) takes in turn — the device is single-threaded.
 // Compiling touches no device and is not serialised.
@@ -63,10 +47,8 @@ class Engine {
   const std::string& backend() const { return backend_; }
   const std::optional<std::string>& fallback_reason() const { return fallback_reason_; }
   std::mutex& worker() { return worker_; }
-  // Browser conformance jobs by id, under their own lock.
-  std::mutex& tab_jobs_lock() { return tab_jobs_lock_; }
-  std::map<std::string, TabConformJob>& tab_jobs() { return tab_jobs_; }
-  std::vector<std::string>& tab_job_order() { return tab_job_order_; }
+  // The browser tab's conformance jobs in progress.
+  api::BrowserJobs& browser_jobs() { return browser_jobs_; }
 
  private:
   Engine(EngineOptions o, store::Store s) : options_(std::move(o)), store_(std::move(s)) {}
@@ -75,9 +57,7 @@ class Engine {
   std::string backend_;
   std::optional<std::string> fallback_reason_;
   std::mutex worker_;
-  std::mutex tab_jobs_lock_;
-  std::map<std::string, TabConformJob> tab_jobs_;
-  std::vector<std::string> tab_job_order_;
+  api::BrowserJobs browser_jobs_;
 };
 
 struct Request {

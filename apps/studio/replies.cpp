@@ -27,7 +27,8 @@ int StatusFor(const std::vector<Diagnostic>& diags) {
   int status = 422;
   for (const Diagnostic& d : diags) {
     if (d.severity != Severity::kError) continue;
-    if (d.code == "store-object-missing") return 404;
+    // An id that names no run record is as missing as one that names nothing.
+    if (d.code == "store-object-missing" || d.code == "not-a-run-record") return 404;
     if (d.kind != ErrorKind::kUser) status = 500;
   }
   return status;

@@ -17,7 +17,7 @@ Response JsonResponse(int status, const Json& body);
 Response ErrorResponse(int status, const std::vector<Diagnostic>& diags,
                        const Json* document = nullptr);
 Response ErrorResponse(int status, Diagnostic d);
-// The status an engine refusal calls for: a missing object is 404, our own bug or a failing
+// The status an engine refusal calls for: a missing object (or an id that is no run record) is 404, our own bug or a failing
 // device 500, anything else a problem with what was sent (422).
 int StatusFor(const std::vector<Diagnostic>& diags);
 Response NotFound(const std::string& what);

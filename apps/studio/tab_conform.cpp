@@ -1,11 +1,7 @@
 #include "tab_conform.h"
 
 #include <algorithm>
-#include <cstdio>
-#include <cstring>
-#include <map>
 #include <mutex>
-#include <random>
 
 #include "base/diagnostic_json.h"
 #include "conform/runner.h"
@@ -14,22 +10,6 @@
 
 namespace scellis::studio {
 namespace {
-
-std::string NewJobId() {
-  std::random_device rd;
-  char buf[40];
-  std::snprintf(buf, sizeof buf, "%08x%08x%08x%08x", rd(), rd(), rd(), rd());
-  return buf;
-}
-
-// The largest answer a job may hold: what a group's cases output, twice in the debug tier.
-constexpr int64_t kMaxTabAnswerBytes = int64_t{256} << 20;
-
-Diagnostic NoJob() {
-  return UserError("not-found", "", "there is no browser conformance job by that id",
-                   "jobs are what POST /api/conform/browser returns; the server keeps the " +
-                       std::to_string(kMaxTabConformJobs) + " newest");
-}
 
 // Splits "<job>/<case>/<run>/<offset>" and the like into its parts.
 std::vector<std::string> Segments(const std::string& rest) {
@@ -44,12 +24,22 @@ std::vector<std::string> Segments(const std::string& rest) {
   return parts;
 }
 
-std::optional<int64_t> Index(const std::string& s, int64_t high) {
+// A non-negative decimal segment of a path; whether it names a case, run or offset of the job is
+// the job's to say.
+std::optional<int64_t> Index(const std::string& s) {
   if (s.empty() || s.size() > 12 ||
       !std::all_of(s.begin(), s.end(), [](char c) { return c >= '0' && c <= '9'; }))
     return std::nullopt;
-  int64_t v = std::stoll(s);
-  return v <= high ? std::optional<int64_t>(v) : std::nullopt;
+  return std::stoll(s);
+}
+
+// The status a job's refusal calls for.
+int StatusOfJob(const std::vector<Diagnostic>& diags) {
+  const std::string& code = diags.front().code;
+  if (code == "not-found") return 404;
+  if (code == "bad-offset") return 409;
+  if (code == "request-too-large") return 413;
+  return StatusFor(diags);
 }
 
 }  // namespace
@@ -141,20 +131,11 @@ Response TabConformStart(Engine& engine, const Request& req) {
   }
   std::optional<api::BrowserAdapter> adapter = ParseAdapter(*body, errors);
   if (!errors.empty()) return ErrorResponse(400, errors);
-  auto cases = api::BrowserCases(op, tier, seed, *adapter);
-  if (!cases.ok()) return ErrorResponse(StatusFor(cases.errors()), cases.errors());
-
-  const bool debug = tier == "debug";
-  TabConformJob job;
-  job.tier = tier;
-  job.op = op;
-  job.seed = seed;
-  job.adapter = *adapter;
+  auto started = engine.browser_jobs().Start(op, tier, seed, *adapter);
+  if (!started.ok()) return ErrorResponse(StatusOfJob(started.errors()), started.errors());
   Json out = Json::array();
-  int64_t total = 0;
-  for (const conform::RemoteCase& rc : *cases) {
+  for (const conform::RemoteCase& rc : started->cases) {
     Json c = {{"id", rc.id}, {"error", rc.error.empty() ? Json() : Json(rc.error)}};
-    int64_t bytes = 0;
     if (rc.program) {
       Json feeds = Json::object();
       for (const auto& [name, t] : rc.feeds)
@@ -162,99 +143,45 @@ Response TabConformStart(Engine& engine, const Request& req) {
                        {"shape", t.type.sizes()},
                        {"data", runtime::Base64Encode(t.bytes)}};
       const runtime::ProgramOutput& o = rc.program->outputs.at(0);
-      bytes = o.bytes;
       c["program"] = runtime::ToJson(*rc.program);
       c["feeds"] = std::move(feeds);
       c["output"] = {
           {"name", o.name}, {"shape", o.shape}, {"dtype", DTypeName(o.dtype)}, {"bytes", o.bytes}};
     }
-    job.case_ids.push_back(rc.program ? rc.id : "");
-    job.output_bytes.push_back(bytes);
-    total += bytes * (debug ? 2 : 1);
     out.push_back(std::move(c));
   }
-  if (total > kMaxTabAnswerBytes)
-    return ErrorResponse(
-        413, UserError("request-too-large", "/op",
-                       "the answers of \"" + op + "\" would be " + std::to_string(total) +
-                           " bytes, over the server's " + std::to_string(kMaxTabAnswerBytes)));
-  for (auto& runs : job.runs) runs.resize(job.case_ids.size());
-  job.errors.resize(job.case_ids.size());
-  const std::string id = NewJobId();
-  {
-    std::lock_guard<std::mutex> lock(engine.tab_jobs_lock());
-    auto& order = engine.tab_job_order();
-    while (order.size() >= kMaxTabConformJobs) {
-      engine.tab_jobs().erase(order.front());
-      order.erase(order.begin());
-    }
-    engine.tab_jobs()[id] = std::move(job);
-    order.push_back(id);
-  }
-  return JsonResponse(200, {{"job", id},
+  return JsonResponse(200, {{"job", started->job},
                             {"tier", tier},
                             {"op", op},
                             {"seed", seed},
                             {"profile", api::BrowserProfile(*adapter).key},
-                            {"runs", debug ? 2 : 1},
+                            {"runs", started->runs},
                             {"cases", std::move(out)}});
 }
 
 Response TabConformJobRequest(Engine& engine, const Request& req, const std::string& rest) {
   const std::vector<std::string> parts = Segments(rest);
-  std::unique_lock<std::mutex> lock(engine.tab_jobs_lock());
-  auto it = engine.tab_jobs().find(parts[0]);
-  if (it == engine.tab_jobs().end()) return ErrorResponse(404, NoJob());
-  TabConformJob& job = it->second;
+  api::BrowserJobs& jobs = engine.browser_jobs();
+  const std::string& job = parts[0];
 
   if (parts.size() == 2 && parts[1] == "judge") {
     if (req.method != "POST") return MethodNotAllowed("POST");
     Response refusal;
     if (!ParseBody(engine, req, {}, refusal)) return refusal;
-    TabConformJob taken = std::move(job);
-    engine.tab_jobs().erase(it);
-    auto& order = engine.tab_job_order();
-    order.erase(std::remove(order.begin(), order.end(), parts[0]), order.end());
-    lock.unlock();
-
-    std::map<std::string, conform::RemoteAnswer> answers;
-    const bool debug = taken.tier == "debug";
-    for (size_t i = 0; i < taken.case_ids.size(); ++i) {
-      if (taken.case_ids[i].empty()) continue;
-      conform::RemoteAnswer a;
-      if (!taken.errors[i].empty()) {
-        a.error = taken.errors[i];
-      } else {
-        auto complete = [&](int run) {
-          return static_cast<int64_t>(taken.runs[run][i].size()) == taken.output_bytes[i];
-        };
-        if (!complete(0) || (debug && !complete(1))) continue;  // judged as "no answer"
-        auto floats = [](const std::vector<std::byte>& b) {
-          std::vector<float> f(b.size() / 4);
-          std::memcpy(f.data(), b.data(), f.size() * 4);
-          return f;
-        };
-        a.out = floats(taken.runs[0][i]);
-        if (debug) a.rerun = floats(taken.runs[1][i]);
-      }
-      answers[taken.case_ids[i]] = std::move(a);
-    }
+    auto taken = jobs.Take(job);
+    if (!taken.ok()) return ErrorResponse(StatusOfJob(taken.errors()), taken.errors());
     // The reference runs on the server's cores: one device job at a time.
     std::lock_guard<std::mutex> worker(engine.worker());
-    auto report = api::JudgeBrowser(taken.op, taken.tier, taken.seed, taken.adapter, answers,
-                                    engine.store().root());
+    auto report = api::JudgeBrowser(taken->op, taken->tier, taken->seed, taken->adapter,
+                                    taken->answers, engine.store().root());
     if (!report.ok()) return ErrorResponse(StatusFor(report.errors()), report.errors());
     Json j = report->ToJson();
     j["diagnostics"] = DiagnosticsToJson(report->store_problems);
     return JsonResponse(200, j);
   }
 
-  std::optional<int64_t> index =
-      parts.size() >= 3 ? Index(parts[1], static_cast<int64_t>(job.case_ids.size()) - 1)
-                        : std::nullopt;
-  if (!index || job.case_ids[*index].empty())
-    return NotFound("runnable case " + parts[1].substr(0, 20) + " in this job");
-  const size_t i = static_cast<size_t>(*index);
+  const std::optional<int64_t> index = parts.size() >= 3 ? Index(parts[1]) : std::nullopt;
+  if (!index) return NotFound("runnable case " + parts[1].substr(0, 20) + " in this job");
 
   if (parts.size() == 3 && parts[2] == "failed") {
     if (req.method != "POST") return MethodNotAllowed("POST");
@@ -265,18 +192,15 @@ Response TabConformJobRequest(Engine& engine, const Request& req, const std::str
     if (e == body->end() || !e->is_string() || e->get<std::string>().empty())
       return ErrorResponse(400,
                            BadField("error", "\"error\" is missing or not a non-empty string"));
-    job.errors[i] = e->get<std::string>().substr(0, 1000);
-    return JsonResponse(200, {{"case", job.case_ids[i]}, {"failed", true}});
+    auto failed = jobs.Fail(job, *index, e->get<std::string>());
+    if (!failed.ok()) return ErrorResponse(StatusOfJob(failed.errors()), failed.errors());
+    return JsonResponse(200, {{"case", failed.value()}, {"failed", true}});
   }
 
   if (parts.size() != 4) return NotFound("API endpoint " + req.path.substr(0, 100));
   if (req.method != "PUT") return MethodNotAllowed("PUT");
-  const int runs = job.tier == "debug" ? 2 : 1;
-  std::optional<int64_t> run = Index(parts[2], runs - 1);
-  std::optional<int64_t> offset = Index(parts[3], job.output_bytes[i]);
-  if (!run)
-    return NotFound("run " + parts[2].substr(0, 20) + " of this case (the tier runs each case " +
-                    std::to_string(runs) + " time" + (runs > 1 ? "s" : "") + ")");
+  const std::optional<int64_t> run = Index(parts[2]), offset = Index(parts[3]);
+  if (!run) return NotFound("run " + parts[2].substr(0, 20) + " of this case");
   if (MediaType(req.content_type) != "application/octet-stream")
     return ErrorResponse(415, UserError("unsupported-media-type", "",
                                         "an answer is sent as application/octet-stream, not \"" +
@@ -287,24 +211,17 @@ Response TabConformJobRequest(Engine& engine, const Request& req, const std::str
                                             " bytes, over the server's cap of " +
                                             std::to_string(engine.options().max_request_bytes),
                                         "send it in smaller chunks"));
-  std::vector<std::byte>& have = job.runs[*run][i];
-  if (!offset || *offset != static_cast<int64_t>(have.size()))
-    return ErrorResponse(409,
-                         UserError("bad-offset", "",
-                                   "this chunk starts at byte " + parts[3].substr(0, 20) +
-                                       "; the answer so far has " + std::to_string(have.size()),
-                                   "send the chunks in order"));
-  if (static_cast<int64_t>(have.size() + req.body.size()) > job.output_bytes[i])
-    return ErrorResponse(422, UserError("answer-too-long", "",
-                                        "the output of " + job.case_ids[i] + " has " +
-                                            std::to_string(job.output_bytes[i]) +
-                                            " bytes; this chunk goes past it"));
-  const auto* bytes = reinterpret_cast<const std::byte*>(req.body.data());
-  have.insert(have.end(), bytes, bytes + req.body.size());
-  return JsonResponse(200, {{"case", job.case_ids[i]},
+  if (!offset)
+    return ErrorResponse(409, UserError("bad-offset", "",
+                                        "this chunk's offset \"" + parts[3].substr(0, 20) +
+                                            "\" is not a byte offset",
+                                        "send the chunks in order"));
+  auto received = jobs.Append(job, *index, *run, *offset, req.body);
+  if (!received.ok()) return ErrorResponse(StatusOfJob(received.errors()), received.errors());
+  return JsonResponse(200, {{"case", received->case_id},
                             {"run", *run},
-                            {"received", have.size()},
-                            {"bytes", job.output_bytes[i]}});
+                            {"received", received->received},
+                            {"bytes", received->bytes}});
 }
 
 }  // namespace scellis::studio

@@ -1,7 +1,7 @@
 // Conformance of the browser tab's WebGPU device, over HTTP (docs/studio_api.md): the server
 // hands out an op's cases as device programs with their feeds, the tab sends back what its device
 // computed, and the engine judges it and mints the receipt for the tab's profile
-// (api::BrowserCases, api::JudgeBrowser). The jobs in between live on the Engine.
+// (api::BrowserJobs, api::JudgeBrowser). This file parses the requests and prints the answers.
 #pragma once
 
 #include <optional>

@@ -2,6 +2,7 @@
 
 #include <cmath>
 
+#include "base/diagnostic_json.h"
 #include "record/run_record.h"
 
 namespace scellis::record {
@@ -82,6 +83,19 @@ const OutputComparison* ReplayResult::first_disagreement() const {
   return nullptr;
 }
 
+std::optional<Diagnostic> ReplayResult::Disagreement() const {
+  const OutputComparison* bad = first_disagreement();
+  if (!bad) return std::nullopt;
+  const std::string where =
+      bad->first_difference >= 0
+          ? " at element " + std::to_string(bad->first_difference) + " (replayed " +
+                std::to_string(bad->replayed) + ", recorded " + std::to_string(bad->recorded) + ")"
+      : bad->compared_values ? ""
+                             : " (its digest differs)";
+  return RuntimeError("replay-disagrees",
+                      "output \"" + bad->name + "\" of " + run_id + " differs from the record" + where);
+}
+
 Json ReplayResult::ToJson() const {
   Json outs = Json::array();
   for (const OutputComparison& c : outputs) {
@@ -95,6 +109,7 @@ Json ReplayResult::ToJson() const {
           {"element", c.first_difference}, {"replayed", c.replayed}, {"recorded", c.recorded}};
     outs.push_back(o);
   }
+  const std::optional<Diagnostic> disagreement = Disagreement();
   return {{"run_id", run_id},
           {"command", command},
           {"guarantee", guarantee},
@@ -103,6 +118,7 @@ Json ReplayResult::ToJson() const {
           {"profile", profile},
           {"backend", backend},
           {"agree", agree},
+          {"disagreement", disagreement ? DiagnosticToJson(*disagreement) : Json()},
           {"outputs", outs}};
 }
 

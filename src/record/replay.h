@@ -15,6 +15,7 @@
 // or kept tensor is refused by the store (`store-object-corrupt`).
 #pragma once
 
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -49,6 +50,9 @@ struct ReplayResult {
 
   // The first output outside the guarantee, or nullptr.
   const OutputComparison* first_disagreement() const;
+  // `replay-disagrees`, naming that output and its first differing element; none when the
+  // replay agrees with the record.
+  std::optional<Diagnostic> Disagreement() const;
   Json ToJson() const;
 };
 

@@ -228,6 +228,27 @@ Result<Json> LoadRecord(const store::Store& store, const std::string& run_id) {
   return record;
 }
 
+Result<Json> RecordWithValues(const store::Store& store, const std::string& run_id) {
+  SCELLIS_ASSIGN_OR_RETURN(Json record, LoadRecord(store, run_id));
+  Json values = Json::object();
+  const Json outputs = record.value("outputs", Json::object());
+  for (const auto& [name, digest] : outputs.items()) {
+    auto t = KeptTensor(store, digest);
+    if (t.ok()) {
+      values[name] = api::TensorToJson(t.value());
+    } else if (t.errors().front().code == "record-tensor-not-kept") {
+      values[name] = nullptr;
+    } else {
+      Diagnostic d = t.errors().front();
+      d.message = "output \"" + name + "\": " + d.message;
+      return Status(d);
+    }
+  }
+  record["run_id"] = run_id;
+  record["values"] = std::move(values);
+  return record;
+}
+
 Json RunSummary::ToJson() const {
   return {{"run_id", id},   {"date", date}, {"command", command},
           {"backend", backend}, {"tier", tier}, {"content_id", content_id}};

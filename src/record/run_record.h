@@ -68,6 +68,13 @@ struct RunSummary {
 std::vector<RunSummary> ListRuns(const store::Store& store, size_t limit,
                                  std::vector<Diagnostic>* problems = nullptr);
 
+// The record as a reader shows it (the Studio's /api/runs/<id>): the record with "run_id", and
+// under "values" every output it kept, read back through KeptTensor and given as a run report
+// gives tensors ({"shape", "dtype", "data"}); an output kept only as a digest is null there. A
+// kept tensor that no longer matches its digest refuses the whole record
+// (`store-object-corrupt`), as a tampered record does.
+Result<Json> RecordWithValues(const store::Store& store, const std::string& run_id);
+
 // Whether runs are recorded: yes unless $SCELLIS_NO_RECORD is set to anything but "" or "0"
 // (front ends also offer a flag, --no-record).
 bool RecordingEnabled();

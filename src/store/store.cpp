@@ -145,6 +145,10 @@ Result<std::string> Store::PutBlob(std::string_view bytes) const {
   return kIdPrefix + hex;
 }
 
+bool Store::IsId(const std::string& id) {
+  return !HexOf(id).empty();
+}
+
 Result<std::string> Store::GetBlob(const std::string& id) const {
   std::string hex = HexOf(id);
   if (hex.empty()) {

@@ -31,6 +31,8 @@ class Store {
   static std::string DefaultRoot();
 
   const std::string& root() const { return root_; }
+  // Whether `id` has the form of an object or blob id: "sha256:" and 64 lowercase hex digits.
+  static bool IsId(const std::string& id);
 
   // Stores `object` (idempotent) and returns its id, "sha256:<hex>".
   Result<std::string> Put(const Json& object) const;

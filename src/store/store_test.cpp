@@ -80,5 +80,16 @@ TEST(StoreRoot, ComesFromTheEnvironment) {
   if (old) setenv("SCELLIS_STORE", saved.c_str(), 1);
 }
 
+TEST(StoreIds, IsIdAcceptsOnlyTheFormThePutsReturn) {
+  EXPECT_TRUE(Store::IsId("sha256:" + std::string(64, 'a')));
+  EXPECT_TRUE(Store::IsId("sha256:0123456789abcdef" + std::string(48, '0')));
+  EXPECT_FALSE(Store::IsId("sha256:" + std::string(63, 'a')));
+  EXPECT_FALSE(Store::IsId("sha256:" + std::string(65, 'a')));
+  EXPECT_FALSE(Store::IsId("sha256:" + std::string(64, 'A'))) << "ids are lower case";
+  EXPECT_FALSE(Store::IsId("sha256:../../" + std::string(58, 'a')));
+  EXPECT_FALSE(Store::IsId("md5:" + std::string(64, 'a')));
+  EXPECT_FALSE(Store::IsId(""));
+}
+
 }  // namespace
 }  // namespace scellis::store

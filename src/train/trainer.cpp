@@ -722,4 +722,21 @@ Result<TrainResult> Trainer::Train(std::string_view text) {
   return r;
 }
 
+std::optional<Diagnostic> DatasetFromFiles(const doc::Document& document) {
+  for (const doc::Node& n : document.nodes) {
+    if (n.op != "dataset") continue;
+    auto s = n.params.find("source");
+    if (s == n.params.end() || !s->is_string() || s->get<std::string>().rfind("idx:", 0) != 0)
+      continue;
+    Diagnostic d =
+        UserError("dataset-path-refused", PointerJoin(PointerJoin(n.pointer, "params"), "source"),
+                  "a server reads no files a request names; this dataset source is a pair of "
+                  "files",
+                  "use a named dataset (\"fashion-mnist\"), or train on files with `scellis train`");
+    d.where = n.Describe();
+    return d;
+  }
+  return std::nullopt;
+}
+
 }  // namespace scellis::train

@@ -135,4 +135,9 @@ class Trainer {
   Concern concern_ = Concern::kDocument;
 };
 
+// The first dataset of `document` whose source names files ("idx:<images>,<labels>") rather than
+// a dataset the engine knows by name, as `dataset-path-refused` at its source: what a server
+// refuses, since it must not read paths that a request names. None when every dataset is named.
+std::optional<Diagnostic> DatasetFromFiles(const doc::Document& document);
+
 }  // namespace scellis::train

@@ -633,10 +633,12 @@ test('a saved document has its own address, reloads the same, and a run record o
     assert.equal(record.status, 200);
     assert.equal(record.json.document_id, id);
     assertClose(await tableValues(fresh, 'result-table-record-result-centered'), centerColumnsExpected().centered, 'recorded centered', { rtol: 0, atol: 0 });
+    assert.equal(record.json.kind, 'scellis.run-record/2');
     await fresh.getByTestId('record-replay').click();
-    const comparison = fresh.getByTestId('comparison');
-    await comparison.waitFor({ timeout: SLOW });
-    assert.equal(await comparison.getAttribute('data-ok'), 'true', await comparison.textContent());
+    const verdict = fresh.getByTestId('replay-verdict');
+    await verdict.waitFor({ timeout: SLOW });
+    assert.equal(await verdict.getAttribute('data-agree'), 'true', await verdict.textContent());
+    assert.match(await verdict.textContent(), /agrees with the record bit for bit/);
   } finally {
     await freshBrowser.close();
   }

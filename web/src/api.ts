@@ -125,6 +125,7 @@ export const api = {
   saveDocument: (document: unknown) => postJson<{ content_id: string }>('/api/documents', { document }),
   getDocument: (id: string) => getJson<{ content_id: string; document: unknown }>(`/api/documents/${encodeURIComponent(id)}`),
   getRun: (id: string) => getJson<JsonObject>(`/api/runs/${encodeURIComponent(id)}`),
+  replayRun: (id: string) => postJson<JsonObject>(`/api/runs/${encodeURIComponent(id)}/replay`, {}),
 };
 
 export function errorText(err: unknown): string {

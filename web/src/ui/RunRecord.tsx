@@ -1,52 +1,40 @@
 import { useEffect, useState } from 'react';
 import { api, errorText } from '../api';
 import { isObject, type JsonObject } from '../model/json';
-import { compareOutputs, thresholdsOf, toTensors, type OutputComparison, type Thresholds } from '../model/tensors';
-import { ComparisonView, ResultView, type ResultInfo } from './Results';
+import { readReplayVerdict, recordScalars, type ReplayVerdict } from '../model/replay';
+import { toTensors } from '../model/tensors';
+import { ResultView } from './Results';
 
-// /r/<run-id>: the stored record of a run (tier, backend, executor, receipts, outputs), its
-// document one click away, and a replay: the stored document run again on the server with the
-// record's tier and backend, its outputs compared with the recorded ones.
+// /r/<run-id>: a run record of any front end (the Studio's runs and trainings, `scellis run` and
+// `scellis train`): what ran, where, under which guarantee, the values it kept, its document one
+// click away, and a replay on the server with the same guarantees and refusals as `scellis replay`.
 export function RunRecord({ id }: { id: string }) {
   const [record, setRecord] = useState<JsonObject | null>(null);
   const [error, setError] = useState<string | null>(null);
-  const [replay, setReplay] = useState<{ result: ResultInfo; rows: OutputComparison[]; th: Thresholds } | null>(null);
+  const [verdict, setVerdict] = useState<ReplayVerdict | null>(null);
   const [replayState, setReplayState] = useState<string | null>(null);
   useEffect(() => {
     api.getRun(id).then(setRecord, (e) => setError(errorText(e)));
   }, [id]);
   if (error) return <div className="diag-error page" data-testid="run-record-error">{error}</div>;
   if (!record) return <div className="muted page">loading the run record…</div>;
-  const docId = String(record.document_id ?? record.content_id ?? '');
-  const scalars = Object.entries(record).filter(([k, v]) => k !== 'outputs' && k !== 'receipts' && !isObject(v) && !Array.isArray(v));
-  const recorded = toTensors(record.outputs);
+  const docId = typeof record.document_id === 'string' ? record.document_id : '';
+  const tolerance = isObject(record.tolerance) ? record.tolerance : null;
+  const values = isObject(record.values) ? record.values : {};
+  const digestOnly = Object.entries(values).filter(([, v]) => v === null).map(([k]) => k);
 
   const doReplay = async () => {
-    setReplayState('fetching the document…');
-    setReplay(null);
+    setReplayState('replaying on the server…');
+    setVerdict(null);
     try {
-      const d = await api.getDocument(docId);
-      setReplayState('running on the server…');
-      let result: ResultInfo | null = null;
-      let failure: string | null = null;
-      const body: JsonObject = { document: d.document as JsonObject };
-      if (typeof record.tier === 'string') body.tier = record.tier;
-      if (record.backend === 'cpu' || record.backend === 'webgpu') body.backend = record.backend;
-      if (typeof record.steps === 'number') body.steps = record.steps;
-      await api.run(body, (e) => {
-        if (e.event === 'result') {
-          const r = isObject(e.report) ? e.report : e;
-          result = { title: 'replay', backend: String(r.backend), executor: String(r.executor), fallbackReason: (r.fallback_reason ?? null) as string | null, outputs: toTensors(r.outputs), runId: typeof e.run_id === 'string' ? e.run_id : null };
-        } else if (e.event === 'error' && isObject(e.error)) failure = `${String(e.error.code)}: ${String(e.error.message)}`;
-      });
-      if (failure || !result) throw new Error(failure ?? 'no result');
-      const r: ResultInfo = result;
-      // The CPU reference replays bit for bit; elsewhere the tier's thresholds apply.
-      const th = r.backend === 'cpu' && record.backend === 'cpu' ? { atol: 0, rtol: 0 } : (thresholdsOf(record) ?? { atol: 0, rtol: 0 });
-      setReplay({ result: r, rows: compareOutputs(r.outputs, recorded, th), th });
+      const v = readReplayVerdict(await api.replayRun(id));
+      if (!v) throw new Error('the server gave no verdict');
+      setVerdict(v);
       setReplayState(null);
     } catch (err) {
-      setReplayState(`replay failed: ${errorText(err)}`);
+      // A refusal (another device profile, a backend this server lacks, a tampered record) is
+      // shown by its code: the replay was not downgraded.
+      setReplayState(`replay refused: ${errorText(err)}`);
     }
   };
 
@@ -55,27 +43,48 @@ export function RunRecord({ id }: { id: string }) {
       <h2>Run {id.slice(0, 19)}…</h2>
       <table className="kv">
         <tbody>
-          {scalars.map(([k, v]) => (
+          {recordScalars(record).map(([k, v]) => (
             <tr key={k}>
               <th>{k}</th>
               <td data-testid={`record-${k}`}>{v === null ? 'none' : String(v)}</td>
             </tr>
           ))}
+          {tolerance && (
+            <tr>
+              <th>tolerance</th>
+              <td data-testid="record-tolerance">
+                {String(tolerance.class)} (atol {String(tolerance.atol)}, rtol {String(tolerance.rtol)})
+              </td>
+            </tr>
+          )}
         </tbody>
       </table>
-      {docId && (
-        <p>
+      <p>
+        {docId && (
           <a href={`/w/${docId}`} data-testid="record-open-document">
             open its document
-          </a>{' '}
-          <button data-testid="record-replay" onClick={doReplay}>
-            Replay on the server
-          </button>{' '}
-          {replayState && <span className="muted" data-testid="record-replay-status">{replayState}</span>}
-        </p>
+          </a>
+        )}{' '}
+        <button data-testid="record-replay" onClick={doReplay}>
+          Replay on the server
+        </button>{' '}
+        {replayState && <span className="muted" data-testid="record-replay-status">{replayState}</span>}
+      </p>
+      {verdict && (
+        <div className={`comparison ${verdict.agree ? 'pass' : 'fail'}`} data-testid="replay-verdict" data-agree={verdict.agree}>
+          <b>{verdict.headline}</b>
+          <table>
+            <tbody>
+              {verdict.rows.map((r) => (
+                <tr key={r.name} className={r.ok ? '' : 'diag-error'} data-testid={`replay-${r.name}`}>
+                  <th>{r.name}</th>
+                  <td>{r.how}</td>
+                </tr>
+              ))}
+            </tbody>
+          </table>
+        </div>
       )}
-      {replay && <ComparisonView rows={replay.rows} thresholds={replay.th} reference="the recorded outputs" />}
-      {replay && <ResultView r={replay.result} testid="record-replay-result" />}
       <ResultView
         testid="record-result"
         r={{
@@ -83,14 +92,17 @@ export function RunRecord({ id }: { id: string }) {
           backend: String(record.backend ?? '?'),
           executor: String(record.executor ?? '?'),
           fallbackReason: (record.fallback_reason ?? null) as string | null,
-          outputs: recorded,
+          outputs: toTensors(values),
+          note: digestOnly.length ? `kept as digests only (too large to keep): ${digestOnly.join(', ')}` : undefined,
         }}
       />
-      {record.receipts !== undefined && (
-        <details open>
-          <summary>receipts</summary>
-          <pre className="code" data-testid="record-receipts">{JSON.stringify(record.receipts, null, 2)}</pre>
-        </details>
+      {(['settings', 'inputs', 'outputs', 'receipts'] as const).map((k) =>
+        record[k] !== undefined ? (
+          <details key={k}>
+            <summary>{k}</summary>
+            <pre className="code" data-testid={`record-${k}-json`}>{JSON.stringify(record[k], null, 2)}</pre>
+          </details>
+        ) : null,
       )}
     </div>
   );
