@@ -326,6 +326,27 @@ using cli::ParseByteSize;
 using cli::ParseCommandLine;
 using cli::ParseInteger;
 
+// An allocation the device cannot satisfy (injected into the device's Nth buffer: the first, or
+// one made after the plan is resident) fails the run with the device's named error before any
+// result is written: no --out file, whole or half.
+TEST(CliFaults, AnAllocationFailureLeavesNoOutputFile) {
+  setenv("VK_ICD_FILENAMES", "/usr/lib/chromium/vk_swiftshader_icd.json", 0);
+  for (const char* nth : {"1", "3"}) {
+    SCOPED_TRACE(std::string("allocation ") + nth);
+    const std::filesystem::path dir = MakeTempDir("scellis-fault");
+    const std::filesystem::path out = dir / "result.json";
+    setenv("SCELLIS_FAULT_ALLOCATION", nth, 1);
+    CliRun r = RunScellis({"run", Example("life_steps.json"), "--tier=prod", "--backend=webgpu",
+                           "--allow-software-adapter", "--steps", "4", "--out", out.string()});
+    unsetenv("SCELLIS_FAULT_ALLOCATION");
+    EXPECT_TRUE(r.exited) << "killed by signal " << r.signal;
+    EXPECT_NE(r.exit_code, 0);
+    EXPECT_NE(r.err.find("gpu-out-of-memory"), std::string::npos) << r.err;
+    EXPECT_FALSE(std::filesystem::exists(out));
+    std::filesystem::remove_all(dir);
+  }
+}
+
 TEST(CliFlags, ByteSizes) {
   EXPECT_EQ(ParseByteSize("512"), 512);
   EXPECT_EQ(ParseByteSize("64K"), 64 * 1024);

@@ -239,7 +239,8 @@ TEST_P(SessionFault, PoisonsWithTheCause) {
 INSTANTIATE_TEST_SUITE_P(Faults, SessionFault,
                          ::testing::Values(runtime::webgpu::Fault::kFailNextSubmit,
                                            runtime::webgpu::Fault::kFailNextMap,
-                                           runtime::webgpu::Fault::kLoseDevice));
+                                           runtime::webgpu::Fault::kLoseDevice,
+                                           runtime::webgpu::Fault::kFailNextAllocation));
 
 // What a caller holds beside the plan (a trainer's gathered batches) counts against the host's
 // memory: 2^62 bytes exceed any machine, so the session is refused before anything is allocated.

@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <cctype>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <mutex>
 #include <optional>
@@ -227,6 +228,9 @@ struct Device::Impl {
 
   bool fail_next_submit = false;
   bool fail_next_map = false;
+  bool fail_next_allocation = false;
+  uint64_t allocations = 0;      // CreateBuffer calls so far
+  uint64_t fail_allocation = 0;  // $SCELLIS_FAULT_ALLOCATION: the call that fails (0: none)
 
   Impl(const DawnProcs& procs, OpenOptions opts) : p(procs), options(opts) {}
 
@@ -426,6 +430,8 @@ Result<std::unique_ptr<Device>> Device::Open(const OpenOptions& options) {
   auto impl = std::make_unique<Impl>(lib->procs(), options);
   Impl& m = *impl;
   const DawnProcs& p = lib->procs();
+  if (const char* n = std::getenv("SCELLIS_FAULT_ALLOCATION"))
+    m.fail_allocation = std::strtoull(n, nullptr, 10);
 
   // TimedWaitAny lets every wait below carry a timeout instead of spinning on ProcessEvents.
   WGPUInstanceFeatureName instance_features[] = {WGPUInstanceFeatureName_TimedWaitAny};
@@ -643,6 +649,13 @@ std::string Device::ProfileKey() const {
 
 BufferId Device::CreateBuffer(uint64_t bytes) {
   Impl& m = *impl_;
+  if (++m.allocations == m.fail_allocation) m.fail_next_allocation = true;
+  if (m.fail_next_allocation) {
+    m.fail_next_allocation = false;
+    m.sink->Record(RuntimeError("gpu-out-of-memory",
+                                "a buffer of " + std::to_string(bytes) +
+                                    " bytes could not be allocated (injected fault)"));
+  }
   Impl::Buf b;
   b.size = bytes;
   b.alloc = std::max<uint64_t>(4, RoundUp(bytes, 4));
@@ -1022,6 +1035,9 @@ void Device::InjectFault(Fault fault) {
     case Fault::kLoseDevice:
       m.p.DeviceDestroy(m.device);
       m.p.InstanceProcessEvents(m.instance);
+      break;
+    case Fault::kFailNextAllocation:
+      m.fail_next_allocation = true;
       break;
   }
 }

@@ -145,7 +145,13 @@ struct OpenOptions {
 //                    rejects -> map-failed;
 //   kLoseDevice      wgpuDeviceDestroy now; Dawn reports the loss -> device-lost.
 // (Dawn's wgpuDeviceForceLoss is not part of the standard API description, so it is not used.)
-enum class Fault { kFailNextSubmit, kFailNextMap, kLoseDevice };
+//   kFailNextAllocation  the next CreateBuffer fails as an allocation Dawn cannot satisfy fails:
+//                    the device records the out-of-memory error Dawn would report (the standard
+//                    API has no way to make Dawn itself fail one) -> gpu-out-of-memory, and every
+//                    later submission carries it, as after a real one.
+// $SCELLIS_FAULT_ALLOCATION=N injects kFailNextAllocation into the Nth buffer a device creates
+// (counted from 1, pooled ones included), so a whole command can be tested against it.
+enum class Fault { kFailNextSubmit, kFailNextMap, kLoseDevice, kFailNextAllocation };
 
 struct DeviceStats {
   uint64_t dispatches = 0;          // recorded dispatches that were submitted
