@@ -234,6 +234,13 @@ case("shift", "special_zero", [("a", [2, 3], flat(L))], torch.where(inside, clam
      {"shifts": [1, -1], "boundary": "zero"}, version=5)
 case("shift", "special_clamp", [("a", [2, 3], flat(L))], clamped,
      {"shifts": [1, -1], "boundary": "clamp"}, version=5)
+# Version 4's concat and stack move elements as bits, in list order.
+CB = [[-0.0, nan, -inf]]
+case("concat", "special", [("x0", [2, 3], flat(L)), ("x1", [1, 3], flat(CB))],
+     torch.cat([t32(L), t32(CB)], 0), {"axis": 0}, version=4)
+SB = [[inf, -0.0, 0.0], [nan, 1.0, -inf]]
+case("stack", "special", [("x0", [2, 3], flat(L)), ("x1", [2, 3], flat(SB))],
+     torch.stack([t32(L), t32(SB)], -1), {"axis": -1}, version=4)
 
 
 def lit(v):

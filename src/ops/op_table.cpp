@@ -99,6 +99,16 @@ size_t OpSpec::Arity() const {
   return n;
 }
 
+const Port* OpSpec::ListPort() const {
+  for (const Port& p : ports)
+    if (p.list) return &p;
+  return nullptr;
+}
+
+bool OpSpec::ArityFits(size_t args) const {
+  return ListPort() ? args >= Arity() : args == Arity();
+}
+
 const Attr* OpSpec::FindAttr(std::string_view attr) const {
   for (const Attr& a : attrs)
     if (a.name == attr) return &a;
@@ -202,8 +212,10 @@ std::string DTypes(const std::vector<DType>& dtypes) {
 void PortsSection(const OpSpec& s, std::string& out) {
   if (s.ports.empty()) return;
   out += "\n| port | role | dtypes |\n|---|---|---|\n";
-  for (const Port& p : s.ports)
-    out += "| " + Code(p.name) + " | " + PortRoleName(p.role) + " | " + DTypes(p.dtypes) + " |\n";
+  for (const Port& p : s.ports) {
+    out += "| " + Code(p.name) + (p.list ? " (a list of node ids)" : "") + " | " +
+           PortRoleName(p.role) + " | " + DTypes(p.dtypes) + " |\n";
+  }
 }
 
 void AttrsSection(const OpSpec& s, std::string& out) {
@@ -262,7 +274,10 @@ Json ToJson(const OpSpec& spec) {
   for (const Port& p : spec.ports) {
     Json dtypes = Json::array();
     for (DType d : p.dtypes) dtypes.push_back(DTypeName(d));
-    inputs.push_back({{"name", p.name}, {"role", PortRoleName(p.role)}, {"dtypes", dtypes}});
+    inputs.push_back({{"name", p.name},
+                      {"role", PortRoleName(p.role)},
+                      {"dtypes", dtypes},
+                      {"list", p.list}});
   }
   Json attrs = Json::array();
   for (const Attr& a : spec.attrs) {

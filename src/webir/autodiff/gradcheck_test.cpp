@@ -114,6 +114,13 @@ std::vector<Case> Cases() {
       {"flip", {s34}, {{"axes", {1}}}},
       {"pad", {s234}, {{"pads", {{1, 0}, {0, 2}, {1, 1}}}, {"value", 0.75}}},
       {"pad", {s34}, {{"pads", {{0, 0}, {3, 0}}}}},
+      // Entries of different lengths along the axis, an empty one, and one alone.
+      {"concat", {s234, {{2, 1, 4}}, {{2, 0, 4}}, {{2, 2, 4}}}, {{"axis", 1}}},
+      {"concat", {s34, {{3, 2}}}, {{"axis", -1}}},
+      {"concat", {s34}, {{"axis", 0}}},
+      {"stack", {s34, s34, s34}, {{"axis", 1}}},
+      {"stack", {s234, s234}, {{"axis", -1}}},
+      {"stack", {Arg{std::vector<int64_t>{}}, Arg{std::vector<int64_t>{}}}, {{"axis", 0}}},
       {"shift", {s34}, {{"shifts", {1, -2}}, {"boundary", "zero"}}},
       {"shift", {s234}, {{"shifts", {-3, 1, 5}}, {"boundary", "wrap"}}},
       // Indices longer than their axis: positions repeat, so gradients sum several terms.
