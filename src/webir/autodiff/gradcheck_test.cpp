@@ -351,6 +351,28 @@ TEST(Gradcheck, AnalyticMatchesFiniteDifferences) {
                 w.abs, w.rel);
 }
 
+// The document path lowers a long list into a tree (webir/graph_test.cpp); a WebIR graph built
+// past that with one list op of more entries than a kernel binds is refused when its WGSL is
+// made, never handed to a device whose bind group would not hold it.
+TEST(ListOps, AKernelOverMoreEntriesThanBindIsRefused) {
+  for (size_t entries : {kMaxListArgs, kMaxListArgs + 1}) {
+    Graph g;
+    g.version = 4;
+    int x = AddInput(g, "x", {2});
+    int y = AddNode(g, "concat", std::vector<int>(entries, x), {{"axis", 0}});
+    g.outputs = {{"y", y}};
+    pipeline::CompileOptions options;
+    auto c = pipeline::CompileGraph(g, options);
+    if (entries == kMaxListArgs) {
+      EXPECT_TRUE(c.ok()) << c.errors().front().Format();
+    } else {
+      ASSERT_FALSE(c.ok());
+      EXPECT_NE(c.errors().front().message.find("more than one kernel binds"), std::string::npos)
+          << c.errors().front().Format();
+    }
+  }
+}
+
 TEST(Backward, SumsGradientsOfSharedValuesInAFixedOrder) {
   // y = x * x + x: dy/dx = 2x + 1, with x used three times.
   Graph g;
