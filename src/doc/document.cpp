@@ -275,8 +275,8 @@ class Parser {
     const std::string pointer = PointerJoin(node.pointer, key);
     if (!j.is_array()) {
       Error("bad-reference", pointer,
-            "the input list \"" + key + "\" is " + j.dump() + ", expected an array of node ids",
-            "", &node);
+            "the input list \"" + key + "\" is " + j.dump() + ", expected an array of node ids", "",
+            &node);
       return;
     }
     if (j.empty()) {
@@ -293,8 +293,7 @@ class Parser {
               "", &node);
         continue;
       }
-      node.inputs.push_back(
-          {key, std::to_string(j[i].get<int64_t>()), PointerJoin(pointer, i)});
+      node.inputs.push_back({key, std::to_string(j[i].get<int64_t>()), PointerJoin(pointer, i)});
     }
   }
 

@@ -237,9 +237,10 @@ std::string ToMarkdown(const OpTable& table) {
       "Generated from the op table (`src/ops/builtin.cpp`) by `scellis ops --markdown`; a test "
       "fails when this file differs from the table.\n\n"
       "Graph-protocol nodes name their inputs by port (`{\"id\": 2, \"op\": \"add\", \"a\": 0, "
-      "\"b\": 1}`); workflows wire them (`\"to\": \"node.a\"`). The tolerance class is what the "
-      "op is held to against the CPU reference on a GPU; the reference itself is exact by "
-      "definition.\n\n"
+      "\"b\": 1}`); workflows wire them (`\"to\": \"node.a\"`). A list port takes an array of node "
+      "ids (`\"inputs\": [0, 1]`), which a workflow wires once per entry, in wire order. The "
+      "tolerance class is what the op is held to against the CPU reference on a GPU; the "
+      "reference itself is exact by definition.\n\n"
       "| op | since version | kind | differentiable | tolerance |\n|---|---|---|---|---|\n";
   for (const OpSpec& s : table.ops()) {
     out += "| [" + Code(s.name) + "](#" + s.name + ") | " + std::to_string(s.min_version) + " | " +
@@ -274,10 +275,8 @@ Json ToJson(const OpSpec& spec) {
   for (const Port& p : spec.ports) {
     Json dtypes = Json::array();
     for (DType d : p.dtypes) dtypes.push_back(DTypeName(d));
-    inputs.push_back({{"name", p.name},
-                      {"role", PortRoleName(p.role)},
-                      {"dtypes", dtypes},
-                      {"list", p.list}});
+    inputs.push_back(
+        {{"name", p.name}, {"role", PortRoleName(p.role)}, {"dtypes", dtypes}, {"list", p.list}});
   }
   Json attrs = Json::array();
   for (const Attr& a : spec.attrs) {

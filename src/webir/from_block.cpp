@@ -180,17 +180,17 @@ class Lowering {
       if (it != ports.end()) {
         for (size_t e = 0; e < it->second.size(); ++e) {
           const std::string at = p.list ? EntryPointer(b, port, e) : PortPointer(b, port);
-          const std::string what =
-              p.list ? "the entry " + std::to_string(e) + " of \"" + port + "\""
-                     : "the input \"" + port + "\"";
+          const std::string what = p.list
+                                       ? "the entry " + std::to_string(e) + " of \"" + port + "\""
+                                       : "the input \"" + port + "\"";
           DType dtype = g_.at(it->second[e]).type.dtype;
           if (std::find(p.dtypes.begin(), p.dtypes.end(), dtype) == p.dtypes.end()) {
             std::string takes;
             for (DType t : p.dtypes)
               takes += (takes.empty() ? "" : " or ") + std::string(DTypeName(t));
             Error(b, "dtype-mismatch", at,
-                  what + " of \"" + def->name + "\" is " + DTypeName(dtype) +
-                      ", the op takes " + takes,
+                  what + " of \"" + def->name + "\" is " + DTypeName(dtype) + ", the op takes " +
+                      takes,
                   "convert it with cast{a, dtype}: no op mixes dtypes on its own");
             return -1;
           }

@@ -37,8 +37,7 @@ struct InferContext {
 
   Diagnostic Error(std::string code, std::string message, std::string help = "") const;
   // A diagnostic about arg `i`, at its own pointer.
-  Diagnostic ArgError(size_t i, std::string code, std::string message,
-                      std::string help = "") const;
+  Diagnostic ArgError(size_t i, std::string code, std::string message, std::string help = "") const;
 };
 
 using InferFn = Result<TensorType> (*)(InferContext&);

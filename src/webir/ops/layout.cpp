@@ -284,8 +284,7 @@ Result<int> ListAxis(InferContext& c, const char* op, int rank, int entry_rank) 
     if (c.args[i].dtype != first.dtype) {
       return c.ArgError(i, "dtype-mismatch",
                         std::string(op) + "'s entry " + std::to_string(i) + " is " +
-                            DTypeName(c.args[i].dtype) + ", entry 0 is " +
-                            DTypeName(first.dtype),
+                            DTypeName(c.args[i].dtype) + ", entry 0 is " + DTypeName(first.dtype),
                         "convert it with cast{a, dtype}: no op mixes dtypes on its own");
     }
     if (c.args[i].rank() != entry_rank) {
@@ -301,11 +300,11 @@ Result<int> ListAxis(InferContext& c, const char* op, int rank, int entry_rank) 
   if (auto it = c.attrs.find("axis"); it != c.attrs.end() && !it->is_null())
     axis = it->get<int64_t>();
   if (axis < -rank || axis >= rank) {
-    return c.Error("bad-axis", std::string(op) + "'s axis " + std::to_string(axis) +
-                                   " is out of range for " + std::to_string(rank) +
-                                   (std::string(op) == "stack" ? " axes of output" : " axes"),
-                   "an axis is in [" + std::to_string(-rank) + ", " + std::to_string(rank - 1) +
-                       "]");
+    return c.Error(
+        "bad-axis",
+        std::string(op) + "'s axis " + std::to_string(axis) + " is out of range for " +
+            std::to_string(rank) + (std::string(op) == "stack" ? " axes of output" : " axes"),
+        "an axis is in [" + std::to_string(-rank) + ", " + std::to_string(rank - 1) + "]");
   }
   if (axis < 0) axis += rank;
   c.attrs["axis"] = axis;
@@ -330,8 +329,7 @@ Result<TensorType> InferConcat(InferContext& c) {
                           "concat's entry " + std::to_string(i) + " is " +
                               c.args[i].ShapeStringWithSizes() + ", entry 0 is " +
                               first.ShapeStringWithSizes() + ": they differ on axis " +
-                              std::to_string(d) + ", not the concat axis " +
-                              std::to_string(*axis),
+                              std::to_string(d) + ", not the concat axis " + std::to_string(*axis),
                           "entries agree on every axis but the one they are joined along");
       }
     }

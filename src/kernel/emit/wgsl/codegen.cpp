@@ -120,9 +120,9 @@ Result<Generated> Generate(const Module& m, const Kernel& k) {
   }
   // WebIR lowers a longer list into a tree of list ops that each fit the WebGPU minimum of
   // storage buffers per stage, so a kernel over more is a broken invariant, not a user's graph.
-  if (const ops::OpSpec* spec = m.graph().ops->Find(k.op);
-      k.kind == KernelKind::kOp && spec && spec->ListPort() &&
-      k.inputs.size() > webir::kMaxListArgs) {
+  if (const ops::OpSpec* spec = m.graph().ops->Find(k.op); k.kind == KernelKind::kOp && spec &&
+                                                           spec->ListPort() &&
+                                                           k.inputs.size() > webir::kMaxListArgs) {
     return InternalError("wgsl.Generate", "a " + k.op + " kernel of " +
                                               std::to_string(k.inputs.size()) +
                                               " inputs, more than one kernel binds");
