@@ -250,7 +250,10 @@ class Parser {
         ParseNodeDeclaration(*it, key, node);
         continue;
       }
-      if (const ops::Port* port = spec ? spec->FindPort(key) : nullptr; port && port->list) {
+      // A list port's field, or a list given to an op without that port (refused by name a
+      // rung down, as any port the op lacks).
+      if (const ops::Port* port = spec ? spec->FindPort(key) : nullptr;
+          (port && port->list) || (!port && it->is_array() && IsReference(spec, key))) {
         ParseListReference(*it, key, node);
         continue;
       }
