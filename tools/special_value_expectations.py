@@ -240,6 +240,13 @@ case("cumsum", "special", [("a", [3, 4], flat(CS))], torch.cumsum(t32(CS), 1), {
      version=5)
 case("cumsum", "special_axis0", [("a", [3, 4], flat(CS))], torch.cumsum(t32(CS), 0), {"axis": 0},
      version=5)
+# Version 4's concat and stack move elements as bits, in list order.
+CB = [[-0.0, nan, -inf]]
+case("concat", "special", [("x0", [2, 3], flat(L)), ("x1", [1, 3], flat(CB))],
+     torch.cat([t32(L), t32(CB)], 0), {"axis": 0}, version=4)
+SB = [[inf, -0.0, 0.0], [nan, 1.0, -inf]]
+case("stack", "special", [("x0", [2, 3], flat(L)), ("x1", [2, 3], flat(SB))],
+     torch.stack([t32(L), t32(SB)], -1), {"axis": -1}, version=4)
 
 
 def lit(v):

@@ -84,7 +84,15 @@ Json ToJson(const Program& p) {
     jb["type"] = b.type;
     jb["pointer"] = b.pointer;
     if (!b.label.empty()) jb["label"] = b.label;
-    for (const auto& [port, src] : b.inputs) jb["inputs"][port] = p.blocks[src].id;
+    for (const auto& [port, src] : b.inputs) {
+      // A list port's entries as an array of ids, in list order.
+      const ops::OpSpec* spec = p.ops ? p.ops->Find(b.type) : nullptr;
+      const ops::Port* def = spec ? spec->FindPort(port) : nullptr;
+      if (def && def->list)
+        jb["inputs"][port].push_back(p.blocks[src].id);
+      else
+        jb["inputs"][port] = p.blocks[src].id;
+    }
     if (b.kind != BlockKind::kOp) {
       jb["shape"] = b.tensor_type.sizes();
       jb["dtype"] = DTypeName(b.tensor_type.dtype);

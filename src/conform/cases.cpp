@@ -35,13 +35,18 @@ class DocBuilder {
     return Add(std::move(node));
   }
 
-  // Arguments bind to the op's input ports in table order.
+  // Arguments bind to the op's input ports in table order; a list port (the last) takes the rest.
   int Op(const std::string& op, std::vector<int> args, Json attrs = Json::object()) {
     const OpSpec* def = ops::BuiltinOps()->Find(op);
     Json node = attrs;
     node["op"] = op;
-    for (size_t i = 0; def && i < args.size() && i < def->ports.size(); ++i)
+    for (size_t i = 0; def && i < args.size() && i < def->ports.size(); ++i) {
+      if (def->ports[i].list) {
+        node[def->ports[i].name] = std::vector<int>(args.begin() + i, args.end());
+        break;
+      }
       node[def->ports[i].name] = args[i];
+    }
     ops_.push_back(op);
     return Add(std::move(node));
   }
@@ -539,8 +544,63 @@ void PadCases(const OpSpec& def, std::vector<Case>& out) {
   }
 }
 
+// concat and stack: one entry, a list longer than one kernel binds (lowered as a tree of
+// kernels), entries empty along the axis, negative axes, a repeated entry, bool and i32.
+void ListCases(const OpSpec& def, std::vector<Case>& out) {
+  const bool stack = def.name == "stack";
+  struct Variant {
+    const char* name;
+    std::vector<Shape> shapes;
+    int axis;
+    Domain domain = Domain::kSigned;
+    bool repeat_first = false;  // the first entry listed once more at the end
+  };
+  std::vector<Variant> variants;
+  std::vector<Shape> many;  // 20 entries: three kernels of 7, 7 and 6, then one joining them
+  for (int k = 0; k < 20; ++k) many.push_back(stack ? Shape{3, 5} : Shape{3, 1 + k % 4});
+  if (!stack) {
+    variants = {
+        {"one_entry", {{5, 7}}, 0},
+        {"rank1", {{97}, {1}, {64}}, 0},
+        {"rank2_axis1", {{7, 3}, {7, 97}}, 1},
+        {"rank3_negative_axis", {{2, 3, 5}, {2, 4, 5}, {2, 1, 5}}, -2},
+        {"rank4_last", {{2, 3, 5, 7}, {2, 3, 5, 1}}, 3},
+        {"empty_entries", {{0, 5}, {3, 5}, {0, 5}, {2, 5}}, 0},
+        {"all_empty", {{2, 0}, {2, 0}}, 1},
+        {"empty_other_axis", {{0, 3}, {0, 4}}, 1},
+        {"many_entries", many, -1},
+        {"repeated_entry", {{4, 5}, {2, 5}}, 0, Domain::kSigned, true},
+        {"bool", {{5, 67}, {5, 3}}, 1, Domain::kMask},
+        {"i32", {{5, 67}, {2, 67}, {1, 67}}, 0, Domain::kInt32},
+    };
+  } else {
+    variants = {
+        {"one_entry", {{5, 7}}, 0},
+        {"rank0_entries", {{}, {}, {}}, 0},
+        {"rank1_axis_end", {{97}, {97}}, 1},
+        {"rank2_middle", {{7, 3}, {7, 3}, {7, 3}}, 1},
+        {"rank3_negative_axis", {{2, 3, 5}, {2, 3, 5}}, -1},
+        {"rank3_most_negative", {{2, 3, 5}, {2, 3, 5}}, -4},
+        {"empty_entries", {{0, 5}, {0, 5}}, 1},
+        {"many_entries", many, 1},
+        {"repeated_entry", {{4, 5}, {4, 5}}, -3, Domain::kSigned, true},
+        {"bool", {{5, 67}, {5, 67}}, 2, Domain::kMask},
+        {"i32", {{5, 67}, {5, 67}, {5, 67}}, 0, Domain::kInt32},
+    };
+  }
+  for (const Variant& v : variants) {
+    DocBuilder b;
+    std::vector<int> entries;
+    for (size_t k = 0; k < v.shapes.size(); ++k)
+      entries.push_back(b.Input("x" + std::to_string(k), v.shapes[k], v.domain));
+    if (v.repeat_first) entries.push_back(entries.front());
+    out.push_back(b.Finish(def.name, v.name, b.Op(def.name, entries, {{"axis", v.axis}}), 4));
+  }
+}
+
 void LayoutCases(const OpSpec& def, std::vector<Case>& out) {
   if (def.name == "pad") return PadCases(def, out);
+  if (def.ListPort()) return ListCases(def, out);
   if (def.name == "slice" || def.name == "slice_scatter") return SliceCases(def, out);
   if (def.name == "flip") return FlipCases(def, out);
   if (HasAttr(def, "dims")) {  // a permutation of the axes

@@ -250,6 +250,13 @@ class Parser {
         ParseNodeDeclaration(*it, key, node);
         continue;
       }
+      // A list port's field, or a list given to an op without that port (refused by name a
+      // rung down, as any port the op lacks).
+      if (const ops::Port* port = spec ? spec->FindPort(key) : nullptr;
+          (port && port->list) || (!port && it->is_array() && IsReference(spec, key))) {
+        ParseListReference(*it, key, node);
+        continue;
+      }
       if (IsReference(spec, key)) {
         if (!it->is_number_integer() || it->get<int64_t>() < 0) {
           Error("bad-reference", PointerJoin(pointer, key),
@@ -263,6 +270,34 @@ class Parser {
       node.params[key] = key == "data" ? TakeData(*it) : *it;
     }
     AddNode(std::move(node));
+  }
+
+  // A list port's field: a non-empty array of node ids, one input per entry in list order, each
+  // located at its own entry.
+  void ParseListReference(const Json& j, const std::string& key, Node& node) {
+    const std::string pointer = PointerJoin(node.pointer, key);
+    if (!j.is_array()) {
+      Error("bad-reference", pointer,
+            "the input list \"" + key + "\" is " + j.dump() + ", expected an array of node ids", "",
+            &node);
+      return;
+    }
+    if (j.empty()) {
+      Error("empty-input-list", pointer,
+            "the input list \"" + key + "\" of \"" + node.op + "\" is empty",
+            "list at least one node id", &node);
+      return;
+    }
+    for (size_t i = 0; i < j.size(); ++i) {
+      if (!j[i].is_number_integer() || j[i].get<int64_t>() < 0) {
+        Error("bad-reference", PointerJoin(pointer, i),
+              "the entry " + std::to_string(i) + " of \"" + key + "\" is " + j[i].dump() +
+                  ", expected a node id",
+              "", &node);
+        continue;
+      }
+      node.inputs.push_back({key, std::to_string(j[i].get<int64_t>()), PointerJoin(pointer, i)});
+    }
   }
 
   static std::vector<std::string> AttrNames(const ops::OpSpec& spec) {
@@ -536,8 +571,11 @@ class Parser {
         continue;
       }
       Node& node = doc_.nodes[target->second];
+      // A list port takes one wire per entry, in wire order.
+      const ops::OpSpec* spec = ops_.Find(node.op);
+      const ops::Port* port = spec ? spec->FindPort(to_port) : nullptr;
       for (const Input& in : node.inputs) {
-        if (in.port == to_port) {
+        if (in.port == to_port && !(port && port->list)) {
           Error("duplicate-wire", PointerJoin(pointer, "to"),
                 "the port " + to + "." + to_port + " already has a wire (" + in.pointer + ")");
         }
@@ -722,8 +760,19 @@ std::string Print(const Document& d) {
   for (const auto& [k, v] : d.dims) out += "  dim " + k + " = " + std::to_string(v) + "\n";
   for (const Node& n : d.nodes) {
     out += "  node " + n.id + " = " + n.op;
-    for (size_t i = 0; i < n.inputs.size(); ++i)
-      out += (i ? ", " : " ") + n.inputs[i].port + "=" + n.inputs[i].source;
+    // A list port's entries follow each other: `inputs=[3, 4]`.
+    for (size_t i = 0; i < n.inputs.size();) {
+      size_t end = i + 1;
+      while (end < n.inputs.size() && n.inputs[end].port == n.inputs[i].port) ++end;
+      out += (i ? ", " : " ") + n.inputs[i].port + "=";
+      if (end - i == 1) {
+        out += n.inputs[i].source;
+      } else {
+        for (size_t k = i; k < end; ++k) out += (k == i ? "[" : ", ") + n.inputs[k].source;
+        out += "]";
+      }
+      i = end;
+    }
     Json shown = n.params;
     if (shown.contains("data") && shown["data"].is_array() && shown["data"].size() > 8)
       shown["data"] = std::to_string(shown["data"].size()) + " values";

@@ -291,6 +291,51 @@ TEST(DocOps, PortsComeFromTheTable) {
   EXPECT_EQ(relu->inputs[1].port, "b");
 }
 
+// A list port (concat's `inputs`) gives one input per entry, in list order, each at its entry.
+TEST(DocOps, AListPortGivesOneInputPerEntry) {
+  auto d = Parse(R"({"version":4,"nodes":[{"id":0,"op":"input","shape":[2],"data":[1,2]},
+    {"id":1,"op":"input","shape":[1],"data":[3]},{"id":2,"op":"concat","inputs":[1,0,1]}],
+    "outputs":[{"name":"y","id":2}]})");
+  ASSERT_TRUE(d.ok()) << d.errors().front().Format();
+  const Node* concat = d->Find("2");
+  ASSERT_EQ(concat->inputs.size(), 3u);
+  const char* sources[] = {"1", "0", "1"};
+  for (size_t i = 0; i < 3; ++i) {
+    EXPECT_EQ(concat->inputs[i].port, "inputs");
+    EXPECT_EQ(concat->inputs[i].source, sources[i]);
+    EXPECT_EQ(concat->inputs[i].pointer, "/nodes/2/inputs/" + std::to_string(i));
+  }
+  EXPECT_FALSE(concat->params.contains("inputs"));
+  std::string printed = Print(d.value());
+  EXPECT_NE(printed.find("node 2 = concat inputs=[1, 0, 1]"), std::string::npos) << printed;
+
+  // A workflow wires a list port once per entry, in wire order; a plain port still takes one.
+  auto w = Parse(R"({"format":"scellis.workflow/1","determinism":{"tier":"prod"},
+    "nodes":[{"id":"a","type":"input","params":{"shape":[2]}},
+             {"id":"b","type":"input","params":{"shape":[3]}},
+             {"id":"c","type":"concat","params":{"axis":0}},
+             {"id":"r","type":"relu"}],
+    "wires":[{"from":"b","to":"c.inputs"},{"from":"a","to":"c.inputs"},
+             {"from":"c","to":"r.a"},{"from":"a","to":"r.a"}],
+    "outputs":[{"name":"y","from":"c"}]})");
+  ASSERT_FALSE(w.ok());
+  ASSERT_EQ(w.errors().size(), 1u) << w.errors().front().Format();
+  EXPECT_EQ(w.errors().front().code, "duplicate-wire");
+  EXPECT_EQ(w.errors().front().pointer, "/wires/3/to");
+}
+
+TEST(DocOps, AListPortTakesANonEmptyListOfIds) {
+  auto d = Parse(R"({"version":4,"nodes":[{"id":0,"op":"input","shape":[2],"data":[1,2]},
+    {"id":1,"op":"concat","inputs":[]},{"id":2,"op":"stack","inputs":0},
+    {"id":3,"op":"stack","inputs":[0,-1]}],"outputs":[{"name":"y","id":1}]})");
+  ASSERT_FALSE(d.ok());
+  std::vector<std::string> got;
+  for (const Diagnostic& e : d.errors()) got.push_back(e.code + " " + e.pointer);
+  EXPECT_EQ(got, (std::vector<std::string>{"empty-input-list /nodes/1/inputs",
+                                           "bad-reference /nodes/2/inputs",
+                                           "bad-reference /nodes/3/inputs/1"}));
+}
+
 // Graph documents declare determinism and tolerance as workflows do, at the top and on nodes.
 TEST(GraphDeclarations, DeterminismAndToleranceAreRead) {
   auto d = Parse(R"({"version":2,"determinism":{"tier":"debug","bit_exact_across_devices":true},

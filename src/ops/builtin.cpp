@@ -370,6 +370,37 @@ void AddLayoutOps(OpTable& t) {
                     "u32, 0 or 1 for bool",
          .nan = "elements move as bits: NaN and infinities pass unchanged; the value is a finite "
                 "JSON number"});
+  // concat and stack take their operands as one list port. A list longer than fits one kernel's
+  // storage bindings is built as a tree of ops that each fit (webir::kMaxListArgs), the same
+  // elements moved.
+  Port inputs = AnyDTypeOperand("inputs");
+  inputs.list = true;
+  const Attr axis{"axis", AttrType::kInt, 0};
+  t.Add({.name = "concat",
+         .min_version = 4,
+         .ports = {inputs},
+         .attrs = {axis},
+         .kind = OpKind::kLayout,
+         .differentiable = true,
+         .tolerance = ToleranceClass::kExact,
+         .determinism = moves,
+         .summary = "the tensors of `inputs` (a non-empty list of one dtype and rank, of equal "
+                    "sizes but along `axis`) joined along `axis` in list order, as torch.cat; "
+                    "entries may be empty along `axis`; each one's gradient is its slice of the "
+                    "upstream",
+         .nan = bits});
+  t.Add({.name = "stack",
+         .min_version = 4,
+         .ports = {inputs},
+         .attrs = {axis},
+         .kind = OpKind::kLayout,
+         .differentiable = true,
+         .tolerance = ToleranceClass::kExact,
+         .determinism = moves,
+         .summary = "the tensors of `inputs` (a non-empty list of one dtype and shape) joined "
+                    "along a new axis inserted at `axis` (in [-rank - 1, rank]), in list order, "
+                    "as torch.stack; each one's gradient is its slice of the upstream",
+         .nan = bits});
 }
 
 void AddStencilOps(OpTable& t) {

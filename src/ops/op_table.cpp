@@ -99,6 +99,16 @@ size_t OpSpec::Arity() const {
   return n;
 }
 
+const Port* OpSpec::ListPort() const {
+  for (const Port& p : ports)
+    if (p.list) return &p;
+  return nullptr;
+}
+
+bool OpSpec::ArityFits(size_t args) const {
+  return ListPort() ? args >= Arity() : args == Arity();
+}
+
 const Attr* OpSpec::FindAttr(std::string_view attr) const {
   for (const Attr& a : attrs)
     if (a.name == attr) return &a;
@@ -202,8 +212,10 @@ std::string DTypes(const std::vector<DType>& dtypes) {
 void PortsSection(const OpSpec& s, std::string& out) {
   if (s.ports.empty()) return;
   out += "\n| port | role | dtypes |\n|---|---|---|\n";
-  for (const Port& p : s.ports)
-    out += "| " + Code(p.name) + " | " + PortRoleName(p.role) + " | " + DTypes(p.dtypes) + " |\n";
+  for (const Port& p : s.ports) {
+    out += "| " + Code(p.name) + (p.list ? " (a list of node ids)" : "") + " | " +
+           PortRoleName(p.role) + " | " + DTypes(p.dtypes) + " |\n";
+  }
 }
 
 void AttrsSection(const OpSpec& s, std::string& out) {
@@ -225,9 +237,10 @@ std::string ToMarkdown(const OpTable& table) {
       "Generated from the op table (`src/ops/builtin.cpp`) by `scellis ops --markdown`; a test "
       "fails when this file differs from the table.\n\n"
       "Graph-protocol nodes name their inputs by port (`{\"id\": 2, \"op\": \"add\", \"a\": 0, "
-      "\"b\": 1}`); workflows wire them (`\"to\": \"node.a\"`). The tolerance class is what the "
-      "op is held to against the CPU reference on a GPU; the reference itself is exact by "
-      "definition.\n\n"
+      "\"b\": 1}`); workflows wire them (`\"to\": \"node.a\"`). A list port takes an array of node "
+      "ids (`\"inputs\": [0, 1]`), which a workflow wires once per entry, in wire order. The "
+      "tolerance class is what the op is held to against the CPU reference on a GPU; the "
+      "reference itself is exact by definition.\n\n"
       "| op | since version | kind | differentiable | tolerance |\n|---|---|---|---|---|\n";
   for (const OpSpec& s : table.ops()) {
     out += "| [" + Code(s.name) + "](#" + s.name + ") | " + std::to_string(s.min_version) + " | " +
@@ -262,7 +275,8 @@ Json ToJson(const OpSpec& spec) {
   for (const Port& p : spec.ports) {
     Json dtypes = Json::array();
     for (DType d : p.dtypes) dtypes.push_back(DTypeName(d));
-    inputs.push_back({{"name", p.name}, {"role", PortRoleName(p.role)}, {"dtypes", dtypes}});
+    inputs.push_back(
+        {{"name", p.name}, {"role", PortRoleName(p.role)}, {"dtypes", dtypes}, {"list", p.list}});
   }
   Json attrs = Json::array();
   for (const Attr& a : spec.attrs) {

@@ -41,8 +41,8 @@ enum class OpKind {
 };
 const char* OpKindName(OpKind k);
 
-// What an input port carries; the parser treats every port alike (a node id), readers of the
-// table and its documentation need the difference.
+// What an input port carries; the parser treats every port alike (a node id, or a list of them
+// for a list port), readers of the table and its documentation need the difference.
 enum class PortRole {
   kOperand,   // a value the op computes with
   kLabels,    // class indices stored as f32
@@ -55,11 +55,15 @@ const char* PortRoleName(PortRole r);
 
 struct Port {
   Port(std::string name, PortRole role = PortRole::kOperand,
-       std::vector<DType> dtypes = {DType::kF32})
-      : name(std::move(name)), role(role), dtypes(std::move(dtypes)) {}
+       std::vector<DType> dtypes = {DType::kF32}, bool list = false)
+      : name(std::move(name)), role(role), dtypes(std::move(dtypes)), list(list) {}
   std::string name;
   PortRole role;
   std::vector<DType> dtypes;
+  // A list port takes a non-empty list of node ids (`"inputs": [3, 4, 5]`; a workflow wires it
+  // once per entry, in wire order) and binds them as consecutive arguments in list order. An op
+  // has at most one, as its last port, so every other argument keeps its place.
+  bool list = false;
 };
 
 enum class AttrType {
@@ -123,8 +127,14 @@ struct OpSpec {
 
   const Port* FindPort(std::string_view port) const;
   const Attr* FindAttr(std::string_view attr) const;
-  // The arguments its WebIR node and kernels take: the ports, then the operand attributes.
+  // The arguments its WebIR node and kernels take: the ports, then the operand attributes (a
+  // list port counted once).
   size_t Arity() const;
+  // Whether a node of this op may have `args` arguments: Arity() exactly, or with a list port
+  // any count that gives the list at least one entry.
+  bool ArityFits(size_t args) const;
+  // The op's list port, or nullptr.
+  const Port* ListPort() const;
 };
 
 class OpTable {
@@ -158,7 +168,7 @@ std::string ToMarkdown(const OpTable& table);
 
 // One entry as JSON, for front ends that draw a palette or form from the table:
 //   {"name", "family" (the kind), "min_version", "summary", "inputs": [{"name", "role",
-//    "dtypes"}], "attrs": [{"name", "type", "default", "required", "range"}], "outputs":
+//    "dtypes", "list"}], "attrs": [{"name", "type", "default", "required", "range"}], "outputs":
 //    [{"name": "out"}], "differentiable", "tolerance", "determinism", "nan"}
 // `range` is {"low", "high", "low_open", "high_open", "text"} or null.
 Json ToJson(const OpSpec& spec);

@@ -85,6 +85,8 @@ TEST(OpTable, EveryEntryIsComplete) {
     EXPECT_FALSE(s.determinism.empty());
     EXPECT_GE(s.min_version, 1);
     for (const Port& p : s.ports) EXPECT_FALSE(p.dtypes.empty()) << p.name;
+    // A list port is the last port, so every other argument keeps its place.
+    for (size_t i = 0; i + 1 < s.ports.size(); ++i) EXPECT_FALSE(s.ports[i].list) << i;
     if (s.kind == OpKind::kSource) {
       EXPECT_TRUE(s.ports.empty());
       EXPECT_FALSE(s.differentiable);
@@ -166,6 +168,11 @@ TEST(OpTable, JsonHasEveryOpOnceWithItsPortsAndAttributes) {
   EXPECT_EQ(matmul["outputs"], Json::parse(R"([{"name": "out"}])"));
   EXPECT_EQ(matmul["family"], "matmul");
   EXPECT_TRUE(matmul["differentiable"].get<bool>());
+  EXPECT_FALSE(matmul["inputs"][0]["list"].get<bool>());
+  Json concat = find("ops", "concat");
+  ASSERT_EQ(concat["inputs"].size(), 1u);
+  EXPECT_EQ(concat["inputs"][0]["name"], "inputs");
+  EXPECT_TRUE(concat["inputs"][0]["list"].get<bool>());
 
   Json sum = find("ops", "sum");
   bool has_axis = false;

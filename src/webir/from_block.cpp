@@ -65,6 +65,13 @@ class Lowering {
     return prog_.form == doc::Form::kGraph ? PointerJoin(b.pointer, port) : b.pointer;
   }
 
+  // Entry `e` of a list port: its own place in a graph node, the block in a workflow (whose
+  // wires carry the pointers one rung up).
+  std::string EntryPointer(const block::Block& b, const std::string& port, size_t e) {
+    return prog_.form == doc::Form::kGraph ? PointerJoin(PointerJoin(b.pointer, port), e)
+                                           : b.pointer;
+  }
+
   std::string ParamPointer(const block::Block& b, const std::string& key) {
     return prog_.form == doc::Form::kGraph ? PointerJoin(b.pointer, key)
                                            : PointerJoin(PointerJoin(b.pointer, "params"), key);
@@ -154,8 +161,8 @@ class Lowering {
     for (auto it = attrs.begin(); it != attrs.end(); ++it)
       if (it.key() != "scalar") n.attrs[it.key()] = *it;
 
-    // Arguments by port name, in the op's order.
-    std::map<std::string, int> ports;
+    // Arguments by port name, in the op's order; a list port's entries in list order.
+    std::map<std::string, std::vector<int>> ports;
     for (const auto& [port, src] : b.inputs) {
       if (!def->FindPort(port)) {
         Error(b, "unknown-port", b.pointer,
@@ -163,24 +170,33 @@ class Lowering {
         return -1;
       }
       if (node_of_[src] < 0) return -1;  // its producer already failed and was reported
-      ports[port] = node_of_[src];
+      ports[port].push_back(node_of_[src]);
     }
+    // Where each argument is written, so a rule can point at the offending list entry.
+    std::vector<std::string> arg_pointers;
     for (const ops::Port& p : def->ports) {
       const std::string& port = p.name;
       auto it = ports.find(port);
       if (it != ports.end()) {
-        DType dtype = g_.at(it->second).type.dtype;
-        if (std::find(p.dtypes.begin(), p.dtypes.end(), dtype) == p.dtypes.end()) {
-          std::string takes;
-          for (DType t : p.dtypes)
-            takes += (takes.empty() ? "" : " or ") + std::string(DTypeName(t));
-          Error(b, "dtype-mismatch", PortPointer(b, port),
-                "the input \"" + port + "\" of \"" + def->name + "\" is " + DTypeName(dtype) +
-                    ", the op takes " + takes,
-                "convert it with cast{a, dtype}: no op mixes dtypes on its own");
-          return -1;
+        for (size_t e = 0; e < it->second.size(); ++e) {
+          const std::string at = p.list ? EntryPointer(b, port, e) : PortPointer(b, port);
+          const std::string what = p.list
+                                       ? "the entry " + std::to_string(e) + " of \"" + port + "\""
+                                       : "the input \"" + port + "\"";
+          DType dtype = g_.at(it->second[e]).type.dtype;
+          if (std::find(p.dtypes.begin(), p.dtypes.end(), dtype) == p.dtypes.end()) {
+            std::string takes;
+            for (DType t : p.dtypes)
+              takes += (takes.empty() ? "" : " or ") + std::string(DTypeName(t));
+            Error(b, "dtype-mismatch", at,
+                  what + " of \"" + def->name + "\" is " + DTypeName(dtype) + ", the op takes " +
+                      takes,
+                  "convert it with cast{a, dtype}: no op mixes dtypes on its own");
+            return -1;
+          }
+          n.args.push_back(it->second[e]);
+          arg_pointers.push_back(at);
         }
-        n.args.push_back(it->second);
         continue;
       }
       if (port == "b" && b.params.contains("scalar")) {
@@ -215,6 +231,7 @@ class Lowering {
         c.type = MakeType({}, scalar_dtype);
         c.attrs["value"] = s;
         c.origin = ParamPointer(b, "scalar");
+        arg_pointers.push_back(c.origin);
         n.args.push_back(g_.Add(std::move(c)));
         continue;
       }
@@ -242,6 +259,7 @@ class Lowering {
       c.type = MakeType({}, DType::kF32);
       c.attrs["value"] = value;
       c.origin = given ? ParamPointer(b, a.name) : b.pointer;
+      arg_pointers.push_back(c.origin);
       n.args.push_back(g_.Add(std::move(c)));
       n.attrs.erase(a.name);
     }
@@ -252,6 +270,7 @@ class Lowering {
     c.version = prog_.version;
     c.pointer = b.pointer;
     c.where = b.Describe();
+    c.arg_pointers = arg_pointers;
     auto type = InferChecked(n.op, *rule, c);
     if (!type.ok()) {
       for (const Diagnostic& d : type.errors()) errors_.push_back(d);
@@ -259,6 +278,46 @@ class Lowering {
     }
     n.type = type.value();
     n.attrs = c.attrs;
+    if (def->ListPort() && n.args.size() > kMaxListArgs) return AddListTree(b, std::move(n));
+    return g_.Add(std::move(n));
+  }
+
+  // A list op of more entries than one kernel binds (checked whole above, so every diagnostic
+  // names its own entry) as a tree of the same op over runs of at most kMaxListArgs entries and
+  // concats of their results along the output's axis: the same elements in the same order.
+  // stack's runs are stacks, each giving a slab of the new axis.
+  int AddListTree(const block::Block& b, Node n) {
+    std::vector<int> level = n.args;
+    std::string op = n.op;
+    while (level.size() > kMaxListArgs) {
+      std::vector<int> next;
+      for (size_t first = 0; first < level.size(); first += kMaxListArgs) {
+        const size_t last = std::min(level.size(), first + kMaxListArgs);
+        Node part;
+        part.op = op;
+        part.args.assign(level.begin() + first, level.begin() + last);
+        part.attrs = n.attrs;
+        part.origin = n.origin;
+        InferContext c;
+        for (int a : part.args) c.args.push_back(g_.at(a).type);
+        c.attrs = part.attrs;
+        c.version = prog_.version;
+        c.pointer = b.pointer;
+        c.where = b.Describe();
+        auto type = InferChecked(part.op, *FindRule(part.op), c);
+        if (!type.ok()) {
+          for (const Diagnostic& d : type.errors()) errors_.push_back(d);
+          return -1;
+        }
+        part.type = type.value();
+        part.attrs = c.attrs;
+        next.push_back(g_.Add(std::move(part)));
+      }
+      level = std::move(next);
+      op = "concat";  // the runs' results share the output's rank: joined along its axis
+    }
+    n.op = op;
+    n.args = std::move(level);
     return g_.Add(std::move(n));
   }
 

@@ -126,7 +126,7 @@ Status Verify(const Graph& g) {
     if (spec->kind == OpKind::kSource) continue;
     const OpRule* rule = FindRule(n.op);
     if (!rule) return InternalError("webir.Verify", "no type rule for " + n.op);
-    if (n.args.size() != spec->Arity())
+    if (!spec->ArityFits(n.args.size()))
       return InternalError("webir.Verify", "node %" + n.name + " has the wrong number of args");
     InferContext c;
     for (int a : n.args) c.args.push_back(g.at(a).type);

@@ -203,6 +203,8 @@ Json ExampleNode(const ops::OpSpec& d) {
     n["steps"] = {1, -1};
   }
   if (d.name == "flip") n["axes"] = {1};
+  for (const ops::Port& p : d.ports)
+    if (p.list) n[p.name] = {0, 1, 0};  // a list port: two 2x3 tensors, one of them twice
   if (d.name == "shift") n["shifts"] = {1, -1};
   if (d.name == "pad") n["pads"] = {{1, 0}, {0, 2}};
   if (d.name == "sum" || d.name == "mean" || d.name == "cumsum") n["axis"] = 1;
@@ -262,6 +264,39 @@ TEST(OpTable, EveryOpRunsThroughTheLadder) {
     ++checked;
   }
   EXPECT_GE(checked, 20);
+}
+
+// A list longer than one kernel binds is lowered as a tree of list ops of at most kMaxListArgs
+// entries each; the elements still come out in list order (hand-checked: entry k holds 2k, 2k+1).
+TEST(ListOps, LongListsBecomeATreeOfKernelsThatFit) {
+  for (const char* op : {"concat", "stack"}) {
+    SCOPED_TRACE(op);
+    const bool stack = std::string(op) == "stack";
+    std::vector<Json> nodes;
+    std::vector<int> entries;
+    for (int k = 0; k < 17; ++k) {
+      nodes.push_back(InputNode(k, stack ? std::vector<int64_t>{2} : std::vector<int64_t>{1, 2},
+                                {2.0f * k, 2.0f * k + 1}));
+      entries.push_back(k);
+    }
+    nodes.push_back({{"id", 17}, {"op", op}, {"inputs", entries}, {"axis", 0}});
+    const std::string text = GraphDoc(nodes, {{"y", 17}}, 4).dump();
+    auto g = LowerToWebir(text);
+    ASSERT_TRUE(g.ok()) << g.errors().front().Format();
+    int list_nodes = 0;
+    for (const Node& n : g->nodes) {
+      if (n.op != "concat" && n.op != "stack") continue;
+      ++list_nodes;
+      EXPECT_LE(n.args.size(), kMaxListArgs) << n.name;
+    }
+    EXPECT_EQ(list_nodes, 4);  // runs of 7, 7 and 3 entries, then one joining the three
+    EXPECT_EQ(g->at(g->outputs[0].node).type.sizes(), (std::vector<int64_t>{17, 2}));
+    runtime::RunResult r = CompileAndRun(text);
+    ASSERT_EQ(r.outputs.size(), 1u);
+    std::vector<float> want;
+    for (int v = 0; v < 34; ++v) want.push_back(static_cast<float>(v));
+    EXPECT_EQ(r.outputs[0].second.ToFloats(), want);
+  }
 }
 
 // ---- the verifier ----

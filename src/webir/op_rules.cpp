@@ -10,6 +10,13 @@ Diagnostic InferContext::Error(std::string code, std::string message, std::strin
   return d;
 }
 
+Diagnostic InferContext::ArgError(size_t i, std::string code, std::string message,
+                                  std::string help) const {
+  Diagnostic d = Error(std::move(code), std::move(message), std::move(help));
+  if (i < arg_pointers.size()) d.pointer = arg_pointers[i];
+  return d;
+}
+
 namespace {
 
 RuleSet BuildRules() {

@@ -22,14 +22,22 @@ struct Node;
 
 using ops::OpKind;
 
+// The most entries a list op (concat, stack) takes in one node: the WebGPU minimum of storage
+// buffers per shader stage (8) less the output. A longer list is lowered as a tree of such nodes.
+inline constexpr size_t kMaxListArgs = 7;
+
 struct InferContext {
   std::vector<TensorType> args;
   Json attrs;  // may be normalized by the rule (e.g. negative axes made positive)
   int version = 1;
   std::string pointer;
   std::string where;
+  // Where each arg is written (a list entry's own pointer), when known; else `pointer` serves.
+  std::vector<std::string> arg_pointers;
 
   Diagnostic Error(std::string code, std::string message, std::string help = "") const;
+  // A diagnostic about arg `i`, at its own pointer.
+  Diagnostic ArgError(size_t i, std::string code, std::string message, std::string help = "") const;
 };
 
 using InferFn = Result<TensorType> (*)(InferContext&);

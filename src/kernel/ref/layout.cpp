@@ -126,6 +126,36 @@ void Pad(const OpArgs<T>& a) {
   });
 }
 
+// concat and stack: the output as [outer, along, inner] around the axis; entry k fills the run
+// [offset_k, offset_k + length_k) of `along`, its elements in its own row-major order (length_k
+// is the entry's size on the axis for concat, 1 for stack, whose entries lack the axis).
+template <typename T>
+void JoinList(const OpArgs<T>& a) {
+  const webir::Node& node = *a.node;
+  const std::vector<int64_t> sizes = node.type.sizes();
+  const size_t axis = node.attrs["axis"].get<size_t>();
+  int64_t outer = 1, inner = 1;
+  for (size_t d = 0; d < axis; ++d) outer *= sizes[d];
+  for (size_t d = axis + 1; d < sizes.size(); ++d) inner *= sizes[d];
+  const int64_t along = sizes[axis];
+  // The entry holding each position of the axis, and that position's index within the entry.
+  std::vector<size_t> entry_of(along);
+  std::vector<int64_t> local(along), length(a.inputs.size());
+  const bool stack = node.op == "stack";
+  for (size_t k = 0, at = 0; k < a.inputs.size(); ++k) {
+    length[k] = stack ? 1 : a.in_type(k).sizes()[axis];
+    for (int64_t j = 0; j < length[k]; ++j, ++at) {
+      entry_of[at] = k;
+      local[at] = j;
+    }
+  }
+  SetEachOutput(a, [&](int64_t i) {
+    const int64_t x = i % inner, c = (i / inner) % along, o = i / inner / along;
+    const size_t k = entry_of[c];
+    return a.inputs[k][(o * length[k] + local[c]) * inner + x];
+  });
+}
+
 }  // namespace
 
 void AddLayoutOps(std::vector<std::pair<std::string, OpImpl>>& t) {
@@ -136,6 +166,8 @@ void AddLayoutOps(std::vector<std::pair<std::string, OpImpl>>& t) {
   t.push_back({"slice_scatter", {SliceScatter<float>, SliceScatter<double>}});
   t.push_back({"flip", {Flip<float>, Flip<double>}});
   t.push_back({"pad", {Pad<float>, Pad<double>}});
+  t.push_back({"concat", {JoinList<float>, JoinList<double>}});
+  t.push_back({"stack", {JoinList<float>, JoinList<double>}});
 }
 
 }  // namespace scellis::kernel::ref

@@ -55,7 +55,7 @@ int Emit(Graph& g, const std::string& op, std::vector<int> args, Json attrs) {
     if (a < 0 || a >= static_cast<int>(g.nodes.size())) return -1;
   const ops::OpSpec* spec = g.ops->Find(op);
   const OpRule* rule = FindRule(op);
-  if (!spec || !rule || spec->kind == OpKind::kSource || spec->Arity() != args.size()) {
+  if (!spec || !rule || spec->kind == OpKind::kSource || !spec->ArityFits(args.size())) {
     RecordRuleError("a gradient rule built an unknown op or the wrong arity: " + op);
     return -1;
   }

@@ -114,6 +114,13 @@ std::vector<Case> Cases() {
       {"flip", {s34}, {{"axes", {1}}}},
       {"pad", {s234}, {{"pads", {{1, 0}, {0, 2}, {1, 1}}}, {"value", 0.75}}},
       {"pad", {s34}, {{"pads", {{0, 0}, {3, 0}}}}},
+      // Entries of different lengths along the axis, an empty one, and one alone.
+      {"concat", {s234, {{2, 1, 4}}, {{2, 0, 4}}, {{2, 2, 4}}}, {{"axis", 1}}},
+      {"concat", {s34, {{3, 2}}}, {{"axis", -1}}},
+      {"concat", {s34}, {{"axis", 0}}},
+      {"stack", {s34, s34, s34}, {{"axis", 1}}},
+      {"stack", {s234, s234}, {{"axis", -1}}},
+      {"stack", {Arg{std::vector<int64_t>{}}, Arg{std::vector<int64_t>{}}}, {{"axis", 0}}},
       {"shift", {s34}, {{"shifts", {1, -2}}, {"boundary", "zero"}}},
       {"shift", {s234}, {{"shifts", {-3, 1, 5}}, {"boundary", "wrap"}}},
       // Indices longer than their axis: positions repeat, so gradients sum several terms.
@@ -344,6 +351,28 @@ TEST(Gradcheck, AnalyticMatchesFiniteDifferences) {
   for (const auto& [op, w] : Report())
     std::printf("  %-20s %4d elements  max abs err %.2e  max rel err %.2e\n", op.c_str(), w.checked,
                 w.abs, w.rel);
+}
+
+// The document path lowers a long list into a tree (webir/graph_test.cpp); a WebIR graph built
+// past that with one list op of more entries than a kernel binds is refused when its WGSL is
+// made, never handed to a device whose bind group would not hold it.
+TEST(ListOps, AKernelOverMoreEntriesThanBindIsRefused) {
+  for (size_t entries : {kMaxListArgs, kMaxListArgs + 1}) {
+    Graph g;
+    g.version = 4;
+    int x = AddInput(g, "x", {2});
+    int y = AddNode(g, "concat", std::vector<int>(entries, x), {{"axis", 0}});
+    g.outputs = {{"y", y}};
+    pipeline::CompileOptions options;
+    auto c = pipeline::CompileGraph(g, options);
+    if (entries == kMaxListArgs) {
+      EXPECT_TRUE(c.ok()) << c.errors().front().Format();
+    } else {
+      ASSERT_FALSE(c.ok());
+      EXPECT_NE(c.errors().front().message.find("more than one kernel binds"), std::string::npos)
+          << c.errors().front().Format();
+    }
+  }
 }
 
 TEST(Backward, SumsGradientsOfSharedValuesInAFixedOrder) {

@@ -276,6 +276,98 @@ Result<TensorType> InferPad(InferContext& c) {
   return out;
 }
 
+// concat and stack: every entry of one dtype; the axis (default 0) in range for `rank`, the
+// output's rank for stack, written back non-negative.
+Result<int> ListAxis(InferContext& c, const char* op, int rank, int entry_rank) {
+  const TensorType& first = c.args[0];
+  for (size_t i = 1; i < c.args.size(); ++i) {
+    if (c.args[i].dtype != first.dtype) {
+      return c.ArgError(i, "dtype-mismatch",
+                        std::string(op) + "'s entry " + std::to_string(i) + " is " +
+                            DTypeName(c.args[i].dtype) + ", entry 0 is " + DTypeName(first.dtype),
+                        "convert it with cast{a, dtype}: no op mixes dtypes on its own");
+    }
+    if (c.args[i].rank() != entry_rank) {
+      return c.ArgError(i, "shape-mismatch",
+                        std::string(op) + "'s entry " + std::to_string(i) + " is " +
+                            c.args[i].ShapeStringWithSizes() + ", of rank " +
+                            std::to_string(c.args[i].rank()) + "; entry 0 is " +
+                            first.ShapeStringWithSizes(),
+                        "every entry has the same rank");
+    }
+  }
+  int64_t axis = 0;
+  if (auto it = c.attrs.find("axis"); it != c.attrs.end() && !it->is_null())
+    axis = it->get<int64_t>();
+  if (axis < -rank || axis >= rank) {
+    return c.Error(
+        "bad-axis",
+        std::string(op) + "'s axis " + std::to_string(axis) + " is out of range for " +
+            std::to_string(rank) + (std::string(op) == "stack" ? " axes of output" : " axes"),
+        "an axis is in [" + std::to_string(-rank) + ", " + std::to_string(rank - 1) + "]");
+  }
+  if (axis < 0) axis += rank;
+  c.attrs["axis"] = axis;
+  return static_cast<int>(axis);
+}
+
+// torch.cat: sizes agree on every axis but `axis`, where they add up.
+Result<TensorType> InferConcat(InferContext& c) {
+  const TensorType& first = c.args[0];
+  if (first.rank() == 0) {
+    return c.ArgError(0, "shape-mismatch", "concat's entry 0 is a scalar, which has no axis",
+                      "stack scalars instead");
+  }
+  auto axis = ListAxis(c, "concat", first.rank(), first.rank());
+  if (!axis.ok()) return axis.status();
+  TensorType out = first;
+  int64_t total = 0;
+  for (size_t i = 0; i < c.args.size(); ++i) {
+    for (int d = 0; d < first.rank(); ++d) {
+      if (d != *axis && c.args[i].dims[d].size != first.dims[d].size) {
+        return c.ArgError(i, "shape-mismatch",
+                          "concat's entry " + std::to_string(i) + " is " +
+                              c.args[i].ShapeStringWithSizes() + ", entry 0 is " +
+                              first.ShapeStringWithSizes() + ": they differ on axis " +
+                              std::to_string(d) + ", not the concat axis " + std::to_string(*axis),
+                          "entries agree on every axis but the one they are joined along");
+      }
+    }
+    total += c.args[i].dims[*axis].size;
+  }
+  out.dims[*axis].size = total;
+  if (c.args.size() > 1) out.dims[*axis].symbol = "";
+  return out;
+}
+
+// torch.stack: equal shapes, a new axis of the list's length inserted at `axis`.
+Result<TensorType> InferStack(InferContext& c) {
+  const TensorType& first = c.args[0];
+  auto axis = ListAxis(c, "stack", first.rank() + 1, first.rank());
+  if (!axis.ok()) return axis.status();
+  for (size_t i = 1; i < c.args.size(); ++i) {
+    if (c.args[i].sizes() != first.sizes()) {
+      return c.ArgError(i, "shape-mismatch",
+                        "stack's entry " + std::to_string(i) + " is " +
+                            c.args[i].ShapeStringWithSizes() + ", entry 0 is " +
+                            first.ShapeStringWithSizes(),
+                        "stacked entries have the same shape");
+    }
+  }
+  if (first.rank() + 1 > kMaxRank) {
+    return c.ArgError(0, "bad-rank",
+                      "stack of " + first.ShapeStringWithSizes() + " would have rank " +
+                          std::to_string(first.rank() + 1) + ", the largest supported rank is " +
+                          std::to_string(kMaxRank));
+  }
+  TensorType out = first;
+  Dim added;
+  added.size = static_cast<int64_t>(c.args.size());
+  added.symbol = "";
+  out.dims.insert(out.dims.begin() + *axis, added);
+  return out;
+}
+
 std::vector<int> GradSlice(Graph& g, const Node& n, int gout) {
   int zeros = grad::Constant(g, 0.0, g.at(n.args[0]).type.sizes());
   return {grad::Emit(g, "slice_scatter", {zeros, gout}, n.attrs)};
@@ -304,6 +396,44 @@ std::vector<int> GradPad(Graph& g, const Node& n, int gout) {
 
 std::vector<int> GradFlip(Graph& g, const Node& n, int gout) {
   return {grad::Emit(g, "flip", {gout}, n.attrs)};
+}
+
+// Entry i's gradient is its slice of the upstream along the axis: for concat the run of its own
+// size at its offset, for stack position i of the new axis, reshaped back to the entry's shape.
+std::vector<int> GradList(Graph& g, const Node& n, int gout, bool stack) {
+  const int axis = n.attrs.at("axis").get<int>();
+  const std::vector<int64_t> out_sizes = g.at(n.id).type.sizes();
+  std::vector<int> grads;
+  int64_t offset = 0;
+  for (int a : n.args) {
+    const std::vector<int64_t> sizes = g.at(a).type.sizes();
+    const int64_t length = stack ? 1 : sizes[axis];
+    Json starts = Json::array(), stops = Json::array(), steps = Json::array();
+    for (size_t d = 0; d < out_sizes.size(); ++d) {
+      const bool along = static_cast<int>(d) == axis;
+      starts.push_back(along ? offset : 0);
+      stops.push_back(along ? offset + length : out_sizes[d]);
+      steps.push_back(1);
+    }
+    offset += length;
+    int part =
+        grad::Emit(g, "slice", {gout}, {{"starts", starts}, {"stops", stops}, {"steps", steps}});
+    if (stack) {
+      Json shape = Json::array();
+      for (int64_t s : sizes) shape.push_back(s);
+      part = grad::Emit(g, "reshape", {part}, {{"shape", shape}});
+    }
+    grads.push_back(part);
+  }
+  return grads;
+}
+
+std::vector<int> GradConcat(Graph& g, const Node& n, int gout) {
+  return GradList(g, n, gout, false);
+}
+
+std::vector<int> GradStack(Graph& g, const Node& n, int gout) {
+  return GradList(g, n, gout, true);
 }
 
 std::vector<int> GradTranspose(Graph& g, const Node& n, int gout) {
@@ -335,6 +465,8 @@ void AddLayoutRules(RuleSet& r) {
   r["slice_scatter"] = {InferSliceScatter, GradSliceScatter};
   r["flip"] = {InferFlip, GradFlip};
   r["pad"] = {InferPad, GradPad};
+  r["concat"] = {InferConcat, GradConcat};
+  r["stack"] = {InferStack, GradStack};
 }
 
 }  // namespace scellis::webir

@@ -3,6 +3,8 @@
 #include <cmath>
 #include <cstdio>
 
+#include "webir/op_rules.h"
+
 namespace scellis::kernel::wgsl {
 
 std::array<uint32_t, 3> LinearGrid(int64_t invocations) {
@@ -112,9 +114,18 @@ Result<Generated> Generate(const Module& m, const Kernel& k) {
                            (n.label.empty() ? n.name : n.label) + "\" is " +
                            DTypeName(n.type.dtype),
                        "declare the tensor f32; elementwise and layout ops (transpose, permute, "
-                       "reshape, slice, slice_scatter, flip, pad, index_select, gather) "
-                       "also take i32, u32, bool and f16 storage");
+                       "reshape, slice, slice_scatter, flip, pad, concat, stack, index_select, "
+                       "gather) also take i32, u32, bool and f16 storage");
     }
+  }
+  // WebIR lowers a longer list into a tree of list ops that each fit the WebGPU minimum of
+  // storage buffers per stage, so a kernel over more is a broken invariant, not a user's graph.
+  if (const ops::OpSpec* spec = m.graph().ops->Find(k.op); k.kind == KernelKind::kOp && spec &&
+                                                           spec->ListPort() &&
+                                                           k.inputs.size() > webir::kMaxListArgs) {
+    return InternalError("wgsl.Generate", "a " + k.op + " kernel of " +
+                                              std::to_string(k.inputs.size()) +
+                                              " inputs, more than one kernel binds");
   }
   static const FamilyGen kFamilies[] = {GenerateElementwise, GenerateReduce,  GenerateLinalg,
                                         GenerateLayout,      GenerateStencil, GenerateNn,

@@ -103,6 +103,35 @@ std::string PadBody(const std::vector<int64_t>& sizes, const std::vector<int64_t
          ";\n  }\n}\n";
 }
 
+// concat and stack: output coordinate c of the axis lies in one entry's run [offset, offset +
+// length); that entry is read at (outer * length + c - offset) * inner + x (see the reference).
+// An entry empty along the axis holds no run, but is still named so the shader's binding layout
+// keeps the binding the executor binds.
+std::string JoinListBody(const std::vector<int64_t>& sizes, size_t axis,
+                         const std::vector<int64_t>& lengths) {
+  int64_t inner = 1;
+  for (size_t d = axis + 1; d < sizes.size(); ++d) inner *= sizes[d];
+  const int64_t along = sizes[axis];
+  std::string body = "  let x = i % " + Divisor(inner) + ";\n  let c = (i / " + Divisor(inner) +
+                     ") % " + Divisor(along) + ";\n  let o = i / " + Divisor(inner) + " / " +
+                     Divisor(along) + ";\n";
+  std::string chain;
+  int64_t offset = 0;
+  for (size_t k = 0; k < lengths.size(); ++k) {
+    const std::string in = "in" + std::to_string(k);
+    if (lengths[k] == 0) {
+      body += "  _ = arrayLength(&" + in + ");\n";
+      continue;
+    }
+    const std::string read = "out[i] = " + in + "[(o * " + U32(lengths[k]) + " + c - " +
+                             U32(offset) + ") * " + U32(inner) + " + x];";
+    offset += lengths[k];
+    chain += (chain.empty() ? "  if (c < " : " else if (c < ") + U32(offset) + ") {\n    " + read +
+             "\n  }";
+  }
+  return body + chain + "\n}\n";
+}
+
 std::vector<int64_t> IntsOf(const Json& list) {
   std::vector<int64_t> v;
   for (const Json& e : list) v.push_back(e.get<int64_t>());
@@ -113,7 +142,7 @@ std::vector<int64_t> IntsOf(const Json& list) {
 
 bool IsLayoutOp(const std::string& op) {
   return op == "transpose" || op == "permute" || op == "reshape" || op == "slice" ||
-         op == "slice_scatter" || op == "flip" || op == "pad";
+         op == "slice_scatter" || op == "flip" || op == "pad" || op == "concat" || op == "stack";
 }
 
 bool GenerateLayout(const Module& m, const Kernel& k, Generated& out) {
@@ -141,6 +170,18 @@ bool GenerateLayout(const Module& m, const Kernel& k, Generated& out) {
     for (const Json& p : node.attrs["pads"]) before.push_back(p[0].get<int64_t>());
     body = PadBody(sizes, m.graph().at(k.inputs[0]).type.sizes(), before,
                    StorageLiteral(node.type.dtype, node.attrs["value"].get<double>()));
+  } else if (k.op == "concat" || k.op == "stack") {
+    const size_t axis = node.attrs["axis"].get<size_t>();
+    std::vector<int64_t> lengths;
+    for (int in : k.inputs)
+      lengths.push_back(k.op == "stack" ? 1 : m.graph().at(in).type.sizes()[axis]);
+    if (total == 0) {  // nothing to write; every binding still named
+      for (size_t j = 0; j < k.inputs.size(); ++j)
+        body += "  _ = arrayLength(&in" + std::to_string(j) + ");\n";
+      body += "  _ = arrayLength(&out);\n}\n";
+    } else {
+      body = JoinListBody(sizes, axis, lengths);
+    }
   } else if (k.op == "reshape") {
     body = "  out[i] = in0[i];\n}\n";
   } else {
