@@ -4,6 +4,7 @@
 #include <charconv>
 #include <chrono>
 #include <cmath>
+#include <cstdio>
 
 #include "api/fit_batch.h"
 #include "store/store.h"
@@ -192,8 +193,15 @@ std::vector<std::string> ValueTexts(const runtime::HostTensor& t) {
     if (integral) {
       out.push_back(std::to_string(static_cast<int64_t>(v)));
     } else {
+#if defined(__cpp_lib_to_chars)
       auto r = std::to_chars(buf, buf + sizeof buf, static_cast<float>(v));
       out.emplace_back(buf, r.ptr);
+#else
+      // A library without floating-point to_chars (the WebAssembly build's): nine significant
+      // digits, which read back as the same float, if not always in the fewest digits.
+      std::snprintf(buf, sizeof buf, "%.9g", static_cast<double>(static_cast<float>(v)));
+      out.emplace_back(buf);
+#endif
     }
   }
   return out;

@@ -72,7 +72,8 @@ Comparison CompareBits(std::span<const float> got, std::span<const float> want,
     std::memcpy(&w, &want[i], sizeof w);
     if (g == w) continue;
     if (g == poison_bits) ++c.unwritten;
-    const double diff = std::fabs(double{static_cast<int32_t>(g)} - static_cast<int32_t>(w));
+    const double diff = std::fabs(static_cast<double>(static_cast<int32_t>(g)) -
+                                  static_cast<double>(static_cast<int32_t>(w)));
     c.max_abs = std::max(c.max_abs, diff);
     c.max_bound_ratio = std::numeric_limits<double>::infinity();
     if (c.first_bad < 0) {
