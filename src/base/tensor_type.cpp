@@ -93,6 +93,17 @@ TensorType MakeType(const std::vector<int64_t>& sizes, DType dtype) {
   return t;
 }
 
+std::string PositionText(int64_t flat, const std::vector<int64_t>& sizes) {
+  std::vector<int64_t> idx(sizes.size(), 0);
+  for (int d = static_cast<int>(sizes.size()) - 1; d >= 0; --d) {
+    idx[d] = sizes[d] ? flat % sizes[d] : 0;
+    flat = sizes[d] ? flat / sizes[d] : 0;
+  }
+  std::string s = "[";
+  for (size_t d = 0; d < idx.size(); ++d) s += (d ? ", " : "") + std::to_string(idx[d]);
+  return s + "]";
+}
+
 std::vector<int64_t> RowMajorStrides(const std::vector<int64_t>& sizes) {
   std::vector<int64_t> strides(sizes.size(), 1);
   for (int i = static_cast<int>(sizes.size()) - 2; i >= 0; --i)

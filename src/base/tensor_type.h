@@ -62,6 +62,8 @@ TensorType MakeType(const std::vector<int64_t>& sizes, DType dtype = DType::kF32
 
 // Row-major strides of `sizes`.
 std::vector<int64_t> RowMajorStrides(const std::vector<int64_t>& sizes);
+// Row-major element `flat` of a tensor of `sizes` as a multi-index, "[1, 0, 2]", for diagnostics.
+std::string PositionText(int64_t flat, const std::vector<int64_t>& sizes);
 
 // The element count of `sizes`, computed without overflow; nullopt when a size is negative or
 // the product of the non-zero sizes exceeds kMaxElements (see kMaxElements for why zeros do not

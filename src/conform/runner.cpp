@@ -51,17 +51,6 @@ std::string Num(double v) {
   return buf;
 }
 
-std::string Index(int64_t i, const std::vector<int64_t>& sizes) {
-  std::string s = "[";
-  std::vector<int64_t> idx(sizes.size());
-  for (int d = static_cast<int>(sizes.size()) - 1; d >= 0; --d) {
-    idx[d] = sizes[d] ? i % sizes[d] : 0;
-    i = sizes[d] ? i / sizes[d] : 0;
-  }
-  for (size_t d = 0; d < idx.size(); ++d) s += (d ? ", " : "") + std::to_string(idx[d]);
-  return s + "]";
-}
-
 }  // namespace
 
 std::string CaseResult::Failure() const {
@@ -201,7 +190,7 @@ void Judge(const Case& c, ReadyCase& r, const std::vector<float>& got,
                       : Compare(got, want->at(0), cr.thresholds, runtime::kPoisonBits, magnitude);
   if (cr.comparison.first_bad >= 0) {
     const TensorType& out_type = plan.graph().at(plan.graph().outputs.at(0).node).type;
-    cr.first_bad_at = Index(cr.comparison.first_bad, out_type.sizes());
+    cr.first_bad_at = PositionText(cr.comparison.first_bad, out_type.sizes());
   }
   if (again) cr.rerun_identical = BitIdentical(got, *again);
 }

@@ -14,6 +14,7 @@
 #include "pipeline/compile.h"
 #include "runtime/backends/cpu/executor.h"
 #include "webir/graph.h"
+#include "kernel/ref/graph_test.h"
 #include "webir/op_rules.h"
 
 namespace scellis::kernel::ref {
@@ -21,32 +22,12 @@ namespace {
 
 using webir::Graph;
 using webir::Node;
+using testing::Op;
 
 const int kThreadCounts[] = {1, 2, 3, 8};
 
 int Input(Graph& g, std::vector<int64_t> shape) {
-  Node n;
-  n.op = "input";
-  n.role = webir::Role::kInput;
-  n.name = n.label = "in" + std::to_string(g.nodes.size());
-  n.type = MakeType(shape);
-  return g.Add(std::move(n));
-}
-
-int Op(Graph& g, const std::string& op, std::vector<int> args, const Json& attrs = Json::object()) {
-  const webir::OpRule* rule = webir::FindRule(op);
-  webir::InferContext c;
-  for (int a : args) c.args.push_back(g.at(a).type);
-  c.attrs = attrs;
-  c.version = 2;
-  auto t = rule->infer(c);
-  EXPECT_TRUE(t.ok()) << op << ": " << (t.ok() ? "" : t.errors()[0].message);
-  Node n;
-  n.op = op;
-  n.args = std::move(args);
-  n.attrs = c.attrs;
-  n.type = t.ok() ? t.value() : TensorType{};
-  return g.Add(std::move(n));
+  return testing::Input(g, "in" + std::to_string(g.nodes.size()), shape);
 }
 
 // Values in [-scale, scale), a few exact zeros among them.

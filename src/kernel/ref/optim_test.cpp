@@ -11,6 +11,7 @@
 #include "kernel/module.h"
 #include "pipeline/compile.h"
 #include "runtime/backends/cpu/executor.h"
+#include "kernel/ref/graph_test.h"
 #include "webir/op_rules.h"
 
 namespace scellis::kernel::ref {
@@ -18,34 +19,11 @@ namespace {
 
 using webir::Graph;
 using webir::Node;
+using testing::Input;
+using testing::Op;
 
 constexpr int64_t kSize = 7;
 constexpr int kSteps = 3;
-
-int Input(Graph& g, const std::string& name, std::vector<int64_t> shape) {
-  Node n;
-  n.op = "input";
-  n.role = webir::Role::kInput;
-  n.name = n.label = name;
-  n.type = MakeType(shape);
-  return g.Add(std::move(n));
-}
-
-int Op(Graph& g, const std::string& op, std::vector<int> args, const Json& attrs) {
-  const webir::OpRule* rule = webir::FindRule(op);
-  webir::InferContext c;
-  for (int a : args) c.args.push_back(g.at(a).type);
-  c.attrs = attrs;
-  c.version = 2;
-  auto t = rule->infer(c);
-  EXPECT_TRUE(t.ok()) << op << ": " << (t.ok() ? "" : t.errors()[0].message);
-  Node n;
-  n.op = op;
-  n.args = std::move(args);
-  n.attrs = c.attrs;
-  n.type = t.ok() ? t.value() : TensorType{};
-  return g.Add(std::move(n));
-}
 
 std::vector<double> Random(uint64_t seed) {
   std::vector<double> v(kSize);

@@ -154,17 +154,6 @@ int IndexSource(const Graph& g, int node) {
   }
 }
 
-std::string Position(int64_t i, const std::vector<int64_t>& sizes) {
-  std::string s = "[";
-  std::vector<int64_t> idx(sizes.size(), 0);
-  for (int d = static_cast<int>(sizes.size()) - 1; d >= 0; --d) {
-    idx[d] = sizes[d] ? i % sizes[d] : 0;
-    i = sizes[d] ? i / sizes[d] : 0;
-  }
-  for (size_t d = 0; d < idx.size(); ++d) s += (d ? ", " : "") + std::to_string(idx[d]);
-  return s + "]";
-}
-
 }  // namespace
 
 bool IsIndexOp(std::string_view op) {
@@ -202,7 +191,7 @@ Status CheckIndexValues(const Graph& g, const IndexUse& use, const HostTensor& v
     Diagnostic d =
         UserError("index-out-of-range", op.origin,
                   what + " holds " + std::to_string(static_cast<int64_t>(v)) + " at position " +
-                      Position(i, values.type.sizes()) + ", outside 0 .. " +
+                      PositionText(i, values.type.sizes()) + ", outside 0 .. " +
                       std::to_string(use.bound - 1) + " (the size of the axis " + op.op +
                       " indexes" + (use.bound == 0 ? ", which is empty" : "") + ")",
                   "indices count from 0; negative indices are refused, as torch.index_select and "
