@@ -36,7 +36,8 @@ void AddCompileFlags(CLI::App* cmd, TypedFlags& typed, CompileFlags& f) {
 // --disable-pass=NAME, repeatable: leaves an optional pass of the descent out.
 void AddPassFlags(CLI::App* cmd, CompileFlags& f) {
   cmd->add_option("--disable-pass", f.disabled_passes,
-                  "leave out an optional pass (fuse-elementwise, fold-transposes); repeatable");
+                  "leave out an optional pass (fuse-elementwise, fold-transposes, "
+                  "block-temporally); repeatable");
 }
 
 // The long names of a subcommand's options, for "did you mean".

@@ -6,8 +6,9 @@ answer is checked against the same oracle before its time is reported.
     python3 bench/pipelines/peer.py OUT_DIR jacobi heat life gray_scott
 
 OUT_DIR/<workload>/ holds what scellis_bench_pipeline wrote: the starting state (its
-initializers' values) and the state after one run, with index.json and scellis.json (its timing).
-Prints one JSON object per workload.
+initializers' values) and the state after one run, with index.json and scellis.json (its timing);
+OUT_DIR/<workload>/unblocked/ the same for the run without temporal blocking, when it was made
+(checked against the same oracle). Prints one JSON object per workload.
 """
 import json
 import pathlib
@@ -143,6 +144,16 @@ def main():
                "scellis_submissions": mine["submissions_per_run"],
                "scellis_max_error": error, "oracle_seconds": oracle_s,
                "agrees": error <= 1e-4}
+        row["scellis_iterations_per_dispatch"] = mine.get("iterations_per_dispatch", 1)
+        unblocked = folder / "unblocked"
+        if (unblocked / "scellis.json").exists():
+            plain = json.loads((unblocked / "scellis.json").read_text())
+            got = [load(unblocked, f"{workloads.OUTPUT_OF[s]}.after1")
+                   for s in workloads.STATE[name]]
+            row["scellis_unblocked_ms"] = plain["median_ms"]
+            row["scellis_unblocked_dispatches"] = plain["dispatches_per_run"]
+            row["scellis_unblocked_max_error"] = max(max_error(g, w) for g, w in zip(got, want))
+            row["agrees"] = row["agrees"] and row["scellis_unblocked_max_error"] <= 1e-4
         if row["agrees"] and torch.cuda.is_available():
             for peer, (ms, err) in peers(name, state, constants, iterations, want, 5).items():
                 row[f"{peer}_ms"] = ms

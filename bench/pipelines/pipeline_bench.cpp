@@ -6,6 +6,8 @@
 // the same work each run). Prints one JSON object.
 //
 //   scellis_bench_pipeline examples/pipelines/jacobi.json webgpu 10 out/jacobi
+//   scellis_bench_pipeline examples/pipelines/jacobi.json webgpu 10 out/jacobi/unblocked \
+//       --disable-pass=block-temporally
 #include <algorithm>
 #include <chrono>
 #include <filesystem>
@@ -33,7 +35,8 @@ void Save(const std::filesystem::path& dir, const std::string& name, const HostT
 
 int main(int argc, char** argv) {
   if (argc < 5) {
-    std::cerr << "usage: scellis_bench_pipeline DOCUMENT BACKEND RUNS OUT_DIR\n";
+    std::cerr << "usage: scellis_bench_pipeline DOCUMENT BACKEND RUNS OUT_DIR "
+                 "[--disable-pass=NAME ...]\n";
     return 2;
   }
   const std::string file = argv[1], backend = argv[2];
@@ -52,6 +55,15 @@ int main(int argc, char** argv) {
   const std::string adapter = sel->profile.device;
   pipeline::CompileOptions options;
   options.lower.tier = policy::Tier::kProd;
+  const std::string disable = "--disable-pass=";
+  for (int i = 5; i < argc; ++i) {
+    const std::string arg = argv[i];
+    if (arg.rfind(disable, 0) != 0) {
+      std::cerr << "unknown argument " << arg << "\n";
+      return 2;
+    }
+    options.disabled_passes.insert(arg.substr(disable.size()));
+  }
   auto prepare_start = std::chrono::steady_clock::now();
   auto s = api::Session::Prepare(text.str(), options, std::move(sel.value()));
   if (!s.ok()) {
@@ -105,6 +117,7 @@ int main(int argc, char** argv) {
               {"kernels", session.plan().steps.size()},
               {"prepare_ms", prepare_ms},
               {"dispatches_per_run", stats.value("dispatches", 0)},
+              {"iterations_per_dispatch", stats.value("iterations_per_dispatch", 1)},
               {"submissions_per_run", stats.value("submissions", 0)},
               {"ms", ms},
               {"median_ms", sorted[sorted.size() / 2]}};

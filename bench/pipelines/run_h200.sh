@@ -11,10 +11,15 @@ for n in "${names[@]}"; do
   mkdir -p "$DIR/$n"
   dist/scellis_bench_pipeline "examples/pipelines/$n.json" webgpu 10 "$DIR/$n" \
     > "$DIR/$n/scellis.json" || echo "scellis_bench_pipeline $n failed"
+  # The same workload with one dispatch per iteration, to show what temporal blocking gives.
+  mkdir -p "$DIR/$n/unblocked"
+  dist/scellis_bench_pipeline "examples/pipelines/$n.json" webgpu 10 "$DIR/$n/unblocked" \
+    --disable-pass=block-temporally > "$DIR/$n/unblocked/scellis.json" \
+    || echo "scellis_bench_pipeline $n (unblocked) failed"
   for e in fused generic; do
     dist/scellis run "examples/pipelines/$n.json" --backend=webgpu --executor=$e --no-record --json \
       | python3 -c "import json,sys; j=json.load(sys.stdin); print(json.dumps({'workload':'$n','cli_executor':j['executor'],'fallback_reason':j['fallback_reason'],'stats':j['stats']}))"
   done
 done | tee "$DIR/cli.jsonl"
 python3 bench/pipelines/peer.py "$DIR" "${names[@]}" | tee "$DIR/peer.jsonl"
-rm -f "$DIR"/*/*.f32
+rm -f "$DIR"/*/*.f32 "$DIR"/*/unblocked/*.f32

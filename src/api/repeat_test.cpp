@@ -104,8 +104,9 @@ TEST_F(Repeat, SweepsOnTheReferenceMatchFloat64) {
   EXPECT_EQ(three->stats["iterations"], 3 * sweeps);
 }
 
-// The fused encoder records every sweep into one submission; pinning the generic executor
-// submits each sweep alone and must give the same bits. A fusable loop that silently ran generic
+// The fused encoder records every sweep into one submission (25 sweeps: five dispatches of five,
+// temporally blocked); pinning the generic executor submits each dispatch alone and must give the
+// same bits. A fusable loop that silently ran generic
 // fails here.
 TEST_F(Repeat, TheFusedEncoderRunsEverySweepInOneSubmission) {
   const int sweeps = 25;
@@ -116,7 +117,8 @@ TEST_F(Repeat, TheFusedEncoderRunsEverySweepInOneSubmission) {
   EXPECT_EQ(fused->executor, "fused-encoder");
   EXPECT_FALSE(fused->fallback_reason.has_value());
   EXPECT_EQ(fused->stats["submissions"], 1);
-  EXPECT_EQ(fused->stats["dispatches"], sweeps);
+  EXPECT_EQ(fused->stats["iterations_per_dispatch"], 5);
+  EXPECT_EQ(fused->stats["dispatches"], sweeps / 5);
   ExpectJacobi(*fused, sweeps);
 
   RunOptions pinned = On("webgpu");
@@ -126,7 +128,7 @@ TEST_F(Repeat, TheFusedEncoderRunsEverySweepInOneSubmission) {
   EXPECT_EQ(generic->executor, "generic");
   ASSERT_TRUE(generic->fallback_reason.has_value());
   EXPECT_NE(generic->fallback_reason->find("pinned"), std::string::npos);
-  EXPECT_EQ(generic->stats["submissions"], sweeps);
+  EXPECT_EQ(generic->stats["submissions"], sweeps / 5);
   EXPECT_EQ(generic->outputs.at(0).second.bytes, fused->outputs.at(0).second.bytes);
 
   // Many steps: still one submission per run of up to 64 steps, each step `sweeps` sweeps.
@@ -134,7 +136,7 @@ TEST_F(Repeat, TheFusedEncoderRunsEverySweepInOneSubmission) {
   ASSERT_TRUE(steps.ok()) << steps.errors().front().Format();
   EXPECT_EQ(steps->executor, "fused-encoder");
   EXPECT_EQ(steps->stats["submissions"], 1);
-  EXPECT_EQ(steps->stats["dispatches"], 4 * sweeps);
+  EXPECT_EQ(steps->stats["dispatches"], 4 * sweeps / 5);
   ExpectJacobi(*steps, 4 * sweeps);
 }
 

@@ -105,13 +105,27 @@ std::string Print(const Module& m) {
       out += "  (not emitted)";
     }
     out += "\n";
+    if (k.blocking.steps > 1) {
+      out += "    temporal blocking: " + std::to_string(k.blocking.steps) +
+             " iterations per dispatch, " + std::to_string(k.blocking.tile) + "x" +
+             std::to_string(k.blocking.tile) + " tiles, halo " + std::to_string(k.blocking.halo) +
+             ", grid " + std::to_string(k.blocking.workgroups[0]) + "x" +
+             std::to_string(k.blocking.workgroups[1]) + "  wgsl " +
+             k.Source(kWgslBlockedTarget)->source_hash.substr(0, 12) + "\n";
+    }
   }
+  if (!m.not_blocked_because.empty())
+    out += "  not temporally blocked: " + m.not_blocked_because + "\n";
   return out;
 }
 
 std::string PrintWgsl(const Module& m) {
   std::string out;
-  for (const Kernel& k : m.kernels) out += "// ---- " + k.name + " ----\n" + k.Wgsl().source + "\n";
+  for (const Kernel& k : m.kernels) {
+    out += "// ---- " + k.name + " ----\n" + k.Wgsl().source + "\n";
+    if (const EmittedSource* blocked = k.Source(kWgslBlockedTarget))
+      out += "// ---- " + k.name + " (temporally blocked) ----\n" + blocked->source + "\n";
+  }
   return out;
 }
 
@@ -129,12 +143,20 @@ Json ToJson(const Module& m) {
     jk["output"] = k.output;
     jk["workgroups"] = k.workgroups;
     jk["wgsl_sha256"] = k.Wgsl().source_hash;
+    if (k.blocking.steps > 1) {
+      jk["blocking"] = {{"steps", k.blocking.steps},
+                        {"tile", k.blocking.tile},
+                        {"halo", k.blocking.halo},
+                        {"workgroups", k.blocking.workgroups},
+                        {"wgsl_sha256", k.Source(kWgslBlockedTarget)->source_hash}};
+    }
     if (k.kind == KernelKind::kElementwise) {
       for (const ExprStep& s : k.expr)
         jk["expr"].push_back({{"op", s.op}, {"operands", s.operands}, {"value", s.value}});
     }
     j["kernels"].push_back(jk);
   }
+  if (!m.not_blocked_because.empty()) j["not_blocked_because"] = m.not_blocked_because;
   return j;
 }
 

@@ -43,6 +43,8 @@ inline int StepOf(int operand) {
 }
 
 inline constexpr const char* kWgslTarget = "wgsl";
+// The temporally blocked variant of a loop body's kernel (kernel/passes/block_temporally.cpp).
+inline constexpr const char* kWgslBlockedTarget = "wgsl-blocked";
 
 // A kernel's source for one target, generated for the module's determinism tier.
 struct EmittedSource {
@@ -69,6 +71,16 @@ struct Kernel {
   std::array<uint32_t, 3> workgroups = {1, 1, 1};
   std::vector<EmittedSource> sources;  // at most one per target
 
+  // Temporal blocking: in a repeated graph whose body is this one kernel, the kWgslBlockedTarget
+  // source runs `steps` iterations per dispatch, each workgroup over a `tile`×`tile` block of the
+  // output with a halo of `halo` cells it recomputes (no neighbour exchange between workgroups).
+  struct Blocking {
+    int64_t steps = 1;  // 1: not blocked
+    int64_t tile = 0;
+    int64_t halo = 0;
+    std::array<uint32_t, 3> workgroups = {1, 1, 1};
+  } blocking;
+
   const EmittedSource* Source(std::string_view target) const;
   // The WGSL source; an empty one before the emit-wgsl pass ran.
   const EmittedSource& Wgsl() const;
@@ -78,6 +90,8 @@ struct Kernel {
 struct Module {
   std::shared_ptr<const webir::Graph> graph_ref;  // shared with the WebIR rung, never copied
   std::vector<Kernel> kernels;
+  // Why a repeated graph's body is not temporally blocked; empty when it is or there is no loop.
+  std::string not_blocked_because;
 
   const webir::Graph& graph() const { return *graph_ref; }
   const RungHeader& header() const { return *graph_ref; }

@@ -48,6 +48,7 @@ class Builder {
     p_.tolerance = policy::ToleranceName(h.tolerance);
     p_.thresholds = plan_.thresholds;
     p_.limits = limits_;
+    p_.repeat = std::max<int64_t>(g.repeat, 1);
 
     for (const execplan::Buffer& b : plan_.buffers) {
       p_.buffers.push_back({b.id, b.bytes, std::max<uint64_t>(RoundUp4(b.bytes), 4),
@@ -133,10 +134,14 @@ class Builder {
       ProgramDispatch d;
       d.step = s;
       d.kernel = k.name;
-      SCELLIS_ASSIGN_OR_RETURN(d.pipeline, PipelineFor(k, k.Wgsl().source));
+      // A temporally blocked body runs its iterations per dispatch; bound whole, it needs no tiles.
+      const kernel::EmittedSource* blocked = k.Source(kernel::kWgslBlockedTarget);
+      SCELLIS_ASSIGN_OR_RETURN(d.pipeline,
+                               PipelineFor(k, blocked ? blocked->source : k.Wgsl().source));
+      if (blocked) p_.iterations_per_dispatch = k.blocking.steps;
       for (int b : st.reads) d.bindings.push_back({b, 0, 0});
       d.bindings.push_back({st.write, 0, 0});
-      d.workgroups = k.workgroups;
+      d.workgroups = blocked ? k.blocking.workgroups : k.workgroups;
       SCELLIS_TRY(CheckGrid(k, d.workgroups));
       p_.dispatches.push_back(std::move(d));
       return Status::Ok();
@@ -293,6 +298,8 @@ Json ToJson(const DeviceProgram& p) {
             {"max_compute_workgroups_per_dimension",
              p.limits.max_compute_workgroups_per_dimension}}},
           {"max_steps_per_submission", p.max_steps_per_submission},
+          {"repeat", p.repeat},
+          {"iterations_per_dispatch", p.iterations_per_dispatch},
           {"buffers", buffers},
           {"sources", sources},
           {"inputs", inputs},

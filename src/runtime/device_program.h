@@ -22,7 +22,10 @@
 //   * A fed input's buffer may be replaced, per step, by a slot of a staging buffer holding that
 //     step's feed: the runtime substitutes the binding (offset + the slot's start; a size of 0 then
 //     means the input's byte count rounded up to 4).
-//   * After each step every carry swaps the roles of its two buffers: the buffer that held
+//   * A step runs the graph `repeat` times (a document's `"repeat": N`, a loop body). A temporally
+//     blocked body's dispatch runs `iterations_per_dispatch` of them, so the dispatch list is
+//     recorded repeat / iterations_per_dispatch times per step; carries swap after each round.
+//   * After each round every carry swaps the roles of its two buffers: the buffer that held
 //     `from` now holds the input `to`, and the other becomes `from`'s buffer for the next step. A
 //     name read after a step (an output or an input) is found through that mapping.
 #pragma once
@@ -133,6 +136,10 @@ struct DeviceProgram {
   std::vector<ProgramOutput> outputs;
   std::vector<ProgramCarry> carries;
   int64_t max_steps_per_submission = static_cast<int64_t>(kMaxStepsPerRun);
+  int64_t repeat = 1;                   // the graph's iterations per step
+  int64_t iterations_per_dispatch = 1;  // > 1 when the body is temporally blocked
+  // How many times one step records the dispatch list (carries swap after each).
+  int64_t Rounds() const { return repeat / iterations_per_dispatch; }
 };
 
 // The program of `plan` for a device with `limits`. `feeds` replace the initial contents of the

@@ -23,4 +23,11 @@ Status FoldTransposes(Module& m);
 // Generates every kernel's WGSL (and its dispatch grid) for the module's determinism tier.
 Status EmitWgsl(Module& m);
 
+// Temporal blocking of a repeated graph (`"repeat": N`) whose body is one rank-2 stencil kernel
+// (a fused expression shifting its carried value, or `life`): a second WGSL source that runs
+// several iterations per dispatch over tiles with recomputed halos (Kernel::blocking), as many as
+// divide N and fit the halo. Otherwise Module::not_blocked_because says why. Every iteration
+// computes what the unblocked kernel computes, bit for bit.
+Status BlockTemporally(Module& m);
+
 }  // namespace scellis::kernel

@@ -15,6 +15,7 @@
 #pragma once
 
 #include <array>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -67,6 +68,31 @@ bool IsIndexOp(const std::string& op);
 // (indexed by the tile-local `i`), broadcast inputs are bound whole. Generate() is the tile that
 // covers everything.
 Generated ElementwiseTile(const Module& m, const Kernel& k, int64_t base, int64_t count);
+
+// The helper functions a fused kernel's steps need, each once.
+std::string ExpressionHelpers(const Kernel& k);
+// `let s<n> = ...;` for each step of a fused kernel, reading kernel input j as `x<j>` (the caller
+// declares those); a shift step's load is `shifted_load(step, "s<n>")`, which declares s<n>.
+using ShiftedLoadFn = std::function<std::string(const ExprStep&, const std::string&)>;
+std::string ExpressionSteps(const Module& m, const Kernel& k, const ShiftedLoadFn& shifted_load);
+// A shift step's load from its operand's buffer at the output element's index `d0..d<rank-1>`
+// moved back by the shifts, the boundary applied per axis as the reference's ShiftedRead.
+std::string ShiftedLoad(const Module& m, const Kernel& k, const ExprStep& e, size_t out_rank,
+                        const std::string& name);
+
+// A temporally blocked rank-2 loop body (kernel/passes/block_temporally.cpp chooses it): `steps`
+// iterations per dispatch over `tile`×`tile` output tiles, each with a halo of `halo` =
+// `radius` × `steps` cells. Kernel input `carry` is the loop-carried value the kernel's output
+// replaces; `boundary` is its shifts' ("zero", "wrap" or "clamp"; a life kernel is on the torus).
+struct BlockShape {
+  int64_t steps = 1;
+  int64_t tile = 32;
+  int64_t halo = 0;
+  int64_t radius = 0;
+  int carry = 0;
+  std::string boundary = "zero";
+};
+Generated TemporalBlock(const Module& m, const Kernel& k, const BlockShape& b);
 
 // WGSL expression of an elementwise op applied to operand expressions a (and b, c), each an f32
 // (a bool is 0.0 or 1.0); "" if unknown.

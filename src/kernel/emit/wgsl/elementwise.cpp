@@ -204,8 +204,6 @@ std::vector<std::string> ElementwiseHelpers(const std::string& op) {
   return {};
 }
 
-namespace {
-
 // `let <name> = ...;` reading the shift's operand (kernel input `in<n>`) at the output element's
 // index (d0..d<rank-1>) moved back by the shifts, with the boundary applied per axis in i32, the
 // same arithmetic as the reference's ShiftedRead. A zero-boundary read outside gives 0.0 from a
@@ -244,7 +242,53 @@ std::string ShiftedLoad(const Module& m, const Kernel& k, const ExprStep& e, siz
   return code + "  let " + name + " = select(0.0, " + value + ", " + name + "_in);\n";
 }
 
-}  // namespace
+std::string ExpressionHelpers(const Kernel& k) {
+  // Ops share helpers (gelu and gelu_grad both need erf): each is emitted once, first use first.
+  std::string helpers;
+  std::vector<std::string> emitted;
+  for (const ExprStep& s : k.expr) {
+    // A non-finite literal (clamp's missing bound) is made from its bits at run time: as a
+    // constant expression it would be a shader-creation error.
+    std::vector<std::string> needs = ElementwiseHelpers(s.op);
+    if (s.op == "full" && !std::isfinite(s.value)) needs.push_back(kSpecialValueFns);
+    for (const std::string& h : needs) {
+      if (std::find(emitted.begin(), emitted.end(), h) != emitted.end()) continue;
+      helpers += h;
+      emitted.push_back(h);
+    }
+  }
+  return helpers;
+}
+
+std::string ExpressionSteps(const Module& m, const Kernel& k, const ShiftedLoadFn& shifted_load) {
+  std::string body;
+  // Appended rather than `"s" + std::to_string(...)`, which GCC 12 misreports under -Wrestrict.
+  auto operand = [&](int o) {
+    std::string name = IsStepRef(o) ? "s" : "x";
+    name += std::to_string(IsStepRef(o) ? StepOf(o) : o);
+    return name;
+  };
+  for (size_t s = 0; s < k.expr.size(); ++s) {
+    const ExprStep& e = k.expr[s];
+    if (e.op == "shift") {
+      body += shifted_load(e, "s" + std::to_string(s));
+      continue;
+    }
+    auto arg = [&](size_t i) { return i < e.operands.size() ? operand(e.operands[i]) : ""; };
+    std::string expr = e.op != "full"        ? ElementwiseExpr(e.op, arg(0), arg(1), arg(2))
+                       : std::isnan(e.value) ? "nan_f32()"
+                       : std::isinf(e.value) ? (e.value > 0 ? "inf_f32()" : "-inf_f32()")
+                                             : F32(e.value);
+    // A cast to bool makes its value 0 or 1 here, so later steps see the bool; the bits are
+    // tested, as torch's conversion: every value but +-0 is true, NaN included.
+    if (e.op == "cast" && m.graph().at(e.node).type.dtype == DType::kBool)
+      expr = "select(0.0, 1.0, (bitcast<u32>(" + expr + ") & 0x7fffffffu) != 0u)";
+    if (e.op == "cast" && m.graph().at(e.node).type.dtype == DType::kI32)
+      expr = "cast_i32_f32(" + expr + ")";
+    body += "  let s" + std::to_string(s) + " = " + expr + ";\n";
+  }
+  return body;
+}
 
 bool GenerateElementwise(const Module& m, const Kernel& k, Generated& out) {
   if (k.kind != KernelKind::kElementwise) return false;
@@ -258,20 +302,8 @@ Generated ElementwiseTile(const Module& m, const Kernel& k, int64_t base, int64_
   std::vector<int64_t> sizes = type.sizes();
   const bool tiled = base != 0 || count != type.elements();
 
-  // Ops share helpers (gelu and gelu_grad both need erf): each is emitted once, first use first.
-  std::string helpers, body;
-  std::vector<std::string> emitted;
-  for (const ExprStep& s : k.expr) {
-    // A non-finite literal (clamp's missing bound) is made from its bits at run time: as a
-    // constant expression it would be a shader-creation error.
-    std::vector<std::string> needs = ElementwiseHelpers(s.op);
-    if (s.op == "full" && !std::isfinite(s.value)) needs.push_back(kSpecialValueFns);
-    for (const std::string& h : needs) {
-      if (std::find(emitted.begin(), emitted.end(), h) != emitted.end()) continue;
-      helpers += h;
-      emitted.push_back(h);
-    }
-  }
+  const std::string helpers = ExpressionHelpers(k);
+  std::string body;
 
   // Multi-index of the output element, needed only when some input is broadcast.
   std::vector<int64_t> row_major = RowMajorStrides(sizes);
@@ -318,31 +350,9 @@ Generated ElementwiseTile(const Module& m, const Kernel& k, int64_t base, int64_
                                                         : "f32(" + load + ")";
     body += "  let x" + std::to_string(n) + " = " + value + ";\n";
   }
-  // Appended rather than `"s" + std::to_string(...)`, which GCC 12 misreports under -Wrestrict.
-  auto operand = [&](int o) {
-    std::string name = IsStepRef(o) ? "s" : "x";
-    name += std::to_string(IsStepRef(o) ? StepOf(o) : o);
-    return name;
-  };
-  for (size_t s = 0; s < k.expr.size(); ++s) {
-    const ExprStep& e = k.expr[s];
-    if (e.op == "shift") {
-      body += ShiftedLoad(m, k, e, sizes.size(), "s" + std::to_string(s));
-      continue;
-    }
-    auto arg = [&](size_t i) { return i < e.operands.size() ? operand(e.operands[i]) : ""; };
-    std::string expr = e.op != "full"        ? ElementwiseExpr(e.op, arg(0), arg(1), arg(2))
-                       : std::isnan(e.value) ? "nan_f32()"
-                       : std::isinf(e.value) ? (e.value > 0 ? "inf_f32()" : "-inf_f32()")
-                                             : F32(e.value);
-    // A cast to bool makes its value 0 or 1 here, so later steps see the bool; the bits are
-    // tested, as torch's conversion: every value but +-0 is true, NaN included.
-    if (e.op == "cast" && m.graph().at(e.node).type.dtype == DType::kBool)
-      expr = "select(0.0, 1.0, (bitcast<u32>(" + expr + ") & 0x7fffffffu) != 0u)";
-    if (e.op == "cast" && m.graph().at(e.node).type.dtype == DType::kI32)
-      expr = "cast_i32_f32(" + expr + ")";
-    body += "  let s" + std::to_string(s) + " = " + expr + ";\n";
-  }
+  body += ExpressionSteps(m, k, [&](const ExprStep& e, const std::string& name) {
+    return ShiftedLoad(m, k, e, sizes.size(), name);
+  });
   std::string result = "s" + std::to_string(k.expr.size() - 1);
   switch (type.dtype) {
     case DType::kF32:

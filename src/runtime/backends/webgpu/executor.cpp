@@ -80,6 +80,7 @@ Result<RunResult> WebGpuExecutor::DoRun(const execplan::Plan& plan, const Feeds&
       std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
   r.stats = {{"kernels", plan.steps.size()},
              {"dispatches", after.dispatches - before.dispatches},
+             {"iterations_per_dispatch", steps.stats.value("iterations_per_dispatch", 1)},
              {"submissions", after.submits - before.submits},
              {"maps", after.maps - before.maps},
              {"pipelines_compiled", after.pipelines_compiled - before.pipelines_compiled},

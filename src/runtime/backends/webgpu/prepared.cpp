@@ -174,7 +174,7 @@ class WebGpuPrepared : public Prepared {
     std::map<int, const Slots*> fed_buffer;
     for (const auto& [node, slots] : fed_slots) fed_buffer[plan_.buffer_of[node]] = &slots;
     const bool generic = executor() == kGenericExecutor;
-    const int64_t iterations = plan_.header().repeat;
+    const int64_t iterations = program_.Rounds();
     for (size_t k = 0; k < steps; ++k) {
       for (int64_t it = 0; it < iterations; ++it) {
         EncodeDispatches(k, fed_buffer);
@@ -220,6 +220,7 @@ class WebGpuPrepared : public Prepared {
         std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
     r.stats = {{"steps", steps},
                {"dispatches", after.dispatches - before.dispatches},
+               {"iterations_per_dispatch", program_.iterations_per_dispatch},
                {"submissions", after.submits - before.submits},
                {"maps", after.maps - before.maps},
                {"bytes_uploaded", after.bytes_uploaded - before.bytes_uploaded},

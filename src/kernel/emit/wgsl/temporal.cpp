@@ -1,0 +1,199 @@
+// WGSL for a temporally blocked loop body: one dispatch runs several iterations of a rank-2
+// stencil. Each workgroup loads its output tile plus a halo of radius × steps cells into workgroup
+// memory, then advances the whole block one iteration at a time, the valid region shrinking by the
+// radius each time, and writes the tile's interior. The halo is recomputed by the neighbouring
+// workgroups too (overlapped tiles), so workgroups never exchange values and one dispatch needs no
+// global barrier. Every cell of every iteration evaluates the body's own expression on the same
+// operands, so the results are the unblocked kernel's.
+//
+// Boundaries are applied in the grid's coordinates, as the reference's ShiftedRead does: a `zero`
+// read outside the grid gives 0, a `clamp` read takes the nearest cell inside (which lies in the
+// block, between the cell and the read), and a `wrap` block is loaded through the torus, so its
+// halo cells are the cells across the edge and are advanced like any other.
+#include <algorithm>
+
+#include "kernel/emit/wgsl/codegen.h"
+
+namespace scellis::kernel::wgsl {
+namespace {
+
+constexpr int64_t kInvocations = 256;
+
+std::string I32(int64_t v) {
+  return std::to_string(v) + "i";
+}
+
+// The body of `fn cell(ly, lx, gy, gx) -> f32` for a fused kernel: kernel input `carry` is read
+// from the block (`cur`, edge `w`), every other input from its buffer at the cell's grid index.
+std::string FusedCell(const Module& m, const Kernel& k, int carry, int64_t w,
+                      const std::string& boundary) {
+  const std::vector<int64_t> sizes = m.graph().at(k.output).type.sizes();
+  const int64_t rows = sizes[0], cols = sizes[1];
+  std::string body = "  let d0 = u32(gy);\n  let d1 = u32(gx);\n";
+  std::vector<bool> read_directly(k.inputs.size(), false);
+  for (const ExprStep& e : k.expr)
+    for (int o : e.operands)
+      if (!IsStepRef(o) && e.op != "shift") read_directly[o] = true;
+  for (size_t n = 0; n < k.inputs.size(); ++n) {
+    if (!read_directly[n]) continue;
+    std::string value;
+    if (static_cast<int>(n) == carry) {
+      value = "cur[u32(ly * " + I32(w) + " + lx)]";
+    } else {
+      const std::vector<int64_t> strides = BroadcastStrides(m.graph().at(k.inputs[n]).type.sizes(), sizes);
+      std::string index = "d0 * " + U32(strides[0]) + " + d1 * " + U32(strides[1]);
+      value = "in" + std::to_string(n) + "[" + index + "]";
+    }
+    body += "  let x" + std::to_string(n) + " = " + value + ";\n";
+  }
+  body += ExpressionSteps(m, k, [&](const ExprStep& e, const std::string& name) {
+    if (e.operands.at(0) != carry) return ShiftedLoad(m, k, e, 2, name);
+    const auto shifts = m.graph().at(e.node).attrs.at("shifts").get<std::vector<int64_t>>();
+    const std::string sy = I32(shifts[0]), sx = I32(shifts[1]);
+    if (boundary == "wrap") {
+      return "  let " + name + " = cur[u32((ly - " + sy + ") * " + I32(w) + " + lx - " + sx +
+             ")];\n";
+    }
+    if (boundary == "clamp") {
+      return "  let " + name + " = cur[u32((ly + clamp(gy - " + sy + ", 0i, " + I32(rows - 1) +
+             ") - gy) * " + I32(w) + " + lx + clamp(gx - " + sx + ", 0i, " + I32(cols - 1) +
+             ") - gx)];\n";
+    }
+    return "  let " + name + " = select(0.0, cur[u32((ly - " + sy + ") * " + I32(w) + " + lx - " +
+           sx + ")], gy - " + sy + " >= 0i && gy - " + sy + " < " + I32(rows) + " && gx - " + sx +
+           " >= 0i && gx - " + sx + " < " + I32(cols) + ");\n";
+  });
+  return body + "  return s" + std::to_string(k.expr.size() - 1) + ";\n";
+}
+
+// Game of Life on the torus, as GenerateStencil: alive when > 0.5, NaN among the nine gives NaN.
+std::string LifeCell(int64_t w) {
+  return "  var n = 0u;\n"
+         "  var nan = false;\n"
+         "  for (var dy = -1i; dy <= 1i; dy = dy + 1i) {\n"
+         "    for (var dx = -1i; dx <= 1i; dx = dx + 1i) {\n"
+         "      let v = cur[u32((ly + dy) * " +
+         I32(w) +
+         " + lx + dx)];\n"
+         "      nan = nan || is_nan_f32(v);\n"
+         "      if (dy != 0i || dx != 0i) { n = n + select(0u, 1u, v > 0.5); }\n"
+         "    }\n"
+         "  }\n"
+         "  let alive = cur[u32(ly * " +
+         I32(w) +
+         " + lx)] > 0.5;\n"
+         "  return select(select(0.0, 1.0, n == 3u || (alive && n == 2u)), nan_f32(), nan);\n";
+}
+
+}  // namespace
+
+Generated TemporalBlock(const Module& m, const Kernel& k, const BlockShape& b) {
+  const std::vector<int64_t> sizes = m.graph().at(k.output).type.sizes();
+  const int64_t rows = sizes[0], cols = sizes[1];
+  const int64_t w = b.tile + 2 * b.halo, cells = w * w;
+  const int64_t per_invocation = (cells + kInvocations - 1) / kInvocations;
+  const bool life = k.kind == KernelKind::kOp && k.op == "life";
+  const std::string boundary = life ? "wrap" : b.boundary;
+  const std::string carry_buffer = "in" + std::to_string(b.carry);
+
+  // The grid coordinates of block cell (ly, lx): through the torus for `wrap`; otherwise they
+  // may lie outside the grid, where no cell is computed (nothing reads one).
+  const std::string grid_coords =
+      "    var gy = oy + ly;\n    var gx = ox + lx;\n" +
+      (boundary == "wrap" ? "    gy = ((gy % " + I32(rows) + ") + " + I32(rows) + ") % " +
+                                I32(rows) + ";\n    gx = ((gx % " + I32(cols) + ") + " +
+                                I32(cols) + ") % " + I32(cols) + ";\n    let on_grid = true;\n"
+                          : "    let on_grid = gy >= 0i && gy < " + I32(rows) + " && gx >= 0i && gx < " +
+                                I32(cols) + ";\n");
+  std::string s =
+      "// " + std::to_string(b.steps) + " iterations per dispatch, " + std::to_string(b.tile) +
+      "x" + std::to_string(b.tile) + " tiles, halo " + std::to_string(b.halo) + "\n" +
+      Bindings(m, k) + (life ? std::string(kSpecialValueFns) : ExpressionHelpers(k)) +
+      "var<workgroup> cur: array<f32, " + std::to_string(cells) +
+      ">;\n\n"
+      "fn cell(ly: i32, lx: i32, gy: i32, gx: i32) -> f32 {\n" +
+      (life ? LifeCell(w) : FusedCell(m, k, b.carry, w, boundary)) +
+      "}\n\n"
+      "@compute @workgroup_size(" +
+      std::to_string(kInvocations) +
+      ")\n"
+      "fn main(@builtin(workgroup_id) wg: vec3<u32>,\n"
+      "        @builtin(local_invocation_index) t: u32) {\n"
+      "  let oy = i32(wg.y) * " +
+      I32(b.tile) + " - " + I32(b.halo) +
+      ";\n"
+      "  let ox = i32(wg.x) * " +
+      I32(b.tile) + " - " + I32(b.halo) +
+      ";\n"
+      "  for (var c = t; c < " +
+      U32(cells) +
+      "; c = c + " + U32(kInvocations) +
+      ") {\n"
+      "    let ly = i32(c / " +
+      U32(w) + ");\n    let lx = i32(c % " + U32(w) + ");\n" + grid_coords + "    cur[c] = select(0.0, " +
+      carry_buffer + "[u32(select(0i, gy * " + I32(cols) + " + gx, on_grid))], on_grid);\n" +
+      "  }\n"
+      "  workgroupBarrier();\n"
+      "  for (var step = 1i; step <= " +
+      I32(b.steps) +
+      "; step = step + 1i) {\n"
+      "    // The cells this iteration can advance: their neighbours were valid after the last.\n"
+      "    let lo = step * " +
+      I32(b.radius) + ";\n    let hi = " + I32(w) + " - lo;\n" + "    var next: array<f32, " +
+      std::to_string(per_invocation) +
+      ">;\n"
+      "    for (var j = 0u; j < " +
+      U32(per_invocation) +
+      "; j = j + 1u) {\n"
+      "      let c = t + j * " +
+      U32(kInvocations) + ";\n      if (c >= " + U32(cells) +
+      ") { break; }\n"
+      "      next[j] = cur[c];\n"
+      "      let ly = i32(c / " +
+      U32(w) + ");\n      let lx = i32(c % " + U32(w) +
+      ");\n"
+      "      if (ly < lo || ly >= hi || lx < lo || lx >= hi) { continue; }\n" +
+      [&] {
+        std::string g = grid_coords;  // indented one level deeper
+        std::string out;
+        for (size_t p = 0; p < g.size(); ++p) {
+          out += g[p];
+          if (g[p] == '\n' && p + 1 < g.size()) out += "  ";
+        }
+        return "  " + out;
+      }() +
+      "      if (on_grid) { next[j] = cell(ly, lx, gy, gx); }\n"
+      "    }\n"
+      "    workgroupBarrier();\n"
+      "    for (var j = 0u; j < " +
+      U32(per_invocation) +
+      "; j = j + 1u) {\n"
+      "      let c = t + j * " +
+      U32(kInvocations) + ";\n      if (c < " + U32(cells) +
+      ") { cur[c] = next[j]; }\n"
+      "    }\n"
+      "    workgroupBarrier();\n"
+      "  }\n"
+      "  for (var c = t; c < " +
+      U32(b.tile * b.tile) + "; c = c + " + U32(kInvocations) +
+      ") {\n"
+      "    let ly = i32(c / " +
+      U32(b.tile) + ") + " + I32(b.halo) + ";\n    let lx = i32(c % " + U32(b.tile) + ") + " +
+      I32(b.halo) +
+      ";\n"
+      "    let gy = oy + ly;\n"
+      "    let gx = ox + lx;\n"
+      "    if (gy < " +
+      I32(rows) + " && gx < " + I32(cols) + ") { out[u32(gy * " + I32(cols) +
+      " + gx)] = cur[u32(ly * " + I32(w) +
+      " + lx)]; }\n"
+      "  }\n"
+      "}\n";
+  Generated g;
+  g.source = std::move(s);
+  g.workgroups = {static_cast<uint32_t>((cols + b.tile - 1) / b.tile),
+                  static_cast<uint32_t>((rows + b.tile - 1) / b.tile), 1};
+  return g;
+}
+
+}  // namespace scellis::kernel::wgsl
