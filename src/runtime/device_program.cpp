@@ -44,6 +44,7 @@ class Builder {
     const RungHeader& h = plan_.header();
     p_.name = h.name;
     p_.content_id = h.content_id;
+    p_.repeat = h.repeat;
     p_.tier = policy::TierName(h.tier);
     p_.tolerance = policy::ToleranceName(h.tolerance);
     p_.thresholds = plan_.thresholds;
@@ -293,6 +294,7 @@ Json ToJson(const DeviceProgram& p) {
             {"max_compute_workgroups_per_dimension",
              p.limits.max_compute_workgroups_per_dimension}}},
           {"max_steps_per_submission", p.max_steps_per_submission},
+          {"repeat", p.repeat},
           {"buffers", buffers},
           {"sources", sources},
           {"inputs", inputs},

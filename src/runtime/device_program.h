@@ -22,6 +22,8 @@
 //   * A fed input's buffer may be replaced, per step, by a slot of a staging buffer holding that
 //     step's feed: the runtime substitutes the binding (offset + the slot's start; a size of 0 then
 //     means the input's byte count rounded up to 4).
+//   * A step is `repeat` iterations of the dispatch list (a document's `repeat`, 1 without one);
+//     the carries swap after every iteration, and what a step reads back is the last iteration's.
 //   * After each step every carry swaps the roles of its two buffers: the buffer that held
 //     `from` now holds the input `to`, and the other becomes `from`'s buffer for the next step. A
 //     name read after a step (an output or an input) is found through that mapping.
@@ -133,6 +135,7 @@ struct DeviceProgram {
   std::vector<ProgramOutput> outputs;
   std::vector<ProgramCarry> carries;
   int64_t max_steps_per_submission = static_cast<int64_t>(kMaxStepsPerRun);
+  int64_t repeat = 1;  // iterations of the dispatch list per step, carries swapped between
 };
 
 // The program of `plan` for a device with `limits`. `feeds` replace the initial contents of the
