@@ -181,7 +181,26 @@ test("Jacobi on WebGPU: one submission per call, the float64 oracle, traced once
   const solve = createPipeline(jacobi, { constants: { sweeps: 40 }, runtime: rt, compiler, tier: "prod" });
   const u0 = field(7, -1, 1);
   const q = field(11, -1, 1);
+  // The device's own count of submissions and maps, not the runtime's word for it.
+  const counts = { submit: 0, map: 0 };
+  const queue = rt.device!.queue;
+  const submit = queue.submit.bind(queue);
+  queue.submit = (buffers: Iterable<GPUCommandBuffer>) => {
+    counts.submit++;
+    submit(buffers);
+  };
+  const mapAsync = GPUBuffer.prototype.mapAsync;
+  GPUBuffer.prototype.mapAsync = function (this: GPUBuffer, ...args: Parameters<GPUBuffer["mapAsync"]>) {
+    counts.map++;
+    return mapAsync.apply(this, args);
+  };
+  t.after(() => {
+    queue.submit = submit;
+    GPUBuffer.prototype.mapAsync = mapAsync;
+  });
+  solve.trace(grid(u0), grid(q)); // traced, not yet prepared
   const first = await solve(grid(u0), grid(q));
+  assert.deepEqual(counts, { submit: 1, map: 1 }, "the first call: one submission, one map");
   assert.equal(first.backend, "webgpu");
   assert.equal(first.executor, "fused-encoder");
   assert.equal(first.fallbackReason, null);
@@ -198,6 +217,7 @@ test("Jacobi on WebGPU: one submission per call, the float64 oracle, traced once
   const u1 = field(3, -1, 1);
   const second = await solve(grid(u1), grid(q));
   assert.equal(second.stats.submissions, 1);
+  assert.deepEqual(counts, { submit: 2, map: 2 }, "the second call: one more submission, one more map");
   assert.equal(solve.traces, 1);
   assertClose((second.value as { data: Float32Array }).data, jacobiF64(u1, q, 40), 1e-5, "jacobi, second call");
   assert.deepEqual(firstValue.data, kept);
@@ -232,17 +252,20 @@ test("Game of Life on WebGPU and on the WebAssembly reference, exactly", async (
   onGpu.dispose();
 });
 
-test("a loop started from an argument read again inside it, and results after it", async () => {
-  // Runs on the reference: the document's `.state` param and the fed copy of the same argument.
+test("a loop started from an argument read again inside it, and results after it", async (t) => {
+  // The document's `.state` param and the fed copy of the same argument, on the reference and on
+  // WebGPU.
   const p = createPipeline(coupled, { runtime: null, compiler, tier: "prod" });
   const warn = console.warn;
   console.warn = () => undefined;
-  let r;
+  const results = [];
   try {
-    r = await p(grid(field(1, -1, 1)), grid(field(2, -1, 1)));
+    results.push(await p(grid(field(1, -1, 1)), grid(field(2, -1, 1))));
   } finally {
     console.warn = warn;
   }
+  const rt = gpu(t);
+  if (rt) results.push(await createPipeline(coupled, { runtime: rt, compiler, tier: "prod" })(grid(field(1, -1, 1)), grid(field(2, -1, 1))));
   const u0 = Float64Array.from(field(1, -1, 1));
   let u = Float64Array.from(u0);
   let v = Float64Array.from(field(2, -1, 1));
@@ -252,11 +275,13 @@ test("a loop started from an argument read again inside it, and results after it
     u = nu;
     v = nv;
   }
-  const value = r.value as Record<string, { data: Float32Array }>;
-  assert.deepEqual(Object.keys(value), ["u", "v", "total"]);
-  assertClose(value.u!.data, u.map((x) => x * 2), 1e-5, "u");
-  assertClose(value.v!.data, v, 1e-5, "v");
-  assertClose(value.total!.data, u.map((x, i) => x + v[i]!), 1e-5, "total");
+  for (const r of results) {
+    const value = r.value as Record<string, { data: Float32Array }>;
+    assert.deepEqual(Object.keys(value), ["u", "v", "total"]);
+    assertClose(value.u!.data, u.map((x) => x * 2), 1e-5, `${r.backend}: u`);
+    assertClose(value.v!.data, v, 1e-5, `${r.backend}: v`);
+    assertClose(value.total!.data, u.map((x, i) => x + v[i]!), 1e-5, `${r.backend}: total`);
+  }
 });
 
 // ---- re-tracing ----
