@@ -198,10 +198,12 @@ export function createPipeline(fn: (...args: never[]) => unknown, options: Pipel
     return { traced: t, session };
   }
 
-  async function runOnDevice(p: Prepared, state: Map<string, Uint8Array | PipelineTensor>, fed: Record<string, PipelineTensor>): Promise<PipelineResult> {
+  async function runOnDevice(p: Prepared, state: Map<string, PipelineTensor>, fed: Record<string, PipelineTensor>): Promise<PipelineResult> {
     const s = p.session!;
-    for (const [n, v] of state) s.upload(n, v as PipelineTensor);
+    let uploaded = 0;
+    for (const [n, v] of state) uploaded += s.upload(n, v);
     const r = await s.runSteps(1, { feedsPerStep: [fed], watch: p.traced.outputs });
+    r.stats.bytesUploaded += uploaded;
     const outputs: Record<string, Tensor> = {};
     for (const n of p.traced.outputs) outputs[n] = r.watched[n]![0]!;
     return { value: shape(p.traced, outputs), outputs, backend: "webgpu", executor: r.executor, fallbackReason: r.fallbackReason, stats: { ...r.stats } };

@@ -643,15 +643,17 @@ export class Session {
   }
 
   // Replaces the current value of a param or a carried input (the starting state of a pipeline's
-  // next call): a queue write, no submission of its own; the next run sees it.
-  upload(name: string, value: FeedValue): void {
+  // next call): a queue write, no submission of its own; the next run sees it. Returns the bytes
+  // written.
+  upload(name: string, value: FeedValue): number {
     this.#usable();
     const input = this.#input(name);
     if (this.#isStepFed(input)) {
       throw new ScellisRuntimeError("bad-feed", `the input "${name}" is fed every step, not uploaded`, "pass it to run() or runSteps()");
     }
-    this.#write(this.#phys[input.buffer]!, 0, feedBytes(name, value, input.shape, input.dtype));
+    const bytes = this.#write(this.#phys[input.buffer]!, 0, feedBytes(name, value, input.shape, input.dtype));
     this.#pendingCarried.delete(name);
+    return bytes;
   }
 
   // The current value of an output or an input, by name (one submission, one map).
