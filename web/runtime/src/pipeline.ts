@@ -118,6 +118,7 @@ function dtypeOf(t: PipelineTensor): DType {
 interface Prepared {
   traced: TracedDocument;
   session: Session | null; // null on the CPU reference
+  prologue: Session | null; // the computed starting values' session, where there are any
 }
 
 export function createPipeline(fn: (...args: never[]) => unknown, options: PipelineOptions): Pipeline {
@@ -184,18 +185,28 @@ export function createPipeline(fn: (...args: never[]) => unknown, options: Pipel
   }
 
   async function prepare(t: TracedDocument): Promise<Prepared> {
-    if (runtime === null || runtime.backend !== "webgpu" || !runtime.device) return { traced: t, session: null };
+    if (runtime === null || runtime.backend !== "webgpu" || !runtime.device) return { traced: t, session: null, prologue: null };
     const lim = runtime.device.limits;
-    const program = await options.compiler.deviceProgram(t.text, {
-      ...(options.tier ? { tier: options.tier } : {}),
-      limits: {
-        max_storage_buffer_binding_size: lim.maxStorageBufferBindingSize,
-        min_storage_buffer_offset_alignment: lim.minStorageBufferOffsetAlignment,
-        max_compute_workgroups_per_dimension: lim.maxComputeWorkgroupsPerDimension,
-      },
-    });
-    const session = await runtime.prepare(program);
-    return { traced: t, session };
+    const lower = (text: string) =>
+      options.compiler.deviceProgram(text, {
+        ...(options.tier ? { tier: options.tier } : {}),
+        limits: {
+          max_storage_buffer_binding_size: lim.maxStorageBufferBindingSize,
+          min_storage_buffer_offset_alignment: lim.minStorageBufferOffsetAlignment,
+          max_compute_workgroups_per_dimension: lim.maxComputeWorkgroupsPerDimension,
+        },
+      });
+    const session = await runtime.prepare(await lower(t.text));
+    let prologue: Session | null = null;
+    if (t.prologue) {
+      try {
+        prologue = await runtime.prepare(await lower(t.prologue.text));
+      } catch (e) {
+        session.dispose();
+        throw e;
+      }
+    }
+    return { traced: t, session, prologue };
   }
 
   async function runOnDevice(p: Prepared, state: Map<string, PipelineTensor>, fed: Record<string, PipelineTensor>): Promise<PipelineResult> {
@@ -210,21 +221,30 @@ export function createPipeline(fn: (...args: never[]) => unknown, options: Pipel
   }
 
   async function runOnReference(t: TracedDocument, tensors: Map<string, PipelineTensor>): Promise<PipelineResult> {
-    const why = runtime === null ? "the pipeline was given no runtime" : (runtime.fallbackReason ?? "the runtime has no device");
+    const why = whyNotWebGPU();
     if (!warned) {
       warned = true;
       console.warn(`scellis: pipeline ${name ?? "(anonymous)"} runs on the CPU reference (WebAssembly), not on WebGPU: ${why}`);
     }
-    const report = await options.compiler.run(referenceDocument(t, tensors), { whyNoWebGPU: why, ...(options.tier ? { tier: options.tier } : {}) });
+    const { report, outputs } = await reference(referenceDocument(t, tensors));
+    return { value: shape(t, outputs), outputs, backend: "cpu", executor: report.executor, fallbackReason: report.fallback_reason, stats: { ...report.stats } };
+  }
+
+  function whyNotWebGPU(): string {
+    return runtime === null ? "the pipeline was given no runtime" : (runtime.fallbackReason ?? "the runtime has no device");
+  }
+
+  // One run of a document (its data written in) on the CPU reference, its outputs as tensors.
+  async function reference(documentText: string): Promise<{ report: ReferenceReport; outputs: Record<string, Tensor> }> {
+    const report = await options.compiler.run(documentText, { whyNoWebGPU: whyNotWebGPU(), ...(options.tier ? { tier: options.tier } : {}) });
     const outputs: Record<string, Tensor> = {};
-    for (const n of t.outputs) {
-      const o = report.outputs[n]!;
+    for (const [n, o] of Object.entries(report.outputs)) {
       const dtype = o.dtype as DType;
       const values = o.data.map((v) => (typeof v === "number" ? v : Number(v)));
       const data = dtype === "i32" ? Int32Array.from(values) : dtype === "u32" || dtype === "bool" ? Uint32Array.from(values) : Float32Array.from(values);
       outputs[n] = { shape: [...o.shape], dtype, data };
     }
-    return { value: shape(t, outputs), outputs, backend: "cpu", executor: report.executor, fallbackReason: report.fallback_reason, stats: { ...report.stats } };
+    return { report, outputs };
   }
 
   const pipeline = ((...args: unknown[]): Promise<PipelineResult> => {
@@ -245,7 +265,25 @@ export function createPipeline(fn: (...args: never[]) => unknown, options: Pipel
         p.catch(() => prepared.delete(key));
       }
       const ready = await p;
-      if (ready.session === null) return runOnReference(t, snapshot);
+      if (ready.session === null) {
+        if (t.prologue) {
+          // The computed starting values first, on the reference too.
+          const pre = await reference(prologueDocument(t, snapshot));
+          for (const n of t.prologue.outputs) snapshot.set(n, pre.outputs[n]!);
+        }
+        return runOnReference(t, snapshot);
+      }
+      if (t.prologue) {
+        try {
+          const pre = await ready.prologue!.runSteps(1, { feedsPerStep: [Object.fromEntries(t.prologue.inputs.map((n) => [n, snapshot.get(n)!]))], watch: t.prologue.outputs });
+          for (const n of t.prologue.outputs) snapshot.set(n, pre.watched[n]![0]!);
+        } catch (e) {
+          prepared.delete(key);
+          ready.session!.dispose();
+          ready.prologue!.dispose();
+          throw e;
+        }
+      }
       const state = new Map<string, PipelineTensor>();
       for (const [pname, arg] of Object.entries(t.state)) state.set(pname, snapshot.get(arg)!);
       const fed: Record<string, PipelineTensor> = {};
@@ -256,6 +294,7 @@ export function createPipeline(fn: (...args: never[]) => unknown, options: Pipel
         // A failed session is not reused: the next call prepares again.
         prepared.delete(key);
         ready.session?.dispose();
+        ready.prologue?.dispose();
         throw e;
       }
     });
@@ -270,7 +309,15 @@ export function createPipeline(fn: (...args: never[]) => unknown, options: Pipel
     traces: { get: () => traces },
     dispose: {
       value: () => {
-        for (const p of prepared.values()) p.then((r) => r.session?.dispose(), () => undefined);
+        for (const p of prepared.values()) {
+          p.then(
+            (r) => {
+              r.session?.dispose();
+              r.prologue?.dispose();
+            },
+            () => undefined,
+          );
+        }
         prepared.clear();
       },
     },
@@ -286,19 +333,27 @@ function shape(t: TracedDocument, outputs: Record<string, Tensor>): PipelineValu
   return Object.fromEntries(keys.map((k, i) => [k, values[i]!]));
 }
 
+// The prologue's document with the call's tensors written into its inputs (for the reference).
+function prologueDocument(t: TracedDocument, tensors: Map<string, PipelineTensor>): string {
+  const doc = t.prologue!.doc;
+  const nodes = (doc.nodes as Array<Record<string, unknown>>).map((n) => (n.op === "input" ? { ...n, data: finiteData(n.name as string, tensors.get(n.name as string)!) } : n));
+  return JSON.stringify({ ...doc, nodes });
+}
+
+function finiteData(arg: string, v: PipelineTensor): number[] {
+  const out = Array.from(v.data, Number);
+  if (!out.every(Number.isFinite)) {
+    throw new ScellisRuntimeError("bad-feed", `the argument "${arg}" holds NaN or an infinity, which a document (JSON) cannot carry to the CPU reference`, "run on WebGPU, or pass finite values");
+  }
+  return out;
+}
+
 // The document with the call's tensors written in: for the CPU reference, whose run takes one
 // document. A carried param becomes an input holding its starting value (still carried); a fed
 // input holds its value.
 function referenceDocument(t: TracedDocument, tensors: Map<string, PipelineTensor>): string {
   const argOf = new Map<string, string>([...Object.entries(t.state), ...Object.entries(t.fed)]);
-  const data = (arg: string): number[] => {
-    const v = tensors.get(arg)!;
-    const out = Array.from(v.data, Number);
-    if (!out.every(Number.isFinite)) {
-      throw new ScellisRuntimeError("bad-feed", `the argument "${arg}" holds NaN or an infinity, which a document (JSON) cannot carry to the CPU reference`, "run on WebGPU, or pass finite values");
-    }
-    return out;
-  };
+  const data = (arg: string): number[] => finiteData(arg, tensors.get(arg)!);
   const nodes = (t.doc.nodes as Array<Record<string, unknown>>).map((n) => {
     const arg = argOf.get(n.name as string);
     if (arg === undefined || (n.op !== "param" && n.op !== "input")) return n;

@@ -32,7 +32,6 @@ export type TraceErrorCode =
   | "bad-pipeline-output"
   | "bad-pipeline-argument"
   | "unknown-shape"
-  | "unsupported-loop-start"
   | "bad-attribute";
 
 export class TraceError extends Error {
@@ -642,6 +641,10 @@ export interface TracedDocument {
   state: Record<string, string>; // carried param name -> argument name (its value at each call's start)
   outputs: string[]; // the returned values' output names, in order
   structure: { kind: "single" } | { kind: "array" } | { kind: "object"; keys: string[] };
+  // The loop's starting values computed before it (an accumulator started at zero, a scaled
+  // copy): a document of their own, run before the loop on each call (one more submission), its
+  // outputs (the carried params' names) uploaded as the state.
+  prologue: { doc: Record<string, unknown>; text: string; inputs: string[]; outputs: string[] } | null;
 }
 
 // The version-5 document of a finished trace: the nodes before the loop, the loop's first copy
@@ -670,17 +673,19 @@ function makeDocument(trace: Trace, inputs: Set<string>, returned: Array<[string
   const byId = new Map<number, string>();
   for (const [n, t] of returned) if (!byId.has(source(t))) byId.set(source(t), n);
   const extraOutputs: Array<[string, number]> = [];
+  const prologue = new Map<string, number>(); // computed starting value's param name -> its node
   for (const [before, after] of l ? l.carry : []) {
     const node = nodes[before]!;
-    if (node.op !== "input" || !inputs.has(node.name as string)) {
-      throw new TraceError(
-        "unsupported-loop-start",
-        `the loop starts from node #${before} (${node.op}), a value computed before the loop; a TypeScript pipeline's loop starts from its arguments`,
-        "compute the starting value in a pipeline of its own and pass its result as the argument",
-      );
+    let arg: string;
+    let pname: string;
+    if (node.op === "input" && inputs.has(node.name as string)) {
+      arg = node.name as string;
+      pname = plainReads.has(before) ? `${arg}.state` : arg;
+    } else {
+      // A starting value computed before the loop: the prologue computes it on each call.
+      arg = pname = `start.${prologue.size}`;
+      prologue.set(pname, before);
     }
-    const arg = node.name as string;
-    const pname = plainReads.has(before) ? `${arg}.state` : arg;
     let out = byId.get(after);
     if (out === undefined) {
       out = `${pname}.next`;
@@ -726,7 +731,27 @@ function makeDocument(trace: Trace, inputs: Set<string>, returned: Array<[string
     ...returned.map(([n, t]) => ({ name: n, id: newId.get(String(source(t)))! })),
     ...extraOutputs.map(([n, i]) => ({ name: n, id: newId.get(String(i))! })),
   ];
-  return { doc, fed, state };
+  return { doc, fed, state, prologue };
+}
+
+// The document of the loop's computed starting values (the Python package's prologue, node for
+// node: the nodes they need under their trace ids, inputs fed).
+function prologueDocument(trace: Trace, starts: Map<string, number>, name: string | null): { doc: Record<string, unknown>; inputs: string[] } {
+  const seen = new Set<number>();
+  const stack = [...starts.values()];
+  while (stack.length) {
+    const i = stack.pop()!;
+    if (seen.has(i)) continue;
+    seen.add(i);
+    for (const [, ref] of portsOf(trace.nodes[i]!)) stack.push(ref);
+  }
+  const ids = [...seen].sort((a, b) => a - b);
+  const doc: Record<string, unknown> = { version: Math.max(1, ...ids.map((i) => trace.needs[i]!)) };
+  if (name) doc.name = name;
+  doc.nodes = ids.map((i) => ({ ...trace.nodes[i]! }));
+  doc.outputs = [...starts].map(([n, i]) => ({ name: n, id: i }));
+  const inputs = ids.filter((i) => trace.nodes[i]!.op === "input").map((i) => trace.nodes[i]!.name as string);
+  return { doc, inputs };
 }
 
 // The kept nodes the roots need, reads of state included.
@@ -808,6 +833,11 @@ export function traceFunction(fn: (...args: unknown[]) => unknown, self: unknown
   // The trace is finished, so its handles answer nothing: their ids come from the side table.
   const handles = returned.map(([n, t]) => [n, handleState.get(t as object)!.id] as [string, number]);
   const l = trace.loop ?? findLoop(trace.nodes, handles.map(([, t]) => t));
-  const { doc, fed, state } = makeDocument(trace, inputs, handles, l, name);
-  return { doc, text: JSON.stringify(doc), repeat: l ? l.count : 1, fed, state, outputs: handles.map(([n]) => n), structure };
+  const { doc, fed, state, prologue } = makeDocument(trace, inputs, handles, l, name);
+  let before: TracedDocument["prologue"] = null;
+  if (prologue.size) {
+    const p = prologueDocument(trace, prologue, name);
+    before = { doc: p.doc, text: JSON.stringify(p.doc), inputs: p.inputs, outputs: [...prologue.keys()] };
+  }
+  return { doc, text: JSON.stringify(doc), repeat: l ? l.count : 1, fed, state, outputs: handles.map(([n]) => n), structure, prologue: before };
 }

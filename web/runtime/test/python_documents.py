@@ -49,6 +49,14 @@ def scan(x, w):
     return [x, x.sum()]
 
 
+def accumulate(u, q):
+    total = u * 0.0  # a starting value computed before the loop: the prologue's
+    for _ in range(8):
+        u = (neighbours(u) + q) * 0.25
+        total = total + u
+    return [u, total]
+
+
 def once(x):
     return x.shift([1, 1], "wrap") * 3.0
 
@@ -63,8 +71,14 @@ def main():
         "coupled": (coupled, (f, f)),
         "scan": (scan, (f, sq)),
         "once": (once, (f,)),
+        "accumulate": (accumulate, (f, f)),
     }
-    out = {name: scellis.pipeline(fn).trace(*args).doc for name, (fn, args) in programs.items()}
+    out = {}
+    for name, (fn, args) in programs.items():
+        traced = scellis.pipeline(fn).trace(*args)
+        out[name] = traced.doc
+        if traced.prologue is not None:
+            out[name + ".prologue"] = json.loads(traced.prologue)
     json.dump(out, sys.stdout)
 
 
