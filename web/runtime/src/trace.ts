@@ -32,7 +32,8 @@ export type TraceErrorCode =
   | "bad-pipeline-output"
   | "bad-pipeline-argument"
   | "unknown-shape"
-  | "bad-attribute";
+  | "bad-attribute"
+  | "unknown-op";
 
 export class TraceError extends Error {
   readonly code: TraceErrorCode;
@@ -250,6 +251,9 @@ function valueRead(what: string): TraceError {
   );
 }
 
+// Properties a tensor-like value would read its values through.
+const VALUE_READS = new Set(["data", "value", "values", "length", "item", "buffer", "byteLength", "toArray", "toJSON", "at", "forEach", "map"]);
+
 function makeHandle(trace: Trace, id: number, shape: Shape, dtype: TraceDType): Handle {
   const self = (): Handle => proxy;
   const binary = (op: string, other: Handle | number): Handle => {
@@ -383,7 +387,10 @@ function makeHandle(trace: Trace, id: number, shape: Shape, dtype: TraceDType): 
       if (key === "dtype") return dtype;
       if (key === "ndim") return shape === null ? null : shape.length;
       if (typeof key === "string" && Object.prototype.hasOwnProperty.call(methods, key)) return methods[key];
-      if (typeof key === "string") throw valueRead(/^\d+$/.test(key) ? `reading element [${key}]` : `reading "${key}"`);
+      if (typeof key === "string" && (/^\d+$/.test(key) || VALUE_READS.has(key))) throw valueRead(/^\d+$/.test(key) ? `reading element [${key}]` : `reading "${key}"`);
+      if (typeof key === "string") {
+        throw new TraceError("unknown-op", `a traced tensor has no op "${key}"`, `its ops: ${Object.keys(methods).join(", ")}`);
+      }
       return undefined;
     },
     set() {

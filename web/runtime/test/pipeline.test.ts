@@ -401,6 +401,7 @@ test("the other trace errors by code", () => {
   }, "one-loop-per-pipeline");
   traceError((u: Handle) => loop(3, (x) => [x, x], u), "bad-loop-body");
   traceError(() => 42, "bad-pipeline-output", []);
+  traceError((u: Handle) => (u as unknown as { addd(x: number): Handle }).addd(1), "unknown-op");
   traceError((u: Handle) => u.add({} as Handle), "foreign-tensor");
   traceError((u: Handle) => where(u.gt(0), u, "x" as unknown as number), "foreign-tensor");
   const p = createPipeline((u: Handle) => u, { compiler });
