@@ -55,15 +55,17 @@ echo "== the Python package: every Tensor method against NumPy, sessions, errors
 
 echo "== the Studio's canvas: unit tests, and conformance of a WebGPU device (Dawn in Node) through the server"
 SCELLIS_BUILD="$(cd "$BUILD" && pwd)" npm --prefix web test --silent
-echo "== the browser runtime under Node: WebGPU (Dawn on SwiftShader) on the engine's device programs"
+# The WebAssembly engine, built by tools/build_wasm.sh (make test builds it): the browser runtime's
+# pipelines are lowered by it and the reference's tests run it. A missing build fails here, never
+# skips.
+for f in web/wasm/dist/scellis_reference.wasm web/wasm/dist/index.js; do
+  [ -f "$f" ] || { echo "missing $f: run tools/build_wasm.sh" >&2; exit 1; }
+done
+echo "== the browser runtime under Node: WebGPU (Dawn on SwiftShader) on the engine's device programs, and pipelines traced from TypeScript"
 SCELLIS_DEVICE_PROGRAM="$(cd "$BUILD" && pwd)/scellis_device_program" npm --prefix web/runtime test --silent
 echo "== the Studio in a real browser"
 SCELLIS_BUILD="$(cd "$BUILD" && pwd)" node --test tests/studio/
 echo "== WebAssembly reference: every example bit for bit as the native reference, in Node and in Chromium"
-# Built by tools/build_wasm.sh (make test builds it); a missing build fails here, never skips.
-for f in web/wasm/dist/scellis_reference.wasm web/wasm/dist/index.js; do
-  [ -f "$f" ] || { echo "missing $f: run tools/build_wasm.sh" >&2; exit 1; }
-done
 SCELLIS_BUILD="$(cd "$BUILD" && pwd)" npm --prefix web/wasm test --silent
 
 echo "== the fuzz corpora replayed through every fuzz target (built without libFuzzer)"

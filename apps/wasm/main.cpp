@@ -9,6 +9,10 @@
 // account of why WebGPU was not used ("no usable WebGPU adapter: <why>"), since only the page can
 // know it. Backend and executor are the native reference's own, "cpu" and "reference": it is the
 // same code, and its bits are the same.
+//
+// A second entry lowers a document to the device program the browser runtime (web/runtime)
+// executes on the page's own WebGPU, exactly as `scellis_device_program` writes it natively: the
+// runtime's pipelines (createPipeline) compile their traced documents through it.
 #include <cstdlib>
 #include <cstring>
 #include <string>
@@ -18,6 +22,8 @@
 #include "api/run.h"
 #include "base/diagnostic_json.h"
 #include "base/json_util.h"
+#include "pipeline/compile.h"
+#include "runtime/device_program.h"
 
 namespace scellis::wasm {
 namespace {
@@ -125,6 +131,70 @@ std::string RunToJson(const char* document_text, const char* options_text) {
   return report.dump();
 }
 
+// The options of a lowering: {"tier": ..., "bind": {"N": 64}, "limits": {the device's
+// max_storage_buffer_binding_size, min_storage_buffer_offset_alignment,
+// max_compute_workgroups_per_dimension}}; every field may be left out (WebGPU's guaranteed
+// limits, the document's own tier).
+Result<runtime::ProgramLimits> ParseProgramOptions(const std::string& text,
+                                                   pipeline::CompileOptions& compile) {
+  auto parsed = ParseUntrustedJson(text);
+  if (!parsed.ok() || !parsed->is_object())
+    return BadOption("the program options are not a JSON object");
+  std::vector<Diagnostic> errors;
+  runtime::ProgramLimits limits;
+  for (const auto& [key, value] : parsed->items()) {
+    if (key == "tier") {
+      auto tier = value.is_string() ? policy::ParseTier(value.get<std::string>()) : std::nullopt;
+      if (!tier)
+        errors.push_back(BadOption("\"tier\" is " + value.dump().substr(0, 64) +
+                                   ", expected \"debug\", \"prod\" or \"fast\""));
+      else
+        compile.lower.tier = tier;
+    } else if (key == "bind" && value.is_object()) {
+      for (const auto& [name, size] : value.items()) {
+        if (!size.is_number_integer() || size.get<int64_t>() < 0)
+          errors.push_back(BadOption("\"bind\"." + name + " is not a dimension size"));
+        else
+          compile.lower.bind[name] = size.get<int64_t>();
+      }
+    } else if (key == "limits" && value.is_object()) {
+      for (const auto& [name, v] : value.items()) {
+        if (!v.is_number_integer() || v.get<int64_t>() < 1) {
+          errors.push_back(BadOption("the limit \"" + name + "\" is not a positive integer"));
+        } else if (name == "max_storage_buffer_binding_size") {
+          limits.max_storage_buffer_binding_size = v.get<uint64_t>();
+        } else if (name == "min_storage_buffer_offset_alignment") {
+          limits.min_storage_buffer_offset_alignment = v.get<uint32_t>();
+        } else if (name == "max_compute_workgroups_per_dimension") {
+          limits.max_compute_workgroups_per_dimension = v.get<uint32_t>();
+        } else {
+          errors.push_back(BadOption("there is no device limit \"" + name + "\""));
+        }
+      }
+    } else {
+      errors.push_back(BadOption("there is no program option \"" + key + "\"",
+                                 "the options are tier, bind (an object) and limits (an object)"));
+    }
+  }
+  if (!errors.empty()) return Status(errors);
+  return limits;
+}
+
+std::string DeviceProgramToJson(const char* document_text, const char* options_text) {
+  const std::string_view text = document_text ? document_text : "";
+  pipeline::CompileOptions compile;
+  auto limits = ParseProgramOptions(options_text ? options_text : "", compile);
+  if (!limits.ok())
+    return Json{{"ok", false}, {"diagnostics", DiagnosticsToJson(limits.errors())}}.dump();
+  auto compiled = pipeline::Compile(text, compile);
+  if (!compiled.ok())
+    return Json{{"ok", false}, {"diagnostics", DiagnosticsJson(compiled.errors(), text)}}.dump();
+  auto program = runtime::BuildDeviceProgram(*compiled->plan, {}, limits.value());
+  if (!program.ok())
+    return Json{{"ok", false}, {"diagnostics", DiagnosticsJson(program.errors(), text)}}.dump();
+  return runtime::ToJson(*program).dump();
+}
+
 char* Copy(const std::string& s) {
   char* out = static_cast<char*>(std::malloc(s.size() + 1));
   if (out) std::memcpy(out, s.c_str(), s.size() + 1);
@@ -140,6 +210,13 @@ extern "C" {
 // returns the report or the refusal as UTF-8 JSON text, which the caller releases with free().
 char* scellis_run(const char* document_text, const char* options_json) {
   return scellis::wasm::Copy(scellis::wasm::RunToJson(document_text, options_json));
+}
+
+// Lowers the document (UTF-8 JSON text) to the device program the browser runtime executes, with
+// the options (a JSON object, see ParseProgramOptions); returns the program
+// ("scellis.device-program/1") or the refusal as UTF-8 JSON text, released with free().
+char* scellis_device_program(const char* document_text, const char* options_json) {
+  return scellis::wasm::Copy(scellis::wasm::DeviceProgramToJson(document_text, options_json));
 }
 
 // The engine's version (the project's, as the Studio server reports it); static storage.

@@ -227,5 +227,23 @@ TEST(DeviceProgram, TrainingStepCarriesParamsAndState) {
   EXPECT_EQ(p->tier, "debug");  // the document's, stricter than the --tier given
 }
 
+TEST(DeviceProgram, ALoopDocumentRepeatsItsDispatchesPerStep) {
+  // Jacobi's document: one sweep's graph, `repeat`ed 512 times with u carried. The program keeps
+  // one sweep's dispatches and says how often a step runs them; a document without `repeat` runs
+  // them once.
+  execplan::Plan plan = PlanOf(Example("pipelines/jacobi.json"));
+  auto p = BuildDeviceProgram(plan, {});
+  ASSERT_TRUE(p.ok()) << p.errors().front().Format();
+  EXPECT_EQ(p->repeat, 512);
+  EXPECT_EQ(ToJson(*p)["repeat"], 512);
+  ASSERT_EQ(p->carries.size(), 1u);
+  EXPECT_EQ(p->carries[0].to, "u");
+  EXPECT_LT(p->dispatches.size(), 512u);
+  auto once = BuildDeviceProgram(PlanOf(Example("center_columns.json")), {});
+  ASSERT_TRUE(once.ok());
+  EXPECT_EQ(once->repeat, 1);
+  EXPECT_EQ(ToJson(*once)["repeat"], 1);
+}
+
 }  // namespace
 }  // namespace scellis::runtime

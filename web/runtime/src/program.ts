@@ -77,6 +77,12 @@ export interface DeviceProgram {
   tolerance: { class: string; atol: number; rtol: number };
   limits: ProgramLimits;
   max_steps_per_submission: number;
+  // Iterations of the dispatch list per step (a document's `repeat`; 1 when left out), the
+  // carries swapped after every one; a step's watched values are its last iteration's.
+  repeat: number;
+  // Iterations one dispatch runs (> 1 for a temporally blocked loop body; 1 when left out): the
+  // dispatch list is recorded repeat / iterations_per_dispatch times per step.
+  iterations_per_dispatch: number;
   buffers: ProgramBuffer[];
   sources: ProgramSource[];
   inputs: ProgramInput[];
@@ -110,6 +116,11 @@ export function parseProgram(value: unknown): DeviceProgram {
     if (!Array.isArray(p[key])) bad(`the program has no "${key}" list`);
   }
   if (!isCount(p.max_steps_per_submission) || p.max_steps_per_submission < 1) bad("max_steps_per_submission must be a positive count");
+  if (p.repeat === undefined) p.repeat = 1;
+  if (!isCount(p.repeat) || p.repeat < 1) bad("repeat must be a positive count");
+  if (p.iterations_per_dispatch === undefined) p.iterations_per_dispatch = 1;
+  if (!isCount(p.iterations_per_dispatch) || p.iterations_per_dispatch < 1 || p.repeat % p.iterations_per_dispatch !== 0)
+    bad("iterations_per_dispatch must be a positive count dividing repeat");
   const nb = p.buffers.length;
   p.buffers.forEach((b, i) => {
     if (b.id !== i) bad(`buffers[${i}] has id ${b.id}`);

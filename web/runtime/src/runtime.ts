@@ -1,13 +1,14 @@
 // The browser runtime: executes a Scellis device program through WebGPU the way the native
 // backend does — buffers as planned, every dispatch of a run in one command encoder and one queue
-// submission, every value read back through one staging buffer mapped once. Carried values
-// ping-pong: after a step, a carried output's buffer and its input's buffer swap roles, so no step
-// copies state. Software adapters (SwiftShader, lavapipe, a fallback adapter) are not a GPU: the
-// runtime reports backend "none" for them unless asked to take one.
+// submission, every value read back through one staging buffer mapped once (a program's `repeat`
+// records its dispatches repeat / iterations_per_dispatch times per step). Carried values
+// ping-pong: after an iteration, a carried output's buffer and its input's buffer swap roles, so
+// no iteration copies state. Software adapters (SwiftShader, lavapipe, a fallback adapter) are
+// not a GPU: the runtime reports backend "none" for them unless asked to take one.
 
 import { ScellisRuntimeError, type ScellisRuntimeErrorCode } from "./errors.js";
 import { base64ToBytes, type DeviceProgram, type ProgramInput, type ProgramOutput, parseProgram } from "./program.js";
-import { decode, elementCount, type Feeds, feedBytes, type Tensor } from "./tensor.js";
+import { decode, elementCount, type Feeds, feedBytes, type FeedValue, type Tensor } from "./tensor.js";
 
 export interface RuntimeOptions {
   // Take a software adapter (adapter info says cpu, SwiftShader, llvmpipe, lavapipe, or a fallback
@@ -532,35 +533,43 @@ export class Session {
       if (staging) scratch.push(staging);
 
       const encoder = d.createCommandEncoder({ label: `${p.name}: ${n} steps` });
+      // A temporally blocked body runs several iterations per dispatch: fewer rounds per step.
+      const rounds = p.repeat / p.iterations_per_dispatch;
       for (let k = 0; k < n; k++) {
-        let pass = encoder.beginComputePass();
-        for (const ds of p.dispatches) {
-          if (this.#poisonFill) {
-            pass.end();
-            const out = this.#writtenRange(ds);
-            encoder.copyBufferToBuffer(this.#poisonFill, 0, this.#phys[out.buffer]!, out.offset, out.size);
-            pass = encoder.beginComputePass();
+        for (let it = 0; it < rounds; it++) {
+          let pass = encoder.beginComputePass();
+          for (const ds of p.dispatches) {
+            if (this.#poisonFill) {
+              pass.end();
+              const out = this.#writtenRange(ds);
+              encoder.copyBufferToBuffer(this.#poisonFill, 0, this.#phys[out.buffer]!, out.offset, out.size);
+              pass = encoder.beginComputePass();
+            }
+            const entries = ds.bindings.map((b) => {
+              const st = staged.get(b.buffer);
+              if (st) return { buffer: st.buffer, offset: k * st.stride + b.offset, size: b.size || st.size };
+              return { buffer: this.#phys[b.buffer]!, offset: b.offset, size: b.size };
+            });
+            pass.setPipeline(this.#pipelines[ds.pipeline]!);
+            pass.setBindGroup(0, this.#bindGroup(ds.pipeline, entries));
+            pass.dispatchWorkgroups(ds.workgroups[0], ds.workgroups[1], ds.workgroups[2]);
+            dispatches++;
           }
-          const entries = ds.bindings.map((b) => {
-            const st = staged.get(b.buffer);
-            if (st) return { buffer: st.buffer, offset: k * st.stride + b.offset, size: b.size || st.size };
-            return { buffer: this.#phys[b.buffer]!, offset: b.offset, size: b.size };
-          });
-          pass.setPipeline(this.#pipelines[ds.pipeline]!);
-          pass.setBindGroup(0, this.#bindGroup(ds.pipeline, entries));
-          pass.dispatchWorkgroups(ds.workgroups[0], ds.workgroups[1], ds.workgroups[2]);
-          dispatches++;
-        }
-        pass.end();
-        watched.forEach((w, i) => {
-          if (!slotBytes[i]) return;
-          encoder.copyBufferToBuffer(this.#source(w), 0, staging!, at[i]! + k * slotBytes[i]!, slotBytes[i]!);
-        });
-        // The carried outputs become next step's inputs by swapping buffers, not by copying.
-        for (const c of this.#carries) {
-          const t = this.#phys[c.fromBuffer]!;
-          this.#phys[c.fromBuffer] = this.#phys[c.toBuffer]!;
-          this.#phys[c.toBuffer] = t;
+          pass.end();
+          // The last iteration's values are the step's.
+          if (it + 1 === rounds) {
+            watched.forEach((w, i) => {
+              if (!slotBytes[i]) return;
+              encoder.copyBufferToBuffer(this.#source(w), 0, staging!, at[i]! + k * slotBytes[i]!, slotBytes[i]!);
+            });
+          }
+          // The carried outputs become the next iteration's inputs by swapping buffers, not by
+          // copying.
+          for (const c of this.#carries) {
+            const t = this.#phys[c.fromBuffer]!;
+            this.#phys[c.fromBuffer] = this.#phys[c.toBuffer]!;
+            this.#phys[c.toBuffer] = t;
+          }
         }
       }
       d.queue.submit([encoder.finish()]);
@@ -633,6 +642,20 @@ export class Session {
       if (e && !found) found = new ScellisRuntimeError(code, `WebGPU reported: ${e.message}`);
     }
     return found;
+  }
+
+  // Replaces the current value of a param or a carried input (the starting state of a pipeline's
+  // next call): a queue write, no submission of its own; the next run sees it. Returns the bytes
+  // written.
+  upload(name: string, value: FeedValue): number {
+    this.#usable();
+    const input = this.#input(name);
+    if (this.#isStepFed(input)) {
+      throw new ScellisRuntimeError("bad-feed", `the input "${name}" is fed every step, not uploaded`, "pass it to run() or runSteps()");
+    }
+    const bytes = this.#write(this.#phys[input.buffer]!, 0, feedBytes(name, value, input.shape, input.dtype));
+    this.#pendingCarried.delete(name);
+    return bytes;
   }
 
   // The current value of an output or an input, by name (one submission, one map).

@@ -126,6 +126,39 @@ test("runSteps records every step into one encoder, one submission, one map", as
   rt.destroy();
 });
 
+test("a program's repeat records its dispatches that many times per step, the carry swapping after each, in one submission", async () => {
+  const f = fakeGpu();
+  const rt = await createRuntime({ gpu: f.gpu });
+  const s = await rt.prepare({ ...program(), repeat: 4 });
+  const before = { submits: f.counters.submits, maps: f.counters.maps, dispatches: f.counters.dispatches.length };
+  const r = await s.runSteps(2, { feedsPerStep: [xs(1), xs(2)], watch: ["out"] });
+  assert.equal(f.counters.submits - before.submits, 1);
+  assert.equal(f.counters.maps - before.maps, 1);
+  assert.equal(r.stats.dispatches, 2 * 4 * 2);
+  const ds = f.counters.dispatches.slice(before.dispatches);
+  assert.equal(ds.length, 16);
+  // Every iteration reads as "state" what the one before wrote as "upd"; a step's feed slot is
+  // bound by all of its iterations.
+  for (let i = 0; i + 1 < 8; i++) assert.equal(ds[2 * i + 1]!.bindings[2]!.buffer, ds[2 * (i + 1)]!.bindings[1]!.buffer);
+  for (let i = 0; i < 8; i++) assert.equal(ds[2 * i]!.bindings[0]!.offset, i < 4 ? 0 : 256);
+  // Only the last iteration's "out" of each step is read back: one slot per step.
+  assert.equal(r.stats.readbackBytes, 2 * 16);
+  await assert.rejects(rt.prepare({ ...program(), repeat: 0 }), { code: "bad-program" });
+  await assert.rejects(rt.prepare({ ...program(), repeat: 4, iterations_per_dispatch: 3 }), { code: "bad-program" });
+  rt.destroy();
+});
+
+test("a temporally blocked program records its dispatch list repeat / iterations_per_dispatch times per step", async () => {
+  const f = fakeGpu();
+  const rt = await createRuntime({ gpu: f.gpu });
+  const s = await rt.prepare({ ...program(), repeat: 8, iterations_per_dispatch: 4 });
+  const before = f.counters.dispatches.length;
+  const r = await s.runSteps(2, { feedsPerStep: [xs(1), xs(2)], watch: ["out"] });
+  assert.equal(r.stats.dispatches, 2 * 2 * 2);
+  assert.equal(f.counters.dispatches.length - before, 8);
+  rt.destroy();
+});
+
 test("execute: one submission, one map, every output, pipelines compiled once", async () => {
   const f = fakeGpu();
   const rt = await createRuntime({ gpu: f.gpu });

@@ -93,6 +93,33 @@ export interface Reference {
    * ScellisReferenceError when the document or the options are refused.
    */
   run(documentText: string, options: RunOptions): RunResult;
+  /**
+   * Lowers the document to the device program ("scellis.device-program/1") the browser runtime
+   * (@scellis/runtime) executes on the page's WebGPU device — what `scellis_device_program`
+   * writes natively; throws ScellisReferenceError when the document is refused.
+   */
+  deviceProgram(documentText: string, options?: DeviceProgramOptions): DeviceProgram;
+}
+
+export interface DeviceProgramOptions {
+  /** The determinism tier; leave it out when the document declares one. */
+  tier?: Tier;
+  /** Sizes of the document's symbolic dimensions. */
+  bind?: Record<string, number>;
+  /** The device's limits the program is laid out for (WebGPU's guaranteed ones when left out). */
+  limits?: {
+    max_storage_buffer_binding_size?: number;
+    min_storage_buffer_offset_alignment?: number;
+    max_compute_workgroups_per_dimension?: number;
+  };
+}
+
+/** A device program as JSON data (its structure is @scellis/runtime's to check). */
+export interface DeviceProgram {
+  format: "scellis.device-program/1";
+  name: string;
+  repeat: number;
+  [key: string]: unknown;
 }
 
 export interface LoadOptions {
@@ -168,10 +195,37 @@ export async function loadReference(options: LoadOptions = {}): Promise<Referenc
   // used again.
   let broken: Diagnostic | null = null;
 
+  // One call into the module: the document and the request in, the answer (JSON) out, a refusal
+  // thrown with its diagnostics.
+  function call(entry: (documentText: number, optionsJson: number) => number, documentText: string, request: object): unknown {
+    if (broken) throw new ScellisReferenceError([broken]);
+    const documentPointer = copyIn(module, documentText);
+    let optionsPointer = 0;
+    let answer: string;
+    try {
+      optionsPointer = copyIn(module, JSON.stringify(request));
+      const resultPointer = entry(documentPointer, optionsPointer);
+      if (!resultPointer) throw new ScellisReferenceError([outOfMemory(0)]);
+      answer = module.UTF8ToString(resultPointer);
+      module._free(resultPointer);
+    } catch (error) {
+      if (error instanceof ScellisReferenceError) throw error;
+      broken = stopped(error);
+      throw new ScellisReferenceError([broken]);
+    } finally {
+      if (!broken) {
+        module._free(documentPointer);
+        if (optionsPointer) module._free(optionsPointer);
+      }
+    }
+    const parsed = JSON.parse(answer) as { ok?: false; diagnostics?: Diagnostic[] };
+    if (parsed.ok === false) throw new ScellisReferenceError(parsed.diagnostics ?? []);
+    return parsed;
+  }
+
   return {
     version,
     run(documentText: string, runOptions: RunOptions): RunResult {
-      if (broken) throw new ScellisReferenceError([broken]);
       const request = {
         why_no_webgpu: runOptions.whyNoWebGPU,
         ...(runOptions.tier !== undefined && { tier: runOptions.tier }),
@@ -180,28 +234,15 @@ export async function loadReference(options: LoadOptions = {}): Promise<Referenc
         ...(runOptions.bind !== undefined && { bind: runOptions.bind }),
         ...(runOptions.budget !== undefined && { budget: runOptions.budget }),
       };
-      const documentPointer = copyIn(module, documentText);
-      let optionsPointer = 0;
-      let answer: string;
-      try {
-        optionsPointer = copyIn(module, JSON.stringify(request));
-        const resultPointer = module._scellis_run(documentPointer, optionsPointer);
-        if (!resultPointer) throw new ScellisReferenceError([outOfMemory(0)]);
-        answer = module.UTF8ToString(resultPointer);
-        module._free(resultPointer);
-      } catch (error) {
-        if (error instanceof ScellisReferenceError) throw error;
-        broken = stopped(error);
-        throw new ScellisReferenceError([broken]);
-      } finally {
-        if (!broken) {
-          module._free(documentPointer);
-          if (optionsPointer) module._free(optionsPointer);
-        }
-      }
-      const parsed = JSON.parse(answer) as RunResult | { ok: false; diagnostics: Diagnostic[] };
-      if ("ok" in parsed && parsed.ok === false) throw new ScellisReferenceError(parsed.diagnostics);
-      return parsed as RunResult;
+      return call((d, o) => module._scellis_run(d, o), documentText, request) as RunResult;
+    },
+    deviceProgram(documentText: string, programOptions: DeviceProgramOptions = {}): DeviceProgram {
+      const request = {
+        ...(programOptions.tier !== undefined && { tier: programOptions.tier }),
+        ...(programOptions.bind !== undefined && { bind: programOptions.bind }),
+        ...(programOptions.limits !== undefined && { limits: programOptions.limits }),
+      };
+      return call((d, o) => module._scellis_device_program(d, o), documentText, request) as DeviceProgram;
     },
   };
 }

@@ -2,6 +2,7 @@
 // (dist/scellis_reference.js, from apps/wasm/main.cpp): only the parts index.ts uses.
 export interface ScellisReferenceModule {
   _scellis_run(documentText: number, optionsJson: number): number;
+  _scellis_device_program(documentText: number, optionsJson: number): number;
   _scellis_version(): number;
   _malloc(bytes: number): number;
   _free(pointer: number): void;

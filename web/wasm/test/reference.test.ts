@@ -2,8 +2,10 @@
 // module under Node and by the `scellis` binary, must give the same outputs bit for bit, the same
 // content id and tier; a refused document the same diagnostics, pointer included.
 import assert from "node:assert/strict";
-import { existsSync, readFileSync } from "node:fs";
-import { join } from "node:path";
+import { execFileSync } from "node:child_process";
+import { existsSync, mkdtempSync, readFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { dirname, join, resolve } from "node:path";
 import { before, test } from "node:test";
 
 import { loadReference, ScellisReferenceError, type Reference } from "@scellis/wasm-reference";
@@ -121,4 +123,32 @@ test("bad options are refused by name, and the instance runs on afterwards", () 
   const ok = reference.run(text, { tier: "prod", whyNoWebGPU: WHY });
   assert.deepEqual(ok.outputs.values.data, [0, 60, 120]);
   assert.match(reference.version, /^\d+\.\d+\.\d+$/);
+});
+
+// The device program: what the browser runtime executes on the page's WebGPU device, lowered in
+// the module, must be the program the native `scellis_device_program` writes — WGSL, bindings,
+// grids and the loop's repeat alike.
+test("deviceProgram: the native scellis_device_program's program, field for field", () => {
+  const tool = resolve(dirname(scellis), "scellis_device_program");
+  assert.ok(existsSync(tool), `the native tool ${tool} is missing: cmake --build build --target scellis_device_program`);
+  const out = join(mkdtempSync(join(tmpdir(), "scellis-program-")), "program.json");
+  for (const [file, tier] of [["pipelines/jacobi.json", "prod"], ["life_glider.json", "prod"], ["center_columns.json", "debug"]] as const) {
+    execFileSync(tool, [join(root, "examples", file), "--tier", tier, "--out", out]);
+    const native = JSON.parse(readFileSync(out, "utf8"));
+    const wasm = reference.deviceProgram(readFileSync(join(root, "examples", file), "utf8"), { tier });
+    assert.deepEqual(wasm, native, file);
+  }
+  assert.equal(reference.deviceProgram(readFileSync(join(root, "examples/pipelines/jacobi.json"), "utf8"), { tier: "prod" }).repeat, 512);
+  // The device's limits lay the program out: a small binding cap tiles the large elementwise kernel.
+  type Laid = { limits: { max_storage_buffer_binding_size: number }; dispatches: unknown[] };
+  const jacobi = readFileSync(join(root, "examples/pipelines/jacobi.json"), "utf8");
+  const plain = reference.deviceProgram(jacobi, { tier: "prod" }) as unknown as Laid;
+  const capped = reference.deviceProgram(jacobi, { tier: "prod", limits: { max_storage_buffer_binding_size: 1 << 20 } }) as unknown as Laid;
+  assert.equal(capped.limits.max_storage_buffer_binding_size, 1 << 20);
+  assert.ok(capped.dispatches.length > plain.dispatches.length, `${capped.dispatches.length} dispatches under a 1 MiB cap, ${plain.dispatches.length} without`);
+  assert.throws(() => reference.deviceProgram("{}", { tier: "prod" }), (e: unknown) => e instanceof ScellisReferenceError && e.diagnostics.length > 0);
+  assert.throws(
+    () => reference.deviceProgram(readFileSync(join(root, "examples/center_columns.json"), "utf8"), { limits: { warp_size: 32 } } as never),
+    (e: unknown) => e instanceof ScellisReferenceError && e.code === "bad-run-option",
+  );
 });

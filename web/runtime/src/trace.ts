@@ -1,0 +1,850 @@
+// Tracing: a plain function over symbolic tensor handles, called once, recorded as graph protocol
+// nodes and made into one version-5 document whose graph is one loop body run `repeat` times, its
+// loop state carried between iterations — the document the Python package's `scellis.pipeline`
+// makes of the same program (python/scellis/pipeline.py; the roll-up below is the same algorithm,
+// so the two documents are equal after canonical ordering, and a test holds them to it).
+//
+// How a loop becomes one body. A `for` loop over a static count runs during the trace and records
+// one copy of its body per pass. The trace is then rolled up: the longest stretch of nodes that is
+// the same body repeated, each copy reading the previous copy's values where the first read the
+// loop's starting values, becomes the document's graph with `repeat` the number of copies; what
+// the first copy read from before the loop, and the copies after it from their predecessor, is
+// the carried state. Every copy is checked node by node and port by port against the first, so the
+// document computes what the unrolled trace computes; a trace with no such stretch runs once.
+// `loop(n, body, ...state)` says the same explicitly: the body is traced once, whatever n is.
+//
+// Handle rules, named build-time errors (TraceError): reading a value inside the function
+// (element reads, arithmetic or comparison operators, spreading, enumerating: value-read-in-trace),
+// control flow waiting on a value (awaiting a handle, an async or generator function:
+// data-dependent-control-flow), a handle kept from an earlier trace (stale-handle), a loop count
+// that is not a static integer (loop-count-not-static).
+
+export type TraceErrorCode =
+  | "value-read-in-trace"
+  | "data-dependent-control-flow"
+  | "stale-handle"
+  | "foreign-tensor"
+  | "loop-count-not-static"
+  | "one-loop-per-pipeline"
+  | "bad-loop-state"
+  | "bad-loop-body"
+  | "bad-loop-count"
+  | "bad-pipeline-output"
+  | "bad-pipeline-argument"
+  | "unknown-shape"
+  | "bad-attribute"
+  | "unknown-op";
+
+export class TraceError extends Error {
+  readonly code: TraceErrorCode;
+  readonly help: string | null;
+
+  constructor(code: TraceErrorCode, message: string, help: string | null = null) {
+    super(message);
+    this.name = "TraceError";
+    this.code = code;
+    this.help = help;
+  }
+}
+
+export type TraceDType = "f32" | "f16" | "i32" | "u32" | "bool";
+type Shape = number[] | null;
+export type DocNode = Record<string, unknown> & { id: number; op: string };
+
+// The engine's op table, for the ops a handle offers: each op's input ports (in the table's
+// order), its family and the protocol version it needs (`scellis ops --json`).
+const OPS: Record<string, { ports: string[]; family: string; version: number }> = {
+  input: { ports: [], family: "source", version: 1 },
+  full: { ports: [], family: "source", version: 1 },
+  add: { ports: ["a", "b"], family: "elementwise", version: 1 },
+  sub: { ports: ["a", "b"], family: "elementwise", version: 1 },
+  mul: { ports: ["a", "b"], family: "elementwise", version: 1 },
+  div: { ports: ["a", "b"], family: "elementwise", version: 2 },
+  maximum: { ports: ["a", "b"], family: "elementwise", version: 3 },
+  minimum: { ports: ["a", "b"], family: "elementwise", version: 3 },
+  neg: { ports: ["a"], family: "elementwise", version: 2 },
+  relu: { ports: ["a"], family: "elementwise", version: 1 },
+  exp: { ports: ["a"], family: "elementwise", version: 2 },
+  log: { ports: ["a"], family: "elementwise", version: 2 },
+  sqrt: { ports: ["a"], family: "elementwise", version: 2 },
+  tanh: { ports: ["a"], family: "elementwise", version: 2 },
+  sigmoid: { ports: ["a"], family: "elementwise", version: 2 },
+  clamp: { ports: ["a"], family: "elementwise", version: 3 },
+  cast: { ports: ["a"], family: "elementwise", version: 3 },
+  eq: { ports: ["a", "b"], family: "elementwise", version: 3 },
+  ne: { ports: ["a", "b"], family: "elementwise", version: 3 },
+  lt: { ports: ["a", "b"], family: "elementwise", version: 3 },
+  le: { ports: ["a", "b"], family: "elementwise", version: 3 },
+  gt: { ports: ["a", "b"], family: "elementwise", version: 3 },
+  ge: { ports: ["a", "b"], family: "elementwise", version: 3 },
+  where: { ports: ["cond", "a", "b"], family: "elementwise", version: 3 },
+  shift: { ports: ["a"], family: "neighbour", version: 5 },
+  life: { ports: ["a"], family: "stencil", version: 1 },
+  matmul: { ports: ["a", "b"], family: "matmul", version: 1 },
+  sum: { ports: ["a"], family: "reduce", version: 1 },
+  mean: { ports: ["a"], family: "reduce", version: 2 },
+  cumsum: { ports: ["a"], family: "reduce", version: 5 },
+  reshape: { ports: ["a"], family: "layout", version: 2 },
+  transpose: { ports: ["a"], family: "layout", version: 1 },
+};
+
+function portsOf(node: DocNode): Array<[string, number]> {
+  const names = OPS[node.op]!.ports;
+  const out: Array<[string, number]> = [];
+  for (const [k, v] of Object.entries(node)) if (names.includes(k)) out.push([k, v as number]);
+  return out;
+}
+
+function broadcast(a: Shape, b: Shape): Shape {
+  if (a === null || b === null) return null;
+  const n = Math.max(a.length, b.length);
+  const out: number[] = [];
+  for (let i = 0; i < n; i++) {
+    const x = a[a.length - n + i] ?? 1;
+    const y = b[b.length - n + i] ?? 1;
+    if (x !== y && x !== 1 && y !== 1) return null; // the engine names the mismatch
+    out.push(x === 1 ? y : x);
+  }
+  return out;
+}
+
+function sameShape(a: Shape, b: Shape): boolean {
+  return a !== null && b !== null && a.length === b.length && a.every((s, i) => s === b[i]);
+}
+
+// The protocol version the forms of a node need beyond its op's own (the protocol's rules, as
+// the Python package applies them): broadcasting two non-scalar shapes, a reduction over one axis
+// or with keepdim, a batched matmul. An unknown shape counts as the newer form.
+function versionOfFeatures(op: string, ports: Record<string, Handle>, attrs: Record<string, unknown>): number {
+  if ((op === "sum" || op === "mean") && (attrs.axis !== undefined || attrs.keepdim)) return 2;
+  const shapes = (["a", "b"] as const).filter((p) => p in ports).map((p) => ports[p]!.shape);
+  if (op === "matmul" && shapes.some((s) => s === null || s.length > 2)) return 2;
+  const isScalar = (s: Shape) => s !== null && s.length === 0;
+  const equal = (a: Shape, b: Shape) => (a === null && b === null) || sameShape(a, b);
+  if (OPS[op]!.family === "elementwise" && shapes.length === 2 && !equal(shapes[0]!, shapes[1]!) && !shapes.some(isScalar)) return 2;
+  return 1;
+}
+
+function isStaticCount(n: unknown): n is number {
+  return typeof n === "number" && Number.isInteger(n);
+}
+
+// ---- the trace ----
+
+interface LoopInfo {
+  start: number;
+  length: number;
+  count: number;
+  carry: Map<number, number>; // node before the loop read as state -> the body node that replaces it
+  carried: Set<string>; // "node,port" reads of the first copy that are state
+  tracedCopies: number; // `count` for an unrolled loop, 1 for loop()
+}
+
+const loopEnd = (l: LoopInfo) => l.start + l.length * l.tracedCopies;
+const loopLast = (l: LoopInfo) => loopEnd(l) - l.length;
+
+export class Trace {
+  readonly nodes: DocNode[] = [];
+  readonly needs: number[] = [];
+  readonly types: Array<[Shape, TraceDType]> = [];
+  done = false;
+  loop: LoopInfo | null = null;
+
+  add(op: string, ports: Record<string, Handle>, attrs: Record<string, unknown> = {}, shape: Shape = null, dtype: TraceDType = "f32"): Handle {
+    if (this.done) throw stale();
+    for (const h of Object.values(ports)) this.own(h);
+    const node: DocNode = { id: this.nodes.length, op };
+    for (const [port, h] of Object.entries(ports)) node[port] = h.id;
+    for (const [key, value] of Object.entries(attrs)) node[key] = value;
+    this.nodes.push(node);
+    this.needs.push(Math.max(OPS[op]!.version, versionOfFeatures(op, ports, attrs)));
+    this.types.push([shape === null ? null : [...shape], dtype]);
+    return makeHandle(this, node.id, shape === null ? null : [...shape], dtype);
+  }
+
+  own(h: unknown): Handle {
+    const state = handleState.get(h as object);
+    if (!state) throw new TraceError("foreign-tensor", `expected a traced tensor, got ${describe(h)}`, "compute with the pipeline's arguments and the ops of their handles");
+    if (state.trace.done || this.done) throw stale();
+    if (state.trace !== this) throw new TraceError("foreign-tensor", "the tensor belongs to another pipeline's trace");
+    return h as Handle;
+  }
+}
+
+function describe(v: unknown): string {
+  if (v === null) return "null";
+  if (typeof v === "object") return (v as object).constructor?.name ?? "an object";
+  return `${typeof v} ${String(v)}`;
+}
+
+function stale(): TraceError {
+  return new TraceError(
+    "stale-handle",
+    "the tensor belongs to an earlier, finished trace of a pipeline: tensors of a trace are symbolic and die with it",
+    "keep no tensors between calls; return them from the pipeline and use the results",
+  );
+}
+
+// ---- handles ----
+
+// What a handle's function sees: a symbolic tensor. Every method adds a node of the trace.
+export interface Handle {
+  readonly id: number;
+  readonly shape: number[] | null;
+  readonly dtype: TraceDType;
+  readonly ndim: number | null;
+  add(other: Handle | number): Handle;
+  sub(other: Handle | number): Handle;
+  mul(other: Handle | number): Handle;
+  div(other: Handle | number): Handle;
+  maximum(other: Handle | number): Handle;
+  minimum(other: Handle | number): Handle;
+  neg(): Handle;
+  relu(): Handle;
+  exp(): Handle;
+  log(): Handle;
+  sqrt(): Handle;
+  tanh(): Handle;
+  sigmoid(): Handle;
+  life(): Handle;
+  clamp(bounds: { min?: number; max?: number }): Handle;
+  cast(dtype: "f32" | "bool"): Handle;
+  eq(other: Handle | number): Handle;
+  ne(other: Handle | number): Handle;
+  lt(other: Handle | number): Handle;
+  le(other: Handle | number): Handle;
+  gt(other: Handle | number): Handle;
+  ge(other: Handle | number): Handle;
+  // this where `condition` is true, else `other`.
+  where(condition: Handle, other: Handle | number): Handle;
+  // out[i] = this[i - shifts] along every axis (torch.roll's direction); `boundary` says what is
+  // read where i - shifts leaves the axis: "zero", "wrap" (toroidal) or "clamp".
+  shift(shifts: number | number[], boundary?: "zero" | "wrap" | "clamp"): Handle;
+  // torch.roll over `dims` (every axis when left out): a wrapping shift.
+  roll(shifts: number | number[], dims?: number | number[]): Handle;
+  matmul(other: Handle): Handle;
+  sum(axis?: number | null, keepdim?: boolean): Handle;
+  mean(axis?: number | null, keepdim?: boolean): Handle;
+  // Running sums along `axis`, in a fixed order.
+  cumsum(axis: number): Handle;
+  reshape(...shape: number[]): Handle;
+  transpose(): Handle;
+}
+
+interface HandleState {
+  trace: Trace;
+  id: number;
+  shape: Shape;
+  dtype: TraceDType;
+}
+const handleState = new WeakMap<object, HandleState>();
+
+export function isHandle(v: unknown): v is Handle {
+  return typeof v === "object" && v !== null && handleState.has(v);
+}
+
+function valueRead(what: string): TraceError {
+  return new TraceError(
+    "value-read-in-trace",
+    `${what} reads the value of a traced tensor inside a pipeline, where tensors are symbolic: the function is traced once and its values exist only when it runs`,
+    "compute with the handle's ops (t.add(u), t.lt(0), where(...)) and read the pipeline's result",
+  );
+}
+
+// Properties a tensor-like value would read its values through.
+const VALUE_READS = new Set(["data", "value", "values", "length", "item", "buffer", "byteLength", "toArray", "toJSON", "at", "forEach", "map"]);
+
+function makeHandle(trace: Trace, id: number, shape: Shape, dtype: TraceDType): Handle {
+  const self = (): Handle => proxy;
+  const binary = (op: string, other: Handle | number): Handle => {
+    if (isHandle(other)) {
+      trace.own(other);
+      return trace.add(op, { a: self(), b: other }, {}, broadcast(shape, other.shape), dtype);
+    }
+    if (typeof other === "number") return trace.add(op, { a: self() }, { scalar: other }, shape, dtype);
+    throw new TraceError("foreign-tensor", `${op} takes a traced tensor or a number, got ${describe(other)}`);
+  };
+  const compare = (op: string, other: Handle | number): Handle => {
+    if (isHandle(other)) {
+      trace.own(other);
+      return trace.add(op, { a: self(), b: other }, {}, broadcast(shape, other.shape), "bool");
+    }
+    if (typeof other === "number") return trace.add(op, { a: self() }, { scalar: other }, shape, "bool");
+    throw new TraceError("foreign-tensor", `${op} takes a traced tensor or a number, got ${describe(other)}`);
+  };
+  const unary = (op: string) => (): Handle => trace.add(op, { a: self() }, {}, shape, dtype);
+  const reduce = (op: string) => (axis: number | null = null, keepdim = false): Handle => {
+    const rank = shape?.length ?? null;
+    if (axis !== null && rank !== null && axis < 0) axis += rank;
+    const attrs: Record<string, unknown> = {};
+    if (axis !== null) attrs.axis = axis;
+    if (keepdim) attrs.keepdim = true;
+    let out: Shape = null;
+    if (rank !== null) {
+      if (axis === null) out = keepdim ? new Array<number>(rank).fill(1) : [];
+      else if (axis >= 0 && axis < rank) out = shape!.flatMap((s, i) => (i === axis ? (keepdim ? [1] : []) : [s]));
+    }
+    return trace.add(op, { a: self() }, attrs, out, dtype);
+  };
+  const shiftOp = (shifts: number | number[], boundary: "zero" | "wrap" | "clamp" = "zero"): Handle => {
+    const list = typeof shifts === "number" ? [shifts] : [...shifts];
+    if (!list.every(Number.isInteger)) throw new TraceError("bad-attribute", `shift takes integer shifts, got [${list.join(", ")}]`);
+    return trace.add("shift", { a: self() }, { shifts: list, boundary }, shape, dtype);
+  };
+  const methods: Record<string, unknown> = {
+    add: (o: Handle | number) => binary("add", o),
+    sub: (o: Handle | number) => binary("sub", o),
+    mul: (o: Handle | number) => binary("mul", o),
+    div: (o: Handle | number) => binary("div", o),
+    maximum: (o: Handle | number) => binary("maximum", o),
+    minimum: (o: Handle | number) => binary("minimum", o),
+    neg: unary("neg"),
+    relu: unary("relu"),
+    exp: unary("exp"),
+    log: unary("log"),
+    sqrt: unary("sqrt"),
+    tanh: unary("tanh"),
+    sigmoid: unary("sigmoid"),
+    life: unary("life"),
+    clamp: (bounds: { min?: number; max?: number }) => {
+      const attrs: Record<string, unknown> = {};
+      if (bounds.min !== undefined) attrs.min = bounds.min;
+      if (bounds.max !== undefined) attrs.max = bounds.max;
+      if (!Object.keys(attrs).length) throw new TraceError("bad-attribute", "clamp needs min, max or both");
+      return trace.add("clamp", { a: self() }, attrs, shape, dtype);
+    },
+    cast: (to: "f32" | "bool") => trace.add("cast", { a: self() }, { dtype: to }, shape, to),
+    eq: (o: Handle | number) => compare("eq", o),
+    ne: (o: Handle | number) => compare("ne", o),
+    lt: (o: Handle | number) => compare("lt", o),
+    le: (o: Handle | number) => compare("le", o),
+    gt: (o: Handle | number) => compare("gt", o),
+    ge: (o: Handle | number) => compare("ge", o),
+    where: (condition: Handle, other: Handle | number) => where(condition, self(), other),
+    shift: shiftOp,
+    roll: (shifts: number | number[], dims?: number | number[]) => {
+      if (shape === null) throw new TraceError("unknown-shape", "roll needs the tensor's rank, which is not known here", "use shift() with one entry per axis");
+      const rank = shape.length;
+      const list = typeof shifts === "number" ? [shifts] : [...shifts];
+      let axes: number[];
+      if (dims === undefined) {
+        if (list.length !== rank) throw new TraceError("bad-attribute", `roll without dims takes one shift per axis (${rank}), got ${list.length}`);
+        axes = list.map((_, i) => i);
+      } else {
+        axes = typeof dims === "number" ? [dims] : [...dims];
+      }
+      if (axes.length !== list.length) throw new TraceError("bad-attribute", "roll takes one shift per named axis");
+      const perAxis = new Array<number>(rank).fill(0);
+      axes.forEach((d, i) => (perAxis[d < 0 ? d + rank : d]! += list[i]!));
+      return shiftOp(perAxis, "wrap");
+    },
+    matmul: (o: Handle) => {
+      trace.own(o);
+      const a = shape;
+      const b = o.shape;
+      let out: Shape = null;
+      if (a !== null && b !== null && a.length >= 2 && b.length >= 2) {
+        const batch = broadcast(a.slice(0, -2), b.slice(0, -2));
+        out = batch === null ? null : [...batch, a[a.length - 2]!, b[b.length - 1]!];
+      }
+      return trace.add("matmul", { a: self(), b: o }, {}, out, dtype);
+    },
+    sum: reduce("sum"),
+    mean: reduce("mean"),
+    cumsum: (axis: number) => {
+      if (!Number.isInteger(axis)) throw new TraceError("bad-attribute", `cumsum takes an integer axis, got ${String(axis)}`);
+      return trace.add("cumsum", { a: self() }, { axis }, shape, dtype);
+    },
+    reshape: (...dims: number[]) => {
+      let out: Shape = [...dims];
+      if (dims.includes(-1)) {
+        const known = dims.filter((s) => s !== -1).reduce((x, y) => x * y, 1);
+        out = shape !== null && dims.filter((s) => s === -1).length === 1 && known ? dims.map((s) => (s === -1 ? shape.reduce((x, y) => x * y, 1) / known : s)) : null;
+      }
+      return trace.add("reshape", { a: self() }, { shape: [...dims] }, out, dtype);
+    },
+    transpose: () => trace.add("transpose", { a: self() }, {}, shape === null ? null : [...shape].reverse(), dtype),
+  };
+  const target = Object.freeze(Object.create(null) as object);
+  const proxy = new Proxy(target, {
+    get(_t, key) {
+      if (trace.done) throw stale();
+      if (key === Symbol.toPrimitive || key === "valueOf" || key === "toString") {
+        return () => {
+          throw valueRead("an arithmetic or comparison operator (+ - * / < > ==, a template string)");
+        };
+      }
+      if (key === "then") {
+        throw new TraceError(
+          "data-dependent-control-flow",
+          "a traced tensor is awaited inside a pipeline: the trace is synchronous and records one path, so control flow cannot wait on a value",
+          "write the pipeline as a plain (not async) function; select with where()",
+        );
+      }
+      if (key === Symbol.iterator) throw valueRead("spreading or iterating");
+      if (key === "id") return id;
+      if (key === "shape") return shape === null ? null : [...shape];
+      if (key === "dtype") return dtype;
+      if (key === "ndim") return shape === null ? null : shape.length;
+      if (typeof key === "string" && Object.prototype.hasOwnProperty.call(methods, key)) return methods[key];
+      if (typeof key === "string" && (/^\d+$/.test(key) || VALUE_READS.has(key))) throw valueRead(/^\d+$/.test(key) ? `reading element [${key}]` : `reading "${key}"`);
+      if (typeof key === "string") {
+        throw new TraceError("unknown-op", `a traced tensor has no op "${key}"`, `its ops: ${Object.keys(methods).join(", ")}`);
+      }
+      return undefined;
+    },
+    set() {
+      throw new TraceError("value-read-in-trace", "a traced tensor is immutable: its ops return new tensors");
+    },
+    has() {
+      throw valueRead("the `in` operator");
+    },
+    ownKeys() {
+      throw valueRead("enumerating its keys");
+    },
+    getOwnPropertyDescriptor() {
+      throw valueRead("describing its properties");
+    },
+  }) as unknown as Handle;
+  handleState.set(proxy as object, { trace, id, shape, dtype });
+  return proxy;
+}
+
+function traceOf(...values: unknown[]): Trace | null {
+  for (const v of values) {
+    const s = handleState.get(v as object);
+    if (s) return s.trace;
+  }
+  return null;
+}
+
+// `a` where `condition` (a bool mask) is true, else `b`; a number is a rank-0 constant. The three
+// broadcast together.
+export function where(condition: Handle, a: Handle | number, b: Handle | number): Handle {
+  const trace = traceOf(condition, a, b);
+  if (!trace) throw new TraceError("foreign-tensor", "where() takes traced tensors");
+  const operand = (x: Handle | number): Handle => (isHandle(x) ? trace.own(x) : full(trace, [], x));
+  const ha = operand(a);
+  const hb = operand(b);
+  trace.own(condition);
+  const shape = broadcast(condition.shape, broadcast(ha.shape, hb.shape));
+  return trace.add("where", { cond: condition, a: ha, b: hb }, {}, shape, ha.dtype);
+}
+
+function full(trace: Trace, shape: number[], value: number): Handle {
+  if (typeof value !== "number") throw new TraceError("foreign-tensor", `where() takes traced tensors or numbers, got ${describe(value)}`);
+  return trace.add("full", {}, { shape: [...shape], value }, shape, "f32");
+}
+
+// `state = body(...state)`, `count` times; returns the final state (one handle, or an array for
+// several). Inside a pipeline the body is traced once and becomes the document's repeated graph;
+// `count` must be a static integer.
+export function loop(count: number, body: (...state: Handle[]) => Handle | Handle[], ...state: Handle[]): Handle | Handle[] {
+  if (!isStaticCount(count)) {
+    throw new TraceError(
+      "loop-count-not-static",
+      `the loop count is ${isHandle(count) ? "a traced tensor" : String(count)}, not a static integer: the document's repeat is fixed when the pipeline is traced`,
+      "pass the count as a number (a constant of the pipeline re-traces it when it changes)",
+    );
+  }
+  if (count < 0) throw new TraceError("bad-loop-count", `a loop runs at least zero times, got ${count}`);
+  if (!state.length) throw new TraceError("bad-loop-state", "loop needs the loop state: loop(n, body, ...state)");
+  const trace = traceOf(...state);
+  const asState = (v: Handle | Handle[]): Handle[] => {
+    const out = Array.isArray(v) ? v : [v];
+    if (out.length !== state.length || !out.every(isHandle)) {
+      throw new TraceError("bad-loop-body", `the loop body returns ${out.length} values for ${state.length} pieces of state`, "return the next state as a tensor or an array, in the order given");
+    }
+    return out;
+  };
+  if (trace === null || count < 2) {
+    let s = state;
+    for (let k = 0; k < count; k++) s = asState(body(...s));
+    return s.length === 1 ? s[0]! : s;
+  }
+  for (const t of state) trace.own(t);
+  if (trace.loop !== null) {
+    throw new TraceError("one-loop-per-pipeline", "a pipeline holds one loop (its document has one repeat), and this trace already has one", "write the loops as separate pipelines, or one loop with a larger body");
+  }
+  if (new Set(state.map((t) => t.id)).size !== state.length) throw new TraceError("bad-loop-state", "the same tensor is passed twice as loop state", "pass each piece of state once");
+  const start = trace.nodes.length;
+  const out = asState(body(...state));
+  for (const t of out) trace.own(t);
+  const carry = new Map<number, number>();
+  state.forEach((before, i) => {
+    const after = out[i]!;
+    if (after.id === before.id) return; // handed back unchanged: invariant
+    if (after.id < start) throw new TraceError("bad-loop-body", "the body returns a value from before the loop as the next state", "return each piece of state in the order it was passed");
+    carry.set(before.id, after.id);
+  });
+  const carried = new Set<string>();
+  for (let j = start; j < trace.nodes.length; j++) {
+    for (const [port, ref] of portsOf(trace.nodes[j]!)) if (carry.has(ref)) carried.add(`${j},${port}`);
+  }
+  trace.loop = { start, length: trace.nodes.length - start, count, carry, carried, tracedCopies: 1 };
+  return out.length === 1 ? out[0]! : out;
+}
+
+// ---- rolling an unrolled loop up (python/scellis/pipeline.py's _find_loop, step for step) ----
+
+function canonical(value: unknown): string {
+  if (Array.isArray(value)) return `[${value.map(canonical).join(",")}]`;
+  if (value !== null && typeof value === "object") {
+    const keys = Object.keys(value).sort();
+    return `{${keys.map((k) => `${JSON.stringify(k)}:${canonical((value as Record<string, unknown>)[k])}`).join(",")}}`;
+  }
+  return JSON.stringify(value);
+}
+export { canonical as canonicalJson };
+
+// An integer per node: equal when the op and attributes are (ports aside).
+function codesOf(nodes: DocNode[]): number[] {
+  const seen = new Map<string, number>();
+  return nodes.map((node) => {
+    const ports = OPS[node.op]!.ports;
+    const rest: Record<string, unknown> = {};
+    for (const [k, v] of Object.entries(node)) if (k !== "id" && !ports.includes(k)) rest[k] = v;
+    const key = canonical(rest);
+    if (!seen.has(key)) seen.set(key, seen.size);
+    return seen.get(key)!;
+  });
+}
+
+// How many copies of the body [start, start + length) follow each other exactly (up to count),
+// with the carry map and the roles of the first copy's reads of nodes before it.
+function verify(nodes: DocNode[], start: number, length: number, count: number): [number, Map<number, number>, Map<string, string>] {
+  const body: number[] = [];
+  for (let j = start; j < start + length; j++) body.push(j);
+  const ports = body.map((j) => portsOf(nodes[j]!));
+  const roles = new Map<string, string>();
+  const carry = new Map<number, number>();
+  for (let k = 1; k < count; k++) {
+    const shift = k * length;
+    for (let bi = 0; bi < body.length; bi++) {
+      const j = body[bi]!;
+      const first = ports[bi]!;
+      const i = j + shift;
+      if (i >= nodes.length) return [k, carry, roles];
+      const mine = portsOf(nodes[i]!);
+      if (mine.length !== first.length || mine.some(([p], x) => p !== first[x]![0])) return [k, carry, roles];
+      for (const [port, a] of first) {
+        const b = nodes[i]![port] as number;
+        if (a >= start) {
+          if (b !== a + shift) return [k, carry, roles];
+          continue;
+        }
+        const key = `${j},${port}`;
+        let role = roles.get(key);
+        if (role === undefined) {
+          // The second copy says what the read is.
+          if (b === a) role = "invariant";
+          else if (start <= b && b < start + length && (carry.has(a) ? carry.get(a) : b) === b) {
+            role = "carried";
+            carry.set(a, b);
+          } else {
+            return [k, carry, roles];
+          }
+          roles.set(key, role);
+        } else if (role === "invariant" && b !== a) {
+          return [k, carry, roles];
+        } else if (role === "carried" && b !== carry.get(a)! + shift - length) {
+          return [k, carry, roles];
+        }
+      }
+    }
+  }
+  return [count, carry, roles];
+}
+
+// Whether anything after the loop (or an output) reads a copy other than the last.
+function escapes(nodes: DocNode[], outputs: number[], l: LoopInfo): boolean {
+  const bad = (ref: number) => l.start <= ref && ref < loopLast(l);
+  if (outputs.some(bad)) return true;
+  for (let i = loopEnd(l); i < nodes.length; i++) for (const [, ref] of portsOf(nodes[i]!)) if (bad(ref)) return true;
+  return false;
+}
+
+// The body lengths worth scanning for: every length up to 256, and the distances between the
+// k-th next occurrences of an op (k up to 16) — a body's length is one of them.
+function bodyLengths(codes: number[]): number[] {
+  const n = codes.length;
+  const half = Math.floor(n / 2);
+  const lengths = new Set<number>();
+  for (let l = 1; l <= Math.min(256, half); l++) lengths.add(l);
+  const groups = new Map<number, number[]>();
+  codes.forEach((c, i) => {
+    if (!groups.has(c)) groups.set(c, []);
+    groups.get(c)!.push(i);
+  });
+  const counts = new Map<number, number>();
+  for (const code of [...groups.keys()].sort((x, y) => x - y)) {
+    const positions = groups.get(code)!;
+    for (let k = 1; k <= Math.min(16, positions.length - 1); k++) {
+      const times = new Map<number, number>();
+      for (let x = k; x < positions.length; x++) {
+        const gap = positions[x]! - positions[x - k]!;
+        times.set(gap, (times.get(gap) ?? 0) + 1);
+      }
+      for (const gap of [...times.keys()].sort((x, y) => x - y)) {
+        if (gap <= half) counts.set(gap, (counts.get(gap) ?? 0) + times.get(gap)!);
+      }
+    }
+  }
+  const ranked = [...counts.keys()].sort((x, y) => counts.get(y)! - counts.get(x)!);
+  for (const gap of ranked.slice(0, 256)) lengths.add(gap);
+  return [...lengths].sort((x, y) => x - y);
+}
+
+// The longest stretch of the trace that is one body repeated (at least twice) whose copies but
+// the last are read by nothing after it; null when there is none.
+function findLoop(nodes: DocNode[], outputs: number[]): LoopInfo | null {
+  const codes = codesOf(nodes);
+  const n = codes.length;
+  const candidates: Array<[number, number, number, number]> = []; // cover, -length, r0, run
+  for (const length of bodyLengths(codes)) {
+    let r0 = -1;
+    for (let i = 0; i <= n - length; i++) {
+      const same = i < n - length && codes[i] === codes[i + length];
+      if (same && r0 < 0) r0 = i;
+      if (!same && r0 >= 0) {
+        const run = i - r0;
+        if (run >= length) candidates.push([(Math.floor(run / length) + 1) * length, -length, r0, run]);
+        r0 = -1;
+      }
+    }
+  }
+  candidates.sort((x, y) => y[0] - x[0] || y[1] - x[1] || y[2] - x[2] || y[3] - x[3]);
+  let best: LoopInfo | null = null;
+  const size = (l: LoopInfo) => l.length * l.count;
+  for (const [cover, negLength, r0, run] of candidates) {
+    if (best !== null && cover <= size(best)) break;
+    const length = -negLength;
+    for (let start = r0; start < r0 + length; start++) {
+      const count = Math.floor((r0 + run - start) / length) + 1;
+      if (count < 2 || (best !== null && count * length <= size(best))) continue;
+      const [copies, carry, roles] = verify(nodes, start, length, count);
+      if (copies < 2) continue;
+      const carried = new Set([...roles].filter(([, r]) => r === "carried").map(([k]) => k));
+      // Fewer copies when something after the loop reads one of its middle copies.
+      for (let k = copies; k > 1; k--) {
+        const found: LoopInfo = { start, length, count: k, carry, carried, tracedCopies: k };
+        if (!escapes(nodes, outputs, found)) {
+          if (best === null || k * length > size(best)) best = found;
+          break;
+        }
+      }
+    }
+  }
+  return best;
+}
+
+// ---- the document ----
+
+export interface TracedDocument {
+  doc: Record<string, unknown>; // the graph protocol document, as data
+  text: string; // its JSON text
+  repeat: number;
+  fed: Record<string, string>; // document input name -> argument name (fed every call)
+  state: Record<string, string>; // carried param name -> argument name (its value at each call's start)
+  outputs: string[]; // the returned values' output names, in order
+  structure: { kind: "single" } | { kind: "array" } | { kind: "object"; keys: string[] };
+  // The loop's starting values computed before it (an accumulator started at zero, a scaled
+  // copy): a document of their own, run before the loop on each call (one more submission), its
+  // outputs (the carried params' names) uploaded as the state.
+  prologue: { doc: Record<string, unknown>; text: string; inputs: string[]; outputs: string[] } | null;
+}
+
+// The version-5 document of a finished trace: the nodes before the loop, the loop's first copy
+// (its reads of state pointed at carried params) and the nodes after it (their reads of the last
+// copy pointed at the first), with `repeat` the loop's count.
+function makeDocument(trace: Trace, inputs: Set<string>, returned: Array<[string, number]>, l: LoopInfo | null, name: string | null) {
+  const nodes = trace.nodes;
+  let keep: number[];
+  let source: (ref: number) => number;
+  if (l === null) {
+    keep = nodes.map((_, i) => i);
+    source = (ref) => ref;
+  } else {
+    keep = [];
+    for (let i = 0; i < l.start + l.length; i++) keep.push(i);
+    for (let i = loopEnd(l); i < nodes.length; i++) keep.push(i);
+    source = (ref) => (loopLast(l) <= ref && ref < loopEnd(l) ? ref - (loopLast(l) - l.start) : ref);
+  }
+  const plainReads = new Set(returned.map(([, t]) => source(t)));
+  for (const i of keep) {
+    for (const [port, ref] of portsOf(nodes[i]!)) if (l === null || !l.carried.has(`${i},${port}`)) plainReads.add(source(ref));
+  }
+  const stateParam = new Map<number, [string, string]>();
+  const state: Record<string, string> = {};
+  const fed: Record<string, string> = {};
+  const byId = new Map<number, string>();
+  for (const [n, t] of returned) if (!byId.has(source(t))) byId.set(source(t), n);
+  const extraOutputs: Array<[string, number]> = [];
+  const prologue = new Map<string, number>(); // computed starting value's param name -> its node
+  for (const [before, after] of l ? l.carry : []) {
+    const node = nodes[before]!;
+    let arg: string;
+    let pname: string;
+    if (node.op === "input" && inputs.has(node.name as string)) {
+      arg = node.name as string;
+      pname = plainReads.has(before) ? `${arg}.state` : arg;
+    } else {
+      // A starting value computed before the loop: the prologue computes it on each call.
+      arg = pname = `start.${prologue.size}`;
+      prologue.set(pname, before);
+    }
+    let out = byId.get(after);
+    if (out === undefined) {
+      out = `${pname}.next`;
+      extraOutputs.push([out, after]);
+      byId.set(after, out);
+    }
+    stateParam.set(before, [pname, out]);
+    state[pname] = arg;
+  }
+  const docNodes: DocNode[] = [];
+  const newId = new Map<string, number>();
+  for (const [before, [pname, out]] of stateParam) {
+    const [shape, dtype] = trace.types[before]!;
+    if (shape === null) throw new TraceError("unknown-shape", `the loop starts from node #${before}, whose shape is not known here`);
+    newId.set(`state,${before}`, docNodes.length);
+    docNodes.push({ id: docNodes.length, op: "param", name: pname, shape: [...shape], dtype, init: { kind: "zeros" }, carry: out });
+  }
+  const roots = [...returned.map(([, t]) => source(t)), ...extraOutputs.map(([, i]) => i)];
+  const reachable = reachableFrom(nodes, keep, source, l, roots);
+  for (const i of keep) {
+    if (!reachable.has(i)) continue;
+    const node: DocNode = { ...nodes[i]! };
+    newId.set(String(i), docNodes.length);
+    node.id = docNodes.length;
+    for (const [port, ref] of portsOf(nodes[i]!)) {
+      node[port] = l !== null && l.carried.has(`${i},${port}`) ? newId.get(`state,${ref}`)! : newId.get(String(source(ref)))!;
+    }
+    if (node.op === "input") {
+      // An argument read only as state is its carried param; one also read as a constant (or
+      // before the loop) is fed beside its `.state` copy.
+      if ((node.name as string) in state) continue;
+      fed[node.name as string] = node.name as string;
+    }
+    docNodes.push(node);
+  }
+  let needed = l ? 5 : 1;
+  for (const i of keep) if (reachable.has(i)) needed = Math.max(needed, trace.needs[i]!);
+  const doc: Record<string, unknown> = { version: needed };
+  if (name) doc.name = name;
+  if (l !== null) doc.repeat = l.count;
+  doc.nodes = docNodes;
+  doc.outputs = [
+    ...returned.map(([n, t]) => ({ name: n, id: newId.get(String(source(t)))! })),
+    ...extraOutputs.map(([n, i]) => ({ name: n, id: newId.get(String(i))! })),
+  ];
+  return { doc, fed, state, prologue };
+}
+
+// The document of the loop's computed starting values (the Python package's prologue, node for
+// node: the nodes they need under their trace ids, inputs fed).
+function prologueDocument(trace: Trace, starts: Map<string, number>, name: string | null): { doc: Record<string, unknown>; inputs: string[] } {
+  const seen = new Set<number>();
+  const stack = [...starts.values()];
+  while (stack.length) {
+    const i = stack.pop()!;
+    if (seen.has(i)) continue;
+    seen.add(i);
+    for (const [, ref] of portsOf(trace.nodes[i]!)) stack.push(ref);
+  }
+  const ids = [...seen].sort((a, b) => a - b);
+  const doc: Record<string, unknown> = { version: Math.max(1, ...ids.map((i) => trace.needs[i]!)) };
+  if (name) doc.name = name;
+  doc.nodes = ids.map((i) => ({ ...trace.nodes[i]! }));
+  doc.outputs = [...starts].map(([n, i]) => ({ name: n, id: i }));
+  const inputs = ids.filter((i) => trace.nodes[i]!.op === "input").map((i) => trace.nodes[i]!.name as string);
+  return { doc, inputs };
+}
+
+// The kept nodes the roots need, reads of state included.
+function reachableFrom(nodes: DocNode[], keep: number[], source: (ref: number) => number, l: LoopInfo | null, roots: number[]): Set<number> {
+  const kept = new Set(keep);
+  const seen = new Set<number>();
+  const stack = [...roots];
+  while (stack.length) {
+    const i = stack.pop()!;
+    if (seen.has(i)) continue;
+    seen.add(i);
+    for (const [port, ref] of portsOf(nodes[i]!)) {
+      if (l !== null && l.carried.has(`${i},${port}`)) stack.push(l.carry.get(ref)!);
+      else if (kept.has(source(ref))) stack.push(source(ref));
+    }
+  }
+  return seen;
+}
+
+export interface TraceArgument {
+  name: string;
+  // A tensor argument (symbolic in the trace), or a constant passed to the function as it is.
+  tensor?: { shape: number[]; dtype: TraceDType };
+  constant?: unknown;
+}
+
+// Traces `fn` once over the arguments (tensors become symbolic handles, constants pass as they
+// are; `self` is the function's `this`) and makes the document.
+export function traceFunction(fn: (...args: unknown[]) => unknown, self: unknown, args: TraceArgument[], name: string | null): TracedDocument {
+  const trace = new Trace();
+  const inputs = new Set<string>();
+  const values = args.map((a) => {
+    if (!a.tensor) return a.constant;
+    inputs.add(a.name);
+    return trace.add("input", {}, { name: a.name, shape: [...a.tensor.shape], dtype: a.tensor.dtype }, a.tensor.shape, a.tensor.dtype);
+  });
+  const isAsync = ["AsyncFunction", "GeneratorFunction", "AsyncGeneratorFunction"].includes(fn.constructor?.name ?? "");
+  if (isAsync) {
+    trace.done = true;
+    throw new TraceError(
+      "data-dependent-control-flow",
+      `the pipeline's function is ${fn.constructor.name === "GeneratorFunction" ? "a generator" : "async"}: a trace is one synchronous call, so its control flow cannot wait on values`,
+      "write it as a plain function over the handles",
+    );
+  }
+  let result: unknown;
+  const random = Math.random;
+  Math.random = () => {
+    throw new TraceError("value-read-in-trace", "Math.random() inside a pipeline would be drawn once, at trace time, and baked into the document", "pass random values as an argument");
+  };
+  try {
+    result = fn.apply(self, values);
+  } finally {
+    Math.random = random;
+    trace.done = true; // whatever the function kept of the trace is stale from now on
+  }
+  if (result instanceof Promise) {
+    result.catch(() => undefined);
+    throw new TraceError("data-dependent-control-flow", "the pipeline's function returned a promise: a trace is one synchronous call", "write it as a plain function over the handles");
+  }
+  let structure: TracedDocument["structure"];
+  let returned: Array<[string, unknown]>;
+  if (Array.isArray(result)) {
+    structure = { kind: "array" };
+    returned = result.map((v, k) => [`out${k}`, v]);
+  } else if (result !== null && typeof result === "object" && !isHandle(result)) {
+    structure = { kind: "object", keys: Object.keys(result) };
+    returned = Object.entries(result);
+  } else {
+    structure = { kind: "single" };
+    returned = [["out", result]];
+  }
+  if (!returned.length) throw new TraceError("bad-pipeline-output", "the pipeline returns nothing");
+  for (const [n, t] of returned) {
+    if (!isHandle(t) || handleState.get(t)!.trace !== trace) {
+      throw new TraceError("bad-pipeline-output", `the pipeline returns ${describe(t)} as "${n}", not a tensor of its trace`, "return tensors computed from the pipeline's arguments");
+    }
+  }
+  // The trace is finished, so its handles answer nothing: their ids come from the side table.
+  const handles = returned.map(([n, t]) => [n, handleState.get(t as object)!.id] as [string, number]);
+  const l = trace.loop ?? findLoop(trace.nodes, handles.map(([, t]) => t));
+  const { doc, fed, state, prologue } = makeDocument(trace, inputs, handles, l, name);
+  let before: TracedDocument["prologue"] = null;
+  if (prologue.size) {
+    const p = prologueDocument(trace, prologue, name);
+    before = { doc: p.doc, text: JSON.stringify(p.doc), inputs: p.inputs, outputs: [...prologue.keys()] };
+  }
+  return { doc, text: JSON.stringify(doc), repeat: l ? l.count : 1, fed, state, outputs: handles.map(([n]) => n), structure, prologue: before };
+}
