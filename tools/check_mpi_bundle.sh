@@ -25,6 +25,9 @@ if [ "${SCELLIS_MPI_BUNDLE_HIDDEN:-}" != 1 ]; then
 fi
 
 # ---- inside the namespace: hide the system's OpenMPI and PMIx ----
+# The mounts are private to this process tree, but the files under them are the system's: nothing
+# here may write to the system's folders (ldconfig, say, would drop the soname links that point
+# into the hidden folders, for every process, for good).
 EMPTY_DIR=$(mktemp -d)
 EMPTY_FILE=$(mktemp)
 mounts=()

@@ -102,10 +102,10 @@ int TrainCommand(const CompileFlags& f, const TrainFlags& t) {
       std::cerr << runtime::CpuBanner(fallback ? *fallback : "requested with --backend=cpu");
   };
   events.device = [&](int rank, const std::string& adapter) {
-    if (t.ranks > 1)
-      std::cerr << "rank " << rank << ": " << adapter << "\n";
-    else
-      std::cerr << adapter << "\n";
+    // One write per line: the ranks of a job share the terminal.
+    const std::string line =
+        (t.ranks > 1 ? "rank " + std::to_string(rank) + ": " : std::string()) + adapter + "\n";
+    std::fputs(line.c_str(), stderr);
   };
   events.resumed = [&](int epoch, int64_t step) {
     std::cerr << "resumed from " << t.resume << " after epoch " << epoch << " (step " << step

@@ -136,8 +136,11 @@ for label, name in [("Scellis, 1 GPU, step in one piece", "one_gpu.json"),
     r, sps, samples, all_steps = scellis(name)
     base = base or samples
     rows.append((label, sps, samples, samples / base))
-    if r["step_seconds"]:
-        phases = ", ".join(f"{k} {1000 * v / all_steps:.1f}" for k, v in r["step_seconds"].items())
+    order = ["steps", "weights_download", "gradients", "reduce_local", "all_gather", "combine",
+             "update"]
+    if r["step_seconds"] and r["gradient_bytes_per_step"]:
+        phases = ", ".join(f"{k} {1000 * r['step_seconds'][k] / all_steps:.1f}"
+                           for k in order if k in r["step_seconds"])
         rows[-1] += (f"ms per step (rank 0, all {all_steps} steps): {phases}; "
                      f"{r['gradient_bytes_per_step'] / 2**20:.1f} MiB of gradients per step",)
 for gpus in (1, 2):
