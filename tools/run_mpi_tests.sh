@@ -5,7 +5,9 @@
 #   2. a checkpoint written by one process resumes on two ranks, equal to one process throughout;
 #   3. each shard of a recorded step (--record-shards) re-runs alone, bit for bit (scellis verify);
 #   4. a rank that fails stops the other with a named cause; a killed rank ends the job; a rank
-#      that hangs is given up after --collective-timeout (rank-lost). Every run is bounded.
+#      that hangs is given up after --collective-timeout (rank-lost). Every run is bounded;
+#   5. on WebGPU (SwiftShader offered twice, as two GPUs) each rank opens its own adapter, and an
+#      adapter index that is not there is refused by name.
 # Skipped, with the reason, only when mpirun is missing.
 #
 # usage: tools/run_mpi_tests.sh [BUILD]
@@ -103,4 +105,24 @@ echo "-- a failing, killed or hung rank stops the job with a named cause"
 expect_stop fail "rank 1 of 2 failed" "error\[file-not-found\]"
 expect_stop kill "rank 0 of 2: error\[job-ended\]"
 expect_stop hang "rank 0 of 2 failed" "error\[rank-lost\]"
+
+echo "-- WebGPU: each rank opens its own adapter; an adapter that is not there is refused by name"
+SWIFTSHADER=/usr/lib/chromium/vk_swiftshader_icd.json
+[ -f "$SWIFTSHADER" ] || fail "SwiftShader is missing ($SWIFTSHADER, from Debian's chromium; make setup)"
+# The same SwiftShader driver named by a second manifest: the Vulkan loader then offers it twice,
+# so Dawn offers two adapters, as on a host with two GPUs.
+sed 's#"library_path": *"\./#"library_path": "/usr/lib/chromium/#' "$SWIFTSHADER" >"$TMP/swiftshader_b.json"
+GPU=(env VK_ICD_FILENAMES="$SWIFTSHADER:$TMP/swiftshader_b.json")
+WEBGPU=(train examples/fashion_mlp.json --backend=webgpu --allow-software-adapter --epochs 1 --max-steps 2)
+rc=0; "${GPU[@]}" "$SCELLIS" "${WEBGPU[@]}" --adapter=5 >/dev/null 2>"$TMP/err" || rc=$?
+[ "$rc" = 2 ] && grep -q "error\[adapter-not-found\]: there is no WebGPU adapter 5" "$TMP/err" &&
+  grep -q "1: SwiftShader" "$TMP/err" || { cat "$TMP/err"; fail "--adapter=5 of 2 adapters"; }
+echo "   --adapter=5: exit 2, adapter-not-found, listing adapters 0 and 1"
+"${GPU[@]}" "${MPIRUN[@]}" "$SCELLIS" "${WEBGPU[@]}" --ranks=2 >/dev/null 2>"$TMP/err" ||
+  { cat "$TMP/err"; fail "mpirun -np 2 on WebGPU"; }
+for r in 0 1; do
+  grep -q "^rank $r: adapter $((r + 1)) of 2: SwiftShader.*, by MPI local rank $r$" "$TMP/err" ||
+    { cat "$TMP/err"; fail "rank $r did not open adapter $((r + 1)) of 2"; }
+done
+echo "   $(grep "^rank [01]: adapter" "$TMP/err" | sort | tr '\n' ';')"
 echo "mpi tests passed in $((SECONDS - start)) s"

@@ -62,7 +62,8 @@ int RunCommand(const CompileFlags& f, const RunFlags& r) {
   api::RunOptions options;
   options.select = {.requested = r.backend,
                     .allow_software_adapter = r.allow_software_adapter,
-                    .cpu_threads = r.threads};
+                    .cpu_threads = r.threads,
+                    .adapter = r.adapter};
   options.steps = r.steps;
   options.history = r.history;
   if (!r.executor.empty())

@@ -78,8 +78,10 @@ int TrainCommand(const CompileFlags& f, const TrainFlags& t) {
 
   train::TrainOptions options;
   options.compile = compile.value();
-  options.select = {
-      .requested = t.backend, .allow_software_adapter = t.allow_software, .cpu_threads = t.threads};
+  options.select = {.requested = t.backend,
+                    .allow_software_adapter = t.allow_software,
+                    .cpu_threads = t.threads,
+                    .adapter = t.adapter};
   options.epochs = t.epochs;
   options.steps_per_run = t.steps_per_run;
   options.max_steps = t.max_steps;
@@ -98,6 +100,12 @@ int TrainCommand(const CompileFlags& f, const TrainFlags& t) {
   events.backend = [](const std::string& backend, const std::optional<std::string>& fallback) {
     if (backend == "cpu")
       std::cerr << runtime::CpuBanner(fallback ? *fallback : "requested with --backend=cpu");
+  };
+  events.device = [&](int rank, const std::string& adapter) {
+    // One write per line: the ranks of a job share the terminal.
+    const std::string line =
+        (t.ranks > 1 ? "rank " + std::to_string(rank) + ": " : std::string()) + adapter + "\n";
+    std::fputs(line.c_str(), stderr);
   };
   events.resumed = [&](int epoch, int64_t step) {
     std::cerr << "resumed from " << t.resume << " after epoch " << epoch << " (step " << step

@@ -201,6 +201,8 @@ Result<Invocation> ParseCommandLine(const std::vector<std::string>& args,
                   "document)");
   run->add_flag("--allow-software-adapter", inv.run.allow_software_adapter,
                 "accept a software WebGPU adapter (SwiftShader) for --backend=webgpu");
+  run_typed.Integer("--adapter", &inv.run.adapter, 0, 1023,
+                    "the WebGPU adapter, by its index among those Dawn offers (0 first; default: Dawn's first, or under MPI the host-local rank modulo the adapter count)");
   run->add_option("--executor", inv.run.executor,
                   "pin the WebGPU executor: fused (every step and iteration in one submission, "
                   "the default) or generic (a submission per iteration, for comparisons)")
@@ -244,6 +246,8 @@ Result<Invocation> ParseCommandLine(const std::vector<std::string>& args,
       ->check(CLI::IsMember({"auto", "webgpu", "cpu"}));
   train->add_flag("--allow-software-adapter", inv.train.allow_software,
                   "accept a software WebGPU adapter");
+  train_typed.Integer("--adapter", &inv.train.adapter, 0, 1023,
+                      "the WebGPU adapter, by its index among those Dawn offers (0 first; default: Dawn's first, or under MPI the host-local rank modulo the adapter count)");
   train_typed.Integer("--threads", &inv.train.threads, 0, kIntMax,
                       "CPU reference threads, 0 for one per hardware thread (capped at the "
                       "machine's)");

@@ -56,6 +56,7 @@ struct TrainFlags {
   std::string backend = "auto";
   bool allow_software = false;
   int threads = 0;
+  std::optional<uint32_t> adapter;  // --adapter: the WebGPU adapter's index
   std::string checkpoint, resume;
   int64_t max_steps = 0;   // caps each epoch's steps (quick checks)
   std::string init_out;    // the initial state, as safetensors (for peers to start from)
@@ -80,6 +81,7 @@ struct RunFlags {
   int threads = 0;
   std::string out_file;
   bool allow_software_adapter = false;
+  std::optional<uint32_t> adapter;  // --adapter: the WebGPU adapter's index
   int steps = 1;
   std::vector<std::string> history;  // outputs whose every step is printed
   std::string executor;              // --executor: "" | "fused" | "generic"

@@ -215,6 +215,7 @@ Json RunReport::ToJson() const {
   j["executor"] = executor;
   j["fallback_reason"] = fallback_reason ? Json(*fallback_reason) : Json();
   j["attempts"] = attempts;
+  j["adapter"] = adapter.empty() ? Json() : Json(adapter);
   j["determinism_tier"] = determinism_tier;
   j["content_id"] = content_id;
   j["outputs"] = Json::object();
@@ -286,6 +287,7 @@ Result<RunReport> Run(std::string_view text, const RunOptions& options, const Ru
   report.determinism_tier = policy::TierName(plan.graph().tier);
   report.content_id = c.doc.content_id;
   report.profile = sel.profile.key;
+  report.adapter = sel.profile.adapter;
   report.plan_hash = workplan::PlanHash(plan);
   report.tolerance = policy::ToleranceName(plan.graph().tolerance);
   report.thresholds = plan.thresholds;

@@ -66,6 +66,7 @@ struct RunReport {
   std::string determinism_tier;
   std::string content_id;
   std::string profile;    // the device profile the run happened on (DeviceProfile::key)
+  std::string adapter;    // which adapter of the host (DeviceProfile::adapter), or ""
   std::string plan_hash;  // workplan::PlanHash of the plan that ran
   std::string tolerance;  // the graph's tolerance class, and its thresholds at the run's tier
   policy::Thresholds thresholds;

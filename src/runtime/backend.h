@@ -5,6 +5,7 @@
 #pragma once
 
 #include <memory>
+#include <optional>
 #include <string>
 
 #include "base/json_util.h"
@@ -21,6 +22,9 @@ struct BackendOptions {
   int cpu_threads = 0;  // 0: the machine's hardware threads
   // WebGPU: plan against a storage binding cap of at most this many bytes (0: the adapter's).
   uint64_t max_binding_bytes = 0;
+  // WebGPU: which of the adapters Dawn offers (webgpu::OpenOptions::adapter); unset: Dawn's
+  // first, or under MPI the local rank's.
+  std::optional<uint32_t> adapter = std::nullopt;
 };
 
 struct ProbeReport {

@@ -19,6 +19,11 @@ struct DeviceProfile {
   std::string key;
   std::string vendor, architecture, device, driver, backend_api, dawn_version, adapter_type;
   bool is_software = false;
+  // Which of the host's adapters (WebGPU): "adapter 2 of 2: NVIDIA H200 (vulkan), by MPI local
+  // rank 1"; "" on backends with one device. Not part of the key: identical GPUs share receipts.
+  std::string adapter;
+  int adapter_index = 0;  // 0-based
+  int adapter_count = 0;  // 0: unknown
 };
 
 }  // namespace scellis::runtime

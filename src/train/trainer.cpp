@@ -152,6 +152,11 @@ Json TrainResult::ToJson() const {
   j["ranks"] = ranks;
   j["chunks"] = chunks;
   j["shard_record"] = shard_record.empty() ? Json() : Json(shard_record);
+  j["adapter"] = adapter.empty() ? Json() : Json(adapter);
+  j["batch"] = batch;
+  j["step_seconds"] = Json::object();
+  for (const auto& [phase, seconds] : step_seconds) j["step_seconds"][phase] = seconds;
+  j["gradient_bytes_per_step"] = gradient_bytes_per_step;
   j["determinism_tier"] = determinism_tier;
   j["epochs"] = Json::array();
   j["test_accuracy"] = Json::array();
@@ -198,6 +203,7 @@ class Training {
     text_ = std::string(text);
     // The ranks train one replica in lockstep: rank 0 alone reports (events_ stays silent on the
     // others, so a front end prints each line once).
+    device_event_ = e_.device;
     if (result_.rank != 0) {
       TrainEvents silent;
       silent.cancelled = e_.cancelled;
@@ -260,6 +266,9 @@ class Training {
     result_.backend = step_backend.backend;
     result_.fallback_reason = step_backend.fallback_reason;
     result_.profile = step_backend.profile.key;
+    result_.adapter = step_backend.profile.adapter;
+    result_.batch = spec_.batch;
+    if (device_event_ && !result_.adapter.empty()) device_event_(result_.rank, result_.adapter);
     result_.content_id = head_.doc.content_id;
     result_.dataset = source;
     result_.steps_per_run = o_.steps_per_run;
@@ -452,6 +461,7 @@ class Training {
         SCELLIS_TRY(SaveState(o_.checkpoint, epoch + 1));
       }
     }
+    result_.step_seconds = phases_.seconds;
     if (!o_.losses_out.empty() && writer) {
       concern_ = Trainer::Concern::kLossesOut;
       SCELLIS_TRY(WriteFileAtomic(o_.losses_out, Json(result_.losses).dump() + "\n"));
@@ -530,7 +540,9 @@ class Training {
         feeds[i][labels_feed_] = F32Tensor({spec_.batch}, lab_);
         feeds[i][webir::kStepInput] = F32Tensor({}, {static_cast<float>(global_step_ + i + 1)});
       }
+      auto run_start = Clock::now();
       SCELLIS_ASSIGN_OR_RETURN(runtime::StepsResult r, step_->Run(feeds, {webir::kLossOutput}));
+      phases_.Add("steps", run_start);
       float last = 0;
       for (const runtime::HostTensor& l : r.watched[0].second) {
         last = ScalarOf(l);
@@ -564,10 +576,12 @@ class Training {
     const std::vector<int64_t> counts = workplan::GatherCounts(work_);
     double loss_sum = 0;
     for (int64_t step = 0; step < steps; ++step) {
+      auto t = Clock::now();
       runtime::Feeds weights;
       for (const std::string& p : param_names_) {
         SCELLIS_ASSIGN_OR_RETURN(weights[p], update_->Download(p));
       }
+      t = phases_.Add("weights_download", t);
       ShardInputs in{.train = &train_,
                      .order = &order,
                      .batch_start = step * spec_.batch,
@@ -576,12 +590,20 @@ class Training {
                      .weights = &weights};
       SCELLIS_ASSIGN_OR_RETURN(std::vector<std::vector<float>> chunk_values,
                                ShardGradients(*gradients_, work_, world_->rank(), in));
+      t = phases_.Add("gradients", t);
       std::vector<float> partials = workplan::ReduceLocal(work_, world_->rank(), chunk_values);
+      result_.gradient_bytes_per_step = static_cast<int64_t>(
+          (chunk_values.empty() ? 0 : chunk_values.size() * chunk_values[0].size()) *
+          sizeof(float));
+      t = phases_.Add("reduce_local", t);
       SCELLIS_ASSIGN_OR_RETURN(std::vector<float> gathered, world_->AllGather(partials, counts));
+      t = phases_.Add("all_gather", t);
       // The run's last step is recorded, by rank 0, which holds every rank's partials now.
       if (o_.record_shards && world_->rank() == 0 && epoch + 1 == epochs_ && step + 1 == steps)
         SCELLIS_TRY(RecordShards(epoch, step * spec_.batch, weights, gathered));
+      t = Clock::now();
       std::vector<float> sum = workplan::Combine(work_, gathered);
+      t = phases_.Add("combine", t);
       runtime::Feeds apply;
       size_t offset = 0;
       for (const std::string& p : work_.params) {
@@ -597,6 +619,7 @@ class Training {
       }
       apply[webir::kStepInput] = F32Tensor({}, {static_cast<float>(global_step_ + 1)});
       SCELLIS_ASSIGN_OR_RETURN(runtime::StepsResult unused, update_->Run({apply}, {}));
+      phases_.Add("update", t);
       const float loss = sum.back();
       loss_sum += loss;
       result_.losses.push_back(loss);
@@ -689,6 +712,7 @@ class Training {
 
   const TrainOptions& o_;
   TrainEvents e_;
+  std::function<void(int, const std::string&)> device_event_;  // on every rank
   Trainer::Concern& concern_;
 
   pipeline::Compiled head_;  // the document at the block rung: the train section
@@ -708,6 +732,19 @@ class Training {
   int start_epoch_ = 0;
   int64_t global_step_ = 0;
   std::vector<float> img_, lab_;  // the batch being gathered
+  // Seconds per phase of the training steps, in the order first seen (TrainResult::step_seconds).
+  struct Phases {
+    std::vector<std::pair<std::string, double>> seconds;
+    // Adds the time since `since` to `phase`; returns now, the next phase's start.
+    Clock::time_point Add(const std::string& phase, Clock::time_point since) {
+      const Clock::time_point now = Clock::now();
+      auto it = std::find_if(seconds.begin(), seconds.end(),
+                             [&](const auto& p) { return p.first == phase; });
+      if (it == seconds.end()) it = seconds.insert(seconds.end(), {phase, 0.0});
+      it->second += Seconds(since, now);
+      return now;
+    }
+  } phases_;
   TrainResult result_;
 };
 

@@ -68,6 +68,10 @@ struct TrainEvents {
   // The backend chosen, with the reason when `auto` fell back (before any session is prepared).
   std::function<void(const std::string& backend, const std::optional<std::string>& fallback)>
       backend;
+  // The device this rank's step runs on ("adapter 2 of 2: NVIDIA H200 (vulkan), by MPI local
+  // rank 1"); called on every rank of a job, unlike the other events, so each rank can say which
+  // GPU it opened. Not called on backends with one device.
+  std::function<void(int rank, const std::string& adapter)> device;
   // A checkpoint was restored: training continues after `epoch` (and global `step`).
   std::function<void(int epoch, int64_t step)> resumed;
   std::function<void(const Progress&)> progress;  // after every submission
@@ -94,10 +98,23 @@ struct TrainResult {
   int rank = 0, ranks = 1;          // this process's rank of the job, and the job's ranks
   int chunks = 1;                   // the chunks the batch's gradient was summed over
   std::string shard_record;         // the id of the recorded step's shards (--record-shards)
+  std::string adapter;              // which adapter of the host (DeviceProfile::adapter), or ""
+  int64_t batch = 0;                // examples per step (the whole batch, over every rank)
+  // Where this rank's training steps spent their time, in seconds summed over the run. A
+  // data-parallel step: "weights_download" (the update half's params to the host), "gradients"
+  // (weights and batch chunks uploaded, the gradient half run, its gradients read back),
+  // "reduce_local" (this rank's partial sums), "all_gather" (the collective), "combine" (the
+  // fixed tree over every partial), "update" (the gradient uploaded, the update half run). A step
+  // in one piece: "steps" (upload, run and loss read-back of the submissions).
+  std::vector<std::pair<std::string, double>> step_seconds;
+  // Bytes this rank moved per data-parallel step: gradient values read back, and sent into the
+  // all-gather.
+  int64_t gradient_bytes_per_step = 0;
 
   double seconds_per_epoch() const;
   // `{"backend", "executor", "fallback_reason", "steps_per_run", "determinism_tier", "rank",
-  //   "ranks", "chunks", "shard_record" (null unless recorded),
+  //   "ranks", "chunks", "shard_record" (null unless recorded), "adapter" (null when none),
+  //   "batch", "step_seconds": {phase: seconds}, "gradient_bytes_per_step",
   //   "epochs": [{"epoch", "mean_loss", "test_accuracy", "seconds", "train_seconds", "steps"}],
   //   "seconds_per_epoch", "test_accuracy": [...]}`.
   Json ToJson() const;

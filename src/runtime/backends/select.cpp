@@ -3,8 +3,9 @@
 namespace scellis::runtime {
 namespace {
 
-// "SwiftShader Device (vulkan)", "the reference".
+// "adapter 1 of 2: NVIDIA H200 (vulkan)", "SwiftShader Device (vulkan)", "the reference".
 std::string Describe(const DeviceProfile& p) {
+  if (!p.adapter.empty()) return p.adapter;
   return p.backend_api.empty() ? p.device : p.device + " (" + p.backend_api + ")";
 }
 
@@ -26,12 +27,16 @@ Result<Selection> SelectBackend(const SelectOptions& options) {
   // Software adapters are for explicit requests only.
   open.allow_software_adapter = !automatic && options.allow_software_adapter;
   open.cpu_threads = options.cpu_threads;
+  open.adapter = options.adapter;
   Selection s;
   for (const auto& backend : BuiltinBackends()) {
     if (automatic ? !backend->automatic() : backend->name() != options.requested) continue;
     auto executor = backend->Open(open);
     if (!executor.ok()) {
       const Diagnostic& why = executor.errors().front();
+      // An adapter that was asked for and is not there is the answer, under auto too: running
+      // on another device instead would be the silent substitution a choice rules out.
+      if (why.code == "adapter-not-found") return why;
       if (!automatic) {
         Diagnostic d = why;
         d.kind = ErrorKind::kUser;

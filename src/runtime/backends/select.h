@@ -18,6 +18,8 @@ struct SelectOptions {
   std::string requested = "auto";  // auto | webgpu | cpu | null
   bool allow_software_adapter = false;
   int cpu_threads = 0;
+  // WebGPU: the adapter's index among those Dawn offers (BackendOptions::adapter).
+  std::optional<uint32_t> adapter = std::nullopt;
 };
 
 struct Selection {

@@ -49,6 +49,7 @@ OpenOptions ToOpenOptions(const BackendOptions& options) {
   OpenOptions o;
   o.allow_software_adapter = options.allow_software_adapter;
   o.max_binding_bytes = options.max_binding_bytes;
+  o.adapter = options.adapter;
   return o;
 }
 
@@ -118,7 +119,10 @@ Json AdapterJson(const Device& device) {
                   {"dawn_version", a.dawn_version},
                   {"is_software", a.is_software},
                   {"software_reason", a.software_reason},
-                  {"profile", device.ProfileKey()}};
+                  {"profile", device.ProfileKey()},
+                  {"index", a.adapter_index},
+                  {"count", a.adapter_count},
+                  {"choice", a.adapter_choice}};
   j["limits"] = {{"max_storage_buffer_binding_size", l.max_storage_buffer_binding_size},
                  {"max_buffer_size", l.max_buffer_size},
                  {"max_compute_workgroup_storage_size", l.max_compute_workgroup_storage_size},

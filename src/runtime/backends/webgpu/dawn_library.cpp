@@ -119,6 +119,25 @@ std::string PreloadVulkanLoader(std::vector<std::string>* searched) {
   return "";
 }
 
+// Dawn's C++ adapter enumeration, by mangled name (see the header): every symbol, or none.
+template <typename F>
+bool Resolve(void* handle, const char* name, F* out) {
+  *out = reinterpret_cast<F>(dlsym(handle, name));
+  return *out != nullptr;
+}
+
+template <typename E>
+void ResolveEnumeration(void* handle, E* e) {
+  const bool all =
+      Resolve(handle, "_ZN4dawn6native8InstanceC1EPNS0_12InstanceBaseE", &e->instance_construct) &&
+      Resolve(handle, "_ZN4dawn6native8InstanceD1Ev", &e->instance_destroy) &&
+      Resolve(handle, "_ZNK4dawn6native8Instance17EnumerateAdaptersEPK25WGPURequestAdapterOptions",
+              &e->enumerate) &&
+      Resolve(handle, "_ZNK4dawn6native7Adapter3GetEv", &e->adapter_get) &&
+      Resolve(handle, "_ZN4dawn6native7AdapterD1Ev", &e->adapter_destroy);
+  if (!all) *e = E{};
+}
+
 std::string JoinLines(const std::vector<std::string>& items) {
   std::string out;
   for (auto& s : items) out += "\n    " + s;
@@ -197,6 +216,7 @@ Result<const DawnLibrary*> DawnLibrary::Load() {
     lib->path_ = ec ? path : abs.lexically_normal().string();
     lib->version_ = VersionOf(lib->path_);
     lib->vulkan_loader_ = PreloadVulkanLoader(&lib->vulkan_searched_);
+    ResolveEnumeration(handle, &lib->enumerate_);
     loaded = lib.release();
     return static_cast<const DawnLibrary*>(loaded);
   }
@@ -204,6 +224,53 @@ Result<const DawnLibrary*> DawnLibrary::Load() {
                    "WebGPU is unavailable: no candidate libwebgpu_wrapper.so could be loaded:" +
                        JoinLines(failures) + "\n  searched:" + JoinLines(searched),
                    kHelp);
+}
+
+Result<std::vector<WGPUAdapter>> DawnLibrary::EnumerateAdapters(
+    WGPUInstance instance, const WGPURequestAdapterOptions& options) const {
+  if (!can_enumerate_adapters()) {
+    return UserError("adapter-enumeration-unavailable", "",
+                     "this Dawn build (" + path_ +
+                         ") does not export dawn::native::Instance::EnumerateAdapters, so only "
+                         "its first adapter can be used",
+                     "use adapter 0, or a Dawn build that exports its native C++ API");
+  }
+  // dawn::native::Adapter is one pointer (its AdapterBase*); std::vector<Adapter> is then a
+  // vector of pointer-sized, trivially relocatable slots whose destructor we call through Dawn.
+  struct AdapterSlot {
+    void* impl;
+  };
+  static_assert(sizeof(std::vector<AdapterSlot>) == 3 * sizeof(void*),
+                "libstdc++'s std::vector is three pointers");
+  // dawn::native::Instance is one Ref<InstanceBase>; 64 bytes leave it room to grow.
+  alignas(16) unsigned char instance_object[64] = {};
+  enumerate_.instance_construct(instance_object, instance);
+  std::vector<AdapterSlot> slots;
+  enumerate_.enumerate(&slots, instance_object, &options);
+  enumerate_.instance_destroy(instance_object);
+
+  std::vector<WGPUAdapter> adapters;
+  bool shaped = slots.size() <= 256;
+  for (const AdapterSlot& s : slots) {
+    WGPUAdapter a = shaped ? enumerate_.adapter_get(&s) : nullptr;
+    // Adapter::Get returns the pointer the Adapter holds: anything else means another layout.
+    if (!a || reinterpret_cast<void*>(a) != s.impl) {
+      shaped = false;
+      continue;
+    }
+    procs_.AdapterAddRef(a);
+    adapters.push_back(a);
+  }
+  // Each Adapter drops its own reference; the caller keeps the ones taken above.
+  if (slots.size() <= 256)
+    for (AdapterSlot& s : slots) enumerate_.adapter_destroy(&s);
+  if (!shaped) {
+    for (WGPUAdapter a : adapters) procs_.AdapterRelease(a);
+    return InternalError("webgpu-abi",
+                         "dawn::native::Instance::EnumerateAdapters in " + path_ +
+                             " returned adapters of an unexpected shape");
+  }
+  return adapters;
 }
 
 }  // namespace scellis::runtime::webgpu

@@ -13,6 +13,18 @@
 //   3. the same walk from the current directory.
 // When nothing is found, the diagnostic lists every path tried and says how to install Dawn.
 //
+// Adapter enumeration. The WebGPU C API only hands out Dawn's first adapter
+// (wgpuInstanceRequestAdapter); a host with several identical GPUs needs the others too. Dawn's
+// own C++ API has `dawn::native::Instance::EnumerateAdapters(const WGPURequestAdapterOptions*)`
+// (include/dawn/native/DawnNative.h), whose first element is what wgpuInstanceRequestAdapter
+// returns for the same options (Dawn's InstanceBase::APIRequestAdapter takes adapters[0]). The
+// library exports it with its helpers, built against the system's libstdc++, so Load() resolves
+// them by their mangled names when present; EnumerateAdapters() calls them under the Itanium C++
+// ABI. The assumptions, each stated where it is relied on: dawn::native::Instance is constructed
+// from the WGPUInstance (Dawn's InstanceBase*) and fits in 64 bytes; dawn::native::Adapter holds
+// one pointer; the result is a libstdc++ std::vector. A build without these symbols still runs;
+// only a choice other than Dawn's first adapter is refused (adapter-not-found).
+//
 // Dawn's Vulkan backend dlopens the Vulkan loader `libvulkan.so.1` itself; without one it offers
 // only its Null backend, which computes nothing. Debian's chromium package (which the tests need
 // for SwiftShader) carries a loader beside its ICD, but not on the library path, so when the
@@ -59,6 +71,15 @@ class DawnLibrary {
   const std::string& vulkan_loader() const { return vulkan_loader_; }
   const std::vector<std::string>& vulkan_loader_searched() const { return vulkan_searched_; }
 
+  // Whether this Dawn build exports the C++ adapter enumeration (see the header comment).
+  bool can_enumerate_adapters() const { return enumerate_.enumerate != nullptr; }
+  // Every adapter Dawn offers for `options`, in Dawn's order (the first is the one
+  // wgpuInstanceRequestAdapter returns). Each holds a reference the caller releases
+  // (wgpuAdapterRelease). `adapter-enumeration-unavailable` when the build lacks the symbols,
+  // `webgpu-abi` when what Dawn returned does not have the expected shape.
+  Result<std::vector<WGPUAdapter>> EnumerateAdapters(WGPUInstance instance,
+                                                     const WGPURequestAdapterOptions& options) const;
+
  private:
   DawnLibrary() = default;
 
@@ -68,6 +89,17 @@ class DawnLibrary {
   std::string vulkan_loader_;
   std::vector<std::string> vulkan_searched_;
   DawnProcs procs_;
+  // dawn::native's C++ entry points for the enumeration; all set, or enumerate null.
+  struct CxxEnumeration {
+    void (*instance_construct)(void* self, WGPUInstance impl) = nullptr;
+    void (*instance_destroy)(void* self) = nullptr;
+    // A member function returning a class by value: the result's address comes first (the
+    // hidden return slot), then `this`.
+    void (*enumerate)(void* result, const void* self,
+                      const WGPURequestAdapterOptions* options) = nullptr;
+    WGPUAdapter (*adapter_get)(const void* self) = nullptr;
+    void (*adapter_destroy)(void* self) = nullptr;
+  } enumerate_;
 };
 
 }  // namespace scellis::runtime::webgpu

@@ -145,6 +145,38 @@ std::string SourceLine(const std::string& src, uint64_t line) {
   return text;
 }
 
+// The adapter's identity as Dawn reports it (vendor, device, backend, type, PCI ids).
+Status ReadAdapterInfo(const DawnProcs& p, WGPUAdapter adapter, AdapterInfo* info) {
+  // The trailing guard catches a WGPUAdapterInfo declared smaller than Dawn's.
+  struct {
+    WGPUAdapterInfo info;
+    uint64_t guard[8];
+  } out{};
+  std::fill(std::begin(out.guard), std::end(out.guard), 0x5CE1115A5CE1115Aull);
+  if (p.AdapterGetInfo(adapter, &out.info) != WGPUStatus_Success) {
+    return RuntimeError("no-webgpu-adapter", "wgpuAdapterGetInfo failed");
+  }
+  for (uint64_t g : out.guard) {
+    if (g != 0x5CE1115A5CE1115Aull) {
+      return InternalError("webgpu-abi",
+                           "Dawn wrote past WGPUAdapterInfo: webgpu_api.h does not match the "
+                           "loaded Dawn");
+    }
+  }
+  const WGPUAdapterInfo& ai = out.info;
+  info->vendor = Str(ai.vendor);
+  info->architecture = Str(ai.architecture);
+  info->device = Str(ai.device);
+  info->description = Str(ai.description);
+  info->driver = info->description;
+  info->backend_api = OrUnknown(BackendTypeName(ai.backendType), ai.backendType);
+  info->adapter_type = OrUnknown(AdapterTypeName(ai.adapterType), ai.adapterType);
+  info->vendor_id = ai.vendorID;
+  info->device_id = ai.deviceID;
+  p.AdapterInfoFreeMembers(ai);
+  return Status::Ok();
+}
+
 }  // namespace
 
 bool IsSoftwareAdapter(const AdapterInfo& info, std::string* reason) {
@@ -450,60 +482,112 @@ Result<std::unique_ptr<Device>> Device::Open(const OpenOptions& options) {
   ao.featureLevel = WGPUFeatureLevel_Core;
   ao.powerPreference = WGPUPowerPreference_HighPerformance;
   ao.backendType = WGPUBackendType_Undefined;
-  auto* ar = new AdapterRequest;
-  WGPURequestAdapterCallbackInfo acb{};
-  acb.mode = WGPUCallbackMode_WaitAnyOnly;
-  acb.callback = [](WGPURequestAdapterStatus status, WGPUAdapter adapter, WGPUStringView message,
-                    void* u1, void*) {
-    auto* r = static_cast<AdapterRequest*>(u1);
-    r->status = status;
-    r->adapter = adapter;
-    r->message = Str(message);
-  };
-  acb.userdata1 = ar;
-  if (std::string why = m.Wait(p.InstanceRequestAdapter(m.instance, &ao, acb)); !why.empty()) {
-    return RuntimeError("no-webgpu-adapter", "requesting a WebGPU adapter: " + why);
+
+  // Every adapter Dawn offers for these options, when the build can say: for the count a run
+  // reports, and for any choice but Dawn's first.
+  struct Offered {
+    const DawnProcs& p;
+    std::vector<WGPUAdapter> adapters;
+    ~Offered() {
+      for (WGPUAdapter a : adapters) p.AdapterRelease(a);
+    }
+  } offered{p, {}};
+  // Dawn's first adapter does not depend on the enumeration: when that fails, only a choice of
+  // another one does (refused below, with the reason).
+  bool enumerated = false;
+  std::string cannot_enumerate;
+  std::vector<AdapterInfo> offered_info;  // beside offered.adapters
+  if (auto listed = lib->EnumerateAdapters(m.instance, ao); listed.ok()) {
+    enumerated = true;
+    for (WGPUAdapter a : listed.value()) {
+      AdapterInfo ai;
+      // Dawn lists its Null backend too, which computes nothing: never a choice.
+      if (!ReadAdapterInfo(p, a, &ai).ok() || ai.backend_api == "null") {
+        p.AdapterRelease(a);
+        continue;
+      }
+      ai.is_software = IsSoftwareAdapter(ai);
+      offered.adapters.push_back(a);
+      offered_info.push_back(std::move(ai));
+    }
+  } else {
+    cannot_enumerate = listed.status().first().message;
   }
-  std::unique_ptr<AdapterRequest> adapter_request(ar);
-  m.adapter = ar->adapter;
-  if (ar->status != WGPURequestAdapterStatus_Success || !m.adapter) {
-    return RuntimeError("no-webgpu-adapter",
-                        "Dawn found no WebGPU adapter (" +
-                            OrUnknown(RequestAdapterStatusName(ar->status), ar->status) +
-                            "): " + ar->message);
+  uint32_t index = 0;
+  std::string choice = "default";
+  std::string why_index;  // how the index was arrived at, for a refusal
+  if (options.adapter) {
+    index = *options.adapter;
+    choice = "--adapter";
+    why_index = "--adapter=" + std::to_string(index);
+  } else if (std::optional<uint32_t> local = MpiLocalRank()) {
+    choice = "MPI local rank " + std::to_string(*local);
+    why_index = "the MPI local rank " + std::to_string(*local);
+    // The adapters this run may use (software ones only when allowed), in Dawn's order.
+    std::vector<uint32_t> usable;
+    for (uint32_t i = 0; i < offered_info.size(); ++i)
+      if (!offered_info[i].is_software || options.allow_software_adapter) usable.push_back(i);
+    if (enumerated && !usable.empty()) {
+      index = usable[*local % usable.size()];
+    } else {
+      // Without the count every rank of the host would open the same first adapter.
+      index = *local;
+    }
+  }
+  if (index != 0 && (!enumerated || index >= offered.adapters.size())) {
+    std::string listing;
+    for (size_t i = 0; i < offered_info.size(); ++i) {
+      const AdapterInfo& a = offered_info[i];
+      listing += "\n    " + std::to_string(i) + ": " +
+                 (a.device.empty() ? a.description : a.device) + " (" + a.backend_api + ")";
+    }
+    Diagnostic d = UserError(
+        "adapter-not-found", "",
+        "there is no WebGPU adapter " + std::to_string(index) + " (asked for by " + why_index +
+            "): " +
+            (enumerated ? "Dawn offers " + std::to_string(offered.adapters.size()) + " adapter" +
+                              (offered.adapters.size() == 1 ? "" : "s") +
+                              (offered.adapters.empty() ? "" : ":" + listing)
+                        : "only Dawn's first adapter (index 0) can be chosen: " +
+                              cannot_enumerate),
+        "choose an index below the adapter count (0-based)");
+    return d;
+  }
+
+  if (index == 0) {
+    // Dawn's first adapter, requested exactly as through the standard API.
+    auto* ar = new AdapterRequest;
+    WGPURequestAdapterCallbackInfo acb{};
+    acb.mode = WGPUCallbackMode_WaitAnyOnly;
+    acb.callback = [](WGPURequestAdapterStatus status, WGPUAdapter adapter,
+                      WGPUStringView message, void* u1, void*) {
+      auto* r = static_cast<AdapterRequest*>(u1);
+      r->status = status;
+      r->adapter = adapter;
+      r->message = Str(message);
+    };
+    acb.userdata1 = ar;
+    if (std::string why = m.Wait(p.InstanceRequestAdapter(m.instance, &ao, acb)); !why.empty()) {
+      return RuntimeError("no-webgpu-adapter", "requesting a WebGPU adapter: " + why);
+    }
+    std::unique_ptr<AdapterRequest> adapter_request(ar);
+    m.adapter = ar->adapter;
+    if (ar->status != WGPURequestAdapterStatus_Success || !m.adapter) {
+      return RuntimeError("no-webgpu-adapter",
+                          "Dawn found no WebGPU adapter (" +
+                              OrUnknown(RequestAdapterStatusName(ar->status), ar->status) +
+                              "): " + ar->message);
+    }
+  } else {
+    m.adapter = offered.adapters[index];
+    p.AdapterAddRef(m.adapter);
   }
 
   AdapterInfo& info = m.info;
-  {
-    // The trailing guard catches a WGPUAdapterInfo declared smaller than Dawn's.
-    struct {
-      WGPUAdapterInfo info;
-      uint64_t guard[8];
-    } out{};
-    std::fill(std::begin(out.guard), std::end(out.guard), 0x5CE1115A5CE1115Aull);
-    if (p.AdapterGetInfo(m.adapter, &out.info) != WGPUStatus_Success) {
-      return RuntimeError("no-webgpu-adapter", "wgpuAdapterGetInfo failed");
-    }
-    for (uint64_t g : out.guard) {
-      if (g != 0x5CE1115A5CE1115Aull) {
-        return InternalError("webgpu-abi",
-                             "Dawn wrote past WGPUAdapterInfo: webgpu_api.h does "
-                             "not match " +
-                                 lib->path());
-      }
-    }
-    const WGPUAdapterInfo& ai = out.info;
-    info.vendor = Str(ai.vendor);
-    info.architecture = Str(ai.architecture);
-    info.device = Str(ai.device);
-    info.description = Str(ai.description);
-    info.driver = info.description;
-    info.backend_api = OrUnknown(BackendTypeName(ai.backendType), ai.backendType);
-    info.adapter_type = OrUnknown(AdapterTypeName(ai.adapterType), ai.adapterType);
-    info.vendor_id = ai.vendorID;
-    info.device_id = ai.deviceID;
-    p.AdapterInfoFreeMembers(ai);
-  }
+  SCELLIS_TRY(ReadAdapterInfo(p, m.adapter, &info));
+  info.adapter_index = index;
+  info.adapter_count = static_cast<uint32_t>(offered.adapters.size());
+  info.adapter_choice = choice;
   info.dawn_version = lib->version();
   info.library_path = lib->path();
   info.vulkan_loader = lib->vulkan_loader();
@@ -633,6 +717,26 @@ Result<std::unique_ptr<Device>> Device::Open(const OpenOptions& options) {
   l.min_uniform_buffer_offset_alignment = dl.minUniformBufferOffsetAlignment;
 
   return std::unique_ptr<Device>(new Device(std::move(impl)));
+}
+
+std::string AdapterLine(const AdapterInfo& info) {
+  const std::string name = info.device.empty() ? info.description : info.device;
+  std::string line = "adapter " + std::to_string(info.adapter_index + 1) + " of " +
+                     (info.adapter_count ? std::to_string(info.adapter_count) : "?") + ": " +
+                     name + " (" + info.backend_api + ")";
+  if (info.adapter_choice != "default") line += ", by " + info.adapter_choice;
+  return line;
+}
+
+std::optional<uint32_t> MpiLocalRank() {
+  for (const char* var : {"OMPI_COMM_WORLD_LOCAL_RANK", "MPI_LOCALRANKID"}) {
+    const char* v = std::getenv(var);
+    if (!v || !*v) continue;
+    char* end = nullptr;
+    unsigned long n = std::strtoul(v, &end, 10);
+    if (*end == '\0' && n <= UINT32_MAX) return static_cast<uint32_t>(n);
+  }
+  return std::nullopt;
 }
 
 std::string Device::ProfileKey() const {

@@ -49,6 +49,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -118,7 +119,20 @@ struct AdapterInfo {
   std::vector<std::string> features;
   // The device itself has shader-f16 enabled (an adapter may list it and still not grant it).
   bool shader_f16 = false;
+  // Which of the adapters Dawn offers this is (0-based, in Dawn's order), of how many (0 when
+  // this Dawn build cannot enumerate them), and what chose it: "default", "--adapter",
+  // "MPI local rank N".
+  uint32_t adapter_index = 0;
+  uint32_t adapter_count = 0;
+  std::string adapter_choice = "default";
 };
+
+// "adapter 2 of 2: NVIDIA H200 (vulkan)": the line a run prints about its device.
+std::string AdapterLine(const AdapterInfo& info);
+
+// The local rank of this process in an MPI job on its host (OMPI_COMM_WORLD_LOCAL_RANK, or
+// MPICH's MPI_LOCALRANKID), when it runs under one.
+std::optional<uint32_t> MpiLocalRank();
 
 // True when the adapter is a software rasterizer rather than a GPU: adapter type "cpu", the Null
 // backend, or SwiftShader / llvmpipe / lavapipe / softpipe in vendor, architecture, device or
@@ -135,6 +149,12 @@ struct OpenOptions {
   // this many bytes. WebGPU never lets a device ask for less than its 128 MiB default, so this is
   // how tests exercise the tiling of tensors over the cap with small tensors.
   uint64_t max_binding_bytes = 0;
+  // Which of the adapters Dawn offers (0-based, in Dawn's order: discrete GPUs first; its Null
+  // backend, which computes nothing, is not counted). Unset: under an MPI job the process's local
+  // rank modulo the count of adapters it may use (software ones only when allowed), so each rank
+  // of a host opens its own GPU; otherwise Dawn's first adapter. An index Dawn does not offer is
+  // `adapter-not-found` (listing those it does), never another adapter.
+  std::optional<uint32_t> adapter = std::nullopt;
 };
 
 // Test hooks. Each makes Dawn itself fail, so the real error path is what gets tested:
@@ -176,8 +196,9 @@ Grid SplitWorkgroups(uint64_t workgroups, uint32_t max_per_dim);
 
 class Device {
  public:
-  // Loads Dawn, requests a high-performance adapter and a device with the adapter's limits.
-  // Errors: dawn-not-found (user: install it), no-webgpu-adapter (also when Dawn offers only its
+  // Loads Dawn, takes the adapter options.adapter names (Dawn's high-performance choice by
+  // default) and requests a device with the adapter's limits.
+  // Errors: dawn-not-found (user: install it), adapter-not-found (no adapter of that index), no-webgpu-adapter (also when Dawn offers only its
   // Null backend, which computes nothing: never accepted, software allowed or not),
   // software-adapter-refused (its message is the reason, suitable for a fallback record),
   // device-request-failed.

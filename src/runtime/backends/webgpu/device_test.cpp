@@ -152,6 +152,74 @@ TEST(WebGpuDevice, ReportsAdapterAndRequestsItsLimits) {
   EXPECT_TRUE(dev->health().ok());
 }
 
+// Adapter choice. Dawn's C++ enumeration (dawn_library.h) must be present in the pinned build and
+// agree with the standard API: its first adapter is the one wgpuInstanceRequestAdapter gives.
+TEST(WebGpuAdapterChoice, EnumeratesAdaptersAndDefaultsToDawnsFirst) {
+  auto lib = DawnLibrary::Load();
+  ASSERT_TRUE(lib.ok()) << Describe(lib.status());
+  ASSERT_TRUE(lib.value()->can_enumerate_adapters())
+      << "the pinned Dawn build lost dawn::native::Instance::EnumerateAdapters";
+  auto dev = OpenSoftware();
+  ASSERT_NE(dev, nullptr);
+  const AdapterInfo& i = dev->info();
+  EXPECT_GE(i.adapter_count, 1u);
+  EXPECT_EQ(i.adapter_index, 0u);
+  EXPECT_EQ(i.adapter_choice, "default");
+  EXPECT_EQ(AdapterLine(i).rfind("adapter 1 of " + std::to_string(i.adapter_count) + ": " +
+                                     i.device + " (vulkan)",
+                                 0),
+            0u)
+      << AdapterLine(i);
+
+  // Index 0 asked for by name is the same adapter as the default, said to be chosen.
+  auto zero = OpenSoftware({.adapter = 0u});
+  ASSERT_NE(zero, nullptr);
+  EXPECT_EQ(zero->info().adapter_index, 0u);
+  EXPECT_EQ(zero->info().adapter_choice, "--adapter");
+  EXPECT_EQ(zero->ProfileKey(), dev->ProfileKey());
+}
+
+TEST(WebGpuAdapterChoice, RefusesAnIndexDawnDoesNotOfferByName) {
+  UseSwiftShader();
+  auto count = OpenSoftware();
+  ASSERT_NE(count, nullptr);
+  const uint32_t n = count->info().adapter_count;
+  ASSERT_LT(n, 5u) << "this test needs a host with fewer than 6 adapters";
+  auto dev = Device::Open({.allow_software_adapter = true, .adapter = 5u});
+  ASSERT_FALSE(dev.ok()) << "adapter 5 opened on a host with " << n;
+  const Diagnostic& d = dev.status().first();
+  EXPECT_EQ(d.code, "adapter-not-found");
+  EXPECT_EQ(d.kind, ErrorKind::kUser);
+  EXPECT_EQ(ExitCodeFor(d), 2);
+  // It says what exists instead: the count and each adapter by index and name.
+  EXPECT_NE(d.message.find("there is no WebGPU adapter 5 (asked for by --adapter=5)"),
+            std::string::npos)
+      << d.message;
+  EXPECT_NE(d.message.find("Dawn offers " + std::to_string(n) + " adapter"), std::string::npos)
+      << d.message;
+  EXPECT_NE(d.message.find("0: " + count->info().device + " (vulkan)"), std::string::npos)
+      << d.message;
+}
+
+// Under MPI the local rank picks the adapter, modulo the count: every rank gets one, and ranks of
+// one host spread over its GPUs.
+TEST(WebGpuAdapterChoice, MpiLocalRankChoosesModuloTheCount) {
+  UseSwiftShader();
+  auto plain = OpenSoftware();
+  ASSERT_NE(plain, nullptr);
+  const uint32_t n = plain->info().adapter_count;
+  ASSERT_GE(n, 1u);
+  setenv("OMPI_COMM_WORLD_LOCAL_RANK", "3", 1);
+  EXPECT_EQ(MpiLocalRank(), std::optional<uint32_t>(3));
+  auto dev = OpenSoftware();
+  unsetenv("OMPI_COMM_WORLD_LOCAL_RANK");
+  ASSERT_NE(dev, nullptr);
+  EXPECT_EQ(dev->info().adapter_index, 3u % n);
+  EXPECT_EQ(dev->info().adapter_choice, "MPI local rank 3");
+  EXPECT_NE(AdapterLine(dev->info()).find(", by MPI local rank 3"), std::string::npos);
+  EXPECT_EQ(MpiLocalRank(), std::nullopt);
+}
+
 TEST(WebGpuDevice, RefusesSoftwareAdapterUnlessAllowed) {
   UseSwiftShader();
   auto dev = Device::Open(OpenOptions{});

@@ -43,6 +43,9 @@ DeviceProfile ProfileOf(const Device& device) {
   p.dawn_version = i.dawn_version;
   p.adapter_type = i.adapter_type;
   p.is_software = i.is_software;
+  p.adapter = AdapterLine(i);
+  p.adapter_index = static_cast<int>(i.adapter_index);
+  p.adapter_count = static_cast<int>(i.adapter_count);
   return p;
 }
 
