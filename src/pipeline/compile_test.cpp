@@ -27,7 +27,7 @@ TEST(Passes, TheDescentInOrder) {
   for (const Pass& p : Passes()) names.emplace_back(p.name);
   EXPECT_EQ(names,
             (std::vector<std::string>{"append-train-step", "partition", "fuse-elementwise",
-                                      "fold-transposes", "emit-wgsl", "liveness", "memory-classes",
+                                      "fold-transposes", "schedule-matmul", "emit-wgsl", "liveness", "memory-classes",
                                       "assign-buffers", "verdict", "check-guarantees"}));
   for (const Pass& p : Passes())
     EXPECT_EQ(p.optional, p.name == "fuse-elementwise" || p.name == "fold-transposes") << p.name;
