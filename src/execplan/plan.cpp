@@ -118,7 +118,9 @@ std::string Print(const Plan& p) {
     out += "    " + k.name + "  reads";
     for (int b : s.reads) out += " b" + std::to_string(b);
     if (s.reads.empty()) out += " -";
-    out += " -> b" + std::to_string(s.write) + "\n";
+    out += " -> b" + std::to_string(s.write);
+    if (k.matmul_schedule) out += "  schedule " + k.matmul_schedule->Name();
+    out += "\n";
   }
   out += "  buffers:\n";
   for (const Buffer& b : p.buffers) {
@@ -167,9 +169,12 @@ Json ToJson(const Plan& p) {
   j["findings"] = Json::array();
   for (const Diagnostic& d : p.findings)
     j["findings"].push_back({{"code", d.code}, {"message", d.message}, {"help", d.help}});
-  for (const Step& s : p.steps)
-    j["steps"].push_back(
-        {{"kernel", p.module().kernels[s.kernel].name}, {"reads", s.reads}, {"write", s.write}});
+  for (const Step& s : p.steps) {
+    const kernel::Kernel& k = p.module().kernels[s.kernel];
+    Json step = {{"kernel", k.name}, {"reads", s.reads}, {"write", s.write}};
+    if (k.matmul_schedule) step["matmul_schedule"] = k.matmul_schedule->Name();
+    j["steps"].push_back(step);
+  }
   for (const Buffer& b : p.buffers)
     j["buffers"].push_back({{"id", b.id},
                             {"bytes", b.bytes},

@@ -53,6 +53,38 @@ Result<Module> FromWebir(std::shared_ptr<const webir::Graph> g) {
   return m;
 }
 
+int64_t MatmulSchedule::WorkgroupBytes() const {
+  if (kind == Kind::kPerElement) return 0;
+  return int64_t{4} * tile_k * (tile_m + tile_n);
+}
+
+std::string MatmulSchedule::Name() const {
+  if (kind == Kind::kPerElement) return "per-element";
+  std::string name = std::to_string(tile_m) + "x" + std::to_string(tile_n) + "x" +
+                     std::to_string(tile_k) + "/" + std::to_string(block_m) + "x" +
+                     std::to_string(block_n);
+  if (vec4_a && vec4_b) name += "/vec4";
+  else if (vec4_a) name += "/vec4a";
+  else if (vec4_b) name += "/vec4b";
+  return name;
+}
+
+MatmulShape MatmulShapeOf(const Module& m, const Kernel& k) {
+  // The operands' logical types: a folded transpose's, not its operand's.
+  const webir::Node& node = m.graph().at(k.output);
+  const TensorType& ta = m.graph().at(node.args[0]).type;
+  const TensorType& tb = m.graph().at(node.args[1]).type;
+  const TensorType& to = node.type;
+  MatmulShape shape;
+  shape.m = ta.dims[ta.rank() - 2].size;
+  shape.k = ta.dims[ta.rank() - 1].size;
+  shape.n = tb.dims[tb.rank() - 1].size;
+  shape.batches = shape.m * shape.n > 0 ? to.elements() / (shape.m * shape.n) : 0;
+  shape.trans_a = k.transposed.size() > 0 && k.transposed[0];
+  shape.trans_b = k.transposed.size() > 1 && k.transposed[1];
+  return shape;
+}
+
 std::string Print(const Module& m) {
   std::string out = "kernels";
   if (!m.graph().name.empty()) out += " \"" + m.graph().name + "\"";
@@ -98,6 +130,7 @@ std::string Print(const Module& m) {
       }
       out += ")";
     }
+    if (k.matmul_schedule) out += "  schedule " + k.matmul_schedule->Name();
     if (k.Source(kWgslTarget)) {
       out += "  grid " + std::to_string(k.workgroups[0]) + "x" + std::to_string(k.workgroups[1]) +
              "  wgsl " + k.Wgsl().source_hash.substr(0, 12);
@@ -141,6 +174,14 @@ Json ToJson(const Module& m) {
     jk["inputs"] = k.inputs;
     if (!k.transposed.empty()) jk["transposed"] = k.transposed;
     jk["output"] = k.output;
+    if (const auto& s = k.matmul_schedule) {
+      jk["matmul_schedule"] = {{"name", s->Name()},
+                               {"kind", s->kind == MatmulSchedule::Kind::kTiled ? "tiled"
+                                                                                : "per-element"},
+                               {"tile", {s->tile_m, s->tile_n, s->tile_k}},
+                               {"block", {s->block_m, s->block_n}},
+                               {"vec4", {s->vec4_a, s->vec4_b}}};
+    }
     jk["workgroups"] = k.workgroups;
     jk["wgsl_sha256"] = k.Wgsl().source_hash;
     if (k.blocking.steps > 1) {

@@ -8,6 +8,7 @@
 
 #include <array>
 #include <memory>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -46,6 +47,31 @@ inline constexpr const char* kWgslTarget = "wgsl";
 // The temporally blocked variant of a loop body's kernel (kernel/passes/block_temporally.cpp).
 inline constexpr const char* kWgslBlockedTarget = "wgsl-blocked";
 
+// How a matmul kernel is cut into workgroups and invocations; chosen per shape by the
+// schedule-matmul pass, read by the emitter. Every schedule keeps each output's sum in increasing K
+// order (no split-K): a schedule changes which invocation computes an element and what it stages in
+// workgroup memory, never the order of its additions.
+struct MatmulSchedule {
+  enum class Kind {
+    kTiled,       // workgroup tiles of tile_m x tile_n outputs, K staged tile_k at a time
+    kPerElement,  // one invocation per output over a linear grid, nothing staged (any size)
+  };
+  Kind kind = Kind::kTiled;
+  int tile_m = 16, tile_n = 16, tile_k = 16;
+  // Outputs per invocation: block_m x block_n (1 x 1, or multiples of 4 held in vec4 registers).
+  int block_m = 1, block_n = 1;
+  // Global loads of an operand as vec4: along its contiguous dimension, which must be a multiple
+  // of 4 (K for A and B^T, M for A^T, N for B).
+  bool vec4_a = false, vec4_b = false;
+
+  int Invocations() const { return (tile_m / block_m) * (tile_n / block_n); }
+  // Bytes of workgroup memory the tiles of both operands take.
+  int64_t WorkgroupBytes() const;
+  // "128x128x8/8x8/vec4", "16x16x16/1x1", "per-element"; "/vec4a" or "/vec4b" when one operand.
+  std::string Name() const;
+  bool operator==(const MatmulSchedule&) const = default;
+};
+
 // A kernel's source for one target, generated for the module's determinism tier.
 struct EmittedSource {
   std::string target;  // "wgsl"
@@ -66,6 +92,8 @@ struct Kernel {
   // kOp matmul: per input, whether it is read transposed — a rank-2 `transpose` folded into the
   // matmul, whose input is then the transpose's own operand (no kernel, no buffer for it).
   std::vector<bool> transposed;
+  // kOp matmul: set by the schedule-matmul pass before emission.
+  std::optional<MatmulSchedule> matmul_schedule;
 
   // The dispatch grid, in workgroups; set by the emitter, which chooses the workgroup size.
   std::array<uint32_t, 3> workgroups = {1, 1, 1};
@@ -89,6 +117,10 @@ struct Kernel {
 
 struct Module {
   std::shared_ptr<const webir::Graph> graph_ref;  // shared with the WebIR rung, never copied
+  // When set, schedule-matmul gives every matmul this schedule instead of choosing one, with vec4
+  // loads kept only for operands whose layout allows them; a matmul it cannot run (an empty
+  // output, too many workgroups) keeps the chosen schedule.
+  std::optional<MatmulSchedule> matmul_schedule_override;
   std::vector<Kernel> kernels;
   // Why a repeated graph's body is not temporally blocked; empty when it is or there is no loop.
   std::string not_blocked_because;
@@ -104,6 +136,14 @@ bool IsElementwiseNode(const webir::Graph& g, const webir::Node& n);
 // True when kernel input `input` is read by a shift step, at indices other than the element's
 // own: such an input must be bound whole (it cannot be tiled with the output).
 bool ReadsShifted(const Kernel& k, int input);
+
+// The shape of a matmul kernel as its schedule sees it: A is m x k, B is k x n (after folded
+// transposes), over `batches` broadcast batch elements.
+struct MatmulShape {
+  int64_t m = 0, n = 0, k = 0, batches = 1;
+  bool trans_a = false, trans_b = false;
+};
+MatmulShape MatmulShapeOf(const Module& m, const Kernel& k);
 
 // Numbers the kernels in order and names each after its number and what it computes
 // ("k2_fused_mul_relu", "k3_matmul"); passes that add or remove kernels call it.

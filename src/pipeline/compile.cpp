@@ -25,6 +25,7 @@ const std::vector<Pass>& Passes() {
       {Rung::kKernel, "partition", kRequired, kernel::Partition},
       {Rung::kKernel, "fuse-elementwise", kOptional, kernel::FuseElementwise},
       {Rung::kKernel, "fold-transposes", kOptional, kernel::FoldTransposes},
+      {Rung::kKernel, "schedule-matmul", kRequired, kernel::ScheduleMatmul},
       {Rung::kKernel, "emit-wgsl", kRequired, kernel::EmitWgsl},
       {Rung::kKernel, "block-temporally", kOptional, kernel::BlockTemporally},
       {Rung::kExecplan, "liveness", kRequired, execplan::Liveness},
@@ -108,6 +109,7 @@ Result<Compiled> Descend(Compiled c, webir::Graph g, const CompileOptions& o) {
   if (stop || o.up_to < Rung::kKernel) return c;
 
   SCELLIS_ASSIGN_OR_RETURN(kernel::Module m, kernel::FromWebir(c.graph));
+  m.matmul_schedule_override = o.matmul_schedule;
   SCELLIS_ASSIGN_OR_RETURN(stop, RunPasses(Rung::kKernel, m, o));
   if (stop || o.up_to < Rung::kExecplan) SCELLIS_TRY(kernel::Verify(m));  // else FromKernel does
   c.module = std::make_shared<const kernel::Module>(std::move(m));

@@ -43,6 +43,9 @@ struct CompileOptions {
   Rung up_to = Rung::kExecplan;
   std::string print_after;                // stop after this pass (its rung as it stands)
   std::set<std::string> disabled_passes;  // optional passes only
+  // Every matmul takes this schedule in place of the one schedule-matmul chooses (tests and
+  // benchmarks compare schedules on one shape); see kernel::Module::matmul_schedule_override.
+  std::optional<kernel::MatmulSchedule> matmul_schedule;
 };
 
 // Each rung is owned once; a later rung refers to the one it was lowered from.

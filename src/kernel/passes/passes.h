@@ -20,6 +20,22 @@ Status FuseElementwise(Module& m);
 // swapped strides (backward passes are full of them: x^T @ g, g @ w^T).
 Status FoldTransposes(Module& m);
 
+// The schedules the pass picks from. Large: 128x128 tiles, 8x8 outputs per invocation (256
+// invocations); medium: 64x64 tiles, 4x4 per invocation (256); small: the 16x16 one-output kernel.
+const MatmulSchedule& LargeMatmulSchedule();
+const MatmulSchedule& MediumMatmulSchedule();
+const MatmulSchedule& SmallMatmulSchedule();
+// `s` with vec4 loads for each operand whose layout allows them under `s`.
+MatmulSchedule WithVec4Loads(MatmulSchedule s, const MatmulShape& shape);
+// Whether `s` can run `shape`: its workgroup memory within WebGPU's guaranteed 16 KiB and its grid
+// within 65535 workgroups per dimension. The per-element schedule runs anything.
+bool MatmulScheduleFits(const MatmulSchedule& s, const MatmulShape& shape);
+// The largest tile whose grid still fills a large GPU, else the small one; per-element only when
+// no tile fits (an empty output, a grid too large).
+MatmulSchedule ChooseMatmulSchedule(const MatmulShape& shape);
+// Sets every matmul kernel's schedule (ChooseMatmulSchedule of its shape); emit-wgsl follows it.
+Status ScheduleMatmul(Module& m);
+
 // Generates every kernel's WGSL (and its dispatch grid) for the module's determinism tier.
 Status EmitWgsl(Module& m);
 

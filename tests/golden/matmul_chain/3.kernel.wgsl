@@ -1,5 +1,5 @@
 // ---- k0_matmul ----
-// 16x16 tiles
+// matmul 16x16x16/1x1
 @group(0) @binding(0) var<storage, read> in0: array<f32>;
 @group(0) @binding(1) var<storage, read> in1: array<f32>;
 @group(0) @binding(2) var<storage, read_write> out: array<f32>;
@@ -30,7 +30,7 @@ fn main(@builtin(workgroup_id) wg: vec3<u32>,
 }
 
 // ---- k1_matmul ----
-// 16x16 tiles
+// matmul 16x16x16/1x1
 @group(0) @binding(0) var<storage, read> in0: array<f32>;
 @group(0) @binding(1) var<storage, read> in1: array<f32>;
 @group(0) @binding(2) var<storage, read_write> out: array<f32>;

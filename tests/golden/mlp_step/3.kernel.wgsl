@@ -1,5 +1,5 @@
 // ---- k0_matmul ----
-// 16x16 tiles
+// matmul 16x16x16/1x1
 @group(0) @binding(0) var<storage, read> in0: array<f32>;
 @group(0) @binding(1) var<storage, read> in1: array<f32>;
 @group(0) @binding(2) var<storage, read_write> out: array<f32>;
@@ -78,7 +78,7 @@ fn main(@builtin(global_invocation_id) gid: vec3<u32>,
 }
 
 // ---- k3_matmul ----
-// 16x16 tiles
+// matmul 16x16x16/1x1
 @group(0) @binding(0) var<storage, read> in0: array<f32>;
 @group(0) @binding(1) var<storage, read> in1: array<f32>;
 @group(0) @binding(2) var<storage, read_write> out: array<f32>;
@@ -259,7 +259,7 @@ fn main(@builtin(global_invocation_id) gid: vec3<u32>,
 }
 
 // ---- k9_matmul ----
-// 16x16 tiles
+// matmul 16x16x16/1x1
 @group(0) @binding(0) var<storage, read> in0: array<f32>;
 @group(0) @binding(1) var<storage, read> in1: array<f32>;
 @group(0) @binding(2) var<storage, read_write> out: array<f32>;
@@ -290,7 +290,7 @@ fn main(@builtin(workgroup_id) wg: vec3<u32>,
 }
 
 // ---- k10_matmul ----
-// 16x16 tiles
+// matmul 16x16x16/1x1
 @group(0) @binding(0) var<storage, read> in0: array<f32>;
 @group(0) @binding(1) var<storage, read> in1: array<f32>;
 @group(0) @binding(2) var<storage, read_write> out: array<f32>;
@@ -369,7 +369,7 @@ fn main(@builtin(global_invocation_id) gid: vec3<u32>,
 }
 
 // ---- k13_matmul ----
-// 16x16 tiles
+// matmul 16x16x16/1x1
 @group(0) @binding(0) var<storage, read> in0: array<f32>;
 @group(0) @binding(1) var<storage, read> in1: array<f32>;
 @group(0) @binding(2) var<storage, read_write> out: array<f32>;

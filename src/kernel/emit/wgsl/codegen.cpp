@@ -127,6 +127,13 @@ Result<Generated> Generate(const Module& m, const Kernel& k) {
                                               std::to_string(k.inputs.size()) +
                                               " inputs, more than one kernel binds");
   }
+  if (k.kind == KernelKind::kOp && k.op == "matmul") {
+    if (!k.matmul_schedule)
+      return InternalError("wgsl.Generate", k.name +
+                                                " has no schedule: the schedule-matmul pass runs "
+                                                "before emit-wgsl");
+    SCELLIS_TRY(CheckMatmulSchedule(*k.matmul_schedule, MatmulShapeOf(m, k)));
+  }
   static const FamilyGen kFamilies[] = {GenerateElementwise, GenerateReduce,  GenerateLinalg,
                                         GenerateLayout,      GenerateStencil, GenerateNn,
                                         GenerateOptim,       GenerateRandom,  GenerateIndex};

@@ -1,117 +1,279 @@
-// WGSL matrix products. Each invocation owns one output element and accumulates along K in
-// increasing order (no split-K), matching the reference's order. The usual kernel stages 16×16
-// tiles of both operands in workgroup memory (one global load per element per tile instead of per
-// product); a grid too large for it falls back to one invocation per element over a linear grid.
+// WGSL matrix products, one kernel per schedule (kernel::MatmulSchedule, chosen by the
+// schedule-matmul pass). Whatever the schedule, each output element is one invocation's
+// accumulator, which adds its K products in increasing order starting from zero (no split-K),
+// the reference's order; the schedules differ only in how many outputs an invocation owns and what
+// the workgroup stages:
+//   - tiled 1x1: 16x16 tiles of both operands staged in workgroup memory, one output each;
+//   - tiled, register-blocked: tile_m x tile_n outputs per workgroup, block_m x block_n per
+//     invocation held in vec4 registers, K staged tile_k at a time, optionally loaded as vec4;
+//   - per-element: one invocation per output over a linear grid, for grids too large to tile.
+// Rows and columns past the edge load zeros; their products add exact zeros after the last real
+// term, so every element still sums its K products in increasing order.
 #include <algorithm>
 
 #include "kernel/emit/wgsl/codegen.h"
 
 namespace scellis::kernel::wgsl {
 
-bool GenerateLinalg(const Module& m, const Kernel& k, Generated& out) {
-  if (k.kind != KernelKind::kOp || k.op != "matmul") return false;
-  // The operands' logical types: a folded transpose's, not its operand's.
+namespace {
+
+struct Operands {
+  MatmulShape shape;
+  std::vector<int64_t> batch, sa, sb;  // batch dims of the output; A's and B's broadcast strides
+};
+
+Operands OperandsOf(const Module& m, const Kernel& k) {
+  Operands o;
+  o.shape = MatmulShapeOf(m, k);
   const webir::Node& node = m.graph().at(k.output);
-  const TensorType& ta = m.graph().at(node.args[0]).type;
-  const TensorType& tb = m.graph().at(node.args[1]).type;
-  const TensorType& to = m.graph().at(k.output).type;
-  int64_t M = ta.dims[ta.rank() - 2].size, K = ta.dims[ta.rank() - 1].size;
-  int64_t N = tb.dims[tb.rank() - 1].size;
-  std::vector<int64_t> out_sizes = to.sizes();
-  std::vector<int64_t> batch(out_sizes.begin(), out_sizes.end() - 2);
-  std::vector<int64_t> sizes_a = ta.sizes(), sizes_b = tb.sizes();
-  std::vector<int64_t> sa = BroadcastStrides({sizes_a.begin(), sizes_a.end() - 2}, batch);
-  std::vector<int64_t> sb = BroadcastStrides({sizes_b.begin(), sizes_b.end() - 2}, batch);
+  std::vector<int64_t> out_sizes = node.type.sizes();
+  o.batch.assign(out_sizes.begin(), out_sizes.end() - 2);
+  std::vector<int64_t> sizes_a = m.graph().at(node.args[0]).type.sizes();
+  std::vector<int64_t> sizes_b = m.graph().at(node.args[1]).type.sizes();
+  o.sa = BroadcastStrides({sizes_a.begin(), sizes_a.end() - 2}, o.batch);
+  o.sb = BroadcastStrides({sizes_b.begin(), sizes_b.end() - 2}, o.batch);
+  return o;
+}
 
-  const int64_t batches = static_cast<int64_t>(to.elements() / std::max<int64_t>(M * N, 1));
-  // A folded transpose (rank 2 only) is read with swapped strides: A^T's element (r, k) is at
-  // k * M + r of its operand, B^T's element (k, c) at c * K + k.
-  const bool trans_a = k.transposed.size() > 0 && k.transposed[0];
-  const bool trans_b = k.transposed.size() > 1 && k.transposed[1];
-  auto a_at = [&](const std::string& row, const std::string& col) {
-    return trans_a ? "in0[off_a + " + col + " * " + U32(M) + " + " + row + "]"
-                   : "in0[off_a + " + row + " * " + U32(K) + " + " + col + "]";
-  };
-  auto b_at = [&](const std::string& row, const std::string& col) {
-    return trans_b ? "in1[off_b + " + col + " * " + U32(K) + " + " + row + "]"
-                   : "in1[off_b + " + row + " * " + U32(N) + " + " + col + "]";
-  };
-  const int64_t tiles_n = (N + 15) / 16, tiles_m = (M + 15) / 16;
-  if (to.elements() > 0 && tiles_n <= kMaxWorkgroupsPerDim && tiles_m <= kMaxWorkgroupsPerDim &&
-      batches <= kMaxWorkgroupsPerDim) {
-    std::string offsets = "  var rem = wg.z;\n  var off_a = 0u;\n  var off_b = 0u;\n";
-    for (int d = static_cast<int>(batch.size()) - 1; d >= 0; --d) {
-      std::string size = U32(batch[d]);
-      offsets += "  { let bd = rem % " + size + "; rem = rem / " + size +
-                 "; off_a = off_a + bd * " + U32(sa[d] * M * K) + "; off_b = off_b + bd * " +
-                 U32(sb[d] * K * N) + "; }\n";
-    }
-    // Rows and columns past the edge load zeros; their products add exact zeros after the last
-    // real term, so every element still sums its K products in increasing order.
-    out.source = "// 16x16 tiles\n" + Bindings(m, k) +
-                 "var<workgroup> tile_a: array<f32, 256>;\n"
-                 "var<workgroup> tile_b: array<f32, 256>;\n\n"
-                 "@compute @workgroup_size(16, 16)\n"
-                 "fn main(@builtin(workgroup_id) wg: vec3<u32>,\n"
-                 "        @builtin(local_invocation_id) lid: vec3<u32>) {\n" +
-                 offsets +
-                 "  let r = wg.y * 16u + lid.y;\n"
-                 "  let c = wg.x * 16u + lid.x;\n"
-                 "  var acc = 0.0;\n"
-                 "  for (var t = 0u; t < " +
-                 U32(K) +
-                 "; t = t + 16u) {\n"
-                 "    let ka = t + lid.x;\n"
-                 "    let kb = t + lid.y;\n"
-                 "    tile_a[lid.y * 16u + lid.x] = select(0.0, " +
-                 a_at("r", "ka") + ", r < " + U32(M) + " && ka < " + U32(K) +
-                 ");\n"
-                 "    tile_b[lid.y * 16u + lid.x] = select(0.0, " +
-                 b_at("kb", "c") + ", kb < " + U32(K) + " && c < " + U32(N) +
-                 ");\n"
-                 "    workgroupBarrier();\n"
-                 "    for (var kk = 0u; kk < 16u; kk = kk + 1u) {\n"
-                 "      acc = acc + tile_a[lid.y * 16u + kk] * tile_b[kk * 16u + lid.x];\n"
-                 "    }\n"
-                 "    workgroupBarrier();\n"
-                 "  }\n"
-                 "  if (r < " +
-                 U32(M) + " && c < " + U32(N) + ") { out[wg.z * " + U32(M * N) + " + r * " +
-                 U32(N) +
-                 " + c] = acc; }\n"
-                 "}\n";
-    out.workgroups = {static_cast<uint32_t>(tiles_n), static_cast<uint32_t>(tiles_m),
-                      static_cast<uint32_t>(batches)};
-    return true;
+// Element offsets of A's and B's matrices for batch element `index` (a WGSL u32 expression).
+std::string BatchOffsets(const Operands& o, const std::string& index) {
+  const int64_t M = o.shape.m, K = o.shape.k, N = o.shape.n;
+  std::string s = "  var rem = " + index + ";\n  var off_a = 0u;\n  var off_b = 0u;\n";
+  for (int d = static_cast<int>(o.batch.size()) - 1; d >= 0; --d) {
+    std::string size = U32(std::max<int64_t>(o.batch[d], 1));
+    s += "  { let bd = rem % " + size + "; rem = rem / " + size + "; off_a = off_a + bd * " +
+         U32(o.sa[d] * M * K) + "; off_b = off_b + bd * " + U32(o.sb[d] * K * N) + "; }\n";
   }
+  return s;
+}
 
+// A folded transpose (rank 2 only) is read with swapped strides: A^T's element (r, k) is at
+// k * M + r of its operand, B^T's element (k, c) at c * K + k.
+std::string AIndex(const MatmulShape& s, const std::string& row, const std::string& col) {
+  return s.trans_a ? "off_a + " + col + " * " + U32(s.m) + " + " + row
+                   : "off_a + " + row + " * " + U32(s.k) + " + " + col;
+}
+std::string BIndex(const MatmulShape& s, const std::string& row, const std::string& col) {
+  return s.trans_b ? "off_b + " + col + " * " + U32(s.k) + " + " + row
+                   : "off_b + " + row + " * " + U32(s.n) + " + " + col;
+}
+
+void PerElement(const Module& m, const Kernel& k, const Operands& o, Generated& out) {
+  const MatmulShape& s = o.shape;
   // Sizes of 0 would be constant divisions by zero, which WGSL rejects; an empty output returns
   // before reaching them, so 1 serves. (K = 0 is fine: the loop adds nothing and writes zeros.)
-  auto nonzero = [](int64_t v) { return std::max<int64_t>(v, 1); };
-  std::string batch_offsets =
-      "  var rem = i / " + U32(nonzero(M * N)) + ";\n  var off_a = 0u;\n  var off_b = 0u;\n";
-  for (int d = static_cast<int>(batch.size()) - 1; d >= 0; --d) {
-    std::string size = U32(nonzero(batch[d]));
-    batch_offsets += "  { let bd = rem % " + size + "; rem = rem / " + size +
-                     "; off_a = off_a + bd * " + U32(sa[d] * M * K) + "; off_b = off_b + bd * " +
-                     U32(sb[d] * K * N) + "; }\n";
+  auto nonzero = [](int64_t v) { return U32(std::max<int64_t>(v, 1)); };
+  const int64_t elements = m.graph().at(k.output).type.elements();
+  out.source = "// matmul per-element\n" + Bindings(m, k) + "\n" + LinearEntry(elements) +
+               BatchOffsets(o, "i / " + nonzero(s.m * s.n)) + "  let r = (i / " + nonzero(s.n) +
+               ") % " + nonzero(s.m) + ";\n  let c = i % " + nonzero(s.n) +
+               ";\n  var acc = 0.0;\n  for (var kk = 0u; kk < " + U32(s.k) +
+               "; kk = kk + 1u) {\n    acc = acc + in0[" + AIndex(s, "r", "kk") + "] * in1[" +
+               BIndex(s, "kk", "c") + "];\n  }\n  out[i] = acc;\n}\n";
+  out.workgroups = LinearGrid(elements);
+}
+
+// One output per invocation; the workgroup is tile x tile invocations and each loads one element
+// of each operand's tile per K step.
+void TiledOneOutput(const Module& m, const Kernel& k, const Operands& o, const MatmulSchedule& sch,
+                    Generated& out) {
+  const MatmulShape& s = o.shape;
+  const std::string T = U32(sch.tile_m), TT = U32(sch.tile_m * sch.tile_m);
+  const std::string M = U32(s.m), N = U32(s.n), K = U32(s.k);
+  out.source = "// matmul " + sch.Name() + "\n" + Bindings(m, k) +
+               "var<workgroup> tile_a: array<f32, " + std::to_string(sch.tile_m * sch.tile_m) +
+               ">;\nvar<workgroup> tile_b: array<f32, " +
+               std::to_string(sch.tile_m * sch.tile_m) + ">;\n\n@compute @workgroup_size(" +
+               std::to_string(sch.tile_n) + ", " + std::to_string(sch.tile_m) +
+               ")\nfn main(@builtin(workgroup_id) wg: vec3<u32>,\n"
+               "        @builtin(local_invocation_id) lid: vec3<u32>) {\n" +
+               BatchOffsets(o, "wg.z") + "  let r = wg.y * " + T + " + lid.y;\n  let c = wg.x * " +
+               T + " + lid.x;\n  var acc = 0.0;\n  for (var t = 0u; t < " + K + "; t = t + " + T +
+               ") {\n    let ka = t + lid.x;\n    let kb = t + lid.y;\n    tile_a[lid.y * " + T +
+               " + lid.x] = select(0.0, in0[" + AIndex(s, "r", "ka") + "], r < " + M +
+               " && ka < " + K + ");\n    tile_b[lid.y * " + T + " + lid.x] = select(0.0, in1[" +
+               BIndex(s, "kb", "c") + "], kb < " + K + " && c < " + N +
+               ");\n    workgroupBarrier();\n    for (var kk = 0u; kk < " + T +
+               "; kk = kk + 1u) {\n      acc = acc + tile_a[lid.y * " + T + " + kk] * tile_b[kk * " +
+               T + " + lid.x];\n    }\n    workgroupBarrier();\n  }\n  if (r < " + M + " && c < " +
+               N + ") { out[wg.z * " + U32(s.m * s.n) + " + r * " + N + " + c] = acc; }\n}\n";
+  out.workgroups = {static_cast<uint32_t>((s.n + sch.tile_n - 1) / sch.tile_n),
+                    static_cast<uint32_t>((s.m + sch.tile_m - 1) / sch.tile_m),
+                    static_cast<uint32_t>(s.batches)};
+}
+
+// Register-blocked: invocation (x, y) of a (tile_n / block_n) x (tile_m / block_m) workgroup owns
+// the output rows 4 * (y + i * wy) + 0..3 and columns 4 * (x + j * wx) + 0..3 of its tile, for
+// i < block_m / 4 and j < block_n / 4: interleaved by quads, so that neighbouring invocations read
+// neighbouring quads of workgroup memory. Both tiles are stored K-major ([k][m] and [k][n]), so
+// each K step reads block_m / 4 + block_n / 4 quads of consecutive floats and does
+// block_m * block_n multiply-adds, each a separate product then sum, as the reference does. The
+// tiles are arrays of f32, written one float per store: a store to one component of a vec4 in
+// workgroup memory may be carried out as a write of the whole vec4, racing with the invocations
+// that write its other components.
+void TiledBlocked(const Module& m, const Kernel& k, const Operands& o, const MatmulSchedule& sch,
+                  Generated& out) {
+  const MatmulShape& s = o.shape;
+  const int TM = sch.tile_m, TN = sch.tile_n, TK = sch.tile_k;
+  const int wx = TN / sch.block_n, wy = TM / sch.block_m, invocations = wx * wy;
+  const int bm4 = sch.block_m / 4, bn4 = sch.block_n / 4;
+  const int va = sch.vec4_a ? 4 : 1, vb = sch.vec4_b ? 4 : 1;
+  const std::string M = U32(s.m), N = U32(s.n), K = U32(s.k);
+  auto u = [](int64_t v) { return U32(v); };
+  const char* lane = "xyzw";
+
+  std::string src = "// matmul " + sch.Name() + "\n";
+  src += std::string("@group(0) @binding(0) var<storage, read> in0: array<") +
+         (va == 4 ? "vec4<f32>" : "f32") +
+         ">;\n@group(0) @binding(1) var<storage, read> in1: array<" +
+         (vb == 4 ? "vec4<f32>" : "f32") +
+         ">;\n@group(0) @binding(2) var<storage, read_write> out: array<f32>;\n";
+  src += "var<workgroup> tile_a: array<f32, " + std::to_string(TK * TM) + ">;\n";
+  src += "var<workgroup> tile_b: array<f32, " + std::to_string(TK * TN) + ">;\n\n";
+  src += "@compute @workgroup_size(" + std::to_string(wx) + ", " + std::to_string(wy) + ")\n";
+  src += "fn main(@builtin(workgroup_id) wg: vec3<u32>,\n"
+         "        @builtin(local_invocation_id) lid: vec3<u32>,\n"
+         "        @builtin(local_invocation_index) tid: u32) {\n";
+  src += BatchOffsets(o, "wg.z");
+  src += "  let row0 = wg.y * " + u(TM) + ";\n  let col0 = wg.x * " + u(TN) + ";\n";
+  for (int i = 0; i < sch.block_m; ++i)
+    for (int j = 0; j < bn4; ++j)
+      src += "  var acc_" + std::to_string(i) + "_" + std::to_string(j) +
+             " = vec4<f32>(0.0);\n";
+  src += "  for (var t = 0u; t < " + K + "; t = t + " + u(TK) + ") {\n";
+
+  // A's tile, tile_m x tile_k, into tile_a[k][m]: consecutive invocations load consecutive
+  // elements (or vec4s) of A's contiguous dimension.
+  for (int l = 0; l < TM * TK / (invocations * va); ++l) {
+    const std::string e = "tid + " + u(int64_t{l} * invocations);
+    src += "    {\n      let e = " + e + ";\n";
+    const bool along_m = s.trans_a;  // A^T is contiguous along m, A along k
+    const int run = along_m ? TM / va : TK / va;
+    src += along_m ? "      let kq = e / " + u(run) + ";\n      let mq = (e % " + u(run) + ") * " +
+                         u(va) + ";\n"
+                   : "      let mq = e / " + u(run) + ";\n      let kq = (e % " + u(run) + ") * " +
+                         u(va) + ";\n";
+    src += "      let gr = row0 + mq;\n      let gk = t + kq;\n      let inside = gr < " + M +
+           " && gk < " + K + ";\n";
+    const std::string at = AIndex(s, "gr", "gk");
+    if (va == 4) {
+      src += "      let v = select(vec4<f32>(0.0), in0[(" + at + ") / 4u], inside);\n";
+      for (int c = 0; c < 4; ++c)
+        src += along_m ? "      tile_a[kq * " + u(TM) + " + mq + " + u(c) + "] = v." + lane[c] + ";\n"
+                       : "      tile_a[(kq + " + u(c) + ") * " + u(TM) + " + mq] = v." + lane[c] +
+                             ";\n";
+    } else {
+      src += "      tile_a[kq * " + u(TM) + " + mq] = select(0.0, in0[" + at + "], inside);\n";
+    }
+    src += "    }\n";
   }
-  out.source = Bindings(m, k) + "\n" + LinearEntry(to.elements()) + batch_offsets +
-               "  let r = (i / " + U32(nonzero(N)) + ") % " + U32(nonzero(M)) +
-               ";\n"
-               "  let c = i % " +
-               U32(nonzero(N)) +
-               ";\n"
-               "  var acc = 0.0;\n"
-               "  for (var kk = 0u; kk < " +
-               U32(K) +
-               "; kk = kk + 1u) {\n"
-               "    acc = acc + " +
-               a_at("r", "kk") + " * " + b_at("kk", "c") +
-               ";\n"
-               "  }\n"
-               "  out[i] = acc;\n}\n";
-  out.workgroups = LinearGrid(to.elements());
+  // B's tile, tile_k x tile_n, into tile_b[k][n].
+  for (int l = 0; l < TK * TN / (invocations * vb); ++l) {
+    const std::string e = "tid + " + u(int64_t{l} * invocations);
+    src += "    {\n      let e = " + e + ";\n";
+    const bool along_k = s.trans_b;  // B^T is contiguous along k, B along n
+    const int run = along_k ? TK / vb : TN / vb;
+    src += along_k ? "      let nq = e / " + u(run) + ";\n      let kq = (e % " + u(run) + ") * " +
+                         u(vb) + ";\n"
+                   : "      let kq = e / " + u(run) + ";\n      let nq = (e % " + u(run) + ") * " +
+                         u(vb) + ";\n";
+    src += "      let gc = col0 + nq;\n      let gk = t + kq;\n      let inside = gk < " + K +
+           " && gc < " + N + ";\n";
+    const std::string at = BIndex(s, "gk", "gc");
+    if (vb == 4) {
+      src += "      let v = select(vec4<f32>(0.0), in1[(" + at + ") / 4u], inside);\n";
+      for (int c = 0; c < 4; ++c)
+        src += along_k ? "      tile_b[(kq + " + u(c) + ") * " + u(TN) + " + nq] = v." + lane[c] +
+                             ";\n"
+                       : "      tile_b[kq * " + u(TN) + " + nq + " + u(c) + "] = v." + lane[c] + ";\n";
+    } else {
+      src += "      tile_b[kq * " + u(TN) + " + nq] = select(0.0, in1[" + at + "], inside);\n";
+    }
+    src += "    }\n";
+  }
+  src += "    workgroupBarrier();\n";
+  src += "    for (var kk = 0u; kk < " + u(TK) + "; kk = kk + 1u) {\n";
+  auto quad = [](const std::string& tile, const std::string& at) {
+    return "vec4<f32>(" + tile + "[" + at + "], " + tile + "[" + at + " + 1u], " + tile + "[" + at +
+           " + 2u], " + tile + "[" + at + " + 3u])";
+  };
+  for (int i = 0; i < bm4; ++i)
+    src += "      let a" + std::to_string(i) + " = " +
+           quad("tile_a", "kk * " + u(TM) + " + (lid.y + " + u(int64_t{i} * wy) + ") * 4u") +
+           ";\n";
+  for (int j = 0; j < bn4; ++j)
+    src += "      let b" + std::to_string(j) + " = " +
+           quad("tile_b", "kk * " + u(TN) + " + (lid.x + " + u(int64_t{j} * wx) + ") * 4u") +
+           ";\n";
+  for (int i = 0; i < sch.block_m; ++i)
+    for (int j = 0; j < bn4; ++j) {
+      const std::string acc = "acc_" + std::to_string(i) + "_" + std::to_string(j);
+      src += "      " + acc + " = " + acc + " + a" + std::to_string(i / 4) + "." + lane[i % 4] +
+             " * b" + std::to_string(j) + ";\n";
+    }
+  src += "    }\n    workgroupBarrier();\n  }\n";
+
+  const std::string base = "wg.z * " + U32(s.m * s.n);
+  for (int i = 0; i < sch.block_m; ++i) {
+    src += "  {\n    let r = row0 + (lid.y + " + u(int64_t{i / 4} * wy) + ") * 4u + " + u(i % 4) +
+           ";\n";
+    for (int j = 0; j < bn4; ++j) {
+      const std::string acc = "acc_" + std::to_string(i) + "_" + std::to_string(j);
+      src += "    {\n      let c = col0 + (lid.x + " + u(int64_t{j} * wx) + ") * 4u;\n";
+      for (int c = 0; c < 4; ++c)
+        src += "      if (r < " + M + " && c + " + u(c) + " < " + N + ") { out[" + base +
+               " + r * " + N + " + c + " + u(c) + "] = " + acc + "." + lane[c] + "; }\n";
+      src += "    }\n";
+    }
+    src += "  }\n";
+  }
+  src += "}\n";
+  out.source = std::move(src);
+  out.workgroups = {static_cast<uint32_t>((s.n + TN - 1) / TN),
+                    static_cast<uint32_t>((s.m + TM - 1) / TM), static_cast<uint32_t>(s.batches)};
+}
+
+}  // namespace
+
+Status CheckMatmulSchedule(const MatmulSchedule& sch, const MatmulShape& s) {
+  auto bad = [&](const std::string& why) {
+    return InternalError("wgsl.GenerateLinalg", "matmul schedule " + sch.Name() + " " + why);
+  };
+  if (sch.kind == MatmulSchedule::Kind::kPerElement) return Status::Ok();
+  if (s.m * s.n * s.batches <= 0) return bad("tiles an empty output");
+  if ((s.n + sch.tile_n - 1) / sch.tile_n > kMaxWorkgroupsPerDim ||
+      (s.m + sch.tile_m - 1) / sch.tile_m > kMaxWorkgroupsPerDim ||
+      s.batches > kMaxWorkgroupsPerDim)
+    return bad("needs more than 65535 workgroups in a dimension");
+  if (sch.block_m <= 0 || sch.block_n <= 0 || sch.tile_m % sch.block_m || sch.tile_n % sch.block_n)
+    return bad("does not divide its tile into blocks");
+  if (sch.Invocations() > 256) return bad("has more than WebGPU's 256 invocations per workgroup");
+  if (sch.WorkgroupBytes() > 16384) return bad("takes more than 16 KiB of workgroup memory");
+  if (sch.block_m == 1 && sch.block_n == 1) {
+    if (sch.tile_m != sch.tile_n || sch.tile_k != sch.tile_m || sch.vec4_a || sch.vec4_b)
+      return bad("has one output per invocation but not square tiles of scalar loads");
+    return Status::Ok();
+  }
+  if (sch.block_m % 4 || sch.block_n % 4 || sch.tile_k % 4)
+    return bad("blocks by other than multiples of 4");
+  const int va = sch.vec4_a ? 4 : 1, vb = sch.vec4_b ? 4 : 1;
+  if ((sch.tile_m * sch.tile_k) % (sch.Invocations() * va) ||
+      (sch.tile_k * sch.tile_n) % (sch.Invocations() * vb))
+    return bad("does not share its tile loads evenly among its invocations");
+  if (sch.vec4_a && (s.trans_a ? s.m : s.k) % 4)
+    return bad("loads A as vec4 but its rows are not a multiple of 4 long");
+  if (sch.vec4_b && (s.trans_b ? s.k : s.n) % 4)
+    return bad("loads B as vec4 but its rows are not a multiple of 4 long");
+  return Status::Ok();
+}
+
+bool GenerateLinalg(const Module& m, const Kernel& k, Generated& out) {
+  if (k.kind != KernelKind::kOp || k.op != "matmul" || !k.matmul_schedule) return false;
+  const MatmulSchedule& sch = *k.matmul_schedule;
+  const Operands o = OperandsOf(m, k);
+  if (sch.kind == MatmulSchedule::Kind::kPerElement) PerElement(m, k, o, out);
+  else if (sch.block_m == 1 && sch.block_n == 1) TiledOneOutput(m, k, o, sch, out);
+  else TiledBlocked(m, k, o, sch, out);
   return true;
 }
 

@@ -1,0 +1,98 @@
+// schedule-matmul: the one place a matmul's schedule is chosen, from its shape alone, so the plan
+// says which kernel runs (and prints it) and the emitter only follows it.
+#include <algorithm>
+
+#include "kernel/passes/passes.h"
+
+namespace scellis::kernel {
+
+namespace {
+
+// Workgroups a grid needs before a larger tile pays: one per multiprocessor of a large GPU (an
+// H200 has 132). A grid with fewer leaves multiprocessors idle, and a smaller tile, with more
+// workgroups, finishes sooner even though each of its invocations does less.
+constexpr int64_t kFillWorkgroups = 132;
+// WebGPU's guaranteed maxComputeWorkgroupStorageSize: every schedule fits it on any adapter.
+constexpr int64_t kWorkgroupStorageBytes = 16384;
+constexpr int64_t kMaxWorkgroupsPerDim = 65535;
+
+int64_t CeilDiv(int64_t a, int64_t b) {
+  return (a + b - 1) / b;
+}
+
+MatmulSchedule Tiled(int tile_m, int tile_n, int tile_k, int block_m, int block_n) {
+  MatmulSchedule s;
+  s.tile_m = tile_m;
+  s.tile_n = tile_n;
+  s.tile_k = tile_k;
+  s.block_m = block_m;
+  s.block_n = block_n;
+  return s;
+}
+
+}  // namespace
+
+const MatmulSchedule& LargeMatmulSchedule() {
+  static const MatmulSchedule s = Tiled(128, 128, 8, 8, 8);
+  return s;
+}
+const MatmulSchedule& MediumMatmulSchedule() {
+  static const MatmulSchedule s = Tiled(64, 64, 16, 4, 4);
+  return s;
+}
+const MatmulSchedule& SmallMatmulSchedule() {
+  static const MatmulSchedule s = Tiled(16, 16, 16, 1, 1);
+  return s;
+}
+
+MatmulSchedule WithVec4Loads(MatmulSchedule s, const MatmulShape& shape) {
+  // vec4 loads need the operand's contiguous dimension (its row length in memory) a multiple of
+  // 4, so that no vec4 straddles two rows and every row starts 16-byte aligned; a tile of
+  // multiples of 4 then has each vec4 wholly inside or wholly past the matrix's edge. The
+  // one-output kernel loads one element per invocation and takes none.
+  const bool blocked = s.kind == MatmulSchedule::Kind::kTiled && s.block_m % 4 == 0 &&
+                       s.block_n % 4 == 0 && s.tile_k % 4 == 0;
+  s.vec4_a = blocked && (shape.trans_a ? shape.m % 4 == 0 : shape.k % 4 == 0);
+  s.vec4_b = blocked && (shape.trans_b ? shape.k % 4 == 0 : shape.n % 4 == 0);
+  return s;
+}
+
+bool MatmulScheduleFits(const MatmulSchedule& s, const MatmulShape& shape) {
+  if (s.kind == MatmulSchedule::Kind::kPerElement) return true;
+  return shape.m * shape.n * shape.batches > 0 && s.WorkgroupBytes() <= kWorkgroupStorageBytes &&
+         CeilDiv(shape.n, s.tile_n) <= kMaxWorkgroupsPerDim &&
+         CeilDiv(shape.m, s.tile_m) <= kMaxWorkgroupsPerDim &&
+         shape.batches <= kMaxWorkgroupsPerDim;
+}
+
+MatmulSchedule ChooseMatmulSchedule(const MatmulShape& shape) {
+  auto workgroups = [&](const MatmulSchedule& s) {
+    return CeilDiv(shape.m, s.tile_m) * CeilDiv(shape.n, s.tile_n) * shape.batches;
+  };
+  for (const MatmulSchedule* s : {&LargeMatmulSchedule(), &MediumMatmulSchedule()})
+    if (MatmulScheduleFits(*s, shape) && workgroups(*s) >= kFillWorkgroups)
+      return WithVec4Loads(*s, shape);
+  if (MatmulScheduleFits(SmallMatmulSchedule(), shape)) return SmallMatmulSchedule();
+  // An empty output, or a grid past WebGPU's 65535 workgroups per dimension.
+  MatmulSchedule per_element;
+  per_element.kind = MatmulSchedule::Kind::kPerElement;
+  return per_element;
+}
+
+Status ScheduleMatmul(Module& m) {
+  for (Kernel& k : m.kernels) {
+    if (k.kind != KernelKind::kOp || k.op != "matmul") continue;
+    const MatmulShape shape = MatmulShapeOf(m, k);
+    k.matmul_schedule = ChooseMatmulSchedule(shape);
+    if (const auto& forced = m.matmul_schedule_override) {
+      MatmulSchedule s = *forced;
+      const MatmulSchedule allowed = WithVec4Loads(s, shape);
+      s.vec4_a = s.vec4_a && allowed.vec4_a;
+      s.vec4_b = s.vec4_b && allowed.vec4_b;
+      if (MatmulScheduleFits(s, shape)) k.matmul_schedule = s;
+    }
+  }
+  return Status::Ok();
+}
+
+}  // namespace scellis::kernel

@@ -1,0 +1,237 @@
+// schedule-matmul: the schedule each shape gets, and every schedule computing the reference's
+// bits on WebGPU (SwiftShader in CI) for ragged edges, folded transposes and broadcast batches.
+#include <gtest/gtest.h>
+
+#include <cstdlib>
+#include <cstring>
+#include <random>
+
+#include "kernel/emit/wgsl/codegen.h"
+#include "kernel/passes/passes.h"
+#include "runtime/backends/select.h"
+#include "support/graph.h"
+
+namespace scellis::kernel {
+namespace {
+
+MatmulShape Shape(int64_t m, int64_t k, int64_t n, int64_t batches = 1, bool ta = false,
+                  bool tb = false) {
+  MatmulShape s;
+  s.m = m;
+  s.k = k;
+  s.n = n;
+  s.batches = batches;
+  s.trans_a = ta;
+  s.trans_b = tb;
+  return s;
+}
+
+TEST(ScheduleMatmulPass, ChoosesByWhatFillsTheDevice) {
+  // 4096^3: 32 x 32 = 1024 workgroups of 128 x 128, far more than 132.
+  EXPECT_EQ(ChooseMatmulSchedule(Shape(4096, 4096, 4096)).Name(), "128x128x8/8x8/vec4");
+  // 2048^2 outputs: 16 x 16 = 256 large tiles, still enough.
+  EXPECT_EQ(ChooseMatmulSchedule(Shape(2048, 2048, 2048)).Name(), "128x128x8/8x8/vec4");
+  // 1024^2 outputs: 64 large tiles leave half the device idle; 256 medium ones fill it.
+  EXPECT_EQ(ChooseMatmulSchedule(Shape(1024, 1024, 1024)).Name(), "64x64x16/4x4/vec4");
+  // The MLP's first layer, 64 x 784 x 256: 4 medium tiles; the 16 x 16 kernel gives 64.
+  EXPECT_EQ(ChooseMatmulSchedule(Shape(64, 784, 256)).Name(), "16x16x16/1x1");
+  EXPECT_EQ(ChooseMatmulSchedule(Shape(8192, 784, 4096)).Name(), "128x128x8/8x8/vec4");
+  // A batch counts: 9 batches of 512^2 outputs are 144 large tiles.
+  EXPECT_EQ(ChooseMatmulSchedule(Shape(512, 512, 512, 9)).Name(), "128x128x8/8x8/vec4");
+  EXPECT_EQ(ChooseMatmulSchedule(Shape(512, 512, 512, 8)).Name(), "64x64x16/4x4/vec4");
+  EXPECT_EQ(ChooseMatmulSchedule(Shape(1, 1, 1)).Name(), "16x16x16/1x1");
+}
+
+TEST(ScheduleMatmulPass, Vec4LoadsOnlyAlongARowOfMultiplesOf4) {
+  // A is read along K, B along N; transposed, A^T along M and B^T along K.
+  EXPECT_EQ(ChooseMatmulSchedule(Shape(4096, 4095, 4096)).Name(), "128x128x8/8x8/vec4b");
+  EXPECT_EQ(ChooseMatmulSchedule(Shape(4096, 4096, 4095)).Name(), "128x128x8/8x8/vec4a");
+  EXPECT_EQ(ChooseMatmulSchedule(Shape(4095, 4096, 4096, 1, true, false)).Name(),
+            "128x128x8/8x8/vec4b");
+  EXPECT_EQ(ChooseMatmulSchedule(Shape(4096, 4095, 4096, 1, false, true)).Name(),
+            "128x128x8/8x8");
+  EXPECT_EQ(ChooseMatmulSchedule(Shape(4096, 4096, 4095, 1, true, true)).Name(),
+            "128x128x8/8x8/vec4");
+}
+
+TEST(ScheduleMatmulPass, PerElementOnlyWhenNoTileFits) {
+  EXPECT_EQ(ChooseMatmulSchedule(Shape(3, 0, 4)).Name(), "16x16x16/1x1");  // K = 0 still tiles
+  EXPECT_EQ(ChooseMatmulSchedule(Shape(2, 3, 0)).Name(), "per-element");   // nothing to write
+  EXPECT_EQ(ChooseMatmulSchedule(Shape(2, 3, 4, 0)).Name(), "per-element");
+  // 2^21 rows are 131072 tiles of 16 rows, past 65535 workgroups, but 16384 of 128 rows; 2^24
+  // rows are too many even for those.
+  EXPECT_EQ(ChooseMatmulSchedule(Shape(int64_t{1} << 24, 4, 4)).Name(), "per-element");
+  EXPECT_EQ(ChooseMatmulSchedule(Shape(int64_t{1} << 21, 4, 256)).Name(),
+            "128x128x8/8x8/vec4");
+  EXPECT_EQ(ChooseMatmulSchedule(Shape(2, 2, 2, 70000)).Name(), "per-element");
+}
+
+TEST(ScheduleMatmulPass, EverySchedulesWorkgroupMemoryFitsWebGpusMinimum) {
+  for (const MatmulSchedule* s :
+       {&LargeMatmulSchedule(), &MediumMatmulSchedule(), &SmallMatmulSchedule()}) {
+    EXPECT_LE(s->WorkgroupBytes(), 16384) << s->Name();
+    EXPECT_EQ(s->Invocations(), 256) << s->Name();
+    EXPECT_TRUE(wgsl::CheckMatmulSchedule(WithVec4Loads(*s, Shape(256, 256, 256)),
+                                          Shape(256, 256, 256))
+                    .ok())
+        << s->Name();
+  }
+}
+
+TEST(ScheduleMatmulPass, TheEmitterRefusesAScheduleItCannotRun) {
+  MatmulSchedule s = LargeMatmulSchedule();
+  s.vec4_a = true;
+  EXPECT_FALSE(wgsl::CheckMatmulSchedule(s, Shape(8, 7, 8)).ok());  // rows of 7
+  s = LargeMatmulSchedule();
+  s.tile_k = 32;  // 32 KiB of tiles
+  EXPECT_FALSE(wgsl::CheckMatmulSchedule(s, Shape(8, 8, 8)).ok());
+  s = MediumMatmulSchedule();
+  s.block_m = 2;  // 2 rows per invocation: not a whole vec4
+  EXPECT_FALSE(wgsl::CheckMatmulSchedule(s, Shape(8, 8, 8)).ok());
+}
+
+// The schedule is in the plan and its printouts, and the emitted kernel follows it.
+TEST(ScheduleMatmulPass, PrintedAndFollowed) {
+  Json doc = {{"version", 2},
+              {"nodes",
+               {{{"id", 0}, {"op", "input"}, {"name", "a"}, {"shape", {768, 64}}},
+                {{"id", 1}, {"op", "input"}, {"name", "b"}, {"shape", {64, 1024}}},
+                {{"id", 2}, {"op", "matmul"}, {"a", 0}, {"b", 1}}}},
+              {"outputs", {{{"name", "y"}, {"id", 2}}}}};
+  pipeline::CompileOptions o = scellis::testing::ProdOptions();
+  auto c = pipeline::Compile(doc.dump(), o);
+  ASSERT_TRUE(c.ok()) << c.errors().front().Format();
+  const Kernel& k = c->module->kernels[0];
+  ASSERT_TRUE(k.matmul_schedule);
+  EXPECT_EQ(k.matmul_schedule->Name(), "64x64x16/4x4/vec4");  // 48 large tiles, 192 medium
+  EXPECT_EQ(k.workgroups, (std::array<uint32_t, 3>{16, 12, 1}));
+  EXPECT_NE(k.Wgsl().source.find("// matmul 64x64x16/4x4/vec4"), std::string::npos);
+  EXPECT_NE(k.Wgsl().source.find("@workgroup_size(16, 16)"), std::string::npos);
+  EXPECT_NE(Print(*c->module).find("schedule 64x64x16/4x4/vec4"), std::string::npos);
+  EXPECT_EQ(ToJson(*c->module)["kernels"][0]["matmul_schedule"]["tile"], Json({64, 64, 16}));
+  EXPECT_NE(execplan::Print(*c->plan).find("schedule 64x64x16/4x4/vec4"), std::string::npos);
+  EXPECT_EQ(execplan::ToJson(*c->plan)["steps"][0]["matmul_schedule"], "64x64x16/4x4/vec4");
+
+  o.matmul_schedule = LargeMatmulSchedule();
+  o.matmul_schedule->vec4_a = o.matmul_schedule->vec4_b = true;
+  c = pipeline::Compile(doc.dump(), o);
+  ASSERT_TRUE(c.ok()) << c.errors().front().Format();
+  EXPECT_EQ(c->module->kernels[0].matmul_schedule->Name(), "128x128x8/8x8/vec4");
+  EXPECT_EQ(c->module->kernels[0].workgroups, (std::array<uint32_t, 3>{8, 6, 1}));
+}
+
+// ---- every schedule against the CPU reference, on WebGPU ----
+
+struct Case {
+  std::string name;
+  std::vector<int64_t> a, b;  // the operands as stored (a transposed one before its transpose)
+  bool ta = false, tb = false;
+};
+
+std::vector<float> Random(int64_t n, std::mt19937& rng) {
+  std::uniform_real_distribution<float> u(-1, 1);
+  std::vector<float> v(n);
+  for (float& x : v) x = u(rng);
+  return v;
+}
+
+Json CaseDoc(const Case& c, std::mt19937& rng) {
+  auto count = [](const std::vector<int64_t>& s) {
+    int64_t n = 1;
+    for (int64_t d : s) n *= d;
+    return n;
+  };
+  Json nodes = {{{"id", 0}, {"op", "input"}, {"name", "a"}, {"shape", c.a},
+                 {"data", Random(count(c.a), rng)}},
+                {{"id", 1}, {"op", "input"}, {"name", "b"}, {"shape", c.b},
+                 {"data", Random(count(c.b), rng)}}};
+  int a = 0, b = 1, id = 2;
+  if (c.ta) {
+    nodes.push_back({{"id", id}, {"op", "transpose"}, {"a", a}});
+    a = id++;
+  }
+  if (c.tb) {
+    nodes.push_back({{"id", id}, {"op", "transpose"}, {"a", b}});
+    b = id++;
+  }
+  nodes.push_back({{"id", id}, {"op", "matmul"}, {"a", a}, {"b", b}});
+  return {{"version", 2}, {"nodes", nodes}, {"outputs", {{{"name", "y"}, {"id", id}}}}};
+}
+
+std::vector<Case> Cases() {
+  std::vector<Case> cases;
+  // Each with both operands read plainly and transposed; 256^3 (whole tiles of every schedule)
+  // plainly only, as SwiftShader takes long over it.
+  const int64_t shapes[][3] = {{1, 1, 1}, {7, 13, 5}, {129, 65, 33}, {33, 20, 68}};
+  for (const auto& s : shapes) {
+    const int64_t M = s[0], K = s[1], N = s[2];
+    const std::string mkn = std::to_string(M) + "x" + std::to_string(K) + "x" + std::to_string(N);
+    cases.push_back({mkn, {M, K}, {K, N}});
+    cases.push_back({"at_" + mkn, {K, M}, {K, N}, true, false});
+    cases.push_back({"bt_" + mkn, {M, K}, {N, K}, false, true});
+    cases.push_back({"at_bt_" + mkn, {K, M}, {N, K}, true, true});
+  }
+  cases.push_back({"256x256x256", {256, 256}, {256, 256}});
+  cases.push_back({"batched_3x20x36x12", {3, 20, 36}, {3, 36, 12}});
+  cases.push_back({"bcast_b_4x9x7x5", {4, 9, 7}, {7, 5}});
+  cases.push_back({"bcast_both_3x1_1x4_17x8x12", {3, 1, 17, 8}, {1, 4, 8, 12}});
+  return cases;
+}
+
+std::vector<MatmulSchedule> ForcedSchedules() {
+  MatmulSchedule per_element;
+  per_element.kind = MatmulSchedule::Kind::kPerElement;
+  MatmulSchedule large_vec4 = LargeMatmulSchedule(), medium_vec4 = MediumMatmulSchedule();
+  large_vec4.vec4_a = large_vec4.vec4_b = medium_vec4.vec4_a = medium_vec4.vec4_b = true;
+  return {SmallMatmulSchedule(), MediumMatmulSchedule(), medium_vec4, LargeMatmulSchedule(),
+          large_vec4, per_element};
+}
+
+class EveryMatmulSchedule : public ::testing::TestWithParam<int> {};
+
+TEST_P(EveryMatmulSchedule, ComputesTheReferencesBitsOnWebGpu) {
+  if (!std::getenv("VK_ICD_FILENAMES"))
+    setenv("VK_ICD_FILENAMES", "/usr/lib/chromium/vk_swiftshader_icd.json", 1);
+  auto gpu = runtime::SelectBackend({.requested = "webgpu", .allow_software_adapter = true});
+  ASSERT_TRUE(gpu.ok()) << gpu.errors().front().Format();
+  runtime::cpu::CpuExecutor cpu({.threads = 1});
+  const MatmulSchedule forced = ForcedSchedules()[GetParam()];
+  std::mt19937 rng(13 + GetParam());
+  for (const Case& c : Cases()) {
+    SCOPED_TRACE(c.name + " under " + forced.Name());
+    pipeline::CompileOptions o = scellis::testing::ProdOptions();
+    o.lower.tier = policy::Tier::kDebug;
+    o.matmul_schedule = forced;
+    auto compiled = pipeline::Compile(CaseDoc(c, rng).dump(), o);
+    ASSERT_TRUE(compiled.ok()) << compiled.errors().front().Format();
+    const MatmulSchedule& used = *compiled->module->kernels.back().matmul_schedule;
+    // Forced as asked, vec4 loads dropped where a row's length rules them out.
+    EXPECT_EQ(used.tile_m, forced.tile_m);
+    EXPECT_EQ(used.block_m, forced.block_m);
+    EXPECT_EQ(used.kind, forced.kind);
+    auto want = cpu.Run(*compiled->plan, {});
+    ASSERT_TRUE(want.ok()) << want.errors().front().Format();
+    auto got = gpu->executor->Run(*compiled->plan, {});
+    ASSERT_TRUE(got.ok()) << got.errors().front().Format();
+    const runtime::HostTensor& w = want->outputs.front().second;
+    const runtime::HostTensor& g = got->outputs.front().second;
+    ASSERT_EQ(w.bytes.size(), g.bytes.size());
+    const std::vector<float> wf = w.ToFloats(), gf = g.ToFloats();
+    int64_t differ = 0, first = -1;
+    for (size_t i = 0; i < wf.size(); ++i)
+      if (std::memcmp(&wf[i], &gf[i], sizeof(float)) != 0 && differ++ == 0) first = i;
+    EXPECT_EQ(differ, 0) << "first at " << first << ": " << (first >= 0 ? wf[first] : 0.f)
+                         << " want, " << (first >= 0 ? gf[first] : 0.f) << " got";
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Schedules, EveryMatmulSchedule, ::testing::Range(0, 6),
+                         [](const ::testing::TestParamInfo<int>& p) {
+                           std::string n = ForcedSchedules()[p.param].Name();
+                           for (char& ch : n)
+                             if (!isalnum(static_cast<unsigned char>(ch))) ch = '_';
+                           return n;
+                         });
+
+}  // namespace
+}  // namespace scellis::kernel
