@@ -239,7 +239,8 @@ Json RunReport::ToJson() const {
 
 std::optional<std::string> PinnedExecutorFallback(const std::string& executor) {
   if (executor != runtime::kGenericExecutor) return std::nullopt;
-  return "the generic executor was pinned: one submission per iteration";
+  return "the generic executor was pinned: one submission per iteration (per temporally blocked "
+         "group of iterations)";
 }
 
 Result<RunReport> Run(std::string_view text, const RunOptions& options, const RunEvents& events) {
