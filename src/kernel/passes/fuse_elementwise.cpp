@@ -13,14 +13,46 @@ class Fusion {
   }
 
   bool Folded(const webir::Node& n) const {
-    if (n.role == webir::Role::kInput || n.role == webir::Role::kParam) return false;
-    if (!IsElementwiseNode(g_, n) || is_output_.count(n.id)) return false;
+    if (!FoldableIntoUsers(n)) return false;
     const std::vector<int>& users = users_[n.id];
     if (users.empty()) return n.op == "full";
-    // A shift reads its operand at other elements' indices, so the operand must be in a buffer.
-    for (int u : users)
+    return n.op == "full" || users.size() == 1 || RecomputedInLoop(n);
+  }
+
+  // Whether `n` can be a step of its users' kernels: an elementwise value, not an output, read
+  // only by elementwise ops that read it at their own element (a shift reads other elements, so
+  // its operand must be in a buffer).
+  bool FoldableIntoUsers(const webir::Node& n) const {
+    if (n.role == webir::Role::kInput || n.role == webir::Role::kParam) return false;
+    if (!IsElementwiseNode(g_, n) || is_output_.count(n.id)) return false;
+    for (int u : users_[n.id])
       if (!IsElementwiseNode(g_, g_.at(u)) || g_.at(u).op == "shift") return false;
-    return n.op == "full" || users.size() == 1;
+    return true;
+  }
+
+  // In a repeated graph every kernel of the body is a dispatch per iteration, so a small value
+  // read by several elementwise kernels is recomputed in each rather than given a kernel and a
+  // buffer of its own (Gray-Scott's u·v², read by both fields' updates: two dispatches per
+  // iteration instead of three). Small: at most kMaxRecomputedSteps steps over buffers and
+  // constants, none of them itself read elsewhere, so recomputation never nests.
+  static constexpr int kMaxRecomputedSteps = 4;
+  bool RecomputedInLoop(const webir::Node& n) const {
+    if (g_.repeat <= 1 || n.op == "shift") return false;
+    int steps = 0;
+    std::vector<int> pending = {n.id};
+    while (!pending.empty()) {
+      const webir::Node& x = g_.at(pending.back());
+      pending.pop_back();
+      if (++steps > kMaxRecomputedSteps) return false;
+      for (int a : x.args) {
+        const webir::Node& arg = g_.at(a);
+        if (!FoldableIntoUsers(arg)) continue;  // read from its buffer
+        if (arg.op == "shift") return false;
+        if (arg.op != "full" && users_[a].size() != 1) return false;
+        pending.push_back(a);
+      }
+    }
+    return true;
   }
 
   // The kernel rooted at elementwise node `root`: its folded producers become steps (each after

@@ -1,6 +1,7 @@
 // fuse-elementwise: chains of elementwise kernels become one; the result does not depend on it.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <bit>
 #include <cmath>
 #include <random>
@@ -54,6 +55,39 @@ TEST(FuseElementwisePass, FiveOpChainBecomesOneKernel) {
   EXPECT_EQ(k.expr[3].operands, (std::vector<int>{StepRef(2), 1}));
   EXPECT_EQ(k.expr[4].operands, (std::vector<int>{StepRef(3)}));
   EXPECT_TRUE(Verify(m).ok());
+}
+
+// Two carried fields whose updates share p = u * v * v (Gray-Scott's coupling): u' = u - p,
+// v' = v + p. `repeat` > 1 makes the graph a loop body.
+Json SharedProductLoop(int repeat) {
+  Json doc = GraphDoc(
+      {{{"id", 0}, {"op", "input"}, {"name", "u"}, {"shape", {4}}, {"data", {1, 2, 3, 4}},
+        {"carry", "u_next"}},
+       {{"id", 1}, {"op", "input"}, {"name", "v"}, {"shape", {4}}, {"data", {0.5, 0.25, 1, 2}},
+        {"carry", "v_next"}},
+       {{"id", 2}, {"op", "mul"}, {"a", 0}, {"b", 1}},
+       {{"id", 3}, {"op", "mul"}, {"a", 2}, {"b", 1}},
+       {{"id", 4}, {"op", "sub"}, {"a", 0}, {"b", 3}},
+       {{"id", 5}, {"op", "add"}, {"a", 1}, {"b", 3}}},
+      {{"u_next", 4}, {"v_next", 5}}, 5);
+  doc["repeat"] = repeat;
+  return doc;
+}
+
+TEST(FuseElementwisePass, InALoopASmallSharedValueIsRecomputedByEachReader) {
+  Module loop = After(SharedProductLoop(3), "fuse-elementwise");
+  ASSERT_EQ(loop.kernels.size(), 2u) << Print(loop);  // u' and v', each computing p itself
+  for (const Kernel& k : loop.kernels) {
+    std::vector<int> inputs = k.inputs;
+    std::sort(inputs.begin(), inputs.end());
+    EXPECT_EQ(inputs, (std::vector<int>{0, 1})) << k.name;
+    EXPECT_EQ(k.expr.size(), 3u) << k.name;  // u*v, *v, then the field's own update
+  }
+  // Run once, the graph keeps p as a kernel of its own: nothing is dispatched per iteration.
+  Json once = SharedProductLoop(1);
+  once.erase("repeat");
+  for (Json& n : once["nodes"]) n.erase("carry");
+  EXPECT_EQ(After(once, "fuse-elementwise").kernels.size(), 3u);
 }
 
 TEST(FuseElementwisePass, DisabledTheChainStaysFiveKernels) {
