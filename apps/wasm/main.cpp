@@ -35,6 +35,31 @@ Diagnostic BadOption(const std::string& message, const std::string& help = "") {
 // The options of one run: {"tier": "debug" | "prod" | "fast", "steps": N, "history": [names],
 // "bind": {"N": 64}, "budget": bytes, "why_no_webgpu": "..."}. Every field but why_no_webgpu may be
 // left out, as the flags of `scellis run` may (a document may declare its own tier).
+// The options both entries take for the descent: "tier" and "bind". False when `key` is neither.
+bool ParseLowerOption(const std::string& key, const Json& value, block::LowerOptions& lower,
+                      std::vector<Diagnostic>& errors) {
+  if (key == "tier") {
+    auto tier = value.is_string() ? policy::ParseTier(value.get<std::string>()) : std::nullopt;
+    if (!tier)
+      errors.push_back(BadOption("\"tier\" is " + value.dump().substr(0, 64) +
+                                 ", expected \"debug\", \"prod\" or \"fast\""));
+    else
+      lower.tier = tier;
+    return true;
+  }
+  if (key != "bind") return false;
+  bool sizes = value.is_object();
+  if (sizes)
+    for (const auto& [name, size] : value.items())
+      sizes = sizes && size.is_number_integer() && size.get<int64_t>() >= 0;
+  if (!sizes)
+    errors.push_back(
+        BadOption("\"bind\" is not an object of dimension sizes", "for example {\"N\": 64}"));
+  else
+    for (const auto& [name, size] : value.items()) lower.bind[name] = size.get<int64_t>();
+  return true;
+}
+
 Result<api::RunOptions> ParseOptions(const std::string& text, std::string& why_no_webgpu) {
   auto parsed = ParseUntrustedJson(text);
   if (!parsed.ok() || !parsed->is_object())
@@ -46,14 +71,8 @@ Result<api::RunOptions> ParseOptions(const std::string& text, std::string& why_n
   // No threads in the tab: the reference's bits do not depend on the count.
   options.select.cpu_threads = 1;
   for (const auto& [key, value] : o.items()) {
-    if (key == "tier") {
-      auto tier = value.is_string() ? policy::ParseTier(value.get<std::string>()) : std::nullopt;
-      if (!tier)
-        errors.push_back(BadOption("\"tier\" is " + value.dump().substr(0, 64) +
-                                   ", expected \"debug\", \"prod\" or \"fast\""));
-      else
-        options.compile.lower.tier = tier;
-    } else if (key == "steps") {
+    if (ParseLowerOption(key, value, options.compile.lower, errors)) continue;
+    if (key == "steps") {
       if (!value.is_number_integer() || value.get<int64_t>() < 1 || value.get<int64_t>() > 1000000)
         errors.push_back(BadOption("\"steps\" is " + value.dump().substr(0, 64) +
                                    ", expected an integer from 1 to 1000000"));
@@ -67,17 +86,6 @@ Result<api::RunOptions> ParseOptions(const std::string& text, std::string& why_n
         errors.push_back(BadOption("\"history\" is not an array of output names"));
       else
         options.history = value.get<std::vector<std::string>>();
-    } else if (key == "bind") {
-      bool sizes = value.is_object();
-      if (sizes)
-        for (const auto& [name, size] : value.items())
-          sizes = sizes && size.is_number_integer() && size.get<int64_t>() >= 0;
-      if (!sizes)
-        errors.push_back(
-            BadOption("\"bind\" is not an object of dimension sizes", "for example {\"N\": 64}"));
-      else
-        for (const auto& [name, size] : value.items())
-          options.compile.lower.bind[name] = size.get<int64_t>();
     } else if (key == "budget") {
       if (!value.is_number_integer() || value.get<int64_t>() < 1)
         errors.push_back(BadOption("\"budget\" is " + value.dump().substr(0, 64) +
@@ -143,21 +151,8 @@ Result<runtime::ProgramLimits> ParseProgramOptions(const std::string& text,
   std::vector<Diagnostic> errors;
   runtime::ProgramLimits limits;
   for (const auto& [key, value] : parsed->items()) {
-    if (key == "tier") {
-      auto tier = value.is_string() ? policy::ParseTier(value.get<std::string>()) : std::nullopt;
-      if (!tier)
-        errors.push_back(BadOption("\"tier\" is " + value.dump().substr(0, 64) +
-                                   ", expected \"debug\", \"prod\" or \"fast\""));
-      else
-        compile.lower.tier = tier;
-    } else if (key == "bind" && value.is_object()) {
-      for (const auto& [name, size] : value.items()) {
-        if (!size.is_number_integer() || size.get<int64_t>() < 0)
-          errors.push_back(BadOption("\"bind\"." + name + " is not a dimension size"));
-        else
-          compile.lower.bind[name] = size.get<int64_t>();
-      }
-    } else if (key == "limits" && value.is_object()) {
+    if (ParseLowerOption(key, value, compile.lower, errors)) continue;
+    if (key == "limits" && value.is_object()) {
       for (const auto& [name, v] : value.items()) {
         if (!v.is_number_integer() || v.get<int64_t>() < 1) {
           errors.push_back(BadOption("the limit \"" + name + "\" is not a positive integer"));
