@@ -65,6 +65,11 @@ if [ ! -x .venv/bin/python ] || ! .venv/bin/python -c "import torch, numpy, pyte
   python3 -m venv .venv
   .venv/bin/pip install -q --disable-pip-version-check torch==2.11.0 numpy pytest
 fi
+# The gguf package's own dequantizer: the independent oracle for the q4_k and q6_k blocks.
+if ! .venv/bin/python -c "import gguf" 2>/dev/null; then
+  echo "setup: installing gguf 0.19.0 into .venv"
+  .venv/bin/pip install -q --disable-pip-version-check gguf==0.19.0
+fi
 
 # The Python package (pyproject.toml: python/scellis and the nanobind module python/src): its
 # pinned build tools, then `pip install .` whenever a source is newer than the last install. The
