@@ -23,28 +23,42 @@ std::string I32(int64_t v) {
   return std::to_string(v) + "i";
 }
 
-// The body of `fn cell(ly, lx, gy, gx) -> f32` for a fused kernel: kernel input `carry` is read
-// from the block (`cur`, edge `w`), every other input from its buffer at the cell's grid index.
+// The kernel inputs other than the carried one that the body reads at the cell itself (not
+// shifted). They do not change between iterations, so each invocation loads its cells' values
+// once, before the first iteration, and passes them to `cell` as arguments `x<n>` (read from
+// global memory in every iteration, they were most of a blocked Jacobi sweep's time on an H200).
+std::vector<int> PreloadedInputs(const Kernel& k, int carry) {
+  std::vector<bool> read_directly(k.inputs.size(), false);
+  for (const ExprStep& e : k.expr)
+    for (int o : e.operands)
+      if (!IsStepRef(o) && e.op != "shift") read_directly[o] = true;
+  std::vector<int> preloaded;
+  for (size_t n = 0; n < k.inputs.size(); ++n)
+    if (read_directly[n] && static_cast<int>(n) != carry) preloaded.push_back(static_cast<int>(n));
+  return preloaded;
+}
+
+// Input n's element at grid cell (gy, gx), broadcast to the grid; element 0 off the grid.
+std::string GridRead(const Module& m, const Kernel& k, int n) {
+  const std::vector<int64_t> strides = BroadcastStrides(
+      m.graph().at(k.inputs[n]).type.sizes(), m.graph().at(k.output).type.sizes());
+  return "in" + std::to_string(n) + "[select(0u, u32(gy) * " + U32(strides[0]) + " + u32(gx) * " +
+         U32(strides[1]) + ", on_grid)]";
+}
+
+// The body of `fn cell(ly, lx, gy, gx, x<n>...) -> f32` for a fused kernel: kernel input `carry`
+// is read from the block (`cur`, edge `w`), the preloaded inputs arrive as arguments, and shifted
+// reads of other inputs go to their buffers.
 std::string FusedCell(const Module& m, const Kernel& k, int carry, int64_t w,
                       const std::string& boundary) {
   const std::vector<int64_t> sizes = m.graph().at(k.output).type.sizes();
   const int64_t rows = sizes[0], cols = sizes[1];
   std::string body = "  let d0 = u32(gy);\n  let d1 = u32(gx);\n";
-  std::vector<bool> read_directly(k.inputs.size(), false);
-  for (const ExprStep& e : k.expr)
-    for (int o : e.operands)
-      if (!IsStepRef(o) && e.op != "shift") read_directly[o] = true;
-  for (size_t n = 0; n < k.inputs.size(); ++n) {
-    if (!read_directly[n]) continue;
-    std::string value;
-    if (static_cast<int>(n) == carry) {
-      value = "cur[u32(ly * " + I32(w) + " + lx)]";
-    } else {
-      const std::vector<int64_t> strides = BroadcastStrides(m.graph().at(k.inputs[n]).type.sizes(), sizes);
-      std::string index = "d0 * " + U32(strides[0]) + " + d1 * " + U32(strides[1]);
-      value = "in" + std::to_string(n) + "[" + index + "]";
-    }
-    body += "  let x" + std::to_string(n) + " = " + value + ";\n";
+  for (const ExprStep& e : k.expr) {
+    if (e.op == "shift" || std::find(e.operands.begin(), e.operands.end(), carry) == e.operands.end())
+      continue;
+    body += "  let x" + std::to_string(carry) + " = cur[u32(ly * " + I32(w) + " + lx)];\n";
+    break;
   }
   body += ExpressionSteps(m, k, [&](const ExprStep& e, const std::string& name) {
     if (e.operands.at(0) != carry) return ShiftedLoad(m, k, e, 2, name);
@@ -59,9 +73,9 @@ std::string FusedCell(const Module& m, const Kernel& k, int carry, int64_t w,
              ") - gy) * " + I32(w) + " + lx + clamp(gx - " + sx + ", 0i, " + I32(cols - 1) +
              ") - gx)];\n";
     }
-    return "  let " + name + " = select(0.0, cur[u32((ly - " + sy + ") * " + I32(w) + " + lx - " +
-           sx + ")], gy - " + sy + " >= 0i && gy - " + sy + " < " + I32(rows) + " && gx - " + sx +
-           " >= 0i && gx - " + sx + " < " + I32(cols) + ");\n";
+    // `zero`: a block cell off the grid is loaded as 0 and never advanced, so the read itself
+    // gives the boundary's 0 without a test.
+    return "  let " + name + " = cur[u32((ly - " + sy + ") * " + I32(w) + " + lx - " + sx + ")];\n";
   });
   return body + "  return s" + std::to_string(k.expr.size() - 1) + ";\n";
 }
@@ -92,6 +106,14 @@ Generated TemporalBlock(const Module& m, const Kernel& k, const BlockShape& b) {
   const bool life = k.kind == KernelKind::kOp && k.op == "life";
   const std::string boundary = life ? "wrap" : b.boundary;
   const std::string carry_buffer = "in" + std::to_string(b.carry);
+  const std::vector<int> preloaded = life ? std::vector<int>{} : PreloadedInputs(k, b.carry);
+  std::string cell_params, cell_args, preload;
+  for (int n : preloaded) {
+    const std::string x = "x" + std::to_string(n), pre = "pre" + std::to_string(n);
+    cell_params += ", " + x + ": f32";
+    cell_args += ", " + pre + "[j]";
+    preload += "  var " + pre + ": array<f32, " + std::to_string(per_invocation) + ">;\n";
+  }
 
   // The grid coordinates of block cell (ly, lx): through the torus for `wrap`; otherwise they
   // may lie outside the grid, where no cell is computed (nothing reads one).
@@ -108,7 +130,7 @@ Generated TemporalBlock(const Module& m, const Kernel& k, const BlockShape& b) {
       Bindings(m, k) + (life ? std::string(kSpecialValueFns) : ExpressionHelpers(k)) +
       "var<workgroup> cur: array<f32, " + std::to_string(cells) +
       ">;\n\n"
-      "fn cell(ly: i32, lx: i32, gy: i32, gx: i32) -> f32 {\n" +
+      "fn cell(ly: i32, lx: i32, gy: i32, gx: i32" + cell_params + ") -> f32 {\n" +
       (life ? LifeCell(w) : FusedCell(m, k, b.carry, w, boundary)) +
       "}\n\n"
       "@compute @workgroup_size(" +
@@ -121,14 +143,20 @@ Generated TemporalBlock(const Module& m, const Kernel& k, const BlockShape& b) {
       ";\n"
       "  let ox = i32(wg.x) * " +
       I32(b.tile) + " - " + I32(b.halo) +
-      ";\n"
-      "  for (var c = t; c < " +
-      U32(cells) +
-      "; c = c + " + U32(kInvocations) +
-      ") {\n"
+      ";\n" +
+      preload +
+      "  for (var j = 0u; j < " + U32(per_invocation) + "; j = j + 1u) {\n"
+      "    let c = t + j * " + U32(kInvocations) + ";\n    if (c >= " + U32(cells) + ") { break; }\n"
       "    let ly = i32(c / " +
       U32(w) + ");\n    let lx = i32(c % " + U32(w) + ");\n" + grid_coords + "    cur[c] = select(0.0, " +
       carry_buffer + "[u32(select(0i, gy * " + I32(cols) + " + gx, on_grid))], on_grid);\n" +
+      [&] {
+        std::string loads;
+        for (int n : preloaded)
+          loads += "    pre" + std::to_string(n) + "[j] = select(0.0, " + GridRead(m, k, n) +
+                   ", on_grid);\n";
+        return loads;
+      }() +
       "  }\n"
       "  workgroupBarrier();\n"
       "  for (var step = 1i; step <= " +
@@ -159,7 +187,7 @@ Generated TemporalBlock(const Module& m, const Kernel& k, const BlockShape& b) {
         }
         return "  " + out;
       }() +
-      "      if (on_grid) { next[j] = cell(ly, lx, gy, gx); }\n"
+      "      if (on_grid) { next[j] = cell(ly, lx, gy, gx" + cell_args + "); }\n"
       "    }\n"
       "    workgroupBarrier();\n"
       "    for (var j = 0u; j < " +
