@@ -76,6 +76,37 @@ def _axis(axis, rank):
     return axis + rank if axis is not None and rank is not None and axis < 0 else axis
 
 
+def _concat_shape(shapes, axis):
+    """torch.cat's shape, or None when a shape is unknown or the entries do not join (the
+    engine names the entry that does not, with its pointer)."""
+    if not shapes or any(s is None for s in shapes):
+        return None
+    rank = len(shapes[0])
+    axis = _axis(axis, rank)
+    if not 0 <= axis < rank or any(len(s) != rank for s in shapes):
+        return None
+    if any(s[:axis] + s[axis + 1:] != shapes[0][:axis] + shapes[0][axis + 1:] for s in shapes):
+        return None
+    return shapes[0][:axis] + (sum(s[axis] for s in shapes),) + shapes[0][axis + 1:]
+
+
+def _stack_shape(shapes, axis):
+    """torch.stack's shape, or None when a shape is unknown or the entries differ."""
+    if not shapes or any(s is None for s in shapes) or any(s != shapes[0] for s in shapes):
+        return None
+    rank = len(shapes[0])
+    axis = axis + rank + 1 if axis < 0 else axis
+    if not 0 <= axis <= rank:
+        return None
+    return shapes[0][:axis] + (len(shapes),) + shapes[0][axis:]
+
+
+def _list_dtype(tensors):
+    """The dtype of a list port's result: its entries' (mixed dtypes are the engine's
+    ``dtype-mismatch``)."""
+    return tensors[0].dtype if tensors else "f32"
+
+
 def _version_of_features(spec, ports, attrs):
     """The protocol version the forms of a node need beyond its op's own (the protocol's rules,
     which the engine holds a graph to): broadcasting two non-scalar shapes, a reduction over one
@@ -580,13 +611,45 @@ class Graph:
                          dtype=a.dtype)
 
     def op(self, op, **ports_and_attrs):
-        """Adds a node of any op in the engine's table: Tensor keyword arguments are its ports,
-        the rest its attributes. The result's shape is not tracked here."""
-        ports = {k: v for k, v in ports_and_attrs.items() if isinstance(v, Tensor)}
-        attrs = {k: v for k, v in ports_and_attrs.items() if not isinstance(v, Tensor)}
-        for t in ports.values():
-            self._check_own(t)
+        """Adds a node of any op in the engine's table: Tensor keyword arguments are its ports
+        (a list or tuple of Tensors for a list port, such as concat's ``inputs``), the rest its
+        attributes. The result's shape is not tracked here."""
+        spec = _ops.table().get(op)
+        list_ports = {p["name"] for p in spec["inputs"] if p.get("list")} if spec else set()
+        ports, attrs = {}, {}
+        for key, value in ports_and_attrs.items():
+            if key in list_ports and isinstance(value, (list, tuple)):
+                ports[key] = self._check_list(value)
+            elif isinstance(value, Tensor):
+                self._check_own(value)
+                ports[key] = value
+            else:
+                attrs[key] = value
         return self._add(op, ports, attrs, shape=None, dtype="f32")
+
+    def _check_list(self, tensors):
+        """The entries of a list port, each a Tensor of this graph. An empty list is written as
+        it is: the engine names it (``empty-input-list``) with the node's pointer."""
+        tensors = list(tensors)
+        for t in tensors:
+            self._check_own(t)
+        return tensors
+
+    def concat(self, tensors, axis=0):
+        """The ``tensors`` (one dtype and rank, equal sizes but along ``axis``) joined along
+        ``axis`` in list order, as torch.cat (protocol version 4)."""
+        tensors = self._check_list(tensors)
+        return self._add("concat", {"inputs": tensors}, {"axis": int(axis)},
+                         shape=_concat_shape([t.shape for t in tensors], int(axis)),
+                         dtype=_list_dtype(tensors))
+
+    def stack(self, tensors, axis=0):
+        """The ``tensors`` (one dtype and shape) joined along a new axis inserted at ``axis``
+        (in [-rank - 1, rank]), in list order, as torch.stack (protocol version 4)."""
+        tensors = self._check_list(tensors)
+        return self._add("stack", {"inputs": tensors}, {"axis": int(axis)},
+                         shape=_stack_shape([t.shape for t in tensors], int(axis)),
+                         dtype=_list_dtype(tensors))
 
     def sgd(self, param, grad, lr=1e-3, weight_decay=0.0, maximize=False):
         """The parameter after one SGD step (``sgd_update``)."""
@@ -623,7 +686,10 @@ class Graph:
 
     def _add(self, op, ports, attrs=None, shape=None, dtype="f32", source=None):
         if self._trace is not None and self._trace.done:
-            raise _stale(next(iter(ports.values()), None))
+            first = next(iter(ports.values()), None)
+            if isinstance(first, list):  # a list port: its first entry, if any
+                first = first[0] if first else None
+            raise _stale(first)
         spec = _ops.table().get(op)
         if spec is None:
             raise UnsupportedOpError(
@@ -631,7 +697,8 @@ class Graph:
                 help="ops this build has: " + ", ".join(_ops.names()))
         node = {"id": len(self._nodes), "op": op}
         for port, t in ports.items():
-            node[port] = t.id
+            # A list port (concat's `inputs`) holds an array of node ids, in list order.
+            node[port] = [e.id for e in t] if isinstance(t, list) else t.id
         for key, value in (attrs or {}).items():
             node[key] = value
         # Everything is checked before the graph changes: a refused node leaves no trace.
@@ -660,7 +727,7 @@ class Graph:
             seen.add(i)
             for key, value in self._nodes[i].items():
                 if key not in ("id", "op") and self._is_port(self._nodes[i]["op"], key):
-                    stack.append(value)
+                    stack.extend(value if isinstance(value, list) else [value])
         return sorted(seen)
 
     @staticmethod
@@ -817,3 +884,29 @@ class Graph:
         handle = _scellis.prepare(text, backend, tier, allow_software_adapter, threads, initial)
         return Session(self, handle, watch=list(outputs), fed=fed, carries=carries,
                        resident=list(resident))
+
+
+def _graph_of(tensors, what):
+    """The Graph the entries of a list belong to (the first one's; the rest are checked to be
+    of it when the node is added)."""
+    tensors = list(tensors)
+    if not tensors:
+        raise GraphError("empty-input-list", f"{what} of an empty list of tensors",
+                         help="list at least one tensor")
+    if not isinstance(tensors[0], Tensor):
+        raise TypeError(f"expected a scellis Tensor, got {type(tensors[0]).__name__}")
+    return tensors[0].graph, tensors
+
+
+def concat(tensors, axis=0):
+    """The ``tensors`` (of one graph, one dtype and rank, equal sizes but along ``axis``)
+    joined along ``axis`` in list order, as torch.cat: ``Graph.concat`` on their graph."""
+    g, tensors = _graph_of(tensors, "concat")
+    return g.concat(tensors, axis)
+
+
+def stack(tensors, axis=0):
+    """The ``tensors`` (of one graph, one dtype and shape) joined along a new axis inserted at
+    ``axis``, as torch.stack: ``Graph.stack`` on their graph."""
+    g, tensors = _graph_of(tensors, "stack")
+    return g.stack(tensors, axis)
