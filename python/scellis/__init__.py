@@ -17,7 +17,8 @@ from . import _scellis
 from .errors import (DeviceError, EngineInternalError, GraphError, ScellisError,
                      SessionStateError, TraceError, UnsupportedOpError)
 from .data import load_dataset
-from .graph import Graph, Tensor, concat, stack
+from .graph import Graph, concat, stack
+from .tensor import Tensor
 from .ops import MAX_GRAPH_VERSION, MAX_STEPS_PER_SUBMISSION
 from .pipeline import Pipeline, loop, pipeline
 from .result import RunResult

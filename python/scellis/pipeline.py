@@ -53,7 +53,8 @@ import numpy as np
 from . import _scellis
 from . import ops as _ops
 from .errors import DeviceError, GraphError, SessionStateError, TraceError
-from .graph import Graph, Tensor, _dtype_name
+from .graph import Graph
+from .tensor import Tensor, _dtype_name
 from .result import RunResult
 
 

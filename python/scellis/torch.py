@@ -31,7 +31,8 @@ from torch.fx.passes.operator_support import OperatorSupport
 from torch.fx.passes.shape_prop import ShapeProp
 
 from . import _scellis
-from .graph import Graph, Tensor
+from .graph import Graph
+from .tensor import Tensor
 
 _OPTION_KEYS = {"tier", "backend", "allow_software_adapter"}
 # Prepared sessions by (graph content id, tier, backend, software adapter allowed).
