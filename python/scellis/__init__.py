@@ -17,7 +17,8 @@ from . import _scellis
 from .errors import (DeviceError, EngineInternalError, GraphError, ScellisError,
                      SessionStateError, TraceError, UnsupportedOpError)
 from .data import load_dataset
-from .graph import Graph, Tensor
+from .graph import Graph, concat, stack
+from .tensor import Tensor
 from .ops import MAX_GRAPH_VERSION, MAX_STEPS_PER_SUBMISSION
 from .pipeline import Pipeline, loop, pipeline
 from .result import RunResult
@@ -29,4 +30,4 @@ __version__ = "0.1.0"
 __all__ = ["Graph", "Tensor", "Session", "RunResult", "ScellisError", "GraphError",
            "DeviceError", "SessionStateError", "EngineInternalError", "UnsupportedOpError",
            "MAX_GRAPH_VERSION", "MAX_STEPS_PER_SUBMISSION", "shutdown", "load_dataset",
-           "TraceError", "pipeline", "loop", "Pipeline"]
+           "TraceError", "pipeline", "loop", "Pipeline", "concat", "stack"]

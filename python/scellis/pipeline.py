@@ -53,7 +53,8 @@ import numpy as np
 from . import _scellis
 from . import ops as _ops
 from .errors import DeviceError, GraphError, SessionStateError, TraceError
-from .graph import Graph, Tensor, _dtype_name
+from .graph import Graph
+from .tensor import Tensor, _dtype_name
 from .result import RunResult
 
 
@@ -164,9 +165,27 @@ def _port_names(op):
 
 
 def _ports(node):
-    """(port, referenced node id) of a node."""
+    """(slot, referenced node id) of a node. A slot is a port's name, or (name, index) for an
+    entry of a list port (concat's `inputs`), so each entry is read and renumbered on its own."""
     names = _port_names(node["op"])
-    return [(k, v) for k, v in node.items() if k in names]
+    slots = []
+    for k, v in node.items():
+        if k in names:
+            slots.extend((((k, i), r) for i, r in enumerate(v)) if isinstance(v, list)
+                         else [(k, v)])
+    return slots
+
+
+def _read_slot(node, slot):
+    return node[slot[0]][slot[1]] if isinstance(slot, tuple) else node[slot]
+
+
+def _write_slot(node, slot, ref):
+    """Sets one slot of ``node``, a copy whose list ports are its own lists."""
+    if isinstance(slot, tuple):
+        node[slot[0]][slot[1]] = ref
+    else:
+        node[slot] = ref
 
 
 # ---- rolling an unrolled loop up ----
@@ -195,7 +214,7 @@ def _verify(nodes, start, length, count):
             if i >= len(nodes) or [p for p, _ in _ports(nodes[i])] != [p for p, _ in first]:
                 return k, carry, roles
             for port, a in first:
-                b = nodes[i][port]
+                b = _read_slot(nodes[i], port)
                 if a >= start:
                     if b != a + shift:
                         return k, carry, roles
@@ -367,14 +386,14 @@ def _document(graph, inputs, returned, loop, name):
     for i in keep:
         if i not in reachable:
             continue
-        node = dict(nodes[i])
+        node = {k: list(v) if isinstance(v, list) else v for k, v in nodes[i].items()}
         new_id[i] = len(doc_nodes)
         node["id"] = len(doc_nodes)
         for port, ref in _ports(nodes[i]):
             if loop is not None and (i, port) in loop.carried:
-                node[port] = new_id[("state", ref)]
+                _write_slot(node, port, new_id[("state", ref)])
             else:
-                node[port] = new_id[source(ref)]
+                _write_slot(node, port, new_id[source(ref)])
         if node["op"] == "input":
             # An argument read only as state is its carried param; one also read as a constant
             # (or before the loop) is fed beside its `.state` copy.

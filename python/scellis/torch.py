@@ -31,7 +31,8 @@ from torch.fx.passes.operator_support import OperatorSupport
 from torch.fx.passes.shape_prop import ShapeProp
 
 from . import _scellis
-from .graph import Graph, Tensor
+from .graph import Graph
+from .tensor import Tensor
 
 _OPTION_KEYS = {"tier", "backend", "allow_software_adapter"}
 # Prepared sessions by (graph content id, tier, backend, software adapter allowed).
@@ -307,6 +308,24 @@ def _pad(g, args, kwargs):
     return x.pad(pairs, 0.0 if value is None else value)
 
 
+def _join(method):
+    """torch.cat / torch.stack: a list of tensors of one dtype (PyTorch promotes mixed dtypes,
+    Scellis joins one dtype, so a mixed list stays in PyTorch)."""
+    def translate(g, args, kwargs):
+        _only(kwargs, {"tensors", "dim", "axis"})
+        tensors = kwargs.get("tensors", args[0] if args else None)
+        dim = kwargs.get("dim", kwargs.get("axis", args[1] if len(args) > 1 else 0))
+        if not isinstance(tensors, (list, tuple)) or not tensors or not all(
+                isinstance(t, Tensor) for t in tensors):
+            raise _Unsupported("a list that is not of tensors")
+        if len({t.dtype for t in tensors}) > 1:
+            raise _Unsupported("tensors of mixed dtypes (PyTorch promotes them)")
+        if not isinstance(dim, int):
+            raise _Unsupported("a dim that is not an integer")
+        return getattr(g, method)(tensors, dim)
+    return translate
+
+
 # The FX targets this backend translates: torch-level functions and operators, and tensor methods.
 _FUNCTIONS = {
     operator.add: _binary("add"), torch.add: _binary("add"),
@@ -340,6 +359,8 @@ _FUNCTIONS = {
     F.dropout: _dropout, torch.nn.functional.dropout: _dropout,
     operator.getitem: _getitem, torch.flip: _flip, torch.narrow: _narrow, torch.select: _select,
     F.pad: _pad, torch._C._nn.pad: _pad,
+    torch.cat: _join("concat"), torch.concat: _join("concat"), torch.concatenate: _join("concat"),
+    torch.stack: _join("stack"),
 }
 _METHODS = {
     "add": _binary("add"), "sub": _binary("sub"), "mul": _binary("mul"), "div": _binary("truediv"),

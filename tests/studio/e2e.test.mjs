@@ -749,6 +749,59 @@ test('a bad wire is refused as it is drawn; a red plan shows its diagnostic on t
   await page.close();
 });
 
+test('a list port takes a wire per entry, shows their order, reorders, and saves the wires in that order', { timeout: 90_000 }, async () => {
+  const joins = {
+    format: 'scellis.workflow/1',
+    name: 'joins',
+    determinism: 'prod',
+    nodes: [
+      { id: 'a', type: 'input', params: { shape: [1, 3], data: [1, 2, 3] } },
+      { id: 'b', type: 'input', params: { shape: [1, 3], data: [4, 5, 6] } },
+      { id: 'cat', type: 'concat', params: { axis: 0 } },
+    ],
+    wires: [
+      { from: 'b', to: 'cat.inputs' },
+      { from: 'a', to: 'cat.inputs' },
+    ],
+    outputs: [{ name: 'y', from: 'cat' }],
+  };
+  const page = await openStudio(gpuBrowser);
+  await page.getByTestId('paste-open').click();
+  await page.getByTestId('paste-text').fill(JSON.stringify(joins));
+  await page.getByTestId('paste-load').click();
+  await waitValidated(page);
+  const entries = page.getByTestId('port-entries-cat-inputs');
+  assert.equal(await entries.textContent(), '[2]');
+
+  // A third entry drawn with the mouse, from a source the list already holds.
+  await drawWire(page, 'b', 'cat.inputs');
+  await assertEventually(async () => (await entries.textContent()) === '[3]', () => entries.textContent(), 'three entries');
+  const labels = async () => (await page.locator('.react-flow__edge-textwrapper').allTextContents()).sort();
+  assert.deepEqual(await labels(), ['inputs[0]', 'inputs[1]', 'inputs[2]']);
+
+  // The inspector lists the entries in order; moving the first down swaps it with the second.
+  await selectNode(page, 'cat');
+  const order = () => page.getByTestId('list-cat-inputs').locator('li code').allTextContents();
+  assert.deepEqual(await order(), ['b', 'a', 'b']);
+  await page.getByTestId('list-down-cat-inputs-0').click();
+  assert.deepEqual(await order(), ['a', 'b', 'b']);
+  await waitValidated(page);
+  await shot(page, 'studio-list-port');
+
+  // The saved document wires the port once per entry, in that order.
+  await page.getByTestId('save').click();
+  await page.waitForURL(/\/w\/sha256:[0-9a-f]{64}$/);
+  const id = decodeURIComponent(new URL(page.url()).pathname.slice('/w/'.length));
+  const stored = await api('GET', `/api/documents/${id}`);
+  assert.equal(stored.status, 200);
+  assert.deepEqual(stored.json.document.wires, [
+    { from: 'a', to: 'cat.inputs' },
+    { from: 'b', to: 'cat.inputs' },
+    { from: 'b', to: 'cat.inputs' },
+  ]);
+  await page.close();
+});
+
 test('hostile requests get a 4xx with a JSON diagnostic and write nothing', { timeout: 60_000 }, async () => {
   const storeBefore = listFiles(studio.store);
   const expectRefusal = (r, status, code, what) => {

@@ -22,6 +22,8 @@ import {
   emptyWorkflow,
   dimsOf,
   flowToDoc,
+  listEntryLabels,
+  moveListEntry,
   moveNodes,
   outputNameOf,
   removeEdges,
@@ -335,21 +337,22 @@ function Studio({ route }: { route: Route }) {
     () => present.nodes.map((n) => ({ ...n, selected: selection.includes(n.id), ...(measured[n.id] ? { measured: measured[n.id] } : {}) })) as Node[],
     [present.nodes, selection, measured],
   );
-  const rfEdges = useMemo(
-    () =>
-      present.edges.map((e) => {
-        const d = placed.byEdge.get(e.id);
-        const lit = highlighted.has(e.source) && highlighted.has(e.target);
-        return {
-          ...e,
-          selected: e.id === selectedEdge,
-          className: d ? 'edge-error' : lit ? 'edge-lit' : undefined,
-          label: d ? d[0].code : undefined,
-          data: { diagnostics: d?.length ?? 0 },
-        };
-      }) as Edge[],
-    [present.edges, selectedEdge, placed, highlighted],
-  );
+  const rfEdges = useMemo(() => {
+    // A list port's wires are labelled with their entry's place, so the order shows.
+    const entries = listEntryLabels(present, table);
+    return present.edges.map((e) => {
+      const d = placed.byEdge.get(e.id);
+      const lit = highlighted.has(e.source) && highlighted.has(e.target);
+      const entry = entries.get(e.id);
+      return {
+        ...e,
+        selected: e.id === selectedEdge,
+        className: d ? 'edge-error' : lit ? 'edge-lit' : undefined,
+        label: d ? d[0].code : entry,
+        data: { diagnostics: d?.length ?? 0, ...(entry ? { entry } : {}) },
+      };
+    }) as Edge[];
+  }, [present, table, selectedEdge, placed, highlighted]);
 
   const onNodesChange = useCallback((changes: NodeChange[]) => {
     const moved: Record<string, { x: number; y: number }> = {};
@@ -655,6 +658,7 @@ function Studio({ route }: { route: Route }) {
               table={table}
               kernels={linkedKernels}
               onParam={(id, name, v) => commit((c) => setParam(c, id, name, v))}
+              onMoveEntry={(id, port, from, to) => commit((c) => moveListEntry(c, id, port, from, to))}
               onLabel={(id, label) => commit((c) => setLabel(c, id, label))}
               onOutput={(id, name) => commit((c) => setOutput(c, id, name))}
               onDelete={(id) => commit((c) => removeNodes(c, [id]))}

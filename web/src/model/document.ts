@@ -5,7 +5,7 @@
 // same form. Nothing of the canvas's own (positions, selection) goes into the document: the
 // engine refuses unknown fields, so positions live in a layout beside it (see layout.ts).
 import { clone, isObject, type Json, type JsonObject } from './json';
-import type { OpTable } from './optable';
+import { isListPort, type OpTable } from './optable';
 
 export type DocForm = 'workflow' | 'graph';
 
@@ -46,6 +46,16 @@ export const portOfHandle = (handle: string | null | undefined): string | null =
   handle && handle.startsWith('in:') ? handle.slice(3) : null;
 export const edgeId = (source: string, target: string, port: string) => `${source}->${target}.${port}`;
 
+// A list port's entries may repeat a source (concat of [a, a]): the second wire of one source into
+// one port is told apart by a count.
+function freshEdgeId(taken: Set<string>, source: string, target: string, port: string): string {
+  const base = edgeId(source, target, port);
+  let id = base;
+  for (let k = 2; taken.has(id); ++k) id = `${base}#${k}`;
+  taken.add(id);
+  return id;
+}
+
 const GRAPH_NODE_FIELDS = ['id', 'op', 'name', 'determinism', 'tolerance'];
 const WORKFLOW_NODE_FIELDS = ['id', 'type', 'params', 'label', 'determinism', 'tolerance'];
 
@@ -61,7 +71,8 @@ export function documentForm(doc: unknown): DocForm {
 }
 
 // Mirrors the engine's rule for graph nodes: a field is an input when it is a port of the node's
-// op, or a port of some op and not an attribute of this one.
+// op, or a port of some op and not an attribute of this one. A reference holding an array is a
+// list port's entries (one wire each, in list order).
 function isReference(table: OpTable, op: string, key: string): boolean {
   const spec = table.byName.get(op);
   if (spec?.inputs.some((p) => p.name === key)) return true;
@@ -83,6 +94,15 @@ export function docToFlow(doc: unknown, table: OpTable): Canvas {
   const rawNodes = Array.isArray(d.nodes) ? d.nodes : [];
   const nodes: FlowNode[] = [];
   const edges: FlowEdge[] = [];
+  const taken = new Set<string>();
+  const wire = (source: string, target: string, port: string) =>
+    edges.push({
+      id: freshEdgeId(taken, source, target, port),
+      source,
+      target,
+      sourceHandle: OUT_HANDLE,
+      targetHandle: inHandle(port),
+    });
   if (form === 'workflow') {
     for (const n of rawNodes) {
       if (!isObject(n)) continue;
@@ -109,13 +129,7 @@ export function docToFlow(doc: unknown, table: OpTable): Canvas {
       const dot = w.to.indexOf('.');
       const target = dot < 0 ? w.to : w.to.slice(0, dot);
       const port = dot < 0 ? '' : w.to.slice(dot + 1);
-      edges.push({
-        id: edgeId(source, target, port),
-        source,
-        target,
-        sourceHandle: OUT_HANDLE,
-        targetHandle: inHandle(port),
-      });
+      wire(source, target, port);
     }
   } else {
     for (const n of rawNodes) {
@@ -126,14 +140,9 @@ export function docToFlow(doc: unknown, table: OpTable): Canvas {
       for (const [k, v] of Object.entries(n)) {
         if (GRAPH_NODE_FIELDS.includes(k)) continue;
         if (isReference(table, op, k) && typeof v === 'number') {
-          const source = String(v);
-          edges.push({
-            id: edgeId(source, id, k),
-            source,
-            target: id,
-            sourceHandle: OUT_HANDLE,
-            targetHandle: inHandle(k),
-          });
+          wire(String(v), id, k);
+        } else if (isReference(table, op, k) && Array.isArray(v) && v.length > 0 && v.every((r) => typeof r === 'number')) {
+          for (const r of v) wire(String(r), id, k);
         } else {
           params[k] = clone(v);
         }
@@ -182,13 +191,26 @@ export function flowToDoc(canvas: Canvas, table?: OpTable): JsonObject {
               spec.inputs.findIndex((p) => inHandle(p.name) === b.targetHandle),
           )
         : incoming;
+      const wired = new Set<string>();
       for (const e of ordered) {
         const port = portOfHandle(e.targetHandle);
         if (!port) continue;
         const src = Number(e.source);
-        o[port] = Number.isInteger(src) ? src : e.source;
+        const ref = Number.isInteger(src) ? src : e.source;
+        // A list port holds its wires' sources as an array, in wire order; so does any port with
+        // more than one wire (the engine then names the port that takes one).
+        const entries = incoming.filter((x) => x.targetHandle === e.targetHandle).length;
+        if (isListPort(table, n.data.op, port) || entries > 1) {
+          const list = Array.isArray(o[port]) ? (o[port] as Json[]) : [];
+          o[port] = [...list, ref];
+        } else {
+          o[port] = ref;
+        }
+        wired.add(port);
       }
-      for (const [k, v] of Object.entries(n.data.params)) o[k] = clone(v);
+      // A parameter of a wired port's name (an empty list read from the document) yields to
+      // the wires.
+      for (const [k, v] of Object.entries(n.data.params)) if (!wired.has(k)) o[k] = clone(v);
       for (const [k, v] of Object.entries(n.data.extra)) o[k] = clone(v);
       nodes.push(o);
     }
@@ -271,13 +293,50 @@ export function removeEdges(canvas: Canvas, ids: string[]): Canvas {
 
 export function addEdge(canvas: Canvas, source: string, target: string, port: string): Canvas {
   const edge: FlowEdge = {
-    id: edgeId(source, target, port),
+    id: freshEdgeId(new Set(canvas.edges.map((e) => e.id)), source, target, port),
     source,
     target,
     sourceHandle: OUT_HANDLE,
     targetHandle: inHandle(port),
   };
   return { ...canvas, edges: [...canvas.edges, edge] };
+}
+
+// A list port's entries: the wires into `port` of `target`, in list order (their order among the
+// canvas's wires, which is the order a workflow lists them and a graph's array holds them).
+export function listEntries(canvas: Canvas, target: string, port: string): FlowEdge[] {
+  return canvas.edges.filter((e) => e.target === target && portOfHandle(e.targetHandle) === port);
+}
+
+// Moves the list entry at `from` to `to` (both positions in listEntries); the other wires keep
+// their places.
+export function moveListEntry(canvas: Canvas, target: string, port: string, from: number, to: number): Canvas {
+  const entries = listEntries(canvas, target, port);
+  if (from === to || from < 0 || to < 0 || from >= entries.length || to >= entries.length) return canvas;
+  const order = [...entries];
+  const [moved] = order.splice(from, 1);
+  order.splice(to, 0, moved);
+  let k = 0;
+  const edges = canvas.edges.map((e) => (e.target === target && portOfHandle(e.targetHandle) === port ? order[k++] : e));
+  return { ...canvas, edges };
+}
+
+// Each list entry's place, as the canvas labels its wire ("inputs[0]", "inputs[1]", ...), by
+// edge id.
+export function listEntryLabels(canvas: Canvas, table: OpTable | null): Map<string, string> {
+  const out = new Map<string, string>();
+  const opOf = new Map(canvas.nodes.map((n) => [n.id, n.data.op]));
+  const counts = new Map<string, number>();
+  for (const e of canvas.edges) {
+    const port = portOfHandle(e.targetHandle);
+    const op = opOf.get(e.target);
+    if (!port || op === undefined || !isListPort(table, op, port)) continue;
+    const key = `${e.target}.${port}`;
+    const k = counts.get(key) ?? 0;
+    counts.set(key, k + 1);
+    out.set(e.id, `${port}[${k}]`);
+  }
+  return out;
 }
 
 export function setParam(canvas: Canvas, nodeId: string, name: string, value: Json | undefined): Canvas {

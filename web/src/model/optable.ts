@@ -25,6 +25,8 @@ export interface PortSpec {
   name: string;
   dtypes: string[];
   role: string;
+  // A list port (concat's and stack's `inputs`) takes several wires, one per entry, in order.
+  list?: boolean;
 }
 
 export interface AttrSpec {
@@ -138,7 +140,7 @@ function readPorts(v: unknown): PortSpec[] {
         : typeof p.dtype === 'string'
           ? [p.dtype]
           : ['f32'];
-      return { name: p.name, dtypes, role: str(p.role, 'operand') };
+      return { name: p.name, dtypes, role: str(p.role, 'operand'), ...(p.list === true ? { list: true } : {}) };
     })
     .filter((p): p is PortSpec => p !== null);
 }
@@ -285,4 +287,8 @@ export function attrDisplay(v: Json | undefined): string {
   if (v === undefined || v === null) return '';
   if (typeof v === 'string') return v;
   return JSON.stringify(v);
+}
+
+export function isListPort(table: OpTable | null | undefined, op: string, port: string): boolean {
+  return table?.byName.get(op)?.inputs.some((p) => p.name === port && p.list === true) ?? false;
 }

@@ -1,6 +1,7 @@
 // Engine diagnostics point into the document with JSON pointers. The canvas shows each one on
 // what it names: /nodes/3 (and anything under it) is the 4th node; /wires/2 is that wire; in a
-// graph, /nodes/3/a is the wire into port a of the 4th node; /outputs/1 is the node that output
+// graph, /nodes/3/a is the wire into port a of the 4th node and /nodes/3/inputs/1 the second
+// entry of its list port `inputs`; /outputs/1 is the node that output
 // reads; /dims/N is the dimension N. The rest (/determinism, /train/..., "") is the document.
 import { isObject } from './json';
 import { portOfHandle, type Canvas } from './document';
@@ -23,12 +24,14 @@ export function splitPointer(pointer: string): string[] {
 // order are the document's).
 export function pointerTarget(pointer: string | null | undefined, canvas: Canvas): Target {
   if (!pointer) return { kind: 'document' };
-  const [head, index, field] = splitPointer(pointer);
+  const [head, index, field, entry] = splitPointer(pointer);
   const i = Number(index);
   if (head === 'nodes' && Number.isInteger(i) && i >= 0 && i < canvas.nodes.length) {
     const node = canvas.nodes[i];
     if (canvas.form === 'graph' && field !== undefined) {
-      const edge = canvas.edges.find((e) => e.target === node.id && portOfHandle(e.targetHandle) === field);
+      const wires = canvas.edges.filter((e) => e.target === node.id && portOfHandle(e.targetHandle) === field);
+      const k = entry === undefined ? 0 : Number(entry);
+      const edge = Number.isInteger(k) ? wires[k] : undefined;
       if (edge) return { kind: 'edge', id: edge.id };
     }
     return { kind: 'node', id: node.id };

@@ -80,11 +80,13 @@ export function checkWire(canvas: Canvas, table: OpTable, a: Attempt): WireCheck
   const from = nodeOf(canvas, source);
   const to = nodeOf(canvas, target);
   if (!from || !to) return { ok: false, reason: 'no such node' };
-  const taken = canvas.edges.find((e) => e.target === target && portOfHandle(e.targetHandle) === port);
-  if (taken) return { ok: false, reason: `${target}.${port} already has a wire (from ${taken.source})` };
   const spec = table.byName.get(to.data.op);
   const portSpec = spec?.inputs.find((p) => p.name === port);
   if (spec && !portSpec) return { ok: false, reason: `${to.data.op} has no input "${port}"` };
+  // A list port takes one more entry with each wire (the same source again too); any other port
+  // takes one wire.
+  const taken = canvas.edges.find((e) => e.target === target && portOfHandle(e.targetHandle) === port);
+  if (taken && !portSpec?.list) return { ok: false, reason: `${target}.${port} already has a wire (from ${taken.source})` };
   if (reaches(canvas, target, source)) return { ok: false, reason: `the wire would close a cycle (${target} already feeds ${source})` };
   if (portSpec) {
     const have = outputDtypes(canvas, table, source);

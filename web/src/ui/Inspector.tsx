@@ -1,5 +1,5 @@
 import { useEffect, useState } from 'react';
-import { outputNameOf, type Canvas, type FlowNode } from '../model/document';
+import { listEntries, outputNameOf, type Canvas, type FlowNode } from '../model/document';
 import type { Json } from '../model/json';
 import { attrDisplay, checkAttrInput, rangeText, type AttrSpec, type OpTable } from '../model/optable';
 
@@ -62,13 +62,47 @@ export interface InspectorProps {
   table: OpTable | null;
   kernels: string[];
   onParam: (nodeId: string, name: string, value: Json | undefined) => void;
+  onMoveEntry: (nodeId: string, port: string, from: number, to: number) => void;
   onLabel: (nodeId: string, label: string) => void;
   onOutput: (nodeId: string, name: string | null) => void;
   onDelete: (nodeId: string) => void;
   onSelectKernel: (name: string) => void;
 }
 
-export function Inspector({ canvas, node, table, kernels, onParam, onLabel, onOutput, onDelete, onSelectKernel }: InspectorProps) {
+// A list port's entries in order, each with its source; moving one reorders the wires (and so the
+// list the document holds).
+function ListEntries({ canvas, nodeId, port, onMove }: { canvas: Canvas; nodeId: string; port: string; onMove: (from: number, to: number) => void }) {
+  const entries = listEntries(canvas, nodeId, port);
+  return (
+    <div className="attr list-port" data-testid={`list-${nodeId}-${port}`}>
+      <label>
+        {port}
+        <span className="attr-type">list of wires, in order{entries.length === 0 ? ': wire one or more into the port' : ''}</span>
+      </label>
+      <ol start={0}>
+        {entries.map((e, k) => (
+          <li key={e.id} data-testid={`list-entry-${nodeId}-${port}-${k}`}>
+            <code>{e.source}</code>
+            <button className="small" aria-label={`move ${port}[${k}] up`} data-testid={`list-up-${nodeId}-${port}-${k}`} disabled={k === 0} onClick={() => onMove(k, k - 1)}>
+              ↑
+            </button>
+            <button
+              className="small"
+              aria-label={`move ${port}[${k}] down`}
+              data-testid={`list-down-${nodeId}-${port}-${k}`}
+              disabled={k === entries.length - 1}
+              onClick={() => onMove(k, k + 1)}
+            >
+              ↓
+            </button>
+          </li>
+        ))}
+      </ol>
+    </div>
+  );
+}
+
+export function Inspector({ canvas, node, table, kernels, onParam, onMoveEntry, onLabel, onOutput, onDelete, onSelectKernel }: InspectorProps) {
   const [outName, setOutName] = useState('');
   const current = node ? outputNameOf(canvas, node.id) : null;
   useEffect(() => setOutName(current ?? ''), [node?.id, current]);
@@ -89,6 +123,11 @@ export function Inspector({ canvas, node, table, kernels, onParam, onLabel, onOu
         <label htmlFor="node-label">{canvas.form === 'graph' ? 'name' : 'label'}</label>
         <input id="node-label" data-testid="node-label" value={node.data.label ?? ''} onChange={(e) => onLabel(node.id, e.target.value)} />
       </div>
+      {spec?.inputs
+        .filter((p) => p.list)
+        .map((p) => (
+          <ListEntries key={p.name} canvas={canvas} nodeId={node.id} port={p.name} onMove={(from, to) => onMoveEntry(node.id, p.name, from, to)} />
+        ))}
       {spec?.attrs.map((a) => (
         <AttrField key={a.name} nodeId={node.id} attr={a} value={node.data.params[a.name]} onCommit={(v) => onParam(node.id, a.name, v)} />
       ))}

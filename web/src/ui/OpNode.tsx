@@ -13,10 +13,13 @@ export const OpNode = memo(function OpNode({ id, data, selected }: NodeProps & {
   const spec = view.table?.byName.get(data.op);
   // Without the op table (server not reached) the ports are those the wires use.
   const ports = spec
-    ? spec.inputs.map((p) => ({ name: p.name, dtypes: p.dtypes }))
-    : view.canvas.edges
-        .filter((e) => e.target === id)
-        .map((e) => ({ name: portOfHandle(e.targetHandle) ?? '?', dtypes: [] as string[] }));
+    ? spec.inputs.map((p) => ({ name: p.name, dtypes: p.dtypes, list: p.list === true }))
+    : [...new Set(view.canvas.edges.filter((e) => e.target === id).map((e) => portOfHandle(e.targetHandle) ?? '?'))].map(
+        (name) => ({ name, dtypes: [] as string[], list: false }),
+      );
+  // A list port takes several wires; its entry count shows on the node, each wire's place on the
+  // wire, and the inspector reorders them.
+  const entries = (port: string) => view.canvas.edges.filter((e) => e.target === id && portOfHandle(e.targetHandle) === port).length;
   const hasOutput = spec ? spec.outputs.length > 0 : true;
   const diags = view.diags?.byNode.get(id) ?? [];
   const errors = diags.filter((d) => d.severity === 'error');
@@ -49,10 +52,15 @@ export const OpNode = memo(function OpNode({ id, data, selected }: NodeProps & {
               position={Position.Left}
               id={inHandle(p.name)}
               data-testid={`port-${id}-${p.name}`}
-              className="port port-in"
-              title={`${p.name}${p.dtypes.length ? `: ${p.dtypes.join('|')}` : ''}`}
+              className={p.list ? 'port port-in port-list' : 'port port-in'}
+              title={`${p.name}${p.list ? ' (a list: one entry per wire, in order)' : ''}${p.dtypes.length ? `: ${p.dtypes.join('|')}` : ''}`}
             />
             <span className="port-name">{p.name}</span>
+            {p.list && (
+              <span className="port-entries" data-testid={`port-entries-${id}-${p.name}`}>
+                [{entries(p.name)}]
+              </span>
+            )}
             {p.dtypes.length > 0 && <span className="port-dtypes">{p.dtypes.join('|')}</span>}
           </div>
         ))}
