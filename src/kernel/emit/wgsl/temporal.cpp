@@ -1,7 +1,8 @@
 // WGSL for a temporally blocked loop body: one dispatch runs several iterations of a rank-2
 // stencil. Each workgroup loads its output tile plus a halo of radius × steps cells into workgroup
 // memory, then advances the whole block one iteration at a time, the valid region shrinking by the
-// radius each time, and writes the tile's interior. The halo is recomputed by the neighbouring
+// radius each time, and writes the tile's interior. Which cells an iteration advances is decided by
+// each cell's distance to the block's edge, computed once per dispatch. The halo is recomputed by the neighbouring
 // workgroups too (overlapped tiles), so workgroups never exchange values and one dispatch needs no
 // global barrier. Every cell of every iteration evaluates the body's own expression on the same
 // operands, so the results are the unblocked kernel's.
@@ -46,8 +47,9 @@ std::string GridRead(const Module& m, const Kernel& k, int n) {
          U32(strides[1]) + ", on_grid)]";
 }
 
-// The body of `fn cell(ly, lx, gy, gx, x<n>...) -> f32` for a fused kernel: kernel input `carry`
-// is read from the block (`cur`, edge `w`), the preloaded inputs arrive as arguments, and shifted
+// The body of `fn cell(c, ly, lx, gy, gx, x<n>...) -> f32` for a fused kernel: kernel input
+// `carry` is read from the block (`cur`, edge `w`) at constant offsets from the cell's index c
+// (under `clamp`, at the clamped cell), the preloaded inputs arrive as arguments, and shifted
 // reads of other inputs go to their buffers.
 std::string FusedCell(const Module& m, const Kernel& k, int carry, int64_t w,
                       const std::string& boundary) {
@@ -57,17 +59,16 @@ std::string FusedCell(const Module& m, const Kernel& k, int carry, int64_t w,
   for (const ExprStep& e : k.expr) {
     if (e.op == "shift" || std::find(e.operands.begin(), e.operands.end(), carry) == e.operands.end())
       continue;
-    body += "  let x" + std::to_string(carry) + " = cur[u32(ly * " + I32(w) + " + lx)];\n";
+    body += "  let x" + std::to_string(carry) + " = cur[u32(c)];\n";
     break;
   }
   body += ExpressionSteps(m, k, [&](const ExprStep& e, const std::string& name) {
     if (e.operands.at(0) != carry) return ShiftedLoad(m, k, e, 2, name);
     const auto shifts = m.graph().at(e.node).attrs.at("shifts").get<std::vector<int64_t>>();
     const std::string sy = I32(shifts[0]), sx = I32(shifts[1]);
-    if (boundary == "wrap") {
-      return "  let " + name + " = cur[u32((ly - " + sy + ") * " + I32(w) + " + lx - " + sx +
-             ")];\n";
-    }
+    // The read's offset in the block: a constant, except under `clamp`.
+    const std::string offset = I32(-(shifts[0] * w + shifts[1]));
+    if (boundary == "wrap") return "  let " + name + " = cur[u32(c + " + offset + ")];\n";
     if (boundary == "clamp") {
       return "  let " + name + " = cur[u32((ly + clamp(gy - " + sy + ", 0i, " + I32(rows - 1) +
              ") - gy) * " + I32(w) + " + lx + clamp(gx - " + sx + ", 0i, " + I32(cols - 1) +
@@ -75,7 +76,7 @@ std::string FusedCell(const Module& m, const Kernel& k, int carry, int64_t w,
     }
     // `zero`: a block cell off the grid is loaded as 0 and never advanced, so the read itself
     // gives the boundary's 0 without a test.
-    return "  let " + name + " = cur[u32((ly - " + sy + ") * " + I32(w) + " + lx - " + sx + ")];\n";
+    return "  let " + name + " = cur[u32(c + " + offset + ")];\n";
   });
   return body + "  return s" + std::to_string(k.expr.size() - 1) + ";\n";
 }
@@ -84,11 +85,11 @@ std::string FusedCell(const Module& m, const Kernel& k, int carry, int64_t w,
 // The nine reads are written out at constant offsets from the cell: written as a loop, the
 // blocked kernel ran slower on an H200 than one dispatch per generation.
 std::string LifeCell(int64_t w) {
-  std::string s = "  let at = ly * " + I32(w) + " + lx;\n  var n = 0u;\n  var nan = false;\n";
+  std::string s = "  var n = 0u;\n  var nan = false;\n";
   for (int dy = -1; dy <= 1; ++dy) {
     for (int dx = -1; dx <= 1; ++dx) {
       const std::string v = "v" + std::to_string((dy + 1) * 3 + dx + 1);
-      s += "  let " + v + " = cur[u32(at + " + I32(dy * w + dx) + ")];\n  nan = nan || is_nan_f32(" +
+      s += "  let " + v + " = cur[u32(c + " + I32(dy * w + dx) + ")];\n  nan = nan || is_nan_f32(" +
            v + ");\n";
       if (dy || dx) s += "  n = n + select(0u, 1u, " + v + " > 0.5);\n";
     }
@@ -130,7 +131,7 @@ Generated TemporalBlock(const Module& m, const Kernel& k, const BlockShape& b) {
       Bindings(m, k) + (life ? std::string(kSpecialValueFns) : ExpressionHelpers(k)) +
       "var<workgroup> cur: array<f32, " + std::to_string(cells) +
       ">;\n\n"
-      "fn cell(ly: i32, lx: i32, gy: i32, gx: i32" + cell_params + ") -> f32 {\n" +
+      "fn cell(c: i32, ly: i32, lx: i32, gy: i32, gx: i32" + cell_params + ") -> f32 {\n" +
       (life ? LifeCell(w) : FusedCell(m, k, b.carry, w, boundary)) +
       "}\n\n"
       "@compute @workgroup_size(" +
@@ -144,12 +145,14 @@ Generated TemporalBlock(const Module& m, const Kernel& k, const BlockShape& b) {
       "  let ox = i32(wg.x) * " +
       I32(b.tile) + " - " + I32(b.halo) +
       ";\n" +
-      preload +
+      preload + "  var edge: array<i32, " + std::to_string(per_invocation) + ">;\n" +
       "  for (var j = 0u; j < " + U32(per_invocation) + "; j = j + 1u) {\n"
       "    let c = t + j * " + U32(kInvocations) + ";\n    if (c >= " + U32(cells) + ") { break; }\n"
       "    let ly = i32(c / " +
       U32(w) + ");\n    let lx = i32(c % " + U32(w) + ");\n" + grid_coords + "    cur[c] = select(0.0, " +
       carry_buffer + "[u32(select(0i, gy * " + I32(cols) + " + gx, on_grid))], on_grid);\n" +
+      "    edge[j] = select(-1i, min(min(ly, lx), min(" + I32(w - 1) + " - ly, " + I32(w - 1) +
+      " - lx)), on_grid);\n" +
       [&] {
         std::string loads;
         for (int n : preloaded)
@@ -164,7 +167,7 @@ Generated TemporalBlock(const Module& m, const Kernel& k, const BlockShape& b) {
       "; step = step + 1i) {\n"
       "    // The cells this iteration can advance: their neighbours were valid after the last.\n"
       "    let lo = step * " +
-      I32(b.radius) + ";\n    let hi = " + I32(w) + " - lo;\n" + "    var next: array<f32, " +
+      I32(b.radius) + ";\n" + "    var next: array<f32, " +
       std::to_string(per_invocation) +
       ">;\n"
       "    for (var j = 0u; j < " +
@@ -173,11 +176,10 @@ Generated TemporalBlock(const Module& m, const Kernel& k, const BlockShape& b) {
       "      let c = t + j * " +
       U32(kInvocations) + ";\n      if (c >= " + U32(cells) +
       ") { break; }\n"
-      "      next[j] = cur[c];\n"
+      "      if (edge[j] < lo) { continue; }\n"
       "      let ly = i32(c / " +
       U32(w) + ");\n      let lx = i32(c % " + U32(w) +
-      ");\n"
-      "      if (ly < lo || ly >= hi || lx < lo || lx >= hi) { continue; }\n" +
+      ");\n" +
       [&] {
         std::string g = grid_coords;  // indented one level deeper
         std::string out;
@@ -187,7 +189,7 @@ Generated TemporalBlock(const Module& m, const Kernel& k, const BlockShape& b) {
         }
         return "  " + out;
       }() +
-      "      if (on_grid) { next[j] = cell(ly, lx, gy, gx" + cell_args + "); }\n"
+      "      next[j] = cell(i32(c), ly, lx, gy, gx" + cell_args + ");\n"
       "    }\n"
       "    workgroupBarrier();\n"
       "    for (var j = 0u; j < " +
@@ -195,7 +197,7 @@ Generated TemporalBlock(const Module& m, const Kernel& k, const BlockShape& b) {
       "; j = j + 1u) {\n"
       "      let c = t + j * " +
       U32(kInvocations) + ";\n      if (c < " + U32(cells) +
-      ") { cur[c] = next[j]; }\n"
+      " && edge[j] >= lo) { cur[c] = next[j]; }\n"
       "    }\n"
       "    workgroupBarrier();\n"
       "  }\n"
