@@ -21,7 +21,7 @@ from .graph import Graph, Tensor
 from .ops import MAX_GRAPH_VERSION, MAX_STEPS_PER_SUBMISSION
 from .pipeline import Pipeline, loop, pipeline
 from .result import RunResult
-from .session import Session
+from .session import Session, prepare_workflow
 from .worker import shutdown
 
 __version__ = "0.1.0"
@@ -29,4 +29,4 @@ __version__ = "0.1.0"
 __all__ = ["Graph", "Tensor", "Session", "RunResult", "ScellisError", "GraphError",
            "DeviceError", "SessionStateError", "EngineInternalError", "UnsupportedOpError",
            "MAX_GRAPH_VERSION", "MAX_STEPS_PER_SUBMISSION", "shutdown", "load_dataset",
-           "TraceError", "pipeline", "loop", "Pipeline"]
+           "TraceError", "pipeline", "loop", "Pipeline", "prepare_workflow"]
