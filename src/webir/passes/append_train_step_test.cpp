@@ -411,6 +411,33 @@ TEST(TrainStep, TheForwardReadsTheStepNumberFromTheDocumentsStepInput) {
   EXPECT_GT(differing, 10);  // a fresh mask each step
 }
 
+// Evaluating a training workflow (the forward alone, weights fed) is PyTorch's eval mode: dropout
+// passes its operand, unscaled.
+TEST(TrainStep, EvaluationLowersDropoutAsTheIdentity) {
+  CompileOptions forward = Options();
+  forward.lower.mode = block::LowerMode::kForward;
+  auto compiled = Compile(DropoutStepWorkflow(
+                              R"({"id": "step", "type": "input",
+                                  "params": {"name": "step", "shape": []}})"),
+                          forward);
+  ASSERT_TRUE(compiled.ok()) << compiled.errors()[0].Format();
+  const webir::Graph& g = compiled->plan->graph();
+  for (const webir::Node& n : g.nodes) EXPECT_NE(n.op, "dropout");
+  runtime::cpu::ExactFeeds<double> feeds;
+  feeds["step"] = {5.0};
+  Tensor w;
+  double sum = 0;
+  for (int i = 0; i < 64; ++i) {
+    w.push_back(i + 1);
+    sum += i + 1;
+  }
+  feeds["w"] = w;
+  kernel::ref::Parallel serial(1);
+  auto run = runtime::cpu::RunPlan<double>(*compiled->plan, {}, serial, feeds);
+  ASSERT_TRUE(run.ok()) << run.errors()[0].Format();
+  EXPECT_EQ(ByName(g, run.value())["loss"][0], sum);  // 2080: every element, unscaled
+}
+
 // Only a scalar f32 input without data or carry is the step number; any other block labelled
 // "step" is refused by name, as before.
 TEST(TrainStep, AStepInputThatCannotBeTheStepNumberIsRefused) {
