@@ -22,7 +22,7 @@ from .tensor import Tensor
 from .ops import MAX_GRAPH_VERSION, MAX_STEPS_PER_SUBMISSION
 from .pipeline import Pipeline, loop, pipeline
 from .result import RunResult
-from .session import Session
+from .session import Session, prepare_workflow
 from .worker import shutdown
 
 __version__ = "0.1.0"
@@ -30,4 +30,5 @@ __version__ = "0.1.0"
 __all__ = ["Graph", "Tensor", "Session", "RunResult", "ScellisError", "GraphError",
            "DeviceError", "SessionStateError", "EngineInternalError", "UnsupportedOpError",
            "MAX_GRAPH_VERSION", "MAX_STEPS_PER_SUBMISSION", "shutdown", "load_dataset",
-           "TraceError", "pipeline", "loop", "Pipeline", "concat", "stack"]
+           "TraceError", "pipeline", "loop", "Pipeline", "concat", "stack",
+           "prepare_workflow"]

@@ -2,15 +2,33 @@
 (weights, optimizer moments) resident on the backend between steps. ``run`` executes one step,
 ``run_steps`` up to 64 in one submission; only the watched outputs come back.
 
+``prepare_workflow`` prepares a ``scellis.workflow/1`` document as it is (a training workflow
+included: the engine differentiates its forward and appends the optimizer); its inputs are fed
+and its state read by name.
+
 A run that fails after device work began poisons the session: run, download and upload then
 raise SessionStateError (``session-poisoned``) and only ``dispose`` remains. Bad feeds are
 refused before any work and leave the session usable. After ``dispose`` every call raises
 SessionStateError (``session-disposed``).
 """
 
+import json
+
 import numpy as np
 
 from . import _scellis
+
+
+def prepare_workflow(document, backend="auto", tier=None, allow_software_adapter=False,
+                     initial=None, watch=("loss",), threads=0):
+    """A prepared Session of a workflow document (a dict or its JSON text). ``initial``: {name:
+    array} replacing params' initializers or carried inputs before the first step; ``watch``: the
+    outputs read back after each run. A training workflow's step input "step" is fed by the
+    caller with the other inputs, 1-based, as the trainer feeds it."""
+    text = document if isinstance(document, str) else json.dumps(document)
+    initial = {k: np.ascontiguousarray(v) for k, v in (initial or {}).items()}
+    handle = _scellis.prepare(text, backend, tier, allow_software_adapter, threads, initial)
+    return Session(None, handle, watch=watch, fed=(), carries={}, resident=())
 
 
 class Session:
@@ -56,7 +74,11 @@ class Session:
         return {name: np.stack(values) for name, values in watched.items()}
 
     def _run(self, steps):
-        feeds = [self._graph._feed_arrays(step) for step in steps]
+        if self._graph is None:  # a workflow's session: fed by name
+            feeds = [{k: np.ascontiguousarray(v) if isinstance(v, np.ndarray) else v
+                      for k, v in step.items()} for step in steps]
+        else:
+            feeds = [self._graph._feed_arrays(step) for step in steps]
         watched, self.stats = self._handle.run(feeds, self.watch)
         return watched
 
@@ -75,6 +97,6 @@ class Session:
         self._handle.dispose()
 
     def _name(self, key):
-        if isinstance(key, str):
+        if isinstance(key, str) or self._graph is None:
             return key
         return self._graph.name_of(key)

@@ -387,19 +387,37 @@ class Lowering {
     }
   }
 
+  // A training step's own step number: an input block labelled "step" that is a scalar f32
+  // without data and not carried. The forward may read it (the step port of dropout and
+  // uniform, for a fresh mask every step); training feeds it, 1-based, as it feeds the
+  // optimizer's.
+  bool IsStepInput(int block) const {
+    const Block& b = prog_.blocks[block];
+    if (b.kind != BlockKind::kInput || b.label != kStepName || b.data ||
+        b.tensor_type.rank() != 0 || b.tensor_type.dtype != DType::kF32)
+      return false;
+    for (const Carry& c : prog_.carries)
+      if (c.to_block == block) return false;
+    return true;
+  }
+
   // One namespace rule for a training workflow: a name means one block. The train section names
   // blocks by id; training feeds inputs and params by their label (else id), reads outputs by
-  // name, reads the eval output by its id, and reserves "loss" (the train loss) and "step".
+  // name, reads the eval output by its id, and reserves "loss" (the train loss) and "step" (the
+  // step number, which one scalar input may take: IsStepInput).
   void CheckTrainNames(const TrainSpec& spec) {
     std::map<std::string, int> meaning;
     for (size_t i = 0; i < prog_.blocks.size(); ++i)
       meaning[prog_.blocks[i].id] = static_cast<int>(i);
     auto claim = [&](const std::string& name, int block, const std::string& pointer,
                      const std::string& what) {
-      if (name.find('@') != std::string::npos || name == kStepName) {
+      const bool step_input = name == kStepName && IsStepInput(block);
+      if (name.find('@') != std::string::npos || (name == kStepName && !step_input)) {
         TrainError("ambiguous-name", pointer,
                    what + " \"" + name + "\" is a name training keeps for itself",
-                   "training names the step input \"step\" and optimizer state \"<param>@...\"");
+                   "training names the step input \"step\" (a scalar f32 input without data or carry "
+                   "may take it: the step number, fed by training) and optimizer state "
+                   "\"<param>@...\"");
         return;
       }
       auto [it, inserted] = meaning.emplace(name, block);

@@ -294,6 +294,8 @@ class Training {
     images_feed_ = FeedNameOf(prog.blocks[spec_.images]);
     labels_feed_ = FeedNameOf(prog.blocks[spec_.labels]);
     for (int p : spec_.params) param_names_.push_back(FeedNameOf(prog.blocks[p]));
+    for (const webir::Node& n : eval_->plan().graph().nodes)
+      eval_reads_step_ |= n.role == webir::Role::kInput && n.label == webir::kStepInput;
     return Status::Ok();
   }
 
@@ -701,6 +703,10 @@ class Training {
       runtime::Feeds feed(weights.begin(), weights.end());
       feed[images_feed_] = F32Tensor({spec_.eval_batch, test_.features}, img_);
       feed[labels_feed_] = F32Tensor({spec_.eval_batch}, lab_);
+      // The document's step input, read by the forward (uniform; dropout is the identity in
+      // evaluation): the number of the last step trained.
+      if (eval_reads_step_)
+        feed[webir::kStepInput] = F32Tensor({}, {static_cast<float>(global_step_)});
       SCELLIS_ASSIGN_OR_RETURN(runtime::StepsResult r, eval_->Run({feed}, {output}));
       correct += CountCorrect(r.watched[0].second[0], lab_, spec_.eval_batch);
       seen += spec_.eval_batch;
@@ -728,6 +734,7 @@ class Training {
   std::string text_;                // the document, for a shard record
   std::vector<StateTensor> state_;  // carried inputs: what a checkpoint holds
   std::string images_feed_, labels_feed_;
+  bool eval_reads_step_ = false;  // the document has a step input (IsStepInput in block lowering)
   std::vector<std::string> param_names_;
   int start_epoch_ = 0;
   int64_t global_step_ = 0;

@@ -90,6 +90,38 @@ TEST_F(TrainerTest, ReportsEverySubmissionAndEpochAndRecordsEveryLoss) {
   EXPECT_EQ(j["steps_per_run"], 5);
 }
 
+// The MLP with dropout on its hidden layer, reading the step number from the document's "step"
+// input: training feeds it every step (a fresh mask), evaluation runs without dropout.
+TEST_F(TrainerTest, TrainsAndEvaluatesAForwardWithDropout) {
+  std::string doc = FashionMlp();
+  auto replace = [&](const std::string& from, const std::string& to) {
+    const size_t at = doc.find(from);
+    ASSERT_NE(at, std::string::npos) << from;
+    doc.replace(at, from.size(), to);
+  };
+  replace(R"({"id": "h", "type": "relu"},)",
+          R"({"id": "h", "type": "relu"},
+             {"id": "step", "type": "input", "params": {"name": "step", "shape": []}},
+             {"id": "h_drop", "type": "dropout", "params": {"p": 0.5, "seed": 3}},)");
+  replace(R"({"from": "h", "to": "o_lin.a"})",
+          R"({"from": "h", "to": "h_drop.a"}, {"from": "step", "to": "h_drop.step"},
+             {"from": "h_drop", "to": "o_lin.a"})");
+  TrainOptions o = QuickCpu();
+  o.epochs = 1;
+  Trainer dropped(o, {});
+  auto r = dropped.Train(doc);
+  ASSERT_TRUE(r.ok()) << r.errors().front().Format();
+  Trainer plain(o, {});
+  auto without = plain.Train(FashionMlp());
+  ASSERT_TRUE(without.ok()) << without.errors().front().Format();
+  // The same weights and batches: the first losses differ by the dropped hidden units only.
+  ASSERT_EQ(r->losses.size(), 12u);
+  EXPECT_NE(r->losses[0], without->losses[0]);
+  ASSERT_EQ(r->epochs.size(), 1u);
+  EXPECT_EQ(r->epochs[0].examples, 10000);
+  EXPECT_GT(r->epochs[0].test_accuracy, 0.3);  // 12 steps of training; chance is 0.1
+}
+
 TEST_F(TrainerTest, NamesWhatAFailureConcerns) {
   struct Case {
     std::string name;

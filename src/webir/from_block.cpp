@@ -147,6 +147,11 @@ class Lowering {
       return -1;
     }
     n.op = def->name;
+    if (def->name == "dropout" && prog_.train && prog_.mode == block::LowerMode::kForward) {
+      // Evaluating a training workflow, as PyTorch's eval mode: dropout passes its operand.
+      for (const auto& [port, src] : b.inputs)
+        if (port == "a") return node_of_[src];
+    }
 
     // Attributes: what the op's table entry declares, of the declared types.
     Json attrs = b.params;

@@ -49,3 +49,10 @@ def test_the_pipelines_example_rolls_up_and_matches_float64():
     assert out.count("repeat 30,") == 3, out
     errors = [float(v) for v in re.findall(r"max \|scellis - float64\| = ([\d.e+-]+)", out)]
     assert len(errors) == 3 and max(errors) < 1e-5, out
+
+
+def test_the_char_model_example_learns_the_text():
+    out = run("char_model.py", "--steps", "256", "--backend", "cpu")
+    assert "backend cpu, executor reference" in out
+    first, last = map(float, re.search(r"loss ([\d.]+) \(first 10\) -> ([\d.]+) \(last 10\)", out).groups())
+    assert first > 3.0 and last < 2.6, out  # ln 38 = 3.64 is a uniform guess over the vocabulary

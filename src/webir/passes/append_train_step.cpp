@@ -110,7 +110,12 @@ Status AppendUpdates(Graph& g, const std::vector<block::OptimizerSpec>& optimize
   return Status::Ok();
 }
 
+// The step number's input: the document's own (a scalar input labelled "step" the forward reads, as
+// dropout's step port; the lowering admitted only a scalar f32 one without data), else a new one.
 int StepInput(Graph& g, const std::string& origin) {
+  for (const Node& n : g.nodes)
+    if (n.role == Role::kInput && n.label == kStepInput && n.type.rank() == 0 && !n.data)
+      return n.id;
   Node step;
   step.op = "input";
   step.role = Role::kInput;

@@ -340,6 +340,123 @@ TEST(TrainStep, BadSettingsAreDiagnostics) {
   }
 }
 
+// A training workflow whose forward reads the step number: dropout of a param, its sum the loss,
+// plain SGD with lr 1. `step_input` is the document's node labelled "step" wired to the step port.
+std::string DropoutStepWorkflow(const std::string& step_input) {
+  return R"({"format": "scellis.workflow/1", "name": "dropout_step", "determinism": "debug",
+    "nodes": [)" + step_input + R"(,
+      {"id": "w", "type": "param", "params": {"name": "w", "shape": [64],
+                                              "init": {"kind": "ones"}}},
+      {"id": "dropped", "type": "dropout", "params": {"p": 0.5, "seed": 9}},
+      {"id": "loss", "type": "sum"}],
+    "wires": [{"from": "w", "to": "dropped.a"}, {"from": "step", "to": "dropped.step"},
+              {"from": "dropped", "to": "loss.a"}],
+    "outputs": [{"name": "loss", "from": "loss"}],
+    "train": {"loss": "loss", "optimizer": {"kind": "sgd", "lr": 1}}})";
+}
+
+// The counter hash as docs/ops.md states it (u32 PCG hash, Jarzynski and Olano 2020): element i
+// of dropout(p = 0.5) at (seed, step) is kept where its top 24 bits are >= 2^23.
+bool KeptAtHalf(uint32_t seed, uint32_t step, uint32_t i) {
+  auto h = [](uint32_t x) {
+    uint32_t s = x * 747796405u + 2891336453u;
+    uint32_t w = ((s >> ((s >> 28) + 4)) ^ s) * 277803737u;
+    return (w >> 22) ^ w;
+  };
+  return (h(h(i) ^ h(seed ^ h(step))) >> 8) >= (1u << 23);
+}
+
+// A document's scalar input labelled "step" is the training step's own step input (one input,
+// fed by the trainer): dropout in the forward draws a fresh mask every step, and its gradient
+// uses the same mask as its forward.
+TEST(TrainStep, TheForwardReadsTheStepNumberFromTheDocumentsStepInput) {
+  auto compiled = Compile(DropoutStepWorkflow(
+                              R"({"id": "step", "type": "input",
+                                  "params": {"name": "step", "shape": []}})"),
+                          Options());
+  ASSERT_TRUE(compiled.ok()) << compiled.errors()[0].Format();
+  const execplan::Plan& plan = *compiled->plan;
+  const webir::Graph& g = plan.graph();
+  int step_inputs = 0;
+  for (const webir::Node& n : g.nodes)
+    step_inputs += n.role == webir::Role::kInput && runtime::FeedName(n) == kStepInput;
+  EXPECT_EQ(step_inputs, 1);
+
+  kernel::ref::Parallel serial(1);
+  int differing = 0;
+  std::vector<bool> first_mask;
+  for (uint32_t step : {3u, 4u}) {
+    SCOPED_TRACE("step " + std::to_string(step));
+    runtime::cpu::ExactFeeds<double> feeds;
+    feeds["step"] = {static_cast<double>(step)};
+    auto run = runtime::cpu::RunPlan<double>(plan, {}, serial, feeds);
+    ASSERT_TRUE(run.ok()) << run.errors()[0].Format();
+    auto out = ByName(g, run.value());
+    // loss = sum of 2 * w over the kept elements; d loss / d w_i = 2 where kept, else 0.
+    double want_loss = 0;
+    std::vector<bool> mask;
+    for (uint32_t i = 0; i < 64; ++i) {
+      const bool kept = KeptAtHalf(9, step, i);
+      mask.push_back(kept);
+      want_loss += kept ? 2 : 0;
+      EXPECT_EQ(out["w@next"][i], kept ? -1.0 : 1.0) << i;
+    }
+    EXPECT_EQ(out["loss"][0], want_loss);
+    if (first_mask.empty()) {
+      first_mask = mask;
+    } else {
+      for (size_t i = 0; i < mask.size(); ++i) differing += mask[i] != first_mask[i];
+    }
+  }
+  EXPECT_GT(differing, 10);  // a fresh mask each step
+}
+
+// Evaluating a training workflow (the forward alone, weights fed) is PyTorch's eval mode: dropout
+// passes its operand, unscaled.
+TEST(TrainStep, EvaluationLowersDropoutAsTheIdentity) {
+  CompileOptions forward = Options();
+  forward.lower.mode = block::LowerMode::kForward;
+  auto compiled = Compile(DropoutStepWorkflow(
+                              R"({"id": "step", "type": "input",
+                                  "params": {"name": "step", "shape": []}})"),
+                          forward);
+  ASSERT_TRUE(compiled.ok()) << compiled.errors()[0].Format();
+  const webir::Graph& g = compiled->plan->graph();
+  for (const webir::Node& n : g.nodes) EXPECT_NE(n.op, "dropout");
+  runtime::cpu::ExactFeeds<double> feeds;
+  feeds["step"] = {5.0};
+  Tensor w;
+  double sum = 0;
+  for (int i = 0; i < 64; ++i) {
+    w.push_back(i + 1);
+    sum += i + 1;
+  }
+  feeds["w"] = w;
+  kernel::ref::Parallel serial(1);
+  auto run = runtime::cpu::RunPlan<double>(*compiled->plan, {}, serial, feeds);
+  ASSERT_TRUE(run.ok()) << run.errors()[0].Format();
+  EXPECT_EQ(ByName(g, run.value())["loss"][0], sum);  // 2080: every element, unscaled
+}
+
+// Only a scalar f32 input without data or carry is the step number; any other block labelled
+// "step" is refused by name, as before.
+TEST(TrainStep, AStepInputThatCannotBeTheStepNumberIsRefused) {
+  for (const char* bad : {
+           R"({"id": "step", "type": "input", "params": {"name": "step", "shape": [2]}})",
+           R"({"id": "step", "type": "input", "params": {"name": "step", "shape": [], "data": [1]}})",
+           R"({"id": "step", "type": "input",
+               "params": {"name": "step", "shape": [], "dtype": "i32"}})",
+           R"({"id": "step", "type": "param",
+               "params": {"name": "step", "shape": [], "init": {"kind": "zeros"}}})",
+       }) {
+    auto c = Compile(DropoutStepWorkflow(bad), Options());
+    ASSERT_FALSE(c.ok()) << bad;
+    bool named = false;
+    for (const Diagnostic& d : c.errors()) named |= d.code == "ambiguous-name";
+    EXPECT_TRUE(named) << bad << "\n" << c.errors()[0].Format();
+  }
+}
+
 // The pass alone: FromBlock leaves the training step pending; the pass appends it once.
 TEST(AppendTrainStepPass, AppendsThePendingStepOnce) {
   auto d = doc::Parse(ReadExample("mlp_step.json"));
