@@ -146,10 +146,11 @@ class Builder {
       p_.dispatches.push_back(std::move(d));
       return Status::Ok();
     }
+    const uint64_t align = std::max<uint32_t>(limits_.min_storage_buffer_offset_alignment, 4);
+    if (kernel::MatmulRowTileable(plan_.module(), k)) return AddMatmulRowTiles(s, align);
     if (k.kind != kernel::KernelKind::kElementwise)
       return InternalError("device-program",
                            k.name + " binds a buffer over the cap and cannot be tiled");
-    const uint64_t align = std::max<uint32_t>(limits_.min_storage_buffer_offset_alignment, 4);
     const int64_t per_tile = static_cast<int64_t>(cap / align * align / 4);
     if (per_tile <= 0)
       return InternalError("device-program", "a storage binding cap below one aligned tile");
@@ -174,6 +175,39 @@ class Builder {
       d.workgroups = gen.workgroups;
       d.tile_base = base;
       d.tile_count = count;
+      SCELLIS_TRY(CheckGrid(k, d.workgroups));
+      p_.dispatches.push_back(std::move(d));
+    }
+    return Status::Ok();
+  }
+
+  // A rank-2 matmul with a buffer over the cap, in tiles of its output's rows: each binds the
+  // window of A's rows and of the output's rows it covers, and B whole (the plan's verdict refused
+  // a B over the cap).
+  Status AddMatmulRowTiles(int s, uint64_t align) {
+    const execplan::Step& st = plan_.steps[s];
+    const kernel::Kernel& k = plan_.module().kernels[st.kernel];
+    const kernel::MatmulShape shape = kernel::MatmulShapeOf(plan_.module(), k);
+    const int64_t per_tile =
+        kernel::MatmulRowsPerTile(shape, limits_.max_storage_buffer_binding_size, align);
+    if (per_tile <= 0 || st.reads.size() != 2)
+      return InternalError("device-program", k.name + " cannot be tiled by rows under the cap");
+    for (int64_t row = 0; row < shape.m; row += per_tile) {
+      const int64_t rows = std::min(per_tile, shape.m - row);
+      const uint64_t a_row = static_cast<uint64_t>(shape.k) * 4;
+      const uint64_t out_row = static_cast<uint64_t>(shape.n) * 4;
+      kernel::wgsl::Generated gen = kernel::wgsl::MatmulRowTile(plan_.module(), k, rows);
+      ProgramDispatch d;
+      d.step = s;
+      d.kernel = k.name;
+      SCELLIS_ASSIGN_OR_RETURN(d.pipeline, PipelineFor(k, gen.source));
+      // A zero-sized window would mean "to the end"; an empty A (K = 0) is bound whole.
+      d.bindings.push_back({st.reads[0], shape.k ? row * a_row : 0, shape.k ? rows * a_row : 0});
+      d.bindings.push_back({st.reads[1], 0, 0});
+      d.bindings.push_back({st.write, row * out_row, std::max<uint64_t>(rows * out_row, 4)});
+      d.workgroups = gen.workgroups;
+      d.tile_base = row * shape.n;
+      d.tile_count = rows * shape.n;
       SCELLIS_TRY(CheckGrid(k, d.workgroups));
       p_.dispatches.push_back(std::move(d));
     }

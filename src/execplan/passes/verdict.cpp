@@ -113,17 +113,26 @@ class Judge {
         // A shifted read reaches outside the tile's window.
         bool shifted = b > 0 && kernel::ReadsShifted(k, static_cast<int>(b) - 1);
         bool tileable = elementwise && !shifted && g.at(node).type.SameShape(out);
-        if (tileable) {
+        // A matmul tiles its output's rows, so its A and its output, never its B. Tiles start at
+        // multiples of 256 bytes, the largest offset alignment WebGPU lets a device require.
+        const bool row_tiled =
+            kernel::MatmulRowTileable(p_.module(), k) && b != 2 &&
+            kernel::MatmulRowsPerTile(kernel::MatmulShapeOf(p_.module(), k),
+                                            static_cast<uint64_t>(lim.max_binding_bytes), 256) > 0;
+        if (tileable || row_tiled) {
           Yellow("tiled-binding", k.name + " binds %" + g.at(node).name + " (" +
-                                      FormatBytes(bytes) + ") in tiles under the binding cap of " +
+                                      FormatBytes(bytes) + ") in tiles" +
+                                      (row_tiled ? " of its output's rows" : "") +
+                                      " under the binding cap of " +
                                       FormatBytes(lim.max_binding_bytes));
         } else {
           Red("binding-cap-exceeded",
               k.name + " must bind %" + g.at(node).name + " (" + FormatBytes(bytes) +
                   ") whole, over " + lim.device + "'s storage binding cap of " +
                   FormatBytes(lim.max_binding_bytes),
-              "only elementwise kernels are tiled over the cap, and never at a shifted read; split "
-              "the tensor, or run on the CPU reference (--backend=cpu)");
+              "only elementwise kernels (never at a shifted read) and rank-2 matmuls (over the "
+              "rows of an untransposed A and of the output) are tiled over the cap; split the "
+              "tensor, or run on the CPU reference (--backend=cpu)");
         }
       }
     }

@@ -70,6 +70,8 @@ bool IsIndexOp(const std::string& op);
 // (indexed by the tile-local `i`), broadcast inputs are bound whole. Generate() is the tile that
 // covers everything.
 Generated ElementwiseTile(const Module& m, const Kernel& k, int64_t base, int64_t count);
+// A row-tileable matmul (kernel::MatmulRowTileable) over `rows` rows of its output, for one tile.
+Generated MatmulRowTile(const Module& m, const Kernel& k, int64_t rows);
 
 // The helper functions a fused kernel's steps need, each once.
 std::string ExpressionHelpers(const Kernel& k);

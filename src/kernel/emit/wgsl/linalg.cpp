@@ -63,7 +63,7 @@ void PerElement(const Module& m, const Kernel& k, const Operands& o, Generated& 
   // Sizes of 0 would be constant divisions by zero, which WGSL rejects; an empty output returns
   // before reaching them, so 1 serves. (K = 0 is fine: the loop adds nothing and writes zeros.)
   auto nonzero = [](int64_t v) { return U32(std::max<int64_t>(v, 1)); };
-  const int64_t elements = m.graph().at(k.output).type.elements();
+  const int64_t elements = s.batches * s.m * s.n;
   out.source = "// matmul per-element\n" + Bindings(m, k) + "\n" + LinearEntry(elements) +
                BatchOffsets(o, "i / " + nonzero(s.m * s.n)) + "  let r = (i / " + nonzero(s.n) +
                ") % " + nonzero(s.m) + ";\n  let c = i % " + nonzero(s.n) +
@@ -267,14 +267,32 @@ Status CheckMatmulSchedule(const MatmulSchedule& sch, const MatmulShape& s) {
   return Status::Ok();
 }
 
-bool GenerateLinalg(const Module& m, const Kernel& k, Generated& out) {
-  if (k.kind != KernelKind::kOp || k.op != "matmul" || !k.matmul_schedule) return false;
+namespace {
+
+void Generate(const Module& m, const Kernel& k, const Operands& o, Generated& out) {
   const MatmulSchedule& sch = *k.matmul_schedule;
-  const Operands o = OperandsOf(m, k);
   if (sch.kind == MatmulSchedule::Kind::kPerElement) PerElement(m, k, o, out);
   else if (sch.block_m == 1 && sch.block_n == 1) TiledOneOutput(m, k, o, sch, out);
   else TiledBlocked(m, k, o, sch, out);
+}
+
+}  // namespace
+
+bool GenerateLinalg(const Module& m, const Kernel& k, Generated& out) {
+  if (k.kind != KernelKind::kOp || k.op != "matmul" || !k.matmul_schedule) return false;
+  Generate(m, k, OperandsOf(m, k), out);
   return true;
+}
+
+Generated MatmulRowTile(const Module& m, const Kernel& k, int64_t rows) {
+  // The kernel's own schedule over fewer rows: A's rows and the output's are contiguous, so a
+  // tile binds windows of both (at their first row) and the whole of B. Every output element
+  // still adds its K products in increasing order, so the tiles give the untiled kernel's bits.
+  Operands o = OperandsOf(m, k);
+  o.shape.m = rows;
+  Generated out;
+  Generate(m, k, o, out);
+  return out;
 }
 
 }  // namespace scellis::kernel::wgsl

@@ -1,5 +1,5 @@
-// Tensors over the storage-binding cap: elementwise kernels run in tiles that each bind at most the
-// cap; kernels that must bind a whole tensor are refused in planning. The device is opened with a
+// Tensors over the storage-binding cap: elementwise kernels and rank-2 matmuls run in tiles that
+// each bind at most the cap; kernels that must bind a whole tensor are refused in planning. The device is opened with a
 // small cap (SwiftShader's real one is 1 GiB) so the tiles are exercised with small tensors.
 #include <gtest/gtest.h>
 
@@ -24,9 +24,10 @@ std::unique_ptr<WebGpuExecutor> SmallCapGpu() {
   return d.ok() ? std::make_unique<WebGpuExecutor>(std::move(d.value())) : nullptr;
 }
 
-Result<pipeline::Compiled> Compile(const Json& doc, const WebGpuExecutor& gpu) {
+Result<pipeline::Compiled> Compile(const Json& doc, const WebGpuExecutor& gpu,
+                                   policy::Tier tier = policy::Tier::kProd) {
   pipeline::CompileOptions o;
-  o.lower.tier = policy::Tier::kProd;
+  o.lower.tier = tier;
   o.plan.budget_bytes = int64_t{1} << 30;
   o.plan.limits = gpu.limits();
   return pipeline::Compile(doc.dump(), o);
@@ -112,21 +113,75 @@ TEST(Tiling, FedInputsOverTheCapAreWindowedPerStep) {
   }
 }
 
+// x [300, 40] (48000 B) @ w [40, 24] = [300, 24] (28800 B): A and the output are over the 4 KiB
+// cap, B is not. Tiles of 24 rows (the most under the cap that start at multiples of 256 bytes
+// in both A and the output; 13 tiles, the last of 12 rows). In debug every output element adds
+// its 40 products in increasing order on both backends, so the tiled kernel equals the reference
+// bit for bit.
+TEST(Tiling, AMatmulOverTheCapRunsInRowTilesWithTheReferencesBits) {
+  auto gpu = SmallCapGpu();
+  ASSERT_NE(gpu, nullptr);
+  const unsigned seed = std::random_device{}();
+  SCOPED_TRACE("seed " + std::to_string(seed));
+  std::mt19937 rng(seed);
+  std::uniform_real_distribution<float> u(-2, 2);
+  std::vector<float> x(300 * 40), w(40 * 24);
+  for (float& f : x) f = u(rng);
+  for (float& f : w) f = u(rng);
+  Json doc = {{"version", 1},
+              {"nodes",
+               {{{"id", 0}, {"op", "input"}, {"name", "x"}, {"shape", {300, 40}}},
+                {{"id", 1}, {"op", "input"}, {"shape", {40, 24}}, {"data", w}},
+                {{"id", 2}, {"op", "matmul"}, {"a", 0}, {"b", 1}}}},
+              {"outputs", {{{"name", "c"}, {"id", 2}}}}};
+  auto c = Compile(doc, *gpu, policy::Tier::kDebug);
+  ASSERT_TRUE(c.ok()) << c.errors().front().Format();
+  EXPECT_EQ(c->plan->verdict, execplan::Verdict::kYellow);
+  ASSERT_FALSE(c->plan->findings.empty());
+  EXPECT_EQ(c->plan->findings.front().code, "tiled-binding");
+  EXPECT_NE(c->plan->findings.front().message.find("rows"), std::string::npos);
+
+  Feeds feeds = {{"x", HostTensor::FromFloats(MakeType({300, 40}), x)}};
+  auto got = gpu->Run(*c->plan, feeds, {.poison_outputs = true});
+  ASSERT_TRUE(got.ok()) << got.errors().front().Format();
+  EXPECT_EQ(got->stats["dispatches"].get<int>(), 2 * 13);  // each tile after its poison fill
+  cpu::CpuExecutor ref({.threads = 1});
+  auto want = ref.Run(*c->plan, feeds);
+  ASSERT_TRUE(want.ok());
+  const auto& a = got->outputs[0].second.ToFloats();
+  const auto& b = want->outputs[0].second.ToFloats();
+  ASSERT_EQ(a.size(), b.size());
+  for (size_t i = 0; i < a.size(); ++i)
+    ASSERT_EQ(std::memcmp(&a[i], &b[i], sizeof(float)), 0) << i << ": " << a[i] << " vs " << b[i];
+}
+
+// A matmul whose B is over the cap (its columns are not contiguous rows of a tile), or that reads
+// A transposed (a tile of output rows is a set of A's columns), must bind them whole: refused in
+// planning.
 TEST(Tiling, KernelsThatBindWholeTensorsAreRefusedInPlanning) {
   auto gpu = SmallCapGpu();
   ASSERT_NE(gpu, nullptr);
-  std::vector<float> a(64 * 40, 0.5f), b(40 * 8, 0.25f);
-  Json doc = {{"version", 1},
-              {"nodes",
-               {{{"id", 0}, {"op", "input"}, {"shape", {64, 40}}, {"data", a}},
-                {{"id", 1}, {"op", "input"}, {"shape", {40, 8}}, {"data", b}},
-                {{"id", 2}, {"op", "matmul"}, {"a", 0}, {"b", 1}}}},
-              {"outputs", {{{"name", "c"}, {"id", 2}}}}};
-  auto c = Compile(doc, *gpu);
-  ASSERT_TRUE(c.ok());
-  EXPECT_EQ(c->plan->verdict, execplan::Verdict::kRed);
-  EXPECT_EQ(c->plan->findings.front().code, "binding-cap-exceeded");
-  EXPECT_NE(c->plan->findings.front().message.find("matmul"), std::string::npos);
+  auto refused = [&](const Json& doc) {
+    auto c = Compile(doc, *gpu);
+    ASSERT_TRUE(c.ok());
+    EXPECT_EQ(c->plan->verdict, execplan::Verdict::kRed);
+    EXPECT_EQ(c->plan->findings.front().code, "binding-cap-exceeded");
+    EXPECT_NE(c->plan->findings.front().message.find("matmul"), std::string::npos);
+  };
+  std::vector<float> small(8 * 40, 0.5f), large(40 * 64, 0.25f);
+  refused({{"version", 1},
+           {"nodes",
+            {{{"id", 0}, {"op", "input"}, {"shape", {8, 40}}, {"data", small}},
+             {{"id", 1}, {"op", "input"}, {"shape", {40, 64}}, {"data", large}},
+             {{"id", 2}, {"op", "matmul"}, {"a", 0}, {"b", 1}}}},
+           {"outputs", {{{"name", "c"}, {"id", 2}}}}});
+  refused({{"version", 1},
+           {"nodes",
+            {{{"id", 0}, {"op", "input"}, {"shape", {40, 64}}, {"data", large}},
+             {{"id", 1}, {"op", "transpose"}, {"a", 0}},
+             {{"id", 2}, {"op", "input"}, {"shape", {40, 8}}, {"data", small}},
+             {{"id", 3}, {"op", "matmul"}, {"a", 1}, {"b", 2}}}},
+           {"outputs", {{{"name", "c"}, {"id", 3}}}}});
 }
 
 }  // namespace
