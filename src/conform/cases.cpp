@@ -35,6 +35,12 @@ class DocBuilder {
     return Add(std::move(node));
   }
 
+  // An input of k-quant blocks: `shape` is the shape of its values.
+  int Blocks(const std::string& name, Shape shape, DType dtype) {
+    inputs_.push_back({name, shape, Domain::kBlocks, 0, dtype});
+    return Add({{"op", "input"}, {"name", name}, {"shape", shape}, {"dtype", DTypeName(dtype)}});
+  }
+
   // Arguments bind to the op's input ports in table order; a list port (the last) takes the rest.
   int Op(const std::string& op, std::vector<int> args, Json attrs = Json::object()) {
     const OpSpec* def = ops::BuiltinOps()->Find(op);
@@ -368,7 +374,32 @@ void ReduceCases(const OpSpec& def, std::vector<Case>& out) {
   }
 }
 
+// matmul_q: a[M, K] by b[N, K] of blocks, K in whole blocks: one block, several, zero (the sum of
+// nothing), an odd number of q6_k blocks (210 bytes each, so rows of b start off a word
+// boundary), empty M or N, and more outputs than a workgroup holds.
+void QuantMatmulCases(const OpSpec& def, std::vector<Case>& out) {
+  struct Variant {
+    const char* name;
+    int64_t m, k, n;
+  };
+  const Variant variants[] = {
+      {"1x256x1", 1, 256, 1},     {"7x512x13", 7, 512, 13},  {"3x768x5", 3, 768, 5},
+      {"65x256x3", 65, 256, 3},   {"2x1280x67", 2, 1280, 67}, {"empty_k", 3, 0, 4},
+      {"empty_m", 0, 256, 4},     {"empty_n", 2, 256, 0},
+  };
+  for (DType dtype : {DType::kQ4K, DType::kQ6K}) {
+    for (const Variant& v : variants) {
+      DocBuilder b;
+      int a = b.Input("a", {v.m, v.k});
+      int w = b.Blocks("b", {v.n, v.k}, dtype);
+      out.push_back(b.Finish(def.name, std::string(DTypeName(dtype)) + "_" + v.name,
+                             b.Op(def.name, {a, w}), def.min_version));
+    }
+  }
+}
+
 void MatmulCases(const OpSpec& def, std::vector<Case>& out) {
+  if (def.name == "matmul_q") return QuantMatmulCases(def, out);
   struct Variant {
     const char* name;
     Shape a, b;
@@ -987,6 +1018,29 @@ runtime::Feeds MakeFeeds(const Case& c, uint64_t seed) {
       feeds[in.name] = std::move(stored);
       continue;
     }
+    if (in.domain == Domain::kBlocks) {
+      HostTensor stored = HostTensor::Zeros(MakeType(in.shape, in.dtype));
+      uint64_t stream = CounterHash(seed, Fnv1a(c.id() + "/" + in.name));
+      std::span<uint8_t> bytes = stored.view<uint8_t>();
+      for (size_t i = 0; i < bytes.size(); ++i)
+        bytes[i] = static_cast<uint8_t>(CounterHash(stream, i));
+      // The f16 fields: d and dmin at bytes 0 and 2 of a q4_k block, d at byte 208 of a q6_k one.
+      const int64_t block = BlockBytes(in.dtype);
+      const std::vector<int64_t> halves =
+          in.dtype == DType::kQ4K ? std::vector<int64_t>{0, 2} : std::vector<int64_t>{208};
+      for (int64_t at = 0; at < static_cast<int64_t>(bytes.size()); at += block) {
+        for (int64_t h : halves) {
+          const uint64_t r = CounterHash(stream ^ 0xb10c, static_cast<uint64_t>(at + h));
+          const float d = (CounterUniform(stream ^ 0xd, static_cast<uint64_t>(at + h)) - 0.5f) /
+                          16.0f;
+          const uint16_t bits = FloatToHalf((r & 1) ? -d : d);
+          bytes[static_cast<size_t>(at + h)] = static_cast<uint8_t>(bits & 0xff);
+          bytes[static_cast<size_t>(at + h + 1)] = static_cast<uint8_t>(bits >> 8);
+        }
+      }
+      feeds[in.name] = std::move(stored);
+      continue;
+    }
     if (in.dtype != DType::kF32) {  // a mask: drawn as 0/1 floats, stored in its own dtype
       HostTensor stored = HostTensor::Zeros(MakeType(in.shape, in.dtype));
       uint64_t stream = CounterHash(seed, Fnv1a(c.id() + "/" + in.name));
@@ -1028,6 +1082,7 @@ runtime::Feeds MakeFeeds(const Case& c, uint64_t seed) {
         case Domain::kMask:  // drawn above, in the mask's dtype
         case Domain::kInt32:
         case Domain::kIndex:
+        case Domain::kBlocks:
           break;
         case Domain::kWide: {
           const float magnitude = std::exp2(-2.0f + 35.0f * u);
@@ -1076,6 +1131,20 @@ std::vector<SpecialValueCase> SpecialValueCases() {
       // An input named after a mask port (where's cond, masked_fill's mask) is a bool, one named
       // after an index port i32.
       const ops::Port* port = def ? def->FindPort(in.name) : nullptr;
+      // An input of a port of block dtypes holds a block dtype's bytes (q4_k: the values of
+      // matmul_q's rows are 144 bytes per 256, q6_k 210): its dtype is the one whose block count
+      // the bytes fill.
+      if (port && IsBlockDType(port->dtypes.front())) {
+        DType dtype = DType::kQ4K;
+        for (DType d : port->dtypes)
+          if (StorageBytes(MakeType(in.shape).elements(), d) ==
+              static_cast<int64_t>(in.values.size()))
+            dtype = d;
+        args.push_back(b.Blocks(in.name, in.shape, dtype));
+        const std::vector<double> bytes(in.values.begin(), in.values.end());
+        s.feeds[in.name] = HostTensor::FromValues(MakeType(in.shape, dtype), bytes);
+        continue;
+      }
       const bool mask = port && port->dtypes == std::vector<DType>{DType::kBool};
       const bool index = port && port->role == ops::PortRole::kIndex;
       args.push_back(b.Input(in.name, in.shape,

@@ -44,6 +44,30 @@ Result<TensorType> InferMatmul(InferContext& c) {
   return out;
 }
 
+// matmul_q: a[M, K] f32 times the transpose of b[N, K] in k-quant blocks (the table admits only
+// those dtypes for b, and the document only whole blocks along K).
+Result<TensorType> InferMatmulQ(InferContext& c) {
+  const TensorType& a = c.args[0];
+  const TensorType& b = c.args[1];
+  if (a.rank() != 2 || b.rank() != 2) {
+    return c.Error("bad-rank",
+                   "matmul_q takes a of rank 2 and b of rank 2 (its rows of blocks), got " +
+                       a.ShapeStringWithSizes() + " and " + b.ShapeStringWithSizes(),
+                   "reshape a batch of rows into one [rows, K] matrix first");
+  }
+  if (a.dims[1].size != b.dims[1].size) {
+    return c.Error("shape-mismatch",
+                   "matmul_q of " + a.ShapeStringWithSizes() + " and " + b.ShapeStringWithSizes() +
+                       ": the inner sizes " + std::to_string(a.dims[1].size) + " and " +
+                       std::to_string(b.dims[1].size) + " differ",
+                   "b holds the weight as a linear layer stores it, [out_features, K]: the last "
+                   "dimensions of a and b must be equal");
+  }
+  TensorType out;
+  out.dims = {a.dims[0], b.dims[0]};
+  return out;
+}
+
 // out = a @ b over broadcast batch dims: da = g @ b^T and db = a^T @ g, each summed back over the
 // batch dims along which its input was broadcast.
 std::vector<int> GradMatmul(Graph& g, const Node& n, int gout) {
@@ -57,6 +81,7 @@ std::vector<int> GradMatmul(Graph& g, const Node& n, int gout) {
 
 void AddLinalgRules(RuleSet& r) {
   r["matmul"] = {InferMatmul, GradMatmul};
+  r["matmul_q"] = {InferMatmulQ, nullptr};
 }
 
 }  // namespace scellis::webir
