@@ -146,6 +146,14 @@ for dtype, blocks in [(GGMLQuantizationType.Q4_K, Q4), (GGMLQuantizationType.Q6_
          [("a", [3, 256], flat(QA)), ("b", [2, 256], [float(x) for x in blocks.reshape(-1)])],
          t32(QA) @ torch.from_numpy(w).t())
 
+# matmul_fixed on integers (exact, in Python ints): halves round to even, the i32 extremes are
+# exact (2^31 - 1 is written 2^31 here, which the feed's conversion to i32 saturates).
+FA = [[3, 0], [5, 0], [-3, 0], [-5, 0], [7, 0], [2 ** 31 - 1, 0], [-2 ** 31, 0]]
+FB = [[1], [0]]
+case("matmul_fixed", "halves_and_extremes",
+     [("a", [7, 2], [float(v) for row in FA for v in row]), ("b", [2, 1], [1.0, 0.0])],
+     torch.tensor([2.0, 2.0, -2.0, -2.0, 4.0, 2.0 ** 30, -2.0 ** 30]), {"frac_bits": 1})
+
 L = [[nan, inf, -inf], [-0.0, 1.5, 2.0]]
 case("transpose", "special", [("a", [2, 3], flat(L))], t32(L).t(), version=1)
 case("permute", "special", [("a", [2, 3], flat(L))], t32(L).permute(1, 0), {"dims": [1, 0]})

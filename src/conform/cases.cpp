@@ -26,9 +26,11 @@ class DocBuilder {
  public:
   int Input(const std::string& name, Shape shape, Domain domain = Domain::kSigned,
             int classes = 0) {
-    const DType dtype = domain == Domain::kMask                                ? DType::kBool
-                        : domain == Domain::kInt32 || domain == Domain::kIndex ? DType::kI32
-                                                                               : DType::kF32;
+    const DType dtype = domain == Domain::kMask ? DType::kBool
+                        : domain == Domain::kInt32 || domain == Domain::kIndex ||
+                                domain == Domain::kFixed
+                            ? DType::kI32
+                            : DType::kF32;
     inputs_.push_back({name, shape, domain, classes, dtype});
     Json node = {{"op", "input"}, {"name", name}, {"shape", shape}};
     if (dtype != DType::kF32) node["dtype"] = DTypeName(dtype);
@@ -398,8 +400,33 @@ void QuantMatmulCases(const OpSpec& def, std::vector<Case>& out) {
   }
 }
 
+// matmul_fixed: shapes as matmul's, each with the fraction bits its sums fit (values up to 2^13,
+// so a sum of K products is at most K * 2^26): 0 for short sums, 1 for halves to round (an odd
+// sum is a tie), 16 and 31 for long ones.
+void FixedMatmulCases(const OpSpec& def, std::vector<Case>& out) {
+  struct Variant {
+    const char* name;
+    Shape a, b;
+    int frac_bits;
+  };
+  const Variant variants[] = {
+      {"1x1x1_f0", {1, 1}, {1, 1}, 0},          {"rect_65x3x67_f0", {65, 3}, {3, 67}, 0},
+      {"rect_9x31x11_f1", {9, 31}, {31, 11}, 1}, {"rect_7x97x13_f16", {7, 97}, {97, 13}, 16},
+      {"row_1x1009x7_f8", {1, 1009}, {1009, 7}, 8}, {"col_33x5x1_f31", {33, 5}, {5, 1}, 31},
+      {"empty_k_f4", {3, 0}, {0, 4}, 4},        {"empty_n_f4", {2, 3}, {3, 0}, 4},
+  };
+  for (const Variant& v : variants) {
+    DocBuilder b;
+    int a = b.Input("a", v.a, Domain::kFixed);
+    int c = b.Input("b", v.b, Domain::kFixed);
+    out.push_back(b.Finish(def.name, v.name,
+                           b.Op(def.name, {a, c}, {{"frac_bits", v.frac_bits}}), def.min_version));
+  }
+}
+
 void MatmulCases(const OpSpec& def, std::vector<Case>& out) {
   if (def.name == "matmul_q") return QuantMatmulCases(def, out);
+  if (def.name == "matmul_fixed") return FixedMatmulCases(def, out);
   struct Variant {
     const char* name;
     Shape a, b;
@@ -1011,6 +1038,8 @@ runtime::Feeds MakeFeeds(const Case& c, uint64_t seed) {
         const uint64_t h = CounterHash(stream, static_cast<uint64_t>(i));
         if (in.domain == Domain::kIndex)
           ints[i] = static_cast<int32_t>(h % static_cast<uint64_t>(std::max(in.classes, 1)));
+        else if (in.domain == Domain::kFixed)
+          ints[i] = static_cast<int32_t>(h % 16385) - 8192;
         else
           ints[i] =
               i < static_cast<int64_t>(std::size(boundary)) ? boundary[i] : static_cast<int32_t>(h);
@@ -1082,6 +1111,7 @@ runtime::Feeds MakeFeeds(const Case& c, uint64_t seed) {
         case Domain::kMask:  // drawn above, in the mask's dtype
         case Domain::kInt32:
         case Domain::kIndex:
+        case Domain::kFixed:
         case Domain::kBlocks:
           break;
         case Domain::kWide: {
@@ -1147,11 +1177,14 @@ std::vector<SpecialValueCase> SpecialValueCases() {
       }
       const bool mask = port && port->dtypes == std::vector<DType>{DType::kBool};
       const bool index = port && port->role == ops::PortRole::kIndex;
+      // An i32 operand (matmul_fixed's): the values as they are, within the i32 range.
+      const bool integer = port && !index && port->dtypes == std::vector<DType>{DType::kI32};
       args.push_back(b.Input(in.name, in.shape,
-                             mask    ? Domain::kMask
-                             : index ? Domain::kIndex
-                                     : Domain::kSigned));
-      const DType dtype = mask ? DType::kBool : index ? DType::kI32 : DType::kF32;
+                             mask      ? Domain::kMask
+                             : index   ? Domain::kIndex
+                             : integer ? Domain::kFixed
+                                       : Domain::kSigned));
+      const DType dtype = mask ? DType::kBool : index || integer ? DType::kI32 : DType::kF32;
       s.feeds[in.name] = HostTensor::FromFloats(MakeType(in.shape, dtype), in.values);
     }
     s.c = b.Finish(r.op, r.name, b.Op(r.op, args, Json::parse(r.attrs)), r.version);

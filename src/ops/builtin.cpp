@@ -306,6 +306,29 @@ void AddLinalgOps(OpTable& t) {
          .nan = "IEEE products and sums: a NaN in row m of a makes out[m, n] NaN; a NaN or "
                 "infinite f16 d or dmin in a block decodes to NaN or +-inf weights (0 * inf is "
                 "NaN), as ggml and the gguf package decode them"});
+  // Version 2: a product in integers, the same bits on every backend that runs it.
+  const Port fixed_operand{"a", PortRole::kOperand, {DType::kI32}};
+  t.Add({.name = "matmul_fixed",
+         .min_version = 2,
+         .ports = {fixed_operand, {"b", PortRole::kOperand, {DType::kI32}}},
+         .attrs = {{"frac_bits", AttrType::kInt, nullptr, true}},
+         .kind = OpKind::kMatmul,
+         .differentiable = false,
+         .tolerance = ToleranceClass::kExact,
+         .determinism =
+             "exact integer arithmetic, the same bits everywhere: each product a[m, k] * b[k, n] "
+             "is exact, the sum over k (rising) exact, then shifted right by frac_bits and "
+             "rounded half to even; the GPU keeps the sum modulo 2^64 (pairs of u32 words), "
+             "which holds the result exactly because every result is proved to fit i32 before "
+             "a kernel runs",
+         .summary = "out[M, N] = round_half_even((a[M, K] @ b[K, N]) / 2^frac_bits): a and b are "
+                    "i32 fixed-point values with frac_bits (0 to 31) fraction bits, as is the "
+                    "i32 result. Range: a result outside -2^31 .. 2^31 - 1 is "
+                    "fixed-point-overflow naming the output position, when the graph is made "
+                    "for inline data and full constants, before each step (a run-time error "
+                    "that poisons a session) for fed operands; an operand computed on the device "
+                    "is refused (fixed-point-not-checkable). Not differentiable",
+         .nan = "integers: no NaN or infinity"});
 }
 
 void AddLayoutOps(OpTable& t) {

@@ -337,6 +337,7 @@ Result<Graph> FromBlock(const block::Program& p) {
   auto g = Lowering(p).Run();
   if (g.ok()) SCELLIS_TRY(Verify(g.value()));
   if (g.ok()) SCELLIS_TRY(CheckKnownIndices(g.value()));
+  if (g.ok()) SCELLIS_TRY(CheckKnownFixedPoint(g.value()));
   return g;
 }
 

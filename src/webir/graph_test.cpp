@@ -209,6 +209,11 @@ Json ExampleNode(const ops::OpSpec& d) {
   if (d.name == "cast") n["dtype"] = "bool";
   if (d.name == "uniform") n["shape"] = {2, 3};
   if (d.name == "matmul") n["b"] = 3;
+  if (d.name == "matmul_fixed") {  // a 2x3 by a 3x2 of i32
+    n["a"] = 9;
+    n["b"] = 12;
+    n["frac_bits"] = 1;
+  }
   if (d.name == "matmul_q") {  // a 2x256 by three rows of q4_k blocks
     n["a"] = 10;
     n["b"] = 11;
@@ -269,6 +274,8 @@ TEST(OpTable, EveryOpRunsThroughTheLadder) {
                   InputNode(10, {2, 256}, std::vector<float>(512, 0.5f)),
                   {{"id", 11}, {"op", "input"}, {"shape", {3, 256}}, {"dtype", "q4_k"},
                    {"data", QuantBlocksOfOnes()}},
+                  {{"id", 12}, {"op", "input"}, {"shape", {3, 2}}, {"dtype", "i32"},
+                   {"data", {1, -2, 3, 4, -5, 6}}},
                   ExampleNode(d)},
                  {{"y", 2}}, std::max(2, d.min_version));
     auto c = pipeline::Compile(doc.dump(), ProdOptions());

@@ -8,6 +8,7 @@
 #include <cstring>
 #include <vector>
 
+#include "base/fixed_point.h"
 #include "base/host_tensor.h"
 #include "kernel/ref/ref.h"
 
@@ -189,11 +190,30 @@ void MatmulQ(const OpArgs<T>& a) {
   });
 }
 
+// matmul_fixed: each sum exact in 128 bits, k rising, then shifted and rounded half to even
+// (base/fixed_point.h). The run checked that every result fits i32 before any kernel ran.
+template <typename T>
+void MatmulFixed(const OpArgs<T>& a) {
+  const TensorType& ta = a.in_type(0);
+  const TensorType& tb = a.in_type(1);
+  const int64_t K = ta.dims[1].size, N = tb.dims[1].size;
+  const int frac_bits = a.node->attrs["frac_bits"].template get<int>();
+  SetEachOutput(a, [&](int64_t i) {
+    const int64_t m = i / N, n = i % N;
+    __int128 sum = 0;
+    for (int64_t k = 0; k < K; ++k)
+      sum += __int128{IntegerOf(a.inputs[0][m * K + k], DType::kI32)} *
+             IntegerOf(a.inputs[1][k * N + n], DType::kI32);
+    return IntegerSlot<T>(FixedPointResult(sum, frac_bits).value_or(0), DType::kI32);
+  });
+}
+
 }  // namespace
 
 void AddLinalgOps(std::vector<std::pair<std::string, OpImpl>>& t) {
   t.push_back({"matmul", {Matmul<float>, Matmul<double>}});
   t.push_back({"matmul_q", {MatmulQ<float>, MatmulQ<double>}});
+  t.push_back({"matmul_fixed", {MatmulFixed<float>, MatmulFixed<double>}});
 }
 
 }  // namespace scellis::kernel::ref

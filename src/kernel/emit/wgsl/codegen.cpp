@@ -102,10 +102,15 @@ bool MovesOnly(const Kernel& k) {
   return k.kind == KernelKind::kOp && (IsLayoutOp(k.op) || IsIndexOp(k.op));
 }
 
+// matmul_fixed computes in integers: i32 operands (its ports say so) and an i32 result.
+bool ComputesInIntegers(const Kernel& k) {
+  return k.kind == KernelKind::kOp && k.op == "matmul_fixed";
+}
+
 }  // namespace
 
 Result<Generated> Generate(const Module& m, const Kernel& k) {
-  if (k.kind != KernelKind::kElementwise && !MovesOnly(k)) {
+  if (k.kind != KernelKind::kElementwise && !MovesOnly(k) && !ComputesInIntegers(k)) {
     std::vector<int> nodes = k.inputs;
     nodes.push_back(k.output);
     const ops::OpSpec* spec =

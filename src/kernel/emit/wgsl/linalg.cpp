@@ -341,11 +341,68 @@ void MatmulQ(const Module& m, const Kernel& k, Generated& out) {
   out.workgroups = LinearGrid(total);
 }
 
+// matmul_fixed: one invocation per output element. Each product of two i32 is formed modulo 2^64
+// from 16-bit pieces (WGSL has no 64-bit integers) and added to a 64-bit accumulator (two u32
+// words, k rising); the sum shifted right by frac_bits is rounded half to even. Only the low 64
+// bits of the sum are kept: they hold the result exactly, since the run proved it fits i32
+// (base/fixed_point.h computes the same in 128 bits).
+void MatmulFixed(const Module& m, const Kernel& k, Generated& out) {
+  const webir::Node& node = m.graph().at(k.output);
+  const TensorType& ta = m.graph().at(k.inputs[0]).type;
+  const TensorType& tb = m.graph().at(k.inputs[1]).type;
+  const int64_t K = ta.dims[1].size, N = tb.dims[1].size;
+  const int frac_bits = node.attrs["frac_bits"].get<int>();
+  const std::string f = U32(frac_bits);
+  const std::string helpers =
+      "fn mul_wide(x: u32, y: u32) -> vec2<u32> {\n"
+      "  let xl = x & 0xffffu;\n"
+      "  let xh = x >> 16u;\n"
+      "  let yl = y & 0xffffu;\n"
+      "  let yh = y >> 16u;\n"
+      "  let ll = xl * yl;\n"
+      "  let lh = xl * yh;\n"
+      "  let hl = xh * yl;\n"
+      "  let mid = (ll >> 16u) + (lh & 0xffffu) + (hl & 0xffffu);\n"
+      "  return vec2<u32>((ll & 0xffffu) | (mid << 16u),\n"
+      "                   xh * yh + (lh >> 16u) + (hl >> 16u) + (mid >> 16u));\n"
+      "}\n"
+      // The signed product modulo 2^64: the unsigned one less 2^32 times each operand whose
+      // partner is negative.
+      "fn mul_i32_wide(a: i32, b: i32) -> vec2<u32> {\n"
+      "  let ua = bitcast<u32>(a);\n"
+      "  let ub = bitcast<u32>(b);\n"
+      "  let p = mul_wide(ua, ub);\n"
+      "  return vec2<u32>(p.x, p.y - select(0u, ub, a < 0) - select(0u, ua, b < 0));\n"
+      "}\n";
+  std::string body = "  let m = i / " + U32(std::max<int64_t>(N, 1)) + ";\n  let n = i % " +
+                     U32(std::max<int64_t>(N, 1)) +
+                     ";\n  var lo = 0u;\n  var hi = 0u;\n  for (var k = 0u; k < " + U32(K) +
+                     "; k = k + 1u) {\n    let p = mul_i32_wide(in0[m * " + U32(K) +
+                     " + k], in1[k * " + U32(std::max<int64_t>(N, 1)) +
+                     " + n]);\n    let s = lo + p.x;\n    hi = hi + p.y + select(0u, 1u, s < lo);\n"
+                     "    lo = s;\n  }\n";
+  if (frac_bits == 0) {
+    body += "  out[i] = bitcast<i32>(lo);\n}\n";
+  } else {
+    body += "  var q = (lo >> " + f + ") | (hi << " + U32(32 - frac_bits) +
+            ");\n  let r = lo & " + U32((int64_t{1} << frac_bits) - 1) + ";\n  let half = " +
+            U32(int64_t{1} << (frac_bits - 1)) +
+            ";\n  if (r > half || (r == half && (q & 1u) == 1u)) { q = q + 1u; }\n"
+            "  out[i] = bitcast<i32>(q);\n}\n";
+  }
+  out.source = Bindings(m, k) + helpers + "\n" + LinearEntry(node.type.elements()) + body;
+  out.workgroups = LinearGrid(node.type.elements());
+}
+
 }  // namespace
 
 bool GenerateLinalg(const Module& m, const Kernel& k, Generated& out) {
   if (k.kind == KernelKind::kOp && k.op == "matmul_q") {
     MatmulQ(m, k, out);
+    return true;
+  }
+  if (k.kind == KernelKind::kOp && k.op == "matmul_fixed") {
+    MatmulFixed(m, k, out);
     return true;
   }
   if (k.kind != KernelKind::kOp || k.op != "matmul" || !k.matmul_schedule) return false;
