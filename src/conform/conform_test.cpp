@@ -4,10 +4,10 @@
 // SCELLIS_CONFORM_SEED=<seed> replays it.
 #include <gtest/gtest.h>
 
-#include <bit>
 #include <unistd.h>
 
 #include <algorithm>
+#include <bit>
 #include <cmath>
 #include <cstdlib>
 #include <filesystem>

@@ -179,8 +179,8 @@ std::vector<int> QuantBlocksOfOnes() {
   for (int blk = 0; blk < 3; ++blk) {
     std::vector<int> b(144, 0);
     b[1] = 0x3c;
-    for (int j = 0; j < 4; ++j) b[4 + j] = 1;       // sc of sub-blocks 0..3
-    for (int j = 0; j < 4; ++j) b[12 + j] = 1;      // sc of sub-blocks 4..7 (low bits)
+    for (int j = 0; j < 4; ++j) b[4 + j] = 1;        // sc of sub-blocks 0..3
+    for (int j = 0; j < 4; ++j) b[12 + j] = 1;       // sc of sub-blocks 4..7 (low bits)
     for (int l = 0; l < 128; ++l) b[16 + l] = 0x11;  // q = 1 in both nibbles
     bytes.insert(bytes.end(), b.begin(), b.end());
   }

@@ -113,8 +113,7 @@ Result<Generated> Generate(const Module& m, const Kernel& k) {
   if (k.kind != KernelKind::kElementwise && !MovesOnly(k) && !ComputesInIntegers(k)) {
     std::vector<int> nodes = k.inputs;
     nodes.push_back(k.output);
-    const ops::OpSpec* spec =
-        k.kind == KernelKind::kOp ? m.graph().ops->Find(k.op) : nullptr;
+    const ops::OpSpec* spec = k.kind == KernelKind::kOp ? m.graph().ops->Find(k.op) : nullptr;
     for (size_t j = 0; j < nodes.size(); ++j) {
       const webir::Node& n = m.graph().at(nodes[j]);
       if (n.type.dtype == DType::kF32) continue;
