@@ -123,6 +123,37 @@ case("matmul", "special", [("a", [3, 2], flat(MA)), ("b", [2, 2], flat(MB))],
 case("matmul", "empty_k", [("a", [2, 0], []), ("b", [0, 3], [])],
      torch.zeros(2, 0) @ torch.zeros(0, 3))
 
+# matmul_q: a NaN or infinity in a row of a, and blocks whose f16 d is infinite (its zero
+# weights decode to inf * 0 = NaN) beside ordinary ones; the weights as the gguf package decodes
+# them, the product in float32 by PyTorch.
+from gguf import GGMLQuantizationType
+from gguf.quants import dequantize
+
+QB = np.random.default_rng(3).integers(0, 256, size=(2, 210), dtype=np.uint8)
+Q4 = QB[:, :144].copy()
+Q4[0, 0:4] = np.array([0.25, 0.125], dtype=np.float16).view(np.uint8)  # d, dmin
+Q4[1, 0:4] = np.array([inf, 0.0], dtype=np.float16).view(np.uint8)
+Q6 = QB.copy()
+Q6[0, 208:210] = np.array([0.03125], dtype=np.float16).view(np.uint8)
+Q6[1, 208:210] = np.array([-inf], dtype=np.float16).view(np.uint8)
+QA = np.linspace(-1.0, 1.0, 3 * 256, dtype=np.float32).reshape(3, 256)
+QA[0, 5] = nan
+QA[1, 7] = inf
+for dtype, blocks in [(GGMLQuantizationType.Q4_K, Q4), (GGMLQuantizationType.Q6_K, Q6)]:
+    with np.errstate(invalid="ignore", over="ignore"):
+        w = dequantize(blocks, dtype).reshape(2, 256)
+    case("matmul_q", "special_" + dtype.name.lower(),
+         [("a", [3, 256], flat(QA)), ("b", [2, 256], [float(x) for x in blocks.reshape(-1)])],
+         t32(QA) @ torch.from_numpy(w).t())
+
+# matmul_fixed on integers (exact, in Python ints): halves round to even, the i32 extremes are
+# exact (2^31 - 1 is written 2^31 here, which the feed's conversion to i32 saturates).
+FA = [[3, 0], [5, 0], [-3, 0], [-5, 0], [7, 0], [2 ** 31 - 1, 0], [-2 ** 31, 0]]
+FB = [[1], [0]]
+case("matmul_fixed", "halves_and_extremes",
+     [("a", [7, 2], [float(v) for row in FA for v in row]), ("b", [2, 1], [1.0, 0.0])],
+     torch.tensor([2.0, 2.0, -2.0, -2.0, 4.0, 2.0 ** 30, -2.0 ** 30]), {"frac_bits": 1})
+
 L = [[nan, inf, -inf], [-0.0, 1.5, 2.0]]
 case("transpose", "special", [("a", [2, 3], flat(L))], t32(L).t(), version=1)
 case("permute", "special", [("a", [2, 3], flat(L))], t32(L).permute(1, 0), {"dims": [1, 0]})

@@ -442,6 +442,16 @@ class Graph:
         return Session(self, handle, watch=list(outputs), fed=fed, carries=carries,
                        resident=list(resident))
 
+    def matmul_fixed(self, a, b, frac_bits):
+        """a @ b of i32 fixed-point values with ``frac_bits`` (0 to 31) fraction bits: the exact
+        sum of products shifted right by frac_bits, rounded half to even, an i32 tensor with the
+        same bits on every backend; a result outside i32 is ``fixed-point-overflow``."""
+        for t in (a, b):
+            self._check_own(t)
+        shape = None if a.shape is None or b.shape is None else (a.shape[0], b.shape[1])
+        return self._add("matmul_fixed", {"a": a, "b": b}, {"frac_bits": int(frac_bits)},
+                         shape=shape, dtype="i32")
+
 
 def _graph_of(tensors, what):
     """The Graph the entries of a list belong to (the first one's; the rest are checked to be

@@ -13,7 +13,7 @@ void HostTensor::CheckWidth(size_t width) const {
     throw std::logic_error(std::string("a ") + DTypeName(type.dtype) + " tensor viewed as " +
                            std::to_string(width) + "-byte elements");
   }
-  if (static_cast<int64_t>(bytes.size()) != type.elements() * want) {
+  if (static_cast<int64_t>(bytes.size()) != type.bytes()) {
     throw std::logic_error("a " + type.ShapeStringWithSizes() + " " + DTypeName(type.dtype) +
                            " tensor holds " + std::to_string(bytes.size()) + " bytes");
   }
@@ -30,6 +30,9 @@ double HostTensor::ValueAt(int64_t i) const {
     case DType::kU32:
     case DType::kBool:
       return view<uint32_t>()[i];
+    case DType::kQ4K:
+    case DType::kQ6K:
+      return view<uint8_t>()[i];
   }
   return 0;
 }
@@ -52,6 +55,10 @@ void HostTensor::SetValue(int64_t i, double v) {
       return;
     case DType::kBool:
       view<uint32_t>()[i] = v != 0 ? 1u : 0u;
+      return;
+    case DType::kQ4K:
+    case DType::kQ6K:
+      view<uint8_t>()[i] = static_cast<uint8_t>(std::isnan(v) ? 0.0 : std::clamp(v, 0.0, 255.0));
       return;
   }
 }
@@ -76,9 +83,9 @@ HostTensor HostTensor::FromFloats(const TensorType& type, std::span<const float>
 
 HostTensor HostTensor::FromValues(const TensorType& type, std::span<const double> values) {
   HostTensor t = Zeros(type);
-  if (static_cast<int64_t>(values.size()) != type.elements()) {
+  if (static_cast<int64_t>(values.size()) != t.units()) {
     throw std::logic_error(std::to_string(values.size()) + " values for a tensor of " +
-                           std::to_string(type.elements()) + " elements");
+                           std::to_string(t.units()) + " storage units");
   }
   for (size_t i = 0; i < values.size(); ++i) t.SetValue(static_cast<int64_t>(i), values[i]);
   return t;
@@ -89,8 +96,8 @@ std::vector<float> HostTensor::ToFloats() const {
     std::span<const float> v = view<float>();
     return {v.begin(), v.end()};
   }
-  std::vector<float> out(static_cast<size_t>(elements()));
-  for (int64_t i = 0; i < elements(); ++i) out[i] = static_cast<float>(ValueAt(i));
+  std::vector<float> out(static_cast<size_t>(units()));
+  for (int64_t i = 0; i < units(); ++i) out[i] = static_cast<float>(ValueAt(i));
   return out;
 }
 

@@ -23,6 +23,9 @@ struct HostTensor {
   std::vector<std::byte> bytes;
 
   int64_t elements() const { return type.elements(); }
+  // The storage units ValueAt and SetValue address: the elements, or for a block dtype (q4_k,
+  // q6_k) the bytes of its blocks.
+  int64_t units() const { return static_cast<int64_t>(bytes.size()) / DTypeBytes(type.dtype); }
 
   // The elements as T. Throws std::logic_error (a bug, never user input) when T is not as wide as
   // the dtype or the byte count does not match the type.
@@ -37,7 +40,8 @@ struct HostTensor {
     return {reinterpret_cast<T*>(bytes.data()), bytes.size() / sizeof(T)};
   }
 
-  // Element i as a number (i32/u32 exactly in a double, bool 0 or 1, f16 widened).
+  // Element i as a number (i32/u32 exactly in a double, bool 0 or 1, f16 widened; a block
+  // dtype's byte i).
   double ValueAt(int64_t i) const;
   // Stores `v` converted to the dtype: f32/f16 rounded to nearest even; i32/u32 toward zero and
   // clamped to the type's range, NaN as 0 (as WGSL converts); bool as v != 0.
@@ -47,9 +51,10 @@ struct HostTensor {
   static HostTensor Zeros(const TensorType& type);
   // `values` (one per element) converted to the dtype as by SetValue. f32 is a plain copy.
   static HostTensor FromFloats(const TensorType& type, std::span<const float> values);
-  // `values` (one per element) converted to the dtype as by SetValue: exact for integer types.
+  // `values` (one per storage unit: a block dtype takes its bytes) converted to the dtype as by
+  // SetValue: exact for integer types.
   static HostTensor FromValues(const TensorType& type, std::span<const double> values);
-  // Every element as float (see ValueAt).
+  // Every storage unit as float (see ValueAt).
   std::vector<float> ToFloats() const;
 
  private:

@@ -22,7 +22,7 @@ TEST(HostTensor, DtypeNamesRoundTrip) {
   for (DType t : {DType::kF32, DType::kF16, DType::kI32, DType::kU32, DType::kBool})
     EXPECT_EQ(ParseDType(DTypeName(t)), t) << DTypeName(t);
   EXPECT_EQ(ParseDType("f64"), std::nullopt);
-  EXPECT_EQ(DTypeChoices(), "f32 | f16 | i32 | u32 | bool");
+  EXPECT_EQ(DTypeChoices(), "f32 | f16 | i32 | u32 | bool | q4_k | q6_k");
 }
 
 TEST(HostTensor, ViewsCheckTheDtypeWidth) {

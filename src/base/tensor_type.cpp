@@ -5,11 +5,13 @@
 namespace scellis {
 
 namespace {
-constexpr EnumTable<DType, 5> kDTypes({{{DType::kF32, "f32"},
+constexpr EnumTable<DType, 7> kDTypes({{{DType::kF32, "f32"},
                                         {DType::kF16, "f16"},
                                         {DType::kI32, "i32"},
                                         {DType::kU32, "u32"},
-                                        {DType::kBool, "bool"}}});
+                                        {DType::kBool, "bool"},
+                                        {DType::kQ4K, "q4_k"},
+                                        {DType::kQ6K, "q6_k"}}});
 }  // namespace
 
 const char* DTypeName(DType t) {
@@ -53,7 +55,7 @@ std::optional<int64_t> CheckedElements(const std::vector<Dim>& dims) {
 std::optional<int64_t> CheckedBytes(const TensorType& t) {
   auto n = CheckedElements(t.dims);
   if (!n) return std::nullopt;
-  return *n * DTypeBytes(t.dtype);  // at most 2^40 * 4: no overflow
+  return StorageBytes(*n, t.dtype);  // at most 2^40 * 4: no overflow
 }
 
 std::vector<int64_t> TensorType::sizes() const {

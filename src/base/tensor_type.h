@@ -14,14 +14,34 @@ namespace scellis {
 // `bool` is stored as a 4-byte u32 (0 or 1) on the host and on the device alike, so uploads stay
 // a memcpy and WGSL, which has no bool storage, binds it as array<u32>. f16 is 2 bytes and needs
 // the adapter's shader-f16 feature on WebGPU.
-enum class DType { kF32, kF16, kI32, kU32, kBool };
+//
+// q4_k and q6_k are GGUF's k-quant blocks: the values of each row go in super-blocks of 256, each
+// stored as one packed block of 144 (q4_k) or 210 (q6_k) bytes. A tensor of a block dtype has the
+// shape of its values ([N, K], K a multiple of 256) and holds N * K / 256 blocks, row after row;
+// only `input` makes one and only matmul_q reads one (it decodes the blocks as it multiplies).
+enum class DType { kF32, kF16, kI32, kU32, kBool, kQ4K, kQ6K };
+
+// Values per block of a block dtype.
+inline constexpr int64_t kBlockValues = 256;
+inline bool IsBlockDType(DType t) {
+  return t == DType::kQ4K || t == DType::kQ6K;
+}
+// The bytes of one block of a block dtype.
+inline int64_t BlockBytes(DType t) {
+  return t == DType::kQ4K ? 144 : 210;
+}
 
 const char* DTypeName(DType t);
 std::optional<DType> ParseDType(const std::string& s);
-// "f32 | f16 | i32 | u32 | bool", for diagnostics.
+// "f32 | f16 | i32 | u32 | bool | q4_k | q6_k", for diagnostics.
 std::string DTypeChoices();
+// The width of one storage unit: an element, or a byte of a block dtype's blocks.
 inline int64_t DTypeBytes(DType t) {
-  return t == DType::kF16 ? 2 : 4;
+  return IsBlockDType(t) ? 1 : t == DType::kF16 ? 2 : 4;
+}
+// The bytes of `elements` values of dtype `t` (for a block dtype, a whole number of blocks).
+inline int64_t StorageBytes(int64_t elements, DType t) {
+  return IsBlockDType(t) ? elements / kBlockValues * BlockBytes(t) : elements * DTypeBytes(t);
 }
 
 struct Dim {
@@ -48,7 +68,7 @@ struct TensorType {
 
   int rank() const { return static_cast<int>(dims.size()); }
   int64_t elements() const;
-  int64_t bytes() const { return elements() * DTypeBytes(dtype); }
+  int64_t bytes() const { return StorageBytes(elements(), dtype); }
   std::vector<int64_t> sizes() const;
   bool SameShape(const TensorType& o) const;
 

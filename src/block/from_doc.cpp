@@ -57,6 +57,13 @@ class Lowering {
                                         source.Describe() + ", but a dataset is no tensor",
                                     kDatasetHelp));
       }
+      if (source.kind == BlockKind::kInput && IsBlockDType(source.tensor_type.dtype)) {
+        errors_.push_back(UserError("bad-dtype", o.pointer,
+                                    "the output \"" + o.name + "\" is the " +
+                                        DTypeName(source.tensor_type.dtype) + " blocks " +
+                                        source.Describe() + ", which only matmul_q reads",
+                                    "output the product, or keep the blocks where they came from"));
+      }
     }
     ResolveCarries();
     ResolveRepeat();
@@ -644,6 +651,26 @@ class Lowering {
     return t;
   }
 
+  // A block dtype (q4_k, q6_k) is input data only, its values in whole blocks along each row.
+  bool CheckBlockDType(const doc::Node& n, BlockKind kind, const TensorType& t) {
+    if (!IsBlockDType(t.dtype)) return true;
+    const std::string dtype = DTypeName(t.dtype);
+    if (kind != BlockKind::kInput) {
+      Error("bad-dtype", ParamPointer(n, "dtype"),
+            "a " + n.op + " cannot be " + dtype + ": blocks are input data only", n,
+            "give the blocks as an input's data or feed, for matmul_q to read");
+      return false;
+    }
+    if (t.rank() == 0 || t.dims.back().size % kBlockValues != 0) {
+      Error("block-misaligned", ParamPointer(n, "shape"),
+            "the shape " + t.ShapeStringWithSizes() + " of " + dtype +
+                " values does not end in whole blocks of 256 values",
+            n, "the last dimension (the values of a row) must be a multiple of 256");
+      return false;
+    }
+    return true;
+  }
+
   const Json* FindParam(const doc::Node& n, const char* key) {
     auto it = n.params.find(key);
     return it == n.params.end() ? nullptr : &*it;
@@ -669,6 +696,9 @@ class Lowering {
         return integral && v >= 0 && v <= 4294967295.0;
       case DType::kBool:
         return v == 0 || v == 1;
+      case DType::kQ4K:
+      case DType::kQ6K:
+        return integral && v >= 0 && v <= 255;
     }
     return false;
   }
@@ -684,6 +714,9 @@ class Lowering {
         return "a u32 (an integer in [0, 2^32 - 1])";
       case DType::kBool:
         return "a bool (0 or 1)";
+      case DType::kQ4K:
+      case DType::kQ6K:
+        return "a byte of a block (an integer in [0, 255])";
     }
     return "";
   }
@@ -697,7 +730,16 @@ class Lowering {
             n);
       return std::nullopt;
     }
-    if (static_cast<int64_t>(data.size()) != t.elements()) {
+    if (IsBlockDType(t.dtype) && static_cast<int64_t>(data.size()) != t.bytes()) {
+      Error("data-length-mismatch", pointer,
+            "the data has " + std::to_string(data.size()) + " bytes, but " +
+                t.ShapeStringWithSizes() + " " + DTypeName(t.dtype) + " values take " +
+                std::to_string(t.bytes()) + " (" + std::to_string(t.elements() / kBlockValues) +
+                " x " + std::to_string(BlockBytes(t.dtype)) + "-byte blocks)",
+            n, "the data of a block dtype is its blocks' bytes, row after row");
+      return std::nullopt;
+    }
+    if (!IsBlockDType(t.dtype) && static_cast<int64_t>(data.size()) != t.elements()) {
       Error("data-length-mismatch", pointer,
             "the data has " + std::to_string(data.size()) + " values but the shape " +
                 t.ShapeStringWithSizes() + " holds " + std::to_string(t.elements()),
@@ -875,7 +917,7 @@ class Lowering {
         ok = false;
       }
       std::optional<TensorType> t = ok ? ParseShape(n, *shape) : std::nullopt;
-      ok = ok && t.has_value();
+      ok = ok && t.has_value() && CheckBlockDType(n, b.kind, *t);
       if (ok) {
         b.tensor_type = *t;
         if (b.kind == BlockKind::kInput) {

@@ -118,8 +118,11 @@ Status Verify(const Program& p) {
     for (const auto& [port, src] : p.blocks[i].inputs)
       if (src < 0 || static_cast<size_t>(src) >= i)
         return InternalError("block.Verify", "block " + p.blocks[i].id + " reads a later block");
+    // Inline data holds a value per element, or a block dtype's bytes.
+    const TensorType& t = p.blocks[i].tensor_type;
     if (p.blocks[i].kind == BlockKind::kInput && p.blocks[i].data &&
-        static_cast<int64_t>(p.blocks[i].data->size()) != p.blocks[i].tensor_type.elements())
+        static_cast<int64_t>(p.blocks[i].data->size()) !=
+            (IsBlockDType(t.dtype) ? t.bytes() : t.elements()))
       return InternalError("block.Verify", "block " + p.blocks[i].id + " data length");
   }
   for (const Output& o : p.outputs)

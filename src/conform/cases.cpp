@@ -26,13 +26,21 @@ class DocBuilder {
  public:
   int Input(const std::string& name, Shape shape, Domain domain = Domain::kSigned,
             int classes = 0) {
-    const DType dtype = domain == Domain::kMask                                ? DType::kBool
-                        : domain == Domain::kInt32 || domain == Domain::kIndex ? DType::kI32
-                                                                               : DType::kF32;
+    const DType dtype = domain == Domain::kMask ? DType::kBool
+                        : domain == Domain::kInt32 || domain == Domain::kIndex ||
+                                domain == Domain::kFixed
+                            ? DType::kI32
+                            : DType::kF32;
     inputs_.push_back({name, shape, domain, classes, dtype});
     Json node = {{"op", "input"}, {"name", name}, {"shape", shape}};
     if (dtype != DType::kF32) node["dtype"] = DTypeName(dtype);
     return Add(std::move(node));
+  }
+
+  // An input of k-quant blocks: `shape` is the shape of its values.
+  int Blocks(const std::string& name, Shape shape, DType dtype) {
+    inputs_.push_back({name, shape, Domain::kBlocks, 0, dtype});
+    return Add({{"op", "input"}, {"name", name}, {"shape", shape}, {"dtype", DTypeName(dtype)}});
   }
 
   // Arguments bind to the op's input ports in table order; a list port (the last) takes the rest.
@@ -368,7 +376,57 @@ void ReduceCases(const OpSpec& def, std::vector<Case>& out) {
   }
 }
 
+// matmul_q: a[M, K] by b[N, K] of blocks, K in whole blocks: one block, several, zero (the sum of
+// nothing), an odd number of q6_k blocks (210 bytes each, so rows of b start off a word
+// boundary), empty M or N, and more outputs than a workgroup holds.
+void QuantMatmulCases(const OpSpec& def, std::vector<Case>& out) {
+  struct Variant {
+    const char* name;
+    int64_t m, k, n;
+  };
+  const Variant variants[] = {
+      {"1x256x1", 1, 256, 1},     {"7x512x13", 7, 512, 13},  {"3x768x5", 3, 768, 5},
+      {"65x256x3", 65, 256, 3},   {"2x1280x67", 2, 1280, 67}, {"empty_k", 3, 0, 4},
+      {"empty_m", 0, 256, 4},     {"empty_n", 2, 256, 0},
+  };
+  for (DType dtype : {DType::kQ4K, DType::kQ6K}) {
+    for (const Variant& v : variants) {
+      DocBuilder b;
+      int a = b.Input("a", {v.m, v.k});
+      int w = b.Blocks("b", {v.n, v.k}, dtype);
+      out.push_back(b.Finish(def.name, std::string(DTypeName(dtype)) + "_" + v.name,
+                             b.Op(def.name, {a, w}), def.min_version));
+    }
+  }
+}
+
+// matmul_fixed: shapes as matmul's, each with the fraction bits its sums fit (values up to 2^13,
+// so a sum of K products is at most K * 2^26): 0 for short sums, 1 for halves to round (an odd
+// sum is a tie), 16 and 31 for long ones.
+void FixedMatmulCases(const OpSpec& def, std::vector<Case>& out) {
+  struct Variant {
+    const char* name;
+    Shape a, b;
+    int frac_bits;
+  };
+  const Variant variants[] = {
+      {"1x1x1_f0", {1, 1}, {1, 1}, 0},          {"rect_65x3x67_f0", {65, 3}, {3, 67}, 0},
+      {"rect_9x31x11_f1", {9, 31}, {31, 11}, 1}, {"rect_7x97x13_f16", {7, 97}, {97, 13}, 16},
+      {"row_1x1009x7_f8", {1, 1009}, {1009, 7}, 8}, {"col_33x5x1_f31", {33, 5}, {5, 1}, 31},
+      {"empty_k_f4", {3, 0}, {0, 4}, 4},        {"empty_n_f4", {2, 3}, {3, 0}, 4},
+  };
+  for (const Variant& v : variants) {
+    DocBuilder b;
+    int a = b.Input("a", v.a, Domain::kFixed);
+    int c = b.Input("b", v.b, Domain::kFixed);
+    out.push_back(b.Finish(def.name, v.name,
+                           b.Op(def.name, {a, c}, {{"frac_bits", v.frac_bits}}), def.min_version));
+  }
+}
+
 void MatmulCases(const OpSpec& def, std::vector<Case>& out) {
+  if (def.name == "matmul_q") return QuantMatmulCases(def, out);
+  if (def.name == "matmul_fixed") return FixedMatmulCases(def, out);
   struct Variant {
     const char* name;
     Shape a, b;
@@ -980,9 +1038,34 @@ runtime::Feeds MakeFeeds(const Case& c, uint64_t seed) {
         const uint64_t h = CounterHash(stream, static_cast<uint64_t>(i));
         if (in.domain == Domain::kIndex)
           ints[i] = static_cast<int32_t>(h % static_cast<uint64_t>(std::max(in.classes, 1)));
+        else if (in.domain == Domain::kFixed)
+          ints[i] = static_cast<int32_t>(h % 16385) - 8192;
         else
           ints[i] =
               i < static_cast<int64_t>(std::size(boundary)) ? boundary[i] : static_cast<int32_t>(h);
+      }
+      feeds[in.name] = std::move(stored);
+      continue;
+    }
+    if (in.domain == Domain::kBlocks) {
+      HostTensor stored = HostTensor::Zeros(MakeType(in.shape, in.dtype));
+      uint64_t stream = CounterHash(seed, Fnv1a(c.id() + "/" + in.name));
+      std::span<uint8_t> bytes = stored.view<uint8_t>();
+      for (size_t i = 0; i < bytes.size(); ++i)
+        bytes[i] = static_cast<uint8_t>(CounterHash(stream, i));
+      // The f16 fields: d and dmin at bytes 0 and 2 of a q4_k block, d at byte 208 of a q6_k one.
+      const int64_t block = BlockBytes(in.dtype);
+      const std::vector<int64_t> halves =
+          in.dtype == DType::kQ4K ? std::vector<int64_t>{0, 2} : std::vector<int64_t>{208};
+      for (int64_t at = 0; at < static_cast<int64_t>(bytes.size()); at += block) {
+        for (int64_t h : halves) {
+          const uint64_t r = CounterHash(stream ^ 0xb10c, static_cast<uint64_t>(at + h));
+          const float d = (CounterUniform(stream ^ 0xd, static_cast<uint64_t>(at + h)) - 0.5f) /
+                          16.0f;
+          const uint16_t bits = FloatToHalf((r & 1) ? -d : d);
+          bytes[static_cast<size_t>(at + h)] = static_cast<uint8_t>(bits & 0xff);
+          bytes[static_cast<size_t>(at + h + 1)] = static_cast<uint8_t>(bits >> 8);
+        }
       }
       feeds[in.name] = std::move(stored);
       continue;
@@ -1028,6 +1111,8 @@ runtime::Feeds MakeFeeds(const Case& c, uint64_t seed) {
         case Domain::kMask:  // drawn above, in the mask's dtype
         case Domain::kInt32:
         case Domain::kIndex:
+        case Domain::kFixed:
+        case Domain::kBlocks:
           break;
         case Domain::kWide: {
           const float magnitude = std::exp2(-2.0f + 35.0f * u);
@@ -1076,13 +1161,30 @@ std::vector<SpecialValueCase> SpecialValueCases() {
       // An input named after a mask port (where's cond, masked_fill's mask) is a bool, one named
       // after an index port i32.
       const ops::Port* port = def ? def->FindPort(in.name) : nullptr;
+      // An input of a port of block dtypes holds a block dtype's bytes (q4_k: the values of
+      // matmul_q's rows are 144 bytes per 256, q6_k 210): its dtype is the one whose block count
+      // the bytes fill.
+      if (port && IsBlockDType(port->dtypes.front())) {
+        DType dtype = DType::kQ4K;
+        for (DType d : port->dtypes)
+          if (StorageBytes(MakeType(in.shape).elements(), d) ==
+              static_cast<int64_t>(in.values.size()))
+            dtype = d;
+        args.push_back(b.Blocks(in.name, in.shape, dtype));
+        const std::vector<double> bytes(in.values.begin(), in.values.end());
+        s.feeds[in.name] = HostTensor::FromValues(MakeType(in.shape, dtype), bytes);
+        continue;
+      }
       const bool mask = port && port->dtypes == std::vector<DType>{DType::kBool};
       const bool index = port && port->role == ops::PortRole::kIndex;
+      // An i32 operand (matmul_fixed's): the values as they are, within the i32 range.
+      const bool integer = port && !index && port->dtypes == std::vector<DType>{DType::kI32};
       args.push_back(b.Input(in.name, in.shape,
-                             mask    ? Domain::kMask
-                             : index ? Domain::kIndex
-                                     : Domain::kSigned));
-      const DType dtype = mask ? DType::kBool : index ? DType::kI32 : DType::kF32;
+                             mask      ? Domain::kMask
+                             : index   ? Domain::kIndex
+                             : integer ? Domain::kFixed
+                                       : Domain::kSigned));
+      const DType dtype = mask ? DType::kBool : index || integer ? DType::kI32 : DType::kF32;
       s.feeds[in.name] = HostTensor::FromFloats(MakeType(in.shape, dtype), in.values);
     }
     s.c = b.Finish(r.op, r.name, b.Op(r.op, args, Json::parse(r.attrs)), r.version);

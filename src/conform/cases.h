@@ -35,6 +35,9 @@ enum class Domain {
   kIndex,         // an i32 tensor of indices 0 .. classes-1 (gathers), repeats likely
   kWide,          // f32 of magnitude 2^-2 .. 2^33, either sign: fractions to truncate and values
                   // past the i32 range to saturate
+  kFixed,         // i32 fixed-point values in [-2^13, 2^13] (matmul_fixed: every case's sums fit)
+  kBlocks,        // k-quant blocks (q4_k, q6_k): random bytes, each block's f16 d (and dmin) a
+                  // finite random value of magnitude below 1/32
 };
 
 struct CaseInput {
@@ -42,7 +45,7 @@ struct CaseInput {
   std::vector<int64_t> shape;
   Domain domain = Domain::kSigned;
   int classes = 0;            // kLabels only
-  DType dtype = DType::kF32;  // bool for kMask, i32 for kInt32 and kIndex
+  DType dtype = DType::kF32;  // bool for kMask, i32 for kInt32 and kIndex, q4_k/q6_k for kBlocks
 };
 
 struct Case {

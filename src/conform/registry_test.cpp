@@ -141,6 +141,9 @@ TEST(ConformRegistry, CasesCoverEdgeSizesAndLargeGrids) {
         if (n > int64_t{65535} * 64) ++big;
       }
     }
+    // matmul_q's inputs hold whole blocks of 256 values per row, so neither is ever one element
+    // or ragged; its outputs (7x13, 2x67, ...) are.
+    if (g == "matmul_q") continue;
     EXPECT_TRUE(ragged) << g;
     if (g != kFusedGroup) {
       EXPECT_TRUE(size1) << g;

@@ -282,6 +282,53 @@ void AddLinalgOps(OpTable& t) {
          .summary = "matrix product; batched with broadcasting batch dims (version 2)",
          .nan = "IEEE products and sums, as torch.matmul: a NaN in row i of a or column j of b "
                 "makes out[i, j] NaN, as does 0 * inf; an empty inner dimension gives zeros"});
+  // Version 2: a linear layer whose weight is a checkpoint's k-quant blocks, decoded as the
+  // product reads them, so the weight never exists as f32 in memory.
+  t.Add({.name = "matmul_q",
+         .min_version = 2,
+         .ports = {Operand("a"), {"b", PortRole::kOperand, {DType::kQ4K, DType::kQ6K}}},
+         .attrs = {},
+         .kind = OpKind::kMatmul,
+         .differentiable = false,
+         .tolerance = ToleranceClass::kDefault,
+         .determinism =
+             "each weight is decoded in f32 as GGUF's dequantizer does, one rounding per "
+             "operation: q4_k (d * sc) * q - (dmin * m), q6_k (d * sc) * q, with d and dmin the "
+             "block's f16 values, sc and m its 6-bit (q4_k) or int8 (q6_k) sub-block scale and "
+             "min, q the 4-bit quant (q4_k) or the 6-bit quant minus 32 (q6_k), so the decoded "
+             "weights are the same bits on every backend; each output element then accumulates "
+             "a[m, k] * w[n, k] from 0 in increasing k, one rounding per multiply and per add, "
+             "no split-K",
+         .summary = "out[M, N] = a[M, K] @ dequantize(b[N, K])^T: a linear layer with its weight "
+                    "stored as a checkpoint stores it, rows of q4_k or q6_k blocks (K a multiple "
+                    "of 256), decoded on the fly and never written out as f32; a is f32 of rank "
+                    "2; not differentiable (the blocks are data, not parameters)",
+         .nan = "IEEE products and sums: a NaN in row m of a makes out[m, n] NaN; a NaN or "
+                "infinite f16 d or dmin in a block decodes to NaN or +-inf weights (0 * inf is "
+                "NaN), as ggml and the gguf package decode them"});
+  // Version 2: a product in integers, the same bits on every backend that runs it.
+  const Port fixed_operand{"a", PortRole::kOperand, {DType::kI32}};
+  t.Add({.name = "matmul_fixed",
+         .min_version = 2,
+         .ports = {fixed_operand, {"b", PortRole::kOperand, {DType::kI32}}},
+         .attrs = {{"frac_bits", AttrType::kInt, nullptr, true}},
+         .kind = OpKind::kMatmul,
+         .differentiable = false,
+         .tolerance = ToleranceClass::kExact,
+         .determinism =
+             "exact integer arithmetic, the same bits everywhere: each product a[m, k] * b[k, n] "
+             "is exact, the sum over k (rising) exact, then shifted right by frac_bits and "
+             "rounded half to even; the GPU keeps the sum modulo 2^64 (pairs of u32 words), "
+             "which holds the result exactly because every result is proved to fit i32 before "
+             "a kernel runs",
+         .summary = "out[M, N] = round_half_even((a[M, K] @ b[K, N]) / 2^frac_bits): a and b are "
+                    "i32 fixed-point values with frac_bits (0 to 31) fraction bits, as is the "
+                    "i32 result. Range: a result outside -2^31 .. 2^31 - 1 is "
+                    "fixed-point-overflow naming the output position, when the graph is made "
+                    "for inline data and full constants, before each step (a run-time error "
+                    "that poisons a session) for fed operands; an operand computed on the device "
+                    "is refused (fixed-point-not-checkable). Not differentiable",
+         .nan = "integers: no NaN or infinity"});
 }
 
 void AddLayoutOps(OpTable& t) {

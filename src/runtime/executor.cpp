@@ -54,6 +54,25 @@ Status CheckFedIndices(const webir::Graph& g, const Feeds& feeds) {
   return Status::Ok();
 }
 
+// matmul_fixed's operands, when one of them is fed: the product must fit i32 (a run-time
+// fixed-point-overflow that poisons a session, naming the output position), since the kernels
+// keep only its low 64 bits. Known operands were checked when the graph was made.
+Status CheckFedFixedPoint(const webir::Graph& g, const Feeds& feeds) {
+  SCELLIS_ASSIGN_OR_RETURN(std::vector<webir::FixedPointUse> uses, webir::FixedPointUses(g));
+  for (const webir::FixedPointUse& u : uses) {
+    const webir::Node& a = g.at(u.a);
+    const webir::Node& b = g.at(u.b);
+    auto fed = [](const webir::Node& s) { return s.role == webir::Role::kInput && !s.data; };
+    if (!fed(a) && !fed(b)) continue;
+    // A step that does not feed both leaves them to the step that does.
+    if ((fed(a) && !feeds.count(FeedName(a))) || (fed(b) && !feeds.count(FeedName(b)))) continue;
+    SCELLIS_ASSIGN_OR_RETURN(HostTensor va, SourceData(a, feeds));
+    SCELLIS_ASSIGN_OR_RETURN(HostTensor vb, SourceData(b, feeds));
+    SCELLIS_TRY(webir::CheckFixedPointValues(g, u, va, vb, ErrorKind::kRuntime, "the fed values"));
+  }
+  return Status::Ok();
+}
+
 Status RefuseRed(const execplan::Plan& plan) {
   if (plan.verdict == execplan::Verdict::kRed) {
     if (!plan.findings.empty()) return Status(plan.findings);
@@ -148,6 +167,7 @@ Result<RunResult> Executor::Run(const execplan::Plan& plan, const Feeds& feeds,
   SCELLIS_TRY(CheckExecutor(*this, options));
   SCELLIS_TRY(ValidateFeeds(plan.graph(), feeds));
   SCELLIS_TRY(CheckFedIndices(plan.graph(), feeds));
+  SCELLIS_TRY(CheckFedFixedPoint(plan.graph(), feeds));
   // Every input without inline data must be fed, carried ones included: a one-shot run has no
   // previous step. Params fall back to their initializers.
   for (const webir::Node& n : plan.graph().nodes)
@@ -162,6 +182,7 @@ Result<std::unique_ptr<Prepared>> Executor::Prepare(const execplan::Plan& plan, 
   SCELLIS_TRY(CheckExecutor(*this, options));
   SCELLIS_TRY(ValidateFeeds(plan.graph(), feeds));
   SCELLIS_TRY(CheckFedIndices(plan.graph(), feeds));
+  SCELLIS_TRY(CheckFedFixedPoint(plan.graph(), feeds));
   return DoPrepare(plan, feeds, options);
 }
 
@@ -183,6 +204,7 @@ Result<StepsResult> Prepared::RunSteps(const std::vector<Feeds>& feeds,
   for (const Feeds& step : feeds) {
     SCELLIS_TRY(ValidateFeeds(g, step));
     SCELLIS_TRY(CheckFedIndices(g, step));
+    SCELLIS_TRY(CheckFedFixedPoint(g, step));
     for (int node : fed)
       if (!step.count(FeedName(g.at(node)))) return SourceData(g.at(node), step).status();
   }
@@ -203,6 +225,7 @@ Status Prepared::Upload(const std::string& name, const HostTensor& value) {
   SCELLIS_TRY(
       CheckValue("bad-upload", "the upload to \"" + name + "\"", plan_.graph().at(node), value));
   SCELLIS_TRY(CheckFedIndices(plan_.graph(), {{name, value}}));
+  SCELLIS_TRY(CheckFedFixedPoint(plan_.graph(), {{name, value}}));
   return DoUpload(node, value);
 }
 

@@ -196,7 +196,10 @@ class Lowering {
             Error(b, "dtype-mismatch", at,
                   what + " of \"" + def->name + "\" is " + DTypeName(dtype) + ", the op takes " +
                       takes,
-                  "convert it with cast{a, dtype}: no op mixes dtypes on its own");
+                  IsBlockDType(dtype)
+                      ? "k-quant blocks are read by matmul_q alone, which decodes them as it "
+                        "multiplies"
+                      : "convert it with cast{a, dtype}: no op mixes dtypes on its own");
             return -1;
           }
           n.args.push_back(it->second[e]);
@@ -339,6 +342,7 @@ Result<Graph> FromBlock(const block::Program& p) {
   auto g = Lowering(p).Run();
   if (g.ok()) SCELLIS_TRY(Verify(g.value()));
   if (g.ok()) SCELLIS_TRY(CheckKnownIndices(g.value()));
+  if (g.ok()) SCELLIS_TRY(CheckKnownFixedPoint(g.value()));
   return g;
 }
 

@@ -173,6 +173,20 @@ TEST(OpTable, NamesAreUniqueAndDescribed) {
   }
 }
 
+// Three q4_k blocks with d = 1 (f16 0x3c00), every scale 1 and every quant 1: weights of 1.
+std::vector<int> QuantBlocksOfOnes() {
+  std::vector<int> bytes;
+  for (int blk = 0; blk < 3; ++blk) {
+    std::vector<int> b(144, 0);
+    b[1] = 0x3c;
+    for (int j = 0; j < 4; ++j) b[4 + j] = 1;        // sc of sub-blocks 0..3
+    for (int j = 0; j < 4; ++j) b[12 + j] = 1;       // sc of sub-blocks 4..7 (low bits)
+    for (int l = 0; l < 128; ++l) b[16 + l] = 0x11;  // q = 1 in both nibbles
+    bytes.insert(bytes.end(), b.begin(), b.end());
+  }
+  return bytes;
+}
+
 // An example use of every non-source op; a new op without one fails this test, so it cannot land
 // without a CPU reference and a WGSL kernel being exercised.
 Json ExampleNode(const ops::OpSpec& d) {
@@ -195,6 +209,15 @@ Json ExampleNode(const ops::OpSpec& d) {
   if (d.name == "cast") n["dtype"] = "bool";
   if (d.name == "uniform") n["shape"] = {2, 3};
   if (d.name == "matmul") n["b"] = 3;
+  if (d.name == "matmul_fixed") {  // a 2x3 by a 3x2 of i32
+    n["a"] = 9;
+    n["b"] = 12;
+    n["frac_bits"] = 1;
+  }
+  if (d.name == "matmul_q") {  // a 2x256 by three rows of q4_k blocks
+    n["a"] = 10;
+    n["b"] = 11;
+  }
   if (d.name == "permute") n["dims"] = {1, 0};
   if (d.name == "reshape") n["shape"] = {3, 2};
   // The whole 2x3 tensor with its columns reversed, so slice_scatter's src (1) fits it.
@@ -248,6 +271,11 @@ TEST(OpTable, EveryOpRunsThroughTheLadder) {
                    {"shape", {2, 3}},
                    {"dtype", "i32"},
                    {"data", {1, 0, 1, 0, 0, 1}}},
+                  InputNode(10, {2, 256}, std::vector<float>(512, 0.5f)),
+                  {{"id", 11}, {"op", "input"}, {"shape", {3, 256}}, {"dtype", "q4_k"},
+                   {"data", QuantBlocksOfOnes()}},
+                  {{"id", 12}, {"op", "input"}, {"shape", {3, 2}}, {"dtype", "i32"},
+                   {"data", {1, -2, 3, 4, -5, 6}}},
                   ExampleNode(d)},
                  {{"y", 2}}, std::max(2, d.min_version));
     auto c = pipeline::Compile(doc.dump(), ProdOptions());

@@ -94,6 +94,24 @@ Status CheckIndexValues(const Graph& g, const IndexUse& use, const HostTensor& v
 // Checks the indices known when the graph is made: inline data and full constants.
 Status CheckKnownIndices(const Graph& g);
 
+// matmul_fixed's operands (webir/ops/linalg.cpp). Kernels keep the low 64 bits of each sum, so
+// every result is proved to fit i32 before a kernel computes it: known operands when the graph is
+// made, fed ones before each step.
+struct FixedPointUse {
+  int op = -1;  // the matmul_fixed node
+  int a = -1;   // the input or full nodes its operands are
+  int b = -1;
+};
+// Every matmul_fixed of `g` with its operands' sources; `fixed-point-not-checkable` at the op's
+// pointer where an operand is computed on the device (or carried).
+Result<std::vector<FixedPointUse>> FixedPointUses(const Graph& g);
+// The first result of the product of `a` and `b` (the operands' values) outside i32 as
+// `fixed-point-overflow` of `kind` at the op's pointer, naming `what` and the output position.
+Status CheckFixedPointValues(const Graph& g, const FixedPointUse& use, const HostTensor& a,
+                             const HostTensor& b, ErrorKind kind, const std::string& what);
+// Checks the products whose operands are both known when the graph is made.
+Status CheckKnownFixedPoint(const Graph& g);
+
 // Runs `rule` (the rule of `op`) and checks the shape it inferred: an output of more than
 // kMaxElements elements (the non-zero sizes counted, see CheckedElements) is `tensor-too-large`
 // at the node's pointer. Every place that types a node calls this, never rule.infer directly, so

@@ -3,9 +3,13 @@
 // outputs whose vector lanes run across columns (matmul_tile.inc), each lane keeping that order,
 // so the bits are those of the plain loop for every instruction set and thread count.
 #include <algorithm>
+#include <bit>
 #include <cstdint>
+#include <cstring>
 #include <vector>
 
+#include "base/fixed_point.h"
+#include "base/host_tensor.h"
 #include "kernel/ref/ref.h"
 
 namespace scellis::kernel::ref {
@@ -105,10 +109,111 @@ void Matmul(const OpArgs<T>& a) {
   }
 }
 
+// k-quant blocks (GGUF's layouts, 256 values each), decoded as the gguf package's dequantizer
+// does: in f32, one rounding per operation, in the same order as kernel/emit/wgsl/linalg.cpp.
+float HalfBitsToFloat(uint32_t h) {
+  return HalfToFloat(static_cast<uint16_t>(h));
+}
+
+// q4_k, 144 bytes: f16 d, f16 dmin, 12 bytes of 6-bit scales and mins for the 8 sub-blocks of
+// 32 values, 128 bytes of 4-bit quants (sub-blocks 2p and 2p + 1 share bytes 32p .. 32p + 31, the
+// low nibbles the even one). w = (d * sc) * q - (dmin * m).
+void DecodeQ4K(const uint8_t* blk, float* w) {
+  const float d = HalfBitsToFloat(blk[0] | blk[1] << 8);
+  const float dmin = HalfBitsToFloat(blk[2] | blk[3] << 8);
+  const uint8_t* scales = blk + 4;
+  const uint8_t* qs = blk + 16;
+  for (int j = 0; j < 8; ++j) {
+    uint32_t sc, m;
+    if (j < 4) {
+      sc = scales[j] & 63u;
+      m = scales[j + 4] & 63u;
+    } else {
+      sc = (scales[j + 4] & 15u) | (scales[j - 4] >> 6) << 4;
+      m = (scales[j + 4] >> 4) | (scales[j] >> 6) << 4;
+    }
+    const float dsc = d * static_cast<float>(sc);
+    const float dm = dmin * static_cast<float>(m);
+    const int shift = (j & 1) * 4;
+    for (int l = 0; l < 32; ++l) {
+      const uint32_t q = (qs[(j >> 1) * 32 + l] >> shift) & 15u;
+      w[j * 32 + l] = dsc * static_cast<float>(q) - dm;
+    }
+  }
+}
+
+// q6_k, 210 bytes: 128 bytes of low 4 bits ql, 64 bytes of high 2 bits qh, 16 int8 scales (one
+// per 16 values), f16 d. Value v (h = v / 128, r = v % 128): low bits the nibble r / 64 of
+// ql[64h + r % 64], high bits the pair r / 32 of qh[32h + r % 32]; w = (d * sc) * (q - 32).
+void DecodeQ6K(const uint8_t* blk, float* w) {
+  const uint8_t* ql = blk;
+  const uint8_t* qh = blk + 128;
+  const uint8_t* scales = blk + 192;
+  const float d = HalfBitsToFloat(blk[208] | blk[209] << 8);
+  for (int v = 0; v < 256; ++v) {
+    const int h = v / 128, r = v % 128;
+    const uint32_t low = (ql[64 * h + r % 64] >> (4 * (r / 64))) & 15u;
+    const uint32_t high = (qh[32 * h + r % 32] >> (2 * (r / 32))) & 3u;
+    const int q = static_cast<int>(low | high << 4) - 32;
+    const float dsc = d * static_cast<float>(static_cast<int8_t>(scales[v / 16]));
+    w[v] = dsc * static_cast<float>(q);
+  }
+}
+
+// out[m, n] = sum over k rising of a[m, k] * w[n, k], from 0. Each task decodes its row n of b
+// once into a row of its own (K floats, never the whole weight) and runs every row of a by it.
+template <typename T>
+void MatmulQ(const OpArgs<T>& a) {
+  const TensorType& ta = a.in_type(0);
+  const TensorType& tb = a.in_type(1);
+  const int64_t M = ta.dims[0].size, K = ta.dims[1].size, N = tb.dims[0].size;
+  const int64_t blocks = K / kBlockValues, block_bytes = BlockBytes(tb.dtype);
+  const auto* bytes = reinterpret_cast<const uint8_t*>(a.inputs[1]);
+  const bool q4 = tb.dtype == DType::kQ4K;
+  const Parallel serial(1);
+  const Parallel& parallel = M * N * K < kSerialProduct ? serial : *a.parallel;
+  parallel.For(N, [&](int64_t n) {
+    std::vector<float> w(static_cast<size_t>(K));
+    for (int64_t blk = 0; blk < blocks; ++blk) {
+      const uint8_t* at = bytes + (n * blocks + blk) * block_bytes;
+      if (q4)
+        DecodeQ4K(at, w.data() + blk * kBlockValues);
+      else
+        DecodeQ6K(at, w.data() + blk * kBlockValues);
+    }
+    for (int64_t m = 0; m < M; ++m) {
+      const T* row = a.inputs[0] + m * K;
+      T acc = 0;
+      for (int64_t k = 0; k < K; ++k) acc = acc + row[k] * static_cast<T>(w[k]);
+      a.output[m * N + n] = acc;
+    }
+  });
+}
+
+// matmul_fixed: each sum exact in 128 bits, k rising, then shifted and rounded half to even
+// (base/fixed_point.h). The run checked that every result fits i32 before any kernel ran.
+template <typename T>
+void MatmulFixed(const OpArgs<T>& a) {
+  const TensorType& ta = a.in_type(0);
+  const TensorType& tb = a.in_type(1);
+  const int64_t K = ta.dims[1].size, N = tb.dims[1].size;
+  const int frac_bits = a.node->attrs["frac_bits"].template get<int>();
+  SetEachOutput(a, [&](int64_t i) {
+    const int64_t m = i / N, n = i % N;
+    __int128 sum = 0;
+    for (int64_t k = 0; k < K; ++k)
+      sum += __int128{IntegerOf(a.inputs[0][m * K + k], DType::kI32)} *
+             IntegerOf(a.inputs[1][k * N + n], DType::kI32);
+    return IntegerSlot<T>(FixedPointResult(sum, frac_bits).value_or(0), DType::kI32);
+  });
+}
+
 }  // namespace
 
 void AddLinalgOps(std::vector<std::pair<std::string, OpImpl>>& t) {
   t.push_back({"matmul", {Matmul<float>, Matmul<double>}});
+  t.push_back({"matmul_q", {MatmulQ<float>, MatmulQ<double>}});
+  t.push_back({"matmul_fixed", {MatmulFixed<float>, MatmulFixed<double>}});
 }
 
 }  // namespace scellis::kernel::ref

@@ -53,7 +53,7 @@ bool NotDifferentiable(const ops::OpSpec& d) {
   return d.kind == OpKind::kSource || d.kind == OpKind::kOptimizer || d.kind == OpKind::kStencil ||
          d.name == "positive" || d.name == "max_share" || d.name == "eq" || d.name == "ne" ||
          d.name == "lt" || d.name == "le" || d.name == "gt" || d.name == "ge" ||
-         d.name == "uniform";
+         d.name == "uniform" || d.name == "matmul_q" || d.name == "matmul_fixed";
 }
 
 std::vector<Case> Cases() {

@@ -265,6 +265,10 @@ Result<TensorType> InferPad(InferContext& c) {
     case DType::kBool:
       fits = value == 0 || value == 1;
       break;
+    case DType::kQ4K:  // pad takes no blocks (the ops table)
+    case DType::kQ6K:
+      fits = false;
+      break;
   }
   if (!fits) {
     return c.Error("bad-attribute",

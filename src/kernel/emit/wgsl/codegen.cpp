@@ -1,5 +1,6 @@
 #include "kernel/emit/wgsl/codegen.h"
 
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 
@@ -39,6 +40,8 @@ const char* StorageType(DType t) {
       return "i32";
     case DType::kU32:
     case DType::kBool:
+    case DType::kQ4K:  // packed blocks, read as little-endian bytes of their words
+    case DType::kQ6K:
       return "u32";
   }
   return "f32";
@@ -99,15 +102,26 @@ bool MovesOnly(const Kernel& k) {
   return k.kind == KernelKind::kOp && (IsLayoutOp(k.op) || IsIndexOp(k.op));
 }
 
+// matmul_fixed computes in integers: i32 operands (its ports say so) and an i32 result.
+bool ComputesInIntegers(const Kernel& k) {
+  return k.kind == KernelKind::kOp && k.op == "matmul_fixed";
+}
+
 }  // namespace
 
 Result<Generated> Generate(const Module& m, const Kernel& k) {
-  if (k.kind != KernelKind::kElementwise && !MovesOnly(k)) {
+  if (k.kind != KernelKind::kElementwise && !MovesOnly(k) && !ComputesInIntegers(k)) {
     std::vector<int> nodes = k.inputs;
     nodes.push_back(k.output);
-    for (int id : nodes) {
-      const webir::Node& n = m.graph().at(id);
+    const ops::OpSpec* spec = k.kind == KernelKind::kOp ? m.graph().ops->Find(k.op) : nullptr;
+    for (size_t j = 0; j < nodes.size(); ++j) {
+      const webir::Node& n = m.graph().at(nodes[j]);
       if (n.type.dtype == DType::kF32) continue;
+      // An operand of a port that declares the dtype (matmul_q's blocks) is the op's to read.
+      if (spec && j < spec->ports.size() && nodes[j] != k.output &&
+          std::find(spec->ports[j].dtypes.begin(), spec->ports[j].dtypes.end(), n.type.dtype) !=
+              spec->ports[j].dtypes.end())
+        continue;
       const webir::Node& op = m.graph().at(k.output);
       return UserError("unsupported-dtype", op.origin,
                        k.op + " computes in f32 only, and \"" +

@@ -79,6 +79,9 @@ std::string StorageLiteral(DType t, double v) {
     case DType::kU32:
     case DType::kBool:
       return U32(static_cast<int64_t>(v));
+    case DType::kQ4K:  // no layout op takes blocks (the ops table)
+    case DType::kQ6K:
+      break;
   }
   return F32(v);
 }

@@ -269,6 +269,131 @@ Status CheckMatmulSchedule(const MatmulSchedule& sch, const MatmulShape& s) {
 
 namespace {
 
+// matmul_q: one invocation per output element (row m of a, row n of b's blocks), over a linear
+// grid. It decodes each block of row n from the packed words as it goes — header, then each
+// scale group's weights — exactly as the reference (kernel/ref/linalg.cpp), and adds
+// a[m, k] * w[n, k] to its accumulator in increasing k from zero: the reference's order.
+const char* kBlockReaders =
+    "fn byte_at(o: u32) -> u32 { return (in1[o >> 2u] >> ((o & 3u) * 8u)) & 0xffu; }\n"
+    // IEEE binary16 to f32 from the bits, exact (a subnormal is mant * 2^-24, a normal f32).
+    "fn half_at(o: u32) -> f32 {\n"
+    "  let h = byte_at(o) | (byte_at(o + 1u) << 8u);\n"
+    "  let sign = (h & 0x8000u) << 16u;\n"
+    "  let e = (h >> 10u) & 0x1fu;\n"
+    "  let mant = h & 0x3ffu;\n"
+    "  if (e == 0u) {\n"
+    "    let v = f32(mant) * 5.9604644775390625e-8;\n"
+    "    return select(v, -v, sign != 0u);\n"
+    "  }\n"
+    "  if (e == 31u) { return bitcast<f32>(sign | 0x7f800000u | (mant << 13u)); }\n"
+    "  return bitcast<f32>(sign | ((e + 112u) << 23u) | (mant << 13u));\n"
+    "}\n";
+
+void MatmulQ(const Module& m, const Kernel& k, Generated& out) {
+  const webir::Node& node = m.graph().at(k.output);
+  const TensorType& tb = m.graph().at(k.inputs[1]).type;
+  const int64_t K = tb.dims[1].size, N = tb.dims[0].size;
+  const int64_t total = node.type.elements();
+  const std::string blocks = U32(K / kBlockValues);
+  std::string body = "  let m = i / " + U32(std::max<int64_t>(N, 1)) + ";\n  let n = i % " +
+                     U32(std::max<int64_t>(N, 1)) + ";\n  var acc = 0.0;\n  for (var blk = 0u; blk < " +
+                     blocks + "; blk = blk + 1u) {\n    let base = (n * " + blocks +
+                     " + blk) * " + U32(BlockBytes(tb.dtype)) + ";\n    let row = m * " + U32(K) +
+                     " + blk * 256u;\n";
+  if (tb.dtype == DType::kQ4K) {
+    body +=
+        "    let d = half_at(base);\n"
+        "    let dmin = half_at(base + 2u);\n"
+        "    for (var j = 0u; j < 8u; j = j + 1u) {\n"
+        "      var sc = byte_at(base + 4u + j) & 63u;\n"
+        "      var mn = byte_at(base + 8u + j) & 63u;\n"
+        "      if (j >= 4u) {\n"
+        "        sc = (byte_at(base + 8u + j) & 15u) | ((byte_at(base + j) >> 6u) << 4u);\n"
+        "        mn = (byte_at(base + 8u + j) >> 4u) | ((byte_at(base + 4u + j) >> 6u) << 4u);\n"
+        "      }\n"
+        "      let dsc = d * f32(sc);\n"
+        "      let dm = dmin * f32(mn);\n"
+        "      let shift = (j & 1u) * 4u;\n"
+        "      let qs = base + 16u + (j >> 1u) * 32u;\n"
+        "      for (var l = 0u; l < 32u; l = l + 1u) {\n"
+        "        let w = dsc * f32((byte_at(qs + l) >> shift) & 15u) - dm;\n"
+        "        acc = acc + in0[row + j * 32u + l] * w;\n"
+        "      }\n"
+        "    }\n";
+  } else {
+    body +=
+        "    let d = half_at(base + 208u);\n"
+        "    for (var g = 0u; g < 16u; g = g + 1u) {\n"
+        "      let dsc = d * f32(bitcast<i32>(byte_at(base + 192u + g) << 24u) >> 24u);\n"
+        "      for (var l = 0u; l < 16u; l = l + 1u) {\n"
+        "        let v = g * 16u + l;\n"
+        "        let h = v >> 7u;\n"
+        "        let r = v & 127u;\n"
+        "        let low = (byte_at(base + 64u * h + (r & 63u)) >> (4u * (r >> 6u))) & 15u;\n"
+        "        let high = (byte_at(base + 128u + 32u * h + (r & 31u)) >> (2u * (r >> 5u))) & 3u;\n"
+        "        let w = dsc * f32(i32(low | (high << 4u)) - 32);\n"
+        "        acc = acc + in0[row + v] * w;\n"
+        "      }\n"
+        "    }\n";
+  }
+  body += "  }\n  out[i] = acc;\n}\n";
+  out.source = Bindings(m, k) + kBlockReaders + "\n" + LinearEntry(total) + body;
+  out.workgroups = LinearGrid(total);
+}
+
+// matmul_fixed: one invocation per output element. Each product of two i32 is formed modulo 2^64
+// from 16-bit pieces (WGSL has no 64-bit integers) and added to a 64-bit accumulator (two u32
+// words, k rising); the sum shifted right by frac_bits is rounded half to even. Only the low 64
+// bits of the sum are kept: they hold the result exactly, since the run proved it fits i32
+// (base/fixed_point.h computes the same in 128 bits).
+void MatmulFixed(const Module& m, const Kernel& k, Generated& out) {
+  const webir::Node& node = m.graph().at(k.output);
+  const TensorType& ta = m.graph().at(k.inputs[0]).type;
+  const TensorType& tb = m.graph().at(k.inputs[1]).type;
+  const int64_t K = ta.dims[1].size, N = tb.dims[1].size;
+  const int frac_bits = node.attrs["frac_bits"].get<int>();
+  const std::string f = U32(frac_bits);
+  const std::string helpers =
+      "fn mul_wide(x: u32, y: u32) -> vec2<u32> {\n"
+      "  let xl = x & 0xffffu;\n"
+      "  let xh = x >> 16u;\n"
+      "  let yl = y & 0xffffu;\n"
+      "  let yh = y >> 16u;\n"
+      "  let ll = xl * yl;\n"
+      "  let lh = xl * yh;\n"
+      "  let hl = xh * yl;\n"
+      "  let mid = (ll >> 16u) + (lh & 0xffffu) + (hl & 0xffffu);\n"
+      "  return vec2<u32>((ll & 0xffffu) | (mid << 16u),\n"
+      "                   xh * yh + (lh >> 16u) + (hl >> 16u) + (mid >> 16u));\n"
+      "}\n"
+      // The signed product modulo 2^64: the unsigned one less 2^32 times each operand whose
+      // partner is negative.
+      "fn mul_i32_wide(a: i32, b: i32) -> vec2<u32> {\n"
+      "  let ua = bitcast<u32>(a);\n"
+      "  let ub = bitcast<u32>(b);\n"
+      "  let p = mul_wide(ua, ub);\n"
+      "  return vec2<u32>(p.x, p.y - select(0u, ub, a < 0) - select(0u, ua, b < 0));\n"
+      "}\n";
+  std::string body = "  let m = i / " + U32(std::max<int64_t>(N, 1)) + ";\n  let n = i % " +
+                     U32(std::max<int64_t>(N, 1)) +
+                     ";\n  var lo = 0u;\n  var hi = 0u;\n  for (var k = 0u; k < " + U32(K) +
+                     "; k = k + 1u) {\n    let p = mul_i32_wide(in0[m * " + U32(K) +
+                     " + k], in1[k * " + U32(std::max<int64_t>(N, 1)) +
+                     " + n]);\n    let s = lo + p.x;\n    hi = hi + p.y + select(0u, 1u, s < lo);\n"
+                     "    lo = s;\n  }\n";
+  if (frac_bits == 0) {
+    body += "  out[i] = bitcast<i32>(lo);\n}\n";
+  } else {
+    body += "  var q = (lo >> " + f + ") | (hi << " + U32(32 - frac_bits) +
+            ");\n  let r = lo & " + U32((int64_t{1} << frac_bits) - 1) + ";\n  let half = " +
+            U32(int64_t{1} << (frac_bits - 1)) +
+            ";\n  if (r > half || (r == half && (q & 1u) == 1u)) { q = q + 1u; }\n"
+            "  out[i] = bitcast<i32>(q);\n}\n";
+  }
+  out.source = Bindings(m, k) + helpers + "\n" + LinearEntry(node.type.elements()) + body;
+  out.workgroups = LinearGrid(node.type.elements());
+}
+
 void Generate(const Module& m, const Kernel& k, const Operands& o, Generated& out) {
   const MatmulSchedule& sch = *k.matmul_schedule;
   if (sch.kind == MatmulSchedule::Kind::kPerElement) PerElement(m, k, o, out);
@@ -279,6 +404,14 @@ void Generate(const Module& m, const Kernel& k, const Operands& o, Generated& ou
 }  // namespace
 
 bool GenerateLinalg(const Module& m, const Kernel& k, Generated& out) {
+  if (k.kind == KernelKind::kOp && k.op == "matmul_q") {
+    MatmulQ(m, k, out);
+    return true;
+  }
+  if (k.kind == KernelKind::kOp && k.op == "matmul_fixed") {
+    MatmulFixed(m, k, out);
+    return true;
+  }
   if (k.kind != KernelKind::kOp || k.op != "matmul" || !k.matmul_schedule) return false;
   Generate(m, k, OperandsOf(m, k), out);
   return true;

@@ -8,10 +8,15 @@
 namespace scellis::runtime::cpu {
 namespace {
 
-// Integers go in as kernel::ref::IntegerSlot keeps them (their bits in an f32 slot), every other
-// dtype as its value.
+// Integers go in as kernel::ref::IntegerSlot keeps them (their bits in an f32 slot), blocks as
+// their bytes (matmul_q decodes them from the buffer's first bytes), every other dtype as its
+// value.
 template <typename T>
 void LoadValues(const HostTensor& t, T* dst) {
+  if (IsBlockDType(t.type.dtype)) {
+    if (!t.bytes.empty()) std::memcpy(dst, t.bytes.data(), t.bytes.size());
+    return;
+  }
   if (t.type.dtype == DType::kF32) {
     std::span<const float> v = t.view<float>();
     std::copy(v.begin(), v.end(), dst);
@@ -28,8 +33,10 @@ void LoadValues(const HostTensor& t, T* dst) {
 // The first type.elements() values of `src` as a host tensor of `type`.
 HostTensor ToHost(const TensorType& type, const float* src) {
   HostTensor t = HostTensor::Zeros(type);
-  if (type.dtype == DType::kF32 || kernel::ref::IsIntegerDType(type.dtype)) {
-    // f32 values, or the bits of integers (kernel::ref::IntegerSlot): the slots are the bytes.
+  if (type.dtype == DType::kF32 || kernel::ref::IsIntegerDType(type.dtype) ||
+      IsBlockDType(type.dtype)) {
+    // f32 values, the bits of integers (kernel::ref::IntegerSlot) or blocks: the slots are the
+    // bytes.
     if (!t.bytes.empty()) std::memcpy(t.bytes.data(), src, t.bytes.size());
   } else {
     for (int64_t i = 0; i < type.elements(); ++i) t.SetValue(i, src[i]);
@@ -82,11 +89,16 @@ struct Resident {
   static Result<Resident> Make(const execplan::Plan& plan, const Feeds& feeds, bool defer_fed,
                                const ExactFeeds<T>* exact = nullptr) {
     Resident r{&plan, std::vector<std::vector<T>>(plan.buffers.size()), {}, {}, {}, {}};
-    // Buffers hold values, one per element whatever the storage width.
+    // Buffers hold values, one per element whatever the storage width; blocks (q4_k, q6_k) hold
+    // their bytes, in as few slots as they fill (never one per value they decode to).
     std::vector<int64_t> elements(plan.buffers.size(), 0);
     for (const webir::Node& n : plan.graph().nodes) {
       int b = plan.buffer_of[n.id];
-      if (b >= 0) elements[b] = std::max(elements[b], n.type.elements());
+      const int64_t slots = IsBlockDType(n.type.dtype)
+                                ? (n.type.bytes() + static_cast<int64_t>(sizeof(T)) - 1) /
+                                      static_cast<int64_t>(sizeof(T))
+                                : n.type.elements();
+      if (b >= 0) elements[b] = std::max(elements[b], slots);
     }
     for (const execplan::Buffer& b : plan.buffers)
       r.buffers[b.id].resize(static_cast<size_t>(std::max(elements[b.id], b.bytes / 4)));
