@@ -55,6 +55,26 @@ def test_workload_matches_its_oracle(name, backend, rng):
     session.dispose()
 
 
+@pytest.mark.parametrize("name", sorted(workloads.BUILDERS))
+def test_the_generic_executor_gives_the_fused_answer(name, rng):
+    """A submission per dispatch round instead of one in all: the same kernels, the same bits."""
+    size, iterations = SMALL[name]
+    doc = json.dumps(workloads.document(name, size, iterations))
+    state, constants = workloads.initial_state(name, size, int(rng.integers(2**31)))
+    initial = dict(zip(workloads.STATE[name], state)) | constants
+    outputs = [workloads.OUTPUT_OF[s] for s in workloads.STATE[name]]
+    answers = {}
+    for executor in ("fused-encoder", "generic"):
+        session = _scellis.prepare(doc, "webgpu", None, True, 2, initial, executor)
+        assert session.executor == executor
+        watched, stats = session.run([{}], outputs)
+        answers[executor] = [watched[o][0] for o in outputs]
+        session.dispose()
+    assert stats["submissions"] > 1
+    for fused, generic in zip(answers["fused-encoder"], answers["generic"]):
+        np.testing.assert_array_equal(generic, fused)
+
+
 def test_the_oracles_know_their_answers():
     """The oracles' own checks, independent of the engine: the tree's last level holds the sum;
     the finished wavefront is the path DP computed row by row; the hash is docs/ops.md's."""
