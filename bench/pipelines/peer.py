@@ -4,7 +4,7 @@ captured in one CUDA graph, and torch.compile of the step (looped in Python). Ev
 answer is checked against the same oracle before its time is reported.
 
     python3 bench/pipelines/peer.py OUT_DIR jacobi heat life gray_scott sobel ising tree_sum \
-        wavefront
+        wavefront spectral
 
 OUT_DIR/<workload>/ holds what scellis_bench_pipeline wrote: the starting state (its
 initializers' values) and the state after one run, with index.json and scellis.json (its timing);
@@ -23,9 +23,10 @@ import torch.nn.functional as F
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent))
 import workloads  # noqa: E402
 
-# The workloads are f32 throughout: no TF32 in convolutions (Sobel's), whose 10-bit mantissa
-# would miss the oracle's 1e-4.
+# The workloads are f32 throughout: no TF32 in convolutions (Sobel's) or matmuls (the spectral
+# filter's), whose 10-bit mantissa would miss the oracle's 1e-4.
 torch.backends.cudnn.allow_tf32 = False
+torch.backends.cuda.matmul.allow_tf32 = False
 
 
 def load(folder, name):
@@ -109,6 +110,15 @@ def torch_step(name, shape, dev):
     if name == "tree_sum":
         # One level of the tree: the pair sums, the vector halving (the oracle's zeros are left off).
         return lambda x: (x.view(-1, 2).sum(1),)
+    if name == "spectral":
+        n = shape[0]
+        walsh = torch.ones(1, 1, dtype=torch.float64)
+        while len(walsh) < n:
+            walsh = torch.cat([torch.cat([walsh, walsh], 1), torch.cat([walsh, -walsh], 1)], 0)
+        walsh = walsh.to(torch.float32).to(dev)
+        g = torch.tensor(workloads.spectral_gains(n), device=dev)
+        scaled_gains = g[:, None] * g[None, :] * (1.0 / (n * n))
+        return lambda u: (walsh @ (scaled_gains * (walsh @ u @ walsh)) @ walsh,)
     if name == "wavefront":
         # The whole grid under the frontier mask each iteration, as the document does: elementwise,
         # so torch.compile fuses an iteration into one kernel.

@@ -16,10 +16,12 @@ import numpy as np
 # finding nothing left, so that its count has a temporal blocking factor (8).
 FULL = {"jacobi": (1024, 512), "heat": (1024, 1024), "life": (1024, 1000),
         "gray_scott": (512, 768), "sobel": (2048, 16), "ising": (1024, 1000),
-        "tree_sum": (2**24, 24), "wavefront": (1024, 2048)}
+        "tree_sum": (2**24, 24), "wavefront": (1024, 2048),
+        "spectral": (512, 64)}
 HEAT_ALPHA = 0.2
 GS_DU, GS_DV, GS_F, GS_K = 0.16, 0.08, 0.035, 0.065
 SOBEL_RATE = 0.5
+SPECTRAL_CUTOFF = 0.25  # of n: the sequency whose gain per pass is 1/e
 ISING_BETA, ISING_SEEDS = 0.4, (11, 12)  # the black and the white half-sweeps' seeds
 
 
@@ -224,11 +226,66 @@ def wavefront(n, sweeps):
     return d.json("wavefront")
 
 
+def walsh_sequency(n):
+    """The sequency (sign changes along the row) of each row of the n x n Sylvester-Hadamard
+    matrix, n a power of 2: the Walsh basis's frequency."""
+    h = np.ones((1, 1))
+    while len(h) < n:
+        h = np.block([[h, h], [h, -h]])
+    return (np.diff(h, axis=1) != 0).sum(axis=1)
+
+
+def spectral_gains(n):
+    """The low-pass gain of each Walsh row, g(s) = exp(-(s / SPECTRAL_CUTOFF n)^2), as f32."""
+    s = walsh_sequency(n)
+    return np.exp(-(s / (SPECTRAL_CUTOFF * n)) ** 2).astype(np.float32)
+
+
+def spectral(n, passes):
+    """A low-pass filter in the Walsh-Hadamard domain, repeated: with H the n x n
+    Sylvester-Hadamard matrix (H H = n I), each pass is
+    u <- H (G * (H u H)) H / n^2, G[k, l] = g(seq k) g(seq l) the gains of the rows' sequencies,
+    so N passes leave u = H (G^N * (H u H)) H / n^2. H is built in the graph, exactly, as
+    H[k, j] = prod over bits b of (1 - 2 k_b j_b) = (-1)^popcount(k & j), the bits of the row and
+    column indices (inline ramps 0..n-1) taken by truncating casts: one elementwise kernel. The
+    graph protocol has no trigonometric op to build a DCT matrix from, and an n x n table inline
+    would be the document's bulk. The gains come inline, one per row (n values)."""
+    assert n & (n - 1) == 0, "the Walsh-Hadamard matrix has a power-of-2 size"
+    d = Doc(passes)
+    u = d.state("u", n, "u_next", {"kind": "uniform", "low": 0, "high": 1, "seed": 12})
+    row = d.add("input", name="row_index", shape=[n, 1], data=list(range(n)))
+    col = d.add("input", name="col_index", shape=[1, n], data=list(range(n)))
+
+    def bit(index, b):
+        """Bit b of the index ramp, as 0 or 1: trunc(i / 2^b) - 2 trunc(i / 2^(b + 1)), every
+        step exact (scaling by powers of 2, truncation of non-negative values)."""
+        def truncated(scale):
+            whole = d.add("cast", a=d.add("mul", a=index, b=d.const(scale)), dtype="i32")
+            return d.add("cast", a=whole, dtype="f32")
+        return d.add("sub", a=truncated(0.5**b),
+                     b=d.add("mul", a=truncated(0.5 ** (b + 1)), b=d.const(2.0)))
+    h = None
+    for b in range(n.bit_length() - 1):
+        both = d.add("mul", a=bit(row, b), b=bit(col, b))
+        sign = d.add("sub", a=d.const(1.0), b=d.add("mul", a=both, b=d.const(2.0)))
+        h = sign if h is None else d.add("mul", a=h, b=sign)
+    gains = [float(g) for g in spectral_gains(n)]
+    rows = d.add("input", name="row_gain", shape=[n, 1], data=gains)
+    cols = d.add("input", name="col_gain", shape=[1, n], data=gains)
+    spectrum = d.add("matmul", a=d.add("matmul", a=h, b=u), b=h)
+    scale = d.add("mul", a=d.add("mul", a=rows, b=cols), b=d.const(1.0 / (n * n)))
+    filtered = d.add("mul", a=spectrum, b=scale)
+    d.out("u_next", d.add("matmul", a=d.add("matmul", a=h, b=filtered), b=h))
+    return d.json("spectral")
+
+
 BUILDERS = {"jacobi": jacobi, "heat": heat, "life": life, "gray_scott": gray_scott,
-            "sobel": sobel, "ising": ising, "tree_sum": tree_sum, "wavefront": wavefront}
+            "sobel": sobel, "ising": ising, "tree_sum": tree_sum, "wavefront": wavefront,
+            "spectral": spectral}
 # The carried state of each workload, in the order the oracle takes and returns it.
 STATE = {"jacobi": ["u"], "heat": ["u"], "life": ["cells"], "gray_scott": ["u", "v"],
-         "sobel": ["image"], "ising": ["spins", "sweep"], "tree_sum": ["x"], "wavefront": ["u"]}
+         "sobel": ["image"], "ising": ["spins", "sweep"], "tree_sum": ["x"], "wavefront": ["u"],
+         "spectral": ["u"]}
 # The params that are not carried (read every iteration, never written).
 CONSTANTS = {"jacobi": ["q"], "wavefront": ["cost"]}
 OUTPUT_OF = {"u": "u_next", "cells": "next", "v": "v_next", "image": "image_next",
@@ -312,9 +369,33 @@ def _wavefront(u, cost, iterations):
     return [out]
 
 
+def _walsh_hadamard(a):
+    """H a for the Sylvester-Hadamard H, by the fast transform's butterflies along axis 0."""
+    n = a.shape[0]
+    a = a.copy()
+    half = 1
+    while half < n:
+        blocks = a.reshape(n // (2 * half), 2, half, -1)
+        blocks[:, 0], blocks[:, 1] = blocks[:, 0] + blocks[:, 1], blocks[:, 0] - blocks[:, 1]
+        a = blocks.reshape(a.shape)
+        half *= 2
+    return a
+
+
+def _spectral(u, iterations):
+    """All the passes at once: u_N = H (G^N * (H u H)) H / n^2, the spectrum by the fast
+    Walsh-Hadamard transform (H is symmetric: H u H is the transform of both axes)."""
+    n = u.shape[0]
+    both_axes = lambda a: _walsh_hadamard(_walsh_hadamard(a).T).T  # noqa: E731
+    g = spectral_gains(n).astype(np.float64)
+    return [both_axes(np.outer(g, g) ** iterations * both_axes(u)) / n**2]
+
+
 def oracle(name, state, constants, iterations):
     """`state`: the initial carried arrays; `constants`: the other params (jacobi's q)."""
     s = [np.asarray(a, np.float64) for a in state]
+    if name == "spectral":
+        return _spectral(s[0], iterations)
     if name == "ising":
         return _ising(s[0], s[1], iterations)
     if name == "wavefront":
@@ -352,7 +433,7 @@ def initial_state(name, n, seed):
     rng = np.random.default_rng(seed)
     if name == "jacobi":
         return [np.zeros((n, n), np.float32)], {"q": rng.random((n, n), np.float32)}
-    if name in ("heat", "sobel"):
+    if name in ("heat", "sobel", "spectral"):
         return [rng.random((n, n), np.float32)], {}
     if name == "life":
         return [(rng.random((n, n)) < 0.3).astype(np.float32)], {}

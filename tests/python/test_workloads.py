@@ -13,16 +13,20 @@ from scellis import _scellis
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[2] / "bench" / "pipelines"))
 import workloads  # noqa: E402
 
-# (size, iterations): 23² grids for 30 iterations; the tree sums 2^10 values in its 10 levels.
-SMALL = {name: (23, 30) for name in workloads.BUILDERS} | {"tree_sum": (2**10, 10)}
+# (size, iterations): 23² grids for 30 iterations; the tree sums 2^10 values in its 10 levels;
+# the Walsh-Hadamard filter needs a power of 2.
+SMALL = {name: (23, 30) for name in workloads.BUILDERS} | {"tree_sum": (2**10, 10),
+                                                          "spectral": (32, 30)}
 
 # Kernels in one iteration of each body, as `scellis lower --to=kernel` lists them: a value read
 # by one consumer fuses into it, shifts included. Gray-Scott has two fields (u·v² recomputed in
 # each); each Ising half-sweep is its draw (uniform is a kernel of its own) and the rest of it,
 # plus the sweep counter's increment; the tree's level is the pairs' reshape, their sum and the
-# padding back to n (layout ops are kernels of their own).
+# padding back to n (layout ops are kernels of their own); the spectral filter's is the
+# Walsh-Hadamard matrix (rebuilt each iteration: read by four matmuls), the four matmuls and the
+# gains' product between them.
 KERNELS_PER_ITERATION = {"jacobi": 1, "heat": 1, "life": 1, "sobel": 1, "wavefront": 1,
-                         "gray_scott": 2, "ising": 5, "tree_sum": 3}
+                         "gray_scott": 2, "ising": 5, "tree_sum": 3, "spectral": 6}
 
 
 @pytest.mark.parametrize("name", sorted(workloads.BUILDERS))
@@ -90,6 +94,13 @@ def test_the_oracles_know_their_answers():
         for j in range(6):
             rows[i + 1, j + 1] = cost[i, j] + max(rows[i, j + 1], rows[i + 1, j])
     np.testing.assert_array_equal(done, rows[1:, 1:])
+    # The fast Walsh-Hadamard transform is Sylvester's matrix; its rows' sequencies are 0..n-1.
+    sylvester = np.ones((1, 1))
+    while len(sylvester) < 16:
+        sylvester = np.block([[sylvester, sylvester], [sylvester, -sylvester]])
+    np.testing.assert_array_equal(workloads._walsh_hadamard(np.eye(16)), sylvester)
+    assert sorted(workloads.walsh_sequency(16)) == list(range(16))
+
     # uniform(0, 0, i) for i = 0..3, the hash worked by hand in Python integers.
     def h(v):
         s = (v * 747796405 + 2891336453) % 2**32
