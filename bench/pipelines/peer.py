@@ -108,7 +108,7 @@ def torch_step(name, shape, dev):
             return spins, sweep + 1
         return ising
     if name == "tree_sum":
-        # One level of the tree: the pair sums, the vector halving (the oracle's zeros are left off).
+        # One level of the tree: the pair sums, the vector halving (no padding zeros).
         return lambda x: (x.view(-1, 2).sum(1),)
     if name == "spectral":
         n = shape[0]

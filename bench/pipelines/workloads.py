@@ -1,9 +1,13 @@
-"""Seed 002's multi-pass workloads as Scellis documents, and their float64 NumPy oracles.
+"""Seed 002's multi-pass workloads as Scellis documents, and their NumPy oracles (float64, or
+exact where the answer is: Life's cells, Ising's spins).
 
 Each workload is one graph, run `repeat` times per step with its state carried between
-iterations (graph protocol version 5), its neighbours read with `shift`: every iteration is one
-fused kernel per field. The state starts from a counter-hash initializer, so a full-size document
-holds no data; tests and benchmarks feed the initial state instead and run the oracle on it.
+iterations (graph protocol version 5), its neighbours read with `shift`. The stencils (Jacobi,
+heat, Life, Sobel, the wavefront) are one fused kernel per iteration; the others are a few. The
+state starts from a counter-hash initializer (or zeros, ones, a constant), so a full-size
+document holds no bulk data (at most a vector of n values inline); tests and benchmarks feed the
+initial state instead and run the oracle on it. The oracles are written from the equations, not
+from the documents.
 
     python3 bench/pipelines/workloads.py   # rewrites examples/pipelines/*.json at full size
 """
@@ -13,7 +17,8 @@ import pathlib
 import numpy as np
 
 # Full sizes: seed 002's suite. The wavefront needs 2n - 1 sweeps; it runs 2n, the last one
-# finding nothing left, so that its count has a temporal blocking factor (8).
+# finding nothing left, so that its count has a temporal blocking factor (8). Ising is 1024²
+# (not 2048²) so that its oracle, which hashes every cell twice a sweep, takes about a minute.
 FULL = {"jacobi": (1024, 512), "heat": (1024, 1024), "life": (1024, 1000),
         "gray_scott": (512, 768), "sobel": (2048, 16), "ising": (1024, 1000),
         "tree_sum": (2**24, 24), "wavefront": (1024, 2048),
