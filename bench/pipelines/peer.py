@@ -206,7 +206,14 @@ def main():
     out_dir = pathlib.Path(sys.argv[1])
     for name in sys.argv[2:]:
         folder = out_dir / name
-        mine = json.loads((folder / "scellis.json").read_text())
+        report = folder / "scellis.json"
+        if not report.exists() or not report.read_text().strip():
+            # scellis_bench_pipeline failed (its error is in the harness's log): say so, and
+            # go on with the other workloads.
+            print(json.dumps({"workload": name, "agrees": False,
+                              "error": "scellis_bench_pipeline wrote no result"}), flush=True)
+            continue
+        mine = json.loads(report.read_text())
         state = [load(folder, f"{s}.initial") for s in workloads.STATE[name]]
         constants = {c: load(folder, f"{c}.initial") for c in workloads.CONSTANTS.get(name, [])}
         iterations = mine["iterations"]
