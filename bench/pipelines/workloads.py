@@ -1,9 +1,13 @@
-"""Seed 002's multi-pass workloads as Scellis documents, and their float64 NumPy oracles.
+"""Seed 002's multi-pass workloads as Scellis documents, and their NumPy oracles (float64, or
+exact where the answer is: Life's cells, Ising's spins).
 
 Each workload is one graph, run `repeat` times per step with its state carried between
-iterations (graph protocol version 5), its neighbours read with `shift`: every iteration is one
-fused kernel per field. The state starts from a counter-hash initializer, so a full-size document
-holds no data; tests and benchmarks feed the initial state instead and run the oracle on it.
+iterations (graph protocol version 5), its neighbours read with `shift`. The stencils (Jacobi,
+heat, Life, Sobel, the wavefront) are one fused kernel per iteration; the others are a few. The
+state starts from a counter-hash initializer (or zeros, ones, a constant), so a full-size
+document holds no bulk data (at most a vector of n values inline); tests and benchmarks feed the
+initial state instead and run the oracle on it. The oracles are written from the equations, not
+from the documents.
 
     python3 bench/pipelines/workloads.py   # rewrites examples/pipelines/*.json at full size
 """
@@ -12,11 +16,18 @@ import pathlib
 
 import numpy as np
 
-# Full sizes: seed 002's suite.
+# Full sizes: seed 002's suite. The wavefront needs 2n - 1 sweeps; it runs 2n, the last one
+# finding nothing left, so that its count has a temporal blocking factor (8). Ising is 1024²
+# (not 2048²) so that its oracle, which hashes every cell twice a sweep, takes about a minute.
 FULL = {"jacobi": (1024, 512), "heat": (1024, 1024), "life": (1024, 1000),
-        "gray_scott": (512, 768)}
+        "gray_scott": (512, 768), "sobel": (2048, 16), "ising": (1024, 1000),
+        "tree_sum": (2**24, 24), "wavefront": (1024, 2048),
+        "spectral": (512, 64)}
 HEAT_ALPHA = 0.2
 GS_DU, GS_DV, GS_F, GS_K = 0.16, 0.08, 0.035, 0.065
+SOBEL_RATE = 0.5
+SPECTRAL_CUTOFF = 0.25  # of n: the sequency whose gain per pass is 1/e
+ISING_BETA, ISING_SEEDS = 0.4, (11, 12)  # the black and the white half-sweeps' seeds
 
 
 class Doc:
@@ -29,14 +40,18 @@ class Doc:
         self.nodes.append({"id": len(self.nodes), "op": op, **fields})
         return len(self.nodes) - 1
 
-    def state(self, name, n, carry, init):
-        return self.add("param", name=name, shape=[n, n], init=init, carry=carry)
+    def state(self, name, n, carry, init, rank=2):
+        return self.add("param", name=name, shape=[n] * rank, init=init, carry=carry)
 
     def const(self, value):
         return self.add("full", shape=[], value=value)
 
     def shift(self, a, dy, dx, boundary):
         return self.add("shift", a=a, shifts=[dy, dx], boundary=boundary)
+
+    def at(self, a, dy, dx, boundary):
+        """a[i + dy, j + dx]: shift moves element i to i + shifts, so the offset is negated."""
+        return self.add("shift", a=a, shifts=[-dy, -dx], boundary=boundary)
 
     def neighbours(self, a, boundary):
         """The sum of the four edge neighbours, in a fixed order."""
@@ -101,10 +116,187 @@ def gray_scott(n, steps):
     return d.json("gray_scott")
 
 
-BUILDERS = {"jacobi": jacobi, "heat": heat, "life": life, "gray_scott": gray_scott}
+def sobel(n, passes):
+    """Edge-preserving smoothing steered by the Sobel gradient, clamped (replicated) edges: each
+    pass u <- u + SOBEL_RATE (1 - g) (blur(u) - u), with g = sqrt(gx^2 + gy^2) / (4 sqrt 2) the
+    Sobel gradient magnitude (gx, gy the 3x3 Sobel derivatives across columns and rows) and blur
+    the 3x3 binomial filter [1 2 1]^T [1 2 1] / 16. An image in [0, 1] has g in [0, 1], so each
+    pass moves a pixel part of the way to its blur, the less the stronger its edge, and the image
+    stays in [0, 1]. Every tap is its own shift node: a value read once fuses into its reader, so
+    a pass is one kernel."""
+    d = Doc(passes)
+    u = d.state("image", n, "image_next", {"kind": "uniform", "low": 0, "high": 1, "seed": 8})
+
+    def taps(weighted):
+        """The sum of weight * u[i + dy, j + dx] over the (dy, dx, weight) list, in its order."""
+        total = None
+        for dy, dx, weight in weighted:
+            term = d.at(u, dy, dx, "clamp")
+            if weight != 1:
+                term = d.add("mul", a=term, b=d.const(float(weight)))
+            total = term if total is None else d.add("add", a=total, b=term)
+        return total
+
+    gx = d.add("sub", a=taps([(-1, 1, 1), (0, 1, 2), (1, 1, 1)]),
+               b=taps([(-1, -1, 1), (0, -1, 2), (1, -1, 1)]))
+    gy = d.add("sub", a=taps([(1, -1, 1), (1, 0, 2), (1, 1, 1)]),
+               b=taps([(-1, -1, 1), (-1, 0, 2), (-1, 1, 1)]))
+    magnitude = d.add("sqrt", a=d.add("add", a=d.add("mul", a=gx, b=gx),
+                                      b=d.add("mul", a=gy, b=gy)))
+    rate = d.add("sub", a=d.const(SOBEL_RATE),
+                 b=d.add("mul", a=magnitude, b=d.const(SOBEL_RATE / (4 * np.sqrt(2.0)))))
+    blur = d.add("mul", a=taps([(dy, dx, (2 - abs(dy)) * (2 - abs(dx)))
+                                for dy in (-1, 0, 1) for dx in (-1, 0, 1)]),
+                 b=d.const(1 / 16))
+    d.out("image_next", d.add("add", a=u, b=d.add("mul", a=rate,
+                                                  b=d.add("sub", a=blur, b=u))))
+    return d.json("sobel")
+
+
+def ising_boltzmann():
+    """The flip probabilities exp(-2 beta s nb) below 1 (s nb = 2 and 4), rounded once to f32:
+    given to the graph as constants, so the acceptance test compares exactly the same numbers on
+    every backend and in the oracle (the exp op is held to a tolerance, not to bits)."""
+    return {k: float(np.float32(np.exp(-2 * ISING_BETA * k))) for k in (2, 4)}
+
+
+def ising(n, sweeps):
+    """The 2-D Ising model on a torus (J = 1, no field), checkerboard Metropolis: each iteration
+    is a half-sweep over the black cells ((i + j) even) then one over the white cells, reading
+    the black cells' new spins. A cell of the half-sweep's colour flips where
+    uniform(seed, t, i) < exp(-2 beta s nb), nb the sum of its four neighbours (always where
+    s nb <= 0), i the cell's row-major index. The step t is the carried `sweep` counter (+1 per
+    iteration), and each colour has its own seed, so every half-sweep of every iteration (and of
+    later runs) draws fresh numbers. The document starts cold (all spins +1); tests feed others."""
+    d = Doc(sweeps)
+    spins = d.state("spins", n, "spins_next", {"kind": "ones"})
+    sweep = d.add("param", name="sweep", shape=[], init={"kind": "zeros"}, carry="sweep_next")
+    # The checkerboard from the parities of the row and of the column, broadcast together.
+    rows = d.add("input", name="row_parity", shape=[n, 1], data=[i % 2 for i in range(n)])
+    cols = d.add("input", name="col_parity", shape=[1, n], data=[j % 2 for j in range(n)])
+    colours = [d.add("eq", a=rows, b=cols), d.add("ne", a=rows, b=cols)]  # black, white
+    boltzmann = ising_boltzmann()
+
+    def half_sweep(s, colour, seed):
+        def energy_is(k):
+            """s nb == k, s nb computed afresh for each test: a value read by one consumer only
+            fuses into it, so the whole half-sweep after the draw is one kernel."""
+            return d.add("eq", a=d.add("mul", a=s, b=d.neighbours(s, "wrap")), b=d.const(k))
+        p = d.add("where", cond=energy_is(2.0), a=d.const(boltzmann[2]), b=d.const(1.0))
+        p = d.add("where", cond=energy_is(4.0), a=d.const(boltzmann[4]), b=p)
+        p = d.add("where", cond=colour, a=p, b=d.const(0.0))  # u < 0 never: the other colour stays
+        draw = d.add("uniform", step=sweep, shape=[n, n], seed=seed)
+        return d.add("where", cond=d.add("lt", a=draw, b=p), a=d.add("neg", a=s), b=s)
+
+    s = half_sweep(spins, colours[0], ISING_SEEDS[0])
+    s = half_sweep(s, colours[1], ISING_SEEDS[1])
+    d.out("spins_next", s)
+    d.out("sweep_next", d.add("add", a=sweep, b=d.const(1.0)))
+    return d.json("ising")
+
+
+def tree_sum(n, passes):
+    """A vector of n = 2^passes values summed as a binary tree, one level per iteration:
+    x <- [x[0] + x[1], x[2] + x[3], ..., 0, ..., 0] (the pair sums, then zeros to keep n), so
+    after `passes` iterations x[0] is the sum and the rest is 0."""
+    assert n == 2**passes, "the tree has log2(n) levels"
+    d = Doc(passes)
+    x = d.state("x", n, "x_next", {"kind": "uniform", "low": 0, "high": 1, "seed": 9}, rank=1)
+    pairs = d.add("reshape", a=x, shape=[n // 2, 2])  # row i: x[2i], x[2i + 1]
+    d.out("x_next", d.add("pad", a=d.add("sum", a=pairs, axis=1), pads=[[0, n // 2]]))
+    return d.json("tree_sum")
+
+
+def wavefront(n, sweeps):
+    """The heaviest monotone path, by dynamic programming over anti-diagonals:
+    u[i, j] = cost[i, j] + max(u[i - 1, j], u[i, j - 1]), 0 off the grid. Cells not yet
+    computed hold -1 (computed ones are >= 0): each iteration computes the cells whose two
+    predecessors are computed, which at iteration k is exactly anti-diagonal i + j = k, so the
+    grid is done after 2n - 1 dependent sweeps."""
+    d = Doc(sweeps)
+    u = d.state("u", n, "u_next", {"kind": "uniform", "low": -1, "high": -1, "seed": 0})
+    cost = d.add("param", name="cost", shape=[n, n],
+                 init={"kind": "uniform", "low": 0, "high": 1, "seed": 10})
+    # Each read of a neighbour is its own shift node: a value read once fuses into its reader,
+    # so an iteration is one kernel (a stencil body, temporally blocked).
+    def up():
+        return d.at(u, -1, 0, "zero")
+
+    def left():
+        return d.at(u, 0, -1, "zero")
+    ready = d.add("ge", a=d.add("minimum", a=up(), b=left()), b=d.const(0.0))
+    value = d.add("add", a=d.add("maximum", a=up(), b=left()), b=cost)
+    frontier = d.add("where", cond=ready, a=value, b=u)
+    d.out("u_next", d.add("where", cond=d.add("lt", a=u, b=d.const(0.0)), a=frontier, b=u))
+    return d.json("wavefront")
+
+
+def walsh_sequency(n):
+    """The sequency (sign changes along the row) of each row of the n x n Sylvester-Hadamard
+    matrix, n a power of 2: the Walsh basis's frequency."""
+    h = np.ones((1, 1))
+    while len(h) < n:
+        h = np.block([[h, h], [h, -h]])
+    return (np.diff(h, axis=1) != 0).sum(axis=1)
+
+
+def spectral_gains(n):
+    """The low-pass gain of each Walsh row, g(s) = exp(-(s / SPECTRAL_CUTOFF n)^2), as f32."""
+    s = walsh_sequency(n)
+    return np.exp(-(s / (SPECTRAL_CUTOFF * n)) ** 2).astype(np.float32)
+
+
+def spectral(n, passes):
+    """A low-pass filter in the Walsh-Hadamard domain, repeated: with H the n x n
+    Sylvester-Hadamard matrix (H H = n I), each pass is
+    u <- H (G * (H u H)) H / n^2, G[k, l] = g(seq k) g(seq l) the gains of the rows' sequencies,
+    so N passes leave u = H (G^N * (H u H)) H / n^2. H is built in the graph, exactly, as
+    H[k, j] = prod over bits b of (1 - 2 k_b j_b) = (-1)^popcount(k & j), the bits of the row and
+    column indices (inline ramps 0..n-1) taken by truncating casts: one elementwise kernel. The
+    graph protocol has no trigonometric op to build a DCT matrix from, and an n x n table inline
+    would be the document's bulk. The gains come inline, one per row (n values)."""
+    assert n & (n - 1) == 0, "the Walsh-Hadamard matrix has a power-of-2 size"
+    d = Doc(passes)
+    u = d.state("u", n, "u_next", {"kind": "uniform", "low": 0, "high": 1, "seed": 12})
+    row = d.add("input", name="row_index", shape=[n, 1], data=list(range(n)))
+    col = d.add("input", name="col_index", shape=[1, n], data=list(range(n)))
+
+    def bit(index, b):
+        """Bit b of the index ramp, as 0 or 1: trunc(i / 2^b) - 2 trunc(i / 2^(b + 1)), every
+        step exact (scaling by powers of 2, truncation of non-negative values)."""
+        def truncated(scale):
+            whole = d.add("cast", a=d.add("mul", a=index, b=d.const(scale)), dtype="i32")
+            return d.add("cast", a=whole, dtype="f32")
+        return d.add("sub", a=truncated(0.5**b),
+                     b=d.add("mul", a=truncated(0.5 ** (b + 1)), b=d.const(2.0)))
+    h = None
+    for b in range(n.bit_length() - 1):
+        both = d.add("mul", a=bit(row, b), b=bit(col, b))
+        sign = d.add("sub", a=d.const(1.0), b=d.add("mul", a=both, b=d.const(2.0)))
+        h = sign if h is None else d.add("mul", a=h, b=sign)
+    gains = [float(g) for g in spectral_gains(n)]
+    rows = d.add("input", name="row_gain", shape=[n, 1], data=gains)
+    cols = d.add("input", name="col_gain", shape=[1, n], data=gains)
+    spectrum = d.add("matmul", a=d.add("matmul", a=h, b=u), b=h)
+    scale = d.add("mul", a=d.add("mul", a=rows, b=cols), b=d.const(1.0 / (n * n)))
+    filtered = d.add("mul", a=spectrum, b=scale)
+    d.out("u_next", d.add("matmul", a=d.add("matmul", a=h, b=filtered), b=h))
+    return d.json("spectral")
+
+
+BUILDERS = {"jacobi": jacobi, "heat": heat, "life": life, "gray_scott": gray_scott,
+            "sobel": sobel, "ising": ising, "tree_sum": tree_sum, "wavefront": wavefront,
+            "spectral": spectral}
 # The carried state of each workload, in the order the oracle takes and returns it.
-STATE = {"jacobi": ["u"], "heat": ["u"], "life": ["cells"], "gray_scott": ["u", "v"]}
-OUTPUT_OF = {"u": "u_next", "cells": "next", "v": "v_next"}
+STATE = {"jacobi": ["u"], "heat": ["u"], "life": ["cells"], "gray_scott": ["u", "v"],
+         "sobel": ["image"], "ising": ["spins", "sweep"], "tree_sum": ["x"], "wavefront": ["u"],
+         "spectral": ["u"]}
+# The params that are not carried (read every iteration, never written).
+CONSTANTS = {"jacobi": ["q"], "wavefront": ["cost"]}
+OUTPUT_OF = {"u": "u_next", "cells": "next", "v": "v_next", "image": "image_next",
+             "spins": "spins_next", "sweep": "sweep_next", "x": "x_next"}
+# Workloads whose answer is compared bit for bit (0/1 cells, +-1 spins and their counter).
+EXACT = {"life", "ising"}
 
 
 # ---- oracles: float64 NumPy, written from the equations, not from the documents ----
@@ -118,9 +310,101 @@ def _wrap_neighbours(u):
     return (np.roll(u, 1, 0) + np.roll(u, -1, 0)) + np.roll(u, 1, 1) + np.roll(u, -1, 1)
 
 
+def _pcg_hash(x):
+    """The u32 PCG hash (Jarzynski and Olano 2020) on uint32 arrays, wrapping mod 2^32."""
+    x = np.asarray(x, np.uint32)
+    s = x * np.uint32(747796405) + np.uint32(2891336453)
+    w = ((s >> ((s >> np.uint32(28)) + np.uint32(4))) ^ s) * np.uint32(277803737)
+    return (w >> np.uint32(22)) ^ w
+
+
+def counter_uniform(seed, step, shape, hashed_index=None):
+    """uniform(seed, step, i) for every element i in row-major order, as docs/ops.md defines it:
+    bits = h(h(i) ^ h(seed ^ h(step))), uniform = (bits >> 8) / 2^24. `hashed_index`: h(i),
+    when the caller keeps it between draws of one shape."""
+    if hashed_index is None:
+        hashed_index = _pcg_hash(np.arange(np.prod(shape), dtype=np.uint32))
+    key = _pcg_hash(np.array([seed], np.uint32) ^ _pcg_hash(np.array([step], np.uint32)))
+    bits = _pcg_hash(hashed_index ^ key)
+    return ((bits >> np.uint32(8)).astype(np.float64) / 2**24).reshape(shape)
+
+
+def _padded_at(p, dy, dx):
+    """u[i + dy, j + dx] of the image u that `p` holds with a one-pixel border."""
+    return p[1 + dy:p.shape[0] - 1 + dy, 1 + dx:p.shape[1] - 1 + dx]
+
+
+def _sobel_magnitude(p):
+    """sqrt(gx^2 + gy^2) of the image that `p` holds with a one-pixel border."""
+    def at(dy, dx):
+        return _padded_at(p, dy, dx)
+    gx = (at(-1, 1) + 2 * at(0, 1) + at(1, 1)) - (at(-1, -1) + 2 * at(0, -1) + at(1, -1))
+    gy = (at(1, -1) + 2 * at(1, 0) + at(1, 1)) - (at(-1, -1) + 2 * at(-1, 0) + at(-1, 1))
+    return np.sqrt(gx**2 + gy**2)
+
+
+def _ising(spins, sweep, iterations):
+    n = spins.shape[0]
+    black = (np.add.outer(np.arange(n), np.arange(n)) % 2) == 0
+    flip_probability = ising_boltzmann()
+    hashed_index = _pcg_hash(np.arange(spins.size, dtype=np.uint32))
+    for _ in range(iterations):
+        for colour, seed in ((black, ISING_SEEDS[0]), (~black, ISING_SEEDS[1])):
+            energy = spins * _wrap_neighbours(spins)  # s nb: half the energy a flip costs
+            p = np.where(energy == 4, flip_probability[4],
+                         np.where(energy == 2, flip_probability[2], 1.0))
+            flip = colour & (counter_uniform(seed, int(sweep), spins.shape, hashed_index) < p)
+            spins = np.where(flip, -spins, spins)
+        sweep = sweep + 1
+    return [spins, sweep]
+
+
+def _wavefront(u, cost, iterations):
+    """The path DP row of anti-diagonals at a time, on a grid padded with a zero border."""
+    n = u.shape[0]
+    assert np.all(u == -1), "the wavefront starts with nothing computed"
+    done = min(iterations, 2 * n - 1)
+    best = np.zeros((n + 1, n + 1))
+    for k in range(done):
+        i = np.arange(max(0, k - n + 1), min(k, n - 1) + 1)
+        j = k - i
+        best[i + 1, j + 1] = cost[i, j] + np.maximum(best[i, j + 1], best[i + 1, j])
+    out = best[1:, 1:]
+    out[np.add.outer(np.arange(n), np.arange(n)) >= done] = -1
+    return [out]
+
+
+def _walsh_hadamard(a):
+    """H a for the Sylvester-Hadamard H, by the fast transform's butterflies along axis 0."""
+    n = a.shape[0]
+    a = a.copy()
+    half = 1
+    while half < n:
+        blocks = a.reshape(n // (2 * half), 2, half, -1)
+        blocks[:, 0], blocks[:, 1] = blocks[:, 0] + blocks[:, 1], blocks[:, 0] - blocks[:, 1]
+        a = blocks.reshape(a.shape)
+        half *= 2
+    return a
+
+
+def _spectral(u, iterations):
+    """All the passes at once: u_N = H (G^N * (H u H)) H / n^2, the spectrum by the fast
+    Walsh-Hadamard transform (H is symmetric: H u H is the transform of both axes)."""
+    n = u.shape[0]
+    both_axes = lambda a: _walsh_hadamard(_walsh_hadamard(a).T).T  # noqa: E731
+    g = spectral_gains(n).astype(np.float64)
+    return [both_axes(np.outer(g, g) ** iterations * both_axes(u)) / n**2]
+
+
 def oracle(name, state, constants, iterations):
-    """`state`: the initial carried arrays; `constants`: other params (jacobi's q)."""
+    """`state`: the initial carried arrays; `constants`: the other params (jacobi's q)."""
     s = [np.asarray(a, np.float64) for a in state]
+    if name == "spectral":
+        return _spectral(s[0], iterations)
+    if name == "ising":
+        return _ising(s[0], s[1], iterations)
+    if name == "wavefront":
+        return _wavefront(s[0], np.asarray(constants["cost"], np.float64), iterations)
     for _ in range(iterations):
         if name == "jacobi":
             s = [(_zero_neighbours(s[0]) + constants["q"]) / 4]
@@ -136,6 +420,16 @@ def oracle(name, state, constants, iterations):
             uvv = u * v * v
             s = [u + GS_DU * (_wrap_neighbours(u) - 4 * u) - uvv + GS_F * (1 - u),
                  v + GS_DV * (_wrap_neighbours(v) - 4 * v) + uvv - (GS_F + GS_K) * v]
+        elif name == "sobel":
+            u = s[0]
+            p = np.pad(u, 1, mode="edge")
+            blur = sum((2 - abs(dy)) * (2 - abs(dx)) * _padded_at(p, dy, dx)
+                       for dy in (-1, 0, 1) for dx in (-1, 0, 1)) / 16
+            edge = _sobel_magnitude(p) / (4 * np.sqrt(2))
+            s = [u + SOBEL_RATE * (1 - edge) * (blur - u)]
+        elif name == "tree_sum":
+            x = s[0]
+            s = [np.concatenate([x[0::2] + x[1::2], np.zeros(len(x) // 2)])]
     return s
 
 
@@ -144,10 +438,17 @@ def initial_state(name, n, seed):
     rng = np.random.default_rng(seed)
     if name == "jacobi":
         return [np.zeros((n, n), np.float32)], {"q": rng.random((n, n), np.float32)}
-    if name == "heat":
+    if name in ("heat", "sobel", "spectral"):
         return [rng.random((n, n), np.float32)], {}
     if name == "life":
         return [(rng.random((n, n)) < 0.3).astype(np.float32)], {}
+    if name == "ising":
+        spins = np.where(rng.random((n, n)) < 0.5, -1, 1).astype(np.float32)
+        return [spins, np.float32(rng.integers(0, 1000))], {}
+    if name == "tree_sum":
+        return [rng.random(n, np.float32)], {}
+    if name == "wavefront":
+        return [np.full((n, n), -1, np.float32)], {"cost": rng.random((n, n), np.float32)}
     return [(0.9 + 0.1 * rng.random((n, n))).astype(np.float32),
             (0.1 * rng.random((n, n))).astype(np.float32)], {}
 

@@ -13,35 +13,101 @@ from scellis import _scellis
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[2] / "bench" / "pipelines"))
 import workloads  # noqa: E402
 
-SIZE, ITERATIONS = 23, 30
+# (size, iterations): 23² grids for 30 iterations; the tree sums 2^10 values in its 10 levels;
+# the Walsh-Hadamard filter needs a power of 2.
+SMALL = {name: (23, 30) for name in workloads.BUILDERS} | {"tree_sum": (2**10, 10),
+                                                          "spectral": (32, 30)}
+
+# Kernels in one iteration of each body, as `scellis lower --to=kernel` lists them: a value read
+# by one consumer fuses into it, shifts included. Gray-Scott has two fields (u·v² recomputed in
+# each); each Ising half-sweep is its draw (uniform is a kernel of its own) and the rest of it,
+# plus the sweep counter's increment; the tree's level is the pairs' reshape, their sum and the
+# padding back to n (layout ops are kernels of their own); the spectral filter's is the
+# Walsh-Hadamard matrix (rebuilt each iteration: read by four matmuls), the four matmuls and the
+# gains' product between them.
+KERNELS_PER_ITERATION = {"jacobi": 1, "heat": 1, "life": 1, "sobel": 1, "wavefront": 1,
+                         "gray_scott": 2, "ising": 5, "tree_sum": 3, "spectral": 6}
 
 
 @pytest.mark.parametrize("name", sorted(workloads.BUILDERS))
 def test_workload_matches_its_oracle(name, backend, rng):
-    doc = workloads.document(name, SIZE, ITERATIONS)
-    state, constants = workloads.initial_state(name, SIZE, int(rng.integers(2**31)))
+    size, iterations = SMALL[name]
+    doc = workloads.document(name, size, iterations)
+    state, constants = workloads.initial_state(name, size, int(rng.integers(2**31)))
     initial = dict(zip(workloads.STATE[name], state)) | constants
     session = _scellis.prepare(json.dumps(doc), backend["backend"], None,
                                backend.get("allow_software_adapter", False), 2, initial)
     outputs = [workloads.OUTPUT_OF[s] for s in workloads.STATE[name]]
     watched, stats = session.run([{}], outputs)
-    want = workloads.oracle(name, state, constants, ITERATIONS)
+    want = workloads.oracle(name, state, constants, iterations)
     for output, expected in zip(outputs, want):
         got = watched[output][0]
-        if name == "life":
+        if name in workloads.EXACT:
             np.testing.assert_array_equal(got, expected)
         else:
             np.testing.assert_allclose(got, expected, rtol=0, atol=1e-4 * np.abs(expected).max())
     if backend["backend"] == "webgpu":
         # Fused: every iteration in one submission. A one-kernel stencil body is temporally
-        # blocked (30 iterations: 6 per dispatch, the most from 2 to 8 that divide 30); Gray-Scott's
-        # two-kernel body (u·v² recomputed in each) runs one dispatch per kernel per iteration.
+        # blocked (30 iterations: 6 per dispatch, the most from 2 to 8 that divide 30); a body of
+        # several kernels runs one dispatch per kernel per iteration.
         assert session.executor == "fused-encoder"
         assert stats["submissions"] == 1
-        blocked = name != "gray_scott"
+        kernels = KERNELS_PER_ITERATION[name]
+        blocked = kernels == 1
         assert stats["iterations_per_dispatch"] == (6 if blocked else 1)
-        assert stats["dispatches"] == (ITERATIONS // 6 if blocked else 2 * ITERATIONS)
+        assert stats["dispatches"] == (iterations // 6 if blocked else kernels * iterations)
     session.dispose()
+
+
+@pytest.mark.parametrize("name", sorted(workloads.BUILDERS))
+def test_the_generic_executor_gives_the_fused_answer(name, rng):
+    """A submission per dispatch round instead of one in all: the same kernels, the same bits."""
+    size, iterations = SMALL[name]
+    doc = json.dumps(workloads.document(name, size, iterations))
+    state, constants = workloads.initial_state(name, size, int(rng.integers(2**31)))
+    initial = dict(zip(workloads.STATE[name], state)) | constants
+    outputs = [workloads.OUTPUT_OF[s] for s in workloads.STATE[name]]
+    answers = {}
+    for executor in ("fused-encoder", "generic"):
+        session = _scellis.prepare(doc, "webgpu", None, True, 2, initial, executor)
+        assert session.executor == executor
+        watched, stats = session.run([{}], outputs)
+        answers[executor] = [watched[o][0] for o in outputs]
+        session.dispose()
+    assert stats["submissions"] > 1
+    for fused, generic in zip(answers["fused-encoder"], answers["generic"]):
+        np.testing.assert_array_equal(generic, fused)
+
+
+def test_the_oracles_know_their_answers():
+    """The oracles' own checks, independent of the engine: the tree's last level holds the sum;
+    the finished wavefront is the path DP computed row by row; the hash is docs/ops.md's."""
+    rng = np.random.default_rng(7)
+    (x,), _ = workloads.initial_state("tree_sum", 2**10, 7)
+    (tree,) = workloads.oracle("tree_sum", [x], {}, 10)
+    assert abs(tree[0] - np.sum(x, dtype=np.float64)) <= 1e-9 * tree[0]
+    assert not tree[1:].any()
+    cost = rng.random((6, 6))
+    (done,) = workloads.oracle("wavefront", [np.full((6, 6), -1.0)], {"cost": cost}, 11)
+    rows = np.zeros((7, 7))
+    for i in range(6):
+        for j in range(6):
+            rows[i + 1, j + 1] = cost[i, j] + max(rows[i, j + 1], rows[i + 1, j])
+    np.testing.assert_array_equal(done, rows[1:, 1:])
+    # The fast Walsh-Hadamard transform is Sylvester's matrix; its rows' sequencies are 0..n-1.
+    sylvester = np.ones((1, 1))
+    while len(sylvester) < 16:
+        sylvester = np.block([[sylvester, sylvester], [sylvester, -sylvester]])
+    np.testing.assert_array_equal(workloads._walsh_hadamard(np.eye(16)), sylvester)
+    assert sorted(workloads.walsh_sequency(16)) == list(range(16))
+
+    # uniform(0, 0, i) for i = 0..3, the hash worked by hand in Python integers.
+    def h(v):
+        s = (v * 747796405 + 2891336453) % 2**32
+        w = (((s >> ((s >> 28) + 4)) ^ s) * 277803737) % 2**32
+        return (w >> 22) ^ w
+    want = [(h(h(i) ^ h(0 ^ h(0))) >> 8) / 2**24 for i in range(4)]
+    np.testing.assert_array_equal(workloads.counter_uniform(0, 0, (4,)), want)
 
 
 def test_the_shipped_documents_are_the_full_size_workloads():
