@@ -49,8 +49,9 @@ Port ComparableOperand(const char* name) {
 
 const char* kHalfRule =
     "; f16 operands are widened to f32 (exactly), the op computed in f32 and its result rounded "
-    "once to f16, to nearest even, on every backend: for + - * that is IEEE f16 arithmetic "
-    "exactly (f32 carries more than 2 * 11 + 2 bits, so the double rounding is innocuous)";
+    "once to f16, to nearest even, on every backend: for + - * / that is IEEE f16 arithmetic "
+    "exactly where the f32 operation is correctly rounded (f32's 24 bits are at least 2 * 11 + "
+    "2, so the double rounding is innocuous; WGSL's f32 division is not correctly rounded)";
 
 const char* kIntegerRule =
     "; i32 and u32 are exact integer arithmetic that wraps modulo 2^32 (two's complement, as "

@@ -201,10 +201,10 @@ T BoolOf(T v) {
 }
 
 // An integer step over n elements: each operand read as its value (IntegerOf for i32 and u32,
-// 0 or 1 for a bool; an f32 only reaches a cast, which converts it as SaturateToI32 or
+// 0 or 1 for a bool; an f32 or f16 only reaches a cast, which converts it as SaturateToI32 or
 // SaturateToU32 do), the op applied in int64, the result stored in the step's dtype: wrapped
 // modulo 2^32 for i32 and u32, != 0 for bool, rounded to nearest (even) for f32 (a cast from an
-// integer).
+// integer; the caller rounds an f16 result on to f16).
 template <typename T>
 void IntegerStep(IntegerFn fn, const std::vector<DType>& dtypes, DType out_dtype, const T* a,
                  const T* b, const T* c, T* result, int64_t n) {
