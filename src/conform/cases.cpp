@@ -26,11 +26,13 @@ class DocBuilder {
  public:
   int Input(const std::string& name, Shape shape, Domain domain = Domain::kSigned,
             int classes = 0) {
-    const DType dtype = domain == Domain::kMask ? DType::kBool
-                        : domain == Domain::kInt32 || domain == Domain::kIndex ||
-                                domain == Domain::kFixed
-                            ? DType::kI32
-                            : DType::kF32;
+    const DType dtype =
+        domain == Domain::kMask     ? DType::kBool
+        : domain == Domain::kUInt32 ? DType::kU32
+        : domain == Domain::kInt32 || domain == Domain::kIndex || domain == Domain::kSmallInt32 ||
+                domain == Domain::kFixed
+            ? DType::kI32
+            : DType::kF32;
     inputs_.push_back({name, shape, domain, classes, dtype});
     Json node = {{"op", "input"}, {"name", name}, {"shape", shape}};
     if (dtype != DType::kF32) node["dtype"] = DTypeName(dtype);
@@ -96,6 +98,10 @@ class DocBuilder {
   std::vector<std::string> ops_;
 };
 
+bool Accepts(const ops::Port& port, DType t) {
+  return std::find(port.dtypes.begin(), port.dtypes.end(), t) != port.dtypes.end();
+}
+
 bool HasAttr(const OpSpec& def, const char* name) {
   return def.FindAttr(name) != nullptr;
 }
@@ -135,6 +141,49 @@ void UnaryCases(const OpSpec& def, std::vector<Case>& out) {
     DocBuilder b;
     int x = b.Input("x", {kBigLinear}, DomainOf(def, 0));
     out.push_back(b.Finish(def.name, "grid_over_65535", b.Op(def.name, {x}), 1));
+  }
+  if (Accepts(def.ports[0], DType::kI32)) {  // neg: -(-2^31) wraps to -2^31
+    const std::pair<const char*, Shape> int_shapes[] = {
+        {"i32_prime1009", {1009}}, {"i32_rank0", {}}, {"i32_empty", {0, 5}}};
+    for (const auto& [name, shape] : int_shapes) {
+      DocBuilder b;
+      int x = b.Input("x", shape, Domain::kInt32);
+      out.push_back(b.Finish(def.name, name, b.Op(def.name, {x}), 3));
+    }
+  }
+}
+
+// Integer operands of ops that take them: the i32 and u32 extremes first (so sums, products and
+// negations wrap), random bits after; small values where ties matter; broadcasting; the scalar
+// form with a scalar of the operand's dtype.
+void IntegerBinaryCases(const OpSpec& def, std::vector<Case>& out) {
+  if (!Accepts(def.ports[0], DType::kI32)) return;
+  struct Variant {
+    const char* name;
+    Shape a, b;
+    Domain domain;
+  };
+  const Variant variants[] = {
+      {"i32_same", {7, 97}, {7, 97}, Domain::kInt32},
+      {"i32_bcast", {7, 97}, {97}, Domain::kInt32},
+      {"i32_ties", {1009}, {1009}, Domain::kSmallInt32},
+      {"i32_empty", {0, 5}, {5}, Domain::kInt32},
+      {"u32_same", {7, 97}, {7, 97}, Domain::kUInt32},
+      {"u32_bcast", {7, 97}, {7, 1}, Domain::kUInt32},
+  };
+  for (const Variant& v : variants) {
+    DocBuilder b;
+    int a = b.Input("a", v.a, v.domain), c = b.Input("b", v.b, v.domain);
+    out.push_back(b.Finish(def.name, v.name, b.Op(def.name, {a, c}), 3));
+  }
+  const std::tuple<const char*, Domain, double> scalars[] = {
+      {"i32_scalar", Domain::kInt32, -7.0},
+      {"i32_scalar_min", Domain::kSmallInt32, -2147483648.0},
+      {"u32_scalar", Domain::kUInt32, 4000000000.0}};
+  for (const auto& [name, domain, scalar] : scalars) {
+    DocBuilder b;
+    int a = b.Input("a", {1009}, domain);
+    out.push_back(b.Finish(def.name, name, b.Op(def.name, {a}, {{"scalar", scalar}}), 3));
   }
 }
 
@@ -179,11 +228,12 @@ void BinaryCases(const OpSpec& def, std::vector<Case>& out) {
     int c = b.Input("b", {kBigLinear}, DomainOf(def, 1));
     out.push_back(b.Finish(def.name, "grid_over_65535", b.Op(def.name, {a, c}), 1));
   }
+  IntegerBinaryCases(def, out);
 }
 
 // Comparisons of two masks (bool compares as 0 < 1), beside the f32 variants above.
 void BoolOperandCases(const OpSpec& def, std::vector<Case>& out) {
-  if (def.ports.size() != 2 || def.ports[0].dtypes.size() < 2) return;
+  if (def.ports.size() != 2 || !Accepts(def.ports[0], DType::kBool)) return;
   const std::tuple<const char*, Shape, Shape> variants[] = {{"bool_same", {7, 97}, {7, 97}},
                                                             {"bool_bcast", {7, 97}, {7, 1}}};
   for (const auto& [name, a_shape, b_shape] : variants) {
@@ -219,6 +269,13 @@ void WhereCases(const OpSpec& def, std::vector<Case>& out) {
   int cond = b.Input("cond", {7, 97}, Domain::kMask);
   int a = b.Input("a", {7, 97}, Domain::kMask), c = b.Input("b", {97}, Domain::kMask);
   out.push_back(b.Finish(def.name, "masks", b.Op(def.name, {cond, a, c}), 3));
+  for (const auto& [name, domain] :
+       {std::pair{"i32", Domain::kInt32}, std::pair{"u32", Domain::kUInt32}}) {
+    DocBuilder ib;
+    int icond = ib.Input("cond", {7, 97}, Domain::kMask);
+    int ia = ib.Input("a", {7, 97}, domain), ic = ib.Input("b", {97}, domain);
+    out.push_back(ib.Finish(def.name, name, ib.Op(def.name, {icond, ia, ic}), 3));
+  }
 }
 
 // Ops with a mask port and operand attributes (masked_fill), or operand attributes alone
@@ -254,6 +311,30 @@ void OperandAttrCases(const OpSpec& def, std::vector<Case>& out) {
     out.push_back(
         b.Finish(def.name, "bcast_mask", b.Op(def.name, {a, mask}, settings[0].second), 3));
   }
+  // Integer operands: bounds and fill values of the operand's dtype, compared and stored as
+  // integers, the extremes among them.
+  std::vector<std::tuple<std::string, Domain, Json>> integer_settings;
+  if (def.name == "clamp") {
+    integer_settings = {{"i32_both", Domain::kInt32, {{"min", -1000000}, {"max", 2147483000}}},
+                        {"i32_min_only", Domain::kInt32, {{"min", 0}}},
+                        {"i32_max_only", Domain::kSmallInt32, {{"max", -1}}},
+                        {"i32_min_above_max", Domain::kSmallInt32, {{"min", 2}, {"max", -2}}},
+                        {"i32_neither", Domain::kInt32, Json::object()},
+                        {"u32_both", Domain::kUInt32, {{"min", 5}, {"max", 4000000000u}}},
+                        {"u32_max_only", Domain::kUInt32, {{"max", 16777217}}}};
+  } else {
+    integer_settings = {{"i32_value_min", Domain::kInt32, {{"value", -2147483648LL}}},
+                        {"u32_value_max", Domain::kUInt32, {{"value", 4294967295u}}}};
+  }
+  for (const auto& [setting, domain, attrs] : integer_settings) {
+    for (const auto& [shape_name, shape] :
+         {std::pair<const char*, Shape>{"prime1009", {1009}}, {"empty", {0, 5}}}) {
+      DocBuilder b;
+      std::vector<int> args = {b.Input("a", shape, domain)};
+      if (def.ports.size() == 2) args.push_back(b.Input("mask", shape, Domain::kMask));
+      out.push_back(b.Finish(def.name, setting + "_" + shape_name, b.Op(def.name, args, attrs), 3));
+    }
+  }
 }
 
 void CastCases(const OpSpec& def, std::vector<Case>& out) {
@@ -262,7 +343,10 @@ void CastCases(const OpSpec& def, std::vector<Case>& out) {
       {"f32_to_f32", Domain::kSigned, "f32"},   {"bool_to_bool", Domain::kMask, "bool"},
       {"f32_to_i32", Domain::kWide, "i32"},     {"i32_to_f32", Domain::kInt32, "f32"},
       {"i32_to_bool", Domain::kInt32, "bool"},  {"bool_to_i32", Domain::kMask, "i32"},
-      {"i32_to_i32", Domain::kInt32, "i32"}};
+      {"i32_to_i32", Domain::kInt32, "i32"},    {"f32_to_u32", Domain::kWide, "u32"},
+      {"u32_to_f32", Domain::kUInt32, "f32"},   {"u32_to_bool", Domain::kUInt32, "bool"},
+      {"bool_to_u32", Domain::kMask, "u32"},    {"i32_to_u32", Domain::kInt32, "u32"},
+      {"u32_to_i32", Domain::kUInt32, "i32"},   {"u32_to_u32", Domain::kUInt32, "u32"}};
   const std::pair<const char*, Shape> shapes[] = {
       {"size1", {1}}, {"prime1009", {1009}}, {"rank3", {3, 5, 67}}, {"empty", {0, 5}}};
   for (const auto& [conversion, domain, to] : conversions) {
@@ -350,6 +434,22 @@ void ReduceCases(const OpSpec& def, std::vector<Case>& out) {
     DocBuilder b;
     int x = b.Input("x", {7, 13});
     out.push_back(b.Finish(def.name, "whole_keepdim", b.Op(def.name, {x}, {{"keepdim", true}}), 2));
+  }
+  if (def.name == "sum") {  // exact i32 sums, wrapping modulo 2^32 (the extremes come first)
+    const std::tuple<const char*, Shape, std::optional<int>> int_sums[] = {
+        {"whole_i32_prime1009", {1009}, std::nullopt},
+        {"whole_i32_65537", {65537}, std::nullopt},
+        {"whole_i32_empty", {0}, std::nullopt},
+        {"axis0_i32", {7, 13, 67}, 0},
+        {"axis2_i32", {7, 13, 67}, 2},
+        {"axis0_i32_empty_axis", {0, 5}, 0}};
+    for (const auto& [name, shape, axis] : int_sums) {
+      DocBuilder b;
+      int x = b.Input("x", shape, Domain::kInt32);
+      Json attrs = Json::object();
+      if (axis) attrs["axis"] = *axis;
+      out.push_back(b.Finish(def.name, name, b.Op(def.name, {x}, attrs), 2));
+    }
   }
   if (!HasAttr(def, "axis")) return;
   struct AxisCase {
@@ -741,10 +841,13 @@ void IndexCases(const OpSpec& def, std::vector<Case>& out) {
                 {"empty_operand", {0, 7}, {0, 3}, 1},
                 {"many_repeats", {3, 4}, {200, 4}, 0}};
   }
-  if (!sums) {
+  if (!sums)
     variants.push_back({"bool", {5, 67}, list ? Shape{11} : Shape{11, 67}, 0, Domain::kMask});
-    variants.push_back({"i32", {12, 5}, list ? Shape{8} : Shape{8, 5}, 0, Domain::kInt32});
-  }
+  // i32 data: moved as bits by the gathers, added exactly (modulo 2^32) by the sums.
+  variants.push_back({"i32", {12, 5}, list ? Shape{8} : Shape{8, 5}, 0, Domain::kInt32});
+  if (sums)
+    variants.push_back(
+        {"i32_many_repeats", {3, 4}, list ? Shape{200} : Shape{200, 4}, 0, Domain::kInt32});
   for (const Variant& v : variants) {
     DocBuilder b;
     const int axis = v.axis < 0 ? v.axis + static_cast<int>(v.a.size()) : v.axis;
@@ -931,6 +1034,37 @@ std::vector<Case> FusedCases() {
     int t = b.Op("mul", {nonzero, b.Op("clamp", {x}, {{"min", -1.0}, {"max", 1.0}})});
     out.push_back(b.Finish(kFusedGroup, "cast_cast_clamp_mul", t, 3));
   }
+  {  // integers in one kernel: where(gt(x, y_row), x * y_row + 3, -x), i32 wrapping throughout
+    DocBuilder b;
+    int x = b.Input("x", {7, 97}, Domain::kInt32), y = b.Input("y", {97}, Domain::kInt32);
+    int prod = b.Op("add", {b.Op("mul", {x, y})}, {{"scalar", 3}});
+    int t = b.Op("where", {b.Op("gt", {x, y}), prod, b.Op("neg", {x})});
+    out.push_back(b.Finish(kFusedGroup, "i32_gt_mul_add_neg_where", t, 3));
+  }
+  {  // conversions inside one kernel: cast(clamp(cast(f, u32) - u, 5, 4e9), f32) + f
+    DocBuilder b;
+    int f = b.Input("f", {1009}, Domain::kWide), u = b.Input("u", {1009}, Domain::kUInt32);
+    int diff = b.Op("sub", {b.Op("cast", {f}, {{"dtype", "u32"}}), u});
+    int clamped = b.Op("clamp", {diff}, {{"min", 5}, {"max", 4000000000u}});
+    int t = b.Op("add", {b.Op("cast", {clamped}, {{"dtype", "f32"}}), f});
+    out.push_back(b.Finish(kFusedGroup, "u32_cast_sub_clamp_cast_add", t, 3));
+  }
+  {  // f16 inside one kernel (f32 at both ends, so no f16 storage): each f16 step rounds once,
+     // cast(cast(x, f16) * cast(y, f16) + 1000.3 (an f16 scalar), f32)
+    DocBuilder b;
+    int x = b.Input("x", {1009}), y = b.Input("y", {1009}, Domain::kWide);
+    int hx = b.Op("cast", {x}, {{"dtype", "f16"}}), hy = b.Op("cast", {y}, {{"dtype", "f16"}});
+    int sum = b.Op("add", {b.Op("mul", {hx, hy})}, {{"scalar", 1000.3}});
+    out.push_back(
+        b.Finish(kFusedGroup, "f16_cast_mul_add_cast", b.Op("cast", {sum}, {{"dtype", "f32"}}), 3));
+  }
+  {  // f32 -> f16 rounding into the subnormals and back: cast(cast(x * 3e-5, f16), f32)
+    DocBuilder b;
+    int x = b.Input("x", {1009}, Domain::kWide);
+    int h = b.Op("cast", {b.Op("mul", {x}, {{"scalar", 3e-5}})}, {{"dtype", "f16"}});
+    out.push_back(
+        b.Finish(kFusedGroup, "f16_mul_cast_cast", b.Op("cast", {h}, {{"dtype", "f32"}}), 3));
+  }
   {  // the grid of more than 65535 workgroups, fused: relu(x + y) * 0.25
     DocBuilder b;
     int x = b.Input("x", {kBigLinear}), y = b.Input("y", {kBigLinear});
@@ -1020,6 +1154,20 @@ runtime::Feeds MakeFeeds(const Case& c, uint64_t seed) {
     HostTensor t = HostTensor::Zeros(MakeType(in.shape));
     int64_t n = t.elements();
     std::span<float> data = t.view<float>();
+    if (in.dtype == DType::kU32) {
+      HostTensor stored = HostTensor::Zeros(MakeType(in.shape, in.dtype));
+      std::span<uint32_t> ints = stored.view<uint32_t>();
+      uint64_t stream = CounterHash(seed, Fnv1a(c.id() + "/" + in.name));
+      // The first elements are the boundary values, the rest random bits.
+      const uint32_t boundary[] = {0u,          4294967295u, 1u,          2147483648u,
+                                   2147483647u, 16777217u,   4294967040u, 4294967168u};
+      for (int64_t i = 0; i < n; ++i)
+        ints[i] = i < static_cast<int64_t>(std::size(boundary))
+                      ? boundary[i]
+                      : static_cast<uint32_t>(CounterHash(stream, static_cast<uint64_t>(i)));
+      feeds[in.name] = std::move(stored);
+      continue;
+    }
     if (in.dtype == DType::kI32) {
       HostTensor stored = HostTensor::Zeros(MakeType(in.shape, in.dtype));
       std::span<int32_t> ints = stored.view<int32_t>();
@@ -1040,6 +1188,8 @@ runtime::Feeds MakeFeeds(const Case& c, uint64_t seed) {
           ints[i] = static_cast<int32_t>(h % static_cast<uint64_t>(std::max(in.classes, 1)));
         else if (in.domain == Domain::kFixed)
           ints[i] = static_cast<int32_t>(h % 16385) - 8192;
+        else if (in.domain == Domain::kSmallInt32)
+          ints[i] = static_cast<int32_t>(h % 7) - 3;
         else
           ints[i] =
               i < static_cast<int64_t>(std::size(boundary)) ? boundary[i] : static_cast<int32_t>(h);
@@ -1110,6 +1260,8 @@ runtime::Feeds MakeFeeds(const Case& c, uint64_t seed) {
           break;
         case Domain::kMask:  // drawn above, in the mask's dtype
         case Domain::kInt32:
+        case Domain::kUInt32:
+        case Domain::kSmallInt32:
         case Domain::kIndex:
         case Domain::kFixed:
         case Domain::kBlocks:

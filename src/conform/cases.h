@@ -32,6 +32,9 @@ enum class Domain {
   kMask,          // a bool tensor, 0 or 1 at random
   kInt32,         // an i32 tensor over the whole range: the extremes, 0, +-1, values past 2^24
                   // (one f32 cannot hold) and random ones
+  kUInt32,        // a u32 tensor over the whole range: 0, 2^32 - 1, 2^31, values past 2^24 and
+                  // random ones
+  kSmallInt32,    // an i32 tensor of -3 .. 3: comparisons and selections meet ties
   kIndex,         // an i32 tensor of indices 0 .. classes-1 (gathers), repeats likely
   kWide,          // f32 of magnitude 2^-2 .. 2^33, either sign: fractions to truncate and values
                   // past the i32 range to saturate
@@ -45,7 +48,8 @@ struct CaseInput {
   std::vector<int64_t> shape;
   Domain domain = Domain::kSigned;
   int classes = 0;            // kLabels only
-  DType dtype = DType::kF32;  // bool for kMask, i32 for kInt32 and kIndex, q4_k/q6_k for kBlocks
+  DType dtype = DType::kF32;  // bool for kMask, i32 for kInt32, kSmallInt32, kIndex and kFixed,
+                              // u32 for kUInt32, q4_k/q6_k for kBlocks
 };
 
 struct Case {

@@ -26,6 +26,37 @@ Port MaskOrF32Operand(const char* name) {
   return {name, PortRole::kOperand, {DType::kF32, DType::kBool}};
 }
 
+// Exact integer arithmetic beside f32: i32 and u32 compute in integer registers on every backend
+// (never through f32), wrapping modulo 2^32 as two's complement, as torch's int32 does.
+Port NumericOperand(const char* name) {
+  return {name, PortRole::kOperand, {DType::kF32, DType::kI32, DType::kU32}};
+}
+
+// As NumericOperand, and f16: computed in f32 and rounded once to f16 (see kHalfRule).
+Port ArithmeticOperand(const char* name) {
+  return {name, PortRole::kOperand, {DType::kF32, DType::kF16, DType::kI32, DType::kU32}};
+}
+
+Port FloatOperand(const char* name) {
+  return {name, PortRole::kOperand, {DType::kF32, DType::kF16}};
+}
+
+// Operands that are compared or selected: every dtype.
+Port ComparableOperand(const char* name) {
+  return {
+      name, PortRole::kOperand, {DType::kF32, DType::kF16, DType::kI32, DType::kU32, DType::kBool}};
+}
+
+const char* kHalfRule =
+    "; f16 operands are widened to f32 (exactly), the op computed in f32 and its result rounded "
+    "once to f16, to nearest even, on every backend: for + - * / that is IEEE f16 arithmetic "
+    "exactly where the f32 operation is correctly rounded (f32's 24 bits are at least 2 * 11 + "
+    "2, so the double rounding is innocuous; WGSL's f32 division is not correctly rounded)";
+
+const char* kIntegerRule =
+    "; i32 and u32 are exact integer arithmetic that wraps modulo 2^32 (two's complement, as "
+    "torch's int32 overflow does), never through f32";
+
 void AddSourceOps(OpTable& t) {
   const char* none = "exact (no arithmetic)";
   auto shape = Attr{"shape", AttrType::kShape, nullptr, true};
@@ -63,24 +94,32 @@ void AddSourceOps(OpTable& t) {
 }
 
 void AddElementwiseOps(OpTable& t) {
+  // `integer`: the op also takes f16, i32 and u32 operands (of one dtype, which the result has);
+  // `half`: f16 beside f32.
   auto binary = [&](const char* name, int version, ToleranceClass tol, bool differentiable,
-                    const char* summary, const char* nan) {
+                    const std::string& summary, const char* nan, bool integer = false,
+                    bool half = false) {
+    auto port = [&](const char* p) {
+      return integer ? ArithmeticOperand(p) : half ? FloatOperand(p) : Operand(p);
+    };
     t.Add({.name = name,
            .min_version = version,
-           .ports = {Operand("a"), Operand("b")},
+           .ports = {port("a"), port("b")},
            .attrs = {{"scalar", AttrType::kNumber}},
            .kind = OpKind::kElementwise,
            .differentiable = differentiable,
            .tolerance = tol,
-           .determinism = "one correctly rounded operation per element",
+           .determinism = std::string("one correctly rounded operation per element") +
+                          (integer ? kIntegerRule : "") + (integer || half ? kHalfRule : ""),
            .summary = summary,
            .nan = nan});
   };
   auto unary = [&](const char* name, int version, ToleranceClass tol, bool differentiable,
-                   const char* determinism, const char* summary, const char* nan) {
+                   const std::string& determinism, const char* summary, const char* nan,
+                   Port a = Operand("a")) {
     t.Add({.name = name,
            .min_version = version,
-           .ports = {Operand("a")},
+           .ports = {a},
            .attrs = {},
            .kind = OpKind::kElementwise,
            .differentiable = differentiable,
@@ -89,40 +128,46 @@ void AddElementwiseOps(OpTable& t) {
            .summary = summary,
            .nan = nan});
   };
-  binary("add", 1, ToleranceClass::kExact, true, "a + b, or a + scalar",
-         "IEEE 754, as PyTorch: a NaN operand gives NaN, inf + -inf gives NaN");
-  binary("sub", 1, ToleranceClass::kExact, true, "a - b, or a - scalar",
-         "IEEE 754, as PyTorch: a NaN operand gives NaN, inf - inf gives NaN");
-  binary("mul", 1, ToleranceClass::kExact, true, "a * b, or a * scalar",
-         "IEEE 754, as PyTorch: a NaN operand gives NaN, 0 * inf gives NaN");
+  const std::string integer_scalar =
+      "; with i32 or u32 operands the scalar is an integer of that dtype's range";
+  binary("add", 1, ToleranceClass::kExact, true, "a + b, or a + scalar" + integer_scalar,
+         "IEEE 754, as PyTorch: a NaN operand gives NaN, inf + -inf gives NaN", true);
+  binary("sub", 1, ToleranceClass::kExact, true, "a - b, or a - scalar" + integer_scalar,
+         "IEEE 754, as PyTorch: a NaN operand gives NaN, inf - inf gives NaN", true);
+  binary("mul", 1, ToleranceClass::kExact, true, "a * b, or a * scalar" + integer_scalar,
+         "IEEE 754, as PyTorch: a NaN operand gives NaN, 0 * inf gives NaN", true);
   binary("div", 2, ToleranceClass::kTight, true, "a / b (WGSL division is within 2.5 ulp)",
          "IEEE 754, as PyTorch: x / 0 is +-inf for x != 0, 0 / 0, inf / inf and a NaN operand "
-         "give NaN");
+         "give NaN",
+         false, true);
   binary("maximum", 3, ToleranceClass::kExact, true,
-         "the larger of a and b (or scalar); a where they are equal",
+         "the larger of a and b (or scalar); a where they are equal" + integer_scalar,
          "as torch.maximum: a NaN operand gives NaN; maximum(-0, +0) is a (-0), maximum(+0, -0) "
-         "is a (+0)");
+         "is a (+0)",
+         true);
   binary("minimum", 3, ToleranceClass::kExact, true,
-         "the smaller of a and b (or scalar); a where they are equal",
+         "the smaller of a and b (or scalar); a where they are equal" + integer_scalar,
          "as torch.minimum: a NaN operand gives NaN; minimum(-0, +0) is a (-0), minimum(+0, -0) "
-         "is a (+0)");
+         "is a (+0)",
+         true);
   // A step function of two operands: its derivative is zero wherever it exists.
   binary("max_share", 3, ToleranceClass::kExact, false,
          "the share of maximum's gradient that goes to a: 1 where a > b, 1/2 where a == b, "
          "0 where a < b",
          "1 where a or b is NaN: both operands of maximum(NaN, x) get the whole gradient, as "
          "PyTorch's maximum backward gives it");
-  // Comparisons: f32 or bool operands of one dtype (bool compares as 0 < 1), a bool result.
-  // Step functions: no gradient, as PyTorch's bool results have none.
+  // Comparisons: f32, i32, u32 or bool operands of one dtype (bool compares as 0 < 1, integers
+  // as integers), a bool result. Step functions: no gradient, as PyTorch's bool results have none.
   auto comparison = [&](const char* name, const char* summary) {
     t.Add({.name = name,
            .min_version = 3,
-           .ports = {MaskOrF32Operand("a"), MaskOrF32Operand("b")},
+           .ports = {ComparableOperand("a"), ComparableOperand("b")},
            .attrs = {{"scalar", AttrType::kNumber}},
            .kind = OpKind::kElementwise,
            .differentiable = false,
            .tolerance = ToleranceClass::kExact,
-           .determinism = "exact (one comparison per element)",
+           .determinism = "exact (one comparison per element; i32 and u32 compared as integers, "
+                          "never through f32)",
            .summary = summary,
            .nan = std::string("IEEE 754, as PyTorch: a NaN operand gives ") +
                   (std::string(name) == "ne" ? "true" : "false") +
@@ -137,8 +182,8 @@ void AddElementwiseOps(OpTable& t) {
   t.Add({.name = "where",
          .min_version = 3,
          .ports = {{"cond", PortRole::kOperand, {DType::kBool}},
-                   MaskOrF32Operand("a"),
-                   MaskOrF32Operand("b")},
+                   ComparableOperand("a"),
+                   ComparableOperand("b")},
          .attrs = {},
          .kind = OpKind::kElementwise,
          .differentiable = true,
@@ -150,20 +195,21 @@ void AddElementwiseOps(OpTable& t) {
                 "the other one is never read into the result, nor into its gradient"});
   t.Add({.name = "masked_fill",
          .min_version = 3,
-         .ports = {Operand("a"), {"mask", PortRole::kOperand, {DType::kBool}}},
+         .ports = {NumericOperand("a"), {"mask", PortRole::kOperand, {DType::kBool}}},
          .attrs = {{"value", AttrType::kNumber, nullptr, true, std::nullopt, true}},
          .kind = OpKind::kElementwise,
          .differentiable = true,
          .tolerance = ToleranceClass::kExact,
          .determinism = "exact (a selection per element)",
          .summary = "value where mask is true, else a; mask broadcasts with a; the gradient "
-                    "passes where mask is false",
+                    "passes where mask is false; for i32 and u32 `a` the value is an integer of "
+                    "that dtype's range",
          .nan = "elements of a pass as their bits where mask is false; value is a finite "
                 "number"});
   const double inf = std::numeric_limits<double>::infinity();
   t.Add({.name = "clamp",
          .min_version = 3,
-         .ports = {Operand("a")},
+         .ports = {ArithmeticOperand("a")},
          .attrs = {{"min", AttrType::kNumber, nullptr, false, std::nullopt, true, -inf},
                    {"max", AttrType::kNumber, nullptr, false, std::nullopt, true, inf}},
          .kind = OpKind::kElementwise,
@@ -172,32 +218,43 @@ void AddElementwiseOps(OpTable& t) {
          .determinism = "exact (two comparisons per element)",
          .summary = "minimum(maximum(a, min), max), as torch.clamp: either bound may be left "
                     "out, min > max gives max everywhere; the gradient passes where "
-                    "min <= a <= max",
+                    "min <= a <= max; for i32 and u32 `a` the bounds are integers of that "
+                    "dtype's range, compared as integers (a bound left out bounds nothing); for "
+                    "f16 `a` the comparison is made in f32 and a bound chosen is rounded to f16",
          .nan = "as torch.clamp: NaN stays NaN (its gradient is 0); infinities are clamped like "
                 "any value"});
   t.Add({.name = "cast",
          .min_version = 3,
-         .ports = {{"a", PortRole::kOperand, {DType::kF32, DType::kI32, DType::kBool}}},
+         .ports = {ComparableOperand("a")},
          .attrs = {{"dtype", AttrType::kString, nullptr, true}},
          .kind = OpKind::kElementwise,
          .differentiable = true,
          .tolerance = ToleranceClass::kExact,
          .determinism = "exact (a conversion per element)",
-         .summary = "a converted to `dtype` (f32, i32 or bool): to bool, a != 0; from bool, 0 "
-                    "or 1; to i32, toward zero as torch, saturating at -2^31 and 2^31 - 1; from "
-                    "i32 to f32, rounded to nearest (even); the gradient passes between f32 "
-                    "values only",
-         .nan = "as torch's conversion to bool: NaN and infinities are true, +-0 false; to i32, "
-                "NaN gives 0 and +-inf saturate (torch leaves both undefined)"});
-  unary("relu", 1, ToleranceClass::kExact, true, "exact", "max(a, 0)",
+         .summary = "a converted to `dtype` (f32, f16, i32, u32 or bool): to bool, a != 0; "
+                    "from bool, 0 or 1; to f16, rounded to nearest (even), overflowing to "
+                    "infinity, as torch; from f16, exactly; from f32 or f16 to i32 or u32, "
+                    "toward zero as torch, saturating at "
+                    "the dtype's range (-2^31 and 2^31 - 1; 0 and 2^32 - 1); from i32 or u32 to "
+                    "f32 or f16, rounded to nearest (even); between i32 and u32, modulo 2^32 "
+                    "(the bits kept, as torch and NumPy convert); the gradient passes between "
+                    "f32 values only",
+         .nan = "as torch's conversion to bool: NaN and infinities are true, +-0 false; to i32 "
+                "or u32, NaN gives 0 and +-inf saturate (torch leaves both undefined)"});
+  unary("relu", 1, ToleranceClass::kExact, true, "exact (f16 elements select as they are)",
+        "max(a, 0)",
         "as torch.relu: relu(NaN) = NaN (never 0), relu(-0) = -0, relu(inf) = inf, "
-        "relu(-inf) = 0");
+        "relu(-inf) = 0",
+        FloatOperand("a"));
   // A step function: its derivative is zero wherever it exists, so it has no gradient rule.
   unary("positive", 1, ToleranceClass::kExact, false, "exact", "0 where a <= 0, else 1",
         "positive(NaN) = 1: relu's gradient (upstream * positive(a)) passes the upstream "
         "gradient at NaN, as PyTorch's threshold_backward does (the forward value is NaN "
         "already)");
-  unary("neg", 2, ToleranceClass::kExact, true, "exact", "-a", "-NaN is NaN, -(+-inf) is -+inf");
+  unary("neg", 2, ToleranceClass::kExact, true,
+        "exact; i32 negates modulo 2^32 (two's complement: -(-2^31) is -2^31, as torch)", "-a",
+        "-NaN is NaN, -(+-inf) is -+inf",
+        {"a", PortRole::kOperand, {DType::kF32, DType::kF16, DType::kI32}});
   unary("exp", 2, ToleranceClass::kDefault, true,
         "CPU: own implementation (1 ulp); GPU: the driver's exp", "e^a",
         "exp(NaN) = NaN, exp(inf) = inf, exp(-inf) = 0; overflow gives inf");
@@ -233,13 +290,17 @@ void AddReduceOps(OpTable& t) {
   std::vector<Attr> attrs = {{"axis", AttrType::kInt}, {"keepdim", AttrType::kBool, false}};
   t.Add({.name = "sum",
          .min_version = 1,
-         .ports = {Operand("a")},
+         .ports = {{"a", PortRole::kOperand, {DType::kF32, DType::kF16, DType::kI32}}},
          .attrs = attrs,
          .kind = OpKind::kReduce,
          .differentiable = true,
          .tolerance = ToleranceClass::kDefault,
-         .determinism = order,
-         .summary = "sum of all elements, or over one axis (version 2)",
+         .determinism = std::string(order) +
+                        "; an i32 sum is exact integer addition modulo 2^32 (two's complement), "
+                        "so its order cannot change a bit; an f16 sum accumulates in f32 and "
+                        "rounds once to f16 (nearest even)",
+         .summary = "sum of all elements, or over one axis (version 2); an i32 sum is i32 (torch "
+                    "widens to int64: here it wraps modulo 2^32), an f16 sum f16",
          .nan = "IEEE accumulation, as torch.sum: a NaN, or both +inf and -inf, among the summed "
                 "elements gives NaN; the sum over an empty axis is 0"});
   t.Add({.name = "mean",
@@ -673,10 +734,13 @@ void AddIndexOps(OpTable& t) {
   const char* order =
       "fixed order, no float atomics: each output element starts from a's element and adds the "
       "matching src elements in increasing index position, one rounding per addition, the same "
-      "on every backend";
+      "on every backend; i32 data adds exactly, modulo 2^32 (two's complement)";
+  auto summand = [](const char* name) {
+    return Port{name, PortRole::kOperand, {DType::kF32, DType::kI32}};
+  };
   t.Add({.name = "index_add",
          .min_version = 4,
-         .ports = {Operand("a"), index, Operand("src")},
+         .ports = {summand("a"), index, summand("src")},
          .attrs = {axis},
          .kind = OpKind::kIndex,
          .differentiable = true,
@@ -692,7 +756,7 @@ void AddIndexOps(OpTable& t) {
          .nan = "IEEE additions in that order: a NaN term makes its sum NaN, inf + -inf is NaN"});
   t.Add({.name = "scatter_add",
          .min_version = 4,
-         .ports = {Operand("a"), index, Operand("src")},
+         .ports = {summand("a"), index, summand("src")},
          .attrs = {axis},
          .kind = OpKind::kIndex,
          .differentiable = true,

@@ -118,8 +118,9 @@ Status ValidateFeeds(const webir::Graph& g, const Feeds& feeds) {
 Result<HostTensor> SourceData(const webir::Node& n, const Feeds& feeds) {
   const int64_t count = n.type.elements();
   if (n.role == webir::Role::kConst) {
-    std::vector<float> v(static_cast<size_t>(count), n.attrs["value"].get<float>());
-    return HostTensor::FromFloats(n.type, v);
+    // As a double, so an integer constant past 2^24 is stored exactly.
+    std::vector<double> v(static_cast<size_t>(count), n.attrs["value"].get<double>());
+    return HostTensor::FromValues(n.type, v);
   }
   // A feed wins over an initializer: evaluation feeds trained weights into the params by name.
   if (auto it = feeds.find(FeedName(n)); it != feeds.end()) return it->second;

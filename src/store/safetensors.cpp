@@ -1,11 +1,12 @@
 #include "store/safetensors.h"
 
 #include <algorithm>
+#include <cstring>
 #include <limits>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <set>
 
-#include "base/atomic_file.h"
 #include "base/atomic_file.h"
 
 namespace scellis::store {
@@ -94,7 +95,7 @@ std::string ShapeText(const std::vector<uint64_t>& dims) {
   return s + "]";
 }
 
-constexpr const char* kDtypeHelp = "supported dtypes are F32, F64, I32, I64 and U8";
+constexpr const char* kDtypeHelp = "supported dtypes are F32, F16, F64, I32, U32, I64, U8 and BOOL";
 
 // A tensor entry whose fields have been checked, before the layout check.
 struct Entry {
@@ -199,10 +200,80 @@ void CheckEntry(const std::string& name, const json& value, uint64_t data_size,
 }  // namespace
 
 int SafetensorsDtypeSize(std::string_view dtype) {
-  if (dtype == "U8") return 1;
-  if (dtype == "F32" || dtype == "I32") return 4;
+  if (dtype == "U8" || dtype == "BOOL") return 1;
+  if (dtype == "F16") return 2;
+  if (dtype == "F32" || dtype == "I32" || dtype == "U32") return 4;
   if (dtype == "F64" || dtype == "I64") return 8;
   return 0;
+}
+
+const char* SafetensorsDtypeName(DType t) {
+  switch (t) {
+    case DType::kF32:
+      return "F32";
+    case DType::kF16:
+      return "F16";
+    case DType::kI32:
+      return "I32";
+    case DType::kU32:
+      return "U32";
+    case DType::kBool:
+      return "BOOL";
+  }
+  return "F32";
+}
+
+NamedTensor ToNamedTensor(std::string name, const HostTensor& t) {
+  NamedTensor nt{std::move(name), SafetensorsDtypeName(t.type.dtype), t.type.sizes(), {}};
+  if (t.type.dtype == DType::kBool) {
+    // One byte per element in the file, a 4-byte 0/1 in the engine.
+    std::span<const uint32_t> v = t.view<uint32_t>();
+    nt.bytes.resize(v.size());
+    for (size_t i = 0; i < v.size(); ++i) nt.bytes[i] = v[i] != 0 ? '\x01' : '\x00';
+    return nt;
+  }
+  nt.bytes.assign(reinterpret_cast<const char*>(t.bytes.data()), t.bytes.size());
+  return nt;
+}
+
+Result<HostTensor> ToHostTensor(const NamedTensor& nt) {
+  const std::string pointer = Pointer(nt.name);
+  std::optional<DType> dtype;
+  for (DType t : {DType::kF32, DType::kF16, DType::kI32, DType::kU32, DType::kBool})
+    if (nt.dtype == SafetensorsDtypeName(t)) dtype = t;
+  if (!dtype) {
+    return UserError("safetensors-bad-dtype", pointer,
+                     "tensor " + Quote(nt.name) + " is " + nt.dtype + ", which no engine dtype is",
+                     "the engine's dtypes are stored as F32, F16, I32, U32 and BOOL");
+  }
+  std::optional<int64_t> elements = CheckedElements(nt.shape);
+  const int width = SafetensorsDtypeSize(nt.dtype);
+  if (!elements || nt.shape.size() > static_cast<size_t>(kMaxRank) ||
+      static_cast<uint64_t>(*elements) * static_cast<uint64_t>(width) != nt.bytes.size()) {
+    return UserError("safetensors-bad-shape", pointer,
+                     "tensor " + Quote(nt.name) + " of shape " +
+                         ShapeText(std::vector<uint64_t>(nt.shape.begin(), nt.shape.end())) +
+                         " does not fit an engine tensor (rank up to " + std::to_string(kMaxRank) +
+                         ", at most 2^40 elements) of its " + std::to_string(nt.bytes.size()) +
+                         " bytes");
+  }
+  HostTensor t = HostTensor::Zeros(MakeType(nt.shape, *dtype));
+  if (*dtype != DType::kBool) {
+    if (!nt.bytes.empty()) std::memcpy(t.bytes.data(), nt.bytes.data(), nt.bytes.size());
+    return t;
+  }
+  std::span<uint32_t> v = t.view<uint32_t>();
+  for (size_t i = 0; i < nt.bytes.size(); ++i) {
+    const unsigned char b = static_cast<unsigned char>(nt.bytes[i]);
+    if (b > 1) {
+      return UserError("safetensors-bad-value", pointer,
+                       "tensor " + Quote(nt.name) + " is BOOL and holds the byte " +
+                           std::to_string(b) + " at element " + std::to_string(i) +
+                           "; a BOOL byte is 0 or 1");
+    }
+    v[i] = b;
+  }
+  return t;
 }
 
 Status CheckTensors(const std::vector<NamedTensor>& tensors,

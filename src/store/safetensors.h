@@ -12,13 +12,14 @@
 #include <string_view>
 #include <vector>
 
+#include "base/host_tensor.h"
 #include "base/result.h"
 
 namespace scellis::store {
 
 struct NamedTensor {
   std::string name;
-  std::string dtype;           // "F32", "F64", "I32", "I64" or "U8"
+  std::string dtype;           // "F32", "F16", "F64", "I32", "U32", "I64", "U8" or "BOOL"
   std::vector<int64_t> shape;  // empty for a scalar
   std::string bytes;           // the elements, row-major, little-endian
 };
@@ -30,6 +31,17 @@ inline constexpr uint64_t kSafetensorsDefaultMaxFileBytes = uint64_t{64} << 30;
 
 // Bytes per element of a supported dtype, 0 for any other string.
 int SafetensorsDtypeSize(std::string_view dtype);
+
+// The format's name of an engine dtype: F32, F16, I32, U32, BOOL.
+const char* SafetensorsDtypeName(DType t);
+// An engine tensor as a checkpoint entry. Every dtype's bytes are its storage bytes (little-endian
+// IEEE binary32 and binary16, two's complement i32, u32) but bool's: the format stores BOOL as
+// one byte per element, the engine a 4-byte 0 or 1.
+NamedTensor ToNamedTensor(std::string name, const HostTensor& t);
+// A checkpoint entry of an engine dtype as an engine tensor: safetensors-bad-dtype for the
+// format's other dtypes (F64, I64, U8), safetensors-bad-shape past the engine's rank or size
+// limits, safetensors-bad-value for a BOOL byte other than 0 or 1; each points at /name.
+Result<HostTensor> ToHostTensor(const NamedTensor& nt);
 
 // Checks that tensors can be encoded: names non-empty, distinct, valid UTF-8 and not
 // "__metadata__" (safetensors-bad-entry, safetensors-duplicate-key), dtypes supported
@@ -60,7 +72,7 @@ Status SaveSafetensors(const std::string& path, const std::vector<NamedTensor>& 
 //                                 deeper than the format ever needs
 //   safetensors-duplicate-key     a key appears twice in one object
 //   safetensors-bad-entry         an entry is not an object of exactly dtype, shape, data_offsets
-//   safetensors-bad-dtype         a dtype other than F32, F64, I32, I64, U8
+//   safetensors-bad-dtype         a dtype other than F32, F16, F64, I32, U32, I64, U8, BOOL
 //   safetensors-bad-shape         a dimension that is not a non-negative integer, or a size that
 //                                 overflows
 //   safetensors-bad-offsets       offsets that are not [begin, end] with end - begin the tensor's

@@ -4,9 +4,13 @@
 #include <sys/resource.h>
 
 #include <algorithm>
+#include <bit>
+#include <cmath>
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
+#include <limits>
+#include <map>
 #include <stdexcept>
 #include <string>
 #include <vector>
@@ -205,7 +209,7 @@ TEST(Safetensors, HostileEntries) {
   EXPECT_EQ(Decode(One(R"({"dtype":"U8","shape":[1]})", "x")), "safetensors-bad-entry");
   EXPECT_EQ(Decode(One(R"({"dtype":"U8","shape":[1],"data_offsets":[0,1],"x":1})", "x")),
             "safetensors-bad-entry");
-  EXPECT_EQ(Decode(One(R"({"dtype":"F16","shape":[1],"data_offsets":[0,2]})", "xx")),
+  EXPECT_EQ(Decode(One(R"({"dtype":"BF16","shape":[1],"data_offsets":[0,2]})", "xx")),
             "safetensors-bad-dtype");
   EXPECT_EQ(Decode(One(R"({"dtype":7,"shape":[1],"data_offsets":[0,1]})", "x")),
             "safetensors-bad-dtype");
@@ -357,6 +361,103 @@ TEST(Safetensors, LoadJudgesTheHeaderBeforeReadingTheData) {
   Result<std::vector<NamedTensor>> dev = LoadSafetensors("/dev/zero", nullptr);
   ASSERT_FALSE(dev.ok());
   EXPECT_EQ(dev.errors()[0].code, "not-a-regular-file");
+}
+
+}  // namespace
+}  // namespace scellis::store
+
+namespace scellis::store {
+namespace {
+
+// A file written by tools/make_safetensors_dtypes_fixture.py from the format's rules with Python's
+// struct and json (not by this encoder): every engine dtype reads back with the values the script
+// lists.
+TEST(Safetensors, ReadsEveryEngineDtypeFromAnIndependentWriter) {
+  Metadata meta;
+  auto tensors = LoadSafetensors(
+      std::string(SCELLIS_SOURCE_DIR) + "/tests/store/engine_dtypes.safetensors", &meta);
+  ASSERT_TRUE(tensors.ok()) << tensors.errors().front().message;
+  EXPECT_EQ(meta.at("format"), "pt");
+  std::map<std::string, HostTensor> by_name;
+  for (const NamedTensor& nt : *tensors) {
+    auto t = ToHostTensor(nt);
+    ASSERT_TRUE(t.ok()) << nt.name << ": " << t.errors().front().message;
+    by_name.emplace(nt.name, std::move(*t));
+  }
+  ASSERT_EQ(by_name.size(), 6u);
+
+  const HostTensor& f32 = by_name.at("f32");
+  EXPECT_EQ(f32.type.dtype, DType::kF32);
+  EXPECT_EQ(f32.type.sizes(), (std::vector<int64_t>{2, 2}));
+  const float want_f32[] = {1.5f, -0.0f, 3.25e-3f, -65504.0f};
+  for (int i = 0; i < 4; ++i)
+    EXPECT_EQ(std::bit_cast<uint32_t>(f32.view<float>()[i]), std::bit_cast<uint32_t>(want_f32[i]));
+
+  const HostTensor& f16 = by_name.at("f16");
+  EXPECT_EQ(f16.type.dtype, DType::kF16);
+  EXPECT_EQ(f16.ValueAt(0), 1.0);
+  EXPECT_EQ(f16.ValueAt(1), -2.0);
+  EXPECT_EQ(f16.ValueAt(2), 65504.0);
+  EXPECT_EQ(f16.ValueAt(3), std::ldexp(1.0, -24));
+  EXPECT_EQ(f16.ValueAt(4), std::numeric_limits<double>::infinity());
+  EXPECT_TRUE(std::isnan(f16.ValueAt(5)));
+
+  const HostTensor& i32 = by_name.at("i32");
+  EXPECT_EQ(i32.type.dtype, DType::kI32);
+  const std::vector<int32_t> want_i32 = {-2147483647 - 1, 2147483647, 0, -1, 16777217};
+  EXPECT_EQ(std::vector<int32_t>(i32.view<int32_t>().begin(), i32.view<int32_t>().end()), want_i32);
+
+  const HostTensor& u32 = by_name.at("u32");
+  EXPECT_EQ(u32.type.dtype, DType::kU32);
+  const std::vector<uint32_t> want_u32 = {0u, 4294967295u, 2147483648u, 16777217u};
+  EXPECT_EQ(std::vector<uint32_t>(u32.view<uint32_t>().begin(), u32.view<uint32_t>().end()),
+            want_u32);
+
+  const HostTensor& mask = by_name.at("mask");  // one byte each in the file, 4 in the engine
+  EXPECT_EQ(mask.type.dtype, DType::kBool);
+  EXPECT_EQ(std::vector<uint32_t>(mask.view<uint32_t>().begin(), mask.view<uint32_t>().end()),
+            (std::vector<uint32_t>{1, 0, 1}));
+
+  const HostTensor& scalar = by_name.at("scalar");
+  EXPECT_EQ(scalar.type.rank(), 0);
+  EXPECT_EQ(scalar.view<int32_t>()[0], -7);
+}
+
+// Engine tensors of every dtype through the encoder and decoder: the bytes come back, bool as
+// one byte per element in the file.
+TEST(Safetensors, EngineDtypesRoundTrip) {
+  std::vector<HostTensor> originals = {
+      HostTensor::FromValues(MakeType({3}, DType::kF32), std::vector<double>{1.5, -2, 0.25}),
+      HostTensor::FromValues(MakeType({2}, DType::kF16), std::vector<double>{0.1, -65504}),
+      HostTensor::FromValues(MakeType({2}, DType::kI32), std::vector<double>{-2147483648.0, 7}),
+      HostTensor::FromValues(MakeType({2}, DType::kU32), std::vector<double>{4294967295.0, 1}),
+      HostTensor::FromValues(MakeType({2, 2}, DType::kBool), std::vector<double>{1, 0, 0, 1})};
+  std::vector<NamedTensor> named;
+  for (size_t i = 0; i < originals.size(); ++i)
+    named.push_back(ToNamedTensor("t" + std::to_string(i), originals[i]));
+  EXPECT_EQ(named[4].dtype, "BOOL");
+  EXPECT_EQ(named[4].bytes, std::string("\x01\x00\x00\x01", 4));
+  EXPECT_EQ(named[1].dtype, "F16");
+  ASSERT_TRUE(CheckTensors(named, {}).ok());
+  auto decoded = DecodeSafetensors(EncodeSafetensors(named, {}), nullptr);
+  ASSERT_TRUE(decoded.ok());
+  for (size_t i = 0; i < originals.size(); ++i) {
+    auto back = ToHostTensor((*decoded)[i]);
+    ASSERT_TRUE(back.ok());
+    EXPECT_EQ(back->type.dtype, originals[i].type.dtype) << i;
+    EXPECT_EQ(back->type.sizes(), originals[i].type.sizes()) << i;
+    EXPECT_EQ(back->bytes, originals[i].bytes) << i;
+  }
+}
+
+TEST(Safetensors, RefusesWhatNoEngineTensorHolds) {
+  auto code = [](const NamedTensor& nt) {
+    auto t = ToHostTensor(nt);
+    return t.ok() ? std::string("ok") : t.errors().front().code + " " + t.errors().front().pointer;
+  };
+  EXPECT_EQ(code({"x", "F64", {1}, std::string(8, '\0')}), "safetensors-bad-dtype /x");
+  EXPECT_EQ(code({"m", "BOOL", {2}, std::string("\x01\x02", 2)}), "safetensors-bad-value /m");
+  EXPECT_EQ(code({"r", "U32", {1, 1, 1, 1, 1}, std::string(4, '\0')}), "safetensors-bad-shape /r");
 }
 
 }  // namespace

@@ -233,6 +233,14 @@ class Lowering {
                 "compare with 0 or 1, or cast the mask to f32 first");
           return -1;
         }
+        if (!FitsIntegerDType(s.get<double>(), scalar_dtype)) {
+          Error(b, "bad-attribute", ParamPointer(b, "scalar"),
+                "the scalar " + s.dump() + " meets an " + DTypeName(scalar_dtype) +
+                    " operand, and is not an integer in its range " +
+                    IntegerRangeText(scalar_dtype),
+                "give an integer scalar, or cast the operand to f32 first");
+          return -1;
+        }
         Node c;
         c.op = "full";
         c.role = Role::kConst;
@@ -250,21 +258,35 @@ class Lowering {
       return -1;
     }
     // Operand attributes follow the ports as rank-0 constants (see ops::Attr::as_operand); the
-    // checker above has already held them to finite numbers, and f32 holds them.
+    // checker above has already held them to finite numbers, and f32 holds them. Beside an
+    // integer first operand they are integers of its dtype, compared and stored as integers; one
+    // left out is the dtype's extreme, which bounds nothing as an infinity does for f32.
+    const DType operand_dtype = n.args.empty() ? DType::kF32 : g_.at(n.args[0]).type.dtype;
+    const bool integer_operand = operand_dtype == DType::kI32 || operand_dtype == DType::kU32;
     for (const ops::Attr& a : def->attrs) {
       if (!a.as_operand) continue;
       auto it = b.params.find(a.name);
       const bool given = it != b.params.end() && !it->is_null();
-      const double value = given ? it->get<double>() : a.absent;
+      double value = given ? it->get<double>() : a.absent;
       if (given && std::fabs(value) > std::numeric_limits<float>::max()) {
         Error(b, "data-out-of-range", ParamPointer(b, a.name),
               "the value " + it->dump() + " does not fit in f32");
         return -1;
       }
+      if (integer_operand && given && !FitsIntegerDType(value, operand_dtype)) {
+        Error(b, "bad-attribute", ParamPointer(b, a.name),
+              "\"" + a.name + "\" is " + it->dump() + " beside an " + DTypeName(operand_dtype) +
+                  " operand, and is not an integer in its range " + IntegerRangeText(operand_dtype),
+              "give an integer, or cast the operand to f32 first");
+        return -1;
+      }
+      if (integer_operand && !given)
+        value = value < 0 ? (operand_dtype == DType::kI32 ? -2147483648.0 : 0.0)
+                          : (operand_dtype == DType::kI32 ? 2147483647.0 : 4294967295.0);
       Node c;
       c.op = "full";
       c.role = Role::kConst;
-      c.type = MakeType({}, DType::kF32);
+      c.type = MakeType({}, integer_operand ? operand_dtype : DType::kF32);
       c.attrs["value"] = value;
       c.origin = given ? ParamPointer(b, a.name) : b.pointer;
       arg_pointers.push_back(c.origin);

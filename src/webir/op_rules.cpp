@@ -1,6 +1,7 @@
 #include "webir/op_rules.h"
 
 #include <algorithm>
+#include <cmath>
 
 namespace scellis::webir {
 
@@ -54,6 +55,16 @@ Result<TensorType> InferChecked(std::string_view op, const OpRule& rule, InferCo
                    "no device holds a tensor this large; split the data or stream it");
   }
   return t;
+}
+
+bool FitsIntegerDType(double v, DType t) {
+  if (t == DType::kI32) return v == std::trunc(v) && v >= -2147483648.0 && v <= 2147483647.0;
+  if (t == DType::kU32) return v == std::trunc(v) && v >= 0 && v <= 4294967295.0;
+  return true;
+}
+
+std::string IntegerRangeText(DType t) {
+  return t == DType::kU32 ? "[0, 4294967295]" : "[-2147483648, 2147483647]";
 }
 
 Result<TensorType> InferSameAsFirst(InferContext& c) {

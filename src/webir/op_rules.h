@@ -118,6 +118,12 @@ Status CheckKnownFixedPoint(const Graph& g);
 // no rule can hand an unchecked shape to the rungs below.
 Result<TensorType> InferChecked(std::string_view op, const OpRule& rule, InferContext& c);
 
+// Whether `v` is an integer that `t` holds when `t` is i32 or u32 (scalars, bounds and fill
+// values meeting integer operands are stored exactly, never rounded or saturated); true for the
+// other dtypes. IntegerRangeText gives the range for a diagnostic: "[-2147483648, 2147483647]".
+bool FitsIntegerDType(double v, DType t);
+std::string IntegerRangeText(DType t);
+
 // Shared shape rules.
 Result<TensorType> InferSameAsFirst(InferContext& c);
 Result<TensorType> InferBroadcast(InferContext& c);

@@ -185,6 +185,26 @@ def test_layout_moves_integer_and_bool_tensors_exactly(backend, rng):
     np.testing.assert_array_equal(out["mask_r"], mask.reshape(6, 4))
 
 
+def test_integer_arithmetic_wraps_as_numpy(backend, rng):
+    """u32 and i32 feeds computed as integers, wrapping modulo 2^32 as NumPy's uint32 and int32."""
+    u = rng.integers(0, 2**32, size=(3, 5), dtype=np.uint64).astype(np.uint32)
+    v = rng.integers(0, 2**32, size=(3, 5), dtype=np.uint64).astype(np.uint32)
+    u[0, :3], v[0, :3] = [0xFFFFFFFF, 0, 0x80000000], [1, 1, 0x80000000]
+    i = rng.integers(-2**31, 2**31, size=(3, 5), dtype=np.int64).astype(np.int32)
+    i[0, :2] = [-2**31, 2**31 - 1]
+    g = scellis.Graph()
+    tu, tv, ti = g.input("u", u, dtype="u32"), g.input("v", v, dtype="u32"), g.input("i", i,
+                                                                                     dtype="i32")
+    out = run(g, backend, s=tu + tv, d=tu - tv, p=tu * tv, big=tu + 4000000000, w=ti * 3 + ti)
+    assert out["s"].dtype == np.uint32 and out["w"].dtype == np.int32
+    with np.errstate(over="ignore"):
+        np.testing.assert_array_equal(out["s"], u + v)
+        np.testing.assert_array_equal(out["d"], u - v)
+        np.testing.assert_array_equal(out["p"], u * v)
+        np.testing.assert_array_equal(out["big"], u + np.uint32(4000000000))
+        np.testing.assert_array_equal(out["w"], i * np.int32(3) + i)
+
+
 def _softmax(x, axis):
     e = np.exp(x - x.max(axis=axis, keepdims=True))
     return e / e.sum(axis=axis, keepdims=True)

@@ -140,7 +140,75 @@ T GeluGrad(T a, T b) {
   return b * detmath::GeluGrad(a);
 }
 
+// Integer forms, on exact values: i32 and u32 operands fit int64 with room, so a sum or a
+// difference is exact before the caller wraps it; a product of two u32 can pass 2^63, so it is
+// taken modulo 2^64 in uint64, which keeps the low 32 bits the wrap reads.
+int64_t IntAdd(int64_t a, int64_t b, int64_t) {
+  return a + b;
+}
+int64_t IntSub(int64_t a, int64_t b, int64_t) {
+  return a - b;
+}
+int64_t IntMul(int64_t a, int64_t b, int64_t) {
+  return static_cast<int64_t>(static_cast<uint64_t>(a) * static_cast<uint64_t>(b));
+}
+int64_t IntNeg(int64_t a, int64_t, int64_t) {
+  return -a;
+}
+int64_t IntMaximum(int64_t a, int64_t b, int64_t) {
+  return a >= b ? a : b;
+}
+int64_t IntMinimum(int64_t a, int64_t b, int64_t) {
+  return a <= b ? a : b;
+}
+int64_t IntClamp(int64_t a, int64_t lo, int64_t hi) {
+  const int64_t m = a < lo ? lo : a;
+  return m > hi ? hi : m;
+}
+int64_t IntEq(int64_t a, int64_t b, int64_t) {
+  return a == b;
+}
+int64_t IntNe(int64_t a, int64_t b, int64_t) {
+  return a != b;
+}
+int64_t IntLt(int64_t a, int64_t b, int64_t) {
+  return a < b;
+}
+int64_t IntLe(int64_t a, int64_t b, int64_t) {
+  return a <= b;
+}
+int64_t IntGt(int64_t a, int64_t b, int64_t) {
+  return a > b;
+}
+int64_t IntGe(int64_t a, int64_t b, int64_t) {
+  return a >= b;
+}
+int64_t IntWhere(int64_t cond, int64_t a, int64_t b) {
+  return cond != 0 ? a : b;
+}
+int64_t IntMaskedFill(int64_t a, int64_t mask, int64_t value) {
+  return mask != 0 ? value : a;
+}
+// The conversion itself is the caller's: it reads the operand as its value and stores the result
+// in the cast's dtype.
+int64_t IntCast(int64_t a, int64_t, int64_t) {
+  return a;
+}
+
 }  // namespace
+
+IntegerFn FindIntegerScalar(const std::string& op) {
+  static const std::pair<const char*, IntegerFn> kTable[] = {
+      {"add", IntAdd},     {"sub", IntSub},         {"mul", IntMul},
+      {"neg", IntNeg},     {"maximum", IntMaximum}, {"minimum", IntMinimum},
+      {"clamp", IntClamp}, {"eq", IntEq},           {"ne", IntNe},
+      {"lt", IntLt},       {"le", IntLe},           {"gt", IntGt},
+      {"ge", IntGe},       {"where", IntWhere},     {"masked_fill", IntMaskedFill},
+      {"cast", IntCast}};
+  for (const auto& [name, fn] : kTable)
+    if (op == name) return fn;
+  return nullptr;
+}
 
 void AddElementwiseScalars(std::vector<std::pair<std::string, ScalarImpl>>& t) {
 // Unary and binary definitions take (a, b); the table's functions take a third operand too.

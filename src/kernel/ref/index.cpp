@@ -46,10 +46,21 @@ void Gather(const OpArgs<T>& a) {
   });
 }
 
+// acc + term in the operands' dtype: one f32 rounding, or i32 addition modulo 2^32 on the slots'
+// integers (IntegerSlot), exact.
+template <typename T>
+T AddInDType(T acc, T term, DType dtype) {
+  if (!IsIntegerDType(dtype)) return acc + term;
+  const uint64_t sum =
+      static_cast<uint64_t>(IntegerOf(acc, dtype)) + static_cast<uint64_t>(IntegerOf(term, dtype));
+  return IntegerSlot<T>(WrapToDType(sum, dtype), dtype);
+}
+
 // out[p] = a[p] + src[p with axis k] for every k with index[k] == p's axis coordinate, k rising.
 template <typename T>
 void IndexAdd(const OpArgs<T>& a) {
   const int axis = AxisOf(*a.node);
+  const DType dtype = a.node->type.dtype;
   const std::vector<int64_t> src_strides = RowMajorStrides(a.in_type(2).sizes());
   const std::vector<int64_t> out_sizes = a.node->type.sizes();
   // The positions that add to each slice of the axis, in increasing order.
@@ -63,7 +74,7 @@ void IndexAdd(const OpArgs<T>& a) {
       if (static_cast<int>(d) != axis) base += idx[d] * src_strides[d];
     T acc = a.inputs[0][i];
     for (int64_t k : positions[static_cast<size_t>(idx[axis])])
-      acc = acc + a.inputs[2][base + k * src_strides[axis]];
+      acc = AddInDType(acc, a.inputs[2][base + k * src_strides[axis]], dtype);
     return acc;
   });
 }
@@ -73,6 +84,7 @@ void IndexAdd(const OpArgs<T>& a) {
 template <typename T>
 void ScatterAdd(const OpArgs<T>& a) {
   const int axis = AxisOf(*a.node);
+  const DType dtype = a.node->type.dtype;
   const std::vector<int64_t> index_sizes = a.in_type(1).sizes();
   const std::vector<int64_t> index_strides = RowMajorStrides(index_sizes);
   const std::vector<int64_t> out_sizes = a.node->type.sizes();
@@ -87,7 +99,7 @@ void ScatterAdd(const OpArgs<T>& a) {
     }
     for (int64_t k = 0; k < index_sizes[axis]; ++k) {
       const int64_t q = base + k * index_strides[axis];
-      if (IndexAt(a, q) == idx[axis]) acc = acc + a.inputs[2][q];
+      if (IndexAt(a, q) == idx[axis]) acc = AddInDType(acc, a.inputs[2][q], dtype);
     }
     return acc;
   });

@@ -200,6 +200,44 @@ T BoolOf(T v) {
   return v != T(0) ? T(1) : T(0);
 }
 
+// An integer step over n elements: each operand read as its value (IntegerOf for i32 and u32,
+// 0 or 1 for a bool; an f32 or f16 only reaches a cast, which converts it as SaturateToI32 or
+// SaturateToU32 do), the op applied in int64, the result stored in the step's dtype: wrapped
+// modulo 2^32 for i32 and u32, != 0 for bool, rounded to nearest (even) for f32 (a cast from an
+// integer; the caller rounds an f16 result on to f16).
+template <typename T>
+void IntegerStep(IntegerFn fn, const std::vector<DType>& dtypes, DType out_dtype, const T* a,
+                 const T* b, const T* c, T* result, int64_t n) {
+  const T* operands[3] = {a, b, c};
+  auto value = [&](size_t o, int64_t j) -> int64_t {
+    if (o >= dtypes.size()) return 0;
+    const T slot = operands[o][j];
+    switch (dtypes[o]) {
+      case DType::kI32:
+      case DType::kU32:
+        return IntegerOf(slot, dtypes[o]);
+      case DType::kBool:
+        return slot != T(0);
+      default:  // f32, converted by a cast
+        return out_dtype == DType::kU32 ? SaturateToU32(slot) : SaturateToI32(slot);
+    }
+  };
+  for (int64_t j = 0; j < n; ++j) {
+    const int64_t r = fn(value(0, j), value(1, j), value(2, j));
+    switch (out_dtype) {
+      case DType::kI32:
+      case DType::kU32:
+        result[j] = IntegerSlot<T>(WrapToDType(static_cast<uint64_t>(r), out_dtype), out_dtype);
+        break;
+      case DType::kBool:
+        result[j] = r != 0 ? T(1) : T(0);
+        break;
+      default:
+        result[j] = static_cast<T>(r);
+    }
+  }
+}
+
 // A shift step's read: input `sizes` (broadcast into the output, trailing axes aligned) at the
 // output element `idx` moved back by `shifts`; -1 where the zero boundary reads nothing.
 struct ShiftedRead {
@@ -239,20 +277,21 @@ Status RunFused(const Module& m, const Kernel& k, const std::vector<const T*>& i
     strides.push_back(BroadcastStrides(m.graph().at(in).type.sizes(), sizes));
     in_dtypes.push_back(m.graph().at(in).type.dtype);
   }
-  // An input laid out as the output is read in place at the element's index. An integer input is
-  // always gathered: its slots hold bits, read as the integer's value.
+  // An input laid out as the output is read in place at the element's index. Integer inputs keep
+  // their slots (IntegerSlot) in the kernel: only integer steps read them, as integers.
   std::vector<int64_t> row_major(rank, 1);
   for (size_t d = rank; d-- > 1;) row_major[d - 1] = row_major[d] * sizes[d];
   std::vector<char> in_place(inputs.size(), 1);
   for (size_t o = 0; o < inputs.size(); ++o) {
-    if (IsIntegerDType(in_dtypes[o])) in_place[o] = 0;
     for (size_t d = 0; d < rank; ++d)
       if (sizes[d] > 1 && strides[o][d] != row_major[d]) in_place[o] = 0;
   }
   struct Step {
-    BlockFn<T> fn = nullptr;  // null: a constant, or a shift (filled while gathering)
+    BlockFn<T> fn = nullptr;      // null: a constant, a shift (filled while gathering) or integer
+    IntegerFn integer = nullptr;  // an integer step: it or an operand is i32 or u32
     T value = T(0);
-    DType cast_to = DType::kF32;  // the dtype a cast makes (f32 for every other step)
+    DType dtype = DType::kF32;  // the dtype of the step's node
+    std::vector<DType> operand_dtypes;
     std::vector<int> operands;
     std::optional<ShiftedRead> shift;
   };
@@ -261,8 +300,19 @@ Status RunFused(const Module& m, const Kernel& k, const std::vector<const T*>& i
   for (const ExprStep& e : k.expr) {
     Step s;
     s.operands = e.operands;
+    s.dtype = m.graph().at(e.node).type.dtype;
+    bool integer = IsIntegerDType(s.dtype);
+    for (int o : e.operands) {
+      s.operand_dtypes.push_back(IsStepRef(o) ? steps[StepOf(o)].dtype : in_dtypes[o]);
+      integer |= IsIntegerDType(s.operand_dtypes.back());
+    }
     if (e.op == "full") {
-      s.value = static_cast<T>(static_cast<float>(e.value));
+      s.value = IsIntegerDType(s.dtype)  ? IntegerSlot<T>(static_cast<int64_t>(e.value), s.dtype)
+                : s.dtype == DType::kF16 ? RoundToHalf(static_cast<T>(e.value))
+                                         : static_cast<T>(static_cast<float>(e.value));
+    } else if (integer) {
+      s.integer = FindIntegerScalar(e.op);
+      if (!s.integer) return InternalError("ref.RunFused", "no integer reference for " + e.op);
     } else if (e.op == "shift") {
       const webir::Node& n = m.graph().at(e.node);
       s.shift = ShiftedRead{m.graph().at(k.inputs[e.operands[0]]).type.sizes(),
@@ -273,12 +323,10 @@ Status RunFused(const Module& m, const Kernel& k, const std::vector<const T*>& i
       const ScalarImpl* impl = FindScalar(e.op);
       if (!impl) return InternalError("ref.RunFused", "no scalar reference for " + e.op);
       s.fn = PickBlock<T>(*impl);
-      if (e.op == "cast") s.cast_to = m.graph().at(e.node).type.dtype;
     }
     steps.push_back(std::move(s));
   }
   const bool gathers = shifts || std::find(in_place.begin(), in_place.end(), 0) != in_place.end();
-  const DType out_dtype = out_type.dtype;
   constexpr int64_t kBlock = 256;
   int64_t chunks = (total + kChunk - 1) / kChunk;
   parallel.For(chunks, [&](int64_t c) {
@@ -299,11 +347,7 @@ Status RunFused(const Module& m, const Kernel& k, const std::vector<const T*>& i
         for (int64_t j = 0; j < n; ++j) {
           for (size_t o = 0; o < inputs.size(); ++o) {
             if (in_place[o]) continue;
-            // An integer is read as its value: exact in f64, rounded once to nearest in f32.
-            const T slot = inputs[o][offset[o]];
-            gathered[o * kBlock + j] = IsIntegerDType(in_dtypes[o])
-                                           ? static_cast<T>(IntegerOf(slot, in_dtypes[o]))
-                                           : slot;
+            gathered[o * kBlock + j] = inputs[o][offset[o]];
           }
           for (size_t si = 0; si < steps.size(); ++si) {
             if (!steps[si].shift) continue;
@@ -328,28 +372,27 @@ Status RunFused(const Module& m, const Kernel& k, const std::vector<const T*>& i
         const Step& s = steps[si];
         T* result = values.data() + si * kBlock;
         if (s.shift) continue;
-        if (!s.fn) {
+        const T *a = operand(s, 0), *b = operand(s, 1), *cc = operand(s, 2);
+        if (!s.fn && !s.integer) {
           std::fill(result, result + n, s.value);
           continue;
         }
-        const T *a = operand(s, 0), *b = operand(s, 1), *cc = operand(s, 2);
-        s.fn(a, b, cc, result, n);
-        // A cast to bool or i32 makes its value one of that dtype in the register already, so
-        // that later steps of the expression see it; a cast to f32 keeps the value (f32 is the
-        // register). An i32 in the register is the integer rounded to T (2^31 - 1 becomes 2^31
-        // in f32, which the store saturates back).
-        if (s.cast_to == DType::kBool)
+        if (s.integer)
+          IntegerStep(s.integer, s.operand_dtypes, s.dtype, a, b, cc, result, n);
+        else
+          s.fn(a, b, cc, result, n);
+        // An f16 step computes in T and rounds its result once (a cast to f16 included).
+        if (s.dtype == DType::kF16)
+          for (int64_t j = 0; j < n; ++j) result[j] = RoundToHalf(result[j]);
+        if (s.integer) continue;
+        // A cast to bool makes its value 0 or 1 in the register already, so that later steps of
+        // the expression see it; a cast to f32 keeps the value (f32 is the register).
+        if (s.dtype == DType::kBool && k.expr[si].op == "cast")
           for (int64_t j = 0; j < n; ++j) result[j] = BoolOf(result[j]);
-        if (s.cast_to == DType::kI32)
-          for (int64_t j = 0; j < n; ++j) result[j] = static_cast<T>(SaturateToI32(result[j]));
       }
+      // Integer results are slots already (IntegerSlot), bools 0 or 1: the store copies.
       const T* last = values.data() + (steps.size() - 1) * kBlock;
-      if (out_dtype == DType::kI32) {
-        for (int64_t j = 0; j < n; ++j)
-          out[first + j] = IntegerSlot<T>(SaturateToI32(last[j]), DType::kI32);
-      } else {
-        std::copy(last, last + n, out + first);
-      }
+      std::copy(last, last + n, out + first);
     }
   });
   return Status::Ok();

@@ -12,6 +12,7 @@
 #include <type_traits>
 #include <vector>
 
+#include "base/host_tensor.h"
 #include "base/result.h"
 #include "kernel/module.h"
 
@@ -74,6 +75,33 @@ inline int64_t SaturateToI32(double v) {
   if (v <= -2147483648.0) return -2147483648LL;
   return static_cast<int64_t>(v);  // truncates toward zero
 }
+
+// A value converted to u32 as cast{a, "u32"} does: toward zero, saturating at 0 and 2^32 - 1,
+// NaN to 0 (the rule of SaturateToI32, for u32's range).
+inline int64_t SaturateToU32(double v) {
+  if (v != v || v <= 0) return 0;
+  if (v >= 4294967295.0) return 4294967295LL;
+  return static_cast<int64_t>(v);
+}
+
+// An integer result as `t` stores it: its low 32 bits, read as two's complement for i32. Integer
+// arithmetic wraps modulo 2^32 on every backend, as WGSL's i32 and u32 and torch's int32 do.
+inline int64_t WrapToDType(uint64_t v, DType t) {
+  return t == DType::kU32 ? int64_t{static_cast<uint32_t>(v)}
+                          : int64_t{static_cast<int32_t>(static_cast<uint32_t>(v))};
+}
+
+// `v` rounded to the nearest f16 (even on ties; overflow to infinity, NaN stays NaN), as a T: an
+// f16 step of an elementwise kernel computes in T and rounds its result with this, once.
+template <typename T>
+T RoundToHalf(T v) {
+  return static_cast<T>(HalfToFloat(FloatToHalf(static_cast<float>(v))));
+}
+
+// Integer forms of elementwise ops, on values (i32 and u32 exactly, bool 0 or 1) in int64; the
+// caller wraps the result to the step's dtype. nullptr where the op has none.
+using IntegerFn = int64_t (*)(int64_t a, int64_t b, int64_t c);
+IntegerFn FindIntegerScalar(const std::string& op);
 
 // The widest vector instructions this machine runs, for the kernels compiled once per instruction
 // set (matmul_tile.inc, adam_loops.inc). Only the speed depends on it, never a bit.

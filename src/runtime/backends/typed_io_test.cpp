@@ -203,12 +203,12 @@ TEST(TypedIo, OpsOutsideTheirPortDTypesAreRefused) {
   auto exec = Open("cpu");
   Json doc = {{"version", 2},
               {"nodes",
-               {{{"id", 0}, {"op", "input"}, {"name", "a"}, {"shape", {3}}, {"dtype", "i32"}},
+               {{{"id", 0}, {"op", "input"}, {"name", "a"}, {"shape", {3}}, {"dtype", "u32"}},
                 {{"id", 1}, {"op", "sum"}, {"a", 0}}}},
               {"outputs", {{{"name", "s"}, {"id", 1}}}}};
   auto plan = PlanFor(doc, *exec);
   ASSERT_FALSE(plan.ok());
-  // The op table says what each port takes: sums are f32 only.
+  // The op table says what each port takes: sums are f32, f16 or i32.
   EXPECT_EQ(plan.errors().front().code, "dtype-mismatch");
 }
 

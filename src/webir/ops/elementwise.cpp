@@ -140,16 +140,14 @@ Result<TensorType> InferMaskedFill(InferContext& c) {
   return a;
 }
 
-// cast(a, dtype): a's shape in `dtype`, f32, i32 or bool.
+// cast(a, dtype): a's shape in `dtype`, any of the engine's.
 Result<TensorType> InferCast(InferContext& c) {
   auto it = c.attrs.find("dtype");
   std::optional<DType> to;
   if (it != c.attrs.end() && it->is_string()) to = ParseDType(it->get<std::string>());
-  if (!to || (*to != DType::kF32 && *to != DType::kI32 && *to != DType::kBool)) {
-    return c.Error("bad-dtype",
-                   "cast converts to \"f32\", \"i32\" or \"bool\", not " +
-                       (it == c.attrs.end() ? std::string("nothing") : it->dump()),
-                   "u32 and f16 travel through layout ops as they are, without a cast");
+  if (!to) {
+    return c.Error("bad-dtype", "cast converts to " + DTypeChoices() + ", not " +
+                                    (it == c.attrs.end() ? std::string("nothing") : it->dump()));
   }
   TensorType t = c.args[0];
   t.dtype = *to;

@@ -62,11 +62,15 @@ std::string Bindings(const Module& m, const Kernel& k) {
   return (f16 ? "enable f16;\n" : "") + s;
 }
 
-std::string TreeReduce256(const std::string& term, int64_t count, const std::string& finish) {
-  return "var<workgroup> partial: array<f32, 256>;\n"
+std::string TreeReduce256(const std::string& term, int64_t count, const std::string& finish,
+                          const std::string& type) {
+  return "var<workgroup> partial: array<" + type +
+         ", 256>;\n"
          "@compute @workgroup_size(256)\n"
          "fn main(@builtin(local_invocation_index) t: u32) {\n"
-         "  var s = 0.0;\n"
+         "  var s = " +
+         (type == "f32" ? std::string("0.0") : type + "(0)") +
+         ";\n"
          "  for (var j = t; j < " +
          U32(count) + "; j = j + 256u) { s = s + " + term +
          "; }\n"
@@ -97,9 +101,13 @@ std::string LinearEntry(int64_t total) {
 namespace {
 
 // Layout kernels move elements without looking at them, in any storage type; index kernels take
-// the dtypes their ports do (i32 indices; moved elements in any type).
-bool MovesOnly(const Kernel& k) {
-  return k.kind == KernelKind::kOp && (IsLayoutOp(k.op) || IsIndexOp(k.op));
+// the dtypes their ports do (i32 indices; moved elements in any type; i32 sums); sum takes i32 (an
+// exact integer sum) and f16 (accumulated in f32) as well as f32.
+bool TakesItsPortDtypes(const Module& m, const Kernel& k) {
+  if (k.kind != KernelKind::kOp) return false;
+  if (IsLayoutOp(k.op) || IsIndexOp(k.op)) return true;
+  const DType in = m.graph().at(k.inputs[0]).type.dtype;
+  return k.op == "sum" && (in == DType::kI32 || in == DType::kF16);
 }
 
 // matmul_fixed computes in integers: i32 operands (its ports say so) and an i32 result.
@@ -110,7 +118,7 @@ bool ComputesInIntegers(const Kernel& k) {
 }  // namespace
 
 Result<Generated> Generate(const Module& m, const Kernel& k) {
-  if (k.kind != KernelKind::kElementwise && !MovesOnly(k) && !ComputesInIntegers(k)) {
+  if (k.kind != KernelKind::kElementwise && !TakesItsPortDtypes(m, k) && !ComputesInIntegers(k)) {
     std::vector<int> nodes = k.inputs;
     nodes.push_back(k.output);
     const ops::OpSpec* spec = k.kind == KernelKind::kOp ? m.graph().ops->Find(k.op) : nullptr;
@@ -127,9 +135,9 @@ Result<Generated> Generate(const Module& m, const Kernel& k) {
                        k.op + " computes in f32 only, and \"" +
                            (n.label.empty() ? n.name : n.label) + "\" is " +
                            DTypeName(n.type.dtype),
-                       "declare the tensor f32; elementwise and layout ops (transpose, permute, "
-                       "reshape, slice, slice_scatter, flip, pad, concat, stack, index_select, "
-                       "gather) also take i32, u32, bool and f16 storage");
+                       "declare the tensor f32; the ops table lists the dtypes of each op's "
+                       "inputs (layout ops move every dtype, sum and the elementwise arithmetic "
+                       "also take integers)");
     }
   }
   // WebIR lowers a longer list into a tree of list ops that each fit the WebGPU minimum of

@@ -5,8 +5,10 @@
 // Binding convention, shared with the WebGPU executor: @group(0) @binding(i) for i < inputs is
 // `var<storage, read> in<i>: array<T>` in Kernel::inputs order; the next binding is the output
 // `var<storage, read_write> out: array<T>`. T is the storage type of the node's dtype (f32, f16,
-// i32, u32 for u32 and bool). Kernels compute in f32 only: elementwise kernels convert their loads
-// and stores, layout kernels move elements as they are, and every other kernel takes f32 alone.
+// i32, u32 for u32 and bool). Elementwise kernels compute f32, f16 (in f32, rounded once per
+// step), bool (0.0 or 1.0 in f32) and i32/u32 (in their own integer types, wrapping); layout and
+// index kernels move elements as they are; sum also takes i32 and f16; every other kernel takes
+// f32 alone.
 // Kernels over more than 65535 workgroups fold their grid into two dimensions and recover the
 // linear index from num_workgroups.
 //
@@ -74,7 +76,9 @@ Generated ElementwiseTile(const Module& m, const Kernel& k, int64_t base, int64_
 Generated MatmulRowTile(const Module& m, const Kernel& k, int64_t rows);
 
 // The helper functions a fused kernel's steps need, each once.
-std::string ExpressionHelpers(const Kernel& k);
+std::string ExpressionHelpers(const Module& m, const Kernel& k);
+// round_f16(x: f32) -> f32: x rounded to the nearest f16, exactly as the reference rounds.
+extern const char* const kRoundToHalf;
 // `let s<n> = ...;` for each step of a fused kernel, reading kernel input j as `x<j>` (the caller
 // declares those); a shift step's load is `shifted_load(step, "s<n>")`, which declares s<n>.
 using ShiftedLoadFn = std::function<std::string(const ExprStep&, const std::string&)>;
@@ -107,8 +111,10 @@ std::string ElementwiseExpr(const std::string& op, const std::string& a, const s
 // whose lane t sums `term(j)` for j = t, t + 256, ... below `count` in order, then the lanes
 // combine pairwise (w = 128, 64, ..., 1: lane t < w adds lane t + w). `term` is a WGSL expression
 // of `j`. Declares `partial` and `main(local_invocation_index t)`; after the tree, lane 0 runs
-// `finish`, which reads the total as `partial[0]`.
-std::string TreeReduce256(const std::string& term, int64_t count, const std::string& finish);
+// `finish`, which reads the total as `partial[0]`. `type` is the WGSL type summed: f32, or i32
+// for an exact integer sum (wrapping modulo 2^32, so its order changes no bit).
+std::string TreeReduce256(const std::string& term, int64_t count, const std::string& finish,
+                          const std::string& type = "f32");
 
 // Helper functions an op's expression needs (e.g. erf for gelu), one complete WGSL function
 // (or group) per entry, in dependency order; ops that share a helper list the same entry.

@@ -28,8 +28,8 @@ std::string ElementwiseExpr(const std::string& op, const std::string& a, const s
   if (op == "where") return "select(" + c + ", " + b + ", " + a + " != 0.0)";
   if (op == "masked_fill") return "select(" + a + ", " + c + ", " + b + " != 0.0)";
   if (op == "clamp") return "clamp_f32(" + a + ", " + b + ", " + c + ")";
-  // The value as it is: a cast to bool or i32 is made one of that dtype by the kernel
-  // (ElementwiseTile), which knows the node's dtype.
+  // The value as it is: a cast to bool is made 0 or 1 by ExpressionSteps, which knows the node's
+  // dtype; casts that touch an integer are IntegerExpr's.
   if (op == "cast") return a;
   if (op == "relu") return "relu_f32(" + a + ")";
   if (op == "positive") return "positive_f32(" + a + ")";
@@ -43,6 +43,95 @@ std::string ElementwiseExpr(const std::string& op, const std::string& a, const s
   if (op == "gelu_grad") return "(" + b + " * gelu_exact_grad(" + a + "))";
   return "";
 }
+
+namespace {
+
+bool IsIntegerDType(DType t) {
+  return t == DType::kI32 || t == DType::kU32;
+}
+
+// The WGSL type a value of `t` has inside an elementwise kernel: integers in their own type, so
+// they are never rounded; f32, f16 (rounded by each f16 step) and bool (0.0 or 1.0) in f32.
+const char* RegisterType(DType t) {
+  return t == DType::kI32 ? "i32" : t == DType::kU32 ? "u32" : "f32";
+}
+
+// A conversion of `a` from `from` to `to` where one of them is an integer, as the reference's
+// IntegerStep converts: f32 to an integer toward zero, saturating, NaN to 0; an integer to f32
+// rounded to nearest even; between i32 and u32 the bits kept (modulo 2^32); bool is 0.0 or 1.0.
+std::string IntegerCast(const std::string& a, DType from, DType to) {
+  if (from == to) return a;
+  if (to == DType::kBool)
+    return "select(0.0, 1.0, " + a + " != " + (from == DType::kI32 ? "0i" : "0u") + ")";
+  if (IsIntegerDType(from) && IsIntegerDType(to))
+    return std::string("bitcast<") + RegisterType(to) + ">(" + a + ")";
+  if (from == DType::kBool) return std::string(RegisterType(to)) + "(" + a + ")";
+  if (IsIntegerDType(from)) return std::string(RegisterType(from)) + "_to_f32(" + a + ")";
+  return std::string("f32_to_") + RegisterType(to) + "(" + a + ")";
+}
+
+// The expression of an elementwise step that computes on integers (an operand or the result is
+// i32 or u32). WGSL's i32 and u32 arithmetic wraps modulo 2^32, as the reference's does; max,
+// min and the comparisons are exact on integers.
+std::string IntegerExpr(const std::string& op, const std::vector<std::string>& args,
+                        const std::vector<DType>& dtypes, DType out) {
+  auto arg = [&](size_t i) { return i < args.size() ? args[i] : std::string(); };
+  const std::string a = arg(0), b = arg(1), c = arg(2);
+  if (op == "add") return "(" + a + " + " + b + ")";
+  if (op == "sub") return "(" + a + " - " + b + ")";
+  if (op == "mul") return "(" + a + " * " + b + ")";
+  if (op == "neg") return "(-" + a + ")";
+  if (op == "maximum") return "max(" + a + ", " + b + ")";
+  if (op == "minimum") return "min(" + a + ", " + b + ")";
+  if (op == "clamp") return "min(max(" + a + ", " + b + "), " + c + ")";
+  const std::pair<const char*, const char*> comparisons[] = {
+      {"eq", "=="}, {"ne", "!="}, {"lt", "<"}, {"le", "<="}, {"gt", ">"}, {"ge", ">="}};
+  for (const auto& [name, symbol] : comparisons)
+    if (op == name) return "select(0.0, 1.0, " + a + " " + symbol + " " + b + ")";
+  if (op == "where") return "select(" + c + ", " + b + ", " + a + " != 0.0)";
+  if (op == "masked_fill") return "select(" + a + ", " + c + ", " + b + " != 0.0)";
+  if (op == "cast") return IntegerCast(a, dtypes.at(0), out);
+  return "";
+}
+
+}  // namespace
+
+// An f32 rounded to the nearest f16 (even on ties, overflow to infinity, NaN kept), as an f32:
+// the reference's RoundToHalf (FloatToHalf, then HalfToFloat) spelled out on the bits, since WGSL
+// leaves the rounding of an f32 -> f16 conversion to the implementation. Needs no f16 type.
+const char* const kRoundToHalf =
+    "fn round_f16(x: f32) -> f32 {\n"
+    "  let b = bitcast<u32>(x);\n"
+    "  let sign = (b >> 16u) & 0x8000u;\n"
+    "  let a = b & 0x7fffffffu;\n"
+    "  var h = 0u;\n"
+    "  if (a >= 0x7f800000u) {\n"
+    "    h = select(0x7c00u, 0x7e00u, a > 0x7f800000u);\n"
+    "  } else if (a >= 0x477ff000u) {\n"
+    "    h = 0x7c00u;\n"
+    "  } else if (a < 0x38800000u) {\n"
+    "    if (a >= 0x33000000u) {\n"
+    "      let m = (a & 0x7fffffu) | 0x800000u;\n"
+    "      let shift = 126u - (a >> 23u);\n"
+    "      h = m >> shift;\n"
+    "      let rem = m & ((1u << shift) - 1u);\n"
+    "      let half = 1u << (shift - 1u);\n"
+    "      if (rem > half || (rem == half && (h & 1u) == 1u)) { h = h + 1u; }\n"
+    "    }\n"
+    "  } else {\n"
+    "    h = (a >> 13u) - (112u << 10u);\n"
+    "    let rem = a & 0x1fffu;\n"
+    "    if (rem > 0x1000u || (rem == 0x1000u && (h & 1u) == 1u)) { h = h + 1u; }\n"
+    "  }\n"
+    "  let e = (h >> 10u) & 0x1fu;\n"
+    "  let mant = h & 0x3ffu;\n"
+    "  if (e == 0x1fu) { return bitcast<f32>((sign << 16u) | 0x7f800000u | (mant << 13u)); }\n"
+    "  if (e == 0u) {\n"
+    "    let v = f32(mant) * 5.9604644775390625e-8;\n"
+    "    return select(v, -v, sign != 0u);\n"
+    "  }\n"
+    "  return bitcast<f32>((sign << 16u) | ((e + 112u) << 23u) | (mant << 13u));\n"
+    "}\n";
 
 std::vector<std::string> ElementwiseHelpers(const std::string& op) {
   // WGSL has no erf. Abramowitz & Stegun 7.1.26 (|error| <= 1.5e-7), evaluated in f32.
@@ -98,23 +187,27 @@ std::vector<std::string> ElementwiseHelpers(const std::string& op) {
                           "}\n"};
   }
   if (op == "cast") {
-    // i32 <-> the f32 register, as the reference converts (kernel/ref/ref.h): to i32 toward zero,
-    // saturating, NaN to 0, tested on the bits; from i32 rounded to nearest even, made exact by
-    // converting the high and low halves alone (each fits an f32's 24 bits) and adding them once,
-    // since WGSL leaves the rounding of a direct conversion to the implementation.
+    // Integers <-> f32, as the reference converts (kernel/ref/ref.h): to i32 or u32 toward zero,
+    // saturating, NaN to 0, tested on the bits; from i32 or u32 rounded to nearest even, made
+    // exact by converting the high and low halves alone (each fits an f32's 24 bits) and adding
+    // them once, since WGSL leaves the rounding of a direct conversion to the implementation.
     return {kSpecial,
-            "fn cast_i32_f32(x: f32) -> f32 {\n"
-            "  if (is_nan_f32(x)) { return 0.0; }\n"
-            "  return trunc(clamp(x, -2147483648.0, 2147483648.0));\n"
-            "}\n"
             "fn f32_to_i32(x: f32) -> i32 {\n"
             "  if (is_nan_f32(x)) { return 0i; }\n"
             "  if (x >= 2147483648.0) { return 2147483647i; }\n"
             "  if (x <= -2147483648.0) { return i32(-2147483648); }\n"
             "  return i32(x);\n"
             "}\n"
+            "fn f32_to_u32(x: f32) -> u32 {\n"
+            "  if (is_nan_f32(x) || x <= 0.0) { return 0u; }\n"
+            "  if (x >= 4294967296.0) { return 4294967295u; }\n"
+            "  return u32(x);\n"
+            "}\n"
             "fn i32_to_f32(v: i32) -> f32 {\n"
             "  return f32(v & i32(-65536)) + f32(v & 65535i);\n"
+            "}\n"
+            "fn u32_to_f32(v: u32) -> f32 {\n"
+            "  return f32(v & 0xffff0000u) + f32(v & 0xffffu);\n"
             "}\n"};
   }
   if (op == "clamp") {
@@ -242,7 +335,7 @@ std::string ShiftedLoad(const Module& m, const Kernel& k, const ExprStep& e, siz
   return code + "  let " + name + " = select(0.0, " + value + ", " + name + "_in);\n";
 }
 
-std::string ExpressionHelpers(const Kernel& k) {
+std::string ExpressionHelpers(const Module& m, const Kernel& k) {
   // Ops share helpers (gelu and gelu_grad both need erf): each is emitted once, first use first.
   std::string helpers;
   std::vector<std::string> emitted;
@@ -251,6 +344,8 @@ std::string ExpressionHelpers(const Kernel& k) {
     // constant expression it would be a shader-creation error.
     std::vector<std::string> needs = ElementwiseHelpers(s.op);
     if (s.op == "full" && !std::isfinite(s.value)) needs.push_back(kSpecialValueFns);
+    if (s.op != "full" && m.graph().at(s.node).type.dtype == DType::kF16)
+      needs.push_back(kRoundToHalf);
     for (const std::string& h : needs) {
       if (std::find(emitted.begin(), emitted.end(), h) != emitted.end()) continue;
       helpers += h;
@@ -268,23 +363,48 @@ std::string ExpressionSteps(const Module& m, const Kernel& k, const ShiftedLoadF
     name += std::to_string(IsStepRef(o) ? StepOf(o) : o);
     return name;
   };
+  auto dtype_of = [&](int o) {
+    return m.graph().at(IsStepRef(o) ? k.expr[StepOf(o)].node : k.inputs[o]).type.dtype;
+  };
   for (size_t s = 0; s < k.expr.size(); ++s) {
     const ExprStep& e = k.expr[s];
     if (e.op == "shift") {
       body += shifted_load(e, "s" + std::to_string(s));
       continue;
     }
-    auto arg = [&](size_t i) { return i < e.operands.size() ? operand(e.operands[i]) : ""; };
-    std::string expr = e.op != "full"        ? ElementwiseExpr(e.op, arg(0), arg(1), arg(2))
-                       : std::isnan(e.value) ? "nan_f32()"
-                       : std::isinf(e.value) ? (e.value > 0 ? "inf_f32()" : "-inf_f32()")
-                                             : F32(e.value);
-    // A cast to bool makes its value 0 or 1 here, so later steps see the bool; the bits are
-    // tested, as torch's conversion: every value but +-0 is true, NaN included.
-    if (e.op == "cast" && m.graph().at(e.node).type.dtype == DType::kBool)
-      expr = "select(0.0, 1.0, (bitcast<u32>(" + expr + ") & 0x7fffffffu) != 0u)";
-    if (e.op == "cast" && m.graph().at(e.node).type.dtype == DType::kI32)
-      expr = "cast_i32_f32(" + expr + ")";
+    const DType dtype = m.graph().at(e.node).type.dtype;
+    std::vector<std::string> args;
+    std::vector<DType> dtypes;
+    bool integer = IsIntegerDType(dtype);
+    for (int o : e.operands) {
+      args.push_back(operand(o));
+      dtypes.push_back(dtype_of(o));
+      integer |= IsIntegerDType(dtypes.back());
+    }
+    auto arg = [&](size_t i) { return i < args.size() ? args[i] : ""; };
+    std::string expr;
+    if (e.op == "full" && dtype == DType::kI32) {
+      expr = "i32(" + std::to_string(static_cast<int64_t>(e.value)) + ")";
+    } else if (e.op == "full" && dtype == DType::kU32) {
+      expr = std::to_string(static_cast<int64_t>(e.value)) + "u";
+    } else if (e.op == "full") {
+      // An f16 constant is its value rounded to f16, as the reference's.
+      const double value =
+          dtype == DType::kF16 ? HalfToFloat(FloatToHalf(static_cast<float>(e.value))) : e.value;
+      expr = std::isnan(value)   ? "nan_f32()"
+             : std::isinf(value) ? (value > 0 ? "inf_f32()" : "-inf_f32()")
+                                 : F32(value);
+    } else if (integer) {
+      expr = IntegerExpr(e.op, args, dtypes, dtype);
+    } else {
+      expr = ElementwiseExpr(e.op, arg(0), arg(1), arg(2));
+      // A cast to bool makes its value 0 or 1 here, so later steps see the bool; the bits are
+      // tested, as torch's conversion: every value but +-0 is true, NaN included.
+      if (e.op == "cast" && dtype == DType::kBool)
+        expr = "select(0.0, 1.0, (bitcast<u32>(" + expr + ") & 0x7fffffffu) != 0u)";
+    }
+    // f16 values live in f32 registers: an f16 step computes in f32 and rounds once.
+    if (e.op != "full" && dtype == DType::kF16) expr = "round_f16(" + expr + ")";
     body += "  let s" + std::to_string(s) + " = " + expr + ";\n";
   }
   return body;
@@ -302,7 +422,7 @@ Generated ElementwiseTile(const Module& m, const Kernel& k, int64_t base, int64_
   std::vector<int64_t> sizes = type.sizes();
   const bool tiled = base != 0 || count != type.elements();
 
-  const std::string helpers = ExpressionHelpers(k);
+  const std::string helpers = ExpressionHelpers(m, k);
   std::string body;
 
   // Multi-index of the output element, needed only when some input is broadcast.
@@ -341,13 +461,12 @@ Generated ElementwiseTile(const Module& m, const Kernel& k, int64_t base, int64_
       }
       if (index.empty()) index = "0u";
     }
-    // Loads become f32, the one register type: a bool reads as 0.0 or 1.0, an i32 (only a cast
-    // reads one) rounded to nearest even.
+    // Loads keep f32 and integers in their own types (RegisterType); a bool reads as 0.0 or 1.0,
+    // an f16 as its value in f32 (exact).
     const DType in_dtype = m.graph().at(k.inputs[n]).type.dtype;
     const std::string load = "in" + std::to_string(n) + "[" + index + "]";
-    const std::string value = in_dtype == DType::kF32   ? load
-                              : in_dtype == DType::kI32 ? "i32_to_f32(" + load + ")"
-                                                        : "f32(" + load + ")";
+    const std::string value =
+        in_dtype == DType::kBool || in_dtype == DType::kF16 ? "f32(" + load + ")" : load;
     body += "  let x" + std::to_string(n) + " = " + value + ";\n";
   }
   body += ExpressionSteps(m, k, [&](const ExprStep& e, const std::string& name) {
@@ -356,14 +475,12 @@ Generated ElementwiseTile(const Module& m, const Kernel& k, int64_t base, int64_
   std::string result = "s" + std::to_string(k.expr.size() - 1);
   switch (type.dtype) {
     case DType::kF32:
-      break;
+    case DType::kI32:
+    case DType::kU32:
+      break;  // the register is the storage type
     case DType::kBool:
       // Bool values are 0.0 or 1.0 in the register (comparisons and casts make only those).
       result = "select(0u, 1u, " + result + " != 0.0)";
-      break;
-    case DType::kI32:
-      // Only a cast gives an i32: its register value is one already, the conversion is exact.
-      result = "f32_to_i32(" + result + ")";
       break;
     default:
       result = std::string(StorageType(type.dtype)) + "(" + result + ")";

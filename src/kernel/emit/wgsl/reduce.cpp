@@ -38,11 +38,19 @@ bool GenerateReduce(const Module& m, const Kernel& k, Generated& out) {
   const webir::Node& node = m.graph().at(k.output);
   const TensorType& in = m.graph().at(k.inputs[0]).type;
   bool mean = k.op == "mean";
-  std::string head = Bindings(m, k);
+  // An f16 sum accumulates in f32 (each f16 widened exactly) and rounds once to f16, as the
+  // reference does.
+  const bool half = in.dtype == DType::kF16;
+  std::string head = Bindings(m, k) + (half ? kRoundToHalf : "");
+  const std::string load = half ? "f32(in0[" : "in0[";
+  const std::string close = half ? "])" : "]";
+  auto store = [&](const std::string& v) { return half ? "f16(round_f16(" + v + "))" : v; };
   if (node.attrs["axis"].is_null()) {
     int64_t n = in.elements();
     std::string scale = mean ? " / " + F32(static_cast<double>(n)) : "";
-    out.source = head + TreeReduce256("in0[j]", n, "    out[0] = partial[0]" + scale + ";\n");
+    out.source = head + TreeReduce256(load + "j" + close, n,
+                                      "    out[0] = " + store("partial[0]" + scale) + ";\n",
+                                      in.dtype == DType::kI32 ? "i32" : "f32");
     out.workgroups = {1, 1, 1};
     return true;
   }
@@ -58,12 +66,14 @@ bool GenerateReduce(const Module& m, const Kernel& k, Generated& out) {
   out.source = head + "\n" + LinearEntry(outputs) + "  let base = (i / " + U32(inner) + ") * " +
                U32(len * inner) + " + i % " + U32(inner) +
                ";\n"
-               "  var s = 0.0;\n"
+               "  var s = " +
+               std::string(in.dtype == DType::kI32 ? "0i" : "0.0") +
+               ";\n"
                "  for (var j = 0u; j < " +
-               U32(len) + "; j = j + 1u) { s = s + in0[base + j * " + U32(inner) +
-               "]; }\n"
-               "  out[i] = s" +
-               scale + ";\n}\n";
+               U32(len) + "; j = j + 1u) { s = s + " + load + "base + j * " + U32(inner) + close +
+               "; }\n"
+               "  out[i] = " +
+               store("s" + scale) + ";\n}\n";
   out.workgroups = LinearGrid(outputs);
   return true;
 }

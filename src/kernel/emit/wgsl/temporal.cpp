@@ -128,7 +128,7 @@ Generated TemporalBlock(const Module& m, const Kernel& k, const BlockShape& b) {
   std::string s =
       "// " + std::to_string(b.steps) + " iterations per dispatch, " + std::to_string(b.tile) +
       "x" + std::to_string(b.tile) + " tiles, halo " + std::to_string(b.halo) + "\n" +
-      Bindings(m, k) + (life ? std::string(kSpecialValueFns) : ExpressionHelpers(k)) +
+      Bindings(m, k) + (life ? std::string(kSpecialValueFns) : ExpressionHelpers(m, k)) +
       "var<workgroup> cur: array<f32, " + std::to_string(cells) +
       ">;\n\n"
       "fn cell(c: i32, ly: i32, lx: i32, gy: i32, gx: i32" + cell_params + ") -> f32 {\n" +
