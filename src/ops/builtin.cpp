@@ -334,12 +334,16 @@ void AddReduceOps(OpTable& t) {
 void AddLinalgOps(OpTable& t) {
   t.Add({.name = "matmul",
          .min_version = 1,
-         .ports = {Operand("a"), Operand("b")},
+         .ports = {FloatOperand("a"), FloatOperand("b")},
          .attrs = {},
          .kind = OpKind::kMatmul,
          .differentiable = true,
          .tolerance = ToleranceClass::kDefault,
-         .determinism = "fixed accumulation order along K; no split-K atomics",
+         .determinism = "fixed accumulation order along K; no split-K atomics. f16 operands (both, "
+                        "where the adapter has shader-f16): each product and the running sum in "
+                        "f32 (a product of two f16 values is exact in f32), rounded once to f16 "
+                        "(nearest, ties to even) when stored, so in debug a GPU gives the "
+                        "reference's bits; f16 is not differentiated",
          .summary = "matrix product; batched with broadcasting batch dims (version 2)",
          .nan = "IEEE products and sums, as torch.matmul: a NaN in row i of a or column j of b "
                 "makes out[i, j] NaN, as does 0 * inf; an empty inner dimension gives zeros"});
@@ -804,7 +808,8 @@ void AddRandomOps(OpTable& t) {
                         "ceil(p * 2^24)",
          .summary = "a * m, m = 1 / (1 - p) (rounded to f32) where uniform(seed, step, i) >= p "
                     "and 0 elsewhere, as torch's dropout in training; the gradient is the same "
-                    "mask times the same scale",
+                    "mask times the same scale; a training workflow's evaluation passes a "
+                    "through, as torch's eval mode",
          .nan = "as PyTorch's a * mask: a NaN or infinite element stays NaN where dropped (inf * "
                 "0), a dropped finite element is a zero of its sign"});
 }

@@ -164,7 +164,7 @@ TEST(OpTable, JsonHasEveryOpOnceWithItsPortsAndAttributes) {
   ASSERT_EQ(matmul["inputs"].size(), 2u);
   EXPECT_EQ(matmul["inputs"][0]["name"], "a");
   EXPECT_EQ(matmul["inputs"][1]["name"], "b");
-  EXPECT_EQ(matmul["inputs"][0]["dtypes"], Json::array({"f32"}));
+  EXPECT_EQ(matmul["inputs"][0]["dtypes"], Json::array({"f32", "f16"}));
   EXPECT_EQ(matmul["outputs"], Json::parse(R"([{"name": "out"}])"));
   EXPECT_EQ(matmul["family"], "matmul");
   EXPECT_TRUE(matmul["differentiable"].get<bool>());

@@ -83,6 +83,15 @@ Status ScheduleMatmul(Module& m) {
   for (Kernel& k : m.kernels) {
     if (k.kind != KernelKind::kOp || k.op != "matmul") continue;
     const MatmulShape shape = MatmulShapeOf(m, k);
+    // An f16 product runs a one-output kernel: the register-blocked kernels bind f32 (or vec4<f32>)
+    // operands only.
+    if (m.graph().at(k.output).type.dtype == DType::kF16) {
+      MatmulSchedule per_element;
+      per_element.kind = MatmulSchedule::Kind::kPerElement;
+      k.matmul_schedule =
+          MatmulScheduleFits(SmallMatmulSchedule(), shape) ? SmallMatmulSchedule() : per_element;
+      continue;
+    }
     k.matmul_schedule = ChooseMatmulSchedule(shape);
     if (const auto& forced = m.matmul_schedule_override) {
       MatmulSchedule s = *forced;

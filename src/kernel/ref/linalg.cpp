@@ -96,7 +96,7 @@ void MatmulTiled(const OpArgs<T>& a) {
 }
 
 template <typename T>
-void Matmul(const OpArgs<T>& a) {
+void MatmulInIsa(const OpArgs<T>& a) {
   switch (MachineVectorIsa()) {
 #ifdef SCELLIS_TILE_X86
     case VectorIsa::kAvx512:
@@ -107,6 +107,16 @@ void Matmul(const OpArgs<T>& a) {
     default:
       return MatmulTiled<T, base_isa::Tile<T>>(a);
   }
+}
+
+// An f16 product: the f16 operands are exact in T, the sums T's, and each result is rounded once
+// to f16 (the WGSL kernel loads f16 as f32 and rounds its f32 sum the same way).
+template <typename T>
+void Matmul(const OpArgs<T>& a) {
+  MatmulInIsa(a);
+  if (a.node->type.dtype != DType::kF16) return;
+  const int64_t n = a.node->type.elements();
+  for (int64_t i = 0; i < n; ++i) a.output[i] = RoundToHalf(a.output[i]);
 }
 
 // k-quant blocks (GGUF's layouts, 256 values each), decoded as the gguf package's dequantizer

@@ -167,6 +167,38 @@ TEST_P(HalfOps, RoundOnceToNearestEven) {
   ExpectHalfBits(out(13), {0x69f5}, "sum");
 }
 
+// An f16 product [3, 5] @ [5, 4]: products and sums in f32 in increasing k, rounded once to f16.
+// Expected bits from NumPy (np.float32 products and running sums, then np.float16), copied here;
+// 65504 * 2 overflows f16 in the first row, and a subnormal (2^-24) sits in the second.
+TEST_P(HalfOps, MatmulSumsInF32AndRoundsOnce) {
+  auto exec = Open(GetParam());
+  ASSERT_NE(exec, nullptr);
+  Json nodes = {
+      Node(0, "input", {{"name", "a"}, {"shape", {3, 5}}, {"dtype", "f16"}}),
+      Node(1, "input", {{"name", "b"}, {"shape", {5, 4}}, {"dtype", "f16"}}),
+      Node(2, "matmul", {{"a", 0}, {"b", 1}}),
+  };
+  auto plan = PlanFor(
+      {{"version", 3}, {"nodes", nodes}, {"outputs", {{{"name", "c"}, {"id", 2}}}}}, *exec);
+  ASSERT_TRUE(plan.ok()) << plan.errors().front().Format();
+  const std::vector<uint16_t> a = {0x7bff, 0x3c8d, 0x44f7, 0xc539, 0x446e, 0x3fb0, 0xb2c2, 0x0001,
+                                   0xbe4e, 0xc1e7, 0xc222, 0xb838, 0x40a0, 0xc455, 0xc5bb};
+  const std::vector<uint16_t> b = {0x4000, 0xc153, 0xbf38, 0xb81f, 0x4388, 0x2179, 0x30ac,
+                                   0xad8f, 0x3e69, 0x42d9, 0x4293, 0x3fce, 0xc315, 0x3faa,
+                                   0xb67b, 0x3c14, 0x44e8, 0xc7ec, 0xc0e8, 0x3e9f};
+  auto r = exec->Run(*plan, {{"a", HalfBits(a)}, {"b", HalfBits(b)}});
+  if (!r.ok()) {
+    ASSERT_EQ(GetParam(), "webgpu");
+    EXPECT_EQ(r.errors().front().code, "shader-f16-unavailable") << r.errors().front().Format();
+    std::cout << "skipped: " << r.errors().front().message << "\n";
+    return;
+  }
+  ExpectHalfBits(r->outputs.at(0).second,
+                 {0x7c00, 0xfc00, 0xfc00, 0xf81e, 0xc5d9, 0x4b9f, 0x4461, 0xc777, 0xcc4c, 0x52a5,
+                  0x4f38, 0xc7c4},
+                 "matmul");
+}
+
 INSTANTIATE_TEST_SUITE_P(Backends, HalfOps, ::testing::Values("cpu", "webgpu"));
 
 // f16 steps inside a kernel whose ends are f32 need no f16 storage, so they run on an adapter

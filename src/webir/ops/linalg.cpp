@@ -26,6 +26,11 @@ Result<TensorType> InferMatmul(InferContext& c) {
                        std::to_string(c.version),
                    "label the graph \"version\": 2");
   }
+  if (a.dtype != b.dtype) {
+    return c.Error("dtype-mismatch",
+                   std::string("matmul of ") + DTypeName(a.dtype) + " and " + DTypeName(b.dtype),
+                   "convert one with cast{a, dtype}: no op mixes dtypes on its own");
+  }
   const Dim& k_a = a.dims[a.rank() - 1];
   const Dim& k_b = b.dims[b.rank() - 2];
   if (k_a.size != k_b.size) {

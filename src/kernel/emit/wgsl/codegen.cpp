@@ -102,11 +102,13 @@ namespace {
 
 // Layout kernels move elements without looking at them, in any storage type; index kernels take
 // the dtypes their ports do (i32 indices; moved elements in any type; i32 sums); sum takes i32 (an
-// exact integer sum) and f16 (accumulated in f32) as well as f32.
+// exact integer sum) and f16 (accumulated in f32) as well as f32; matmul takes f16 (products and
+// sums in f32, rounded once).
 bool TakesItsPortDtypes(const Module& m, const Kernel& k) {
   if (k.kind != KernelKind::kOp) return false;
   if (IsLayoutOp(k.op) || IsIndexOp(k.op)) return true;
   const DType in = m.graph().at(k.inputs[0]).type.dtype;
+  if (k.op == "matmul") return in == DType::kF16;
   return k.op == "sum" && (in == DType::kI32 || in == DType::kF16);
 }
 

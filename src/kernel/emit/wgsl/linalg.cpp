@@ -58,18 +58,32 @@ std::string BIndex(const MatmulShape& s, const std::string& row, const std::stri
                    : "off_b + " + row + " * " + U32(s.n) + " + " + col;
 }
 
+// An f16 product: its operands are loaded as f32 (exact), the products and their sum are f32 in
+// increasing K, and the sum is rounded once to f16 when stored, as the reference rounds it. (Each
+// product of two f16 values is exact in f32, so a fused multiply-add gives the same bits.)
+bool HalfProduct(const Module& m, const Kernel& k) {
+  return m.graph().at(k.output).type.dtype == DType::kF16;
+}
+std::string Stored(const Module& m, const Kernel& k, const std::string& acc) {
+  return HalfProduct(m, k) ? "f16(round_f16(" + acc + "))" : acc;
+}
+std::string HalfHelpers(const Module& m, const Kernel& k) {
+  return HalfProduct(m, k) ? kRoundToHalf : "";
+}
+
 void PerElement(const Module& m, const Kernel& k, const Operands& o, Generated& out) {
   const MatmulShape& s = o.shape;
   // Sizes of 0 would be constant divisions by zero, which WGSL rejects; an empty output returns
   // before reaching them, so 1 serves. (K = 0 is fine: the loop adds nothing and writes zeros.)
   auto nonzero = [](int64_t v) { return U32(std::max<int64_t>(v, 1)); };
   const int64_t elements = s.batches * s.m * s.n;
-  out.source = "// matmul per-element\n" + Bindings(m, k) + "\n" + LinearEntry(elements) +
+  out.source = "// matmul per-element\n" + Bindings(m, k) + HalfHelpers(m, k) + "\n" +
+               LinearEntry(elements) +
                BatchOffsets(o, "i / " + nonzero(s.m * s.n)) + "  let r = (i / " + nonzero(s.n) +
                ") % " + nonzero(s.m) + ";\n  let c = i % " + nonzero(s.n) +
                ";\n  var acc = 0.0;\n  for (var kk = 0u; kk < " + U32(s.k) +
-               "; kk = kk + 1u) {\n    acc = acc + in0[" + AIndex(s, "r", "kk") + "] * in1[" +
-               BIndex(s, "kk", "c") + "];\n  }\n  out[i] = acc;\n}\n";
+               "; kk = kk + 1u) {\n    acc = acc + f32(in0[" + AIndex(s, "r", "kk") + "]) * f32(in1[" +
+               BIndex(s, "kk", "c") + "]);\n  }\n  out[i] = " + Stored(m, k, "acc") + ";\n}\n";
   out.workgroups = LinearGrid(elements);
 }
 
@@ -80,7 +94,7 @@ void TiledOneOutput(const Module& m, const Kernel& k, const Operands& o, const M
   const MatmulShape& s = o.shape;
   const std::string T = U32(sch.tile_m), TT = U32(sch.tile_m * sch.tile_m);
   const std::string M = U32(s.m), N = U32(s.n), K = U32(s.k);
-  out.source = "// matmul " + sch.Name() + "\n" + Bindings(m, k) +
+  out.source = "// matmul " + sch.Name() + "\n" + Bindings(m, k) + HalfHelpers(m, k) +
                "var<workgroup> tile_a: array<f32, " + std::to_string(sch.tile_m * sch.tile_m) +
                ">;\nvar<workgroup> tile_b: array<f32, " +
                std::to_string(sch.tile_m * sch.tile_m) + ">;\n\n@compute @workgroup_size(" +
@@ -90,13 +104,14 @@ void TiledOneOutput(const Module& m, const Kernel& k, const Operands& o, const M
                BatchOffsets(o, "wg.z") + "  let r = wg.y * " + T + " + lid.y;\n  let c = wg.x * " +
                T + " + lid.x;\n  var acc = 0.0;\n  for (var t = 0u; t < " + K + "; t = t + " + T +
                ") {\n    let ka = t + lid.x;\n    let kb = t + lid.y;\n    tile_a[lid.y * " + T +
-               " + lid.x] = select(0.0, in0[" + AIndex(s, "r", "ka") + "], r < " + M +
-               " && ka < " + K + ");\n    tile_b[lid.y * " + T + " + lid.x] = select(0.0, in1[" +
-               BIndex(s, "kb", "c") + "], kb < " + K + " && c < " + N +
+               " + lid.x] = select(0.0, f32(in0[" + AIndex(s, "r", "ka") + "]), r < " + M +
+               " && ka < " + K + ");\n    tile_b[lid.y * " + T + " + lid.x] = select(0.0, f32(in1[" +
+               BIndex(s, "kb", "c") + "]), kb < " + K + " && c < " + N +
                ");\n    workgroupBarrier();\n    for (var kk = 0u; kk < " + T +
                "; kk = kk + 1u) {\n      acc = acc + tile_a[lid.y * " + T + " + kk] * tile_b[kk * " +
                T + " + lid.x];\n    }\n    workgroupBarrier();\n  }\n  if (r < " + M + " && c < " +
-               N + ") { out[wg.z * " + U32(s.m * s.n) + " + r * " + N + " + c] = acc; }\n}\n";
+               N + ") { out[wg.z * " + U32(s.m * s.n) + " + r * " + N + " + c] = " + Stored(m, k, "acc") +
+               "; }\n}\n";
   out.workgroups = {static_cast<uint32_t>((s.n + sch.tile_n - 1) / sch.tile_n),
                     static_cast<uint32_t>((s.m + sch.tile_m - 1) / sch.tile_m),
                     static_cast<uint32_t>(s.batches)};
@@ -163,7 +178,7 @@ void TiledBlocked(const Module& m, const Kernel& k, const Operands& o, const Mat
                        : "      tile_a[(kq + " + u(c) + ") * " + u(TM) + " + mq] = v." + lane[c] +
                              ";\n";
     } else {
-      src += "      tile_a[kq * " + u(TM) + " + mq] = select(0.0, in0[" + at + "], inside);\n";
+      src += "      tile_a[kq * " + u(TM) + " + mq] = select(0.0, f32(in0[" + at + "]), inside);\n";
     }
     src += "    }\n";
   }
@@ -187,7 +202,7 @@ void TiledBlocked(const Module& m, const Kernel& k, const Operands& o, const Mat
                              ";\n"
                        : "      tile_b[kq * " + u(TN) + " + nq + " + u(c) + "] = v." + lane[c] + ";\n";
     } else {
-      src += "      tile_b[kq * " + u(TN) + " + nq] = select(0.0, in1[" + at + "], inside);\n";
+      src += "      tile_b[kq * " + u(TN) + " + nq] = select(0.0, f32(in1[" + at + "]), inside);\n";
     }
     src += "    }\n";
   }
@@ -222,7 +237,7 @@ void TiledBlocked(const Module& m, const Kernel& k, const Operands& o, const Mat
       src += "    {\n      let c = col0 + (lid.x + " + u(int64_t{j} * wx) + ") * 4u;\n";
       for (int c = 0; c < 4; ++c)
         src += "      if (r < " + M + " && c + " + u(c) + " < " + N + ") { out[" + base +
-               " + r * " + N + " + c + " + u(c) + "] = " + acc + "." + lane[c] + "; }\n";
+               " + r * " + N + " + c + " + u(c) + "] = " + Stored(m, k, acc + "." + lane[c]) + "; }\n";
       src += "    }\n";
     }
     src += "  }\n";
