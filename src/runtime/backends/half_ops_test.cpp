@@ -20,8 +20,9 @@ namespace {
 using testing::Open;
 using testing::PlanFor;
 
-HostTensor HalfBits(const std::vector<uint16_t>& bits) {
-  HostTensor t = HostTensor::Zeros(MakeType({static_cast<int64_t>(bits.size())}, DType::kF16));
+HostTensor HalfBits(const std::vector<uint16_t>& bits, std::vector<int64_t> shape = {}) {
+  if (shape.empty()) shape = {static_cast<int64_t>(bits.size())};
+  HostTensor t = HostTensor::Zeros(MakeType(shape, DType::kF16));
   std::copy(bits.begin(), bits.end(), t.view<uint16_t>().begin());
   return t;
 }
@@ -186,7 +187,7 @@ TEST_P(HalfOps, MatmulSumsInF32AndRoundsOnce) {
   const std::vector<uint16_t> b = {0x4000, 0xc153, 0xbf38, 0xb81f, 0x4388, 0x2179, 0x30ac,
                                    0xad8f, 0x3e69, 0x42d9, 0x4293, 0x3fce, 0xc315, 0x3faa,
                                    0xb67b, 0x3c14, 0x44e8, 0xc7ec, 0xc0e8, 0x3e9f};
-  auto r = exec->Run(*plan, {{"a", HalfBits(a)}, {"b", HalfBits(b)}});
+  auto r = exec->Run(*plan, {{"a", HalfBits(a, {3, 5})}, {"b", HalfBits(b, {5, 4})}});
   if (!r.ok()) {
     ASSERT_EQ(GetParam(), "webgpu");
     EXPECT_EQ(r.errors().front().code, "shader-f16-unavailable") << r.errors().front().Format();

@@ -67,6 +67,10 @@ bool HalfProduct(const Module& m, const Kernel& k) {
 std::string Stored(const Module& m, const Kernel& k, const std::string& acc) {
   return HalfProduct(m, k) ? "f16(round_f16(" + acc + "))" : acc;
 }
+// An operand element as f32: converted for an f16 product, as it is for f32.
+std::string Loaded(const Module& m, const Kernel& k, const std::string& element) {
+  return HalfProduct(m, k) ? "f32(" + element + ")" : element;
+}
 std::string HalfHelpers(const Module& m, const Kernel& k) {
   return HalfProduct(m, k) ? kRoundToHalf : "";
 }
@@ -82,8 +86,8 @@ void PerElement(const Module& m, const Kernel& k, const Operands& o, Generated& 
                BatchOffsets(o, "i / " + nonzero(s.m * s.n)) + "  let r = (i / " + nonzero(s.n) +
                ") % " + nonzero(s.m) + ";\n  let c = i % " + nonzero(s.n) +
                ";\n  var acc = 0.0;\n  for (var kk = 0u; kk < " + U32(s.k) +
-               "; kk = kk + 1u) {\n    acc = acc + f32(in0[" + AIndex(s, "r", "kk") + "]) * f32(in1[" +
-               BIndex(s, "kk", "c") + "]);\n  }\n  out[i] = " + Stored(m, k, "acc") + ";\n}\n";
+               "; kk = kk + 1u) {\n    acc = acc + " + Loaded(m, k, "in0[" + AIndex(s, "r", "kk") + "]") +
+               " * " + Loaded(m, k, "in1[" + BIndex(s, "kk", "c") + "]") + ";\n  }\n  out[i] = " + Stored(m, k, "acc") + ";\n}\n";
   out.workgroups = LinearGrid(elements);
 }
 
@@ -104,9 +108,10 @@ void TiledOneOutput(const Module& m, const Kernel& k, const Operands& o, const M
                BatchOffsets(o, "wg.z") + "  let r = wg.y * " + T + " + lid.y;\n  let c = wg.x * " +
                T + " + lid.x;\n  var acc = 0.0;\n  for (var t = 0u; t < " + K + "; t = t + " + T +
                ") {\n    let ka = t + lid.x;\n    let kb = t + lid.y;\n    tile_a[lid.y * " + T +
-               " + lid.x] = select(0.0, f32(in0[" + AIndex(s, "r", "ka") + "]), r < " + M +
-               " && ka < " + K + ");\n    tile_b[lid.y * " + T + " + lid.x] = select(0.0, f32(in1[" +
-               BIndex(s, "kb", "c") + "]), kb < " + K + " && c < " + N +
+               " + lid.x] = select(0.0, " + Loaded(m, k, "in0[" + AIndex(s, "r", "ka") + "]") +
+               ", r < " + M +
+               " && ka < " + K + ");\n    tile_b[lid.y * " + T + " + lid.x] = select(0.0, " +
+               Loaded(m, k, "in1[" + BIndex(s, "kb", "c") + "]") + ", kb < " + K + " && c < " + N +
                ");\n    workgroupBarrier();\n    for (var kk = 0u; kk < " + T +
                "; kk = kk + 1u) {\n      acc = acc + tile_a[lid.y * " + T + " + kk] * tile_b[kk * " +
                T + " + lid.x];\n    }\n    workgroupBarrier();\n  }\n  if (r < " + M + " && c < " +
@@ -178,7 +183,7 @@ void TiledBlocked(const Module& m, const Kernel& k, const Operands& o, const Mat
                        : "      tile_a[(kq + " + u(c) + ") * " + u(TM) + " + mq] = v." + lane[c] +
                              ";\n";
     } else {
-      src += "      tile_a[kq * " + u(TM) + " + mq] = select(0.0, f32(in0[" + at + "]), inside);\n";
+      src += "      tile_a[kq * " + u(TM) + " + mq] = select(0.0, in0[" + at + "], inside);\n";
     }
     src += "    }\n";
   }
@@ -202,7 +207,7 @@ void TiledBlocked(const Module& m, const Kernel& k, const Operands& o, const Mat
                              ";\n"
                        : "      tile_b[kq * " + u(TN) + " + nq + " + u(c) + "] = v." + lane[c] + ";\n";
     } else {
-      src += "      tile_b[kq * " + u(TN) + " + nq] = select(0.0, f32(in1[" + at + "]), inside);\n";
+      src += "      tile_b[kq * " + u(TN) + " + nq] = select(0.0, in1[" + at + "], inside);\n";
     }
     src += "    }\n";
   }

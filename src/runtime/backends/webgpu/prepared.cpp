@@ -96,7 +96,11 @@ class WebGpuPrepared : public Prepared {
             "fn main() { out[0] = f16(1.0); }\n",
             "main");
         if (probe.ok()) return Status::Ok();
-        why = "enables shader-f16 but its WGSL compiler refuses `enable f16`";
+        // The compiler's own words (the first 300 characters), so the refusal can be told apart
+        // from a bug.
+        std::string said = probe.errors().front().message.substr(0, 300);
+        std::replace(said.begin(), said.end(), '\n', ' ');
+        why = "enables shader-f16 but its WGSL compiler refuses `enable f16` (" + said + ")";
       }
       return UserError("shader-f16-unavailable", n.origin,
                        "\"" + FeedName(n) + "\" is f16, and the WebGPU adapter \"" +
