@@ -6,6 +6,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <iterator>
 #include <mutex>
 #include <optional>
 #include <sstream>
@@ -16,6 +17,26 @@
 
 namespace scellis::runtime::webgpu {
 namespace {
+
+// Feature numbers as this Dawn build (bun-webgpu-linux-x64@0.1.7) reads them. The webgpu.yml that
+// webgpu_api.h is generated from has since put `core-features-and-limits` at 0x1 and moved the
+// rest up by one; this Dawn numbers them as the 2024-25 headers did (its own error message calls
+// 0xA "ShaderF16"). Only 0x1-0x10 agree across those headers; later numbers changed between
+// releases, so they are shown by number rather than guessed.
+constexpr WGPUFeatureName kDawnShaderF16 = static_cast<WGPUFeatureName>(0x0000000A);
+const char* DawnFeatureName(uint32_t value) {
+  static const char* const kNames[] = {
+      nullptr,                              "depth-clip-control",
+      "depth32-float-stencil8",             "timestamp-query",
+      "texture-compression-bc",             "texture-compression-bc-sliced-3d",
+      "texture-compression-etc2",           "texture-compression-astc",
+      "texture-compression-astc-sliced-3d", "indirect-first-instance",
+      "shader-f16",                         "rg11b10-ufloat-renderable",
+      "bgra8-unorm-storage",                "float32-filterable",
+      "float32-blendable",                  "clip-distances",
+      "dual-source-blending"};
+  return value < std::size(kNames) ? kNames[value] : nullptr;
+}
 
 constexpr WGPUBufferUsage kStorageUsage =
     WGPUBufferUsage_Storage | WGPUBufferUsage_CopySrc | WGPUBufferUsage_CopyDst;
@@ -619,9 +640,9 @@ Result<std::unique_ptr<Device>> Device::Open(const OpenOptions& options) {
     WGPUSupportedFeatures sf{};
     p.AdapterGetFeatures(m.adapter, &sf);
     for (size_t i = 0; i < sf.featureCount; ++i) {
-      const char* name = FeatureNameName(sf.features[i]);
+      const char* name = DawnFeatureName(static_cast<uint32_t>(sf.features[i]));
       char buf[32];
-      std::snprintf(buf, sizeof buf, "dawn-0x%x", static_cast<unsigned>(sf.features[i]));
+      std::snprintf(buf, sizeof buf, "feature-0x%x", static_cast<unsigned>(sf.features[i]));
       info.features.push_back(name ? name : buf);
     }
     p.SupportedFeaturesFreeMembers(sf);
@@ -651,7 +672,7 @@ Result<std::unique_ptr<Device>> Device::Open(const OpenOptions& options) {
   WGPUDeviceDescriptor dd{};
   dd.requiredLimits = &adapter_limits.limits;
   // f16 storage needs the feature enabled on the device, not only offered by the adapter.
-  const WGPUFeatureName f16_feature = WGPUFeatureName_ShaderF16;
+  const WGPUFeatureName f16_feature = kDawnShaderF16;
   if (std::find(info.features.begin(), info.features.end(), "shader-f16") != info.features.end()) {
     dd.requiredFeatureCount = 1;
     dd.requiredFeatures = &f16_feature;
@@ -688,7 +709,7 @@ Result<std::unique_ptr<Device>> Device::Open(const OpenOptions& options) {
     WGPUSupportedFeatures df{};
     p.DeviceGetFeatures(m.device, &df);
     for (size_t i = 0; i < df.featureCount; ++i)
-      info.shader_f16 |= df.features[i] == WGPUFeatureName_ShaderF16;
+      info.shader_f16 |= df.features[i] == kDawnShaderF16;
     p.SupportedFeaturesFreeMembers(df);
   }
 

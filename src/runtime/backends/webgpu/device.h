@@ -114,8 +114,9 @@ struct AdapterInfo {
   std::string library_path;     // the libwebgpu_wrapper.so that was loaded
   std::string vulkan_loader;    // the libvulkan.so.1 Dawn runs on
   Limits limits;
-  // Adapter features: WebGPU names ("shader-f16", "timestamp-query", ...) for the standard ones,
-  // "dawn-0x5001a" style for Dawn's own extensions. Sorted.
+  // Adapter features: WebGPU names ("shader-f16", "timestamp-query", ...) for the standard ones
+  // whose number this Dawn build is known to use, "feature-0x5001a" style for the others (Dawn's
+  // own extensions among them). Sorted.
   std::vector<std::string> features;
   // The device itself has shader-f16 enabled (an adapter may list it and still not grant it).
   bool shader_f16 = false;
