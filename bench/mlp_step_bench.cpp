@@ -2,6 +2,11 @@
 // examples/fashion_mlp.json, in a prepared session, at 1, 8 and 64 steps per submission. Prints
 // one JSON object per configuration. PyTorch's side of the comparison runs in the same job
 // (bench/peer/torch_mlp.py); bench/run_mlp_bench.sh runs both and bench/RESULTS.md records them.
+//
+// With a fourth argument `--gpu-timestamps` every dispatch is also timed on the GPU (each in a
+// compute pass of its own, so the wall time is not the headline figure's): per step, the kernels'
+// own time (busy), the GPU's idle time between dependent dispatches (gaps) and the wall time
+// beside them show how much of a dispatch's cost is the host's and how much the GPU's.
 #include <chrono>
 #include <cstdio>
 #include <fstream>
@@ -19,12 +24,14 @@ int main(int argc, char** argv) {
   std::string file = argc > 1 ? argv[1] : "examples/fashion_mlp.json";
   std::string backend_name = argc > 2 ? argv[2] : "auto";
   int total_steps = argc > 3 ? std::atoi(argv[3]) : 512;
+  const bool timed = argc > 4 && std::string(argv[4]) == "--gpu-timestamps";
   std::ifstream in(file);
   std::stringstream text;
   text << in.rdbuf();
 
   for (int per_run : {1, 8, 64}) {
-    auto sel = runtime::SelectBackend({.requested = backend_name, .allow_software_adapter = true});
+    auto sel = runtime::SelectBackend(
+        {.requested = backend_name, .allow_software_adapter = true, .gpu_timestamps = timed});
     if (!sel.ok()) {
       std::cerr << sel.errors().front().Format() << "\n";
       return 2;
@@ -68,6 +75,7 @@ int main(int argc, char** argv) {
       }
     }
     int runs = std::max(1, total_steps / per_run);
+    double busy_us = 0, gaps_us = 0, span_us = 0, dispatches = 0;
     auto t0 = std::chrono::steady_clock::now();
     for (int i = 0; i < runs; ++i) {
       set_steps();
@@ -76,13 +84,29 @@ int main(int argc, char** argv) {
         std::cerr << r.errors().front().Format() << "\n";
         return 4;
       }
+      if (r->stats.contains("gpu_timestamps")) {
+        const Json& g = r->stats["gpu_timestamps"];
+        busy_us += g["busy_us"].get<double>();
+        gaps_us += g["gaps_us"].get<double>();
+        span_us += g["span_us"].get<double>();
+        dispatches += g["dispatches"].get<double>();
+      }
     }
     double us =
         std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - t0).count();
+    const double steps = runs * per_run;
     std::printf(
         "{\"engine\": \"scellis\", \"backend\": \"%s\", \"steps_per_run\": %d, \"steps\": %d, "
-        "\"us_per_step\": %.2f}\n",
-        backend.c_str(), per_run, runs * per_run, us / (runs * per_run));
+        "\"us_per_step\": %.2f",
+        backend.c_str(), per_run, runs * per_run, us / steps);
+    if (timed) {
+      std::printf(
+          ", \"gpu_timestamps\": true, \"timed_dispatches_per_step\": %.1f, "
+          "\"gpu_busy_us_per_step\": %.2f, \"gpu_gaps_us_per_step\": %.2f, "
+          "\"gpu_span_us_per_step\": %.2f",
+          dispatches / steps, busy_us / steps, gaps_us / steps, span_us / steps);
+    }
+    std::printf("}\n");
     std::fflush(stdout);
   }
   return 0;

@@ -50,14 +50,15 @@ METHODS = {
     "device": [
         "create_buffer", "create_shader_module", "create_compute_pipeline", "create_bind_group",
         "create_command_encoder", "get_queue", "get_limits", "get_features", "destroy",
-        "push_error_scope", "pop_error_scope", "get_lost_future",
+        "push_error_scope", "pop_error_scope", "get_lost_future", "create_query_set",
     ],
     "queue": ["submit", "write_buffer", "on_submitted_work_done"],
     "buffer": ["map_async", "get_const_mapped_range", "unmap", "destroy", "get_size",
                "get_map_state"],
     "shader_module": ["get_compilation_info"],
     "compute_pipeline": ["get_bind_group_layout"],
-    "command_encoder": ["begin_compute_pass", "copy_buffer_to_buffer", "clear_buffer", "finish"],
+    "command_encoder": ["begin_compute_pass", "copy_buffer_to_buffer", "clear_buffer", "finish",
+                        "resolve_query_set"],
     "compute_pass_encoder": ["set_pipeline", "set_bind_group", "dispatch_workgroups", "end"],
 }
 
@@ -65,6 +66,7 @@ METHODS = {
 RELEASED_OBJECTS = [
     "instance", "adapter", "device", "queue", "buffer", "shader_module", "compute_pipeline",
     "bind_group_layout", "bind_group", "command_encoder", "compute_pass_encoder", "command_buffer",
+    "query_set",
 ]
 
 FREE_MEMBERS = ["adapter_info", "supported_features"]

@@ -25,6 +25,9 @@ struct BackendOptions {
   // WebGPU: which of the adapters Dawn offers (webgpu::OpenOptions::adapter); unset: Dawn's
   // first, or under MPI the local rank's.
   std::optional<uint32_t> adapter = std::nullopt;
+  // WebGPU profiling: time every dispatch with GPU timestamps (webgpu::OpenOptions::gpu_timestamps);
+  // a run's stats then carry `gpu_timestamps`.
+  bool gpu_timestamps = false;
 };
 
 struct ProbeReport {

@@ -28,6 +28,7 @@ Result<Selection> SelectBackend(const SelectOptions& options) {
   open.allow_software_adapter = !automatic && options.allow_software_adapter;
   open.cpu_threads = options.cpu_threads;
   open.adapter = options.adapter;
+  open.gpu_timestamps = options.gpu_timestamps;
   Selection s;
   for (const auto& backend : BuiltinBackends()) {
     if (automatic ? !backend->automatic() : backend->name() != options.requested) continue;

@@ -20,6 +20,7 @@ struct SelectOptions {
   int cpu_threads = 0;
   // WebGPU: the adapter's index among those Dawn offers (BackendOptions::adapter).
   std::optional<uint32_t> adapter = std::nullopt;
+  bool gpu_timestamps = false;  // BackendOptions::gpu_timestamps
 };
 
 struct Selection {

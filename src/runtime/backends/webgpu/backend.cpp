@@ -50,6 +50,7 @@ OpenOptions ToOpenOptions(const BackendOptions& options) {
   o.allow_software_adapter = options.allow_software_adapter;
   o.max_binding_bytes = options.max_binding_bytes;
   o.adapter = options.adapter;
+  o.gpu_timestamps = options.gpu_timestamps;
   return o;
 }
 

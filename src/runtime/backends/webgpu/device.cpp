@@ -24,6 +24,20 @@ namespace {
 // 0xA "ShaderF16"). Only 0x1-0x10 agree across those headers; later numbers changed between
 // releases, so they are shown by number rather than guessed.
 constexpr WGPUFeatureName kDawnShaderF16 = static_cast<WGPUFeatureName>(0x0000000A);
+constexpr WGPUFeatureName kDawnTimestampQuery = static_cast<WGPUFeatureName>(0x00000003);
+
+// Dawn's own chained struct for device toggles (dawn/webgpu.h: DawnTogglesDescriptor), not part
+// of the standard API description. Timed runs turn off `timestamp_quantization`, which otherwise
+// rounds every timestamp to a coarse step (a fingerprinting defence browsers need; a profiler
+// of its own GPU does not).
+constexpr WGPUSType kDawnTogglesDescriptor = static_cast<WGPUSType>(0x0005000A);
+struct DawnTogglesDescriptor {
+  WGPUChainedStruct chain;
+  size_t enabledToggleCount;
+  const char* const* enabledToggles;
+  size_t disabledToggleCount;
+  const char* const* disabledToggles;
+};
 const char* DawnFeatureName(uint32_t value) {
   static const char* const kNames[] = {
       nullptr,                              "depth-clip-control",
@@ -279,6 +293,14 @@ struct Device::Impl {
   uint64_t recorded_dispatches = 0;
   std::optional<Diagnostic> recording_error;
 
+  // GPU timestamps (OpenOptions::gpu_timestamps): dispatch i writes queries 2i and 2i + 1; every
+  // submission resolves the queries written so far into `timestamp_resolve`, which TakeGpuTimes
+  // reads like any buffer.
+  WGPUQuerySet timestamp_set = nullptr;
+  BufferId timestamp_resolve{0};
+  uint32_t timed_dispatches = 0;     // since the last TakeGpuTimes
+  uint32_t resolved_dispatches = 0;  // of those, resolved by a submission
+
   bool fail_next_submit = false;
   bool fail_next_map = false;
   bool fail_next_allocation = false;
@@ -301,6 +323,7 @@ struct Device::Impl {
       for (WGPUBuffer b : list) DestroyBuffer(b);
     }
     if (staging) DestroyBuffer(staging);
+    if (timestamp_set) p.QuerySetRelease(timestamp_set);
     if (queue) p.QueueRelease(queue);
     if (device) p.DeviceRelease(device);
     if (adapter) p.AdapterRelease(adapter);
@@ -381,6 +404,13 @@ struct Device::Impl {
   bool Flush() {
     if (!encoder) return false;
     EndPass();
+    if (timed_dispatches > resolved_dispatches) {
+      // Resolving always starts at query 0: a resolve's destination offset must be a multiple of
+      // 256 bytes, and queries written by earlier submissions resolve to the same values again.
+      p.CommandEncoderResolveQuerySet(encoder, timestamp_set, 0, 2 * timed_dispatches,
+                                      FindBuffer(timestamp_resolve)->handle, 0);
+      resolved_dispatches = timed_dispatches;
+    }
     if (fail_next_submit) {
       // A copy from a destroyed buffer: valid to record, rejected by Dawn at submit.
       fail_next_submit = false;
@@ -672,11 +702,27 @@ Result<std::unique_ptr<Device>> Device::Open(const OpenOptions& options) {
   WGPUDeviceDescriptor dd{};
   dd.requiredLimits = &adapter_limits.limits;
   // f16 storage needs the feature enabled on the device, not only offered by the adapter.
-  const WGPUFeatureName f16_feature = kDawnShaderF16;
-  if (std::find(info.features.begin(), info.features.end(), "shader-f16") != info.features.end()) {
-    dd.requiredFeatureCount = 1;
-    dd.requiredFeatures = &f16_feature;
+  auto has_feature = [&info](const char* feature) {
+    return std::find(info.features.begin(), info.features.end(), feature) != info.features.end();
+  };
+  std::vector<WGPUFeatureName> required;
+  if (has_feature("shader-f16")) required.push_back(kDawnShaderF16);
+  const char* const unquantized[] = {"timestamp_quantization"};
+  DawnTogglesDescriptor toggles{};
+  if (options.gpu_timestamps) {
+    if (!has_feature("timestamp-query")) {
+      return RuntimeError("timestamp-query-unavailable",
+                          "GPU timestamps were asked for, and \"" + info.device +
+                              "\" does not offer the timestamp-query feature");
+    }
+    required.push_back(kDawnTimestampQuery);
+    toggles.chain.sType = kDawnTogglesDescriptor;
+    toggles.disabledToggleCount = 1;
+    toggles.disabledToggles = unquantized;
+    dd.nextInChain = &toggles.chain;
   }
+  dd.requiredFeatureCount = required.size();
+  dd.requiredFeatures = required.data();
   dd.deviceLostCallbackInfo.mode = WGPUCallbackMode_AllowSpontaneous;
   dd.deviceLostCallbackInfo.callback = OnDeviceLost;
   dd.deviceLostCallbackInfo.userdata1 = m.sink.get();
@@ -705,6 +751,18 @@ Result<std::unique_ptr<Device>> Device::Open(const OpenOptions& options) {
                             "): " + dr->message);
   }
   m.queue = p.DeviceGetQueue(m.device);
+  if (options.gpu_timestamps) {
+    WGPUQuerySetDescriptor qd{};
+    qd.type = WGPUQueryType_Timestamp;
+    qd.count = 2 * kMaxTimedDispatches;
+    m.timestamp_set = p.DeviceCreateQuerySet(m.device, &qd);
+    Impl::Buf resolve;
+    resolve.size = resolve.alloc = uint64_t{16} * kMaxTimedDispatches;
+    resolve.handle =
+        m.NewBuffer(resolve.alloc, WGPUBufferUsage_QueryResolve | WGPUBufferUsage_CopySrc);
+    m.timestamp_resolve = BufferId{m.next_buffer_id++};
+    m.buffers.emplace(m.timestamp_resolve.value, resolve);
+  }
   {
     WGPUSupportedFeatures df{};
     p.DeviceGetFeatures(m.device, &df);
@@ -1088,6 +1146,19 @@ void Device::Dispatch(PipelineId pipeline, const std::vector<Binding>& bindings,
       m.bind_groups.emplace(std::move(key), group);
     }
   }
+  if (m.timestamp_set && m.timed_dispatches < kMaxTimedDispatches) {
+    // A pass of its own, whose beginning and end timestamps bracket this one dispatch.
+    m.EnsureEncoder();
+    m.EndPass();
+    WGPUPassTimestampWrites writes{};
+    writes.querySet = m.timestamp_set;
+    writes.beginningOfPassWriteIndex = 2 * m.timed_dispatches;
+    writes.endOfPassWriteIndex = 2 * m.timed_dispatches + 1;
+    WGPUComputePassDescriptor pd{};
+    pd.timestampWrites = &writes;
+    m.pass = p.CommandEncoderBeginComputePass(m.encoder, &pd);
+    m.timed_dispatches++;
+  }
   m.EnsurePass();
   p.ComputePassEncoderSetPipeline(m.pass, pipe.pipeline);
   if (group) p.ComputePassEncoderSetBindGroup(m.pass, 0, group, 0, nullptr);
@@ -1144,6 +1215,25 @@ Status Device::Submit() {
     return m.Sticky();
   }
   return m.WaitIdle();
+}
+
+// ---- profiling ----
+
+bool Device::gpu_timestamps() const {
+  return impl_->timestamp_set != nullptr;
+}
+
+Result<std::vector<GpuInterval>> Device::TakeGpuTimes() {
+  Impl& m = *impl_;
+  std::vector<GpuInterval> out;
+  if (!m.timestamp_set) return out;
+  SCELLIS_TRY(Submit());
+  if (m.timed_dispatches == 0) return out;
+  std::vector<uint64_t> ticks(2 * size_t{m.timed_dispatches});
+  SCELLIS_TRY(Read(m.timestamp_resolve, 0, ticks.size() * sizeof(uint64_t), ticks.data()));
+  for (size_t i = 0; i < ticks.size(); i += 2) out.push_back({ticks[i], ticks[i + 1]});
+  m.timed_dispatches = m.resolved_dispatches = 0;
+  return out;
 }
 
 // ---- faults ----

@@ -156,6 +156,17 @@ struct OpenOptions {
   // of a host opens its own GPU; otherwise Dawn's first adapter. An index Dawn does not offer is
   // `adapter-not-found` (listing those it does), never another adapter.
   std::optional<uint32_t> adapter = std::nullopt;
+  // Profiling: time every dispatch on the GPU (TakeGpuTimes). Needs the adapter's
+  // `timestamp-query` (else `timestamp-query-unavailable`); turns off Dawn's quantization of
+  // timestamps, and records each dispatch in a compute pass of its own whose beginning and end
+  // write the pair, so a timed run is not quite the untimed one: use it to see where time goes,
+  // never for the headline figures.
+  bool gpu_timestamps = false;
+};
+
+// One dispatch as the GPU's timestamps saw it, in nanoseconds on the device's clock.
+struct GpuInterval {
+  uint64_t begin_ns = 0, end_ns = 0;
 };
 
 // Test hooks. Each makes Dawn itself fail, so the real error path is what gets tested:
@@ -262,6 +273,14 @@ class Device {
   // Submits everything recorded since the last Submit as one command buffer and waits for the
   // GPU (at most timeout_ms). Returns the device's error if it is poisoned.
   Status Submit();
+
+  // ---- profiling (OpenOptions::gpu_timestamps) ----
+  // The intervals of the dispatches submitted since the last call, in recording order (at most
+  // kMaxTimedDispatches of them; later ones run untimed). Submits what was recorded and reads
+  // the timestamps back. Empty when the device was opened without timestamps.
+  static constexpr uint32_t kMaxTimedDispatches = 2048;
+  Result<std::vector<GpuInterval>> TakeGpuTimes();
+  bool gpu_timestamps() const;
 
   // ---- faults and stats ----
   void InjectFault(Fault fault);

@@ -533,3 +533,57 @@ TEST(WebGpuFaults, BadRecordingIsReportedBySubmit) {
 
 }  // namespace
 }  // namespace scellis::runtime::webgpu
+
+namespace scellis::runtime::webgpu {
+namespace {
+
+// With GPU timestamps each dispatch gets its interval on the device's clock, in recording order
+// across submissions: dependent dispatches run one after another, so each starts after the one
+// before it ends. Timing changes no result.
+TEST(WebGpuDevice, TimesEachDispatchOnTheGpu) {
+  auto dev = OpenSoftware({.gpu_timestamps = true});
+  ASSERT_TRUE(dev);
+  ASSERT_TRUE(dev->gpu_timestamps());
+  const size_t n = 4099;
+  std::vector<float> host = RandomFloats(n, 20261202);
+  BufferId a = dev->CreateBuffer(n * 4), b = dev->CreateBuffer(n * 4);
+  ASSERT_TRUE(dev->Write(a, 0, host.data(), n * 4).ok());
+  auto pipe = dev->Pipeline(kDouble, "main");
+  ASSERT_TRUE(pipe.ok()) << Describe(pipe.status());
+  const uint32_t groups = static_cast<uint32_t>((n + 63) / 64);
+  for (int submission : {5, 3}) {
+    for (int i = 0; i < submission; ++i) {
+      dev->Dispatch(*pipe, {{a}, {b}}, groups);
+      std::swap(a, b);
+    }
+    ASSERT_TRUE(dev->Submit().ok());
+  }
+  auto times = dev->TakeGpuTimes();
+  ASSERT_TRUE(times.ok()) << Describe(times.status());
+  ASSERT_EQ(times->size(), 8u);
+  for (size_t i = 0; i < times->size(); ++i) {
+    SCOPED_TRACE("dispatch " + std::to_string(i));
+    EXPECT_LE((*times)[i].begin_ns, (*times)[i].end_ns);
+    if (i > 0) EXPECT_LE((*times)[i - 1].end_ns, (*times)[i].begin_ns);
+  }
+  EXPECT_GT(times->back().end_ns, times->front().begin_ns);
+  auto again = dev->TakeGpuTimes();
+  ASSERT_TRUE(again.ok());
+  EXPECT_TRUE(again->empty());
+
+  std::vector<float> result(n);
+  ASSERT_TRUE(dev->Read(a, 0, n * 4, result.data()).ok());
+  size_t wrong = 0;
+  for (size_t i = 0; i < n; ++i) wrong += result[i] != host[i] * 256.0f;  // 2^8, exact
+  EXPECT_EQ(wrong, 0u);
+
+  // Untimed devices have nothing to report.
+  auto plain = OpenSoftware();
+  ASSERT_TRUE(plain);
+  auto none = plain->TakeGpuTimes();
+  ASSERT_TRUE(none.ok());
+  EXPECT_TRUE(none->empty());
+}
+
+}  // namespace
+}  // namespace scellis::runtime::webgpu

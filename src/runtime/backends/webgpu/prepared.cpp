@@ -22,6 +22,26 @@
 namespace scellis::runtime::webgpu {
 namespace {
 
+// A run's dispatches as the GPU's clock saw them: how long the kernels ran (busy), from the first
+// dispatch's start to the last one's end (span), and the idle time between one dispatch's end and
+// the next one's start (gaps) — what each dependent dispatch costs beyond its kernel.
+Json GpuTimesJson(const std::vector<GpuInterval>& times) {
+  double busy = 0, gaps = 0;
+  Json durations = Json::array();
+  for (size_t i = 0; i < times.size(); ++i) {
+    const double run = double(times[i].end_ns - times[i].begin_ns) / 1e3;
+    busy += run;
+    durations.push_back(run);
+    if (i > 0 && times[i].begin_ns > times[i - 1].end_ns)
+      gaps += double(times[i].begin_ns - times[i - 1].end_ns) / 1e3;
+  }
+  return {{"dispatches", times.size()},
+          {"busy_us", busy},
+          {"gaps_us", gaps},
+          {"span_us", double(times.back().end_ns - times.front().begin_ns) / 1e3},
+          {"dispatch_us", std::move(durations)}};
+}
+
 uint64_t RoundUp4(uint64_t bytes) {
   return (bytes + 3) / 4 * 4;
 }
@@ -219,9 +239,10 @@ class WebGpuPrepared : public Prepared {
       }
       r.watched.push_back({names[i], std::move(per_step)});
     }
-    const DeviceStats& after = d_.stats();
     double ms =
         std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
+    SCELLIS_ASSIGN_OR_RETURN(std::vector<GpuInterval> gpu, d_.TakeGpuTimes());
+    const DeviceStats& after = d_.stats();
     r.stats = {{"steps", steps},
                {"dispatches", after.dispatches - before.dispatches},
                {"iterations_per_dispatch", program_.iterations_per_dispatch},
@@ -230,6 +251,7 @@ class WebGpuPrepared : public Prepared {
                {"bytes_uploaded", after.bytes_uploaded - before.bytes_uploaded},
                {"readback_bytes", after.bytes_read - before.bytes_read},
                {"wall_ms", ms}};
+    if (!gpu.empty()) r.stats["gpu_timestamps"] = GpuTimesJson(gpu);
     return r;
   }
 

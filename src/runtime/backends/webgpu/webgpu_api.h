@@ -63,6 +63,7 @@ typedef struct WGPUInstanceDescriptor WGPUInstanceDescriptor;
 typedef struct WGPUInstanceLimits WGPUInstanceLimits;
 typedef struct WGPULimits WGPULimits;
 typedef struct WGPUPassTimestampWrites WGPUPassTimestampWrites;
+typedef struct WGPUQuerySetDescriptor WGPUQuerySetDescriptor;
 typedef struct WGPUQueueDescriptor WGPUQueueDescriptor;
 typedef struct WGPURequestAdapterOptions WGPURequestAdapterOptions;
 typedef struct WGPUShaderModuleDescriptor WGPUShaderModuleDescriptor;
@@ -211,6 +212,12 @@ typedef enum WGPUPowerPreference {
   WGPUPowerPreference_HighPerformance = 0x00000002,
   WGPUPowerPreference_Force32 = 0x7FFFFFFF
 } WGPUPowerPreference;
+
+typedef enum WGPUQueryType {
+  WGPUQueryType_Occlusion = 0x00000001,
+  WGPUQueryType_Timestamp = 0x00000002,
+  WGPUQueryType_Force32 = 0x7FFFFFFF
+} WGPUQueryType;
 
 typedef enum WGPUQueueWorkDoneStatus {
   WGPUQueueWorkDoneStatus_Success = 0x00000001,
@@ -540,6 +547,13 @@ struct WGPUPassTimestampWrites {
   uint32_t endOfPassWriteIndex;
 };
 
+struct WGPUQuerySetDescriptor {
+  WGPUChainedStruct * nextInChain;
+  WGPUStringView label;
+  WGPUQueryType type;
+  uint32_t count;
+};
+
 struct WGPURequestAdapterOptions {
   WGPUChainedStruct * nextInChain;
   WGPUFeatureLevel featureLevel;
@@ -585,6 +599,7 @@ typedef void (*WGPUProcDeviceDestroy)(WGPUDevice device);
 typedef void (*WGPUProcDevicePushErrorScope)(WGPUDevice device, WGPUErrorFilter filter);
 typedef WGPUFuture (*WGPUProcDevicePopErrorScope)(WGPUDevice device, WGPUPopErrorScopeCallbackInfo callbackInfo);
 typedef WGPUFuture (*WGPUProcDeviceGetLostFuture)(WGPUDevice device);
+typedef WGPUQuerySet (*WGPUProcDeviceCreateQuerySet)(WGPUDevice device, WGPUQuerySetDescriptor const * descriptor);
 typedef void (*WGPUProcQueueSubmit)(WGPUQueue queue, size_t commandCount, WGPUCommandBuffer const * commands);
 typedef void (*WGPUProcQueueWriteBuffer)(WGPUQueue queue, WGPUBuffer buffer, uint64_t bufferOffset, void const * data, size_t size);
 typedef WGPUFuture (*WGPUProcQueueOnSubmittedWorkDone)(WGPUQueue queue, WGPUQueueWorkDoneCallbackInfo callbackInfo);
@@ -600,6 +615,7 @@ typedef WGPUComputePassEncoder (*WGPUProcCommandEncoderBeginComputePass)(WGPUCom
 typedef void (*WGPUProcCommandEncoderCopyBufferToBuffer)(WGPUCommandEncoder commandEncoder, WGPUBuffer source, uint64_t sourceOffset, WGPUBuffer destination, uint64_t destinationOffset, uint64_t size);
 typedef void (*WGPUProcCommandEncoderClearBuffer)(WGPUCommandEncoder commandEncoder, WGPUBuffer buffer, uint64_t offset, uint64_t size);
 typedef WGPUCommandBuffer (*WGPUProcCommandEncoderFinish)(WGPUCommandEncoder commandEncoder, WGPUCommandBufferDescriptor const * descriptor);
+typedef void (*WGPUProcCommandEncoderResolveQuerySet)(WGPUCommandEncoder commandEncoder, WGPUQuerySet querySet, uint32_t firstQuery, uint32_t queryCount, WGPUBuffer destination, uint64_t destinationOffset);
 typedef void (*WGPUProcComputePassEncoderSetPipeline)(WGPUComputePassEncoder computePassEncoder, WGPUComputePipeline pipeline);
 typedef void (*WGPUProcComputePassEncoderSetBindGroup)(WGPUComputePassEncoder computePassEncoder, uint32_t groupIndex, WGPUBindGroup group, size_t dynamicOffsetCount, uint32_t const * dynamicOffsets);
 typedef void (*WGPUProcComputePassEncoderDispatchWorkgroups)(WGPUComputePassEncoder computePassEncoder, uint32_t workgroupCountX, uint32_t workgroupCountY, uint32_t workgroupCountZ);
@@ -628,6 +644,8 @@ typedef void (*WGPUProcComputePassEncoderAddRef)(WGPUComputePassEncoder computeP
 typedef void (*WGPUProcComputePassEncoderRelease)(WGPUComputePassEncoder computePassEncoder);
 typedef void (*WGPUProcCommandBufferAddRef)(WGPUCommandBuffer commandBuffer);
 typedef void (*WGPUProcCommandBufferRelease)(WGPUCommandBuffer commandBuffer);
+typedef void (*WGPUProcQuerySetAddRef)(WGPUQuerySet querySet);
+typedef void (*WGPUProcQuerySetRelease)(WGPUQuerySet querySet);
 typedef void (*WGPUProcAdapterInfoFreeMembers)(WGPUAdapterInfo adapterInfo);
 typedef void (*WGPUProcSupportedFeaturesFreeMembers)(WGPUSupportedFeatures supportedFeatures);
 
@@ -654,6 +672,7 @@ typedef void (*WGPUProcSupportedFeaturesFreeMembers)(WGPUSupportedFeatures suppo
   X(DevicePushErrorScope) \
   X(DevicePopErrorScope) \
   X(DeviceGetLostFuture) \
+  X(DeviceCreateQuerySet) \
   X(QueueSubmit) \
   X(QueueWriteBuffer) \
   X(QueueOnSubmittedWorkDone) \
@@ -669,6 +688,7 @@ typedef void (*WGPUProcSupportedFeaturesFreeMembers)(WGPUSupportedFeatures suppo
   X(CommandEncoderCopyBufferToBuffer) \
   X(CommandEncoderClearBuffer) \
   X(CommandEncoderFinish) \
+  X(CommandEncoderResolveQuerySet) \
   X(ComputePassEncoderSetPipeline) \
   X(ComputePassEncoderSetBindGroup) \
   X(ComputePassEncoderDispatchWorkgroups) \
@@ -697,6 +717,8 @@ typedef void (*WGPUProcSupportedFeaturesFreeMembers)(WGPUSupportedFeatures suppo
   X(ComputePassEncoderRelease) \
   X(CommandBufferAddRef) \
   X(CommandBufferRelease) \
+  X(QuerySetAddRef) \
+  X(QuerySetRelease) \
   X(AdapterInfoFreeMembers) \
   X(SupportedFeaturesFreeMembers)
 
