@@ -1,7 +1,7 @@
 // schedule-elementwise: which fused kernels are wide, from their inputs' layout and dtypes; the
 // period at which each input repeats along the output; the choice printed in the kernel rung and
 // its JSON; and the grid the wide kernel gets. (Its bits on WebGPU:
-// emit/wgsl/elementwise_vec4_test.)
+// emit/wgsl/vec4_test.)
 #include <gtest/gtest.h>
 
 #include "kernel/emit/wgsl/codegen.h"

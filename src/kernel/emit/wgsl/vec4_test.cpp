@@ -1,10 +1,12 @@
-// The wide (vec4) fused elementwise kernel on Dawn over SwiftShader, in the debug tier: over
-// ragged sizes (4k vectorised; 4k+1..4k+3 stay scalar), broadcast inputs and every 32-bit dtype,
-// its outputs equal the CPU reference's bit for bit where the ops are exact in IEEE arithmetic
-// (any NaN matching any NaN: WGSL leaves its sign open), and equal the scalar kernel's (the
-// schedule-elementwise pass disabled) bit for bit for every op, NaNs included. Inputs are fresh
-// random values each run, special values (NaN, infinities, signed zeros; subnormals, which a GPU
-// may flush, against the scalar kernel only) among them; the seed is printed on failure.
+// The wide (vec4) kernels on Dawn over SwiftShader, in the debug tier.
+// Fused elementwise kernels: over ragged sizes (4k vectorised; 4k+1..4k+3 stay scalar), broadcast
+// inputs and every 32-bit dtype, their outputs equal the CPU reference's bit for bit where the ops
+// are exact in IEEE arithmetic (any NaN matching any NaN: WGSL leaves its sign open), and equal the
+// scalar kernel's (the schedule-elementwise pass disabled) bit for bit for every op, NaNs
+// included. Whole-tensor sums loading vec4: the reference's bits (its fixed 256-lane order).
+// Inputs are fresh random values each run, special values (NaN, infinities, signed zeros;
+// subnormals, which a GPU may flush, against the scalar kernel only) among them; the seed is
+// printed on failure.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -301,6 +303,39 @@ TEST(ElementwiseVec4, TilesOverTheBindingCapAreWideAndMatchTheReference) {
   auto want = cpu.Run(*c->plan, feeds);
   ASSERT_TRUE(want.ok());
   ExpectSameBits(got->outputs[0].second, want->outputs[0].second, "tiled", true);
+}
+
+// sum over sizes around the 4096 elements one pass of the unrolled loop takes (ragged sizes take
+// the scalar tree), finite values of mixed signs and magnitudes so that the order of additions
+// shows in the bits. mean divides that sum once, which WGSL rounds within 2.5 ulp (and a compiler
+// may multiply by the reciprocal): it is held to 3 ulp.
+TEST(SumVec4, WholeTensorSumsKeepTheReferencesBits) {
+  const unsigned seed = FreshSeed();
+  SCOPED_TRACE("seed " + std::to_string(seed));
+  std::mt19937 rng(seed);
+  std::uniform_real_distribution<float> u(-1, 1);
+  std::uniform_int_distribution<int> exponent(-20, 20);
+  const int64_t k = std::uniform_int_distribution<int64_t>(3000, 6000)(rng);
+  for (int64_t n :
+       {int64_t{4}, int64_t{256}, int64_t{4096}, 4 * k, 4 * k + 1, 4 * k + 2, 4 * k + 3}) {
+    SCOPED_TRACE("n " + std::to_string(n));
+    std::vector<double> x(static_cast<size_t>(n));
+    for (double& v : x) v = std::ldexp(u(rng), exponent(rng));
+    Json doc = Doc({Node(0, "input", {{"name", "x"}, {"shape", {n}}}), Node(1, "sum", {{"a", 0}}),
+                    Node(2, "mean", {{"a", 0}})},
+                   {1, 2});
+    Runs r = RunAll(doc, {{"x", Tensor({n}, DType::kF32, x)}});
+    ASSERT_EQ(r.reference.outputs.size(), 2u);
+    ExpectSameBits(r.gpu_wide.outputs[0].second, r.reference.outputs[0].second, "sum");
+    const float got = r.gpu_wide.outputs[1].second.view<float>()[0];
+    const float want = r.reference.outputs[1].second.view<float>()[0];
+    EXPECT_LE(std::fabs(got - want),
+              3 * (std::nextafter(std::fabs(want), INFINITY) - std::fabs(want)))
+        << got << " vs " << want;
+    if (n % 4 == 0)
+      for (const Kernel& kernel : r.wide.module->kernels)
+        EXPECT_NE(kernel.Wgsl().source.find("array<vec4<f32>>"), std::string::npos);
+  }
 }
 
 }  // namespace
