@@ -120,6 +120,7 @@ std::string Print(const Plan& p) {
     if (s.reads.empty()) out += " -";
     out += " -> b" + std::to_string(s.write);
     if (k.matmul_schedule) out += "  schedule " + k.matmul_schedule->Name();
+    if (k.elementwise_schedule) out += "  schedule " + k.elementwise_schedule->Name();
     out += "\n";
   }
   out += "  buffers:\n";
@@ -173,6 +174,7 @@ Json ToJson(const Plan& p) {
     const kernel::Kernel& k = p.module().kernels[s.kernel];
     Json step = {{"kernel", k.name}, {"reads", s.reads}, {"write", s.write}};
     if (k.matmul_schedule) step["matmul_schedule"] = k.matmul_schedule->Name();
+    if (k.elementwise_schedule) step["elementwise_schedule"] = k.elementwise_schedule->Name();
     j["steps"].push_back(step);
   }
   for (const Buffer& b : p.buffers)

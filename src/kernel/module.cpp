@@ -48,6 +48,26 @@ bool ReadsShifted(const Kernel& k, int input) {
   return false;
 }
 
+std::optional<int64_t> ReadPeriod(const Module& m, const Kernel& k, int input) {
+  if (ReadsShifted(k, input)) return std::nullopt;
+  const std::vector<int64_t> out = m.graph().at(k.output).type.sizes();
+  const std::vector<int64_t> strides =
+      BroadcastStrides(m.graph().at(k.inputs[input]).type.sizes(), out);
+  // From the last dimension, the input's strides are the output's row-major ones for as long as
+  // it spans the output; before that it must be broadcast (stride 0). Size-1 dimensions take
+  // either, since they never move the index.
+  int64_t period = 1;
+  int d = static_cast<int>(out.size()) - 1;
+  for (; d >= 0; --d) {
+    if (out[d] == 1) continue;
+    if (strides[d] != period) break;
+    period *= out[d];
+  }
+  for (; d >= 0; --d)
+    if (out[d] != 1 && strides[d] != 0) return std::nullopt;
+  return period;
+}
+
 Result<Module> FromWebir(std::shared_ptr<const webir::Graph> g) {
   SCELLIS_TRY(webir::Verify(*g));
   Module m;
@@ -69,6 +89,12 @@ std::string MatmulSchedule::Name() const {
   else if (vec4_a) name += "/vec4a";
   else if (vec4_b) name += "/vec4b";
   return name;
+}
+
+std::string ElementwiseSchedule::Name() const {
+  if (width == 1 && per_invocation == 1) return "scalar";
+  return (width == 1 ? std::string("scalar") : "vec" + std::to_string(width)) + "/" +
+         std::to_string(workgroup_size) + "x" + std::to_string(per_invocation);
 }
 
 MatmulShape MatmulShapeOf(const Module& m, const Kernel& k) {
@@ -149,6 +175,7 @@ std::string Print(const Module& m) {
       out += ")";
     }
     if (k.matmul_schedule) out += "  schedule " + k.matmul_schedule->Name();
+    if (k.elementwise_schedule) out += "  schedule " + k.elementwise_schedule->Name();
     if (k.Source(kWgslTarget)) {
       out += "  grid " + std::to_string(k.workgroups[0]) + "x" + std::to_string(k.workgroups[1]) +
              "  wgsl " + k.Wgsl().source_hash.substr(0, 12);
@@ -199,6 +226,12 @@ Json ToJson(const Module& m) {
                                {"tile", {s->tile_m, s->tile_n, s->tile_k}},
                                {"block", {s->block_m, s->block_n}},
                                {"vec4", {s->vec4_a, s->vec4_b}}};
+    }
+    if (const auto& s = k.elementwise_schedule) {
+      jk["elementwise_schedule"] = {{"name", s->Name()},
+                                    {"width", s->width},
+                                    {"workgroup_size", s->workgroup_size},
+                                    {"per_invocation", s->per_invocation}};
     }
     jk["workgroups"] = k.workgroups;
     jk["wgsl_sha256"] = k.Wgsl().source_hash;

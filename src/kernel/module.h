@@ -72,6 +72,25 @@ struct MatmulSchedule {
   bool operator==(const MatmulSchedule&) const = default;
 };
 
+// How a fused elementwise kernel covers its output; chosen by the schedule-elementwise pass, read
+// by the emitter. An elementwise result is per element, so a schedule changes which invocation
+// computes an element and how it is loaded and stored, never its bits.
+struct ElementwiseSchedule {
+  // Elements per load and store: 1, or 4 where every input is read at the element's own index or
+  // broadcast whole-vector-wise (see the pass), every buffer holds 32-bit elements and the element
+  // count is a multiple of 4.
+  int width = 1;
+  int workgroup_size = 64;
+  // Vectors each invocation computes in a grid-stride loop (1: one per invocation, no loop); the
+  // grid is sized to the work at this many, and grows no larger than kMaxWorkgroups.
+  int per_invocation = 1;
+  static constexpr int64_t kMaxWorkgroups = 65535;  // one grid dimension, no folding needed
+
+  // "vec4/256x4" (width / workgroup size x per invocation), or "scalar".
+  std::string Name() const;
+  bool operator==(const ElementwiseSchedule&) const = default;
+};
+
 // A kernel's source for one target, generated for the module's determinism tier.
 struct EmittedSource {
   std::string target;  // "wgsl"
@@ -94,6 +113,9 @@ struct Kernel {
   std::vector<bool> transposed;
   // kOp matmul: set by the schedule-matmul pass before emission.
   std::optional<MatmulSchedule> matmul_schedule;
+  // kElementwise: set by the schedule-elementwise pass; none means the one-element-per-invocation
+  // kernel.
+  std::optional<ElementwiseSchedule> elementwise_schedule;
 
   // The dispatch grid, in workgroups; set by the emitter, which chooses the workgroup size.
   std::array<uint32_t, 3> workgroups = {1, 1, 1};
@@ -136,6 +158,12 @@ bool IsElementwiseNode(const webir::Graph& g, const webir::Node& n);
 // True when kernel input `input` is read by a shift step, at indices other than the element's
 // own: such an input must be bound whole (it cannot be tiled with the output).
 bool ReadsShifted(const Kernel& k, int input);
+
+// Where an elementwise kernel reads input `input` for output element i: at i % period, when the
+// input is the output's trailing dimensions (period: their element count; the whole output for an
+// input of the output's shape, 1 for a single element broadcast everywhere). nullopt for any other
+// broadcast, or when the input is read by a shift step.
+std::optional<int64_t> ReadPeriod(const Module& m, const Kernel& k, int input);
 
 // The shape of a matmul kernel as its schedule sees it: A is m x k, B is k x n (after folded
 // transposes), over `batches` broadcast batch elements.

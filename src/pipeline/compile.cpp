@@ -26,6 +26,7 @@ const std::vector<Pass>& Passes() {
       {Rung::kKernel, "fuse-elementwise", kOptional, kernel::FuseElementwise},
       {Rung::kKernel, "fold-transposes", kOptional, kernel::FoldTransposes},
       {Rung::kKernel, "schedule-matmul", kRequired, kernel::ScheduleMatmul},
+      {Rung::kKernel, "schedule-elementwise", kOptional, kernel::ScheduleElementwise},
       {Rung::kKernel, "emit-wgsl", kRequired, kernel::EmitWgsl},
       {Rung::kKernel, "block-temporally", kOptional, kernel::BlockTemporally},
       {Rung::kExecplan, "liveness", kRequired, execplan::Liveness},

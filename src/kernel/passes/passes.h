@@ -36,6 +36,17 @@ MatmulSchedule ChooseMatmulSchedule(const MatmulShape& shape);
 // Sets every matmul kernel's schedule (ChooseMatmulSchedule of its shape); emit-wgsl follows it.
 Status ScheduleMatmul(Module& m);
 
+// Whether a fused elementwise kernel can load and store four elements at a time: every buffer it
+// binds holds 32-bit elements, its element count is a multiple of 4, and every input is read at
+// the element's own index or broadcast in whole vectors (a single element, or trailing dimensions
+// of a multiple of 4 elements: ReadPeriod); a shifted load keeps it scalar.
+bool ElementwiseVectorisable(const Module& m, const Kernel& k);
+// vec4, 256 invocations per workgroup, up to 4 vectors each, where ElementwiseVectorisable; else
+// one element per invocation.
+ElementwiseSchedule ChooseElementwiseSchedule(const Module& m, const Kernel& k);
+// Sets every elementwise kernel's schedule (ChooseElementwiseSchedule); emit-wgsl follows it.
+Status ScheduleElementwise(Module& m);
+
 // Generates every kernel's WGSL (and its dispatch grid) for the module's determinism tier.
 Status EmitWgsl(Module& m);
 

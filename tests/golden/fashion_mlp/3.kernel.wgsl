@@ -30,28 +30,33 @@ fn main(@builtin(workgroup_id) wg: vec3<u32>,
 }
 
 // ---- k1_fused_add ----
-@group(0) @binding(0) var<storage, read> in0: array<f32>;
-@group(0) @binding(1) var<storage, read> in1: array<f32>;
-@group(0) @binding(2) var<storage, read_write> out: array<f32>;
+@group(0) @binding(0) var<storage, read> in0: array<vec4<f32>>;
+@group(0) @binding(1) var<storage, read> in1: array<vec4<f32>>;
+@group(0) @binding(2) var<storage, read_write> out: array<vec4<f32>>;
+fn fused_element(a0: f32, a1: f32) -> f32 {
+  let x0 = a0;
+  let x1 = a1;
+  let s0 = (x0 + x1);
+  return s0;
+}
 
-@compute @workgroup_size(64)
+@compute @workgroup_size(256)
 fn main(@builtin(global_invocation_id) gid: vec3<u32>,
         @builtin(num_workgroups) groups: vec3<u32>) {
-  let i = gid.x + gid.y * groups.x * 64u;
-  if (i >= 16384u) { return; }
-  var rem = i;
-  let d1 = rem % 256u;
-  rem = rem / 256u;
-  let d0 = rem % 64u;
-  let x0 = in0[i];
-  let x1 = in1[d1 * 1u];
-  let s0 = (x0 + x1);
-  out[i] = s0;
+  for (var j = gid.x; j < 4096u; j = j + groups.x * 256u) {
+    let v0 = in0[j];
+    let v1 = in1[j % 64u];
+    out[j] = vec4<f32>(
+      fused_element(v0.x, v1.x),
+      fused_element(v0.y, v1.y),
+      fused_element(v0.z, v1.z),
+      fused_element(v0.w, v1.w));
+  }
 }
 
 // ---- k2_fused_relu ----
-@group(0) @binding(0) var<storage, read> in0: array<f32>;
-@group(0) @binding(1) var<storage, read_write> out: array<f32>;
+@group(0) @binding(0) var<storage, read> in0: array<vec4<f32>>;
+@group(0) @binding(1) var<storage, read_write> out: array<vec4<f32>>;
 fn is_nan_f32(x: f32) -> bool { return (bitcast<u32>(x) & 0x7fffffffu) > 0x7f800000u; }
 fn is_below_zero_f32(x: f32) -> bool {
   let b = bitcast<u32>(x);
@@ -66,15 +71,23 @@ fn inf_f32() -> f32 {
   return bitcast<f32>(bits);
 }
 fn relu_f32(x: f32) -> f32 { return select(x, 0.0, is_below_zero_f32(x)); }
+fn fused_element(a0: f32) -> f32 {
+  let x0 = a0;
+  let s0 = relu_f32(x0);
+  return s0;
+}
 
-@compute @workgroup_size(64)
+@compute @workgroup_size(256)
 fn main(@builtin(global_invocation_id) gid: vec3<u32>,
         @builtin(num_workgroups) groups: vec3<u32>) {
-  let i = gid.x + gid.y * groups.x * 64u;
-  if (i >= 16384u) { return; }
-  let x0 = in0[i];
-  let s0 = relu_f32(x0);
-  out[i] = s0;
+  for (var j = gid.x; j < 4096u; j = j + groups.x * 256u) {
+    let v0 = in0[j];
+    out[j] = vec4<f32>(
+      fused_element(v0.x),
+      fused_element(v0.y),
+      fused_element(v0.z),
+      fused_element(v0.w));
+  }
 }
 
 // ---- k3_matmul ----
@@ -321,9 +334,9 @@ fn main(@builtin(workgroup_id) wg: vec3<u32>,
 }
 
 // ---- k11_fused_positive_mul ----
-@group(0) @binding(0) var<storage, read> in0: array<f32>;
-@group(0) @binding(1) var<storage, read> in1: array<f32>;
-@group(0) @binding(2) var<storage, read_write> out: array<f32>;
+@group(0) @binding(0) var<storage, read> in0: array<vec4<f32>>;
+@group(0) @binding(1) var<storage, read> in1: array<vec4<f32>>;
+@group(0) @binding(2) var<storage, read_write> out: array<vec4<f32>>;
 fn is_nan_f32(x: f32) -> bool { return (bitcast<u32>(x) & 0x7fffffffu) > 0x7f800000u; }
 fn is_below_zero_f32(x: f32) -> bool {
   let b = bitcast<u32>(x);
@@ -340,17 +353,26 @@ fn inf_f32() -> f32 {
 fn positive_f32(x: f32) -> f32 {
   return select(1.0, 0.0, is_below_zero_f32(x) || (bitcast<u32>(x) & 0x7fffffffu) == 0u);
 }
-
-@compute @workgroup_size(64)
-fn main(@builtin(global_invocation_id) gid: vec3<u32>,
-        @builtin(num_workgroups) groups: vec3<u32>) {
-  let i = gid.x + gid.y * groups.x * 64u;
-  if (i >= 16384u) { return; }
-  let x0 = in0[i];
-  let x1 = in1[i];
+fn fused_element(a0: f32, a1: f32) -> f32 {
+  let x0 = a0;
+  let x1 = a1;
   let s0 = positive_f32(x1);
   let s1 = (x0 * s0);
-  out[i] = s1;
+  return s1;
+}
+
+@compute @workgroup_size(256)
+fn main(@builtin(global_invocation_id) gid: vec3<u32>,
+        @builtin(num_workgroups) groups: vec3<u32>) {
+  for (var j = gid.x; j < 4096u; j = j + groups.x * 256u) {
+    let v0 = in0[j];
+    let v1 = in1[j];
+    out[j] = vec4<f32>(
+      fused_element(v0.x, v1.x),
+      fused_element(v0.y, v1.y),
+      fused_element(v0.z, v1.z),
+      fused_element(v0.w, v1.w));
+  }
 }
 
 // ---- k12_sum ----

@@ -61,8 +61,8 @@ fn main(@builtin(workgroup_id) wg: vec3<u32>,
 }
 
 // ---- k2_fused_mul_sub_relu ----
-@group(0) @binding(0) var<storage, read> in0: array<f32>;
-@group(0) @binding(1) var<storage, read_write> out: array<f32>;
+@group(0) @binding(0) var<storage, read> in0: array<vec4<f32>>;
+@group(0) @binding(1) var<storage, read_write> out: array<vec4<f32>>;
 fn is_nan_f32(x: f32) -> bool { return (bitcast<u32>(x) & 0x7fffffffu) > 0x7f800000u; }
 fn is_below_zero_f32(x: f32) -> bool {
   let b = bitcast<u32>(x);
@@ -77,30 +77,78 @@ fn inf_f32() -> f32 {
   return bitcast<f32>(bits);
 }
 fn relu_f32(x: f32) -> f32 { return select(x, 0.0, is_below_zero_f32(x)); }
-
-@compute @workgroup_size(64)
-fn main(@builtin(global_invocation_id) gid: vec3<u32>,
-        @builtin(num_workgroups) groups: vec3<u32>) {
-  let i = gid.x + gid.y * groups.x * 64u;
-  if (i >= 16u) { return; }
-  let x0 = in0[i];
+fn fused_element(a0: f32) -> f32 {
+  let x0 = a0;
   let s0 = f32(0.5);
   let s1 = (x0 * s0);
   let s2 = f32(1.0);
   let s3 = (s1 - s2);
   let s4 = relu_f32(s3);
-  out[i] = s4;
+  return s4;
+}
+
+@compute @workgroup_size(256)
+fn main(@builtin(global_invocation_id) gid: vec3<u32>,
+        @builtin(num_workgroups) groups: vec3<u32>) {
+  for (var j = gid.x; j < 4u; j = j + groups.x * 256u) {
+    let v0 = in0[j];
+    out[j] = vec4<f32>(
+      fused_element(v0.x),
+      fused_element(v0.y),
+      fused_element(v0.z),
+      fused_element(v0.w));
+  }
 }
 
 // ---- k3_sum ----
-@group(0) @binding(0) var<storage, read> in0: array<f32>;
+@group(0) @binding(0) var<storage, read> in0: array<vec4<f32>>;
 @group(0) @binding(1) var<storage, read_write> out: array<f32>;
 var<workgroup> partial: array<f32, 256>;
 @compute @workgroup_size(256)
 fn main(@builtin(local_invocation_index) t: u32) {
-  var s = 0.0;
-  for (var j = t; j < 16u; j = j + 256u) { s = s + in0[j]; }
-  partial[t] = s;
+  if (t < 64u) {
+    var s = vec4<f32>(0.0);
+    var r = t;
+    for (; r + 960u < 4u; r = r + 1024u) {
+      let v0 = in0[r];
+      let v1 = in0[r + 64u];
+      let v2 = in0[r + 128u];
+      let v3 = in0[r + 192u];
+      let v4 = in0[r + 256u];
+      let v5 = in0[r + 320u];
+      let v6 = in0[r + 384u];
+      let v7 = in0[r + 448u];
+      let v8 = in0[r + 512u];
+      let v9 = in0[r + 576u];
+      let v10 = in0[r + 640u];
+      let v11 = in0[r + 704u];
+      let v12 = in0[r + 768u];
+      let v13 = in0[r + 832u];
+      let v14 = in0[r + 896u];
+      let v15 = in0[r + 960u];
+      s = s + v0;
+      s = s + v1;
+      s = s + v2;
+      s = s + v3;
+      s = s + v4;
+      s = s + v5;
+      s = s + v6;
+      s = s + v7;
+      s = s + v8;
+      s = s + v9;
+      s = s + v10;
+      s = s + v11;
+      s = s + v12;
+      s = s + v13;
+      s = s + v14;
+      s = s + v15;
+    }
+    for (; r < 4u; r = r + 64u) { s = s + in0[r]; }
+    partial[4u * t] = s.x;
+    partial[4u * t + 1u] = s.y;
+    partial[4u * t + 2u] = s.z;
+    partial[4u * t + 3u] = s.w;
+  }
   workgroupBarrier();
   for (var w = 128u; w > 0u; w = w >> 1u) {
     if (t < w) { partial[t] = partial[t] + partial[t + w]; }

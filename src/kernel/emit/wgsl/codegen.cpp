@@ -47,20 +47,42 @@ const char* StorageType(DType t) {
   return "f32";
 }
 
-std::string Bindings(const Module& m, const Kernel& k) {
+std::string Bindings(const Module& m, const Kernel& k, const std::vector<bool>& vec4_inputs,
+                     bool vec4_output) {
+  auto element = [](DType t, bool vec4) {
+    return vec4 ? std::string("vec4<") + StorageType(t) + ">" : std::string(StorageType(t));
+  };
   std::string s;
   bool f16 = m.graph().at(k.output).type.dtype == DType::kF16;
   for (size_t i = 0; i < k.inputs.size(); ++i) {
     const DType t = m.graph().at(k.inputs[i]).type.dtype;
     f16 |= t == DType::kF16;
     s += "@group(0) @binding(" + std::to_string(i) + ") var<storage, read> in" + std::to_string(i) +
-         ": array<" + StorageType(t) + ">;\n";
+         ": array<" + element(t, i < vec4_inputs.size() && vec4_inputs[i]) + ">;\n";
   }
   s += "@group(0) @binding(" + std::to_string(k.inputs.size()) +
-       ") var<storage, read_write> out: array<" + StorageType(m.graph().at(k.output).type.dtype) +
-       ">;\n";
+       ") var<storage, read_write> out: array<" +
+       element(m.graph().at(k.output).type.dtype, vec4_output) + ">;\n";
   return (f16 ? "enable f16;\n" : "") + s;
 }
+
+namespace {
+
+// The pairwise half of the 256-wide tree, once every lane's sum is in `partial`: w = 128, 64, ...,
+// 1, lane t < w adds lane t + w; then lane 0 runs `finish`.
+std::string TreeCombine(const std::string& finish) {
+  return "  workgroupBarrier();\n"
+         "  for (var w = 128u; w > 0u; w = w >> 1u) {\n"
+         "    if (t < w) { partial[t] = partial[t] + partial[t + w]; }\n"
+         "    workgroupBarrier();\n"
+         "  }\n"
+         "  if (t == 0u) {\n" +
+         finish +
+         "  }\n"
+         "}\n";
+}
+
+}  // namespace
 
 std::string TreeReduce256(const std::string& term, int64_t count, const std::string& finish,
                           const std::string& type) {
@@ -74,16 +96,38 @@ std::string TreeReduce256(const std::string& term, int64_t count, const std::str
          "  for (var j = t; j < " +
          U32(count) + "; j = j + 256u) { s = s + " + term +
          "; }\n"
-         "  partial[t] = s;\n"
-         "  workgroupBarrier();\n"
-         "  for (var w = 128u; w > 0u; w = w >> 1u) {\n"
-         "    if (t < w) { partial[t] = partial[t] + partial[t + w]; }\n"
-         "    workgroupBarrier();\n"
-         "  }\n"
-         "  if (t == 0u) {\n" +
-         finish +
-         "  }\n"
-         "}\n";
+         "  partial[t] = s;\n" +
+         TreeCombine(finish);
+}
+
+std::string TreeReduce256Vec4(int64_t count, const std::string& finish) {
+  constexpr int kUnroll = 16;  // vectors each of the 64 summing invocations has in flight
+  const int64_t vectors = count / 4;
+  std::string loads, adds;
+  for (int u = 0; u < kUnroll; ++u) {
+    const std::string v = "v" + std::to_string(u);
+    loads += "      let " + v + " = in0[r" + (u ? " + " + U32(64 * u) : "") + "];\n";
+    adds += "      s = s + " + v + ";\n";
+  }
+  return "var<workgroup> partial: array<f32, 256>;\n"
+         "@compute @workgroup_size(256)\n"
+         "fn main(@builtin(local_invocation_index) t: u32) {\n"
+         "  if (t < 64u) {\n"
+         "    var s = vec4<f32>(0.0);\n"
+         "    var r = t;\n"
+         "    for (; r + " +
+         U32(64 * (kUnroll - 1)) + " < " + U32(vectors) + "; r = r + " + U32(64 * kUnroll) +
+         ") {\n" + loads + adds +
+         "    }\n"
+         "    for (; r < " +
+         U32(vectors) +
+         "; r = r + 64u) { s = s + in0[r]; }\n"
+         "    partial[4u * t] = s.x;\n"
+         "    partial[4u * t + 1u] = s.y;\n"
+         "    partial[4u * t + 2u] = s.z;\n"
+         "    partial[4u * t + 3u] = s.w;\n"
+         "  }\n" +
+         TreeCombine(finish);
 }
 
 std::string LinearEntry(int64_t total) {

@@ -42,8 +42,10 @@ std::array<uint32_t, 3> LinearGrid(int64_t invocations);
 // The WGSL element type a buffer of `t` is bound as.
 const char* StorageType(DType t);
 // Prelude declaring in0..in<n-1> and out with the element types of k's nodes (and `enable f16;`
-// when one is f16); LinearEntry declares the linear index `let i` with its bound check.
-std::string Bindings(const Module& m, const Kernel& k);
+// when one is f16); inputs flagged in `vec4_inputs`, and the output when `vec4_output`, as arrays
+// of vec4 of that type. LinearEntry declares the linear index `let i` with its bound check.
+std::string Bindings(const Module& m, const Kernel& k, const std::vector<bool>& vec4_inputs = {},
+                     bool vec4_output = false);
 std::string LinearEntry(int64_t total);
 // WGSL literal for a float/uint.
 std::string F32(double v);
@@ -70,8 +72,19 @@ bool IsIndexOp(const std::string& op);
 // A fused elementwise kernel over output elements [base, base + count) only, for tensors larger
 // than one storage binding: inputs of the output's shape and the output are bound from `base`
 // (indexed by the tile-local `i`), broadcast inputs are bound whole. Generate() is the tile that
-// covers everything.
+// covers everything. A kernel scheduled wide (Kernel::elementwise_schedule) gets VectorTile when
+// the tile starts and ends on a vector boundary, else the one-element-per-invocation kernel.
 Generated ElementwiseTile(const Module& m, const Kernel& k, int64_t base, int64_t count);
+// The wide kernel of `s` over output elements [base, base + count), both multiples of s.width:
+// each invocation loads, computes and stores vectors in a grid-stride loop, every component
+// through the one per-element function of the fused expression, so it computes every element
+// exactly as the scalar kernel does.
+Generated VectorTile(const Module& m, const Kernel& k, const ElementwiseSchedule& s, int64_t base,
+                     int64_t count);
+// The register value of a loaded element of `t` (`load` is its storage value): integers and f32
+// as they are, bool and f16 as f32. StorageValue is the way back, for the output.
+std::string RegisterValue(DType t, const std::string& load);
+std::string StorageValue(DType t, const std::string& value);
 // A row-tileable matmul (kernel::MatmulRowTileable) over `rows` rows of its output, for one tile.
 Generated MatmulRowTile(const Module& m, const Kernel& k, int64_t rows);
 
@@ -115,6 +128,11 @@ std::string ElementwiseExpr(const std::string& op, const std::string& a, const s
 // for an exact integer sum (wrapping modulo 2^32, so its order changes no bit).
 std::string TreeReduce256(const std::string& term, int64_t count, const std::string& finish,
                           const std::string& type = "f32");
+// The same tree over an f32 buffer `in0` bound as vec4 (count a multiple of 4), summed by 64
+// invocations that each hold four lanes: invocation t's vector in0[t + 64 r] is the r-th term of
+// lanes 4t..4t+3, so each component adds its lane's terms in the tree's order, while the loads,
+// 16 bytes wide and many in flight, keep the memory system busier than one float per lane could.
+std::string TreeReduce256Vec4(int64_t count, const std::string& finish);
 
 // Helper functions an op's expression needs (e.g. erf for gelu), one complete WGSL function
 // (or group) per entry, in dependency order; ops that share a helper list the same entry.

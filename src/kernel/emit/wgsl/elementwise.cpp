@@ -416,7 +416,30 @@ bool GenerateElementwise(const Module& m, const Kernel& k, Generated& out) {
   return true;
 }
 
+std::string RegisterValue(DType t, const std::string& load) {
+  // Loads keep f32 and integers in their own types (RegisterType); a bool reads as 0.0 or 1.0,
+  // an f16 as its value in f32 (exact).
+  return t == DType::kBool || t == DType::kF16 ? "f32(" + load + ")" : load;
+}
+
+std::string StorageValue(DType t, const std::string& value) {
+  switch (t) {
+    case DType::kF32:
+    case DType::kI32:
+    case DType::kU32:
+      return value;  // the register is the storage type
+    case DType::kBool:
+      // Bool values are 0.0 or 1.0 in the register (comparisons and casts make only those).
+      return "select(0u, 1u, " + value + " != 0.0)";
+    default:
+      return std::string(StorageType(t)) + "(" + value + ")";
+  }
+}
+
 Generated ElementwiseTile(const Module& m, const Kernel& k, int64_t base, int64_t count) {
+  if (const auto& s = k.elementwise_schedule;
+      s && s->width > 1 && base % s->width == 0 && count % s->width == 0 && count > 0)
+    return VectorTile(m, k, *s, base, count);
   Generated out;
   const TensorType& type = m.graph().at(k.output).type;
   std::vector<int64_t> sizes = type.sizes();
@@ -461,31 +484,15 @@ Generated ElementwiseTile(const Module& m, const Kernel& k, int64_t base, int64_
       }
       if (index.empty()) index = "0u";
     }
-    // Loads keep f32 and integers in their own types (RegisterType); a bool reads as 0.0 or 1.0,
-    // an f16 as its value in f32 (exact).
-    const DType in_dtype = m.graph().at(k.inputs[n]).type.dtype;
     const std::string load = "in" + std::to_string(n) + "[" + index + "]";
-    const std::string value =
-        in_dtype == DType::kBool || in_dtype == DType::kF16 ? "f32(" + load + ")" : load;
-    body += "  let x" + std::to_string(n) + " = " + value + ";\n";
+    body += "  let x" + std::to_string(n) + " = " +
+            RegisterValue(m.graph().at(k.inputs[n]).type.dtype, load) + ";\n";
   }
   body += ExpressionSteps(m, k, [&](const ExprStep& e, const std::string& name) {
     return ShiftedLoad(m, k, e, sizes.size(), name);
   });
-  std::string result = "s" + std::to_string(k.expr.size() - 1);
-  switch (type.dtype) {
-    case DType::kF32:
-    case DType::kI32:
-    case DType::kU32:
-      break;  // the register is the storage type
-    case DType::kBool:
-      // Bool values are 0.0 or 1.0 in the register (comparisons and casts make only those).
-      result = "select(0u, 1u, " + result + " != 0.0)";
-      break;
-    default:
-      result = std::string(StorageType(type.dtype)) + "(" + result + ")";
-  }
-  body += "  out[i] = " + result + ";\n}\n";
+  body +=
+      "  out[i] = " + StorageValue(type.dtype, "s" + std::to_string(k.expr.size() - 1)) + ";\n}\n";
 
   std::string title = tiled ? "// a tile of " + std::to_string(count) + " elements from " +
                                   std::to_string(base) + "\n"

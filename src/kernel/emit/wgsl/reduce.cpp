@@ -1,6 +1,10 @@
 // WGSL reductions. No float atomics: a whole-tensor reduction runs in one workgroup over the fixed
-// 256-wide tree (TreeReduce256), so the result is the same on every run on a device — and it is
-// the order of the CPU reference (kernel/ref/tree_sum.h), so the two agree bit for bit. Axis
+// 256-wide tree (TreeReduce256; an f32 sum of a multiple of 4 elements loads vec4,
+// TreeReduce256Vec4), so the result is the same on every run on a device — and it is the order of
+// the CPU reference (kernel/ref/tree_sum.h), so the two agree bit for bit. That order is 256
+// chains of dependent additions, which caps a whole-tensor sum far below the memory's bandwidth
+// on a large GPU; only another order (a tree over more lanes, which would change the reference's
+// bits) could reach it. Axis
 // reductions give each output element one invocation that walks the axis in order, like the CPU
 // reference.
 #include <algorithm>
@@ -48,6 +52,12 @@ bool GenerateReduce(const Module& m, const Kernel& k, Generated& out) {
   if (node.attrs["axis"].is_null()) {
     int64_t n = in.elements();
     std::string scale = mean ? " / " + F32(static_cast<double>(n)) : "";
+    if (in.dtype == DType::kF32 && n > 0 && n % 4 == 0) {
+      out.source =
+          Bindings(m, k, {true}) + TreeReduce256Vec4(n, "    out[0] = partial[0]" + scale + ";\n");
+      out.workgroups = {1, 1, 1};
+      return true;
+    }
     out.source = head + TreeReduce256(load + "j" + close, n,
                                       "    out[0] = " + store("partial[0]" + scale) + ";\n",
                                       in.dtype == DType::kI32 ? "i32" : "f32");

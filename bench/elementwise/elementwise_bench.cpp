@@ -1,0 +1,215 @@
+// Benchmark: bandwidth-bound kernels through the engine API, one prepared session per case with its
+// inputs resident (params given their starting values, so no run uploads them):
+//   copy   y = -x                       (the device's bandwidth reference: one load, one store)
+//   chain  y = relu(a * b + c) * 0.5    (one fused kernel over three inputs)
+//   sum    y = sum(x)                   (the fixed-order tree of kernel/ref/tree_sum.h)
+// copy and chain run twice: with the schedule-elementwise pass (vec4, grid-stride) and without it
+// (one element per invocation), so the table shows what the wide kernel gains. The first run is
+// the warm-up and the check: every output against a float64 computation on the host. Then RUNS
+// timed runs of `steps` steps each in one submission (steps chosen from the warm-up so that a
+// submission takes about 50 ms); the median run's time per step gives GB/s from the bytes the
+// step must move (each input read once, the output written once).
+//
+//   scellis_bench_elementwise [--backend=webgpu] [--runs=10] [--quick] [--tier=prod]
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <iostream>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "api/session.h"
+#include "runtime/backends/select.h"
+
+using namespace scellis;
+
+namespace {
+
+struct Case {
+  std::string kind;  // copy, chain, sum
+  int log2_n;
+  bool wide;  // the schedule-elementwise pass on (copy and chain only)
+};
+
+Json Param(int id, const std::string& name, int64_t n) {
+  // The session's starting values replace the declared initializer.
+  return {{"id", id},
+          {"op", "param"},
+          {"name", name},
+          {"shape", {n}},
+          {"init", {{"kind", "uniform"}, {"low", -1}, {"high", 1}, {"seed", id + 1}}}};
+}
+
+Json Doc(const Case& c, int64_t n) {
+  Json nodes;
+  if (c.kind == "copy") {
+    nodes = {Param(0, "x", n), {{"id", 1}, {"op", "neg"}, {"a", 0}}};
+  } else if (c.kind == "chain") {
+    nodes = {Param(0, "a", n),
+             Param(1, "b", n),
+             Param(2, "c", n),
+             {{"id", 3}, {"op", "mul"}, {"a", 0}, {"b", 1}},
+             {{"id", 4}, {"op", "add"}, {"a", 3}, {"b", 2}},
+             {{"id", 5}, {"op", "relu"}, {"a", 4}},
+             {{"id", 6}, {"op", "mul"}, {"a", 5}, {"scalar", 0.5}}};
+  } else {
+    nodes = {Param(0, "x", n), {{"id", 1}, {"op", "sum"}, {"a", 0}}};
+  }
+  const int out = nodes.back()["id"].get<int>();
+  return {{"version", 2}, {"nodes", nodes}, {"outputs", {{{"name", "y"}, {"id", out}}}}};
+}
+
+std::vector<float> Random(int64_t n, std::mt19937& rng) {
+  std::uniform_real_distribution<float> u(-1, 1);
+  std::vector<float> v(static_cast<size_t>(n));
+  for (float& f : v) f = u(rng);
+  return v;
+}
+
+// The worst error of `y` against the float64 result, relative to what the case allows: the
+// elementwise ops round once per step (the GPU may fuse the multiply-add), a sum's error is bounded
+// by n * eps * sum |x|.
+double WorstError(const Case& c, const std::vector<std::vector<float>>& in,
+                  const std::vector<float>& y) {
+  if (c.kind == "sum") {
+    double exact = 0, magnitude = 0;
+    for (float v : in[0]) {
+      exact += v;
+      magnitude += std::fabs(v);
+    }
+    const double bound = static_cast<double>(in[0].size()) * 0x1p-24 * magnitude;
+    return std::fabs(y.at(0) - exact) / std::max(bound, 1e-30);
+  }
+  double worst = 0;
+  for (size_t i = 0; i < y.size(); ++i) {
+    double want = -double{in[0][i]};
+    if (c.kind == "chain")
+      want = std::max(double{in[0][i]} * double{in[1][i]} + double{in[2][i]}, 0.0) * 0.5;
+    // Three roundings of relative 2^-24 each, and cancellation in a*b + c: measured against the
+    // operands' size.
+    const double scale = c.kind == "chain"
+                             ? std::fabs(double{in[0][i]} * double{in[1][i]}) + std::fabs(in[2][i])
+                             : std::fabs(want);
+    worst = std::max(worst, std::fabs(y[i] - want) / std::max(4 * 0x1p-24 * scale, 1e-30));
+  }
+  return worst;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  std::string backend = "webgpu";
+  int runs = 10;
+  bool quick = false;
+  policy::Tier tier = policy::Tier::kProd;
+  for (int i = 1; i < argc; ++i) {
+    const std::string arg = argv[i];
+    if (arg.rfind("--backend=", 0) == 0)
+      backend = arg.substr(10);
+    else if (arg.rfind("--runs=", 0) == 0)
+      runs = std::max(1, std::atoi(arg.c_str() + 7));
+    else if (arg == "--quick")
+      quick = true;
+    else if (arg == "--tier=debug")
+      tier = policy::Tier::kDebug;
+    else if (arg != "--tier=prod") {
+      std::cerr << "usage: scellis_bench_elementwise [--backend=B] [--runs=N] [--quick] "
+                   "[--tier=prod|debug]\n";
+      return 2;
+    }
+  }
+  std::vector<Case> cases;
+  for (int log2_n : quick ? std::vector<int>{20} : std::vector<int>{26, 28}) {
+    for (const char* kind : {"copy", "chain"}) {
+      cases.push_back({kind, log2_n, true});
+      cases.push_back({kind, log2_n, false});
+    }
+    cases.push_back({"sum", log2_n, false});
+  }
+  int failures = 0;
+  for (const Case& c : cases) {
+    const int64_t n = int64_t{1} << c.log2_n;
+    const std::string name = c.kind + " 2^" + std::to_string(c.log2_n);
+    auto sel = runtime::SelectBackend({.requested = backend, .allow_software_adapter = true});
+    if (!sel.ok()) {
+      std::cerr << sel.errors().front().Format() << "\n";
+      return 2;
+    }
+    const std::string device = sel->profile.device;
+    std::mt19937 rng(7);
+    const std::vector<std::string> names =
+        c.kind == "chain" ? std::vector<std::string>{"a", "b", "c"} : std::vector<std::string>{"x"};
+    std::vector<std::vector<float>> in;
+    runtime::Feeds initial;
+    for (const std::string& input : names) {
+      in.push_back(Random(n, rng));
+      initial[input] = HostTensor::FromFloats(MakeType({n}), in.back());
+    }
+    pipeline::CompileOptions options;
+    options.lower.tier = tier;
+    if (!c.wide) options.disabled_passes.insert("schedule-elementwise");
+    Json row = {{"case", name},       {"kind", c.kind},   {"elements", n},
+                {"backend", backend}, {"device", device}, {"tier", policy::TierName(tier)}};
+    auto s = api::Session::Prepare(Doc(c, n).dump(), options, std::move(sel.value()), initial);
+    if (!s.ok()) {
+      // A plan the device cannot run (a buffer over its binding cap, say) is a row, not an abort.
+      row["error"] = s.errors().front().Format();
+      std::cout << row.dump() << std::endl;
+      ++failures;
+      continue;
+    }
+    api::Session& session = **s;
+    // An f32 sum of a multiple of 4 elements (every size here) loads vec4 within the tree's order.
+    std::string schedule = c.kind == "sum" ? "tree-256/vec4" : "scalar";
+    for (const kernel::Kernel& k : session.compiled().module->kernels)
+      if (k.elementwise_schedule) schedule = k.elementwise_schedule->Name();
+
+    const auto warm_start = std::chrono::steady_clock::now();
+    auto first = session.Run({{}}, {"y"});
+    const double warm_s =
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - warm_start).count();
+    if (!first.ok()) {
+      std::cerr << name << ": " << first.errors().front().Format() << "\n";
+      return 2;
+    }
+    const double worst = WorstError(c, in, first->watched.front().second.front().ToFloats());
+    const bool correct = worst <= 1;
+    failures += !correct;
+    in.clear();  // the host copies are no longer needed; at 2^28 they are 3 GiB
+
+    const double bytes = 4.0 * static_cast<double>(n) *
+                         (static_cast<double>(names.size()) + (c.kind == "sum" ? 0 : 1));
+    const int steps = static_cast<int>(std::clamp(std::ceil(0.05 / warm_s), 1.0, 64.0));
+    const std::vector<runtime::Feeds> feeds(static_cast<size_t>(steps));
+    if (auto r = session.Run(feeds, {}); !r.ok()) {  // the first run of that many steps
+      std::cerr << name << ": " << r.errors().front().Format() << "\n";
+      return 2;
+    }
+    std::vector<double> per_step_s;
+    for (int i = 0; i < runs; ++i) {
+      const auto start = std::chrono::steady_clock::now();
+      auto r = session.Run(feeds, {});
+      const double seconds =
+          std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+      if (!r.ok()) {
+        std::cerr << name << ": " << r.errors().front().Format() << "\n";
+        return 2;
+      }
+      per_step_s.push_back(seconds / steps);
+    }
+    std::sort(per_step_s.begin(), per_step_s.end());
+    const double median = per_step_s[per_step_s.size() / 2];
+    row.update({{"schedule", schedule},
+                {"bytes_per_step", bytes},
+                {"steps_per_submission", steps},
+                {"runs", runs},
+                {"median_ms", median * 1e3},
+                {"best_ms", per_step_s.front() * 1e3},
+                {"gb_per_s", bytes / median / 1e9},
+                {"worst_error_over_bound", worst},
+                {"correct", correct}});
+    std::cout << row.dump() << std::endl;
+  }
+  return failures ? 1 : 0;
+}

@@ -1,0 +1,88 @@
+// The wide fused elementwise kernel (ElementwiseSchedule width 4): vectors of four elements loaded
+// and stored whole, in a grid-stride loop. The fused expression stays one scalar function,
+// `fused_element`, that computes one output from its inputs' storage values: a vector's components
+// are four calls of it. So every op the scalar kernel emits works unchanged (its NaN tests on the
+// bits included), and an element's bits cannot differ from the scalar kernel's; a GPU executes
+// vector arithmetic one component at a time anyway, so nothing is lost by not writing it on vec4.
+#include <algorithm>
+
+#include "kernel/emit/wgsl/codegen.h"
+
+namespace scellis::kernel::wgsl {
+
+namespace {
+
+constexpr const char* kComponents[] = {"x", "y", "z", "w"};
+
+}  // namespace
+
+Generated VectorTile(const Module& m, const Kernel& k, const ElementwiseSchedule& s, int64_t base,
+                     int64_t count) {
+  const TensorType& type = m.graph().at(k.output).type;
+  const int64_t total = type.elements();
+  const int width = s.width;
+  const int64_t vectors = count / width;
+  const int64_t first = base / width;  // the tile's first vector in the whole output
+
+  // Each input is read at i % period (ReadPeriod): a single element is loaded once and given to
+  // every component; any other input as vectors, indexed by the vector's place in the tile when
+  // it is bound as a window of the output's shape (device_program windows exactly those), else by
+  // its place in the whole output, modulo the period's vectors.
+  std::vector<bool> vec4_inputs(k.inputs.size());
+  std::string params, loads;
+  std::vector<std::string> component_args(width);
+  for (size_t n = 0; n < k.inputs.size(); ++n) {
+    const std::string x = std::to_string(n);
+    const TensorType& in = m.graph().at(k.inputs[n]).type;
+    const int64_t period = ReadPeriod(m, k, static_cast<int>(n)).value_or(total);
+    vec4_inputs[n] = period != 1;
+    std::string index = "0u";
+    if (period != 1) {
+      const bool windowed = in.SameShape(type);
+      index = windowed || first == 0 ? "j" : "(j + " + U32(first) + ")";
+      if (!windowed && period != total) index += " % " + U32(period / width);
+    }
+    loads += "    let v" + x + " = in" + x + "[" + index + "];\n";
+    params += (n ? ", a" : "a") + x + ": " + StorageType(in.dtype);
+    for (int c = 0; c < width; ++c) {
+      if (n) component_args[c] += ", ";
+      component_args[c] += "v" + x + (period != 1 ? std::string(".") + kComponents[c] : "");
+    }
+  }
+
+  std::string element = "fn fused_element(" + params + ") -> " + StorageType(type.dtype) + " {\n";
+  for (size_t n = 0; n < k.inputs.size(); ++n)
+    element += "  let x" + std::to_string(n) + " = " +
+               RegisterValue(m.graph().at(k.inputs[n]).type.dtype, "a" + std::to_string(n)) + ";\n";
+  // No shift step reaches here: a shifted input has no period, so the kernel is never wide.
+  element += ExpressionSteps(m, k, [](const ExprStep&, const std::string&) { return ""; });
+  element +=
+      "  return " + StorageValue(type.dtype, "s" + std::to_string(k.expr.size() - 1)) + ";\n}\n";
+
+  std::string store =
+      "    out[j] = vec" + std::to_string(width) + "<" + StorageType(type.dtype) + ">(";
+  for (int c = 0; c < width; ++c)
+    store += std::string(c ? "," : "") + "\n      fused_element(" + component_args[c] + ")";
+  store += ");\n";
+
+  const int64_t per_group = int64_t{s.workgroup_size} * s.per_invocation;
+  const int64_t groups = std::clamp<int64_t>((vectors + per_group - 1) / per_group, 1,
+                                             ElementwiseSchedule::kMaxWorkgroups);
+  Generated out;
+  const bool tiled = base != 0 || count != total;
+  out.source = (tiled ? "// a tile of " + std::to_string(count) + " elements from " +
+                            std::to_string(base) + "\n"
+                      : "") +
+               Bindings(m, k, vec4_inputs, true) + ExpressionHelpers(m, k) + element + "\n" +
+               "@compute @workgroup_size(" + std::to_string(s.workgroup_size) +
+               ")\n"
+               "fn main(@builtin(global_invocation_id) gid: vec3<u32>,\n"
+               "        @builtin(num_workgroups) groups: vec3<u32>) {\n"
+               "  for (var j = gid.x; j < " +
+               U32(vectors) + "; j = j + groups.x * " + U32(s.workgroup_size) + ") {\n" + loads +
+               store + "  }\n}\n";
+  out.workgroups = {static_cast<uint32_t>(groups), 1, 1};
+  return out;
+}
+
+}  // namespace scellis::kernel::wgsl
