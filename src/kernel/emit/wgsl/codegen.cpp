@@ -160,7 +160,8 @@ Result<Generated> Generate(const Module& m, const Kernel& k) {
   }
   static const FamilyGen kFamilies[] = {GenerateElementwise, GenerateReduce,  GenerateLinalg,
                                         GenerateLayout,      GenerateStencil, GenerateNn,
-                                        GenerateOptim,       GenerateRandom,  GenerateIndex};
+                                        GenerateOptim,       GenerateRandom,  GenerateIndex,
+                                        GenerateUser};
   Generated out;
   for (FamilyGen f : kFamilies)
     if (f(m, k, out)) return out;
