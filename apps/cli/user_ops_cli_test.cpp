@@ -67,8 +67,8 @@ TEST_F(UserOpsCli, AWrongKernelFailsConformWithItsFirstMismatch) {
   doc["ops"]["jacobi5"]["wgsl"] = wgsl;
   const std::string path = (dir_ / "wrong.json").string();
   std::ofstream(path) << doc.dump();
-  CliRun r = RunScellis({"conform", "--doc", path, "--tier=prod", "--backend=webgpu",
-                         "--allow-software-adapter"});
+  CliRun r = RunScellis(
+      {"conform", "--doc", path, "--tier=prod", "--backend=webgpu", "--allow-software-adapter"});
   EXPECT_EQ(r.exit_code, 4) << r.out << r.err;
   // The first grid with a row above any element, 7x13, first differs at its second row's first
   // element, which reads u[0, 1] where it should read u[0, 0].

@@ -6,7 +6,6 @@
 // conformance naming its first mismatching element; WGSL that does not compile is a user
 // diagnostic at the user's own line; a reference that computes another shape is refused.
 #include <gtest/gtest.h>
-
 #include <unistd.h>
 
 #include <bit>
@@ -78,13 +77,13 @@ std::vector<float> RandomGrid() {
   return grid;
 }
 
-// kRepeat Jacobi sweeps, zero outside the grid, in float64: independent of the engine.
-std::vector<double> JacobiInDouble(const std::vector<float>& start) {
+// `sweeps` Jacobi sweeps, zero outside the grid, in float64: independent of the engine.
+std::vector<double> JacobiInDouble(const std::vector<float>& start, int sweeps = kRepeat) {
   std::vector<double> u(start.begin(), start.end()), next(u.size());
   auto at = [&](int64_t r, int64_t c) {
     return r < 0 || r >= kRows || c < 0 || c >= kCols ? 0.0 : u[r * kCols + c];
   };
-  for (int s = 0; s < kRepeat; ++s) {
+  for (int s = 0; s < sweeps; ++s) {
     for (int64_t r = 0; r < kRows; ++r)
       for (int64_t c = 0; c < kCols; ++c)
         next[r * kCols + c] = 0.25 * (at(r - 1, c) + at(r + 1, c) + at(r, c - 1) + at(r, c + 1));
@@ -148,6 +147,32 @@ TEST_F(UserOps, RunsOnTheReferenceAsItsBuiltInGraphDoes) {
   for (size_t i = 0; i < got.size(); ++i) ASSERT_NEAR(got[i], exact[i], 1e-5) << "at " << i;
 }
 
+// The Studio's format: the op defined beside the blocks, two blocks of it wired in a chain.
+TEST_F(UserOps, RunsInAWorkflow) {
+  const Json definition = Example()["ops"]["jacobi5"];
+  Json workflow = {
+      {"format", "scellis.workflow/1"},
+      {"name", "two sweeps"},
+      {"determinism", "prod"},
+      {"dims", {{"H", kRows}, {"W", kCols}}},
+      {"ops", {{"jacobi5", definition}}},
+      {"nodes",
+       {{{"id", "u"}, {"type", "input"}, {"params", {{"name", "u"}, {"shape", {"H", "W"}}}}},
+        {{"id", "first"}, {"type", "jacobi5"}},
+        {{"id", "second"}, {"type", "jacobi5"}}}},
+      {"wires", {{{"from", "u"}, {"to", "first.u"}}, {{"from", "first"}, {"to", "second.u"}}}},
+      {"outputs", {{{"name", "out"}, {"from", "second"}}}}};
+  const std::vector<double> exact = JacobiInDouble(grid_, 2);
+  for (const char* backend : {"cpu", "webgpu"}) {
+    auto run = RunOn(backend, workflow);
+    ASSERT_TRUE(run.ok()) << backend << ": " << Describe(run.errors());
+    const std::vector<float> got = run->outputs.at(0).second.ToFloats();
+    ASSERT_EQ(got.size(), exact.size());
+    for (size_t i = 0; i < got.size(); ++i)
+      ASSERT_NEAR(got[i], exact[i], 1e-6) << backend << " at " << i;
+  }
+}
+
 TEST_F(UserOps, RunsOnTheDeviceUnconformedThenConformed) {
   auto before = RunOn("webgpu", Example());
   ASSERT_TRUE(before.ok()) << Describe(before.errors());
@@ -173,7 +198,8 @@ TEST_F(UserOps, RunsOnTheDeviceUnconformedThenConformed) {
   for (const conform::CaseResult& c : g.cases)
     if (!c.passed()) failures += c.id + ": " + c.Failure() + "\n";
   EXPECT_TRUE(g.passed()) << failures;
-  EXPECT_EQ(g.cases.size(), conform::CasesFor("jacobi5", *doc::Parse(Example().dump())->ops).size());
+  EXPECT_EQ(g.cases.size(),
+            conform::CasesFor("jacobi5", *doc::Parse(Example().dump())->ops).size());
   EXPECT_EQ(conformed->receipts.count("jacobi5"), 1u);
 
   auto after = RunOn("webgpu", Example());

@@ -223,7 +223,8 @@ Json ReceiptReport::ToJson() const {
     by_kernel[k.kernel] = {
         {"needs", k.groups}, {"missing", k.missing}, {"conformed", k.missing.empty()}};
   Json users = Json::object();
-  for (const auto& [op, conformed] : user_ops()) users[op] = conformed ? "conformed" : "unconformed";
+  for (const auto& [op, conformed] : user_ops())
+    users[op] = conformed ? "conformed" : "unconformed";
   return {{"profile", profile},   {"kernels", kernels.size()}, {"conformed", conformed()},
           {"missing", missing()}, {"warnings", warnings},      {"by_kernel", by_kernel},
           {"used", used},         {"user_ops", users}};

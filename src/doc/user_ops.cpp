@@ -12,8 +12,8 @@
 namespace scellis::doc {
 namespace {
 
-const std::vector<std::string> kUserOpFields = {"inputs", "shape",     "dtype",
-                                                "tolerance", "wgsl", "reference"};
+const std::vector<std::string> kUserOpFields = {"inputs",    "shape", "dtype",
+                                                "tolerance", "wgsl",  "reference"};
 const std::vector<std::string> kPortFields = {"name", "dtype", "rank"};
 const std::vector<std::string> kReferenceFields = {"nodes", "output"};
 // A graph node's own fields: a port of that name could not be told from them.
@@ -166,8 +166,8 @@ class UserOpParser {
       const std::string port = p["name"].get<std::string>();
       // The generated shape constants are named after the port in capitals (and OUT's after
       // the output), so ports must differ in more than case.
-      const bool reserved = std::find(kReservedPortNames.begin(), kReservedPortNames.end(),
-                                      port) != kReservedPortNames.end() ||
+      const bool reserved = std::find(kReservedPortNames.begin(), kReservedPortNames.end(), port) !=
+                                kReservedPortNames.end() ||
                             Upper(port) == "OUT" || port == spec.name;
       bool taken = false;
       for (const ops::Port& other : spec.ports) taken |= Upper(other.name) == Upper(port);
@@ -334,7 +334,8 @@ Json ReferenceDocument(const ops::OpSpec& spec, const std::vector<TensorType>& a
           {"name", spec.name + " (reference)"},
           {"determinism", policy::TierName(tier)},
           {"nodes", nodes},
-          {"outputs", Json::array({{{"name", "out"}, {"id", user.reference.value("output", Json())}}})}};
+          {"outputs",
+           Json::array({{{"name", "out"}, {"id", user.reference.value("output", Json())}}})}};
 }
 
 Diagnostic AtReference(const ops::OpSpec& spec, Diagnostic d) {

@@ -27,8 +27,9 @@ inline constexpr int kUserOpsVersion = 6;
 
 // Adds an entry to `table` for each op of `section` (the "ops" object), checked as far as the
 // document rung can: a name that is not a WGSL identifier (`bad-op-name`) or that the table
-// already has (`op-name-taken`), ports (`bad-port-name`), dtypes (`unknown-dtype`, and
-// `unsupported-dtype` for the ones user kernels do not take yet), the shape rule
+// already has (`op-name-taken`), ports (`bad-user-op-inputs`, `bad-port-name`, `bad-rank`), dtypes
+// (`unknown-dtype`, and `unsupported-dtype` for the ones user kernels do not take yet), the shape
+// rule
 // (`bad-shape-rule`), the WGSL (`missing-wgsl`, `user-wgsl-binding`, `user-wgsl-entry-point`,
 // `user-wgsl-missing-function`) and the reference's structure (`missing-reference`,
 // `bad-reference-input`, and the document rung's own diagnostics for its nodes, e.g. `unknown-op`:

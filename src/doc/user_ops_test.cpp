@@ -122,7 +122,8 @@ TEST(UserOpDefinitions, WgslMistakes) {
 
   // A word inside a comment is no declaration; a missing function is named.
   Json comment = Example();
-  comment["ops"]["jacobi5"]["wgsl"] = "// no @binding here\nfn jacobi(index: u32) -> f32 { return 1.0; }\n";
+  comment["ops"]["jacobi5"]["wgsl"] =
+      "// no @binding here\nfn jacobi(index: u32) -> f32 { return 1.0; }\n";
   EXPECT_EQ(FirstError(comment), "user-wgsl-missing-function /ops/jacobi5/wgsl");
 }
 

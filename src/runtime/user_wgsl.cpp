@@ -23,8 +23,7 @@ Diagnostic UserWgslInvalid(const ops::OpSpec& spec, const ProgramPipeline& pipel
   std::string message = "the WGSL of \"" + spec.name + "\" does not compile:";
   bool outside = false;
   for (const WgslMessage& e : errors) {
-    const int64_t user_line =
-        static_cast<int64_t>(e.line) - pipeline.user_first_line + 1;
+    const int64_t user_line = static_cast<int64_t>(e.line) - pipeline.user_first_line + 1;
     if (e.line > 0 && user_line >= 1 && user_line <= pipeline.user_lines) {
       message += "\n  line " + std::to_string(user_line) + ":" + std::to_string(e.column) + ": " +
                  e.text + "\n    | " + LineOf(wgsl, static_cast<uint64_t>(user_line));

@@ -5,12 +5,45 @@
 // reference is this. Each reference kernel rounds to T as the built-in kernels do, unfused.
 #include <algorithm>
 #include <map>
+#include <mutex>
 
 #include "kernel/passes/passes.h"
 #include "kernel/ref/ref.h"
+#include "ops/user_op.h"
 #include "webir/user_ops.h"
 
 namespace scellis::kernel::ref {
+namespace {
+
+// The reference planned for one definition at one set of input types, kept: a loop body runs the
+// same kernel every iteration. A few dozen entries cover any plan; past that the cache starts over.
+Result<std::shared_ptr<const Module>> PlannedReference(const ops::OpSpec& spec,
+                                                       const std::vector<TensorType>& types) {
+  static std::mutex mu;
+  static std::map<std::string, std::shared_ptr<const Module>> planned;
+  constexpr size_t kMaxPlanned = 64;
+  std::string key = spec.user->definition_hash;
+  for (const TensorType& t : types) {
+    // Appended piecewise: `"|" + std::string&&` draws a false -Wrestrict (GCC 12).
+    key += '|';
+    key += t.ShapeStringWithSizes();
+    key += DTypeName(t.dtype);
+  }
+  {
+    std::lock_guard<std::mutex> lock(mu);
+    if (auto it = planned.find(key); it != planned.end()) return it->second;
+  }
+  SCELLIS_ASSIGN_OR_RETURN(webir::Graph g, webir::ReferenceGraph(spec, types));
+  SCELLIS_ASSIGN_OR_RETURN(Module m, FromWebir(std::make_shared<const webir::Graph>(std::move(g))));
+  SCELLIS_TRY(Partition(m));
+  auto shared = std::make_shared<const Module>(std::move(m));
+  std::lock_guard<std::mutex> lock(mu);
+  if (planned.size() >= kMaxPlanned) planned.clear();
+  planned.emplace(std::move(key), shared);
+  return shared;
+}
+
+}  // namespace
 
 template <typename T>
 Status RunUserReference(const Module& m, const Kernel& k, const std::vector<const T*>& inputs,
@@ -19,10 +52,8 @@ Status RunUserReference(const Module& m, const Kernel& k, const std::vector<cons
   if (!spec || !spec->user) return InternalError("ref.RunUserReference", k.op + " is no user op");
   std::vector<TensorType> types;
   for (int in : k.inputs) types.push_back(m.graph().at(in).type);
-  SCELLIS_ASSIGN_OR_RETURN(webir::Graph g, webir::ReferenceGraph(*spec, types));
-  SCELLIS_ASSIGN_OR_RETURN(Module reference,
-                           FromWebir(std::make_shared<const webir::Graph>(std::move(g))));
-  SCELLIS_TRY(Partition(reference));
+  SCELLIS_ASSIGN_OR_RETURN(std::shared_ptr<const Module> planned, PlannedReference(*spec, types));
+  const Module& reference = *planned;
   const webir::Graph& rg = reference.graph();
 
   // Each reference node's values: a port's are the kernel's input, the others computed here.
@@ -38,8 +69,8 @@ Status RunUserReference(const Module& m, const Kernel& k, const std::vector<cons
     for (int in : rk.inputs) {
       auto it = values.find(in);
       if (it == values.end())
-        return InternalError("ref.RunUserReference", "the reference of " + k.op +
-                                                         " reads node " + std::to_string(in) +
+        return InternalError("ref.RunUserReference", "the reference of " + k.op + " reads node " +
+                                                         std::to_string(in) +
                                                          " before it is computed");
       args.push_back(it->second);
     }

@@ -38,13 +38,13 @@ Result<TensorType> InferUser(InferContext& c) {
   }
   const TensorType& got = reference->at(reference->outputs.at(0).node).type;
   if (!got.SameShape(out) || got.dtype != out.dtype) {
-    Diagnostic d = c.Error(
-        "user-reference-mismatch",
-        "for inputs " + TypesText(c.args) + " the reference of \"" + spec.name + "\" computes " +
-            got.ShapeStringWithSizes() + " " + DTypeName(got.dtype) + ", but the op declares " +
-            out.ShapeStringWithSizes() + " " + DTypeName(out.dtype) + " (the shape of \"" +
-            user.shape_of + "\")",
-        "make the reference compute the declared shape, or declare the shape it computes");
+    Diagnostic d =
+        c.Error("user-reference-mismatch",
+                "for inputs " + TypesText(c.args) + " the reference of \"" + spec.name +
+                    "\" computes " + got.ShapeStringWithSizes() + " " + DTypeName(got.dtype) +
+                    ", but the op declares " + out.ShapeStringWithSizes() + " " +
+                    DTypeName(out.dtype) + " (the shape of \"" + user.shape_of + "\")",
+                "make the reference compute the declared shape, or declare the shape it computes");
     d.pointer = user.pointer + "/reference";
     return d;
   }

@@ -43,8 +43,7 @@ bool GenerateUser(const Module& m, const Kernel& k, Generated& out) {
   prologue += "// ---- " + k.op + ", as the document defines it ----\n";
   std::string wgsl = spec->user->wgsl;
   if (wgsl.empty() || wgsl.back() != '\n') wgsl += '\n';
-  out.user_first_line =
-      1 + static_cast<int>(std::count(prologue.begin(), prologue.end(), '\n'));
+  out.user_first_line = 1 + static_cast<int>(std::count(prologue.begin(), prologue.end(), '\n'));
   out.user_lines = static_cast<int>(std::count(wgsl.begin(), wgsl.end(), '\n'));
   out.source = prologue + wgsl + "// ---- end of " + k.op + " ----\n" +
                LinearEntry(out_type.elements()) + "  out[i] = " + k.op + "(i);\n}\n";
