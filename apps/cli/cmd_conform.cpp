@@ -9,6 +9,7 @@
 #include <map>
 
 #include "api/conform.h"
+#include "base/atomic_file.h"
 #include "common.h"
 
 namespace scellis::cli {
@@ -43,23 +44,30 @@ void PrintRow(const std::string& op, const std::string& cases, const std::string
 
 namespace {
 
-api::ConformOptions OptionsFrom(const ConformFlags& f) {
+Result<api::ConformOptions> OptionsFrom(const ConformFlags& f) {
   api::ConformOptions o;
   o.tier = f.tier;
   o.ops = f.ops;
   o.seed = f.seed;
   o.select = {.requested = f.backend, .allow_software_adapter = f.allow_software_adapter};
+  if (!f.doc.empty()) {
+    SCELLIS_ASSIGN_OR_RETURN(o.document, ReadFile(f.doc, size_t{256} << 20));
+  }
   return o;
 }
 
 }  // namespace
 
 std::vector<Diagnostic> CheckConformFlags(const ConformFlags& f) {
-  return api::CheckConformOptions(OptionsFrom(f));
+  auto options = OptionsFrom(f);
+  if (!options.ok()) return options.errors();
+  return api::CheckConformOptions(options.value());
 }
 
 int ConformCommand(const ConformFlags& f) {
-  api::ConformOptions options = OptionsFrom(f);
+  auto read = OptionsFrom(f);
+  if (!read.ok()) return Report(read.errors(), f.doc, f.json);
+  api::ConformOptions options = std::move(read.value());
   std::optional<uint64_t> seed_used;
   options.started = [&](const runtime::DeviceProfile& profile, policy::Tier tier, uint64_t seed) {
     seed_used = seed;

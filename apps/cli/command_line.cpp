@@ -302,6 +302,9 @@ Result<Invocation> ParseCommandLine(const std::vector<std::string>& args,
   conform_typed.Unsigned("--seed", &inv.conform.seed,
                          "seed of the generated data (printed on every run)");
   conform->add_flag("--json", inv.conform.json, "machine-readable output");
+  conform->add_option("--doc", inv.conform.doc,
+                      "a document defining ops of its own (its \"ops\" section): --ops may name "
+                      "them; without --ops, all of them are checked");
 
   CLI::App* ops = app.add_subcommand("ops", "list the ops this build has");
   ops->add_flag("--markdown", inv.ops.markdown, "print the reference of docs/ops.md");

@@ -32,9 +32,11 @@ struct ConformFlags {
   bool allow_software_adapter = false;
   std::optional<uint64_t> seed;  // none: a fresh one
   bool json = false;
+  std::string doc;  // a document whose own ops --ops may name
 };
 
-// The flag problems conform can see without a device: no tier, an op it does not know.
+// The flag problems conform can see without a device: no tier, an op it does not know, a --doc
+// that cannot be read or does not parse.
 std::vector<Diagnostic> CheckConformFlags(const ConformFlags& f);
 
 // The compile options the flags ask for (tier, bindings, budget), or `bad-flag` diagnostics.

@@ -4,6 +4,7 @@
 #include <cmath>
 
 #include "conform/receipt.h"
+#include "doc/document.h"
 #include "store/store.h"
 
 namespace scellis::api {
@@ -60,6 +61,26 @@ Json ConformReport::ToJson() const {
           {"ops", ops}};
 }
 
+namespace {
+
+// The ops conformance may check: the built-ins, with the document's own when it defines some.
+Result<std::shared_ptr<const ops::OpTable>> OpsOf(const ConformOptions& o) {
+  if (o.document.empty()) return ops::BuiltinOps();
+  SCELLIS_ASSIGN_OR_RETURN(doc::Document d, doc::Parse(o.document));
+  return d.ops ? d.ops : ops::BuiltinOps();
+}
+
+// The groups a run covers: those named, else the document's own ops, else every group.
+std::vector<std::string> GroupsOf(const ConformOptions& o, const ops::OpTable& table) {
+  if (!o.ops.empty() || o.document.empty()) return o.ops;
+  std::vector<std::string> user;
+  for (const ops::OpSpec& s : table.ops())
+    if (s.user) user.push_back(s.name);
+  return user;
+}
+
+}  // namespace
+
 std::vector<Diagnostic> CheckConformOptions(const ConformOptions& o) {
   std::vector<Diagnostic> errors;
   if (!policy::ParseTier(o.tier)) {
@@ -67,7 +88,14 @@ std::vector<Diagnostic> CheckConformOptions(const ConformOptions& o) {
                                "conform needs a determinism tier; Scellis never assumes one",
                                "pass --tier=debug, --tier=prod or --tier=fast"));
   }
+  auto table = OpsOf(o);
+  if (!table.ok()) {
+    errors.insert(errors.end(), table.errors().begin(), table.errors().end());
+    return errors;
+  }
   std::vector<std::string> known = conform::Groups();
+  for (const ops::OpSpec& s : table.value()->ops())
+    if (s.user) known.push_back(s.name);
   for (const std::string& op : o.ops) {
     if (std::find(known.begin(), known.end(), op) == known.end()) {
       std::string list;
@@ -113,7 +141,8 @@ Result<ConformReport> Conform(const ConformOptions& o) {
   conform::Options options;
   options.tier = report.tier;
   options.seed = report.seed;
-  options.groups = o.ops;
+  SCELLIS_ASSIGN_OR_RETURN(options.ops, OpsOf(o));
+  options.groups = GroupsOf(o, *options.ops);
   options.on_group = [&](const conform::GroupResult& g) {
     std::string receipt;
     if (g.passed() && store) {

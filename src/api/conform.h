@@ -18,7 +18,10 @@ namespace scellis::api {
 
 struct ConformOptions {
   std::string tier;              // required: "debug" | "prod" | "fast"
-  std::vector<std::string> ops;  // empty: every group
+  std::vector<std::string> ops;  // empty: every group (with `document`: every op it defines)
+  // A document (its text) whose own ops — its "ops" section — `ops` may name: each is proved
+  // against its reference on cases generated from its signature. "" for none.
+  std::string document;
   std::optional<uint64_t> seed;  // none: a fresh one
   runtime::SelectOptions select;
   std::string store_root;  // "" : the default store
@@ -44,8 +47,8 @@ struct ConformReport {
   Json ToJson() const;
 };
 
-// The option problems seen without a device: no tier (`missing-determinism-tier`), an op
-// conformance does not know (`unknown-op`).
+// The option problems seen without a device: no tier (`missing-determinism-tier`), a document
+// that does not parse (its own diagnostics), an op conformance does not know (`unknown-op`).
 std::vector<Diagnostic> CheckConformOptions(const ConformOptions& o);
 
 // Runs conformance. Without a WebGPU device it refuses with `no-gpu` (there is nothing to check).

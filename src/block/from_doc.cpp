@@ -38,7 +38,8 @@ class Lowering {
 
   Result<Program> Run() {
     prog_.name = doc_.name;
-    prog_.ops = options_.ops;
+    // A document that defines ops brings the table it was read against, those ops added.
+    prog_.ops = doc_.ops ? doc_.ops : options_.ops;
     prog_.form = doc_.form;
     prog_.version = doc_.version;
     prog_.budget_bytes = doc_.budget_bytes;

@@ -1084,14 +1084,16 @@ std::vector<std::string> Groups() {
   return groups;
 }
 
-std::vector<Case> CasesFor(const std::string& group) {
+std::vector<Case> CasesFor(const std::string& group, const ops::OpTable& table) {
   if (group == kFusedGroup) return FusedCases();
   std::vector<Case> out;
-  const OpSpec* def = ops::BuiltinOps()->Find(group);
+  const OpSpec* def = table.Find(group);
   if (!def) return out;
   switch (def->kind) {
     case OpKind::kSource:
       break;
+    case OpKind::kUser:
+      return UserOpCases(*def);
     case OpKind::kElementwise:
       if (def->name == "where") {
         WhereCases(*def, out);

@@ -15,6 +15,7 @@
 
 #include "base/determinism.h"
 #include "base/json_util.h"
+#include "ops/op_table.h"
 #include "runtime/executor.h"
 
 namespace scellis::conform {
@@ -72,8 +73,13 @@ inline constexpr const char* kFusedGroup = "fused";
 std::vector<std::string> Groups();
 
 // The cases of one group; empty when the group is unknown or its op has no case generator (a
-// registry test fails on that).
-std::vector<Case> CasesFor(const std::string& group);
+// registry test fails on that). A user op of `ops` (a document's table) gets UserOpCases.
+std::vector<Case> CasesFor(const std::string& group,
+                           const ops::OpTable& ops = *ops::BuiltinOps());
+
+// The cases of a user op (conform/user_cases.cpp), from its signature: each input of the output's
+// shape, at edge sizes of the declared rank; each case's document carries the op's definition.
+std::vector<Case> UserOpCases(const ops::OpSpec& spec);
 
 // Fresh input data for `c`: a pure function of (seed, case, input, element).
 runtime::Feeds MakeFeeds(const Case& c, uint64_t seed);

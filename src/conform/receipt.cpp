@@ -98,7 +98,8 @@ bool IsNumber(const Json& j, const char* key) {
 // it is about this code on this device at this tier, and if what it records passed by its own
 // thresholds, which must be those the tier gives its tolerance class.
 std::string ReceiptProblem(const Json& j, const std::string& profile, const std::string& op,
-                           const std::string& source_hash, policy::Tier tier) {
+                           const std::string& source_hash, policy::Tier tier,
+                           const ops::OpTable& ops) {
   if (!j.is_object() || j.value("kind", "") != kReceiptKind) return "it is not a receipt";
   if (!j["schema"].is_number_integer() || j["schema"].get<int64_t>() != kReceiptSchema)
     return "its schema is not " + std::to_string(kReceiptSchema) + "; run scellis conform again";
@@ -132,7 +133,7 @@ std::string ReceiptProblem(const Json& j, const std::string& profile, const std:
     return "";
   };
   if (std::string p = thresholds_problem(j, "the receipt"); !p.empty()) return p;
-  const std::vector<Case> cases = CasesFor(op);
+  const std::vector<Case> cases = CasesFor(op, ops);
   const Json& recorded = j.contains("cases") ? j["cases"] : Json();
   if (!recorded.is_array() || recorded.size() != cases.size())
     return "it does not record the " + std::to_string(cases.size()) + " cases of \"" + op + "\"";
@@ -151,13 +152,13 @@ std::string ReceiptProblem(const Json& j, const std::string& profile, const std:
 
 bool HasReceipt(const store::Store& store, const std::string& profile, const std::string& op,
                 const std::string& source_hash, policy::Tier tier,
-                std::vector<std::string>* warnings) {
-  return !FindReceipt(store, profile, op, source_hash, tier, warnings).empty();
+                std::vector<std::string>* warnings, const ops::OpTable& ops) {
+  return !FindReceipt(store, profile, op, source_hash, tier, warnings, ops).empty();
 }
 
 std::string FindReceipt(const store::Store& store, const std::string& profile,
                         const std::string& op, const std::string& source_hash, policy::Tier tier,
-                        std::vector<std::string>* warnings) {
+                        std::vector<std::string>* warnings, const ops::OpTable& ops) {
   for (const std::string& id : store.Lookup(kReceiptKind, profile, op)) {
     auto r = store.Get(id);
     if (!r.ok()) {
@@ -167,7 +168,7 @@ std::string FindReceipt(const store::Store& store, const std::string& profile,
                             r.errors().front().code + ": " + r.errors().front().message);
       continue;
     }
-    std::string problem = ReceiptProblem(r.value(), profile, op, source_hash, tier);
+    std::string problem = ReceiptProblem(r.value(), profile, op, source_hash, tier, ops);
     if (problem.empty()) return id;
     // Receipts for other code or a stricter tier are expected after an upgrade; say nothing.
     if (warnings && problem.find("kernel hash") == std::string::npos &&
@@ -191,6 +192,17 @@ std::vector<std::string> ReceiptReport::missing() const {
   return out;
 }
 
+std::vector<std::pair<std::string, bool>> ReceiptReport::user_ops() const {
+  std::vector<std::pair<std::string, bool>> out;
+  for (const KernelReceipts& k : kernels) {
+    if (!k.user || k.groups.empty()) continue;
+    const std::string& op = k.groups.front();
+    if (std::none_of(out.begin(), out.end(), [&](const auto& u) { return u.first == op; }))
+      out.emplace_back(op, k.missing.empty());
+  }
+  return out;
+}
+
 std::string ReceiptReport::Line() const {
   std::string s = "receipts: " + std::to_string(conformed()) + "/" +
                   std::to_string(kernels.size()) + " kernels conformed on this profile";
@@ -200,6 +212,8 @@ std::string ReceiptReport::Line() const {
     for (size_t i = 0; i < miss.size(); ++i) s += (i ? ", " : "") + miss[i];
     s += ")";
   }
+  for (const auto& [op, conformed] : user_ops())
+    s += "; user op " + op + ": " + (conformed ? "conformed" : "unconformed");
   return s;
 }
 
@@ -208,9 +222,12 @@ Json ReceiptReport::ToJson() const {
   for (const KernelReceipts& k : kernels)
     by_kernel[k.kernel] = {
         {"needs", k.groups}, {"missing", k.missing}, {"conformed", k.missing.empty()}};
+  Json users = Json::object();
+  for (const auto& [op, conformed] : user_ops())
+    users[op] = conformed ? "conformed" : "unconformed";
   return {{"profile", profile},   {"kernels", kernels.size()}, {"conformed", conformed()},
           {"missing", missing()}, {"warnings", warnings},      {"by_kernel", by_kernel},
-          {"used", used}};
+          {"used", used},         {"user_ops", users}};
 }
 
 ReceiptReport CheckReceipts(const store::Store& store, const std::string& profile,
@@ -221,9 +238,10 @@ ReceiptReport CheckReceipts(const store::Store& store, const std::string& profil
   auto holds = [&](const std::string& group) {
     auto it = held.find(group);
     if (it != held.end()) return it->second;
-    auto hash = SourceHash(group, tier);
-    std::string id =
-        hash.ok() ? FindReceipt(store, profile, group, hash.value(), tier, &report.warnings) : "";
+    auto hash = SourceHash(group, tier, *m.graph().ops);
+    std::string id = hash.ok() ? FindReceipt(store, profile, group, hash.value(), tier,
+                                             &report.warnings, *m.graph().ops)
+                               : "";
     bool ok = !id.empty();
     if (ok) report.used.push_back(id);
     held[group] = ok;
@@ -243,6 +261,8 @@ ReceiptReport CheckReceipts(const store::Store& store, const std::string& profil
       if (steps > 1) kr.groups.push_back(kFusedGroup);
     } else {
       kr.groups.push_back(k.op);
+      const ops::OpSpec* spec = m.graph().ops->Find(k.op);
+      kr.user = spec && spec->user;
     }
     for (const std::string& g : kr.groups)
       if (!holds(g)) kr.missing.push_back(g);

@@ -49,13 +49,16 @@ Result<std::string> MintReceipt(const store::Store& store, const GroupResult& g,
 // its integrity check (store-object-corrupt), or that fails verification, is ignored, and when
 // `warnings` is given a line naming the receipt and the failed check is added to it (receipts for other code or
 // a looser tier are passed over silently: they are expected after an upgrade).
+// `ops` is where the op is found (a document's table for a user op: its cases are its own).
 bool HasReceipt(const store::Store& store, const std::string& profile, const std::string& op,
                 const std::string& source_hash, policy::Tier tier,
-                std::vector<std::string>* warnings = nullptr);
+                std::vector<std::string>* warnings = nullptr,
+                const ops::OpTable& ops = *ops::BuiltinOps());
 // The id of the receipt HasReceipt would accept; "" when there is none.
 std::string FindReceipt(const store::Store& store, const std::string& profile,
                         const std::string& op, const std::string& source_hash, policy::Tier tier,
-                        std::vector<std::string>* warnings = nullptr);
+                        std::vector<std::string>* warnings = nullptr,
+                        const ops::OpTable& ops = *ops::BuiltinOps());
 
 // Which kernels of a module hold receipts on a profile, for `scellis run`. A kernel needs a
 // receipt for its op; a fused kernel for each op in it, plus the fused group when it chains more
@@ -64,6 +67,7 @@ struct KernelReceipts {
   std::string kernel;
   std::vector<std::string> groups;   // the receipts it needs
   std::vector<std::string> missing;  // those not held
+  bool user = false;                 // the kernel of an op the document defines
 };
 struct ReceiptReport {
   std::string profile;
@@ -72,8 +76,11 @@ struct ReceiptReport {
   std::vector<std::string> used;      // the ids of the receipts held, each once
   int conformed() const;
   std::vector<std::string> missing() const;  // groups missing for any kernel, each once
-  // "receipts: 3/4 kernels conformed on this profile (missing: matmul)", then a
-  // "warning: receipt ... is ignored: ..." line per warning.
+  // The user ops the module runs, each once, with whether it is conformed on this profile: an
+  // unconformed one runs all the same, marked so in the result.
+  std::vector<std::pair<std::string, bool>> user_ops() const;
+  // "receipts: 3/4 kernels conformed on this profile (missing: matmul)", then per user op
+  // "; user op stencil5: unconformed" (or conformed).
   std::string Line() const;
   Json ToJson() const;
 };

@@ -8,6 +8,7 @@
 #include <random>
 
 #include "base/sha256.h"
+#include "ops/user_op.h"
 #include "pipeline/compile.h"
 #include "runtime/backends/cpu/executor.h"
 
@@ -38,6 +39,13 @@ pipeline::CompileOptions OptionsFor(policy::Tier tier, pipeline::Rung up_to,
 
 std::string FirstMessage(const std::vector<Diagnostic>& errors) {
   return errors.empty() ? "unknown error" : errors.front().Format();
+}
+
+// What a group's hash starts from: a user op's definition (its WGSL, reference and signature),
+// nothing for a built-in, whose definition is the build.
+std::string HashSeed(const std::string& group, const ops::OpTable& ops) {
+  const ops::OpSpec* spec = ops.Find(group);
+  return spec && spec->user ? spec->user->definition_hash + "\n" : "";
 }
 
 // Appends one case's kernels to the running hash input.
@@ -93,12 +101,13 @@ Result<execplan::Plan> CompileCase(const Case& c, policy::Tier tier,
   return std::move(*compiled->plan);
 }
 
-Result<std::string> SourceHash(const std::string& group, policy::Tier tier) {
-  std::vector<Case> cases = CasesFor(group);
+Result<std::string> SourceHash(const std::string& group, policy::Tier tier,
+                               const ops::OpTable& ops) {
+  std::vector<Case> cases = CasesFor(group, ops);
   if (cases.empty()) {
     return UserError("unknown-op", "", "conformance has no cases for \"" + group + "\"");
   }
-  std::string acc;
+  std::string acc = HashSeed(group, ops);
   for (const Case& c : cases) {
     auto compiled =
         pipeline::Compile(CanonicalJson(c.doc), OptionsFor(tier, pipeline::Rung::kKernel, {}));
@@ -110,9 +119,10 @@ Result<std::string> SourceHash(const std::string& group, policy::Tier tier) {
 
 namespace {
 
-Status CheckGroups(const std::vector<std::string>& groups) {
+Status CheckGroups(const std::vector<std::string>& groups,
+                   const ops::OpTable& ops = *ops::BuiltinOps()) {
   for (const std::string& g : groups) {
-    if (CasesFor(g).empty()) {
+    if (CasesFor(g, ops).empty()) {
       std::string known;
       for (const std::string& k : Groups()) known += (known.empty() ? "" : ", ") + k;
       return UserError("unknown-op", "", "conformance has no cases for \"" + g + "\"",
@@ -212,7 +222,7 @@ void FinishGroup(GroupResult& gr, policy::Tier tier, const std::string& hash_inp
 
 Result<std::vector<GroupResult>> Run(runtime::Executor& gpu, const Options& options) {
   std::vector<std::string> groups = options.groups.empty() ? Groups() : options.groups;
-  SCELLIS_TRY(CheckGroups(groups));
+  SCELLIS_TRY(CheckGroups(groups, *options.ops));
   const execplan::DeviceLimits limits = gpu.limits();
   const kernel::ref::Parallel parallel(kernel::ref::ThreadsFor(options.cpu_threads));
   const bool debug = options.tier == policy::Tier::kDebug;
@@ -221,8 +231,8 @@ Result<std::vector<GroupResult>> Run(runtime::Executor& gpu, const Options& opti
   for (const std::string& group : groups) {
     GroupResult gr;
     gr.group = group;
-    std::string hash_input;
-    for (const Case& c : CasesFor(group)) {
+    std::string hash_input = HashSeed(group, *options.ops);
+    for (const Case& c : CasesFor(group, *options.ops)) {
       ReadyCase r = Ready(c, options.tier, limits, options.seed);
       if (!r.plan) {
         AddCase(gr, std::move(r.result));

@@ -15,6 +15,7 @@
 
 #include <functional>
 #include <map>
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
@@ -62,6 +63,9 @@ struct Options {
   policy::Tier tier = policy::Tier::kProd;
   uint64_t seed = 0;
   std::vector<std::string> groups;  // empty: every group (Groups())
+  // Where the groups' ops are found: the built-ins, or a document's table with its own ops (a
+  // user op's group is named after it and proves its WGSL against its reference).
+  std::shared_ptr<const ops::OpTable> ops = ops::BuiltinOps();
   int cpu_threads = 0;              // 0: the machine's hardware threads
   // Called on every kernel of the plan the GPU runs, after the reference plan is fixed. Tests
   // use it to break a kernel on purpose and check that conformance catches it.
@@ -116,8 +120,11 @@ Result<GroupResult> JudgeRemote(const std::string& group, policy::Tier tier, uin
                                 int cpu_threads = 0);
 
 // The source hash of a group's cases as compiled for `tier`, without running anything: what a
-// receipt must name to count for the code this build generates.
-Result<std::string> SourceHash(const std::string& group, policy::Tier tier);
+// receipt must name to count for the code this build generates. A user op's (found in `ops`)
+// also covers its whole definition, so a receipt counts only for the reference it was proved
+// against.
+Result<std::string> SourceHash(const std::string& group, policy::Tier tier,
+                               const ops::OpTable& ops = *ops::BuiltinOps());
 
 // Compiles one case through the real ladder (pipeline::Compile) for `tier` and device `limits`.
 Result<execplan::Plan> CompileCase(const Case& c, policy::Tier tier,

@@ -4,6 +4,7 @@
 #include <set>
 
 #include "doc/keys.h"
+#include "doc/user_ops.h"
 
 namespace scellis::doc {
 
@@ -40,10 +41,10 @@ namespace {
 
 // The fields of each object a document holds; any other is a mistake worth naming.
 const std::vector<std::string> kGraphFields = {"version",     "nodes",     "outputs", "name",
-                                               "determinism", "tolerance", "repeat"};
+                                               "determinism", "tolerance", "repeat",  "ops"};
 const std::vector<std::string> kWorkflowFields = {"format",  "name",  "determinism", "tolerance",
                                                   "budget",  "dims",  "nodes",       "wires",
-                                                  "outputs", "train", "repeat"};
+                                                  "outputs", "train", "repeat",      "ops"};
 // A graph node's own fields; the rest are its op's ports and attributes.
 const std::vector<std::string> kGraphNodeFields = {"id", "op", "name", "determinism", "tolerance"};
 const std::vector<std::string> kWorkflowNodeFields = {"id",    "type",        "params",
@@ -72,7 +73,7 @@ class Parser {
  public:
   // Inline `data` arrays are moved out of `root` into their nodes' params (ToJson puts them
   // back): the largest part of a large document is held once.
-  Parser(Json& root, const ops::OpTable& ops) : root_(root), ops_(ops) {}
+  Parser(Json& root, const ops::OpTable& ops) : root_(root), ops_(&ops) {}
 
   Result<Document> Run() {
     if (!root_.is_object()) {
@@ -166,6 +167,7 @@ class Parser {
       }
     }
     ParseRepeat();
+    ParseUserOps();
     const Json* nodes = NodesArray();
     if (nodes) {
       for (size_t i = 0; i < nodes->size(); ++i) ParseGraphNode((*nodes)[i], i);
@@ -199,6 +201,25 @@ class Parser {
     doc_.repeat = *it;
   }
 
+  // `"ops"`: the document's own ops (version 6), added to a copy of the table before any node is
+  // read, so nodes use them as any op.
+  void ParseUserOps() {
+    auto it = root_.find("ops");
+    if (it == root_.end()) return;
+    if (doc_.form == Form::kGraph && doc_.version < kUserOpsVersion) {
+      Error("field-newer-than-version", "/ops",
+            "\"ops\" is graph protocol version " + std::to_string(kUserOpsVersion) +
+                ", but the graph is labelled version " + std::to_string(doc_.version),
+            "label the graph version " + std::to_string(kUserOpsVersion));
+      return;
+    }
+    auto table = std::make_shared<ops::OpTable>(*ops_);
+    std::vector<Diagnostic> errors = doc::ParseUserOps(*it, *table);
+    errors_.insert(errors_.end(), errors.begin(), errors.end());
+    doc_.ops = table;
+    ops_ = table.get();
+  }
+
   void ParseGraphNode(const Json& j, size_t index) {
     std::string pointer = PointerJoin("/nodes", index);
     if (!j.is_object()) {
@@ -224,10 +245,10 @@ class Parser {
     node.id = std::to_string(id->get<int64_t>());
     node.op = op->get<std::string>();
     node.params = Json::object();
-    const ops::OpSpec* spec = ops_.Find(node.op);
+    const ops::OpSpec* spec = ops_->Find(node.op);
     if (!spec) {
       Error("unknown-op", pointer, "the op \"" + node.op + "\" does not exist",
-            "ops of version " + std::to_string(doc_.version) + ": " + ops_.NamesUpTo(doc_.version),
+            "ops of version " + std::to_string(doc_.version) + ": " + ops_->NamesUpTo(doc_.version),
             &node);
     }
     node.label = StringField(j, "name", pointer, &node);
@@ -311,7 +332,7 @@ class Parser {
   // rung down (a source given an input, an op given a port it lacks).
   bool IsReference(const ops::OpSpec* spec, const std::string& key) const {
     if (spec && spec->FindPort(key)) return true;
-    return !(spec && spec->FindAttr(key)) && ops_.IsPortName(key);
+    return !(spec && spec->FindAttr(key)) && ops_->IsPortName(key);
   }
 
   void ParseWorkflow() {
@@ -329,6 +350,7 @@ class Parser {
     ParseBudget();
     ParseDims();
     ParseRepeat();
+    ParseUserOps();
     if (auto t = root_.find("train"); t != root_.end()) {
       if (!t->is_object())
         Error("bad-field-type", "/train", "\"train\" must be an object");
@@ -513,7 +535,7 @@ class Parser {
     if (node.op == "dataset") {
       CheckKeys(node.params, params_pointer, BlockParams("dataset"), "a dataset block", errors_,
                 "unknown-attribute", node.Describe());
-    } else if (const ops::OpSpec* spec = ops_.Find(node.op)) {
+    } else if (const ops::OpSpec* spec = ops_->Find(node.op)) {
       // Every block may carry a display name; the rest are its op's attributes.
       std::vector<std::string> known = AttrNames(*spec);
       if (!spec->FindAttr("name")) known.push_back("name");
@@ -572,7 +594,7 @@ class Parser {
       }
       Node& node = doc_.nodes[target->second];
       // A list port takes one wire per entry, in wire order.
-      const ops::OpSpec* spec = ops_.Find(node.op);
+      const ops::OpSpec* spec = ops_->Find(node.op);
       const ops::Port* port = spec ? spec->FindPort(to_port) : nullptr;
       for (const Input& in : node.inputs) {
         if (in.port == to_port && !(port && port->list)) {
@@ -708,7 +730,9 @@ class Parser {
   }
 
   const Json& root_;
-  const ops::OpTable& ops_;
+  // The table nodes are read against: the one Parse was given, or the document's own copy of it
+  // with the ops its "ops" section defines.
+  const ops::OpTable* ops_;
   Document doc_;
   std::map<std::string, size_t> index_;
   std::vector<Diagnostic> errors_;

@@ -13,6 +13,7 @@
 #pragma once
 
 #include <map>
+#include <memory>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -29,7 +30,7 @@ namespace scellis::doc {
 enum class Form { kGraph, kWorkflow };
 
 // Newest graph-protocol version this build reads.
-inline constexpr int kMaxGraphVersion = 5;
+inline constexpr int kMaxGraphVersion = 6;
 // The graph protocol version that introduced the document-level `repeat`.
 inline constexpr int kRepeatVersion = 5;
 // The most iterations a `repeat` may ask for.
@@ -82,6 +83,9 @@ struct Document {
   // absent; an integer, or in a workflow the name of one of its dims. Resolved at BlockIR.
   Json repeat;
   Json train;  // the "train" section of a workflow (null when absent); interpreted at BlockIR
+  // The table the document's nodes were read against when it defines ops of its own (its "ops"
+  // section, doc/user_ops.h): the table given to Parse with those ops added. Null otherwise.
+  std::shared_ptr<const ops::OpTable> ops;
 
   Json source;             // the document as parsed
   std::string content_id;  // sha256 of the canonical form

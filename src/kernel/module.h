@@ -97,6 +97,10 @@ struct EmittedSource {
   std::string source;
   std::string entry_point = "main";
   std::string source_hash;  // sha256 of source
+  // A user op's kernel: where the document's WGSL lies in `source` (its first line, 1-based, and
+  // its line count), so a compiler's message can be told in the user's own line numbers. 0: none.
+  int user_first_line = 0;
+  int user_lines = 0;
 };
 
 struct Kernel {

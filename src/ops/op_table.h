@@ -23,6 +23,8 @@
 
 namespace scellis::ops {
 
+struct UserKernel;
+
 enum class OpKind {
   kSource,       // input, param, full
   kElementwise,  // one output element from the same index of each (broadcast) input; fusable
@@ -38,6 +40,9 @@ enum class OpKind {
   // declared boundary; fused into an elementwise kernel as a shifted load of a buffer.
   kNeighbour,
   kIndex,      // index_select, gather, index_add, scatter_add: reads and sums at i32 indices
+  // An op a document defines (ops/user_op.h): its WGSL is the user's, its CPU reference a graph of
+  // built-in ops. Never fused: one kernel per node.
+  kUser,
 };
 const char* OpKindName(OpKind k);
 
@@ -124,6 +129,8 @@ struct OpSpec {
   std::string summary;
   // What NaN and ±inf inputs give, on every backend: PyTorch's semantics for the op.
   std::string nan;
+  // Set for an op of kind kUser only: the definition the document gave (its WGSL, its reference).
+  std::shared_ptr<const UserKernel> user;
 
   const Port* FindPort(std::string_view port) const;
   const Attr* FindAttr(std::string_view attr) const;

@@ -100,7 +100,18 @@ class Builder {
     auto key = std::make_pair(entry, wgsl);
     if (auto it = pipeline_of_.find(key); it != pipeline_of_.end()) return it->second;
     int id = static_cast<int>(p_.pipelines.size());
-    p_.pipelines.push_back({id, k.name, entry, wgsl, "sha256:" + Sha256Hex(wgsl)});
+    ProgramPipeline pipeline;
+    pipeline.id = id;
+    pipeline.kernel = k.name;
+    pipeline.entry_point = entry;
+    pipeline.wgsl = wgsl;
+    pipeline.hash = "sha256:" + Sha256Hex(wgsl);
+    if (k.Wgsl().user_first_line > 0 && wgsl == k.Wgsl().source) {
+      pipeline.user_op = k.op;
+      pipeline.user_first_line = k.Wgsl().user_first_line;
+      pipeline.user_lines = k.Wgsl().user_lines;
+    }
+    p_.pipelines.push_back(std::move(pipeline));
     pipeline_of_.emplace(std::move(key), id);
     return id;
   }

@@ -87,6 +87,11 @@ struct ProgramPipeline {
   std::string entry_point;
   std::string wgsl;  // exactly the text the device compiles
   std::string hash;  // "sha256:<hex>" of wgsl
+  // A user op's kernel: the op, and where its WGSL lies in `wgsl` (kernel::EmittedSource), so
+  // that a compile error is told in the user's line numbers (runtime/user_wgsl.h).
+  std::string user_op;
+  int user_first_line = 0;
+  int user_lines = 0;
 };
 
 struct ProgramBinding {

@@ -131,7 +131,7 @@ class Lowering {
                 prog_.ops->NamesUpTo(prog_.version));
       return -1;
     }
-    const OpRule* rule = FindRule(def->name);
+    const OpRule* rule = RuleOf(*def);
     if (!rule) {
       Error(b, "op-not-lowerable", b.pointer,
             "the op \"" + b.type + "\" is declared but this build has no type rule for it",
@@ -301,6 +301,7 @@ class Lowering {
     c.pointer = b.pointer;
     c.where = b.Describe();
     c.arg_pointers = arg_pointers;
+    c.spec = def;
     auto type = InferChecked(n.op, *rule, c);
     if (!type.ok()) {
       for (const Diagnostic& d : type.errors()) errors_.push_back(d);

@@ -124,7 +124,7 @@ Status Verify(const Graph& g) {
     const ops::OpSpec* spec = g.ops->Find(n.op);
     if (!spec) return InternalError("webir.Verify", "unknown op " + n.op);
     if (spec->kind == OpKind::kSource) continue;
-    const OpRule* rule = FindRule(n.op);
+    const OpRule* rule = RuleOf(*spec);
     if (!rule) return InternalError("webir.Verify", "no type rule for " + n.op);
     if (!spec->ArityFits(n.args.size()))
       return InternalError("webir.Verify", "node %" + n.name + " has the wrong number of args");
@@ -132,6 +132,7 @@ Status Verify(const Graph& g) {
     for (int a : n.args) c.args.push_back(g.at(a).type);
     c.attrs = n.attrs;
     c.version = std::max(g.version, spec->min_version);
+    c.spec = spec;
     auto t = InferChecked(n.op, *rule, c);
     if (!t.ok() || !t->SameShape(n.type) || t->dtype != n.type.dtype)
       return InternalError("webir.Verify",

@@ -42,6 +42,10 @@ const OpRule* FindRule(std::string_view op) {
   return it == rules.end() ? nullptr : &it->second;
 }
 
+const OpRule* RuleOf(const ops::OpSpec& spec) {
+  return spec.kind == ops::OpKind::kUser ? &UserOpRule() : FindRule(spec.name);
+}
+
 Result<TensorType> InferChecked(std::string_view op, const OpRule& rule, InferContext& c) {
   SCELLIS_ASSIGN_OR_RETURN(TensorType t, rule.infer(c));
   if (!CheckedElements(t.dims)) {

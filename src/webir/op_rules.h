@@ -34,6 +34,8 @@ struct InferContext {
   std::string where;
   // Where each arg is written (a list entry's own pointer), when known; else `pointer` serves.
   std::vector<std::string> arg_pointers;
+  // The op's table entry, for rules that read more of it than its name (a user op's shape rule).
+  const ops::OpSpec* spec = nullptr;
 
   Diagnostic Error(std::string code, std::string message, std::string help = "") const;
   // A diagnostic about arg `i`, at its own pointer.
@@ -63,6 +65,9 @@ using RuleSet = std::map<std::string, OpRule, std::less<>>;
 
 // The rule of `op`, or nullptr when WebIR has none (an op that only a session's own table knows).
 const OpRule* FindRule(std::string_view op);
+// The rule of a table entry: a user op's (webir/ops/user.cpp) for kind kUser, else FindRule's.
+// Its infer rule reads InferContext::spec, which the caller sets to `spec`.
+const OpRule* RuleOf(const ops::OpSpec& spec);
 
 // Families add their rules here (one file per family under ops/).
 void AddElementwiseRules(RuleSet& r);
@@ -74,6 +79,8 @@ void AddNnRules(RuleSet& r);
 void AddOptimRules(RuleSet& r);
 void AddRandomRules(RuleSet& r);
 void AddIndexRules(RuleSet& r);
+// The one rule every user op shares: it reads the op's definition from InferContext::spec.
+const OpRule& UserOpRule();
 
 // Index operands (webir/ops/index.cpp). Kernels read indices without checking them, so every
 // index is range-checked before a kernel reads it: known ones when the graph is made, fed ones

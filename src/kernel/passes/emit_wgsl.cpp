@@ -10,6 +10,8 @@ Status EmitWgsl(Module& m) {
     EmittedSource& src = k.Wgsl();
     src.source = std::move(generated.source);
     src.source_hash = Sha256Hex(src.source);
+    src.user_first_line = generated.user_first_line;
+    src.user_lines = generated.user_lines;
     k.workgroups = generated.workgroups;
   }
   return Status::Ok();

@@ -426,6 +426,10 @@ template <typename T>
 Status RunKernel(const Module& m, const Kernel& k, const std::vector<const T*>& inputs, T* out,
                  const Parallel& parallel, int64_t only_chunk) {
   if (k.kind == KernelKind::kElementwise) return RunFused(m, k, inputs, out, parallel);
+  if (const ops::OpSpec* spec = m.graph().ops->Find(k.op); spec && spec->user) {
+    if (only_chunk >= 0) return InternalError("ref.RunKernel", k.op + " does not run by chunk");
+    return RunUserReference(m, k, inputs, out, parallel);
+  }
   const OpImpl* impl = FindOp(k.op);
   if (!impl) return InternalError("ref.RunKernel", "no CPU reference for op " + k.op);
   if (only_chunk >= 0 && !WritesByChunk(k))

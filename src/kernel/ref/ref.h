@@ -201,6 +201,12 @@ template <typename T>
 Status RunKernel(const Module& m, const Kernel& k, const std::vector<const T*>& inputs, T* out,
                  const Parallel& parallel, int64_t only_chunk = -1);
 
+// A user op's kernel (ops/user_op.h): its reference graph of built-in ops, planned for the
+// kernel's input types and run kernel by kernel (kernel/ref/user.cpp). RunKernel calls it.
+template <typename T>
+Status RunUserReference(const Module& m, const Kernel& k, const std::vector<const T*>& inputs,
+                        T* out, const Parallel& parallel);
+
 // Whether the kernel computes output i from inputs at i and whole-tensor scalars only, chunk by
 // chunk of kChunk (SetEachOutput): then consecutive such kernels over outputs of one size may run
 // chunk by chunk together, each chunk through all of them while it is in cache, with the same

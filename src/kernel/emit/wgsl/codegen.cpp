@@ -202,9 +202,9 @@ Result<Generated> Generate(const Module& m, const Kernel& k) {
                                                 "before emit-wgsl");
     SCELLIS_TRY(CheckMatmulSchedule(*k.matmul_schedule, MatmulShapeOf(m, k)));
   }
-  static const FamilyGen kFamilies[] = {GenerateElementwise, GenerateReduce,  GenerateLinalg,
-                                        GenerateLayout,      GenerateStencil, GenerateNn,
-                                        GenerateOptim,       GenerateRandom,  GenerateIndex};
+  static const FamilyGen kFamilies[] = {
+      GenerateElementwise, GenerateReduce, GenerateLinalg, GenerateLayout, GenerateStencil,
+      GenerateNn,          GenerateOptim,  GenerateRandom, GenerateIndex,  GenerateUser};
   Generated out;
   for (FamilyGen f : kFamilies)
     if (f(m, k, out)) return out;

@@ -32,6 +32,10 @@ inline constexpr uint32_t kMaxWorkgroupsPerDim = 65535;
 struct Generated {
   std::string source;
   std::array<uint32_t, 3> workgroups = {1, 1, 1};
+  // A user op's kernel: the line of `source` where the user's WGSL begins (1-based) and how many
+  // lines it has; 0 for the engine's own kernels.
+  int user_first_line = 0;
+  int user_lines = 0;
 };
 
 // WGSL for one kernel of `m`.
@@ -66,6 +70,9 @@ bool GenerateNn(const Module& m, const Kernel& k, Generated& out);
 bool GenerateOptim(const Module& m, const Kernel& k, Generated& out);
 bool GenerateRandom(const Module& m, const Kernel& k, Generated& out);
 bool GenerateIndex(const Module& m, const Kernel& k, Generated& out);
+// A user op's kernel (kernel/emit/wgsl/user.cpp): the document's WGSL wrapped in bindings,
+// accessors, shape constants and the entry point.
+bool GenerateUser(const Module& m, const Kernel& k, Generated& out);
 // index_select, gather, index_add, scatter_add: their port dtypes (the op table) are their rule.
 bool IsIndexOp(const std::string& op);
 

@@ -1000,7 +1000,8 @@ Status Device::Read(BufferId id, uint64_t offset, uint64_t bytes, void* dst) {
 
 // ---- pipelines ----
 
-Result<PipelineId> Device::Pipeline(const std::string& wgsl, const std::string& entry_point) {
+Result<PipelineId> Device::Pipeline(const std::string& wgsl, const std::string& entry_point,
+                                    std::vector<WgslMessage>* error_messages) {
   Impl& m = *impl_;
   const DawnProcs& p = m.p;
   SCELLIS_TRY(m.Sticky());
@@ -1046,6 +1047,7 @@ Result<PipelineId> Device::Pipeline(const std::string& wgsl, const std::string& 
   std::string errors;
   for (const auto& msg : compiled->messages) {
     if (msg.type != WGPUCompilationMessageType_Error) continue;
+    if (error_messages) error_messages->push_back({msg.line, msg.column, msg.text});
     errors += "\n  " + std::to_string(msg.line) + ":" + std::to_string(msg.column) +
               ": error: " + msg.text;
     if (msg.line > 0) {

@@ -55,6 +55,7 @@
 #include <vector>
 
 #include "base/result.h"
+#include "runtime/user_wgsl.h"
 
 namespace scellis::runtime::webgpu {
 
@@ -252,8 +253,10 @@ class Device {
   // Compiles `wgsl` and builds a compute pipeline for `entry_point`, or returns the cached one
   // (keyed by source and entry point; a second call compiles nothing). A WGSL error gives the
   // user diagnostic `wgsl-compile-error` carrying the compiler's messages with line:column; a
-  // pipeline Dawn refuses otherwise gives `pipeline-creation-failed`.
-  Result<PipelineId> Pipeline(const std::string& wgsl, const std::string& entry_point);
+  // pipeline Dawn refuses otherwise gives `pipeline-creation-failed`. With `errors`, a WGSL
+  // error's messages are also handed back one by one (for runtime/user_wgsl.h).
+  Result<PipelineId> Pipeline(const std::string& wgsl, const std::string& entry_point,
+                              std::vector<WgslMessage>* errors = nullptr);
   uint64_t pipelines_compiled() const;
   // Every (entry point, WGSL source) this device built a pipeline for, in no particular order: what
   // a test compares with the device program the backend ran.

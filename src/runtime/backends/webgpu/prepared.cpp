@@ -84,7 +84,12 @@ class WebGpuPrepared : public Prepared {
     for (const ProgramSource& src : program_.sources)
       SCELLIS_TRY(WriteBytes(buffers_[src.buffer], 0, src.data));
     for (const ProgramPipeline& pl : program_.pipelines) {
-      auto p = d_.Pipeline(pl.wgsl, pl.entry_point);
+      std::vector<WgslMessage> errors;
+      auto p = d_.Pipeline(pl.wgsl, pl.entry_point, &errors);
+      // A user op's WGSL is the user's to fix; an engine kernel that fails to compile is a bug.
+      const ops::OpSpec* user = pl.user_op.empty() ? nullptr : plan_.graph().ops->Find(pl.user_op);
+      if (!p.ok() && user && user->user && !errors.empty())
+        return UserWgslInvalid(*user, pl, errors);
       if (!p.ok()) {
         return InternalError("webgpu.Prepare", "kernel " + pl.kernel + " failed to compile: " +
                                                    p.errors().front().message);

@@ -1,0 +1,96 @@
+// The CPU reference of a user op: the op's reference — a graph of built-in ops, written in the
+// document — planned for the kernel's input types and run kernel by kernel on the built-ins' own
+// references. Interpreting it here, rather than inlining it into the graph for the CPU backend,
+// keeps one plan for every backend: the same kernel, whose WGSL is the user's on a GPU and whose
+// reference is this. Each reference kernel rounds to T as the built-in kernels do, unfused.
+#include <algorithm>
+#include <map>
+#include <mutex>
+
+#include "kernel/passes/passes.h"
+#include "kernel/ref/ref.h"
+#include "ops/user_op.h"
+#include "webir/user_ops.h"
+
+namespace scellis::kernel::ref {
+namespace {
+
+// The reference planned for one definition at one set of input types, kept: a loop body runs the
+// same kernel every iteration. A few dozen entries cover any plan; past that the cache starts over.
+Result<std::shared_ptr<const Module>> PlannedReference(const ops::OpSpec& spec,
+                                                       const std::vector<TensorType>& types) {
+  static std::mutex mu;
+  static std::map<std::string, std::shared_ptr<const Module>> planned;
+  constexpr size_t kMaxPlanned = 64;
+  std::string key = spec.user->definition_hash;
+  for (const TensorType& t : types) {
+    // Appended piecewise: `"|" + std::string&&` draws a false -Wrestrict (GCC 12).
+    key += '|';
+    key += t.ShapeStringWithSizes();
+    key += DTypeName(t.dtype);
+  }
+  {
+    std::lock_guard<std::mutex> lock(mu);
+    if (auto it = planned.find(key); it != planned.end()) return it->second;
+  }
+  SCELLIS_ASSIGN_OR_RETURN(webir::Graph g, webir::ReferenceGraph(spec, types));
+  SCELLIS_ASSIGN_OR_RETURN(Module m, FromWebir(std::make_shared<const webir::Graph>(std::move(g))));
+  SCELLIS_TRY(Partition(m));
+  auto shared = std::make_shared<const Module>(std::move(m));
+  std::lock_guard<std::mutex> lock(mu);
+  if (planned.size() >= kMaxPlanned) planned.clear();
+  planned.emplace(std::move(key), shared);
+  return shared;
+}
+
+}  // namespace
+
+template <typename T>
+Status RunUserReference(const Module& m, const Kernel& k, const std::vector<const T*>& inputs,
+                        T* out, const Parallel& parallel) {
+  const ops::OpSpec* spec = m.graph().ops->Find(k.op);
+  if (!spec || !spec->user) return InternalError("ref.RunUserReference", k.op + " is no user op");
+  std::vector<TensorType> types;
+  for (int in : k.inputs) types.push_back(m.graph().at(in).type);
+  SCELLIS_ASSIGN_OR_RETURN(std::shared_ptr<const Module> planned, PlannedReference(*spec, types));
+  const Module& reference = *planned;
+  const webir::Graph& rg = reference.graph();
+
+  // Each reference node's values: a port's are the kernel's input, the others computed here.
+  std::map<int, const T*> values;
+  std::map<int, std::vector<T>> computed;
+  for (const webir::Node& n : rg.nodes) {
+    if (n.role != webir::Role::kInput) continue;
+    for (size_t p = 0; p < spec->ports.size() && p < inputs.size(); ++p)
+      if (spec->ports[p].name == n.label) values[n.id] = inputs[p];
+  }
+  for (const Kernel& rk : reference.kernels) {
+    std::vector<const T*> args;
+    for (int in : rk.inputs) {
+      auto it = values.find(in);
+      if (it == values.end())
+        return InternalError("ref.RunUserReference", "the reference of " + k.op + " reads node " +
+                                                         std::to_string(in) +
+                                                         " before it is computed");
+      args.push_back(it->second);
+    }
+    std::vector<T>& result = computed[rk.output];
+    result.resize(static_cast<size_t>(rg.at(rk.output).type.elements()));
+    SCELLIS_TRY(RunKernel<T>(reference, rk, args, result.data(), parallel));
+    values[rk.output] = result.data();
+  }
+  const int output = rg.outputs.at(0).node;
+  auto it = values.find(output);
+  if (it == values.end())
+    return InternalError("ref.RunUserReference", "the reference of " + k.op + " has no output");
+  std::copy(it->second, it->second + rg.at(output).type.elements(), out);
+  return Status::Ok();
+}
+
+template Status RunUserReference<float>(const Module&, const Kernel&,
+                                        const std::vector<const float*>&, float*, const Parallel&);
+template Status RunUserReference<double>(const Module&, const Kernel&,
+                                         const std::vector<const double*>&, double*,
+                                         const Parallel&);
+
+}  // namespace scellis::kernel::ref

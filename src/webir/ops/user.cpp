@@ -1,0 +1,61 @@
+// The shape rule every user op shares (ops/user_op.h): the output takes the shape of the port its
+// definition names and the declared dtype, and the op's reference, planned at the node's input
+// types, must compute exactly that. A user op has no gradient rule: it is not differentiable.
+#include "ops/user_op.h"
+#include "webir/op_rules.h"
+#include "webir/user_ops.h"
+
+namespace scellis::webir {
+namespace {
+
+std::string TypesText(const std::vector<TensorType>& args) {
+  std::string s;
+  for (const TensorType& t : args) s += (s.empty() ? "" : ", ") + t.ShapeStringWithSizes();
+  return s;
+}
+
+Result<TensorType> InferUser(InferContext& c) {
+  if (!c.spec || !c.spec->user) return InternalError("webir.InferUser", "no user op definition");
+  const ops::OpSpec& spec = *c.spec;
+  const ops::UserKernel& user = *spec.user;
+  TensorType out;
+  for (size_t i = 0; i < spec.ports.size() && i < c.args.size(); ++i) {
+    if (spec.ports[i].name == user.shape_of) out = c.args[i];
+    for (const ops::UserPortRank& r : user.ranks)
+      if (r.port == spec.ports[i].name && c.args[i].rank() != r.rank)
+        return c.ArgError(i, "bad-rank",
+                          "the input \"" + r.port + "\" of \"" + spec.name + "\" is " +
+                              c.args[i].ShapeStringWithSizes() + ", the op takes rank " +
+                              std::to_string(r.rank));
+  }
+  out.dtype = user.dtype;
+  auto reference = ReferenceGraph(spec, c.args);
+  if (!reference.ok()) {
+    std::vector<Diagnostic> errors = reference.errors();
+    for (Diagnostic& d : errors)
+      d.message += " (the reference planned for " + c.where + " at " + TypesText(c.args) + ")";
+    return Status(errors);
+  }
+  const TensorType& got = reference->at(reference->outputs.at(0).node).type;
+  if (!got.SameShape(out) || got.dtype != out.dtype) {
+    Diagnostic d =
+        c.Error("user-reference-mismatch",
+                "for inputs " + TypesText(c.args) + " the reference of \"" + spec.name +
+                    "\" computes " + got.ShapeStringWithSizes() + " " + DTypeName(got.dtype) +
+                    ", but the op declares " + out.ShapeStringWithSizes() + " " +
+                    DTypeName(out.dtype) + " (the shape of \"" + user.shape_of + "\")",
+                "make the reference compute the declared shape, or declare the shape it computes");
+    d.pointer = user.pointer + "/reference";
+    return d;
+  }
+  return out;
+}
+
+}  // namespace
+
+const OpRule& UserOpRule() {
+  static const OpRule rule{InferUser, nullptr, nullptr};
+  return rule;
+}
+
+}  // namespace scellis::webir
