@@ -265,6 +265,11 @@ case("shift", "special_zero", [("a", [2, 3], flat(L))], torch.where(inside, clam
      {"shifts": [1, -1], "boundary": "zero"}, version=5)
 case("shift", "special_clamp", [("a", [2, 3], flat(L))], clamped,
      {"shifts": [1, -1], "boundary": "clamp"}, version=5)
+# Version 6's butterfly: out[.., i, ..] = a[.., i ^ mask, ..], elements moved as bits.
+case("butterfly", "special_rows", [("a", [2, 3], flat(L))], t32(L)[torch.arange(2) ^ 1],
+     {"mask": 1, "axis": 0}, version=6)
+case("butterfly", "special_cols", [("a", [3, 2], flat(np.array(L).T))],
+     t32(np.array(L).T.tolist())[:, torch.arange(2) ^ 1], {"mask": 1, "axis": 1}, version=6)
 # cumsum: a NaN, and +inf meeting -inf, make every later running sum NaN.
 CS = [[1.5, nan, 2.0, -0.0], [inf, 1.0, -inf, 2.0], [-0.0, -0.0, 3.0, inf]]
 case("cumsum", "special", [("a", [3, 4], flat(CS))], torch.cumsum(t32(CS), 1), {"axis": 1},

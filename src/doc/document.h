@@ -29,7 +29,7 @@ namespace scellis::doc {
 enum class Form { kGraph, kWorkflow };
 
 // Newest graph-protocol version this build reads.
-inline constexpr int kMaxGraphVersion = 5;
+inline constexpr int kMaxGraphVersion = 6;
 // The graph protocol version that introduced the document-level `repeat`.
 inline constexpr int kRepeatVersion = 5;
 // The most iterations a `repeat` may ask for.

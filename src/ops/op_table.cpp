@@ -7,7 +7,7 @@
 namespace scellis::ops {
 namespace {
 
-constexpr EnumTable<OpKind, 12> kOpKinds({{{OpKind::kSource, "source"},
+constexpr EnumTable<OpKind, 13> kOpKinds({{{OpKind::kSource, "source"},
                                            {OpKind::kElementwise, "elementwise"},
                                            {OpKind::kReduce, "reduce"},
                                            {OpKind::kMatmul, "matmul"},
@@ -18,7 +18,8 @@ constexpr EnumTable<OpKind, 12> kOpKinds({{{OpKind::kSource, "source"},
                                            {OpKind::kOptimizer, "optimizer"},
                                            {OpKind::kRandom, "random"},
                                            {OpKind::kNeighbour, "neighbour"},
-                                           {OpKind::kIndex, "index"}}});
+                                           {OpKind::kIndex, "index"},
+                                           {OpKind::kPosition, "position"}}});
 constexpr EnumTable<PortRole, 6> kPortRoles({{{PortRole::kOperand, "operand"},
                                               {PortRole::kLabels, "labels"},
                                               {PortRole::kGradient, "gradient"},

@@ -74,6 +74,7 @@ void AddNnRules(RuleSet& r);
 void AddOptimRules(RuleSet& r);
 void AddRandomRules(RuleSet& r);
 void AddIndexRules(RuleSet& r);
+void AddPositionRules(RuleSet& r);  // arange, butterfly
 
 // Index operands (webir/ops/index.cpp). Kernels read indices without checking them, so every
 // index is range-checked before a kernel reads it: known ones when the graph is made, fed ones
