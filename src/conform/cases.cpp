@@ -1313,8 +1313,12 @@ std::vector<SpecialValueCase> SpecialValueCases() {
       }
       const bool mask = port && port->dtypes == std::vector<DType>{DType::kBool};
       const bool index = port && port->role == ops::PortRole::kIndex;
-      // An i32 operand (matmul_fixed's): the values as they are, within the i32 range.
-      const bool integer = port && !index && port->dtypes == std::vector<DType>{DType::kI32};
+      // An i32 operand (matmul_fixed's, a bit operation's): the values as they are, within the
+      // i32 range.
+      const bool integer =
+          port && !index &&
+          (port->dtypes == std::vector<DType>{DType::kI32} ||
+           port->dtypes == std::vector<DType>{DType::kI32, DType::kU32});
       args.push_back(b.Input(in.name, in.shape,
                              mask      ? Domain::kMask
                              : index   ? Domain::kIndex
