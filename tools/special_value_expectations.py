@@ -265,6 +265,26 @@ case("shift", "special_zero", [("a", [2, 3], flat(L))], torch.where(inside, clam
      {"shifts": [1, -1], "boundary": "zero"}, version=5)
 case("shift", "special_clamp", [("a", [2, 3], flat(L))], clamped,
      {"shifts": [1, -1], "boundary": "clamp"}, version=5)
+# Version 6's integer bit operations: i32 extremes, and shift counts inside and outside [0, 32)
+# (torch's rules: 0 to the left, the sign to the right). Values as f32 (2^31 - 1 is fed clamped).
+I = [-2147483648, 2147483647, -1, 0, 1, 12, -8, 1073741824]
+IB = [-1, 2147483647, 5, -2147483648, 31, 10, 3, 2]
+COUNTS = [0, 1, 31, 32, -1, 33, 4, 30]
+i32 = lambda v: torch.tensor(v, dtype=torch.int32)
+for op, fn, b in [("bitwise_and", torch.bitwise_and, IB), ("bitwise_or", torch.bitwise_or, IB),
+                  ("bitwise_xor", torch.bitwise_xor, IB),
+                  ("shift_left", torch.bitwise_left_shift, COUNTS),
+                  ("shift_right", torch.bitwise_right_shift, COUNTS)]:
+    case(op, "special_i32", [("a", [8], flat(I)), ("b", [8], flat(b))],
+         fn(i32(I), i32(b)).to(torch.float64), version=6)
+# arange: each element's index along the axis.
+case("arange", "special_f32", [], torch.arange(3, dtype=torch.float32).expand(2, 3),
+     {"shape": [2, 3], "axis": 1, "dtype": "f32"}, version=6)
+# Version 6's butterfly: out[.., i, ..] = a[.., i ^ mask, ..], elements moved as bits.
+case("butterfly", "special_rows", [("a", [2, 3], flat(L))], t32(L)[torch.arange(2) ^ 1],
+     {"mask": 1, "axis": 0}, version=6)
+case("butterfly", "special_cols", [("a", [3, 2], flat(np.array(L).T))],
+     t32(np.array(L).T.tolist())[:, torch.arange(2) ^ 1], {"mask": 1, "axis": 1}, version=6)
 # cumsum: a NaN, and +inf meeting -inf, make every later running sum NaN.
 CS = [[1.5, nan, 2.0, -0.0], [inf, 1.0, -inf, 2.0], [-0.0, -0.0, 3.0, inf]]
 case("cumsum", "special", [("a", [3, 4], flat(CS))], torch.cumsum(t32(CS), 1), {"axis": 1},

@@ -6,7 +6,7 @@
 set -uo pipefail
 DIR="${OUT:-out}/pipelines"
 mkdir -p "$DIR"
-names=(jacobi heat life gray_scott sobel ising tree_sum wavefront spectral)
+names=(jacobi heat life gray_scott sobel ising tree_sum wavefront spectral bitonic_sort top_k compaction)
 for n in "${names[@]}"; do
   mkdir -p "$DIR/$n"
   dist/scellis_bench_pipeline "examples/pipelines/$n.json" webgpu 10 "$DIR/$n" \

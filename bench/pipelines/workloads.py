@@ -1,8 +1,11 @@
 """Seed 002's multi-pass workloads as Scellis documents, and their NumPy oracles (float64, or
-exact where the answer is: Life's cells, Ising's spins).
+exact where the answer is: Life's cells, Ising's spins, the sorts).
 
 Each workload is one graph, run `repeat` times per step with its state carried between
-iterations (graph protocol version 5), its neighbours read with `shift`. The stencils (Jacobi,
+iterations (graph protocol version 5), its neighbours read with `shift`. The sorts (bitonic
+sort, top-k, stream compaction) are one graph of many different stages instead, unrolled with no
+`repeat` (graph protocol version 6: `butterfly`, `arange` and the bit operations), each stage
+one fused kernel, the whole graph still one submission. The stencils (Jacobi,
 heat, Life, Sobel, the wavefront) are one fused kernel per iteration; the others are a few. The
 state starts from a counter-hash initializer (or zeros, ones, a constant), so a full-size
 document holds no bulk data (at most a vector of n values inline); tests and benchmarks feed the
@@ -22,16 +25,20 @@ import numpy as np
 FULL = {"jacobi": (1024, 512), "heat": (1024, 1024), "life": (1024, 1000),
         "gray_scott": (512, 768), "sobel": (2048, 16), "ising": (1024, 1000),
         "tree_sum": (2**24, 24), "wavefront": (1024, 2048),
-        "spectral": (512, 64)}
+        "spectral": (512, 64), "bitonic_sort": (2**20, 1), "top_k": (2**20, 1),
+        "compaction": (2**20, 1)}
 HEAT_ALPHA = 0.2
 GS_DU, GS_DV, GS_F, GS_K = 0.16, 0.08, 0.035, 0.065
 SOBEL_RATE = 0.5
 SPECTRAL_CUTOFF = 0.25  # of n: the sequency whose gain per pass is 1/e
 ISING_BETA, ISING_SEEDS = 0.4, (11, 12)  # the black and the white half-sweeps' seeds
+TOP_K = 1024  # of the full size's 2^20 keys
+COMPACTION_THRESHOLD = 0.5  # compaction keeps the values above it
 
 
 class Doc:
-    """A version-5 graph under construction: ids in order, outputs by name."""
+    """A graph under construction: ids in order, outputs by name. `repeat` None: run once (the
+    unrolled sorts, graph protocol version 6)."""
 
     def __init__(self, repeat):
         self.nodes, self.outputs, self.repeat = [], [], repeat
@@ -63,6 +70,9 @@ class Doc:
         self.outputs.append({"name": name, "id": node})
 
     def json(self, name):
+        if self.repeat is None:
+            return {"version": 6, "name": name, "determinism": "prod", "nodes": self.nodes,
+                    "outputs": self.outputs}
         return {"version": 5, "name": name, "determinism": "prod", "repeat": self.repeat,
                 "nodes": self.nodes,
                 "outputs": self.outputs}
@@ -284,19 +294,105 @@ def spectral(n, passes):
     return d.json("spectral")
 
 
+def top_k_of(n):
+    """k for n keys: TOP_K, or a quarter of a small n (a test's 2^10 keys keep 256)."""
+    return min(TOP_K, n // 4)
+
+
+def bitonic_stages(d, n, keys, payload=None):
+    """Batcher's bitonic sorting network over the n = 2^p values of `keys`, ascending: for
+    k = 2, 4, ..., n and j = k/2, ..., 1, element i meets its partner i ^ j and keeps the smaller
+    of the two where (i & j == 0) == (i & k == 0), else the larger: p (p + 1) / 2 stages, each one
+    fused kernel (the partner a permuted load, the index ramp computed in the kernel). A payload
+    (unique keys only) takes its partner's value wherever the key did, in a kernel of its own per
+    stage (a kernel writes one value). Returns the sorted keys and the payload that followed."""
+    assert n & (n - 1) == 0 and n >= 2, "a bitonic network sorts a power of 2 of keys"
+    index = d.add("arange", shape=[n])
+
+    def bit_clear(bit):
+        return d.add("eq", a=d.add("bitwise_and", a=index, scalar=bit), scalar=0)
+    k = 2
+    while k <= n:
+        j = k // 2
+        while j >= 1:
+            partner = d.add("butterfly", a=keys, mask=j)
+            keep_smaller = d.add("eq", a=bit_clear(j), b=bit_clear(k))
+            moved = d.add("where", cond=keep_smaller, a=d.add("minimum", a=keys, b=partner),
+                          b=d.add("maximum", a=keys, b=partner))
+            if payload is not None:
+                swapped = d.add("ne", a=moved, b=keys)
+                payload = d.add("where", cond=swapped, a=d.add("butterfly", a=payload, mask=j),
+                                b=payload)
+            keys = moved
+            j //= 2
+        k *= 2
+    return keys, payload
+
+
+def bitonic_sort(n, _iterations=1):
+    """n f32 keys (the counter-hash uniform initializer's) sorted ascending by the bitonic
+    network: for 2^20 keys, 210 stages."""
+    d = Doc(None)
+    keys = d.add("param", name="keys", shape=[n],
+                 init={"kind": "uniform", "low": 0, "high": 1, "seed": 13})
+    d.out("sorted", bitonic_stages(d, n, keys)[0])
+    return d.json("bitonic_sort")
+
+
+def top_k(n, _iterations=1):
+    """The k = top_k_of(n) largest of n keys, ascending: the bitonic sort, then its last k."""
+    d = Doc(None)
+    keys = d.add("param", name="keys", shape=[n],
+                 init={"kind": "uniform", "low": 0, "high": 1, "seed": 14})
+    ordered, _ = bitonic_stages(d, n, keys)
+    d.out("top", d.add("slice", a=ordered, starts=[n - top_k_of(n)]))
+    return d.json("top_k")
+
+
+def compaction(n, _iterations=1):
+    """Stream compaction, stable, as a key-value sort: the key of element i is i where it is kept
+    (x > COMPACTION_THRESHOLD) and n + i where it is not, so the keys are unique integers (exact
+    in f32 below 2^24) and sorting them moves the kept values to the front in their order, the
+    others after them in theirs; `count` is how many were kept (the sum of the mask)."""
+    d = Doc(None)
+    x = d.add("param", name="x", shape=[n],
+              init={"kind": "uniform", "low": 0, "high": 1, "seed": 15})
+    def kept():
+        """The mask, a node per reader: a value read once fuses into its reader's kernel."""
+        return d.add("gt", a=x, scalar=COMPACTION_THRESHOLD)
+    index = d.add("arange", shape=[n], dtype="f32")
+    keys = d.add("where", cond=kept(), a=index, b=d.add("add", a=index, scalar=float(n)))
+    _, values = bitonic_stages(d, n, keys, payload=x)
+    d.out("kept", values)
+    d.out("count", d.add("sum", a=d.add("cast", a=kept(), dtype="f32")))
+    return d.json("compaction")
+
+
 BUILDERS = {"jacobi": jacobi, "heat": heat, "life": life, "gray_scott": gray_scott,
             "sobel": sobel, "ising": ising, "tree_sum": tree_sum, "wavefront": wavefront,
-            "spectral": spectral}
-# The carried state of each workload, in the order the oracle takes and returns it.
+            "spectral": spectral, "bitonic_sort": bitonic_sort, "top_k": top_k,
+            "compaction": compaction}
+# The unrolled workloads: one run of a graph of distinct stages, no `repeat`.
+SORTS = {"bitonic_sort", "top_k", "compaction"}
+# The carried state of each workload, in the order the oracle takes and returns it; for the
+# sorts, the input the graph starts from.
 STATE = {"jacobi": ["u"], "heat": ["u"], "life": ["cells"], "gray_scott": ["u", "v"],
          "sobel": ["image"], "ising": ["spins", "sweep"], "tree_sum": ["x"], "wavefront": ["u"],
-         "spectral": ["u"]}
+         "spectral": ["u"], "bitonic_sort": ["keys"], "top_k": ["keys"], "compaction": ["x"]}
 # The params that are not carried (read every iteration, never written).
 CONSTANTS = {"jacobi": ["q"], "wavefront": ["cost"]}
 OUTPUT_OF = {"u": "u_next", "cells": "next", "v": "v_next", "image": "image_next",
              "spins": "spins_next", "sweep": "sweep_next", "x": "x_next"}
-# Workloads whose answer is compared bit for bit (0/1 cells, +-1 spins and their counter).
-EXACT = {"life", "ising"}
+# The sorts' outputs, in the order the oracle returns them (the others': OUTPUT_OF their state).
+SORT_OUTPUTS = {"bitonic_sort": ["sorted"], "top_k": ["top"], "compaction": ["kept", "count"]}
+# Workloads whose answer is compared bit for bit (0/1 cells, +-1 spins and their counter; sorted
+# keys and moved values).
+EXACT = {"life", "ising"} | SORTS
+
+
+def outputs(name):
+    """The outputs the oracle's answer is compared with, in its order."""
+    return SORT_OUTPUTS.get(name) or [OUTPUT_OF[s] for s in STATE[name]]
 
 
 # ---- oracles: float64 NumPy, written from the equations, not from the documents ----
@@ -399,6 +495,13 @@ def _spectral(u, iterations):
 def oracle(name, state, constants, iterations):
     """`state`: the initial carried arrays; `constants`: the other params (jacobi's q)."""
     s = [np.asarray(a, np.float64) for a in state]
+    if name == "bitonic_sort":
+        return [np.sort(s[0])]
+    if name == "top_k":
+        return [np.sort(s[0])[-top_k_of(len(s[0])):]]
+    if name == "compaction":
+        kept = s[0] > COMPACTION_THRESHOLD
+        return [np.concatenate([s[0][kept], s[0][~kept]]), np.float64(kept.sum())]
     if name == "spectral":
         return _spectral(s[0], iterations)
     if name == "ising":
@@ -445,7 +548,7 @@ def initial_state(name, n, seed):
     if name == "ising":
         spins = np.where(rng.random((n, n)) < 0.5, -1, 1).astype(np.float32)
         return [spins, np.float32(rng.integers(0, 1000))], {}
-    if name == "tree_sum":
+    if name in ("tree_sum", "bitonic_sort", "top_k", "compaction"):
         return [rng.random(n, np.float32)], {}
     if name == "wavefront":
         return [np.full((n, n), -1, np.float32)], {"cost": rng.random((n, n), np.float32)}

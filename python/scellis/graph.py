@@ -153,6 +153,14 @@ class Graph:
 
     # ---- ops ----
 
+    def arange(self, shape, axis=0, dtype="i32"):
+        """A tensor of ``shape`` whose every element is its index along ``axis`` (i32, u32 or
+        f32; protocol version 6): torch.arange broadcast along the other axes, computed in the
+        kernel that reads it."""
+        shape = [int(s) for s in shape]
+        return self._add("arange", {}, {"shape": shape, "axis": int(axis), "dtype": dtype},
+                         shape=shape, dtype=dtype)
+
     def where(self, condition, a, b):
         """``a`` where ``condition`` (a bool mask) is true, else ``b``; a number for ``a`` or
         ``b`` is a rank-0 constant. The three broadcast together (protocol version 3)."""

@@ -141,7 +141,7 @@ class Tensor:
                           dtype=a.dtype)
         if isinstance(other, numbers.Real) and not isinstance(other, bool):
             s = float(other)
-            if not reverse or op in ("add", "mul"):
+            if not reverse or op in ("add", "mul", "bitwise_and", "bitwise_or", "bitwise_xor"):
                 return g._add(op, {"a": self}, {"scalar": s}, shape=self.shape, dtype=self.dtype)
             if op == "sub":  # s - x = x * -1 + s: both exact in f32
                 return (self * -1.0)._binary("add", s)
@@ -162,6 +162,15 @@ class Tensor:
     def __truediv__(self, o): return self._binary("div", o)
     def __rtruediv__(self, o): return self._binary("div", o, reverse=True)
     def __neg__(self): return self._unary("neg")
+    # Bit operations on i32 and u32 tensors (protocol version 6), as torch's operators.
+    def __and__(self, o): return self._binary("bitwise_and", o)
+    def __rand__(self, o): return self._binary("bitwise_and", o, reverse=True)
+    def __or__(self, o): return self._binary("bitwise_or", o)
+    def __ror__(self, o): return self._binary("bitwise_or", o, reverse=True)
+    def __xor__(self, o): return self._binary("bitwise_xor", o)
+    def __rxor__(self, o): return self._binary("bitwise_xor", o, reverse=True)
+    def __lshift__(self, o): return self._binary("shift_left", o)
+    def __rshift__(self, o): return self._binary("shift_right", o)
 
     def __matmul__(self, other):
         if not isinstance(other, Tensor):
@@ -244,6 +253,13 @@ class Tensor:
             shifts = [shifts]
         shifts = [int(s) for s in shifts]
         return self.graph._add("shift", {"a": self}, {"shifts": shifts, "boundary": boundary},
+                               shape=self.shape, dtype=self.dtype)
+
+    def butterfly(self, mask, axis=-1):
+        """``out[.., i, ..] = self[.., i ^ mask, ..]`` along ``axis`` (protocol version 6): each
+        element's partner in a bitonic stage. Fused into its readers' kernel as a permuted load;
+        the engine refuses (butterfly-out-of-range) a mask whose partners leave the axis."""
+        return self.graph._add("butterfly", {"a": self}, {"mask": int(mask), "axis": int(axis)},
                                shape=self.shape, dtype=self.dtype)
 
     def roll(self, shifts, dims=None):

@@ -917,6 +917,124 @@ void ShiftCases(const OpSpec& def, std::vector<Case>& out) {
   }
 }
 
+// Butterflies along each axis: masks of one and of several bits, the highest bit of the axis,
+// mask 0, a size-1 and an empty axis, axes that are multiples of the mask's block but not powers
+// of 2, integer and bool tensors; then one bitonic compare-exchange stage (k = 16, j = 4 along
+// rows of 64), which fuses into one kernel of a permuted load and index tests.
+void ButterflyCases(const OpSpec& def, std::vector<Case>& out) {
+  struct Variant {
+    const char* name;
+    Shape shape;
+    int64_t mask, axis;
+    Domain domain = Domain::kSigned;
+  };
+  const Variant variants[] = {
+      {"rank1_bit0", {64}, 1, 0},
+      {"rank1_top_bit", {64}, 32, 0},
+      {"rank1_all_bits", {64}, 63, 0},
+      {"rank1_not_power_of_2", {12}, 3, 0},
+      {"mask0", {7}, 0, 0},
+      {"size1", {1}, 0, 0},
+      {"rank2_rows", {6, 8}, 1, 0},
+      {"rank2_cols", {6, 8}, 5, 1},
+      {"rank3_last", {3, 4, 16}, 9, -1},
+      {"empty", {0, 4}, 3, 1},
+      {"i32", {64}, 17, 0, Domain::kInt32},
+      {"u32", {5, 32}, 6, 1, Domain::kUInt32},
+      {"bool", {8, 4}, 2, 1, Domain::kMask},
+  };
+  for (const Variant& v : variants) {
+    DocBuilder b;
+    int x = b.Input("x", v.shape, v.domain);
+    out.push_back(b.Finish(def.name, v.name,
+                           b.Op(def.name, {x}, {{"mask", v.mask}, {"axis", v.axis}}), 6));
+  }
+  DocBuilder b;
+  int x = b.Input("x", {8, 64});
+  int partner = b.Op(def.name, {x}, {{"mask", 4}, {"axis", 1}});
+  int index = b.Op("arange", {}, {{"shape", {64}}});
+  auto bit_clear = [&](int bit) {
+    return b.Op("eq", {b.Op("bitwise_and", {index}, {{"scalar", bit}})}, {{"scalar", 0}});
+  };
+  int ascending = b.Op("eq", {bit_clear(4), bit_clear(16)});
+  int stage = b.Op("where", {ascending, b.Op("minimum", {x, partner}),
+                             b.Op("maximum", {x, partner})});
+  out.push_back(b.Finish(def.name, "bitonic_stage", stage, 6));
+}
+
+// Index ramps along each axis in each dtype, alone (a kernel that writes the ramp) and read by
+// an elementwise op over a larger tensor (the ramp broadcast, computed in that op's kernel).
+void ArangeCases(const OpSpec& def, std::vector<Case>& out) {
+  struct Variant {
+    const char* name;
+    Shape shape;
+    int64_t axis;
+    const char* dtype;
+  };
+  const Variant variants[] = {
+      {"size1", {1}, 0, "i32"},         {"rank1", {1009}, 0, "i32"},
+      {"rank1_u32", {97}, 0, "u32"},    {"rank1_f32", {1009}, 0, "f32"},
+      {"rank2_rows", {7, 97}, 0, "i32"}, {"rank2_cols", {7, 97}, -1, "f32"},
+      {"rank3", {3, 5, 67}, 1, "u32"},  {"empty", {0, 5}, 1, "i32"},
+  };
+  for (const Variant& v : variants) {
+    DocBuilder b;
+    out.push_back(b.Finish(def.name, v.name,
+                           b.Op(def.name, {}, {{"shape", v.shape}, {"axis", v.axis},
+                                               {"dtype", v.dtype}}),
+                           6));
+  }
+  // The ramp broadcast into a larger operand, and an operand of one element broadcast into it.
+  const std::tuple<const char*, Shape, Shape, int64_t> broadcast[] = {
+      {"bcast_cols", {7, 97}, {97}, 0},
+      {"bcast_rows", {7, 97}, {7, 1}, 0},
+      {"bcast_size1", {7, 97}, {1, 97}, 0},
+      {"size1_operand", {1}, {5, 3}, 1}};
+  for (const auto& [name, operand, shape, axis] : broadcast) {
+    DocBuilder b;
+    int x = b.Input("x", operand);
+    int ramp = b.Op(def.name, {}, {{"shape", shape}, {"axis", axis}, {"dtype", "f32"}});
+    out.push_back(b.Finish(def.name, name, b.Op("add", {x, ramp}), 6));
+  }
+}
+
+// Bit operations take i32 and u32 only: the integer cases of the arithmetic ops (extremes,
+// random bits, broadcasting, scalars), then for the shifts counts inside and outside [0, 32):
+// negative and small i32 counts, a u32 count made of small values and their wraps past 2^32 - 4,
+// and constant counts at the edges.
+void BitCases(const OpSpec& def, std::vector<Case>& out) {
+  IntegerBinaryCases(def, out);
+  {
+    DocBuilder b;
+    int a = b.Input("a", {1}, Domain::kInt32), c = b.Input("b", {1}, Domain::kSmallInt32);
+    out.push_back(b.Finish(def.name, "i32_size1", b.Op(def.name, {a, c}), 6));
+  }
+  if (def.name != "shift_left" && def.name != "shift_right") return;
+  {
+    DocBuilder b;
+    int a = b.Input("a", {1009}, Domain::kInt32), n = b.Input("b", {1009}, Domain::kSmallInt32);
+    out.push_back(b.Finish(def.name, "i32_small_counts", b.Op(def.name, {a, n}), 6));
+  }
+  {
+    DocBuilder b;
+    int a = b.Input("a", {1009}, Domain::kUInt32), n = b.Input("b", {1009}, Domain::kSmallInt32);
+    int counts = b.Op("cast", {n}, {{"dtype", "u32"}});
+    out.push_back(b.Finish(def.name, "u32_small_counts", b.Op(def.name, {a, counts}), 6));
+  }
+  for (double count : {0.0, 1.0, 31.0, 32.0, 33.0}) {
+    for (Domain domain : {Domain::kInt32, Domain::kUInt32}) {
+      DocBuilder b;
+      int a = b.Input("a", {97}, domain);
+      const std::string name = std::string(domain == Domain::kInt32 ? "i32" : "u32") +
+                               "_count_" + std::to_string(static_cast<int>(count));
+      out.push_back(b.Finish(def.name, name, b.Op(def.name, {a}, {{"scalar", count}}), 6));
+    }
+  }
+  DocBuilder b;
+  int a = b.Input("a", {97}, Domain::kInt32);
+  out.push_back(b.Finish(def.name, "i32_count_minus_1", b.Op(def.name, {a}, {{"scalar", -1.0}}), 6));
+}
+
 // Softmax and log-softmax over the last axis: single rows, long rows, many short rows, rank 3.
 void NormalizeCases(const OpSpec& def, std::vector<Case>& out) {
   const std::pair<const char*, Shape> shapes[] = {
@@ -1095,7 +1213,9 @@ std::vector<Case> CasesFor(const std::string& group, const ops::OpTable& table) 
     case OpKind::kUser:
       return UserOpCases(*def);
     case OpKind::kElementwise:
-      if (def->name == "where") {
+      if (def->ports.at(0).dtypes == std::vector<DType>{DType::kI32, DType::kU32}) {
+        BitCases(*def, out);
+      } else if (def->name == "where") {
         WhereCases(*def, out);
       } else if (def->name == "cast") {
         CastCases(*def, out);
@@ -1121,7 +1241,13 @@ std::vector<Case> CasesFor(const std::string& group, const ops::OpTable& table) 
       StencilCases(*def, out);
       break;
     case OpKind::kNeighbour:
-      ShiftCases(*def, out);
+      if (def->name == "butterfly")
+        ButterflyCases(*def, out);
+      else
+        ShiftCases(*def, out);
+      break;
+    case OpKind::kPosition:
+      ArangeCases(*def, out);
       break;
     // Kinds with no generator yet: an op of one of them has no cases, which the registry test
     // reports.
@@ -1189,8 +1315,12 @@ std::vector<SpecialValueCase> SpecialValueCases() {
       }
       const bool mask = port && port->dtypes == std::vector<DType>{DType::kBool};
       const bool index = port && port->role == ops::PortRole::kIndex;
-      // An i32 operand (matmul_fixed's): the values as they are, within the i32 range.
-      const bool integer = port && !index && port->dtypes == std::vector<DType>{DType::kI32};
+      // An i32 operand (matmul_fixed's, a bit operation's): the values as they are, within the
+      // i32 range.
+      const bool integer =
+          port && !index &&
+          (port->dtypes == std::vector<DType>{DType::kI32} ||
+           port->dtypes == std::vector<DType>{DType::kI32, DType::kU32});
       args.push_back(b.Input(in.name, in.shape,
                              mask      ? Domain::kMask
                              : index   ? Domain::kIndex

@@ -60,7 +60,14 @@ TEST(ConformRegistry, EveryOpHasItsRulesAReferenceAWgslGeneratorAndCases) {
       EXPECT_EQ(rule->grad, nullptr) << "a gradient rule, but the table says not differentiable";
 
     // The oracle.
-    if (def.kind == ops::OpKind::kElementwise) {
+    const bool integer_only =
+        !def.ports.empty() &&
+        def.ports[0].dtypes == std::vector<DType>{DType::kI32, DType::kU32};
+    if (def.kind == ops::OpKind::kElementwise && integer_only) {
+      // Bit operations: an integer reference; their WGSL is checked on the cases below.
+      EXPECT_NE(kernel::ref::FindIntegerScalar(def.name), nullptr)
+          << "no CPU reference (kernel/ref/elementwise.cpp)";
+    } else if (def.kind == ops::OpKind::kElementwise) {
       const kernel::ref::ScalarImpl* s = kernel::ref::FindScalar(def.name);
       ASSERT_NE(s, nullptr) << "no CPU reference (kernel/ref/elementwise.cpp)";
       EXPECT_EQ(static_cast<size_t>(s->arity), def.Arity());
@@ -68,9 +75,11 @@ TEST(ConformRegistry, EveryOpHasItsRulesAReferenceAWgslGeneratorAndCases) {
       // The fused-kernel generator knows the op's expression.
       EXPECT_NE(kernel::wgsl::ElementwiseExpr(def.name, "a", "b", "c"), "")
           << "no WGSL expression (kernel/emit/wgsl/elementwise.cpp)";
-    } else if (def.kind == ops::OpKind::kNeighbour) {
-      // Fused kernels load shifted for this op by name (kernel/ref/ref.cpp, emit/wgsl).
-      EXPECT_EQ(def.name, "shift") << "a neighbour op the fused kernels do not know";
+    } else if (def.kind == ops::OpKind::kNeighbour || def.kind == ops::OpKind::kPosition) {
+      // Fused kernels load permuted, or compute the index, for these ops by name
+      // (kernel/ref/ref.cpp, emit/wgsl).
+      EXPECT_TRUE(def.name == "shift" || def.name == "butterfly" || def.name == "arange")
+          << "a positional op the fused kernels do not know";
     } else {
       const kernel::ref::OpImpl* o = kernel::ref::FindOp(def.name);
       ASSERT_NE(o, nullptr) << "no CPU reference (kernel/ref/<family>.cpp)";

@@ -42,9 +42,17 @@ void NameKernels(Module& m) {
   }
 }
 
+bool IsPermutedLoad(std::string_view op) {
+  return op == "shift" || op == "butterfly";
+}
+
+bool IsFreeStep(std::string_view op) {
+  return op == "full" || op == "arange";
+}
+
 bool ReadsShifted(const Kernel& k, int input) {
   for (const ExprStep& s : k.expr)
-    if (s.op == "shift" && s.operands.at(0) == input) return true;
+    if (IsPermutedLoad(s.op) && s.operands.at(0) == input) return true;
   return false;
 }
 
@@ -267,10 +275,11 @@ Status Verify(const Module& m) {
           if (IsStepRef(o) ? StepOf(o) >= static_cast<int>(s)
                            : o >= static_cast<int>(k.inputs.size()))
             return InternalError("kernel.Verify", k.name + " has a bad operand");
-      // A shifted load reads a buffer: its operand can never be a value computed in registers.
+      // A permuted load reads a buffer: its operand can never be a value computed in registers.
       for (const ExprStep& s : k.expr)
-        if (s.op == "shift" && (s.operands.size() != 1 || IsStepRef(s.operands[0])))
-          return InternalError("kernel.Verify", k.name + " shifts a value that is not in a buffer");
+        if (IsPermutedLoad(s.op) && (s.operands.size() != 1 || IsStepRef(s.operands[0])))
+          return InternalError("kernel.Verify",
+                               k.name + " permutes a value that is not in a buffer");
     }
     for (const EmittedSource& src : k.sources)
       if (src.source.empty() || src.source_hash != Sha256Hex(src.source))

@@ -156,11 +156,18 @@ struct Module {
 };
 
 // An op whose kernel can be one step of a fused elementwise expression (constants included). A
-// `shift` is one too: its step loads its operand, always a kernel input, at a shifted index.
+// `shift` or `butterfly` is one too: its step loads its operand, always a kernel input, at a
+// permuted index; an `arange` is its element's index, computed where it is read.
 bool IsElementwiseNode(const webir::Graph& g, const webir::Node& n);
 
-// True when kernel input `input` is read by a shift step, at indices other than the element's
-// own: such an input must be bound whole (it cannot be tiled with the output).
+// Steps that load their operand, a kernel input, at other elements' indices: shift, butterfly.
+bool IsPermutedLoad(std::string_view op);
+// Steps that need no operand and no buffer, cheap enough to recompute in every kernel that reads
+// them: a constant (full) and an index ramp (arange).
+bool IsFreeStep(std::string_view op);
+
+// True when kernel input `input` is read by a shift or butterfly step, at indices other than the
+// element's own: such an input must be bound whole (it cannot be tiled with the output).
 bool ReadsShifted(const Kernel& k, int input);
 
 // Where an elementwise kernel reads input `input` for output element i: at i % period, when the

@@ -283,6 +283,68 @@ void AddElementwiseOps(OpTable& t) {
                 "times b under IEEE 754"});
 }
 
+// Version 6: what sorting networks and stream compaction compute with — integer bit operations
+// on i32 and u32 (torch's bitwise ops take integer tensors only), an index ramp, and the
+// bitonic partner permutation.
+void AddBitOps(OpTable& t) {
+  const Port a{"a", PortRole::kOperand, {DType::kI32, DType::kU32}};
+  Port b = a;
+  b.name = "b";
+  auto bitwise = [&](const char* name, const std::string& summary) {
+    t.Add({.name = name,
+           .min_version = 6,
+           .ports = {a, b},
+           .attrs = {{"scalar", AttrType::kNumber}},
+           .kind = OpKind::kElementwise,
+           .tolerance = ToleranceClass::kExact,
+           .determinism = "exact: one integer operation on the 32 bits, the same on every backend",
+           .summary = summary + "; a and b (or the scalar, an integer of a's dtype's range) of one "
+                                "dtype, i32 or u32, which the result has; they broadcast",
+           .nan = "integers: no NaN or infinity"});
+  };
+  bitwise("bitwise_and", "a & b, as torch.bitwise_and");
+  bitwise("bitwise_or", "a | b, as torch.bitwise_or");
+  bitwise("bitwise_xor", "a ^ b, as torch.bitwise_xor");
+  bitwise("shift_left",
+          "a << b, as torch.bitwise_left_shift: the bits shifted out are dropped (modulo 2^32); "
+          "a count b outside [0, 32) gives 0");
+  bitwise("shift_right",
+          "a >> b, as torch.bitwise_right_shift: arithmetic (sign-filling) for i32, logical for "
+          "u32; a count b outside [0, 32) gives what a shift by 31 would for i32 (0 or -1, the "
+          "sign), and 0 for u32");
+  t.Add({.name = "arange",
+         .min_version = 6,
+         .ports = {},
+         .attrs = {{"shape", AttrType::kIntList, nullptr, true},
+                   {"axis", AttrType::kInt, 0},
+                   {"dtype", AttrType::kString, "i32"}},
+         .kind = OpKind::kPosition,
+         .tolerance = ToleranceClass::kExact,
+         .determinism = "exact: an element's index is an integer; as f32 it is rounded to nearest "
+                        "(even), which is exact below 2^24",
+         .summary = "a tensor of `shape` whose every element is its own index along `axis` "
+                    "(negative counts from the end), in `dtype` (i32, u32 or f32): "
+                    "torch.arange(shape[axis]) broadcast along the other axes. Computed inside the "
+                    "kernel that reads it (no buffer, no inline table)",
+         .nan = "no NaN or infinity is produced"});
+  t.Add({.name = "butterfly",
+         .min_version = 6,
+         .ports = {{"a", PortRole::kOperand, {DType::kF32, DType::kI32, DType::kU32, DType::kBool}}},
+         .attrs = {{"mask", AttrType::kInt, nullptr, true}, {"axis", AttrType::kInt, -1}},
+         .kind = OpKind::kNeighbour,
+         .differentiable = true,
+         .tolerance = ToleranceClass::kExact,
+         .determinism = "exact (elements move, no arithmetic)",
+         .summary = "out[.., i, ..] = a[.., i XOR mask, ..] along `axis`: the partner of each "
+                    "element in a bitonic or FFT stage. Every i XOR mask must fall inside the axis "
+                    "(mask >= 0, and the axis' size a multiple of 2^(b + 1) for the highest set "
+                    "bit b of mask), else the graph is refused (butterfly-out-of-range). Fused "
+                    "into its consumers' elementwise kernel as a permuted load, so a "
+                    "compare-exchange stage is one kernel; the gradient is the same butterfly "
+                    "(the permutation is its own inverse)",
+         .nan = "elements move as bits: NaN and infinities pass unchanged"});
+}
+
 void AddReduceOps(OpTable& t) {
   const char* order =
       "fixed order: sequential along the axis; whole-tensor reductions as a fixed two-level tree; "
@@ -833,6 +895,7 @@ const std::shared_ptr<const OpTable>& BuiltinOps() {
     AddOptimOps(*t);
     AddRandomOps(*t);
     AddIndexOps(*t);
+    AddBitOps(*t);
     return std::shared_ptr<const OpTable>(std::move(t));
   }();
   return table;

@@ -19,6 +19,7 @@ constexpr EnumTable<OpKind, 13> kOpKinds({{{OpKind::kSource, "source"},
                                            {OpKind::kRandom, "random"},
                                            {OpKind::kNeighbour, "neighbour"},
                                            {OpKind::kIndex, "index"},
+                                           {OpKind::kPosition, "position"},
                                            {OpKind::kUser, "user"}}});
 constexpr EnumTable<PortRole, 6> kPortRoles({{{PortRole::kOperand, "operand"},
                                               {PortRole::kLabels, "labels"},

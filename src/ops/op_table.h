@@ -36,10 +36,14 @@ enum class OpKind {
   kLoss,       // cross_entropy and its gradient
   kOptimizer,  // sgd/momentum/adam updates
   kRandom,     // uniform, dropout: counter-hash streams of (seed, step, element index)
-  // shift: each output element reads its operand at a fixed offset from its own index, with a
-  // declared boundary; fused into an elementwise kernel as a shifted load of a buffer.
+  // shift, butterfly: each output element reads its operand at another element's index (a fixed
+  // offset with a declared boundary; the index with bits flipped); fused into an elementwise
+  // kernel as a permuted load of a buffer.
   kNeighbour,
   kIndex,      // index_select, gather, index_add, scatter_add: reads and sums at i32 indices
+  // arange: each element is its own index along an axis; computed in the kernel that reads it
+  // (an index expression, no buffer), like a constant.
+  kPosition,
   // An op a document defines (ops/user_op.h): its WGSL is the user's, its CPU reference a graph of
   // built-in ops. Never fused: one kernel per node.
   kUser,

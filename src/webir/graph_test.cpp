@@ -229,6 +229,15 @@ Json ExampleNode(const ops::OpSpec& d) {
   for (const ops::Port& p : d.ports)
     if (p.list) n[p.name] = {0, 1, 0};  // a list port: two 2x3 tensors, one of them twice
   if (d.name == "shift") n["shifts"] = {1, -1};
+  if (d.name == "butterfly") {  // the two rows swapped
+    n["mask"] = 1;
+    n["axis"] = 0;
+  }
+  if (d.name == "arange") n["shape"] = {2, 3};
+  if (!d.ports.empty() && d.ports[0].dtypes == std::vector<DType>{DType::kI32, DType::kU32}) {
+    n["a"] = 9;  // bit operations: 2x3 of i32
+    n["b"] = 9;
+  }
   if (d.name == "pad") n["pads"] = {{1, 0}, {0, 2}};
   if (d.name == "sum" || d.name == "mean" || d.name == "cumsum") n["axis"] = 1;
   if (d.kind == OpKind::kIndex) n["axis"] = 0;
@@ -240,15 +249,22 @@ TEST(OpTable, EveryOpRunsThroughTheLadder) {
   for (const ops::OpSpec& d : ops::BuiltinOps()->ops()) {
     if (d.kind == OpKind::kSource) continue;
     SCOPED_TRACE(d.name);
-    if (d.kind == OpKind::kElementwise) {
+    const bool integer_only = !d.ports.empty() && d.ports[0].dtypes ==
+                                                      std::vector<DType>{DType::kI32, DType::kU32};
+    if (d.kind == OpKind::kElementwise && integer_only) {
+      // Bit operations exist for integers only (the WGSL is checked by running the op below).
+      EXPECT_NE(kernel::ref::FindIntegerScalar(d.name), nullptr) << "no CPU reference";
+    } else if (d.kind == OpKind::kElementwise) {
       const kernel::ref::ScalarImpl* s = kernel::ref::FindScalar(d.name);
       ASSERT_NE(s, nullptr) << "no CPU reference";
       EXPECT_EQ(static_cast<size_t>(s->arity), d.Arity());
       EXPECT_FALSE(kernel::wgsl::ElementwiseExpr(d.name, "a", "b", "c").empty())
           << "no WGSL expression";
-    } else if (d.kind == OpKind::kNeighbour) {
-      // Both fused-kernel generators (reference and WGSL) load shifted for this op by name.
-      EXPECT_EQ(d.name, "shift") << "a neighbour op the fused kernels do not know";
+    } else if (d.kind == OpKind::kNeighbour || d.kind == OpKind::kPosition) {
+      // Both fused-kernel generators (reference and WGSL) load permuted, or compute the index,
+      // for these ops by name.
+      EXPECT_TRUE(d.name == "shift" || d.name == "butterfly" || d.name == "arange")
+          << "a positional op the fused kernels do not know";
     } else {
       EXPECT_NE(kernel::ref::FindOp(d.name), nullptr) << "no CPU reference";
     }

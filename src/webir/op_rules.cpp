@@ -31,6 +31,7 @@ RuleSet BuildRules() {
   AddOptimRules(r);
   AddRandomRules(r);
   AddIndexRules(r);
+  AddPositionRules(r);
   return r;
 }
 

@@ -79,6 +79,7 @@ void AddNnRules(RuleSet& r);
 void AddOptimRules(RuleSet& r);
 void AddRandomRules(RuleSet& r);
 void AddIndexRules(RuleSet& r);
+void AddPositionRules(RuleSet& r);  // arange, butterfly
 // The one rule every user op shares: it reads the op's definition from InferContext::spec.
 const OpRule& UserOpRule();
 

@@ -1,6 +1,7 @@
 """Seed 002's workloads (bench/pipelines/workloads.py, the documents of examples/pipelines at a
 small size) against their float64 NumPy oracles on both backends: each is one repeated graph, run
-fused in one submission on WebGPU."""
+fused in one submission on WebGPU; the sorts (bitonic sort, top-k, compaction) are one unrolled
+graph of distinct stages, also one submission, checked exactly."""
 import json
 import pathlib
 import sys
@@ -17,6 +18,14 @@ import workloads  # noqa: E402
 # the Walsh-Hadamard filter needs a power of 2.
 SMALL = {name: (23, 30) for name in workloads.BUILDERS} | {"tree_sum": (2**10, 10),
                                                           "spectral": (32, 30)}
+SMALL |= {name: (2**10, 1) for name in workloads.SORTS}
+REPEATED = sorted(set(workloads.BUILDERS) - workloads.SORTS)
+
+# Dispatches of each sort of 2^10 keys (10 * 11 / 2 = 55 stages of the bitonic network, a kernel
+# each): top-k adds the slice of the last k; compaction makes the keys (one kernel), moves the
+# values in a second kernel per stage (the last stage's keys, read by nothing else, fold into it),
+# and counts the kept ones (the mask as f32, then its sum).
+SORT_DISPATCHES = {"bitonic_sort": 55, "top_k": 56, "compaction": 1 + 2 * 55 - 1 + 2}
 
 # Kernels in one iteration of each body, as `scellis lower --to=kernel` lists them: a value read
 # by one consumer fuses into it, shifts included. Gray-Scott has two fields (u·v² recomputed in
@@ -29,7 +38,7 @@ KERNELS_PER_ITERATION = {"jacobi": 1, "heat": 1, "life": 1, "sobel": 1, "wavefro
                          "gray_scott": 2, "ising": 5, "tree_sum": 3, "spectral": 6}
 
 
-@pytest.mark.parametrize("name", sorted(workloads.BUILDERS))
+@pytest.mark.parametrize("name", REPEATED)
 def test_workload_matches_its_oracle(name, backend, rng):
     size, iterations = SMALL[name]
     doc = workloads.document(name, size, iterations)
@@ -37,7 +46,7 @@ def test_workload_matches_its_oracle(name, backend, rng):
     initial = dict(zip(workloads.STATE[name], state)) | constants
     session = _scellis.prepare(json.dumps(doc), backend["backend"], None,
                                backend.get("allow_software_adapter", False), 2, initial)
-    outputs = [workloads.OUTPUT_OF[s] for s in workloads.STATE[name]]
+    outputs = workloads.outputs(name)
     watched, stats = session.run([{}], outputs)
     want = workloads.oracle(name, state, constants, iterations)
     for output, expected in zip(outputs, want):
@@ -66,7 +75,7 @@ def test_the_generic_executor_gives_the_fused_answer(name, rng):
     doc = json.dumps(workloads.document(name, size, iterations))
     state, constants = workloads.initial_state(name, size, int(rng.integers(2**31)))
     initial = dict(zip(workloads.STATE[name], state)) | constants
-    outputs = [workloads.OUTPUT_OF[s] for s in workloads.STATE[name]]
+    outputs = workloads.outputs(name)
     answers = {}
     for executor in ("fused-encoder", "generic"):
         session = _scellis.prepare(doc, "webgpu", None, True, 2, initial, executor)
@@ -74,9 +83,32 @@ def test_the_generic_executor_gives_the_fused_answer(name, rng):
         watched, stats = session.run([{}], outputs)
         answers[executor] = [watched[o][0] for o in outputs]
         session.dispose()
-    assert stats["submissions"] > 1
+    # Generic submits each iteration alone; a sort is one iteration of many distinct stages.
+    assert stats["submissions"] > 1 or name in workloads.SORTS
     for fused, generic in zip(answers["fused-encoder"], answers["generic"]):
         np.testing.assert_array_equal(generic, fused)
+
+
+@pytest.mark.parametrize("name", sorted(workloads.SORTS))
+def test_sort_matches_its_oracle_exactly(name, backend, rng):
+    """np.sort, its last k, boolean indexing: the engine's keys and moved values bit for bit, in
+    one submission of a dispatch per kernel on WebGPU."""
+    size, _ = SMALL[name]
+    doc = workloads.document(name, size, 1)
+    assert "repeat" not in doc, "the stages differ: the graph is unrolled"
+    state, _ = workloads.initial_state(name, size, int(rng.integers(2**31)))
+    session = _scellis.prepare(json.dumps(doc), backend["backend"], None,
+                               backend.get("allow_software_adapter", False), 2,
+                               dict(zip(workloads.STATE[name], state)))
+    outputs = workloads.outputs(name)
+    watched, stats = session.run([{}], outputs)
+    for output, expected in zip(outputs, workloads.oracle(name, state, {}, 1)):
+        np.testing.assert_array_equal(watched[output][0], expected, err_msg=output)
+    if backend["backend"] == "webgpu":
+        assert session.executor == "fused-encoder"
+        assert stats["submissions"] == 1
+        assert stats["dispatches"] == SORT_DISPATCHES[name]
+    session.dispose()
 
 
 def test_the_oracles_know_their_answers():

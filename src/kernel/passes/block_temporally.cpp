@@ -37,6 +37,10 @@ std::string Blockable(const Module& m, const Kernel& k, int carried_node, wgsl::
       return "the loop body reads %" + g.at(in).name + " of dtype " + DTypeName(g.at(in).type.dtype);
   std::string boundary;
   for (const ExprStep& e : k.expr) {
+    // A tile's halo holds the carried value's neighbours by offset, not its partners by index,
+    // nor the indices a ramp reads outside the grid.
+    if (e.op == "butterfly" || e.op == "arange")
+      return "the loop body reads by " + e.op + ", which a tile with a halo cannot";
     if (e.op != "shift" || e.operands.at(0) != b.carry) continue;
     const webir::Node& n = g.at(e.node);
     const std::string bnd = n.attrs.at("boundary").get<std::string>();

@@ -16,17 +16,19 @@ class Fusion {
     if (!FoldableIntoUsers(n)) return false;
     const std::vector<int>& users = users_[n.id];
     if (users.empty()) return n.op == "full";
-    return n.op == "full" || users.size() == 1 || RecomputedInLoop(n);
+    // A butterfly is one load of a buffer: each reader loads it again rather than have it
+    // stored (a compare-exchange stage reads its partner twice, for the minimum and maximum).
+    return IsFreeStep(n.op) || n.op == "butterfly" || users.size() == 1 || RecomputedInLoop(n);
   }
 
   // Whether `n` can be a step of its users' kernels: an elementwise value, not an output, read
-  // only by elementwise ops that read it at their own element (a shift reads other elements, so
-  // its operand must be in a buffer).
+  // only by elementwise ops that read it at their own element (a shift or butterfly reads other
+  // elements, so its operand must be in a buffer).
   bool FoldableIntoUsers(const webir::Node& n) const {
     if (n.role == webir::Role::kInput || n.role == webir::Role::kParam) return false;
     if (!IsElementwiseNode(g_, n) || is_output_.count(n.id)) return false;
     for (int u : users_[n.id])
-      if (!IsElementwiseNode(g_, g_.at(u)) || g_.at(u).op == "shift") return false;
+      if (!IsElementwiseNode(g_, g_.at(u)) || IsPermutedLoad(g_.at(u).op)) return false;
     return true;
   }
 
@@ -37,7 +39,7 @@ class Fusion {
   // constants, none of them itself read elsewhere, so recomputation never nests.
   static constexpr int kMaxRecomputedSteps = 4;
   bool RecomputedInLoop(const webir::Node& n) const {
-    if (g_.repeat <= 1 || n.op == "shift") return false;
+    if (g_.repeat <= 1 || IsPermutedLoad(n.op)) return false;
     int steps = 0;
     std::vector<int> pending = {n.id};
     while (!pending.empty()) {
@@ -47,8 +49,8 @@ class Fusion {
       for (int a : x.args) {
         const webir::Node& arg = g_.at(a);
         if (!FoldableIntoUsers(arg)) continue;  // read from its buffer
-        if (arg.op == "shift") return false;
-        if (arg.op != "full" && users_[a].size() != 1) return false;
+        if (IsPermutedLoad(arg.op)) return false;
+        if (!IsFreeStep(arg.op) && users_[a].size() != 1) return false;
         pending.push_back(a);
       }
     }

@@ -8,7 +8,8 @@ namespace scellis::kernel {
 bool IsElementwiseNode(const webir::Graph& g, const webir::Node& n) {
   if (n.op == "full") return true;
   const ops::OpSpec* spec = g.ops->Find(n.op);
-  return spec && (spec->kind == ops::OpKind::kElementwise || spec->kind == ops::OpKind::kNeighbour);
+  return spec && (spec->kind == ops::OpKind::kElementwise || spec->kind == ops::OpKind::kNeighbour ||
+                  spec->kind == ops::OpKind::kPosition);
 }
 
 Status Partition(Module& m) {

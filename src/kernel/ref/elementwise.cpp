@@ -189,6 +189,28 @@ int64_t IntWhere(int64_t cond, int64_t a, int64_t b) {
 int64_t IntMaskedFill(int64_t a, int64_t mask, int64_t value) {
   return mask != 0 ? value : a;
 }
+// Bit operations on the values: i32 sign-extended, u32 zero-extended into int64, so the low 32
+// bits of each result are the 32-bit operation's, which the caller's wrap keeps.
+int64_t IntBitwiseAnd(int64_t a, int64_t b, int64_t) {
+  return a & b;
+}
+int64_t IntBitwiseOr(int64_t a, int64_t b, int64_t) {
+  return a | b;
+}
+int64_t IntBitwiseXor(int64_t a, int64_t b, int64_t) {
+  return a ^ b;
+}
+// As torch's bitwise shifts: a count outside [0, 32) shifts every bit out — 0 to the left; to
+// the right 0, or -1 for a negative i32 (the sign fills it, as a shift by 31 does). A negative
+// value is an i32 (a u32 never is), so one rule serves both dtypes.
+int64_t IntShiftLeft(int64_t a, int64_t b, int64_t) {
+  if (b < 0 || b >= 32) return 0;
+  return static_cast<int64_t>(static_cast<uint64_t>(a) << b);
+}
+int64_t IntShiftRight(int64_t a, int64_t b, int64_t) {
+  if (b < 0 || b >= 32) return a < 0 ? -1 : 0;
+  return a >> b;  // arithmetic: sign-filling for a negative i32
+}
 // The conversion itself is the caller's: it reads the operand as its value and stores the result
 // in the cast's dtype.
 int64_t IntCast(int64_t a, int64_t, int64_t) {
@@ -204,7 +226,8 @@ IntegerFn FindIntegerScalar(const std::string& op) {
       {"clamp", IntClamp}, {"eq", IntEq},           {"ne", IntNe},
       {"lt", IntLt},       {"le", IntLe},           {"gt", IntGt},
       {"ge", IntGe},       {"where", IntWhere},     {"masked_fill", IntMaskedFill},
-      {"cast", IntCast}};
+      {"cast", IntCast},   {"bitwise_and", IntBitwiseAnd}, {"bitwise_or", IntBitwiseOr},
+      {"bitwise_xor", IntBitwiseXor}, {"shift_left", IntShiftLeft}, {"shift_right", IntShiftRight}};
   for (const auto& [name, fn] : kTable)
     if (op == name) return fn;
   return nullptr;

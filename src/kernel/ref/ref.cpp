@@ -260,8 +260,45 @@ struct ShiftedRead {
   }
 };
 
+// A butterfly step's read: input `sizes` (broadcast into the output, trailing axes aligned) at
+// the output element `idx` with its coordinate along the input's `axis` XOR `mask` (which the
+// shape rule has proved stays inside the axis).
+struct PartnerRead {
+  std::vector<int64_t> sizes;
+  size_t axis = 0;
+  int64_t mask = 0;
+
+  int64_t Offset(const std::vector<int64_t>& idx) const {
+    const size_t lead = idx.size() - sizes.size();
+    int64_t off = 0;
+    for (size_t j = 0; j < sizes.size(); ++j) {
+      int64_t c = sizes[j] == 1 ? 0 : idx[lead + j];
+      if (j == axis) c ^= mask;
+      off = off * sizes[j] + c;
+    }
+    return off;
+  }
+};
+
+// An arange step's value at the output element `idx`: its index along `axis` of the ramp's
+// `sizes` (broadcast into the output, trailing axes aligned), in the step's dtype: an integer's
+// slot, or the index rounded to f32.
+struct IndexRamp {
+  std::vector<int64_t> sizes;
+  size_t axis = 0;
+  DType dtype = DType::kI32;
+
+  template <typename T>
+  T At(const std::vector<int64_t>& idx) const {
+    const int64_t i = sizes[axis] == 1 ? 0 : idx[idx.size() - sizes.size() + axis];
+    return IsIntegerDType(dtype) ? IntegerSlot<T>(i, dtype)
+                                 : static_cast<T>(static_cast<float>(i));
+  }
+};
+
 // A fused elementwise kernel: per output element, gather each input through its broadcast
-// strides (or, for a shift step, at its shifted index), then evaluate the steps in order.
+// strides (or, for a shift or butterfly step, at its permuted index; an arange step is the
+// element's index), then evaluate the steps in order.
 // Elements go in blocks: each step runs over the whole block before the next, which changes no
 // element's operations, only their interleaving.
 template <typename T>
@@ -287,16 +324,21 @@ Status RunFused(const Module& m, const Kernel& k, const std::vector<const T*>& i
       if (sizes[d] > 1 && strides[o][d] != row_major[d]) in_place[o] = 0;
   }
   struct Step {
-    BlockFn<T> fn = nullptr;      // null: a constant, a shift (filled while gathering) or integer
+    // null: a constant, a positional step (shift, butterfly, arange: filled while gathering) or
+    // an integer step
+    BlockFn<T> fn = nullptr;
     IntegerFn integer = nullptr;  // an integer step: it or an operand is i32 or u32
     T value = T(0);
     DType dtype = DType::kF32;  // the dtype of the step's node
     std::vector<DType> operand_dtypes;
     std::vector<int> operands;
     std::optional<ShiftedRead> shift;
+    std::optional<PartnerRead> partner;
+    std::optional<IndexRamp> ramp;
+    bool positional() const { return shift || partner || ramp; }
   };
   std::vector<Step> steps;
-  bool shifts = false;
+  bool any_positional = false;
   for (const ExprStep& e : k.expr) {
     Step s;
     s.operands = e.operands;
@@ -306,27 +348,33 @@ Status RunFused(const Module& m, const Kernel& k, const std::vector<const T*>& i
       s.operand_dtypes.push_back(IsStepRef(o) ? steps[StepOf(o)].dtype : in_dtypes[o]);
       integer |= IsIntegerDType(s.operand_dtypes.back());
     }
+    const webir::Node& n = m.graph().at(e.node);
     if (e.op == "full") {
       s.value = IsIntegerDType(s.dtype)  ? IntegerSlot<T>(static_cast<int64_t>(e.value), s.dtype)
                 : s.dtype == DType::kF16 ? RoundToHalf(static_cast<T>(e.value))
                                          : static_cast<T>(static_cast<float>(e.value));
-    } else if (integer) {
-      s.integer = FindIntegerScalar(e.op);
-      if (!s.integer) return InternalError("ref.RunFused", "no integer reference for " + e.op);
     } else if (e.op == "shift") {
-      const webir::Node& n = m.graph().at(e.node);
       s.shift = ShiftedRead{m.graph().at(k.inputs[e.operands[0]]).type.sizes(),
                             n.attrs.at("shifts").get<std::vector<int64_t>>(),
                             n.attrs.at("boundary").get<std::string>()};
-      shifts = true;
+    } else if (e.op == "butterfly") {
+      s.partner = PartnerRead{m.graph().at(k.inputs[e.operands[0]]).type.sizes(),
+                              n.attrs.at("axis").get<size_t>(), n.attrs.at("mask").get<int64_t>()};
+    } else if (e.op == "arange") {
+      s.ramp = IndexRamp{n.type.sizes(), n.attrs.at("axis").get<size_t>(), s.dtype};
+    } else if (integer) {
+      s.integer = FindIntegerScalar(e.op);
+      if (!s.integer) return InternalError("ref.RunFused", "no integer reference for " + e.op);
     } else {
       const ScalarImpl* impl = FindScalar(e.op);
       if (!impl) return InternalError("ref.RunFused", "no scalar reference for " + e.op);
       s.fn = PickBlock<T>(*impl);
     }
+    any_positional |= s.positional();
     steps.push_back(std::move(s));
   }
-  const bool gathers = shifts || std::find(in_place.begin(), in_place.end(), 0) != in_place.end();
+  const bool gathers =
+      any_positional || std::find(in_place.begin(), in_place.end(), 0) != in_place.end();
   constexpr int64_t kBlock = 256;
   int64_t chunks = (total + kChunk - 1) / kChunk;
   parallel.For(chunks, [&](int64_t c) {
@@ -350,9 +398,16 @@ Status RunFused(const Module& m, const Kernel& k, const std::vector<const T*>& i
             gathered[o * kBlock + j] = inputs[o][offset[o]];
           }
           for (size_t si = 0; si < steps.size(); ++si) {
-            if (!steps[si].shift) continue;
-            const int64_t off = steps[si].shift->Offset(idx);
-            values[si * kBlock + j] = off < 0 ? T(0) : inputs[steps[si].operands[0]][off];
+            const Step& s = steps[si];
+            T& value = values[si * kBlock + j];
+            if (s.shift) {
+              const int64_t off = s.shift->Offset(idx);
+              value = off < 0 ? T(0) : inputs[s.operands[0]][off];
+            } else if (s.partner) {
+              value = inputs[s.operands[0]][s.partner->Offset(idx)];
+            } else if (s.ramp) {
+              value = s.ramp->template At<T>(idx);
+            }
           }
           for (size_t d = rank; d-- > 0;) {
             for (size_t o = 0; o < inputs.size(); ++o) offset[o] += strides[o][d];
@@ -371,7 +426,7 @@ Status RunFused(const Module& m, const Kernel& k, const std::vector<const T*>& i
       for (size_t si = 0; si < steps.size(); ++si) {
         const Step& s = steps[si];
         T* result = values.data() + si * kBlock;
-        if (s.shift) continue;
+        if (s.positional()) continue;
         const T *a = operand(s, 0), *b = operand(s, 1), *cc = operand(s, 2);
         if (!s.fn && !s.integer) {
           std::fill(result, result + n, s.value);

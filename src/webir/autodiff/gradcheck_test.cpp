@@ -53,7 +53,9 @@ bool NotDifferentiable(const ops::OpSpec& d) {
   return d.kind == OpKind::kSource || d.kind == OpKind::kOptimizer || d.kind == OpKind::kStencil ||
          d.name == "positive" || d.name == "max_share" || d.name == "eq" || d.name == "ne" ||
          d.name == "lt" || d.name == "le" || d.name == "gt" || d.name == "ge" ||
-         d.name == "uniform" || d.name == "matmul_q" || d.name == "matmul_fixed";
+         d.name == "uniform" || d.name == "matmul_q" || d.name == "matmul_fixed" ||
+         d.kind == OpKind::kPosition || d.name.starts_with("bitwise_") ||
+         d.name.starts_with("shift_");
 }
 
 std::vector<Case> Cases() {
@@ -123,6 +125,8 @@ std::vector<Case> Cases() {
       {"stack", {Arg{std::vector<int64_t>{}}, Arg{std::vector<int64_t>{}}}, {{"axis", 0}}},
       {"shift", {s34}, {{"shifts", {1, -2}}, {"boundary", "zero"}}},
       {"shift", {s234}, {{"shifts", {-3, 1, 5}}, {"boundary", "wrap"}}},
+      {"butterfly", {s34}, {{"mask", 3}, {"axis", 1}}},
+      {"butterfly", {s234}, {{"mask", 1}, {"axis", 0}}},
       // Indices longer than their axis: positions repeat, so gradients sum several terms.
       {"index_select", {s34, {{5}, D::kIndex, 3}}, {{"axis", 0}}},
       {"index_select", {s234, {{6}, D::kIndex, 4}}, {{"axis", -1}}},

@@ -180,6 +180,9 @@ void AddElementwiseRules(RuleSet& r) {
   r["sigmoid"] = {InferSameAsFirst, GradSigmoid};
   r["gelu"] = {InferSameAsFirst, GradGelu};
   r["gelu_grad"] = {InferBroadcast, GradGeluGrad};
+  // Integer bit operations: step functions of integers, no gradient (as torch's).
+  for (const char* bits : {"bitwise_and", "bitwise_or", "bitwise_xor", "shift_left", "shift_right"})
+    r[bits] = {InferBroadcast, nullptr};
 }
 
 }  // namespace scellis::webir

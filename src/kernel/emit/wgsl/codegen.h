@@ -100,7 +100,8 @@ std::string ExpressionHelpers(const Module& m, const Kernel& k);
 // round_f16(x: f32) -> f32: x rounded to the nearest f16, exactly as the reference rounds.
 extern const char* const kRoundToHalf;
 // `let s<n> = ...;` for each step of a fused kernel, reading kernel input j as `x<j>` (the caller
-// declares those); a shift step's load is `shifted_load(step, "s<n>")`, which declares s<n>.
+// declares those); a shift or butterfly step's load is `shifted_load(step, "s<n>")`, which
+// declares s<n>; an arange step reads the output element's index `d0..d<rank-1>`.
 using ShiftedLoadFn = std::function<std::string(const ExprStep&, const std::string&)>;
 std::string ExpressionSteps(const Module& m, const Kernel& k, const ShiftedLoadFn& shifted_load);
 // A shift step's load from its operand's buffer at the output element's index `d0..d<rank-1>`

@@ -91,6 +91,21 @@ std::string IntegerExpr(const std::string& op, const std::vector<std::string>& a
   if (op == "where") return "select(" + c + ", " + b + ", " + a + " != 0.0)";
   if (op == "masked_fill") return "select(" + a + ", " + c + ", " + b + " != 0.0)";
   if (op == "cast") return IntegerCast(a, dtypes.at(0), out);
+  if (op == "bitwise_and") return "(" + a + " & " + b + ")";
+  if (op == "bitwise_or") return "(" + a + " | " + b + ")";
+  if (op == "bitwise_xor") return "(" + a + " ^ " + b + ")";
+  // WGSL takes a shift count modulo 32, as torch does not: a count outside [0, 32) is selected
+  // away as the reference's IntShiftLeft and IntShiftRight treat it (the count is masked so that
+  // a constant one is never a shader-creation error).
+  const bool i32 = !dtypes.empty() && dtypes[0] == DType::kI32;
+  const std::string in_range = i32 ? "(" + b + " >= 0i && " + b + " < 32i)" : "(" + b + " < 32u)";
+  const std::string count = i32 ? "(u32(" + b + ") & 31u)" : "(" + b + " & 31u)";
+  if (op == "shift_left")
+    return "select(" + std::string(i32 ? "0i" : "0u") + ", " + a + " << " + count + ", " +
+           in_range + ")";
+  if (op == "shift_right")
+    return i32 ? "(" + a + " >> select(31u, " + count + ", " + in_range + "))"
+               : "select(0u, " + a + " >> " + count + ", " + in_range + ")";
   return "";
 }
 
@@ -186,7 +201,8 @@ std::vector<std::string> ElementwiseHelpers(const std::string& op) {
                           " b);\n"
                           "}\n"};
   }
-  if (op == "cast") {
+  // An f32 index ramp converts its u32 indices as a cast does.
+  if (op == "cast" || op == "arange") {
     // Integers <-> f32, as the reference converts (kernel/ref/ref.h): to i32 or u32 toward zero,
     // saturating, NaN to 0, tested on the bits; from i32 or u32 rounded to nearest even, made
     // exact by converting the high and low halves alone (each fits an f32's 24 bits) and adding
@@ -335,6 +351,56 @@ std::string ShiftedLoad(const Module& m, const Kernel& k, const ExprStep& e, siz
   return code + "  let " + name + " = select(0.0, " + value + ", " + name + "_in);\n";
 }
 
+namespace {
+
+// `let <name> = ...;` reading the butterfly's operand (kernel input `in<n>`) at the output
+// element's index (d0..d<rank-1>) with its coordinate along the axis XOR the mask, as the
+// reference's PartnerRead; the value in the register type (a bool as 0.0 or 1.0).
+std::string PartnerLoad(const Module& m, const Kernel& k, const ExprStep& e, size_t out_rank,
+                        const std::string& name) {
+  const webir::Node& node = m.graph().at(e.node);
+  const int input = e.operands.at(0);
+  const TensorType& in_type = m.graph().at(k.inputs[input]).type;
+  const std::vector<int64_t> sizes = in_type.sizes();
+  const std::vector<int64_t> strides = RowMajorStrides(sizes);
+  const size_t axis = node.attrs.at("axis").get<size_t>();
+  const int64_t mask = node.attrs.at("mask").get<int64_t>();
+  const size_t lead = out_rank - sizes.size();
+  std::string at;
+  for (size_t j = 0; j < sizes.size(); ++j) {
+    if (sizes[j] == 1) continue;  // a broadcast axis reads coordinate 0
+    std::string c = "d" + std::to_string(lead + j);
+    if (j == axis && mask) c = "(" + c + " ^ " + U32(mask) + ")";
+    if (!at.empty()) at += " + ";
+    at += strides[j] == 1 ? c : c + " * " + U32(strides[j]);
+  }
+  if (at.empty()) at = "0u";
+  const std::string load = "in" + std::to_string(input) + "[" + at + "]";
+  return "  let " + name + " = " + (in_type.dtype == DType::kBool ? "f32(" + load + ")" : load) +
+         ";\n";
+}
+
+// The value of an arange step: the output element's index (d0..d<rank-1>) along the ramp's axis,
+// in the step's dtype, as the reference's IndexRamp.
+std::string RampValue(const Module& m, const Kernel& k, const ExprStep& e) {
+  const webir::Node& node = m.graph().at(e.node);
+  const std::vector<int64_t> sizes = node.type.sizes();
+  const size_t axis = node.attrs.at("axis").get<size_t>();
+  const size_t out_rank = m.graph().at(k.output).type.sizes().size();
+  const std::string index =
+      sizes[axis] == 1 ? "0u" : "d" + std::to_string(out_rank - sizes.size() + axis);
+  switch (node.type.dtype) {
+    case DType::kI32:
+      return "i32(" + index + ")";
+    case DType::kU32:
+      return index;
+    default:
+      return "u32_to_f32(" + index + ")";
+  }
+}
+
+}  // namespace
+
 std::string ExpressionHelpers(const Module& m, const Kernel& k) {
   // Ops share helpers (gelu and gelu_grad both need erf): each is emitted once, first use first.
   std::string helpers;
@@ -368,8 +434,12 @@ std::string ExpressionSteps(const Module& m, const Kernel& k, const ShiftedLoadF
   };
   for (size_t s = 0; s < k.expr.size(); ++s) {
     const ExprStep& e = k.expr[s];
-    if (e.op == "shift") {
+    if (IsPermutedLoad(e.op)) {
       body += shifted_load(e, "s" + std::to_string(s));
+      continue;
+    }
+    if (e.op == "arange") {
+      body += "  let s" + std::to_string(s) + " = " + RampValue(m, k, e) + ";\n";
       continue;
     }
     const DType dtype = m.graph().at(e.node).type.dtype;
@@ -453,9 +523,9 @@ Generated ElementwiseTile(const Module& m, const Kernel& k, int64_t base, int64_
   bool need_index = false;
   std::vector<bool> read_directly(k.inputs.size(), false);
   for (const ExprStep& e : k.expr) {
-    if (e.op == "shift") need_index = true;
+    if (IsPermutedLoad(e.op) || e.op == "arange") need_index = true;
     for (int o : e.operands)
-      if (!IsStepRef(o) && e.op != "shift") read_directly[o] = true;
+      if (!IsStepRef(o) && !IsPermutedLoad(e.op)) read_directly[o] = true;
   }
   std::vector<std::vector<int64_t>> strides;
   for (int in : k.inputs) {
@@ -489,7 +559,8 @@ Generated ElementwiseTile(const Module& m, const Kernel& k, int64_t base, int64_
             RegisterValue(m.graph().at(k.inputs[n]).type.dtype, load) + ";\n";
   }
   body += ExpressionSteps(m, k, [&](const ExprStep& e, const std::string& name) {
-    return ShiftedLoad(m, k, e, sizes.size(), name);
+    return e.op == "butterfly" ? PartnerLoad(m, k, e, sizes.size(), name)
+                               : ShiftedLoad(m, k, e, sizes.size(), name);
   });
   body +=
       "  out[i] = " + StorageValue(type.dtype, "s" + std::to_string(k.expr.size() - 1)) + ";\n}\n";

@@ -24,7 +24,9 @@ class CpuBackend : public Backend {
       return UserError("unsupported-kernel", "", "the CPU reference has no kernel for " + k.op);
     }
     for (const kernel::ExprStep& s : k.expr) {
-      if (s.op != "full" && !kernel::ref::FindScalar(s.op))
+      // Constants, ramps and permuted loads are the fused kernel's own (kernel/ref/ref.cpp).
+      if (kernel::IsFreeStep(s.op) || kernel::IsPermutedLoad(s.op)) continue;
+      if (!kernel::ref::FindScalar(s.op) && !kernel::ref::FindIntegerScalar(s.op))
         return UserError("unsupported-kernel", "",
                          "the CPU reference has no elementwise " + s.op + " (in " + k.name + ")");
     }
