@@ -7,7 +7,7 @@
 namespace scellis::ops {
 namespace {
 
-constexpr EnumTable<OpKind, 13> kOpKinds({{{OpKind::kSource, "source"},
+constexpr EnumTable<OpKind, 14> kOpKinds({{{OpKind::kSource, "source"},
                                            {OpKind::kElementwise, "elementwise"},
                                            {OpKind::kReduce, "reduce"},
                                            {OpKind::kMatmul, "matmul"},
