@@ -4,12 +4,13 @@ captured in one CUDA graph, and torch.compile of the step (looped in Python). Ev
 answer is checked against the same oracle before its time is reported.
 
     python3 bench/pipelines/peer.py OUT_DIR jacobi heat life gray_scott sobel ising tree_sum \
-        wavefront spectral bitonic_sort top_k compaction
+        wavefront spectral canny bitonic_sort top_k compaction
 
 OUT_DIR/<workload>/ holds what scellis_bench_pipeline wrote: the starting state (its
 initializers' values) and the state after one run, with index.json and scellis.json (its timing);
-OUT_DIR/<workload>/unblocked/ the same for the run without temporal blocking, when it was made
-(checked against the same oracle). Prints one JSON object per workload.
+OUT_DIR/<workload>/unblocked/ and unhoisted/ the same for the runs without temporal blocking and
+without loop-invariant hoisting, when they were made (checked against the same oracle). Prints
+one JSON object per workload.
 """
 import json
 import pathlib
@@ -121,8 +122,12 @@ def torch_step(name, shape, dev):
             return spins, sweep + 1
         return ising
     if name == "tree_sum":
-        # One level of the tree: the pair sums, the vector halving (no padding zeros).
-        return lambda x: (x.view(-1, 2).sum(1),)
+        # The whole tree (the document has no loop): each level the pair sums, the vector halving.
+        def tree(x):
+            while x.numel() > 1:
+                x = x.view(-1, 2).sum(1)
+            return (x,)
+        return tree
     if name == "spectral":
         n = shape[0]
         walsh = torch.ones(1, 1, dtype=torch.float64)
@@ -132,6 +137,13 @@ def torch_step(name, shape, dev):
         g = torch.tensor(workloads.spectral_gains(n), device=dev)
         scaled_gains = g[:, None] * g[None, :] * (1.0 / (n * n))
         return lambda u: (walsh @ (scaled_gains * (walsh @ u @ walsh)) @ walsh,)
+    if name == "canny":
+        # Hysteresis: the 3x3 dilation as a max pool (its -inf padding is the zero boundary for
+        # maps of 0 and 1).
+        def hysteresis(edges, strong, weak):
+            grown = F.max_pool2d(edges[None, None], 3, stride=1, padding=1)[0, 0]
+            return (torch.maximum(strong, torch.minimum(weak, grown)),)
+        return hysteresis
     if name == "wavefront":
         # The whole grid under the frontier mask each iteration, as the document does: elementwise,
         # so torch.compile fuses an iteration into one kernel.
@@ -150,11 +162,65 @@ def torch_step(name, shape, dev):
     return gray_scott
 
 
-def answer_error(outputs, want):
-    """The largest error of PyTorch's answer; a state PyTorch shrinks (the tree's vector) is
-    compared with the start of the oracle's, whose rest is zeros."""
-    return max(max_error(o.cpu().numpy().ravel(), w.ravel()[:o.numel()])
-               for o, w in zip(outputs, want))
+def canny_invariants(dev):
+    """Canny's loop invariants as a PyTorch user would write them (computed once per run, before
+    the hysteresis loop): the image, the separable binomial blur and the Sobel filters as
+    convolutions with zero padding, suppression along the gradient's sector by comparisons, the
+    double threshold. Returns noise -> (strong, weak) as 0/1 floats."""
+    binomial = torch.tensor([1.0, 4.0, 6.0, 4.0, 1.0], device=dev) / 16
+    sobel = torch.tensor([[[-1.0, 0.0, 1.0], [-2.0, 0.0, 2.0], [-1.0, 0.0, 1.0]]], device=dev)
+    sobel = torch.stack([sobel, sobel.transpose(1, 2)])  # gx, gy
+
+    def invariants(noise):
+        n = noise.shape[0]
+        (dr, dc, radius), (rr, rc, half_h, half_w) = workloads.canny_shapes(n)
+        rows = torch.arange(n, device=dev, dtype=torch.float32)[:, None]
+        cols = torch.arange(n, device=dev, dtype=torch.float32)[None, :]
+        disc = ((rows - dr) ** 2 + (cols - dc) ** 2 <= radius * radius) * workloads.CANNY_DISC
+        rect = (((rows - rr) ** 2 <= half_h**2) & ((cols - rc) ** 2 <= half_w**2)) * workloads.CANNY_RECT
+        image = (noise * workloads.CANNY_NOISE + disc + rect)[None, None]
+        blur = F.conv2d(F.conv2d(image, binomial.view(1, 1, 1, 5), padding=(0, 2)),
+                        binomial.view(1, 1, 5, 1), padding=(2, 0))
+        gx, gy = F.conv2d(blur, sobel, padding=1)[0]
+        m = torch.sqrt(gx * gx + gy * gy)
+        p = F.pad(m, (1, 1, 1, 1))
+
+        def at(dy, dx):
+            return p[1 + dy:1 + dy + n, 1 + dx:1 + dx + n]
+        t = workloads.CANNY_TAN
+        horizontal, vertical = gy.abs() <= t * gx.abs(), gx.abs() <= t * gy.abs()
+        positive = gx * gy > 0
+
+        def along(s):
+            return torch.where(horizontal, at(0, s),
+                               torch.where(vertical, at(s, 0),
+                                           torch.where(positive, at(s, s), at(s, -s))))
+        peak = torch.where((m >= along(-1)) & (m >= along(1)), m, 0.0)
+        return ((peak >= workloads.CANNY_HIGH).float(), (peak >= workloads.CANNY_LOW).float())
+    return invariants
+
+
+def torch_invariants(name, dev):
+    """What a workload computes once per run before its loop, from its constants (in
+    workloads.CONSTANTS order): the loop's constants. Most pass theirs through."""
+    if name == "canny":
+        return canny_invariants(dev)
+    return lambda *consts: consts
+
+
+def check(name, got, state, constants, iterations, want):
+    """(error, details) of an answer: the largest error against the oracle, where a state PyTorch
+    shrinks is compared with the start of the oracle's; for Canny's edge map 0 when it lies
+    within the bounds its ambiguous cells allow (workloads.canny_check), else 1."""
+    if name == "canny":
+        details = workloads.canny_check(got[0], constants["noise"], iterations)
+        return (0.0 if details["within_bounds"] else 1.0), details
+    return max(max_error(np.asarray(g).ravel(), w.ravel()[:np.size(g)])
+               for g, w in zip(got, want)), {}
+
+
+def answer_error(name, outputs, state, constants, iterations, want):
+    return check(name, [o.cpu().numpy() for o in outputs], state, constants, iterations, want)[0]
 
 
 def timed(fn, reps):
@@ -172,54 +238,67 @@ def timed(fn, reps):
 def peers(name, state, constants, iterations, want, reps):
     dev = torch.device("cuda")
     step = torch_step(name, state[0].shape, dev)
+    invariants = torch_invariants(name, dev)
     start = [torch.tensor(s, device=dev) for s in state]
-    consts = [torch.tensor(constants[k], device=dev) for k in sorted(constants)]
+    consts = [torch.tensor(constants[k], device=dev) for k in workloads.CONSTANTS.get(name, [])]
 
-    def loop(fn):
+    def loop(fn, before=invariants):
         def run():
             s = tuple(start)
+            looped = before(*consts)
             for _ in range(iterations):
-                s = fn(*s, *consts)
+                s = fn(*s, *looped)
             return s
         return run
 
+    def error(out):
+        return answer_error(name, out, state, constants, iterations, want)
+
     rows = {}
     out, ms = timed(loop(step), reps)
-    rows["torch_eager"] = (ms, answer_error(out, want))
+    rows["torch_eager"] = (ms, error(out))
+    if name == "tree_sum":
+        # The one-call reduction, as most users would sum (its own order, not the tree's).
+        out, ms = timed(lambda: (start[0].sum(),), reps)
+        rows["torch_x_sum"] = (ms, error([o.reshape(1) for o in out]))
     try:
-        rows["torch_cuda_graph"] = cuda_graph_row(step, start, consts, iterations, want, reps)
+        ms, out = cuda_graph_run(step, invariants, start, consts, iterations, reps)
+        rows["torch_cuda_graph"] = (ms, error(out))
     except Exception as e:  # noqa: BLE001  a step that syncs with the host cannot be captured
         rows["torch_cuda_graph"] = (None, None, str(e).splitlines()[0])
 
     compiled = torch.compile(step)
-    loop(compiled)()  # compiles outside the timing
-    out, ms = timed(loop(compiled), reps)
-    rows["torch_compile"] = (ms, answer_error(out, want))
+    compiled_invariants = torch.compile(invariants) if name == "canny" else invariants
+    loop(compiled, compiled_invariants)()  # compiles outside the timing
+    out, ms = timed(loop(compiled, compiled_invariants), reps)
+    rows["torch_compile"] = (ms, error(out))
     return rows
 
 
-def cuda_graph_row(step, start, consts, iterations, want, reps):
-    """The whole loop captured in one CUDA graph, replayed."""
+def cuda_graph_run(step, invariants, start, consts, iterations, reps):
+    """The whole loop captured in one CUDA graph, replayed: (median ms, the answer)."""
     static_in = [t.clone() for t in start]
     side = torch.cuda.Stream()
     side.wait_stream(torch.cuda.current_stream())
     with torch.cuda.stream(side):
         s = tuple(static_in)
+        looped = invariants(*consts)
         for _ in range(3):
-            s = step(*s, *consts)
+            s = step(*s, *looped)
     torch.cuda.current_stream().wait_stream(side)
     graph = torch.cuda.CUDAGraph()
     with torch.cuda.graph(graph):
         s = tuple(static_in)
+        looped = invariants(*consts)
         for _ in range(iterations):
-            s = step(*s, *consts)
+            s = step(*s, *looped)
         static_out = s
 
     def replay():
         graph.replay()
         return static_out
     out, ms = timed(replay, reps)
-    return ms, answer_error(out, want)
+    return ms, out
 
 
 def main():
@@ -241,23 +320,28 @@ def main():
         want = workloads.oracle(name, state, constants, iterations)
         oracle_s = time.perf_counter() - start
         got = [load(folder, f"{o}.after1") for o in workloads.outputs(name)]
-        error = max(max_error(g, w) for g, w in zip(got, want))
+        error, details = check(name, got, state, constants, iterations, want)
         row = {"workload": name, "size": list(state[0].shape), "iterations": iterations,
                "scellis_ms": mine["median_ms"], "scellis_executor": mine["executor"],
                "scellis_kernels": mine["kernels"],
                "scellis_dispatches": mine["dispatches_per_run"],
                "scellis_submissions": mine["submissions_per_run"],
                "scellis_max_error": error, "oracle_seconds": oracle_s,
-               "agrees": error <= 1e-4}
+               "agrees": error <= 1e-4, **details}
         row["scellis_iterations_per_dispatch"] = mine.get("iterations_per_dispatch", 1)
-        unblocked = folder / "unblocked"
-        if (unblocked / "scellis.json").exists():
-            plain = json.loads((unblocked / "scellis.json").read_text())
-            got = [load(unblocked, f"{o}.after1") for o in workloads.outputs(name)]
-            row["scellis_unblocked_ms"] = plain["median_ms"]
-            row["scellis_unblocked_dispatches"] = plain["dispatches_per_run"]
-            row["scellis_unblocked_max_error"] = max(max_error(g, w) for g, w in zip(got, want))
-            row["agrees"] = row["agrees"] and row["scellis_unblocked_max_error"] <= 1e-4
+        # The same workload without temporal blocking, and without loop-invariant hoisting,
+        # where run_h200.sh made them.
+        for variant in ("unblocked", "unhoisted"):
+            other = folder / variant
+            if not (other / "scellis.json").exists():
+                continue
+            plain = json.loads((other / "scellis.json").read_text())
+            got = [load(other, f"{o}.after1") for o in workloads.outputs(name)]
+            row[f"scellis_{variant}_ms"] = plain["median_ms"]
+            row[f"scellis_{variant}_dispatches"] = plain["dispatches_per_run"]
+            row[f"scellis_{variant}_max_error"] = check(name, got, state, constants, iterations,
+                                                        want)[0]
+            row["agrees"] = row["agrees"] and row[f"scellis_{variant}_max_error"] <= 1e-4
         if row["agrees"] and torch.cuda.is_available():
             for peer, (ms, err, *why) in peers(name, state, constants, iterations, want,
                                                5).items():

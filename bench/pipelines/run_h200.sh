@@ -6,7 +6,8 @@
 set -uo pipefail
 DIR="${OUT:-out}/pipelines"
 mkdir -p "$DIR"
-names=(jacobi heat life gray_scott sobel ising tree_sum wavefront spectral bitonic_sort top_k compaction)
+names=(jacobi heat life gray_scott sobel ising tree_sum wavefront spectral canny bitonic_sort top_k
+       compaction)
 for n in "${names[@]}"; do
   mkdir -p "$DIR/$n"
   dist/scellis_bench_pipeline "examples/pipelines/$n.json" webgpu 10 "$DIR/$n" \
@@ -16,10 +17,17 @@ for n in "${names[@]}"; do
   dist/scellis_bench_pipeline "examples/pipelines/$n.json" webgpu 10 "$DIR/$n/unblocked" \
     --disable-pass=block-temporally > "$DIR/$n/unblocked/scellis.json" \
     || echo "scellis_bench_pipeline $n (unblocked) failed"
+  # Where the loop has invariants, with them recomputed in every iteration: what hoisting gives.
+  if [[ $n == spectral || $n == canny ]]; then
+    mkdir -p "$DIR/$n/unhoisted"
+    dist/scellis_bench_pipeline "examples/pipelines/$n.json" webgpu 10 "$DIR/$n/unhoisted" \
+      --disable-pass=hoist-loop-invariants > "$DIR/$n/unhoisted/scellis.json" \
+      || echo "scellis_bench_pipeline $n (unhoisted) failed"
+  fi
   for e in fused generic; do
     dist/scellis run "examples/pipelines/$n.json" --backend=webgpu --executor=$e --no-record --json \
       | python3 -c "import json,sys; j=json.load(sys.stdin); print(json.dumps({'workload':'$n','cli_executor':j['executor'],'fallback_reason':j['fallback_reason'],'stats':j['stats']}))"
   done
 done | tee "$DIR/cli.jsonl"
 python3 bench/pipelines/peer.py "$DIR" "${names[@]}" | tee "$DIR/peer.jsonl"
-rm -f "$DIR"/*/*.f32 "$DIR"/*/unblocked/*.f32
+rm -f "$DIR"/*/*.f32 "$DIR"/*/unblocked/*.f32 "$DIR"/*/unhoisted/*.f32

@@ -69,7 +69,12 @@ std::string Print(const Plan& p) {
   row("tolerance_class", std::string(policy::ToleranceName(g.tolerance)) + "  atol " +
                              Num(p.thresholds.atol) + ", rtol " + Num(p.thresholds.rtol) +
                              " under " + policy::TierName(g.tier));
-  row("dispatches", std::to_string(p.steps.size()) + " kernels, one submission");
+  const int hoisted = p.module().HoistedKernels();
+  row("dispatches", std::to_string(p.steps.size()) + " kernels" +
+                        (hoisted ? " (" + std::to_string(hoisted) +
+                                       " hoisted: once per step, before the loop)"
+                                 : "") +
+                        ", one submission");
   row("buffers", std::to_string(p.buffers.size()) + " (" + FormatBytes(p.memory.allocated) +
                      " allocated, peak live " + FormatBytes(p.memory.peak_live) + ")");
   // The memory classes: what each holds allocated, and live at the peak.
@@ -121,6 +126,7 @@ std::string Print(const Plan& p) {
     out += " -> b" + std::to_string(s.write);
     if (k.matmul_schedule) out += "  schedule " + k.matmul_schedule->Name();
     if (k.elementwise_schedule) out += "  schedule " + k.elementwise_schedule->Name();
+    if (k.hoisted) out += "  hoisted";
     out += "\n";
   }
   out += "  buffers:\n";
@@ -175,6 +181,7 @@ Json ToJson(const Plan& p) {
     Json step = {{"kernel", k.name}, {"reads", s.reads}, {"write", s.write}};
     if (k.matmul_schedule) step["matmul_schedule"] = k.matmul_schedule->Name();
     if (k.elementwise_schedule) step["elementwise_schedule"] = k.elementwise_schedule->Name();
+    if (k.hoisted) step["hoisted"] = true;
     j["steps"].push_back(step);
   }
   for (const Buffer& b : p.buffers)
@@ -187,20 +194,35 @@ Json ToJson(const Plan& p) {
 }
 
 Status Verify(const Plan& p) {
-  // No step may write a buffer that holds a value some later step still needs.
+  // No step may write a buffer that holds a value some later step still needs, in the first
+  // iteration or, in a loop, the next one: the hoisted steps run once, then the body twice with
+  // the carries' swap between (a carried input's buffer then holds its new value, its source's
+  // buffer nothing yet).
   const webir::Graph& g = p.graph();
   std::vector<int> holder(p.buffers.size(), -1);
   for (const webir::Node& n : g.nodes)
     if (p.buffer_of[n.id] >= 0 && (n.role == webir::Role::kInput || n.role == webir::Role::kParam))
       holder[p.buffer_of[n.id]] = n.id;
-  for (const Step& s : p.steps) {
-    const kernel::Kernel& k = p.module().kernels[s.kernel];
-    for (size_t i = 0; i < k.inputs.size(); ++i)
-      if (holder[s.reads[i]] != k.inputs[i])
-        return InternalError("execplan.Verify", k.name + " reads a buffer overwritten earlier");
-    if (s.write < 0 || s.write >= static_cast<int>(p.buffers.size()))
-      return InternalError("execplan.Verify", k.name + " writes no buffer");
-    holder[s.write] = k.output;
+  auto run = [&](size_t first) -> Status {
+    for (size_t i = first; i < p.steps.size(); ++i) {
+      const Step& s = p.steps[i];
+      const kernel::Kernel& k = p.module().kernels[s.kernel];
+      for (size_t j = 0; j < k.inputs.size(); ++j)
+        if (holder[s.reads[j]] != k.inputs[j])
+          return InternalError("execplan.Verify", k.name + " reads a buffer overwritten earlier");
+      if (s.write < 0 || s.write >= static_cast<int>(p.buffers.size()))
+        return InternalError("execplan.Verify", k.name + " writes no buffer");
+      holder[s.write] = k.output;
+    }
+    return Status::Ok();
+  };
+  SCELLIS_TRY(run(0));
+  if (g.repeat > 1 && !g.carries.empty()) {
+    for (const webir::Carry& c : g.carries) {
+      if (p.buffer_of[c.from] >= 0) holder[p.buffer_of[c.from]] = -1;
+      if (p.buffer_of[c.to] >= 0) holder[p.buffer_of[c.to]] = c.to;
+    }
+    SCELLIS_TRY(run(static_cast<size_t>(p.module().HoistedKernels())));
   }
   for (const webir::Output& o : g.outputs)
     if (holder[p.buffer_of[o.node]] != o.node)

@@ -50,6 +50,12 @@ bool IsFreeStep(std::string_view op) {
   return op == "full" || op == "arange";
 }
 
+int Module::HoistedKernels() const {
+  int n = 0;
+  while (n < static_cast<int>(kernels.size()) && kernels[n].hoisted) ++n;
+  return n;
+}
+
 bool ReadsShifted(const Kernel& k, int input) {
   for (const ExprStep& s : k.expr)
     if (IsPermutedLoad(s.op) && s.operands.at(0) == input) return true;
@@ -190,6 +196,7 @@ std::string Print(const Module& m) {
     } else {
       out += "  (not emitted)";
     }
+    if (k.hoisted) out += "  hoisted";
     out += "\n";
     if (k.blocking.steps > 1) {
       out += "    temporal blocking: " + std::to_string(k.blocking.steps) +
@@ -241,6 +248,7 @@ Json ToJson(const Module& m) {
                                     {"workgroup_size", s->workgroup_size},
                                     {"per_invocation", s->per_invocation}};
     }
+    if (k.hoisted) jk["hoisted"] = true;
     jk["workgroups"] = k.workgroups;
     jk["wgsl_sha256"] = k.Wgsl().source_hash;
     if (k.blocking.steps > 1) {
@@ -287,6 +295,18 @@ Status Verify(const Module& m) {
                              k.name + " has an empty or mismatched " + src.target + " source");
     produced.insert(k.output);
   }
+  // Hoisted kernels run before the loop: they come first and read nothing the body computes.
+  const int hoisted = m.HoistedKernels();
+  for (size_t i = hoisted; i < m.kernels.size(); ++i)
+    if (m.kernels[i].hoisted)
+      return InternalError("kernel.Verify", m.kernels[i].name + " is hoisted but follows the loop body's " +
+                                                m.kernels[hoisted].name);
+  for (int i = 0; i < hoisted; ++i)
+    for (int in : m.kernels[i].inputs)
+      for (size_t j = hoisted; j < m.kernels.size(); ++j)
+        if (m.kernels[j].output == in)
+          return InternalError("kernel.Verify", m.kernels[i].name + " is hoisted but reads %" +
+                                                    m.graph().at(in).name + " from the loop body");
   for (const webir::Output& o : m.graph().outputs)
     if (!produced.count(o.node))
       return InternalError("kernel.Verify", "output " + o.name + " is never written");

@@ -121,6 +121,11 @@ struct Kernel {
   // kernel.
   std::optional<ElementwiseSchedule> elementwise_schedule;
 
+  // In a repeated graph: no input depends, even through other kernels, on a carried value, so the
+  // kernel runs once per step, before the loop's first iteration, and its output stays valid
+  // through every iteration (set by the hoist-loop-invariants pass; hoisted kernels come first).
+  bool hoisted = false;
+
   // The dispatch grid, in workgroups; set by the emitter, which chooses the workgroup size.
   std::array<uint32_t, 3> workgroups = {1, 1, 1};
   std::vector<EmittedSource> sources;  // at most one per target
@@ -153,6 +158,8 @@ struct Module {
 
   const webir::Graph& graph() const { return *graph_ref; }
   const RungHeader& header() const { return *graph_ref; }
+  // How many kernels run once per step, before the loop (the leading hoisted ones).
+  int HoistedKernels() const;
 };
 
 // An op whose kernel can be one step of a fused elementwise expression (constants included). A

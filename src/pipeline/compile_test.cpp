@@ -27,12 +27,14 @@ TEST(Passes, TheDescentInOrder) {
   for (const Pass& p : Passes()) names.emplace_back(p.name);
   EXPECT_EQ(names,
             (std::vector<std::string>{"append-train-step", "partition", "fuse-elementwise",
-                                      "fold-transposes", "schedule-matmul", "schedule-elementwise",
-                                      "emit-wgsl", "block-temporally", "liveness", "memory-classes",
+                                      "fold-transposes", "hoist-loop-invariants",
+                                      "schedule-matmul", "schedule-elementwise", "emit-wgsl",
+                                      "block-temporally", "liveness", "memory-classes",
                                       "assign-buffers", "verdict", "check-guarantees"}));
   for (const Pass& p : Passes())
     EXPECT_EQ(p.optional, p.name == "fuse-elementwise" || p.name == "fold-transposes" ||
-                              p.name == "block-temporally" || p.name == "schedule-elementwise")
+                              p.name == "hoist-loop-invariants" || p.name == "block-temporally" ||
+                              p.name == "schedule-elementwise")
         << p.name;
 }
 

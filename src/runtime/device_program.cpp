@@ -80,7 +80,12 @@ class Builder {
       p_.inputs.push_back(std::move(in));
     }
 
-    for (size_t s = 0; s < plan_.steps.size(); ++s) SCELLIS_TRY(AddStep(static_cast<int>(s)));
+    const int hoisted = plan_.module().HoistedKernels();
+    for (size_t s = 0; s < plan_.steps.size(); ++s) {
+      SCELLIS_TRY(AddStep(static_cast<int>(s)));
+      if (static_cast<int>(s) + 1 == hoisted)
+        p_.hoisted_dispatches = static_cast<int64_t>(p_.dispatches.size());
+    }
 
     for (const webir::Output& o : g.outputs) {
       const webir::Node& n = g.at(o.node);
@@ -345,6 +350,7 @@ Json ToJson(const DeviceProgram& p) {
           {"max_steps_per_submission", p.max_steps_per_submission},
           {"repeat", p.repeat},
           {"iterations_per_dispatch", p.iterations_per_dispatch},
+          {"hoisted_dispatches", p.hoisted_dispatches},
           {"buffers", buffers},
           {"sources", sources},
           {"inputs", inputs},

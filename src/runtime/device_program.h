@@ -22,9 +22,11 @@
 //   * A fed input's buffer may be replaced, per step, by a slot of a staging buffer holding that
 //     step's feed: the runtime substitutes the binding (offset + the slot's start; a size of 0 then
 //     means the input's byte count rounded up to 4).
-//   * A step runs the graph `repeat` times (a document's `"repeat": N`, a loop body). A temporally
-//     blocked body's dispatch runs `iterations_per_dispatch` of them, so the dispatch list is
-//     recorded repeat / iterations_per_dispatch times per step; carries swap after each round.
+//   * A step runs the graph `repeat` times (a document's `"repeat": N`, a loop body). The first
+//     `hoisted_dispatches` dispatches (the loop's invariants) are recorded once per step, before
+//     the first iteration; the rest are the body. A temporally blocked body's dispatch runs
+//     `iterations_per_dispatch` iterations, so the body's dispatches are recorded
+//     repeat / iterations_per_dispatch times per step; carries swap after each round.
 //   * After each round every carry swaps the roles of its two buffers: the buffer that held
 //     `from` now holds the input `to`, and the other becomes `from`'s buffer for the next step. A
 //     name read after a step (an output or an input) is found through that mapping.
@@ -143,7 +145,9 @@ struct DeviceProgram {
   int64_t max_steps_per_submission = static_cast<int64_t>(kMaxStepsPerRun);
   int64_t repeat = 1;                   // the graph's iterations per step
   int64_t iterations_per_dispatch = 1;  // > 1 when the body is temporally blocked
-  // How many times one step records the dispatch list (carries swap after each).
+  // The leading dispatches that run once per step, before the loop (hoisted kernels).
+  int64_t hoisted_dispatches = 0;
+  // How many times one step records the body's dispatches (carries swap after each).
   int64_t Rounds() const { return repeat / iterations_per_dispatch; }
 };
 

@@ -21,6 +21,46 @@ Plan Unplanned(const std::string& text, std::set<std::string> disabled = {}) {
   return FromKernel(c->module, o.plan).value();
 }
 
+// A loop (repeat 4): %2 = matmul(q, q) reads nothing carried, so it is hoisted and computed once;
+// the body is %3 = matmul(u, %2), %4 = matmul(%3, %3), %5 = neg(%4) carried back into u.
+std::string LoopDocument() {
+  Json u = InputNode(0, {2, 2}, {1, 2, 3, 4});
+  u["name"] = "u";
+  u["carry"] = "u_next";
+  Json doc = GraphDoc({u, InputNode(1, {2, 2}, {0.5, 0, 0, 0.5}),
+                       {{"id", 2}, {"op", "matmul"}, {"a", 1}, {"b", 1}},
+                       {{"id", 3}, {"op", "matmul"}, {"a", 0}, {"b", 2}},
+                       {{"id", 4}, {"op", "matmul"}, {"a", 3}, {"b", 3}},
+                       {{"id", 5}, {"op", "neg"}, {"a", 4}}},
+                      {{"u_next", 5}}, 5);
+  doc["repeat"] = 4;
+  return doc.dump();
+}
+
+TEST(LivenessPass, AHoistedValueLivesThroughTheWholeBody) {
+  for (bool hoisted : {true, false}) {
+    SCOPED_TRACE(hoisted ? "hoisted" : "not hoisted");
+    Plan p = Unplanned(LoopDocument(),
+                       hoisted ? std::set<std::string>{} : std::set<std::string>{"hoist-loop-invariants"});
+    ASSERT_EQ(p.steps.size(), 4u);
+    EXPECT_EQ(p.module().HoistedKernels(), hoisted ? 1 : 0);
+    ASSERT_TRUE(Liveness(p).ok());
+    // Read by step 1 only; hoisted, the next iteration's step 1 reads it again.
+    EXPECT_EQ(p.lifetimes[2].last_read, hoisted ? 3 : 1);
+    ASSERT_TRUE(MemoryClasses(p).ok());
+    ASSERT_TRUE(AssignBuffers(p).ok());
+    // Recomputed every iteration, its buffer is free for %4 once step 1 read it; hoisted, never.
+    EXPECT_EQ(p.buffer_of[4] == p.buffer_of[2], !hoisted);
+    EXPECT_TRUE(Verify(p).ok());
+    if (hoisted) {
+      // Had %4 taken the hoisted value's buffer, the second iteration would read it clobbered.
+      p.steps[2].write = p.buffer_of[4] = p.buffer_of[2];
+      p.steps[3].reads = {p.buffer_of[2]};
+      EXPECT_FALSE(Verify(p).ok());
+    }
+  }
+}
+
 TEST(LivenessPass, LifetimesOfASmallGraph) {
   // step 0: %1 = relu(x); step 1: %2 = matmul(%1, x); step 2: %3 = neg(%2), the output.
   Json doc = GraphDoc({InputNode(0, {2, 2}, {1, -2, 3, -4}),

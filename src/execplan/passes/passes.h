@@ -8,6 +8,8 @@
 namespace scellis::execplan {
 
 // Static liveness: for every stored value, the step that writes it and the last step that reads it.
+// A hoisted kernel's value read by the loop body lives to the body's last step (every iteration
+// reads it).
 Status Liveness(Plan& p);
 
 // The memory class of every stored value: parameters, inputs, gradients, optimizer state,

@@ -65,12 +65,15 @@ Status BlockTemporally(Module& m) {
   const webir::Graph& g = m.graph();
   const int64_t repeat = g.repeat;
   if (repeat <= 1) return Status::Ok();
-  if (m.kernels.size() != 1) {
-    m.not_blocked_because = "the loop body is " + std::to_string(m.kernels.size()) +
+  // Hoisted kernels run once before the loop; the body is what remains.
+  const int hoisted = m.HoistedKernels();
+  const size_t body = m.kernels.size() - hoisted;
+  if (body != 1) {
+    m.not_blocked_because = "the loop body is " + std::to_string(body) +
                             " kernels; only a one-kernel body is blocked";
     return Status::Ok();
   }
-  Kernel& k = m.kernels[0];
+  Kernel& k = m.kernels[hoisted];
   if (g.carries.size() != 1 || g.carries[0].from != k.output) {
     m.not_blocked_because = "the loop body's kernel is not the one carried value's update";
     return Status::Ok();

@@ -20,6 +20,13 @@ Status FuseElementwise(Module& m);
 // swapped strides (backward passes are full of them: x^T @ g, g @ w^T).
 Status FoldTransposes(Module& m);
 
+// Loop-invariant hoisting in a repeated graph (`"repeat": N`): a kernel none of whose inputs
+// depends, directly or through other kernels, on a carried input (and whose output is not itself
+// carried) computes the same value in every iteration; it is marked hoisted and moved, in order,
+// ahead of the loop body, so executors run it once per step before the first iteration and keep
+// its output through the loop. Kernels are renumbered. A graph without a loop is left alone.
+Status HoistLoopInvariants(Module& m);
+
 // The schedules the pass picks from. Large: 128x128 tiles, 8x8 outputs per invocation (256
 // invocations); medium: 64x64 tiles, 4x4 per invocation (256); small: the 16x16 one-output kernel.
 const MatmulSchedule& LargeMatmulSchedule();
@@ -50,9 +57,9 @@ Status ScheduleElementwise(Module& m);
 // Generates every kernel's WGSL (and its dispatch grid) for the module's determinism tier.
 Status EmitWgsl(Module& m);
 
-// Temporal blocking of a repeated graph (`"repeat": N`) whose body is one rank-2 stencil kernel
-// (a fused expression shifting its carried value, or `life`): a second WGSL source that runs
-// several iterations per dispatch over tiles with recomputed halos (Kernel::blocking), as many as
+// Temporal blocking of a repeated graph (`"repeat": N`) whose body (the kernels not hoisted) is
+// one rank-2 stencil kernel (a fused expression shifting its carried value, or `life`): a second
+// WGSL source that runs several iterations per dispatch over tiles with recomputed halos (Kernel::blocking), as many as
 // divide N and fit the halo. Otherwise Module::not_blocked_because says why. Every iteration
 // computes what the unblocked kernel computes, bit for bit.
 Status BlockTemporally(Module& m);

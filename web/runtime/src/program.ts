@@ -83,6 +83,9 @@ export interface DeviceProgram {
   // Iterations one dispatch runs (> 1 for a temporally blocked loop body; 1 when left out): the
   // dispatch list is recorded repeat / iterations_per_dispatch times per step.
   iterations_per_dispatch: number;
+  // The leading dispatches that run once per step, before the first iteration (the loop's
+  // invariants, hoisted by the engine; 0 when left out): only the rest are the loop body.
+  hoisted_dispatches: number;
   buffers: ProgramBuffer[];
   sources: ProgramSource[];
   inputs: ProgramInput[];
@@ -121,6 +124,9 @@ export function parseProgram(value: unknown): DeviceProgram {
   if (p.iterations_per_dispatch === undefined) p.iterations_per_dispatch = 1;
   if (!isCount(p.iterations_per_dispatch) || p.iterations_per_dispatch < 1 || p.repeat % p.iterations_per_dispatch !== 0)
     bad("iterations_per_dispatch must be a positive count dividing repeat");
+  if (p.hoisted_dispatches === undefined) p.hoisted_dispatches = 0;
+  if (!isCount(p.hoisted_dispatches) || p.hoisted_dispatches > p.dispatches.length)
+    bad("hoisted_dispatches must be a count of the program's dispatches");
   const nb = p.buffers.length;
   p.buffers.forEach((b, i) => {
     if (b.id !== i) bad(`buffers[${i}] has id ${b.id}`);

@@ -1,9 +1,9 @@
 // The browser runtime: executes a Scellis device program through WebGPU the way the native
 // backend does — buffers as planned, every dispatch of a run in one command encoder and one queue
 // submission, every value read back through one staging buffer mapped once (a program's `repeat`
-// records its dispatches repeat / iterations_per_dispatch times per step). Carried values
-// ping-pong: after an iteration, a carried output's buffer and its input's buffer swap roles, so
-// no iteration copies state. Software adapters (SwiftShader, lavapipe, a fallback adapter) are
+// records its body's dispatches repeat / iterations_per_dispatch times per step, its hoisted ones
+// once). Carried values ping-pong: after an iteration, a carried output's buffer and its input's
+// buffer swap roles, so no iteration copies state. Software adapters (SwiftShader, lavapipe, a fallback adapter) are
 // not a GPU: the runtime reports backend "none" for them unless asked to take one.
 
 import { ScellisRuntimeError, type ScellisRuntimeErrorCode } from "./errors.js";
@@ -535,10 +535,13 @@ export class Session {
       const encoder = d.createCommandEncoder({ label: `${p.name}: ${n} steps` });
       // A temporally blocked body runs several iterations per dispatch: fewer rounds per step.
       const rounds = p.repeat / p.iterations_per_dispatch;
+      const hoisted = p.dispatches.slice(0, p.hoisted_dispatches);
+      const body = p.dispatches.slice(p.hoisted_dispatches);
       for (let k = 0; k < n; k++) {
+        // The loop's invariants run once per step, in the first iteration's pass, before the body.
         for (let it = 0; it < rounds; it++) {
           let pass = encoder.beginComputePass();
-          for (const ds of p.dispatches) {
+          for (const ds of it === 0 ? [...hoisted, ...body] : body) {
             if (this.#poisonFill) {
               pass.end();
               const out = this.#writtenRange(ds);

@@ -22,18 +22,20 @@ if (!existsSync(tool)) {
 }
 mkdirSync(out, { recursive: true });
 
-// name, example, extra arguments (tier for documents that declare none; steps and history for the
-// reference's session).
+// name, document (from the repository's root), extra arguments (tier for documents that declare
+// none; steps and history for the reference's session). loop_invariant is a loop whose source
+// term is computed once, before the first iteration (a hoisted kernel).
 const cases = [
-  ["center_columns", "center_columns.json", []],
-  ["life_glider", "life_glider.json", ["--tier", "prod"]],
-  ["life_steps", "life_steps.json", ["--tier", "prod", "--steps", "8", "--history", "next"]],
-  ["mlp_step", "mlp_step.json", ["--steps", "8", "--history", "loss"]],
+  ["center_columns", "examples/center_columns.json", []],
+  ["life_glider", "examples/life_glider.json", ["--tier", "prod"]],
+  ["life_steps", "examples/life_steps.json", ["--tier", "prod", "--steps", "8", "--history", "next"]],
+  ["mlp_step", "examples/mlp_step.json", ["--steps", "8", "--history", "loss"]],
+  ["loop_invariant", "web/runtime/test/loop_invariant.json", []],
 ];
 for (const [name, file, extra] of cases) {
   execFileSync(
     tool,
-    [join(repo, "examples", file), ...extra, "--out", join(out, `${name}.program.json`), "--reference", join(out, `${name}.reference.json`)],
+    [join(repo, file), ...extra, "--out", join(out, `${name}.program.json`), "--reference", join(out, `${name}.reference.json`)],
     { stdio: ["ignore", "inherit", "inherit"] },
   );
 }

@@ -159,6 +159,22 @@ test("a temporally blocked program records its dispatch list repeat / iterations
   rt.destroy();
 });
 
+test("a program's hoisted dispatches run once per step, before its first iteration", async () => {
+  // k0 (out = f(x, state)) stands for an invariant here: hoisted, it runs once per step; k1 the body.
+  const f = fakeGpu();
+  const rt = await createRuntime({ gpu: f.gpu });
+  const s = await rt.prepare({ ...program(), repeat: 4, hoisted_dispatches: 1 });
+  const before = f.counters.dispatches.length;
+  const r = await s.runSteps(2, { feedsPerStep: [xs(1), xs(2)], watch: ["out"] });
+  assert.equal(r.stats.dispatches, 2 * (1 + 4));
+  const kernels = f.counters.dispatches.slice(before).map((d) => d.pipeline.code);
+  const step = ["// f\n", "// g\n", "// g\n", "// g\n", "// g\n"];
+  assert.deepEqual(kernels, [...step, ...step]);
+  await assert.rejects(rt.prepare({ ...program(), hoisted_dispatches: 3 }), { code: "bad-program" });
+  await assert.rejects(rt.prepare({ ...program(), hoisted_dispatches: -1 }), { code: "bad-program" });
+  rt.destroy();
+});
+
 test("execute: one submission, one map, every output, pipelines compiled once", async () => {
   const f = fakeGpu();
   const rt = await createRuntime({ gpu: f.gpu });

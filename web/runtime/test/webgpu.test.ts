@@ -146,6 +146,34 @@ test("poisonOutputs: every element is written, so a poisoned run gives the same 
   }
 });
 
+test("loop_invariant: the hoisted source term runs once, before the blocked sweeps; float64 and the reference agree", { timeout: 120_000 }, async (t) => {
+  const rt = gpu(t);
+  if (!rt) return;
+  const { program, reference } = load("loop_invariant");
+  // w = 0.1 exp(q) + q[i-1, j] reads nothing carried: one dispatch before the loop; the sweep
+  // u <- (neighbours(u) + w + w[i, j-1]) / 4 is one stencil kernel, 8 iterations per dispatch.
+  assert.equal(program.hoisted_dispatches, 1);
+  assert.equal(program.iterations_per_dispatch, 8);
+  const r = await rt.execute(program);
+  assert.equal(r.stats.submissions, 1);
+  assert.equal(r.stats.dispatches, 2);
+  const n = 12;
+  const q = sourceFloats(program, "q");
+  const at = (a: ArrayLike<number>, i: number, j: number) => (i < 0 || j < 0 || i >= n || j >= n ? 0 : a[i * n + j]!);
+  const w = Array.from(q, (_, k) => 0.1 * Math.exp(q[k]!) + at(q, Math.floor(k / n) - 1, k % n));
+  let u = new Array<number>(n * n).fill(0);
+  for (let it = 0; it < 8; it++) {
+    u = u.map((_, k) => {
+      const i = Math.floor(k / n), j = k % n;
+      return (at(u, i - 1, j) + at(u, i + 1, j) + at(u, i, j - 1) + at(u, i, j + 1) + w[k]! + at(w, i, j - 1)) / 4;
+    });
+  }
+  assertClose(r.outputs.u_next!.data, u, { atol: 1e-5, rtol: 1e-5 }, "u_next vs float64");
+  assertClose(r.outputs.u_next!.data, flat(reference.outputs.u_next!.data), { atol: 1e-6, rtol: 1e-6 }, "u_next vs the reference");
+  const poisoned = await rt.execute(program, {}, { poisonOutputs: true });
+  assert.deepEqual(Array.from(poisoned.outputs.u_next!.data), Array.from(r.outputs.u_next!.data));
+});
+
 test("life_steps: a carried grid over many steps in one submission each", { timeout: 120_000 }, async (t) => {
   const rt = gpu(t);
   if (!rt) return;

@@ -52,7 +52,7 @@ struct Resident {
 
   std::vector<T>& of(int node) { return buffers[plan->buffer_of[node]]; }
 
-  // A node's values between steps: a carry's source whose storage went to its target (see Step)
+  // A node's values between steps: a carry's source whose storage went to its target (see Carry)
   // gets a copy back first.
   const std::vector<T>& Read(int node) {
     const int b = plan->buffer_of[node];
@@ -119,11 +119,13 @@ struct Resident {
   // Runs of consecutive steps whose kernels write by chunk (kernel::ref::WritesByChunk) over
   // outputs of one size, where no kernel of the run writes a buffer that one of them reads
   // other than element for element (a scalar, say): such a run goes chunk by chunk through all
-  // its kernels (see Step). group_end[s] is one past the run that starts at step s.
+  // its kernels (see RunSteps). group_end[s] is one past the run that starts at step s.
   void FindChunkGroups() {
     const std::vector<execplan::Step>& steps = plan->steps;
     const webir::Graph& g = plan->graph();
     group_end.assign(steps.size(), 0);
+    // The hoisted steps run apart from the body's (once, before the loop): no run spans both.
+    const size_t hoisted = static_cast<size_t>(plan->module().HoistedKernels());
     auto kernel = [&](size_t s) -> const kernel::Kernel& {
       return plan->module().kernels[steps[s].kernel];
     };
@@ -145,7 +147,8 @@ struct Resident {
             if (std::find(b.begin(), b.end(), x) != b.end()) return true;
           return false;
         };
-        while (end < steps.size() && kernel::ref::WritesByChunk(kernel(end)) &&
+        const size_t limit = first < hoisted ? hoisted : steps.size();
+        while (end < limit && kernel::ref::WritesByChunk(kernel(end)) &&
                elements(end) == n) {
           std::vector<int> w = written, r = whole_reads;
           written.push_back(steps[end].write);
@@ -191,15 +194,27 @@ struct Resident {
     }
   }
 
-  Status Step(const kernel::ref::Parallel& parallel) {
-    std::fill(lent_to.begin(), lent_to.end(), -1);  // the step rewrites those buffers
+  // One step of a run: the hoisted kernels once, then `iterations` of the loop body.
+  Status Run(int64_t iterations, const kernel::ref::Parallel& parallel) {
+    const size_t hoisted = static_cast<size_t>(plan->module().HoistedKernels());
+    SCELLIS_TRY(RunSteps(0, hoisted, parallel));
+    for (int64_t it = 0; it < iterations; ++it) {
+      std::fill(lent_to.begin(), lent_to.end(), -1);  // the iteration rewrites those buffers
+      SCELLIS_TRY(RunSteps(hoisted, plan->steps.size(), parallel));
+      Carry();
+    }
+    return Status::Ok();
+  }
+
+  // Plan steps [begin, end), the chunk-wise runs among them chunk by chunk.
+  Status RunSteps(size_t begin, size_t end_of_steps, const kernel::ref::Parallel& parallel) {
     const std::vector<execplan::Step>& steps = plan->steps;
     auto inputs_of = [&](const execplan::Step& s) {
       std::vector<const T*> inputs;
       for (int b : s.reads) inputs.push_back(buffers[b].data());
       return inputs;
     };
-    for (size_t first = 0; first < steps.size();) {
+    for (size_t first = begin; first < end_of_steps;) {
       const size_t end = group_end[first];
       if (end == first + 1) {
         const execplan::Step& s = steps[first];
@@ -230,6 +245,10 @@ struct Resident {
       SCELLIS_TRY(failed);
       first = end;
     }
+    return Status::Ok();
+  }
+
+  void Carry() {
     // Carries read the step's results before any is overwritten. A lendable carry trades
     // storage with its target (FindLendableCarries); any other is copied into a spare buffer
     // that then trades places with its target (whose old storage is the next step's spare).
@@ -249,7 +268,6 @@ struct Resident {
         std::swap(of(carries[i].to), carry_spare[i]);
       }
     }
-    return Status::Ok();
   }
 
   std::vector<std::vector<T>> carry_spare;
@@ -286,7 +304,7 @@ class CpuPrepared : public Prepared {
         SCELLIS_TRY(resident_->Load(n, step_feeds));
       }
       initialized_ = true;
-      for (int64_t it = 0; it < g.repeat; ++it) SCELLIS_TRY(resident_->Step(parallel_));
+      SCELLIS_TRY(resident_->Run(g.repeat, parallel_));
       for (size_t i = 0; i < watch.size(); ++i) {
         // Carried inputs were just updated; outputs hold this step's value.
         const webir::Node& n = g.at(watch[i]);
@@ -345,7 +363,7 @@ Result<std::vector<std::vector<T>>> RunPlan(const execplan::Plan& plan, const Fe
     return InternalError("cpu.RunPlan", "asked to run a red plan");
   SCELLIS_ASSIGN_OR_RETURN(Resident<T> r,
                            Resident<T>::Make(plan, feeds, /*defer_fed=*/false, &exact));
-  for (int64_t it = 0; it < plan.graph().repeat; ++it) SCELLIS_TRY(r.Step(parallel));
+  SCELLIS_TRY(r.Run(plan.graph().repeat, parallel));
   std::vector<std::vector<T>> outputs;
   for (const webir::Output& o : plan.graph().outputs) {
     const std::vector<T>& b = r.Read(o.node);

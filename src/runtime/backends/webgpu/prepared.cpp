@@ -1,11 +1,12 @@
 // A plan resident on a Dawn device. Feeds for all steps of a run are uploaded first into one
 // staging buffer per fed input (the queue writes them before the submission executes), and each
-// step binds its own slice of it directly. Carried values ping-pong: after an iteration, a carried
-// output's buffer and its input's buffer swap roles, so no iteration copies state. The fused
-// encoder records every iteration of every step (a plan's `repeat` gives a step many) into one
-// submission; the generic executor, pinned for comparisons, submits each iteration alone. Only
-// the per-step history of watched outputs (one small copy per step, all into one history buffer)
-// is read back, through one staging map.
+// step binds its own slice of it directly. A loop's hoisted dispatches run once per step, before
+// its first iteration. Carried values ping-pong: after an iteration, a carried output's buffer and
+// its input's buffer swap roles, so no iteration copies state. The fused encoder records every
+// iteration of every step (a plan's `repeat` gives a step many) into one submission; the generic
+// executor, pinned for comparisons, submits each iteration alone. Only the per-step history of
+// watched outputs (one small copy per step, all into one history buffer) is read back, through
+// one staging map.
 //
 // Buffers, sources, pipelines and dispatches come from the device program (runtime/
 // device_program.h) built for this device's limits: the browser runtime executes the same program,
@@ -204,9 +205,12 @@ class WebGpuPrepared : public Prepared {
     for (const auto& [node, slots] : fed_slots) fed_buffer[plan_.buffer_of[node]] = &slots;
     const bool generic = executor() == kGenericExecutor;
     const int64_t iterations = program_.Rounds();
+    const size_t hoisted = static_cast<size_t>(program_.hoisted_dispatches);
     for (size_t k = 0; k < steps; ++k) {
+      // The loop's invariants, once per step; the body's dispatches every iteration.
+      EncodeDispatches(k, fed_buffer, 0, hoisted);
       for (int64_t it = 0; it < iterations; ++it) {
-        EncodeDispatches(k, fed_buffer);
+        EncodeDispatches(k, fed_buffer, hoisted, program_.dispatches.size());
         // The last iteration's outputs are the step's.
         if (it + 1 == iterations) {
           for (size_t i = 0; i < watch.size(); ++i) {
@@ -287,10 +291,12 @@ class WebGpuPrepared : public Prepared {
     uint64_t bytes;
   };
 
-  // One iteration's dispatches, every binding of a fed input's buffer taking step `step`'s slot
-  // of its staging buffer.
-  void EncodeDispatches(size_t step, const std::map<int, const Slots*>& fed_buffer) {
-    for (const ProgramDispatch& dispatch : program_.dispatches) {
+  // The program's dispatches [first, end), every binding of a fed input's buffer taking step
+  // `step`'s slot of its staging buffer.
+  void EncodeDispatches(size_t step, const std::map<int, const Slots*>& fed_buffer, size_t first,
+                        size_t end) {
+    for (size_t i = first; i < end; ++i) {
+      const ProgramDispatch& dispatch = program_.dispatches[i];
       std::vector<Binding> bindings;
       for (const ProgramBinding& b : dispatch.bindings) {
         auto fed = fed_buffer.find(b.buffer);
