@@ -13,6 +13,7 @@
 #include <iostream>
 #include <random>
 #include <sstream>
+#include <vector>
 
 #include "api/session.h"
 #include "runtime/backends/select.h"
@@ -76,6 +77,7 @@ int main(int argc, char** argv) {
     }
     int runs = std::max(1, total_steps / per_run);
     double busy_us = 0, gaps_us = 0, span_us = 0, dispatches = 0;
+    std::vector<double> by_dispatch;  // each of a step's dispatches, summed over the steps
     auto t0 = std::chrono::steady_clock::now();
     for (int i = 0; i < runs; ++i) {
       set_steps();
@@ -90,6 +92,10 @@ int main(int argc, char** argv) {
         gaps_us += g["gaps_us"].get<double>();
         span_us += g["span_us"].get<double>();
         dispatches += g["dispatches"].get<double>();
+        const Json& each = g["dispatch_us"];
+        const size_t per_step = each.size() / static_cast<size_t>(per_run);
+        by_dispatch.resize(per_step);
+        for (size_t d = 0; d < each.size(); ++d) by_dispatch[d % per_step] += each[d].get<double>();
       }
     }
     double us =
@@ -105,6 +111,10 @@ int main(int argc, char** argv) {
           "\"gpu_busy_us_per_step\": %.2f, \"gpu_gaps_us_per_step\": %.2f, "
           "\"gpu_span_us_per_step\": %.2f",
           dispatches / steps, busy_us / steps, gaps_us / steps, span_us / steps);
+      std::printf(", \"gpu_us_per_dispatch_of_a_step\": [");
+      for (size_t d = 0; d < by_dispatch.size(); ++d)
+        std::printf("%s%.2f", d ? ", " : "", by_dispatch[d] / steps);
+      std::printf("]");
     }
     std::printf("}\n");
     std::fflush(stdout);

@@ -77,6 +77,28 @@ TEST(ScheduleElementwisePass, WordDtypesOnlyAndNoShiftedLoads) {
       "scalar");
 }
 
+// An index ramp needs each element's coordinates and a butterfly reads a permuted element: both
+// keep their kernel one element per invocation (graph protocol version 6).
+TEST(ScheduleElementwisePass, IndexRampsAndButterfliesStayScalar) {
+  auto schedule_v6 = [](const std::vector<Json>& nodes) {
+    Json doc = scellis::testing::GraphDoc(nodes, {{"y", nodes.back()["id"].get<int>()}}, 6);
+    auto c = pipeline::Compile(doc.dump(), scellis::testing::ProdOptions());
+    EXPECT_TRUE(c.ok()) << (c.ok() ? "" : c.errors().front().Format());
+    for (const Kernel& k : c->module->kernels)
+      if (k.kind == KernelKind::kElementwise && k.elementwise_schedule)
+        return k.elementwise_schedule->Name();
+    return std::string("(none)");
+  };
+  EXPECT_EQ(schedule_v6({Input(0, {16}), Input(1, {16}), Binary(2, "add", 0, 1)}), "vec4/256x4");
+  EXPECT_EQ(schedule_v6({Input(0, {16}),
+                         {{"id", 1}, {"op", "arange"}, {"shape", {16}}, {"dtype", "f32"}},
+                         Binary(2, "add", 0, 1)}),
+            "scalar");
+  EXPECT_EQ(schedule_v6({Input(0, {16}), {{"id", 1}, {"op", "butterfly"}, {"a", 0}, {"mask", 1}},
+                         Binary(2, "add", 0, 1)}),
+            "scalar");
+}
+
 TEST(ScheduleElementwisePass, ReadPeriodIsTheTrailingSpan) {
   const Module m = Lower({Input(0, {5, 3, 4}), Input(1, {3, 4}), Input(2, {1}), Input(3, {5, 1, 4}),
                           Binary(4, "add", 0, 1), Binary(5, "add", 4, 2), Binary(6, "add", 5, 3)});
