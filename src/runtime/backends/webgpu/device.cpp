@@ -1148,7 +1148,8 @@ void Device::Dispatch(PipelineId pipeline, const std::vector<Binding>& bindings,
       m.bind_groups.emplace(std::move(key), group);
     }
   }
-  if (m.timestamp_set && m.timed_dispatches < kMaxTimedDispatches) {
+  const bool timed = m.timestamp_set && m.timed_dispatches < kMaxTimedDispatches;
+  if (timed) {
     // A pass of its own, whose beginning and end timestamps bracket this one dispatch.
     m.EnsureEncoder();
     m.EndPass();
@@ -1166,6 +1167,8 @@ void Device::Dispatch(PipelineId pipeline, const std::vector<Binding>& bindings,
   if (group) p.ComputePassEncoderSetBindGroup(m.pass, 0, group, 0, nullptr);
   p.ComputePassEncoderDispatchWorkgroups(m.pass, x, y, z);
   m.recorded_dispatches++;
+  // A timed pass holds its one dispatch: an untimed one past the cap must not land inside it.
+  if (timed) m.EndPass();
 }
 
 void Device::Copy(BufferId src, uint64_t src_offset, BufferId dst, uint64_t dst_offset,
