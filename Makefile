@@ -19,10 +19,14 @@ build-main: setup-main
 	@$(CONFIGURE) -DSCELLIS_TESTS=OFF >/dev/null
 	@cmake --build $(BUILD) -j $(JOBS) --target scellis
 
+# Each phase prints the time it starts, so a slow build shows where its time went.
 build: setup-test
+	@echo "build: the engine, the tests and the tools ($$(date +%T))"
 	@$(CONFIGURE) -DSCELLIS_TESTS=ON >/dev/null
 	@cmake --build $(BUILD) -j $(JOBS)
+	@echo "build: the browser side ($$(date +%T))"
 	@bash tools/build_web.sh
+	@echo "build: done ($$(date +%T))"
 
 run: build-main
 	@bash tools/run_main_job.sh $(BUILD)

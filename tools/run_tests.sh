@@ -11,23 +11,26 @@ CONFORM_STORE=$(mktemp -d)
 trap 'rm -rf "$CONFORM_STORE"' EXIT
 export SCELLIS_STORE="$CONFORM_STORE/store"
 
-echo "== unit and integration tests"
+# Each section says how long the suite has run so far, so a slow one shows where the time went.
+section() { echo "== [$((SECONDS / 60))m$((SECONDS % 60))s] $*"; }
+
+section "unit and integration tests"
 "$BUILD/scellis_tests" --gtest_brief=1
 
-echo "== examples on the CPU reference"
+section "examples on the CPU reference"
 for f in examples/*.json; do
   "$BUILD/scellis" validate "$f" --tier=prod >/dev/null
 done
 "$BUILD/scellis" run examples/seed_mul_relu.json --tier=prod --backend=cpu 2>/dev/null | grep -q '\[0, 60, 120\]'
 
-echo "== conformance: every GPU kernel against the CPU reference, on SwiftShader"
+section "conformance: every GPU kernel against the CPU reference, on SwiftShader"
 "$BUILD/scellis" conform --tier=prod --backend=webgpu --allow-software-adapter
 "$BUILD/scellis" conform --tier=debug --backend=webgpu --allow-software-adapter
 # The receipts just minted are what `scellis run` reports for this profile.
 "$BUILD/scellis" run examples/matmul_chain.json --tier=prod \
   --backend=webgpu --allow-software-adapter 2>/dev/null | grep -qE 'receipts: ([0-9]+)/\1 kernels conformed'
 
-echo "== every example on SwiftShader gives the reference's answer"
+section "every example on SwiftShader gives the reference's answer"
 for f in examples/*.json; do
   grep -q '"train"' "$f" && continue
   "$BUILD/scellis" run "$f" --tier=prod --backend=cpu --json 2>/dev/null > "$CONFORM_STORE/cpu.json"
@@ -42,18 +45,18 @@ for f in examples/*.json; do
 done
 "$BUILD/scellis" store verify
 
-echo "== training on SwiftShader (a short epoch) and on the CPU reference"
+section "training on SwiftShader (a short epoch) and on the CPU reference"
 "$BUILD/scellis" train examples/fashion_mlp.json --backend=webgpu --allow-software-adapter \
   --epochs 1 --max-steps 16 --steps-per-run 8 2>/dev/null | grep -q "on webgpu"
-echo "== data-parallel training over MPI: 2 ranks equal one process bit for bit; failing ranks"
+section "data-parallel training over MPI: 2 ranks equal one process bit for bit; failing ranks"
 bash tools/run_mpi_tests.sh "$BUILD"
-echo "== agreement with PyTorch (CPU) and bit-exact resume"
+section "agreement with PyTorch (CPU) and bit-exact resume"
 SCELLIS_BUILD="$BUILD" .venv/bin/python -m pytest -q tests/peer tests/train tests/layering
 
-echo "== the Python package: every Tensor method against NumPy, sessions, errors (CPU and SwiftShader)"
+section "the Python package: every Tensor method against NumPy, sessions, errors (CPU and SwiftShader)"
 .venv/bin/python -m pytest -q tests/python
 
-echo "== the Studio's canvas: unit tests, and conformance of a WebGPU device (Dawn in Node) through the server"
+section "the Studio's canvas: unit tests, and conformance of a WebGPU device (Dawn in Node) through the server"
 SCELLIS_BUILD="$(cd "$BUILD" && pwd)" npm --prefix web test --silent
 # The WebAssembly engine, built by tools/build_wasm.sh (make test builds it): the browser runtime's
 # pipelines are lowered by it and the reference's tests run it. A missing build fails here, never
@@ -61,14 +64,14 @@ SCELLIS_BUILD="$(cd "$BUILD" && pwd)" npm --prefix web test --silent
 for f in web/wasm/dist/scellis_reference.wasm web/wasm/dist/index.js; do
   [ -f "$f" ] || { echo "missing $f: run tools/build_wasm.sh" >&2; exit 1; }
 done
-echo "== the browser runtime under Node: WebGPU (Dawn on SwiftShader) on the engine's device programs, and pipelines traced from TypeScript"
+section "the browser runtime under Node: WebGPU (Dawn on SwiftShader) on the engine's device programs, and pipelines traced from TypeScript"
 SCELLIS_DEVICE_PROGRAM="$(cd "$BUILD" && pwd)/scellis_device_program" npm --prefix web/runtime test --silent
-echo "== the Studio in a real browser"
+section "the Studio in a real browser"
 SCELLIS_BUILD="$(cd "$BUILD" && pwd)" node --test tests/studio/
-echo "== WebAssembly reference: every example bit for bit as the native reference, in Node and in Chromium"
+section "WebAssembly reference: every example bit for bit as the native reference, in Node and in Chromium"
 SCELLIS_BUILD="$(cd "$BUILD" && pwd)" npm --prefix web/wasm test --silent
 
-echo "== the fuzz corpora replayed through every fuzz target (built without libFuzzer)"
+section "the fuzz corpora replayed through every fuzz target (built without libFuzzer)"
 for src in tools/fuzz/*_fuzz.cpp; do
   name="$(basename "$src" _fuzz.cpp)"
   seeds="$(mktemp -d)"
@@ -76,6 +79,6 @@ for src in tools/fuzz/*_fuzz.cpp; do
   "$BUILD/${name}_fuzz" "$seeds"/* | tail -n 1
   rm -rf "$seeds"
 done
-echo "== fuzzing every target briefly (20 s each)"
-bash tools/run_fuzz.sh 20
-echo "all tests passed"
+section "fuzzing every target briefly (10 s each; longer campaigns: tools/run_fuzz.sh SECONDS)"
+bash tools/run_fuzz.sh 10
+echo "all tests passed in $((SECONDS / 60)) min $((SECONDS % 60)) s"
