@@ -10,11 +10,18 @@
 // submission takes about 50 ms); the median run's time per step gives GB/s from the bytes the
 // step must move (each input read once, the output written once).
 //
+// --schedules=256x4,128x8 runs copy and chain wide once per listed schedule (workgroup size x
+// vectors per invocation, kernel::Module::elementwise_schedule_override) instead of the pass's
+// choice alone. --gpu-timestamps times each dispatch on the GPU too (a row then gives the
+// kernel's own time per step beside the wall time).
+//
 //   scellis_bench_elementwise [--backend=webgpu] [--runs=10] [--quick] [--tier=prod]
+//                             [--schedules=WGxP,...] [--gpu-timestamps] [--log2=N]
 #include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <iostream>
+#include <optional>
 #include <random>
 #include <string>
 #include <vector>
@@ -30,7 +37,21 @@ struct Case {
   std::string kind;  // copy, chain, sum
   int log2_n;
   bool wide;  // the schedule-elementwise pass on (copy and chain only)
+  std::optional<kernel::ElementwiseSchedule> forced;  // wide: in place of the pass's choice
 };
+
+// "256x4" -> workgroup size 256, 4 vectors per invocation.
+std::optional<kernel::ElementwiseSchedule> ParseSchedule(const std::string& text) {
+  kernel::ElementwiseSchedule s;
+  const size_t x = text.find('x');
+  if (x == std::string::npos) return std::nullopt;
+  s.workgroup_size = std::atoi(text.substr(0, x).c_str());
+  s.per_invocation = std::atoi(text.substr(x + 1).c_str());
+  if (s.workgroup_size < 1 || s.workgroup_size > 1024 || s.per_invocation < 1 ||
+      s.per_invocation > 16)
+    return std::nullopt;
+  return s;
+}
 
 Json Param(int id, const std::string& name, int64_t n) {
   // The session's starting values replace the declared initializer.
@@ -102,6 +123,9 @@ int main(int argc, char** argv) {
   std::string backend = "webgpu";
   int runs = 10;
   bool quick = false;
+  bool gpu_timestamps = false;
+  std::vector<int> sizes = {26, 28};  // log2 of the element count
+  std::vector<kernel::ElementwiseSchedule> schedules;
   policy::Tier tier = policy::Tier::kProd;
   for (int i = 1; i < argc; ++i) {
     const std::string arg = argv[i];
@@ -111,18 +135,35 @@ int main(int argc, char** argv) {
       runs = std::max(1, std::atoi(arg.c_str() + 7));
     else if (arg == "--quick")
       quick = true;
-    else if (arg == "--tier=debug")
+    else if (arg.rfind("--log2=", 0) == 0)
+      sizes = {std::clamp(std::atoi(arg.c_str() + 7), 4, 30)};
+    else if (arg == "--gpu-timestamps")
+      gpu_timestamps = true;
+    else if (arg.rfind("--schedules=", 0) == 0) {
+      std::string list = arg.substr(12) + ",";
+      for (size_t at = 0, comma; (comma = list.find(',', at)) != std::string::npos;
+           at = comma + 1) {
+        auto parsed = ParseSchedule(list.substr(at, comma - at));
+        if (!parsed) {
+          std::cerr << "--schedules takes WGxP,... (e.g. 256x4,128x8)\n";
+          return 2;
+        }
+        schedules.push_back(*parsed);
+      }
+    } else if (arg == "--tier=debug")
       tier = policy::Tier::kDebug;
     else if (arg != "--tier=prod") {
       std::cerr << "usage: scellis_bench_elementwise [--backend=B] [--runs=N] [--quick] "
-                   "[--tier=prod|debug]\n";
+                   "[--tier=prod|debug] [--schedules=WGxP,...] [--gpu-timestamps] [--log2=N]\n";
       return 2;
     }
   }
   std::vector<Case> cases;
-  for (int log2_n : quick ? std::vector<int>{20} : std::vector<int>{26, 28}) {
+  for (int log2_n : quick ? std::vector<int>{20} : sizes) {
     for (const char* kind : {"copy", "chain"}) {
-      cases.push_back({kind, log2_n, true});
+      if (schedules.empty()) cases.push_back({kind, log2_n, true});
+      for (const kernel::ElementwiseSchedule& s : schedules)
+        cases.push_back({kind, log2_n, true, s});
       cases.push_back({kind, log2_n, false});
     }
     cases.push_back({"sum", log2_n, false});
@@ -131,7 +172,8 @@ int main(int argc, char** argv) {
   for (const Case& c : cases) {
     const int64_t n = int64_t{1} << c.log2_n;
     const std::string name = c.kind + " 2^" + std::to_string(c.log2_n);
-    auto sel = runtime::SelectBackend({.requested = backend, .allow_software_adapter = true});
+    auto sel = runtime::SelectBackend(
+        {.requested = backend, .allow_software_adapter = true, .gpu_timestamps = gpu_timestamps});
     if (!sel.ok()) {
       std::cerr << sel.errors().front().Format() << "\n";
       return 2;
@@ -149,6 +191,7 @@ int main(int argc, char** argv) {
     pipeline::CompileOptions options;
     options.lower.tier = tier;
     if (!c.wide) options.disabled_passes.insert("schedule-elementwise");
+    options.elementwise_schedule = c.forced;
     Json row = {{"case", name},       {"kind", c.kind},   {"elements", n},
                 {"backend", backend}, {"device", device}, {"tier", policy::TierName(tier)}};
     auto s = api::Session::Prepare(Doc(c, n).dump(), options, std::move(sel.value()), initial);
@@ -187,6 +230,7 @@ int main(int argc, char** argv) {
       return 2;
     }
     std::vector<double> per_step_s;
+    double gpu_busy_us = 0, gpu_dispatches = 0;
     for (int i = 0; i < runs; ++i) {
       const auto start = std::chrono::steady_clock::now();
       auto r = session.Run(feeds, {});
@@ -197,6 +241,10 @@ int main(int argc, char** argv) {
         return 2;
       }
       per_step_s.push_back(seconds / steps);
+      if (r->stats.contains("gpu_timestamps")) {
+        gpu_busy_us += r->stats["gpu_timestamps"]["busy_us"].get<double>();
+        gpu_dispatches += r->stats["gpu_timestamps"]["dispatches"].get<double>();
+      }
     }
     std::sort(per_step_s.begin(), per_step_s.end());
     const double median = per_step_s[per_step_s.size() / 2];
@@ -209,6 +257,13 @@ int main(int argc, char** argv) {
                 {"gb_per_s", bytes / median / 1e9},
                 {"worst_error_over_bound", worst},
                 {"correct", correct}});
+    if (gpu_dispatches > 0) {
+      // The kernel's own time per step, and the bandwidth it alone reaches.
+      const double kernel_us = gpu_busy_us / (static_cast<double>(runs) * steps);
+      row.update({{"gpu_us_per_step", kernel_us},
+                  {"gpu_gb_per_s", bytes / (kernel_us * 1e-6) / 1e9},
+                  {"dispatches_per_step", gpu_dispatches / (static_cast<double>(runs) * steps)}});
+    }
     std::cout << row.dump() << std::endl;
   }
   return failures ? 1 : 0;

@@ -152,6 +152,10 @@ struct Module {
   // loads kept only for operands whose layout allows them; a matmul it cannot run (an empty
   // output, too many workgroups) keeps the chosen schedule.
   std::optional<MatmulSchedule> matmul_schedule_override;
+  // When set, schedule-elementwise gives every kernel it can widen this workgroup size and
+  // per-invocation count in place of its own choice (benchmarks sweep them); width stays the
+  // pass's.
+  std::optional<ElementwiseSchedule> elementwise_schedule_override;
   std::vector<Kernel> kernels;
   // Why a repeated graph's body is not temporally blocked; empty when it is or there is no loop.
   std::string not_blocked_because;

@@ -112,6 +112,7 @@ Result<Compiled> Descend(Compiled c, webir::Graph g, const CompileOptions& o) {
 
   SCELLIS_ASSIGN_OR_RETURN(kernel::Module m, kernel::FromWebir(c.graph));
   m.matmul_schedule_override = o.matmul_schedule;
+  m.elementwise_schedule_override = o.elementwise_schedule;
   SCELLIS_ASSIGN_OR_RETURN(stop, RunPasses(Rung::kKernel, m, o));
   if (stop || o.up_to < Rung::kExecplan) SCELLIS_TRY(kernel::Verify(m));  // else FromKernel does
   c.module = std::make_shared<const kernel::Module>(std::move(m));

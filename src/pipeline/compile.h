@@ -46,6 +46,8 @@ struct CompileOptions {
   // Every matmul takes this schedule in place of the one schedule-matmul chooses (tests and
   // benchmarks compare schedules on one shape); see kernel::Module::matmul_schedule_override.
   std::optional<kernel::MatmulSchedule> matmul_schedule;
+  // Likewise for wide elementwise kernels; see kernel::Module::elementwise_schedule_override.
+  std::optional<kernel::ElementwiseSchedule> elementwise_schedule;
 };
 
 // Each rung is owned once; a later rung refers to the one it was lowered from.

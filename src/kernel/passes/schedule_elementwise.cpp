@@ -41,6 +41,10 @@ ElementwiseSchedule ChooseElementwiseSchedule(const Module& m, const Kernel& k) 
   s.width = 4;
   s.workgroup_size = 256;
   s.per_invocation = 4;
+  if (const auto& forced = m.elementwise_schedule_override) {
+    s.workgroup_size = forced->workgroup_size;
+    s.per_invocation = forced->per_invocation;
+  }
   return s;
 }
 

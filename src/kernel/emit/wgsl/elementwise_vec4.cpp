@@ -29,26 +29,41 @@ Generated VectorTile(const Module& m, const Kernel& k, const ElementwiseSchedule
   // it is bound as a window of the output's shape (device_program windows exactly those), else by
   // its place in the whole output, modulo the period's vectors.
   std::vector<bool> vec4_inputs(k.inputs.size());
-  std::string params, loads;
-  std::vector<std::string> component_args(width);
+  std::vector<std::string> offsets(k.inputs.size()), wraps(k.inputs.size());
+  std::string params;
   for (size_t n = 0; n < k.inputs.size(); ++n) {
-    const std::string x = std::to_string(n);
     const TensorType& in = m.graph().at(k.inputs[n]).type;
     const int64_t period = ReadPeriod(m, k, static_cast<int>(n)).value_or(total);
     vec4_inputs[n] = period != 1;
-    std::string index = "0u";
-    if (period != 1) {
-      const bool windowed = in.SameShape(type);
-      index = windowed || first == 0 ? "j" : "(j + " + U32(first) + ")";
-      if (!windowed && period != total) index += " % " + U32(period / width);
-    }
-    loads += "    let v" + x + " = in" + x + "[" + index + "];\n";
-    params += (n ? ", a" : "a") + x + ": " + StorageType(in.dtype);
-    for (int c = 0; c < width; ++c) {
-      if (n) component_args[c] += ", ";
-      component_args[c] += "v" + x + (period != 1 ? std::string(".") + kComponents[c] : "");
-    }
+    const bool windowed = in.SameShape(type);
+    if (!windowed && first != 0) offsets[n] = " + " + U32(first);
+    if (!windowed && period != total) wraps[n] = " % " + U32(period / width);
+    params += (n ? ", a" : "a") + std::to_string(n) + ": " + StorageType(in.dtype);
   }
+  // The loads of the vector at index `j` into v<input><suffix>, and its store from them.
+  auto loads = [&](const std::string& j, const std::string& suffix) {
+    std::string text;
+    for (size_t n = 0; n < k.inputs.size(); ++n) {
+      const std::string index = !vec4_inputs[n]      ? "0u"
+                                : offsets[n].empty() ? j + wraps[n]
+                                                     : "(" + j + offsets[n] + ")" + wraps[n];
+      text += "    let v" + std::to_string(n) + suffix + " = in" + std::to_string(n) + "[" + index +
+              "];\n";
+    }
+    return text;
+  };
+  auto store = [&](const std::string& j, const std::string& suffix) {
+    std::string text =
+        "    out[" + j + "] = vec" + std::to_string(width) + "<" + StorageType(type.dtype) + ">(";
+    for (int c = 0; c < width; ++c) {
+      text += std::string(c ? "," : "") + "\n      fused_element(";
+      for (size_t n = 0; n < k.inputs.size(); ++n)
+        text += (n ? ", v" : "v") + std::to_string(n) + suffix +
+                (vec4_inputs[n] ? std::string(".") + kComponents[c] : "");
+      text += ")";
+    }
+    return text + ");\n";
+  };
 
   std::string element = "fn fused_element(" + params + ") -> " + StorageType(type.dtype) + " {\n";
   for (size_t n = 0; n < k.inputs.size(); ++n)
@@ -59,15 +74,24 @@ Generated VectorTile(const Module& m, const Kernel& k, const ElementwiseSchedule
   element +=
       "  return " + StorageValue(type.dtype, "s" + std::to_string(k.expr.size() - 1)) + ";\n}\n";
 
-  std::string store =
-      "    out[j] = vec" + std::to_string(width) + "<" + StorageType(type.dtype) + ">(";
-  for (int c = 0; c < width; ++c)
-    store += std::string(c ? "," : "") + "\n      fused_element(" + component_args[c] + ")";
-  store += ");\n";
-
   const int64_t per_group = int64_t{s.workgroup_size} * s.per_invocation;
   const int64_t groups = std::clamp<int64_t>((vectors + per_group - 1) / per_group, 1,
                                              ElementwiseSchedule::kMaxWorkgroups);
+  // Whole trips of per_invocation vectors: every load of a trip is issued before its first store.
+  // Stores to `out` may alias the inputs' bindings as far as the shader compiler knows, so it
+  // cannot move a later vector's loads above an earlier vector's store; written this way an
+  // invocation has per_invocation vectors' loads in flight at once. The rest, one at a time.
+  std::string trips;
+  if (s.per_invocation > 1) {
+    const int p = s.per_invocation;
+    trips =
+        "  loop {\n    if (j + " + U32(p - 1) + " * stride >= " + U32(vectors) + ") { break; }\n";
+    for (int t = 0; t < p; ++t)
+      trips += "    let j" + std::to_string(t) + " = j + " + U32(t) + " * stride;\n";
+    for (int t = 0; t < p; ++t) trips += loads("j" + std::to_string(t), "_" + std::to_string(t));
+    for (int t = 0; t < p; ++t) trips += store("j" + std::to_string(t), "_" + std::to_string(t));
+    trips += "    j = j + " + U32(p) + " * stride;\n  }\n";
+  }
   Generated out;
   const bool tiled = base != 0 || count != total;
   out.source = (tiled ? "// a tile of " + std::to_string(count) + " elements from " +
@@ -78,9 +102,10 @@ Generated VectorTile(const Module& m, const Kernel& k, const ElementwiseSchedule
                ")\n"
                "fn main(@builtin(global_invocation_id) gid: vec3<u32>,\n"
                "        @builtin(num_workgroups) groups: vec3<u32>) {\n"
-               "  for (var j = gid.x; j < " +
-               U32(vectors) + "; j = j + groups.x * " + U32(s.workgroup_size) + ") {\n" + loads +
-               store + "  }\n}\n";
+               "  let stride = groups.x * " +
+               U32(s.workgroup_size) + ";\n  var j = gid.x;\n" + trips + "  for (; j < " +
+               U32(vectors) + "; j = j + stride) {\n" + loads("j", "") + store("j", "") +
+               "  }\n}\n";
   out.workgroups = {static_cast<uint32_t>(groups), 1, 1};
   return out;
 }
