@@ -81,8 +81,9 @@ struct ElementwiseSchedule {
   // count is a multiple of 4.
   int width = 1;
   int workgroup_size = 64;
-  // Vectors each invocation computes in a grid-stride loop (1: one per invocation, no loop); the
-  // grid is sized to the work at this many, and grows no larger than kMaxWorkgroups.
+  // Vectors each invocation computes: a workgroup covers chunks of workgroup_size x
+  // per_invocation consecutive vectors; the grid is one workgroup per chunk, no larger than
+  // kMaxWorkgroups (beyond it a workgroup takes every kMaxWorkgroups-th chunk).
   int per_invocation = 1;
   static constexpr int64_t kMaxWorkgroups = 65535;  // one grid dimension, no folding needed
 

@@ -83,7 +83,7 @@ bool IsIndexOp(const std::string& op);
 // the tile starts and ends on a vector boundary, else the one-element-per-invocation kernel.
 Generated ElementwiseTile(const Module& m, const Kernel& k, int64_t base, int64_t count);
 // The wide kernel of `s` over output elements [base, base + count), both multiples of s.width:
-// each invocation loads, computes and stores vectors in a grid-stride loop, every component
+// each workgroup loads, computes and stores chunks of consecutive vectors, every component
 // through the one per-element function of the fused expression, so it computes every element
 // exactly as the scalar kernel does.
 Generated VectorTile(const Module& m, const Kernel& k, const ElementwiseSchedule& s, int64_t base,

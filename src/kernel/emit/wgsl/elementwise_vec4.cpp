@@ -1,9 +1,10 @@
 // The wide fused elementwise kernel (ElementwiseSchedule width 4): vectors of four elements loaded
-// and stored whole, in a grid-stride loop. The fused expression stays one scalar function,
-// `fused_element`, that computes one output from its inputs' storage values: a vector's components
-// are four calls of it. So every op the scalar kernel emits works unchanged (its NaN tests on the
-// bits included), and an element's bits cannot differ from the scalar kernel's; a GPU executes
-// vector arithmetic one component at a time anyway, so nothing is lost by not writing it on vec4.
+// and stored whole, each workgroup over chunks of consecutive vectors. The fused expression stays
+// one scalar function, `fused_element`, that computes one output from its inputs' storage values: a
+// vector's components are four calls of it. So every op the scalar kernel emits works unchanged
+// (its NaN tests on the bits included), and an element's bits cannot differ from the scalar
+// kernel's; a GPU executes vector arithmetic one component at a time anyway, so nothing is lost by
+// not writing it on vec4.
 #include <algorithm>
 
 #include "kernel/emit/wgsl/codegen.h"
@@ -47,16 +48,16 @@ Generated VectorTile(const Module& m, const Kernel& k, const ElementwiseSchedule
       const std::string index = !vec4_inputs[n]      ? "0u"
                                 : offsets[n].empty() ? j + wraps[n]
                                                      : "(" + j + offsets[n] + ")" + wraps[n];
-      text += "    let v" + std::to_string(n) + suffix + " = in" + std::to_string(n) + "[" + index +
-              "];\n";
+      text += "      let v" + std::to_string(n) + suffix + " = in" + std::to_string(n) + "[" +
+              index + "];\n";
     }
     return text;
   };
   auto store = [&](const std::string& j, const std::string& suffix) {
     std::string text =
-        "    out[" + j + "] = vec" + std::to_string(width) + "<" + StorageType(type.dtype) + ">(";
+        "      out[" + j + "] = vec" + std::to_string(width) + "<" + StorageType(type.dtype) + ">(";
     for (int c = 0; c < width; ++c) {
-      text += std::string(c ? "," : "") + "\n      fused_element(";
+      text += std::string(c ? "," : "") + "\n        fused_element(";
       for (size_t n = 0; n < k.inputs.size(); ++n)
         text += (n ? ", v" : "v") + std::to_string(n) + suffix +
                 (vec4_inputs[n] ? std::string(".") + kComponents[c] : "");
@@ -77,21 +78,27 @@ Generated VectorTile(const Module& m, const Kernel& k, const ElementwiseSchedule
   const int64_t per_group = int64_t{s.workgroup_size} * s.per_invocation;
   const int64_t groups = std::clamp<int64_t>((vectors + per_group - 1) / per_group, 1,
                                              ElementwiseSchedule::kMaxWorkgroups);
-  // Whole trips of per_invocation vectors: every load of a trip is issued before its first store.
-  // Stores to `out` may alias the inputs' bindings as far as the shader compiler knows, so it
-  // cannot move a later vector's loads above an earlier vector's store; written this way an
-  // invocation has per_invocation vectors' loads in flight at once. The rest, one at a time.
-  std::string trips;
-  if (s.per_invocation > 1) {
-    const int p = s.per_invocation;
-    trips =
-        "  loop {\n    if (j + " + U32(p - 1) + " * stride >= " + U32(vectors) + ") { break; }\n";
-    for (int t = 0; t < p; ++t)
-      trips += "    let j" + std::to_string(t) + " = j + " + U32(t) + " * stride;\n";
-    for (int t = 0; t < p; ++t) trips += loads("j" + std::to_string(t), "_" + std::to_string(t));
-    for (int t = 0; t < p; ++t) trips += store("j" + std::to_string(t), "_" + std::to_string(t));
-    trips += "    j = j + " + U32(p) + " * stride;\n  }\n";
+  // Each workgroup covers whole chunks of workgroup_size x per_invocation consecutive vectors (its
+  // invocation t takes vectors t, t + workgroup_size, ... of the chunk), and strides over chunks
+  // only when there are more than the grid's workgroups. So the workgroups resident at one time
+  // stream one compact window of every buffer, moving through memory in order: a grid-stride
+  // loop over single vectors instead scatters them over per_invocation windows far apart, which
+  // costs the GPU's address translation more than half its bandwidth once the buffers pass a few
+  // hundred MiB. Within a whole chunk every load is issued before the first store: the shader
+  // compiler may not move a load above a store to another binding (bindings may alias, as far as
+  // it knows), so written this way an invocation has per_invocation vectors' loads in flight.
+  const int p = s.per_invocation;
+  const std::string chunk = U32(per_group);
+  std::string whole, partial;
+  for (int t = 0; t < p; ++t) {
+    const std::string jt = "j" + std::to_string(t);
+    whole += "      let " + jt + " = first + " + U32(int64_t{t} * s.workgroup_size) + ";\n";
+    partial += "      let " + jt + " = first + " + U32(int64_t{t} * s.workgroup_size) +
+               ";\n      if (" + jt + " < " + U32(vectors) + ") {\n" + loads(jt, "") +
+               store(jt, "") + "      }\n";
   }
+  for (int t = 0; t < p; ++t) whole += loads("j" + std::to_string(t), "_" + std::to_string(t));
+  for (int t = 0; t < p; ++t) whole += store("j" + std::to_string(t), "_" + std::to_string(t));
   Generated out;
   const bool tiled = base != 0 || count != total;
   out.source = (tiled ? "// a tile of " + std::to_string(count) + " elements from " +
@@ -100,12 +107,14 @@ Generated VectorTile(const Module& m, const Kernel& k, const ElementwiseSchedule
                Bindings(m, k, vec4_inputs, true) + ExpressionHelpers(m, k) + element + "\n" +
                "@compute @workgroup_size(" + std::to_string(s.workgroup_size) +
                ")\n"
-               "fn main(@builtin(global_invocation_id) gid: vec3<u32>,\n"
+               "fn main(@builtin(workgroup_id) group: vec3<u32>,\n"
+               "        @builtin(local_invocation_index) lane: u32,\n"
                "        @builtin(num_workgroups) groups: vec3<u32>) {\n"
-               "  let stride = groups.x * " +
-               U32(s.workgroup_size) + ";\n  var j = gid.x;\n" + trips + "  for (; j < " +
-               U32(vectors) + "; j = j + stride) {\n" + loads("j", "") + store("j", "") +
-               "  }\n}\n";
+               "  for (var c = group.x; c < " +
+               U32((vectors + per_group - 1) / per_group) + "; c = c + groups.x) {\n" +
+               "    let first = c * " + chunk + " + lane;\n" + "    if ((c + 1u) * " + chunk +
+               " <= " + U32(vectors) + ") {\n" + whole + "    } else {\n" + partial +
+               "    }\n  }\n}\n";
   out.workgroups = {static_cast<uint32_t>(groups), 1, 1};
   return out;
 }

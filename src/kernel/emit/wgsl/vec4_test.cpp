@@ -203,6 +203,57 @@ TEST(ElementwiseVec4, RaggedSizesMatchTheReferenceAndTheScalarKernelBitForBit) {
   }
 }
 
+// Every way a wide kernel covers its output: chunks of workgroup size x vectors per invocation,
+// whole (all loads before the stores) or the last one partial, and more chunks than one grid
+// dimension holds (a workgroup of one invocation over 65 536 + vectors: workgroup 0 takes chunk
+// 65 535 too). Each equals the reference's relu(a * b + c) * 0.5, which is exact in IEEE
+// arithmetic, bit for bit.
+TEST(ElementwiseVec4, EveryChunkingOfTheOutputGivesTheReferencesBits) {
+  const unsigned seed = FreshSeed();
+  SCOPED_TRACE("seed " + std::to_string(seed));
+  std::mt19937 rng(seed);
+  WebGpuExecutor* gpu = Gpu();
+  ASSERT_NE(gpu, nullptr);
+  struct Forced {
+    int workgroup_size, per_invocation;
+    int64_t vectors;
+  };
+  const int64_t ragged = std::uniform_int_distribution<int64_t>(700, 900)(rng);
+  for (const Forced& f : {Forced{64, 3, ragged}, Forced{32, 5, 32 * 5 * 4}, Forced{1, 1, 65537}}) {
+    const int64_t n = 4 * f.vectors;
+    SCOPED_TRACE(std::to_string(f.workgroup_size) + "x" + std::to_string(f.per_invocation) +
+                 " over " + std::to_string(n));
+    const Json doc =
+        Doc({Node(0, "input", {{"name", "a"}, {"shape", {n}}}),
+             Node(1, "input", {{"name", "b"}, {"shape", {n}}}),
+             Node(2, "input", {{"name", "c"}, {"shape", {n}}}),
+             Node(3, "mul", {{"a", 0}, {"b", 1}}), Node(4, "add", {{"a", 3}, {"b", 2}}),
+             Node(5, "relu", {{"a", 4}}), Node(6, "mul", {{"a", 5}, {"scalar", 0.5}})},
+            {6});
+    Feeds feeds;
+    for (const char* name : {"a", "b", "c"})
+      feeds[name] = Tensor({n}, DType::kF32, RandomFloats(n, rng));
+    pipeline::CompileOptions o;
+    o.lower.tier = policy::Tier::kDebug;
+    o.plan.budget_bytes = int64_t{1} << 30;
+    o.plan.limits = gpu->limits();
+    o.elementwise_schedule =
+        ElementwiseSchedule{.workgroup_size = f.workgroup_size, .per_invocation = f.per_invocation};
+    auto compiled = pipeline::Compile(doc.dump(), o);
+    ASSERT_TRUE(compiled.ok()) << compiled.errors().front().Format();
+    const ElementwiseSchedule& used = *compiled->module->kernels.back().elementwise_schedule;
+    EXPECT_EQ(used.width, 4);
+    EXPECT_EQ(used.workgroup_size, f.workgroup_size);
+    EXPECT_EQ(used.per_invocation, f.per_invocation);
+    auto got = gpu->Run(*compiled->plan, feeds, {.poison_outputs = true});
+    ASSERT_TRUE(got.ok()) << got.errors().front().Format();
+    runtime::cpu::CpuExecutor cpu({.threads = 1});
+    auto want = cpu.Run(*compiled->plan, feeds);
+    ASSERT_TRUE(want.ok());
+    ExpectSameBits(got->outputs[0].second, want->outputs[0].second, "vs reference", true);
+  }
+}
+
 // A matrix [rows, 12] with a row vector [12] (period 12: vectorised), a single element (loaded
 // once), and a column [rows, 1] (no whole-vector period: scalar).
 TEST(ElementwiseVec4, BroadcastInputsMatchTheReferenceBitForBit) {
