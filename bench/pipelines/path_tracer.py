@@ -117,21 +117,21 @@ def build(d, n):
     throughput = None  # 1 before the first surface
     radiance = [None] * 3
     for bounce in range(BOUNCES):
-        # The nearest hit. Each test reads its distance afresh: a value read once fuses into its
-        # reader's kernel.
-        distance, hit = c(FAR), c(SKY)
-        candidates = [(GROUND, lambda: d.add("where", cond=op("lt", direction[1], c(0.0)),
-                                             a=op("div", origin[1], d.add("neg", a=direction[1])),
-                                             b=c(FAR)))]
+        # Each candidate's distance, FAR where the ray misses the surface.
+        ground = d.add("where", cond=op("lt", direction[1], c(0.0)),
+                       a=op("div", origin[1], d.add("neg", a=direction[1])), b=c(FAR))
+        candidates = [(GROUND, ground)]
         for k, (centre, radius, _, _) in enumerate(SPHERES):
             oc = [sub(origin[i], c(centre[i])) for i in range(3)]
             b = dot(oc, direction)
             discriminant = sub(mul(b, b), sub(dot(oc, oc), c(radius * radius)))
             root = sub(d.add("neg", a=b), d.add("sqrt", a=op("maximum", discriminant, c(0.0))))
-            t = d.add("where", cond=op("gt", discriminant, c(0.0)), a=root, b=c(FAR))
-            candidates.append((k + 1, lambda t=t: t))
+            candidates.append(
+                (k + 1, d.add("where", cond=op("gt", discriminant, c(0.0)), a=root, b=c(FAR))))
+        # The nearest beyond MIN_T, the earlier candidate on a tie. The comparison is made once
+        # per reader: a value read once fuses into its reader's kernel.
+        distance, hit = c(FAR), c(SKY)
         for ident, t in candidates:
-            t = t()
             t = d.add("where", cond=op("gt", t, c(MIN_T)), a=t, b=c(FAR))
             hit = d.add("where", cond=op("lt", t, distance), a=c(ident), b=hit)
             distance = d.add("where", cond=op("lt", t, distance), a=t, b=distance)
