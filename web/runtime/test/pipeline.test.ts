@@ -171,6 +171,9 @@ test("the TypeScript tracer makes the documents the Python tracer makes", () => 
     scan: createPipeline(scan, { compiler }).trace(f, sq).doc,
     once: createPipeline(once, { compiler }).trace(f).doc,
   };
+  const eight = { shape: [8], data: new Float32Array(8) };
+  got.bitonic_sort = createPipeline(bitonicSort, { compiler }).trace(eight).doc;
+  got.bit_ops = createPipeline(bitOps, { compiler }).trace(eight).doc;
   const acc = createPipeline(accumulate, { compiler }).trace(f, f);
   got.accumulate = acc.doc;
   got["accumulate.prologue"] = acc.prologue?.doc;
@@ -180,7 +183,7 @@ test("the TypeScript tracer makes the documents the Python tracer makes", () => 
   }
   // The loops rolled up: one body each, with the repeat counts of the loops.
   const repeats = Object.fromEntries(Object.entries(got).map(([n, d]) => [n, (d as { repeat?: number }).repeat ?? 1]));
-  assert.deepEqual(repeats, { jacobi: 40, heat: 30, life: 20, coupled: 12, scan: 6, once: 1, accumulate: 8, "accumulate.prologue": 1 });
+  assert.deepEqual(repeats, { jacobi: 40, heat: 30, life: 20, coupled: 12, scan: 6, once: 1, accumulate: 8, "accumulate.prologue": 1, bitonic_sort: 1, bit_ops: 1 });
   const shifts = (got.jacobi as { nodes: Array<{ op: string }> }).nodes.filter((n) => n.op === "shift").length;
   assert.equal(shifts, 4);
 });
