@@ -2,8 +2,8 @@
 float64 NumPy oracle, written from the same description, not from each other.
 
 The scene, y up: the ground plane y = 0, three spheres resting on it (two diffuse, one emitting)
-and a sky whose radiance changes linearly with the height of the direction. The camera sits at EYE and
-looks down -z through an n x n image (HALF_VIEW the tangent of half its field of view). Each
+and a sky whose radiance changes linearly with the height of the direction. The camera sits at
+EYE and looks down -z through an n x n image (HALF_VIEW the tangent of half its field of view). Each
 iteration of the loop is one sample per pixel: a camera ray through a point jittered uniformly in
 the pixel, followed for BOUNCES surfaces. At each surface the path gathers its throughput times
 the surface's emission, and its throughput is multiplied by the surface's albedo (Lambertian; the

@@ -124,7 +124,8 @@ def path_tracer_step(shape, dev):
             z = 2 * draw(tracer.SEED + 2 + 2 * bounce, s) - 1
             phi = torch.pi * (2 * draw(tracer.SEED + 3 + 2 * bounce, s) - 1)
             ring = torch.sqrt(torch.clamp(1 - z * z, min=0))
-            direction = unit(normal + torch.stack([ring * torch.cos(phi), ring * torch.sin(phi), z]))
+            sphere_point = torch.stack([ring * torch.cos(phi), ring * torch.sin(phi), z])
+            direction = unit(normal + sphere_point)
             origin = point + tracer.LIFT * normal
         return red + radiance[0], green + radiance[1], blue + radiance[2], sample + 1
     return step

@@ -1,7 +1,8 @@
 // createPipeline: the TypeScript tracer against the Python package's (the same documents, after
 // canonical ordering), Jacobi and Game of Life run on WebGPU (Dawn's Node bindings, SwiftShader
 // where there is no GPU) and on the WebAssembly CPU reference, each against a float64 or exact
-// oracle computed here, one submission per call, the re-trace rules and every trace error by code.
+// oracle computed here, one submission per call, the re-trace rules and every trace error by code;
+// protocol version 6 (a bitonic sort, the bit operations, arange) against values worked by hand.
 // The documents are lowered by the WebAssembly build of the engine (web/wasm, built by
 // tools/build_wasm.sh).
 import assert from "node:assert/strict";
