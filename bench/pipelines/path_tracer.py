@@ -27,10 +27,17 @@ np.sin.
 
 Where the engine (f32) and the oracle (f64) may disagree: a decision near a tie (a ray grazing a
 sphere, a hit near MIN_T, two surfaces at nearly the same distance) can go either way under a
-rounding, and then the whole sample differs. The oracle marks a sample ambiguous when any
-decision of a live path (throughput > 0) was within a relative TIE_TOLERANCE of its threshold;
-a sample's radiance lies in [0, MAX_RADIANCE], so the engine's sum for a pixel may differ from the
-oracle's by that many MAX_RADIANCE on top of the suite's 1e-4 (`check`).
+rounding, and then the whole sample differs. And a path can be ill-conditioned without any
+decision near a tie: after a nearly grazing hit, whose distance is sqrt(b^2 - c) of a small
+difference, or a bounce direction normal + u with u near -normal, the next ray carries the
+rounding errors magnified, enough to reach a later surface's edge. The oracle marks a sample
+ambiguous when its live path (throughput > 0) met a decision within a relative TIE_TOLERANCE of
+its threshold, or when the same path traced in float32 (`trace`, NumPy: the engine's precision,
+its own roundings) takes another surface or strays from the float64 rays by more than
+DRIFT_TOLERANCE (`strays`): a probe of the path's conditioning. A sample's radiance lies in
+[0, MAX_RADIANCE], so the engine's sum for a pixel may differ from the oracle's by that many
+MAX_RADIANCE on top of the suite's 1e-4 (`check`). At 256^2 x 64 about 0.6% of the samples are
+ambiguous (almost all by drift, at the spheres' rims); typical f32 rays stray by 1e-7.
 """
 import numpy as np
 
@@ -50,6 +57,7 @@ SEED = 20  # the jitter's seeds: SEED, SEED + 1; bounce b's: SEED + 2 + 2b, SEED
 CHANNELS = ("red", "green", "blue")
 SKY, GROUND = -1, 0  # hit ids; sphere k is k + 1
 TIE_TOLERANCE = 1e-5
+DRIFT_TOLERANCE = 1e-5
 # The most one sample can carry: a throughput is at most 1 (albedos are), times an emission.
 MAX_RADIANCE = max(max(max(e) for *_, e in SPHERES), max(SKY_NADIR), max(SKY_ZENITH))
 # Taylor coefficients of sin(a) / a and cos(a) in powers of a^2, to a^10 and a^12.
@@ -191,11 +199,12 @@ def build(d, n):
 # ---- the oracle: float64 NumPy ----
 
 def nearest(origin, direction):
-    """(distance, hit id, near a tie) of rays (each a list of 3 arrays) in the scene."""
+    """(distance, hit id, near a tie) of rays (each a list of 3 arrays) in the scene, computed in
+    the rays' floating type."""
     ox, oy, oz = origin
     dx, dy, dz = direction
     shape = np.broadcast(ox, oy, oz, dx, dy, dz).shape
-    distance, hit = np.full(shape, FAR), np.full(shape, SKY)
+    distance, hit = np.full(shape, FAR, np.result_type(dx)), np.full(shape, SKY)
     tie = np.zeros(shape, bool)
 
     def near(a, b, scale):
@@ -209,7 +218,7 @@ def nearest(origin, direction):
         closer = valid & (t < distance)
         distance, hit = np.where(closer, t, distance), np.where(closer, ident, hit)
 
-    with np.errstate(divide="ignore", invalid="ignore"):
+    with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
         descends = dy < 0
         tie |= near(dy, 0, 1.0)
         consider(GROUND, np.where(descends, oy / -dy, FAR), descends)
@@ -232,52 +241,80 @@ def _unit(v):
     return [a / length for a in v]
 
 
+def trace(dtype, n, draw):
+    """One sample per pixel, every value in `dtype`: (its radiance [3, n, n], and for each bounce
+    (live: the path's throughput > 0, origin, direction, hit id, near a tie)). `draw(seed)`: the
+    uniform numbers of the sample (float64, exact in float32)."""
+    rows = np.arange(n, dtype=dtype)[:, None]
+    cols = np.arange(n, dtype=dtype)[None, :]
+    x = (cols + draw(SEED).astype(dtype)) * (2 / n) - 1
+    y = 1 - (rows + draw(SEED + 1).astype(dtype)) * (2 / n)
+    direction = _unit([x * HALF_VIEW, y * HALF_VIEW, -np.ones((n, n), dtype)])
+    origin = [np.full((n, n), e, dtype) for e in EYE]
+    throughput = np.ones((3, n, n), dtype)
+    radiance = np.zeros((3, n, n), dtype)
+    bounces = []
+    for bounce in range(BOUNCES):
+        distance, hit, tie = nearest(origin, direction)
+        bounces.append((throughput[0] > 0, origin, direction, hit, tie))
+        for ch in range(3):
+            mid, half = sky(ch)
+            emitted = np.where(hit == SKY, mid + half * direction[1], 0.0)
+            albedo = np.where(hit == GROUND, GROUND_ALBEDO[ch], 0.0)
+            for k, (_, _, rho, emission) in enumerate(SPHERES):
+                emitted = np.where(hit == k + 1, emission[ch], emitted)
+                albedo = np.where(hit == k + 1, rho[ch], albedo)
+            radiance[ch] += throughput[ch] * emitted
+            throughput[ch] *= albedo
+        if bounce == BOUNCES - 1:
+            break
+        with np.errstate(over="ignore", invalid="ignore"):  # a finished path's far point
+            point = [origin[i] + distance * direction[i] for i in range(3)]
+        normal = [np.full((n, n), 1.0 if i == 1 else 0.0, dtype) for i in range(3)]
+        for k, (centre, radius, _, _) in enumerate(SPHERES):
+            for i in range(3):
+                normal[i] = np.where(hit == k + 1, (point[i] - centre[i]) / radius, normal[i])
+        z = 2 * draw(SEED + 2 + 2 * bounce).astype(dtype) - 1
+        phi = np.pi * (2 * draw(SEED + 3 + 2 * bounce).astype(dtype) - 1)
+        ring = np.sqrt(np.maximum(1 - z * z, 0))
+        direction = _unit([normal[0] + ring * np.cos(phi), normal[1] + ring * np.sin(phi),
+                           normal[2] + z])
+        origin = [point[i] + LIFT * normal[i] for i in range(3)]
+    return radiance, bounces
+
+
+def strays(exact, rounded):
+    """Where a live path's float32 twin has taken another surface, or its rays have strayed from
+    the float64 ones by more than DRIFT_TOLERANCE (origins relative to 1 + their distance from
+    the scene's origin)."""
+    out = np.zeros(exact[0][0].shape, bool)
+    for (live, o, d, hit, _), (_, o32, d32, hit32, _) in zip(exact, rounded):
+        scale = 1 + np.sqrt(o[0] ** 2 + o[1] ** 2 + o[2] ** 2)
+        drift = np.max([np.abs(o32[i] - o[i]) / scale for i in range(3)]
+                       + [np.abs(d32[i] - d[i]) for i in range(3)], axis=0)
+        out |= live & ((hit32 != hit) | (drift > DRIFT_TOLERANCE))
+        if not live.any():
+            break
+    return out
+
+
 def render(sums, sample, iterations, uniform):
-    """The radiance sums and the counter after `iterations` samples per pixel, and each pixel's
-    count of ambiguous samples. `uniform(seed, step, shape)`: the counter-hash RNG."""
+    """The radiance sums and the counter after `iterations` samples per pixel (float64), and each
+    pixel's count of ambiguous samples: a path that meets a near tie, or whose float32 twin
+    strays (`strays`). `uniform(seed, step, shape)`: the counter-hash RNG."""
     sums = [np.array(s, np.float64) for s in sums]
     n = sums[0].shape[0]
-    rows, cols = np.arange(n, dtype=np.float64)[:, None], np.arange(n, dtype=np.float64)[None, :]
     ambiguous = np.zeros((n, n), np.int64)
     for _ in range(iterations):
         step = int(sample)
 
         def draw(seed):
             return uniform(seed, step, (n, n))
-        x = (cols + draw(SEED)) * (2 / n) - 1
-        y = 1 - (rows + draw(SEED + 1)) * (2 / n)
-        direction = _unit([x * HALF_VIEW, y * HALF_VIEW, -np.ones((n, n))])
-        origin = [np.full((n, n), e) for e in EYE]
-        throughput = np.ones((3, n, n))
-        radiance = np.zeros((3, n, n))
-        unsure = np.zeros((n, n), bool)
-        for bounce in range(BOUNCES):
-            alive = throughput[0] > 0
-            distance, hit, tie = nearest(origin, direction)
-            unsure |= alive & tie
-            for ch in range(3):
-                mid, half = sky(ch)
-                emitted = np.where(hit == SKY, mid + half * direction[1], 0.0)
-                albedo = np.where(hit == GROUND, GROUND_ALBEDO[ch], 0.0)
-                for k, (_, _, rho, emission) in enumerate(SPHERES):
-                    emitted = np.where(hit == k + 1, emission[ch], emitted)
-                    albedo = np.where(hit == k + 1, rho[ch], albedo)
-                radiance[ch] += throughput[ch] * emitted
-                throughput[ch] *= albedo
-            if bounce == BOUNCES - 1:
-                break
-            point = [origin[i] + distance * direction[i] for i in range(3)]
-            normal = [np.full((n, n), 1.0 if i == 1 else 0.0) for i in range(3)]
-            for k, (centre, radius, _, _) in enumerate(SPHERES):
-                for i in range(3):
-                    normal[i] = np.where(hit == k + 1, (point[i] - centre[i]) / radius,
-                                         normal[i])
-            z = 2 * draw(SEED + 2 + 2 * bounce) - 1
-            phi = np.pi * (2 * draw(SEED + 3 + 2 * bounce) - 1)
-            ring = np.sqrt(np.maximum(1 - z * z, 0))
-            direction = _unit([normal[0] + ring * np.cos(phi), normal[1] + ring * np.sin(phi),
-                               normal[2] + z])
-            origin = [point[i] + LIFT * normal[i] for i in range(3)]
+        radiance, exact = trace(np.float64, n, draw)
+        _, rounded = trace(np.float32, n, draw)
+        unsure = strays(exact, rounded)
+        for live, _, _, _, tie in exact:
+            unsure |= live & tie
         for ch in range(3):
             sums[ch] += radiance[ch]
         ambiguous += unsure
