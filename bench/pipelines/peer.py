@@ -4,7 +4,7 @@ captured in one CUDA graph, and torch.compile of the step (looped in Python). Ev
 answer is checked against the same oracle before its time is reported.
 
     python3 bench/pipelines/peer.py OUT_DIR jacobi heat life gray_scott sobel ising tree_sum \
-        wavefront spectral canny bitonic_sort top_k compaction
+        wavefront spectral canny bitonic_sort top_k compaction path_tracer
 
 OUT_DIR/<workload>/ holds what scellis_bench_pipeline wrote: the starting state (its
 initializers' values) and the state after one run, with index.json and scellis.json (its timing);
@@ -22,6 +22,7 @@ import torch
 import torch.nn.functional as F
 
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent))
+import path_tracer as tracer  # noqa: E402
 import workloads  # noqa: E402
 
 # The workloads are f32 throughout: no TF32 in convolutions (Sobel's) or matmuls (the spectral
@@ -59,8 +60,81 @@ def counter_hash(x):
     return (w >> 22) ^ w
 
 
+def path_tracer_step(shape, dev):
+    """One sample per pixel of the path tracer (bench/pipelines/path_tracer.py), as a PyTorch user
+    would write it: the rays as [3, n, n] tensors, the nearest hit by where over the objects, the
+    azimuth by torch.cos and torch.sin, the draws the counter-hash RNG's."""
+    n = shape[0]
+    hashed_index = counter_hash(torch.arange(n * n, device=dev)).view(n, n)
+    pixel = torch.arange(n, device=dev, dtype=torch.float32)
+    rows, cols = pixel[:, None], pixel[None, :]
+    eye = torch.tensor(tracer.EYE, device=dev)[:, None, None]
+    centres = [torch.tensor(c, device=dev)[:, None, None] for c, *_ in tracer.SPHERES]
+    sky = [torch.tensor([tracer.sky(ch)[i] for ch in range(3)], device=dev)[:, None, None]
+           for i in (0, 1)]
+    ground_albedo = torch.tensor(tracer.GROUND_ALBEDO, device=dev)[:, None, None]
+    albedos = [torch.tensor(a, device=dev)[:, None, None] for _, _, a, _ in tracer.SPHERES]
+    emissions = [torch.tensor(e, device=dev)[:, None, None] for *_, e in tracer.SPHERES]
+
+    def draw(seed, step):
+        key = counter_hash(seed ^ counter_hash(step))
+        return (counter_hash(hashed_index ^ key) >> 8).to(torch.float32) / 2**24
+
+    def unit(v):
+        return v / torch.sqrt(torch.clamp((v * v).sum(0), min=1e-24))
+
+    def step(red, green, blue, sample):
+        s = sample.to(torch.int64)
+        x = (cols + draw(tracer.SEED, s)) * (2 / n) - 1
+        y = 1 - (rows + draw(tracer.SEED + 1, s)) * (2 / n)
+        direction = unit(torch.stack([x * tracer.HALF_VIEW, y * tracer.HALF_VIEW,
+                                      -torch.ones_like(x)]))
+        origin = eye.expand(3, n, n)
+        throughput = torch.ones(3, n, n, device=dev)
+        radiance = torch.zeros(3, n, n, device=dev)
+        for bounce in range(tracer.BOUNCES):
+            dy = direction[1]
+            t = torch.where(dy < 0, origin[1] / -dy, tracer.FAR)
+            t = torch.where(t > tracer.MIN_T, t, tracer.FAR)
+            distance = torch.minimum(t, torch.full_like(t, tracer.FAR))
+            hit = torch.where(t < tracer.FAR, float(tracer.GROUND), float(tracer.SKY))
+            for k, (_, radius, _, _) in enumerate(tracer.SPHERES):
+                oc = origin - centres[k]
+                b = (oc * direction).sum(0)
+                disc = b * b - ((oc * oc).sum(0) - radius * radius)
+                t = torch.where(disc > 0, -b - torch.sqrt(torch.clamp(disc, min=0)), tracer.FAR)
+                t = torch.where(t > tracer.MIN_T, t, tracer.FAR)
+                closer = t < distance
+                distance = torch.where(closer, t, distance)
+                hit = torch.where(closer, float(k + 1), hit)
+            emitted = torch.where(hit == tracer.SKY, sky[0] + sky[1] * dy, 0.0)
+            albedo = torch.where(hit == tracer.GROUND, ground_albedo, 0.0)
+            for k in range(len(tracer.SPHERES)):
+                emitted = torch.where(hit == k + 1, emissions[k], emitted)
+                albedo = torch.where(hit == k + 1, albedos[k], albedo)
+            radiance = radiance + throughput * emitted
+            throughput = throughput * albedo
+            if bounce == tracer.BOUNCES - 1:
+                break
+            point = origin + distance * direction
+            normal = torch.zeros_like(point)
+            normal[1] = 1.0
+            for k, (_, radius, _, _) in enumerate(tracer.SPHERES):
+                normal = torch.where(hit == k + 1, (point - centres[k]) * (1 / radius), normal)
+            z = 2 * draw(tracer.SEED + 2 + 2 * bounce, s) - 1
+            phi = torch.pi * (2 * draw(tracer.SEED + 3 + 2 * bounce, s) - 1)
+            ring = torch.sqrt(torch.clamp(1 - z * z, min=0))
+            sphere_point = torch.stack([ring * torch.cos(phi), ring * torch.sin(phi), z])
+            direction = unit(normal + sphere_point)
+            origin = point + tracer.LIFT * normal
+        return red + radiance[0], green + radiance[1], blue + radiance[2], sample + 1
+    return step
+
+
 def torch_step(name, shape, dev):
     """One iteration of the workload, a function of its carried state then its constants."""
+    if name == "path_tracer":
+        return path_tracer_step(shape, dev)
     if name == "bitonic_sort":
         return lambda keys: (torch.sort(keys).values,)
     if name == "top_k":
@@ -214,6 +288,9 @@ def check(name, got, state, constants, iterations, want):
     within the bounds its ambiguous cells allow (workloads.canny_check), else 1."""
     if name == "canny":
         details = workloads.canny_check(got[0], constants["noise"], iterations)
+        return (0.0 if details["within_bounds"] else 1.0), details
+    if name == "path_tracer":
+        details = workloads.path_tracer_check(got, state, iterations)
         return (0.0 if details["within_bounds"] else 1.0), details
     return max(max_error(np.asarray(g).ravel(), w.ravel()[:np.size(g)])
                for g, w in zip(got, want)), {}

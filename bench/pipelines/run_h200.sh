@@ -7,7 +7,9 @@ set -uo pipefail
 DIR="${OUT:-out}/pipelines"
 mkdir -p "$DIR"
 names=(jacobi heat life gray_scott sobel ising tree_sum wavefront spectral canny bitonic_sort top_k
-       compaction)
+       compaction path_tracer)
+# Workloads named on the command line run alone (bash bench/pipelines/run_h200.sh path_tracer).
+if (($#)); then names=("$@"); fi
 for n in "${names[@]}"; do
   mkdir -p "$DIR/$n"
   dist/scellis_bench_pipeline "examples/pipelines/$n.json" webgpu 10 "$DIR/$n" \

@@ -23,6 +23,8 @@ import pathlib
 
 import numpy as np
 
+import path_tracer as tracer
+
 # The ops of graph-protocol version 6 the sorts use: a document with any is labelled version 6.
 VERSION_6_OPS = {"arange", "butterfly", "bitwise_and", "bitwise_or", "bitwise_xor", "shift_left",
                  "shift_right"}
@@ -34,7 +36,7 @@ FULL = {"jacobi": (1024, 512), "heat": (1024, 1024), "life": (1024, 1000),
         "gray_scott": (512, 768), "sobel": (2048, 16), "ising": (1024, 1000),
         "tree_sum": (2**24, 24), "wavefront": (1024, 2048),
         "spectral": (512, 64), "canny": (1024, 64), "bitonic_sort": (2**20, 1),
-        "top_k": (2**20, 1), "compaction": (2**20, 1)}
+        "top_k": (2**20, 1), "compaction": (2**20, 1), "path_tracer": (256, 64)}
 HEAT_ALPHA = 0.2
 GS_DU, GS_DV, GS_F, GS_K = 0.16, 0.08, 0.035, 0.065
 SOBEL_RATE = 0.5
@@ -403,6 +405,16 @@ def spectral(n, passes):
     return d.json("spectral")
 
 
+def path_tracer(n, samples):
+    """A Monte Carlo path tracer (bench/pipelines/path_tracer.py): an n x n image of a few
+    spheres on a ground plane under a sky, one sample per pixel per iteration, each path followed
+    for tracer.BOUNCES surfaces (unrolled); the loop carries each channel's radiance sum and the
+    sample counter that steps the counter-hash RNG."""
+    d = Doc(samples)
+    tracer.build(d, n)
+    return d.json("path_tracer")
+
+
 def top_k_of(n):
     """k for n keys: TOP_K, or a quarter of a small n (a test's 2^10 keys keep 256)."""
     return min(TOP_K, n // 4)
@@ -480,7 +492,7 @@ def compaction(n, _iterations=1):
 BUILDERS = {"jacobi": jacobi, "heat": heat, "life": life, "gray_scott": gray_scott,
             "sobel": sobel, "ising": ising, "tree_sum": tree_sum, "wavefront": wavefront,
             "spectral": spectral, "canny": canny, "bitonic_sort": bitonic_sort, "top_k": top_k,
-            "compaction": compaction}
+            "compaction": compaction, "path_tracer": path_tracer}
 # The sorts: one run of a graph of distinct stages, no `repeat`, whose answer is not their state.
 SORTS = {"bitonic_sort", "top_k", "compaction"}
 # The carried state of each workload, in the order the oracle takes and returns it; for the
@@ -488,12 +500,14 @@ SORTS = {"bitonic_sort", "top_k", "compaction"}
 STATE = {"jacobi": ["u"], "heat": ["u"], "life": ["cells"], "gray_scott": ["u", "v"],
          "sobel": ["image"], "ising": ["spins", "sweep"], "tree_sum": ["x"], "wavefront": ["u"],
          "spectral": ["u"], "canny": ["edges"], "bitonic_sort": ["keys"], "top_k": ["keys"],
-         "compaction": ["x"]}
+         "compaction": ["x"], "path_tracer": ["red", "green", "blue", "sample"]}
 # The params that are not carried (read every iteration, never written).
 CONSTANTS = {"jacobi": ["q"], "wavefront": ["cost"], "canny": ["noise"]}
 # The output each state's answer is read from (the tree, which has no loop, answers its sum).
 OUTPUT_OF = {"u": "u_next", "cells": "next", "v": "v_next", "image": "image_next",
-             "spins": "spins_next", "sweep": "sweep_next", "x": "sum", "edges": "edges_next"}
+             "spins": "spins_next", "sweep": "sweep_next", "x": "sum", "edges": "edges_next",
+             "red": "red_next", "green": "green_next", "blue": "blue_next",
+             "sample": "sample_next"}
 # The sorts' outputs, in the order the oracle returns them (the others': OUTPUT_OF their state).
 SORT_OUTPUTS = {"bitonic_sort": ["sorted"], "top_k": ["top"], "compaction": ["kept", "count"]}
 # Workloads whose answer is compared bit for bit (0/1 cells, +-1 spins and their counter; sorted
@@ -703,9 +717,27 @@ def canny_check(got, noise, iterations, tolerance=1e-4):
             "edge_cells": int(exact.sum())}
 
 
+def path_tracer_render(state, iterations):
+    """The path tracer's oracle: (the sums and the counter, each pixel's ambiguous samples)."""
+    sums, sample = state[:3], float(np.asarray(state[3]))
+    n = np.asarray(sums[0]).shape[0]
+    hashed_index = _pcg_hash(np.arange(n * n, dtype=np.uint32))
+    return tracer.render(sums, sample, iterations,
+                         lambda seed, step, shape: counter_uniform(seed, step, shape, hashed_index))
+
+
+def path_tracer_check(got, state, iterations, tolerance=1e-4):
+    """Whether the engine's sums are the oracle's up to its ambiguous samples
+    (path_tracer.check); with the counts."""
+    want, ambiguous = path_tracer_render(state, iterations)
+    return tracer.check(got, want, ambiguous, tolerance)
+
+
 def oracle(name, state, constants, iterations):
     """`state`: the initial carried arrays; `constants`: the other params (jacobi's q)."""
     s = [np.asarray(a, np.float64) for a in state]
+    if name == "path_tracer":
+        return path_tracer_render(s, iterations)[0]
     if name == "bitonic_sort":
         return [np.sort(s[0])]
     if name == "top_k":
@@ -766,6 +798,10 @@ def initial_state(name, n, seed):
         return [rng.random(n, np.float32)], {}
     if name == "canny":
         return [np.zeros((n, n), np.float32)], {"noise": rng.random((n, n), np.float32)}
+    if name == "path_tracer":
+        # No radiance yet; the counter somewhere, so that the draws are fresh.
+        zeros = [np.zeros((n, n), np.float32) for _ in tracer.CHANNELS]
+        return zeros + [np.float32(rng.integers(0, 1000))], {}
     if name == "wavefront":
         return [np.full((n, n), -1, np.float32)], {"cost": rng.random((n, n), np.float32)}
     return [(0.9 + 0.1 * rng.random((n, n))).astype(np.float32),

@@ -18,7 +18,8 @@ import workloads  # noqa: E402
 # the Walsh-Hadamard filter needs a power of 2; Canny's shapes need room for a few pixels each.
 SMALL = {name: (23, 30) for name in workloads.BUILDERS} | {"tree_sum": (2**10, 10),
                                                           "spectral": (32, 30),
-                                                          "canny": (40, 30)}
+                                                          "canny": (40, 30),
+                                                          "path_tracer": (12, 4)}
 SMALL |= {name: (2**10, 1) for name in workloads.SORTS}
 REPEATED = sorted(set(workloads.BUILDERS) - workloads.SORTS)
 
@@ -33,9 +34,13 @@ SORT_DISPATCHES = {"bitonic_sort": 55, "top_k": 56, "compaction": 1 + 2 * 55 - 1
 # in each); each Ising half-sweep is its draw (uniform is a kernel of its own) and the rest of it,
 # plus the sweep counter's increment; the spectral filter's is the four matmuls and the gains'
 # product between them; Canny's is the hysteresis. The tree has no loop: its 10 levels are a
-# reshape into pairs (layout ops are kernels of their own) and their sum each.
+# reshape into pairs (layout ops are kernels of their own) and their sum each. A path tracer's
+# sample is 138: its 6 draws, and a kernel for every value several others read (each ray's
+# origin and direction, each candidate hit's distance, the nearest so far, the hit's id, the
+# throughput, ...), the rest fused into them.
 KERNELS_PER_ITERATION = {"jacobi": 1, "heat": 1, "life": 1, "sobel": 1, "wavefront": 1,
-                         "gray_scott": 2, "ising": 5, "tree_sum": 20, "spectral": 5, "canny": 1}
+                         "gray_scott": 2, "ising": 5, "tree_sum": 20, "spectral": 5, "canny": 1,
+                         "path_tracer": 138}
 # Kernels hoisted out of the loop (they read nothing carried), run once per run: the spectral
 # filter's Walsh-Hadamard matrix (read by four matmuls); Canny's image, its two blur passes, the
 # two Sobel gradients, the magnitude and the suppressed magnitude.
@@ -60,10 +65,18 @@ def test_workload_matches_its_oracle(name, backend, rng):
             check = workloads.canny_check(got, constants["noise"], loop)
             assert check["within_bounds"], check
             assert check["edge_cells"] > 0
+        elif name == "path_tracer":
+            pass  # every output at once, below
         elif name in workloads.EXACT:
             np.testing.assert_array_equal(got, expected)
         else:
             np.testing.assert_allclose(got, expected, rtol=0, atol=1e-4 * np.abs(expected).max())
+    if name == "path_tracer":
+        # Up to the samples whose path met a near tie or is ill-conditioned (path_tracer.py):
+        # about 0.6% of them (at most 10 of these 576 in 300 draws of the starting counter).
+        check = workloads.path_tracer_check([watched[o][0] for o in outputs], state, loop)
+        assert check["within_bounds"], check
+        assert check["ambiguous_samples"] <= 0.05 * size * size * loop, check
     if name == "tree_sum":
         # Each level's pair sums rounded to f32, as NumPy's f32 additions give them: bit for bit.
         x = state[0]
@@ -161,6 +174,34 @@ def test_the_oracles_know_their_answers():
         sylvester = np.block([[sylvester, sylvester], [sylvester, -sylvester]])
     np.testing.assert_array_equal(workloads._walsh_hadamard(np.eye(16)), sylvester)
     assert sorted(workloads.walsh_sequency(16)) == list(range(16))
+
+    # The path tracer: the graph's Taylor polynomials are sin and cos within 6e-8 on
+    # [-pi/2, pi/2]; rays whose nearest hits are worked by hand (the eye at (0, 1, 4.5), the red
+    # sphere's front at z = 1 (level with the eye: d_y = 0 is the ground's threshold, a tie), the
+    # ground 1 below the eye, the blue sphere and the light at their centres' distances less their
+    # radii); a sum off by half a sample's worth where nothing was near a tie fails the check.
+    tracer = workloads.tracer
+    alpha = np.linspace(-np.pi / 2, np.pi / 2, 10001)
+    assert np.abs(alpha * tracer.horner(tracer.SIN_TAYLOR, alpha**2) - np.sin(alpha)).max() < 6e-8
+    assert np.abs(tracer.horner(tracer.COS_TAYLOR, alpha**2) - np.cos(alpha)).max() < 6e-8
+    eye = [np.array(e) for e in tracer.EYE]
+    blue = np.subtract(tracer.SPHERES[1][0], tracer.EYE)  # (-1.7, -0.3, -4.3)
+    light = np.subtract(tracer.SPHERES[2][0], tracer.EYE)  # (1.5, -0.5, -3.5)
+    for direction, (t, hit, near_tie) in [
+            ((0.0, 0.0, -1.0), (3.5, 1, True)), ((0.0, -1.0, 0.0), (1.0, 0, False)),
+            ((0.0, 1.0, 0.0), (tracer.FAR, -1, False)),
+            (blue / np.sqrt(21.47), (np.sqrt(21.47) - 0.7, 2, False)),
+            (light / np.sqrt(14.75), (np.sqrt(14.75) - 0.5, 3, False))]:
+        got_t, got_hit, tie = tracer.nearest(eye, [np.array(x) for x in direction])
+        assert got_hit == hit and tie == near_tie, direction
+        np.testing.assert_allclose(got_t, t, rtol=1e-12)
+    state, _ = workloads.initial_state("path_tracer", 8, 7)
+    want, ambiguous = workloads.path_tracer_render(state, 3)
+    assert workloads.path_tracer_check(want, state, 3)["within_bounds"]
+    calm = np.argwhere(ambiguous == 0)[0]
+    off = [w.copy() for w in want]
+    off[1][tuple(calm)] += 0.5
+    assert not workloads.path_tracer_check(off, state, 3)["within_bounds"]
 
     # uniform(0, 0, i) for i = 0..3, the hash worked by hand in Python integers.
     def h(v):

@@ -21,5 +21,5 @@ export { decode, encode, floatToHalf, halfToFloat } from "./tensor.js";
 export type { DType, FeedValue, Feeds, Tensor, TensorData } from "./tensor.js";
 export { createPipeline } from "./pipeline.js";
 export type { Pipeline, PipelineCompiler, PipelineOptions, PipelineResult, PipelineTensor, PipelineValue, ReferenceReport } from "./pipeline.js";
-export { canonicalJson, loop, TraceError, where } from "./trace.js";
+export { arange, canonicalJson, loop, TraceError, where } from "./trace.js";
 export type { Handle, TracedDocument, TraceErrorCode } from "./trace.js";

@@ -33,7 +33,8 @@ export type TraceErrorCode =
   | "bad-pipeline-argument"
   | "unknown-shape"
   | "bad-attribute"
-  | "unknown-op";
+  | "unknown-op"
+  | "outside-trace";
 
 export class TraceError extends Error {
   readonly code: TraceErrorCode;
@@ -86,6 +87,15 @@ const OPS: Record<string, { ports: string[]; family: string; version: number }> 
   cumsum: { ports: ["a"], family: "reduce", version: 5 },
   reshape: { ports: ["a"], family: "layout", version: 2 },
   transpose: { ports: ["a"], family: "layout", version: 1 },
+  // Protocol version 6: bit operations on i32 and u32, the index ramp and the permuted load of a
+  // bitonic (or FFT) stage.
+  bitwise_and: { ports: ["a", "b"], family: "elementwise", version: 6 },
+  bitwise_or: { ports: ["a", "b"], family: "elementwise", version: 6 },
+  bitwise_xor: { ports: ["a", "b"], family: "elementwise", version: 6 },
+  shift_left: { ports: ["a", "b"], family: "elementwise", version: 6 },
+  shift_right: { ports: ["a", "b"], family: "elementwise", version: 6 },
+  arange: { ports: [], family: "position", version: 6 },
+  butterfly: { ports: ["a"], family: "neighbour", version: 6 },
 };
 
 function portsOf(node: DocNode): Array<[string, number]> {
@@ -208,13 +218,23 @@ export interface Handle {
   sigmoid(): Handle;
   life(): Handle;
   clamp(bounds: { min?: number; max?: number }): Handle;
-  cast(dtype: "f32" | "bool"): Handle;
+  cast(dtype: TraceDType): Handle;
   eq(other: Handle | number): Handle;
   ne(other: Handle | number): Handle;
   lt(other: Handle | number): Handle;
   le(other: Handle | number): Handle;
   gt(other: Handle | number): Handle;
   ge(other: Handle | number): Handle;
+  // Bit operations on i32 and u32 tensors (protocol version 6), as torch's: a number is an integer
+  // of the tensor's dtype. shiftRight is arithmetic for i32, logical for u32.
+  bitwiseAnd(other: Handle | number): Handle;
+  bitwiseOr(other: Handle | number): Handle;
+  bitwiseXor(other: Handle | number): Handle;
+  shiftLeft(other: Handle | number): Handle;
+  shiftRight(other: Handle | number): Handle;
+  // out[.., i, ..] = this[.., i ^ mask, ..] along `axis` (protocol version 6): each element's
+  // partner in a bitonic stage, fused into its readers' kernel as a permuted load.
+  butterfly(mask: number, axis?: number): Handle;
   // this where `condition` is true, else `other`.
   where(condition: Handle, other: Handle | number): Handle;
   // out[i] = this[i - shifts] along every axis (torch.roll's direction); `boundary` says what is
@@ -313,7 +333,17 @@ function makeHandle(trace: Trace, id: number, shape: Shape, dtype: TraceDType): 
       if (!Object.keys(attrs).length) throw new TraceError("bad-attribute", "clamp needs min, max or both");
       return trace.add("clamp", { a: self() }, attrs, shape, dtype);
     },
-    cast: (to: "f32" | "bool") => trace.add("cast", { a: self() }, { dtype: to }, shape, to),
+    cast: (to: TraceDType) => trace.add("cast", { a: self() }, { dtype: to }, shape, to),
+    bitwiseAnd: (o: Handle | number) => binary("bitwise_and", o),
+    bitwiseOr: (o: Handle | number) => binary("bitwise_or", o),
+    bitwiseXor: (o: Handle | number) => binary("bitwise_xor", o),
+    shiftLeft: (o: Handle | number) => binary("shift_left", o),
+    shiftRight: (o: Handle | number) => binary("shift_right", o),
+    butterfly: (mask: number, axis = -1) => {
+      if (!Number.isInteger(mask) || mask < 0) throw new TraceError("bad-attribute", `butterfly takes a mask that is an integer >= 0, got ${String(mask)}`);
+      if (!Number.isInteger(axis)) throw new TraceError("bad-attribute", `butterfly takes an integer axis, got ${String(axis)}`);
+      return trace.add("butterfly", { a: self() }, { mask, axis }, shape, dtype);
+    },
     eq: (o: Handle | number) => compare("eq", o),
     ne: (o: Handle | number) => compare("ne", o),
     lt: (o: Handle | number) => compare("lt", o),
@@ -429,6 +459,22 @@ export function where(condition: Handle, a: Handle | number, b: Handle | number)
   trace.own(condition);
   const shape = broadcast(condition.shape, broadcast(ha.shape, hb.shape));
   return trace.add("where", { cond: condition, a: ha, b: hb }, {}, shape, ha.dtype);
+}
+
+// The trace a pipeline's function is being called in, for the ops that take no tensor (arange).
+let activeTrace: Trace | null = null;
+
+// A tensor of `shape` whose every element is its own index along `axis` (i32, u32 or f32;
+// protocol version 6): torch.arange broadcast along the other axes, computed in the kernel that
+// reads it. Only inside a pipeline's function.
+export function arange(shape: number[], options: { axis?: number; dtype?: "i32" | "u32" | "f32" } = {}): Handle {
+  const trace = activeTrace;
+  if (trace === null || trace.done) throw new TraceError("outside-trace", "arange() is called outside a pipeline's function: it makes a traced tensor, which exists only while the function is traced", "call it inside the function given to createPipeline");
+  if (!Array.isArray(shape) || !shape.every((s) => Number.isInteger(s) && s >= 0)) throw new TraceError("bad-attribute", `arange takes a shape of integers >= 0, got ${describe(shape)}`);
+  const axis = options.axis ?? 0;
+  const dtype = options.dtype ?? "i32";
+  if (!Number.isInteger(axis)) throw new TraceError("bad-attribute", `arange takes an integer axis, got ${String(axis)}`);
+  return trace.add("arange", {}, { shape: [...shape], axis, dtype }, shape, dtype);
 }
 
 function full(trace: Trace, shape: number[], value: number): Handle {
@@ -809,9 +855,12 @@ export function traceFunction(fn: (...args: unknown[]) => unknown, self: unknown
   Math.random = () => {
     throw new TraceError("value-read-in-trace", "Math.random() inside a pipeline would be drawn once, at trace time, and baked into the document", "pass random values as an argument");
   };
+  const outer = activeTrace;
+  activeTrace = trace;
   try {
     result = fn.apply(self, values);
   } finally {
+    activeTrace = outer;
     Math.random = random;
     trace.done = true; // whatever the function kept of the trace is stale from now on
   }

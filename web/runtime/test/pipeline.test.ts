@@ -1,7 +1,8 @@
 // createPipeline: the TypeScript tracer against the Python package's (the same documents, after
 // canonical ordering), Jacobi and Game of Life run on WebGPU (Dawn's Node bindings, SwiftShader
 // where there is no GPU) and on the WebAssembly CPU reference, each against a float64 or exact
-// oracle computed here, one submission per call, the re-trace rules and every trace error by code.
+// oracle computed here, one submission per call, the re-trace rules and every trace error by code;
+// protocol version 6 (a bitonic sort, the bit operations, arange) against values worked by hand.
 // The documents are lowered by the WebAssembly build of the engine (web/wasm, built by
 // tools/build_wasm.sh).
 import assert from "node:assert/strict";
@@ -10,7 +11,7 @@ import { existsSync } from "node:fs";
 import { fileURLToPath } from "node:url";
 import { after, before, test } from "node:test";
 
-import { canonicalJson, createPipeline, createRuntime, type Handle, loop, type PipelineCompiler, type Runtime, TraceError, where } from "../src/index.js";
+import { arange, canonicalJson, createPipeline, createRuntime, type Handle, loop, type PipelineCompiler, type Runtime, TraceError, where } from "../src/index.js";
 
 const SWIFTSHADER = "/usr/lib/chromium/vk_swiftshader_icd.json";
 if (!process.env.VK_ICD_FILENAMES && existsSync(SWIFTSHADER)) process.env.VK_ICD_FILENAMES = SWIFTSHADER;
@@ -171,6 +172,9 @@ test("the TypeScript tracer makes the documents the Python tracer makes", () => 
     scan: createPipeline(scan, { compiler }).trace(f, sq).doc,
     once: createPipeline(once, { compiler }).trace(f).doc,
   };
+  const eight = { shape: [8], data: new Float32Array(8) };
+  got.bitonic_sort = createPipeline(bitonicSort, { compiler }).trace(eight).doc;
+  got.bit_ops = createPipeline(bitOps, { compiler }).trace(eight).doc;
   const acc = createPipeline(accumulate, { compiler }).trace(f, f);
   got.accumulate = acc.doc;
   got["accumulate.prologue"] = acc.prologue?.doc;
@@ -180,7 +184,7 @@ test("the TypeScript tracer makes the documents the Python tracer makes", () => 
   }
   // The loops rolled up: one body each, with the repeat counts of the loops.
   const repeats = Object.fromEntries(Object.entries(got).map(([n, d]) => [n, (d as { repeat?: number }).repeat ?? 1]));
-  assert.deepEqual(repeats, { jacobi: 40, heat: 30, life: 20, coupled: 12, scan: 6, once: 1, accumulate: 8, "accumulate.prologue": 1 });
+  assert.deepEqual(repeats, { jacobi: 40, heat: 30, life: 20, coupled: 12, scan: 6, once: 1, accumulate: 8, "accumulate.prologue": 1, bitonic_sort: 1, bit_ops: 1 });
   const shifts = (got.jacobi as { nodes: Array<{ op: string }> }).nodes.filter((n) => n.op === "shift").length;
   assert.equal(shifts, 4);
 });
@@ -407,4 +411,80 @@ test("the other trace errors by code", () => {
   const p = createPipeline((u: Handle) => u, { compiler });
   assert.throws(() => p.trace({ shape: [2, 2], data: new Float32Array(3) }), { code: "bad-pipeline-argument" });
   assert.throws(() => p.trace(new Map()), { code: "bad-pipeline-argument" });
+});
+
+// ---- protocol version 6: bit operations, the index ramp, butterflies ----
+
+// Batcher's bitonic network, ascending: at stage (k, j) element i meets its partner i ^ j and
+// keeps the smaller where (i & j == 0) == (i & k == 0), else the larger.
+function bitonicSort(keys: Handle): Handle {
+  const n = keys.shape![0]!;
+  const bitClear = (bit: number) => arange([n]).bitwiseAnd(bit).eq(0);
+  for (let k = 2; k <= n; k *= 2) {
+    for (let j = k / 2; j >= 1; j /= 2) {
+      const partner = keys.butterfly(j);
+      keys = where(bitClear(j).eq(bitClear(k)), keys.minimum(partner), keys.maximum(partner));
+    }
+  }
+  return keys;
+}
+
+function bitOps(x: Handle): Handle[] {
+  const i = x.cast("i32");
+  const back = (t: Handle) => t.cast("f32");
+  return [back(i.bitwiseOr(5)), back(i.bitwiseXor(3)), back(i.bitwiseAnd(6)), back(i.shiftLeft(2)), back(i.shiftRight(1)), back(i.bitwiseAnd(i.shiftRight(31))), arange([2, 3], { axis: 1, dtype: "f32" })];
+}
+
+async function onReferenceAndGpu(t: { skip: (m: string) => void }, fn: (...args: never[]) => unknown, ...args: unknown[]) {
+  const warn = console.warn;
+  console.warn = () => undefined;
+  const results = [];
+  try {
+    results.push(await createPipeline(fn, { runtime: null, compiler, tier: "prod" })(...args));
+  } finally {
+    console.warn = warn;
+  }
+  const rt = runtime !== null && noGpu === null ? runtime : null;
+  if (rt) results.push(await createPipeline(fn, { runtime: rt, compiler, tier: "prod" })(...args));
+  else t.skip(noGpu ?? "no runtime");
+  return results;
+}
+
+test("a bitonic sort traced in TypeScript: version-6 ops, one unrolled graph, sorted on the reference and on WebGPU", async (t) => {
+  const keys = Float32Array.from([0.5, -1.25, 3, 2, -7, 0.25, 9, 1]);
+  const doc = createPipeline(bitonicSort, { compiler }).trace({ shape: [8], data: keys }).doc as { version: number; repeat?: number; nodes: Array<{ op: string; mask?: number }> };
+  assert.equal(doc.version, 6);
+  assert.equal(doc.repeat, undefined, "the stages differ (their masks): no loop");
+  // 8 keys: 3 * 4 / 2 = 6 stages, masks 1; 2 1; 4 2 1.
+  assert.deepEqual(doc.nodes.filter((n) => n.op === "butterfly").map((n) => n.mask), [1, 2, 1, 4, 2, 1]);
+  for (const r of await onReferenceAndGpu(t, bitonicSort, { shape: [8], data: keys })) {
+    // Sorted by hand.
+    assert.deepEqual(Array.from((r.value as { data: Float32Array }).data), [-7, -1.25, 0.25, 0.5, 1, 2, 3, 9], r.backend);
+  }
+});
+
+test("bit operations and arange traced in TypeScript, against values worked by hand", async (t) => {
+  const x = { shape: [8], data: Float32Array.from([-4, -3, -2, -1, 0, 1, 2, 3]) };
+  const doc = createPipeline(bitOps, { compiler }).trace(x).doc as { version: number };
+  assert.equal(doc.version, 6);
+  // Two's complement: -4 = ...11100, -3 = ...11101, -2 = ...11110, -1 = ...11111.
+  const want = [
+    [-3, -3, -1, -1, 5, 5, 7, 7], // x | 5
+    [-1, -2, -3, -4, 3, 2, 1, 0], // x ^ 3
+    [4, 4, 6, 6, 0, 0, 2, 2], // x & 6
+    [-16, -12, -8, -4, 0, 4, 8, 12], // x << 2
+    [-2, -2, -1, -1, 0, 0, 1, 1], // x >> 1, arithmetic
+    [-4, -3, -2, -1, 0, 0, 0, 0], // x & (x >> 31): the sign's mask keeps the negatives
+    [0, 1, 2, 0, 1, 2], // the column index of a 2 x 3 tensor
+  ];
+  for (const r of await onReferenceAndGpu(t, bitOps, x)) {
+    const got = (r.value as Array<{ data: Float32Array }>).map((v) => Array.from(v.data));
+    assert.deepEqual(got, want, r.backend);
+  }
+});
+
+test("arange outside a pipeline's function is outside-trace; a bad butterfly mask is bad-attribute", () => {
+  assert.throws(() => arange([4]), { code: "outside-trace" });
+  traceError((u: Handle) => u.butterfly(-1), "bad-attribute");
+  traceError((u: Handle) => u.butterfly(1.5), "bad-attribute");
 });

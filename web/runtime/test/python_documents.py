@@ -61,6 +61,32 @@ def once(x):
     return x.shift([1, 1], "wrap") * 3.0
 
 
+# Named as their TypeScript twins: a document takes its function's name.
+def bitonicSort(keys):  # noqa: N802
+    n = keys.shape[0]
+    g = keys.graph
+
+    def bit_clear(bit):
+        return (g.arange([n]) & bit).eq(0)
+    k = 2
+    while k <= n:
+        j = k // 2
+        while j >= 1:
+            partner = keys.butterfly(j)
+            keys = g.where(bit_clear(j).eq(bit_clear(k)), keys.minimum(partner),
+                           keys.maximum(partner))
+            j //= 2
+        k *= 2
+    return keys
+
+
+def bitOps(x):  # noqa: N802
+    i = x.cast("i32")
+    return [(i | 5).cast("f32"), (i ^ 3).cast("f32"), (i & 6).cast("f32"), (i << 2).cast("f32"),
+            (i >> 1).cast("f32"), (i & (i >> 31)).cast("f32"),
+            x.graph.arange([2, 3], axis=1, dtype="f32")]
+
+
 def main():
     f = np.zeros((ROWS, COLS), np.float32)
     sq = np.zeros((COLS, COLS), np.float32)
@@ -72,6 +98,8 @@ def main():
         "scan": (scan, (f, sq)),
         "once": (once, (f,)),
         "accumulate": (accumulate, (f, f)),
+        "bitonic_sort": (bitonicSort, (np.zeros(8, np.float32),)),
+        "bit_ops": (bitOps, (np.zeros(8, np.float32),)),
     }
     out = {}
     for name, (fn, args) in programs.items():
