@@ -113,10 +113,12 @@ class Judge {
         // A shifted read reaches outside the tile's window.
         bool shifted = b > 0 && kernel::ReadsShifted(k, static_cast<int>(b) - 1);
         bool tileable = elementwise && !shifted && g.at(node).type.SameShape(out);
-        // A matmul tiles its output's rows, so its A and its output, never its B. Tiles start at
-        // multiples of 256 bytes, the largest offset alignment WebGPU lets a device require.
+        // A matmul tiles its output's rows, so its A, its output and its epilogue's inputs of the
+        // output's shape, never its B. Tiles start at multiples of 256 bytes, the largest offset
+        // alignment WebGPU lets a device require.
         const bool row_tiled =
             kernel::MatmulRowTileable(p_.module(), k) && b != 2 &&
+            (b < 3 || g.at(node).type.SameShape(out)) &&
             kernel::MatmulRowsPerTile(kernel::MatmulShapeOf(p_.module(), k),
                                             static_cast<uint64_t>(lim.max_binding_bytes), 256) > 0;
         if (tileable || row_tiled) {

@@ -20,6 +20,14 @@ Status FuseElementwise(Module& m);
 // swapped strides (backward passes are full of them: x^T @ g, g @ w^T).
 Status FoldTransposes(Module& m);
 
+// A fused elementwise kernel that reads a matmul's f32 result as its only reader, has the result's
+// shape and reads it at each element's own index becomes the matmul's epilogue (Kernel::expr):
+// the matmul applies it to each finished sum and stores the epilogue's result, so the result gets
+// no buffer and the elementwise kernel no dispatch (bias + activation after a linear layer, the
+// activation's gradient after dh = dy W^T). The sum is the unfused matmul's, in the same order,
+// and the epilogue's steps are the elementwise kernel's: the same bits.
+Status FuseMatmulEpilogue(Module& m);
+
 // Loop-invariant hoisting in a repeated graph (`"repeat": N`): a kernel none of whose inputs
 // depends, directly or through other kernels, on a carried input (and whose output is not itself
 // carried) computes the same value in every iteration; it is marked hoisted and moved, in order,

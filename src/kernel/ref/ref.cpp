@@ -489,6 +489,18 @@ Status RunKernel(const Module& m, const Kernel& k, const std::vector<const T*>& 
   if (!impl) return InternalError("ref.RunKernel", "no CPU reference for op " + k.op);
   if (only_chunk >= 0 && !WritesByChunk(k))
     return InternalError("ref.RunKernel", k.op + " does not run by chunk");
+  if (k.HasEpilogue()) {
+    // The matmul as it runs alone, then its epilogue as the elementwise kernel it was: the sums
+    // are stored as f32 before the epilogue reads them, as the unfused plan stores them.
+    const webir::Node& node = m.graph().at(k.OpNode());
+    std::vector<T> sums(static_cast<size_t>(node.type.elements()));
+    OpArgs<T> args{&m.graph(), &node, {inputs[0], inputs[1]}, sums.data(), &parallel,
+                   k.transposed, -1};
+    PickOp<T> (*impl)(args);
+    std::vector<const T*> epilogue_inputs = {sums.data()};
+    epilogue_inputs.insert(epilogue_inputs.end(), inputs.begin() + 2, inputs.end());
+    return RunFused(m, EpilogueKernel(k), epilogue_inputs, out, parallel);
+  }
   OpArgs<T> args{&m.graph(), &m.graph().at(k.output), inputs, out, &parallel, k.transposed,
                  only_chunk};
   PickOp<T> (*impl)(args);

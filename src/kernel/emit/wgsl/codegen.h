@@ -92,8 +92,10 @@ Generated VectorTile(const Module& m, const Kernel& k, const ElementwiseSchedule
 // as they are, bool and f16 as f32. StorageValue is the way back, for the output.
 std::string RegisterValue(DType t, const std::string& load);
 std::string StorageValue(DType t, const std::string& value);
-// A row-tileable matmul (kernel::MatmulRowTileable) over `rows` rows of its output, for one tile.
-Generated MatmulRowTile(const Module& m, const Kernel& k, int64_t rows);
+// A row-tileable matmul (kernel::MatmulRowTileable) over `rows` rows of its output from
+// `first_row`, for one tile: A's rows, the output's and an epilogue's inputs of the output's shape
+// are bound from that row, B and broadcast epilogue inputs whole.
+Generated MatmulRowTile(const Module& m, const Kernel& k, int64_t first_row, int64_t rows);
 
 // The helper functions a fused kernel's steps need, each once.
 std::string ExpressionHelpers(const Module& m, const Kernel& k);
