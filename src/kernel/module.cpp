@@ -9,6 +9,12 @@
 
 namespace scellis::kernel {
 
+std::vector<int> Kernel::Outputs() const {
+  std::vector<int> all = {output};
+  all.insert(all.end(), extra_outputs.begin(), extra_outputs.end());
+  return all;
+}
+
 const EmittedSource* Kernel::Source(std::string_view target) const {
   for (const EmittedSource& s : sources)
     if (s.target == target) return &s;
@@ -40,6 +46,7 @@ void NameKernels(Module& m) {
     }
     for (size_t s = 1; k.HasEpilogue() && s < k.expr.size(); ++s)
       if (k.expr[s].op != "full") title += "_" + k.expr[s].op;
+    for (int o : k.extra_outputs) title += "_" + m.graph().at(o).op;
     k.name = "k" + std::to_string(k.id) + "_" + title;
   }
 }
@@ -171,7 +178,9 @@ std::string Print(const Module& m) {
          std::to_string(m.graph().nodes.size()) + " nodes)\n";
   for (const Kernel& k : m.kernels) {
     const webir::Node& o = m.graph().at(k.output);
-    out += "  " + k.name + ": %" + o.name + " " + o.type.ShapeString() + " <- ";
+    out += "  " + k.name + ": %" + o.name + " " + o.type.ShapeString();
+    for (int x : k.extra_outputs) out += ", %" + m.graph().at(x).name;
+    out += " <- ";
     // Steps [first, end) of the kernel's expression, each `s<n>=op(operands)`.
     auto steps = [&](size_t first) {
       std::string expr;
@@ -260,6 +269,7 @@ Json ToJson(const Module& m) {
     jk["inputs"] = k.inputs;
     if (!k.transposed.empty()) jk["transposed"] = k.transposed;
     jk["output"] = k.output;
+    if (!k.extra_outputs.empty()) jk["extra_outputs"] = k.extra_outputs;
     if (const auto& s = k.matmul_schedule) {
       jk["matmul_schedule"] = {{"name", s->Name()},
                                {"kind", s->kind == MatmulSchedule::Kind::kTiled ? "tiled"
@@ -333,6 +343,17 @@ Status Verify(const Module& m) {
       if (src.source.empty() || src.source_hash != Sha256Hex(src.source))
         return InternalError("kernel.Verify",
                              k.name + " has an empty or mismatched " + src.target + " source");
+    // Extra outputs: ops over the same arguments as the primary's, none of them read by the
+    // kernel itself and none written twice.
+    for (int x : k.extra_outputs) {
+      if (k.kind != KernelKind::kOp || m.graph().at(x).args != m.graph().at(k.output).args ||
+          std::find(k.inputs.begin(), k.inputs.end(), x) != k.inputs.end() || produced.count(x) ||
+          x == k.output)
+        return InternalError("kernel.Verify",
+                             k.name + " writes %" + m.graph().at(x).name +
+                                 " besides its output, but not as an op over the same inputs");
+      produced.insert(x);
+    }
     produced.insert(k.output);
   }
   // Hoisted kernels run before the loop: they come first and read nothing the body computes.
@@ -344,7 +365,8 @@ Status Verify(const Module& m) {
   for (int i = 0; i < hoisted; ++i)
     for (int in : m.kernels[i].inputs)
       for (size_t j = hoisted; j < m.kernels.size(); ++j)
-        if (m.kernels[j].output == in)
+        if (m.kernels[j].output == in ||
+            std::count(m.kernels[j].extra_outputs.begin(), m.kernels[j].extra_outputs.end(), in))
           return InternalError("kernel.Verify", m.kernels[i].name + " is hoisted but reads %" +
                                                     m.graph().at(in).name + " from the loop body");
   for (const webir::Output& o : m.graph().outputs)

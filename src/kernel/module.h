@@ -111,6 +111,13 @@ struct Kernel {
   std::vector<int> nodes;      // WebIR nodes computed here, in order; the last is the output
   std::vector<int> inputs;     // WebIR nodes read from buffers
   int output = -1;             // WebIR node written
+  // Nodes written after `output`, in order, by a kernel of several outputs (the merge-optimizer-
+  // outputs pass: one optimizer kernel writes the new parameter, then its new moments). Each is
+  // an op of its own over the same inputs as `output`'s op; they are bound after it. The kernel
+  // reads every input of an element before writing any output of it, and no output shares a
+  // buffer with an input (buffer assignment gives each its own), so one pass over the elements
+  // computes what the separate kernels computed.
+  std::vector<int> extra_outputs;
   // kElementwise: the fused expression. A kOp matmul with an epilogue (the fuse-matmul-epilogue
   // pass): expr[0] is the matmul itself (op "matmul", operands {0, 1}: inputs 0 and 1 are its
   // operands), and every later step an elementwise op applied to each finished f32 element before
@@ -149,6 +156,8 @@ struct Kernel {
   // shape and operands the matmul's schedule and code follow.
   int OpNode() const { return HasEpilogue() ? expr.front().node : output; }
   bool HasEpilogue() const { return kind == KernelKind::kOp && !expr.empty(); }
+  // `output`, then `extra_outputs`: the nodes written, in binding order.
+  std::vector<int> Outputs() const;
 
   const EmittedSource* Source(std::string_view target) const;
   // The WGSL source; an empty one before the emit-wgsl pass ran.

@@ -143,7 +143,8 @@ class Builder {
       return InternalError("device-program", "kernel " + k.name + " has no WGSL source");
     const webir::Graph& g = plan_.graph();
     const uint64_t cap = limits_.max_storage_buffer_binding_size;
-    bool over = static_cast<uint64_t>(plan_.buffers[st.write].bytes) > cap;
+    bool over = false;
+    for (int b : st.Writes()) over |= static_cast<uint64_t>(plan_.buffers[b].bytes) > cap;
     for (int b : st.reads) over |= static_cast<uint64_t>(plan_.buffers[b].bytes) > cap;
 
     if (!over) {
@@ -156,7 +157,8 @@ class Builder {
                                PipelineFor(k, blocked ? blocked->source : k.Wgsl().source));
       if (blocked) p_.iterations_per_dispatch = k.blocking.steps;
       for (int b : st.reads) d.bindings.push_back({b, 0, 0});
-      d.bindings.push_back({st.write, 0, 0});
+      for (int b : st.Writes()) d.bindings.push_back({b, 0, 0});
+      d.writes = static_cast<int>(st.Writes().size());
       d.workgroups = blocked ? k.blocking.workgroups : k.workgroups;
       SCELLIS_TRY(CheckGrid(k, d.workgroups));
       p_.dispatches.push_back(std::move(d));
@@ -164,7 +166,7 @@ class Builder {
     }
     const uint64_t align = std::max<uint32_t>(limits_.min_storage_buffer_offset_alignment, 4);
     if (kernel::MatmulRowTileable(plan_.module(), k)) return AddMatmulRowTiles(s, align);
-    if (k.kind != kernel::KernelKind::kElementwise)
+    if (k.kind != kernel::KernelKind::kElementwise || !k.extra_outputs.empty())
       return InternalError("device-program",
                            k.name + " binds a buffer over the cap and cannot be tiled");
     const int64_t per_tile = static_cast<int64_t>(cap / align * align / 4);
@@ -329,6 +331,7 @@ Json ToJson(const DeviceProgram& p) {
                {"bindings", bindings},
                {"workgroups", d.workgroups}};
     if (d.tile_count >= 0) jd["tile"] = {{"base", d.tile_base}, {"count", d.tile_count}};
+    if (d.writes != 1) jd["writes"] = d.writes;
     dispatches.push_back(std::move(jd));
   }
   Json outputs = Json::array();

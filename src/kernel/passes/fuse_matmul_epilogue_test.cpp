@@ -41,7 +41,7 @@ Json LinearRelu(const std::vector<Json>& extra = {},
                              {{"id", 4}, {"op", "add"}, {"a", 3}, {"b", 2}},
                              {{"id", 5}, {"op", "relu"}, {"a", 4}}};
   nodes.insert(nodes.end(), extra.begin(), extra.end());
-  return GraphDoc(nodes, outputs);
+  return GraphDoc(nodes, outputs, 2);
 }
 
 TEST(FuseMatmulEpiloguePass, BiasAndReluBecomeTheMatmulsEpilogue) {
@@ -131,7 +131,7 @@ TEST(FuseMatmulEpiloguePass, LeavesAResultThatIsReadElsewhereNamedOrBroadcast) {
                          InputNode(2, {2, 4, 5}, Random(40, 3)),
                          {{"id", 3}, {"op", "matmul"}, {"a", 0}, {"b", 1}},
                          {{"id", 4}, {"op", "add"}, {"a", 3}, {"b", 2}}},
-                        {{"y", 4}});
+                        {{"y", 4}}, 2);
     Module m = Before(doc);
     ASSERT_TRUE(FuseMatmulEpilogue(m).ok());
     EXPECT_EQ(m.kernels.size(), 2u) << Print(m);

@@ -28,6 +28,13 @@ Status FoldTransposes(Module& m);
 // and the epilogue's steps are the elementwise kernel's: the same bits.
 Status FuseMatmulEpilogue(Module& m);
 
+// An optimizer update split into one op per output (adam_update, adam_m, adam_v over the same
+// param, grad, moments and step; momentum_update and momentum_velocity) becomes one kernel that
+// writes the new parameter and then each new moment (Kernel::extra_outputs): one dispatch and one
+// read of the shared inputs per parameter instead of one per output. Each output is computed by
+// the same operations as its own kernel computed it.
+Status MergeOptimizerOutputs(Module& m);
+
 // Loop-invariant hoisting in a repeated graph (`"repeat": N`): a kernel none of whose inputs
 // depends, directly or through other kernels, on a carried input (and whose output is not itself
 // carried) computes the same value in every iteration; it is marked hoisted and moved, in order,

@@ -45,7 +45,8 @@ Result<Generated> Generate(const Module& m, const Kernel& k);
 std::array<uint32_t, 3> LinearGrid(int64_t invocations);
 // The WGSL element type a buffer of `t` is bound as.
 const char* StorageType(DType t);
-// Prelude declaring in0..in<n-1> and out with the element types of k's nodes (and `enable f16;`
+// Prelude declaring in0..in<n-1>, out and, for a kernel of several outputs, out1..out<m> after it,
+// with the element types of k's nodes (and `enable f16;`
 // when one is f16); inputs flagged in `vec4_inputs`, and the output when `vec4_output`, as arrays
 // of vec4 of that type. LinearEntry declares the linear index `let i` with its bound check.
 std::string Bindings(const Module& m, const Kernel& k, const std::vector<bool>& vec4_inputs = {},
