@@ -1,7 +1,6 @@
 #include "execplan/plan.h"
 
 #include <algorithm>
-
 #include <cstdio>
 
 #include "base/enum_table.h"

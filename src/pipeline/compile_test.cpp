@@ -26,12 +26,11 @@ TEST(Passes, TheDescentInOrder) {
   std::vector<std::string> names;
   for (const Pass& p : Passes()) names.emplace_back(p.name);
   EXPECT_EQ(names,
-            (std::vector<std::string>{"append-train-step", "partition", "fuse-elementwise",
-                                      "fold-transposes", "fuse-matmul-epilogue",
-                                      "merge-optimizer-outputs", "hoist-loop-invariants",
-                                      "schedule-matmul", "schedule-elementwise", "emit-wgsl",
-                                      "block-temporally", "liveness", "memory-classes",
-                                      "assign-buffers", "verdict", "check-guarantees"}));
+            (std::vector<std::string>{
+                "append-train-step", "partition", "fuse-elementwise", "fold-transposes",
+                "fuse-matmul-epilogue", "merge-optimizer-outputs", "hoist-loop-invariants",
+                "schedule-matmul", "schedule-elementwise", "emit-wgsl", "block-temporally",
+                "liveness", "memory-classes", "assign-buffers", "verdict", "check-guarantees"}));
   for (const Pass& p : Passes())
     EXPECT_EQ(p.optional, p.name == "fuse-elementwise" || p.name == "fold-transposes" ||
                               p.name == "fuse-matmul-epilogue" ||

@@ -229,9 +229,9 @@ class Builder {
       d.bindings.push_back({st.reads[1], 0, 0});
       for (size_t i = 2; i < st.reads.size(); ++i) {
         const bool windowed = g.at(k.inputs[i]).type.SameShape(out_type);
-        d.bindings.push_back(windowed ? ProgramBinding{st.reads[i], out_window.offset,
-                                                       out_window.size}
-                                      : ProgramBinding{st.reads[i], 0, 0});
+        d.bindings.push_back(windowed
+                                 ? ProgramBinding{st.reads[i], out_window.offset, out_window.size}
+                                 : ProgramBinding{st.reads[i], 0, 0});
       }
       d.bindings.push_back(out_window);
       d.workgroups = gen.workgroups;

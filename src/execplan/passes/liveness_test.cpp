@@ -41,10 +41,9 @@ TEST(LivenessPass, AHoistedValueLivesThroughTheWholeBody) {
   for (bool hoisted : {true, false}) {
     SCOPED_TRACE(hoisted ? "hoisted" : "not hoisted");
     // Unfused, so that every matmul and the neg are steps of their own.
-    Plan p = Unplanned(LoopDocument(),
-                       hoisted ? std::set<std::string>{"fuse-matmul-epilogue"}
-                               : std::set<std::string>{"hoist-loop-invariants",
-                                                       "fuse-matmul-epilogue"});
+    Plan p = Unplanned(LoopDocument(), hoisted ? std::set<std::string>{"fuse-matmul-epilogue"}
+                                               : std::set<std::string>{"hoist-loop-invariants",
+                                                                       "fuse-matmul-epilogue"});
     ASSERT_EQ(p.steps.size(), 4u);
     EXPECT_EQ(p.module().HoistedKernels(), hoisted ? 1 : 0);
     ASSERT_TRUE(Liveness(p).ok());

@@ -124,7 +124,7 @@ class Judge {
             kernel::MatmulRowTileable(p_.module(), k) && b != 2 && !extra &&
             (b < 3 || g.at(node).type.SameShape(out)) &&
             kernel::MatmulRowsPerTile(kernel::MatmulShapeOf(p_.module(), k),
-                                            static_cast<uint64_t>(lim.max_binding_bytes), 256) > 0;
+                                      static_cast<uint64_t>(lim.max_binding_bytes), 256) > 0;
         if (tileable || row_tiled) {
           Yellow("tiled-binding", k.name + " binds %" + g.at(node).name + " (" +
                                       FormatBytes(bytes) + ") in tiles" +

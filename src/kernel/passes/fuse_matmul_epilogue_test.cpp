@@ -35,7 +35,8 @@ Module Before(const Json& doc) {
 // y = relu(x @ w + b) with x 4x3, w 3x5, b 5; `extra` nodes and outputs are added to it.
 Json LinearRelu(const std::vector<Json>& extra = {},
                 std::vector<std::pair<std::string, int>> outputs = {{"y", 5}}) {
-  std::vector<Json> nodes = {InputNode(0, {4, 3}, Random(12, 1)), InputNode(1, {3, 5}, Random(15, 2)),
+  std::vector<Json> nodes = {InputNode(0, {4, 3}, Random(12, 1)),
+                             InputNode(1, {3, 5}, Random(15, 2)),
                              InputNode(2, {5}, Random(5, 3)),
                              {{"id", 3}, {"op", "matmul"}, {"a", 0}, {"b", 1}},
                              {{"id", 4}, {"op", "add"}, {"a", 3}, {"b", 2}},
@@ -127,7 +128,8 @@ TEST(FuseMatmulEpiloguePass, LeavesAResultThatIsReadElsewhereNamedOrBroadcast) {
   }
   // The elementwise kernel is larger than the sum (broadcast over a leading dimension).
   {
-    Json doc = GraphDoc({InputNode(0, {4, 3}, Random(12, 1)), InputNode(1, {3, 5}, Random(15, 2)),
+    Json doc = GraphDoc({InputNode(0, {4, 3}, Random(12, 1)),
+                         InputNode(1, {3, 5}, Random(15, 2)),
                          InputNode(2, {2, 4, 5}, Random(40, 3)),
                          {{"id", 3}, {"op", "matmul"}, {"a", 0}, {"b", 1}},
                          {{"id", 4}, {"op", "add"}, {"a", 3}, {"b", 2}}},

@@ -19,11 +19,10 @@ Status HoistLoopInvariants(Module& m) {
   for (const webir::Carry& c : g.carries) carried_out[c.from] = true;
   for (Kernel& k : m.kernels) {
     const std::vector<int> outputs = k.Outputs();
-    const bool variant =
-        std::any_of(outputs.begin(), outputs.end(),
-                    [&](int o) { return static_cast<bool>(carried_out[o]); }) ||
-        std::any_of(k.inputs.begin(), k.inputs.end(),
-                    [&](int in) { return static_cast<bool>(varies[in]); });
+    const bool variant = std::any_of(outputs.begin(), outputs.end(),
+                                     [&](int o) { return static_cast<bool>(carried_out[o]); }) ||
+                         std::any_of(k.inputs.begin(), k.inputs.end(),
+                                     [&](int in) { return static_cast<bool>(varies[in]); });
     for (int o : outputs) varies[o] = variant;
     k.hoisted = !variant;
   }

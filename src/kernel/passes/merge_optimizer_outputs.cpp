@@ -40,8 +40,8 @@ Status MergeOptimizerOutputs(Module& m) {
         const Kernel& k = m.kernels[j];
         const webir::Node& n = g.at(k.output);
         if (j == i || merged[j] || k.kind != KernelKind::kOp || k.op != op ||
-            !k.extra_outputs.empty() || k.inputs != m.kernels[i].inputs ||
-            n.args != primary.args || n.attrs != primary.attrs || k.hoisted != m.kernels[i].hoisted)
+            !k.extra_outputs.empty() || k.inputs != m.kernels[i].inputs || n.args != primary.args ||
+            n.attrs != primary.attrs || k.hoisted != m.kernels[i].hoisted)
           continue;
         partners.push_back(j);
         break;

@@ -494,7 +494,7 @@ Status RunKernel(const Module& m, const Kernel& k, const std::vector<const T*>& 
     // are stored as f32 before the epilogue reads them, as the unfused plan stores them.
     const webir::Node& node = m.graph().at(k.OpNode());
     std::vector<T> sums(static_cast<size_t>(node.type.elements()));
-    OpArgs<T> args{&m.graph(), &node, {inputs[0], inputs[1]}, sums.data(), &parallel,
+    OpArgs<T> args{&m.graph(),   &node, {inputs[0], inputs[1]}, sums.data(), &parallel,
                    k.transposed, -1};
     PickOp<T> (*impl)(args);
     std::vector<const T*> epilogue_inputs = {sums.data()};
@@ -507,16 +507,15 @@ Status RunKernel(const Module& m, const Kernel& k, const std::vector<const T*>& 
   // Extra outputs are ops of their own over the same inputs, none of which they overwrite: each
   // runs as its own kernel would.
   if (extra_outs.size() != k.extra_outputs.size())
-    return InternalError("ref.RunKernel", k.name + " writes " +
-                                              std::to_string(k.extra_outputs.size() + 1) +
-                                              " outputs, given " +
-                                              std::to_string(extra_outs.size() + 1));
+    return InternalError("ref.RunKernel",
+                         k.name + " writes " + std::to_string(k.extra_outputs.size() + 1) +
+                             " outputs, given " + std::to_string(extra_outs.size() + 1));
   for (size_t j = 0; j < k.extra_outputs.size(); ++j) {
     const webir::Node& node = m.graph().at(k.extra_outputs[j]);
     const OpImpl* extra = FindOp(node.op);
     if (!extra) return InternalError("ref.RunKernel", "no CPU reference for op " + node.op);
-    OpArgs<T> extra_args{&m.graph(), &node, inputs, extra_outs[j], &parallel, k.transposed,
-                         only_chunk};
+    OpArgs<T> extra_args{&m.graph(), &node,        inputs,    extra_outs[j],
+                         &parallel,  k.transposed, only_chunk};
     PickOp<T> (*extra)(extra_args);
   }
   return Status::Ok();

@@ -41,9 +41,12 @@ Feeds RandomFeeds(const webir::Graph& g, uint32_t seed) {
     std::vector<double> values(static_cast<size_t>(t.elements()));
     const bool labels = t.rank() == 1;
     for (double& v : values) {
-      if (t.rank() == 0) v = 3;
-      else if (labels) v = std::uniform_int_distribution<int>(0, 9)(rng);
-      else v = std::uniform_real_distribution<double>(0, 1)(rng);
+      if (t.rank() == 0)
+        v = 3;
+      else if (labels)
+        v = std::uniform_int_distribution<int>(0, 9)(rng);
+      else
+        v = std::uniform_real_distribution<double>(0, 1)(rng);
     }
     feeds[FeedName(n)] = HostTensor::FromValues(t, values);
   }

@@ -113,8 +113,8 @@ std::string EpilogueFn(const Module& m, const Kernel& k, int64_t base) {
             ";\n";
   }
   body += ExpressionSteps(m, e, [](const ExprStep&, const std::string&) { return std::string(); });
-  return ExpressionHelpers(m, e) + "fn epilogue(x0: f32, e: u32) -> f32 {\n" + body +
-         "  return s" + std::to_string(e.expr.size() - 1) + ";\n}\n";
+  return ExpressionHelpers(m, e) + "fn epilogue(x0: f32, e: u32) -> f32 {\n" + body + "  return s" +
+         std::to_string(e.expr.size() - 1) + ";\n}\n";
 }
 // An operand element as f32: converted for an f16 product, as it is for f32.
 std::string Loaded(const Module& m, const Kernel& k, const std::string& element) {
@@ -124,21 +124,20 @@ std::string HalfHelpers(const Module& m, const Kernel& k) {
   return HalfProduct(m, k) ? kRoundToHalf : "";
 }
 
-void PerElement(const Module& m, const Kernel& k, const Operands& o, int64_t base,
-                Generated& out) {
+void PerElement(const Module& m, const Kernel& k, const Operands& o, int64_t base, Generated& out) {
   const MatmulShape& s = o.shape;
   // Sizes of 0 would be constant divisions by zero, which WGSL rejects; an empty output returns
   // before reaching them, so 1 serves. (K = 0 is fine: the loop adds nothing and writes zeros.)
   auto nonzero = [](int64_t v) { return U32(std::max<int64_t>(v, 1)); };
   const int64_t elements = s.batches * s.m * s.n;
-  out.source = "// matmul per-element\n" + Bindings(m, k) + HalfHelpers(m, k) +
-               EpilogueFn(m, k, base) + "\n" +
-               LinearEntry(elements) +
-               BatchOffsets(o, "i / " + nonzero(s.m * s.n)) + "  let r = (i / " + nonzero(s.n) +
-               ") % " + nonzero(s.m) + ";\n  let c = i % " + nonzero(s.n) +
-               ";\n  var acc = 0.0;\n  for (var kk = 0u; kk < " + U32(s.k) +
-               "; kk = kk + 1u) {\n    acc = acc + " + Loaded(m, k, "in0[" + AIndex(s, "r", "kk") + "]") +
-                " * " + Loaded(m, k, "in1[" + BIndex(s, "kk", "c") + "]") + ";\n  }\n  out[i] = " + Stored(m, k, "acc", "i") + ";\n}\n";
+  out.source =
+      "// matmul per-element\n" + Bindings(m, k) + HalfHelpers(m, k) + EpilogueFn(m, k, base) +
+      "\n" + LinearEntry(elements) + BatchOffsets(o, "i / " + nonzero(s.m * s.n)) +
+      "  let r = (i / " + nonzero(s.n) + ") % " + nonzero(s.m) + ";\n  let c = i % " +
+      nonzero(s.n) + ";\n  var acc = 0.0;\n  for (var kk = 0u; kk < " + U32(s.k) +
+      "; kk = kk + 1u) {\n    acc = acc + " + Loaded(m, k, "in0[" + AIndex(s, "r", "kk") + "]") +
+      " * " + Loaded(m, k, "in1[" + BIndex(s, "kk", "c") + "]") +
+      ";\n  }\n  out[i] = " + Stored(m, k, "acc", "i") + ";\n}\n";
   out.workgroups = LinearGrid(elements);
 }
 
@@ -150,24 +149,24 @@ void TiledOneOutput(const Module& m, const Kernel& k, const Operands& o, const M
   const std::string T = U32(sch.tile_m), TT = U32(sch.tile_m * sch.tile_m);
   const std::string M = U32(s.m), N = U32(s.n), K = U32(s.k);
   const std::string at = "wg.z * " + U32(s.m * s.n) + " + r * " + N + " + c";
-  out.source = "// matmul " + sch.Name() + "\n" + Bindings(m, k) + HalfHelpers(m, k) +
-               EpilogueFn(m, k, base) + "var<workgroup> tile_a: array<f32, " + std::to_string(sch.tile_m * sch.tile_m) +
-               ">;\nvar<workgroup> tile_b: array<f32, " +
-               std::to_string(sch.tile_m * sch.tile_m) + ">;\n\n@compute @workgroup_size(" +
-               std::to_string(sch.tile_n) + ", " + std::to_string(sch.tile_m) +
-               ")\nfn main(@builtin(workgroup_id) wg: vec3<u32>,\n"
-               "        @builtin(local_invocation_id) lid: vec3<u32>) {\n" +
-               BatchOffsets(o, "wg.z") + "  let r = wg.y * " + T + " + lid.y;\n  let c = wg.x * " +
-               T + " + lid.x;\n  var acc = 0.0;\n  for (var t = 0u; t < " + K + "; t = t + " + T +
-               ") {\n    let ka = t + lid.x;\n    let kb = t + lid.y;\n    tile_a[lid.y * " + T +
-               " + lid.x] = select(0.0, " + Loaded(m, k, "in0[" + AIndex(s, "r", "ka") + "]") +
-               ", r < " + M +
-               " && ka < " + K + ");\n    tile_b[lid.y * " + T + " + lid.x] = select(0.0, " +
-               Loaded(m, k, "in1[" + BIndex(s, "kb", "c") + "]") + ", kb < " + K + " && c < " + N +
-               ");\n    workgroupBarrier();\n    for (var kk = 0u; kk < " + T +
-               "; kk = kk + 1u) {\n      acc = acc + tile_a[lid.y * " + T + " + kk] * tile_b[kk * " +
-               T + " + lid.x];\n    }\n    workgroupBarrier();\n  }\n  if (r < " + M + " && c < " +
-               N + ") { out[" + at + "] = " + Stored(m, k, "acc", at) + "; }\n}\n";
+  out.source =
+      "// matmul " + sch.Name() + "\n" + Bindings(m, k) + HalfHelpers(m, k) +
+      EpilogueFn(m, k, base) + "var<workgroup> tile_a: array<f32, " +
+      std::to_string(sch.tile_m * sch.tile_m) + ">;\nvar<workgroup> tile_b: array<f32, " +
+      std::to_string(sch.tile_m * sch.tile_m) + ">;\n\n@compute @workgroup_size(" +
+      std::to_string(sch.tile_n) + ", " + std::to_string(sch.tile_m) +
+      ")\nfn main(@builtin(workgroup_id) wg: vec3<u32>,\n"
+      "        @builtin(local_invocation_id) lid: vec3<u32>) {\n" +
+      BatchOffsets(o, "wg.z") + "  let r = wg.y * " + T + " + lid.y;\n  let c = wg.x * " + T +
+      " + lid.x;\n  var acc = 0.0;\n  for (var t = 0u; t < " + K + "; t = t + " + T +
+      ") {\n    let ka = t + lid.x;\n    let kb = t + lid.y;\n    tile_a[lid.y * " + T +
+      " + lid.x] = select(0.0, " + Loaded(m, k, "in0[" + AIndex(s, "r", "ka") + "]") + ", r < " +
+      M + " && ka < " + K + ");\n    tile_b[lid.y * " + T + " + lid.x] = select(0.0, " +
+      Loaded(m, k, "in1[" + BIndex(s, "kb", "c") + "]") + ", kb < " + K + " && c < " + N +
+      ");\n    workgroupBarrier();\n    for (var kk = 0u; kk < " + T +
+      "; kk = kk + 1u) {\n      acc = acc + tile_a[lid.y * " + T + " + kk] * tile_b[kk * " + T +
+      " + lid.x];\n    }\n    workgroupBarrier();\n  }\n  if (r < " + M + " && c < " + N +
+      ") { out[" + at + "] = " + Stored(m, k, "acc", at) + "; }\n}\n";
   out.workgroups = {static_cast<uint32_t>((s.n + sch.tile_n - 1) / sch.tile_n),
                     static_cast<uint32_t>((s.m + sch.tile_m - 1) / sch.tile_m),
                     static_cast<uint32_t>(s.batches)};
@@ -197,8 +196,7 @@ void TiledBlocked(const Module& m, const Kernel& k, const Operands& o, const Mat
   src += std::string("@group(0) @binding(0) var<storage, read> in0: array<") +
          (va == 4 ? "vec4<f32>" : "f32") +
          ">;\n@group(0) @binding(1) var<storage, read> in1: array<" +
-         (vb == 4 ? "vec4<f32>" : "f32") +
-         ">;\n";
+         (vb == 4 ? "vec4<f32>" : "f32") + ">;\n";
   // An epilogue's inputs (bindings 2..), then the output.
   for (size_t i = 2; i < k.inputs.size(); ++i)
     src += "@group(0) @binding(" + std::to_string(i) + ") var<storage, read> in" +
@@ -301,8 +299,8 @@ void TiledBlocked(const Module& m, const Kernel& k, const Operands& o, const Mat
       src += "    {\n      let c = col0 + (lid.x + " + u(int64_t{j} * wx) + ") * 4u;\n";
       for (int c = 0; c < 4; ++c) {
         const std::string at = first + " + r * " + N + " + c + " + u(c);
-        src += "      if (r < " + M + " && c + " + u(c) + " < " + N + ") { out[" + at + "] = " +
-               Stored(m, k, acc + "." + lane[c], at) + "; }\n";
+        src += "      if (r < " + M + " && c + " + u(c) + " < " + N + ") { out[" + at +
+               "] = " + Stored(m, k, acc + "." + lane[c], at) + "; }\n";
       }
       src += "    }\n";
     }
@@ -479,9 +477,12 @@ void MatmulFixed(const Module& m, const Kernel& k, Generated& out) {
 // broadcast inputs are indexed from.
 void Generate(const Module& m, const Kernel& k, const Operands& o, int64_t base, Generated& out) {
   const MatmulSchedule& sch = *k.matmul_schedule;
-  if (sch.kind == MatmulSchedule::Kind::kPerElement) PerElement(m, k, o, base, out);
-  else if (sch.block_m == 1 && sch.block_n == 1) TiledOneOutput(m, k, o, sch, base, out);
-  else TiledBlocked(m, k, o, sch, base, out);
+  if (sch.kind == MatmulSchedule::Kind::kPerElement)
+    PerElement(m, k, o, base, out);
+  else if (sch.block_m == 1 && sch.block_n == 1)
+    TiledOneOutput(m, k, o, sch, base, out);
+  else
+    TiledBlocked(m, k, o, sch, base, out);
 }
 
 }  // namespace

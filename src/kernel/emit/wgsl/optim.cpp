@@ -66,8 +66,8 @@ std::string Stores(const Module& m, const Kernel& k, const ValueOf& value) {
   std::string s;
   const std::vector<int> outputs = k.Outputs();
   for (size_t j = 0; j < outputs.size(); ++j)
-    s += "  out" + (j ? std::to_string(j) : std::string()) + "[i] = " +
-         value(m.graph().at(outputs[j]).op) + ";\n";
+    s += "  out" + (j ? std::to_string(j) : std::string()) +
+         "[i] = " + value(m.graph().at(outputs[j]).op) + ";\n";
   return s;
 }
 

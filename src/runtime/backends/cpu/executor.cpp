@@ -225,8 +225,8 @@ struct Resident {
       if (end == first + 1) {
         const execplan::Step& s = steps[first];
         SCELLIS_TRY(kernel::ref::RunKernel<T>(plan->module(), plan->module().kernels[s.kernel],
-                                              inputs_of(s), buffers[s.write].data(), parallel,
-                                              -1, extra_outs_of(s)));
+                                              inputs_of(s), buffers[s.write].data(), parallel, -1,
+                                              extra_outs_of(s)));
         ++first;
         continue;
       }

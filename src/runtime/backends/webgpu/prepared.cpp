@@ -309,8 +309,8 @@ class WebGpuPrepared : public Prepared {
       }
       if (options_.poison_outputs) {
         // The last `writes` bindings are the kernel's outputs.
-        for (size_t w = bindings.size() - static_cast<size_t>(dispatch.writes);
-             w < bindings.size(); ++w) {
+        for (size_t w = bindings.size() - static_cast<size_t>(dispatch.writes); w < bindings.size();
+             ++w) {
           const Binding& out = bindings[w];
           uint64_t words = out.size ? out.size / 4 : (d_.BufferSize(out.buffer) + 3) / 4;
           Grid grid = SplitWorkgroups((words + 63) / 64,
