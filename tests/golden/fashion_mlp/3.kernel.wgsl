@@ -1,9 +1,23 @@
-// ---- k0_matmul_add ----
+// ---- k0_matmul_add_relu ----
 // matmul 16x16x16/1x1
 @group(0) @binding(0) var<storage, read> in0: array<f32>;
 @group(0) @binding(1) var<storage, read> in1: array<f32>;
 @group(0) @binding(2) var<storage, read> in2: array<f32>;
 @group(0) @binding(3) var<storage, read_write> out: array<f32>;
+fn is_nan_f32(x: f32) -> bool { return (bitcast<u32>(x) & 0x7fffffffu) > 0x7f800000u; }
+fn is_below_zero_f32(x: f32) -> bool {
+  let b = bitcast<u32>(x);
+  return b > 0x80000000u && b <= 0xff800000u;
+}
+fn nan_f32() -> f32 {
+  var bits = 0x7fc00000u;
+  return bitcast<f32>(bits);
+}
+fn inf_f32() -> f32 {
+  var bits = 0x7f800000u;
+  return bitcast<f32>(bits);
+}
+fn relu_f32(x: f32) -> f32 { return select(x, 0.0, is_below_zero_f32(x)); }
 fn epilogue(x0: f32, e: u32) -> f32 {
   var rem = e + 0u;
   let d1 = rem % 256u;
@@ -11,7 +25,8 @@ fn epilogue(x0: f32, e: u32) -> f32 {
   let d0 = rem % 64u;
   let x1 = in2[d1 * 1u];
   let s0 = (x0 + x1);
-  return s0;
+  let s1 = relu_f32(s0);
+  return s1;
 }
 var<workgroup> tile_a: array<f32, 256>;
 var<workgroup> tile_b: array<f32, 256>;
@@ -39,43 +54,7 @@ fn main(@builtin(workgroup_id) wg: vec3<u32>,
   if (r < 64u && c < 256u) { out[wg.z * 16384u + r * 256u + c] = epilogue(acc, wg.z * 16384u + r * 256u + c); }
 }
 
-// ---- k1_fused_relu ----
-@group(0) @binding(0) var<storage, read> in0: array<vec4<f32>>;
-@group(0) @binding(1) var<storage, read_write> out: array<vec4<f32>>;
-fn is_nan_f32(x: f32) -> bool { return (bitcast<u32>(x) & 0x7fffffffu) > 0x7f800000u; }
-fn is_below_zero_f32(x: f32) -> bool {
-  let b = bitcast<u32>(x);
-  return b > 0x80000000u && b <= 0xff800000u;
-}
-fn nan_f32() -> f32 {
-  var bits = 0x7fc00000u;
-  return bitcast<f32>(bits);
-}
-fn inf_f32() -> f32 {
-  var bits = 0x7f800000u;
-  return bitcast<f32>(bits);
-}
-fn relu_f32(x: f32) -> f32 { return select(x, 0.0, is_below_zero_f32(x)); }
-fn fused_element(a0: f32) -> f32 {
-  let x0 = a0;
-  let s0 = relu_f32(x0);
-  return s0;
-}
-
-@compute @workgroup_size(256)
-fn main(@builtin(global_invocation_id) gid: vec3<u32>,
-        @builtin(num_workgroups) groups: vec3<u32>) {
-  for (var j = gid.x; j < 4096u; j = j + groups.x * 256u) {
-    let v0 = in0[j];
-    out[j] = vec4<f32>(
-      fused_element(v0.x),
-      fused_element(v0.y),
-      fused_element(v0.z),
-      fused_element(v0.w));
-  }
-}
-
-// ---- k2_matmul_add ----
+// ---- k1_matmul_add ----
 // matmul 16x16x16/1x1
 @group(0) @binding(0) var<storage, read> in0: array<f32>;
 @group(0) @binding(1) var<storage, read> in1: array<f32>;
@@ -116,7 +95,7 @@ fn main(@builtin(workgroup_id) wg: vec3<u32>,
   if (r < 64u && c < 10u) { out[wg.z * 640u + r * 10u + c] = epilogue(acc, wg.z * 640u + r * 10u + c); }
 }
 
-// ---- k3_cross_entropy ----
+// ---- k2_cross_entropy ----
 @group(0) @binding(0) var<storage, read> in0: array<f32>;
 @group(0) @binding(1) var<storage, read> in1: array<f32>;
 @group(0) @binding(2) var<storage, read_write> out: array<f32>;
@@ -166,7 +145,7 @@ fn main(@builtin(local_invocation_index) t: u32) {
   }
 }
 
-// ---- k4_fused ----
+// ---- k3_fused ----
 @group(0) @binding(0) var<storage, read_write> out: array<f32>;
 
 @compute @workgroup_size(64)
@@ -178,7 +157,7 @@ fn main(@builtin(global_invocation_id) gid: vec3<u32>,
   out[i] = s0;
 }
 
-// ---- k5_cross_entropy_grad ----
+// ---- k4_cross_entropy_grad ----
 @group(0) @binding(0) var<storage, read> in0: array<f32>;
 @group(0) @binding(1) var<storage, read> in1: array<f32>;
 @group(0) @binding(2) var<storage, read> in2: array<f32>;
@@ -231,7 +210,7 @@ fn main(@builtin(global_invocation_id) gid: vec3<u32>,
   }
 }
 
-// ---- k6_sum ----
+// ---- k5_sum ----
 @group(0) @binding(0) var<storage, read> in0: array<f32>;
 @group(0) @binding(1) var<storage, read_write> out: array<f32>;
 
@@ -246,7 +225,7 @@ fn main(@builtin(global_invocation_id) gid: vec3<u32>,
   out[i] = s;
 }
 
-// ---- k7_matmul ----
+// ---- k6_matmul ----
 // matmul 16x16x16/1x1
 @group(0) @binding(0) var<storage, read> in0: array<f32>;
 @group(0) @binding(1) var<storage, read> in1: array<f32>;
@@ -277,7 +256,7 @@ fn main(@builtin(workgroup_id) wg: vec3<u32>,
   if (r < 256u && c < 10u) { out[wg.z * 2560u + r * 10u + c] = acc; }
 }
 
-// ---- k8_matmul_positive_mul ----
+// ---- k7_matmul_positive_mul ----
 // matmul 16x16x16/1x1
 @group(0) @binding(0) var<storage, read> in0: array<f32>;
 @group(0) @binding(1) var<storage, read> in1: array<f32>;
@@ -331,7 +310,7 @@ fn main(@builtin(workgroup_id) wg: vec3<u32>,
   if (r < 64u && c < 256u) { out[wg.z * 16384u + r * 256u + c] = epilogue(acc, wg.z * 16384u + r * 256u + c); }
 }
 
-// ---- k9_sum ----
+// ---- k8_sum ----
 @group(0) @binding(0) var<storage, read> in0: array<f32>;
 @group(0) @binding(1) var<storage, read_write> out: array<f32>;
 
@@ -346,7 +325,7 @@ fn main(@builtin(global_invocation_id) gid: vec3<u32>,
   out[i] = s;
 }
 
-// ---- k10_matmul ----
+// ---- k9_matmul ----
 // matmul 16x16x16/1x1
 @group(0) @binding(0) var<storage, read> in0: array<f32>;
 @group(0) @binding(1) var<storage, read> in1: array<f32>;
@@ -377,7 +356,7 @@ fn main(@builtin(workgroup_id) wg: vec3<u32>,
   if (r < 784u && c < 256u) { out[wg.z * 200704u + r * 256u + c] = acc; }
 }
 
-// ---- k11_adam_update_adam_m_adam_v ----
+// ---- k10_adam_update_adam_m_adam_v ----
 @group(0) @binding(0) var<storage, read> in0: array<f32>;
 @group(0) @binding(1) var<storage, read> in1: array<f32>;
 @group(0) @binding(2) var<storage, read> in2: array<f32>;
@@ -419,7 +398,7 @@ fn main(@builtin(global_invocation_id) gid: vec3<u32>,
   out2[i] = v;
 }
 
-// ---- k12_adam_update_adam_m_adam_v ----
+// ---- k11_adam_update_adam_m_adam_v ----
 @group(0) @binding(0) var<storage, read> in0: array<f32>;
 @group(0) @binding(1) var<storage, read> in1: array<f32>;
 @group(0) @binding(2) var<storage, read> in2: array<f32>;
@@ -461,7 +440,7 @@ fn main(@builtin(global_invocation_id) gid: vec3<u32>,
   out2[i] = v;
 }
 
-// ---- k13_adam_update_adam_m_adam_v ----
+// ---- k12_adam_update_adam_m_adam_v ----
 @group(0) @binding(0) var<storage, read> in0: array<f32>;
 @group(0) @binding(1) var<storage, read> in1: array<f32>;
 @group(0) @binding(2) var<storage, read> in2: array<f32>;
@@ -503,7 +482,7 @@ fn main(@builtin(global_invocation_id) gid: vec3<u32>,
   out2[i] = v;
 }
 
-// ---- k14_adam_update_adam_m_adam_v ----
+// ---- k13_adam_update_adam_m_adam_v ----
 @group(0) @binding(0) var<storage, read> in0: array<f32>;
 @group(0) @binding(1) var<storage, read> in1: array<f32>;
 @group(0) @binding(2) var<storage, read> in2: array<f32>;
