@@ -57,6 +57,25 @@ Kernel Fuse(const Kernel& mm, const Kernel& e, int x) {
   return k;
 }
 
+// In a repeated graph, whether each value changes between iterations (a carried input, or
+// computed from one), as hoist-loop-invariants finds it: a matmul that does not must not take an
+// epilogue that does, or the fused kernel would redo the invariant product every iteration.
+std::vector<bool> Varies(const Module& m) {
+  const webir::Graph& g = m.graph();
+  std::vector<bool> varies(g.nodes.size(), false);
+  if (g.repeat <= 1) return varies;
+  for (const webir::Carry& c : g.carries) varies[c.to] = true;
+  std::vector<bool> carried_out(g.nodes.size(), false);
+  for (const webir::Carry& c : g.carries) carried_out[c.from] = true;
+  for (const Kernel& k : m.kernels) {
+    bool v = false;
+    for (int o : k.Outputs()) v = v || carried_out[o];
+    for (int in : k.inputs) v = v || varies[in];
+    for (int o : k.Outputs()) varies[o] = v;
+  }
+  return varies;
+}
+
 }  // namespace
 
 Status FuseMatmulEpilogue(Module& m) {
@@ -72,6 +91,7 @@ Status FuseMatmulEpilogue(Module& m) {
   std::vector<int> producer(g.nodes.size(), -1);
   for (size_t i = 0; i < m.kernels.size(); ++i) producer[m.kernels[i].output] = static_cast<int>(i);
 
+  const std::vector<bool> varies = Varies(m);
   std::vector<bool> removed(m.kernels.size(), false);
   for (size_t j = 0; j < m.kernels.size(); ++j) {
     Kernel& e = m.kernels[j];
@@ -83,7 +103,7 @@ Status FuseMatmulEpilogue(Module& m) {
       const Kernel& mm = m.kernels[p];
       // The matmul's result gets no buffer: nothing else may read it.
       if (mm.kind != KernelKind::kOp || mm.op != "matmul" || mm.HasEpilogue() ||
-          readers[value] != 1 || outputs.count(value))
+          readers[value] != 1 || outputs.count(value) || varies[value] != varies[e.output])
         continue;
       if (!FitsEpilogue(m, mm, e, static_cast<int>(x))) continue;
       // The fused kernel takes the epilogue's place: everything it reads is written by then, and

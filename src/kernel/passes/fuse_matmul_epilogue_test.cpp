@@ -140,5 +140,34 @@ TEST(FuseMatmulEpiloguePass, LeavesAResultThatIsReadElsewhereNamedOrBroadcast) {
   }
 }
 
+TEST(FuseMatmulEpiloguePass, KeepsALoopInvariantProductOutOfTheLoopBody) {
+  // repeat 3: %2 = q @ q reads nothing carried (hoisted, computed once); %3 = u + %2 is carried
+  // back into u, so an epilogue would redo the product in every iteration. A product of the
+  // carried value takes its epilogue: %5 = neg(u @ q).
+  Json u = InputNode(0, {2, 2}, {1, 2, 3, 4});
+  u["name"] = "u";
+  u["carry"] = "u_next";
+  Json doc = GraphDoc({u,
+                       InputNode(1, {2, 2}, {0.5, 0, 0, 0.5}),
+                       {{"id", 2}, {"op", "matmul"}, {"a", 1}, {"b", 1}},
+                       {{"id", 3}, {"op", "add"}, {"a", 0}, {"b", 2}},
+                       {{"id", 4}, {"op", "matmul"}, {"a", 0}, {"b", 1}},
+                       {{"id", 5}, {"op", "neg"}, {"a", 4}}},
+                      {{"u_next", 3}, {"v", 5}}, 5);
+  doc["repeat"] = 3;
+  Module m = Before(doc);
+  ASSERT_EQ(m.kernels.size(), 4u) << Print(m);
+  ASSERT_TRUE(FuseMatmulEpilogue(m).ok());
+  ASSERT_EQ(m.kernels.size(), 3u) << Print(m);
+  int epilogues = 0;
+  for (const Kernel& k : m.kernels) {
+    if (!k.HasEpilogue()) continue;
+    ++epilogues;
+    EXPECT_EQ(k.OpNode(), 4) << k.name;
+    EXPECT_EQ(k.output, 5) << k.name;
+  }
+  EXPECT_EQ(epilogues, 1);
+}
+
 }  // namespace
 }  // namespace scellis::kernel
