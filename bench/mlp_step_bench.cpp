@@ -7,8 +7,10 @@
 // compute pass of its own, so the wall time is not the headline figure's): per step, the kernels'
 // own time (busy), the GPU's idle time between dependent dispatches (gaps) and the wall time
 // beside them show how much of a dispatch's cost is the host's and how much the GPU's.
+// SCELLIS_BENCH_DISABLE_PASSES (comma-separated pass names) leaves optional passes out.
 #include <chrono>
 #include <cstdio>
+#include <cstdlib>
 #include <fstream>
 #include <iostream>
 #include <random>
@@ -40,6 +42,13 @@ int main(int argc, char** argv) {
     std::string backend = sel->backend;
     pipeline::CompileOptions options;
     options.lower.tier = policy::Tier::kProd;
+    // SCELLIS_BENCH_DISABLE_PASSES=a,b leaves optional passes out (the step's fusions, say), so
+    // the fused and unfused steps are timed in one job.
+    if (const char* disabled = std::getenv("SCELLIS_BENCH_DISABLE_PASSES")) {
+      std::stringstream names(disabled);
+      for (std::string name; std::getline(names, name, ',');)
+        if (!name.empty()) options.disabled_passes.insert(name);
+    }
     auto s = api::Session::Prepare(text.str(), options, std::move(sel.value()));
     if (!s.ok()) {
       std::cerr << s.errors().front().Format(file) << "\n";

@@ -37,7 +37,8 @@ void AddCompileFlags(CLI::App* cmd, TypedFlags& typed, CompileFlags& f) {
 void AddPassFlags(CLI::App* cmd, CompileFlags& f) {
   cmd->add_option("--disable-pass", f.disabled_passes,
                   "leave out an optional pass (fuse-elementwise, fold-transposes, "
-                  "hoist-loop-invariants, schedule-elementwise, block-temporally); repeatable");
+                  "fuse-matmul-epilogue, merge-optimizer-outputs, hoist-loop-invariants, "
+                  "schedule-elementwise, block-temporally); repeatable");
 }
 
 // The long names of a subcommand's options, for "did you mean".

@@ -125,7 +125,7 @@ TEST(ExplainRedPlan, TheRefusalNamesTheBatch) {
 // A session refuses a red training step with the fix in its help; the evaluation pass of the same
 // workflow (its forward alone) has no training batch to change, and is refused as before.
 TEST(ExplainRedPlan, SessionsAndRunsRefuseWithTheFix) {
-  pipeline::CompileOptions options = WithBudget(12 << 20);
+  pipeline::CompileOptions options = WithBudget(10 << 20);
   options.lower.bind["B"] = 1024;
   auto cpu = [] { return runtime::SelectBackend({.requested = "cpu"}).value(); };
   auto step = Session::Prepare(FashionMlp(), options, cpu());

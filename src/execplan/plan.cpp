@@ -1,5 +1,6 @@
 #include "execplan/plan.h"
 
+#include <algorithm>
 #include <cstdio>
 
 #include "base/enum_table.h"
@@ -124,6 +125,7 @@ std::string Print(const Plan& p) {
     for (int b : s.reads) out += " b" + std::to_string(b);
     if (s.reads.empty()) out += " -";
     out += " -> b" + std::to_string(s.write);
+    for (int b : s.extra_writes) out += " b" + std::to_string(b);
     if (k.matmul_schedule) out += "  schedule " + k.matmul_schedule->Name();
     if (k.elementwise_schedule) out += "  schedule " + k.elementwise_schedule->Name();
     if (k.hoisted) out += "  hoisted";
@@ -179,6 +181,7 @@ Json ToJson(const Plan& p) {
   for (const Step& s : p.steps) {
     const kernel::Kernel& k = p.module().kernels[s.kernel];
     Json step = {{"kernel", k.name}, {"reads", s.reads}, {"write", s.write}};
+    if (!s.extra_writes.empty()) step["extra_writes"] = s.extra_writes;
     if (k.matmul_schedule) step["matmul_schedule"] = k.matmul_schedule->Name();
     if (k.elementwise_schedule) step["elementwise_schedule"] = k.elementwise_schedule->Name();
     if (k.hoisted) step["hoisted"] = true;
@@ -210,9 +213,19 @@ Status Verify(const Plan& p) {
       for (size_t j = 0; j < k.inputs.size(); ++j)
         if (holder[s.reads[j]] != k.inputs[j])
           return InternalError("execplan.Verify", k.name + " reads a buffer overwritten earlier");
-      if (s.write < 0 || s.write >= static_cast<int>(p.buffers.size()))
-        return InternalError("execplan.Verify", k.name + " writes no buffer");
-      holder[s.write] = k.output;
+      const std::vector<int> writes = s.Writes(), outputs = k.Outputs();
+      if (writes.size() != outputs.size())
+        return InternalError("execplan.Verify", k.name + " writes other than its outputs");
+      for (size_t j = 0; j < writes.size(); ++j) {
+        if (writes[j] < 0 || writes[j] >= static_cast<int>(p.buffers.size()))
+          return InternalError("execplan.Verify", k.name + " writes no buffer");
+        // An output over an input, or over another output, would be read or written after it
+        // is overwritten by other elements' invocations.
+        if (std::count(s.reads.begin(), s.reads.end(), writes[j]) ||
+            std::count(writes.begin(), writes.end(), writes[j]) > 1)
+          return InternalError("execplan.Verify", k.name + " writes a buffer it also binds");
+      }
+      for (size_t j = 0; j < writes.size(); ++j) holder[writes[j]] = outputs[j];
     }
     return Status::Ok();
   };

@@ -50,6 +50,14 @@ struct Step {
   int kernel = 0;
   std::vector<int> reads;  // buffer ids, in Kernel::inputs order
   int write = 0;
+  std::vector<int> extra_writes;  // buffer ids of Kernel::extra_outputs, in order
+
+  // `write`, then `extra_writes`: the buffers written, in binding order.
+  std::vector<int> Writes() const {
+    std::vector<int> all = {write};
+    all.insert(all.end(), extra_writes.begin(), extra_writes.end());
+    return all;
+  }
 };
 
 enum class Verdict { kGreen, kYellow, kRed };

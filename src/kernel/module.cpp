@@ -9,6 +9,12 @@
 
 namespace scellis::kernel {
 
+std::vector<int> Kernel::Outputs() const {
+  std::vector<int> all = {output};
+  all.insert(all.end(), extra_outputs.begin(), extra_outputs.end());
+  return all;
+}
+
 const EmittedSource* Kernel::Source(std::string_view target) const {
   for (const EmittedSource& s : sources)
     if (s.target == target) return &s;
@@ -38,6 +44,9 @@ void NameKernels(Module& m) {
       for (const ExprStep& s : k.expr)
         if (s.op != "full") title += "_" + s.op;
     }
+    for (size_t s = 1; k.HasEpilogue() && s < k.expr.size(); ++s)
+      if (k.expr[s].op != "full") title += "_" + k.expr[s].op;
+    for (int o : k.extra_outputs) title += "_" + m.graph().at(o).op;
     k.name = "k" + std::to_string(k.id) + "_" + title;
   }
 }
@@ -48,6 +57,24 @@ bool IsPermutedLoad(std::string_view op) {
 
 bool IsFreeStep(std::string_view op) {
   return op == "full" || op == "arange";
+}
+
+Kernel EpilogueKernel(const Kernel& matmul) {
+  Kernel e;
+  e.kind = KernelKind::kElementwise;
+  e.op = "fused";
+  e.name = matmul.name + "_epilogue";
+  e.output = matmul.output;
+  e.inputs = {matmul.OpNode()};
+  e.inputs.insert(e.inputs.end(), matmul.inputs.begin() + 2, matmul.inputs.end());
+  for (size_t s = 1; s < matmul.expr.size(); ++s) {
+    ExprStep step = matmul.expr[s];
+    for (int& o : step.operands)
+      o = !IsStepRef(o) ? o - 1 : StepOf(o) == 0 ? 0 : StepRef(StepOf(o) - 1);
+    e.nodes.push_back(step.node);
+    e.expr.push_back(std::move(step));
+  }
+  return e;
 }
 
 int Module::HoistedKernels() const {
@@ -113,7 +140,7 @@ std::string ElementwiseSchedule::Name() const {
 
 MatmulShape MatmulShapeOf(const Module& m, const Kernel& k) {
   // The operands' logical types: a folded transpose's, not its operand's.
-  const webir::Node& node = m.graph().at(k.output);
+  const webir::Node& node = m.graph().at(k.OpNode());
   const TensorType& ta = m.graph().at(node.args[0]).type;
   const TensorType& tb = m.graph().at(node.args[1]).type;
   const TensorType& to = node.type;
@@ -151,8 +178,11 @@ std::string Print(const Module& m) {
          std::to_string(m.graph().nodes.size()) + " nodes)\n";
   for (const Kernel& k : m.kernels) {
     const webir::Node& o = m.graph().at(k.output);
-    out += "  " + k.name + ": %" + o.name + " " + o.type.ShapeString() + " <- ";
-    if (k.kind == KernelKind::kElementwise) {
+    out += "  " + k.name + ": %" + o.name + " " + o.type.ShapeString();
+    for (int x : k.extra_outputs) out += ", %" + m.graph().at(x).name;
+    out += " <- ";
+    // Steps [first, end) of the kernel's expression, each `s<n>=op(operands)`.
+    auto steps = [&](size_t first) {
       std::string expr;
       // Built by appending: `"s" + std::to_string(...)` draws a false -Wrestrict from GCC 12.
       auto operand = [&](int x) {
@@ -160,9 +190,9 @@ std::string Print(const Module& m) {
         name += IsStepRef(x) ? std::to_string(StepOf(x)) : m.graph().at(k.inputs[x]).name;
         return name;
       };
-      for (size_t s = 0; s < k.expr.size(); ++s) {
+      for (size_t s = first; s < k.expr.size(); ++s) {
         const ExprStep& e = k.expr[s];
-        if (s) expr += "; ";
+        if (s > first) expr += "; ";
         expr += "s";
         expr += std::to_string(s);
         expr += "=";
@@ -179,14 +209,19 @@ std::string Print(const Module& m) {
         }
         expr += ")";
       }
-      out += "fused[" + expr + "]";
+      return expr;
+    };
+    if (k.kind == KernelKind::kElementwise) {
+      out += "fused[" + steps(0) + "]";
     } else {
       out += k.op + "(";
-      for (size_t i = 0; i < k.inputs.size(); ++i) {
+      const size_t operands = k.HasEpilogue() ? 2 : k.inputs.size();
+      for (size_t i = 0; i < operands; ++i) {
         out += (i ? ", %" : "%") + m.graph().at(k.inputs[i]).name;
         if (i < k.transposed.size() && k.transposed[i]) out += "^T";
       }
       out += ")";
+      if (k.HasEpilogue()) out += " as s0, epilogue[" + steps(1) + "]";
     }
     if (k.matmul_schedule) out += "  schedule " + k.matmul_schedule->Name();
     if (k.elementwise_schedule) out += "  schedule " + k.elementwise_schedule->Name();
@@ -234,6 +269,7 @@ Json ToJson(const Module& m) {
     jk["inputs"] = k.inputs;
     if (!k.transposed.empty()) jk["transposed"] = k.transposed;
     jk["output"] = k.output;
+    if (!k.extra_outputs.empty()) jk["extra_outputs"] = k.extra_outputs;
     if (const auto& s = k.matmul_schedule) {
       jk["matmul_schedule"] = {{"name", s->Name()},
                                {"kind", s->kind == MatmulSchedule::Kind::kTiled ? "tiled"
@@ -258,7 +294,7 @@ Json ToJson(const Module& m) {
                         {"workgroups", k.blocking.workgroups},
                         {"wgsl_sha256", k.Source(kWgslBlockedTarget)->source_hash}};
     }
-    if (k.kind == KernelKind::kElementwise) {
+    if (k.kind == KernelKind::kElementwise || k.HasEpilogue()) {
       for (const ExprStep& s : k.expr)
         jk["expr"].push_back({{"op", s.op}, {"operands", s.operands}, {"value", s.value}});
     }
@@ -277,6 +313,20 @@ Status Verify(const Module& m) {
       if (!produced.count(in))
         return InternalError("kernel.Verify", k.name + " reads %" + m.graph().at(in).name +
                                                   " before any kernel writes it");
+    if (k.HasEpilogue()) {
+      // Step 0 is the matmul over inputs 0 and 1; the epilogue reads neither of them directly.
+      const ExprStep& head = k.expr.front();
+      if (k.op != "matmul" || head.op != "matmul" || head.operands != std::vector<int>{0, 1} ||
+          k.inputs.size() < 2 || m.graph().at(head.node).op != "matmul")
+        return InternalError("kernel.Verify", k.name + " has an epilogue but is no matmul");
+      for (size_t s = 1; s < k.expr.size(); ++s)
+        for (int o : k.expr[s].operands)
+          if (IsStepRef(o) ? StepOf(o) >= static_cast<int>(s)
+                           : o < 2 || o >= static_cast<int>(k.inputs.size()))
+            return InternalError("kernel.Verify", k.name + " has a bad epilogue operand");
+      if (k.expr.back().node != k.output)
+        return InternalError("kernel.Verify", k.name + " does not write its epilogue's result");
+    }
     if (k.kind == KernelKind::kElementwise) {
       for (size_t s = 0; s < k.expr.size(); ++s)
         for (int o : k.expr[s].operands)
@@ -293,6 +343,17 @@ Status Verify(const Module& m) {
       if (src.source.empty() || src.source_hash != Sha256Hex(src.source))
         return InternalError("kernel.Verify",
                              k.name + " has an empty or mismatched " + src.target + " source");
+    // Extra outputs: ops over the same arguments as the primary's, none of them read by the
+    // kernel itself and none written twice.
+    for (int x : k.extra_outputs) {
+      if (k.kind != KernelKind::kOp || m.graph().at(x).args != m.graph().at(k.output).args ||
+          std::find(k.inputs.begin(), k.inputs.end(), x) != k.inputs.end() || produced.count(x) ||
+          x == k.output)
+        return InternalError("kernel.Verify",
+                             k.name + " writes %" + m.graph().at(x).name +
+                                 " besides its output, but not as an op over the same inputs");
+      produced.insert(x);
+    }
     produced.insert(k.output);
   }
   // Hoisted kernels run before the loop: they come first and read nothing the body computes.
@@ -304,7 +365,8 @@ Status Verify(const Module& m) {
   for (int i = 0; i < hoisted; ++i)
     for (int in : m.kernels[i].inputs)
       for (size_t j = hoisted; j < m.kernels.size(); ++j)
-        if (m.kernels[j].output == in)
+        if (m.kernels[j].output == in ||
+            std::count(m.kernels[j].extra_outputs.begin(), m.kernels[j].extra_outputs.end(), in))
           return InternalError("kernel.Verify", m.kernels[i].name + " is hoisted but reads %" +
                                                     m.graph().at(in).name + " from the loop body");
   for (const webir::Output& o : m.graph().outputs)

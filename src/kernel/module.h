@@ -112,7 +112,19 @@ struct Kernel {
   std::vector<int> nodes;      // WebIR nodes computed here, in order; the last is the output
   std::vector<int> inputs;     // WebIR nodes read from buffers
   int output = -1;             // WebIR node written
-  std::vector<ExprStep> expr;  // kElementwise
+  // Nodes written after `output`, in order, by a kernel of several outputs (the merge-optimizer-
+  // outputs pass: one optimizer kernel writes the new parameter, then its new moments). Each is
+  // an op of its own over the same inputs as `output`'s op; they are bound after it. The kernel
+  // reads every input of an element before writing any output of it, and no output shares a
+  // buffer with an input (buffer assignment gives each its own), so one pass over the elements
+  // computes what the separate kernels computed.
+  std::vector<int> extra_outputs;
+  // kElementwise: the fused expression. A kOp matmul with an epilogue (the fuse-matmul-epilogue
+  // pass): expr[0] is the matmul itself (op "matmul", operands {0, 1}: inputs 0 and 1 are its
+  // operands), and every later step an elementwise op applied to each finished f32 element before
+  // it is stored, reading step 0 (the element's sum), earlier steps, or inputs from index 2 on
+  // (the epilogue's own, at the element's broadcast index). `output` is then the last step's node.
+  std::vector<ExprStep> expr;
   // kOp matmul: per input, whether it is read transposed — a rank-2 `transpose` folded into the
   // matmul, whose input is then the transpose's own operand (no kernel, no buffer for it).
   std::vector<bool> transposed;
@@ -140,6 +152,13 @@ struct Kernel {
     int64_t halo = 0;
     std::array<uint32_t, 3> workgroups = {1, 1, 1};
   } blocking;
+
+  // The node the kernel's op computes: `output`, or a matmul's own node under an epilogue, whose
+  // shape and operands the matmul's schedule and code follow.
+  int OpNode() const { return HasEpilogue() ? expr.front().node : output; }
+  bool HasEpilogue() const { return kind == KernelKind::kOp && !expr.empty(); }
+  // `output`, then `extra_outputs`: the nodes written, in binding order.
+  std::vector<int> Outputs() const;
 
   const EmittedSource* Source(std::string_view target) const;
   // The WGSL source; an empty one before the emit-wgsl pass ran.
@@ -203,6 +222,12 @@ bool MatmulRowTileable(const Module& m, const Kernel& k);
 // bytes, and every tile starts at a multiple of `alignment` bytes in both. 0 when not even one
 // aligned group of rows fits.
 int64_t MatmulRowsPerTile(const MatmulShape& s, uint64_t cap, uint64_t alignment);
+
+// A matmul kernel's epilogue as the fused elementwise kernel it would be unfused: input 0 is the
+// matmul's node (the finished sum), then the matmul kernel's inputs from index 2 on; its steps are
+// the epilogue's. The CPU reference and the WGSL emitter evaluate an epilogue through it, so an
+// epilogue computes what the elementwise kernel computed, step for step.
+Kernel EpilogueKernel(const Kernel& matmul);
 
 // Numbers the kernels in order and names each after its number and what it computes
 // ("k2_fused_mul_relu", "k3_matmul"); passes that add or remove kernels call it.

@@ -248,9 +248,9 @@ void AddElementwiseOps(OpTable& t) {
         FloatOperand("a"));
   // A step function: its derivative is zero wherever it exists, so it has no gradient rule.
   unary("positive", 1, ToleranceClass::kExact, false, "exact", "0 where a <= 0, else 1",
-        "positive(NaN) = 1: relu's gradient (upstream * positive(a)) passes the upstream "
-        "gradient at NaN, as PyTorch's threshold_backward does (the forward value is NaN "
-        "already)");
+        "positive(NaN) = 1: relu's gradient (upstream * positive(relu(a)), gated on its "
+        "result) passes the upstream gradient at NaN, as PyTorch's threshold_backward does "
+        "(the forward value is NaN already)");
   unary("neg", 2, ToleranceClass::kExact, true,
         "exact; i32 negates modulo 2^32 (two's complement: -(-2^31) is -2^31, as torch)", "-a",
         "-NaN is NaN, -(+-inf) is -+inf",

@@ -25,6 +25,8 @@ const std::vector<Pass>& Passes() {
       {Rung::kKernel, "partition", kRequired, kernel::Partition},
       {Rung::kKernel, "fuse-elementwise", kOptional, kernel::FuseElementwise},
       {Rung::kKernel, "fold-transposes", kOptional, kernel::FoldTransposes},
+      {Rung::kKernel, "fuse-matmul-epilogue", kOptional, kernel::FuseMatmulEpilogue},
+      {Rung::kKernel, "merge-optimizer-outputs", kOptional, kernel::MergeOptimizerOutputs},
       {Rung::kKernel, "hoist-loop-invariants", kOptional, kernel::HoistLoopInvariants},
       {Rung::kKernel, "schedule-matmul", kRequired, kernel::ScheduleMatmul},
       {Rung::kKernel, "schedule-elementwise", kOptional, kernel::ScheduleElementwise},

@@ -26,13 +26,15 @@ TEST(Passes, TheDescentInOrder) {
   std::vector<std::string> names;
   for (const Pass& p : Passes()) names.emplace_back(p.name);
   EXPECT_EQ(names,
-            (std::vector<std::string>{"append-train-step", "partition", "fuse-elementwise",
-                                      "fold-transposes", "hoist-loop-invariants",
-                                      "schedule-matmul", "schedule-elementwise", "emit-wgsl",
-                                      "block-temporally", "liveness", "memory-classes",
-                                      "assign-buffers", "verdict", "check-guarantees"}));
+            (std::vector<std::string>{
+                "append-train-step", "partition", "fuse-elementwise", "fold-transposes",
+                "fuse-matmul-epilogue", "merge-optimizer-outputs", "hoist-loop-invariants",
+                "schedule-matmul", "schedule-elementwise", "emit-wgsl", "block-temporally",
+                "liveness", "memory-classes", "assign-buffers", "verdict", "check-guarantees"}));
   for (const Pass& p : Passes())
     EXPECT_EQ(p.optional, p.name == "fuse-elementwise" || p.name == "fold-transposes" ||
+                              p.name == "fuse-matmul-epilogue" ||
+                              p.name == "merge-optimizer-outputs" ||
                               p.name == "hoist-loop-invariants" || p.name == "block-temporally" ||
                               p.name == "schedule-elementwise")
         << p.name;
@@ -60,11 +62,11 @@ TEST(Passes, PrintAfterStopsThere) {
 TEST(Passes, DisablingOptionalPassesChangesKernelsNotOutputs) {
   CompileOptions o = ProdOptions();
   auto all = Compile(Chain(), o);
-  o.disabled_passes = {"fuse-elementwise", "fold-transposes"};
+  o.disabled_passes = {"fuse-elementwise", "fold-transposes", "fuse-matmul-epilogue"};
   auto none = Compile(Chain(), o);
   ASSERT_TRUE(all.ok());
   ASSERT_TRUE(none.ok());
-  EXPECT_EQ(all->module->kernels.size(), 2u);   // matmul(x^T, x), fused exp+neg
+  EXPECT_EQ(all->module->kernels.size(), 1u);   // matmul(x^T, x) with exp+neg as its epilogue
   EXPECT_EQ(none->module->kernels.size(), 4u);  // transpose, matmul, exp, neg
   auto a = scellis::testing::CompileAndRun(Chain());
   auto b = scellis::testing::CompileAndRun(Chain(), 1, o);

@@ -143,7 +143,8 @@ class Builder {
       return InternalError("device-program", "kernel " + k.name + " has no WGSL source");
     const webir::Graph& g = plan_.graph();
     const uint64_t cap = limits_.max_storage_buffer_binding_size;
-    bool over = static_cast<uint64_t>(plan_.buffers[st.write].bytes) > cap;
+    bool over = false;
+    for (int b : st.Writes()) over |= static_cast<uint64_t>(plan_.buffers[b].bytes) > cap;
     for (int b : st.reads) over |= static_cast<uint64_t>(plan_.buffers[b].bytes) > cap;
 
     if (!over) {
@@ -156,7 +157,8 @@ class Builder {
                                PipelineFor(k, blocked ? blocked->source : k.Wgsl().source));
       if (blocked) p_.iterations_per_dispatch = k.blocking.steps;
       for (int b : st.reads) d.bindings.push_back({b, 0, 0});
-      d.bindings.push_back({st.write, 0, 0});
+      for (int b : st.Writes()) d.bindings.push_back({b, 0, 0});
+      d.writes = static_cast<int>(st.Writes().size());
       d.workgroups = blocked ? k.blocking.workgroups : k.workgroups;
       SCELLIS_TRY(CheckGrid(k, d.workgroups));
       p_.dispatches.push_back(std::move(d));
@@ -164,7 +166,7 @@ class Builder {
     }
     const uint64_t align = std::max<uint32_t>(limits_.min_storage_buffer_offset_alignment, 4);
     if (kernel::MatmulRowTileable(plan_.module(), k)) return AddMatmulRowTiles(s, align);
-    if (k.kind != kernel::KernelKind::kElementwise)
+    if (k.kind != kernel::KernelKind::kElementwise || !k.extra_outputs.empty())
       return InternalError("device-program",
                            k.name + " binds a buffer over the cap and cannot be tiled");
     const int64_t per_tile = static_cast<int64_t>(cap / align * align / 4);
@@ -198,29 +200,40 @@ class Builder {
   }
 
   // A rank-2 matmul with a buffer over the cap, in tiles of its output's rows: each binds the
-  // window of A's rows and of the output's rows it covers, and B whole (the plan's verdict refused
-  // a B over the cap).
+  // window of A's rows and of the output's rows it covers (and of an epilogue's inputs of the
+  // output's shape), and B whole (the plan's verdict refused a B over the cap), as well as an
+  // epilogue's broadcast inputs.
   Status AddMatmulRowTiles(int s, uint64_t align) {
     const execplan::Step& st = plan_.steps[s];
     const kernel::Kernel& k = plan_.module().kernels[st.kernel];
+    const webir::Graph& g = plan_.graph();
     const kernel::MatmulShape shape = kernel::MatmulShapeOf(plan_.module(), k);
     const int64_t per_tile =
         kernel::MatmulRowsPerTile(shape, limits_.max_storage_buffer_binding_size, align);
-    if (per_tile <= 0 || st.reads.size() != 2)
+    if (per_tile <= 0 || st.reads.size() != k.inputs.size() || st.reads.size() < 2)
       return InternalError("device-program", k.name + " cannot be tiled by rows under the cap");
+    const TensorType& out_type = g.at(k.output).type;
     for (int64_t row = 0; row < shape.m; row += per_tile) {
       const int64_t rows = std::min(per_tile, shape.m - row);
       const uint64_t a_row = static_cast<uint64_t>(shape.k) * 4;
       const uint64_t out_row = static_cast<uint64_t>(shape.n) * 4;
-      kernel::wgsl::Generated gen = kernel::wgsl::MatmulRowTile(plan_.module(), k, rows);
+      kernel::wgsl::Generated gen = kernel::wgsl::MatmulRowTile(plan_.module(), k, row, rows);
       ProgramDispatch d;
       d.step = s;
       d.kernel = k.name;
       SCELLIS_ASSIGN_OR_RETURN(d.pipeline, PipelineFor(k, gen.source));
+      const ProgramBinding out_window = {st.write, row * out_row,
+                                         std::max<uint64_t>(rows * out_row, 4)};
       // A zero-sized window would mean "to the end"; an empty A (K = 0) is bound whole.
       d.bindings.push_back({st.reads[0], shape.k ? row * a_row : 0, shape.k ? rows * a_row : 0});
       d.bindings.push_back({st.reads[1], 0, 0});
-      d.bindings.push_back({st.write, row * out_row, std::max<uint64_t>(rows * out_row, 4)});
+      for (size_t i = 2; i < st.reads.size(); ++i) {
+        const bool windowed = g.at(k.inputs[i]).type.SameShape(out_type);
+        d.bindings.push_back(windowed
+                                 ? ProgramBinding{st.reads[i], out_window.offset, out_window.size}
+                                 : ProgramBinding{st.reads[i], 0, 0});
+      }
+      d.bindings.push_back(out_window);
       d.workgroups = gen.workgroups;
       d.tile_base = row * shape.n;
       d.tile_count = rows * shape.n;
@@ -318,6 +331,7 @@ Json ToJson(const DeviceProgram& p) {
                {"bindings", bindings},
                {"workgroups", d.workgroups}};
     if (d.tile_count >= 0) jd["tile"] = {{"base", d.tile_base}, {"count", d.tile_count}};
+    if (d.writes != 1) jd["writes"] = d.writes;
     dispatches.push_back(std::move(jd));
   }
   Json outputs = Json::array();

@@ -14,6 +14,9 @@
 //     to a multiple of 4). A feed for a source's name replaces its data.
 //   * Inputs without inline data must be fed: `fed` ones every step, `carried` ones once (their
 //     later values come from the carry).
+//   * A dispatch binds its kernel's inputs, then its outputs: the last `writes` bindings (1 when
+//     the JSON leaves `writes` out; more for a kernel of several outputs, an optimizer update
+//     writing a parameter and its moments).
 //   * One step is the dispatch list in order, all in one compute pass. A binding of size 0 binds
 //     the buffer from `offset` to its end. Where a bound buffer is over the storage-binding cap of
 //     `limits`, an elementwise kernel's dispatch is split into tiles, each binding a window of at
@@ -106,7 +109,9 @@ struct ProgramDispatch {
   int step = 0;  // the plan step it belongs to
   std::string kernel;
   int pipeline = 0;
-  std::vector<ProgramBinding> bindings;  // @binding(0..n-1): the kernel's inputs, then its output
+  // @binding(0..n-1): the kernel's inputs, then its outputs (the last `writes` bindings).
+  std::vector<ProgramBinding> bindings;
+  int writes = 1;
   std::array<uint32_t, 3> workgroups = {1, 1, 1};
   int64_t tile_base = 0;    // first output element of this tile
   int64_t tile_count = -1;  // elements in this tile; -1 when the dispatch is not tiled

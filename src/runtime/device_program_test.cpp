@@ -216,6 +216,23 @@ TEST(DeviceProgram, TrainingStepCarriesParamsAndState) {
   }
   // Every param is updated in place each step.
   for (const char* w : {"w1", "b1", "w2", "b2"}) EXPECT_TRUE(carried_to.count(w)) << w;
+  // A kernel of several outputs (a merged optimizer update) binds its reads, then every write,
+  // and says how many of the last bindings it writes.
+  ASSERT_EQ(p->dispatches.size(), plan.steps.size());
+  int merged = 0;
+  const Json json = ToJson(*p);
+  for (size_t s = 0; s < plan.steps.size(); ++s) {
+    const execplan::Step& st = plan.steps[s];
+    const ProgramDispatch& d = p->dispatches[s];
+    const std::vector<int> writes = st.Writes();
+    ASSERT_EQ(d.bindings.size(), st.reads.size() + writes.size());
+    EXPECT_EQ(d.writes, static_cast<int>(writes.size()));
+    for (size_t j = 0; j < writes.size(); ++j)
+      EXPECT_EQ(d.bindings[st.reads.size() + j].buffer, writes[j]);
+    EXPECT_EQ(json["dispatches"][s].value("writes", 1), d.writes);
+    merged += writes.size() > 1;
+  }
+  EXPECT_EQ(merged, 4);  // one optimizer kernel per parameter
   for (const ProgramInput& in : p->inputs) {
     if (in.role == "param") {
       EXPECT_TRUE(in.carried) << in.name;

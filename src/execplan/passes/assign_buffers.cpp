@@ -39,10 +39,14 @@ class Assigner {
 
     for (Step& step : p_.steps) {
       const kernel::Kernel& k = p_.module().kernels[step.kernel];
-      const int out = k.output;
-      bool pinned = is_output[out] || p_.class_of[out] == MemClass::kOptimizerState;
-      Assign(out, pinned);
-      add_live(out, +1);
+      // Every output gets its buffer while the inputs still hold theirs, so no output of a
+      // kernel shares a buffer with one of its inputs (a kernel of several outputs reads all of
+      // an element's inputs before writing, but other elements' outputs must not land on them).
+      const std::vector<int> outs = k.Outputs();
+      for (int out : outs) {
+        Assign(out, Pinned(out, is_output));
+        add_live(out, +1);
+      }
       if (live > p_.memory.peak_live) {
         p_.memory.peak_live = live;
         p_.memory.at_peak = live_by_class;
@@ -51,7 +55,9 @@ class Assigner {
 
       step.reads.clear();
       for (int in : k.inputs) step.reads.push_back(p_.buffer_of[in]);
-      step.write = p_.buffer_of[out];
+      step.write = p_.buffer_of[k.output];
+      step.extra_writes.clear();
+      for (int out : k.extra_outputs) step.extra_writes.push_back(p_.buffer_of[out]);
 
       // Values whose last reader just ran free their buffers for later steps (once each, even
       // when the kernel reads the value twice, as matmul(a, a) does).
@@ -64,9 +70,11 @@ class Assigner {
         add_live(in, -1);
         free_.push_back(b.id);
       }
-      if (p_.lifetimes[out].last_read < 0 && !pinned) {  // written but never read: free at once
-        add_live(out, -1);
-        free_.push_back(p_.buffer_of[out]);
+      for (int out : outs) {
+        if (p_.lifetimes[out].last_read < 0 && !Pinned(out, is_output)) {
+          add_live(out, -1);  // written but never read: free at once
+          free_.push_back(p_.buffer_of[out]);
+        }
       }
     }
 
@@ -89,6 +97,9 @@ class Assigner {
 
  private:
   int64_t Bytes(int node) const { return g_.at(node).type.bytes(); }
+  bool Pinned(int node, const std::vector<bool>& is_output) const {
+    return is_output[node] || p_.class_of[node] == MemClass::kOptimizerState;
+  }
 
   void Assign(int node, bool pinned) {
     const int64_t bytes = Bytes(node);

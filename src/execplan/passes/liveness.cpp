@@ -16,15 +16,17 @@ Status Liveness(Plan& p) {
                              k.name + " reads %" + g.at(in).name + " before any step writes it");
       p.lifetimes[in].last_read = s.kernel;
     }
-    p.lifetimes[k.output] = {true, s.kernel, -1};
+    for (int out : k.Outputs()) p.lifetimes[out] = {true, s.kernel, -1};
   }
   // A hoisted value is written once, before the loop, and read by the body in every iteration:
   // it lives until the last iteration's last step, so no body value may take its buffer.
   const int hoisted = p.module().HoistedKernels();
   const int last = static_cast<int>(p.steps.size()) - 1;
   for (int s = 0; s < hoisted; ++s) {
-    Lifetime& life = p.lifetimes[p.module().kernels[p.steps[s].kernel].output];
-    if (life.last_read >= hoisted) life.last_read = last;
+    for (int out : p.module().kernels[p.steps[s].kernel].Outputs()) {
+      Lifetime& life = p.lifetimes[out];
+      if (life.last_read >= hoisted) life.last_read = last;
+    }
   }
   return Status::Ok();
 }

@@ -40,8 +40,10 @@ std::string LoopDocument() {
 TEST(LivenessPass, AHoistedValueLivesThroughTheWholeBody) {
   for (bool hoisted : {true, false}) {
     SCOPED_TRACE(hoisted ? "hoisted" : "not hoisted");
-    Plan p = Unplanned(LoopDocument(),
-                       hoisted ? std::set<std::string>{} : std::set<std::string>{"hoist-loop-invariants"});
+    // Unfused, so that every matmul and the neg are steps of their own.
+    Plan p = Unplanned(LoopDocument(), hoisted ? std::set<std::string>{"fuse-matmul-epilogue"}
+                                               : std::set<std::string>{"hoist-loop-invariants",
+                                                                       "fuse-matmul-epilogue"});
     ASSERT_EQ(p.steps.size(), 4u);
     EXPECT_EQ(p.module().HoistedKernels(), hoisted ? 1 : 0);
     ASSERT_TRUE(Liveness(p).ok());
@@ -68,7 +70,7 @@ TEST(LivenessPass, LifetimesOfASmallGraph) {
                        {{"id", 2}, {"op", "matmul"}, {"a", 1}, {"b", 0}},
                        {{"id", 3}, {"op", "neg"}, {"a", 2}}},
                       {{"y", 3}}, 2);
-  Plan p = Unplanned(doc.dump());
+  Plan p = Unplanned(doc.dump(), {"fuse-matmul-epilogue"});
   ASSERT_EQ(p.steps.size(), 3u);
   ASSERT_TRUE(Liveness(p).ok());
   ASSERT_EQ(p.lifetimes.size(), 4u);

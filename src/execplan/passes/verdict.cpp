@@ -106,19 +106,25 @@ class Judge {
       bool elementwise = k.kind == kernel::KernelKind::kElementwise;
       std::vector<std::pair<int, int>> bound = {{s.write, k.output}};
       for (size_t i = 0; i < k.inputs.size(); ++i) bound.push_back({s.reads[i], k.inputs[i]});
+      // Extra outputs come last: a kernel with them is never tiled.
+      for (size_t j = 0; j < k.extra_outputs.size(); ++j)
+        bound.push_back({s.extra_writes[j], k.extra_outputs[j]});
       for (size_t b = 0; b < bound.size(); ++b) {
         auto [buffer, node] = bound[b];
         int64_t bytes = p_.buffers[buffer].bytes;
         if (bytes <= lim.max_binding_bytes) continue;
         // A shifted read reaches outside the tile's window.
-        bool shifted = b > 0 && kernel::ReadsShifted(k, static_cast<int>(b) - 1);
-        bool tileable = elementwise && !shifted && g.at(node).type.SameShape(out);
-        // A matmul tiles its output's rows, so its A and its output, never its B. Tiles start at
-        // multiples of 256 bytes, the largest offset alignment WebGPU lets a device require.
+        const bool extra = b > k.inputs.size();
+        bool shifted = b > 0 && !extra && kernel::ReadsShifted(k, static_cast<int>(b) - 1);
+        bool tileable = elementwise && !extra && !shifted && g.at(node).type.SameShape(out);
+        // A matmul tiles its output's rows, so its A, its output and its epilogue's inputs of the
+        // output's shape, never its B. Tiles start at multiples of 256 bytes, the largest offset
+        // alignment WebGPU lets a device require.
         const bool row_tiled =
-            kernel::MatmulRowTileable(p_.module(), k) && b != 2 &&
+            kernel::MatmulRowTileable(p_.module(), k) && b != 2 && !extra &&
+            (b < 3 || g.at(node).type.SameShape(out)) &&
             kernel::MatmulRowsPerTile(kernel::MatmulShapeOf(p_.module(), k),
-                                            static_cast<uint64_t>(lim.max_binding_bytes), 256) > 0;
+                                      static_cast<uint64_t>(lim.max_binding_bytes), 256) > 0;
         if (tileable || row_tiled) {
           Yellow("tiled-binding", k.name + " binds %" + g.at(node).name + " (" +
                                       FormatBytes(bytes) + ") in tiles" +

@@ -18,10 +18,12 @@ Status HoistLoopInvariants(Module& m) {
   std::vector<bool> carried_out(g.nodes.size(), false);
   for (const webir::Carry& c : g.carries) carried_out[c.from] = true;
   for (Kernel& k : m.kernels) {
-    const bool variant = carried_out[k.output] ||
+    const std::vector<int> outputs = k.Outputs();
+    const bool variant = std::any_of(outputs.begin(), outputs.end(),
+                                     [&](int o) { return static_cast<bool>(carried_out[o]); }) ||
                          std::any_of(k.inputs.begin(), k.inputs.end(),
                                      [&](int in) { return static_cast<bool>(varies[in]); });
-    varies[k.output] = variant;
+    for (int o : outputs) varies[o] = variant;
     k.hoisted = !variant;
   }
   // Hoisted kernels read only sources and other hoisted kernels, so moving them ahead of the

@@ -20,6 +20,21 @@ Status FuseElementwise(Module& m);
 // swapped strides (backward passes are full of them: x^T @ g, g @ w^T).
 Status FoldTransposes(Module& m);
 
+// A fused elementwise kernel that reads a matmul's f32 result as its only reader, has the result's
+// shape and reads it at each element's own index becomes the matmul's epilogue (Kernel::expr):
+// the matmul applies it to each finished sum and stores the epilogue's result, so the result gets
+// no buffer and the elementwise kernel no dispatch (bias + activation after a linear layer, the
+// activation's gradient after dh = dy W^T). The sum is the unfused matmul's, in the same order,
+// and the epilogue's steps are the elementwise kernel's: the same bits.
+Status FuseMatmulEpilogue(Module& m);
+
+// An optimizer update split into one op per output (adam_update, adam_m, adam_v over the same
+// param, grad, moments and step; momentum_update and momentum_velocity) becomes one kernel that
+// writes the new parameter and then each new moment (Kernel::extra_outputs): one dispatch and one
+// read of the shared inputs per parameter instead of one per output. Each output is computed by
+// the same operations as its own kernel computed it.
+Status MergeOptimizerOutputs(Module& m);
+
 // Loop-invariant hoisting in a repeated graph (`"repeat": N`): a kernel none of whose inputs
 // depends, directly or through other kernels, on a carried input (and whose output is not itself
 // carried) computes the same value in every iteration; it is marked hoisted and moved, in order,

@@ -85,7 +85,7 @@ Status ScheduleMatmul(Module& m) {
     const MatmulShape shape = MatmulShapeOf(m, k);
     // An f16 product runs a one-output kernel: the register-blocked kernels bind f32 (or vec4<f32>)
     // operands only.
-    if (m.graph().at(k.output).type.dtype == DType::kF16) {
+    if (m.graph().at(k.OpNode()).type.dtype == DType::kF16) {
       MatmulSchedule per_element;
       per_element.kind = MatmulSchedule::Kind::kPerElement;
       k.matmul_schedule =

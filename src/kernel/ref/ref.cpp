@@ -479,7 +479,7 @@ bool WritesByChunk(const Kernel& k) {
 
 template <typename T>
 Status RunKernel(const Module& m, const Kernel& k, const std::vector<const T*>& inputs, T* out,
-                 const Parallel& parallel, int64_t only_chunk) {
+                 const Parallel& parallel, int64_t only_chunk, const std::vector<T*>& extra_outs) {
   if (k.kind == KernelKind::kElementwise) return RunFused(m, k, inputs, out, parallel);
   if (const ops::OpSpec* spec = m.graph().ops->Find(k.op); spec && spec->user) {
     if (only_chunk >= 0) return InternalError("ref.RunKernel", k.op + " does not run by chunk");
@@ -489,15 +489,41 @@ Status RunKernel(const Module& m, const Kernel& k, const std::vector<const T*>& 
   if (!impl) return InternalError("ref.RunKernel", "no CPU reference for op " + k.op);
   if (only_chunk >= 0 && !WritesByChunk(k))
     return InternalError("ref.RunKernel", k.op + " does not run by chunk");
+  if (k.HasEpilogue()) {
+    // The matmul as it runs alone, then its epilogue as the elementwise kernel it was: the sums
+    // are stored as f32 before the epilogue reads them, as the unfused plan stores them.
+    const webir::Node& node = m.graph().at(k.OpNode());
+    std::vector<T> sums(static_cast<size_t>(node.type.elements()));
+    OpArgs<T> args{&m.graph(),   &node, {inputs[0], inputs[1]}, sums.data(), &parallel,
+                   k.transposed, -1};
+    PickOp<T> (*impl)(args);
+    std::vector<const T*> epilogue_inputs = {sums.data()};
+    epilogue_inputs.insert(epilogue_inputs.end(), inputs.begin() + 2, inputs.end());
+    return RunFused(m, EpilogueKernel(k), epilogue_inputs, out, parallel);
+  }
   OpArgs<T> args{&m.graph(), &m.graph().at(k.output), inputs, out, &parallel, k.transposed,
                  only_chunk};
   PickOp<T> (*impl)(args);
+  // Extra outputs are ops of their own over the same inputs, none of which they overwrite: each
+  // runs as its own kernel would.
+  if (extra_outs.size() != k.extra_outputs.size())
+    return InternalError("ref.RunKernel",
+                         k.name + " writes " + std::to_string(k.extra_outputs.size() + 1) +
+                             " outputs, given " + std::to_string(extra_outs.size() + 1));
+  for (size_t j = 0; j < k.extra_outputs.size(); ++j) {
+    const webir::Node& node = m.graph().at(k.extra_outputs[j]);
+    const OpImpl* extra = FindOp(node.op);
+    if (!extra) return InternalError("ref.RunKernel", "no CPU reference for op " + node.op);
+    OpArgs<T> extra_args{&m.graph(), &node,        inputs,    extra_outs[j],
+                         &parallel,  k.transposed, only_chunk};
+    PickOp<T> (*extra)(extra_args);
+  }
   return Status::Ok();
 }
 
 template Status RunKernel<float>(const Module&, const Kernel&, const std::vector<const float*>&,
-                                 float*, const Parallel&, int64_t);
+                                 float*, const Parallel&, int64_t, const std::vector<float*>&);
 template Status RunKernel<double>(const Module&, const Kernel&, const std::vector<const double*>&,
-                                  double*, const Parallel&, int64_t);
+                                  double*, const Parallel&, int64_t, const std::vector<double*>&);
 
 }  // namespace scellis::kernel::ref

@@ -195,11 +195,13 @@ void AddIndexOps(std::vector<std::pair<std::string, OpImpl>>& t);
 // which is uniform(seed, step, i) >= p exactly (uniform is those bits over 2^24).
 uint32_t DropoutThreshold(double p);
 
-// Runs one kernel of `m`: `inputs` follow Kernel::inputs, `out` is the kernel's output; with
-// only_chunk >= 0, only that chunk of its outputs (see OpArgs::only_chunk).
+// Runs one kernel of `m`: `inputs` follow Kernel::inputs, `out` is the kernel's output and
+// `extra_outs` its extra outputs (Kernel::extra_outputs), in order; with only_chunk >= 0, only
+// that chunk of its outputs (see OpArgs::only_chunk).
 template <typename T>
 Status RunKernel(const Module& m, const Kernel& k, const std::vector<const T*>& inputs, T* out,
-                 const Parallel& parallel, int64_t only_chunk = -1);
+                 const Parallel& parallel, int64_t only_chunk = -1,
+                 const std::vector<T*>& extra_outs = {});
 
 // A user op's kernel (ops/user_op.h): its reference graph of built-in ops, planned for the
 // kernel's input types and run kernel by kernel (kernel/ref/user.cpp). RunKernel calls it.

@@ -66,8 +66,12 @@ std::vector<int> GradCast(Graph& g, const Node& n, int gout) {
   const bool floats = g.at(n.args[0]).type.dtype == DType::kF32 && n.type.dtype == DType::kF32;
   return {floats ? gout : -1};
 }
+// Gated on relu's result, as PyTorch's threshold_backward(grad, result, 0): relu(x) > 0 exactly
+// where x > 0 (NaN passes both, -0 and +0 neither), so the gradient's bits are those of a gate on
+// x, and x need not be kept for the backward: the forward's add and relu fuse into one kernel
+// (a matmul's epilogue, after a linear layer).
 std::vector<int> GradRelu(Graph& g, const Node& n, int gout) {
-  return {Emit(g, "mul", {gout, Emit(g, "positive", {n.args[0]})})};
+  return {Emit(g, "mul", {gout, Emit(g, "positive", {n.id})})};
 }
 std::vector<int> GradNeg(Graph& g, const Node& n, int gout) {
   return {Emit(g, "neg", {gout})};

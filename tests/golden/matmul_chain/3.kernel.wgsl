@@ -29,11 +29,33 @@ fn main(@builtin(workgroup_id) wg: vec3<u32>,
   if (r < 4u && c < 3u) { out[wg.z * 12u + r * 3u + c] = acc; }
 }
 
-// ---- k1_matmul ----
+// ---- k1_matmul_mul_sub_relu ----
 // matmul 16x16x16/1x1
 @group(0) @binding(0) var<storage, read> in0: array<f32>;
 @group(0) @binding(1) var<storage, read> in1: array<f32>;
 @group(0) @binding(2) var<storage, read_write> out: array<f32>;
+fn is_nan_f32(x: f32) -> bool { return (bitcast<u32>(x) & 0x7fffffffu) > 0x7f800000u; }
+fn is_below_zero_f32(x: f32) -> bool {
+  let b = bitcast<u32>(x);
+  return b > 0x80000000u && b <= 0xff800000u;
+}
+fn nan_f32() -> f32 {
+  var bits = 0x7fc00000u;
+  return bitcast<f32>(bits);
+}
+fn inf_f32() -> f32 {
+  var bits = 0x7f800000u;
+  return bitcast<f32>(bits);
+}
+fn relu_f32(x: f32) -> f32 { return select(x, 0.0, is_below_zero_f32(x)); }
+fn epilogue(x0: f32, e: u32) -> f32 {
+  let s0 = f32(0.5);
+  let s1 = (x0 * s0);
+  let s2 = f32(1.0);
+  let s3 = (s1 - s2);
+  let s4 = relu_f32(s3);
+  return s4;
+}
 var<workgroup> tile_a: array<f32, 256>;
 var<workgroup> tile_b: array<f32, 256>;
 
@@ -57,50 +79,10 @@ fn main(@builtin(workgroup_id) wg: vec3<u32>,
     }
     workgroupBarrier();
   }
-  if (r < 4u && c < 4u) { out[wg.z * 16u + r * 4u + c] = acc; }
+  if (r < 4u && c < 4u) { out[wg.z * 16u + r * 4u + c] = epilogue(acc, wg.z * 16u + r * 4u + c); }
 }
 
-// ---- k2_fused_mul_sub_relu ----
-@group(0) @binding(0) var<storage, read> in0: array<vec4<f32>>;
-@group(0) @binding(1) var<storage, read_write> out: array<vec4<f32>>;
-fn is_nan_f32(x: f32) -> bool { return (bitcast<u32>(x) & 0x7fffffffu) > 0x7f800000u; }
-fn is_below_zero_f32(x: f32) -> bool {
-  let b = bitcast<u32>(x);
-  return b > 0x80000000u && b <= 0xff800000u;
-}
-fn nan_f32() -> f32 {
-  var bits = 0x7fc00000u;
-  return bitcast<f32>(bits);
-}
-fn inf_f32() -> f32 {
-  var bits = 0x7f800000u;
-  return bitcast<f32>(bits);
-}
-fn relu_f32(x: f32) -> f32 { return select(x, 0.0, is_below_zero_f32(x)); }
-fn fused_element(a0: f32) -> f32 {
-  let x0 = a0;
-  let s0 = f32(0.5);
-  let s1 = (x0 * s0);
-  let s2 = f32(1.0);
-  let s3 = (s1 - s2);
-  let s4 = relu_f32(s3);
-  return s4;
-}
-
-@compute @workgroup_size(256)
-fn main(@builtin(global_invocation_id) gid: vec3<u32>,
-        @builtin(num_workgroups) groups: vec3<u32>) {
-  for (var j = gid.x; j < 4u; j = j + groups.x * 256u) {
-    let v0 = in0[j];
-    out[j] = vec4<f32>(
-      fused_element(v0.x),
-      fused_element(v0.y),
-      fused_element(v0.z),
-      fused_element(v0.w));
-  }
-}
-
-// ---- k3_sum ----
+// ---- k2_sum ----
 @group(0) @binding(0) var<storage, read> in0: array<vec4<f32>>;
 @group(0) @binding(1) var<storage, read_write> out: array<f32>;
 var<workgroup> partial: array<f32, 256>;

@@ -1,8 +1,33 @@
-// ---- k0_matmul ----
+// ---- k0_matmul_add_relu ----
 // matmul 16x16x16/1x1
 @group(0) @binding(0) var<storage, read> in0: array<f32>;
 @group(0) @binding(1) var<storage, read> in1: array<f32>;
-@group(0) @binding(2) var<storage, read_write> out: array<f32>;
+@group(0) @binding(2) var<storage, read> in2: array<f32>;
+@group(0) @binding(3) var<storage, read_write> out: array<f32>;
+fn is_nan_f32(x: f32) -> bool { return (bitcast<u32>(x) & 0x7fffffffu) > 0x7f800000u; }
+fn is_below_zero_f32(x: f32) -> bool {
+  let b = bitcast<u32>(x);
+  return b > 0x80000000u && b <= 0xff800000u;
+}
+fn nan_f32() -> f32 {
+  var bits = 0x7fc00000u;
+  return bitcast<f32>(bits);
+}
+fn inf_f32() -> f32 {
+  var bits = 0x7f800000u;
+  return bitcast<f32>(bits);
+}
+fn relu_f32(x: f32) -> f32 { return select(x, 0.0, is_below_zero_f32(x)); }
+fn epilogue(x0: f32, e: u32) -> f32 {
+  var rem = e + 0u;
+  let d1 = rem % 5u;
+  rem = rem / 5u;
+  let d0 = rem % 4u;
+  let x1 = in2[d1 * 1u];
+  let s0 = (x0 + x1);
+  let s1 = relu_f32(s0);
+  return s1;
+}
 var<workgroup> tile_a: array<f32, 256>;
 var<workgroup> tile_b: array<f32, 256>;
 
@@ -26,70 +51,24 @@ fn main(@builtin(workgroup_id) wg: vec3<u32>,
     }
     workgroupBarrier();
   }
-  if (r < 4u && c < 5u) { out[wg.z * 20u + r * 5u + c] = acc; }
+  if (r < 4u && c < 5u) { out[wg.z * 20u + r * 5u + c] = epilogue(acc, wg.z * 20u + r * 5u + c); }
 }
 
-// ---- k1_fused_add ----
-@group(0) @binding(0) var<storage, read> in0: array<f32>;
-@group(0) @binding(1) var<storage, read> in1: array<f32>;
-@group(0) @binding(2) var<storage, read_write> out: array<f32>;
-
-@compute @workgroup_size(64)
-fn main(@builtin(global_invocation_id) gid: vec3<u32>,
-        @builtin(num_workgroups) groups: vec3<u32>) {
-  let i = gid.x + gid.y * groups.x * 64u;
-  if (i >= 20u) { return; }
-  var rem = i;
-  let d1 = rem % 5u;
-  rem = rem / 5u;
-  let d0 = rem % 4u;
-  let x0 = in0[i];
-  let x1 = in1[d1 * 1u];
-  let s0 = (x0 + x1);
-  out[i] = s0;
-}
-
-// ---- k2_fused_relu ----
-@group(0) @binding(0) var<storage, read> in0: array<vec4<f32>>;
-@group(0) @binding(1) var<storage, read_write> out: array<vec4<f32>>;
-fn is_nan_f32(x: f32) -> bool { return (bitcast<u32>(x) & 0x7fffffffu) > 0x7f800000u; }
-fn is_below_zero_f32(x: f32) -> bool {
-  let b = bitcast<u32>(x);
-  return b > 0x80000000u && b <= 0xff800000u;
-}
-fn nan_f32() -> f32 {
-  var bits = 0x7fc00000u;
-  return bitcast<f32>(bits);
-}
-fn inf_f32() -> f32 {
-  var bits = 0x7f800000u;
-  return bitcast<f32>(bits);
-}
-fn relu_f32(x: f32) -> f32 { return select(x, 0.0, is_below_zero_f32(x)); }
-fn fused_element(a0: f32) -> f32 {
-  let x0 = a0;
-  let s0 = relu_f32(x0);
-  return s0;
-}
-
-@compute @workgroup_size(256)
-fn main(@builtin(global_invocation_id) gid: vec3<u32>,
-        @builtin(num_workgroups) groups: vec3<u32>) {
-  for (var j = gid.x; j < 5u; j = j + groups.x * 256u) {
-    let v0 = in0[j];
-    out[j] = vec4<f32>(
-      fused_element(v0.x),
-      fused_element(v0.y),
-      fused_element(v0.z),
-      fused_element(v0.w));
-  }
-}
-
-// ---- k3_matmul ----
+// ---- k1_matmul_add ----
 // matmul 16x16x16/1x1
 @group(0) @binding(0) var<storage, read> in0: array<f32>;
 @group(0) @binding(1) var<storage, read> in1: array<f32>;
-@group(0) @binding(2) var<storage, read_write> out: array<f32>;
+@group(0) @binding(2) var<storage, read> in2: array<f32>;
+@group(0) @binding(3) var<storage, read_write> out: array<f32>;
+fn epilogue(x0: f32, e: u32) -> f32 {
+  var rem = e + 0u;
+  let d1 = rem % 3u;
+  rem = rem / 3u;
+  let d0 = rem % 4u;
+  let x1 = in2[d1 * 1u];
+  let s0 = (x0 + x1);
+  return s0;
+}
 var<workgroup> tile_a: array<f32, 256>;
 var<workgroup> tile_b: array<f32, 256>;
 
@@ -113,30 +92,10 @@ fn main(@builtin(workgroup_id) wg: vec3<u32>,
     }
     workgroupBarrier();
   }
-  if (r < 4u && c < 3u) { out[wg.z * 12u + r * 3u + c] = acc; }
+  if (r < 4u && c < 3u) { out[wg.z * 12u + r * 3u + c] = epilogue(acc, wg.z * 12u + r * 3u + c); }
 }
 
-// ---- k4_fused_add ----
-@group(0) @binding(0) var<storage, read> in0: array<f32>;
-@group(0) @binding(1) var<storage, read> in1: array<f32>;
-@group(0) @binding(2) var<storage, read_write> out: array<f32>;
-
-@compute @workgroup_size(64)
-fn main(@builtin(global_invocation_id) gid: vec3<u32>,
-        @builtin(num_workgroups) groups: vec3<u32>) {
-  let i = gid.x + gid.y * groups.x * 64u;
-  if (i >= 12u) { return; }
-  var rem = i;
-  let d1 = rem % 3u;
-  rem = rem / 3u;
-  let d0 = rem % 4u;
-  let x0 = in0[i];
-  let x1 = in1[d1 * 1u];
-  let s0 = (x0 + x1);
-  out[i] = s0;
-}
-
-// ---- k5_cross_entropy ----
+// ---- k2_cross_entropy ----
 @group(0) @binding(0) var<storage, read> in0: array<f32>;
 @group(0) @binding(1) var<storage, read> in1: array<f32>;
 @group(0) @binding(2) var<storage, read_write> out: array<f32>;
@@ -186,7 +145,7 @@ fn main(@builtin(local_invocation_index) t: u32) {
   }
 }
 
-// ---- k6_fused ----
+// ---- k3_fused ----
 @group(0) @binding(0) var<storage, read_write> out: array<f32>;
 
 @compute @workgroup_size(64)
@@ -198,7 +157,7 @@ fn main(@builtin(global_invocation_id) gid: vec3<u32>,
   out[i] = s0;
 }
 
-// ---- k7_cross_entropy_grad ----
+// ---- k4_cross_entropy_grad ----
 @group(0) @binding(0) var<storage, read> in0: array<f32>;
 @group(0) @binding(1) var<storage, read> in1: array<f32>;
 @group(0) @binding(2) var<storage, read> in2: array<f32>;
@@ -251,7 +210,7 @@ fn main(@builtin(global_invocation_id) gid: vec3<u32>,
   }
 }
 
-// ---- k8_sum ----
+// ---- k5_sum ----
 @group(0) @binding(0) var<storage, read> in0: array<f32>;
 @group(0) @binding(1) var<storage, read_write> out: array<f32>;
 
@@ -266,38 +225,7 @@ fn main(@builtin(global_invocation_id) gid: vec3<u32>,
   out[i] = s;
 }
 
-// ---- k9_matmul ----
-// matmul 16x16x16/1x1
-@group(0) @binding(0) var<storage, read> in0: array<f32>;
-@group(0) @binding(1) var<storage, read> in1: array<f32>;
-@group(0) @binding(2) var<storage, read_write> out: array<f32>;
-var<workgroup> tile_a: array<f32, 256>;
-var<workgroup> tile_b: array<f32, 256>;
-
-@compute @workgroup_size(16, 16)
-fn main(@builtin(workgroup_id) wg: vec3<u32>,
-        @builtin(local_invocation_id) lid: vec3<u32>) {
-  var rem = wg.z;
-  var off_a = 0u;
-  var off_b = 0u;
-  let r = wg.y * 16u + lid.y;
-  let c = wg.x * 16u + lid.x;
-  var acc = 0.0;
-  for (var t = 0u; t < 3u; t = t + 16u) {
-    let ka = t + lid.x;
-    let kb = t + lid.y;
-    tile_a[lid.y * 16u + lid.x] = select(0.0, in0[off_a + r * 3u + ka], r < 4u && ka < 3u);
-    tile_b[lid.y * 16u + lid.x] = select(0.0, in1[off_b + c * 3u + kb], kb < 3u && c < 5u);
-    workgroupBarrier();
-    for (var kk = 0u; kk < 16u; kk = kk + 1u) {
-      acc = acc + tile_a[lid.y * 16u + kk] * tile_b[kk * 16u + lid.x];
-    }
-    workgroupBarrier();
-  }
-  if (r < 4u && c < 5u) { out[wg.z * 20u + r * 5u + c] = acc; }
-}
-
-// ---- k10_matmul ----
+// ---- k6_matmul ----
 // matmul 16x16x16/1x1
 @group(0) @binding(0) var<storage, read> in0: array<f32>;
 @group(0) @binding(1) var<storage, read> in1: array<f32>;
@@ -328,10 +256,12 @@ fn main(@builtin(workgroup_id) wg: vec3<u32>,
   if (r < 5u && c < 3u) { out[wg.z * 15u + r * 3u + c] = acc; }
 }
 
-// ---- k11_fused_positive_mul ----
-@group(0) @binding(0) var<storage, read> in0: array<vec4<f32>>;
-@group(0) @binding(1) var<storage, read> in1: array<vec4<f32>>;
-@group(0) @binding(2) var<storage, read_write> out: array<vec4<f32>>;
+// ---- k7_matmul_positive_mul ----
+// matmul 16x16x16/1x1
+@group(0) @binding(0) var<storage, read> in0: array<f32>;
+@group(0) @binding(1) var<storage, read> in1: array<f32>;
+@group(0) @binding(2) var<storage, read> in2: array<f32>;
+@group(0) @binding(3) var<storage, read_write> out: array<f32>;
 fn is_nan_f32(x: f32) -> bool { return (bitcast<u32>(x) & 0x7fffffffu) > 0x7f800000u; }
 fn is_below_zero_f32(x: f32) -> bool {
   let b = bitcast<u32>(x);
@@ -348,29 +278,39 @@ fn inf_f32() -> f32 {
 fn positive_f32(x: f32) -> f32 {
   return select(1.0, 0.0, is_below_zero_f32(x) || (bitcast<u32>(x) & 0x7fffffffu) == 0u);
 }
-fn fused_element(a0: f32, a1: f32) -> f32 {
-  let x0 = a0;
-  let x1 = a1;
+fn epilogue(x0: f32, e: u32) -> f32 {
+  let x1 = in2[e];
   let s0 = positive_f32(x1);
   let s1 = (x0 * s0);
   return s1;
 }
+var<workgroup> tile_a: array<f32, 256>;
+var<workgroup> tile_b: array<f32, 256>;
 
-@compute @workgroup_size(256)
-fn main(@builtin(global_invocation_id) gid: vec3<u32>,
-        @builtin(num_workgroups) groups: vec3<u32>) {
-  for (var j = gid.x; j < 5u; j = j + groups.x * 256u) {
-    let v0 = in0[j];
-    let v1 = in1[j];
-    out[j] = vec4<f32>(
-      fused_element(v0.x, v1.x),
-      fused_element(v0.y, v1.y),
-      fused_element(v0.z, v1.z),
-      fused_element(v0.w, v1.w));
+@compute @workgroup_size(16, 16)
+fn main(@builtin(workgroup_id) wg: vec3<u32>,
+        @builtin(local_invocation_id) lid: vec3<u32>) {
+  var rem = wg.z;
+  var off_a = 0u;
+  var off_b = 0u;
+  let r = wg.y * 16u + lid.y;
+  let c = wg.x * 16u + lid.x;
+  var acc = 0.0;
+  for (var t = 0u; t < 3u; t = t + 16u) {
+    let ka = t + lid.x;
+    let kb = t + lid.y;
+    tile_a[lid.y * 16u + lid.x] = select(0.0, in0[off_a + r * 3u + ka], r < 4u && ka < 3u);
+    tile_b[lid.y * 16u + lid.x] = select(0.0, in1[off_b + c * 3u + kb], kb < 3u && c < 5u);
+    workgroupBarrier();
+    for (var kk = 0u; kk < 16u; kk = kk + 1u) {
+      acc = acc + tile_a[lid.y * 16u + kk] * tile_b[kk * 16u + lid.x];
+    }
+    workgroupBarrier();
   }
+  if (r < 4u && c < 5u) { out[wg.z * 20u + r * 5u + c] = epilogue(acc, wg.z * 20u + r * 5u + c); }
 }
 
-// ---- k12_sum ----
+// ---- k8_sum ----
 @group(0) @binding(0) var<storage, read> in0: array<f32>;
 @group(0) @binding(1) var<storage, read_write> out: array<f32>;
 
@@ -385,7 +325,7 @@ fn main(@builtin(global_invocation_id) gid: vec3<u32>,
   out[i] = s;
 }
 
-// ---- k13_matmul ----
+// ---- k9_matmul ----
 // matmul 16x16x16/1x1
 @group(0) @binding(0) var<storage, read> in0: array<f32>;
 @group(0) @binding(1) var<storage, read> in1: array<f32>;
@@ -416,13 +356,15 @@ fn main(@builtin(workgroup_id) wg: vec3<u32>,
   if (r < 3u && c < 5u) { out[wg.z * 15u + r * 5u + c] = acc; }
 }
 
-// ---- k14_adam_update ----
+// ---- k10_adam_update_adam_m_adam_v ----
 @group(0) @binding(0) var<storage, read> in0: array<f32>;
 @group(0) @binding(1) var<storage, read> in1: array<f32>;
 @group(0) @binding(2) var<storage, read> in2: array<f32>;
 @group(0) @binding(3) var<storage, read> in3: array<f32>;
 @group(0) @binding(4) var<storage, read> in4: array<f32>;
 @group(0) @binding(5) var<storage, read_write> out: array<f32>;
+@group(0) @binding(6) var<storage, read_write> out1: array<f32>;
+@group(0) @binding(7) var<storage, read_write> out2: array<f32>;
 fn expm1_f32(x: f32) -> f32 {
   if (abs(x) >= 0.5) { return exp(x) - 1.0; }
   var s = 1.0;
@@ -452,67 +394,19 @@ fn main(@builtin(global_invocation_id) gid: vec3<u32>,
   var p = in0[i];
   let denom = sqrt(v) / sqrt(bc2) + f32(9.99999994e-09);
   out[i] = p + minus_step_size * m / denom;
+  out1[i] = m;
+  out2[i] = v;
 }
 
-// ---- k15_adam_m ----
+// ---- k11_adam_update_adam_m_adam_v ----
 @group(0) @binding(0) var<storage, read> in0: array<f32>;
 @group(0) @binding(1) var<storage, read> in1: array<f32>;
 @group(0) @binding(2) var<storage, read> in2: array<f32>;
 @group(0) @binding(3) var<storage, read> in3: array<f32>;
 @group(0) @binding(4) var<storage, read> in4: array<f32>;
 @group(0) @binding(5) var<storage, read_write> out: array<f32>;
-
-@compute @workgroup_size(64)
-fn main(@builtin(global_invocation_id) gid: vec3<u32>,
-        @builtin(num_workgroups) groups: vec3<u32>) {
-  let i = gid.x + gid.y * groups.x * 64u;
-  if (i >= 15u) { return; }
-  _ = arrayLength(&in0);
-  _ = arrayLength(&in1);
-  _ = arrayLength(&in2);
-  _ = arrayLength(&in3);
-  _ = arrayLength(&in4);
-  var g = in1[i];
-  let w = f32(0.100000001);
-  let m_old = in2[i];
-  let m = select(g - (g - m_old) * (1.0 - w), m_old + w * (g - m_old), abs(w) < 0.5);
-  let v = in3[i] * f32(0.999000013) + f32(0.00100000005) * g * g;
-  out[i] = m;
-}
-
-// ---- k16_adam_v ----
-@group(0) @binding(0) var<storage, read> in0: array<f32>;
-@group(0) @binding(1) var<storage, read> in1: array<f32>;
-@group(0) @binding(2) var<storage, read> in2: array<f32>;
-@group(0) @binding(3) var<storage, read> in3: array<f32>;
-@group(0) @binding(4) var<storage, read> in4: array<f32>;
-@group(0) @binding(5) var<storage, read_write> out: array<f32>;
-
-@compute @workgroup_size(64)
-fn main(@builtin(global_invocation_id) gid: vec3<u32>,
-        @builtin(num_workgroups) groups: vec3<u32>) {
-  let i = gid.x + gid.y * groups.x * 64u;
-  if (i >= 15u) { return; }
-  _ = arrayLength(&in0);
-  _ = arrayLength(&in1);
-  _ = arrayLength(&in2);
-  _ = arrayLength(&in3);
-  _ = arrayLength(&in4);
-  var g = in1[i];
-  let w = f32(0.100000001);
-  let m_old = in2[i];
-  let m = select(g - (g - m_old) * (1.0 - w), m_old + w * (g - m_old), abs(w) < 0.5);
-  let v = in3[i] * f32(0.999000013) + f32(0.00100000005) * g * g;
-  out[i] = v;
-}
-
-// ---- k17_adam_update ----
-@group(0) @binding(0) var<storage, read> in0: array<f32>;
-@group(0) @binding(1) var<storage, read> in1: array<f32>;
-@group(0) @binding(2) var<storage, read> in2: array<f32>;
-@group(0) @binding(3) var<storage, read> in3: array<f32>;
-@group(0) @binding(4) var<storage, read> in4: array<f32>;
-@group(0) @binding(5) var<storage, read_write> out: array<f32>;
+@group(0) @binding(6) var<storage, read_write> out1: array<f32>;
+@group(0) @binding(7) var<storage, read_write> out2: array<f32>;
 fn expm1_f32(x: f32) -> f32 {
   if (abs(x) >= 0.5) { return exp(x) - 1.0; }
   var s = 1.0;
@@ -542,67 +436,19 @@ fn main(@builtin(global_invocation_id) gid: vec3<u32>,
   var p = in0[i];
   let denom = sqrt(v) / sqrt(bc2) + f32(9.99999994e-09);
   out[i] = p + minus_step_size * m / denom;
+  out1[i] = m;
+  out2[i] = v;
 }
 
-// ---- k18_adam_m ----
+// ---- k12_adam_update_adam_m_adam_v ----
 @group(0) @binding(0) var<storage, read> in0: array<f32>;
 @group(0) @binding(1) var<storage, read> in1: array<f32>;
 @group(0) @binding(2) var<storage, read> in2: array<f32>;
 @group(0) @binding(3) var<storage, read> in3: array<f32>;
 @group(0) @binding(4) var<storage, read> in4: array<f32>;
 @group(0) @binding(5) var<storage, read_write> out: array<f32>;
-
-@compute @workgroup_size(64)
-fn main(@builtin(global_invocation_id) gid: vec3<u32>,
-        @builtin(num_workgroups) groups: vec3<u32>) {
-  let i = gid.x + gid.y * groups.x * 64u;
-  if (i >= 5u) { return; }
-  _ = arrayLength(&in0);
-  _ = arrayLength(&in1);
-  _ = arrayLength(&in2);
-  _ = arrayLength(&in3);
-  _ = arrayLength(&in4);
-  var g = in1[i];
-  let w = f32(0.100000001);
-  let m_old = in2[i];
-  let m = select(g - (g - m_old) * (1.0 - w), m_old + w * (g - m_old), abs(w) < 0.5);
-  let v = in3[i] * f32(0.999000013) + f32(0.00100000005) * g * g;
-  out[i] = m;
-}
-
-// ---- k19_adam_v ----
-@group(0) @binding(0) var<storage, read> in0: array<f32>;
-@group(0) @binding(1) var<storage, read> in1: array<f32>;
-@group(0) @binding(2) var<storage, read> in2: array<f32>;
-@group(0) @binding(3) var<storage, read> in3: array<f32>;
-@group(0) @binding(4) var<storage, read> in4: array<f32>;
-@group(0) @binding(5) var<storage, read_write> out: array<f32>;
-
-@compute @workgroup_size(64)
-fn main(@builtin(global_invocation_id) gid: vec3<u32>,
-        @builtin(num_workgroups) groups: vec3<u32>) {
-  let i = gid.x + gid.y * groups.x * 64u;
-  if (i >= 5u) { return; }
-  _ = arrayLength(&in0);
-  _ = arrayLength(&in1);
-  _ = arrayLength(&in2);
-  _ = arrayLength(&in3);
-  _ = arrayLength(&in4);
-  var g = in1[i];
-  let w = f32(0.100000001);
-  let m_old = in2[i];
-  let m = select(g - (g - m_old) * (1.0 - w), m_old + w * (g - m_old), abs(w) < 0.5);
-  let v = in3[i] * f32(0.999000013) + f32(0.00100000005) * g * g;
-  out[i] = v;
-}
-
-// ---- k20_adam_update ----
-@group(0) @binding(0) var<storage, read> in0: array<f32>;
-@group(0) @binding(1) var<storage, read> in1: array<f32>;
-@group(0) @binding(2) var<storage, read> in2: array<f32>;
-@group(0) @binding(3) var<storage, read> in3: array<f32>;
-@group(0) @binding(4) var<storage, read> in4: array<f32>;
-@group(0) @binding(5) var<storage, read_write> out: array<f32>;
+@group(0) @binding(6) var<storage, read_write> out1: array<f32>;
+@group(0) @binding(7) var<storage, read_write> out2: array<f32>;
 fn expm1_f32(x: f32) -> f32 {
   if (abs(x) >= 0.5) { return exp(x) - 1.0; }
   var s = 1.0;
@@ -632,67 +478,19 @@ fn main(@builtin(global_invocation_id) gid: vec3<u32>,
   var p = in0[i];
   let denom = sqrt(v) / sqrt(bc2) + f32(9.99999994e-09);
   out[i] = p + minus_step_size * m / denom;
+  out1[i] = m;
+  out2[i] = v;
 }
 
-// ---- k21_adam_m ----
+// ---- k13_adam_update_adam_m_adam_v ----
 @group(0) @binding(0) var<storage, read> in0: array<f32>;
 @group(0) @binding(1) var<storage, read> in1: array<f32>;
 @group(0) @binding(2) var<storage, read> in2: array<f32>;
 @group(0) @binding(3) var<storage, read> in3: array<f32>;
 @group(0) @binding(4) var<storage, read> in4: array<f32>;
 @group(0) @binding(5) var<storage, read_write> out: array<f32>;
-
-@compute @workgroup_size(64)
-fn main(@builtin(global_invocation_id) gid: vec3<u32>,
-        @builtin(num_workgroups) groups: vec3<u32>) {
-  let i = gid.x + gid.y * groups.x * 64u;
-  if (i >= 15u) { return; }
-  _ = arrayLength(&in0);
-  _ = arrayLength(&in1);
-  _ = arrayLength(&in2);
-  _ = arrayLength(&in3);
-  _ = arrayLength(&in4);
-  var g = in1[i];
-  let w = f32(0.100000001);
-  let m_old = in2[i];
-  let m = select(g - (g - m_old) * (1.0 - w), m_old + w * (g - m_old), abs(w) < 0.5);
-  let v = in3[i] * f32(0.999000013) + f32(0.00100000005) * g * g;
-  out[i] = m;
-}
-
-// ---- k22_adam_v ----
-@group(0) @binding(0) var<storage, read> in0: array<f32>;
-@group(0) @binding(1) var<storage, read> in1: array<f32>;
-@group(0) @binding(2) var<storage, read> in2: array<f32>;
-@group(0) @binding(3) var<storage, read> in3: array<f32>;
-@group(0) @binding(4) var<storage, read> in4: array<f32>;
-@group(0) @binding(5) var<storage, read_write> out: array<f32>;
-
-@compute @workgroup_size(64)
-fn main(@builtin(global_invocation_id) gid: vec3<u32>,
-        @builtin(num_workgroups) groups: vec3<u32>) {
-  let i = gid.x + gid.y * groups.x * 64u;
-  if (i >= 15u) { return; }
-  _ = arrayLength(&in0);
-  _ = arrayLength(&in1);
-  _ = arrayLength(&in2);
-  _ = arrayLength(&in3);
-  _ = arrayLength(&in4);
-  var g = in1[i];
-  let w = f32(0.100000001);
-  let m_old = in2[i];
-  let m = select(g - (g - m_old) * (1.0 - w), m_old + w * (g - m_old), abs(w) < 0.5);
-  let v = in3[i] * f32(0.999000013) + f32(0.00100000005) * g * g;
-  out[i] = v;
-}
-
-// ---- k23_adam_update ----
-@group(0) @binding(0) var<storage, read> in0: array<f32>;
-@group(0) @binding(1) var<storage, read> in1: array<f32>;
-@group(0) @binding(2) var<storage, read> in2: array<f32>;
-@group(0) @binding(3) var<storage, read> in3: array<f32>;
-@group(0) @binding(4) var<storage, read> in4: array<f32>;
-@group(0) @binding(5) var<storage, read_write> out: array<f32>;
+@group(0) @binding(6) var<storage, read_write> out1: array<f32>;
+@group(0) @binding(7) var<storage, read_write> out2: array<f32>;
 fn expm1_f32(x: f32) -> f32 {
   if (abs(x) >= 0.5) { return exp(x) - 1.0; }
   var s = 1.0;
@@ -722,57 +520,7 @@ fn main(@builtin(global_invocation_id) gid: vec3<u32>,
   var p = in0[i];
   let denom = sqrt(v) / sqrt(bc2) + f32(9.99999994e-09);
   out[i] = p + minus_step_size * m / denom;
-}
-
-// ---- k24_adam_m ----
-@group(0) @binding(0) var<storage, read> in0: array<f32>;
-@group(0) @binding(1) var<storage, read> in1: array<f32>;
-@group(0) @binding(2) var<storage, read> in2: array<f32>;
-@group(0) @binding(3) var<storage, read> in3: array<f32>;
-@group(0) @binding(4) var<storage, read> in4: array<f32>;
-@group(0) @binding(5) var<storage, read_write> out: array<f32>;
-
-@compute @workgroup_size(64)
-fn main(@builtin(global_invocation_id) gid: vec3<u32>,
-        @builtin(num_workgroups) groups: vec3<u32>) {
-  let i = gid.x + gid.y * groups.x * 64u;
-  if (i >= 3u) { return; }
-  _ = arrayLength(&in0);
-  _ = arrayLength(&in1);
-  _ = arrayLength(&in2);
-  _ = arrayLength(&in3);
-  _ = arrayLength(&in4);
-  var g = in1[i];
-  let w = f32(0.100000001);
-  let m_old = in2[i];
-  let m = select(g - (g - m_old) * (1.0 - w), m_old + w * (g - m_old), abs(w) < 0.5);
-  let v = in3[i] * f32(0.999000013) + f32(0.00100000005) * g * g;
-  out[i] = m;
-}
-
-// ---- k25_adam_v ----
-@group(0) @binding(0) var<storage, read> in0: array<f32>;
-@group(0) @binding(1) var<storage, read> in1: array<f32>;
-@group(0) @binding(2) var<storage, read> in2: array<f32>;
-@group(0) @binding(3) var<storage, read> in3: array<f32>;
-@group(0) @binding(4) var<storage, read> in4: array<f32>;
-@group(0) @binding(5) var<storage, read_write> out: array<f32>;
-
-@compute @workgroup_size(64)
-fn main(@builtin(global_invocation_id) gid: vec3<u32>,
-        @builtin(num_workgroups) groups: vec3<u32>) {
-  let i = gid.x + gid.y * groups.x * 64u;
-  if (i >= 3u) { return; }
-  _ = arrayLength(&in0);
-  _ = arrayLength(&in1);
-  _ = arrayLength(&in2);
-  _ = arrayLength(&in3);
-  _ = arrayLength(&in4);
-  var g = in1[i];
-  let w = f32(0.100000001);
-  let m_old = in2[i];
-  let m = select(g - (g - m_old) * (1.0 - w), m_old + w * (g - m_old), abs(w) < 0.5);
-  let v = in3[i] * f32(0.999000013) + f32(0.00100000005) * g * g;
-  out[i] = v;
+  out1[i] = m;
+  out2[i] = v;
 }
 

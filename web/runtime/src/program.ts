@@ -47,7 +47,8 @@ export interface ProgramDispatch {
   step: number;
   kernel: string;
   pipeline: number;
-  bindings: ProgramBinding[];
+  bindings: ProgramBinding[];  // the kernel's inputs, then its outputs
+  writes?: number;             // how many of the last bindings the kernel writes; absent: 1
   workgroups: [number, number, number];
   tile?: { base: number; count: number };
 }
@@ -157,6 +158,9 @@ export function parseProgram(value: unknown): DeviceProgram {
     if (!isCount(d.pipeline) || d.pipeline >= p.pipelines.length) bad(`dispatches[${i}] names pipeline ${d.pipeline}`);
     if (!Array.isArray(d.workgroups) || d.workgroups.length !== 3 || !d.workgroups.every(isCount)) bad(`dispatches[${i}] has bad workgroups`);
     if (!Array.isArray(d.bindings) || d.bindings.length === 0) bad(`dispatches[${i}] binds nothing`);
+    if (d.writes !== undefined &&
+        (!isCount(d.writes) || d.writes < 1 || d.writes > d.bindings.length))
+      bad(`dispatches[${i}] writes ${d.writes} of its ${d.bindings.length} bindings`);
     d.bindings.forEach((b, j) => {
       buffer(`dispatches[${i}].bindings[${j}]`, b.buffer);
       if (!isCount(b.offset) || !isCount(b.size) || b.offset % 4 || b.size % 4) bad(`dispatches[${i}].bindings[${j}] has a bad range`);

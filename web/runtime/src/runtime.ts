@@ -299,11 +299,16 @@ export class Session {
     }
   }
 
-  // The range a dispatch writes: its last binding (the kernel's output), rounded up to 4 bytes.
-  #writtenRange(ds: { bindings: Array<{ buffer: number; offset: number; size: number }> }): { buffer: number; offset: number; size: number } {
-    const b = ds.bindings[ds.bindings.length - 1]!;
-    const size = b.size || this.program.buffers[b.buffer]!.size - b.offset;
-    return { buffer: b.buffer, offset: b.offset, size: roundUp(size, 4) };
+  // The ranges a dispatch writes: its last `writes` bindings (the kernel's outputs), each rounded
+  // up to 4 bytes.
+  #writtenRanges(ds: {
+    bindings: Array<{buffer: number; offset: number; size: number}>;
+    writes?: number
+  }): Array<{buffer: number; offset: number; size: number}> {
+    return ds.bindings.slice(ds.bindings.length - (ds.writes ?? 1)).map((b) => {
+      const size = b.size || this.program.buffers[b.buffer]!.size - b.offset;
+      return {buffer: b.buffer, offset: b.offset, size: roundUp(size, 4)};
+    });
   }
 
   #isCarriedInput(i: ProgramInput): boolean {
@@ -361,7 +366,8 @@ export class Session {
     }
     for (const [buffer, bytes] of starting) this.#write(this.#owned[buffer]!, 0, bytes, true);
     if (this.#poisonOutputs) {
-      const largest = Math.max(4, ...p.dispatches.map((ds) => this.#writtenRange(ds).size));
+      const largest =
+          Math.max(4, ...p.dispatches.flatMap((ds) => this.#writtenRanges(ds).map((r) => r.size)));
       const fill = new Uint32Array(largest / 4).fill(POISON_BITS);
       this.#poisonFill = d.createBuffer({ size: largest, usage: GPUBufferUsage.COPY_SRC | GPUBufferUsage.COPY_DST, label: "poison" });
       this.#owned.push(this.#poisonFill);
@@ -544,8 +550,10 @@ export class Session {
           for (const ds of it === 0 ? [...hoisted, ...body] : body) {
             if (this.#poisonFill) {
               pass.end();
-              const out = this.#writtenRange(ds);
-              encoder.copyBufferToBuffer(this.#poisonFill, 0, this.#phys[out.buffer]!, out.offset, out.size);
+              for (const out of this.#writtenRanges(ds)) {
+                encoder.copyBufferToBuffer(
+                    this.#poisonFill, 0, this.#phys[out.buffer]!, out.offset, out.size);
+              }
               pass = encoder.beginComputePass();
             }
             const entries = ds.bindings.map((b) => {

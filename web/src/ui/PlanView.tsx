@@ -102,7 +102,7 @@ export function PlanView({ plan, selectedStep, onSelectStep }: { plan: JsonObjec
                 <td>{i}</td>
                 <td>{String(s.kernel)}</td>
                 <td>{Array.isArray(s.reads) ? s.reads.map((b) => `b${b}`).join(' ') : ''}</td>
-                <td>b{String(s.write)}</td>
+                <td>{[s.write, ...(Array.isArray(s.extra_writes) ? s.extra_writes : [])].map((b) => `b${b}`).join(' ')}</td>
               </tr>
             ))}
           </tbody>

@@ -63,6 +63,13 @@ std::string Bindings(const Module& m, const Kernel& k, const std::vector<bool>& 
   s += "@group(0) @binding(" + std::to_string(k.inputs.size()) +
        ") var<storage, read_write> out: array<" +
        element(m.graph().at(k.output).type.dtype, vec4_output) + ">;\n";
+  for (size_t j = 0; j < k.extra_outputs.size(); ++j) {
+    const DType t = m.graph().at(k.extra_outputs[j]).type.dtype;
+    f16 |= t == DType::kF16;
+    s += "@group(0) @binding(" + std::to_string(k.inputs.size() + 1 + j) +
+         ") var<storage, read_write> out" + std::to_string(j + 1) + ": array<" + element(t, false) +
+         ">;\n";
+  }
   return (f16 ? "enable f16;\n" : "") + s;
 }
 

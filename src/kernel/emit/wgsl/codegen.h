@@ -45,7 +45,8 @@ Result<Generated> Generate(const Module& m, const Kernel& k);
 std::array<uint32_t, 3> LinearGrid(int64_t invocations);
 // The WGSL element type a buffer of `t` is bound as.
 const char* StorageType(DType t);
-// Prelude declaring in0..in<n-1> and out with the element types of k's nodes (and `enable f16;`
+// Prelude declaring in0..in<n-1>, out and, for a kernel of several outputs, out1..out<m> after it,
+// with the element types of k's nodes (and `enable f16;`
 // when one is f16); inputs flagged in `vec4_inputs`, and the output when `vec4_output`, as arrays
 // of vec4 of that type. LinearEntry declares the linear index `let i` with its bound check.
 std::string Bindings(const Module& m, const Kernel& k, const std::vector<bool>& vec4_inputs = {},
@@ -92,8 +93,10 @@ Generated VectorTile(const Module& m, const Kernel& k, const ElementwiseSchedule
 // as they are, bool and f16 as f32. StorageValue is the way back, for the output.
 std::string RegisterValue(DType t, const std::string& load);
 std::string StorageValue(DType t, const std::string& value);
-// A row-tileable matmul (kernel::MatmulRowTileable) over `rows` rows of its output, for one tile.
-Generated MatmulRowTile(const Module& m, const Kernel& k, int64_t rows);
+// A row-tileable matmul (kernel::MatmulRowTileable) over `rows` rows of its output from
+// `first_row`, for one tile: A's rows, the output's and an epilogue's inputs of the output's shape
+// are bound from that row, B and broadcast epilogue inputs whole.
+Generated MatmulRowTile(const Module& m, const Kernel& k, int64_t first_row, int64_t rows);
 
 // The helper functions a fused kernel's steps need, each once.
 std::string ExpressionHelpers(const Module& m, const Kernel& k);

@@ -25,7 +25,7 @@ struct Operands {
 Operands OperandsOf(const Module& m, const Kernel& k) {
   Operands o;
   o.shape = MatmulShapeOf(m, k);
-  const webir::Node& node = m.graph().at(k.output);
+  const webir::Node& node = m.graph().at(k.OpNode());
   std::vector<int64_t> out_sizes = node.type.sizes();
   o.batch.assign(out_sizes.begin(), out_sizes.end() - 2);
   std::vector<int64_t> sizes_a = m.graph().at(node.args[0]).type.sizes();
@@ -62,10 +62,59 @@ std::string BIndex(const MatmulShape& s, const std::string& row, const std::stri
 // increasing K, and the sum is rounded once to f16 when stored, as the reference rounds it. (Each
 // product of two f16 values is exact in f32, so a fused multiply-add gives the same bits.)
 bool HalfProduct(const Module& m, const Kernel& k) {
-  return m.graph().at(k.output).type.dtype == DType::kF16;
+  return m.graph().at(k.OpNode()).type.dtype == DType::kF16;
 }
-std::string Stored(const Module& m, const Kernel& k, const std::string& acc) {
+// What is stored for the finished sum `acc` of the output element at `index` (a u32 expression,
+// counted from the first element this dispatch writes): the sum, or its epilogue's result.
+std::string Stored(const Module& m, const Kernel& k, const std::string& acc,
+                   const std::string& index) {
+  if (k.HasEpilogue()) return "epilogue(" + acc + ", " + index + ")";
   return HalfProduct(m, k) ? "f16(round_f16(" + acc + "))" : acc;
+}
+
+// fn epilogue(x0: f32, e: u32) -> f32: the epilogue's steps (Kernel::expr) applied to the sum x0
+// of output element e of this dispatch, whose first element is element `base` of the whole output.
+// It is the elementwise kernel the epilogue was (EpilogueKernel), with the sum in a register
+// instead of a buffer: its inputs of the output's shape are bound as the output is (windowed
+// alike under row tiles) and read at e; broadcast ones are bound whole and read at their index of
+// base + e. Binding j + 1 holds the elementwise kernel's input j (binding 0 and 1 are A and B).
+std::string EpilogueFn(const Module& m, const Kernel& k, int64_t base) {
+  if (!k.HasEpilogue()) return "";
+  const Kernel e = EpilogueKernel(k);
+  const std::vector<int64_t> sizes = m.graph().at(k.output).type.sizes();
+  const std::vector<int64_t> row_major = RowMajorStrides(sizes);
+  std::string body;
+  bool indexed = false;
+  for (size_t j = 1; j < e.inputs.size(); ++j) {
+    const std::vector<int64_t> strides =
+        BroadcastStrides(m.graph().at(e.inputs[j]).type.sizes(), sizes);
+    std::string index = "e";
+    if (strides != row_major) {
+      if (!indexed) {
+        body += "  var rem = e + " + U32(base) + ";\n";
+        for (int d = static_cast<int>(sizes.size()) - 1; d >= 0; --d) {
+          const std::string size = U32(std::max<int64_t>(sizes[d], 1));
+          body += "  let d" + std::to_string(d) + " = rem % " + size + ";\n";
+          if (d) body += "  rem = rem / " + size + ";\n";
+        }
+        indexed = true;
+      }
+      index.clear();
+      for (size_t d = 0; d < sizes.size(); ++d) {
+        if (!strides[d]) continue;
+        if (!index.empty()) index += " + ";
+        index += "d" + std::to_string(d) + " * " + U32(strides[d]);
+      }
+      if (index.empty()) index = "0u";
+    }
+    body += "  let x" + std::to_string(j) + " = " +
+            RegisterValue(m.graph().at(e.inputs[j]).type.dtype,
+                          "in" + std::to_string(j + 1) + "[" + index + "]") +
+            ";\n";
+  }
+  body += ExpressionSteps(m, e, [](const ExprStep&, const std::string&) { return std::string(); });
+  return ExpressionHelpers(m, e) + "fn epilogue(x0: f32, e: u32) -> f32 {\n" + body + "  return s" +
+         std::to_string(e.expr.size() - 1) + ";\n}\n";
 }
 // An operand element as f32: converted for an f16 product, as it is for f32.
 std::string Loaded(const Module& m, const Kernel& k, const std::string& element) {
@@ -75,48 +124,49 @@ std::string HalfHelpers(const Module& m, const Kernel& k) {
   return HalfProduct(m, k) ? kRoundToHalf : "";
 }
 
-void PerElement(const Module& m, const Kernel& k, const Operands& o, Generated& out) {
+void PerElement(const Module& m, const Kernel& k, const Operands& o, int64_t base, Generated& out) {
   const MatmulShape& s = o.shape;
   // Sizes of 0 would be constant divisions by zero, which WGSL rejects; an empty output returns
   // before reaching them, so 1 serves. (K = 0 is fine: the loop adds nothing and writes zeros.)
   auto nonzero = [](int64_t v) { return U32(std::max<int64_t>(v, 1)); };
   const int64_t elements = s.batches * s.m * s.n;
-  out.source = "// matmul per-element\n" + Bindings(m, k) + HalfHelpers(m, k) + "\n" +
-               LinearEntry(elements) +
-               BatchOffsets(o, "i / " + nonzero(s.m * s.n)) + "  let r = (i / " + nonzero(s.n) +
-               ") % " + nonzero(s.m) + ";\n  let c = i % " + nonzero(s.n) +
-               ";\n  var acc = 0.0;\n  for (var kk = 0u; kk < " + U32(s.k) +
-               "; kk = kk + 1u) {\n    acc = acc + " + Loaded(m, k, "in0[" + AIndex(s, "r", "kk") + "]") +
-               " * " + Loaded(m, k, "in1[" + BIndex(s, "kk", "c") + "]") + ";\n  }\n  out[i] = " + Stored(m, k, "acc") + ";\n}\n";
+  out.source =
+      "// matmul per-element\n" + Bindings(m, k) + HalfHelpers(m, k) + EpilogueFn(m, k, base) +
+      "\n" + LinearEntry(elements) + BatchOffsets(o, "i / " + nonzero(s.m * s.n)) +
+      "  let r = (i / " + nonzero(s.n) + ") % " + nonzero(s.m) + ";\n  let c = i % " +
+      nonzero(s.n) + ";\n  var acc = 0.0;\n  for (var kk = 0u; kk < " + U32(s.k) +
+      "; kk = kk + 1u) {\n    acc = acc + " + Loaded(m, k, "in0[" + AIndex(s, "r", "kk") + "]") +
+      " * " + Loaded(m, k, "in1[" + BIndex(s, "kk", "c") + "]") +
+      ";\n  }\n  out[i] = " + Stored(m, k, "acc", "i") + ";\n}\n";
   out.workgroups = LinearGrid(elements);
 }
 
 // One output per invocation; the workgroup is tile x tile invocations and each loads one element
 // of each operand's tile per K step.
 void TiledOneOutput(const Module& m, const Kernel& k, const Operands& o, const MatmulSchedule& sch,
-                    Generated& out) {
+                    int64_t base, Generated& out) {
   const MatmulShape& s = o.shape;
   const std::string T = U32(sch.tile_m), TT = U32(sch.tile_m * sch.tile_m);
   const std::string M = U32(s.m), N = U32(s.n), K = U32(s.k);
-  out.source = "// matmul " + sch.Name() + "\n" + Bindings(m, k) + HalfHelpers(m, k) +
-               "var<workgroup> tile_a: array<f32, " + std::to_string(sch.tile_m * sch.tile_m) +
-               ">;\nvar<workgroup> tile_b: array<f32, " +
-               std::to_string(sch.tile_m * sch.tile_m) + ">;\n\n@compute @workgroup_size(" +
-               std::to_string(sch.tile_n) + ", " + std::to_string(sch.tile_m) +
-               ")\nfn main(@builtin(workgroup_id) wg: vec3<u32>,\n"
-               "        @builtin(local_invocation_id) lid: vec3<u32>) {\n" +
-               BatchOffsets(o, "wg.z") + "  let r = wg.y * " + T + " + lid.y;\n  let c = wg.x * " +
-               T + " + lid.x;\n  var acc = 0.0;\n  for (var t = 0u; t < " + K + "; t = t + " + T +
-               ") {\n    let ka = t + lid.x;\n    let kb = t + lid.y;\n    tile_a[lid.y * " + T +
-               " + lid.x] = select(0.0, " + Loaded(m, k, "in0[" + AIndex(s, "r", "ka") + "]") +
-               ", r < " + M +
-               " && ka < " + K + ");\n    tile_b[lid.y * " + T + " + lid.x] = select(0.0, " +
-               Loaded(m, k, "in1[" + BIndex(s, "kb", "c") + "]") + ", kb < " + K + " && c < " + N +
-               ");\n    workgroupBarrier();\n    for (var kk = 0u; kk < " + T +
-               "; kk = kk + 1u) {\n      acc = acc + tile_a[lid.y * " + T + " + kk] * tile_b[kk * " +
-               T + " + lid.x];\n    }\n    workgroupBarrier();\n  }\n  if (r < " + M + " && c < " +
-               N + ") { out[wg.z * " + U32(s.m * s.n) + " + r * " + N + " + c] = " + Stored(m, k, "acc") +
-               "; }\n}\n";
+  const std::string at = "wg.z * " + U32(s.m * s.n) + " + r * " + N + " + c";
+  out.source =
+      "// matmul " + sch.Name() + "\n" + Bindings(m, k) + HalfHelpers(m, k) +
+      EpilogueFn(m, k, base) + "var<workgroup> tile_a: array<f32, " +
+      std::to_string(sch.tile_m * sch.tile_m) + ">;\nvar<workgroup> tile_b: array<f32, " +
+      std::to_string(sch.tile_m * sch.tile_m) + ">;\n\n@compute @workgroup_size(" +
+      std::to_string(sch.tile_n) + ", " + std::to_string(sch.tile_m) +
+      ")\nfn main(@builtin(workgroup_id) wg: vec3<u32>,\n"
+      "        @builtin(local_invocation_id) lid: vec3<u32>) {\n" +
+      BatchOffsets(o, "wg.z") + "  let r = wg.y * " + T + " + lid.y;\n  let c = wg.x * " + T +
+      " + lid.x;\n  var acc = 0.0;\n  for (var t = 0u; t < " + K + "; t = t + " + T +
+      ") {\n    let ka = t + lid.x;\n    let kb = t + lid.y;\n    tile_a[lid.y * " + T +
+      " + lid.x] = select(0.0, " + Loaded(m, k, "in0[" + AIndex(s, "r", "ka") + "]") + ", r < " +
+      M + " && ka < " + K + ");\n    tile_b[lid.y * " + T + " + lid.x] = select(0.0, " +
+      Loaded(m, k, "in1[" + BIndex(s, "kb", "c") + "]") + ", kb < " + K + " && c < " + N +
+      ");\n    workgroupBarrier();\n    for (var kk = 0u; kk < " + T +
+      "; kk = kk + 1u) {\n      acc = acc + tile_a[lid.y * " + T + " + kk] * tile_b[kk * " + T +
+      " + lid.x];\n    }\n    workgroupBarrier();\n  }\n  if (r < " + M + " && c < " + N +
+      ") { out[" + at + "] = " + Stored(m, k, "acc", at) + "; }\n}\n";
   out.workgroups = {static_cast<uint32_t>((s.n + sch.tile_n - 1) / sch.tile_n),
                     static_cast<uint32_t>((s.m + sch.tile_m - 1) / sch.tile_m),
                     static_cast<uint32_t>(s.batches)};
@@ -132,7 +182,7 @@ void TiledOneOutput(const Module& m, const Kernel& k, const Operands& o, const M
 // workgroup memory may be carried out as a write of the whole vec4, racing with the invocations
 // that write its other components.
 void TiledBlocked(const Module& m, const Kernel& k, const Operands& o, const MatmulSchedule& sch,
-                  Generated& out) {
+                  int64_t base, Generated& out) {
   const MatmulShape& s = o.shape;
   const int TM = sch.tile_m, TN = sch.tile_n, TK = sch.tile_k;
   const int wx = TN / sch.block_n, wy = TM / sch.block_m, invocations = wx * wy;
@@ -146,8 +196,15 @@ void TiledBlocked(const Module& m, const Kernel& k, const Operands& o, const Mat
   src += std::string("@group(0) @binding(0) var<storage, read> in0: array<") +
          (va == 4 ? "vec4<f32>" : "f32") +
          ">;\n@group(0) @binding(1) var<storage, read> in1: array<" +
-         (vb == 4 ? "vec4<f32>" : "f32") +
-         ">;\n@group(0) @binding(2) var<storage, read_write> out: array<f32>;\n";
+         (vb == 4 ? "vec4<f32>" : "f32") + ">;\n";
+  // An epilogue's inputs (bindings 2..), then the output.
+  for (size_t i = 2; i < k.inputs.size(); ++i)
+    src += "@group(0) @binding(" + std::to_string(i) + ") var<storage, read> in" +
+           std::to_string(i) + ": array<" + StorageType(m.graph().at(k.inputs[i]).type.dtype) +
+           ">;\n";
+  src += "@group(0) @binding(" + std::to_string(k.inputs.size()) +
+         ") var<storage, read_write> out: array<f32>;\n";
+  src += EpilogueFn(m, k, base);
   src += "var<workgroup> tile_a: array<f32, " + std::to_string(TK * TM) + ">;\n";
   src += "var<workgroup> tile_b: array<f32, " + std::to_string(TK * TN) + ">;\n\n";
   src += "@compute @workgroup_size(" + std::to_string(wx) + ", " + std::to_string(wy) + ")\n";
@@ -233,16 +290,18 @@ void TiledBlocked(const Module& m, const Kernel& k, const Operands& o, const Mat
     }
   src += "    }\n    workgroupBarrier();\n  }\n";
 
-  const std::string base = "wg.z * " + U32(s.m * s.n);
+  const std::string first = "wg.z * " + U32(s.m * s.n);
   for (int i = 0; i < sch.block_m; ++i) {
     src += "  {\n    let r = row0 + (lid.y + " + u(int64_t{i / 4} * wy) + ") * 4u + " + u(i % 4) +
            ";\n";
     for (int j = 0; j < bn4; ++j) {
       const std::string acc = "acc_" + std::to_string(i) + "_" + std::to_string(j);
       src += "    {\n      let c = col0 + (lid.x + " + u(int64_t{j} * wx) + ") * 4u;\n";
-      for (int c = 0; c < 4; ++c)
-        src += "      if (r < " + M + " && c + " + u(c) + " < " + N + ") { out[" + base +
-               " + r * " + N + " + c + " + u(c) + "] = " + Stored(m, k, acc + "." + lane[c]) + "; }\n";
+      for (int c = 0; c < 4; ++c) {
+        const std::string at = first + " + r * " + N + " + c + " + u(c);
+        src += "      if (r < " + M + " && c + " + u(c) + " < " + N + ") { out[" + at +
+               "] = " + Stored(m, k, acc + "." + lane[c], at) + "; }\n";
+      }
       src += "    }\n";
     }
     src += "  }\n";
@@ -414,11 +473,16 @@ void MatmulFixed(const Module& m, const Kernel& k, Generated& out) {
   out.workgroups = LinearGrid(node.type.elements());
 }
 
-void Generate(const Module& m, const Kernel& k, const Operands& o, Generated& out) {
+// `base`: the first output element the dispatch writes (a row tile's), which an epilogue's
+// broadcast inputs are indexed from.
+void Generate(const Module& m, const Kernel& k, const Operands& o, int64_t base, Generated& out) {
   const MatmulSchedule& sch = *k.matmul_schedule;
-  if (sch.kind == MatmulSchedule::Kind::kPerElement) PerElement(m, k, o, out);
-  else if (sch.block_m == 1 && sch.block_n == 1) TiledOneOutput(m, k, o, sch, out);
-  else TiledBlocked(m, k, o, sch, out);
+  if (sch.kind == MatmulSchedule::Kind::kPerElement)
+    PerElement(m, k, o, base, out);
+  else if (sch.block_m == 1 && sch.block_n == 1)
+    TiledOneOutput(m, k, o, sch, base, out);
+  else
+    TiledBlocked(m, k, o, sch, base, out);
 }
 
 }  // namespace
@@ -433,18 +497,18 @@ bool GenerateLinalg(const Module& m, const Kernel& k, Generated& out) {
     return true;
   }
   if (k.kind != KernelKind::kOp || k.op != "matmul" || !k.matmul_schedule) return false;
-  Generate(m, k, OperandsOf(m, k), out);
+  Generate(m, k, OperandsOf(m, k), 0, out);
   return true;
 }
 
-Generated MatmulRowTile(const Module& m, const Kernel& k, int64_t rows) {
+Generated MatmulRowTile(const Module& m, const Kernel& k, int64_t first_row, int64_t rows) {
   // The kernel's own schedule over fewer rows: A's rows and the output's are contiguous, so a
   // tile binds windows of both (at their first row) and the whole of B. Every output element
   // still adds its K products in increasing order, so the tiles give the untiled kernel's bits.
   Operands o = OperandsOf(m, k);
   o.shape.m = rows;
   Generated out;
-  Generate(m, k, o, out);
+  Generate(m, k, o, first_row * o.shape.n, out);
   return out;
 }
 

@@ -59,8 +59,23 @@ std::string BiasCorrection(double beta) {
   return "-expm1_f32(step * " + F32(detmath::Log(beta)) + ")";
 }
 
+// The stores of a kernel's outputs: `value(op)` is the WGSL value the op of each output computes
+// (the variables of a body shared by all of them), stored to out, out1, ... in binding order.
+template <typename ValueOf>
+std::string Stores(const Module& m, const Kernel& k, const ValueOf& value) {
+  std::string s;
+  const std::vector<int> outputs = k.Outputs();
+  for (size_t j = 0; j < outputs.size(); ++j)
+    s += "  out" + (j ? std::to_string(j) : std::string()) +
+         "[i] = " + value(m.graph().at(outputs[j]).op) + ";\n";
+  return s;
+}
+
 }  // namespace
 
+// An optimizer kernel computes the shared part of its update once (the effective gradient, the
+// moments) and stores each output's value; a merged kernel (Kernel::extra_outputs) stores several
+// of them, each from the same expressions its own kernel evaluates.
 bool GenerateOptim(const Module& m, const Kernel& k, Generated& out) {
   if (k.kind != KernelKind::kOp) return false;
   const webir::Node& n = m.graph().at(k.output);
@@ -77,9 +92,10 @@ bool GenerateOptim(const Module& m, const Kernel& k, Generated& out) {
       body += Flag(n, "nesterov") ? "  dir = g + " + F32(momentum) + " * buf;\n"
                                   : std::string("  dir = buf;\n");
     }
-    body += k.op == "momentum_velocity"
-                ? std::string("  out[i] = buf;\n")
-                : "  out[i] = in0[i] + " + F32(-Attr(n, "lr")) + " * dir;\n";
+    const std::string update = "in0[i] + " + F32(-Attr(n, "lr")) + " * dir";
+    body += Stores(m, k, [&](const std::string& op) {
+      return op == "momentum_velocity" ? std::string("buf") : update;
+    });
   } else if (k.op == "adam_m" || k.op == "adam_v") {
     body = EffectiveGrad(n, Flag(n, "decoupled")) + Moments(n) +
            (k.op == "adam_m" ? "  out[i] = m;\n" : "  out[i] = v;\n");
@@ -100,9 +116,12 @@ bool GenerateOptim(const Module& m, const Kernel& k, Generated& out) {
            " / bc1);\n"
            "  var p = in0[i];\n" +
            (decoupled && wd != 0 ? "  p = p * " + F32(1.0 - lr * wd) + ";\n" : std::string()) +
-           "  let denom = sqrt(v) / sqrt(bc2) + " + F32(Attr(n, "eps")) +
-           ";\n"
-           "  out[i] = p + minus_step_size * m / denom;\n";
+           "  let denom = sqrt(v) / sqrt(bc2) + " + F32(Attr(n, "eps")) + ";\n" +
+           Stores(m, k, [](const std::string& op) {
+             return std::string(op == "adam_m"   ? "m"
+                                : op == "adam_v" ? "v"
+                                                 : "p + minus_step_size * m / denom");
+           });
   } else {
     return false;
   }

@@ -134,7 +134,7 @@ struct Resident {
       size_t end = first + 1;
       if (kernel::ref::WritesByChunk(kernel(first))) {
         const int64_t n = elements(first);
-        std::vector<int> written = {steps[first].write};
+        std::vector<int> written = steps[first].Writes();
         std::vector<int> whole_reads;  // buffers read not element for element
         auto add_reads = [&](size_t s) {
           const kernel::Kernel& k = kernel(s);
@@ -151,7 +151,7 @@ struct Resident {
         while (end < limit && kernel::ref::WritesByChunk(kernel(end)) &&
                elements(end) == n) {
           std::vector<int> w = written, r = whole_reads;
-          written.push_back(steps[end].write);
+          for (int b : steps[end].Writes()) written.push_back(b);
           add_reads(end);
           if (overlaps(written, whole_reads)) {
             written = std::move(w);
@@ -177,8 +177,9 @@ struct Resident {
     std::vector<char> computed(buffers.size(), 0), other(buffers.size(), 0);
     std::vector<char> is_output(g.nodes.size(), 0);
     for (const execplan::Step& s : plan->steps)
-      is_output[plan->module().kernels[s.kernel].output] = 1;
-    for (const execplan::Step& s : plan->steps) computed[s.write] = 1;
+      for (int out : plan->module().kernels[s.kernel].Outputs()) is_output[out] = 1;
+    for (const execplan::Step& s : plan->steps)
+      for (int b : s.Writes()) computed[b] = 1;
     for (const webir::Node& n : g.nodes) {
       const int b = plan->buffer_of[n.id];
       if (b >= 0 && !is_output[n.id]) other[b] = 1;
@@ -214,12 +215,18 @@ struct Resident {
       for (int b : s.reads) inputs.push_back(buffers[b].data());
       return inputs;
     };
+    auto extra_outs_of = [&](const execplan::Step& s) {
+      std::vector<T*> outs;
+      for (int b : s.extra_writes) outs.push_back(buffers[b].data());
+      return outs;
+    };
     for (size_t first = begin; first < end_of_steps;) {
       const size_t end = group_end[first];
       if (end == first + 1) {
         const execplan::Step& s = steps[first];
         SCELLIS_TRY(kernel::ref::RunKernel<T>(plan->module(), plan->module().kernels[s.kernel],
-                                              inputs_of(s), buffers[s.write].data(), parallel));
+                                              inputs_of(s), buffers[s.write].data(), parallel, -1,
+                                              extra_outs_of(s)));
         ++first;
         continue;
       }
@@ -235,7 +242,7 @@ struct Resident {
         for (size_t s = first; s < end; ++s) {
           Status st = kernel::ref::RunKernel<T>(
               plan->module(), plan->module().kernels[steps[s].kernel], inputs[s - first],
-              buffers[steps[s].write].data(), parallel, c);
+              buffers[steps[s].write].data(), parallel, c, extra_outs_of(steps[s]));
           if (!st.ok()) {
             std::lock_guard<std::mutex> lock(failed_mu);
             failed = std::move(st);

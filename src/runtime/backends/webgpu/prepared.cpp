@@ -308,11 +308,15 @@ class WebGpuPrepared : public Prepared {
         }
       }
       if (options_.poison_outputs) {
-        const Binding& out = bindings.back();
-        uint64_t words = out.size ? out.size / 4 : (d_.BufferSize(out.buffer) + 3) / 4;
-        Grid grid = SplitWorkgroups((words + 63) / 64,
-                                    d_.info().limits.max_compute_workgroups_per_dimension);
-        d_.Dispatch(poison_, {out}, grid.x, grid.y, grid.z);
+        // The last `writes` bindings are the kernel's outputs.
+        for (size_t w = bindings.size() - static_cast<size_t>(dispatch.writes); w < bindings.size();
+             ++w) {
+          const Binding& out = bindings[w];
+          uint64_t words = out.size ? out.size / 4 : (d_.BufferSize(out.buffer) + 3) / 4;
+          Grid grid = SplitWorkgroups((words + 63) / 64,
+                                      d_.info().limits.max_compute_workgroups_per_dimension);
+          d_.Dispatch(poison_, {out}, grid.x, grid.y, grid.z);
+        }
       }
       d_.Dispatch(pipelines_[dispatch.pipeline], bindings, dispatch.workgroups[0],
                   dispatch.workgroups[1], dispatch.workgroups[2]);

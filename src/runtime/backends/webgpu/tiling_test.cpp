@@ -155,6 +155,58 @@ TEST(Tiling, AMatmulOverTheCapRunsInRowTilesWithTheReferencesBits) {
     ASSERT_EQ(std::memcmp(&a[i], &b[i], sizeof(float)), 0) << i << ": " << a[i] << " vs " << b[i];
 }
 
+// The same row tiles with an epilogue (fuse-matmul-epilogue): relu(x @ w + bias) + r, with bias
+// broadcast along the rows (bound whole, read at the element's column from the tile's first row)
+// and r of the output's shape (bound in the output's window). The same bits as the reference.
+TEST(Tiling, AMatmulWithAnEpilogueRunsInRowTilesWithTheReferencesBits) {
+  auto gpu = SmallCapGpu();
+  ASSERT_NE(gpu, nullptr);
+  const unsigned seed = std::random_device{}();
+  SCOPED_TRACE("seed " + std::to_string(seed));
+  std::mt19937 rng(seed);
+  std::uniform_real_distribution<float> u(-2, 2);
+  std::vector<float> x(300 * 40), w(40 * 24), bias(24), r(300 * 24);
+  for (auto* v : {&x, &w, &bias, &r})
+    for (float& f : *v) f = u(rng);
+  Json doc = {{"version", 2},
+              {"nodes",
+               {{{"id", 0}, {"op", "input"}, {"name", "x"}, {"shape", {300, 40}}},
+                {{"id", 1}, {"op", "input"}, {"shape", {40, 24}}, {"data", w}},
+                {{"id", 2}, {"op", "input"}, {"shape", {24}}, {"data", bias}},
+                {{"id", 3}, {"op", "input"}, {"shape", {300, 24}}, {"data", r}},
+                {{"id", 4}, {"op", "matmul"}, {"a", 0}, {"b", 1}},
+                {{"id", 5}, {"op", "add"}, {"a", 4}, {"b", 2}},
+                {{"id", 6}, {"op", "relu"}, {"a", 5}},
+                {{"id", 7}, {"op", "add"}, {"a", 6}, {"b", 3}}}},
+              {"outputs", {{{"name", "c"}, {"id", 7}}}}};
+  auto c = Compile(doc, *gpu, policy::Tier::kDebug);
+  ASSERT_TRUE(c.ok()) << c.errors().front().Format();
+  ASSERT_EQ(c->module->kernels.size(), 1u) << kernel::Print(*c->module);
+  EXPECT_TRUE(c->module->kernels[0].HasEpilogue());
+  EXPECT_EQ(c->plan->verdict, execplan::Verdict::kYellow);
+
+  Feeds feeds = {{"x", HostTensor::FromFloats(MakeType({300, 40}), x)}};
+  auto got = gpu->Run(*c->plan, feeds, {.poison_outputs = true});
+  ASSERT_TRUE(got.ok()) << got.errors().front().Format();
+  EXPECT_EQ(got->stats["dispatches"].get<int>(), 2 * 13);
+  cpu::CpuExecutor ref({.threads = 1});
+  auto want = ref.Run(*c->plan, feeds);
+  ASSERT_TRUE(want.ok());
+  const auto& a = got->outputs[0].second.ToFloats();
+  const auto& b = want->outputs[0].second.ToFloats();
+  ASSERT_EQ(a.size(), b.size());
+  for (size_t i = 0; i < a.size(); ++i)
+    ASSERT_EQ(std::memcmp(&a[i], &b[i], sizeof(float)), 0) << i << ": " << a[i] << " vs " << b[i];
+  // And against float64, so the reference's epilogue is checked too.
+  for (int i = 0; i < 300; ++i)
+    for (int j = 0; j < 24; ++j) {
+      double sum = 0;
+      for (int k = 0; k < 40; ++k) sum += double{x[i * 40 + k]} * w[k * 24 + j];
+      const double want64 = std::max(0.0, sum + bias[j]) + r[i * 24 + j];
+      ASSERT_NEAR(b[i * 24 + j], want64, 1e-4) << i << "," << j;
+    }
+}
+
 // A matmul whose B is over the cap (its columns are not contiguous rows of a tile), or that reads
 // A transposed (a tile of output rows is a set of A's columns), must bind them whole: refused in
 // planning.

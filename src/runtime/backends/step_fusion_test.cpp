@@ -1,0 +1,101 @@
+// The training step of examples/fashion_mlp.json with the step's fusions (fuse-matmul-epilogue,
+// merge-optimizer-outputs) and without them, tier debug: the same bits in every output (loss,
+// logits, new parameters, new moments), on the CPU reference and on WebGPU (SwiftShader), and
+// fewer kernels with them.
+#include <gtest/gtest.h>
+
+#include <cstring>
+#include <fstream>
+#include <random>
+#include <set>
+#include <sstream>
+
+#include "runtime/backends/backends_test.h"
+
+namespace scellis::runtime {
+namespace {
+
+std::string FashionMlp() {
+  std::ifstream in(std::string(SCELLIS_SOURCE_DIR) + "/examples/fashion_mlp.json");
+  std::stringstream s;
+  s << in.rdbuf();
+  return s.str();
+}
+
+Result<pipeline::Compiled> Step(const Executor& exec, std::set<std::string> disabled) {
+  pipeline::CompileOptions o;
+  o.lower.tier = policy::Tier::kDebug;
+  o.plan.budget_bytes = int64_t{1} << 30;
+  o.plan.limits = exec.limits();
+  o.disabled_passes = std::move(disabled);
+  return pipeline::Compile(FashionMlp(), o);
+}
+
+// Fresh data for every input the step needs fed: images in [0, 1), labels in [0, 10), step 3.
+Feeds RandomFeeds(const webir::Graph& g, uint32_t seed) {
+  std::mt19937 rng(seed);
+  Feeds feeds;
+  for (const webir::Node& n : g.nodes) {
+    if (n.role != webir::Role::kInput || n.data || n.init) continue;
+    const TensorType& t = n.type;
+    std::vector<double> values(static_cast<size_t>(t.elements()));
+    const bool labels = t.rank() == 1;
+    for (double& v : values) {
+      if (t.rank() == 0)
+        v = 3;
+      else if (labels)
+        v = std::uniform_int_distribution<int>(0, 9)(rng);
+      else
+        v = std::uniform_real_distribution<double>(0, 1)(rng);
+    }
+    feeds[FeedName(n)] = HostTensor::FromValues(t, values);
+  }
+  return feeds;
+}
+
+const std::set<std::string> kStepFusions = {"fuse-matmul-epilogue", "merge-optimizer-outputs"};
+
+void ExpectSameBits(const std::string& backend) {
+  auto exec = testing::Open(backend);
+  ASSERT_NE(exec, nullptr);
+  auto fused = Step(*exec, {});
+  auto unfused = Step(*exec, kStepFusions);
+  ASSERT_TRUE(fused.ok()) << fused.errors().front().Format();
+  ASSERT_TRUE(unfused.ok()) << unfused.errors().front().Format();
+  // 25 kernels unfused: the two forward matmuls' bias + relu and bias, and the backward's relu
+  // gradient, become epilogues (-3), Adam's three kernels per parameter one (-8).
+  EXPECT_EQ(unfused->module->kernels.size(), 25u) << kernel::Print(*unfused->module);
+  EXPECT_EQ(fused->module->kernels.size(), 14u) << kernel::Print(*fused->module);
+
+  const Feeds feeds = RandomFeeds(fused->plan->graph(), 7);
+  auto a = exec->Run(*fused->plan, feeds);
+  auto b = exec->Run(*unfused->plan, feeds);
+  ASSERT_TRUE(a.ok()) << a.errors().front().Format();
+  ASSERT_TRUE(b.ok()) << b.errors().front().Format();
+  ASSERT_EQ(a->outputs.size(), b->outputs.size());
+  ASSERT_GE(a->outputs.size(), 2u + 3 * 4);  // loss, logits, 4 params and their 2 moments
+  for (size_t i = 0; i < a->outputs.size(); ++i) {
+    const auto& [name, x] = a->outputs[i];
+    const auto& [name_b, y] = b->outputs[i];
+    EXPECT_EQ(name, name_b);
+    ASSERT_EQ(x.bytes.size(), y.bytes.size()) << name;
+    EXPECT_EQ(std::memcmp(x.bytes.data(), y.bytes.data(), x.bytes.size()), 0)
+        << backend << ": " << name << " differs with the step's fusions";
+  }
+  // The step moved the parameters: not a comparison of two unwritten buffers.
+  const std::vector<float> loss = a->outputs[0].second.ToFloats();
+  ASSERT_EQ(loss.size(), 1u);
+  EXPECT_GT(loss[0], 0.5f);
+  EXPECT_LT(loss[0], 10.0f);
+}
+
+TEST(StepFusion, MlpStepHasTheSameBitsOnTheCpuReference) {
+  ExpectSameBits("cpu");
+}
+
+TEST(StepFusion, MlpStepHasTheSameBitsOnWebGpu) {
+  ExpectSameBits("webgpu");
+}
+
+}  // namespace
+}  // namespace scellis::runtime
