@@ -190,15 +190,6 @@ struct MatmulShape {
   bool trans_a = false, trans_b = false;
 };
 MatmulShape MatmulShapeOf(const Module& m, const Kernel& k);
-// A matmul whose A or output is over the storage-binding cap runs in tiles of its output's rows
-// when it is rank 2 and reads A untransposed: A's rows and the output's are contiguous, so a tile
-// binds a window of each, and B whole.
-bool MatmulRowTileable(const Module& m, const Kernel& k);
-// The most output rows such a tile takes: its A rows and output rows each bind at most `cap`
-// bytes, and every tile starts at a multiple of `alignment` bytes in both. 0 when not even one
-// aligned group of rows fits.
-int64_t MatmulRowsPerTile(const MatmulShape& s, uint64_t cap, uint64_t alignment);
-
 // Numbers the kernels in order and names each after its number and what it computes
 // ("k2_fused_mul_relu", "k3_matmul"); passes that add or remove kernels call it.
 void NameKernels(Module& m);

@@ -49,7 +49,9 @@ export interface ProgramDispatch {
   pipeline: number;
   bindings: ProgramBinding[];
   workgroups: [number, number, number];
-  tile?: { base: number; count: number };
+  // Output elements [base, base + count) of a tiled kernel; `continues`: the tile adds to the
+  // partial sums an earlier tile of the step left in its output window.
+  tile?: { base: number; count: number; continues?: boolean };
 }
 export interface ProgramOutput {
   name: string;

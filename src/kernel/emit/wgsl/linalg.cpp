@@ -20,6 +20,12 @@ namespace {
 struct Operands {
   MatmulShape shape;
   std::vector<int64_t> batch, sa, sb;  // batch dims of the output; A's and B's broadcast strides
+  // One tile of a larger product (kernel/tiling.h) when `tiled`: `shape` is the tile's, the
+  // operands keep their own row lengths (lda, ldb, ldo, in elements), and the tile's first element
+  // of each lies at off_a, off_b, off_o of its bound window. A tile that `continues` starts each
+  // accumulator from the partial sum an earlier tile along K stored in the output.
+  bool tiled = false, continues = false;
+  int64_t lda = 0, ldb = 0, ldo = 0, off_a = 0, off_b = 0, off_o = 0;
 };
 
 Operands OperandsOf(const Module& m, const Kernel& k) {
@@ -32,13 +38,17 @@ Operands OperandsOf(const Module& m, const Kernel& k) {
   std::vector<int64_t> sizes_b = m.graph().at(node.args[1]).type.sizes();
   o.sa = BroadcastStrides({sizes_a.begin(), sizes_a.end() - 2}, o.batch);
   o.sb = BroadcastStrides({sizes_b.begin(), sizes_b.end() - 2}, o.batch);
+  o.lda = o.shape.trans_a ? o.shape.m : o.shape.k;
+  o.ldb = o.shape.trans_b ? o.shape.k : o.shape.n;
+  o.ldo = o.shape.n;
   return o;
 }
 
 // Element offsets of A's and B's matrices for batch element `index` (a WGSL u32 expression).
 std::string BatchOffsets(const Operands& o, const std::string& index) {
   const int64_t M = o.shape.m, K = o.shape.k, N = o.shape.n;
-  std::string s = "  var rem = " + index + ";\n  var off_a = 0u;\n  var off_b = 0u;\n";
+  std::string s = "  var rem = " + index + ";\n  var off_a = " + U32(o.off_a) +
+                  ";\n  var off_b = " + U32(o.off_b) + ";\n";
   for (int d = static_cast<int>(o.batch.size()) - 1; d >= 0; --d) {
     std::string size = U32(std::max<int64_t>(o.batch[d], 1));
     s += "  { let bd = rem % " + size + "; rem = rem / " + size + "; off_a = off_a + bd * " +
@@ -49,13 +59,25 @@ std::string BatchOffsets(const Operands& o, const std::string& index) {
 
 // A folded transpose (rank 2 only) is read with swapped strides: A^T's element (r, k) is at
 // k * M + r of its operand, B^T's element (k, c) at c * K + k.
-std::string AIndex(const MatmulShape& s, const std::string& row, const std::string& col) {
-  return s.trans_a ? "off_a + " + col + " * " + U32(s.m) + " + " + row
-                   : "off_a + " + row + " * " + U32(s.k) + " + " + col;
+std::string AIndex(const Operands& o, const std::string& row, const std::string& col) {
+  return o.shape.trans_a ? "off_a + " + col + " * " + U32(o.lda) + " + " + row
+                         : "off_a + " + row + " * " + U32(o.lda) + " + " + col;
 }
-std::string BIndex(const MatmulShape& s, const std::string& row, const std::string& col) {
-  return s.trans_b ? "off_b + " + col + " * " + U32(s.k) + " + " + row
-                   : "off_b + " + row + " * " + U32(s.n) + " + " + col;
+std::string BIndex(const Operands& o, const std::string& row, const std::string& col) {
+  return o.shape.trans_b ? "off_b + " + col + " * " + U32(o.ldb) + " + " + row
+                         : "off_b + " + row + " * " + U32(o.ldb) + " + " + col;
+}
+// The output element (row, col) of batch element wg.z (a tile has one batch element).
+std::string OutIndex(const Operands& o, const std::string& row, const std::string& col) {
+  if (o.tiled) return U32(o.off_o) + " + " + row + " * " + U32(o.ldo) + " + " + col;
+  return "wg.z * " + U32(o.shape.m * o.shape.n) + " + " + row + " * " + U32(o.shape.n) + " + " +
+         col;
+}
+// An accumulator's first value: zero, or the partial sum a tile continues (where the element is
+// inside the tile; the others are never stored).
+std::string AccStart(const Operands& o, const std::string& index, const std::string& inside) {
+  if (!o.continues) return "0.0";
+  return inside.empty() ? "out[" + index + "]" : "select(0.0, out[" + index + "], " + inside + ")";
 }
 
 // An f16 product: its operands are loaded as f32 (exact), the products and their sum are f32 in
@@ -81,13 +103,14 @@ void PerElement(const Module& m, const Kernel& k, const Operands& o, Generated& 
   // before reaching them, so 1 serves. (K = 0 is fine: the loop adds nothing and writes zeros.)
   auto nonzero = [](int64_t v) { return U32(std::max<int64_t>(v, 1)); };
   const int64_t elements = s.batches * s.m * s.n;
+  const std::string out_at = o.tiled ? OutIndex(o, "r", "c") : "i";
   out.source = "// matmul per-element\n" + Bindings(m, k) + HalfHelpers(m, k) + "\n" +
                LinearEntry(elements) +
                BatchOffsets(o, "i / " + nonzero(s.m * s.n)) + "  let r = (i / " + nonzero(s.n) +
                ") % " + nonzero(s.m) + ";\n  let c = i % " + nonzero(s.n) +
-               ";\n  var acc = 0.0;\n  for (var kk = 0u; kk < " + U32(s.k) +
-               "; kk = kk + 1u) {\n    acc = acc + " + Loaded(m, k, "in0[" + AIndex(s, "r", "kk") + "]") +
-               " * " + Loaded(m, k, "in1[" + BIndex(s, "kk", "c") + "]") + ";\n  }\n  out[i] = " + Stored(m, k, "acc") + ";\n}\n";
+               ";\n  var acc = " + AccStart(o, out_at, "") + ";\n  for (var kk = 0u; kk < " + U32(s.k) +
+               "; kk = kk + 1u) {\n    acc = acc + " + Loaded(m, k, "in0[" + AIndex(o, "r", "kk") + "]") +
+               " * " + Loaded(m, k, "in1[" + BIndex(o, "kk", "c") + "]") + ";\n  }\n  out[" + out_at + "] = " + Stored(m, k, "acc") + ";\n}\n";
   out.workgroups = LinearGrid(elements);
 }
 
@@ -106,16 +129,16 @@ void TiledOneOutput(const Module& m, const Kernel& k, const Operands& o, const M
                ")\nfn main(@builtin(workgroup_id) wg: vec3<u32>,\n"
                "        @builtin(local_invocation_id) lid: vec3<u32>) {\n" +
                BatchOffsets(o, "wg.z") + "  let r = wg.y * " + T + " + lid.y;\n  let c = wg.x * " +
-               T + " + lid.x;\n  var acc = 0.0;\n  for (var t = 0u; t < " + K + "; t = t + " + T +
+               T + " + lid.x;\n  var acc = " + AccStart(o, OutIndex(o, "r", "c"), "r < " + M + " && c < " + N) + ";\n  for (var t = 0u; t < " + K + "; t = t + " + T +
                ") {\n    let ka = t + lid.x;\n    let kb = t + lid.y;\n    tile_a[lid.y * " + T +
-               " + lid.x] = select(0.0, " + Loaded(m, k, "in0[" + AIndex(s, "r", "ka") + "]") +
+               " + lid.x] = select(0.0, " + Loaded(m, k, "in0[" + AIndex(o, "r", "ka") + "]") +
                ", r < " + M +
                " && ka < " + K + ");\n    tile_b[lid.y * " + T + " + lid.x] = select(0.0, " +
-               Loaded(m, k, "in1[" + BIndex(s, "kb", "c") + "]") + ", kb < " + K + " && c < " + N +
+               Loaded(m, k, "in1[" + BIndex(o, "kb", "c") + "]") + ", kb < " + K + " && c < " + N +
                ");\n    workgroupBarrier();\n    for (var kk = 0u; kk < " + T +
                "; kk = kk + 1u) {\n      acc = acc + tile_a[lid.y * " + T + " + kk] * tile_b[kk * " +
                T + " + lid.x];\n    }\n    workgroupBarrier();\n  }\n  if (r < " + M + " && c < " +
-               N + ") { out[wg.z * " + U32(s.m * s.n) + " + r * " + N + " + c] = " + Stored(m, k, "acc") +
+               N + ") { out[" + OutIndex(o, "r", "c") + "] = " + Stored(m, k, "acc") +
                "; }\n}\n";
   out.workgroups = {static_cast<uint32_t>((s.n + sch.tile_n - 1) / sch.tile_n),
                     static_cast<uint32_t>((s.m + sch.tile_m - 1) / sch.tile_m),
@@ -160,6 +183,18 @@ void TiledBlocked(const Module& m, const Kernel& k, const Operands& o, const Mat
     for (int j = 0; j < bn4; ++j)
       src += "  var acc_" + std::to_string(i) + "_" + std::to_string(j) +
              " = vec4<f32>(0.0);\n";
+  // A continuing tile's accumulators start from the partial sums stored in its output window.
+  for (int i = 0; o.continues && i < sch.block_m; ++i)
+    for (int j = 0; j < bn4; ++j) {
+      src += "  {\n    let r = row0 + (lid.y + " + u(int64_t{i / 4} * wy) + ") * 4u + " +
+             u(i % 4) + ";\n    let c = col0 + (lid.x + " + u(int64_t{j} * wx) + ") * 4u;\n";
+      std::string parts;
+      for (int c = 0; c < 4; ++c)
+        parts += (c ? ", " : "") + AccStart(o, OutIndex(o, "r", "c + " + u(c)),
+                                            "r < " + M + " && c + " + u(c) + " < " + N);
+      src += "    acc_" + std::to_string(i) + "_" + std::to_string(j) + " = vec4<f32>(" + parts +
+             ");\n  }\n";
+    }
   src += "  for (var t = 0u; t < " + K + "; t = t + " + u(TK) + ") {\n";
 
   // A's tile, tile_m x tile_k, into tile_a[k][m]: consecutive invocations load consecutive
@@ -175,7 +210,7 @@ void TiledBlocked(const Module& m, const Kernel& k, const Operands& o, const Mat
                          u(va) + ";\n";
     src += "      let gr = row0 + mq;\n      let gk = t + kq;\n      let inside = gr < " + M +
            " && gk < " + K + ";\n";
-    const std::string at = AIndex(s, "gr", "gk");
+    const std::string at = AIndex(o, "gr", "gk");
     if (va == 4) {
       src += "      let v = select(vec4<f32>(0.0), in0[(" + at + ") / 4u], inside);\n";
       for (int c = 0; c < 4; ++c)
@@ -199,7 +234,7 @@ void TiledBlocked(const Module& m, const Kernel& k, const Operands& o, const Mat
                          u(vb) + ";\n";
     src += "      let gc = col0 + nq;\n      let gk = t + kq;\n      let inside = gk < " + K +
            " && gc < " + N + ";\n";
-    const std::string at = BIndex(s, "gk", "gc");
+    const std::string at = BIndex(o, "gk", "gc");
     if (vb == 4) {
       src += "      let v = select(vec4<f32>(0.0), in1[(" + at + ") / 4u], inside);\n";
       for (int c = 0; c < 4; ++c)
@@ -233,7 +268,6 @@ void TiledBlocked(const Module& m, const Kernel& k, const Operands& o, const Mat
     }
   src += "    }\n    workgroupBarrier();\n  }\n";
 
-  const std::string base = "wg.z * " + U32(s.m * s.n);
   for (int i = 0; i < sch.block_m; ++i) {
     src += "  {\n    let r = row0 + (lid.y + " + u(int64_t{i / 4} * wy) + ") * 4u + " + u(i % 4) +
            ";\n";
@@ -241,8 +275,8 @@ void TiledBlocked(const Module& m, const Kernel& k, const Operands& o, const Mat
       const std::string acc = "acc_" + std::to_string(i) + "_" + std::to_string(j);
       src += "    {\n      let c = col0 + (lid.x + " + u(int64_t{j} * wx) + ") * 4u;\n";
       for (int c = 0; c < 4; ++c)
-        src += "      if (r < " + M + " && c + " + u(c) + " < " + N + ") { out[" + base +
-               " + r * " + N + " + c + " + u(c) + "] = " + Stored(m, k, acc + "." + lane[c]) + "; }\n";
+        src += "      if (r < " + M + " && c + " + u(c) + " < " + N + ") { out[" +
+               OutIndex(o, "r", "c + " + u(c)) + "] = " + Stored(m, k, acc + "." + lane[c]) + "; }\n";
       src += "    }\n";
     }
     src += "  }\n";
@@ -437,14 +471,33 @@ bool GenerateLinalg(const Module& m, const Kernel& k, Generated& out) {
   return true;
 }
 
-Generated MatmulRowTile(const Module& m, const Kernel& k, int64_t rows) {
-  // The kernel's own schedule over fewer rows: A's rows and the output's are contiguous, so a
-  // tile binds windows of both (at their first row) and the whole of B. Every output element
-  // still adds its K products in increasing order, so the tiles give the untiled kernel's bits.
+Generated MatmulTile(const Module& m, const Kernel& k, const Tile& t,
+                     const std::array<int64_t, 3>& offsets) {
+  // The kernel's own schedule over the tile's rows, columns and stretch of K, each operand read
+  // with its own row length from its window. Every output element adds the tile's K products in
+  // increasing order after the partial sum of the tiles before it, so the tiles give the untiled
+  // kernel's bits.
   Operands o = OperandsOf(m, k);
-  o.shape.m = rows;
+  o.tiled = true;
+  o.continues = t.Continues();
+  o.shape.m = t.rows;
+  o.shape.n = t.cols;
+  o.shape.k = t.depth;
+  o.off_a = offsets[0];
+  o.off_b = offsets[1];
+  o.off_o = offsets[2];
+  MatmulSchedule sch = *k.matmul_schedule;
+  // A vec4 load needs the vector inside the tile and aligned in its window: the operand's row
+  // length, the tile's offset and its extent along the contiguous dimension multiples of 4.
+  auto vec4_ok = [](int64_t ld, int64_t off, int64_t extent) {
+    return ld % 4 == 0 && off % 4 == 0 && extent % 4 == 0;
+  };
+  sch.vec4_a = sch.vec4_a && vec4_ok(o.lda, o.off_a, o.shape.trans_a ? t.rows : t.depth);
+  sch.vec4_b = sch.vec4_b && vec4_ok(o.ldb, o.off_b, o.shape.trans_b ? t.depth : t.cols);
+  Kernel tiled = k;
+  tiled.matmul_schedule = sch;
   Generated out;
-  Generate(m, k, o, out);
+  Generate(m, tiled, o, out);
   return out;
 }
 
