@@ -260,18 +260,18 @@ Json MatmulDoc(std::vector<int64_t> a, std::vector<int64_t> b, bool ta, bool tb,
   return {{"version", 1}, {"nodes", nodes}, {"outputs", {{{"name", "c"}, {"id", id}}}}};
 }
 
-// a [8, 200] @ w [200, 24]: w (19200 B) and a (6400 B) are over the 4 KiB cap; a row of a is not.
-// A tile of w binds 40 of its rows (the most whose window, widened down to 256 bytes, fits), so
-// K runs in 5 tiles, each continuing the output's partial sums, over 2 tiles of 5 and 3 rows: 10
-// tiles. Every schedule kind (one output per invocation, register-blocked with vec4 loads,
+// a [16, 120] @ w [120, 24]: w (11520 B) and a (7680 B) are over the 4 KiB cap; a row of a is
+// not. A tile of w binds 40 of its rows (the most whose window, widened down to 256 bytes, fits),
+// so K runs in 3 tiles, each continuing the output's partial sums, over 2 tiles of 8 rows: 6
+// tiles (the two row blocks' tiles share their WGSL: their windows sit alike). Every schedule kind (one output per invocation, register-blocked with vec4 loads,
 // per-element) continues from the stored partial and gives the untiled kernel's bits.
 TEST(Tiling, AMatmulWhoseBIsOverTheCapRunsInKTilesWithTheReferencesBits) {
   const unsigned seed = std::random_device{}();
   SCOPED_TRACE("seed " + std::to_string(seed));
   std::mt19937 rng(seed);
-  const std::vector<float> a = Random(rng, 8 * 200), w = Random(rng, 200 * 24);
-  const Json doc = MatmulDoc({8, 200}, {200, 24}, false, false, w);
-  const Feeds feeds = {{"a", HostTensor::FromFloats(MakeType({8, 200}), a)}};
+  const std::vector<float> a = Random(rng, 16 * 120), w = Random(rng, 120 * 24);
+  const Json doc = MatmulDoc({16, 120}, {120, 24}, false, false, w);
+  const Feeds feeds = {{"a", HostTensor::FromFloats(MakeType({16, 120}), a)}};
   kernel::MatmulSchedule blocked{.tile_m = 32,
                                  .tile_n = 32,
                                  .tile_k = 8,
@@ -284,29 +284,29 @@ TEST(Tiling, AMatmulWhoseBIsOverTheCapRunsInKTilesWithTheReferencesBits) {
        {std::optional<kernel::MatmulSchedule>(), std::optional(blocked),
         std::optional(per_element)}) {
     SCOPED_TRACE(sch ? sch->Name() : "chosen schedule");
-    // 2 x 5 tiles after one poison fill of the output (768 B).
+    // 2 x 3 tiles after one poison fill of the output (1536 B).
     std::vector<float> got = RunTiled(
-        doc, feeds, "10 tiles: 2 of 5 rows x 1 of 24 columns x 5 of 40 along K, each tile along K",
-        1 + 10, true, sch);
+        doc, feeds, "6 tiles: 2 of 8 rows x 1 of 24 columns x 3 of 40 along K, each tile along K",
+        1 + 6, true, sch);
     ExpectNearFloat64Product(
-        got, 8, 24, 200, [&](int64_t r, int64_t k) { return a[r * 200 + k]; },
+        got, 16, 24, 120, [&](int64_t r, int64_t k) { return a[r * 120 + k]; },
         [&](int64_t k, int64_t c) { return w[k * 24 + c]; });
   }
 }
 
-// a [2, 48] @ w^T with w stored [300, 48] (57600 B): B read transposed has its columns as w's
-// rows, so a tile of 20 output columns binds 20 rows of w (3840 B): 15 tiles over N, K whole.
+// a [2, 48] @ w^T with w stored [100, 48] (19200 B): B read transposed has its columns as w's
+// rows, so a tile of 20 output columns binds 20 rows of w (3840 B): 5 tiles over N, K whole.
 TEST(Tiling, AMatmulWithATransposedBOverTheCapRunsInNTiles) {
   const unsigned seed = std::random_device{}();
   SCOPED_TRACE("seed " + std::to_string(seed));
   std::mt19937 rng(seed);
-  const std::vector<float> a = Random(rng, 2 * 48), w = Random(rng, 300 * 48);
+  const std::vector<float> a = Random(rng, 2 * 48), w = Random(rng, 100 * 48);
   std::vector<float> got =
-      RunTiled(MatmulDoc({2, 48}, {300, 48}, false, true, w),
+      RunTiled(MatmulDoc({2, 48}, {100, 48}, false, true, w),
                {{"a", HostTensor::FromFloats(MakeType({2, 48}), a)}},
-               "15 tiles: 1 of 2 rows x 15 of 20 columns x 1 of 48 along K", 1 + 15, true);
+               "5 tiles: 1 of 2 rows x 5 of 20 columns x 1 of 48 along K", 1 + 5, true);
   ExpectNearFloat64Product(
-      got, 2, 300, 48, [&](int64_t r, int64_t k) { return a[r * 48 + k]; },
+      got, 2, 100, 48, [&](int64_t r, int64_t k) { return a[r * 48 + k]; },
       [&](int64_t k, int64_t c) { return w[c * 48 + k]; });
 }
 
