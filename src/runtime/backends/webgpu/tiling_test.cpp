@@ -263,8 +263,9 @@ Json MatmulDoc(std::vector<int64_t> a, std::vector<int64_t> b, bool ta, bool tb,
 // a [16, 120] @ w [120, 24]: w (11520 B) and a (7680 B) are over the 4 KiB cap; a row of a is
 // not. A tile of w binds 40 of its rows (the most whose window, widened down to 256 bytes, fits),
 // so K runs in 3 tiles, each continuing the output's partial sums, over 2 tiles of 8 rows: 6
-// tiles (the two row blocks' tiles share their WGSL: their windows sit alike). Every schedule kind (one output per invocation, register-blocked with vec4 loads,
-// per-element) continues from the stored partial and gives the untiled kernel's bits.
+// tiles (the two row blocks' tiles share their WGSL: their windows sit alike). Every schedule kind
+// (one output per invocation, register-blocked with vec4 loads, per-element) continues from the
+// stored partial and gives the untiled kernel's bits.
 TEST(Tiling, AMatmulWhoseBIsOverTheCapRunsInKTilesWithTheReferencesBits) {
   const unsigned seed = std::random_device{}();
   SCOPED_TRACE("seed " + std::to_string(seed));
