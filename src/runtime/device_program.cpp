@@ -198,9 +198,9 @@ class Builder {
 
   // A kernel with a buffer over the cap, in the tiles kernel::PlanTiles cuts it into (the plan's
   // verdict printed the same tiling): each tile binds, of every operand, the window from the
-  // aligned element at or below the first it touches to one past the last. Tiles along depth run
-  // in increasing depth; those that continue leave the output's poison fill out, since their output
-  // window holds the earlier tiles' partial sums.
+  // aligned element at or below the first it touches to one past the last, so neighbouring tiles'
+  // windows may overlap (each writes only its own elements). Tiles along depth run in increasing
+  // depth, those after the first marked `continues`: they add to the partial sums stored before.
   Status AddTiles(int s) {
     const execplan::Step& st = plan_.steps[s];
     const kernel::Kernel& k = plan_.module().kernels[st.kernel];
