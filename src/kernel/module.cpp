@@ -154,22 +154,6 @@ MatmulShape MatmulShapeOf(const Module& m, const Kernel& k) {
   return shape;
 }
 
-bool MatmulRowTileable(const Module& m, const Kernel& k) {
-  if (k.kind != KernelKind::kOp || k.op != "matmul" || !k.matmul_schedule) return false;
-  const MatmulShape s = MatmulShapeOf(m, k);
-  return s.batches == 1 && !s.trans_a;
-}
-
-int64_t MatmulRowsPerTile(const MatmulShape& s, uint64_t cap, uint64_t alignment) {
-  const uint64_t row_a = static_cast<uint64_t>(std::max<int64_t>(s.k, 1)) * 4;
-  const uint64_t row_out = static_cast<uint64_t>(std::max<int64_t>(s.n, 1)) * 4;
-  // The fewest rows whose bytes are a multiple of the alignment in both A and the output.
-  const uint64_t group = std::lcm(alignment / std::gcd(row_a, alignment),
-                                  alignment / std::gcd(row_out, alignment));
-  const uint64_t fit = std::min(cap / row_a, cap / row_out);
-  return static_cast<int64_t>(fit / group * group);
-}
-
 std::string Print(const Module& m) {
   std::string out = "kernels";
   if (!m.graph().name.empty()) out += " \"" + m.graph().name + "\"";

@@ -108,10 +108,10 @@ struct Kernel {
   int id = 0;
   std::string name;  // e.g. "k2_fused_mul_relu", "k3_matmul"
   KernelKind kind = KernelKind::kOp;
-  std::string op;              // kOp: the op; kElementwise: "fused"
-  std::vector<int> nodes;      // WebIR nodes computed here, in order; the last is the output
-  std::vector<int> inputs;     // WebIR nodes read from buffers
-  int output = -1;             // WebIR node written
+  std::string op;           // kOp: the op; kElementwise: "fused"
+  std::vector<int> nodes;   // WebIR nodes computed here, in order; the last is the output
+  std::vector<int> inputs;  // WebIR nodes read from buffers
+  int output = -1;          // WebIR node written
   // Nodes written after `output`, in order, by a kernel of several outputs (the merge-optimizer-
   // outputs pass: one optimizer kernel writes the new parameter, then its new moments). Each is
   // an op of its own over the same inputs as `output`'s op; they are bound after it. The kernel
@@ -176,6 +176,9 @@ struct Module {
   // per-invocation count in place of its own choice (benchmarks sweep them); width stays the
   // pass's.
   std::optional<ElementwiseSchedule> elementwise_schedule_override;
+  // The storage-binding cap of the device the module is lowered for, in bytes (0: none given).
+  // fuse-matmul-epilogue leaves alone a matmul that binds more: tiles take no epilogue.
+  uint64_t binding_cap = 0;
   std::vector<Kernel> kernels;
   // Why a repeated graph's body is not temporally blocked; empty when it is or there is no loop.
   std::string not_blocked_because;
@@ -214,15 +217,6 @@ struct MatmulShape {
   bool trans_a = false, trans_b = false;
 };
 MatmulShape MatmulShapeOf(const Module& m, const Kernel& k);
-// A matmul whose A or output is over the storage-binding cap runs in tiles of its output's rows
-// when it is rank 2 and reads A untransposed: A's rows and the output's are contiguous, so a tile
-// binds a window of each, and B whole.
-bool MatmulRowTileable(const Module& m, const Kernel& k);
-// The most output rows such a tile takes: its A rows and output rows each bind at most `cap`
-// bytes, and every tile starts at a multiple of `alignment` bytes in both. 0 when not even one
-// aligned group of rows fits.
-int64_t MatmulRowsPerTile(const MatmulShape& s, uint64_t cap, uint64_t alignment);
-
 // A matmul kernel's epilogue as the fused elementwise kernel it would be unfused: input 0 is the
 // matmul's node (the finished sum), then the matmul kernel's inputs from index 2 on; its steps are
 // the epilogue's. The CPU reference and the WGSL emitter evaluate an epilogue through it, so an

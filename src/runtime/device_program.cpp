@@ -2,10 +2,12 @@
 
 #include <algorithm>
 #include <map>
+#include <optional>
 #include <utility>
 
 #include "base/sha256.h"
 #include "kernel/emit/wgsl/codegen.h"
+#include "kernel/tiling.h"
 
 namespace scellis::runtime {
 namespace {
@@ -51,8 +53,8 @@ class Builder {
     p_.repeat = std::max<int64_t>(g.repeat, 1);
 
     for (const execplan::Buffer& b : plan_.buffers) {
-      p_.buffers.push_back({b.id, b.bytes, std::max<uint64_t>(RoundUp4(b.bytes), 4),
-                            execplan::MemClassName(b.cls)});
+      p_.buffers.push_back(
+          {b.id, b.bytes, std::max<uint64_t>(RoundUp4(b.bytes), 4), execplan::MemClassName(b.cls)});
     }
 
     // Sources: what is there before the first step. Inputs without inline data are not sources:
@@ -61,8 +63,8 @@ class Builder {
       if (n.role == webir::Role::kCompute || plan_.buffer_of[n.id] < 0) continue;
       if (n.role == webir::Role::kInput && !n.data) continue;
       SCELLIS_ASSIGN_OR_RETURN(HostTensor data, SourceData(n, feeds));
-      p_.sources.push_back({FeedName(n), RoleName(n.role), plan_.buffer_of[n.id],
-                            std::move(data.bytes)});
+      p_.sources.push_back(
+          {FeedName(n), RoleName(n.role), plan_.buffer_of[n.id], std::move(data.bytes)});
     }
     for (const webir::Node& n : g.nodes) {
       if (n.role != webir::Role::kInput && n.role != webir::Role::kParam) continue;
@@ -134,7 +136,7 @@ class Builder {
   }
 
   // The dispatches of one plan step: the kernel over everything, or — where a buffer it binds is
-  // over the storage-binding cap — an elementwise kernel in tiles that each bind at most the cap.
+  // over the storage-binding cap — the kernel in tiles that each bind at most the cap.
   // The plan's verdict already refused kernels that cannot be tiled.
   Status AddStep(int s) {
     const execplan::Step& st = plan_.steps[s];
@@ -165,10 +167,10 @@ class Builder {
       return Status::Ok();
     }
     const uint64_t align = std::max<uint32_t>(limits_.min_storage_buffer_offset_alignment, 4);
-    if (kernel::MatmulRowTileable(plan_.module(), k)) return AddMatmulRowTiles(s, align);
-    if (k.kind != kernel::KernelKind::kElementwise || !k.extra_outputs.empty())
+    if (!k.extra_outputs.empty())
       return InternalError("device-program",
                            k.name + " binds a buffer over the cap and cannot be tiled");
+    if (k.kind != kernel::KernelKind::kElementwise) return AddTiles(s);
     const int64_t per_tile = static_cast<int64_t>(cap / align * align / 4);
     if (per_tile <= 0)
       return InternalError("device-program", "a storage binding cap below one aligned tile");
@@ -199,54 +201,76 @@ class Builder {
     return Status::Ok();
   }
 
-  // A rank-2 matmul with a buffer over the cap, in tiles of its output's rows: each binds the
-  // window of A's rows and of the output's rows it covers (and of an epilogue's inputs of the
-  // output's shape), and B whole (the plan's verdict refused a B over the cap), as well as an
-  // epilogue's broadcast inputs.
-  Status AddMatmulRowTiles(int s, uint64_t align) {
+  // A kernel with a buffer over the cap, in the tiles kernel::PlanTiles cuts it into (the plan's
+  // verdict printed the same tiling): each tile binds, of every operand, the window from the
+  // aligned element at or below the first it touches to one past the last, so neighbouring tiles'
+  // windows may overlap (each writes only its own elements). Tiles along depth run in increasing
+  // depth, those after the first marked `continues`: they add to the partial sums stored before.
+  Status AddTiles(int s) {
     const execplan::Step& st = plan_.steps[s];
     const kernel::Kernel& k = plan_.module().kernels[st.kernel];
-    const webir::Graph& g = plan_.graph();
-    const kernel::MatmulShape shape = kernel::MatmulShapeOf(plan_.module(), k);
-    const int64_t per_tile =
-        kernel::MatmulRowsPerTile(shape, limits_.max_storage_buffer_binding_size, align);
-    if (per_tile <= 0 || st.reads.size() != k.inputs.size() || st.reads.size() < 2)
-      return InternalError("device-program", k.name + " cannot be tiled by rows under the cap");
-    const TensorType& out_type = g.at(k.output).type;
-    for (int64_t row = 0; row < shape.m; row += per_tile) {
-      const int64_t rows = std::min(per_tile, shape.m - row);
-      const uint64_t a_row = static_cast<uint64_t>(shape.k) * 4;
-      const uint64_t out_row = static_cast<uint64_t>(shape.n) * 4;
-      kernel::wgsl::Generated gen = kernel::wgsl::MatmulRowTile(plan_.module(), k, row, rows);
+    std::optional<kernel::Tiling> tiling =
+        kernel::PlanTiles(plan_.module(), k, limits_.max_storage_buffer_binding_size);
+    if (!tiling) return InternalError("device-program", k.name + " cannot be tiled under the cap");
+    std::vector<int> buffers = st.reads;
+    buffers.push_back(st.write);
+    if (buffers.size() != tiling->space.layouts.size())
+      return InternalError("device-program", k.name + " binds other buffers than its tiles");
+    const int64_t align_elements = static_cast<int64_t>(kernel::kTileAlignment / 4);
+    for (const kernel::Tile& t : tiling->tiles) {
+      std::vector<ProgramBinding> bindings;
+      std::vector<int64_t> window;
+      for (size_t b = 0; b < buffers.size(); ++b) {
+        auto [first, last] = kernel::TileRange(tiling->space, static_cast<int>(b), t);
+        if (first == last) {  // touches nothing (an empty operand): bound whole
+          bindings.push_back({buffers[b], 0, 0});
+          window.push_back(0);
+          continue;
+        }
+        const int64_t base = first / align_elements * align_elements;
+        bindings.push_back(
+            {buffers[b], static_cast<uint64_t>(base) * 4, static_cast<uint64_t>(last - base) * 4});
+        window.push_back(base);
+      }
+      if (tiling->space.scratch_elements > 0)
+        bindings.insert(bindings.end() - 1,
+                        ProgramBinding{ScratchBuffer(tiling->space.scratch_elements * 4), 0, 0});
+      kernel::wgsl::Generated gen = kernel::wgsl::TileSource(plan_.module(), k, *tiling, t, window);
       ProgramDispatch d;
       d.step = s;
       d.kernel = k.name;
       SCELLIS_ASSIGN_OR_RETURN(d.pipeline, PipelineFor(k, gen.source));
-      const ProgramBinding out_window = {st.write, row * out_row,
-                                         std::max<uint64_t>(rows * out_row, 4)};
-      // A zero-sized window would mean "to the end"; an empty A (K = 0) is bound whole.
-      d.bindings.push_back({st.reads[0], shape.k ? row * a_row : 0, shape.k ? rows * a_row : 0});
-      d.bindings.push_back({st.reads[1], 0, 0});
-      for (size_t i = 2; i < st.reads.size(); ++i) {
-        const bool windowed = g.at(k.inputs[i]).type.SameShape(out_type);
-        d.bindings.push_back(windowed
-                                 ? ProgramBinding{st.reads[i], out_window.offset, out_window.size}
-                                 : ProgramBinding{st.reads[i], 0, 0});
-      }
-      d.bindings.push_back(out_window);
+      d.bindings = std::move(bindings);
       d.workgroups = gen.workgroups;
-      d.tile_base = row * shape.n;
-      d.tile_count = rows * shape.n;
+      auto [out_first, out_last] =
+          kernel::TileRange(tiling->space, static_cast<int>(buffers.size()) - 1, t);
+      d.tile_base = out_first;
+      d.tile_count = out_last - out_first;
+      d.continues = t.Continues();
       SCELLIS_TRY(CheckGrid(k, d.workgroups));
       p_.dispatches.push_back(std::move(d));
     }
     return Status::Ok();
   }
 
+  // The buffer tiles hand partial results on in beyond their output (a whole-tensor sum's 256
+  // lanes): one, after the plan's buffers, shared by every tiled kernel (they run one at a time).
+  int ScratchBuffer(int64_t bytes) {
+    if (scratch_ < 0) {
+      scratch_ = static_cast<int>(p_.buffers.size());
+      p_.buffers.push_back({scratch_, bytes, static_cast<uint64_t>(bytes), "working"});
+    }
+    ProgramBuffer& b = p_.buffers[static_cast<size_t>(scratch_)];
+    b.bytes = std::max(b.bytes, bytes);
+    b.size = std::max<uint64_t>(b.size, RoundUp4(static_cast<uint64_t>(bytes)));
+    return scratch_;
+  }
+
   const execplan::Plan& plan_;
   ProgramLimits limits_;
   DeviceProgram p_;
   std::map<std::pair<std::string, std::string>, int> pipeline_of_;
+  int scratch_ = -1;
 };
 
 }  // namespace
@@ -330,7 +354,10 @@ Json ToJson(const DeviceProgram& p) {
                {"pipeline", d.pipeline},
                {"bindings", bindings},
                {"workgroups", d.workgroups}};
-    if (d.tile_count >= 0) jd["tile"] = {{"base", d.tile_base}, {"count", d.tile_count}};
+    if (d.tile_count >= 0) {
+      jd["tile"] = {{"base", d.tile_base}, {"count", d.tile_count}};
+      if (d.continues) jd["tile"]["continues"] = true;
+    }
     if (d.writes != 1) jd["writes"] = d.writes;
     dispatches.push_back(std::move(jd));
   }
@@ -349,29 +376,28 @@ Json ToJson(const DeviceProgram& p) {
                        {"to", c.to},
                        {"to_buffer", c.to_buffer}});
   }
-  return {{"format", kDeviceProgramFormat},
-          {"name", p.name},
-          {"content_id", p.content_id},
-          {"tier", p.tier},
-          {"tolerance", {{"class", p.tolerance},
-                         {"atol", p.thresholds.atol},
-                         {"rtol", p.thresholds.rtol}}},
-          {"limits",
-           {{"max_storage_buffer_binding_size", p.limits.max_storage_buffer_binding_size},
-            {"min_storage_buffer_offset_alignment", p.limits.min_storage_buffer_offset_alignment},
-            {"max_compute_workgroups_per_dimension",
-             p.limits.max_compute_workgroups_per_dimension}}},
-          {"max_steps_per_submission", p.max_steps_per_submission},
-          {"repeat", p.repeat},
-          {"iterations_per_dispatch", p.iterations_per_dispatch},
-          {"hoisted_dispatches", p.hoisted_dispatches},
-          {"buffers", buffers},
-          {"sources", sources},
-          {"inputs", inputs},
-          {"pipelines", pipelines},
-          {"dispatches", dispatches},
-          {"outputs", outputs},
-          {"carries", carries}};
+  return {
+      {"format", kDeviceProgramFormat},
+      {"name", p.name},
+      {"content_id", p.content_id},
+      {"tier", p.tier},
+      {"tolerance",
+       {{"class", p.tolerance}, {"atol", p.thresholds.atol}, {"rtol", p.thresholds.rtol}}},
+      {"limits",
+       {{"max_storage_buffer_binding_size", p.limits.max_storage_buffer_binding_size},
+        {"min_storage_buffer_offset_alignment", p.limits.min_storage_buffer_offset_alignment},
+        {"max_compute_workgroups_per_dimension", p.limits.max_compute_workgroups_per_dimension}}},
+      {"max_steps_per_submission", p.max_steps_per_submission},
+      {"repeat", p.repeat},
+      {"iterations_per_dispatch", p.iterations_per_dispatch},
+      {"hoisted_dispatches", p.hoisted_dispatches},
+      {"buffers", buffers},
+      {"sources", sources},
+      {"inputs", inputs},
+      {"pipelines", pipelines},
+      {"dispatches", dispatches},
+      {"outputs", outputs},
+      {"carries", carries}};
 }
 
 }  // namespace scellis::runtime

@@ -20,8 +20,13 @@
 //   * One step is the dispatch list in order, all in one compute pass. A binding of size 0 binds
 //     the buffer from `offset` to its end. Where a bound buffer is over the storage-binding cap of
 //     `limits`, an elementwise kernel's dispatch is split into tiles, each binding a window of at
-//     most the cap (its own WGSL, from kernel::wgsl::ElementwiseTile); grids over 65535 workgroups
-//     are already folded into y and z by the emitter.
+//     most the cap (its own WGSL, from kernel::wgsl::ElementwiseTile); a matmul, a sum or a softmax
+//     is split into the tiles of kernel::PlanTiles (kernel/tiling.h), each binding windows of its
+//     operands (kernel::wgsl::TileSource). Tiles along a reduced axis run in order, each after the
+//     first continuing the partial sums left in the output (`tile.continues`); a whole-tensor
+//     sum's tiles also bind, between input and output, a scratch buffer of the 256 lanes' partial
+//     sums, listed after the plan's buffers. Grids over 65535 workgroups are already folded into y
+//     and z by the emitter.
 //   * A fed input's buffer may be replaced, per step, by a slot of a staging buffer holding that
 //     step's feed: the runtime substitutes the binding (offset + the slot's start; a size of 0 then
 //     means the input's byte count rounded up to 4).
@@ -115,6 +120,9 @@ struct ProgramDispatch {
   std::array<uint32_t, 3> workgroups = {1, 1, 1};
   int64_t tile_base = 0;    // first output element of this tile
   int64_t tile_count = -1;  // elements in this tile; -1 when the dispatch is not tiled
+  // Continues the partial sums an earlier tile of the step left in its output window (a tile
+  // along a reduced axis past the first): the output must not be cleared before it.
+  bool continues = false;
 };
 
 struct ProgramOutput {
@@ -125,7 +133,8 @@ struct ProgramOutput {
   int64_t bytes = 0;
 };
 
-// After a step, the value of `from` (an output's or an updated state's node) becomes the input `to`.
+// After a step, the value of `from` (an output's or an updated state's node) becomes the input
+// `to`.
 struct ProgramCarry {
   std::string from;  // the node's output name if it has one, else its WebIR name
   int from_buffer = 0;
@@ -137,7 +146,7 @@ struct DeviceProgram {
   std::string name;
   std::string content_id;  // of the document
   std::string tier;
-  std::string tolerance;        // the tolerance class
+  std::string tolerance;          // the tolerance class
   policy::Thresholds thresholds;  // the class resolved for the tier
   ProgramLimits limits;
   std::vector<ProgramBuffer> buffers;

@@ -1,4 +1,7 @@
+#include <optional>
+
 #include "execplan/passes/passes.h"
+#include "kernel/tiling.h"
 
 namespace scellis::execplan {
 namespace {
@@ -95,8 +98,9 @@ class Judge {
         std::string(kSmallerPlanHelp) + "; a larger --budget cannot add memory");
   }
 
-  // A buffer over the device's storage-binding cap can be bound in tiles only by an elementwise
-  // kernel, and only where it has the output's shape (broadcast operands are bound whole).
+  // A buffer over the device's storage-binding cap is bound in tiles by an elementwise kernel
+  // where it has the output's shape (broadcast operands are bound whole), and by the kernels
+  // kernel::PlanTiles cuts into tiles (matmul, sum, softmax) when every tile's windows fit.
   void Bindings() {
     const DeviceLimits& lim = p_.limits;
     const webir::Graph& g = p_.graph();
@@ -109,6 +113,8 @@ class Judge {
       // Extra outputs come last: a kernel with them is never tiled.
       for (size_t j = 0; j < k.extra_outputs.size(); ++j)
         bound.push_back({s.extra_writes[j], k.extra_outputs[j]});
+      std::optional<kernel::Tiling> tiling;
+      bool planned = false;
       for (size_t b = 0; b < bound.size(); ++b) {
         auto [buffer, node] = bound[b];
         int64_t bytes = p_.buffers[buffer].bytes;
@@ -117,28 +123,24 @@ class Judge {
         const bool extra = b > k.inputs.size();
         bool shifted = b > 0 && !extra && kernel::ReadsShifted(k, static_cast<int>(b) - 1);
         bool tileable = elementwise && !extra && !shifted && g.at(node).type.SameShape(out);
-        // A matmul tiles its output's rows, so its A, its output and its epilogue's inputs of the
-        // output's shape, never its B. Tiles start at multiples of 256 bytes, the largest offset
-        // alignment WebGPU lets a device require.
-        const bool row_tiled =
-            kernel::MatmulRowTileable(p_.module(), k) && b != 2 && !extra &&
-            (b < 3 || g.at(node).type.SameShape(out)) &&
-            kernel::MatmulRowsPerTile(kernel::MatmulShapeOf(p_.module(), k),
-                                      static_cast<uint64_t>(lim.max_binding_bytes), 256) > 0;
-        if (tileable || row_tiled) {
-          Yellow("tiled-binding", k.name + " binds %" + g.at(node).name + " (" +
-                                      FormatBytes(bytes) + ") in tiles" +
-                                      (row_tiled ? " of its output's rows" : "") +
-                                      " under the binding cap of " +
-                                      FormatBytes(lim.max_binding_bytes));
+        if (!elementwise && !planned) {
+          tiling = kernel::PlanTiles(p_.module(), k, static_cast<uint64_t>(lim.max_binding_bytes));
+          planned = true;
+        }
+        if (tileable || tiling) {
+          Yellow("tiled-binding",
+                 k.name + " binds %" + g.at(node).name + " (" + FormatBytes(bytes) + ") in tiles" +
+                     (tiling ? " (" + tiling->Describe() + ")" : "") +
+                     " under the binding cap of " + FormatBytes(lim.max_binding_bytes));
         } else {
           Red("binding-cap-exceeded",
               k.name + " must bind %" + g.at(node).name + " (" + FormatBytes(bytes) +
                   ") whole, over " + lim.device + "'s storage binding cap of " +
                   FormatBytes(lim.max_binding_bytes),
-              "only elementwise kernels (never at a shifted read) and rank-2 matmuls (over the "
-              "rows of an untransposed A and of the output) are tiled over the cap; split the "
-              "tensor, or run on the CPU reference (--backend=cpu)");
+              "only elementwise kernels (never at a shifted read), rank-2 f32 matmuls, f32 sums "
+              "and means, and f32 softmax rows are tiled over the cap (windows start at "
+              "256-byte multiples, so a tile needs at least one row plus 252 bytes under the "
+              "cap); split the tensor, or run on the CPU reference (--backend=cpu)");
         }
       }
     }

@@ -30,6 +30,16 @@ bool FitsEpilogue(const Module& m, const Kernel& mm, const Kernel& e, int x) {
       return false;
   for (int in : e.inputs)
     if (!F32OrBool(g.at(in).type.dtype)) return false;
+  // A matmul over the binding cap runs in tiles, which take no epilogue: it stays unfused, and
+  // the elementwise kernel tiles on its own.
+  if (m.binding_cap > 0) {
+    auto over = [&](int node) {
+      return static_cast<uint64_t>(g.at(node).type.bytes()) > m.binding_cap;
+    };
+    if (over(mm.output) || std::any_of(mm.inputs.begin(), mm.inputs.end(), over) ||
+        std::any_of(e.inputs.begin(), e.inputs.end(), over))
+      return false;
+  }
   return !ReadsShifted(e, x);
 }
 

@@ -50,7 +50,9 @@ export interface ProgramDispatch {
   bindings: ProgramBinding[];  // the kernel's inputs, then its outputs
   writes?: number;             // how many of the last bindings the kernel writes; absent: 1
   workgroups: [number, number, number];
-  tile?: { base: number; count: number };
+  // Output elements [base, base + count) of a tiled kernel; `continues`: the tile adds to the
+  // partial sums an earlier tile of the step left in its output window.
+  tile?: { base: number; count: number; continues?: boolean };
 }
 export interface ProgramOutput {
   name: string;

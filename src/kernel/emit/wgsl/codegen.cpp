@@ -92,13 +92,15 @@ std::string TreeCombine(const std::string& finish) {
 }  // namespace
 
 std::string TreeReduce256(const std::string& term, int64_t count, const std::string& finish,
-                          const std::string& type) {
+                          const std::string& type, const std::string& start) {
   return "var<workgroup> partial: array<" + type +
          ", 256>;\n"
          "@compute @workgroup_size(256)\n"
          "fn main(@builtin(local_invocation_index) t: u32) {\n"
          "  var s = " +
-         (type == "f32" ? std::string("0.0") : type + "(0)") +
+         (!start.empty()  ? start
+          : type == "f32" ? std::string("0.0")
+                          : type + "(0)") +
          ";\n"
          "  for (var j = t; j < " +
          U32(count) + "; j = j + 256u) { s = s + " + term +
@@ -216,6 +218,30 @@ Result<Generated> Generate(const Module& m, const Kernel& k) {
   for (FamilyGen f : kFamilies)
     if (f(m, k, out)) return out;
   return InternalError("wgsl.Generate", "no WGSL generator for kernel " + k.op);
+}
+
+}  // namespace scellis::kernel::wgsl
+
+namespace scellis::kernel::wgsl {
+
+Generated TileSource(const Module& m, const Kernel& k, const Tiling& tiling, const Tile& t,
+                     const std::vector<int64_t>& window) {
+  // Where the tile's first element of each binding lies in that binding's window.
+  std::vector<int64_t> offset(window.size());
+  for (size_t b = 0; b < window.size(); ++b) {
+    const TileStrides& st = tiling.space.layouts[b];
+    offset[b] = t.row0 * st[0] + t.col0 * st[1] + t.depth0 * st[2] - window[b];
+  }
+  switch (tiling.space.kind) {
+    case TileSpace::Kind::kMatmul:
+      return MatmulTile(m, k, t, {offset[0], offset[1], offset[2]});
+    case TileSpace::Kind::kAxisSum:
+    case TileSpace::Kind::kWholeSum:
+      return SumTile(m, k, tiling, t, {offset[0], offset[1]});
+    case TileSpace::Kind::kSoftmax:
+      return SoftmaxTile(m, k, t, offset[0]);
+  }
+  return {};
 }
 
 }  // namespace scellis::kernel::wgsl

@@ -23,6 +23,7 @@
 
 #include "base/result.h"
 #include "kernel/module.h"
+#include "kernel/tiling.h"
 
 namespace scellis::kernel::wgsl {
 
@@ -93,10 +94,20 @@ Generated VectorTile(const Module& m, const Kernel& k, const ElementwiseSchedule
 // as they are, bool and f16 as f32. StorageValue is the way back, for the output.
 std::string RegisterValue(DType t, const std::string& load);
 std::string StorageValue(DType t, const std::string& value);
-// A row-tileable matmul (kernel::MatmulRowTileable) over `rows` rows of its output from
-// `first_row`, for one tile: A's rows, the output's and an epilogue's inputs of the output's shape
-// are bound from that row, B and broadcast epilogue inputs whole.
-Generated MatmulRowTile(const Module& m, const Kernel& k, int64_t first_row, int64_t rows);
+// One tile of a kernel cut by kernel::PlanTiles, for tensors larger than one storage binding.
+// `window` holds, per binding (the kernel's inputs, then its output), the element its bound window
+// starts at. A whole-tensor sum's tiles bind one more buffer, between the input and the output:
+// the 256 lanes' partial sums (f32) the tiles hand on. A tile that continues along depth reads the
+// partial sums earlier tiles stored; the last one along depth finishes.
+Generated TileSource(const Module& m, const Kernel& k, const Tiling& tiling, const Tile& t,
+                     const std::vector<int64_t>& window);
+// The families' tiles; `offsets` are where the tile's first element of each binding lies in its
+// window.
+Generated MatmulTile(const Module& m, const Kernel& k, const Tile& t,
+                     const std::array<int64_t, 3>& offsets);
+Generated SumTile(const Module& m, const Kernel& k, const Tiling& tiling, const Tile& t,
+                  const std::array<int64_t, 2>& offsets);
+Generated SoftmaxTile(const Module& m, const Kernel& k, const Tile& t, int64_t offset);
 
 // The helper functions a fused kernel's steps need, each once.
 std::string ExpressionHelpers(const Module& m, const Kernel& k);
@@ -136,9 +147,11 @@ std::string ElementwiseExpr(const std::string& op, const std::string& a, const s
 // combine pairwise (w = 128, 64, ..., 1: lane t < w adds lane t + w). `term` is a WGSL expression
 // of `j`. Declares `partial` and `main(local_invocation_index t)`; after the tree, lane 0 runs
 // `finish`, which reads the total as `partial[0]`. `type` is the WGSL type summed: f32, or i32
-// for an exact integer sum (wrapping modulo 2^32, so its order changes no bit).
+// for an exact integer sum (wrapping modulo 2^32, so its order changes no bit). `start`, a WGSL
+// expression of `t`, is each lane's first value (zero when empty): a tile of a larger sum starts
+// from the lane's partial sum of the tiles before.
 std::string TreeReduce256(const std::string& term, int64_t count, const std::string& finish,
-                          const std::string& type = "f32");
+                          const std::string& type = "f32", const std::string& start = "");
 // The same tree over an f32 buffer `in0` bound as vec4 (count a multiple of 4), summed by 64
 // invocations that each hold four lanes: invocation t's vector in0[t + 64 r] is the r-th term of
 // lanes 4t..4t+3, so each component adds its lane's terms in the tree's order, while the loads,

@@ -20,6 +20,12 @@ namespace {
 struct Operands {
   MatmulShape shape;
   std::vector<int64_t> batch, sa, sb;  // batch dims of the output; A's and B's broadcast strides
+  // One tile of a larger product (kernel/tiling.h) when `tiled`: `shape` is the tile's, the
+  // operands keep their own row lengths (lda, ldb, ldo, in elements), and the tile's first element
+  // of each lies at off_a, off_b, off_o of its bound window. A tile that `continues` starts each
+  // accumulator from the partial sum an earlier tile along K stored in the output.
+  bool tiled = false, continues = false;
+  int64_t lda = 0, ldb = 0, ldo = 0, off_a = 0, off_b = 0, off_o = 0;
 };
 
 Operands OperandsOf(const Module& m, const Kernel& k) {
@@ -32,13 +38,17 @@ Operands OperandsOf(const Module& m, const Kernel& k) {
   std::vector<int64_t> sizes_b = m.graph().at(node.args[1]).type.sizes();
   o.sa = BroadcastStrides({sizes_a.begin(), sizes_a.end() - 2}, o.batch);
   o.sb = BroadcastStrides({sizes_b.begin(), sizes_b.end() - 2}, o.batch);
+  o.lda = o.shape.trans_a ? o.shape.m : o.shape.k;
+  o.ldb = o.shape.trans_b ? o.shape.k : o.shape.n;
+  o.ldo = o.shape.n;
   return o;
 }
 
 // Element offsets of A's and B's matrices for batch element `index` (a WGSL u32 expression).
 std::string BatchOffsets(const Operands& o, const std::string& index) {
   const int64_t M = o.shape.m, K = o.shape.k, N = o.shape.n;
-  std::string s = "  var rem = " + index + ";\n  var off_a = 0u;\n  var off_b = 0u;\n";
+  std::string s = "  var rem = " + index + ";\n  var off_a = " + U32(o.off_a) +
+                  ";\n  var off_b = " + U32(o.off_b) + ";\n";
   for (int d = static_cast<int>(o.batch.size()) - 1; d >= 0; --d) {
     std::string size = U32(std::max<int64_t>(o.batch[d], 1));
     s += "  { let bd = rem % " + size + "; rem = rem / " + size + "; off_a = off_a + bd * " +
@@ -49,13 +59,25 @@ std::string BatchOffsets(const Operands& o, const std::string& index) {
 
 // A folded transpose (rank 2 only) is read with swapped strides: A^T's element (r, k) is at
 // k * M + r of its operand, B^T's element (k, c) at c * K + k.
-std::string AIndex(const MatmulShape& s, const std::string& row, const std::string& col) {
-  return s.trans_a ? "off_a + " + col + " * " + U32(s.m) + " + " + row
-                   : "off_a + " + row + " * " + U32(s.k) + " + " + col;
+std::string AIndex(const Operands& o, const std::string& row, const std::string& col) {
+  return o.shape.trans_a ? "off_a + " + col + " * " + U32(o.lda) + " + " + row
+                         : "off_a + " + row + " * " + U32(o.lda) + " + " + col;
 }
-std::string BIndex(const MatmulShape& s, const std::string& row, const std::string& col) {
-  return s.trans_b ? "off_b + " + col + " * " + U32(s.k) + " + " + row
-                   : "off_b + " + row + " * " + U32(s.n) + " + " + col;
+std::string BIndex(const Operands& o, const std::string& row, const std::string& col) {
+  return o.shape.trans_b ? "off_b + " + col + " * " + U32(o.ldb) + " + " + row
+                         : "off_b + " + row + " * " + U32(o.ldb) + " + " + col;
+}
+// The output element (row, col) of batch element wg.z (a tile has one batch element).
+std::string OutIndex(const Operands& o, const std::string& row, const std::string& col) {
+  if (o.tiled) return U32(o.off_o) + " + " + row + " * " + U32(o.ldo) + " + " + col;
+  return "wg.z * " + U32(o.shape.m * o.shape.n) + " + " + row + " * " + U32(o.shape.n) + " + " +
+         col;
+}
+// An accumulator's first value: zero, or the partial sum a tile continues (where the element is
+// inside the tile; the others are never stored).
+std::string AccStart(const Operands& o, const std::string& index, const std::string& inside) {
+  if (!o.continues) return "0.0";
+  return inside.empty() ? "out[" + index + "]" : "select(0.0, out[" + index + "], " + inside + ")";
 }
 
 // An f16 product: its operands are loaded as f32 (exact), the products and their sum are f32 in
@@ -64,8 +86,8 @@ std::string BIndex(const MatmulShape& s, const std::string& row, const std::stri
 bool HalfProduct(const Module& m, const Kernel& k) {
   return m.graph().at(k.OpNode()).type.dtype == DType::kF16;
 }
-// What is stored for the finished sum `acc` of the output element at `index` (a u32 expression,
-// counted from the first element this dispatch writes): the sum, or its epilogue's result.
+// What is stored for the finished sum `acc` of the output element at `index` (a u32 expression):
+// the sum, or its epilogue's result.
 std::string Stored(const Module& m, const Kernel& k, const std::string& acc,
                    const std::string& index) {
   if (k.HasEpilogue()) return "epilogue(" + acc + ", " + index + ")";
@@ -73,12 +95,12 @@ std::string Stored(const Module& m, const Kernel& k, const std::string& acc,
 }
 
 // fn epilogue(x0: f32, e: u32) -> f32: the epilogue's steps (Kernel::expr) applied to the sum x0
-// of output element e of this dispatch, whose first element is element `base` of the whole output.
-// It is the elementwise kernel the epilogue was (EpilogueKernel), with the sum in a register
-// instead of a buffer: its inputs of the output's shape are bound as the output is (windowed
-// alike under row tiles) and read at e; broadcast ones are bound whole and read at their index of
-// base + e. Binding j + 1 holds the elementwise kernel's input j (binding 0 and 1 are A and B).
-std::string EpilogueFn(const Module& m, const Kernel& k, int64_t base) {
+// of output element e. It is the elementwise kernel the epilogue was (EpilogueKernel), with the
+// sum in a register instead of a buffer: its inputs of the output's shape are read at e,
+// broadcast ones at their index of e. Binding j + 1 holds the elementwise kernel's input j
+// (bindings 0 and 1 are A and B). A matmul with an epilogue is never tiled (the
+// fuse-matmul-epilogue pass leaves a matmul that needs tiles alone), so e is the whole output's.
+std::string EpilogueFn(const Module& m, const Kernel& k) {
   if (!k.HasEpilogue()) return "";
   const Kernel e = EpilogueKernel(k);
   const std::vector<int64_t> sizes = m.graph().at(k.output).type.sizes();
@@ -91,7 +113,7 @@ std::string EpilogueFn(const Module& m, const Kernel& k, int64_t base) {
     std::string index = "e";
     if (strides != row_major) {
       if (!indexed) {
-        body += "  var rem = e + " + U32(base) + ";\n";
+        body += "  var rem = e;\n";
         for (int d = static_cast<int>(sizes.size()) - 1; d >= 0; --d) {
           const std::string size = U32(std::max<int64_t>(sizes[d], 1));
           body += "  let d" + std::to_string(d) + " = rem % " + size + ";\n";
@@ -124,49 +146,51 @@ std::string HalfHelpers(const Module& m, const Kernel& k) {
   return HalfProduct(m, k) ? kRoundToHalf : "";
 }
 
-void PerElement(const Module& m, const Kernel& k, const Operands& o, int64_t base, Generated& out) {
+void PerElement(const Module& m, const Kernel& k, const Operands& o, Generated& out) {
   const MatmulShape& s = o.shape;
   // Sizes of 0 would be constant divisions by zero, which WGSL rejects; an empty output returns
   // before reaching them, so 1 serves. (K = 0 is fine: the loop adds nothing and writes zeros.)
   auto nonzero = [](int64_t v) { return U32(std::max<int64_t>(v, 1)); };
   const int64_t elements = s.batches * s.m * s.n;
-  out.source =
-      "// matmul per-element\n" + Bindings(m, k) + HalfHelpers(m, k) + EpilogueFn(m, k, base) +
-      "\n" + LinearEntry(elements) + BatchOffsets(o, "i / " + nonzero(s.m * s.n)) +
-      "  let r = (i / " + nonzero(s.n) + ") % " + nonzero(s.m) + ";\n  let c = i % " +
-      nonzero(s.n) + ";\n  var acc = 0.0;\n  for (var kk = 0u; kk < " + U32(s.k) +
-      "; kk = kk + 1u) {\n    acc = acc + " + Loaded(m, k, "in0[" + AIndex(s, "r", "kk") + "]") +
-      " * " + Loaded(m, k, "in1[" + BIndex(s, "kk", "c") + "]") +
-      ";\n  }\n  out[i] = " + Stored(m, k, "acc", "i") + ";\n}\n";
+  const std::string out_at = o.tiled ? OutIndex(o, "r", "c") : "i";
+  out.source = "// matmul per-element\n" + Bindings(m, k) + HalfHelpers(m, k) + EpilogueFn(m, k) +
+               "\n" + LinearEntry(elements) + BatchOffsets(o, "i / " + nonzero(s.m * s.n)) +
+               "  let r = (i / " + nonzero(s.n) + ") % " + nonzero(s.m) + ";\n  let c = i % " +
+               nonzero(s.n) + ";\n  var acc = " + AccStart(o, out_at, "") +
+               ";\n  for (var kk = 0u; kk < " + U32(s.k) + "; kk = kk + 1u) {\n    acc = acc + " +
+               Loaded(m, k, "in0[" + AIndex(o, "r", "kk") + "]") + " * " +
+               Loaded(m, k, "in1[" + BIndex(o, "kk", "c") + "]") + ";\n  }\n  out[" + out_at +
+               "] = " + Stored(m, k, "acc", out_at) + ";\n}\n";
   out.workgroups = LinearGrid(elements);
 }
 
 // One output per invocation; the workgroup is tile x tile invocations and each loads one element
 // of each operand's tile per K step.
 void TiledOneOutput(const Module& m, const Kernel& k, const Operands& o, const MatmulSchedule& sch,
-                    int64_t base, Generated& out) {
+                    Generated& out) {
   const MatmulShape& s = o.shape;
   const std::string T = U32(sch.tile_m), TT = U32(sch.tile_m * sch.tile_m);
   const std::string M = U32(s.m), N = U32(s.n), K = U32(s.k);
-  const std::string at = "wg.z * " + U32(s.m * s.n) + " + r * " + N + " + c";
   out.source =
-      "// matmul " + sch.Name() + "\n" + Bindings(m, k) + HalfHelpers(m, k) +
-      EpilogueFn(m, k, base) + "var<workgroup> tile_a: array<f32, " +
-      std::to_string(sch.tile_m * sch.tile_m) + ">;\nvar<workgroup> tile_b: array<f32, " +
-      std::to_string(sch.tile_m * sch.tile_m) + ">;\n\n@compute @workgroup_size(" +
-      std::to_string(sch.tile_n) + ", " + std::to_string(sch.tile_m) +
+      "// matmul " + sch.Name() + "\n" + Bindings(m, k) + HalfHelpers(m, k) + EpilogueFn(m, k) +
+      "var<workgroup> tile_a: array<f32, " + std::to_string(sch.tile_m * sch.tile_m) +
+      ">;\nvar<workgroup> tile_b: array<f32, " + std::to_string(sch.tile_m * sch.tile_m) +
+      ">;\n\n@compute @workgroup_size(" + std::to_string(sch.tile_n) + ", " +
+      std::to_string(sch.tile_m) +
       ")\nfn main(@builtin(workgroup_id) wg: vec3<u32>,\n"
       "        @builtin(local_invocation_id) lid: vec3<u32>) {\n" +
       BatchOffsets(o, "wg.z") + "  let r = wg.y * " + T + " + lid.y;\n  let c = wg.x * " + T +
-      " + lid.x;\n  var acc = 0.0;\n  for (var t = 0u; t < " + K + "; t = t + " + T +
+      " + lid.x;\n  var acc = " + AccStart(o, OutIndex(o, "r", "c"), "r < " + M + " && c < " + N) +
+      ";\n  for (var t = 0u; t < " + K + "; t = t + " + T +
       ") {\n    let ka = t + lid.x;\n    let kb = t + lid.y;\n    tile_a[lid.y * " + T +
-      " + lid.x] = select(0.0, " + Loaded(m, k, "in0[" + AIndex(s, "r", "ka") + "]") + ", r < " +
+      " + lid.x] = select(0.0, " + Loaded(m, k, "in0[" + AIndex(o, "r", "ka") + "]") + ", r < " +
       M + " && ka < " + K + ");\n    tile_b[lid.y * " + T + " + lid.x] = select(0.0, " +
-      Loaded(m, k, "in1[" + BIndex(s, "kb", "c") + "]") + ", kb < " + K + " && c < " + N +
+      Loaded(m, k, "in1[" + BIndex(o, "kb", "c") + "]") + ", kb < " + K + " && c < " + N +
       ");\n    workgroupBarrier();\n    for (var kk = 0u; kk < " + T +
       "; kk = kk + 1u) {\n      acc = acc + tile_a[lid.y * " + T + " + kk] * tile_b[kk * " + T +
       " + lid.x];\n    }\n    workgroupBarrier();\n  }\n  if (r < " + M + " && c < " + N +
-      ") { out[" + at + "] = " + Stored(m, k, "acc", at) + "; }\n}\n";
+      ") { out[" + OutIndex(o, "r", "c") + "] = " + Stored(m, k, "acc", OutIndex(o, "r", "c")) +
+      "; }\n}\n";
   out.workgroups = {static_cast<uint32_t>((s.n + sch.tile_n - 1) / sch.tile_n),
                     static_cast<uint32_t>((s.m + sch.tile_m - 1) / sch.tile_m),
                     static_cast<uint32_t>(s.batches)};
@@ -182,7 +206,7 @@ void TiledOneOutput(const Module& m, const Kernel& k, const Operands& o, const M
 // workgroup memory may be carried out as a write of the whole vec4, racing with the invocations
 // that write its other components.
 void TiledBlocked(const Module& m, const Kernel& k, const Operands& o, const MatmulSchedule& sch,
-                  int64_t base, Generated& out) {
+                  Generated& out) {
   const MatmulShape& s = o.shape;
   const int TM = sch.tile_m, TN = sch.tile_n, TK = sch.tile_k;
   const int wx = TN / sch.block_n, wy = TM / sch.block_m, invocations = wx * wy;
@@ -204,19 +228,31 @@ void TiledBlocked(const Module& m, const Kernel& k, const Operands& o, const Mat
            ">;\n";
   src += "@group(0) @binding(" + std::to_string(k.inputs.size()) +
          ") var<storage, read_write> out: array<f32>;\n";
-  src += EpilogueFn(m, k, base);
+  src += EpilogueFn(m, k);
   src += "var<workgroup> tile_a: array<f32, " + std::to_string(TK * TM) + ">;\n";
   src += "var<workgroup> tile_b: array<f32, " + std::to_string(TK * TN) + ">;\n\n";
   src += "@compute @workgroup_size(" + std::to_string(wx) + ", " + std::to_string(wy) + ")\n";
-  src += "fn main(@builtin(workgroup_id) wg: vec3<u32>,\n"
-         "        @builtin(local_invocation_id) lid: vec3<u32>,\n"
-         "        @builtin(local_invocation_index) tid: u32) {\n";
+  src +=
+      "fn main(@builtin(workgroup_id) wg: vec3<u32>,\n"
+      "        @builtin(local_invocation_id) lid: vec3<u32>,\n"
+      "        @builtin(local_invocation_index) tid: u32) {\n";
   src += BatchOffsets(o, "wg.z");
   src += "  let row0 = wg.y * " + u(TM) + ";\n  let col0 = wg.x * " + u(TN) + ";\n";
   for (int i = 0; i < sch.block_m; ++i)
     for (int j = 0; j < bn4; ++j)
-      src += "  var acc_" + std::to_string(i) + "_" + std::to_string(j) +
-             " = vec4<f32>(0.0);\n";
+      src += "  var acc_" + std::to_string(i) + "_" + std::to_string(j) + " = vec4<f32>(0.0);\n";
+  // A continuing tile's accumulators start from the partial sums stored in its output window.
+  for (int i = 0; o.continues && i < sch.block_m; ++i)
+    for (int j = 0; j < bn4; ++j) {
+      src += "  {\n    let r = row0 + (lid.y + " + u(int64_t{i / 4} * wy) + ") * 4u + " + u(i % 4) +
+             ";\n    let c = col0 + (lid.x + " + u(int64_t{j} * wx) + ") * 4u;\n";
+      std::string parts;
+      for (int c = 0; c < 4; ++c)
+        parts += (c ? ", " : "") + AccStart(o, OutIndex(o, "r", "c + " + u(c)),
+                                            "r < " + M + " && c + " + u(c) + " < " + N);
+      src += "    acc_" + std::to_string(i) + "_" + std::to_string(j) + " = vec4<f32>(" + parts +
+             ");\n  }\n";
+    }
   src += "  for (var t = 0u; t < " + K + "; t = t + " + u(TK) + ") {\n";
 
   // A's tile, tile_m x tile_k, into tile_a[k][m]: consecutive invocations load consecutive
@@ -232,13 +268,14 @@ void TiledBlocked(const Module& m, const Kernel& k, const Operands& o, const Mat
                          u(va) + ";\n";
     src += "      let gr = row0 + mq;\n      let gk = t + kq;\n      let inside = gr < " + M +
            " && gk < " + K + ";\n";
-    const std::string at = AIndex(s, "gr", "gk");
+    const std::string at = AIndex(o, "gr", "gk");
     if (va == 4) {
       src += "      let v = select(vec4<f32>(0.0), in0[(" + at + ") / 4u], inside);\n";
       for (int c = 0; c < 4; ++c)
-        src += along_m ? "      tile_a[kq * " + u(TM) + " + mq + " + u(c) + "] = v." + lane[c] + ";\n"
-                       : "      tile_a[(kq + " + u(c) + ") * " + u(TM) + " + mq] = v." + lane[c] +
-                             ";\n";
+        src +=
+            along_m
+                ? "      tile_a[kq * " + u(TM) + " + mq + " + u(c) + "] = v." + lane[c] + ";\n"
+                : "      tile_a[(kq + " + u(c) + ") * " + u(TM) + " + mq] = v." + lane[c] + ";\n";
     } else {
       src += "      tile_a[kq * " + u(TM) + " + mq] = select(0.0, in0[" + at + "], inside);\n";
     }
@@ -256,13 +293,13 @@ void TiledBlocked(const Module& m, const Kernel& k, const Operands& o, const Mat
                          u(vb) + ";\n";
     src += "      let gc = col0 + nq;\n      let gk = t + kq;\n      let inside = gk < " + K +
            " && gc < " + N + ";\n";
-    const std::string at = BIndex(s, "gk", "gc");
+    const std::string at = BIndex(o, "gk", "gc");
     if (vb == 4) {
       src += "      let v = select(vec4<f32>(0.0), in1[(" + at + ") / 4u], inside);\n";
       for (int c = 0; c < 4; ++c)
-        src += along_k ? "      tile_b[(kq + " + u(c) + ") * " + u(TN) + " + nq] = v." + lane[c] +
-                             ";\n"
-                       : "      tile_b[kq * " + u(TN) + " + nq + " + u(c) + "] = v." + lane[c] + ";\n";
+        src += along_k
+                   ? "      tile_b[(kq + " + u(c) + ") * " + u(TN) + " + nq] = v." + lane[c] + ";\n"
+                   : "      tile_b[kq * " + u(TN) + " + nq + " + u(c) + "] = v." + lane[c] + ";\n";
     } else {
       src += "      tile_b[kq * " + u(TN) + " + nq] = select(0.0, in1[" + at + "], inside);\n";
     }
@@ -276,12 +313,10 @@ void TiledBlocked(const Module& m, const Kernel& k, const Operands& o, const Mat
   };
   for (int i = 0; i < bm4; ++i)
     src += "      let a" + std::to_string(i) + " = " +
-           quad("tile_a", "kk * " + u(TM) + " + (lid.y + " + u(int64_t{i} * wy) + ") * 4u") +
-           ";\n";
+           quad("tile_a", "kk * " + u(TM) + " + (lid.y + " + u(int64_t{i} * wy) + ") * 4u") + ";\n";
   for (int j = 0; j < bn4; ++j)
     src += "      let b" + std::to_string(j) + " = " +
-           quad("tile_b", "kk * " + u(TN) + " + (lid.x + " + u(int64_t{j} * wx) + ") * 4u") +
-           ";\n";
+           quad("tile_b", "kk * " + u(TN) + " + (lid.x + " + u(int64_t{j} * wx) + ") * 4u") + ";\n";
   for (int i = 0; i < sch.block_m; ++i)
     for (int j = 0; j < bn4; ++j) {
       const std::string acc = "acc_" + std::to_string(i) + "_" + std::to_string(j);
@@ -290,18 +325,17 @@ void TiledBlocked(const Module& m, const Kernel& k, const Operands& o, const Mat
     }
   src += "    }\n    workgroupBarrier();\n  }\n";
 
-  const std::string first = "wg.z * " + U32(s.m * s.n);
   for (int i = 0; i < sch.block_m; ++i) {
     src += "  {\n    let r = row0 + (lid.y + " + u(int64_t{i / 4} * wy) + ") * 4u + " + u(i % 4) +
            ";\n";
     for (int j = 0; j < bn4; ++j) {
       const std::string acc = "acc_" + std::to_string(i) + "_" + std::to_string(j);
       src += "    {\n      let c = col0 + (lid.x + " + u(int64_t{j} * wx) + ") * 4u;\n";
-      for (int c = 0; c < 4; ++c) {
-        const std::string at = first + " + r * " + N + " + c + " + u(c);
-        src += "      if (r < " + M + " && c + " + u(c) + " < " + N + ") { out[" + at +
-               "] = " + Stored(m, k, acc + "." + lane[c], at) + "; }\n";
-      }
+      for (int c = 0; c < 4; ++c)
+        src += "      if (r < " + M + " && c + " + u(c) + " < " + N + ") { out[" +
+               OutIndex(o, "r", "c + " + u(c)) +
+               "] = " + Stored(m, k, acc + "." + lane[c], OutIndex(o, "r", "c + " + u(c))) +
+               "; }\n";
       src += "    }\n";
     }
     src += "  }\n";
@@ -374,11 +408,11 @@ void MatmulQ(const Module& m, const Kernel& k, Generated& out) {
   const int64_t K = tb.dims[1].size, N = tb.dims[0].size;
   const int64_t total = node.type.elements();
   const std::string blocks = U32(K / kBlockValues);
-  std::string body = "  let m = i / " + U32(std::max<int64_t>(N, 1)) + ";\n  let n = i % " +
-                     U32(std::max<int64_t>(N, 1)) + ";\n  var acc = 0.0;\n  for (var blk = 0u; blk < " +
-                     blocks + "; blk = blk + 1u) {\n    let base = (n * " + blocks +
-                     " + blk) * " + U32(BlockBytes(tb.dtype)) + ";\n    let row = m * " + U32(K) +
-                     " + blk * 256u;\n";
+  std::string body =
+      "  let m = i / " + U32(std::max<int64_t>(N, 1)) + ";\n  let n = i % " +
+      U32(std::max<int64_t>(N, 1)) + ";\n  var acc = 0.0;\n  for (var blk = 0u; blk < " + blocks +
+      "; blk = blk + 1u) {\n    let base = (n * " + blocks + " + blk) * " +
+      U32(BlockBytes(tb.dtype)) + ";\n    let row = m * " + U32(K) + " + blk * 256u;\n";
   if (tb.dtype == DType::kQ4K) {
     body +=
         "    let d = half_at(base);\n"
@@ -409,7 +443,8 @@ void MatmulQ(const Module& m, const Kernel& k, Generated& out) {
         "        let h = v >> 7u;\n"
         "        let r = v & 127u;\n"
         "        let low = (byte_at(base + 64u * h + (r & 63u)) >> (4u * (r >> 6u))) & 15u;\n"
-        "        let high = (byte_at(base + 128u + 32u * h + (r & 31u)) >> (2u * (r >> 5u))) & 3u;\n"
+        "        let high = (byte_at(base + 128u + 32u * h + (r & 31u)) >> (2u * (r >> 5u))) & "
+        "3u;\n"
         "        let w = dsc * f32(i32(low | (high << 4u)) - 32);\n"
         "        acc = acc + in0[row + v] * w;\n"
         "      }\n"
@@ -463,9 +498,9 @@ void MatmulFixed(const Module& m, const Kernel& k, Generated& out) {
   if (frac_bits == 0) {
     body += "  out[i] = bitcast<i32>(lo);\n}\n";
   } else {
-    body += "  var q = (lo >> " + f + ") | (hi << " + U32(32 - frac_bits) +
-            ");\n  let r = lo & " + U32((int64_t{1} << frac_bits) - 1) + ";\n  let half = " +
-            U32(int64_t{1} << (frac_bits - 1)) +
+    body += "  var q = (lo >> " + f + ") | (hi << " + U32(32 - frac_bits) + ");\n  let r = lo & " +
+            U32((int64_t{1} << frac_bits) - 1) +
+            ";\n  let half = " + U32(int64_t{1} << (frac_bits - 1)) +
             ";\n  if (r > half || (r == half && (q & 1u) == 1u)) { q = q + 1u; }\n"
             "  out[i] = bitcast<i32>(q);\n}\n";
   }
@@ -473,16 +508,14 @@ void MatmulFixed(const Module& m, const Kernel& k, Generated& out) {
   out.workgroups = LinearGrid(node.type.elements());
 }
 
-// `base`: the first output element the dispatch writes (a row tile's), which an epilogue's
-// broadcast inputs are indexed from.
-void Generate(const Module& m, const Kernel& k, const Operands& o, int64_t base, Generated& out) {
+void Generate(const Module& m, const Kernel& k, const Operands& o, Generated& out) {
   const MatmulSchedule& sch = *k.matmul_schedule;
   if (sch.kind == MatmulSchedule::Kind::kPerElement)
-    PerElement(m, k, o, base, out);
+    PerElement(m, k, o, out);
   else if (sch.block_m == 1 && sch.block_n == 1)
-    TiledOneOutput(m, k, o, sch, base, out);
+    TiledOneOutput(m, k, o, sch, out);
   else
-    TiledBlocked(m, k, o, sch, base, out);
+    TiledBlocked(m, k, o, sch, out);
 }
 
 }  // namespace
@@ -497,18 +530,37 @@ bool GenerateLinalg(const Module& m, const Kernel& k, Generated& out) {
     return true;
   }
   if (k.kind != KernelKind::kOp || k.op != "matmul" || !k.matmul_schedule) return false;
-  Generate(m, k, OperandsOf(m, k), 0, out);
+  Generate(m, k, OperandsOf(m, k), out);
   return true;
 }
 
-Generated MatmulRowTile(const Module& m, const Kernel& k, int64_t first_row, int64_t rows) {
-  // The kernel's own schedule over fewer rows: A's rows and the output's are contiguous, so a
-  // tile binds windows of both (at their first row) and the whole of B. Every output element
-  // still adds its K products in increasing order, so the tiles give the untiled kernel's bits.
+Generated MatmulTile(const Module& m, const Kernel& k, const Tile& t,
+                     const std::array<int64_t, 3>& offsets) {
+  // The kernel's own schedule over the tile's rows, columns and stretch of K, each operand read
+  // with its own row length from its window. Every output element adds the tile's K products in
+  // increasing order after the partial sum of the tiles before it, so the tiles give the untiled
+  // kernel's bits.
   Operands o = OperandsOf(m, k);
-  o.shape.m = rows;
+  o.tiled = true;
+  o.continues = t.Continues();
+  o.shape.m = t.rows;
+  o.shape.n = t.cols;
+  o.shape.k = t.depth;
+  o.off_a = offsets[0];
+  o.off_b = offsets[1];
+  o.off_o = offsets[2];
+  MatmulSchedule sch = *k.matmul_schedule;
+  // A vec4 load needs the vector inside the tile and aligned in its window: the operand's row
+  // length, the tile's offset and its extent along the contiguous dimension multiples of 4.
+  auto vec4_ok = [](int64_t ld, int64_t off, int64_t extent) {
+    return ld % 4 == 0 && off % 4 == 0 && extent % 4 == 0;
+  };
+  sch.vec4_a = sch.vec4_a && vec4_ok(o.lda, o.off_a, o.shape.trans_a ? t.rows : t.depth);
+  sch.vec4_b = sch.vec4_b && vec4_ok(o.ldb, o.off_b, o.shape.trans_b ? t.depth : t.cols);
+  Kernel tiled = k;
+  tiled.matmul_schedule = sch;
   Generated out;
-  Generate(m, k, o, first_row * o.shape.n, out);
+  Generate(m, tiled, o, out);
   return out;
 }
 

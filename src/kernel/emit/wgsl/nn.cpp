@@ -45,25 +45,39 @@ std::string LabelCheck(const std::string& label, int64_t classes) {
          " && floor(" + label + ") == " + label + ")";
 }
 
+// softmax or log_softmax over `rows` rows, the first at element `offset` of both bindings.
+Generated Softmax(const Module& m, const Kernel& k, int64_t rows, int64_t offset) {
+  const TensorType& in = m.graph().at(k.inputs[0]).type;
+  const int64_t n = in.dims.back().size;
+  Generated out;
+  std::string write =
+      k.op == "softmax"
+          ? "  for (var j = 0u; j < " + U32(n) +
+                "; j = j + 1u) { out[base + j] = exp(in0[base + j] - mx) / sum; }\n"
+          : "  let log_sum = log(sum);\n"
+            "  for (var j = 0u; j < " +
+                U32(n) + "; j = j + 1u) { out[base + j] = (in0[base + j] - mx) - log_sum; }\n";
+  out.source = Bindings(m, k) + kSpecialValueFns + "\n" + LinearEntry(rows) +
+               "  let base = " + (offset ? U32(offset) + " + " : std::string()) + "i * " + U32(n) +
+               ";\n" + RowMaxSum(n) + NanRow(n) + write + "}\n";
+  out.workgroups = LinearGrid(rows);
+  return out;
+}
+
 }  // namespace
+
+Generated SoftmaxTile(const Module& m, const Kernel& k, const Tile& t, int64_t offset) {
+  // Whole rows: each row's maximum and sum are its own, so a tile of rows gives their bits.
+  return Softmax(m, k, t.rows, offset);
+}
 
 bool GenerateNn(const Module& m, const Kernel& k, Generated& out) {
   if (k.kind != KernelKind::kOp) return false;
   const TensorType& in = m.graph().at(k.inputs.empty() ? k.output : k.inputs[0]).type;
   std::string head = Bindings(m, k);
   if (k.op == "softmax" || k.op == "log_softmax") {
-    int64_t n = in.dims.back().size;
-    int64_t rows = n ? in.elements() / n : 0;
-    std::string write =
-        k.op == "softmax"
-            ? "  for (var j = 0u; j < " + U32(n) +
-                  "; j = j + 1u) { out[base + j] = exp(in0[base + j] - mx) / sum; }\n"
-            : "  let log_sum = log(sum);\n"
-              "  for (var j = 0u; j < " +
-                  U32(n) + "; j = j + 1u) { out[base + j] = (in0[base + j] - mx) - log_sum; }\n";
-    out.source = head + kSpecialValueFns + "\n" + LinearEntry(rows) + "  let base = i * " + U32(n) +
-                 ";\n" + RowMaxSum(n) + NanRow(n) + write + "}\n";
-    out.workgroups = LinearGrid(rows);
+    const int64_t n = in.dims.back().size;
+    out = Softmax(m, k, n ? in.elements() / n : 0, 0);
     return true;
   }
   if (k.op == "cross_entropy") {

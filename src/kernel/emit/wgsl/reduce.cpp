@@ -88,4 +88,66 @@ bool GenerateReduce(const Module& m, const Kernel& k, Generated& out) {
   return true;
 }
 
+Generated SumTile(const Module& m, const Kernel& k, const Tiling& tiling, const Tile& t,
+                  const std::array<int64_t, 2>& offsets) {
+  const TileSpace& sp = tiling.space;
+  const bool mean = k.op == "mean";
+  const bool finishes = t.Finishes(sp);
+  Generated out;
+  if (sp.kind == TileSpace::Kind::kWholeSum) {
+    // Lane t of the tree adds the tile's elements j = t, t + 256, ... (the tile starts at a
+    // multiple of 256, so they are the lane's own), after its partial sum of the tiles before;
+    // the last tile combines the lanes as the untiled kernel does.
+    const std::string head =
+        "@group(0) @binding(0) var<storage, read> in0: array<f32>;\n"
+        "@group(0) @binding(1) var<storage, read_write> lanes: array<f32>;\n"
+        "@group(0) @binding(2) var<storage, read_write> out: array<f32>;\n";
+    const std::string term = "in0[" + (offsets[0] ? U32(offsets[0]) + " + " : std::string()) + "j]";
+    const std::string start = t.Continues() ? "lanes[t]" : "";
+    if (finishes) {
+      const std::string scale = mean ? " / " + F32(static_cast<double>(sp.depth)) : "";
+      // Every binding is used, so the pipeline's layout (derived from the shader) has all three.
+      out.source = head + TreeReduce256(term, t.depth,
+                                        "    _ = arrayLength(&lanes);\n    out[0] = partial[0]" +
+                                            scale + ";\n",
+                                        "f32", start);
+    } else {
+      out.source = head +
+                   "@compute @workgroup_size(256)\n"
+                   "fn main(@builtin(local_invocation_index) t: u32) {\n"
+                   "  var s = " +
+                   (start.empty() ? std::string("0.0") : start) +
+                   ";\n"
+                   "  for (var j = t; j < " +
+                   U32(t.depth) + "; j = j + 256u) { s = s + " + term +
+                   "; }\n"
+                   "  lanes[t] = s;\n"
+                   "  _ = arrayLength(&out);\n"
+                   "}\n";
+    }
+    out.workgroups = {1, 1, 1};
+    return out;
+  }
+  // Along an axis: one invocation per output of the tile adds the tile's stretch of the axis in
+  // order after the partial sum stored in the output; the mean divides once, in the last tile.
+  const int64_t inner = sp.cols, len = sp.depth;
+  const std::string o = "(i / " + U32(t.cols) + ")", q = "(i % " + U32(t.cols) + ")";
+  const std::string at = U32(offsets[1]) + " + " + o + " * " + U32(inner) + " + " + q;
+  const std::string scale = mean && finishes ? " / " + F32(static_cast<double>(len)) : "";
+  out.source = Bindings(m, k) + "\n" + LinearEntry(t.rows * t.cols) +
+               "  let base = " + U32(offsets[0]) + " + " + o + " * " + U32(len * inner) + " + " +
+               q +
+               ";\n"
+               "  var s = " +
+               (t.Continues() ? "out[" + at + "]" : std::string("0.0")) +
+               ";\n"
+               "  for (var j = 0u; j < " +
+               U32(t.depth) + "; j = j + 1u) { s = s + in0[base + j * " + U32(inner) +
+               "]; }\n"
+               "  out[" +
+               at + "] = s" + scale + ";\n}\n";
+  out.workgroups = LinearGrid(t.rows * t.cols);
+  return out;
+}
+
 }  // namespace scellis::kernel::wgsl

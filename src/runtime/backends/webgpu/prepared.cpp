@@ -308,19 +308,36 @@ class WebGpuPrepared : public Prepared {
         }
       }
       if (options_.poison_outputs) {
-        // The last `writes` bindings are the kernel's outputs.
-        for (size_t w = bindings.size() - static_cast<size_t>(dispatch.writes); w < bindings.size();
-             ++w) {
-          const Binding& out = bindings[w];
-          uint64_t words = out.size ? out.size / 4 : (d_.BufferSize(out.buffer) + 3) / 4;
-          Grid grid = SplitWorkgroups((words + 63) / 64,
-                                      d_.info().limits.max_compute_workgroups_per_dimension);
-          d_.Dispatch(poison_, {out}, grid.x, grid.y, grid.z);
-        }
+        const bool tiled = dispatch.tile_count >= 0;
+        const bool first_tile =
+            tiled && (i == first || program_.dispatches[i - 1].step != dispatch.step);
+        // A tiled step's output is poisoned once, before its first tile, in windows under the
+        // cap: the tiles' windows overlap (they start at aligned offsets below their first
+        // element), and a later tile along a reduced axis adds to what earlier ones stored.
+        // An untiled kernel's outputs are its last `writes` bindings (a tiled one has one).
+        if (first_tile) PoisonWhole(bindings.back().buffer);
+        if (!tiled)
+          for (size_t w = bindings.size() - static_cast<size_t>(dispatch.writes);
+               w < bindings.size(); ++w)
+            Poison(bindings[w]);
       }
       d_.Dispatch(pipelines_[dispatch.pipeline], bindings, dispatch.workgroups[0],
                   dispatch.workgroups[1], dispatch.workgroups[2]);
     }
+  }
+
+  void Poison(const Binding& out) {
+    uint64_t words = out.size ? out.size / 4 : (d_.BufferSize(out.buffer) + 3) / 4;
+    Grid grid =
+        SplitWorkgroups((words + 63) / 64, d_.info().limits.max_compute_workgroups_per_dimension);
+    d_.Dispatch(poison_, {out}, grid.x, grid.y, grid.z);
+  }
+  void PoisonWhole(BufferId buffer) {
+    const uint64_t align =
+        std::max<uint64_t>(program_.limits.min_storage_buffer_offset_alignment, 4);
+    const uint64_t chunk = program_.limits.max_storage_buffer_binding_size / align * align;
+    const uint64_t size = d_.BufferSize(buffer);
+    for (uint64_t at = 0; at < size; at += chunk) Poison({buffer, at, std::min(chunk, size - at)});
   }
 
   bool IsFed(int node) const { return std::find(fed_.begin(), fed_.end(), node) != fed_.end(); }

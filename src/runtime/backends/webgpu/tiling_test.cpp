@@ -1,10 +1,16 @@
-// Tensors over the storage-binding cap: elementwise kernels and rank-2 matmuls run in tiles that
-// each bind at most the cap; kernels that must bind a whole tensor are refused in planning. The device is opened with a
-// small cap (SwiftShader's real one is 1 GiB) so the tiles are exercised with small tensors.
+// Tensors over the storage-binding cap: elementwise kernels, rank-2 matmuls (over M, N and K),
+// sums and softmax rows run in tiles that each bind at most the cap; kernels that must bind a whole
+// tensor are refused in planning. The device is opened with a small cap (SwiftShader's real one is
+// 1 GiB) so the tiles are exercised with small tensors. Tiles along a reduced axis hand on f32
+// partial sums, so in debug they give the untiled kernel's bits: checked against the CPU
+// reference (whose order the untiled kernels share), against the untiled kernel on a device with
+// the full cap, and within rounding of a float64 computation.
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <cstdlib>
 #include <cstring>
+#include <functional>
 #include <random>
 
 #include "pipeline/compile.h"
@@ -16,20 +22,22 @@ namespace {
 
 constexpr uint64_t kCap = 4096;  // bytes: 1024 floats per tile
 
-std::unique_ptr<WebGpuExecutor> SmallCapGpu() {
+std::unique_ptr<WebGpuExecutor> SmallCapGpu(uint64_t cap = kCap) {
   if (!std::getenv("VK_ICD_FILENAMES"))
     setenv("VK_ICD_FILENAMES", "/usr/lib/chromium/vk_swiftshader_icd.json", 1);
-  auto d = Device::Open({.allow_software_adapter = true, .max_binding_bytes = kCap});
+  auto d = Device::Open({.allow_software_adapter = true, .max_binding_bytes = cap});
   EXPECT_TRUE(d.ok()) << (d.ok() ? "" : d.errors().front().message);
   return d.ok() ? std::make_unique<WebGpuExecutor>(std::move(d.value())) : nullptr;
 }
 
 Result<pipeline::Compiled> Compile(const Json& doc, const WebGpuExecutor& gpu,
-                                   policy::Tier tier = policy::Tier::kProd) {
+                                   policy::Tier tier = policy::Tier::kProd,
+                                   std::optional<kernel::MatmulSchedule> schedule = std::nullopt) {
   pipeline::CompileOptions o;
   o.lower.tier = tier;
   o.plan.budget_bytes = int64_t{1} << 30;
   o.plan.limits = gpu.limits();
+  o.matmul_schedule = schedule;
   return pipeline::Compile(doc.dump(), o);
 }
 
@@ -114,8 +122,8 @@ TEST(Tiling, FedInputsOverTheCapAreWindowedPerStep) {
 }
 
 // x [300, 40] (48000 B) @ w [40, 24] = [300, 24] (28800 B): A and the output are over the 4 KiB
-// cap, B is not. Tiles of 24 rows (the most under the cap that start at multiples of 256 bytes
-// in both A and the output; 13 tiles, the last of 12 rows). In debug every output element adds
+// cap, B is not. Tiles of 24 rows (the most whose A window, widened down to a multiple of 256
+// bytes, stays under the cap; 13 tiles, the last of 12 rows). In debug every output element adds
 // its 40 products in increasing order on both backends, so the tiled kernel equals the reference
 // bit for bit.
 TEST(Tiling, AMatmulOverTheCapRunsInRowTilesWithTheReferencesBits) {
@@ -144,7 +152,8 @@ TEST(Tiling, AMatmulOverTheCapRunsInRowTilesWithTheReferencesBits) {
   Feeds feeds = {{"x", HostTensor::FromFloats(MakeType({300, 40}), x)}};
   auto got = gpu->Run(*c->plan, feeds, {.poison_outputs = true});
   ASSERT_TRUE(got.ok()) << got.errors().front().Format();
-  EXPECT_EQ(got->stats["dispatches"].get<int>(), 2 * 13);  // each tile after its poison fill
+  // The 13 tiles after poison fills of the output (28800 B) in windows of the 4 KiB cap.
+  EXPECT_EQ(got->stats["dispatches"].get<int>(), 13 + 8);
   cpu::CpuExecutor ref({.threads = 1});
   auto want = ref.Run(*c->plan, feeds);
   ASSERT_TRUE(want.ok());
@@ -155,10 +164,10 @@ TEST(Tiling, AMatmulOverTheCapRunsInRowTilesWithTheReferencesBits) {
     ASSERT_EQ(std::memcmp(&a[i], &b[i], sizeof(float)), 0) << i << ": " << a[i] << " vs " << b[i];
 }
 
-// The same row tiles with an epilogue (fuse-matmul-epilogue): relu(x @ w + bias) + r, with bias
-// broadcast along the rows (bound whole, read at the element's column from the tile's first row)
-// and r of the output's shape (bound in the output's window). The same bits as the reference.
-TEST(Tiling, AMatmulWithAnEpilogueRunsInRowTilesWithTheReferencesBits) {
+// relu(x @ w + bias) + r over the cap: fuse-matmul-epilogue leaves the matmul alone (tiles take no
+// epilogue), so the matmul runs in its tiles and the elementwise kernel in its own. The same bits
+// as the reference, and float64's values.
+TEST(Tiling, AMatmulOverTheCapKeepsItsEpilogueApartAndBothTile) {
   auto gpu = SmallCapGpu();
   ASSERT_NE(gpu, nullptr);
   const unsigned seed = std::random_device{}();
@@ -181,14 +190,14 @@ TEST(Tiling, AMatmulWithAnEpilogueRunsInRowTilesWithTheReferencesBits) {
               {"outputs", {{{"name", "c"}, {"id", 7}}}}};
   auto c = Compile(doc, *gpu, policy::Tier::kDebug);
   ASSERT_TRUE(c.ok()) << c.errors().front().Format();
-  ASSERT_EQ(c->module->kernels.size(), 1u) << kernel::Print(*c->module);
-  EXPECT_TRUE(c->module->kernels[0].HasEpilogue());
+  ASSERT_EQ(c->module->kernels.size(), 2u) << kernel::Print(*c->module);
+  EXPECT_FALSE(c->module->kernels[0].HasEpilogue());
   EXPECT_EQ(c->plan->verdict, execplan::Verdict::kYellow);
 
   Feeds feeds = {{"x", HostTensor::FromFloats(MakeType({300, 40}), x)}};
   auto got = gpu->Run(*c->plan, feeds, {.poison_outputs = true});
   ASSERT_TRUE(got.ok()) << got.errors().front().Format();
-  EXPECT_EQ(got->stats["dispatches"].get<int>(), 2 * 13);
+  EXPECT_GT(got->stats["dispatches"].get<int>(), 2);  // tiles of both kernels
   cpu::CpuExecutor ref({.threads = 1});
   auto want = ref.Run(*c->plan, feeds);
   ASSERT_TRUE(want.ok());
@@ -207,33 +216,279 @@ TEST(Tiling, AMatmulWithAnEpilogueRunsInRowTilesWithTheReferencesBits) {
     }
 }
 
-// A matmul whose B is over the cap (its columns are not contiguous rows of a tile), or that reads
-// A transposed (a tile of output rows is a set of A's columns), must bind them whole: refused in
-// planning.
+// ---- matmuls over N and K, sums and softmax ----
+
+std::vector<float> Random(std::mt19937& rng, size_t n) {
+  std::uniform_real_distribution<float> u(-2, 2);
+  std::vector<float> v(n);
+  for (float& f : v) f = u(rng);
+  return v;
+}
+
+std::vector<float> Floats(const RunResult& r) {
+  return r.outputs[0].second.ToFloats();
+}
+
+void ExpectSameBits(const std::vector<float>& a, const std::vector<float>& b, const char* what) {
+  ASSERT_EQ(a.size(), b.size()) << what;
+  for (size_t i = 0; i < a.size(); ++i)
+    ASSERT_EQ(std::memcmp(&a[i], &b[i], sizeof(float)), 0)
+        << what << " at " << i << ": " << a[i] << " vs " << b[i];
+}
+
+// Runs `doc` (in debug) tiled on the small-cap device and untiled on one with the full cap, and
+// on the CPU reference; checks the tiled plan's finding mentions `tiling`, that the tiled run has
+// `dispatches` dispatches, and returns the tiled result after comparing it bit for bit with the
+// untiled kernel and (when `reference_bits`) with the reference.
+std::vector<float> RunTiled(const Json& doc, const Feeds& feeds, const std::string& tiling,
+                            int dispatches, bool reference_bits,
+                            std::optional<kernel::MatmulSchedule> schedule = std::nullopt) {
+  auto gpu = SmallCapGpu();
+  auto whole = SmallCapGpu(0);
+  if (!gpu || !whole) return {};
+  auto c = Compile(doc, *gpu, policy::Tier::kDebug, schedule);
+  EXPECT_TRUE(c.ok()) << c.errors().front().Format();
+  if (!c.ok()) return {};
+  EXPECT_EQ(c->plan->verdict, execplan::Verdict::kYellow);
+  EXPECT_FALSE(c->plan->findings.empty());
+  if (c->plan->findings.empty()) return {};
+  EXPECT_EQ(c->plan->findings.front().code, "tiled-binding");
+  EXPECT_NE(c->plan->findings.front().message.find(tiling), std::string::npos)
+      << c->plan->findings.front().message;
+  EXPECT_NE(execplan::Print(*c->plan).find(tiling), std::string::npos);
+  // The output is poisoned before the first tile: an element no tile wrote shows.
+  auto got = gpu->Run(*c->plan, feeds, {.poison_outputs = true});
+  EXPECT_TRUE(got.ok()) << got.errors().front().Format();
+  if (!got.ok()) return {};
+  EXPECT_EQ(got->stats["dispatches"].get<int>(), dispatches);
+
+  auto untiled_plan = Compile(doc, *whole, policy::Tier::kDebug, schedule);
+  EXPECT_TRUE(untiled_plan.ok());
+  EXPECT_EQ(untiled_plan->plan->verdict, execplan::Verdict::kGreen);
+  auto untiled = whole->Run(*untiled_plan->plan, feeds);
+  EXPECT_TRUE(untiled.ok());
+  if (!untiled.ok()) return {};
+  ExpectSameBits(Floats(*got), Floats(*untiled), "tiled vs untiled kernel");
+
+  cpu::CpuExecutor ref({.threads = 1});
+  auto want = ref.Run(*c->plan, feeds);
+  EXPECT_TRUE(want.ok());
+  if (want.ok() && reference_bits) ExpectSameBits(Floats(*got), Floats(*want), "GPU vs reference");
+  return Floats(*got);
+}
+
+// C = A B in float64, with each element's bound on the rounding of an f32 sum of K products in
+// any order (K * 2^-24 * sum |products|, doubled for margin).
+void ExpectNearFloat64Product(const std::vector<float>& got, int64_t m, int64_t n, int64_t k,
+                              const std::function<double(int64_t, int64_t)>& a,
+                              const std::function<double(int64_t, int64_t)>& b) {
+  ASSERT_EQ(got.size(), static_cast<size_t>(m * n));
+  for (int64_t r = 0; r < m; ++r)
+    for (int64_t c = 0; c < n; ++c) {
+      double sum = 0, magnitude = 0;
+      for (int64_t kk = 0; kk < k; ++kk) {
+        sum += a(r, kk) * b(kk, c);
+        magnitude += std::fabs(a(r, kk) * b(kk, c));
+      }
+      ASSERT_NEAR(got[r * n + c], sum, 2.0 * k * std::ldexp(magnitude, -24) + 1e-30)
+          << r << "," << c;
+    }
+}
+
+Json MatmulDoc(std::vector<int64_t> a, std::vector<int64_t> b, bool ta, bool tb,
+               const std::vector<float>& b_data) {
+  Json nodes = {{{"id", 0}, {"op", "input"}, {"name", "a"}, {"shape", a}},
+                {{"id", 1}, {"op", "input"}, {"shape", b}, {"data", b_data}}};
+  int ia = 0, ib = 1, id = 2;
+  if (ta) {
+    nodes.push_back({{"id", id}, {"op", "transpose"}, {"a", 0}});
+    ia = id++;
+  }
+  if (tb) {
+    nodes.push_back({{"id", id}, {"op", "transpose"}, {"a", 1}});
+    ib = id++;
+  }
+  nodes.push_back({{"id", id}, {"op", "matmul"}, {"a", ia}, {"b", ib}});
+  return {{"version", 1}, {"nodes", nodes}, {"outputs", {{{"name", "c"}, {"id", id}}}}};
+}
+
+// a [16, 120] @ w [120, 24]: w (11520 B) and a (7680 B) are over the 4 KiB cap; a row of a is
+// not. A tile of w binds 40 of its rows (the most whose window, widened down to 256 bytes, fits),
+// so K runs in 3 tiles, each continuing the output's partial sums, over 2 tiles of 8 rows: 6
+// tiles (the two row blocks' tiles share their WGSL: their windows sit alike). Every schedule kind
+// (one output per invocation, register-blocked with vec4 loads, per-element) continues from the
+// stored partial and gives the untiled kernel's bits.
+TEST(Tiling, AMatmulWhoseBIsOverTheCapRunsInKTilesWithTheReferencesBits) {
+  const unsigned seed = std::random_device{}();
+  SCOPED_TRACE("seed " + std::to_string(seed));
+  std::mt19937 rng(seed);
+  const std::vector<float> a = Random(rng, 16 * 120), w = Random(rng, 120 * 24);
+  const Json doc = MatmulDoc({16, 120}, {120, 24}, false, false, w);
+  const Feeds feeds = {{"a", HostTensor::FromFloats(MakeType({16, 120}), a)}};
+  kernel::MatmulSchedule blocked{.tile_m = 32,
+                                 .tile_n = 32,
+                                 .tile_k = 8,
+                                 .block_m = 4,
+                                 .block_n = 4,
+                                 .vec4_a = true,
+                                 .vec4_b = true};
+  kernel::MatmulSchedule per_element{.kind = kernel::MatmulSchedule::Kind::kPerElement};
+  for (const std::optional<kernel::MatmulSchedule>& sch :
+       {std::optional<kernel::MatmulSchedule>(), std::optional(blocked),
+        std::optional(per_element)}) {
+    SCOPED_TRACE(sch ? sch->Name() : "chosen schedule");
+    // 2 x 3 tiles after one poison fill of the output (1536 B).
+    std::vector<float> got = RunTiled(
+        doc, feeds, "6 tiles: 2 of 8 rows x 1 of 24 columns x 3 of 40 along K, each tile along K",
+        1 + 6, true, sch);
+    ExpectNearFloat64Product(
+        got, 16, 24, 120, [&](int64_t r, int64_t k) { return a[r * 120 + k]; },
+        [&](int64_t k, int64_t c) { return w[k * 24 + c]; });
+  }
+}
+
+// a [2, 48] @ w^T with w stored [100, 48] (19200 B): B read transposed has its columns as w's
+// rows, so a tile of 20 output columns binds 20 rows of w (3840 B): 5 tiles over N, K whole.
+TEST(Tiling, AMatmulWithATransposedBOverTheCapRunsInNTiles) {
+  const unsigned seed = std::random_device{}();
+  SCOPED_TRACE("seed " + std::to_string(seed));
+  std::mt19937 rng(seed);
+  const std::vector<float> a = Random(rng, 2 * 48), w = Random(rng, 100 * 48);
+  std::vector<float> got =
+      RunTiled(MatmulDoc({2, 48}, {100, 48}, false, true, w),
+               {{"a", HostTensor::FromFloats(MakeType({2, 48}), a)}},
+               "5 tiles: 1 of 2 rows x 5 of 20 columns x 1 of 48 along K", 1 + 5, true);
+  ExpectNearFloat64Product(
+      got, 2, 100, 48, [&](int64_t r, int64_t k) { return a[r * 48 + k]; },
+      [&](int64_t k, int64_t c) { return w[c * 48 + k]; });
+}
+
+// A read transposed, its rows of K = 700 over the cap: a^T with a stored [700, 4] (11200 B), times
+// w [700, 5] (14000 B). A tile along K binds a stretch of a's rows and of w's: K in 4 tiles.
+TEST(Tiling, AMatmulWhoseTransposedAIsOverTheCapRunsInKTiles) {
+  const unsigned seed = std::random_device{}();
+  SCOPED_TRACE("seed " + std::to_string(seed));
+  std::mt19937 rng(seed);
+  const std::vector<float> a = Random(rng, 700 * 4), w = Random(rng, 700 * 5);
+  std::vector<float> got = RunTiled(
+      MatmulDoc({700, 4}, {700, 5}, true, false, w),
+      {{"a", HostTensor::FromFloats(MakeType({700, 4}), a)}},
+      "4 tiles: 1 of 4 rows x 1 of 5 columns x 4 of 192 along K, each tile along K", 4 + 1, true);
+  ExpectNearFloat64Product(
+      got, 4, 5, 700, [&](int64_t r, int64_t k) { return a[k * 4 + r]; },
+      [&](int64_t k, int64_t c) { return w[k * 5 + c]; });
+}
+
+Json ReduceDoc(const std::string& op, std::vector<int64_t> shape, Json axis) {
+  Json node = {{"id", 1}, {"op", op}, {"a", 0}};
+  if (!axis.is_null()) node["axis"] = axis;
+  return {{"version", 2},
+          {"nodes", {{{"id", 0}, {"op", "input"}, {"name", "x"}, {"shape", shape}}, node}},
+          {"outputs", {{{"name", "y"}, {"id", 1}}}}};
+}
+
+// sum of x [5000] (20000 B): tiles of 768 elements (3 x 256: each lane of the tree gets its own
+// elements in every tile), 7 tiles; the 256 lanes' partial sums go from tile to tile in a scratch
+// buffer and the last tile runs the tree, the reference's order.
+TEST(Tiling, AWholeTensorSumOverTheCapCarriesTheTreesLanesAcrossTiles) {
+  const unsigned seed = std::random_device{}();
+  SCOPED_TRACE("seed " + std::to_string(seed));
+  std::mt19937 rng(seed);
+  const std::vector<float> x = Random(rng, 5000);
+  std::vector<float> got = RunTiled(
+      ReduceDoc("sum", {5000}, nullptr), {{"x", HostTensor::FromFloats(MakeType({5000}), x)}},
+      "7 tiles of 768 elements, the 256 lanes' partial sums carried", 7 + 1, true);
+  ASSERT_EQ(got.size(), 1u);
+  double sum = 0, magnitude = 0;
+  for (float v : x) sum += v, magnitude += std::fabs(v);
+  EXPECT_NEAR(got[0], sum, 5000.0 * std::ldexp(magnitude, -24));
+}
+
+// sum and mean of x [300, 30] over axis 0 (36000 B): the 30 outputs each walk 300 elements 30
+// apart; a tile binds 32 of the axis's rows, so the axis runs in 10 tiles, each continuing the
+// partial sums stored in the output, and the mean's last tile divides by 300. (WGSL's division
+// is not correctly rounded, so the mean's bits are the untiled kernel's, not the reference's.)
+TEST(Tiling, ASumAndAMeanAlongAnAxisOverTheCapRunInTilesAlongTheAxis) {
+  const unsigned seed = std::random_device{}();
+  SCOPED_TRACE("seed " + std::to_string(seed));
+  std::mt19937 rng(seed);
+  const std::vector<float> x = Random(rng, 300 * 30);
+  for (const char* op : {"sum", "mean"}) {
+    SCOPED_TRACE(op);
+    const bool mean = std::string(op) == "mean";
+    std::vector<float> got = RunTiled(
+        ReduceDoc(op, {300, 30}, 0), {{"x", HostTensor::FromFloats(MakeType({300, 30}), x)}},
+        "10 tiles: 1 of 1 outer rows x 1 of 30 inner columns x 10 of 32 along the axis, each "
+        "tile along the axis continuing",
+        1 + 10, !mean);
+    ASSERT_EQ(got.size(), 30u);
+    for (int c = 0; c < 30; ++c) {
+      double sum = 0, magnitude = 0;
+      for (int r = 0; r < 300; ++r) sum += x[r * 30 + c], magnitude += std::fabs(x[r * 30 + c]);
+      const double scale = mean ? 300 : 1;
+      EXPECT_NEAR(got[c], sum / scale, (2.0 * 300 * std::ldexp(magnitude, -24) + 1e-6) / scale)
+          << c;
+    }
+  }
+}
+
+// softmax of x [40, 100] (16000 B): tiles of 9 whole rows (3600 B), 5 tiles. A row's maximum and
+// sum are its own, so the tiles give the untiled kernel's bits; the GPU's exp differs from the
+// reference's own in the last bits, so the reference and float64 are within the default class.
+TEST(Tiling, SoftmaxOverTheCapRunsInTilesOfRows) {
+  const unsigned seed = std::random_device{}();
+  SCOPED_TRACE("seed " + std::to_string(seed));
+  std::mt19937 rng(seed);
+  const std::vector<float> x = Random(rng, 40 * 100);
+  const Json doc = {{"version", 2},
+                    {"nodes",
+                     {{{"id", 0}, {"op", "input"}, {"name", "x"}, {"shape", {40, 100}}},
+                      {{"id", 1}, {"op", "softmax"}, {"a", 0}}}},
+                    {"outputs", {{{"name", "y"}, {"id", 1}}}}};
+  const Feeds feeds = {{"x", HostTensor::FromFloats(MakeType({40, 100}), x)}};
+  // The output (16000 B) is poisoned in 4 windows under the cap, then 5 tiles.
+  std::vector<float> got = RunTiled(doc, feeds, "5 tiles of 9 rows", 4 + 5, false);
+  ASSERT_EQ(got.size(), 4000u);
+  for (int r = 0; r < 40; ++r) {
+    double mx = -INFINITY, sum = 0;
+    for (int j = 0; j < 100; ++j) mx = std::max<double>(mx, x[r * 100 + j]);
+    for (int j = 0; j < 100; ++j) sum += std::exp(double{x[r * 100 + j]} - mx);
+    for (int j = 0; j < 100; ++j)
+      ASSERT_NEAR(got[r * 100 + j], std::exp(double{x[r * 100 + j]} - mx) / sum, 1e-6)
+          << r << "," << j;
+  }
+}
+
+// What still cannot tile must bind its tensor whole: refused in planning — a batched matmul, a
+// running sum, and a softmax whose one row is over the cap.
 TEST(Tiling, KernelsThatBindWholeTensorsAreRefusedInPlanning) {
   auto gpu = SmallCapGpu();
   ASSERT_NE(gpu, nullptr);
-  auto refused = [&](const Json& doc) {
+  auto refused = [&](const Json& doc, const std::string& kernel) {
     auto c = Compile(doc, *gpu);
     ASSERT_TRUE(c.ok());
     EXPECT_EQ(c->plan->verdict, execplan::Verdict::kRed);
+    ASSERT_FALSE(c->plan->findings.empty());
     EXPECT_EQ(c->plan->findings.front().code, "binding-cap-exceeded");
-    EXPECT_NE(c->plan->findings.front().message.find("matmul"), std::string::npos);
+    EXPECT_NE(c->plan->findings.front().message.find(kernel), std::string::npos);
   };
-  std::vector<float> small(8 * 40, 0.5f), large(40 * 64, 0.25f);
-  refused({{"version", 1},
+  std::vector<float> small(2 * 8 * 40, 0.5f), large(2 * 40 * 64, 0.25f);
+  refused({{"version", 2},
            {"nodes",
-            {{{"id", 0}, {"op", "input"}, {"shape", {8, 40}}, {"data", small}},
-             {{"id", 1}, {"op", "input"}, {"shape", {40, 64}}, {"data", large}},
+            {{{"id", 0}, {"op", "input"}, {"shape", {2, 8, 40}}, {"data", small}},
+             {{"id", 1}, {"op", "input"}, {"shape", {2, 40, 64}}, {"data", large}},
              {{"id", 2}, {"op", "matmul"}, {"a", 0}, {"b", 1}}}},
-           {"outputs", {{{"name", "c"}, {"id", 2}}}}});
-  refused({{"version", 1},
+           {"outputs", {{{"name", "c"}, {"id", 2}}}}},
+          "matmul");
+  Json cumsum = ReduceDoc("cumsum", {2000}, 0);
+  cumsum["version"] = 5;
+  refused(cumsum, "cumsum");
+  refused({{"version", 2},
            {"nodes",
-            {{{"id", 0}, {"op", "input"}, {"shape", {40, 64}}, {"data", large}},
-             {{"id", 1}, {"op", "transpose"}, {"a", 0}},
-             {{"id", 2}, {"op", "input"}, {"shape", {40, 8}}, {"data", small}},
-             {{"id", 3}, {"op", "matmul"}, {"a", 1}, {"b", 2}}}},
-           {"outputs", {{{"name", "c"}, {"id", 3}}}}});
+            {{{"id", 0}, {"op", "input"}, {"name", "x"}, {"shape", {2, 1000}}},
+             {{"id", 1}, {"op", "softmax"}, {"a", 0}}}},
+           {"outputs", {{{"name", "y"}, {"id", 1}}}}},
+          "softmax");
 }
 
 }  // namespace

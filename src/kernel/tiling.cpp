@@ -1,0 +1,233 @@
+#include "kernel/tiling.h"
+
+#include <algorithm>
+#include <tuple>
+
+namespace scellis::kernel {
+namespace {
+
+bool AllF32(const Module& m, const Kernel& k) {
+  if (m.graph().at(k.output).type.dtype != DType::kF32) return false;
+  for (int in : k.inputs)
+    if (m.graph().at(in).type.dtype != DType::kF32) return false;
+  return true;
+}
+
+int64_t CeilDiv(int64_t a, int64_t b) {
+  return b > 0 ? (a + b - 1) / b : 0;
+}
+
+// Elements between the first and one past the last element a box of `extent` touches (0: none).
+int64_t Span(const TileStrides& st, const std::array<int64_t, 3>& extent) {
+  int64_t span = 1;
+  for (int a = 0; a < 3; ++a) {
+    if (st[a] == 0) continue;
+    if (extent[a] == 0) return 0;
+    span += (extent[a] - 1) * st[a];
+  }
+  return span;
+}
+
+class Planner {
+ public:
+  Planner(const TileSpace& s, uint64_t cap, uint64_t alignment)
+      : s_(s), cap_(cap), slack_(alignment > 4 ? alignment - 4 : 0) {}
+
+  std::optional<Tiling> Plan() const {
+    const int64_t full[3] = {s_.rows, s_.cols, s_.depth};
+    if (s_.rows <= 0 || s_.cols <= 0 || s_.depth < 0) return std::nullopt;
+    std::optional<std::tuple<int64_t, int64_t, int64_t>> best_key;
+    std::array<int64_t, 3> best{};
+    for (int64_t c : Candidates(1)) {
+      for (int64_t d : Candidates(2)) {
+        std::array<int64_t, 3> e = {0, c, d};
+        e[0] = MaxFit(0, e);
+        if (e[0] == 0) continue;
+        e[1] = MaxFit(1, e);
+        if (s_.depth_splits) e[2] = MaxFit(2, e);
+        if (e[1] == 0 || (s_.depth > 0 && e[2] == 0)) continue;
+        const int64_t along_depth = s_.depth ? CeilDiv(full[2], e[2]) : 1;
+        const int64_t count = CeilDiv(full[0], e[0]) * CeilDiv(full[1], e[1]) * along_depth;
+        // Fewest tiles; then fewest passes along depth (each rereads the partial sums); then the
+        // tallest tiles.
+        auto key = std::make_tuple(count, along_depth, -e[0]);
+        if (!best_key || key < *best_key) {
+          best_key = key;
+          best = e;
+        }
+      }
+    }
+    if (!best_key) return std::nullopt;
+    Tiling t;
+    t.space = s_;
+    t.tile_rows = best[0];
+    t.tile_cols = best[1];
+    t.tile_depth = best[2];
+    for (int64_t r = 0; r < s_.rows; r += best[0])
+      for (int64_t c = 0; c < s_.cols; c += best[1]) {
+        if (s_.depth == 0) {
+          t.tiles.push_back(
+              {r, std::min(best[0], s_.rows - r), c, std::min(best[1], s_.cols - c), 0, 0});
+          continue;
+        }
+        for (int64_t d = 0; d < s_.depth; d += best[2])
+          t.tiles.push_back({r, std::min(best[0], s_.rows - r), c, std::min(best[1], s_.cols - c),
+                             d, std::min(best[2], s_.depth - d)});
+      }
+    return t;
+  }
+
+ private:
+  int64_t Granule(int axis) const { return axis == 2 ? std::max<int64_t>(s_.depth_granule, 1) : 1; }
+  int64_t Full(int axis) const { return axis == 0 ? s_.rows : axis == 1 ? s_.cols : s_.depth; }
+
+  bool Fits(const std::array<int64_t, 3>& e) const {
+    for (const TileStrides& st : s_.layouts) {
+      const int64_t span = Span(st, e);
+      if (span > 0 && static_cast<uint64_t>(span) * 4 + slack_ > cap_) return false;
+    }
+    return true;
+  }
+
+  // The largest extent along `axis` (the whole axis, or a multiple of its granule) that fits with
+  // the other extents of `e`; 0 when none does.
+  int64_t MaxFit(int axis, std::array<int64_t, 3> e) const {
+    const int64_t full = Full(axis), g = Granule(axis);
+    if (full == 0) return 0;
+    e[axis] = full;
+    if (Fits(e)) return full;
+    if (axis == 2 && !s_.depth_splits) return 0;
+    int64_t lo = 0, hi = (full - 1) / g;  // multiples of g below the full extent
+    while (lo < hi) {
+      const int64_t mid = (lo + hi + 1) / 2;
+      e[axis] = mid * g;
+      if (Fits(e))
+        lo = mid;
+      else
+        hi = mid - 1;
+    }
+    return lo * g;
+  }
+
+  // Extents to try along `axis`: the whole axis and its halvings, down to the granule.
+  std::vector<int64_t> Candidates(int axis) const {
+    const int64_t full = Full(axis), g = Granule(axis);
+    if (full == 0) return {0};
+    if (axis == 2 && !s_.depth_splits) return {full};
+    std::vector<int64_t> out = {full};
+    for (int64_t v = full; v > g;) {
+      v = CeilDiv(CeilDiv(v, 2), g) * g;
+      if (v < out.back())
+        out.push_back(v);
+      else
+        break;
+    }
+    return out;
+  }
+
+  const TileSpace& s_;
+  uint64_t cap_, slack_;
+};
+
+}  // namespace
+
+std::optional<TileSpace> TileSpaceOf(const Module& m, const Kernel& k) {
+  // A matmul with an epilogue (more than two inputs) or a kernel with several outputs is never
+  // tiled: the passes that make them leave kernels over the binding cap alone.
+  if (k.kind != KernelKind::kOp || !k.extra_outputs.empty() || !AllF32(m, k)) return std::nullopt;
+  const webir::Node& node = m.graph().at(k.output);
+  TileSpace s;
+  if (k.op == "matmul" && k.matmul_schedule && k.inputs.size() == 2) {
+    const MatmulShape sh = MatmulShapeOf(m, k);
+    if (sh.batches != 1) return std::nullopt;
+    s.kind = TileSpace::Kind::kMatmul;
+    s.rows = sh.m;
+    s.cols = sh.n;
+    s.depth = sh.k;
+    s.layouts = {sh.trans_a ? TileStrides{1, 0, sh.m} : TileStrides{sh.k, 0, 1},
+                 sh.trans_b ? TileStrides{0, sh.k, 1} : TileStrides{0, 1, sh.n},
+                 TileStrides{sh.n, 1, 0}};
+    return s;
+  }
+  if ((k.op == "sum" || k.op == "mean") && k.inputs.size() == 1) {
+    const TensorType& in = m.graph().at(k.inputs[0]).type;
+    if (node.attrs["axis"].is_null()) {
+      s.kind = TileSpace::Kind::kWholeSum;
+      s.depth = in.elements();
+      s.layouts = {TileStrides{0, 0, 1}, TileStrides{0, 0, 0}};
+      s.depth_granule = 256;
+      s.scratch_elements = 256;
+      return s;
+    }
+    const int axis = node.attrs["axis"].get<int>();
+    const std::vector<int64_t> sizes = in.sizes();
+    int64_t outer = 1, inner = 1;
+    for (int i = 0; i < axis; ++i) outer *= sizes[i];
+    for (size_t i = axis + 1; i < sizes.size(); ++i) inner *= sizes[i];
+    s.kind = TileSpace::Kind::kAxisSum;
+    s.rows = outer;
+    s.cols = inner;
+    s.depth = sizes[axis];
+    s.layouts = {TileStrides{s.depth * inner, 1, inner}, TileStrides{inner, 1, 0}};
+    return s;
+  }
+  if ((k.op == "softmax" || k.op == "log_softmax") && k.inputs.size() == 1) {
+    const TensorType& in = m.graph().at(k.inputs[0]).type;
+    const int64_t n = in.dims.back().size;
+    s.kind = TileSpace::Kind::kSoftmax;
+    s.depth = n;
+    s.rows = n ? in.elements() / n : 0;
+    s.depth_splits = false;
+    s.layouts = {TileStrides{n, 0, 1}, TileStrides{n, 0, 1}};
+    return s;
+  }
+  return std::nullopt;
+}
+
+std::pair<int64_t, int64_t> TileRange(const TileSpace& s, int b, const Tile& t) {
+  const TileStrides& st = s.layouts[static_cast<size_t>(b)];
+  const int64_t span = Span(st, {t.rows, t.cols, t.depth});
+  if (span == 0) return {0, 0};
+  const int64_t first = t.row0 * st[0] + t.col0 * st[1] + t.depth0 * st[2];
+  return {first, first + span};
+}
+
+int64_t Tiling::TilesAlong(int axis) const {
+  const int64_t full = axis == 0 ? space.rows : axis == 1 ? space.cols : space.depth;
+  const int64_t extent = axis == 0 ? tile_rows : axis == 1 ? tile_cols : tile_depth;
+  return full ? CeilDiv(full, extent) : 1;
+}
+
+std::string Tiling::Describe() const {
+  const std::string n = std::to_string(tiles.size()) + (tiles.size() == 1 ? " tile" : " tiles");
+  auto along = [&](int axis, int64_t extent, const std::string& what) {
+    return std::to_string(TilesAlong(axis)) + " of " + std::to_string(extent) + " " + what;
+  };
+  const std::string carried = TilesAlong(2) > 1 ? ", each tile along " : "";
+  switch (space.kind) {
+    case TileSpace::Kind::kMatmul:
+      return n + ": " + along(0, tile_rows, "rows") + " x " + along(1, tile_cols, "columns") +
+             " x " + along(2, tile_depth, "along K") +
+             (TilesAlong(2) > 1 ? carried + "K continuing the partial sums of the one before" : "");
+    case TileSpace::Kind::kAxisSum:
+      return n + ": " + along(0, tile_rows, "outer rows") + " x " +
+             along(1, tile_cols, "inner columns") + " x " + along(2, tile_depth, "along the axis") +
+             (TilesAlong(2) > 1 ? carried + "the axis continuing the partial sums of the one before"
+                                : "");
+    case TileSpace::Kind::kWholeSum:
+      return n + " of " + std::to_string(tile_depth) +
+             " elements, the 256 lanes' partial sums carried from tile to tile";
+    case TileSpace::Kind::kSoftmax:
+      return n + " of " + std::to_string(tile_rows) + " rows";
+  }
+  return n;
+}
+
+std::optional<Tiling> PlanTiles(const Module& m, const Kernel& k, uint64_t cap,
+                                uint64_t alignment) {
+  std::optional<TileSpace> s = TileSpaceOf(m, k);
+  if (!s) return std::nullopt;
+  return Planner(*s, cap, alignment).Plan();
+}
+
+}  // namespace scellis::kernel

@@ -1,0 +1,83 @@
+// Tiles for the kernels whose tensors are larger than one storage binding (the device's
+// maxStorageBufferBindingSize, "the binding cap"), other than fused elementwise kernels (which tile
+// their output elements one for one, see wgsl::ElementwiseTile).
+//
+// A tileable kernel's work is a box of rows x columns x depth, where depth is the axis it reduces
+// along (matmul: M x N x K; an axis sum: outer x inner x the axis; a whole-tensor sum: the elements
+// as depth; softmax: its rows x 1 x the row). Every operand is an affine function of the box's
+// coordinates (element = row * sr + col * sc + depth * sd), so a tile — a sub-box — reads and
+// writes one contiguous range of each operand, which it binds as a window starting at a multiple
+// of the offset alignment below that range. A tile cut along depth continues the sums an earlier
+// tile left: each output's (or each tree lane's) partial f32 sum is stored where the next tile
+// picks it up and keeps adding in increasing depth, so the additions happen in the untiled
+// kernel's order and the tiles give its bits. The depth tiles of one rows x columns block run one
+// after another, in increasing depth.
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "kernel/module.h"
+
+namespace scellis::kernel {
+
+// Every window starts at a multiple of 256 bytes: the largest minimum storage-buffer offset
+// alignment WebGPU lets a device require, so a plan's tiles suit every device.
+inline constexpr uint64_t kTileAlignment = 256;
+
+// Elements (of its dtype) an operand's element (row, col, depth) lies at: row * strides[0] +
+// col * strides[1] + depth * strides[2].
+using TileStrides = std::array<int64_t, 3>;
+
+// How a kernel's work is cut into tiles: its box, and each binding's layout in it.
+struct TileSpace {
+  enum class Kind { kMatmul, kAxisSum, kWholeSum, kSoftmax };
+  Kind kind = Kind::kMatmul;
+  int64_t rows = 1, cols = 1, depth = 1;
+  // Per binding, in the kernel's binding order: its inputs, then its output.
+  std::vector<TileStrides> layouts;
+  // Depth tiles start at multiples of this (the whole-tensor tree's 256 lanes: lane t sums the
+  // elements j with j % 256 == t, so a tile starting at such a multiple gives each lane its own).
+  int64_t depth_granule = 1;
+  bool depth_splits = true;  // false: every tile takes the whole depth (softmax rows)
+  // f32 elements of scratch the tiles carry between them beyond the output (the tree's lanes).
+  int64_t scratch_elements = 0;
+};
+
+// The tile space of `k`, or nullopt when the kernel has no tiles: only rank-2 f32 matmuls (either
+// operand possibly read transposed), f32 sums and means (whole-tensor or along an axis), and f32
+// softmax and log_softmax.
+std::optional<TileSpace> TileSpaceOf(const Module& m, const Kernel& k);
+
+struct Tile {
+  int64_t row0 = 0, rows = 0, col0 = 0, cols = 0, depth0 = 0, depth = 0;
+  // Starts from the partial sums an earlier tile along depth stored.
+  bool Continues() const { return depth0 > 0; }
+  // Finishes its outputs: the last tile along depth.
+  bool Finishes(const TileSpace& s) const { return depth0 + depth >= s.depth; }
+};
+
+// Elements [first, last) of binding `b` that tile `t` touches (first == last: none).
+std::pair<int64_t, int64_t> TileRange(const TileSpace& s, int b, const Tile& t);
+
+struct Tiling {
+  TileSpace space;
+  int64_t tile_rows = 0, tile_cols = 0, tile_depth = 0;  // the full tiles' extent
+  std::vector<Tile> tiles;  // in dispatch order; along depth, increasing
+
+  int64_t TilesAlong(int axis) const;
+  // "12 tiles: 3 of 24 rows x 1 of 64 columns x 4 of 16 along K, each depth tile continuing the
+  // partial sums of the one before" — what `scellis plan` prints for the kernel.
+  std::string Describe() const;
+};
+
+// The fewest tiles of `k` whose every binding's window — the range TileRange gives, widened down
+// to a multiple of `alignment` bytes — is at most `cap` bytes; nullopt when the kernel has no tile
+// space or not even a single row x column x granule tile fits.
+std::optional<Tiling> PlanTiles(const Module& m, const Kernel& k, uint64_t cap,
+                                uint64_t alignment = kTileAlignment);
+
+}  // namespace scellis::kernel

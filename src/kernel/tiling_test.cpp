@@ -1,0 +1,145 @@
+// Tile planning for kernels over the storage-binding cap (kernel/tiling.h): the fewest tiles whose
+// every window, widened down to the offset alignment, fits the cap — worked out by hand below —
+// and no tiling where none exists. The tiles' results are checked on WebGPU in
+// runtime/backends/webgpu/tiling_test.cpp.
+#include "kernel/tiling.h"
+
+#include <gtest/gtest.h>
+
+#include "support/graph.h"
+
+namespace scellis::kernel {
+namespace {
+
+using scellis::testing::ProdOptions;
+
+Module LowerToKernel(const Json& doc) {
+  pipeline::CompileOptions o = ProdOptions();
+  o.up_to = pipeline::Rung::kKernel;
+  auto c = pipeline::Compile(doc.dump(), o);
+  EXPECT_TRUE(c.ok()) << c.errors().front().Format();
+  return std::move(*c->module);
+}
+
+std::pair<int64_t, int64_t> Range(int64_t first, int64_t last) {
+  return {first, last};
+}
+
+const Kernel& OnlyOp(const Module& m, const std::string& op) {
+  for (const Kernel& k : m.kernels)
+    if (k.op == op) return k;
+  ADD_FAILURE() << "no " << op << " kernel";
+  return m.kernels.front();
+}
+
+Json Matmul(std::vector<int64_t> a, std::vector<int64_t> b, bool tb) {
+  Json nodes = {{{"id", 0}, {"op", "input"}, {"name", "a"}, {"shape", a}},
+                {{"id", 1}, {"op", "input"}, {"name", "b"}, {"shape", b}}};
+  int ib = 1;
+  if (tb) {
+    nodes.push_back({{"id", 2}, {"op", "transpose"}, {"a", 1}});
+    ib = 2;
+  }
+  nodes.push_back({{"id", 3}, {"op", "matmul"}, {"a", 0}, {"b", ib}});
+  return {{"version", 2}, {"nodes", nodes}, {"outputs", {{{"name", "c"}, {"id", 3}}}}};
+}
+
+// A cap of 4096 B less the 252 B an aligned-down window may add leaves 961 floats per window.
+// a [8, 200] @ b [200, 24]: b's window over d rows of K is 24 d floats, so d <= 40; a's over r rows
+// is 200 (r - 1) + d, so r <= 5: 2 x 1 x 5 tiles.
+TEST(TilePlanning, AMatmulIsCutAlongKWhereBsRowsDoNotFit) {
+  Module m = LowerToKernel(Matmul({8, 200}, {200, 24}, false));
+  std::optional<Tiling> t = PlanTiles(m, OnlyOp(m, "matmul"), 4096);
+  ASSERT_TRUE(t);
+  EXPECT_EQ(t->tile_rows, 5);
+  EXPECT_EQ(t->tile_cols, 24);
+  EXPECT_EQ(t->tile_depth, 40);
+  ASSERT_EQ(t->tiles.size(), 10u);
+  // Along K in increasing order, the first tile of each block starting afresh.
+  EXPECT_FALSE(t->tiles[0].Continues());
+  EXPECT_TRUE(t->tiles[1].Continues());
+  EXPECT_EQ(t->tiles[4].depth0, 160);
+  EXPECT_TRUE(t->tiles[4].Finishes(t->space));
+  EXPECT_EQ(t->tiles[5].row0, 5);
+  EXPECT_EQ(t->tiles[5].rows, 3);
+  // The second row block's second K tile: a's rows 5..7 at K 40..79, b's rows 40..79.
+  EXPECT_EQ(TileRange(t->space, 0, t->tiles[6]), Range(5 * 200 + 40, 7 * 200 + 80));
+  EXPECT_EQ(TileRange(t->space, 1, t->tiles[6]), Range(40 * 24, 80 * 24));
+  EXPECT_EQ(TileRange(t->space, 2, t->tiles[6]), Range(5 * 24, 8 * 24));
+  EXPECT_EQ(t->Describe(),
+            "10 tiles: 2 of 5 rows x 1 of 24 columns x 5 of 40 along K, each tile along K "
+            "continuing the partial sums of the one before");
+}
+
+// b read transposed is stored [300, 48]: c output columns bind c of its rows, 48 c floats.
+TEST(TilePlanning, AMatmulIsCutAlongNWhereBIsReadTransposed) {
+  Module m = LowerToKernel(Matmul({2, 48}, {300, 48}, true));
+  std::optional<Tiling> t = PlanTiles(m, OnlyOp(m, "matmul"), 4096);
+  ASSERT_TRUE(t);
+  EXPECT_EQ(t->tile_cols, 20);
+  EXPECT_EQ(t->tile_depth, 48);
+  EXPECT_EQ(t->tiles.size(), 15u);
+  EXPECT_EQ(TileRange(t->space, 1, t->tiles[2]), Range(40 * 48, 60 * 48));
+  // Under the cap, one tile covers everything.
+  std::optional<Tiling> whole = PlanTiles(m, OnlyOp(m, "matmul"), 1 << 20);
+  ASSERT_TRUE(whole);
+  EXPECT_EQ(whole->tiles.size(), 1u);
+}
+
+Json Reduce(const std::string& op, std::vector<int64_t> shape, Json axis) {
+  Json node = {{"id", 1}, {"op", op}, {"a", 0}};
+  if (!axis.is_null()) node["axis"] = axis;
+  return {{"version", 2},
+          {"nodes", {{{"id", 0}, {"op", "input"}, {"name", "x"}, {"shape", shape}}, node}},
+          {"outputs", {{{"name", "y"}, {"id", 1}}}}};
+}
+
+TEST(TilePlanning, SumsAreCutAlongTheReducedAxisAndSoftmaxByRows) {
+  // Whole-tensor: depth tiles are multiples of the tree's 256 lanes (768 <= 961 < 1024).
+  Module whole = LowerToKernel(Reduce("sum", {5000}, nullptr));
+  std::optional<Tiling> t = PlanTiles(whole, OnlyOp(whole, "sum"), 4096);
+  ASSERT_TRUE(t);
+  EXPECT_EQ(t->tile_depth, 768);
+  EXPECT_EQ(t->tiles.size(), 7u);
+  EXPECT_EQ(t->tiles.back().depth, 5000 - 6 * 768);
+  EXPECT_EQ(t->space.scratch_elements, 256);
+
+  // Axis 0 of [300, 30]: 30 outputs, each over 300 elements 30 apart: 30 d <= 961.
+  Module axis = LowerToKernel(Reduce("sum", {300, 30}, 0));
+  t = PlanTiles(axis, OnlyOp(axis, "sum"), 4096);
+  ASSERT_TRUE(t);
+  EXPECT_EQ(t->tile_cols, 30);
+  EXPECT_EQ(t->tile_depth, 32);
+  EXPECT_EQ(t->tiles.size(), 10u);
+
+  // Softmax takes whole rows: 9 of 100, and none when a row is over the cap.
+  Module soft = LowerToKernel({{"version", 2},
+                               {"nodes",
+                                {{{"id", 0}, {"op", "input"}, {"name", "x"}, {"shape", {40, 100}}},
+                                 {{"id", 1}, {"op", "softmax"}, {"a", 0}}}},
+                               {"outputs", {{{"name", "y"}, {"id", 1}}}}});
+  t = PlanTiles(soft, OnlyOp(soft, "softmax"), 4096);
+  ASSERT_TRUE(t);
+  EXPECT_EQ(t->tile_rows, 9);
+  EXPECT_EQ(t->tile_depth, 100);
+  EXPECT_EQ(t->Describe(), "5 tiles of 9 rows");
+  EXPECT_TRUE(PlanTiles(soft, OnlyOp(soft, "softmax"), 252 + 4 * 100));
+  EXPECT_FALSE(PlanTiles(soft, OnlyOp(soft, "softmax"), 252 + 4 * 100 - 1));
+}
+
+TEST(TilePlanning, NoTilesWhereNoneFitsOrTheKernelHasNoTileSpace) {
+  // A cap under the alignment slack plus one element fits nothing.
+  Module m = LowerToKernel(Matmul({8, 200}, {200, 24}, false));
+  EXPECT_FALSE(PlanTiles(m, OnlyOp(m, "matmul"), 252));
+  EXPECT_TRUE(PlanTiles(m, OnlyOp(m, "matmul"), 256));  // one element per window
+  // Batched matmuls and running sums have none.
+  Module batched = LowerToKernel(Matmul({2, 8, 40}, {2, 40, 64}, false));
+  EXPECT_FALSE(TileSpaceOf(batched, OnlyOp(batched, "matmul")));
+  Json cumsum = Reduce("cumsum", {2000}, 0);
+  cumsum["version"] = 5;
+  Module running = LowerToKernel(cumsum);
+  EXPECT_FALSE(TileSpaceOf(running, OnlyOp(running, "cumsum")));
+}
+
+}  // namespace
+}  // namespace scellis::kernel
