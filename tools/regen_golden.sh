@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Regenerates the golden rung dumps: for every examples/<case>.json,
 #   scellis lower examples/<case>.json --tier=prod --dump-rungs tests/golden/<case>/
-# and, for a workflow that trains on a dataset, its WorkPlan over two ranks (5.workplan.txt):
+# and, for a workflow that trains on a dataset, or a run whose plan is red on one device (its one
+# large matmul then cut into blocks), its WorkPlan over two ranks (5.workplan.txt):
 #   scellis lower examples/<case>.json --tier=prod --to=workplan --ranks=2
 # Examples that declare no memory budget are planned against a fixed 1 GiB (--budget=1G): the
 # detected budget depends on the machine, and the dumps must not.
@@ -38,6 +39,9 @@ for c in "${cases[@]}"; do
   "$scellis" lower "$src" "${flags[@]}" --dump-rungs "$out/$c/" >/dev/null
   # A workflow that trains on a dataset also has a WorkPlan: its step shared among 2 ranks.
   if grep -q '"type": "dataset"' "$src"; then
+    "$scellis" lower "$src" "${flags[@]}" --to=workplan --ranks=2 > "$out/$c/5.workplan.txt"
+  elif ! "$scellis" plan "$src" "${flags[@]}" >/dev/null 2>&1; then
+    # Red on one device: a run's matmul in blocks over 2 ranks (fails loudly for any other graph).
     "$scellis" lower "$src" "${flags[@]}" --to=workplan --ranks=2 > "$out/$c/5.workplan.txt"
   fi
 done

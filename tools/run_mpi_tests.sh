@@ -7,7 +7,9 @@
 #   4. a rank that fails stops the other with a named cause; a killed rank ends the job; a rank
 #      that hangs is given up after --collective-timeout (rank-lost). Every run is bounded;
 #   5. on WebGPU (SwiftShader offered twice, as two GPUs) each rank opens its own adapter, and an
-#      adapter index that is not there is refused by name.
+#      adapter index that is not there is refused by name;
+#   6. a run whose one matmul is red on one device runs on two ranks in blocks of the output's rows
+#      (or columns), gathered to rank 0, equal bit for bit to one process with the budget to fit.
 # Skipped, with the reason, only when mpirun is missing.
 #
 # usage: tools/run_mpi_tests.sh [BUILD]
@@ -125,4 +127,35 @@ for r in 0 1; do
     { cat "$TMP/err"; fail "rank $r did not open adapter $((r + 1)) of 2"; }
 done
 echo "   $(grep "^rank [01]: adapter" "$TMP/err" | sort | tr '\n' ';')"
+echo "-- a matmul too large for one device's budget, in blocks over 2 ranks"
+# examples/matmul_blocks.json cuts a's rows; this one, b's columns (b is the larger operand).
+cat >"$TMP/columns.json" <<'EOF'
+{"format": "scellis.workflow/1", "name": "matmul_columns", "determinism": "debug",
+ "budget": {"memory_bytes": 163840},
+ "nodes": [
+  {"id": "a", "type": "param", "params": {"shape": [16, 64], "init": {"kind": "uniform", "low": -1, "high": 1, "seed": 21}}},
+  {"id": "b", "type": "param", "params": {"shape": [64, 512], "init": {"kind": "uniform", "low": -1, "high": 1, "seed": 22}}},
+  {"id": "y", "type": "matmul"}],
+ "wires": [{"from": "a", "to": "y.a"}, {"from": "b", "to": "y.b"}],
+ "outputs": [{"name": "y", "from": "y"}]}
+EOF
+RUN=(run --backend=cpu --threads=1 --no-record --json)
+for doc in examples/matmul_blocks.json "$TMP/columns.json"; do
+  rc=0; "$SCELLIS" "${RUN[@]}" "$doc" >/dev/null 2>"$TMP/err" || rc=$?
+  [ "$rc" = 2 ] && grep -q "memory-over-budget" "$TMP/err" || { cat "$TMP/err"; fail "$doc fits one device"; }
+  "$SCELLIS" "${RUN[@]}" "$doc" --budget=1G --out "$TMP/one.json" >/dev/null 2>"$TMP/err" ||
+    { cat "$TMP/err"; fail "$doc, one process"; }
+  "${MPIRUN[@]}" "$SCELLIS" "${RUN[@]}" "$doc" --ranks=2 --out "$TMP/two.json" >/dev/null 2>"$TMP/err" ||
+    { cat "$TMP/err"; fail "$doc, mpirun -np 2"; }
+  axis=$(python3 - "$TMP/one.json" "$TMP/two.json" <<'PY'
+import json, sys
+one, two = (json.load(open(f)) for f in sys.argv[1:3])
+assert one["outputs"] == two["outputs"], "the outputs differ"
+assert two["stats"]["ranks"] == 2
+print(two["stats"]["axis"], len(two["outputs"]["y"]["data"]))
+PY
+  ) || fail "$doc: 2 ranks differ from one process"
+  echo "   $(basename "$doc"): red alone; 2 ranks by $axis values identical to one process"
+done
+
 echo "mpi tests passed in $((SECONDS - start)) s"

@@ -70,6 +70,31 @@ TEST_F(Cli, RunOnTheCpuIsLoud) {
   EXPECT_EQ(j["determinism_tier"], "prod");
 }
 
+// `run --ranks`: one process alone with --ranks=1 prints the product like any run; more ranks
+// need an MPI job of that size (tools/run_mpi_tests.sh runs two); a split run is one step.
+TEST_F(Cli, RunInMatmulBlocks) {
+  const std::string doc = Example("matmul_blocks.json");
+  CliRun red = RunScellis({"run", doc, "--backend=cpu", "--no-record"});
+  EXPECT_EQ(red.exit_code, 2);
+  EXPECT_NE(red.err.find("memory-over-budget"), std::string::npos) << red.err;
+  CliRun one = RunScellis({"run", doc, "--backend=cpu", "--no-record", "--budget=1G", "--json"});
+  ASSERT_EQ(one.exit_code, 0) << one.err;
+  CliRun alone = RunScellis(
+      {"run", doc, "--backend=cpu", "--no-record", "--budget=1G", "--ranks=1", "--json"});
+  ASSERT_EQ(alone.exit_code, 0) << alone.err;
+  EXPECT_EQ(Json::parse(alone.out)["outputs"], Json::parse(one.out)["outputs"]);
+  EXPECT_EQ(Json::parse(alone.out)["stats"]["ranks"], 1);
+  CliRun job = RunScellis({"run", doc, "--backend=cpu", "--no-record", "--ranks=2"});
+  EXPECT_EQ(job.exit_code, 2);
+  EXPECT_TRUE(job.err.find("rank-count-mismatch") != std::string::npos ||
+              job.err.find("no-mpi") != std::string::npos)
+      << job.err;
+  CliRun steps = RunScellis(
+      {"run", doc, "--backend=cpu", "--no-record", "--budget=1G", "--ranks=1", "--steps=2"});
+  EXPECT_EQ(steps.exit_code, 2);
+  EXPECT_NE(steps.err.find("bad-flag"), std::string::npos) << steps.err;
+}
+
 TEST_F(Cli, JsonDiagnostics) {
   std::string file = Write("bad.json", R"({"version": 1, "nodes": [{"id": 0, "op": "relu", "a": 3}],
     "outputs": [{"name": "o", "id": 0}]})");
@@ -99,7 +124,7 @@ TEST_F(Cli, LowerPrintsEachRung) {
     EXPECT_EQ(r.exit_code, 0) << rung << ": " << r.err;
     EXPECT_FALSE(r.out.empty()) << rung;
   }
-  // The WorkPlan: a training step over ranks; a document that trains nothing on a dataset has none.
+  // The WorkPlan: a training step over ranks, or a run's one matmul in blocks of its output.
   CliRun work = RunScellis({"lower", Example("fashion_mlp.json"), "--budget=1G", "--to=workplan",
                             "--ranks=4", "--chunks=8", "--json"});
   ASSERT_EQ(work.exit_code, 0) << work.err;
@@ -108,15 +133,31 @@ TEST_F(Cli, LowerPrintsEachRung) {
   EXPECT_EQ(w["chunk_examples"], 8);
   EXPECT_EQ(w["shards"][3]["first_example"], 48);
   EXPECT_EQ(w["verdict"], "green");
-  CliRun refused = RunScellis({"lower", Example("fashion_mlp.json"), "--budget=1G",
-                               "--to=workplan", "--ranks=3"});
+  CliRun refused = RunScellis(
+      {"lower", Example("fashion_mlp.json"), "--budget=1G", "--to=workplan", "--ranks=3"});
   EXPECT_EQ(refused.exit_code, 0) << refused.err;  // printed with its red verdict
   EXPECT_NE(refused.out.find("verdict          : red"), std::string::npos) << refused.out;
   EXPECT_NE(refused.out.find("batch-not-divisible"), std::string::npos) << refused.out;
   CliRun untrained =
       RunScellis({"lower", Example("matmul_chain.json"), "--tier=prod", "--to=workplan"});
   EXPECT_EQ(untrained.exit_code, 2);
-  EXPECT_NE(untrained.err.find("no-train-section"), std::string::npos) << untrained.err;
+  // A chain of matmuls and a transpose is not one product.
+  EXPECT_NE(untrained.err.find("matmul_chain.json:/nodes/4: error[workplan-unsupported]"),
+            std::string::npos)
+      << untrained.err;
+  CliRun blocks =
+      RunScellis({"lower", Example("matmul_blocks.json"), "--to=workplan", "--ranks=4", "--json"});
+  ASSERT_EQ(blocks.exit_code, 0) << blocks.err;
+  Json b = Json::parse(blocks.out);
+  EXPECT_EQ(b["one_device"]["verdict"], "red");
+  EXPECT_EQ(b["verdict"], "green");
+  EXPECT_EQ(b["axis"], "rows");
+  EXPECT_EQ(b["blocks"][3]["lo"], 384);
+  EXPECT_EQ(b["blocks"][3]["hi"], 512);
+  CliRun chunked = RunScellis(
+      {"lower", Example("matmul_blocks.json"), "--to=workplan", "--ranks=2", "--chunks=2"});
+  EXPECT_EQ(chunked.exit_code, 2);
+  EXPECT_NE(chunked.err.find("bad-flag"), std::string::npos) << chunked.err;
   CliRun bad = RunScellis({"lower", Example("matmul_chain.json"), "--tier=prod", "--to=silicon"});
   EXPECT_EQ(bad.exit_code, 2);
   // A failing document writes no dumps.
@@ -455,9 +496,8 @@ TEST(CliFlags, ParserAcceptsGoodForms) {
   EXPECT_EQ(train->train.epochs, 2);
   EXPECT_EQ(train->train.max_steps, 5);
 
-  auto studio = ParseCommandLine({"studio", "--port", "0", "--backend", "cpu",
-                                  "--max-request-bytes", "1M", "--open"},
-                                 4);
+  auto studio = ParseCommandLine(
+      {"studio", "--port", "0", "--backend", "cpu", "--max-request-bytes", "1M", "--open"}, 4);
   ASSERT_TRUE(studio.ok()) << studio.errors().front().Format();
   EXPECT_EQ(studio->command, cli::Command::kStudio);
   EXPECT_EQ(studio->studio.port, 0);

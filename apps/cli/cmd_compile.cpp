@@ -5,6 +5,7 @@
 #include "base/atomic_file.h"
 #include "common.h"
 #include "pipeline/data_parallel.h"
+#include "pipeline/matmul_parallel.h"
 
 namespace scellis::cli {
 
@@ -30,6 +31,26 @@ Result<pipeline::Rung> LowerRung(const CompileFlags& f, const LowerFlags& l) {
   return *rung;
 }
 
+// `lower --to=workplan` of a document without a train section: its one matmul in blocks over the
+// ranks, printed whatever its verdict.
+int LowerMatmulWorkPlanCommand(const CompileFlags& f, const LowerFlags& l,
+                               const pipeline::CompileOptions& options, const std::string& text,
+                               const workplan::DeviceSet& devices) {
+  if (l.chunks > 0)
+    return Report({UserError("bad-flag", "",
+                             "--chunks cuts a training batch; this document "
+                             "trains nothing")},
+                  "", f.json);
+  auto c = pipeline::CompileMatmulWorkPlan(text, options, devices);
+  if (!c.ok()) return Report(c.errors(), f.file, f.json);
+  PrintNotes(c->whole.notes, f.file);
+  if (f.json)
+    std::cout << workplan::ToJson(c->plan).dump(2) << "\n";
+  else
+    std::cout << workplan::Print(c->plan);
+  return 0;
+}
+
 // `lower --to=workplan`: the training step shared among --ranks ranks alike (the CPU reference's
 // limits unless the document's budget says otherwise), printed whatever its verdict.
 int LowerWorkPlanCommand(const CompileFlags& f, const LowerFlags& l) {
@@ -38,9 +59,11 @@ int LowerWorkPlanCommand(const CompileFlags& f, const LowerFlags& l) {
   auto text = ReadFile(f.file, size_t{256} << 20);
   if (!text.ok()) return Report(text.errors(), f.file, f.json);
   const int ranks = l.ranks > 0 ? l.ranks : 1;
-  auto c = pipeline::CompileWorkPlan(
-      text.value(), options.value(),
-      workplan::DeviceSet::Uniform(ranks, execplan::HostMemoryLimits("cpu", "cpu")), l.chunks);
+  const workplan::DeviceSet devices =
+      workplan::DeviceSet::Uniform(ranks, execplan::HostMemoryLimits("cpu", "cpu"));
+  auto c = pipeline::CompileWorkPlan(text.value(), options.value(), devices, l.chunks);
+  if (!c.ok() && c.errors().front().code == "no-train-section")
+    return LowerMatmulWorkPlanCommand(f, l, options.value(), text.value(), devices);
   if (!c.ok()) return Report(c.errors(), f.file, f.json);
   PrintNotes(c->gradients.notes, f.file);
   if (f.json)

@@ -3,9 +3,11 @@
 #include <iostream>
 
 #include "api/run.h"
+#include "api/run_split.h"
 #include "base/atomic_file.h"
-#include "record/run_record.h"
 #include "common.h"
+#include "record/run_record.h"
+#include "workplan/mpi/mpi_job.h"
 
 namespace scellis::cli {
 namespace {
@@ -56,6 +58,59 @@ void PrintHistory(const std::string& name, const std::vector<runtime::HostTensor
   }
 }
 
+void PrintReport(const api::RunReport& report) {
+  std::cout << "backend: " << report.backend << "  executor: " << report.executor
+            << "  tier: " << report.determinism_tier
+            << "  fallback: " << (report.fallback_reason ? *report.fallback_reason : "none")
+            << "\n";
+  if (report.receipts) {
+    std::cout << report.receipts->Line() << "\n";
+    // A receipt that failed its checks is not counted; why goes to stderr, beside the result.
+    for (const std::string& w : report.receipts->warnings) std::cerr << "warning: " << w << "\n";
+  }
+  for (const auto& [name, t] : report.outputs) PrintTensor(name, t);
+  for (const auto& [name, steps] : report.history) PrintHistory(name, steps);
+}
+
+// `run --ranks=N`: the document's matmul in blocks over the ranks of an MPI job (one process alone
+// with --ranks=1). Rank 0 prints the report; the other ranks print nothing. The run leaves no
+// record: a replay runs in one process.
+int RunSplitCommand(const CompileFlags& f, const RunFlags& r, const api::RunOptions& options,
+                    const std::string& text) {
+  Result<std::unique_ptr<workplan::Collective>> world =
+      r.ranks > 1 ? workplan::JoinMpiJob(r.ranks, r.collective_timeout_seconds)
+                  : Result<std::unique_ptr<workplan::Collective>>(workplan::SingleProcess());
+  if (!world.ok()) return Report(world.errors(), f.file, f.json);
+  const bool speaker = world.value()->rank() == 0;
+  api::SplitRunEvents events;
+  events.note = [&](const Diagnostic& d) { PrintNotes({d}, f.file); };
+  events.backend = [&](const std::string& backend, const std::optional<std::string>& fallback) {
+    if (backend == "cpu" && speaker)
+      std::cerr << runtime::CpuBanner(fallback ? *fallback : "requested with --backend=cpu");
+  };
+  auto result = api::RunSplit(text, options, *world.value(), events);
+  // Refusals happen alike on every rank, before any collective: rank 0 says why.
+  if (!result.ok())
+    return speaker ? Report(result.errors(), f.file, f.json) : ExitCodeFor(result.errors().front());
+  if (!result.value()) return 0;
+  const api::RunReport& report = *result.value();
+  Json j = report.ToJson();
+  j["run_id"] = Json();
+  if (!r.out_file.empty()) {
+    Status s = WriteFileAtomic(r.out_file, j.dump(2) + "\n");
+    if (!s.ok()) return Report(s.errors(), "", f.json);
+  }
+  if (f.json) {
+    std::cout << j.dump(2) << "\n";
+    return 0;
+  }
+  PrintReport(report);
+  std::cout << "ranks: " << report.stats["ranks"].get<int>() << ", the output's "
+            << report.stats["axis"].get<std::string>() << " in blocks gathered to rank 0 ("
+            << report.stats["gathered_bytes"].get<int64_t>() << " bytes)\n";
+  return 0;
+}
+
 }  // namespace
 
 int RunCommand(const CompileFlags& f, const RunFlags& r) {
@@ -73,6 +128,7 @@ int RunCommand(const CompileFlags& f, const RunFlags& r) {
   options.compile = compile.value();
   auto text = ReadFile(f.file, size_t{256} << 20);
   if (!text.ok()) return Report(text.errors(), f.file, f.json);
+  if (r.ranks > 0) return RunSplitCommand(f, r, options, text.value());
 
   api::RunEvents events;
   events.note = [&](const Diagnostic& d) { PrintNotes({d}, f.file); };
@@ -97,20 +153,11 @@ int RunCommand(const CompileFlags& f, const RunFlags& r) {
     std::cout << j.dump(2) << "\n";
     return 0;
   }
-  std::cout << "backend: " << report.backend << "  executor: " << report.executor
-            << "  tier: " << report.determinism_tier
-            << "  fallback: " << (report.fallback_reason ? *report.fallback_reason : "none")
-            << "\n";
-  if (report.receipts) {
-    std::cout << report.receipts->Line() << "\n";
-    // A receipt that failed its checks is not counted; why goes to stderr, beside the result.
-    for (const std::string& w : report.receipts->warnings) std::cerr << "warning: " << w << "\n";
-  }
-  for (const auto& [name, t] : report.outputs) PrintTensor(name, t);
-  for (const auto& [name, steps] : report.history) PrintHistory(name, steps);
+  PrintReport(report);
   std::cout << "readback: " << report.readback_bytes() << " bytes over " << report.steps
             << (report.steps == 1 ? " step" : " steps") << "\n";
-  if (!run_id.empty()) std::cout << "run record: " << run_id << " (scellis replay " << run_id << ")\n";
+  if (!run_id.empty())
+    std::cout << "run record: " << run_id << " (scellis replay " << run_id << ")\n";
   return 0;
 }
 

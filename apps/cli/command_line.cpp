@@ -203,13 +203,21 @@ Result<Invocation> ParseCommandLine(const std::vector<std::string>& args,
   run->add_flag("--allow-software-adapter", inv.run.allow_software_adapter,
                 "accept a software WebGPU adapter (SwiftShader) for --backend=webgpu");
   run_typed.Integer("--adapter", &inv.run.adapter, 0, 1023,
-                    "the WebGPU adapter, by its index among those Dawn offers (0 first; default: Dawn's first, or under MPI the host-local rank modulo the adapter count)");
+                    "the WebGPU adapter, by its index among those Dawn offers (0 first; default: "
+                    "Dawn's first, or under MPI the host-local rank modulo the adapter count)");
   run->add_option("--executor", inv.run.executor,
                   "pin the WebGPU executor: fused (every step and iteration in one submission, "
                   "the default) or generic (a submission per iteration, for comparisons)")
       ->check(CLI::IsMember({"fused", "generic"}));
   run->add_flag("--no-record", inv.run.no_record,
                 "leave no run record in the store (also: SCELLIS_NO_RECORD=1)");
+  run_typed.Integer("--ranks", &inv.run.ranks, 1, 4096,
+                    "the document's one matmul cut into blocks of its output over the ranks of "
+                    "an MPI job (mpirun -np N), gathered to rank 0; the CPU reference gives the "
+                    "bits of one process");
+  run_typed.Integer("--collective-timeout", &inv.run.collective_timeout_seconds, 1, 86400,
+                    "--ranks: seconds a rank waits at the gather before it stops the job "
+                    "(rank-lost; default 300)");
 
   CLI::App* lower = app.add_subcommand("lower", "print one rung of the ladder, or dump them all");
   TypedFlags& lower_typed = typed_for(lower);
@@ -217,7 +225,8 @@ Result<Invocation> ParseCommandLine(const std::vector<std::string>& args,
   AddPassFlags(lower, inv.compile);
   lower->add_option("--to", inv.lower.to, "doc | block | webir | kernel | execplan | workplan");
   lower_typed.Integer("--ranks", &inv.lower.ranks, 1, 4096,
-                      "--to=workplan: the ranks the training step is shared among");
+                      "--to=workplan: the ranks the training step (or a run's one matmul) is "
+                      "shared among");
   lower_typed.Integer("--chunks", &inv.lower.chunks, 1, 1 << 20,
                       "--to=workplan: the chunks the batch's gradient is summed over (default: "
                       "one per rank)");
@@ -248,7 +257,8 @@ Result<Invocation> ParseCommandLine(const std::vector<std::string>& args,
   train->add_flag("--allow-software-adapter", inv.train.allow_software,
                   "accept a software WebGPU adapter");
   train_typed.Integer("--adapter", &inv.train.adapter, 0, 1023,
-                      "the WebGPU adapter, by its index among those Dawn offers (0 first; default: Dawn's first, or under MPI the host-local rank modulo the adapter count)");
+                      "the WebGPU adapter, by its index among those Dawn offers (0 first; default: "
+                      "Dawn's first, or under MPI the host-local rank modulo the adapter count)");
   train_typed.Integer("--threads", &inv.train.threads, 0, kIntMax,
                       "CPU reference threads, 0 for one per hardware thread (capped at the "
                       "machine's)");
@@ -349,11 +359,13 @@ Result<Invocation> ParseCommandLine(const std::vector<std::string>& args,
   replay->add_flag("--json", inv.replay.json, "machine-readable output");
 
   CLI::App* store_cmd = app.add_subcommand(
-      "store", "maintain the store: verify (re-hash everything) or gc (remove what is unreferenced)");
+      "store",
+      "maintain the store: verify (re-hash everything) or gc (remove what is unreferenced)");
   store_cmd->add_option("action", inv.store.action, "verify | gc")
       ->required()
       ->check(CLI::IsMember({"verify", "gc"}));
-  store_cmd->add_flag("--dry-run", inv.store.dry_run, "gc: say what would be removed, remove nothing");
+  store_cmd->add_flag("--dry-run", inv.store.dry_run,
+                      "gc: say what would be removed, remove nothing");
   store_cmd->add_flag("--json", inv.store.json, "machine-readable output");
 
   // CLI11 takes argv as a reversed list.
@@ -379,10 +391,11 @@ Result<Invocation> ParseCommandLine(const std::vector<std::string>& args,
   std::vector<Diagnostic> errors = CheckLeftovers(app, sub);
   if (!errors.empty()) return Status(errors);
   if (sub == nullptr) {
-    return UserError("bad-flag", "", "no command given",
-                     "scellis run|lower|plan|validate|train|verify|probe|conform|ops|studio|runs|replay|"
-                     "store; see "
-                     "--help");
+    return UserError(
+        "bad-flag", "", "no command given",
+        "scellis run|lower|plan|validate|train|verify|probe|conform|ops|studio|runs|replay|"
+        "store; see "
+        "--help");
   }
   errors = CheckNonEmpty(sub);
   if (auto it = typed_of.find(sub); it != typed_of.end()) {

@@ -88,6 +88,8 @@ struct RunFlags {
   std::vector<std::string> history;  // outputs whose every step is printed
   std::string executor;              // --executor: "" | "fused" | "generic"
   bool no_record = false;            // --no-record: leave no run record
+  int ranks = 0;                     // --ranks: the matmul's blocks over an MPI job; 0: not given
+  int collective_timeout_seconds = 300;
 };
 
 // The run records (cmd_records.cpp).

@@ -8,7 +8,8 @@
 #       (ddp_peer.py).
 # Reports steps/s and samples/s from the engine's --json output (epochs after the first, which
 # pays for pipeline compilation), and where a data-parallel step's time goes (the trainer's
-# step_seconds: weights read back, gradient half, local sums, MPI all-gather, tree, update half).
+# step_seconds: weights copied on the device, gradient half, local sums, MPI all-gather, tree,
+# update half).
 #
 # Runs from the repository root of a GPU host laid out as bench/device/h200.sh expects (dist/scellis,
 # node_modules/ with Dawn, .gl/ with the Vulkan loader packages, .data/fashion-mnist). mpirun is
@@ -136,7 +137,7 @@ for label, name in [("Scellis, 1 GPU, step in one piece", "one_gpu.json"),
     r, sps, samples, all_steps = scellis(name)
     base = base or samples
     rows.append((label, sps, samples, samples / base))
-    order = ["steps", "weights_download", "gradients", "reduce_local", "all_gather", "combine",
+    order = ["steps", "weights_copy", "weights_download", "gradients", "reduce_local", "all_gather", "combine",
              "update"]
     if r["step_seconds"] and r["gradient_bytes_per_step"]:
         phases = ", ".join(f"{k} {1000 * r['step_seconds'][k] / all_steps:.1f}"

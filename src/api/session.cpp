@@ -11,6 +11,29 @@ Result<std::unique_ptr<Session>> Session::Prepare(std::string_view text,
                                                   runtime::Selection selection,
                                                   const runtime::Feeds& initial,
                                                   const runtime::RunOptions& run_options) {
+  runtime::Executor* executor = selection.executor.get();
+  return PrepareOn(text, options, std::move(selection), executor, initial, run_options);
+}
+
+Result<std::unique_ptr<Session>> Session::PrepareBeside(std::string_view text,
+                                                        const pipeline::CompileOptions& options,
+                                                        Session& beside) {
+  SCELLIS_TRY(beside.Usable());
+  runtime::Selection borrowed;
+  borrowed.backend = beside.selection_.backend;
+  borrowed.fallback_reason = beside.selection_.fallback_reason;
+  borrowed.attempts = beside.selection_.attempts;
+  borrowed.limits = beside.selection_.limits;
+  borrowed.profile = beside.selection_.profile;
+  return PrepareOn(text, options, std::move(borrowed), beside.executor_, {}, {});
+}
+
+Result<std::unique_ptr<Session>> Session::PrepareOn(std::string_view text,
+                                                    const pipeline::CompileOptions& options,
+                                                    runtime::Selection selection,
+                                                    runtime::Executor* executor,
+                                                    const runtime::Feeds& initial,
+                                                    const runtime::RunOptions& run_options) {
   pipeline::CompileOptions o = options;
   o.up_to = pipeline::Rung::kExecplan;
   o.plan.limits = selection.limits;
@@ -19,9 +42,9 @@ Result<std::unique_ptr<Session>> Session::Prepare(std::string_view text,
   (void)ExplainRedPlan(text, o, c);
   if (c.plan->verdict == execplan::Verdict::kRed) return Status(c.plan->findings);
   std::unique_ptr<Session> s(new Session(std::move(c), std::move(selection)));
+  s->executor_ = executor;
   SCELLIS_ASSIGN_OR_RETURN(s->prepared_,
-                           s->selection_.executor->Prepare(*s->compiled_.plan, initial,
-                                                           run_options));
+                           executor->Prepare(*s->compiled_.plan, initial, run_options));
   return s;
 }
 
@@ -89,6 +112,17 @@ Status Session::Upload(const std::string& name, const HostTensor& value) {
   Status s = prepared_->Upload(name, value);
   if (!s.ok() && s.first().kind == ErrorKind::kRuntime) Poison(s.first());
   return s;
+}
+
+Status Session::CopyFrom(Session& source, const std::vector<std::string>& names) {
+  SCELLIS_TRY(Usable());
+  SCELLIS_TRY(source.Usable());
+  for (const std::string& name : names) {
+    Status s = prepared_->CopyFrom(*source.prepared_, name);
+    if (!s.ok() && s.first().kind == ErrorKind::kRuntime) Poison(s.first());
+    SCELLIS_TRY(s);
+  }
+  return Status::Ok();
 }
 
 void Session::Dispose() {

@@ -3,8 +3,8 @@
 // and reads back only the watched outputs; Download reads state on demand.
 //
 // A run that fails after device work began — a backend error, a non-finite watched value in a
-// session that carries state, a failed map — poisons the session: Run and Download then fail with the STATE error `session-poisoned`
-// naming the cause; only Dispose remains.
+// session that carries state, a failed map — poisons the session: Run and Download then fail with
+// the STATE error `session-poisoned` naming the cause; only Dispose remains.
 #pragma once
 
 #include <memory>
@@ -29,15 +29,25 @@ class Session {
                                                   const runtime::Feeds& initial = {},
                                                   const runtime::RunOptions& run_options = {});
 
+  // Compiles `text` like Prepare, on the backend and device of `beside` (which must outlive this
+  // session): state then moves between the two on the device (CopyFrom).
+  static Result<std::unique_ptr<Session>> PrepareBeside(std::string_view text,
+                                                        const pipeline::CompileOptions& options,
+                                                        Session& beside);
+
   Result<runtime::StepsResult> Run(const std::vector<runtime::Feeds>& feeds,
                                    const std::vector<std::string>& watch);
   Result<runtime::HostTensor> Download(const std::string& name);
   Status Upload(const std::string& name, const HostTensor& value);
+  // Each param or input of `names` takes the current value of that name in `source`: on the
+  // device when both sessions share it (PrepareBeside), else through the host.
+  Status CopyFrom(Session& source, const std::vector<std::string>& names);
   // Frees the resident state. Every later call fails with `session-disposed`.
   void Dispose();
 
   const pipeline::Compiled& compiled() const { return compiled_; }
   const execplan::Plan& plan() const { return *compiled_.plan; }
+  // The backend's choice; a session prepared beside another has no executor of its own here.
   const runtime::Selection& selection() const { return selection_; }
   // How the steps run on the chosen backend ("fused-encoder", "reference", ...).
   std::string executor() const { return prepared_ ? prepared_->executor() : ""; }
@@ -45,12 +55,19 @@ class Session {
 
  private:
   Session(pipeline::Compiled c, runtime::Selection s)
-      : compiled_(std::move(c)), selection_(std::move(s)) {}
+      : compiled_(std::move(c)), selection_(std::move(s)), executor_(selection_.executor.get()) {}
+  static Result<std::unique_ptr<Session>> PrepareOn(std::string_view text,
+                                                    const pipeline::CompileOptions& options,
+                                                    runtime::Selection selection,
+                                                    runtime::Executor* executor,
+                                                    const runtime::Feeds& initial,
+                                                    const runtime::RunOptions& run_options);
   Status Usable() const;
   void Poison(const Diagnostic& cause);
 
   pipeline::Compiled compiled_;
   runtime::Selection selection_;
+  runtime::Executor* executor_;  // selection_'s, or the one of the session this was prepared beside
   std::unique_ptr<runtime::Prepared> prepared_;
   Status poison_;
   bool disposed_ = false;

@@ -207,6 +207,52 @@ TEST_P(SessionOnBackend, AFedIndexOutOfRangePoisonsNamingThePosition) {
   EXPECT_TRUE(fresh.value()->poisoned());
 }
 
+// A session prepared beside another shares its backend and device: state copied from one to the
+// other is the source's, bit for bit, and the copy's next step computes from it. On WebGPU the
+// copy is a buffer copy on the device: nothing is read back or written from the host.
+TEST_P(SessionOnBackend, StateCopiedToASessionBesideIsTheSourcesBitForBit) {
+  const int n = 300;
+  const unsigned seed = std::random_device{}();
+  SCOPED_TRACE("seed " + std::to_string(seed));
+  std::mt19937 rng(seed);
+  auto source = Session::Prepare(StepGraph(n, rng), Options(), Select(GetParam()));
+  ASSERT_TRUE(source.ok()) << source.errors().front().Format();
+  ASSERT_TRUE(source.value()->Run(RandomFeeds(n, 3, rng), {}).ok());
+  auto copy = Session::PrepareBeside(StepGraph(n, rng), Options(), *source.value());
+  ASSERT_TRUE(copy.ok()) << copy.errors().front().Format();
+  EXPECT_EQ(copy.value()->selection().backend, GetParam());
+
+  auto* gpu =
+      dynamic_cast<runtime::webgpu::WebGpuExecutor*>(source.value()->selection().executor.get());
+  const uint64_t read_before = gpu ? gpu->device().stats().bytes_read : 0;
+  const uint64_t written_before = gpu ? gpu->device().stats().bytes_uploaded : 0;
+  ASSERT_TRUE(copy.value()->CopyFrom(*source.value(), {"state"}).ok());
+  if (gpu) {
+    EXPECT_EQ(gpu->device().stats().bytes_read, read_before);
+    EXPECT_EQ(gpu->device().stats().bytes_uploaded, written_before);
+  }
+  auto want = source.value()->Download("state");
+  auto got = copy.value()->Download("state");
+  ASSERT_TRUE(want.ok() && got.ok());
+  EXPECT_EQ(want->bytes, got->bytes);
+
+  const std::vector<runtime::Feeds> next = RandomFeeds(n, 1, rng);
+  auto a = source.value()->Run(next, {"total"});
+  auto b = copy.value()->Run(next, {"total"});
+  ASSERT_TRUE(a.ok() && b.ok());
+  EXPECT_EQ(a->watched[0].second[0].bytes, b->watched[0].second[0].bytes);
+
+  auto unknown = copy.value()->CopyFrom(*source.value(), {"nothing"});
+  ASSERT_FALSE(unknown.ok());
+  EXPECT_EQ(unknown.first().code, "bad-upload");
+  auto other = Session::PrepareBeside(StepGraph(n + 1, rng), Options(), *source.value());
+  ASSERT_TRUE(other.ok());
+  auto shape = other.value()->CopyFrom(*source.value(), {"state"});
+  ASSERT_FALSE(shape.ok());
+  EXPECT_EQ(shape.first().code, "bad-upload");
+  EXPECT_FALSE(other.value()->poisoned());
+}
+
 INSTANTIATE_TEST_SUITE_P(Backends, SessionOnBackend, ::testing::Values("cpu", "webgpu"));
 
 // Device faults after work began poison the session; each cause is named in the STATE error.

@@ -93,9 +93,10 @@ struct TrainSpec {
 
 // What to lower a training workflow to: the training step, or the forward pass alone (for
 // evaluation, with the params fed by name). Data-parallel training splits the step in two halves
-// with the all-reduce between them: kGradients (the params fed by name, the loss and every
-// parameter's gradient as outputs, no update) and kApplyGradients (only the params, resident, and
-// the optimizer update reading each gradient as the input "<param>@grad").
+// with the all-reduce between them: kGradients (the params resident, from their initializers or
+// copied in, the loss and every parameter's gradient as outputs, no update) and kApplyGradients
+// (only the params, resident, and the optimizer update reading each gradient as the input
+// "<param>@grad").
 enum class LowerMode { kTrainStep, kForward, kGradients, kApplyGradients };
 
 // The header (name, version, tier, tolerance, content id, budget, notes) is shared by every rung.

@@ -230,4 +230,29 @@ Status Prepared::Upload(const std::string& name, const HostTensor& value) {
   return DoUpload(node, value);
 }
 
+Status Prepared::CopyFrom(Prepared& source, const std::string& name) {
+  const int node = FindSourceNode(plan_.graph(), name);
+  const int source_node = FindNamedNode(source.plan().graph(), name);
+  if (node < 0 || source_node < 0) {
+    return UserError("bad-upload", "",
+                     "\"" + name + "\" is not " +
+                         (node < 0 ? "an input or param of this plan" : "a value of the source"),
+                     "a copy replaces a param or an input with the source's value of that name");
+  }
+  const TensorType& want = plan_.graph().at(node).type;
+  const TensorType& have = source.plan().graph().at(source_node).type;
+  if (!want.SameShape(have) || want.dtype != have.dtype) {
+    return UserError("bad-upload", "",
+                     "the copy to \"" + name + "\" is " + have.ShapeString() + " " +
+                         DTypeName(have.dtype) + ", expected " + want.ShapeString() + " " +
+                         DTypeName(want.dtype));
+  }
+  return DoCopyFrom(source, source_node, node);
+}
+
+Status Prepared::DoCopyFrom(Prepared& source, int source_node, int node) {
+  SCELLIS_ASSIGN_OR_RETURN(HostTensor value, source.DoDownload(source_node));
+  return DoUpload(node, value);
+}
+
 }  // namespace scellis::runtime

@@ -120,6 +120,11 @@ class Prepared {
   // Replaces the current value of a param or carried input (a checkpoint being restored); the
   // value must have the input's shape and dtype.
   Status Upload(const std::string& name, const HostTensor& value);
+  // Replaces the value of this plan's param or input `name` with the current value of the output
+  // or input `name` of `source`, another plan of the same type there: state handed from one
+  // resident plan to another. Between plans on one device it never leaves the device (where the
+  // backend can copy buffers); otherwise it goes through the host.
+  Status CopyFrom(Prepared& source, const std::string& name);
 
   virtual std::string backend() const = 0;
 
@@ -137,6 +142,9 @@ class Prepared {
   virtual Result<HostTensor> DoDownload(int node) = 0;
   // `node` is an input or param whose type `value` matches.
   virtual Status DoUpload(int node, const HostTensor& value) = 0;
+  // `node` is this plan's input or param, `source_node` the node of `source` with its type. By
+  // default the source's value is downloaded, then uploaded here.
+  virtual Status DoCopyFrom(Prepared& source, int source_node, int node);
 
   execplan::Plan plan_;
 };

@@ -26,7 +26,8 @@ Result<std::vector<std::vector<float>>> ShardGradients(api::Session& gradients,
   std::vector<std::vector<float>> chunk_values;
   for (int first = 0; first < mine.chunks; first += api::kMaxStepsPerSubmission) {
     const int n = std::min(mine.chunks - first, api::kMaxStepsPerSubmission);
-    std::vector<runtime::Feeds> feeds(static_cast<size_t>(n), *in.weights);
+    // The weights are the session's resident params: only the batch's chunks are fed.
+    std::vector<runtime::Feeds> feeds(static_cast<size_t>(n));
     for (int i = 0; i < n; ++i) {
       const int64_t at = in.batch_start + (mine.first_chunk + first + i) * b;
       data::GatherBatch(*in.train, *in.order, at, b, img, lab);
@@ -114,9 +115,9 @@ Result<ShardCheck> VerifyShard(const std::string& run_id, int shard,
   SCELLIS_ASSIGN_OR_RETURN(std::string weights_file, st.GetBlob(rec["weights"].get<std::string>()));
   SCELLIS_ASSIGN_OR_RETURN(std::vector<store::NamedTensor> tensors,
                            store::DecodeSafetensors(weights_file, nullptr));
-  runtime::Feeds weights;
   for (const store::NamedTensor& t : tensors)
-    weights[t.name] = HostTensor::FromFloats(MakeType(t.shape), FloatsOf(t.bytes));
+    SCELLIS_TRY(
+        gradients->Upload(t.name, HostTensor::FromFloats(MakeType(t.shape), FloatsOf(t.bytes))));
   const block::Program& prog = *halves.head.program;
   SCELLIS_ASSIGN_OR_RETURN(data::Dataset train,
                            data::LoadDataset(rec["dataset"].get<std::string>(), "train"));
@@ -126,8 +127,7 @@ Result<ShardCheck> VerifyShard(const std::string& run_id, int shard,
                  .order = &order,
                  .batch_start = rec["batch_start"].get<int64_t>(),
                  .images_feed = FeedNameOf(prog.blocks[halves.spec.images]),
-                 .labels_feed = FeedNameOf(prog.blocks[halves.spec.labels]),
-                 .weights = &weights};
+                 .labels_feed = FeedNameOf(prog.blocks[halves.spec.labels])};
   SCELLIS_ASSIGN_OR_RETURN(std::vector<std::vector<float>> values,
                            ShardGradients(*gradients, w, shard, in));
   const std::vector<float> mine = workplan::ReduceLocal(w, shard, values);

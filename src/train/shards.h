@@ -16,13 +16,13 @@
 namespace scellis::train {
 
 // The gradient set (every param's gradient, then the loss; workplan::WorkPlan::params order) of
-// each chunk of `rank`'s shard, for the batch that starts at `batch_start` in `order`.
+// each chunk of `rank`'s shard, for the batch that starts at `batch_start` in `order`, at the
+// weights the gradient session holds (its params are resident).
 struct ShardInputs {
   const data::Dataset* train = nullptr;
   const std::vector<int64_t>* order = nullptr;
   int64_t batch_start = 0;
   std::string images_feed, labels_feed;
-  const runtime::Feeds* weights = nullptr;  // the params, by feed name
 };
 Result<std::vector<std::vector<float>>> ShardGradients(api::Session& gradients,
                                                        const workplan::WorkPlan& w, int rank,

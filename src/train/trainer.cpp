@@ -314,11 +314,12 @@ class Training {
     halves.gradients.plan.caller_host_bytes = BatchHostBytes(mine, spec_.batch / chunks);
     halves.gradients.plan.caller_host_what = "the chunks of one batch gathered by a rank";
     halves.update.plan.caller_host_bytes = 0;
-    SCELLIS_ASSIGN_OR_RETURN(runtime::Selection update_backend, runtime::SelectBackend(o_.select));
+    // Both halves on one device: the update half's params are copied into the gradient half's
+    // there after each update, so the weights never leave it; only the gradients do.
     SCELLIS_ASSIGN_OR_RETURN(
-        gradients_, api::Session::Prepare(text, halves.gradients, std::move(gradients_backend)));
-    SCELLIS_ASSIGN_OR_RETURN(update_,
-                             api::Session::Prepare(text, halves.update, std::move(update_backend)));
+        update_, api::Session::Prepare(text, halves.update, std::move(gradients_backend)));
+    SCELLIS_ASSIGN_OR_RETURN(gradients_,
+                             api::Session::PrepareBeside(text, halves.gradients, *update_));
     SCELLIS_ASSIGN_OR_RETURN(
         work_,
         workplan::FromExecPlans(std::make_shared<execplan::Plan>(gradients_->plan()),
@@ -579,17 +580,14 @@ class Training {
     double loss_sum = 0;
     for (int64_t step = 0; step < steps; ++step) {
       auto t = Clock::now();
-      runtime::Feeds weights;
-      for (const std::string& p : param_names_) {
-        SCELLIS_ASSIGN_OR_RETURN(weights[p], update_->Download(p));
-      }
-      t = phases_.Add("weights_download", t);
+      // The weights as the last update left them (or a checkpoint restored them), on the device.
+      SCELLIS_TRY(gradients_->CopyFrom(*update_, param_names_));
+      t = phases_.Add("weights_copy", t);
       ShardInputs in{.train = &train_,
                      .order = &order,
                      .batch_start = step * spec_.batch,
                      .images_feed = images_feed_,
-                     .labels_feed = labels_feed_,
-                     .weights = &weights};
+                     .labels_feed = labels_feed_};
       SCELLIS_ASSIGN_OR_RETURN(std::vector<std::vector<float>> chunk_values,
                                ShardGradients(*gradients_, work_, world_->rank(), in));
       t = phases_.Add("gradients", t);
@@ -601,8 +599,14 @@ class Training {
       SCELLIS_ASSIGN_OR_RETURN(std::vector<float> gathered, world_->AllGather(partials, counts));
       t = phases_.Add("all_gather", t);
       // The run's last step is recorded, by rank 0, which holds every rank's partials now.
-      if (o_.record_shards && world_->rank() == 0 && epoch + 1 == epochs_ && step + 1 == steps)
+      if (o_.record_shards && world_->rank() == 0 && epoch + 1 == epochs_ && step + 1 == steps) {
+        // The weights the gradients were taken at: the update half's, not yet updated.
+        runtime::Feeds weights;
+        for (const std::string& p : param_names_) {
+          SCELLIS_ASSIGN_OR_RETURN(weights[p], update_->Download(p));
+        }
         SCELLIS_TRY(RecordShards(epoch, step * spec_.batch, weights, gathered));
+      }
       t = Clock::now();
       std::vector<float> sum = workplan::Combine(work_, gathered);
       t = phases_.Add("combine", t);
@@ -728,7 +732,8 @@ class Training {
   std::unique_ptr<api::Session> step_, eval_;
   // Data parallelism: the step's halves, the WorkPlan and the job's ranks (one when alone).
   bool data_parallel_ = false;
-  std::unique_ptr<api::Session> gradients_, update_;
+  // The gradient half runs on the update half's executor: declared after it, so destroyed first.
+  std::unique_ptr<api::Session> update_, gradients_;
   workplan::WorkPlan work_;
   std::unique_ptr<workplan::Collective> world_;
   std::string text_;                // the document, for a shard record
@@ -772,11 +777,11 @@ std::optional<Diagnostic> DatasetFromFiles(const doc::Document& document) {
     auto s = n.params.find("source");
     if (s == n.params.end() || !s->is_string() || s->get<std::string>().rfind("idx:", 0) != 0)
       continue;
-    Diagnostic d =
-        UserError("dataset-path-refused", PointerJoin(PointerJoin(n.pointer, "params"), "source"),
-                  "a server reads no files a request names; this dataset source is a pair of "
-                  "files",
-                  "use a named dataset (\"fashion-mnist\"), or train on files with `scellis train`");
+    Diagnostic d = UserError(
+        "dataset-path-refused", PointerJoin(PointerJoin(n.pointer, "params"), "source"),
+        "a server reads no files a request names; this dataset source is a pair of "
+        "files",
+        "use a named dataset (\"fashion-mnist\"), or train on files with `scellis train`");
     d.where = n.Describe();
     return d;
   }

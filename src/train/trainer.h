@@ -91,7 +91,7 @@ struct TrainResult {
   std::string plan_hash;   // workplan::PlanHash of the plan holding the trained state
   std::string tolerance;   // that plan's tolerance class, and its thresholds at the run's tier
   double atol = 0, rtol = 0;
-  std::string dataset;     // the dataset's source, as the document names it
+  std::string dataset;  // the dataset's source, as the document names it
   int steps_per_run = 0;
   std::vector<EpochResult> epochs;  // those run by this call (after a resume, the later ones)
   std::vector<float> losses;        // every step's loss, in order
@@ -101,8 +101,9 @@ struct TrainResult {
   std::string adapter;              // which adapter of the host (DeviceProfile::adapter), or ""
   int64_t batch = 0;                // examples per step (the whole batch, over every rank)
   // Where this rank's training steps spent their time, in seconds summed over the run. A
-  // data-parallel step: "weights_download" (the update half's params to the host), "gradients"
-  // (weights and batch chunks uploaded, the gradient half run, its gradients read back),
+  // data-parallel step: "weights_copy" (the update half's params copied into the gradient half's,
+  // on the device), "gradients" (batch chunks uploaded, the gradient half run, its gradients read
+  // back),
   // "reduce_local" (this rank's partial sums), "all_gather" (the collective), "combine" (the
   // fixed tree over every partial), "update" (the gradient uploaded, the update half run). A step
   // in one piece: "steps" (upload, run and loss read-back of the submissions).

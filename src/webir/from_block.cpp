@@ -41,8 +41,8 @@ class Lowering {
     }
     if (prog_.train && prog_.mode != block::LowerMode::kForward) {
       const block::TrainSpec& spec = *prog_.train;
-      PendingTrainStep step{node_of_[spec.loss], {}, spec.param_optimizers, spec.pointer,
-                            prog_.mode};
+      PendingTrainStep step{
+          node_of_[spec.loss], {}, spec.param_optimizers, spec.pointer, prog_.mode};
       for (int b : spec.params) step.params.push_back(node_of_[b]);
       g_.train = std::move(step);
     }
@@ -95,10 +95,10 @@ class Lowering {
         n.data = b.data;
         return g_.Add(std::move(n));
       case block::BlockKind::kParam:
-        if (prog_.train && (prog_.mode == block::LowerMode::kForward ||
-                            prog_.mode == block::LowerMode::kGradients)) {
-          // Evaluating a training workflow, or its gradients on one shard: the weights are fed by
-          // name.
+        // The gradient half of a data-parallel step keeps its params resident like the whole
+        // step does: the trainer copies the updated weights into them on the device.
+        if (prog_.train && prog_.mode == block::LowerMode::kForward) {
+          // Evaluating a training workflow: the weights are fed by name.
           n.op = "input";
           n.role = Role::kInput;
           n.type = b.tensor_type;

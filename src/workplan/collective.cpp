@@ -14,6 +14,10 @@ class Alone final : public Collective {
                                        const std::vector<int64_t>& counts) override {
     return std::vector<float>(mine.begin(), mine.end());
   }
+  Result<std::vector<float>> Gather(std::span<const float> mine,
+                                    const std::vector<int64_t>& counts) override {
+    return std::vector<float>(mine.begin(), mine.end());
+  }
   [[noreturn]] void Abort(const Diagnostic& cause) override {
     std::cerr << cause.Format() << "\n";
     std::exit(ExitCodeFor(cause));

@@ -22,6 +22,10 @@ class Collective {
   // wait forever: `rank-lost`.
   virtual Result<std::vector<float>> AllGather(std::span<const float> mine,
                                                const std::vector<int64_t>& counts) = 0;
+  // Every rank's `mine` concatenated in rank order, on rank 0 only (the others get nothing back);
+  // `counts` as for AllGather, and bounded by the same timeout.
+  virtual Result<std::vector<float>> Gather(std::span<const float> mine,
+                                            const std::vector<int64_t>& counts) = 0;
   // Ends the run on every rank: writes the cause, named with this rank, to stderr and stops the
   // job. Used when this rank failed while others may be waiting for it.
   [[noreturn]] virtual void Abort(const Diagnostic& cause) = 0;

@@ -189,7 +189,7 @@ TEST(TrainStep, MlpAdamStepsMatchAHandComputation) {
   }
 }
 
-// Data parallelism lowers the step as two halves: the gradients (params fed by name) and the
+// Data parallelism lowers the step as two halves: the gradients (params resident) and the
 // update (gradients fed as "<param>@grad"). Run one after the other in float64 on the reference
 // they are the hand-computed step.
 TEST(TrainStep, GradientAndUpdateHalvesMakeTheWholeStep) {

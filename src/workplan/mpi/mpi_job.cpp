@@ -59,39 +59,12 @@ class MpiJob final : public Collective {
 
   Result<std::vector<float>> AllGather(std::span<const float> mine,
                                        const std::vector<int64_t>& counts) override {
-    std::vector<int> sizes(counts.size()), offsets(counts.size());
-    int64_t total = 0;
-    for (size_t r = 0; r < counts.size(); ++r) {
-      if (counts[r] > INT_MAX || total > INT_MAX)
-        return RuntimeError("collective-too-large", "an all-gather of " + std::to_string(total) +
-                                                        " floats is beyond one MPI call's count");
-      sizes[r] = static_cast<int>(counts[r]);
-      offsets[r] = static_cast<int>(total);
-      total += counts[r];
-    }
-    if (static_cast<int64_t>(mine.size()) != counts[rank_])
-      return InternalError("workplan.AllGather", "this rank's share is not the count planned");
-    std::vector<float> all(static_cast<size_t>(total));
-    MPI_Request request;
-    int rc = MPI_Iallgatherv(mine.data(), sizes[rank_], MPI_FLOAT, all.data(), sizes.data(),
-                             offsets.data(), MPI_FLOAT, MPI_COMM_WORLD, &request);
-    if (rc != MPI_SUCCESS) return Failed("the all-gather could not start", rc);
-    // Bounded: a rank that never arrives (hung, or lost where MPI does not notice) ends the wait.
-    const auto deadline =
-        std::chrono::steady_clock::now() + std::chrono::duration<double>(timeout_);
-    for (int done = 0;;) {
-      rc = MPI_Test(&request, &done, MPI_STATUS_IGNORE);
-      if (rc != MPI_SUCCESS) return Failed("the all-gather failed", rc);
-      if (done) break;
-      if (std::chrono::steady_clock::now() > deadline) {
-        return RuntimeError("rank-lost", "rank " + std::to_string(rank_) + " waited " +
-                                             std::to_string(static_cast<int>(timeout_)) +
-                                             " s for the gradients' all-gather; another rank "
-                                             "stopped or hangs");
-      }
-      std::this_thread::sleep_for(std::chrono::microseconds(50));
-    }
-    return all;
+    return Collect(mine, counts, /*everyone=*/true, "the gradients' all-gather");
+  }
+
+  Result<std::vector<float>> Gather(std::span<const float> mine,
+                                    const std::vector<int64_t>& counts) override {
+    return Collect(mine, counts, /*everyone=*/false, "the gather of the output's blocks");
   }
 
   [[noreturn]] void Abort(const Diagnostic& cause) override {
@@ -103,6 +76,48 @@ class MpiJob final : public Collective {
   }
 
  private:
+  // Every rank's share in rank order, on every rank (everyone) or on rank 0 only.
+  Result<std::vector<float>> Collect(std::span<const float> mine,
+                                     const std::vector<int64_t>& counts, bool everyone,
+                                     const std::string& what) {
+    std::vector<int> sizes(counts.size()), offsets(counts.size());
+    int64_t total = 0;
+    for (size_t r = 0; r < counts.size(); ++r) {
+      if (counts[r] > INT_MAX || total > INT_MAX)
+        return RuntimeError("collective-too-large", "a collective of " + std::to_string(total) +
+                                                        " floats is beyond one MPI call's count");
+      sizes[r] = static_cast<int>(counts[r]);
+      offsets[r] = static_cast<int>(total);
+      total += counts[r];
+    }
+    if (static_cast<int64_t>(mine.size()) != counts[rank_])
+      return InternalError("workplan.Collect", "this rank's share is not the count planned");
+    const bool receives = everyone || rank_ == 0;
+    std::vector<float> all(receives ? static_cast<size_t>(total) : 0);
+    MPI_Request request;
+    int rc = everyone
+                 ? MPI_Iallgatherv(mine.data(), sizes[rank_], MPI_FLOAT, all.data(), sizes.data(),
+                                   offsets.data(), MPI_FLOAT, MPI_COMM_WORLD, &request)
+                 : MPI_Igatherv(mine.data(), sizes[rank_], MPI_FLOAT, all.data(), sizes.data(),
+                                offsets.data(), MPI_FLOAT, 0, MPI_COMM_WORLD, &request);
+    if (rc != MPI_SUCCESS) return Failed(what + " could not start", rc);
+    // Bounded: a rank that never arrives (hung, or lost where MPI does not notice) ends the wait.
+    const auto deadline =
+        std::chrono::steady_clock::now() + std::chrono::duration<double>(timeout_);
+    for (int done = 0;;) {
+      rc = MPI_Test(&request, &done, MPI_STATUS_IGNORE);
+      if (rc != MPI_SUCCESS) return Failed(what + " failed", rc);
+      if (done) break;
+      if (std::chrono::steady_clock::now() > deadline) {
+        return RuntimeError("rank-lost", "rank " + std::to_string(rank_) + " waited " +
+                                             std::to_string(static_cast<int>(timeout_)) +
+                                             " s for " + what + "; another rank stopped or hangs");
+      }
+      std::this_thread::sleep_for(std::chrono::microseconds(50));
+    }
+    return all;
+  }
+
   Diagnostic Failed(const std::string& what, int rc) const {
     char text[MPI_MAX_ERROR_STRING];
     int length = 0;

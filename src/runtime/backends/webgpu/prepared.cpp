@@ -283,6 +283,23 @@ class WebGpuPrepared : public Prepared {
     return Status::Ok();
   }
 
+  // Between two plans of one device, a buffer copy: the value never leaves the device.
+  Status DoCopyFrom(Prepared& source, int source_node, int node) override {
+    auto* other = dynamic_cast<WebGpuPrepared*>(&source);
+    if (!other || &other->d_ != &d_) return Prepared::DoCopyFrom(source, source_node, node);
+    // After a step a carried output's value lives in its input's buffer (they swapped).
+    for (const webir::Carry& c : other->plan_.graph().carries)
+      if (c.from == source_node) source_node = c.to;
+    const uint64_t bytes =
+        RoundUp4(static_cast<uint64_t>(CheckedBytes(plan_.graph().at(node).type).value_or(0)));
+    if (bytes) {
+      d_.Copy(other->Phys(source_node), 0, Phys(node), 0, bytes);
+      SCELLIS_TRY(d_.Submit());
+    }
+    initialized_ |= IsCarried(plan_.graph(), node);
+    return Status::Ok();
+  }
+
  private:
   // A fed input's per-step values: one slot per step of a run in one staging buffer.
   struct Slots {
