@@ -161,12 +161,12 @@ int main(int argc, char** argv) {
   std::vector<Case> cases;
   for (int log2_n : quick ? std::vector<int>{20} : sizes) {
     for (const char* kind : {"copy", "chain"}) {
-      if (schedules.empty()) cases.push_back({kind, log2_n, true});
+      if (schedules.empty()) cases.push_back({kind, log2_n, true, std::nullopt});
       for (const kernel::ElementwiseSchedule& s : schedules)
         cases.push_back({kind, log2_n, true, s});
-      cases.push_back({kind, log2_n, false});
+      cases.push_back({kind, log2_n, false, std::nullopt});
     }
-    cases.push_back({"sum", log2_n, false});
+    cases.push_back({"sum", log2_n, false, std::nullopt});
   }
   int failures = 0;
   for (const Case& c : cases) {

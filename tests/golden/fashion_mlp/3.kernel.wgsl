@@ -19,7 +19,7 @@ fn inf_f32() -> f32 {
 }
 fn relu_f32(x: f32) -> f32 { return select(x, 0.0, is_below_zero_f32(x)); }
 fn epilogue(x0: f32, e: u32) -> f32 {
-  var rem = e + 0u;
+  var rem = e;
   let d1 = rem % 256u;
   rem = rem / 256u;
   let d0 = rem % 64u;
@@ -61,7 +61,7 @@ fn main(@builtin(workgroup_id) wg: vec3<u32>,
 @group(0) @binding(2) var<storage, read> in2: array<f32>;
 @group(0) @binding(3) var<storage, read_write> out: array<f32>;
 fn epilogue(x0: f32, e: u32) -> f32 {
-  var rem = e + 0u;
+  var rem = e;
   let d1 = rem % 10u;
   rem = rem / 10u;
   let d0 = rem % 64u;
