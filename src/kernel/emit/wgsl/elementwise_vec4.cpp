@@ -78,27 +78,13 @@ Generated VectorTile(const Module& m, const Kernel& k, const ElementwiseSchedule
   const int64_t per_group = int64_t{s.workgroup_size} * s.per_invocation;
   const int64_t groups = std::clamp<int64_t>((vectors + per_group - 1) / per_group, 1,
                                              ElementwiseSchedule::kMaxWorkgroups);
-  // Each workgroup covers whole chunks of workgroup_size x per_invocation consecutive vectors (its
+  // Each workgroup covers chunks of workgroup_size x per_invocation consecutive vectors (its
   // invocation t takes vectors t, t + workgroup_size, ... of the chunk), and strides over chunks
   // only when there are more than the grid's workgroups. So the workgroups resident at one time
-  // stream one compact window of every buffer, moving through memory in order: a grid-stride
-  // loop over single vectors instead scatters them over per_invocation windows far apart, which
-  // costs the GPU's address translation more than half its bandwidth once the buffers pass a few
-  // hundred MiB. Within a whole chunk every load is issued before the first store: the shader
-  // compiler may not move a load above a store to another binding (bindings may alias, as far as
-  // it knows), so written this way an invocation has per_invocation vectors' loads in flight.
-  const int p = s.per_invocation;
+  // stream one compact window of every buffer, moving through memory in order. The expression is
+  // written once, in the loop over an invocation's vectors: a software adapter inlines every copy
+  // of it, and unrolled copies made its shaders many times slower to compile.
   const std::string chunk = U32(per_group);
-  std::string whole, partial;
-  for (int t = 0; t < p; ++t) {
-    const std::string jt = "j" + std::to_string(t);
-    whole += "      let " + jt + " = first + " + U32(int64_t{t} * s.workgroup_size) + ";\n";
-    partial += "      let " + jt + " = first + " + U32(int64_t{t} * s.workgroup_size) +
-               ";\n      if (" + jt + " < " + U32(vectors) + ") {\n" + loads(jt, "") +
-               store(jt, "") + "      }\n";
-  }
-  for (int t = 0; t < p; ++t) whole += loads("j" + std::to_string(t), "_" + std::to_string(t));
-  for (int t = 0; t < p; ++t) whole += store("j" + std::to_string(t), "_" + std::to_string(t));
   Generated out;
   const bool tiled = base != 0 || count != total;
   out.source = (tiled ? "// a tile of " + std::to_string(count) + " elements from " +
@@ -112,9 +98,10 @@ Generated VectorTile(const Module& m, const Kernel& k, const ElementwiseSchedule
                "        @builtin(num_workgroups) groups: vec3<u32>) {\n"
                "  for (var c = group.x; c < " +
                U32((vectors + per_group - 1) / per_group) + "; c = c + groups.x) {\n" +
-               "    let first = c * " + chunk + " + lane;\n" + "    if ((c + 1u) * " + chunk +
-               " <= " + U32(vectors) + ") {\n" + whole + "    } else {\n" + partial +
-               "    }\n  }\n}\n";
+               "    for (var t = 0u; t < " + U32(s.per_invocation) + "; t = t + 1u) {\n" +
+               "      let j = c * " + chunk + " + t * " + U32(s.workgroup_size) + " + lane;\n" +
+               "      if (j >= " + U32(vectors) + ") { break; }\n" + loads("j", "") +
+               store("j", "") + "    }\n  }\n}\n";
   out.workgroups = {static_cast<uint32_t>(groups), 1, 1};
   return out;
 }
