@@ -41,25 +41,25 @@ Generated VectorTile(const Module& m, const Kernel& k, const ElementwiseSchedule
     if (!windowed && period != total) wraps[n] = " % " + U32(period / width);
     params += (n ? ", a" : "a") + std::to_string(n) + ": " + StorageType(in.dtype);
   }
-  // The loads of the vector at index `j` into v<input><suffix>, and its store from them.
-  auto loads = [&](const std::string& j, const std::string& suffix) {
+  // The loads of the vector at index `j` into v<input>, and its store from them.
+  auto loads = [&](const std::string& j) {
     std::string text;
     for (size_t n = 0; n < k.inputs.size(); ++n) {
       const std::string index = !vec4_inputs[n]      ? "0u"
                                 : offsets[n].empty() ? j + wraps[n]
                                                      : "(" + j + offsets[n] + ")" + wraps[n];
-      text += "      let v" + std::to_string(n) + suffix + " = in" + std::to_string(n) + "[" +
-              index + "];\n";
+      text +=
+          "      let v" + std::to_string(n) + " = in" + std::to_string(n) + "[" + index + "];\n";
     }
     return text;
   };
-  auto store = [&](const std::string& j, const std::string& suffix) {
+  auto store = [&](const std::string& j) {
     std::string text =
         "      out[" + j + "] = vec" + std::to_string(width) + "<" + StorageType(type.dtype) + ">(";
     for (int c = 0; c < width; ++c) {
       text += std::string(c ? "," : "") + "\n        fused_element(";
       for (size_t n = 0; n < k.inputs.size(); ++n)
-        text += (n ? ", v" : "v") + std::to_string(n) + suffix +
+        text += (n ? ", v" : "v") + std::to_string(n) +
                 (vec4_inputs[n] ? std::string(".") + kComponents[c] : "");
       text += ")";
     }
@@ -100,8 +100,8 @@ Generated VectorTile(const Module& m, const Kernel& k, const ElementwiseSchedule
                U32((vectors + per_group - 1) / per_group) + "; c = c + groups.x) {\n" +
                "    for (var t = 0u; t < " + U32(s.per_invocation) + "; t = t + 1u) {\n" +
                "      let j = c * " + chunk + " + t * " + U32(s.workgroup_size) + " + lane;\n" +
-               "      if (j >= " + U32(vectors) + ") { break; }\n" + loads("j", "") +
-               store("j", "") + "    }\n  }\n}\n";
+               "      if (j >= " + U32(vectors) + ") { break; }\n" + loads("j") + store("j") +
+               "    }\n  }\n}\n";
   out.workgroups = {static_cast<uint32_t>(groups), 1, 1};
   return out;
 }

@@ -204,7 +204,7 @@ TEST(ElementwiseVec4, RaggedSizesMatchTheReferenceAndTheScalarKernelBitForBit) {
 }
 
 // Every way a wide kernel covers its output: chunks of workgroup size x vectors per invocation,
-// whole (all loads before the stores) or the last one partial, and more chunks than one grid
+// whole or the last one partial, and more chunks than one grid
 // dimension holds (a workgroup of one invocation over 65 536 + vectors: workgroup 0 takes chunk
 // 65 535 too). Each equals the reference's relu(a * b + c) * 0.5, which is exact in IEEE
 // arithmetic, bit for bit.
