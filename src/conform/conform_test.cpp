@@ -226,10 +226,10 @@ TEST_F(ConformanceTest, PoisonCatchesAKernelThatSkipsItsLastElement) {
       return;
     }
     // A wide elementwise kernel stores whole vectors: it skips its last vector of 4 elements.
-    const std::string vector_guard = "; j < ";
+    const std::string vector_guard = "if (j >= ";
     at = k.Wgsl().source.find(vector_guard);
     if (at != std::string::npos) {
-      k.Wgsl().source.replace(at, vector_guard.size(), "; j + 1u < ");
+      k.Wgsl().source.replace(at, vector_guard.size(), "if (j + 1u >= ");
       return;
     }
     // The tiled matmul guards its write with the tile's bounds: also skip the buffer's last word.
