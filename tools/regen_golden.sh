@@ -26,12 +26,14 @@ while (($#)); do
   esac
 done
 if ((${#cases[@]} == 0)); then
-  for f in examples/*.json; do cases+=("$(basename "$f" .json)"); done
+  for f in examples/*.json examples/workplan/*.json; do cases+=("$(basename "$f" .json)"); done
 fi
 [ -x "$scellis" ] || { echo "regen_golden: no scellis binary at $scellis (build first)" >&2; exit 1; }
 
 for c in "${cases[@]}"; do
   src="examples/$c.json"
+  # examples/workplan/: documents that fit only split over ranks.
+  [ -f "$src" ] || src="examples/workplan/$c.json"
   [ -f "$src" ] || { echo "regen_golden: no example $src" >&2; exit 1; }
   flags=(--tier=prod)
   if ! grep -q '"budget"' "$src"; then flags+=(--budget=1G); fi

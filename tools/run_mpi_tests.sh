@@ -128,7 +128,7 @@ for r in 0 1; do
 done
 echo "   $(grep "^rank [01]: adapter" "$TMP/err" | sort | tr '\n' ';')"
 echo "-- a matmul too large for one device's budget, in blocks over 2 ranks"
-# examples/matmul_blocks.json cuts a's rows; this one, b's columns (b is the larger operand).
+# examples/workplan/matmul_blocks.json cuts a's rows; this one, b's columns (b is the larger operand).
 cat >"$TMP/columns.json" <<'EOF'
 {"format": "scellis.workflow/1", "name": "matmul_columns", "determinism": "debug",
  "budget": {"memory_bytes": 163840},
@@ -140,7 +140,7 @@ cat >"$TMP/columns.json" <<'EOF'
  "outputs": [{"name": "y", "from": "y"}]}
 EOF
 RUN=(run --backend=cpu --threads=1 --no-record --json)
-for doc in examples/matmul_blocks.json "$TMP/columns.json"; do
+for doc in examples/workplan/matmul_blocks.json "$TMP/columns.json"; do
   rc=0; "$SCELLIS" "${RUN[@]}" "$doc" >/dev/null 2>"$TMP/err" || rc=$?
   [ "$rc" = 2 ] && grep -q "memory-over-budget" "$TMP/err" || { cat "$TMP/err"; fail "$doc fits one device"; }
   "$SCELLIS" "${RUN[@]}" "$doc" --budget=1G --out "$TMP/one.json" >/dev/null 2>"$TMP/err" ||

@@ -73,7 +73,7 @@ TEST_F(Cli, RunOnTheCpuIsLoud) {
 // `run --ranks`: one process alone with --ranks=1 prints the product like any run; more ranks
 // need an MPI job of that size (tools/run_mpi_tests.sh runs two); a split run is one step.
 TEST_F(Cli, RunInMatmulBlocks) {
-  const std::string doc = Example("matmul_blocks.json");
+  const std::string doc = Example("workplan/matmul_blocks.json");
   CliRun red = RunScellis({"run", doc, "--backend=cpu", "--no-record"});
   EXPECT_EQ(red.exit_code, 2);
   EXPECT_NE(red.err.find("memory-over-budget"), std::string::npos) << red.err;
@@ -146,7 +146,7 @@ TEST_F(Cli, LowerPrintsEachRung) {
             std::string::npos)
       << untrained.err;
   CliRun blocks =
-      RunScellis({"lower", Example("matmul_blocks.json"), "--to=workplan", "--ranks=4", "--json"});
+      RunScellis({"lower", Example("workplan/matmul_blocks.json"), "--to=workplan", "--ranks=4", "--json"});
   ASSERT_EQ(blocks.exit_code, 0) << blocks.err;
   Json b = Json::parse(blocks.out);
   EXPECT_EQ(b["one_device"]["verdict"], "red");
@@ -155,7 +155,7 @@ TEST_F(Cli, LowerPrintsEachRung) {
   EXPECT_EQ(b["blocks"][3]["lo"], 384);
   EXPECT_EQ(b["blocks"][3]["hi"], 512);
   CliRun chunked = RunScellis(
-      {"lower", Example("matmul_blocks.json"), "--to=workplan", "--ranks=2", "--chunks=2"});
+      {"lower", Example("workplan/matmul_blocks.json"), "--to=workplan", "--ranks=2", "--chunks=2"});
   EXPECT_EQ(chunked.exit_code, 2);
   EXPECT_NE(chunked.err.find("bad-flag"), std::string::npos) << chunked.err;
   CliRun bad = RunScellis({"lower", Example("matmul_chain.json"), "--tier=prod", "--to=silicon"});

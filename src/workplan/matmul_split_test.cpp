@@ -105,10 +105,10 @@ void ExpectSameBits(const std::vector<float>& got, const std::vector<float>& wan
 }
 
 TEST(MatmulWorkPlan, TheExampleIsRedAloneAndGreenInRowBlocksOnTwoRanks) {
-  // examples/matmul_blocks.json: a [512, 64] (128 KiB) @ b [64, 32] (8 KiB) = y [512, 32]
+  // examples/workplan/matmul_blocks.json: a [512, 64] (128 KiB) @ b [64, 32] (8 KiB) = y [512, 32]
   // (64 KiB), 200 KiB on one device against its budget of 160 KiB.
   auto c = pipeline::CompileMatmulWorkPlan(
-      Example("matmul_blocks.json"), {},
+      Example("workplan/matmul_blocks.json"), {},
       DeviceSet::Uniform(2, execplan::HostMemoryLimits("cpu", "cpu")));
   ASSERT_TRUE(c.ok()) << c.errors()[0].Format();
   const MatmulWorkPlan& w = c->plan;
@@ -187,7 +187,7 @@ TEST(MatmulWorkPlan, ColumnBlocksAssembleToThePlainLoopBitForBit) {
 TEST(MatmulWorkPlan, OneProcessRunOfTheSplitEqualsTheWholeRun) {
   // The example's params come from its initializers: --ranks=1 through the facade, against the
   // whole product run normally (with a budget it fits).
-  const std::string text = Example("matmul_blocks.json");
+  const std::string text = Example("workplan/matmul_blocks.json");
   api::RunOptions o;
   o.select.requested = "cpu";
   o.compile.plan.budget_bytes = int64_t{1} << 30;
