@@ -174,7 +174,10 @@ bool ComputesInIntegers(const Kernel& k) {
 
 Result<Generated> Generate(const Module& m, const Kernel& k) {
   if (k.kind != KernelKind::kElementwise && !TakesItsPortDtypes(m, k) && !ComputesInIntegers(k)) {
+    // A matmul's epilogue reads f32 and bool inputs of its own (fuse-matmul-epilogue checked
+    // them) and ends in f32: the op's own operands are the ones held to its dtypes.
     std::vector<int> nodes = k.inputs;
+    if (k.HasEpilogue()) nodes.resize(2);
     nodes.push_back(k.output);
     const ops::OpSpec* spec = k.kind == KernelKind::kOp ? m.graph().ops->Find(k.op) : nullptr;
     for (size_t j = 0; j < nodes.size(); ++j) {
