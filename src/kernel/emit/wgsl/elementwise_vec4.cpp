@@ -30,41 +30,30 @@ Generated VectorTile(const Module& m, const Kernel& k, const ElementwiseSchedule
   // it is bound as a window of the output's shape (device_program windows exactly those), else by
   // its place in the whole output, modulo the period's vectors.
   std::vector<bool> vec4_inputs(k.inputs.size());
-  std::vector<std::string> offsets(k.inputs.size()), wraps(k.inputs.size());
-  std::string params;
+  std::string params, loads;
   for (size_t n = 0; n < k.inputs.size(); ++n) {
     const TensorType& in = m.graph().at(k.inputs[n]).type;
     const int64_t period = ReadPeriod(m, k, static_cast<int>(n)).value_or(total);
     vec4_inputs[n] = period != 1;
-    const bool windowed = in.SameShape(type);
-    if (!windowed && first != 0) offsets[n] = " + " + U32(first);
-    if (!windowed && period != total) wraps[n] = " % " + U32(period / width);
+    std::string index = "0u";
+    if (period != 1) {
+      const bool windowed = in.SameShape(type);
+      index = windowed || first == 0 ? "j" : "(j + " + U32(first) + ")";
+      if (!windowed && period != total) index += " % " + U32(period / width);
+    }
+    loads += "      let v" + std::to_string(n) + " = in" + std::to_string(n) + "[" + index + "];\n";
     params += (n ? ", a" : "a") + std::to_string(n) + ": " + StorageType(in.dtype);
   }
-  // The loads of the vector at index `j` into v<input>, and its store from them.
-  auto loads = [&](const std::string& j) {
-    std::string text;
-    for (size_t n = 0; n < k.inputs.size(); ++n) {
-      const std::string index = !vec4_inputs[n]      ? "0u"
-                                : offsets[n].empty() ? j + wraps[n]
-                                                     : "(" + j + offsets[n] + ")" + wraps[n];
-      text +=
-          "      let v" + std::to_string(n) + " = in" + std::to_string(n) + "[" + index + "];\n";
-    }
-    return text;
-  };
-  auto store = [&](const std::string& j) {
-    std::string text =
-        "      out[" + j + "] = vec" + std::to_string(width) + "<" + StorageType(type.dtype) + ">(";
-    for (int c = 0; c < width; ++c) {
-      text += std::string(c ? "," : "") + "\n        fused_element(";
-      for (size_t n = 0; n < k.inputs.size(); ++n)
-        text += (n ? ", v" : "v") + std::to_string(n) +
-                (vec4_inputs[n] ? std::string(".") + kComponents[c] : "");
-      text += ")";
-    }
-    return text + ");\n";
-  };
+  std::string store =
+      "      out[j] = vec" + std::to_string(width) + "<" + StorageType(type.dtype) + ">(";
+  for (int c = 0; c < width; ++c) {
+    store += std::string(c ? "," : "") + "\n        fused_element(";
+    for (size_t n = 0; n < k.inputs.size(); ++n)
+      store += (n ? ", v" : "v") + std::to_string(n) +
+               (vec4_inputs[n] ? std::string(".") + kComponents[c] : "");
+    store += ")";
+  }
+  store += ");\n";
 
   std::string element = "fn fused_element(" + params + ") -> " + StorageType(type.dtype) + " {\n";
   for (size_t n = 0; n < k.inputs.size(); ++n)
@@ -100,7 +89,7 @@ Generated VectorTile(const Module& m, const Kernel& k, const ElementwiseSchedule
                U32((vectors + per_group - 1) / per_group) + "; c = c + groups.x) {\n" +
                "    for (var t = 0u; t < " + U32(s.per_invocation) + "; t = t + 1u) {\n" +
                "      let j = c * " + chunk + " + t * " + U32(s.workgroup_size) + " + lane;\n" +
-               "      if (j >= " + U32(vectors) + ") { break; }\n" + loads("j") + store("j") +
+               "      if (j >= " + U32(vectors) + ") { break; }\n" + loads + store +
                "    }\n  }\n}\n";
   out.workgroups = {static_cast<uint32_t>(groups), 1, 1};
   return out;
