@@ -11,6 +11,11 @@
 # usage: tools/run_fuzz.sh SECONDS [NAME...]   (no NAME: every target, SECONDS each)
 #   JOBS=N        parallel build jobs (2)
 #   FUZZ_FORKS=N  libFuzzer worker processes per target (1); with N > 1 the run uses -fork=N
+#   FUZZ_OPT=-O1  optimisation of the instrumented build. `make test`'s short runs pass -O0: the
+#                 sanitized library then compiles in about half the time, and a 10 s run is a
+#                 smoke test whose value is the corpus replay and the sanitizers, not executions
+#                 per second. Each optimisation level builds in its own folder (build-fuzz for
+#                 -O1, build-fuzz-O0 for -O0), so neither rebuilds the other.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 seconds="${1:?usage: tools/run_fuzz.sh SECONDS [NAME...]}"
@@ -25,23 +30,26 @@ fi
 
 jobs="${JOBS:-2}"
 forks="${FUZZ_FORKS:-1}"
-if [ ! -f build-fuzz/build.ninja ]; then
-  # -O1 with line tables only: what fuzzing needs (symbolised stacks with file and line), compiled
-  # about a quarter faster than -O2 with full debug information.
-  CXX=clang++ cmake -S . -B build-fuzz -G Ninja -DCMAKE_BUILD_TYPE=None \
+opt="${FUZZ_OPT:--O1}"
+fuzz_build=build-fuzz
+[ "$opt" = -O1 ] || fuzz_build="build-fuzz$opt"
+if [ ! -f "$fuzz_build/build.ninja" ]; then
+  # Line tables only: what fuzzing needs (symbolised stacks with file and line), compiled about a
+  # quarter faster than full debug information.
+  CXX=clang++ cmake -S . -B "$fuzz_build" -G Ninja -DCMAKE_BUILD_TYPE=None \
     -DSCELLIS_FUZZ=ON -DSCELLIS_TESTS=OFF \
-    -DCMAKE_CXX_FLAGS="-O1 -gline-tables-only -DNDEBUG -fsanitize=fuzzer-no-link,address,undefined,float-cast-overflow -fno-sanitize-recover=all -fno-omit-frame-pointer" \
+    -DCMAKE_CXX_FLAGS="$opt -gline-tables-only -DNDEBUG -fsanitize=fuzzer-no-link,address,undefined,float-cast-overflow -fno-sanitize-recover=all -fno-omit-frame-pointer" \
     -DCMAKE_EXE_LINKER_FLAGS="-fsanitize=undefined,float-cast-overflow" >/dev/null
 fi
 targets=()
 for name in "${names[@]}"; do targets+=("${name}_fuzz"); done
-cmake --build build-fuzz -j "$jobs" --target "${targets[@]}"
+cmake --build "$fuzz_build" -j "$jobs" --target "${targets[@]}"
 
 status=0
 for name in "${names[@]}"; do
-  corpus="build-fuzz/corpus/$name"
-  seeds="build-fuzz/seeds/$name"
-  artifacts="build-fuzz/artifacts/$name"
+  corpus="$fuzz_build/corpus/$name"
+  seeds="$fuzz_build/seeds/$name"
+  artifacts="$fuzz_build/artifacts/$name"
   mkdir -p "$corpus" "$seeds" "$artifacts"
   bash tools/fuzz/seeds.sh "$name" "$seeds"
   dict=()
@@ -49,9 +57,9 @@ for name in "${names[@]}"; do
   fork=()
   if [ "$forks" -gt 1 ]; then fork=(-fork="$forks" -ignore_crashes=0); fi
   echo "== fuzzing $name for $seconds s"
-  log="build-fuzz/$name.log"
+  log="$fuzz_build/$name.log"
   # libFuzzer reports every new input; the log keeps that, the console gets the summary.
-  "build-fuzz/${name}_fuzz" "$corpus" "$seeds" "${dict[@]}" "${fork[@]}" \
+  "$fuzz_build/${name}_fuzz" "$corpus" "$seeds" "${dict[@]}" "${fork[@]}" \
     -max_total_time="$seconds" -max_len=8192 -timeout=20 -rss_limit_mb=4096 \
     -artifact_prefix="$artifacts/" -print_final_stats=1 > "$log" 2>&1 || status=$?
   if [ "$status" -ne 0 ]; then
