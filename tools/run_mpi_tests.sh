@@ -9,7 +9,9 @@
 #   5. on WebGPU (SwiftShader offered twice, as two GPUs) each rank opens its own adapter, and an
 #      adapter index that is not there is refused by name;
 #   6. a run whose one matmul is red on one device runs on two ranks in blocks of the output's rows
-#      (or columns), gathered to rank 0, equal bit for bit to one process with the budget to fit.
+#      (or columns), gathered to rank 0, equal bit for bit to one process with the budget to fit;
+#      a rank whose device fails mid-run stops the job by name, and a rank that never reaches the
+#      gather is given up after --collective-timeout.
 # Skipped, with the reason, only when mpirun is missing.
 #
 # usage: tools/run_mpi_tests.sh [BUILD]
@@ -157,5 +159,35 @@ PY
   ) || fail "$doc: 2 ranks differ from one process"
   echo "   $(basename "$doc"): red alone; 2 ranks by $axis values identical to one process"
 done
+# Faults around the gather. Rank 1's device fails its first allocation (WebGPU's injected fault):
+# rank 1 names the cause and ends the job before rank 0 waits for its block.
+cat >"$TMP/rank1_faulty.sh" <<'EOF'
+#!/usr/bin/env bash
+if [ "${OMPI_COMM_WORLD_RANK:-0}" = 1 ]; then
+  case "$1" in
+    allocation) export SCELLIS_FAULT_ALLOCATION=1 ;;
+    refuses) set -- "$@" --budget=1K ;;
+  esac
+fi
+shift
+exec "$@"
+EOF
+chmod +x "$TMP/rank1_faulty.sh"
+SPLIT=(run examples/workplan/matmul_blocks.json --no-record --json --ranks=2 --collective-timeout=2)
+rc=0
+"${GPU[@]}" "${MPIRUN[@]}" "$TMP/rank1_faulty.sh" allocation "$SCELLIS" "${SPLIT[@]}" \
+  --backend=webgpu --allow-software-adapter >/dev/null 2>"$TMP/err" || rc=$?
+[ "$rc" != 0 ] && [ "$rc" != 124 ] && grep -q "rank 1 of 2 failed" "$TMP/err" &&
+  grep -q "error\[gpu-out-of-memory\].*injected fault" "$TMP/err" ||
+  { cat "$TMP/err"; fail "rank 1's failed allocation during the split run"; }
+echo "   rank 1's device fails an allocation: the job stopped (exit $rc), gpu-out-of-memory named"
+# Rank 1 alone refuses the document (a budget only it is given), so it never reaches the gather:
+# rank 0 gives it up after the collective timeout instead of waiting for ever.
+rc=0; t0=$SECONDS
+"${MPIRUN[@]}" "$TMP/rank1_faulty.sh" refuses "$SCELLIS" "${SPLIT[@]}" --backend=cpu --threads=1 \
+  >/dev/null 2>"$TMP/err" || rc=$?
+[ "$rc" != 0 ] && [ "$rc" != 124 ] && grep -q "error\[rank-lost\].*gather of the output's blocks" "$TMP/err" ||
+  { cat "$TMP/err"; fail "a rank that never reaches the gather"; }
+echo "   rank 1 never reaches the gather: rank-lost after $((SECONDS - t0)) s (exit $rc)"
 
 echo "mpi tests passed in $((SECONDS - start)) s"
