@@ -10,6 +10,7 @@
 // Rows and columns past the edge load zeros; their products add exact zeros after the last real
 // term, so every element still sums its K products in increasing order.
 #include <algorithm>
+#include <functional>
 
 #include "kernel/emit/wgsl/codegen.h"
 
@@ -196,15 +197,83 @@ void TiledOneOutput(const Module& m, const Kernel& k, const Operands& o, const M
                     static_cast<uint32_t>(s.batches)};
 }
 
+// One operand of a register-blocked matmul as its workgroup tile sees it: the tile holds quads of
+// 4 consecutive elements along M (A) or N (B), `extent` of them, at each of tile_k values of k
+// ([k][quad], K-major), so the inner loop reads a quad with one load.
+struct TileOperand {
+  std::string tile, buffer;  // "tile_a", "in0"
+  int extent, tile_k;        // tile_m (or tile_n), tile_k
+  int vec;                   // 4: the buffer is read as vec4 along its contiguous dimension
+  bool quads_contiguous;     // the operand is contiguous along the quads' dimension (A^T, or B)
+  std::string base, bound;   // the tile's first row (or column) and the operand's M (or N)
+  std::function<std::string(const std::string& q, const std::string& k)> index;  // element index
+};
+
+// The loads of one K step's tile, shared among the invocations, each quad written whole by one
+// invocation. Three ways by the operand's layout: read as vec4 along the quads (one load per
+// quad); read as vec4 along K (a 4 x 4 block per invocation, transposed in registers into 4 quads);
+// read as scalars (4 per quad, consecutive invocations along the contiguous dimension).
+std::string TileLoads(const TileOperand& t, int invocations, const std::string& K) {
+  auto u = [](int64_t v) { return U32(v); };
+  const char* lane = "xyzw";
+  const int per_k = t.extent / 4;  // quads at one k
+  const bool blocks = t.vec == 4 && !t.quads_contiguous;
+  const int units = blocks ? per_k * t.tile_k / 4 : per_k * t.tile_k;
+  std::string src;
+  for (int l = 0; l * invocations < units; ++l) {
+    src += "    {\n      let e = tid + " + u(int64_t{l} * invocations) + ";\n";
+    std::string body;
+    if (blocks) {
+      body += "      let kb = (e % " + u(t.tile_k / 4) + ") * 4u;\n      let qb = e / " +
+              u(t.tile_k / 4) + ";\n      let g = " + t.base +
+              " + qb * 4u;\n      let gk = t + kb;\n";
+      for (int r = 0; r < 4; ++r)
+        body += "      let v" + std::to_string(r) + " = select(vec4<f32>(0.0), " + t.buffer + "[(" +
+                t.index("(g + " + u(r) + ")", "gk") + ") / 4u], g + " + u(r) + " < " + t.bound +
+                " && gk < " + K + ");\n";
+      for (int c = 0; c < 4; ++c)
+        body += "      " + t.tile + "[(kb + " + u(c) + ") * " + u(per_k) +
+                " + qb] = vec4<f32>(v0." + lane[c] + ", v1." + lane[c] + ", v2." + lane[c] +
+                ", v3." + lane[c] + ");\n";
+    } else {
+      body += t.quads_contiguous
+                  ? "      let kq = e / " + u(per_k) + ";\n      let qq = e % " + u(per_k) + ";\n"
+                  : "      let kq = e % " + u(t.tile_k) + ";\n      let qq = e / " + u(t.tile_k) +
+                        ";\n";
+      body += "      let g = " + t.base + " + qq * 4u;\n      let gk = t + kq;\n";
+      body += "      " + t.tile + "[kq * " + u(per_k) + " + qq] = ";
+      if (t.vec == 4) {
+        body += "select(vec4<f32>(0.0), " + t.buffer + "[(" + t.index("g", "gk") + ") / 4u], g < " +
+                t.bound + " && gk < " + K + ");\n";
+      } else {
+        body += "vec4<f32>(";
+        for (int r = 0; r < 4; ++r)
+          body += std::string(r ? ", " : "") + "select(0.0, " + t.buffer + "[" +
+                  t.index("(g + " + u(r) + ")", "gk") + "], g + " + u(r) + " < " + t.bound +
+                  " && gk < " + K + ")";
+        body += ");\n";
+      }
+    }
+    // The last round's extra invocations have no unit to load.
+    if ((l + 1) * invocations > units) {
+      src += "      if (e < " + u(units) + ") {\n" + body + "      }\n";
+    } else {
+      src += body;
+    }
+    src += "    }\n";
+  }
+  return src;
+}
+
 // Register-blocked: invocation (x, y) of a (tile_n / block_n) x (tile_m / block_m) workgroup owns
 // the output rows 4 * (y + i * wy) + 0..3 and columns 4 * (x + j * wx) + 0..3 of its tile, for
 // i < block_m / 4 and j < block_n / 4: interleaved by quads, so that neighbouring invocations read
 // neighbouring quads of workgroup memory. Both tiles are stored K-major ([k][m] and [k][n]), so
 // each K step reads block_m / 4 + block_n / 4 quads of consecutive floats and does
 // block_m * block_n multiply-adds, each a separate product then sum, as the reference does. The
-// tiles are arrays of f32, written one float per store: a store to one component of a vec4 in
-// workgroup memory may be carried out as a write of the whole vec4, racing with the invocations
-// that write its other components.
+// tiles are arrays of quads, each read with one load and written whole by one invocation
+// (TileLoads): a store to one component of a vec4 in workgroup memory may be carried out as a
+// write of the whole vec4, racing with the invocations that write its other components.
 void TiledBlocked(const Module& m, const Kernel& k, const Operands& o, const MatmulSchedule& sch,
                   Generated& out) {
   const MatmulShape& s = o.shape;
@@ -229,8 +298,8 @@ void TiledBlocked(const Module& m, const Kernel& k, const Operands& o, const Mat
   src += "@group(0) @binding(" + std::to_string(k.inputs.size()) +
          ") var<storage, read_write> out: array<f32>;\n";
   src += EpilogueFn(m, k);
-  src += "var<workgroup> tile_a: array<f32, " + std::to_string(TK * TM) + ">;\n";
-  src += "var<workgroup> tile_b: array<f32, " + std::to_string(TK * TN) + ">;\n\n";
+  src += "var<workgroup> tile_a: array<vec4<f32>, " + std::to_string(TK * TM / 4) + ">;\n";
+  src += "var<workgroup> tile_b: array<vec4<f32>, " + std::to_string(TK * TN / 4) + ">;\n\n";
   src += "@compute @workgroup_size(" + std::to_string(wx) + ", " + std::to_string(wy) + ")\n";
   src +=
       "fn main(@builtin(workgroup_id) wg: vec3<u32>,\n"
@@ -255,68 +324,20 @@ void TiledBlocked(const Module& m, const Kernel& k, const Operands& o, const Mat
     }
   src += "  for (var t = 0u; t < " + K + "; t = t + " + u(TK) + ") {\n";
 
-  // A's tile, tile_m x tile_k, into tile_a[k][m]: consecutive invocations load consecutive
-  // elements (or vec4s) of A's contiguous dimension.
-  for (int l = 0; l < TM * TK / (invocations * va); ++l) {
-    const std::string e = "tid + " + u(int64_t{l} * invocations);
-    src += "    {\n      let e = " + e + ";\n";
-    const bool along_m = s.trans_a;  // A^T is contiguous along m, A along k
-    const int run = along_m ? TM / va : TK / va;
-    src += along_m ? "      let kq = e / " + u(run) + ";\n      let mq = (e % " + u(run) + ") * " +
-                         u(va) + ";\n"
-                   : "      let mq = e / " + u(run) + ";\n      let kq = (e % " + u(run) + ") * " +
-                         u(va) + ";\n";
-    src += "      let gr = row0 + mq;\n      let gk = t + kq;\n      let inside = gr < " + M +
-           " && gk < " + K + ";\n";
-    const std::string at = AIndex(o, "gr", "gk");
-    if (va == 4) {
-      src += "      let v = select(vec4<f32>(0.0), in0[(" + at + ") / 4u], inside);\n";
-      for (int c = 0; c < 4; ++c)
-        src +=
-            along_m
-                ? "      tile_a[kq * " + u(TM) + " + mq + " + u(c) + "] = v." + lane[c] + ";\n"
-                : "      tile_a[(kq + " + u(c) + ") * " + u(TM) + " + mq] = v." + lane[c] + ";\n";
-    } else {
-      src += "      tile_a[kq * " + u(TM) + " + mq] = select(0.0, in0[" + at + "], inside);\n";
-    }
-    src += "    }\n";
-  }
-  // B's tile, tile_k x tile_n, into tile_b[k][n].
-  for (int l = 0; l < TK * TN / (invocations * vb); ++l) {
-    const std::string e = "tid + " + u(int64_t{l} * invocations);
-    src += "    {\n      let e = " + e + ";\n";
-    const bool along_k = s.trans_b;  // B^T is contiguous along k, B along n
-    const int run = along_k ? TK / vb : TN / vb;
-    src += along_k ? "      let nq = e / " + u(run) + ";\n      let kq = (e % " + u(run) + ") * " +
-                         u(vb) + ";\n"
-                   : "      let kq = e / " + u(run) + ";\n      let nq = (e % " + u(run) + ") * " +
-                         u(vb) + ";\n";
-    src += "      let gc = col0 + nq;\n      let gk = t + kq;\n      let inside = gk < " + K +
-           " && gc < " + N + ";\n";
-    const std::string at = BIndex(o, "gk", "gc");
-    if (vb == 4) {
-      src += "      let v = select(vec4<f32>(0.0), in1[(" + at + ") / 4u], inside);\n";
-      for (int c = 0; c < 4; ++c)
-        src += along_k
-                   ? "      tile_b[(kq + " + u(c) + ") * " + u(TN) + " + nq] = v." + lane[c] + ";\n"
-                   : "      tile_b[kq * " + u(TN) + " + nq + " + u(c) + "] = v." + lane[c] + ";\n";
-    } else {
-      src += "      tile_b[kq * " + u(TN) + " + nq] = select(0.0, in1[" + at + "], inside);\n";
-    }
-    src += "    }\n";
-  }
+  src += TileLoads({"tile_a", "in0", TM, TK, va, s.trans_a, "row0", M,
+                    [&](const std::string& q, const std::string& kq) { return AIndex(o, q, kq); }},
+                   invocations, K);
+  src += TileLoads({"tile_b", "in1", TN, TK, vb, !s.trans_b, "col0", N,
+                    [&](const std::string& q, const std::string& kq) { return BIndex(o, kq, q); }},
+                   invocations, K);
   src += "    workgroupBarrier();\n";
   src += "    for (var kk = 0u; kk < " + u(TK) + "; kk = kk + 1u) {\n";
-  auto quad = [](const std::string& tile, const std::string& at) {
-    return "vec4<f32>(" + tile + "[" + at + "], " + tile + "[" + at + " + 1u], " + tile + "[" + at +
-           " + 2u], " + tile + "[" + at + " + 3u])";
-  };
   for (int i = 0; i < bm4; ++i)
-    src += "      let a" + std::to_string(i) + " = " +
-           quad("tile_a", "kk * " + u(TM) + " + (lid.y + " + u(int64_t{i} * wy) + ") * 4u") + ";\n";
+    src += "      let a" + std::to_string(i) + " = tile_a[kk * " + u(TM / 4) + " + lid.y + " +
+           u(int64_t{i} * wy) + "];\n";
   for (int j = 0; j < bn4; ++j)
-    src += "      let b" + std::to_string(j) + " = " +
-           quad("tile_b", "kk * " + u(TN) + " + (lid.x + " + u(int64_t{j} * wx) + ") * 4u") + ";\n";
+    src += "      let b" + std::to_string(j) + " = tile_b[kk * " + u(TN / 4) + " + lid.x + " +
+           u(int64_t{j} * wx) + "];\n";
   for (int i = 0; i < sch.block_m; ++i)
     for (int j = 0; j < bn4; ++j) {
       const std::string acc = "acc_" + std::to_string(i) + "_" + std::to_string(j);
