@@ -6,10 +6,15 @@
 // per shape, with the schedule the plan chose.
 //
 //   scellis_bench_matmul [--backend=webgpu] [--runs=10] [--quick] [--tier=prod]
+//                        [--schedule=auto|TMxTNxTK/BMxBN[/vec4] ...]
+// Each --schedule adds a pass over every shape with that schedule forced (where it fits the shape;
+// else the plan's own choice, as the printed "schedule" says); without one, the plan chooses.
 #include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <cstdio>
 #include <iostream>
+#include <optional>
 #include <random>
 #include <string>
 #include <vector>
@@ -32,13 +37,26 @@ Json Init(int seed) {
 }
 
 std::string Doc(const MatmulCase& c) {
-  Json doc = {{"version", 2},
-              {"nodes",
-               {{{"id", 0}, {"op", "param"}, {"name", "a"}, {"shape", {c.m, c.k}}, {"init", Init(1)}},
-                {{"id", 1}, {"op", "param"}, {"name", "b"}, {"shape", {c.k, c.n}}, {"init", Init(2)}},
-                {{"id", 2}, {"op", "matmul"}, {"a", 0}, {"b", 1}}}},
-              {"outputs", {{{"name", "y"}, {"id", 2}}}}};
+  Json doc = {
+      {"version", 2},
+      {"nodes",
+       {{{"id", 0}, {"op", "param"}, {"name", "a"}, {"shape", {c.m, c.k}}, {"init", Init(1)}},
+        {{"id", 1}, {"op", "param"}, {"name", "b"}, {"shape", {c.k, c.n}}, {"init", Init(2)}},
+        {{"id", 2}, {"op", "matmul"}, {"a", 0}, {"b", 1}}}},
+      {"outputs", {{{"name", "y"}, {"id", 2}}}}};
   return doc.dump();
+}
+
+// "128x128x16/8x8/vec4" -> the tiled schedule it names; "auto" -> none (the plan chooses).
+std::optional<std::optional<kernel::MatmulSchedule>> ParseSchedule(const std::string& name) {
+  if (name == "auto") return std::optional<kernel::MatmulSchedule>();
+  kernel::MatmulSchedule s;
+  char tail[16] = {0};
+  const int fields = std::sscanf(name.c_str(), "%dx%dx%d/%dx%d%15s", &s.tile_m, &s.tile_n,
+                                 &s.tile_k, &s.block_m, &s.block_n, tail);
+  if (fields < 5 || (fields == 6 && std::string(tail) != "/vec4")) return std::nullopt;
+  s.vec4_a = s.vec4_b = fields == 6;
+  return std::optional<kernel::MatmulSchedule>(s);
 }
 
 HostTensor Random(int64_t rows, int64_t cols, std::mt19937& rng) {
@@ -55,15 +73,27 @@ int main(int argc, char** argv) {
   int runs = 10;
   bool quick = false;
   policy::Tier tier = policy::Tier::kProd;
+  std::vector<std::optional<kernel::MatmulSchedule>> schedules;
   for (int i = 1; i < argc; ++i) {
     const std::string arg = argv[i];
-    if (arg.rfind("--backend=", 0) == 0) backend = arg.substr(10);
-    else if (arg.rfind("--runs=", 0) == 0) runs = std::max(1, std::atoi(arg.c_str() + 7));
-    else if (arg == "--quick") quick = true;
-    else if (arg == "--tier=debug") tier = policy::Tier::kDebug;
+    if (arg.rfind("--schedule=", 0) == 0) {
+      auto forced = ParseSchedule(arg.substr(11));
+      if (!forced) {
+        std::cerr << "--schedule: auto, or TMxTNxTK/BMxBN with an optional /vec4\n";
+        return 2;
+      }
+      schedules.push_back(*forced);
+    } else if (arg.rfind("--backend=", 0) == 0)
+      backend = arg.substr(10);
+    else if (arg.rfind("--runs=", 0) == 0)
+      runs = std::max(1, std::atoi(arg.c_str() + 7));
+    else if (arg == "--quick")
+      quick = true;
+    else if (arg == "--tier=debug")
+      tier = policy::Tier::kDebug;
     else if (arg != "--tier=prod") {
       std::cerr << "usage: scellis_bench_matmul [--backend=B] [--runs=N] [--quick] "
-                   "[--tier=prod|debug]\n";
+                   "[--tier=prod|debug] [--schedule=auto|TMxTNxTK/BMxBN[/vec4] ...]\n";
       return 2;
     }
   }
@@ -71,96 +101,98 @@ int main(int argc, char** argv) {
       quick ? std::vector<MatmulCase>{{"64x784x256", 64, 784, 256},
                                       {"129x65x33", 129, 65, 33},
                                       {"256^3", 256, 256, 256}}
-            : std::vector<MatmulCase>{{"1024^3", 1024, 1024, 1024},
-                                      {"2048^3", 2048, 2048, 2048},
-                                      {"4096^3", 4096, 4096, 4096},
-                                      {"64x784x256", 64, 784, 256},
-                                      {"8192x784x4096", 8192, 784, 4096},
-                                      {"8192x4096x4096", 8192, 4096, 4096}};
+            : std::vector<MatmulCase>{
+                  {"1024^3", 1024, 1024, 1024},       {"2048^3", 2048, 2048, 2048},
+                  {"4096^3", 4096, 4096, 4096},       {"64x784x256", 64, 784, 256},
+                  {"8192x784x4096", 8192, 784, 4096}, {"8192x4096x4096", 8192, 4096, 4096}};
+  if (schedules.empty()) schedules.push_back(std::nullopt);
   int failures = 0;
-  for (const MatmulCase& c : cases) {
-    auto sel = runtime::SelectBackend({.requested = backend, .allow_software_adapter = true});
-    if (!sel.ok()) {
-      std::cerr << sel.errors().front().Format() << "\n";
-      return 2;
-    }
-    const std::string device = sel->profile.device;
-    std::mt19937 rng(7);
-    runtime::Feeds initial = {{"a", Random(c.m, c.k, rng)}, {"b", Random(c.k, c.n, rng)}};
-    pipeline::CompileOptions options;
-    options.lower.tier = tier;
-    auto s = api::Session::Prepare(Doc(c), options, std::move(sel.value()), initial);
-    if (!s.ok()) {
-      std::cerr << c.name << ": " << s.errors().front().Format() << "\n";
-      return 2;
-    }
-    api::Session& session = **s;
-    std::string schedule;
-    for (const kernel::Kernel& k : session.compiled().module->kernels)
-      if (k.matmul_schedule) schedule = k.matmul_schedule->Name();
-
-    // Warm-up (pipelines compiled, buffers touched) and the check.
-    auto first = session.Run({{}}, {"y"});
-    if (!first.ok()) {
-      std::cerr << c.name << ": " << first.errors().front().Format() << "\n";
-      return 2;
-    }
-    const std::vector<float> y = first->watched.front().second.front().ToFloats();
-    const std::vector<float> a = initial["a"].ToFloats(), b = initial["b"].ToFloats();
-    double worst = 0;  // |error| over sum |a*b|, the conformance runner's measure for a matmul
-    std::uniform_int_distribution<int64_t> row(0, c.m - 1), col(0, c.n - 1);
-    for (int sample = 0; sample < 64; ++sample) {
-      const int64_t r = row(rng), q = col(rng);
-      double exact = 0, magnitude = 0;
-      for (int64_t k = 0; k < c.k; ++k) {
-        const double term = double{a[r * c.k + k]} * double{b[k * c.n + q]};
-        exact += term;
-        magnitude += std::abs(term);
+  for (const std::optional<kernel::MatmulSchedule>& forced : schedules)
+    for (const MatmulCase& c : cases) {
+      auto sel = runtime::SelectBackend({.requested = backend, .allow_software_adapter = true});
+      if (!sel.ok()) {
+        std::cerr << sel.errors().front().Format() << "\n";
+        return 2;
       }
-      worst = std::max(worst, std::abs(y[r * c.n + q] - exact) / std::max(magnitude, 1e-30));
-    }
-    const bool correct = worst <= 1e-4;  // the prod tier's rtol
-    failures += !correct;
+      const std::string device = sel->profile.device;
+      std::mt19937 rng(7);
+      runtime::Feeds initial = {{"a", Random(c.m, c.k, rng)}, {"b", Random(c.k, c.n, rng)}};
+      pipeline::CompileOptions options;
+      options.lower.tier = tier;
+      options.matmul_schedule = forced;
+      auto s = api::Session::Prepare(Doc(c), options, std::move(sel.value()), initial);
+      if (!s.ok()) {
+        std::cerr << c.name << ": " << s.errors().front().Format() << "\n";
+        return 2;
+      }
+      api::Session& session = **s;
+      std::string schedule;
+      for (const kernel::Kernel& k : session.compiled().module->kernels)
+        if (k.matmul_schedule) schedule = k.matmul_schedule->Name();
 
-    // Enough matmuls per submission for about 0.2 TFLOP of work, 1 to 64 of them.
-    const double flops = 2.0 * static_cast<double>(c.m) * static_cast<double>(c.k) *
-                         static_cast<double>(c.n);
-    const int steps = static_cast<int>(std::clamp(std::ceil(2e11 / flops), 1.0, 64.0));
-    const std::vector<runtime::Feeds> feeds(static_cast<size_t>(steps));
-    if (auto r = session.Run(feeds, {}); !r.ok()) {  // the first run of that many steps
-      std::cerr << c.name << ": " << r.errors().front().Format() << "\n";
-      return 2;
-    }
-    std::vector<double> per_matmul_s;
-    for (int i = 0; i < runs; ++i) {
-      const auto start = std::chrono::steady_clock::now();
-      auto r = session.Run(feeds, {});
-      const double seconds =
-          std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-      if (!r.ok()) {
+      // Warm-up (pipelines compiled, buffers touched) and the check.
+      auto first = session.Run({{}}, {"y"});
+      if (!first.ok()) {
+        std::cerr << c.name << ": " << first.errors().front().Format() << "\n";
+        return 2;
+      }
+      const std::vector<float> y = first->watched.front().second.front().ToFloats();
+      const std::vector<float> a = initial["a"].ToFloats(), b = initial["b"].ToFloats();
+      double worst = 0;  // |error| over sum |a*b|, the conformance runner's measure for a matmul
+      std::uniform_int_distribution<int64_t> row(0, c.m - 1), col(0, c.n - 1);
+      for (int sample = 0; sample < 64; ++sample) {
+        const int64_t r = row(rng), q = col(rng);
+        double exact = 0, magnitude = 0;
+        for (int64_t k = 0; k < c.k; ++k) {
+          const double term = double{a[r * c.k + k]} * double{b[k * c.n + q]};
+          exact += term;
+          magnitude += std::abs(term);
+        }
+        worst = std::max(worst, std::abs(y[r * c.n + q] - exact) / std::max(magnitude, 1e-30));
+      }
+      const bool correct = worst <= 1e-4;  // the prod tier's rtol
+      failures += !correct;
+
+      // Enough matmuls per submission for about 0.2 TFLOP of work, 1 to 64 of them.
+      const double flops =
+          2.0 * static_cast<double>(c.m) * static_cast<double>(c.k) * static_cast<double>(c.n);
+      const int steps = static_cast<int>(std::clamp(std::ceil(2e11 / flops), 1.0, 64.0));
+      const std::vector<runtime::Feeds> feeds(static_cast<size_t>(steps));
+      if (auto r = session.Run(feeds, {}); !r.ok()) {  // the first run of that many steps
         std::cerr << c.name << ": " << r.errors().front().Format() << "\n";
         return 2;
       }
-      per_matmul_s.push_back(seconds / steps);
+      std::vector<double> per_matmul_s;
+      for (int i = 0; i < runs; ++i) {
+        const auto start = std::chrono::steady_clock::now();
+        auto r = session.Run(feeds, {});
+        const double seconds =
+            std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+        if (!r.ok()) {
+          std::cerr << c.name << ": " << r.errors().front().Format() << "\n";
+          return 2;
+        }
+        per_matmul_s.push_back(seconds / steps);
+      }
+      std::sort(per_matmul_s.begin(), per_matmul_s.end());
+      const double median = per_matmul_s[per_matmul_s.size() / 2];
+      Json row_json = {{"shape", c.name},
+                       {"m", c.m},
+                       {"k", c.k},
+                       {"n", c.n},
+                       {"backend", session.selection().backend},
+                       {"device", device},
+                       {"tier", policy::TierName(tier)},
+                       {"schedule", schedule},
+                       {"forced", forced ? forced->Name() : "auto"},
+                       {"steps_per_submission", steps},
+                       {"runs", runs},
+                       {"median_ms", median * 1e3},
+                       {"best_ms", per_matmul_s.front() * 1e3},
+                       {"tflops", flops / median / 1e12},
+                       {"max_rel_error", worst},
+                       {"correct", correct}};
+      std::cout << row_json.dump() << std::endl;
     }
-    std::sort(per_matmul_s.begin(), per_matmul_s.end());
-    const double median = per_matmul_s[per_matmul_s.size() / 2];
-    Json row_json = {{"shape", c.name},
-                     {"m", c.m},
-                     {"k", c.k},
-                     {"n", c.n},
-                     {"backend", session.selection().backend},
-                     {"device", device},
-                     {"tier", policy::TierName(tier)},
-                     {"schedule", schedule},
-                     {"steps_per_submission", steps},
-                     {"runs", runs},
-                     {"median_ms", median * 1e3},
-                     {"best_ms", per_matmul_s.front() * 1e3},
-                     {"tflops", flops / median / 1e12},
-                     {"max_rel_error", worst},
-                     {"correct", correct}};
-    std::cout << row_json.dump() << std::endl;
-  }
   return failures ? 1 : 0;
 }
