@@ -71,11 +71,11 @@ std::string Print(const Plan& p) {
                              Num(p.thresholds.atol) + ", rtol " + Num(p.thresholds.rtol) +
                              " under " + policy::TierName(g.tier));
   const int hoisted = p.module().HoistedKernels();
-  row("dispatches", std::to_string(p.steps.size()) + " kernels" +
-                        (hoisted ? " (" + std::to_string(hoisted) +
-                                       " hoisted: once per step, before the loop)"
-                                 : "") +
-                        ", one submission");
+  row("dispatches",
+      std::to_string(p.steps.size()) + " kernels" +
+          (hoisted ? " (" + std::to_string(hoisted) + " hoisted: once per step, before the loop)"
+                   : "") +
+          ", one submission");
   row("buffers", std::to_string(p.buffers.size()) + " (" + FormatBytes(p.memory.allocated) +
                      " allocated, peak live " + FormatBytes(p.memory.peak_live) + ")");
   // The memory classes: what each holds allocated, and live at the peak.
@@ -117,6 +117,15 @@ std::string Print(const Plan& p) {
         row("largest_green", f.dim + "=" + std::to_string(f.largest_green) + "  plans green at " +
                                  FormatBytes(f.allocated_at_largest_green));
     }
+  }
+  if (p.stream) {
+    const StreamFit& f = *p.stream;
+    row("streaming", "input \"" + f.input + "\" " + f.dim + "=" + std::to_string(f.rows) + " (" +
+                         FormatBytes(f.bytes) + ") in " + std::to_string(f.chunks) + " chunks of " +
+                         std::to_string(f.chunk_rows) + " rows (last " +
+                         std::to_string(f.last_chunk_rows) + "); all rows at once allocate " +
+                         FormatBytes(f.whole_allocated) + " (" + std::to_string(f.plans) +
+                         " plans searched); this plan is one chunk's");
   }
   out += "  steps:\n";
   for (const Step& s : p.steps) {
@@ -174,6 +183,19 @@ Json ToJson(const Plan& p) {
       if (f.largest_green > 0)
         j["batch_fit"]["allocated_at_largest_green"] = f.allocated_at_largest_green;
     }
+  }
+  if (p.stream) {
+    const StreamFit& f = *p.stream;
+    j["streaming"] = {{"input", f.input},
+                      {"dim", f.dim},
+                      {"rows", f.rows},
+                      {"bytes", f.bytes},
+                      {"chunk_rows", f.chunk_rows},
+                      {"chunks", f.chunks},
+                      {"last_chunk_rows", f.last_chunk_rows},
+                      {"whole_allocated", f.whole_allocated},
+                      {"plans", f.plans},
+                      {"reduced_outputs", f.reduced_outputs}};
   }
   j["findings"] = Json::array();
   for (const Diagnostic& d : p.findings)

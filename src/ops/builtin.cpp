@@ -66,11 +66,18 @@ void AddSourceOps(OpTable& t) {
   t.Add({.name = "input",
          .min_version = 1,
          .ports = {},
-         .attrs = {shape, {"data", AttrType::kNumbers}, dtype, name, carry},
+         .attrs = {shape,
+                   {"data", AttrType::kNumbers},
+                   dtype,
+                   name,
+                   carry,
+                   {"stream", AttrType::kBool, false}},
          .kind = OpKind::kSource,
          .tolerance = ToleranceClass::kExact,
          .determinism = none,
-         .summary = "a tensor given inline (`data`, flat, row-major) or fed per run",
+         .summary = "a tensor given inline (`data`, flat, row-major) or fed per run; `stream`: a "
+                    "dataset of rows (its first dimension) that a run may process in chunks "
+                    "when the whole does not fit the budget",
          .nan = "fed values pass as they are (JSON data has no NaN or infinity)"});
   t.Add(
       {.name = "param",
@@ -327,22 +334,23 @@ void AddBitOps(OpTable& t) {
                     "torch.arange(shape[axis]) broadcast along the other axes. Computed inside the "
                     "kernel that reads it (no buffer, no inline table)",
          .nan = "no NaN or infinity is produced"});
-  t.Add({.name = "butterfly",
-         .min_version = 6,
-         .ports = {{"a", PortRole::kOperand, {DType::kF32, DType::kI32, DType::kU32, DType::kBool}}},
-         .attrs = {{"mask", AttrType::kInt, nullptr, true}, {"axis", AttrType::kInt, -1}},
-         .kind = OpKind::kNeighbour,
-         .differentiable = true,
-         .tolerance = ToleranceClass::kExact,
-         .determinism = "exact (elements move, no arithmetic)",
-         .summary = "out[.., i, ..] = a[.., i XOR mask, ..] along `axis`: the partner of each "
-                    "element in a bitonic or FFT stage. Every i XOR mask must fall inside the axis "
-                    "(mask >= 0, and the axis' size a multiple of 2^(b + 1) for the highest set "
-                    "bit b of mask), else the graph is refused (butterfly-out-of-range). Fused "
-                    "into its consumers' elementwise kernel as a permuted load, so a "
-                    "compare-exchange stage is one kernel; the gradient is the same butterfly "
-                    "(the permutation is its own inverse)",
-         .nan = "elements move as bits: NaN and infinities pass unchanged"});
+  t.Add(
+      {.name = "butterfly",
+       .min_version = 6,
+       .ports = {{"a", PortRole::kOperand, {DType::kF32, DType::kI32, DType::kU32, DType::kBool}}},
+       .attrs = {{"mask", AttrType::kInt, nullptr, true}, {"axis", AttrType::kInt, -1}},
+       .kind = OpKind::kNeighbour,
+       .differentiable = true,
+       .tolerance = ToleranceClass::kExact,
+       .determinism = "exact (elements move, no arithmetic)",
+       .summary = "out[.., i, ..] = a[.., i XOR mask, ..] along `axis`: the partner of each "
+                  "element in a bitonic or FFT stage. Every i XOR mask must fall inside the axis "
+                  "(mask >= 0, and the axis' size a multiple of 2^(b + 1) for the highest set "
+                  "bit b of mask), else the graph is refused (butterfly-out-of-range). Fused "
+                  "into its consumers' elementwise kernel as a permuted load, so a "
+                  "compare-exchange stage is one kernel; the gradient is the same butterfly "
+                  "(the permutation is its own inverse)",
+       .nan = "elements move as bits: NaN and infinities pass unchanged"});
 }
 
 void AddReduceOps(OpTable& t) {

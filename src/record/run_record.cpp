@@ -2,8 +2,8 @@
 
 #include <algorithm>
 #include <chrono>
-#include <cstring>
 #include <cstdlib>
+#include <cstring>
 #include <ctime>
 
 #include "base/sha256.h"
@@ -74,10 +74,9 @@ Result<Json> TensorDigest(const store::Store& store, const runtime::HostTensor& 
             {"sha256", TensorHash(t)},
             {"blob", nullptr}};
   if (static_cast<int64_t>(t.bytes.size()) <= kKeptTensorBytes) {
-    SCELLIS_ASSIGN_OR_RETURN(
-        std::string blob,
-        store.PutBlob(std::string_view(reinterpret_cast<const char*>(t.bytes.data()),
-                                       t.bytes.size())));
+    SCELLIS_ASSIGN_OR_RETURN(std::string blob,
+                             store.PutBlob(std::string_view(
+                                 reinterpret_cast<const char*>(t.bytes.data()), t.bytes.size())));
     d["blob"] = blob;
   }
   return d;
@@ -114,8 +113,8 @@ Json CompileSettingsJson(const pipeline::CompileOptions& o) {
   j["bind"] = Json::object();
   for (const auto& [name, size] : o.lower.bind) j["bind"][name] = size;
   j["budget_bytes"] = o.plan.budget_bytes ? Json(*o.plan.budget_bytes) : Json();
-  j["disabled_passes"] = std::vector<std::string>(o.disabled_passes.begin(),
-                                                  o.disabled_passes.end());
+  j["disabled_passes"] =
+      std::vector<std::string>(o.disabled_passes.begin(), o.disabled_passes.end());
   return j;
 }
 
@@ -165,6 +164,7 @@ Result<std::string> RecordRun(const store::Store& store, std::string_view docume
       {"receipts", report.receipts ? Json(report.receipts->used) : Json::array()},
       {"inputs", inputs},
       {"outputs", outputs},
+      {"streaming", report.streaming},
       {"settings",
        {{"compile", CompileSettingsJson(options.compile)},
         {"backend", options.select.requested},
@@ -195,8 +195,7 @@ Result<std::string> RecordTraining(const store::Store& store, std::string_view d
       {"content_id", result.content_id},
       {"plan_hash", result.plan_hash},
       {"tier", result.determinism_tier},
-      {"tolerance",
-       {{"class", result.tolerance}, {"atol", result.atol}, {"rtol", result.rtol}}},
+      {"tolerance", {{"class", result.tolerance}, {"atol", result.atol}, {"rtol", result.rtol}}},
       {"device_profile", result.profile},
       {"backend", result.backend},
       {"executor", result.executor},
@@ -250,7 +249,7 @@ Result<Json> RecordWithValues(const store::Store& store, const std::string& run_
 }
 
 Json RunSummary::ToJson() const {
-  return {{"run_id", id},   {"date", date}, {"command", command},
+  return {{"run_id", id},       {"date", date}, {"command", command},
           {"backend", backend}, {"tier", tier}, {"content_id", content_id}};
 }
 
