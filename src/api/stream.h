@@ -43,6 +43,9 @@ struct StreamSpec {
     std::string name;
     StreamedOutput kind;
     TensorType type;  // in the document of all N rows
+    // A sum or mean of the streamed input itself: carried from the rows fed to each chunk, which
+    // the host holds already, so nothing of it is read back.
+    bool of_input = false;
   };
   std::vector<Output> outputs;  // in the graph's output order
   // The document a chunk is planned and run from: the streamed input's inline data removed (each

@@ -181,14 +181,15 @@ Result<std::optional<StreamSpec>> AnalyzeStream(std::string_view text,
                           : state[n.id] == RowState::kFixed ? StreamedOutput::kFixed
                           : n.op == "mean"                  ? StreamedOutput::kMeanOverRows
                                                             : StreamedOutput::kSumOverRows;
-    if (state[n.id] == RowState::kReduced) {
+    const bool of_input = state[n.id] == RowState::kReduced && n.args[0] == spec.input_node;
+    if (state[n.id] == RowState::kReduced && !of_input) {
       // The chunk document outputs the rows the reduction reads; the host carries the sum.
       const doc::Node* reduce = DocNodeAt(c.doc, n.origin);
       if (!reduce || reduce->inputs.size() != 1)
         return Status(Unsupported(n, "its rows cannot be named in the document"));
       redirect.emplace_back(o.name, reduce->inputs[0].source);
     }
-    spec.outputs.push_back({o.name, kind, n.type});
+    spec.outputs.push_back({o.name, kind, n.type, of_input});
   }
   SCELLIS_ASSIGN_OR_RETURN(spec.chunk_text, ChunkText(text, spec.pointer, c.doc, redirect));
   return std::optional<StreamSpec>(std::move(spec));

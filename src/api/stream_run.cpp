@@ -111,8 +111,9 @@ Status RunStreamed(runtime::Executor& exec, const Streaming& s, const pipeline::
                               [&](const auto& o) { return o.first == spec.outputs[i].name; });
       if (got == r.outputs.end())
         return InternalError("stream", "a chunk gave no output " + spec.outputs[i].name);
-      const runtime::HostTensor& t = got->second;
-      readback += t.type.bytes();
+      const runtime::HostTensor& t =
+          spec.outputs[i].of_input ? chunk_feeds[spec.input_name] : got->second;
+      readback += got->second.type.bytes();
       Assembly& a = built[i];
       switch (spec.outputs[i].kind) {
         case StreamedOutput::kRows:

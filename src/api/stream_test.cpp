@@ -2,6 +2,7 @@
 
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <cstdlib>
 #include <random>
 
@@ -58,7 +59,7 @@ Json RowMlp(const std::vector<float>& x, int64_t rows) {
         {{"name", "w2"}, {"from", "w2"}}}}};
 }
 
-class Streaming : public ::testing::Test {
+class StreamedInput : public ::testing::Test {
  protected:
   void SetUp() override {
     seed_ = std::random_device{}();
@@ -86,12 +87,12 @@ class Streaming : public ::testing::Test {
   std::vector<float> x_;
 };
 
-TEST_F(Streaming, ChunksOnTheReferenceMatchTheInMemoryRunBitForBit) {
+TEST_F(StreamedInput, ChunksOnTheReferenceMatchTheInMemoryRunBitForBit) {
   const std::string doc = RowMlp(x_, kRows).dump();
-  auto whole = Run(doc, On("cpu"));
+  auto whole = api::Run(doc, On("cpu"));
   ASSERT_TRUE(whole.ok()) << whole.errors().front().Format();
   EXPECT_TRUE(whole->streaming.is_null());
-  auto streamed = Run(doc, On("cpu", kBudget));
+  auto streamed = api::Run(doc, On("cpu", kBudget));
   ASSERT_TRUE(streamed.ok()) << streamed.errors().front().Format();
   ASSERT_FALSE(streamed->streaming.is_null());
   const int64_t chunk = streamed->streaming["chunk_rows"].get<int64_t>();
@@ -125,11 +126,11 @@ TEST_F(Streaming, ChunksOnTheReferenceMatchTheInMemoryRunBitForBit) {
   }
 }
 
-TEST_F(Streaming, ChunksOnSwiftShaderMatchTheReferenceWithinTolerance) {
+TEST_F(StreamedInput, ChunksOnSwiftShaderMatchTheReferenceWithinTolerance) {
   const std::string doc = RowMlp(x_, kRows).dump();
-  auto reference = Run(doc, On("cpu"));
+  auto reference = api::Run(doc, On("cpu"));
   ASSERT_TRUE(reference.ok()) << reference.errors().front().Format();
-  auto gpu = Run(doc, On("webgpu", kBudget));
+  auto gpu = api::Run(doc, On("webgpu", kBudget));
   ASSERT_TRUE(gpu.ok()) << gpu.errors().front().Format();
   EXPECT_EQ(gpu->backend, "webgpu");
   ASSERT_FALSE(gpu->streaming.is_null());
@@ -154,7 +155,7 @@ Result<pipeline::Compiled> PlanOf(const std::string& doc, std::optional<int64_t>
   return c;
 }
 
-TEST_F(Streaming, APlanThatDoesNotFitWholeTurnsYellowWithItsChunks) {
+TEST_F(StreamedInput, APlanThatDoesNotFitWholeTurnsYellowWithItsChunks) {
   const std::string doc = RowMlp(x_, kRows).dump();
   auto green = PlanOf(doc, std::nullopt);
   ASSERT_TRUE(green.ok()) << green.errors().front().Format();
@@ -192,7 +193,7 @@ TEST_F(Streaming, APlanThatDoesNotFitWholeTurnsYellowWithItsChunks) {
   EXPECT_EQ(j["findings"][0]["code"], "streamed-input");
 }
 
-TEST_F(Streaming, RedWhenNotEvenOneRowFits) {
+TEST_F(StreamedInput, RedWhenNotEvenOneRowFits) {
   auto red = PlanOf(RowMlp(x_, kRows).dump(), 512);
   ASSERT_TRUE(red.ok()) << red.errors().front().Format();
   EXPECT_EQ(red->plan->verdict, execplan::Verdict::kRed);
@@ -203,14 +204,14 @@ TEST_F(Streaming, RedWhenNotEvenOneRowFits) {
 }
 
 // Graphs that mix rows are refused by name, pointing at the node, before anything runs.
-TEST_F(Streaming, GraphsThatMixRowsAreRefused) {
+TEST_F(StreamedInput, GraphsThatMixRowsAreRefused) {
   auto refused = [&](Json doc, const std::string& pointer) {
     bool dispatched = false;
     RunEvents events;
     events.backend = [&](const std::string&, const std::optional<std::string>&) {
       dispatched = true;
     };
-    auto r = Run(doc.dump(), On("cpu"), events);
+    auto r = api::Run(doc.dump(), On("cpu"), events);
     ASSERT_FALSE(r.ok());
     EXPECT_EQ(r.errors().front().code, "stream-unsupported") << r.errors().front().Format();
     EXPECT_EQ(r.errors().front().pointer, pointer) << r.errors().front().Format();
