@@ -126,6 +126,29 @@ TEST_F(StreamedInput, ChunksOnTheReferenceMatchTheInMemoryRunBitForBit) {
   }
 }
 
+// The rows may come from the caller's feeds instead of the document's data.
+TEST_F(StreamedInput, FedRowsStreamLikeInlineOnes) {
+  auto whole = api::Run(RowMlp(x_, kRows).dump(), On("cpu"));
+  ASSERT_TRUE(whole.ok()) << whole.errors().front().Format();
+  Json fed_doc = RowMlp(x_, kRows);
+  fed_doc["nodes"][0]["params"].erase("data");
+  RunOptions o = On("cpu", kBudget);
+  o.feeds["samples"] = runtime::HostTensor::FromFloats(MakeType({kRows, kD}), x_);
+  auto streamed = api::Run(fed_doc.dump(), o);
+  ASSERT_TRUE(streamed.ok()) << streamed.errors().front().Format();
+  EXPECT_GT(streamed->streaming["chunks"].get<int64_t>(), 2);
+  ASSERT_EQ(streamed->outputs.size(), whole->outputs.size());
+  for (size_t i = 0; i < whole->outputs.size(); ++i)
+    EXPECT_TRUE(streamed->outputs[i].second.bytes == whole->outputs[i].second.bytes)
+        << whole->outputs[i].first << ", seed " << seed_;
+  // A feed of the wrong row count is refused by name.
+  o.feeds["samples"] = runtime::HostTensor::FromFloats(MakeType({kRows - 1, kD}),
+                                                       std::span(x_).first((kRows - 1) * kD));
+  auto wrong = api::Run(fed_doc.dump(), o);
+  ASSERT_FALSE(wrong.ok());
+  EXPECT_EQ(wrong.errors().front().code, "feed-type-mismatch");
+}
+
 TEST_F(StreamedInput, ChunksOnSwiftShaderMatchTheReferenceWithinTolerance) {
   const std::string doc = RowMlp(x_, kRows).dump();
   auto reference = api::Run(doc, On("cpu"));
