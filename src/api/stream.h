@@ -43,8 +43,8 @@ struct StreamSpec {
     std::string name;
     StreamedOutput kind;
     TensorType type;  // in the document of all N rows
-    // A sum or mean of the streamed input itself: carried from the rows fed to each chunk, which
-    // the host holds already, so nothing of it is read back.
+    // The streamed input itself, or a sum or mean of it: made from the rows fed to each chunk,
+    // which the host holds already, rather than from what the chunk reads back.
     bool of_input = false;
   };
   std::vector<Output> outputs;  // in the graph's output order

@@ -181,7 +181,9 @@ Result<std::optional<StreamSpec>> AnalyzeStream(std::string_view text,
                           : state[n.id] == RowState::kFixed ? StreamedOutput::kFixed
                           : n.op == "mean"                  ? StreamedOutput::kMeanOverRows
                                                             : StreamedOutput::kSumOverRows;
-    const bool of_input = state[n.id] == RowState::kReduced && n.args[0] == spec.input_node;
+    // The streamed input itself, or a reduction of it: the host holds each chunk's rows already.
+    const bool of_input = n.id == spec.input_node ||
+                          (state[n.id] == RowState::kReduced && n.args[0] == spec.input_node);
     if (state[n.id] == RowState::kReduced && !of_input) {
       // The chunk document outputs the rows the reduction reads; the host carries the sum.
       const doc::Node* reduce = DocNodeAt(c.doc, n.origin);

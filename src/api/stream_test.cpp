@@ -14,7 +14,8 @@ namespace {
 constexpr int kD = 8, kH = 16, kK = 5;
 
 // A row-wise MLP over a streamed dataset of `rows` rows: softmax(relu(x w1 + b1) w2) per row, the
-// column mean of x and the column sum of the hidden layer over the rows, and a param as it is.
+// column mean of x and the column sum of the hidden layer over the rows, a param as it is, and x
+// itself.
 Json RowMlp(const std::vector<float>& x, int64_t rows) {
   auto param = [](const char* id, Json shape, int seed) {
     return Json{{"id", id},
@@ -56,7 +57,8 @@ Json RowMlp(const std::vector<float>& x, int64_t rows) {
        {{{"name", "probs"}, {"from", "p"}},
         {{"name", "column_mean"}, {"from", "colmean"}},
         {{"name", "hidden_sum"}, {"from", "hsum"}},
-        {{"name", "w2"}, {"from", "w2"}}}}};
+        {{"name", "w2"}, {"from", "w2"}},
+        {{"name", "echo"}, {"from", "x"}}}}};
 }
 
 class StreamedInput : public ::testing::Test {
