@@ -127,8 +127,7 @@ Status RunMany(runtime::Executor& exec, const execplan::Plan& plan, int steps,
     SCELLIS_ASSIGN_OR_RETURN(runtime::StepsResult chunk, prepared->RunSteps(step_feeds, history));
     // The backend's own counters (dispatches, maps, uploads, ...) add up over the submissions.
     for (const auto& [key, value] : chunk.stats.items()) {
-      if (key == "iterations_per_dispatch")
-        backend_counters[key] = value;  // the plan's, not a count
+      if (key == "iterations_per_dispatch") backend_counters[key] = value;  // the plan's, not a count
       else if (value.is_number_integer() && key != "steps" && key != "readback_bytes")
         backend_counters[key] = backend_counters.value(key, int64_t{0}) + value.get<int64_t>();
     }

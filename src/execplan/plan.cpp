@@ -71,11 +71,11 @@ std::string Print(const Plan& p) {
                              Num(p.thresholds.atol) + ", rtol " + Num(p.thresholds.rtol) +
                              " under " + policy::TierName(g.tier));
   const int hoisted = p.module().HoistedKernels();
-  row("dispatches",
-      std::to_string(p.steps.size()) + " kernels" +
-          (hoisted ? " (" + std::to_string(hoisted) + " hoisted: once per step, before the loop)"
-                   : "") +
-          ", one submission");
+  row("dispatches", std::to_string(p.steps.size()) + " kernels" +
+                        (hoisted ? " (" + std::to_string(hoisted) +
+                                       " hoisted: once per step, before the loop)"
+                                 : "") +
+                        ", one submission");
   row("buffers", std::to_string(p.buffers.size()) + " (" + FormatBytes(p.memory.allocated) +
                      " allocated, peak live " + FormatBytes(p.memory.peak_live) + ")");
   // The memory classes: what each holds allocated, and live at the peak.

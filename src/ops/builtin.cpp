@@ -334,23 +334,22 @@ void AddBitOps(OpTable& t) {
                     "torch.arange(shape[axis]) broadcast along the other axes. Computed inside the "
                     "kernel that reads it (no buffer, no inline table)",
          .nan = "no NaN or infinity is produced"});
-  t.Add(
-      {.name = "butterfly",
-       .min_version = 6,
-       .ports = {{"a", PortRole::kOperand, {DType::kF32, DType::kI32, DType::kU32, DType::kBool}}},
-       .attrs = {{"mask", AttrType::kInt, nullptr, true}, {"axis", AttrType::kInt, -1}},
-       .kind = OpKind::kNeighbour,
-       .differentiable = true,
-       .tolerance = ToleranceClass::kExact,
-       .determinism = "exact (elements move, no arithmetic)",
-       .summary = "out[.., i, ..] = a[.., i XOR mask, ..] along `axis`: the partner of each "
-                  "element in a bitonic or FFT stage. Every i XOR mask must fall inside the axis "
-                  "(mask >= 0, and the axis' size a multiple of 2^(b + 1) for the highest set "
-                  "bit b of mask), else the graph is refused (butterfly-out-of-range). Fused "
-                  "into its consumers' elementwise kernel as a permuted load, so a "
-                  "compare-exchange stage is one kernel; the gradient is the same butterfly "
-                  "(the permutation is its own inverse)",
-       .nan = "elements move as bits: NaN and infinities pass unchanged"});
+  t.Add({.name = "butterfly",
+         .min_version = 6,
+         .ports = {{"a", PortRole::kOperand, {DType::kF32, DType::kI32, DType::kU32, DType::kBool}}},
+         .attrs = {{"mask", AttrType::kInt, nullptr, true}, {"axis", AttrType::kInt, -1}},
+         .kind = OpKind::kNeighbour,
+         .differentiable = true,
+         .tolerance = ToleranceClass::kExact,
+         .determinism = "exact (elements move, no arithmetic)",
+         .summary = "out[.., i, ..] = a[.., i XOR mask, ..] along `axis`: the partner of each "
+                    "element in a bitonic or FFT stage. Every i XOR mask must fall inside the axis "
+                    "(mask >= 0, and the axis' size a multiple of 2^(b + 1) for the highest set "
+                    "bit b of mask), else the graph is refused (butterfly-out-of-range). Fused "
+                    "into its consumers' elementwise kernel as a permuted load, so a "
+                    "compare-exchange stage is one kernel; the gradient is the same butterfly "
+                    "(the permutation is its own inverse)",
+         .nan = "elements move as bits: NaN and infinities pass unchanged"});
 }
 
 void AddReduceOps(OpTable& t) {

@@ -2,8 +2,8 @@
 
 #include <algorithm>
 #include <chrono>
-#include <cstdlib>
 #include <cstring>
+#include <cstdlib>
 #include <ctime>
 
 #include "base/sha256.h"
@@ -74,9 +74,10 @@ Result<Json> TensorDigest(const store::Store& store, const runtime::HostTensor& 
             {"sha256", TensorHash(t)},
             {"blob", nullptr}};
   if (static_cast<int64_t>(t.bytes.size()) <= kKeptTensorBytes) {
-    SCELLIS_ASSIGN_OR_RETURN(std::string blob,
-                             store.PutBlob(std::string_view(
-                                 reinterpret_cast<const char*>(t.bytes.data()), t.bytes.size())));
+    SCELLIS_ASSIGN_OR_RETURN(
+        std::string blob,
+        store.PutBlob(std::string_view(reinterpret_cast<const char*>(t.bytes.data()),
+                                       t.bytes.size())));
     d["blob"] = blob;
   }
   return d;
@@ -113,8 +114,8 @@ Json CompileSettingsJson(const pipeline::CompileOptions& o) {
   j["bind"] = Json::object();
   for (const auto& [name, size] : o.lower.bind) j["bind"][name] = size;
   j["budget_bytes"] = o.plan.budget_bytes ? Json(*o.plan.budget_bytes) : Json();
-  j["disabled_passes"] =
-      std::vector<std::string>(o.disabled_passes.begin(), o.disabled_passes.end());
+  j["disabled_passes"] = std::vector<std::string>(o.disabled_passes.begin(),
+                                                  o.disabled_passes.end());
   return j;
 }
 
@@ -195,7 +196,8 @@ Result<std::string> RecordTraining(const store::Store& store, std::string_view d
       {"content_id", result.content_id},
       {"plan_hash", result.plan_hash},
       {"tier", result.determinism_tier},
-      {"tolerance", {{"class", result.tolerance}, {"atol", result.atol}, {"rtol", result.rtol}}},
+      {"tolerance",
+       {{"class", result.tolerance}, {"atol", result.atol}, {"rtol", result.rtol}}},
       {"device_profile", result.profile},
       {"backend", result.backend},
       {"executor", result.executor},
@@ -249,7 +251,7 @@ Result<Json> RecordWithValues(const store::Store& store, const std::string& run_
 }
 
 Json RunSummary::ToJson() const {
-  return {{"run_id", id},       {"date", date}, {"command", command},
+  return {{"run_id", id},   {"date", date}, {"command", command},
           {"backend", backend}, {"tier", tier}, {"content_id", content_id}};
 }
 
