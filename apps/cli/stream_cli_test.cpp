@@ -49,6 +49,29 @@ TEST(StreamCli, RunInChunksGivesTheBitsOfTheRunOfAllRows) {
   EXPECT_NE(streamed.err.find("streamed 2048 of 2048 rows"), std::string::npos) << streamed.err;
 }
 
+// The run record says the run was streamed, and its replay streams again to the same bits.
+TEST(StreamCli, TheRecordSaysStreamedAndReplayAgrees) {
+  const fs::path store = MakeTempDir("scellis-stream-store");
+  setenv("SCELLIS_STORE", store.c_str(), 1);
+  unsetenv("SCELLIS_NO_RECORD");
+  CliRun run = RunScellis({"run", kExample, "--backend=cpu", "--json"});
+  ASSERT_EQ(run.exit_code, 0) << run.err;
+  const std::string id = Json::parse(run.out)["run_id"];
+  CliRun replay = RunScellis({"replay", id});
+  EXPECT_EQ(replay.exit_code, 0) << replay.err << replay.out;
+  EXPECT_NE(replay.out.find("agrees, guarantee bit-exact"), std::string::npos) << replay.out;
+  bool recorded = false;
+  for (const auto& e : fs::recursive_directory_iterator(store)) {
+    if (e.path().extension() != ".json") continue;
+    Json j = Json::parse(std::ifstream(e.path()), nullptr, false);
+    if (j.is_object() && j.value("command", "") == "run" && j.contains("streaming"))
+      recorded = recorded || j["streaming"].value("chunks", 0) > 1;
+  }
+  EXPECT_TRUE(recorded) << "no run record under " << store << " holds the streaming";
+  unsetenv("SCELLIS_STORE");
+  fs::remove_all(store);
+}
+
 TEST(StreamCli, AGraphThatMixesRowsIsRefusedWithExit2) {
   Json doc = Json::parse(std::ifstream(kExample));
   // Centering: the column mean over the rows subtracted from every row.
