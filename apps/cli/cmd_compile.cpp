@@ -6,6 +6,7 @@
 #include "common.h"
 #include "pipeline/data_parallel.h"
 #include "pipeline/matmul_parallel.h"
+#include "train/dataset_memory.h"
 
 namespace scellis::cli {
 
@@ -107,10 +108,24 @@ int PlanCommand(const CompileFlags& f) {
   auto c = CompileFile(f, pipeline::Rung::kExecplan, {}, code);
   if (!c) return code;
   const execplan::Plan& p = *c->plan;
-  if (f.json)
-    std::cout << execplan::ToJson(p).dump(2) << "\n";
-  else
+  // A training workflow's dataset lives in host memory beside the plan: its bytes, from the
+  // files' headers (a dataset that cannot be measured is said on stderr, the plan still printed).
+  std::optional<train::HeldDataset> dataset;
+  if (c->program) {
+    auto held = train::DatasetHeld(*c->program);
+    if (held.ok())
+      dataset = held.value();
+    else
+      PrintNotes(held.errors(), f.file);
+  }
+  if (f.json) {
+    Json j = execplan::ToJson(p);
+    if (dataset) j["dataset"] = dataset->ToJson();
+    std::cout << j.dump(2) << "\n";
+  } else {
     std::cout << execplan::Print(p);
+    if (dataset) std::cout << "  dataset          : " << dataset->Describe() << "\n";
+  }
   if (p.verdict != execplan::Verdict::kRed) return 0;
   for (const Diagnostic& d : p.findings) std::cerr << d.Format(f.file) << "\n";
   return 2;

@@ -68,6 +68,12 @@ void PrintReport(const api::RunReport& report) {
     // A receipt that failed its checks is not counted; why goes to stderr, beside the result.
     for (const std::string& w : report.receipts->warnings) std::cerr << "warning: " << w << "\n";
   }
+  if (!report.streaming.is_null()) {
+    const Json& s = report.streaming;
+    std::cout << "streamed: input \"" << s["input"].get<std::string>() << "\", "
+              << s["rows"].get<int64_t>() << " rows in " << s["chunks"].get<int64_t>()
+              << " chunks of " << s["chunk_rows"].get<int64_t>() << " rows\n";
+  }
   for (const auto& [name, t] : report.outputs) PrintTensor(name, t);
   for (const auto& [name, steps] : report.history) PrintHistory(name, steps);
 }
@@ -135,6 +141,11 @@ int RunCommand(const CompileFlags& f, const RunFlags& r) {
   events.backend = [](const std::string& backend, const std::optional<std::string>& fallback) {
     if (backend == "cpu")
       std::cerr << runtime::CpuBanner(fallback ? *fallback : "requested with --backend=cpu");
+  };
+  // A streamed input runs chunk after chunk: each chunk's rows are said on stderr, as they end.
+  events.stream_progress = [](int64_t done, int64_t rows) {
+    std::cerr << "\rstreamed " << done << " of " << rows << " rows" << (done == rows ? "\n" : "")
+              << std::flush;
   };
   auto result = api::Run(text.value(), options, events);
   if (!result.ok()) return Report(result.errors(), f.file, f.json);

@@ -7,6 +7,7 @@
 #include <limits>
 
 #include "api/fit_batch.h"
+#include "api/stream.h"
 #include "base/atomic_file.h"
 #include "base/diagnostic_json.h"
 #include "base/json_util.h"
@@ -100,8 +101,15 @@ std::optional<pipeline::Compiled> CompileFile(const CompileFlags& f, pipeline::R
   }
   // A red training plan states its fix, the largest batch that fits, found by planning again;
   // should that search itself fail to plan, the plan's own findings still stand.
-  if (up_to == pipeline::Rung::kExecplan)
+  if (up_to == pipeline::Rung::kExecplan) {
     (void)api::ExplainRedPlan(text.value(), options, compiled.value());
+    // A streamed input that does not fit whole plans as chunks (a yellow plan), or is refused.
+    auto streaming = api::PlanStreaming(text.value(), options, compiled.value());
+    if (!streaming.ok()) {
+      exit_code = Report(streaming.errors(), f.file, f.json);
+      return std::nullopt;
+    }
+  }
   PrintNotes(compiled->notes, f.file);
   exit_code = 0;
   return std::move(compiled.value());

@@ -7,6 +7,7 @@
 #include <cstdio>
 
 #include "api/fit_batch.h"
+#include "api/stream.h"
 #include "store/store.h"
 #include "webir/passes/append_train_step.h"
 #include "workplan/workplan.h"
@@ -233,6 +234,7 @@ Json RunReport::ToJson() const {
     }
   }
   j["stats"] = stats;
+  j["streaming"] = streaming;
   if (receipts) j["receipts"] = receipts->ToJson();
   return j;
 }
@@ -265,6 +267,8 @@ Result<RunReport> Run(std::string_view text, const RunOptions& options, const Ru
   // A red plan is refused with its fix, where a smaller batch is one (a failed search leaves the
   // plan's own findings).
   (void)ExplainRedPlan(text, compile, c);
+  // A streamed input whose whole plan does not fit runs in chunks: `c` then holds a chunk's plan.
+  SCELLIS_ASSIGN_OR_RETURN(std::optional<Streaming> streaming, PlanStreaming(text, compile, c));
   const execplan::Plan& plan = *c.plan;
   if (plan.verdict == execplan::Verdict::kRed) return Status(plan.findings);
   if (events.note)
@@ -277,6 +281,12 @@ Result<RunReport> Run(std::string_view text, const RunOptions& options, const Ru
                        "the document has no output named \"" + name + "\" to keep a history of",
                        "name one of the document's \"outputs\"");
     }
+  }
+  if (streaming && options.steps != 1) {
+    return UserError(
+        "stream-unsupported", streaming->spec.pointer,
+        "a streamed input runs in chunks for one step, not " + std::to_string(options.steps),
+        "run one step, or raise the budget so that all rows fit at once");
   }
   if (events.backend) events.backend(sel.backend, sel.fallback_reason);
   if (events.selected) events.selected(sel);
@@ -296,10 +306,15 @@ Result<RunReport> Run(std::string_view text, const RunOptions& options, const Ru
   runtime::RunOptions run_options;
   run_options.executor = options.executor;
   if (auto pinned = PinnedExecutorFallback(options.executor)) report.fallback_reason = pinned;
-  SCELLIS_TRY(options.steps == 1 ? RunOnce(*sel.executor, plan, options.feeds, run_options,
-                                           options.history, report)
-                                 : RunMany(*sel.executor, plan, options.steps, options.feeds,
-                                           run_options, options.history, events, report));
+  if (streaming) {
+    SCELLIS_TRY(RunStreamed(*sel.executor, *streaming, c, compile, options.feeds, run_options,
+                            events, report));
+  } else {
+    SCELLIS_TRY(options.steps == 1 ? RunOnce(*sel.executor, plan, options.feeds, run_options,
+                                             options.history, report)
+                                   : RunMany(*sel.executor, plan, options.steps, options.feeds,
+                                             run_options, options.history, events, report));
+  }
 
   // Which kernels have earned trust on this device: receipts gate trust, not execution.
   // The CPU reference is the oracle itself, and the null backend computes nothing: only GPU

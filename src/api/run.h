@@ -51,6 +51,8 @@ struct RunEvents {
   std::function<void(const runtime::Selection&)> selected;
   // After every submission of a many-step run: steps done of the total.
   std::function<void(int done, int total)> progress;
+  // A streamed run (api/stream.h), after every chunk: rows done of the streamed input's total.
+  std::function<void(int64_t rows_done, int64_t rows)> stream_progress;
   // Asked after every submission: true stops the run with `cancelled` (the Studio's page went
   // away); nothing of it is reported.
   std::function<bool()> cancelled;
@@ -78,6 +80,9 @@ struct RunReport {
   // The backend's own counters plus "steps", "submissions" and "readback_bytes" (every byte
   // brought back to the host for this run).
   Json stats = Json::object();
+  // A run of a streamed input in chunks (api/stream.h): the input, its rows, the rows per chunk
+  // and the chunks; null when the run took its inputs whole.
+  Json streaming;
   // Which kernels hold conformance receipts on this device (WebGPU runs with a store only).
   std::optional<conform::ReceiptReport> receipts;
 

@@ -1,5 +1,7 @@
 #include "data/dataset.h"
 
+#include <zlib.h>
+
 #include <cmath>
 #include <filesystem>
 #include <sstream>
@@ -9,7 +11,11 @@
 
 namespace scellis::data {
 
-Result<Dataset> LoadDataset(const std::string& source, const std::string& split) {
+namespace {
+
+// The images and labels files of a split of a source.
+Result<std::pair<std::string, std::string>> SplitFiles(const std::string& source,
+                                                       const std::string& split) {
   if (split != "train" && split != "test") {
     return UserError("bad-dataset-split", "",
                      "the split is \"" + split + "\", expected train or test");
@@ -40,6 +46,44 @@ Result<Dataset> LoadDataset(const std::string& source, const std::string& split)
     return UserError("unknown-dataset", "", "the dataset source \"" + source + "\" is not known",
                      "sources: fashion-mnist, idx:<images>,<labels>");
   }
+  return std::make_pair(images_path, labels_path);
+}
+
+// The dimensions an IDX file declares, from its header (gzip or plain alike: zlib reads both).
+Result<std::vector<int64_t>> IdxDims(const std::string& path) {
+  gzFile f = gzopen(path.c_str(), "rb");
+  if (!f) return UserError("file-not-found", "", "cannot open '" + path + "'");
+  unsigned char head[4 + 4 * 255];
+  int got = gzread(f, head, 4);
+  const int ndims = got == 4 ? head[3] : 0;
+  if (got == 4 && ndims > 0) got += gzread(f, head + 4, 4 * ndims);
+  gzclose(f);
+  if (got != 4 + 4 * ndims || head[0] != 0 || head[1] != 0)
+    return UserError("idx-truncated", "", "'" + path + "' does not start with an IDX header");
+  std::vector<int64_t> dims;
+  for (int i = 0; i < ndims; ++i) {
+    const unsigned char* d = head + 4 + 4 * i;
+    dims.push_back((int64_t{d[0]} << 24) | (d[1] << 16) | (d[2] << 8) | d[3]);
+  }
+  return dims;
+}
+
+}  // namespace
+
+Result<DatasetShape> MeasureDataset(const std::string& source, const std::string& split) {
+  SCELLIS_ASSIGN_OR_RETURN(auto files, SplitFiles(source, split));
+  SCELLIS_ASSIGN_OR_RETURN(std::vector<int64_t> images, IdxDims(files.first));
+  if (images.empty()) return UserError("dataset-mismatch", "", "the images file holds no examples");
+  DatasetShape shape;
+  shape.examples = images[0];
+  shape.features = 1;
+  for (size_t i = 1; i < images.size(); ++i) shape.features *= images[i];
+  return shape;
+}
+
+Result<Dataset> LoadDataset(const std::string& source, const std::string& split) {
+  SCELLIS_ASSIGN_OR_RETURN(auto files, SplitFiles(source, split));
+  const auto& [images_path, labels_path] = files;
   SCELLIS_ASSIGN_OR_RETURN(IdxArray images, ReadIdx(images_path));
   SCELLIS_ASSIGN_OR_RETURN(IdxArray labels, ReadIdx(labels_path));
   if (images.dims.empty() || labels.dims.size() != 1 || images.dims[0] != labels.dims[0]) {

@@ -118,6 +118,15 @@ std::string Print(const Plan& p) {
                                  FormatBytes(f.allocated_at_largest_green));
     }
   }
+  if (p.stream) {
+    const StreamFit& f = *p.stream;
+    row("streaming", "input \"" + f.input + "\" " + f.dim + "=" + std::to_string(f.rows) + " (" +
+                         FormatBytes(f.bytes) + ") in " + std::to_string(f.chunks) + " chunks of " +
+                         std::to_string(f.chunk_rows) + " rows (last " +
+                         std::to_string(f.last_chunk_rows) + "); all rows at once allocate " +
+                         FormatBytes(f.whole_allocated) + " (" + std::to_string(f.plans) +
+                         " plans searched); this plan is one chunk's");
+  }
   out += "  steps:\n";
   for (const Step& s : p.steps) {
     const kernel::Kernel& k = p.module().kernels[s.kernel];
@@ -174,6 +183,19 @@ Json ToJson(const Plan& p) {
       if (f.largest_green > 0)
         j["batch_fit"]["allocated_at_largest_green"] = f.allocated_at_largest_green;
     }
+  }
+  if (p.stream) {
+    const StreamFit& f = *p.stream;
+    j["streaming"] = {{"input", f.input},
+                      {"dim", f.dim},
+                      {"rows", f.rows},
+                      {"bytes", f.bytes},
+                      {"chunk_rows", f.chunk_rows},
+                      {"chunks", f.chunks},
+                      {"last_chunk_rows", f.last_chunk_rows},
+                      {"whole_allocated", f.whole_allocated},
+                      {"plans", f.plans},
+                      {"reduced_outputs", f.reduced_outputs}};
   }
   j["findings"] = Json::array();
   for (const Diagnostic& d : p.findings)

@@ -78,6 +78,25 @@ struct BatchFit {
   int plans = 0;  // plans the search made
 };
 
+// How a run processes a streamed input (a dataset of rows declared `"stream": true`) whose whole
+// plan does not fit: in chunks of rows, the chunk found by planning the workflow again at
+// candidate row counts (api::PlanStreaming), never by dividing byte counts. The plan it is
+// attached to is the plan of one chunk.
+struct StreamFit {
+  std::string input;  // the streamed input's name
+  std::string dim;    // its first dimension's symbol ("N")
+  int64_t rows = 0;   // N
+  int64_t bytes = 0;  // the whole input
+  int64_t chunk_rows = 0;
+  int64_t chunks = 0;
+  int64_t last_chunk_rows = 0;  // rows of the last chunk (chunk_rows when N divides evenly)
+  int64_t whole_allocated = 0;  // what the plan of all N rows at once allocates (it is red)
+  int plans = 0;                // plans the chunk search made
+  // Outputs summed or averaged over the rows, carried across chunks on the host in the
+  // reference's order.
+  std::vector<std::string> reduced_outputs;
+};
+
 struct MemoryPlan {
   std::array<int64_t, kMemClasses> by_class{};  // allocated bytes per class
   int64_t allocated = 0;                        // all buffers
@@ -140,6 +159,7 @@ struct Plan {
   Verdict verdict = Verdict::kGreen;
   std::vector<Diagnostic> findings;   // why the verdict is not green
   std::optional<BatchFit> batch_fit;  // a red training plan's computed fix, when searched
+  std::optional<StreamFit> stream;    // a streamed input processed in chunks (a yellow plan)
   policy::Thresholds thresholds;      // the tolerance class resolved for the tier
 
   const kernel::Module& module() const { return *module_ref; }

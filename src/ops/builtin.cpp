@@ -66,11 +66,18 @@ void AddSourceOps(OpTable& t) {
   t.Add({.name = "input",
          .min_version = 1,
          .ports = {},
-         .attrs = {shape, {"data", AttrType::kNumbers}, dtype, name, carry},
+         .attrs = {shape,
+                   {"data", AttrType::kNumbers},
+                   dtype,
+                   name,
+                   carry,
+                   {"stream", AttrType::kBool, false}},
          .kind = OpKind::kSource,
          .tolerance = ToleranceClass::kExact,
          .determinism = none,
-         .summary = "a tensor given inline (`data`, flat, row-major) or fed per run",
+         .summary = "a tensor given inline (`data`, flat, row-major) or fed per run; `stream`: a "
+                    "dataset of rows (its first dimension) that a run may process in chunks "
+                    "when the whole does not fit the budget",
          .nan = "fed values pass as they are (JSON data has no NaN or infinity)"});
   t.Add(
       {.name = "param",

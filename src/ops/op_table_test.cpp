@@ -4,7 +4,6 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
-
 #include <fstream>
 #include <set>
 #include <sstream>
@@ -205,7 +204,8 @@ TEST(OpTable, JsonHasEveryOpOnceWithItsPortsAndAttributes) {
   EXPECT_TRUE(input["inputs"].empty());
   std::set<std::string> input_attrs;
   for (const Json& a : input["attrs"]) input_attrs.insert(a["name"]);
-  EXPECT_EQ(input_attrs, (std::set<std::string>{"shape", "data", "dtype", "name", "carry"}));
+  EXPECT_EQ(input_attrs,
+            (std::set<std::string>{"shape", "data", "dtype", "name", "carry", "stream"}));
   Json param = find("node_types", "param");
   ASSERT_TRUE(param.is_object());
   for (const Json& a : param["attrs"])

@@ -165,6 +165,7 @@ Result<std::string> RecordRun(const store::Store& store, std::string_view docume
       {"receipts", report.receipts ? Json(report.receipts->used) : Json::array()},
       {"inputs", inputs},
       {"outputs", outputs},
+      {"streaming", report.streaming},
       {"settings",
        {{"compile", CompileSettingsJson(options.compile)},
         {"backend", options.select.requested},
