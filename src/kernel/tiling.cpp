@@ -131,6 +131,11 @@ class Planner {
 
 }  // namespace
 
+bool TilesPerElement(const Kernel& k) {
+  return k.kind == KernelKind::kElementwise ||
+         (k.kind == KernelKind::kOp && (k.op == "uniform" || k.op == "dropout"));
+}
+
 std::optional<TileSpace> TileSpaceOf(const Module& m, const Kernel& k) {
   // A matmul with an epilogue (more than two inputs) or a kernel with several outputs is never
   // tiled: the passes that make them leave kernels over the binding cap alone.

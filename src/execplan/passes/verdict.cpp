@@ -98,8 +98,9 @@ class Judge {
         std::string(kSmallerPlanHelp) + "; a larger --budget cannot add memory");
   }
 
-  // A buffer over the device's storage-binding cap is bound in tiles by an elementwise kernel
-  // where it has the output's shape (broadcast operands are bound whole), and by the kernels
+  // A buffer over the device's storage-binding cap is bound in tiles by a kernel that tiles
+  // element for element (elementwise, uniform, dropout: kernel::TilesPerElement) where it has the
+  // output's shape (broadcast operands are bound whole), and by the kernels
   // kernel::PlanTiles cuts into tiles (matmul, sum, softmax) when every tile's windows fit.
   void Bindings() {
     const DeviceLimits& lim = p_.limits;
@@ -107,7 +108,7 @@ class Judge {
     for (const Step& s : p_.steps) {
       const kernel::Kernel& k = p_.module().kernels[s.kernel];
       const TensorType& out = g.at(k.output).type;
-      bool elementwise = k.kind == kernel::KernelKind::kElementwise;
+      bool elementwise = kernel::TilesPerElement(k);
       std::vector<std::pair<int, int>> bound = {{s.write, k.output}};
       for (size_t i = 0; i < k.inputs.size(); ++i) bound.push_back({s.reads[i], k.inputs[i]});
       // Extra outputs come last: a kernel with them is never tiled.
@@ -137,10 +138,11 @@ class Judge {
               k.name + " must bind %" + g.at(node).name + " (" + FormatBytes(bytes) +
                   ") whole, over " + lim.device + "'s storage binding cap of " +
                   FormatBytes(lim.max_binding_bytes),
-              "only elementwise kernels (never at a shifted read), rank-2 f32 matmuls, f32 sums "
-              "and means, and f32 softmax rows are tiled over the cap (windows start at "
-              "256-byte multiples, so a tile needs at least one row plus 252 bytes under the "
-              "cap); split the tensor, or run on the CPU reference (--backend=cpu)");
+              "only elementwise kernels (never at a shifted read), uniform and dropout, rank-2 "
+              "f32 matmuls, f32 sums and means, and f32 softmax rows are tiled over the cap "
+              "(windows start at 256-byte multiples, so a tile needs at least one row plus 252 "
+              "bytes under the cap); split the tensor, or run on the CPU reference "
+              "(--backend=cpu)");
         }
       }
     }
