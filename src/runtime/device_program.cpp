@@ -254,8 +254,13 @@ class Builder {
   }
 
   // The buffer tiles hand partial results on in beyond their output (a whole-tensor sum's 256
-  // lanes): one, after the plan's buffers, shared by every tiled kernel (they run one at a time).
+  // lanes): the plan's tile scratch, counted in its memory plan, shared by every tiled kernel (they
+  // run one at a time). A program built under a smaller cap than its plan's may tile where the
+  // plan did not: then one after the plan's buffers.
   int ScratchBuffer(int64_t bytes) {
+    if (scratch_ < 0)
+      for (const execplan::Buffer& b : plan_.buffers)
+        if (b.tile_scratch) scratch_ = b.id;
     if (scratch_ < 0) {
       scratch_ = static_cast<int>(p_.buffers.size());
       p_.buffers.push_back({scratch_, bytes, static_cast<uint64_t>(bytes), "working"});

@@ -114,8 +114,7 @@ class Judge {
       // Extra outputs come last: a kernel with them is never tiled.
       for (size_t j = 0; j < k.extra_outputs.size(); ++j)
         bound.push_back({s.extra_writes[j], k.extra_outputs[j]});
-      std::optional<kernel::Tiling> tiling;
-      bool planned = false;
+      const std::optional<kernel::Tiling> tiling = StepTiling(p_, s);
       for (size_t b = 0; b < bound.size(); ++b) {
         auto [buffer, node] = bound[b];
         int64_t bytes = p_.buffers[buffer].bytes;
@@ -124,10 +123,6 @@ class Judge {
         const bool extra = b > k.inputs.size();
         bool shifted = b > 0 && !extra && kernel::ReadsShifted(k, static_cast<int>(b) - 1);
         bool tileable = elementwise && !extra && !shifted && g.at(node).type.SameShape(out);
-        if (!elementwise && !planned) {
-          tiling = kernel::PlanTiles(p_.module(), k, static_cast<uint64_t>(lim.max_binding_bytes));
-          planned = true;
-        }
         if (tileable || tiling) {
           Yellow("tiled-binding",
                  k.name + " binds %" + g.at(node).name + " (" + FormatBytes(bytes) + ") in tiles" +
