@@ -1,6 +1,8 @@
 #!/usr/bin/env python3
 """Writes a document whose tensors are larger than a storage binding (4 GiB - 1 on an H200), so
-that its kernels run in tiles: the data comes from `uniform` on the device (no inline data).
+that its kernels run in tiles: the data comes from `uniform` on the device (no inline data), whose
+kernel, over the cap too, runs in tiles of elements. src/execplan/tiling_plan_test.cpp plans the
+same documents (SCALE 1) under an H200's cap; keep the two alike.
 
 usage: bench/tiling/over_cap_doc.py CASE [SCALE] > doc.json
   CASE   matmul_k   a [16, K] @ b [K, 32768], b over the cap: tiles along K

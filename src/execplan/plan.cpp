@@ -145,6 +145,7 @@ std::string Print(const Plan& p) {
     out += "    b" + std::to_string(b.id) + " " + FormatBytes(b.bytes) + " " + MemClassName(b.cls) +
            (b.pinned ? " pinned" : "") + ":";
     for (int v : b.values) out += " %" + g.at(v).name;
+    if (b.tile_scratch) out += " (tile scratch)";
     out += "\n";
   }
   return out;
@@ -209,14 +210,56 @@ Json ToJson(const Plan& p) {
     if (k.hoisted) step["hoisted"] = true;
     j["steps"].push_back(step);
   }
-  for (const Buffer& b : p.buffers)
+  for (const Buffer& b : p.buffers) {
     j["buffers"].push_back({{"id", b.id},
                             {"bytes", b.bytes},
                             {"class", MemClassName(b.cls)},
                             {"pinned", b.pinned},
                             {"values", b.values}});
+    if (b.tile_scratch) j["buffers"].back()["tile_scratch"] = true;
+  }
   return j;
 }
+
+std::optional<kernel::Tiling> StepTiling(const Plan& p, const Step& s) {
+  const kernel::Kernel& k = p.module().kernels[s.kernel];
+  if (kernel::TilesPerElement(k)) return std::nullopt;
+  bool over = false;
+  for (int b : s.reads) over |= p.buffers[b].bytes > p.limits.max_binding_bytes;
+  for (int b : s.Writes()) over |= p.buffers[b].bytes > p.limits.max_binding_bytes;
+  if (!over) return std::nullopt;
+  return kernel::PlanTiles(p.module(), k, static_cast<uint64_t>(p.limits.max_binding_bytes));
+}
+
+namespace {
+
+// The tile scratch holds no value, so no step binds it as an operand, and it is as large as the
+// scratch of every step cut into tiles that hand partial results on.
+Status VerifyTileScratch(const Plan& p) {
+  int scratch = -1;
+  for (const Buffer& b : p.buffers) {
+    if (!b.tile_scratch) continue;
+    if (scratch >= 0 || !b.values.empty() || !b.pinned || b.cls != MemClass::kWorking)
+      return InternalError("execplan.Verify",
+                           "a tile scratch buffer other than one pinned, working and valueless");
+    scratch = b.id;
+  }
+  for (const Step& s : p.steps) {
+    const kernel::Kernel& k = p.module().kernels[s.kernel];
+    const std::vector<int> writes = s.Writes();
+    if (scratch >= 0 && (std::count(s.reads.begin(), s.reads.end(), scratch) ||
+                         std::count(writes.begin(), writes.end(), scratch)))
+      return InternalError("execplan.Verify", k.name + " binds the tile scratch as an operand");
+    const std::optional<kernel::Tiling> tiling = StepTiling(p, s);
+    const int64_t need = tiling ? tiling->space.scratch_elements * 4 : 0;
+    if (need > 0 && (scratch < 0 || p.buffers[scratch].bytes < need))
+      return InternalError("execplan.Verify", k.name + "'s tiles hand on " + FormatBytes(need) +
+                                                  " of partial results the plan has no room for");
+  }
+  return Status::Ok();
+}
+
+}  // namespace
 
 Status Verify(const Plan& p) {
   // No step may write a buffer that holds a value some later step still needs, in the first
@@ -262,7 +305,7 @@ Status Verify(const Plan& p) {
   for (const webir::Output& o : g.outputs)
     if (holder[p.buffer_of[o.node]] != o.node)
       return InternalError("execplan.Verify", "output " + o.name + " is overwritten");
-  return Status::Ok();
+  return VerifyTileScratch(p);
 }
 
 }  // namespace scellis::execplan

@@ -15,6 +15,7 @@
 #include "base/json_util.h"
 #include "base/result.h"
 #include "kernel/module.h"
+#include "kernel/tiling.h"
 
 namespace scellis::execplan {
 
@@ -44,6 +45,10 @@ struct Buffer {
   MemClass cls = MemClass::kWorking;
   bool pinned = false;      // lives for the whole run (params, inputs, outputs, state)
   std::vector<int> values;  // WebIR nodes stored here over the run
+  // The partial results tiles hand on beyond their outputs (a whole-tensor sum's 256 lanes), for
+  // the kernels cut into tiles under the binding cap; holds no value. At most one per plan, pinned,
+  // shared by every tiled kernel (they run one at a time).
+  bool tile_scratch = false;
 };
 
 struct Step {
@@ -175,6 +180,11 @@ MemClass DominantClass(const MemoryPlan& m);
 // Records the batch search's result on a red plan and says it in the help of its memory
 // findings (memory-over-budget, -host, -device), which a smaller batch answers.
 void AttachBatchFit(Plan& p, BatchFit fit);
+
+// The tiles kernel::PlanTiles cuts step `s` into when it binds a buffer over the plan's binding
+// cap and its kernel does not tile element for element (kernel::TilesPerElement); nullopt when it
+// needs no such tiles, or none fit.
+std::optional<kernel::Tiling> StepTiling(const Plan& p, const Step& s);
 
 Result<Plan> FromKernel(std::shared_ptr<const kernel::Module> m, const PlanOptions& options);
 std::string Print(const Plan& p);

@@ -131,6 +131,11 @@ class Planner {
 
 }  // namespace
 
+bool TilesPerElement(const Kernel& k) {
+  return k.kind == KernelKind::kElementwise ||
+         (k.kind == KernelKind::kOp && (k.op == "uniform" || k.op == "dropout"));
+}
+
 std::optional<TileSpace> TileSpaceOf(const Module& m, const Kernel& k) {
   // A matmul with an epilogue (more than two inputs) or a kernel with several outputs is never
   // tiled: the passes that make them leave kernels over the binding cap alone.
@@ -177,6 +182,13 @@ std::optional<TileSpace> TileSpaceOf(const Module& m, const Kernel& k) {
     s.kind = TileSpace::Kind::kSoftmax;
     s.depth = n;
     s.rows = n ? in.elements() / n : 0;
+    // Tiles take whole rows, so a row over the cap is refused in planning (binding-cap-exceeded).
+    // Cutting a row could keep the untiled kernel's bits: the maximum is exact in any order, and
+    // the sum of exp(x - max) could be carried from tile to tile as an f32 partial in increasing
+    // index, as the axis sums carry theirs. But a row then needs three passes of tiles in turn —
+    // the maximum (and the NaN test) over the whole row, then the sum, then the writes, each
+    // reading what the pass before left in a per-row scratch — where every other tiling here is
+    // one pass of tiles; that second kind of schedule is not built yet.
     s.depth_splits = false;
     s.layouts = {TileStrides{n, 0, 1}, TileStrides{n, 0, 1}};
     return s;

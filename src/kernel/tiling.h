@@ -24,6 +24,13 @@
 
 namespace scellis::kernel {
 
+// Whether `k` tiles element for element: its output element i depends on element i of each
+// operand of the output's shape and on operands bound whole, so a tile of output elements
+// [base, base + count) binds those operands' same window. The fused elementwise kernels (where no
+// read is shifted; the plan's verdict checks) and the counter-hash generators `uniform` and
+// `dropout`, whose hash takes the element's index in the whole tensor.
+bool TilesPerElement(const Kernel& k);
+
 // Every window starts at a multiple of 256 bytes: the largest minimum storage-buffer offset
 // alignment WebGPU lets a device require, so a plan's tiles suit every device.
 inline constexpr uint64_t kTileAlignment = 256;

@@ -170,7 +170,7 @@ class Builder {
     if (!k.extra_outputs.empty())
       return InternalError("device-program",
                            k.name + " binds a buffer over the cap and cannot be tiled");
-    if (k.kind != kernel::KernelKind::kElementwise) return AddTiles(s);
+    if (!kernel::TilesPerElement(k)) return AddTiles(s);
     const int64_t per_tile = static_cast<int64_t>(cap / align * align / 4);
     if (per_tile <= 0)
       return InternalError("device-program", "a storage binding cap below one aligned tile");
@@ -182,7 +182,7 @@ class Builder {
       // the whole of the others (broadcast along it).
       const uint64_t offset = static_cast<uint64_t>(base) * 4;
       const uint64_t window = static_cast<uint64_t>(std::max<int64_t>(count, 1)) * 4;
-      kernel::wgsl::Generated gen = kernel::wgsl::ElementwiseTile(plan_.module(), k, base, count);
+      kernel::wgsl::Generated gen = kernel::wgsl::PerElementTile(plan_.module(), k, base, count);
       ProgramDispatch d;
       d.step = s;
       d.kernel = k.name;
@@ -254,8 +254,13 @@ class Builder {
   }
 
   // The buffer tiles hand partial results on in beyond their output (a whole-tensor sum's 256
-  // lanes): one, after the plan's buffers, shared by every tiled kernel (they run one at a time).
+  // lanes): the plan's tile scratch, counted in its memory plan, shared by every tiled kernel (they
+  // run one at a time). A program built under a smaller cap than its plan's may tile where the
+  // plan did not: then one after the plan's buffers.
   int ScratchBuffer(int64_t bytes) {
+    if (scratch_ < 0)
+      for (const execplan::Buffer& b : plan_.buffers)
+        if (b.tile_scratch) scratch_ = b.id;
     if (scratch_ < 0) {
       scratch_ = static_cast<int>(p_.buffers.size());
       p_.buffers.push_back({scratch_, bytes, static_cast<uint64_t>(bytes), "working"});

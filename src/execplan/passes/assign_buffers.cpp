@@ -78,6 +78,7 @@ class Assigner {
       }
     }
 
+    AddTileScratch();
     MemoryPlan& mem = p_.memory;
     for (const Buffer& b : p_.buffers) {
       int64_t& cls = mem.by_class[static_cast<int>(b.cls)];
@@ -96,6 +97,28 @@ class Assigner {
   }
 
  private:
+  // The scratch the tiles of kernels over the binding cap hand partial results on in (a
+  // whole-tensor sum's 256 lanes, kernel::TileSpace::scratch_elements): one working buffer as
+  // large as the largest any step needs, pinned, so it is live at every step and the peak grows by
+  // its size.
+  void AddTileScratch() {
+    int64_t bytes = 0;
+    for (const Step& s : p_.steps)
+      if (std::optional<kernel::Tiling> t = StepTiling(p_, s))
+        bytes = std::max(bytes, t->space.scratch_elements * 4);
+    if (bytes == 0) return;
+    Buffer b;
+    b.id = static_cast<int>(p_.buffers.size());
+    b.bytes = bytes;
+    b.cls = MemClass::kWorking;
+    b.pinned = true;
+    b.tile_scratch = true;
+    p_.buffers.push_back(b);
+    p_.memory.peak_live = SaturatingAdd(p_.memory.peak_live, bytes);
+    int64_t& working = p_.memory.at_peak[static_cast<int>(MemClass::kWorking)];
+    working = SaturatingAdd(working, bytes);
+  }
+
   int64_t Bytes(int node) const { return g_.at(node).type.bytes(); }
   bool Pinned(int node, const std::vector<bool>& is_output) const {
     return is_output[node] || p_.class_of[node] == MemClass::kOptimizerState;

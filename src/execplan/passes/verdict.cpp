@@ -98,8 +98,9 @@ class Judge {
         std::string(kSmallerPlanHelp) + "; a larger --budget cannot add memory");
   }
 
-  // A buffer over the device's storage-binding cap is bound in tiles by an elementwise kernel
-  // where it has the output's shape (broadcast operands are bound whole), and by the kernels
+  // A buffer over the device's storage-binding cap is bound in tiles by a kernel that tiles
+  // element for element (elementwise, uniform, dropout: kernel::TilesPerElement) where it has the
+  // output's shape (broadcast operands are bound whole), and by the kernels
   // kernel::PlanTiles cuts into tiles (matmul, sum, softmax) when every tile's windows fit.
   void Bindings() {
     const DeviceLimits& lim = p_.limits;
@@ -107,14 +108,13 @@ class Judge {
     for (const Step& s : p_.steps) {
       const kernel::Kernel& k = p_.module().kernels[s.kernel];
       const TensorType& out = g.at(k.output).type;
-      bool elementwise = k.kind == kernel::KernelKind::kElementwise;
+      bool elementwise = kernel::TilesPerElement(k);
       std::vector<std::pair<int, int>> bound = {{s.write, k.output}};
       for (size_t i = 0; i < k.inputs.size(); ++i) bound.push_back({s.reads[i], k.inputs[i]});
       // Extra outputs come last: a kernel with them is never tiled.
       for (size_t j = 0; j < k.extra_outputs.size(); ++j)
         bound.push_back({s.extra_writes[j], k.extra_outputs[j]});
-      std::optional<kernel::Tiling> tiling;
-      bool planned = false;
+      const std::optional<kernel::Tiling> tiling = StepTiling(p_, s);
       for (size_t b = 0; b < bound.size(); ++b) {
         auto [buffer, node] = bound[b];
         int64_t bytes = p_.buffers[buffer].bytes;
@@ -123,10 +123,6 @@ class Judge {
         const bool extra = b > k.inputs.size();
         bool shifted = b > 0 && !extra && kernel::ReadsShifted(k, static_cast<int>(b) - 1);
         bool tileable = elementwise && !extra && !shifted && g.at(node).type.SameShape(out);
-        if (!elementwise && !planned) {
-          tiling = kernel::PlanTiles(p_.module(), k, static_cast<uint64_t>(lim.max_binding_bytes));
-          planned = true;
-        }
         if (tileable || tiling) {
           Yellow("tiled-binding",
                  k.name + " binds %" + g.at(node).name + " (" + FormatBytes(bytes) + ") in tiles" +
@@ -137,10 +133,11 @@ class Judge {
               k.name + " must bind %" + g.at(node).name + " (" + FormatBytes(bytes) +
                   ") whole, over " + lim.device + "'s storage binding cap of " +
                   FormatBytes(lim.max_binding_bytes),
-              "only elementwise kernels (never at a shifted read), rank-2 f32 matmuls, f32 sums "
-              "and means, and f32 softmax rows are tiled over the cap (windows start at "
-              "256-byte multiples, so a tile needs at least one row plus 252 bytes under the "
-              "cap); split the tensor, or run on the CPU reference (--backend=cpu)");
+              "only elementwise kernels (never at a shifted read), uniform and dropout, rank-2 "
+              "f32 matmuls, f32 sums and means, and f32 softmax rows are tiled over the cap "
+              "(windows start at 256-byte multiples, so a tile needs at least one row plus 252 "
+              "bytes under the cap); split the tensor, or run on the CPU reference "
+              "(--backend=cpu)");
         }
       }
     }

@@ -227,6 +227,11 @@ Result<Generated> Generate(const Module& m, const Kernel& k) {
 
 namespace scellis::kernel::wgsl {
 
+Generated PerElementTile(const Module& m, const Kernel& k, int64_t base, int64_t count) {
+  return k.kind == KernelKind::kElementwise ? ElementwiseTile(m, k, base, count)
+                                            : RandomTile(m, k, base, count);
+}
+
 Generated TileSource(const Module& m, const Kernel& k, const Tiling& tiling, const Tile& t,
                      const std::vector<int64_t>& window) {
   // Where the tile's first element of each binding lies in that binding's window.

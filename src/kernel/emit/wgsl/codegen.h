@@ -84,6 +84,13 @@ bool IsIndexOp(const std::string& op);
 // covers everything. A kernel scheduled wide (Kernel::elementwise_schedule) gets VectorTile when
 // the tile starts and ends on a vector boundary, else the one-element-per-invocation kernel.
 Generated ElementwiseTile(const Module& m, const Kernel& k, int64_t base, int64_t count);
+// uniform or dropout over output elements [base, base + count): operands of the output's shape
+// bound from `base`, the step bound whole, and each element hashed with its index in the whole
+// tensor, so the tiles give the untiled kernel's bits.
+Generated RandomTile(const Module& m, const Kernel& k, int64_t base, int64_t count);
+// A kernel that tiles element for element (kernel::TilesPerElement) over output elements
+// [base, base + count): ElementwiseTile or RandomTile.
+Generated PerElementTile(const Module& m, const Kernel& k, int64_t base, int64_t count);
 // The wide kernel of `s` over output elements [base, base + count), both multiples of s.width:
 // each workgroup loads, computes and stores chunks of consecutive vectors, every component
 // through the one per-element function of the fused expression, so it computes every element

@@ -30,15 +30,19 @@ uint32_t SeedOf(const webir::Node& n) {
 
 }  // namespace
 
-bool GenerateRandom(const Module& m, const Kernel& k, Generated& out) {
-  if (k.kind != KernelKind::kOp || (k.op != "uniform" && k.op != "dropout")) return false;
+Generated RandomTile(const Module& m, const Kernel& k, int64_t base, int64_t count) {
   const webir::Node& n = m.graph().at(k.output);
-  const int64_t total = n.type.elements();
   const std::string seed = U32(SeedOf(n));
+  // The hash takes the element's index in the whole tensor, modulo 2^32 as the reference's u32
+  // counter (u32 addition wraps), so a tile gives the untiled kernel's bits; `i` counts from the
+  // tile's first element, where every operand of the output's shape is bound.
+  const bool tiled = base != 0 || count != n.type.elements();
+  const int64_t base_u32 = base & int64_t{0xffffffff};
+  const std::string index = base_u32 ? "i + " + U32(base_u32) : "i";
   std::string body;
   if (k.op == "uniform") {
-    body = "  let bits = stream_bits(" + seed +
-           ", step_u32(in0[0]), i);\n"
+    body = "  let bits = stream_bits(" + seed + ", step_u32(in0[0]), " + index +
+           ");\n"
            "  out[i] = f32(bits >> 8u) * (1.0 / 16777216.0);\n";
   } else {
     const double p = n.attrs.value("p", 0.5);
@@ -47,7 +51,7 @@ bool GenerateRandom(const Module& m, const Kernel& k, Generated& out) {
     body =
         "  let x = in0[i];\n"
         "  let keep = (stream_bits(" +
-        seed + ", step_u32(in1[0]), i) >> 8u) >= " + U32(ref::DropoutThreshold(p)) +
+        seed + ", step_u32(in1[0]), " + index + ") >> 8u) >= " + U32(ref::DropoutThreshold(p)) +
         ";\n"
         "  let non_finite = (bitcast<u32>(x) & 0x7f800000u) == 0x7f800000u;\n"
         "  let dropped = select(bitcast<f32>(bitcast<u32>(x) & 0x80000000u), nan_f32(), "
@@ -55,9 +59,19 @@ bool GenerateRandom(const Module& m, const Kernel& k, Generated& out) {
         "  out[i] = select(dropped, x * " +
         F32(static_cast<float>(1.0 / (1.0 - p))) + ", keep);\n";
   }
-  out.source =
-      Bindings(m, k) + kSpecialValueFns + kHashFns + "\n" + LinearEntry(total) + body + "}\n";
-  out.workgroups = LinearGrid(total);
+  const std::string title = tiled ? "// a tile of " + std::to_string(count) + " elements from " +
+                                        std::to_string(base) + "\n"
+                                  : "";
+  Generated out;
+  out.source = title + Bindings(m, k) + kSpecialValueFns + kHashFns + "\n" + LinearEntry(count) +
+               body + "}\n";
+  out.workgroups = LinearGrid(count);
+  return out;
+}
+
+bool GenerateRandom(const Module& m, const Kernel& k, Generated& out) {
+  if (k.kind != KernelKind::kOp || (k.op != "uniform" && k.op != "dropout")) return false;
+  out = RandomTile(m, k, 0, m.graph().at(k.output).type.elements());
   return true;
 }
 

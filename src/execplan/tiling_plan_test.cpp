@@ -1,0 +1,174 @@
+// Plans with tensors over the storage-binding cap: the scratch tiles hand partial results on in is
+// a buffer of the memory plan (class working) that the verifier checks, and the over-cap
+// documents of bench/tiling/over_cap_doc.py plan without a refusal under an H200's cap.
+#include <gtest/gtest.h>
+
+#include "execplan/plan.h"
+#include "pipeline/compile.h"
+
+namespace scellis::execplan {
+namespace {
+
+Result<Plan> PlanOf(const Json& doc, const DeviceLimits& limits) {
+  pipeline::CompileOptions o;
+  o.lower.tier = policy::Tier::kDebug;
+  o.plan.budget_bytes = int64_t{200} << 30;
+  o.plan.limits = limits;
+  auto c = pipeline::Compile(doc.dump(), o);
+  if (!c.ok()) return c.status();
+  return std::move(*c->plan);
+}
+
+DeviceLimits Cap(int64_t binding_bytes) {
+  DeviceLimits l;
+  l.backend = "webgpu";
+  l.device = "test-device";
+  l.max_binding_bytes = binding_bytes;
+  l.host_memory_bytes = int64_t{1} << 40;
+  l.host_memory_source = "stated by the test";
+  l.buffers_in_host_memory = false;
+  return l;
+}
+
+// sum of x [5000] (20000 B), fed.
+Json WholeSumDoc() {
+  return {{"version", 2},
+          {"nodes",
+           {{{"id", 0}, {"op", "input"}, {"name", "x"}, {"shape", {5000}}},
+            {{"id", 1}, {"op", "sum"}, {"a", 0}}}},
+          {"outputs", {{{"name", "y"}, {"id", 1}}}}};
+}
+
+const Buffer* TileScratch(const Plan& p) {
+  for (const Buffer& b : p.buffers)
+    if (b.tile_scratch) return &b;
+  return nullptr;
+}
+
+// Under a 4 KiB cap the sum runs in tiles that carry the tree's 256 f32 lanes: 1 KiB of working
+// memory beside x (20000 B, an input) and y (4 B), live through the run.
+TEST(TilePlan, AWholeSumsLaneScratchIsAWorkingBufferOfThePlan) {
+  auto p = PlanOf(WholeSumDoc(), Cap(4096));
+  ASSERT_TRUE(p.ok()) << p.errors().front().Format();
+  EXPECT_EQ(p->verdict, Verdict::kYellow);
+  const Buffer* scratch = TileScratch(*p);
+  ASSERT_NE(scratch, nullptr) << Print(*p);
+  EXPECT_EQ(scratch->bytes, 256 * 4);
+  EXPECT_EQ(scratch->cls, MemClass::kWorking);
+  EXPECT_TRUE(scratch->pinned);
+  EXPECT_TRUE(scratch->values.empty());
+  EXPECT_EQ(p->memory.by_class[static_cast<int>(MemClass::kInputs)], 20000);
+  EXPECT_EQ(p->memory.by_class[static_cast<int>(MemClass::kWorking)], 4 + 1024);
+  EXPECT_EQ(p->memory.allocated, 20000 + 4 + 1024);
+  EXPECT_EQ(p->memory.peak_live, 20000 + 4 + 1024);
+  EXPECT_EQ(p->memory.at_peak[static_cast<int>(MemClass::kWorking)], 4 + 1024);
+  EXPECT_NE(Print(*p).find("(tile scratch)"), std::string::npos);
+  EXPECT_EQ(ToJson(*p)["buffers"][scratch->id]["tile_scratch"], true);
+  EXPECT_TRUE(Verify(*p).ok());
+
+  // Without tiles (the cap over x) there is no scratch.
+  auto whole = PlanOf(WholeSumDoc(), Cap(1 << 20));
+  ASSERT_TRUE(whole.ok());
+  EXPECT_EQ(TileScratch(*whole), nullptr);
+  EXPECT_EQ(whole->memory.allocated, 20000 + 4);
+}
+
+// An axis sum carries its partial sums in its own output: no scratch.
+TEST(TilePlan, AnAxisSumNeedsNoScratch) {
+  Json doc = WholeSumDoc();
+  doc["nodes"][0]["shape"] = {50, 100};
+  doc["nodes"][1]["axis"] = 0;
+  auto p = PlanOf(doc, Cap(4096));
+  ASSERT_TRUE(p.ok());
+  EXPECT_EQ(p->verdict, Verdict::kYellow);
+  EXPECT_EQ(TileScratch(*p), nullptr);
+}
+
+TEST(TilePlan, TheVerifierCatchesAMissingOrMisusedScratch) {
+  auto p = PlanOf(WholeSumDoc(), Cap(4096));
+  ASSERT_TRUE(p.ok());
+  ASSERT_NE(TileScratch(*p), nullptr);
+  const int scratch = TileScratch(*p)->id;
+
+  Plan missing = p.value();
+  missing.buffers[scratch].tile_scratch = false;
+  Status s = Verify(missing);
+  ASSERT_FALSE(s.ok());
+  EXPECT_NE(s.first().message.find("partial results"), std::string::npos) << s.first().message;
+
+  Plan small = p.value();
+  small.buffers[scratch].bytes = 512;
+  EXPECT_FALSE(Verify(small).ok());
+
+  Plan bound = p.value();
+  bound.steps[0].write = scratch;  // the sum's output over the lanes
+  s = Verify(bound);
+  ASSERT_FALSE(s.ok());
+}
+
+// ---- the over-cap documents of bench/tiling/over_cap_doc.py (SCALE 1) ----
+
+Json Uniform(int id, std::vector<int64_t> shape, int seed) {
+  return Json::array(
+      {{{"id", id}, {"op", "uniform"}, {"shape", shape}, {"seed", seed}, {"step", 0}},
+       {{"id", id + 1}, {"op", "sub"}, {"a", id}, {"scalar", 0.5}}});
+}
+
+Json OverCapDoc(const std::string& c) {
+  Json nodes = {
+      {{"id", 0}, {"op", "input"}, {"name", "step"}, {"shape", Json::array()}, {"data", {0.0}}}};
+  auto add = [&](const Json& more) {
+    for (const Json& n : more) nodes.push_back(n);
+  };
+  if (c == "matmul_k") {
+    add(Uniform(1, {16, 36864}, 1));
+    add(Uniform(3, {36864, 32768}, 2));
+    nodes.push_back({{"id", 5}, {"op", "matmul"}, {"a", 2}, {"b", 4}});
+  } else if (c == "matmul_n") {
+    add(Uniform(1, {16, 4096}, 1));
+    add(Uniform(3, {300000, 4096}, 2));
+    nodes.push_back({{"id", 5}, {"op", "transpose"}, {"a", 4}});
+    nodes.push_back({{"id", 6}, {"op", "matmul"}, {"a", 2}, {"b", 5}});
+  } else if (c == "sum") {
+    add(Uniform(1, {1300000000}, 1));
+    nodes.push_back({{"id", 3}, {"op", "sum"}, {"a", 2}});
+  } else if (c == "sum_axis") {
+    add(Uniform(1, {40000, 32768}, 1));
+    nodes.push_back({{"id", 3}, {"op", "sum"}, {"a", 2}, {"axis", 0}});
+  } else {
+    add(Uniform(1, {40000, 32768}, 1));
+    nodes.push_back({{"id", 3}, {"op", "softmax"}, {"a", 2}});
+    nodes.push_back({{"id", 4}, {"op", "sum"}, {"a", 3}, {"axis", 1}});
+  }
+  return {{"version", 3},
+          {"name", "over_cap_" + c},
+          {"nodes", nodes},
+          {"outputs", {{{"name", "y"}, {"id", nodes.back()["id"]}}}}};
+}
+
+// Every kernel of each document — the uniform generators included — binds its over-cap tensors
+// in tiles under an H200's cap (4 GiB - 1): the plan is yellow, its findings all `tiled-binding`,
+// and each generator among them.
+TEST(TilePlan, TheOverCapBenchDocumentsPlanUnderAnH200sCap) {
+  DeviceLimits h200 = Cap((int64_t{1} << 32) - 1);
+  h200.device = "NVIDIA H200";
+  h200.device_memory_bytes = int64_t{140} << 30;
+  h200.device_memory_source = "stated by the test";
+  for (const char* c : {"matmul_k", "matmul_n", "sum", "sum_axis", "softmax"}) {
+    SCOPED_TRACE(c);
+    auto p = PlanOf(OverCapDoc(c), h200);
+    ASSERT_TRUE(p.ok()) << p.errors().front().Format();
+    EXPECT_EQ(p->verdict, Verdict::kYellow) << Print(*p);
+    bool uniform_tiled = false;
+    for (const Diagnostic& d : p->findings) {
+      EXPECT_EQ(d.code, "tiled-binding") << d.Format();
+      uniform_tiled |= d.message.find("uniform") != std::string::npos;
+    }
+    EXPECT_TRUE(uniform_tiled) << Print(*p);
+    EXPECT_TRUE(Verify(*p).ok());
+    EXPECT_EQ(TileScratch(*p) != nullptr, std::string(c) == "sum") << Print(*p);
+  }
+}
+
+}  // namespace
+}  // namespace scellis::execplan
