@@ -225,6 +225,37 @@ Status Store::Index(const std::string& kind, const std::string& profile, const s
   return WriteFileAtomic(entry.string(), "");
 }
 
+Status Store::Replace(const std::string& kind, const std::string& profile, const std::string& key,
+                      const std::string& id) const {
+  SCELLIS_TRY(Index(kind, profile, key, id));
+  const std::string keep = HexOf(id);
+  std::error_code ec;
+  for (fs::directory_iterator it(IndexDir(kind, profile, key), ec), end; !ec && it != end;
+       it.increment(ec)) {
+    std::string name = it->path().filename().string();
+    std::error_code rm;
+    if (IsHex64(name) && name != keep) fs::remove(it->path(), rm);
+  }
+  return Status::Ok();
+}
+
+bool Store::DiscardIfCorrupt(const std::string& id) const {
+  const std::string hex = HexOf(id);
+  if (hex.empty()) return false;
+  std::error_code ec;
+  std::string path = ObjectPath(hex);
+  bool sound;
+  if (fs::exists(path, ec)) {
+    sound = Get(id).ok();
+  } else {
+    path = BlobPath(hex);
+    if (!fs::exists(path, ec)) return false;
+    auto bytes = ReadFile(path, uint64_t{1} << 34);
+    sound = bytes.ok() && Sha256Hex(bytes.value()) == hex;
+  }
+  return !sound && fs::remove(path, ec);
+}
+
 std::vector<std::string> Store::Lookup(const std::string& kind, const std::string& profile,
                                        const std::string& key) const {
   std::vector<std::string> ids;
