@@ -5,6 +5,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
@@ -40,8 +41,8 @@ class TempStore {
  public:
   explicit TempStore(const std::string& name) {
     std::random_device rd;
-    root_ = fs::temp_directory_path() /
-            ("scellis-kernel-cache-" + name + "-" + std::to_string(rd()));
+    root_ =
+        fs::temp_directory_path() / ("scellis-kernel-cache-" + name + "-" + std::to_string(rd()));
     fs::remove_all(root_);
   }
   ~TempStore() {
@@ -132,6 +133,125 @@ TEST(KernelCache, SecondDeviceReadsWhatTheFirstStored) {
   auto s = store::Store::Open(store.root());
   ASSERT_TRUE(s.ok());
   EXPECT_TRUE(s->Verify().empty());
+}
+
+TEST(KernelCache, RefusesATamperedValueAndCompilesAgain) {
+  TempStore store("tamper");
+  {
+    auto dev = OpenWith(store.root());
+    ASSERT_TRUE(dev);
+    RunAndCheck(*dev, -1.5f, 21);
+    ASSERT_GT(dev->kernel_cache().stores, 0u);
+  }
+  // Flip one byte in the middle of every stored value.
+  std::vector<std::string> tampered;
+  for (const fs::path& blob : store.Blobs()) {
+    std::fstream f(blob, std::ios::in | std::ios::out | std::ios::binary);
+    f.seekg(0, std::ios::end);
+    const std::streamoff size = f.tellg();
+    ASSERT_GT(size, 0);
+    f.seekg(size / 2);
+    char c = 0;
+    f.read(&c, 1);
+    c = static_cast<char>(c ^ 0x5a);
+    f.seekp(size / 2);
+    f.write(&c, 1);
+    tampered.push_back("sha256:" + blob.filename().string());
+  }
+  ASSERT_FALSE(tampered.empty());
+  {
+    auto dev = OpenWith(store.root());
+    ASSERT_TRUE(dev);
+    RunAndCheck(*dev, -1.5f, 22);  // still correct: Dawn compiled again
+    KernelCacheStats s = dev->kernel_cache();
+    EXPECT_EQ(s.hits, 0u);
+    EXPECT_GT(s.misses, 0u);
+    EXPECT_GT(s.stores, 0u);
+    std::vector<std::string> refused = s.refused, want = tampered;
+    std::sort(refused.begin(), refused.end());
+    std::sort(want.begin(), want.end());
+    EXPECT_EQ(refused, want);
+  }
+  // The refused files were removed and the new values stored under their names: whole again.
+  auto s = store::Store::Open(store.root());
+  ASSERT_TRUE(s.ok());
+  EXPECT_TRUE(s->Verify().empty());
+  auto third = OpenWith(store.root());
+  ASSERT_TRUE(third);
+  RunAndCheck(*third, -1.5f, 23);
+  EXPECT_GT(third->kernel_cache().hits, 0u);
+  EXPECT_TRUE(third->kernel_cache().refused.empty());
+}
+
+TEST(KernelCache, RefusesAValueOfTheWrongSize) {
+  TempStore store("size");
+  {
+    auto dev = OpenWith(store.root());
+    ASSERT_TRUE(dev);
+    RunAndCheck(*dev, 3.0f, 31);
+  }
+  // Rewrite each entry's object to claim one byte more than its blob holds. The object is sound
+  // (named by its own hash, as the store writes it), so only the size check can refuse it.
+  auto s = store::Store::Open(store.root());
+  ASSERT_TRUE(s.ok());
+  int rewritten = 0;
+  for (fs::recursive_directory_iterator it(fs::path(store.root()) / "index" / "kernel_cache"), end;
+       it != end; ++it) {
+    if (!it->is_regular_file()) continue;
+    const std::string key = it->path().parent_path().filename().string();
+    const std::string profile_dir = it->path().parent_path().parent_path().string();
+    auto object = s->Get("sha256:" + it->path().filename().string());
+    ASSERT_TRUE(object.ok());
+    Json lie = object.value();
+    lie["bytes"] = lie["bytes"].get<uint64_t>() + 1;
+    auto id = s->Put(lie);
+    ASSERT_TRUE(id.ok());
+    // The entry is replaced in place: the profile is only known here by its hashed folder.
+    fs::remove(it->path());
+    std::ofstream(fs::path(profile_dir) / key / id.value().substr(7));
+    ++rewritten;
+    break;
+  }
+  ASSERT_EQ(rewritten, 1);
+  auto dev = OpenWith(store.root());
+  ASSERT_TRUE(dev);
+  RunAndCheck(*dev, 3.0f, 32);
+  KernelCacheStats st = dev->kernel_cache();
+  EXPECT_GT(st.misses, 0u);
+  EXPECT_GT(st.stores, 0u);
+}
+
+TEST(KernelCache, TurnsOff) {
+  TempStore store("off");
+  {
+    auto dev = OpenWith(store.root(), /*cache=*/false);
+    ASSERT_TRUE(dev);
+    RunAndCheck(*dev, 0.5f, 41);
+    KernelCacheStats s = dev->kernel_cache();
+    EXPECT_FALSE(s.enabled);
+    EXPECT_EQ(s.off_reason, "turned off by the caller");
+    EXPECT_EQ(s.stores, 0u);
+  }
+  EXPECT_FALSE(fs::exists(store.root()));
+  setenv("SCELLIS_KERNEL_CACHE", "off", 1);
+  EXPECT_TRUE(KernelCacheDisabledByEnvironment());
+  {
+    auto dev = OpenWith(store.root());
+    unsetenv("SCELLIS_KERNEL_CACHE");
+    ASSERT_TRUE(dev);
+    RunAndCheck(*dev, 0.5f, 42);
+    EXPECT_FALSE(dev->kernel_cache().enabled);
+    EXPECT_NE(dev->kernel_cache().off_reason.find("SCELLIS_KERNEL_CACHE"), std::string::npos);
+  }
+  EXPECT_FALSE(fs::exists(store.root()));
+  EXPECT_FALSE(KernelCacheDisabledByEnvironment());
+  // On again: the same kernel is stored.
+  auto dev = OpenWith(store.root());
+  ASSERT_TRUE(dev);
+  RunAndCheck(*dev, 0.5f, 43);
+  EXPECT_TRUE(dev->kernel_cache().enabled);
+  EXPECT_GT(dev->kernel_cache().stores, 0u);
+  EXPECT_FALSE(store.Blobs().empty());
 }
 
 }  // namespace
