@@ -140,7 +140,7 @@ Result<std::string> Store::PutBlob(std::string_view bytes) const {
   std::error_code ec;
   if (!fs::exists(path, ec)) {
     SCELLIS_TRY(MakeDirs(fs::path(path).parent_path()));
-    SCELLIS_TRY(WriteFileAtomic(path, bytes));
+    SCELLIS_TRY(WriteFileAtomic(path, bytes, flush_));
   }
   return kIdPrefix + hex;
 }
@@ -175,7 +175,7 @@ Result<std::string> Store::Put(const Json& object) const {
   std::error_code ec;
   if (!fs::exists(path, ec)) {
     SCELLIS_TRY(MakeDirs(fs::path(path).parent_path()));
-    Status s = WriteFileAtomic(path, text + "\n");
+    Status s = WriteFileAtomic(path, text + "\n", flush_);
     if (!s.ok()) return s;
   }
   return kIdPrefix + hex;
@@ -222,7 +222,7 @@ Status Store::Index(const std::string& kind, const std::string& profile, const s
   std::error_code ec;
   if (fs::exists(entry, ec)) return Status::Ok();
   SCELLIS_TRY(MakeDirs(dir));
-  return WriteFileAtomic(entry.string(), "");
+  return WriteFileAtomic(entry.string(), "", flush_);
 }
 
 Status Store::Replace(const std::string& kind, const std::string& profile, const std::string& key,

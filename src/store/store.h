@@ -17,6 +17,7 @@
 #include <string>
 #include <vector>
 
+#include "base/atomic_file.h"
 #include "base/json_util.h"
 #include "base/result.h"
 
@@ -31,6 +32,14 @@ class Store {
   static std::string DefaultRoot();
 
   const std::string& root() const { return root_; }
+  // This store, writing without flushing to disk (base/atomic_file.h, Flush::kNone): for caches,
+  // whose every value is checked against its name when read, so a value a crash tore is refused
+  // and made again. Records, receipts and documents are always written with flushes.
+  Store WithoutFlush() const {
+    Store s = *this;
+    s.flush_ = Flush::kNone;
+    return s;
+  }
   // Whether `id` has the form of an object or blob id: "sha256:" and 64 lowercase hex digits.
   static bool IsId(const std::string& id);
 
@@ -90,6 +99,7 @@ class Store {
                        const std::string& key) const;
 
   std::string root_;
+  Flush flush_ = Flush::kToDisk;
 };
 
 }  // namespace scellis::store

@@ -85,6 +85,21 @@ TEST_F(StoreTest, ReplaceKeepsOneEntryPerKey) {
   EXPECT_TRUE(s->Contains(b.value()));
 }
 
+TEST_F(StoreTest, WritesWithoutFlushingWhatReadsTheSame) {
+  auto s = Store::Open(root_.string());
+  ASSERT_TRUE(s.ok());
+  const Store cache = s->WithoutFlush();
+  auto blob = cache.PutBlob("spir-v words");
+  auto object = cache.Put({{"blob", blob.value()}});
+  ASSERT_TRUE(blob.ok() && object.ok());
+  ASSERT_TRUE(cache.Replace("cache", "p", "k", object.value()).ok());
+  // The flushing store reads it: same files, same names.
+  EXPECT_EQ(s->GetBlob(blob.value()).value(), "spir-v words");
+  EXPECT_EQ(s->Get(object.value()).value()["blob"], blob.value());
+  EXPECT_EQ(s->Lookup("cache", "p", "k"), std::vector<std::string>{object.value()});
+  EXPECT_TRUE(s->Verify().empty());
+}
+
 TEST_F(StoreTest, DiscardsOnlyCorruptFiles) {
   auto s = Store::Open(root_.string());
   ASSERT_TRUE(s.ok());

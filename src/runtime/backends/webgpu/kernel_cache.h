@@ -75,7 +75,7 @@ class KernelCache {
                         void* userdata);
 
  private:
-  KernelCache(store::Store store, std::string profile);
+  KernelCache(const store::Store& store, std::string profile);
   size_t Load(const std::string& key_hex, void* value, size_t value_size);
   void Save(const std::string& key_hex, std::string_view value);
   // The sound value filed under `key_hex`, or "" (refusing whatever is corrupt on the way).
