@@ -5,7 +5,7 @@
    off   the same run with SCELLIS_KERNEL_CACHE=off (compiles, stores nothing),
 each a separate `scellis run DOC --json` process. From each run's stats: the device open time, the
 time spent building pipelines (`pipeline_compile_ms`: every Device::Pipeline call that built one),
-the run's own wall time, and the process's wall time. Prints one line per run and the medians.
+the run's own wall time, and the process's wall and CPU time. Prints one line per run and the medians.
 After the last round it checks the warm store with `scellis store verify` and `store gc --dry-run`.
 
 usage: startup.py [--scellis PATH] [--repeats N] [--flag=ARG ...] DOC...
@@ -14,6 +14,7 @@ usage: startup.py [--scellis PATH] [--repeats N] [--flag=ARG ...] DOC...
 import argparse
 import json
 import os
+import resource
 import shutil
 import statistics
 import subprocess
@@ -24,11 +25,15 @@ import time
 
 def run(scellis, doc, flags, env):
     start = time.monotonic()
+    cpu0 = resource.getrusage(resource.RUSAGE_CHILDREN)
     p = subprocess.run(
         [scellis, "run", doc, "--backend=webgpu", "--json", *flags],
         env=env, capture_output=True, text=True,
     )
     wall = time.monotonic() - start
+    cpu1 = resource.getrusage(resource.RUSAGE_CHILDREN)
+    # CPU seconds of the process: on a shared machine less noisy than its wall time.
+    cpu = (cpu1.ru_utime - cpu0.ru_utime) + (cpu1.ru_stime - cpu0.ru_stime)
     text = p.stdout
     if p.returncode != 0 or "{" not in text:
         sys.exit(f"{doc}: scellis run failed ({p.returncode}):\n{p.stderr[-3000:]}{text[-2000:]}")
@@ -41,6 +46,7 @@ def run(scellis, doc, flags, env):
         "compile_ms": s.get("pipeline_compile_ms", 0.0),
         "run_ms": s.get("wall_ms", 0.0),
         "process_s": wall,
+        "cpu_s": cpu,
         "hits": c.get("hits", 0),
         "misses": c.get("misses", 0),
         "stores": c.get("stores", 0),
@@ -55,7 +61,7 @@ def line(doc, mode, r):
         if r["cache"] else "cache off"
     )
     return (f"{os.path.basename(doc)} {mode}: pipelines {r['pipelines']} open {r['open_ms']:.0f} ms"
-            f" compile {r['compile_ms']:.0f} ms run {r['run_ms']:.0f} ms process {r['process_s']:.2f} s"
+            f" compile {r['compile_ms']:.0f} ms run {r['run_ms']:.0f} ms process {r['process_s']:.2f} s cpu {r['cpu_s']:.2f} s"
             f" | {cache}")
 
 
@@ -95,7 +101,8 @@ def main():
             f"{med('warm', 'compile_ms'):.0f} / off {med('off', 'compile_ms'):.0f} ms; open cold "
             f"{med('cold', 'open_ms'):.0f} / warm {med('warm', 'open_ms'):.0f} ms; process cold "
             f"{med('cold', 'process_s'):.2f} / warm {med('warm', 'process_s'):.2f} / off "
-            f"{med('off', 'process_s'):.2f} s")
+            f"{med('off', 'process_s'):.2f} s; process CPU cold {med('cold', 'cpu_s'):.2f} / warm "
+            f"{med('warm', 'cpu_s'):.2f} / off {med('off', 'cpu_s'):.2f} s")
     print("\n".join(["", "medians:"] + summary))
 
 
