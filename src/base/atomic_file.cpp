@@ -137,7 +137,7 @@ bool SameFile(const std::string& a, const std::string& b) {
          sa.st_ino == sb.st_ino;
 }
 
-Status WriteFileAtomic(const std::string& path, std::string_view bytes) {
+Status WriteFileAtomic(const std::string& path, std::string_view bytes, Flush flush) {
   std::string dir, base;
   SplitPath(path, &dir, &base);
   if (base.empty()) return WriteFailed(path, "naming the file", EISDIR);
@@ -158,9 +158,10 @@ Status WriteFileAtomic(const std::string& path, std::string_view bytes) {
   mode_t mode = ::lstat(path.c_str(), &existing) == 0 ? (existing.st_mode & 07777) : 0644;
   if (::fchmod(fd.get(), mode) != 0) return fail("setting permissions", errno);
   if (!WriteAll(fd.get(), bytes)) return fail("writing", errno);
-  if (::fsync(fd.get()) != 0) return fail("flushing to disk", errno);
+  if (flush == Flush::kToDisk && ::fsync(fd.get()) != 0) return fail("flushing to disk", errno);
   if (fd.Close() != 0) return fail("closing", errno);
   if (::rename(tmp.c_str(), path.c_str()) != 0) return fail("renaming into place", errno);
+  if (flush == Flush::kNone) return Status::Ok();
 
   Fd dir_fd(::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
   if (dir_fd.get() < 0) return WriteFailed(path, "opening the directory to flush it", errno);

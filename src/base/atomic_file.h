@@ -40,7 +40,14 @@ bool SameFile(const std::string& a, const std::string& b);
 // failure the temporary file is removed and `path` is untouched (diagnostic `write-failed`, naming
 // the step and the system's reason). If only the final flush of the directory fails, the new
 // content is in place but may not survive a crash; that is reported as `write-failed` too.
-Status WriteFileAtomic(const std::string& path, std::string_view bytes);
+//
+// With Flush::kNone nothing is flushed: the write is still atomic for readers (rename), but after
+// a machine crash the file may be missing or hold fewer bytes. Only for content checked when it is
+// read (the store's caches, named by their hash), where a torn file is refused and made again;
+// a flush costs milliseconds per file on many disks.
+enum class Flush { kToDisk, kNone };
+Status WriteFileAtomic(const std::string& path, std::string_view bytes,
+                       Flush flush = Flush::kToDisk);
 
 // Reads the whole file at `path`. Diagnostics: `file-not-found` when it does not exist,
 // `not-a-regular-file` for a directory, device, FIFO or socket (refused after a non-blocking open,

@@ -140,7 +140,7 @@ Result<std::string> Store::PutBlob(std::string_view bytes) const {
   std::error_code ec;
   if (!fs::exists(path, ec)) {
     SCELLIS_TRY(MakeDirs(fs::path(path).parent_path()));
-    SCELLIS_TRY(WriteFileAtomic(path, bytes));
+    SCELLIS_TRY(WriteFileAtomic(path, bytes, flush_));
   }
   return kIdPrefix + hex;
 }
@@ -175,7 +175,7 @@ Result<std::string> Store::Put(const Json& object) const {
   std::error_code ec;
   if (!fs::exists(path, ec)) {
     SCELLIS_TRY(MakeDirs(fs::path(path).parent_path()));
-    Status s = WriteFileAtomic(path, text + "\n");
+    Status s = WriteFileAtomic(path, text + "\n", flush_);
     if (!s.ok()) return s;
   }
   return kIdPrefix + hex;
@@ -222,7 +222,38 @@ Status Store::Index(const std::string& kind, const std::string& profile, const s
   std::error_code ec;
   if (fs::exists(entry, ec)) return Status::Ok();
   SCELLIS_TRY(MakeDirs(dir));
-  return WriteFileAtomic(entry.string(), "");
+  return WriteFileAtomic(entry.string(), "", flush_);
+}
+
+Status Store::Replace(const std::string& kind, const std::string& profile, const std::string& key,
+                      const std::string& id) const {
+  SCELLIS_TRY(Index(kind, profile, key, id));
+  const std::string keep = HexOf(id);
+  std::error_code ec;
+  for (fs::directory_iterator it(IndexDir(kind, profile, key), ec), end; !ec && it != end;
+       it.increment(ec)) {
+    std::string name = it->path().filename().string();
+    std::error_code rm;
+    if (IsHex64(name) && name != keep) fs::remove(it->path(), rm);
+  }
+  return Status::Ok();
+}
+
+bool Store::DiscardIfCorrupt(const std::string& id) const {
+  const std::string hex = HexOf(id);
+  if (hex.empty()) return false;
+  std::error_code ec;
+  std::string path = ObjectPath(hex);
+  bool sound;
+  if (fs::exists(path, ec)) {
+    sound = Get(id).ok();
+  } else {
+    path = BlobPath(hex);
+    if (!fs::exists(path, ec)) return false;
+    auto bytes = ReadFile(path, uint64_t{1} << 34);
+    sound = bytes.ok() && Sha256Hex(bytes.value()) == hex;
+  }
+  return !sound && fs::remove(path, ec);
 }
 
 std::vector<std::string> Store::Lookup(const std::string& kind, const std::string& profile,

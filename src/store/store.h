@@ -17,6 +17,7 @@
 #include <string>
 #include <vector>
 
+#include "base/atomic_file.h"
 #include "base/json_util.h"
 #include "base/result.h"
 
@@ -31,6 +32,14 @@ class Store {
   static std::string DefaultRoot();
 
   const std::string& root() const { return root_; }
+  // This store, writing without flushing to disk (base/atomic_file.h, Flush::kNone): for caches,
+  // whose every value is checked against its name when read, so a value a crash tore is refused
+  // and made again. Records, receipts and documents are always written with flushes.
+  Store WithoutFlush() const {
+    Store s = *this;
+    s.flush_ = Flush::kNone;
+    return s;
+  }
   // Whether `id` has the form of an object or blob id: "sha256:" and 64 lowercase hex digits.
   static bool IsId(const std::string& id);
 
@@ -48,6 +57,11 @@ class Store {
   // digits, '_', '-', '.'); the profile may be any string (it is hashed for the path).
   Status Index(const std::string& kind, const std::string& profile, const std::string& key,
                const std::string& id) const;
+  // Files `id` under (kind, profile, key) as Index does, then removes the other entries of that
+  // key: for caches, whose key names one current value. Concurrent writers may leave two entries
+  // for a moment; a reader takes any sound one.
+  Status Replace(const std::string& kind, const std::string& profile, const std::string& key,
+                 const std::string& id) const;
   // Ids filed under (kind, profile, key), sorted; empty when there are none (or no store yet).
   std::vector<std::string> Lookup(const std::string& kind, const std::string& profile,
                                   const std::string& key) const;
@@ -59,6 +73,11 @@ class Store {
   // index entry whose object is gone. Empty when the store is sound (or does not exist yet).
   std::vector<Diagnostic> Verify() const;
 
+  // Removes the object or blob `id` if its file no longer matches its name (checked again here,
+  // so a sound file is never removed), so that the value can be stored again under it. True when
+  // a corrupt file was removed.
+  bool DiscardIfCorrupt(const std::string& id) const;
+
   // Removes what nothing refers to. The roots are every indexed object (run records, receipts)
   // and every object `is_root` accepts (records written by front ends that do not index them);
   // whatever a kept object names ("sha256:<hex>" anywhere in its JSON) is kept too, transitively.
@@ -67,8 +86,8 @@ class Store {
   struct GcResult {
     std::vector<std::string> removed;  // ids of the objects and blobs removed (or to be)
     int64_t removed_bytes = 0;
-    int64_t kept = 0;                  // objects and blobs kept
-    int64_t dangling_entries = 0;      // index entries removed (or to be)
+    int64_t kept = 0;              // objects and blobs kept
+    int64_t dangling_entries = 0;  // index entries removed (or to be)
   };
   Result<GcResult> Gc(const std::function<bool(const Json&)>& is_root, bool dry_run) const;
 
@@ -80,6 +99,7 @@ class Store {
                        const std::string& key) const;
 
   std::string root_;
+  Flush flush_ = Flush::kToDisk;
 };
 
 }  // namespace scellis::store

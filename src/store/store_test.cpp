@@ -68,6 +68,57 @@ TEST_F(StoreTest, RefusesACorruptedObject) {
   EXPECT_EQ(back.errors().front().code, "store-object-corrupt");
 }
 
+TEST_F(StoreTest, ReplaceKeepsOneEntryPerKey) {
+  auto s = Store::Open(root_.string());
+  ASSERT_TRUE(s.ok());
+  auto a = s->Put({{"value", 1}});
+  auto b = s->Put({{"value", 2}});
+  ASSERT_TRUE(a.ok() && b.ok());
+  ASSERT_TRUE(s->Replace("cache", "p", "k", a.value()).ok());
+  EXPECT_EQ(s->Lookup("cache", "p", "k"), std::vector<std::string>{a.value()});
+  ASSERT_TRUE(s->Replace("cache", "p", "k", b.value()).ok());
+  EXPECT_EQ(s->Lookup("cache", "p", "k"), std::vector<std::string>{b.value()});
+  // The replaced object is no longer a root: gc removes it and keeps the current one.
+  auto gc = s->Gc(nullptr, /*dry_run=*/false);
+  ASSERT_TRUE(gc.ok());
+  EXPECT_EQ(gc->removed, std::vector<std::string>{a.value()});
+  EXPECT_TRUE(s->Contains(b.value()));
+}
+
+TEST_F(StoreTest, WritesWithoutFlushingWhatReadsTheSame) {
+  auto s = Store::Open(root_.string());
+  ASSERT_TRUE(s.ok());
+  const Store cache = s->WithoutFlush();
+  auto blob = cache.PutBlob("spir-v words");
+  auto object = cache.Put({{"blob", blob.value()}});
+  ASSERT_TRUE(blob.ok() && object.ok());
+  ASSERT_TRUE(cache.Replace("cache", "p", "k", object.value()).ok());
+  // The flushing store reads it: same files, same names.
+  EXPECT_EQ(s->GetBlob(blob.value()).value(), "spir-v words");
+  EXPECT_EQ(s->Get(object.value()).value()["blob"], blob.value());
+  EXPECT_EQ(s->Lookup("cache", "p", "k"), std::vector<std::string>{object.value()});
+  EXPECT_TRUE(s->Verify().empty());
+}
+
+TEST_F(StoreTest, DiscardsOnlyCorruptFiles) {
+  auto s = Store::Open(root_.string());
+  ASSERT_TRUE(s.ok());
+  auto sound = s->PutBlob("compiled code");
+  auto bad = s->PutBlob("more compiled code");
+  ASSERT_TRUE(sound.ok() && bad.ok());
+  EXPECT_FALSE(s->DiscardIfCorrupt(sound.value()));
+  EXPECT_TRUE(s->GetBlob(sound.value()).ok());
+  std::string hex = bad.value().substr(7);
+  fs::path file = root_ / "blobs" / hex.substr(0, 2) / hex;
+  std::ofstream(file, std::ios::binary | std::ios::trunc) << "more compiled codE";
+  EXPECT_TRUE(s->DiscardIfCorrupt(bad.value()));
+  EXPECT_FALSE(fs::exists(file));
+  // Stored again under its name, the value is whole again.
+  ASSERT_TRUE(s->PutBlob("more compiled code").ok());
+  EXPECT_EQ(s->GetBlob(bad.value()).value(), "more compiled code");
+  EXPECT_FALSE(s->DiscardIfCorrupt("sha256:" + std::string(64, 'a')));  // absent
+}
+
 TEST(StoreRoot, ComesFromTheEnvironment) {
   const char* old = std::getenv("SCELLIS_STORE");
   std::string saved = old ? old : "";

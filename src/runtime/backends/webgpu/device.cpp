@@ -1,8 +1,8 @@
 #include "runtime/backends/webgpu/device.h"
-#include "runtime/device_profile.h"
 
 #include <algorithm>
 #include <cctype>
+#include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -14,6 +14,7 @@
 
 #include "runtime/backends/webgpu/dawn_library.h"
 #include "runtime/backends/webgpu/webgpu_api.h"
+#include "runtime/device_profile.h"
 
 namespace scellis::runtime::webgpu {
 namespace {
@@ -39,16 +40,23 @@ struct DawnTogglesDescriptor {
   const char* const* disabledToggles;
 };
 const char* DawnFeatureName(uint32_t value) {
-  static const char* const kNames[] = {
-      nullptr,                              "depth-clip-control",
-      "depth32-float-stencil8",             "timestamp-query",
-      "texture-compression-bc",             "texture-compression-bc-sliced-3d",
-      "texture-compression-etc2",           "texture-compression-astc",
-      "texture-compression-astc-sliced-3d", "indirect-first-instance",
-      "shader-f16",                         "rg11b10-ufloat-renderable",
-      "bgra8-unorm-storage",                "float32-filterable",
-      "float32-blendable",                  "clip-distances",
-      "dual-source-blending"};
+  static const char* const kNames[] = {nullptr,
+                                       "depth-clip-control",
+                                       "depth32-float-stencil8",
+                                       "timestamp-query",
+                                       "texture-compression-bc",
+                                       "texture-compression-bc-sliced-3d",
+                                       "texture-compression-etc2",
+                                       "texture-compression-astc",
+                                       "texture-compression-astc-sliced-3d",
+                                       "indirect-first-instance",
+                                       "shader-f16",
+                                       "rg11b10-ufloat-renderable",
+                                       "bgra8-unorm-storage",
+                                       "float32-filterable",
+                                       "float32-blendable",
+                                       "clip-distances",
+                                       "dual-source-blending"};
   return value < std::size(kNames) ? kNames[value] : nullptr;
 }
 
@@ -212,6 +220,21 @@ Status ReadAdapterInfo(const DawnProcs& p, WGPUAdapter adapter, AdapterInfo* inf
   return Status::Ok();
 }
 
+// The device profile of an adapter (Device::ProfileKey), known before the device exists.
+std::string ProfileKeyOf(const AdapterInfo& i) {
+  char ids[32];
+  std::snprintf(ids, sizeof ids, "%04x:%04x", i.vendor_id, i.device_id);
+  return "webgpu;backend=" + ProfileKeyPart(i.backend_api) + ";vendor=" + ProfileKeyPart(i.vendor) +
+         ";arch=" + ProfileKeyPart(i.architecture) + ";device=" + ProfileKeyPart(i.device) +
+         ";driver=" + ProfileKeyPart(i.driver) + ";ids=" + ids +
+         ";dawn=" + ProfileKeyPart(i.dawn_version);
+}
+
+double MillisecondsSince(std::chrono::steady_clock::time_point start) {
+  return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start)
+      .count();
+}
+
 }  // namespace
 
 bool IsSoftwareAdapter(const AdapterInfo& info, std::string* reason) {
@@ -255,6 +278,9 @@ struct Device::Impl {
   const DawnProcs& p;
   OpenOptions options;
   std::unique_ptr<ErrorSink> sink = std::make_unique<ErrorSink>();
+  // Dawn calls into it until the device is released (in ~Impl, before members are destroyed).
+  std::unique_ptr<KernelCache> kernel_cache;
+  std::string kernel_cache_off = "not opened";
 
   WGPUInstance instance = nullptr;
   WGPUAdapter adapter = nullptr;
@@ -509,6 +535,7 @@ Status Device::health() const {
 }
 
 Result<std::unique_ptr<Device>> Device::Open(const OpenOptions& options) {
+  const auto open_start = std::chrono::steady_clock::now();
   SCELLIS_ASSIGN_OR_RETURN(const DawnLibrary* lib, DawnLibrary::Load());
   auto impl = std::make_unique<Impl>(lib->procs(), options);
   Impl& m = *impl;
@@ -599,8 +626,7 @@ Result<std::unique_ptr<Device>> Device::Open(const OpenOptions& options) {
             (enumerated ? "Dawn offers " + std::to_string(offered.adapters.size()) + " adapter" +
                               (offered.adapters.size() == 1 ? "" : "s") +
                               (offered.adapters.empty() ? "" : ":" + listing)
-                        : "only Dawn's first adapter (index 0) can be chosen: " +
-                              cannot_enumerate),
+                        : "only Dawn's first adapter (index 0) can be chosen: " + cannot_enumerate),
         "choose an index below the adapter count (0-based)");
     return d;
   }
@@ -610,8 +636,8 @@ Result<std::unique_ptr<Device>> Device::Open(const OpenOptions& options) {
     auto* ar = new AdapterRequest;
     WGPURequestAdapterCallbackInfo acb{};
     acb.mode = WGPUCallbackMode_WaitAnyOnly;
-    acb.callback = [](WGPURequestAdapterStatus status, WGPUAdapter adapter,
-                      WGPUStringView message, void* u1, void*) {
+    acb.callback = [](WGPURequestAdapterStatus status, WGPUAdapter adapter, WGPUStringView message,
+                      void* u1, void*) {
       auto* r = static_cast<AdapterRequest*>(u1);
       r->status = status;
       r->adapter = adapter;
@@ -721,6 +747,15 @@ Result<std::unique_ptr<Device>> Device::Open(const OpenOptions& options) {
     toggles.disabledToggles = unquantized;
     dd.nextInChain = &toggles.chain;
   }
+  if (!options.kernel_cache) {
+    m.kernel_cache_off = "turned off by the caller";
+  } else if (KernelCacheDisabledByEnvironment()) {
+    m.kernel_cache_off = "turned off by SCELLIS_KERNEL_CACHE";
+  } else {
+    m.kernel_cache =
+        KernelCache::Open(options.kernel_cache_store, ProfileKeyOf(info), &m.kernel_cache_off);
+    if (m.kernel_cache) dd.nextInChain = m.kernel_cache->Chain(dd.nextInChain);
+  }
   dd.requiredFeatureCount = required.size();
   dd.requiredFeatures = required.data();
   dd.deviceLostCallbackInfo.mode = WGPUCallbackMode_AllowSpontaneous;
@@ -795,14 +830,15 @@ Result<std::unique_ptr<Device>> Device::Open(const OpenOptions& options) {
   l.min_storage_buffer_offset_alignment = dl.minStorageBufferOffsetAlignment;
   l.min_uniform_buffer_offset_alignment = dl.minUniformBufferOffsetAlignment;
 
+  m.stats.open_ms = MillisecondsSince(open_start);
   return std::unique_ptr<Device>(new Device(std::move(impl)));
 }
 
 std::string AdapterLine(const AdapterInfo& info) {
   const std::string name = info.device.empty() ? info.description : info.device;
   std::string line = "adapter " + std::to_string(info.adapter_index + 1) + " of " +
-                     (info.adapter_count ? std::to_string(info.adapter_count) : "?") + ": " +
-                     name + " (" + info.backend_api + ")";
+                     (info.adapter_count ? std::to_string(info.adapter_count) : "?") + ": " + name +
+                     " (" + info.backend_api + ")";
   if (info.adapter_choice != "default") line += ", by " + info.adapter_choice;
   return line;
 }
@@ -819,13 +855,14 @@ std::optional<uint32_t> MpiLocalRank() {
 }
 
 std::string Device::ProfileKey() const {
-  const AdapterInfo& i = impl_->info;
-  char ids[32];
-  std::snprintf(ids, sizeof ids, "%04x:%04x", i.vendor_id, i.device_id);
-  return "webgpu;backend=" + ProfileKeyPart(i.backend_api) + ";vendor=" + ProfileKeyPart(i.vendor) +
-         ";arch=" + ProfileKeyPart(i.architecture) + ";device=" + ProfileKeyPart(i.device) +
-         ";driver=" + ProfileKeyPart(i.driver) + ";ids=" + ids +
-         ";dawn=" + ProfileKeyPart(i.dawn_version);
+  return ProfileKeyOf(impl_->info);
+}
+
+KernelCacheStats Device::kernel_cache() const {
+  if (impl_->kernel_cache) return impl_->kernel_cache->stats();
+  KernelCacheStats off;
+  off.off_reason = impl_->kernel_cache_off;
+  return off;
 }
 
 // ---- buffers ----
@@ -835,9 +872,9 @@ BufferId Device::CreateBuffer(uint64_t bytes) {
   if (++m.allocations == m.fail_allocation) m.fail_next_allocation = true;
   if (m.fail_next_allocation) {
     m.fail_next_allocation = false;
-    m.sink->Record(RuntimeError("gpu-out-of-memory",
-                                "a buffer of " + std::to_string(bytes) +
-                                    " bytes could not be allocated (injected fault)"));
+    m.sink->Record(RuntimeError(
+        "gpu-out-of-memory",
+        "a buffer of " + std::to_string(bytes) + " bytes could not be allocated (injected fault)"));
   }
   Impl::Buf b;
   b.size = bytes;
@@ -1012,6 +1049,7 @@ Result<PipelineId> Device::Pipeline(const std::string& wgsl, const std::string& 
     m.stats.pipeline_cache_hits++;
     return PipelineId{it->second};
   }
+  const auto compile_start = std::chrono::steady_clock::now();
 
   p.DevicePushErrorScope(m.device, WGPUErrorFilter_Internal);
   p.DevicePushErrorScope(m.device, WGPUErrorFilter_Validation);
@@ -1082,6 +1120,7 @@ Result<PipelineId> Device::Pipeline(const std::string& wgsl, const std::string& 
         "Dawn refused the compute pipeline for entry point `" + entry_point + "`: " + msg);
   }
   m.stats.pipelines_compiled++;
+  m.stats.pipeline_compile_ms += MillisecondsSince(compile_start);
   PipelineId id{m.next_pipeline_id++};
   m.pipelines[id.value].pipeline = pipeline;
   m.pipeline_cache.emplace(std::move(key), id.value);

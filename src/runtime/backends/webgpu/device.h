@@ -55,6 +55,7 @@
 #include <vector>
 
 #include "base/result.h"
+#include "runtime/backends/webgpu/kernel_cache.h"
 #include "runtime/user_wgsl.h"
 
 namespace scellis::runtime::webgpu {
@@ -163,6 +164,12 @@ struct OpenOptions {
   // write the pair, so a timed run is not quite the untimed one: use it to see where time goes,
   // never for the headline figures.
   bool gpu_timestamps = false;
+  // The persistent kernel cache (kernel_cache.h): Dawn's compiled shaders and pipeline caches,
+  // kept in the store, so a later run on the same device profile skips compiling them. On unless
+  // this is false or the environment says SCELLIS_KERNEL_CACHE=off.
+  bool kernel_cache = true;
+  // The store that holds it; "" for the default ($SCELLIS_STORE, else under $HOME).
+  std::string kernel_cache_store;
 };
 
 // One dispatch as the GPU's timestamps saw it, in nanoseconds on the device's clock.
@@ -196,6 +203,8 @@ struct DeviceStats {
   uint64_t buffers_reused = 0;      // CreateBuffer served from the pool
   uint64_t pipelines_compiled = 0;  // shader modules + pipelines actually built
   uint64_t pipeline_cache_hits = 0;
+  double open_ms = 0;              // Device::Open: instance, adapter and device
+  double pipeline_compile_ms = 0;  // Pipeline() calls that built something (cache hits excluded)
 };
 
 // Workgroup counts for `workgroups` workgroups when one dimension holds at most `max_per_dim`:
@@ -211,10 +220,10 @@ class Device {
  public:
   // Loads Dawn, takes the adapter options.adapter names (Dawn's high-performance choice by
   // default) and requests a device with the adapter's limits.
-  // Errors: dawn-not-found (user: install it), adapter-not-found (no adapter of that index), no-webgpu-adapter (also when Dawn offers only its
-  // Null backend, which computes nothing: never accepted, software allowed or not),
-  // software-adapter-refused (its message is the reason, suitable for a fallback record),
-  // device-request-failed.
+  // Errors: dawn-not-found (user: install it), adapter-not-found (no adapter of that index),
+  // no-webgpu-adapter (also when Dawn offers only its Null backend, which computes nothing: never
+  // accepted, software allowed or not), software-adapter-refused (its message is the reason,
+  // suitable for a fallback record), device-request-failed.
   static Result<std::unique_ptr<Device>> Open(const OpenOptions& options = {});
 
   ~Device();
@@ -290,6 +299,8 @@ class Device {
   // The error that poisoned the device, if any.
   Status health() const;
   const DeviceStats& stats() const;
+  // The persistent kernel cache's counters (kernel_cache.h); `enabled` false when it is off.
+  KernelCacheStats kernel_cache() const;
 
  private:
   struct Impl;

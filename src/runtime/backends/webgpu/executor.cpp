@@ -63,11 +63,29 @@ Result<std::unique_ptr<Prepared>> WebGpuExecutor::DoPrepare(const execplan::Plan
   return PrepareOn(*device_, plan, feeds, options);
 }
 
+namespace {
+
+// What the persistent kernel cache did between two snapshots of its counters.
+Json KernelCacheJson(const KernelCacheStats& before, const KernelCacheStats& after) {
+  if (!after.enabled) return {{"enabled", false}, {"off_reason", after.off_reason}};
+  std::vector<std::string> refused(after.refused.begin() + before.refused.size(),
+                                   after.refused.end());
+  return {{"enabled", true},
+          {"store", after.store_root},
+          {"hits", after.hits - before.hits},
+          {"misses", after.misses - before.misses},
+          {"stores", after.stores - before.stores},
+          {"refused", refused}};
+}
+
+}  // namespace
+
 // A one-shot run is a session of one step whose watched values are every named output.
 Result<RunResult> WebGpuExecutor::DoRun(const execplan::Plan& plan, const Feeds& feeds,
                                         const RunOptions& options) {
   auto start = std::chrono::steady_clock::now();
   DeviceStats before = device_->stats();
+  const KernelCacheStats cache_before = device_->kernel_cache();
   SCELLIS_ASSIGN_OR_RETURN(std::unique_ptr<Prepared> prepared, DoPrepare(plan, feeds, options));
   std::vector<std::string> names;
   for (const webir::Output& o : plan.graph().outputs) names.push_back(o.name);
@@ -92,7 +110,10 @@ Result<RunResult> WebGpuExecutor::DoRun(const execplan::Plan& plan, const Feeds&
              {"readback_bytes", after.bytes_read - before.bytes_read},
              {"wall_ms", ms},
              {"adapter", device_->info().device},
-             {"memory_allocated_bytes", plan.memory.allocated}};
+             {"memory_allocated_bytes", plan.memory.allocated},
+             {"device_open_ms", after.open_ms},
+             {"pipeline_compile_ms", after.pipeline_compile_ms - before.pipeline_compile_ms},
+             {"kernel_cache", KernelCacheJson(cache_before, device_->kernel_cache())}};
   return r;
 }
 

@@ -3,6 +3,8 @@
 #include <gtest/gtest.h>
 
 #include <cstdlib>
+#include <filesystem>
+#include <random>
 
 #include "pipeline/compile.h"
 #include "runtime/backends/webgpu/executor.h"
@@ -98,6 +100,44 @@ TEST(WebGpuRunStats, ThreeOutputsOneSubmissionOneMap) {
   EXPECT_EQ(steps->stats["maps"].get<int>(), 1);
   EXPECT_EQ(steps->stats["readback_bytes"].get<int>(), 5 * (5 + 21 + 1) * 4);
   EXPECT_EQ(steps->watched[2].second[4].ToFloats(), std::vector<float>{10.5f});
+}
+
+TEST(WebGpuRunStats, ASecondProcessOfTheSameRunReadsTheKernelCache) {
+  // Two devices over one store stand for two processes: the second compiles from the cache.
+  std::random_device rd;
+  const std::filesystem::path store =
+      std::filesystem::temp_directory_path() / ("scellis-run-stats-cache-" + std::to_string(rd()));
+  std::mt19937 rng(rd());
+  std::uniform_real_distribution<float> dist(-4.0f, 4.0f);
+  std::vector<float> x(37);
+  for (float& v : x) v = dist(rng);
+  Json doc = {{"version", 2},
+              {"nodes",
+               {{{"id", 0}, {"op", "input"}, {"name", "x"}, {"shape", {37}}, {"data", x}},
+                {{"id", 1}, {"op", "relu"}, {"a", 0}}}},
+              {"outputs", {{{"name", "r"}, {"id", 1}}}}};
+  std::vector<float> want;
+  for (float v : x) want.push_back(v > 0 ? v : 0.0f);
+  Json cache[2];
+  for (Json& c : cache) {
+    if (!std::getenv("VK_ICD_FILENAMES"))
+      setenv("VK_ICD_FILENAMES", "/usr/lib/chromium/vk_swiftshader_icd.json", 1);
+    auto d = Device::Open({.allow_software_adapter = true, .kernel_cache_store = store.string()});
+    ASSERT_TRUE(d.ok()) << d.errors().front().message;
+    WebGpuExecutor gpu(std::move(d.value()));
+    auto r = gpu.Run(PlanFor(doc, gpu), {});
+    ASSERT_TRUE(r.ok()) << r.errors().front().Format();
+    EXPECT_EQ(r->outputs.at(0).second.ToFloats(), want);
+    EXPECT_GE(r->stats["pipeline_compile_ms"].get<double>(), 0.0);
+    c = r->stats["kernel_cache"];
+  }
+  std::filesystem::remove_all(store);
+  ASSERT_TRUE(cache[0]["enabled"].get<bool>()) << cache[0].dump();
+  EXPECT_EQ(cache[0]["hits"].get<int>(), 0);
+  EXPECT_GT(cache[0]["stores"].get<int>(), 0);
+  EXPECT_EQ(cache[1]["hits"].get<int>(), cache[0]["stores"].get<int>()) << cache[1].dump();
+  EXPECT_EQ(cache[1]["stores"].get<int>(), 0);
+  EXPECT_EQ(cache[1]["refused"], Json::array());
 }
 
 }  // namespace
