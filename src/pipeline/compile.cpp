@@ -27,6 +27,8 @@ const std::vector<Pass>& Passes() {
       {Rung::kKernel, "fold-transposes", kOptional, kernel::FoldTransposes},
       {Rung::kKernel, "fuse-matmul-epilogue", kOptional, kernel::FuseMatmulEpilogue},
       {Rung::kKernel, "merge-optimizer-outputs", kOptional, kernel::MergeOptimizerOutputs},
+      {Rung::kKernel, "merge-loss-gradient", kOptional, kernel::MergeLossGradient},
+      {Rung::kKernel, "merge-bias-gradient", kOptional, kernel::MergeBiasGradient},
       {Rung::kKernel, "hoist-loop-invariants", kOptional, kernel::HoistLoopInvariants},
       {Rung::kKernel, "schedule-matmul", kRequired, kernel::ScheduleMatmul},
       {Rung::kKernel, "schedule-elementwise", kOptional, kernel::ScheduleElementwise},

@@ -1,7 +1,7 @@
 // The training step of examples/fashion_mlp.json with the step's fusions (fuse-matmul-epilogue,
-// merge-optimizer-outputs) and without them, tier debug: the same bits in every output (loss,
-// logits, new parameters, new moments), on the CPU reference and on WebGPU (SwiftShader), and
-// fewer kernels with them.
+// merge-optimizer-outputs, merge-loss-gradient, merge-bias-gradient) and without them, tier
+// debug: the same bits in every output (loss, logits, new parameters, new moments), on the CPU
+// reference and on WebGPU (SwiftShader), and fewer kernels with them.
 #include <gtest/gtest.h>
 
 #include <cstring>
@@ -53,19 +53,25 @@ Feeds RandomFeeds(const webir::Graph& g, uint32_t seed) {
   return feeds;
 }
 
-const std::set<std::string> kStepFusions = {"fuse-matmul-epilogue", "merge-optimizer-outputs"};
+const std::set<std::string> kStepFusions = {"fuse-matmul-epilogue", "merge-optimizer-outputs",
+                                            "merge-loss-gradient", "merge-bias-gradient"};
 
-void ExpectSameBits(const std::string& backend) {
+// `kept_off`: fusions left out of the fused plan too (so that each merge is compared alone).
+void ExpectSameBits(const std::string& backend, const std::set<std::string>& kept_off = {}) {
   auto exec = testing::Open(backend);
   ASSERT_NE(exec, nullptr);
-  auto fused = Step(*exec, {});
+  auto fused = Step(*exec, kept_off);
   auto unfused = Step(*exec, kStepFusions);
   ASSERT_TRUE(fused.ok()) << fused.errors().front().Format();
   ASSERT_TRUE(unfused.ok()) << unfused.errors().front().Format();
   // 25 kernels unfused: the two forward matmuls' bias + relu and bias, and the backward's relu
-  // gradient, become epilogues (-3), Adam's three kernels per parameter one (-8).
+  // gradient, become epilogues (-3), Adam's three kernels per parameter one (-8), the loss's
+  // gradient joins the loss (-1) and the output layer's bias gradient joins them (-1).
   EXPECT_EQ(unfused->module->kernels.size(), 25u) << kernel::Print(*unfused->module);
-  EXPECT_EQ(fused->module->kernels.size(), 14u) << kernel::Print(*fused->module);
+  const size_t saved =
+      3 + 8 + (kept_off.count("merge-loss-gradient") ? 0 : 1) +
+      (kept_off.count("merge-loss-gradient") || kept_off.count("merge-bias-gradient") ? 0 : 1);
+  EXPECT_EQ(fused->module->kernels.size(), 25u - saved) << kernel::Print(*fused->module);
 
   const Feeds feeds = RandomFeeds(fused->plan->graph(), 7);
   auto a = exec->Run(*fused->plan, feeds);
@@ -95,6 +101,11 @@ TEST(StepFusion, MlpStepHasTheSameBitsOnTheCpuReference) {
 
 TEST(StepFusion, MlpStepHasTheSameBitsOnWebGpu) {
   ExpectSameBits("webgpu");
+}
+
+TEST(StepFusion, LossAndGradientMergedWithoutTheBiasSumHaveTheSameBits) {
+  ExpectSameBits("cpu", {"merge-bias-gradient"});
+  ExpectSameBits("webgpu", {"merge-bias-gradient"});
 }
 
 }  // namespace
