@@ -207,6 +207,8 @@ std::string Print(const Module& m) {
         out += (i ? ", %" : "%") + m.graph().at(k.inputs[i]).name;
         if (i < k.transposed.size() && k.transposed[i]) out += "^T";
       }
+      for (size_t j = 0; j < k.literals.size(); ++j)
+        out += (operands + j ? ", " : "") + CanonicalJson(Json(k.literals[j].value));
       out += ")";
       if (k.HasEpilogue()) out += " as s0, epilogue[" + steps(1) + "]";
     }
@@ -257,6 +259,8 @@ Json ToJson(const Module& m) {
     if (!k.transposed.empty()) jk["transposed"] = k.transposed;
     jk["output"] = k.output;
     if (!k.extra_outputs.empty()) jk["extra_outputs"] = k.extra_outputs;
+    for (const Kernel::Literal& l : k.literals)
+      jk["literals"].push_back({{"node", l.node}, {"value", l.value}});
     if (const auto& s = k.matmul_schedule) {
       jk["matmul_schedule"] = {
           {"name", s->Name()},
@@ -334,6 +338,15 @@ Status Verify(const Module& m) {
     // writes before (the loss's gradient beside the loss, the bias gradient summed from it),
     // none of them read by the kernel as an input and none written twice.
     std::set<int> written_before = {k.output};
+    for (const Kernel::Literal& l : k.literals) {
+      const webir::Node& n = m.graph().at(l.node);
+      if (k.kind != KernelKind::kOp || k.HasEpilogue() || n.op != "full" ||
+          n.type.elements() != 1 || n.type.dtype != DType::kF32 ||
+          n.attrs.at("value").get<double>() != l.value)
+        return InternalError("kernel.Verify", k.name + " folds %" + n.name +
+                                                  " in as a literal, but it is no f32 constant");
+      written_before.insert(l.node);  // available to every output, as an input is
+    }
     for (int x : k.extra_outputs) {
       bool args_available = true;
       for (int a : m.graph().at(x).args)

@@ -29,6 +29,7 @@ const std::vector<Pass>& Passes() {
       {Rung::kKernel, "merge-optimizer-outputs", kOptional, kernel::MergeOptimizerOutputs},
       {Rung::kKernel, "merge-loss-gradient", kOptional, kernel::MergeLossGradient},
       {Rung::kKernel, "merge-bias-gradient", kOptional, kernel::MergeBiasGradient},
+      {Rung::kKernel, "fold-constant-inputs", kOptional, kernel::FoldConstantInputs},
       {Rung::kKernel, "hoist-loop-invariants", kOptional, kernel::HoistLoopInvariants},
       {Rung::kKernel, "schedule-matmul", kRequired, kernel::ScheduleMatmul},
       {Rung::kKernel, "schedule-elementwise", kOptional, kernel::ScheduleElementwise},

@@ -1,8 +1,10 @@
 // merge-loss-gradient and merge-bias-gradient: the loss, its gradient and the output layer's bias
-// gradient of a training step become one kernel of three outputs. (The bits are compared with
-// the unmerged step's in runtime/backends/step_fusion_test.cpp.)
+// gradient of a training step become one kernel of three outputs; the hidden layer's bias gradient
+// joins its weight's. (The bits are compared with the unmerged step's in
+// runtime/backends/step_fusion_test.cpp.)
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <array>
 #include <fstream>
 #include <set>
@@ -69,24 +71,38 @@ TEST(MergeLossGradientPass, LossKernelWritesTheGradientToo) {
   }
 }
 
-TEST(MergeLossGradientPass, BiasGradientJoinsTheLossKernel) {
+TEST(MergeBiasGradientPass, BiasGradientsJoinTheLossKernelAndTheWeightGradient) {
   Module m = After("merge-loss-gradient");
   const size_t before = m.kernels.size();
   const Kernel* loss = FindOp(m, "cross_entropy");
   ASSERT_NE(loss, nullptr);
   ASSERT_EQ(loss->extra_outputs.size(), 1u);
   const int d_logits = loss->extra_outputs[0];
-  int column_sum = -1;
-  for (const Kernel& k : m.kernels)
-    if (k.op == "sum" && k.inputs == std::vector<int>{d_logits}) column_sum = k.output;
-  ASSERT_GE(column_sum, 0) << Print(m);
-  const int sums = CountOp(m, "sum");
+  // The two column sums: of the loss's gradient (d_b2) and of the hidden layer's (d_b1).
+  int d_b2 = -1, d_b1 = -1, d_h = -1;
+  for (const Kernel& k : m.kernels) {
+    if (k.op != "sum") continue;
+    (k.inputs[0] == d_logits ? d_b2 : d_b1) = k.output;
+    if (k.inputs[0] != d_logits) d_h = k.inputs[0];
+  }
+  ASSERT_GE(d_b2, 0) << Print(m);
+  ASSERT_GE(d_b1, 0) << Print(m);
   ASSERT_TRUE(MergeBiasGradient(m).ok());
-  EXPECT_EQ(m.kernels.size(), before - 1) << Print(m);
-  // Only the sum of the loss kernel's gradient joins it; the hidden layer's stays.
-  EXPECT_EQ(CountOp(m, "sum"), sums - 1);
+  EXPECT_EQ(m.kernels.size(), before - 2) << Print(m);
+  EXPECT_EQ(FindOp(m, "sum"), nullptr) << Print(m);
   loss = FindOp(m, "cross_entropy");
-  EXPECT_EQ(loss->extra_outputs, (std::vector<int>{d_logits, column_sum}));
+  EXPECT_EQ(loss->extra_outputs, (std::vector<int>{d_logits, d_b2}));
+  // d_b1 beside d_w1 = x^T @ d_h, the matmul that reads d_h as B; it precedes d_b1's reader.
+  int host = -1, reader = -1;
+  for (size_t i = 0; i < m.kernels.size(); ++i) {
+    const Kernel& k = m.kernels[i];
+    if (k.extra_outputs == std::vector<int>{d_b1}) host = static_cast<int>(i);
+    if (std::count(k.inputs.begin(), k.inputs.end(), d_b1)) reader = static_cast<int>(i);
+  }
+  ASSERT_GE(host, 0) << Print(m);
+  EXPECT_EQ(m.kernels[host].op, "matmul");
+  EXPECT_EQ(m.kernels[host].inputs[1], d_h);
+  EXPECT_LT(host, reader);
   EXPECT_TRUE(Verify(m).ok());
 }
 
@@ -99,9 +115,10 @@ TEST(MergeLossGradientPass, EmitsOneWorkgroupWritingAllThreeOutputs) {
   const Kernel* k = FindOp(*c->module, "cross_entropy");
   ASSERT_NE(k, nullptr);
   const std::string& src = k->Wgsl().source;
-  EXPECT_NE(src.find("@binding(3) var<storage, read_write> out: array<f32>"), std::string::npos);
-  EXPECT_NE(src.find("@binding(4) var<storage, read_write> out1: array<f32>"), std::string::npos);
-  EXPECT_NE(src.find("@binding(5) var<storage, read_write> out2: array<f32>"), std::string::npos);
+  // The logits and the labels bound; the upstream gradient a literal (fold-constant-inputs).
+  EXPECT_NE(src.find("@binding(2) var<storage, read_write> out: array<f32>"), std::string::npos);
+  EXPECT_NE(src.find("@binding(3) var<storage, read_write> out1: array<f32>"), std::string::npos);
+  EXPECT_NE(src.find("@binding(4) var<storage, read_write> out2: array<f32>"), std::string::npos);
   EXPECT_NE(src.find("storageBarrier();"), std::string::npos) << src;
   EXPECT_EQ(k->workgroups, (std::array<uint32_t, 3>{1, 1, 1}));
 }

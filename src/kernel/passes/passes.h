@@ -42,11 +42,19 @@ Status MergeOptimizerOutputs(Module& m);
 // the same bits. A kernel that would bind a tensor over the binding cap is left alone.
 Status MergeLossGradient(Module& m);
 
-// A column sum (f32 `sum` over axis 0 of a rank-2 value: a bias's gradient) of the last output
-// of a kernel whose emitter can add it after writing that output (the merged loss-and-gradient
-// kernel) becomes that kernel's next output: one dispatch less. Each column is added in row
-// order from 0.0, as the sum kernel adds it: the same bits.
+// A column sum (f32 `sum` over axis 0 of a rank-2 value: a bias's gradient) becomes the next
+// output of a kernel that has the summed value at hand: the merged loss-and-gradient kernel that
+// writes it (its one workgroup adds the columns once the gradient is written), else a rank-2
+// matmul that reads it as its B operand (x^T @ dy: the weight's gradient) and whose B is small
+// (at most 2^18 elements), which adds the columns in its first workgroup. One dispatch less each;
+// every column is added in row order from 0.0, as the sum kernel adds it: the same bits.
 Status MergeBiasGradient(Module& m);
+
+// A constant the step would recompute for an op (the loss gradient's seed, a `full` of one f32
+// element, read as the last arguments of a loss or its gradient) becomes a literal of the op's
+// kernel (Kernel::literals): no kernel computes it and no buffer holds it, and the op reads the
+// same value. Constants read by elementwise kernels are literals already (fuse-elementwise).
+Status FoldConstantInputs(Module& m);
 
 // Loop-invariant hoisting in a repeated graph (`"repeat": N`): a kernel none of whose inputs
 // depends, directly or through other kernels, on a carried input (and whose output is not itself

@@ -500,7 +500,13 @@ Status RunKernel(const Module& m, const Kernel& k, const std::vector<const T*>& 
     epilogue_inputs.insert(epilogue_inputs.end(), inputs.begin() + 2, inputs.end());
     return RunFused(m, EpilogueKernel(k), epilogue_inputs, out, parallel);
   }
-  OpArgs<T> args{&m.graph(), &m.graph().at(k.output), inputs, out, &parallel, k.transposed,
+  // Literal arguments (Kernel::literals) follow the bound inputs, each its constant's f32 value.
+  std::vector<T> literal_values;
+  for (const Kernel::Literal& l : k.literals)
+    literal_values.push_back(static_cast<T>(static_cast<float>(l.value)));
+  std::vector<const T*> op_inputs = inputs;
+  for (const T& v : literal_values) op_inputs.push_back(&v);
+  OpArgs<T> args{&m.graph(), &m.graph().at(k.output), op_inputs, out, &parallel, k.transposed,
                  only_chunk};
   PickOp<T> (*impl)(args);
   // Extra outputs are ops of their own over the kernel's inputs and the outputs it wrote before
@@ -518,6 +524,8 @@ Status RunKernel(const Module& m, const Kernel& k, const std::vector<const T*>& 
       const T* at = nullptr;
       for (size_t i = 0; i < k.inputs.size() && !at; ++i)
         if (k.inputs[i] == a) at = inputs[i];
+      for (size_t i = 0; i < k.literals.size() && !at; ++i)
+        if (k.literals[i].node == a) at = &literal_values[i];
       if (a == k.output) at = out;
       for (size_t e = 0; e < j && !at; ++e)
         if (k.extra_outputs[e] == a) at = extra_outs[e];
