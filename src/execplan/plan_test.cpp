@@ -54,13 +54,13 @@ void ExpectNoLiveValuesShareABuffer(const Plan& p) {
     if (n.role == webir::Role::kInput || n.role == webir::Role::kParam) live[n.id] = {-1, end};
   for (int s = 0; s < end; ++s) {
     const kernel::Kernel& k = p.module().kernels[p.steps[s].kernel];
-    live[k.output] = {s, s};
+    for (int o : k.Outputs()) live[o] = {s, s};
     for (int in : k.inputs) {
       ASSERT_TRUE(live.count(in)) << k.name << " reads an unwritten value";
       live[in].second = std::max(live[in].second, s);
     }
     for (int b : p.steps[s].reads)
-      EXPECT_NE(b, p.steps[s].write) << k.name << " writes what it reads";
+      for (int w : p.steps[s].Writes()) EXPECT_NE(b, w) << k.name << " writes what it reads";
   }
   for (const webir::Output& o : g.outputs) live[o.node].second = end;
   std::map<int, std::vector<int>> by_buffer;
@@ -234,44 +234,45 @@ std::array<int64_t, kMemClasses> Classes(int64_t parameters, int64_t inputs, int
 
 TEST(Memory, ClassesAtPeakOfATrainingStepByHand) {
   // Sources, live throughout: x 12B, labels 4B, step 4 (inputs); w 24 (parameters); w@m, w@v
-  // 24 each (optimizer state). Then, one value a step:
-  //   k0 logits [B,2] 8B (activations: the gradient reads it); k1 loss 4 (working, an output);
-  //   k2 the seed gradient 4; k3 d_logits [B,2] 8B (gradient), after which logits and the seed
-  //   are dead; k4 d_w 24 (gradient), after which d_logits is dead; k5 (Adam's three outputs in
-  //   one kernel) w's next value 24 (parameters: it is carried into w), m's next 24 and v's
-  //   next 24 (optimizer state); d_w is dead after k5.
-  // B = 2: the sources are 108 B; live runs 124, 128, 132, 148 (-20), 152 (-16), 208: the peak
-  // is after k5, optimizer state (w@m, w@v and their next values, 96 B) dominates.
+  // 24 each (optimizer state). Then, one kernel a step:
+  //   k0 logits [B,2] 8B (activations: the gradient reads it); k1 the loss 4 (working, an
+  //   output) and d_logits [B,2] 8B (gradient) from one kernel (merge-loss-gradient; the seed
+  //   gradient is a literal, fold-constant-inputs), after which logits are dead; k2 d_w 24
+  //   (gradient), after which d_logits is dead; k3 (Adam's three outputs in one kernel) w's next
+  //   value 24 (parameters: it is carried into w), m's next 24 and v's next 24 (optimizer
+  //   state); d_w is dead after k3.
+  // B = 2: the sources are 108 B; live runs 124, 144 (-16), 152 (-16), 208: the peak is after
+  // k3, optimizer state (w@m, w@v and their next values, 96 B) dominates.
   {
     auto p = PlanOf(TinyAdamStep(2), Budget(1 << 20));
     ASSERT_TRUE(p.ok()) << p.errors().front().Format();
     const MemoryPlan& m = p->memory;
     EXPECT_EQ(m.peak_live, 208);
     EXPECT_EQ(m.at_peak, Classes(48, 36, 0, 24, 96, 4)) << Print(p.value());
-    EXPECT_EQ(p->module().kernels[m.peak_step].name, "k5_adam_update_adam_m_adam_v");
+    EXPECT_EQ(p->module().kernels[m.peak_step].name, "k3_adam_update_adam_m_adam_v");
     EXPECT_EQ(DominantClass(m), MemClass::kOptimizerState);
     // Allocated: every value above in a buffer of its own (no freed buffer of the right class
-    // is large enough when the next one is needed): the activation 16 B, gradients 4 + 16 + 24.
-    EXPECT_EQ(m.by_class, Classes(48, 36, 16, 44, 96, 4));
-    EXPECT_EQ(m.allocated, 244);
+    // is large enough when the next one is needed): the activation 16 B, gradients 16 + 24.
+    EXPECT_EQ(m.by_class, Classes(48, 36, 16, 40, 96, 4));
+    EXPECT_EQ(m.allocated, 240);
     Json j = ToJson(p.value());
     EXPECT_EQ(j["memory"]["dominant_class"], "optimizer_state");
     EXPECT_EQ(j["memory"]["at_peak"]["gradients"], 24);
     const std::string text = Print(p.value());
     EXPECT_NE(text.find("optimizer_state  96 B        96 B  <- dominates"), std::string::npos)
         << text;
-    EXPECT_NE(text.find("(peak after k5_adam_update_adam_m_adam_v)"), std::string::npos) << text;
+    EXPECT_NE(text.find("(peak after k3_adam_update_adam_m_adam_v)"), std::string::npos) << text;
   }
-  // B = 100: x 1200 B and labels 400 B make the sources 1676 B; live runs 2476, 2480, 2484,
-  // 3284 (-804), 2504 (-800), ... 1776: the peak is after k3, while the batch-sized values are
-  // live: inputs 1604 dominate activations (logits) 800 and gradients (seed 4 + d_logits 800).
+  // B = 100: x 1200 B and labels 400 B make the sources 1676 B; live runs 2476, 3280 (-800),
+  // 2504 (-800), ... 1776: the peak is after k1, while the batch-sized values are live: inputs
+  // 1604 dominate activations (logits) 800 and gradients (d_logits) 800.
   {
     auto p = PlanOf(TinyAdamStep(100), Budget(1 << 20));
     ASSERT_TRUE(p.ok()) << p.errors().front().Format();
     const MemoryPlan& m = p->memory;
-    EXPECT_EQ(m.peak_live, 3284);
-    EXPECT_EQ(m.at_peak, Classes(24, 1604, 800, 804, 48, 4)) << Print(p.value());
-    EXPECT_EQ(p->module().kernels[m.peak_step].name, "k3_cross_entropy_grad");
+    EXPECT_EQ(m.peak_live, 3280);
+    EXPECT_EQ(m.at_peak, Classes(24, 1604, 800, 800, 48, 4)) << Print(p.value());
+    EXPECT_EQ(p->module().kernels[m.peak_step].name, "k1_cross_entropy_cross_entropy_grad");
     EXPECT_EQ(DominantClass(m), MemClass::kInputs);
   }
 }

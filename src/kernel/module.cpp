@@ -126,9 +126,12 @@ std::string MatmulSchedule::Name() const {
   std::string name = std::to_string(tile_m) + "x" + std::to_string(tile_n) + "x" +
                      std::to_string(tile_k) + "/" + std::to_string(block_m) + "x" +
                      std::to_string(block_n);
-  if (vec4_a && vec4_b) name += "/vec4";
-  else if (vec4_a) name += "/vec4a";
-  else if (vec4_b) name += "/vec4b";
+  if (vec4_a && vec4_b)
+    name += "/vec4";
+  else if (vec4_a)
+    name += "/vec4a";
+  else if (vec4_b)
+    name += "/vec4b";
   return name;
 }
 
@@ -204,6 +207,8 @@ std::string Print(const Module& m) {
         out += (i ? ", %" : "%") + m.graph().at(k.inputs[i]).name;
         if (i < k.transposed.size() && k.transposed[i]) out += "^T";
       }
+      for (size_t j = 0; j < k.literals.size(); ++j)
+        out += (operands + j ? ", " : "") + CanonicalJson(Json(k.literals[j].value));
       out += ")";
       if (k.HasEpilogue()) out += " as s0, epilogue[" + steps(1) + "]";
     }
@@ -254,13 +259,15 @@ Json ToJson(const Module& m) {
     if (!k.transposed.empty()) jk["transposed"] = k.transposed;
     jk["output"] = k.output;
     if (!k.extra_outputs.empty()) jk["extra_outputs"] = k.extra_outputs;
+    for (const Kernel::Literal& l : k.literals)
+      jk["literals"].push_back({{"node", l.node}, {"value", l.value}});
     if (const auto& s = k.matmul_schedule) {
-      jk["matmul_schedule"] = {{"name", s->Name()},
-                               {"kind", s->kind == MatmulSchedule::Kind::kTiled ? "tiled"
-                                                                                : "per-element"},
-                               {"tile", {s->tile_m, s->tile_n, s->tile_k}},
-                               {"block", {s->block_m, s->block_n}},
-                               {"vec4", {s->vec4_a, s->vec4_b}}};
+      jk["matmul_schedule"] = {
+          {"name", s->Name()},
+          {"kind", s->kind == MatmulSchedule::Kind::kTiled ? "tiled" : "per-element"},
+          {"tile", {s->tile_m, s->tile_n, s->tile_k}},
+          {"block", {s->block_m, s->block_n}},
+          {"vec4", {s->vec4_a, s->vec4_b}}};
     }
     if (const auto& s = k.elementwise_schedule) {
       jk["elementwise_schedule"] = {{"name", s->Name()},
@@ -327,16 +334,34 @@ Status Verify(const Module& m) {
       if (src.source.empty() || src.source_hash != Sha256Hex(src.source))
         return InternalError("kernel.Verify",
                              k.name + " has an empty or mismatched " + src.target + " source");
-    // Extra outputs: ops over the same arguments as the primary's, none of them read by the
-    // kernel itself and none written twice.
+    // Extra outputs: ops each of whose arguments is an input of the kernel or an output it
+    // writes before (the loss's gradient beside the loss, the bias gradient summed from it),
+    // none of them read by the kernel as an input and none written twice.
+    std::set<int> written_before = {k.output};
+    for (const Kernel::Literal& l : k.literals) {
+      const webir::Node& n = m.graph().at(l.node);
+      if (k.kind != KernelKind::kOp || k.HasEpilogue() || n.op != "full" ||
+          n.type.elements() != 1 || n.type.dtype != DType::kF32 ||
+          n.attrs.at("value").get<double>() != l.value)
+        return InternalError("kernel.Verify", k.name + " folds %" + n.name +
+                                                  " in as a literal, but it is no f32 constant");
+      written_before.insert(l.node);  // available to every output, as an input is
+    }
     for (int x : k.extra_outputs) {
-      if (k.kind != KernelKind::kOp || m.graph().at(x).args != m.graph().at(k.output).args ||
+      bool args_available = true;
+      for (int a : m.graph().at(x).args)
+        args_available =
+            args_available && (written_before.count(a) ||
+                               std::find(k.inputs.begin(), k.inputs.end(), a) != k.inputs.end());
+      if (k.kind != KernelKind::kOp || !args_available ||
           std::find(k.inputs.begin(), k.inputs.end(), x) != k.inputs.end() || produced.count(x) ||
-          x == k.output)
+          written_before.count(x))
         return InternalError("kernel.Verify",
                              k.name + " writes %" + m.graph().at(x).name +
-                                 " besides its output, but not as an op over the same inputs");
+                                 " besides its output, but not as an op over its inputs and "
+                                 "earlier outputs");
       produced.insert(x);
+      written_before.insert(x);
     }
     produced.insert(k.output);
   }
@@ -344,8 +369,9 @@ Status Verify(const Module& m) {
   const int hoisted = m.HoistedKernels();
   for (size_t i = hoisted; i < m.kernels.size(); ++i)
     if (m.kernels[i].hoisted)
-      return InternalError("kernel.Verify", m.kernels[i].name + " is hoisted but follows the loop body's " +
-                                                m.kernels[hoisted].name);
+      return InternalError(
+          "kernel.Verify",
+          m.kernels[i].name + " is hoisted but follows the loop body's " + m.kernels[hoisted].name);
   for (int i = 0; i < hoisted; ++i)
     for (int in : m.kernels[i].inputs)
       for (size_t j = hoisted; j < m.kernels.size(); ++j)

@@ -119,6 +119,16 @@ struct Kernel {
   // buffer with an input (buffer assignment gives each its own), so one pass over the elements
   // computes what the separate kernels computed.
   std::vector<int> extra_outputs;
+  // kOp: constant arguments folded in (the fold-constant-inputs pass), the op's arguments after
+  // `inputs`: single-element f32 `full` values that no kernel computes and no buffer holds. The
+  // WGSL declares literal j as the private array in<inputs.size() + j> holding the value, where
+  // its binding was, and the CPU reference hands the op a pointer to it: the op reads the same
+  // number it read from the constant's buffer.
+  struct Literal {
+    int node = -1;
+    double value = 0;
+  };
+  std::vector<Literal> literals;
   // kElementwise: the fused expression. A kOp matmul with an epilogue (the fuse-matmul-epilogue
   // pass): expr[0] is the matmul itself (op "matmul", operands {0, 1}: inputs 0 and 1 are its
   // operands), and every later step an elementwise op applied to each finished f32 element before

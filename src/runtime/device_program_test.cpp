@@ -32,8 +32,7 @@ execplan::Plan PlanOf(const std::string& text, std::optional<int64_t> budget = s
 
 // An independent decoder (RFC 4648 by table lookup), so the encoder is not checked against itself.
 std::vector<uint8_t> DecodeBase64(const std::string& s) {
-  const std::string alphabet =
-      "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+  const std::string alphabet = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
   std::vector<uint8_t> out;
   uint32_t acc = 0;
   int bits = 0;
@@ -216,8 +215,9 @@ TEST(DeviceProgram, TrainingStepCarriesParamsAndState) {
   }
   // Every param is updated in place each step.
   for (const char* w : {"w1", "b1", "w2", "b2"}) EXPECT_TRUE(carried_to.count(w)) << w;
-  // A kernel of several outputs (a merged optimizer update) binds its reads, then every write,
-  // and says how many of the last bindings it writes.
+  // A kernel of several outputs (a merged optimizer update, the loss with its gradient, a weight
+  // gradient with its bias's) binds its reads, then every write, and says how many of the last
+  // bindings it writes.
   ASSERT_EQ(p->dispatches.size(), plan.steps.size());
   int merged = 0;
   const Json json = ToJson(*p);
@@ -232,7 +232,12 @@ TEST(DeviceProgram, TrainingStepCarriesParamsAndState) {
     EXPECT_EQ(json["dispatches"][s].value("writes", 1), d.writes);
     merged += writes.size() > 1;
   }
-  EXPECT_EQ(merged, 4);  // one optimizer kernel per parameter
+  int multi_output_kernels = 0;
+  for (const kernel::Kernel& k : plan.module().kernels)
+    multi_output_kernels += !k.extra_outputs.empty();
+  // One optimizer kernel per parameter, at least.
+  EXPECT_GE(multi_output_kernels, 4);
+  EXPECT_EQ(merged, multi_output_kernels);
   for (const ProgramInput& in : p->inputs) {
     if (in.role == "param") {
       EXPECT_TRUE(in.carried) << in.name;

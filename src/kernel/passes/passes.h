@@ -35,6 +35,27 @@ Status FuseMatmulEpilogue(Module& m);
 // the same operations as its own kernel computed it.
 Status MergeOptimizerOutputs(Module& m);
 
+// A loss and its gradient over the same logits and targets (cross_entropy, cross_entropy_grad)
+// become one kernel that writes the loss and then the gradient (Kernel::extra_outputs): one
+// dispatch and one walk of each row instead of two. The loss sums its rows in the tree order of
+// its own kernel, and each gradient element is computed by the operations its own kernel used:
+// the same bits. A kernel that would bind a tensor over the binding cap is left alone.
+Status MergeLossGradient(Module& m);
+
+// A column sum (f32 `sum` over axis 0 of a rank-2 value: a bias's gradient) becomes the next
+// output of a kernel that has the summed value at hand: the merged loss-and-gradient kernel that
+// writes it (its one workgroup adds the columns once the gradient is written), else a rank-2
+// matmul that reads it as its B operand (x^T @ dy: the weight's gradient) and whose B is small
+// (at most 2^18 elements), which adds the columns in its first workgroup. One dispatch less each;
+// every column is added in row order from 0.0, as the sum kernel adds it: the same bits.
+Status MergeBiasGradient(Module& m);
+
+// A constant the step would recompute for an op (the loss gradient's seed, a `full` of one f32
+// element, read as the last arguments of a loss or its gradient) becomes a literal of the op's
+// kernel (Kernel::literals): no kernel computes it and no buffer holds it, and the op reads the
+// same value. Constants read by elementwise kernels are literals already (fuse-elementwise).
+Status FoldConstantInputs(Module& m);
+
 // Loop-invariant hoisting in a repeated graph (`"repeat": N`): a kernel none of whose inputs
 // depends, directly or through other kernels, on a carried input (and whose output is not itself
 // carried) computes the same value in every iteration; it is marked hoisted and moved, in order,
@@ -74,9 +95,9 @@ Status EmitWgsl(Module& m);
 
 // Temporal blocking of a repeated graph (`"repeat": N`) whose body (the kernels not hoisted) is
 // one rank-2 stencil kernel (a fused expression shifting its carried value, or `life`): a second
-// WGSL source that runs several iterations per dispatch over tiles with recomputed halos (Kernel::blocking), as many as
-// divide N and fit the halo. Otherwise Module::not_blocked_because says why. Every iteration
-// computes what the unblocked kernel computes, bit for bit.
+// WGSL source that runs several iterations per dispatch over tiles with recomputed halos
+// (Kernel::blocking), as many as divide N and fit the halo. Otherwise Module::not_blocked_because
+// says why. Every iteration computes what the unblocked kernel computes, bit for bit.
 Status BlockTemporally(Module& m);
 
 }  // namespace scellis::kernel

@@ -291,8 +291,7 @@ struct IndexRamp {
   template <typename T>
   T At(const std::vector<int64_t>& idx) const {
     const int64_t i = sizes[axis] == 1 ? 0 : idx[idx.size() - sizes.size() + axis];
-    return IsIntegerDType(dtype) ? IntegerSlot<T>(i, dtype)
-                                 : static_cast<T>(static_cast<float>(i));
+    return IsIntegerDType(dtype) ? IntegerSlot<T>(i, dtype) : static_cast<T>(static_cast<float>(i));
   }
 };
 
@@ -501,11 +500,17 @@ Status RunKernel(const Module& m, const Kernel& k, const std::vector<const T*>& 
     epilogue_inputs.insert(epilogue_inputs.end(), inputs.begin() + 2, inputs.end());
     return RunFused(m, EpilogueKernel(k), epilogue_inputs, out, parallel);
   }
-  OpArgs<T> args{&m.graph(), &m.graph().at(k.output), inputs, out, &parallel, k.transposed,
+  // Literal arguments (Kernel::literals) follow the bound inputs, each its constant's f32 value.
+  std::vector<T> literal_values;
+  for (const Kernel::Literal& l : k.literals)
+    literal_values.push_back(static_cast<T>(static_cast<float>(l.value)));
+  std::vector<const T*> op_inputs = inputs;
+  for (const T& v : literal_values) op_inputs.push_back(&v);
+  OpArgs<T> args{&m.graph(), &m.graph().at(k.output), op_inputs, out, &parallel, k.transposed,
                  only_chunk};
   PickOp<T> (*impl)(args);
-  // Extra outputs are ops of their own over the same inputs, none of which they overwrite: each
-  // runs as its own kernel would.
+  // Extra outputs are ops of their own over the kernel's inputs and the outputs it wrote before
+  // them, none of which they overwrite: each runs, in order, as its own kernel would.
   if (extra_outs.size() != k.extra_outputs.size())
     return InternalError("ref.RunKernel",
                          k.name + " writes " + std::to_string(k.extra_outputs.size() + 1) +
@@ -514,8 +519,23 @@ Status RunKernel(const Module& m, const Kernel& k, const std::vector<const T*>& 
     const webir::Node& node = m.graph().at(k.extra_outputs[j]);
     const OpImpl* extra = FindOp(node.op);
     if (!extra) return InternalError("ref.RunKernel", "no CPU reference for op " + node.op);
-    OpArgs<T> extra_args{&m.graph(), &node,        inputs,    extra_outs[j],
-                         &parallel,  k.transposed, only_chunk};
+    std::vector<const T*> args;
+    for (int a : node.args) {
+      const T* at = nullptr;
+      for (size_t i = 0; i < k.inputs.size() && !at; ++i)
+        if (k.inputs[i] == a) at = inputs[i];
+      for (size_t i = 0; i < k.literals.size() && !at; ++i)
+        if (k.literals[i].node == a) at = &literal_values[i];
+      if (a == k.output) at = out;
+      for (size_t e = 0; e < j && !at; ++e)
+        if (k.extra_outputs[e] == a) at = extra_outs[e];
+      if (!at) return InternalError("ref.RunKernel", k.name + " lacks an argument of " + node.op);
+      args.push_back(at);
+    }
+    // Folded transposes are the primary's: they hold only where the arguments are its inputs.
+    const std::vector<bool> transposed = node.args == k.inputs ? k.transposed : std::vector<bool>{};
+    OpArgs<T> extra_args{&m.graph(), &node,      std::move(args), extra_outs[j],
+                         &parallel,  transposed, only_chunk};
     PickOp<T> (*extra)(extra_args);
   }
   return Status::Ok();

@@ -1,15 +1,17 @@
 // The training step of examples/fashion_mlp.json with the step's fusions (fuse-matmul-epilogue,
-// merge-optimizer-outputs) and without them, tier debug: the same bits in every output (loss,
-// logits, new parameters, new moments), on the CPU reference and on WebGPU (SwiftShader), and
-// fewer kernels with them.
+// merge-optimizer-outputs, merge-loss-gradient, merge-bias-gradient, fold-constant-inputs) and
+// without them, tier debug: the same bits in every output (loss, logits, new parameters, new
+// moments), on the CPU reference and on WebGPU (SwiftShader), and fewer kernels with them.
 #include <gtest/gtest.h>
 
 #include <cstring>
 #include <fstream>
+#include <optional>
 #include <random>
 #include <set>
 #include <sstream>
 
+#include "kernel/passes/passes.h"
 #include "runtime/backends/backends_test.h"
 
 namespace scellis::runtime {
@@ -22,8 +24,10 @@ std::string FashionMlp() {
   return s.str();
 }
 
-Result<pipeline::Compiled> Step(const Executor& exec, std::set<std::string> disabled) {
+Result<pipeline::Compiled> Step(const Executor& exec, std::set<std::string> disabled,
+                                const std::optional<kernel::MatmulSchedule>& schedule) {
   pipeline::CompileOptions o;
+  o.matmul_schedule = schedule;
   o.lower.tier = policy::Tier::kDebug;
   o.plan.budget_bytes = int64_t{1} << 30;
   o.plan.limits = exec.limits();
@@ -53,19 +57,36 @@ Feeds RandomFeeds(const webir::Graph& g, uint32_t seed) {
   return feeds;
 }
 
-const std::set<std::string> kStepFusions = {"fuse-matmul-epilogue", "merge-optimizer-outputs"};
+const std::set<std::string> kStepFusions = {"fuse-matmul-epilogue", "merge-optimizer-outputs",
+                                            "merge-loss-gradient", "merge-bias-gradient",
+                                            "fold-constant-inputs"};
 
-void ExpectSameBits(const std::string& backend) {
+// `kept_off`: fusions left out of the fused plan too (so that each merge is compared alone);
+// `schedule`: every matmul's, in both plans.
+void ExpectSameBits(const std::string& backend, const std::set<std::string>& kept_off = {},
+                    const std::optional<kernel::MatmulSchedule>& schedule = std::nullopt) {
   auto exec = testing::Open(backend);
   ASSERT_NE(exec, nullptr);
-  auto fused = Step(*exec, {});
-  auto unfused = Step(*exec, kStepFusions);
+  auto fused = Step(*exec, kept_off, schedule);
+  auto unfused = Step(*exec, kStepFusions, schedule);
   ASSERT_TRUE(fused.ok()) << fused.errors().front().Format();
   ASSERT_TRUE(unfused.ok()) << unfused.errors().front().Format();
   // 25 kernels unfused: the two forward matmuls' bias + relu and bias, and the backward's relu
-  // gradient, become epilogues (-3), Adam's three kernels per parameter one (-8).
+  // gradient, become epilogues (-3), Adam's three kernels per parameter one (-8), the loss's
+  // gradient joins the loss (-1), the two bias gradients join the kernels that write or read
+  // what they sum (-2) and the gradient's seed is a literal (-1).
   EXPECT_EQ(unfused->module->kernels.size(), 25u) << kernel::Print(*unfused->module);
-  EXPECT_EQ(fused->module->kernels.size(), 14u) << kernel::Print(*fused->module);
+  const size_t saved = 3 + 8 + (kept_off.count("merge-loss-gradient") ? 0 : 1) +
+                       (kept_off.count("merge-bias-gradient") ? 0 : 2) +
+                       (kept_off.count("fold-constant-inputs") ? 0 : 1);
+  EXPECT_EQ(fused->module->kernels.size(), 25u - saved) << kernel::Print(*fused->module);
+
+  // A forced schedule reaches the matmuls that sum B's columns too.
+  for (const kernel::Kernel& k : fused->module->kernels)
+    if (schedule && k.op == "matmul" && !k.extra_outputs.empty())
+      EXPECT_EQ(k.matmul_schedule->Name(),
+                kernel::WithVec4Loads(*schedule, kernel::MatmulShapeOf(*fused->module, k)).Name())
+          << k.name;
 
   const Feeds feeds = RandomFeeds(fused->plan->graph(), 7);
   auto a = exec->Run(*fused->plan, feeds);
@@ -95,6 +116,29 @@ TEST(StepFusion, MlpStepHasTheSameBitsOnTheCpuReference) {
 
 TEST(StepFusion, MlpStepHasTheSameBitsOnWebGpu) {
   ExpectSameBits("webgpu");
+}
+
+TEST(StepFusion, EachMergeAloneHasTheSameBits) {
+  for (const char* backend : {"cpu", "webgpu"}) {
+    ExpectSameBits(backend, {"merge-bias-gradient"});
+    // Both bias gradients beside the matmuls reading what they sum.
+    ExpectSameBits(backend, {"merge-loss-gradient"});
+    ExpectSameBits(backend, {"merge-loss-gradient", "merge-bias-gradient"});
+    ExpectSameBits(backend, {"fold-constant-inputs"});
+  }
+}
+
+// The column sums beside a matmul under each kind of schedule: register-blocked (B loaded as
+// vec4 where it can be) and one output per invocation.
+TEST(StepFusion, BiasSumsBesideEveryMatmulScheduleHaveTheSameBits) {
+  for (const char* backend : {"cpu", "webgpu"}) {
+    kernel::MatmulSchedule blocked = kernel::MediumMatmulSchedule();
+    blocked.vec4_a = blocked.vec4_b = true;
+    ExpectSameBits(backend, {"merge-loss-gradient"}, blocked);
+    kernel::MatmulSchedule per_element;
+    per_element.kind = kernel::MatmulSchedule::Kind::kPerElement;
+    ExpectSameBits(backend, {"merge-loss-gradient"}, per_element);
+  }
 }
 
 }  // namespace

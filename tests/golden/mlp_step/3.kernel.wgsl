@@ -95,10 +95,13 @@ fn main(@builtin(workgroup_id) wg: vec3<u32>,
   if (r < 4u && c < 3u) { out[wg.z * 12u + r * 3u + c] = epilogue(acc, wg.z * 12u + r * 3u + c); }
 }
 
-// ---- k2_cross_entropy ----
+// ---- k2_cross_entropy_cross_entropy_grad_sum ----
 @group(0) @binding(0) var<storage, read> in0: array<f32>;
 @group(0) @binding(1) var<storage, read> in1: array<f32>;
+var<private> in2: array<f32, 1> = array<f32, 1>(f32(1.0));
 @group(0) @binding(2) var<storage, read_write> out: array<f32>;
+@group(0) @binding(3) var<storage, read_write> out1: array<f32>;
+@group(0) @binding(4) var<storage, read_write> out2: array<f32>;
 fn is_nan_f32(x: f32) -> bool { return (bitcast<u32>(x) & 0x7fffffffu) > 0x7f800000u; }
 fn is_below_zero_f32(x: f32) -> bool {
   let b = bitcast<u32>(x);
@@ -113,9 +116,14 @@ fn inf_f32() -> f32 {
   return bitcast<f32>(bits);
 }
 fn row_loss(r: u32) -> f32 {
-  let label = in1[r];
-  if (!(label >= 0.0 && label < f32(3.0) && floor(label) == label)) { return nan_f32(); }
   let base = r * 3u;
+  let label = in1[r];
+  if (!(label >= 0.0 && label < f32(3.0) && floor(label) == label)) {
+    for (var j = 0u; j < 3u; j = j + 1u) { out1[base + j] = nan_f32(); }
+    return nan_f32();
+  }
+  let k = u32(label);
+  let g = in2[0] / f32(4.0);
   var mx = in0[base];
   var bad = is_nan_f32(mx);
   for (var j = 1u; j < 3u; j = j + 1u) {
@@ -126,8 +134,16 @@ fn row_loss(r: u32) -> f32 {
   bad = bad || (bitcast<u32>(mx) & 0x7fffffffu) == 0x7f800000u;
   var sum = 0.0;
   for (var j = 0u; j < 3u; j = j + 1u) { sum = sum + exp(in0[base + j] - mx); }
-  if (bad) { return nan_f32(); }
-  return -((in0[base + u32(label)] - mx) - log(sum));
+  if (bad) {
+    for (var j = 0u; j < 3u; j = j + 1u) { out1[base + j] = nan_f32(); }
+    return nan_f32();
+  }
+  let log_sum = log(sum);
+  for (var j = 0u; j < 3u; j = j + 1u) {
+    let p = exp((in0[base + j] - mx) - log_sum);
+    out1[base + j] = select(p * g, p * g - g, j == k);
+  }
+  return -((in0[base + k] - mx) - log_sum);
 }
 var<workgroup> partial: array<f32, 256>;
 @compute @workgroup_size(256)
@@ -143,89 +159,15 @@ fn main(@builtin(local_invocation_index) t: u32) {
   if (t == 0u) {
     out[0] = partial[0] / f32(4.0);
   }
-}
-
-// ---- k3_fused ----
-@group(0) @binding(0) var<storage, read_write> out: array<f32>;
-
-@compute @workgroup_size(64)
-fn main(@builtin(global_invocation_id) gid: vec3<u32>,
-        @builtin(num_workgroups) groups: vec3<u32>) {
-  let i = gid.x + gid.y * groups.x * 64u;
-  if (i >= 1u) { return; }
-  let s0 = f32(1.0);
-  out[i] = s0;
-}
-
-// ---- k4_cross_entropy_grad ----
-@group(0) @binding(0) var<storage, read> in0: array<f32>;
-@group(0) @binding(1) var<storage, read> in1: array<f32>;
-@group(0) @binding(2) var<storage, read> in2: array<f32>;
-@group(0) @binding(3) var<storage, read_write> out: array<f32>;
-fn is_nan_f32(x: f32) -> bool { return (bitcast<u32>(x) & 0x7fffffffu) > 0x7f800000u; }
-fn is_below_zero_f32(x: f32) -> bool {
-  let b = bitcast<u32>(x);
-  return b > 0x80000000u && b <= 0xff800000u;
-}
-fn nan_f32() -> f32 {
-  var bits = 0x7fc00000u;
-  return bitcast<f32>(bits);
-}
-fn inf_f32() -> f32 {
-  var bits = 0x7f800000u;
-  return bitcast<f32>(bits);
-}
-
-@compute @workgroup_size(64)
-fn main(@builtin(global_invocation_id) gid: vec3<u32>,
-        @builtin(num_workgroups) groups: vec3<u32>) {
-  let i = gid.x + gid.y * groups.x * 64u;
-  if (i >= 4u) { return; }
-  let base = i * 3u;
-  let label = in1[i];
-  if (!(label >= 0.0 && label < f32(3.0) && floor(label) == label)) {
-    for (var j = 0u; j < 3u; j = j + 1u) { out[base + j] = nan_f32(); }
-    return;
-  }
-  let k = u32(label);
-  let r = in2[0] / f32(4.0);
-  var mx = in0[base];
-  var bad = is_nan_f32(mx);
-  for (var j = 1u; j < 3u; j = j + 1u) {
-    let x = in0[base + j];
-    bad = bad || is_nan_f32(x);
-    if (x > mx) { mx = x; }
-  }
-  bad = bad || (bitcast<u32>(mx) & 0x7fffffffu) == 0x7f800000u;
-  var sum = 0.0;
-  for (var j = 0u; j < 3u; j = j + 1u) { sum = sum + exp(in0[base + j] - mx); }
-  if (bad) {
-    for (var j = 0u; j < 3u; j = j + 1u) { out[base + j] = nan_f32(); }
-    return;
-  }
-  let log_sum = log(sum);
-  for (var j = 0u; j < 3u; j = j + 1u) {
-    let p = exp((in0[base + j] - mx) - log_sum);
-    out[base + j] = select(p * r, p * r - r, j == k);
+  storageBarrier();
+  for (var c = t; c < 3u; c = c + 256u) {
+    var cs = 0.0;
+    for (var r = 0u; r < 4u; r = r + 1u) { cs = cs + out1[r * 3u + c]; }
+    out2[c] = cs;
   }
 }
 
-// ---- k5_sum ----
-@group(0) @binding(0) var<storage, read> in0: array<f32>;
-@group(0) @binding(1) var<storage, read_write> out: array<f32>;
-
-@compute @workgroup_size(64)
-fn main(@builtin(global_invocation_id) gid: vec3<u32>,
-        @builtin(num_workgroups) groups: vec3<u32>) {
-  let i = gid.x + gid.y * groups.x * 64u;
-  if (i >= 3u) { return; }
-  let base = (i / 3u) * 12u + i % 3u;
-  var s = 0.0;
-  for (var j = 0u; j < 4u; j = j + 1u) { s = s + in0[base + j * 3u]; }
-  out[i] = s;
-}
-
-// ---- k6_matmul ----
+// ---- k3_matmul ----
 // matmul 16x16x16/1x1
 @group(0) @binding(0) var<storage, read> in0: array<f32>;
 @group(0) @binding(1) var<storage, read> in1: array<f32>;
@@ -256,7 +198,7 @@ fn main(@builtin(workgroup_id) wg: vec3<u32>,
   if (r < 5u && c < 3u) { out[wg.z * 15u + r * 3u + c] = acc; }
 }
 
-// ---- k7_matmul_positive_mul ----
+// ---- k4_matmul_positive_mul ----
 // matmul 16x16x16/1x1
 @group(0) @binding(0) var<storage, read> in0: array<f32>;
 @group(0) @binding(1) var<storage, read> in1: array<f32>;
@@ -310,32 +252,25 @@ fn main(@builtin(workgroup_id) wg: vec3<u32>,
   if (r < 4u && c < 5u) { out[wg.z * 20u + r * 5u + c] = epilogue(acc, wg.z * 20u + r * 5u + c); }
 }
 
-// ---- k8_sum ----
-@group(0) @binding(0) var<storage, read> in0: array<f32>;
-@group(0) @binding(1) var<storage, read_write> out: array<f32>;
-
-@compute @workgroup_size(64)
-fn main(@builtin(global_invocation_id) gid: vec3<u32>,
-        @builtin(num_workgroups) groups: vec3<u32>) {
-  let i = gid.x + gid.y * groups.x * 64u;
-  if (i >= 5u) { return; }
-  let base = (i / 5u) * 20u + i % 5u;
-  var s = 0.0;
-  for (var j = 0u; j < 4u; j = j + 1u) { s = s + in0[base + j * 5u]; }
-  out[i] = s;
-}
-
-// ---- k9_matmul ----
+// ---- k5_matmul_sum ----
 // matmul 16x16x16/1x1
 @group(0) @binding(0) var<storage, read> in0: array<f32>;
 @group(0) @binding(1) var<storage, read> in1: array<f32>;
 @group(0) @binding(2) var<storage, read_write> out: array<f32>;
+@group(0) @binding(3) var<storage, read_write> out1: array<f32>;
 var<workgroup> tile_a: array<f32, 256>;
 var<workgroup> tile_b: array<f32, 256>;
 
 @compute @workgroup_size(16, 16)
 fn main(@builtin(workgroup_id) wg: vec3<u32>,
         @builtin(local_invocation_id) lid: vec3<u32>) {
+  if (wg.x == 0u && wg.y == 0u && wg.z == 0u) {
+    for (var sc = lid.y * 16u + lid.x; sc < 5u; sc = sc + 256u) {
+      var cs = 0.0;
+      for (var sr = 0u; sr < 4u; sr = sr + 1u) { cs = cs + in1[sr * 5u + sc]; }
+      out1[sc] = cs;
+    }
+  }
   var rem = wg.z;
   var off_a = 0u;
   var off_b = 0u;
@@ -356,7 +291,7 @@ fn main(@builtin(workgroup_id) wg: vec3<u32>,
   if (r < 3u && c < 5u) { out[wg.z * 15u + r * 5u + c] = acc; }
 }
 
-// ---- k10_adam_update_adam_m_adam_v ----
+// ---- k6_adam_update_adam_m_adam_v ----
 @group(0) @binding(0) var<storage, read> in0: array<f32>;
 @group(0) @binding(1) var<storage, read> in1: array<f32>;
 @group(0) @binding(2) var<storage, read> in2: array<f32>;
@@ -398,7 +333,7 @@ fn main(@builtin(global_invocation_id) gid: vec3<u32>,
   out2[i] = v;
 }
 
-// ---- k11_adam_update_adam_m_adam_v ----
+// ---- k7_adam_update_adam_m_adam_v ----
 @group(0) @binding(0) var<storage, read> in0: array<f32>;
 @group(0) @binding(1) var<storage, read> in1: array<f32>;
 @group(0) @binding(2) var<storage, read> in2: array<f32>;
@@ -440,7 +375,7 @@ fn main(@builtin(global_invocation_id) gid: vec3<u32>,
   out2[i] = v;
 }
 
-// ---- k12_adam_update_adam_m_adam_v ----
+// ---- k8_adam_update_adam_m_adam_v ----
 @group(0) @binding(0) var<storage, read> in0: array<f32>;
 @group(0) @binding(1) var<storage, read> in1: array<f32>;
 @group(0) @binding(2) var<storage, read> in2: array<f32>;
@@ -482,7 +417,7 @@ fn main(@builtin(global_invocation_id) gid: vec3<u32>,
   out2[i] = v;
 }
 
-// ---- k13_adam_update_adam_m_adam_v ----
+// ---- k9_adam_update_adam_m_adam_v ----
 @group(0) @binding(0) var<storage, read> in0: array<f32>;
 @group(0) @binding(1) var<storage, read> in1: array<f32>;
 @group(0) @binding(2) var<storage, read> in2: array<f32>;

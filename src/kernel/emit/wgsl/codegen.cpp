@@ -60,6 +60,11 @@ std::string Bindings(const Module& m, const Kernel& k, const std::vector<bool>& 
     s += "@group(0) @binding(" + std::to_string(i) + ") var<storage, read> in" + std::to_string(i) +
          ": array<" + element(t, i < vec4_inputs.size() && vec4_inputs[i]) + ">;\n";
   }
+  // A literal argument (Kernel::literals) is read where its binding would be, from a private
+  // array of its one value.
+  for (size_t j = 0; j < k.literals.size(); ++j)
+    s += "var<private> in" + std::to_string(k.inputs.size() + j) +
+         ": array<f32, 1> = array<f32, 1>(" + F32(k.literals[j].value) + ");\n";
   s += "@group(0) @binding(" + std::to_string(k.inputs.size()) +
        ") var<storage, read_write> out: array<" +
        element(m.graph().at(k.output).type.dtype, vec4_output) + ">;\n";

@@ -18,6 +18,8 @@ namespace scellis::kernel::wgsl {
 
 namespace {
 
+constexpr const char* kFirstWorkgroup = "wg.x == 0u && wg.y == 0u && wg.z == 0u";
+
 struct Operands {
   MatmulShape shape;
   std::vector<int64_t> batch, sa, sb;  // batch dims of the output; A's and B's broadcast strides
@@ -147,6 +149,28 @@ std::string HalfHelpers(const Module& m, const Kernel& k) {
   return HalfProduct(m, k) ? kRoundToHalf : "";
 }
 
+// A matmul that also writes the column sums of its B operand (merge-bias-gradient: a bias's
+// gradient beside its weight's, both read from the same upstream gradient): out1[c] adds B's
+// column c in row order from 0.0, as the sum kernel does. It reads only B, so the invocations for
+// which `first` holds do it before their share of the product, lane `lane` of `lanes` taking
+// columns lane, lane + lanes, ...; B is bound as vec4 when `vec4_b`.
+std::string ColumnSumsOfB(const Kernel& k, const MatmulShape& s, const std::string& first,
+                          const std::string& lane, int64_t lanes, bool vec4_b) {
+  if (k.extra_outputs.empty()) return "";
+  const std::string N = U32(s.n), at = "sr * " + N + " + sc";
+  const std::string load = vec4_b ? "in1[(" + at + ") / 4u][(" + at + ") % 4u]" : "in1[" + at + "]";
+  return "  if (" + first + ") {\n    for (var sc = " + lane + "; sc < " + N + "; sc = sc + " +
+         U32(lanes) +
+         ") {\n"
+         "      var cs = 0.0;\n"
+         "      for (var sr = 0u; sr < " +
+         U32(s.k) + "; sr = sr + 1u) { cs = cs + " + load +
+         "; }\n"
+         "      out1[sc] = cs;\n"
+         "    }\n"
+         "  }\n";
+}
+
 void PerElement(const Module& m, const Kernel& k, const Operands& o, Generated& out) {
   const MatmulShape& s = o.shape;
   // Sizes of 0 would be constant divisions by zero, which WGSL rejects; an empty output returns
@@ -154,14 +178,15 @@ void PerElement(const Module& m, const Kernel& k, const Operands& o, Generated& 
   auto nonzero = [](int64_t v) { return U32(std::max<int64_t>(v, 1)); };
   const int64_t elements = s.batches * s.m * s.n;
   const std::string out_at = o.tiled ? OutIndex(o, "r", "c") : "i";
-  out.source = "// matmul per-element\n" + Bindings(m, k) + HalfHelpers(m, k) + EpilogueFn(m, k) +
-               "\n" + LinearEntry(elements) + BatchOffsets(o, "i / " + nonzero(s.m * s.n)) +
-               "  let r = (i / " + nonzero(s.n) + ") % " + nonzero(s.m) + ";\n  let c = i % " +
-               nonzero(s.n) + ";\n  var acc = " + AccStart(o, out_at, "") +
-               ";\n  for (var kk = 0u; kk < " + U32(s.k) + "; kk = kk + 1u) {\n    acc = acc + " +
-               Loaded(m, k, "in0[" + AIndex(o, "r", "kk") + "]") + " * " +
-               Loaded(m, k, "in1[" + BIndex(o, "kk", "c") + "]") + ";\n  }\n  out[" + out_at +
-               "] = " + Stored(m, k, "acc", out_at) + ";\n}\n";
+  out.source =
+      "// matmul per-element\n" + Bindings(m, k) + HalfHelpers(m, k) + EpilogueFn(m, k) + "\n" +
+      LinearEntry(elements) + ColumnSumsOfB(k, s, "i < " + U32(s.n), "i", s.n, false) +
+      BatchOffsets(o, "i / " + nonzero(s.m * s.n)) + "  let r = (i / " + nonzero(s.n) + ") % " +
+      nonzero(s.m) + ";\n  let c = i % " + nonzero(s.n) +
+      ";\n  var acc = " + AccStart(o, out_at, "") + ";\n  for (var kk = 0u; kk < " + U32(s.k) +
+      "; kk = kk + 1u) {\n    acc = acc + " + Loaded(m, k, "in0[" + AIndex(o, "r", "kk") + "]") +
+      " * " + Loaded(m, k, "in1[" + BIndex(o, "kk", "c") + "]") + ";\n  }\n  out[" + out_at +
+      "] = " + Stored(m, k, "acc", out_at) + ";\n}\n";
   out.workgroups = LinearGrid(elements);
 }
 
@@ -180,6 +205,8 @@ void TiledOneOutput(const Module& m, const Kernel& k, const Operands& o, const M
       std::to_string(sch.tile_m) +
       ")\nfn main(@builtin(workgroup_id) wg: vec3<u32>,\n"
       "        @builtin(local_invocation_id) lid: vec3<u32>) {\n" +
+      ColumnSumsOfB(k, s, kFirstWorkgroup, "lid.y * " + U32(sch.tile_n) + " + lid.x",
+                    int64_t{sch.tile_m} * sch.tile_n, false) +
       BatchOffsets(o, "wg.z") + "  let r = wg.y * " + T + " + lid.y;\n  let c = wg.x * " + T +
       " + lid.x;\n  var acc = " + AccStart(o, OutIndex(o, "r", "c"), "r < " + M + " && c < " + N) +
       ";\n  for (var t = 0u; t < " + K + "; t = t + " + T +
@@ -297,6 +324,9 @@ void TiledBlocked(const Module& m, const Kernel& k, const Operands& o, const Mat
            ">;\n";
   src += "@group(0) @binding(" + std::to_string(k.inputs.size()) +
          ") var<storage, read_write> out: array<f32>;\n";
+  if (!k.extra_outputs.empty())
+    src += "@group(0) @binding(" + std::to_string(k.inputs.size() + 1) +
+           ") var<storage, read_write> out1: array<f32>;\n";
   src += EpilogueFn(m, k);
   src += "var<workgroup> tile_a: array<vec4<f32>, " + std::to_string(TK * TM / 4) + ">;\n";
   src += "var<workgroup> tile_b: array<vec4<f32>, " + std::to_string(TK * TN / 4) + ">;\n\n";
@@ -305,6 +335,7 @@ void TiledBlocked(const Module& m, const Kernel& k, const Operands& o, const Mat
       "fn main(@builtin(workgroup_id) wg: vec3<u32>,\n"
       "        @builtin(local_invocation_id) lid: vec3<u32>,\n"
       "        @builtin(local_invocation_index) tid: u32) {\n";
+  src += ColumnSumsOfB(k, s, kFirstWorkgroup, "tid", invocations, vb == 4);
   src += BatchOffsets(o, "wg.z");
   src += "  let row0 = wg.y * " + u(TM) + ";\n  let col0 = wg.x * " + u(TN) + ";\n";
   for (int i = 0; i < sch.block_m; ++i)

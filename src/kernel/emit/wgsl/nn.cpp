@@ -64,6 +64,65 @@ Generated Softmax(const Module& m, const Kernel& k, int64_t rows, int64_t offset
   return out;
 }
 
+// The loss and its gradient in one workgroup (the merge-loss-gradient pass): the loss kernel's
+// tree over the rows, whose term for a row also writes the row's gradient (out1) with the
+// gradient kernel's own operations; with a column sum after it (merge-bias-gradient), every lane,
+// once the whole gradient is written, adds its columns (out2) in row order from 0.0, as the sum
+// kernel does.
+Generated LossAndGradient(const Module& m, const Kernel& k) {
+  const TensorType& in = m.graph().at(k.inputs[0]).type;
+  const int64_t rows = in.dims[0].size, classes = in.dims[1].size;
+  const std::string fill_nan = "    for (var j = 0u; j < " + U32(classes) +
+                               "; j = j + 1u) { out1[base + j] = nan_f32(); }\n"
+                               "    return nan_f32();\n";
+  std::string row =
+      "fn row_loss(r: u32) -> f32 {\n"
+      "  let base = r * " +
+      U32(classes) +
+      ";\n"
+      "  let label = in1[r];\n"
+      "  if (!" +
+      LabelCheck("label", classes) + ") {\n" + fill_nan +
+      "  }\n"
+      "  let k = u32(label);\n"
+      "  let g = in2[0] / " +
+      F32(static_cast<double>(rows)) + ";\n" + RowMaxSum(classes) + "  if (bad) {\n" + fill_nan +
+      "  }\n"
+      "  let log_sum = log(sum);\n"
+      "  for (var j = 0u; j < " +
+      U32(classes) +
+      "; j = j + 1u) {\n"
+      "    let p = exp((in0[base + j] - mx) - log_sum);\n"
+      "    out1[base + j] = select(p * g, p * g - g, j == k);\n"
+      "  }\n"
+      "  return -((in0[base + k] - mx) - log_sum);\n"
+      "}\n";
+  std::string tree =
+      TreeReduce256("row_loss(j)", rows,
+                    rows ? "    out[0] = partial[0] / " + F32(static_cast<double>(rows)) + ";\n"
+                         : std::string("    out[0] = nan_f32();\n"));
+  if (k.extra_outputs.size() == 2) {
+    // Before the closing brace of main: every lane, after the tree (uniform control flow).
+    tree.resize(tree.size() - 2);
+    tree +=
+        "  storageBarrier();\n"
+        "  for (var c = t; c < " +
+        U32(classes) +
+        "; c = c + 256u) {\n"
+        "    var cs = 0.0;\n"
+        "    for (var r = 0u; r < " +
+        U32(rows) + "; r = r + 1u) { cs = cs + out1[r * " + U32(classes) +
+        " + c]; }\n"
+        "    out2[c] = cs;\n"
+        "  }\n"
+        "}\n";
+  }
+  Generated out;
+  out.source = Bindings(m, k) + kSpecialValueFns + row + tree;
+  out.workgroups = {1, 1, 1};
+  return out;
+}
+
 }  // namespace
 
 Generated SoftmaxTile(const Module& m, const Kernel& k, const Tile& t, int64_t offset) {
@@ -78,6 +137,10 @@ bool GenerateNn(const Module& m, const Kernel& k, Generated& out) {
   if (k.op == "softmax" || k.op == "log_softmax") {
     const int64_t n = in.dims.back().size;
     out = Softmax(m, k, n ? in.elements() / n : 0, 0);
+    return true;
+  }
+  if (k.op == "cross_entropy" && !k.extra_outputs.empty()) {
+    out = LossAndGradient(m, k);
     return true;
   }
   if (k.op == "cross_entropy") {
