@@ -2,8 +2,10 @@
 # Runs the documents of bench/tiling/over_cap_doc.py — tensors over the H200's 4 GiB storage-binding
 # cap, their data made on the device by `uniform` — on the GPU in debug and on the CPU reference,
 # prints the tiling the GPU run's plan chose (its `tiled-binding` findings) and checks each answer:
-# matmuls and sums bit for bit against the reference (debug gives the reference's order, and the
-# generators give its bits); softmax, whose GPU exp is not the reference's, within 1e-5 of the
+# sums bit for bit against the reference (debug gives the reference's order, and the generators
+# give its bits); matmuls within 1e-4 of the largest output's magnitude (the same order, but the
+# driver's compiler may contract a product and its addition into one fused multiply-add, as
+# conformance on the H200 shows for untiled matmuls too), with the count of identical bits; softmax, whose GPU exp is not the reference's, within 1e-5 of the
 # reference, and every row of probabilities summing to 1 within 1e-3 (float64 arithmetic on the
 # printed sums). Exits 1 when any run fails or any check does not hold. Run inside
 # bench/device/h200.sh (which sets up the Vulkan driver), e.g.
@@ -59,6 +61,10 @@ if case == "softmax":
     off = max(abs(v - 1.0) for v in gpu)
     line += f", max |row sum - 1| {off:.3g}"
     ok = max(diff) <= 1e-5 and off <= 1e-3 and all(math.isfinite(v) for v in gpu)
+elif case.startswith("matmul"):
+    scale = max(abs(v) for v in cpu)
+    line += f", largest |output| {scale:.3g}"
+    ok = max(diff) <= 1e-4 * scale and all(math.isfinite(v) for v in gpu)
 else:
     ok = same == len(gpu)
 print(line + (": ok" if ok else ": FAIL"))

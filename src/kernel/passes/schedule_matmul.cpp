@@ -33,7 +33,7 @@ MatmulSchedule Tiled(int tile_m, int tile_n, int tile_k, int block_m, int block_
 }  // namespace
 
 const MatmulSchedule& LargeMatmulSchedule() {
-  static const MatmulSchedule s = Tiled(128, 128, 8, 8, 8);
+  static const MatmulSchedule s = Tiled(128, 64, 16, 8, 8);
   return s;
 }
 const MatmulSchedule& MediumMatmulSchedule() {

@@ -27,30 +27,30 @@ MatmulShape Shape(int64_t m, int64_t k, int64_t n, int64_t batches = 1, bool ta 
 }
 
 TEST(ScheduleMatmulPass, ChoosesByWhatFillsTheDevice) {
-  // 4096^3: 32 x 32 = 1024 workgroups of 128 x 128, far more than 132.
-  EXPECT_EQ(ChooseMatmulSchedule(Shape(4096, 4096, 4096)).Name(), "128x128x8/8x8/vec4");
-  // 2048^2 outputs: 16 x 16 = 256 large tiles, still enough.
-  EXPECT_EQ(ChooseMatmulSchedule(Shape(2048, 2048, 2048)).Name(), "128x128x8/8x8/vec4");
-  // 1024^2 outputs: 64 large tiles leave half the device idle; 256 medium ones fill it.
+  // 4096^3: 32 x 64 = 2048 workgroups of 128 x 64 outputs, far more than 132.
+  EXPECT_EQ(ChooseMatmulSchedule(Shape(4096, 4096, 4096)).Name(), "128x64x16/8x8/vec4");
+  // 2048^2 outputs: 16 x 32 = 512 large tiles, still enough.
+  EXPECT_EQ(ChooseMatmulSchedule(Shape(2048, 2048, 2048)).Name(), "128x64x16/8x8/vec4");
+  // 1024^2 outputs: 128 large tiles leave part of the device idle; 256 medium ones fill it.
   EXPECT_EQ(ChooseMatmulSchedule(Shape(1024, 1024, 1024)).Name(), "64x64x16/4x4/vec4");
   // The MLP's first layer, 64 x 784 x 256: 4 medium tiles; the 16 x 16 kernel gives 64.
   EXPECT_EQ(ChooseMatmulSchedule(Shape(64, 784, 256)).Name(), "16x16x16/1x1");
-  EXPECT_EQ(ChooseMatmulSchedule(Shape(8192, 784, 4096)).Name(), "128x128x8/8x8/vec4");
-  // A batch counts: 9 batches of 512^2 outputs are 144 large tiles.
-  EXPECT_EQ(ChooseMatmulSchedule(Shape(512, 512, 512, 9)).Name(), "128x128x8/8x8/vec4");
-  EXPECT_EQ(ChooseMatmulSchedule(Shape(512, 512, 512, 8)).Name(), "64x64x16/4x4/vec4");
+  EXPECT_EQ(ChooseMatmulSchedule(Shape(8192, 784, 4096)).Name(), "128x64x16/8x8/vec4");
+  // A batch counts: 5 batches of 512^2 outputs are 160 large tiles, 4 batches only 128.
+  EXPECT_EQ(ChooseMatmulSchedule(Shape(512, 512, 512, 5)).Name(), "128x64x16/8x8/vec4");
+  EXPECT_EQ(ChooseMatmulSchedule(Shape(512, 512, 512, 4)).Name(), "64x64x16/4x4/vec4");
   EXPECT_EQ(ChooseMatmulSchedule(Shape(1, 1, 1)).Name(), "16x16x16/1x1");
 }
 
 TEST(ScheduleMatmulPass, Vec4LoadsOnlyAlongARowOfMultiplesOf4) {
   // A is read along K, B along N; transposed, A^T along M and B^T along K.
-  EXPECT_EQ(ChooseMatmulSchedule(Shape(4096, 4095, 4096)).Name(), "128x128x8/8x8/vec4b");
-  EXPECT_EQ(ChooseMatmulSchedule(Shape(4096, 4096, 4095)).Name(), "128x128x8/8x8/vec4a");
+  EXPECT_EQ(ChooseMatmulSchedule(Shape(4096, 4095, 4096)).Name(), "128x64x16/8x8/vec4b");
+  EXPECT_EQ(ChooseMatmulSchedule(Shape(4096, 4096, 4095)).Name(), "128x64x16/8x8/vec4a");
   EXPECT_EQ(ChooseMatmulSchedule(Shape(4095, 4096, 4096, 1, true, false)).Name(),
-            "128x128x8/8x8/vec4b");
-  EXPECT_EQ(ChooseMatmulSchedule(Shape(4096, 4095, 4096, 1, false, true)).Name(), "128x128x8/8x8");
+            "128x64x16/8x8/vec4b");
+  EXPECT_EQ(ChooseMatmulSchedule(Shape(4096, 4095, 4096, 1, false, true)).Name(), "128x64x16/8x8");
   EXPECT_EQ(ChooseMatmulSchedule(Shape(4096, 4096, 4095, 1, true, true)).Name(),
-            "128x128x8/8x8/vec4");
+            "128x64x16/8x8/vec4");
 }
 
 TEST(ScheduleMatmulPass, PerElementOnlyWhenNoTileFits) {
@@ -60,7 +60,7 @@ TEST(ScheduleMatmulPass, PerElementOnlyWhenNoTileFits) {
   // 2^21 rows are 131072 tiles of 16 rows, past 65535 workgroups, but 16384 of 128 rows; 2^24
   // rows are too many even for those.
   EXPECT_EQ(ChooseMatmulSchedule(Shape(int64_t{1} << 24, 4, 4)).Name(), "per-element");
-  EXPECT_EQ(ChooseMatmulSchedule(Shape(int64_t{1} << 21, 4, 256)).Name(), "128x128x8/8x8/vec4");
+  EXPECT_EQ(ChooseMatmulSchedule(Shape(int64_t{1} << 21, 4, 256)).Name(), "128x64x16/8x8/vec4");
   EXPECT_EQ(ChooseMatmulSchedule(Shape(2, 2, 2, 70000)).Name(), "per-element");
 }
 
@@ -68,7 +68,7 @@ TEST(ScheduleMatmulPass, EverySchedulesWorkgroupMemoryFitsWebGpusMinimum) {
   for (const MatmulSchedule* s :
        {&LargeMatmulSchedule(), &MediumMatmulSchedule(), &SmallMatmulSchedule()}) {
     EXPECT_LE(s->WorkgroupBytes(), 16384) << s->Name();
-    EXPECT_EQ(s->Invocations(), 256) << s->Name();
+    EXPECT_LE(s->Invocations(), 256) << s->Name();
     EXPECT_TRUE(
         wgsl::CheckMatmulSchedule(WithVec4Loads(*s, Shape(256, 256, 256)), Shape(256, 256, 256))
             .ok())
@@ -114,8 +114,8 @@ TEST(ScheduleMatmulPass, PrintedAndFollowed) {
   o.matmul_schedule->vec4_a = o.matmul_schedule->vec4_b = true;
   c = pipeline::Compile(doc.dump(), o);
   ASSERT_TRUE(c.ok()) << c.errors().front().Format();
-  EXPECT_EQ(c->module->kernels[0].matmul_schedule->Name(), "128x128x8/8x8/vec4");
-  EXPECT_EQ(c->module->kernels[0].workgroups, (std::array<uint32_t, 3>{8, 6, 1}));
+  EXPECT_EQ(c->module->kernels[0].matmul_schedule->Name(), "128x64x16/8x8/vec4");
+  EXPECT_EQ(c->module->kernels[0].workgroups, (std::array<uint32_t, 3>{16, 6, 1}));
 }
 
 // ---- every schedule against the CPU reference, on WebGPU ----
