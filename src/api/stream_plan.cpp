@@ -113,7 +113,11 @@ Result<std::string> ChunkText(std::string_view text, const std::string& input_po
     node["params"].erase("data");
   else
     node.erase("data");
-  for (const auto& [name, source] : redirect) {
+  for (const auto& entry : redirect) {
+    // Named copies: a lambda may not capture a structured binding before C++20 (Emscripten's
+    // clang refuses it).
+    const std::string& name = entry.first;
+    const std::string& source = entry.second;
     auto out = std::find_if(d.outputs.begin(), d.outputs.end(),
                             [&](const doc::Output& o) { return o.name == name; });
     if (out == d.outputs.end()) return InternalError("stream", "no output named " + name);
