@@ -135,6 +135,9 @@ struct DeviceLimits {
   // The device's buffers are host memory (the CPU reference, a software adapter): they count
   // against the host's memory along with the staging.
   bool buffers_in_host_memory = true;
+  // Workgroup memory a kernel may declare: WebGPU's guaranteed 16 KiB, or the adapter's own
+  // maxComputeWorkgroupStorageSize when a WebGPU device is selected (an H200 offers 48 KiB).
+  int64_t max_workgroup_storage_bytes = 16384;
 };
 
 // The limits of a backend that keeps its buffers in host memory, with the host's available memory

@@ -189,6 +189,9 @@ struct Module {
   // The storage-binding cap of the device the module is lowered for, in bytes (0: none given).
   // fuse-matmul-epilogue leaves alone a matmul that binds more: tiles take no epilogue.
   uint64_t binding_cap = 0;
+  // The workgroup memory a kernel may declare on that device (WebGPU guarantees 16 KiB): a forced
+  // matmul schedule may take up to this much.
+  int64_t workgroup_storage_bytes = 16384;
   std::vector<Kernel> kernels;
   // Why a repeated graph's body is not temporally blocked; empty when it is or there is no loop.
   std::string not_blocked_because;

@@ -119,6 +119,7 @@ Result<Compiled> Descend(Compiled c, webir::Graph g, const CompileOptions& o) {
   m.matmul_schedule_override = o.matmul_schedule;
   m.elementwise_schedule_override = o.elementwise_schedule;
   m.binding_cap = static_cast<uint64_t>(std::max<int64_t>(o.plan.limits.max_binding_bytes, 0));
+  m.workgroup_storage_bytes = o.plan.limits.max_workgroup_storage_bytes;
   SCELLIS_ASSIGN_OR_RETURN(stop, RunPasses(Rung::kKernel, m, o));
   if (stop || o.up_to < Rung::kExecplan) SCELLIS_TRY(kernel::Verify(m));  // else FromKernel does
   c.module = std::make_shared<const kernel::Module>(std::move(m));

@@ -72,9 +72,11 @@ const MatmulSchedule& MediumMatmulSchedule();
 const MatmulSchedule& SmallMatmulSchedule();
 // `s` with vec4 loads for each operand whose layout allows them under `s`.
 MatmulSchedule WithVec4Loads(MatmulSchedule s, const MatmulShape& shape);
-// Whether `s` can run `shape`: its workgroup memory within WebGPU's guaranteed 16 KiB and its grid
-// within 65535 workgroups per dimension. The per-element schedule runs anything.
-bool MatmulScheduleFits(const MatmulSchedule& s, const MatmulShape& shape);
+// Whether `s` can run `shape`: its workgroup memory within `workgroup_storage_bytes` (by default
+// WebGPU's guaranteed 16 KiB, which every chosen schedule keeps to) and its grid within 65535
+// workgroups per dimension. The per-element schedule runs anything.
+bool MatmulScheduleFits(const MatmulSchedule& s, const MatmulShape& shape,
+                        int64_t workgroup_storage_bytes = 16384);
 // The largest tile whose grid still fills a large GPU, else the small one; per-element only when
 // no tile fits (an empty output, a grid too large).
 MatmulSchedule ChooseMatmulSchedule(const MatmulShape& shape);

@@ -12,8 +12,6 @@ namespace {
 // H200 has 132). A grid with fewer leaves multiprocessors idle, and a smaller tile, with more
 // workgroups, finishes sooner even though each of its invocations does less.
 constexpr int64_t kFillWorkgroups = 132;
-// WebGPU's guaranteed maxComputeWorkgroupStorageSize: every schedule fits it on any adapter.
-constexpr int64_t kWorkgroupStorageBytes = 16384;
 constexpr int64_t kMaxWorkgroupsPerDim = 65535;
 
 int64_t CeilDiv(int64_t a, int64_t b) {
@@ -57,9 +55,10 @@ MatmulSchedule WithVec4Loads(MatmulSchedule s, const MatmulShape& shape) {
   return s;
 }
 
-bool MatmulScheduleFits(const MatmulSchedule& s, const MatmulShape& shape) {
+bool MatmulScheduleFits(const MatmulSchedule& s, const MatmulShape& shape,
+                        int64_t workgroup_storage_bytes) {
   if (s.kind == MatmulSchedule::Kind::kPerElement) return true;
-  return shape.m * shape.n * shape.batches > 0 && s.WorkgroupBytes() <= kWorkgroupStorageBytes &&
+  return shape.m * shape.n * shape.batches > 0 && s.WorkgroupBytes() <= workgroup_storage_bytes &&
          CeilDiv(shape.n, s.tile_n) <= kMaxWorkgroupsPerDim &&
          CeilDiv(shape.m, s.tile_m) <= kMaxWorkgroupsPerDim &&
          shape.batches <= kMaxWorkgroupsPerDim;
@@ -98,7 +97,7 @@ Status ScheduleMatmul(Module& m) {
       const MatmulSchedule allowed = WithVec4Loads(s, shape);
       s.vec4_a = s.vec4_a && allowed.vec4_a;
       s.vec4_b = s.vec4_b && allowed.vec4_b;
-      if (MatmulScheduleFits(s, shape)) k.matmul_schedule = s;
+      if (MatmulScheduleFits(s, shape, m.workgroup_storage_bytes)) k.matmul_schedule = s;
     }
   }
   return Status::Ok();

@@ -240,6 +240,47 @@ TEST_P(EveryMatmulSchedule, ComputesTheReferencesBitsOnWebGpu) {
   }
 }
 
+// A forced schedule may take more than WebGPU's guaranteed 16 KiB of workgroup memory only on a
+// device that offers it: refused (the plan's own choice kept) under 16 KiB, followed on the
+// selected adapter when its limit allows, with the reference's bits.
+TEST(ScheduleMatmulPass, WorkgroupMemoryPastSixteenKibOnlyWhereTheDeviceHasIt) {
+  MatmulSchedule wide = LargeMatmulSchedule();
+  wide.tile_n = 128;
+  wide.tile_k = 32;  // 128x32 + 32x128 floats: 32 KiB
+  wide.vec4_a = wide.vec4_b = true;
+  ASSERT_EQ(wide.WorkgroupBytes(), 32768);
+  EXPECT_FALSE(wgsl::CheckMatmulSchedule(wide, Shape(256, 256, 256)).ok());
+  EXPECT_TRUE(wgsl::CheckMatmulSchedule(wide, Shape(256, 256, 256), 32768).ok());
+
+  std::mt19937 rng(29);
+  const Case c{"130x72x260", {130, 72}, {72, 260}};
+  pipeline::CompileOptions o = scellis::testing::ProdOptions();
+  o.lower.tier = policy::Tier::kDebug;
+  o.matmul_schedule = wide;
+  const Json doc = CaseDoc(c, rng);
+  auto guaranteed = pipeline::Compile(doc.dump(), o);
+  ASSERT_TRUE(guaranteed.ok()) << guaranteed.errors().front().Format();
+  EXPECT_NE(guaranteed->module->kernels.back().matmul_schedule->tile_k, 32);
+
+  if (!std::getenv("VK_ICD_FILENAMES"))
+    setenv("VK_ICD_FILENAMES", "/usr/lib/chromium/vk_swiftshader_icd.json", 1);
+  auto gpu = runtime::SelectBackend({.requested = "webgpu", .allow_software_adapter = true});
+  ASSERT_TRUE(gpu.ok()) << gpu.errors().front().Format();
+  if (gpu->limits.max_workgroup_storage_bytes < 32768)
+    GTEST_SKIP() << "the adapter offers " << gpu->limits.max_workgroup_storage_bytes
+                 << " bytes of workgroup memory";
+  o.plan.limits = gpu->limits;
+  auto compiled = pipeline::Compile(doc.dump(), o);
+  ASSERT_TRUE(compiled.ok()) << compiled.errors().front().Format();
+  EXPECT_EQ(compiled->module->kernels.back().matmul_schedule->Name(), "128x128x32/8x8/vec4");
+  runtime::cpu::CpuExecutor cpu({.threads = 1});
+  auto want = cpu.Run(*compiled->plan, {});
+  ASSERT_TRUE(want.ok()) << want.errors().front().Format();
+  auto got = gpu->executor->Run(*compiled->plan, {});
+  ASSERT_TRUE(got.ok()) << got.errors().front().Format();
+  EXPECT_EQ(want->outputs.front().second.bytes, got->outputs.front().second.bytes);
+}
+
 INSTANTIATE_TEST_SUITE_P(Schedules, EveryMatmulSchedule, ::testing::Range(0, 6),
                          [](const ::testing::TestParamInfo<int>& p) {
                            std::string n = ForcedSchedules()[p.param].Name();

@@ -217,7 +217,8 @@ Result<Generated> Generate(const Module& m, const Kernel& k) {
       return InternalError("wgsl.Generate", k.name +
                                                 " has no schedule: the schedule-matmul pass runs "
                                                 "before emit-wgsl");
-    SCELLIS_TRY(CheckMatmulSchedule(*k.matmul_schedule, MatmulShapeOf(m, k)));
+    SCELLIS_TRY(
+        CheckMatmulSchedule(*k.matmul_schedule, MatmulShapeOf(m, k), m.workgroup_storage_bytes));
   }
   static const FamilyGen kFamilies[] = {
       GenerateElementwise, GenerateReduce, GenerateLinalg, GenerateLayout, GenerateStencil,

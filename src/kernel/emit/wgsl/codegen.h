@@ -62,8 +62,10 @@ using FamilyGen = bool (*)(const Module& m, const Kernel& k, Generated& out);
 bool GenerateElementwise(const Module& m, const Kernel& k, Generated& out);
 bool GenerateReduce(const Module& m, const Kernel& k, Generated& out);
 bool GenerateLinalg(const Module& m, const Kernel& k, Generated& out);
-// Whether the linalg emitter can run `sch` on `shape` (Generate checks it before emitting).
-Status CheckMatmulSchedule(const MatmulSchedule& sch, const MatmulShape& shape);
+// Whether the linalg emitter can run `sch` on `shape` with `workgroup_storage_bytes` of workgroup
+// memory (Generate checks it before emitting, against the module's device).
+Status CheckMatmulSchedule(const MatmulSchedule& sch, const MatmulShape& shape,
+                           int64_t workgroup_storage_bytes = 16384);
 bool GenerateLayout(const Module& m, const Kernel& k, Generated& out);
 // Whether `op` is a layout op (moves elements as they are, in any storage type).
 bool IsLayoutOp(const std::string& op);

@@ -400,7 +400,8 @@ void TiledBlocked(const Module& m, const Kernel& k, const Operands& o, const Mat
 
 }  // namespace
 
-Status CheckMatmulSchedule(const MatmulSchedule& sch, const MatmulShape& s) {
+Status CheckMatmulSchedule(const MatmulSchedule& sch, const MatmulShape& s,
+                           int64_t workgroup_storage_bytes) {
   auto bad = [&](const std::string& why) {
     return InternalError("wgsl.GenerateLinalg", "matmul schedule " + sch.Name() + " " + why);
   };
@@ -413,7 +414,9 @@ Status CheckMatmulSchedule(const MatmulSchedule& sch, const MatmulShape& s) {
   if (sch.block_m <= 0 || sch.block_n <= 0 || sch.tile_m % sch.block_m || sch.tile_n % sch.block_n)
     return bad("does not divide its tile into blocks");
   if (sch.Invocations() > 256) return bad("has more than WebGPU's 256 invocations per workgroup");
-  if (sch.WorkgroupBytes() > 16384) return bad("takes more than 16 KiB of workgroup memory");
+  if (sch.WorkgroupBytes() > workgroup_storage_bytes)
+    return bad("takes more workgroup memory than the device's " +
+               std::to_string(workgroup_storage_bytes) + " bytes");
   if (sch.block_m == 1 && sch.block_n == 1) {
     if (sch.tile_m != sch.tile_n || sch.tile_k != sch.tile_m || sch.vec4_a || sch.vec4_b)
       return bad("has one output per invocation but not square tiles of scalar loads");

@@ -20,6 +20,7 @@ execplan::DeviceLimits PlanLimits(const AdapterInfo& info) {
       std::min<uint64_t>(info.limits.max_buffer_size, std::numeric_limits<int64_t>::max()));
   l.max_binding_bytes = static_cast<int64_t>(std::min<uint64_t>(
       info.limits.max_storage_buffer_binding_size, std::numeric_limits<int64_t>::max()));
+  l.max_workgroup_storage_bytes = info.limits.max_compute_workgroup_storage_size;
   return l;
 }
 
