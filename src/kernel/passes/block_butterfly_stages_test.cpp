@@ -1,5 +1,5 @@
 // block-butterfly-stages: the sorts of seed 002 (a bitonic sort, its top k, a stable compaction
-// as a key-value sort) over 2^12 keys in tiles of 256 (16 workgroups), tiers debug and prod, on the
+// as a key-value sort) over 2^10 keys in tiles of 128 (8 workgroups), tiers debug and prod, on the
 // CPU reference and on WebGPU (SwiftShader): the blocked plan's bits are the unblocked plan's and
 // the answers are std::sort's and std::stable_partition's.
 #include <gtest/gtest.h>
@@ -15,8 +15,8 @@
 namespace scellis::kernel {
 namespace {
 
-constexpr int64_t kKeys = 4096;
-constexpr int64_t kTile = 256;
+constexpr int64_t kKeys = 1024;
+constexpr int64_t kTile = 128;
 constexpr int64_t kTop = 100;
 
 // A document under construction, as bench/pipelines/workloads.py builds the sorts.
@@ -119,36 +119,36 @@ TEST(BlockButterflyStages, SortsInFewerKernelsWithTheTileShown) {
   auto exec = runtime::testing::Open("cpu");
   ASSERT_NE(exec, nullptr);
   const std::vector<float> x = RandomKeys(11);
-  // 78 stages of 2^12 keys. Partners below 256 stay in a tile: the stages of k <= 256 are one
-  // run; each k = 512 ... 4096 has its stages of j = 2048 ... 512 alone (a partner outside the
-  // tile of the stage before), then the stage of j = 256 (its reads from buffers, at any
-  // partner) and the eight below it in one run: 1 + (0 + 1) + (1 + 1) + (2 + 1) + (3 + 1) = 11.
+  // 55 stages of 2^10 keys. Partners below 128 stay in a tile: the stages of k <= 128 are one
+  // run; each k = 256 ... 1024 has its stages of j = 512 ... 256 alone (a partner outside the
+  // tile of the stage before), then the stage of j = 128 (its reads from buffers, at any
+  // partner) and the seven below it in one run: 1 + (0 + 1) + (1 + 1) + (2 + 1) = 7.
   auto sort = Compile(Document("bitonic_sort", x), *exec, policy::Tier::kProd, true);
   auto plain = Compile(Document("bitonic_sort", x), *exec, policy::Tier::kProd, false);
   ASSERT_TRUE(sort.ok()) << sort.errors().front().Format();
   ASSERT_TRUE(plain.ok()) << plain.errors().front().Format();
-  EXPECT_EQ(plain->module->kernels.size(), 78u);
-  EXPECT_EQ(sort->module->kernels.size(), 11u) << Print(*sort->module);
-  EXPECT_EQ(TiledKernels(*sort->module), 5);
+  EXPECT_EQ(plain->module->kernels.size(), 55u);
+  EXPECT_EQ(sort->module->kernels.size(), 7u) << Print(*sort->module);
+  EXPECT_EQ(TiledKernels(*sort->module), 4);
   const Kernel& first = sort->module->kernels.front();
   ASSERT_EQ(first.kind, KernelKind::kTiledStages);
-  EXPECT_EQ(first.stages.size(), 36u);  // k = 2 ... 256: 8 * 9 / 2
+  EXPECT_EQ(first.stages.size(), 28u);  // k = 2 ... 128: 7 * 8 / 2
   EXPECT_EQ(first.stage_tile, kTile);
   EXPECT_EQ(first.workgroups, (std::array<uint32_t, 3>{kKeys / kTile, 1, 1}));
   EXPECT_NE(Print(*sort->module)
-                .find("butterfly blocking: 36 stages per dispatch, tiles of 256 "
-                      "elements, 1024 B of workgroup memory"),
+                .find("butterfly blocking: 28 stages per dispatch, tiles of 128 "
+                      "elements, 512 B of workgroup memory"),
             std::string::npos)
       << Print(*sort->module);
   EXPECT_TRUE(Verify(*sort->module).ok());
 
   // The key-value sort carries three values per stage (the keys before and after it, the
-  // payload): 3 KiB at 256 elements, the same runs, two kernels (keys, payload) for each stage
+  // payload): 1.5 KiB at 128 elements, the same runs, two kernels (keys, payload) for each stage
   // alone; the mask as f32 joins the last run and its sum follows.
   auto kv = Compile(Document("compaction", x), *exec, policy::Tier::kProd, true);
   ASSERT_TRUE(kv.ok()) << kv.errors().front().Format();
-  EXPECT_EQ(TiledKernels(*kv->module), 5) << Print(*kv->module);
-  EXPECT_EQ(kv->module->kernels.size(), 5u + 2 * 6 + 1) << Print(*kv->module);
+  EXPECT_EQ(TiledKernels(*kv->module), 4) << Print(*kv->module);
+  EXPECT_EQ(kv->module->kernels.size(), 4u + 2 * 3 + 1) << Print(*kv->module);
   EXPECT_EQ(kv->module->kernels.front().stage_workgroup_bytes, 3 * kTile * 4);
 }
 
