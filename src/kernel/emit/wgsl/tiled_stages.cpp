@@ -114,13 +114,20 @@ Generated TiledStages(const Module& m, const Kernel& k) {
        U32(tile) + ";\n";
   const std::string each = "    for (var j = 0u; j < " + U32(per_invocation) +
                            "; j = j + 1u) {\n      let l = t + j * " + U32(invocations) + ";\n";
+  // One array of register values per type, reused by every stage: a stage's values are stored
+  // (in its slot, its output) before the next stage computes.
+  std::vector<std::string> declared;
+  for (const Kernel& st : k.stages) {
+    const std::string type = RegisterType(g.at(st.output).type.dtype);
+    if (std::find(declared.begin(), declared.end(), type) != declared.end()) continue;
+    declared.push_back(type);
+    s += "  var v_" + type + ": array<" + type + ", " + std::to_string(per_invocation) + ">;\n";
+  }
   for (size_t si = 0; si < k.stages.size(); ++si) {
     const Kernel& st = k.stages[si];
     const DType t = g.at(st.output).type.dtype;
-    const std::string v = "v" + std::to_string(si);
-    s += "  {\n    var " + v + ": array<" + RegisterType(t) + ", " +
-         std::to_string(per_invocation) + ">;\n" + each + "      " + v + "[j] = stage" +
-         std::to_string(si) + "(base + l, l);\n";
+    const std::string v = "v_" + RegisterType(t);
+    s += "  {\n" + each + "      " + v + "[j] = stage" + std::to_string(si) + "(base + l, l);\n";
     auto out = std::find(outputs.begin(), outputs.end(), st.output);
     if (out != outputs.end()) {
       const size_t o = static_cast<size_t>(out - outputs.begin());
