@@ -3,10 +3,12 @@
 // over them. A stage's value that later stages read lives in a workgroup-memory slot (its bits,
 // as u32); a stage reads it there at its own element or at its butterfly partner l ^ mask, inside
 // the tile. Values of the run's inputs are read from their buffers as the stage's own kernel
-// reads them. Each stage computes into registers, then, after a barrier (every read of the
-// slot's earlier value is done), stores them in its slot, then a barrier again (every store is
-// seen by the next stage). Every element of every stage evaluates the stage's own expression on
-// the same operands, in the same order: the unblocked kernels' bits.
+// reads them. Each stage computes into registers, then stores them in its slot (after a barrier
+// when the slot's earlier value may still be read: no barrier since its last reader), then a
+// barrier (every store is seen by the next stage). Barriers are what a software adapter spends
+// its compile time on (SwiftShader), so none is added that order does not need. Every element of
+// every stage evaluates the stage's own expression on the same operands, in the same order: the
+// unblocked kernels' bits.
 #include <algorithm>
 #include <map>
 
@@ -29,15 +31,21 @@ int StageWriting(const Kernel& k, int node) {
   return -1;
 }
 
-}  // namespace
-
-std::vector<int> StageSlots(const Kernel& k) {
+// The last stage that reads each stage's value (-1: none in the run).
+std::vector<int> LastReaders(const Kernel& k) {
   const int n = static_cast<int>(k.stages.size());
-  // The last stage that reads each stage's value (-1: none in the run).
   std::vector<int> last_reader(n, -1);
   for (int s = 0; s < n; ++s)
     for (int in : k.stages[s].inputs)
       if (int w = StageWriting(k, in); w >= 0) last_reader[w] = s;
+  return last_reader;
+}
+
+}  // namespace
+
+std::vector<int> StageSlots(const Kernel& k) {
+  const int n = static_cast<int>(k.stages.size());
+  const std::vector<int> last_reader = LastReaders(k);
   std::vector<int> slot(n, -1), free_after;  // free_after[slot]: its value's last reader
   for (int s = 0; s < n; ++s) {
     if (last_reader[s] < 0) continue;
@@ -123,6 +131,11 @@ Generated TiledStages(const Module& m, const Kernel& k) {
     declared.push_back(type);
     s += "  var v_" + type + ": array<" + type + ", " + std::to_string(per_invocation) + ">;\n";
   }
+  // Per slot, the last stage that reads the value it holds (-1: none yet); the last stage that
+  // ended with a barrier.
+  std::vector<int> last_read(slots, -1);
+  int last_barrier = -1;
+  const std::vector<int> last_reader = LastReaders(k);
   for (size_t si = 0; si < k.stages.size(); ++si) {
     const Kernel& st = k.stages[si];
     const DType t = g.at(st.output).type.dtype;
@@ -136,8 +149,15 @@ Generated TiledStages(const Module& m, const Kernel& k) {
     }
     s += "    }\n";
     if (slot[si] >= 0) {
-      s += "    workgroupBarrier();\n" + each + "      slot" + std::to_string(slot[si]) +
-           "[l] = bitcast<u32>(" + v + "[j]);\n    }\n    workgroupBarrier();\n";
+      // The slot's earlier value was last read by stage last_read[slot]: unless a barrier ended
+      // that stage or one since, some invocation may still be reading it.
+      const int y = slot[si];
+      const bool wait = last_read[y] >= 0 && last_barrier < last_read[y];
+      s += std::string(wait ? "    workgroupBarrier();\n" : "") + each + "      slot" +
+           std::to_string(y) + "[l] = bitcast<u32>(" + v +
+           "[j]);\n    }\n    workgroupBarrier();\n";
+      last_read[y] = last_reader[si];
+      last_barrier = static_cast<int>(si);
     }
     s += "  }\n";
   }
