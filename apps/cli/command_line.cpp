@@ -38,7 +38,8 @@ void AddPassFlags(CLI::App* cmd, CompileFlags& f) {
   cmd->add_option("--disable-pass", f.disabled_passes,
                   "leave out an optional pass (fuse-elementwise, fold-transposes, "
                   "fuse-matmul-epilogue, merge-optimizer-outputs, hoist-loop-invariants, "
-                  "schedule-elementwise, block-temporally); repeatable");
+                  "schedule-elementwise, block-butterfly-stages, block-temporally); "
+                  "repeatable");
 }
 
 // The long names of a subcommand's options, for "did you mean".

@@ -14,10 +14,15 @@ for n in "${names[@]}"; do
   mkdir -p "$DIR/$n"
   dist/scellis_bench_pipeline "examples/pipelines/$n.json" webgpu 10 "$DIR/$n" \
     > "$DIR/$n/scellis.json" || echo "scellis_bench_pipeline $n failed"
-  # The same workload with one dispatch per iteration, to show what temporal blocking gives.
+  # The same workload with one dispatch per iteration, to show what temporal blocking gives; for
+  # the sorts, one dispatch per stage, to show what butterfly blocking gives.
+  unblock=block-temporally
+  if [[ $n == bitonic_sort || $n == top_k || $n == compaction ]]; then
+    unblock=block-butterfly-stages
+  fi
   mkdir -p "$DIR/$n/unblocked"
   dist/scellis_bench_pipeline "examples/pipelines/$n.json" webgpu 10 "$DIR/$n/unblocked" \
-    --disable-pass=block-temporally > "$DIR/$n/unblocked/scellis.json" \
+    --disable-pass=$unblock > "$DIR/$n/unblocked/scellis.json" \
     || echo "scellis_bench_pipeline $n (unblocked) failed"
   # Where the loop has invariants, with them recomputed in every iteration: what hoisting gives.
   if [[ $n == spectral || $n == canny ]]; then

@@ -250,13 +250,18 @@ ReceiptReport CheckReceipts(const store::Store& store, const std::string& profil
   for (const kernel::Kernel& k : m.kernels) {
     KernelReceipts kr;
     kr.kernel = k.name;
-    if (k.kind == kernel::KernelKind::kElementwise) {
+    if (k.kind == kernel::KernelKind::kElementwise || k.kind == kernel::KernelKind::kTiledStages) {
+      // A kernel of stages is its stages' fused expressions: their groups, and the fused one.
       int steps = 0;
-      for (const kernel::ExprStep& s : k.expr) {
-        if (s.op == "full") continue;
-        ++steps;
-        if (std::find(kr.groups.begin(), kr.groups.end(), s.op) == kr.groups.end())
-          kr.groups.push_back(s.op);
+      std::vector<const kernel::Kernel*> exprs = {&k};
+      for (const kernel::Kernel& st : k.stages) exprs.push_back(&st);
+      for (const kernel::Kernel* e : exprs) {
+        for (const kernel::ExprStep& s : e->expr) {
+          if (s.op == "full") continue;
+          ++steps;
+          if (std::find(kr.groups.begin(), kr.groups.end(), s.op) == kr.groups.end())
+            kr.groups.push_back(s.op);
+        }
       }
       if (steps > 1) kr.groups.push_back(kFusedGroup);
     } else {

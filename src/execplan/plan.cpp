@@ -137,6 +137,9 @@ std::string Print(const Plan& p) {
     for (int b : s.extra_writes) out += " b" + std::to_string(b);
     if (k.matmul_schedule) out += "  schedule " + k.matmul_schedule->Name();
     if (k.elementwise_schedule) out += "  schedule " + k.elementwise_schedule->Name();
+    if (k.kind == kernel::KernelKind::kTiledStages)
+      out += "  " + std::to_string(k.stages.size()) + " stages in tiles of " +
+             std::to_string(k.stage_tile);
     if (k.hoisted) out += "  hoisted";
     out += "\n";
   }

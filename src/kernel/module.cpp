@@ -168,17 +168,17 @@ std::string Print(const Module& m) {
     out += "  " + k.name + ": %" + o.name + " " + o.type.ShapeString();
     for (int x : k.extra_outputs) out += ", %" + m.graph().at(x).name;
     out += " <- ";
-    // Steps [first, end) of the kernel's expression, each `s<n>=op(operands)`.
-    auto steps = [&](size_t first) {
+    // Steps [first, end) of kernel kk's expression, each `s<n>=op(operands)`.
+    auto steps_of = [&](const Kernel& kk, size_t first) {
       std::string expr;
       // Built by appending: `"s" + std::to_string(...)` draws a false -Wrestrict from GCC 12.
       auto operand = [&](int x) {
         std::string name = IsStepRef(x) ? "s" : "%";
-        name += IsStepRef(x) ? std::to_string(StepOf(x)) : m.graph().at(k.inputs[x]).name;
+        name += IsStepRef(x) ? std::to_string(StepOf(x)) : m.graph().at(kk.inputs[x]).name;
         return name;
       };
-      for (size_t s = first; s < k.expr.size(); ++s) {
-        const ExprStep& e = k.expr[s];
+      for (size_t s = first; s < kk.expr.size(); ++s) {
+        const ExprStep& e = kk.expr[s];
         if (s > first) expr += "; ";
         expr += "s";
         expr += std::to_string(s);
@@ -198,6 +198,7 @@ std::string Print(const Module& m) {
       }
       return expr;
     };
+    auto steps = [&](size_t first) { return steps_of(k, first); };
     if (k.kind == KernelKind::kElementwise) {
       out += "fused[" + steps(0) + "]";
     } else {
@@ -222,6 +223,16 @@ std::string Print(const Module& m) {
     }
     if (k.hoisted) out += "  hoisted";
     out += "\n";
+    if (k.kind == KernelKind::kTiledStages) {
+      out += "    butterfly blocking: " + std::to_string(k.stages.size()) +
+             " stages per dispatch, tiles of " + std::to_string(k.stage_tile) + " elements, " +
+             std::to_string(k.stage_workgroup_bytes) + " B of workgroup memory\n";
+      for (size_t j = 0; j < k.stages.size(); ++j) {
+        const Kernel& st = k.stages[j];
+        out += "      stage " + std::to_string(j) + ": %" + m.graph().at(st.output).name +
+               " <- fused[" + steps_of(st, 0) + "]\n";
+      }
+    }
     if (k.blocking.steps > 1) {
       out += "    temporal blocking: " + std::to_string(k.blocking.steps) +
              " iterations per dispatch, " + std::to_string(k.blocking.tile) + "x" +
@@ -252,7 +263,9 @@ Json ToJson(const Module& m) {
   for (const Kernel& k : m.kernels) {
     Json jk;
     jk["name"] = k.name;
-    jk["kind"] = k.kind == KernelKind::kElementwise ? "elementwise" : "op";
+    jk["kind"] = k.kind == KernelKind::kElementwise   ? "elementwise"
+                 : k.kind == KernelKind::kTiledStages ? "tiled_stages"
+                                                      : "op";
     jk["op"] = k.op;
     jk["nodes"] = k.nodes;
     jk["inputs"] = k.inputs;
@@ -285,6 +298,16 @@ Json ToJson(const Module& m) {
                         {"workgroups", k.blocking.workgroups},
                         {"wgsl_sha256", k.Source(kWgslBlockedTarget)->source_hash}};
     }
+    if (k.kind == KernelKind::kTiledStages) {
+      jk["stage_tile"] = k.stage_tile;
+      jk["stage_workgroup_bytes"] = k.stage_workgroup_bytes;
+      for (const Kernel& st : k.stages) {
+        Json js = {{"output", st.output}, {"inputs", st.inputs}, {"nodes", st.nodes}};
+        for (const ExprStep& s : st.expr)
+          js["expr"].push_back({{"op", s.op}, {"operands", s.operands}, {"value", s.value}});
+        jk["stages"].push_back(js);
+      }
+    }
     if (k.kind == KernelKind::kElementwise || k.HasEpilogue()) {
       for (const ExprStep& s : k.expr)
         jk["expr"].push_back({{"op", s.op}, {"operands", s.operands}, {"value", s.value}});
@@ -294,6 +317,42 @@ Json ToJson(const Module& m) {
   if (!m.not_blocked_because.empty()) j["not_blocked_because"] = m.not_blocked_because;
   return j;
 }
+
+namespace {
+
+// A kernel of stages: elementwise stages, each reading the kernel's inputs or earlier stages'
+// outputs, tiled by a power of two that divides their rank-1 output, every butterfly partner of
+// an earlier stage's value inside the tile; the kernel writes stage outputs, in stage order.
+Status VerifyStages(const Module& m, const Kernel& k, const std::set<int>& produced) {
+  auto bad = [&](const std::string& why) { return InternalError("kernel.Verify", k.name + why); };
+  if (k.stages.size() < 2 || k.stage_tile < 1 || (k.stage_tile & (k.stage_tile - 1)))
+    return bad(" has fewer than two stages or a tile that is no power of two");
+  std::set<int> available(k.inputs.begin(), k.inputs.end()), written;
+  for (int in : k.inputs)
+    if (!produced.count(in)) return bad(" reads a value before any kernel writes it");
+  const int64_t n = m.graph().at(k.output).type.elements();
+  for (const Kernel& st : k.stages) {
+    if (st.kind != KernelKind::kElementwise || m.graph().at(st.output).type.elements() != n ||
+        n % k.stage_tile)
+      return bad(" has a stage that is not elementwise over its tiles");
+    for (int in : st.inputs)
+      if (!available.count(in)) return bad(" has a stage reading what no earlier stage wrote");
+    for (const ExprStep& e : st.expr)
+      if (e.op == "butterfly" && written.count(st.inputs[e.operands[0]]) &&
+          m.graph().at(e.node).attrs.at("mask").get<int64_t>() >= k.stage_tile)
+        return bad(" has a butterfly partner outside its tile");
+    available.insert(st.output);
+    written.insert(st.output);
+  }
+  size_t next = 0;
+  const std::vector<int> outs = k.Outputs();
+  for (const Kernel& st : k.stages)
+    if (next < outs.size() && st.output == outs[next]) ++next;
+  if (next != outs.size()) return bad(" writes values that are not its stages' outputs in order");
+  return Status::Ok();
+}
+
+}  // namespace
 
 Status Verify(const Module& m) {
   std::set<int> produced;
@@ -330,6 +389,10 @@ Status Verify(const Module& m) {
           return InternalError("kernel.Verify",
                                k.name + " permutes a value that is not in a buffer");
     }
+    if (k.kind == KernelKind::kTiledStages) {
+      SCELLIS_TRY(VerifyStages(m, k, produced));
+      for (int x : k.extra_outputs) produced.insert(x);
+    }
     for (const EmittedSource& src : k.sources)
       if (src.source.empty() || src.source_hash != Sha256Hex(src.source))
         return InternalError("kernel.Verify",
@@ -347,7 +410,7 @@ Status Verify(const Module& m) {
                                                   " in as a literal, but it is no f32 constant");
       written_before.insert(l.node);  // available to every output, as an input is
     }
-    for (int x : k.extra_outputs) {
+    for (int x : k.kind == KernelKind::kTiledStages ? std::vector<int>{} : k.extra_outputs) {
       bool args_available = true;
       for (int a : m.graph().at(x).args)
         args_available =

@@ -22,6 +22,7 @@ namespace scellis::kernel {
 enum class KernelKind {
   kElementwise,  // a fused expression over broadcast inputs
   kOp,           // one non-elementwise op
+  kTiledStages,  // a run of elementwise kernels in one dispatch over tiles (Kernel::stages)
 };
 
 // One step of a fused expression. Operands refer to kernel inputs (>= 0: index into
@@ -163,6 +164,18 @@ struct Kernel {
     std::array<uint32_t, 3> workgroups = {1, 1, 1};
   } blocking;
 
+  // kTiledStages (the block-butterfly-stages pass): the elementwise kernels this one dispatch
+  // runs, in order, each as it was planned alone (its inputs are WebIR nodes: the run's own
+  // inputs or earlier stages' outputs). Each workgroup owns `stage_tile` consecutive elements and
+  // keeps the stages' values that later stages read in workgroup memory: a stage reads an earlier
+  // stage's value at its own element or at a butterfly partner i ^ mask with mask < stage_tile,
+  // which lies in the same tile. `inputs` are what the stages read from buffers; `output` and
+  // `extra_outputs` the stage outputs read after the run (or named outputs), in stage order.
+  std::vector<Kernel> stages;
+  int64_t stage_tile = 0;
+  // Bytes of workgroup memory the stages' carried values take.
+  int64_t stage_workgroup_bytes = 0;
+
   // The node the kernel's op computes: `output`, or a matmul's own node under an epilogue, whose
   // shape and operands the matmul's schedule and code follow.
   int OpNode() const { return HasEpilogue() ? expr.front().node : output; }
@@ -186,6 +199,9 @@ struct Module {
   // per-invocation count in place of its own choice (benchmarks sweep them); width stays the
   // pass's.
   std::optional<ElementwiseSchedule> elementwise_schedule_override;
+  // When set, block-butterfly-stages tiles runs of stages by at most this many elements (a power
+  // of two) in place of its 4096: tests cover several workgroups with few elements.
+  std::optional<int64_t> stage_tile_override;
   // The storage-binding cap of the device the module is lowered for, in bytes (0: none given).
   // fuse-matmul-epilogue leaves alone a matmul that binds more: tiles take no epilogue.
   uint64_t binding_cap = 0;

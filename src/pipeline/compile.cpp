@@ -34,6 +34,7 @@ const std::vector<Pass>& Passes() {
       {Rung::kKernel, "schedule-matmul", kRequired, kernel::ScheduleMatmul},
       {Rung::kKernel, "schedule-elementwise", kOptional, kernel::ScheduleElementwise},
       {Rung::kKernel, "emit-wgsl", kRequired, kernel::EmitWgsl},
+      {Rung::kKernel, "block-butterfly-stages", kOptional, kernel::BlockButterflyStages},
       {Rung::kKernel, "block-temporally", kOptional, kernel::BlockTemporally},
       {Rung::kExecplan, "liveness", kRequired, execplan::Liveness},
       {Rung::kExecplan, "memory-classes", kRequired, execplan::MemoryClasses},
@@ -118,6 +119,7 @@ Result<Compiled> Descend(Compiled c, webir::Graph g, const CompileOptions& o) {
   SCELLIS_ASSIGN_OR_RETURN(kernel::Module m, kernel::FromWebir(c.graph));
   m.matmul_schedule_override = o.matmul_schedule;
   m.elementwise_schedule_override = o.elementwise_schedule;
+  m.stage_tile_override = o.stage_tile;
   m.binding_cap = static_cast<uint64_t>(std::max<int64_t>(o.plan.limits.max_binding_bytes, 0));
   m.workgroup_storage_bytes = o.plan.limits.max_workgroup_storage_bytes;
   SCELLIS_ASSIGN_OR_RETURN(stop, RunPasses(Rung::kKernel, m, o));

@@ -48,6 +48,8 @@ struct CompileOptions {
   std::optional<kernel::MatmulSchedule> matmul_schedule;
   // Likewise for wide elementwise kernels; see kernel::Module::elementwise_schedule_override.
   std::optional<kernel::ElementwiseSchedule> elementwise_schedule;
+  // The largest tile of block-butterfly-stages; see kernel::Module::stage_tile_override.
+  std::optional<int64_t> stage_tile;
 };
 
 // Each rung is owned once; a later rung refers to the one it was lowered from.

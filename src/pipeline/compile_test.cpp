@@ -25,20 +25,34 @@ std::string Chain() {
 TEST(Passes, TheDescentInOrder) {
   std::vector<std::string> names;
   for (const Pass& p : Passes()) names.emplace_back(p.name);
-  EXPECT_EQ(names,
-            (std::vector<std::string>{
-                "append-train-step", "partition", "fuse-elementwise", "fold-transposes",
-                "fuse-matmul-epilogue", "merge-optimizer-outputs", "merge-loss-gradient",
-                "merge-bias-gradient", "fold-constant-inputs", "hoist-loop-invariants",
-                "schedule-matmul", "schedule-elementwise", "emit-wgsl", "block-temporally",
-                "liveness", "memory-classes", "assign-buffers", "verdict", "check-guarantees"}));
+  EXPECT_EQ(names, (std::vector<std::string>{"append-train-step",
+                                             "partition",
+                                             "fuse-elementwise",
+                                             "fold-transposes",
+                                             "fuse-matmul-epilogue",
+                                             "merge-optimizer-outputs",
+                                             "merge-loss-gradient",
+                                             "merge-bias-gradient",
+                                             "fold-constant-inputs",
+                                             "hoist-loop-invariants",
+                                             "schedule-matmul",
+                                             "schedule-elementwise",
+                                             "emit-wgsl",
+                                             "block-butterfly-stages",
+                                             "block-temporally",
+                                             "liveness",
+                                             "memory-classes",
+                                             "assign-buffers",
+                                             "verdict",
+                                             "check-guarantees"}));
   for (const Pass& p : Passes())
     EXPECT_EQ(p.optional,
               p.name == "fuse-elementwise" || p.name == "fold-transposes" ||
                   p.name == "fuse-matmul-epilogue" || p.name == "merge-optimizer-outputs" ||
                   p.name == "merge-loss-gradient" || p.name == "merge-bias-gradient" ||
                   p.name == "fold-constant-inputs" || p.name == "hoist-loop-invariants" ||
-                  p.name == "block-temporally" || p.name == "schedule-elementwise")
+                  p.name == "block-temporally" || p.name == "schedule-elementwise" ||
+                  p.name == "block-butterfly-stages")
         << p.name;
 }
 

@@ -23,11 +23,12 @@ SMALL = {name: (23, 30) for name in workloads.BUILDERS} | {"tree_sum": (2**10, 1
 SMALL |= {name: (2**10, 1) for name in workloads.SORTS}
 REPEATED = sorted(set(workloads.BUILDERS) - workloads.SORTS)
 
-# Dispatches of each sort of 2^10 keys (10 * 11 / 2 = 55 stages of the bitonic network, a kernel
-# each): top-k adds the slice of the last k; compaction makes the keys (one kernel), moves the
-# values in a second kernel per stage (the last stage's keys, read by nothing else, fold into it),
-# and counts the kept ones (the mask as f32, then its sum).
-SORT_DISPATCHES = {"bitonic_sort": 55, "top_k": 56, "compaction": 1 + 2 * 55 - 1 + 2}
+# Dispatches of each sort of 2^10 keys: the 55 stages of the bitonic network (a kernel each
+# unblocked) are one kernel of stages (block-butterfly-stages: every partner lies in a tile of
+# 1024), top-k adds the slice of the last k; compaction's key-value stages (the keys, then the
+# values, two kernels a stage unblocked) are one too, with the mask as f32 beside them, then its
+# sum.
+SORT_DISPATCHES = {"bitonic_sort": 1, "top_k": 2, "compaction": 2}
 
 # Kernels in one iteration of each loop body, as `scellis lower --to=kernel` lists them: a value
 # read by one consumer fuses into it, shifts included. Gray-Scott has two fields (u·v² recomputed

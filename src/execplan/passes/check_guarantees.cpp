@@ -35,8 +35,9 @@ Loosest LoosestOnGpu(const Plan& plan) {
       raise(spec->tolerance, n,
             "the op \"" + n.op + "\" is " + policy::ToleranceName(spec->tolerance) + " on a GPU");
     }
-    if ((k.kind == kernel::KernelKind::kElementwise || k.HasEpilogue()) && arithmetic > 1 &&
-        k.output >= 0) {
+    if ((k.kind == kernel::KernelKind::kElementwise || k.kind == kernel::KernelKind::kTiledStages ||
+         k.HasEpilogue()) &&
+        arithmetic > 1 && k.output >= 0) {
       raise(policy::ToleranceClass::kTight, g.at(k.output),
             "it is fused with other arithmetic into one kernel, which a GPU compiler may "
             "contract into fused multiply-adds");

@@ -97,6 +97,18 @@ Status ScheduleElementwise(Module& m);
 // Generates every kernel's WGSL (and its dispatch grid) for the module's determinism tier.
 Status EmitWgsl(Module& m);
 
+// Butterfly blocking of an unrolled network of stages (a bitonic sort's compare-exchanges): a
+// run of consecutive rank-1 elementwise kernels of 32-bit values, each reading earlier ones'
+// values at its own element or at a butterfly partner i ^ mask with mask below the tile (a power
+// of two up to 4096, its carried values within 16 KiB of workgroup memory), and any other input
+// at the element (or one element everywhere), becomes one kernel of stages (Kernel::stages): one
+// dispatch in which each workgroup runs every stage over its tile in workgroup memory, writing
+// only the values read after the run. A stage whose partner lies outside the tile ends the run;
+// a run that would bind more than 8 buffers stays as it was.
+// Every stage evaluates its own expression on the same operands: the unblocked plan's bits. A
+// repeated graph is left alone.
+Status BlockButterflyStages(Module& m);
+
 // Temporal blocking of a repeated graph (`"repeat": N`) whose body (the kernels not hoisted) is
 // one rank-2 stencil kernel (a fused expression shifting its carried value, or `life`): a second
 // WGSL source that runs several iterations per dispatch over tiles with recomputed halos

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <atomic>
 #include <condition_variable>
+#include <map>
 #include <mutex>
 #include <optional>
 #include <thread>
@@ -476,10 +477,47 @@ bool WritesByChunk(const Kernel& k) {
   return false;
 }
 
+namespace {
+
+// A kernel of stages: each stage as its own kernel, in order, over the whole tensor; the values
+// no later kernel reads are kept here rather than in the plan's buffers.
+template <typename T>
+Status RunStages(const Module& m, const Kernel& k, const std::vector<const T*>& inputs, T* out,
+                 const Parallel& parallel, const std::vector<T*>& extra_outs) {
+  std::map<int, const T*> at;
+  for (size_t i = 0; i < k.inputs.size(); ++i) at[k.inputs[i]] = inputs[i];
+  std::vector<std::vector<T>> kept;
+  for (const Kernel& st : k.stages) {
+    std::vector<const T*> stage_inputs;
+    for (int in : st.inputs) {
+      auto it = at.find(in);
+      if (it == at.end())
+        return InternalError("ref.RunKernel", k.name + " lacks an input of a stage");
+      stage_inputs.push_back(it->second);
+    }
+    T* result = nullptr;
+    if (st.output == k.output) result = out;
+    for (size_t j = 0; j < k.extra_outputs.size() && !result; ++j)
+      if (k.extra_outputs[j] == st.output) result = extra_outs.at(j);
+    if (!result)
+      result =
+          kept.emplace_back(static_cast<size_t>(m.graph().at(st.output).type.elements())).data();
+    SCELLIS_TRY(RunFused(m, st, stage_inputs, result, parallel));
+    at[st.output] = result;
+  }
+  return Status::Ok();
+}
+
+}  // namespace
+
 template <typename T>
 Status RunKernel(const Module& m, const Kernel& k, const std::vector<const T*>& inputs, T* out,
                  const Parallel& parallel, int64_t only_chunk, const std::vector<T*>& extra_outs) {
   if (k.kind == KernelKind::kElementwise) return RunFused(m, k, inputs, out, parallel);
+  if (k.kind == KernelKind::kTiledStages) {
+    if (only_chunk >= 0) return InternalError("ref.RunKernel", k.name + " does not run by chunk");
+    return RunStages(m, k, inputs, out, parallel, extra_outs);
+  }
   if (const ops::OpSpec* spec = m.graph().ops->Find(k.op); spec && spec->user) {
     if (only_chunk >= 0) return InternalError("ref.RunKernel", k.op + " does not run by chunk");
     return RunUserReference(m, k, inputs, out, parallel);

@@ -146,6 +146,13 @@ struct BlockShape {
 };
 Generated TemporalBlock(const Module& m, const Kernel& k, const BlockShape& b);
 
+// A run of elementwise stages in one dispatch (Kernel::stages, the block-butterfly-stages pass):
+// one workgroup per tile of Kernel::stage_tile elements, every stage in turn over the tile, the
+// values later stages read in workgroup memory. StageSlots gives each stage's slot of workgroup
+// memory (-1: no later stage reads it), reused once its value's last reader has read it.
+std::vector<int> StageSlots(const Kernel& k);
+Generated TiledStages(const Module& m, const Kernel& k);
+
 // WGSL expression of an elementwise op applied to operand expressions a (and b, c), each an f32
 // (a bool is 0.0 or 1.0); "" if unknown.
 std::string ElementwiseExpr(const std::string& op, const std::string& a, const std::string& b,

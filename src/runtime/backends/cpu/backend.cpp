@@ -18,11 +18,13 @@ class CpuBackend : public Backend {
   Result<std::unique_ptr<Executor>> Open(const BackendOptions& options) const override {
     return std::unique_ptr<Executor>(new CpuExecutor({.threads = options.cpu_threads}));
   }
-  Status SupportsKernel(const kernel::Module&, const kernel::Kernel& k) const override {
+  Status SupportsKernel(const kernel::Module& m, const kernel::Kernel& k) const override {
     if (k.kind == kernel::KernelKind::kOp) {
       if (kernel::ref::FindOp(k.op)) return Status::Ok();
       return UserError("unsupported-kernel", "", "the CPU reference has no kernel for " + k.op);
     }
+    // A kernel of stages runs each stage as the elementwise kernel it was.
+    for (const kernel::Kernel& stage : k.stages) SCELLIS_TRY(SupportsKernel(m, stage));
     for (const kernel::ExprStep& s : k.expr) {
       // Constants, ramps and permuted loads are the fused kernel's own (kernel/ref/ref.cpp).
       if (kernel::IsFreeStep(s.op) || kernel::IsPermutedLoad(s.op)) continue;
