@@ -97,6 +97,11 @@ Result<DatasetPlan> PlanWithDataset(std::string_view text, const pipeline::Compi
   if (plan.verdict == execplan::Verdict::kRed) {
     // Red even streamed: the largest batch that fits is searched with the set streamed.
     (void)api::ExplainRedPlan(text, o, out.compiled);
+    for (Diagnostic& f : plan.findings)
+      if (f.severity == Severity::kError && f.code.rfind("memory-over-", 0) == 0)
+        f.help += " (planned with the dataset streamed from its files, " +
+                  execplan::FormatBytes(plan.dataset_bytes) + " held instead of " +
+                  execplan::FormatBytes(d.bytes) + ")";
     return out;
   }
   std::string why = "streaming was asked for (--stream-dataset)";
