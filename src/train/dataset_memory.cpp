@@ -104,7 +104,7 @@ Result<DatasetPlan> PlanWithDataset(std::string_view text, const pipeline::Compi
                   execplan::FormatBytes(d.bytes) + ")";
     return out;
   }
-  std::string why = "streaming was asked for (--stream-dataset)";
+  std::string why = "streaming was asked for: --stream-dataset";
   if (mode == DatasetMode::kAuto) {
     why = "held whole the plan would need " + execplan::FormatBytes(whole_allocated) +
           (execplan::DatasetInBudget(plan)
