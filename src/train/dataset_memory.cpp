@@ -91,6 +91,9 @@ Result<DatasetPlan> PlanWithDataset(std::string_view text, const pipeline::Compi
   const std::string dim = api::BatchDimension(prog).value_or("");
   const int64_t batch = images.rank() >= 1 ? images.dims[0].size : 0;
   o.plan.dataset = d.Streamed(dim, batch, batches);
+  // The batches a caller stages for a submission are then the streamed set's own: counted once,
+  // as the dataset class.
+  o.plan.caller_host_bytes = 0;
   out.streamed = true;
   SCELLIS_ASSIGN_OR_RETURN(out.compiled, pipeline::Compile(text, o));
   execplan::Plan& plan = *out.compiled.plan;

@@ -50,10 +50,10 @@ struct DatasetPlan {
 
 // Plans the training step `text` with its dataset `d` counted: held when that plan is not red (or
 // is red for a reason streaming cannot change), else streamed with `batches` batches held (one
-// submission's); a streamed plan is at least yellow, its first finding the warning
-// `streamed-dataset` saying what is held instead of the whole set. A plan red even streamed
-// carries the largest batch that fits streamed (api::ExplainRedPlan). `options` as the caller
-// compiles with (limits, budget, bindings).
+// submission's, which replace any PlanOptions::caller_host_bytes); a streamed plan is at least
+// yellow, its first finding the warning `streamed-dataset` saying what is held instead of the whole
+// set. A plan red even streamed carries the largest batch that fits streamed (api::ExplainRedPlan).
+// `options` as the caller compiles with (limits, budget, bindings).
 Result<DatasetPlan> PlanWithDataset(std::string_view text, const pipeline::CompileOptions& options,
                                     const HeldDataset& d, int64_t batches, DatasetMode mode);
 

@@ -360,7 +360,6 @@ class Training {
                            const runtime::Selection& backend) {
     pipeline::CompileOptions o = step_options;
     o.plan.limits = backend.limits;
-    if (o_.stream_dataset) o.plan.caller_host_bytes = 0;
     const DatasetMode mode = o_.stream_dataset ? DatasetMode::kStreamed : DatasetMode::kAuto;
     SCELLIS_ASSIGN_OR_RETURN(DatasetPlan planned,
                              PlanWithDataset(text, o, dataset_, o_.steps_per_run, mode));
