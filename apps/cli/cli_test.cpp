@@ -145,8 +145,8 @@ TEST_F(Cli, LowerPrintsEachRung) {
   EXPECT_NE(untrained.err.find("matmul_chain.json:/nodes/4: error[workplan-unsupported]"),
             std::string::npos)
       << untrained.err;
-  CliRun blocks =
-      RunScellis({"lower", Example("workplan/matmul_blocks.json"), "--to=workplan", "--ranks=4", "--json"});
+  CliRun blocks = RunScellis(
+      {"lower", Example("workplan/matmul_blocks.json"), "--to=workplan", "--ranks=4", "--json"});
   ASSERT_EQ(blocks.exit_code, 0) << blocks.err;
   Json b = Json::parse(blocks.out);
   EXPECT_EQ(b["one_device"]["verdict"], "red");
@@ -154,8 +154,8 @@ TEST_F(Cli, LowerPrintsEachRung) {
   EXPECT_EQ(b["axis"], "rows");
   EXPECT_EQ(b["blocks"][3]["lo"], 384);
   EXPECT_EQ(b["blocks"][3]["hi"], 512);
-  CliRun chunked = RunScellis(
-      {"lower", Example("workplan/matmul_blocks.json"), "--to=workplan", "--ranks=2", "--chunks=2"});
+  CliRun chunked = RunScellis({"lower", Example("workplan/matmul_blocks.json"), "--to=workplan",
+                               "--ranks=2", "--chunks=2"});
   EXPECT_EQ(chunked.exit_code, 2);
   EXPECT_NE(chunked.err.find("bad-flag"), std::string::npos) << chunked.err;
   CliRun bad = RunScellis({"lower", Example("matmul_chain.json"), "--tier=prod", "--to=silicon"});
@@ -273,8 +273,9 @@ TEST_F(Cli, PlanExitsTwoOnARedPlan) {
 }
 
 // Fashion-MNIST's training step at batch 1024 under a shrinking budget: every memory class
-// printed, yellow near the budget, then red with the largest batch that fits, which plans when
-// bound, and the largest green one, which plans green.
+// printed (the held dataset's among them), yellow near the budget, then, below the plan with the
+// dataset streamed, red with the largest batch that fits streamed, which plans when bound, and the
+// largest green one, which plans with no warning but the streamed dataset's.
 TEST_F(Cli, PlanShrinkingBudgetOnFashionMnist) {
   const std::string file = Example("fashion_mlp.json");
   auto plan = [&](const std::string& budget, int64_t batch, bool json = false) {
@@ -284,8 +285,8 @@ TEST_F(Cli, PlanShrinkingBudgetOnFashionMnist) {
   };
   CliRun green = plan("--budget=1G", 1024);
   ASSERT_EQ(green.exit_code, 0) << green.err;
-  for (const char* cls :
-       {"parameters", "inputs", "activations", "gradients", "optimizer_state", "working"})
+  for (const char* cls : {"parameters", "inputs", "activations", "gradients", "optimizer_state",
+                          "working", "dataset"})
     EXPECT_NE(green.out.find(std::string("\n                     ") + cls), std::string::npos)
         << cls << "\n"
         << green.out;
@@ -293,8 +294,11 @@ TEST_F(Cli, PlanShrinkingBudgetOnFashionMnist) {
   EXPECT_NE(green.out.find("verdict          : green"), std::string::npos) << green.out;
   Json j = Json::parse(plan("--budget=1G", 1024, true).out);
   const int64_t allocated = j["memory"]["allocated"];
-  EXPECT_EQ(j["memory"]["dominant_class"], "optimizer_state");
-  EXPECT_EQ(j["memory"]["at_peak"].size(), 6u);
+  EXPECT_EQ(j["memory"]["dominant_class"], "dataset");
+  EXPECT_EQ(j["memory"]["at_peak"].size(), 7u);
+  const int64_t whole = j["dataset"]["host_bytes"];
+  // Streamed, the dataset is 8 batches of 1024 examples of 784 pixels and a label, as f32.
+  const int64_t streamed = allocated - whole + int64_t{8} * 1024 * 785 * 4;
 
   // Within 20% of the budget: yellow, and it still plans (exit 0) with the warning named.
   CliRun yellow = plan("--budget=" + std::to_string(allocated + 1), 1024);
@@ -302,14 +306,14 @@ TEST_F(Cli, PlanShrinkingBudgetOnFashionMnist) {
   EXPECT_NE(yellow.out.find("verdict          : yellow"), std::string::npos) << yellow.out;
   EXPECT_NE(yellow.out.find("warning[near-budget]"), std::string::npos) << yellow.out;
 
-  // Under it: red, with the bytes over, the class responsible and the largest batch that fits.
-  const std::string budget = "--budget=" + std::to_string(allocated - 64 * 1024);
+  // Under the plan with the dataset streamed: red, with the bytes over, the class responsible and
+  // the largest batch that fits.
+  const std::string budget = "--budget=" + std::to_string(streamed - 64 * 1024);
   CliRun red = plan(budget, 1024);
   ASSERT_EQ(red.exit_code, 2) << red.err;
   EXPECT_NE(red.err.find("error[memory-over-budget]"), std::string::npos) << red.err;
   EXPECT_NE(red.err.find("64.0 KiB over the budget"), std::string::npos) << red.err;
-  EXPECT_NE(red.err.find("the largest class at peak is optimizer_state"), std::string::npos)
-      << red.err;
+  EXPECT_NE(red.err.find("the largest class at peak is dataset"), std::string::npos) << red.err;
   Json rj = Json::parse(plan(budget, 1024, true).out);
   ASSERT_TRUE(rj.contains("batch_fit")) << rj.dump(2);
   const int64_t largest = rj["batch_fit"]["largest"];
@@ -331,7 +335,9 @@ TEST_F(Cli, PlanShrinkingBudgetOnFashionMnist) {
   EXPECT_EQ(plan(budget, largest + 1).exit_code, 2);
   CliRun at_green = plan(budget, largest_green);
   EXPECT_EQ(at_green.exit_code, 0) << at_green.err;
-  EXPECT_NE(at_green.out.find("verdict          : green"), std::string::npos) << at_green.out;
+  EXPECT_NE(at_green.out.find("verdict          : yellow"), std::string::npos) << at_green.out;
+  EXPECT_NE(at_green.out.find("warning[streamed-dataset]"), std::string::npos) << at_green.out;
+  EXPECT_EQ(at_green.out.find("warning[near-budget]"), std::string::npos) << at_green.out;
 }
 
 TEST_F(Cli, PrintAfterAndDisablePass) {

@@ -7,6 +7,7 @@
 #include "pipeline/data_parallel.h"
 #include "pipeline/matmul_parallel.h"
 #include "train/dataset_memory.h"
+#include "train/trainer.h"
 
 namespace scellis::cli {
 
@@ -101,31 +102,45 @@ int LowerCommand(const CompileFlags& f, const LowerFlags& l) {
   return 0;
 }
 
+// The plan `plan` and `validate` judge: a training workflow's counts its dataset, held whole or
+// streamed (train::PlanWithDataset, with the trainer's default batches per submission); any other
+// document's as compiled. A dataset that cannot be measured leaves the plan as compiled, said on
+// stderr when `say_unmeasured`.
+std::optional<pipeline::Compiled> CompilePlan(const CompileFlags& f, bool say_unmeasured,
+                                              int& code) {
+  auto c = CompileFile(f, pipeline::Rung::kExecplan, {}, code);
+  if (!c || !c->program) return c;
+  auto held = train::DatasetHeld(*c->program);
+  if (!held.ok()) {
+    if (say_unmeasured) PrintNotes(held.errors(), f.file);
+    return c;
+  }
+  if (!held.value()) return c;
+  auto options = CompileOptionsFrom(f);
+  auto text = ReadFile(f.file, size_t{256} << 20);
+  if (!options.ok() || !text.ok()) return c;  // read and parsed once already
+  options->plan.limits = c->plan->limits;
+  auto planned = train::PlanWithDataset(
+      text.value(), options.value(), *held.value(), train::TrainOptions{}.steps_per_run,
+      f.stream_dataset ? train::DatasetMode::kStreamed : train::DatasetMode::kAuto);
+  if (!planned.ok()) {
+    code = Report(planned.errors(), f.file, f.json);
+    return std::nullopt;
+  }
+  return std::move(planned->compiled);
+}
+
 // The plan is printed whatever its verdict; a red one is also an error (exit 2), its findings on
 // stderr, so scripts can gate on `scellis plan`.
 int PlanCommand(const CompileFlags& f) {
   int code = 0;
-  auto c = CompileFile(f, pipeline::Rung::kExecplan, {}, code);
+  auto c = CompilePlan(f, /*say_unmeasured=*/true, code);
   if (!c) return code;
   const execplan::Plan& p = *c->plan;
-  // A training workflow's dataset lives in host memory beside the plan: its bytes, from the
-  // files' headers (a dataset that cannot be measured is said on stderr, the plan still printed).
-  std::optional<train::HeldDataset> dataset;
-  if (c->program) {
-    auto held = train::DatasetHeld(*c->program);
-    if (held.ok())
-      dataset = held.value();
-    else
-      PrintNotes(held.errors(), f.file);
-  }
-  if (f.json) {
-    Json j = execplan::ToJson(p);
-    if (dataset) j["dataset"] = dataset->ToJson();
-    std::cout << j.dump(2) << "\n";
-  } else {
+  if (f.json)
+    std::cout << execplan::ToJson(p).dump(2) << "\n";
+  else
     std::cout << execplan::Print(p);
-    if (dataset) std::cout << "  dataset          : " << dataset->Describe() << "\n";
-  }
   if (p.verdict != execplan::Verdict::kRed) return 0;
   for (const Diagnostic& d : p.findings) std::cerr << d.Format(f.file) << "\n";
   return 2;
@@ -133,7 +148,7 @@ int PlanCommand(const CompileFlags& f) {
 
 int ValidateCommand(const CompileFlags& f) {
   int code = 0;
-  auto c = CompileFile(f, pipeline::Rung::kExecplan, {}, code);
+  auto c = CompilePlan(f, /*say_unmeasured=*/false, code);
   if (!c) return code;
   const execplan::Plan& p = *c->plan;
   if (p.verdict == execplan::Verdict::kRed) return Report(p.findings, f.file, f.json);

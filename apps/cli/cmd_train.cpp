@@ -93,6 +93,7 @@ int TrainCommand(const CompileFlags& f, const TrainFlags& t) {
   options.chunks = t.chunks;
   options.collective_timeout_seconds = t.collective_timeout_seconds;
   options.record_shards = t.record_shards;
+  options.stream_dataset = f.stream_dataset;
 
   ProgressBar bar;
   train::TrainEvents events;

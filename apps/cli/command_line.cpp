@@ -19,6 +19,13 @@ namespace {
 
 constexpr int64_t kIntMax = INT_MAX;
 
+// A training workflow's dataset read from its files batch by batch even where it fits whole.
+void AddStreamDatasetFlag(CLI::App* cmd, CompileFlags& f) {
+  cmd->add_flag("--stream-dataset", f.stream_dataset,
+                "read a training dataset from its files batch by batch instead of holding it "
+                "whole (the same batches, the same result)");
+}
+
 void AddCompileFlags(CLI::App* cmd, TypedFlags& typed, CompileFlags& f) {
   cmd->add_option("file", f.file, "workflow document or graph (JSON)")->required();
   cmd->add_option("--tier", f.tier,
@@ -241,14 +248,17 @@ Result<Invocation> ParseCommandLine(const std::vector<std::string>& args,
                          "red)");
   AddCompileFlags(plan, typed_for(plan), inv.compile);
   AddPassFlags(plan, inv.compile);
+  AddStreamDatasetFlag(plan, inv.compile);
 
   CLI::App* validate = app.add_subcommand("validate", "check a document without running it");
   AddCompileFlags(validate, typed_for(validate), inv.compile);
+  AddStreamDatasetFlag(validate, inv.compile);
 
   CLI::App* train =
       app.add_subcommand("train", "train a workflow's \"train\" section on its dataset");
   TypedFlags& train_typed = typed_for(train);
   AddCompileFlags(train, train_typed, inv.compile);
+  AddStreamDatasetFlag(train, inv.compile);
   train_typed.Integer("--epochs", &inv.train.epochs, 1, kIntMax,
                       "epochs (default: the document's)");
   train_typed.Integer("--steps-per-run", &inv.train.steps_per_run, 1, 64,

@@ -23,6 +23,7 @@ struct CompileFlags {
   bool json = false;
   std::vector<std::string> disabled_passes;  // --disable-pass (lower, plan, run)
   std::string print_after;                   // --print-after (lower)
+  bool stream_dataset = false;  // --stream-dataset (plan, validate, train): stream, never hold
 };
 
 struct ConformFlags {

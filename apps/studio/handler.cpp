@@ -432,6 +432,7 @@ Response Train(Engine& engine, const Request& req) {
   train::TrainOptions options;
   options.compile = cr.options;
   options.select = engine.options().select;
+  options.store_root = engine.store().root();  // where a streamed dataset's inflated copy goes
   options.epochs = static_cast<int>(IntField(body, "epochs", 1, 10000, errors).value_or(0));
   options.steps_per_run = static_cast<int>(
       IntField(body, "steps_per_run", 1, api::kMaxStepsPerSubmission, errors).value_or(8));

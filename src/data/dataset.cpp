@@ -11,11 +11,8 @@
 
 namespace scellis::data {
 
-namespace {
-
-// The images and labels files of a split of a source.
-Result<std::pair<std::string, std::string>> SplitFiles(const std::string& source,
-                                                       const std::string& split) {
+Result<std::pair<std::string, std::string>> DatasetFiles(const std::string& source,
+                                                         const std::string& split) {
   if (split != "train" && split != "test") {
     return UserError("bad-dataset-split", "",
                      "the split is \"" + split + "\", expected train or test");
@@ -49,6 +46,13 @@ Result<std::pair<std::string, std::string>> SplitFiles(const std::string& source
   return std::make_pair(images_path, labels_path);
 }
 
+namespace {
+
+// The factor LoadDataset scales a file's values by: u8 pixels to [0, 1], other types as they are.
+float ImageScale(IdxType t) {
+  return t == IdxType::kU8 ? 1.0f / 255.0f : 1.0f;
+}
+
 // The dimensions an IDX file declares, from its header (gzip or plain alike: zlib reads both).
 Result<std::vector<int64_t>> IdxDims(const std::string& path) {
   gzFile f = gzopen(path.c_str(), "rb");
@@ -71,7 +75,7 @@ Result<std::vector<int64_t>> IdxDims(const std::string& path) {
 }  // namespace
 
 Result<DatasetShape> MeasureDataset(const std::string& source, const std::string& split) {
-  SCELLIS_ASSIGN_OR_RETURN(auto files, SplitFiles(source, split));
+  SCELLIS_ASSIGN_OR_RETURN(auto files, DatasetFiles(source, split));
   SCELLIS_ASSIGN_OR_RETURN(std::vector<int64_t> images, IdxDims(files.first));
   if (images.empty()) return UserError("dataset-mismatch", "", "the images file holds no examples");
   DatasetShape shape;
@@ -82,7 +86,7 @@ Result<DatasetShape> MeasureDataset(const std::string& source, const std::string
 }
 
 Result<Dataset> LoadDataset(const std::string& source, const std::string& split) {
-  SCELLIS_ASSIGN_OR_RETURN(auto files, SplitFiles(source, split));
+  SCELLIS_ASSIGN_OR_RETURN(auto files, DatasetFiles(source, split));
   const auto& [images_path, labels_path] = files;
   SCELLIS_ASSIGN_OR_RETURN(IdxArray images, ReadIdx(images_path));
   SCELLIS_ASSIGN_OR_RETURN(IdxArray labels, ReadIdx(labels_path));
@@ -95,8 +99,7 @@ Result<Dataset> LoadDataset(const std::string& source, const std::string& split)
   d.name = source + ":" + split;
   d.count = images.dims[0];
   d.features = d.count ? static_cast<int64_t>(images.values.size()) / d.count : 0;
-  // u8 pixels scale to [0, 1]; other types are taken as they are.
-  float scale = images.type == IdxType::kU8 ? 1.0f / 255.0f : 1.0f;
+  const float scale = ImageScale(images.type);
   d.images = std::move(images.values);
   for (float& v : d.images) v *= scale;
   d.labels = std::move(labels.values);
@@ -104,20 +107,27 @@ Result<Dataset> LoadDataset(const std::string& source, const std::string& split)
   return d;
 }
 
+namespace {
+
+// One label against the classes of the model: written so that NaN fails it too.
+Status CheckLabel(float l, size_t i, const std::string& name, int64_t classes,
+                  const std::string& pointer) {
+  if (l >= 0 && l < static_cast<float>(classes) && std::floor(l) == l) return Status::Ok();
+  std::ostringstream v;
+  v << l;
+  return UserError("bad-dataset", pointer,
+                   "example " + std::to_string(i) + " of \"" + name + "\" has label " + v.str() +
+                       ", not a class index of the model's " + std::to_string(classes) +
+                       " outputs (0 to " + std::to_string(classes - 1) + ")",
+                   "the labels file does not fit this model: check the dataset and the size of "
+                   "the output layer");
+}
+
+}  // namespace
+
 Status CheckLabels(const Dataset& d, int64_t classes, const std::string& pointer) {
-  for (size_t i = 0; i < d.labels.size(); ++i) {
-    const float l = d.labels[i];
-    // Written so that NaN fails it too.
-    if (l >= 0 && l < static_cast<float>(classes) && std::floor(l) == l) continue;
-    std::ostringstream v;
-    v << l;
-    return UserError("bad-dataset", pointer,
-                     "example " + std::to_string(i) + " of \"" + d.name + "\" has label " +
-                         v.str() + ", not a class index of the model's " + std::to_string(classes) +
-                         " outputs (0 to " + std::to_string(classes - 1) + ")",
-                     "the labels file does not fit this model: check the dataset and the size of "
-                     "the output layer");
-  }
+  for (size_t i = 0; i < d.labels.size(); ++i)
+    SCELLIS_TRY(CheckLabel(d.labels[i], i, d.name, classes, pointer));
   return Status::Ok();
 }
 
@@ -145,6 +155,63 @@ void GatherBatch(const Dataset& d, const std::vector<int64_t>& order, int64_t fi
               images.begin() + b * d.features);
     labels[b] = d.labels[ex];
   }
+}
+
+Result<StreamedSplit> StreamedSplit::Open(const std::string& name, const std::string& images_raw,
+                                          const std::string& labels_raw,
+                                          std::vector<std::string> files) {
+  SCELLIS_ASSIGN_OR_RETURN(IdxRows images, IdxRows::Open(images_raw));
+  SCELLIS_ASSIGN_OR_RETURN(IdxRows labels, IdxRows::Open(labels_raw));
+  if (labels.dims().size() != 1 || images.rows() != labels.rows()) {
+    return UserError("dataset-mismatch", "",
+                     "the images (" + files.front() + ") and labels (" + files.back() +
+                         ") do not have the same number of examples");
+  }
+  StreamedSplit s(std::move(images), std::move(labels));
+  s.name_ = name;
+  s.files_ = std::move(files);
+  s.scale_ = ImageScale(s.images_.type());
+  return s;
+}
+
+Status StreamedSplit::Gather(const std::vector<int64_t>& order, int64_t first, int64_t batch,
+                             std::vector<float>& images, std::vector<float>& labels) const {
+  const int64_t f = features();
+  images.resize(static_cast<size_t>(batch * f));
+  labels.resize(static_cast<size_t>(batch));
+  for (int64_t b = 0; b < batch; ++b) {
+    const int64_t ex = order[static_cast<size_t>(first + b)];
+    SCELLIS_TRY(images_.Read(ex, 1, images.data() + b * f));
+    SCELLIS_TRY(labels_.Read(ex, 1, labels.data() + b));
+  }
+  // The same product LoadDataset takes, so the values are bit for bit the held set's.
+  for (float& v : images) v *= scale_;
+  return Status::Ok();
+}
+
+Status StreamedSplit::CheckLabels(int64_t classes, const std::string& pointer) const {
+  constexpr int64_t kChunk = 4096;
+  std::vector<float> chunk;
+  for (int64_t first = 0; first < count(); first += kChunk) {
+    const int64_t n = std::min(kChunk, count() - first);
+    chunk.resize(static_cast<size_t>(n));
+    SCELLIS_TRY(labels_.Read(first, n, chunk.data()));
+    for (int64_t i = 0; i < n; ++i)
+      SCELLIS_TRY(CheckLabel(chunk[i], static_cast<size_t>(first + i), name_, classes, pointer));
+  }
+  return Status::Ok();
+}
+
+Status SplitReader::Gather(const std::vector<int64_t>& order, int64_t first, int64_t batch,
+                           std::vector<float>& images, std::vector<float>& labels) const {
+  if (streamed) return streamed->Gather(order, first, batch, images, labels);
+  GatherBatch(held, order, first, batch, images, labels);
+  return Status::Ok();
+}
+
+Status SplitReader::CheckLabels(int64_t classes, const std::string& pointer) const {
+  if (streamed) return streamed->CheckLabels(classes, pointer);
+  return data::CheckLabels(held, classes, pointer);
 }
 
 }  // namespace scellis::data

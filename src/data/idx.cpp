@@ -1,16 +1,18 @@
 #include "data/idx.h"
 
+#include <fcntl.h>
 #include <sys/stat.h>
+#include <unistd.h>
 #include <zlib.h>
 
 #include <algorithm>
 #include <bit>
+#include <cerrno>
 #include <cstdlib>
 #include <cstring>
 #include <functional>
 #include <limits>
 
-#include "base/atomic_file.h"
 #include "base/atomic_file.h"
 
 namespace scellis::data {
@@ -246,22 +248,9 @@ Status CheckIdxLength(const IdxHeader& h, uint64_t size) {
   return Status::Ok();
 }
 
-Result<IdxArray> ParseIdx(std::string_view file, uint64_t max_bytes) {
-  if (file.size() > max_bytes) {
-    return TooLarge("the IDX content holds " + std::to_string(file.size()) + " bytes", max_bytes);
-  }
-  SCELLIS_ASSIGN_OR_RETURN(IdxHeader h, ParseIdxHeader(file, max_bytes));
-  SCELLIS_TRY(CheckIdxLength(h, file.size()));
-  const auto* b = reinterpret_cast<const unsigned char*>(file.data());
-  const IdxType type = h.type;
-  const uint64_t count = h.count;
-  const uint64_t header = h.header_bytes;
-  IdxArray out;
-  out.type = type;
-  out.dims = std::move(h.dims);
-  out.values.resize(count);
-  const unsigned char* p = b + header;
-  float* v = out.values.data();
+// `count` elements of `type` at `p` (big-endian) as floats: exact for u8, i8, i16 and f32; i32 and
+// f64 round to nearest. The one conversion of every reader, whole or by rows.
+void ConvertElements(IdxType type, const unsigned char* p, uint64_t count, float* v) {
   switch (type) {
     case IdxType::kU8:
       for (uint64_t i = 0; i < count; ++i) v[i] = p[i];
@@ -288,6 +277,23 @@ Result<IdxArray> ParseIdx(std::string_view file, uint64_t max_bytes) {
       }
       break;
   }
+}
+
+Result<IdxArray> ParseIdx(std::string_view file, uint64_t max_bytes) {
+  if (file.size() > max_bytes) {
+    return TooLarge("the IDX content holds " + std::to_string(file.size()) + " bytes", max_bytes);
+  }
+  SCELLIS_ASSIGN_OR_RETURN(IdxHeader h, ParseIdxHeader(file, max_bytes));
+  SCELLIS_TRY(CheckIdxLength(h, file.size()));
+  const auto* b = reinterpret_cast<const unsigned char*>(file.data());
+  const IdxType type = h.type;
+  const uint64_t count = h.count;
+  const uint64_t header = h.header_bytes;
+  IdxArray out;
+  out.type = type;
+  out.dims = std::move(h.dims);
+  out.values.resize(count);
+  ConvertElements(type, b + header, count, out.values.data());
   return out;
 }
 
@@ -343,6 +349,115 @@ Result<IdxArray> ReadIdx(const std::string& path, uint64_t max_bytes) {
   std::vector<Diagnostic> errors = r.errors();
   for (Diagnostic& d : errors) d.message = "'" + path + "': " + d.message;
   return Status(std::move(errors));
+}
+
+Result<std::string> InflateIdx(const std::string& path, uint64_t max_bytes) {
+  Result<std::string> r = [&]() -> Result<std::string> {
+    SCELLIS_TRY(CheckIdxFileHead(path, max_bytes));
+    SCELLIS_ASSIGN_OR_RETURN(std::string file, ReadFile(path, max_bytes));
+    std::string raw;
+    if (file.size() >= 2 && static_cast<unsigned char>(file[0]) == 0x1f &&
+        static_cast<unsigned char>(file[1]) == 0x8b) {
+      auto length_of = [max_bytes](std::string_view head) -> Result<uint64_t> {
+        if (head.size() < kMaxIdxHeaderBytes) return uint64_t{0};
+        SCELLIS_ASSIGN_OR_RETURN(IdxHeader h, ParseIdxHeader(head, max_bytes));
+        return h.total_bytes();
+      };
+      SCELLIS_ASSIGN_OR_RETURN(raw, Gunzip(file, max_bytes, length_of));
+    } else {
+      raw = std::move(file);
+    }
+    SCELLIS_ASSIGN_OR_RETURN(IdxHeader h, ParseIdxHeader(raw, max_bytes));
+    SCELLIS_TRY(CheckIdxLength(h, raw.size()));
+    return raw;
+  }();
+  if (r.ok()) return r;
+  std::vector<Diagnostic> errors = r.errors();
+  for (Diagnostic& d : errors) d.message = "'" + path + "': " + d.message;
+  return Status(std::move(errors));
+}
+
+Result<bool> IsGzipFile(const std::string& path) {
+  SCELLIS_ASSIGN_OR_RETURN(FileHead head, ReadFileHead(path, 2));
+  return head.bytes.size() == 2 && static_cast<unsigned char>(head.bytes[0]) == 0x1f &&
+         static_cast<unsigned char>(head.bytes[1]) == 0x8b;
+}
+
+Result<IdxRows> IdxRows::Open(const std::string& path, uint64_t max_bytes) {
+  auto fail = [&](Status s) {
+    std::vector<Diagnostic> errors = s.errors();
+    for (Diagnostic& d : errors) d.message = "'" + path + "': " + d.message;
+    return Status(std::move(errors));
+  };
+  Result<FileHead> head = ReadFileHead(path, kMaxIdxHeaderBytes);
+  if (!head.ok()) return fail(Status(head.errors()));
+  const std::string& b = head->bytes;
+  if (b.size() >= 2 && static_cast<unsigned char>(b[0]) == 0x1f &&
+      static_cast<unsigned char>(b[1]) == 0x8b) {
+    return fail(UserError("idx-gzipped", "", "a gzipped IDX file cannot be read at offsets",
+                          "inflate it first (the trainer keeps an inflated copy in the store)"));
+  }
+  Result<IdxHeader> h = ParseIdxHeader(b, max_bytes);
+  if (!h.ok()) return fail(Status(h.errors()));
+  if (Status s = CheckIdxLength(*h, head->size); !s.ok()) return fail(s);
+  if (h->dims.empty())
+    return fail(UserError("idx-no-rows", "", "the file holds a scalar, no rows"));
+  IdxRows r;
+  r.type_ = h->type;
+  r.dims_ = h->dims;
+  r.header_bytes_ = static_cast<int64_t>(h->header_bytes);
+  r.element_bytes_ = ElementSize(h->type);
+  r.row_elements_ = 1;
+  for (size_t i = 1; i < h->dims.size(); ++i) r.row_elements_ *= h->dims[i];
+  r.fd_ = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (r.fd_ < 0)
+    return fail(UserError("read-failed", "", std::string("cannot open: ") + std::strerror(errno)));
+  r.path_ = path;
+  return r;
+}
+
+IdxRows::IdxRows(IdxRows&& o) noexcept {
+  *this = std::move(o);
+}
+
+IdxRows& IdxRows::operator=(IdxRows&& o) noexcept {
+  if (this == &o) return *this;
+  if (fd_ >= 0) ::close(fd_);
+  type_ = o.type_;
+  dims_ = std::move(o.dims_);
+  header_bytes_ = o.header_bytes_;
+  element_bytes_ = o.element_bytes_;
+  row_elements_ = o.row_elements_;
+  path_ = std::move(o.path_);
+  fd_ = o.fd_;
+  o.fd_ = -1;
+  return *this;
+}
+
+IdxRows::~IdxRows() {
+  if (fd_ >= 0) ::close(fd_);
+}
+
+Status IdxRows::Read(int64_t first, int64_t count, float* out) const {
+  if (first < 0 || count < 0 || first + count > rows())
+    return InternalError("data.IdxRows", "rows beyond the file's " + std::to_string(rows()));
+  const int64_t bytes = count * row_elements_ * element_bytes_;
+  buffer_.resize(static_cast<size_t>(bytes));
+  int64_t done = 0;
+  const int64_t at = header_bytes_ + first * row_elements_ * element_bytes_;
+  while (done < bytes) {
+    const ssize_t n = ::pread(fd_, buffer_.data() + done, static_cast<size_t>(bytes - done),
+                              static_cast<off_t>(at + done));
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) {
+      return UserError(
+          "read-failed", "",
+          "'" + path_ + "': " + (n < 0 ? std::string(std::strerror(errno)) : "the file shrank"));
+    }
+    done += n;
+  }
+  ConvertElements(type_, buffer_.data(), static_cast<uint64_t>(count * row_elements_), out);
+  return Status::Ok();
 }
 
 std::optional<std::string> FindFashionMnistDir() {

@@ -56,6 +56,46 @@ Result<IdxArray> DecodeIdx(std::string_view file, uint64_t max_bytes = kIdxDefau
 // file), file-not-found, file-too-large and read-failed (not a regular file, or unreadable).
 Result<IdxArray> ReadIdx(const std::string& path, uint64_t max_bytes = kIdxDefaultMaxBytes);
 
+// The IDX content of the file at `path`, gunzipped when it is gzipped and checked as ReadIdx checks
+// it, but not decoded: what a gzipped file is inflated to once so that IdxRows can read it at
+// offsets. ReadIdx's diagnostics.
+Result<std::string> InflateIdx(const std::string& path, uint64_t max_bytes = kIdxDefaultMaxBytes);
+
+// Whether the file at `path` starts with the gzip magic 1f 8b.
+Result<bool> IsGzipFile(const std::string& path);
+
+// A plain IDX file read by rows (the elements under one index of the first dimension) at their
+// offsets, so a dataset can be streamed instead of decoded whole. The header is checked against
+// the file's size when it is opened; values are converted exactly as DecodeIdx converts them.
+// Besides ReadIdx's diagnostics: idx-gzipped (inflate it first, InflateIdx), idx-no-rows (a
+// scalar).
+class IdxRows {
+ public:
+  static Result<IdxRows> Open(const std::string& path, uint64_t max_bytes = kIdxDefaultMaxBytes);
+  IdxRows(IdxRows&& o) noexcept;
+  IdxRows& operator=(IdxRows&& o) noexcept;
+  IdxRows(const IdxRows&) = delete;
+  IdxRows& operator=(const IdxRows&) = delete;
+  ~IdxRows();
+
+  IdxType type() const { return type_; }
+  const std::vector<int64_t>& dims() const { return dims_; }
+  int64_t rows() const { return dims_.empty() ? 0 : dims_[0]; }
+  int64_t row_elements() const { return row_elements_; }
+  // Rows first .. first+count into out[0 .. count * row_elements()); `read-failed` when the file
+  // cannot be read (or shrank since it was opened).
+  Status Read(int64_t first, int64_t count, float* out) const;
+
+ private:
+  IdxRows() = default;
+  IdxType type_ = IdxType::kU8;
+  std::vector<int64_t> dims_;
+  int64_t header_bytes_ = 0, element_bytes_ = 1, row_elements_ = 0;
+  std::string path_;
+  int fd_ = -1;
+  mutable std::vector<unsigned char> buffer_;  // the raw bytes of the rows being read
+};
+
 // The four files of Fashion-MNIST, as the Debian package dataset-fashion-mnist installs them.
 inline constexpr const char* kFashionMnistTrainImages = "train-images-idx3-ubyte.gz";
 inline constexpr const char* kFashionMnistTrainLabels = "train-labels-idx1-ubyte.gz";

@@ -1,6 +1,21 @@
 #include "execplan/plan.h"
 
 namespace scellis::execplan {
+namespace {
+
+// The bytes the run holds for its dataset at this plan's batch: a streamed set's batches are sized
+// by the batch dimension as bound here, so a plan made at another batch (the batch search's)
+// counts its own.
+int64_t DatasetBytes(const HostDataset& d, const webir::Graph& g) {
+  if (!d.streamed) return d.whole_bytes;
+  int64_t batch = d.batch;
+  for (const webir::Node& n : g.nodes)
+    for (const Dim& dim : n.type.dims)
+      if (!d.batch_dim.empty() && dim.symbol == d.batch_dim && dim.size > 0) batch = dim.size;
+  return SaturatingMul(SaturatingMul(d.batches, batch), d.example_bytes);
+}
+
+}  // namespace
 
 Result<Plan> FromKernel(std::shared_ptr<const kernel::Module> m, const PlanOptions& options) {
   SCELLIS_TRY(kernel::Verify(*m));
@@ -16,6 +31,8 @@ Result<Plan> FromKernel(std::shared_ptr<const kernel::Module> m, const PlanOptio
   }
   p.caller_host_bytes = options.caller_host_bytes;
   p.caller_host_what = options.caller_host_what;
+  p.dataset = options.dataset;
+  if (p.dataset) p.dataset_bytes = DatasetBytes(*p.dataset, g);
   p.buffer_of.assign(g.nodes.size(), -1);
   p.thresholds = policy::ResolveThresholds(g.tolerance, g.tier);
   for (size_t s = 0; s < p.module().kernels.size(); ++s)

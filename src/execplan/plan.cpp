@@ -14,7 +14,8 @@ constexpr EnumTable<MemClass, kMemClasses> kMemClassNames({{{MemClass::kParamete
                                                             {MemClass::kGradients, "gradients"},
                                                             {MemClass::kOptimizerState,
                                                              "optimizer_state"},
-                                                            {MemClass::kWorking, "working"}}});
+                                                            {MemClass::kWorking, "working"},
+                                                            {MemClass::kDataset, "dataset"}}});
 constexpr EnumTable<Verdict, 3> kVerdicts(
     {{{Verdict::kGreen, "green"}, {Verdict::kYellow, "yellow"}, {Verdict::kRed, "red"}}});
 }  // namespace
@@ -24,6 +25,10 @@ const char* MemClassName(MemClass c) {
 }
 const char* VerdictName(Verdict v) {
   return kVerdicts.Name(v);
+}
+
+bool DatasetInBudget(const Plan& p) {
+  return p.dataset && p.limits.buffers_in_host_memory;
 }
 
 MemClass DominantClass(const MemoryPlan& m) {
@@ -55,6 +60,27 @@ std::string Num(double v) {
   std::snprintf(buf, sizeof buf, "%g", v);
   return buf;
 }
+
+// What the run keeps of its dataset, and where that memory is counted.
+std::string DescribeDataset(const Plan& p) {
+  const HostDataset& d = *p.dataset;
+  std::string s = "\"" + d.source + "\": " + std::to_string(d.train_examples) + " train + " +
+                  std::to_string(d.test_examples) + " test examples of " +
+                  std::to_string(d.features) + " f32 with labels (" + FormatBytes(d.whole_bytes) +
+                  " decoded); ";
+  if (d.streamed) {
+    s += "streamed: read from its files batch by batch, " + FormatBytes(p.dataset_bytes) +
+         " held (" + std::to_string(d.batches) + " batches of one submission)";
+  } else {
+    s += "held whole for the run, " + FormatBytes(p.dataset_bytes) +
+         " (batches are drawn from every example in a shuffled order)";
+  }
+  if (DatasetInBudget(p))
+    return s + "; counted in the budget as class dataset (this backend's buffers are host memory)";
+  return s + "; host memory beside " + p.limits.device +
+         "'s buffers: not held by the device budget, judged against the host's memory";
+}
+
 }  // namespace
 
 std::string Print(const Plan& p) {
@@ -71,11 +97,11 @@ std::string Print(const Plan& p) {
                              Num(p.thresholds.atol) + ", rtol " + Num(p.thresholds.rtol) +
                              " under " + policy::TierName(g.tier));
   const int hoisted = p.module().HoistedKernels();
-  row("dispatches", std::to_string(p.steps.size()) + " kernels" +
-                        (hoisted ? " (" + std::to_string(hoisted) +
-                                       " hoisted: once per step, before the loop)"
-                                 : "") +
-                        ", one submission");
+  row("dispatches",
+      std::to_string(p.steps.size()) + " kernels" +
+          (hoisted ? " (" + std::to_string(hoisted) + " hoisted: once per step, before the loop)"
+                   : "") +
+          ", one submission");
   row("buffers", std::to_string(p.buffers.size()) + " (" + FormatBytes(p.memory.allocated) +
                      " allocated, peak live " + FormatBytes(p.memory.peak_live) + ")");
   // The memory classes: what each holds allocated, and live at the peak.
@@ -87,6 +113,7 @@ std::string Print(const Plan& p) {
   std::string classes = cell("class", 17) + cell("allocated", 12) + "at peak";
   for (int c = 0; c < kMemClasses; ++c) {
     const MemClass cls = static_cast<MemClass>(c);
+    if (cls == MemClass::kDataset && !DatasetInBudget(p)) continue;
     classes += "\n" + std::string(21, ' ') + cell(MemClassName(cls), 17) +
                cell(FormatBytes(mem.by_class[c]), 12) + FormatBytes(mem.at_peak[c]) +
                (cls == dominant && mem.peak_live > 0 ? "  <- dominates" : "");
@@ -98,6 +125,7 @@ std::string Print(const Plan& p) {
              peak_at + ")";
   row("memory_classes", classes);
   row("budget", FormatBytes(p.memory.budget) + "  (" + p.memory.budget_source + ")");
+  if (p.dataset) row("dataset", DescribeDataset(p));
   std::string verdict = VerdictName(p.verdict);
   if (p.verdict == Verdict::kGreen) verdict += "  fits the declared budgets";
   row("verdict", verdict);
@@ -162,6 +190,7 @@ Json ToJson(const Plan& p) {
   j["tolerance_class"] = policy::ToleranceName(g.tolerance);
   j["thresholds"] = {{"atol", p.thresholds.atol}, {"rtol", p.thresholds.rtol}};
   for (int c = 0; c < kMemClasses; ++c) {
+    if (static_cast<MemClass>(c) == MemClass::kDataset && !p.dataset) continue;
     j["memory"]["by_class"][MemClassName(static_cast<MemClass>(c))] = p.memory.by_class[c];
     j["memory"]["at_peak"][MemClassName(static_cast<MemClass>(c))] = p.memory.at_peak[c];
   }
@@ -176,6 +205,18 @@ Json ToJson(const Plan& p) {
   if (p.limits.device_memory_bytes > 0) j["memory"]["device_memory"] = p.limits.device_memory_bytes;
   if (p.limits.host_memory_bytes > 0) j["memory"]["host_memory"] = p.limits.host_memory_bytes;
   j["verdict"] = VerdictName(p.verdict);
+  if (p.dataset) {
+    const HostDataset& d = *p.dataset;
+    j["dataset"] = {{"source", d.source},
+                    {"train_examples", d.train_examples},
+                    {"test_examples", d.test_examples},
+                    {"features", d.features},
+                    {"decoded_bytes", d.whole_bytes},
+                    {"host_bytes", p.dataset_bytes},
+                    {"streamed", d.streamed},
+                    {"in_budget", DatasetInBudget(p)}};
+    if (d.streamed) j["dataset"]["batches_held"] = d.batches;
+  }
   if (p.batch_fit) {
     const BatchFit& f = *p.batch_fit;
     j["batch_fit"] = {

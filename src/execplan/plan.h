@@ -26,8 +26,11 @@ enum class MemClass {
   kGradients,
   kOptimizerState,
   kWorking,  // everything else: intermediates, outputs, constants
+  // A training workflow's dataset on the host (PlanOptions::dataset): a class of the budget where
+  // host memory is the device's memory (the CPU reference); never a buffer.
+  kDataset,
 };
-inline constexpr int kMemClasses = 6;
+inline constexpr int kMemClasses = 7;
 const char* MemClassName(MemClass c);
 
 // When a value needs storage, in steps: written by step `written` (-1: a source, there before the
@@ -144,6 +147,26 @@ struct DeviceLimits {
 // read now.
 DeviceLimits HostMemoryLimits(std::string backend, std::string device);
 
+// The dataset a training run keeps on the host (train/dataset_memory.h): decoded whole (both
+// splits as f32), or streamed from its files, holding only the batches of one submission. Where
+// the backend's buffers live in host memory (the CPU reference) it is the memory class `dataset`,
+// counted in the budget; elsewhere it is host memory beside the device's buffers, judged against
+// the host's memory only (the device budget does not hold it).
+struct HostDataset {
+  std::string source;  // as the document names it ("fashion-mnist")
+  int64_t train_examples = 0, test_examples = 0;
+  int64_t features = 0;     // values per example
+  int64_t whole_bytes = 0;  // both splits decoded whole
+  bool streamed = false;
+  // Streamed: `batches` batches of `example_bytes` per example are held, the batch being the size
+  // `batch_dim` is bound to in the plan (so a plan at another batch counts its own), or `batch`
+  // when the batch is not symbolic.
+  std::string batch_dim;
+  int64_t batch = 0;
+  int64_t batches = 1;
+  int64_t example_bytes = 0;
+};
+
 struct PlanOptions {
   std::optional<int64_t> budget_bytes;  // from the command line; overrides the document
   DeviceLimits limits;
@@ -151,6 +174,7 @@ struct PlanOptions {
   // gathered ahead of a submission), and what it is, for the verdict's message.
   int64_t caller_host_bytes = 0;
   std::string caller_host_what;
+  std::optional<HostDataset> dataset;  // a training run's dataset, when it has one
 };
 
 struct Plan {
@@ -164,6 +188,8 @@ struct Plan {
   MemoryPlan memory;
   int64_t caller_host_bytes = 0;  // from PlanOptions
   std::string caller_host_what;
+  std::optional<HostDataset> dataset;  // from PlanOptions
+  int64_t dataset_bytes = 0;           // what the run holds for it, at this plan's batch
   Verdict verdict = Verdict::kGreen;
   std::vector<Diagnostic> findings;   // why the verdict is not green
   std::optional<BatchFit> batch_fit;  // a red training plan's computed fix, when searched
@@ -177,6 +203,10 @@ struct Plan {
 
 // The plan of `m`: one step per kernel, the budget resolved (the command line over the document
 // over the detected one) and the tolerance thresholds for the tier; no buffers yet.
+// Whether the plan counts its dataset in the budget (class `dataset`): it has one and the backend's
+// buffers live in host memory.
+bool DatasetInBudget(const Plan& p);
+
 // The class with the most live bytes at the peak (the first of equals, in MemClass order).
 MemClass DominantClass(const MemoryPlan& m);
 

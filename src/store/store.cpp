@@ -149,6 +149,11 @@ bool Store::IsId(const std::string& id) {
   return !HexOf(id).empty();
 }
 
+std::string Store::BlobFile(const std::string& id) const {
+  const std::string hex = HexOf(id);
+  return hex.empty() ? "" : BlobPath(hex);
+}
+
 Result<std::string> Store::GetBlob(const std::string& id) const {
   std::string hex = HexOf(id);
   if (hex.empty()) {

@@ -52,6 +52,9 @@ class Store {
   // it (`store-object-missing`, `store-object-corrupt`).
   Result<std::string> PutBlob(std::string_view bytes) const;
   Result<std::string> GetBlob(const std::string& id) const;
+  // The file that holds (or would hold) blob `id`, for a reader that reads it at offsets rather
+  // than whole; such a reader checks the file against the id itself. "" for a malformed id.
+  std::string BlobFile(const std::string& id) const;
 
   // Files object `id` under (kind, profile, key). `kind` and `key` are short names (letters,
   // digits, '_', '-', '.'); the profile may be any string (it is hashed for the path).

@@ -1,24 +1,39 @@
 #include "train/dataset_memory.h"
 
+#include <algorithm>
+#include <fstream>
+
+#include "api/fit_batch.h"
+#include "base/sha256.h"
 #include "execplan/plan.h"
+#include "store/store.h"
 
 namespace scellis::train {
 
-std::string HeldDataset::Describe() const {
-  return "\"" + source + "\": " + std::to_string(train.examples) + " train + " +
-         std::to_string(test.examples) + " test examples of " + std::to_string(train.features) +
-         " f32 with labels, " + execplan::FormatBytes(bytes) +
-         " of host memory, held whole for the run (batches are drawn from every example in a "
-         "shuffled order, so the set is not streamed; not counted against the budget)";
+int64_t HeldDataset::BatchBytes(int64_t batch) const {
+  using execplan::SaturatingMul;
+  return SaturatingMul(batch, SaturatingMul(train.features + 1, 4));
 }
 
-Json HeldDataset::ToJson() const {
-  return {{"source", source},
-          {"train_examples", train.examples},
-          {"test_examples", test.examples},
-          {"features", train.features},
-          {"host_bytes", bytes},
-          {"streamed", false}};
+execplan::HostDataset HeldDataset::Held() const {
+  execplan::HostDataset h;
+  h.source = source;
+  h.train_examples = train.examples;
+  h.test_examples = test.examples;
+  h.features = train.features;
+  h.whole_bytes = bytes;
+  return h;
+}
+
+execplan::HostDataset HeldDataset::Streamed(const std::string& batch_dim, int64_t batch,
+                                            int64_t batches) const {
+  execplan::HostDataset h = Held();
+  h.streamed = true;
+  h.batch_dim = batch_dim;
+  h.batch = batch;
+  h.batches = batches;
+  h.example_bytes = BatchBytes(1);
+  return h;
 }
 
 Result<std::optional<HeldDataset>> DatasetHeld(const block::Program& p) {
@@ -33,6 +48,134 @@ Result<std::optional<HeldDataset>> DatasetHeld(const block::Program& p) {
   for (const data::DatasetShape& s : {d.train, d.test})
     d.bytes += int64_t{4} * (s.examples * s.features + s.examples);
   return std::optional<HeldDataset>(std::move(d));
+}
+
+namespace {
+
+bool RedForMemoryAlone(const execplan::Plan& p) {
+  bool memory = false, other = false;
+  for (const Diagnostic& d : p.findings) {
+    if (d.severity != Severity::kError) continue;
+    (d.code.rfind("memory-over-", 0) == 0 ? memory : other) = true;
+  }
+  return p.verdict == execplan::Verdict::kRed && memory && !other;
+}
+
+}  // namespace
+
+Result<DatasetPlan> PlanWithDataset(std::string_view text, const pipeline::CompileOptions& options,
+                                    const HeldDataset& d, int64_t batches, DatasetMode mode) {
+  pipeline::CompileOptions o = options;
+  o.up_to = pipeline::Rung::kExecplan;
+  o.print_after.clear();
+  DatasetPlan out;
+  int64_t whole_allocated = 0;
+  if (mode == DatasetMode::kAuto) {
+    o.plan.dataset = d.Held();
+    SCELLIS_ASSIGN_OR_RETURN(out.compiled, pipeline::Compile(text, o));
+    if (!RedForMemoryAlone(*out.compiled.plan)) {
+      (void)api::ExplainRedPlan(text, o, out.compiled);
+      return out;
+    }
+    whole_allocated = out.compiled.plan->memory.allocated;
+  }
+  // The batch the step is planned at: the bound size of a symbolic batch, or the fixed one.
+  SCELLIS_ASSIGN_OR_RETURN(pipeline::Compiled probe, [&]() -> Result<pipeline::Compiled> {
+    if (out.compiled.program) return std::move(out.compiled);
+    pipeline::CompileOptions block = o;
+    block.up_to = pipeline::Rung::kBlock;
+    return pipeline::Compile(text, block);
+  }());
+  const block::Program& prog = *probe.program;
+  const TensorType& images = prog.blocks[prog.train->images].tensor_type;
+  const std::string dim = api::BatchDimension(prog).value_or("");
+  const int64_t batch = images.rank() >= 1 ? images.dims[0].size : 0;
+  o.plan.dataset = d.Streamed(dim, batch, batches);
+  // The batches a caller stages for a submission are then the streamed set's own: counted once,
+  // as the dataset class.
+  o.plan.caller_host_bytes = 0;
+  out.streamed = true;
+  SCELLIS_ASSIGN_OR_RETURN(out.compiled, pipeline::Compile(text, o));
+  execplan::Plan& plan = *out.compiled.plan;
+  if (plan.verdict == execplan::Verdict::kRed) {
+    // Red even streamed: the largest batch that fits is searched with the set streamed.
+    (void)api::ExplainRedPlan(text, o, out.compiled);
+    for (Diagnostic& f : plan.findings)
+      if (f.severity == Severity::kError && f.code.rfind("memory-over-", 0) == 0)
+        f.help += " (planned with the dataset streamed from its files, " +
+                  execplan::FormatBytes(plan.dataset_bytes) + " held instead of " +
+                  execplan::FormatBytes(d.bytes) + ")";
+    return out;
+  }
+  std::string why = "streaming was asked for: --stream-dataset";
+  if (mode == DatasetMode::kAuto) {
+    why = "held whole the plan would need " + execplan::FormatBytes(whole_allocated) +
+          (execplan::DatasetInBudget(plan)
+               ? ", over the budget of " + execplan::FormatBytes(plan.memory.budget)
+               : ", over what the host has");
+  }
+  const std::string pointer = prog.blocks[prog.train->dataset].pointer;
+  if (plan.verdict == execplan::Verdict::kGreen) plan.verdict = execplan::Verdict::kYellow;
+  plan.findings.insert(plan.findings.begin(),
+                       Warning("streamed-dataset", pointer,
+                               "the dataset is read from its files batch by batch: " +
+                                   execplan::FormatBytes(plan.dataset_bytes) + " held instead of " +
+                                   execplan::FormatBytes(d.bytes) + " (" + why + ")",
+                               "a larger budget holds it whole"));
+  return out;
+}
+
+namespace {
+
+// The SHA-256 of a file, read in pieces (a dataset file need not fit in memory twice).
+Result<std::string> FileSha256(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) return UserError("file-not-found", "", "cannot open '" + path + "'");
+  Sha256 h;
+  std::vector<char> buf(size_t{1} << 20);
+  while (in) {
+    in.read(buf.data(), static_cast<std::streamsize>(buf.size()));
+    h.Update(buf.data(), static_cast<size_t>(in.gcount()));
+  }
+  if (in.bad()) return UserError("read-failed", "", "cannot read '" + path + "'");
+  return h.FinalHex();
+}
+
+// The plain IDX file to read `path` at offsets from: itself when it is plain, else its inflated
+// copy in the store, made on first use.
+Result<std::string> PlainIdxFile(const std::string& path, const std::string& store_root) {
+  SCELLIS_ASSIGN_OR_RETURN(bool gzipped, data::IsGzipFile(path));
+  if (!gzipped) return path;
+  SCELLIS_ASSIGN_OR_RETURN(store::Store st, store::Store::Open(store_root));
+  SCELLIS_ASSIGN_OR_RETURN(std::string compressed, FileSha256(path));
+  // An index entry names a small record of the inflation, which names the raw copy's blob (so the
+  // store's gc keeps the copy as long as the record).
+  for (const std::string& rec_id : st.Lookup("inflated-idx", "", compressed)) {
+    Result<Json> rec = st.Get(rec_id);
+    if (!rec.ok() || !rec->contains("raw") || !(*rec)["raw"].is_string()) continue;
+    const std::string id = (*rec)["raw"].get<std::string>();
+    Result<std::string> sound = FileSha256(st.BlobFile(id));
+    if (sound.ok() && "sha256:" + sound.value() == id) return st.BlobFile(id);
+    st.DiscardIfCorrupt(id);  // a torn or altered copy is made again
+  }
+  SCELLIS_ASSIGN_OR_RETURN(std::string raw, data::InflateIdx(path));
+  SCELLIS_ASSIGN_OR_RETURN(std::string id, st.PutBlob(raw));
+  SCELLIS_ASSIGN_OR_RETURN(std::string rec_id, st.Put({{"kind", "scellis.inflated_idx/1"},
+                                                       {"compressed", "sha256:" + compressed},
+                                                       {"raw", id}}));
+  SCELLIS_TRY(st.Replace("inflated-idx", "", compressed, rec_id));
+  return st.BlobFile(id);
+}
+
+}  // namespace
+
+Result<data::StreamedSplit> OpenStreamedSplit(const std::string& source, const std::string& split,
+                                              const std::string& store_root) {
+  SCELLIS_ASSIGN_OR_RETURN(auto files, data::DatasetFiles(source, split));
+  SCELLIS_ASSIGN_OR_RETURN(std::string images, PlainIdxFile(files.first, store_root));
+  SCELLIS_ASSIGN_OR_RETURN(std::string labels, PlainIdxFile(files.second, store_root));
+  return data::StreamedSplit::Open(source + ":" + split, images, labels,
+                                   {files.first, files.second});
 }
 
 }  // namespace scellis::train

@@ -1,15 +1,22 @@
-// The host memory a training workflow's dataset takes: the trainer decodes both splits whole
-// (images and labels as f32, data::LoadDataset) and keeps them for the whole run, gathering every
-// batch from them in an order shuffled over all examples (data::EpochOrder). It therefore cannot
-// stream the set from its files, and `scellis plan` states the bytes rather than a streaming plan.
+// The memory a training workflow's dataset takes, and how the run keeps it. Held, the trainer
+// decodes both splits whole (images and labels as f32, data::LoadDataset) and gathers every batch
+// from them in an order shuffled over all examples (data::EpochOrder). Streamed, it reads each
+// batch's examples from the files at their offsets in that same order (data::StreamedSplit), so
+// training gives the same bits, and holds only the batches of one submission. The plan counts
+// the dataset as a memory class (execplan::HostDataset): in the budget on the CPU reference, whose
+// buffers are host memory; beside the device's buffers, against the host's memory, elsewhere.
+// The set is held when the plan fits that way, streamed (a yellow plan, `streamed-dataset`) when
+// only that fits, and a plan red even streamed names the largest batch that fits streamed.
 #pragma once
 
 #include <optional>
 #include <string>
+#include <string_view>
 
 #include "base/json_util.h"
 #include "block/program.h"
 #include "data/dataset.h"
+#include "pipeline/compile.h"
 
 namespace scellis::train {
 
@@ -18,14 +25,43 @@ struct HeldDataset {
   data::DatasetShape train, test;
   int64_t bytes = 0;  // both splits' images and labels as f32
 
-  // `"fashion-mnist": 60000 train + 10000 test examples of 784 f32 with labels, 209.8 MiB of host
-  // memory, held whole for the run`.
-  std::string Describe() const;
-  Json ToJson() const;
+  // The bytes of `batch` examples gathered (images and labels, f32).
+  int64_t BatchBytes(int64_t batch) const;
+  // The plan's view of it: held whole, or streamed holding `batches` batches of the size bound to
+  // `batch_dim` (or `batch` where the batch is not symbolic).
+  execplan::HostDataset Held() const;
+  execplan::HostDataset Streamed(const std::string& batch_dim, int64_t batch,
+                                 int64_t batches) const;
 };
 
 // The dataset the training workflow `p` reads, measured from its files' headers (nothing is
 // decoded); nullopt for a program without a dataset.
 Result<std::optional<HeldDataset>> DatasetHeld(const block::Program& p);
+
+enum class DatasetMode {
+  kAuto,      // held when the plan fits with the whole set, else streamed when that fits
+  kStreamed,  // streamed, whatever fits (--stream-dataset)
+};
+
+struct DatasetPlan {
+  pipeline::Compiled compiled;  // at the execplan rung, the dataset counted
+  bool streamed = false;
+};
+
+// Plans the training step `text` with its dataset `d` counted: held when that plan is not red (or
+// is red for a reason streaming cannot change), else streamed with `batches` batches held (one
+// submission's, which replace any PlanOptions::caller_host_bytes); a streamed plan is at least
+// yellow, its first finding the warning `streamed-dataset` saying what is held instead of the whole
+// set. A plan red even streamed carries the largest batch that fits streamed (api::ExplainRedPlan).
+// `options` as the caller compiles with (limits, budget, bindings).
+Result<DatasetPlan> PlanWithDataset(std::string_view text, const pipeline::CompileOptions& options,
+                                    const HeldDataset& d, int64_t batches, DatasetMode mode);
+
+// A split of `source` opened for streaming. A gzipped file cannot be read at offsets, so it is
+// inflated once into a plain IDX copy in the store at `store_root` ("": the default store): a blob
+// filed under the SHA-256 of the compressed file (index kind `inflated-idx`), written atomically,
+// checked against its name whenever it is opened again. Plain files are read where they are.
+Result<data::StreamedSplit> OpenStreamedSplit(const std::string& source, const std::string& split,
+                                              const std::string& store_root);
 
 }  // namespace scellis::train

@@ -16,6 +16,7 @@
 #include "pipeline/data_parallel.h"
 #include "store/safetensors.h"
 #include "store/store.h"
+#include "train/dataset_memory.h"
 #include "train/shards.h"
 #include "webir/passes/append_train_step.h"
 #include "workplan/mpi/mpi_job.h"
@@ -154,6 +155,7 @@ Json TrainResult::ToJson() const {
   j["shard_record"] = shard_record.empty() ? Json() : Json(shard_record);
   j["adapter"] = adapter.empty() ? Json() : Json(adapter);
   j["batch"] = batch;
+  j["dataset_streamed"] = dataset_streamed;
   j["step_seconds"] = Json::object();
   for (const auto& [phase, seconds] : step_seconds) j["step_seconds"][phase] = seconds;
   j["gradient_bytes_per_step"] = gradient_bytes_per_step;
@@ -189,6 +191,9 @@ class Training {
     concern_ = Trainer::Concern::kOptions;
     if (o_.ranks < 1 || o_.chunks < 0) return UserError("bad-flag", "", "--ranks takes 1 or more");
     data_parallel_ = o_.ranks > 1 || o_.chunks > 1;
+    if (o_.stream_dataset && data_parallel_)
+      return UserError("bad-flag", "", "--stream-dataset streams a step in one piece",
+                       "drop --ranks and --chunks, or hold the dataset");
     if (o_.record_shards && !data_parallel_)
       return UserError("bad-flag", "", "--record-shards records a data-parallel step",
                        "add --ranks=N (under mpirun) or --chunks=K");
@@ -243,10 +248,12 @@ class Training {
           "give it a shape such as [\"B\", 784]");
     }
     const std::string source = prog.blocks[spec_.dataset].params["source"].get<std::string>();
-    SCELLIS_ASSIGN_OR_RETURN(train_, data::LoadDataset(source, "train"));
-    SCELLIS_ASSIGN_OR_RETURN(test_, data::LoadDataset(source, "test"));
+    // Measured from the files' headers; decoded (or opened for streaming) once the plan says how.
+    SCELLIS_ASSIGN_OR_RETURN(std::optional<HeldDataset> measured, DatasetHeld(prog));
+    if (!measured) return InternalError("train", "the dataset block names no source");
+    dataset_ = std::move(*measured);
     SCELLIS_TRY(CheckStepsWillRun());
-    SCELLIS_TRY(CheckOutputsSpareTheDataset());
+    SCELLIS_TRY(CheckOutputsSpareTheDataset(source));
     const std::string batch_dim = images.tensor_type.dims[0].symbol;
     pipeline::CompileOptions step_options = o_.compile;
     if (!batch_dim.empty()) step_options.lower.bind[batch_dim] = spec_.batch;
@@ -275,6 +282,9 @@ class Training {
     if (e_.backend) e_.backend(result_.backend, result_.fallback_reason);
 
     concern_ = Trainer::Concern::kDocument;
+    if (!data_parallel_) SCELLIS_TRY(ChooseDatasetMode(text, step_options, step_backend));
+    SCELLIS_TRY(LoadSplits(source));
+    result_.dataset_streamed = streamed_;
     if (data_parallel_) {
       SCELLIS_TRY(PrepareHalves(text, step_options, std::move(step_backend)));
     } else {
@@ -340,8 +350,39 @@ class Training {
 
   // Host bytes of `copies` gathered batches (images and labels, f32) of `batch` examples.
   int64_t BatchHostBytes(int64_t copies, int64_t batch) const {
-    using execplan::SaturatingMul;
-    return SaturatingMul(SaturatingMul(copies, batch), SaturatingMul(train_.features + 1, 4));
+    return execplan::SaturatingMul(copies, dataset_.BatchBytes(batch));
+  }
+
+  // The step planned with the dataset counted (train/dataset_memory.h): held whole when that
+  // fits, else streamed; a plan red either way is refused here with its largest batch. Sets
+  // `step_options` to plan as chosen: streamed, the dataset class holds the submission's batches.
+  Status ChooseDatasetMode(std::string_view text, pipeline::CompileOptions& step_options,
+                           const runtime::Selection& backend) {
+    pipeline::CompileOptions o = step_options;
+    o.plan.limits = backend.limits;
+    const DatasetMode mode = o_.stream_dataset ? DatasetMode::kStreamed : DatasetMode::kAuto;
+    SCELLIS_ASSIGN_OR_RETURN(DatasetPlan planned,
+                             PlanWithDataset(text, o, dataset_, o_.steps_per_run, mode));
+    const execplan::Plan& plan = *planned.compiled.plan;
+    if (plan.verdict == execplan::Verdict::kRed) return Status(plan.findings);
+    streamed_ = planned.streamed;
+    step_options.plan.dataset = plan.dataset;
+    if (streamed_) step_options.plan.caller_host_bytes = 0;
+    for (const Diagnostic& d : plan.findings)
+      if (d.code == "streamed-dataset" && e_.note) e_.note(d);
+    return Status::Ok();
+  }
+
+  // Both splits, decoded whole or opened for streaming as the plan chose.
+  Status LoadSplits(const std::string& source) {
+    if (streamed_) {
+      SCELLIS_ASSIGN_OR_RETURN(train_.streamed, OpenStreamedSplit(source, "train", o_.store_root));
+      SCELLIS_ASSIGN_OR_RETURN(test_.streamed, OpenStreamedSplit(source, "test", o_.store_root));
+      return Status::Ok();
+    }
+    SCELLIS_ASSIGN_OR_RETURN(train_.held, data::LoadDataset(source, "train"));
+    SCELLIS_ASSIGN_OR_RETURN(test_.held, data::LoadDataset(source, "test"));
+    return Status::Ok();
   }
 
   // Restores a checkpoint: it continues only the document that wrote it and holds exactly its
@@ -441,7 +482,7 @@ class Training {
       concern_ = Trainer::Concern::kInitOut;
       SCELLIS_TRY(SaveState(o_.init_out, start_epoch_));
     }
-    int64_t steps_per_epoch = train_.count / spec_.batch;
+    int64_t steps_per_epoch = train_.count() / spec_.batch;
     if (o_.max_steps > 0) steps_per_epoch = std::min(steps_per_epoch, o_.max_steps);
     for (int epoch = start_epoch_; epoch < epochs_; ++epoch) {
       concern_ = Trainer::Concern::kDocument;
@@ -475,16 +516,18 @@ class Training {
  private:
   // The checkpoint, initial state and losses files must not overwrite the dataset being read
   // (the command line cannot check this: only the trainer knows the dataset's files).
-  Status CheckOutputsSpareTheDataset() const {
-    for (const std::string* out : {&o_.checkpoint, &o_.init_out, &o_.losses_out}) {
-      if (out->empty()) continue;
-      for (const data::Dataset* d : {&train_, &test_})
-        for (const std::string& file : d->files)
+  Status CheckOutputsSpareTheDataset(const std::string& source) const {
+    for (const char* split : {"train", "test"}) {
+      SCELLIS_ASSIGN_OR_RETURN(auto files, data::DatasetFiles(source, split));
+      for (const std::string* out : {&o_.checkpoint, &o_.init_out, &o_.losses_out}) {
+        if (out->empty()) continue;
+        for (const std::string& file : {files.first, files.second})
           if (SameFile(*out, file)) {
             return UserError("bad-output-path", "",
                              "the output '" + *out + "' is the dataset file '" + file + "'",
                              "write outputs elsewhere; the dataset is read, never written");
           }
+      }
     }
     return Status::Ok();
   }
@@ -493,23 +536,24 @@ class Training {
   // it would otherwise report success with nothing done.
   Status CheckStepsWillRun() const {
     const std::string pointer = head_.program->blocks[spec_.dataset].pointer;
-    if (train_.count == 0) {
+    const int64_t train_count = dataset_.train.examples, test_count = dataset_.test.examples;
+    if (train_count == 0) {
       return UserError("empty-training", pointer,
-                       "the train split of \"" + train_.name + "\" holds no examples");
+                       "the train split of \"" + dataset_.source + ":train\" holds no examples");
     }
-    if (spec_.batch > train_.count) {
+    if (spec_.batch > train_count) {
       return UserError("empty-training", spec_.pointer + "/batch",
                        "the batch of " + std::to_string(spec_.batch) +
-                           " is larger than the train split's " + std::to_string(train_.count) +
+                           " is larger than the train split's " + std::to_string(train_count) +
                            " examples: no step would run",
-                       "use a batch of at most " + std::to_string(train_.count));
+                       "use a batch of at most " + std::to_string(train_count));
     }
-    if (spec_.eval_batch > test_.count) {
+    if (spec_.eval_batch > test_count) {
       return UserError("empty-training", spec_.pointer + "/eval_batch",
                        "the eval_batch of " + std::to_string(spec_.eval_batch) +
-                           " is larger than the test split's " + std::to_string(test_.count) +
+                           " is larger than the test split's " + std::to_string(test_count) +
                            " examples: nothing would be scored",
-                       "use an eval_batch of at most " + std::to_string(test_.count));
+                       "use an eval_batch of at most " + std::to_string(test_count));
     }
     return Status::Ok();
   }
@@ -523,8 +567,8 @@ class Training {
       const std::vector<int64_t> sizes = g.at(o.node).type.sizes();
       if (sizes.empty()) return Status::Ok();  // a scalar scores nothing; validate's concern
       const std::string pointer = head_.program->blocks[spec_.dataset].pointer;
-      SCELLIS_TRY(data::CheckLabels(train_, sizes.back(), pointer));
-      return data::CheckLabels(test_, sizes.back(), pointer);
+      SCELLIS_TRY(train_.CheckLabels(sizes.back(), pointer));
+      return test_.CheckLabels(sizes.back(), pointer);
     }
     return Status::Ok();
   }
@@ -532,14 +576,14 @@ class Training {
   // One epoch of training steps, `steps_per_run` to a submission; returns the sum of the losses.
   Result<double> TrainEpoch(int epoch, int64_t steps) {
     auto start = Clock::now();
-    std::vector<int64_t> order = data::EpochOrder(train_.count, spec_.shuffle_seed, epoch);
+    std::vector<int64_t> order = data::EpochOrder(train_.count(), spec_.shuffle_seed, epoch);
     double loss_sum = 0;
     for (int64_t step = 0; step < steps;) {
       int64_t k = std::min<int64_t>(o_.steps_per_run, steps - step);
       std::vector<runtime::Feeds> feeds(static_cast<size_t>(k));
       for (int64_t i = 0; i < k; ++i) {
-        data::GatherBatch(train_, order, (step + i) * spec_.batch, spec_.batch, img_, lab_);
-        feeds[i][images_feed_] = F32Tensor({spec_.batch, train_.features}, img_);
+        SCELLIS_TRY(train_.Gather(order, (step + i) * spec_.batch, spec_.batch, img_, lab_));
+        feeds[i][images_feed_] = F32Tensor({spec_.batch, train_.features()}, img_);
         feeds[i][labels_feed_] = F32Tensor({spec_.batch}, lab_);
         feeds[i][webir::kStepInput] = F32Tensor({}, {static_cast<float>(global_step_ + i + 1)});
       }
@@ -575,7 +619,7 @@ class Training {
   // half with the batch's gradient. Returns the sum of the losses.
   Result<double> TrainEpochSharded(int epoch, int64_t steps) {
     auto start = Clock::now();
-    std::vector<int64_t> order = data::EpochOrder(train_.count, spec_.shuffle_seed, epoch);
+    std::vector<int64_t> order = data::EpochOrder(train_.count(), spec_.shuffle_seed, epoch);
     const std::vector<int64_t> counts = workplan::GatherCounts(work_);
     double loss_sum = 0;
     for (int64_t step = 0; step < steps; ++step) {
@@ -583,7 +627,7 @@ class Training {
       // The weights as the last update left them (or a checkpoint restored them), on the device.
       SCELLIS_TRY(gradients_->CopyFrom(*update_, param_names_));
       t = phases_.Add("weights_copy", t);
-      ShardInputs in{.train = &train_,
+      ShardInputs in{.train = &train_.held,
                      .order = &order,
                      .batch_start = step * spec_.batch,
                      .images_feed = images_feed_,
@@ -698,14 +742,14 @@ class Training {
       SCELLIS_ASSIGN_OR_RETURN(weights[p], state().Download(p));
       SCELLIS_TRY(CheckFinite(weights[p], p));
     }
-    std::vector<int64_t> identity(static_cast<size_t>(test_.count));
-    for (int64_t i = 0; i < test_.count; ++i) identity[i] = i;
+    std::vector<int64_t> identity(static_cast<size_t>(test_.count()));
+    for (int64_t i = 0; i < test_.count(); ++i) identity[i] = i;
     const std::string output = head_.program->blocks[spec_.eval_output].id;
     int64_t correct = 0, seen = 0;
-    for (int64_t first = 0; first + spec_.eval_batch <= test_.count; first += spec_.eval_batch) {
-      data::GatherBatch(test_, identity, first, spec_.eval_batch, img_, lab_);
+    for (int64_t first = 0; first + spec_.eval_batch <= test_.count(); first += spec_.eval_batch) {
+      SCELLIS_TRY(test_.Gather(identity, first, spec_.eval_batch, img_, lab_));
       runtime::Feeds feed(weights.begin(), weights.end());
-      feed[images_feed_] = F32Tensor({spec_.eval_batch, test_.features}, img_);
+      feed[images_feed_] = F32Tensor({spec_.eval_batch, test_.features()}, img_);
       feed[labels_feed_] = F32Tensor({spec_.eval_batch}, lab_);
       // The document's step input, read by the forward (uniform; dropout is the identity in
       // evaluation): the number of the last step trained.
@@ -728,7 +772,9 @@ class Training {
   pipeline::Compiled head_;  // the document at the block rung: the train section
   block::TrainSpec spec_;
   int epochs_ = 0;
-  data::Dataset train_, test_;
+  HeldDataset dataset_;    // measured from the files' headers
+  bool streamed_ = false;  // read batch by batch rather than held whole
+  data::SplitReader train_, test_;
   std::unique_ptr<api::Session> step_, eval_;
   // Data parallelism: the step's halves, the WorkPlan and the job's ranks (one when alone).
   bool data_parallel_ = false;

@@ -43,6 +43,11 @@ struct TrainOptions {
   // the store at store_root ("": the default store).
   bool record_shards = false;
   std::string store_root;
+  // Read the dataset from its files batch by batch even where the plan fits with it held whole
+  // (the same batches, the same bits); without it the trainer streams only when the plan fits no
+  // other way (train/dataset_memory.h). A gzipped file's inflated copy goes into the store at
+  // store_root. A step in one piece only.
+  bool stream_dataset = false;
 };
 
 struct Progress {
@@ -91,7 +96,8 @@ struct TrainResult {
   std::string plan_hash;   // workplan::PlanHash of the plan holding the trained state
   std::string tolerance;   // that plan's tolerance class, and its thresholds at the run's tier
   double atol = 0, rtol = 0;
-  std::string dataset;  // the dataset's source, as the document names it
+  std::string dataset;            // the dataset's source, as the document names it
+  bool dataset_streamed = false;  // read from its files batch by batch, not held whole
   int steps_per_run = 0;
   std::vector<EpochResult> epochs;  // those run by this call (after a resume, the later ones)
   std::vector<float> losses;        // every step's loss, in order
@@ -115,7 +121,7 @@ struct TrainResult {
   double seconds_per_epoch() const;
   // `{"backend", "executor", "fallback_reason", "steps_per_run", "determinism_tier", "rank",
   //   "ranks", "chunks", "shard_record" (null unless recorded), "adapter" (null when none),
-  //   "batch", "step_seconds": {phase: seconds}, "gradient_bytes_per_step",
+  //   "batch", "dataset_streamed", "step_seconds": {phase: seconds}, "gradient_bytes_per_step",
   //   "epochs": [{"epoch", "mean_loss", "test_accuracy", "seconds", "train_seconds", "steps"}],
   //   "seconds_per_epoch", "test_accuracy": [...]}`.
   Json ToJson() const;

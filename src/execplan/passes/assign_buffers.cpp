@@ -86,8 +86,20 @@ class Assigner {
       mem.allocated = SaturatingAdd(mem.allocated, b.bytes);
       mem.largest_tensor = std::max(mem.largest_tensor, b.bytes);
     }
+    // The dataset lives for the whole run: where buffers are host memory it is a class of the
+    // budget, live at every step; elsewhere it is host memory beside the device's.
+    const int64_t dataset = p_.dataset_bytes;
+    if (DatasetInBudget(p_)) {
+      const int c = static_cast<int>(MemClass::kDataset);
+      mem.by_class[c] = dataset;
+      mem.at_peak[c] = dataset;
+      mem.allocated = SaturatingAdd(mem.allocated, dataset);
+      mem.peak_live = SaturatingAdd(mem.peak_live, dataset);
+    }
     // The host holds every source before its upload and every named output after its download.
     mem.host_staging = p_.caller_host_bytes;
+    if (p_.dataset && !DatasetInBudget(p_))
+      mem.host_staging = SaturatingAdd(mem.host_staging, dataset);
     for (const webir::Node& n : g_.nodes)
       if (n.role == webir::Role::kInput || n.role == webir::Role::kParam)
         mem.host_staging = SaturatingAdd(mem.host_staging, Bytes(n.id));

@@ -86,10 +86,12 @@ class Judge {
     if (need <= lim.host_memory_bytes) return;
     std::string parts;
     if (buffers) parts = "buffers " + FormatBytes(buffers) + " + ";
-    parts +=
-        "host copies of inputs and outputs " + FormatBytes(mem.host_staging - p_.caller_host_bytes);
+    const int64_t dataset = p_.dataset && !DatasetInBudget(p_) ? p_.dataset_bytes : 0;
+    parts += "host copies of inputs and outputs " +
+             FormatBytes(mem.host_staging - p_.caller_host_bytes - dataset);
     if (p_.caller_host_bytes)
       parts += " + " + p_.caller_host_what + " " + FormatBytes(p_.caller_host_bytes);
+    if (dataset) parts += " + the dataset " + FormatBytes(dataset);
     Red("memory-over-host",
         "the run needs " + FormatBytes(need) + " of host memory (" + parts + "), " +
             FormatBytes(need - lim.host_memory_bytes) + " more than the host has (" +

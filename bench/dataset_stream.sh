@@ -1,0 +1,37 @@
+#!/usr/bin/env bash
+# One epoch of examples/fashion_mlp.json with the dataset held whole and streamed from its files
+# (--stream-dataset), on one backend: the epoch's training seconds, the process's peak resident
+# memory, and whether every step's loss and the trained state agree bit for bit. The first
+# streamed run inflates the gzipped files into the store (timed apart, as "inflate").
+#
+# usage: bench/dataset_stream.sh [SCELLIS] [BACKEND]    (defaults: build/scellis, cpu)
+# On the H200 (bench/device/h200.sh): "bash bench/dataset_stream.sh dist/scellis webgpu".
+set -euo pipefail
+S=${1:-build/scellis}
+BACKEND=${2:-cpu}
+OUT=$(mktemp -d)
+trap 'rm -rf "$OUT"' EXIT
+export SCELLIS_STORE=${SCELLIS_STORE:-$OUT/store}
+
+train() {  # NAME [FLAGS...]: one epoch, its losses and checkpoint under $OUT/NAME.*
+  local name=$1
+  shift
+  /usr/bin/time -f "%M" -o "$OUT/$name.rss" "$S" train examples/fashion_mlp.json \
+    --backend="$BACKEND" --epochs 1 --no-record --json --losses-out "$OUT/$name.losses.json" \
+    --checkpoint "$OUT/$name.safetensors" "$@" >"$OUT/$name.json" 2>"$OUT/$name.err"
+  python3 -c 'import json,sys; r=json.load(open(sys.argv[1])); print("%-10s %8.3f s  %7.1f MiB  streamed=%s  accuracy %.4f" % (sys.argv[2], r["epochs"][0]["train_seconds"], int(open(sys.argv[3]).read())/1024, r["dataset_streamed"], r["test_accuracy"][-1]))' \
+    "$OUT/$name.json" "$name" "$OUT/$name.rss"
+}
+
+echo "backend $BACKEND, $(nproc) cores"
+start=$(date +%s.%N)
+train inflate --stream-dataset --max-steps 1
+echo "inflate + 1 step: $(python3 -c "import time; print('%.2f s' % (time.time() - $start))")"
+train held
+train streamed --stream-dataset
+train held2
+train streamed2 --stream-dataset
+cmp -s "$OUT/held.losses.json" "$OUT/streamed.losses.json" && echo "losses: identical" ||
+  echo "losses: DIFFER"
+cmp -s "$OUT/held.safetensors" "$OUT/streamed.safetensors" && echo "trained state: identical" ||
+  echo "trained state: DIFFERS"

@@ -1,0 +1,237 @@
+// A streamed dataset trains to the same bits as a held one, and the plan counts the dataset: held
+// whole where it fits, streamed (yellow) where only that fits, red with the largest batch below.
+#include <gtest/gtest.h>
+#include <zlib.h>
+
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <iterator>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "base/json_util.h"
+#include "data/dataset.h"
+#include "data/idx.h"
+#include "support/cli.h"
+#include "train/dataset_memory.h"
+#include "train/trainer.h"
+
+namespace scellis::train {
+namespace {
+
+namespace fs = std::filesystem;
+
+void PutBe32(std::string& s, uint32_t v) {
+  for (int shift = 24; shift >= 0; shift -= 8) s.push_back(static_cast<char>(v >> shift));
+}
+
+// An IDX file of `type` with dimensions `dims` and raw big-endian elements `body`.
+std::string Idx(uint8_t type, const std::vector<uint32_t>& dims, const std::string& body) {
+  std::string s{'\0', '\0', static_cast<char>(type), static_cast<char>(dims.size())};
+  for (uint32_t d : dims) PutBe32(s, d);
+  return s + body;
+}
+
+void WritePlain(const fs::path& p, const std::string& bytes) {
+  std::ofstream(p, std::ios::binary) << bytes;
+}
+
+void WriteGzip(const fs::path& p, const std::string& bytes) {
+  gzFile f = gzopen(p.c_str(), "wb");
+  ASSERT_NE(f, nullptr);
+  ASSERT_EQ(gzwrite(f, bytes.data(), static_cast<unsigned>(bytes.size())),
+            static_cast<int>(bytes.size()));
+  gzclose(f);
+}
+
+std::string ReadAll(const fs::path& p) {
+  std::ifstream in(p, std::ios::binary);
+  return std::string(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
+}
+
+// A linear classifier of 6 pixels into 3 classes on the dataset `source`.
+std::string Tiny(const std::string& source) {
+  Json doc = Json::parse(R"({
+    "format": "scellis.workflow/1", "name": "tiny_stream", "determinism": "prod",
+    "tolerance": "default", "dims": {"B": 4},
+    "nodes": [
+      {"id": "data", "type": "dataset", "params": {"source": ""}},
+      {"id": "x", "type": "input", "params": {"name": "images", "shape": ["B", 6]}},
+      {"id": "y", "type": "input", "params": {"name": "labels", "shape": ["B"]}},
+      {"id": "w", "type": "param",
+       "params": {"shape": [6, 3], "init": {"kind": "kaiming_uniform", "seed": 5}}},
+      {"id": "b", "type": "param",
+       "params": {"shape": [3], "init": {"kind": "kaiming_uniform", "fan_in": 6, "seed": 6}}},
+      {"id": "lin", "type": "matmul"},
+      {"id": "logits", "type": "add"},
+      {"id": "loss", "type": "cross_entropy"}
+    ],
+    "wires": [
+      {"from": "x", "to": "lin.a"}, {"from": "w", "to": "lin.b"},
+      {"from": "lin", "to": "logits.a"}, {"from": "b", "to": "logits.b"},
+      {"from": "logits", "to": "loss.a"}, {"from": "y", "to": "loss.target"}
+    ],
+    "outputs": [{"name": "loss", "from": "loss"}, {"name": "logits", "from": "logits"}],
+    "train": {"loss": "loss", "eval_output": "logits",
+              "data": {"dataset": "data", "images": "x", "labels": "y"},
+              "optimizer": {"kind": "adam", "lr": 0.05},
+              "batch": 4, "eval_batch": 5, "epochs": 2, "shuffle_seed": 3}
+  })");
+  doc["nodes"][0]["params"]["source"] = source;
+  return doc.dump();
+}
+
+class DatasetStreamTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    dir_ = testing::MakeTempDir("scellis-dataset-stream-test");
+    // 21 examples of 6 u8 pixels, fresh each run; labels 0..2.
+    std::mt19937 rng(std::random_device{}());
+    std::string pixels, labels;
+    for (int i = 0; i < kExamples * 6; ++i) pixels.push_back(static_cast<char>(rng() % 256));
+    for (int i = 0; i < kExamples; ++i) labels.push_back(static_cast<char>(rng() % 3));
+    images_ = Idx(0x08, {kExamples, 2, 3}, pixels);
+    labels_ = Idx(0x08, {kExamples}, labels);
+    WriteGzip(dir_ / "images.gz", images_);
+    WriteGzip(dir_ / "labels.gz", labels_);
+    WritePlain(dir_ / "images.idx", images_);
+    WritePlain(dir_ / "labels.idx", labels_);
+  }
+  void TearDown() override { fs::remove_all(dir_); }
+
+  std::string Source(bool gz) const {
+    return "idx:" + (dir_ / (gz ? "images.gz" : "images.idx")).string() + "," +
+           (dir_ / (gz ? "labels.gz" : "labels.idx")).string();
+  }
+
+  TrainOptions Cpu(bool stream, const std::string& checkpoint) const {
+    TrainOptions o;
+    o.select.requested = "cpu";
+    o.steps_per_run = 2;
+    o.stream_dataset = stream;
+    o.store_root = (dir_ / "store").string();
+    o.checkpoint = (dir_ / checkpoint).string();
+    return o;
+  }
+
+  static constexpr int kExamples = 21;
+  fs::path dir_;
+  std::string images_, labels_;
+};
+
+// Losses, accuracy and the whole trained state (params and Adam moments, as the checkpoint's
+// bytes) of a streamed run equal the held run's, from gzipped and from plain files.
+TEST_F(DatasetStreamTest, StreamedTrainingEqualsHeldBitForBit) {
+  for (bool gz : {true, false}) {
+    SCOPED_TRACE(gz ? "gzipped" : "plain");
+    const std::string doc = Tiny(Source(gz));
+    auto held = Trainer(Cpu(false, "held.safetensors")).Train(doc);
+    ASSERT_TRUE(held.ok()) << held.errors().front().Format();
+    auto streamed = Trainer(Cpu(true, "streamed.safetensors")).Train(doc);
+    ASSERT_TRUE(streamed.ok()) << streamed.errors().front().Format();
+    EXPECT_FALSE(held->dataset_streamed);
+    EXPECT_TRUE(streamed->dataset_streamed);
+    ASSERT_EQ(held->losses.size(), 10u);  // 2 epochs of 21 / 4 steps
+    ASSERT_EQ(streamed->losses.size(), held->losses.size());
+    EXPECT_EQ(0, std::memcmp(held->losses.data(), streamed->losses.data(),
+                             held->losses.size() * sizeof(float)));
+    EXPECT_EQ(held->epochs.back().test_accuracy, streamed->epochs.back().test_accuracy);
+    const std::string a = ReadAll(dir_ / "held.safetensors");
+    EXPECT_FALSE(a.empty());
+    EXPECT_EQ(a, ReadAll(dir_ / "streamed.safetensors"));
+  }
+  // The gzipped files were inflated once into the store, filed under the compressed file's hash.
+  EXPECT_TRUE(fs::exists(dir_ / "store" / "index" / "inflated-idx"));
+}
+
+// A run resumed from a checkpoint continues the same way held or streamed.
+TEST_F(DatasetStreamTest, ResumedStreamedRunEqualsResumedHeldRun) {
+  const std::string doc = Tiny(Source(true));
+  TrainOptions first = Cpu(false, "epoch1.safetensors");
+  first.epochs = 1;
+  ASSERT_TRUE(Trainer(first).Train(doc).ok());
+  TrainOptions held = Cpu(false, "held.safetensors"), streamed = Cpu(true, "streamed.safetensors");
+  held.resume = streamed.resume = (dir_ / "epoch1.safetensors").string();
+  auto h = Trainer(held).Train(doc);
+  auto s = Trainer(streamed).Train(doc);
+  ASSERT_TRUE(h.ok()) << h.errors().front().Format();
+  ASSERT_TRUE(s.ok()) << s.errors().front().Format();
+  ASSERT_EQ(h->losses.size(), 5u);  // the second epoch alone
+  EXPECT_EQ(0, std::memcmp(h->losses.data(), s->losses.data(), h->losses.size() * sizeof(float)));
+  EXPECT_EQ(ReadAll(dir_ / "held.safetensors"), ReadAll(dir_ / "streamed.safetensors"));
+}
+
+// Rows read at their offsets are the values written, for a type other than u8 too (f32 taken as
+// it is, not scaled); a gzipped file is refused by name.
+TEST_F(DatasetStreamTest, ReadsRowsAtOffsetsAsWritten) {
+  const std::vector<float> values = {0.1f, -2.5f, 3e38f, -0.0f, 7.25f, 1e-30f};
+  std::string body;
+  for (float v : values) {
+    uint32_t bits;
+    std::memcpy(&bits, &v, 4);
+    PutBe32(body, bits);
+  }
+  WritePlain(dir_ / "f32.idx", Idx(0x0d, {3, 2}, body));
+  auto rows = data::IdxRows::Open((dir_ / "f32.idx").string());
+  ASSERT_TRUE(rows.ok()) << rows.errors().front().Format();
+  EXPECT_EQ(rows->rows(), 3);
+  EXPECT_EQ(rows->row_elements(), 2);
+  std::vector<float> got(4);
+  ASSERT_TRUE(rows->Read(1, 2, got.data()).ok());
+  EXPECT_EQ(0, std::memcmp(got.data(), values.data() + 2, 4 * sizeof(float)));
+  auto gz = data::IdxRows::Open((dir_ / "images.gz").string());
+  ASSERT_FALSE(gz.ok());
+  EXPECT_EQ(gz.errors().front().code, "idx-gzipped");
+}
+
+// The Fashion-MNIST workflow's plan: green with the dataset class under the default budget;
+// yellow `streamed-dataset` under a budget between the model with one submission's batches and
+// the model with the whole set (exit 0); red below, naming the largest batch that fits, which
+// then plans green or yellow.
+TEST(DatasetPlanTest, FashionMnistPlanTurnsYellowThenRed) {
+  if (!data::FindFashionMnistDir()) GTEST_SKIP() << "Fashion-MNIST is not installed";
+  const std::string doc = std::string(SCELLIS_SOURCE_DIR) + "/examples/fashion_mlp.json";
+  auto plan = [&](std::vector<std::string> extra) {
+    std::vector<std::string> args = {"plan", doc, "--json"};
+    args.insert(args.end(), extra.begin(), extra.end());
+    testing::CliRun r = testing::RunScellis(args);
+    EXPECT_TRUE(r.exited);
+    return std::make_pair(r.exit_code, Json::parse(r.out, nullptr, false));
+  };
+  auto [code, green] = plan({});
+  ASSERT_EQ(code, 0);
+  ASSERT_FALSE(green.is_discarded());
+  EXPECT_EQ(green["verdict"], "green");
+  const int64_t whole = int64_t{4} * (70000 * 784 + 70000);  // both splits, f32
+  EXPECT_EQ(green["memory"]["by_class"]["dataset"], whole);
+  EXPECT_EQ(green["dataset"]["streamed"], false);
+  const int64_t model = green["memory"]["allocated"].get<int64_t>() - whole;
+  const int64_t submission = int64_t{8} * 64 * 785 * 4;  // 8 batches of 64 examples
+
+  auto [yellow_code, yellow] = plan({"--budget=" + std::to_string(model + whole / 2)});
+  EXPECT_EQ(yellow_code, 0);
+  EXPECT_EQ(yellow["verdict"], "yellow");
+  EXPECT_EQ(yellow["findings"][0]["code"], "streamed-dataset");
+  EXPECT_EQ(yellow["dataset"]["streamed"], true);
+  EXPECT_EQ(yellow["memory"]["by_class"]["dataset"], submission);
+
+  const std::string tight = "--budget=" + std::to_string(model + submission / 2);
+  auto [red_code, red] = plan({tight});
+  EXPECT_EQ(red_code, 2);
+  EXPECT_EQ(red["verdict"], "red");
+  ASSERT_TRUE(red.contains("batch_fit"));
+  const int64_t largest = red["batch_fit"]["largest"].get<int64_t>();
+  EXPECT_GT(largest, 0);
+  EXPECT_LT(largest, 64);
+  auto [fit_code, fit] = plan({tight, "--bind", "B=" + std::to_string(largest)});
+  EXPECT_EQ(fit_code, 0);
+  EXPECT_NE(fit["verdict"], "red");
+  EXPECT_EQ(fit["dataset"]["streamed"], true);
+  auto [over_code, over] = plan({tight, "--bind", "B=" + std::to_string(largest + 1)});
+  EXPECT_EQ(over_code, 2);
+}
+
+}  // namespace
+}  // namespace scellis::train
