@@ -207,7 +207,9 @@ std::vector<std::string> GradcheckIds(const std::string& op, const ops::OpTable&
 std::vector<CaseResult> GradcheckUserOp(const ops::OpSpec& spec, const ops::OpTable& table,
                                         uint64_t seed, const kernel::ref::Parallel& parallel) {
   std::vector<CaseResult> out;
-  for (const Check& check : ChecksOf(spec)) {
+  const std::vector<Check> checks = ChecksOf(spec);
+  for (size_t k = 0; k < checks.size(); ++k) {
+    const Check& check = checks[k];
     CaseResult cr;
     cr.id = check.id;
     cr.shape = MakeType(check.shape).ShapeString();
@@ -217,7 +219,7 @@ std::vector<CaseResult> GradcheckUserOp(const ops::OpSpec& spec, const ops::OpTa
     if (!gradient)
       cr.error = "the gradient's op " + check.gradient->op + " is missing";
     else
-      CheckOne(spec, *gradient, check.shape, seed, parallel, cr);
+      CheckOne(spec, *gradient, check.shape, seed + 1000003 * k, parallel, cr);
     out.push_back(std::move(cr));
   }
   return out;
