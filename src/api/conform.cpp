@@ -5,6 +5,7 @@
 
 #include "conform/receipt.h"
 #include "doc/document.h"
+#include "ops/user_op.h"
 #include "store/store.h"
 
 namespace scellis::api {
@@ -75,7 +76,7 @@ std::vector<std::string> GroupsOf(const ConformOptions& o, const ops::OpTable& t
   if (!o.ops.empty() || o.document.empty()) return o.ops;
   std::vector<std::string> user;
   for (const ops::OpSpec& s : table.ops())
-    if (s.user) user.push_back(s.name);
+    if (s.user && s.user->gradient_of.empty()) user.push_back(s.name);
   return user;
 }
 
@@ -95,7 +96,7 @@ std::vector<Diagnostic> CheckConformOptions(const ConformOptions& o) {
   }
   std::vector<std::string> known = conform::Groups();
   for (const ops::OpSpec& s : table.value()->ops())
-    if (s.user) known.push_back(s.name);
+    if (s.user && s.user->gradient_of.empty()) known.push_back(s.name);
   for (const std::string& op : o.ops) {
     if (std::find(known.begin(), known.end(), op) == known.end()) {
       std::string list;

@@ -1211,7 +1211,7 @@ std::vector<Case> CasesFor(const std::string& group, const ops::OpTable& table) 
     case OpKind::kSource:
       break;
     case OpKind::kUser:
-      return UserOpCases(*def);
+      return UserOpGroupCases(*def, table);
     case OpKind::kElementwise:
       if (def->ports.at(0).dtypes == std::vector<DType>{DType::kI32, DType::kU32}) {
         BitCases(*def, out);

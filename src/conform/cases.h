@@ -74,12 +74,14 @@ std::vector<std::string> Groups();
 
 // The cases of one group; empty when the group is unknown or its op has no case generator (a
 // registry test fails on that). A user op of `ops` (a document's table) gets UserOpCases.
-std::vector<Case> CasesFor(const std::string& group,
-                           const ops::OpTable& ops = *ops::BuiltinOps());
+std::vector<Case> CasesFor(const std::string& group, const ops::OpTable& ops = *ops::BuiltinOps());
 
 // The cases of a user op (conform/user_cases.cpp), from its signature: each input of the output's
 // shape, at edge sizes of the declared rank; each case's document carries the op's definition.
 std::vector<Case> UserOpCases(const ops::OpSpec& spec);
+// The group of a user op: its cases, then those of each gradient it defines ("grad_x/r2_7x13"),
+// whose ops are found in `table`; none for a gradient's own op, conformed with its forward.
+std::vector<Case> UserOpGroupCases(const ops::OpSpec& spec, const ops::OpTable& table);
 
 // Fresh input data for `c`: a pure function of (seed, case, input, element).
 runtime::Feeds MakeFeeds(const Case& c, uint64_t seed);

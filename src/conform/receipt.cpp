@@ -6,6 +6,8 @@
 #include <map>
 
 #include "conform/cases.h"
+#include "conform/user_gradcheck.h"
+#include "ops/user_op.h"
 
 namespace scellis::conform {
 namespace {
@@ -134,9 +136,21 @@ std::string ReceiptProblem(const Json& j, const std::string& profile, const std:
   };
   if (std::string p = thresholds_problem(j, "the receipt"); !p.empty()) return p;
   const std::vector<Case> cases = CasesFor(op, ops);
+  // A user op's gradient checks follow its cases, held to the gradient-check thresholds.
+  const std::vector<std::string> checks = GradcheckIds(op, ops);
   const Json& recorded = j.contains("cases") ? j["cases"] : Json();
-  if (!recorded.is_array() || recorded.size() != cases.size())
-    return "it does not record the " + std::to_string(cases.size()) + " cases of \"" + op + "\"";
+  if (!recorded.is_array() || recorded.size() != cases.size() + checks.size())
+    return "it does not record the " + std::to_string(cases.size() + checks.size()) +
+           " cases of \"" + op + "\"";
+  for (size_t i = 0; i < checks.size(); ++i) {
+    const Json& c = recorded[cases.size() + i];
+    const policy::Thresholds want = policy::GradcheckThresholds();
+    if (!c.is_object() || c.value("case", "") != checks[i] || !IsNumber(c, "max_bound_ratio") ||
+        c["max_bound_ratio"].get<double>() > 1 || !c.contains("thresholds") ||
+        c["thresholds"].value("atol", -1.0) != want.atol ||
+        c["thresholds"].value("rtol", -1.0) != want.rtol)
+      return "its gradient check " + checks[i] + " is missing or did not pass";
+  }
   for (size_t i = 0; i < cases.size(); ++i) {
     const Json& c = recorded[i];
     if (!c.is_object() || c.value("case", "") != cases[i].id())
@@ -265,9 +279,11 @@ ReceiptReport CheckReceipts(const store::Store& store, const std::string& profil
       }
       if (steps > 1) kr.groups.push_back(kFusedGroup);
     } else {
-      kr.groups.push_back(k.op);
       const ops::OpSpec* spec = m.graph().ops->Find(k.op);
       kr.user = spec && spec->user;
+      // A user op's gradient is conformed with the op: one receipt covers both.
+      kr.groups.push_back(kr.user && !spec->user->gradient_of.empty() ? spec->user->gradient_of
+                                                                      : k.op);
     }
     for (const std::string& g : kr.groups)
       if (!holds(g)) kr.missing.push_back(g);

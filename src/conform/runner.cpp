@@ -8,6 +8,7 @@
 #include <random>
 
 #include "base/sha256.h"
+#include "conform/user_gradcheck.h"
 #include "ops/user_op.h"
 #include "pipeline/compile.h"
 #include "runtime/backends/cpu/executor.h"
@@ -266,6 +267,11 @@ Result<std::vector<GroupResult>> Run(runtime::Executor& gpu, const Options& opti
       Judge(c, r, *got, again, parallel);
       AddCase(gr, std::move(r.result));
     }
+    // A user op's gradient is also held to its forward: finite differences of its reference.
+    // Their errors, judged by other thresholds, stay out of the group's (the device's) figures.
+    if (const ops::OpSpec* spec = options.ops->Find(group); spec && spec->user)
+      for (CaseResult& cr : GradcheckUserOp(*spec, *options.ops, options.seed, parallel))
+        gr.cases.push_back(std::move(cr));
     FinishGroup(gr, options.tier, hash_input);
     if (options.on_group) options.on_group(gr);
     results.push_back(std::move(gr));

@@ -61,11 +61,28 @@ std::vector<Case> UserOpCases(const ops::OpSpec& spec) {
         op[port] = i;
       }
       nodes.push_back(op);
+      // A gradient's op is defined by the op it differentiates.
+      const std::string& defined = user.gradient_of.empty() ? spec.name : user.gradient_of;
       c.doc = {{"version", doc::kUserOpsVersion},
                {"name", spec.name + "/" + c.name},
-               {"ops", {{spec.name, user.definition}}},
+               {"ops", {{defined, user.definition}}},
                {"nodes", nodes},
                {"outputs", Json::array({{{"name", "out"}, {"id", spec.ports.size()}}})}};
+      out.push_back(std::move(c));
+    }
+  }
+  return out;
+}
+
+std::vector<Case> UserOpGroupCases(const ops::OpSpec& spec, const ops::OpTable& table) {
+  if (!spec.user || !spec.user->gradient_of.empty()) return {};
+  std::vector<Case> out = UserOpCases(spec);
+  for (const ops::UserKernel::Gradient& g : spec.user->gradients) {
+    const ops::OpSpec* d = table.Find(g.op);
+    if (!d) continue;
+    for (Case c : UserOpCases(*d)) {
+      c.group = spec.name;
+      c.name = "grad_" + g.port + "/" + c.name;
       out.push_back(std::move(c));
     }
   }

@@ -12,8 +12,9 @@
 namespace scellis::doc {
 namespace {
 
-const std::vector<std::string> kUserOpFields = {"inputs",    "shape", "dtype",
-                                                "tolerance", "wgsl",  "reference"};
+const std::vector<std::string> kUserOpFields = {"inputs", "shape",     "dtype",   "tolerance",
+                                                "wgsl",   "reference", "gradient"};
+const std::vector<std::string> kGradientFields = {"wgsl", "reference"};
 const std::vector<std::string> kPortFields = {"name", "dtype", "rank"};
 const std::vector<std::string> kReferenceFields = {"nodes", "output"};
 // A graph node's own fields: a port of that name could not be told from them.
@@ -112,9 +113,13 @@ class UserOpParser {
     if (errors_.size() != errors_before) return;
     user->definition = j;
     user->definition_hash = "sha256:" + Sha256Hex(CanonicalJson(j));
+    std::vector<ops::OpSpec> gradients = ParseGradients(j, pointer, spec, *user);
+    spec.differentiable = !user->gradients.empty();
     spec.user = std::move(user);
     CheckReferenceStructure(spec);
-    if (errors_.size() == errors_before) table_.Add(std::move(spec));
+    if (errors_.size() != errors_before) return;
+    table_.Add(std::move(spec));
+    for (ops::OpSpec& g : gradients) table_.Add(std::move(g));
   }
 
  private:
@@ -286,6 +291,79 @@ class UserOpParser {
               "the reference has no input node named \"" + p.name + "\"",
               "add {\"id\": ..., \"op\": \"input\", \"name\": \"" + p.name + "\"}");
     user.reference = *it;
+  }
+
+  // The optional "gradient": per port, the WGSL and reference of its vector-Jacobian product, each
+  // held to the forward's rules. Each becomes an op of its own (ops::UserGradientOpName), which
+  // autodiff emits and conformance proves like the forward; returned to be added after it.
+  std::vector<ops::OpSpec> ParseGradients(const Json& j, const std::string& pointer,
+                                          const ops::OpSpec& forward, ops::UserKernel& user) {
+    std::vector<ops::OpSpec> out;
+    auto it = j.find("gradient");
+    if (it == j.end()) return out;
+    const std::string at = PointerJoin(pointer, "gradient");
+    if (!it->is_object() || it->empty()) {
+      Error("bad-gradient", at,
+            "the gradient is " + it->dump() + ", expected an object of gradients by input",
+            "\"gradient\": {\"<input>\": {\"wgsl\": ..., \"reference\": ...}}");
+      return out;
+    }
+    for (const ops::Port& p : forward.ports)
+      if (Upper(p.name) == Upper(ops::kUpstreamGradientPort))
+        Error("bad-port-name", at,
+              "the op has an input named \"" + p.name +
+                  "\", the name its gradient gives the upstream gradient",
+              "rename the input");
+    for (auto g = it->begin(); g != it->end(); ++g) {
+      const std::string port = g.key();
+      const std::string port_at = PointerJoin(at, port);
+      if (!forward.FindPort(port)) {
+        Error("bad-gradient-port", port_at,
+              "the gradient is given for \"" + port + "\", which is none of the op's inputs",
+              "key each gradient by the name of the input it differentiates");
+        continue;
+      }
+      if (!g->is_object()) {
+        Error("bad-field-type", port_at,
+              std::string("the gradient is a ") + g->type_name() + ", expected an object");
+        continue;
+      }
+      CheckKeys(*g, port_at, kGradientFields, "a gradient", errors_);
+      ops::OpSpec spec;
+      spec.name = ops::UserGradientOpName(forward.name, port);
+      spec.min_version = kUserOpsVersion;
+      spec.kind = ops::OpKind::kUser;
+      spec.tolerance = forward.tolerance;
+      spec.summary = "the gradient of \"" + forward.name + "\" for its input \"" + port + "\" (" +
+                     port_at + ")";
+      spec.determinism = forward.determinism;
+      spec.ports = forward.ports;
+      spec.ports.emplace_back(ops::kUpstreamGradientPort, ops::PortRole::kGradient);
+      if (const ops::OpSpec* taken = table_.Find(spec.name))
+        Error("op-name-taken", port_at,
+              "the gradient's op \"" + spec.name + "\" already exists" +
+                  (taken->user ? " (defined earlier)" : " (it is built in)"),
+              "rename the op whose name it takes");
+      auto kernel = std::make_shared<ops::UserKernel>();
+      kernel->pointer = port_at;
+      kernel->shape_of = port;
+      kernel->ranks = user.ranks;
+      for (const ops::UserPortRank& r : user.ranks)
+        if (r.port == user.shape_of) kernel->ranks.push_back({ops::kUpstreamGradientPort, r.rank});
+      const size_t errors_before = errors_.size();
+      ParseWgsl(*g, port_at, spec.name, *kernel);
+      ParseReference(*g, port_at, spec, *kernel);
+      if (errors_.size() != errors_before) continue;
+      kernel->definition = j;
+      kernel->definition_hash = "sha256:" + Sha256Hex(CanonicalJson(j) + "\ngradient " + port);
+      kernel->gradient_of = forward.name;
+      kernel->gradient_port = port;
+      spec.user = std::move(kernel);
+      CheckReferenceStructure(spec);
+      user.gradients.push_back({port, spec.name});
+      out.push_back(std::move(spec));
+    }
+    return out;
   }
 
   // The reference's nodes as the document rung checks any graph's (ops that exist, references

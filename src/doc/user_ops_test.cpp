@@ -92,8 +92,8 @@ TEST(UserOpDefinitions, SignatureMistakes) {
   rank["ops"]["jacobi5"]["inputs"][0]["rank"] = -1;
   EXPECT_EQ(FirstError(rank), "bad-rank /ops/jacobi5/inputs/0/rank");
   Json field = Example();
-  field["ops"]["jacobi5"]["gradient"] = "none";
-  EXPECT_EQ(FirstError(field), "unknown-field /ops/jacobi5/gradient");
+  field["ops"]["jacobi5"]["backward"] = "none";
+  EXPECT_EQ(FirstError(field), "unknown-field /ops/jacobi5/backward");
 }
 
 TEST(UserOpDefinitions, WgslMistakes) {

@@ -33,6 +33,26 @@ struct UserKernel {
   // its canonical JSON: what a conformance receipt for the op is about.
   Json definition;
   std::string definition_hash;
+  // The gradient the definition gives ("gradient": {PORT: {"wgsl", "reference"}}): per input port
+  // it differentiates, the op computing that port's vector-Jacobian product, itself a user op of
+  // the same table named NAME_grad_PORT, taking the ports and the upstream gradient `grad`.
+  struct Gradient {
+    std::string port;
+    std::string op;
+  };
+  std::vector<Gradient> gradients;
+  // Set on a gradient's op: the op it differentiates and the port. Its `definition` is that op's
+  // whole definition (a conformance case carries it), its hash the definition's and the port's.
+  std::string gradient_of;
+  std::string gradient_port;
 };
+
+// The port a gradient's op takes the upstream gradient at (`grad_at(index)` in its WGSL).
+inline constexpr const char* kUpstreamGradientPort = "grad";
+
+// The name of the op computing the gradient of `op` for its input `port`.
+inline std::string UserGradientOpName(const std::string& op, const std::string& port) {
+  return op + "_grad_" + port;
+}
 
 }  // namespace scellis::ops

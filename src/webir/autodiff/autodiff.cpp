@@ -54,7 +54,7 @@ int Emit(Graph& g, const std::string& op, std::vector<int> args, Json attrs) {
   for (int a : args)
     if (a < 0 || a >= static_cast<int>(g.nodes.size())) return -1;
   const ops::OpSpec* spec = g.ops->Find(op);
-  const OpRule* rule = FindRule(op);
+  const OpRule* rule = spec ? RuleOf(*spec) : nullptr;
   if (!spec || !rule || spec->kind == OpKind::kSource || !spec->ArityFits(args.size())) {
     RecordRuleError("a gradient rule built an unknown op or the wrong arity: " + op);
     return -1;
@@ -63,8 +63,15 @@ int Emit(Graph& g, const std::string& op, std::vector<int> args, Json attrs) {
   for (int a : args) c.args.push_back(g.at(a).type);
   c.attrs = std::move(attrs);
   c.version = std::max(g.version, spec->min_version);
+  c.spec = spec;
   auto type = InferChecked(op, *rule, c);
   if (!type.ok()) {
+    // A user's gradient (a reference that computes another shape) is the document's error, told
+    // at its definition; a built-in rule's is ours.
+    if (spec->user && g_rule_errors) {
+      for (const Diagnostic& d : type.errors()) g_rule_errors->push_back(d);
+      return -1;
+    }
     RecordRuleError("a gradient rule built an ill-typed " + op + ": " +
                     type.errors().front().message);
     return -1;
@@ -182,7 +189,8 @@ Result<std::vector<int>> Backward(Graph& g, int loss, const std::vector<int>& wr
     const Node n = g.at(i);  // a copy: rules append to g.nodes
     bool feeds_wrt = std::any_of(n.args.begin(), n.args.end(), on_path);
     if (!feeds_wrt) continue;
-    const OpRule* rule = FindRule(n.op);
+    const ops::OpSpec* spec = g.ops->Find(n.op);
+    const OpRule* rule = spec ? RuleOf(*spec) : FindRule(n.op);
     const char* no_gradient =
         rule && rule->grad && rule->no_gradient ? rule->no_gradient(n) : nullptr;
     if (!rule || !rule->grad || no_gradient) {
@@ -203,6 +211,19 @@ Result<std::vector<int>> Backward(Graph& g, int loss, const std::vector<int>& wr
                            "the gradient rule of " + n.op + " has the wrong arity");
     for (size_t k = 0; k < n.args.size(); ++k) {
       int a = n.args[k];
+      if (on_path(a) && grads[k] < 0 && spec && spec->user && k < spec->ports.size()) {
+        // A user op differentiates the ports its definition gives a gradient for, and no other.
+        Diagnostic d = UserError(
+            "not-differentiable", n.origin,
+            "the op \"" + n.op + "\" has no gradient for its input \"" + spec->ports[k].name +
+                "\", but the loss depends on a differentiated value through it",
+            "give the op a gradient for \"" + spec->ports[k].name + "\" (\"gradient\": {\"" +
+                spec->ports[k].name +
+                "\": {\"wgsl\": ..., \"reference\": ...}}), or differentiate "
+                "with respect to values that do not reach it there");
+        d.where = n.Describe();
+        return d;
+      }
       if (!on_path(a) || grads[k] < 0) continue;
       if (!g.at(grads[k]).type.SameShape(g.at(a).type))
         return InternalError("webir.Backward", "the gradient rule of " + n.op + " gave input " +

@@ -1,7 +1,10 @@
 // The shape rule every user op shares (ops/user_op.h): the output takes the shape of the port its
 // definition names and the declared dtype, and the op's reference, planned at the node's input
-// types, must compute exactly that. A user op has no gradient rule: it is not differentiable.
+// types, must compute exactly that. Its gradient, where the definition gives one, is a user op per
+// port (ops::UserKernel::gradients) over the ports and the upstream gradient.
 #include "ops/user_op.h"
+#include "webir/autodiff/autodiff.h"
+#include "webir/graph.h"
 #include "webir/op_rules.h"
 #include "webir/user_ops.h"
 
@@ -51,10 +54,24 @@ Result<TensorType> InferUser(InferContext& c) {
   return out;
 }
 
+// Each port the definition differentiates gets its gradient op over (ports..., grad); the others
+// get none, and Backward refuses a loss that reaches a differentiated value through one of them.
+std::vector<int> GradUser(Graph& g, const Node& n, int grad_out) {
+  std::vector<int> grads(n.args.size(), -1);
+  const ops::OpSpec* spec = g.ops->Find(n.op);
+  if (!spec || !spec->user) return grads;
+  std::vector<int> args = n.args;
+  args.push_back(grad_out);
+  for (size_t k = 0; k < spec->ports.size() && k < n.args.size(); ++k)
+    for (const ops::UserKernel::Gradient& d : spec->user->gradients)
+      if (d.port == spec->ports[k].name) grads[k] = grad::Emit(g, d.op, args);
+  return grads;
+}
+
 }  // namespace
 
 const OpRule& UserOpRule() {
-  static const OpRule rule{InferUser, nullptr, nullptr};
+  static const OpRule rule{InferUser, GradUser, nullptr};
   return rule;
 }
 
