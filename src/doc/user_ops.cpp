@@ -14,6 +14,9 @@ namespace {
 
 const std::vector<std::string> kUserOpFields = {"inputs",    "shape", "dtype",
                                                 "tolerance", "wgsl",  "reference"};
+// An op defined through the API brings its reference as a callable, not as a field.
+const std::vector<std::string> kCallableOpFields = {"inputs", "shape", "dtype", "tolerance",
+                                                    "wgsl"};
 const std::vector<std::string> kPortFields = {"name", "dtype", "rank"};
 const std::vector<std::string> kReferenceFields = {"nodes", "output"};
 // A graph node's own fields: a port of that name could not be told from them.
@@ -59,6 +62,11 @@ class UserOpParser {
  public:
   UserOpParser(ops::OpTable& table, std::vector<Diagnostic>& errors)
       : table_(table), errors_(errors) {}
+  // The next ops parsed take `callable` as their reference, named by `version` in the definition.
+  void UseCallable(const ops::UserReference& callable, std::string version) {
+    callable_ = &callable;
+    version_ = std::move(version);
+  }
 
   void Parse(const std::string& name, const Json& j) {
     const std::string pointer = PointerJoin("/ops", name);
@@ -83,7 +91,7 @@ class UserOpParser {
             std::string("the op's definition is a ") + j.type_name() + ", expected an object");
       return;
     }
-    CheckKeys(j, pointer, kUserOpFields, "a user op", errors_);
+    CheckKeys(j, pointer, callable_ ? kCallableOpFields : kUserOpFields, "a user op", errors_);
 
     ops::OpSpec spec;
     spec.name = name;
@@ -108,12 +116,18 @@ class UserOpParser {
         spec.tolerance = *tol;
     }
     ParseWgsl(j, pointer, name, *user);
-    ParseReference(j, pointer, spec, *user);
+    if (callable_) {
+      user->callable = *callable_;
+      user->reference_version = version_;
+    } else {
+      ParseReference(j, pointer, spec, *user);
+    }
     if (errors_.size() != errors_before) return;
     user->definition = j;
-    user->definition_hash = "sha256:" + Sha256Hex(CanonicalJson(j));
+    if (callable_) user->definition["reference"] = {{"callable", version_}};
+    user->definition_hash = "sha256:" + Sha256Hex(CanonicalJson(user->definition));
     spec.user = std::move(user);
-    CheckReferenceStructure(spec);
+    if (!callable_) CheckReferenceStructure(spec);
     if (errors_.size() == errors_before) table_.Add(std::move(spec));
   }
 
@@ -298,6 +312,8 @@ class UserOpParser {
 
   ops::OpTable& table_;
   std::vector<Diagnostic>& errors_;
+  const ops::UserReference* callable_ = nullptr;
+  std::string version_;
 };
 
 }  // namespace
@@ -312,6 +328,23 @@ std::vector<Diagnostic> ParseUserOps(const Json& section, ops::OpTable& table) {
   }
   UserOpParser parser(table, errors);
   for (auto it = section.begin(); it != section.end(); ++it) parser.Parse(it.key(), *it);
+  return errors;
+}
+
+std::vector<Diagnostic> ParseCallableUserOp(const std::string& name, const Json& definition,
+                                            const ops::UserReference& reference,
+                                            const std::string& reference_version,
+                                            ops::OpTable& table) {
+  std::vector<Diagnostic> errors;
+  if (!reference) {
+    errors.push_back(UserError("missing-reference", PointerJoin("/ops", name),
+                               "the op \"" + name + "\" is given no reference callable",
+                               "pass a function computing the op on the CPU"));
+    return errors;
+  }
+  UserOpParser parser(table, errors);
+  parser.UseCallable(reference, reference_version);
+  parser.Parse(name, definition);
   return errors;
 }
 
