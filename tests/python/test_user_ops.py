@@ -65,6 +65,19 @@ def test_a_user_op_runs_against_numpy(backend, rng):
     assert calls == ([(7, 11)] if backend["backend"] == "cpu" else [])
 
 
+def test_a_user_op_steps_in_a_prepared_session(backend, rng):
+    u, w = f32(rng, 5, 6), f32(rng, 5, 6)
+    g = scellis.Graph()
+    grid = g.input("u", u)
+    nxt = define()(grid, g.input("w", w))
+    with g.prepare(carry={grid: nxt}, tier="prod", **backend, out=nxt) as s:
+        got = s.run_steps(3)["out"]
+    want = u
+    for step in range(3):
+        want = looped_stencil(want, w)
+        np.testing.assert_allclose(got[step], want, rtol=0, atol=1e-5)
+
+
 def test_conformance_proves_the_wgsl_against_the_function(tmp_path):
     report = scellis.conform([define()], tier="prod", allow_software_adapter=True,
                              store=str(tmp_path))
