@@ -79,7 +79,7 @@ Status RunCallableReference(const ops::OpSpec& spec, const std::vector<TensorTyp
   }
   const HostTensor& result = got->value();
   if (result.type.sizes() != want.sizes() || result.type.dtype != DType::kF32 ||
-      result.elements() != want.elements()) {
+      result.bytes.size() != static_cast<size_t>(want.elements()) * sizeof(float)) {
     return UserError("user-reference-shape", at,
                      "the reference of \"" + spec.name + "\" returned " +
                          result.type.ShapeStringWithSizes() + " " + DTypeName(result.type.dtype) +
