@@ -11,11 +11,14 @@ training state resident on the device.
 
 ``@scellis.pipeline`` traces a function with a loop once into a repeated graph (protocol version
 5) and runs it from a prepared session on each call (see scellis.pipeline).
+
+``scellis.define_op`` adds an op of one's own — its WGSL and a NumPy reference function — usable in
+a Graph like any op; ``scellis.conform`` proves its WGSL against the reference on a GPU.
 """
 
 from . import _scellis
 from .errors import (DeviceError, EngineInternalError, GraphError, ScellisError,
-                     SessionStateError, TraceError, UnsupportedOpError)
+                     SessionStateError, TraceError, UnsupportedOpError, UserReferenceError)
 from .data import load_dataset
 from .graph import Graph, concat, stack
 from .tensor import Tensor
@@ -23,6 +26,7 @@ from .ops import MAX_GRAPH_VERSION, MAX_STEPS_PER_SUBMISSION
 from .pipeline import Pipeline, loop, pipeline
 from .result import RunResult
 from .session import Session, prepare_workflow
+from .user_ops import UserOp, conform, define_op
 from .worker import shutdown
 
 __version__ = "0.1.0"
@@ -31,4 +35,4 @@ __all__ = ["Graph", "Tensor", "Session", "RunResult", "ScellisError", "GraphErro
            "DeviceError", "SessionStateError", "EngineInternalError", "UnsupportedOpError",
            "MAX_GRAPH_VERSION", "MAX_STEPS_PER_SUBMISSION", "shutdown", "load_dataset",
            "TraceError", "pipeline", "loop", "Pipeline", "concat", "stack",
-           "prepare_workflow"]
+           "prepare_workflow", "define_op", "UserOp", "conform", "UserReferenceError"]

@@ -7,6 +7,8 @@ diagnostic code (``bad-feed``, ``shape-mismatch`` ...), the JSON pointer into th
 - SessionStateError: a disposed or poisoned session was used, or a closed worker.
 - EngineInternalError: a bug in Scellis.
 - UnsupportedOpError: the engine's op table has no such op (raised while building the graph).
+- UserReferenceError: the Python reference of a user op (``scellis.define_op``) raised or returned
+  another shape; raised from the reference's own exception when there is one.
 - TraceError: a traced pipeline broke a rule of tracing (a value read, data-dependent control
   flow, a stale handle, a loop count that is not a static int).
 """
@@ -64,6 +66,13 @@ class UnsupportedOpError(GraphError):
     """The engine's op table lacks the op a method or ``Graph.op`` asked for."""
 
 
+class UserReferenceError(GraphError):
+    """The reference function of a user op (``scellis.define_op``) failed while it ran:
+    ``user-reference-failed`` (it raised; the exception is this one's ``__cause__``) or
+    ``user-reference-shape`` (it returned another shape than the op declares). ``pointer`` is
+    ``/ops/NAME/reference``."""
+
+
 class TraceError(GraphError):
     """A rule of tracing broken while ``scellis.pipeline`` traced its function: the tensors there
     are symbolic, so reading a value (``value-read-in-trace``), branching on one
@@ -71,6 +80,12 @@ class TraceError(GraphError):
     looping a count that is not a static int (``loop-count-not-static``) is refused while the
     document is built, before anything runs."""
 
+
+# Codes whose exception is more specific than their kind's.
+_BY_CODE = {
+    "user-reference-failed": UserReferenceError,
+    "user-reference-shape": UserReferenceError,
+}
 
 _BY_KIND = {
     "user": GraphError,
@@ -88,7 +103,7 @@ def from_engine(diagnostics_json):
         for key in ("pointer", "where", "help"):
             d[key] = d.get(key) or ""
     first = diagnostics[0]
-    cls = _BY_KIND.get(first["kind"], ScellisError)
+    cls = _BY_CODE.get(first["code"]) or _BY_KIND.get(first["kind"], ScellisError)
     text = "\n".join(d["text"] for d in diagnostics)
     return cls(first["code"], first["message"], pointer=first["pointer"], help=first["help"],
                where=first["where"], text=text, diagnostics=list(diagnostics))

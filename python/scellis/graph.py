@@ -15,7 +15,8 @@ import numpy as np
 
 from . import _scellis
 from . import ops as _ops
-from .errors import GraphError, UnsupportedOpError
+from . import user_ops as _user_ops
+from .errors import GraphError, UnsupportedOpError, UserReferenceError
 from .result import RunResult
 from .session import Session
 from .tensor import _DTYPES, Tensor, _axis, _broadcast, _dtype_name, _stale
@@ -90,6 +91,7 @@ class Graph:
         self._arrays = {}     # input name -> its value (a graph constant, snapshotted)
         self._names = {}      # input/param name -> node id
         self._trace = None    # the pipeline trace this graph records, if any (scellis.pipeline)
+        self._user_ops = {}   # name -> UserOp (scellis.define_op) its nodes use
 
     def __repr__(self):
         return f"Graph({len(self._nodes)} nodes, version={self.version})"
@@ -255,7 +257,7 @@ class Graph:
             if isinstance(first, list):  # a list port: its first entry, if any
                 first = first[0] if first else None
             raise _stale(first)
-        spec = _ops.table().get(op)
+        spec = self._spec(op)
         if spec is None:
             raise UnsupportedOpError(
                 "unknown-op", f"the engine's op table has no op \"{op}\"",
@@ -295,9 +297,37 @@ class Graph:
                     stack.extend(value if isinstance(value, list) else [value])
         return sorted(seen)
 
-    @staticmethod
-    def _is_port(op, key):
-        return any(p["name"] == key for p in _ops.table()[op]["inputs"])
+    def _spec(self, op):
+        """The op's entry: a user op's this graph uses, else the engine table's (None: neither)."""
+        user = self._user_ops.get(op)
+        return user.spec if user is not None else _ops.table().get(op)
+
+    def _is_port(self, op, key):
+        return any(p["name"] == key for p in self._spec(op)["inputs"])
+
+    def _add_user_op(self, op, ports):
+        """A node of the user op ``op`` (scellis.define_op) on ``ports`` ({port: Tensor})."""
+        for t in ports.values():
+            self._check_own(t)
+        known = self._user_ops.get(op.name)
+        if known is not None and known is not op:
+            raise GraphError("op-name-taken",
+                             f"the graph already uses another op named \"{op.name}\"")
+        if known is None and _ops.table().get(op.name) is not None:
+            raise GraphError("op-name-taken", f"\"{op.name}\" is a built-in op")
+        self._user_ops[op.name] = op
+        return self._add(op.name, ports, shape=ports[op.shape].shape, dtype="f32")
+
+    def _run_engine(self, text, backend, tier, allow_software_adapter, threads, arrays,
+                    executor=None):
+        """_scellis.run with the user ops the graph uses; a failing reference's exception is
+        chained to the UserReferenceError it becomes."""
+        ops = list(self._user_ops.values())
+        try:
+            return _scellis.run(text, backend, tier, allow_software_adapter, threads, arrays,
+                                executor, _user_ops.handles(ops))
+        except UserReferenceError as e:
+            _user_ops.reraise_from_reference(e, ops)
 
     def lowest_version(self, **outputs):
         """The lowest graph protocol version the nodes behind ``outputs`` need."""
@@ -387,8 +417,8 @@ class Graph:
         ``executor``: pins one of the backend's executors ("fused-encoder" or "generic" on
         WebGPU; a pinned "generic" is reported as the fallback reason); None lets it choose."""
         text, arrays = self._engine_request(outputs, feeds)
-        report = _scellis.run(text, backend, tier, allow_software_adapter, threads, arrays,
-                              executor)
+        report = self._run_engine(text, backend, tier, allow_software_adapter, threads, arrays,
+                                  executor)
         return RunResult(**report)
 
     def submit(self, callback, on_error=None, backend="auto", tier=None,
@@ -402,7 +432,7 @@ class Graph:
         text, arrays = self._engine_request(outputs, feeds)
 
         def job():
-            report = _scellis.run(text, backend, tier, allow_software_adapter, threads, arrays)
+            report = self._run_engine(text, backend, tier, allow_software_adapter, threads, arrays)
             return RunResult(**report)
 
         return _worker.default().post(job, callback, on_error)
@@ -446,7 +476,8 @@ class Graph:
                    and self._nodes[i]["name"] not in fed}
         text = self._document(everything, inline=False, carries=carries, started=started)
         initial = {n: self._arrays[n] for n in started}
-        handle = _scellis.prepare(text, backend, tier, allow_software_adapter, threads, initial)
+        handle = _scellis.prepare(text, backend, tier, allow_software_adapter, threads, initial,
+                                  None, _user_ops.handles(self._user_ops.values()))
         return Session(self, handle, watch=list(outputs), fed=fed, carries=carries,
                        resident=list(resident))
 

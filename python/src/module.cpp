@@ -19,8 +19,10 @@
 #include <string>
 #include <vector>
 
+#include "api/conform.h"
 #include "api/run.h"
 #include "api/session.h"
+#include "api/user_ops.h"
 #include "base/diagnostic_json.h"
 #include "data/dataset.h"
 #include "doc/document.h"
@@ -214,14 +216,83 @@ nb::object Optional(const std::optional<std::string>& s) {
   return s ? nb::object(nb::str(s->c_str())) : nb::none();
 }
 
+// ---- user ops with a Python reference (api/user_ops.h) ----
+
+// A user op defined from Python: its definition, the reference a Python function.
+struct PyUserOp {
+  api::UserOpDefinition definition;
+};
+
+// `fn(arrays)` (the Python package's wrapper: a list of NumPy arrays in port order in, a float32
+// array out) as a reference. It runs with the GIL taken, from whichever engine thread calls it; a
+// Python exception becomes `user-reference-failed` (the package re-raises it typed, chained to the
+// original). The function is released with the GIL held, whichever thread drops it last.
+ops::UserReference PythonReference(nb::object fn) {
+  std::shared_ptr<nb::object> held(new nb::object(std::move(fn)), [](nb::object* o) {
+    nb::gil_scoped_acquire gil;
+    delete o;
+  });
+  return [held](std::span<const HostTensor> in) -> Result<HostTensor> {
+    nb::gil_scoped_acquire gil;
+    try {
+      nb::list arrays;
+      for (const HostTensor& t : in) arrays.append(ToNumpy(t));
+      HostTensor out;
+      ToHostInto("the reference's result", (*held)(arrays), out);
+      return out;
+    } catch (nb::python_error& e) {
+      return UserError("user-reference-failed", "", e.what());
+    } catch (const EngineError& e) {
+      return Status(e.diagnostics);
+    }
+  };
+}
+
+PyUserOp* DefineUserOp(const std::string& name, const std::string& signature, nb::object fn,
+                       const std::string& version) {
+  auto op = std::make_unique<PyUserOp>();
+  op->definition = {name, Json::parse(signature), PythonReference(std::move(fn)), version};
+  Take(api::DefineOps({op->definition}));  // a wrong definition is refused here, by name
+  return op.release();
+}
+
+// The built-ins with the ops of `user_ops` (PyUserOp handles); null for none.
+std::shared_ptr<const ops::OpTable> TableOf(const nb::list& user_ops) {
+  if (nb::len(user_ops) == 0) return nullptr;
+  std::vector<api::UserOpDefinition> definitions;
+  for (nb::handle h : user_ops) definitions.push_back(nb::cast<PyUserOp&>(h).definition);
+  return Take(api::DefineOps(definitions));
+}
+
+// Conformance of user ops on the chosen device (api::Conform): its report's JSON form.
+nb::object ConformUserOps(const nb::list& user_ops, const std::vector<std::string>& names,
+                          const std::string& tier, const std::string& backend,
+                          bool allow_software_adapter, const std::optional<uint64_t>& seed,
+                          const std::string& store_root) {
+  api::ConformOptions o;
+  o.tier = tier;
+  o.ops = names;
+  o.user_ops = TableOf(user_ops);
+  o.seed = seed;
+  o.select = SelectFor(backend, allow_software_adapter, 0);
+  o.store_root = store_root;
+  std::optional<Result<api::ConformReport>> r;
+  {
+    nb::gil_scoped_release unlocked;
+    r.emplace(api::Conform(o));
+  }
+  return JsonToPython(Take(std::move(*r)).ToJson());
+}
+
 // ---- one-shot runs, lowering ----
 
 nb::dict RunDocument(const std::string& text, const std::string& backend,
                      const std::optional<std::string>& tier, bool allow_software_adapter,
                      int cpu_threads, const nb::dict& feeds,
-                     const std::optional<std::string>& executor) {
+                     const std::optional<std::string>& executor, const nb::list& user_ops) {
   api::RunOptions options;
   options.compile = CompileOptionsFor(tier);
+  if (auto table = TableOf(user_ops)) options.compile.lower.ops = table;
   options.select = SelectFor(backend, allow_software_adapter, cpu_threads);
   options.feeds = ToFeeds(feeds);
   // A pinned executor the backend lacks is the engine's `executor-unavailable`.
@@ -377,8 +448,9 @@ class PySession {
 PySession* PrepareDocument(const std::string& text, const std::string& backend,
                            const std::optional<std::string>& tier, bool allow_software_adapter,
                            int cpu_threads, const nb::dict& initial,
-                           const std::optional<std::string>& executor) {
+                           const std::optional<std::string>& executor, const nb::list& user_ops) {
   pipeline::CompileOptions options = CompileOptionsFor(tier);
+  if (auto table = TableOf(user_ops)) options.lower.ops = table;
   runtime::RunOptions run_options;
   if (executor) run_options.executor = *executor;
   runtime::Feeds feeds = ToFeeds(initial);
@@ -396,8 +468,8 @@ PySession* PrepareDocument(const std::string& text, const std::string& backend,
       if (auto pinned = api::PinnedExecutorFallback(run_options.executor))
         info.fallback_reason = pinned;
       info.attempts = selection->attempts;
-      s.emplace(api::Session::Prepare(text, options, std::move(selection).value(), feeds,
-                                      run_options));
+      s.emplace(
+          api::Session::Prepare(text, options, std::move(selection).value(), feeds, run_options));
     }
   }
   return new PySession(Take(std::move(*s)), std::move(info));
@@ -439,7 +511,7 @@ NB_MODULE(_scellis, m) {
         "Reads a dataset as the trainer does (data::LoadDataset).");
   m.def("run", &RunDocument, nb::arg("text"), nb::arg("backend"), nb::arg("tier").none(),
         nb::arg("allow_software_adapter"), nb::arg("cpu_threads"), nb::arg("feeds"),
-        nb::arg("executor").none() = nb::none(),
+        nb::arg("executor").none() = nb::none(), nb::arg("user_ops") = nb::list(),
         "Runs a document once (api::Run); returns the report with NumPy outputs. `executor` pins "
         "one of the backend's executors (\"fused-encoder\" | \"generic\" on WebGPU).");
   m.def("lower", &LowerDocument, nb::arg("text"), nb::arg("rung"), nb::arg("tier").none(),
@@ -448,8 +520,17 @@ NB_MODULE(_scellis, m) {
         "A document's content id (sha256 of its canonical form).");
   m.def("prepare", &PrepareDocument, nb::arg("text"), nb::arg("backend"), nb::arg("tier").none(),
         nb::arg("allow_software_adapter"), nb::arg("cpu_threads"), nb::arg("initial"),
-        nb::arg("executor").none() = nb::none(),
+        nb::arg("executor").none() = nb::none(), nb::arg("user_ops") = nb::list(),
         nb::rv_policy::take_ownership, "Prepares a session (api::Session::Prepare).");
+
+  nb::class_<PyUserOp>(m, "UserOp");
+  m.def("define_op", &DefineUserOp, nb::arg("name"), nb::arg("signature"), nb::arg("reference"),
+        nb::arg("version"), nb::rv_policy::take_ownership,
+        "A user op with a Python reference (api::DefineOps); `user_ops` of run and conform take "
+        "it.");
+  m.def("conform", &ConformUserOps, nb::arg("user_ops"), nb::arg("ops"), nb::arg("tier"),
+        nb::arg("backend"), nb::arg("allow_software_adapter"), nb::arg("seed").none(),
+        nb::arg("store_root"), "Conformance of user ops (api::Conform); the report as JSON.");
 
   nb::class_<PySession>(m, "Session")
       .def("run", &PySession::Run, nb::arg("steps"), nb::arg("watch"))

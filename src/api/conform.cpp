@@ -66,14 +66,15 @@ namespace {
 
 // The ops conformance may check: the built-ins, with the document's own when it defines some.
 Result<std::shared_ptr<const ops::OpTable>> OpsOf(const ConformOptions& o) {
-  if (o.document.empty()) return ops::BuiltinOps();
-  SCELLIS_ASSIGN_OR_RETURN(doc::Document d, doc::Parse(o.document));
-  return d.ops ? d.ops : ops::BuiltinOps();
+  std::shared_ptr<const ops::OpTable> base = o.user_ops ? o.user_ops : ops::BuiltinOps();
+  if (o.document.empty()) return base;
+  SCELLIS_ASSIGN_OR_RETURN(doc::Document d, doc::Parse(o.document, *base));
+  return d.ops ? d.ops : base;
 }
 
 // The groups a run covers: those named, else the document's own ops, else every group.
 std::vector<std::string> GroupsOf(const ConformOptions& o, const ops::OpTable& table) {
-  if (!o.ops.empty() || o.document.empty()) return o.ops;
+  if (!o.ops.empty() || (o.document.empty() && !o.user_ops)) return o.ops;
   std::vector<std::string> user;
   for (const ops::OpSpec& s : table.ops())
     if (s.user && s.user->gradient_of.empty()) user.push_back(s.name);

@@ -22,6 +22,9 @@ struct ConformOptions {
   // A document (its text) whose own ops — its "ops" section — `ops` may name: each is proved
   // against its reference on cases generated from its signature. "" for none.
   std::string document;
+  // A table with ops defined through the API (api/user_ops.h, callable references) that `ops`
+  // may name; with neither `ops` nor `document`, every user op of it is checked. Null: built-ins.
+  std::shared_ptr<const ops::OpTable> user_ops;
   std::optional<uint64_t> seed;  // none: a fresh one
   runtime::SelectOptions select;
   std::string store_root;  // "" : the default store

@@ -61,6 +61,9 @@ struct Case {
   Json doc;  // graph protocol; its single output is named "out"
   // The tolerance class the comparison uses: the loosest class of `ops`.
   policy::ToleranceClass tolerance = policy::ToleranceClass::kExact;
+  // The table `doc` is read against when it is not the built-ins: a user op defined through the
+  // API (api/user_ops.h), whose callable reference no document can carry.
+  std::shared_ptr<const ops::OpTable> table;
 
   std::string id() const { return group + "/" + name; }
 };
@@ -77,7 +80,8 @@ std::vector<std::string> Groups();
 std::vector<Case> CasesFor(const std::string& group, const ops::OpTable& ops = *ops::BuiltinOps());
 
 // The cases of a user op (conform/user_cases.cpp), from its signature: each input of the output's
-// shape, at edge sizes of the declared rank; each case's document carries the op's definition.
+// shape, at edge sizes of the declared rank; each case's document carries the op's definition (or,
+// for a callable reference, the case its table).
 std::vector<Case> UserOpCases(const ops::OpSpec& spec);
 // The group of a user op: its cases, then those of each gradient it defines ("grad_x/r2_7x13"),
 // whose ops are found in `table`; none for a gradient's own op, conformed with its forward.

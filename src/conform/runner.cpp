@@ -96,8 +96,9 @@ uint64_t FreshSeed() {
 
 Result<execplan::Plan> CompileCase(const Case& c, policy::Tier tier,
                                    const execplan::DeviceLimits& limits) {
-  auto compiled =
-      pipeline::Compile(CanonicalJson(c.doc), OptionsFor(tier, pipeline::Rung::kExecplan, limits));
+  pipeline::CompileOptions options = OptionsFor(tier, pipeline::Rung::kExecplan, limits);
+  if (c.table) options.lower.ops = c.table;
+  auto compiled = pipeline::Compile(CanonicalJson(c.doc), options);
   if (!compiled.ok()) return compiled.status();
   return std::move(*compiled->plan);
 }
@@ -110,8 +111,9 @@ Result<std::string> SourceHash(const std::string& group, policy::Tier tier,
   }
   std::string acc = HashSeed(group, ops);
   for (const Case& c : cases) {
-    auto compiled =
-        pipeline::Compile(CanonicalJson(c.doc), OptionsFor(tier, pipeline::Rung::kKernel, {}));
+    pipeline::CompileOptions options = OptionsFor(tier, pipeline::Rung::kKernel, {});
+    if (c.table) options.lower.ops = c.table;
+    auto compiled = pipeline::Compile(CanonicalJson(c.doc), options);
     if (!compiled.ok()) return compiled.status();
     HashKernels(*compiled->module, acc);
   }

@@ -45,6 +45,11 @@ std::vector<Case> UserOpCases(const ops::OpSpec& spec) {
   std::vector<int> ranks = {1, 2};
   for (const ops::UserPortRank& r : user.ranks)
     if (r.port == user.shape_of) ranks = {r.rank};
+  std::shared_ptr<ops::OpTable> callable_table;
+  if (user.callable) {
+    callable_table = std::make_shared<ops::OpTable>(*ops::BuiltinOps());
+    callable_table->Add(spec);
+  }
   for (int rank : ranks) {
     for (const Shape& shape : ShapesOfRank(rank)) {
       Case c;
@@ -65,9 +70,14 @@ std::vector<Case> UserOpCases(const ops::OpSpec& spec) {
       const std::string& defined = user.gradient_of.empty() ? spec.name : user.gradient_of;
       c.doc = {{"version", doc::kUserOpsVersion},
                {"name", spec.name + "/" + c.name},
-               {"ops", {{defined, user.definition}}},
                {"nodes", nodes},
                {"outputs", Json::array({{{"name", "out"}, {"id", spec.ports.size()}}})}};
+      // A callable reference cannot travel in a document: the case is read against a table
+      // that holds the op.
+      if (user.callable)
+        c.table = callable_table;
+      else
+        c.doc["ops"] = {{defined, user.definition}};
       out.push_back(std::move(c));
     }
   }

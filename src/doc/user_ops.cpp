@@ -15,6 +15,10 @@ namespace {
 const std::vector<std::string> kUserOpFields = {"inputs", "shape",     "dtype",   "tolerance",
                                                 "wgsl",   "reference", "gradient"};
 const std::vector<std::string> kGradientFields = {"wgsl", "reference"};
+// An op defined through the API brings its reference as a callable, not as a field; a gradient
+// would need its forward reference in float64 for the grad-check, which a callable does not give.
+const std::vector<std::string> kCallableOpFields = {"inputs", "shape", "dtype", "tolerance",
+                                                    "wgsl"};
 const std::vector<std::string> kPortFields = {"name", "dtype", "rank"};
 const std::vector<std::string> kReferenceFields = {"nodes", "output"};
 // A graph node's own fields: a port of that name could not be told from them.
@@ -60,6 +64,11 @@ class UserOpParser {
  public:
   UserOpParser(ops::OpTable& table, std::vector<Diagnostic>& errors)
       : table_(table), errors_(errors) {}
+  // The next ops parsed take `callable` as their reference, named by `version` in the definition.
+  void UseCallable(const ops::UserReference& callable, std::string version) {
+    callable_ = &callable;
+    version_ = std::move(version);
+  }
 
   void Parse(const std::string& name, const Json& j) {
     const std::string pointer = PointerJoin("/ops", name);
@@ -84,7 +93,7 @@ class UserOpParser {
             std::string("the op's definition is a ") + j.type_name() + ", expected an object");
       return;
     }
-    CheckKeys(j, pointer, kUserOpFields, "a user op", errors_);
+    CheckKeys(j, pointer, callable_ ? kCallableOpFields : kUserOpFields, "a user op", errors_);
 
     ops::OpSpec spec;
     spec.name = name;
@@ -109,14 +118,21 @@ class UserOpParser {
         spec.tolerance = *tol;
     }
     ParseWgsl(j, pointer, name, *user);
-    ParseReference(j, pointer, spec, *user);
+    if (callable_) {
+      user->callable = *callable_;
+      user->reference_version = version_;
+    } else {
+      ParseReference(j, pointer, spec, *user);
+    }
     if (errors_.size() != errors_before) return;
     user->definition = j;
-    user->definition_hash = "sha256:" + Sha256Hex(CanonicalJson(j));
-    std::vector<ops::OpSpec> gradients = ParseGradients(j, pointer, spec, *user);
+    if (callable_) user->definition["reference"] = {{"callable", version_}};
+    user->definition_hash = "sha256:" + Sha256Hex(CanonicalJson(user->definition));
+    std::vector<ops::OpSpec> gradients;
+    if (!callable_) gradients = ParseGradients(j, pointer, spec, *user);
     spec.differentiable = !user->gradients.empty();
     spec.user = std::move(user);
-    CheckReferenceStructure(spec);
+    if (!callable_) CheckReferenceStructure(spec);
     if (errors_.size() != errors_before) return;
     table_.Add(std::move(spec));
     for (ops::OpSpec& g : gradients) table_.Add(std::move(g));
@@ -376,6 +392,8 @@ class UserOpParser {
 
   ops::OpTable& table_;
   std::vector<Diagnostic>& errors_;
+  const ops::UserReference* callable_ = nullptr;
+  std::string version_;
 };
 
 }  // namespace
@@ -390,6 +408,23 @@ std::vector<Diagnostic> ParseUserOps(const Json& section, ops::OpTable& table) {
   }
   UserOpParser parser(table, errors);
   for (auto it = section.begin(); it != section.end(); ++it) parser.Parse(it.key(), *it);
+  return errors;
+}
+
+std::vector<Diagnostic> ParseCallableUserOp(const std::string& name, const Json& definition,
+                                            const ops::UserReference& reference,
+                                            const std::string& reference_version,
+                                            ops::OpTable& table) {
+  std::vector<Diagnostic> errors;
+  if (!reference) {
+    errors.push_back(UserError("missing-reference", PointerJoin("/ops", name),
+                               "the op \"" + name + "\" is given no reference callable",
+                               "pass a function computing the op on the CPU"));
+    return errors;
+  }
+  UserOpParser parser(table, errors);
+  parser.UseCallable(reference, reference_version);
+  parser.Parse(name, definition);
   return errors;
 }
 

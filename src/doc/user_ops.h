@@ -38,6 +38,15 @@ inline constexpr int kUserOpsVersion = 6;
 // Every diagnostic points into the section.
 std::vector<Diagnostic> ParseUserOps(const Json& section, ops::OpTable& table);
 
+// Adds an op defined through the API (api/user_ops.h) to `table`: `definition` holds the fields of
+// a document's op but "reference", checked as ParseUserOps checks them, and `reference` is the
+// callable the CPU reference runs in its place. Its definition hash covers the signature, the WGSL
+// and `reference_version` (a callable has no content to hash).
+std::vector<Diagnostic> ParseCallableUserOp(const std::string& name, const Json& definition,
+                                            const ops::UserReference& reference,
+                                            const std::string& reference_version,
+                                            ops::OpTable& table);
+
 // The reference of `user` as a graph-protocol document of built-in ops with one output "out": each
 // port's input node given the type in `args` (in port order; with no args, no shapes — enough for
 // a structural check).

@@ -4,10 +4,14 @@
 // built-in ops that the CPU reference runs and conformance proves the WGSL against.
 #pragma once
 
+#include <functional>
+#include <span>
 #include <string>
 #include <vector>
 
+#include "base/host_tensor.h"
 #include "base/json_util.h"
+#include "base/result.h"
 #include "base/tensor_type.h"
 
 namespace scellis::ops {
@@ -17,6 +21,11 @@ struct UserPortRank {
   std::string port;
   int rank = 0;
 };
+
+// A reference given as a callable through the C++ or Python API (api/user_ops.h) in place of a
+// graph of built-in ops: the op's inputs as f32 host tensors, in port order, in; the output out.
+// It may be called from any thread, one call at a time per op use.
+using UserReference = std::function<Result<HostTensor>(std::span<const HostTensor>)>;
 
 struct UserKernel {
   std::string pointer;   // where the document defines it: "/ops/stencil5"
@@ -29,8 +38,14 @@ struct UserKernel {
   // The reference as written: {"nodes": [graph-protocol nodes of built-in ops, the ports as
   // `input` nodes named after them], "output": the id of the node it computes}.
   Json reference;
+  // Set for an op defined through the API: the reference as a callable, which the CPU reference
+  // runs in the op's place (`reference` is then null). A callable has no content to hash, so the
+  // definition names it by `reference_version`, a string its author changes with its behaviour.
+  UserReference callable;
+  std::string reference_version;
   // The definition as written (conformance cases carry it into their documents), and the sha256 of
-  // its canonical JSON: what a conformance receipt for the op is about.
+  // its canonical JSON: what a conformance receipt for the op is about. For a callable reference,
+  // the definition's "reference" is {"callable": reference_version}.
   Json definition;
   std::string definition_hash;
   // The gradient the definition gives ("gradient": {PORT: {"wgsl", "reference"}}): per input port

@@ -3,9 +3,12 @@
 // references. Interpreting it here, rather than inlining it into the graph for the CPU backend,
 // keeps one plan for every backend: the same kernel, whose WGSL is the user's on a GPU and whose
 // reference is this. Each reference kernel rounds to T as the built-in kernels do, unfused.
+// An op defined through the API (api/user_ops.h) brings a callable instead, which runs here.
 #include <algorithm>
+#include <exception>
 #include <map>
 #include <mutex>
+#include <optional>
 
 #include "kernel/passes/passes.h"
 #include "kernel/ref/ref.h"
@@ -43,6 +46,54 @@ Result<std::shared_ptr<const Module>> PlannedReference(const ops::OpSpec& spec,
   return shared;
 }
 
+// A reference given as a callable (api/user_ops.h): the inputs as f32 host tensors in port order,
+// the result checked against the output the plan expects. Whatever the callable does wrong — an
+// error, an exception, another shape or dtype — is a diagnostic at the op, never a crash.
+template <typename T>
+Status RunCallableReference(const ops::OpSpec& spec, const std::vector<TensorType>& types,
+                            const std::vector<const T*>& inputs, const TensorType& want, T* out) {
+  const ops::UserKernel& user = *spec.user;
+  const std::string at = user.pointer + "/reference";
+  std::vector<HostTensor> args;
+  for (size_t i = 0; i < types.size() && i < inputs.size(); ++i) {
+    std::vector<float> values(inputs[i], inputs[i] + types[i].elements());
+    args.push_back(HostTensor::FromFloats(MakeType(types[i].sizes(), DType::kF32), values));
+  }
+  std::optional<Result<HostTensor>> got;
+  try {
+    got.emplace(user.callable(std::span<const HostTensor>(args)));
+  } catch (const std::exception& e) {
+    return UserError("user-reference-failed", at,
+                     "the reference of \"" + spec.name + "\" threw: " + e.what(),
+                     "fix the reference function; it is called with the op's inputs in port order");
+  } catch (...) {
+    return UserError("user-reference-failed", at,
+                     "the reference of \"" + spec.name +
+                         "\" threw an exception that is no "
+                         "std::exception");
+  }
+  if (!got->ok()) {
+    Diagnostic d = got->errors().front();
+    return UserError("user-reference-failed", at,
+                     "the reference of \"" + spec.name + "\" failed: " + d.message, d.help);
+  }
+  const HostTensor& result = got->value();
+  if (result.type.sizes() != want.sizes() || result.type.dtype != DType::kF32 ||
+      result.bytes.size() != static_cast<size_t>(want.elements()) * sizeof(float)) {
+    return UserError("user-reference-shape", at,
+                     "the reference of \"" + spec.name + "\" returned " +
+                         result.type.ShapeStringWithSizes() + " " + DTypeName(result.type.dtype) +
+                         ", but the op declares " + want.ShapeStringWithSizes() +
+                         " f32 (the shape "
+                         "of \"" +
+                         user.shape_of + "\")",
+                     "return one f32 value per element of the output, in its shape");
+  }
+  auto values = result.view<float>();
+  std::copy(values.begin(), values.end(), out);
+  return Status::Ok();
+}
+
 }  // namespace
 
 template <typename T>
@@ -52,6 +103,8 @@ Status RunUserReference(const Module& m, const Kernel& k, const std::vector<cons
   if (!spec || !spec->user) return InternalError("ref.RunUserReference", k.op + " is no user op");
   std::vector<TensorType> types;
   for (int in : k.inputs) types.push_back(m.graph().at(in).type);
+  if (spec->user->callable)
+    return RunCallableReference<T>(*spec, types, inputs, m.graph().at(k.output).type, out);
   SCELLIS_ASSIGN_OR_RETURN(std::shared_ptr<const Module> planned, PlannedReference(*spec, types));
   const Module& reference = *planned;
   const webir::Graph& rg = reference.graph();
