@@ -16,7 +16,11 @@ export SCELLIS_STORE=${SCELLIS_STORE:-$OUT/store}
 train() {  # NAME [FLAGS...]: one epoch, its losses and checkpoint under $OUT/NAME.*
   local name=$1
   shift
-  /usr/bin/time -f "%M" -o "$OUT/$name.rss" "$S" train examples/fashion_mlp.json \
+  # Peak resident KiB of the child, read through getrusage (GNU time is not everywhere).
+  python3 -c 'import resource, subprocess, sys
+rc = subprocess.call(sys.argv[2:])
+open(sys.argv[1], "w").write(str(resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss))
+sys.exit(rc)' "$OUT/$name.rss" "$S" train examples/fashion_mlp.json \
     --backend="$BACKEND" --epochs 1 --no-record --json --losses-out "$OUT/$name.losses.json" \
     --checkpoint "$OUT/$name.safetensors" "$@" >"$OUT/$name.json" 2>"$OUT/$name.err"
   python3 -c 'import json,sys; r=json.load(open(sys.argv[1])); print("%-10s %8.3f s  %7.1f MiB  streamed=%s  accuracy %.4f" % (sys.argv[2], r["epochs"][0]["train_seconds"], int(open(sys.argv[3]).read())/1024, r["dataset_streamed"], r["test_accuracy"][-1]))' \
