@@ -7,15 +7,12 @@
 #include "api/session.h"
 #include "base/atomic_file.h"
 #include "support/graph.h"
+#include "support/examples.h"
 
 namespace scellis::api {
 namespace {
 
-std::string FashionMlp() {
-  auto text = ReadFile(std::string(SCELLIS_SOURCE_DIR) + "/examples/fashion_mlp.json", 1 << 20);
-  EXPECT_TRUE(text.ok());
-  return text.ok() ? text.value() : "";
-}
+using scellis::testing::FashionMlp;
 
 pipeline::CompileOptions WithBudget(int64_t bytes) {
   pipeline::CompileOptions o = scellis::testing::ProdOptions();

@@ -8,24 +8,18 @@
 
 #include <cstring>
 #include <filesystem>
-#include <fstream>
-#include <sstream>
 
 #include "store/store.h"
 #include "support/cli.h"
 #include "train/trainer.h"
+#include "support/examples.h"
 
 namespace scellis::train {
 namespace {
 
 namespace fs = std::filesystem;
 
-std::string FashionMlp() {
-  std::ifstream in(fs::path(SCELLIS_SOURCE_DIR) / "examples" / "fashion_mlp.json");
-  std::stringstream s;
-  s << in.rdbuf();
-  return s.str();
-}
+using scellis::testing::FashionMlp;
 
 class ShardsTest : public ::testing::Test {
  protected:

@@ -4,21 +4,16 @@
 
 #include <filesystem>
 #include <fstream>
-#include <sstream>
 
 #include "support/cli.h"
+#include "support/examples.h"
 
 namespace scellis::train {
 namespace {
 
 namespace fs = std::filesystem;
 
-std::string FashionMlp() {
-  std::ifstream in(fs::path(SCELLIS_SOURCE_DIR) / "examples" / "fashion_mlp.json");
-  std::stringstream s;
-  s << in.rdbuf();
-  return s.str();
-}
+using scellis::testing::FashionMlp;
 
 TrainOptions QuickCpu() {
   TrainOptions o;

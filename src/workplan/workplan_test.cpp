@@ -6,21 +6,15 @@
 #include <gtest/gtest.h>
 
 #include <cstring>
-#include <fstream>
 #include <random>
-#include <sstream>
 
 #include "pipeline/data_parallel.h"
+#include "support/examples.h"
 
 namespace scellis::workplan {
 namespace {
 
-std::string FashionMlp() {
-  std::ifstream in(std::string(SCELLIS_SOURCE_DIR) + "/examples/fashion_mlp.json");
-  std::stringstream s;
-  s << in.rdbuf();
-  return s.str();
-}
+using scellis::testing::FashionMlp;
 
 pipeline::CompileOptions Options(int64_t budget = int64_t{1} << 30) {
   pipeline::CompileOptions o;

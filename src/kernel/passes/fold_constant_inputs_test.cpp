@@ -4,21 +4,15 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
-#include <fstream>
-#include <sstream>
 
 #include "kernel/passes/passes.h"
 #include "pipeline/compile.h"
+#include "support/examples.h"
 
 namespace scellis::kernel {
 namespace {
 
-std::string FashionMlp() {
-  std::ifstream in(std::string(SCELLIS_SOURCE_DIR) + "/examples/fashion_mlp.json");
-  std::stringstream s;
-  s << in.rdbuf();
-  return s.str();
-}
+using scellis::testing::FashionMlp;
 
 pipeline::CompileOptions Options() {
   pipeline::CompileOptions o;

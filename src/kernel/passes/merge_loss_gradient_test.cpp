@@ -6,22 +6,16 @@
 
 #include <algorithm>
 #include <array>
-#include <fstream>
 #include <set>
-#include <sstream>
 
 #include "kernel/passes/passes.h"
 #include "pipeline/compile.h"
+#include "support/examples.h"
 
 namespace scellis::kernel {
 namespace {
 
-std::string FashionMlp() {
-  std::ifstream in(std::string(SCELLIS_SOURCE_DIR) + "/examples/fashion_mlp.json");
-  std::stringstream s;
-  s << in.rdbuf();
-  return s.str();
-}
+using scellis::testing::FashionMlp;
 
 Module After(const std::string& pass) {
   pipeline::CompileOptions o;

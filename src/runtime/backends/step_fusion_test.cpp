@@ -5,24 +5,18 @@
 #include <gtest/gtest.h>
 
 #include <cstring>
-#include <fstream>
 #include <optional>
 #include <random>
 #include <set>
-#include <sstream>
 
 #include "kernel/passes/passes.h"
 #include "runtime/backends/backends_test.h"
+#include "support/examples.h"
 
 namespace scellis::runtime {
 namespace {
 
-std::string FashionMlp() {
-  std::ifstream in(std::string(SCELLIS_SOURCE_DIR) + "/examples/fashion_mlp.json");
-  std::stringstream s;
-  s << in.rdbuf();
-  return s.str();
-}
+using scellis::testing::FashionMlp;
 
 Result<pipeline::Compiled> Step(const Executor& exec, std::set<std::string> disabled,
                                 const std::optional<kernel::MatmulSchedule>& schedule) {
