@@ -226,6 +226,21 @@ Result<const DawnLibrary*> DawnLibrary::Load() {
                    kHelp);
 }
 
+WGPUInstance DawnLibrary::SharedInstance() const {
+  static std::mutex mu;
+  static WGPUInstance instance = nullptr;
+  std::lock_guard<std::mutex> lock(mu);
+  if (!instance) {
+    // TimedWaitAny lets every wait carry a timeout instead of spinning on ProcessEvents.
+    WGPUInstanceFeatureName features[] = {WGPUInstanceFeatureName_TimedWaitAny};
+    WGPUInstanceDescriptor d{};
+    d.requiredFeatureCount = 1;
+    d.requiredFeatures = features;
+    instance = procs_.CreateInstance(&d);
+  }
+  return instance;
+}
+
 Result<std::vector<WGPUAdapter>> DawnLibrary::EnumerateAdapters(
     WGPUInstance instance, const WGPURequestAdapterOptions& options) const {
   if (!can_enumerate_adapters()) {

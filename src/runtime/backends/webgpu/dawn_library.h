@@ -71,6 +71,14 @@ class DawnLibrary {
   const std::string& vulkan_loader() const { return vulkan_loader_; }
   const std::vector<std::string>& vulkan_loader_searched() const { return vulkan_searched_; }
 
+  // The process's one Dawn instance (with the timed-wait-any feature), created on first use and
+  // never released; null when Dawn cannot create it. Every device is opened from it and takes a
+  // reference of its own. Why one: when a process's last instance goes, the Vulkan loader unloads
+  // the driver, and NVIDIA's (580.159) then fails to load again after 29 such rounds in one
+  // process (bench/RESULTS.md, 2026-12-03): a server or benchmark opening a device per run would
+  // find no GPU from its 30th on.
+  WGPUInstance SharedInstance() const;
+
   // Whether this Dawn build exports the C++ adapter enumeration (see the header comment).
   bool can_enumerate_adapters() const { return enumerate_.enumerate != nullptr; }
   // Every adapter Dawn offers for `options`, in Dawn's order (the first is the one

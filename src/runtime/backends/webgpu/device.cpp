@@ -543,12 +543,8 @@ Result<std::unique_ptr<Device>> Device::Open(const OpenOptions& options) {
   if (const char* n = std::getenv("SCELLIS_FAULT_ALLOCATION"))
     m.fail_allocation = std::strtoull(n, nullptr, 10);
 
-  // TimedWaitAny lets every wait below carry a timeout instead of spinning on ProcessEvents.
-  WGPUInstanceFeatureName instance_features[] = {WGPUInstanceFeatureName_TimedWaitAny};
-  WGPUInstanceDescriptor id{};
-  id.requiredFeatureCount = 1;
-  id.requiredFeatures = instance_features;
-  m.instance = p.CreateInstance(&id);
+  m.instance = lib->SharedInstance();
+  if (m.instance) p.InstanceAddRef(m.instance);
   if (!m.instance) {
     return RuntimeError("webgpu-instance-failed", "Dawn (" + lib->path() +
                                                       ") could not create an instance with the "

@@ -115,6 +115,34 @@ TEST(WebGpuDevice, FindsDawn) {
   EXPECT_EQ((*lib)->version(), "bun-webgpu-linux-x64@0.1.7");
 }
 
+// Devices opened one after another in a process come from its one Dawn instance, which outlives
+// them (a driver unloaded with the last instance may not load again), and each computes.
+TEST(WebGpuDevice, SuccessiveDevicesShareTheProcesssInstance) {
+  auto lib = DawnLibrary::Load();
+  ASSERT_TRUE(lib.ok()) << Describe(lib.status());
+  const WGPUInstance instance = (*lib)->SharedInstance();
+  ASSERT_NE(instance, nullptr);
+  for (int round = 0; round < 3; ++round) {
+    auto dev = OpenSoftware();
+    ASSERT_NE(dev, nullptr);
+    std::vector<float> x = {1, 2, 3, 4};
+    BufferId b = dev->CreateBuffer(x.size() * sizeof(float));
+    ASSERT_TRUE(dev->Write(b, 0, x.data(), x.size() * sizeof(float)).ok());
+    auto p = dev->Pipeline(R"(
+        @group(0) @binding(0) var<storage, read_write> x : array<f32>;
+        @compute @workgroup_size(4)
+        fn main(@builtin(global_invocation_id) id : vec3<u32>) { x[id.x] = 2.0 * x[id.x]; })",
+                           "main");
+    ASSERT_TRUE(p.ok()) << Describe(p.status());
+    dev->Dispatch(*p, {{b}}, 1);
+    ASSERT_TRUE(dev->Submit().ok());
+    std::vector<float> y(4);
+    ASSERT_TRUE(dev->Read(b, 0, y.size() * sizeof(float), y.data()).ok());
+    EXPECT_EQ(y, (std::vector<float>{2, 4, 6, 8})) << "round " << round;
+  }
+  EXPECT_EQ((*lib)->SharedInstance(), instance);
+}
+
 TEST(WebGpuDevice, ReportsAdapterAndRequestsItsLimits) {
   auto dev = OpenSoftware();
   ASSERT_TRUE(dev);
