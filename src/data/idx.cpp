@@ -302,17 +302,26 @@ bool IsRegularFile(const std::string& path) {
   return ::stat(path.c_str(), &st) == 0 && S_ISREG(st.st_mode);
 }
 
+bool IsGzip(std::string_view bytes) {
+  return bytes.size() >= 2 && static_cast<unsigned char>(bytes[0]) == 0x1f &&
+         static_cast<unsigned char>(bytes[1]) == 0x8b;
+}
+
+// A gzipped IDX file inflated, its length bounded by the header it starts with.
+Result<std::string> GunzipIdx(std::string_view file, uint64_t max_bytes) {
+  auto length_of = [max_bytes](std::string_view head) -> Result<uint64_t> {
+    if (head.size() < kMaxIdxHeaderBytes) return uint64_t{0};
+    SCELLIS_ASSIGN_OR_RETURN(IdxHeader h, ParseIdxHeader(head, max_bytes));
+    return h.total_bytes();
+  };
+  return Gunzip(file, max_bytes, length_of);
+}
+
 }  // namespace
 
 Result<IdxArray> DecodeIdx(std::string_view file, uint64_t max_bytes) {
-  if (file.size() >= 2 && static_cast<unsigned char>(file[0]) == 0x1f &&
-      static_cast<unsigned char>(file[1]) == 0x8b) {
-    auto length_of = [max_bytes](std::string_view head) -> Result<uint64_t> {
-      if (head.size() < kMaxIdxHeaderBytes) return uint64_t{0};
-      SCELLIS_ASSIGN_OR_RETURN(IdxHeader h, ParseIdxHeader(head, max_bytes));
-      return h.total_bytes();
-    };
-    SCELLIS_ASSIGN_OR_RETURN(std::string raw, Gunzip(file, max_bytes, length_of));
+  if (IsGzip(file)) {
+    SCELLIS_ASSIGN_OR_RETURN(std::string raw, GunzipIdx(file, max_bytes));
     return ParseIdx(raw, max_bytes);
   }
   return ParseIdx(file, max_bytes);
@@ -356,14 +365,8 @@ Result<std::string> InflateIdx(const std::string& path, uint64_t max_bytes) {
     SCELLIS_TRY(CheckIdxFileHead(path, max_bytes));
     SCELLIS_ASSIGN_OR_RETURN(std::string file, ReadFile(path, max_bytes));
     std::string raw;
-    if (file.size() >= 2 && static_cast<unsigned char>(file[0]) == 0x1f &&
-        static_cast<unsigned char>(file[1]) == 0x8b) {
-      auto length_of = [max_bytes](std::string_view head) -> Result<uint64_t> {
-        if (head.size() < kMaxIdxHeaderBytes) return uint64_t{0};
-        SCELLIS_ASSIGN_OR_RETURN(IdxHeader h, ParseIdxHeader(head, max_bytes));
-        return h.total_bytes();
-      };
-      SCELLIS_ASSIGN_OR_RETURN(raw, Gunzip(file, max_bytes, length_of));
+    if (IsGzip(file)) {
+      SCELLIS_ASSIGN_OR_RETURN(raw, GunzipIdx(file, max_bytes));
     } else {
       raw = std::move(file);
     }
@@ -379,8 +382,7 @@ Result<std::string> InflateIdx(const std::string& path, uint64_t max_bytes) {
 
 Result<bool> IsGzipFile(const std::string& path) {
   SCELLIS_ASSIGN_OR_RETURN(FileHead head, ReadFileHead(path, 2));
-  return head.bytes.size() == 2 && static_cast<unsigned char>(head.bytes[0]) == 0x1f &&
-         static_cast<unsigned char>(head.bytes[1]) == 0x8b;
+  return IsGzip(head.bytes);
 }
 
 Result<IdxRows> IdxRows::Open(const std::string& path, uint64_t max_bytes) {
