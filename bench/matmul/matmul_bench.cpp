@@ -6,7 +6,7 @@
 // per shape, with the schedule the plan chose.
 //
 //   scellis_bench_matmul [--backend=webgpu] [--runs=10] [--quick] [--tier=prod]
-//                        [--schedule=auto|TMxTNxTK/BMxBN[/vec4][/pf] ...]
+//                        [--schedule=auto|TMxTNxTK/BMxBN[/vec4] ...]
 // Each --schedule adds a pass over every shape with that schedule forced (where it fits the shape;
 // else the plan's own choice, as the printed "schedule" says); without one, the plan chooses.
 #include <algorithm>
@@ -54,11 +54,8 @@ std::optional<std::optional<kernel::MatmulSchedule>> ParseSchedule(const std::st
   char tail[16] = {0};
   const int fields = std::sscanf(name.c_str(), "%dx%dx%d/%dx%d%15s", &s.tile_m, &s.tile_n,
                                  &s.tile_k, &s.block_m, &s.block_n, tail);
-  const std::string rest = tail;
-  if (fields < 5 || (fields == 6 && rest != "/vec4" && rest != "/vec4/pf" && rest != "/pf"))
-    return std::nullopt;
-  s.vec4_a = s.vec4_b = rest.rfind("/vec4", 0) == 0;
-  s.prefetch = rest.ends_with("/pf");
+  if (fields < 5 || (fields == 6 && std::string(tail) != "/vec4")) return std::nullopt;
+  s.vec4_a = s.vec4_b = fields == 6;
   return std::optional<kernel::MatmulSchedule>(s);
 }
 
@@ -96,7 +93,7 @@ int main(int argc, char** argv) {
       tier = policy::Tier::kDebug;
     else if (arg != "--tier=prod") {
       std::cerr << "usage: scellis_bench_matmul [--backend=B] [--runs=N] [--quick] "
-                   "[--tier=prod|debug] [--schedule=auto|TMxTNxTK/BMxBN[/vec4][/pf] ...]\n";
+                   "[--tier=prod|debug] [--schedule=auto|TMxTNxTK/BMxBN[/vec4] ...]\n";
       return 2;
     }
   }

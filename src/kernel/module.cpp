@@ -132,7 +132,6 @@ std::string MatmulSchedule::Name() const {
     name += "/vec4a";
   else if (vec4_b)
     name += "/vec4b";
-  if (prefetch) name += "/pf";
   return name;
 }
 
@@ -282,7 +281,6 @@ Json ToJson(const Module& m) {
           {"tile", {s->tile_m, s->tile_n, s->tile_k}},
           {"block", {s->block_m, s->block_n}},
           {"vec4", {s->vec4_a, s->vec4_b}}};
-      if (s->prefetch) jk["matmul_schedule"]["prefetch"] = true;
     }
     if (const auto& s = k.elementwise_schedule) {
       jk["elementwise_schedule"] = {{"name", s->Name()},

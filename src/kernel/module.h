@@ -64,15 +64,11 @@ struct MatmulSchedule {
   // Global loads of an operand as vec4: along its contiguous dimension, which must be a multiple
   // of 4 (K for A and B^T, M for A^T, N for B).
   bool vec4_a = false, vec4_b = false;
-  // The next K step's global loads issued into registers before this step's multiply-adds, and
-  // stored into the tiles after them (register-blocked tiles only).
-  bool prefetch = false;
 
   int Invocations() const { return (tile_m / block_m) * (tile_n / block_n); }
   // Bytes of workgroup memory the tiles of both operands take.
   int64_t WorkgroupBytes() const;
-  // "128x64x16/8x8/vec4", "16x16x16/1x1", "per-element"; "/vec4a" or "/vec4b" when one operand;
-  // "/pf" when prefetching.
+  // "128x64x16/8x8/vec4", "16x16x16/1x1", "per-element"; "/vec4a" or "/vec4b" when one operand.
   std::string Name() const;
   bool operator==(const MatmulSchedule&) const = default;
 };

@@ -236,74 +236,50 @@ struct TileOperand {
   std::function<std::string(const std::string& q, const std::string& k)> index;  // element index
 };
 
-// How a K step's tile is filled: loaded and stored at once, or in two halves apart — the global
-// loads into registers (issued ahead of the previous step's compute) and their stores into the tile.
-enum class TilePhase { kLoadAndStore, kLoadIntoRegisters, kStoreFromRegisters };
-
-// The loads of one K step's tile (from `k0` on), shared among the invocations, each quad written
-// whole by one invocation. Three ways by the operand's layout: read as vec4 along the quads (one
-// load per quad); read as vec4 along K (a 4 x 4 block per invocation, transposed in registers into
-// 4 quads); read as scalars (4 per quad, consecutive invocations along the contiguous dimension).
-// In the register phases each invocation's values live in vec4 registers named
-// `<registers>_<round>_<r>`, declared by TileRegisters.
-std::string TileLoads(const TileOperand& t, int invocations, const std::string& K,
-                      TilePhase phase = TilePhase::kLoadAndStore, const std::string& k0 = "t",
-                      const std::string& registers = "") {
+// The loads of one K step's tile, shared among the invocations, each quad written whole by one
+// invocation. Three ways by the operand's layout: read as vec4 along the quads (one load per
+// quad); read as vec4 along K (a 4 x 4 block per invocation, transposed in registers into 4 quads);
+// read as scalars (4 per quad, consecutive invocations along the contiguous dimension).
+std::string TileLoads(const TileOperand& t, int invocations, const std::string& K) {
   auto u = [](int64_t v) { return U32(v); };
   const char* lane = "xyzw";
   const int per_k = t.extent / 4;  // quads at one k
   const bool blocks = t.vec == 4 && !t.quads_contiguous;
   const int units = blocks ? per_k * t.tile_k / 4 : per_k * t.tile_k;
-  const bool load = phase != TilePhase::kStoreFromRegisters;
-  const bool store = phase != TilePhase::kLoadIntoRegisters;
   std::string src;
   for (int l = 0; l * invocations < units; ++l) {
-    // Value r of this round: a local in the direct phase, a register otherwise.
-    auto value = [&](int r) {
-      return phase == TilePhase::kLoadAndStore
-                 ? "v" + std::to_string(r)
-                 : registers + "_" + std::to_string(l) + "_" + std::to_string(r);
-    };
-    auto assign = [&](int r, const std::string& expr) {
-      return phase == TilePhase::kLoadAndStore ? "      let " + value(r) + " = " + expr + ";\n"
-                                               : "      " + value(r) + " = " + expr + ";\n";
-    };
     src += "    {\n      let e = tid + " + u(int64_t{l} * invocations) + ";\n";
     std::string body;
     if (blocks) {
       body += "      let kb = (e % " + u(t.tile_k / 4) + ") * 4u;\n      let qb = e / " +
-              u(t.tile_k / 4) + ";\n";
-      if (load) {
-        body += "      let g = " + t.base + " + qb * 4u;\n      let gk = " + k0 + " + kb;\n";
-        for (int r = 0; r < 4; ++r)
-          body += assign(r, "select(vec4<f32>(0.0), " + t.buffer + "[(" +
-                                t.index("(g + " + u(r) + ")", "gk") + ") / 4u], g + " + u(r) +
-                                " < " + t.bound + " && gk < " + K + ")");
-      }
-      for (int c = 0; store && c < 4; ++c)
-        body += "      " + t.tile + "[(kb + " + u(c) + ") * " + u(per_k) + " + qb] = vec4<f32>(" +
-                value(0) + "." + lane[c] + ", " + value(1) + "." + lane[c] + ", " + value(2) +
-                "." + lane[c] + ", " + value(3) + "." + lane[c] + ");\n";
+              u(t.tile_k / 4) + ";\n      let g = " + t.base +
+              " + qb * 4u;\n      let gk = t + kb;\n";
+      for (int r = 0; r < 4; ++r)
+        body += "      let v" + std::to_string(r) + " = select(vec4<f32>(0.0), " + t.buffer + "[(" +
+                t.index("(g + " + u(r) + ")", "gk") + ") / 4u], g + " + u(r) + " < " + t.bound +
+                " && gk < " + K + ");\n";
+      for (int c = 0; c < 4; ++c)
+        body += "      " + t.tile + "[(kb + " + u(c) + ") * " + u(per_k) +
+                " + qb] = vec4<f32>(v0." + lane[c] + ", v1." + lane[c] + ", v2." + lane[c] +
+                ", v3." + lane[c] + ");\n";
     } else {
       body += t.quads_contiguous
                   ? "      let kq = e / " + u(per_k) + ";\n      let qq = e % " + u(per_k) + ";\n"
                   : "      let kq = e % " + u(t.tile_k) + ";\n      let qq = e / " + u(t.tile_k) +
                         ";\n";
-      if (load) {
-        body += "      let g = " + t.base + " + qq * 4u;\n      let gk = " + k0 + " + kq;\n";
-        if (t.vec == 4) {
-          body += assign(0, "select(vec4<f32>(0.0), " + t.buffer + "[(" + t.index("g", "gk") +
-                                ") / 4u], g < " + t.bound + " && gk < " + K + ")");
-        } else {
-          std::string quad = "vec4<f32>(";
-          for (int r = 0; r < 4; ++r)
-            quad += std::string(r ? ", " : "") + "select(0.0, " + t.buffer + "[" +
-                    t.index("(g + " + u(r) + ")", "gk") + "], g + " + u(r) + " < " + t.bound +
-                    " && gk < " + K + ")";
-          body += assign(0, quad + ")");
-        }
+      body += "      let g = " + t.base + " + qq * 4u;\n      let gk = t + kq;\n";
+      body += "      " + t.tile + "[kq * " + u(per_k) + " + qq] = ";
+      if (t.vec == 4) {
+        body += "select(vec4<f32>(0.0), " + t.buffer + "[(" + t.index("g", "gk") + ") / 4u], g < " +
+                t.bound + " && gk < " + K + ");\n";
+      } else {
+        body += "vec4<f32>(";
+        for (int r = 0; r < 4; ++r)
+          body += std::string(r ? ", " : "") + "select(0.0, " + t.buffer + "[" +
+                  t.index("(g + " + u(r) + ")", "gk") + "], g + " + u(r) + " < " + t.bound +
+                  " && gk < " + K + ")";
+        body += ");\n";
       }
-      if (store) body += "      " + t.tile + "[kq * " + u(per_k) + " + qq] = " + value(0) + ";\n";
     }
     // The last round's extra invocations have no unit to load.
     if ((l + 1) * invocations > units) {
@@ -313,19 +289,6 @@ std::string TileLoads(const TileOperand& t, int invocations, const std::string& 
     }
     src += "    }\n";
   }
-  return src;
-}
-
-// The registers TileLoads' register phases use for `t`'s values.
-std::string TileRegisters(const TileOperand& t, int invocations, const std::string& registers) {
-  const int per_k = t.extent / 4;
-  const bool blocks = t.vec == 4 && !t.quads_contiguous;
-  const int units = blocks ? per_k * t.tile_k / 4 : per_k * t.tile_k;
-  std::string src;
-  for (int l = 0; l * invocations < units; ++l)
-    for (int r = 0; r < (blocks ? 4 : 1); ++r)
-      src += "  var " + registers + "_" + std::to_string(l) + "_" + std::to_string(r) +
-             " = vec4<f32>(0.0);\n";
   return src;
 }
 
@@ -390,31 +353,15 @@ void TiledBlocked(const Module& m, const Kernel& k, const Operands& o, const Mat
       src += "    acc_" + std::to_string(i) + "_" + std::to_string(j) + " = vec4<f32>(" + parts +
              ");\n  }\n";
     }
-  const TileOperand tile_a{
-      "tile_a", "in0", TM, TK, va, s.trans_a, "row0", M,
-      [&](const std::string& q, const std::string& kq) { return AIndex(o, q, kq); }};
-  const TileOperand tile_b{
-      "tile_b", "in1", TN, TK, vb, !s.trans_b, "col0", N,
-      [&](const std::string& q, const std::string& kq) { return BIndex(o, kq, q); }};
-  if (sch.prefetch) {
-    // Step 0's values are loaded before the loop; each step stores the values loaded for it,
-    // then loads the next step's into the same registers before its compute, which hides the
-    // global loads' latency behind the multiply-adds.
-    src += TileRegisters(tile_a, invocations, "ra") + TileRegisters(tile_b, invocations, "rb");
-    src += "  {\n" + TileLoads(tile_a, invocations, K, TilePhase::kLoadIntoRegisters, "0u", "ra") +
-           TileLoads(tile_b, invocations, K, TilePhase::kLoadIntoRegisters, "0u", "rb") + "  }\n";
-    src += "  for (var t = 0u; t < " + K + "; t = t + " + u(TK) + ") {\n";
-    src += TileLoads(tile_a, invocations, K, TilePhase::kStoreFromRegisters, "t", "ra") +
-           TileLoads(tile_b, invocations, K, TilePhase::kStoreFromRegisters, "t", "rb");
-    src += "    workgroupBarrier();\n";
-    src += "    if (t + " + u(TK) + " < " + K + ") {\n      let next_t = t + " + u(TK) + ";\n" +
-           TileLoads(tile_a, invocations, K, TilePhase::kLoadIntoRegisters, "next_t", "ra") +
-           TileLoads(tile_b, invocations, K, TilePhase::kLoadIntoRegisters, "next_t", "rb") + "    }\n";
-  } else {
-    src += "  for (var t = 0u; t < " + K + "; t = t + " + u(TK) + ") {\n";
-    src += TileLoads(tile_a, invocations, K) + TileLoads(tile_b, invocations, K);
-    src += "    workgroupBarrier();\n";
-  }
+  src += "  for (var t = 0u; t < " + K + "; t = t + " + u(TK) + ") {\n";
+
+  src += TileLoads({"tile_a", "in0", TM, TK, va, s.trans_a, "row0", M,
+                    [&](const std::string& q, const std::string& kq) { return AIndex(o, q, kq); }},
+                   invocations, K);
+  src += TileLoads({"tile_b", "in1", TN, TK, vb, !s.trans_b, "col0", N,
+                    [&](const std::string& q, const std::string& kq) { return BIndex(o, kq, q); }},
+                   invocations, K);
+  src += "    workgroupBarrier();\n";
   src += "    for (var kk = 0u; kk < " + u(TK) + "; kk = kk + 1u) {\n";
   for (int i = 0; i < bm4; ++i)
     src += "      let a" + std::to_string(i) + " = tile_a[kk * " + u(TM / 4) + " + lid.y + " +
@@ -471,10 +418,8 @@ Status CheckMatmulSchedule(const MatmulSchedule& sch, const MatmulShape& s,
     return bad("takes more workgroup memory than the device's " +
                std::to_string(workgroup_storage_bytes) + " bytes");
   if (sch.block_m == 1 && sch.block_n == 1) {
-    if (sch.tile_m != sch.tile_n || sch.tile_k != sch.tile_m || sch.vec4_a || sch.vec4_b ||
-        sch.prefetch)
-      return bad("has one output per invocation but not square tiles of scalar loads without "
-                 "prefetch");
+    if (sch.tile_m != sch.tile_n || sch.tile_k != sch.tile_m || sch.vec4_a || sch.vec4_b)
+      return bad("has one output per invocation but not square tiles of scalar loads");
     return Status::Ok();
   }
   if (sch.block_m % 4 || sch.block_n % 4 || sch.tile_k % 4)
