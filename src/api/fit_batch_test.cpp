@@ -6,8 +6,8 @@
 
 #include "api/session.h"
 #include "base/atomic_file.h"
-#include "support/graph.h"
 #include "support/examples.h"
+#include "support/graph.h"
 
 namespace scellis::api {
 namespace {
@@ -103,6 +103,22 @@ TEST(ExplainRedPlan, TheRefusalNamesTheBatch) {
   EXPECT_NE(d.help.find("B=" + std::to_string(fit.largest + 1) + " plans red"), std::string::npos)
       << d.help;
   EXPECT_NE(execplan::Print(*c->plan).find("largest_batch    : B=" + b), std::string::npos);
+  // Whether f16 would fit, from the classes: every value of this step is f32, so mixed precision
+  // halves all but the optimizer's moments and adds an f16 copy beside each f32 parameter.
+  const auto& cls = c->plan->memory.by_class;
+  auto of = [&](execplan::MemClass m) { return cls[static_cast<int>(m)]; };
+  const int64_t mixed = of(execplan::MemClass::kParameters) * 3 / 2 +
+                        of(execplan::MemClass::kOptimizerState) +
+                        (of(execplan::MemClass::kInputs) + of(execplan::MemClass::kActivations) +
+                         of(execplan::MemClass::kGradients) + of(execplan::MemClass::kWorking)) /
+                            2;
+  ASSERT_GT(mixed, kBudget);  // the moments and master weights alone nearly fill it
+  EXPECT_NE(d.help.find("in mixed precision (f16 values and gradients, f32 master weights and "
+                        "optimizer state) the plan would need " +
+                        execplan::FormatBytes(mixed) + ", " +
+                        execplan::FormatBytes(mixed - kBudget) + " over: f16 would not fit either"),
+            std::string::npos)
+      << d.help;
   EXPECT_EQ(execplan::ToJson(*c->plan)["batch_fit"]["largest"], fit.largest);
 
   // A green plan, and a red plan of a document that is no training workflow, are left alone.

@@ -1,3 +1,4 @@
+#include <algorithm>
 #include <optional>
 
 #include "execplan/passes/passes.h"
@@ -8,6 +9,54 @@ namespace {
 
 constexpr const char* kSmallerPlanHelp =
     "reduce the largest class at peak (a smaller batch or smaller tensors)";
+
+// What the plan would allocate in f16, buffer for buffer, so a red verdict can say whether f16
+// would fit: every f32 value stored as f16, except the optimizer's moments; a trained f32
+// parameter keeps its f32 master copy beside its f16 one (mixed precision), an untrained one is
+// stored as f16 only. Same buffers and lifetimes as the plan; the dataset as it is.
+bool Trains(const Plan& p) {
+  return p.memory.by_class[static_cast<int>(MemClass::kOptimizerState)] > 0 ||
+         p.memory.by_class[static_cast<int>(MemClass::kGradients)] > 0;
+}
+
+int64_t F16Bytes(const Plan& p) {
+  const bool training = Trains(p);
+  int64_t total = DatasetInBudget(p) ? p.dataset_bytes : 0;
+  for (const Buffer& b : p.buffers) {
+    if (b.tile_scratch || b.cls == MemClass::kOptimizerState) {
+      total = SaturatingAdd(total, b.bytes);
+      continue;
+    }
+    int64_t bytes = 0;
+    for (int v : b.values) {
+      const TensorType& t = p.graph().at(v).type;
+      if (t.dtype != DType::kF32) {
+        bytes = std::max(bytes, t.bytes());
+        continue;
+      }
+      const int64_t half = StorageBytes(t.elements(), DType::kF16);
+      bytes = std::max(bytes, training && b.cls == MemClass::kParameters ? t.bytes() + half : half);
+    }
+    total = SaturatingAdd(total, bytes);
+  }
+  return total;
+}
+
+// Whether the plan would fit `limit` in f16, with the bytes: part of a red memory verdict's help.
+std::string F16Answer(const Plan& p, int64_t limit) {
+  const int64_t bytes = F16Bytes(p);
+  const bool training = Trains(p);
+  std::string s = training ? "in mixed precision (f16 values and gradients, f32 master weights and "
+                             "optimizer state) the plan would need "
+                           : "with its f32 tensors stored as f16 the plan would need ";
+  s += FormatBytes(bytes);
+  s += bytes <= limit ? ", which fits"
+                      : ", " + FormatBytes(bytes - limit) + " over: f16 would not fit either";
+  if (training && bytes <= limit)
+    s += ", but Scellis does not train in mixed precision yet (its training ops are f32)";
+  if (!training && bytes <= limit) s += " (f16 on a GPU needs its shader-f16 feature)";
+  return s;
+}
 
 bool IsMemoryFinding(const Diagnostic& d) {
   return d.code == "memory-over-budget" || d.code == "memory-over-host" ||
@@ -36,7 +85,8 @@ class Judge {
               FormatBytes(mem.allocated - mem.budget) + " over the budget of " +
               FormatBytes(mem.budget) + " (" + mem.budget_source + "); " + Responsible(),
           std::string(kSmallerPlanHelp) +
-              ", or raise the budget with --budget if the device has the memory");
+              ", or raise the budget with --budget if the device has the memory; " +
+              F16Answer(p_, mem.budget));
     }
     Bindings();
     if (p_.verdict == Verdict::kRed) return;
@@ -78,7 +128,8 @@ class Judge {
               "), " + FormatBytes(mem.allocated - lim.device_memory_bytes) + " more than " +
               lim.device + " has (" + FormatBytes(lim.device_memory_bytes) + ", " +
               lim.device_memory_source + "); " + Responsible(),
-          std::string(kSmallerPlanHelp) + "; a larger --budget cannot add memory");
+          std::string(kSmallerPlanHelp) + "; a larger --budget cannot add memory; " +
+              F16Answer(p_, lim.device_memory_bytes));
     }
     if (lim.host_memory_bytes <= 0) return;
     const int64_t buffers = lim.buffers_in_host_memory ? mem.allocated : 0;
@@ -175,11 +226,14 @@ void AttachBatchFit(Plan& p, BatchFit fit) {
     help = "even batch 1 (" + fit.dim +
            "=1) plans red: no smaller batch fits; reduce the largest class at peak";
   }
-  for (Diagnostic& d : p.findings)
-    if (IsMemoryFinding(d) && d.severity == Severity::kError)
-      d.help = help + (d.code == "memory-over-budget"
-                           ? ", or raise the budget with --budget if the device has the memory"
-                           : "");
+  for (Diagnostic& d : p.findings) {
+    if (!IsMemoryFinding(d) || d.severity != Severity::kError) continue;
+    d.help = help;
+    if (d.code == "memory-over-budget")
+      d.help += ", or raise the budget with --budget if the device has the memory; " +
+                F16Answer(p, p.memory.budget);
+    if (d.code == "memory-over-device") d.help += "; " + F16Answer(p, p.limits.device_memory_bytes);
+  }
   p.batch_fit = std::move(fit);
 }
 

@@ -45,6 +45,24 @@ TEST(VerdictPass, BudgetDecidesGreenYellowRed) {
   EXPECT_NE(p.findings[0].message.find("3.0 KiB"), std::string::npos) << p.findings[0].message;
 }
 
+// A red verdict says whether f16 would fit: x, relu(x) and y, 1 KiB each in f32, take 512 B each
+// in f16 (1.5 KiB); nothing is trained, so no f32 master copy is kept.
+TEST(VerdictPass, RedSaysWhetherF16WouldFit) {
+  Plan p = Assigned();
+  p.memory.budget = 2048;
+  ASSERT_TRUE(JudgeVerdict(p).ok());
+  ASSERT_EQ(p.verdict, Verdict::kRed);
+  EXPECT_NE(p.findings[0].help.find("with its f32 tensors stored as f16 the plan would need "
+                                    "1.5 KiB, which fits"),
+            std::string::npos)
+      << p.findings[0].help;
+  p.memory.budget = 1000;
+  ASSERT_TRUE(JudgeVerdict(p).ok());
+  EXPECT_NE(p.findings[0].help.find("would need 1.5 KiB, 536 B over: f16 would not fit either"),
+            std::string::npos)
+      << p.findings[0].help;
+}
+
 TEST(VerdictPass, BindingCapTilesWhatItCanAndRefusesTheRest) {
   Plan p = Assigned();
   p.memory.budget = int64_t{1} << 30;
