@@ -43,7 +43,7 @@ void AddCompileFlags(CLI::App* cmd, TypedFlags& typed, CompileFlags& f) {
 // --disable-pass=NAME, repeatable: leaves an optional pass of the descent out.
 void AddPassFlags(CLI::App* cmd, CompileFlags& f) {
   cmd->add_option("--disable-pass", f.disabled_passes,
-                  "leave out an optional pass (fuse-elementwise, fold-transposes, "
+                  "leave out an optional pass (fuse-elementwise, fuse-generators, fold-transposes, "
                   "fuse-matmul-epilogue, merge-optimizer-outputs, hoist-loop-invariants, "
                   "schedule-elementwise, block-butterfly-stages, block-temporally); "
                   "repeatable");

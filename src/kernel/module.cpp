@@ -55,6 +55,10 @@ bool IsPermutedLoad(std::string_view op) {
   return op == "shift" || op == "butterfly";
 }
 
+bool IsIndexedStep(std::string_view op) {
+  return op == "arange" || op == "uniform";
+}
+
 bool IsFreeStep(std::string_view op) {
   return op == "full" || op == "arange";
 }

@@ -225,6 +225,9 @@ bool IsElementwiseNode(const webir::Graph& g, const webir::Node& n);
 
 // Steps that load their operand, a kernel input, at other elements' indices: shift, butterfly.
 bool IsPermutedLoad(std::string_view op);
+// Steps computed from the output element's index: an index ramp (arange, its place along an axis)
+// and a uniform inlined into its reader (fuse-generators: its linear index in the whole tensor).
+bool IsIndexedStep(std::string_view op);
 // Steps that need no operand and no buffer, cheap enough to recompute in every kernel that reads
 // them: a constant (full) and an index ramp (arange).
 bool IsFreeStep(std::string_view op);

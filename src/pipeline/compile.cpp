@@ -24,6 +24,7 @@ const std::vector<Pass>& Passes() {
       {Rung::kWebir, "append-train-step", kRequired, webir::AppendTrainStep},
       {Rung::kKernel, "partition", kRequired, kernel::Partition},
       {Rung::kKernel, "fuse-elementwise", kOptional, kernel::FuseElementwise},
+      {Rung::kKernel, "fuse-generators", kOptional, kernel::FuseGenerators},
       {Rung::kKernel, "fold-transposes", kOptional, kernel::FoldTransposes},
       {Rung::kKernel, "fuse-matmul-epilogue", kOptional, kernel::FuseMatmulEpilogue},
       {Rung::kKernel, "merge-optimizer-outputs", kOptional, kernel::MergeOptimizerOutputs},

@@ -28,6 +28,7 @@ TEST(Passes, TheDescentInOrder) {
   EXPECT_EQ(names, (std::vector<std::string>{"append-train-step",
                                              "partition",
                                              "fuse-elementwise",
+                                             "fuse-generators",
                                              "fold-transposes",
                                              "fuse-matmul-epilogue",
                                              "merge-optimizer-outputs",
@@ -47,12 +48,12 @@ TEST(Passes, TheDescentInOrder) {
                                              "check-guarantees"}));
   for (const Pass& p : Passes())
     EXPECT_EQ(p.optional,
-              p.name == "fuse-elementwise" || p.name == "fold-transposes" ||
-                  p.name == "fuse-matmul-epilogue" || p.name == "merge-optimizer-outputs" ||
-                  p.name == "merge-loss-gradient" || p.name == "merge-bias-gradient" ||
-                  p.name == "fold-constant-inputs" || p.name == "hoist-loop-invariants" ||
-                  p.name == "block-temporally" || p.name == "schedule-elementwise" ||
-                  p.name == "block-butterfly-stages")
+              p.name == "fuse-elementwise" || p.name == "fuse-generators" ||
+                  p.name == "fold-transposes" || p.name == "fuse-matmul-epilogue" ||
+                  p.name == "merge-optimizer-outputs" || p.name == "merge-loss-gradient" ||
+                  p.name == "merge-bias-gradient" || p.name == "fold-constant-inputs" ||
+                  p.name == "hoist-loop-invariants" || p.name == "block-temporally" ||
+                  p.name == "schedule-elementwise" || p.name == "block-butterfly-stages")
         << p.name;
 }
 
@@ -99,8 +100,9 @@ TEST(Passes, BadPassNamesTheValidOnes) {
   ASSERT_FALSE(required.ok());
   EXPECT_EQ(required.errors().front().code, "bad-pass");
   EXPECT_NE(required.errors().front().message.find("required"), std::string::npos);
-  EXPECT_NE(required.errors().front().help.find("fuse-elementwise, fold-transposes"),
-            std::string::npos);
+  EXPECT_NE(
+      required.errors().front().help.find("fuse-elementwise, fuse-generators, fold-transposes"),
+      std::string::npos);
 
   o.disabled_passes = {"fuse"};
   auto unknown = Compile(Chain(), o);

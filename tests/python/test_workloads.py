@@ -32,16 +32,16 @@ SORT_DISPATCHES = {"bitonic_sort": 1, "top_k": 2, "compaction": 2}
 
 # Kernels in one iteration of each loop body, as `scellis lower --to=kernel` lists them: a value
 # read by one consumer fuses into it, shifts included. Gray-Scott has two fields (u·v² recomputed
-# in each); each Ising half-sweep is its draw (uniform is a kernel of its own) and the rest of it,
+# in each); each Ising half-sweep is one kernel (its draw a step of the update: fuse-generators),
 # plus the sweep counter's increment; the spectral filter's is its four matmuls, the gains'
-# product between them the epilogue of the matmul before it; Canny's is the hysteresis. The tree has no loop: its 10 levels are a
-# reshape into pairs (layout ops are kernels of their own) and their sum each. A path tracer's
-# sample is 138: its 6 draws, and a kernel for every value several others read (each ray's
-# origin and direction, each candidate hit's distance, the nearest so far, the hit's id, the
-# throughput, ...), the rest fused into them.
+# product between them the epilogue of the matmul before it; Canny's is the hysteresis. The tree
+# has no loop: its 10 levels are a reshape into pairs (layout ops are kernels of their own) and
+# their sum each. A path tracer's sample is 132: a kernel for every value several others read
+# (each ray's origin and direction, each candidate hit's distance, the nearest so far, the hit's
+# id, the throughput, ...), the rest fused into them, its 6 draws steps of their readers.
 KERNELS_PER_ITERATION = {"jacobi": 1, "heat": 1, "life": 1, "sobel": 1, "wavefront": 1,
-                         "gray_scott": 2, "ising": 5, "tree_sum": 20, "spectral": 4, "canny": 1,
-                         "path_tracer": 138}
+                         "gray_scott": 2, "ising": 3, "tree_sum": 20, "spectral": 4, "canny": 1,
+                         "path_tracer": 132}
 # Kernels hoisted out of the loop (they read nothing carried), run once per run: the spectral
 # filter's Walsh-Hadamard matrix (read by four matmuls); Canny's image, its two blur passes, the
 # two Sobel gradients, the magnitude and the suppressed magnitude.

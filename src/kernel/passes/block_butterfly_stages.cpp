@@ -30,7 +30,9 @@ bool Stageable(const Module& m, const Kernel& k) {
   if (out.rank() != 1 || n < 2 || n % 2) return false;
   if (m.binding_cap && static_cast<uint64_t>(n) * 4 > m.binding_cap) return false;
   for (const ExprStep& e : k.expr) {
-    if (e.op == "shift" || !ThirtyTwoBit(g.at(e.node).type.dtype)) return false;
+    // An inlined draw hashes the element's index in the tensor, which a stage does not declare.
+    if (e.op == "shift" || e.op == "uniform" || !ThirtyTwoBit(g.at(e.node).type.dtype))
+      return false;
     if (e.op == "butterfly" && !g.at(k.inputs[e.operands[0]]).type.SameShape(out)) return false;
   }
   for (int in : k.inputs) {

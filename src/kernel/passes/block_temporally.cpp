@@ -39,7 +39,7 @@ std::string Blockable(const Module& m, const Kernel& k, int carried_node, wgsl::
   for (const ExprStep& e : k.expr) {
     // A tile's halo holds the carried value's neighbours by offset, not its partners by index,
     // nor the indices a ramp reads outside the grid.
-    if (e.op == "butterfly" || e.op == "arange")
+    if (e.op == "butterfly" || IsIndexedStep(e.op))
       return "the loop body reads by " + e.op + ", which a tile with a halo cannot";
     if (e.op != "shift" || e.operands.at(0) != b.carry) continue;
     const webir::Node& n = g.at(e.node);

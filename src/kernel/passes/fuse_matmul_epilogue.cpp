@@ -17,8 +17,8 @@ bool F32OrBool(DType t) {
 // Whether elementwise kernel `e` can be the epilogue of matmul kernel `mm` whose output it reads
 // as its input `x`: the same shape as the matmul's output, read at each element's own index, by
 // steps over f32 (or bool) values alone, with an f32 result, binding no more than WebGPU allows.
-// Positional steps (shift, butterfly, arange) read other indices or need the multi-index: not
-// in an epilogue.
+// Positional steps (shift, butterfly, arange, an inlined uniform) read other indices or need the
+// element's index: not in an epilogue.
 bool FitsEpilogue(const Module& m, const Kernel& mm, const Kernel& e, int x) {
   const webir::Graph& g = m.graph();
   const TensorType& mt = g.at(mm.output).type;
@@ -26,7 +26,7 @@ bool FitsEpilogue(const Module& m, const Kernel& mm, const Kernel& e, int x) {
   if (mt.dtype != DType::kF32 || et.dtype != DType::kF32 || !mt.SameShape(et)) return false;
   if (mm.inputs.size() + e.inputs.size() > kMaxBindings) return false;  // - x + output
   for (const ExprStep& s : e.expr)
-    if (IsPermutedLoad(s.op) || s.op == "arange" || !F32OrBool(g.at(s.node).type.dtype))
+    if (IsPermutedLoad(s.op) || IsIndexedStep(s.op) || !F32OrBool(g.at(s.node).type.dtype))
       return false;
   for (int in : e.inputs)
     if (!F32OrBool(g.at(in).type.dtype)) return false;

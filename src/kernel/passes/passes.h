@@ -16,6 +16,13 @@ Status Partition(Module& m);
 // reader as a literal). What remains are the roots, each one kernel evaluating its steps in order.
 Status FuseElementwise(Module& m);
 
+// A `uniform` (a counter hash of seed, step and element index) read only by fused elementwise
+// kernels of its shape, at each element's own index, costs no kernel and no buffer: each reader
+// computes it as a step of its own expression from the same seed, step value and element index
+// (a tile's index counted in the whole tensor), so it gives the bits the uniform kernel stored.
+// An Ising sweep's random draws are a step of its update instead of a dispatch before it.
+Status FuseGenerators(Module& m);
+
 // A rank-2 transpose read only by rank-2 matmuls costs no kernel: the matmuls read its operand with
 // swapped strides (backward passes are full of them: x^T @ g, g @ w^T).
 Status FoldTransposes(Module& m);

@@ -21,10 +21,10 @@ bool ElementwiseVectorisable(const Module& m, const Kernel& k) {
   if (k.kind != KernelKind::kElementwise) return false;
   const TensorType& out = m.graph().at(k.output).type;
   if (!HasWordElements(out.dtype) || out.elements() == 0 || out.elements() % 4 != 0) return false;
-  // A wide kernel evaluates its expression on loaded values alone; an index ramp needs each
-  // element's coordinates, which only the one-element kernel computes.
+  // A wide kernel evaluates its expression on loaded values alone; an indexed step needs each
+  // element's index, which only the one-element kernel computes.
   for (const ExprStep& step : k.expr)
-    if (step.op == "arange") return false;
+    if (IsIndexedStep(step.op)) return false;
   for (size_t i = 0; i < k.inputs.size(); ++i) {
     if (!HasWordElements(m.graph().at(k.inputs[i]).type.dtype)) return false;
     // A vector of four consecutive outputs reads one element broadcast to all four, or four

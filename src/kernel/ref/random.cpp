@@ -10,14 +10,9 @@
 namespace scellis::kernel::ref {
 namespace {
 
-uint32_t SeedOf(const webir::Node& n) {
-  auto it = n.attrs.find("seed");
-  return it == n.attrs.end() || it->is_null() ? 0u : static_cast<uint32_t>(it->get<int64_t>());
-}
-
 template <typename T>
 void Uniform(const OpArgs<T>& a) {
-  const uint32_t seed = SeedOf(*a.node), step = StepNumber(static_cast<double>(a.inputs[0][0]));
+  const uint32_t seed = RandomSeed(*a.node), step = StepNumber(static_cast<double>(a.inputs[0][0]));
   SetEachOutput(a, [&](int64_t i) {
     return static_cast<T>(StreamUniform(seed, step, static_cast<uint32_t>(i)));
   });
@@ -25,7 +20,7 @@ void Uniform(const OpArgs<T>& a) {
 
 template <typename T>
 void Dropout(const OpArgs<T>& a) {
-  const uint32_t seed = SeedOf(*a.node), step = StepNumber(static_cast<double>(a.inputs[1][0]));
+  const uint32_t seed = RandomSeed(*a.node), step = StepNumber(static_cast<double>(a.inputs[1][0]));
   const double p = a.node->attrs.value("p", 0.5);
   const uint32_t threshold = DropoutThreshold(p);
   // The scale as torch's f32 dropout applies it: 1 / (1 - p) rounded to f32 once.
@@ -38,6 +33,11 @@ void Dropout(const OpArgs<T>& a) {
 }
 
 }  // namespace
+
+uint32_t RandomSeed(const webir::Node& n) {
+  auto it = n.attrs.find("seed");
+  return it == n.attrs.end() || it->is_null() ? 0u : static_cast<uint32_t>(it->get<int64_t>());
+}
 
 uint32_t DropoutThreshold(double p) {
   return static_cast<uint32_t>(std::ceil(p * 16777216.0));

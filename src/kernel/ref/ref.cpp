@@ -8,6 +8,8 @@
 #include <optional>
 #include <thread>
 
+#include "base/random.h"
+
 namespace scellis::kernel::ref {
 
 int ThreadsFor(int requested) {
@@ -298,7 +300,8 @@ struct IndexRamp {
 
 // A fused elementwise kernel: per output element, gather each input through its broadcast
 // strides (or, for a shift or butterfly step, at its permuted index; an arange step is the
-// element's index), then evaluate the steps in order.
+// element's index, an inlined uniform the hash of its linear index), then evaluate the steps in
+// order.
 // Elements go in blocks: each step runs over the whole block before the next, which changes no
 // element's operations, only their interleaving.
 template <typename T>
@@ -335,7 +338,9 @@ Status RunFused(const Module& m, const Kernel& k, const std::vector<const T*>& i
     std::optional<ShiftedRead> shift;
     std::optional<PartnerRead> partner;
     std::optional<IndexRamp> ramp;
-    bool positional() const { return shift || partner || ramp; }
+    // An inlined uniform: its seed and step number (the step operand is one element).
+    std::optional<std::pair<uint32_t, uint32_t>> uniform;
+    bool positional() const { return shift || partner || ramp || uniform; }
   };
   std::vector<Step> steps;
   bool any_positional = false;
@@ -362,6 +367,8 @@ Status RunFused(const Module& m, const Kernel& k, const std::vector<const T*>& i
                               n.attrs.at("axis").get<size_t>(), n.attrs.at("mask").get<int64_t>()};
     } else if (e.op == "arange") {
       s.ramp = IndexRamp{n.type.sizes(), n.attrs.at("axis").get<size_t>(), s.dtype};
+    } else if (e.op == "uniform") {
+      s.uniform = {RandomSeed(n), StepNumber(static_cast<double>(inputs[e.operands.at(0)][0]))};
     } else if (integer) {
       s.integer = FindIntegerScalar(e.op);
       if (!s.integer) return InternalError("ref.RunFused", "no integer reference for " + e.op);
@@ -407,6 +414,10 @@ Status RunFused(const Module& m, const Kernel& k, const std::vector<const T*>& i
               value = inputs[s.operands[0]][s.partner->Offset(idx)];
             } else if (s.ramp) {
               value = s.ramp->template At<T>(idx);
+            } else if (s.uniform) {
+              // The element's index modulo 2^32, as the uniform kernel's u32 counter.
+              value = static_cast<T>(StreamUniform(s.uniform->first, s.uniform->second,
+                                                   static_cast<uint32_t>(first + j)));
             }
           }
           for (size_t d = rank; d-- > 0;) {

@@ -194,6 +194,8 @@ void AddIndexOps(std::vector<std::pair<std::string, OpImpl>>& t);
 // dropout keeps element i where the top 24 bits of its hash are at least this: ceil(p * 2^24),
 // which is uniform(seed, step, i) >= p exactly (uniform is those bits over 2^24).
 uint32_t DropoutThreshold(double p);
+// The `seed` attribute of a counter-hash op (uniform, dropout): 0 when absent.
+uint32_t RandomSeed(const webir::Node& n);
 
 // Runs one kernel of `m`: `inputs` follow Kernel::inputs, `out` is the kernel's output and
 // `extra_outs` its extra outputs (Kernel::extra_outputs), in order; with only_chunk >= 0, only

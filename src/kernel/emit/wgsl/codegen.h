@@ -120,11 +120,15 @@ Generated SoftmaxTile(const Module& m, const Kernel& k, const Tile& t, int64_t o
 
 // The helper functions a fused kernel's steps need, each once.
 std::string ExpressionHelpers(const Module& m, const Kernel& k);
+// pcg_u32, stream_bits and step_u32: base/random.h's counter hash in u32 arithmetic (WGSL wraps
+// it modulo 2^32 as the reference does); step_u32 needs kSpecialValueFns.
+extern const char* const kCounterHashFns;
 // round_f16(x: f32) -> f32: x rounded to the nearest f16, exactly as the reference rounds.
 extern const char* const kRoundToHalf;
 // `let s<n> = ...;` for each step of a fused kernel, reading kernel input j as `x<j>` (the caller
 // declares those); a shift or butterfly step's load is `shifted_load(step, "s<n>")`, which
-// declares s<n>; an arange step reads the output element's index `d0..d<rank-1>`.
+// declares s<n>; an arange step reads the output element's index `d0..d<rank-1>`, a uniform step
+// its linear index in the whole tensor `gi` (the caller declares those).
 using ShiftedLoadFn = std::function<std::string(const ExprStep&, const std::string&)>;
 std::string ExpressionSteps(const Module& m, const Kernel& k, const ShiftedLoadFn& shifted_load);
 // A shift step's load from its operand's buffer at the output element's index `d0..d<rank-1>`

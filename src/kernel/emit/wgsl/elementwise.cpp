@@ -162,6 +162,7 @@ std::vector<std::string> ElementwiseHelpers(const std::string& op) {
   static const std::string kSpecial = kSpecialValueFns;
   // WGSL's max and min are unspecified for NaN and signed zeros: NaN is tested on the bits, and
   // the comparison then only sees ordered values.
+  if (op == "uniform") return {kSpecial, kCounterHashFns};
   if (op == "maximum") {
     return {kSpecial,
             "fn maximum_f32(a: f32, b: f32) -> f32 {\n"
@@ -442,6 +443,13 @@ std::string ExpressionSteps(const Module& m, const Kernel& k, const ShiftedLoadF
       body += "  let s" + std::to_string(s) + " = " + RampValue(m, k, e) + ";\n";
       continue;
     }
+    if (e.op == "uniform") {
+      // As the uniform kernel computes it (RandomTile), at the element's index in the tensor.
+      body += "  let s" + std::to_string(s) + " = f32(stream_bits(" +
+              U32(ref::RandomSeed(m.graph().at(e.node))) + ", step_u32(" +
+              operand(e.operands.at(0)) + "), gi) >> 8u) * (1.0 / 16777216.0);\n";
+      continue;
+    }
     const DType dtype = m.graph().at(e.node).type.dtype;
     std::vector<std::string> args;
     std::vector<DType> dtypes;
@@ -532,6 +540,9 @@ Generated ElementwiseTile(const Module& m, const Kernel& k, int64_t base, int64_
     strides.push_back(BroadcastStrides(m.graph().at(in).type.sizes(), sizes));
     if (strides.back() != row_major) need_index = true;
   }
+  if (std::any_of(k.expr.begin(), k.expr.end(),
+                  [](const ExprStep& e) { return e.op == "uniform"; }))
+    body += "  let gi = i" + (base & 0xffffffff ? " + " + U32(base & 0xffffffff) : "") + ";\n";
   if (need_index) {
     // In a tile, `i` counts from the tile's first element; broadcast inputs are indexed by the
     // element's place in the whole output.

@@ -4,12 +4,11 @@
 #include "kernel/ref/ref.h"
 
 namespace scellis::kernel::wgsl {
-namespace {
 
 // pcg_u32 is PcgHash, stream_bits StreamBits and step_u32 StepNumber (base/random.h). The step
 // value is tested for NaN on the bits and clamped before the conversion, which WGSL leaves
 // unspecified outside u32's range.
-const char* kHashFns =
+const char* const kCounterHashFns =
     "fn pcg_u32(v: u32) -> u32 {\n"
     "  let s = v * 747796405u + 2891336453u;\n"
     "  let w = ((s >> ((s >> 28u) + 4u)) ^ s) * 277803737u;\n"
@@ -23,16 +22,11 @@ const char* kHashFns =
     "  return u32(min(t, 4294967040.0));\n"
     "}\n";
 
-uint32_t SeedOf(const webir::Node& n) {
-  auto it = n.attrs.find("seed");
-  return it == n.attrs.end() || it->is_null() ? 0u : static_cast<uint32_t>(it->get<int64_t>());
-}
-
-}  // namespace
+namespace {}  // namespace
 
 Generated RandomTile(const Module& m, const Kernel& k, int64_t base, int64_t count) {
   const webir::Node& n = m.graph().at(k.output);
-  const std::string seed = U32(SeedOf(n));
+  const std::string seed = U32(ref::RandomSeed(n));
   // The hash takes the element's index in the whole tensor, modulo 2^32 as the reference's u32
   // counter (u32 addition wraps), so a tile gives the untiled kernel's bits; `i` counts from the
   // tile's first element, where every operand of the output's shape is bound.
@@ -63,8 +57,8 @@ Generated RandomTile(const Module& m, const Kernel& k, int64_t base, int64_t cou
                                         std::to_string(base) + "\n"
                                   : "";
   Generated out;
-  out.source = title + Bindings(m, k) + kSpecialValueFns + kHashFns + "\n" + LinearEntry(count) +
-               body + "}\n";
+  out.source = title + Bindings(m, k) + kSpecialValueFns + kCounterHashFns + "\n" +
+               LinearEntry(count) + body + "}\n";
   out.workgroups = LinearGrid(count);
   return out;
 }

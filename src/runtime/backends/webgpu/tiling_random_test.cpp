@@ -1,8 +1,9 @@
 // The counter-hash generators over the storage-binding cap: `uniform` and `dropout` run in tiles
-// of output elements, each hashing its elements' indices in the whole tensor, so the tiled kernel
-// gives the untiled one's bits and the reference's. The device is opened with a small cap, as in
-// tiling_test.cpp; the expected values come from the hash's definition (base/random.h) applied
-// element by element, the CPU reference and the untiled kernel on a device with the full cap.
+// of output elements (a uniform also as a step of the kernel that reads it), each hashing its
+// elements' indices in the whole tensor, so the tiled kernel gives the untiled one's bits and the
+// reference's. The device is opened with a small cap, as in tiling_test.cpp; the expected values
+// come from the hash's definition (base/random.h) applied element by element, the CPU reference and
+// the untiled kernel on a device with the full cap.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -146,6 +147,48 @@ TEST(TilingRandom, DropoutOverTheCapRunsInTilesWithTheUntiledMask) {
   }
   // About 1 - p of the elements kept: the mask is not all ones or all zeros.
   EXPECT_NEAR(static_cast<double>(kept) / kElements, 1 - p, 0.02);
+}
+
+// A uniform read by one elementwise kernel is a step of that kernel (fuse-generators): tiled over
+// the cap, each tile hashes its elements' indices in the whole tensor, as the uniform kernel did.
+TEST(TilingRandom, UniformInlinedIntoItsReaderHashesTheWholeTensorsIndices) {
+  const unsigned seed = std::random_device{}();
+  SCOPED_TRACE("seed " + std::to_string(seed));
+  std::mt19937 rng(seed);
+  const uint32_t hash_seed = rng();
+  const float step = static_cast<float>(rng() % 1000);
+  std::uniform_real_distribution<float> u(0, 1);
+  std::vector<float> x(kElements);
+  for (float& f : x) f = u(rng);
+  // y = u < x ? x : -x, as an Ising update flips a spin where its draw is under the acceptance.
+  const Json doc = {
+      {"version", 3},
+      {"nodes",
+       {{{"id", 0}, {"op", "input"}, {"name", "step"}, {"shape", Json::array()}},
+        {{"id", 1}, {"op", "input"}, {"name", "x"}, {"shape", {kRows, kCols}}},
+        {{"id", 2}, {"op", "uniform"}, {"shape", {kRows, kCols}}, {"seed", hash_seed}, {"step", 0}},
+        {{"id", 3}, {"op", "lt"}, {"a", 2}, {"b", 1}},
+        {{"id", 4}, {"op", "neg"}, {"a", 1}},
+        {{"id", 5}, {"op", "where"}, {"cond", 3}, {"a", 1}, {"b", 4}}}},
+      {"outputs", {{{"name", "y"}, {"id", 5}}}}};
+  Feeds feeds = StepFeed(step);
+  feeds.emplace("x", HostTensor::FromFloats(MakeType({kRows, kCols}), x));
+  auto gpu = Gpu(kCap);
+  ASSERT_NE(gpu, nullptr);
+  auto c = Compile(doc, *gpu);
+  ASSERT_TRUE(c.ok()) << c.errors().front().Format();
+  ASSERT_EQ(c->module->kernels.size(), 1u);
+  EXPECT_EQ(c->module->kernels[0].name, "k0_fused_uniform_lt_neg_where");
+  const std::vector<float> got = RunTiled(doc, feeds, 29);
+  ASSERT_EQ(got.size(), static_cast<size_t>(kElements));
+  int64_t flipped = 0;
+  for (int64_t i = 0; i < kElements; ++i) {
+    const bool under = StreamUniform(hash_seed, StepNumber(step), static_cast<uint32_t>(i)) < x[i];
+    flipped += !under;
+    ASSERT_EQ(got[i], under ? x[i] : -x[i]) << i;
+  }
+  // u < x for x uniform in [0, 1): about half.
+  EXPECT_NEAR(static_cast<double>(flipped) / kElements, 0.5, 0.02);
 }
 
 }  // namespace
