@@ -1,5 +1,6 @@
 // `scellis plan` on a training workflow states the host memory its dataset takes: the trainer
-// holds both splits decoded whole, so the bytes are counted from the files' headers.
+// holds both splits decoded whole and the evaluation batch it gathers, so the bytes are counted
+// from the files' headers.
 #include <gtest/gtest.h>
 #include <zlib.h>
 
@@ -48,8 +49,9 @@ TEST(DatasetPlanCli, TheDatasetsHostBytesAreStated) {
   const fs::path file = dir / "mlp.json";
   std::ofstream(file) << doc.dump();
 
-  // An idx source serves the same files as both splits: two copies of images and labels as f32.
-  const int64_t want = 2 * 4 * (int64_t{examples} * 784 + examples);
+  // An idx source serves the same files as both splits: two copies of images and labels as f32,
+  // and the evaluation batch gathered from the test split (eval_batch 1000, so all of it here).
+  const int64_t want = 2 * 4 * (int64_t{examples} * 784 + examples) + int64_t{examples} * 785 * 4;
   CliRun json = RunScellis({"plan", file.string(), "--json"});
   ASSERT_EQ(json.exit_code, 0) << json.err;
   const Json j = Json::parse(json.out);
@@ -57,6 +59,7 @@ TEST(DatasetPlanCli, TheDatasetsHostBytesAreStated) {
   EXPECT_EQ(j["dataset"]["train_examples"], examples);
   EXPECT_EQ(j["dataset"]["features"], 784);
   EXPECT_EQ(j["dataset"]["streamed"], false);
+  EXPECT_EQ(j["dataset"]["eval_batch"], examples);
   CliRun text = RunScellis({"plan", file.string()});
   ASSERT_EQ(text.exit_code, 0) << text.err;
   EXPECT_NE(text.out.find("  dataset          : \"idx:"), std::string::npos) << text.out;

@@ -3,6 +3,8 @@
 #include <gtest/gtest.h>
 #include <zlib.h>
 
+#include <algorithm>
+#include <cmath>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
@@ -14,6 +16,8 @@
 #include "base/json_util.h"
 #include "data/dataset.h"
 #include "data/idx.h"
+#include "pipeline/data_parallel.h"
+#include "store/safetensors.h"
 #include "support/cli.h"
 #include "train/dataset_memory.h"
 #include "train/trainer.h"
@@ -163,6 +167,102 @@ TEST_F(DatasetStreamTest, ResumedStreamedRunEqualsResumedHeldRun) {
   EXPECT_EQ(ReadAll(dir_ / "held.safetensors"), ReadAll(dir_ / "streamed.safetensors"));
 }
 
+// Data parallel in one process (2 chunks of 2 examples): each chunk's rows read from the files at
+// their offsets give the held chunked run's losses and trained state bit for bit. The held chunked
+// run is not its own oracle: its first step's loss is checked here against float64 arithmetic on
+// the initial state and the written pixels, and chunked runs against MPI ranks and shard re-runs
+// elsewhere (tools/run_mpi_tests.sh, ShardsTest).
+TEST_F(DatasetStreamTest, ChunkedStreamedTrainingEqualsChunkedHeldBitForBit) {
+  const std::string doc = Tiny(Source(true));
+  TrainOptions held = Cpu(false, "held.safetensors"), streamed = Cpu(true, "streamed.safetensors");
+  held.chunks = streamed.chunks = 2;
+  streamed.init_out = (dir_ / "init.safetensors").string();
+  auto h = Trainer(held).Train(doc);
+  ASSERT_TRUE(h.ok()) << h.errors().front().Format();
+  auto st = Trainer(streamed).Train(doc);
+  ASSERT_TRUE(st.ok()) << st.errors().front().Format();
+  EXPECT_FALSE(h->dataset_streamed);
+  EXPECT_TRUE(st->dataset_streamed);
+  EXPECT_EQ(st->chunks, 2);
+  ASSERT_EQ(st->losses.size(), 10u);  // 2 epochs of 21 / 4 steps
+  ASSERT_EQ(h->losses.size(), st->losses.size());
+  EXPECT_EQ(0, std::memcmp(h->losses.data(), st->losses.data(), h->losses.size() * sizeof(float)));
+  EXPECT_EQ(h->epochs.back().test_accuracy, st->epochs.back().test_accuracy);
+  const std::string a = ReadAll(dir_ / "held.safetensors");
+  EXPECT_FALSE(a.empty());
+  EXPECT_EQ(a, ReadAll(dir_ / "streamed.safetensors"));
+
+  // The first step's loss in float64: the mean cross entropy of x·w + b over the epoch's first 4
+  // examples, pixels scaled by 1/255, from the initial weights the run wrote.
+  auto init = store::LoadSafetensors((dir_ / "init.safetensors").string(), nullptr);
+  ASSERT_TRUE(init.ok()) << init.errors().front().Format();
+  std::vector<double> w, b;
+  for (const store::NamedTensor& t : *init) {
+    std::vector<float> v(t.bytes.size() / 4);
+    std::memcpy(v.data(), t.bytes.data(), t.bytes.size());
+    if (t.name == "w") w.assign(v.begin(), v.end());
+    if (t.name == "b") b.assign(v.begin(), v.end());
+  }
+  ASSERT_EQ(w.size(), 18u);
+  ASSERT_EQ(b.size(), 3u);
+  const std::vector<int64_t> order = data::EpochOrder(kExamples, 3, 0);
+  const size_t header = 4 + 3 * 4, label_header = 4 + 4;
+  double loss = 0;
+  for (int i = 0; i < 4; ++i) {
+    const int64_t ex = order[i];
+    double logits[3];
+    for (int c = 0; c < 3; ++c) {
+      logits[c] = b[c];
+      for (int k = 0; k < 6; ++k) {
+        const double x = static_cast<uint8_t>(images_[header + ex * 6 + k]) / 255.0;
+        logits[c] += x * w[k * 3 + c];
+      }
+    }
+    const double m = std::max({logits[0], logits[1], logits[2]});
+    const double lse =
+        m + std::log(std::exp(logits[0] - m) + std::exp(logits[1] - m) + std::exp(logits[2] - m));
+    loss += lse - logits[static_cast<uint8_t>(labels_[label_header + ex])];
+  }
+  EXPECT_NEAR(st->losses[0], loss / 4, 1e-5);
+}
+
+// A data-parallel rank's plan counts what the rank holds: streamed, its chunks of one batch (one
+// chunk of 2 examples here) and the evaluation batch; held, both splits whole and the evaluation
+// batch. Held over the budget, the rank streams (yellow `streamed-dataset`).
+TEST_F(DatasetStreamTest, ARanksPlanCountsWhatTheRankHolds) {
+  const std::string doc = Tiny(Source(false));
+  auto parsed = pipeline::Compile(doc, {.up_to = pipeline::Rung::kBlock});
+  ASSERT_TRUE(parsed.ok()) << parsed.errors().front().Format();
+  auto d = DatasetHeld(*parsed->program);
+  ASSERT_TRUE(d.ok() && d->has_value());
+  const int64_t example = (6 + 1) * 4;            // 6 pixels and a label, as f32
+  const int64_t whole = 2 * kExamples * example;  // the test split is the same files here
+  EXPECT_EQ((*d)->bytes, whole);
+  EXPECT_EQ((*d)->eval_batch, 5);
+  auto halves = pipeline::SplitTrainStep(doc, {}, 2);
+  ASSERT_TRUE(halves.ok()) << halves.errors().front().Format();
+  pipeline::CompileOptions o = halves->gradients;
+  o.plan.limits = execplan::HostMemoryLimits("cpu", "test");
+  auto held = PlanWithDataset(doc, o, **d, 1, DatasetMode::kAuto);
+  ASSERT_TRUE(held.ok()) << held.errors().front().Format();
+  EXPECT_FALSE(held->streamed);
+  EXPECT_EQ(held->compiled.plan->dataset_bytes, whole + 5 * example);
+  auto streamed = PlanWithDataset(doc, o, **d, 1, DatasetMode::kStreamed);
+  ASSERT_TRUE(streamed.ok()) << streamed.errors().front().Format();
+  EXPECT_TRUE(streamed->streamed);
+  EXPECT_EQ(streamed->compiled.plan->dataset_bytes, 1 * 2 * example + 5 * example);
+  const execplan::MemoryPlan& m = streamed->compiled.plan->memory;
+  EXPECT_EQ(m.by_class[static_cast<int>(execplan::MemClass::kDataset)], 7 * example);
+
+  // A budget the held set is over and the streamed one fits: the rank streams.
+  o.plan.budget_bytes = held->compiled.plan->memory.allocated - 1;
+  auto tight = PlanWithDataset(doc, o, **d, 1, DatasetMode::kAuto);
+  ASSERT_TRUE(tight.ok()) << tight.errors().front().Format();
+  EXPECT_TRUE(tight->streamed);
+  EXPECT_NE(tight->compiled.plan->verdict, execplan::Verdict::kRed);
+  EXPECT_EQ(tight->compiled.plan->findings.front().code, "streamed-dataset");
+}
+
 // Rows read at their offsets are the values written, for a type other than u8 too (f32 taken as
 // it is, not scaled); a gzipped file is refused by name.
 TEST_F(DatasetStreamTest, ReadsRowsAtOffsetsAsWritten) {
@@ -205,9 +305,11 @@ TEST(DatasetPlanTest, FashionMnistPlanTurnsYellowThenRed) {
   ASSERT_FALSE(green.is_discarded());
   EXPECT_EQ(green["verdict"], "green");
   const int64_t whole = int64_t{4} * (70000 * 784 + 70000);  // both splits, f32
-  EXPECT_EQ(green["memory"]["by_class"]["dataset"], whole);
+  const int64_t eval = int64_t{1000} * 785 * 4;              // the evaluation batch gathered
+  EXPECT_EQ(green["memory"]["by_class"]["dataset"], whole + eval);
+  EXPECT_EQ(green["dataset"]["eval_batch"], 1000);
   EXPECT_EQ(green["dataset"]["streamed"], false);
-  const int64_t model = green["memory"]["allocated"].get<int64_t>() - whole;
+  const int64_t model = green["memory"]["allocated"].get<int64_t>() - whole - eval;
   const int64_t submission = int64_t{8} * 64 * 785 * 4;  // 8 batches of 64 examples
 
   auto [yellow_code, yellow] = plan({"--budget=" + std::to_string(model + whole / 2)});
@@ -215,9 +317,9 @@ TEST(DatasetPlanTest, FashionMnistPlanTurnsYellowThenRed) {
   EXPECT_EQ(yellow["verdict"], "yellow");
   EXPECT_EQ(yellow["findings"][0]["code"], "streamed-dataset");
   EXPECT_EQ(yellow["dataset"]["streamed"], true);
-  EXPECT_EQ(yellow["memory"]["by_class"]["dataset"], submission);
+  EXPECT_EQ(yellow["memory"]["by_class"]["dataset"], submission + eval);
 
-  const std::string tight = "--budget=" + std::to_string(model + submission / 2);
+  const std::string tight = "--budget=" + std::to_string(model + eval + submission / 2);
   auto [red_code, red] = plan({tight});
   EXPECT_EQ(red_code, 2);
   EXPECT_EQ(red["verdict"], "red");

@@ -191,9 +191,6 @@ class Training {
     concern_ = Trainer::Concern::kOptions;
     if (o_.ranks < 1 || o_.chunks < 0) return UserError("bad-flag", "", "--ranks takes 1 or more");
     data_parallel_ = o_.ranks > 1 || o_.chunks > 1;
-    if (o_.stream_dataset && data_parallel_)
-      return UserError("bad-flag", "", "--stream-dataset streams a step in one piece",
-                       "drop --ranks and --chunks, or hold the dataset");
     if (o_.record_shards && !data_parallel_)
       return UserError("bad-flag", "", "--record-shards records a data-parallel step",
                        "add --ranks=N (under mpirun) or --chunks=K");
@@ -282,15 +279,18 @@ class Training {
     if (e_.backend) e_.backend(result_.backend, result_.fallback_reason);
 
     concern_ = Trainer::Concern::kDocument;
-    if (!data_parallel_) SCELLIS_TRY(ChooseDatasetMode(text, step_options, step_backend));
-    SCELLIS_TRY(LoadSplits(source));
-    result_.dataset_streamed = streamed_;
+    // The dataset is held or streamed as the step's plan (a data-parallel rank's) chooses, before
+    // anything is decoded or allocated.
     if (data_parallel_) {
       SCELLIS_TRY(PrepareHalves(text, step_options, std::move(step_backend)));
+      SCELLIS_TRY(LoadSplits(source));
     } else {
+      SCELLIS_TRY(ChooseDatasetMode(text, step_options, step_backend.limits, o_.steps_per_run));
+      SCELLIS_TRY(LoadSplits(source));
       SCELLIS_ASSIGN_OR_RETURN(step_,
                                api::Session::Prepare(text, step_options, std::move(step_backend)));
     }
+    result_.dataset_streamed = streamed_;
     SCELLIS_ASSIGN_OR_RETURN(eval_,
                              api::Session::Prepare(text, eval_options, std::move(eval_backend)));
     result_.executor = state().executor();
@@ -319,11 +319,13 @@ class Training {
     const int chunks = o_.chunks > 0 ? o_.chunks : o_.ranks;
     SCELLIS_ASSIGN_OR_RETURN(pipeline::StepHalves halves,
                              pipeline::SplitTrainStep(text, step_options, chunks));
-    // A rank gathers its chunks of one batch on the host.
+    // A rank gathers its chunks of one batch on the host, from the set held whole or streamed
+    // from its files: the rank's gradient half counts the dataset as the rank holds it.
     const int64_t mine = (chunks + o_.ranks - 1) / o_.ranks;
     halves.gradients.plan.caller_host_bytes = BatchHostBytes(mine, spec_.batch / chunks);
     halves.gradients.plan.caller_host_what = "the chunks of one batch gathered by a rank";
     halves.update.plan.caller_host_bytes = 0;
+    SCELLIS_TRY(ChooseDatasetMode(text, halves.gradients, gradients_backend.limits, mine));
     // Both halves on one device: the update half's params are copied into the gradient half's
     // there after each update, so the weights never leave it; only the gradients do.
     SCELLIS_ASSIGN_OR_RETURN(
@@ -355,16 +357,26 @@ class Training {
 
   // The step planned with the dataset counted (train/dataset_memory.h): held whole when that
   // fits, else streamed; a plan red either way is refused here with its largest batch. Sets
-  // `step_options` to plan as chosen: streamed, the dataset class holds the submission's batches.
+  // `step_options` to plan as chosen: streamed, the dataset class holds `batches` batches (a
+  // submission's; a data-parallel rank's chunks of one batch, its gradient half planned at one
+  // chunk's examples).
   Status ChooseDatasetMode(std::string_view text, pipeline::CompileOptions& step_options,
-                           const runtime::Selection& backend) {
+                           const execplan::DeviceLimits& limits, int64_t batches) {
     pipeline::CompileOptions o = step_options;
-    o.plan.limits = backend.limits;
+    o.plan.limits = limits;
     const DatasetMode mode = o_.stream_dataset ? DatasetMode::kStreamed : DatasetMode::kAuto;
     SCELLIS_ASSIGN_OR_RETURN(DatasetPlan planned,
-                             PlanWithDataset(text, o, dataset_, o_.steps_per_run, mode));
-    const execplan::Plan& plan = *planned.compiled.plan;
-    if (plan.verdict == execplan::Verdict::kRed) return Status(plan.findings);
+                             PlanWithDataset(text, o, dataset_, batches, mode));
+    execplan::Plan& plan = *planned.compiled.plan;
+    if (plan.verdict == execplan::Verdict::kRed) {
+      // A rank's batch search binds one chunk's examples: the batch is that many per chunk.
+      if (data_parallel_)
+        for (Diagnostic& f : plan.findings)
+          if (f.severity == Severity::kError && plan.batch_fit)
+            f.help += " (planned per rank: the batch there is one chunk's examples, of " +
+                      std::to_string(o_.chunks > 0 ? o_.chunks : o_.ranks) + " chunks)";
+      return Status(plan.findings);
+    }
     streamed_ = planned.streamed;
     step_options.plan.dataset = plan.dataset;
     if (streamed_) step_options.plan.caller_host_bytes = 0;
@@ -627,7 +639,7 @@ class Training {
       // The weights as the last update left them (or a checkpoint restored them), on the device.
       SCELLIS_TRY(gradients_->CopyFrom(*update_, param_names_));
       t = phases_.Add("weights_copy", t);
-      ShardInputs in{.train = &train_.held,
+      ShardInputs in{.train = &train_,
                      .order = &order,
                      .batch_start = step * spec_.batch,
                      .images_feed = images_feed_,

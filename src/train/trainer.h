@@ -46,7 +46,8 @@ struct TrainOptions {
   // Read the dataset from its files batch by batch even where the plan fits with it held whole
   // (the same batches, the same bits); without it the trainer streams only when the plan fits no
   // other way (train/dataset_memory.h). A gzipped file's inflated copy goes into the store at
-  // store_root. A step in one piece only.
+  // store_root. Data parallel, each rank reads its chunks of each batch from the files, and its
+  // plan counts what it holds.
   bool stream_dataset = false;
 };
 
