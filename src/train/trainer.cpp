@@ -388,12 +388,27 @@ class Training {
   // Both splits, decoded whole or opened for streaming as the plan chose.
   Status LoadSplits(const std::string& source) {
     if (streamed_) {
-      SCELLIS_ASSIGN_OR_RETURN(train_.streamed, OpenStreamedSplit(source, "train", o_.store_root));
-      SCELLIS_ASSIGN_OR_RETURN(test_.streamed, OpenStreamedSplit(source, "test", o_.store_root));
+      // A gzipped file is inflated into the store on first use: rank 0 makes the copies, and the
+      // other ranks open them once it has (two writers of one store path would race).
+      const bool first = world_->rank() == 0;
+      if (first) SCELLIS_TRY(OpenStreamedSplits(source));
+      if (world_->size() > 1) {
+        const float ready = 1;
+        SCELLIS_ASSIGN_OR_RETURN(
+            std::vector<float> unused,
+            world_->AllGather({&ready, 1}, std::vector<int64_t>(world_->size(), 1)));
+      }
+      if (!first) SCELLIS_TRY(OpenStreamedSplits(source));
       return Status::Ok();
     }
     SCELLIS_ASSIGN_OR_RETURN(train_.held, data::LoadDataset(source, "train"));
     SCELLIS_ASSIGN_OR_RETURN(test_.held, data::LoadDataset(source, "test"));
+    return Status::Ok();
+  }
+
+  Status OpenStreamedSplits(const std::string& source) {
+    SCELLIS_ASSIGN_OR_RETURN(train_.streamed, OpenStreamedSplit(source, "train", o_.store_root));
+    SCELLIS_ASSIGN_OR_RETURN(test_.streamed, OpenStreamedSplit(source, "test", o_.store_root));
     return Status::Ok();
   }
 
