@@ -67,7 +67,8 @@ bool RedForMemoryAlone(const execplan::Plan& p) {
 }  // namespace
 
 Result<DatasetPlan> PlanWithDataset(std::string_view text, const pipeline::CompileOptions& options,
-                                    const HeldDataset& d, int64_t batches, DatasetMode mode) {
+                                    const HeldDataset& d, int64_t batches, DatasetMode mode,
+                                    const std::string& streamed_why) {
   pipeline::CompileOptions o = options;
   o.up_to = pipeline::Rung::kExecplan;
   o.print_after.clear();
@@ -110,7 +111,8 @@ Result<DatasetPlan> PlanWithDataset(std::string_view text, const pipeline::Compi
                   execplan::FormatBytes(d.bytes) + ")";
     return out;
   }
-  std::string why = "streaming was asked for: --stream-dataset";
+  std::string why =
+      streamed_why.empty() ? "streaming was asked for: --stream-dataset" : streamed_why;
   if (mode == DatasetMode::kAuto) {
     why = "held whole the plan would need " + execplan::FormatBytes(whole_allocated) +
           (execplan::DatasetInBudget(plan)

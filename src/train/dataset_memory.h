@@ -58,8 +58,11 @@ struct DatasetPlan {
 // `options` as the caller compiles with (limits, budget, bindings). A data-parallel rank's plan is
 // its gradient half's (pipeline::SplitTrainStep), bound at one chunk's examples, with `batches` the
 // rank's chunks of one batch: what the rank reads streamed.
+// `streamed_why`, with kStreamed: why the set is streamed, as the warning says it (default: it
+// was asked for, --stream-dataset).
 Result<DatasetPlan> PlanWithDataset(std::string_view text, const pipeline::CompileOptions& options,
-                                    const HeldDataset& d, int64_t batches, DatasetMode mode);
+                                    const HeldDataset& d, int64_t batches, DatasetMode mode,
+                                    const std::string& streamed_why = "");
 
 // A split of `source` opened for streaming. A gzipped file cannot be read at offsets, so it is
 // inflated once into a plain IDX copy in the store at `store_root` ("": the default store): a blob

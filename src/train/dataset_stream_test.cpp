@@ -21,6 +21,7 @@
 #include "support/cli.h"
 #include "train/dataset_memory.h"
 #include "train/trainer.h"
+#include "workplan/workplan.h"
 
 namespace scellis::train {
 namespace {
@@ -227,8 +228,8 @@ TEST_F(DatasetStreamTest, ChunkedStreamedTrainingEqualsChunkedHeldBitForBit) {
 }
 
 // A data-parallel rank's plan counts what the rank holds: streamed, its chunks of one batch (one
-// chunk of 2 examples here) and the evaluation batch; held, both splits whole and the evaluation
-// batch. Held over the budget, the rank streams (yellow `streamed-dataset`).
+// chunk of 2 examples, as each of 2 ranks holds) and the evaluation batch; held, both splits whole
+// and the evaluation batch. Held over the budget, the rank streams (yellow `streamed-dataset`).
 TEST_F(DatasetStreamTest, ARanksPlanCountsWhatTheRankHolds) {
   const std::string doc = Tiny(Source(false));
   auto parsed = pipeline::Compile(doc, {.up_to = pipeline::Rung::kBlock});
@@ -261,6 +262,60 @@ TEST_F(DatasetStreamTest, ARanksPlanCountsWhatTheRankHolds) {
   EXPECT_TRUE(tight->streamed);
   EXPECT_NE(tight->compiled.plan->verdict, execplan::Verdict::kRed);
   EXPECT_EQ(tight->compiled.plan->findings.front().code, "streamed-dataset");
+}
+
+// A rank whose whole step (both halves, its chunk gradients, the gathered partials) is over the
+// budget with the set held streams it, though its gradient half alone fits held; one byte more
+// budget and it holds the set. Either way the same losses, bit for bit.
+TEST_F(DatasetStreamTest, ARankStreamsWhenItsWholeStepIsOverWithTheSetHeld) {
+  const std::string doc = Tiny(Source(false));
+  auto parsed = pipeline::Compile(doc, {.up_to = pipeline::Rung::kBlock});
+  ASSERT_TRUE(parsed.ok()) << parsed.errors().front().Format();
+  auto d = DatasetHeld(*parsed->program);
+  ASSERT_TRUE(d.ok() && d->has_value());
+  auto halves = pipeline::SplitTrainStep(doc, {}, 2);
+  ASSERT_TRUE(halves.ok()) << halves.errors().front().Format();
+  const execplan::DeviceLimits limits = execplan::HostMemoryLimits("cpu", "cpu");
+  pipeline::CompileOptions g = halves->gradients, u = halves->update;
+  g.plan.limits = u.plan.limits = limits;
+  g.plan.dataset = (*d)->Held();
+  g.plan.caller_host_bytes = (*d)->BatchBytes(4);  // the rank's 2 chunks of 2, gathered
+  auto gc = pipeline::Compile(doc, g);
+  auto uc = pipeline::Compile(doc, u);
+  ASSERT_TRUE(gc.ok() && uc.ok());
+  auto w = workplan::FromExecPlans(std::make_shared<execplan::Plan>(*gc->plan),
+                                   std::make_shared<execplan::Plan>(*uc->plan),
+                                   workplan::DeviceSet::Uniform(1, limits), 4, {.chunks = 2});
+  ASSERT_TRUE(w.ok()) << w.errors().front().Format();
+  const int64_t whole_step = w->memory[0].total;
+  ASSERT_GT(whole_step - 1, gc->plan->memory.allocated);  // the gradient half alone fits
+
+  TrainOptions base = Cpu(false, "held.safetensors");
+  base.chunks = 2;
+  auto reference = Trainer(base).Train(doc);
+  ASSERT_TRUE(reference.ok()) << reference.errors().front().Format();
+  for (int64_t budget : {whole_step - 1, whole_step}) {
+    SCOPED_TRACE("budget " + std::to_string(budget));
+    TrainOptions o = Cpu(false, "budgeted.safetensors");
+    o.chunks = 2;
+    o.compile.plan.budget_bytes = budget;
+    std::vector<Diagnostic> notes;
+    TrainEvents events;
+    events.note = [&](const Diagnostic& n) { notes.push_back(n); };
+    auto r = Trainer(o, events).Train(doc);
+    ASSERT_TRUE(r.ok()) << r.errors().front().Format();
+    const bool over = budget < whole_step;
+    EXPECT_EQ(r->dataset_streamed, over);
+    const bool warned = std::any_of(notes.begin(), notes.end(), [](const Diagnostic& n) {
+      return n.code == "streamed-dataset" &&
+             n.message.find("held whole a rank's step would need") != std::string::npos;
+    });
+    EXPECT_EQ(warned, over) << "whole step " << whole_step << ": "
+                            << (notes.empty() ? "" : notes.front().Format());
+    ASSERT_EQ(r->losses.size(), reference->losses.size());
+    EXPECT_EQ(0, std::memcmp(r->losses.data(), reference->losses.data(),
+                             r->losses.size() * sizeof(float)));
+  }
 }
 
 // Rows read at their offsets are the values written, for a type other than u8 too (f32 taken as

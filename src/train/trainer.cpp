@@ -325,7 +325,9 @@ class Training {
     halves.gradients.plan.caller_host_bytes = BatchHostBytes(mine, spec_.batch / chunks);
     halves.gradients.plan.caller_host_what = "the chunks of one batch gathered by a rank";
     halves.update.plan.caller_host_bytes = 0;
-    SCELLIS_TRY(ChooseDatasetMode(text, halves.gradients, gradients_backend.limits, mine));
+    SCELLIS_ASSIGN_OR_RETURN(std::string over,
+                             RankOverWithSetHeld(text, halves, gradients_backend.limits, chunks));
+    SCELLIS_TRY(ChooseDatasetMode(text, halves.gradients, gradients_backend.limits, mine, over));
     // Both halves on one device: the update half's params are copied into the gradient half's
     // there after each update, so the weights never leave it; only the gradients do.
     SCELLIS_ASSIGN_OR_RETURN(
@@ -350,6 +352,36 @@ class Training {
     return Status::Ok();
   }
 
+  // Whether a rank's whole step — both halves, its chunks' gradients and the gathered partials, as
+  // the WorkPlan counts them — is over its budget with the dataset held whole, where the gradient
+  // half alone may fit: then why the rank streams it, else "" (held, or the gradient half's own
+  // plan decides). Nothing is allocated: the halves are only planned.
+  Result<std::string> RankOverWithSetHeld(std::string_view text, const pipeline::StepHalves& halves,
+                                          const execplan::DeviceLimits& limits, int chunks) {
+    if (o_.stream_dataset) return std::string();
+    pipeline::CompileOptions g = halves.gradients, u = halves.update;
+    for (pipeline::CompileOptions* o : {&g, &u}) {
+      o->up_to = pipeline::Rung::kExecplan;
+      o->print_after.clear();
+      o->plan.limits = limits;
+    }
+    g.plan.dataset = dataset_.Held();
+    SCELLIS_ASSIGN_OR_RETURN(pipeline::Compiled gc, pipeline::Compile(text, g));
+    SCELLIS_ASSIGN_OR_RETURN(pipeline::Compiled uc, pipeline::Compile(text, u));
+    if (gc.plan->verdict == execplan::Verdict::kRed) return std::string();
+    SCELLIS_ASSIGN_OR_RETURN(workplan::WorkPlan w,
+                             workplan::FromExecPlans(std::make_shared<execplan::Plan>(*gc.plan),
+                                                     std::make_shared<execplan::Plan>(*uc.plan),
+                                                     workplan::DeviceSet::Uniform(o_.ranks, limits),
+                                                     spec_.batch, {.chunks = chunks}));
+    for (const workplan::RankMemory& m : w.memory)
+      for (const Diagnostic& d : m.findings)
+        if (d.code == "over-budget")
+          return "held whole a rank's step would need " + execplan::FormatBytes(m.total) +
+                 ", over the budget of " + execplan::FormatBytes(m.budget);
+    return std::string();
+  }
+
   // Host bytes of `copies` gathered batches (images and labels, f32) of `batch` examples.
   int64_t BatchHostBytes(int64_t copies, int64_t batch) const {
     return execplan::SaturatingMul(copies, dataset_.BatchBytes(batch));
@@ -361,12 +393,14 @@ class Training {
   // submission's; a data-parallel rank's chunks of one batch, its gradient half planned at one
   // chunk's examples).
   Status ChooseDatasetMode(std::string_view text, pipeline::CompileOptions& step_options,
-                           const execplan::DeviceLimits& limits, int64_t batches) {
+                           const execplan::DeviceLimits& limits, int64_t batches,
+                           const std::string& streamed_why = "") {
     pipeline::CompileOptions o = step_options;
     o.plan.limits = limits;
-    const DatasetMode mode = o_.stream_dataset ? DatasetMode::kStreamed : DatasetMode::kAuto;
+    const DatasetMode mode =
+        o_.stream_dataset || !streamed_why.empty() ? DatasetMode::kStreamed : DatasetMode::kAuto;
     SCELLIS_ASSIGN_OR_RETURN(DatasetPlan planned,
-                             PlanWithDataset(text, o, dataset_, batches, mode));
+                             PlanWithDataset(text, o, dataset_, batches, mode, streamed_why));
     execplan::Plan& plan = *planned.compiled.plan;
     if (plan.verdict == execplan::Verdict::kRed) {
       // A rank's batch search binds one chunk's examples: the batch is that many per chunk.
