@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Data-parallel training over MPI on the CPU reference, two ranks on this machine (loopback):
 #   1. the checkpoint and losses of `mpirun -np 2 scellis train --ranks=2` are byte for byte those
-#      of one process declared with the same chunks (--chunks=2; and 4 chunks, 2 per rank);
+#      of one process declared with the same chunks (--chunks=2; and 4 chunks, 2 per rank), also
+#      when each rank reads its chunks from the dataset's files (--stream-dataset);
 #   2. a checkpoint written by one process resumes on two ranks, equal to one process throughout;
 #   3. each shard of a recorded step (--record-shards) re-runs alone, bit for bit (scellis verify);
 #   4. a rank that fails stops the other with a named cause; a killed rank ends the job; a rank
@@ -55,6 +56,14 @@ for chunks in 2 4; do
   same "$TMP/one_$chunks.json" "$TMP/two_$chunks.json" "losses, $chunks chunks"
   echo "   $chunks chunks: checkpoint and 12 losses identical"
 done
+echo "-- 2 ranks reading their chunks from the files equal one process holding the set"
+SCELLIS_STORE="$TMP/stream-store" "${MPIRUN[@]}" "$SCELLIS" "${TRAIN[@]}" --ranks=2 --chunks=2 \
+  --stream-dataset --no-record --checkpoint "$TMP/two_streamed.safetensors" \
+  --losses-out "$TMP/two_streamed.json" >"$TMP/out" 2>"$TMP/err" || { cat "$TMP/err"; fail "mpirun -np 2 --stream-dataset"; }
+grep -q "warning\[streamed-dataset\]" "$TMP/err" || fail "no streamed-dataset warning: $(cat "$TMP/err")"
+same "$TMP/one_2.safetensors" "$TMP/two_streamed.safetensors" "checkpoint, streamed on 2 ranks"
+same "$TMP/one_2.json" "$TMP/two_streamed.json" "losses, streamed on 2 ranks"
+echo "   streamed on 2 ranks: checkpoint and 12 losses identical to one process holding the set"
 # The chunking is part of the arithmetic: 2 and 4 chunks round differently (else the test above
 # could not tell a sharded sum from any other).
 ! cmp -s "$TMP/one_2.safetensors" "$TMP/one_4.safetensors" || fail "2 and 4 chunks gave the same bits"

@@ -297,8 +297,10 @@ TEST_F(Cli, PlanShrinkingBudgetOnFashionMnist) {
   EXPECT_EQ(j["memory"]["dominant_class"], "dataset");
   EXPECT_EQ(j["memory"]["at_peak"].size(), 7u);
   const int64_t whole = j["dataset"]["host_bytes"];
-  // Streamed, the dataset is 8 batches of 1024 examples of 784 pixels and a label, as f32.
-  const int64_t streamed = allocated - whole + int64_t{8} * 1024 * 785 * 4;
+  // Streamed, the dataset is 8 batches of 1024 examples of 784 pixels and a label, as f32, and
+  // the evaluation batch of 1000 (held beside the whole set too).
+  EXPECT_EQ(j["dataset"]["eval_batch"], 1000);
+  const int64_t streamed = allocated - whole + (int64_t{8} * 1024 + 1000) * 785 * 4;
 
   // Within 20% of the budget: yellow, and it still plans (exit 0) with the warning named.
   CliRun yellow = plan("--budget=" + std::to_string(allocated + 1), 1024);

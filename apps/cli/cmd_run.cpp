@@ -7,6 +7,7 @@
 #include "base/atomic_file.h"
 #include "common.h"
 #include "record/run_record.h"
+#include "train/trainer.h"
 #include "workplan/mpi/mpi_job.h"
 
 namespace scellis::cli {
@@ -117,6 +118,27 @@ int RunSplitCommand(const CompileFlags& f, const RunFlags& r, const api::RunOpti
   return 0;
 }
 
+// Whether `text` is a training workflow whose dataset feeds its inputs (one that does not compile
+// to the block rung is left for the run to report).
+bool TrainingWorkflow(const std::string& text, pipeline::CompileOptions options) {
+  options.up_to = pipeline::Rung::kBlock;
+  options.print_after.clear();
+  auto c = pipeline::Compile(text, options);
+  return c.ok() && c->program && train::DatasetNotRead(*c->program);
+}
+
+// A training workflow is judged as `plan` and `validate` judge it, its dataset counted: red is
+// refused with the same findings and fix; otherwise its warnings are said, and the run is refused
+// by name, since it reads no dataset to feed the inputs the dataset feeds.
+int JudgeTrainingWorkflow(const CompileFlags& f, int& code) {
+  auto c = CompilePlan(f, /*say_unmeasured=*/true, code);
+  if (!c) return code;
+  const execplan::Plan& p = *c->plan;
+  if (p.verdict == execplan::Verdict::kRed) return Report(p.findings, f.file, f.json);
+  PrintNotes(p.findings, f.file);
+  return Report({*train::DatasetNotRead(*c->program)}, f.file, f.json);
+}
+
 }  // namespace
 
 int RunCommand(const CompileFlags& f, const RunFlags& r) {
@@ -134,6 +156,8 @@ int RunCommand(const CompileFlags& f, const RunFlags& r) {
   options.compile = compile.value();
   auto text = ReadFile(f.file, size_t{256} << 20);
   if (!text.ok()) return Report(text.errors(), f.file, f.json);
+  if (int code = 0; TrainingWorkflow(text.value(), options.compile))
+    return JudgeTrainingWorkflow(f, code);
   if (r.ranks > 0) return RunSplitCommand(f, r, options, text.value());
 
   api::RunEvents events;

@@ -49,6 +49,12 @@ Result<pipeline::CompileOptions> CompileOptionsFrom(const CompileFlags& f);
 std::optional<pipeline::Compiled> CompileFile(const CompileFlags& f, pipeline::Rung up_to,
                                               const execplan::DeviceLimits& limits, int& exit_code);
 
+// The plan `plan`, `validate` and `run` judge: a training workflow's counts its dataset, held whole
+// or streamed (train::PlanWithDataset, with the trainer's default batches per submission); any
+// other document's as compiled. nullopt when it could not be made (`code` says how it ended).
+std::optional<pipeline::Compiled> CompilePlan(const CompileFlags& f, bool say_unmeasured,
+                                              int& code);
+
 // Prints diagnostics and returns the exit code they call for.
 int Report(const std::vector<Diagnostic>& diags, const std::string& file, bool json);
 void PrintNotes(const std::vector<Diagnostic>& notes, const std::string& file);

@@ -1,5 +1,6 @@
 // `scellis plan` on a training workflow states the host memory its dataset takes: the trainer
-// holds both splits decoded whole, so the bytes are counted from the files' headers.
+// holds both splits decoded whole and the evaluation batch it gathers, so the bytes are counted
+// from the files' headers.
 #include <gtest/gtest.h>
 #include <zlib.h>
 
@@ -48,8 +49,9 @@ TEST(DatasetPlanCli, TheDatasetsHostBytesAreStated) {
   const fs::path file = dir / "mlp.json";
   std::ofstream(file) << doc.dump();
 
-  // An idx source serves the same files as both splits: two copies of images and labels as f32.
-  const int64_t want = 2 * 4 * (int64_t{examples} * 784 + examples);
+  // An idx source serves the same files as both splits: two copies of images and labels as f32,
+  // and the evaluation batch gathered from the test split (eval_batch 1000, so all of it here).
+  const int64_t want = 2 * 4 * (int64_t{examples} * 784 + examples) + int64_t{examples} * 785 * 4;
   CliRun json = RunScellis({"plan", file.string(), "--json"});
   ASSERT_EQ(json.exit_code, 0) << json.err;
   const Json j = Json::parse(json.out);
@@ -57,6 +59,7 @@ TEST(DatasetPlanCli, TheDatasetsHostBytesAreStated) {
   EXPECT_EQ(j["dataset"]["train_examples"], examples);
   EXPECT_EQ(j["dataset"]["features"], 784);
   EXPECT_EQ(j["dataset"]["streamed"], false);
+  EXPECT_EQ(j["dataset"]["eval_batch"], examples);
   CliRun text = RunScellis({"plan", file.string()});
   ASSERT_EQ(text.exit_code, 0) << text.err;
   EXPECT_NE(text.out.find("  dataset          : \"idx:"), std::string::npos) << text.out;
@@ -69,6 +72,74 @@ TEST(DatasetPlanCli, TheDatasetsHostBytesAreStated) {
   CliRun plain = RunScellis(
       {"plan", (fs::path(SCELLIS_SOURCE_DIR) / "examples" / "center_columns.json").string()});
   EXPECT_EQ(plain.out.find("dataset          :"), std::string::npos) << plain.out;
+  fs::remove_all(dir);
+}
+
+// The first line of `text` holding `needle`, or "".
+std::string LineWith(const std::string& text, const std::string& needle) {
+  const size_t at = text.find(needle);
+  if (at == std::string::npos) return "";
+  const size_t begin = text.rfind('\n', at) + 1;  // npos + 1 is 0
+  return text.substr(begin, text.find('\n', at) - begin);
+}
+
+// `scellis run` judges a training workflow's plan as `plan` does, its dataset counted: under a
+// budget the whole set is over it says the same `streamed-dataset` warning, under one even the
+// streamed set is over it is refused with the same finding and the same largest batch; and since a
+// run reads no dataset, it then refuses by name, never leaving the dataset's inputs unfed.
+TEST(DatasetPlanCli, RunJudgesATrainingWorkflowsPlanAsPlanDoes) {
+  const fs::path dir = MakeTempDir("scellis-dataset-run");
+  const unsigned seed = std::random_device{}();
+  // Enough examples that the whole set (both splits and the evaluation batch) outweighs the
+  // streamed one (8 batches of 64 and the evaluation batch).
+  const uint32_t examples = 300 + seed % 50;
+  WriteIdx(dir / "images", {examples, 28, 28}, false, seed);
+  WriteIdx(dir / "labels", {examples}, false, seed + 1);
+  Json doc =
+      Json::parse(std::ifstream(fs::path(SCELLIS_SOURCE_DIR) / "examples" / "fashion_mlp.json"));
+  doc["nodes"][0]["params"]["source"] =
+      "idx:" + (dir / "images").string() + "," + (dir / "labels").string();
+  const std::string file = (dir / "mlp.json").string();
+  std::ofstream(file) << doc.dump();
+
+  CliRun held = RunScellis({"plan", file, "--json"});
+  ASSERT_EQ(held.exit_code, 0) << held.err;
+  const Json h = Json::parse(held.out);
+  const int64_t example = 785 * 4;
+  const int64_t whole = h["dataset"]["host_bytes"];
+  EXPECT_EQ(whole, (3 * int64_t{examples}) * example);  // two splits and the evaluation batch
+  const int64_t model = h["memory"]["allocated"].get<int64_t>() - whole;
+  const int64_t streamed = (8 * 64 + int64_t{examples}) * example;
+
+  CliRun run = RunScellis({"run", file, "--backend=cpu"});
+  EXPECT_EQ(run.exit_code, 2);
+  EXPECT_NE(run.err.find("/nodes/1: error[dataset-not-read]"), std::string::npos) << run.err;
+  EXPECT_EQ(run.err.find("missing-input-data"), std::string::npos) << run.err;
+
+  const std::string yellow = "--budget=" + std::to_string(model + (whole + streamed) / 2);
+  CliRun plan_yellow = RunScellis({"plan", file, yellow});
+  ASSERT_EQ(plan_yellow.exit_code, 0) << plan_yellow.err;
+  const std::string warning = LineWith(plan_yellow.out, "warning[streamed-dataset]");
+  ASSERT_FALSE(warning.empty()) << plan_yellow.out;
+  CliRun run_yellow = RunScellis({"run", file, "--backend=cpu", yellow});
+  EXPECT_EQ(run_yellow.exit_code, 2);
+  // The plan prints its finding indented under the verdict; the run says it on stderr.
+  EXPECT_NE(run_yellow.err.find(warning.substr(warning.find("/nodes/0:"))), std::string::npos)
+      << run_yellow.err << "\nplan: " << warning;
+  EXPECT_NE(run_yellow.err.find("error[dataset-not-read]"), std::string::npos) << run_yellow.err;
+
+  const std::string red = "--budget=" + std::to_string(model + streamed / 2);
+  CliRun plan_red = RunScellis({"plan", file, red});
+  ASSERT_EQ(plan_red.exit_code, 2);
+  const std::string over = LineWith(plan_red.err, "error[memory-over-budget]");
+  const std::string fix = LineWith(plan_red.err, "the largest batch that fits is B=");
+  ASSERT_FALSE(over.empty()) << plan_red.err;
+  ASSERT_FALSE(fix.empty()) << plan_red.err;
+  CliRun run_red = RunScellis({"run", file, "--backend=cpu", red});
+  EXPECT_EQ(run_red.exit_code, 2);
+  EXPECT_EQ(LineWith(run_red.err, "error[memory-over-budget]"), over) << run_red.err;
+  EXPECT_EQ(LineWith(run_red.err, "the largest batch that fits is B="), fix) << run_red.err;
+  EXPECT_EQ(run_red.err.find("dataset-not-read"), std::string::npos) << run_red.err;
   fs::remove_all(dir);
 }
 

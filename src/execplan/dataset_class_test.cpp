@@ -68,11 +68,27 @@ TEST(DatasetClass, StreamedSetHoldsTheBatchesOfThePlansBatch) {
   d.batch_dim = "B";
   d.batches = 3;
   d.example_bytes = 20;
+  d.eval_examples = 5;  // the evaluation batch: its own size, whatever B is bound to
   for (int64_t batch : {1, 7}) {
     const Plan p = PlanWith(d, true, batch);
-    EXPECT_EQ(p.dataset_bytes, 3 * batch * 20) << "B=" << batch;
-    EXPECT_EQ(p.memory.by_class[static_cast<int>(MemClass::kDataset)], 3 * batch * 20);
+    EXPECT_EQ(p.dataset_bytes, 3 * batch * 20 + 5 * 20) << "B=" << batch;
+    EXPECT_EQ(p.memory.by_class[static_cast<int>(MemClass::kDataset)], 3 * batch * 20 + 5 * 20);
+    EXPECT_EQ(ToJson(p)["dataset"]["eval_batch"], 5);
   }
+}
+
+// Held whole, the set's bytes and the evaluation batch gathered from its test split.
+TEST(DatasetClass, HeldSetCountsTheEvaluationBatchBeside) {
+  HostDataset d;
+  d.source = "idx:a,b";
+  d.whole_bytes = 1 << 20;
+  d.example_bytes = 20;
+  d.eval_examples = 7;
+  const Plan p = PlanWith(d, true);
+  EXPECT_EQ(p.dataset_bytes, (1 << 20) + 7 * 20);
+  EXPECT_EQ(p.memory.by_class[static_cast<int>(MemClass::kDataset)], (1 << 20) + 7 * 20);
+  EXPECT_NE(Print(p).find("; the evaluation batch of 7 gathered beside)"), std::string::npos)
+      << Print(p);
 }
 
 }  // namespace

@@ -5,14 +5,15 @@ namespace {
 
 // The bytes the run holds for its dataset at this plan's batch: a streamed set's batches are sized
 // by the batch dimension as bound here, so a plan made at another batch (the batch search's)
-// counts its own.
+// counts its own. The evaluation batch is held beside, held set or streamed.
 int64_t DatasetBytes(const HostDataset& d, const webir::Graph& g) {
-  if (!d.streamed) return d.whole_bytes;
+  const int64_t eval = SaturatingMul(d.eval_examples, d.example_bytes);
+  if (!d.streamed) return SaturatingAdd(d.whole_bytes, eval);
   int64_t batch = d.batch;
   for (const webir::Node& n : g.nodes)
     for (const Dim& dim : n.type.dims)
       if (!d.batch_dim.empty() && dim.symbol == d.batch_dim && dim.size > 0) batch = dim.size;
-  return SaturatingMul(SaturatingMul(d.batches, batch), d.example_bytes);
+  return SaturatingAdd(SaturatingMul(SaturatingMul(d.batches, batch), d.example_bytes), eval);
 }
 
 }  // namespace

@@ -68,12 +68,16 @@ std::string DescribeDataset(const Plan& p) {
                   std::to_string(d.test_examples) + " test examples of " +
                   std::to_string(d.features) + " f32 with labels (" + FormatBytes(d.whole_bytes) +
                   " decoded); ";
+  const std::string eval =
+      d.eval_examples > 0 ? "the evaluation batch of " + std::to_string(d.eval_examples) : "";
   if (d.streamed) {
     s += "streamed: read from its files batch by batch, " + FormatBytes(p.dataset_bytes) +
-         " held (" + std::to_string(d.batches) + " batches of one submission)";
+         " held (" + std::to_string(d.batches) + " batches of one submission" +
+         (eval.empty() ? "" : " and " + eval) + ")";
   } else {
     s += "held whole for the run, " + FormatBytes(p.dataset_bytes) +
-         " (batches are drawn from every example in a shuffled order)";
+         " (batches are drawn from every example in a shuffled order" +
+         (eval.empty() ? "" : "; " + eval + " gathered beside") + ")";
   }
   if (DatasetInBudget(p))
     return s + "; counted in the budget as class dataset (this backend's buffers are host memory)";
@@ -216,6 +220,7 @@ Json ToJson(const Plan& p) {
                     {"streamed", d.streamed},
                     {"in_budget", DatasetInBudget(p)}};
     if (d.streamed) j["dataset"]["batches_held"] = d.batches;
+    j["dataset"]["eval_batch"] = d.eval_examples;
   }
   if (p.batch_fit) {
     const BatchFit& f = *p.batch_fit;

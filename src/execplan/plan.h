@@ -148,7 +148,8 @@ struct DeviceLimits {
 DeviceLimits HostMemoryLimits(std::string backend, std::string device);
 
 // The dataset a training run keeps on the host (train/dataset_memory.h): decoded whole (both
-// splits as f32), or streamed from its files, holding only the batches of one submission. Where
+// splits as f32), or streamed from its files, holding only the batches of one submission; either
+// way with the test split's evaluation batch gathered beside it, for scoring. Where
 // the backend's buffers live in host memory (the CPU reference) it is the memory class `dataset`,
 // counted in the budget; elsewhere it is host memory beside the device's buffers, judged against
 // the host's memory only (the device budget does not hold it).
@@ -157,6 +158,10 @@ struct HostDataset {
   int64_t train_examples = 0, test_examples = 0;
   int64_t features = 0;     // values per example
   int64_t whole_bytes = 0;  // both splits decoded whole
+  // The evaluation batch: gathered from the test split (held or streamed, as the train split),
+  // `example_bytes` per example; a fixed size, whatever the training batch is bound to.
+  int64_t eval_examples = 0;
+  int64_t example_bytes = 0;  // one example's image values and label, as f32
   bool streamed = false;
   // Streamed: `batches` batches of `example_bytes` per example are held, the batch being the size
   // `batch_dim` is bound to in the plan (so a plan at another batch counts its own), or `batch`
@@ -164,7 +169,6 @@ struct HostDataset {
   std::string batch_dim;
   int64_t batch = 0;
   int64_t batches = 1;
-  int64_t example_bytes = 0;
 };
 
 struct PlanOptions {

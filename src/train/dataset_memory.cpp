@@ -22,6 +22,8 @@ execplan::HostDataset HeldDataset::Held() const {
   h.test_examples = test.examples;
   h.features = train.features;
   h.whole_bytes = bytes;
+  h.eval_examples = eval_batch;
+  h.example_bytes = BatchBytes(1);
   return h;
 }
 
@@ -32,7 +34,6 @@ execplan::HostDataset HeldDataset::Streamed(const std::string& batch_dim, int64_
   h.batch_dim = batch_dim;
   h.batch = batch;
   h.batches = batches;
-  h.example_bytes = BatchBytes(1);
   return h;
 }
 
@@ -44,6 +45,8 @@ Result<std::optional<HeldDataset>> DatasetHeld(const block::Program& p) {
   d.source = source.get<std::string>();
   SCELLIS_ASSIGN_OR_RETURN(d.train, data::MeasureDataset(d.source, "train"));
   SCELLIS_ASSIGN_OR_RETURN(d.test, data::MeasureDataset(d.source, "test"));
+  // No more than the test split holds is gathered (the trainer refuses a larger eval_batch).
+  d.eval_batch = std::min(p.train->eval_batch, d.test.examples);
   // What LoadDataset keeps per split: count x features image values and count labels, as f32.
   for (const data::DatasetShape& s : {d.train, d.test})
     d.bytes += int64_t{4} * (s.examples * s.features + s.examples);
@@ -64,7 +67,8 @@ bool RedForMemoryAlone(const execplan::Plan& p) {
 }  // namespace
 
 Result<DatasetPlan> PlanWithDataset(std::string_view text, const pipeline::CompileOptions& options,
-                                    const HeldDataset& d, int64_t batches, DatasetMode mode) {
+                                    const HeldDataset& d, int64_t batches, DatasetMode mode,
+                                    const std::string& streamed_why) {
   pipeline::CompileOptions o = options;
   o.up_to = pipeline::Rung::kExecplan;
   o.print_after.clear();
@@ -107,7 +111,8 @@ Result<DatasetPlan> PlanWithDataset(std::string_view text, const pipeline::Compi
                   execplan::FormatBytes(d.bytes) + ")";
     return out;
   }
-  std::string why = "streaming was asked for: --stream-dataset";
+  std::string why =
+      streamed_why.empty() ? "streaming was asked for: --stream-dataset" : streamed_why;
   if (mode == DatasetMode::kAuto) {
     why = "held whole the plan would need " + execplan::FormatBytes(whole_allocated) +
           (execplan::DatasetInBudget(plan)

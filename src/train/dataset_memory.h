@@ -23,12 +23,14 @@ namespace scellis::train {
 struct HeldDataset {
   std::string source;
   data::DatasetShape train, test;
-  int64_t bytes = 0;  // both splits' images and labels as f32
+  int64_t bytes = 0;       // both splits' images and labels as f32
+  int64_t eval_batch = 0;  // the test examples gathered at once for scoring (train.eval_batch)
 
   // The bytes of `batch` examples gathered (images and labels, f32).
   int64_t BatchBytes(int64_t batch) const;
   // The plan's view of it: held whole, or streamed holding `batches` batches of the size bound to
-  // `batch_dim` (or `batch` where the batch is not symbolic).
+  // `batch_dim` (or `batch` where the batch is not symbolic); either way with the evaluation batch
+  // gathered beside.
   execplan::HostDataset Held() const;
   execplan::HostDataset Streamed(const std::string& batch_dim, int64_t batch,
                                  int64_t batches) const;
@@ -53,9 +55,14 @@ struct DatasetPlan {
 // submission's, which replace any PlanOptions::caller_host_bytes); a streamed plan is at least
 // yellow, its first finding the warning `streamed-dataset` saying what is held instead of the whole
 // set. A plan red even streamed carries the largest batch that fits streamed (api::ExplainRedPlan).
-// `options` as the caller compiles with (limits, budget, bindings).
+// `options` as the caller compiles with (limits, budget, bindings). A data-parallel rank's plan is
+// its gradient half's (pipeline::SplitTrainStep), bound at one chunk's examples, with `batches` the
+// rank's chunks of one batch: what the rank reads streamed.
+// `streamed_why`, with kStreamed: why the set is streamed, as the warning says it (default: it
+// was asked for, --stream-dataset).
 Result<DatasetPlan> PlanWithDataset(std::string_view text, const pipeline::CompileOptions& options,
-                                    const HeldDataset& d, int64_t batches, DatasetMode mode);
+                                    const HeldDataset& d, int64_t batches, DatasetMode mode,
+                                    const std::string& streamed_why = "");
 
 // A split of `source` opened for streaming. A gzipped file cannot be read at offsets, so it is
 // inflated once into a plain IDX copy in the store at `store_root` ("": the default store): a blob

@@ -3,6 +3,8 @@
 #include <gtest/gtest.h>
 #include <zlib.h>
 
+#include <algorithm>
+#include <cmath>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
@@ -14,9 +16,12 @@
 #include "base/json_util.h"
 #include "data/dataset.h"
 #include "data/idx.h"
+#include "pipeline/data_parallel.h"
+#include "store/safetensors.h"
 #include "support/cli.h"
 #include "train/dataset_memory.h"
 #include "train/trainer.h"
+#include "workplan/workplan.h"
 
 namespace scellis::train {
 namespace {
@@ -163,6 +168,156 @@ TEST_F(DatasetStreamTest, ResumedStreamedRunEqualsResumedHeldRun) {
   EXPECT_EQ(ReadAll(dir_ / "held.safetensors"), ReadAll(dir_ / "streamed.safetensors"));
 }
 
+// Data parallel in one process (2 chunks of 2 examples): each chunk's rows read from the files at
+// their offsets give the held chunked run's losses and trained state bit for bit. The held chunked
+// run is not its own oracle: its first step's loss is checked here against float64 arithmetic on
+// the initial state and the written pixels, and chunked runs against MPI ranks and shard re-runs
+// elsewhere (tools/run_mpi_tests.sh, ShardsTest).
+TEST_F(DatasetStreamTest, ChunkedStreamedTrainingEqualsChunkedHeldBitForBit) {
+  const std::string doc = Tiny(Source(true));
+  TrainOptions held = Cpu(false, "held.safetensors"), streamed = Cpu(true, "streamed.safetensors");
+  held.chunks = streamed.chunks = 2;
+  streamed.init_out = (dir_ / "init.safetensors").string();
+  auto h = Trainer(held).Train(doc);
+  ASSERT_TRUE(h.ok()) << h.errors().front().Format();
+  auto st = Trainer(streamed).Train(doc);
+  ASSERT_TRUE(st.ok()) << st.errors().front().Format();
+  EXPECT_FALSE(h->dataset_streamed);
+  EXPECT_TRUE(st->dataset_streamed);
+  EXPECT_EQ(st->chunks, 2);
+  ASSERT_EQ(st->losses.size(), 10u);  // 2 epochs of 21 / 4 steps
+  ASSERT_EQ(h->losses.size(), st->losses.size());
+  EXPECT_EQ(0, std::memcmp(h->losses.data(), st->losses.data(), h->losses.size() * sizeof(float)));
+  EXPECT_EQ(h->epochs.back().test_accuracy, st->epochs.back().test_accuracy);
+  const std::string a = ReadAll(dir_ / "held.safetensors");
+  EXPECT_FALSE(a.empty());
+  EXPECT_EQ(a, ReadAll(dir_ / "streamed.safetensors"));
+
+  // The first step's loss in float64: the mean cross entropy of x·w + b over the epoch's first 4
+  // examples, pixels scaled by 1/255, from the initial weights the run wrote.
+  auto init = store::LoadSafetensors((dir_ / "init.safetensors").string(), nullptr);
+  ASSERT_TRUE(init.ok()) << init.errors().front().Format();
+  std::vector<double> w, b;
+  for (const store::NamedTensor& t : *init) {
+    std::vector<float> v(t.bytes.size() / 4);
+    std::memcpy(v.data(), t.bytes.data(), t.bytes.size());
+    if (t.name == "w") w.assign(v.begin(), v.end());
+    if (t.name == "b") b.assign(v.begin(), v.end());
+  }
+  ASSERT_EQ(w.size(), 18u);
+  ASSERT_EQ(b.size(), 3u);
+  const std::vector<int64_t> order = data::EpochOrder(kExamples, 3, 0);
+  const size_t header = 4 + 3 * 4, label_header = 4 + 4;
+  double loss = 0;
+  for (int i = 0; i < 4; ++i) {
+    const int64_t ex = order[i];
+    double logits[3];
+    for (int c = 0; c < 3; ++c) {
+      logits[c] = b[c];
+      for (int k = 0; k < 6; ++k) {
+        const double x = static_cast<uint8_t>(images_[header + ex * 6 + k]) / 255.0;
+        logits[c] += x * w[k * 3 + c];
+      }
+    }
+    const double m = std::max({logits[0], logits[1], logits[2]});
+    const double lse =
+        m + std::log(std::exp(logits[0] - m) + std::exp(logits[1] - m) + std::exp(logits[2] - m));
+    loss += lse - logits[static_cast<uint8_t>(labels_[label_header + ex])];
+  }
+  EXPECT_NEAR(st->losses[0], loss / 4, 1e-5);
+}
+
+// A data-parallel rank's plan counts what the rank holds: streamed, its chunks of one batch (one
+// chunk of 2 examples, as each of 2 ranks holds) and the evaluation batch; held, both splits whole
+// and the evaluation batch. Held over the budget, the rank streams (yellow `streamed-dataset`).
+TEST_F(DatasetStreamTest, ARanksPlanCountsWhatTheRankHolds) {
+  const std::string doc = Tiny(Source(false));
+  auto parsed = pipeline::Compile(doc, {.up_to = pipeline::Rung::kBlock});
+  ASSERT_TRUE(parsed.ok()) << parsed.errors().front().Format();
+  auto d = DatasetHeld(*parsed->program);
+  ASSERT_TRUE(d.ok() && d->has_value());
+  const int64_t example = (6 + 1) * 4;            // 6 pixels and a label, as f32
+  const int64_t whole = 2 * kExamples * example;  // the test split is the same files here
+  EXPECT_EQ((*d)->bytes, whole);
+  EXPECT_EQ((*d)->eval_batch, 5);
+  auto halves = pipeline::SplitTrainStep(doc, {}, 2);
+  ASSERT_TRUE(halves.ok()) << halves.errors().front().Format();
+  pipeline::CompileOptions o = halves->gradients;
+  o.plan.limits = execplan::HostMemoryLimits("cpu", "test");
+  auto held = PlanWithDataset(doc, o, **d, 1, DatasetMode::kAuto);
+  ASSERT_TRUE(held.ok()) << held.errors().front().Format();
+  EXPECT_FALSE(held->streamed);
+  EXPECT_EQ(held->compiled.plan->dataset_bytes, whole + 5 * example);
+  auto streamed = PlanWithDataset(doc, o, **d, 1, DatasetMode::kStreamed);
+  ASSERT_TRUE(streamed.ok()) << streamed.errors().front().Format();
+  EXPECT_TRUE(streamed->streamed);
+  EXPECT_EQ(streamed->compiled.plan->dataset_bytes, 1 * 2 * example + 5 * example);
+  const execplan::MemoryPlan& m = streamed->compiled.plan->memory;
+  EXPECT_EQ(m.by_class[static_cast<int>(execplan::MemClass::kDataset)], 7 * example);
+
+  // A budget the held set is over and the streamed one fits: the rank streams.
+  o.plan.budget_bytes = held->compiled.plan->memory.allocated - 1;
+  auto tight = PlanWithDataset(doc, o, **d, 1, DatasetMode::kAuto);
+  ASSERT_TRUE(tight.ok()) << tight.errors().front().Format();
+  EXPECT_TRUE(tight->streamed);
+  EXPECT_NE(tight->compiled.plan->verdict, execplan::Verdict::kRed);
+  EXPECT_EQ(tight->compiled.plan->findings.front().code, "streamed-dataset");
+}
+
+// A rank whose whole step (both halves, its chunk gradients, the gathered partials) is over the
+// budget with the set held streams it, though its gradient half alone fits held; one byte more
+// budget and it holds the set. Either way the same losses, bit for bit.
+TEST_F(DatasetStreamTest, ARankStreamsWhenItsWholeStepIsOverWithTheSetHeld) {
+  const std::string doc = Tiny(Source(false));
+  auto parsed = pipeline::Compile(doc, {.up_to = pipeline::Rung::kBlock});
+  ASSERT_TRUE(parsed.ok()) << parsed.errors().front().Format();
+  auto d = DatasetHeld(*parsed->program);
+  ASSERT_TRUE(d.ok() && d->has_value());
+  auto halves = pipeline::SplitTrainStep(doc, {}, 2);
+  ASSERT_TRUE(halves.ok()) << halves.errors().front().Format();
+  const execplan::DeviceLimits limits = execplan::HostMemoryLimits("cpu", "cpu");
+  pipeline::CompileOptions g = halves->gradients, u = halves->update;
+  g.plan.limits = u.plan.limits = limits;
+  g.plan.dataset = (*d)->Held();
+  g.plan.caller_host_bytes = (*d)->BatchBytes(4);  // the rank's 2 chunks of 2, gathered
+  auto gc = pipeline::Compile(doc, g);
+  auto uc = pipeline::Compile(doc, u);
+  ASSERT_TRUE(gc.ok() && uc.ok());
+  auto w = workplan::FromExecPlans(std::make_shared<execplan::Plan>(*gc->plan),
+                                   std::make_shared<execplan::Plan>(*uc->plan),
+                                   workplan::DeviceSet::Uniform(1, limits), 4, {.chunks = 2});
+  ASSERT_TRUE(w.ok()) << w.errors().front().Format();
+  const int64_t whole_step = w->memory[0].total;
+  ASSERT_GT(whole_step - 1, gc->plan->memory.allocated);  // the gradient half alone fits
+
+  TrainOptions base = Cpu(false, "held.safetensors");
+  base.chunks = 2;
+  auto reference = Trainer(base).Train(doc);
+  ASSERT_TRUE(reference.ok()) << reference.errors().front().Format();
+  for (int64_t budget : {whole_step - 1, whole_step}) {
+    SCOPED_TRACE("budget " + std::to_string(budget));
+    TrainOptions o = Cpu(false, "budgeted.safetensors");
+    o.chunks = 2;
+    o.compile.plan.budget_bytes = budget;
+    std::vector<Diagnostic> notes;
+    TrainEvents events;
+    events.note = [&](const Diagnostic& n) { notes.push_back(n); };
+    auto r = Trainer(o, events).Train(doc);
+    ASSERT_TRUE(r.ok()) << r.errors().front().Format();
+    const bool over = budget < whole_step;
+    EXPECT_EQ(r->dataset_streamed, over);
+    const bool warned = std::any_of(notes.begin(), notes.end(), [](const Diagnostic& n) {
+      return n.code == "streamed-dataset" &&
+             n.message.find("held whole a rank's step would need") != std::string::npos;
+    });
+    EXPECT_EQ(warned, over) << "whole step " << whole_step << ": "
+                            << (notes.empty() ? "" : notes.front().Format());
+    ASSERT_EQ(r->losses.size(), reference->losses.size());
+    EXPECT_EQ(0, std::memcmp(r->losses.data(), reference->losses.data(),
+                             r->losses.size() * sizeof(float)));
+  }
+}
+
 // Rows read at their offsets are the values written, for a type other than u8 too (f32 taken as
 // it is, not scaled); a gzipped file is refused by name.
 TEST_F(DatasetStreamTest, ReadsRowsAtOffsetsAsWritten) {
@@ -205,9 +360,11 @@ TEST(DatasetPlanTest, FashionMnistPlanTurnsYellowThenRed) {
   ASSERT_FALSE(green.is_discarded());
   EXPECT_EQ(green["verdict"], "green");
   const int64_t whole = int64_t{4} * (70000 * 784 + 70000);  // both splits, f32
-  EXPECT_EQ(green["memory"]["by_class"]["dataset"], whole);
+  const int64_t eval = int64_t{1000} * 785 * 4;              // the evaluation batch gathered
+  EXPECT_EQ(green["memory"]["by_class"]["dataset"], whole + eval);
+  EXPECT_EQ(green["dataset"]["eval_batch"], 1000);
   EXPECT_EQ(green["dataset"]["streamed"], false);
-  const int64_t model = green["memory"]["allocated"].get<int64_t>() - whole;
+  const int64_t model = green["memory"]["allocated"].get<int64_t>() - whole - eval;
   const int64_t submission = int64_t{8} * 64 * 785 * 4;  // 8 batches of 64 examples
 
   auto [yellow_code, yellow] = plan({"--budget=" + std::to_string(model + whole / 2)});
@@ -215,9 +372,9 @@ TEST(DatasetPlanTest, FashionMnistPlanTurnsYellowThenRed) {
   EXPECT_EQ(yellow["verdict"], "yellow");
   EXPECT_EQ(yellow["findings"][0]["code"], "streamed-dataset");
   EXPECT_EQ(yellow["dataset"]["streamed"], true);
-  EXPECT_EQ(yellow["memory"]["by_class"]["dataset"], submission);
+  EXPECT_EQ(yellow["memory"]["by_class"]["dataset"], submission + eval);
 
-  const std::string tight = "--budget=" + std::to_string(model + submission / 2);
+  const std::string tight = "--budget=" + std::to_string(model + eval + submission / 2);
   auto [red_code, red] = plan({tight});
   EXPECT_EQ(red_code, 2);
   EXPECT_EQ(red["verdict"], "red");

@@ -18,7 +18,7 @@ Result<std::vector<std::vector<float>>> ShardGradients(api::Session& gradients,
                                                        const ShardInputs& in) {
   const workplan::Shard& mine = w.shards[rank];
   const int64_t b = w.chunk_examples;
-  const int64_t features = in.train->features;
+  const int64_t features = in.train->features();
   std::vector<std::string> watch;
   for (const std::string& p : w.params) watch.push_back(webir::GradName(p));
   watch.push_back(webir::kLossOutput);
@@ -30,7 +30,7 @@ Result<std::vector<std::vector<float>>> ShardGradients(api::Session& gradients,
     std::vector<runtime::Feeds> feeds(static_cast<size_t>(n));
     for (int i = 0; i < n; ++i) {
       const int64_t at = in.batch_start + (mine.first_chunk + first + i) * b;
-      data::GatherBatch(*in.train, *in.order, at, b, img, lab);
+      SCELLIS_TRY(in.train->Gather(*in.order, at, b, img, lab));
       feeds[i][in.images_feed] = HostTensor::FromFloats(MakeType({b, features}), img);
       feeds[i][in.labels_feed] = HostTensor::FromFloats(MakeType({b}), lab);
     }
@@ -119,9 +119,10 @@ Result<ShardCheck> VerifyShard(const std::string& run_id, int shard,
     SCELLIS_TRY(
         gradients->Upload(t.name, HostTensor::FromFloats(MakeType(t.shape), FloatsOf(t.bytes))));
   const block::Program& prog = *halves.head.program;
-  SCELLIS_ASSIGN_OR_RETURN(data::Dataset train,
+  data::SplitReader train;
+  SCELLIS_ASSIGN_OR_RETURN(train.held,
                            data::LoadDataset(rec["dataset"].get<std::string>(), "train"));
-  std::vector<int64_t> order = data::EpochOrder(train.count, rec["shuffle_seed"].get<uint64_t>(),
+  std::vector<int64_t> order = data::EpochOrder(train.count(), rec["shuffle_seed"].get<uint64_t>(),
                                                 rec["epoch"].get<int64_t>());
   ShardInputs in{.train = &train,
                  .order = &order,

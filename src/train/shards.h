@@ -17,9 +17,10 @@ namespace scellis::train {
 
 // The gradient set (every param's gradient, then the loss; workplan::WorkPlan::params order) of
 // each chunk of `rank`'s shard, for the batch that starts at `batch_start` in `order`, at the
-// weights the gradient session holds (its params are resident).
+// weights the gradient session holds (its params are resident). The split is held whole or
+// streamed from its files: the same chunks either way.
 struct ShardInputs {
-  const data::Dataset* train = nullptr;
+  const data::SplitReader* train = nullptr;
   const std::vector<int64_t>* order = nullptr;
   int64_t batch_start = 0;
   std::string images_feed, labels_feed;

@@ -191,9 +191,6 @@ class Training {
     concern_ = Trainer::Concern::kOptions;
     if (o_.ranks < 1 || o_.chunks < 0) return UserError("bad-flag", "", "--ranks takes 1 or more");
     data_parallel_ = o_.ranks > 1 || o_.chunks > 1;
-    if (o_.stream_dataset && data_parallel_)
-      return UserError("bad-flag", "", "--stream-dataset streams a step in one piece",
-                       "drop --ranks and --chunks, or hold the dataset");
     if (o_.record_shards && !data_parallel_)
       return UserError("bad-flag", "", "--record-shards records a data-parallel step",
                        "add --ranks=N (under mpirun) or --chunks=K");
@@ -282,15 +279,18 @@ class Training {
     if (e_.backend) e_.backend(result_.backend, result_.fallback_reason);
 
     concern_ = Trainer::Concern::kDocument;
-    if (!data_parallel_) SCELLIS_TRY(ChooseDatasetMode(text, step_options, step_backend));
-    SCELLIS_TRY(LoadSplits(source));
-    result_.dataset_streamed = streamed_;
+    // The dataset is held or streamed as the step's plan (a data-parallel rank's) chooses, before
+    // anything is decoded or allocated.
     if (data_parallel_) {
       SCELLIS_TRY(PrepareHalves(text, step_options, std::move(step_backend)));
+      SCELLIS_TRY(LoadSplits(source));
     } else {
+      SCELLIS_TRY(ChooseDatasetMode(text, step_options, step_backend.limits, o_.steps_per_run));
+      SCELLIS_TRY(LoadSplits(source));
       SCELLIS_ASSIGN_OR_RETURN(step_,
                                api::Session::Prepare(text, step_options, std::move(step_backend)));
     }
+    result_.dataset_streamed = streamed_;
     SCELLIS_ASSIGN_OR_RETURN(eval_,
                              api::Session::Prepare(text, eval_options, std::move(eval_backend)));
     result_.executor = state().executor();
@@ -319,11 +319,15 @@ class Training {
     const int chunks = o_.chunks > 0 ? o_.chunks : o_.ranks;
     SCELLIS_ASSIGN_OR_RETURN(pipeline::StepHalves halves,
                              pipeline::SplitTrainStep(text, step_options, chunks));
-    // A rank gathers its chunks of one batch on the host.
+    // A rank gathers its chunks of one batch on the host, from the set held whole or streamed
+    // from its files: the rank's gradient half counts the dataset as the rank holds it.
     const int64_t mine = (chunks + o_.ranks - 1) / o_.ranks;
     halves.gradients.plan.caller_host_bytes = BatchHostBytes(mine, spec_.batch / chunks);
     halves.gradients.plan.caller_host_what = "the chunks of one batch gathered by a rank";
     halves.update.plan.caller_host_bytes = 0;
+    SCELLIS_ASSIGN_OR_RETURN(std::string over,
+                             RankOverWithSetHeld(text, halves, gradients_backend.limits, chunks));
+    SCELLIS_TRY(ChooseDatasetMode(text, halves.gradients, gradients_backend.limits, mine, over));
     // Both halves on one device: the update half's params are copied into the gradient half's
     // there after each update, so the weights never leave it; only the gradients do.
     SCELLIS_ASSIGN_OR_RETURN(
@@ -348,6 +352,36 @@ class Training {
     return Status::Ok();
   }
 
+  // Whether a rank's whole step — both halves, its chunks' gradients and the gathered partials, as
+  // the WorkPlan counts them — is over its budget with the dataset held whole, where the gradient
+  // half alone may fit: then why the rank streams it, else "" (held, or the gradient half's own
+  // plan decides). Nothing is allocated: the halves are only planned.
+  Result<std::string> RankOverWithSetHeld(std::string_view text, const pipeline::StepHalves& halves,
+                                          const execplan::DeviceLimits& limits, int chunks) {
+    if (o_.stream_dataset) return std::string();
+    pipeline::CompileOptions g = halves.gradients, u = halves.update;
+    for (pipeline::CompileOptions* o : {&g, &u}) {
+      o->up_to = pipeline::Rung::kExecplan;
+      o->print_after.clear();
+      o->plan.limits = limits;
+    }
+    g.plan.dataset = dataset_.Held();
+    SCELLIS_ASSIGN_OR_RETURN(pipeline::Compiled gc, pipeline::Compile(text, g));
+    SCELLIS_ASSIGN_OR_RETURN(pipeline::Compiled uc, pipeline::Compile(text, u));
+    if (gc.plan->verdict == execplan::Verdict::kRed) return std::string();
+    SCELLIS_ASSIGN_OR_RETURN(workplan::WorkPlan w,
+                             workplan::FromExecPlans(std::make_shared<execplan::Plan>(*gc.plan),
+                                                     std::make_shared<execplan::Plan>(*uc.plan),
+                                                     workplan::DeviceSet::Uniform(o_.ranks, limits),
+                                                     spec_.batch, {.chunks = chunks}));
+    for (const workplan::RankMemory& m : w.memory)
+      for (const Diagnostic& d : m.findings)
+        if (d.code == "over-budget")
+          return "held whole a rank's step would need " + execplan::FormatBytes(m.total) +
+                 ", over the budget of " + execplan::FormatBytes(m.budget);
+    return std::string();
+  }
+
   // Host bytes of `copies` gathered batches (images and labels, f32) of `batch` examples.
   int64_t BatchHostBytes(int64_t copies, int64_t batch) const {
     return execplan::SaturatingMul(copies, dataset_.BatchBytes(batch));
@@ -355,16 +389,28 @@ class Training {
 
   // The step planned with the dataset counted (train/dataset_memory.h): held whole when that
   // fits, else streamed; a plan red either way is refused here with its largest batch. Sets
-  // `step_options` to plan as chosen: streamed, the dataset class holds the submission's batches.
+  // `step_options` to plan as chosen: streamed, the dataset class holds `batches` batches (a
+  // submission's; a data-parallel rank's chunks of one batch, its gradient half planned at one
+  // chunk's examples).
   Status ChooseDatasetMode(std::string_view text, pipeline::CompileOptions& step_options,
-                           const runtime::Selection& backend) {
+                           const execplan::DeviceLimits& limits, int64_t batches,
+                           const std::string& streamed_why = "") {
     pipeline::CompileOptions o = step_options;
-    o.plan.limits = backend.limits;
-    const DatasetMode mode = o_.stream_dataset ? DatasetMode::kStreamed : DatasetMode::kAuto;
+    o.plan.limits = limits;
+    const DatasetMode mode =
+        o_.stream_dataset || !streamed_why.empty() ? DatasetMode::kStreamed : DatasetMode::kAuto;
     SCELLIS_ASSIGN_OR_RETURN(DatasetPlan planned,
-                             PlanWithDataset(text, o, dataset_, o_.steps_per_run, mode));
-    const execplan::Plan& plan = *planned.compiled.plan;
-    if (plan.verdict == execplan::Verdict::kRed) return Status(plan.findings);
+                             PlanWithDataset(text, o, dataset_, batches, mode, streamed_why));
+    execplan::Plan& plan = *planned.compiled.plan;
+    if (plan.verdict == execplan::Verdict::kRed) {
+      // A rank's batch search binds one chunk's examples: the batch is that many per chunk.
+      if (data_parallel_)
+        for (Diagnostic& f : plan.findings)
+          if (f.severity == Severity::kError && plan.batch_fit)
+            f.help += " (planned per rank: the batch there is one chunk's examples, of " +
+                      std::to_string(o_.chunks > 0 ? o_.chunks : o_.ranks) + " chunks)";
+      return Status(plan.findings);
+    }
     streamed_ = planned.streamed;
     step_options.plan.dataset = plan.dataset;
     if (streamed_) step_options.plan.caller_host_bytes = 0;
@@ -376,12 +422,27 @@ class Training {
   // Both splits, decoded whole or opened for streaming as the plan chose.
   Status LoadSplits(const std::string& source) {
     if (streamed_) {
-      SCELLIS_ASSIGN_OR_RETURN(train_.streamed, OpenStreamedSplit(source, "train", o_.store_root));
-      SCELLIS_ASSIGN_OR_RETURN(test_.streamed, OpenStreamedSplit(source, "test", o_.store_root));
+      // A gzipped file is inflated into the store on first use: rank 0 makes the copies, and the
+      // other ranks open them once it has (two writers of one store path would race).
+      const bool first = world_->rank() == 0;
+      if (first) SCELLIS_TRY(OpenStreamedSplits(source));
+      if (world_->size() > 1) {
+        const float ready = 1;
+        SCELLIS_ASSIGN_OR_RETURN(
+            std::vector<float> unused,
+            world_->AllGather({&ready, 1}, std::vector<int64_t>(world_->size(), 1)));
+      }
+      if (!first) SCELLIS_TRY(OpenStreamedSplits(source));
       return Status::Ok();
     }
     SCELLIS_ASSIGN_OR_RETURN(train_.held, data::LoadDataset(source, "train"));
     SCELLIS_ASSIGN_OR_RETURN(test_.held, data::LoadDataset(source, "test"));
+    return Status::Ok();
+  }
+
+  Status OpenStreamedSplits(const std::string& source) {
+    SCELLIS_ASSIGN_OR_RETURN(train_.streamed, OpenStreamedSplit(source, "train", o_.store_root));
+    SCELLIS_ASSIGN_OR_RETURN(test_.streamed, OpenStreamedSplit(source, "test", o_.store_root));
     return Status::Ok();
   }
 
@@ -627,7 +688,7 @@ class Training {
       // The weights as the last update left them (or a checkpoint restored them), on the device.
       SCELLIS_TRY(gradients_->CopyFrom(*update_, param_names_));
       t = phases_.Add("weights_copy", t);
-      ShardInputs in{.train = &train_.held,
+      ShardInputs in{.train = &train_,
                      .order = &order,
                      .batch_start = step * spec_.batch,
                      .images_feed = images_feed_,
@@ -815,6 +876,19 @@ Result<TrainResult> Trainer::Train(std::string_view text) {
   // Other ranks may be waiting for this one in a collective: stop them all with the cause.
   if (!r.ok() && t.world() && t.world()->size() > 1) t.world()->Abort(r.errors().front());
   return r;
+}
+
+std::optional<Diagnostic> DatasetNotRead(const block::Program& p) {
+  if (!p.train || p.train->dataset < 0 || p.train->images < 0) return std::nullopt;
+  const block::Block& images = p.blocks[p.train->images];
+  const block::Block& dataset = p.blocks[p.train->dataset];
+  const Json& source = dataset.params["source"];
+  return UserError("dataset-not-read", images.pointer,
+                   "the input \"" + FeedNameOf(images) + "\" is fed by the dataset " +
+                       (source.is_string() ? "\"" + source.get<std::string>() + "\"" : dataset.id) +
+                       " when the workflow trains; a run reads no dataset",
+                   "train it with `scellis train`, which reads the dataset batch by batch under "
+                   "the plan judged here");
 }
 
 std::optional<Diagnostic> DatasetFromFiles(const doc::Document& document) {

@@ -46,7 +46,8 @@ struct TrainOptions {
   // Read the dataset from its files batch by batch even where the plan fits with it held whole
   // (the same batches, the same bits); without it the trainer streams only when the plan fits no
   // other way (train/dataset_memory.h). A gzipped file's inflated copy goes into the store at
-  // store_root. A step in one piece only.
+  // store_root. Data parallel, each rank reads its chunks of each batch from the files, and its
+  // plan counts what it holds.
   bool stream_dataset = false;
 };
 
@@ -158,6 +159,11 @@ class Trainer {
   TrainEvents events_;
   Concern concern_ = Concern::kDocument;
 };
+
+// A training workflow whose dataset feeds its inputs (the train section's images and labels), run
+// as a document: `dataset-not-read` at the images input, since a run reads no dataset (the trainer
+// feeds those inputs batch by batch). None for any other program.
+std::optional<Diagnostic> DatasetNotRead(const block::Program& p);
 
 // The first dataset of `document` whose source names files ("idx:<images>,<labels>") rather than
 // a dataset the engine knows by name, as `dataset-path-refused` at its source: what a server

@@ -137,7 +137,8 @@ std::vector<float> ReduceLocal(const WorkPlan& w, int rank,
 // divided by the chunks: the batch's gradient set.
 std::vector<float> Combine(const WorkPlan& w, std::span<const float> partials);
 // What a plan computes, hashed: its kernels, steps and buffers, the tier and thresholds; not the
-// memory it was judged against (which depends on the machine and on the caller's staging).
+// memory it was judged against (which depends on the machine and on the caller's staging), nor
+// how the run keeps its dataset (held whole or streamed).
 std::string PlanHash(const execplan::Plan& p);
 // How many floats each rank contributes to the all-gather.
 std::vector<int64_t> GatherCounts(const WorkPlan& w);
