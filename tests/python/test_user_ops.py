@@ -149,10 +149,11 @@ def sigmoid(x):
 
 
 def define_softplus(gradient=lambda x, grad: grad / (1 + np.exp(-x)),
-                    wgsl=SOFTPLUS_GRAD_WGSL, seen=None):
+                    wgsl=SOFTPLUS_GRAD_WGSL, seen=None, dtype=None):
     def forward(x):
         if seen is not None:
             seen.add(x.dtype)
+        x = x if dtype is None else x.astype(dtype)
         return np.maximum(x, 0) + np.log1p(np.exp(-np.abs(x)))
 
     return scellis.define_op("softplus", inputs=[{"name": "x", "rank": 1}], shape="x",
@@ -215,3 +216,13 @@ def test_autodiff_through_the_op_gives_the_hand_derived_gradient(backend, rng):
         after = np.array(session.download("w"))
     np.testing.assert_allclose(loss, np.sum(np.log1p(np.exp(w.astype(np.float64)))), rtol=1e-5)
     np.testing.assert_allclose(w - after, sigmoid(w), rtol=0, atol=1e-5)
+
+
+def test_a_forward_that_drops_float64_fails_the_grad_check_by_name(tmp_path):
+    # Central differences of float32 values would measure rounding: refused, not blurred.
+    report = scellis.conform([define_softplus(dtype=np.float32)], tier="prod",
+                             allow_software_adapter=True, store=str(tmp_path))
+    [op] = report["ops"]
+    failed = {f["case"]: f["message"] for f in op["failures"]}
+    assert set(failed) == {"softplus/gradcheck_x_r1_1", "softplus/gradcheck_x_r1_7"}, failed
+    assert "float32 for float64 inputs" in failed["softplus/gradcheck_x_r1_7"], failed
