@@ -158,6 +158,11 @@ TEST_F(UserOpCallableGrad, ConformsWithItsGradient) {
       {[](const std::vector<double>& a) { return a[1] * Sigmoid(a[0]); }}, kGradientWgsl, "2")});
   ASSERT_TRUE(renamed.ok());
   EXPECT_NE((*renamed)->Find("softplus")->user->definition_hash, user.definition_hash);
+  auto rewritten =
+      DefineOps({SoftplusOp({[](const std::vector<double>& a) { return a[1] * Sigmoid(a[0]); }},
+                            std::string(kGradientWgsl) + "// the same, rewritten\n")});
+  ASSERT_TRUE(rewritten.ok());
+  EXPECT_NE((*rewritten)->Find("softplus")->user->definition_hash, user.definition_hash);
 }
 
 // On the CPU alone: the right gradient callable passes the grad-check; grad * exp(x) fails it at
