@@ -17,17 +17,21 @@ import json
 import numpy as np
 
 from . import _scellis
+from . import user_ops as _user_ops
 
 
 def prepare_workflow(document, backend="auto", tier=None, allow_software_adapter=False,
-                     initial=None, watch=("loss",), threads=0):
+                     initial=None, watch=("loss",), threads=0, ops=()):
     """A prepared Session of a workflow document (a dict or its JSON text). ``initial``: {name:
     array} replacing params' initializers or carried inputs before the first step; ``watch``: the
     outputs read back after each run. A training workflow's step input "step" is fed by the
-    caller with the other inputs, 1-based, as the trainer feeds it."""
+    caller with the other inputs, 1-based, as the trainer feeds it. ``ops``: user ops
+    (``scellis.define_op``) the document uses by name; a training workflow differentiates through
+    their gradients."""
     text = document if isinstance(document, str) else json.dumps(document)
     initial = {k: np.ascontiguousarray(v) for k, v in (initial or {}).items()}
-    handle = _scellis.prepare(text, backend, tier, allow_software_adapter, threads, initial)
+    handle = _scellis.prepare(text, backend, tier, allow_software_adapter, threads, initial, None,
+                              _user_ops.handles(ops))
     return Session(None, handle, watch=watch, fed=(), carries={}, resident=())
 
 

@@ -16,6 +16,12 @@ WGSL against it on a GPU and mints a receipt for the device.
 
 A callable has no content to hash: a receipt keys on the signature, the WGSL and ``version``,
 which the function's author changes when its results change.
+
+``gradient={"x": {"wgsl": ..., "reference": fn, "version": "1"}}`` gives the op's gradient per
+port: ``fn`` takes the inputs and then the upstream gradient and returns the gradient for the port.
+Autodiff (a training workflow, ``prepare_workflow(..., ops=[op])``) emits it; conformance proves its
+WGSL against ``fn`` and grad-checks ``fn`` against central differences of the forward, both called
+with float64 arrays then (NumPy code is dtype-generic) and required to return float64.
 """
 import json
 
@@ -32,7 +38,7 @@ class UserOp:
     """An op defined with ``define_op``. Calling it with tensors of one graph (positionally in
     port order, or by port name) adds its node there."""
 
-    def __init__(self, name, inputs, shape, wgsl, reference, tolerance, dtype, version):
+    def __init__(self, name, inputs, shape, wgsl, reference, tolerance, dtype, version, gradient):
         ports = [{"name": p} if isinstance(p, str) else dict(p) for p in inputs]
         self.name = name
         self.ports = [p.get("name") for p in ports]
@@ -46,22 +52,45 @@ class UserOp:
         # What the graph builder reads of an op (as of a built-in's entry in ops.table()).
         self.spec = {"name": name, "min_version": USER_OPS_VERSION, "family": "user",
                      "inputs": [{"name": p} for p in self.ports], "attrs": []}
-        errors = self._errors = []
+        self._errors = []
+        gradients = []
+        for port, g in (gradient or {}).items():
+            if not isinstance(g, dict) or not {"wgsl", "reference"} <= g.keys() or \
+                    not g.keys() <= {"wgsl", "reference", "version"}:
+                raise GraphError("bad-gradient",
+                                 f"the gradient of \"{name}\" for \"{port}\" is not "
+                                 "{\"wgsl\", \"reference\", \"version\"}",
+                                 help="gradient={\"<input>\": {\"wgsl\": ..., \"reference\": fn, "
+                                      "\"version\": \"1\"}}")
+            fn = g["reference"]
+            gradients.append((port, g["wgsl"], self._call(fn, np.float32),
+                              self._call(fn, np.float64), str(g.get("version", "1"))))
+        self._handle = _scellis.define_op(name, json.dumps(signature),
+                                          self._call(reference, np.float32),
+                                          self._call(reference, np.float64), str(version),
+                                          gradients)
+
+    def _call(self, reference, dtype):
+        """``reference`` as the engine calls it: a list of arrays in, an array of ``dtype`` out
+        (float64 for the gradient check, which a float32 result would blur: refused)."""
+        name, errors = self.name, self._errors
 
         def call(arrays):
             # Kept to chain to the typed error the engine's `user-reference-failed` becomes.
             try:
                 out = reference(*arrays)
+                if out is None:
+                    raise TypeError(f"the reference of \"{name}\" returned None, not an array")
+                if dtype == np.float64 and np.asarray(out).dtype != np.float64:
+                    raise TypeError(f"the reference of \"{name}\" returned "
+                                    f"{np.asarray(out).dtype} for float64 inputs; the gradient "
+                                    "check needs float64 (compute in the inputs' dtype)")
             except BaseException as e:
                 errors[:] = [e]
                 raise
-            if out is None:
-                e = TypeError(f"the reference of \"{name}\" returned None, not an array")
-                errors[:] = [e]
-                raise e
-            return np.ascontiguousarray(out, dtype=np.float32)
+            return np.ascontiguousarray(out, dtype=dtype)
 
-        self._handle = _scellis.define_op(name, json.dumps(signature), call, str(version))
+        return call
 
     def __repr__(self):
         return f"UserOp({self.name!r}, inputs={self.ports}, shape={self.shape!r})"
@@ -92,15 +121,19 @@ class UserOp:
         return e
 
 
-def define_op(name, inputs, shape, wgsl, reference, tolerance=None, dtype="f32", version="1"):
+def define_op(name, inputs, shape, wgsl, reference, tolerance=None, dtype="f32", version="1",
+              gradient=None):
     """A user op: ``inputs`` its ports in order (names, or {"name", "rank"} objects), ``shape``
     the port whose shape the output takes, ``tolerance`` its class ("exact", "tight", "default"
     when None, "loose"), ``wgsl`` its kernel (``fn NAME(index: u32) -> f32``, docs/user_ops.md),
     ``reference`` a function taking the inputs as float32 NumPy arrays in port order and returning
-    the output (converted to float32), ``version`` what receipts name the function by. A wrong
+    the output (converted to float32), ``version`` what receipts name the function by,
+    ``gradient`` per port {"wgsl", "reference", "version"}: the gradient's WGSL
+    (``fn NAME_grad_PORT``) and a function of the inputs and the upstream gradient (the
+    grad-check calls the functions with float64 arrays and wants float64 back). A wrong
     definition raises GraphError with the engine's code (``op-name-taken``, ``bad-port-name``...);
     an exception in ``reference`` while the op runs raises UserReferenceError from it."""
-    return UserOp(name, inputs, shape, wgsl, reference, tolerance, dtype, version)
+    return UserOp(name, inputs, shape, wgsl, reference, tolerance, dtype, version, gradient)
 
 
 def handles(ops):

@@ -248,10 +248,54 @@ ops::UserReference PythonReference(nb::object fn) {
   };
 }
 
+// `fn(arrays)` as a reference's float64 form (the gradient check's): float64 NumPy arrays in, a
+// float64 array out (the package's wrapper refuses any other dtype, which would blur the check).
+ops::UserReference64 PythonReference64(nb::object fn) {
+  std::shared_ptr<nb::object> held(new nb::object(std::move(fn)), [](nb::object* o) {
+    nb::gil_scoped_acquire gil;
+    delete o;
+  });
+  return [held](std::span<const ops::Float64Tensor> in) -> Result<ops::Float64Tensor> {
+    nb::gil_scoped_acquire gil;
+    try {
+      nb::list arrays;
+      for (const ops::Float64Tensor& t : in) {
+        std::vector<size_t> shape(t.sizes.begin(), t.sizes.end());
+        auto* values = new std::vector<double>(t.values);
+        nb::capsule owner(values,
+                          [](void* p) noexcept { delete static_cast<std::vector<double>*>(p); });
+        arrays.append(OutArray(values->data(), shape.size(), shape.data(), owner, nullptr,
+                               nb::dtype<double>())
+                          .cast());
+      }
+      InArray a;
+      if (!nb::try_cast((*held)(arrays), a, /*convert=*/false) || a.dtype() != nb::dtype<double>())
+        return UserError("user-reference-failed", "",
+                         "the float64 reference did not return a C-contiguous float64 array");
+      ops::Float64Tensor out;
+      for (size_t i = 0; i < a.ndim(); ++i) out.sizes.push_back(static_cast<int64_t>(a.shape(i)));
+      const auto* src = static_cast<const double*>(a.data());
+      out.values.assign(src, src + a.size());
+      return out;
+    } catch (nb::python_error& e) {
+      return UserError("user-reference-failed", "", e.what());
+    }
+  };
+}
+
+// `gradients`: per port, (port, wgsl, fn, fn64, version), the gradient's WGSL and its reference
+// in both forms as for the forward.
 PyUserOp* DefineUserOp(const std::string& name, const std::string& signature, nb::object fn,
-                       const std::string& version) {
+                       nb::object fn64, const std::string& version, const nb::list& gradients) {
   auto op = std::make_unique<PyUserOp>();
-  op->definition = {name, Json::parse(signature), PythonReference(std::move(fn)), version};
+  op->definition = {name, Json::parse(signature), PythonReference(std::move(fn)), version,
+                    PythonReference64(std::move(fn64))};
+  for (nb::handle h : gradients) {
+    nb::tuple g = nb::cast<nb::tuple>(h);
+    op->definition.gradients[nb::cast<std::string>(g[0])] = {
+        nb::cast<std::string>(g[1]), PythonReference(nb::borrow(g[2])),
+        PythonReference64(nb::borrow(g[3])), nb::cast<std::string>(g[4])};
+  }
   Take(api::DefineOps({op->definition}));  // a wrong definition is refused here, by name
   return op.release();
 }
@@ -525,7 +569,8 @@ NB_MODULE(_scellis, m) {
 
   nb::class_<PyUserOp>(m, "UserOp");
   m.def("define_op", &DefineUserOp, nb::arg("name"), nb::arg("signature"), nb::arg("reference"),
-        nb::arg("version"), nb::rv_policy::take_ownership,
+        nb::arg("reference_f64"), nb::arg("version"), nb::arg("gradients") = nb::list(),
+        nb::rv_policy::take_ownership,
         "A user op with a Python reference (api::DefineOps); `user_ops` of run and conform take "
         "it.");
   m.def("conform", &ConformUserOps, nb::arg("user_ops"), nb::arg("ops"), nb::arg("tier"),

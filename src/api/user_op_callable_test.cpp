@@ -260,14 +260,15 @@ TEST_F(UserOpCallable, DefinitionsAreCheckedAsADocumentsAre) {
   ASSERT_FALSE(none.ok());
   EXPECT_EQ(none.errors()[0].code, "missing-reference");
 
-  // A gradient's grad-check differentiates the forward reference in float64, which a function
-  // does not offer: refused by name at the field, not ignored.
+  // A gradient of an op defined through the API is a WGSL and a callable
+  // (UserOpDefinition::gradients; user_op_callable_grad_test.cpp): a graph reference written into
+  // the signature is refused by name at the field, not ignored.
   UserOpDefinition with_gradient = Stencil();
   with_gradient.signature["gradient"] = {
       {"u", {{"wgsl", kWgsl}, {"reference", {{"nodes", Json::array()}, {"output", 0}}}}}};
   auto gradient = DefineOps({with_gradient});
   ASSERT_FALSE(gradient.ok());
-  EXPECT_EQ(gradient.errors()[0].pointer, "/ops/stencil/gradient");
+  EXPECT_EQ(gradient.errors()[0].pointer, "/ops/stencil/gradient/u/reference");
 }
 
 }  // namespace

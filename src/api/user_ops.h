@@ -14,6 +14,7 @@
 //   options.compile.lower.ops = table;   // a document may now use {"op": "jacobi5", "u": 0}
 #pragma once
 
+#include <map>
 #include <memory>
 #include <string>
 #include <vector>
@@ -24,6 +25,22 @@
 #include "ops/user_op.h"
 
 namespace scellis::api {
+
+// The gradient of an op for one of its inputs (its vector-Jacobian product), as a document's
+// "gradient": {PORT: {"wgsl", "reference"}} gives it, with the reference a callable.
+struct UserOpGradient {
+  // `fn NAME_grad_PORT(index: u32) -> f32`: one element of the gradient for PORT, reading the ports
+  // and the upstream gradient through `grad_at(index)` (docs/user_ops.md).
+  std::string wgsl;
+  // The op's inputs in port order, then the upstream gradient (the output's shape), as f32 host
+  // tensors in; the gradient for PORT (PORT's shape) out.
+  ops::UserReference reference;
+  // Optional: the same function in float64, which the gradient check then runs (otherwise it
+  // runs `reference` on f32-rounded inputs, well within its thresholds).
+  ops::UserReference64 reference_f64;
+  // What the op's receipts name this callable by, as reference_version names the forward's.
+  std::string reference_version = "1";
+};
 
 struct UserOpDefinition {
   std::string name;
@@ -37,6 +54,13 @@ struct UserOpDefinition {
   // What the op's receipts name for the callable, which has no content to hash: the receipt keys
   // on the signature, the WGSL and this string. Change it when the function's results change.
   std::string reference_version;
+  // The forward reference in float64: required when `gradients` is not empty, since the gradient
+  // check compares each gradient with central differences of the forward (h = 1e-6), which f32
+  // values cannot resolve (`missing-reference-f64` otherwise).
+  ops::UserReference64 reference_f64;
+  // By input port: the gradients autodiff emits (as ops NAME_grad_PORT) and conformance proves and
+  // grad-checks with the op. A port given none is not differentiable.
+  std::map<std::string, UserOpGradient> gradients;
 };
 
 // `base` (the built-ins by default) with the ops of `definitions` added, each checked as a

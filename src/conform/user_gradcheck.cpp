@@ -40,9 +40,10 @@ std::string ShapeName(const Shape& s) {
 }
 
 // A document defining the op (by the definition of `defined`) and applying `op` once, each port
-// an input of `shape` named after it, the result the output "out".
+// an input of `shape` named after it, the result the output "out". An op defined through the API,
+// whose callables no document carries, is read against `table` instead.
 Case OneUse(const std::string& defined, const Json& definition, const ops::OpSpec& op,
-            const Shape& shape) {
+            const Shape& shape, const std::shared_ptr<const ops::OpTable>& table) {
   Case c;
   c.group = op.name;
   c.name = ShapeName(shape);
@@ -56,9 +57,12 @@ Case OneUse(const std::string& defined, const Json& definition, const ops::OpSpe
   nodes.push_back(use);
   c.doc = {{"version", doc::kUserOpsVersion},
            {"name", op.name + "/" + c.name},
-           {"ops", {{defined, definition}}},
            {"nodes", nodes},
            {"outputs", Json::array({{{"name", "out"}, {"id", op.ports.size()}}})}};
+  if (op.user->callable)
+    c.table = table;
+  else
+    c.doc["ops"] = {{defined, definition}};
   return c;
 }
 
@@ -111,11 +115,17 @@ std::string FirstMessage(const Status& s) {
 
 // d port against finite differences of the forward for one shape, into `cr`.
 void CheckOne(const ops::OpSpec& forward, const ops::OpSpec& gradient, const Shape& shape,
-              uint64_t seed, const kernel::ref::Parallel& parallel, CaseResult& cr) {
+              uint64_t seed, const std::shared_ptr<const ops::OpTable>& table,
+              const kernel::ref::Parallel& parallel, CaseResult& cr) {
   const ops::UserKernel& user = *forward.user;
+  // A forward callable run in f32 would make the differences measure its rounding.
+  if (user.callable && !user.callable_f64) {
+    cr.error = "the forward reference has no float64 form to differentiate";
+    return;
+  }
   Runner runner(parallel);
-  auto forward_plan = runner.Plan(OneUse(forward.name, user.definition, forward, shape));
-  auto gradient_plan = runner.Plan(OneUse(forward.name, user.definition, gradient, shape));
+  auto forward_plan = runner.Plan(OneUse(forward.name, user.definition, forward, shape, table));
+  auto gradient_plan = runner.Plan(OneUse(forward.name, user.definition, gradient, shape, table));
   for (const auto* p : {&forward_plan, &gradient_plan}) {
     if (!p->ok()) {
       cr.error = "does not compile: " + FirstMessage(p->status());
@@ -208,6 +218,14 @@ std::vector<CaseResult> GradcheckUserOp(const ops::OpSpec& spec, const ops::OpTa
                                         uint64_t seed, const kernel::ref::Parallel& parallel) {
   std::vector<CaseResult> out;
   const std::vector<Check> checks = ChecksOf(spec);
+  // The cases of an op with callables read against a table of the built-ins and its ops.
+  std::shared_ptr<ops::OpTable> callables;
+  if (spec.user && spec.user->callable) {
+    callables = std::make_shared<ops::OpTable>(*ops::BuiltinOps());
+    callables->Add(spec);
+    for (const ops::UserKernel::Gradient& g : spec.user->gradients)
+      if (const ops::OpSpec* d = table.Find(g.op)) callables->Add(*d);
+  }
   for (size_t k = 0; k < checks.size(); ++k) {
     const Check& check = checks[k];
     CaseResult cr;
@@ -219,7 +237,7 @@ std::vector<CaseResult> GradcheckUserOp(const ops::OpSpec& spec, const ops::OpTa
     if (!gradient)
       cr.error = "the gradient's op " + check.gradient->op + " is missing";
     else
-      CheckOne(spec, *gradient, check.shape, seed + 1000003 * k, parallel, cr);
+      CheckOne(spec, *gradient, check.shape, seed + 1000003 * k, callables, parallel, cr);
     out.push_back(std::move(cr));
   }
   return out;

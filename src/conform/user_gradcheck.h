@@ -14,6 +14,8 @@
 
 namespace scellis::conform {
 
+// For an op defined through the API the forward runs in its float64 form (ops::UserReference64)
+// and each gradient in its own (or its f32 form, within the thresholds): the same check.
 // The step of the central differences, in float64: (f(x + h) - f(x - h)) / 2h errs by about
 // h^2 f''' + 1e-16 / h, both far below policy::GradcheckThresholds() for smooth references.
 inline constexpr double kGradcheckStep = 1e-6;

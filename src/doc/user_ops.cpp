@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cctype>
+#include <map>
 #include <memory>
 #include <regex>
 
@@ -15,10 +16,11 @@ namespace {
 const std::vector<std::string> kUserOpFields = {"inputs", "shape",     "dtype",   "tolerance",
                                                 "wgsl",   "reference", "gradient"};
 const std::vector<std::string> kGradientFields = {"wgsl", "reference"};
-// An op defined through the API brings its reference as a callable, not as a field; a gradient
-// would need its forward reference in float64 for the grad-check, which a callable does not give.
-const std::vector<std::string> kCallableOpFields = {"inputs", "shape", "dtype", "tolerance",
-                                                    "wgsl"};
+// An op defined through the API brings its references (the forward's and each gradient's) as
+// callables, not as fields.
+const std::vector<std::string> kCallableOpFields = {"inputs",    "shape", "dtype",
+                                                    "tolerance", "wgsl",  "gradient"};
+const std::vector<std::string> kCallableGradientFields = {"wgsl"};
 const std::vector<std::string> kPortFields = {"name", "dtype", "rank"};
 const std::vector<std::string> kReferenceFields = {"nodes", "output"};
 // A graph node's own fields: a port of that name could not be told from them.
@@ -64,10 +66,12 @@ class UserOpParser {
  public:
   UserOpParser(ops::OpTable& table, std::vector<Diagnostic>& errors)
       : table_(table), errors_(errors) {}
-  // The next ops parsed take `callable` as their reference, named by `version` in the definition.
-  void UseCallable(const ops::UserReference& callable, std::string version) {
+  // The next ops parsed take `callable` as their reference, and `gradients` (by port) as their
+  // gradients' references, each named by its version in the definition.
+  void UseCallable(const ops::UserCallable& callable,
+                   const std::map<std::string, ops::UserCallable>& gradients) {
     callable_ = &callable;
-    version_ = std::move(version);
+    gradient_callables_ = &gradients;
   }
 
   void Parse(const std::string& name, const Json& j) {
@@ -119,17 +123,14 @@ class UserOpParser {
     }
     ParseWgsl(j, pointer, name, *user);
     if (callable_) {
-      user->callable = *callable_;
-      user->reference_version = version_;
+      SetCallable(*callable_, *user);
     } else {
       ParseReference(j, pointer, spec, *user);
     }
     if (errors_.size() != errors_before) return;
-    user->definition = j;
-    if (callable_) user->definition["reference"] = {{"callable", version_}};
+    user->definition = CallablesNamed(j);
     user->definition_hash = "sha256:" + Sha256Hex(CanonicalJson(user->definition));
-    std::vector<ops::OpSpec> gradients;
-    if (!callable_) gradients = ParseGradients(j, pointer, spec, *user);
+    std::vector<ops::OpSpec> gradients = ParseGradients(j, pointer, spec, *user);
     spec.differentiable = !user->gradients.empty();
     spec.user = std::move(user);
     if (!callable_) CheckReferenceStructure(spec);
@@ -142,6 +143,27 @@ class UserOpParser {
   void Error(std::string code, std::string pointer, std::string message, std::string help = "") {
     errors_.push_back(
         UserError(std::move(code), std::move(pointer), std::move(message), std::move(help)));
+  }
+
+  static void SetCallable(const ops::UserCallable& c, ops::UserKernel& user) {
+    user.callable = c.f32;
+    user.callable_f64 = c.f64;
+    user.reference_version = c.version;
+  }
+
+  // The definition as its hash covers it: for an op defined through the API, each callable
+  // (forward and gradients) named by its version, {"reference": {"callable": VERSION}}, since a
+  // function has no content to hash.
+  Json CallablesNamed(const Json& j) const {
+    Json out = j;
+    if (!callable_) return out;
+    out["reference"] = {{"callable", callable_->version}};
+    if (auto g = out.find("gradient"); g != out.end() && g->is_object())
+      for (auto it = g->begin(); it != g->end(); ++it)
+        if (auto c = gradient_callables_->find(it.key());
+            it->is_object() && c != gradient_callables_->end())
+          (*it)["reference"] = {{"callable", c->second.version}};
+    return out;
   }
 
   // A dtype name; user kernels compute in f32 (their accessors return f32), so only f32 is taken.
@@ -344,7 +366,8 @@ class UserOpParser {
               std::string("the gradient is a ") + g->type_name() + ", expected an object");
         continue;
       }
-      CheckKeys(*g, port_at, kGradientFields, "a gradient", errors_);
+      CheckKeys(*g, port_at, callable_ ? kCallableGradientFields : kGradientFields, "a gradient",
+                errors_);
       ops::OpSpec spec;
       spec.name = ops::UserGradientOpName(forward.name, port);
       spec.min_version = kUserOpsVersion;
@@ -368,18 +391,45 @@ class UserOpParser {
         if (r.port == user.shape_of) kernel->ranks.push_back({ops::kUpstreamGradientPort, r.rank});
       const size_t errors_before = errors_.size();
       ParseWgsl(*g, port_at, spec.name, *kernel);
-      ParseReference(*g, port_at, spec, *kernel);
+      if (callable_)
+        ParseGradientCallable(port, port_at, *kernel);
+      else
+        ParseReference(*g, port_at, spec, *kernel);
       if (errors_.size() != errors_before) continue;
-      kernel->definition = j;
-      kernel->definition_hash = "sha256:" + Sha256Hex(CanonicalJson(j) + "\ngradient " + port);
+      kernel->definition = user.definition;
+      kernel->definition_hash =
+          "sha256:" + Sha256Hex(CanonicalJson(user.definition) + "\ngradient " + port);
       kernel->gradient_of = forward.name;
       kernel->gradient_port = port;
       spec.user = std::move(kernel);
-      CheckReferenceStructure(spec);
+      if (!callable_) CheckReferenceStructure(spec);
       user.gradients.push_back({port, spec.name});
       out.push_back(std::move(spec));
     }
     return out;
+  }
+
+  // The callable an op defined through the API gives for the gradient of `port`. Its grad-check
+  // differentiates the forward in float64 (conform/user_gradcheck.h), so the forward must come
+  // with its float64 form.
+  void ParseGradientCallable(const std::string& port, const std::string& port_at,
+                             ops::UserKernel& kernel) {
+    auto c = gradient_callables_->find(port);
+    if (c == gradient_callables_->end() || !c->second.f32) {
+      Error("missing-reference", PointerJoin(port_at, "reference"),
+            "the gradient for \"" + port + "\" is given no reference callable",
+            "pass a function computing the gradient on the CPU from the op's inputs and grad");
+      return;
+    }
+    if (!callable_->f64) {
+      Error("missing-reference-f64", PointerJoin(port_at, "reference"),
+            "the op gives a gradient for \"" + port +
+                "\" but no float64 form of its forward reference, which the gradient check "
+                "differentiates",
+            "give the forward's reference_f64: the same function on float64 values");
+      return;
+    }
+    SetCallable(c->second, kernel);
   }
 
   // The reference's nodes as the document rung checks any graph's (ops that exist, references
@@ -392,8 +442,8 @@ class UserOpParser {
 
   ops::OpTable& table_;
   std::vector<Diagnostic>& errors_;
-  const ops::UserReference* callable_ = nullptr;
-  std::string version_;
+  const ops::UserCallable* callable_ = nullptr;
+  const std::map<std::string, ops::UserCallable>* gradient_callables_ = nullptr;
 };
 
 }  // namespace
@@ -411,19 +461,18 @@ std::vector<Diagnostic> ParseUserOps(const Json& section, ops::OpTable& table) {
   return errors;
 }
 
-std::vector<Diagnostic> ParseCallableUserOp(const std::string& name, const Json& definition,
-                                            const ops::UserReference& reference,
-                                            const std::string& reference_version,
-                                            ops::OpTable& table) {
+std::vector<Diagnostic> ParseCallableUserOp(
+    const std::string& name, const Json& definition, const ops::UserCallable& reference,
+    const std::map<std::string, ops::UserCallable>& gradients, ops::OpTable& table) {
   std::vector<Diagnostic> errors;
-  if (!reference) {
+  if (!reference.f32) {
     errors.push_back(UserError("missing-reference", PointerJoin("/ops", name),
                                "the op \"" + name + "\" is given no reference callable",
                                "pass a function computing the op on the CPU"));
     return errors;
   }
   UserOpParser parser(table, errors);
-  parser.UseCallable(reference, reference_version);
+  parser.UseCallable(reference, gradients);
   parser.Parse(name, definition);
   return errors;
 }

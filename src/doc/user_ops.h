@@ -10,6 +10,7 @@
 //     "reference": {"nodes": [{"id": 0, "op": "input", "name": "u"}, ...], "output": 9}}}
 #pragma once
 
+#include <map>
 #include <string>
 #include <vector>
 
@@ -39,13 +40,15 @@ inline constexpr int kUserOpsVersion = 6;
 std::vector<Diagnostic> ParseUserOps(const Json& section, ops::OpTable& table);
 
 // Adds an op defined through the API (api/user_ops.h) to `table`: `definition` holds the fields of
-// a document's op but "reference", checked as ParseUserOps checks them, and `reference` is the
-// callable the CPU reference runs in its place. Its definition hash covers the signature, the WGSL
-// and `reference_version` (a callable has no content to hash).
-std::vector<Diagnostic> ParseCallableUserOp(const std::string& name, const Json& definition,
-                                            const ops::UserReference& reference,
-                                            const std::string& reference_version,
-                                            ops::OpTable& table);
+// a document's op but "reference" (and a gradient's "wgsl" only, "gradient": {PORT: {"wgsl"}}),
+// checked as ParseUserOps checks them; `reference` is the callable the CPU reference runs in its
+// place and `gradients` (by port) the gradients' callables. A gradient port without a callable is
+// `missing-reference`, a gradient given with no float64 forward `missing-reference-f64`. The
+// definition hash covers the signature, the WGSLs and each callable's version (a callable has no
+// content to hash).
+std::vector<Diagnostic> ParseCallableUserOp(
+    const std::string& name, const Json& definition, const ops::UserCallable& reference,
+    const std::map<std::string, ops::UserCallable>& gradients, ops::OpTable& table);
 
 // The reference of `user` as a graph-protocol document of built-in ops with one output "out": each
 // port's input node given the type in `args` (in port order; with no args, no shapes — enough for

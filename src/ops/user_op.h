@@ -4,6 +4,7 @@
 // built-in ops that the CPU reference runs and conformance proves the WGSL against.
 #pragma once
 
+#include <cstdint>
 #include <functional>
 #include <span>
 #include <string>
@@ -27,6 +28,24 @@ struct UserPortRank {
 // It may be called from any thread, one call at a time per op use.
 using UserReference = std::function<Result<HostTensor>(std::span<const HostTensor>)>;
 
+// The same reference in float64, for the gradient check: central differences of a forward
+// computed in f32 would measure its rounding, not its slope (HostTensor has no f64 dtype, hence a
+// type of its own). Each input's sizes and values (row-major) in, the output's out.
+struct Float64Tensor {
+  std::vector<int64_t> sizes;
+  std::vector<double> values;
+};
+using UserReference64 = std::function<Result<Float64Tensor>(std::span<const Float64Tensor>)>;
+
+// A callable reference as the API gives it: the f32 form the CPU reference runs, the optional
+// float64 form the gradient check runs (the f32 form's results otherwise), and the version string
+// a receipt names them by.
+struct UserCallable {
+  UserReference f32;
+  UserReference64 f64;
+  std::string version = "1";
+};
+
 struct UserKernel {
   std::string pointer;   // where the document defines it: "/ops/stencil5"
   std::string shape_of;  // the port whose shape the output takes
@@ -42,13 +61,17 @@ struct UserKernel {
   // runs in the op's place (`reference` is then null). A callable has no content to hash, so the
   // definition names it by `reference_version`, a string its author changes with its behaviour.
   UserReference callable;
+  // Its float64 form, when given: what the CPU reference runs when it computes in float64 (the
+  // gradient check), in place of `callable` on inputs rounded to f32.
+  UserReference64 callable_f64;
   std::string reference_version;
   // The definition as written (conformance cases carry it into their documents), and the sha256 of
   // its canonical JSON: what a conformance receipt for the op is about. For a callable reference,
   // the definition's "reference" is {"callable": reference_version}.
   Json definition;
   std::string definition_hash;
-  // The gradient the definition gives ("gradient": {PORT: {"wgsl", "reference"}}): per input port
+  // The gradient the definition gives ("gradient": {PORT: {"wgsl", "reference"}}, or through the
+  // API a WGSL and a callable per port): per input port
   // it differentiates, the op computing that port's vector-Jacobian product, itself a user op of
   // the same table named NAME_grad_PORT, taking the ports and the upstream gradient `grad`.
   struct Gradient {

@@ -2,6 +2,8 @@
 CPU reference (the function runs in the op's place) and on WebGPU (the WGSL), both against NumPy;
 conformance proves the WGSL against the function, and a wrong kernel fails naming its first
 mismatching element; a reference that raises or returns another shape raises UserReferenceError."""
+import re
+
 import numpy as np
 import pytest
 
@@ -125,3 +127,102 @@ def test_a_wrong_definition_is_refused_by_name():
         scellis.define_op("twice", inputs=["a"], shape="b", wgsl="fn twice(i: u32) -> f32 {}",
                           reference=lambda a: 2 * a)
     assert e.value.code == "bad-shape-rule"
+
+
+# ---- a gradient whose reference is a function ----
+
+SOFTPLUS_WGSL = """
+fn softplus(index: u32) -> f32 {
+  let v = x_at(index);
+  return max(v, 0.0) + log(1.0 + exp(-abs(v)));
+}
+"""
+SOFTPLUS_GRAD_WGSL = """
+fn softplus_grad_x(index: u32) -> f32 {
+  return grad_at(index) / (1.0 + exp(-x_at(index)));
+}
+"""
+
+
+def sigmoid(x):
+    return 1.0 / (1.0 + np.exp(-np.asarray(x, dtype=np.float64)))
+
+
+def define_softplus(gradient=lambda x, grad: grad / (1 + np.exp(-x)),
+                    wgsl=SOFTPLUS_GRAD_WGSL, seen=None, dtype=None):
+    def forward(x):
+        if seen is not None:
+            seen.add(x.dtype)
+        x = x if dtype is None else x.astype(dtype)
+        return np.maximum(x, 0) + np.log1p(np.exp(-np.abs(x)))
+
+    return scellis.define_op("softplus", inputs=[{"name": "x", "rank": 1}], shape="x",
+                             wgsl=SOFTPLUS_WGSL, reference=forward,
+                             gradient={"x": {"wgsl": wgsl, "reference": gradient,
+                                             "version": "1"}})
+
+
+def test_a_gradient_conforms_and_is_grad_checked_in_float64(tmp_path):
+    seen = set()
+    report = scellis.conform([define_softplus(seen=seen)], tier="prod",
+                             allow_software_adapter=True, store=str(tmp_path))
+    [op] = report["ops"]
+    assert report["ok"] and op["passed"] and op["receipt"], op["failures"]
+    assert op["cases"] == 5 + 5 + 2  # forward, its gradient's WGSL, the grad-check
+    # The device cases call the forward with float32, the grad-check with float64.
+    assert seen == {np.dtype(np.float32), np.dtype(np.float64)}
+
+
+def test_a_wrong_gradient_fails_the_grad_check_at_its_first_element(tmp_path):
+    calls = []
+
+    def wrong(x, grad):  # d/dx exp(x), for d/dx log(1 + exp(x))
+        if x.dtype == np.float64:
+            calls.append((x.copy(), grad.copy()))
+        return grad * np.exp(x)
+
+    op = define_softplus(gradient=wrong,
+                         wgsl=SOFTPLUS_GRAD_WGSL.replace("/ (1.0 + exp(-x_at(index)))",
+                                                         "* exp(x_at(index))"))
+    report = scellis.conform([op], tier="prod", allow_software_adapter=True, store=str(tmp_path))
+    [result] = report["ops"]
+    assert not report["ok"] and result["receipt"] is None
+    failed = {f["case"]: f["message"] for f in result["failures"]}
+    # The WGSL matches its function on every case; only the grad-check can tell.
+    assert set(failed) == {"softplus/gradcheck_x_r1_1", "softplus/gradcheck_x_r1_7"}, failed
+    message = failed["softplus/gradcheck_x_r1_7"]
+    assert "7 of 7 elements outside tolerance; first at [0]" in message, message
+    x, grad = calls[-1]
+    assert x.shape == (7,)
+    got, want = (float(v) for v in re.search(r"got (\S+), want (\S+)$", message).groups())
+    np.testing.assert_allclose(got, grad[0] * np.exp(x[0]), rtol=5e-3)
+    np.testing.assert_allclose(want, grad[0] * sigmoid(x[0]), rtol=5e-3)
+
+
+def test_autodiff_through_the_op_gives_the_hand_derived_gradient(backend, rng):
+    # loss = sum(softplus(w)) under SGD with lr 1: w <- w - sigmoid(w).
+    document = {
+        "format": "scellis.workflow/1", "name": "sum of softplus", "determinism": "prod",
+        "nodes": [{"id": "w", "type": "param", "params": {"name": "w", "shape": [9], "init": {
+                      "kind": "uniform", "low": -3, "high": 3, "seed": 1}}},
+                  {"id": "s", "type": "softplus"}, {"id": "loss", "type": "sum"}],
+        "wires": [{"from": "w", "to": "s.x"}, {"from": "s", "to": "loss.a"}],
+        "outputs": [{"name": "loss", "from": "loss"}],
+        "train": {"loss": "loss", "optimizer": {"kind": "sgd", "lr": 1}}}
+    w = f32(rng, 9, low=-3, high=3)
+    op = define_softplus()
+    with scellis.prepare_workflow(document, ops=[op], initial={"w": w}, **backend) as session:
+        loss = session.run({"step": np.float32(1)})["loss"]
+        after = np.array(session.download("w"))
+    np.testing.assert_allclose(loss, np.sum(np.log1p(np.exp(w.astype(np.float64)))), rtol=1e-5)
+    np.testing.assert_allclose(w - after, sigmoid(w), rtol=0, atol=1e-5)
+
+
+def test_a_forward_that_drops_float64_fails_the_grad_check_by_name(tmp_path):
+    # Central differences of float32 values would measure rounding: refused, not blurred.
+    report = scellis.conform([define_softplus(dtype=np.float32)], tier="prod",
+                             allow_software_adapter=True, store=str(tmp_path))
+    [op] = report["ops"]
+    failed = {f["case"]: f["message"] for f in op["failures"]}
+    assert set(failed) == {"softplus/gradcheck_x_r1_1", "softplus/gradcheck_x_r1_7"}, failed
+    assert "float32 for float64 inputs" in failed["softplus/gradcheck_x_r1_7"], failed

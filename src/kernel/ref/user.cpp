@@ -9,6 +9,7 @@
 #include <map>
 #include <mutex>
 #include <optional>
+#include <type_traits>
 
 #include "kernel/passes/passes.h"
 #include "kernel/ref/ref.h"
@@ -46,22 +47,12 @@ Result<std::shared_ptr<const Module>> PlannedReference(const ops::OpSpec& spec,
   return shared;
 }
 
-// A reference given as a callable (api/user_ops.h): the inputs as f32 host tensors in port order,
-// the result checked against the output the plan expects. Whatever the callable does wrong — an
-// error, an exception, another shape or dtype — is a diagnostic at the op, never a crash.
-template <typename T>
-Status RunCallableReference(const ops::OpSpec& spec, const std::vector<TensorType>& types,
-                            const std::vector<const T*>& inputs, const TensorType& want, T* out) {
-  const ops::UserKernel& user = *spec.user;
-  const std::string at = user.pointer + "/reference";
-  std::vector<HostTensor> args;
-  for (size_t i = 0; i < types.size() && i < inputs.size(); ++i) {
-    std::vector<float> values(inputs[i], inputs[i] + types[i].elements());
-    args.push_back(HostTensor::FromFloats(MakeType(types[i].sizes(), DType::kF32), values));
-  }
-  std::optional<Result<HostTensor>> got;
+// Calls `call` (a user's callable), turning an exception into `user-reference-failed`.
+template <typename R, typename F>
+Result<R> Guarded(const ops::OpSpec& spec, const std::string& at, F&& call) {
+  std::optional<Result<R>> got;
   try {
-    got.emplace(user.callable(std::span<const HostTensor>(args)));
+    got.emplace(call());
   } catch (const std::exception& e) {
     return UserError("user-reference-failed", at,
                      "the reference of \"" + spec.name + "\" threw: " + e.what(),
@@ -77,7 +68,53 @@ Status RunCallableReference(const ops::OpSpec& spec, const std::vector<TensorTyp
     return UserError("user-reference-failed", at,
                      "the reference of \"" + spec.name + "\" failed: " + d.message, d.help);
   }
-  const HostTensor& result = got->value();
+  return std::move(*got);
+}
+
+// The float64 form of a callable reference (ops::UserReference64), for a reference computing in
+// float64 (the gradient check): the inputs unrounded, the result checked as the f32 form's is.
+Status RunCallableReference64(const ops::OpSpec& spec, const std::vector<TensorType>& types,
+                              const std::vector<const double*>& inputs, const TensorType& want,
+                              double* out) {
+  const ops::UserKernel& user = *spec.user;
+  const std::string at = user.pointer + "/reference";
+  std::vector<ops::Float64Tensor> args;
+  for (size_t i = 0; i < types.size() && i < inputs.size(); ++i)
+    args.push_back(
+        {types[i].sizes(), std::vector<double>(inputs[i], inputs[i] + types[i].elements())});
+  SCELLIS_ASSIGN_OR_RETURN(ops::Float64Tensor result, Guarded<ops::Float64Tensor>(spec, at, [&] {
+                             return user.callable_f64(std::span<const ops::Float64Tensor>(args));
+                           }));
+  if (result.sizes != want.sizes() || result.values.size() != static_cast<size_t>(want.elements()))
+    return UserError("user-reference-shape", at,
+                     "the float64 reference of \"" + spec.name + "\" returned " +
+                         std::to_string(result.values.size()) + " values of sizes " +
+                         MakeType(result.sizes).ShapeStringWithSizes() + ", but the op declares " +
+                         want.ShapeStringWithSizes() + " (the shape of \"" + user.shape_of + "\")",
+                     "return one value per element of the output, in its shape");
+  std::copy(result.values.begin(), result.values.end(), out);
+  return Status::Ok();
+}
+
+// A reference given as a callable (api/user_ops.h): the inputs as f32 host tensors in port order,
+// the result checked against the output the plan expects. Whatever the callable does wrong — an
+// error, an exception, another shape or dtype — is a diagnostic at the op, never a crash.
+template <typename T>
+Status RunCallableReference(const ops::OpSpec& spec, const std::vector<TensorType>& types,
+                            const std::vector<const T*>& inputs, const TensorType& want, T* out) {
+  const ops::UserKernel& user = *spec.user;
+  const std::string at = user.pointer + "/reference";
+  if constexpr (std::is_same_v<T, double>) {
+    if (user.callable_f64) return RunCallableReference64(spec, types, inputs, want, out);
+  }
+  std::vector<HostTensor> args;
+  for (size_t i = 0; i < types.size() && i < inputs.size(); ++i) {
+    std::vector<float> values(inputs[i], inputs[i] + types[i].elements());
+    args.push_back(HostTensor::FromFloats(MakeType(types[i].sizes(), DType::kF32), values));
+  }
+  SCELLIS_ASSIGN_OR_RETURN(HostTensor result, Guarded<HostTensor>(spec, at, [&] {
+                             return user.callable(std::span<const HostTensor>(args));
+                           }));
   if (result.type.sizes() != want.sizes() || result.type.dtype != DType::kF32 ||
       result.bytes.size() != static_cast<size_t>(want.elements()) * sizeof(float)) {
     return UserError("user-reference-shape", at,
