@@ -117,6 +117,8 @@ Generated MatmulTile(const Module& m, const Kernel& k, const Tile& t,
 Generated SumTile(const Module& m, const Kernel& k, const Tiling& tiling, const Tile& t,
                   const std::array<int64_t, 2>& offsets);
 Generated SoftmaxTile(const Module& m, const Kernel& k, const Tile& t, int64_t offset);
+Generated CumsumTile(const Module& m, const Kernel& k, const Tiling& tiling, const Tile& t,
+                     const std::array<int64_t, 2>& offsets);
 
 // The helper functions a fused kernel's steps need, each once.
 std::string ExpressionHelpers(const Module& m, const Kernel& k);
