@@ -18,7 +18,7 @@ S=${1:-dist/scellis}
 scale=${2:-1}
 shift $(($# < 2 ? $# : 2))
 cases=("$@")
-[ ${#cases[@]} -eq 0 ] && cases=(matmul_k matmul_n sum sum_axis softmax)
+[ ${#cases[@]} -eq 0 ] && cases=(matmul_k matmul_n sum sum_axis softmax matmul_batch cumsum)
 dir=$(mktemp -d)
 trap 'rm -rf "$dir"' EXIT
 export SCELLIS_NO_RECORD=1
