@@ -98,7 +98,7 @@ class Planner {
     if (full == 0) return 0;
     e[axis] = full;
     if (Fits(e)) return full;
-    if (axis == 2 && !s_.depth_splits) return 0;
+    if ((axis == 2 && !s_.depth_splits) || (axis == 1 && !s_.cols_split)) return 0;
     int64_t lo = 0, hi = (full - 1) / g;  // multiples of g below the full extent
     while (lo < hi) {
       const int64_t mid = (lo + hi + 1) / 2;
@@ -115,7 +115,7 @@ class Planner {
   std::vector<int64_t> Candidates(int axis) const {
     const int64_t full = Full(axis), g = Granule(axis);
     if (full == 0) return {0};
-    if (axis == 2 && !s_.depth_splits) return {full};
+    if ((axis == 2 && !s_.depth_splits) || (axis == 1 && !s_.cols_split)) return {full};
     std::vector<int64_t> out = {full};
     for (int64_t v = full; v > g;) {
       v = CeilDiv(CeilDiv(v, 2), g) * g;
@@ -294,6 +294,19 @@ std::optional<TileSpace> TileSpaceOf(const Module& m, const Kernel& k) {
     s.reads_back = 1;
     return s;
   }
+  if (k.op == "cross_entropy" && k.inputs.size() == 2) {
+    // Rows as the whole-tensor sum's elements: the tree's lane t adds the losses of rows
+    // t, t + 256, ..., so tiles of multiples of 256 whole rows hand the lanes on.
+    const TensorType& in = m.graph().at(k.inputs[0]).type;
+    s.kind = TileSpace::Kind::kCrossEntropy;
+    s.cols = in.dims[1].size;
+    s.depth = in.dims[0].size;
+    s.cols_split = false;
+    s.layouts = {TileStrides{0, 1, s.cols}, TileStrides{0, 0, 1}, TileStrides{0, 0, 0}};
+    s.depth_granule = 256;
+    s.scratch_elements = 256;
+    return s;
+  }
   if ((k.op == "softmax" || k.op == "log_softmax") && k.inputs.size() == 1) {
     const TensorType& in = m.graph().at(k.inputs[0]).type;
     const int64_t n = in.dims.back().size;
@@ -362,6 +375,9 @@ std::string Tiling::Describe() const {
              " elements, the 256 lanes' partial sums carried from tile to tile";
     case TileSpace::Kind::kSoftmax:
       return n + " of " + std::to_string(tile_rows) + " rows";
+    case TileSpace::Kind::kCrossEntropy:
+      return n + " of " + std::to_string(tile_depth) +
+             " rows, the 256 lanes' partial sums of row losses carried from tile to tile";
     case TileSpace::Kind::kCumsum:
       return n + ": " + along(0, tile_rows, "outer rows") + " x " +
              along(1, tile_cols, "inner columns") + " x " + along(2, tile_depth, "along the axis") +

@@ -47,7 +47,7 @@ using TileStrides = std::array<int64_t, 3>;
 
 // How a kernel's work is cut into tiles: its box, and each binding's layout in it.
 struct TileSpace {
-  enum class Kind { kMatmul, kAxisSum, kWholeSum, kSoftmax, kCumsum };
+  enum class Kind { kMatmul, kAxisSum, kWholeSum, kSoftmax, kCumsum, kCrossEntropy };
   Kind kind = Kind::kMatmul;
   int64_t rows = 1, cols = 1, depth = 1;
   // Per binding, in the kernel's binding order: its inputs, then its output.
@@ -56,6 +56,7 @@ struct TileSpace {
   // elements j with j % 256 == t, so a tile starting at such a multiple gives each lane its own).
   int64_t depth_granule = 1;
   bool depth_splits = true;  // false: every tile takes the whole depth (softmax rows)
+  bool cols_split = true;    // false: every tile takes all columns (cross entropy's classes)
   // f32 elements of scratch the tiles carry between them beyond the output (the tree's lanes).
   int64_t scratch_elements = 0;
   // The binding whose window also takes, before a tile along depth that continues, the element
@@ -73,7 +74,8 @@ int64_t BatchOffset(const TileSpace& s, int b, int64_t index);
 
 // The tile space of `k`, or nullopt when the kernel has no tiles: only f32 matmuls (rank 2 with
 // either operand possibly read transposed, or batched, broadcast batch dims included), f32 sums
-// and means (whole-tensor or along an axis), f32 softmax and log_softmax, and f32 cumsum.
+// and means (whole-tensor or along an axis), f32 softmax and log_softmax, f32 cumsum, and f32
+// cross_entropy (the loss alone, not merged with its gradient).
 std::optional<TileSpace> TileSpaceOf(const Module& m, const Kernel& k);
 
 struct Tile {

@@ -223,6 +223,35 @@ TEST(TilePlanning, ARunningSumIsCutAlongItsAxisWithTheSumBeforeInTheOutputWindow
   EXPECT_EQ(TileRange(t->space, 1, t->tiles[4]), Range(2100 + 318 * 3, 2100 + 638 * 3));
 }
 
+// Cross entropy of [1000, 3]: tiles of whole rows in multiples of the tree's 256 lanes; 3 d floats
+// of logits fit 961 for d <= 320, so 256 rows a tile. With 10 classes not even 256 rows fit.
+TEST(TilePlanning, CrossEntropyIsCutIntoRowsInMultiplesOfTheTreesLanes) {
+  auto doc = [](int64_t classes) -> Json {
+    return {{"version", 2},
+            {"nodes",
+             {{{"id", 0}, {"op", "input"}, {"name", "x"}, {"shape", {1000, classes}}},
+              {{"id", 1}, {"op", "input"}, {"name", "t"}, {"shape", {1000}}},
+              {{"id", 2}, {"op", "cross_entropy"}, {"a", 0}, {"target", 1}}}},
+            {"outputs", {{{"name", "loss"}, {"id", 2}}}}};
+  };
+  Module m = LowerToKernel(doc(3));
+  std::optional<Tiling> t = PlanTiles(m, OnlyOp(m, "cross_entropy"), 4096);
+  ASSERT_TRUE(t);
+  EXPECT_EQ(t->tile_depth, 256);
+  EXPECT_EQ(t->tile_cols, 3);
+  ASSERT_EQ(t->tiles.size(), 4u);
+  EXPECT_EQ(t->space.scratch_elements, 256);
+  EXPECT_EQ(TileRange(t->space, 0, t->tiles[3]), Range(768 * 3, 1000 * 3));
+  EXPECT_EQ(TileRange(t->space, 1, t->tiles[3]), Range(768, 1000));
+  EXPECT_EQ(TileRange(t->space, 2, t->tiles[3]), Range(0, 1));
+  EXPECT_EQ(t->Describe(),
+            "4 tiles of 256 rows, the 256 lanes' partial sums of row losses carried from tile to "
+            "tile");
+  Module wide = LowerToKernel(doc(10));
+  EXPECT_TRUE(TileSpaceOf(wide, OnlyOp(wide, "cross_entropy")));
+  EXPECT_FALSE(PlanTiles(wide, OnlyOp(wide, "cross_entropy"), 4096));
+}
+
 TEST(TilePlanning, NoTilesWhereNoneFitsOrTheKernelHasNoTileSpace) {
   // A cap under the alignment slack plus one element fits nothing.
   Module m = LowerToKernel(Matmul({8, 200}, {200, 24}, false));

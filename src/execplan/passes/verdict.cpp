@@ -103,8 +103,8 @@ class Judge {
   // A buffer over the device's storage-binding cap is bound in tiles by a kernel that tiles
   // element for element (elementwise, uniform, dropout: kernel::TilesPerElement) where it has the
   // output's shape (broadcast operands are bound whole), and by the kernels
-  // kernel::PlanTiles cuts into tiles (matmul, sum, cumsum, softmax) when every tile's windows
-  // fit.
+  // kernel::PlanTiles cuts into tiles (matmul, sum, cumsum, softmax, cross entropy) when every
+  // tile's windows fit.
   void Bindings() {
     const DeviceLimits& lim = p_.limits;
     const webir::Graph& g = p_.graph();
@@ -137,8 +137,8 @@ class Judge {
                   ") whole, over " + lim.device + "'s storage binding cap of " +
                   FormatBytes(lim.max_binding_bytes),
               "only elementwise kernels (never at a shifted read), uniform and dropout, f32 "
-              "matmuls (batched too), f32 sums, means and cumsums, and f32 softmax rows are "
-              "tiled over the cap "
+              "matmuls (batched too), f32 sums, means and cumsums, and f32 softmax and cross "
+              "entropy rows are tiled over the cap "
               "(windows start at 256-byte multiples, so a tile needs at least one row plus 252 "
               "bytes under the cap); split the tensor, or run on the CPU reference "
               "(--backend=cpu)");

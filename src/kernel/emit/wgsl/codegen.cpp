@@ -254,6 +254,8 @@ Generated TileSource(const Module& m, const Kernel& k, const Tiling& tiling, con
       return SumTile(m, k, tiling, t, {offset[0], offset[1]});
     case TileSpace::Kind::kSoftmax:
       return SoftmaxTile(m, k, t, offset[0]);
+    case TileSpace::Kind::kCrossEntropy:
+      return CrossEntropyTile(m, k, tiling, t, {offset[0], offset[1]});
     case TileSpace::Kind::kCumsum:
       return CumsumTile(m, k, tiling, t, {offset[0], offset[1]});
   }

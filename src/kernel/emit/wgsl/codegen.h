@@ -117,6 +117,8 @@ Generated MatmulTile(const Module& m, const Kernel& k, const Tile& t,
 Generated SumTile(const Module& m, const Kernel& k, const Tiling& tiling, const Tile& t,
                   const std::array<int64_t, 2>& offsets);
 Generated SoftmaxTile(const Module& m, const Kernel& k, const Tile& t, int64_t offset);
+Generated CrossEntropyTile(const Module& m, const Kernel& k, const Tiling& tiling, const Tile& t,
+                           const std::array<int64_t, 2>& offsets);
 Generated CumsumTile(const Module& m, const Kernel& k, const Tiling& tiling, const Tile& t,
                      const std::array<int64_t, 2>& offsets);
 

@@ -45,6 +45,25 @@ std::string LabelCheck(const std::string& label, int64_t classes) {
          " && floor(" + label + ") == " + label + ")";
 }
 
+// fn row_loss(r: u32) -> f32: row r's loss, -log_softmax of its logits at its label (NaN for an
+// invalid label or a NaN row), its label at in1[label_offset + r] and its logits from
+// in0[base_offset + r * classes] (a tile's rows start inside their windows).
+std::string RowLossFn(int64_t classes, int64_t label_offset, int64_t base_offset) {
+  auto plus = [](int64_t offset) { return offset ? U32(offset) + " + " : std::string(); };
+  return "fn row_loss(r: u32) -> f32 {\n"
+         "  let label = in1[" +
+         plus(label_offset) +
+         "r];\n"
+         "  if (!" +
+         LabelCheck("label", classes) +
+         ") { return nan_f32(); }\n"
+         "  let base = " +
+         plus(base_offset) + "r * " + U32(classes) + ";\n" + RowMaxSum(classes) +
+         "  if (bad) { return nan_f32(); }\n"
+         "  return -((in0[base + u32(label)] - mx) - log(sum));\n"
+         "}\n";
+}
+
 // softmax or log_softmax over `rows` rows, the first at element `offset` of both bindings.
 Generated Softmax(const Module& m, const Kernel& k, int64_t rows, int64_t offset) {
   const TensorType& in = m.graph().at(k.inputs[0]).type;
@@ -130,6 +149,44 @@ Generated SoftmaxTile(const Module& m, const Kernel& k, const Tile& t, int64_t o
   return Softmax(m, k, t.rows, offset);
 }
 
+Generated CrossEntropyTile(const Module&, const Kernel&, const Tiling& tiling, const Tile& t,
+                           const std::array<int64_t, 2>& offsets) {
+  // The tile's rows are lane t's rows t, t + 256, ... of the untiled tree (the tile starts at a
+  // multiple of 256): each lane adds their losses after its partial sum of the tiles before, and
+  // the last tile combines the lanes and takes the mean, as the untiled kernel does.
+  const TileSpace& sp = tiling.space;
+  const std::string head =
+      "@group(0) @binding(0) var<storage, read> in0: array<f32>;\n"
+      "@group(0) @binding(1) var<storage, read> in1: array<f32>;\n"
+      "@group(0) @binding(2) var<storage, read_write> lanes: array<f32>;\n"
+      "@group(0) @binding(3) var<storage, read_write> out: array<f32>;\n" +
+      std::string(kSpecialValueFns) + RowLossFn(sp.cols, offsets[1], offsets[0]);
+  const std::string start = t.Continues() ? "lanes[t]" : "";
+  Generated out;
+  if (t.Finishes(sp)) {
+    // Every binding is used, so the pipeline's layout (derived from the shader) has all four.
+    out.source = head + TreeReduce256("row_loss(j)", t.depth,
+                                      "    _ = arrayLength(&lanes);\n    out[0] = partial[0] / " +
+                                          F32(static_cast<double>(sp.depth)) + ";\n",
+                                      "f32", start);
+  } else {
+    out.source = head +
+                 "@compute @workgroup_size(256)\n"
+                 "fn main(@builtin(local_invocation_index) t: u32) {\n"
+                 "  var s = " +
+                 (start.empty() ? std::string("0.0") : start) +
+                 ";\n"
+                 "  for (var j = t; j < " +
+                 U32(t.depth) +
+                 "; j = j + 256u) { s = s + row_loss(j); }\n"
+                 "  lanes[t] = s;\n"
+                 "  _ = arrayLength(&out);\n"
+                 "}\n";
+  }
+  out.workgroups = {1, 1, 1};
+  return out;
+}
+
 bool GenerateNn(const Module& m, const Kernel& k, Generated& out) {
   if (k.kind != KernelKind::kOp) return false;
   const TensorType& in = m.graph().at(k.inputs.empty() ? k.output : k.inputs[0]).type;
@@ -146,17 +203,7 @@ bool GenerateNn(const Module& m, const Kernel& k, Generated& out) {
   if (k.op == "cross_entropy") {
     int64_t rows = in.dims[0].size, classes = in.dims[1].size;
     out.source =
-        head + kSpecialValueFns +
-        "fn row_loss(r: u32) -> f32 {\n"
-        "  let label = in1[r];\n"
-        "  if (!" +
-        LabelCheck("label", classes) +
-        ") { return nan_f32(); }\n"
-        "  let base = r * " +
-        U32(classes) + ";\n" + RowMaxSum(classes) +
-        "  if (bad) { return nan_f32(); }\n"
-        "  return -((in0[base + u32(label)] - mx) - log(sum));\n"
-        "}\n" +
+        head + kSpecialValueFns + RowLossFn(classes, 0, 0) +
         TreeReduce256("row_loss(j)", rows,
                       rows ? "    out[0] = partial[0] / " + F32(static_cast<double>(rows)) + ";\n"
                            : std::string("    out[0] = nan_f32();\n"));

@@ -545,6 +545,38 @@ TEST(Tiling, ACumsumOverTheCapRunsInTilesCarryingTheRunningSums) {
     }
 }
 
+// cross_entropy of logits [1000, 3] (12000 B) with labels [1000]: tiles of 256 whole rows (3072
+// B of logits), 4 tiles after the loss's poison fill; the tree's 256 lanes add their rows' losses
+// across tiles in a scratch buffer, the last tile combines them: the untiled kernel's bits. The
+// GPU's exp and log are not the reference's own, so the reference and float64 are within rounding.
+TEST(Tiling, CrossEntropyOverTheCapRunsInTilesOfRowsCarryingTheTreesLanes) {
+  const unsigned seed = std::random_device{}();
+  SCOPED_TRACE("seed " + std::to_string(seed));
+  std::mt19937 rng(seed);
+  const std::vector<float> x = Random(rng, 1000 * 3);
+  std::vector<float> labels(1000);
+  for (float& l : labels) l = static_cast<float>(rng() % 3);
+  const Json doc = {{"version", 2},
+                    {"nodes",
+                     {{{"id", 0}, {"op", "input"}, {"name", "x"}, {"shape", {1000, 3}}},
+                      {{"id", 1}, {"op", "input"}, {"shape", {1000}}, {"data", labels}},
+                      {{"id", 2}, {"op", "cross_entropy"}, {"a", 0}, {"target", 1}}}},
+                    {"outputs", {{{"name", "loss"}, {"id", 2}}}}};
+  std::vector<float> got = RunTiled(doc, {{"x", HostTensor::FromFloats(MakeType({1000, 3}), x)}},
+                                    "4 tiles of 256 rows, the 256 lanes' partial sums of row "
+                                    "losses carried",
+                                    1 + 4, false);
+  ASSERT_EQ(got.size(), 1u);
+  double loss = 0;
+  for (int r = 0; r < 1000; ++r) {
+    double mx = -INFINITY, sum = 0;
+    for (int j = 0; j < 3; ++j) mx = std::max<double>(mx, x[r * 3 + j]);
+    for (int j = 0; j < 3; ++j) sum += std::exp(double{x[r * 3 + j]} - mx);
+    loss += -(double{x[r * 3 + static_cast<int>(labels[r])]} - mx - std::log(sum));
+  }
+  EXPECT_NEAR(got[0], loss / 1000, 1e-5 * std::max(1.0, std::fabs(loss / 1000)));
+}
+
 // softmax of x [40, 100] (16000 B): tiles of 9 whole rows (3600 B), 5 tiles. A row's maximum and
 // sum are its own, so the tiles give the untiled kernel's bits; the GPU's exp differs from the
 // reference's own in the last bits, so the reference and float64 are within the default class.
