@@ -14,13 +14,16 @@ usage: bench/tiling/over_cap_doc.py CASE [SCALE] > doc.json
                     products of the batch
          cumsum     cumsum of x [R, 32768] along axis 0, x over the cap: tiles along the axis
                     carrying the running sums (read back as each row's sum)
+         cross_entropy  the loss of logits [R, 32768] over the cap with labels r % 32768: tiles of
+                    whole rows carrying the tree's lanes
   SCALE  divides the sizes (1 = over the H200's cap; larger values make small documents to try
          the script anywhere)
 """
 import json
 import sys
 
-CASES = ("matmul_k", "matmul_n", "sum", "sum_axis", "softmax", "matmul_batch", "cumsum")
+CASES = ("matmul_k", "matmul_n", "sum", "sum_axis", "softmax", "matmul_batch", "cumsum",
+         "cross_entropy")
 
 
 def uniform(node_id, shape, seed):
@@ -54,6 +57,12 @@ def main():
     elif case == "cumsum":
         nodes += uniform(1, [40000 // scale, 32768], 1)
         nodes.append({"id": 3, "op": "cumsum", "a": 2, "axis": 0})
+    elif case == "cross_entropy":
+        rows = 40000 // scale
+        nodes += uniform(1, [rows, 32768], 1)
+        nodes.append({"id": 3, "op": "input", "shape": [rows],
+                      "data": [float(r % 32768) for r in range(rows)]})
+        nodes.append({"id": 4, "op": "cross_entropy", "a": 2, "target": 3})
     elif case == "sum_axis":
         nodes += uniform(1, [40000 // scale, 32768], 1)
         nodes.append({"id": 3, "op": "sum", "a": 2, "axis": 0})
