@@ -3,7 +3,7 @@
 // cross entropy (whole rows, the tree's lanes handed on): in debug the untiled kernel's bits, the
 // reference's where the GPU's exp and log are not involved, and float64's values within rounding.
 // The device is opened with a 4 KiB cap so that small tensors exercise the tiles.
-#include "runtime/backends/webgpu/tiling_test_support.h"
+#include "runtime/backends/webgpu/tiling_support_test.h"
 
 namespace scellis::runtime::webgpu {
 namespace {

@@ -17,7 +17,7 @@
 #include "pipeline/compile.h"
 #include "runtime/backends/cpu/executor.h"
 #include "runtime/backends/webgpu/executor.h"
-#include "runtime/backends/webgpu/tiling_test_support.h"
+#include "runtime/backends/webgpu/tiling_support_test.h"
 
 namespace scellis::runtime::webgpu {
 namespace {
