@@ -4,6 +4,7 @@
 // reference's where the GPU's exp and log are not involved, and float64's values within rounding.
 // The device is opened with a 4 KiB cap so that small tensors exercise the tiles.
 #include "runtime/backends/webgpu/tiling_support_test.h"
+#include "runtime/device_program.h"
 
 namespace scellis::runtime::webgpu {
 namespace {
@@ -91,6 +92,35 @@ TEST(Tiling, ABatchedMatmulWhoseProductIsOverTheCapCutsEachProductAlongK) {
                  1 + 12, true, sch);
     ExpectNearFloat64Batch(
         got, 2, 16, 24, 120, a, w, [](int64_t p) { return p; }, [](int64_t p) { return p; });
+  }
+}
+
+// The tiles of one product of a batch carry its start in their offsets, so where the products'
+// windows sit alike (here every product is a whole number of 256-byte blocks) the second
+// product's tiles take the first's pipelines: 12 dispatches, no more pipelines than 6.
+TEST(Tiling, TheProductsOfABatchShareTheirTilesPipelines) {
+  auto gpu = SmallCapGpu();
+  ASSERT_NE(gpu, nullptr);
+  Json doc =
+      MatmulDoc({2, 16, 120}, {2, 120, 24}, false, false, std::vector<float>(2 * 120 * 24, 0.5f));
+  doc["version"] = 2;
+  auto c = Compile(doc, *gpu, policy::Tier::kDebug);
+  ASSERT_TRUE(c.ok()) << c.errors().front().Format();
+  ProgramLimits limits;
+  limits.max_storage_buffer_binding_size = kCap;
+  limits.min_storage_buffer_offset_alignment = 256;
+  auto p = BuildDeviceProgram(*c->plan, {}, limits);
+  ASSERT_TRUE(p.ok()) << p.errors().front().Format();
+  std::vector<const ProgramDispatch*> tiles;
+  for (const ProgramDispatch& d : p->dispatches)
+    if (d.tile_count >= 0 && d.kernel.find("matmul") != std::string::npos) tiles.push_back(&d);
+  ASSERT_EQ(tiles.size(), 12u);
+  for (size_t t = 0; t < 6; ++t) {
+    EXPECT_EQ(tiles[t + 6]->pipeline, tiles[t]->pipeline) << t;
+    // The second product's windows: the first's moved by a product of each operand.
+    EXPECT_EQ(tiles[t + 6]->bindings[0].offset, tiles[t]->bindings[0].offset + 16 * 120 * 4);
+    EXPECT_EQ(tiles[t + 6]->bindings[1].offset, tiles[t]->bindings[1].offset + 120 * 24 * 4);
+    EXPECT_EQ(tiles[t + 6]->bindings[2].offset, tiles[t]->bindings[2].offset + 16 * 24 * 4);
   }
 }
 
