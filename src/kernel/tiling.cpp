@@ -313,13 +313,7 @@ std::optional<TileSpace> TileSpaceOf(const Module& m, const Kernel& k) {
     s.kind = TileSpace::Kind::kSoftmax;
     s.depth = n;
     s.rows = n ? in.elements() / n : 0;
-    // Tiles take whole rows, so a row over the cap is refused in planning (binding-cap-exceeded).
-    // Cutting a row could keep the untiled kernel's bits: the maximum is exact in any order, and
-    // the sum of exp(x - max) could be carried from tile to tile as an f32 partial in increasing
-    // index, as the axis sums carry theirs. But a row then needs three passes of tiles in turn —
-    // the maximum (and the NaN test) over the whole row, then the sum, then the writes, each
-    // reading what the pass before left in a per-row scratch — where every other tiling here is
-    // one pass of tiles; that second kind of schedule is not built yet.
+    // Tiles take whole rows where one fits (PlanTiles cuts a row over the cap along itself).
     s.depth_splits = false;
     s.layouts = {TileStrides{n, 0, 1}, TileStrides{n, 0, 1}};
     return s;
@@ -374,6 +368,11 @@ std::string Tiling::Describe() const {
       return n + " of " + std::to_string(tile_depth) +
              " elements, the 256 lanes' partial sums carried from tile to tile";
     case TileSpace::Kind::kSoftmax:
+      if (passes == 3)
+        return n + ": each of " + std::to_string(TilesAlong(0)) + " blocks of " +
+               std::to_string(tile_rows) + " rows in 3 passes (the maximum, the sum of exp, the " +
+               "writes) of " + along(2, tile_depth, "along the row") +
+               ", each carrying the row's partial results";
       return n + " of " + std::to_string(tile_rows) + " rows";
     case TileSpace::Kind::kCrossEntropy:
       return n + " of " + std::to_string(tile_depth) +
@@ -393,7 +392,31 @@ std::optional<Tiling> PlanTiles(const Module& m, const Kernel& k, uint64_t cap,
   std::optional<TileSpace> s = TileSpaceOf(m, k);
   if (!s) return std::nullopt;
   if (s->batches > 1) return PlanBatched(*s, cap, alignment);
-  return Planner(*s, cap, alignment).Plan();
+  std::optional<Tiling> t = Planner(*s, cap, alignment).Plan();
+  if (t || s->kind != TileSpace::Kind::kSoftmax) return t;
+  // A softmax row over the cap, cut along itself in three passes over its tiles, each carrying
+  // the row's partial results in the scratch (4 f32 per row: maximum, NaN flag, sum): the maximum
+  // (exact in any order), then the sum of exp(x - max) in increasing index as the untiled kernel
+  // adds it, then the writes — so the tiles give the untiled kernel's bits.
+  TileSpace split = *s;
+  split.depth_splits = true;
+  t = Planner(split, cap, alignment).Plan();
+  if (!t) return std::nullopt;
+  t->space.scratch_elements = 4 * t->tile_rows;
+  t->passes = 3;
+  std::vector<Tile> tiles;
+  for (size_t first = 0; first < t->tiles.size();) {
+    size_t end = first;
+    while (end < t->tiles.size() && t->tiles[end].row0 == t->tiles[first].row0) ++end;
+    for (int pass = 0; pass < 3; ++pass)
+      for (size_t i = first; i < end; ++i) {
+        tiles.push_back(t->tiles[i]);
+        tiles.back().pass = pass;
+      }
+    first = end;
+  }
+  t->tiles = std::move(tiles);
+  return t;
 }
 
 }  // namespace scellis::kernel

@@ -81,6 +81,9 @@ std::optional<TileSpace> TileSpaceOf(const Module& m, const Kernel& k);
 struct Tile {
   int64_t row0 = 0, rows = 0, col0 = 0, cols = 0, depth0 = 0, depth = 0;
   int64_t batch0 = 0, batch_count = 1;  // the products of the batch it takes
+  // Of a softmax row cut along itself, which of the row's three passes over its tiles the tile
+  // serves: 0 the maximum (and whether the row is NaN), 1 the sum of exp, 2 the writes.
+  int pass = 0;
   // Starts from the partial sums an earlier tile along depth stored.
   bool Continues() const { return depth0 > 0; }
   // Finishes its outputs: the last tile along depth.
@@ -95,6 +98,7 @@ struct Tiling {
   TileSpace space;
   int64_t tile_rows = 0, tile_cols = 0, tile_depth = 0;  // the full tiles' extent
   int64_t tile_batches = 1;  // products per tile (whole ones when the batch is cut alone)
+  int passes = 1;            // 3: softmax rows cut along themselves, each row's tiles thrice
   std::vector<Tile> tiles;   // in dispatch order; along depth, increasing
 
   int64_t TilesAlong(int axis) const;

@@ -123,8 +123,42 @@ TEST(TilePlanning, SumsAreCutAlongTheReducedAxisAndSoftmaxByRows) {
   EXPECT_EQ(t->tile_rows, 9);
   EXPECT_EQ(t->tile_depth, 100);
   EXPECT_EQ(t->Describe(), "5 tiles of 9 rows");
-  EXPECT_TRUE(PlanTiles(soft, OnlyOp(soft, "softmax"), 252 + 4 * 100));
-  EXPECT_FALSE(PlanTiles(soft, OnlyOp(soft, "softmax"), 252 + 4 * 100 - 1));
+  t = PlanTiles(soft, OnlyOp(soft, "softmax"), 252 + 4 * 100);
+  ASSERT_TRUE(t);
+  EXPECT_EQ(t->passes, 1);
+  // A cap under one row cuts the rows along themselves, in three passes.
+  t = PlanTiles(soft, OnlyOp(soft, "softmax"), 252 + 4 * 100 - 4);
+  ASSERT_TRUE(t);
+  EXPECT_EQ(t->passes, 3);
+  EXPECT_EQ(t->tile_depth, 99);
+}
+
+// softmax of [2, 1000]: a row (4000 B) is over the cap, so each row is cut along itself into
+// 2 stretches of at most 961 elements, and each row's stretches are visited in 3 passes: 12 tiles,
+// carrying 4 f32 of the row's partial results.
+TEST(TilePlanning, ASoftmaxRowOverTheCapIsCutAlongItselfInThreePasses) {
+  Module m = LowerToKernel({{"version", 2},
+                            {"nodes",
+                             {{{"id", 0}, {"op", "input"}, {"name", "x"}, {"shape", {2, 1000}}},
+                              {{"id", 1}, {"op", "softmax"}, {"a", 0}}}},
+                            {"outputs", {{{"name", "y"}, {"id", 1}}}}});
+  std::optional<Tiling> t = PlanTiles(m, OnlyOp(m, "softmax"), 4096);
+  ASSERT_TRUE(t);
+  EXPECT_EQ(t->passes, 3);
+  EXPECT_EQ(t->tile_rows, 1);
+  EXPECT_EQ(t->tile_depth, 961);
+  EXPECT_EQ(t->space.scratch_elements, 4);
+  ASSERT_EQ(t->tiles.size(), 12u);
+  const int passes[] = {0, 0, 1, 1, 2, 2};
+  for (size_t i = 0; i < 12; ++i) {
+    EXPECT_EQ(t->tiles[i].pass, passes[i % 6]) << i;
+    EXPECT_EQ(t->tiles[i].row0, static_cast<int64_t>(i / 6)) << i;
+    EXPECT_EQ(t->tiles[i].depth0, i % 2 ? 961 : 0) << i;
+  }
+  EXPECT_EQ(TileRange(t->space, 0, t->tiles[7]), Range(1000 + 961, 2000));
+  EXPECT_EQ(t->Describe(),
+            "12 tiles: each of 2 blocks of 1 rows in 3 passes (the maximum, the sum of exp, the "
+            "writes) of 2 of 961 along the row, each carrying the row's partial results");
 }
 
 // Batched: a [20, 4, 10] @ b [20, 10, 8]: a product of b is 80 floats, so 12 whole products fit

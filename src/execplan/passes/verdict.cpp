@@ -137,8 +137,8 @@ class Judge {
                   ") whole, over " + lim.device + "'s storage binding cap of " +
                   FormatBytes(lim.max_binding_bytes),
               "only elementwise kernels (never at a shifted read), uniform and dropout, f32 "
-              "matmuls (batched too), f32 sums, means and cumsums, and f32 softmax and cross "
-              "entropy rows are tiled over the cap "
+              "matmuls (batched too), f32 sums, means and cumsums, f32 softmax (a row cut along "
+              "itself when over the cap) and f32 cross entropy rows are tiled over the cap "
               "(windows start at 256-byte multiples, so a tile needs at least one row plus 252 "
               "bytes under the cap); split the tensor, or run on the CPU reference "
               "(--backend=cpu)");

@@ -262,6 +262,7 @@ Generated TileSource(const Module& m, const Kernel& k, const Tiling& tiling, con
     case TileSpace::Kind::kWholeSum:
       return SumTile(m, k, tiling, t, {offset[0], offset[1]});
     case TileSpace::Kind::kSoftmax:
+      if (tiling.passes == 3) return SoftmaxRowTile(m, k, tiling, t, offset[0]);
       return SoftmaxTile(m, k, t, offset[0]);
     case TileSpace::Kind::kCrossEntropy:
       return CrossEntropyTile(m, k, tiling, t, {offset[0], offset[1]});

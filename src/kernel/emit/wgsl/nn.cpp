@@ -149,6 +149,60 @@ Generated SoftmaxTile(const Module& m, const Kernel& k, const Tile& t, int64_t o
   return Softmax(m, k, t.rows, offset);
 }
 
+Generated SoftmaxRowTile(const Module&, const Kernel& k, const Tiling& tiling, const Tile& t,
+                         int64_t offset) {
+  // One invocation per row of the tile, over its stretch of the row; row i's partial results sit
+  // at carry[4 i ..]: maximum, NaN flag (1.0 when the row is NaN throughout), sum of exp. The
+  // expressions are the untiled kernel's (RowMaxSum, NanRow, Softmax), split at the tiles.
+  const int64_t n = tiling.space.depth;
+  const std::string d = U32(t.depth);
+  std::string body = "  let base = " + U32(offset) + " + i * " + U32(n) +
+                     ";\n"
+                     "  let c = i * 4u;\n";
+  const bool continues = t.Continues(), finishes = t.Finishes(tiling.space);
+  if (t.pass == 0) {
+    body += continues ? "  var mx = carry[c];\n  var bad = carry[c + 1u] != 0.0;\n"
+                      : "  var mx = in0[base];\n  var bad = is_nan_f32(mx);\n";
+    body += "  for (var j = " + std::string(continues ? "0u" : "1u") + "; j < " + d +
+            "; j = j + 1u) {\n"
+            "    let x = in0[base + j];\n"
+            "    bad = bad || is_nan_f32(x);\n"
+            "    if (x > mx) { mx = x; }\n"
+            "  }\n";
+    if (finishes) body += "  bad = bad || (bitcast<u32>(mx) & 0x7fffffffu) == 0x7f800000u;\n";
+    body +=
+        "  carry[c] = mx;\n  carry[c + 1u] = select(0.0, 1.0, bad);\n  _ = arrayLength(&out);\n";
+  } else if (t.pass == 1) {
+    body +=
+        "  let mx = carry[c];\n  var sum = " + std::string(continues ? "carry[c + 2u]" : "0.0") +
+        ";\n  for (var j = 0u; j < " + d +
+        "; j = j + 1u) { sum = sum + exp(in0[base + j] - mx); }\n"
+        "  carry[c + 2u] = sum;\n  _ = arrayLength(&out);\n";
+  } else {
+    body +=
+        "  let mx = carry[c];\n  let sum = carry[c + 2u];\n"
+        "  if (carry[c + 1u] != 0.0) {\n"
+        "    for (var j = 0u; j < " +
+        d +
+        "; j = j + 1u) { out[base + j] = nan_f32(); }\n"
+        "    return;\n"
+        "  }\n";
+    body += k.op == "softmax"
+                ? "  for (var j = 0u; j < " + d +
+                      "; j = j + 1u) { out[base + j] = exp(in0[base + j] - mx) / sum; }\n"
+                : "  let log_sum = log(sum);\n  for (var j = 0u; j < " + d +
+                      "; j = j + 1u) { out[base + j] = (in0[base + j] - mx) - log_sum; }\n";
+  }
+  Generated out;
+  out.source = std::string(
+                   "@group(0) @binding(0) var<storage, read> in0: array<f32>;\n"
+                   "@group(0) @binding(1) var<storage, read_write> carry: array<f32>;\n"
+                   "@group(0) @binding(2) var<storage, read_write> out: array<f32>;\n") +
+               kSpecialValueFns + "\n" + LinearEntry(t.rows) + body + "}\n";
+  out.workgroups = LinearGrid(t.rows);
+  return out;
+}
+
 Generated CrossEntropyTile(const Module&, const Kernel&, const Tiling& tiling, const Tile& t,
                            const std::array<int64_t, 2>& offsets) {
   // The tile's rows are lane t's rows t, t + 256, ... of the untiled tree (the tile starts at a

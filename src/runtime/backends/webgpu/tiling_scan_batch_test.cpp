@@ -1,8 +1,9 @@
 // Tiles over the storage-binding cap for batched matmuls (whole products per tile, or each product
-// cut as a rank-2 one), running sums (carried along the axis from the sum before each tile) and
-// cross entropy (whole rows, the tree's lanes handed on): in debug the untiled kernel's bits, the
-// reference's where the GPU's exp and log are not involved, and float64's values within rounding.
-// The device is opened with a 4 KiB cap so that small tensors exercise the tiles.
+// cut as a rank-2 one), running sums (carried along the axis from the sum before each tile), cross
+// entropy (whole rows, the tree's lanes handed on) and softmax rows over the cap (cut along
+// themselves, three passes): in debug the untiled kernel's bits, the reference's where the GPU's
+// exp and log are not involved, and float64's values within rounding. The device is opened with a
+// 4 KiB cap so that small tensors exercise the tiles.
 #include "runtime/backends/webgpu/tiling_support_test.h"
 #include "runtime/device_program.h"
 
@@ -183,6 +184,42 @@ TEST(Tiling, CrossEntropyOverTheCapRunsInTilesOfRowsCarryingTheTreesLanes) {
     loss += -(double{x[r * 3 + static_cast<int>(labels[r])]} - mx - std::log(sum));
   }
   EXPECT_NEAR(got[0], loss / 1000, 1e-5 * std::max(1.0, std::fabs(loss / 1000)));
+}
+
+// softmax and log_softmax of x [2, 1000]: a row (4000 B) is over the cap, so each is cut along
+// itself into 2 stretches visited in 3 passes (maximum, sum of exp, writes), 12 tiles after the
+// output's poison fills in 2 windows. Row 1 holds a NaN in its second stretch: the NaN flag the
+// first pass carries makes the whole row NaN, as untiled. The untiled kernel's bits; float64's
+// values within rounding (the GPU's exp is not the reference's).
+TEST(Tiling, ASoftmaxRowOverTheCapRunsInThreePassesAlongTheRow) {
+  const unsigned seed = std::random_device{}();
+  SCOPED_TRACE("seed " + std::to_string(seed));
+  std::mt19937 rng(seed);
+  std::vector<float> x = Random(rng, 2 * 1000);
+  x[1000 + 990] = std::nanf("");
+  for (const char* op : {"softmax", "log_softmax"}) {
+    SCOPED_TRACE(op);
+    const Json doc = {{"version", 2},
+                      {"nodes",
+                       {{{"id", 0}, {"op", "input"}, {"name", "x"}, {"shape", {2, 1000}}},
+                        {{"id", 1}, {"op", op}, {"a", 0}}}},
+                      {"outputs", {{{"name", "y"}, {"id", 1}}}}};
+    std::vector<float> got =
+        RunTiled(doc, {{"x", HostTensor::FromFloats(MakeType({2, 1000}), x)}},
+                 "12 tiles: each of 2 blocks of 1 rows in 3 passes (the maximum, the sum of exp, "
+                 "the writes) of 2 of 961 along the row",
+                 2 + 12, false);
+    ASSERT_EQ(got.size(), 2000u);
+    double mx = -INFINITY, sum = 0;
+    for (int j = 0; j < 1000; ++j) mx = std::max<double>(mx, x[j]);
+    for (int j = 0; j < 1000; ++j) sum += std::exp(double{x[j]} - mx);
+    for (int j = 0; j < 1000; ++j) {
+      const double want = std::string(op) == "softmax" ? std::exp(double{x[j]} - mx) / sum
+                                                       : double{x[j]} - mx - std::log(sum);
+      ASSERT_NEAR(got[j], want, 1e-6 * std::max(1.0, std::fabs(want))) << j;
+    }
+    for (int j = 1000; j < 2000; ++j) ASSERT_TRUE(std::isnan(got[j])) << j;
+  }
 }
 
 }  // namespace
