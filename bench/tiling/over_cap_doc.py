@@ -10,13 +10,20 @@ usage: bench/tiling/over_cap_doc.py CASE [SCALE] > doc.json
          sum        the sum of x [E], x over the cap: the tree's lanes carried across tiles
          sum_axis   the sum of x [R, 32768] over axis 0, x over the cap: tiles along the axis
          softmax    softmax of x [R, 32768] over the last axis, x over the cap: tiles of rows
+         matmul_batch  a [64, 4, 4096] @ b [64, 4096, 4096], b over the cap: tiles of whole
+                    products of the batch
+         cumsum     cumsum of x [R, 32768] along axis 0, x over the cap: tiles along the axis
+                    carrying the running sums (read back as each row's sum)
+         cross_entropy  the loss of logits [R, 32768] over the cap with labels r % 32768: tiles of
+                    whole rows carrying the tree's lanes
   SCALE  divides the sizes (1 = over the H200's cap; larger values make small documents to try
          the script anywhere)
 """
 import json
 import sys
 
-CASES = ("matmul_k", "matmul_n", "sum", "sum_axis", "softmax")
+CASES = ("matmul_k", "matmul_n", "sum", "sum_axis", "softmax", "matmul_batch", "cumsum",
+         "cross_entropy")
 
 
 def uniform(node_id, shape, seed):
@@ -43,6 +50,19 @@ def main():
     elif case == "sum":
         nodes += uniform(1, [1300000000 // scale], 1)
         nodes.append({"id": 3, "op": "sum", "a": 2})
+    elif case == "matmul_batch":
+        n = 4096 // scale
+        nodes += uniform(1, [64, 4, n], 1) + uniform(3, [64, n, n], 2)
+        nodes.append({"id": 5, "op": "matmul", "a": 2, "b": 4})
+    elif case == "cumsum":
+        nodes += uniform(1, [40000 // scale, 32768], 1)
+        nodes.append({"id": 3, "op": "cumsum", "a": 2, "axis": 0})
+    elif case == "cross_entropy":
+        rows = 40000 // scale
+        nodes += uniform(1, [rows, 32768], 1)
+        nodes.append({"id": 3, "op": "input", "shape": [rows],
+                      "data": [float(r % 32768) for r in range(rows)]})
+        nodes.append({"id": 4, "op": "cross_entropy", "a": 2, "target": 3})
     elif case == "sum_axis":
         nodes += uniform(1, [40000 // scale, 32768], 1)
         nodes.append({"id": 3, "op": "sum", "a": 2, "axis": 0})
@@ -50,11 +70,12 @@ def main():
         nodes += uniform(1, [40000 // scale, 32768], 1)
         nodes.append({"id": 3, "op": "softmax", "a": 2})
     out = nodes[-1]["id"]
-    if case == "softmax":
-        # The whole softmax is 5 GB: read back a sum per row instead (the sum itself tiles too).
+    if case in ("softmax", "cumsum"):
+        # The whole result is 5 GB: read back a sum per row instead (the sum itself tiles too).
         nodes.append({"id": out + 1, "op": "sum", "a": out, "axis": 1})
         out += 1
-    json.dump({"version": 3, "name": "over_cap_" + case, "nodes": nodes,
+    # cumsum is an op of version 5.
+    json.dump({"version": 5 if case == "cumsum" else 3, "name": "over_cap_" + case, "nodes": nodes,
                "outputs": [{"name": "y", "id": out}]}, sys.stdout)
 
 

@@ -82,8 +82,10 @@ class Planner {
   int64_t Full(int axis) const { return axis == 0 ? s_.rows : axis == 1 ? s_.cols : s_.depth; }
 
   bool Fits(const std::array<int64_t, 3>& e) const {
-    for (const TileStrides& st : s_.layouts) {
-      const int64_t span = Span(st, e);
+    for (size_t b = 0; b < s_.layouts.size(); ++b) {
+      const TileStrides& st = s_.layouts[b];
+      const bool back = static_cast<int>(b) == s_.reads_back && e[2] < s_.depth;
+      const int64_t span = Span(st, {e[0], e[1], back ? e[2] + 1 : e[2]});
       if (span > 0 && static_cast<uint64_t>(span) * 4 + slack_ > cap_) return false;
     }
     return true;
@@ -96,7 +98,7 @@ class Planner {
     if (full == 0) return 0;
     e[axis] = full;
     if (Fits(e)) return full;
-    if (axis == 2 && !s_.depth_splits) return 0;
+    if ((axis == 2 && !s_.depth_splits) || (axis == 1 && !s_.cols_split)) return 0;
     int64_t lo = 0, hi = (full - 1) / g;  // multiples of g below the full extent
     while (lo < hi) {
       const int64_t mid = (lo + hi + 1) / 2;
@@ -113,7 +115,7 @@ class Planner {
   std::vector<int64_t> Candidates(int axis) const {
     const int64_t full = Full(axis), g = Granule(axis);
     if (full == 0) return {0};
-    if (axis == 2 && !s_.depth_splits) return {full};
+    if ((axis == 2 && !s_.depth_splits) || (axis == 1 && !s_.cols_split)) return {full};
     std::vector<int64_t> out = {full};
     for (int64_t v = full; v > g;) {
       v = CeilDiv(CeilDiv(v, 2), g) * g;
@@ -129,7 +131,93 @@ class Planner {
   uint64_t cap_, slack_;
 };
 
+// Whether binding `b`'s products start at non-decreasing elements along the batch: unless a
+// broadcast batch dim lies outside one that is not, stepping out of the inner dim moves forward.
+bool BatchMonotone(const TileSpace& s, int b) {
+  bool broadcast_outside = false;
+  for (size_t d = 0; d < s.batch_dims.size(); ++d) {
+    if (s.batch_dims[d] <= 1) continue;
+    if (s.batch_strides[static_cast<size_t>(b)][d] == 0)
+      broadcast_outside = true;
+    else if (broadcast_outside)
+      return false;
+  }
+  return true;
+}
+
+// The lowest and highest start of binding `b`'s products [first, first + count).
+std::pair<int64_t, int64_t> BatchOffsetRange(const TileSpace& s, int b, int64_t first,
+                                             int64_t count) {
+  if (count <= 1 || BatchMonotone(s, b))
+    return {BatchOffset(s, b, first), BatchOffset(s, b, first + std::max<int64_t>(count, 1) - 1)};
+  int64_t lo = BatchOffset(s, b, first), hi = lo;
+  for (int64_t i = first + 1; i < first + count; ++i) {
+    const int64_t off = BatchOffset(s, b, i);
+    lo = std::min(lo, off);
+    hi = std::max(hi, off);
+  }
+  return {lo, hi};
+}
+
+// A batched matmul: the most whole products per tile whose windows fit at every tile's place
+// (with broadcast batch dims the windows' extent can differ from place to place); when not even
+// one product fits, every product in the rank-2 tiles of one (its windows are the first
+// product's, moved).
+std::optional<Tiling> PlanBatched(const TileSpace& s, uint64_t cap, uint64_t alignment) {
+  if (s.rows <= 0 || s.cols <= 0 || s.depth < 0 || s.batches <= 0) return std::nullopt;
+  const uint64_t slack = alignment > 4 ? alignment - 4 : 0;
+  auto whole = [&](int64_t b0, int64_t n) {
+    return Tile{0, s.rows, 0, s.cols, 0, s.depth, b0, std::min(n, s.batches - b0)};
+  };
+  auto fits = [&](int64_t n) {
+    for (int64_t b0 = 0; b0 < s.batches; b0 += n)
+      for (size_t b = 0; b < s.layouts.size(); ++b) {
+        auto [first, last] = TileRange(s, static_cast<int>(b), whole(b0, n));
+        if (last > first && static_cast<uint64_t>(last - first) * 4 + slack > cap) return false;
+      }
+    return true;
+  };
+  int64_t lo = 0, hi = s.batches;
+  while (lo < hi) {
+    const int64_t mid = (lo + hi + 1) / 2;
+    if (fits(mid))
+      lo = mid;
+    else
+      hi = mid - 1;
+  }
+  if (lo > 0) {
+    Tiling t;
+    t.space = s;
+    t.tile_rows = s.rows;
+    t.tile_cols = s.cols;
+    t.tile_depth = s.depth;
+    t.tile_batches = lo;
+    for (int64_t b0 = 0; b0 < s.batches; b0 += lo) t.tiles.push_back(whole(b0, lo));
+    return t;
+  }
+  std::optional<Tiling> one = Planner(s, cap, alignment).Plan();
+  if (!one) return std::nullopt;
+  Tiling t = *one;
+  t.tiles.clear();
+  for (int64_t b0 = 0; b0 < s.batches; ++b0)
+    for (Tile tile : one->tiles) {
+      tile.batch0 = b0;
+      t.tiles.push_back(tile);
+    }
+  return t;
+}
+
 }  // namespace
+
+int64_t BatchOffset(const TileSpace& s, int b, int64_t index) {
+  int64_t offset = 0;
+  for (int d = static_cast<int>(s.batch_dims.size()) - 1; d >= 0; --d) {
+    const int64_t size = std::max<int64_t>(s.batch_dims[static_cast<size_t>(d)], 1);
+    offset += index % size * s.batch_strides[static_cast<size_t>(b)][static_cast<size_t>(d)];
+    index /= size;
+  }
+  return offset;
+}
 
 bool TilesPerElement(const Kernel& k) {
   return k.kind == KernelKind::kElementwise ||
@@ -144,7 +232,7 @@ std::optional<TileSpace> TileSpaceOf(const Module& m, const Kernel& k) {
   TileSpace s;
   if (k.op == "matmul" && k.matmul_schedule && k.inputs.size() == 2) {
     const MatmulShape sh = MatmulShapeOf(m, k);
-    if (sh.batches != 1) return std::nullopt;
+    if (sh.batches <= 0) return std::nullopt;
     s.kind = TileSpace::Kind::kMatmul;
     s.rows = sh.m;
     s.cols = sh.n;
@@ -152,6 +240,21 @@ std::optional<TileSpace> TileSpaceOf(const Module& m, const Kernel& k) {
     s.layouts = {sh.trans_a ? TileStrides{1, 0, sh.m} : TileStrides{sh.k, 0, 1},
                  sh.trans_b ? TileStrides{0, sh.k, 1} : TileStrides{0, 1, sh.n},
                  TileStrides{sh.n, 1, 0}};
+    if (sh.batches > 1) {
+      const webir::Node& op = m.graph().at(k.OpNode());
+      const std::vector<int64_t> out = op.type.sizes();
+      s.batches = sh.batches;
+      s.batch_dims.assign(out.begin(), out.end() - 2);
+      // Per binding, the broadcast strides of its batch dims, in elements of its matrices.
+      auto strides = [&](std::vector<int64_t> sizes, int64_t matrix) {
+        std::vector<int64_t> st = BroadcastStrides({sizes.begin(), sizes.end() - 2}, s.batch_dims);
+        for (int64_t& v : st) v *= matrix;
+        return st;
+      };
+      s.batch_strides = {strides(m.graph().at(op.args[0]).type.sizes(), sh.m * sh.k),
+                         strides(m.graph().at(op.args[1]).type.sizes(), sh.k * sh.n),
+                         strides(out, sh.m * sh.n)};
+    }
     return s;
   }
   if ((k.op == "sum" || k.op == "mean") && k.inputs.size() == 1) {
@@ -176,19 +279,41 @@ std::optional<TileSpace> TileSpaceOf(const Module& m, const Kernel& k) {
     s.layouts = {TileStrides{s.depth * inner, 1, inner}, TileStrides{inner, 1, 0}};
     return s;
   }
+  if (k.op == "cumsum" && k.inputs.size() == 1) {
+    const std::vector<int64_t> sizes = m.graph().at(k.inputs[0]).type.sizes();
+    const int axis = node.attrs.at("axis").get<int>();
+    int64_t outer = 1, inner = 1;
+    for (int i = 0; i < axis; ++i) outer *= sizes[i];
+    for (size_t i = axis + 1; i < sizes.size(); ++i) inner *= sizes[i];
+    s.kind = TileSpace::Kind::kCumsum;
+    s.rows = outer;
+    s.cols = inner;
+    s.depth = sizes[axis];
+    const TileStrides layout{s.depth * inner, 1, inner};
+    s.layouts = {layout, layout};
+    s.reads_back = 1;
+    return s;
+  }
+  if (k.op == "cross_entropy" && k.inputs.size() == 2) {
+    // Rows as the whole-tensor sum's elements: the tree's lane t adds the losses of rows
+    // t, t + 256, ..., so tiles of multiples of 256 whole rows hand the lanes on.
+    const TensorType& in = m.graph().at(k.inputs[0]).type;
+    s.kind = TileSpace::Kind::kCrossEntropy;
+    s.cols = in.dims[1].size;
+    s.depth = in.dims[0].size;
+    s.cols_split = false;
+    s.layouts = {TileStrides{0, 1, s.cols}, TileStrides{0, 0, 1}, TileStrides{0, 0, 0}};
+    s.depth_granule = 256;
+    s.scratch_elements = 256;
+    return s;
+  }
   if ((k.op == "softmax" || k.op == "log_softmax") && k.inputs.size() == 1) {
     const TensorType& in = m.graph().at(k.inputs[0]).type;
     const int64_t n = in.dims.back().size;
     s.kind = TileSpace::Kind::kSoftmax;
     s.depth = n;
     s.rows = n ? in.elements() / n : 0;
-    // Tiles take whole rows, so a row over the cap is refused in planning (binding-cap-exceeded).
-    // Cutting a row could keep the untiled kernel's bits: the maximum is exact in any order, and
-    // the sum of exp(x - max) could be carried from tile to tile as an f32 partial in increasing
-    // index, as the axis sums carry theirs. But a row then needs three passes of tiles in turn —
-    // the maximum (and the NaN test) over the whole row, then the sum, then the writes, each
-    // reading what the pass before left in a per-row scratch — where every other tiling here is
-    // one pass of tiles; that second kind of schedule is not built yet.
+    // Tiles take whole rows where one fits (PlanTiles cuts a row over the cap along itself).
     s.depth_splits = false;
     s.layouts = {TileStrides{n, 0, 1}, TileStrides{n, 0, 1}};
     return s;
@@ -201,7 +326,10 @@ std::pair<int64_t, int64_t> TileRange(const TileSpace& s, int b, const Tile& t) 
   const int64_t span = Span(st, {t.rows, t.cols, t.depth});
   if (span == 0) return {0, 0};
   const int64_t first = t.row0 * st[0] + t.col0 * st[1] + t.depth0 * st[2];
-  return {first, first + span};
+  if (b == s.reads_back && t.Continues()) return {first - st[2], first + span};
+  if (s.batch_dims.empty()) return {first, first + span};
+  auto [lo, hi] = BatchOffsetRange(s, b, t.batch0, t.batch_count);
+  return {first + lo, first + hi + span};
 }
 
 int64_t Tiling::TilesAlong(int axis) const {
@@ -217,10 +345,20 @@ std::string Tiling::Describe() const {
   };
   const std::string carried = TilesAlong(2) > 1 ? ", each tile along " : "";
   switch (space.kind) {
-    case TileSpace::Kind::kMatmul:
-      return n + ": " + along(0, tile_rows, "rows") + " x " + along(1, tile_cols, "columns") +
-             " x " + along(2, tile_depth, "along K") +
-             (TilesAlong(2) > 1 ? carried + "K continuing the partial sums of the one before" : "");
+    case TileSpace::Kind::kMatmul: {
+      const std::string box =
+          along(0, tile_rows, "rows") + " x " + along(1, tile_cols, "columns") + " x " +
+          along(2, tile_depth, "along K") +
+          (TilesAlong(2) > 1 ? carried + "K continuing the partial sums of the one before" : "");
+      if (space.batches <= 1) return n + ": " + box;
+      const std::string products = std::to_string(space.batches) + " products";
+      if (tile_batches > 1 ||
+          (tile_rows == space.rows && tile_cols == space.cols && tile_depth == space.depth))
+        return n + " of " + std::to_string(tile_batches) + " of the batch's " + products +
+               ", each whole";
+      return n + ": each of the batch's " + products + " in " +
+             std::to_string(tiles.size() / static_cast<size_t>(space.batches)) + ": " + box;
+    }
     case TileSpace::Kind::kAxisSum:
       return n + ": " + along(0, tile_rows, "outer rows") + " x " +
              along(1, tile_cols, "inner columns") + " x " + along(2, tile_depth, "along the axis") +
@@ -230,7 +368,21 @@ std::string Tiling::Describe() const {
       return n + " of " + std::to_string(tile_depth) +
              " elements, the 256 lanes' partial sums carried from tile to tile";
     case TileSpace::Kind::kSoftmax:
+      if (passes == 3)
+        return n + ": each of " + std::to_string(TilesAlong(0)) + " blocks of " +
+               std::to_string(tile_rows) + " rows in 3 passes (the maximum, the sum of exp, the " +
+               "writes) of " + along(2, tile_depth, "along the row") +
+               ", each carrying the row's partial results";
       return n + " of " + std::to_string(tile_rows) + " rows";
+    case TileSpace::Kind::kCrossEntropy:
+      return n + " of " + std::to_string(tile_depth) +
+             " rows, the 256 lanes' partial sums of row losses carried from tile to tile";
+    case TileSpace::Kind::kCumsum:
+      return n + ": " + along(0, tile_rows, "outer rows") + " x " +
+             along(1, tile_cols, "inner columns") + " x " + along(2, tile_depth, "along the axis") +
+             (TilesAlong(2) > 1
+                  ? carried + "the axis continuing the running sums the one before stored"
+                  : "");
   }
   return n;
 }
@@ -239,7 +391,32 @@ std::optional<Tiling> PlanTiles(const Module& m, const Kernel& k, uint64_t cap,
                                 uint64_t alignment) {
   std::optional<TileSpace> s = TileSpaceOf(m, k);
   if (!s) return std::nullopt;
-  return Planner(*s, cap, alignment).Plan();
+  if (s->batches > 1) return PlanBatched(*s, cap, alignment);
+  std::optional<Tiling> t = Planner(*s, cap, alignment).Plan();
+  if (t || s->kind != TileSpace::Kind::kSoftmax) return t;
+  // A softmax row over the cap, cut along itself in three passes over its tiles, each carrying
+  // the row's partial results in the scratch (4 f32 per row: maximum, NaN flag, sum): the maximum
+  // (exact in any order), then the sum of exp(x - max) in increasing index as the untiled kernel
+  // adds it, then the writes — so the tiles give the untiled kernel's bits.
+  TileSpace split = *s;
+  split.depth_splits = true;
+  t = Planner(split, cap, alignment).Plan();
+  if (!t) return std::nullopt;
+  t->space.scratch_elements = 4 * t->tile_rows;
+  t->passes = 3;
+  std::vector<Tile> tiles;
+  for (size_t first = 0; first < t->tiles.size();) {
+    size_t end = first;
+    while (end < t->tiles.size() && t->tiles[end].row0 == t->tiles[first].row0) ++end;
+    for (int pass = 0; pass < 3; ++pass)
+      for (size_t i = first; i < end; ++i) {
+        tiles.push_back(t->tiles[i]);
+        tiles.back().pass = pass;
+      }
+    first = end;
+  }
+  t->tiles = std::move(tiles);
+  return t;
 }
 
 }  // namespace scellis::kernel

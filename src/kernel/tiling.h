@@ -10,8 +10,14 @@
 // of the offset alignment below that range. A tile cut along depth continues the sums an earlier
 // tile left: each output's (or each tree lane's) partial f32 sum is stored where the next tile
 // picks it up and keeps adding in increasing depth, so the additions happen in the untiled
-// kernel's order and the tiles give its bits. The depth tiles of one rows x columns block run one
-// after another, in increasing depth.
+// kernel's order and the tiles give its bits (a running sum's tile starts from the sum the tile
+// before it stored at the element just before its own). The depth tiles of one rows x columns block
+// run one after another, in increasing depth.
+//
+// A batched matmul repeats its box once per product of the batch, each binding's product i
+// starting at its own element (BatchOffset: the output's batch index through the binding's
+// broadcast strides). A tile takes several whole products when one fits, else one product cut into
+// rows x columns x depth as a rank-2 matmul is.
 #pragma once
 
 #include <array>
@@ -41,7 +47,7 @@ using TileStrides = std::array<int64_t, 3>;
 
 // How a kernel's work is cut into tiles: its box, and each binding's layout in it.
 struct TileSpace {
-  enum class Kind { kMatmul, kAxisSum, kWholeSum, kSoftmax };
+  enum class Kind { kMatmul, kAxisSum, kWholeSum, kSoftmax, kCumsum, kCrossEntropy };
   Kind kind = Kind::kMatmul;
   int64_t rows = 1, cols = 1, depth = 1;
   // Per binding, in the kernel's binding order: its inputs, then its output.
@@ -50,30 +56,50 @@ struct TileSpace {
   // elements j with j % 256 == t, so a tile starting at such a multiple gives each lane its own).
   int64_t depth_granule = 1;
   bool depth_splits = true;  // false: every tile takes the whole depth (softmax rows)
+  bool cols_split = true;    // false: every tile takes all columns (cross entropy's classes)
   // f32 elements of scratch the tiles carry between them beyond the output (the tree's lanes).
   int64_t scratch_elements = 0;
+  // The binding whose window also takes, before a tile along depth that continues, the element
+  // one step back along depth (a running sum's output: the sum the tile continues from); -1: none.
+  int reads_back = -1;
+  // A batched matmul's products: `batches` of them over the output's batch dims `batch_dims`;
+  // per binding, the elements one step along each batch dim moves its product (0: broadcast).
+  int64_t batches = 1;
+  std::vector<int64_t> batch_dims;
+  std::vector<std::vector<int64_t>> batch_strides;
 };
 
-// The tile space of `k`, or nullopt when the kernel has no tiles: only rank-2 f32 matmuls (either
-// operand possibly read transposed), f32 sums and means (whole-tensor or along an axis), and f32
-// softmax and log_softmax.
+// Where binding `b`'s product `index` (of the batch, row-major over batch_dims) starts.
+int64_t BatchOffset(const TileSpace& s, int b, int64_t index);
+
+// The tile space of `k`, or nullopt when the kernel has no tiles: only f32 matmuls (rank 2 with
+// either operand possibly read transposed, or batched, broadcast batch dims included), f32 sums
+// and means (whole-tensor or along an axis), f32 softmax and log_softmax, f32 cumsum, and f32
+// cross_entropy (the loss alone, not merged with its gradient).
 std::optional<TileSpace> TileSpaceOf(const Module& m, const Kernel& k);
 
 struct Tile {
   int64_t row0 = 0, rows = 0, col0 = 0, cols = 0, depth0 = 0, depth = 0;
+  int64_t batch0 = 0, batch_count = 1;  // the products of the batch it takes
+  // Of a softmax row cut along itself, which of the row's three passes over its tiles the tile
+  // serves: 0 the maximum (and whether the row is NaN), 1 the sum of exp, 2 the writes.
+  int pass = 0;
   // Starts from the partial sums an earlier tile along depth stored.
   bool Continues() const { return depth0 > 0; }
   // Finishes its outputs: the last tile along depth.
   bool Finishes(const TileSpace& s) const { return depth0 + depth >= s.depth; }
 };
 
-// Elements [first, last) of binding `b` that tile `t` touches (first == last: none).
+// Elements [first, last) of binding `b` that tile `t` touches (first == last: none), over all
+// the tile's products.
 std::pair<int64_t, int64_t> TileRange(const TileSpace& s, int b, const Tile& t);
 
 struct Tiling {
   TileSpace space;
   int64_t tile_rows = 0, tile_cols = 0, tile_depth = 0;  // the full tiles' extent
-  std::vector<Tile> tiles;  // in dispatch order; along depth, increasing
+  int64_t tile_batches = 1;  // products per tile (whole ones when the batch is cut alone)
+  int passes = 1;            // 3: softmax rows cut along themselves, each row's tiles thrice
+  std::vector<Tile> tiles;   // in dispatch order; along depth, increasing
 
   int64_t TilesAlong(int axis) const;
   // "12 tiles: 3 of 24 rows x 1 of 64 columns x 4 of 16 along K, each depth tile continuing the

@@ -123,8 +123,167 @@ TEST(TilePlanning, SumsAreCutAlongTheReducedAxisAndSoftmaxByRows) {
   EXPECT_EQ(t->tile_rows, 9);
   EXPECT_EQ(t->tile_depth, 100);
   EXPECT_EQ(t->Describe(), "5 tiles of 9 rows");
-  EXPECT_TRUE(PlanTiles(soft, OnlyOp(soft, "softmax"), 252 + 4 * 100));
-  EXPECT_FALSE(PlanTiles(soft, OnlyOp(soft, "softmax"), 252 + 4 * 100 - 1));
+  t = PlanTiles(soft, OnlyOp(soft, "softmax"), 252 + 4 * 100);
+  ASSERT_TRUE(t);
+  EXPECT_EQ(t->passes, 1);
+  // A cap under one row cuts the rows along themselves, in three passes.
+  t = PlanTiles(soft, OnlyOp(soft, "softmax"), 252 + 4 * 100 - 4);
+  ASSERT_TRUE(t);
+  EXPECT_EQ(t->passes, 3);
+  EXPECT_EQ(t->tile_depth, 99);
+}
+
+// softmax of [2, 1000]: a row (4000 B) is over the cap, so each row is cut along itself into
+// 2 stretches of at most 961 elements, and each row's stretches are visited in 3 passes: 12 tiles,
+// carrying 4 f32 of the row's partial results.
+TEST(TilePlanning, ASoftmaxRowOverTheCapIsCutAlongItselfInThreePasses) {
+  Module m = LowerToKernel({{"version", 2},
+                            {"nodes",
+                             {{{"id", 0}, {"op", "input"}, {"name", "x"}, {"shape", {2, 1000}}},
+                              {{"id", 1}, {"op", "softmax"}, {"a", 0}}}},
+                            {"outputs", {{{"name", "y"}, {"id", 1}}}}});
+  std::optional<Tiling> t = PlanTiles(m, OnlyOp(m, "softmax"), 4096);
+  ASSERT_TRUE(t);
+  EXPECT_EQ(t->passes, 3);
+  EXPECT_EQ(t->tile_rows, 1);
+  EXPECT_EQ(t->tile_depth, 961);
+  EXPECT_EQ(t->space.scratch_elements, 4);
+  ASSERT_EQ(t->tiles.size(), 12u);
+  const int passes[] = {0, 0, 1, 1, 2, 2};
+  for (size_t i = 0; i < 12; ++i) {
+    EXPECT_EQ(t->tiles[i].pass, passes[i % 6]) << i;
+    EXPECT_EQ(t->tiles[i].row0, static_cast<int64_t>(i / 6)) << i;
+    EXPECT_EQ(t->tiles[i].depth0, i % 2 ? 961 : 0) << i;
+  }
+  EXPECT_EQ(TileRange(t->space, 0, t->tiles[7]), Range(1000 + 961, 2000));
+  EXPECT_EQ(t->Describe(),
+            "12 tiles: each of 2 blocks of 1 rows in 3 passes (the maximum, the sum of exp, the "
+            "writes) of 2 of 961 along the row, each carrying the row's partial results");
+}
+
+// Batched: a [20, 4, 10] @ b [20, 10, 8]: a product of b is 80 floats, so 12 whole products fit
+// in 961 (b's window is 80 n floats, a's 40 n, the output's 32 n): 2 tiles, the second of 8.
+TEST(TilePlanning, ABatchedMatmulTakesWholeProductsPerTile) {
+  Module m = LowerToKernel(Matmul({20, 4, 10}, {20, 10, 8}, false));
+  std::optional<Tiling> t = PlanTiles(m, OnlyOp(m, "matmul"), 4096);
+  ASSERT_TRUE(t);
+  EXPECT_EQ(t->tile_batches, 12);
+  ASSERT_EQ(t->tiles.size(), 2u);
+  EXPECT_EQ(t->tiles[1].batch0, 12);
+  EXPECT_EQ(t->tiles[1].batch_count, 8);
+  EXPECT_EQ(TileRange(t->space, 0, t->tiles[1]), Range(12 * 40, 20 * 40));
+  EXPECT_EQ(TileRange(t->space, 1, t->tiles[1]), Range(12 * 80, 20 * 80));
+  EXPECT_EQ(TileRange(t->space, 2, t->tiles[1]), Range(12 * 32, 20 * 32));
+  EXPECT_EQ(t->Describe(), "2 tiles of 12 of the batch's 20 products, each whole");
+
+  // b [10, 8] broadcast over a [30, 4, 10]'s batch: every tile binds the one b; a's 40 floats per
+  // product allow 24.
+  Module shared = LowerToKernel(Matmul({30, 4, 10}, {10, 8}, false));
+  t = PlanTiles(shared, OnlyOp(shared, "matmul"), 4096);
+  ASSERT_TRUE(t);
+  EXPECT_EQ(t->tile_batches, 24);
+  ASSERT_EQ(t->tiles.size(), 2u);
+  EXPECT_EQ(TileRange(t->space, 1, t->tiles[1]), Range(0, 80));
+  EXPECT_EQ(TileRange(t->space, 0, t->tiles[1]), Range(24 * 40, 30 * 40));
+}
+
+// a [2, 1, 4, 10] @ b [3, 10, 40] -> [2, 3, 4, 40]: b's products (400 floats) go 0, 400, 800, 0,
+// 400, 800 along the batch, so the pair (2, 3) would bind all of b (1200 floats, over 961): one
+// product per tile.
+TEST(TilePlanning, ABroadcastBatchIsCutWhereEveryTilesWindowsFit) {
+  Module m = LowerToKernel(Matmul({2, 1, 4, 10}, {3, 10, 40}, false));
+  std::optional<Tiling> t = PlanTiles(m, OnlyOp(m, "matmul"), 4096);
+  ASSERT_TRUE(t);
+  EXPECT_EQ(t->tile_batches, 1);
+  ASSERT_EQ(t->tiles.size(), 6u);
+  EXPECT_EQ(TileRange(t->space, 1, t->tiles[3]), Range(0, 400));
+  EXPECT_EQ(TileRange(t->space, 0, t->tiles[3]), Range(40, 80));
+  EXPECT_EQ(TileRange(t->space, 2, t->tiles[3]), Range(3 * 160, 4 * 160));
+  // Two products at a time would fit from the first place but not from the second.
+  Tile pair{0, 4, 0, 40, 0, 10, 2, 2};
+  EXPECT_EQ(TileRange(t->space, 1, pair), Range(0, 1200));
+}
+
+// When one product is over the cap, each is cut as a rank-2 matmul: a [2, 8, 200] @ b [2, 200, 24]
+// is the first test's product twice, 10 tiles each, the second's windows the first's moved by a
+// product.
+TEST(TilePlanning, ABatchedMatmulWhoseProductIsOverTheCapCutsEachProduct) {
+  Module m = LowerToKernel(Matmul({2, 8, 200}, {2, 200, 24}, false));
+  std::optional<Tiling> t = PlanTiles(m, OnlyOp(m, "matmul"), 4096);
+  ASSERT_TRUE(t);
+  ASSERT_EQ(t->tiles.size(), 20u);
+  const Tile& second = t->tiles[10 + 6];
+  EXPECT_EQ(second.batch0, 1);
+  EXPECT_TRUE(second.Continues());
+  EXPECT_EQ(TileRange(t->space, 0, second), Range(1600 + 5 * 200 + 40, 1600 + 7 * 200 + 80));
+  EXPECT_EQ(TileRange(t->space, 1, second), Range(4800 + 40 * 24, 4800 + 80 * 24));
+  EXPECT_EQ(TileRange(t->space, 2, second), Range(192 + 5 * 24, 192 + 8 * 24));
+  EXPECT_EQ(t->Describe(),
+            "20 tiles: each of the batch's 2 products in 10: 2 of 5 rows x 1 of 24 columns x 5 "
+            "of 40 along K, each tile along K continuing the partial sums of the one before");
+}
+
+// A running sum: a tile along the axis continues from the sum the tile before stored at the element
+// just before it, so its output window takes that element too. cumsum of [2000]: the input window
+// is d floats, the output's d + 1, so d = 960 (961 floats + 252 B = 4096 B): 3 tiles.
+TEST(TilePlanning, ARunningSumIsCutAlongItsAxisWithTheSumBeforeInTheOutputWindow) {
+  Json doc = Reduce("cumsum", {2000}, 0);
+  doc["version"] = 5;
+  Module m = LowerToKernel(doc);
+  std::optional<Tiling> t = PlanTiles(m, OnlyOp(m, "cumsum"), 4096);
+  ASSERT_TRUE(t);
+  EXPECT_EQ(t->tile_depth, 960);
+  ASSERT_EQ(t->tiles.size(), 3u);
+  EXPECT_EQ(TileRange(t->space, 0, t->tiles[0]), Range(0, 960));
+  EXPECT_EQ(TileRange(t->space, 1, t->tiles[0]), Range(0, 960));
+  EXPECT_EQ(TileRange(t->space, 0, t->tiles[1]), Range(960, 1920));
+  EXPECT_EQ(TileRange(t->space, 1, t->tiles[1]), Range(959, 1920));
+  EXPECT_EQ(t->Describe(),
+            "3 tiles: 1 of 1 outer rows x 1 of 1 inner columns x 3 of 960 along the axis, each "
+            "tile along the axis continuing the running sums the one before stored");
+
+  // Along axis 1 of [4, 700, 3]: lines 3 apart, a tile of all 3 binds 3 d floats of the input
+  // and 3 (d + 1) of the output: d = 319, over 4 outer rows one at a time (a second row is 2100
+  // floats on).
+  doc = Reduce("cumsum", {4, 700, 3}, 1);
+  doc["version"] = 5;
+  m = LowerToKernel(doc);
+  t = PlanTiles(m, OnlyOp(m, "cumsum"), 4096);
+  ASSERT_TRUE(t);
+  EXPECT_EQ(t->tile_rows, 1);
+  EXPECT_EQ(t->tile_cols, 3);
+  EXPECT_EQ(t->tile_depth, 319);
+  EXPECT_EQ(t->tiles.size(), 12u);
+  EXPECT_EQ(TileRange(t->space, 1, t->tiles[4]), Range(2100 + 318 * 3, 2100 + 638 * 3));
+}
+
+// Cross entropy of [1000, 3]: tiles of whole rows in multiples of the tree's 256 lanes; 3 d floats
+// of logits fit 961 for d <= 320, so 256 rows a tile. With 10 classes not even 256 rows fit.
+TEST(TilePlanning, CrossEntropyIsCutIntoRowsInMultiplesOfTheTreesLanes) {
+  auto doc = [](int64_t classes) -> Json {
+    return {{"version", 2},
+            {"nodes",
+             {{{"id", 0}, {"op", "input"}, {"name", "x"}, {"shape", {1000, classes}}},
+              {{"id", 1}, {"op", "input"}, {"name", "t"}, {"shape", {1000}}},
+              {{"id", 2}, {"op", "cross_entropy"}, {"a", 0}, {"target", 1}}}},
+            {"outputs", {{{"name", "loss"}, {"id", 2}}}}};
+  };
+  Module m = LowerToKernel(doc(3));
+  std::optional<Tiling> t = PlanTiles(m, OnlyOp(m, "cross_entropy"), 4096);
+  ASSERT_TRUE(t);
+  EXPECT_EQ(t->tile_depth, 256);
+  EXPECT_EQ(t->tile_cols, 3);
+  ASSERT_EQ(t->tiles.size(), 4u);
+  EXPECT_EQ(t->space.scratch_elements, 256);
+  EXPECT_EQ(TileRange(t->space, 0, t->tiles[3]), Range(768 * 3, 1000 * 3));
+  EXPECT_EQ(TileRange(t->space, 1, t->tiles[3]), Range(768, 1000));
+  EXPECT_EQ(TileRange(t->space, 2, t->tiles[3]), Range(0, 1));
+  EXPECT_EQ(t->Describe(),
+            "4 tiles of 256 rows, the 256 lanes' partial sums of row losses carried from tile to "
+            "tile");
+  Module wide = LowerToKernel(doc(10));
+  EXPECT_TRUE(TileSpaceOf(wide, OnlyOp(wide, "cross_entropy")));
+  EXPECT_FALSE(PlanTiles(wide, OnlyOp(wide, "cross_entropy"), 4096));
 }
 
 TEST(TilePlanning, NoTilesWhereNoneFitsOrTheKernelHasNoTileSpace) {
@@ -132,13 +291,14 @@ TEST(TilePlanning, NoTilesWhereNoneFitsOrTheKernelHasNoTileSpace) {
   Module m = LowerToKernel(Matmul({8, 200}, {200, 24}, false));
   EXPECT_FALSE(PlanTiles(m, OnlyOp(m, "matmul"), 252));
   EXPECT_TRUE(PlanTiles(m, OnlyOp(m, "matmul"), 256));  // one element per window
-  // Batched matmuls and running sums have none.
-  Module batched = LowerToKernel(Matmul({2, 8, 40}, {2, 40, 64}, false));
-  EXPECT_FALSE(TileSpaceOf(batched, OnlyOp(batched, "matmul")));
-  Json cumsum = Reduce("cumsum", {2000}, 0);
-  cumsum["version"] = 5;
-  Module running = LowerToKernel(cumsum);
-  EXPECT_FALSE(TileSpaceOf(running, OnlyOp(running, "cumsum")));
+  // Layout ops have none.
+  Module layout =
+      LowerToKernel({{"version", 1},
+                     {"nodes",
+                      {{{"id", 0}, {"op", "input"}, {"name", "x"}, {"shape", {40, 100}}},
+                       {{"id", 1}, {"op", "transpose"}, {"a", 0}}}},
+                     {"outputs", {{{"name", "y"}, {"id", 1}}}}});
+  EXPECT_FALSE(TileSpaceOf(layout, OnlyOp(layout, "transpose")));
 }
 
 }  // namespace

@@ -154,7 +154,8 @@ class Judge {
   // A buffer over the device's storage-binding cap is bound in tiles by a kernel that tiles
   // element for element (elementwise, uniform, dropout: kernel::TilesPerElement) where it has the
   // output's shape (broadcast operands are bound whole), and by the kernels
-  // kernel::PlanTiles cuts into tiles (matmul, sum, softmax) when every tile's windows fit.
+  // kernel::PlanTiles cuts into tiles (matmul, sum, cumsum, softmax, cross entropy) when every
+  // tile's windows fit.
   void Bindings() {
     const DeviceLimits& lim = p_.limits;
     const webir::Graph& g = p_.graph();
@@ -186,8 +187,9 @@ class Judge {
               k.name + " must bind %" + g.at(node).name + " (" + FormatBytes(bytes) +
                   ") whole, over " + lim.device + "'s storage binding cap of " +
                   FormatBytes(lim.max_binding_bytes),
-              "only elementwise kernels (never at a shifted read), uniform and dropout, rank-2 "
-              "f32 matmuls, f32 sums and means, and f32 softmax rows are tiled over the cap "
+              "only elementwise kernels (never at a shifted read), uniform and dropout, f32 "
+              "matmuls (batched too), f32 sums, means and cumsums, f32 softmax (a row cut along "
+              "itself when over the cap) and f32 cross entropy rows are tiled over the cap "
               "(windows start at 256-byte multiples, so a tile needs at least one row plus 252 "
               "bytes under the cap); split the tensor, or run on the CPU reference "
               "(--backend=cpu)");

@@ -247,13 +247,27 @@ Generated TileSource(const Module& m, const Kernel& k, const Tiling& tiling, con
     offset[b] = t.row0 * st[0] + t.col0 * st[1] + t.depth0 * st[2] - window[b];
   }
   switch (tiling.space.kind) {
-    case TileSpace::Kind::kMatmul:
-      return MatmulTile(m, k, t, {offset[0], offset[1], offset[2]});
+    case TileSpace::Kind::kMatmul: {
+      if (t.batch_count != 1 || tiling.space.batches <= 1)
+        return MatmulTile(m, k, t, {offset[0], offset[1], offset[2]});
+      // A tile of one product of a batch: its product's start folded into the offsets (product 0
+      // then starts at 0), so the tiles of products whose windows sit alike share their WGSL and
+      // pipeline.
+      Tile first = t;
+      first.batch0 = 0;
+      for (int b = 0; b < 3; ++b) offset[b] += BatchOffset(tiling.space, b, t.batch0);
+      return MatmulTile(m, k, first, {offset[0], offset[1], offset[2]});
+    }
     case TileSpace::Kind::kAxisSum:
     case TileSpace::Kind::kWholeSum:
       return SumTile(m, k, tiling, t, {offset[0], offset[1]});
     case TileSpace::Kind::kSoftmax:
+      if (tiling.passes == 3) return SoftmaxRowTile(m, k, tiling, t, offset[0]);
       return SoftmaxTile(m, k, t, offset[0]);
+    case TileSpace::Kind::kCrossEntropy:
+      return CrossEntropyTile(m, k, tiling, t, {offset[0], offset[1]});
+    case TileSpace::Kind::kCumsum:
+      return CumsumTile(m, k, tiling, t, {offset[0], offset[1]});
   }
   return {};
 }

@@ -117,6 +117,14 @@ Generated MatmulTile(const Module& m, const Kernel& k, const Tile& t,
 Generated SumTile(const Module& m, const Kernel& k, const Tiling& tiling, const Tile& t,
                   const std::array<int64_t, 2>& offsets);
 Generated SoftmaxTile(const Module& m, const Kernel& k, const Tile& t, int64_t offset);
+// A tile of softmax rows cut along themselves (Tiling::passes == 3): the pass t.pass of each row's
+// stretch t.depth0.., carrying the rows' maximum, NaN flag and sum in the scratch binding.
+Generated SoftmaxRowTile(const Module& m, const Kernel& k, const Tiling& tiling, const Tile& t,
+                         int64_t offset);
+Generated CrossEntropyTile(const Module& m, const Kernel& k, const Tiling& tiling, const Tile& t,
+                           const std::array<int64_t, 2>& offsets);
+Generated CumsumTile(const Module& m, const Kernel& k, const Tiling& tiling, const Tile& t,
+                     const std::array<int64_t, 2>& offsets);
 
 // The helper functions a fused kernel's steps need, each once.
 std::string ExpressionHelpers(const Module& m, const Kernel& k);

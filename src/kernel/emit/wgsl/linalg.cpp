@@ -25,10 +25,13 @@ struct Operands {
   std::vector<int64_t> batch, sa, sb;  // batch dims of the output; A's and B's broadcast strides
   // One tile of a larger product (kernel/tiling.h) when `tiled`: `shape` is the tile's, the
   // operands keep their own row lengths (lda, ldb, ldo, in elements), and the tile's first element
-  // of each lies at off_a, off_b, off_o of its bound window. A tile that `continues` starts each
-  // accumulator from the partial sum an earlier tile along K stored in the output.
+  // of each lies at off_a, off_b, off_o of its bound window, less where its first product starts
+  // (a batched tile adds each of its products' starts, from the product's index batch0 + z in the
+  // whole batch, so these may be negative: taken modulo 2^32, as the u32 sums they start). A tile
+  // that `continues` starts each accumulator from the partial sum an earlier tile along K stored.
   bool tiled = false, continues = false;
-  int64_t lda = 0, ldb = 0, ldo = 0, off_a = 0, off_b = 0, off_o = 0;
+  int64_t lda = 0, ldb = 0, ldo = 0, off_a = 0, off_b = 0, off_o = 0, batch0 = 0;
+  MatmulShape whole;  // the untiled product's shape (its matrices' sizes give the batch strides)
 };
 
 Operands OperandsOf(const Module& m, const Kernel& k) {
@@ -44,14 +47,23 @@ Operands OperandsOf(const Module& m, const Kernel& k) {
   o.lda = o.shape.trans_a ? o.shape.m : o.shape.k;
   o.ldb = o.shape.trans_b ? o.shape.k : o.shape.n;
   o.ldo = o.shape.n;
+  o.whole = o.shape;
   return o;
 }
 
+// A u32 literal of `v` modulo 2^32: a tile's offset before its product's start is added.
+std::string Wrapped(int64_t v) {
+  return U32(v & 0xffffffffLL);
+}
+
 // Element offsets of A's and B's matrices for batch element `index` (a WGSL u32 expression).
+// A tile's index is its product's in the tile; the product's in the whole batch is batch0 on.
 std::string BatchOffsets(const Operands& o, const std::string& index) {
-  const int64_t M = o.shape.m, K = o.shape.k, N = o.shape.n;
-  std::string s = "  var rem = " + index + ";\n  var off_a = " + U32(o.off_a) +
-                  ";\n  var off_b = " + U32(o.off_b) + ";\n";
+  const int64_t M = o.whole.m, K = o.whole.k, N = o.whole.n;
+  const std::string at = o.batch0 ? index + " + " + U32(o.batch0) : index;
+  std::string s = "  var rem = " + at + ";\n  var off_a = " + Wrapped(o.off_a) +
+                  ";\n  var off_b = " + Wrapped(o.off_b) + ";\n";
+  if (o.tiled) s += "  let off_o = " + Wrapped(o.off_o) + " + rem * " + U32(M * N) + ";\n";
   for (int d = static_cast<int>(o.batch.size()) - 1; d >= 0; --d) {
     std::string size = U32(std::max<int64_t>(o.batch[d], 1));
     s += "  { let bd = rem % " + size + "; rem = rem / " + size + "; off_a = off_a + bd * " +
@@ -70,9 +82,10 @@ std::string BIndex(const Operands& o, const std::string& row, const std::string&
   return o.shape.trans_b ? "off_b + " + col + " * " + U32(o.ldb) + " + " + row
                          : "off_b + " + row + " * " + U32(o.ldb) + " + " + col;
 }
-// The output element (row, col) of batch element wg.z (a tile has one batch element).
+// The output element (row, col) of batch element wg.z (a tile's from off_o, which BatchOffsets
+// declares).
 std::string OutIndex(const Operands& o, const std::string& row, const std::string& col) {
-  if (o.tiled) return U32(o.off_o) + " + " + row + " * " + U32(o.ldo) + " + " + col;
+  if (o.tiled) return "off_o + " + row + " * " + U32(o.ldo) + " + " + col;
   return "wg.z * " + U32(o.shape.m * o.shape.n) + " + " + row + " * " + U32(o.shape.n) + " + " +
          col;
 }
@@ -601,6 +614,8 @@ Generated MatmulTile(const Module& m, const Kernel& k, const Tile& t,
   o.shape.m = t.rows;
   o.shape.n = t.cols;
   o.shape.k = t.depth;
+  o.shape.batches = t.batch_count;
+  o.batch0 = t.batch0;
   o.off_a = offsets[0];
   o.off_b = offsets[1];
   o.off_o = offsets[2];

@@ -45,6 +45,25 @@ std::string LabelCheck(const std::string& label, int64_t classes) {
          " && floor(" + label + ") == " + label + ")";
 }
 
+// fn row_loss(r: u32) -> f32: row r's loss, -log_softmax of its logits at its label (NaN for an
+// invalid label or a NaN row), its label at in1[label_offset + r] and its logits from
+// in0[base_offset + r * classes] (a tile's rows start inside their windows).
+std::string RowLossFn(int64_t classes, int64_t label_offset, int64_t base_offset) {
+  auto plus = [](int64_t offset) { return offset ? U32(offset) + " + " : std::string(); };
+  return "fn row_loss(r: u32) -> f32 {\n"
+         "  let label = in1[" +
+         plus(label_offset) +
+         "r];\n"
+         "  if (!" +
+         LabelCheck("label", classes) +
+         ") { return nan_f32(); }\n"
+         "  let base = " +
+         plus(base_offset) + "r * " + U32(classes) + ";\n" + RowMaxSum(classes) +
+         "  if (bad) { return nan_f32(); }\n"
+         "  return -((in0[base + u32(label)] - mx) - log(sum));\n"
+         "}\n";
+}
+
 // softmax or log_softmax over `rows` rows, the first at element `offset` of both bindings.
 Generated Softmax(const Module& m, const Kernel& k, int64_t rows, int64_t offset) {
   const TensorType& in = m.graph().at(k.inputs[0]).type;
@@ -130,6 +149,98 @@ Generated SoftmaxTile(const Module& m, const Kernel& k, const Tile& t, int64_t o
   return Softmax(m, k, t.rows, offset);
 }
 
+Generated SoftmaxRowTile(const Module&, const Kernel& k, const Tiling& tiling, const Tile& t,
+                         int64_t offset) {
+  // One invocation per row of the tile, over its stretch of the row; row i's partial results sit
+  // at carry[4 i ..]: maximum, NaN flag (1.0 when the row is NaN throughout), sum of exp. The
+  // expressions are the untiled kernel's (RowMaxSum, NanRow, Softmax), split at the tiles.
+  const int64_t n = tiling.space.depth;
+  const std::string d = U32(t.depth);
+  std::string body = "  let base = " + U32(offset) + " + i * " + U32(n) +
+                     ";\n"
+                     "  let c = i * 4u;\n";
+  const bool continues = t.Continues(), finishes = t.Finishes(tiling.space);
+  if (t.pass == 0) {
+    body += continues ? "  var mx = carry[c];\n  var bad = carry[c + 1u] != 0.0;\n"
+                      : "  var mx = in0[base];\n  var bad = is_nan_f32(mx);\n";
+    body += "  for (var j = " + std::string(continues ? "0u" : "1u") + "; j < " + d +
+            "; j = j + 1u) {\n"
+            "    let x = in0[base + j];\n"
+            "    bad = bad || is_nan_f32(x);\n"
+            "    if (x > mx) { mx = x; }\n"
+            "  }\n";
+    if (finishes) body += "  bad = bad || (bitcast<u32>(mx) & 0x7fffffffu) == 0x7f800000u;\n";
+    body +=
+        "  carry[c] = mx;\n  carry[c + 1u] = select(0.0, 1.0, bad);\n  _ = arrayLength(&out);\n";
+  } else if (t.pass == 1) {
+    body +=
+        "  let mx = carry[c];\n  var sum = " + std::string(continues ? "carry[c + 2u]" : "0.0") +
+        ";\n  for (var j = 0u; j < " + d +
+        "; j = j + 1u) { sum = sum + exp(in0[base + j] - mx); }\n"
+        "  carry[c + 2u] = sum;\n  _ = arrayLength(&out);\n";
+  } else {
+    body +=
+        "  let mx = carry[c];\n  let sum = carry[c + 2u];\n"
+        "  if (carry[c + 1u] != 0.0) {\n"
+        "    for (var j = 0u; j < " +
+        d +
+        "; j = j + 1u) { out[base + j] = nan_f32(); }\n"
+        "    return;\n"
+        "  }\n";
+    body += k.op == "softmax"
+                ? "  for (var j = 0u; j < " + d +
+                      "; j = j + 1u) { out[base + j] = exp(in0[base + j] - mx) / sum; }\n"
+                : "  let log_sum = log(sum);\n  for (var j = 0u; j < " + d +
+                      "; j = j + 1u) { out[base + j] = (in0[base + j] - mx) - log_sum; }\n";
+  }
+  Generated out;
+  out.source = std::string(
+                   "@group(0) @binding(0) var<storage, read> in0: array<f32>;\n"
+                   "@group(0) @binding(1) var<storage, read_write> carry: array<f32>;\n"
+                   "@group(0) @binding(2) var<storage, read_write> out: array<f32>;\n") +
+               kSpecialValueFns + "\n" + LinearEntry(t.rows) + body + "}\n";
+  out.workgroups = LinearGrid(t.rows);
+  return out;
+}
+
+Generated CrossEntropyTile(const Module&, const Kernel&, const Tiling& tiling, const Tile& t,
+                           const std::array<int64_t, 2>& offsets) {
+  // The tile's rows are lane t's rows t, t + 256, ... of the untiled tree (the tile starts at a
+  // multiple of 256): each lane adds their losses after its partial sum of the tiles before, and
+  // the last tile combines the lanes and takes the mean, as the untiled kernel does.
+  const TileSpace& sp = tiling.space;
+  const std::string head =
+      "@group(0) @binding(0) var<storage, read> in0: array<f32>;\n"
+      "@group(0) @binding(1) var<storage, read> in1: array<f32>;\n"
+      "@group(0) @binding(2) var<storage, read_write> lanes: array<f32>;\n"
+      "@group(0) @binding(3) var<storage, read_write> out: array<f32>;\n" +
+      std::string(kSpecialValueFns) + RowLossFn(sp.cols, offsets[1], offsets[0]);
+  const std::string start = t.Continues() ? "lanes[t]" : "";
+  Generated out;
+  if (t.Finishes(sp)) {
+    // Every binding is used, so the pipeline's layout (derived from the shader) has all four.
+    out.source = head + TreeReduce256("row_loss(j)", t.depth,
+                                      "    _ = arrayLength(&lanes);\n    out[0] = partial[0] / " +
+                                          F32(static_cast<double>(sp.depth)) + ";\n",
+                                      "f32", start);
+  } else {
+    out.source = head +
+                 "@compute @workgroup_size(256)\n"
+                 "fn main(@builtin(local_invocation_index) t: u32) {\n"
+                 "  var s = " +
+                 (start.empty() ? std::string("0.0") : start) +
+                 ";\n"
+                 "  for (var j = t; j < " +
+                 U32(t.depth) +
+                 "; j = j + 256u) { s = s + row_loss(j); }\n"
+                 "  lanes[t] = s;\n"
+                 "  _ = arrayLength(&out);\n"
+                 "}\n";
+  }
+  out.workgroups = {1, 1, 1};
+  return out;
+}
+
 bool GenerateNn(const Module& m, const Kernel& k, Generated& out) {
   if (k.kind != KernelKind::kOp) return false;
   const TensorType& in = m.graph().at(k.inputs.empty() ? k.output : k.inputs[0]).type;
@@ -146,17 +257,7 @@ bool GenerateNn(const Module& m, const Kernel& k, Generated& out) {
   if (k.op == "cross_entropy") {
     int64_t rows = in.dims[0].size, classes = in.dims[1].size;
     out.source =
-        head + kSpecialValueFns +
-        "fn row_loss(r: u32) -> f32 {\n"
-        "  let label = in1[r];\n"
-        "  if (!" +
-        LabelCheck("label", classes) +
-        ") { return nan_f32(); }\n"
-        "  let base = r * " +
-        U32(classes) + ";\n" + RowMaxSum(classes) +
-        "  if (bad) { return nan_f32(); }\n"
-        "  return -((in0[base + u32(label)] - mx) - log(sum));\n"
-        "}\n" +
+        head + kSpecialValueFns + RowLossFn(classes, 0, 0) +
         TreeReduce256("row_loss(j)", rows,
                       rows ? "    out[0] = partial[0] / " + F32(static_cast<double>(rows)) + ";\n"
                            : std::string("    out[0] = nan_f32();\n"));

@@ -150,4 +150,26 @@ Generated SumTile(const Module& m, const Kernel& k, const Tiling& tiling, const 
   return out;
 }
 
+Generated CumsumTile(const Module& m, const Kernel& k, const Tiling& tiling, const Tile& t,
+                     const std::array<int64_t, 2>& offsets) {
+  // One invocation per line of the tile walks the tile's stretch of the axis in order, as the
+  // untiled kernel walks the whole line; a tile that continues starts from the running sum the
+  // tile before stored at the element just before its own (its output window takes that element).
+  const TileSpace& sp = tiling.space;
+  const int64_t inner = sp.cols, len = sp.depth;
+  const std::string o = "(i / " + U32(t.cols) + ")", q = "(i % " + U32(t.cols) + ")";
+  const std::string line = o + " * " + U32(len * inner) + " + " + q;
+  Generated out;
+  out.source = Bindings(m, k) + "\n" + LinearEntry(t.rows * t.cols) +
+               "  let read_at = " + U32(offsets[0]) + " + " + line +
+               ";\n  let write_at = " + U32(offsets[1]) + " + " + line + ";\n  var s = " +
+               (t.Continues() ? "out[write_at - " + U32(inner) + "]" : std::string("0.0")) +
+               ";\n"
+               "  for (var j = 0u; j < " +
+               U32(t.depth) + "; j = j + 1u) {\n    s = s + in0[read_at + j * " + U32(inner) +
+               "];\n    out[write_at + j * " + U32(inner) + "] = s;\n  }\n}\n";
+  out.workgroups = LinearGrid(t.rows * t.cols);
+  return out;
+}
+
 }  // namespace scellis::kernel::wgsl
