@@ -7,7 +7,6 @@
 #include "base/atomic_file.h"
 #include "common.h"
 #include "record/run_record.h"
-#include "train/trainer.h"
 #include "workplan/mpi/mpi_job.h"
 
 namespace scellis::cli {
@@ -124,7 +123,7 @@ bool TrainingWorkflow(const std::string& text, pipeline::CompileOptions options)
   options.up_to = pipeline::Rung::kBlock;
   options.print_after.clear();
   auto c = pipeline::Compile(text, options);
-  return c.ok() && c->program && train::DatasetNotRead(*c->program);
+  return c.ok() && c->program && api::DatasetNotRead(*c->program);
 }
 
 // A training workflow is judged as `plan` and `validate` judge it, its dataset counted: red is
@@ -136,7 +135,7 @@ int JudgeTrainingWorkflow(const CompileFlags& f, int& code) {
   const execplan::Plan& p = *c->plan;
   if (p.verdict == execplan::Verdict::kRed) return Report(p.findings, f.file, f.json);
   PrintNotes(p.findings, f.file);
-  return Report({*train::DatasetNotRead(*c->program)}, f.file, f.json);
+  return Report({*api::DatasetNotRead(*c->program)}, f.file, f.json);
 }
 
 }  // namespace

@@ -127,7 +127,8 @@ Status RunMany(runtime::Executor& exec, const execplan::Plan& plan, int steps,
     SCELLIS_ASSIGN_OR_RETURN(runtime::StepsResult chunk, prepared->RunSteps(step_feeds, history));
     // The backend's own counters (dispatches, maps, uploads, ...) add up over the submissions.
     for (const auto& [key, value] : chunk.stats.items()) {
-      if (key == "iterations_per_dispatch") backend_counters[key] = value;  // the plan's, not a count
+      if (key == "iterations_per_dispatch")
+        backend_counters[key] = value;  // the plan's, not a count
       else if (value.is_number_integer() && key != "steps" && key != "readback_bytes")
         backend_counters[key] = backend_counters.value(key, int64_t{0}) + value.get<int64_t>();
     }
@@ -245,6 +246,20 @@ std::optional<std::string> PinnedExecutorFallback(const std::string& executor) {
          "group of iterations)";
 }
 
+std::optional<Diagnostic> DatasetNotRead(const block::Program& p) {
+  if (!p.train || p.train->dataset < 0 || p.train->images < 0) return std::nullopt;
+  const block::Block& images = p.blocks[p.train->images];
+  const block::Block& dataset = p.blocks[p.train->dataset];
+  const Json& source = dataset.params["source"];
+  return UserError("dataset-not-read", images.pointer,
+                   "the input \"" + (images.label.empty() ? images.id : images.label) +
+                       "\" is fed by the dataset " +
+                       (source.is_string() ? "\"" + source.get<std::string>() + "\"" : dataset.id) +
+                       " when the workflow trains; a run reads no dataset",
+                   "train it with `scellis train`, which reads the dataset batch by batch under "
+                   "the plan judged here");
+}
+
 Result<RunReport> Run(std::string_view text, const RunOptions& options, const RunEvents& events) {
   if (options.steps < 1) {
     return UserError("bad-step-count", "",
@@ -273,6 +288,12 @@ Result<RunReport> Run(std::string_view text, const RunOptions& options, const Ru
   if (plan.verdict == execplan::Verdict::kRed) return Status(plan.findings);
   if (events.note)
     for (const Diagnostic& d : plan.findings) events.note(d);
+  // A training workflow's images come from its dataset, which a run does not read: refused unless
+  // the caller feeds them.
+  if (std::optional<Diagnostic> d = c.program ? DatasetNotRead(*c.program) : std::nullopt) {
+    const block::Block& images = c.program->blocks[c.program->train->images];
+    if (!options.feeds.count(images.label.empty() ? images.id : images.label)) return Status({*d});
+  }
   for (const std::string& name : options.history) {
     const auto& outs = plan.graph().outputs;
     if (std::none_of(outs.begin(), outs.end(),

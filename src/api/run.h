@@ -92,6 +92,12 @@ struct RunReport {
   Json ToJson() const;
 };
 
+// A training workflow whose dataset feeds its inputs (the train section's images and labels), run
+// as a document: `dataset-not-read` at the images input, since a run reads no dataset (the trainer
+// feeds those inputs batch by batch). None for any other program. Run refuses such a workflow with
+// it once its plan is judged, unless the images input is fed.
+std::optional<Diagnostic> DatasetNotRead(const block::Program& p);
+
 Result<RunReport> Run(std::string_view text, const RunOptions& options,
                       const RunEvents& events = {});
 

@@ -878,19 +878,6 @@ Result<TrainResult> Trainer::Train(std::string_view text) {
   return r;
 }
 
-std::optional<Diagnostic> DatasetNotRead(const block::Program& p) {
-  if (!p.train || p.train->dataset < 0 || p.train->images < 0) return std::nullopt;
-  const block::Block& images = p.blocks[p.train->images];
-  const block::Block& dataset = p.blocks[p.train->dataset];
-  const Json& source = dataset.params["source"];
-  return UserError("dataset-not-read", images.pointer,
-                   "the input \"" + FeedNameOf(images) + "\" is fed by the dataset " +
-                       (source.is_string() ? "\"" + source.get<std::string>() + "\"" : dataset.id) +
-                       " when the workflow trains; a run reads no dataset",
-                   "train it with `scellis train`, which reads the dataset batch by batch under "
-                   "the plan judged here");
-}
-
 std::optional<Diagnostic> DatasetFromFiles(const doc::Document& document) {
   for (const doc::Node& n : document.nodes) {
     if (n.op != "dataset") continue;

@@ -160,11 +160,6 @@ class Trainer {
   Concern concern_ = Concern::kDocument;
 };
 
-// A training workflow whose dataset feeds its inputs (the train section's images and labels), run
-// as a document: `dataset-not-read` at the images input, since a run reads no dataset (the trainer
-// feeds those inputs batch by batch). None for any other program.
-std::optional<Diagnostic> DatasetNotRead(const block::Program& p);
-
 // The first dataset of `document` whose source names files ("idx:<images>,<labels>") rather than
 // a dataset the engine knows by name, as `dataset-path-refused` at its source: what a server
 // refuses, since it must not read paths that a request names. None when every dataset is named.

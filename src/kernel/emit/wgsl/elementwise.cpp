@@ -160,9 +160,10 @@ std::vector<std::string> ElementwiseHelpers(const std::string& op) {
       "  return s * (1.0 - p * exp(-z * z));\n"
       "}\n";
   static const std::string kSpecial = kSpecialValueFns;
+  // An inlined draw (fuse-generators): the counter hash, whose step_u32 tests NaN on the bits.
+  if (op == "uniform") return {kSpecial, kCounterHashFns};
   // WGSL's max and min are unspecified for NaN and signed zeros: NaN is tested on the bits, and
   // the comparison then only sees ordered values.
-  if (op == "uniform") return {kSpecial, kCounterHashFns};
   if (op == "maximum") {
     return {kSpecial,
             "fn maximum_f32(a: f32, b: f32) -> f32 {\n"
