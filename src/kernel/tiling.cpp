@@ -6,6 +6,15 @@
 namespace scellis::kernel {
 namespace {
 
+// A tensor of `sizes` walked along `axis`: rows are the elements before it, columns those after it
+// (each row's values along the axis lie `cols` apart), depth the axis itself.
+void AlongAxis(TileSpace& s, const std::vector<int64_t>& sizes, int axis) {
+  s.rows = s.cols = 1;
+  for (int i = 0; i < axis; ++i) s.rows *= sizes[i];
+  for (size_t i = axis + 1; i < sizes.size(); ++i) s.cols *= sizes[i];
+  s.depth = sizes[axis];
+}
+
 bool AllF32(const Module& m, const Kernel& k) {
   if (m.graph().at(k.output).type.dtype != DType::kF32) return false;
   for (int in : k.inputs)
@@ -267,29 +276,15 @@ std::optional<TileSpace> TileSpaceOf(const Module& m, const Kernel& k) {
       s.scratch_elements = 256;
       return s;
     }
-    const int axis = node.attrs["axis"].get<int>();
-    const std::vector<int64_t> sizes = in.sizes();
-    int64_t outer = 1, inner = 1;
-    for (int i = 0; i < axis; ++i) outer *= sizes[i];
-    for (size_t i = axis + 1; i < sizes.size(); ++i) inner *= sizes[i];
+    AlongAxis(s, in.sizes(), node.attrs["axis"].get<int>());
     s.kind = TileSpace::Kind::kAxisSum;
-    s.rows = outer;
-    s.cols = inner;
-    s.depth = sizes[axis];
-    s.layouts = {TileStrides{s.depth * inner, 1, inner}, TileStrides{inner, 1, 0}};
+    s.layouts = {TileStrides{s.depth * s.cols, 1, s.cols}, TileStrides{s.cols, 1, 0}};
     return s;
   }
   if (k.op == "cumsum" && k.inputs.size() == 1) {
-    const std::vector<int64_t> sizes = m.graph().at(k.inputs[0]).type.sizes();
-    const int axis = node.attrs.at("axis").get<int>();
-    int64_t outer = 1, inner = 1;
-    for (int i = 0; i < axis; ++i) outer *= sizes[i];
-    for (size_t i = axis + 1; i < sizes.size(); ++i) inner *= sizes[i];
+    AlongAxis(s, m.graph().at(k.inputs[0]).type.sizes(), node.attrs.at("axis").get<int>());
     s.kind = TileSpace::Kind::kCumsum;
-    s.rows = outer;
-    s.cols = inner;
-    s.depth = sizes[axis];
-    const TileStrides layout{s.depth * inner, 1, inner};
+    const TileStrides layout{s.depth * s.cols, 1, s.cols};
     s.layouts = {layout, layout};
     s.reads_back = 1;
     return s;
