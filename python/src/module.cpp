@@ -24,6 +24,7 @@
 #include "api/session.h"
 #include "api/user_ops.h"
 #include "base/diagnostic_json.h"
+#include "base/host_heap.h"
 #include "data/dataset.h"
 #include "doc/document.h"
 #include "execplan/plan.h"
@@ -545,6 +546,8 @@ NB_MODULE(_scellis, m) {
   nb::register_exception_translator(TranslateEngineError);
   // A session a script still holds at exit is freed with the process, not reported as a leak.
   nb::set_leak_warnings(false);
+  // Training from Python allocates per step as the command does (base/host_heap.h).
+  KeepStepSizedBlocksOnHeap();
 
   m.attr("MAX_GRAPH_VERSION") = doc::kMaxGraphVersion;
   m.attr("MAX_STEPS_PER_SUBMISSION") = api::kMaxStepsPerSubmission;
