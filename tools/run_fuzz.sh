@@ -16,6 +16,7 @@
 #                 smoke test whose value is the corpus replay and the sanitizers, not executions
 #                 per second. Each optimisation level builds in its own folder (build-fuzz for
 #                 -O1, build-fuzz-O0 for -O0), so neither rebuilds the other.
+#   FUZZ_BUILD_ONLY=1  build the targets and stop (make test builds them beside its other suites)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 seconds="${1:?usage: tools/run_fuzz.sh SECONDS [NAME...]}"
@@ -44,6 +45,7 @@ fi
 targets=()
 for name in "${names[@]}"; do targets+=("${name}_fuzz"); done
 cmake --build "$fuzz_build" -j "$jobs" --target "${targets[@]}"
+[ "${FUZZ_BUILD_ONLY:-0}" = 1 ] && exit 0
 
 status=0
 for name in "${names[@]}"; do

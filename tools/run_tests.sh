@@ -8,14 +8,35 @@ BUILD=${1:-build}
 export VK_ICD_FILENAMES=${VK_ICD_FILENAMES:-/usr/lib/chromium/vk_swiftshader_icd.json}
 # Receipts and run records go to a store of this run's own, never the user's.
 CONFORM_STORE=$(mktemp -d)
-trap 'rm -rf "$CONFORM_STORE"' EXIT
+fuzz_build_pid=
+trap '[ -z "$fuzz_build_pid" ] || kill -- "-$fuzz_build_pid" 2>/dev/null; rm -rf "$CONFORM_STORE"' EXIT
 export SCELLIS_STORE="$CONFORM_STORE/store"
+
+# The sanitized fuzz targets take minutes of compiling that no suite before the fuzz section needs.
+# The build runs beside the suites at the lowest priority, so it takes only the cores they leave
+# idle (most suites below use one), and the fuzz section waits for what is left of it. It is a
+# process group of its own, so a failing suite stops its compilers too.
+FUZZ_OPT=-O0 FUZZ_BUILD_ONLY=1 setsid nice -n 19 bash tools/run_fuzz.sh 10 \
+  > "$CONFORM_STORE/fuzz_build.log" 2>&1 &
+fuzz_build_pid=$!
 
 # Each section says how long the suite has run so far, so a slow one shows where the time went.
 section() { echo "== [$((SECONDS / 60))m$((SECONDS % 60))s] $*"; }
 
+# One process per core, each a shard of the suite (GoogleTest's sharding): the tests are
+# independent, and most of them run on one thread.
 section "unit and integration tests"
-"$BUILD/scellis_tests" --gtest_brief=1
+shards=$(nproc)
+shard_pids=()
+for ((i = 0; i < shards; i++)); do
+  GTEST_TOTAL_SHARDS=$shards GTEST_SHARD_INDEX=$i "$BUILD/scellis_tests" --gtest_brief=1 \
+    > "$CONFORM_STORE/gtest_shard_$i.log" 2>&1 &
+  shard_pids+=($!)
+done
+failed=0
+for pid in "${shard_pids[@]}"; do wait "$pid" || failed=1; done
+for ((i = 0; i < shards; i++)); do cat "$CONFORM_STORE/gtest_shard_$i.log"; done
+[ "$failed" = 0 ] || { echo "unit and integration tests failed (above)" >&2; exit 1; }
 
 section "examples on the CPU reference"
 for f in examples/*.json; do
@@ -80,5 +101,13 @@ for src in tools/fuzz/*_fuzz.cpp; do
   rm -rf "$seeds"
 done
 section "fuzzing every target briefly (10 s each, built at -O0; longer campaigns at -O1: tools/run_fuzz.sh SECONDS)"
+if ! wait "$fuzz_build_pid"; then
+  fuzz_build_pid=
+  cat "$CONFORM_STORE/fuzz_build.log"
+  echo "building the fuzz targets failed (above)" >&2
+  exit 1
+fi
+fuzz_build_pid=
+tail -n 1 "$CONFORM_STORE/fuzz_build.log"
 FUZZ_OPT=-O0 bash tools/run_fuzz.sh 10
 echo "all tests passed in $((SECONDS / 60)) min $((SECONDS % 60)) s"
