@@ -98,4 +98,19 @@ Diagnostic BadField(const std::string& field, const std::string& message, const 
   return UserError("bad-request-field", "/" + field, message, help);
 }
 
+// An optional integer field within [low, high].
+std::optional<int64_t> IntField(const Json& body, const std::string& field, int64_t low,
+                                int64_t high, std::vector<Diagnostic>& errors) {
+  auto it = body.find(field);
+  if (it == body.end() || it->is_null()) return std::nullopt;
+  if (!it->is_number_integer() || it->get<int64_t>() < low || it->get<int64_t>() > high ||
+      (it->is_number_unsigned() && it->get<uint64_t>() > static_cast<uint64_t>(high))) {
+    errors.push_back(BadField(field, "\"" + field + "\" is " + it->dump().substr(0, 64) +
+                                         ", expected an integer from " + std::to_string(low) +
+                                         " to " + std::to_string(high)));
+    return std::nullopt;
+  }
+  return it->get<int64_t>();
+}
+
 }  // namespace scellis::studio
