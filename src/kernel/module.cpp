@@ -122,7 +122,10 @@ Result<Module> FromWebir(std::shared_ptr<const webir::Graph> g) {
 
 int64_t MatmulSchedule::WorkgroupBytes() const {
   if (kind == Kind::kPerElement) return 0;
-  return int64_t{4} * tile_k * (tile_m + tile_n);
+  // The one-output kernel staging K deeper than its tile pads each of A's rows by 16 floats, so
+  // the two rows a warp reads lie in different banks (wgsl::GenerateLinalg).
+  const int64_t row_a = block_m == 1 && block_n == 1 && tile_k > tile_m ? tile_k + 16 : tile_k;
+  return int64_t{4} * (tile_m * row_a + tile_k * tile_n);
 }
 
 std::string MatmulSchedule::Name() const {

@@ -28,6 +28,19 @@ MatmulSchedule Tiled(int tile_m, int tile_n, int tile_k, int block_m, int block_
   return s;
 }
 
+MatmulSchedule WithKStagedForShape(MatmulSchedule s, const MatmulShape& shape) {
+  // The one-output kernel's workgroups each take a 16 x 16 block of the output, so a product with
+  // few rows or columns (the 64 x 784 x 256 layer of a small batch: 64 workgroups) leaves most of
+  // a large GPU idle, and each K step's loads wait out a whole memory latency between barriers.
+  // Staging K 64 deep takes a quarter of the steps and puts four loads of each operand in flight.
+  // A shorter K takes a step of its own length (in multiples of 16), so no step is mostly padding.
+  if (s.kind != MatmulSchedule::Kind::kTiled || s.block_m != 1 || s.block_n != 1) return s;
+  s.tile_k = shape.k >= 4 * s.tile_m   ? 4 * s.tile_m
+             : shape.k >= 2 * s.tile_m ? 2 * s.tile_m
+                                       : s.tile_m;
+  return s;
+}
+
 }  // namespace
 
 const MatmulSchedule& LargeMatmulSchedule() {
@@ -71,7 +84,8 @@ MatmulSchedule ChooseMatmulSchedule(const MatmulShape& shape) {
   for (const MatmulSchedule* s : {&LargeMatmulSchedule(), &MediumMatmulSchedule()})
     if (MatmulScheduleFits(*s, shape) && workgroups(*s) >= kFillWorkgroups)
       return WithVec4Loads(*s, shape);
-  if (MatmulScheduleFits(SmallMatmulSchedule(), shape)) return SmallMatmulSchedule();
+  if (MatmulScheduleFits(SmallMatmulSchedule(), shape))
+    return WithKStagedForShape(SmallMatmulSchedule(), shape);
   // An empty output, or a grid past WebGPU's 65535 workgroups per dimension.
   MatmulSchedule per_element;
   per_element.kind = MatmulSchedule::Kind::kPerElement;

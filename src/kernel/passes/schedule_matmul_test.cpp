@@ -33,13 +33,24 @@ TEST(ScheduleMatmulPass, ChoosesByWhatFillsTheDevice) {
   EXPECT_EQ(ChooseMatmulSchedule(Shape(2048, 2048, 2048)).Name(), "128x64x16/8x8/vec4");
   // 1024^2 outputs: 128 large tiles leave part of the device idle; 256 medium ones fill it.
   EXPECT_EQ(ChooseMatmulSchedule(Shape(1024, 1024, 1024)).Name(), "64x64x16/4x4/vec4");
-  // The MLP's first layer, 64 x 784 x 256: 4 medium tiles; the 16 x 16 kernel gives 64.
-  EXPECT_EQ(ChooseMatmulSchedule(Shape(64, 784, 256)).Name(), "16x16x16/1x1");
+  // The MLP's first layer, 64 x 784 x 256: 4 medium tiles; the 16 x 16 kernel gives 64, and with
+  // K = 784 it stages K 64 deep.
+  EXPECT_EQ(ChooseMatmulSchedule(Shape(64, 784, 256)).Name(), "16x16x64/1x1");
   EXPECT_EQ(ChooseMatmulSchedule(Shape(8192, 784, 4096)).Name(), "128x64x16/8x8/vec4");
   // A batch counts: 5 batches of 512^2 outputs are 160 large tiles, 4 batches only 128.
   EXPECT_EQ(ChooseMatmulSchedule(Shape(512, 512, 512, 5)).Name(), "128x64x16/8x8/vec4");
   EXPECT_EQ(ChooseMatmulSchedule(Shape(512, 512, 512, 4)).Name(), "64x64x16/4x4/vec4");
   EXPECT_EQ(ChooseMatmulSchedule(Shape(1, 1, 1)).Name(), "16x16x16/1x1");
+}
+
+TEST(ScheduleMatmulPass, TheOneOutputKernelStagesKByItsLength) {
+  // Shape(m, k, n): K steps of 16 below 32, of 32 below 64, of 64 from there on.
+  EXPECT_EQ(ChooseMatmulSchedule(Shape(64, 31, 10)).Name(), "16x16x16/1x1");
+  EXPECT_EQ(ChooseMatmulSchedule(Shape(64, 32, 10)).Name(), "16x16x32/1x1");
+  EXPECT_EQ(ChooseMatmulSchedule(Shape(64, 63, 10)).Name(), "16x16x32/1x1");
+  EXPECT_EQ(ChooseMatmulSchedule(Shape(64, 64, 10)).Name(), "16x16x64/1x1");
+  // Every depth fits WebGPU's guaranteed 16 KiB of workgroup memory (64 x 16 x 2 x 4 = 8 KiB).
+  EXPECT_TRUE(MatmulScheduleFits(ChooseMatmulSchedule(Shape(64, 4096, 10)), Shape(64, 4096, 10)));
 }
 
 TEST(ScheduleMatmulPass, Vec4LoadsOnlyAlongARowOfMultiplesOf4) {

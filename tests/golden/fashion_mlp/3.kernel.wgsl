@@ -1,5 +1,5 @@
 // ---- k0_matmul_add_relu ----
-// matmul 16x16x16/1x1
+// matmul 16x16x64/1x1
 @group(0) @binding(0) var<storage, read> in0: array<f32>;
 @group(0) @binding(1) var<storage, read> in1: array<f32>;
 @group(0) @binding(2) var<storage, read> in2: array<f32>;
@@ -28,8 +28,8 @@ fn epilogue(x0: f32, e: u32) -> f32 {
   let s1 = relu_f32(s0);
   return s1;
 }
-var<workgroup> tile_a: array<f32, 256>;
-var<workgroup> tile_b: array<f32, 256>;
+var<workgroup> tile_a: array<f32, 1280>;
+var<workgroup> tile_b: array<f32, 1024>;
 
 @compute @workgroup_size(16, 16)
 fn main(@builtin(workgroup_id) wg: vec3<u32>,
@@ -40,14 +40,26 @@ fn main(@builtin(workgroup_id) wg: vec3<u32>,
   let r = wg.y * 16u + lid.y;
   let c = wg.x * 16u + lid.x;
   var acc = 0.0;
-  for (var t = 0u; t < 784u; t = t + 16u) {
-    let ka = t + lid.x;
-    let kb = t + lid.y;
-    tile_a[lid.y * 16u + lid.x] = select(0.0, in0[off_a + r * 784u + ka], r < 64u && ka < 784u);
-    tile_b[lid.y * 16u + lid.x] = select(0.0, in1[off_b + kb * 256u + c], kb < 784u && c < 256u);
+  for (var t = 0u; t < 784u; t = t + 64u) {
+    let ka0 = t + lid.x;
+    let kb0 = t + lid.y;
+    tile_a[lid.y * 80u + lid.x] = select(0.0, in0[off_a + r * 784u + ka0], r < 64u && ka0 < 784u);
+    tile_b[lid.y * 16u + lid.x] = select(0.0, in1[off_b + kb0 * 256u + c], kb0 < 784u && c < 256u);
+    let ka1 = t + lid.x + 16u;
+    let kb1 = t + lid.y + 16u;
+    tile_a[lid.y * 80u + lid.x + 16u] = select(0.0, in0[off_a + r * 784u + ka1], r < 64u && ka1 < 784u);
+    tile_b[(lid.y + 16u) * 16u + lid.x] = select(0.0, in1[off_b + kb1 * 256u + c], kb1 < 784u && c < 256u);
+    let ka2 = t + lid.x + 32u;
+    let kb2 = t + lid.y + 32u;
+    tile_a[lid.y * 80u + lid.x + 32u] = select(0.0, in0[off_a + r * 784u + ka2], r < 64u && ka2 < 784u);
+    tile_b[(lid.y + 32u) * 16u + lid.x] = select(0.0, in1[off_b + kb2 * 256u + c], kb2 < 784u && c < 256u);
+    let ka3 = t + lid.x + 48u;
+    let kb3 = t + lid.y + 48u;
+    tile_a[lid.y * 80u + lid.x + 48u] = select(0.0, in0[off_a + r * 784u + ka3], r < 64u && ka3 < 784u);
+    tile_b[(lid.y + 48u) * 16u + lid.x] = select(0.0, in1[off_b + kb3 * 256u + c], kb3 < 784u && c < 256u);
     workgroupBarrier();
-    for (var kk = 0u; kk < 16u; kk = kk + 1u) {
-      acc = acc + tile_a[lid.y * 16u + kk] * tile_b[kk * 16u + lid.x];
+    for (var kk = 0u; kk < 64u; kk = kk + 1u) {
+      acc = acc + tile_a[lid.y * 80u + kk] * tile_b[kk * 16u + lid.x];
     }
     workgroupBarrier();
   }
@@ -55,7 +67,7 @@ fn main(@builtin(workgroup_id) wg: vec3<u32>,
 }
 
 // ---- k1_matmul_add ----
-// matmul 16x16x16/1x1
+// matmul 16x16x64/1x1
 @group(0) @binding(0) var<storage, read> in0: array<f32>;
 @group(0) @binding(1) var<storage, read> in1: array<f32>;
 @group(0) @binding(2) var<storage, read> in2: array<f32>;
@@ -69,8 +81,8 @@ fn epilogue(x0: f32, e: u32) -> f32 {
   let s0 = (x0 + x1);
   return s0;
 }
-var<workgroup> tile_a: array<f32, 256>;
-var<workgroup> tile_b: array<f32, 256>;
+var<workgroup> tile_a: array<f32, 1280>;
+var<workgroup> tile_b: array<f32, 1024>;
 
 @compute @workgroup_size(16, 16)
 fn main(@builtin(workgroup_id) wg: vec3<u32>,
@@ -81,14 +93,26 @@ fn main(@builtin(workgroup_id) wg: vec3<u32>,
   let r = wg.y * 16u + lid.y;
   let c = wg.x * 16u + lid.x;
   var acc = 0.0;
-  for (var t = 0u; t < 256u; t = t + 16u) {
-    let ka = t + lid.x;
-    let kb = t + lid.y;
-    tile_a[lid.y * 16u + lid.x] = select(0.0, in0[off_a + r * 256u + ka], r < 64u && ka < 256u);
-    tile_b[lid.y * 16u + lid.x] = select(0.0, in1[off_b + kb * 10u + c], kb < 256u && c < 10u);
+  for (var t = 0u; t < 256u; t = t + 64u) {
+    let ka0 = t + lid.x;
+    let kb0 = t + lid.y;
+    tile_a[lid.y * 80u + lid.x] = select(0.0, in0[off_a + r * 256u + ka0], r < 64u && ka0 < 256u);
+    tile_b[lid.y * 16u + lid.x] = select(0.0, in1[off_b + kb0 * 10u + c], kb0 < 256u && c < 10u);
+    let ka1 = t + lid.x + 16u;
+    let kb1 = t + lid.y + 16u;
+    tile_a[lid.y * 80u + lid.x + 16u] = select(0.0, in0[off_a + r * 256u + ka1], r < 64u && ka1 < 256u);
+    tile_b[(lid.y + 16u) * 16u + lid.x] = select(0.0, in1[off_b + kb1 * 10u + c], kb1 < 256u && c < 10u);
+    let ka2 = t + lid.x + 32u;
+    let kb2 = t + lid.y + 32u;
+    tile_a[lid.y * 80u + lid.x + 32u] = select(0.0, in0[off_a + r * 256u + ka2], r < 64u && ka2 < 256u);
+    tile_b[(lid.y + 32u) * 16u + lid.x] = select(0.0, in1[off_b + kb2 * 10u + c], kb2 < 256u && c < 10u);
+    let ka3 = t + lid.x + 48u;
+    let kb3 = t + lid.y + 48u;
+    tile_a[lid.y * 80u + lid.x + 48u] = select(0.0, in0[off_a + r * 256u + ka3], r < 64u && ka3 < 256u);
+    tile_b[(lid.y + 48u) * 16u + lid.x] = select(0.0, in1[off_b + kb3 * 10u + c], kb3 < 256u && c < 10u);
     workgroupBarrier();
-    for (var kk = 0u; kk < 16u; kk = kk + 1u) {
-      acc = acc + tile_a[lid.y * 16u + kk] * tile_b[kk * 16u + lid.x];
+    for (var kk = 0u; kk < 64u; kk = kk + 1u) {
+      acc = acc + tile_a[lid.y * 80u + kk] * tile_b[kk * 16u + lid.x];
     }
     workgroupBarrier();
   }
@@ -168,12 +192,12 @@ fn main(@builtin(local_invocation_index) t: u32) {
 }
 
 // ---- k3_matmul ----
-// matmul 16x16x16/1x1
+// matmul 16x16x64/1x1
 @group(0) @binding(0) var<storage, read> in0: array<f32>;
 @group(0) @binding(1) var<storage, read> in1: array<f32>;
 @group(0) @binding(2) var<storage, read_write> out: array<f32>;
-var<workgroup> tile_a: array<f32, 256>;
-var<workgroup> tile_b: array<f32, 256>;
+var<workgroup> tile_a: array<f32, 1280>;
+var<workgroup> tile_b: array<f32, 1024>;
 
 @compute @workgroup_size(16, 16)
 fn main(@builtin(workgroup_id) wg: vec3<u32>,
@@ -184,14 +208,26 @@ fn main(@builtin(workgroup_id) wg: vec3<u32>,
   let r = wg.y * 16u + lid.y;
   let c = wg.x * 16u + lid.x;
   var acc = 0.0;
-  for (var t = 0u; t < 64u; t = t + 16u) {
-    let ka = t + lid.x;
-    let kb = t + lid.y;
-    tile_a[lid.y * 16u + lid.x] = select(0.0, in0[off_a + ka * 256u + r], r < 256u && ka < 64u);
-    tile_b[lid.y * 16u + lid.x] = select(0.0, in1[off_b + kb * 10u + c], kb < 64u && c < 10u);
+  for (var t = 0u; t < 64u; t = t + 64u) {
+    let ka0 = t + lid.x;
+    let kb0 = t + lid.y;
+    tile_a[lid.y * 80u + lid.x] = select(0.0, in0[off_a + ka0 * 256u + r], r < 256u && ka0 < 64u);
+    tile_b[lid.y * 16u + lid.x] = select(0.0, in1[off_b + kb0 * 10u + c], kb0 < 64u && c < 10u);
+    let ka1 = t + lid.x + 16u;
+    let kb1 = t + lid.y + 16u;
+    tile_a[lid.y * 80u + lid.x + 16u] = select(0.0, in0[off_a + ka1 * 256u + r], r < 256u && ka1 < 64u);
+    tile_b[(lid.y + 16u) * 16u + lid.x] = select(0.0, in1[off_b + kb1 * 10u + c], kb1 < 64u && c < 10u);
+    let ka2 = t + lid.x + 32u;
+    let kb2 = t + lid.y + 32u;
+    tile_a[lid.y * 80u + lid.x + 32u] = select(0.0, in0[off_a + ka2 * 256u + r], r < 256u && ka2 < 64u);
+    tile_b[(lid.y + 32u) * 16u + lid.x] = select(0.0, in1[off_b + kb2 * 10u + c], kb2 < 64u && c < 10u);
+    let ka3 = t + lid.x + 48u;
+    let kb3 = t + lid.y + 48u;
+    tile_a[lid.y * 80u + lid.x + 48u] = select(0.0, in0[off_a + ka3 * 256u + r], r < 256u && ka3 < 64u);
+    tile_b[(lid.y + 48u) * 16u + lid.x] = select(0.0, in1[off_b + kb3 * 10u + c], kb3 < 64u && c < 10u);
     workgroupBarrier();
-    for (var kk = 0u; kk < 16u; kk = kk + 1u) {
-      acc = acc + tile_a[lid.y * 16u + kk] * tile_b[kk * 16u + lid.x];
+    for (var kk = 0u; kk < 64u; kk = kk + 1u) {
+      acc = acc + tile_a[lid.y * 80u + kk] * tile_b[kk * 16u + lid.x];
     }
     workgroupBarrier();
   }
@@ -253,13 +289,13 @@ fn main(@builtin(workgroup_id) wg: vec3<u32>,
 }
 
 // ---- k5_matmul_sum ----
-// matmul 16x16x16/1x1
+// matmul 16x16x64/1x1
 @group(0) @binding(0) var<storage, read> in0: array<f32>;
 @group(0) @binding(1) var<storage, read> in1: array<f32>;
 @group(0) @binding(2) var<storage, read_write> out: array<f32>;
 @group(0) @binding(3) var<storage, read_write> out1: array<f32>;
-var<workgroup> tile_a: array<f32, 256>;
-var<workgroup> tile_b: array<f32, 256>;
+var<workgroup> tile_a: array<f32, 1280>;
+var<workgroup> tile_b: array<f32, 1024>;
 
 @compute @workgroup_size(16, 16)
 fn main(@builtin(workgroup_id) wg: vec3<u32>,
@@ -277,14 +313,26 @@ fn main(@builtin(workgroup_id) wg: vec3<u32>,
   let r = wg.y * 16u + lid.y;
   let c = wg.x * 16u + lid.x;
   var acc = 0.0;
-  for (var t = 0u; t < 64u; t = t + 16u) {
-    let ka = t + lid.x;
-    let kb = t + lid.y;
-    tile_a[lid.y * 16u + lid.x] = select(0.0, in0[off_a + ka * 784u + r], r < 784u && ka < 64u);
-    tile_b[lid.y * 16u + lid.x] = select(0.0, in1[off_b + kb * 256u + c], kb < 64u && c < 256u);
+  for (var t = 0u; t < 64u; t = t + 64u) {
+    let ka0 = t + lid.x;
+    let kb0 = t + lid.y;
+    tile_a[lid.y * 80u + lid.x] = select(0.0, in0[off_a + ka0 * 784u + r], r < 784u && ka0 < 64u);
+    tile_b[lid.y * 16u + lid.x] = select(0.0, in1[off_b + kb0 * 256u + c], kb0 < 64u && c < 256u);
+    let ka1 = t + lid.x + 16u;
+    let kb1 = t + lid.y + 16u;
+    tile_a[lid.y * 80u + lid.x + 16u] = select(0.0, in0[off_a + ka1 * 784u + r], r < 784u && ka1 < 64u);
+    tile_b[(lid.y + 16u) * 16u + lid.x] = select(0.0, in1[off_b + kb1 * 256u + c], kb1 < 64u && c < 256u);
+    let ka2 = t + lid.x + 32u;
+    let kb2 = t + lid.y + 32u;
+    tile_a[lid.y * 80u + lid.x + 32u] = select(0.0, in0[off_a + ka2 * 784u + r], r < 784u && ka2 < 64u);
+    tile_b[(lid.y + 32u) * 16u + lid.x] = select(0.0, in1[off_b + kb2 * 256u + c], kb2 < 64u && c < 256u);
+    let ka3 = t + lid.x + 48u;
+    let kb3 = t + lid.y + 48u;
+    tile_a[lid.y * 80u + lid.x + 48u] = select(0.0, in0[off_a + ka3 * 784u + r], r < 784u && ka3 < 64u);
+    tile_b[(lid.y + 48u) * 16u + lid.x] = select(0.0, in1[off_b + kb3 * 256u + c], kb3 < 64u && c < 256u);
     workgroupBarrier();
-    for (var kk = 0u; kk < 16u; kk = kk + 1u) {
-      acc = acc + tile_a[lid.y * 16u + kk] * tile_b[kk * 16u + lid.x];
+    for (var kk = 0u; kk < 64u; kk = kk + 1u) {
+      acc = acc + tile_a[lid.y * 80u + kk] * tile_b[kk * 16u + lid.x];
     }
     workgroupBarrier();
   }

@@ -1,10 +1,10 @@
 // ---- k0_matmul ----
-// matmul 16x16x16/1x1
+// matmul 16x16x64/1x1
 @group(0) @binding(0) var<storage, read> in0: array<f32>;
 @group(0) @binding(1) var<storage, read> in1: array<f32>;
 @group(0) @binding(2) var<storage, read_write> out: array<f32>;
-var<workgroup> tile_a: array<f32, 256>;
-var<workgroup> tile_b: array<f32, 256>;
+var<workgroup> tile_a: array<f32, 1280>;
+var<workgroup> tile_b: array<f32, 1024>;
 
 @compute @workgroup_size(16, 16)
 fn main(@builtin(workgroup_id) wg: vec3<u32>,
@@ -15,14 +15,26 @@ fn main(@builtin(workgroup_id) wg: vec3<u32>,
   let r = wg.y * 16u + lid.y;
   let c = wg.x * 16u + lid.x;
   var acc = 0.0;
-  for (var t = 0u; t < 64u; t = t + 16u) {
-    let ka = t + lid.x;
-    let kb = t + lid.y;
-    tile_a[lid.y * 16u + lid.x] = select(0.0, in0[off_a + r * 64u + ka], r < 512u && ka < 64u);
-    tile_b[lid.y * 16u + lid.x] = select(0.0, in1[off_b + kb * 32u + c], kb < 64u && c < 32u);
+  for (var t = 0u; t < 64u; t = t + 64u) {
+    let ka0 = t + lid.x;
+    let kb0 = t + lid.y;
+    tile_a[lid.y * 80u + lid.x] = select(0.0, in0[off_a + r * 64u + ka0], r < 512u && ka0 < 64u);
+    tile_b[lid.y * 16u + lid.x] = select(0.0, in1[off_b + kb0 * 32u + c], kb0 < 64u && c < 32u);
+    let ka1 = t + lid.x + 16u;
+    let kb1 = t + lid.y + 16u;
+    tile_a[lid.y * 80u + lid.x + 16u] = select(0.0, in0[off_a + r * 64u + ka1], r < 512u && ka1 < 64u);
+    tile_b[(lid.y + 16u) * 16u + lid.x] = select(0.0, in1[off_b + kb1 * 32u + c], kb1 < 64u && c < 32u);
+    let ka2 = t + lid.x + 32u;
+    let kb2 = t + lid.y + 32u;
+    tile_a[lid.y * 80u + lid.x + 32u] = select(0.0, in0[off_a + r * 64u + ka2], r < 512u && ka2 < 64u);
+    tile_b[(lid.y + 32u) * 16u + lid.x] = select(0.0, in1[off_b + kb2 * 32u + c], kb2 < 64u && c < 32u);
+    let ka3 = t + lid.x + 48u;
+    let kb3 = t + lid.y + 48u;
+    tile_a[lid.y * 80u + lid.x + 48u] = select(0.0, in0[off_a + r * 64u + ka3], r < 512u && ka3 < 64u);
+    tile_b[(lid.y + 48u) * 16u + lid.x] = select(0.0, in1[off_b + kb3 * 32u + c], kb3 < 64u && c < 32u);
     workgroupBarrier();
-    for (var kk = 0u; kk < 16u; kk = kk + 1u) {
-      acc = acc + tile_a[lid.y * 16u + kk] * tile_b[kk * 16u + lid.x];
+    for (var kk = 0u; kk < 64u; kk = kk + 1u) {
+      acc = acc + tile_a[lid.y * 80u + kk] * tile_b[kk * 16u + lid.x];
     }
     workgroupBarrier();
   }

@@ -3,7 +3,7 @@
 // accumulator, which adds its K products in increasing order starting from zero (no split-K),
 // the reference's order; the schedules differ only in how many outputs an invocation owns and what
 // the workgroup stages:
-//   - tiled 1x1: 16x16 tiles of both operands staged in workgroup memory, one output each;
+//   - tiled 1x1: 16x16 output tiles, one output each, K staged 16 to 64 deep in workgroup memory;
 //   - tiled, register-blocked: tile_m x tile_n outputs per workgroup, block_m x block_n per
 //     invocation held in vec4 registers, K staged tile_k at a time, optionally loaded as vec4;
 //   - per-element: one invocation per output over a linear grid, for grids too large to tile.
@@ -203,17 +203,39 @@ void PerElement(const Module& m, const Kernel& k, const Operands& o, Generated& 
   out.workgroups = LinearGrid(elements);
 }
 
-// One output per invocation; the workgroup is tile x tile invocations and each loads one element
-// of each operand's tile per K step.
+// One output per invocation; the workgroup is tile x tile invocations. A K step stages tile_k
+// (a multiple of the tile) values of each operand, each invocation loading tile_k / tile of each:
+// a deeper step means fewer barriers and more loads in flight, which is what a grid too small to
+// fill the GPU (a skinny product: few rows, long K) waits on.
 void TiledOneOutput(const Module& m, const Kernel& k, const Operands& o, const MatmulSchedule& sch,
                     Generated& out) {
   const MatmulShape& s = o.shape;
-  const std::string T = U32(sch.tile_m), TT = U32(sch.tile_m * sch.tile_m);
+  const int depth = sch.tile_k / sch.tile_m;  // loads of each operand per invocation and K step
+  const std::string T = U32(sch.tile_m), TK = U32(sch.tile_k);
   const std::string M = U32(s.m), N = U32(s.n), K = U32(s.k);
+  // A's tile is row-major, one row per lid.y; a warp of 32 reads two rows at once. Rows 16 floats
+  // apart (as the 16-deep tile's are) put those two in different banks; a deeper tile's rows are
+  // padded to keep that.
+  const int64_t row_a = depth == 1 ? sch.tile_k : sch.tile_k + 16;
+  const std::string RA = U32(row_a);
+  std::string loads;
+  for (int j = 0; j < depth; ++j) {
+    // The first load's names and indices are the single-load kernel's own.
+    const std::string sfx = depth == 1 ? "" : std::to_string(j);
+    const std::string shift = j == 0 ? "" : " + " + U32(int64_t{j} * sch.tile_m);
+    const std::string ka = "ka" + sfx, kb = "kb" + sfx;
+    const std::string row_b = j == 0 ? "lid.y" : "(lid.y" + shift + ")";
+    loads += "    let " + ka + " = t + lid.x" + shift + ";\n    let " + kb + " = t + lid.y" +
+             shift + ";\n    tile_a[lid.y * " + RA + " + lid.x" + shift + "] = select(0.0, " +
+             Loaded(m, k, "in0[" + AIndex(o, "r", ka) + "]") + ", r < " + M + " && " + ka + " < " +
+             K + ");\n    tile_b[" + row_b + " * " + T + " + lid.x] = select(0.0, " +
+             Loaded(m, k, "in1[" + BIndex(o, kb, "c") + "]") + ", " + kb + " < " + K + " && c < " +
+             N + ");\n";
+  }
   out.source =
       "// matmul " + sch.Name() + "\n" + Bindings(m, k) + HalfHelpers(m, k) + EpilogueFn(m, k) +
-      "var<workgroup> tile_a: array<f32, " + std::to_string(sch.tile_m * sch.tile_m) +
-      ">;\nvar<workgroup> tile_b: array<f32, " + std::to_string(sch.tile_m * sch.tile_m) +
+      "var<workgroup> tile_a: array<f32, " + std::to_string(sch.tile_m * row_a) +
+      ">;\nvar<workgroup> tile_b: array<f32, " + std::to_string(sch.tile_k * sch.tile_n) +
       ">;\n\n@compute @workgroup_size(" + std::to_string(sch.tile_n) + ", " +
       std::to_string(sch.tile_m) +
       ")\nfn main(@builtin(workgroup_id) wg: vec3<u32>,\n"
@@ -222,13 +244,9 @@ void TiledOneOutput(const Module& m, const Kernel& k, const Operands& o, const M
                     int64_t{sch.tile_m} * sch.tile_n, false) +
       BatchOffsets(o, "wg.z") + "  let r = wg.y * " + T + " + lid.y;\n  let c = wg.x * " + T +
       " + lid.x;\n  var acc = " + AccStart(o, OutIndex(o, "r", "c"), "r < " + M + " && c < " + N) +
-      ";\n  for (var t = 0u; t < " + K + "; t = t + " + T +
-      ") {\n    let ka = t + lid.x;\n    let kb = t + lid.y;\n    tile_a[lid.y * " + T +
-      " + lid.x] = select(0.0, " + Loaded(m, k, "in0[" + AIndex(o, "r", "ka") + "]") + ", r < " +
-      M + " && ka < " + K + ");\n    tile_b[lid.y * " + T + " + lid.x] = select(0.0, " +
-      Loaded(m, k, "in1[" + BIndex(o, "kb", "c") + "]") + ", kb < " + K + " && c < " + N +
-      ");\n    workgroupBarrier();\n    for (var kk = 0u; kk < " + T +
-      "; kk = kk + 1u) {\n      acc = acc + tile_a[lid.y * " + T + " + kk] * tile_b[kk * " + T +
+      ";\n  for (var t = 0u; t < " + K + "; t = t + " + TK + ") {\n" + loads +
+      "    workgroupBarrier();\n    for (var kk = 0u; kk < " + TK +
+      "; kk = kk + 1u) {\n      acc = acc + tile_a[lid.y * " + RA + " + kk] * tile_b[kk * " + T +
       " + lid.x];\n    }\n    workgroupBarrier();\n  }\n  if (r < " + M + " && c < " + N +
       ") { out[" + OutIndex(o, "r", "c") + "] = " + Stored(m, k, "acc", OutIndex(o, "r", "c")) +
       "; }\n}\n";
@@ -431,8 +449,11 @@ Status CheckMatmulSchedule(const MatmulSchedule& sch, const MatmulShape& s,
     return bad("takes more workgroup memory than the device's " +
                std::to_string(workgroup_storage_bytes) + " bytes");
   if (sch.block_m == 1 && sch.block_n == 1) {
-    if (sch.tile_m != sch.tile_n || sch.tile_k != sch.tile_m || sch.vec4_a || sch.vec4_b)
-      return bad("has one output per invocation but not square tiles of scalar loads");
+    if (sch.tile_m != sch.tile_n || sch.tile_k < sch.tile_m || sch.tile_k % sch.tile_m ||
+        sch.vec4_a || sch.vec4_b)
+      return bad(
+          "has one output per invocation but not square tiles of scalar loads, K staged "
+          "in multiples of the tile");
     return Status::Ok();
   }
   if (sch.block_m % 4 || sch.block_n % 4 || sch.tile_k % 4)
