@@ -6,9 +6,10 @@
 // per shape, with the schedule the plan chose.
 //
 //   scellis_bench_matmul [--backend=webgpu] [--runs=10] [--quick] [--tier=prod]
-//                        [--schedule=auto|TMxTNxTK/BMxBN[/vec4] ...]
-// Each --schedule adds a pass over every shape with that schedule forced (where it fits the shape;
-// else the plan's own choice, as the printed "schedule" says); without one, the plan chooses.
+//                        [--schedule=auto|TMxTNxTK/BMxBN[/vec4] ...] [--shape=MxKxN ...]
+// --shape replaces the shapes with the ones given (A is M x K, B is K x N). Each --schedule adds a
+// pass over every shape with that schedule forced (where it fits the shape; else the plan's own
+// choice, as the printed "schedule" says); without one, the plan chooses.
 #include <algorithm>
 #include <chrono>
 #include <cmath>
@@ -74,9 +75,20 @@ int main(int argc, char** argv) {
   bool quick = false;
   policy::Tier tier = policy::Tier::kProd;
   std::vector<std::optional<kernel::MatmulSchedule>> schedules;
+  std::vector<MatmulCase> shapes;
   for (int i = 1; i < argc; ++i) {
     const std::string arg = argv[i];
-    if (arg.rfind("--schedule=", 0) == 0) {
+    if (arg.rfind("--shape=", 0) == 0) {
+      MatmulCase c{arg.substr(8), 0, 0, 0};
+      long long m = 0, k = 0, n = 0;
+      if (std::sscanf(c.name.c_str(), "%lldx%lldx%lld", &m, &k, &n) != 3 || m < 1 || k < 1 ||
+          n < 1) {
+        std::cerr << "--shape: MxKxN, each at least 1\n";
+        return 2;
+      }
+      c.m = m, c.k = k, c.n = n;
+      shapes.push_back(c);
+    } else if (arg.rfind("--schedule=", 0) == 0) {
       auto forced = ParseSchedule(arg.substr(11));
       if (!forced) {
         std::cerr << "--schedule: auto, or TMxTNxTK/BMxBN with an optional /vec4\n";
@@ -93,18 +105,20 @@ int main(int argc, char** argv) {
       tier = policy::Tier::kDebug;
     else if (arg != "--tier=prod") {
       std::cerr << "usage: scellis_bench_matmul [--backend=B] [--runs=N] [--quick] "
-                   "[--tier=prod|debug] [--schedule=auto|TMxTNxTK/BMxBN[/vec4] ...]\n";
+                   "[--tier=prod|debug] [--schedule=auto|TMxTNxTK/BMxBN[/vec4] ...] "
+                   "[--shape=MxKxN ...]\n";
       return 2;
     }
   }
   const std::vector<MatmulCase> cases =
-      quick ? std::vector<MatmulCase>{{"64x784x256", 64, 784, 256},
-                                      {"129x65x33", 129, 65, 33},
-                                      {"256^3", 256, 256, 256}}
-            : std::vector<MatmulCase>{
-                  {"1024^3", 1024, 1024, 1024},       {"2048^3", 2048, 2048, 2048},
-                  {"4096^3", 4096, 4096, 4096},       {"64x784x256", 64, 784, 256},
-                  {"8192x784x4096", 8192, 784, 4096}, {"8192x4096x4096", 8192, 4096, 4096}};
+      !shapes.empty() ? shapes
+      : quick         ? std::vector<MatmulCase>{{"64x784x256", 64, 784, 256},
+                                                {"129x65x33", 129, 65, 33},
+                                                {"256^3", 256, 256, 256}}
+                      : std::vector<MatmulCase>{
+                            {"1024^3", 1024, 1024, 1024},       {"2048^3", 2048, 2048, 2048},
+                            {"4096^3", 4096, 4096, 4096},       {"64x784x256", 64, 784, 256},
+                            {"8192x784x4096", 8192, 784, 4096}, {"8192x4096x4096", 8192, 4096, 4096}};
   if (schedules.empty()) schedules.push_back(std::nullopt);
   int failures = 0;
   for (const std::optional<kernel::MatmulSchedule>& forced : schedules)
