@@ -85,7 +85,7 @@ int main(int argc, char** argv) {
       }
     }
     int runs = std::max(1, total_steps / per_run);
-    double busy_us = 0, gaps_us = 0, span_us = 0, dispatches = 0;
+    double busy_us = 0, gaps_us = 0, span_us = 0, dispatches = 0, host_record_us = 0;
     std::vector<double> by_dispatch;  // each of a step's dispatches, summed over the steps
     auto t0 = std::chrono::steady_clock::now();
     for (int i = 0; i < runs; ++i) {
@@ -95,6 +95,8 @@ int main(int argc, char** argv) {
         std::cerr << r.errors().front().Format() << "\n";
         return 4;
       }
+      if (r->stats.contains("host_record_ms"))
+        host_record_us += 1e3 * r->stats["host_record_ms"].get<double>();
       if (r->stats.contains("gpu_timestamps")) {
         const Json& g = r->stats["gpu_timestamps"];
         busy_us += g["busy_us"].get<double>();
@@ -114,6 +116,9 @@ int main(int argc, char** argv) {
         "{\"engine\": \"scellis\", \"backend\": \"%s\", \"steps_per_run\": %d, \"steps\": %d, "
         "\"us_per_step\": %.2f",
         backend.c_str(), per_run, runs * per_run, us / steps);
+    // The host's own part of each step: feeds queued and dispatches recorded, before the wait.
+    if (host_record_us > 0)
+      std::printf(", \"host_record_us_per_step\": %.2f", host_record_us / steps);
     if (timed) {
       std::printf(
           ", \"gpu_timestamps\": true, \"timed_dispatches_per_step\": %.1f, "

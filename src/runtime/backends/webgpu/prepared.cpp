@@ -230,6 +230,9 @@ class WebGpuPrepared : public Prepared {
         }
       }
     }
+    // The host's part ends here (feeds queued, every dispatch recorded); the rest is the
+    // submission, the GPU's run and the read back, which the host waits for.
+    const auto recorded = std::chrono::steady_clock::now();
     // The read submits the recorded steps together with its copy to the staging buffer: one
     // submission and one map for the whole run.
     std::vector<std::byte> all(history_bytes);
@@ -248,8 +251,10 @@ class WebGpuPrepared : public Prepared {
       }
       r.watched.push_back({names[i], std::move(per_step)});
     }
-    double ms =
-        std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
+    const auto ms_between = [](auto from, auto to) {
+      return std::chrono::duration<double, std::milli>(to - from).count();
+    };
+    const double ms = ms_between(start, std::chrono::steady_clock::now());
     SCELLIS_ASSIGN_OR_RETURN(std::vector<GpuInterval> gpu, d_.TakeGpuTimes());
     const DeviceStats& after = d_.stats();
     r.stats = {{"steps", steps},
@@ -259,7 +264,8 @@ class WebGpuPrepared : public Prepared {
                {"maps", after.maps - before.maps},
                {"bytes_uploaded", after.bytes_uploaded - before.bytes_uploaded},
                {"readback_bytes", after.bytes_read - before.bytes_read},
-               {"wall_ms", ms}};
+               {"wall_ms", ms},
+               {"host_record_ms", ms_between(start, recorded)}};
     if (!gpu.empty()) r.stats["gpu_timestamps"] = GpuTimesJson(gpu);
     return r;
   }
