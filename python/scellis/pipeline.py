@@ -52,7 +52,8 @@ import numpy as np
 
 from . import _scellis
 from . import ops as _ops
-from .errors import DeviceError, GraphError, SessionStateError, TraceError
+from . import user_ops as _user_ops
+from .errors import DeviceError, GraphError, SessionStateError, TraceError, UserReferenceError
 from .graph import Graph
 from .tensor import Tensor, _dtype_name
 from .result import RunResult
@@ -143,7 +144,7 @@ def loop(count, body, *state):
         carry[before.id] = after.id
     carried = set()
     for j in range(start, len(graph._nodes)):
-        for port, ref in _ports(graph._nodes[j]):
+        for port, ref in _ports(graph._nodes[j], graph._user_ops):
             if ref in carry:
                 carried.add((j, port))
     trace.loop = _Loop(start, len(graph._nodes) - start, count, carry, carried, traced_copies=1)
@@ -160,14 +161,21 @@ def _as_state(value, n):
 
 
 @functools.lru_cache(maxsize=None)
-def _port_names(op):
+def _builtin_port_names(op):
     return frozenset(p["name"] for p in _ops.table()[op]["inputs"])
 
 
-def _ports(node):
+def _port_names(op, user_ops):
+    """The input ports of ``op``: a user op's the trace uses (``user_ops``: name -> UserOp), else
+    the engine table's."""
+    user = user_ops.get(op)
+    return frozenset(user.ports) if user is not None else _builtin_port_names(op)
+
+
+def _ports(node, user_ops):
     """(slot, referenced node id) of a node. A slot is a port's name, or (name, index) for an
     entry of a list port (concat's `inputs`), so each entry is read and renumbered on its own."""
-    names = _port_names(node["op"])
+    names = _port_names(node["op"], user_ops)
     slots = []
     for k, v in node.items():
         if k in names:
@@ -190,28 +198,29 @@ def _write_slot(node, slot, ref):
 
 # ---- rolling an unrolled loop up ----
 
-def _codes(nodes):
+def _codes(nodes, user_ops):
     """An integer per node: equal when the op and attributes are (ports aside)."""
     seen, out = {}, []
     for node in nodes:
-        ports = _port_names(node["op"])
+        ports = _port_names(node["op"], user_ops)
         key = json.dumps({k: v for k, v in node.items() if k != "id" and k not in ports},
                          sort_keys=True)
         out.append(seen.setdefault(key, len(seen)))
     return np.array(out, dtype=np.int64)
 
 
-def _verify(nodes, start, length, count):
+def _verify(nodes, start, length, count, user_ops):
     """How many copies of the body [start, start + length) follow each other exactly (up to
     ``count``), with the carry map and the carried reads; (copies, carry, carried)."""
     body = range(start, start + length)
-    ports = [_ports(nodes[j]) for j in body]
+    ports = [_ports(nodes[j], user_ops) for j in body]
     roles, carry = {}, {}
     for k in range(1, count):
         shift = k * length
         for j, first in zip(body, ports):
             i = j + shift
-            if i >= len(nodes) or [p for p, _ in _ports(nodes[i])] != [p for p, _ in first]:
+            if i >= len(nodes) or \
+                    [p for p, _ in _ports(nodes[i], user_ops)] != [p for p, _ in first]:
                 return k, carry, roles
             for port, a in first:
                 b = _read_slot(nodes[i], port)
@@ -236,13 +245,13 @@ def _verify(nodes, start, length, count):
     return count, carry, roles
 
 
-def _escapes(nodes, outputs, loop):
+def _escapes(nodes, outputs, loop, user_ops):
     """Whether anything after the loop (or an output) reads a copy other than the last."""
     def bad(ref):
         return loop.start <= ref < loop.last
     if any(bad(t) for t in outputs):
         return True
-    return any(bad(ref) for node in nodes[loop.end:] for _, ref in _ports(node))
+    return any(bad(ref) for node in nodes[loop.end:] for _, ref in _ports(node, user_ops))
 
 
 def _body_lengths(codes, exhaustive=256, per_body=16, most=256):
@@ -265,12 +274,12 @@ def _body_lengths(codes, exhaustive=256, per_body=16, most=256):
     return sorted(lengths)
 
 
-def _find_loop(nodes, outputs):
+def _find_loop(nodes, outputs, user_ops):
     """The longest stretch of the trace that is one body repeated (at least twice) whose copies
     but the last are read by nothing after it, as a _Loop; None when there is none. Candidates
     come from runs of equal ops at a distance L (the body's length), longest first; each is
     verified exactly."""
-    codes = _codes(nodes)
+    codes = _codes(nodes, user_ops)
     n = len(codes)
     candidates = []
     for length in _body_lengths(codes):
@@ -290,14 +299,14 @@ def _find_loop(nodes, outputs):
             count = (r0 + run - start) // length + 1
             if count < 2 or (best is not None and count * length <= best.length * best.count):
                 continue
-            copies, carry, roles = _verify(nodes, start, length, count)
+            copies, carry, roles = _verify(nodes, start, length, count, user_ops)
             if copies < 2:
                 continue
             carried = {key for key, role in roles.items() if role == "carried"}
             # Fewer copies when something after the loop reads one of its middle copies.
             for k in range(copies, 1, -1):
                 found = _Loop(start, length, k, carry, carried, traced_copies=k)
-                if not _escapes(nodes, outputs, found):
+                if not _escapes(nodes, outputs, found, user_ops):
                     if best is None or k * length > best.length * best.count:
                         best = found
                     break
@@ -319,6 +328,7 @@ class _Traced:
         self.structure = structure  # "single" | "tuple" | "list" | ("dict", keys)
         self.loop = loop
         self.repeat = loop.count if loop else 1
+        self.user_ops = []          # the user ops the trace calls (scellis.define_op)
         self.prologue = None        # the document of computed starting values, if any
         self.prologue_inputs = []   # the arguments it reads
         self.prologue_outputs = []  # the starting values it computes (carried params' names)
@@ -328,7 +338,7 @@ def _document(graph, inputs, returned, loop, name):
     """The version-5 document of a finished trace: the nodes before the loop, the loop's first
     copy (its reads of state pointed at carried params) and the nodes after it (their reads of the
     last copy pointed at the first), with ``repeat`` the loop's count."""
-    nodes = graph._nodes
+    nodes, user_ops = graph._nodes, graph._user_ops
     out_names = list(returned)
     if loop is None:
         keep = range(len(nodes))
@@ -341,7 +351,7 @@ def _document(graph, inputs, returned, loop, name):
     # Which reads there are of each node, besides the carried ones.
     plain_reads = set(source(t.id) for t in returned.values())
     for i in keep:
-        for port, ref in _ports(nodes[i]):
+        for port, ref in _ports(nodes[i], user_ops):
             if loop is None or (i, port) not in loop.carried:
                 plain_reads.add(source(ref))
     # The carried state: a param per node the loop starts from, taking its body node's value.
@@ -382,14 +392,15 @@ def _document(graph, inputs, returned, loop, name):
                           "shape": list(shape), "dtype": dtype,
                           "init": {"kind": "zeros"}, "carry": out})
     reachable = _reachable(nodes, keep, source, loop,
-                           [source(t.id) for t in returned.values()] + list(extra_outputs.values()))
+                           [source(t.id) for t in returned.values()] + list(extra_outputs.values()),
+                           user_ops)
     for i in keep:
         if i not in reachable:
             continue
         node = {k: list(v) if isinstance(v, list) else v for k, v in nodes[i].items()}
         new_id[i] = len(doc_nodes)
         node["id"] = len(doc_nodes)
-        for port, ref in _ports(nodes[i]):
+        for port, ref in _ports(nodes[i], user_ops):
             if loop is not None and (i, port) in loop.carried:
                 _write_slot(node, port, new_id[("state", ref)])
             else:
@@ -413,7 +424,7 @@ def _document(graph, inputs, returned, loop, name):
     return doc, fed, state, out_names, prologue
 
 
-def _reachable(nodes, keep, source, loop, roots):
+def _reachable(nodes, keep, source, loop, roots, user_ops):
     """The kept nodes the roots need, reads of state included."""
     kept = set(keep)
     seen, stack = set(), list(roots)
@@ -422,7 +433,7 @@ def _reachable(nodes, keep, source, loop, roots):
         if i in seen:
             continue
         seen.add(i)
-        for port, ref in _ports(nodes[i]):
+        for port, ref in _ports(nodes[i], user_ops):
             if loop is not None and (i, port) in loop.carried:
                 stack.append(loop.carry[ref])
             elif source(ref) in kept:
@@ -437,13 +448,14 @@ class Pipeline:
     arrays shaped as the function's result; ``run`` returns the RunResult."""
 
     def __init__(self, fn, backend="auto", tier=None, allow_software_adapter=False, threads=0,
-                 executor=None):
+                 executor=None, record=True):
         functools.update_wrapper(self, fn)
         self._fn = fn
         self._signature = inspect.signature(fn)
         self._options = dict(backend=backend, tier=tier,
                              allow_software_adapter=allow_software_adapter, threads=threads)
         self._executor = executor
+        self._record = record
         self._traced = {}    # signature -> _Traced
         self._sessions = {}  # signature -> the engine's prepared session
         self._lock = threading.Lock()
@@ -505,12 +517,15 @@ class Pipeline:
                                  help="return tensors computed from the pipeline's arguments")
         if not returned:
             raise TraceError("bad-pipeline-output", "the pipeline returns nothing")
-        loop = trace.loop or _find_loop(graph._nodes, [t.id for t in returned.values()])
+        loop = trace.loop or _find_loop(graph._nodes, [t.id for t in returned.values()],
+                                        graph._user_ops)
         doc, fed, state, outputs, prologue = _document(graph, arrays, returned, loop,
                                                        self._fn.__name__)
         self.traces += 1
         text = json.dumps(doc, allow_nan=False)
         traced = _Traced(text, doc, fed, state, outputs, structure, loop)
+        # The user ops (scellis.define_op) the function called: every engine call is given them.
+        traced.user_ops = list(graph._user_ops.values())
         if prologue:
             # The loop's computed starting values, as a document of their own.
             starts = {name: Tensor(graph, i, *graph._types[i]) for name, i in prologue.items()}
@@ -542,39 +557,48 @@ class Pipeline:
         with self._lock:
             bound, arrays, key = self._bind(args, kwargs)
             traced = self._traced_for(bound, arrays, key)
-            fed = {n: arrays[arg] for n, arg in traced.fed.items()}
-            if traced.prologue is not None:
-                arrays = {**arrays, **self._prologue(traced, arrays, key)}
-            state = {n: arrays[arg] for n, arg in traced.state.items()}
-            session = self._sessions.get(key)
             try:
-                if session is None:
-                    o = self._options
-                    session = _scellis.prepare(traced.text, o["backend"], o["tier"],
-                                               o["allow_software_adapter"], o["threads"], state,
-                                               self._executor)
-                    self._sessions[key] = session
-                else:
-                    for n, value in state.items():
-                        session.upload(n, value)
-                watched, stats = session.run([fed], traced.outputs)
-            except (DeviceError, SessionStateError) as e:
-                # Every call starts from the state it is given, so a session poisoned by this
-                # call is replaced on the next one rather than kept.
-                dropped = self._sessions.pop(key, None)
-                if dropped is not None:
-                    dropped.dispose()
-                if getattr(e, "code", None) != "non-finite-readback":
-                    raise
-                # A session refuses a non-finite carried value as a divergence; for a pipeline
-                # it is a result (as a one-shot run returns it), so the call runs once more so.
-                return self._run_once(traced, {**fed, **state}, self._executor)
-            return RunResult(backend=session.backend, executor=session.executor,
-                             fallback_reason=session.fallback_reason,
-                             outputs={n: watched[n][0] for n in traced.outputs}, stats=stats,
-                             attempts=session.attempts,
-                             determinism_tier=session.determinism_tier,
-                             content_id=session.content_id)
+                return self._run_traced(traced, arrays, key)
+            except UserReferenceError as e:
+                # Chained to the exception the user op's reference raised, as a Graph run is.
+                _user_ops.reraise_from_reference(e, traced.user_ops)
+
+    def _run_traced(self, traced, arrays, key):
+        """One call of a traced signature: the prologue, then a step of its prepared session."""
+        fed = {n: arrays[arg] for n, arg in traced.fed.items()}
+        if traced.prologue is not None:
+            arrays = {**arrays, **self._prologue(traced, arrays, key)}
+        state = {n: arrays[arg] for n, arg in traced.state.items()}
+        session = self._sessions.get(key)
+        try:
+            if session is None:
+                o = self._options
+                session = _scellis.prepare(traced.text, o["backend"], o["tier"],
+                                           o["allow_software_adapter"], o["threads"], state,
+                                           self._executor,
+                                           _user_ops.handles(traced.user_ops))
+                self._sessions[key] = session
+            else:
+                for n, value in state.items():
+                    session.upload(n, value)
+            watched, stats = session.run([fed], traced.outputs)
+        except (DeviceError, SessionStateError) as e:
+            # Every call starts from the state it is given, so a session poisoned by this
+            # call is replaced on the next one rather than kept.
+            dropped = self._sessions.pop(key, None)
+            if dropped is not None:
+                dropped.dispose()
+            if getattr(e, "code", None) != "non-finite-readback":
+                raise
+            # A session refuses a non-finite carried value as a divergence; for a pipeline
+            # it is a result (as a one-shot run returns it), so the call runs once more so.
+            return self._run_once(traced, {**fed, **state}, self._executor)
+        return RunResult(backend=session.backend, executor=session.executor,
+                         fallback_reason=session.fallback_reason,
+                         outputs={n: watched[n][0] for n in traced.outputs}, stats=stats,
+                         attempts=session.attempts,
+                         determinism_tier=session.determinism_tier,
+                         content_id=session.content_id)
 
     def _prologue(self, traced, arrays, key):
         """The loop's starting values computed before it (a session of their own, one more
@@ -583,7 +607,8 @@ class Pipeline:
         if session is None:
             o = self._options
             session = _scellis.prepare(traced.prologue, o["backend"], o["tier"],
-                                       o["allow_software_adapter"], o["threads"], {})
+                                       o["allow_software_adapter"], o["threads"], {}, None,
+                                       _user_ops.handles(traced.user_ops))
             self._sessions[(key, "prologue")] = session
         watched, _ = session.run([{n: arrays[n] for n in traced.prologue_inputs}],
                                  traced.prologue_outputs)
@@ -592,7 +617,8 @@ class Pipeline:
     def _run_once(self, traced, arrays, executor):
         o = self._options
         report = _scellis.run(traced.text, o["backend"], o["tier"], o["allow_software_adapter"],
-                              o["threads"], arrays, executor)
+                              o["threads"], arrays, executor,
+                              _user_ops.handles(traced.user_ops), self._record)
         report["outputs"] = {n: report["outputs"][n] for n in traced.outputs}
         return RunResult(**report)
 
@@ -617,12 +643,14 @@ class Pipeline:
 
 
 def pipeline(fn=None, *, backend="auto", tier=None, allow_software_adapter=False, threads=0,
-             executor=None):
+             executor=None, record=True):
     """Decorator: ``@scellis.pipeline`` or ``@scellis.pipeline(backend="webgpu", ...)``. The
     options are those of Graph.run; ``executor`` pins "fused-encoder" or "generic" on WebGPU
-    (a pinned run compiles per call, through the one-shot path)."""
+    (a pinned run compiles per call, through the one-shot path). ``record``: a one-shot run
+    leaves a run record, as Graph.run does; a call stepping the prepared session leaves none,
+    as a session's steps do not."""
     def wrap(f):
         return Pipeline(f, backend=backend, tier=tier,
                         allow_software_adapter=allow_software_adapter, threads=threads,
-                        executor=executor)
+                        executor=executor, record=record)
     return wrap if fn is None else wrap(fn)
