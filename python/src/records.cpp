@@ -26,8 +26,8 @@ void Warn(std::vector<Diagnostic> diagnostics, const std::string& prefix) {
   }
 }
 
-// {"store", "runs": [{"run_id", "date", "command", "backend", "tier", "content_id"}]}, newest first;
-// a record that cannot be read is warned about and left out, as `scellis runs` does.
+// {"store", "runs": [{"run_id", "date", "command", "backend", "tier", "content_id"}]}, newest
+// first; a record that cannot be read is warned about and left out, as `scellis runs` does.
 nb::object ListRuns(int64_t limit, const std::string& store_root) {
   store::Store store = Take(store::Store::Open(store_root));
   std::vector<Diagnostic> problems;
