@@ -75,7 +75,7 @@ section "agreement with PyTorch (CPU) and bit-exact resume"
 SCELLIS_BUILD="$BUILD" .venv/bin/python -m pytest -q tests/peer tests/train tests/layering
 
 section "the Python package: every Tensor method against NumPy, sessions, errors (CPU and SwiftShader)"
-.venv/bin/python -m pytest -q tests/python
+SCELLIS_BUILD="$BUILD" .venv/bin/python -m pytest -q tests/python
 
 section "the Studio's canvas: unit tests, and conformance of a WebGPU device (Dawn in Node) through the server"
 SCELLIS_BUILD="$(cd "$BUILD" && pwd)" npm --prefix web test --silent

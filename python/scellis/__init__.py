@@ -14,16 +14,21 @@ training state resident on the device.
 
 ``scellis.define_op`` adds an op of one's own — its WGSL and a NumPy reference function — usable in
 a Graph like any op; ``scellis.conform`` proves its WGSL against the reference on a GPU.
+
+A one-shot run leaves a run record in the store, as ``scellis run`` does (``result.run_id``);
+``scellis.runs()`` lists them and ``scellis.replay(run_id)`` replays one (see scellis.records).
 """
 
 from . import _scellis
-from .errors import (DeviceError, EngineInternalError, GraphError, ScellisError,
-                     SessionStateError, TraceError, UnsupportedOpError, UserReferenceError)
+from .errors import (DeviceError, EngineInternalError, GraphError, ReplayRefusedError,
+                     ScellisError, SessionStateError, TraceError, UnsupportedOpError,
+                     UserReferenceError)
 from .data import load_dataset
 from .graph import Graph, concat, stack
 from .tensor import Tensor
 from .ops import MAX_GRAPH_VERSION, MAX_STEPS_PER_SUBMISSION
 from .pipeline import Pipeline, loop, pipeline
+from .records import replay, runs
 from .result import RunResult
 from .session import Session, prepare_workflow
 from .user_ops import UserOp, conform, define_op
@@ -35,4 +40,5 @@ __all__ = ["Graph", "Tensor", "Session", "RunResult", "ScellisError", "GraphErro
            "DeviceError", "SessionStateError", "EngineInternalError", "UnsupportedOpError",
            "MAX_GRAPH_VERSION", "MAX_STEPS_PER_SUBMISSION", "shutdown", "load_dataset",
            "TraceError", "pipeline", "loop", "Pipeline", "concat", "stack",
-           "prepare_workflow", "define_op", "UserOp", "conform", "UserReferenceError"]
+           "prepare_workflow", "define_op", "UserOp", "conform", "UserReferenceError",
+           "runs", "replay", "ReplayRefusedError"]

@@ -9,6 +9,9 @@ diagnostic code (``bad-feed``, ``shape-mismatch`` ...), the JSON pointer into th
 - UnsupportedOpError: the engine's op table has no such op (raised while building the graph).
 - UserReferenceError: the Python reference of a user op (``scellis.define_op``) raised or returned
   another shape; raised from the reference's own exception when there is one.
+- ReplayRefusedError: ``scellis.replay`` could not replay the record as it promises (a user op
+  not supplied or another than the record's, a backend or device profile not here, a value the
+  record did not keep); nothing ran.
 - TraceError: a traced pipeline broke a rule of tracing (a value read, data-dependent control
   flow, a stale handle, a loop count that is not a static int).
 """
@@ -81,10 +84,26 @@ class TraceError(GraphError):
     document is built, before anything runs."""
 
 
+class ReplayRefusedError(GraphError):
+    """A replay (``scellis.replay``) refused before running: the record needs what is not given
+    here (``replay-needs-user-op``, ``replay-user-op-mismatch``, ``replay-backend-unavailable``,
+    ``replay-profile-mismatch``, ``replay-needs-checkpoint``) or cannot be judged
+    (``record-tensor-not-kept``), or the id names no record (``not-a-run-record``,
+    ``store-object-missing``)."""
+
+
 # Codes whose exception is more specific than their kind's.
 _BY_CODE = {
     "user-reference-failed": UserReferenceError,
     "user-reference-shape": UserReferenceError,
+    "replay-needs-user-op": ReplayRefusedError,
+    "replay-user-op-mismatch": ReplayRefusedError,
+    "replay-backend-unavailable": ReplayRefusedError,
+    "replay-profile-mismatch": ReplayRefusedError,
+    "replay-needs-checkpoint": ReplayRefusedError,
+    "record-tensor-not-kept": ReplayRefusedError,
+    "not-a-run-record": ReplayRefusedError,
+    "store-object-missing": ReplayRefusedError,
 }
 
 _BY_KIND = {

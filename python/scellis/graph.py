@@ -319,13 +319,13 @@ class Graph:
         return self._add(op.name, ports, shape=ports[op.shape].shape, dtype="f32")
 
     def _run_engine(self, text, backend, tier, allow_software_adapter, threads, arrays,
-                    executor=None):
+                    executor=None, record=True):
         """_scellis.run with the user ops the graph uses; a failing reference's exception is
         chained to the UserReferenceError it becomes."""
         ops = list(self._user_ops.values())
         try:
             return _scellis.run(text, backend, tier, allow_software_adapter, threads, arrays,
-                                executor, _user_ops.handles(ops))
+                                executor, _user_ops.handles(ops), record)
         except UserReferenceError as e:
             _user_ops.reraise_from_reference(e, ops)
 
@@ -408,21 +408,23 @@ class Graph:
         return text, self._feeds(names, feeds)
 
     def run(self, backend="auto", tier=None, allow_software_adapter=False, threads=0, feeds=None,
-            executor=None, **outputs):
+            executor=None, record=True, **outputs):
         """Runs the graph once and returns a RunResult (backend, executor, fallback_reason,
         outputs as NumPy arrays, stats). ``backend``: "auto" (a hardware GPU, else the CPU
         reference, the fallback reason recorded), "webgpu", "cpu" or "null"; an explicit backend
         is never downgraded. ``tier``: "debug", "prod" or "fast"; the engine never assumes one.
         ``feeds``: {input or name: array} for inputs given by shape, or to replace data.
         ``executor``: pins one of the backend's executors ("fused-encoder" or "generic" on
-        WebGPU; a pinned "generic" is reported as the fallback reason); None lets it choose."""
+        WebGPU; a pinned "generic" is reported as the fallback reason); None lets it choose.
+        ``record``: leave a run record in the store as ``scellis run`` does (its id is the
+        result's ``run_id``; also off with SCELLIS_NO_RECORD=1); see scellis.runs/replay."""
         text, arrays = self._engine_request(outputs, feeds)
         report = self._run_engine(text, backend, tier, allow_software_adapter, threads, arrays,
-                                  executor)
+                                  executor, record)
         return RunResult(**report)
 
     def submit(self, callback, on_error=None, backend="auto", tier=None,
-               allow_software_adapter=False, threads=0, feeds=None, **outputs):
+               allow_software_adapter=False, threads=0, feeds=None, record=True, **outputs):
         """Runs the graph on the package's worker thread; ``callback(result)`` (or
         ``on_error(error)``) is called on that thread. The graph is recorded as plain data now, so
         later changes to it do not affect the run; ``feeds`` arrays are read when the run starts.
@@ -432,7 +434,8 @@ class Graph:
         text, arrays = self._engine_request(outputs, feeds)
 
         def job():
-            report = self._run_engine(text, backend, tier, allow_software_adapter, threads, arrays)
+            report = self._run_engine(text, backend, tier, allow_software_adapter, threads, arrays,
+                                      record=record)
             return RunResult(**report)
 
         return _worker.default().post(job, callback, on_error)

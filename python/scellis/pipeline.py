@@ -51,9 +51,10 @@ import threading
 import numpy as np
 
 from . import _scellis
-from . import ops as _ops
-from .errors import DeviceError, GraphError, SessionStateError, TraceError
+from . import user_ops as _user_ops
+from .errors import DeviceError, GraphError, SessionStateError, TraceError, UserReferenceError
 from .graph import Graph
+from .loop_rollup import _Loop, _find_loop, _ports, _write_slot
 from .tensor import Tensor, _dtype_name
 from .result import RunResult
 
@@ -65,29 +66,6 @@ class _Trace:
     def __init__(self):
         self.done = False
         self.loop = None
-
-
-class _Loop:
-    """A loop in a trace: the body is nodes [start, start + length) (its first copy), run
-    ``count`` times; ``carry`` maps a node before the loop that the first copy reads as state to
-    the body node whose previous value later copies read; ``carried`` holds the (node, port)
-    reads of the first copy that are state (the other reads of nodes before the loop are
-    loop-invariant)."""
-
-    def __init__(self, start, length, count, carry, carried, traced_copies):
-        self.start, self.length, self.count = start, length, count
-        self.carry, self.carried = carry, carried
-        self.traced_copies = traced_copies  # `count` for an unrolled loop, 1 for scellis.loop
-
-    @property
-    def end(self):
-        """The first node after the copies in the trace."""
-        return self.start + self.length * self.traced_copies
-
-    @property
-    def last(self):
-        """The first node of the last copy in the trace."""
-        return self.end - self.length
 
 
 def _is_static_count(count):
@@ -143,7 +121,7 @@ def loop(count, body, *state):
         carry[before.id] = after.id
     carried = set()
     for j in range(start, len(graph._nodes)):
-        for port, ref in _ports(graph._nodes[j]):
+        for port, ref in _ports(graph._nodes[j], graph._user_ops):
             if ref in carry:
                 carried.add((j, port))
     trace.loop = _Loop(start, len(graph._nodes) - start, count, carry, carried, traced_copies=1)
@@ -157,151 +135,6 @@ def _as_state(value, n):
                          f"the loop body returns {len(value)} values for {n} pieces of state",
                          help="return the next state as a tensor or a tuple, in the order given")
     return value
-
-
-@functools.lru_cache(maxsize=None)
-def _port_names(op):
-    return frozenset(p["name"] for p in _ops.table()[op]["inputs"])
-
-
-def _ports(node):
-    """(slot, referenced node id) of a node. A slot is a port's name, or (name, index) for an
-    entry of a list port (concat's `inputs`), so each entry is read and renumbered on its own."""
-    names = _port_names(node["op"])
-    slots = []
-    for k, v in node.items():
-        if k in names:
-            slots.extend((((k, i), r) for i, r in enumerate(v)) if isinstance(v, list)
-                         else [(k, v)])
-    return slots
-
-
-def _read_slot(node, slot):
-    return node[slot[0]][slot[1]] if isinstance(slot, tuple) else node[slot]
-
-
-def _write_slot(node, slot, ref):
-    """Sets one slot of ``node``, a copy whose list ports are its own lists."""
-    if isinstance(slot, tuple):
-        node[slot[0]][slot[1]] = ref
-    else:
-        node[slot] = ref
-
-
-# ---- rolling an unrolled loop up ----
-
-def _codes(nodes):
-    """An integer per node: equal when the op and attributes are (ports aside)."""
-    seen, out = {}, []
-    for node in nodes:
-        ports = _port_names(node["op"])
-        key = json.dumps({k: v for k, v in node.items() if k != "id" and k not in ports},
-                         sort_keys=True)
-        out.append(seen.setdefault(key, len(seen)))
-    return np.array(out, dtype=np.int64)
-
-
-def _verify(nodes, start, length, count):
-    """How many copies of the body [start, start + length) follow each other exactly (up to
-    ``count``), with the carry map and the carried reads; (copies, carry, carried)."""
-    body = range(start, start + length)
-    ports = [_ports(nodes[j]) for j in body]
-    roles, carry = {}, {}
-    for k in range(1, count):
-        shift = k * length
-        for j, first in zip(body, ports):
-            i = j + shift
-            if i >= len(nodes) or [p for p, _ in _ports(nodes[i])] != [p for p, _ in first]:
-                return k, carry, roles
-            for port, a in first:
-                b = _read_slot(nodes[i], port)
-                if a >= start:
-                    if b != a + shift:
-                        return k, carry, roles
-                    continue
-                role = roles.get((j, port))
-                if role is None:  # the second copy says what the read is
-                    if b == a:
-                        role = "invariant"
-                    elif start <= b < start + length and carry.get(a, b) == b:
-                        role = "carried"
-                        carry[a] = b
-                    else:
-                        return k, carry, roles
-                    roles[(j, port)] = role
-                elif role == "invariant" and b != a:
-                    return k, carry, roles
-                elif role == "carried" and b != carry[a] + shift - length:
-                    return k, carry, roles
-    return count, carry, roles
-
-
-def _escapes(nodes, outputs, loop):
-    """Whether anything after the loop (or an output) reads a copy other than the last."""
-    def bad(ref):
-        return loop.start <= ref < loop.last
-    if any(bad(t) for t in outputs):
-        return True
-    return any(bad(ref) for node in nodes[loop.end:] for _, ref in _ports(node))
-
-
-def _body_lengths(codes, exhaustive=256, per_body=16, most=256):
-    """The body lengths worth scanning for: every length up to ``exhaustive``, and the distances
-    between the k-th next occurrences of an op (k up to ``per_body``, the times one op may occur
-    in a body) — a body's length is one of them, and scanning only these keeps a long trace
-    (Gray-Scott's 768 steps are 26k nodes) from costing a scan per length."""
-    n = len(codes)
-    lengths = set(range(1, min(exhaustive, n // 2) + 1))
-    counts = {}
-    order = np.argsort(codes, kind="stable")
-    bounds = np.flatnonzero(np.diff(codes[order])) + 1
-    for positions in np.split(order, bounds):
-        for k in range(1, min(per_body, len(positions) - 1) + 1):
-            gaps, times = np.unique(positions[k:] - positions[:-k], return_counts=True)
-            for gap, t in zip(gaps.tolist(), times.tolist()):
-                if gap <= n // 2:
-                    counts[gap] = counts.get(gap, 0) + t
-    lengths.update(sorted(counts, key=counts.get, reverse=True)[:most])
-    return sorted(lengths)
-
-
-def _find_loop(nodes, outputs):
-    """The longest stretch of the trace that is one body repeated (at least twice) whose copies
-    but the last are read by nothing after it, as a _Loop; None when there is none. Candidates
-    come from runs of equal ops at a distance L (the body's length), longest first; each is
-    verified exactly."""
-    codes = _codes(nodes)
-    n = len(codes)
-    candidates = []
-    for length in _body_lengths(codes):
-        same = np.concatenate(([0], (codes[:-length] == codes[length:]).astype(np.int8), [0]))
-        edges = np.diff(same)
-        starts, ends = np.flatnonzero(edges == 1), np.flatnonzero(edges == -1)
-        for r0, run in zip(starts, ends - starts):
-            if run >= length:
-                candidates.append(((run // length + 1) * length, -length, int(r0), int(run)))
-    candidates.sort(reverse=True)
-    best = None
-    for cover, neg_length, r0, run in candidates:
-        if best is not None and cover <= best.length * best.count:
-            break
-        length = -neg_length
-        for start in range(r0, r0 + length):
-            count = (r0 + run - start) // length + 1
-            if count < 2 or (best is not None and count * length <= best.length * best.count):
-                continue
-            copies, carry, roles = _verify(nodes, start, length, count)
-            if copies < 2:
-                continue
-            carried = {key for key, role in roles.items() if role == "carried"}
-            # Fewer copies when something after the loop reads one of its middle copies.
-            for k in range(copies, 1, -1):
-                found = _Loop(start, length, k, carry, carried, traced_copies=k)
-                if not _escapes(nodes, outputs, found):
-                    if best is None or k * length > best.length * best.count:
-                        best = found
-                    break
-    return best
 
 
 # ---- the document ----
@@ -319,6 +152,7 @@ class _Traced:
         self.structure = structure  # "single" | "tuple" | "list" | ("dict", keys)
         self.loop = loop
         self.repeat = loop.count if loop else 1
+        self.user_ops = []          # the user ops the trace calls (scellis.define_op)
         self.prologue = None        # the document of computed starting values, if any
         self.prologue_inputs = []   # the arguments it reads
         self.prologue_outputs = []  # the starting values it computes (carried params' names)
@@ -328,7 +162,7 @@ def _document(graph, inputs, returned, loop, name):
     """The version-5 document of a finished trace: the nodes before the loop, the loop's first
     copy (its reads of state pointed at carried params) and the nodes after it (their reads of the
     last copy pointed at the first), with ``repeat`` the loop's count."""
-    nodes = graph._nodes
+    nodes, user_ops = graph._nodes, graph._user_ops
     out_names = list(returned)
     if loop is None:
         keep = range(len(nodes))
@@ -341,7 +175,7 @@ def _document(graph, inputs, returned, loop, name):
     # Which reads there are of each node, besides the carried ones.
     plain_reads = set(source(t.id) for t in returned.values())
     for i in keep:
-        for port, ref in _ports(nodes[i]):
+        for port, ref in _ports(nodes[i], user_ops):
             if loop is None or (i, port) not in loop.carried:
                 plain_reads.add(source(ref))
     # The carried state: a param per node the loop starts from, taking its body node's value.
@@ -382,14 +216,15 @@ def _document(graph, inputs, returned, loop, name):
                           "shape": list(shape), "dtype": dtype,
                           "init": {"kind": "zeros"}, "carry": out})
     reachable = _reachable(nodes, keep, source, loop,
-                           [source(t.id) for t in returned.values()] + list(extra_outputs.values()))
+                           [source(t.id) for t in returned.values()] + list(extra_outputs.values()),
+                           user_ops)
     for i in keep:
         if i not in reachable:
             continue
         node = {k: list(v) if isinstance(v, list) else v for k, v in nodes[i].items()}
         new_id[i] = len(doc_nodes)
         node["id"] = len(doc_nodes)
-        for port, ref in _ports(nodes[i]):
+        for port, ref in _ports(nodes[i], user_ops):
             if loop is not None and (i, port) in loop.carried:
                 _write_slot(node, port, new_id[("state", ref)])
             else:
@@ -413,7 +248,7 @@ def _document(graph, inputs, returned, loop, name):
     return doc, fed, state, out_names, prologue
 
 
-def _reachable(nodes, keep, source, loop, roots):
+def _reachable(nodes, keep, source, loop, roots, user_ops):
     """The kept nodes the roots need, reads of state included."""
     kept = set(keep)
     seen, stack = set(), list(roots)
@@ -422,7 +257,7 @@ def _reachable(nodes, keep, source, loop, roots):
         if i in seen:
             continue
         seen.add(i)
-        for port, ref in _ports(nodes[i]):
+        for port, ref in _ports(nodes[i], user_ops):
             if loop is not None and (i, port) in loop.carried:
                 stack.append(loop.carry[ref])
             elif source(ref) in kept:
@@ -437,13 +272,14 @@ class Pipeline:
     arrays shaped as the function's result; ``run`` returns the RunResult."""
 
     def __init__(self, fn, backend="auto", tier=None, allow_software_adapter=False, threads=0,
-                 executor=None):
+                 executor=None, record=True):
         functools.update_wrapper(self, fn)
         self._fn = fn
         self._signature = inspect.signature(fn)
         self._options = dict(backend=backend, tier=tier,
                              allow_software_adapter=allow_software_adapter, threads=threads)
         self._executor = executor
+        self._record = record
         self._traced = {}    # signature -> _Traced
         self._sessions = {}  # signature -> the engine's prepared session
         self._lock = threading.Lock()
@@ -505,12 +341,15 @@ class Pipeline:
                                  help="return tensors computed from the pipeline's arguments")
         if not returned:
             raise TraceError("bad-pipeline-output", "the pipeline returns nothing")
-        loop = trace.loop or _find_loop(graph._nodes, [t.id for t in returned.values()])
+        loop = trace.loop or _find_loop(graph._nodes, [t.id for t in returned.values()],
+                                        graph._user_ops)
         doc, fed, state, outputs, prologue = _document(graph, arrays, returned, loop,
                                                        self._fn.__name__)
         self.traces += 1
         text = json.dumps(doc, allow_nan=False)
         traced = _Traced(text, doc, fed, state, outputs, structure, loop)
+        # The user ops (scellis.define_op) the function called: every engine call is given them.
+        traced.user_ops = list(graph._user_ops.values())
         if prologue:
             # The loop's computed starting values, as a document of their own.
             starts = {name: Tensor(graph, i, *graph._types[i]) for name, i in prologue.items()}
@@ -542,39 +381,48 @@ class Pipeline:
         with self._lock:
             bound, arrays, key = self._bind(args, kwargs)
             traced = self._traced_for(bound, arrays, key)
-            fed = {n: arrays[arg] for n, arg in traced.fed.items()}
-            if traced.prologue is not None:
-                arrays = {**arrays, **self._prologue(traced, arrays, key)}
-            state = {n: arrays[arg] for n, arg in traced.state.items()}
-            session = self._sessions.get(key)
             try:
-                if session is None:
-                    o = self._options
-                    session = _scellis.prepare(traced.text, o["backend"], o["tier"],
-                                               o["allow_software_adapter"], o["threads"], state,
-                                               self._executor)
-                    self._sessions[key] = session
-                else:
-                    for n, value in state.items():
-                        session.upload(n, value)
-                watched, stats = session.run([fed], traced.outputs)
-            except (DeviceError, SessionStateError) as e:
-                # Every call starts from the state it is given, so a session poisoned by this
-                # call is replaced on the next one rather than kept.
-                dropped = self._sessions.pop(key, None)
-                if dropped is not None:
-                    dropped.dispose()
-                if getattr(e, "code", None) != "non-finite-readback":
-                    raise
-                # A session refuses a non-finite carried value as a divergence; for a pipeline
-                # it is a result (as a one-shot run returns it), so the call runs once more so.
-                return self._run_once(traced, {**fed, **state}, self._executor)
-            return RunResult(backend=session.backend, executor=session.executor,
-                             fallback_reason=session.fallback_reason,
-                             outputs={n: watched[n][0] for n in traced.outputs}, stats=stats,
-                             attempts=session.attempts,
-                             determinism_tier=session.determinism_tier,
-                             content_id=session.content_id)
+                return self._run_traced(traced, arrays, key)
+            except UserReferenceError as e:
+                # Chained to the exception the user op's reference raised, as a Graph run is.
+                _user_ops.reraise_from_reference(e, traced.user_ops)
+
+    def _run_traced(self, traced, arrays, key):
+        """One call of a traced signature: the prologue, then a step of its prepared session."""
+        fed = {n: arrays[arg] for n, arg in traced.fed.items()}
+        if traced.prologue is not None:
+            arrays = {**arrays, **self._prologue(traced, arrays, key)}
+        state = {n: arrays[arg] for n, arg in traced.state.items()}
+        session = self._sessions.get(key)
+        try:
+            if session is None:
+                o = self._options
+                session = _scellis.prepare(traced.text, o["backend"], o["tier"],
+                                           o["allow_software_adapter"], o["threads"], state,
+                                           self._executor,
+                                           _user_ops.handles(traced.user_ops))
+                self._sessions[key] = session
+            else:
+                for n, value in state.items():
+                    session.upload(n, value)
+            watched, stats = session.run([fed], traced.outputs)
+        except (DeviceError, SessionStateError) as e:
+            # Every call starts from the state it is given, so a session poisoned by this
+            # call is replaced on the next one rather than kept.
+            dropped = self._sessions.pop(key, None)
+            if dropped is not None:
+                dropped.dispose()
+            if getattr(e, "code", None) != "non-finite-readback":
+                raise
+            # A session refuses a non-finite carried value as a divergence; for a pipeline
+            # it is a result (as a one-shot run returns it), so the call runs once more so.
+            return self._run_once(traced, {**fed, **state}, self._executor)
+        return RunResult(backend=session.backend, executor=session.executor,
+                         fallback_reason=session.fallback_reason,
+                         outputs={n: watched[n][0] for n in traced.outputs}, stats=stats,
+                         attempts=session.attempts,
+                         determinism_tier=session.determinism_tier,
+                         content_id=session.content_id)
 
     def _prologue(self, traced, arrays, key):
         """The loop's starting values computed before it (a session of their own, one more
@@ -583,7 +431,8 @@ class Pipeline:
         if session is None:
             o = self._options
             session = _scellis.prepare(traced.prologue, o["backend"], o["tier"],
-                                       o["allow_software_adapter"], o["threads"], {})
+                                       o["allow_software_adapter"], o["threads"], {}, None,
+                                       _user_ops.handles(traced.user_ops))
             self._sessions[(key, "prologue")] = session
         watched, _ = session.run([{n: arrays[n] for n in traced.prologue_inputs}],
                                  traced.prologue_outputs)
@@ -592,7 +441,8 @@ class Pipeline:
     def _run_once(self, traced, arrays, executor):
         o = self._options
         report = _scellis.run(traced.text, o["backend"], o["tier"], o["allow_software_adapter"],
-                              o["threads"], arrays, executor)
+                              o["threads"], arrays, executor,
+                              _user_ops.handles(traced.user_ops), self._record)
         report["outputs"] = {n: report["outputs"][n] for n in traced.outputs}
         return RunResult(**report)
 
@@ -617,12 +467,14 @@ class Pipeline:
 
 
 def pipeline(fn=None, *, backend="auto", tier=None, allow_software_adapter=False, threads=0,
-             executor=None):
+             executor=None, record=True):
     """Decorator: ``@scellis.pipeline`` or ``@scellis.pipeline(backend="webgpu", ...)``. The
     options are those of Graph.run; ``executor`` pins "fused-encoder" or "generic" on WebGPU
-    (a pinned run compiles per call, through the one-shot path)."""
+    (a pinned run compiles per call, through the one-shot path). ``record``: a one-shot run
+    leaves a run record, as Graph.run does; a call stepping the prepared session leaves none,
+    as a session's steps do not."""
     def wrap(f):
         return Pipeline(f, backend=backend, tier=tier,
                         allow_software_adapter=allow_software_adapter, threads=threads,
-                        executor=executor)
+                        executor=executor, record=record)
     return wrap if fn is None else wrap(fn)

@@ -5,10 +5,11 @@ class RunResult:
     """The report of one run: which backend and executor ran it and why any fallback happened,
     the outputs as NumPy arrays (by name; also ``result[name]``) and the engine's stats;
     ``receipts``: on WebGPU, which of the run's kernels hold conformance receipts on this device
-    (None elsewhere)."""
+    (None elsewhere); ``run_id``: the run record a one-shot run left in the store (None when not
+    recorded, and for a prepared session's steps), which ``scellis.replay`` replays."""
 
     def __init__(self, backend, executor, fallback_reason, outputs, stats, attempts=(),
-                 determinism_tier=None, content_id=None, receipts=None):
+                 determinism_tier=None, content_id=None, receipts=None, run_id=None):
         self.backend = backend
         self.executor = executor
         self.fallback_reason = fallback_reason
@@ -18,6 +19,7 @@ class RunResult:
         self.determinism_tier = determinism_tier
         self.content_id = content_id
         self.receipts = receipts
+        self.run_id = run_id
 
     def __getitem__(self, name):
         return self.outputs[name]

@@ -5,7 +5,8 @@
 // a session is the engine's (api::Run, api::Session, pipeline::Compile); this module only names
 // what it cannot convert (an array dtype without engine storage, an unknown tier or rung name). A
 // failure raises the package's ScellisError with the diagnostics. The GIL is released while the
-// engine works, so a run on a worker thread does not stall the interpreter.
+// engine works, so a run on a worker thread does not stall the interpreter. A one-shot run leaves a
+// run record as `scellis run` does; listing and replaying records is records.cpp.
 #include <nanobind/nanobind.h>
 #include <nanobind/ndarray.h>
 #include <nanobind/stl/optional.h>
@@ -28,6 +29,7 @@
 #include "data/dataset.h"
 #include "doc/document.h"
 #include "execplan/plan.h"
+#include "module_support.h"
 #include "ops/op_table.h"
 #include "pipeline/compile.h"
 
@@ -35,24 +37,6 @@ namespace nb = nanobind;
 
 namespace scellis::python {
 namespace {
-
-// Carries the engine's diagnostics to the exception translator, which raises the package's
-// ScellisError subclass for them.
-struct EngineError : std::exception {
-  std::vector<Diagnostic> diagnostics;
-  explicit EngineError(std::vector<Diagnostic> d) : diagnostics(std::move(d)) {}
-  const char* what() const noexcept override { return "scellis engine error"; }
-};
-
-[[noreturn]] void Raise(const Status& s) {
-  throw EngineError(s.errors());
-}
-
-template <class T>
-T Take(Result<T> r) {
-  if (!r.ok()) Raise(r.status());
-  return std::move(r).value();
-}
 
 void TranslateEngineError(const std::exception_ptr& p, void*) {
   try {
@@ -186,10 +170,6 @@ nb::object ToNumpy(HostTensor t) {
   return OutArray(held->bytes.data(), shape.size(), shape.data(), owner, nullptr, dtype).cast();
 }
 
-nb::object JsonToPython(const Json& j) {
-  return nb::module_::import_("json").attr("loads")(j.dump());
-}
-
 // ---- compile options ----
 
 pipeline::CompileOptions CompileOptionsFor(const std::optional<std::string>& tier) {
@@ -218,11 +198,6 @@ nb::object Optional(const std::optional<std::string>& s) {
 }
 
 // ---- user ops with a Python reference (api/user_ops.h) ----
-
-// A user op defined from Python: its definition, the reference a Python function.
-struct PyUserOp {
-  api::UserOpDefinition definition;
-};
 
 // `fn(arrays)` (the Python package's wrapper: a list of NumPy arrays in port order in, a float32
 // array out) as a reference. It runs with the GIL taken, from whichever engine thread calls it; a
@@ -304,9 +279,7 @@ PyUserOp* DefineUserOp(const std::string& name, const std::string& signature, nb
 // The built-ins with the ops of `user_ops` (PyUserOp handles); null for none.
 std::shared_ptr<const ops::OpTable> TableOf(const nb::list& user_ops) {
   if (nb::len(user_ops) == 0) return nullptr;
-  std::vector<api::UserOpDefinition> definitions;
-  for (nb::handle h : user_ops) definitions.push_back(nb::cast<PyUserOp&>(h).definition);
-  return Take(api::DefineOps(definitions));
+  return Take(api::DefineOps(DefinitionsOf(user_ops)));
 }
 
 // Conformance of user ops on the chosen device (api::Conform): its report's JSON form.
@@ -334,7 +307,8 @@ nb::object ConformUserOps(const nb::list& user_ops, const std::vector<std::strin
 nb::dict RunDocument(const std::string& text, const std::string& backend,
                      const std::optional<std::string>& tier, bool allow_software_adapter,
                      int cpu_threads, const nb::dict& feeds,
-                     const std::optional<std::string>& executor, const nb::list& user_ops) {
+                     const std::optional<std::string>& executor, const nb::list& user_ops,
+                     bool record) {
   api::RunOptions options;
   options.compile = CompileOptionsFor(tier);
   if (auto table = TableOf(user_ops)) options.compile.lower.ops = table;
@@ -349,6 +323,8 @@ nb::dict RunDocument(const std::string& text, const std::string& backend,
   }
   api::RunReport report = Take(std::move(*result));
   nb::dict out;
+  // Recorded before the outputs move into NumPy arrays: the record digests them.
+  out["run_id"] = RecordRunOf(record, text, options, report);
   out["backend"] = report.backend;
   out["executor"] = report.executor;
   out["fallback_reason"] = Optional(report.fallback_reason);
@@ -521,6 +497,17 @@ PySession* PrepareDocument(const std::string& text, const std::string& backend,
 }
 
 }  // namespace
+
+nb::object JsonToPython(const Json& j) {
+  return nb::module_::import_("json").attr("loads")(j.dump());
+}
+
+std::vector<api::UserOpDefinition> DefinitionsOf(const nb::list& user_ops) {
+  std::vector<api::UserOpDefinition> definitions;
+  for (nb::handle h : user_ops) definitions.push_back(nb::cast<PyUserOp&>(h).definition);
+  return definitions;
+}
+
 // A dataset as the engine reads it (data::LoadDataset: the same IDX reader, checks and files the
 // trainer uses): {"images": [count, features] f32 in [0, 1], "labels": [count] f32 class indices,
 // "files": [...]}.
@@ -559,8 +546,10 @@ NB_MODULE(_scellis, m) {
   m.def("run", &RunDocument, nb::arg("text"), nb::arg("backend"), nb::arg("tier").none(),
         nb::arg("allow_software_adapter"), nb::arg("cpu_threads"), nb::arg("feeds"),
         nb::arg("executor").none() = nb::none(), nb::arg("user_ops") = nb::list(),
-        "Runs a document once (api::Run); returns the report with NumPy outputs. `executor` pins "
-        "one of the backend's executors (\"fused-encoder\" | \"generic\" on WebGPU).");
+        nb::arg("record") = true,
+        "Runs a document once (api::Run); returns the report with NumPy outputs and the run "
+        "record's id (`run_id`, None when not recorded). `executor` pins one of the backend's "
+        "executors (\"fused-encoder\" | \"generic\" on WebGPU).");
   m.def("lower", &LowerDocument, nb::arg("text"), nb::arg("rung"), nb::arg("tier").none(),
         nb::arg("json"), "A document's rung, printed or as JSON.");
   m.def("content_id", &DocumentContentId, nb::arg("text"),
@@ -579,6 +568,7 @@ NB_MODULE(_scellis, m) {
   m.def("conform", &ConformUserOps, nb::arg("user_ops"), nb::arg("ops"), nb::arg("tier"),
         nb::arg("backend"), nb::arg("allow_software_adapter"), nb::arg("seed").none(),
         nb::arg("store_root"), "Conformance of user ops (api::Conform); the report as JSON.");
+  BindRecords(m);
 
   nb::class_<PySession>(m, "Session")
       .def("run", &PySession::Run, nb::arg("steps"), nb::arg("watch"))

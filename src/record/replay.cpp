@@ -3,6 +3,7 @@
 #include <cmath>
 
 #include "base/diagnostic_json.h"
+#include "ops/user_op.h"
 #include "record/run_record.h"
 
 namespace scellis::record {
@@ -32,8 +33,9 @@ Result<OutputComparison> Compare(const store::Store& store, const std::string& n
     Diagnostic d = recorded.errors().front();
     d.message = "output \"" + name + "\": " + d.message;
     if (d.code == "record-tensor-not-kept")
-      d.help = "its replay differs bit-wise, and without the recorded values it cannot be judged "
-               "within the tolerance";
+      d.help =
+          "its replay differs bit-wise, and without the recorded values it cannot be judged "
+          "within the tolerance";
     return Status(d);
   }
   const runtime::HostTensor& want = recorded.value();
@@ -48,10 +50,10 @@ Result<OutputComparison> Compare(const store::Store& store, const std::string& n
     if (std::isfinite(got) && std::isfinite(rec))
       c.max_abs_diff = std::max(c.max_abs_diff, std::fabs(got - rec));
     // Bit-exact means the bytes: -0 is not 0, and one NaN is not another.
-    const bool same = bit_exact ? std::equal(want.bytes.begin() + i * width,
-                                             want.bytes.begin() + (i + 1) * width,
-                                             replayed->bytes.begin() + i * width)
-                                : judge.Accepts(got, rec);
+    const bool same =
+        bit_exact ? std::equal(want.bytes.begin() + i * width, want.bytes.begin() + (i + 1) * width,
+                               replayed->bytes.begin() + i * width)
+                  : judge.Accepts(got, rec);
     if (!same && c.first_difference < 0) {
       c.first_difference = i;
       c.replayed = got;
@@ -66,13 +68,59 @@ Result<OutputComparison> Compare(const store::Store& store, const std::string& n
 Status RefuseUnavailable(const Status& s, const std::string& backend) {
   for (const Diagnostic& d : s.errors()) {
     if (d.code == "backend-unavailable" || d.code == "unknown-backend") {
-      return Refused("replay-backend-unavailable",
-                     "the record ran on the " + backend + " backend, which cannot run here: " +
-                         d.message,
-                     "replay it where that backend is available");
+      return Refused(
+          "replay-backend-unavailable",
+          "the record ran on the " + backend + " backend, which cannot run here: " + d.message,
+          "replay it where that backend is available");
     }
   }
   return s;
+}
+
+// What differs between a recorded user op's definition and the one a replay is given, in words.
+std::string DefinitionDifference(const Json& recorded, const Json& given) {
+  auto differs = [&](const char* key) {
+    return recorded.value(key, Json()) != given.value(key, Json());
+  };
+  if (differs("wgsl")) return "its WGSL differs";
+  if (differs("reference")) {
+    const Json r = recorded.value("reference", Json()), g = given.value("reference", Json());
+    return "its reference's version is " + g.value("callable", Json()).dump() + ", the record's " +
+           r.value("callable", Json()).dump();
+  }
+  if (differs("gradient")) return "its gradients (their WGSL or versions) differ";
+  return "its signature differs";
+}
+
+// The table of the user ops the record names, built from those the replay is given; null when
+// the record names none. Refused before anything runs: a recorded op not given
+// (`replay-needs-user-op`), or given with another definition (`replay-user-op-mismatch`).
+Result<std::shared_ptr<const ops::OpTable>> RecordedUserOps(
+    const Json& record, const std::string& run_id,
+    const std::vector<api::UserOpDefinition>& given) {
+  const Json recorded = record.value("user_ops", Json::array());
+  if (!recorded.is_array() || recorded.empty()) return std::shared_ptr<const ops::OpTable>();
+  SCELLIS_ASSIGN_OR_RETURN(std::shared_ptr<const ops::OpTable> table, api::DefineOps(given));
+  for (const Json& op : recorded) {
+    const std::string name = op.value("name", "");
+    const ops::OpSpec* spec = table->Find(name);
+    if (!spec || !spec->user || !spec->user->callable) {
+      return Refused("replay-needs-user-op",
+                     run_id + " used the user op \"" + name +
+                         "\", whose reference is a callable the record cannot hold",
+                     "replay it from the API with the op supplied: scellis.replay(run_id, "
+                     "ops=[op]) in Python, record::ReplayOptions::user_ops in C++");
+    }
+    if (spec->user->definition_hash != op.value("definition_hash", "")) {
+      return Refused(
+          "replay-user-op-mismatch",
+          "the user op \"" + name + "\" given to the replay of " + run_id +
+              " is not the one the record names: " +
+              DefinitionDifference(op.value("definition", Json::object()), spec->user->definition),
+          "supply the op with the signature, WGSL and version the run had");
+    }
+  }
+  return table;
 }
 
 }  // namespace
@@ -86,14 +134,14 @@ const OutputComparison* ReplayResult::first_disagreement() const {
 std::optional<Diagnostic> ReplayResult::Disagreement() const {
   const OutputComparison* bad = first_disagreement();
   if (!bad) return std::nullopt;
-  const std::string where =
-      bad->first_difference >= 0
-          ? " at element " + std::to_string(bad->first_difference) + " (replayed " +
-                std::to_string(bad->replayed) + ", recorded " + std::to_string(bad->recorded) + ")"
-      : bad->compared_values ? ""
-                             : " (its digest differs)";
-  return RuntimeError("replay-disagrees",
-                      "output \"" + bad->name + "\" of " + run_id + " differs from the record" + where);
+  const std::string where = bad->first_difference >= 0
+                                ? " at element " + std::to_string(bad->first_difference) +
+                                      " (replayed " + std::to_string(bad->replayed) +
+                                      ", recorded " + std::to_string(bad->recorded) + ")"
+                            : bad->compared_values ? ""
+                                                   : " (its digest differs)";
+  return RuntimeError("replay-disagrees", "output \"" + bad->name + "\" of " + run_id +
+                                              " differs from the record" + where);
 }
 
 Json ReplayResult::ToJson() const {
@@ -146,11 +194,14 @@ Result<ReplayResult> Replay(const std::string& run_id, const ReplayOptions& opti
   const Json settings = record.value("settings", Json::object());
   SCELLIS_ASSIGN_OR_RETURN(pipeline::CompileOptions compile,
                            CompileSettingsFrom(settings.value("compile", Json::object())));
+  SCELLIS_ASSIGN_OR_RETURN(std::shared_ptr<const ops::OpTable> user_ops,
+                           RecordedUserOps(record, run_id, options.user_ops));
+  if (user_ops) compile.lower.ops = user_ops;
   // The backend the record ran on, never `auto`: a replay does not fall back.
-  runtime::SelectOptions select{.requested = backend,
-                                .allow_software_adapter =
-                                    settings.value("allow_software_adapter", false),
-                                .cpu_threads = options.cpu_threads};
+  runtime::SelectOptions select{
+      .requested = backend,
+      .allow_software_adapter = settings.value("allow_software_adapter", false),
+      .cpu_threads = options.cpu_threads};
   const std::string text = document.dump();
 
   std::vector<std::pair<std::string, runtime::HostTensor>> outputs;
@@ -202,14 +253,14 @@ Result<ReplayResult> Replay(const std::string& run_id, const ReplayOptions& opti
     r.backend = result->backend;
     if (bit_exact && r.profile != r.recorded_profile) {
       return Refused("replay-profile-mismatch",
-                     "the record promises bit-exactness on device profile \"" +
-                         r.recorded_profile + "\" but this replay ran on \"" + r.profile + "\"",
+                     "the record promises bit-exactness on device profile \"" + r.recorded_profile +
+                         "\" but this replay ran on \"" + r.profile + "\"",
                      "replay it on the device it was recorded on");
     }
     outputs = TrainingOutputs(result.value());
   } else {
-    return Refused("not-a-run-record", run_id + " records an unknown command \"" + r.command +
-                                           "\"");
+    return Refused("not-a-run-record",
+                   run_id + " records an unknown command \"" + r.command + "\"");
   }
 
   const policy::Thresholds thresholds{r.atol, r.rtol};

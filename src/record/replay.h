@@ -13,12 +13,19 @@
 // A backend that cannot be had is refused too (`replay-backend-unavailable`), as is a training
 // record that resumed from a checkpoint (`replay-needs-checkpoint`). A tampered record, document
 // or kept tensor is refused by the store (`store-object-corrupt`).
+//
+// A record of a run that used user ops with callable references holds their definitions, not the
+// callables: the replay is given them again (ReplayOptions::user_ops). One the record names but
+// the replay is not given is refused (`replay-needs-user-op`), as is one given with another
+// signature, WGSL or version string than the record's (`replay-user-op-mismatch`); either is
+// refused before anything runs.
 #pragma once
 
 #include <optional>
 #include <string>
 #include <vector>
 
+#include "api/user_ops.h"
 #include "base/json_util.h"
 #include "base/result.h"
 
@@ -27,6 +34,8 @@ namespace scellis::record {
 struct ReplayOptions {
   std::string store_root;  // "": the default store
   int cpu_threads = 0;
+  // The user ops with callable references the recorded run was given (extra ones are unused).
+  std::vector<api::UserOpDefinition> user_ops;
 };
 
 struct OutputComparison {

@@ -2,11 +2,12 @@
 
 #include <algorithm>
 #include <chrono>
-#include <cstring>
 #include <cstdlib>
+#include <cstring>
 #include <ctime>
 
 #include "base/sha256.h"
+#include "ops/user_op.h"
 
 #ifndef SCELLIS_VERSION
 #define SCELLIS_VERSION "0.0.0"
@@ -74,10 +75,9 @@ Result<Json> TensorDigest(const store::Store& store, const runtime::HostTensor& 
             {"sha256", TensorHash(t)},
             {"blob", nullptr}};
   if (static_cast<int64_t>(t.bytes.size()) <= kKeptTensorBytes) {
-    SCELLIS_ASSIGN_OR_RETURN(
-        std::string blob,
-        store.PutBlob(std::string_view(reinterpret_cast<const char*>(t.bytes.data()),
-                                       t.bytes.size())));
+    SCELLIS_ASSIGN_OR_RETURN(std::string blob,
+                             store.PutBlob(std::string_view(
+                                 reinterpret_cast<const char*>(t.bytes.data()), t.bytes.size())));
     d["blob"] = blob;
   }
   return d;
@@ -114,8 +114,8 @@ Json CompileSettingsJson(const pipeline::CompileOptions& o) {
   j["bind"] = Json::object();
   for (const auto& [name, size] : o.lower.bind) j["bind"][name] = size;
   j["budget_bytes"] = o.plan.budget_bytes ? Json(*o.plan.budget_bytes) : Json();
-  j["disabled_passes"] = std::vector<std::string>(o.disabled_passes.begin(),
-                                                  o.disabled_passes.end());
+  j["disabled_passes"] =
+      std::vector<std::string>(o.disabled_passes.begin(), o.disabled_passes.end());
   return j;
 }
 
@@ -143,6 +143,18 @@ Result<pipeline::CompileOptions> CompileSettingsFrom(const Json& j) {
   return o;
 }
 
+Json CallableUserOpsJson(const ops::OpTable* table) {
+  Json out = Json::array();
+  if (!table) return out;
+  for (const ops::OpSpec& spec : table->ops()) {
+    if (!spec.user || !spec.user->callable || !spec.user->gradient_of.empty()) continue;
+    out.push_back({{"name", spec.name},
+                   {"definition", spec.user->definition},
+                   {"definition_hash", spec.user->definition_hash}});
+  }
+  return out;
+}
+
 Result<std::string> RecordRun(const store::Store& store, std::string_view document,
                               const api::RunOptions& options, const api::RunReport& report) {
   std::vector<std::pair<std::string, runtime::HostTensor>> fed(options.feeds.begin(),
@@ -166,6 +178,7 @@ Result<std::string> RecordRun(const store::Store& store, std::string_view docume
       {"inputs", inputs},
       {"outputs", outputs},
       {"streaming", report.streaming},
+      {"user_ops", CallableUserOpsJson(options.compile.lower.ops.get())},
       {"settings",
        {{"compile", CompileSettingsJson(options.compile)},
         {"backend", options.select.requested},
@@ -196,8 +209,7 @@ Result<std::string> RecordTraining(const store::Store& store, std::string_view d
       {"content_id", result.content_id},
       {"plan_hash", result.plan_hash},
       {"tier", result.determinism_tier},
-      {"tolerance",
-       {{"class", result.tolerance}, {"atol", result.atol}, {"rtol", result.rtol}}},
+      {"tolerance", {{"class", result.tolerance}, {"atol", result.atol}, {"rtol", result.rtol}}},
       {"device_profile", result.profile},
       {"backend", result.backend},
       {"executor", result.executor},
@@ -251,7 +263,7 @@ Result<Json> RecordWithValues(const store::Store& store, const std::string& run_
 }
 
 Json RunSummary::ToJson() const {
-  return {{"run_id", id},   {"date", date}, {"command", command},
+  return {{"run_id", id},       {"date", date}, {"command", command},
           {"backend", backend}, {"tier", tier}, {"content_id", content_id}};
 }
 

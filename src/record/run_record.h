@@ -3,7 +3,11 @@
 // as an object of its own), the plan's hash, the tier, the tolerance class and its thresholds,
 // the device profile, backend and executor, the conformance receipts it relied on, a digest of
 // every fed input and every output (SHA-256 over dtype, shape and bytes), the engine's version,
-// the settings that reproduce the run, and the time it was made.
+// the settings that reproduce the run, and the time it was made. A run given user ops with callable
+// references (api/user_ops.h) records each one's definition as its receipts key on it — the
+// signature, the WGSL and the version strings of its reference and gradients — and that
+// definition's hash: the callable itself cannot be stored, so a replay must be handed it again
+// (record/replay.h).
 //
 // Tensors of at most kKeptTensorBytes are also kept as blobs, so a replay can compare values
 // within a tolerance (and name the first differing element); larger ones are kept as digests
@@ -42,6 +46,11 @@ Result<runtime::HostTensor> KeptTensor(const store::Store& store, const Json& di
 // The compile and backend settings as JSON, and back.
 Json CompileSettingsJson(const pipeline::CompileOptions& o);
 Result<pipeline::CompileOptions> CompileSettingsFrom(const Json& j);
+
+// The user ops with callable references in `table` (gradient ops aside: their definitions are
+// within their op's), as a record holds them: [{"name", "definition", "definition_hash"}] in
+// table order; empty for none.
+Json CallableUserOpsJson(const ops::OpTable* table);
 
 // Stores the record of a finished run (and its document) and indexes it; returns the run id.
 Result<std::string> RecordRun(const store::Store& store, std::string_view document,

@@ -5,6 +5,7 @@
 #include <deque>
 #include <filesystem>
 #include <map>
+#include <mutex>
 #include <set>
 #include <system_error>
 
@@ -101,6 +102,25 @@ Diagnostic Corrupt(const fs::path& path, const std::string& id, const std::strin
                    "delete the file; whatever it recorded must be produced again");
 }
 
+// Writes a file whose name is its content's (an object, a blob, an index entry). Each write first
+// sweeps stale temporaries of its target, which would take the temporary of another writer of the
+// same file, failing its rename: the threads of a process (a run on a worker thread and one on the
+// caller's, the Studio's requests) take turns, and one that finds the file written meanwhile is
+// done. Another process's write may still take ours: it is tried again, and done when the file is
+// in place (the same bytes, by its name).
+Status WriteNamedFile(const std::string& path, std::string_view bytes, Flush flush) {
+  static std::mutex turns;
+  std::lock_guard<std::mutex> turn(turns);
+  Status s = Status::Ok();
+  for (int attempt = 0; attempt < 4; ++attempt) {
+    std::error_code ec;
+    if (fs::exists(path, ec)) return Status::Ok();
+    s = WriteFileAtomic(path, bytes, flush);
+    if (s.ok()) return s;
+  }
+  return s;
+}
+
 }  // namespace
 
 std::string Store::DefaultRoot() {
@@ -140,7 +160,7 @@ Result<std::string> Store::PutBlob(std::string_view bytes) const {
   std::error_code ec;
   if (!fs::exists(path, ec)) {
     SCELLIS_TRY(MakeDirs(fs::path(path).parent_path()));
-    SCELLIS_TRY(WriteFileAtomic(path, bytes, flush_));
+    SCELLIS_TRY(WriteNamedFile(path, bytes, flush_));
   }
   return kIdPrefix + hex;
 }
@@ -180,7 +200,7 @@ Result<std::string> Store::Put(const Json& object) const {
   std::error_code ec;
   if (!fs::exists(path, ec)) {
     SCELLIS_TRY(MakeDirs(fs::path(path).parent_path()));
-    Status s = WriteFileAtomic(path, text + "\n", flush_);
+    Status s = WriteNamedFile(path, text + "\n", flush_);
     if (!s.ok()) return s;
   }
   return kIdPrefix + hex;
@@ -227,7 +247,7 @@ Status Store::Index(const std::string& kind, const std::string& profile, const s
   std::error_code ec;
   if (fs::exists(entry, ec)) return Status::Ok();
   SCELLIS_TRY(MakeDirs(dir));
-  return WriteFileAtomic(entry.string(), "", flush_);
+  return WriteNamedFile(entry.string(), "", flush_);
 }
 
 Status Store::Replace(const std::string& kind, const std::string& profile, const std::string& key,

@@ -6,6 +6,8 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <thread>
+#include <vector>
 
 namespace scellis::store {
 namespace {
@@ -117,6 +119,26 @@ TEST_F(StoreTest, DiscardsOnlyCorruptFiles) {
   ASSERT_TRUE(s->PutBlob("more compiled code").ok());
   EXPECT_EQ(s->GetBlob(bad.value()).value(), "more compiled code");
   EXPECT_FALSE(s->DiscardIfCorrupt("sha256:" + std::string(64, 'a')));  // absent
+}
+
+// Two runs recording at once (a worker thread and the caller, the Studio's requests) write the
+// same content-addressed files: each write's sweep of stale temporaries must not cost the other
+// its write.
+TEST_F(StoreTest, ConcurrentWritersOfTheSameObjectsAllSucceed) {
+  auto s = Store::Open(root_.string());
+  ASSERT_TRUE(s.ok());
+  std::vector<std::thread> writers;
+  std::vector<int> failures(4, 0);
+  for (int t = 0; t < 4; ++t)
+    writers.emplace_back([&, t] {
+      for (int i = 0; i < 30; ++i) {
+        const std::string bytes(4096, static_cast<char>('a' + i % 26));
+        failures[t] += !s->PutBlob(bytes + std::to_string(i)).ok();
+        failures[t] += !s->Put(Json{{"i", i}}).ok();
+      }
+    });
+  for (std::thread& w : writers) w.join();
+  EXPECT_EQ(failures, std::vector<int>(4, 0));
 }
 
 TEST(StoreRoot, ComesFromTheEnvironment) {

@@ -1,0 +1,57 @@
+// What the parts of `_scellis` share: the engine error the exception translator raises as the
+// package's ScellisError, the helpers that turn a Result into a value or that error, JSON into
+// Python objects, and the handle of a user op defined from Python.
+#pragma once
+
+#include <nanobind/nanobind.h>
+
+#include <exception>
+#include <string>
+#include <vector>
+
+#include "api/run.h"
+#include "api/user_ops.h"
+#include "base/diagnostic.h"
+#include "base/json_util.h"
+#include "base/result.h"
+
+namespace scellis::python {
+
+// Carries the engine's diagnostics to the exception translator, which raises the package's
+// ScellisError subclass for them.
+struct EngineError : std::exception {
+  std::vector<Diagnostic> diagnostics;
+  explicit EngineError(std::vector<Diagnostic> d) : diagnostics(std::move(d)) {}
+  const char* what() const noexcept override { return "scellis engine error"; }
+};
+
+[[noreturn]] inline void Raise(const Status& s) {
+  throw EngineError(s.errors());
+}
+
+template <class T>
+T Take(Result<T> r) {
+  if (!r.ok()) Raise(r.status());
+  return std::move(r).value();
+}
+
+// `j` as Python data (dicts, lists, str, numbers, None).
+nanobind::object JsonToPython(const Json& j);
+
+// A user op defined from Python: its definition, the reference a Python function.
+struct PyUserOp {
+  api::UserOpDefinition definition;
+};
+
+// The definitions of `user_ops` (PyUserOp handles).
+std::vector<api::UserOpDefinition> DefinitionsOf(const nanobind::list& user_ops);
+
+// Run records (records.cpp). The id of the record of a finished one-shot run, as `scellis run`
+// leaves it (None when `record` is false, $SCELLIS_NO_RECORD is set, or the store cannot take it,
+// which is warned about as the command warns).
+nanobind::object RecordRunOf(bool record, const std::string& text, const api::RunOptions& options,
+                             const api::RunReport& report);
+// `runs` (record::ListRuns) and `replay` (record::Replay).
+void BindRecords(nanobind::module_& m);
+
+}  // namespace scellis::python
