@@ -44,7 +44,8 @@ void AddCompileFlags(CLI::App* cmd, TypedFlags& typed, CompileFlags& f) {
 void AddPassFlags(CLI::App* cmd, CompileFlags& f) {
   cmd->add_option("--disable-pass", f.disabled_passes,
                   "leave out an optional pass (fuse-elementwise, fuse-generators, fold-transposes, "
-                  "fuse-matmul-epilogue, merge-optimizer-outputs, hoist-loop-invariants, "
+                  "fuse-matmul-epilogue, merge-optimizer-outputs, write-state-in-place, "
+                  "merge-optimizer-kernels, hoist-loop-invariants, "
                   "schedule-elementwise, block-butterfly-stages, block-temporally); "
                   "repeatable");
 }

@@ -334,8 +334,13 @@ Status Verify(const Plan& p) {
         if (writes[j] < 0 || writes[j] >= static_cast<int>(p.buffers.size()))
           return InternalError("execplan.Verify", k.name + " writes no buffer");
         // An output over an input, or over another output, would be read or written after it
-        // is overwritten by other elements' invocations.
-        if (std::count(s.reads.begin(), s.reads.end(), writes[j]) ||
+        // is overwritten by other elements' invocations; but for an output the kernel writes in
+        // place of its input (Kernel::in_place: each element read, then written, by its own
+        // invocation), which binds that buffer once.
+        const int over = k.InPlaceOf(j);
+        const bool in_place = over >= 0 && s.reads[over] == writes[j] &&
+                              std::count(s.reads.begin(), s.reads.end(), writes[j]) == 1;
+        if ((!in_place && std::count(s.reads.begin(), s.reads.end(), writes[j])) ||
             std::count(writes.begin(), writes.end(), writes[j]) > 1)
           return InternalError("execplan.Verify", k.name + " writes a buffer it also binds");
       }

@@ -15,6 +15,29 @@ std::vector<int> Kernel::Outputs() const {
   return all;
 }
 
+int Kernel::StorageBindings() const {
+  int n = 0;
+  for (size_t i = 0; i < inputs.size(); ++i) n += UniformInput(i) ? 0 : 1;
+  for (size_t j = 0; j <= extra_outputs.size(); ++j) n += InPlaceOf(j) >= 0 ? 0 : 1;
+  return n;
+}
+
+bool IsOptimizerOp(const Module& m, const std::string& op) {
+  const ops::OpSpec* spec = m.graph().ops->Find(op);
+  return spec && spec->kind == ops::OpKind::kOptimizer;
+}
+
+std::vector<std::vector<size_t>> OptimizerParts(const Module& m, const Kernel& k) {
+  std::vector<std::vector<size_t>> parts;
+  const std::vector<int> outs = k.Outputs();
+  for (size_t j = 0; j < outs.size(); ++j) {
+    if (j == 0 || m.graph().at(outs[j]).args != m.graph().at(outs[j - 1]).args)
+      parts.emplace_back();
+    parts.back().push_back(j);
+  }
+  return parts;
+}
+
 const EmittedSource* Kernel::Source(std::string_view target) const {
   for (const EmittedSource& s : sources)
     if (s.target == target) return &s;
@@ -46,7 +69,15 @@ void NameKernels(Module& m) {
     }
     for (size_t s = 1; k.HasEpilogue() && s < k.expr.size(); ++s)
       if (k.expr[s].op != "full") title += "_" + k.expr[s].op;
-    for (int o : k.extra_outputs) title += "_" + m.graph().at(o).op;
+    // An optimizer kernel over several parameters is named after the first's outputs and the
+    // count ("k6_adam_update_adam_m_adam_v_x2").
+    const std::vector<std::vector<size_t>> parts =
+        k.kind == KernelKind::kOp && IsOptimizerOp(m, k.op) ? OptimizerParts(m, k)
+                                                            : std::vector<std::vector<size_t>>{};
+    const std::vector<int> outs = k.Outputs();
+    const size_t named = parts.size() > 1 ? parts.front().size() : outs.size();
+    for (size_t j = 1; j < named; ++j) title += "_" + m.graph().at(outs[j]).op;
+    if (parts.size() > 1) title += "_x" + std::to_string(parts.size());
     k.name = "k" + std::to_string(k.id) + "_" + title;
   }
 }
@@ -175,6 +206,10 @@ std::string Print(const Module& m) {
     out += "  " + k.name + ": %" + o.name + " " + o.type.ShapeString();
     for (int x : k.extra_outputs) out += ", %" + m.graph().at(x).name;
     out += " <- ";
+    for (size_t j = 0; j < k.in_place.size(); ++j)
+      if (k.in_place[j] >= 0)
+        out += "(%" + m.graph().at(k.Outputs()[j]).name + " over %" +
+               m.graph().at(k.inputs[k.in_place[j]]).name + ") ";
     // Steps [first, end) of kernel kk's expression, each `s<n>=op(operands)`.
     auto steps_of = [&](const Kernel& kk, size_t first) {
       std::string expr;
@@ -279,6 +314,8 @@ Json ToJson(const Module& m) {
     if (!k.transposed.empty()) jk["transposed"] = k.transposed;
     jk["output"] = k.output;
     if (!k.extra_outputs.empty()) jk["extra_outputs"] = k.extra_outputs;
+    if (!k.in_place.empty()) jk["in_place"] = k.in_place;
+    if (!k.uniform_inputs.empty()) jk["uniform_inputs"] = k.uniform_inputs;
     for (const Kernel::Literal& l : k.literals)
       jk["literals"].push_back({{"node", l.node}, {"value", l.value}});
     if (const auto& s = k.matmul_schedule) {
@@ -361,6 +398,36 @@ Status VerifyStages(const Module& m, const Kernel& k, const std::set<int>& produ
 
 }  // namespace
 
+namespace {
+
+// Outputs over inputs of their own type, each input replaced once, in an optimizer kernel; uniform
+// inputs single f32 elements.
+Status VerifyInPlace(const Module& m, const Kernel& k) {
+  auto bad = [&](const std::string& what) { return InternalError("kernel.Verify", k.name + what); };
+  if (!k.uniform_inputs.empty() && k.uniform_inputs.size() != k.inputs.size())
+    return bad(" marks uniform inputs other than its own");
+  for (size_t i = 0; i < k.inputs.size(); ++i)
+    if (k.UniformInput(i) && (m.graph().at(k.inputs[i]).type.elements() != 1 ||
+                              m.graph().at(k.inputs[i]).type.dtype != DType::kF32))
+      return bad(" binds %" + m.graph().at(k.inputs[i]).name + " as a uniform, no f32 scalar");
+  if (k.in_place.empty()) return Status::Ok();
+  const std::vector<int> outs = k.Outputs();
+  if (k.in_place.size() != outs.size() || k.kind != KernelKind::kOp || !IsOptimizerOp(m, k.op))
+    return bad(" writes in place, but is no optimizer kernel over its outputs");
+  std::set<int> replaced;
+  for (size_t j = 0; j < outs.size(); ++j) {
+    const int i = k.in_place[j];
+    if (i < 0) continue;
+    if (i >= static_cast<int>(k.inputs.size()) || !replaced.insert(i).second || k.UniformInput(i) ||
+        !m.graph().at(k.inputs[i]).type.SameShape(m.graph().at(outs[j]).type) ||
+        m.graph().at(k.inputs[i]).type.dtype != m.graph().at(outs[j]).type.dtype)
+      return bad(" writes %" + m.graph().at(outs[j]).name + " over an input it cannot replace");
+  }
+  return Status::Ok();
+}
+
+}  // namespace
+
 Status Verify(const Module& m) {
   std::set<int> produced;
   for (const webir::Node& n : m.graph().nodes)
@@ -400,6 +467,7 @@ Status Verify(const Module& m) {
       SCELLIS_TRY(VerifyStages(m, k, produced));
       for (int x : k.extra_outputs) produced.insert(x);
     }
+    SCELLIS_TRY(VerifyInPlace(m, k));
     for (const EmittedSource& src : k.sources)
       if (src.source.empty() || src.source_hash != Sha256Hex(src.source))
         return InternalError("kernel.Verify",

@@ -115,11 +115,24 @@ struct Kernel {
   int output = -1;          // WebIR node written
   // Nodes written after `output`, in order, by a kernel of several outputs (the merge-optimizer-
   // outputs pass: one optimizer kernel writes the new parameter, then its new moments). Each is
-  // an op of its own over the same inputs as `output`'s op; they are bound after it. The kernel
+  // an op of its own over the same inputs as `output`'s op (or over another parameter's, in a
+  // kernel of merge-optimizer-kernels: OptimizerParts); they are bound after it. The kernel
   // reads every input of an element before writing any output of it, and no output shares a
-  // buffer with an input (buffer assignment gives each its own), so one pass over the elements
-  // computes what the separate kernels computed.
+  // buffer with an input (buffer assignment gives each its own, but to an output written in
+  // place, below), so one pass over the elements computes what the separate kernels computed.
   std::vector<int> extra_outputs;
+  // Outputs written over an input (the write-state-in-place pass): per output, in Outputs()
+  // order, the index in `inputs` of the value it replaces, or -1; empty when none is. Such an
+  // output has no buffer and no binding of its own: the input's binding is read and written
+  // (WebGPU forbids one buffer in a writable binding and another binding of one dispatch). Only
+  // optimizer updates are written in place: each element is read, then written, by its own
+  // invocation alone, and the replaced value is read by no later kernel (a carried state: the
+  // parameter, a moment).
+  std::vector<int> in_place;
+  // Inputs bound as uniform buffers rather than storage (per input; empty when none is): the
+  // single-element step an optimizer kernel over several parameters reads (merge-optimizer-
+  // kernels). Uniform bindings do not count against the storage buffers a stage may bind.
+  std::vector<bool> uniform_inputs;
   // kOp: constant arguments folded in (the fold-constant-inputs pass), the op's arguments after
   // `inputs`: single-element f32 `full` values that no kernel computes and no buffer holds. The
   // WGSL declares literal j as the private array in<inputs.size() + j> holding the value, where
@@ -182,6 +195,12 @@ struct Kernel {
   bool HasEpilogue() const { return kind == KernelKind::kOp && !expr.empty(); }
   // `output`, then `extra_outputs`: the nodes written, in binding order.
   std::vector<int> Outputs() const;
+  // The input output `j` (in Outputs() order) is written over, or -1.
+  int InPlaceOf(size_t j) const { return j < in_place.size() ? in_place[j] : -1; }
+  bool UniformInput(size_t i) const { return i < uniform_inputs.size() && uniform_inputs[i]; }
+  // Storage buffers the kernel binds: its inputs but the uniform ones, and its outputs but those
+  // written in place. WebGPU guarantees 8 per shader stage.
+  int StorageBindings() const;
 
   const EmittedSource* Source(std::string_view target) const;
   // The WGSL source; an empty one before the emit-wgsl pass ran.
@@ -254,6 +273,19 @@ MatmulShape MatmulShapeOf(const Module& m, const Kernel& k);
 // the epilogue's. The CPU reference and the WGSL emitter evaluate an epilogue through it, so an
 // epilogue computes what the elementwise kernel computed, step for step.
 Kernel EpilogueKernel(const Kernel& matmul);
+
+// Storage buffers every WebGPU device lets one shader stage bind (maxStorageBuffersPerShaderStage's
+// guaranteed minimum): the passes that merge kernels keep to it, so a plan suits every device.
+inline constexpr int kMaxStorageBindings = 8;
+
+// Whether `op` is an optimizer update (ops::OpKind::kOptimizer): each element of its output is
+// computed from its inputs at that element alone (and the single-element step).
+bool IsOptimizerOp(const Module& m, const std::string& op);
+// The parameters an optimizer kernel updates, in order: each the indices (in Outputs() order) of
+// the consecutive outputs over one argument list (a parameter's new value, then its new moments).
+// One part, unless merge-optimizer-kernels put several parameters' updates in the kernel: its
+// invocations then cover the parts' elements one after the other.
+std::vector<std::vector<size_t>> OptimizerParts(const Module& m, const Kernel& k);
 
 // Numbers the kernels in order and names each after its number and what it computes
 // ("k2_fused_mul_relu", "k3_matmul"); passes that add or remove kernels call it.

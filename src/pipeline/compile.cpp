@@ -31,6 +31,8 @@ const std::vector<Pass>& Passes() {
       {Rung::kKernel, "merge-loss-gradient", kOptional, kernel::MergeLossGradient},
       {Rung::kKernel, "merge-bias-gradient", kOptional, kernel::MergeBiasGradient},
       {Rung::kKernel, "fold-constant-inputs", kOptional, kernel::FoldConstantInputs},
+      {Rung::kKernel, "write-state-in-place", kOptional, kernel::WriteStateInPlace},
+      {Rung::kKernel, "merge-optimizer-kernels", kOptional, kernel::MergeOptimizerKernels},
       {Rung::kKernel, "hoist-loop-invariants", kOptional, kernel::HoistLoopInvariants},
       {Rung::kKernel, "schedule-matmul", kRequired, kernel::ScheduleMatmul},
       {Rung::kKernel, "schedule-elementwise", kOptional, kernel::ScheduleElementwise},

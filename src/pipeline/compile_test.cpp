@@ -35,6 +35,8 @@ TEST(Passes, TheDescentInOrder) {
                                              "merge-loss-gradient",
                                              "merge-bias-gradient",
                                              "fold-constant-inputs",
+                                             "write-state-in-place",
+                                             "merge-optimizer-kernels",
                                              "hoist-loop-invariants",
                                              "schedule-matmul",
                                              "schedule-elementwise",
@@ -52,6 +54,7 @@ TEST(Passes, TheDescentInOrder) {
                   p.name == "fold-transposes" || p.name == "fuse-matmul-epilogue" ||
                   p.name == "merge-optimizer-outputs" || p.name == "merge-loss-gradient" ||
                   p.name == "merge-bias-gradient" || p.name == "fold-constant-inputs" ||
+                  p.name == "write-state-in-place" || p.name == "merge-optimizer-kernels" ||
                   p.name == "hoist-loop-invariants" || p.name == "block-temporally" ||
                   p.name == "schedule-elementwise" || p.name == "block-butterfly-stages")
         << p.name;

@@ -158,9 +158,15 @@ class Builder {
       SCELLIS_ASSIGN_OR_RETURN(d.pipeline,
                                PipelineFor(k, blocked ? blocked->source : k.Wgsl().source));
       if (blocked) p_.iterations_per_dispatch = k.blocking.steps;
+      // An output written in place (Kernel::in_place) is written through its input's binding.
       for (int b : st.reads) d.bindings.push_back({b, 0, 0});
-      for (int b : st.Writes()) d.bindings.push_back({b, 0, 0});
-      d.writes = static_cast<int>(st.Writes().size());
+      const std::vector<int> writes = st.Writes();
+      d.writes = 0;
+      for (size_t j = 0; j < writes.size(); ++j) {
+        if (k.InPlaceOf(j) >= 0) continue;
+        d.bindings.push_back({writes[j], 0, 0});
+        ++d.writes;
+      }
       d.workgroups = blocked ? k.blocking.workgroups : k.workgroups;
       SCELLIS_TRY(CheckGrid(k, d.workgroups));
       p_.dispatches.push_back(std::move(d));

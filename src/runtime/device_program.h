@@ -8,7 +8,8 @@
 //
 // Model (shared with web/runtime, which reads the JSON):
 //   * Buffers are the plan's buffers, indexed by id; each is allocated `size` bytes (its byte
-//     count rounded up to 4, at least 4), with usage storage | copy-src | copy-dst.
+//     count rounded up to 4, at least 4), with usage storage | uniform | copy-src | copy-dst (an
+//     optimizer kernel over several parameters binds the step they share as a uniform).
 //   * Sources (params, inputs with inline data, stored constants) are written once, before the
 //     first step, from `data` (little-endian bytes of the dtype's storage layout; the writer pads
 //     to a multiple of 4). A feed for a source's name replaces its data.
@@ -16,7 +17,9 @@
 //     later values come from the carry).
 //   * A dispatch binds its kernel's inputs, then its outputs: the last `writes` bindings (1 when
 //     the JSON leaves `writes` out; more for a kernel of several outputs, an optimizer update
-//     writing a parameter and its moments).
+//     writing a parameter and its moments). An output written over its input (an optimizer's
+//     state updated in place) is written through that input's binding and has none of its own,
+//     so `writes` may be 0: the inputs' bindings are never poisoned.
 //   * One step is the dispatch list in order, all in one compute pass. A binding of size 0 binds
 //     the buffer from `offset` to its end. Where a bound buffer is over the storage-binding cap of
 //     `limits`, an elementwise kernel's dispatch is split into tiles, each binding a window of at
@@ -37,7 +40,8 @@
 //     repeat / iterations_per_dispatch times per step; carries swap after each round.
 //   * After each round every carry swaps the roles of its two buffers: the buffer that held
 //     `from` now holds the input `to`, and the other becomes `from`'s buffer for the next step. A
-//     name read after a step (an output or an input) is found through that mapping.
+//     name read after a step (an output or an input) is found through that mapping. A carry whose
+//     two buffers are one (written in place) swaps nothing.
 #pragma once
 
 #include <array>

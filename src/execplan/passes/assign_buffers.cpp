@@ -42,10 +42,18 @@ class Assigner {
       // Every output gets its buffer while the inputs still hold theirs, so no output of a
       // kernel shares a buffer with one of its inputs (a kernel of several outputs reads all of
       // an element's inputs before writing, but other elements' outputs must not land on them).
+      // An output written over an input (Kernel::in_place) takes the input's buffer: no new
+      // bytes are live.
       const std::vector<int> outs = k.Outputs();
-      for (int out : outs) {
-        Assign(out, Pinned(out, is_output));
-        add_live(out, +1);
+      for (size_t j = 0; j < outs.size(); ++j) {
+        if (const int over = k.InPlaceOf(j); over >= 0) {
+          const int b = p_.buffer_of[k.inputs[over]];
+          p_.buffer_of[outs[j]] = b;
+          p_.buffers[b].values.push_back(outs[j]);
+          continue;
+        }
+        Assign(outs[j], Pinned(outs[j], is_output));
+        add_live(outs[j], +1);
       }
       if (live > p_.memory.peak_live) {
         p_.memory.peak_live = live;
@@ -71,6 +79,7 @@ class Assigner {
         free_.push_back(b.id);
       }
       for (int out : outs) {
+        if (p_.buffers[p_.buffer_of[out]].pinned) continue;
         if (p_.lifetimes[out].last_read < 0 && !Pinned(out, is_output)) {
           add_live(out, -1);  // written but never read: free at once
           free_.push_back(p_.buffer_of[out]);

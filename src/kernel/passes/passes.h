@@ -42,6 +42,22 @@ Status FuseMatmulEpilogue(Module& m);
 // the same operations as its own kernel computed it.
 Status MergeOptimizerOutputs(Module& m);
 
+// An optimizer kernel's output that replaces an input element for element — the new parameter
+// or moment carried into the old one after the step — is written over that input
+// (Kernel::in_place) where no later kernel reads the old value and it is no named output: one
+// read_write binding instead of two buffers, and the carry between steps moves nothing. Every
+// element is read, then written, by its own invocation alone: the same bits.
+Status WriteStateInPlace(Module& m);
+
+// Consecutive optimizer kernels of one op (each a parameter's update, after merge-optimizer-
+// outputs and write-state-in-place) become one kernel over the parameters' elements one after
+// the other (one invocation per element of the concatenated ranges, each range with its own
+// bindings; OptimizerParts), as long as it binds at most kMaxStorageBindings storage buffers, with
+// the step they share bound once, as a uniform; a kernel binding a tensor over the binding cap is
+// left alone. Each element is computed by the operations of its own kernel: the same bits, in
+// fewer dispatches (Adam in place: two parameters per dispatch).
+Status MergeOptimizerKernels(Module& m);
+
 // A loss and its gradient over the same logits and targets (cross_entropy, cross_entropy_grad)
 // become one kernel that writes the loss and then the gradient (Kernel::extra_outputs): one
 // dispatch and one walk of each row instead of two. The loss sums its rows in the tree order of

@@ -479,10 +479,11 @@ const OpImpl* FindOp(const std::string& op) {
 }
 
 bool WritesByChunk(const Kernel& k) {
-  // The optimizer updates: each is a SetEachOutput over its parameter (optim.cpp).
+  // The optimizer updates: each is a SetEachOutput over its parameter (optim.cpp). One written in
+  // place keeps values in scratch until its last op ran (RunKernel): whole tensors only.
   static const char* const kOps[] = {"sgd_update",  "momentum_update", "momentum_velocity",
                                      "adam_update", "adam_m",          "adam_v"};
-  if (k.kind != KernelKind::kOp) return false;
+  if (k.kind != KernelKind::kOp || !k.in_place.empty()) return false;
   for (const char* op : kOps)
     if (k.op == op) return true;
   return false;
@@ -555,15 +556,38 @@ Status RunKernel(const Module& m, const Kernel& k, const std::vector<const T*>& 
     literal_values.push_back(static_cast<T>(static_cast<float>(l.value)));
   std::vector<const T*> op_inputs = inputs;
   for (const T& v : literal_values) op_inputs.push_back(&v);
+  if (extra_outs.size() != k.extra_outputs.size())
+    return InternalError("ref.RunKernel",
+                         k.name + " writes " + std::to_string(k.extra_outputs.size() + 1) +
+                             " outputs, given " + std::to_string(extra_outs.size() + 1));
+  // An output written over an input (Kernel::in_place) that a later op of the kernel takes as an
+  // argument goes to scratch first, and over the input once every op ran: each op reads the
+  // values it read when every output had a buffer of its own (on the GPU each invocation reads
+  // all of its element before writing any of it).
+  std::vector<T*> outs = {out};
+  outs.insert(outs.end(), extra_outs.begin(), extra_outs.end());
+  const std::vector<T*> buffers = outs;
+  const std::vector<int> out_nodes = k.Outputs();
+  std::vector<std::vector<T>> scratch(outs.size());
+  for (size_t j = 0; j < outs.size(); ++j) {
+    const int over = k.InPlaceOf(j);
+    if (over < 0) continue;
+    bool read_later = false;
+    for (size_t l = j + 1; l < outs.size(); ++l) {
+      const std::vector<int>& later = m.graph().at(out_nodes[l]).args;
+      read_later |= std::find(later.begin(), later.end(), k.inputs[over]) != later.end();
+    }
+    if (!read_later) continue;
+    scratch[j].resize(static_cast<size_t>(m.graph().at(out_nodes[j]).type.elements()));
+    outs[j] = scratch[j].data();
+  }
+  out = outs[0];
+  std::vector<T*> extras(outs.begin() + 1, outs.end());
   OpArgs<T> args{&m.graph(), &m.graph().at(k.output), op_inputs, out, &parallel, k.transposed,
                  only_chunk};
   PickOp<T> (*impl)(args);
   // Extra outputs are ops of their own over the kernel's inputs and the outputs it wrote before
   // them, none of which they overwrite: each runs, in order, as its own kernel would.
-  if (extra_outs.size() != k.extra_outputs.size())
-    return InternalError("ref.RunKernel",
-                         k.name + " writes " + std::to_string(k.extra_outputs.size() + 1) +
-                             " outputs, given " + std::to_string(extra_outs.size() + 1));
   for (size_t j = 0; j < k.extra_outputs.size(); ++j) {
     const webir::Node& node = m.graph().at(k.extra_outputs[j]);
     const OpImpl* extra = FindOp(node.op);
@@ -577,16 +601,18 @@ Status RunKernel(const Module& m, const Kernel& k, const std::vector<const T*>& 
         if (k.literals[i].node == a) at = &literal_values[i];
       if (a == k.output) at = out;
       for (size_t e = 0; e < j && !at; ++e)
-        if (k.extra_outputs[e] == a) at = extra_outs[e];
+        if (k.extra_outputs[e] == a) at = extras[e];
       if (!at) return InternalError("ref.RunKernel", k.name + " lacks an argument of " + node.op);
       args.push_back(at);
     }
     // Folded transposes are the primary's: they hold only where the arguments are its inputs.
     const std::vector<bool> transposed = node.args == k.inputs ? k.transposed : std::vector<bool>{};
-    OpArgs<T> extra_args{&m.graph(), &node,      std::move(args), extra_outs[j],
+    OpArgs<T> extra_args{&m.graph(), &node,      std::move(args), extras[j],
                          &parallel,  transposed, only_chunk};
     PickOp<T> (*extra)(extra_args);
   }
+  for (size_t j = 0; j < outs.size(); ++j)
+    if (!scratch[j].empty()) std::copy(scratch[j].begin(), scratch[j].end(), buffers[j]);
   return Status::Ok();
 }
 

@@ -1,7 +1,9 @@
 // The training step of examples/fashion_mlp.json with the step's fusions (fuse-matmul-epilogue,
-// merge-optimizer-outputs, merge-loss-gradient, merge-bias-gradient, fold-constant-inputs) and
-// without them, tier debug: the same bits in every output (loss, logits, new parameters, new
-// moments), on the CPU reference and on WebGPU (SwiftShader), and fewer kernels with them.
+// merge-optimizer-outputs, merge-loss-gradient, merge-bias-gradient, fold-constant-inputs,
+// write-state-in-place, merge-optimizer-kernels) and without them, tier debug: the same bits in
+// every output (loss, logits, new parameters, new moments), on the CPU reference and on WebGPU
+// (SwiftShader), and fewer kernels with them; and a session's steps with the optimizer's state
+// written in place and merged, and without, in debug and prod.
 #include <gtest/gtest.h>
 
 #include <cstring>
@@ -19,18 +21,23 @@ namespace {
 using scellis::testing::FashionMlp;
 
 Result<pipeline::Compiled> Step(const Executor& exec, std::set<std::string> disabled,
-                                const std::optional<kernel::MatmulSchedule>& schedule) {
+                                const std::optional<kernel::MatmulSchedule>& schedule,
+                                policy::Tier tier = policy::Tier::kDebug,
+                                const Json& optimizer = Json()) {
   pipeline::CompileOptions o;
   o.matmul_schedule = schedule;
-  o.lower.tier = policy::Tier::kDebug;
+  o.lower.tier = tier;
   o.plan.budget_bytes = int64_t{1} << 30;
   o.plan.limits = exec.limits();
   o.disabled_passes = std::move(disabled);
-  return pipeline::Compile(FashionMlp(), o);
+  if (optimizer.is_null()) return pipeline::Compile(FashionMlp(), o);
+  Json doc = Json::parse(FashionMlp());
+  doc["train"]["optimizer"] = optimizer;
+  return pipeline::Compile(doc.dump(), o);
 }
 
-// Fresh data for every input the step needs fed: images in [0, 1), labels in [0, 10), step 3.
-Feeds RandomFeeds(const webir::Graph& g, uint32_t seed) {
+// Fresh data for every input the step needs fed: images in [0, 1), labels in [0, 10), the step.
+Feeds RandomFeeds(const webir::Graph& g, uint32_t seed, double step = 3) {
   std::mt19937 rng(seed);
   Feeds feeds;
   for (const webir::Node& n : g.nodes) {
@@ -40,7 +47,7 @@ Feeds RandomFeeds(const webir::Graph& g, uint32_t seed) {
     const bool labels = t.rank() == 1;
     for (double& v : values) {
       if (t.rank() == 0)
-        v = 3;
+        v = step;
       else if (labels)
         v = std::uniform_int_distribution<int>(0, 9)(rng);
       else
@@ -51,9 +58,10 @@ Feeds RandomFeeds(const webir::Graph& g, uint32_t seed) {
   return feeds;
 }
 
-const std::set<std::string> kStepFusions = {"fuse-matmul-epilogue", "merge-optimizer-outputs",
-                                            "merge-loss-gradient", "merge-bias-gradient",
-                                            "fold-constant-inputs"};
+const std::set<std::string> kStepFusions = {"fuse-matmul-epilogue",   "merge-optimizer-outputs",
+                                            "merge-loss-gradient",    "merge-bias-gradient",
+                                            "fold-constant-inputs",   "write-state-in-place",
+                                            "merge-optimizer-kernels"};
 
 // `kept_off`: fusions left out of the fused plan too (so that each merge is compared alone);
 // `schedule`: every matmul's, in both plans.
@@ -68,11 +76,13 @@ void ExpectSameBits(const std::string& backend, const std::set<std::string>& kep
   // 25 kernels unfused: the two forward matmuls' bias + relu and bias, and the backward's relu
   // gradient, become epilogues (-3), Adam's three kernels per parameter one (-8), the loss's
   // gradient joins the loss (-1), the two bias gradients join the kernels that write or read
-  // what they sum (-2) and the gradient's seed is a literal (-1).
+  // what they sum (-2), the gradient's seed is a literal (-1) and the four Adam kernels, in
+  // place, two parameters each (-2).
   EXPECT_EQ(unfused->module->kernels.size(), 25u) << kernel::Print(*unfused->module);
   const size_t saved = 3 + 8 + (kept_off.count("merge-loss-gradient") ? 0 : 1) +
                        (kept_off.count("merge-bias-gradient") ? 0 : 2) +
-                       (kept_off.count("fold-constant-inputs") ? 0 : 1);
+                       (kept_off.count("fold-constant-inputs") ? 0 : 1) +
+                       (kept_off.count("merge-optimizer-kernels") ? 0 : 2);
   EXPECT_EQ(fused->module->kernels.size(), 25u - saved) << kernel::Print(*fused->module);
 
   // A forced schedule reaches the matmuls that sum B's columns too.
@@ -133,6 +143,81 @@ TEST(StepFusion, BiasSumsBesideEveryMatmulScheduleHaveTheSameBits) {
     per_element.kind = kernel::MatmulSchedule::Kind::kPerElement;
     ExpectSameBits(backend, {"merge-loss-gradient"}, per_element);
   }
+}
+
+// Two steps of a resident session, each with fresh images, labels and its step number: the
+// parameters and moments carried from step to step, written in place by two merged kernels or
+// into buffers of their own by four, have the same bits after every step.
+// `optimizer`: the document's own (Adam) when null.
+void ExpectSameBitsOverSteps(const std::string& backend, policy::Tier tier,
+                             const Json& optimizer = Json()) {
+  auto exec = testing::Open(backend);
+  ASSERT_NE(exec, nullptr);
+  auto merged = Step(*exec, {}, std::nullopt, tier, optimizer);
+  auto apart = Step(*exec, {"write-state-in-place", "merge-optimizer-kernels"}, std::nullopt, tier,
+                    optimizer);
+  ASSERT_TRUE(merged.ok()) << merged.errors().front().Format();
+  ASSERT_TRUE(apart.ok()) << apart.errors().front().Format();
+  EXPECT_LE(merged->plan->steps.size(), 8u);
+  if (optimizer.is_null()) EXPECT_EQ(apart->plan->steps.size(), 10u);
+  const webir::Graph& g = merged->plan->graph();
+  std::vector<Feeds> feeds;
+  for (int k = 0; k < 2; ++k) feeds.push_back(RandomFeeds(g, 20 + k, k + 1));
+  std::vector<std::string> watch;
+  for (const webir::Output& o : g.outputs) watch.push_back(o.name);
+  auto a = exec->Prepare(*merged->plan);
+  auto b = exec->Prepare(*apart->plan);
+  ASSERT_TRUE(a.ok()) << a.errors().front().Format();
+  ASSERT_TRUE(b.ok()) << b.errors().front().Format();
+  auto ra = (*a)->RunSteps(feeds, watch);
+  auto rb = (*b)->RunSteps(feeds, watch);
+  ASSERT_TRUE(ra.ok()) << ra.errors().front().Format();
+  ASSERT_TRUE(rb.ok()) << rb.errors().front().Format();
+  ASSERT_EQ(ra->watched.size(), watch.size());
+  ASSERT_EQ(rb->watched.size(), watch.size());
+  for (size_t i = 0; i < watch.size(); ++i) {
+    ASSERT_EQ(ra->watched[i].second.size(), 2u);
+    for (size_t k = 0; k < 2; ++k) {
+      const HostTensor &x = ra->watched[i].second[k], &y = rb->watched[i].second[k];
+      ASSERT_EQ(x.bytes.size(), y.bytes.size()) << watch[i];
+      EXPECT_EQ(std::memcmp(x.bytes.data(), y.bytes.data(), x.bytes.size()), 0)
+          << backend << ": " << watch[i] << " differs after step " << k + 1;
+    }
+    // The state moved from step to step: not a comparison of values that stood still.
+    if (watch[i] != "loss" && watch[i] != "logits") {
+      EXPECT_NE(ra->watched[i].second[0].bytes, ra->watched[i].second[1].bytes) << watch[i];
+    }
+  }
+  // What a checkpoint reads between steps: the carried inputs, from the buffers written in place.
+  for (const char* name : {"w1", "b2"}) {
+    auto x = (*a)->Download(name);
+    auto y = (*b)->Download(name);
+    ASSERT_TRUE(x.ok()) << x.errors().front().Format();
+    ASSERT_TRUE(y.ok()) << y.errors().front().Format();
+    EXPECT_EQ(x->bytes, y->bytes) << backend << ": " << name;
+  }
+}
+
+TEST(StepFusion, SessionStepsWithStateInPlaceHaveTheSameBits) {
+  for (const char* backend : {"cpu", "webgpu"})
+    for (policy::Tier tier : {policy::Tier::kDebug, policy::Tier::kProd})
+      ExpectSameBitsOverSteps(backend, tier);
+}
+
+// Updates that read the old parameter beside the new one (coupled weight decay: the CPU
+// reference keeps the new parameter apart until the moments have read the old), gradients
+// negated, momentum with Nesterov, and plain SGD: in place and merged, the same bits. On the CPU
+// reference alone (each GPU invocation reads its element before writing it, whatever the op).
+TEST(StepFusion, OptimizerVariantsInPlaceHaveTheSameBits) {
+  const Json coupled = {{"kind", "adam"}, {"lr", 0.01}, {"weight_decay", 0.1}, {"maximize", true}};
+  ExpectSameBitsOverSteps("cpu", policy::Tier::kDebug, coupled);
+  for (const Json& opt : {Json{{"kind", "sgd"},
+                               {"lr", 0.05},
+                               {"momentum", 0.9},
+                               {"nesterov", true},
+                               {"weight_decay", 0.01}},
+                          Json{{"kind", "sgd"}, {"lr", 0.1}}})
+    ExpectSameBitsOverSteps("cpu", policy::Tier::kDebug, opt);
 }
 
 }  // namespace

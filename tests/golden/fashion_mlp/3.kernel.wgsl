@@ -339,171 +339,137 @@ fn main(@builtin(workgroup_id) wg: vec3<u32>,
   if (r < 784u && c < 256u) { out[wg.z * 200704u + r * 256u + c] = acc; }
 }
 
-// ---- k6_adam_update_adam_m_adam_v ----
-@group(0) @binding(0) var<storage, read> in0: array<f32>;
+// ---- k6_adam_update_adam_m_adam_v_x2 ----
+@group(0) @binding(0) var<storage, read_write> in0: array<f32>;
 @group(0) @binding(1) var<storage, read> in1: array<f32>;
-@group(0) @binding(2) var<storage, read> in2: array<f32>;
-@group(0) @binding(3) var<storage, read> in3: array<f32>;
-@group(0) @binding(4) var<storage, read> in4: array<f32>;
-@group(0) @binding(5) var<storage, read_write> out: array<f32>;
-@group(0) @binding(6) var<storage, read_write> out1: array<f32>;
-@group(0) @binding(7) var<storage, read_write> out2: array<f32>;
+@group(0) @binding(2) var<storage, read_write> in2: array<f32>;
+@group(0) @binding(3) var<storage, read_write> in3: array<f32>;
+@group(0) @binding(4) var<uniform> in4: f32;
+@group(0) @binding(5) var<storage, read_write> in5: array<f32>;
+@group(0) @binding(6) var<storage, read> in6: array<f32>;
+@group(0) @binding(7) var<storage, read_write> in7: array<f32>;
+@group(0) @binding(8) var<storage, read_write> in8: array<f32>;
 fn expm1_f32(x: f32) -> f32 {
   if (abs(x) >= 0.5) { return exp(x) - 1.0; }
   var s = 1.0;
   for (var k = 12.0; k >= 2.0; k = k - 1.0) { s = 1.0 + x * s / k; }
   return x * s;
 }
-
-@compute @workgroup_size(64)
-fn main(@builtin(global_invocation_id) gid: vec3<u32>,
-        @builtin(num_workgroups) groups: vec3<u32>) {
-  let i = gid.x + gid.y * groups.x * 64u;
-  if (i >= 200704u) { return; }
-  _ = arrayLength(&in0);
-  _ = arrayLength(&in1);
-  _ = arrayLength(&in2);
-  _ = arrayLength(&in3);
-  _ = arrayLength(&in4);
+fn part0(i: u32) {
   var g = in1[i];
   let w = f32(0.100000001);
   let m_old = in2[i];
   let m = select(g - (g - m_old) * (1.0 - w), m_old + w * (g - m_old), abs(w) < 0.5);
   let v = in3[i] * f32(0.999000013) + f32(0.00100000005) * g * g;
-  let step = select(0.0, floor(in4[0]), in4[0] >= 1.0);
+  let step = select(0.0, floor(in4), in4 >= 1.0);
   let bc1 = -expm1_f32(step * f32(-0.105360515));
   let bc2 = -expm1_f32(step * f32(-0.00100050028));
   let minus_step_size = -(f32(0.00100000005) / bc1);
   var p = in0[i];
   let denom = sqrt(v) / sqrt(bc2) + f32(9.99999994e-09);
-  out[i] = p + minus_step_size * m / denom;
-  out1[i] = m;
-  out2[i] = v;
+  in0[i] = p + minus_step_size * m / denom;
+  in2[i] = m;
+  in3[i] = v;
+}
+fn part1(i: u32) {
+  var g = in6[i];
+  let w = f32(0.100000001);
+  let m_old = in7[i];
+  let m = select(g - (g - m_old) * (1.0 - w), m_old + w * (g - m_old), abs(w) < 0.5);
+  let v = in8[i] * f32(0.999000013) + f32(0.00100000005) * g * g;
+  let step = select(0.0, floor(in4), in4 >= 1.0);
+  let bc1 = -expm1_f32(step * f32(-0.105360515));
+  let bc2 = -expm1_f32(step * f32(-0.00100050028));
+  let minus_step_size = -(f32(0.00100000005) / bc1);
+  var p = in5[i];
+  let denom = sqrt(v) / sqrt(bc2) + f32(9.99999994e-09);
+  in5[i] = p + minus_step_size * m / denom;
+  in7[i] = m;
+  in8[i] = v;
 }
 
-// ---- k7_adam_update_adam_m_adam_v ----
-@group(0) @binding(0) var<storage, read> in0: array<f32>;
+@compute @workgroup_size(64)
+fn main(@builtin(global_invocation_id) gid: vec3<u32>,
+        @builtin(num_workgroups) groups: vec3<u32>) {
+  let i = gid.x + gid.y * groups.x * 64u;
+  if (i >= 200960u) { return; }
+  _ = arrayLength(&in0);
+  _ = arrayLength(&in1);
+  _ = arrayLength(&in2);
+  _ = arrayLength(&in3);
+  _ = in4;
+  _ = arrayLength(&in5);
+  _ = arrayLength(&in6);
+  _ = arrayLength(&in7);
+  _ = arrayLength(&in8);
+  if (i < 200704u) { part0(i); return; }
+  if (i < 200960u) { part1(i - 200704u); return; }
+}
+
+// ---- k7_adam_update_adam_m_adam_v_x2 ----
+@group(0) @binding(0) var<storage, read_write> in0: array<f32>;
 @group(0) @binding(1) var<storage, read> in1: array<f32>;
-@group(0) @binding(2) var<storage, read> in2: array<f32>;
-@group(0) @binding(3) var<storage, read> in3: array<f32>;
-@group(0) @binding(4) var<storage, read> in4: array<f32>;
-@group(0) @binding(5) var<storage, read_write> out: array<f32>;
-@group(0) @binding(6) var<storage, read_write> out1: array<f32>;
-@group(0) @binding(7) var<storage, read_write> out2: array<f32>;
+@group(0) @binding(2) var<storage, read_write> in2: array<f32>;
+@group(0) @binding(3) var<storage, read_write> in3: array<f32>;
+@group(0) @binding(4) var<uniform> in4: f32;
+@group(0) @binding(5) var<storage, read_write> in5: array<f32>;
+@group(0) @binding(6) var<storage, read> in6: array<f32>;
+@group(0) @binding(7) var<storage, read_write> in7: array<f32>;
+@group(0) @binding(8) var<storage, read_write> in8: array<f32>;
 fn expm1_f32(x: f32) -> f32 {
   if (abs(x) >= 0.5) { return exp(x) - 1.0; }
   var s = 1.0;
   for (var k = 12.0; k >= 2.0; k = k - 1.0) { s = 1.0 + x * s / k; }
   return x * s;
 }
-
-@compute @workgroup_size(64)
-fn main(@builtin(global_invocation_id) gid: vec3<u32>,
-        @builtin(num_workgroups) groups: vec3<u32>) {
-  let i = gid.x + gid.y * groups.x * 64u;
-  if (i >= 256u) { return; }
-  _ = arrayLength(&in0);
-  _ = arrayLength(&in1);
-  _ = arrayLength(&in2);
-  _ = arrayLength(&in3);
-  _ = arrayLength(&in4);
+fn part0(i: u32) {
   var g = in1[i];
   let w = f32(0.100000001);
   let m_old = in2[i];
   let m = select(g - (g - m_old) * (1.0 - w), m_old + w * (g - m_old), abs(w) < 0.5);
   let v = in3[i] * f32(0.999000013) + f32(0.00100000005) * g * g;
-  let step = select(0.0, floor(in4[0]), in4[0] >= 1.0);
+  let step = select(0.0, floor(in4), in4 >= 1.0);
   let bc1 = -expm1_f32(step * f32(-0.105360515));
   let bc2 = -expm1_f32(step * f32(-0.00100050028));
   let minus_step_size = -(f32(0.00100000005) / bc1);
   var p = in0[i];
   let denom = sqrt(v) / sqrt(bc2) + f32(9.99999994e-09);
-  out[i] = p + minus_step_size * m / denom;
-  out1[i] = m;
-  out2[i] = v;
+  in0[i] = p + minus_step_size * m / denom;
+  in2[i] = m;
+  in3[i] = v;
 }
-
-// ---- k8_adam_update_adam_m_adam_v ----
-@group(0) @binding(0) var<storage, read> in0: array<f32>;
-@group(0) @binding(1) var<storage, read> in1: array<f32>;
-@group(0) @binding(2) var<storage, read> in2: array<f32>;
-@group(0) @binding(3) var<storage, read> in3: array<f32>;
-@group(0) @binding(4) var<storage, read> in4: array<f32>;
-@group(0) @binding(5) var<storage, read_write> out: array<f32>;
-@group(0) @binding(6) var<storage, read_write> out1: array<f32>;
-@group(0) @binding(7) var<storage, read_write> out2: array<f32>;
-fn expm1_f32(x: f32) -> f32 {
-  if (abs(x) >= 0.5) { return exp(x) - 1.0; }
-  var s = 1.0;
-  for (var k = 12.0; k >= 2.0; k = k - 1.0) { s = 1.0 + x * s / k; }
-  return x * s;
+fn part1(i: u32) {
+  var g = in6[i];
+  let w = f32(0.100000001);
+  let m_old = in7[i];
+  let m = select(g - (g - m_old) * (1.0 - w), m_old + w * (g - m_old), abs(w) < 0.5);
+  let v = in8[i] * f32(0.999000013) + f32(0.00100000005) * g * g;
+  let step = select(0.0, floor(in4), in4 >= 1.0);
+  let bc1 = -expm1_f32(step * f32(-0.105360515));
+  let bc2 = -expm1_f32(step * f32(-0.00100050028));
+  let minus_step_size = -(f32(0.00100000005) / bc1);
+  var p = in5[i];
+  let denom = sqrt(v) / sqrt(bc2) + f32(9.99999994e-09);
+  in5[i] = p + minus_step_size * m / denom;
+  in7[i] = m;
+  in8[i] = v;
 }
 
 @compute @workgroup_size(64)
 fn main(@builtin(global_invocation_id) gid: vec3<u32>,
         @builtin(num_workgroups) groups: vec3<u32>) {
   let i = gid.x + gid.y * groups.x * 64u;
-  if (i >= 2560u) { return; }
+  if (i >= 2570u) { return; }
   _ = arrayLength(&in0);
   _ = arrayLength(&in1);
   _ = arrayLength(&in2);
   _ = arrayLength(&in3);
-  _ = arrayLength(&in4);
-  var g = in1[i];
-  let w = f32(0.100000001);
-  let m_old = in2[i];
-  let m = select(g - (g - m_old) * (1.0 - w), m_old + w * (g - m_old), abs(w) < 0.5);
-  let v = in3[i] * f32(0.999000013) + f32(0.00100000005) * g * g;
-  let step = select(0.0, floor(in4[0]), in4[0] >= 1.0);
-  let bc1 = -expm1_f32(step * f32(-0.105360515));
-  let bc2 = -expm1_f32(step * f32(-0.00100050028));
-  let minus_step_size = -(f32(0.00100000005) / bc1);
-  var p = in0[i];
-  let denom = sqrt(v) / sqrt(bc2) + f32(9.99999994e-09);
-  out[i] = p + minus_step_size * m / denom;
-  out1[i] = m;
-  out2[i] = v;
-}
-
-// ---- k9_adam_update_adam_m_adam_v ----
-@group(0) @binding(0) var<storage, read> in0: array<f32>;
-@group(0) @binding(1) var<storage, read> in1: array<f32>;
-@group(0) @binding(2) var<storage, read> in2: array<f32>;
-@group(0) @binding(3) var<storage, read> in3: array<f32>;
-@group(0) @binding(4) var<storage, read> in4: array<f32>;
-@group(0) @binding(5) var<storage, read_write> out: array<f32>;
-@group(0) @binding(6) var<storage, read_write> out1: array<f32>;
-@group(0) @binding(7) var<storage, read_write> out2: array<f32>;
-fn expm1_f32(x: f32) -> f32 {
-  if (abs(x) >= 0.5) { return exp(x) - 1.0; }
-  var s = 1.0;
-  for (var k = 12.0; k >= 2.0; k = k - 1.0) { s = 1.0 + x * s / k; }
-  return x * s;
-}
-
-@compute @workgroup_size(64)
-fn main(@builtin(global_invocation_id) gid: vec3<u32>,
-        @builtin(num_workgroups) groups: vec3<u32>) {
-  let i = gid.x + gid.y * groups.x * 64u;
-  if (i >= 10u) { return; }
-  _ = arrayLength(&in0);
-  _ = arrayLength(&in1);
-  _ = arrayLength(&in2);
-  _ = arrayLength(&in3);
-  _ = arrayLength(&in4);
-  var g = in1[i];
-  let w = f32(0.100000001);
-  let m_old = in2[i];
-  let m = select(g - (g - m_old) * (1.0 - w), m_old + w * (g - m_old), abs(w) < 0.5);
-  let v = in3[i] * f32(0.999000013) + f32(0.00100000005) * g * g;
-  let step = select(0.0, floor(in4[0]), in4[0] >= 1.0);
-  let bc1 = -expm1_f32(step * f32(-0.105360515));
-  let bc2 = -expm1_f32(step * f32(-0.00100050028));
-  let minus_step_size = -(f32(0.00100000005) / bc1);
-  var p = in0[i];
-  let denom = sqrt(v) / sqrt(bc2) + f32(9.99999994e-09);
-  out[i] = p + minus_step_size * m / denom;
-  out1[i] = m;
-  out2[i] = v;
+  _ = in4;
+  _ = arrayLength(&in5);
+  _ = arrayLength(&in6);
+  _ = arrayLength(&in7);
+  _ = arrayLength(&in8);
+  if (i < 2560u) { part0(i); return; }
+  if (i < 2570u) { part1(i - 2560u); return; }
 }
 

@@ -161,7 +161,7 @@ export function parseProgram(value: unknown): DeviceProgram {
     if (!Array.isArray(d.workgroups) || d.workgroups.length !== 3 || !d.workgroups.every(isCount)) bad(`dispatches[${i}] has bad workgroups`);
     if (!Array.isArray(d.bindings) || d.bindings.length === 0) bad(`dispatches[${i}] binds nothing`);
     if (d.writes !== undefined &&
-        (!isCount(d.writes) || d.writes < 1 || d.writes > d.bindings.length))
+        (!isCount(d.writes) || d.writes > d.bindings.length))
       bad(`dispatches[${i}] writes ${d.writes} of its ${d.bindings.length} bindings`);
     d.bindings.forEach((b, j) => {
       buffer(`dispatches[${i}].bindings[${j}]`, b.buffer);

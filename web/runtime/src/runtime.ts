@@ -357,7 +357,7 @@ export class Session {
     }
 
     for (const b of p.buffers) {
-      const buf = d.createBuffer({ size: b.size, usage: GPUBufferUsage.STORAGE | GPUBufferUsage.COPY_SRC | GPUBufferUsage.COPY_DST, label: `b${b.id}` });
+      const buf = d.createBuffer({ size: b.size, usage: GPUBufferUsage.STORAGE | GPUBufferUsage.UNIFORM | GPUBufferUsage.COPY_SRC | GPUBufferUsage.COPY_DST, label: `b${b.id}` });
       this.#owned.push(buf);
     }
     this.#phys = [...this.#owned];
@@ -519,11 +519,12 @@ export class Session {
     try {
       for (const [buffer, bytes] of first) uploaded += this.#write(this.#phys[buffer]!, 0, bytes);
       // Fed inputs: one slot per step in one staging buffer, each at an offset the device can bind.
-      const align = Math.max(d.limits.minStorageBufferOffsetAlignment, 4);
+      // A slot may be bound as a uniform (an optimizer's step): aligned for both kinds of binding.
+      const align = Math.max(d.limits.minStorageBufferOffsetAlignment, d.limits.minUniformBufferOffsetAlignment ?? 4, 4);
       const staged = new Map<number, { buffer: GPUBuffer; stride: number; size: number }>();
       for (const [buffer, s] of slots) {
         const stride = roundUp(s.size, align);
-        const staging = d.createBuffer({ size: stride * n, usage: GPUBufferUsage.STORAGE | GPUBufferUsage.COPY_DST, label: `feed b${buffer}` });
+        const staging = d.createBuffer({ size: stride * n, usage: GPUBufferUsage.STORAGE | GPUBufferUsage.UNIFORM | GPUBufferUsage.COPY_DST, label: `feed b${buffer}` });
         scratch.push(staging);
         s.bytes.forEach((b, k) => (uploaded += this.#write(staging, k * stride, b)));
         staged.set(buffer, { buffer: staging, stride, size: s.size });

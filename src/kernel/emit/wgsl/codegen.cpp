@@ -54,26 +54,39 @@ std::string Bindings(const Module& m, const Kernel& k, const std::vector<bool>& 
   };
   std::string s;
   bool f16 = m.graph().at(k.output).type.dtype == DType::kF16;
+  const std::vector<int>& in_place = k.in_place;
   for (size_t i = 0; i < k.inputs.size(); ++i) {
     const DType t = m.graph().at(k.inputs[i]).type.dtype;
     f16 |= t == DType::kF16;
-    s += "@group(0) @binding(" + std::to_string(i) + ") var<storage, read> in" + std::to_string(i) +
-         ": array<" + element(t, i < vec4_inputs.size() && vec4_inputs[i]) + ">;\n";
+    // A uniform input is its one element; an input an output is written over is read and
+    // written through its one binding.
+    if (k.UniformInput(i)) {
+      s += "@group(0) @binding(" + std::to_string(i) + ") var<uniform> in" + std::to_string(i) +
+           ": " + StorageType(t) + ";\n";
+      continue;
+    }
+    const bool written = std::count(in_place.begin(), in_place.end(), static_cast<int>(i)) > 0;
+    s += "@group(0) @binding(" + std::to_string(i) + ") var<storage, " +
+         (written ? "read_write" : "read") + "> in" + std::to_string(i) + ": array<" +
+         element(t, i < vec4_inputs.size() && vec4_inputs[i]) + ">;\n";
   }
   // A literal argument (Kernel::literals) is read where its binding would be, from a private
   // array of its one value.
   for (size_t j = 0; j < k.literals.size(); ++j)
     s += "var<private> in" + std::to_string(k.inputs.size() + j) +
          ": array<f32, 1> = array<f32, 1>(" + F32(k.literals[j].value) + ");\n";
-  s += "@group(0) @binding(" + std::to_string(k.inputs.size()) +
-       ") var<storage, read_write> out: array<" +
-       element(m.graph().at(k.output).type.dtype, vec4_output) + ">;\n";
+  // Outputs written in place have no binding; the others follow the inputs, in order.
+  size_t binding = k.inputs.size();
+  if (k.InPlaceOf(0) < 0)
+    s += "@group(0) @binding(" + std::to_string(binding++) +
+         ") var<storage, read_write> out: array<" +
+         element(m.graph().at(k.output).type.dtype, vec4_output) + ">;\n";
   for (size_t j = 0; j < k.extra_outputs.size(); ++j) {
     const DType t = m.graph().at(k.extra_outputs[j]).type.dtype;
     f16 |= t == DType::kF16;
-    s += "@group(0) @binding(" + std::to_string(k.inputs.size() + 1 + j) +
-         ") var<storage, read_write> out" + std::to_string(j + 1) + ": array<" + element(t, false) +
-         ">;\n";
+    if (k.InPlaceOf(j + 1) >= 0) continue;
+    s += "@group(0) @binding(" + std::to_string(binding++) + ") var<storage, read_write> out" +
+         std::to_string(j + 1) + ": array<" + element(t, false) + ">;\n";
   }
   return (f16 ? "enable f16;\n" : "") + s;
 }

@@ -49,7 +49,9 @@ const char* StorageType(DType t);
 // Prelude declaring in0..in<n-1>, out and, for a kernel of several outputs, out1..out<m> after it,
 // with the element types of k's nodes (and `enable f16;`
 // when one is f16); inputs flagged in `vec4_inputs`, and the output when `vec4_output`, as arrays
-// of vec4 of that type. LinearEntry declares the linear index `let i` with its bound check.
+// of vec4 of that type. A uniform input (Kernel::uniform_inputs) is declared as its one element;
+// an input an output is written over (Kernel::in_place) is read_write and that output gets no
+// binding (the outputs that have one are numbered after the inputs, in order). LinearEntry declares the linear index `let i` with its bound check.
 std::string Bindings(const Module& m, const Kernel& k, const std::vector<bool>& vec4_inputs = {},
                      bool vec4_output = false);
 std::string LinearEntry(int64_t total);

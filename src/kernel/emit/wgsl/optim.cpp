@@ -4,6 +4,7 @@
 // the shader in f32; 1 - beta^t is evaluated as -expm1(t * log(beta)) with log(beta) from double
 // and a series for small arguments, which keeps it accurate to a few ulps where the naive
 // 1 - pow(beta, t) would cancel catastrophically (beta2 = 0.999 at t = 1).
+#include <algorithm>
 #include <cmath>
 
 #include "base/detmath.h"
@@ -19,12 +20,38 @@ bool Flag(const webir::Node& n, const char* name) {
   return n.attrs.at(name).get<bool>();
 }
 
+// What one parameter's update reads and writes: per argument of its op, the WGSL of its element i
+// (`at`) and of its element 0 (`first`: the step); per output, the array it is stored to.
+struct Names {
+  std::vector<std::string> at, first, store;
+};
+
+// The names of the part of `k` whose outputs are `outputs` (indices in Outputs() order): each
+// argument is the kernel input of that node, each output its binding or the input it is written
+// over.
+Names NamesOf(const Module& m, const Kernel& k, const std::vector<size_t>& outputs) {
+  Names names;
+  const std::vector<int> outs = k.Outputs();
+  for (int a : m.graph().at(outs[outputs.front()]).args) {
+    const size_t i =
+        static_cast<size_t>(std::find(k.inputs.begin(), k.inputs.end(), a) - k.inputs.begin());
+    const std::string in = "in" + std::to_string(i);
+    names.at.push_back(in + "[i]");
+    names.first.push_back(k.UniformInput(i) ? in : in + "[0]");
+  }
+  for (size_t j : outputs)
+    names.store.push_back(k.InPlaceOf(j) >= 0 ? "in" + std::to_string(k.InPlaceOf(j))
+                          : j == 0            ? std::string("out")
+                                              : "out" + std::to_string(j));
+  return names;
+}
+
 // `var g` = the gradient as the update sees it (maximize, coupled weight decay).
-std::string EffectiveGrad(const webir::Node& n, bool decoupled) {
-  std::string s = "  var g = in1[i];\n";
+std::string EffectiveGrad(const webir::Node& n, bool decoupled, const Names& in) {
+  std::string s = "  var g = " + in.at[1] + ";\n";
   if (Flag(n, "maximize")) s += "  g = -g;\n";
   double wd = Attr(n, "weight_decay");
-  if (wd != 0 && !decoupled) s += "  g = g + " + F32(wd) + " * in0[i];\n";
+  if (wd != 0 && !decoupled) s += "  g = g + " + F32(wd) + " * " + in.at[0] + ";\n";
   return s;
 }
 
@@ -41,15 +68,17 @@ const char* kExpm1Fn =
     "  return x * s;\n"
     "}\n";
 
-std::string Moments(const webir::Node& n) {
+std::string Moments(const webir::Node& n, const Names& in) {
   double beta1 = Attr(n, "beta1"), beta2 = Attr(n, "beta2");
   std::string w = F32(1.0 - beta1);
   return "  let w = " + w +
          ";\n"
-         "  let m_old = in2[i];\n"
+         "  let m_old = " +
+         in.at[2] +
+         ";\n"
          "  let m = select(g - (g - m_old) * (1.0 - w), m_old + w * (g - m_old), abs(w) < 0.5);\n"
-         "  let v = in3[i] * " +
-         F32(beta2) + " + " + F32(1.0 - beta2) + " * g * g;\n";
+         "  let v = " +
+         in.at[3] + " * " + F32(beta2) + " + " + F32(1.0 - beta2) + " * g * g;\n";
 }
 
 // 1 - beta^step. The literal comes from detmath, so the source (and its hash) does not depend on
@@ -59,51 +88,51 @@ std::string BiasCorrection(double beta) {
   return "-expm1_f32(step * " + F32(detmath::Log(beta)) + ")";
 }
 
-// The stores of a kernel's outputs: `value(op)` is the WGSL value the op of each output computes
-// (the variables of a body shared by all of them), stored to out, out1, ... in binding order.
+// The stores of a part's outputs: `value(op)` is the WGSL value the op of each output computes
+// (the variables of a body shared by all of them), stored where Names says.
 template <typename ValueOf>
-std::string Stores(const Module& m, const Kernel& k, const ValueOf& value) {
+std::string Stores(const Module& m, const Kernel& k, const std::vector<size_t>& outputs,
+                   const Names& in, const ValueOf& value) {
   std::string s;
-  const std::vector<int> outputs = k.Outputs();
+  const std::vector<int> outs = k.Outputs();
   for (size_t j = 0; j < outputs.size(); ++j)
-    s += "  out" + (j ? std::to_string(j) : std::string()) +
-         "[i] = " + value(m.graph().at(outputs[j]).op) + ";\n";
+    s += "  " + in.store[j] + "[i] = " + value(m.graph().at(outs[outputs[j]]).op) + ";\n";
   return s;
 }
 
-}  // namespace
-
-// An optimizer kernel computes the shared part of its update once (the effective gradient, the
-// moments) and stores each output's value; a merged kernel (Kernel::extra_outputs) stores several
-// of them, each from the same expressions its own kernel evaluates.
-bool GenerateOptim(const Module& m, const Kernel& k, Generated& out) {
-  if (k.kind != KernelKind::kOp) return false;
-  const webir::Node& n = m.graph().at(k.output);
-  int64_t total = n.type.elements();
-  std::string helpers, body;
-  if (k.op == "sgd_update") {
-    body = EffectiveGrad(n, false) + "  out[i] = in0[i] + " + F32(-Attr(n, "lr")) + " * g;\n";
-  } else if (k.op == "momentum_update" || k.op == "momentum_velocity") {
+// The body computing element i of one part (a parameter's update), its helpers added to
+// `helpers`; empty when the op is none of this family's.
+std::string Body(const Module& m, const Kernel& k, const std::vector<size_t>& outputs,
+                 std::string& helpers) {
+  const std::vector<int> outs = k.Outputs();
+  const webir::Node& n = m.graph().at(outs[outputs.front()]);
+  const Names in = NamesOf(m, k, outputs);
+  std::string body;
+  if (n.op == "sgd_update") {
+    body = EffectiveGrad(n, false, in) + "  " + in.store[0] + "[i] = " + in.at[0] + " + " +
+           F32(-Attr(n, "lr")) + " * g;\n";
+  } else if (n.op == "momentum_update" || n.op == "momentum_velocity") {
     double momentum = Attr(n, "momentum");
-    body = EffectiveGrad(n, false) + "  var buf = g;\n  var dir = g;\n";
+    body = EffectiveGrad(n, false, in) + "  var buf = g;\n  var dir = g;\n";
     if (momentum != 0) {
-      body += "  if (" + StepNumber("in3[0]") + " > 1.0) { buf = in2[i] * " + F32(momentum) +
-              " + " + F32(1.0 - Attr(n, "dampening")) + " * g; }\n";
+      body += "  if (" + StepNumber(in.first[3]) + " > 1.0) { buf = " + in.at[2] + " * " +
+              F32(momentum) + " + " + F32(1.0 - Attr(n, "dampening")) + " * g; }\n";
       body += Flag(n, "nesterov") ? "  dir = g + " + F32(momentum) + " * buf;\n"
                                   : std::string("  dir = buf;\n");
     }
-    const std::string update = "in0[i] + " + F32(-Attr(n, "lr")) + " * dir";
-    body += Stores(m, k, [&](const std::string& op) {
+    const std::string update = in.at[0] + " + " + F32(-Attr(n, "lr")) + " * dir";
+    body += Stores(m, k, outputs, in, [&](const std::string& op) {
       return op == "momentum_velocity" ? std::string("buf") : update;
     });
-  } else if (k.op == "adam_m" || k.op == "adam_v") {
-    body = EffectiveGrad(n, Flag(n, "decoupled")) + Moments(n) +
-           (k.op == "adam_m" ? "  out[i] = m;\n" : "  out[i] = v;\n");
-  } else if (k.op == "adam_update") {
+  } else if (n.op == "adam_m" || n.op == "adam_v") {
+    body = EffectiveGrad(n, Flag(n, "decoupled"), in) + Moments(n, in) + "  " + in.store[0] +
+           (n.op == "adam_m" ? "[i] = m;\n" : "[i] = v;\n");
+  } else if (n.op == "adam_update") {
     double lr = Attr(n, "lr"), wd = Attr(n, "weight_decay");
     bool decoupled = Flag(n, "decoupled");
-    helpers = kExpm1Fn;
-    body = EffectiveGrad(n, decoupled) + Moments(n) + "  let step = " + StepNumber("in4[0]") +
+    if (helpers.find(kExpm1Fn) == std::string::npos) helpers += kExpm1Fn;
+    body = EffectiveGrad(n, decoupled, in) + Moments(n, in) +
+           "  let step = " + StepNumber(in.first[4]) +
            ";\n"
            "  let bc1 = " +
            BiasCorrection(Attr(n, "beta1")) +
@@ -114,23 +143,62 @@ bool GenerateOptim(const Module& m, const Kernel& k, Generated& out) {
            "  let minus_step_size = -(" +
            F32(lr) +
            " / bc1);\n"
-           "  var p = in0[i];\n" +
+           "  var p = " +
+           in.at[0] + ";\n" +
            (decoupled && wd != 0 ? "  p = p * " + F32(1.0 - lr * wd) + ";\n" : std::string()) +
            "  let denom = sqrt(v) / sqrt(bc2) + " + F32(Attr(n, "eps")) + ";\n" +
-           Stores(m, k, [](const std::string& op) {
+           Stores(m, k, outputs, in, [](const std::string& op) {
              return std::string(op == "adam_m"   ? "m"
                                 : op == "adam_v" ? "v"
                                                  : "p + minus_step_size * m / denom");
            });
-  } else {
-    return false;
+  }
+  return body;
+}
+
+}  // namespace
+
+// An optimizer kernel computes the shared part of its update once (the effective gradient, the
+// moments) and stores each output's value; a merged kernel (Kernel::extra_outputs) stores several
+// of them, each from the same expressions its own kernel evaluates. A kernel over several
+// parameters (OptimizerParts) runs each part's body over its range of the invocations, and an
+// output written in place is stored over its input, which every invocation reads first.
+bool GenerateOptim(const Module& m, const Kernel& k, Generated& out) {
+  if (k.kind != KernelKind::kOp || !IsOptimizerOp(m, k.op)) return false;
+  const std::vector<int> outs = k.Outputs();
+  const std::vector<std::vector<size_t>> parts = OptimizerParts(m, k);
+  std::string helpers;
+  std::vector<std::string> bodies;
+  int64_t total = 0;
+  for (const std::vector<size_t>& part : parts) {
+    bodies.push_back(Body(m, k, part, helpers));
+    if (bodies.back().empty()) return false;
+    total += m.graph().at(outs[part.front()]).type.elements();
   }
   // Pipelines use the layout derived from the shader, which drops unused bindings; an update that
   // ignores an input (t for plain SGD, param without weight decay) still names every binding.
   std::string uses;
   for (size_t b = 0; b < k.inputs.size(); ++b)
-    uses += "  _ = arrayLength(&in" + std::to_string(b) + ");\n";
-  out.source = Bindings(m, k) + helpers + "\n" + LinearEntry(total) + uses + body + "}\n";
+    uses += k.UniformInput(b) ? "  _ = in" + std::to_string(b) + ";\n"
+                              : "  _ = arrayLength(&in" + std::to_string(b) + ");\n";
+  if (parts.size() == 1) {
+    out.source = Bindings(m, k) + helpers + "\n" + LinearEntry(total) + uses + bodies[0] + "}\n";
+  } else {
+    // Several parameters: invocation i updates element i of the first, then the second's elements
+    // follow, each part a function of its own element index.
+    std::string fns, dispatch;
+    int64_t end = 0;
+    for (size_t p = 0; p < parts.size(); ++p) {
+      const std::string name = "part" + std::to_string(p);
+      fns += "fn " + name + "(i: u32) {\n" + bodies[p] + "}\n";
+      const int64_t begin = end;
+      end += m.graph().at(outs[parts[p].front()]).type.elements();
+      dispatch += "  if (i < " + U32(end) + ") { " + name + "(i" +
+                  (begin ? " - " + U32(begin) : std::string()) + "); return; }\n";
+    }
+    out.source =
+        Bindings(m, k) + helpers + fns + "\n" + LinearEntry(total) + uses + dispatch + "}\n";
+  }
   out.workgroups = LinearGrid(total);
   return true;
 }

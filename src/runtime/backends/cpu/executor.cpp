@@ -129,10 +129,17 @@ struct Resident {
     auto kernel = [&](size_t s) -> const kernel::Kernel& {
       return plan->module().kernels[steps[s].kernel];
     };
-    auto elements = [&](size_t s) { return g.at(kernel(s).output).type.elements(); };
+    // A kernel's outputs of several sizes (an optimizer kernel over several parameters) have no
+    // one chunking: -1, which no run shares.
+    auto elements = [&](size_t s) -> int64_t {
+      const int64_t n = g.at(kernel(s).output).type.elements();
+      for (int o : kernel(s).Outputs())
+        if (g.at(o).type.elements() != n) return -1;
+      return n;
+    };
     for (size_t first = 0; first < steps.size(); ++first) {
       size_t end = first + 1;
-      if (kernel::ref::WritesByChunk(kernel(first))) {
+      if (kernel::ref::WritesByChunk(kernel(first)) && elements(first) >= 0) {
         const int64_t n = elements(first);
         std::vector<int> written = steps[first].Writes();
         std::vector<int> whole_reads;  // buffers read not element for element
@@ -148,8 +155,7 @@ struct Resident {
           return false;
         };
         const size_t limit = first < hoisted ? hoisted : steps.size();
-        while (end < limit && kernel::ref::WritesByChunk(kernel(end)) &&
-               elements(end) == n) {
+        while (end < limit && kernel::ref::WritesByChunk(kernel(end)) && elements(end) == n) {
           std::vector<int> w = written, r = whole_reads;
           for (int b : steps[end].Writes()) written.push_back(b);
           add_reads(end);
@@ -190,8 +196,8 @@ struct Resident {
         if (plan->buffer_of[node] >= 0) ++uses[plan->buffer_of[node]];
     for (size_t i = 0; i < g.carries.size(); ++i) {
       const int from = plan->buffer_of[g.carries[i].from], to = plan->buffer_of[g.carries[i].to];
-      lendable[i] = from >= 0 && to >= 0 && from != to && computed[from] && !other[from] &&
-                    uses[from] == 1;
+      lendable[i] =
+          from >= 0 && to >= 0 && from != to && computed[from] && !other[from] && uses[from] == 1;
     }
   }
 
@@ -234,8 +240,8 @@ struct Resident {
       // when the kernels run one after the other, and a chunk's operands stay in cache.
       std::vector<std::vector<const T*>> inputs;
       for (size_t s = first; s < end; ++s) inputs.push_back(inputs_of(steps[s]));
-      const int64_t n = plan->graph().at(plan->module().kernels[steps[first].kernel].output)
-                            .type.elements();
+      const int64_t n =
+          plan->graph().at(plan->module().kernels[steps[first].kernel].output).type.elements();
       std::mutex failed_mu;
       Status failed = Status::Ok();
       parallel.For((n + kernel::ref::kChunk - 1) / kernel::ref::kChunk, [&](int64_t c) {
@@ -260,14 +266,17 @@ struct Resident {
     // storage with its target (FindLendableCarries); any other is copied into a spare buffer
     // that then trades places with its target (whose old storage is the next step's spare).
     // Either way a step allocates nothing.
+    // A carry written in place (Kernel::in_place) is where it belongs already.
     const std::vector<webir::Carry>& carries = plan->graph().carries;
     carry_spare.resize(carries.size());
-    std::vector<char> lend(carries.size(), 0);
+    std::vector<char> lend(carries.size(), 0), in_place(carries.size(), 0);
     for (size_t i = 0; i < carries.size(); ++i) {
+      in_place[i] = plan->buffer_of[carries[i].from] == plan->buffer_of[carries[i].to];
       lend[i] = lendable[i] && of(carries[i].from).size() == of(carries[i].to).size();
-      if (!lend[i]) carry_spare[i] = of(carries[i].from);
+      if (!lend[i] && !in_place[i]) carry_spare[i] = of(carries[i].from);
     }
     for (size_t i = 0; i < carries.size(); ++i) {
+      if (in_place[i]) continue;
       if (lend[i]) {
         std::swap(of(carries[i].to), of(carries[i].from));
         lent_to[plan->buffer_of[carries[i].from]] = plan->buffer_of[carries[i].to];
@@ -278,8 +287,8 @@ struct Resident {
   }
 
   std::vector<std::vector<T>> carry_spare;
-  std::vector<char> lendable;  // per carry
-  std::vector<int> lent_to;    // per buffer: -1, or where its values are while it is lent
+  std::vector<char> lendable;     // per carry
+  std::vector<int> lent_to;       // per buffer: -1, or where its values are while it is lent
   std::vector<size_t> group_end;  // per step: see FindChunkGroups
 };
 
@@ -342,8 +351,7 @@ class CpuPrepared : public Prepared {
 
 }  // namespace
 
-CpuExecutor::CpuExecutor(Options options)
-    : parallel_(kernel::ref::ThreadsFor(options.threads)) {}
+CpuExecutor::CpuExecutor(Options options) : parallel_(kernel::ref::ThreadsFor(options.threads)) {}
 
 DeviceProfile ReferenceProfile() {
   DeviceProfile p;

@@ -60,8 +60,10 @@ const char* DawnFeatureName(uint32_t value) {
   return value < std::size(kNames) ? kNames[value] : nullptr;
 }
 
-constexpr WGPUBufferUsage kStorageUsage =
-    WGPUBufferUsage_Storage | WGPUBufferUsage_CopySrc | WGPUBufferUsage_CopyDst;
+// Uniform too: an optimizer kernel over several parameters binds their shared step as a uniform
+// (it does not count against the storage buffers a stage may bind).
+constexpr WGPUBufferUsage kStorageUsage = WGPUBufferUsage_Storage | WGPUBufferUsage_Uniform |
+                                          WGPUBufferUsage_CopySrc | WGPUBufferUsage_CopyDst;
 
 uint64_t RoundUp(uint64_t v, uint64_t m) {
   return (v + m - 1) / m * m;

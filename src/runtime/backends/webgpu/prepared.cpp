@@ -162,10 +162,11 @@ class WebGpuPrepared : public Prepared {
     };
 
     // Inputs that take data this run: fed ones every step; carried ones only on the first run.
-    // Fed inputs: one slot per step, each at an offset the adapter can bind.
+    // Fed inputs: one slot per step, each at an offset the adapter can bind, as storage or as a
+    // uniform (an optimizer kernel over several parameters reads the step as one).
     std::map<int, Slots> fed_slots;
-    const uint64_t align =
-        std::max<uint32_t>(d_.info().limits.min_storage_buffer_offset_alignment, 4);
+    const uint64_t align = std::max({d_.info().limits.min_storage_buffer_offset_alignment,
+                                     d_.info().limits.min_uniform_buffer_offset_alignment, 4u});
     for (const webir::Node& n : g.nodes) {
       if (n.role != webir::Role::kInput || n.data) continue;
       bool fed = IsFed(n.id);
