@@ -30,6 +30,9 @@ bool IsLossWithGradient(const Module& m, const Kernel& k) {
          m.graph().at(k.extra_outputs[0]).type.dtype == DType::kF32;
 }
 
+// The most tiles a layout copy is cut into: PlanTiles gives none beyond.
+constexpr size_t kMaxCopyTiles = size_t{1} << 16;
+
 int64_t CeilDiv(int64_t a, int64_t b) {
   return b > 0 ? (a + b - 1) / b : 0;
 }
@@ -425,6 +428,11 @@ std::optional<Tiling> PlanTiles(const Module& m, const Kernel& k, uint64_t cap,
   if (!s) return std::nullopt;
   if (s->batches > 1) return PlanBatched(*s, cap, alignment);
   std::optional<Tiling> t = Planner(*s, cap, alignment).Plan();
+  // A copy whose input and output run across each other (a permute far from the identity) can
+  // need boxes so small that their dispatches would outnumber any sensible step: bound whole
+  // instead, which the plan refuses.
+  if (t && s->kind == TileSpace::Kind::kCopy && t->tiles.size() > kMaxCopyTiles)
+    return std::nullopt;
   if (t || s->kind != TileSpace::Kind::kSoftmax) return t;
   // A softmax row over the cap, cut along itself in three passes over its tiles, each carrying
   // the row's partial results in the scratch (4 f32 per row: maximum, NaN flag, sum): the maximum

@@ -358,6 +358,14 @@ TEST(TilePlanning, TheLossMergedWithItsGradientIsCutAsTheLossWritingItsRowsOfThe
   EXPECT_TRUE(PlanTiles(wide, OnlyOp(wide, "cross_entropy_grad"), 4096));
 }
 
+Json CopyDoc(std::vector<int64_t> shape, Json op) {
+  op["id"] = 1;
+  op["a"] = 0;
+  return {{"version", 4},
+          {"nodes", {{{"id", 0}, {"op", "input"}, {"name", "x"}, {"shape", shape}}, op}},
+          {"outputs", {{{"name", "y"}, {"id", 1}}}}};
+}
+
 TEST(TilePlanning, NoTilesWhereNoneFitsOrTheKernelHasNoTileSpace) {
   // A cap under the alignment slack plus one element fits nothing.
   Module m = LowerToKernel(Matmul({8, 200}, {200, 24}, false));
@@ -371,14 +379,12 @@ TEST(TilePlanning, NoTilesWhereNoneFitsOrTheKernelHasNoTileSpace) {
                        {{"id", 1}, {"op", "flip"}, {"a", 0}, {"axes", {1}}}}},
                      {"outputs", {{{"name", "y"}, {"id", 1}}}}});
   EXPECT_FALSE(TileSpaceOf(layout, OnlyOp(layout, "flip")));
-}
-
-Json CopyDoc(std::vector<int64_t> shape, Json op) {
-  op["id"] = 1;
-  op["a"] = 0;
-  return {{"version", 4},
-          {"nodes", {{{"id", 0}, {"op", "input"}, {"name", "x"}, {"shape", shape}}, op}},
-          {"outputs", {{{"name", "y"}, {"id", 1}}}}};
+  // A transpose of [300, 300] under a cap of one element per window: 90000 boxes, more than a
+  // copy is cut into.
+  Module transpose = LowerToKernel(CopyDoc({300, 300}, {{"op", "transpose"}}));
+  EXPECT_TRUE(TileSpaceOf(transpose, OnlyOp(transpose, "transpose")));
+  EXPECT_FALSE(PlanTiles(transpose, OnlyOp(transpose, "transpose"), 256));
+  EXPECT_TRUE(PlanTiles(transpose, OnlyOp(transpose, "transpose"), 4096));
 }
 
 // transpose of x [40, 100]: the output [100, 40] is the box 1 x 100 x 40, read with strides
