@@ -6,7 +6,8 @@
 # give its bits); matmuls within 1e-4 of the largest output's magnitude (the same order, but the
 # driver's compiler may contract a product and its addition into one fused multiply-add, as
 # conformance on the H200 shows for untiled matmuls too), with the count of identical bits; cross
-# entropy's loss within 1e-5 (relative) of the reference; softmax, whose GPU exp is not the reference's, within 1e-5 of the
+# entropy's loss within 1e-5 (relative) of the reference; the loss gradient's row sums within 1e-5
+# of the reference and of 0 within 1e-3 (each row is softmax - onehot); softmax, whose GPU exp is not the reference's, within 1e-5 of the
 # reference, and every row of probabilities summing to 1 within 1e-3 (float64 arithmetic on the
 # printed sums). Exits 1 when any run fails or any check does not hold. Run inside
 # bench/device/h200.sh (which sets up the Vulkan driver), e.g.
@@ -19,7 +20,8 @@ S=${1:-dist/scellis}
 scale=${2:-1}
 shift $(($# < 2 ? $# : 2))
 cases=("$@")
-[ ${#cases[@]} -eq 0 ] && cases=(matmul_k matmul_n sum sum_axis softmax matmul_batch cumsum cross_entropy)
+[ ${#cases[@]} -eq 0 ] && cases=(matmul_k matmul_n sum sum_axis softmax matmul_batch cumsum cross_entropy
+  cross_entropy_grad)
 dir=$(mktemp -d)
 trap 'rm -rf "$dir"' EXIT
 export SCELLIS_NO_RECORD=1
@@ -61,6 +63,11 @@ if case == "softmax":
     # Each output is the sum of one row of probabilities: 1 up to the f32 sum's rounding.
     off = max(abs(v - 1.0) for v in gpu)
     line += f", max |row sum - 1| {off:.3g}"
+    ok = max(diff) <= 1e-5 and off <= 1e-3 and all(math.isfinite(v) for v in gpu)
+elif case == "cross_entropy_grad":
+    # Each output is the sum of one row of softmax - onehot: 0 up to the f32 sum's rounding.
+    off = max(abs(v) for v in gpu)
+    line += f", max |row sum| {off:.3g}"
     ok = max(diff) <= 1e-5 and off <= 1e-3 and all(math.isfinite(v) for v in gpu)
 elif case == "cross_entropy":
     # One loss: the GPU's exp and log are not the reference's, so within 1e-5 (relative).

@@ -16,6 +16,10 @@ usage: bench/tiling/over_cap_doc.py CASE [SCALE] > doc.json
                     carrying the running sums (read back as each row's sum)
          cross_entropy  the loss of logits [R, 32768] over the cap with labels r % 32768: tiles of
                     whole rows carrying the tree's lanes
+         cross_entropy_grad  the loss and its gradient (upstream gradient R, so each row is
+                    softmax - onehot) of the same logits, one kernel (merge-loss-gradient) in
+                    tiles of whole rows writing their rows of the gradient; y is each gradient
+                    row's sum (0 up to rounding), `loss` the loss
   SCALE  divides the sizes (1 = over the H200's cap; larger values make small documents to try
          the script anywhere)
 """
@@ -23,7 +27,7 @@ import json
 import sys
 
 CASES = ("matmul_k", "matmul_n", "sum", "sum_axis", "softmax", "matmul_batch", "cumsum",
-         "cross_entropy")
+         "cross_entropy", "cross_entropy_grad")
 
 
 def uniform(node_id, shape, seed):
@@ -63,6 +67,15 @@ def main():
         nodes.append({"id": 3, "op": "input", "shape": [rows],
                       "data": [float(r % 32768) for r in range(rows)]})
         nodes.append({"id": 4, "op": "cross_entropy", "a": 2, "target": 3})
+    elif case == "cross_entropy_grad":
+        rows = 40000 // scale
+        nodes += uniform(1, [rows, 32768], 1)
+        nodes.append({"id": 3, "op": "input", "shape": [rows],
+                      "data": [float(r % 32768) for r in range(rows)]})
+        nodes.append({"id": 4, "op": "cross_entropy", "a": 2, "target": 3})
+        nodes.append({"id": 5, "op": "input", "shape": [], "data": [float(rows)]})
+        nodes.append({"id": 6, "op": "cross_entropy_grad", "a": 2, "target": 3, "b": 5})
+        nodes.append({"id": 7, "op": "sum", "a": 6, "axis": 1})
     elif case == "sum_axis":
         nodes += uniform(1, [40000 // scale, 32768], 1)
         nodes.append({"id": 3, "op": "sum", "a": 2, "axis": 0})
@@ -74,9 +87,12 @@ def main():
         # The whole result is 5 GB: read back a sum per row instead (the sum itself tiles too).
         nodes.append({"id": out + 1, "op": "sum", "a": out, "axis": 1})
         out += 1
+    outputs = [{"name": "y", "id": out}]
+    if case == "cross_entropy_grad":
+        outputs.append({"name": "loss", "id": 4})
     # cumsum is an op of version 5.
     json.dump({"version": 5 if case == "cumsum" else 3, "name": "over_cap_" + case, "nodes": nodes,
-               "outputs": [{"name": "y", "id": out}]}, sys.stdout)
+               "outputs": outputs}, sys.stdout)
 
 
 if __name__ == "__main__":

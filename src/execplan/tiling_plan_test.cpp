@@ -146,6 +146,15 @@ Json OverCapDoc(const std::string& c) {
     for (size_t r = 0; r < labels.size(); ++r) labels[r] = static_cast<float>(r % 32768);
     nodes.push_back({{"id", 3}, {"op", "input"}, {"shape", {40000}}, {"data", labels}});
     nodes.push_back({{"id", 4}, {"op", "cross_entropy"}, {"a", 2}, {"target", 3}});
+  } else if (c == "cross_entropy_grad") {
+    add(Uniform(1, {40000, 32768}, 1));
+    std::vector<float> labels(40000);
+    for (size_t r = 0; r < labels.size(); ++r) labels[r] = static_cast<float>(r % 32768);
+    nodes.push_back({{"id", 3}, {"op", "input"}, {"shape", {40000}}, {"data", labels}});
+    nodes.push_back({{"id", 4}, {"op", "cross_entropy"}, {"a", 2}, {"target", 3}});
+    nodes.push_back({{"id", 5}, {"op", "input"}, {"shape", Json::array()}, {"data", {40000.0}}});
+    nodes.push_back({{"id", 6}, {"op", "cross_entropy_grad"}, {"a", 2}, {"target", 3}, {"b", 5}});
+    nodes.push_back({{"id", 7}, {"op", "sum"}, {"a", 6}, {"axis", 1}});
   } else if (c == "sum_axis") {
     add(Uniform(1, {40000, 32768}, 1));
     nodes.push_back({{"id", 3}, {"op", "sum"}, {"a", 2}, {"axis", 0}});
@@ -154,10 +163,12 @@ Json OverCapDoc(const std::string& c) {
     nodes.push_back({{"id", 3}, {"op", "softmax"}, {"a", 2}});
     nodes.push_back({{"id", 4}, {"op", "sum"}, {"a", 3}, {"axis", 1}});
   }
+  Json outputs = {{{"name", "y"}, {"id", nodes.back()["id"]}}};
+  if (c == "cross_entropy_grad") outputs.push_back({{"name", "loss"}, {"id", 4}});
   return {{"version", c == "cumsum" ? 5 : 3},
           {"name", "over_cap_" + c},
           {"nodes", nodes},
-          {"outputs", {{{"name", "y"}, {"id", nodes.back()["id"]}}}}};
+          {"outputs", outputs}};
 }
 
 // Every kernel of each document — the uniform generators included — binds its over-cap tensors
@@ -169,7 +180,7 @@ TEST(TilePlan, TheOverCapBenchDocumentsPlanUnderAnH200sCap) {
   h200.device_memory_bytes = int64_t{140} << 30;
   h200.device_memory_source = "stated by the test";
   for (const char* c : {"matmul_k", "matmul_n", "sum", "sum_axis", "softmax", "matmul_batch",
-                        "cumsum", "cross_entropy"}) {
+                        "cumsum", "cross_entropy", "cross_entropy_grad"}) {
     SCOPED_TRACE(c);
     auto p = PlanOf(OverCapDoc(c), h200);
     ASSERT_TRUE(p.ok()) << p.errors().front().Format();
@@ -181,9 +192,18 @@ TEST(TilePlan, TheOverCapBenchDocumentsPlanUnderAnH200sCap) {
     }
     EXPECT_TRUE(uniform_tiled) << Print(*p);
     EXPECT_TRUE(Verify(*p).ok());
+    const std::string name = c;
     EXPECT_EQ(TileScratch(*p) != nullptr,
-              std::string(c) == "sum" || std::string(c) == "cross_entropy")
+              name == "sum" || name == "cross_entropy" || name == "cross_entropy_grad")
         << Print(*p);
+    // The loss and its gradient in one kernel, cut into two tiles of 32512 rows (each 256 rows of
+    // logits and of the gradient 32 MiB, 127 of them under 4 GiB - 1 less the alignment).
+    if (name == "cross_entropy_grad")
+      EXPECT_NE(Print(*p).find("2 tiles of 32512 rows, the 256 lanes' partial sums of row losses "
+                               "carried from tile to tile, each tile writing its rows of the "
+                               "gradient"),
+                std::string::npos)
+          << Print(*p);
   }
 }
 

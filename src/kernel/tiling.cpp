@@ -22,6 +22,17 @@ bool AllF32(const Module& m, const Kernel& k) {
   return true;
 }
 
+// The loss kernel merged with its gradient (merge-loss-gradient): cross_entropy reading the
+// logits, the labels and the upstream gradient, writing the loss and the gradient (and nothing
+// more: merged with a bias gradient's column sum, which adds over every row, it does not tile).
+bool IsLossWithGradient(const Module& m, const Kernel& k) {
+  return k.op == "cross_entropy" && k.inputs.size() == 3 && k.extra_outputs.size() == 1 &&
+         m.graph().at(k.extra_outputs[0]).type.dtype == DType::kF32;
+}
+
+// The most tiles a layout copy is cut into: PlanTiles gives none beyond.
+constexpr size_t kMaxCopyTiles = size_t{1} << 16;
+
 int64_t CeilDiv(int64_t a, int64_t b) {
   return b > 0 ? (a + b - 1) / b : 0;
 }
@@ -235,8 +246,11 @@ bool TilesPerElement(const Kernel& k) {
 
 std::optional<TileSpace> TileSpaceOf(const Module& m, const Kernel& k) {
   // A matmul with an epilogue (more than two inputs) or a kernel with several outputs is never
-  // tiled: the passes that make them leave kernels over the binding cap alone.
-  if (k.kind != KernelKind::kOp || !k.extra_outputs.empty() || !AllF32(m, k)) return std::nullopt;
+  // tiled (the passes that make them leave kernels over the binding cap alone), except the loss
+  // kernel merged with its gradient: its tiles of whole rows write their rows of the gradient.
+  if (std::optional<TileSpace> copy = CopyTileSpace(m, k)) return copy;
+  if (k.kind != KernelKind::kOp || !AllF32(m, k)) return std::nullopt;
+  if (!k.extra_outputs.empty() && !IsLossWithGradient(m, k)) return std::nullopt;
   const webir::Node& node = m.graph().at(k.output);
   TileSpace s;
   if (k.op == "matmul" && k.matmul_schedule && k.inputs.size() == 2) {
@@ -289,17 +303,34 @@ std::optional<TileSpace> TileSpaceOf(const Module& m, const Kernel& k) {
     s.reads_back = 1;
     return s;
   }
-  if (k.op == "cross_entropy" && k.inputs.size() == 2) {
+  if (k.op == "cross_entropy" && (k.inputs.size() == 2 || IsLossWithGradient(m, k))) {
     // Rows as the whole-tensor sum's elements: the tree's lane t adds the losses of rows
-    // t, t + 256, ..., so tiles of multiples of 256 whole rows hand the lanes on.
+    // t, t + 256, ..., so tiles of multiples of 256 whole rows hand the lanes on. Merged with its
+    // gradient, it also reads the upstream gradient (bound whole) and writes the tile's rows of
+    // the gradient, laid out as the logits.
     const TensorType& in = m.graph().at(k.inputs[0]).type;
     s.kind = TileSpace::Kind::kCrossEntropy;
     s.cols = in.dims[1].size;
     s.depth = in.dims[0].size;
     s.cols_split = false;
-    s.layouts = {TileStrides{0, 1, s.cols}, TileStrides{0, 0, 1}, TileStrides{0, 0, 0}};
+    const TileStrides rows{0, 1, s.cols}, labels{0, 0, 1}, whole{0, 0, 0};
+    s.layouts = {rows, labels, whole};
+    if (k.inputs.size() == 3) s.layouts.insert(s.layouts.end(), {whole, rows});
     s.depth_granule = 256;
     s.scratch_elements = 256;
+    return s;
+  }
+  if (k.op == "cross_entropy_grad" && k.inputs.size() == 3) {
+    // Tiles of whole rows, each row's gradient its own (its maximum and sum of exp): logits,
+    // labels, the upstream gradient (bound whole), the gradient.
+    const TensorType& in = m.graph().at(k.inputs[0]).type;
+    s.kind = TileSpace::Kind::kCrossEntropyGrad;
+    s.rows = in.dims[0].size;
+    s.cols = in.dims[1].size;
+    s.cols_split = false;
+    s.depth_splits = false;
+    s.layouts = {TileStrides{s.cols, 1, 0}, TileStrides{1, 0, 0}, TileStrides{0, 0, 0},
+                 TileStrides{s.cols, 1, 0}};
     return s;
   }
   if ((k.op == "softmax" || k.op == "log_softmax") && k.inputs.size() == 1) {
@@ -320,7 +351,8 @@ std::pair<int64_t, int64_t> TileRange(const TileSpace& s, int b, const Tile& t) 
   const TileStrides& st = s.layouts[static_cast<size_t>(b)];
   const int64_t span = Span(st, {t.rows, t.cols, t.depth});
   if (span == 0) return {0, 0};
-  const int64_t first = t.row0 * st[0] + t.col0 * st[1] + t.depth0 * st[2];
+  const int64_t origin = s.origins.empty() ? 0 : s.origins[static_cast<size_t>(b)];
+  const int64_t first = origin + t.row0 * st[0] + t.col0 * st[1] + t.depth0 * st[2];
   if (b == s.reads_back && t.Continues()) return {first - st[2], first + span};
   if (s.batch_dims.empty()) return {first, first + span};
   auto [lo, hi] = BatchOffsetRange(s, b, t.batch0, t.batch_count);
@@ -371,7 +403,15 @@ std::string Tiling::Describe() const {
       return n + " of " + std::to_string(tile_rows) + " rows";
     case TileSpace::Kind::kCrossEntropy:
       return n + " of " + std::to_string(tile_depth) +
-             " rows, the 256 lanes' partial sums of row losses carried from tile to tile";
+             " rows, the 256 lanes' partial sums of row losses carried from tile to tile" +
+             (space.layouts.size() > 3 ? ", each tile writing its rows of the gradient" : "");
+    case TileSpace::Kind::kCrossEntropyGrad:
+      return n + " of " + std::to_string(tile_rows) + " rows";
+    case TileSpace::Kind::kCopy:
+      return n + " of " + std::to_string(tile_rows) + " x " + std::to_string(tile_cols) + " x " +
+             std::to_string(tile_depth) + " of the output's " + std::to_string(space.rows) + " x " +
+             std::to_string(space.cols) + " x " + std::to_string(space.depth) +
+             " (its axes merged where they move together), each moving its box of elements";
     case TileSpace::Kind::kCumsum:
       return n + ": " + along(0, tile_rows, "outer rows") + " x " +
              along(1, tile_cols, "inner columns") + " x " + along(2, tile_depth, "along the axis") +
@@ -388,6 +428,11 @@ std::optional<Tiling> PlanTiles(const Module& m, const Kernel& k, uint64_t cap,
   if (!s) return std::nullopt;
   if (s->batches > 1) return PlanBatched(*s, cap, alignment);
   std::optional<Tiling> t = Planner(*s, cap, alignment).Plan();
+  // A copy whose input and output run across each other (a permute far from the identity) can
+  // need boxes so small that their dispatches would outnumber any sensible step: bound whole
+  // instead, which the plan refuses.
+  if (t && s->kind == TileSpace::Kind::kCopy && t->tiles.size() > kMaxCopyTiles)
+    return std::nullopt;
   if (t || s->kind != TileSpace::Kind::kSoftmax) return t;
   // A softmax row over the cap, cut along itself in three passes over its tiles, each carrying
   // the row's partial results in the scratch (4 f32 per row: maximum, NaN flag, sum): the maximum

@@ -47,11 +47,23 @@ using TileStrides = std::array<int64_t, 3>;
 
 // How a kernel's work is cut into tiles: its box, and each binding's layout in it.
 struct TileSpace {
-  enum class Kind { kMatmul, kAxisSum, kWholeSum, kSoftmax, kCumsum, kCrossEntropy };
+  enum class Kind {
+    kMatmul,
+    kAxisSum,
+    kWholeSum,
+    kSoftmax,
+    kCumsum,
+    kCrossEntropy,
+    kCrossEntropyGrad,
+    kCopy,  // a layout copy: rows x columns x depth are its output's (merged) axes, nothing summed
+  };
   Kind kind = Kind::kMatmul;
   int64_t rows = 1, cols = 1, depth = 1;
-  // Per binding, in the kernel's binding order: its inputs, then its output.
+  // Per binding, in the kernel's binding order: its inputs, then its output, then its extra
+  // outputs (the loss kernel merged with its gradient writes the gradient too).
   std::vector<TileStrides> layouts;
+  // Per binding, the element the box's element (0, 0, 0) lies at (a slice's start); empty: 0.
+  std::vector<int64_t> origins;
   // Depth tiles start at multiples of this (the whole-tensor tree's 256 lanes: lane t sums the
   // elements j with j % 256 == t, so a tile starting at such a multiple gives each lane its own).
   int64_t depth_granule = 1;
@@ -69,13 +81,19 @@ struct TileSpace {
   std::vector<std::vector<int64_t>> batch_strides;
 };
 
+// The tile space of a layout copy — transpose, permute, slice with positive steps, reshape — of a
+// 4-byte dtype whose output axes merge (where they move together in input and output) into at
+// most three; nullopt otherwise (kernel/tiling_copy.cpp).
+std::optional<TileSpace> CopyTileSpace(const Module& m, const Kernel& k);
+
 // Where binding `b`'s product `index` (of the batch, row-major over batch_dims) starts.
 int64_t BatchOffset(const TileSpace& s, int b, int64_t index);
 
 // The tile space of `k`, or nullopt when the kernel has no tiles: only f32 matmuls (rank 2 with
 // either operand possibly read transposed, or batched, broadcast batch dims included), f32 sums
-// and means (whole-tensor or along an axis), f32 softmax and log_softmax, f32 cumsum, and f32
-// cross_entropy (the loss alone, not merged with its gradient).
+// and means (whole-tensor or along an axis), f32 softmax and log_softmax, f32 cumsum, f32
+// cross_entropy (alone, or merged with its gradient: merge-loss-gradient) and f32
+// cross_entropy_grad (whole rows), and the layout copies of CopyTileSpace.
 std::optional<TileSpace> TileSpaceOf(const Module& m, const Kernel& k);
 
 struct Tile {
@@ -84,7 +102,8 @@ struct Tile {
   // Of a softmax row cut along itself, which of the row's three passes over its tiles the tile
   // serves: 0 the maximum (and whether the row is NaN), 1 the sum of exp, 2 the writes.
   int pass = 0;
-  // Starts from the partial sums an earlier tile along depth stored.
+  // Starts from the partial sums an earlier tile along depth stored (of a space that sums along
+  // depth: not a copy's).
   bool Continues() const { return depth0 > 0; }
   // Finishes its outputs: the last tile along depth.
   bool Finishes(const TileSpace& s) const { return depth0 + depth >= s.depth; }

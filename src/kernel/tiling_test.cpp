@@ -6,6 +6,8 @@
 
 #include <gtest/gtest.h>
 
+#include <tuple>
+
 #include "support/graph.h"
 
 namespace scellis::kernel {
@@ -286,19 +288,157 @@ TEST(TilePlanning, CrossEntropyIsCutIntoRowsInMultiplesOfTheTreesLanes) {
   EXPECT_FALSE(PlanTiles(wide, OnlyOp(wide, "cross_entropy"), 4096));
 }
 
+// The loss and its gradient of logits [rows, classes]: cross_entropy and cross_entropy_grad of an
+// upstream gradient b [], both published.
+Json LossAndGradientDoc(int64_t rows, int64_t classes) {
+  return {{"version", 2},
+          {"nodes",
+           {{{"id", 0}, {"op", "input"}, {"name", "x"}, {"shape", {rows, classes}}},
+            {{"id", 1}, {"op", "input"}, {"name", "t"}, {"shape", {rows}}},
+            {{"id", 2}, {"op", "input"}, {"name", "b"}, {"shape", Json::array()}},
+            {{"id", 3}, {"op", "cross_entropy"}, {"a", 0}, {"target", 1}},
+            {{"id", 4}, {"op", "cross_entropy_grad"}, {"a", 0}, {"target", 1}, {"b", 2}}}},
+          {"outputs", {{{"name", "loss"}, {"id", 3}}, {{"name", "grad"}, {"id", 4}}}}};
+}
+
+Module LowerToKernelUnderCap(const Json& doc, int64_t cap) {
+  pipeline::CompileOptions o = ProdOptions();
+  o.up_to = pipeline::Rung::kKernel;
+  o.plan.limits.max_binding_bytes = cap;
+  auto c = pipeline::Compile(doc.dump(), o);
+  EXPECT_TRUE(c.ok()) << c.errors().front().Format();
+  return std::move(*c->module);
+}
+
+// cross_entropy_grad of [300, 10] alone (the loss not published): whole rows, 10 r floats of
+// logits and of the gradient within 961 for r <= 96: 4 tiles, the last of 12 rows; the labels'
+// window is the tile's rows, the upstream gradient one element.
+TEST(TilePlanning, ALossGradientIsCutIntoWholeRows) {
+  Json doc = LossAndGradientDoc(300, 10);
+  doc["nodes"].erase(3);  // the loss
+  doc["outputs"] = {{{"name", "grad"}, {"id", 4}}};
+  Module m = LowerToKernel(doc);
+  std::optional<Tiling> t = PlanTiles(m, OnlyOp(m, "cross_entropy_grad"), 4096);
+  ASSERT_TRUE(t);
+  EXPECT_EQ(t->tile_rows, 96);
+  EXPECT_EQ(t->tile_cols, 10);
+  ASSERT_EQ(t->tiles.size(), 4u);
+  EXPECT_EQ(t->tiles[3].rows, 12);
+  EXPECT_EQ(t->space.scratch_elements, 0);
+  EXPECT_EQ(TileRange(t->space, 0, t->tiles[1]), Range(960, 1920));
+  EXPECT_EQ(TileRange(t->space, 1, t->tiles[1]), Range(96, 192));
+  EXPECT_EQ(TileRange(t->space, 2, t->tiles[1]), Range(0, 1));
+  EXPECT_EQ(TileRange(t->space, 3, t->tiles[3]), Range(2880, 3000));
+  EXPECT_EQ(t->Describe(), "4 tiles of 96 rows");
+}
+
+// The loss merged with its gradient (merge-loss-gradient) of [1000, 3]: the loss's tiles of 256
+// rows, whose windows of the gradient (its fifth binding) are the logits' own.
+TEST(TilePlanning, TheLossMergedWithItsGradientIsCutAsTheLossWritingItsRowsOfTheGradient) {
+  Module m = LowerToKernelUnderCap(LossAndGradientDoc(1000, 3), 4096);
+  ASSERT_EQ(m.kernels.size(), 1u) << Print(m);
+  const Kernel& k = OnlyOp(m, "cross_entropy");
+  ASSERT_EQ(k.extra_outputs.size(), 1u);
+  std::optional<Tiling> t = PlanTiles(m, k, 4096);
+  ASSERT_TRUE(t);
+  EXPECT_EQ(t->tile_depth, 256);
+  ASSERT_EQ(t->tiles.size(), 4u);
+  ASSERT_EQ(t->space.layouts.size(), 5u);
+  EXPECT_EQ(TileRange(t->space, 2, t->tiles[2]), Range(0, 1));
+  EXPECT_EQ(TileRange(t->space, 3, t->tiles[2]), Range(0, 1));
+  EXPECT_EQ(TileRange(t->space, 4, t->tiles[2]), Range(512 * 3, 768 * 3));
+  EXPECT_EQ(t->Describe(),
+            "4 tiles of 256 rows, the 256 lanes' partial sums of row losses carried from tile to "
+            "tile, each tile writing its rows of the gradient");
+  // With 10 classes 256 rows do not fit, but single rows of the gradient do: the two stay apart,
+  // the gradient in tiles of whole rows.
+  Module wide = LowerToKernelUnderCap(LossAndGradientDoc(1000, 10), 4096);
+  ASSERT_EQ(wide.kernels.size(), 2u) << Print(wide);
+  EXPECT_TRUE(OnlyOp(wide, "cross_entropy").extra_outputs.empty());
+  EXPECT_TRUE(PlanTiles(wide, OnlyOp(wide, "cross_entropy_grad"), 4096));
+}
+
+Json CopyDoc(std::vector<int64_t> shape, Json op) {
+  op["id"] = 1;
+  op["a"] = 0;
+  return {{"version", 4},
+          {"nodes", {{{"id", 0}, {"op", "input"}, {"name", "x"}, {"shape", shape}}, op}},
+          {"outputs", {{{"name", "y"}, {"id", 1}}}}};
+}
+
 TEST(TilePlanning, NoTilesWhereNoneFitsOrTheKernelHasNoTileSpace) {
   // A cap under the alignment slack plus one element fits nothing.
   Module m = LowerToKernel(Matmul({8, 200}, {200, 24}, false));
   EXPECT_FALSE(PlanTiles(m, OnlyOp(m, "matmul"), 252));
   EXPECT_TRUE(PlanTiles(m, OnlyOp(m, "matmul"), 256));  // one element per window
-  // Layout ops have none.
+  // A flip walks its input backwards: no box of it spans a forward window.
   Module layout =
-      LowerToKernel({{"version", 1},
+      LowerToKernel({{"version", 4},
                      {"nodes",
                       {{{"id", 0}, {"op", "input"}, {"name", "x"}, {"shape", {40, 100}}},
-                       {{"id", 1}, {"op", "transpose"}, {"a", 0}}}},
+                       {{"id", 1}, {"op", "flip"}, {"a", 0}, {"axes", {1}}}}},
                      {"outputs", {{{"name", "y"}, {"id", 1}}}}});
-  EXPECT_FALSE(TileSpaceOf(layout, OnlyOp(layout, "transpose")));
+  EXPECT_FALSE(TileSpaceOf(layout, OnlyOp(layout, "flip")));
+  // A transpose of [300, 300] under a cap of one element per window: 90000 boxes, more than a
+  // copy is cut into.
+  Module transpose = LowerToKernel(CopyDoc({300, 300}, {{"op", "transpose"}}));
+  EXPECT_TRUE(TileSpaceOf(transpose, OnlyOp(transpose, "transpose")));
+  EXPECT_FALSE(PlanTiles(transpose, OnlyOp(transpose, "transpose"), 256));
+  EXPECT_TRUE(PlanTiles(transpose, OnlyOp(transpose, "transpose"), 4096));
+}
+
+// transpose of x [40, 100]: the output [100, 40] is the box 1 x 100 x 40, read with strides
+// (1, 100) and written with (40, 1). A box of c output rows x d output columns spans 100 (d - 1) +
+// c input elements and 40 (c - 1) + d output elements: d <= 10 for the input, then c <= 24 for the
+// output: 5 x 4 tiles.
+TEST(TilePlanning, ATransposeIsCutIntoBoxesWhoseInputAndOutputWindowsFit) {
+  Module m = LowerToKernel(CopyDoc({40, 100}, {{"op", "transpose"}}));
+  std::optional<Tiling> t = PlanTiles(m, OnlyOp(m, "transpose"), 4096);
+  ASSERT_TRUE(t);
+  EXPECT_EQ(t->space.kind, TileSpace::Kind::kCopy);
+  EXPECT_EQ(t->space.layouts[0], (TileStrides{0, 1, 100}));
+  EXPECT_EQ(t->space.layouts[1], (TileStrides{0, 40, 1}));
+  EXPECT_EQ(t->tile_cols, 24);
+  EXPECT_EQ(t->tile_depth, 10);
+  ASSERT_EQ(t->tiles.size(), 20u);
+  // The sixth box: output rows 24..47, columns 10..19; input rows 10..19, columns 24..47.
+  EXPECT_EQ(TileRange(t->space, 0, t->tiles[5]), Range(10 * 100 + 24, 19 * 100 + 48));
+  EXPECT_EQ(TileRange(t->space, 1, t->tiles[5]), Range(24 * 40 + 10, 47 * 40 + 20));
+  EXPECT_EQ(t->Describe(),
+            "20 tiles of 1 x 24 x 10 of the output's 1 x 100 x 40 (its axes merged where they "
+            "move together), each moving its box of elements");
+}
+
+// permute [0, 2, 1] of x [3, 20, 30]: three axes; a slice from (5, 2) by (2, 3) of x [50, 40]
+// reads output (r, c) at 5 * 40 + 2 + 80 r + 3 c; a reshape and a permute that keeps the order are
+// one axis of every element.
+TEST(TilePlanning, LayoutCopiesAreAffineBoxesOfTheirOutputs) {
+  Module batched = LowerToKernel(CopyDoc({3, 20, 30}, {{"op", "permute"}, {"dims", {0, 2, 1}}}));
+  std::optional<TileSpace> s = TileSpaceOf(batched, OnlyOp(batched, "permute"));
+  ASSERT_TRUE(s);
+  EXPECT_EQ(std::make_tuple(s->rows, s->cols, s->depth), std::make_tuple(3, 30, 20));
+  EXPECT_EQ(s->layouts[0], (TileStrides{600, 1, 30}));
+  EXPECT_EQ(s->layouts[1], (TileStrides{600, 20, 1}));
+
+  Module slice = LowerToKernel(CopyDoc(
+      {50, 40}, {{"op", "slice"}, {"starts", {5, 2}}, {"stops", {45, 38}}, {"steps", {2, 3}}}));
+  s = TileSpaceOf(slice, OnlyOp(slice, "slice"));
+  ASSERT_TRUE(s);
+  EXPECT_EQ(std::make_tuple(s->rows, s->cols, s->depth), std::make_tuple(1, 20, 12));
+  EXPECT_EQ(s->layouts[0], (TileStrides{0, 80, 3}));
+  EXPECT_EQ(s->origins, (std::vector<int64_t>{202, 0}));
+  std::optional<Tiling> t = PlanTiles(slice, OnlyOp(slice, "slice"), 4096);
+  ASSERT_TRUE(t);
+  EXPECT_EQ(TileRange(t->space, 0, t->tiles[0]).first, 202);
+
+  for (const Json& op :
+       {Json{{"op", "reshape"}, {"shape", {30, 100}}}, Json{{"op", "permute"}, {"dims", {0, 1}}}}) {
+    Module m = LowerToKernel(CopyDoc({30, 100}, op));
+    s = TileSpaceOf(m, OnlyOp(m, op["op"].get<std::string>()));
+    ASSERT_TRUE(s) << op;
+    EXPECT_EQ(std::make_tuple(s->rows, s->cols, s->depth), std::make_tuple(1, 1, 3000)) << op;
+    EXPECT_EQ(s->layouts[0], (TileStrides{0, 0, 1})) << op;
+  }
 }
 
 }  // namespace

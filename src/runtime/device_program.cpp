@@ -173,10 +173,10 @@ class Builder {
       return Status::Ok();
     }
     const uint64_t align = std::max<uint32_t>(limits_.min_storage_buffer_offset_alignment, 4);
+    if (!kernel::TilesPerElement(k)) return AddTiles(s);
     if (!k.extra_outputs.empty())
       return InternalError("device-program",
                            k.name + " binds a buffer over the cap and cannot be tiled");
-    if (!kernel::TilesPerElement(k)) return AddTiles(s);
     const int64_t per_tile = static_cast<int64_t>(cap / align * align / 4);
     if (per_tile <= 0)
       return InternalError("device-program", "a storage binding cap below one aligned tile");
@@ -219,7 +219,8 @@ class Builder {
         kernel::PlanTiles(plan_.module(), k, limits_.max_storage_buffer_binding_size);
     if (!tiling) return InternalError("device-program", k.name + " cannot be tiled under the cap");
     std::vector<int> buffers = st.reads;
-    buffers.push_back(st.write);
+    const std::vector<int> writes = st.Writes();
+    buffers.insert(buffers.end(), writes.begin(), writes.end());
     if (buffers.size() != tiling->space.layouts.size())
       return InternalError("device-program", k.name + " binds other buffers than its tiles");
     const int64_t align_elements = static_cast<int64_t>(kernel::kTileAlignment / 4);
@@ -238,8 +239,9 @@ class Builder {
             {buffers[b], static_cast<uint64_t>(base) * 4, static_cast<uint64_t>(last - base) * 4});
         window.push_back(base);
       }
+      // The scratch sits between the inputs and the outputs.
       if (tiling->space.scratch_elements > 0)
-        bindings.insert(bindings.end() - 1,
+        bindings.insert(bindings.begin() + static_cast<std::ptrdiff_t>(st.reads.size()),
                         ProgramBinding{ScratchBuffer(tiling->space.scratch_elements * 4), 0, 0});
       kernel::wgsl::Generated gen = kernel::wgsl::TileSource(plan_.module(), k, *tiling, t, window);
       ProgramDispatch d;
@@ -247,12 +249,13 @@ class Builder {
       d.kernel = k.name;
       SCELLIS_ASSIGN_OR_RETURN(d.pipeline, PipelineFor(k, gen.source));
       d.bindings = std::move(bindings);
+      d.writes = static_cast<int>(writes.size());
       d.workgroups = gen.workgroups;
       auto [out_first, out_last] =
-          kernel::TileRange(tiling->space, static_cast<int>(buffers.size()) - 1, t);
+          kernel::TileRange(tiling->space, static_cast<int>(st.reads.size()), t);
       d.tile_base = out_first;
       d.tile_count = out_last - out_first;
-      d.continues = t.Continues();
+      d.continues = t.Continues() && tiling->space.kind != kernel::TileSpace::Kind::kCopy;
       SCELLIS_TRY(CheckGrid(k, d.workgroups));
       p_.dispatches.push_back(std::move(d));
     }

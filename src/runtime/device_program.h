@@ -23,12 +23,13 @@
 //   * One step is the dispatch list in order, all in one compute pass. A binding of size 0 binds
 //     the buffer from `offset` to its end. Where a bound buffer is over the storage-binding cap of
 //     `limits`, an elementwise kernel's dispatch is split into tiles, each binding a window of at
-//     most the cap (its own WGSL, from kernel::wgsl::ElementwiseTile); a matmul, a sum or a softmax
-//     is split into the tiles of kernel::PlanTiles (kernel/tiling.h), each binding windows of its
-//     operands (kernel::wgsl::TileSource). Tiles along a reduced axis run in order, each after the
-//     first continuing the partial sums left in the output (`tile.continues`); a whole-tensor
-//     sum's tiles also bind, between input and output, a scratch buffer of the 256 lanes' partial
-//     sums, listed after the plan's buffers. Grids over 65535 workgroups are already folded into y
+//     most the cap (its own WGSL, from kernel::wgsl::ElementwiseTile); a matmul, a sum, a softmax,
+//     a cross entropy (merged with its gradient too: its tiles write several outputs) or a layout
+//     copy is split into the tiles of kernel::PlanTiles (kernel/tiling.h), each binding windows of
+//     its operands (kernel::wgsl::TileSource). Tiles along a reduced axis run in order, each after
+//     the first continuing the partial sums left in the output (`tile.continues`); a whole-tensor
+//     sum's tiles also bind, between inputs and outputs, a scratch buffer of the 256 lanes'
+//     partial sums, listed after the plan's buffers. Grids over 65535 workgroups are already folded into y
 //     and z by the emitter.
 //   * A fed input's buffer may be replaced, per step, by a slot of a staging buffer holding that
 //     step's feed: the runtime substitutes the binding (offset + the slot's start; a size of 0 then

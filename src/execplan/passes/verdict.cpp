@@ -154,8 +154,8 @@ class Judge {
   // A buffer over the device's storage-binding cap is bound in tiles by a kernel that tiles
   // element for element (elementwise, uniform, dropout: kernel::TilesPerElement) where it has the
   // output's shape (broadcast operands are bound whole), and by the kernels
-  // kernel::PlanTiles cuts into tiles (matmul, sum, cumsum, softmax, cross entropy) when every
-  // tile's windows fit.
+  // kernel::PlanTiles cuts into tiles (matmul, sum, cumsum, softmax, cross entropy and its
+  // gradient, layout copies) when every tile's windows fit.
   void Bindings() {
     const DeviceLimits& lim = p_.limits;
     const webir::Graph& g = p_.graph();
@@ -165,7 +165,7 @@ class Judge {
       bool elementwise = kernel::TilesPerElement(k);
       std::vector<std::pair<int, int>> bound = {{s.write, k.output}};
       for (size_t i = 0; i < k.inputs.size(); ++i) bound.push_back({s.reads[i], k.inputs[i]});
-      // Extra outputs come last: a kernel with them is never tiled.
+      // Extra outputs come last: only a kernel PlanTiles cuts binds them in tiles.
       for (size_t j = 0; j < k.extra_outputs.size(); ++j)
         bound.push_back({s.extra_writes[j], k.extra_outputs[j]});
       const std::optional<kernel::Tiling> tiling = StepTiling(p_, s);
@@ -189,7 +189,9 @@ class Judge {
                   FormatBytes(lim.max_binding_bytes),
               "only elementwise kernels (never at a shifted read), uniform and dropout, f32 "
               "matmuls (batched too), f32 sums, means and cumsums, f32 softmax (a row cut along "
-              "itself when over the cap) and f32 cross entropy rows are tiled over the cap "
+              "itself when over the cap), f32 cross entropy rows (merged with their gradient "
+              "too), f32 cross entropy gradient rows, and transposes, permutes, slices with "
+              "positive steps and reshapes of 4-byte elements are tiled over the cap "
               "(windows start at 256-byte multiples, so a tile needs at least one row plus 252 "
               "bytes under the cap); split the tensor, or run on the CPU reference "
               "(--backend=cpu)");

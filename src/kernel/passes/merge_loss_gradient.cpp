@@ -1,12 +1,13 @@
 #include <algorithm>
 
 #include "kernel/passes/passes.h"
+#include "kernel/tiling.h"
 
 namespace scellis::kernel {
 namespace {
 
-// Whether a binding of `node` is over the module's storage-binding cap: a kernel of several
-// outputs is never tiled, so it must bind every tensor whole.
+// Whether a binding of `node` is over the module's storage-binding cap: the merged kernel then
+// runs in tiles of whole rows (kernel::PlanTiles), so it merges only where those tiles fit.
 bool OverCap(const Module& m, int node) {
   return m.binding_cap > 0 &&
          static_cast<uint64_t>(m.graph().at(node).type.bytes()) > m.binding_cap;
@@ -31,7 +32,6 @@ bool MergeOne(Module& m, size_t i) {
       continue;
     bool over = OverCap(m, grad.output);
     for (int in : grad.inputs) over = over || OverCap(m, in);
-    if (over) continue;
     // The merged kernel runs where the later of the two ran, when everything both read is
     // written; nothing in between may read what the earlier one wrote.
     const size_t earlier = std::min(i, j), later = std::max(i, j);
@@ -45,6 +45,9 @@ bool MergeOne(Module& m, size_t i) {
     merged.inputs = grad.inputs;  // the logits and targets both read, then the upstream gradient
     merged.extra_outputs = {grad.output};
     merged.nodes.push_back(grad.output);
+    // Its tiles take multiples of 256 rows (the loss's tree lanes); the gradient alone takes any
+    // number, so where 256 rows do not fit under the cap the two stay apart.
+    if (over && !PlanTiles(m, merged, m.binding_cap)) continue;
     m.kernels[later] = std::move(merged);
     m.kernels.erase(m.kernels.begin() + static_cast<std::ptrdiff_t>(earlier));
     return true;

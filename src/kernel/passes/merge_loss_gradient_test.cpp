@@ -124,7 +124,8 @@ TEST(MergeLossGradientPass, LeavesKernelsOverTheBindingCapAlone) {
   auto c = pipeline::Compile(FashionMlp(), o);
   ASSERT_TRUE(c.ok()) << c.errors().front().Format();
   Module m = *c->module;
-  // The logits of a batch of 64 x 10 f32 take 2560 bytes: a cap below it leaves them unmerged.
+  // The logits of a batch of 64 x 10 f32 take 2560 bytes: under a cap below it the merged
+  // kernel would run in tiles of 256 rows (10 KiB), which do not fit either, so both stay apart.
   m.binding_cap = 1024;
   const size_t before = m.kernels.size();
   ASSERT_TRUE(MergeLossGradient(m).ok());

@@ -127,6 +127,25 @@ std::string TreeReduce256(const std::string& term, int64_t count, const std::str
          TreeCombine(finish);
 }
 
+std::string LaneTileEntry(const std::string& term, int64_t count, bool continues, bool finishes,
+                          const std::string& finish) {
+  const std::string start = continues ? "lanes[t]" : "";
+  // Every binding is used, so the pipeline's layout (derived from the shader) has them all.
+  if (finishes)
+    return TreeReduce256(term, count, "    _ = arrayLength(&lanes);\n" + finish, "f32", start);
+  return "@compute @workgroup_size(256)\n"
+         "fn main(@builtin(local_invocation_index) t: u32) {\n"
+         "  var s = " +
+         (continues ? start : std::string("0.0")) +
+         ";\n"
+         "  for (var j = t; j < " +
+         U32(count) + "; j = j + 256u) { s = s + " + term +
+         "; }\n"
+         "  lanes[t] = s;\n"
+         "  _ = arrayLength(&out);\n"
+         "}\n";
+}
+
 std::string TreeReduce256Vec4(int64_t count, const std::string& finish) {
   constexpr int kUnroll = 16;  // vectors each of the 64 summing invocations has in flight
   const int64_t vectors = count / 4;
@@ -257,7 +276,8 @@ Generated TileSource(const Module& m, const Kernel& k, const Tiling& tiling, con
   std::vector<int64_t> offset(window.size());
   for (size_t b = 0; b < window.size(); ++b) {
     const TileStrides& st = tiling.space.layouts[b];
-    offset[b] = t.row0 * st[0] + t.col0 * st[1] + t.depth0 * st[2] - window[b];
+    const int64_t origin = tiling.space.origins.empty() ? 0 : tiling.space.origins[b];
+    offset[b] = origin + t.row0 * st[0] + t.col0 * st[1] + t.depth0 * st[2] - window[b];
   }
   switch (tiling.space.kind) {
     case TileSpace::Kind::kMatmul: {
@@ -278,7 +298,12 @@ Generated TileSource(const Module& m, const Kernel& k, const Tiling& tiling, con
       if (tiling.passes == 3) return SoftmaxRowTile(m, k, tiling, t, offset[0]);
       return SoftmaxTile(m, k, t, offset[0]);
     case TileSpace::Kind::kCrossEntropy:
-      return CrossEntropyTile(m, k, tiling, t, {offset[0], offset[1]});
+      return CrossEntropyTile(m, k, tiling, t,
+                              {offset[0], offset[1], offset.size() > 4 ? offset[4] : 0});
+    case TileSpace::Kind::kCopy:
+      return CopyTile(m, k, tiling, t, {offset[0], offset[1]});
+    case TileSpace::Kind::kCrossEntropyGrad:
+      return CrossEntropyGradTile(m, k, t, {offset[0], offset[1], offset[3]});
     case TileSpace::Kind::kCumsum:
       return CumsumTile(m, k, tiling, t, {offset[0], offset[1]});
   }

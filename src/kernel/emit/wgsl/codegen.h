@@ -123,8 +123,15 @@ Generated SoftmaxTile(const Module& m, const Kernel& k, const Tile& t, int64_t o
 // stretch t.depth0.., carrying the rows' maximum, NaN flag and sum in the scratch binding.
 Generated SoftmaxRowTile(const Module& m, const Kernel& k, const Tiling& tiling, const Tile& t,
                          int64_t offset);
+// cross_entropy's rows (and, merged with its gradient, the gradient's): offsets of the logits,
+// the labels and the gradient.
 Generated CrossEntropyTile(const Module& m, const Kernel& k, const Tiling& tiling, const Tile& t,
-                           const std::array<int64_t, 2>& offsets);
+                           const std::array<int64_t, 3>& offsets);
+Generated CrossEntropyGradTile(const Module& m, const Kernel& k, const Tile& t,
+                               const std::array<int64_t, 3>& offsets);
+// A layout copy's box of elements (kernel::CopyTileSpace): offsets of the input and the output.
+Generated CopyTile(const Module& m, const Kernel& k, const Tiling& tiling, const Tile& t,
+                   const std::array<int64_t, 2>& offsets);
 Generated CumsumTile(const Module& m, const Kernel& k, const Tiling& tiling, const Tile& t,
                      const std::array<int64_t, 2>& offsets);
 
@@ -182,6 +189,13 @@ std::string ElementwiseExpr(const std::string& op, const std::string& a, const s
 // from the lane's partial sum of the tiles before.
 std::string TreeReduce256(const std::string& term, int64_t count, const std::string& finish,
                           const std::string& type = "f32", const std::string& start = "");
+// The entry of one tile of such a tree whose lanes hand their partial sums on from tile to tile
+// in the `lanes` binding (the tile's `count` terms start at a multiple of 256 of the whole sum,
+// so lane t's are its own): each lane starts from its stored partial sum when the tile
+// `continues`; a tile that does not finish stores the lanes, the last one combines them as the
+// untiled tree does and runs `finish`. Also names `out`, so every binding stays in the layout.
+std::string LaneTileEntry(const std::string& term, int64_t count, bool continues, bool finishes,
+                          const std::string& finish);
 // The same tree over an f32 buffer `in0` bound as vec4 (count a multiple of 4), summed by 64
 // invocations that each hold four lanes: invocation t's vector in0[t + 64 r] is the r-th term of
 // lanes 4t..4t+3, so each component adds its lane's terms in the tree's order, while the loads,

@@ -206,4 +206,27 @@ bool GenerateLayout(const Module& m, const Kernel& k, Generated& out) {
   return true;
 }
 
+Generated CopyTile(const Module& m, const Kernel& k, const Tiling& tiling, const Tile& t,
+                   const std::array<int64_t, 2>& offsets) {
+  // One invocation per element of the tile's box, (a, b, c) along rows, columns and depth; each
+  // binding's element is its offset plus the box's coordinates through its strides.
+  const TileSpace& sp = tiling.space;
+  const int64_t count = t.rows * t.cols * t.depth;
+  auto at = [&](int b) {
+    const TileStrides& st = sp.layouts[static_cast<size_t>(b)];
+    std::string e = U32(offsets[static_cast<size_t>(b)]);
+    const char* coord[3] = {"a", "b", "c"};
+    for (int axis = 0; axis < 3; ++axis)
+      if (st[axis] != 0) e += " + " + std::string(coord[axis]) + " * " + U32(st[axis]);
+    return e;
+  };
+  Generated out;
+  out.source = Bindings(m, k) + "\n" + LinearEntry(count) + "  let c = i % " + Divisor(t.depth) +
+               ";\n  let b = (i / " + Divisor(t.depth) + ") % " + Divisor(t.cols) +
+               ";\n  let a = i / " + Divisor(t.depth * t.cols) + ";\n  out[" + at(1) + "] = in0[" +
+               at(0) + "];\n}\n";
+  out.workgroups = LinearGrid(count);
+  return out;
+}
+
 }  // namespace scellis::kernel::wgsl

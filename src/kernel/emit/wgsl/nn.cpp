@@ -83,6 +83,46 @@ Generated Softmax(const Module& m, const Kernel& k, int64_t rows, int64_t offset
   return out;
 }
 
+// fn row_loss(r: u32) -> f32 of the loss merged with its gradient: as RowLossFn, and it also
+// writes row r's gradient with the gradient kernel's own operations (a NaN row for an invalid
+// label or a NaN row), the gradient's row at out1[grad_offset + r * classes]. `rows`: all of the
+// batch's rows, the mean's divisor.
+std::string RowLossAndGradientFn(int64_t classes, int64_t rows, int64_t base_offset,
+                                 int64_t label_offset, int64_t grad_offset) {
+  auto plus = [](int64_t offset) { return offset ? U32(offset) + " + " : std::string(); };
+  const std::string at =
+      grad_offset == base_offset ? "base + j" : plus(grad_offset) + "r * " + U32(classes) + " + j";
+  const std::string fill_nan = "    for (var j = 0u; j < " + U32(classes) +
+                               "; j = j + 1u) { out1[" + at +
+                               "] = nan_f32(); }\n"
+                               "    return nan_f32();\n";
+  return "fn row_loss(r: u32) -> f32 {\n"
+         "  let base = " +
+         plus(base_offset) + "r * " + U32(classes) +
+         ";\n"
+         "  let label = in1[" +
+         plus(label_offset) +
+         "r];\n"
+         "  if (!" +
+         LabelCheck("label", classes) + ") {\n" + fill_nan +
+         "  }\n"
+         "  let k = u32(label);\n"
+         "  let g = in2[0] / " +
+         F32(static_cast<double>(rows)) + ";\n" + RowMaxSum(classes) + "  if (bad) {\n" + fill_nan +
+         "  }\n"
+         "  let log_sum = log(sum);\n"
+         "  for (var j = 0u; j < " +
+         U32(classes) +
+         "; j = j + 1u) {\n"
+         "    let p = exp((in0[base + j] - mx) - log_sum);\n"
+         "    out1[" +
+         at +
+         "] = select(p * g, p * g - g, j == k);\n"
+         "  }\n"
+         "  return -((in0[base + k] - mx) - log_sum);\n"
+         "}\n";
+}
+
 // The loss and its gradient in one workgroup (the merge-loss-gradient pass): the loss kernel's
 // tree over the rows, whose term for a row also writes the row's gradient (out1) with the
 // gradient kernel's own operations; with a column sum after it (merge-bias-gradient), every lane,
@@ -91,31 +131,6 @@ Generated Softmax(const Module& m, const Kernel& k, int64_t rows, int64_t offset
 Generated LossAndGradient(const Module& m, const Kernel& k) {
   const TensorType& in = m.graph().at(k.inputs[0]).type;
   const int64_t rows = in.dims[0].size, classes = in.dims[1].size;
-  const std::string fill_nan = "    for (var j = 0u; j < " + U32(classes) +
-                               "; j = j + 1u) { out1[base + j] = nan_f32(); }\n"
-                               "    return nan_f32();\n";
-  std::string row =
-      "fn row_loss(r: u32) -> f32 {\n"
-      "  let base = r * " +
-      U32(classes) +
-      ";\n"
-      "  let label = in1[r];\n"
-      "  if (!" +
-      LabelCheck("label", classes) + ") {\n" + fill_nan +
-      "  }\n"
-      "  let k = u32(label);\n"
-      "  let g = in2[0] / " +
-      F32(static_cast<double>(rows)) + ";\n" + RowMaxSum(classes) + "  if (bad) {\n" + fill_nan +
-      "  }\n"
-      "  let log_sum = log(sum);\n"
-      "  for (var j = 0u; j < " +
-      U32(classes) +
-      "; j = j + 1u) {\n"
-      "    let p = exp((in0[base + j] - mx) - log_sum);\n"
-      "    out1[base + j] = select(p * g, p * g - g, j == k);\n"
-      "  }\n"
-      "  return -((in0[base + k] - mx) - log_sum);\n"
-      "}\n";
   std::string tree =
       TreeReduce256("row_loss(j)", rows,
                     rows ? "    out[0] = partial[0] / " + F32(static_cast<double>(rows)) + ";\n"
@@ -137,8 +152,58 @@ Generated LossAndGradient(const Module& m, const Kernel& k) {
         "}\n";
   }
   Generated out;
-  out.source = Bindings(m, k) + kSpecialValueFns + row + tree;
+  out.source =
+      Bindings(m, k) + kSpecialValueFns + RowLossAndGradientFn(classes, rows, 0, 0, 0) + tree;
   out.workgroups = {1, 1, 1};
+  return out;
+}
+
+// cross_entropy_grad over `count` rows, the first at element offsets[0] of the logits, [1] of the
+// labels and [2] of the gradient, one invocation per row; `rows`: all of the batch's rows.
+Generated CrossEntropyGradRows(const Module& m, const Kernel& k, int64_t count,
+                               const std::array<int64_t, 3>& offsets) {
+  const TensorType& in = m.graph().at(k.inputs[0]).type;
+  const int64_t rows = in.dims[0].size, classes = in.dims[1].size;
+  auto plus = [](int64_t offset) { return offset ? U32(offset) + " + " : std::string(); };
+  // The gradient's row where its window sits as the logits' does (always, untiled), else its own.
+  const std::string at = offsets[2] == offsets[0]
+                             ? std::string("out[base + j]")
+                             : "out[" + plus(offsets[2]) + "i * " + U32(classes) + " + j]";
+  Generated out;
+  out.source = Bindings(m, k) + kSpecialValueFns + "\n" + LinearEntry(count) +
+               "  let base = " + plus(offsets[0]) + "i * " + U32(classes) +
+               ";\n"
+               "  let label = in1[" +
+               plus(offsets[1]) +
+               "i];\n"
+               "  if (!" +
+               LabelCheck("label", classes) +
+               ") {\n"
+               "    for (var j = 0u; j < " +
+               U32(classes) + "; j = j + 1u) { " + at +
+               " = nan_f32(); }\n"
+               "    return;\n"
+               "  }\n"
+               "  let k = u32(label);\n"
+               "  let r = in2[0] / " +
+               F32(static_cast<double>(rows)) + ";\n" + RowMaxSum(classes) +
+               "  if (bad) {\n"
+               "    for (var j = 0u; j < " +
+               U32(classes) + "; j = j + 1u) { " + at +
+               " = nan_f32(); }\n"
+               "    return;\n"
+               "  }\n"
+               "  let log_sum = log(sum);\n"
+               "  for (var j = 0u; j < " +
+               U32(classes) +
+               "; j = j + 1u) {\n"
+               "    let p = exp((in0[base + j] - mx) - log_sum);\n"
+               "    " +
+               at +
+               " = select(p * r, p * r - r, j == k);\n"
+               "  }\n"
+               "}\n";
+  out.workgroups = LinearGrid(count);
   return out;
 }
 
@@ -203,42 +268,40 @@ Generated SoftmaxRowTile(const Module&, const Kernel& k, const Tiling& tiling, c
   return out;
 }
 
-Generated CrossEntropyTile(const Module&, const Kernel&, const Tiling& tiling, const Tile& t,
-                           const std::array<int64_t, 2>& offsets) {
+Generated CrossEntropyTile(const Module&, const Kernel& k, const Tiling& tiling, const Tile& t,
+                           const std::array<int64_t, 3>& offsets) {
   // The tile's rows are lane t's rows t, t + 256, ... of the untiled tree (the tile starts at a
   // multiple of 256): each lane adds their losses after its partial sum of the tiles before, and
-  // the last tile combines the lanes and takes the mean, as the untiled kernel does.
+  // the last tile combines the lanes and takes the mean, as the untiled kernel does. Merged with
+  // the gradient, a row's term also writes the row's gradient (offsets[2] into its window).
   const TileSpace& sp = tiling.space;
-  const std::string head =
-      "@group(0) @binding(0) var<storage, read> in0: array<f32>;\n"
-      "@group(0) @binding(1) var<storage, read> in1: array<f32>;\n"
-      "@group(0) @binding(2) var<storage, read_write> lanes: array<f32>;\n"
-      "@group(0) @binding(3) var<storage, read_write> out: array<f32>;\n" +
-      std::string(kSpecialValueFns) + RowLossFn(sp.cols, offsets[1], offsets[0]);
-  const std::string start = t.Continues() ? "lanes[t]" : "";
+  const bool merged = !k.extra_outputs.empty();
+  auto binding = [](int b, const char* name, bool read) {
+    return "@group(0) @binding(" + std::to_string(b) + ") var<storage, " +
+           (read ? "read" : "read_write") + "> " + name + ": array<f32>;\n";
+  };
+  std::string head = binding(0, "in0", true) + binding(1, "in1", true);
+  if (merged)
+    head += binding(2, "in2", true) + binding(3, "lanes", false) + binding(4, "out", false) +
+            binding(5, "out1", false);
+  else
+    head += binding(2, "lanes", false) + binding(3, "out", false);
+  head += kSpecialValueFns;
+  head += merged ? RowLossAndGradientFn(sp.cols, sp.depth, offsets[0], offsets[1], offsets[2])
+                 : RowLossFn(sp.cols, offsets[1], offsets[0]);
   Generated out;
-  if (t.Finishes(sp)) {
-    // Every binding is used, so the pipeline's layout (derived from the shader) has all four.
-    out.source = head + TreeReduce256("row_loss(j)", t.depth,
-                                      "    _ = arrayLength(&lanes);\n    out[0] = partial[0] / " +
-                                          F32(static_cast<double>(sp.depth)) + ";\n",
-                                      "f32", start);
-  } else {
-    out.source = head +
-                 "@compute @workgroup_size(256)\n"
-                 "fn main(@builtin(local_invocation_index) t: u32) {\n"
-                 "  var s = " +
-                 (start.empty() ? std::string("0.0") : start) +
-                 ";\n"
-                 "  for (var j = t; j < " +
-                 U32(t.depth) +
-                 "; j = j + 256u) { s = s + row_loss(j); }\n"
-                 "  lanes[t] = s;\n"
-                 "  _ = arrayLength(&out);\n"
-                 "}\n";
-  }
+  out.source = head + LaneTileEntry("row_loss(j)", t.depth, t.Continues(), t.Finishes(sp),
+                                    "    out[0] = partial[0] / " +
+                                        F32(static_cast<double>(sp.depth)) + ";\n");
   out.workgroups = {1, 1, 1};
   return out;
+}
+
+Generated CrossEntropyGradTile(const Module& m, const Kernel& k, const Tile& t,
+                               const std::array<int64_t, 3>& offsets) {
+  // Whole rows: each row's gradient needs only its own maximum and sum, so a tile of rows gives
+  // their bits.
+  return CrossEntropyGradRows(m, k, t.rows, offsets);
 }
 
 bool GenerateNn(const Module& m, const Kernel& k, Generated& out) {
@@ -265,31 +328,7 @@ bool GenerateNn(const Module& m, const Kernel& k, Generated& out) {
     return true;
   }
   if (k.op == "cross_entropy_grad") {
-    int64_t rows = in.dims[0].size, classes = in.dims[1].size;
-    out.source = head + kSpecialValueFns + "\n" + LinearEntry(rows) + "  let base = i * " +
-                 U32(classes) +
-                 ";\n"
-                 "  let label = in1[i];\n"
-                 "  if (!" +
-                 LabelCheck("label", classes) +
-                 ") {\n"
-                 "    for (var j = 0u; j < " +
-                 U32(classes) +
-                 "; j = j + 1u) { out[base + j] = nan_f32(); }\n"
-                 "    return;\n"
-                 "  }\n"
-                 "  let k = u32(label);\n"
-                 "  let r = in2[0] / " +
-                 F32(static_cast<double>(rows)) + ";\n" + RowMaxSum(classes) + NanRow(classes) +
-                 "  let log_sum = log(sum);\n"
-                 "  for (var j = 0u; j < " +
-                 U32(classes) +
-                 "; j = j + 1u) {\n"
-                 "    let p = exp((in0[base + j] - mx) - log_sum);\n"
-                 "    out[base + j] = select(p * r, p * r - r, j == k);\n"
-                 "  }\n"
-                 "}\n";
-    out.workgroups = LinearGrid(rows);
+    out = CrossEntropyGradRows(m, k, in.dims[0].size, {0, 0, 0});
     return true;
   }
   return false;

@@ -103,28 +103,9 @@ Generated SumTile(const Module& m, const Kernel& k, const Tiling& tiling, const 
         "@group(0) @binding(1) var<storage, read_write> lanes: array<f32>;\n"
         "@group(0) @binding(2) var<storage, read_write> out: array<f32>;\n";
     const std::string term = "in0[" + (offsets[0] ? U32(offsets[0]) + " + " : std::string()) + "j]";
-    const std::string start = t.Continues() ? "lanes[t]" : "";
-    if (finishes) {
-      const std::string scale = mean ? " / " + F32(static_cast<double>(sp.depth)) : "";
-      // Every binding is used, so the pipeline's layout (derived from the shader) has all three.
-      out.source = head + TreeReduce256(term, t.depth,
-                                        "    _ = arrayLength(&lanes);\n    out[0] = partial[0]" +
-                                            scale + ";\n",
-                                        "f32", start);
-    } else {
-      out.source = head +
-                   "@compute @workgroup_size(256)\n"
-                   "fn main(@builtin(local_invocation_index) t: u32) {\n"
-                   "  var s = " +
-                   (start.empty() ? std::string("0.0") : start) +
-                   ";\n"
-                   "  for (var j = t; j < " +
-                   U32(t.depth) + "; j = j + 256u) { s = s + " + term +
-                   "; }\n"
-                   "  lanes[t] = s;\n"
-                   "  _ = arrayLength(&out);\n"
-                   "}\n";
-    }
+    const std::string scale = mean ? " / " + F32(static_cast<double>(sp.depth)) : "";
+    out.source = head + LaneTileEntry(term, t.depth, t.Continues(), finishes,
+                                      "    out[0] = partial[0]" + scale + ";\n");
     out.workgroups = {1, 1, 1};
     return out;
   }

@@ -338,12 +338,12 @@ class WebGpuPrepared : public Prepared {
         // A tiled step's output is poisoned once, before its first tile, in windows under the
         // cap: the tiles' windows overlap (they start at aligned offsets below their first
         // element), and a later tile along a reduced axis adds to what earlier ones stored.
-        // An untiled kernel's outputs are its last `writes` bindings (a tiled one has one).
-        if (first_tile) PoisonWhole(bindings.back().buffer);
-        if (!tiled)
-          for (size_t w = bindings.size() - static_cast<size_t>(dispatch.writes);
-               w < bindings.size(); ++w)
-            Poison(bindings[w]);
+        // A kernel's outputs are its last `writes` bindings.
+        for (size_t w = bindings.size() - static_cast<size_t>(dispatch.writes); w < bindings.size();
+             ++w) {
+          if (first_tile) PoisonWhole(bindings[w].buffer);
+          if (!tiled) Poison(bindings[w]);
+        }
       }
       d_.Dispatch(pipelines_[dispatch.pipeline], bindings, dispatch.workgroups[0],
                   dispatch.workgroups[1], dispatch.workgroups[2]);

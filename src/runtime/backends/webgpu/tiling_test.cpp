@@ -340,7 +340,8 @@ TEST(Tiling, SoftmaxOverTheCapRunsInTilesOfRows) {
   }
 }
 
-// What still cannot tile must bind its tensor whole: refused in planning — a layout op.
+// What still cannot tile must bind its tensor whole: refused in planning — a flip, which walks
+// its input backwards.
 TEST(Tiling, KernelsThatBindWholeTensorsAreRefusedInPlanning) {
   auto gpu = SmallCapGpu();
   ASSERT_NE(gpu, nullptr);
@@ -352,12 +353,12 @@ TEST(Tiling, KernelsThatBindWholeTensorsAreRefusedInPlanning) {
     EXPECT_EQ(c->plan->findings.front().code, "binding-cap-exceeded");
     EXPECT_NE(c->plan->findings.front().message.find(kernel), std::string::npos);
   };
-  refused({{"version", 1},
+  refused({{"version", 4},
            {"nodes",
             {{{"id", 0}, {"op", "input"}, {"name", "x"}, {"shape", {40, 100}}},
-             {{"id", 1}, {"op", "transpose"}, {"a", 0}}}},
+             {{"id", 1}, {"op", "flip"}, {"a", 0}, {"axes", {1}}}}},
            {"outputs", {{{"name", "y"}, {"id", 1}}}}},
-          "transpose");
+          "flip");
 }
 
 }  // namespace

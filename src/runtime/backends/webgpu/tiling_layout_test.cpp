@@ -1,0 +1,93 @@
+// Tiles over the storage-binding cap for layout copies (kernel::CopyTileSpace): a transpose, a
+// permute of the last two axes of a batch, a slice with steps and a reshape, each cut into boxes of
+// its output whose windows of input and output both fit. A copy moves elements without arithmetic:
+// the untiled kernel's and the reference's bits, and each element where the index arithmetic
+// worked out here puts it. The device is opened with a 4 KiB cap so that small tensors exercise
+// the tiles.
+#include "runtime/backends/webgpu/tiling_support_test.h"
+
+namespace scellis::runtime::webgpu {
+namespace {
+
+using namespace tiling_support;
+
+Json CopyDoc(std::vector<int64_t> shape, Json op) {
+  op["id"] = 1;
+  op["a"] = 0;
+  return {{"version", 4},
+          {"nodes", {{{"id", 0}, {"op", "input"}, {"name", "x"}, {"shape", shape}}, op}},
+          {"outputs", {{{"name", "y"}, {"id", 1}}}}};
+}
+
+std::vector<float> RunCopy(const std::vector<int64_t>& shape, const Json& op,
+                           const std::vector<float>& x, const std::string& tiling, int dispatches) {
+  return RunTiled(CopyDoc(shape, op), {{"x", HostTensor::FromFloats(MakeType(shape), x)}}, tiling,
+                  dispatches, true);
+}
+
+// x [40, 100] (16000 B) transposed: the input's window of a box of 24 output rows x d output
+// columns spans 100 (d - 1) + 24 elements, the output's 40 * 23 + d, within 961 for d <= 10:
+// 5 x 4 boxes, after 4 poison fills of the output.
+TEST(TilingLayout, ATransposeOverTheCapRunsInBoxesWhoseWindowsBothFit) {
+  const unsigned seed = std::random_device{}();
+  SCOPED_TRACE("seed " + std::to_string(seed));
+  std::mt19937 rng(seed);
+  const std::vector<float> x = Random(rng, 40 * 100);
+  std::vector<float> got = RunCopy({40, 100}, {{"op", "transpose"}}, x,
+                                   "20 tiles of 1 x 24 x 10 of the output's 1 x 100 x 40", 4 + 20);
+  ASSERT_EQ(got.size(), x.size());
+  for (int r = 0; r < 100; ++r)
+    for (int c = 0; c < 40; ++c) ASSERT_EQ(got[r * 40 + c], x[c * 100 + r]) << r << "," << c;
+}
+
+// x [3, 20, 30] (7200 B) with its last two axes swapped: the batch is the box's first axis. One
+// product spans 600 elements of input and of output, two 1200, over 961: 3 tiles of one product
+// each, after 2 poison fills of the output.
+TEST(TilingLayout, ABatchedTransposeOverTheCapRunsInBoxesOfTheBatch) {
+  const unsigned seed = std::random_device{}();
+  SCOPED_TRACE("seed " + std::to_string(seed));
+  std::mt19937 rng(seed);
+  const std::vector<float> x = Random(rng, 3 * 20 * 30);
+  std::vector<float> got = RunCopy({3, 20, 30}, {{"op", "permute"}, {"dims", {0, 2, 1}}}, x,
+                                   "3 tiles of 1 x 30 x 20 of the output's 3 x 30 x 20", 2 + 3);
+  ASSERT_EQ(got.size(), x.size());
+  for (int p = 0; p < 3; ++p)
+    for (int r = 0; r < 30; ++r)
+      for (int c = 0; c < 20; ++c)
+        ASSERT_EQ(got[(p * 30 + r) * 20 + c], x[(p * 20 + c) * 30 + r])
+            << p << "," << r << "," << c;
+}
+
+// x [50, 40] (8000 B) sliced from (5, 2) by steps (2, 3): the output [20, 12] (960 B) fits, the
+// input does not. A box of c output rows spans 80 (c - 1) + 3 * 11 + 1 input elements, within 961
+// for c <= 12: 2 tiles after one poison fill; the first box's window starts at the slice's start.
+TEST(TilingLayout, ASliceOfAnInputOverTheCapRunsInBoxesFromTheSlicesStart) {
+  const unsigned seed = std::random_device{}();
+  SCOPED_TRACE("seed " + std::to_string(seed));
+  std::mt19937 rng(seed);
+  const std::vector<float> x = Random(rng, 50 * 40);
+  std::vector<float> got = RunCopy(
+      {50, 40}, {{"op", "slice"}, {"starts", {5, 2}}, {"stops", {45, 38}}, {"steps", {2, 3}}}, x,
+      "2 tiles of 1 x 12 x 12 of the output's 1 x 20 x 12", 1 + 2);
+  ASSERT_EQ(got.size(), 20u * 12u);
+  for (int r = 0; r < 20; ++r)
+    for (int c = 0; c < 12; ++c)
+      ASSERT_EQ(got[r * 12 + c], x[(5 + 2 * r) * 40 + 2 + 3 * c]) << r << "," << c;
+}
+
+// x [3000] (12000 B) reshaped to [30, 100]: one axis of every element, in tiles of 961 elements
+// (4096 B less the 252 B an aligned-down window may add), 4 of them after 3 poison fills of the
+// output.
+TEST(TilingLayout, AReshapeOverTheCapRunsInTilesOfItsElements) {
+  const unsigned seed = std::random_device{}();
+  SCOPED_TRACE("seed " + std::to_string(seed));
+  std::mt19937 rng(seed);
+  const std::vector<float> x = Random(rng, 3000);
+  std::vector<float> got = RunCopy({3000}, {{"op", "reshape"}, {"shape", {30, 100}}}, x,
+                                   "4 tiles of 1 x 1 x 961 of the output's 1 x 1 x 3000", 3 + 4);
+  ASSERT_EQ(got.size(), x.size());
+  for (size_t i = 0; i < x.size(); ++i) ASSERT_EQ(got[i], x[i]) << i;
+}
+
+}  // namespace
+}  // namespace scellis::runtime::webgpu
