@@ -45,7 +45,7 @@ void AddPassFlags(CLI::App* cmd, CompileFlags& f) {
   cmd->add_option("--disable-pass", f.disabled_passes,
                   "leave out an optional pass (fuse-elementwise, fuse-generators, fold-transposes, "
                   "fuse-matmul-epilogue, merge-optimizer-outputs, hoist-loop-invariants, "
-                  "schedule-elementwise, block-butterfly-stages, block-temporally); "
+                  "schedule-elementwise, schedule-sum, block-butterfly-stages, block-temporally); "
                   "repeatable");
 }
 

@@ -38,6 +38,7 @@ TEST(Passes, TheDescentInOrder) {
                                              "hoist-loop-invariants",
                                              "schedule-matmul",
                                              "schedule-elementwise",
+                                             "schedule-sum",
                                              "emit-wgsl",
                                              "block-butterfly-stages",
                                              "block-temporally",
@@ -47,13 +48,14 @@ TEST(Passes, TheDescentInOrder) {
                                              "verdict",
                                              "check-guarantees"}));
   for (const Pass& p : Passes())
-    EXPECT_EQ(p.optional,
-              p.name == "fuse-elementwise" || p.name == "fuse-generators" ||
-                  p.name == "fold-transposes" || p.name == "fuse-matmul-epilogue" ||
-                  p.name == "merge-optimizer-outputs" || p.name == "merge-loss-gradient" ||
-                  p.name == "merge-bias-gradient" || p.name == "fold-constant-inputs" ||
-                  p.name == "hoist-loop-invariants" || p.name == "block-temporally" ||
-                  p.name == "schedule-elementwise" || p.name == "block-butterfly-stages")
+    EXPECT_EQ(p.optional, p.name == "fuse-elementwise" || p.name == "fuse-generators" ||
+                              p.name == "fold-transposes" || p.name == "fuse-matmul-epilogue" ||
+                              p.name == "merge-optimizer-outputs" ||
+                              p.name == "merge-loss-gradient" || p.name == "merge-bias-gradient" ||
+                              p.name == "fold-constant-inputs" ||
+                              p.name == "hoist-loop-invariants" || p.name == "block-temporally" ||
+                              p.name == "schedule-elementwise" || p.name == "schedule-sum" ||
+                              p.name == "block-butterfly-stages")
         << p.name;
 }
 

@@ -71,7 +71,7 @@ TEST(ScheduleSumPass, ProdAndFastWholeTensorF32SumsRunWideWithASecondKernel) {
   const Kernel one = Lowered({Input(0, {300}), Reduce(1, "mean", 0)}, Tier(policy::Tier::kProd));
   ASSERT_TRUE(one.sum_schedule);
   EXPECT_EQ(one.Source(kWgslSumFinishTarget), nullptr);
-  EXPECT_NE(one.Wgsl().source.find("partial[0] / 300.0"), std::string::npos) << one.Wgsl().source;
+  EXPECT_NE(one.Wgsl().source.find("partial[0] / f32(300.0)"), std::string::npos) << one.Wgsl().source;
 }
 
 TEST(ScheduleSumPass, DebugOtherDtypesAxisSumsAndDisabledKeepTheLaneTree) {

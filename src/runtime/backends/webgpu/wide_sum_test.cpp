@@ -49,7 +49,7 @@ Result<pipeline::Compiled> Compile(int64_t n, policy::Tier tier) {
 }
 
 // The sum's and the mean's values (as f32 bits) of a run.
-std::array<float, 2> Run(const pipeline::Compiled& c, const std::vector<float>& x) {
+std::array<float, 2> RunSum(const pipeline::Compiled& c, const std::vector<float>& x) {
   const int64_t n = static_cast<int64_t>(x.size());
   auto r = Gpu()->Run(*c.plan, {{"x", HostTensor::FromFloats(MakeType({n}), x)}},
                       {.poison_outputs = true});
@@ -88,7 +88,7 @@ TEST(WideSum, ProdSumsAndMeansAreWithinTheirClassOfAFloat64Sum) {
     std::vector<float> x(static_cast<size_t>(n));
     double sum = 0;
     for (float& v : x) sum += v = u(rng);
-    const auto [got_sum, got_mean] = Run(*c, x);
+    const auto [got_sum, got_mean] = RunSum(*c, x);
     EXPECT_TRUE(within.Accepts(got_sum, sum)) << got_sum << " vs " << sum;
     EXPECT_TRUE(within.Accepts(got_mean, sum / static_cast<double>(n)))
         << got_mean << " vs " << sum / static_cast<double>(n);
@@ -110,14 +110,14 @@ TEST(WideSum, NanAndInfinitiesPropagateAsTheOpSays) {
     SCOPED_TRACE("at " + std::to_string(place));
     std::vector<float> x(static_cast<size_t>(n), 0.5f);
     x[static_cast<size_t>(place)] = std::numeric_limits<float>::quiet_NaN();
-    EXPECT_TRUE(std::isnan(Run(*c, x)[0]));
+    EXPECT_TRUE(std::isnan(RunSum(*c, x)[0]));
     x[static_cast<size_t>(place)] = inf;
-    EXPECT_EQ(Run(*c, x)[0], inf);
-    EXPECT_EQ(Run(*c, x)[1], inf);
+    EXPECT_EQ(RunSum(*c, x)[0], inf);
+    EXPECT_EQ(RunSum(*c, x)[1], inf);
     x[static_cast<size_t>(place)] = -inf;
-    EXPECT_EQ(Run(*c, x)[0], -inf);
+    EXPECT_EQ(RunSum(*c, x)[0], -inf);
     x[static_cast<size_t>((place + 1 + at(rng) % (n - 1)) % n)] = inf;  // +inf and -inf: NaN
-    EXPECT_TRUE(std::isnan(Run(*c, x)[0]));
+    EXPECT_TRUE(std::isnan(RunSum(*c, x)[0]));
   }
 }
 
@@ -134,9 +134,9 @@ TEST(WideSum, ProdGivesTheSameBitsOnEveryRunAndDebugTheReferences) {
   for (float& v : x) v = std::ldexp(u(rng), exponent(rng));
   auto prod = Compile(n, policy::Tier::kProd);
   ASSERT_TRUE(prod.ok());
-  const auto first = Run(*prod, x);
+  const auto first = RunSum(*prod, x);
   for (int run = 0; run < 3; ++run) {
-    const auto again = Run(*prod, x);
+    const auto again = RunSum(*prod, x);
     EXPECT_EQ(Bits(again[0]), Bits(first[0]));
     EXPECT_EQ(Bits(again[1]), Bits(first[1]));
   }
@@ -146,7 +146,7 @@ TEST(WideSum, ProdGivesTheSameBitsOnEveryRunAndDebugTheReferences) {
   runtime::cpu::CpuExecutor cpu({.threads = 1});
   auto want = cpu.Run(*debug->plan, {{"x", HostTensor::FromFloats(MakeType({n}), x)}});
   ASSERT_TRUE(want.ok());
-  EXPECT_EQ(Bits(Run(*debug, x)[0]), Bits(want->outputs[0].second.view<float>()[0]));
+  EXPECT_EQ(Bits(RunSum(*debug, x)[0]), Bits(want->outputs[0].second.view<float>()[0]));
 }
 
 }  // namespace
