@@ -46,7 +46,7 @@ void AddPassFlags(CLI::App* cmd, CompileFlags& f) {
                   "leave out an optional pass (fuse-elementwise, fuse-generators, fold-transposes, "
                   "fuse-matmul-epilogue, merge-optimizer-outputs, write-state-in-place, "
                   "merge-optimizer-kernels, hoist-loop-invariants, "
-                  "schedule-elementwise, block-butterfly-stages, block-temporally); "
+                  "schedule-elementwise, schedule-sum, block-butterfly-stages, block-temporally); "
                   "repeatable");
 }
 

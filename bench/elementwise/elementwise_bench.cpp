@@ -2,9 +2,11 @@
 // inputs resident (params given their starting values, so no run uploads them):
 //   copy   y = -x                       (the device's bandwidth reference: one load, one store)
 //   chain  y = relu(a * b + c) * 0.5    (one fused kernel over three inputs)
-//   sum    y = sum(x)                   (the fixed-order tree of kernel/ref/tree_sum.h)
+//   sum    y = sum(x)                   (a fixed order: see the op's determinism text)
 // copy and chain run twice: with the schedule-elementwise pass (vec4, grid-stride) and without it
-// (one element per invocation), so the table shows what the wide kernel gains. The first run is
+// (one element per invocation), so the table shows what the wide kernel gains; sum likewise with
+// the schedule-sum pass (in prod: a grid of chunks, then their partial sums) and without it (the
+// one-workgroup 256-lane tree of kernel/ref/tree_sum.h, debug's order). The first run is
 // the warm-up and the check: every output against a float64 computation on the host. Then RUNS
 // timed runs of `steps` steps each in one submission (steps chosen from the warm-up so that a
 // submission takes about 50 ms); the median run's time per step gives GB/s from the bytes the
@@ -36,7 +38,7 @@ namespace {
 struct Case {
   std::string kind;  // copy, chain, sum
   int log2_n;
-  bool wide;  // the schedule-elementwise pass on (copy and chain only)
+  bool wide;  // the schedule-elementwise pass on (copy, chain), the schedule-sum pass on (sum)
   std::optional<kernel::ElementwiseSchedule> forced;  // wide: in place of the pass's choice
 };
 
@@ -166,6 +168,7 @@ int main(int argc, char** argv) {
         cases.push_back({kind, log2_n, true, s});
       cases.push_back({kind, log2_n, false, std::nullopt});
     }
+    cases.push_back({"sum", log2_n, true, std::nullopt});
     cases.push_back({"sum", log2_n, false, std::nullopt});
   }
   int failures = 0;
@@ -190,7 +193,8 @@ int main(int argc, char** argv) {
     }
     pipeline::CompileOptions options;
     options.lower.tier = tier;
-    if (!c.wide) options.disabled_passes.insert("schedule-elementwise");
+    if (!c.wide)
+      options.disabled_passes.insert(c.kind == "sum" ? "schedule-sum" : "schedule-elementwise");
     options.elementwise_schedule = c.forced;
     Json row = {{"case", name},       {"kind", c.kind},   {"elements", n},
                 {"backend", backend}, {"device", device}, {"tier", policy::TierName(tier)}};
@@ -203,10 +207,12 @@ int main(int argc, char** argv) {
       continue;
     }
     api::Session& session = **s;
-    // An f32 sum of a multiple of 4 elements (every size here) loads vec4 within the tree's order.
+    // An f32 sum of a multiple of 4 elements (every size here) loads vec4 in either order.
     std::string schedule = c.kind == "sum" ? "tree-256/vec4" : "scalar";
-    for (const kernel::Kernel& k : session.compiled().module->kernels)
+    for (const kernel::Kernel& k : session.compiled().module->kernels) {
       if (k.elementwise_schedule) schedule = k.elementwise_schedule->Name();
+      if (k.sum_schedule) schedule = k.sum_schedule->Name();
+    }
 
     const auto warm_start = std::chrono::steady_clock::now();
     auto first = session.Run({{}}, {"y"});

@@ -280,10 +280,17 @@ std::optional<kernel::Tiling> StepTiling(const Plan& p, const Step& s) {
   return kernel::PlanTiles(p.module(), k, static_cast<uint64_t>(p.limits.max_binding_bytes));
 }
 
+int64_t StepScratchBytes(const Plan& p, const Step& s) {
+  if (const std::optional<kernel::Tiling> tiling = StepTiling(p, s))
+    return tiling->space.scratch_elements * 4;
+  const kernel::Kernel& k = p.module().kernels[s.kernel];
+  return k.sum_schedule && k.sum_schedule->TwoStages() ? k.sum_schedule->groups * 4 : 0;
+}
+
 namespace {
 
 // The tile scratch holds no value, so no step binds it as an operand, and it is as large as the
-// scratch of every step cut into tiles that hand partial results on.
+// scratch of every step cut into tiles that hand partial results on, or summing wide.
 Status VerifyTileScratch(const Plan& p) {
   int scratch = -1;
   for (const Buffer& b : p.buffers) {
@@ -299,10 +306,9 @@ Status VerifyTileScratch(const Plan& p) {
     if (scratch >= 0 && (std::count(s.reads.begin(), s.reads.end(), scratch) ||
                          std::count(writes.begin(), writes.end(), scratch)))
       return InternalError("execplan.Verify", k.name + " binds the tile scratch as an operand");
-    const std::optional<kernel::Tiling> tiling = StepTiling(p, s);
-    const int64_t need = tiling ? tiling->space.scratch_elements * 4 : 0;
+    const int64_t need = StepScratchBytes(p, s);
     if (need > 0 && (scratch < 0 || p.buffers[scratch].bytes < need))
-      return InternalError("execplan.Verify", k.name + "'s tiles hand on " + FormatBytes(need) +
+      return InternalError("execplan.Verify", k.name + " hands on " + FormatBytes(need) +
                                                   " of partial results the plan has no room for");
   }
   return Status::Ok();

@@ -49,8 +49,9 @@ struct Buffer {
   bool pinned = false;      // lives for the whole run (params, inputs, outputs, state)
   std::vector<int> values;  // WebIR nodes stored here over the run
   // The partial results tiles hand on beyond their outputs (a whole-tensor sum's 256 lanes), for
-  // the kernels cut into tiles under the binding cap; holds no value. At most one per plan, pinned,
-  // shared by every tiled kernel (they run one at a time).
+  // the kernels cut into tiles under the binding cap, and the chunks' partial sums a wide sum's
+  // first dispatch hands its second (kernel::SumSchedule); holds no value. At most one per plan,
+  // pinned, shared by every such kernel (they run one at a time).
   bool tile_scratch = false;
 };
 
@@ -222,6 +223,9 @@ void AttachBatchFit(Plan& p, BatchFit fit);
 // cap and its kernel does not tile element for element (kernel::TilesPerElement); nullopt when it
 // needs no such tiles, or none fit.
 std::optional<kernel::Tiling> StepTiling(const Plan& p, const Step& s);
+// Bytes of the tile scratch step `s` binds beyond its operands: its tiles' (StepTiling), else a
+// wide sum's partial sums between its two dispatches; 0 when none.
+int64_t StepScratchBytes(const Plan& p, const Step& s);
 
 Result<Plan> FromKernel(std::shared_ptr<const kernel::Module> m, const PlanOptions& options);
 std::string Print(const Plan& p);

@@ -179,6 +179,18 @@ std::string ElementwiseSchedule::Name() const {
          std::to_string(workgroup_size) + "x" + std::to_string(per_invocation);
 }
 
+SumSchedule SumSchedule::For(int64_t elements) {
+  SumSchedule s;
+  const int64_t steps = (std::max<int64_t>(elements, 1) + kStep - 1) / kStep;
+  s.chunk = (steps + kMaxGroups - 1) / kMaxGroups * kStep;
+  s.groups = (std::max<int64_t>(elements, 1) + s.chunk - 1) / s.chunk;
+  return s;
+}
+
+std::string SumSchedule::Name() const {
+  return "wide " + std::to_string(groups) + "x" + std::to_string(chunk);
+}
+
 MatmulShape MatmulShapeOf(const Module& m, const Kernel& k) {
   // The operands' logical types: a folded transpose's, not its operand's.
   const webir::Node& node = m.graph().at(k.OpNode());
@@ -257,6 +269,7 @@ std::string Print(const Module& m) {
     }
     if (k.matmul_schedule) out += "  schedule " + k.matmul_schedule->Name();
     if (k.elementwise_schedule) out += "  schedule " + k.elementwise_schedule->Name();
+    if (k.sum_schedule) out += "  schedule " + k.sum_schedule->Name();
     if (k.Source(kWgslTarget)) {
       out += "  grid " + std::to_string(k.workgroups[0]) + "x" + std::to_string(k.workgroups[1]) +
              "  wgsl " + k.Wgsl().source_hash.substr(0, 12);
@@ -295,6 +308,8 @@ std::string PrintWgsl(const Module& m) {
     out += "// ---- " + k.name + " ----\n" + k.Wgsl().source + "\n";
     if (const EmittedSource* blocked = k.Source(kWgslBlockedTarget))
       out += "// ---- " + k.name + " (temporally blocked) ----\n" + blocked->source + "\n";
+    if (const EmittedSource* finish = k.Source(kWgslSumFinishTarget))
+      out += "// ---- " + k.name + " (the partial sums) ----\n" + finish->source + "\n";
   }
   return out;
 }
@@ -331,6 +346,11 @@ Json ToJson(const Module& m) {
                                     {"width", s->width},
                                     {"workgroup_size", s->workgroup_size},
                                     {"per_invocation", s->per_invocation}};
+    }
+    if (const auto& s = k.sum_schedule) {
+      jk["sum_schedule"] = {{"name", s->Name()}, {"chunk", s->chunk}, {"groups", s->groups}};
+      if (const EmittedSource* finish = k.Source(kWgslSumFinishTarget))
+        jk["sum_schedule"]["finish_wgsl_sha256"] = finish->source_hash;
     }
     if (k.hoisted) jk["hoisted"] = true;
     jk["workgroups"] = k.workgroups;

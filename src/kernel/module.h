@@ -47,6 +47,8 @@ inline int StepOf(int operand) {
 inline constexpr const char* kWgslTarget = "wgsl";
 // The temporally blocked variant of a loop body's kernel (kernel/passes/block_temporally.cpp).
 inline constexpr const char* kWgslBlockedTarget = "wgsl-blocked";
+// The second dispatch of a wide sum (SumSchedule): the chunks' partial sums into the result.
+inline constexpr const char* kWgslSumFinishTarget = "wgsl-sum-finish";
 
 // How a matmul kernel is cut into workgroups and invocations; chosen per shape by the
 // schedule-matmul pass, read by the emitter. Every schedule keeps each output's sum in increasing K
@@ -71,6 +73,30 @@ struct MatmulSchedule {
   // "128x64x16/8x8/vec4", "16x16x16/1x1", "per-element"; "/vec4a" or "/vec4b" when one operand.
   std::string Name() const;
   bool operator==(const MatmulSchedule&) const = default;
+};
+
+// How a whole-tensor f32 sum or mean runs wide in the prod and fast tiers; chosen by the
+// schedule-sum pass from the element count alone (never from the device), so the order of the
+// additions, and thus the bits, depend only on the shape. The elements are cut into `groups`
+// consecutive chunks of `chunk` elements (the last one shorter), one workgroup each: lane t of its
+// 256 adds, per component c of a vec4, the elements chunk start + 4 (t + 256 r) + c for r = 0, 1,
+// ... in order, then folds its components as (c0 + c1) + (c2 + c3), and the lanes combine pairwise
+// (w = 128, 64, ..., 1). A second dispatch sums the chunks' partial sums in the 256-lane tree of
+// the debug order (lane t adds partials t, t + 256, ...). One chunk needs no second dispatch: the
+// first writes the result.
+struct SumSchedule {
+  static constexpr int64_t kStep = 1024;       // elements one pass of 256 lanes loads as vec4
+  static constexpr int64_t kMaxGroups = 2048;  // chunks at most: the partial sums' scratch
+  int64_t chunk = kStep;  // a multiple of kStep: the smallest with at most kMaxGroups chunks
+  int64_t groups = 1;     // ceil(elements / chunk)
+
+  // Elements 0: the one-chunk schedule of an empty sum.
+  static SumSchedule For(int64_t elements);
+  // Whether the partial sums take a second dispatch (more than one chunk).
+  bool TwoStages() const { return groups > 1; }
+  // "wide 977x1024" (chunks x elements per chunk).
+  std::string Name() const;
+  bool operator==(const SumSchedule&) const = default;
 };
 
 // How a fused elementwise kernel covers its output; chosen by the schedule-elementwise pass, read
@@ -157,6 +183,9 @@ struct Kernel {
   // kElementwise: set by the schedule-elementwise pass; none means the one-element-per-invocation
   // kernel.
   std::optional<ElementwiseSchedule> elementwise_schedule;
+  // kOp whole-tensor f32 sum or mean in the prod and fast tiers: set by the schedule-sum pass;
+  // none means the 256-lane tree of the debug order (the CPU reference's), in one workgroup.
+  std::optional<SumSchedule> sum_schedule;
 
   // In a repeated graph: no input depends, even through other kernels, on a carried value, so the
   // kernel runs once per step, before the loop's first iteration, and its output stays valid

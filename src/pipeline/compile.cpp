@@ -36,6 +36,7 @@ const std::vector<Pass>& Passes() {
       {Rung::kKernel, "hoist-loop-invariants", kOptional, kernel::HoistLoopInvariants},
       {Rung::kKernel, "schedule-matmul", kRequired, kernel::ScheduleMatmul},
       {Rung::kKernel, "schedule-elementwise", kOptional, kernel::ScheduleElementwise},
+      {Rung::kKernel, "schedule-sum", kOptional, kernel::ScheduleSum},
       {Rung::kKernel, "emit-wgsl", kRequired, kernel::EmitWgsl},
       {Rung::kKernel, "block-butterfly-stages", kOptional, kernel::BlockButterflyStages},
       {Rung::kKernel, "block-temporally", kOptional, kernel::BlockTemporally},

@@ -40,6 +40,7 @@ TEST(Passes, TheDescentInOrder) {
                                              "hoist-loop-invariants",
                                              "schedule-matmul",
                                              "schedule-elementwise",
+                                             "schedule-sum",
                                              "emit-wgsl",
                                              "block-butterfly-stages",
                                              "block-temporally",
@@ -56,7 +57,8 @@ TEST(Passes, TheDescentInOrder) {
                   p.name == "merge-bias-gradient" || p.name == "fold-constant-inputs" ||
                   p.name == "write-state-in-place" || p.name == "merge-optimizer-kernels" ||
                   p.name == "hoist-loop-invariants" || p.name == "block-temporally" ||
-                  p.name == "schedule-elementwise" || p.name == "block-butterfly-stages")
+                  p.name == "schedule-elementwise" || p.name == "schedule-sum" ||
+                  p.name == "block-butterfly-stages")
         << p.name;
 }
 

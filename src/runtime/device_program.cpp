@@ -149,6 +149,7 @@ class Builder {
     for (int b : st.Writes()) over |= static_cast<uint64_t>(plan_.buffers[b].bytes) > cap;
     for (int b : st.reads) over |= static_cast<uint64_t>(plan_.buffers[b].bytes) > cap;
 
+    if (!over && k.sum_schedule && k.sum_schedule->TwoStages()) return AddWideSum(s);
     if (!over) {
       ProgramDispatch d;
       d.step = s;
@@ -204,6 +205,33 @@ class Builder {
       SCELLIS_TRY(CheckGrid(k, d.workgroups));
       p_.dispatches.push_back(std::move(d));
     }
+    return Status::Ok();
+  }
+
+  // A wide sum (kernel::SumSchedule) of several chunks: the first dispatch sums each chunk into
+  // the scratch, the second the chunks' partial sums into the output. Within one compute pass the
+  // second dispatch sees what the first wrote.
+  Status AddWideSum(int s) {
+    const execplan::Step& st = plan_.steps[s];
+    const kernel::Kernel& k = plan_.module().kernels[st.kernel];
+    const kernel::EmittedSource* finish = k.Source(kernel::kWgslSumFinishTarget);
+    if (!finish || st.reads.size() != 1)
+      return InternalError("device-program", k.name + " sums wide without its second kernel");
+    const int scratch = ScratchBuffer(k.sum_schedule->groups * 4);
+    ProgramDispatch chunks;
+    chunks.step = s;
+    chunks.kernel = k.name;
+    SCELLIS_ASSIGN_OR_RETURN(chunks.pipeline, PipelineFor(k, k.Wgsl().source));
+    chunks.bindings = {{st.reads[0], 0, 0}, {scratch, 0, 0}};
+    chunks.workgroups = k.workgroups;
+    SCELLIS_TRY(CheckGrid(k, chunks.workgroups));
+    p_.dispatches.push_back(std::move(chunks));
+    ProgramDispatch total;
+    total.step = s;
+    total.kernel = k.name;
+    SCELLIS_ASSIGN_OR_RETURN(total.pipeline, PipelineFor(k, finish->source));
+    total.bindings = {{scratch, 0, 0}, {st.write, 0, 0}};
+    p_.dispatches.push_back(std::move(total));
     return Status::Ok();
   }
 

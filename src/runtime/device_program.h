@@ -29,8 +29,10 @@
 //     its operands (kernel::wgsl::TileSource). Tiles along a reduced axis run in order, each after
 //     the first continuing the partial sums left in the output (`tile.continues`); a whole-tensor
 //     sum's tiles also bind, between inputs and outputs, a scratch buffer of the 256 lanes'
-//     partial sums, listed after the plan's buffers. Grids over 65535 workgroups are already folded into y
-//     and z by the emitter.
+//     partial sums, listed after the plan's buffers. Grids over 65535 workgroups are already folded
+//     into y and z by the emitter. A wide sum (kernel::SumSchedule, prod and fast tiers) of several
+//     chunks is two dispatches: its chunks' partial sums into the plan's tile scratch, then those
+//     into its output.
 //   * A fed input's buffer may be replaced, per step, by a slot of a staging buffer holding that
 //     step's feed: the runtime substitutes the binding (offset + the slot's start; a size of 0 then
 //     means the input's byte count rounded up to 4).

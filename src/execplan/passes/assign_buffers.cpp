@@ -119,14 +119,13 @@ class Assigner {
 
  private:
   // The scratch the tiles of kernels over the binding cap hand partial results on in (a
-  // whole-tensor sum's 256 lanes, kernel::TileSpace::scratch_elements): one working buffer as
+  // whole-tensor sum's 256 lanes, kernel::TileSpace::scratch_elements), and wide sums their
+  // chunks' partial sums in (kernel::SumSchedule): one working buffer as
   // large as the largest any step needs, pinned, so it is live at every step and the peak grows by
   // its size.
   void AddTileScratch() {
     int64_t bytes = 0;
-    for (const Step& s : p_.steps)
-      if (std::optional<kernel::Tiling> t = StepTiling(p_, s))
-        bytes = std::max(bytes, t->space.scratch_elements * 4);
+    for (const Step& s : p_.steps) bytes = std::max(bytes, StepScratchBytes(p_, s));
     if (bytes == 0) return;
     Buffer b;
     b.id = static_cast<int>(p_.buffers.size());

@@ -13,6 +13,14 @@ Status EmitWgsl(Module& m) {
     src.user_first_line = generated.user_first_line;
     src.user_lines = generated.user_lines;
     k.workgroups = generated.workgroups;
+    // A wide sum's second dispatch, the partial sums into the result (the device program binds
+    // the scratch between the two).
+    std::erase_if(k.sources,
+                  [](const EmittedSource& e) { return e.target == kWgslSumFinishTarget; });
+    if (k.sum_schedule && k.sum_schedule->TwoStages()) {
+      wgsl::Generated finish = wgsl::WideSumFinish(m, k);
+      k.sources.push_back({kWgslSumFinishTarget, finish.source, "main", Sha256Hex(finish.source)});
+    }
   }
   return Status::Ok();
 }

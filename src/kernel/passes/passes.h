@@ -117,6 +117,12 @@ ElementwiseSchedule ChooseElementwiseSchedule(const Module& m, const Kernel& k);
 // Sets every elementwise kernel's schedule (ChooseElementwiseSchedule); emit-wgsl follows it.
 Status ScheduleElementwise(Module& m);
 
+// Whether a kernel is a whole-tensor f32 sum or mean that runs wide (SumSchedule): prod or fast
+// tier, a non-empty input within the module's binding cap, nothing merged into the kernel.
+bool SumRunsWide(const Module& m, const Kernel& k);
+// Sets SumSchedule::For(elements) on every such kernel; emit-wgsl and the device program follow it.
+Status ScheduleSum(Module& m);
+
 // Generates every kernel's WGSL (and its dispatch grid) for the module's determinism tier.
 Status EmitWgsl(Module& m);
 

@@ -87,57 +87,31 @@ fn main(@builtin(workgroup_id) wg: vec3<u32>,
 @group(0) @binding(1) var<storage, read_write> out: array<f32>;
 var<workgroup> partial: array<f32, 256>;
 @compute @workgroup_size(256)
-fn main(@builtin(local_invocation_index) t: u32) {
-  if (t < 64u) {
-    var s = vec4<f32>(0.0);
-    var r = t;
-    for (; r + 960u < 4u; r = r + 1024u) {
-      let v0 = in0[r];
-      let v1 = in0[r + 64u];
-      let v2 = in0[r + 128u];
-      let v3 = in0[r + 192u];
-      let v4 = in0[r + 256u];
-      let v5 = in0[r + 320u];
-      let v6 = in0[r + 384u];
-      let v7 = in0[r + 448u];
-      let v8 = in0[r + 512u];
-      let v9 = in0[r + 576u];
-      let v10 = in0[r + 640u];
-      let v11 = in0[r + 704u];
-      let v12 = in0[r + 768u];
-      let v13 = in0[r + 832u];
-      let v14 = in0[r + 896u];
-      let v15 = in0[r + 960u];
-      s = s + v0;
-      s = s + v1;
-      s = s + v2;
-      s = s + v3;
-      s = s + v4;
-      s = s + v5;
-      s = s + v6;
-      s = s + v7;
-      s = s + v8;
-      s = s + v9;
-      s = s + v10;
-      s = s + v11;
-      s = s + v12;
-      s = s + v13;
-      s = s + v14;
-      s = s + v15;
-    }
-    for (; r < 4u; r = r + 64u) { s = s + in0[r]; }
-    partial[4u * t] = s.x;
-    partial[4u * t + 1u] = s.y;
-    partial[4u * t + 2u] = s.z;
-    partial[4u * t + 3u] = s.w;
+fn main(@builtin(workgroup_id) wg: vec3<u32>,
+        @builtin(local_invocation_index) t: u32) {
+  let lo = wg.x * 256u;
+  let hi = min(lo + 256u, 4u);
+  var s = vec4<f32>(0.0);
+  var r = lo + t;
+  for (; r + 768u < hi; r = r + 1024u) {
+    let v0 = in0[r];
+    let v1 = in0[r + 256u];
+    let v2 = in0[r + 512u];
+    let v3 = in0[r + 768u];
+    s = s + v0;
+    s = s + v1;
+    s = s + v2;
+    s = s + v3;
   }
+  for (; r < hi; r = r + 256u) { s = s + in0[r]; }
+  partial[t] = (s.x + s.y) + (s.z + s.w);
   workgroupBarrier();
   for (var w = 128u; w > 0u; w = w >> 1u) {
     if (t < w) { partial[t] = partial[t] + partial[t + w]; }
     workgroupBarrier();
   }
   if (t == 0u) {
-    out[0] = partial[0];
+    out[wg.x] = partial[0];
   }
 }
 

@@ -91,10 +91,6 @@ std::string Bindings(const Module& m, const Kernel& k, const std::vector<bool>& 
   return (f16 ? "enable f16;\n" : "") + s;
 }
 
-namespace {
-
-// The pairwise half of the 256-wide tree, once every lane's sum is in `partial`: w = 128, 64, ...,
-// 1, lane t < w adds lane t + w; then lane 0 runs `finish`.
 std::string TreeCombine(const std::string& finish) {
   return "  workgroupBarrier();\n"
          "  for (var w = 128u; w > 0u; w = w >> 1u) {\n"
@@ -106,8 +102,6 @@ std::string TreeCombine(const std::string& finish) {
          "  }\n"
          "}\n";
 }
-
-}  // namespace
 
 std::string TreeReduce256(const std::string& term, int64_t count, const std::string& finish,
                           const std::string& type, const std::string& start) {

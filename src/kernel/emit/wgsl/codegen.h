@@ -201,6 +201,14 @@ std::string LaneTileEntry(const std::string& term, int64_t count, bool continues
 // lanes 4t..4t+3, so each component adds its lane's terms in the tree's order, while the loads,
 // 16 bytes wide and many in flight, keep the memory system busier than one float per lane could.
 std::string TreeReduce256Vec4(int64_t count, const std::string& finish);
+// The pairwise half of the 256-wide tree, once every lane's sum is in `partial` (a workgroup array
+// of 256) and `t` is the lane: w = 128, 64, ..., 1, lane t < w adds lane t + w; then lane 0 runs
+// `finish`. Closes the entry point.
+std::string TreeCombine(const std::string& finish);
+// A wide sum's second dispatch (Kernel::sum_schedule with two stages): binding 0 the chunks'
+// partial sums (f32), binding 1 the output; the partials summed in the 256-lane tree, the mean
+// divided once by the element count.
+Generated WideSumFinish(const Module& m, const Kernel& k);
 
 // Helper functions an op's expression needs (e.g. erf for gelu), one complete WGSL function
 // (or group) per entry, in dependency order; ops that share a helper list the same entry.

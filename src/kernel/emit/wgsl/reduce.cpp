@@ -1,10 +1,11 @@
-// WGSL reductions. No float atomics: a whole-tensor reduction runs in one workgroup over the fixed
-// 256-wide tree (TreeReduce256; an f32 sum of a multiple of 4 elements loads vec4,
-// TreeReduce256Vec4), so the result is the same on every run on a device — and it is the order of
-// the CPU reference (kernel/ref/tree_sum.h), so the two agree bit for bit. That order is 256
-// chains of dependent additions, which caps a whole-tensor sum far below the memory's bandwidth
-// on a large GPU; only another order (a tree over more lanes, which would change the reference's
-// bits) could reach it. Axis
+// WGSL reductions. No float atomics: in the debug tier a whole-tensor reduction runs in one
+// workgroup over the fixed 256-wide tree (TreeReduce256; an f32 sum of a multiple of 4 elements
+// loads vec4, TreeReduce256Vec4), so the result is the same on every run on a device — and it is
+// the order of the CPU reference (kernel/ref/tree_sum.h), so the two agree bit for bit. That order
+// is 256 chains of dependent additions, which caps a whole-tensor sum far below the memory's
+// bandwidth on a large GPU, so in prod and fast an f32 sum or mean runs wide (SumSchedule, chosen
+// by the schedule-sum pass): a grid of chunks, then their partial sums — another fixed order,
+// within the op's tolerance class of the reference. Axis
 // reductions give each output element one invocation that walks the axis in order, like the CPU
 // reference.
 #include <algorithm>
@@ -33,12 +34,78 @@ void GenerateCumsum(const Module& m, const Kernel& k, Generated& out) {
   out.workgroups = LinearGrid(lines);
 }
 
+// A wide sum's first dispatch: workgroup g sums chunk g into out[g] — the partial sums' scratch,
+// bound where the output would be — or, with one chunk, the result itself. The input is read as
+// vec4 when its element count is a multiple of 4; otherwise as f32, four elements at a time, the
+// missing ones of the last vector as 0.0 (a lane's sum starts at +0.0, so adding 0.0 changes no
+// bit): the same additions in the same order either way.
+void GenerateWideSum(const Module& m, const Kernel& k, Generated& out) {
+  const SumSchedule& s = *k.sum_schedule;
+  const int64_t n = m.graph().at(k.inputs[0]).type.elements();
+  const bool vec4 = n % 4 == 0;
+  const int64_t vectors = (n + 3) / 4;
+  std::string head = Bindings(m, k, {vec4});
+  if (!vec4)
+    head +=
+        "fn load4(r: u32) -> vec4<f32> {\n"
+        "  let e = 4u * r;\n"
+        "  var v = vec4<f32>(in0[e], 0.0, 0.0, 0.0);\n"
+        "  for (var c = 1u; c < 4u; c = c + 1u) {\n"
+        "    if (e + c < " +
+        U32(n) + ") { v[c] = in0[e + c]; }\n  }\n  return v;\n}\n";
+  auto load = [&](const std::string& at) { return vec4 ? "in0[" + at + "]" : "load4(" + at + ")"; };
+  // Four vectors in flight per lane (loaded before they are added, in order).
+  constexpr int kUnroll = 4;
+  std::string loads, adds;
+  for (int u = 0; u < kUnroll; ++u) {
+    const std::string v = "v" + std::to_string(u);
+    loads += "    let " + v + " = " + load(u ? "r + " + U32(256 * u) : "r") + ";\n";
+    adds += "    s = s + " + v + ";\n";
+  }
+  const std::string scale =
+      k.op == "mean" && !s.TwoStages() ? " / " + F32(static_cast<double>(n)) : "";
+  out.source = head +
+               "var<workgroup> partial: array<f32, 256>;\n"
+               "@compute @workgroup_size(256)\n"
+               "fn main(@builtin(workgroup_id) wg: vec3<u32>,\n"
+               "        @builtin(local_invocation_index) t: u32) {\n"
+               "  let lo = wg.x * " +
+               U32(s.chunk / 4) + ";\n  let hi = min(lo + " + U32(s.chunk / 4) + ", " +
+               U32(vectors) +
+               ");\n"
+               "  var s = vec4<f32>(0.0);\n"
+               "  var r = lo + t;\n"
+               "  for (; r + " +
+               U32(256 * (kUnroll - 1)) + " < hi; r = r + " + U32(256 * kUnroll) + ") {\n" + loads +
+               adds + "  }\n  for (; r < hi; r = r + 256u) { s = s + " + load("r") +
+               "; }\n"
+               "  partial[t] = (s.x + s.y) + (s.z + s.w);\n" +
+               TreeCombine("    out[wg.x] = partial[0]" + scale + ";\n");
+  out.workgroups = {static_cast<uint32_t>(s.groups), 1, 1};
+}
+
+Generated WideSumFinish(const Module& m, const Kernel& k) {
+  const int64_t n = m.graph().at(k.inputs[0]).type.elements();
+  const std::string scale = k.op == "mean" ? " / " + F32(static_cast<double>(n)) : "";
+  Generated out;
+  out.source =
+      "@group(0) @binding(0) var<storage, read> in0: array<f32>;\n"
+      "@group(0) @binding(1) var<storage, read_write> out: array<f32>;\n" +
+      TreeReduce256("in0[j]", k.sum_schedule->groups, "    out[0] = partial[0]" + scale + ";\n");
+  out.workgroups = {1, 1, 1};
+  return out;
+}
+
 bool GenerateReduce(const Module& m, const Kernel& k, Generated& out) {
   if (k.kind == KernelKind::kOp && k.op == "cumsum") {
     GenerateCumsum(m, k, out);
     return true;
   }
   if (k.kind != KernelKind::kOp || (k.op != "sum" && k.op != "mean")) return false;
+  if (k.sum_schedule) {
+    GenerateWideSum(m, k, out);
+    return true;
+  }
   const webir::Node& node = m.graph().at(k.output);
   const TensorType& in = m.graph().at(k.inputs[0]).type;
   bool mean = k.op == "mean";

@@ -1,0 +1,111 @@
+// schedule-sum: which sums run wide (whole-tensor f32 sum and mean, prod and fast only, within the
+// binding cap), the chunks a count gets (a function of the count alone), the second kernel the
+// emitter adds, and the choice printed in the kernel rung. (Their values on WebGPU:
+// runtime/backends/webgpu/wide_sum_test.)
+#include <gtest/gtest.h>
+
+#include "kernel/passes/passes.h"
+#include "support/graph.h"
+
+namespace scellis::kernel {
+namespace {
+
+Json Input(int id, const std::vector<int64_t>& shape, const std::string& dtype = "f32") {
+  return {{"id", id},
+          {"op", "input"},
+          {"name", "in" + std::to_string(id)},
+          {"shape", shape},
+          {"dtype", dtype}};
+}
+
+Json Reduce(int id, const std::string& op, int a, std::optional<int> axis = std::nullopt) {
+  Json j = {{"id", id}, {"op", op}, {"a", a}};
+  if (axis) j["axis"] = *axis;
+  return j;
+}
+
+// The one reducing kernel of `nodes` (output: the last node) after the kernel passes.
+Kernel Lowered(const std::vector<Json>& nodes, pipeline::CompileOptions o) {
+  Json doc = scellis::testing::GraphDoc(nodes, {{"y", nodes.back()["id"].get<int>()}}, 5);
+  auto c = pipeline::Compile(doc.dump(), o);
+  EXPECT_TRUE(c.ok()) << (c.ok() ? "" : c.errors().front().Format());
+  if (!c.ok()) return {};
+  EXPECT_EQ(c->module->kernels.size(), 1u) << Print(*c->module);
+  return c->module->kernels.empty() ? Kernel{} : c->module->kernels.back();
+}
+
+pipeline::CompileOptions Tier(policy::Tier t) {
+  pipeline::CompileOptions o = scellis::testing::ProdOptions();
+  o.lower.tier = t;
+  return o;
+}
+
+TEST(ScheduleSumPass, ChunksAreTheSmallestMultipleOf1024GivingAtMost2048) {
+  // Hand-worked: ceil(n / 1024) steps of 1024, chunk = ceil(steps / 2048) steps.
+  struct Case {
+    int64_t n, chunk, groups;
+  } cases[] = {{1, 1024, 1},          {1024, 1024, 1},       {1025, 1024, 2},
+               {1000003, 1024, 977},  {2097152, 1024, 2048}, {2097153, 2048, 1025},
+               {1 << 26, 32768, 2048}};
+  for (const Case& c : cases) {
+    const SumSchedule s = SumSchedule::For(c.n);
+    EXPECT_EQ(s.chunk, c.chunk) << c.n;
+    EXPECT_EQ(s.groups, c.groups) << c.n;
+    EXPECT_EQ(s.TwoStages(), c.groups > 1) << c.n;
+  }
+}
+
+TEST(ScheduleSumPass, ProdAndFastWholeTensorF32SumsRunWideWithASecondKernel) {
+  for (policy::Tier t : {policy::Tier::kProd, policy::Tier::kFast})
+    for (const char* op : {"sum", "mean"}) {
+      const Kernel k = Lowered({Input(0, {1000, 7}), Reduce(1, op, 0)}, Tier(t));
+      ASSERT_TRUE(k.sum_schedule) << op;
+      EXPECT_EQ(k.sum_schedule->Name(), "wide 7x1024");
+      EXPECT_EQ(k.workgroups[0], 7u);
+      ASSERT_NE(k.Source(kWgslSumFinishTarget), nullptr);
+      // The first kernel writes the 7 partial sums, the second adds them.
+      EXPECT_NE(k.Wgsl().source.find("out[wg.x] = partial[0];"), std::string::npos);
+      EXPECT_NE(k.Source(kWgslSumFinishTarget)->source.find("j < 7u"), std::string::npos);
+    }
+  // One chunk: one kernel, which writes the result.
+  const Kernel one = Lowered({Input(0, {300}), Reduce(1, "mean", 0)}, Tier(policy::Tier::kProd));
+  ASSERT_TRUE(one.sum_schedule);
+  EXPECT_EQ(one.Source(kWgslSumFinishTarget), nullptr);
+  EXPECT_NE(one.Wgsl().source.find("partial[0] / f32(300.0)"), std::string::npos) << one.Wgsl().source;
+}
+
+TEST(ScheduleSumPass, DebugOtherDtypesAxisSumsAndDisabledKeepTheLaneTree) {
+  EXPECT_FALSE(
+      Lowered({Input(0, {5000}), Reduce(1, "sum", 0)}, Tier(policy::Tier::kDebug)).sum_schedule);
+  for (const char* dtype : {"i32", "f16"})
+    EXPECT_FALSE(Lowered({Input(0, {5000}, dtype), Reduce(1, "sum", 0)}, Tier(policy::Tier::kProd))
+                     .sum_schedule)
+        << dtype;
+  EXPECT_FALSE(Lowered({Input(0, {50, 100}), Reduce(1, "sum", 0, 0)}, Tier(policy::Tier::kProd))
+                   .sum_schedule);
+  pipeline::CompileOptions off = Tier(policy::Tier::kProd);
+  off.disabled_passes.insert("schedule-sum");
+  const Kernel k = Lowered({Input(0, {5000}), Reduce(1, "sum", 0)}, off);
+  EXPECT_FALSE(k.sum_schedule);
+  EXPECT_EQ(k.workgroups[0], 1u);
+}
+
+TEST(ScheduleSumPass, AnInputOverTheBindingCapKeepsTheTiledLaneTree) {
+  pipeline::CompileOptions o = Tier(policy::Tier::kProd);
+  o.plan.limits.max_binding_bytes = 4096;
+  EXPECT_FALSE(Lowered({Input(0, {5000}), Reduce(1, "sum", 0)}, o).sum_schedule);
+  EXPECT_TRUE(Lowered({Input(0, {1024}), Reduce(1, "sum", 0)}, o).sum_schedule);
+}
+
+TEST(ScheduleSumPass, TheScheduleIsPrintedAndInTheJson) {
+  Json doc = scellis::testing::GraphDoc({Input(0, {5000}), Reduce(1, "sum", 0)}, {{"y", 1}}, 5);
+  auto c = pipeline::Compile(doc.dump(), Tier(policy::Tier::kProd));
+  ASSERT_TRUE(c.ok());
+  EXPECT_NE(Print(*c->module).find("schedule wide 5x1024"), std::string::npos);
+  const Json j = ToJson(*c->module);
+  EXPECT_EQ(j["kernels"][0]["sum_schedule"]["groups"], 5);
+  EXPECT_NE(PrintWgsl(*c->module).find("(the partial sums)"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace scellis::kernel

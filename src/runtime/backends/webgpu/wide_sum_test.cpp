@@ -1,0 +1,153 @@
+// Whole-tensor f32 sums and means in the prod tier run wide (kernel::SumSchedule: a grid of
+// chunks, then their partial sums) on Dawn over SwiftShader: within the `default` class of a
+// float64 sum computed here, over counts that are not multiples of 4, 256 or a chunk; NaN and
+// infinities propagate as the op says; the same bits on every run; debug keeps the reference's
+// bits. Inputs are fresh random values each run; the seed is printed on failure.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstdlib>
+#include <cstring>
+#include <limits>
+#include <random>
+
+#include "pipeline/compile.h"
+#include "runtime/backends/cpu/executor.h"
+#include "runtime/backends/webgpu/executor.h"
+#include "runtime/device_program.h"
+
+namespace scellis::runtime::webgpu {
+namespace {
+
+WebGpuExecutor* Gpu() {
+  static std::unique_ptr<WebGpuExecutor> gpu = [] {
+    if (!std::getenv("VK_ICD_FILENAMES") && !std::getenv("VK_DRIVER_FILES"))
+      setenv("VK_ICD_FILENAMES", "/usr/lib/chromium/vk_swiftshader_icd.json", 1);
+    auto d = Device::Open({.allow_software_adapter = true});
+    EXPECT_TRUE(d.ok()) << (d.ok() ? "" : d.errors().front().message);
+    return d.ok() ? std::make_unique<WebGpuExecutor>(std::move(d.value())) : nullptr;
+  }();
+  return gpu.get();
+}
+
+// sum and mean of one input of n elements.
+Json SumDoc(int64_t n) {
+  return {{"version", 3},
+          {"nodes",
+           {{{"id", 0}, {"op", "input"}, {"name", "x"}, {"shape", {n}}},
+            {{"id", 1}, {"op", "sum"}, {"a", 0}},
+            {{"id", 2}, {"op", "mean"}, {"a", 0}}}},
+          {"outputs", {{{"name", "sum"}, {"id", 1}}, {{"name", "mean"}, {"id", 2}}}}};
+}
+
+Result<pipeline::Compiled> Compile(int64_t n, policy::Tier tier) {
+  pipeline::CompileOptions o;
+  o.lower.tier = tier;
+  o.plan.budget_bytes = int64_t{1} << 30;
+  o.plan.limits = Gpu()->limits();
+  return pipeline::Compile(SumDoc(n).dump(), o);
+}
+
+// The sum's and the mean's values (as f32 bits) of a run.
+std::array<float, 2> RunSum(const pipeline::Compiled& c, const std::vector<float>& x) {
+  const int64_t n = static_cast<int64_t>(x.size());
+  auto r = Gpu()->Run(*c.plan, {{"x", HostTensor::FromFloats(MakeType({n}), x)}},
+                      {.poison_outputs = true});
+  EXPECT_TRUE(r.ok()) << (r.ok() ? "" : r.errors().front().Format());
+  if (!r.ok()) return {NAN, NAN};
+  return {r->outputs[0].second.view<float>()[0], r->outputs[1].second.view<float>()[0]};
+}
+
+uint32_t Bits(float f) {
+  uint32_t b;
+  std::memcpy(&b, &f, 4);
+  return b;
+}
+
+// Counts around the vector (4), lane (256) and chunk (1024) widths, several chunks, and a count
+// whose chunks take two passes of the lanes (2^21 + 12: 1025 chunks of 2048).
+TEST(WideSum, ProdSumsAndMeansAreWithinTheirClassOfAFloat64Sum) {
+  ASSERT_NE(Gpu(), nullptr);
+  const unsigned seed = std::random_device{}();
+  SCOPED_TRACE("seed " + std::to_string(seed));
+  std::mt19937 rng(seed);
+  std::uniform_real_distribution<float> u(-1, 2);
+  const policy::Thresholds within =
+      policy::ResolveThresholds(policy::ToleranceClass::kDefault, policy::Tier::kProd);
+  for (int64_t n : {int64_t{1}, int64_t{3}, int64_t{255}, int64_t{257}, int64_t{4097},
+                    int64_t{1000003}, (int64_t{1} << 21) + 12}) {
+    SCOPED_TRACE("n " + std::to_string(n));
+    auto c = Compile(n, policy::Tier::kProd);
+    ASSERT_TRUE(c.ok()) << c.errors().front().Format();
+    const kernel::SumSchedule want = kernel::SumSchedule::For(n);
+    for (const kernel::Kernel& k : c->module->kernels) EXPECT_EQ(k.sum_schedule, want) << k.name;
+    // Two dispatches per kernel where there are several chunks, else one.
+    auto program = BuildDeviceProgram(*c->plan, {}, {});
+    ASSERT_TRUE(program.ok());
+    EXPECT_EQ(program->dispatches.size(), want.TwoStages() ? 4u : 2u);
+    std::vector<float> x(static_cast<size_t>(n));
+    double sum = 0;
+    for (float& v : x) sum += v = u(rng);
+    const auto [got_sum, got_mean] = RunSum(*c, x);
+    EXPECT_TRUE(within.Accepts(got_sum, sum)) << got_sum << " vs " << sum;
+    EXPECT_TRUE(within.Accepts(got_mean, sum / static_cast<double>(n)))
+        << got_mean << " vs " << sum / static_cast<double>(n);
+  }
+}
+
+TEST(WideSum, NanAndInfinitiesPropagateAsTheOpSays) {
+  ASSERT_NE(Gpu(), nullptr);
+  const unsigned seed = std::random_device{}();
+  SCOPED_TRACE("seed " + std::to_string(seed));
+  std::mt19937 rng(seed);
+  const float inf = std::numeric_limits<float>::infinity();
+  const int64_t n = 5003;  // 5 chunks, the last ragged
+  auto c = Compile(n, policy::Tier::kProd);
+  ASSERT_TRUE(c.ok());
+  std::uniform_int_distribution<int64_t> at(0, n - 1);
+  // Each special value at a random place, and at the last element (the ragged vector's).
+  for (int64_t place : {at(rng), n - 1}) {
+    SCOPED_TRACE("at " + std::to_string(place));
+    std::vector<float> x(static_cast<size_t>(n), 0.5f);
+    x[static_cast<size_t>(place)] = std::numeric_limits<float>::quiet_NaN();
+    EXPECT_TRUE(std::isnan(RunSum(*c, x)[0]));
+    x[static_cast<size_t>(place)] = inf;
+    EXPECT_EQ(RunSum(*c, x)[0], inf);
+    EXPECT_EQ(RunSum(*c, x)[1], inf);
+    x[static_cast<size_t>(place)] = -inf;
+    EXPECT_EQ(RunSum(*c, x)[0], -inf);
+    x[static_cast<size_t>((place + 1 + at(rng) % (n - 1)) % n)] = inf;  // +inf and -inf: NaN
+    EXPECT_TRUE(std::isnan(RunSum(*c, x)[0]));
+  }
+}
+
+// Mixed signs and magnitudes, so that any change of order would show in the bits.
+TEST(WideSum, ProdGivesTheSameBitsOnEveryRunAndDebugTheReferences) {
+  ASSERT_NE(Gpu(), nullptr);
+  const unsigned seed = std::random_device{}();
+  SCOPED_TRACE("seed " + std::to_string(seed));
+  std::mt19937 rng(seed);
+  std::uniform_real_distribution<float> u(-1, 1);
+  std::uniform_int_distribution<int> exponent(-20, 20);
+  const int64_t n = 300001;
+  std::vector<float> x(static_cast<size_t>(n));
+  for (float& v : x) v = std::ldexp(u(rng), exponent(rng));
+  auto prod = Compile(n, policy::Tier::kProd);
+  ASSERT_TRUE(prod.ok());
+  const auto first = RunSum(*prod, x);
+  for (int run = 0; run < 3; ++run) {
+    const auto again = RunSum(*prod, x);
+    EXPECT_EQ(Bits(again[0]), Bits(first[0]));
+    EXPECT_EQ(Bits(again[1]), Bits(first[1]));
+  }
+  auto debug = Compile(n, policy::Tier::kDebug);
+  ASSERT_TRUE(debug.ok());
+  for (const kernel::Kernel& k : debug->module->kernels) EXPECT_FALSE(k.sum_schedule);
+  runtime::cpu::CpuExecutor cpu({.threads = 1});
+  auto want = cpu.Run(*debug->plan, {{"x", HostTensor::FromFloats(MakeType({n}), x)}});
+  ASSERT_TRUE(want.ok());
+  EXPECT_EQ(Bits(RunSum(*debug, x)[0]), Bits(want->outputs[0].second.view<float>()[0]));
+}
+
+}  // namespace
+}  // namespace scellis::runtime::webgpu
