@@ -3,6 +3,7 @@
 // kernel carries WGSL, and the verifier catches a corrupted module.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
@@ -188,14 +189,27 @@ TEST(Wgsl, EveryKernelOfEveryExampleHasWgsl) {
       EXPECT_NE(k.Wgsl().source.find("fn " + k.Wgsl().entry_point + "("), std::string::npos)
           << k.name;
       EXPECT_EQ(k.Wgsl().source_hash, Sha256Hex(k.Wgsl().source)) << k.name;
-      // One read-only binding per input, then the output.
-      for (size_t i = 0; i < k.inputs.size(); ++i)
-        EXPECT_NE(k.Wgsl().source.find("var<storage, read> in" + std::to_string(i) + ":"),
-                  std::string::npos);
-      EXPECT_NE(k.Wgsl().source.find("@binding(" + std::to_string(k.inputs.size()) +
-                                     ") var<storage, read_write> out"),
-                std::string::npos)
-          << k.Wgsl().source;
+      // One binding per input: read-only, read and written where an output replaces it in
+      // place, or a uniform (an optimizer's step); then the output, unless it is written in place.
+      for (size_t i = 0; i < k.inputs.size(); ++i) {
+        const bool replaced =
+            std::count(k.in_place.begin(), k.in_place.end(), static_cast<int>(i)) > 0;
+        const std::string decl = k.UniformInput(i) ? "var<uniform> in"
+                                 : replaced        ? "var<storage, read_write> in"
+                                                   : "var<storage, read> in";
+        EXPECT_NE(k.Wgsl().source.find("@binding(" + std::to_string(i) + ") " + decl +
+                                       std::to_string(i) + ":"),
+                  std::string::npos)
+            << k.name << " input " << i;
+      }
+      if (k.InPlaceOf(0) < 0)
+        EXPECT_NE(k.Wgsl().source.find("@binding(" + std::to_string(k.inputs.size()) +
+                                       ") var<storage, read_write> out"),
+                  std::string::npos)
+            << k.Wgsl().source;
+      else
+        EXPECT_EQ(k.Wgsl().source.find("var<storage, read_write> out:"), std::string::npos)
+            << k.Wgsl().source;
       EXPECT_GE(k.workgroups[0], 1u);
     }
     std::string all = PrintWgsl(*c->module);
