@@ -165,7 +165,7 @@ int TrainCommand(const CompileFlags& f, const TrainFlags& t) {
             << (r.ranks > 1 || r.chunks > 1
                     ? "data parallel: " + std::to_string(r.ranks) + " rank" +
                           (r.ranks > 1 ? "s, " : ", ") + std::to_string(r.chunks) + " chunks"
-                    : std::to_string(r.steps_per_run) + " steps per submission")
+                    : std::to_string(r.steps_per_run) + " steps per run")
             << ")" << (r.fallback_reason ? "; fallback: " + *r.fallback_reason : "") << "\n";
   for (const train::EpochResult& e : r.epochs) {
     std::printf("  epoch %d  loss %.4f  test accuracy %.4f  %s\n", e.epoch, e.mean_loss,

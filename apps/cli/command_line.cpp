@@ -202,7 +202,7 @@ Result<Invocation> ParseCommandLine(const std::vector<std::string>& args,
                     "depend on it; capped at the machine's)");
   run_typed.Integer("--steps", &inv.run.steps, 1, kIntMax,
                     "run N steps in a prepared session (inputs with \"carry\" take the named "
-                    "output between steps; up to 64 steps per submission); prints the last "
+                    "output between steps; up to 64 steps per run, read back once); prints the last "
                     "step's outputs");
   run->add_option("--history", inv.run.history,
                   "also read back and print every step's value of output NAME (repeatable)");
@@ -263,7 +263,7 @@ Result<Invocation> ParseCommandLine(const std::vector<std::string>& args,
   train_typed.Integer("--epochs", &inv.train.epochs, 1, kIntMax,
                       "epochs (default: the document's)");
   train_typed.Integer("--steps-per-run", &inv.train.steps_per_run, 1, 64,
-                      "training steps per submission, 1 to 64");
+                      "training steps per run (read back once), 1 to 64");
   train->add_option("--backend", inv.train.backend, "auto | webgpu | cpu")
       ->check(CLI::IsMember({"auto", "webgpu", "cpu"}));
   train->add_flag("--allow-software-adapter", inv.train.allow_software,

@@ -295,7 +295,7 @@ TEST_F(StudioHandler, RunsOfTheGameOfLife) {
 }
 
 TEST_F(StudioHandler, APageThatGoesAwayCancelsItsRunAndFreesTheDevice) {
-  // 640 steps are ten submissions; the page is gone after the first progress line.
+  // 640 steps are ten runs of 64; the page is gone after the first progress line.
   Response r =
       Post("/api/run", {{"document", Example("life_steps")}, {"tier", "prod"}, {"steps", 640}});
   ASSERT_EQ(r.status, 200) << r.body;
@@ -319,7 +319,7 @@ TEST_F(StudioHandler, APageThatGoesAwayCancelsItsRunAndFreesTheDevice) {
   EXPECT_EQ(next.back()["event"], "result");
   int next_progress = 0;
   for (const Json& l : next) next_progress += l["event"] == "progress";
-  EXPECT_EQ(next_progress, 2) << "a progress line per submission of 64 steps";
+  EXPECT_EQ(next_progress, 2) << "a progress line per run of 64 steps";
 }
 
 TEST_F(StudioHandler, ASecondRunWaitsItsTurnAndSaysSo) {

@@ -1,5 +1,5 @@
 """A PyTorch model trained through a captured step: scellis.torch.compile_step captures forward,
-cross-entropy, backward and Adam once; the step runs on Scellis, 64 per submission, with weights
+cross-entropy, backward and Adam once; the step runs on Scellis, 64 per run, with weights
 and moments resident; sync() writes them back and PyTorch evaluates the trained model.
 
     .venv/bin/python examples/python/compile_step.py [--steps N] [--backend auto|cpu|webgpu]

@@ -852,7 +852,7 @@ class CompiledStep:
         return feeds
 
     def steps(self, batches):
-        """Runs one step per (x, y) in ``batches``, 64 per submission; returns the losses."""
+        """Runs one step per (x, y) in ``batches``, 64 per run; returns the losses."""
         if self.session is None:
             raise CaptureError("prepare(x, y) first")
         losses = []

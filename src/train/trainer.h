@@ -26,7 +26,7 @@ struct TrainOptions {
   pipeline::CompileOptions compile;  // tier, budget; the batch dimension is bound by the trainer
   runtime::SelectOptions select;
   int epochs = 0;          // 0: the document's
-  int steps_per_run = 8;   // steps per submission, 1 to 64
+  int steps_per_run = 8;   // steps per run (one read-back), 1 to 64
   int64_t max_steps = 0;   // caps each epoch's steps (quick checks); 0: a whole epoch
   std::string resume;      // continue from this checkpoint
   std::string init_out;    // write the initial state here (for peers to start from)

@@ -48,7 +48,7 @@ TEST_F(TrainerTest, ReportsEverySubmissionAndEpochAndRecordsEveryLoss) {
   EXPECT_EQ(r->backend, "cpu");
   EXPECT_EQ(r->executor, "reference");
 
-  // 12 steps at 5 per submission: 5, 10, 12 in each epoch.
+  // 12 steps at 5 per run: 5, 10, 12 in each epoch.
   ASSERT_EQ(progress.size(), 6u);
   const int64_t want_steps[] = {5, 10, 12, 5, 10, 12};
   ASSERT_EQ(r->losses.size(), 24u);

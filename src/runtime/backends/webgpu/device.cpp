@@ -1259,6 +1259,22 @@ Status Device::Submit() {
   return m.WaitIdle();
 }
 
+Status Device::Send() {
+  Impl& m = *impl_;
+  if (Status s = m.Sticky(); !s.ok()) {
+    m.DiscardRecording();
+    return s;
+  }
+  if (m.recording_error) {
+    Diagnostic d = *m.recording_error;
+    m.recording_error.reset();
+    m.DiscardRecording();
+    return d;
+  }
+  m.Flush();
+  return m.Sticky();
+}
+
 // ---- profiling ----
 
 bool Device::gpu_timestamps() const {

@@ -285,6 +285,9 @@ class Device {
   // Submits everything recorded since the last Submit as one command buffer and waits for the
   // GPU (at most timeout_ms). Returns the device's error if it is poisoned.
   Status Submit();
+  // Submits everything recorded since the last Submit as one command buffer without waiting, so
+  // the GPU runs it while the host records more. Returns the device's error if it is poisoned.
+  Status Send();
 
   // ---- profiling (OpenOptions::gpu_timestamps) ----
   // The intervals of the dispatches submitted since the last call, in recording order (at most

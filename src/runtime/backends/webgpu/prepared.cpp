@@ -1,12 +1,12 @@
-// A plan resident on a Dawn device. Feeds for all steps of a run are uploaded first into one
-// staging buffer per fed input (the queue writes them before the submission executes), and each
-// step binds its own slice of it directly. A loop's hoisted dispatches run once per step, before
-// its first iteration. Carried values ping-pong: after an iteration, a carried output's buffer and
-// its input's buffer swap roles, so no iteration copies state. The fused encoder records every
-// iteration of every step (a plan's `repeat` gives a step many) into one submission; the generic
-// executor, pinned for comparisons, submits each iteration alone. Only the per-step history of
-// watched outputs (one small copy per step, all into one history buffer) is read back, through
-// one staging map.
+// A plan resident on a Dawn device. Each fed input has one staging buffer per run with a slot per
+// step, and each step binds its own slot directly. A loop's hoisted dispatches run once per step,
+// before its first iteration. Carried values ping-pong: after an iteration, a carried output's
+// buffer and its input's buffer swap roles, so no iteration copies state. The fused encoder
+// records every iteration of a step (a plan's `repeat` gives a step many) into one submission, and
+// sends a run of many steps in chunks of 1, 1, 2, 4, ... steps, so the GPU starts while the host
+// records the rest; the generic executor, pinned for comparisons, submits each iteration alone.
+// Only the per-step history of watched outputs (one small copy per step, all into one history
+// buffer) is read back, through one staging map.
 //
 // Buffers, sources, pipelines and dispatches come from the device program (runtime/
 // device_program.h) built for this device's limits: the browser runtime executes the same program,
@@ -137,9 +137,17 @@ class WebGpuPrepared : public Prepared {
   }
 
   Status WriteSource(const webir::Node& n, const Feeds& feeds, BufferId target, uint64_t offset) {
+    // A fed value of whole words is written from the caller's memory: a batch is the largest
+    // data a training step moves, and a copy of it costs the host as much as the queue's own.
+    auto fed = feeds.find(FeedName(n));
+    if (fed != feeds.end() && fed->second.bytes.size() % 4 == 0) {
+      const std::vector<std::byte>& bytes = fed->second.bytes;
+      return bytes.empty() ? Status::Ok() : d_.Write(target, offset, bytes.data(), bytes.size());
+    }
     SCELLIS_ASSIGN_OR_RETURN(HostTensor data, SourceData(n, feeds));
     return WriteBytes(target, offset, std::move(data.bytes));
   }
+
 
   Status WriteBytes(BufferId target, uint64_t offset, std::vector<std::byte> bytes) {
     if (bytes.empty()) return Status::Ok();
@@ -163,30 +171,28 @@ class WebGpuPrepared : public Prepared {
 
     // Inputs that take data this run: fed ones every step; carried ones only on the first run.
     // Fed inputs: one slot per step, each at an offset the adapter can bind, as storage or as a
-    // uniform (an optimizer kernel over several parameters reads the step as one).
+    // uniform (an optimizer kernel over several parameters reads the step as one). Slots are
+    // written as their steps are recorded (below); carried inputs' first values now.
     std::map<int, Slots> fed_slots;
     const uint64_t align = std::max({d_.info().limits.min_storage_buffer_offset_alignment,
                                      d_.info().limits.min_uniform_buffer_offset_alignment, 4u});
     for (const webir::Node& n : g.nodes) {
       if (n.role != webir::Role::kInput || n.data) continue;
-      bool fed = IsFed(n.id);
-      if (!fed && initialized_) continue;
-      uint64_t bytes = std::max<uint64_t>(RoundUp4(n.type.bytes()), 4);
-      uint64_t stride = fed ? (bytes + align - 1) / align * align : bytes;
-      size_t slices = fed ? steps : 1;
-      // A carried input's first value goes straight into its own buffer.
-      BufferId target = fed ? d_.CreateBuffer(stride * slices) : Phys(n.id);
-      if (fed) scratch.push_back(target);
-      for (size_t k = 0; k < slices; ++k) {
-        // Each step's feed is written from the caller's memory into its slot: one copy, by the
-        // queue (batches are the largest data a training step moves).
-        Status s = WriteSource(n, feeds[k], target, k * stride);
+      if (!IsFed(n.id)) {
+        if (initialized_) continue;
+        // A carried input's first value goes straight into its own buffer.
+        Status s = WriteSource(n, feeds.front(), Phys(n.id), 0);
         if (!s.ok()) {
           release();
           return s;
         }
+        continue;
       }
-      if (fed) fed_slots[n.id] = {target, stride, bytes};
+      const uint64_t bytes = std::max<uint64_t>(RoundUp4(n.type.bytes()), 4);
+      const uint64_t stride = (bytes + align - 1) / align * align;
+      const BufferId staging = d_.CreateBuffer(stride * steps);
+      scratch.push_back(staging);
+      fed_slots[n.id] = {staging, stride, bytes};
     }
 
     // Every watched value of every step goes into one history buffer, so one map reads it all:
@@ -207,7 +213,21 @@ class WebGpuPrepared : public Prepared {
     const bool generic = executor() == kGenericExecutor;
     const int64_t iterations = program_.Rounds();
     const size_t hoisted = static_cast<size_t>(program_.hoisted_dispatches);
+    // The fused encoder sends a run's steps in chunks of 1, 1, 2, 4, ... steps as it records
+    // them, so the GPU starts on the first step while the host records the rest, and the host,
+    // which records a step in less time than the GPU runs it, stays ahead with a few submissions.
+    // The read at the end sends the last chunk.
+    size_t chunk_end = 0;
     for (size_t k = 0; k < steps; ++k) {
+      if (k == chunk_end) {
+        chunk_end = std::min(steps, k + std::max<size_t>(k, 1));
+        Status s = k > 0 && !generic ? d_.Send() : Status::Ok();
+        if (s.ok()) s = WriteFeeds(feeds, fed_slots, k, chunk_end);
+        if (!s.ok()) {
+          release();
+          return s;
+        }
+      }
       // The loop's invariants, once per step; the body's dispatches every iteration.
       EncodeDispatches(k, fed_buffer, 0, hoisted);
       for (int64_t it = 0; it < iterations; ++it) {
@@ -314,6 +334,15 @@ class WebGpuPrepared : public Prepared {
     uint64_t stride;
     uint64_t bytes;
   };
+
+  // Steps [first, end)'s feeds into their slots of the fed inputs' staging buffers.
+  Status WriteFeeds(const std::vector<Feeds>& feeds, const std::map<int, Slots>& fed_slots,
+                    size_t first, size_t end) {
+    for (const auto& [node, slots] : fed_slots)
+      for (size_t k = first; k < end; ++k)
+        SCELLIS_TRY(WriteSource(plan_.graph().at(node), feeds[k], slots.staging, k * slots.stride));
+    return Status::Ok();
+  }
 
   // The program's dispatches [first, end), every binding of a fed input's buffer taking step
   // `step`'s slot of its staging buffer.

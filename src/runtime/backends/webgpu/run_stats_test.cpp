@@ -91,12 +91,13 @@ TEST(WebGpuRunStats, ThreeOutputsOneSubmissionOneMap) {
   EXPECT_EQ(r->outputs[1].second.ToFloats(), std::vector<float>(21, -0.5f));
   EXPECT_EQ(r->outputs[2].second.ToFloats(), std::vector<float>{10.5f});
 
-  // A prepared session of several steps is still one submission and one map per run.
+  // A prepared session of several steps sends them in chunks of 1, 1, 2, ... steps as they are
+  // recorded (here 1, 1, 2 and 1), and reads every step's history back with one map.
   auto p = gpu->Prepare(plan);
   ASSERT_TRUE(p.ok());
   auto steps = p.value()->RunSteps(std::vector<Feeds>(5), {"r", "n", "s"});
   ASSERT_TRUE(steps.ok()) << steps.errors().front().Format();
-  EXPECT_EQ(steps->stats["submissions"].get<int>(), 1);
+  EXPECT_EQ(steps->stats["submissions"].get<int>(), 4);
   EXPECT_EQ(steps->stats["maps"].get<int>(), 1);
   EXPECT_EQ(steps->stats["readback_bytes"].get<int>(), 5 * (5 + 21 + 1) * 4);
   EXPECT_EQ(steps->watched[2].second[4].ToFloats(), std::vector<float>{10.5f});
