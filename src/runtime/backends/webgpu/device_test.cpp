@@ -304,7 +304,7 @@ TEST(WebGpuDevice, DoublesRandomFloats) {
   EXPECT_EQ(st.bytes_read, n * 4 + 12 + 5);
 }
 
-TEST(WebGpuDevice, DependentDispatchesInOneSubmit) {
+TEST(WebGpuDevice, DependentDispatchesInOneSubmitOrSentApart) {
   auto dev = OpenSoftware();
   ASSERT_TRUE(dev);
   const size_t n = 4099;
@@ -348,6 +348,22 @@ fn main(@builtin(global_invocation_id) id : vec3<u32>) {
     float c = b * 3.0f;
     if (got[i] != c - 0.5f) ++wrong;
   }
+  EXPECT_EQ(wrong, 0u);
+
+  // The same chain sent a dispatch at a time without waiting: each submission runs after the
+  // ones sent before it, and the read sends the last one.
+  const uint64_t sent_before = dev->stats().submits;
+  dev->Dispatch(add1, {{ba}, {bb}}, groups);
+  ASSERT_TRUE(dev->Send().ok());
+  dev->Dispatch(times3, {{bb}, {bc}}, groups);
+  ASSERT_TRUE(dev->Send().ok());
+  dev->Dispatch(minus_half, {{bc}, {ba}}, groups);
+  std::vector<float> again(n);
+  ASSERT_TRUE(dev->Read(ba, 0, n * 4, again.data()).ok());
+  EXPECT_EQ(dev->stats().submits, sent_before + 3);
+  wrong = 0;
+  for (size_t i = 0; i < n; ++i)
+    if (again[i] != (got[i] + 1.0f) * 3.0f - 0.5f) ++wrong;
   EXPECT_EQ(wrong, 0u);
 }
 
