@@ -39,6 +39,28 @@ struct DawnTogglesDescriptor {
   size_t disabledToggleCount;
   const char* const* disabledToggles;
 };
+// SCELLIS_DAWN_TOGGLES=skip_validation,disable_robustness turns Dawn's own checks off, to measure
+// what they cost. Only these two are accepted: skip_validation drops the host's validation of
+// each command (the engine's commands are validated in every test run, with it on);
+// disable_robustness drops the bounds clamps Dawn adds to every storage access (every engine
+// kernel guards its own indices; a user kernel's WGSL may not, so neither is on by default).
+Result<std::vector<std::string>> DawnTogglesFromEnvironment() {
+  std::vector<std::string> toggles;
+  const char* v = std::getenv("SCELLIS_DAWN_TOGGLES");
+  if (!v) return toggles;
+  std::stringstream names(v);
+  for (std::string name; std::getline(names, name, ',');) {
+    if (name.empty()) continue;
+    if (name != "skip_validation" && name != "disable_robustness") {
+      return UserError("dawn-toggle-unknown", "",
+                       "SCELLIS_DAWN_TOGGLES names \"" + name + "\"",
+                       "the accepted toggles are skip_validation and disable_robustness");
+    }
+    toggles.push_back(name);
+  }
+  return toggles;
+}
+
 const char* DawnFeatureName(uint32_t value) {
   static const char* const kNames[] = {nullptr,
                                        "depth-clip-control",
@@ -733,6 +755,15 @@ Result<std::unique_ptr<Device>> Device::Open(const OpenOptions& options) {
   if (has_feature("shader-f16")) required.push_back(kDawnShaderF16);
   const char* const unquantized[] = {"timestamp_quantization"};
   DawnTogglesDescriptor toggles{};
+  SCELLIS_ASSIGN_OR_RETURN(info.dawn_toggles, DawnTogglesFromEnvironment());
+  std::vector<const char*> enabled;
+  for (const std::string& t : info.dawn_toggles) enabled.push_back(t.c_str());
+  if (!enabled.empty()) {
+    toggles.chain.sType = kDawnTogglesDescriptor;
+    toggles.enabledToggleCount = enabled.size();
+    toggles.enabledToggles = enabled.data();
+    dd.nextInChain = &toggles.chain;
+  }
   if (options.gpu_timestamps) {
     if (!has_feature("timestamp-query")) {
       return RuntimeError("timestamp-query-unavailable",
@@ -838,6 +869,8 @@ std::string AdapterLine(const AdapterInfo& info) {
                      (info.adapter_count ? std::to_string(info.adapter_count) : "?") + ": " + name +
                      " (" + info.backend_api + ")";
   if (info.adapter_choice != "default") line += ", by " + info.adapter_choice;
+  for (size_t i = 0; i < info.dawn_toggles.size(); ++i)
+    line += (i ? "," : "; Dawn toggles on: ") + info.dawn_toggles[i];
   return line;
 }
 

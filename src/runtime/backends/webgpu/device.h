@@ -128,6 +128,9 @@ struct AdapterInfo {
   uint32_t adapter_index = 0;
   uint32_t adapter_count = 0;
   std::string adapter_choice = "default";
+  // Dawn toggles enabled from SCELLIS_DAWN_TOGGLES (only those DawnTogglesFromEnvironment
+  // accepts), for measuring what Dawn's own checks cost; empty by default.
+  std::vector<std::string> dawn_toggles;
 };
 
 // "adapter 2 of 2: NVIDIA H200 (vulkan)": the line a run prints about its device.

@@ -248,6 +248,40 @@ TEST(WebGpuAdapterChoice, MpiLocalRankChoosesModuloTheCount) {
   EXPECT_EQ(MpiLocalRank(), std::nullopt);
 }
 
+TEST(WebGpuDevice, DawnTogglesFromTheEnvironmentAreNamedAndChecked) {
+  UseSwiftShader();
+  setenv("SCELLIS_DAWN_TOGGLES", "skip_validation,disable_robustness", 1);
+  auto dev = OpenSoftware();
+  ASSERT_NE(dev, nullptr);
+  EXPECT_EQ(dev->info().dawn_toggles,
+            (std::vector<std::string>{"skip_validation", "disable_robustness"}));
+  EXPECT_NE(AdapterLine(dev->info()).find("; Dawn toggles on: skip_validation,disable_robustness"),
+            std::string::npos)
+      << AdapterLine(dev->info());
+  // A kernel still runs with Dawn's checks off.
+  BufferId b = dev->CreateBuffer(16);
+  const std::vector<float> x = {1, 2, 3, 4};
+  ASSERT_TRUE(dev->Write(b, 0, x.data(), 16).ok());
+  auto p = dev->Pipeline(R"(
+      @group(0) @binding(0) var<storage, read_write> x : array<f32>;
+      @compute @workgroup_size(4)
+      fn main(@builtin(global_invocation_id) id : vec3<u32>) { x[id.x] = x[id.x] + 0.5; })",
+                         "main");
+  ASSERT_TRUE(p.ok()) << Describe(p.status());
+  dev->Dispatch(*p, {{b}}, 1);
+  std::vector<float> got(4);
+  ASSERT_TRUE(dev->Read(b, 0, 16, got.data()).ok());
+  EXPECT_EQ(got, (std::vector<float>{1.5f, 2.5f, 3.5f, 4.5f}));
+
+  setenv("SCELLIS_DAWN_TOGGLES", "disable_lazy_clear", 1);
+  OpenOptions o;
+  o.allow_software_adapter = true;
+  auto refused = Device::Open(o);
+  unsetenv("SCELLIS_DAWN_TOGGLES");
+  ASSERT_FALSE(refused.ok());
+  EXPECT_EQ(refused.status().first().code, "dawn-toggle-unknown");
+}
+
 TEST(WebGpuDevice, RefusesSoftwareAdapterUnlessAllowed) {
   UseSwiftShader();
   auto dev = Device::Open(OpenOptions{});
