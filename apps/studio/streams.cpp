@@ -31,6 +31,29 @@ std::unique_lock<std::mutex> TakeWorker(Engine& engine, const LineWriter& write)
   return lock;
 }
 
+// A stream's writer: once a write fails (the page went away) it writes nothing more, and the run
+// it serves is cancelled at its next submission, so the device is freed.
+struct StreamWriter {
+  const LineWriter& line;
+  bool alive = true;
+  void operator()(const Json& j) {
+    if (alive) alive = line(j.dump());
+  }
+};
+
+// What a run's and a training's streams begin with: the device's worker, held for the whole
+// stream, and the events every run has (notes, cancellation) wired to the page.
+template <typename Events>
+std::unique_lock<std::mutex> BeginStream(Engine& engine, StreamWriter& write, const Json& document,
+                                         Events& events) {
+  auto lock = TakeWorker(engine, write.line);
+  events.note = [&write, &document](const Diagnostic& d) {
+    write(Line("note", DiagnosticToJson(d, &document)));
+  };
+  events.cancelled = [&write] { return !write.alive; };
+  return lock;
+}
+
 Json ErrorLine(const std::vector<Diagnostic>& diags, const Json& document) {
   Json body = ErrorBody(diags, &document);
   return Line("error", {{"error", body["error"]}, {"diagnostics", body["diagnostics"]}});
@@ -39,7 +62,7 @@ Json ErrorLine(const std::vector<Diagnostic>& diags, const Json& document) {
 // Records a finished run in the server's store (unless recording is off): its run id, or null
 // with a note saying why the record was lost. The run happened either way, and its result is sent.
 template <typename Write, typename Record>
-Json RecordOrNote(const Write& write, const Record& record_it, const Engine& engine) {
+Json RecordOrNote(Write& write, const Record& record_it, const Engine& engine) {
   if (!record::RecordingEnabled()) return nullptr;
   Result<std::string> id = record_it(engine.store());
   if (id.ok()) return id.value();
@@ -91,19 +114,11 @@ Response Run(Engine& engine, const Request& req) {
   r.content_type = kNdjson;
   Engine* e = &engine;
   r.stream = [e, cr = std::move(cr), options](const LineWriter& write_line) {
-    bool alive = true;
-    auto write = [&](const Json& j) {
-      if (alive) alive = write_line(j.dump());
-    };
-    auto lock = TakeWorker(*e, write_line);
+    StreamWriter write{write_line};
     api::RunEvents events;
+    auto lock = BeginStream(*e, write, cr.document, events);
     events.progress = [&](int done, int total) {
       write(Line("progress", {{"step", done}, {"total", total}}));
-    };
-    // A page that went away stops the run at its next submission: the device is freed.
-    events.cancelled = [&] { return !alive; };
-    events.note = [&](const Diagnostic& d) {
-      write(Line("note", DiagnosticToJson(d, &cr.document)));
     };
     events.selected = [&](const runtime::Selection& s) {
       // The executor is the one the run reports: it is known once the plan is on the device.
@@ -160,15 +175,9 @@ Response Train(Engine& engine, const Request& req) {
   r.content_type = kNdjson;
   Engine* e = &engine;
   r.stream = [e, cr = std::move(cr), options](const LineWriter& write_line) {
-    bool alive = true;
-    auto write = [&](const Json& j) {
-      if (alive) alive = write_line(j.dump());
-    };
-    auto lock = TakeWorker(*e, write_line);
+    StreamWriter write{write_line};
     train::TrainEvents events;
-    events.note = [&](const Diagnostic& d) {
-      write(Line("note", DiagnosticToJson(d, &cr.document)));
-    };
+    auto lock = BeginStream(*e, write, cr.document, events);
     events.backend = [&](const std::string& backend, const std::optional<std::string>& fallback) {
       write(Line("start", {{"backend", backend},
                            {"executor", nullptr},
@@ -183,8 +192,6 @@ Response Train(Engine& engine, const Request& req) {
                               {"loss", p.loss},
                               {"steps_per_second", p.steps_per_second}}));
     };
-    // A page that went away stops the training at its next submission: the device is freed.
-    events.cancelled = [&] { return !alive; };
     events.epoch = [&](const train::EpochResult& ep) {
       write(Line("epoch", {{"epoch", ep.epoch},
                            {"epochs", ep.epochs},
