@@ -215,6 +215,7 @@ Result<std::string> RecordTraining(const store::Store& store, std::string_view d
       {"executor", result.executor},
       {"fallback_reason", result.fallback_reason ? Json(*result.fallback_reason) : Json()},
       {"receipts", Json::array()},
+      {"user_ops", CallableUserOpsJson(options.compile.lower.ops.get())},
       // The dataset is named by its source; its files are read again on replay.
       {"inputs", {{"dataset", {{"source", result.dataset}}}}},
       {"outputs", outputs},

@@ -13,6 +13,8 @@
 #include "api/user_ops.h"
 #include "record/replay.h"
 #include "record/run_record.h"
+#include "support/examples.h"
+#include "train/trainer.h"
 
 namespace scellis::record {
 namespace {
@@ -156,6 +158,68 @@ TEST_F(UserOpRecords, ReplayWithoutTheOpOrWithAnotherIsRefusedBeforeRunning) {
   EXPECT_EQ(wgsl.errors().front().code, "replay-user-op-mismatch");
   EXPECT_NE(wgsl.errors().front().message.find("WGSL"), std::string::npos);
   EXPECT_EQ(reference_calls, 0);  // nothing ran
+}
+
+// A training whose model reads its images through a user op: out = x / 2, as a callable.
+std::atomic<int> halve_calls{0};
+Result<runtime::HostTensor> Halve(std::span<const runtime::HostTensor> in) {
+  ++halve_calls;
+  std::vector<float> x = in[0].ToFloats();
+  for (float& v : x) v *= 0.5f;  // exact: halving a float only lowers its exponent
+  return runtime::HostTensor::FromFloats(in[0].type, x);
+}
+
+api::UserOpDefinition Halved() {
+  return {.name = "halve",
+          .signature = {{"inputs", {{{"name", "x"}, {"rank", 2}}}},
+                        {"shape", "x"},
+                        {"tolerance", "exact"},
+                        {"wgsl", "fn halve(index: u32) -> f32 { return 0.5 * x_at(index); }\n"}},
+          .reference = Halve,
+          .reference_version = "1"};
+}
+
+// The main job's workflow with its images halved by the user op before the first layer.
+std::string HalvedFashionMlp() {
+  Json doc = Json::parse(testing::ExampleText("fashion_mlp.json"));
+  doc["nodes"].push_back({{"id", "x_half"}, {"type", "halve"}});
+  for (Json& w : doc["wires"])
+    if (w["from"] == "x" && w["to"] == "h_lin.a") w["from"] = "x_half";
+  doc["wires"].push_back({{"from", "x"}, {"to", "x_half.x"}});
+  return doc.dump();
+}
+
+TEST_F(UserOpRecords, ATrainingRecordHoldsItsUserOpsAndItsReplayNeedsThem) {
+  train::TrainOptions o;
+  o.select = {.requested = "cpu", .cpu_threads = 1};
+  o.epochs = 1;
+  o.max_steps = 3;
+  o.steps_per_run = 2;
+  o.compile.lower.ops = api::DefineOps({Halved()}).value();
+  halve_calls = 0;
+  train::Trainer trainer(o);
+  auto trained = trainer.Train(HalvedFashionMlp());
+  ASSERT_TRUE(trained.ok()) << Why(trained.status());
+  EXPECT_GT(halve_calls, 0);  // the op ran in the training and its evaluation
+  auto id = RecordTraining(*store_, HalvedFashionMlp(), o, trained.value());
+  ASSERT_TRUE(id.ok()) << Why(id.status());
+
+  const Json record = LoadRecord(*store_, id.value()).value();
+  ASSERT_EQ(record["user_ops"].size(), 1u);
+  EXPECT_EQ(record["user_ops"][0]["name"], "halve");
+  EXPECT_EQ(record["user_ops"][0]["definition"]["reference"], Json({{"callable", "1"}}));
+
+  halve_calls = 0;
+  auto none = ReplayWith(id.value(), {});
+  ASSERT_FALSE(none.ok());
+  EXPECT_EQ(none.errors().front().code, "replay-needs-user-op");
+  EXPECT_EQ(halve_calls, 0);  // refused before training
+
+  auto given = ReplayWith(id.value(), {Halved()});
+  ASSERT_TRUE(given.ok()) << Why(given.status());
+  EXPECT_EQ(given->guarantee, "bit-exact");
+  EXPECT_TRUE(given->agree);
+  EXPECT_GT(halve_calls, 0);
 }
 
 }  // namespace
