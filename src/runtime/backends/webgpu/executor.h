@@ -1,6 +1,6 @@
 // The WebGPU executor: runs an ExecPlan on a Dawn device. A one-step run is recorded into one
 // command encoder and one submission; a run of many steps in a prepared session (prepared.cpp) is
-// sent in chunks as it is recorded. All of a run's read-back values come home through one staging
+// sent in chunks of at most 8 steps as it is recorded. All of a run's read-back values come home through one staging
 // map; pipelines are cached by kernel source (the source carries no kernel name, so identical
 // kernels share one pipeline); device buffers are pooled across runs; only named outputs are read
 // back.

@@ -3,8 +3,8 @@
 // before its first iteration. Carried values ping-pong: after an iteration, a carried output's
 // buffer and its input's buffer swap roles, so no iteration copies state. The fused encoder
 // records every iteration of a step (a plan's `repeat` gives a step many) into one submission, and
-// sends a run of many steps in chunks of 1, 1, 2, 4, ... steps, so the GPU starts while the host
-// records the rest; the generic executor, pinned for comparisons, submits each iteration alone.
+// sends a run of many steps in chunks of 1, 1, 2, 4 and then 8 steps, so the GPU starts while the
+// host records the rest; the generic executor, pinned for comparisons, submits each iteration alone.
 // Only the per-step history of watched outputs (one small copy per step, all into one history
 // buffer) is read back, through one staging map.
 //
@@ -42,6 +42,12 @@ Json GpuTimesJson(const std::vector<GpuInterval>& times) {
           {"span_us", double(times.back().end_ns - times.front().begin_ns) / 1e3},
           {"dispatch_us", std::move(durations)}};
 }
+
+// The most steps one submission of a session's run holds: chunks grow 1, 1, 2, 4, 8 and stay at
+// 8, so the queue's upload memory for the feeds of a chunk is a few MiB and is reused once the
+// GPU has run the chunk before, where a chunk of 64 training batches (12.8 MiB) takes fresh
+// upload memory every run.
+constexpr size_t kMaxStepsPerChunk = 8;
 
 uint64_t RoundUp4(uint64_t bytes) {
   return (bytes + 3) / 4 * 4;
@@ -213,14 +219,14 @@ class WebGpuPrepared : public Prepared {
     const bool generic = executor() == kGenericExecutor;
     const int64_t iterations = program_.Rounds();
     const size_t hoisted = static_cast<size_t>(program_.hoisted_dispatches);
-    // The fused encoder sends a run's steps in chunks of 1, 1, 2, 4, ... steps as it records
+    // The fused encoder sends a run's steps in chunks of 1, 1, 2, 4, 8, 8, ... steps as it records
     // them, so the GPU starts on the first step while the host records the rest, and the host,
     // which records a step in less time than the GPU runs it, stays ahead with a few submissions.
     // The read at the end sends the last chunk.
     size_t chunk_end = 0;
     for (size_t k = 0; k < steps; ++k) {
       if (k == chunk_end) {
-        chunk_end = std::min(steps, k + std::max<size_t>(k, 1));
+        chunk_end = std::min(steps, k + std::clamp<size_t>(k, 1, kMaxStepsPerChunk));
         Status s = k > 0 && !generic ? d_.Send() : Status::Ok();
         if (s.ok()) s = WriteFeeds(feeds, fed_slots, k, chunk_end);
         if (!s.ok()) {
