@@ -293,16 +293,7 @@ void Device::Clear(BufferId id, uint64_t offset, uint64_t bytes) {
 
 Status Device::Submit() {
   Impl& m = *impl_;
-  if (Status s = m.Sticky(); !s.ok()) {
-    m.DiscardRecording();
-    return s;
-  }
-  if (m.recording_error) {
-    Diagnostic d = *m.recording_error;
-    m.recording_error.reset();
-    m.DiscardRecording();
-    return d;
-  }
+  SCELLIS_TRY(m.RecordingToSubmit());
   if (!m.Flush()) {
     m.p.InstanceProcessEvents(m.instance);
     return m.Sticky();
@@ -312,16 +303,7 @@ Status Device::Submit() {
 
 Status Device::Send() {
   Impl& m = *impl_;
-  if (Status s = m.Sticky(); !s.ok()) {
-    m.DiscardRecording();
-    return s;
-  }
-  if (m.recording_error) {
-    Diagnostic d = *m.recording_error;
-    m.recording_error.reset();
-    m.DiscardRecording();
-    return d;
-  }
+  SCELLIS_TRY(m.RecordingToSubmit());
   m.Flush();
   return m.Sticky();
 }

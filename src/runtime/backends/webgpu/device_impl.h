@@ -270,6 +270,23 @@ struct Device::Impl {
     pass = nullptr;
   }
 
+  // Whether what was recorded since the last submission may be submitted: not on a poisoned
+  // device, nor after a bad recording (whose error is returned once); either way the recording
+  // is dropped.
+  Status RecordingToSubmit() {
+    if (Status s = Sticky(); !s.ok()) {
+      DiscardRecording();
+      return s;
+    }
+    if (recording_error) {
+      Diagnostic d = *recording_error;
+      recording_error.reset();
+      DiscardRecording();
+      return d;
+    }
+    return Status::Ok();
+  }
+
   void DiscardRecording() {
     if (pass) p.ComputePassEncoderRelease(pass);
     if (encoder) p.CommandEncoderRelease(encoder);
