@@ -202,8 +202,10 @@ void Device::Dispatch(PipelineId pipeline, const std::vector<Binding>& bindings,
 
   WGPUBindGroup group = nullptr;
   if (!bindings.empty()) {
-    std::vector<WGPUBindGroupEntry> entries(bindings.size());
-    std::string key(reinterpret_cast<const char*>(&pipeline.value), sizeof pipeline.value);
+    std::vector<WGPUBindGroupEntry>& entries = m.bind_entries;
+    entries.assign(bindings.size(), WGPUBindGroupEntry{});
+    std::string& key = m.bind_key;
+    key.assign(reinterpret_cast<const char*>(&pipeline.value), sizeof pipeline.value);
     for (size_t i = 0; i < bindings.size(); ++i) {
       const Binding& bd = bindings[i];
       Impl::Buf* b = m.FindBuffer(bd.buffer);
@@ -233,7 +235,7 @@ void Device::Dispatch(PipelineId pipeline, const std::vector<Binding>& bindings,
       bgd.entries = entries.data();
       group = p.DeviceCreateBindGroup(m.device, &bgd);
       if (m.bind_groups.size() >= 4096) m.ClearBindGroups();
-      m.bind_groups.emplace(std::move(key), group);
+      m.bind_groups.emplace(key, group);
     }
   }
   const bool timed = m.timestamp_set && m.timed_dispatches < kMaxTimedDispatches;

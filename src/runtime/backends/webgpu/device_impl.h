@@ -165,6 +165,10 @@ struct Device::Impl {
   // Bind groups by (pipeline, buffer handles, ranges). Buffer handles stay valid while pooled,
   // so entries only go stale when a buffer is really destroyed (TrimPool).
   std::unordered_map<std::string, WGPUBindGroup> bind_groups;
+  // Dispatch's scratch, kept between calls so that recording a step allocates nothing once its
+  // bind groups exist.
+  std::vector<WGPUBindGroupEntry> bind_entries;
+  std::string bind_key;
 
   WGPUCommandEncoder encoder = nullptr;
   WGPUComputePassEncoder pass = nullptr;

@@ -356,7 +356,8 @@ class WebGpuPrepared : public Prepared {
                         size_t end) {
     for (size_t i = first; i < end; ++i) {
       const ProgramDispatch& dispatch = program_.dispatches[i];
-      std::vector<Binding> bindings;
+      std::vector<Binding>& bindings = bindings_;  // kept between dispatches: no allocation
+      bindings.clear();
       for (const ProgramBinding& b : dispatch.bindings) {
         auto fed = fed_buffer.find(b.buffer);
         if (fed != fed_buffer.end()) {
@@ -410,6 +411,7 @@ class WebGpuPrepared : public Prepared {
   std::vector<PipelineId> pipelines_;  // per program pipeline
   std::vector<int> fed_;
   RunOptions options_;
+  std::vector<Binding> bindings_;  // EncodeDispatches' scratch
   PipelineId poison_;
   bool initialized_ = false;
 };
