@@ -35,7 +35,13 @@ TEST(ScheduleMatmulPass, ChoosesByWhatFillsTheDevice) {
   EXPECT_EQ(ChooseMatmulSchedule(Shape(1024, 1024, 1024)).Name(), "64x64x16/4x4/vec4");
   // The MLP's first layer, 64 x 784 x 256: 4 medium tiles; the 16 x 16 kernel gives 64, and with
   // K = 784 it stages K 64 deep.
-  EXPECT_EQ(ChooseMatmulSchedule(Shape(64, 784, 256)).Name(), "16x16x64/1x1");
+  // 16 x 16 tiles give the first layer of a batch of 64 only 64 workgroups; 8 x 8 ones give 256.
+  EXPECT_EQ(ChooseMatmulSchedule(Shape(64, 784, 256)).Name(), "8x8x64/1x1");
+  EXPECT_EQ(ChooseMatmulSchedule(Shape(64, 20, 256)).Name(), "8x8x16/1x1");
+  EXPECT_EQ(ChooseMatmulSchedule(Shape(64, 5, 256)).Name(), "8x8x8/1x1");
+  // Where neither fills the GPU (4 against 16 workgroups), or 16 x 16 tiles already do.
+  EXPECT_EQ(ChooseMatmulSchedule(Shape(64, 256, 10)).Name(), "16x16x64/1x1");
+  EXPECT_EQ(ChooseMatmulSchedule(Shape(784, 64, 256)).Name(), "16x16x64/1x1");
   EXPECT_EQ(ChooseMatmulSchedule(Shape(8192, 784, 4096)).Name(), "128x64x16/8x8/vec4");
   // A batch counts: 5 batches of 512^2 outputs are 160 large tiles, 4 batches only 128.
   EXPECT_EQ(ChooseMatmulSchedule(Shape(512, 512, 512, 5)).Name(), "128x64x16/8x8/vec4");

@@ -65,13 +65,16 @@ TEST(MatmulKDepth, EveryDepthGivesTheReferencesBits) {
                    static_cast<float>(b[p * n + j]);
         ASSERT_NEAR(y[i * n + j], exact, 1e-5 * k) << i << ", " << j;
       }
-    for (int depth : {16, 32, 64}) {
+    // 16 x 16 tiles and the 8 x 8 ones of products with few rows.
+    for (const auto& [side, depth] : {std::pair{16, 16}, {16, 32}, {16, 64}, {8, 8}, {8, 64}}) {
+      schedule.tile_m = schedule.tile_n = side;
       schedule.tile_k = depth;
       auto got = RunProduct(*gpu, Product(m, k, n), feeds, schedule);
       ASSERT_TRUE(got.ok()) << got.errors().front().Format();
       ASSERT_EQ(got->bytes.size(), reference->bytes.size());
       EXPECT_EQ(std::memcmp(got->bytes.data(), reference->bytes.data(), got->bytes.size()), 0)
-          << "K " << k << " staged " << depth << " deep differs from the reference";
+          << "K " << k << " in " << side << " x " << side << " tiles staged " << depth
+          << " deep differs from the reference";
     }
   }
 }
