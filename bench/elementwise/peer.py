@@ -3,6 +3,7 @@ then RUNS timed runs of STEPS steps each; the median run per step):
     copy   x.clone()                                  (the device's copy bandwidth)
     chain  torch.relu(a * b + c) * 0.5, eager and torch.compile'd (one fused Triton kernel)
     sum    x.sum(), eager and torch.compile'd
+    rowsum x.view(16, -1).sum(1) (16 long rows), eager and torch.compile'd
 GB/s from the bytes a step must move, counted as scellis_bench_elementwise counts them (each input
 read once, the output written once). Prints one JSON object per case and mode.
 
@@ -21,6 +22,10 @@ def chain(a, b, c):
 
 def total(x):
     return x.sum()
+
+
+def rowsum(x):
+    return x.view(16, -1).sum(1)
 
 
 def time_steps(fn, args, runs, steps):
@@ -47,6 +52,7 @@ def main():
     device = torch.cuda.get_device_name()
     compiled_chain = torch.compile(chain)
     compiled_total = torch.compile(total)
+    compiled_rowsum = torch.compile(rowsum)
     for log2_n in ([20] if args.quick else [26, 28]):
         n = 1 << log2_n
         g = torch.Generator(device="cuda").manual_seed(7)
@@ -55,7 +61,9 @@ def main():
                 ("chain", "eager", chain, (a, b, c), 4),
                 ("chain", "torch.compile", compiled_chain, (a, b, c), 4),
                 ("sum", "eager", total, (a,), 1),
-                ("sum", "torch.compile", compiled_total, (a,), 1)]
+                ("sum", "torch.compile", compiled_total, (a,), 1),
+                ("rowsum", "eager", rowsum, (a,), 1),
+                ("rowsum", "torch.compile", compiled_rowsum, (a,), 1)]
         for kind, mode, fn, inputs, words in rows:
             bytes_per_step = 4.0 * n * words
             median, best = time_steps(fn, inputs, args.runs, 20)
