@@ -7,7 +7,7 @@ then RUNS timed runs of STEPS steps each; the median run per step):
 GB/s from the bytes a step must move, counted as scellis_bench_elementwise counts them (each input
 read once, the output written once). Prints one JSON object per case and mode.
 
-    python3 bench/elementwise/peer.py [--quick] [--runs N]
+    python3 bench/elementwise/peer.py [--quick] [--runs N] [--log2=N]
 """
 import argparse
 import json
@@ -48,12 +48,13 @@ def main():
     p = argparse.ArgumentParser()
     p.add_argument("--quick", action="store_true")
     p.add_argument("--runs", type=int, default=10)
+    p.add_argument("--log2", type=int, help="one size, 2^N elements (as the Scellis side takes it)")
     args = p.parse_args()
     device = torch.cuda.get_device_name()
     compiled_chain = torch.compile(chain)
     compiled_total = torch.compile(total)
     compiled_rowsum = torch.compile(rowsum)
-    for log2_n in ([20] if args.quick else [26, 28]):
+    for log2_n in ([20] if args.quick else [args.log2] if args.log2 else [26, 28]):
         n = 1 << log2_n
         g = torch.Generator(device="cuda").manual_seed(7)
         a, b, c = (torch.rand(n, device="cuda", generator=g) * 2 - 1 for _ in range(3))
