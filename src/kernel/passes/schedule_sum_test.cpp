@@ -147,6 +147,19 @@ TEST(ScheduleSumPass, ShortStridedOrDebugAxisSumsKeepOneInvocationPerOutput) {
   EXPECT_FALSE(Lowered({Input(0, {3, 5000}), Reduce(1, "sum", 0, 1)}, capped).sum_schedule);
 }
 
+// One workgroup per row in the finish: rows beyond one grid dimension keep the serial walk.
+TEST(ScheduleSumPass, AxisSumsOfMoreRowsThanOneGridDimensionKeepOneInvocationPerOutput) {
+  pipeline::CompileOptions o = Tier(policy::Tier::kProd);
+  o.plan.limits.max_binding_bytes = 0;  // no cap: the rows alone decide
+  EXPECT_FALSE(
+      Lowered({Input(0, {kMaxWideRows + 1, kWideAxisMinLength}), Reduce(1, "sum", 0, 1)}, o)
+          .sum_schedule);
+  const Kernel k =
+      Lowered({Input(0, {kMaxWideRows, kWideAxisMinLength}), Reduce(1, "sum", 0, 1)}, o);
+  ASSERT_TRUE(k.sum_schedule);
+  EXPECT_EQ(k.sum_schedule->rows, kMaxWideRows);
+}
+
 TEST(ScheduleSumPass, AnInputOverTheBindingCapKeepsTheTiledLaneTree) {
   pipeline::CompileOptions o = Tier(policy::Tier::kProd);
   o.plan.limits.max_binding_bytes = 4096;
