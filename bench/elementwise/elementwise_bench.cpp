@@ -3,10 +3,12 @@
 //   copy   y = -x                       (the device's bandwidth reference: one load, one store)
 //   chain  y = relu(a * b + c) * 0.5    (one fused kernel over three inputs)
 //   sum    y = sum(x)                   (a fixed order: see the op's determinism text)
+//   rowsum y = sum(x, axis=1), x of kRowsumRows rows (few outputs, long contiguous lines)
 // copy and chain run twice: with the schedule-elementwise pass (vec4, grid-stride) and without it
 // (one element per invocation), so the table shows what the wide kernel gains; sum likewise with
 // the schedule-sum pass (in prod: a grid of chunks, then their partial sums) and without it (the
-// one-workgroup 256-lane tree of kernel/ref/tree_sum.h, debug's order). The first run is
+// one-workgroup 256-lane tree of kernel/ref/tree_sum.h, debug's order), and rowsum with it (each
+// row such a wide sum) and without it (one invocation per row walking its line). The first run is
 // the warm-up and the check: every output against a float64 computation on the host. Then RUNS
 // timed runs of `steps` steps each in one submission (steps chosen from the warm-up so that a
 // submission takes about 50 ms); the median run's time per step gives GB/s from the bytes the
@@ -36,9 +38,9 @@ using namespace scellis;
 namespace {
 
 struct Case {
-  std::string kind;  // copy, chain, sum
+  std::string kind;  // copy, chain, sum, rowsum
   int log2_n;
-  bool wide;  // the schedule-elementwise pass on (copy, chain), the schedule-sum pass on (sum)
+  bool wide;  // the schedule-elementwise pass on (copy, chain), the schedule-sum pass on (sums)
   std::optional<kernel::ElementwiseSchedule> forced;  // wide: in place of the pass's choice
 };
 
@@ -55,29 +57,43 @@ std::optional<kernel::ElementwiseSchedule> ParseSchedule(const std::string& text
   return s;
 }
 
-Json Param(int id, const std::string& name, int64_t n) {
+// rowsum's rows: sum over the last axis of [16, n / 16].
+constexpr int64_t kRowsumRows = 16;
+
+bool IsSum(const Case& c) {
+  return c.kind == "sum" || c.kind == "rowsum";
+}
+
+std::vector<int64_t> InputShape(const Case& c, int64_t n) {
+  if (c.kind == "rowsum") return {kRowsumRows, n / kRowsumRows};
+  return {n};
+}
+
+Json Param(int id, const std::string& name, const std::vector<int64_t>& shape) {
   // The session's starting values replace the declared initializer.
   return {{"id", id},
           {"op", "param"},
           {"name", name},
-          {"shape", {n}},
+          {"shape", shape},
           {"init", {{"kind", "uniform"}, {"low", -1}, {"high", 1}, {"seed", id + 1}}}};
 }
 
 Json Doc(const Case& c, int64_t n) {
   Json nodes;
   if (c.kind == "copy") {
-    nodes = {Param(0, "x", n), {{"id", 1}, {"op", "neg"}, {"a", 0}}};
+    nodes = {Param(0, "x", {n}), {{"id", 1}, {"op", "neg"}, {"a", 0}}};
   } else if (c.kind == "chain") {
-    nodes = {Param(0, "a", n),
-             Param(1, "b", n),
-             Param(2, "c", n),
+    nodes = {Param(0, "a", {n}),
+             Param(1, "b", {n}),
+             Param(2, "c", {n}),
              {{"id", 3}, {"op", "mul"}, {"a", 0}, {"b", 1}},
              {{"id", 4}, {"op", "add"}, {"a", 3}, {"b", 2}},
              {{"id", 5}, {"op", "relu"}, {"a", 4}},
              {{"id", 6}, {"op", "mul"}, {"a", 5}, {"scalar", 0.5}}};
+  } else if (c.kind == "rowsum") {
+    nodes = {Param(0, "x", InputShape(c, n)), {{"id", 1}, {"op", "sum"}, {"a", 0}, {"axis", 1}}};
   } else {
-    nodes = {Param(0, "x", n), {{"id", 1}, {"op", "sum"}, {"a", 0}}};
+    nodes = {Param(0, "x", {n}), {{"id", 1}, {"op", "sum"}, {"a", 0}}};
   }
   const int out = nodes.back()["id"].get<int>();
   return {{"version", 2}, {"nodes", nodes}, {"outputs", {{{"name", "y"}, {"id", out}}}}};
@@ -95,14 +111,20 @@ std::vector<float> Random(int64_t n, std::mt19937& rng) {
 // by n * eps * sum |x|.
 double WorstError(const Case& c, const std::vector<std::vector<float>>& in,
                   const std::vector<float>& y) {
-  if (c.kind == "sum") {
-    double exact = 0, magnitude = 0;
-    for (float v : in[0]) {
-      exact += v;
-      magnitude += std::fabs(v);
+  if (IsSum(c)) {
+    // Each output (one for sum, one per row for rowsum) against its line's float64 sum.
+    const size_t len = in[0].size() / y.size();
+    double worst = 0;
+    for (size_t r = 0; r < y.size(); ++r) {
+      double exact = 0, magnitude = 0;
+      for (size_t j = r * len; j < (r + 1) * len; ++j) {
+        exact += in[0][j];
+        magnitude += std::fabs(in[0][j]);
+      }
+      const double bound = static_cast<double>(len) * 0x1p-24 * magnitude;
+      worst = std::max(worst, std::fabs(y[r] - exact) / std::max(bound, 1e-30));
     }
-    const double bound = static_cast<double>(in[0].size()) * 0x1p-24 * magnitude;
-    return std::fabs(y.at(0) - exact) / std::max(bound, 1e-30);
+    return worst;
   }
   double worst = 0;
   for (size_t i = 0; i < y.size(); ++i) {
@@ -168,8 +190,10 @@ int main(int argc, char** argv) {
         cases.push_back({kind, log2_n, true, s});
       cases.push_back({kind, log2_n, false, std::nullopt});
     }
-    cases.push_back({"sum", log2_n, true, std::nullopt});
-    cases.push_back({"sum", log2_n, false, std::nullopt});
+    for (const char* kind : {"sum", "rowsum"}) {
+      cases.push_back({kind, log2_n, true, std::nullopt});
+      cases.push_back({kind, log2_n, false, std::nullopt});
+    }
   }
   int failures = 0;
   for (const Case& c : cases) {
@@ -189,12 +213,11 @@ int main(int argc, char** argv) {
     runtime::Feeds initial;
     for (const std::string& input : names) {
       in.push_back(Random(n, rng));
-      initial[input] = HostTensor::FromFloats(MakeType({n}), in.back());
+      initial[input] = HostTensor::FromFloats(MakeType(InputShape(c, n)), in.back());
     }
     pipeline::CompileOptions options;
     options.lower.tier = tier;
-    if (!c.wide)
-      options.disabled_passes.insert(c.kind == "sum" ? "schedule-sum" : "schedule-elementwise");
+    if (!c.wide) options.disabled_passes.insert(IsSum(c) ? "schedule-sum" : "schedule-elementwise");
     options.elementwise_schedule = c.forced;
     Json row = {{"case", name},       {"kind", c.kind},   {"elements", n},
                 {"backend", backend}, {"device", device}, {"tier", policy::TierName(tier)}};
@@ -207,8 +230,11 @@ int main(int argc, char** argv) {
       continue;
     }
     api::Session& session = **s;
-    // An f32 sum of a multiple of 4 elements (every size here) loads vec4 in either order.
-    std::string schedule = c.kind == "sum" ? "tree-256/vec4" : "scalar";
+    // An f32 sum of a multiple of 4 elements (every size here) loads vec4 in either order; a row
+    // sum without the pass walks each row in one invocation.
+    std::string schedule = c.kind == "sum"      ? "tree-256/vec4"
+                           : c.kind == "rowsum" ? "serial"
+                                                : "scalar";
     for (const kernel::Kernel& k : session.compiled().module->kernels) {
       if (k.elementwise_schedule) schedule = k.elementwise_schedule->Name();
       if (k.sum_schedule) schedule = k.sum_schedule->Name();
@@ -227,8 +253,8 @@ int main(int argc, char** argv) {
     failures += !correct;
     in.clear();  // the host copies are no longer needed; at 2^28 they are 3 GiB
 
-    const double bytes = 4.0 * static_cast<double>(n) *
-                         (static_cast<double>(names.size()) + (c.kind == "sum" ? 0 : 1));
+    const double bytes =
+        4.0 * static_cast<double>(n) * (static_cast<double>(names.size()) + (IsSum(c) ? 0 : 1));
     const int steps = static_cast<int>(std::clamp(std::ceil(0.05 / warm_s), 1.0, 64.0));
     const std::vector<runtime::Feeds> feeds(static_cast<size_t>(steps));
     if (auto r = session.Run(feeds, {}); !r.ok()) {  // the first run of that many steps

@@ -3,10 +3,11 @@ then RUNS timed runs of STEPS steps each; the median run per step):
     copy   x.clone()                                  (the device's copy bandwidth)
     chain  torch.relu(a * b + c) * 0.5, eager and torch.compile'd (one fused Triton kernel)
     sum    x.sum(), eager and torch.compile'd
+    rowsum x.view(16, -1).sum(1) (16 long rows), eager and torch.compile'd
 GB/s from the bytes a step must move, counted as scellis_bench_elementwise counts them (each input
 read once, the output written once). Prints one JSON object per case and mode.
 
-    python3 bench/elementwise/peer.py [--quick] [--runs N]
+    python3 bench/elementwise/peer.py [--quick] [--runs N] [--log2=N]
 """
 import argparse
 import json
@@ -21,6 +22,10 @@ def chain(a, b, c):
 
 def total(x):
     return x.sum()
+
+
+def rowsum(x):
+    return x.view(16, -1).sum(1)
 
 
 def time_steps(fn, args, runs, steps):
@@ -43,11 +48,13 @@ def main():
     p = argparse.ArgumentParser()
     p.add_argument("--quick", action="store_true")
     p.add_argument("--runs", type=int, default=10)
+    p.add_argument("--log2", type=int, help="one size, 2^N elements (as the Scellis side takes it)")
     args = p.parse_args()
     device = torch.cuda.get_device_name()
     compiled_chain = torch.compile(chain)
     compiled_total = torch.compile(total)
-    for log2_n in ([20] if args.quick else [26, 28]):
+    compiled_rowsum = torch.compile(rowsum)
+    for log2_n in ([20] if args.quick else [args.log2] if args.log2 else [26, 28]):
         n = 1 << log2_n
         g = torch.Generator(device="cuda").manual_seed(7)
         a, b, c = (torch.rand(n, device="cuda", generator=g) * 2 - 1 for _ in range(3))
@@ -55,7 +62,9 @@ def main():
                 ("chain", "eager", chain, (a, b, c), 4),
                 ("chain", "torch.compile", compiled_chain, (a, b, c), 4),
                 ("sum", "eager", total, (a,), 1),
-                ("sum", "torch.compile", compiled_total, (a,), 1)]
+                ("sum", "torch.compile", compiled_total, (a,), 1),
+                ("rowsum", "eager", rowsum, (a,), 1),
+                ("rowsum", "torch.compile", compiled_rowsum, (a,), 1)]
         for kind, mode, fn, inputs, words in rows:
             bytes_per_step = 4.0 * n * words
             median, best = time_steps(fn, inputs, args.runs, 20)

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Bandwidth-bound kernels on the GPU: Scellis (scellis_bench_elementwise, through a prepared
 # session on WebGPU; copy and the fused chain with the vec4 kernel and with the scalar one, and the
-# fixed-order sum) beside PyTorch eager and torch.compile (bench/elementwise/peer.py), as one table.
+# fixed-order sum, whole-tensor and along the last axis of [16, n / 16]) beside PyTorch eager and torch.compile (bench/elementwise/peer.py), as one table.
 # Expects dist/scellis_bench_elementwise; on the H200 run it through bench/device/h200.sh, which
 # sets up the Vulkan loader and driver:
 #   bash bench/device/h200.sh "bash bench/elementwise/run_h200.sh"

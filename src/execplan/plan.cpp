@@ -284,7 +284,7 @@ int64_t StepScratchBytes(const Plan& p, const Step& s) {
   if (const std::optional<kernel::Tiling> tiling = StepTiling(p, s))
     return tiling->space.scratch_elements * 4;
   const kernel::Kernel& k = p.module().kernels[s.kernel];
-  return k.sum_schedule && k.sum_schedule->TwoStages() ? k.sum_schedule->groups * 4 : 0;
+  return k.sum_schedule && k.sum_schedule->TwoStages() ? k.sum_schedule->Partials() * 4 : 0;
 }
 
 namespace {

@@ -179,8 +179,9 @@ std::string ElementwiseSchedule::Name() const {
          std::to_string(workgroup_size) + "x" + std::to_string(per_invocation);
 }
 
-SumSchedule SumSchedule::For(int64_t elements) {
+SumSchedule SumSchedule::For(int64_t elements, int64_t rows) {
   SumSchedule s;
+  s.rows = rows;
   const int64_t steps = (std::max<int64_t>(elements, 1) + kStep - 1) / kStep;
   s.chunk = (steps + kMaxGroups - 1) / kMaxGroups * kStep;
   s.groups = (std::max<int64_t>(elements, 1) + s.chunk - 1) / s.chunk;
@@ -188,7 +189,8 @@ SumSchedule SumSchedule::For(int64_t elements) {
 }
 
 std::string SumSchedule::Name() const {
-  return "wide " + std::to_string(groups) + "x" + std::to_string(chunk);
+  return "wide " + (rows > 1 ? std::to_string(rows) + "x" : std::string()) +
+         std::to_string(groups) + "x" + std::to_string(chunk);
 }
 
 MatmulShape MatmulShapeOf(const Module& m, const Kernel& k) {
@@ -348,7 +350,8 @@ Json ToJson(const Module& m) {
                                     {"per_invocation", s->per_invocation}};
     }
     if (const auto& s = k.sum_schedule) {
-      jk["sum_schedule"] = {{"name", s->Name()}, {"chunk", s->chunk}, {"groups", s->groups}};
+      jk["sum_schedule"] = {
+          {"name", s->Name()}, {"chunk", s->chunk}, {"groups", s->groups}, {"rows", s->rows}};
       if (const EmittedSource* finish = k.Source(kWgslSumFinishTarget))
         jk["sum_schedule"]["finish_wgsl_sha256"] = finish->source_hash;
     }

@@ -47,7 +47,8 @@ inline int StepOf(int operand) {
 inline constexpr const char* kWgslTarget = "wgsl";
 // The temporally blocked variant of a loop body's kernel (kernel/passes/block_temporally.cpp).
 inline constexpr const char* kWgslBlockedTarget = "wgsl-blocked";
-// The second dispatch of a wide sum (SumSchedule): the chunks' partial sums into the result.
+// The second dispatch of a wide sum (SumSchedule): the chunks' partial sums into the result (one
+// workgroup per row).
 inline constexpr const char* kWgslSumFinishTarget = "wgsl-sum-finish";
 
 // How a matmul kernel is cut into workgroups and invocations; chosen per shape by the
@@ -75,26 +76,31 @@ struct MatmulSchedule {
   bool operator==(const MatmulSchedule&) const = default;
 };
 
-// How a whole-tensor f32 sum or mean runs wide in the prod and fast tiers; chosen by the
-// schedule-sum pass from the element count alone (never from the device), so the order of the
-// additions, and thus the bits, depend only on the shape. The elements are cut into `groups`
-// consecutive chunks of `chunk` elements (the last one shorter), one workgroup each: lane t of its
-// 256 adds, per component c of a vec4, the elements chunk start + 4 (t + 256 r) + c for r = 0, 1,
-// ... in order, then folds its components as (c0 + c1) + (c2 + c3), and the lanes combine pairwise
-// (w = 128, 64, ..., 1). A second dispatch sums the chunks' partial sums in the 256-lane tree of
-// the debug order (lane t adds partials t, t + 256, ...). One chunk needs no second dispatch: the
-// first writes the result.
+// How an f32 sum or mean runs wide in the prod and fast tiers; chosen by the schedule-sum pass from
+// the shape alone (never from the device), so the order of the additions, and thus the bits,
+// depend only on the shape. The sum is `rows` independent rows of `elements` consecutive elements
+// each: the whole tensor as one row, or along an axis with nothing after it (each output's line
+// contiguous) one row per output. Each row is cut into `groups` consecutive chunks of `chunk`
+// elements (the last one shorter), one workgroup each: lane t of its 256 adds, per component c of
+// a vec4, the row's elements chunk start + 4 (t + 256 r) + c for r = 0, 1, ... in order, then
+// folds its components as (c0 + c1) + (c2 + c3), and the lanes combine pairwise (w = 128, 64,
+// ..., 1). A second dispatch, one workgroup per row, sums the row's chunks' partial sums in the
+// 256-lane tree of the debug order (lane t adds partials t, t + 256, ...). One chunk per row
+// needs no second dispatch: the first writes the result.
 struct SumSchedule {
   static constexpr int64_t kStep = 1024;       // elements one pass of 256 lanes loads as vec4
-  static constexpr int64_t kMaxGroups = 2048;  // chunks at most: the partial sums' scratch
+  static constexpr int64_t kMaxGroups = 2048;  // chunks per row at most: the partial sums' scratch
   int64_t chunk = kStep;  // a multiple of kStep: the smallest with at most kMaxGroups chunks
-  int64_t groups = 1;     // ceil(elements / chunk)
+  int64_t groups = 1;     // ceil(elements / chunk), per row
+  int64_t rows = 1;       // rows summed independently: 1 for a whole-tensor sum
 
-  // Elements 0: the one-chunk schedule of an empty sum.
-  static SumSchedule For(int64_t elements);
-  // Whether the partial sums take a second dispatch (more than one chunk).
+  // Elements 0: the one-chunk schedule of an empty sum. `elements` counts one row's.
+  static SumSchedule For(int64_t elements, int64_t rows = 1);
+  // Whether the partial sums take a second dispatch (more than one chunk per row).
   bool TwoStages() const { return groups > 1; }
-  // "wide 977x1024" (chunks x elements per chunk).
+  // Partial sums the first dispatch writes: rows x groups.
+  int64_t Partials() const { return rows * groups; }
+  // "wide 977x1024" (chunks x elements per chunk); with several rows "wide 4x977x1024".
   std::string Name() const;
   bool operator==(const SumSchedule&) const = default;
 };
@@ -183,8 +189,9 @@ struct Kernel {
   // kElementwise: set by the schedule-elementwise pass; none means the one-element-per-invocation
   // kernel.
   std::optional<ElementwiseSchedule> elementwise_schedule;
-  // kOp whole-tensor f32 sum or mean in the prod and fast tiers: set by the schedule-sum pass;
-  // none means the 256-lane tree of the debug order (the CPU reference's), in one workgroup.
+  // kOp f32 sum or mean in the prod and fast tiers, whole-tensor or along a long contiguous axis:
+  // set by the schedule-sum pass; none means the 256-lane tree of the debug order (the CPU
+  // reference's) in one workgroup, or along an axis one invocation per output.
   std::optional<SumSchedule> sum_schedule;
 
   // In a repeated graph: no input depends, even through other kernels, on a carried value, so the

@@ -356,16 +356,20 @@ void AddReduceOps(OpTable& t) {
   // The order each tier adds in (kernel::SumSchedule, kernel/ref/tree_sum.h).
   const char* order =
       "fixed order, no float atomics on any backend: along an axis each output adds its elements "
-      "in increasing index. A whole-tensor reduction in the debug tier, on the CPU reference (in "
-      "every tier), for dtypes other than f32, and over the storage-binding cap (in tiles) is a "
-      "256-lane tree: lane t adds elements t, t + 256, ... in increasing index, then the lanes "
-      "combine pairwise (w = 128, 64, ..., 1: lane t < w adds lane t + w), so GPU and CPU agree "
-      "bit for bit. In prod and fast a whole-tensor f32 sum or mean on the GPU runs wide instead: "
-      "its n elements in ceil(n / C) consecutive chunks of C elements, C the smallest multiple of "
-      "1024 giving at most 2048 chunks (a function of n alone, never of the device); in a chunk, "
-      "lane t of 256 adds for each c < 4 the elements 4 (t + 256 r) + c in increasing r, folds "
-      "them as (c0 + c1) + (c2 + c3), and the lanes combine pairwise; the chunks' sums are then "
-      "added in the 256-lane tree. The same bits run to run; within `default` of the reference";
+      "in increasing index (but for the wide rows below). A whole-tensor reduction in the debug "
+      "tier, on the CPU reference (in every tier), for dtypes other than f32, and over the "
+      "storage-binding cap (in tiles) is a 256-lane tree: lane t adds elements t, t + 256, ... in "
+      "increasing index, then the lanes combine pairwise (w = 128, 64, ..., 1: lane t < w adds "
+      "lane t + w), so GPU and CPU agree bit for bit. In prod and fast a whole-tensor f32 sum or "
+      "mean on the GPU runs wide instead: its n elements in ceil(n / C) consecutive chunks of C "
+      "elements, C the smallest multiple of 1024 giving at most 2048 chunks (a function of n "
+      "alone, never of the device); in a chunk, lane t of 256 adds for each c < 4 the elements 4 "
+      "(t + 256 r) + c in increasing r, folds them as (c0 + c1) + (c2 + c3), and the lanes combine "
+      "pairwise; the chunks' sums are then added in the 256-lane tree. Likewise in prod and fast "
+      "an f32 sum or mean on the GPU along an axis with no elements after it and at least 4096 "
+      "elements along it: each output's line is summed as such a wide sum of its own (C chosen "
+      "from the line's length), its chunks' sums added in the 256-lane tree. The same bits run to "
+      "run; within `default` of the reference";
   std::vector<Attr> attrs = {{"axis", AttrType::kInt}, {"keepdim", AttrType::kBool, false}};
   t.Add({.name = "sum",
          .min_version = 1,

@@ -208,16 +208,16 @@ class Builder {
     return Status::Ok();
   }
 
-  // A wide sum (kernel::SumSchedule) of several chunks: the first dispatch sums each chunk into
-  // the scratch, the second the chunks' partial sums into the output. Within one compute pass the
-  // second dispatch sees what the first wrote.
+  // A wide sum (kernel::SumSchedule) of several chunks per row: the first dispatch sums each chunk
+  // into the scratch, the second each row's chunks' partial sums into the output. Within one
+  // compute pass the second dispatch sees what the first wrote.
   Status AddWideSum(int s) {
     const execplan::Step& st = plan_.steps[s];
     const kernel::Kernel& k = plan_.module().kernels[st.kernel];
     const kernel::EmittedSource* finish = k.Source(kernel::kWgslSumFinishTarget);
     if (!finish || st.reads.size() != 1)
       return InternalError("device-program", k.name + " sums wide without its second kernel");
-    const int scratch = ScratchBuffer(k.sum_schedule->groups * 4);
+    const int scratch = ScratchBuffer(k.sum_schedule->Partials() * 4);
     ProgramDispatch chunks;
     chunks.step = s;
     chunks.kernel = k.name;
@@ -231,6 +231,8 @@ class Builder {
     total.kernel = k.name;
     SCELLIS_ASSIGN_OR_RETURN(total.pipeline, PipelineFor(k, finish->source));
     total.bindings = {{scratch, 0, 0}, {st.write, 0, 0}};
+    total.workgroups = {static_cast<uint32_t>(k.sum_schedule->rows), 1, 1};  // one per row
+    SCELLIS_TRY(CheckGrid(k, total.workgroups));
     p_.dispatches.push_back(std::move(total));
     return Status::Ok();
   }

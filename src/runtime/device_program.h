@@ -31,8 +31,8 @@
 //     sum's tiles also bind, between inputs and outputs, a scratch buffer of the 256 lanes'
 //     partial sums, listed after the plan's buffers. Grids over 65535 workgroups are already folded
 //     into y and z by the emitter. A wide sum (kernel::SumSchedule, prod and fast tiers) of several
-//     chunks is two dispatches: its chunks' partial sums into the plan's tile scratch, then those
-//     into its output.
+//     chunks per row is two dispatches: its chunks' partial sums into the plan's tile scratch,
+//     then those, one workgroup per row, into its output.
 //   * A fed input's buffer may be replaced, per step, by a slot of a staging buffer holding that
 //     step's feed: the runtime substitutes the binding (offset + the slot's start; a size of 0 then
 //     means the input's byte count rounded up to 4).

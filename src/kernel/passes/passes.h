@@ -117,10 +117,22 @@ ElementwiseSchedule ChooseElementwiseSchedule(const Module& m, const Kernel& k);
 // Sets every elementwise kernel's schedule (ChooseElementwiseSchedule); emit-wgsl follows it.
 Status ScheduleElementwise(Module& m);
 
-// Whether a kernel is a whole-tensor f32 sum or mean that runs wide (SumSchedule): prod or fast
-// tier, a non-empty input within the module's binding cap, nothing merged into the kernel.
+// The shortest axis a sum along it runs wide on (its elements after the axis numbering 1). A
+// shorter line is summed serially by one invocation per output in one dispatch; the wide order
+// takes two dispatches and one workgroup of 256 lanes per 1024 elements of every line, which
+// only pays once each line fills several chunks (4 at this length: the finish then adds more
+// than one partial per row, and the serial walk is long enough to leave a GPU idle when there
+// are few outputs). A function of the shape alone, so the order never depends on the device.
+inline constexpr int64_t kWideAxisMinLength = 4096;
+// Rows (outputs) a sum along an axis runs wide over at most: one grid dimension's limit.
+inline constexpr int64_t kMaxWideRows = 65535;
+// The wide schedule of an f32 sum or mean (SumSchedule), if it runs wide: prod or fast tier, a
+// non-empty input within the module's binding cap, nothing merged into the kernel, and either
+// over the whole tensor (one row) or along an axis with nothing after it of at least
+// kWideAxisMinLength elements (one row per output, at most kMaxWideRows).
+std::optional<SumSchedule> ChooseSumSchedule(const Module& m, const Kernel& k);
 bool SumRunsWide(const Module& m, const Kernel& k);
-// Sets SumSchedule::For(elements) on every such kernel; emit-wgsl and the device program follow it.
+// Sets ChooseSumSchedule's schedule on every kernel; emit-wgsl and the device program follow it.
 Status ScheduleSum(Module& m);
 
 // Generates every kernel's WGSL (and its dispatch grid) for the module's determinism tier.

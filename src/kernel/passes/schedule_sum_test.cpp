@@ -1,7 +1,7 @@
-// schedule-sum: which sums run wide (whole-tensor f32 sum and mean, prod and fast only, within the
-// binding cap), the chunks a count gets (a function of the count alone), the second kernel the
-// emitter adds, and the choice printed in the kernel rung. (Their values on WebGPU:
-// runtime/backends/webgpu/wide_sum_test.)
+// schedule-sum: which sums run wide (whole-tensor f32 sum and mean, or along a long axis with
+// nothing after it, prod and fast only, within the binding cap), the chunks a count gets (a
+// function of the count alone), the second kernel the emitter adds, and the choice printed in the
+// kernel rung. (Their values on WebGPU: runtime/backends/webgpu/wide_sum_test.)
 #include <gtest/gtest.h>
 
 #include "kernel/passes/passes.h"
@@ -71,7 +71,8 @@ TEST(ScheduleSumPass, ProdAndFastWholeTensorF32SumsRunWideWithASecondKernel) {
   const Kernel one = Lowered({Input(0, {300}), Reduce(1, "mean", 0)}, Tier(policy::Tier::kProd));
   ASSERT_TRUE(one.sum_schedule);
   EXPECT_EQ(one.Source(kWgslSumFinishTarget), nullptr);
-  EXPECT_NE(one.Wgsl().source.find("partial[0] / f32(300.0)"), std::string::npos) << one.Wgsl().source;
+  EXPECT_NE(one.Wgsl().source.find("partial[0] / f32(300.0)"), std::string::npos)
+      << one.Wgsl().source;
 }
 
 TEST(ScheduleSumPass, DebugOtherDtypesAxisSumsAndDisabledKeepTheLaneTree) {
@@ -90,6 +91,75 @@ TEST(ScheduleSumPass, DebugOtherDtypesAxisSumsAndDisabledKeepTheLaneTree) {
   EXPECT_EQ(k.workgroups[0], 1u);
 }
 
+// Along an axis with nothing after it and at least kWideAxisMinLength elements: one row per
+// output, each row the whole-tensor schedule of its length (hand-worked: 5000 and 4099 elements
+// are 5 chunks of 1024), the first grid chunks x rows, the finish one workgroup per row.
+TEST(ScheduleSumPass, LongContiguousAxisSumsRunWideRowByRow) {
+  struct Case {
+    std::vector<int64_t> shape;
+    int axis;
+    const char* name;
+    uint32_t groups, rows;
+  } cases[] = {{{3, 5000}, 1, "wide 3x5x1024", 5, 3},
+               {{2, 7, 4099}, 2, "wide 14x5x1024", 5, 14},
+               {{2, 7, 4099}, -1, "wide 14x5x1024", 5, 14},
+               {{2, 4096, 1}, 1, "wide 2x4x1024", 4, 2},
+               {{4096}, 0, "wide 4x1024", 4, 1}};
+  for (policy::Tier t : {policy::Tier::kProd, policy::Tier::kFast})
+    for (const char* op : {"sum", "mean"})
+      for (const Case& c : cases) {
+        SCOPED_TRACE(std::string(op) + " " + c.name + " axis " + std::to_string(c.axis));
+        const Kernel k = Lowered({Input(0, c.shape), Reduce(1, op, 0, c.axis)}, Tier(t));
+        ASSERT_TRUE(k.sum_schedule);
+        EXPECT_EQ(k.sum_schedule->Name(), c.name);
+        EXPECT_EQ(k.sum_schedule->rows, c.rows);
+        EXPECT_EQ(k.workgroups[0], c.groups);
+        EXPECT_EQ(k.workgroups[1], c.rows);
+        const EmittedSource* finish = k.Source(kWgslSumFinishTarget);
+        ASSERT_NE(finish, nullptr);
+        EXPECT_NE(finish->source.find("j < " + std::to_string(c.groups) + "u"), std::string::npos);
+        if (c.rows > 1)
+          EXPECT_NE(k.Wgsl().source.find("out[wg.y * " + std::to_string(c.groups) + "u + wg.x]"),
+                    std::string::npos)
+              << k.Wgsl().source;
+        // The mean divides once, in the finish, by the axis' length.
+        const std::string len = std::to_string(c.shape[c.axis < 0 ? c.shape.size() - 1 : c.axis]);
+        EXPECT_EQ(finish->source.find(" / f32(" + len + ".0)") != std::string::npos,
+                  std::string(op) == "mean")
+            << finish->source;
+      }
+}
+
+TEST(ScheduleSumPass, ShortStridedOrDebugAxisSumsKeepOneInvocationPerOutput) {
+  const pipeline::CompileOptions prod = Tier(policy::Tier::kProd);
+  // One element short of the threshold; elements after the axis; the debug tier; another dtype.
+  EXPECT_FALSE(
+      Lowered({Input(0, {3, kWideAxisMinLength - 1}), Reduce(1, "sum", 0, 1)}, prod).sum_schedule);
+  EXPECT_TRUE(
+      Lowered({Input(0, {3, kWideAxisMinLength}), Reduce(1, "sum", 0, 1)}, prod).sum_schedule);
+  EXPECT_FALSE(Lowered({Input(0, {5000, 3}), Reduce(1, "sum", 0, 0)}, prod).sum_schedule);
+  EXPECT_FALSE(Lowered({Input(0, {3, 5000}), Reduce(1, "sum", 0, 1)}, Tier(policy::Tier::kDebug))
+                   .sum_schedule);
+  EXPECT_FALSE(Lowered({Input(0, {3, 5000}, "f16"), Reduce(1, "sum", 0, 1)}, prod).sum_schedule);
+  // Over the binding cap: the tiles keep the serial order.
+  pipeline::CompileOptions capped = prod;
+  capped.plan.limits.max_binding_bytes = 16384;
+  EXPECT_FALSE(Lowered({Input(0, {3, 5000}), Reduce(1, "sum", 0, 1)}, capped).sum_schedule);
+}
+
+// One workgroup per row in the finish: rows beyond one grid dimension keep the serial walk.
+TEST(ScheduleSumPass, AxisSumsOfMoreRowsThanOneGridDimensionKeepOneInvocationPerOutput) {
+  pipeline::CompileOptions o = Tier(policy::Tier::kProd);
+  o.plan.limits.max_binding_bytes = 0;  // no cap: the rows alone decide
+  EXPECT_FALSE(
+      Lowered({Input(0, {kMaxWideRows + 1, kWideAxisMinLength}), Reduce(1, "sum", 0, 1)}, o)
+          .sum_schedule);
+  const Kernel k =
+      Lowered({Input(0, {kMaxWideRows, kWideAxisMinLength}), Reduce(1, "sum", 0, 1)}, o);
+  ASSERT_TRUE(k.sum_schedule);
+  EXPECT_EQ(k.sum_schedule->rows, kMaxWideRows);
+}
+
 TEST(ScheduleSumPass, AnInputOverTheBindingCapKeepsTheTiledLaneTree) {
   pipeline::CompileOptions o = Tier(policy::Tier::kProd);
   o.plan.limits.max_binding_bytes = 4096;
@@ -104,6 +174,7 @@ TEST(ScheduleSumPass, TheScheduleIsPrintedAndInTheJson) {
   EXPECT_NE(Print(*c->module).find("schedule wide 5x1024"), std::string::npos);
   const Json j = ToJson(*c->module);
   EXPECT_EQ(j["kernels"][0]["sum_schedule"]["groups"], 5);
+  EXPECT_EQ(j["kernels"][0]["sum_schedule"]["rows"], 1);
   EXPECT_NE(PrintWgsl(*c->module).find("(the partial sums)"), std::string::npos);
 }
 

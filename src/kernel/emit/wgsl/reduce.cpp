@@ -5,9 +5,9 @@
 // is 256 chains of dependent additions, which caps a whole-tensor sum far below the memory's
 // bandwidth on a large GPU, so in prod and fast an f32 sum or mean runs wide (SumSchedule, chosen
 // by the schedule-sum pass): a grid of chunks, then their partial sums — another fixed order,
-// within the op's tolerance class of the reference. Axis
-// reductions give each output element one invocation that walks the axis in order, like the CPU
-// reference.
+// within the op's tolerance class of the reference. Axis reductions give each output element one
+// invocation that walks the axis in order, like the CPU reference, except in prod and fast an f32
+// sum or mean along a long axis with nothing after it, which runs wide row by row.
 #include <algorithm>
 
 #include "kernel/emit/wgsl/codegen.h"
@@ -34,26 +34,35 @@ void GenerateCumsum(const Module& m, const Kernel& k, Generated& out) {
   out.workgroups = LinearGrid(lines);
 }
 
-// A wide sum's first dispatch: workgroup g sums chunk g into out[g] — the partial sums' scratch,
-// bound where the output would be — or, with one chunk, the result itself. The input is read as
-// vec4 when its element count is a multiple of 4; otherwise as f32, four elements at a time, the
-// missing ones of the last vector as 0.0 (a lane's sum starts at +0.0, so adding 0.0 changes no
-// bit): the same additions in the same order either way.
+// A wide sum's first dispatch: workgroup (g, row) sums chunk g of its row into out[row x groups +
+// g] — the partial sums' scratch, bound where the output would be — or, with one chunk per row,
+// the row's result itself. The input is read as vec4 when a row's element count is a multiple of
+// 4; otherwise as f32, four elements at a time, the missing ones of a row's last vector as 0.0 (a
+// lane's sum starts at +0.0, so adding 0.0 changes no bit): the same additions in the same order
+// either way. A whole-tensor sum is one row, and its source names no row.
 void GenerateWideSum(const Module& m, const Kernel& k, Generated& out) {
   const SumSchedule& s = *k.sum_schedule;
-  const int64_t n = m.graph().at(k.inputs[0]).type.elements();
-  const bool vec4 = n % 4 == 0;
-  const int64_t vectors = (n + 3) / 4;
+  const bool rows = s.rows > 1;
+  const int64_t len = m.graph().at(k.inputs[0]).type.elements() / s.rows;  // one row's elements
+  const bool vec4 = len % 4 == 0;
+  const int64_t vectors = (len + 3) / 4;
   std::string head = Bindings(m, k, {vec4});
   if (!vec4)
-    head +=
-        "fn load4(r: u32) -> vec4<f32> {\n"
-        "  let e = 4u * r;\n"
-        "  var v = vec4<f32>(in0[e], 0.0, 0.0, 0.0);\n"
-        "  for (var c = 1u; c < 4u; c = c + 1u) {\n"
-        "    if (e + c < " +
-        U32(n) + ") { v[c] = in0[e + c]; }\n  }\n  return v;\n}\n";
-  auto load = [&](const std::string& at) { return vec4 ? "in0[" + at + "]" : "load4(" + at + ")"; };
+    head += std::string(rows ? "fn load4(row: u32, r: u32) -> vec4<f32> {\n"
+                             : "fn load4(r: u32) -> vec4<f32> {\n") +
+            "  let e = " + (rows ? "row + 4u * r" : "4u * r") +
+            ";\n"
+            "  var v = vec4<f32>(in0[e], 0.0, 0.0, 0.0);\n"
+            "  for (var c = 1u; c < 4u; c = c + 1u) {\n"
+            "    if (" +
+            (rows ? "4u * r + c < " : "e + c < ") + U32(len) +
+            ") { v[c] = in0[e + c]; }\n  }\n  return v;\n}\n";
+  // A row's first element (f32 loads) or vector (vec4 loads).
+  const std::string row = rows ? "  let row = wg.y * " + U32(vec4 ? vectors : len) + ";\n" : "";
+  auto load = [&](const std::string& at) {
+    if (vec4) return "in0[" + (rows ? "row + " + at : at) + "]";
+    return "load4(" + (rows ? "row, " + at : at) + ")";
+  };
   // Four vectors in flight per lane (loaded before they are added, in order).
   constexpr int kUnroll = 4;
   std::string loads, adds;
@@ -63,15 +72,17 @@ void GenerateWideSum(const Module& m, const Kernel& k, Generated& out) {
     adds += "    s = s + " + v + ";\n";
   }
   const std::string scale =
-      k.op == "mean" && !s.TwoStages() ? " / " + F32(static_cast<double>(n)) : "";
+      k.op == "mean" && !s.TwoStages() ? " / " + F32(static_cast<double>(len)) : "";
+  const std::string at = !rows           ? "wg.x"
+                         : s.TwoStages() ? "wg.y * " + U32(s.groups) + " + wg.x"
+                                         : "wg.y";
   out.source = head +
                "var<workgroup> partial: array<f32, 256>;\n"
                "@compute @workgroup_size(256)\n"
                "fn main(@builtin(workgroup_id) wg: vec3<u32>,\n"
-               "        @builtin(local_invocation_index) t: u32) {\n"
-               "  let lo = wg.x * " +
-               U32(s.chunk / 4) + ";\n  let hi = min(lo + " + U32(s.chunk / 4) + ", " +
-               U32(vectors) +
+               "        @builtin(local_invocation_index) t: u32) {\n" +
+               row + "  let lo = wg.x * " + U32(s.chunk / 4) + ";\n  let hi = min(lo + " +
+               U32(s.chunk / 4) + ", " + U32(vectors) +
                ");\n"
                "  var s = vec4<f32>(0.0);\n"
                "  var r = lo + t;\n"
@@ -80,19 +91,38 @@ void GenerateWideSum(const Module& m, const Kernel& k, Generated& out) {
                adds + "  }\n  for (; r < hi; r = r + 256u) { s = s + " + load("r") +
                "; }\n"
                "  partial[t] = (s.x + s.y) + (s.z + s.w);\n" +
-               TreeCombine("    out[wg.x] = partial[0]" + scale + ";\n");
-  out.workgroups = {static_cast<uint32_t>(s.groups), 1, 1};
+               TreeCombine("    out[" + at + "] = partial[0]" + scale + ";\n");
+  out.workgroups = {static_cast<uint32_t>(s.groups), static_cast<uint32_t>(s.rows), 1};
 }
 
 Generated WideSumFinish(const Module& m, const Kernel& k) {
-  const int64_t n = m.graph().at(k.inputs[0]).type.elements();
-  const std::string scale = k.op == "mean" ? " / " + F32(static_cast<double>(n)) : "";
+  const SumSchedule& s = *k.sum_schedule;
+  const int64_t len = m.graph().at(k.inputs[0]).type.elements() / s.rows;
+  const std::string scale = k.op == "mean" ? " / " + F32(static_cast<double>(len)) : "";
   Generated out;
   out.source =
       "@group(0) @binding(0) var<storage, read> in0: array<f32>;\n"
-      "@group(0) @binding(1) var<storage, read_write> out: array<f32>;\n" +
-      TreeReduce256("in0[j]", k.sum_schedule->groups, "    out[0] = partial[0]" + scale + ";\n");
-  out.workgroups = {1, 1, 1};
+      "@group(0) @binding(1) var<storage, read_write> out: array<f32>;\n";
+  if (s.rows == 1) {
+    out.source += TreeReduce256("in0[j]", s.groups, "    out[0] = partial[0]" + scale + ";\n");
+  } else {
+    // Workgroup `row` adds its row's partial sums in the same 256-lane tree.
+    out.source +=
+        "var<workgroup> partial: array<f32, 256>;\n"
+        "@compute @workgroup_size(256)\n"
+        "fn main(@builtin(workgroup_id) wg: vec3<u32>,\n"
+        "        @builtin(local_invocation_index) t: u32) {\n"
+        "  let row = wg.x * " +
+        U32(s.groups) +
+        ";\n"
+        "  var s = 0.0;\n"
+        "  for (var j = t; j < " +
+        U32(s.groups) +
+        "; j = j + 256u) { s = s + in0[row + j]; }\n"
+        "  partial[t] = s;\n" +
+        TreeCombine("    out[wg.x] = partial[0]" + scale + ";\n");
+  }
+  out.workgroups = {static_cast<uint32_t>(s.rows), 1, 1};
   return out;
 }
 

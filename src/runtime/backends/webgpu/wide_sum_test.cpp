@@ -2,7 +2,8 @@
 // chunks, then their partial sums) on Dawn over SwiftShader: within the `default` class of a
 // float64 sum computed here, over counts that are not multiples of 4, 256 or a chunk; NaN and
 // infinities propagate as the op says; the same bits on every run; debug keeps the reference's
-// bits. Inputs are fresh random values each run; the seed is printed on failure.
+// bits. Likewise sums and means along a long last axis (one wide sum per row). Inputs are fresh
+// random values each run; the seed is printed on failure.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -147,6 +148,113 @@ TEST(WideSum, ProdGivesTheSameBitsOnEveryRunAndDebugTheReferences) {
   auto want = cpu.Run(*debug->plan, {{"x", HostTensor::FromFloats(MakeType({n}), x)}});
   ASSERT_TRUE(want.ok());
   EXPECT_EQ(Bits(RunSum(*debug, x)[0]), Bits(want->outputs[0].second.view<float>()[0]));
+}
+
+// sum and mean of one input of `shape` along its last axis (a long contiguous line per output).
+Json AxisSumDoc(const std::vector<int64_t>& shape) {
+  const int axis = static_cast<int>(shape.size()) - 1;
+  return {{"version", 3},
+          {"nodes",
+           {{{"id", 0}, {"op", "input"}, {"name", "x"}, {"shape", shape}},
+            {{"id", 1}, {"op", "sum"}, {"a", 0}, {"axis", axis}},
+            {{"id", 2}, {"op", "mean"}, {"a", 0}, {"axis", axis}}}},
+          {"outputs", {{{"name", "sum"}, {"id", 1}}, {{"name", "mean"}, {"id", 2}}}}};
+}
+
+Result<pipeline::Compiled> CompileAxisSum(const std::vector<int64_t>& shape, policy::Tier tier) {
+  pipeline::CompileOptions o;
+  o.lower.tier = tier;
+  o.plan.budget_bytes = int64_t{1} << 30;
+  o.plan.limits = Gpu()->limits();
+  return pipeline::Compile(AxisSumDoc(shape).dump(), o);
+}
+
+// The sums' and the means' values of a run along the last axis of `shape`.
+std::array<std::vector<float>, 2> RunAxisSum(const pipeline::Compiled& c,
+                                             const std::vector<int64_t>& shape,
+                                             const std::vector<float>& x) {
+  auto r = Gpu()->Run(*c.plan, {{"x", HostTensor::FromFloats(MakeType(shape), x)}},
+                      {.poison_outputs = true});
+  EXPECT_TRUE(r.ok()) << (r.ok() ? "" : r.errors().front().Format());
+  if (!r.ok()) return {};
+  std::array<std::vector<float>, 2> out;
+  for (int i = 0; i < 2; ++i) {
+    const auto v = r->outputs[i].second.view<float>();
+    out[i].assign(v.begin(), v.end());
+  }
+  return out;
+}
+
+// Lines of 5000 (a multiple of 4: vec4 loads) and 4099 (odd: f32 loads, a ragged last vector)
+// elements, 5 chunks of 1024 each, over 3 and 14 rows.
+TEST(WideAxisSum, ProdSumsAndMeansAlongTheLastAxisAreWithinTheirClassOfFloat64Sums) {
+  ASSERT_NE(Gpu(), nullptr);
+  const unsigned seed = std::random_device{}();
+  SCOPED_TRACE("seed " + std::to_string(seed));
+  std::mt19937 rng(seed);
+  std::uniform_real_distribution<float> u(-1, 2);
+  const policy::Thresholds within =
+      policy::ResolveThresholds(policy::ToleranceClass::kDefault, policy::Tier::kProd);
+  for (const std::vector<int64_t>& shape :
+       {std::vector<int64_t>{3, 5000}, std::vector<int64_t>{2, 7, 4099}}) {
+    const int64_t len = shape.back(), rows = MakeType(shape).elements() / len;
+    SCOPED_TRACE("rows " + std::to_string(rows) + " len " + std::to_string(len));
+    auto c = CompileAxisSum(shape, policy::Tier::kProd);
+    ASSERT_TRUE(c.ok()) << c.errors().front().Format();
+    for (const kernel::Kernel& k : c->module->kernels)
+      EXPECT_EQ(k.sum_schedule, kernel::SumSchedule::For(len, rows)) << k.name;
+    auto program = BuildDeviceProgram(*c->plan, {}, {});
+    ASSERT_TRUE(program.ok());
+    EXPECT_EQ(program->dispatches.size(), 4u);  // chunks, then rows, for each of the two
+    std::vector<float> x(static_cast<size_t>(rows * len));
+    for (float& v : x) v = u(rng);
+    const auto got = RunAxisSum(*c, shape, x);
+    ASSERT_EQ(got[0].size(), static_cast<size_t>(rows));
+    ASSERT_EQ(got[1].size(), static_cast<size_t>(rows));
+    for (int64_t r = 0; r < rows; ++r) {
+      double sum = 0;
+      for (int64_t j = 0; j < len; ++j) sum += x[static_cast<size_t>(r * len + j)];
+      EXPECT_TRUE(within.Accepts(got[0][r], sum))
+          << "row " << r << ": " << got[0][r] << " vs " << sum;
+      const double mean = sum / static_cast<double>(len);
+      EXPECT_TRUE(within.Accepts(got[1][r], mean))
+          << "row " << r << ": " << got[1][r] << " vs " << mean;
+    }
+  }
+}
+
+// Mixed signs and magnitudes, so that any change of order would show in the bits.
+TEST(WideAxisSum, ProdGivesTheSameBitsOnEveryRunAndDebugTheReferences) {
+  ASSERT_NE(Gpu(), nullptr);
+  const unsigned seed = std::random_device{}();
+  SCOPED_TRACE("seed " + std::to_string(seed));
+  std::mt19937 rng(seed);
+  std::uniform_real_distribution<float> u(-1, 1);
+  std::uniform_int_distribution<int> exponent(-20, 20);
+  const std::vector<int64_t> shape = {2, 7, 4099};
+  std::vector<float> x(static_cast<size_t>(MakeType(shape).elements()));
+  for (float& v : x) v = std::ldexp(u(rng), exponent(rng));
+  auto prod = CompileAxisSum(shape, policy::Tier::kProd);
+  ASSERT_TRUE(prod.ok());
+  const auto first = RunAxisSum(*prod, shape, x);
+  ASSERT_EQ(first[0].size(), 14u);
+  const auto again = RunAxisSum(*prod, shape, x);
+  for (int i = 0; i < 2; ++i)
+    for (size_t r = 0; r < first[i].size(); ++r)
+      EXPECT_EQ(Bits(again[i][r]), Bits(first[i][r])) << "output " << i << " row " << r;
+  auto debug = CompileAxisSum(shape, policy::Tier::kDebug);
+  ASSERT_TRUE(debug.ok());
+  for (const kernel::Kernel& k : debug->module->kernels) EXPECT_FALSE(k.sum_schedule);
+  runtime::cpu::CpuExecutor cpu({.threads = 1});
+  auto want = cpu.Run(*debug->plan, {{"x", HostTensor::FromFloats(MakeType(shape), x)}});
+  ASSERT_TRUE(want.ok());
+  const auto got = RunAxisSum(*debug, shape, x);
+  for (int i = 0; i < 2; ++i) {
+    const auto ref = want->outputs[i].second.view<float>();
+    ASSERT_EQ(got[i].size(), ref.size());
+    for (size_t r = 0; r < ref.size(); ++r)
+      EXPECT_EQ(Bits(got[i][r]), Bits(ref[r])) << "output " << i << " row " << r;
+  }
 }
 
 }  // namespace
