@@ -37,15 +37,24 @@ int64_t CeilDiv(int64_t a, int64_t b) {
   return b > 0 ? (a + b - 1) / b : 0;
 }
 
-// Elements between the first and one past the last element a box of `extent` touches (0: none).
-int64_t Span(const TileStrides& st, const std::array<int64_t, 3>& extent) {
-  int64_t span = 1;
+// Where the lowest and one past the highest element a box of `extent` touches lie from the box's
+// element (0, 0, 0): a negative stride (a flip, a slice's negative step) reaches below it. {0, 0}:
+// none.
+std::pair<int64_t, int64_t> Reach(const TileStrides& st, const std::array<int64_t, 3>& extent) {
+  int64_t lo = 0, hi = 1;
   for (int a = 0; a < 3; ++a) {
     if (st[a] == 0) continue;
-    if (extent[a] == 0) return 0;
-    span += (extent[a] - 1) * st[a];
+    if (extent[a] == 0) return {0, 0};
+    (st[a] < 0 ? lo : hi) += (extent[a] - 1) * st[a];
   }
-  return span;
+  return {lo, hi};
+}
+
+// Elements between the lowest and one past the highest element a box of `extent` touches (0:
+// none).
+int64_t Span(const TileStrides& st, const std::array<int64_t, 3>& extent) {
+  auto [lo, hi] = Reach(st, extent);
+  return hi - lo;
 }
 
 class Planner {
@@ -349,14 +358,14 @@ std::optional<TileSpace> TileSpaceOf(const Module& m, const Kernel& k) {
 
 std::pair<int64_t, int64_t> TileRange(const TileSpace& s, int b, const Tile& t) {
   const TileStrides& st = s.layouts[static_cast<size_t>(b)];
-  const int64_t span = Span(st, {t.rows, t.cols, t.depth});
-  if (span == 0) return {0, 0};
+  const auto [low, high] = Reach(st, {t.rows, t.cols, t.depth});
+  if (low == high) return {0, 0};
   const int64_t origin = s.origins.empty() ? 0 : s.origins[static_cast<size_t>(b)];
   const int64_t first = origin + t.row0 * st[0] + t.col0 * st[1] + t.depth0 * st[2];
-  if (b == s.reads_back && t.Continues()) return {first - st[2], first + span};
-  if (s.batch_dims.empty()) return {first, first + span};
+  if (b == s.reads_back && t.Continues()) return {first - st[2], first + high};
+  if (s.batch_dims.empty()) return {first + low, first + high};
   auto [lo, hi] = BatchOffsetRange(s, b, t.batch0, t.batch_count);
-  return {first + lo, first + hi + span};
+  return {first + lo + low, first + hi + high};
 }
 
 int64_t Tiling::TilesAlong(int axis) const {

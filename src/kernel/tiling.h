@@ -81,9 +81,10 @@ struct TileSpace {
   std::vector<std::vector<int64_t>> batch_strides;
 };
 
-// The tile space of a layout copy — transpose, permute, slice with positive steps, reshape — of a
-// 4-byte dtype whose output axes merge (where they move together in input and output) into at
-// most three; nullopt otherwise (kernel/tiling_copy.cpp).
+// The tile space of a layout copy — transpose, permute, slice (negative steps too), flip, reshape —
+// of a 4-byte dtype whose output axes merge (where they move together in input and output) into
+// at most three; nullopt otherwise (kernel/tiling_copy.cpp). A negative step or a flip gives the
+// input a negative stride: a box's input window reaches below its first element (TileRange).
 std::optional<TileSpace> CopyTileSpace(const Module& m, const Kernel& k);
 
 // Where binding `b`'s product `index` (of the batch, row-major over batch_dims) starts.

@@ -1,9 +1,10 @@
-// The tile space of a layout copy (transpose, permute, slice with positive steps, a reshape that is
-// a kernel): output element (x_0, ..., x_n) reads input element origin + sum x_d * in_stride_d, so
-// both operands are affine in the output's coordinates. Axes that move together in both (an axis
-// whose stride is the next one's times its size, in input and output alike) merge, and up to three
-// merged axes are the box; a tile, a sub-box, binds the window of each operand its box spans, and
-// moves its elements as the untiled kernel does: the same bits.
+// The tile space of a layout copy (transpose, permute, slice, flip, a reshape that is a kernel):
+// output element (x_0, ..., x_n) reads input element origin + sum x_d * in_stride_d, so both
+// operands are affine in the output's coordinates (a flip's or a negative step's stride is
+// negative: the box's first element is the highest of its input window). Axes that move together in
+// both (an axis whose stride is the next one's times its size, in input and output alike) merge,
+// and up to three merged axes are the box; a tile, a sub-box, binds the window of each operand its
+// box spans, and moves its elements as the untiled kernel does: the same bits.
 #include "kernel/tiling.h"
 
 namespace scellis::kernel {
@@ -46,10 +47,21 @@ std::optional<AffineCopy> AffineCopyOf(const Module& m, const Kernel& k) {
                                step = IntsOf(node.attrs["steps"]);
     if (start.size() != c.sizes.size() || step.size() != c.sizes.size()) return std::nullopt;
     for (size_t d = 0; d < c.sizes.size(); ++d) {
-      // A negative step walks the input backwards: its windows are not a box's forward span.
-      if (step[d] <= 0) return std::nullopt;
+      if (step[d] == 0) return std::nullopt;
       c.in_strides.push_back(step[d] * in_strides[d]);
       c.in_origin += start[d] * in_strides[d];
+    }
+    return c;
+  }
+  if (k.op == "flip") {
+    // Output coordinate x of a flipped axis of size n reads input coordinate n - 1 - x.
+    if (in_sizes.size() != c.sizes.size()) return std::nullopt;
+    c.in_strides = in_strides;
+    for (const Json& a : node.attrs["axes"]) {
+      const size_t axis = a.get<size_t>();
+      if (axis >= c.sizes.size() || c.in_strides[axis] < 0) return std::nullopt;
+      c.in_origin += (c.sizes[axis] - 1) * in_strides[axis];
+      c.in_strides[axis] = -in_strides[axis];
     }
     return c;
   }

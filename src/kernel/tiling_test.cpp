@@ -371,14 +371,6 @@ TEST(TilePlanning, NoTilesWhereNoneFitsOrTheKernelHasNoTileSpace) {
   Module m = LowerToKernel(Matmul({8, 200}, {200, 24}, false));
   EXPECT_FALSE(PlanTiles(m, OnlyOp(m, "matmul"), 252));
   EXPECT_TRUE(PlanTiles(m, OnlyOp(m, "matmul"), 256));  // one element per window
-  // A flip walks its input backwards: no box of it spans a forward window.
-  Module layout =
-      LowerToKernel({{"version", 4},
-                     {"nodes",
-                      {{{"id", 0}, {"op", "input"}, {"name", "x"}, {"shape", {40, 100}}},
-                       {{"id", 1}, {"op", "flip"}, {"a", 0}, {"axes", {1}}}}},
-                     {"outputs", {{{"name", "y"}, {"id", 1}}}}});
-  EXPECT_FALSE(TileSpaceOf(layout, OnlyOp(layout, "flip")));
   // A transpose of [300, 300] under a cap of one element per window: 90000 boxes, more than a
   // copy is cut into.
   Module transpose = LowerToKernel(CopyDoc({300, 300}, {{"op", "transpose"}}));
@@ -439,6 +431,53 @@ TEST(TilePlanning, LayoutCopiesAreAffineBoxesOfTheirOutputs) {
     EXPECT_EQ(std::make_tuple(s->rows, s->cols, s->depth), std::make_tuple(1, 1, 3000)) << op;
     EXPECT_EQ(s->layouts[0], (TileStrides{0, 0, 1})) << op;
   }
+}
+
+// flip of x [40, 100] along axis 1: output (r, c) reads 99 + 100 r - c, so the input's layout steps
+// back along depth. A box of c rows x 100 spans 100 (c - 1) + 100 elements of either operand,
+// within 961 for c <= 9: 5 tiles. The second box (rows 9..17) starts at input element 999 and
+// reaches down to 900.
+TEST(TilePlanning, AFlipWalksItsInputBackwardsFromTheBoxsHighestElement) {
+  Module m = LowerToKernel(CopyDoc({40, 100}, {{"op", "flip"}, {"axes", {1}}}));
+  std::optional<Tiling> t = PlanTiles(m, OnlyOp(m, "flip"), 4096);
+  ASSERT_TRUE(t);
+  EXPECT_EQ(t->space.layouts[0], (TileStrides{0, 100, -1}));
+  EXPECT_EQ(t->space.layouts[1], (TileStrides{0, 100, 1}));
+  EXPECT_EQ(t->space.origins, (std::vector<int64_t>{99, 0}));
+  EXPECT_EQ(t->tile_cols, 9);
+  ASSERT_EQ(t->tiles.size(), 5u);
+  EXPECT_EQ(TileRange(t->space, 0, t->tiles[1]), Range(900, 1800));
+  EXPECT_EQ(TileRange(t->space, 1, t->tiles[1]), Range(900, 1800));
+  EXPECT_EQ(TileRange(t->space, 0, t->tiles[4]), Range(3600, 4000));
+
+  // Flipped along both axes the input runs backwards as one axis: output i reads 3999 - i, in
+  // stretches of 961; the second reads 3038 down to 2078.
+  Module both = LowerToKernel(CopyDoc({40, 100}, {{"op", "flip"}, {"axes", {0, 1}}}));
+  t = PlanTiles(both, OnlyOp(both, "flip"), 4096);
+  ASSERT_TRUE(t);
+  EXPECT_EQ(t->space.layouts[0], (TileStrides{0, 0, -1}));
+  EXPECT_EQ(t->tile_depth, 961);
+  ASSERT_EQ(t->tiles.size(), 5u);
+  EXPECT_EQ(TileRange(t->space, 0, t->tiles[1]), Range(2078, 3039));
+  EXPECT_EQ(TileRange(t->space, 1, t->tiles[1]), Range(961, 1922));
+}
+
+// x [50, 40] sliced from (44, 2) by steps (-2, 3): output (r, c) reads 1762 - 80 r + 3 c. A box of
+// c rows spans 80 (c - 1) + 34 input elements, within 961 for c <= 12: 2 tiles; the first reads
+// rows 44 down to 22.
+TEST(TilePlanning, ASliceWithANegativeStepReachesBelowItsStart) {
+  Module m = LowerToKernel(CopyDoc(
+      {50, 40}, {{"op", "slice"}, {"starts", {44, 2}}, {"stops", {4, 38}}, {"steps", {-2, 3}}}));
+  std::optional<Tiling> t = PlanTiles(m, OnlyOp(m, "slice"), 4096);
+  ASSERT_TRUE(t);
+  EXPECT_EQ(std::make_tuple(t->space.rows, t->space.cols, t->space.depth),
+            std::make_tuple(1, 20, 12));
+  EXPECT_EQ(t->space.layouts[0], (TileStrides{0, -80, 3}));
+  EXPECT_EQ(t->space.origins, (std::vector<int64_t>{1762, 0}));
+  EXPECT_EQ(t->tile_cols, 12);
+  ASSERT_EQ(t->tiles.size(), 2u);
+  EXPECT_EQ(TileRange(t->space, 0, t->tiles[0]), Range(22 * 40 + 2, 44 * 40 + 36));
+  EXPECT_EQ(TileRange(t->space, 0, t->tiles[1]), Range(6 * 40 + 2, 20 * 40 + 36));
 }
 
 }  // namespace

@@ -212,12 +212,17 @@ Generated CopyTile(const Module& m, const Kernel& k, const Tiling& tiling, const
   // binding's element is its offset plus the box's coordinates through its strides.
   const TileSpace& sp = tiling.space;
   const int64_t count = t.rows * t.cols * t.depth;
+  // A negative stride (a flip, a slice's negative step) is subtracted after every positive term
+  // is added: each partial sum is then at least the element's own index, so the u32 arithmetic
+  // never goes below 0.
   auto at = [&](int b) {
     const TileStrides& st = sp.layouts[static_cast<size_t>(b)];
     std::string e = U32(offsets[static_cast<size_t>(b)]);
     const char* coord[3] = {"a", "b", "c"};
     for (int axis = 0; axis < 3; ++axis)
-      if (st[axis] != 0) e += " + " + std::string(coord[axis]) + " * " + U32(st[axis]);
+      if (st[axis] > 0) e += " + " + std::string(coord[axis]) + " * " + U32(st[axis]);
+    for (int axis = 0; axis < 3; ++axis)
+      if (st[axis] < 0) e += " - " + std::string(coord[axis]) + " * " + U32(-st[axis]);
     return e;
   };
   Generated out;

@@ -1,6 +1,6 @@
 // Tiles over the storage-binding cap for layout copies (kernel::CopyTileSpace): a transpose, a
-// permute of the last two axes of a batch, a slice with steps and a reshape, each cut into boxes of
-// its output whose windows of input and output both fit. A copy moves elements without arithmetic:
+// permute of the last two axes of a batch, slices with steps (negative ones too), flips and a
+// reshape, each cut into boxes of its output whose windows of input and output both fit. A copy moves elements without arithmetic:
 // the untiled kernel's and the reference's bits, and each element where the index arithmetic
 // worked out here puts it. The device is opened with a 4 KiB cap so that small tensors exercise
 // the tiles.
@@ -87,6 +87,55 @@ TEST(TilingLayout, AReshapeOverTheCapRunsInTilesOfItsElements) {
                                    "4 tiles of 1 x 1 x 961 of the output's 1 x 1 x 3000", 3 + 4);
   ASSERT_EQ(got.size(), x.size());
   for (size_t i = 0; i < x.size(); ++i) ASSERT_EQ(got[i], x[i]) << i;
+}
+
+// x [40, 100] (16000 B) flipped along its last axis: boxes of 9 rows x 100, whose input windows
+// run backwards from each row's last element; 5 tiles after 4 poison fills.
+TEST(TilingLayout, AFlipOverTheCapRunsInBoxesReadingItsInputBackwards) {
+  const unsigned seed = std::random_device{}();
+  SCOPED_TRACE("seed " + std::to_string(seed));
+  std::mt19937 rng(seed);
+  const std::vector<float> x = Random(rng, 40 * 100);
+  std::vector<float> got = RunCopy({40, 100}, {{"op", "flip"}, {"axes", {1}}}, x,
+                                   "5 tiles of 1 x 9 x 100 of the output's 1 x 40 x 100", 4 + 5);
+  ASSERT_EQ(got.size(), x.size());
+  for (int r = 0; r < 40; ++r)
+    for (int c = 0; c < 100; ++c) ASSERT_EQ(got[r * 100 + c], x[r * 100 + 99 - c]) << r << "," << c;
+}
+
+// x [6, 10, 30] (7200 B) flipped along axes 0 and 2: the input's strides (-300, 10, -1) mix
+// directions. A box of r x 10 x 30 spans 300 (r - 1) + 300 elements of either operand, within 961
+// for r <= 3: 2 tiles after 2 poison fills.
+TEST(TilingLayout, AFlipOfTwoAxesOverTheCapRunsInBoxesOfMixedDirections) {
+  const unsigned seed = std::random_device{}();
+  SCOPED_TRACE("seed " + std::to_string(seed));
+  std::mt19937 rng(seed);
+  const std::vector<float> x = Random(rng, 6 * 10 * 30);
+  std::vector<float> got = RunCopy({6, 10, 30}, {{"op", "flip"}, {"axes", {0, 2}}}, x,
+                                   "2 tiles of 3 x 10 x 30 of the output's 6 x 10 x 30", 2 + 2);
+  ASSERT_EQ(got.size(), x.size());
+  for (int p = 0; p < 6; ++p)
+    for (int r = 0; r < 10; ++r)
+      for (int c = 0; c < 30; ++c)
+        ASSERT_EQ(got[(p * 10 + r) * 30 + c], x[((5 - p) * 10 + r) * 30 + 29 - c])
+            << p << "," << r << "," << c;
+}
+
+// x [50, 40] (8000 B) sliced from (44, 37) by steps (-2, -3): output (r, c) reads row 44 - 2 r,
+// column 37 - 3 c, [20, 12]. A box of c output rows spans 80 (c - 1) + 34 input elements, within
+// 961 for c <= 12: 2 tiles after one poison fill, each window below the box's first element.
+TEST(TilingLayout, ASliceWithNegativeStepsOverTheCapRunsInBoxesReadingBackwards) {
+  const unsigned seed = std::random_device{}();
+  SCOPED_TRACE("seed " + std::to_string(seed));
+  std::mt19937 rng(seed);
+  const std::vector<float> x = Random(rng, 50 * 40);
+  std::vector<float> got = RunCopy(
+      {50, 40}, {{"op", "slice"}, {"starts", {44, 37}}, {"stops", {4, 1}}, {"steps", {-2, -3}}}, x,
+      "2 tiles of 1 x 12 x 12 of the output's 1 x 20 x 12", 1 + 2);
+  ASSERT_EQ(got.size(), 20u * 12u);
+  for (int r = 0; r < 20; ++r)
+    for (int c = 0; c < 12; ++c)
+      ASSERT_EQ(got[r * 12 + c], x[(44 - 2 * r) * 40 + 37 - 3 * c]) << r << "," << c;
 }
 
 }  // namespace
