@@ -480,5 +480,68 @@ TEST(TilePlanning, ASliceWithANegativeStepReachesBelowItsStart) {
   EXPECT_EQ(TileRange(t->space, 0, t->tiles[1]), Range(6 * 40 + 2, 20 * 40 + 36));
 }
 
+// A concat or stack of inputs of `shapes` along `axis`.
+Json JoinDoc(const std::string& op, const std::vector<std::vector<int64_t>>& shapes, int axis) {
+  Json nodes = Json::array(), inputs = Json::array();
+  for (size_t i = 0; i < shapes.size(); ++i) {
+    nodes.push_back(
+        {{"id", i}, {"op", "input"}, {"name", "x" + std::to_string(i)}, {"shape", shapes[i]}});
+    inputs.push_back(i);
+  }
+  nodes.push_back({{"id", shapes.size()}, {"op", op}, {"inputs", inputs}, {"axis", axis}});
+  return {{"version", 4}, {"nodes", nodes}, {"outputs", {{{"name", "y"}, {"id", shapes.size()}}}}};
+}
+
+// concat along axis 1 of [20, 30], [20, 50], [20, 20] into [20, 100]: input p is a box of 20 rows
+// x its length, written 100 apart from its column offset (0, 30, 80). r rows of the middle input
+// span 100 (r - 1) + 50 output elements, within 961 for r <= 10: 2 tiles per input, each binding
+// one element of the other inputs.
+TEST(TilePlanning, AConcatIsCutPerInputIntoBoxesOfItsPlaceInTheOutput) {
+  Module m = LowerToKernel(JoinDoc("concat", {{20, 30}, {20, 50}, {20, 20}}, 1));
+  const Kernel& k = OnlyOp(m, "concat");
+  std::optional<TileSpace> s = TileSpaceOf(m, k);
+  ASSERT_TRUE(s);
+  ASSERT_EQ(s->parts.size(), 3u);
+  EXPECT_EQ(s->parts[1].layouts,
+            (std::vector<TileStrides>{{0, 0, 0}, {0, 50, 1}, {0, 0, 0}, {0, 100, 1}}));
+  EXPECT_EQ(s->parts[1].origins, (std::vector<int64_t>{0, 0, 0, 30}));
+  EXPECT_EQ(s->parts[2].origins, (std::vector<int64_t>{0, 0, 0, 80}));
+  std::optional<Tiling> t = PlanTiles(m, k, 4096);
+  ASSERT_TRUE(t);
+  ASSERT_EQ(t->tiles.size(), 6u);
+  const Tile& second = t->tiles[3];  // the middle input's rows 10..19
+  EXPECT_EQ(second.part, 1);
+  EXPECT_EQ(second.col0, 10);
+  EXPECT_EQ(TileRange(t->space, 1, second), Range(500, 1000));
+  EXPECT_EQ(TileRange(t->space, 3, second), Range(1030, 1980));
+  EXPECT_EQ(TileRange(t->space, 0, second), Range(0, 1));
+  EXPECT_EQ(TileRange(t->space, 2, second), Range(0, 1));
+  EXPECT_EQ(t->Describe(),
+            "6 tiles, by input 2 + 2 + 2, each moving a box of one input's elements to its place "
+            "in the output");
+
+  // Along axis 0 an input is one run of the output: [12, 100] in 2 stretches (961 + 239), [3, 100]
+  // whole from element 1200.
+  Module rows = LowerToKernel(JoinDoc("concat", {{12, 100}, {3, 100}}, 0));
+  t = PlanTiles(rows, OnlyOp(rows, "concat"), 4096);
+  ASSERT_TRUE(t);
+  ASSERT_EQ(t->tiles.size(), 3u);
+  EXPECT_EQ(TileRange(t->space, 0, t->tiles[1]), Range(961, 1200));
+  EXPECT_EQ(TileRange(t->space, 2, t->tiles[2]), Range(1200, 1500));
+  EXPECT_EQ(TileRange(t->space, 1, t->tiles[2]), Range(0, 300));
+}
+
+// stack along axis 1 of three [10, 40] into [10, 3, 40]: input p's row r lands at 120 r + 40 p; r
+// rows span 120 (r - 1) + 40 output elements, within 961 for r <= 8: 2 tiles per input.
+TEST(TilePlanning, AStackIsCutPerInputAsAConcatOfLengthOne) {
+  Module m = LowerToKernel(JoinDoc("stack", {{10, 40}, {10, 40}, {10, 40}}, 1));
+  std::optional<Tiling> t = PlanTiles(m, OnlyOp(m, "stack"), 4096);
+  ASSERT_TRUE(t);
+  ASSERT_EQ(t->tiles.size(), 6u);
+  EXPECT_EQ(t->tile_cols, 8);
+  EXPECT_EQ(TileRange(t->space, 3, t->tiles[4]), Range(80, 80 + 7 * 120 + 40));
+  EXPECT_EQ(TileRange(t->space, 2, t->tiles[5]), Range(320, 400));
+}
+
 }  // namespace
 }  // namespace scellis::kernel

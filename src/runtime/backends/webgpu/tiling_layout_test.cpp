@@ -1,9 +1,9 @@
 // Tiles over the storage-binding cap for layout copies (kernel::CopyTileSpace): a transpose, a
 // permute of the last two axes of a batch, slices with steps (negative ones too), flips and a
-// reshape, each cut into boxes of its output whose windows of input and output both fit. A copy moves elements without arithmetic:
-// the untiled kernel's and the reference's bits, and each element where the index arithmetic
-// worked out here puts it. The device is opened with a 4 KiB cap so that small tensors exercise
-// the tiles.
+// reshape, each cut into boxes of its output whose windows of input and output both fit. A copy
+// moves elements without arithmetic: the untiled kernel's and the reference's bits, and each
+// element where the index arithmetic worked out here puts it. The device is opened with a 4 KiB cap
+// so that small tensors exercise the tiles.
 #include "runtime/backends/webgpu/tiling_support_test.h"
 
 namespace scellis::runtime::webgpu {
@@ -136,6 +136,67 @@ TEST(TilingLayout, ASliceWithNegativeStepsOverTheCapRunsInBoxesReadingBackwards)
   for (int r = 0; r < 20; ++r)
     for (int c = 0; c < 12; ++c)
       ASSERT_EQ(got[r * 12 + c], x[(44 - 2 * r) * 40 + 37 - 3 * c]) << r << "," << c;
+}
+
+// A concat or stack of inputs of `shapes` along `axis`, each fed seeded random values.
+std::vector<float> RunJoin(const std::string& op, const std::vector<std::vector<int64_t>>& shapes,
+                           int axis, const std::vector<std::vector<float>>& x,
+                           const std::string& tiling, int dispatches) {
+  Json nodes = Json::array(), inputs = Json::array();
+  Feeds feeds;
+  for (size_t i = 0; i < shapes.size(); ++i) {
+    const std::string name = "x" + std::to_string(i);
+    nodes.push_back({{"id", i}, {"op", "input"}, {"name", name}, {"shape", shapes[i]}});
+    inputs.push_back(i);
+    feeds.emplace(name, HostTensor::FromFloats(MakeType(shapes[i]), x[i]));
+  }
+  nodes.push_back({{"id", shapes.size()}, {"op", op}, {"inputs", inputs}, {"axis", axis}});
+  const Json doc = {
+      {"version", 4}, {"nodes", nodes}, {"outputs", {{{"name", "y"}, {"id", shapes.size()}}}}};
+  return RunTiled(doc, feeds, tiling, dispatches, true);
+}
+
+// [20, 30], [20, 50] and [20, 20] joined along axis 1 into [20, 100] (8000 B): each input in 2
+// boxes of 10 rows (the middle one's output window spans 100 * 9 + 50 elements), 6 tiles after 2
+// poison fills; output (r, c) is the input whose columns hold c, at its column c - offset.
+TEST(TilingLayout, AConcatOverTheCapRunsInBoxesOfOneInputEach) {
+  const unsigned seed = std::random_device{}();
+  SCOPED_TRACE("seed " + std::to_string(seed));
+  std::mt19937 rng(seed);
+  const std::vector<int64_t> widths = {30, 50, 20};
+  std::vector<std::vector<float>> x;
+  for (int64_t w : widths) x.push_back(Random(rng, static_cast<size_t>(20 * w)));
+  std::vector<float> got =
+      RunJoin("concat", {{20, 30}, {20, 50}, {20, 20}}, 1, x, "6 tiles, by input 2 + 2 + 2", 2 + 6);
+  ASSERT_EQ(got.size(), 2000u);
+  for (int r = 0; r < 20; ++r)
+    for (int c = 0; c < 100; ++c) {
+      const int p = c < 30 ? 0 : c < 80 ? 1 : 2;
+      const int offset = p == 0 ? 0 : p == 1 ? 30 : 80;
+      ASSERT_EQ(got[r * 100 + c], x[p][r * widths[p] + c - offset]) << r << "," << c;
+    }
+}
+
+// Three [10, 40] stacked along axis 1 into [10, 3, 40] (4800 B): each input in 2 boxes of at most
+// 8 rows, 6 tiles after 2 poison fills; output (r, p, c) is input p's (r, c). Then [12, 100] and
+// [3, 100] joined along axis 0 (6000 B): the first input in 2 stretches, the second whole, 3 tiles.
+TEST(TilingLayout, AStackAndARowConcatOverTheCapRunInBoxesOfOneInputEach) {
+  const unsigned seed = std::random_device{}();
+  SCOPED_TRACE("seed " + std::to_string(seed));
+  std::mt19937 rng(seed);
+  std::vector<std::vector<float>> x = {Random(rng, 400), Random(rng, 400), Random(rng, 400)};
+  std::vector<float> got =
+      RunJoin("stack", {{10, 40}, {10, 40}, {10, 40}}, 1, x, "6 tiles, by input 2 + 2 + 2", 2 + 6);
+  ASSERT_EQ(got.size(), 1200u);
+  for (int r = 0; r < 10; ++r)
+    for (int p = 0; p < 3; ++p)
+      for (int c = 0; c < 40; ++c)
+        ASSERT_EQ(got[(r * 3 + p) * 40 + c], x[p][r * 40 + c]) << r << "," << p << "," << c;
+
+  x = {Random(rng, 1200), Random(rng, 300)};
+  got = RunJoin("concat", {{12, 100}, {3, 100}}, 0, x, "3 tiles, by input 2 + 1", 2 + 3);
+  ASSERT_EQ(got.size(), 1500u);
+  for (int i = 0; i < 1500; ++i) ASSERT_EQ(got[i], i < 1200 ? x[0][i] : x[1][i - 1200]) << i;
 }
 
 }  // namespace
