@@ -280,6 +280,7 @@ std::optional<TileSpace> TileSpaceOf(const Module& m, const Kernel& k) {
   // kernel merged with its gradient: its tiles of whole rows write their rows of the gradient.
   if (std::optional<TileSpace> copy = CopyTileSpace(m, k)) return copy;
   if (std::optional<TileSpace> join = JoinTileSpace(m, k)) return join;
+  if (std::optional<TileSpace> pad = PadTileSpace(m, k)) return pad;
   if (k.kind != KernelKind::kOp || !AllF32(m, k)) return std::nullopt;
   if (!k.extra_outputs.empty() && !IsLossWithGradient(m, k)) return std::nullopt;
   const webir::Node& node = m.graph().at(k.output);
@@ -450,6 +451,10 @@ std::string Tiling::Describe() const {
         for (const Tile& t : tiles) ++per[static_cast<size_t>(t.part)];
         std::string counts;
         for (int64_t c : per) counts += (counts.empty() ? "" : " + ") + std::to_string(c);
+        if (space.parts.front().copy_input < 0)
+          return n + ": " + std::to_string(per[0]) + " writing the pad value over the output, " +
+                 "then " + std::to_string(per[1]) +
+                 " moving boxes of the input to its place inside";
         return n + ", by input " + counts +
                ", each moving a box of one input's elements to its place in the output";
       }

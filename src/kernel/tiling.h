@@ -83,6 +83,9 @@ struct TileSpace {
   // the output, a box of its own whose layouts bind input p and the output (every other input one
   // element, which the tile does not read); a tile is of one part (Tile::part). Empty: one box.
   std::vector<TileSpace> parts;
+  // Of a copy, the input its box moves (a concat's part p: input p); -1: none, the box is written
+  // with the pad value (pad's first part, before its second moves the input inside).
+  int copy_input = 0;
 };
 
 // The tile space of a layout copy — transpose, permute, slice (negative steps too), flip, reshape —
@@ -96,6 +99,11 @@ std::optional<TileSpace> CopyTileSpace(const Module& m, const Kernel& k);
 // when an input or the output is empty (kernel/tiling_copy.cpp).
 std::optional<TileSpace> JoinTileSpace(const Module& m, const Kernel& k);
 
+// The tile space of a constant pad of 4-byte elements, in two parts: the whole output written
+// with the value, then the input moved into its place inside (its axes merged as CopyTileSpace
+// merges them); nullopt when the input is empty (kernel/tiling_copy.cpp).
+std::optional<TileSpace> PadTileSpace(const Module& m, const Kernel& k);
+
 // Where binding `b`'s product `index` (of the batch, row-major over batch_dims) starts.
 int64_t BatchOffset(const TileSpace& s, int b, int64_t index);
 
@@ -103,7 +111,8 @@ int64_t BatchOffset(const TileSpace& s, int b, int64_t index);
 // either operand possibly read transposed, or batched, broadcast batch dims included), f32 sums
 // and means (whole-tensor or along an axis), f32 softmax and log_softmax, f32 cumsum, f32
 // cross_entropy (alone, or merged with its gradient: merge-loss-gradient) and f32
-// cross_entropy_grad (whole rows), and the layout copies of CopyTileSpace and JoinTileSpace.
+// cross_entropy_grad (whole rows), and the layout copies of CopyTileSpace, JoinTileSpace and
+// PadTileSpace.
 std::optional<TileSpace> TileSpaceOf(const Module& m, const Kernel& k);
 
 struct Tile {

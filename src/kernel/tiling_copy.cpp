@@ -4,7 +4,9 @@
 // negative: the box's first element is the highest of its input window). Axes that move together in
 // both (an axis whose stride is the next one's times its size, in input and output alike) merge,
 // and up to three merged axes are the box; a tile, a sub-box, binds the window of each operand its
-// box spans, and moves its elements as the untiled kernel does: the same bits.
+// box spans, and moves its elements as the untiled kernel does: the same bits. A concat or stack is
+// such a copy of each input into its sub-box of the output, a box per input; a constant pad writes
+// its value over the whole output, then moves its input inside as such a copy.
 #include "kernel/tiling.h"
 
 namespace scellis::kernel {
@@ -156,8 +158,34 @@ std::optional<TileSpace> JoinTileSpace(const Module& m, const Kernel& k) {
     part.layouts[p] = box->layouts[0];
     part.layouts[n] = box->layouts[1];
     part.origins[n] = box->origins[1];
+    part.copy_input = static_cast<int>(p);
     s.parts.push_back(std::move(part));
   }
+  return s;
+}
+
+std::optional<TileSpace> PadTileSpace(const Module& m, const Kernel& k) {
+  if (k.kind != KernelKind::kOp || k.op != "pad" || k.inputs.size() != 1 ||
+      !k.extra_outputs.empty() || !FourByteCopy(m, k))
+    return std::nullopt;
+  const webir::Node& node = m.graph().at(k.output);
+  const std::vector<int64_t> sizes = node.type.sizes(),
+                             in_sizes = m.graph().at(k.inputs[0]).type.sizes();
+  const std::vector<int64_t> out_strides = RowMajorStrides(sizes);
+  if (in_sizes.size() != sizes.size() || node.attrs["pads"].size() != sizes.size())
+    return std::nullopt;
+  // Input element x lands at output element x + before on every axis.
+  int64_t inside = 0;
+  for (size_t d = 0; d < sizes.size(); ++d)
+    inside += node.attrs["pads"][d][0].get<int64_t>() * out_strides[d];
+  std::optional<TileSpace> copy =
+      MergedBox(in_sizes, RowMajorStrides(in_sizes), out_strides, 0, inside);
+  std::optional<TileSpace> fill =
+      MergedBox({node.type.elements()}, {0}, {1}, 0, 0);  // reads nothing
+  if (!copy || !fill) return std::nullopt;
+  fill->copy_input = -1;
+  TileSpace s = *fill;
+  s.parts = {*fill, *copy};
   return s;
 }
 

@@ -543,5 +543,27 @@ TEST(TilePlanning, AStackIsCutPerInputAsAConcatOfLengthOne) {
   EXPECT_EQ(TileRange(t->space, 2, t->tiles[5]), Range(320, 400));
 }
 
+// pad of x [30, 40] by rows (2, 3) and columns (5, 1) into [35, 46]: first the output's 1610
+// elements written with the value in stretches of 961, then the input moved inside from output
+// element 2 * 46 + 5 = 97, r rows of it spanning 46 (r - 1) + 40 output elements (r <= 21).
+TEST(TilePlanning, APadWritesItsValueOverTheOutputThenMovesTheInputInside) {
+  Module m =
+      LowerToKernel(CopyDoc({30, 40}, {{"op", "pad"}, {"pads", {{2, 3}, {5, 1}}}, {"value", 1.5}}));
+  std::optional<Tiling> t = PlanTiles(m, OnlyOp(m, "pad"), 4096);
+  ASSERT_TRUE(t);
+  ASSERT_EQ(t->space.parts.size(), 2u);
+  EXPECT_EQ(t->space.parts[0].copy_input, -1);
+  EXPECT_EQ(t->space.parts[1].layouts, (std::vector<TileStrides>{{0, 40, 1}, {0, 46, 1}}));
+  EXPECT_EQ(t->space.parts[1].origins, (std::vector<int64_t>{0, 97}));
+  ASSERT_EQ(t->tiles.size(), 4u);
+  EXPECT_EQ(TileRange(t->space, 1, t->tiles[1]), Range(961, 1610));
+  EXPECT_EQ(TileRange(t->space, 0, t->tiles[1]), Range(0, 1));
+  EXPECT_EQ(TileRange(t->space, 0, t->tiles[3]), Range(21 * 40, 30 * 40));
+  EXPECT_EQ(TileRange(t->space, 1, t->tiles[3]), Range(97 + 21 * 46, 97 + 29 * 46 + 40));
+  EXPECT_EQ(t->Describe(),
+            "4 tiles: 2 writing the pad value over the output, then 2 moving boxes of the input "
+            "to its place inside");
+}
+
 }  // namespace
 }  // namespace scellis::kernel

@@ -227,16 +227,20 @@ Generated CopyTile(const Module& m, const Kernel& k, const Tiling& tiling, const
   };
   // The input the tile moves: the only one, or (a concat's or stack's part) its part's; every
   // other input is still named, so the shader's binding layout keeps the binding the tile binds.
-  const size_t read = t.part >= 0 ? static_cast<size_t>(t.part) : 0;
+  // A pad's fill box reads no input and writes the pad value.
+  const int read = sp.copy_input;
   std::string named;
   for (size_t j = 0; j < k.inputs.size(); ++j)
-    if (j != read) named += "  _ = arrayLength(&in" + std::to_string(j) + ");\n";
+    if (static_cast<int>(j) != read) named += "  _ = arrayLength(&in" + std::to_string(j) + ");\n";
+  const webir::Node& node = m.graph().at(k.output);
+  const std::string value =
+      read >= 0 ? "in" + std::to_string(read) + "[" + at(read) + "]"
+                : StorageLiteral(node.type.dtype, node.attrs["value"].get<double>());
   Generated out;
   out.source = Bindings(m, k) + "\n" + LinearEntry(count) + named + "  let c = i % " +
                Divisor(t.depth) + ";\n  let b = (i / " + Divisor(t.depth) + ") % " +
                Divisor(t.cols) + ";\n  let a = i / " + Divisor(t.depth * t.cols) + ";\n  out[" +
-               at(static_cast<int>(k.inputs.size())) + "] = in" + std::to_string(read) + "[" +
-               at(static_cast<int>(read)) + "];\n}\n";
+               at(static_cast<int>(k.inputs.size())) + "] = " + value + ";\n}\n";
   out.workgroups = LinearGrid(count);
   return out;
 }

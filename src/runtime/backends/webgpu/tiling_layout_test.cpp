@@ -1,9 +1,9 @@
-// Tiles over the storage-binding cap for layout copies (kernel::CopyTileSpace): a transpose, a
-// permute of the last two axes of a batch, slices with steps (negative ones too), flips and a
-// reshape, each cut into boxes of its output whose windows of input and output both fit. A copy
-// moves elements without arithmetic: the untiled kernel's and the reference's bits, and each
-// element where the index arithmetic worked out here puts it. The device is opened with a 4 KiB cap
-// so that small tensors exercise the tiles.
+// Tiles over the storage-binding cap for layout copies (kernel::CopyTileSpace, JoinTileSpace,
+// PadTileSpace): a transpose, a permute of the last two axes of a batch, slices with steps
+// (negative ones too), flips, a reshape, concats, a stack and a pad, each cut into boxes of its
+// output whose windows of input and output both fit. A copy moves elements without arithmetic: the
+// untiled kernel's and the reference's bits, and each element where the index arithmetic worked
+// out here puts it. The device is opened with a 4 KiB cap so that small tensors exercise the tiles.
 #include "runtime/backends/webgpu/tiling_support_test.h"
 
 namespace scellis::runtime::webgpu {
@@ -197,6 +197,25 @@ TEST(TilingLayout, AStackAndARowConcatOverTheCapRunInBoxesOfOneInputEach) {
   got = RunJoin("concat", {{12, 100}, {3, 100}}, 0, x, "3 tiles, by input 2 + 1", 2 + 3);
   ASSERT_EQ(got.size(), 1500u);
   for (int i = 0; i < 1500; ++i) ASSERT_EQ(got[i], i < 1200 ? x[0][i] : x[1][i - 1200]) << i;
+}
+
+// x [30, 40] padded by rows (2, 3) and columns (5, 1) with 1.5 into [35, 46] (6440 B): the value
+// over the whole output in 2 tiles, then the input inside in 2 boxes of at most 21 rows, after 2
+// poison fills; output (r, c) is x (r - 2, c - 5) inside, 1.5 around.
+TEST(TilingLayout, APadOverTheCapWritesItsValueThenMovesTheInputInside) {
+  const unsigned seed = std::random_device{}();
+  SCOPED_TRACE("seed " + std::to_string(seed));
+  std::mt19937 rng(seed);
+  const std::vector<float> x = Random(rng, 30 * 40);
+  std::vector<float> got =
+      RunCopy({30, 40}, {{"op", "pad"}, {"pads", {{2, 3}, {5, 1}}}, {"value", 1.5}}, x,
+              "4 tiles: 2 writing the pad value over the output, then 2 moving boxes", 2 + 4);
+  ASSERT_EQ(got.size(), 35u * 46u);
+  for (int r = 0; r < 35; ++r)
+    for (int c = 0; c < 46; ++c) {
+      const bool inside = r >= 2 && r < 32 && c >= 5 && c < 45;
+      ASSERT_EQ(got[r * 46 + c], inside ? x[(r - 2) * 40 + c - 5] : 1.5f) << r << "," << c;
+    }
 }
 
 }  // namespace
