@@ -37,15 +37,24 @@ int64_t CeilDiv(int64_t a, int64_t b) {
   return b > 0 ? (a + b - 1) / b : 0;
 }
 
-// Elements between the first and one past the last element a box of `extent` touches (0: none).
-int64_t Span(const TileStrides& st, const std::array<int64_t, 3>& extent) {
-  int64_t span = 1;
+// Where the lowest and one past the highest element a box of `extent` touches lie from the box's
+// element (0, 0, 0): a negative stride (a flip, a slice's negative step) reaches below it. {0, 0}:
+// none.
+std::pair<int64_t, int64_t> Reach(const TileStrides& st, const std::array<int64_t, 3>& extent) {
+  int64_t lo = 0, hi = 1;
   for (int a = 0; a < 3; ++a) {
     if (st[a] == 0) continue;
-    if (extent[a] == 0) return 0;
-    span += (extent[a] - 1) * st[a];
+    if (extent[a] == 0) return {0, 0};
+    (st[a] < 0 ? lo : hi) += (extent[a] - 1) * st[a];
   }
-  return span;
+  return {lo, hi};
+}
+
+// Elements between the lowest and one past the highest element a box of `extent` touches (0:
+// none).
+int64_t Span(const TileStrides& st, const std::array<int64_t, 3>& extent) {
+  auto [lo, hi] = Reach(st, extent);
+  return hi - lo;
 }
 
 class Planner {
@@ -227,6 +236,27 @@ std::optional<Tiling> PlanBatched(const TileSpace& s, uint64_t cap, uint64_t ali
   return t;
 }
 
+// A copy in parts (a concat's or stack's inputs): each part's fewest tiles, part after part.
+std::optional<Tiling> PlanParts(const TileSpace& s, uint64_t cap, uint64_t alignment) {
+  Tiling t;
+  t.space = s;
+  for (size_t p = 0; p < s.parts.size(); ++p) {
+    std::optional<Tiling> part = Planner(s.parts[p], cap, alignment).Plan();
+    if (!part) return std::nullopt;
+    if (p == 0) {
+      t.tile_rows = part->tile_rows;
+      t.tile_cols = part->tile_cols;
+      t.tile_depth = part->tile_depth;
+    }
+    for (Tile tile : part->tiles) {
+      tile.part = static_cast<int>(p);
+      t.tiles.push_back(tile);
+    }
+  }
+  if (t.tiles.size() > kMaxCopyTiles) return std::nullopt;
+  return t;
+}
+
 }  // namespace
 
 int64_t BatchOffset(const TileSpace& s, int b, int64_t index) {
@@ -249,6 +279,8 @@ std::optional<TileSpace> TileSpaceOf(const Module& m, const Kernel& k) {
   // tiled (the passes that make them leave kernels over the binding cap alone), except the loss
   // kernel merged with its gradient: its tiles of whole rows write their rows of the gradient.
   if (std::optional<TileSpace> copy = CopyTileSpace(m, k)) return copy;
+  if (std::optional<TileSpace> join = JoinTileSpace(m, k)) return join;
+  if (std::optional<TileSpace> pad = PadTileSpace(m, k)) return pad;
   if (k.kind != KernelKind::kOp || !AllF32(m, k)) return std::nullopt;
   if (!k.extra_outputs.empty() && !IsLossWithGradient(m, k)) return std::nullopt;
   const webir::Node& node = m.graph().at(k.output);
@@ -347,16 +379,21 @@ std::optional<TileSpace> TileSpaceOf(const Module& m, const Kernel& k) {
   return std::nullopt;
 }
 
-std::pair<int64_t, int64_t> TileRange(const TileSpace& s, int b, const Tile& t) {
+const TileSpace& SpaceOf(const TileSpace& s, const Tile& t) {
+  return t.part >= 0 ? s.parts[static_cast<size_t>(t.part)] : s;
+}
+
+std::pair<int64_t, int64_t> TileRange(const TileSpace& whole, int b, const Tile& t) {
+  const TileSpace& s = SpaceOf(whole, t);
   const TileStrides& st = s.layouts[static_cast<size_t>(b)];
-  const int64_t span = Span(st, {t.rows, t.cols, t.depth});
-  if (span == 0) return {0, 0};
+  const auto [low, high] = Reach(st, {t.rows, t.cols, t.depth});
+  if (low == high) return {0, 0};
   const int64_t origin = s.origins.empty() ? 0 : s.origins[static_cast<size_t>(b)];
   const int64_t first = origin + t.row0 * st[0] + t.col0 * st[1] + t.depth0 * st[2];
-  if (b == s.reads_back && t.Continues()) return {first - st[2], first + span};
-  if (s.batch_dims.empty()) return {first, first + span};
+  if (b == s.reads_back && t.Continues()) return {first - st[2], first + high};
+  if (s.batch_dims.empty()) return {first + low, first + high};
   auto [lo, hi] = BatchOffsetRange(s, b, t.batch0, t.batch_count);
-  return {first + lo, first + hi + span};
+  return {first + lo + low, first + hi + high};
 }
 
 int64_t Tiling::TilesAlong(int axis) const {
@@ -408,6 +445,19 @@ std::string Tiling::Describe() const {
     case TileSpace::Kind::kCrossEntropyGrad:
       return n + " of " + std::to_string(tile_rows) + " rows";
     case TileSpace::Kind::kCopy:
+      if (!space.parts.empty()) {
+        // Per input, its tiles: "5 tiles, by input 1 + 2 + 2, ...".
+        std::vector<int64_t> per(space.parts.size(), 0);
+        for (const Tile& t : tiles) ++per[static_cast<size_t>(t.part)];
+        std::string counts;
+        for (int64_t c : per) counts += (counts.empty() ? "" : " + ") + std::to_string(c);
+        if (space.parts.front().copy_input < 0)
+          return n + ": " + std::to_string(per[0]) + " writing the pad value over the output, " +
+                 "then " + std::to_string(per[1]) +
+                 " moving boxes of the input to its place inside";
+        return n + ", by input " + counts +
+               ", each moving a box of one input's elements to its place in the output";
+      }
       return n + " of " + std::to_string(tile_rows) + " x " + std::to_string(tile_cols) + " x " +
              std::to_string(tile_depth) + " of the output's " + std::to_string(space.rows) + " x " +
              std::to_string(space.cols) + " x " + std::to_string(space.depth) +
@@ -427,6 +477,7 @@ std::optional<Tiling> PlanTiles(const Module& m, const Kernel& k, uint64_t cap,
   std::optional<TileSpace> s = TileSpaceOf(m, k);
   if (!s) return std::nullopt;
   if (s->batches > 1) return PlanBatched(*s, cap, alignment);
+  if (!s->parts.empty()) return PlanParts(*s, cap, alignment);
   std::optional<Tiling> t = Planner(*s, cap, alignment).Plan();
   // A copy whose input and output run across each other (a permute far from the identity) can
   // need boxes so small that their dispatches would outnumber any sensible step: bound whole

@@ -79,12 +79,30 @@ struct TileSpace {
   int64_t batches = 1;
   std::vector<int64_t> batch_dims;
   std::vector<std::vector<int64_t>> batch_strides;
+  // A copy of several inputs (concat, stack), in parts: part p moves input p into its sub-box of
+  // the output, a box of its own whose layouts bind input p and the output (every other input one
+  // element, which the tile does not read); a tile is of one part (Tile::part). Empty: one box.
+  std::vector<TileSpace> parts;
+  // Of a copy, the input its box moves (a concat's part p: input p); -1: none, the box is written
+  // with the pad value (pad's first part, before its second moves the input inside).
+  int copy_input = 0;
 };
 
-// The tile space of a layout copy — transpose, permute, slice with positive steps, reshape — of a
-// 4-byte dtype whose output axes merge (where they move together in input and output) into at
-// most three; nullopt otherwise (kernel/tiling_copy.cpp).
+// The tile space of a layout copy — transpose, permute, slice (negative steps too), flip, reshape —
+// of a 4-byte dtype whose output axes merge (where they move together in input and output) into
+// at most three; nullopt otherwise (kernel/tiling_copy.cpp). A negative step or a flip gives the
+// input a negative stride: a box's input window reaches below its first element (TileRange).
 std::optional<TileSpace> CopyTileSpace(const Module& m, const Kernel& k);
+
+// The tile space of a concat or stack of 4-byte elements, in one part per input (each an affine
+// copy into its sub-box of the output, its axes merged as CopyTileSpace merges them); nullopt
+// when an input or the output is empty (kernel/tiling_copy.cpp).
+std::optional<TileSpace> JoinTileSpace(const Module& m, const Kernel& k);
+
+// The tile space of a constant pad of 4-byte elements, in two parts: the whole output written
+// with the value, then the input moved into its place inside (its axes merged as CopyTileSpace
+// merges them); nullopt when the input is empty (kernel/tiling_copy.cpp).
+std::optional<TileSpace> PadTileSpace(const Module& m, const Kernel& k);
 
 // Where binding `b`'s product `index` (of the batch, row-major over batch_dims) starts.
 int64_t BatchOffset(const TileSpace& s, int b, int64_t index);
@@ -93,7 +111,8 @@ int64_t BatchOffset(const TileSpace& s, int b, int64_t index);
 // either operand possibly read transposed, or batched, broadcast batch dims included), f32 sums
 // and means (whole-tensor or along an axis), f32 softmax and log_softmax, f32 cumsum, f32
 // cross_entropy (alone, or merged with its gradient: merge-loss-gradient) and f32
-// cross_entropy_grad (whole rows), and the layout copies of CopyTileSpace.
+// cross_entropy_grad (whole rows), and the layout copies of CopyTileSpace, JoinTileSpace and
+// PadTileSpace.
 std::optional<TileSpace> TileSpaceOf(const Module& m, const Kernel& k);
 
 struct Tile {
@@ -102,12 +121,16 @@ struct Tile {
   // Of a softmax row cut along itself, which of the row's three passes over its tiles the tile
   // serves: 0 the maximum (and whether the row is NaN), 1 the sum of exp, 2 the writes.
   int pass = 0;
+  int part = -1;  // of a space in parts (TileSpace::parts), the part the tile is of
   // Starts from the partial sums an earlier tile along depth stored (of a space that sums along
   // depth: not a copy's).
   bool Continues() const { return depth0 > 0; }
   // Finishes its outputs: the last tile along depth.
   bool Finishes(const TileSpace& s) const { return depth0 + depth >= s.depth; }
 };
+
+// The box tile `t` is of: its part's (TileSpace::parts), or the space's own.
+const TileSpace& SpaceOf(const TileSpace& s, const Tile& t);
 
 // Elements [first, last) of binding `b` that tile `t` touches (first == last: none), over all
 // the tile's products.

@@ -1,9 +1,12 @@
-// The tile space of a layout copy (transpose, permute, slice with positive steps, a reshape that is
-// a kernel): output element (x_0, ..., x_n) reads input element origin + sum x_d * in_stride_d, so
-// both operands are affine in the output's coordinates. Axes that move together in both (an axis
-// whose stride is the next one's times its size, in input and output alike) merge, and up to three
-// merged axes are the box; a tile, a sub-box, binds the window of each operand its box spans, and
-// moves its elements as the untiled kernel does: the same bits.
+// The tile space of a layout copy (transpose, permute, slice, flip, a reshape that is a kernel):
+// output element (x_0, ..., x_n) reads input element origin + sum x_d * in_stride_d, so both
+// operands are affine in the output's coordinates (a flip's or a negative step's stride is
+// negative: the box's first element is the highest of its input window). Axes that move together in
+// both (an axis whose stride is the next one's times its size, in input and output alike) merge,
+// and up to three merged axes are the box; a tile, a sub-box, binds the window of each operand its
+// box spans, and moves its elements as the untiled kernel does: the same bits. A concat or stack is
+// such a copy of each input into its sub-box of the output, a box per input; a constant pad writes
+// its value over the whole output, then moves its input inside as such a copy.
 #include "kernel/tiling.h"
 
 namespace scellis::kernel {
@@ -46,33 +49,40 @@ std::optional<AffineCopy> AffineCopyOf(const Module& m, const Kernel& k) {
                                step = IntsOf(node.attrs["steps"]);
     if (start.size() != c.sizes.size() || step.size() != c.sizes.size()) return std::nullopt;
     for (size_t d = 0; d < c.sizes.size(); ++d) {
-      // A negative step walks the input backwards: its windows are not a box's forward span.
-      if (step[d] <= 0) return std::nullopt;
+      if (step[d] == 0) return std::nullopt;
       c.in_strides.push_back(step[d] * in_strides[d]);
       c.in_origin += start[d] * in_strides[d];
+    }
+    return c;
+  }
+  if (k.op == "flip") {
+    // Output coordinate x of a flipped axis of size n reads input coordinate n - 1 - x.
+    if (in_sizes.size() != c.sizes.size()) return std::nullopt;
+    c.in_strides = in_strides;
+    for (const Json& a : node.attrs["axes"]) {
+      const size_t axis = a.get<size_t>();
+      if (axis >= c.sizes.size() || c.in_strides[axis] < 0) return std::nullopt;
+      c.in_origin += (c.sizes[axis] - 1) * in_strides[axis];
+      c.in_strides[axis] = -in_strides[axis];
     }
     return c;
   }
   return std::nullopt;
 }
 
-}  // namespace
-
-std::optional<TileSpace> CopyTileSpace(const Module& m, const Kernel& k) {
-  if (k.kind != KernelKind::kOp || k.inputs.size() != 1 || !k.extra_outputs.empty())
-    return std::nullopt;
-  // Windows are counted in 4-byte elements: f32, i32, u32 and bool (stored as u32).
-  const DType t = m.graph().at(k.output).type.dtype;
-  if (StorageBytes(1, t) != 4 || m.graph().at(k.inputs[0]).type.dtype != t) return std::nullopt;
-  std::optional<AffineCopy> c = AffineCopyOf(m, k);
-  if (!c) return std::nullopt;
+// The box of a copy whose output axes of `sizes` lie at `out_strides` from `out_origin` and read
+// the input at `in_strides` from `in_origin`: axes that move together in both merged, at most
+// three; nullopt when more remain or nothing is copied.
+std::optional<TileSpace> MergedBox(const std::vector<int64_t>& sizes,
+                                   const std::vector<int64_t>& in_strides,
+                                   const std::vector<int64_t>& out_strides, int64_t in_origin,
+                                   int64_t out_origin) {
   // Merged axes, outermost first: size, the output's stride, the input's.
-  const std::vector<int64_t> out_strides = RowMajorStrides(c->sizes);
   std::vector<std::array<int64_t, 3>> axes;
-  for (size_t d = 0; d < c->sizes.size(); ++d) {
-    if (c->sizes[d] == 1) continue;
-    if (c->sizes[d] == 0) return std::nullopt;  // nothing to copy: bound whole
-    const std::array<int64_t, 3> axis = {c->sizes[d], out_strides[d], c->in_strides[d]};
+  for (size_t d = 0; d < sizes.size(); ++d) {
+    if (sizes[d] == 1) continue;
+    if (sizes[d] == 0) return std::nullopt;  // nothing to copy: bound whole
+    const std::array<int64_t, 3> axis = {sizes[d], out_strides[d], in_strides[d]};
     if (!axes.empty() && axes.back()[1] == axis[0] * axis[1] &&
         axes.back()[2] == axis[0] * axis[2]) {
       axes.back() = {axes.back()[0] * axis[0], axis[1], axis[2]};
@@ -89,7 +99,93 @@ std::optional<TileSpace> CopyTileSpace(const Module& m, const Kernel& k) {
   s.depth = axes[2][0];
   s.layouts = {TileStrides{axes[0][2], axes[1][2], axes[2][2]},
                TileStrides{axes[0][1], axes[1][1], axes[2][1]}};
-  s.origins = {c->in_origin, 0};
+  s.origins = {in_origin, out_origin};
+  return s;
+}
+
+// Windows are counted in 4-byte elements: f32, i32, u32 and bool (stored as u32).
+bool FourByteCopy(const Module& m, const Kernel& k) {
+  const DType t = m.graph().at(k.output).type.dtype;
+  if (StorageBytes(1, t) != 4) return false;
+  for (int in : k.inputs)
+    if (m.graph().at(in).type.dtype != t) return false;
+  return true;
+}
+
+}  // namespace
+
+std::optional<TileSpace> CopyTileSpace(const Module& m, const Kernel& k) {
+  if (k.kind != KernelKind::kOp || k.inputs.size() != 1 || !k.extra_outputs.empty() ||
+      !FourByteCopy(m, k))
+    return std::nullopt;
+  std::optional<AffineCopy> c = AffineCopyOf(m, k);
+  if (!c) return std::nullopt;
+  return MergedBox(c->sizes, c->in_strides, RowMajorStrides(c->sizes), c->in_origin, 0);
+}
+
+std::optional<TileSpace> JoinTileSpace(const Module& m, const Kernel& k) {
+  if (k.kind != KernelKind::kOp || (k.op != "concat" && k.op != "stack") || k.inputs.empty() ||
+      !k.extra_outputs.empty() || !FourByteCopy(m, k))
+    return std::nullopt;
+  // The output as [outer, along, inner] around the joined axis; input p as [outer, length, inner]
+  // (a stacked input's length is 1), at `offset` along the axis.
+  const webir::Node& node = m.graph().at(k.output);
+  const std::vector<int64_t> sizes = node.type.sizes();
+  const size_t axis = node.attrs["axis"].get<size_t>();
+  if (axis >= sizes.size()) return std::nullopt;
+  int64_t outer = 1, inner = 1;
+  for (size_t d = 0; d < axis; ++d) outer *= sizes[d];
+  for (size_t d = axis + 1; d < sizes.size(); ++d) inner *= sizes[d];
+  const int64_t along = sizes[axis];
+  const size_t n = k.inputs.size();
+  TileSpace s;
+  s.kind = TileSpace::Kind::kCopy;
+  s.rows = outer;
+  s.cols = along;
+  s.depth = inner;
+  s.layouts.assign(n + 1, TileStrides{0, 0, 0});
+  int64_t offset = 0;
+  for (size_t p = 0; p < n; ++p) {
+    const int64_t length = k.op == "stack" ? 1 : m.graph().at(k.inputs[p]).type.sizes().at(axis);
+    std::optional<TileSpace> box = MergedBox({outer, length, inner}, {length * inner, inner, 1},
+                                             {along * inner, inner, 1}, 0, offset * inner);
+    if (!box) return std::nullopt;  // an empty input (or output): bound whole
+    offset += length;
+    // Every binding but input p and the output: one element, named but not read.
+    TileSpace part = *box;
+    part.layouts.assign(n + 1, TileStrides{0, 0, 0});
+    part.origins.assign(n + 1, 0);
+    part.layouts[p] = box->layouts[0];
+    part.layouts[n] = box->layouts[1];
+    part.origins[n] = box->origins[1];
+    part.copy_input = static_cast<int>(p);
+    s.parts.push_back(std::move(part));
+  }
+  return s;
+}
+
+std::optional<TileSpace> PadTileSpace(const Module& m, const Kernel& k) {
+  if (k.kind != KernelKind::kOp || k.op != "pad" || k.inputs.size() != 1 ||
+      !k.extra_outputs.empty() || !FourByteCopy(m, k))
+    return std::nullopt;
+  const webir::Node& node = m.graph().at(k.output);
+  const std::vector<int64_t> sizes = node.type.sizes(),
+                             in_sizes = m.graph().at(k.inputs[0]).type.sizes();
+  const std::vector<int64_t> out_strides = RowMajorStrides(sizes);
+  if (in_sizes.size() != sizes.size() || node.attrs["pads"].size() != sizes.size())
+    return std::nullopt;
+  // Input element x lands at output element x + before on every axis.
+  int64_t inside = 0;
+  for (size_t d = 0; d < sizes.size(); ++d)
+    inside += node.attrs["pads"][d][0].get<int64_t>() * out_strides[d];
+  std::optional<TileSpace> copy =
+      MergedBox(in_sizes, RowMajorStrides(in_sizes), out_strides, 0, inside);
+  std::optional<TileSpace> fill =
+      MergedBox({node.type.elements()}, {0}, {1}, 0, 0);  // reads nothing
+  if (!copy || !fill) return std::nullopt;
+  fill->copy_input = -1;
+  TileSpace s = *fill;
+  s.parts = {*fill, *copy};
   return s;
 }
 

@@ -371,14 +371,6 @@ TEST(TilePlanning, NoTilesWhereNoneFitsOrTheKernelHasNoTileSpace) {
   Module m = LowerToKernel(Matmul({8, 200}, {200, 24}, false));
   EXPECT_FALSE(PlanTiles(m, OnlyOp(m, "matmul"), 252));
   EXPECT_TRUE(PlanTiles(m, OnlyOp(m, "matmul"), 256));  // one element per window
-  // A flip walks its input backwards: no box of it spans a forward window.
-  Module layout =
-      LowerToKernel({{"version", 4},
-                     {"nodes",
-                      {{{"id", 0}, {"op", "input"}, {"name", "x"}, {"shape", {40, 100}}},
-                       {{"id", 1}, {"op", "flip"}, {"a", 0}, {"axes", {1}}}}},
-                     {"outputs", {{{"name", "y"}, {"id", 1}}}}});
-  EXPECT_FALSE(TileSpaceOf(layout, OnlyOp(layout, "flip")));
   // A transpose of [300, 300] under a cap of one element per window: 90000 boxes, more than a
   // copy is cut into.
   Module transpose = LowerToKernel(CopyDoc({300, 300}, {{"op", "transpose"}}));
@@ -439,6 +431,138 @@ TEST(TilePlanning, LayoutCopiesAreAffineBoxesOfTheirOutputs) {
     EXPECT_EQ(std::make_tuple(s->rows, s->cols, s->depth), std::make_tuple(1, 1, 3000)) << op;
     EXPECT_EQ(s->layouts[0], (TileStrides{0, 0, 1})) << op;
   }
+}
+
+// flip of x [40, 100] along axis 1: output (r, c) reads 99 + 100 r - c, so the input's layout steps
+// back along depth. A box of c rows x 100 spans 100 (c - 1) + 100 elements of either operand,
+// within 961 for c <= 9: 5 tiles. The second box (rows 9..17) starts at input element 999 and
+// reaches down to 900.
+TEST(TilePlanning, AFlipWalksItsInputBackwardsFromTheBoxsHighestElement) {
+  Module m = LowerToKernel(CopyDoc({40, 100}, {{"op", "flip"}, {"axes", {1}}}));
+  std::optional<Tiling> t = PlanTiles(m, OnlyOp(m, "flip"), 4096);
+  ASSERT_TRUE(t);
+  EXPECT_EQ(t->space.layouts[0], (TileStrides{0, 100, -1}));
+  EXPECT_EQ(t->space.layouts[1], (TileStrides{0, 100, 1}));
+  EXPECT_EQ(t->space.origins, (std::vector<int64_t>{99, 0}));
+  EXPECT_EQ(t->tile_cols, 9);
+  ASSERT_EQ(t->tiles.size(), 5u);
+  EXPECT_EQ(TileRange(t->space, 0, t->tiles[1]), Range(900, 1800));
+  EXPECT_EQ(TileRange(t->space, 1, t->tiles[1]), Range(900, 1800));
+  EXPECT_EQ(TileRange(t->space, 0, t->tiles[4]), Range(3600, 4000));
+
+  // Flipped along both axes the input runs backwards as one axis: output i reads 3999 - i, in
+  // stretches of 961; the second reads 3038 down to 2078.
+  Module both = LowerToKernel(CopyDoc({40, 100}, {{"op", "flip"}, {"axes", {0, 1}}}));
+  t = PlanTiles(both, OnlyOp(both, "flip"), 4096);
+  ASSERT_TRUE(t);
+  EXPECT_EQ(t->space.layouts[0], (TileStrides{0, 0, -1}));
+  EXPECT_EQ(t->tile_depth, 961);
+  ASSERT_EQ(t->tiles.size(), 5u);
+  EXPECT_EQ(TileRange(t->space, 0, t->tiles[1]), Range(2078, 3039));
+  EXPECT_EQ(TileRange(t->space, 1, t->tiles[1]), Range(961, 1922));
+}
+
+// x [50, 40] sliced from (44, 2) by steps (-2, 3): output (r, c) reads 1762 - 80 r + 3 c. A box of
+// c rows spans 80 (c - 1) + 34 input elements, within 961 for c <= 12: 2 tiles; the first reads
+// rows 44 down to 22.
+TEST(TilePlanning, ASliceWithANegativeStepReachesBelowItsStart) {
+  Module m = LowerToKernel(CopyDoc(
+      {50, 40}, {{"op", "slice"}, {"starts", {44, 2}}, {"stops", {4, 38}}, {"steps", {-2, 3}}}));
+  std::optional<Tiling> t = PlanTiles(m, OnlyOp(m, "slice"), 4096);
+  ASSERT_TRUE(t);
+  EXPECT_EQ(std::make_tuple(t->space.rows, t->space.cols, t->space.depth),
+            std::make_tuple(1, 20, 12));
+  EXPECT_EQ(t->space.layouts[0], (TileStrides{0, -80, 3}));
+  EXPECT_EQ(t->space.origins, (std::vector<int64_t>{1762, 0}));
+  EXPECT_EQ(t->tile_cols, 12);
+  ASSERT_EQ(t->tiles.size(), 2u);
+  EXPECT_EQ(TileRange(t->space, 0, t->tiles[0]), Range(22 * 40 + 2, 44 * 40 + 36));
+  EXPECT_EQ(TileRange(t->space, 0, t->tiles[1]), Range(6 * 40 + 2, 20 * 40 + 36));
+}
+
+// A concat or stack of inputs of `shapes` along `axis`.
+Json JoinDoc(const std::string& op, const std::vector<std::vector<int64_t>>& shapes, int axis) {
+  Json nodes = Json::array(), inputs = Json::array();
+  for (size_t i = 0; i < shapes.size(); ++i) {
+    nodes.push_back(
+        {{"id", i}, {"op", "input"}, {"name", "x" + std::to_string(i)}, {"shape", shapes[i]}});
+    inputs.push_back(i);
+  }
+  nodes.push_back({{"id", shapes.size()}, {"op", op}, {"inputs", inputs}, {"axis", axis}});
+  return {{"version", 4}, {"nodes", nodes}, {"outputs", {{{"name", "y"}, {"id", shapes.size()}}}}};
+}
+
+// concat along axis 1 of [20, 30], [20, 50], [20, 20] into [20, 100]: input p is a box of 20 rows
+// x its length, written 100 apart from its column offset (0, 30, 80). r rows of the middle input
+// span 100 (r - 1) + 50 output elements, within 961 for r <= 10: 2 tiles per input, each binding
+// one element of the other inputs.
+TEST(TilePlanning, AConcatIsCutPerInputIntoBoxesOfItsPlaceInTheOutput) {
+  Module m = LowerToKernel(JoinDoc("concat", {{20, 30}, {20, 50}, {20, 20}}, 1));
+  const Kernel& k = OnlyOp(m, "concat");
+  std::optional<TileSpace> s = TileSpaceOf(m, k);
+  ASSERT_TRUE(s);
+  ASSERT_EQ(s->parts.size(), 3u);
+  EXPECT_EQ(s->parts[1].layouts,
+            (std::vector<TileStrides>{{0, 0, 0}, {0, 50, 1}, {0, 0, 0}, {0, 100, 1}}));
+  EXPECT_EQ(s->parts[1].origins, (std::vector<int64_t>{0, 0, 0, 30}));
+  EXPECT_EQ(s->parts[2].origins, (std::vector<int64_t>{0, 0, 0, 80}));
+  std::optional<Tiling> t = PlanTiles(m, k, 4096);
+  ASSERT_TRUE(t);
+  ASSERT_EQ(t->tiles.size(), 6u);
+  const Tile& second = t->tiles[3];  // the middle input's rows 10..19
+  EXPECT_EQ(second.part, 1);
+  EXPECT_EQ(second.col0, 10);
+  EXPECT_EQ(TileRange(t->space, 1, second), Range(500, 1000));
+  EXPECT_EQ(TileRange(t->space, 3, second), Range(1030, 1980));
+  EXPECT_EQ(TileRange(t->space, 0, second), Range(0, 1));
+  EXPECT_EQ(TileRange(t->space, 2, second), Range(0, 1));
+  EXPECT_EQ(t->Describe(),
+            "6 tiles, by input 2 + 2 + 2, each moving a box of one input's elements to its place "
+            "in the output");
+
+  // Along axis 0 an input is one run of the output: [12, 100] in 2 stretches (961 + 239), [3, 100]
+  // whole from element 1200.
+  Module rows = LowerToKernel(JoinDoc("concat", {{12, 100}, {3, 100}}, 0));
+  t = PlanTiles(rows, OnlyOp(rows, "concat"), 4096);
+  ASSERT_TRUE(t);
+  ASSERT_EQ(t->tiles.size(), 3u);
+  EXPECT_EQ(TileRange(t->space, 0, t->tiles[1]), Range(961, 1200));
+  EXPECT_EQ(TileRange(t->space, 2, t->tiles[2]), Range(1200, 1500));
+  EXPECT_EQ(TileRange(t->space, 1, t->tiles[2]), Range(0, 300));
+}
+
+// stack along axis 1 of three [10, 40] into [10, 3, 40]: input p's row r lands at 120 r + 40 p; r
+// rows span 120 (r - 1) + 40 output elements, within 961 for r <= 8: 2 tiles per input.
+TEST(TilePlanning, AStackIsCutPerInputAsAConcatOfLengthOne) {
+  Module m = LowerToKernel(JoinDoc("stack", {{10, 40}, {10, 40}, {10, 40}}, 1));
+  std::optional<Tiling> t = PlanTiles(m, OnlyOp(m, "stack"), 4096);
+  ASSERT_TRUE(t);
+  ASSERT_EQ(t->tiles.size(), 6u);
+  EXPECT_EQ(t->tile_cols, 8);
+  EXPECT_EQ(TileRange(t->space, 3, t->tiles[4]), Range(80, 80 + 7 * 120 + 40));
+  EXPECT_EQ(TileRange(t->space, 2, t->tiles[5]), Range(320, 400));
+}
+
+// pad of x [30, 40] by rows (2, 3) and columns (5, 1) into [35, 46]: first the output's 1610
+// elements written with the value in stretches of 961, then the input moved inside from output
+// element 2 * 46 + 5 = 97, r rows of it spanning 46 (r - 1) + 40 output elements (r <= 21).
+TEST(TilePlanning, APadWritesItsValueOverTheOutputThenMovesTheInputInside) {
+  Module m =
+      LowerToKernel(CopyDoc({30, 40}, {{"op", "pad"}, {"pads", {{2, 3}, {5, 1}}}, {"value", 1.5}}));
+  std::optional<Tiling> t = PlanTiles(m, OnlyOp(m, "pad"), 4096);
+  ASSERT_TRUE(t);
+  ASSERT_EQ(t->space.parts.size(), 2u);
+  EXPECT_EQ(t->space.parts[0].copy_input, -1);
+  EXPECT_EQ(t->space.parts[1].layouts, (std::vector<TileStrides>{{0, 40, 1}, {0, 46, 1}}));
+  EXPECT_EQ(t->space.parts[1].origins, (std::vector<int64_t>{0, 97}));
+  ASSERT_EQ(t->tiles.size(), 4u);
+  EXPECT_EQ(TileRange(t->space, 1, t->tiles[1]), Range(961, 1610));
+  EXPECT_EQ(TileRange(t->space, 0, t->tiles[1]), Range(0, 1));
+  EXPECT_EQ(TileRange(t->space, 0, t->tiles[3]), Range(21 * 40, 30 * 40));
+  EXPECT_EQ(TileRange(t->space, 1, t->tiles[3]), Range(97 + 21 * 46, 97 + 29 * 46 + 40));
+  EXPECT_EQ(t->Describe(),
+            "4 tiles: 2 writing the pad value over the output, then 2 moving boxes of the input "
+            "to its place inside");
 }
 
 }  // namespace

@@ -267,10 +267,11 @@ Generated PerElementTile(const Module& m, const Kernel& k, int64_t base, int64_t
 Generated TileSource(const Module& m, const Kernel& k, const Tiling& tiling, const Tile& t,
                      const std::vector<int64_t>& window) {
   // Where the tile's first element of each binding lies in that binding's window.
+  const TileSpace& box = SpaceOf(tiling.space, t);
   std::vector<int64_t> offset(window.size());
   for (size_t b = 0; b < window.size(); ++b) {
-    const TileStrides& st = tiling.space.layouts[b];
-    const int64_t origin = tiling.space.origins.empty() ? 0 : tiling.space.origins[b];
+    const TileStrides& st = box.layouts[b];
+    const int64_t origin = box.origins.empty() ? 0 : box.origins[b];
     offset[b] = origin + t.row0 * st[0] + t.col0 * st[1] + t.depth0 * st[2] - window[b];
   }
   switch (tiling.space.kind) {
@@ -295,7 +296,7 @@ Generated TileSource(const Module& m, const Kernel& k, const Tiling& tiling, con
       return CrossEntropyTile(m, k, tiling, t,
                               {offset[0], offset[1], offset.size() > 4 ? offset[4] : 0});
     case TileSpace::Kind::kCopy:
-      return CopyTile(m, k, tiling, t, {offset[0], offset[1]});
+      return CopyTile(m, k, tiling, t, offset);
     case TileSpace::Kind::kCrossEntropyGrad:
       return CrossEntropyGradTile(m, k, t, {offset[0], offset[1], offset[3]});
     case TileSpace::Kind::kCumsum:

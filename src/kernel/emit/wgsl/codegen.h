@@ -51,7 +51,8 @@ const char* StorageType(DType t);
 // when one is f16); inputs flagged in `vec4_inputs`, and the output when `vec4_output`, as arrays
 // of vec4 of that type. A uniform input (Kernel::uniform_inputs) is declared as its one element;
 // an input an output is written over (Kernel::in_place) is read_write and that output gets no
-// binding (the outputs that have one are numbered after the inputs, in order). LinearEntry declares the linear index `let i` with its bound check.
+// binding (the outputs that have one are numbered after the inputs, in order). LinearEntry declares
+// the linear index `let i` with its bound check.
 std::string Bindings(const Module& m, const Kernel& k, const std::vector<bool>& vec4_inputs = {},
                      bool vec4_output = false);
 std::string LinearEntry(int64_t total);
@@ -129,9 +130,10 @@ Generated CrossEntropyTile(const Module& m, const Kernel& k, const Tiling& tilin
                            const std::array<int64_t, 3>& offsets);
 Generated CrossEntropyGradTile(const Module& m, const Kernel& k, const Tile& t,
                                const std::array<int64_t, 3>& offsets);
-// A layout copy's box of elements (kernel::CopyTileSpace): offsets of the input and the output.
+// A layout copy's box of elements (kernel::CopyTileSpace, kernel::JoinTileSpace): offsets per
+// binding, the inputs then the output; a concat's or stack's tile reads its part's input only.
 Generated CopyTile(const Module& m, const Kernel& k, const Tiling& tiling, const Tile& t,
-                   const std::array<int64_t, 2>& offsets);
+                   const std::vector<int64_t>& offsets);
 Generated CumsumTile(const Module& m, const Kernel& k, const Tiling& tiling, const Tile& t,
                      const std::array<int64_t, 2>& offsets);
 

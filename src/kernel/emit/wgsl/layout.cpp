@@ -207,24 +207,40 @@ bool GenerateLayout(const Module& m, const Kernel& k, Generated& out) {
 }
 
 Generated CopyTile(const Module& m, const Kernel& k, const Tiling& tiling, const Tile& t,
-                   const std::array<int64_t, 2>& offsets) {
+                   const std::vector<int64_t>& offsets) {
   // One invocation per element of the tile's box, (a, b, c) along rows, columns and depth; each
   // binding's element is its offset plus the box's coordinates through its strides.
-  const TileSpace& sp = tiling.space;
+  const TileSpace& sp = SpaceOf(tiling.space, t);
   const int64_t count = t.rows * t.cols * t.depth;
+  // A negative stride (a flip, a slice's negative step) is subtracted after every positive term
+  // is added: each partial sum is then at least the element's own index, so the u32 arithmetic
+  // never goes below 0.
   auto at = [&](int b) {
     const TileStrides& st = sp.layouts[static_cast<size_t>(b)];
     std::string e = U32(offsets[static_cast<size_t>(b)]);
     const char* coord[3] = {"a", "b", "c"};
     for (int axis = 0; axis < 3; ++axis)
-      if (st[axis] != 0) e += " + " + std::string(coord[axis]) + " * " + U32(st[axis]);
+      if (st[axis] > 0) e += " + " + std::string(coord[axis]) + " * " + U32(st[axis]);
+    for (int axis = 0; axis < 3; ++axis)
+      if (st[axis] < 0) e += " - " + std::string(coord[axis]) + " * " + U32(-st[axis]);
     return e;
   };
+  // The input the tile moves: the only one, or (a concat's or stack's part) its part's; every
+  // other input is still named, so the shader's binding layout keeps the binding the tile binds.
+  // A pad's fill box reads no input and writes the pad value.
+  const int read = sp.copy_input;
+  std::string named;
+  for (size_t j = 0; j < k.inputs.size(); ++j)
+    if (static_cast<int>(j) != read) named += "  _ = arrayLength(&in" + std::to_string(j) + ");\n";
+  const webir::Node& node = m.graph().at(k.output);
+  const std::string value =
+      read >= 0 ? "in" + std::to_string(read) + "[" + at(read) + "]"
+                : StorageLiteral(node.type.dtype, node.attrs["value"].get<double>());
   Generated out;
-  out.source = Bindings(m, k) + "\n" + LinearEntry(count) + "  let c = i % " + Divisor(t.depth) +
-               ";\n  let b = (i / " + Divisor(t.depth) + ") % " + Divisor(t.cols) +
-               ";\n  let a = i / " + Divisor(t.depth * t.cols) + ";\n  out[" + at(1) + "] = in0[" +
-               at(0) + "];\n}\n";
+  out.source = Bindings(m, k) + "\n" + LinearEntry(count) + named + "  let c = i % " +
+               Divisor(t.depth) + ";\n  let b = (i / " + Divisor(t.depth) + ") % " +
+               Divisor(t.cols) + ";\n  let a = i / " + Divisor(t.depth * t.cols) + ";\n  out[" +
+               at(static_cast<int>(k.inputs.size())) + "] = " + value + ";\n}\n";
   out.workgroups = LinearGrid(count);
   return out;
 }

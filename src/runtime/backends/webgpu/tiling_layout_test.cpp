@@ -1,9 +1,9 @@
-// Tiles over the storage-binding cap for layout copies (kernel::CopyTileSpace): a transpose, a
-// permute of the last two axes of a batch, a slice with steps and a reshape, each cut into boxes of
-// its output whose windows of input and output both fit. A copy moves elements without arithmetic:
-// the untiled kernel's and the reference's bits, and each element where the index arithmetic
-// worked out here puts it. The device is opened with a 4 KiB cap so that small tensors exercise
-// the tiles.
+// Tiles over the storage-binding cap for layout copies (kernel::CopyTileSpace, JoinTileSpace,
+// PadTileSpace): a transpose, a permute of the last two axes of a batch, slices with steps
+// (negative ones too), flips, a reshape, concats, a stack and a pad, each cut into boxes of its
+// output whose windows of input and output both fit. A copy moves elements without arithmetic: the
+// untiled kernel's and the reference's bits, and each element where the index arithmetic worked
+// out here puts it. The device is opened with a 4 KiB cap so that small tensors exercise the tiles.
 #include "runtime/backends/webgpu/tiling_support_test.h"
 
 namespace scellis::runtime::webgpu {
@@ -87,6 +87,135 @@ TEST(TilingLayout, AReshapeOverTheCapRunsInTilesOfItsElements) {
                                    "4 tiles of 1 x 1 x 961 of the output's 1 x 1 x 3000", 3 + 4);
   ASSERT_EQ(got.size(), x.size());
   for (size_t i = 0; i < x.size(); ++i) ASSERT_EQ(got[i], x[i]) << i;
+}
+
+// x [40, 100] (16000 B) flipped along its last axis: boxes of 9 rows x 100, whose input windows
+// run backwards from each row's last element; 5 tiles after 4 poison fills.
+TEST(TilingLayout, AFlipOverTheCapRunsInBoxesReadingItsInputBackwards) {
+  const unsigned seed = std::random_device{}();
+  SCOPED_TRACE("seed " + std::to_string(seed));
+  std::mt19937 rng(seed);
+  const std::vector<float> x = Random(rng, 40 * 100);
+  std::vector<float> got = RunCopy({40, 100}, {{"op", "flip"}, {"axes", {1}}}, x,
+                                   "5 tiles of 1 x 9 x 100 of the output's 1 x 40 x 100", 4 + 5);
+  ASSERT_EQ(got.size(), x.size());
+  for (int r = 0; r < 40; ++r)
+    for (int c = 0; c < 100; ++c) ASSERT_EQ(got[r * 100 + c], x[r * 100 + 99 - c]) << r << "," << c;
+}
+
+// x [6, 10, 30] (7200 B) flipped along axes 0 and 2: the input's strides (-300, 10, -1) mix
+// directions. A box of r x 10 x 30 spans 300 (r - 1) + 300 elements of either operand, within 961
+// for r <= 3: 2 tiles after 2 poison fills.
+TEST(TilingLayout, AFlipOfTwoAxesOverTheCapRunsInBoxesOfMixedDirections) {
+  const unsigned seed = std::random_device{}();
+  SCOPED_TRACE("seed " + std::to_string(seed));
+  std::mt19937 rng(seed);
+  const std::vector<float> x = Random(rng, 6 * 10 * 30);
+  std::vector<float> got = RunCopy({6, 10, 30}, {{"op", "flip"}, {"axes", {0, 2}}}, x,
+                                   "2 tiles of 3 x 10 x 30 of the output's 6 x 10 x 30", 2 + 2);
+  ASSERT_EQ(got.size(), x.size());
+  for (int p = 0; p < 6; ++p)
+    for (int r = 0; r < 10; ++r)
+      for (int c = 0; c < 30; ++c)
+        ASSERT_EQ(got[(p * 10 + r) * 30 + c], x[((5 - p) * 10 + r) * 30 + 29 - c])
+            << p << "," << r << "," << c;
+}
+
+// x [50, 40] (8000 B) sliced from (44, 37) by steps (-2, -3): output (r, c) reads row 44 - 2 r,
+// column 37 - 3 c, [20, 12]. A box of c output rows spans 80 (c - 1) + 34 input elements, within
+// 961 for c <= 12: 2 tiles after one poison fill, each window below the box's first element.
+TEST(TilingLayout, ASliceWithNegativeStepsOverTheCapRunsInBoxesReadingBackwards) {
+  const unsigned seed = std::random_device{}();
+  SCOPED_TRACE("seed " + std::to_string(seed));
+  std::mt19937 rng(seed);
+  const std::vector<float> x = Random(rng, 50 * 40);
+  std::vector<float> got = RunCopy(
+      {50, 40}, {{"op", "slice"}, {"starts", {44, 37}}, {"stops", {4, 1}}, {"steps", {-2, -3}}}, x,
+      "2 tiles of 1 x 12 x 12 of the output's 1 x 20 x 12", 1 + 2);
+  ASSERT_EQ(got.size(), 20u * 12u);
+  for (int r = 0; r < 20; ++r)
+    for (int c = 0; c < 12; ++c)
+      ASSERT_EQ(got[r * 12 + c], x[(44 - 2 * r) * 40 + 37 - 3 * c]) << r << "," << c;
+}
+
+// A concat or stack of inputs of `shapes` along `axis`, each fed seeded random values.
+std::vector<float> RunJoin(const std::string& op, const std::vector<std::vector<int64_t>>& shapes,
+                           int axis, const std::vector<std::vector<float>>& x,
+                           const std::string& tiling, int dispatches) {
+  Json nodes = Json::array(), inputs = Json::array();
+  Feeds feeds;
+  for (size_t i = 0; i < shapes.size(); ++i) {
+    const std::string name = "x" + std::to_string(i);
+    nodes.push_back({{"id", i}, {"op", "input"}, {"name", name}, {"shape", shapes[i]}});
+    inputs.push_back(i);
+    feeds.emplace(name, HostTensor::FromFloats(MakeType(shapes[i]), x[i]));
+  }
+  nodes.push_back({{"id", shapes.size()}, {"op", op}, {"inputs", inputs}, {"axis", axis}});
+  const Json doc = {
+      {"version", 4}, {"nodes", nodes}, {"outputs", {{{"name", "y"}, {"id", shapes.size()}}}}};
+  return RunTiled(doc, feeds, tiling, dispatches, true);
+}
+
+// [20, 30], [20, 50] and [20, 20] joined along axis 1 into [20, 100] (8000 B): each input in 2
+// boxes of 10 rows (the middle one's output window spans 100 * 9 + 50 elements), 6 tiles after 2
+// poison fills; output (r, c) is the input whose columns hold c, at its column c - offset.
+TEST(TilingLayout, AConcatOverTheCapRunsInBoxesOfOneInputEach) {
+  const unsigned seed = std::random_device{}();
+  SCOPED_TRACE("seed " + std::to_string(seed));
+  std::mt19937 rng(seed);
+  const std::vector<int64_t> widths = {30, 50, 20};
+  std::vector<std::vector<float>> x;
+  for (int64_t w : widths) x.push_back(Random(rng, static_cast<size_t>(20 * w)));
+  std::vector<float> got =
+      RunJoin("concat", {{20, 30}, {20, 50}, {20, 20}}, 1, x, "6 tiles, by input 2 + 2 + 2", 2 + 6);
+  ASSERT_EQ(got.size(), 2000u);
+  for (int r = 0; r < 20; ++r)
+    for (int c = 0; c < 100; ++c) {
+      const int p = c < 30 ? 0 : c < 80 ? 1 : 2;
+      const int offset = p == 0 ? 0 : p == 1 ? 30 : 80;
+      ASSERT_EQ(got[r * 100 + c], x[p][r * widths[p] + c - offset]) << r << "," << c;
+    }
+}
+
+// Three [10, 40] stacked along axis 1 into [10, 3, 40] (4800 B): each input in 2 boxes of at most
+// 8 rows, 6 tiles after 2 poison fills; output (r, p, c) is input p's (r, c). Then [12, 100] and
+// [3, 100] joined along axis 0 (6000 B): the first input in 2 stretches, the second whole, 3 tiles.
+TEST(TilingLayout, AStackAndARowConcatOverTheCapRunInBoxesOfOneInputEach) {
+  const unsigned seed = std::random_device{}();
+  SCOPED_TRACE("seed " + std::to_string(seed));
+  std::mt19937 rng(seed);
+  std::vector<std::vector<float>> x = {Random(rng, 400), Random(rng, 400), Random(rng, 400)};
+  std::vector<float> got =
+      RunJoin("stack", {{10, 40}, {10, 40}, {10, 40}}, 1, x, "6 tiles, by input 2 + 2 + 2", 2 + 6);
+  ASSERT_EQ(got.size(), 1200u);
+  for (int r = 0; r < 10; ++r)
+    for (int p = 0; p < 3; ++p)
+      for (int c = 0; c < 40; ++c)
+        ASSERT_EQ(got[(r * 3 + p) * 40 + c], x[p][r * 40 + c]) << r << "," << p << "," << c;
+
+  x = {Random(rng, 1200), Random(rng, 300)};
+  got = RunJoin("concat", {{12, 100}, {3, 100}}, 0, x, "3 tiles, by input 2 + 1", 2 + 3);
+  ASSERT_EQ(got.size(), 1500u);
+  for (int i = 0; i < 1500; ++i) ASSERT_EQ(got[i], i < 1200 ? x[0][i] : x[1][i - 1200]) << i;
+}
+
+// x [30, 40] padded by rows (2, 3) and columns (5, 1) with 1.5 into [35, 46] (6440 B): the value
+// over the whole output in 2 tiles, then the input inside in 2 boxes of at most 21 rows, after 2
+// poison fills; output (r, c) is x (r - 2, c - 5) inside, 1.5 around.
+TEST(TilingLayout, APadOverTheCapWritesItsValueThenMovesTheInputInside) {
+  const unsigned seed = std::random_device{}();
+  SCOPED_TRACE("seed " + std::to_string(seed));
+  std::mt19937 rng(seed);
+  const std::vector<float> x = Random(rng, 30 * 40);
+  std::vector<float> got =
+      RunCopy({30, 40}, {{"op", "pad"}, {"pads", {{2, 3}, {5, 1}}}, {"value", 1.5}}, x,
+              "4 tiles: 2 writing the pad value over the output, then 2 moving boxes", 2 + 4);
+  ASSERT_EQ(got.size(), 35u * 46u);
+  for (int r = 0; r < 35; ++r)
+    for (int c = 0; c < 46; ++c) {
+      const bool inside = r >= 2 && r < 32 && c >= 5 && c < 45;
+      ASSERT_EQ(got[r * 46 + c], inside ? x[(r - 2) * 40 + c - 5] : 1.5f) << r << "," << c;
+    }
 }
 
 }  // namespace

@@ -340,8 +340,8 @@ TEST(Tiling, SoftmaxOverTheCapRunsInTilesOfRows) {
   }
 }
 
-// What still cannot tile must bind its tensor whole: refused in planning — a flip, which walks
-// its input backwards.
+// What still cannot tile must bind its tensor whole: refused in planning — a slice_scatter, whose
+// output element reads one of two operands by where it lies.
 TEST(Tiling, KernelsThatBindWholeTensorsAreRefusedInPlanning) {
   auto gpu = SmallCapGpu();
   ASSERT_NE(gpu, nullptr);
@@ -356,9 +356,15 @@ TEST(Tiling, KernelsThatBindWholeTensorsAreRefusedInPlanning) {
   refused({{"version", 4},
            {"nodes",
             {{{"id", 0}, {"op", "input"}, {"name", "x"}, {"shape", {40, 100}}},
-             {{"id", 1}, {"op", "flip"}, {"a", 0}, {"axes", {1}}}}},
-           {"outputs", {{{"name", "y"}, {"id", 1}}}}},
-          "flip");
+             {{"id", 1}, {"op", "input"}, {"name", "s"}, {"shape", {20, 100}}},
+             {{"id", 2},
+              {"op", "slice_scatter"},
+              {"a", 0},
+              {"src", 1},
+              {"starts", {0, 0}},
+              {"steps", {2, 1}}}}},
+           {"outputs", {{{"name", "y"}, {"id", 2}}}}},
+          "slice_scatter");
 }
 
 }  // namespace
