@@ -4,9 +4,9 @@
 // buffer and its input's buffer swap roles, so no iteration copies state. The fused encoder
 // records every iteration of a step (a plan's `repeat` gives a step many) into one submission, and
 // sends a run of many steps in chunks of 1, 1, 2, 4 and then 8 steps, so the GPU starts while the
-// host records the rest; the generic executor, pinned for comparisons, submits each iteration alone.
-// Only the per-step history of watched outputs (one small copy per step, all into one history
-// buffer) is read back, through one staging map.
+// host records the rest; the generic executor, pinned for comparisons, submits each iteration
+// alone. Only the per-step history of watched outputs (one small copy per step, all into one
+// history buffer) is read back, through one staging map.
 //
 // Buffers, sources, pipelines and dispatches come from the device program (runtime/
 // device_program.h) built for this device's limits: the browser runtime executes the same program,
@@ -153,7 +153,6 @@ class WebGpuPrepared : public Prepared {
     SCELLIS_ASSIGN_OR_RETURN(HostTensor data, SourceData(n, feeds));
     return WriteBytes(target, offset, std::move(data.bytes));
   }
-
 
   Status WriteBytes(BufferId target, uint64_t offset, std::vector<std::byte> bytes) {
     if (bytes.empty()) return Status::Ok();
