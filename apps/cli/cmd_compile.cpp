@@ -103,7 +103,7 @@ int LowerCommand(const CompileFlags& f, const LowerFlags& l) {
 }
 
 // The plan `plan` and `validate` judge: a training workflow's counts its dataset, held whole or
-// streamed (train::PlanWithDataset, with the trainer's default batches per submission); any other
+// streamed (train::PlanWithDataset, with the trainer's default batches per run); any other
 // document's as compiled. A dataset that cannot be measured leaves the plan as compiled, said on
 // stderr when `say_unmeasured`.
 std::optional<pipeline::Compiled> CompilePlan(const CompileFlags& f, bool say_unmeasured,

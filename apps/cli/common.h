@@ -50,7 +50,7 @@ std::optional<pipeline::Compiled> CompileFile(const CompileFlags& f, pipeline::R
                                               const execplan::DeviceLimits& limits, int& exit_code);
 
 // The plan `plan`, `validate` and `run` judge: a training workflow's counts its dataset, held whole
-// or streamed (train::PlanWithDataset, with the trainer's default batches per submission); any
+// or streamed (train::PlanWithDataset, with the trainer's default batches per run); any
 // other document's as compiled. nullopt when it could not be made (`code` says how it ended).
 std::optional<pipeline::Compiled> CompilePlan(const CompileFlags& f, bool say_unmeasured,
                                               int& code);

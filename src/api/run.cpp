@@ -97,7 +97,7 @@ Status RunOnce(runtime::Executor& exec, const execplan::Plan& plan, const runtim
   return Status::Ok();
 }
 
-// Many steps in a prepared session: up to 64 per submission, the history outputs watched, and
+// Many steps in a prepared session: up to 64 per run, the history outputs watched, and
 // the last value of every output downloaded once at the end.
 // The feeds are the starting values of params and carried inputs, and the value of every step of
 // an input that is fed, not carried.

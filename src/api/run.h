@@ -20,7 +20,7 @@
 
 namespace scellis::api {
 
-// Steps per submission: the most a prepared session takes in one run.
+// Steps per run: the most a prepared session takes in one run (read back once).
 inline constexpr int kMaxStepsPerSubmission = 64;
 
 struct RunOptions {

@@ -72,7 +72,7 @@ std::string DescribeDataset(const Plan& p) {
       d.eval_examples > 0 ? "the evaluation batch of " + std::to_string(d.eval_examples) : "";
   if (d.streamed) {
     s += "streamed: read from its files batch by batch, " + FormatBytes(p.dataset_bytes) +
-         " held (" + std::to_string(d.batches) + " batches of one submission" +
+         " held (" + std::to_string(d.batches) + " batches of one run" +
          (eval.empty() ? "" : " and " + eval) + ")";
   } else {
     s += "held whole for the run, " + FormatBytes(p.dataset_bytes) +

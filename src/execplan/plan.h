@@ -149,7 +149,7 @@ struct DeviceLimits {
 DeviceLimits HostMemoryLimits(std::string backend, std::string device);
 
 // The dataset a training run keeps on the host (train/dataset_memory.h): decoded whole (both
-// splits as f32), or streamed from its files, holding only the batches of one submission; either
+// splits as f32), or streamed from its files, holding only the batches of one run; either
 // way with the test split's evaluation batch gathered beside it, for scoring. Where
 // the backend's buffers live in host memory (the CPU reference) it is the memory class `dataset`,
 // counted in the budget; elsewhere it is host memory beside the device's buffers, judged against

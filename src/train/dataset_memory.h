@@ -2,7 +2,7 @@
 // decodes both splits whole (images and labels as f32, data::LoadDataset) and gathers every batch
 // from them in an order shuffled over all examples (data::EpochOrder). Streamed, it reads each
 // batch's examples from the files at their offsets in that same order (data::StreamedSplit), so
-// training gives the same bits, and holds only the batches of one submission. The plan counts
+// training gives the same bits, and holds only the batches of one run. The plan counts
 // the dataset as a memory class (execplan::HostDataset): in the budget on the CPU reference, whose
 // buffers are host memory; beside the device's buffers, against the host's memory, elsewhere.
 // The set is held when the plan fits that way, streamed (a yellow plan, `streamed-dataset`) when
