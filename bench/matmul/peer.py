@@ -3,7 +3,9 @@
 (the comparison: full fp32, like Scellis) and on (labelled: cuBLAS's tensor-core path, which
 rounds the inputs to 10 mantissa bits). Prints one JSON object per shape and mode.
 
-    python3 bench/matmul/peer.py [--quick] [--runs N]
+    python3 bench/matmul/peer.py [--quick] [--runs N] [--shape=MxKxN ...]
+
+--shape replaces the shapes with the ones given, named as scellis_bench_matmul names them.
 """
 import argparse
 import json
@@ -46,9 +48,11 @@ def main():
     p = argparse.ArgumentParser()
     p.add_argument("--quick", action="store_true")
     p.add_argument("--runs", type=int, default=10)
+    p.add_argument("--shape", action="append", default=[])
     args = p.parse_args()
     device = torch.cuda.get_device_name()
-    for name, m, k, n in (QUICK if args.quick else SHAPES):
+    shapes = [(s, *map(int, s.split("x"))) for s in args.shape]
+    for name, m, k, n in (shapes or (QUICK if args.quick else SHAPES)):
         for tf32 in (False, True):
             torch.backends.cuda.matmul.allow_tf32 = tf32
             row = {"shape": name, "m": m, "k": k, "n": n, "peer": "torch.matmul",
