@@ -70,15 +70,30 @@ def read_safetensors(path):
     return out
 
 
-def make_step(params, opt):
+def f32_product(a, b):
+    return a @ b
+
+
+def f16_product(a, b):
+    """Scellis's mixed precision: operands rounded to f16, products and sums in f32, the result
+    rounded to f16 and used as f32. Autograd rounds the gradients through the same casts."""
+    return (a.half().float() @ b.half().float()).half().float()
+
+
+def make_step(params, opt, product=f32_product, loss_scale=1.0):
     w1, b1, w2, b2 = params
 
     def step(x, y):
         opt.zero_grad(set_to_none=False)
-        h = torch.relu(x @ w1 + b1)
-        logits = h @ w2 + b2
+        h = torch.relu(product(x, w1) + b1)
+        logits = product(h, w2) + b2
         loss = torch.nn.functional.cross_entropy(logits, y)
-        loss.backward()
+        if loss_scale == 1.0:
+            loss.backward()
+        else:
+            (loss * loss_scale).backward()
+            for p in params:
+                p.grad.mul_(1.0 / loss_scale)
         opt.step()
         return loss.detach()
 
@@ -95,6 +110,9 @@ def main():
     ap.add_argument("--device", default="cpu")
     ap.add_argument("--mode", default="losses", choices=["losses", "eager", "graph", "compile"])
     ap.add_argument("--out", help="write the result JSON here")
+    ap.add_argument("--mixed-f16", action="store_true",
+                    help="the products in f16 as Scellis's mixed precision computes them")
+    ap.add_argument("--loss-scale", type=float, default=1.0, help="mixed precision's loss scale")
     ap.add_argument("--threads", type=int, default=0, help="CPU threads (torch.set_num_threads); 0 keeps torch's default")
     args = ap.parse_args()
     if args.threads > 0:
@@ -114,7 +132,7 @@ def main():
     batches = min(steps, len(images) // args.batch)
     xs = torch.tensor(np.stack([images[order[i * args.batch:(i + 1) * args.batch]] for i in range(batches)]), device=dev)
     ys = torch.tensor(np.stack([labels[order[i * args.batch:(i + 1) * args.batch]] for i in range(batches)]), device=dev)
-    step = make_step(params, opt)
+    step = make_step(params, opt, f16_product if args.mixed_f16 else f32_product, args.loss_scale)
     result = {"device": str(dev), "mode": args.mode, "torch": torch.__version__, "threads": torch.get_num_threads()}
 
     if args.mode == "losses":

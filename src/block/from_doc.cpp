@@ -9,8 +9,13 @@
 namespace scellis::block {
 namespace {
 
-const std::vector<std::string> kTrainFields = {"loss",  "eval_output", "data",   "optimizer",
-                                               "batch", "eval_batch",  "epochs", "shuffle_seed"};
+const std::vector<std::string> kTrainFields = {"loss",      "eval_output",  "data",
+                                               "optimizer", "batch",        "eval_batch",
+                                               "epochs",    "shuffle_seed", "mixed_precision"};
+const std::vector<std::string> kMixedPrecisionFields = {"compute", "loss_scale"};
+// The largest loss scale: 2^24 keeps a scaled f32 loss of a few units far from f32's range, and
+// larger scales overflow f16 gradients of ordinary size.
+constexpr double kMaxLossScale = 16777216.0;
 const std::vector<std::string> kTrainDataFields = {"dataset", "images", "labels"};
 const std::vector<std::string> kOptimizerFields = {
     "kind",     "lr",    "weight_decay", "momentum", "dampening", "nesterov",
@@ -162,12 +167,50 @@ class Lowering {
     for (size_t i = 0; i < prog_.blocks.size(); ++i)
       if (prog_.blocks[i].kind == BlockKind::kParam) spec.params.push_back(static_cast<int>(i));
     ResolveOptimizer(t, spec);
+    ResolveMixedPrecision(t, spec);
     if (spec.params.empty())
       TrainError("bad-train-section", "/train", "the workflow has no param block to train");
     CheckLoss(spec);
     CheckTrainData(spec);
     CheckTrainNames(spec);
     prog_.train = spec;
+  }
+
+  // "mixed_precision": {"compute": "f16", "loss_scale": 2^k}: both declared, nothing defaulted.
+  void ResolveMixedPrecision(const Json& t, TrainSpec& spec) {
+    auto it = t.find("mixed_precision");
+    if (it == t.end()) return;
+    const std::string pointer = "/train/mixed_precision";
+    const char* want =
+        "expected {\"compute\": \"f16\", \"loss_scale\": S} with S a power of two in [1, 2^24]";
+    if (!it->is_object()) {
+      TrainError("bad-mixed-precision", pointer,
+                 "\"mixed_precision\" is " + it->dump() + ", " + want);
+      return;
+    }
+    doc::CheckKeys(*it, pointer, kMixedPrecisionFields, "mixed precision", errors_);
+    auto compute = it->find("compute");
+    if (compute == it->end() || *compute != "f16") {
+      TrainError("bad-mixed-precision", PointerJoin(pointer, "compute"),
+                 "mixed precision computes in " +
+                     (compute == it->end() ? std::string("nothing") : compute->dump()) + ", " +
+                     want,
+                 "f16 is the one compute dtype of mixed precision");
+      return;
+    }
+    auto scale = it->find("loss_scale");
+    int exponent = 0;
+    const bool power_of_two = scale != it->end() && scale->is_number() &&
+                              std::frexp(scale->get<double>(), &exponent) == 0.5 &&
+                              scale->get<double>() >= 1 && scale->get<double>() <= kMaxLossScale;
+    if (!power_of_two) {
+      TrainError("bad-mixed-precision", PointerJoin(pointer, "loss_scale"),
+                 "the loss scale is " +
+                     (scale == it->end() ? std::string("missing") : scale->dump()) + ", " + want,
+                 "a power of two divides out of every gradient exactly; 1024 suits most models");
+      return;
+    }
+    spec.mixed_precision = TrainSpec::MixedPrecision{scale->get<double>()};
   }
 
   // The optimizer and its hyper-parameters, as PyTorch's torch.optim.SGD / Adam / AdamW accept
@@ -421,11 +464,12 @@ class Lowering {
                      const std::string& what) {
       const bool step_input = name == kStepName && IsStepInput(block);
       if (name.find('@') != std::string::npos || (name == kStepName && !step_input)) {
-        TrainError("ambiguous-name", pointer,
-                   what + " \"" + name + "\" is a name training keeps for itself",
-                   "training names the step input \"step\" (a scalar f32 input without data or carry "
-                   "may take it: the step number, fed by training) and optimizer state "
-                   "\"<param>@...\"");
+        TrainError(
+            "ambiguous-name", pointer,
+            what + " \"" + name + "\" is a name training keeps for itself",
+            "training names the step input \"step\" (a scalar f32 input without data or carry "
+            "may take it: the step number, fed by training) and optimizer state "
+            "\"<param>@...\"");
         return;
       }
       auto [it, inserted] = meaning.emplace(name, block);

@@ -89,6 +89,15 @@ struct TrainSpec {
   int epochs = 1;
   uint64_t shuffle_seed = 0;
   std::string pointer = "/train";
+  // Mixed precision (the section's "mixed_precision"): the step's f32 matmuls compute in f16
+  // (operands cast to f16, the product cast back to f32) while the params stay the f32 master
+  // weights the optimizer updates. The loss is multiplied by `loss_scale`, a power of two, before
+  // the backward pass, so small gradients survive f16, and each parameter's f32 gradient is
+  // divided by it again (exactly) before the update.
+  struct MixedPrecision {
+    double loss_scale = 1;
+  };
+  std::optional<MixedPrecision> mixed_precision;
 };
 
 // What to lower a training workflow to: the training step, or the forward pass alone (for

@@ -8,14 +8,15 @@
 namespace scellis::execplan {
 
 namespace {
-constexpr EnumTable<MemClass, kMemClasses> kMemClassNames({{{MemClass::kParameters, "parameters"},
-                                                            {MemClass::kInputs, "inputs"},
-                                                            {MemClass::kActivations, "activations"},
-                                                            {MemClass::kGradients, "gradients"},
-                                                            {MemClass::kOptimizerState,
-                                                             "optimizer_state"},
-                                                            {MemClass::kWorking, "working"},
-                                                            {MemClass::kDataset, "dataset"}}});
+constexpr EnumTable<MemClass, kMemClasses> kMemClassNames(
+    {{{MemClass::kParameters, "parameters"},
+      {MemClass::kMasterWeights, "master_weights"},
+      {MemClass::kInputs, "inputs"},
+      {MemClass::kActivations, "activations"},
+      {MemClass::kGradients, "gradients"},
+      {MemClass::kOptimizerState, "optimizer_state"},
+      {MemClass::kWorking, "working"},
+      {MemClass::kDataset, "dataset"}}});
 constexpr EnumTable<Verdict, 3> kVerdicts(
     {{{Verdict::kGreen, "green"}, {Verdict::kYellow, "yellow"}, {Verdict::kRed, "red"}}});
 }  // namespace
@@ -118,6 +119,7 @@ std::string Print(const Plan& p) {
   for (int c = 0; c < kMemClasses; ++c) {
     const MemClass cls = static_cast<MemClass>(c);
     if (cls == MemClass::kDataset && !DatasetInBudget(p)) continue;
+    if (cls == MemClass::kMasterWeights && !mem.by_class[c]) continue;  // not mixed precision
     classes += "\n" + std::string(21, ' ') + cell(MemClassName(cls), 17) +
                cell(FormatBytes(mem.by_class[c]), 12) + FormatBytes(mem.at_peak[c]) +
                (cls == dominant && mem.peak_live > 0 ? "  <- dominates" : "");

@@ -21,6 +21,9 @@ namespace scellis::execplan {
 
 enum class MemClass {
   kParameters,
+  // Mixed precision's f32 parameters: read by the step only through their f16 casts and by the
+  // optimizer, which updates them in f32.
+  kMasterWeights,
   kInputs,
   kActivations,  // forward values kept for the backward pass
   kGradients,
@@ -30,7 +33,7 @@ enum class MemClass {
   // host memory is the device's memory (the CPU reference); never a buffer.
   kDataset,
 };
-inline constexpr int kMemClasses = 7;
+inline constexpr int kMemClasses = 8;
 const char* MemClassName(MemClass c);
 
 // When a value needs storage, in steps: written by step `written` (-1: a source, there before the

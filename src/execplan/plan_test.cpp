@@ -242,7 +242,8 @@ std::string TinyAdamStep(int64_t batch) {
 std::array<int64_t, kMemClasses> Classes(int64_t parameters, int64_t inputs, int64_t activations,
                                          int64_t gradients, int64_t optimizer_state,
                                          int64_t working) {
-  return {parameters, inputs, activations, gradients, optimizer_state, working};
+  // No master weights (mixed precision) and no dataset in these plans.
+  return {parameters, 0, inputs, activations, gradients, optimizer_state, working, 0};
 }
 
 TEST(Memory, ClassesAtPeakOfATrainingStepByHand) {

@@ -426,7 +426,8 @@ void AddLinalgOps(OpTable& t) {
                         "where the adapter has shader-f16): each product and the running sum in "
                         "f32 (a product of two f16 values is exact in f32), rounded once to f16 "
                         "(nearest, ties to even) when stored, so in debug a GPU gives the "
-                        "reference's bits; f16 is not differentiated",
+                        "reference's bits; its gradients are f16 products of the same kind "
+                        "(mixed precision)",
          .summary = "matrix product; batched with broadcasting batch dims (version 2)",
          .nan = "IEEE products and sums, as torch.matmul: a NaN in row i of a or column j of b "
                 "makes out[i, j] NaN, as does 0 * inf; an empty inner dimension gives zeros"});

@@ -43,6 +43,7 @@ class Lowering {
       const block::TrainSpec& spec = *prog_.train;
       PendingTrainStep step{
           node_of_[spec.loss], {}, spec.param_optimizers, spec.pointer, prog_.mode};
+      if (spec.mixed_precision) step.loss_scale = spec.mixed_precision->loss_scale;
       for (int b : spec.params) step.params.push_back(node_of_[b]);
       g_.train = std::move(step);
     }
@@ -310,7 +311,35 @@ class Lowering {
     n.type = type.value();
     n.attrs = c.attrs;
     if (def->ListPort() && n.args.size() > kMaxListArgs) return AddListTree(b, std::move(n));
+    if (n.op == "matmul" && n.type.dtype == DType::kF32 && prog_.train &&
+        prog_.train->mixed_precision)
+      return AddInF16(std::move(n));
     return g_.Add(std::move(n));
+  }
+
+  // Mixed precision: the product computes in f16 between casts and is cast back to f32 for what
+  // follows, which stays f32 (the loss and the elementwise ops, as under torch.autocast). The f32
+  // cast carries the block's name, so the graph's outputs and the printed plan still find it.
+  int AddInF16(Node n) {
+    for (int& a : n.args) a = AddCast(a, DType::kF16, n.origin, "");
+    Node product = n;
+    product.name = product.label = "";
+    product.type.dtype = DType::kF16;
+    return AddCast(g_.Add(std::move(product)), DType::kF32, n.origin, n.name, n.label);
+  }
+
+  int AddCast(int arg, DType to, const std::string& origin, const std::string& name,
+              const std::string& label = "") {
+    Node c;
+    c.op = "cast";
+    c.args = {arg};
+    c.attrs["dtype"] = DTypeName(to);
+    c.type = g_.at(arg).type;
+    c.type.dtype = to;
+    c.origin = origin;
+    c.name = name;
+    c.label = label;
+    return g_.Add(std::move(c));
   }
 
   // A list op of more entries than one kernel binds (checked whole above, so every diagnostic

@@ -61,12 +61,15 @@ struct Carry {
 
 // A workflow's training step, still to be appended by the append-train-step pass.
 struct PendingTrainStep {
-  int loss = -1;            // the node whose scalar value is the loss
-  std::vector<int> params;  // the param nodes the optimizer updates
+  int loss = -1;                                 // the node whose scalar value is the loss
+  std::vector<int> params;                       // the param nodes the optimizer updates
   std::vector<block::OptimizerSpec> optimizers;  // one per param: its group's settings
-  std::string pointer;  // of the "train" section
+  std::string pointer;                           // of the "train" section
   // The whole step, its gradient half or its update half (block::LowerMode).
   block::LowerMode mode = block::LowerMode::kTrainStep;
+  // Mixed precision's loss scale: the backward pass starts from d loss = loss_scale, and each
+  // parameter's gradient is divided by it before the update. 1 without mixed precision.
+  double loss_scale = 1;
 };
 
 struct Graph : RungHeader {

@@ -7,7 +7,12 @@ MemClass ClassOf(const webir::Graph& g, const webir::Node& n,
                  const std::vector<std::vector<int>>& users) {
   if (n.purpose == webir::Purpose::kGradient) return MemClass::kGradients;
   if (n.purpose == webir::Purpose::kOptimizerState) return MemClass::kOptimizerState;
-  if (n.role == webir::Role::kParam) return MemClass::kParameters;
+  if (n.role == webir::Role::kParam) {
+    for (int u : users[n.id])
+      if (g.at(u).op == "cast" && g.at(u).type.dtype == DType::kF16)
+        return MemClass::kMasterWeights;
+    return MemClass::kParameters;
+  }
   if (n.role == webir::Role::kInput) return MemClass::kInputs;
   for (int u : users[n.id])
     if (g.at(u).purpose == webir::Purpose::kGradient) return MemClass::kActivations;

@@ -23,7 +23,8 @@ int64_t F16Bytes(const Plan& p) {
   const bool training = Trains(p);
   int64_t total = DatasetInBudget(p) ? p.dataset_bytes : 0;
   for (const Buffer& b : p.buffers) {
-    if (b.tile_scratch || b.cls == MemClass::kOptimizerState) {
+    // Optimizer moments and master weights stay f32 in mixed precision.
+    if (b.tile_scratch || b.cls == MemClass::kOptimizerState || b.cls == MemClass::kMasterWeights) {
       total = SaturatingAdd(total, b.bytes);
       continue;
     }
@@ -53,7 +54,8 @@ std::string F16Answer(const Plan& p, int64_t limit) {
   s += bytes <= limit ? ", which fits"
                       : ", " + FormatBytes(bytes - limit) + " over: f16 would not fit either";
   if (training && bytes <= limit)
-    s += ", but Scellis does not train in mixed precision yet (its training ops are f32)";
+    s += ": declare \"mixed_precision\" in the train section (its f16 products need a GPU with "
+         "shader-f16, or the CPU reference)";
   if (!training && bytes <= limit) s += " (f16 on a GPU needs its shader-f16 feature)";
   return s;
 }

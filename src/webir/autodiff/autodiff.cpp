@@ -142,7 +142,7 @@ int SwapLastTwo(Graph& g, int x) {
 
 }  // namespace grad
 
-Result<std::vector<int>> Backward(Graph& g, int loss, const std::vector<int>& wrt) {
+Result<std::vector<int>> Backward(Graph& g, int loss, const std::vector<int>& wrt, double seed) {
   const int count = static_cast<int>(g.nodes.size());
   if (loss < 0 || loss >= count)
     return InternalError("webir.Backward", "the loss node does not exist");
@@ -179,7 +179,7 @@ Result<std::vector<int>> Backward(Graph& g, int loss, const std::vector<int>& wr
 
   std::vector<std::vector<int>> contributions(count);
   std::vector<int> grad_of(count, -1);
-  if (on_path(loss)) contributions[loss].push_back(grad::Constant(g, 1.0, loss_node.type.sizes()));
+  if (on_path(loss)) contributions[loss].push_back(grad::Constant(g, seed, loss_node.type.sizes()));
   for (int i = loss; i >= 0; --i) {
     if (!on_path(i) || contributions[i].empty()) continue;
     int total = contributions[i][0];

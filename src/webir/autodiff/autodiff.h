@@ -21,8 +21,10 @@ namespace scellis::webir {
 // Diagnostics: `loss-not-scalar` (the loss has more than one element), `not-differentiable` (a
 // node between a `wrt` node and the loss has no gradient rule, e.g. `positive` or `life`).
 // The backward pass uses version-2 ops (axis sums, reshape), so the graph's version becomes at
-// least 2.
-Result<std::vector<int>> Backward(Graph& g, int loss, const std::vector<int>& wrt);
+// least 2. `seed` is d loss / d loss: 1, or mixed precision's loss scale, which scales every
+// gradient alike.
+Result<std::vector<int>> Backward(Graph& g, int loss, const std::vector<int>& wrt,
+                                  double seed = 1.0);
 
 // Rules append to g.nodes, so a reference into it (g.at(i), its type) dangles after any of these
 // calls: rules copy what they need first. The `node` a rule receives is already a copy.

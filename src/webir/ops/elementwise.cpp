@@ -62,9 +62,14 @@ std::vector<int> GradClamp(Graph& g, const Node& n, int gout) {
   return {Emit(g, "where", {Emit(g, "ge", {a, n.args[1]}), inside, zero}), -1, -1};
 }
 // cast: f32 to f32 passes the gradient; a bool or an i32 on either side has none (as PyTorch).
+// Between float dtypes the gradient is cast back to the operand's dtype (mixed precision's f16
+// products and their f32 operands); a cast to or from an integer has none.
 std::vector<int> GradCast(Graph& g, const Node& n, int gout) {
-  const bool floats = g.at(n.args[0]).type.dtype == DType::kF32 && n.type.dtype == DType::kF32;
-  return {floats ? gout : -1};
+  auto is_float = [](DType t) { return t == DType::kF32 || t == DType::kF16; };
+  const DType from = g.at(n.args[0]).type.dtype;
+  if (!is_float(from) || !is_float(n.type.dtype)) return {-1};
+  if (from == n.type.dtype) return {gout};
+  return {Emit(g, "cast", {gout}, {{"dtype", DTypeName(from)}})};
 }
 // Gated on relu's result, as PyTorch's threshold_backward(grad, result, 0): relu(x) > 0 exactly
 // where x > 0 (NaN passes both, -0 and +0 neither), so the gradient's bits are those of a gate on

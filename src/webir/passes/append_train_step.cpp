@@ -110,6 +110,23 @@ Status AppendUpdates(Graph& g, const std::vector<block::OptimizerSpec>& optimize
   return Status::Ok();
 }
 
+// Mixed precision: each f32 gradient divided by the loss scale, a power of two, so exactly (unless
+// it falls below f32's normal range), as torch.cuda.amp.GradScaler.unscale_ does. The gradient's
+// name ("d_w1") moves to the unscaled value, the one the update reads.
+Status Unscale(Graph& g, std::vector<int>& grads, double loss_scale) {
+  const int inverse = grad::Constant(g, 1.0 / loss_scale, {});
+  for (int& grad : grads) {
+    const std::string name = g.at(grad).name;
+    const int unscaled = grad::Emit(g, "mul", {grad, inverse});
+    if (unscaled < 0)
+      return InternalError("webir.AppendTrainStep", "an unscaled gradient is ill-typed");
+    g.nodes[grad].name = name + "_scaled";
+    g.nodes[unscaled].name = name;
+    grad = unscaled;
+  }
+  return Status::Ok();
+}
+
 // The step number's input: the document's own (a scalar input labelled "step" the forward reads, as
 // dropout's step port; the lowering admitted only a scalar f32 one without data), else a new one.
 int StepInput(Graph& g, const std::string& origin) {
@@ -143,13 +160,14 @@ Status AppendTrainStep(Graph& g) {
 
   if (loss < 0) return InternalError("webir.AppendTrainStep", "the loss was never lowered");
   int t = spec.mode == block::LowerMode::kTrainStep ? StepInput(g, spec.pointer) : -1;
-  auto grads = Backward(g, loss, params);
+  auto grads = Backward(g, loss, params, spec.loss_scale);
   if (!grads.ok()) {
     std::vector<Diagnostic> errors = grads.errors();
     for (Diagnostic& d : errors)
       if (d.pointer.empty()) d.pointer = spec.pointer;
     return Status(errors);
   }
+  if (spec.loss_scale != 1) SCELLIS_TRY(Unscale(g, grads.value(), spec.loss_scale));
 
   bool has_loss_output = false;
   for (const Output& out : g.outputs)

@@ -45,28 +45,43 @@ std::string ReadExample(const char* name) {
   return s.str();
 }
 
+// `v` rounded to the nearest f16 (ties to even): 11 significant bits, or multiples of 2^-24
+// below f16's normal range. Values here stay far from its largest, 65504.
+double RoundToF16(double v) {
+  if (v == 0 || !std::isfinite(v)) return v;
+  int e = 0;
+  std::frexp(v, &e);  // |v| in [2^(e-1), 2^e)
+  const int quantum = std::max(e - 11, -24);
+  return std::nearbyint(std::ldexp(v, -quantum)) * std::ldexp(1.0, quantum);
+}
+
 // The MLP's step by hand. Shapes: x [N, D], w1 [D, H], b1 [H], w2 [H, C], b2 [C].
 struct Mlp {
   int64_t n = 4, d = 3, h = 5, c = 3;  // the example's dims
   Tensor x, labels;
   std::map<std::string, Tensor> params, m, v;
   double lr = 0.01, beta1 = 0.9, beta2 = 0.999, eps = 1e-8;
+  // Mixed precision: each product's operands and result rounded to f16, the loss scaled.
+  bool f16_products = false;
+  double loss_scale = 1;
+
+  double R(double v) const { return f16_products ? RoundToF16(v) : v; }
 
   double Step(int t) {
     const Tensor &w1 = params["w1"], &b1 = params["b1"], &w2 = params["w2"], &b2 = params["b2"];
     Tensor pre(n * h), hid(n * h), logits(n * c);
     for (int64_t i = 0; i < n; ++i)
       for (int64_t j = 0; j < h; ++j) {
-        double s = b1[j];
-        for (int64_t k = 0; k < d; ++k) s += x[i * d + k] * w1[k * h + j];
-        pre[i * h + j] = s;
-        hid[i * h + j] = s > 0 ? s : 0;
+        double s = 0;
+        for (int64_t k = 0; k < d; ++k) s += R(x[i * d + k]) * R(w1[k * h + j]);
+        pre[i * h + j] = R(s) + b1[j];
+        hid[i * h + j] = pre[i * h + j] > 0 ? pre[i * h + j] : 0;
       }
     for (int64_t i = 0; i < n; ++i)
       for (int64_t j = 0; j < c; ++j) {
-        double s = b2[j];
-        for (int64_t k = 0; k < h; ++k) s += hid[i * h + k] * w2[k * c + j];
-        logits[i * c + j] = s;
+        double s = 0;
+        for (int64_t k = 0; k < h; ++k) s += R(hid[i * h + k]) * R(w2[k * c + j]);
+        logits[i * c + j] = R(s) + b2[j];
       }
     // loss = mean(logsumexp - logit at the label); dlogits = (softmax - onehot) / N.
     double loss = 0;
@@ -80,27 +95,40 @@ struct Mlp {
       loss += (mx + std::log(z) - logits[i * c + y]) / static_cast<double>(n);
       for (int64_t j = 0; j < c; ++j)
         dlogits[i * c + j] =
-            (std::exp(logits[i * c + j] - mx) / z - (j == y)) / static_cast<double>(n);
+            loss_scale * (std::exp(logits[i * c + j] - mx) / z - (j == y)) / static_cast<double>(n);
     }
     std::map<std::string, Tensor> grad = {{"w1", Tensor(d * h, 0)},
                                           {"b1", Tensor(h, 0)},
                                           {"w2", Tensor(h * c, 0)},
                                           {"b2", Tensor(c, 0)}};
+    // Each product's gradients are products too: summed, then rounded (in mixed precision).
+    Tensor dhid(n * h, 0);
+    for (int64_t j = 0; j < c; ++j) {
+      for (int64_t i = 0; i < n; ++i) grad["b2"][j] += dlogits[i * c + j];
+      for (int64_t k = 0; k < h; ++k) {
+        double s = 0;
+        for (int64_t i = 0; i < n; ++i) s += R(hid[i * h + k]) * R(dlogits[i * c + j]);
+        grad["w2"][k * c + j] = R(s);
+      }
+    }
+    for (int64_t i = 0; i < n; ++i)
+      for (int64_t k = 0; k < h; ++k) {
+        double s = 0;
+        for (int64_t j = 0; j < c; ++j) s += R(dlogits[i * c + j]) * R(w2[k * c + j]);
+        dhid[i * h + k] = R(s);
+      }
     Tensor dpre(n * h, 0);
-    for (int64_t i = 0; i < n; ++i)
-      for (int64_t j = 0; j < c; ++j) {
-        grad["b2"][j] += dlogits[i * c + j];
-        for (int64_t k = 0; k < h; ++k) {
-          grad["w2"][k * c + j] += hid[i * h + k] * dlogits[i * c + j];
-          dpre[i * h + k] += dlogits[i * c + j] * w2[k * c + j];
-        }
+    for (int64_t i = 0; i < n * h; ++i) dpre[i] = pre[i] > 0 ? dhid[i] : 0;
+    for (int64_t j = 0; j < h; ++j) {
+      for (int64_t i = 0; i < n; ++i) grad["b1"][j] += dpre[i * h + j];
+      for (int64_t k = 0; k < d; ++k) {
+        double s = 0;
+        for (int64_t i = 0; i < n; ++i) s += R(x[i * d + k]) * R(dpre[i * h + j]);
+        grad["w1"][k * h + j] = R(s);
       }
-    for (int64_t i = 0; i < n * h; ++i) dpre[i] = pre[i] > 0 ? dpre[i] : 0;
-    for (int64_t i = 0; i < n; ++i)
-      for (int64_t j = 0; j < h; ++j) {
-        grad["b1"][j] += dpre[i * h + j];
-        for (int64_t k = 0; k < d; ++k) grad["w1"][k * h + j] += x[i * d + k] * dpre[i * h + j];
-      }
+    }
+    for (auto& [name, g] : grad)
+      for (double& v : g) v /= loss_scale;
     // torch.optim.Adam, as documented.
     for (auto& [name, p] : params) {
       Tensor &mm = m[name], &vv = v[name];
@@ -125,14 +153,15 @@ std::map<std::string, std::vector<T>> ByName(const webir::Graph& g,
   return out;
 }
 
-TEST(TrainStep, MlpAdamStepsMatchAHandComputation) {
-  auto compiled = Compile(ReadExample("mlp_step.json"), Options());
+// Two steps of `doc`'s plan on the CPU reference against `mlp`'s by hand: in float64 (to
+// rounding) where `check64`, and in float32 to within `rel32` relative.
+void ExpectTwoStepsMatch(const std::string& doc, Mlp mlp, bool check64, double rel32) {
+  auto compiled = Compile(doc, Options());
   ASSERT_TRUE(compiled.ok()) << compiled.errors()[0].Format();
   const execplan::Plan& plan = *compiled->plan;
   const webir::Graph& g = plan.graph();
 
   // Inputs and initial params exactly as the plan sees them (f32 values).
-  Mlp mlp;
   for (const webir::Node& n : g.nodes) {
     if (n.role == webir::Role::kParam) {
       std::vector<float> init = n.init->Generate(n.type.elements());
@@ -155,25 +184,28 @@ TEST(TrainStep, MlpAdamStepsMatchAHandComputation) {
     const float step32 = static_cast<float>(step);
     feeds32["step"] = HostTensor::FromFloats(MakeType({}), {&step32, 1});
     double want_loss = mlp.Step(step);
-    auto run64 = runtime::cpu::RunPlan<double>(plan, {}, serial, feeds64);
-    ASSERT_TRUE(run64.ok());
+    std::map<std::string, std::vector<double>> out64;
+    if (check64) {
+      auto run64 = runtime::cpu::RunPlan<double>(plan, {}, serial, feeds64);
+      ASSERT_TRUE(run64.ok());
+      out64 = ByName(g, run64.value());
+      EXPECT_NEAR(out64["loss"][0], want_loss, 1e-12);
+    }
     auto run32 = runtime::cpu::RunPlan<float>(plan, feeds32, serial);
     ASSERT_TRUE(run32.ok());
-    auto out64 = ByName(g, run64.value());
     auto out32 = ByName(g, run32.value());
-
-    EXPECT_NEAR(out64["loss"][0], want_loss, 1e-12);
     EXPECT_NEAR(out32["loss"][0], want_loss, 1e-6);
     for (const auto& [name, p] : mlp.params) {
       for (const auto& [suffix, want] : {std::pair<std::string, const Tensor*>{"@next", &p},
                                          {"@m", &mlp.m[name]},
                                          {"@v", &mlp.v[name]}}) {
         const std::string key = name + suffix;
-        ASSERT_EQ(out64[key].size(), want->size()) << key;
+        ASSERT_EQ(out32[key].size(), want->size()) << key;
         for (size_t i = 0; i < want->size(); ++i) {
           double w = (*want)[i];
-          EXPECT_NEAR(out64[key][i], w, 1e-12 * (1 + std::fabs(w))) << key << "[" << i << "]";
-          EXPECT_NEAR(out32[key][i], w, 2e-6 * (1 + std::fabs(w)) + 1e-5 * std::fabs(w))
+          if (check64)
+            EXPECT_NEAR(out64[key][i], w, 1e-12 * (1 + std::fabs(w))) << key << "[" << i << "]";
+          EXPECT_NEAR(out32[key][i], w, 2e-6 * (1 + std::fabs(w)) + rel32 * std::fabs(w))
               << key << "[" << i << "] (f32)";
         }
       }
@@ -183,10 +215,14 @@ TEST(TrainStep, MlpAdamStepsMatchAHandComputation) {
       std::string from = "", to = runtime::FeedName(g.at(c.to));
       for (const webir::Output& o : g.outputs)
         if (o.node == c.from) from = o.name;
-      feeds64[to] = out64[from];
+      if (check64) feeds64[to] = out64[from];
       feeds32[to] = HostTensor::FromFloats(g.at(c.to).type, out32[from]);
     }
   }
+}
+
+TEST(TrainStep, MlpAdamStepsMatchAHandComputation) {
+  ExpectTwoStepsMatch(ReadExample("mlp_step.json"), Mlp{}, /*check64=*/true, 1e-5);
 }
 
 // Data parallelism lowers the step as two halves: the gradients (params resident) and the
@@ -277,6 +313,72 @@ std::string WithTrain(const std::string& train) {
   return doc.substr(0, at) + "\"train\": " + train + "\n}\n";
 }
 
+constexpr const char* kMixedAdam =
+    R"({"loss": "loss", "optimizer": {"kind": "adam", "lr": 0.01, "beta1": 0.9, "beta2": 0.999,
+        "eps": 1e-8}, "mixed_precision": {"compute": "f16", "loss_scale": 1024}})";
+
+// Mixed precision: the products from f16-rounded operands, rounded to f16, their gradients the
+// same way, the loss scaled by 1024 and every gradient divided by it, Adam on the f32 params.
+TEST(MixedPrecision, MlpAdamStepsMatchAHandComputationWithF16Products) {
+  Mlp mlp;
+  mlp.f16_products = true;
+  mlp.loss_scale = 1024;
+  ExpectTwoStepsMatch(WithTrain(kMixedAdam), mlp, /*check64=*/false, 1e-5);
+}
+
+TEST(MixedPrecision, TheProductsAreF16BetweenCastsAndTheParamsF32MasterWeights) {
+  auto c = Compile(WithTrain(kMixedAdam), Options());
+  ASSERT_TRUE(c.ok()) << c.errors()[0].Format();
+  const webir::Graph& g = c->plan->graph();
+  int f16_products = 0;
+  for (const webir::Node& n : g.nodes) {
+    if (n.op == "matmul") {
+      EXPECT_EQ(n.type.dtype, DType::kF16) << n.Describe();
+      for (int a : n.args) EXPECT_EQ(g.at(a).type.dtype, DType::kF16) << n.Describe();
+      ++f16_products;
+    }
+    if (n.role == Role::kParam) EXPECT_EQ(n.type.dtype, DType::kF32) << n.Describe();
+  }
+  // Two forward products, three backward (the first layer's data operand needs none).
+  EXPECT_EQ(f16_products, 5);
+  const auto& mem = c->plan->memory;
+  // w1 [3, 5] and w2 [5, 3] feed products: master weights; b1 [5] and b2 [3] are added in f32.
+  EXPECT_EQ(mem.by_class[static_cast<int>(execplan::MemClass::kMasterWeights)], 2 * 15 * 4);
+  EXPECT_EQ(mem.by_class[static_cast<int>(execplan::MemClass::kParameters)], (5 + 3) * 4);
+  EXPECT_NE(PrintRung(*c, Rung::kExecplan).find("master_weights"), std::string::npos);
+  // Without the section the plan has no master weights and does not print the class.
+  auto plain = Compile(ReadExample("mlp_step.json"), Options());
+  ASSERT_TRUE(plain.ok());
+  EXPECT_EQ(plain->plan->memory.by_class[static_cast<int>(execplan::MemClass::kMasterWeights)], 0);
+  EXPECT_EQ(PrintRung(*plain, Rung::kExecplan).find("master_weights"), std::string::npos);
+}
+
+TEST(MixedPrecision, BadSectionsAreNamed) {
+  const std::string adam = R"("optimizer": {"kind": "adam"})";
+  for (const auto& [section, pointer] : std::vector<std::pair<std::string, std::string>>{
+           {R"("f16")", "/train/mixed_precision"},
+           {R"({"loss_scale": 1024})", "/train/mixed_precision/compute"},
+           {R"({"compute": "bf16", "loss_scale": 1024})", "/train/mixed_precision/compute"},
+           {R"({"compute": "f16"})", "/train/mixed_precision/loss_scale"},
+           {R"({"compute": "f16", "loss_scale": 1000})", "/train/mixed_precision/loss_scale"},
+           {R"({"compute": "f16", "loss_scale": 0.5})", "/train/mixed_precision/loss_scale"},
+           {R"({"compute": "f16", "loss_scale": 33554432})", "/train/mixed_precision/loss_scale"},
+       }) {
+    auto c = Compile(
+        WithTrain(R"({"loss": "loss", )" + adam + R"(, "mixed_precision": )" + section + "}"),
+        Options());
+    ASSERT_FALSE(c.ok()) << section;
+    EXPECT_EQ(c.errors()[0].code, "bad-mixed-precision") << section;
+    EXPECT_EQ(c.errors()[0].pointer, pointer) << section;
+  }
+  auto stray = Compile(WithTrain(R"({"loss": "loss", )" + adam +
+                                 R"(, "mixed_precision": {"compute": "f16", "loss_scale": 8,
+                                     "dynamic": true}})"),
+                       Options());
+  ASSERT_FALSE(stray.ok());
+  EXPECT_EQ(stray.errors()[0].pointer, "/train/mixed_precision/dynamic");
+}
+
 TEST(TrainStep, SgdAndMomentumLowerToTheirOps) {
   auto sgd =
       Compile(WithTrain(R"({"loss": "loss", "optimizer": {"kind": "sgd", "lr": 0.1}})"), Options());
@@ -307,7 +409,8 @@ TEST(TrainStep, ParameterGroupsSetTheirParamsUpdates) {
     for (size_t at = text.find(attrs); at != std::string::npos; at = text.find(attrs, at + 1)) ++n;
     return n;
   };
-  EXPECT_EQ(updates_with("sgd_update %w1, %d_w1 lr=0.5 maximize=false weight_decay=0.25 "), 1) << text;
+  EXPECT_EQ(updates_with("sgd_update %w1, %d_w1 lr=0.5 maximize=false weight_decay=0.25 "), 1)
+      << text;
   EXPECT_EQ(updates_with("lr=0.5 maximize=false weight_decay=0.25 "), 2) << text;
   EXPECT_EQ(updates_with("lr=0.1 maximize=false weight_decay=0 "), 2) << text;
 }
@@ -344,7 +447,8 @@ TEST(TrainStep, BadSettingsAreDiagnostics) {
 // plain SGD with lr 1. `step_input` is the document's node labelled "step" wired to the step port.
 std::string DropoutStepWorkflow(const std::string& step_input) {
   return R"({"format": "scellis.workflow/1", "name": "dropout_step", "determinism": "debug",
-    "nodes": [)" + step_input + R"(,
+    "nodes": [)" +
+         step_input + R"(,
       {"id": "w", "type": "param", "params": {"name": "w", "shape": [64],
                                               "init": {"kind": "ones"}}},
       {"id": "dropped", "type": "dropout", "params": {"p": 0.5, "seed": 9}},
@@ -441,14 +545,15 @@ TEST(TrainStep, EvaluationLowersDropoutAsTheIdentity) {
 // Only a scalar f32 input without data or carry is the step number; any other block labelled
 // "step" is refused by name, as before.
 TEST(TrainStep, AStepInputThatCannotBeTheStepNumberIsRefused) {
-  for (const char* bad : {
-           R"({"id": "step", "type": "input", "params": {"name": "step", "shape": [2]}})",
-           R"({"id": "step", "type": "input", "params": {"name": "step", "shape": [], "data": [1]}})",
-           R"({"id": "step", "type": "input",
+  for (
+      const char* bad : {
+          R"({"id": "step", "type": "input", "params": {"name": "step", "shape": [2]}})",
+          R"({"id": "step", "type": "input", "params": {"name": "step", "shape": [], "data": [1]}})",
+          R"({"id": "step", "type": "input",
                "params": {"name": "step", "shape": [], "dtype": "i32"}})",
-           R"({"id": "step", "type": "param",
+          R"({"id": "step", "type": "param",
                "params": {"name": "step", "shape": [], "init": {"kind": "zeros"}}})",
-       }) {
+      }) {
     auto c = Compile(DropoutStepWorkflow(bad), Options());
     ASSERT_FALSE(c.ok()) << bad;
     bool named = false;

@@ -135,9 +135,11 @@ class WebGpuPrepared : public Prepared {
         why = "enables shader-f16 but its WGSL compiler refuses `enable f16` (" + said + ")";
       }
       return UserError("shader-f16-unavailable", n.origin,
-                       "\"" + FeedName(n) + "\" is f16, and the WebGPU adapter \"" +
-                           d_.info().device + "\" " + why,
-                       "declare it f32, or run on an adapter with shader-f16 or on the CPU");
+                       (n.role == webir::Role::kCompute ? "the " + n.Describe() + " computes in"
+                                                        : "\"" + FeedName(n) + "\" is") +
+                           " f16, and the WebGPU adapter \"" + d_.info().device + "\" " + why,
+                       "declare it f32 (a train section's \"mixed_precision\" makes the "
+                       "products f16), or run on an adapter with shader-f16 or on the CPU");
     }
     return Status::Ok();
   }
