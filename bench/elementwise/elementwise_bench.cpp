@@ -17,10 +17,14 @@
 // --schedules=256x4,128x8 runs copy and chain wide once per listed schedule (workgroup size x
 // vectors per invocation, kernel::Module::elementwise_schedule_override) instead of the pass's
 // choice alone. --gpu-timestamps times each dispatch on the GPU too (a row then gives the
-// kernel's own time per step beside the wall time).
+// kernel's own time per step beside the wall time). --ballast-mib=N keeps N MiB of other buffers
+// on the device, untouched, while each case runs (a session prepared beside the case's): whether
+// a kernel slows with what the device holds or only with what the kernel itself touches.
+// --kinds=copy,chain runs only those kinds.
 //
 //   scellis_bench_elementwise [--backend=webgpu] [--runs=10] [--quick] [--tier=prod]
 //                             [--schedules=WGxP,...] [--gpu-timestamps] [--log2=N]
+//                             [--ballast-mib=N] [--kinds=K,...]
 #include <algorithm>
 #include <chrono>
 #include <cmath>
@@ -151,6 +155,8 @@ int main(int argc, char** argv) {
   std::vector<int> sizes = {26, 28};  // log2 of the element count
   std::vector<kernel::ElementwiseSchedule> schedules;
   policy::Tier tier = policy::Tier::kProd;
+  int64_t ballast_mib = 0;
+  std::string kinds = "copy,chain,sum,rowsum";
   for (int i = 1; i < argc; ++i) {
     const std::string arg = argv[i];
     if (arg.rfind("--backend=", 0) == 0)
@@ -163,6 +169,10 @@ int main(int argc, char** argv) {
       sizes = {std::clamp(std::atoi(arg.c_str() + 7), 4, 30)};
     else if (arg == "--gpu-timestamps")
       gpu_timestamps = true;
+    else if (arg.rfind("--ballast-mib=", 0) == 0)
+      ballast_mib = std::max<int64_t>(0, std::atoll(arg.c_str() + 14));
+    else if (arg.rfind("--kinds=", 0) == 0)
+      kinds = arg.substr(8);
     else if (arg.rfind("--schedules=", 0) == 0) {
       std::string list = arg.substr(12) + ",";
       for (size_t at = 0, comma; (comma = list.find(',', at)) != std::string::npos;
@@ -178,7 +188,8 @@ int main(int argc, char** argv) {
       tier = policy::Tier::kDebug;
     else if (arg != "--tier=prod") {
       std::cerr << "usage: scellis_bench_elementwise [--backend=B] [--runs=N] [--quick] "
-                   "[--tier=prod|debug] [--schedules=WGxP,...] [--gpu-timestamps] [--log2=N]\n";
+                   "[--tier=prod|debug] [--schedules=WGxP,...] [--gpu-timestamps] [--log2=N] "
+                   "[--ballast-mib=N] [--kinds=K,...]\n";
       return 2;
     }
   }
@@ -195,6 +206,9 @@ int main(int argc, char** argv) {
       cases.push_back({kind, log2_n, false, std::nullopt});
     }
   }
+  std::erase_if(cases, [&](const Case& c) {
+    return ("," + kinds + ",").find("," + c.kind + ",") == std::string::npos;
+  });
   int failures = 0;
   for (const Case& c : cases) {
     const int64_t n = int64_t{1} << c.log2_n;
@@ -230,6 +244,27 @@ int main(int argc, char** argv) {
       continue;
     }
     api::Session& session = **s;
+    std::unique_ptr<api::Session> ballast;
+    if (ballast_mib > 0) {
+      // Buffers of at most 1 GiB each (a binding's limit), zeros, never read by the case.
+      Json nodes = Json::array(), outputs = Json::array();
+      for (int64_t left = ballast_mib, id = 0; left > 0; left -= 1024, ++id) {
+        nodes.push_back({{"id", id},
+                         {"op", "param"},
+                         {"name", "ballast" + std::to_string(id)},
+                         {"shape", {std::min<int64_t>(left, 1024) << 18}},
+                         {"init", {{"kind", "zeros"}}}});
+        outputs.push_back({{"name", "ballast" + std::to_string(id)}, {"id", id}});
+      }
+      Json doc = {{"version", 2}, {"nodes", nodes}, {"outputs", outputs}};
+      auto b = api::Session::PrepareBeside(doc.dump(), options, session);
+      if (!b.ok()) {
+        std::cerr << name << ": ballast: " << b.errors().front().Format() << "\n";
+        return 2;
+      }
+      ballast = std::move(b.value());
+      row["ballast_mib"] = ballast_mib;
+    }
     // An f32 sum of a multiple of 4 elements (every size here) loads vec4 in either order; a row
     // sum without the pass walks each row in one invocation.
     std::string schedule = c.kind == "sum"      ? "tree-256/vec4"
