@@ -92,13 +92,13 @@ MatmulSchedule ChooseMatmulSchedule(const MatmulShape& shape) {
   // under-filled and 8 x 8 ones fill it (the 64 x 784 x 256 layer of a batch of 64: 64 workgroups
   // against 256, 13.9 -> 12.2 us on the H200); where neither fills it, the larger workgroups
   // measured faster (64 x 256 x 10: 7.0 against 7.3 us).
-  const MatmulSchedule eighths = Tiled(8, 8, 8, 1, 1);
-  if (MatmulScheduleFits(SmallMatmulSchedule(), shape) &&
-      workgroups(SmallMatmulSchedule()) < kFillWorkgroups && MatmulScheduleFits(eighths, shape) &&
-      workgroups(eighths) >= kFillWorkgroups)
-    return WithKStagedForShape(eighths, shape);
-  if (MatmulScheduleFits(SmallMatmulSchedule(), shape))
-    return WithKStagedForShape(SmallMatmulSchedule(), shape);
+  if (MatmulScheduleFits(SmallMatmulSchedule(), shape)) {
+    const MatmulSchedule eighths = Tiled(8, 8, 8, 1, 1);
+    const bool eighths_fill = workgroups(SmallMatmulSchedule()) < kFillWorkgroups &&
+                              MatmulScheduleFits(eighths, shape) &&
+                              workgroups(eighths) >= kFillWorkgroups;
+    return WithKStagedForShape(eighths_fill ? eighths : SmallMatmulSchedule(), shape);
+  }
   // An empty output, or a grid past WebGPU's 65535 workgroups per dimension.
   MatmulSchedule per_element;
   per_element.kind = MatmulSchedule::Kind::kPerElement;

@@ -31,32 +31,60 @@ WebGpuExecutor* Gpu() {
   return gpu.get();
 }
 
-// sum and mean of one input of n elements.
-Json SumDoc(int64_t n) {
+// sum and mean of one input of `shape`: over every element, or along its last axis (a long
+// contiguous line per output).
+Json SumDoc(const std::vector<int64_t>& shape, bool along_last_axis) {
+  Json sum = {{"id", 1}, {"op", "sum"}, {"a", 0}}, mean = {{"id", 2}, {"op", "mean"}, {"a", 0}};
+  if (along_last_axis) sum["axis"] = mean["axis"] = static_cast<int>(shape.size()) - 1;
   return {{"version", 3},
-          {"nodes",
-           {{{"id", 0}, {"op", "input"}, {"name", "x"}, {"shape", {n}}},
-            {{"id", 1}, {"op", "sum"}, {"a", 0}},
-            {{"id", 2}, {"op", "mean"}, {"a", 0}}}},
+          {"nodes", {{{"id", 0}, {"op", "input"}, {"name", "x"}, {"shape", shape}}, sum, mean}},
           {"outputs", {{{"name", "sum"}, {"id", 1}}, {{"name", "mean"}, {"id", 2}}}}};
 }
 
-Result<pipeline::Compiled> Compile(int64_t n, policy::Tier tier) {
+Result<pipeline::Compiled> Compile(const std::vector<int64_t>& shape, bool along_last_axis,
+                                   policy::Tier tier) {
   pipeline::CompileOptions o;
   o.lower.tier = tier;
   o.plan.budget_bytes = int64_t{1} << 30;
   o.plan.limits = Gpu()->limits();
-  return pipeline::Compile(SumDoc(n).dump(), o);
+  return pipeline::Compile(SumDoc(shape, along_last_axis).dump(), o);
+}
+Result<pipeline::Compiled> Compile(int64_t n, policy::Tier tier) {
+  return Compile({n}, false, tier);
 }
 
-// The sum's and the mean's values (as f32 bits) of a run.
-std::array<float, 2> RunSum(const pipeline::Compiled& c, const std::vector<float>& x) {
-  const int64_t n = static_cast<int64_t>(x.size());
-  auto r = Gpu()->Run(*c.plan, {{"x", HostTensor::FromFloats(MakeType({n}), x)}},
+// The sums' and the means' values of a run (one each for a whole-tensor sum, one per row along
+// the last axis).
+std::array<std::vector<float>, 2> RunSums(const pipeline::Compiled& c,
+                                          const std::vector<int64_t>& shape,
+                                          const std::vector<float>& x) {
+  auto r = Gpu()->Run(*c.plan, {{"x", HostTensor::FromFloats(MakeType(shape), x)}},
                       {.poison_outputs = true});
   EXPECT_TRUE(r.ok()) << (r.ok() ? "" : r.errors().front().Format());
-  if (!r.ok()) return {NAN, NAN};
-  return {r->outputs[0].second.view<float>()[0], r->outputs[1].second.view<float>()[0]};
+  if (!r.ok()) return {};
+  std::array<std::vector<float>, 2> out;
+  for (int i = 0; i < 2; ++i) {
+    const auto v = r->outputs[i].second.view<float>();
+    out[i].assign(v.begin(), v.end());
+  }
+  return out;
+}
+
+// The whole-tensor sum's and mean's values (as f32 bits) of a run.
+std::array<float, 2> RunSum(const pipeline::Compiled& c, const std::vector<float>& x) {
+  const auto out = RunSums(c, {static_cast<int64_t>(x.size())}, x);
+  if (out[0].empty()) return {NAN, NAN};
+  return {out[0][0], out[1][0]};
+}
+
+// Mixed signs and magnitudes (2^-20 to 2^20), so that any change of the order of additions shows
+// in the bits.
+std::vector<float> MixedMagnitudes(int64_t n, std::mt19937& rng) {
+  std::uniform_real_distribution<float> u(-1, 1);
+  std::uniform_int_distribution<int> exponent(-20, 20);
+  std::vector<float> x(static_cast<size_t>(n));
+  for (float& v : x) v = std::ldexp(u(rng), exponent(rng));
+  return x;
 }
 
 uint32_t Bits(float f) {
@@ -122,17 +150,13 @@ TEST(WideSum, NanAndInfinitiesPropagateAsTheOpSays) {
   }
 }
 
-// Mixed signs and magnitudes, so that any change of order would show in the bits.
 TEST(WideSum, ProdGivesTheSameBitsOnEveryRunAndDebugTheReferences) {
   ASSERT_NE(Gpu(), nullptr);
   const unsigned seed = std::random_device{}();
   SCOPED_TRACE("seed " + std::to_string(seed));
   std::mt19937 rng(seed);
-  std::uniform_real_distribution<float> u(-1, 1);
-  std::uniform_int_distribution<int> exponent(-20, 20);
   const int64_t n = 300001;
-  std::vector<float> x(static_cast<size_t>(n));
-  for (float& v : x) v = std::ldexp(u(rng), exponent(rng));
+  const std::vector<float> x = MixedMagnitudes(n, rng);
   auto prod = Compile(n, policy::Tier::kProd);
   ASSERT_TRUE(prod.ok());
   const auto first = RunSum(*prod, x);
@@ -150,41 +174,6 @@ TEST(WideSum, ProdGivesTheSameBitsOnEveryRunAndDebugTheReferences) {
   EXPECT_EQ(Bits(RunSum(*debug, x)[0]), Bits(want->outputs[0].second.view<float>()[0]));
 }
 
-// sum and mean of one input of `shape` along its last axis (a long contiguous line per output).
-Json AxisSumDoc(const std::vector<int64_t>& shape) {
-  const int axis = static_cast<int>(shape.size()) - 1;
-  return {{"version", 3},
-          {"nodes",
-           {{{"id", 0}, {"op", "input"}, {"name", "x"}, {"shape", shape}},
-            {{"id", 1}, {"op", "sum"}, {"a", 0}, {"axis", axis}},
-            {{"id", 2}, {"op", "mean"}, {"a", 0}, {"axis", axis}}}},
-          {"outputs", {{{"name", "sum"}, {"id", 1}}, {{"name", "mean"}, {"id", 2}}}}};
-}
-
-Result<pipeline::Compiled> CompileAxisSum(const std::vector<int64_t>& shape, policy::Tier tier) {
-  pipeline::CompileOptions o;
-  o.lower.tier = tier;
-  o.plan.budget_bytes = int64_t{1} << 30;
-  o.plan.limits = Gpu()->limits();
-  return pipeline::Compile(AxisSumDoc(shape).dump(), o);
-}
-
-// The sums' and the means' values of a run along the last axis of `shape`.
-std::array<std::vector<float>, 2> RunAxisSum(const pipeline::Compiled& c,
-                                             const std::vector<int64_t>& shape,
-                                             const std::vector<float>& x) {
-  auto r = Gpu()->Run(*c.plan, {{"x", HostTensor::FromFloats(MakeType(shape), x)}},
-                      {.poison_outputs = true});
-  EXPECT_TRUE(r.ok()) << (r.ok() ? "" : r.errors().front().Format());
-  if (!r.ok()) return {};
-  std::array<std::vector<float>, 2> out;
-  for (int i = 0; i < 2; ++i) {
-    const auto v = r->outputs[i].second.view<float>();
-    out[i].assign(v.begin(), v.end());
-  }
-  return out;
-}
-
 // Lines of 5000 (a multiple of 4: vec4 loads) and 4099 (odd: f32 loads, a ragged last vector)
 // elements, 5 chunks of 1024 each, over 3 and 14 rows.
 TEST(WideAxisSum, ProdSumsAndMeansAlongTheLastAxisAreWithinTheirClassOfFloat64Sums) {
@@ -199,7 +188,7 @@ TEST(WideAxisSum, ProdSumsAndMeansAlongTheLastAxisAreWithinTheirClassOfFloat64Su
        {std::vector<int64_t>{3, 5000}, std::vector<int64_t>{2, 7, 4099}}) {
     const int64_t len = shape.back(), rows = MakeType(shape).elements() / len;
     SCOPED_TRACE("rows " + std::to_string(rows) + " len " + std::to_string(len));
-    auto c = CompileAxisSum(shape, policy::Tier::kProd);
+    auto c = Compile(shape, true, policy::Tier::kProd);
     ASSERT_TRUE(c.ok()) << c.errors().front().Format();
     for (const kernel::Kernel& k : c->module->kernels)
       EXPECT_EQ(k.sum_schedule, kernel::SumSchedule::For(len, rows)) << k.name;
@@ -208,7 +197,7 @@ TEST(WideAxisSum, ProdSumsAndMeansAlongTheLastAxisAreWithinTheirClassOfFloat64Su
     EXPECT_EQ(program->dispatches.size(), 4u);  // chunks, then rows, for each of the two
     std::vector<float> x(static_cast<size_t>(rows * len));
     for (float& v : x) v = u(rng);
-    const auto got = RunAxisSum(*c, shape, x);
+    const auto got = RunSums(*c, shape, x);
     ASSERT_EQ(got[0].size(), static_cast<size_t>(rows));
     ASSERT_EQ(got[1].size(), static_cast<size_t>(rows));
     for (int64_t r = 0; r < rows; ++r) {
@@ -223,32 +212,28 @@ TEST(WideAxisSum, ProdSumsAndMeansAlongTheLastAxisAreWithinTheirClassOfFloat64Su
   }
 }
 
-// Mixed signs and magnitudes, so that any change of order would show in the bits.
 TEST(WideAxisSum, ProdGivesTheSameBitsOnEveryRunAndDebugTheReferences) {
   ASSERT_NE(Gpu(), nullptr);
   const unsigned seed = std::random_device{}();
   SCOPED_TRACE("seed " + std::to_string(seed));
   std::mt19937 rng(seed);
-  std::uniform_real_distribution<float> u(-1, 1);
-  std::uniform_int_distribution<int> exponent(-20, 20);
   const std::vector<int64_t> shape = {2, 7, 4099};
-  std::vector<float> x(static_cast<size_t>(MakeType(shape).elements()));
-  for (float& v : x) v = std::ldexp(u(rng), exponent(rng));
-  auto prod = CompileAxisSum(shape, policy::Tier::kProd);
+  const std::vector<float> x = MixedMagnitudes(MakeType(shape).elements(), rng);
+  auto prod = Compile(shape, true, policy::Tier::kProd);
   ASSERT_TRUE(prod.ok());
-  const auto first = RunAxisSum(*prod, shape, x);
+  const auto first = RunSums(*prod, shape, x);
   ASSERT_EQ(first[0].size(), 14u);
-  const auto again = RunAxisSum(*prod, shape, x);
+  const auto again = RunSums(*prod, shape, x);
   for (int i = 0; i < 2; ++i)
     for (size_t r = 0; r < first[i].size(); ++r)
       EXPECT_EQ(Bits(again[i][r]), Bits(first[i][r])) << "output " << i << " row " << r;
-  auto debug = CompileAxisSum(shape, policy::Tier::kDebug);
+  auto debug = Compile(shape, true, policy::Tier::kDebug);
   ASSERT_TRUE(debug.ok());
   for (const kernel::Kernel& k : debug->module->kernels) EXPECT_FALSE(k.sum_schedule);
   runtime::cpu::CpuExecutor cpu({.threads = 1});
   auto want = cpu.Run(*debug->plan, {{"x", HostTensor::FromFloats(MakeType(shape), x)}});
   ASSERT_TRUE(want.ok());
-  const auto got = RunAxisSum(*debug, shape, x);
+  const auto got = RunSums(*debug, shape, x);
   for (int i = 0; i < 2; ++i) {
     const auto ref = want->outputs[i].second.view<float>();
     ASSERT_EQ(got[i].size(), ref.size());
