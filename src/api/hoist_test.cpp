@@ -10,6 +10,7 @@
 
 #include "api/run.h"
 #include "pipeline/compile.h"
+#include "support/seeded_stencil.h"
 
 namespace scellis::api {
 namespace {
@@ -65,38 +66,30 @@ std::vector<double> Oracle(const std::vector<float>& u0, const std::vector<float
   };
   std::vector<double> qd(q.begin(), q.end()), w(q.size());
   for (int r = 0; r < kRows; ++r)
-    for (int c = 0; c < kCols; ++c) w[r * kCols + c] = 0.1 * std::exp(qd[r * kCols + c]) + at(qd, r - 1, c);
+    for (int c = 0; c < kCols; ++c)
+      w[r * kCols + c] = 0.1 * std::exp(qd[r * kCols + c]) + at(qd, r - 1, c);
   std::vector<double> u(u0.begin(), u0.end()), next(u.size());
   for (int s = 0; s < iterations; ++s) {
     for (int r = 0; r < kRows; ++r)
       for (int c = 0; c < kCols; ++c)
         next[r * kCols + c] = (at(u, r - 1, c) + at(u, r + 1, c) + at(u, r, c - 1) +
-                               at(u, r, c + 1) + w[r * kCols + c] + at(w, r, c - 1)) / 4;
+                               at(u, r, c + 1) + w[r * kCols + c] + at(w, r, c - 1)) /
+                              4;
     std::swap(u, next);
   }
   return u;
 }
 
-class Hoist : public ::testing::Test {
+class Hoist : public testing::SeededStencilTest {
  protected:
   void SetUp() override {
-    seed_ = std::random_device{}();
-    std::mt19937 rng(seed_);
-    std::uniform_real_distribution<float> value(-1, 1);
-    for (int i = 0; i < kRows * kCols; ++i) {
-      u0_.push_back(value(rng));
-      q_.push_back(value(rng));
-    }
-    if (!std::getenv("VK_ICD_FILENAMES"))
-      setenv("VK_ICD_FILENAMES", "/usr/lib/chromium/vk_swiftshader_icd.json", 1);
+    SeededStencilTest::SetUp();
+    u0_ = Values(kRows * kCols);
+    q_ = Values(kRows * kCols);
   }
   static RunOptions On(const std::string& backend, bool hoisted, int steps = 1) {
-    RunOptions o;
-    o.compile.lower.tier = policy::Tier::kDebug;
-    o.select = {.requested = backend, .allow_software_adapter = true, .cpu_threads = 2};
-    o.steps = steps;
-    if (!hoisted) o.compile.disabled_passes = {"hoist-loop-invariants"};
-    return o;
+    return SeededStencilTest::On(backend, policy::Tier::kDebug, steps,
+                                 hoisted ? "" : "hoist-loop-invariants");
   }
   void ExpectOracle(const RunReport& r, int iterations) const {
     const std::vector<double> want = Oracle(u0_, q_, iterations);
@@ -105,7 +98,6 @@ class Hoist : public ::testing::Test {
     for (size_t i = 0; i < got.size(); ++i)
       EXPECT_NEAR(got[i], want[i], 1e-4) << "element " << i << ", seed " << seed_;
   }
-  unsigned seed_ = 0;
   std::vector<float> u0_, q_;
 };
 

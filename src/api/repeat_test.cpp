@@ -7,6 +7,7 @@
 #include <random>
 
 #include "api/run.h"
+#include "support/seeded_stencil.h"
 
 namespace scellis::api {
 namespace {
@@ -59,25 +60,15 @@ std::vector<double> JacobiSweeps(const std::vector<float>& u0, const std::vector
   return u;
 }
 
-class Repeat : public ::testing::Test {
+class Repeat : public testing::SeededStencilTest {
  protected:
   void SetUp() override {
-    seed_ = std::random_device{}();
-    std::mt19937 rng(seed_);
-    std::uniform_real_distribution<float> value(-1, 1);
-    for (int i = 0; i < kRows * kCols; ++i) {
-      u0_.push_back(value(rng));
-      q_.push_back(value(rng));
-    }
-    if (!std::getenv("VK_ICD_FILENAMES"))
-      setenv("VK_ICD_FILENAMES", "/usr/lib/chromium/vk_swiftshader_icd.json", 1);
+    SeededStencilTest::SetUp();
+    u0_ = Values(kRows * kCols);
+    q_ = Values(kRows * kCols);
   }
-  RunOptions On(const std::string& backend, int steps = 1) const {
-    RunOptions o;
-    o.compile.lower.tier = policy::Tier::kProd;
-    o.select = {.requested = backend, .allow_software_adapter = true, .cpu_threads = 2};
-    o.steps = steps;
-    return o;
+  static RunOptions On(const std::string& backend, int steps = 1) {
+    return SeededStencilTest::On(backend, policy::Tier::kProd, steps);
   }
   void ExpectJacobi(const RunReport& r, int sweeps) const {
     const std::vector<double> want = JacobiSweeps(u0_, q_, sweeps);
@@ -86,7 +77,6 @@ class Repeat : public ::testing::Test {
     for (size_t i = 0; i < got.size(); ++i)
       EXPECT_NEAR(got[i], want[i], 1e-5) << "element " << i << ", seed " << seed_;
   }
-  unsigned seed_ = 0;
   std::vector<float> u0_, q_;
 };
 

@@ -10,6 +10,7 @@
 
 #include "api/run.h"
 #include "pipeline/compile.h"
+#include "support/seeded_stencil.h"
 
 namespace scellis::api {
 namespace {
@@ -102,29 +103,11 @@ std::vector<float> LifeOracle(int rows, int cols, std::vector<float> g, int gene
   return g;
 }
 
-class TemporalBlocking : public ::testing::Test {
+class TemporalBlocking : public testing::SeededStencilTest {
  protected:
-  void SetUp() override {
-    seed_ = std::random_device{}();
-    rng_.seed(seed_);
-    if (!std::getenv("VK_ICD_FILENAMES"))
-      setenv("VK_ICD_FILENAMES", "/usr/lib/chromium/vk_swiftshader_icd.json", 1);
-  }
-  std::vector<float> Values(int n, float lo, float hi) {
-    std::uniform_real_distribution<float> value(lo, hi);
-    std::vector<float> v(n);
-    for (float& x : v) x = value(rng_);
-    return v;
-  }
   static RunOptions On(const std::string& backend, bool blocked, policy::Tier tier) {
-    RunOptions o;
-    o.compile.lower.tier = tier;
-    o.select = {.requested = backend, .allow_software_adapter = true, .cpu_threads = 2};
-    if (!blocked) o.compile.disabled_passes = {"block-temporally"};
-    return o;
+    return SeededStencilTest::On(backend, tier, 1, blocked ? "" : "block-temporally");
   }
-  unsigned seed_ = 0;
-  std::mt19937 rng_;
 };
 
 TEST_F(TemporalBlocking, HeatBlockedEqualsUnblockedBitForBitOnEveryBoundary) {
@@ -135,7 +118,8 @@ TEST_F(TemporalBlocking, HeatBlockedEqualsUnblockedBitForBitOnEveryBoundary) {
       SCOPED_TRACE(boundary + " " + std::to_string(rows) + "x" + std::to_string(cols) + ", seed " +
                    std::to_string(seed_));
       const int iterations = 24;  // 8 per dispatch, 3 dispatches
-      const std::vector<float> u0 = Values(rows * cols, -1, 1), q = Values(rows * cols, -0.01f, 0.01f);
+      const std::vector<float> u0 = Values(rows * cols, -1, 1),
+                               q = Values(rows * cols, -0.01f, 0.01f);
       const std::string doc = HeatDocument(rows, cols, u0, q, iterations, boundary).dump();
       auto blocked = api::Run(doc, On("webgpu", true, policy::Tier::kDebug));
       ASSERT_TRUE(blocked.ok()) << blocked.errors().front().Format();
