@@ -25,7 +25,7 @@ from . import worker as _worker
 
 # Keyword arguments of run/submit/prepare/lower/plan that are options, not output names.
 _RESERVED = ("backend", "tier", "allow_software_adapter", "threads", "feeds", "carry",
-             "resident", "callback", "on_error", "rung", "json", "executor")
+             "resident", "callback", "on_error", "rung", "json", "executor", "record")
 
 
 def _concat_shape(shapes, axis):
@@ -450,14 +450,15 @@ class Graph:
         return self.lower("execplan", tier=tier, json=json, **outputs)
 
     def prepare(self, feeds=(), carry=None, resident=None, backend="auto", tier=None,
-                allow_software_adapter=False, threads=0, **outputs):
+                allow_software_adapter=False, threads=0, record=False, **outputs):
         """A prepared Session: validated and planned once, state resident on the backend.
 
         ``feeds``: the inputs (tensors or names) given a value on every step;
         ``carry``: {input: tensor} — after each step the input takes the tensor's value (weights,
         optimizer moments), on the device;
         ``resident``: {name: tensor} kept on the device for ``download``, not read back per run;
-        ``outputs``: read back after each run."""
+        ``outputs``: read back after each run;
+        ``record``: keep a run record of the session's runs (see scellis.session)."""
         outputs = self._outputs(outputs)
         resident = self._outputs(dict(resident or {}))
         fed = {self.name_of(t) for t in feeds}
@@ -480,7 +481,7 @@ class Graph:
         text = self._document(everything, inline=False, carries=carries, started=started)
         initial = {n: self._arrays[n] for n in started}
         handle = _scellis.prepare(text, backend, tier, allow_software_adapter, threads, initial,
-                                  None, _user_ops.handles(self._user_ops.values()))
+                                  None, _user_ops.handles(self._user_ops.values()), record)
         return Session(self, handle, watch=list(outputs), fed=fed, carries=carries,
                        resident=list(resident))
 

@@ -6,6 +6,12 @@
 included: the engine differentiates its forward and appends the optimizer); its inputs are fed
 and its state read by name.
 
+A session prepared with ``record=True`` keeps a run record of its runs — the document, the initial
+values, every step's feeds and the watched outputs after it — stored by ``record()`` and by
+``dispose``; ``scellis.replay(session.run_id)`` prepares it again and re-runs every step, bit for
+bit on the CPU reference and in debug. Recording is off by default: digesting every fed batch
+costs more than a small step.
+
 A run that fails after device work began poisons the session: run, download and upload then
 raise SessionStateError (``session-poisoned``) and only ``dispose`` remains. Bad feeds are
 refused before any work and leave the session usable. After ``dispose`` every call raises
@@ -21,17 +27,17 @@ from . import user_ops as _user_ops
 
 
 def prepare_workflow(document, backend="auto", tier=None, allow_software_adapter=False,
-                     initial=None, watch=("loss",), threads=0, ops=()):
+                     initial=None, watch=("loss",), threads=0, ops=(), record=False):
     """A prepared Session of a workflow document (a dict or its JSON text). ``initial``: {name:
     array} replacing params' initializers or carried inputs before the first step; ``watch``: the
     outputs read back after each run. A training workflow's step input "step" is fed by the
     caller with the other inputs, 1-based, as the trainer feeds it. ``ops``: user ops
     (``scellis.define_op``) the document uses by name; a training workflow differentiates through
-    their gradients."""
+    their gradients. ``record``: keep a run record of the session's runs (module docstring)."""
     text = document if isinstance(document, str) else json.dumps(document)
     initial = {k: np.ascontiguousarray(v) for k, v in (initial or {}).items()}
     handle = _scellis.prepare(text, backend, tier, allow_software_adapter, threads, initial, None,
-                              _user_ops.handles(ops))
+                              _user_ops.handles(ops), record)
     return Session(None, handle, watch=watch, fed=(), carries={}, resident=())
 
 
@@ -44,6 +50,8 @@ class Session:
         self.carries = dict(carries)      # input name -> the output it takes after each step
         self.resident = list(resident)    # outputs kept for download
         self.stats = {}                   # the engine's stats of the last run
+        self.run_id = None                # the id of the session's latest stored record
+        self._unrecorded_runs = 0
 
     # What ran and where.
     backend = property(lambda self: self._handle.backend)
@@ -84,7 +92,15 @@ class Session:
         else:
             feeds = [self._graph._feed_arrays(step) for step in steps]
         watched, self.stats = self._handle.run(feeds, self.watch)
+        self._unrecorded_runs += 1
         return watched
+
+    def record(self):
+        """Stores the record of the runs so far (a session prepared with ``record=True``) and
+        returns its run id, else None."""
+        self.run_id = self._handle.record()
+        self._unrecorded_runs = 0
+        return self.run_id
 
     def download(self, name):
         """The current value of an output, a resident tensor or an input (a tensor or a name)."""
@@ -97,7 +113,10 @@ class Session:
         self._handle.upload(self._name(name), value)
 
     def dispose(self):
-        """Frees the resident state; every later call raises SessionStateError."""
+        """Frees the resident state (a recording session stores its record first, see
+        ``run_id``); every later call raises SessionStateError."""
+        if self._handle.recording and self._unrecorded_runs:
+            self.record()
         self._handle.dispose()
 
     def _name(self, key):

@@ -374,8 +374,10 @@ std::string DocumentContentId(const std::string& text) {
 // One api::Session; a mutex keeps a worker thread and the caller from using it at once.
 class PySession {
  public:
-  PySession(std::unique_ptr<api::Session> s, runtime::Selection info)
+  PySession(std::unique_ptr<api::Session> s, runtime::Selection info,
+            std::optional<record::SessionRecorder> recorder)
       : session_(std::move(s)),
+        recorder_(std::move(recorder)),
         backend_(info.backend),
         fallback_reason_(info.fallback_reason),
         attempts_(info.attempts) {}
@@ -410,6 +412,9 @@ class PySession {
         nb::gil_scoped_release unlocked;
         r.emplace(session_->Run(feed_pool_, watch));
       }
+      // A recorded session digests the run before its outputs move into NumPy arrays.
+      if (recorder_ && r->ok() && !AddSessionRun(*recorder_, feed_pool_, watch, r->value()))
+        recorder_.reset();
       for (runtime::Feeds& f : spare) feed_pool_.push_back(std::move(f));
     }
     runtime::StepsResult result = Take(std::move(*r));
@@ -449,6 +454,18 @@ class PySession {
     session_->Dispose();
   }
 
+  // Stores the record of the runs so far (a recorded session); its id, or None.
+  nb::object Record() {
+    std::unique_lock<std::mutex> lock(mu_, std::defer_lock);
+    {
+      nb::gil_scoped_release unlocked;
+      lock.lock();
+    }
+    if (!recorder_) return nb::none();
+    return FinishSessionRecord(*recorder_, *session_);
+  }
+  bool recording() const { return recorder_.has_value(); }
+
   std::string executor() const { return session_->executor(); }
   bool poisoned() const { return session_->poisoned(); }
   std::string content_id() const { return session_->compiled().doc.content_id; }
@@ -460,7 +477,8 @@ class PySession {
  private:
   std::mutex mu_;
   std::unique_ptr<api::Session> session_;
-  std::vector<runtime::Feeds> feed_pool_;  // guarded by mu_
+  std::optional<record::SessionRecorder> recorder_;  // guarded by mu_
+  std::vector<runtime::Feeds> feed_pool_;            // guarded by mu_
   std::string backend_;
   std::optional<std::string> fallback_reason_;
   std::vector<std::string> attempts_;
@@ -469,7 +487,8 @@ class PySession {
 PySession* PrepareDocument(const std::string& text, const std::string& backend,
                            const std::optional<std::string>& tier, bool allow_software_adapter,
                            int cpu_threads, const nb::dict& initial,
-                           const std::optional<std::string>& executor, const nb::list& user_ops) {
+                           const std::optional<std::string>& executor, const nb::list& user_ops,
+                           bool record) {
   pipeline::CompileOptions options = CompileOptionsFor(tier);
   if (auto table = TableOf(user_ops)) options.lower.ops = table;
   runtime::RunOptions run_options;
@@ -493,7 +512,10 @@ PySession* PrepareDocument(const std::string& text, const std::string& backend,
           api::Session::Prepare(text, options, std::move(selection).value(), feeds, run_options));
     }
   }
-  return new PySession(Take(std::move(*s)), std::move(info));
+  std::unique_ptr<api::Session> session = Take(std::move(*s));
+  auto recorder = StartSessionRecord(
+      record, text, options, SelectFor(backend, allow_software_adapter, cpu_threads), feeds);
+  return new PySession(std::move(session), std::move(info), std::move(recorder));
 }
 
 }  // namespace
@@ -557,7 +579,9 @@ NB_MODULE(_scellis, m) {
   m.def("prepare", &PrepareDocument, nb::arg("text"), nb::arg("backend"), nb::arg("tier").none(),
         nb::arg("allow_software_adapter"), nb::arg("cpu_threads"), nb::arg("initial"),
         nb::arg("executor").none() = nb::none(), nb::arg("user_ops") = nb::list(),
-        nb::rv_policy::take_ownership, "Prepares a session (api::Session::Prepare).");
+        nb::arg("record") = false, nb::rv_policy::take_ownership,
+        "Prepares a session (api::Session::Prepare); `record`: keep a run record of its runs "
+        "(record::SessionRecorder), stored by `record()`.");
 
   nb::class_<PyUserOp>(m, "UserOp");
   m.def("define_op", &DefineUserOp, nb::arg("name"), nb::arg("signature"), nb::arg("reference"),
@@ -575,6 +599,8 @@ NB_MODULE(_scellis, m) {
       .def("download", &PySession::Download, nb::arg("name"))
       .def("upload", &PySession::Upload, nb::arg("name"), nb::arg("value"))
       .def("dispose", &PySession::Dispose)
+      .def("record", &PySession::Record)
+      .def_prop_ro("recording", &PySession::recording)
       .def_prop_ro("executor", &PySession::executor)
       .def_prop_ro("poisoned", &PySession::poisoned)
       .def_prop_ro("content_id", &PySession::content_id)

@@ -6,6 +6,7 @@
 #include <nanobind/nanobind.h>
 
 #include <exception>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -14,6 +15,7 @@
 #include "base/diagnostic.h"
 #include "base/json_util.h"
 #include "base/result.h"
+#include "record/session_record.h"
 
 namespace scellis::python {
 
@@ -51,6 +53,19 @@ std::vector<api::UserOpDefinition> DefinitionsOf(const nanobind::list& user_ops)
 // which is warned about as the command warns).
 nanobind::object RecordRunOf(bool record, const std::string& text, const api::RunOptions& options,
                              const api::RunReport& report);
+// A prepared session's recorder, or none when `record` is false, $SCELLIS_NO_RECORD is set or the
+// store cannot take it (warned about). Call with the GIL held.
+std::optional<record::SessionRecorder> StartSessionRecord(bool record, const std::string& text,
+                                                          const pipeline::CompileOptions& compile,
+                                                          const runtime::SelectOptions& select,
+                                                          const runtime::Feeds& initial);
+// Adds a run to the record; where the store cannot take it, warns and returns false: the
+// session then records no more. Call with the GIL held.
+bool AddSessionRun(record::SessionRecorder& recorder, const std::vector<runtime::Feeds>& steps,
+                   const std::vector<std::string>& watch, const runtime::StepsResult& result);
+// The id of the session's record, stored now (None where it could not be, warned about).
+nanobind::object FinishSessionRecord(const record::SessionRecorder& recorder,
+                                     const api::Session& session);
 // `runs` (record::ListRuns) and `replay` (record::Replay).
 void BindRecords(nanobind::module_& m);
 

@@ -1,6 +1,7 @@
 // Run records from Python: a one-shot run leaves one as `scellis run` does (record::RecordRun, the
 // same call), and `runs` and `replay` list and replay them (record::ListRuns, record::Replay),
-// their results in the JSON form `scellis runs --json` and `scellis replay --json` print.
+// their results in the JSON form `scellis runs --json` and `scellis replay --json` print. A
+// prepared session asked to record (`record=True`) leaves one too (record::SessionRecorder).
 #include <nanobind/nanobind.h>
 #include <nanobind/stl/string.h>
 
@@ -66,6 +67,48 @@ nb::object RecordRunOf(bool record, const std::string& text, const api::RunOptio
   }
   if (id->ok()) return nb::str(id->value().c_str());
   Warn(id->errors(), "the run is not recorded: ");
+  return nb::none();
+}
+
+std::optional<record::SessionRecorder> StartSessionRecord(bool record, const std::string& text,
+                                                          const pipeline::CompileOptions& compile,
+                                                          const runtime::SelectOptions& select,
+                                                          const runtime::Feeds& initial) {
+  if (!record || !record::RecordingEnabled()) return std::nullopt;
+  std::optional<Result<record::SessionRecorder>> r;
+  {
+    nb::gil_scoped_release unlocked;
+    auto store = store::Store::Open("");
+    r.emplace(store.ok()
+                  ? record::SessionRecorder::Start(store.value(), text, compile, select, initial)
+                  : Result<record::SessionRecorder>(store.status()));
+  }
+  if (r->ok()) return std::move(r->value());
+  Warn(r->errors(), "the session is not recorded: ");
+  return std::nullopt;
+}
+
+bool AddSessionRun(record::SessionRecorder& recorder, const std::vector<runtime::Feeds>& steps,
+                   const std::vector<std::string>& watch, const runtime::StepsResult& result) {
+  Status s;
+  {
+    nb::gil_scoped_release unlocked;
+    s = recorder.Add(steps, watch, result);
+  }
+  if (s.ok()) return true;
+  Warn(s.errors(), "the session is no longer recorded: ");
+  return false;
+}
+
+nb::object FinishSessionRecord(const record::SessionRecorder& recorder,
+                               const api::Session& session) {
+  std::optional<Result<std::string>> id;
+  {
+    nb::gil_scoped_release unlocked;
+    id.emplace(recorder.Finish(session));
+  }
+  if (id->ok()) return nb::str(id->value().c_str());
+  Warn(id->errors(), "the session is not recorded: ");
   return nb::none();
 }
 

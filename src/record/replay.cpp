@@ -5,6 +5,7 @@
 #include "base/diagnostic_json.h"
 #include "ops/user_op.h"
 #include "record/run_record.h"
+#include "record/session_record.h"
 
 namespace scellis::record {
 namespace {
@@ -121,6 +122,64 @@ Result<std::shared_ptr<const ops::OpTable>> RecordedUserOps(
     }
   }
   return table;
+}
+
+// The tensors a digest map holds, as feeds ("<what> \"name\": ..." when one was not kept).
+Result<runtime::Feeds> KeptFeeds(const store::Store& store, const Json& digests,
+                                 const std::string& what) {
+  runtime::Feeds feeds;
+  for (const auto& [name, digest] : digests.items()) {
+    auto t = KeptTensor(store, digest);
+    if (!t.ok()) {
+      Diagnostic d = t.errors().front();
+      d.message = what + " \"" + name + "\": " + d.message;
+      return Status(d);
+    }
+    feeds[name] = std::move(t.value());
+  }
+  return feeds;
+}
+
+// A session record's runs again: the session prepared from the recorded initial values on the
+// recorded backend, each run's steps fed as recorded; the watched outputs named as the record
+// names them. `profile`: the device profile a bit-exact record needs (nullptr: any).
+Result<std::vector<std::pair<std::string, runtime::HostTensor>>> ReplaySession(
+    const store::Store& store, const Json& record, const std::string& text,
+    const pipeline::CompileOptions& compile, const runtime::SelectOptions& select,
+    const std::string* profile) {
+  const Json inputs = record.value("inputs", Json::object());
+  SCELLIS_ASSIGN_OR_RETURN(runtime::Feeds initial,
+                           KeptFeeds(store, inputs.value("initial", Json::object()), "initial"));
+  const Json recorded_runs = record.value("runs", Json::array());
+  std::vector<std::vector<runtime::Feeds>> runs;
+  for (const Json& run : recorded_runs) {
+    runs.emplace_back();
+    for (const Json& step : run.value("steps", Json::array())) {
+      SCELLIS_ASSIGN_OR_RETURN(runtime::Feeds feeds, KeptFeeds(store, step, "feed"));
+      runs.back().push_back(std::move(feeds));
+    }
+  }
+  auto sel = runtime::SelectBackend(select);
+  if (!sel.ok()) return RefuseUnavailable(sel.status(), select.requested);
+  if (profile && sel->profile.key != *profile) {
+    return Refused("replay-profile-mismatch",
+                   "the record promises bit-exactness on device profile \"" + *profile +
+                       "\" but the " + sel->backend + " backend here is \"" + sel->profile.key +
+                       "\"",
+                   "replay it on the device it was recorded on");
+  }
+  SCELLIS_ASSIGN_OR_RETURN(std::unique_ptr<api::Session> session,
+                           api::Session::Prepare(text, compile, std::move(sel.value()), initial));
+  std::vector<std::pair<std::string, runtime::HostTensor>> outputs;
+  for (size_t i = 0; i < runs.size(); ++i) {
+    const std::vector<std::string> watch =
+        recorded_runs[i].value("watch", std::vector<std::string>{});
+    SCELLIS_ASSIGN_OR_RETURN(runtime::StepsResult result, session->Run(runs[i], watch));
+    for (auto& [name, values] : result.watched)
+      for (size_t step = 0; step < values.size(); ++step)
+        outputs.emplace_back(SessionRecorder::OutputName(i, step, name), std::move(values[step]));
+  }
+  return outputs;
 }
 
 }  // namespace
@@ -258,6 +317,11 @@ Result<ReplayResult> Replay(const std::string& run_id, const ReplayOptions& opti
                      "replay it on the device it was recorded on");
     }
     outputs = TrainingOutputs(result.value());
+  } else if (r.command == "session") {
+    SCELLIS_ASSIGN_OR_RETURN(outputs, ReplaySession(store, record, text, compile, select,
+                                                    bit_exact ? &r.recorded_profile : nullptr));
+    r.profile = r.recorded_profile;
+    r.backend = backend;
   } else {
     return Refused("not-a-run-record",
                    run_id + " records an unknown command \"" + r.command + "\"");

@@ -1,5 +1,7 @@
 // Replaying a run record: the recorded document is run again with the recorded settings, on the
-// recorded backend, and every output is compared with the record.
+// recorded backend, and every output is compared with the record. A session record's session is
+// prepared again from its initial values and every recorded step re-run with its feeds; its
+// outputs are the watched values after each step (record/session_record.h).
 //
 // The guarantee a record carries decides the comparison:
 //   bit-exact   a run on the CPU reference (the same bits on every machine), or a run at tier

@@ -40,6 +40,8 @@ Result<Json> DigestsOf(const store::Store& store,
   return j;
 }
 
+}  // namespace
+
 // Stores the document as an object (so the Studio's /api/documents serves it too) and the
 // record, then files the record under the day it was made.
 Result<std::string> PutRecord(const store::Store& store, std::string_view document, Json record) {
@@ -55,8 +57,6 @@ Result<std::string> PutRecord(const store::Store& store, std::string_view docume
   SCELLIS_TRY(store.Index(kRecordIndex, "", date.substr(0, 10), id));
   return id;
 }
-
-}  // namespace
 
 std::string TensorHash(const runtime::HostTensor& t) {
   Sha256 h;

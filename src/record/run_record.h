@@ -52,6 +52,11 @@ Result<pipeline::CompileOptions> CompileSettingsFrom(const Json& j);
 // table order; empty for none.
 Json CallableUserOpsJson(const ops::OpTable* table);
 
+// Stores `record` (any command's: run, train, session) beside its document, with the fields every
+// record carries (document id, kind, engine version, date), and indexes it under its day; returns
+// the run id.
+Result<std::string> PutRecord(const store::Store& store, std::string_view document, Json record);
+
 // Stores the record of a finished run (and its document) and indexes it; returns the run id.
 Result<std::string> RecordRun(const store::Store& store, std::string_view document,
                               const api::RunOptions& options, const api::RunReport& report);
