@@ -4,6 +4,7 @@
 //   chain  y = relu(a * b + c) * 0.5    (one fused kernel over three inputs)
 //   sum    y = sum(x)                   (a fixed order: see the op's determinism text)
 //   rowsum y = sum(x, axis=1), x of kRowsumRows rows (few outputs, long contiguous lines)
+//   colsum y = sum(x, axis=0), x of kColsumColumns columns (few outputs, long strided columns)
 // copy and chain run twice: with the schedule-elementwise pass (vec4, grid-stride) and without it
 // (one element per invocation), so the table shows what the wide kernel gains; sum likewise with
 // the schedule-sum pass (in prod: a grid of chunks, then their partial sums) and without it (the
@@ -61,15 +62,18 @@ std::optional<kernel::ElementwiseSchedule> ParseSchedule(const std::string& text
   return s;
 }
 
-// rowsum's rows: sum over the last axis of [16, n / 16].
+// rowsum's rows: sum over the last axis of [16, n / 16]; colsum's columns: sum over the first
+// axis of [n / 64, 64].
 constexpr int64_t kRowsumRows = 16;
+constexpr int64_t kColsumColumns = 64;
 
 bool IsSum(const Case& c) {
-  return c.kind == "sum" || c.kind == "rowsum";
+  return c.kind == "sum" || c.kind == "rowsum" || c.kind == "colsum";
 }
 
 std::vector<int64_t> InputShape(const Case& c, int64_t n) {
   if (c.kind == "rowsum") return {kRowsumRows, n / kRowsumRows};
+  if (c.kind == "colsum") return {n / kColsumColumns, kColsumColumns};
   return {n};
 }
 
@@ -94,8 +98,9 @@ Json Doc(const Case& c, int64_t n) {
              {{"id", 4}, {"op", "add"}, {"a", 3}, {"b", 2}},
              {{"id", 5}, {"op", "relu"}, {"a", 4}},
              {{"id", 6}, {"op", "mul"}, {"a", 5}, {"scalar", 0.5}}};
-  } else if (c.kind == "rowsum") {
-    nodes = {Param(0, "x", InputShape(c, n)), {{"id", 1}, {"op", "sum"}, {"a", 0}, {"axis", 1}}};
+  } else if (c.kind == "rowsum" || c.kind == "colsum") {
+    nodes = {Param(0, "x", InputShape(c, n)),
+             {{"id", 1}, {"op", "sum"}, {"a", 0}, {"axis", c.kind == "rowsum" ? 1 : 0}}};
   } else {
     nodes = {Param(0, "x", {n}), {{"id", 1}, {"op", "sum"}, {"a", 0}}};
   }
@@ -116,14 +121,17 @@ std::vector<float> Random(int64_t n, std::mt19937& rng) {
 double WorstError(const Case& c, const std::vector<std::vector<float>>& in,
                   const std::vector<float>& y) {
   if (IsSum(c)) {
-    // Each output (one for sum, one per row for rowsum) against its line's float64 sum.
+    // Each output (one for sum, one per row or column) against its line's float64 sum: output r's
+    // elements are r * len + j (a row) or j * outputs + r (a column).
     const size_t len = in[0].size() / y.size();
+    const bool column = c.kind == "colsum";
     double worst = 0;
     for (size_t r = 0; r < y.size(); ++r) {
       double exact = 0, magnitude = 0;
-      for (size_t j = r * len; j < (r + 1) * len; ++j) {
-        exact += in[0][j];
-        magnitude += std::fabs(in[0][j]);
+      for (size_t j = 0; j < len; ++j) {
+        const float v = in[0][column ? j * y.size() + r : r * len + j];
+        exact += v;
+        magnitude += std::fabs(v);
       }
       const double bound = static_cast<double>(len) * 0x1p-24 * magnitude;
       worst = std::max(worst, std::fabs(y[r] - exact) / std::max(bound, 1e-30));
@@ -156,7 +164,7 @@ int main(int argc, char** argv) {
   std::vector<kernel::ElementwiseSchedule> schedules;
   policy::Tier tier = policy::Tier::kProd;
   int64_t ballast_mib = 0;
-  std::string kinds = "copy,chain,sum,rowsum";
+  std::string kinds = "copy,chain,sum,rowsum,colsum";
   for (int i = 1; i < argc; ++i) {
     const std::string arg = argv[i];
     if (arg.rfind("--backend=", 0) == 0)
@@ -201,7 +209,7 @@ int main(int argc, char** argv) {
         cases.push_back({kind, log2_n, true, s});
       cases.push_back({kind, log2_n, false, std::nullopt});
     }
-    for (const char* kind : {"sum", "rowsum"}) {
+    for (const char* kind : {"sum", "rowsum", "colsum"}) {
       cases.push_back({kind, log2_n, true, std::nullopt});
       cases.push_back({kind, log2_n, false, std::nullopt});
     }
@@ -267,9 +275,9 @@ int main(int argc, char** argv) {
     }
     // An f32 sum of a multiple of 4 elements (every size here) loads vec4 in either order; a row
     // sum without the pass walks each row in one invocation.
-    std::string schedule = c.kind == "sum"      ? "tree-256/vec4"
-                           : c.kind == "rowsum" ? "serial"
-                                                : "scalar";
+    std::string schedule = c.kind == "sum"   ? "tree-256/vec4"
+                           : c.kind != "sum" ? "serial"
+                                             : "scalar";
     for (const kernel::Kernel& k : session.compiled().module->kernels) {
       if (k.elementwise_schedule) schedule = k.elementwise_schedule->Name();
       if (k.sum_schedule) schedule = k.sum_schedule->Name();

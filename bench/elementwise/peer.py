@@ -4,6 +4,7 @@ then RUNS timed runs of STEPS steps each; the median run per step):
     chain  torch.relu(a * b + c) * 0.5, eager and torch.compile'd (one fused Triton kernel)
     sum    x.sum(), eager and torch.compile'd
     rowsum x.view(16, -1).sum(1) (16 long rows), eager and torch.compile'd
+    colsum x.view(-1, 64).sum(0) (64 long strided columns), eager and torch.compile'd
 GB/s from the bytes a step must move, counted as scellis_bench_elementwise counts them (each input
 read once, the output written once). Prints one JSON object per case and mode.
 
@@ -26,6 +27,10 @@ def total(x):
 
 def rowsum(x):
     return x.view(16, -1).sum(1)
+
+
+def colsum(x):
+    return x.view(-1, 64).sum(0)
 
 
 def time_steps(fn, args, runs, steps):
@@ -54,6 +59,7 @@ def main():
     compiled_chain = torch.compile(chain)
     compiled_total = torch.compile(total)
     compiled_rowsum = torch.compile(rowsum)
+    compiled_colsum = torch.compile(colsum)
     for log2_n in ([20] if args.quick else [args.log2] if args.log2 else [26, 28]):
         n = 1 << log2_n
         g = torch.Generator(device="cuda").manual_seed(7)
@@ -64,7 +70,9 @@ def main():
                 ("sum", "eager", total, (a,), 1),
                 ("sum", "torch.compile", compiled_total, (a,), 1),
                 ("rowsum", "eager", rowsum, (a,), 1),
-                ("rowsum", "torch.compile", compiled_rowsum, (a,), 1)]
+                ("rowsum", "torch.compile", compiled_rowsum, (a,), 1),
+                ("colsum", "eager", colsum, (a,), 1),
+                ("colsum", "torch.compile", compiled_colsum, (a,), 1)]
         for kind, mode, fn, inputs, words in rows:
             bytes_per_step = 4.0 * n * words
             median, best = time_steps(fn, inputs, args.runs, 20)

@@ -188,9 +188,36 @@ SumSchedule SumSchedule::For(int64_t elements, int64_t rows) {
   return s;
 }
 
+SumSchedule SumSchedule::ForColumns(int64_t length, int64_t rows, int64_t inner) {
+  constexpr int64_t kFillWorkgroups = 1024, kStepsPerLane = 16;
+  SumSchedule s;
+  s.rows = rows;
+  s.inner = inner;
+  while (s.columns < 64 && s.columns < inner) s.columns *= 2;
+  const int64_t lanes = 256 / s.columns;
+  const int64_t blocks = rows * ((inner + s.columns - 1) / s.columns);
+  const int64_t want_groups = std::max<int64_t>(1, (kFillWorkgroups + blocks - 1) / blocks);
+  int64_t chunk = std::max(lanes * kStepsPerLane,
+                           (std::max<int64_t>(length, 1) + want_groups - 1) / want_groups);
+  chunk = (chunk + lanes - 1) / lanes * lanes;
+  // At most kMaxGroups chunks, as a row's.
+  const int64_t least = (std::max<int64_t>(length, 1) + kMaxGroups - 1) / kMaxGroups;
+  if (chunk < least) chunk = (least + lanes - 1) / lanes * lanes;
+  s.chunk = chunk;
+  s.groups = (std::max<int64_t>(length, 1) + chunk - 1) / chunk;
+  return s;
+}
+
+std::array<uint32_t, 3> SumSchedule::FinishWorkgroups() const {
+  if (inner == 1) return {static_cast<uint32_t>(rows), 1, 1};
+  return {static_cast<uint32_t>((rows * inner + 63) / 64), 1, 1};
+}
+
 std::string SumSchedule::Name() const {
-  return "wide " + (rows > 1 ? std::to_string(rows) + "x" : std::string()) +
-         std::to_string(groups) + "x" + std::to_string(chunk);
+  std::string name = "wide " + (rows > 1 ? std::to_string(rows) + "x" : std::string()) +
+                     std::to_string(groups) + "x" + std::to_string(chunk);
+  if (inner > 1) name += " of " + std::to_string(inner) + " columns by " + std::to_string(columns);
+  return name;
 }
 
 MatmulShape MatmulShapeOf(const Module& m, const Kernel& k) {
@@ -350,8 +377,8 @@ Json ToJson(const Module& m) {
                                     {"per_invocation", s->per_invocation}};
     }
     if (const auto& s = k.sum_schedule) {
-      jk["sum_schedule"] = {
-          {"name", s->Name()}, {"chunk", s->chunk}, {"groups", s->groups}, {"rows", s->rows}};
+      jk["sum_schedule"] = {{"name", s->Name()}, {"chunk", s->chunk}, {"groups", s->groups},
+                            {"rows", s->rows},   {"inner", s->inner}, {"columns", s->columns}};
       if (const EmittedSource* finish = k.Source(kWgslSumFinishTarget))
         jk["sum_schedule"]["finish_wgsl_sha256"] = finish->source_hash;
     }

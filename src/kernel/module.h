@@ -87,20 +87,36 @@ struct MatmulSchedule {
 // ..., 1). A second dispatch, one workgroup per row, sums the row's chunks' partial sums in the
 // 256-lane tree of the debug order (lane t adds partials t, t + 256, ...). One chunk per row
 // needs no second dispatch: the first writes the result.
+//
+// Along an axis with elements after it (`inner` > 1, each output a column: rows x axis x inner),
+// a workgroup takes `columns` consecutive columns (a power of two up to 64) and one chunk of
+// `chunk` steps along the axis: lane t adds, for column t % columns, the chunk's steps
+// t / columns + L r (L = 256 / columns lanes per column) in increasing r; a column's L lanes
+// combine pairwise (w = L / 2, ..., 1). A second dispatch, one invocation per output, adds its
+// chunks' sums in increasing chunk order.
 struct SumSchedule {
   static constexpr int64_t kStep = 1024;       // elements one pass of 256 lanes loads as vec4
   static constexpr int64_t kMaxGroups = 2048;  // chunks per row at most: the partial sums' scratch
-  int64_t chunk = kStep;  // a multiple of kStep: the smallest with at most kMaxGroups chunks
+  int64_t chunk = kStep;  // a multiple of kStep (with inner > 1: of the lanes per column)
   int64_t groups = 1;     // ceil(elements / chunk), per row
   int64_t rows = 1;       // rows summed independently: 1 for a whole-tensor sum
+  int64_t inner = 1;      // columns per row (elements after the axis)
+  int columns = 1;        // with inner > 1: columns per workgroup
 
   // Elements 0: the one-chunk schedule of an empty sum. `elements` counts one row's.
   static SumSchedule For(int64_t elements, int64_t rows = 1);
+  // Rows x `length` (the axis) x `inner` columns, inner > 1: the chunks sized so that the grid
+  // has about kFillWorkgroups workgroups, each lane adding at least 16 steps.
+  static SumSchedule ForColumns(int64_t length, int64_t rows, int64_t inner);
   // Whether the partial sums take a second dispatch (more than one chunk per row).
   bool TwoStages() const { return groups > 1; }
-  // Partial sums the first dispatch writes: rows x groups.
-  int64_t Partials() const { return rows * groups; }
-  // "wide 977x1024" (chunks x elements per chunk); with several rows "wide 4x977x1024".
+  // Partial sums the first dispatch writes: rows x groups (x inner).
+  int64_t Partials() const { return rows * groups * inner; }
+  // The second dispatch's grid: a workgroup per row, or with inner > 1 one invocation per output
+  // in workgroups of 64.
+  std::array<uint32_t, 3> FinishWorkgroups() const;
+  // "wide 977x1024" (chunks x elements per chunk); with several rows "wide 4x977x1024"; along
+  // columns "wide 4x8x512 of 300 columns by 64".
   std::string Name() const;
   bool operator==(const SumSchedule&) const = default;
 };

@@ -368,8 +368,13 @@ void AddReduceOps(OpTable& t) {
       "pairwise; the chunks' sums are then added in the 256-lane tree. Likewise in prod and fast "
       "an f32 sum or mean on the GPU along an axis with no elements after it and at least 4096 "
       "elements along it: each output's line is summed as such a wide sum of its own (C chosen "
-      "from the line's length), its chunks' sums added in the 256-lane tree. The same bits run to "
-      "run; within `default` of the reference";
+      "from the line's length), its chunks' sums added in the 256-lane tree. And along an axis of "
+      "at least 1024 elements with elements after it and at most 65536 outputs, the outputs "
+      "(columns) go in blocks of W (the power of two covering them, at most 64): a chunk of C "
+      "steps along the axis (C from the shape alone) is summed by 256 / W lanes per column, lane "
+      "l adding steps l, l + 256 / W, ... in increasing order, the lanes combining pairwise, and "
+      "each output adds its chunks' sums in increasing chunk order. The same bits run to run; "
+      "within `default` of the reference";
   std::vector<Attr> attrs = {{"axis", AttrType::kInt}, {"keepdim", AttrType::kBool, false}};
   t.Add({.name = "sum",
          .min_version = 1,

@@ -231,7 +231,7 @@ class Builder {
     total.kernel = k.name;
     SCELLIS_ASSIGN_OR_RETURN(total.pipeline, PipelineFor(k, finish->source));
     total.bindings = {{scratch, 0, 0}, {st.write, 0, 0}};
-    total.workgroups = {static_cast<uint32_t>(k.sum_schedule->rows), 1, 1};  // one per row
+    total.workgroups = k.sum_schedule->FinishWorkgroups();
     SCELLIS_TRY(CheckGrid(k, total.workgroups));
     p_.dispatches.push_back(std::move(total));
     return Status::Ok();

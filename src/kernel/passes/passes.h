@@ -126,10 +126,17 @@ Status ScheduleElementwise(Module& m);
 inline constexpr int64_t kWideAxisMinLength = 4096;
 // Rows (outputs) a sum along an axis runs wide over at most: one grid dimension's limit.
 inline constexpr int64_t kMaxWideRows = 65535;
+// Along an axis with elements after it, outputs are columns, and one invocation per output walks
+// its column with its neighbours reading neighbouring addresses: that fills a large GPU from about
+// 64 Ki outputs on (2 048 warps), so only fewer outputs run wide, and only along an axis long
+// enough (1024 steps) to give the second dispatch's partial sums something to save.
+inline constexpr int64_t kMaxWideColumnOutputs = 65536;
+inline constexpr int64_t kWideColumnMinLength = 1024;
 // The wide schedule of an f32 sum or mean (SumSchedule), if it runs wide: prod or fast tier, a
 // non-empty input within the module's binding cap, nothing merged into the kernel, and either
-// over the whole tensor (one row) or along an axis with nothing after it of at least
-// kWideAxisMinLength elements (one row per output, at most kMaxWideRows).
+// over the whole tensor (one row), along an axis with nothing after it of at least
+// kWideAxisMinLength elements (one row per output, at most kMaxWideRows), or along an axis of at
+// least kWideColumnMinLength with elements after it and at most kMaxWideColumnOutputs outputs.
 std::optional<SumSchedule> ChooseSumSchedule(const Module& m, const Kernel& k);
 bool SumRunsWide(const Module& m, const Kernel& k);
 // Sets ChooseSumSchedule's schedule on every kernel; emit-wgsl and the device program follow it.

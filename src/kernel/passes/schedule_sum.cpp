@@ -5,7 +5,9 @@
 // only for a fixed order within the op's tolerance class, and this one fills a large GPU where
 // the 256 lanes' chains of dependent additions, or a few invocations each walking a long axis,
 // leave it nearly idle. A sum along an axis runs wide row by row when each output's line is
-// contiguous (nothing after the axis) and long (kWideAxisMinLength). A sum whose input is over
+// contiguous (nothing after the axis) and long (kWideAxisMinLength), and column by column when
+// there are elements after the axis, few outputs (kMaxWideColumnOutputs) and a long axis
+// (kWideColumnMinLength). A sum whose input is over
 // the binding cap is left alone: its tiles keep the 256 lanes' order (kernel/tiling.h).
 #include "kernel/passes/passes.h"
 
@@ -26,9 +28,15 @@ std::optional<SumSchedule> ChooseSumSchedule(const Module& m, const Kernel& k) {
   int64_t inner = 1;
   for (size_t i = axis + 1; i < sizes.size(); ++i) inner *= sizes[i];
   const int64_t len = sizes[axis], rows = in.elements() / len;
+  const int64_t outer = rows / std::max<int64_t>(inner, 1);
+  if (inner > 1) {
+    // Columns: where there are too few outputs for one invocation per output to fill a GPU.
+    if (len < kWideColumnMinLength || outer * inner > kMaxWideColumnOutputs) return std::nullopt;
+    return SumSchedule::ForColumns(len, outer, inner);
+  }
   // One workgroup per row finishes, and the first dispatch's grid is chunks x rows: both within
   // one grid dimension's limit.
-  if (inner != 1 || len < kWideAxisMinLength || rows > kMaxWideRows) return std::nullopt;
+  if (len < kWideAxisMinLength || rows > kMaxWideRows) return std::nullopt;
   return SumSchedule::For(len, rows);
 }
 

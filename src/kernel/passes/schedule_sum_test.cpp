@@ -1,5 +1,6 @@
-// schedule-sum: which sums run wide (whole-tensor f32 sum and mean, or along a long axis with
-// nothing after it, prod and fast only, within the binding cap), the chunks a count gets (a
+// schedule-sum: which sums run wide (whole-tensor f32 sum and mean, along a long axis with
+// nothing after it, or along a long axis with few outputs after it; prod and fast only, within
+// the binding cap), the chunks a count gets (a
 // function of the count alone), the second kernel the emitter adds, and the choice printed in the
 // kernel rung. (Their values on WebGPU: runtime/backends/webgpu/wide_sum_test.)
 #include <gtest/gtest.h>
@@ -137,7 +138,11 @@ TEST(ScheduleSumPass, ShortStridedOrDebugAxisSumsKeepOneInvocationPerOutput) {
       Lowered({Input(0, {3, kWideAxisMinLength - 1}), Reduce(1, "sum", 0, 1)}, prod).sum_schedule);
   EXPECT_TRUE(
       Lowered({Input(0, {3, kWideAxisMinLength}), Reduce(1, "sum", 0, 1)}, prod).sum_schedule);
-  EXPECT_FALSE(Lowered({Input(0, {5000, 3}), Reduce(1, "sum", 0, 0)}, prod).sum_schedule);
+  EXPECT_FALSE(Lowered({Input(0, {kWideColumnMinLength - 1, 3}), Reduce(1, "sum", 0, 0)}, prod)
+                   .sum_schedule);
+  // Elements after the axis and more outputs than kMaxWideColumnOutputs: the walk fills a GPU.
+  EXPECT_FALSE(Lowered({Input(0, {1024, 2, 32769}), Reduce(1, "sum", 0, 0)}, prod).sum_schedule);
+  EXPECT_TRUE(Lowered({Input(0, {1024, 2, 32768}), Reduce(1, "sum", 0, 0)}, prod).sum_schedule);
   EXPECT_FALSE(Lowered({Input(0, {3, 5000}), Reduce(1, "sum", 0, 1)}, Tier(policy::Tier::kDebug))
                    .sum_schedule);
   EXPECT_FALSE(Lowered({Input(0, {3, 5000}, "f16"), Reduce(1, "sum", 0, 1)}, prod).sum_schedule);
@@ -145,6 +150,45 @@ TEST(ScheduleSumPass, ShortStridedOrDebugAxisSumsKeepOneInvocationPerOutput) {
   pipeline::CompileOptions capped = prod;
   capped.plan.limits.max_binding_bytes = 16384;
   EXPECT_FALSE(Lowered({Input(0, {3, 5000}), Reduce(1, "sum", 0, 1)}, capped).sum_schedule);
+}
+
+// Along an axis with elements after it, few outputs and a long axis: columns per workgroup the
+// power of two covering them (at most 64), 256 / columns lanes per column, chunks sized for about
+// 1024 workgroups with at least 16 steps per lane, a multiple of the lanes (hand-worked below);
+// the first grid column blocks x chunks x rows, the finish one invocation per output.
+TEST(ScheduleSumPass, AxisSumsWithFewColumnsRunWideColumnByColumn) {
+  struct Case {
+    std::vector<int64_t> shape;
+    int axis;
+    const char* name;
+    std::array<uint32_t, 3> grid;
+  } cases[] = {
+      // 16 columns: 16 lanes each; 1 block wants 1024 chunks, 16 lanes x 16 steps = 256 at least.
+      {{4096, 16}, 0, "wide 16x256 of 16 columns by 16", {1, 16, 1}},
+      // 300 columns in blocks of 64 (4 lanes): 15 blocks want 69 chunks, ceil(5000 / 69) = 73
+      // steps, 76 as a multiple of 4, so 66 chunks.
+      {{3, 5000, 300}, 1, "wide 3x66x76 of 300 columns by 64", {5, 66, 3}},
+      // 3 columns in a block of 4 (64 lanes): 64 x 16 = 1024 steps a chunk, 2 chunks.
+      {{2, 1100, 3}, 1, "wide 2x2x1024 of 3 columns by 4", {1, 2, 2}},
+  };
+  for (const char* op : {"sum", "mean"})
+    for (const Case& c : cases) {
+      SCOPED_TRACE(std::string(op) + " " + c.name);
+      const Kernel k =
+          Lowered({Input(0, c.shape), Reduce(1, op, 0, c.axis)}, Tier(policy::Tier::kProd));
+      ASSERT_TRUE(k.sum_schedule);
+      EXPECT_EQ(k.sum_schedule->Name(), c.name);
+      EXPECT_EQ(k.workgroups, c.grid);
+      const EmittedSource* finish = k.Source(kWgslSumFinishTarget);
+      ASSERT_NE(finish, nullptr);
+      EXPECT_NE(finish->source.find("g < " + std::to_string(c.grid[1]) + "u"), std::string::npos)
+          << finish->source;
+      const int64_t outputs = MakeType(c.shape).elements() / c.shape[c.axis];
+      EXPECT_EQ(k.sum_schedule->FinishWorkgroups()[0], static_cast<uint32_t>((outputs + 63) / 64));
+      const std::string len = std::to_string(c.shape[c.axis]);
+      EXPECT_EQ(finish->source.find(" / f32(" + len + ".0)") != std::string::npos,
+                std::string(op) == "mean");
+    }
 }
 
 // One workgroup per row in the finish: rows beyond one grid dimension keep the serial walk.

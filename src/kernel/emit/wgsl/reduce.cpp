@@ -7,7 +7,8 @@
 // by the schedule-sum pass): a grid of chunks, then their partial sums — another fixed order,
 // within the op's tolerance class of the reference. Axis reductions give each output element one
 // invocation that walks the axis in order, like the CPU reference, except in prod and fast an f32
-// sum or mean along a long axis with nothing after it, which runs wide row by row.
+// sum or mean along a long axis with nothing after it, which runs wide row by row, and one along
+// a long axis with few outputs after it, which runs wide column by column.
 #include <algorithm>
 
 #include "kernel/emit/wgsl/codegen.h"
@@ -34,6 +35,46 @@ void GenerateCumsum(const Module& m, const Kernel& k, Generated& out) {
   out.workgroups = LinearGrid(lines);
 }
 
+// A wide sum along columns (SumSchedule with inner > 1): workgroup (block, g, row) sums chunk g of
+// the axis for its `columns` columns into out[(row x groups + g) x inner + column] (the
+// scratch) or, with one chunk, the output itself. Lane t takes column t % columns and the
+// chunk's steps t / columns + lanes r; a column's lanes then combine pairwise in workgroup
+// memory (w = lanes / 2, ..., 1).
+void GenerateWideColumnSum(const Module& m, const Kernel& k, Generated& out) {
+  const SumSchedule& s = *k.sum_schedule;
+  const int64_t len = m.graph().at(k.inputs[0]).type.elements() / (s.rows * s.inner);
+  const int64_t lanes = 256 / s.columns;
+  const std::string scale =
+      k.op == "mean" && !s.TwoStages() ? " / " + F32(static_cast<double>(len)) : "";
+  std::string combine;
+  for (int64_t w = lanes / 2; w >= 1; w /= 2)
+    combine += "  workgroupBarrier();\n  if (lane < " + U32(w) +
+               ") { partial[t] = partial[t] + partial[t + " + U32(w * s.columns) + "]; }\n";
+  const std::string at = s.TwoStages()
+                             ? "(wg.z * " + U32(s.groups) + " + wg.y) * " + U32(s.inner) + " + col"
+                             : "wg.z * " + U32(s.inner) + " + col";
+  out.source = Bindings(m, k) +
+               "var<workgroup> partial: array<f32, 256>;\n"
+               "@compute @workgroup_size(256)\n"
+               "fn main(@builtin(workgroup_id) wg: vec3<u32>,\n"
+               "        @builtin(local_invocation_index) t: u32) {\n"
+               "  let col = wg.x * " +
+               U32(s.columns) + " + t % " + U32(s.columns) + ";\n" + "  let lane = t / " +
+               U32(s.columns) + ";\n" + "  let lo = wg.y * " + U32(s.chunk) + ";\n" +
+               "  let hi = min(lo + " + U32(s.chunk) + ", " + U32(len) + ");\n" +
+               "  var s = 0.0;\n"
+               "  if (col < " +
+               U32(s.inner) + ") {\n" + "    let base = wg.z * " + U32(len * s.inner) +
+               " + col;\n" + "    for (var r = lo + lane; r < hi; r = r + " + U32(lanes) +
+               ") { s = s + in0[base + r * " + U32(s.inner) + "]; }\n" +
+               "  }\n"
+               "  partial[t] = s;\n" +
+               combine + "  if (lane == 0u && col < " + U32(s.inner) + ") {\n    out[" + at +
+               "] = partial[t]" + scale + ";\n  }\n}\n";
+  out.workgroups = {static_cast<uint32_t>((s.inner + s.columns - 1) / s.columns),
+                    static_cast<uint32_t>(s.groups), static_cast<uint32_t>(s.rows)};
+}
+
 // A wide sum's first dispatch: workgroup (g, row) sums chunk g of its row into out[row x groups +
 // g] — the partial sums' scratch, bound where the output would be — or, with one chunk per row,
 // the row's result itself. The input is read as vec4 when a row's element count is a multiple of
@@ -42,6 +83,7 @@ void GenerateCumsum(const Module& m, const Kernel& k, Generated& out) {
 // either way. A whole-tensor sum is one row, and its source names no row.
 void GenerateWideSum(const Module& m, const Kernel& k, Generated& out) {
   const SumSchedule& s = *k.sum_schedule;
+  if (s.inner > 1) return GenerateWideColumnSum(m, k, out);
   const bool rows = s.rows > 1;
   const int64_t len = m.graph().at(k.inputs[0]).type.elements() / s.rows;  // one row's elements
   const bool vec4 = len % 4 == 0;
@@ -97,12 +139,33 @@ void GenerateWideSum(const Module& m, const Kernel& k, Generated& out) {
 
 Generated WideSumFinish(const Module& m, const Kernel& k) {
   const SumSchedule& s = *k.sum_schedule;
-  const int64_t len = m.graph().at(k.inputs[0]).type.elements() / s.rows;
+  const int64_t len = m.graph().at(k.inputs[0]).type.elements() / (s.rows * s.inner);
   const std::string scale = k.op == "mean" ? " / " + F32(static_cast<double>(len)) : "";
   Generated out;
   out.source =
       "@group(0) @binding(0) var<storage, read> in0: array<f32>;\n"
       "@group(0) @binding(1) var<storage, read_write> out: array<f32>;\n";
+  if (s.inner > 1) {
+    // Output i = row x inner + column adds its chunks' sums in increasing chunk order.
+    out.source +=
+        "@compute @workgroup_size(64)\n"
+        "fn main(@builtin(global_invocation_id) id: vec3<u32>) {\n"
+        "  let i = id.x;\n"
+        "  if (i >= " +
+        U32(s.rows * s.inner) +
+        ") { return; }\n"
+        "  let first = (i / " +
+        U32(s.inner) + ") * " + U32(s.groups * s.inner) + " + i % " + U32(s.inner) +
+        ";\n"
+        "  var s = 0.0;\n"
+        "  for (var g = 0u; g < " +
+        U32(s.groups) + "; g = g + 1u) { s = s + in0[first + g * " + U32(s.inner) +
+        "]; }\n"
+        "  out[i] = s" +
+        scale + ";\n}\n";
+    out.workgroups = s.FinishWorkgroups();
+    return out;
+  }
   if (s.rows == 1) {
     out.source += TreeReduce256("in0[j]", s.groups, "    out[0] = partial[0]" + scale + ";\n");
   } else {

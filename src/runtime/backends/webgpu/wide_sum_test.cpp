@@ -2,14 +2,16 @@
 // chunks, then their partial sums) on Dawn over SwiftShader: within the `default` class of a
 // float64 sum computed here, over counts that are not multiples of 4, 256 or a chunk; NaN and
 // infinities propagate as the op says; the same bits on every run; debug keeps the reference's
-// bits. Likewise sums and means along a long last axis (one wide sum per row). Inputs are fresh
-// random values each run; the seed is printed on failure.
+// sums' bits. Likewise sums and means along a long last axis (one wide sum per row) and along a
+// long axis with few outputs after it (column blocks). Inputs are fresh random values each run;
+// the seed is printed on failure.
 #include <gtest/gtest.h>
 
 #include <cmath>
 #include <cstdlib>
 #include <cstring>
 #include <limits>
+#include <optional>
 #include <random>
 
 #include "pipeline/compile.h"
@@ -31,30 +33,29 @@ WebGpuExecutor* Gpu() {
   return gpu.get();
 }
 
-// sum and mean of one input of `shape`: over every element, or along its last axis (a long
-// contiguous line per output).
-Json SumDoc(const std::vector<int64_t>& shape, bool along_last_axis) {
+// sum and mean of one input of `shape`: over every element, or along `axis`.
+Json SumDoc(const std::vector<int64_t>& shape, std::optional<int> axis) {
   Json sum = {{"id", 1}, {"op", "sum"}, {"a", 0}}, mean = {{"id", 2}, {"op", "mean"}, {"a", 0}};
-  if (along_last_axis) sum["axis"] = mean["axis"] = static_cast<int>(shape.size()) - 1;
+  if (axis) sum["axis"] = mean["axis"] = *axis;
   return {{"version", 3},
           {"nodes", {{{"id", 0}, {"op", "input"}, {"name", "x"}, {"shape", shape}}, sum, mean}},
           {"outputs", {{{"name", "sum"}, {"id", 1}}, {{"name", "mean"}, {"id", 2}}}}};
 }
 
-Result<pipeline::Compiled> Compile(const std::vector<int64_t>& shape, bool along_last_axis,
+Result<pipeline::Compiled> Compile(const std::vector<int64_t>& shape, std::optional<int> axis,
                                    policy::Tier tier) {
   pipeline::CompileOptions o;
   o.lower.tier = tier;
   o.plan.budget_bytes = int64_t{1} << 30;
   o.plan.limits = Gpu()->limits();
-  return pipeline::Compile(SumDoc(shape, along_last_axis).dump(), o);
+  return pipeline::Compile(SumDoc(shape, axis).dump(), o);
 }
 Result<pipeline::Compiled> Compile(int64_t n, policy::Tier tier) {
-  return Compile({n}, false, tier);
+  return Compile({n}, std::nullopt, tier);
 }
 
-// The sums' and the means' values of a run (one each for a whole-tensor sum, one per row along
-// the last axis).
+// The sums' and the means' values of a run (one each for a whole-tensor sum, one per output along
+// an axis).
 std::array<std::vector<float>, 2> RunSums(const pipeline::Compiled& c,
                                           const std::vector<int64_t>& shape,
                                           const std::vector<float>& x) {
@@ -91,6 +92,23 @@ uint32_t Bits(float f) {
   uint32_t b;
   std::memcpy(&b, &f, 4);
   return b;
+}
+
+// In debug the sums along `axis` keep the serial walk and give the CPU reference's bits. The sums
+// only: a mean divides once at the end, and WGSL lets a GPU's f32 division be 2.5 ulp off
+// (SwiftShader's is 1 ulp off for some divisors and values), which `default` holds.
+void ExpectDebugSumsAreTheReferences(const std::vector<int64_t>& shape, int axis,
+                                     const std::vector<float>& x) {
+  auto debug = Compile(shape, axis, policy::Tier::kDebug);
+  ASSERT_TRUE(debug.ok());
+  for (const kernel::Kernel& k : debug->module->kernels) EXPECT_FALSE(k.sum_schedule);
+  runtime::cpu::CpuExecutor cpu({.threads = 1});
+  auto want = cpu.Run(*debug->plan, {{"x", HostTensor::FromFloats(MakeType(shape), x)}});
+  ASSERT_TRUE(want.ok());
+  const auto got = RunSums(*debug, shape, x);
+  const auto ref = want->outputs[0].second.view<float>();
+  ASSERT_EQ(got[0].size(), ref.size());
+  for (size_t r = 0; r < ref.size(); ++r) EXPECT_EQ(Bits(got[0][r]), Bits(ref[r])) << "sum " << r;
 }
 
 // Counts around the vector (4), lane (256) and chunk (1024) widths, several chunks, and a count
@@ -188,7 +206,7 @@ TEST(WideAxisSum, ProdSumsAndMeansAlongTheLastAxisAreWithinTheirClassOfFloat64Su
        {std::vector<int64_t>{3, 5000}, std::vector<int64_t>{2, 7, 4099}}) {
     const int64_t len = shape.back(), rows = MakeType(shape).elements() / len;
     SCOPED_TRACE("rows " + std::to_string(rows) + " len " + std::to_string(len));
-    auto c = Compile(shape, true, policy::Tier::kProd);
+    auto c = Compile(shape, static_cast<int>(shape.size()) - 1, policy::Tier::kProd);
     ASSERT_TRUE(c.ok()) << c.errors().front().Format();
     for (const kernel::Kernel& k : c->module->kernels)
       EXPECT_EQ(k.sum_schedule, kernel::SumSchedule::For(len, rows)) << k.name;
@@ -219,7 +237,7 @@ TEST(WideAxisSum, ProdGivesTheSameBitsOnEveryRunAndDebugTheReferences) {
   std::mt19937 rng(seed);
   const std::vector<int64_t> shape = {2, 7, 4099};
   const std::vector<float> x = MixedMagnitudes(MakeType(shape).elements(), rng);
-  auto prod = Compile(shape, true, policy::Tier::kProd);
+  auto prod = Compile(shape, static_cast<int>(shape.size()) - 1, policy::Tier::kProd);
   ASSERT_TRUE(prod.ok());
   const auto first = RunSums(*prod, shape, x);
   ASSERT_EQ(first[0].size(), 14u);
@@ -227,19 +245,66 @@ TEST(WideAxisSum, ProdGivesTheSameBitsOnEveryRunAndDebugTheReferences) {
   for (int i = 0; i < 2; ++i)
     for (size_t r = 0; r < first[i].size(); ++r)
       EXPECT_EQ(Bits(again[i][r]), Bits(first[i][r])) << "output " << i << " row " << r;
-  auto debug = Compile(shape, true, policy::Tier::kDebug);
-  ASSERT_TRUE(debug.ok());
-  for (const kernel::Kernel& k : debug->module->kernels) EXPECT_FALSE(k.sum_schedule);
-  runtime::cpu::CpuExecutor cpu({.threads = 1});
-  auto want = cpu.Run(*debug->plan, {{"x", HostTensor::FromFloats(MakeType(shape), x)}});
-  ASSERT_TRUE(want.ok());
-  const auto got = RunSums(*debug, shape, x);
-  for (int i = 0; i < 2; ++i) {
-    const auto ref = want->outputs[i].second.view<float>();
-    ASSERT_EQ(got[i].size(), ref.size());
-    for (size_t r = 0; r < ref.size(); ++r)
-      EXPECT_EQ(Bits(got[i][r]), Bits(ref[r])) << "output " << i << " row " << r;
+  ExpectDebugSumsAreTheReferences(shape, static_cast<int>(shape.size()) - 1, x);
+}
+
+// Sums and means along an axis with elements after it, few outputs (columns): 16 columns of a
+// [4096, 16], 300 of [3, 1500, 300] (5 blocks of 64, the last ragged) and 3 of [2, 1100, 3] (a
+// block of 4, one idle), against float64 sums of each column.
+TEST(WideColumnSum, ProdSumsAndMeansOfColumnsAreWithinTheirClassOfFloat64Sums) {
+  ASSERT_NE(Gpu(), nullptr);
+  const unsigned seed = std::random_device{}();
+  SCOPED_TRACE("seed " + std::to_string(seed));
+  std::mt19937 rng(seed);
+  std::uniform_real_distribution<float> u(-1, 2);
+  const policy::Thresholds within =
+      policy::ResolveThresholds(policy::ToleranceClass::kDefault, policy::Tier::kProd);
+  for (const auto& [shape, axis] : std::vector<std::pair<std::vector<int64_t>, int>>{
+           {{4096, 16}, 0}, {{3, 1500, 300}, 1}, {{2, 1100, 3}, 1}}) {
+    const int64_t len = shape[axis],
+                  inner = axis + 1 < static_cast<int>(shape.size()) ? shape.back() : 1;
+    const int64_t outer = MakeType(shape).elements() / (len * inner);
+    SCOPED_TRACE(MakeType(shape).ShapeStringWithSizes());
+    auto c = Compile(shape, axis, policy::Tier::kProd);
+    ASSERT_TRUE(c.ok()) << c.errors().front().Format();
+    for (const kernel::Kernel& k : c->module->kernels) {
+      ASSERT_TRUE(k.sum_schedule) << k.name;
+      EXPECT_EQ(k.sum_schedule->inner, inner);
+    }
+    std::vector<float> x(static_cast<size_t>(MakeType(shape).elements()));
+    for (float& v : x) v = u(rng);
+    const auto got = RunSums(*c, shape, x);
+    ASSERT_EQ(got[0].size(), static_cast<size_t>(outer * inner));
+    for (int64_t o = 0; o < outer; ++o)
+      for (int64_t col = 0; col < inner; ++col) {
+        double sum = 0;
+        for (int64_t j = 0; j < len; ++j)
+          sum += x[static_cast<size_t>((o * len + j) * inner + col)];
+        const size_t at = static_cast<size_t>(o * inner + col);
+        EXPECT_TRUE(within.Accepts(got[0][at], sum))
+            << "output " << at << ": " << got[0][at] << " vs " << sum;
+        const double mean = sum / static_cast<double>(len);
+        EXPECT_TRUE(within.Accepts(got[1][at], mean)) << "output " << at;
+      }
   }
+}
+
+TEST(WideColumnSum, ProdGivesTheSameBitsOnEveryRunAndDebugTheReferences) {
+  ASSERT_NE(Gpu(), nullptr);
+  const unsigned seed = std::random_device{}();
+  SCOPED_TRACE("seed " + std::to_string(seed));
+  std::mt19937 rng(seed);
+  const std::vector<int64_t> shape = {3, 1500, 300};
+  const std::vector<float> x = MixedMagnitudes(MakeType(shape).elements(), rng);
+  auto prod = Compile(shape, 1, policy::Tier::kProd);
+  ASSERT_TRUE(prod.ok());
+  const auto first = RunSums(*prod, shape, x);
+  ASSERT_EQ(first[0].size(), 900u);
+  const auto again = RunSums(*prod, shape, x);
+  for (int i = 0; i < 2; ++i)
+    for (size_t r = 0; r < first[i].size(); ++r)
+      EXPECT_EQ(Bits(again[i][r]), Bits(first[i][r])) << "output " << i << " element " << r;
+  ExpectDebugSumsAreTheReferences(shape, 1, x);
 }
 
 }  // namespace
