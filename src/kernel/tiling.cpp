@@ -257,6 +257,32 @@ std::optional<Tiling> PlanParts(const TileSpace& s, uint64_t cap, uint64_t align
   return t;
 }
 
+// What a copy in parts does, tile counts per part: ", by input 2 + 0 + 3, each moving ..." (an
+// empty input has no tiles), or ": 2 writing the pad value ..., then 3 moving ...".
+std::string PartsDescribed(const Tiling& t) {
+  const TileSpace& s = t.space;
+  std::vector<int64_t> per(s.parts.size(), 0);
+  for (const Tile& tile : t.tiles) ++per[static_cast<size_t>(tile.part)];
+  const std::string first = std::to_string(per[0]);
+  switch (s.parts_are) {
+    case TileSpace::Parts::kJoin: {
+      // Per input, its part's tiles.
+      std::vector<int64_t> by_input(s.parts.front().layouts.size() - 1, 0);
+      for (size_t p = 0; p < s.parts.size(); ++p)
+        by_input[static_cast<size_t>(s.parts[p].copy_input)] = per[p];
+      std::string counts;
+      for (int64_t c : by_input) counts += (counts.empty() ? "" : " + ") + std::to_string(c);
+      return ", by input " + counts +
+             ", each moving a box of one input's elements to its place in the output";
+    }
+    case TileSpace::Parts::kPad:
+      if (per.size() == 1) return ": writing the pad value over the output (the input is empty)";
+      return ": " + first + " writing the pad value over the output, then " +
+             std::to_string(per[1]) + " moving boxes of the input to its place inside";
+  }
+  return "";
+}
+
 }  // namespace
 
 int64_t BatchOffset(const TileSpace& s, int b, int64_t index) {
@@ -445,19 +471,7 @@ std::string Tiling::Describe() const {
     case TileSpace::Kind::kCrossEntropyGrad:
       return n + " of " + std::to_string(tile_rows) + " rows";
     case TileSpace::Kind::kCopy:
-      if (!space.parts.empty()) {
-        // Per input, its tiles: "5 tiles, by input 1 + 2 + 2, ...".
-        std::vector<int64_t> per(space.parts.size(), 0);
-        for (const Tile& t : tiles) ++per[static_cast<size_t>(t.part)];
-        std::string counts;
-        for (int64_t c : per) counts += (counts.empty() ? "" : " + ") + std::to_string(c);
-        if (space.parts.front().copy_input < 0)
-          return n + ": " + std::to_string(per[0]) + " writing the pad value over the output, " +
-                 "then " + std::to_string(per[1]) +
-                 " moving boxes of the input to its place inside";
-        return n + ", by input " + counts +
-               ", each moving a box of one input's elements to its place in the output";
-      }
+      if (!space.parts.empty()) return n + PartsDescribed(*this);
       return n + " of " + std::to_string(tile_rows) + " x " + std::to_string(tile_cols) + " x " +
              std::to_string(tile_depth) + " of the output's " + std::to_string(space.rows) + " x " +
              std::to_string(space.cols) + " x " + std::to_string(space.depth) +

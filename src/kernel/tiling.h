@@ -79,11 +79,16 @@ struct TileSpace {
   int64_t batches = 1;
   std::vector<int64_t> batch_dims;
   std::vector<std::vector<int64_t>> batch_strides;
-  // A copy of several inputs (concat, stack), in parts: part p moves input p into its sub-box of
-  // the output, a box of its own whose layouts bind input p and the output (every other input one
-  // element, which the tile does not read); a tile is of one part (Tile::part). Empty: one box.
+  // A copy in parts, one after another: each a box of its own whose layouts bind the input it
+  // moves and the output (every other input one element, which the tile does not read); a tile is
+  // of one part (Tile::part). Empty: one box. An empty input moves nothing and has no part.
   std::vector<TileSpace> parts;
-  // Of a copy, the input its box moves (a concat's part p: input p); -1: none, the box is written
+  enum class Parts {
+    kJoin,  // concat, stack: a part per non-empty input, into its sub-box of the output
+    kPad,   // the pad value over the whole output, then the input moved inside
+  };
+  Parts parts_are = Parts::kJoin;
+  // Of a copy, the input its box moves (a concat's part: its input); -1: none, the box is written
   // with the pad value (pad's first part, before its second moves the input inside).
   int copy_input = 0;
 };
@@ -94,14 +99,15 @@ struct TileSpace {
 // input a negative stride: a box's input window reaches below its first element (TileRange).
 std::optional<TileSpace> CopyTileSpace(const Module& m, const Kernel& k);
 
-// The tile space of a concat or stack of 4-byte elements, in one part per input (each an affine
-// copy into its sub-box of the output, its axes merged as CopyTileSpace merges them); nullopt
-// when an input or the output is empty (kernel/tiling_copy.cpp).
+// The tile space of a concat or stack of 4-byte elements, in one part per non-empty input (each
+// an affine copy into its sub-box of the output, its axes merged as CopyTileSpace merges them);
+// nullopt when the output is empty (kernel/tiling_copy.cpp).
 std::optional<TileSpace> JoinTileSpace(const Module& m, const Kernel& k);
 
 // The tile space of a constant pad of 4-byte elements, in two parts: the whole output written
 // with the value, then the input moved into its place inside (its axes merged as CopyTileSpace
-// merges them); nullopt when the input is empty (kernel/tiling_copy.cpp).
+// merges them; an empty input has no second part); nullopt when the output is empty
+// (kernel/tiling_copy.cpp).
 std::optional<TileSpace> PadTileSpace(const Module& m, const Kernel& k);
 
 // Where binding `b`'s product `index` (of the batch, row-major over batch_dims) starts.

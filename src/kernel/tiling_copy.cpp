@@ -112,6 +112,20 @@ bool FourByteCopy(const Module& m, const Kernel& k) {
   return true;
 }
 
+// `box` (binding the input it moves, then the output) as the part of a copy of `inputs` inputs
+// that moves input `p`: every other input one element, which its tiles do not read.
+TileSpace PartOf(const TileSpace& box, size_t inputs, int p) {
+  TileSpace part = box;
+  part.layouts.assign(inputs + 1, TileStrides{0, 0, 0});
+  part.origins.assign(inputs + 1, 0);
+  part.layouts[static_cast<size_t>(p)] = box.layouts[0];
+  part.origins[static_cast<size_t>(p)] = box.origins[0];
+  part.layouts[inputs] = box.layouts[1];
+  part.origins[inputs] = box.origins[1];
+  part.copy_input = p;
+  return part;
+}
+
 }  // namespace
 
 std::optional<TileSpace> CopyTileSpace(const Module& m, const Kernel& k) {
@@ -132,7 +146,7 @@ std::optional<TileSpace> JoinTileSpace(const Module& m, const Kernel& k) {
   const webir::Node& node = m.graph().at(k.output);
   const std::vector<int64_t> sizes = node.type.sizes();
   const size_t axis = node.attrs["axis"].get<size_t>();
-  if (axis >= sizes.size()) return std::nullopt;
+  if (axis >= sizes.size() || node.type.elements() == 0) return std::nullopt;
   int64_t outer = 1, inner = 1;
   for (size_t d = 0; d < axis; ++d) outer *= sizes[d];
   for (size_t d = axis + 1; d < sizes.size(); ++d) inner *= sizes[d];
@@ -147,19 +161,13 @@ std::optional<TileSpace> JoinTileSpace(const Module& m, const Kernel& k) {
   int64_t offset = 0;
   for (size_t p = 0; p < n; ++p) {
     const int64_t length = k.op == "stack" ? 1 : m.graph().at(k.inputs[p]).type.sizes().at(axis);
+    // An input empty along the axis (the output is not, so only there) holds no run.
+    if (length == 0) continue;
     std::optional<TileSpace> box = MergedBox({outer, length, inner}, {length * inner, inner, 1},
                                              {along * inner, inner, 1}, 0, offset * inner);
-    if (!box) return std::nullopt;  // an empty input (or output): bound whole
+    if (!box) return std::nullopt;
     offset += length;
-    // Every binding but input p and the output: one element, named but not read.
-    TileSpace part = *box;
-    part.layouts.assign(n + 1, TileStrides{0, 0, 0});
-    part.origins.assign(n + 1, 0);
-    part.layouts[p] = box->layouts[0];
-    part.layouts[n] = box->layouts[1];
-    part.origins[n] = box->origins[1];
-    part.copy_input = static_cast<int>(p);
-    s.parts.push_back(std::move(part));
+    s.parts.push_back(PartOf(*box, n, static_cast<int>(p)));
   }
   return s;
 }
@@ -174,18 +182,22 @@ std::optional<TileSpace> PadTileSpace(const Module& m, const Kernel& k) {
   const std::vector<int64_t> out_strides = RowMajorStrides(sizes);
   if (in_sizes.size() != sizes.size() || node.attrs["pads"].size() != sizes.size())
     return std::nullopt;
+  std::optional<TileSpace> fill =
+      MergedBox({node.type.elements()}, {0}, {1}, 0, 0);  // reads nothing
+  if (!fill) return std::nullopt;                         // an empty output
+  fill->copy_input = -1;
+  TileSpace s = *fill;
+  s.parts_are = TileSpace::Parts::kPad;
+  s.parts = {*fill};
+  if (m.graph().at(k.inputs[0]).type.elements() == 0) return s;  // only the value to write
   // Input element x lands at output element x + before on every axis.
   int64_t inside = 0;
   for (size_t d = 0; d < sizes.size(); ++d)
     inside += node.attrs["pads"][d][0].get<int64_t>() * out_strides[d];
   std::optional<TileSpace> copy =
       MergedBox(in_sizes, RowMajorStrides(in_sizes), out_strides, 0, inside);
-  std::optional<TileSpace> fill =
-      MergedBox({node.type.elements()}, {0}, {1}, 0, 0);  // reads nothing
-  if (!copy || !fill) return std::nullopt;
-  fill->copy_input = -1;
-  TileSpace s = *fill;
-  s.parts = {*fill, *copy};
+  if (!copy) return std::nullopt;
+  s.parts.push_back(*copy);
   return s;
 }
 

@@ -543,6 +543,45 @@ TEST(TilePlanning, AStackIsCutPerInputAsAConcatOfLengthOne) {
   EXPECT_EQ(TileRange(t->space, 2, t->tiles[5]), Range(320, 400));
 }
 
+// concat along axis 1 of [20, 30], [20, 0] and [20, 70] into [20, 100]: the empty input moves
+// nothing and has no box (its binding one element, which no tile reads). The first input takes
+// 2 boxes of 10 rows as above; the third, from column 30, r rows spanning 100 (r - 1) + 70 output
+// elements (r <= 9), 3 boxes. A stack's inputs share one shape: an empty one leaves nothing to
+// copy, and nothing to tile.
+TEST(TilePlanning, AnEmptyInputOfAConcatHasNoBox) {
+  Module m = LowerToKernel(JoinDoc("concat", {{20, 30}, {20, 0}, {20, 70}}, 1));
+  std::optional<Tiling> t = PlanTiles(m, OnlyOp(m, "concat"), 4096);
+  ASSERT_TRUE(t);
+  ASSERT_EQ(t->space.parts.size(), 2u);
+  EXPECT_EQ(t->space.parts[1].copy_input, 2);
+  EXPECT_EQ(t->space.parts[1].layouts,
+            (std::vector<TileStrides>{{0, 0, 0}, {0, 0, 0}, {0, 70, 1}, {0, 100, 1}}));
+  EXPECT_EQ(t->space.parts[1].origins, (std::vector<int64_t>{0, 0, 0, 30}));
+  ASSERT_EQ(t->tiles.size(), 5u);
+  EXPECT_EQ(TileRange(t->space, 1, t->tiles[2]), Range(0, 1));
+  EXPECT_EQ(TileRange(t->space, 2, t->tiles[3]), Range(9 * 70, 18 * 70));
+  EXPECT_EQ(TileRange(t->space, 3, t->tiles[4]), Range(18 * 100 + 30, 19 * 100 + 100));
+  EXPECT_EQ(t->Describe(),
+            "5 tiles, by input 2 + 0 + 3, each moving a box of one input's elements to its place "
+            "in the output");
+
+  Module stack = LowerToKernel(JoinDoc("stack", {{0, 40}, {0, 40}}, 0));
+  EXPECT_FALSE(TileSpaceOf(stack, OnlyOp(stack, "stack")));
+}
+
+// x [0, 300] padded by 2 rows on either side into [4, 300]: only the value to write, over the
+// output's 1200 elements in stretches of 961.
+TEST(TilePlanning, APadOfAnEmptyInputOnlyWritesItsValue) {
+  Module m = LowerToKernel(CopyDoc({0, 300}, {{"op", "pad"}, {"pads", {{2, 2}, {0, 0}}}}));
+  std::optional<Tiling> t = PlanTiles(m, OnlyOp(m, "pad"), 4096);
+  ASSERT_TRUE(t);
+  ASSERT_EQ(t->space.parts.size(), 1u);
+  ASSERT_EQ(t->tiles.size(), 2u);
+  EXPECT_EQ(TileRange(t->space, 1, t->tiles[1]), Range(961, 1200));
+  EXPECT_EQ(TileRange(t->space, 0, t->tiles[1]), Range(0, 1));
+  EXPECT_EQ(t->Describe(), "2 tiles: writing the pad value over the output (the input is empty)");
+}
+
 // pad of x [30, 40] by rows (2, 3) and columns (5, 1) into [35, 46]: first the output's 1610
 // elements written with the value in stretches of 961, then the input moved inside from output
 // element 2 * 46 + 5 = 97, r rows of it spanning 46 (r - 1) + 40 output elements (r <= 21).

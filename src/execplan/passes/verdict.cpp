@@ -191,8 +191,8 @@ class Judge {
               "matmuls (batched too), f32 sums, means and cumsums, f32 softmax (a row cut along "
               "itself when over the cap), f32 cross entropy rows (merged with their gradient "
               "too), f32 cross entropy gradient rows, and transposes, permutes, slices (negative "
-              "steps too), flips, reshapes, concats, stacks and constant pads of 4-byte elements "
-              "are tiled over the cap "
+              "steps too), flips, reshapes, concats, stacks and constant pads (an empty input "
+              "too) of 4-byte elements are tiled over the cap "
               "(windows start at 256-byte multiples, so a tile needs at least one row plus 252 "
               "bytes under the cap); split the tensor, or run on the CPU reference "
               "(--backend=cpu)");

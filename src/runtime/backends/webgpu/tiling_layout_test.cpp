@@ -1,7 +1,8 @@
 // Tiles over the storage-binding cap for layout copies (kernel::CopyTileSpace, JoinTileSpace,
 // PadTileSpace): a transpose, a permute of the last two axes of a batch, slices with steps
-// (negative ones too), flips, a reshape, concats, a stack and a pad, each cut into boxes of its
-// output whose windows of input and output both fit. A copy moves elements without arithmetic: the
+// (negative ones too), flips, a reshape, concats (one with an empty input), a stack and pads (one
+// of an empty input), each cut into boxes of its output whose windows of input and output both
+// fit. A copy moves elements without arithmetic: the
 // untiled kernel's and the reference's bits, and each element where the index arithmetic worked
 // out here puts it. The device is opened with a 4 KiB cap so that small tensors exercise the tiles.
 #include "runtime/backends/webgpu/tiling_support_test.h"
@@ -199,6 +200,22 @@ TEST(TilingLayout, AStackAndARowConcatOverTheCapRunInBoxesOfOneInputEach) {
   for (int i = 0; i < 1500; ++i) ASSERT_EQ(got[i], i < 1200 ? x[0][i] : x[1][i - 1200]) << i;
 }
 
+// [20, 30], [20, 0] and [20, 70] joined along axis 1 into [20, 100] (8000 B): the empty input
+// has no box; the first input in 2 boxes, the third in 3, 5 tiles after 2 poison fills.
+TEST(TilingLayout, AConcatWithAnEmptyInputOverTheCapRunsInBoxesOfTheOthers) {
+  const unsigned seed = std::random_device{}();
+  SCOPED_TRACE("seed " + std::to_string(seed));
+  std::mt19937 rng(seed);
+  std::vector<std::vector<float>> x = {Random(rng, 20 * 30), {}, Random(rng, 20 * 70)};
+  std::vector<float> got =
+      RunJoin("concat", {{20, 30}, {20, 0}, {20, 70}}, 1, x, "5 tiles, by input 2 + 0 + 3", 2 + 5);
+  ASSERT_EQ(got.size(), 2000u);
+  for (int r = 0; r < 20; ++r)
+    for (int c = 0; c < 100; ++c)
+      ASSERT_EQ(got[r * 100 + c], c < 30 ? x[0][r * 30 + c] : x[2][r * 70 + c - 30])
+          << r << "," << c;
+}
+
 // x [30, 40] padded by rows (2, 3) and columns (5, 1) with 1.5 into [35, 46] (6440 B): the value
 // over the whole output in 2 tiles, then the input inside in 2 boxes of at most 21 rows, after 2
 // poison fills; output (r, c) is x (r - 2, c - 5) inside, 1.5 around.
@@ -216,6 +233,16 @@ TEST(TilingLayout, APadOverTheCapWritesItsValueThenMovesTheInputInside) {
       const bool inside = r >= 2 && r < 32 && c >= 5 && c < 45;
       ASSERT_EQ(got[r * 46 + c], inside ? x[(r - 2) * 40 + c - 5] : 1.5f) << r << "," << c;
     }
+}
+
+// x [0, 300] padded by 2 rows on either side with -3 into [4, 300] (4800 B): the value written
+// over the output in 2 tiles after 2 poison fills, nothing moved.
+TEST(TilingLayout, APadOfAnEmptyInputOverTheCapOnlyWritesItsValue) {
+  std::vector<float> got =
+      RunCopy({0, 300}, {{"op", "pad"}, {"pads", {{2, 2}, {0, 0}}}, {"value", -3}}, {},
+              "2 tiles: writing the pad value over the output", 2 + 2);
+  ASSERT_EQ(got.size(), 1200u);
+  for (size_t i = 0; i < got.size(); ++i) ASSERT_EQ(got[i], -3.0f) << i;
 }
 
 }  // namespace
