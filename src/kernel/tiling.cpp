@@ -279,6 +279,10 @@ std::string PartsDescribed(const Tiling& t) {
       if (per.size() == 1) return ": writing the pad value over the output (the input is empty)";
       return ": " + first + " writing the pad value over the output, then " +
              std::to_string(per[1]) + " moving boxes of the input to its place inside";
+    case TileSpace::Parts::kScatter:
+      if (per.size() == 1) return ": copying the base to the output (the source is empty)";
+      return ": " + first + " copying the base to the output, then " + std::to_string(per[1]) +
+             " moving boxes of the source into its strided window";
   }
   return "";
 }
@@ -307,6 +311,7 @@ std::optional<TileSpace> TileSpaceOf(const Module& m, const Kernel& k) {
   if (std::optional<TileSpace> copy = CopyTileSpace(m, k)) return copy;
   if (std::optional<TileSpace> join = JoinTileSpace(m, k)) return join;
   if (std::optional<TileSpace> pad = PadTileSpace(m, k)) return pad;
+  if (std::optional<TileSpace> scatter = ScatterTileSpace(m, k)) return scatter;
   if (k.kind != KernelKind::kOp || !AllF32(m, k)) return std::nullopt;
   if (!k.extra_outputs.empty() && !IsLossWithGradient(m, k)) return std::nullopt;
   const webir::Node& node = m.graph().at(k.output);

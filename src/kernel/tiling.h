@@ -84,8 +84,9 @@ struct TileSpace {
   // of one part (Tile::part). Empty: one box. An empty input moves nothing and has no part.
   std::vector<TileSpace> parts;
   enum class Parts {
-    kJoin,  // concat, stack: a part per non-empty input, into its sub-box of the output
-    kPad,   // the pad value over the whole output, then the input moved inside
+    kJoin,     // concat, stack: a part per non-empty input, into its sub-box of the output
+    kPad,      // the pad value over the whole output, then the input moved inside
+    kScatter,  // slice_scatter: the base over the whole output, then the source into its window
   };
   Parts parts_are = Parts::kJoin;
   // Of a copy, the input its box moves (a concat's part: its input); -1: none, the box is written
@@ -110,6 +111,12 @@ std::optional<TileSpace> JoinTileSpace(const Module& m, const Kernel& k);
 // (kernel/tiling_copy.cpp).
 std::optional<TileSpace> PadTileSpace(const Module& m, const Kernel& k);
 
+// The tile space of a slice_scatter of 4-byte elements, in two parts: the base copied over the
+// whole output, then the source moved into its strided window (its axes merged as CopyTileSpace
+// merges them; a negative step gives the output a negative stride; an empty source has no second
+// part); nullopt when the output is empty (kernel/tiling_copy.cpp).
+std::optional<TileSpace> ScatterTileSpace(const Module& m, const Kernel& k);
+
 // Where binding `b`'s product `index` (of the batch, row-major over batch_dims) starts.
 int64_t BatchOffset(const TileSpace& s, int b, int64_t index);
 
@@ -117,8 +124,8 @@ int64_t BatchOffset(const TileSpace& s, int b, int64_t index);
 // either operand possibly read transposed, or batched, broadcast batch dims included), f32 sums
 // and means (whole-tensor or along an axis), f32 softmax and log_softmax, f32 cumsum, f32
 // cross_entropy (alone, or merged with its gradient: merge-loss-gradient) and f32
-// cross_entropy_grad (whole rows), and the layout copies of CopyTileSpace, JoinTileSpace and
-// PadTileSpace.
+// cross_entropy_grad (whole rows), and the layout copies of CopyTileSpace, JoinTileSpace,
+// PadTileSpace and ScatterTileSpace.
 std::optional<TileSpace> TileSpaceOf(const Module& m, const Kernel& k);
 
 struct Tile {

@@ -6,7 +6,8 @@
 // and up to three merged axes are the box; a tile, a sub-box, binds the window of each operand its
 // box spans, and moves its elements as the untiled kernel does: the same bits. A concat or stack is
 // such a copy of each input into its sub-box of the output, a box per input; a constant pad writes
-// its value over the whole output, then moves its input inside as such a copy.
+// its value over the whole output, then moves its input inside as such a copy; a slice_scatter
+// copies its base over the whole output, then moves its source into the slice's window.
 #include "kernel/tiling.h"
 
 namespace scellis::kernel {
@@ -198,6 +199,42 @@ std::optional<TileSpace> PadTileSpace(const Module& m, const Kernel& k) {
       MergedBox(in_sizes, RowMajorStrides(in_sizes), out_strides, 0, inside);
   if (!copy) return std::nullopt;
   s.parts.push_back(*copy);
+  return s;
+}
+
+std::optional<TileSpace> ScatterTileSpace(const Module& m, const Kernel& k) {
+  if (k.kind != KernelKind::kOp || k.op != "slice_scatter" || k.inputs.size() != 2 ||
+      !k.extra_outputs.empty() || !FourByteCopy(m, k))
+    return std::nullopt;
+  const webir::Node& node = m.graph().at(k.output);
+  const std::vector<int64_t> sizes = node.type.sizes(),
+                             src_sizes = m.graph().at(k.inputs[1]).type.sizes();
+  const std::vector<int64_t> start = IntsOf(node.attrs["starts"]),
+                             step = IntsOf(node.attrs["steps"]);
+  if (src_sizes.size() != sizes.size() || start.size() != sizes.size() ||
+      step.size() != sizes.size())
+    return std::nullopt;
+  // The base, element for element; a base element in the window is overwritten by the second
+  // part, as the untiled kernel writes the source's there.
+  std::optional<TileSpace> base = MergedBox({node.type.elements()}, {1}, {1}, 0, 0);
+  if (!base) return std::nullopt;  // an empty output
+  TileSpace s = PartOf(*base, 2, 0);
+  s.parts_are = TileSpace::Parts::kScatter;
+  s.parts = {s};
+  if (m.graph().at(k.inputs[1]).type.elements() == 0) return s;  // the window holds nothing
+  // Source element y lands at output coordinate start + y * step on every axis.
+  const std::vector<int64_t> out_strides = RowMajorStrides(sizes);
+  std::vector<int64_t> window_strides;
+  int64_t window_origin = 0;
+  for (size_t d = 0; d < sizes.size(); ++d) {
+    if (step[d] == 0) return std::nullopt;
+    window_strides.push_back(step[d] * out_strides[d]);
+    window_origin += start[d] * out_strides[d];
+  }
+  std::optional<TileSpace> window =
+      MergedBox(src_sizes, RowMajorStrides(src_sizes), window_strides, 0, window_origin);
+  if (!window) return std::nullopt;
+  s.parts.push_back(PartOf(*window, 2, 1));
   return s;
 }
 

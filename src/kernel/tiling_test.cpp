@@ -604,5 +604,67 @@ TEST(TilePlanning, APadWritesItsValueOverTheOutputThenMovesTheInputInside) {
             "to its place inside");
 }
 
+// x [`base`] with the slice from `starts` to `stops` by `steps` replaced by s of `src`.
+Json ScatterDoc(std::vector<int64_t> base, std::vector<int64_t> src, Json starts, Json stops,
+                Json steps) {
+  return {{"version", 4},
+          {"nodes",
+           {{{"id", 0}, {"op", "input"}, {"name", "x"}, {"shape", base}},
+            {{"id", 1}, {"op", "input"}, {"name", "s"}, {"shape", src}},
+            {{"id", 2},
+             {"op", "slice_scatter"},
+             {"a", 0},
+             {"src", 1},
+             {"starts", starts},
+             {"stops", stops},
+             {"steps", steps}}}},
+          {"outputs", {{{"name", "y"}, {"id", 2}}}}};
+}
+
+// x [40, 100] with its even rows replaced by s [20, 100]: first the base's 4000 elements copied in
+// stretches of 961 (5 tiles), then s moved into rows 0, 2, ..., its row r at output element 200 r:
+// r rows span 200 (r - 1) + 100 output elements (r <= 5), 4 boxes.
+TEST(TilePlanning, ASliceScatterCopiesItsBaseThenMovesTheSourceIntoItsWindow) {
+  Module m = LowerToKernel(ScatterDoc({40, 100}, {20, 100}, {0, 0}, {40, 100}, {2, 1}));
+  std::optional<Tiling> t = PlanTiles(m, OnlyOp(m, "slice_scatter"), 4096);
+  ASSERT_TRUE(t);
+  ASSERT_EQ(t->space.parts.size(), 2u);
+  EXPECT_EQ(t->space.parts[0].layouts, (std::vector<TileStrides>{{0, 0, 1}, {0, 0, 0}, {0, 0, 1}}));
+  EXPECT_EQ(t->space.parts[1].layouts,
+            (std::vector<TileStrides>{{0, 0, 0}, {0, 100, 1}, {0, 200, 1}}));
+  ASSERT_EQ(t->tiles.size(), 9u);
+  EXPECT_EQ(TileRange(t->space, 0, t->tiles[4]), Range(4 * 961, 4000));
+  EXPECT_EQ(TileRange(t->space, 2, t->tiles[4]), Range(4 * 961, 4000));
+  EXPECT_EQ(TileRange(t->space, 1, t->tiles[4]), Range(0, 1));
+  EXPECT_EQ(TileRange(t->space, 1, t->tiles[6]), Range(500, 1000));
+  EXPECT_EQ(TileRange(t->space, 2, t->tiles[6]), Range(1000, 1900));
+  EXPECT_EQ(TileRange(t->space, 0, t->tiles[6]), Range(0, 1));
+  EXPECT_EQ(t->Describe(),
+            "9 tiles: 5 copying the base to the output, then 4 moving boxes of the source into its "
+            "strided window");
+
+  // An empty source (rows 0 up to 0) replaces nothing: only the base is copied.
+  Module empty = LowerToKernel(ScatterDoc({40, 100}, {0, 100}, {0, 0}, {0, 100}, {1, 1}));
+  t = PlanTiles(empty, OnlyOp(empty, "slice_scatter"), 4096);
+  ASSERT_TRUE(t);
+  EXPECT_EQ(t->Describe(), "5 tiles: copying the base to the output (the source is empty)");
+}
+
+// x [50, 40] with the slice from (44, 37) by steps (-2, -3) replaced by s [20, 12]: s (r, c) lands
+// at output element 1797 - 80 r - 3 c, so the window's strides are negative. r rows of s span
+// 80 (r - 1) + 34 output elements (r <= 12): 2 boxes after the base's 3; the first reaches from
+// output element 1797 down to row 22's column 4.
+TEST(TilePlanning, ASliceScatterWithNegativeStepsWritesItsWindowBackwards) {
+  Module m = LowerToKernel(ScatterDoc({50, 40}, {20, 12}, {44, 37}, {4, 1}, {-2, -3}));
+  std::optional<Tiling> t = PlanTiles(m, OnlyOp(m, "slice_scatter"), 4096);
+  ASSERT_TRUE(t);
+  EXPECT_EQ(t->space.parts[1].layouts[2], (TileStrides{0, -80, -3}));
+  EXPECT_EQ(t->space.parts[1].origins, (std::vector<int64_t>{0, 0, 1797}));
+  ASSERT_EQ(t->tiles.size(), 5u);
+  EXPECT_EQ(TileRange(t->space, 2, t->tiles[3]), Range(22 * 40 + 4, 1798));
+  EXPECT_EQ(TileRange(t->space, 1, t->tiles[3]), Range(0, 144));
+  EXPECT_EQ(TileRange(t->space, 2, t->tiles[4]), Range(6 * 40 + 4, 20 * 40 + 38));
+}
+
 }  // namespace
 }  // namespace scellis::kernel

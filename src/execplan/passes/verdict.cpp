@@ -192,7 +192,7 @@ class Judge {
               "itself when over the cap), f32 cross entropy rows (merged with their gradient "
               "too), f32 cross entropy gradient rows, and transposes, permutes, slices (negative "
               "steps too), flips, reshapes, concats, stacks and constant pads (an empty input "
-              "too) of 4-byte elements are tiled over the cap "
+              "too) and slice_scatters of 4-byte elements are tiled over the cap "
               "(windows start at 256-byte multiples, so a tile needs at least one row plus 252 "
               "bytes under the cap); split the tensor, or run on the CPU reference "
               "(--backend=cpu)");

@@ -225,9 +225,9 @@ Generated CopyTile(const Module& m, const Kernel& k, const Tiling& tiling, const
       if (st[axis] < 0) e += " - " + std::string(coord[axis]) + " * " + U32(-st[axis]);
     return e;
   };
-  // The input the tile moves: the only one, or (a concat's or stack's part) its part's; every
-  // other input is still named, so the shader's binding layout keeps the binding the tile binds.
-  // A pad's fill box reads no input and writes the pad value.
+  // The input the tile moves: the only one, or (a concat's, stack's or slice_scatter's part) its
+  // part's; every other input is still named, so the shader's binding layout keeps the binding the
+  // tile binds. A pad's fill box reads no input and writes the pad value.
   const int read = sp.copy_input;
   std::string named;
   for (size_t j = 0; j < k.inputs.size(); ++j)

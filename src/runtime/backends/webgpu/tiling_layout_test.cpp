@@ -1,8 +1,8 @@
 // Tiles over the storage-binding cap for layout copies (kernel::CopyTileSpace, JoinTileSpace,
-// PadTileSpace): a transpose, a permute of the last two axes of a batch, slices with steps
-// (negative ones too), flips, a reshape, concats (one with an empty input), a stack and pads (one
-// of an empty input), each cut into boxes of its output whose windows of input and output both
-// fit. A copy moves elements without arithmetic: the
+// PadTileSpace, ScatterTileSpace): a transpose, a permute of the last two axes of a batch, slices
+// with steps (negative ones too), flips, a reshape, concats (one with an empty input), a stack,
+// pads (one of an empty input) and slice_scatters (negative steps too), each cut into boxes of its
+// output whose windows of input and output both fit. A copy moves elements without arithmetic: the
 // untiled kernel's and the reference's bits, and each element where the index arithmetic worked
 // out here puts it. The device is opened with a 4 KiB cap so that small tensors exercise the tiles.
 #include "runtime/backends/webgpu/tiling_support_test.h"
@@ -243,6 +243,70 @@ TEST(TilingLayout, APadOfAnEmptyInputOverTheCapOnlyWritesItsValue) {
               "2 tiles: writing the pad value over the output", 2 + 2);
   ASSERT_EQ(got.size(), 1200u);
   for (size_t i = 0; i < got.size(); ++i) ASSERT_EQ(got[i], -3.0f) << i;
+}
+
+// x [`base`] with the slice from `starts` to `stops` by `steps` replaced by s [`src`], each fed
+// seeded random values.
+std::vector<float> RunScatter(const std::vector<int64_t>& base, const std::vector<int64_t>& src,
+                              const Json& starts, const Json& stops, const Json& steps,
+                              const std::vector<float>& x, const std::vector<float>& s,
+                              const std::string& tiling, int dispatches) {
+  const Json doc = {{"version", 4},
+                    {"nodes",
+                     {{{"id", 0}, {"op", "input"}, {"name", "x"}, {"shape", base}},
+                      {{"id", 1}, {"op", "input"}, {"name", "s"}, {"shape", src}},
+                      {{"id", 2},
+                       {"op", "slice_scatter"},
+                       {"a", 0},
+                       {"src", 1},
+                       {"starts", starts},
+                       {"stops", stops},
+                       {"steps", steps}}}},
+                    {"outputs", {{{"name", "y"}, {"id", 2}}}}};
+  return RunTiled(doc,
+                  {{"x", HostTensor::FromFloats(MakeType(base), x)},
+                   {"s", HostTensor::FromFloats(MakeType(src), s)}},
+                  tiling, dispatches, true);
+}
+
+// x [40, 100] (16000 B) with its even rows replaced by s [20, 100]: the base copied in 5 tiles,
+// then s in 4 boxes of at most 5 rows, after 4 poison fills; output (r, c) is s (r / 2, c) on an
+// even row, x (r, c) on an odd one.
+TEST(TilingLayout, ASliceScatterOverTheCapCopiesItsBaseThenMovesTheSourceIn) {
+  const unsigned seed = std::random_device{}();
+  SCOPED_TRACE("seed " + std::to_string(seed));
+  std::mt19937 rng(seed);
+  const std::vector<float> x = Random(rng, 40 * 100), s = Random(rng, 20 * 100);
+  std::vector<float> got =
+      RunScatter({40, 100}, {20, 100}, {0, 0}, {40, 100}, {2, 1}, x, s,
+                 "9 tiles: 5 copying the base to the output, then 4 moving boxes", 4 + 9);
+  ASSERT_EQ(got.size(), 4000u);
+  for (int r = 0; r < 40; ++r)
+    for (int c = 0; c < 100; ++c)
+      ASSERT_EQ(got[r * 100 + c], r % 2 == 0 ? s[r / 2 * 100 + c] : x[r * 100 + c])
+          << r << "," << c;
+}
+
+// x [50, 40] (8000 B) with the slice from (44, 37) by steps (-2, -3) replaced by s [20, 12]: the
+// base in 3 tiles, then s in 2 boxes whose output windows run backwards, after 2 poison fills;
+// output (r, c) is s ((44 - r) / 2, (37 - c) / 3) where both divide and lie in range.
+TEST(TilingLayout, ASliceScatterWithNegativeStepsOverTheCapWritesItsWindowBackwards) {
+  const unsigned seed = std::random_device{}();
+  SCOPED_TRACE("seed " + std::to_string(seed));
+  std::mt19937 rng(seed);
+  const std::vector<float> x = Random(rng, 50 * 40), s = Random(rng, 20 * 12);
+  std::vector<float> got =
+      RunScatter({50, 40}, {20, 12}, {44, 37}, {4, 1}, {-2, -3}, x, s,
+                 "5 tiles: 3 copying the base to the output, then 2 moving boxes", 2 + 5);
+  ASSERT_EQ(got.size(), 2000u);
+  for (int r = 0; r < 50; ++r)
+    for (int c = 0; c < 40; ++c) {
+      const bool on_row = r <= 44 && (44 - r) % 2 == 0 && (44 - r) / 2 < 20;
+      const bool on_col = c <= 37 && (37 - c) % 3 == 0 && (37 - c) / 3 < 12;
+      ASSERT_EQ(got[r * 40 + c],
+                on_row && on_col ? s[(44 - r) / 2 * 12 + (37 - c) / 3] : x[r * 40 + c])
+          << r << "," << c;
+    }
 }
 
 }  // namespace
