@@ -17,7 +17,8 @@
 // A batched matmul repeats its box once per product of the batch, each binding's product i
 // starting at its own element (BatchOffset: the output's batch index through the binding's
 // broadcast strides). A tile takes several whole products when one fits, else one product cut into
-// rows x columns x depth as a rank-2 matmul is.
+// rows x columns x depth as a rank-2 matmul is. A layout copy whose axes do not merge into three
+// is such a batch of boxes, its outer axes the batch dims.
 #pragma once
 
 #include <array>
@@ -74,8 +75,9 @@ struct TileSpace {
   // The binding whose window also takes, before a tile along depth that continues, the element
   // one step back along depth (a running sum's output: the sum the tile continues from); -1: none.
   int reads_back = -1;
-  // A batched matmul's products: `batches` of them over the output's batch dims `batch_dims`;
-  // per binding, the elements one step along each batch dim moves its product (0: broadcast).
+  // A batched matmul's products (or a copy's boxes): `batches` of them over the output's batch
+  // dims `batch_dims`; per binding, the elements one step along each batch dim moves its product
+  // (0: broadcast; a copy's may be negative, a flipped or backwards-sliced axis).
   int64_t batches = 1;
   std::vector<int64_t> batch_dims;
   std::vector<std::vector<int64_t>> batch_strides;
@@ -95,9 +97,11 @@ struct TileSpace {
 };
 
 // The tile space of a layout copy — transpose, permute, slice (negative steps too), flip, reshape —
-// of a 4-byte dtype whose output axes merge (where they move together in input and output) into
-// at most three; nullopt otherwise (kernel/tiling_copy.cpp). A negative step or a flip gives the
-// input a negative stride: a box's input window reaches below its first element (TileRange).
+// of a 4-byte dtype: its output axes merged where they move together in input and output, the
+// inner three the box, any outer ones a batch of boxes (as a batched matmul's products: batches,
+// batch_dims, batch_strides); nullopt otherwise (kernel/tiling_copy.cpp). A negative step or a
+// flip gives the input a negative stride: a box's input window reaches below its first element
+// (TileRange).
 std::optional<TileSpace> CopyTileSpace(const Module& m, const Kernel& k);
 
 // The tile space of a concat or stack of 4-byte elements, in one part per non-empty input (each

@@ -3,11 +3,13 @@
 // operands are affine in the output's coordinates (a flip's or a negative step's stride is
 // negative: the box's first element is the highest of its input window). Axes that move together in
 // both (an axis whose stride is the next one's times its size, in input and output alike) merge,
-// and up to three merged axes are the box; a tile, a sub-box, binds the window of each operand its
-// box spans, and moves its elements as the untiled kernel does: the same bits. A concat or stack is
-// such a copy of each input into its sub-box of the output, a box per input; a constant pad writes
-// its value over the whole output, then moves its input inside as such a copy; a slice_scatter
-// copies its base over the whole output, then moves its source into the slice's window.
+// and the inner three merged axes are the box, any outer ones a batch of such boxes (a permute
+// whose axes do not merge into three); a tile, a sub-box of one box or several whole boxes of the
+// batch, binds the window of each operand it spans, and moves its elements as the untiled kernel
+// does: the same bits. A concat or stack is such a copy of each input into its sub-box of the
+// output, a box per input; a constant pad writes its value over the whole output, then moves its
+// input inside as such a copy; a slice_scatter copies its base over the whole output, then moves
+// its source into the slice's window.
 #include "kernel/tiling.h"
 
 namespace scellis::kernel {
@@ -72,8 +74,9 @@ std::optional<AffineCopy> AffineCopyOf(const Module& m, const Kernel& k) {
 }
 
 // The box of a copy whose output axes of `sizes` lie at `out_strides` from `out_origin` and read
-// the input at `in_strides` from `in_origin`: axes that move together in both merged, at most
-// three; nullopt when more remain or nothing is copied.
+// the input at `in_strides` from `in_origin`: axes that move together in both merged, the inner
+// three the box, any outer ones a batch of boxes (a box per element of the batch, each moved by
+// the batch axes' strides); nullopt when nothing is copied.
 std::optional<TileSpace> MergedBox(const std::vector<int64_t>& sizes,
                                    const std::vector<int64_t>& in_strides,
                                    const std::vector<int64_t>& out_strides, int64_t in_origin,
@@ -91,9 +94,18 @@ std::optional<TileSpace> MergedBox(const std::vector<int64_t>& sizes,
     }
     axes.push_back(axis);
   }
-  if (axes.size() > 3) return std::nullopt;
-  while (axes.size() < 3) axes.insert(axes.begin(), std::array<int64_t, 3>{1, 0, 0});
   TileSpace s;
+  s.batch_strides.resize(2);
+  while (axes.size() > 3) {
+    const std::array<int64_t, 3>& batch = axes.front();
+    s.batches *= batch[0];
+    s.batch_dims.push_back(batch[0]);
+    s.batch_strides[0].push_back(batch[2]);
+    s.batch_strides[1].push_back(batch[1]);
+    axes.erase(axes.begin());
+  }
+  if (s.batch_dims.empty()) s.batch_strides.clear();
+  while (axes.size() < 3) axes.insert(axes.begin(), std::array<int64_t, 3>{1, 0, 0});
   s.kind = TileSpace::Kind::kCopy;
   s.rows = axes[0][0];
   s.cols = axes[1][0];
@@ -124,6 +136,11 @@ TileSpace PartOf(const TileSpace& box, size_t inputs, int p) {
   part.layouts[inputs] = box.layouts[1];
   part.origins[inputs] = box.origins[1];
   part.copy_input = p;
+  if (!box.batch_dims.empty()) {
+    part.batch_strides.assign(inputs + 1, std::vector<int64_t>(box.batch_dims.size(), 0));
+    part.batch_strides[static_cast<size_t>(p)] = box.batch_strides[0];
+    part.batch_strides[inputs] = box.batch_strides[1];
+  }
   return part;
 }
 

@@ -666,5 +666,67 @@ TEST(TilePlanning, ASliceScatterWithNegativeStepsWritesItsWindowBackwards) {
   EXPECT_EQ(TileRange(t->space, 2, t->tiles[4]), Range(6 * 40 + 4, 20 * 40 + 38));
 }
 
+// permute [0, 2, 1, 3] of x [4, 6, 10, 8] into [4, 10, 6, 8] (the heads' swap of attention): no two
+// neighbouring axes move together in both, so the inner three are the box, 10 x 6 x 8 read at
+// (8, 80, 1), and the outer axis a batch of 4 boxes, 480 elements apart in input and output alike.
+// Two whole boxes span 960 elements: 2 tiles of 2.
+TEST(TilePlanning, APermuteOfFourAxesIsABatchOfBoxes) {
+  Module m = LowerToKernel(CopyDoc({4, 6, 10, 8}, {{"op", "permute"}, {"dims", {0, 2, 1, 3}}}));
+  std::optional<Tiling> t = PlanTiles(m, OnlyOp(m, "permute"), 4096);
+  ASSERT_TRUE(t);
+  EXPECT_EQ(std::make_tuple(t->space.rows, t->space.cols, t->space.depth),
+            std::make_tuple(10, 6, 8));
+  EXPECT_EQ(t->space.layouts[0], (TileStrides{8, 80, 1}));
+  EXPECT_EQ(t->space.layouts[1], (TileStrides{48, 8, 1}));
+  EXPECT_EQ(t->space.batch_dims, (std::vector<int64_t>{4}));
+  EXPECT_EQ(t->space.batch_strides, (std::vector<std::vector<int64_t>>{{480}, {480}}));
+  ASSERT_EQ(t->tiles.size(), 2u);
+  EXPECT_EQ(t->tiles[1].batch0, 2);
+  EXPECT_EQ(TileRange(t->space, 0, t->tiles[1]), Range(960, 1920));
+  EXPECT_EQ(t->Describe(),
+            "2 tiles of 2 of the output's 4 boxes of 10 x 6 x 8 (its axes merged where they move "
+            "together, the outer ones beyond three a batch of boxes), each moving its boxes' "
+            "elements");
+}
+
+// flip of x [4, 5, 6, 10] along axes 0 and 2: its input strides (-300, 60, -10, 1) merge nowhere,
+// so a batch of 4 boxes of 5 x 6 x 10, box g read from 950 - 300 g down to 50 below and up to 250
+// above: the batch runs backwards through the input. Three boxes span 900 elements (from 300),
+// four 1200: tiles of 3, the second of box 3 alone, reading from 0.
+TEST(TilePlanning, ABackwardsBatchTakesTheWindowOfItsLowestToItsHighestBox) {
+  Module m = LowerToKernel(CopyDoc({4, 5, 6, 10}, {{"op", "flip"}, {"axes", {0, 2}}}));
+  std::optional<Tiling> t = PlanTiles(m, OnlyOp(m, "flip"), 4096);
+  ASSERT_TRUE(t);
+  EXPECT_EQ(t->space.layouts[0], (TileStrides{60, -10, 1}));
+  EXPECT_EQ(t->space.origins, (std::vector<int64_t>{950, 0}));
+  EXPECT_EQ(t->space.batch_strides, (std::vector<std::vector<int64_t>>{{-300}, {300}}));
+  ASSERT_EQ(t->tiles.size(), 2u);
+  EXPECT_EQ(t->tile_batches, 3);
+  EXPECT_EQ(TileRange(t->space, 0, t->tiles[0]), Range(300, 1200));
+  EXPECT_EQ(TileRange(t->space, 0, t->tiles[1]), Range(0, 300));
+  EXPECT_EQ(TileRange(t->space, 1, t->tiles[1]), Range(900, 1200));
+}
+
+// permute [0, 2, 1, 3] of x [2, 3, 40, 20] into [2, 40, 3, 20]: a batch of 2 boxes of 40 x 3 x 20,
+// each spanning 2400 input elements, so each box is cut. Its columns lie 800 apart in the input:
+// a box of one column and r rows spans 20 r input and 60 (r - 1) + 20 output elements (r <= 16),
+// 3 x 3 boxes; two columns hold 8 rows at most, 5 x 2. The second box's second tile reads column
+// 1's rows 0..15: input from 2400 + 800, output from 2400 + 20.
+TEST(TilePlanning, ABatchOfBoxesOverTheCapCutsEachBox) {
+  Module m = LowerToKernel(CopyDoc({2, 3, 40, 20}, {{"op", "permute"}, {"dims", {0, 2, 1, 3}}}));
+  std::optional<Tiling> t = PlanTiles(m, OnlyOp(m, "permute"), 4096);
+  ASSERT_TRUE(t);
+  EXPECT_EQ(t->space.layouts[0], (TileStrides{20, 800, 1}));
+  ASSERT_EQ(t->tiles.size(), 18u);
+  EXPECT_EQ(std::make_tuple(t->tile_rows, t->tile_cols, t->tile_depth), std::make_tuple(16, 1, 20));
+  const Tile& tile = t->tiles[10];
+  EXPECT_EQ(std::make_tuple(tile.batch0, tile.row0, tile.col0), std::make_tuple(1, 0, 1));
+  EXPECT_EQ(TileRange(t->space, 0, tile), Range(3200, 3520));
+  EXPECT_EQ(TileRange(t->space, 1, tile), Range(2420, 3340));
+  EXPECT_EQ(t->Describe(),
+            "18 tiles: each of the output's 2 boxes of 40 x 3 x 20 (its axes merged where they "
+            "move together, the outer ones beyond three a batch of boxes) in 9 of 16 x 1 x 20");
+}
+
 }  // namespace
 }  // namespace scellis::kernel

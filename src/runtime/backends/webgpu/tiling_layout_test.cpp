@@ -1,10 +1,11 @@
 // Tiles over the storage-binding cap for layout copies (kernel::CopyTileSpace, JoinTileSpace,
 // PadTileSpace, ScatterTileSpace): a transpose, a permute of the last two axes of a batch, slices
 // with steps (negative ones too), flips, a reshape, concats (one with an empty input), a stack,
-// pads (one of an empty input) and slice_scatters (negative steps too), each cut into boxes of its
-// output whose windows of input and output both fit. A copy moves elements without arithmetic: the
-// untiled kernel's and the reference's bits, and each element where the index arithmetic worked
-// out here puts it. The device is opened with a 4 KiB cap so that small tensors exercise the tiles.
+// pads (one of an empty input), slice_scatters (negative steps too), and permutes and a flip of
+// four axes that do not merge into three (a batch of boxes), each cut into boxes of its output
+// whose windows of input and output both fit. A copy moves elements without arithmetic: the untiled
+// kernel's and the reference's bits, and each element where the index arithmetic worked out here
+// puts it. The device is opened with a 4 KiB cap so that small tensors exercise the tiles.
 #include "runtime/backends/webgpu/tiling_support_test.h"
 
 namespace scellis::runtime::webgpu {
@@ -307,6 +308,62 @@ TEST(TilingLayout, ASliceScatterWithNegativeStepsOverTheCapWritesItsWindowBackwa
                 on_row && on_col ? s[(44 - r) / 2 * 12 + (37 - c) / 3] : x[r * 40 + c])
           << r << "," << c;
     }
+}
+
+// x [4, 6, 10, 8] (7680 B) with its axes 1 and 2 swapped: a batch of 4 boxes of 10 x 6 x 8, 2
+// whole boxes per tile, 2 tiles after 2 poison fills.
+TEST(TilingLayout, APermuteOfFourAxesOverTheCapRunsInWholeBoxesOfTheBatch) {
+  const unsigned seed = std::random_device{}();
+  SCOPED_TRACE("seed " + std::to_string(seed));
+  std::mt19937 rng(seed);
+  const std::vector<float> x = Random(rng, 4 * 6 * 10 * 8);
+  std::vector<float> got = RunCopy({4, 6, 10, 8}, {{"op", "permute"}, {"dims", {0, 2, 1, 3}}}, x,
+                                   "2 tiles of 2 of the output's 4 boxes of 10 x 6 x 8", 2 + 2);
+  ASSERT_EQ(got.size(), x.size());
+  for (int b = 0; b < 4; ++b)
+    for (int s = 0; s < 10; ++s)
+      for (int h = 0; h < 6; ++h)
+        for (int d = 0; d < 8; ++d)
+          ASSERT_EQ(got[((b * 10 + s) * 6 + h) * 8 + d], x[((b * 6 + h) * 10 + s) * 8 + d])
+              << b << "," << s << "," << h << "," << d;
+}
+
+// x [4, 5, 6, 10] (4800 B) flipped along axes 0 and 2: a batch of 4 boxes whose input starts
+// fall with the box (950, 650, ...), 3 boxes in the first tile, found from the tile's first box
+// through the batch's stride, the last box alone in the second; 2 tiles after 2 poison fills.
+TEST(TilingLayout, AFlipOfFourAxesOverTheCapRunsInBoxesOfABatchRunningBackwards) {
+  const unsigned seed = std::random_device{}();
+  SCOPED_TRACE("seed " + std::to_string(seed));
+  std::mt19937 rng(seed);
+  const std::vector<float> x = Random(rng, 4 * 5 * 6 * 10);
+  std::vector<float> got = RunCopy({4, 5, 6, 10}, {{"op", "flip"}, {"axes", {0, 2}}}, x,
+                                   "2 tiles of 3 of the output's 4 boxes of 5 x 6 x 10", 2 + 2);
+  ASSERT_EQ(got.size(), x.size());
+  for (int i = 0; i < 4; ++i)
+    for (int j = 0; j < 5; ++j)
+      for (int k = 0; k < 6; ++k)
+        for (int l = 0; l < 10; ++l)
+          ASSERT_EQ(got[((i * 5 + j) * 6 + k) * 10 + l],
+                    x[(((3 - i) * 5 + j) * 6 + 5 - k) * 10 + l])
+              << i << "," << j << "," << k << "," << l;
+}
+
+// x [2, 3, 40, 20] (19200 B) with its axes 1 and 2 swapped: a batch of 2 boxes of 40 x 3 x 20,
+// each over the cap and cut into 9 boxes of 16 x 1 x 20; 18 tiles after 5 poison fills.
+TEST(TilingLayout, APermuteWhoseBoxesAreOverTheCapCutsEachBox) {
+  const unsigned seed = std::random_device{}();
+  SCOPED_TRACE("seed " + std::to_string(seed));
+  std::mt19937 rng(seed);
+  const std::vector<float> x = Random(rng, 2 * 3 * 40 * 20);
+  std::vector<float> got = RunCopy({2, 3, 40, 20}, {{"op", "permute"}, {"dims", {0, 2, 1, 3}}}, x,
+                                   "18 tiles: each of the output's 2 boxes of 40 x 3 x 20", 5 + 18);
+  ASSERT_EQ(got.size(), x.size());
+  for (int b = 0; b < 2; ++b)
+    for (int s = 0; s < 40; ++s)
+      for (int h = 0; h < 3; ++h)
+        for (int d = 0; d < 20; ++d)
+          ASSERT_EQ(got[((b * 40 + s) * 3 + h) * 20 + d], x[((b * 3 + h) * 40 + s) * 20 + d])
+              << b << "," << s << "," << h << "," << d;
 }
 
 }  // namespace
