@@ -160,16 +160,18 @@ class Planner {
   uint64_t cap_, slack_;
 };
 
-// Whether binding `b`'s products start at non-decreasing elements along the batch: unless a
-// broadcast batch dim lies outside one that is not, stepping out of the inner dim moves forward.
+// Whether binding `b`'s products start at non-decreasing elements along the batch: stepping to
+// the next product moves one dim forward and every dim inside it back to 0, so each dim's stride
+// must cover what the dims inside it take back. A broadcast dim (stride 0) outside one that is not
+// fails, as does a copy's batch whose input runs across its output (a permute's outer axes) or
+// backwards.
 bool BatchMonotone(const TileSpace& s, int b) {
-  bool broadcast_outside = false;
-  for (size_t d = 0; d < s.batch_dims.size(); ++d) {
+  const std::vector<int64_t>& strides = s.batch_strides[static_cast<size_t>(b)];
+  int64_t inside = 0;  // what the dims inside d take back
+  for (size_t d = s.batch_dims.size(); d-- > 0;) {
     if (s.batch_dims[d] <= 1) continue;
-    if (s.batch_strides[static_cast<size_t>(b)][d] == 0)
-      broadcast_outside = true;
-    else if (broadcast_outside)
-      return false;
+    if (strides[d] < inside) return false;
+    inside += strides[d] * (s.batch_dims[d] - 1);
   }
   return true;
 }
@@ -188,10 +190,11 @@ std::pair<int64_t, int64_t> BatchOffsetRange(const TileSpace& s, int b, int64_t 
   return {lo, hi};
 }
 
-// A batched matmul: the most whole products per tile whose windows fit at every tile's place
-// (with broadcast batch dims the windows' extent can differ from place to place); when not even
-// one product fits, every product in the rank-2 tiles of one (its windows are the first
-// product's, moved).
+// A batched matmul (or a copy's batch of boxes): the most whole products per tile whose windows
+// fit at every tile's place (with broadcast batch dims, or a permute's batch running across the
+// output, the windows' extent can differ from place to place); when not even one product fits,
+// every product in the rank-2 tiles of one (its windows are the first product's, moved). A copy
+// that would need more than kMaxCopyTiles has none.
 std::optional<Tiling> PlanBatched(const TileSpace& s, uint64_t cap, uint64_t alignment) {
   if (s.rows <= 0 || s.cols <= 0 || s.depth < 0 || s.batches <= 0) return std::nullopt;
   const uint64_t slack = alignment > 4 ? alignment - 4 : 0;
@@ -214,7 +217,9 @@ std::optional<Tiling> PlanBatched(const TileSpace& s, uint64_t cap, uint64_t ali
     else
       hi = mid - 1;
   }
+  const bool copy = s.kind == TileSpace::Kind::kCopy;
   if (lo > 0) {
+    if (copy && static_cast<size_t>(CeilDiv(s.batches, lo)) > kMaxCopyTiles) return std::nullopt;
     Tiling t;
     t.space = s;
     t.tile_rows = s.rows;
@@ -225,7 +230,8 @@ std::optional<Tiling> PlanBatched(const TileSpace& s, uint64_t cap, uint64_t ali
     return t;
   }
   std::optional<Tiling> one = Planner(s, cap, alignment).Plan();
-  if (!one) return std::nullopt;
+  if (!one || (copy && static_cast<size_t>(s.batches) * one->tiles.size() > kMaxCopyTiles))
+    return std::nullopt;
   Tiling t = *one;
   t.tiles.clear();
   for (int64_t b0 = 0; b0 < s.batches; ++b0)
@@ -236,12 +242,17 @@ std::optional<Tiling> PlanBatched(const TileSpace& s, uint64_t cap, uint64_t ali
   return t;
 }
 
+// One box's fewest tiles, or a batch of them (PlanBatched).
+std::optional<Tiling> PlanBox(const TileSpace& s, uint64_t cap, uint64_t alignment) {
+  return s.batches > 1 ? PlanBatched(s, cap, alignment) : Planner(s, cap, alignment).Plan();
+}
+
 // A copy in parts (a concat's or stack's inputs): each part's fewest tiles, part after part.
 std::optional<Tiling> PlanParts(const TileSpace& s, uint64_t cap, uint64_t alignment) {
   Tiling t;
   t.space = s;
   for (size_t p = 0; p < s.parts.size(); ++p) {
-    std::optional<Tiling> part = Planner(s.parts[p], cap, alignment).Plan();
+    std::optional<Tiling> part = PlanBox(s.parts[p], cap, alignment);
     if (!part) return std::nullopt;
     if (p == 0) {
       t.tile_rows = part->tile_rows;
@@ -255,6 +266,58 @@ std::optional<Tiling> PlanParts(const TileSpace& s, uint64_t cap, uint64_t align
   }
   if (t.tiles.size() > kMaxCopyTiles) return std::nullopt;
   return t;
+}
+
+// What a copy's tiles take: " of 1 x 24 x 10 of the output's 1 x 100 x 40 ...", or of a batch of
+// boxes, whole boxes per tile or each box in several.
+std::string CopyDescribed(const Tiling& t) {
+  const TileSpace& s = t.space;
+  auto box = [](int64_t r, int64_t c, int64_t d) {
+    return std::to_string(r) + " x " + std::to_string(c) + " x " + std::to_string(d);
+  };
+  const std::string merged = " (its axes merged where they move together";
+  const std::string tile = box(t.tile_rows, t.tile_cols, t.tile_depth);
+  if (s.batches <= 1)
+    return " of " + tile + " of the output's " + box(s.rows, s.cols, s.depth) + merged +
+           "), each moving its box of elements";
+  const std::string boxes = std::to_string(s.batches) + " boxes of " +
+                            box(s.rows, s.cols, s.depth) + merged +
+                            ", the outer ones beyond three a batch of boxes)";
+  if (t.tile_rows == s.rows && t.tile_cols == s.cols && t.tile_depth == s.depth)
+    return " of " + std::to_string(t.tile_batches) + " of the output's " + boxes +
+           ", each moving its boxes' elements";
+  return ": each of the output's " + boxes + " in " +
+         std::to_string(t.tiles.size() / static_cast<size_t>(s.batches)) + " of " + tile;
+}
+
+// What a copy in parts does, tile counts per part: ", by input 2 + 0 + 3, each moving ..." (an
+// empty input has no tiles), or ": 2 writing the pad value ..., then 3 moving ...".
+std::string PartsDescribed(const Tiling& t) {
+  const TileSpace& s = t.space;
+  std::vector<int64_t> per(s.parts.size(), 0);
+  for (const Tile& tile : t.tiles) ++per[static_cast<size_t>(tile.part)];
+  const std::string first = std::to_string(per[0]);
+  switch (s.parts_are) {
+    case TileSpace::Parts::kJoin: {
+      // Per input, its part's tiles.
+      std::vector<int64_t> by_input(s.parts.front().layouts.size() - 1, 0);
+      for (size_t p = 0; p < s.parts.size(); ++p)
+        by_input[static_cast<size_t>(s.parts[p].copy_input)] = per[p];
+      std::string counts;
+      for (int64_t c : by_input) counts += (counts.empty() ? "" : " + ") + std::to_string(c);
+      return ", by input " + counts +
+             ", each moving a box of one input's elements to its place in the output";
+    }
+    case TileSpace::Parts::kPad:
+      if (per.size() == 1) return ": writing the pad value over the output (the input is empty)";
+      return ": " + first + " writing the pad value over the output, then " +
+             std::to_string(per[1]) + " moving boxes of the input to its place inside";
+    case TileSpace::Parts::kScatter:
+      if (per.size() == 1) return ": copying the base to the output (the source is empty)";
+      return ": " + first + " copying the base to the output, then " + std::to_string(per[1]) +
+             " moving boxes of the source into its strided window";
+  }
+  return "";
 }
 
 }  // namespace
@@ -281,6 +344,7 @@ std::optional<TileSpace> TileSpaceOf(const Module& m, const Kernel& k) {
   if (std::optional<TileSpace> copy = CopyTileSpace(m, k)) return copy;
   if (std::optional<TileSpace> join = JoinTileSpace(m, k)) return join;
   if (std::optional<TileSpace> pad = PadTileSpace(m, k)) return pad;
+  if (std::optional<TileSpace> scatter = ScatterTileSpace(m, k)) return scatter;
   if (k.kind != KernelKind::kOp || !AllF32(m, k)) return std::nullopt;
   if (!k.extra_outputs.empty() && !IsLossWithGradient(m, k)) return std::nullopt;
   const webir::Node& node = m.graph().at(k.output);
@@ -445,23 +509,8 @@ std::string Tiling::Describe() const {
     case TileSpace::Kind::kCrossEntropyGrad:
       return n + " of " + std::to_string(tile_rows) + " rows";
     case TileSpace::Kind::kCopy:
-      if (!space.parts.empty()) {
-        // Per input, its tiles: "5 tiles, by input 1 + 2 + 2, ...".
-        std::vector<int64_t> per(space.parts.size(), 0);
-        for (const Tile& t : tiles) ++per[static_cast<size_t>(t.part)];
-        std::string counts;
-        for (int64_t c : per) counts += (counts.empty() ? "" : " + ") + std::to_string(c);
-        if (space.parts.front().copy_input < 0)
-          return n + ": " + std::to_string(per[0]) + " writing the pad value over the output, " +
-                 "then " + std::to_string(per[1]) +
-                 " moving boxes of the input to its place inside";
-        return n + ", by input " + counts +
-               ", each moving a box of one input's elements to its place in the output";
-      }
-      return n + " of " + std::to_string(tile_rows) + " x " + std::to_string(tile_cols) + " x " +
-             std::to_string(tile_depth) + " of the output's " + std::to_string(space.rows) + " x " +
-             std::to_string(space.cols) + " x " + std::to_string(space.depth) +
-             " (its axes merged where they move together), each moving its box of elements";
+      if (!space.parts.empty()) return n + PartsDescribed(*this);
+      return n + CopyDescribed(*this);
     case TileSpace::Kind::kCumsum:
       return n + ": " + along(0, tile_rows, "outer rows") + " x " +
              along(1, tile_cols, "inner columns") + " x " + along(2, tile_depth, "along the axis") +
@@ -476,9 +525,8 @@ std::optional<Tiling> PlanTiles(const Module& m, const Kernel& k, uint64_t cap,
                                 uint64_t alignment) {
   std::optional<TileSpace> s = TileSpaceOf(m, k);
   if (!s) return std::nullopt;
-  if (s->batches > 1) return PlanBatched(*s, cap, alignment);
   if (!s->parts.empty()) return PlanParts(*s, cap, alignment);
-  std::optional<Tiling> t = Planner(*s, cap, alignment).Plan();
+  std::optional<Tiling> t = PlanBox(*s, cap, alignment);
   // A copy whose input and output run across each other (a permute far from the identity) can
   // need boxes so small that their dispatches would outnumber any sensible step: bound whole
   // instead, which the plan refuses.

@@ -17,7 +17,8 @@
 // A batched matmul repeats its box once per product of the batch, each binding's product i
 // starting at its own element (BatchOffset: the output's batch index through the binding's
 // broadcast strides). A tile takes several whole products when one fits, else one product cut into
-// rows x columns x depth as a rank-2 matmul is.
+// rows x columns x depth as a rank-2 matmul is. A layout copy whose axes do not merge into three
+// is such a batch of boxes, its outer axes the batch dims.
 #pragma once
 
 #include <array>
@@ -74,35 +75,51 @@ struct TileSpace {
   // The binding whose window also takes, before a tile along depth that continues, the element
   // one step back along depth (a running sum's output: the sum the tile continues from); -1: none.
   int reads_back = -1;
-  // A batched matmul's products: `batches` of them over the output's batch dims `batch_dims`;
-  // per binding, the elements one step along each batch dim moves its product (0: broadcast).
+  // A batched matmul's products (or a copy's boxes): `batches` of them over the output's batch
+  // dims `batch_dims`; per binding, the elements one step along each batch dim moves its product
+  // (0: broadcast; a copy's may be negative, a flipped or backwards-sliced axis).
   int64_t batches = 1;
   std::vector<int64_t> batch_dims;
   std::vector<std::vector<int64_t>> batch_strides;
-  // A copy of several inputs (concat, stack), in parts: part p moves input p into its sub-box of
-  // the output, a box of its own whose layouts bind input p and the output (every other input one
-  // element, which the tile does not read); a tile is of one part (Tile::part). Empty: one box.
+  // A copy in parts, one after another: each a box of its own whose layouts bind the input it
+  // moves and the output (every other input one element, which the tile does not read); a tile is
+  // of one part (Tile::part). Empty: one box. An empty input moves nothing and has no part.
   std::vector<TileSpace> parts;
-  // Of a copy, the input its box moves (a concat's part p: input p); -1: none, the box is written
+  enum class Parts {
+    kJoin,     // concat, stack: a part per non-empty input, into its sub-box of the output
+    kPad,      // the pad value over the whole output, then the input moved inside
+    kScatter,  // slice_scatter: the base over the whole output, then the source into its window
+  };
+  Parts parts_are = Parts::kJoin;
+  // Of a copy, the input its box moves (a concat's part: its input); -1: none, the box is written
   // with the pad value (pad's first part, before its second moves the input inside).
   int copy_input = 0;
 };
 
 // The tile space of a layout copy — transpose, permute, slice (negative steps too), flip, reshape —
-// of a 4-byte dtype whose output axes merge (where they move together in input and output) into
-// at most three; nullopt otherwise (kernel/tiling_copy.cpp). A negative step or a flip gives the
-// input a negative stride: a box's input window reaches below its first element (TileRange).
+// of a 4-byte dtype: its output axes merged where they move together in input and output, the
+// inner three the box, any outer ones a batch of boxes (as a batched matmul's products: batches,
+// batch_dims, batch_strides); nullopt otherwise (kernel/tiling_copy.cpp). A negative step or a
+// flip gives the input a negative stride: a box's input window reaches below its first element
+// (TileRange).
 std::optional<TileSpace> CopyTileSpace(const Module& m, const Kernel& k);
 
-// The tile space of a concat or stack of 4-byte elements, in one part per input (each an affine
-// copy into its sub-box of the output, its axes merged as CopyTileSpace merges them); nullopt
-// when an input or the output is empty (kernel/tiling_copy.cpp).
+// The tile space of a concat or stack of 4-byte elements, in one part per non-empty input (each
+// an affine copy into its sub-box of the output, its axes merged as CopyTileSpace merges them);
+// nullopt when the output is empty (kernel/tiling_copy.cpp).
 std::optional<TileSpace> JoinTileSpace(const Module& m, const Kernel& k);
 
 // The tile space of a constant pad of 4-byte elements, in two parts: the whole output written
 // with the value, then the input moved into its place inside (its axes merged as CopyTileSpace
-// merges them); nullopt when the input is empty (kernel/tiling_copy.cpp).
+// merges them; an empty input has no second part); nullopt when the output is empty
+// (kernel/tiling_copy.cpp).
 std::optional<TileSpace> PadTileSpace(const Module& m, const Kernel& k);
+
+// The tile space of a slice_scatter of 4-byte elements, in two parts: the base copied over the
+// whole output, then the source moved into its strided window (its axes merged as CopyTileSpace
+// merges them; a negative step gives the output a negative stride; an empty source has no second
+// part); nullopt when the output is empty (kernel/tiling_copy.cpp).
+std::optional<TileSpace> ScatterTileSpace(const Module& m, const Kernel& k);
 
 // Where binding `b`'s product `index` (of the batch, row-major over batch_dims) starts.
 int64_t BatchOffset(const TileSpace& s, int b, int64_t index);
@@ -111,8 +128,8 @@ int64_t BatchOffset(const TileSpace& s, int b, int64_t index);
 // either operand possibly read transposed, or batched, broadcast batch dims included), f32 sums
 // and means (whole-tensor or along an axis), f32 softmax and log_softmax, f32 cumsum, f32
 // cross_entropy (alone, or merged with its gradient: merge-loss-gradient) and f32
-// cross_entropy_grad (whole rows), and the layout copies of CopyTileSpace, JoinTileSpace and
-// PadTileSpace.
+// cross_entropy_grad (whole rows), and the layout copies of CopyTileSpace, JoinTileSpace,
+// PadTileSpace and ScatterTileSpace.
 std::optional<TileSpace> TileSpaceOf(const Module& m, const Kernel& k);
 
 struct Tile {

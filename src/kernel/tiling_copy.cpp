@@ -3,10 +3,13 @@
 // operands are affine in the output's coordinates (a flip's or a negative step's stride is
 // negative: the box's first element is the highest of its input window). Axes that move together in
 // both (an axis whose stride is the next one's times its size, in input and output alike) merge,
-// and up to three merged axes are the box; a tile, a sub-box, binds the window of each operand its
-// box spans, and moves its elements as the untiled kernel does: the same bits. A concat or stack is
-// such a copy of each input into its sub-box of the output, a box per input; a constant pad writes
-// its value over the whole output, then moves its input inside as such a copy.
+// and the inner three merged axes are the box, any outer ones a batch of such boxes (a permute
+// whose axes do not merge into three); a tile, a sub-box of one box or several whole boxes of the
+// batch, binds the window of each operand it spans, and moves its elements as the untiled kernel
+// does: the same bits. A concat or stack is such a copy of each input into its sub-box of the
+// output, a box per input; a constant pad writes its value over the whole output, then moves its
+// input inside as such a copy; a slice_scatter copies its base over the whole output, then moves
+// its source into the slice's window.
 #include "kernel/tiling.h"
 
 namespace scellis::kernel {
@@ -71,8 +74,9 @@ std::optional<AffineCopy> AffineCopyOf(const Module& m, const Kernel& k) {
 }
 
 // The box of a copy whose output axes of `sizes` lie at `out_strides` from `out_origin` and read
-// the input at `in_strides` from `in_origin`: axes that move together in both merged, at most
-// three; nullopt when more remain or nothing is copied.
+// the input at `in_strides` from `in_origin`: axes that move together in both merged, the inner
+// three the box, any outer ones a batch of boxes (a box per element of the batch, each moved by
+// the batch axes' strides); nullopt when nothing is copied.
 std::optional<TileSpace> MergedBox(const std::vector<int64_t>& sizes,
                                    const std::vector<int64_t>& in_strides,
                                    const std::vector<int64_t>& out_strides, int64_t in_origin,
@@ -90,9 +94,18 @@ std::optional<TileSpace> MergedBox(const std::vector<int64_t>& sizes,
     }
     axes.push_back(axis);
   }
-  if (axes.size() > 3) return std::nullopt;
-  while (axes.size() < 3) axes.insert(axes.begin(), std::array<int64_t, 3>{1, 0, 0});
   TileSpace s;
+  s.batch_strides.resize(2);
+  while (axes.size() > 3) {
+    const std::array<int64_t, 3>& batch = axes.front();
+    s.batches *= batch[0];
+    s.batch_dims.push_back(batch[0]);
+    s.batch_strides[0].push_back(batch[2]);
+    s.batch_strides[1].push_back(batch[1]);
+    axes.erase(axes.begin());
+  }
+  if (s.batch_dims.empty()) s.batch_strides.clear();
+  while (axes.size() < 3) axes.insert(axes.begin(), std::array<int64_t, 3>{1, 0, 0});
   s.kind = TileSpace::Kind::kCopy;
   s.rows = axes[0][0];
   s.cols = axes[1][0];
@@ -110,6 +123,25 @@ bool FourByteCopy(const Module& m, const Kernel& k) {
   for (int in : k.inputs)
     if (m.graph().at(in).type.dtype != t) return false;
   return true;
+}
+
+// `box` (binding the input it moves, then the output) as the part of a copy of `inputs` inputs
+// that moves input `p`: every other input one element, which its tiles do not read.
+TileSpace PartOf(const TileSpace& box, size_t inputs, int p) {
+  TileSpace part = box;
+  part.layouts.assign(inputs + 1, TileStrides{0, 0, 0});
+  part.origins.assign(inputs + 1, 0);
+  part.layouts[static_cast<size_t>(p)] = box.layouts[0];
+  part.origins[static_cast<size_t>(p)] = box.origins[0];
+  part.layouts[inputs] = box.layouts[1];
+  part.origins[inputs] = box.origins[1];
+  part.copy_input = p;
+  if (!box.batch_dims.empty()) {
+    part.batch_strides.assign(inputs + 1, std::vector<int64_t>(box.batch_dims.size(), 0));
+    part.batch_strides[static_cast<size_t>(p)] = box.batch_strides[0];
+    part.batch_strides[inputs] = box.batch_strides[1];
+  }
+  return part;
 }
 
 }  // namespace
@@ -132,7 +164,7 @@ std::optional<TileSpace> JoinTileSpace(const Module& m, const Kernel& k) {
   const webir::Node& node = m.graph().at(k.output);
   const std::vector<int64_t> sizes = node.type.sizes();
   const size_t axis = node.attrs["axis"].get<size_t>();
-  if (axis >= sizes.size()) return std::nullopt;
+  if (axis >= sizes.size() || node.type.elements() == 0) return std::nullopt;
   int64_t outer = 1, inner = 1;
   for (size_t d = 0; d < axis; ++d) outer *= sizes[d];
   for (size_t d = axis + 1; d < sizes.size(); ++d) inner *= sizes[d];
@@ -147,19 +179,13 @@ std::optional<TileSpace> JoinTileSpace(const Module& m, const Kernel& k) {
   int64_t offset = 0;
   for (size_t p = 0; p < n; ++p) {
     const int64_t length = k.op == "stack" ? 1 : m.graph().at(k.inputs[p]).type.sizes().at(axis);
+    // An input empty along the axis (the output is not, so only there) holds no run.
+    if (length == 0) continue;
     std::optional<TileSpace> box = MergedBox({outer, length, inner}, {length * inner, inner, 1},
                                              {along * inner, inner, 1}, 0, offset * inner);
-    if (!box) return std::nullopt;  // an empty input (or output): bound whole
+    if (!box) return std::nullopt;
     offset += length;
-    // Every binding but input p and the output: one element, named but not read.
-    TileSpace part = *box;
-    part.layouts.assign(n + 1, TileStrides{0, 0, 0});
-    part.origins.assign(n + 1, 0);
-    part.layouts[p] = box->layouts[0];
-    part.layouts[n] = box->layouts[1];
-    part.origins[n] = box->origins[1];
-    part.copy_input = static_cast<int>(p);
-    s.parts.push_back(std::move(part));
+    s.parts.push_back(PartOf(*box, n, static_cast<int>(p)));
   }
   return s;
 }
@@ -174,18 +200,58 @@ std::optional<TileSpace> PadTileSpace(const Module& m, const Kernel& k) {
   const std::vector<int64_t> out_strides = RowMajorStrides(sizes);
   if (in_sizes.size() != sizes.size() || node.attrs["pads"].size() != sizes.size())
     return std::nullopt;
+  std::optional<TileSpace> fill =
+      MergedBox({node.type.elements()}, {0}, {1}, 0, 0);  // reads nothing
+  if (!fill) return std::nullopt;                         // an empty output
+  fill->copy_input = -1;
+  TileSpace s = *fill;
+  s.parts_are = TileSpace::Parts::kPad;
+  s.parts = {*fill};
+  if (m.graph().at(k.inputs[0]).type.elements() == 0) return s;  // only the value to write
   // Input element x lands at output element x + before on every axis.
   int64_t inside = 0;
   for (size_t d = 0; d < sizes.size(); ++d)
     inside += node.attrs["pads"][d][0].get<int64_t>() * out_strides[d];
   std::optional<TileSpace> copy =
       MergedBox(in_sizes, RowMajorStrides(in_sizes), out_strides, 0, inside);
-  std::optional<TileSpace> fill =
-      MergedBox({node.type.elements()}, {0}, {1}, 0, 0);  // reads nothing
-  if (!copy || !fill) return std::nullopt;
-  fill->copy_input = -1;
-  TileSpace s = *fill;
-  s.parts = {*fill, *copy};
+  if (!copy) return std::nullopt;
+  s.parts.push_back(*copy);
+  return s;
+}
+
+std::optional<TileSpace> ScatterTileSpace(const Module& m, const Kernel& k) {
+  if (k.kind != KernelKind::kOp || k.op != "slice_scatter" || k.inputs.size() != 2 ||
+      !k.extra_outputs.empty() || !FourByteCopy(m, k))
+    return std::nullopt;
+  const webir::Node& node = m.graph().at(k.output);
+  const std::vector<int64_t> sizes = node.type.sizes(),
+                             src_sizes = m.graph().at(k.inputs[1]).type.sizes();
+  const std::vector<int64_t> start = IntsOf(node.attrs["starts"]),
+                             step = IntsOf(node.attrs["steps"]);
+  if (src_sizes.size() != sizes.size() || start.size() != sizes.size() ||
+      step.size() != sizes.size())
+    return std::nullopt;
+  // The base, element for element; a base element in the window is overwritten by the second
+  // part, as the untiled kernel writes the source's there.
+  std::optional<TileSpace> base = MergedBox({node.type.elements()}, {1}, {1}, 0, 0);
+  if (!base) return std::nullopt;  // an empty output
+  TileSpace s = PartOf(*base, 2, 0);
+  s.parts_are = TileSpace::Parts::kScatter;
+  s.parts = {s};
+  if (m.graph().at(k.inputs[1]).type.elements() == 0) return s;  // the window holds nothing
+  // Source element y lands at output coordinate start + y * step on every axis.
+  const std::vector<int64_t> out_strides = RowMajorStrides(sizes);
+  std::vector<int64_t> window_strides;
+  int64_t window_origin = 0;
+  for (size_t d = 0; d < sizes.size(); ++d) {
+    if (step[d] == 0) return std::nullopt;
+    window_strides.push_back(step[d] * out_strides[d]);
+    window_origin += start[d] * out_strides[d];
+  }
+  std::optional<TileSpace> window =
+      MergedBox(src_sizes, RowMajorStrides(src_sizes), window_strides, 0, window_origin);
+  if (!window) return std::nullopt;
+  s.parts.push_back(PartOf(*window, 2, 1));
   return s;
 }
 

@@ -543,6 +543,45 @@ TEST(TilePlanning, AStackIsCutPerInputAsAConcatOfLengthOne) {
   EXPECT_EQ(TileRange(t->space, 2, t->tiles[5]), Range(320, 400));
 }
 
+// concat along axis 1 of [20, 30], [20, 0] and [20, 70] into [20, 100]: the empty input moves
+// nothing and has no box (its binding one element, which no tile reads). The first input takes
+// 2 boxes of 10 rows as above; the third, from column 30, r rows spanning 100 (r - 1) + 70 output
+// elements (r <= 9), 3 boxes. A stack's inputs share one shape: an empty one leaves nothing to
+// copy, and nothing to tile.
+TEST(TilePlanning, AnEmptyInputOfAConcatHasNoBox) {
+  Module m = LowerToKernel(JoinDoc("concat", {{20, 30}, {20, 0}, {20, 70}}, 1));
+  std::optional<Tiling> t = PlanTiles(m, OnlyOp(m, "concat"), 4096);
+  ASSERT_TRUE(t);
+  ASSERT_EQ(t->space.parts.size(), 2u);
+  EXPECT_EQ(t->space.parts[1].copy_input, 2);
+  EXPECT_EQ(t->space.parts[1].layouts,
+            (std::vector<TileStrides>{{0, 0, 0}, {0, 0, 0}, {0, 70, 1}, {0, 100, 1}}));
+  EXPECT_EQ(t->space.parts[1].origins, (std::vector<int64_t>{0, 0, 0, 30}));
+  ASSERT_EQ(t->tiles.size(), 5u);
+  EXPECT_EQ(TileRange(t->space, 1, t->tiles[2]), Range(0, 1));
+  EXPECT_EQ(TileRange(t->space, 2, t->tiles[3]), Range(9 * 70, 18 * 70));
+  EXPECT_EQ(TileRange(t->space, 3, t->tiles[4]), Range(18 * 100 + 30, 19 * 100 + 100));
+  EXPECT_EQ(t->Describe(),
+            "5 tiles, by input 2 + 0 + 3, each moving a box of one input's elements to its place "
+            "in the output");
+
+  Module stack = LowerToKernel(JoinDoc("stack", {{0, 40}, {0, 40}}, 0));
+  EXPECT_FALSE(TileSpaceOf(stack, OnlyOp(stack, "stack")));
+}
+
+// x [0, 300] padded by 2 rows on either side into [4, 300]: only the value to write, over the
+// output's 1200 elements in stretches of 961.
+TEST(TilePlanning, APadOfAnEmptyInputOnlyWritesItsValue) {
+  Module m = LowerToKernel(CopyDoc({0, 300}, {{"op", "pad"}, {"pads", {{2, 2}, {0, 0}}}}));
+  std::optional<Tiling> t = PlanTiles(m, OnlyOp(m, "pad"), 4096);
+  ASSERT_TRUE(t);
+  ASSERT_EQ(t->space.parts.size(), 1u);
+  ASSERT_EQ(t->tiles.size(), 2u);
+  EXPECT_EQ(TileRange(t->space, 1, t->tiles[1]), Range(961, 1200));
+  EXPECT_EQ(TileRange(t->space, 0, t->tiles[1]), Range(0, 1));
+  EXPECT_EQ(t->Describe(), "2 tiles: writing the pad value over the output (the input is empty)");
+}
+
 // pad of x [30, 40] by rows (2, 3) and columns (5, 1) into [35, 46]: first the output's 1610
 // elements written with the value in stretches of 961, then the input moved inside from output
 // element 2 * 46 + 5 = 97, r rows of it spanning 46 (r - 1) + 40 output elements (r <= 21).
@@ -563,6 +602,130 @@ TEST(TilePlanning, APadWritesItsValueOverTheOutputThenMovesTheInputInside) {
   EXPECT_EQ(t->Describe(),
             "4 tiles: 2 writing the pad value over the output, then 2 moving boxes of the input "
             "to its place inside");
+}
+
+// x [`base`] with the slice from `starts` to `stops` by `steps` replaced by s of `src`.
+Json ScatterDoc(std::vector<int64_t> base, std::vector<int64_t> src, Json starts, Json stops,
+                Json steps) {
+  return {{"version", 4},
+          {"nodes",
+           {{{"id", 0}, {"op", "input"}, {"name", "x"}, {"shape", base}},
+            {{"id", 1}, {"op", "input"}, {"name", "s"}, {"shape", src}},
+            {{"id", 2},
+             {"op", "slice_scatter"},
+             {"a", 0},
+             {"src", 1},
+             {"starts", starts},
+             {"stops", stops},
+             {"steps", steps}}}},
+          {"outputs", {{{"name", "y"}, {"id", 2}}}}};
+}
+
+// x [40, 100] with its even rows replaced by s [20, 100]: first the base's 4000 elements copied in
+// stretches of 961 (5 tiles), then s moved into rows 0, 2, ..., its row r at output element 200 r:
+// r rows span 200 (r - 1) + 100 output elements (r <= 5), 4 boxes.
+TEST(TilePlanning, ASliceScatterCopiesItsBaseThenMovesTheSourceIntoItsWindow) {
+  Module m = LowerToKernel(ScatterDoc({40, 100}, {20, 100}, {0, 0}, {40, 100}, {2, 1}));
+  std::optional<Tiling> t = PlanTiles(m, OnlyOp(m, "slice_scatter"), 4096);
+  ASSERT_TRUE(t);
+  ASSERT_EQ(t->space.parts.size(), 2u);
+  EXPECT_EQ(t->space.parts[0].layouts, (std::vector<TileStrides>{{0, 0, 1}, {0, 0, 0}, {0, 0, 1}}));
+  EXPECT_EQ(t->space.parts[1].layouts,
+            (std::vector<TileStrides>{{0, 0, 0}, {0, 100, 1}, {0, 200, 1}}));
+  ASSERT_EQ(t->tiles.size(), 9u);
+  EXPECT_EQ(TileRange(t->space, 0, t->tiles[4]), Range(4 * 961, 4000));
+  EXPECT_EQ(TileRange(t->space, 2, t->tiles[4]), Range(4 * 961, 4000));
+  EXPECT_EQ(TileRange(t->space, 1, t->tiles[4]), Range(0, 1));
+  EXPECT_EQ(TileRange(t->space, 1, t->tiles[6]), Range(500, 1000));
+  EXPECT_EQ(TileRange(t->space, 2, t->tiles[6]), Range(1000, 1900));
+  EXPECT_EQ(TileRange(t->space, 0, t->tiles[6]), Range(0, 1));
+  EXPECT_EQ(t->Describe(),
+            "9 tiles: 5 copying the base to the output, then 4 moving boxes of the source into its "
+            "strided window");
+
+  // An empty source (rows 0 up to 0) replaces nothing: only the base is copied.
+  Module empty = LowerToKernel(ScatterDoc({40, 100}, {0, 100}, {0, 0}, {0, 100}, {1, 1}));
+  t = PlanTiles(empty, OnlyOp(empty, "slice_scatter"), 4096);
+  ASSERT_TRUE(t);
+  EXPECT_EQ(t->Describe(), "5 tiles: copying the base to the output (the source is empty)");
+}
+
+// x [50, 40] with the slice from (44, 37) by steps (-2, -3) replaced by s [20, 12]: s (r, c) lands
+// at output element 1797 - 80 r - 3 c, so the window's strides are negative. r rows of s span
+// 80 (r - 1) + 34 output elements (r <= 12): 2 boxes after the base's 3; the first reaches from
+// output element 1797 down to row 22's column 4.
+TEST(TilePlanning, ASliceScatterWithNegativeStepsWritesItsWindowBackwards) {
+  Module m = LowerToKernel(ScatterDoc({50, 40}, {20, 12}, {44, 37}, {4, 1}, {-2, -3}));
+  std::optional<Tiling> t = PlanTiles(m, OnlyOp(m, "slice_scatter"), 4096);
+  ASSERT_TRUE(t);
+  EXPECT_EQ(t->space.parts[1].layouts[2], (TileStrides{0, -80, -3}));
+  EXPECT_EQ(t->space.parts[1].origins, (std::vector<int64_t>{0, 0, 1797}));
+  ASSERT_EQ(t->tiles.size(), 5u);
+  EXPECT_EQ(TileRange(t->space, 2, t->tiles[3]), Range(22 * 40 + 4, 1798));
+  EXPECT_EQ(TileRange(t->space, 1, t->tiles[3]), Range(0, 144));
+  EXPECT_EQ(TileRange(t->space, 2, t->tiles[4]), Range(6 * 40 + 4, 20 * 40 + 38));
+}
+
+// permute [0, 2, 1, 3] of x [4, 6, 10, 8] into [4, 10, 6, 8] (the heads' swap of attention): no two
+// neighbouring axes move together in both, so the inner three are the box, 10 x 6 x 8 read at
+// (8, 80, 1), and the outer axis a batch of 4 boxes, 480 elements apart in input and output alike.
+// Two whole boxes span 960 elements: 2 tiles of 2.
+TEST(TilePlanning, APermuteOfFourAxesIsABatchOfBoxes) {
+  Module m = LowerToKernel(CopyDoc({4, 6, 10, 8}, {{"op", "permute"}, {"dims", {0, 2, 1, 3}}}));
+  std::optional<Tiling> t = PlanTiles(m, OnlyOp(m, "permute"), 4096);
+  ASSERT_TRUE(t);
+  EXPECT_EQ(std::make_tuple(t->space.rows, t->space.cols, t->space.depth),
+            std::make_tuple(10, 6, 8));
+  EXPECT_EQ(t->space.layouts[0], (TileStrides{8, 80, 1}));
+  EXPECT_EQ(t->space.layouts[1], (TileStrides{48, 8, 1}));
+  EXPECT_EQ(t->space.batch_dims, (std::vector<int64_t>{4}));
+  EXPECT_EQ(t->space.batch_strides, (std::vector<std::vector<int64_t>>{{480}, {480}}));
+  ASSERT_EQ(t->tiles.size(), 2u);
+  EXPECT_EQ(t->tiles[1].batch0, 2);
+  EXPECT_EQ(TileRange(t->space, 0, t->tiles[1]), Range(960, 1920));
+  EXPECT_EQ(t->Describe(),
+            "2 tiles of 2 of the output's 4 boxes of 10 x 6 x 8 (its axes merged where they move "
+            "together, the outer ones beyond three a batch of boxes), each moving its boxes' "
+            "elements");
+}
+
+// flip of x [4, 5, 6, 10] along axes 0 and 2: its input strides (-300, 60, -10, 1) merge nowhere,
+// so a batch of 4 boxes of 5 x 6 x 10, box g read from 950 - 300 g down to 50 below and up to 250
+// above: the batch runs backwards through the input. Three boxes span 900 elements (from 300),
+// four 1200: tiles of 3, the second of box 3 alone, reading from 0.
+TEST(TilePlanning, ABackwardsBatchTakesTheWindowOfItsLowestToItsHighestBox) {
+  Module m = LowerToKernel(CopyDoc({4, 5, 6, 10}, {{"op", "flip"}, {"axes", {0, 2}}}));
+  std::optional<Tiling> t = PlanTiles(m, OnlyOp(m, "flip"), 4096);
+  ASSERT_TRUE(t);
+  EXPECT_EQ(t->space.layouts[0], (TileStrides{60, -10, 1}));
+  EXPECT_EQ(t->space.origins, (std::vector<int64_t>{950, 0}));
+  EXPECT_EQ(t->space.batch_strides, (std::vector<std::vector<int64_t>>{{-300}, {300}}));
+  ASSERT_EQ(t->tiles.size(), 2u);
+  EXPECT_EQ(t->tile_batches, 3);
+  EXPECT_EQ(TileRange(t->space, 0, t->tiles[0]), Range(300, 1200));
+  EXPECT_EQ(TileRange(t->space, 0, t->tiles[1]), Range(0, 300));
+  EXPECT_EQ(TileRange(t->space, 1, t->tiles[1]), Range(900, 1200));
+}
+
+// permute [0, 2, 1, 3] of x [2, 3, 40, 20] into [2, 40, 3, 20]: a batch of 2 boxes of 40 x 3 x 20,
+// each spanning 2400 input elements, so each box is cut. Its columns lie 800 apart in the input:
+// a box of one column and r rows spans 20 r input and 60 (r - 1) + 20 output elements (r <= 16),
+// 3 x 3 boxes; two columns hold 8 rows at most, 5 x 2. The second box's second tile reads column
+// 1's rows 0..15: input from 2400 + 800, output from 2400 + 20.
+TEST(TilePlanning, ABatchOfBoxesOverTheCapCutsEachBox) {
+  Module m = LowerToKernel(CopyDoc({2, 3, 40, 20}, {{"op", "permute"}, {"dims", {0, 2, 1, 3}}}));
+  std::optional<Tiling> t = PlanTiles(m, OnlyOp(m, "permute"), 4096);
+  ASSERT_TRUE(t);
+  EXPECT_EQ(t->space.layouts[0], (TileStrides{20, 800, 1}));
+  ASSERT_EQ(t->tiles.size(), 18u);
+  EXPECT_EQ(std::make_tuple(t->tile_rows, t->tile_cols, t->tile_depth), std::make_tuple(16, 1, 20));
+  const Tile& tile = t->tiles[10];
+  EXPECT_EQ(std::make_tuple(tile.batch0, tile.row0, tile.col0), std::make_tuple(1, 0, 1));
+  EXPECT_EQ(TileRange(t->space, 0, tile), Range(3200, 3520));
+  EXPECT_EQ(TileRange(t->space, 1, tile), Range(2420, 3340));
+  EXPECT_EQ(t->Describe(),
+            "18 tiles: each of the output's 2 boxes of 40 x 3 x 20 (its axes merged where they "
+            "move together, the outer ones beyond three a batch of boxes) in 9 of 16 x 1 x 20");
 }
 
 }  // namespace

@@ -192,9 +192,9 @@ class Judge {
               "only elementwise kernels (never at a shifted read), uniform and dropout, f32 "
               "matmuls (batched too), f32 sums, means and cumsums, f32 softmax (a row cut along "
               "itself when over the cap), f32 cross entropy rows (merged with their gradient "
-              "too), f32 cross entropy gradient rows, and transposes, permutes, slices (negative "
-              "steps too), flips, reshapes, concats, stacks and constant pads of 4-byte elements "
-              "are tiled over the cap "
+              "too), f32 cross entropy gradient rows, and transposes, permutes (of any rank), "
+              "slices (negative steps too), flips, reshapes, concats, stacks and constant pads "
+              "(an empty input too) and slice_scatters of 4-byte elements are tiled over the cap "
               "(windows start at 256-byte multiples, so a tile needs at least one row plus 252 "
               "bytes under the cap); split the tensor, or run on the CPU reference "
               "(--backend=cpu)");

@@ -130,8 +130,9 @@ Generated CrossEntropyTile(const Module& m, const Kernel& k, const Tiling& tilin
                            const std::array<int64_t, 3>& offsets);
 Generated CrossEntropyGradTile(const Module& m, const Kernel& k, const Tile& t,
                                const std::array<int64_t, 3>& offsets);
-// A layout copy's box of elements (kernel::CopyTileSpace, kernel::JoinTileSpace): offsets per
-// binding, the inputs then the output; a concat's or stack's tile reads its part's input only.
+// A layout copy's box of elements (kernel::CopyTileSpace, JoinTileSpace, PadTileSpace,
+// ScatterTileSpace): offsets per binding, the inputs then the output; a tile of a copy in parts
+// reads its part's input only (a pad's fill, none).
 Generated CopyTile(const Module& m, const Kernel& k, const Tiling& tiling, const Tile& t,
                    const std::vector<int64_t>& offsets);
 Generated CumsumTile(const Module& m, const Kernel& k, const Tiling& tiling, const Tile& t,

@@ -208,26 +208,47 @@ bool GenerateLayout(const Module& m, const Kernel& k, Generated& out) {
 
 Generated CopyTile(const Module& m, const Kernel& k, const Tiling& tiling, const Tile& t,
                    const std::vector<int64_t>& offsets) {
-  // One invocation per element of the tile's box, (a, b, c) along rows, columns and depth; each
-  // binding's element is its offset plus the box's coordinates through its strides.
+  // One invocation per element of the tile's box, (a, b, c) along rows, columns and depth (and of
+  // a tile of several boxes of a batch, g the box); each binding's element is its offset plus the
+  // box's coordinates through its strides (and the box's coordinates along the batch dims through
+  // theirs).
   const TileSpace& sp = SpaceOf(tiling.space, t);
-  const int64_t count = t.rows * t.cols * t.depth;
-  // A negative stride (a flip, a slice's negative step) is subtracted after every positive term
-  // is added: each partial sum is then at least the element's own index, so the u32 arithmetic
-  // never goes below 0.
+  const int64_t box = t.rows * t.cols * t.depth;
+  const bool boxes = t.batch_count > 1;
+  // Terms of one binding's element, added, then subtracted: a negative stride (a flip, a slice's
+  // negative step, a batch's start below the tile's first) is subtracted after every positive
+  // term is added, so each partial sum is at least the element's own index and the u32
+  // arithmetic never goes below 0.
   auto at = [&](int b) {
     const TileStrides& st = sp.layouts[static_cast<size_t>(b)];
-    std::string e = U32(offsets[static_cast<size_t>(b)]);
+    int64_t start = offsets[static_cast<size_t>(b)];
+    // A tile of one box of a batch: the box's start is a constant of the tile.
+    if (sp.batches > 1 && !boxes) start += BatchOffset(sp, b, t.batch0);
+    std::vector<std::pair<std::string, int64_t>> terms = {{"", start}};
     const char* coord[3] = {"a", "b", "c"};
-    for (int axis = 0; axis < 3; ++axis)
-      if (st[axis] > 0) e += " + " + std::string(coord[axis]) + " * " + U32(st[axis]);
-    for (int axis = 0; axis < 3; ++axis)
-      if (st[axis] < 0) e += " - " + std::string(coord[axis]) + " * " + U32(-st[axis]);
+    for (int axis = 0; axis < 3; ++axis) terms.push_back({coord[axis], st[axis]});
+    if (boxes) {
+      int64_t inner = 1;  // boxes of the dims inside dim d
+      for (size_t d = sp.batch_dims.size(); d-- > 0;) {
+        terms.push_back({"((g / " + Divisor(inner) + ") % " + Divisor(sp.batch_dims[d]) + ")",
+                         sp.batch_strides[static_cast<size_t>(b)][d]});
+        inner *= sp.batch_dims[d];
+      }
+    }
+    auto term = [](const std::pair<std::string, int64_t>& x) {
+      const std::string n = U32(x.second < 0 ? -x.second : x.second);
+      return x.first.empty() ? n : x.first + " * " + n;
+    };
+    std::string e = U32(std::max<int64_t>(start, 0));
+    for (size_t j = 1; j < terms.size(); ++j)
+      if (terms[j].second > 0) e += " + " + term(terms[j]);
+    for (size_t j = 0; j < terms.size(); ++j)
+      if (terms[j].second < 0) e += " - " + term(terms[j]);
     return e;
   };
-  // The input the tile moves: the only one, or (a concat's or stack's part) its part's; every
-  // other input is still named, so the shader's binding layout keeps the binding the tile binds.
-  // A pad's fill box reads no input and writes the pad value.
+  // The input the tile moves: the only one, or (a concat's, stack's or slice_scatter's part) its
+  // part's; every other input is still named, so the shader's binding layout keeps the binding the
+  // tile binds. A pad's fill box reads no input and writes the pad value.
   const int read = sp.copy_input;
   std::string named;
   for (size_t j = 0; j < k.inputs.size(); ++j)
@@ -236,10 +257,14 @@ Generated CopyTile(const Module& m, const Kernel& k, const Tiling& tiling, const
   const std::string value =
       read >= 0 ? "in" + std::to_string(read) + "[" + at(read) + "]"
                 : StorageLiteral(node.type.dtype, node.attrs["value"].get<double>());
+  const std::string j = boxes ? "(i % " + Divisor(box) + ")" : "i";
+  std::string coords = "  let c = " + j + " % " + Divisor(t.depth) + ";\n  let b = (" + j + " / " +
+                       Divisor(t.depth) + ") % " + Divisor(t.cols) + ";\n  let a = " + j + " / " +
+                       Divisor(t.depth * t.cols) + ";\n";
+  if (boxes) coords += "  let g = " + U32(t.batch0) + " + i / " + Divisor(box) + ";\n";
   Generated out;
-  out.source = Bindings(m, k) + "\n" + LinearEntry(count) + named + "  let c = i % " +
-               Divisor(t.depth) + ";\n  let b = (i / " + Divisor(t.depth) + ") % " +
-               Divisor(t.cols) + ";\n  let a = i / " + Divisor(t.depth * t.cols) + ";\n  out[" +
+  const int64_t count = box * t.batch_count;
+  out.source = Bindings(m, k) + "\n" + LinearEntry(count) + named + coords + "  out[" +
                at(static_cast<int>(k.inputs.size())) + "] = " + value + ";\n}\n";
   out.workgroups = LinearGrid(count);
   return out;

@@ -1,9 +1,11 @@
 // Tiles over the storage-binding cap for layout copies (kernel::CopyTileSpace, JoinTileSpace,
-// PadTileSpace): a transpose, a permute of the last two axes of a batch, slices with steps
-// (negative ones too), flips, a reshape, concats, a stack and a pad, each cut into boxes of its
-// output whose windows of input and output both fit. A copy moves elements without arithmetic: the
-// untiled kernel's and the reference's bits, and each element where the index arithmetic worked
-// out here puts it. The device is opened with a 4 KiB cap so that small tensors exercise the tiles.
+// PadTileSpace, ScatterTileSpace): a transpose, a permute of the last two axes of a batch, slices
+// with steps (negative ones too), flips, a reshape, concats (one with an empty input), a stack,
+// pads (one of an empty input), slice_scatters (negative steps too), and permutes and a flip of
+// four axes that do not merge into three (a batch of boxes), each cut into boxes of its output
+// whose windows of input and output both fit. A copy moves elements without arithmetic: the untiled
+// kernel's and the reference's bits, and each element where the index arithmetic worked out here
+// puts it. The device is opened with a 4 KiB cap so that small tensors exercise the tiles.
 #include "runtime/backends/webgpu/tiling_support_test.h"
 
 namespace scellis::runtime::webgpu {
@@ -199,6 +201,22 @@ TEST(TilingLayout, AStackAndARowConcatOverTheCapRunInBoxesOfOneInputEach) {
   for (int i = 0; i < 1500; ++i) ASSERT_EQ(got[i], i < 1200 ? x[0][i] : x[1][i - 1200]) << i;
 }
 
+// [20, 30], [20, 0] and [20, 70] joined along axis 1 into [20, 100] (8000 B): the empty input
+// has no box; the first input in 2 boxes, the third in 3, 5 tiles after 2 poison fills.
+TEST(TilingLayout, AConcatWithAnEmptyInputOverTheCapRunsInBoxesOfTheOthers) {
+  const unsigned seed = std::random_device{}();
+  SCOPED_TRACE("seed " + std::to_string(seed));
+  std::mt19937 rng(seed);
+  std::vector<std::vector<float>> x = {Random(rng, 20 * 30), {}, Random(rng, 20 * 70)};
+  std::vector<float> got =
+      RunJoin("concat", {{20, 30}, {20, 0}, {20, 70}}, 1, x, "5 tiles, by input 2 + 0 + 3", 2 + 5);
+  ASSERT_EQ(got.size(), 2000u);
+  for (int r = 0; r < 20; ++r)
+    for (int c = 0; c < 100; ++c)
+      ASSERT_EQ(got[r * 100 + c], c < 30 ? x[0][r * 30 + c] : x[2][r * 70 + c - 30])
+          << r << "," << c;
+}
+
 // x [30, 40] padded by rows (2, 3) and columns (5, 1) with 1.5 into [35, 46] (6440 B): the value
 // over the whole output in 2 tiles, then the input inside in 2 boxes of at most 21 rows, after 2
 // poison fills; output (r, c) is x (r - 2, c - 5) inside, 1.5 around.
@@ -216,6 +234,136 @@ TEST(TilingLayout, APadOverTheCapWritesItsValueThenMovesTheInputInside) {
       const bool inside = r >= 2 && r < 32 && c >= 5 && c < 45;
       ASSERT_EQ(got[r * 46 + c], inside ? x[(r - 2) * 40 + c - 5] : 1.5f) << r << "," << c;
     }
+}
+
+// x [0, 300] padded by 2 rows on either side with -3 into [4, 300] (4800 B): the value written
+// over the output in 2 tiles after 2 poison fills, nothing moved.
+TEST(TilingLayout, APadOfAnEmptyInputOverTheCapOnlyWritesItsValue) {
+  std::vector<float> got =
+      RunCopy({0, 300}, {{"op", "pad"}, {"pads", {{2, 2}, {0, 0}}}, {"value", -3}}, {},
+              "2 tiles: writing the pad value over the output", 2 + 2);
+  ASSERT_EQ(got.size(), 1200u);
+  for (size_t i = 0; i < got.size(); ++i) ASSERT_EQ(got[i], -3.0f) << i;
+}
+
+// x [`base`] with the slice from `starts` to `stops` by `steps` replaced by s [`src`], each fed
+// seeded random values.
+std::vector<float> RunScatter(const std::vector<int64_t>& base, const std::vector<int64_t>& src,
+                              const Json& starts, const Json& stops, const Json& steps,
+                              const std::vector<float>& x, const std::vector<float>& s,
+                              const std::string& tiling, int dispatches) {
+  const Json doc = {{"version", 4},
+                    {"nodes",
+                     {{{"id", 0}, {"op", "input"}, {"name", "x"}, {"shape", base}},
+                      {{"id", 1}, {"op", "input"}, {"name", "s"}, {"shape", src}},
+                      {{"id", 2},
+                       {"op", "slice_scatter"},
+                       {"a", 0},
+                       {"src", 1},
+                       {"starts", starts},
+                       {"stops", stops},
+                       {"steps", steps}}}},
+                    {"outputs", {{{"name", "y"}, {"id", 2}}}}};
+  return RunTiled(doc,
+                  {{"x", HostTensor::FromFloats(MakeType(base), x)},
+                   {"s", HostTensor::FromFloats(MakeType(src), s)}},
+                  tiling, dispatches, true);
+}
+
+// x [40, 100] (16000 B) with its even rows replaced by s [20, 100]: the base copied in 5 tiles,
+// then s in 4 boxes of at most 5 rows, after 4 poison fills; output (r, c) is s (r / 2, c) on an
+// even row, x (r, c) on an odd one.
+TEST(TilingLayout, ASliceScatterOverTheCapCopiesItsBaseThenMovesTheSourceIn) {
+  const unsigned seed = std::random_device{}();
+  SCOPED_TRACE("seed " + std::to_string(seed));
+  std::mt19937 rng(seed);
+  const std::vector<float> x = Random(rng, 40 * 100), s = Random(rng, 20 * 100);
+  std::vector<float> got =
+      RunScatter({40, 100}, {20, 100}, {0, 0}, {40, 100}, {2, 1}, x, s,
+                 "9 tiles: 5 copying the base to the output, then 4 moving boxes", 4 + 9);
+  ASSERT_EQ(got.size(), 4000u);
+  for (int r = 0; r < 40; ++r)
+    for (int c = 0; c < 100; ++c)
+      ASSERT_EQ(got[r * 100 + c], r % 2 == 0 ? s[r / 2 * 100 + c] : x[r * 100 + c])
+          << r << "," << c;
+}
+
+// x [50, 40] (8000 B) with the slice from (44, 37) by steps (-2, -3) replaced by s [20, 12]: the
+// base in 3 tiles, then s in 2 boxes whose output windows run backwards, after 2 poison fills;
+// output (r, c) is s ((44 - r) / 2, (37 - c) / 3) where both divide and lie in range.
+TEST(TilingLayout, ASliceScatterWithNegativeStepsOverTheCapWritesItsWindowBackwards) {
+  const unsigned seed = std::random_device{}();
+  SCOPED_TRACE("seed " + std::to_string(seed));
+  std::mt19937 rng(seed);
+  const std::vector<float> x = Random(rng, 50 * 40), s = Random(rng, 20 * 12);
+  std::vector<float> got =
+      RunScatter({50, 40}, {20, 12}, {44, 37}, {4, 1}, {-2, -3}, x, s,
+                 "5 tiles: 3 copying the base to the output, then 2 moving boxes", 2 + 5);
+  ASSERT_EQ(got.size(), 2000u);
+  for (int r = 0; r < 50; ++r)
+    for (int c = 0; c < 40; ++c) {
+      const bool on_row = r <= 44 && (44 - r) % 2 == 0 && (44 - r) / 2 < 20;
+      const bool on_col = c <= 37 && (37 - c) % 3 == 0 && (37 - c) / 3 < 12;
+      ASSERT_EQ(got[r * 40 + c],
+                on_row && on_col ? s[(44 - r) / 2 * 12 + (37 - c) / 3] : x[r * 40 + c])
+          << r << "," << c;
+    }
+}
+
+// x [4, 6, 10, 8] (7680 B) with its axes 1 and 2 swapped: a batch of 4 boxes of 10 x 6 x 8, 2
+// whole boxes per tile, 2 tiles after 2 poison fills.
+TEST(TilingLayout, APermuteOfFourAxesOverTheCapRunsInWholeBoxesOfTheBatch) {
+  const unsigned seed = std::random_device{}();
+  SCOPED_TRACE("seed " + std::to_string(seed));
+  std::mt19937 rng(seed);
+  const std::vector<float> x = Random(rng, 4 * 6 * 10 * 8);
+  std::vector<float> got = RunCopy({4, 6, 10, 8}, {{"op", "permute"}, {"dims", {0, 2, 1, 3}}}, x,
+                                   "2 tiles of 2 of the output's 4 boxes of 10 x 6 x 8", 2 + 2);
+  ASSERT_EQ(got.size(), x.size());
+  for (int b = 0; b < 4; ++b)
+    for (int s = 0; s < 10; ++s)
+      for (int h = 0; h < 6; ++h)
+        for (int d = 0; d < 8; ++d)
+          ASSERT_EQ(got[((b * 10 + s) * 6 + h) * 8 + d], x[((b * 6 + h) * 10 + s) * 8 + d])
+              << b << "," << s << "," << h << "," << d;
+}
+
+// x [4, 5, 6, 10] (4800 B) flipped along axes 0 and 2: a batch of 4 boxes whose input starts
+// fall with the box (950, 650, ...), 3 boxes in the first tile, found from the tile's first box
+// through the batch's stride, the last box alone in the second; 2 tiles after 2 poison fills.
+TEST(TilingLayout, AFlipOfFourAxesOverTheCapRunsInBoxesOfABatchRunningBackwards) {
+  const unsigned seed = std::random_device{}();
+  SCOPED_TRACE("seed " + std::to_string(seed));
+  std::mt19937 rng(seed);
+  const std::vector<float> x = Random(rng, 4 * 5 * 6 * 10);
+  std::vector<float> got = RunCopy({4, 5, 6, 10}, {{"op", "flip"}, {"axes", {0, 2}}}, x,
+                                   "2 tiles of 3 of the output's 4 boxes of 5 x 6 x 10", 2 + 2);
+  ASSERT_EQ(got.size(), x.size());
+  for (int i = 0; i < 4; ++i)
+    for (int j = 0; j < 5; ++j)
+      for (int k = 0; k < 6; ++k)
+        for (int l = 0; l < 10; ++l)
+          ASSERT_EQ(got[((i * 5 + j) * 6 + k) * 10 + l],
+                    x[(((3 - i) * 5 + j) * 6 + 5 - k) * 10 + l])
+              << i << "," << j << "," << k << "," << l;
+}
+
+// x [2, 3, 40, 20] (19200 B) with its axes 1 and 2 swapped: a batch of 2 boxes of 40 x 3 x 20,
+// each over the cap and cut into 9 boxes of 16 x 1 x 20; 18 tiles after 5 poison fills.
+TEST(TilingLayout, APermuteWhoseBoxesAreOverTheCapCutsEachBox) {
+  const unsigned seed = std::random_device{}();
+  SCOPED_TRACE("seed " + std::to_string(seed));
+  std::mt19937 rng(seed);
+  const std::vector<float> x = Random(rng, 2 * 3 * 40 * 20);
+  std::vector<float> got = RunCopy({2, 3, 40, 20}, {{"op", "permute"}, {"dims", {0, 2, 1, 3}}}, x,
+                                   "18 tiles: each of the output's 2 boxes of 40 x 3 x 20", 5 + 18);
+  ASSERT_EQ(got.size(), x.size());
+  for (int b = 0; b < 2; ++b)
+    for (int s = 0; s < 40; ++s)
+      for (int h = 0; h < 3; ++h)
+        for (int d = 0; d < 20; ++d)
+          ASSERT_EQ(got[((b * 40 + s) * 3 + h) * 20 + d], x[((b * 3 + h) * 40 + s) * 20 + d])
+              << b << "," << s << "," << h << "," << d;
 }
 
 }  // namespace

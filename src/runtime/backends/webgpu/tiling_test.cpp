@@ -340,8 +340,8 @@ TEST(Tiling, SoftmaxOverTheCapRunsInTilesOfRows) {
   }
 }
 
-// What still cannot tile must bind its tensor whole: refused in planning — a slice_scatter, whose
-// output element reads one of two operands by where it lies.
+// What still cannot tile must bind its tensor whole: refused in planning — an index_select whose
+// table is over the cap, each output row reading the row its index names, anywhere in the table.
 TEST(Tiling, KernelsThatBindWholeTensorsAreRefusedInPlanning) {
   auto gpu = SmallCapGpu();
   ASSERT_NE(gpu, nullptr);
@@ -356,15 +356,10 @@ TEST(Tiling, KernelsThatBindWholeTensorsAreRefusedInPlanning) {
   refused({{"version", 4},
            {"nodes",
             {{{"id", 0}, {"op", "input"}, {"name", "x"}, {"shape", {40, 100}}},
-             {{"id", 1}, {"op", "input"}, {"name", "s"}, {"shape", {20, 100}}},
-             {{"id", 2},
-              {"op", "slice_scatter"},
-              {"a", 0},
-              {"src", 1},
-              {"starts", {0, 0}},
-              {"steps", {2, 1}}}}},
+             {{"id", 1}, {"op", "input"}, {"name", "i"}, {"shape", {3}}, {"dtype", "i32"}},
+             {{"id", 2}, {"op", "index_select"}, {"a", 0}, {"index", 1}, {"axis", 0}}}},
            {"outputs", {{{"name", "y"}, {"id", 2}}}}},
-          "slice_scatter");
+          "index_select");
 }
 
 }  // namespace
