@@ -107,7 +107,7 @@ TEST_F(SessionRecords, ATrainingSessionReplaysBitForBitStepByStep) {
 TEST_F(SessionRecords, AReplayThatComputesOtherValuesDisagreesAtItsStep) {
   // The same session recorded with its step numbers; replayed from a record whose second run's
   // step number was changed (another record, as another machine might have written it), Adam's
-  // bias correction moves that step's loss and every later one.
+  // bias correction moves that step's update, so the first loss to differ is the third run's.
   const std::string id =
       RecordSession(ReadExample("mlp_step.json"), {{Step(1)}, {Step(2)}, {Step(3)}}, {"loss"});
   ASSERT_FALSE(id.empty());
