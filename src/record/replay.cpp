@@ -124,6 +124,13 @@ Result<std::shared_ptr<const ops::OpTable>> RecordedUserOps(
   return table;
 }
 
+Diagnostic ProfileMismatch(const std::string& recorded, const std::string& here) {
+  return Refused("replay-profile-mismatch",
+                 "the record promises bit-exactness on device profile \"" + recorded +
+                     "\" but this replay runs on \"" + here + "\"",
+                 "replay it on the device it was recorded on");
+}
+
 // The tensors a digest map holds, as feeds ("<what> \"name\": ..." when one was not kept).
 Result<runtime::Feeds> KeptFeeds(const store::Store& store, const Json& digests,
                                  const std::string& what) {
@@ -161,13 +168,7 @@ Result<std::vector<std::pair<std::string, runtime::HostTensor>>> ReplaySession(
   }
   auto sel = runtime::SelectBackend(select);
   if (!sel.ok()) return RefuseUnavailable(sel.status(), select.requested);
-  if (profile && sel->profile.key != *profile) {
-    return Refused("replay-profile-mismatch",
-                   "the record promises bit-exactness on device profile \"" + *profile +
-                       "\" but the " + sel->backend + " backend here is \"" + sel->profile.key +
-                       "\"",
-                   "replay it on the device it was recorded on");
-  }
+  if (profile && sel->profile.key != *profile) return ProfileMismatch(*profile, sel->profile.key);
   SCELLIS_ASSIGN_OR_RETURN(std::unique_ptr<api::Session> session,
                            api::Session::Prepare(text, compile, std::move(sel.value()), initial));
   std::vector<std::pair<std::string, runtime::HostTensor>> outputs;
@@ -273,16 +274,8 @@ Result<ReplayResult> Replay(const std::string& run_id, const ReplayOptions& opti
     run.executor = settings.value("executor", "");  // a pinned executor is pinned again
     run.store_root = store.root();
     if (bit_exact) run.require_profile = r.recorded_profile;
-    const Json inputs = record.value("inputs", Json::object());
-    for (const auto& [name, digest] : inputs.items()) {
-      auto t = KeptTensor(store, digest);
-      if (!t.ok()) {
-        Diagnostic d = t.errors().front();
-        d.message = "input \"" + name + "\": " + d.message;
-        return Status(d);
-      }
-      run.feeds[name] = std::move(t.value());
-    }
+    SCELLIS_ASSIGN_OR_RETURN(run.feeds,
+                             KeptFeeds(store, record.value("inputs", Json::object()), "input"));
     auto report = api::Run(text, run);
     if (!report.ok()) return RefuseUnavailable(report.status(), backend);
     r.profile = report->profile;
@@ -310,12 +303,8 @@ Result<ReplayResult> Replay(const std::string& run_id, const ReplayOptions& opti
     if (!result.ok()) return RefuseUnavailable(result.status(), backend);
     r.profile = result->profile;
     r.backend = result->backend;
-    if (bit_exact && r.profile != r.recorded_profile) {
-      return Refused("replay-profile-mismatch",
-                     "the record promises bit-exactness on device profile \"" + r.recorded_profile +
-                         "\" but this replay ran on \"" + r.profile + "\"",
-                     "replay it on the device it was recorded on");
-    }
+    if (bit_exact && r.profile != r.recorded_profile)
+      return ProfileMismatch(r.recorded_profile, r.profile);
     outputs = TrainingOutputs(result.value());
   } else if (r.command == "session") {
     SCELLIS_ASSIGN_OR_RETURN(outputs, ReplaySession(store, record, text, compile, select,

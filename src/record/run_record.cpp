@@ -30,16 +30,6 @@ std::string NowUtcMillis() {
   return out;
 }
 
-Result<Json> DigestsOf(const store::Store& store,
-                       const std::vector<std::pair<std::string, runtime::HostTensor>>& tensors) {
-  Json j = Json::object();
-  for (const auto& [name, t] : tensors) {
-    SCELLIS_ASSIGN_OR_RETURN(Json d, TensorDigest(store, t));
-    j[name] = std::move(d);
-  }
-  return j;
-}
-
 }  // namespace
 
 // Stores the document as an object (so the Studio's /api/documents serves it too) and the
@@ -157,9 +147,7 @@ Json CallableUserOpsJson(const ops::OpTable* table) {
 
 Result<std::string> RecordRun(const store::Store& store, std::string_view document,
                               const api::RunOptions& options, const api::RunReport& report) {
-  std::vector<std::pair<std::string, runtime::HostTensor>> fed(options.feeds.begin(),
-                                                               options.feeds.end());
-  SCELLIS_ASSIGN_OR_RETURN(Json inputs, DigestsOf(store, fed));
+  SCELLIS_ASSIGN_OR_RETURN(Json inputs, DigestsOf(store, options.feeds));
   SCELLIS_ASSIGN_OR_RETURN(Json outputs, DigestsOf(store, report.outputs));
   Json record = {
       {"command", "run"},

@@ -39,6 +39,16 @@ std::string TensorHash(const runtime::HostTensor& t);
 // {"dtype", "shape", "sha256", "blob"}: blob is the id of the bytes in `store`, or null when the
 // tensor is larger than kKeptTensorBytes.
 Result<Json> TensorDigest(const store::Store& store, const runtime::HostTensor& t);
+// {name: TensorDigest} of named tensors (Feeds, or a run's outputs as name-tensor pairs).
+template <typename NamedTensors>
+Result<Json> DigestsOf(const store::Store& store, const NamedTensors& tensors) {
+  Json j = Json::object();
+  for (const auto& [name, t] : tensors) {
+    SCELLIS_ASSIGN_OR_RETURN(Json d, TensorDigest(store, t));
+    j[name] = std::move(d);
+  }
+  return j;
+}
 // The tensor a digest kept as a blob, checked against the digest (`store-object-corrupt` when its
 // bytes no longer match; `record-tensor-not-kept` when it was too large to keep).
 Result<runtime::HostTensor> KeptTensor(const store::Store& store, const Json& digest);

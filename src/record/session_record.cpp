@@ -3,19 +3,6 @@
 #include "workplan/workplan.h"
 
 namespace scellis::record {
-namespace {
-
-Result<Json> FeedDigests(const store::Store& store, const runtime::Feeds& feeds) {
-  Json j = Json::object();
-  for (const auto& [name, t] : feeds) {
-    SCELLIS_ASSIGN_OR_RETURN(Json d, TensorDigest(store, t));
-    j[name] = std::move(d);
-  }
-  return j;
-}
-
-}  // namespace
-
 std::string SessionRecorder::OutputName(size_t run, size_t step, const std::string& watched) {
   return "run " + std::to_string(run + 1) + " step " + std::to_string(step + 1) + " " + watched;
 }
@@ -26,7 +13,7 @@ Result<SessionRecorder> SessionRecorder::Start(const store::Store& store, std::s
                                                const runtime::Feeds& initial) {
   SessionRecorder r(store);
   r.document_ = std::move(document);
-  SCELLIS_ASSIGN_OR_RETURN(r.initial_, FeedDigests(store, initial));
+  SCELLIS_ASSIGN_OR_RETURN(r.initial_, DigestsOf(store, initial));
   r.settings_ = {{"compile", CompileSettingsJson(compile)},
                  {"backend", select.requested},
                  {"allow_software_adapter", select.allow_software_adapter}};
@@ -38,7 +25,7 @@ Status SessionRecorder::Add(const std::vector<runtime::Feeds>& steps,
                             const runtime::StepsResult& result) {
   Json run = {{"steps", Json::array()}, {"watch", watch}};
   for (const runtime::Feeds& feeds : steps) {
-    SCELLIS_ASSIGN_OR_RETURN(Json digests, FeedDigests(store_, feeds));
+    SCELLIS_ASSIGN_OR_RETURN(Json digests, DigestsOf(store_, feeds));
     run["steps"].push_back(std::move(digests));
   }
   const size_t index = runs_.size();
