@@ -71,7 +71,7 @@ struct MatmulSchedule {
   int Invocations() const { return (tile_m / block_m) * (tile_n / block_n); }
   // Bytes of workgroup memory the tiles of both operands take.
   int64_t WorkgroupBytes() const;
-  // "128x64x16/8x8/vec4", "16x16x16/1x1", "per-element"; "/vec4a" or "/vec4b" when one operand.
+  // "64x128x16/8x8/vec4", "16x16x16/1x1", "per-element"; "/vec4a" or "/vec4b" when one operand.
   std::string Name() const;
   bool operator==(const MatmulSchedule&) const = default;
 };

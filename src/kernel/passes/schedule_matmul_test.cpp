@@ -27,10 +27,10 @@ MatmulShape Shape(int64_t m, int64_t k, int64_t n, int64_t batches = 1, bool ta 
 }
 
 TEST(ScheduleMatmulPass, ChoosesByWhatFillsTheDevice) {
-  // 4096^3: 32 x 64 = 2048 workgroups of 128 x 64 outputs, far more than 132.
-  EXPECT_EQ(ChooseMatmulSchedule(Shape(4096, 4096, 4096)).Name(), "128x64x16/8x8/vec4");
+  // 4096^3: 64 x 32 = 2048 workgroups of 64 x 128 outputs, far more than 132.
+  EXPECT_EQ(ChooseMatmulSchedule(Shape(4096, 4096, 4096)).Name(), "64x128x16/8x8/vec4");
   // 2048^2 outputs: 16 x 32 = 512 large tiles, still enough.
-  EXPECT_EQ(ChooseMatmulSchedule(Shape(2048, 2048, 2048)).Name(), "128x64x16/8x8/vec4");
+  EXPECT_EQ(ChooseMatmulSchedule(Shape(2048, 2048, 2048)).Name(), "64x128x16/8x8/vec4");
   // 1024^2 outputs: 128 large tiles leave part of the device idle; 256 medium ones fill it.
   EXPECT_EQ(ChooseMatmulSchedule(Shape(1024, 1024, 1024)).Name(), "64x64x16/4x4/vec4");
   // The MLP's first layer, 64 x 784 x 256: 4 medium tiles; the 16 x 16 kernel gives 64, and with
@@ -42,9 +42,9 @@ TEST(ScheduleMatmulPass, ChoosesByWhatFillsTheDevice) {
   // Where neither fills the GPU (4 against 16 workgroups), or 16 x 16 tiles already do.
   EXPECT_EQ(ChooseMatmulSchedule(Shape(64, 256, 10)).Name(), "16x16x64/1x1");
   EXPECT_EQ(ChooseMatmulSchedule(Shape(784, 64, 256)).Name(), "16x16x64/1x1");
-  EXPECT_EQ(ChooseMatmulSchedule(Shape(8192, 784, 4096)).Name(), "128x64x16/8x8/vec4");
+  EXPECT_EQ(ChooseMatmulSchedule(Shape(8192, 784, 4096)).Name(), "64x128x16/8x8/vec4");
   // A batch counts: 5 batches of 512^2 outputs are 160 large tiles, 4 batches only 128.
-  EXPECT_EQ(ChooseMatmulSchedule(Shape(512, 512, 512, 5)).Name(), "128x64x16/8x8/vec4");
+  EXPECT_EQ(ChooseMatmulSchedule(Shape(512, 512, 512, 5)).Name(), "64x128x16/8x8/vec4");
   EXPECT_EQ(ChooseMatmulSchedule(Shape(512, 512, 512, 4)).Name(), "64x64x16/4x4/vec4");
   EXPECT_EQ(ChooseMatmulSchedule(Shape(1, 1, 1)).Name(), "16x16x16/1x1");
 }
@@ -61,13 +61,13 @@ TEST(ScheduleMatmulPass, TheOneOutputKernelStagesKByItsLength) {
 
 TEST(ScheduleMatmulPass, Vec4LoadsOnlyAlongARowOfMultiplesOf4) {
   // A is read along K, B along N; transposed, A^T along M and B^T along K.
-  EXPECT_EQ(ChooseMatmulSchedule(Shape(4096, 4095, 4096)).Name(), "128x64x16/8x8/vec4b");
-  EXPECT_EQ(ChooseMatmulSchedule(Shape(4096, 4096, 4095)).Name(), "128x64x16/8x8/vec4a");
+  EXPECT_EQ(ChooseMatmulSchedule(Shape(4096, 4095, 4096)).Name(), "64x128x16/8x8/vec4b");
+  EXPECT_EQ(ChooseMatmulSchedule(Shape(4096, 4096, 4095)).Name(), "64x128x16/8x8/vec4a");
   EXPECT_EQ(ChooseMatmulSchedule(Shape(4095, 4096, 4096, 1, true, false)).Name(),
-            "128x64x16/8x8/vec4b");
-  EXPECT_EQ(ChooseMatmulSchedule(Shape(4096, 4095, 4096, 1, false, true)).Name(), "128x64x16/8x8");
+            "64x128x16/8x8/vec4b");
+  EXPECT_EQ(ChooseMatmulSchedule(Shape(4096, 4095, 4096, 1, false, true)).Name(), "64x128x16/8x8");
   EXPECT_EQ(ChooseMatmulSchedule(Shape(4096, 4096, 4095, 1, true, true)).Name(),
-            "128x64x16/8x8/vec4");
+            "64x128x16/8x8/vec4");
 }
 
 TEST(ScheduleMatmulPass, PerElementOnlyWhenNoTileFits) {
@@ -77,7 +77,7 @@ TEST(ScheduleMatmulPass, PerElementOnlyWhenNoTileFits) {
   // 2^21 rows are 131072 tiles of 16 rows, past 65535 workgroups, but 16384 of 128 rows; 2^24
   // rows are too many even for those.
   EXPECT_EQ(ChooseMatmulSchedule(Shape(int64_t{1} << 24, 4, 4)).Name(), "per-element");
-  EXPECT_EQ(ChooseMatmulSchedule(Shape(int64_t{1} << 21, 4, 256)).Name(), "128x64x16/8x8/vec4");
+  EXPECT_EQ(ChooseMatmulSchedule(Shape(int64_t{1} << 21, 4, 256)).Name(), "64x128x16/8x8/vec4");
   EXPECT_EQ(ChooseMatmulSchedule(Shape(2, 2, 2, 70000)).Name(), "per-element");
 }
 
@@ -98,7 +98,7 @@ TEST(ScheduleMatmulPass, TheEmitterRefusesAScheduleItCannotRun) {
   s.vec4_a = true;
   EXPECT_FALSE(wgsl::CheckMatmulSchedule(s, Shape(8, 7, 8)).ok());  // rows of 7
   s = LargeMatmulSchedule();
-  s.tile_k = 32;  // 32 KiB of tiles
+  s.tile_k = 32;  // 24 KiB of tiles
   EXPECT_FALSE(wgsl::CheckMatmulSchedule(s, Shape(8, 8, 8)).ok());
   s = MediumMatmulSchedule();
   s.block_m = 2;  // 2 rows per invocation: not a whole vec4
@@ -118,7 +118,7 @@ TEST(ScheduleMatmulPass, PrintedAndFollowed) {
   ASSERT_TRUE(c.ok()) << c.errors().front().Format();
   const Kernel& k = c->module->kernels[0];
   ASSERT_TRUE(k.matmul_schedule);
-  EXPECT_EQ(k.matmul_schedule->Name(), "64x64x16/4x4/vec4");  // 48 large tiles, 192 medium
+  EXPECT_EQ(k.matmul_schedule->Name(), "64x64x16/4x4/vec4");  // 96 large tiles, 192 medium
   EXPECT_EQ(k.workgroups, (std::array<uint32_t, 3>{16, 12, 1}));
   EXPECT_NE(k.Wgsl().source.find("// matmul 64x64x16/4x4/vec4"), std::string::npos);
   EXPECT_NE(k.Wgsl().source.find("@workgroup_size(16, 16)"), std::string::npos);
@@ -131,8 +131,8 @@ TEST(ScheduleMatmulPass, PrintedAndFollowed) {
   o.matmul_schedule->vec4_a = o.matmul_schedule->vec4_b = true;
   c = pipeline::Compile(doc.dump(), o);
   ASSERT_TRUE(c.ok()) << c.errors().front().Format();
-  EXPECT_EQ(c->module->kernels[0].matmul_schedule->Name(), "128x64x16/8x8/vec4");
-  EXPECT_EQ(c->module->kernels[0].workgroups, (std::array<uint32_t, 3>{16, 6, 1}));
+  EXPECT_EQ(c->module->kernels[0].matmul_schedule->Name(), "64x128x16/8x8/vec4");
+  EXPECT_EQ(c->module->kernels[0].workgroups, (std::array<uint32_t, 3>{8, 12, 1}));
 }
 
 // ---- every schedule against the CPU reference, on WebGPU ----
@@ -262,7 +262,7 @@ TEST_P(EveryMatmulSchedule, ComputesTheReferencesBitsOnWebGpu) {
 // selected adapter when its limit allows, with the reference's bits.
 TEST(ScheduleMatmulPass, WorkgroupMemoryPastSixteenKibOnlyWhereTheDeviceHasIt) {
   MatmulSchedule wide = LargeMatmulSchedule();
-  wide.tile_n = 128;
+  wide.tile_m = 128;
   wide.tile_k = 32;  // 128x32 + 32x128 floats: 32 KiB
   wide.vec4_a = wide.vec4_b = true;
   ASSERT_EQ(wide.WorkgroupBytes(), 32768);
