@@ -5,6 +5,8 @@ import os
 import subprocess
 import tempfile
 
+from safetensors_file import read_safetensors
+
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 BUILD = os.environ.get("SCELLIS_BUILD", os.path.join(ROOT, "build"))
 MIXED = os.path.join(ROOT, "examples/fashion_mlp_mixed.json")
@@ -44,10 +46,6 @@ def test_the_cpu_reference_trains_and_checkpoints_f32_master_weights():
         r = scellis("train", MIXED, "--backend=cpu", "--max-steps", "16", "--steps-per-run", "8",
                     "--checkpoint", checkpoint, env=env)
         assert r.returncode == 0, r.stderr
-        import json
-        import struct
-        raw = open(checkpoint, "rb").read()
-        (n,) = struct.unpack("<Q", raw[:8])
-        header = json.loads(raw[8:8 + n])
+        header, _ = read_safetensors(checkpoint)
     assert header["w1"]["dtype"] == "F32" and header["w1"]["shape"] == [784, 256]
     assert header["w2"]["dtype"] == "F32"

@@ -5,6 +5,8 @@ import os
 import subprocess
 import tempfile
 
+from safetensors_file import read_safetensors
+
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 BUILD = os.environ.get("SCELLIS_BUILD", os.path.join(ROOT, "build"))
 
@@ -17,13 +19,7 @@ def train(*args):
 
 def tensors(path):
     # The checkpoint is safetensors: compare the tensor bytes, not the metadata.
-    import json
-    import struct
-    raw = open(path, "rb").read()
-    (n,) = struct.unpack("<Q", raw[:8])
-    header = json.loads(raw[8:8 + n])
-    header.pop("__metadata__", None)
-    return {k: raw[8 + n + v["data_offsets"][0]:8 + n + v["data_offsets"][1]] for k, v in header.items()}
+    return read_safetensors(path)[1]
 
 
 def test_resume_is_bit_exact():
