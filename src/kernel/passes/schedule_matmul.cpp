@@ -50,9 +50,10 @@ MatmulSchedule WithKStagedForShape(MatmulSchedule s, const MatmulShape& shape) {
 // Measured on the H200 with the K steps unrolled (bench/RESULTS.md, 2026-12-03): 64 x 128 tiles
 // ran 4096^3 at 37.8 TFLOP/s against 36.7 for 128 x 64 and 34.2 for 128 x 128. 64 x 64 tiles
 // with 8 x 8 outputs per invocation ran 1024^3 at 25.8 against 21.3 with 4 x 4, but the medium
-// schedule keeps 4 x 4: forced to 8 x 8, the MLP step's fused kernels did not finish within five
-// minutes on SwiftShader (its memory growing past 4 GiB), and medium shapes are those a software
-// adapter still runs.
+// schedule keeps 4 x 4: SwiftShader did not finish compiling 64 x 64 x 16 / 8 x 8 with scalar
+// loads (an operand whose rows are not a multiple of 4 long) in two minutes, its memory past
+// 11 GiB, where the vec4 variants took 1-4 s; medium shapes are those a software adapter still
+// runs.
 const MatmulSchedule& LargeMatmulSchedule() {
   static const MatmulSchedule s = Tiled(64, 128, 16, 8, 8);
   return s;
