@@ -74,7 +74,7 @@ TEST(ScheduleMatmulPass, PerElementOnlyWhenNoTileFits) {
   EXPECT_EQ(ChooseMatmulSchedule(Shape(3, 0, 4)).Name(), "16x16x16/1x1");  // K = 0 still tiles
   EXPECT_EQ(ChooseMatmulSchedule(Shape(2, 3, 0)).Name(), "per-element");   // nothing to write
   EXPECT_EQ(ChooseMatmulSchedule(Shape(2, 3, 4, 0)).Name(), "per-element");
-  // 2^21 rows are 131072 tiles of 16 rows, past 65535 workgroups, but 16384 of 128 rows; 2^24
+  // 2^21 rows are 131072 tiles of 16 rows, past 65535 workgroups, but 32768 of 64 rows; 2^24
   // rows are too many even for those.
   EXPECT_EQ(ChooseMatmulSchedule(Shape(int64_t{1} << 24, 4, 4)).Name(), "per-element");
   EXPECT_EQ(ChooseMatmulSchedule(Shape(int64_t{1} << 21, 4, 256)).Name(), "64x128x16/8x8/vec4");

@@ -56,22 +56,9 @@ fn main(@builtin(workgroup_id) wg: vec3<u32>,
     tile_a[lid.y * 16u + lid.x] = select(0.0, in0[off_a + r * 3u + ka], r < 4u && ka < 3u);
     tile_b[lid.y * 16u + lid.x] = select(0.0, in1[off_b + kb * 2u + c], kb < 3u && c < 2u);
     workgroupBarrier();
-    acc = acc + tile_a[lid.y * 16u + 0u] * tile_b[0u + lid.x];
-    acc = acc + tile_a[lid.y * 16u + 1u] * tile_b[16u + lid.x];
-    acc = acc + tile_a[lid.y * 16u + 2u] * tile_b[32u + lid.x];
-    acc = acc + tile_a[lid.y * 16u + 3u] * tile_b[48u + lid.x];
-    acc = acc + tile_a[lid.y * 16u + 4u] * tile_b[64u + lid.x];
-    acc = acc + tile_a[lid.y * 16u + 5u] * tile_b[80u + lid.x];
-    acc = acc + tile_a[lid.y * 16u + 6u] * tile_b[96u + lid.x];
-    acc = acc + tile_a[lid.y * 16u + 7u] * tile_b[112u + lid.x];
-    acc = acc + tile_a[lid.y * 16u + 8u] * tile_b[128u + lid.x];
-    acc = acc + tile_a[lid.y * 16u + 9u] * tile_b[144u + lid.x];
-    acc = acc + tile_a[lid.y * 16u + 10u] * tile_b[160u + lid.x];
-    acc = acc + tile_a[lid.y * 16u + 11u] * tile_b[176u + lid.x];
-    acc = acc + tile_a[lid.y * 16u + 12u] * tile_b[192u + lid.x];
-    acc = acc + tile_a[lid.y * 16u + 13u] * tile_b[208u + lid.x];
-    acc = acc + tile_a[lid.y * 16u + 14u] * tile_b[224u + lid.x];
-    acc = acc + tile_a[lid.y * 16u + 15u] * tile_b[240u + lid.x];
+    for (var kk = 0u; kk < 16u; kk = kk + 1u) {
+      acc = acc + tile_a[lid.y * 16u + kk] * tile_b[kk * 16u + lid.x];
+    }
     workgroupBarrier();
   }
   if (r < 4u && c < 2u) { out[wg.z * 8u + r * 2u + c] = acc; }

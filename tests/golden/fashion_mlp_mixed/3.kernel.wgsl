@@ -208,22 +208,9 @@ fn main(@builtin(workgroup_id) wg: vec3<u32>,
     tile_a[lid.y * 16u + lid.x] = select(0.0, f32(in0[off_a + r * 784u + ka]), r < 64u && ka < 784u);
     tile_b[lid.y * 16u + lid.x] = select(0.0, f32(in1[off_b + kb * 256u + c]), kb < 784u && c < 256u);
     workgroupBarrier();
-    acc = acc + tile_a[lid.y * 16u + 0u] * tile_b[0u + lid.x];
-    acc = acc + tile_a[lid.y * 16u + 1u] * tile_b[16u + lid.x];
-    acc = acc + tile_a[lid.y * 16u + 2u] * tile_b[32u + lid.x];
-    acc = acc + tile_a[lid.y * 16u + 3u] * tile_b[48u + lid.x];
-    acc = acc + tile_a[lid.y * 16u + 4u] * tile_b[64u + lid.x];
-    acc = acc + tile_a[lid.y * 16u + 5u] * tile_b[80u + lid.x];
-    acc = acc + tile_a[lid.y * 16u + 6u] * tile_b[96u + lid.x];
-    acc = acc + tile_a[lid.y * 16u + 7u] * tile_b[112u + lid.x];
-    acc = acc + tile_a[lid.y * 16u + 8u] * tile_b[128u + lid.x];
-    acc = acc + tile_a[lid.y * 16u + 9u] * tile_b[144u + lid.x];
-    acc = acc + tile_a[lid.y * 16u + 10u] * tile_b[160u + lid.x];
-    acc = acc + tile_a[lid.y * 16u + 11u] * tile_b[176u + lid.x];
-    acc = acc + tile_a[lid.y * 16u + 12u] * tile_b[192u + lid.x];
-    acc = acc + tile_a[lid.y * 16u + 13u] * tile_b[208u + lid.x];
-    acc = acc + tile_a[lid.y * 16u + 14u] * tile_b[224u + lid.x];
-    acc = acc + tile_a[lid.y * 16u + 15u] * tile_b[240u + lid.x];
+    for (var kk = 0u; kk < 16u; kk = kk + 1u) {
+      acc = acc + tile_a[lid.y * 16u + kk] * tile_b[kk * 16u + lid.x];
+    }
     workgroupBarrier();
   }
   if (r < 64u && c < 256u) { out[wg.z * 16384u + r * 256u + c] = f16(round_f16(acc)); }
@@ -493,22 +480,9 @@ fn main(@builtin(workgroup_id) wg: vec3<u32>,
     tile_a[lid.y * 16u + lid.x] = select(0.0, f32(in0[off_a + r * 256u + ka]), r < 64u && ka < 256u);
     tile_b[lid.y * 16u + lid.x] = select(0.0, f32(in1[off_b + kb * 10u + c]), kb < 256u && c < 10u);
     workgroupBarrier();
-    acc = acc + tile_a[lid.y * 16u + 0u] * tile_b[0u + lid.x];
-    acc = acc + tile_a[lid.y * 16u + 1u] * tile_b[16u + lid.x];
-    acc = acc + tile_a[lid.y * 16u + 2u] * tile_b[32u + lid.x];
-    acc = acc + tile_a[lid.y * 16u + 3u] * tile_b[48u + lid.x];
-    acc = acc + tile_a[lid.y * 16u + 4u] * tile_b[64u + lid.x];
-    acc = acc + tile_a[lid.y * 16u + 5u] * tile_b[80u + lid.x];
-    acc = acc + tile_a[lid.y * 16u + 6u] * tile_b[96u + lid.x];
-    acc = acc + tile_a[lid.y * 16u + 7u] * tile_b[112u + lid.x];
-    acc = acc + tile_a[lid.y * 16u + 8u] * tile_b[128u + lid.x];
-    acc = acc + tile_a[lid.y * 16u + 9u] * tile_b[144u + lid.x];
-    acc = acc + tile_a[lid.y * 16u + 10u] * tile_b[160u + lid.x];
-    acc = acc + tile_a[lid.y * 16u + 11u] * tile_b[176u + lid.x];
-    acc = acc + tile_a[lid.y * 16u + 12u] * tile_b[192u + lid.x];
-    acc = acc + tile_a[lid.y * 16u + 13u] * tile_b[208u + lid.x];
-    acc = acc + tile_a[lid.y * 16u + 14u] * tile_b[224u + lid.x];
-    acc = acc + tile_a[lid.y * 16u + 15u] * tile_b[240u + lid.x];
+    for (var kk = 0u; kk < 16u; kk = kk + 1u) {
+      acc = acc + tile_a[lid.y * 16u + kk] * tile_b[kk * 16u + lid.x];
+    }
     workgroupBarrier();
   }
   if (r < 64u && c < 10u) { out[wg.z * 640u + r * 10u + c] = f16(round_f16(acc)); }
@@ -771,22 +745,9 @@ fn main(@builtin(workgroup_id) wg: vec3<u32>,
     tile_a[lid.y * 16u + lid.x] = select(0.0, f32(in0[off_a + r * 10u + ka]), r < 64u && ka < 10u);
     tile_b[lid.y * 16u + lid.x] = select(0.0, f32(in1[off_b + c * 10u + kb]), kb < 10u && c < 256u);
     workgroupBarrier();
-    acc = acc + tile_a[lid.y * 16u + 0u] * tile_b[0u + lid.x];
-    acc = acc + tile_a[lid.y * 16u + 1u] * tile_b[16u + lid.x];
-    acc = acc + tile_a[lid.y * 16u + 2u] * tile_b[32u + lid.x];
-    acc = acc + tile_a[lid.y * 16u + 3u] * tile_b[48u + lid.x];
-    acc = acc + tile_a[lid.y * 16u + 4u] * tile_b[64u + lid.x];
-    acc = acc + tile_a[lid.y * 16u + 5u] * tile_b[80u + lid.x];
-    acc = acc + tile_a[lid.y * 16u + 6u] * tile_b[96u + lid.x];
-    acc = acc + tile_a[lid.y * 16u + 7u] * tile_b[112u + lid.x];
-    acc = acc + tile_a[lid.y * 16u + 8u] * tile_b[128u + lid.x];
-    acc = acc + tile_a[lid.y * 16u + 9u] * tile_b[144u + lid.x];
-    acc = acc + tile_a[lid.y * 16u + 10u] * tile_b[160u + lid.x];
-    acc = acc + tile_a[lid.y * 16u + 11u] * tile_b[176u + lid.x];
-    acc = acc + tile_a[lid.y * 16u + 12u] * tile_b[192u + lid.x];
-    acc = acc + tile_a[lid.y * 16u + 13u] * tile_b[208u + lid.x];
-    acc = acc + tile_a[lid.y * 16u + 14u] * tile_b[224u + lid.x];
-    acc = acc + tile_a[lid.y * 16u + 15u] * tile_b[240u + lid.x];
+    for (var kk = 0u; kk < 16u; kk = kk + 1u) {
+      acc = acc + tile_a[lid.y * 16u + kk] * tile_b[kk * 16u + lid.x];
+    }
     workgroupBarrier();
   }
   if (r < 64u && c < 256u) { out[wg.z * 16384u + r * 256u + c] = f16(round_f16(acc)); }
@@ -848,22 +809,9 @@ fn main(@builtin(workgroup_id) wg: vec3<u32>,
     tile_a[lid.y * 16u + lid.x] = select(0.0, f32(in0[off_a + ka * 256u + r]), r < 256u && ka < 64u);
     tile_b[lid.y * 16u + lid.x] = select(0.0, f32(in1[off_b + kb * 10u + c]), kb < 64u && c < 10u);
     workgroupBarrier();
-    acc = acc + tile_a[lid.y * 16u + 0u] * tile_b[0u + lid.x];
-    acc = acc + tile_a[lid.y * 16u + 1u] * tile_b[16u + lid.x];
-    acc = acc + tile_a[lid.y * 16u + 2u] * tile_b[32u + lid.x];
-    acc = acc + tile_a[lid.y * 16u + 3u] * tile_b[48u + lid.x];
-    acc = acc + tile_a[lid.y * 16u + 4u] * tile_b[64u + lid.x];
-    acc = acc + tile_a[lid.y * 16u + 5u] * tile_b[80u + lid.x];
-    acc = acc + tile_a[lid.y * 16u + 6u] * tile_b[96u + lid.x];
-    acc = acc + tile_a[lid.y * 16u + 7u] * tile_b[112u + lid.x];
-    acc = acc + tile_a[lid.y * 16u + 8u] * tile_b[128u + lid.x];
-    acc = acc + tile_a[lid.y * 16u + 9u] * tile_b[144u + lid.x];
-    acc = acc + tile_a[lid.y * 16u + 10u] * tile_b[160u + lid.x];
-    acc = acc + tile_a[lid.y * 16u + 11u] * tile_b[176u + lid.x];
-    acc = acc + tile_a[lid.y * 16u + 12u] * tile_b[192u + lid.x];
-    acc = acc + tile_a[lid.y * 16u + 13u] * tile_b[208u + lid.x];
-    acc = acc + tile_a[lid.y * 16u + 14u] * tile_b[224u + lid.x];
-    acc = acc + tile_a[lid.y * 16u + 15u] * tile_b[240u + lid.x];
+    for (var kk = 0u; kk < 16u; kk = kk + 1u) {
+      acc = acc + tile_a[lid.y * 16u + kk] * tile_b[kk * 16u + lid.x];
+    }
     workgroupBarrier();
   }
   if (r < 256u && c < 10u) { out[wg.z * 2560u + r * 10u + c] = f16(round_f16(acc)); }
@@ -1069,22 +1017,9 @@ fn main(@builtin(workgroup_id) wg: vec3<u32>,
     tile_a[lid.y * 16u + lid.x] = select(0.0, f32(in0[off_a + ka * 784u + r]), r < 784u && ka < 64u);
     tile_b[lid.y * 16u + lid.x] = select(0.0, f32(in1[off_b + kb * 256u + c]), kb < 64u && c < 256u);
     workgroupBarrier();
-    acc = acc + tile_a[lid.y * 16u + 0u] * tile_b[0u + lid.x];
-    acc = acc + tile_a[lid.y * 16u + 1u] * tile_b[16u + lid.x];
-    acc = acc + tile_a[lid.y * 16u + 2u] * tile_b[32u + lid.x];
-    acc = acc + tile_a[lid.y * 16u + 3u] * tile_b[48u + lid.x];
-    acc = acc + tile_a[lid.y * 16u + 4u] * tile_b[64u + lid.x];
-    acc = acc + tile_a[lid.y * 16u + 5u] * tile_b[80u + lid.x];
-    acc = acc + tile_a[lid.y * 16u + 6u] * tile_b[96u + lid.x];
-    acc = acc + tile_a[lid.y * 16u + 7u] * tile_b[112u + lid.x];
-    acc = acc + tile_a[lid.y * 16u + 8u] * tile_b[128u + lid.x];
-    acc = acc + tile_a[lid.y * 16u + 9u] * tile_b[144u + lid.x];
-    acc = acc + tile_a[lid.y * 16u + 10u] * tile_b[160u + lid.x];
-    acc = acc + tile_a[lid.y * 16u + 11u] * tile_b[176u + lid.x];
-    acc = acc + tile_a[lid.y * 16u + 12u] * tile_b[192u + lid.x];
-    acc = acc + tile_a[lid.y * 16u + 13u] * tile_b[208u + lid.x];
-    acc = acc + tile_a[lid.y * 16u + 14u] * tile_b[224u + lid.x];
-    acc = acc + tile_a[lid.y * 16u + 15u] * tile_b[240u + lid.x];
+    for (var kk = 0u; kk < 16u; kk = kk + 1u) {
+      acc = acc + tile_a[lid.y * 16u + kk] * tile_b[kk * 16u + lid.x];
+    }
     workgroupBarrier();
   }
   if (r < 784u && c < 256u) { out[wg.z * 200704u + r * 256u + c] = f16(round_f16(acc)); }

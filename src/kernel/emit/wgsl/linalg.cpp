@@ -232,11 +232,6 @@ void TiledOneOutput(const Module& m, const Kernel& k, const Operands& o, const M
              Loaded(m, k, "in1[" + BIndex(o, kb, "c") + "]") + ", " + kb + " < " + K + " && c < " +
              N + ");\n";
   }
-  // The tile's K steps written out, not looped (as in TiledBlocked).
-  std::string steps;
-  for (int kk = 0; kk < sch.tile_k; ++kk)
-    steps += "    acc = acc + tile_a[lid.y * " + RA + " + " + U32(kk) + "] * tile_b[" +
-             U32(int64_t{kk} * sch.tile_n) + " + lid.x];\n";
   out.source =
       "// matmul " + sch.Name() + "\n" + Bindings(m, k) + HalfHelpers(m, k) + EpilogueFn(m, k) +
       "var<workgroup> tile_a: array<f32, " + std::to_string(sch.tile_m * row_a) +
@@ -250,8 +245,9 @@ void TiledOneOutput(const Module& m, const Kernel& k, const Operands& o, const M
       BatchOffsets(o, "wg.z") + "  let r = wg.y * " + T + " + lid.y;\n  let c = wg.x * " + T +
       " + lid.x;\n  var acc = " + AccStart(o, OutIndex(o, "r", "c"), "r < " + M + " && c < " + N) +
       ";\n  for (var t = 0u; t < " + K + "; t = t + " + TK + ") {\n" + loads +
-      "    workgroupBarrier();\n" + steps + "    workgroupBarrier();\n  }\n  if (r < " + M +
-      " && c < " + N +
+      "    workgroupBarrier();\n    for (var kk = 0u; kk < " + TK +
+      "; kk = kk + 1u) {\n      acc = acc + tile_a[lid.y * " + RA + " + kk] * tile_b[kk * " + T +
+      " + lid.x];\n    }\n    workgroupBarrier();\n  }\n  if (r < " + M + " && c < " + N +
       ") { out[" + OutIndex(o, "r", "c") + "] = " + Stored(m, k, "acc", OutIndex(o, "r", "c")) +
       "; }\n}\n";
   out.workgroups = {static_cast<uint32_t>((s.n + sch.tile_n - 1) / sch.tile_n),
