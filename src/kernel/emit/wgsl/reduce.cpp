@@ -53,6 +53,17 @@ void GenerateWideColumnSum(const Module& m, const Kernel& k, Generated& out) {
   const std::string at = s.TwoStages()
                              ? "(wg.z * " + U32(s.groups) + " + wg.y) * " + U32(s.inner) + " + col"
                              : "wg.z * " + U32(s.inner) + " + col";
+  // A lane's steps r, r + lanes, ... four at a time: the four loads are issued before the first
+  // of their additions, which then run in the same order as one at a time (the bits do not
+  // change), so that each lane has four loads in flight instead of one; the rest one by one.
+  const std::string L = U32(lanes), inner = U32(s.inner);
+  std::string steps = "    var r = lo + lane;\n    for (; r + " + U32(3 * lanes) +
+                      " < hi; r = r + " + U32(4 * lanes) + ") {\n";
+  for (int j = 0; j < 4; ++j)
+    steps += "      let v" + std::to_string(j) + " = in0[base + (r + " + U32(j * lanes) + ") * " +
+             inner + "];\n";
+  steps += "      s = s + v0;\n      s = s + v1;\n      s = s + v2;\n      s = s + v3;\n    }\n";
+  steps += "    for (; r < hi; r = r + " + L + ") { s = s + in0[base + r * " + inner + "]; }\n";
   out.source = Bindings(m, k) +
                "var<workgroup> partial: array<f32, 256>;\n"
                "@compute @workgroup_size(256)\n"
@@ -65,9 +76,7 @@ void GenerateWideColumnSum(const Module& m, const Kernel& k, Generated& out) {
                "  var s = 0.0;\n"
                "  if (col < " +
                U32(s.inner) + ") {\n" + "    let base = wg.z * " + U32(len * s.inner) +
-               " + col;\n" + "    for (var r = lo + lane; r < hi; r = r + " + U32(lanes) +
-               ") { s = s + in0[base + r * " + U32(s.inner) + "]; }\n" +
-               "  }\n"
+               " + col;\n" + steps + "  }\n"
                "  partial[t] = s;\n" +
                combine + "  if (lane == 0u && col < " + U32(s.inner) + ") {\n    out[" + at +
                "] = partial[t]" + scale + ";\n  }\n}\n";
