@@ -44,7 +44,7 @@ void AddPassFlags(CLI::App* cmd, CompileFlags& f) {
   cmd->add_option("--disable-pass", f.disabled_passes,
                   "leave out an optional pass (fuse-elementwise, fuse-generators, fold-transposes, "
                   "fuse-matmul-epilogue, merge-optimizer-outputs, write-state-in-place, "
-                  "merge-optimizer-kernels, hoist-loop-invariants, "
+                  "merge-optimizer-kernels, fuse-optimizer-into-gradient, hoist-loop-invariants, "
                   "schedule-elementwise, schedule-sum, block-butterfly-stages, block-temporally); "
                   "repeatable");
 }

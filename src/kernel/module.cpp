@@ -70,13 +70,16 @@ void NameKernels(Module& m) {
     for (size_t s = 1; k.HasEpilogue() && s < k.expr.size(); ++s)
       if (k.expr[s].op != "full") title += "_" + k.expr[s].op;
     // An optimizer kernel over several parameters is named after the first's outputs and the
-    // count ("k6_adam_update_adam_m_adam_v_x2").
-    const std::vector<std::vector<size_t>> parts =
-        k.kind == KernelKind::kOp && IsOptimizerOp(m, k.op) ? OptimizerParts(m, k)
-                                                            : std::vector<std::vector<size_t>>{};
+    // count ("k6_adam_update_adam_m_adam_v_x2"); a matmul updating parameters after its update
+    // ("k4_matmul_adam_update_adam_m_adam_v_x2").
+    const bool optimizer = k.kind == KernelKind::kOp && IsOptimizerOp(m, k.op);
+    const std::vector<std::vector<size_t>> parts = optimizer || k.UpdatesParameters()
+                                                       ? OptimizerParts(m, k)
+                                                       : std::vector<std::vector<size_t>>{};
     const std::vector<int> outs = k.Outputs();
     const size_t named = parts.size() > 1 ? parts.front().size() : outs.size();
-    for (size_t j = 1; j < named; ++j) title += "_" + m.graph().at(outs[j]).op;
+    for (size_t j = optimizer ? 1 : 0; k.kind == KernelKind::kOp && j < named; ++j)
+      if (j || k.UpdatesParameters()) title += "_" + m.graph().at(outs[j]).op;
     if (parts.size() > 1) title += "_x" + std::to_string(parts.size());
     k.name = "k" + std::to_string(k.id) + "_" + title;
   }
@@ -110,6 +113,38 @@ Kernel EpilogueKernel(const Kernel& matmul) {
     e.expr.push_back(std::move(step));
   }
   return e;
+}
+
+Kernel UpdateKernel(const Module& m, const Kernel& matmul) {
+  Kernel u;
+  u.kind = KernelKind::kOp;
+  u.op = m.graph().at(matmul.output).op;
+  u.name = matmul.name + "_update";
+  u.output = matmul.output;
+  u.extra_outputs = matmul.extra_outputs;
+  u.nodes = matmul.Outputs();
+  // The reference's update reads its first part's arguments in their order: they come first, then
+  // the other parameters' and the matmul's own operands, which no part reads.
+  auto add = [&u](int node) {
+    if (node >= 0 && std::find(u.inputs.begin(), u.inputs.end(), node) == u.inputs.end())
+      u.inputs.push_back(node);
+  };
+  for (int a : m.graph().at(matmul.output).args) add(a);
+  for (int in : matmul.inputs) add(in);
+  add(matmul.update_product);
+  add(matmul.update_column_sums);
+  auto index_in_update = [&](int input) {
+    return static_cast<int>(std::find(u.inputs.begin(), u.inputs.end(), matmul.inputs[input]) -
+                            u.inputs.begin());
+  };
+  for (size_t j = 0; j < matmul.in_place.size(); ++j)
+    u.in_place.push_back(matmul.in_place[j] < 0 ? -1 : index_in_update(matmul.in_place[j]));
+  if (!matmul.uniform_inputs.empty()) {
+    u.uniform_inputs.assign(u.inputs.size(), false);
+    for (size_t i = 0; i < matmul.inputs.size(); ++i)
+      if (matmul.UniformInput(i)) u.uniform_inputs[index_in_update(static_cast<int>(i))] = true;
+  }
+  return u;
 }
 
 int Module::HoistedKernels() const {
@@ -286,7 +321,7 @@ std::string Print(const Module& m) {
       out += "fused[" + steps(0) + "]";
     } else {
       out += k.op + "(";
-      const size_t operands = k.HasEpilogue() ? 2 : k.inputs.size();
+      const size_t operands = k.HasEpilogue() || k.UpdatesParameters() ? 2 : k.inputs.size();
       for (size_t i = 0; i < operands; ++i) {
         out += (i ? ", %" : "%") + m.graph().at(k.inputs[i]).name;
         if (i < k.transposed.size() && k.transposed[i]) out += "^T";
@@ -295,6 +330,21 @@ std::string Print(const Module& m) {
         out += (operands + j ? ", " : "") + CanonicalJson(Json(k.literals[j].value));
       out += ")";
       if (k.HasEpilogue()) out += " as s0, epilogue[" + steps(1) + "]";
+      if (k.UpdatesParameters()) {
+        out += " as %" + m.graph().at(k.update_product).name;
+        if (k.update_column_sums >= 0)
+          out += " and its column sums %" + m.graph().at(k.update_column_sums).name;
+        // Each parameter's update, as its op over its arguments.
+        std::string parts;
+        for (const std::vector<size_t>& part : OptimizerParts(m, k)) {
+          const webir::Node& n = m.graph().at(k.Outputs()[part.front()]);
+          parts += (parts.empty() ? "" : "; ") + n.op + "(";
+          for (size_t a = 0; a < n.args.size(); ++a)
+            parts += (a ? ", %" : "%") + m.graph().at(n.args[a]).name;
+          parts += ")";
+        }
+        out += ", update[" + parts + "]";
+      }
     }
     if (k.matmul_schedule) out += "  schedule " + k.matmul_schedule->Name();
     if (k.elementwise_schedule) out += "  schedule " + k.elementwise_schedule->Name();
@@ -356,6 +406,10 @@ Json ToJson(const Module& m) {
     jk["nodes"] = k.nodes;
     jk["inputs"] = k.inputs;
     if (!k.transposed.empty()) jk["transposed"] = k.transposed;
+    if (k.UpdatesParameters()) {
+      jk["update_product"] = k.update_product;
+      if (k.update_column_sums >= 0) jk["update_column_sums"] = k.update_column_sums;
+    }
     jk["output"] = k.output;
     if (!k.extra_outputs.empty()) jk["extra_outputs"] = k.extra_outputs;
     if (!k.in_place.empty()) jk["in_place"] = k.in_place;
@@ -462,7 +516,8 @@ Status VerifyInPlace(const Module& m, const Kernel& k) {
       return bad(" binds %" + m.graph().at(k.inputs[i]).name + " as a uniform, no f32 scalar");
   if (k.in_place.empty()) return Status::Ok();
   const std::vector<int> outs = k.Outputs();
-  if (k.in_place.size() != outs.size() || k.kind != KernelKind::kOp || !IsOptimizerOp(m, k.op))
+  const bool optimizer = IsOptimizerOp(m, k.op) || (k.UpdatesParameters() && k.op == "matmul");
+  if (k.in_place.size() != outs.size() || k.kind != KernelKind::kOp || !optimizer)
     return bad(" writes in place, but is no optimizer kernel over its outputs");
   std::set<int> replaced;
   for (size_t j = 0; j < outs.size(); ++j) {
@@ -526,6 +581,21 @@ Status Verify(const Module& m) {
     // writes before (the loss's gradient beside the loss, the bias gradient summed from it),
     // none of them read by the kernel as an input and none written twice.
     std::set<int> written_before = {k.output};
+    if (k.UpdatesParameters()) {
+      // The product and its column sums are gradients in registers; the outputs are an
+      // optimizer's, over them.
+      const webir::Node& product = m.graph().at(k.update_product);
+      if (k.op != "matmul" || k.HasEpilogue() || product.op != "matmul" || k.inputs.size() < 2 ||
+          !IsOptimizerOp(m, m.graph().at(k.output).op) ||
+          (k.update_column_sums >= 0 &&
+           m.graph().at(k.update_column_sums).args != std::vector<int>{k.inputs[1]}))
+        return InternalError("kernel.Verify",
+                             k.name +
+                                 " updates parameters but is no matmul taking their "
+                                 "gradients to an optimizer");
+      written_before.insert(k.update_product);
+      if (k.update_column_sums >= 0) written_before.insert(k.update_column_sums);
+    }
     for (const Kernel::Literal& l : k.literals) {
       const webir::Node& n = m.graph().at(l.node);
       if (k.kind != KernelKind::kOp || k.HasEpilogue() || n.op != "full" ||

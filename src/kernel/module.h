@@ -197,6 +197,13 @@ struct Kernel {
   // it is stored, reading step 0 (the element's sum), earlier steps, or inputs from index 2 on
   // (the epilogue's own, at the element's broadcast index). `output` is then the last step's node.
   std::vector<ExprStep> expr;
+  // kOp matmul whose results are gradients an optimizer update takes (the fuse-optimizer-into-
+  // gradient pass): the node of its product and of the column sums of B it adds (-1: none). Neither
+  // is stored: `output`, `extra_outputs`, `in_place` and `uniform_inputs` are the optimizer
+  // kernel's (UpdateKernel), which runs on each finished element of the product, and on each
+  // finished column sum, in registers.
+  int update_product = -1;
+  int update_column_sums = -1;
   // kOp matmul: per input, whether it is read transposed — a rank-2 `transpose` folded into the
   // matmul, whose input is then the transpose's own operand (no kernel, no buffer for it).
   std::vector<bool> transposed;
@@ -243,8 +250,11 @@ struct Kernel {
 
   // The node the kernel's op computes: `output`, or a matmul's own node under an epilogue, whose
   // shape and operands the matmul's schedule and code follow.
-  int OpNode() const { return HasEpilogue() ? expr.front().node : output; }
+  int OpNode() const {
+    return HasEpilogue() ? expr.front().node : UpdatesParameters() ? update_product : output;
+  }
   bool HasEpilogue() const { return kind == KernelKind::kOp && !expr.empty(); }
+  bool UpdatesParameters() const { return update_product >= 0; }
   // `output`, then `extra_outputs`: the nodes written, in binding order.
   std::vector<int> Outputs() const;
   // The input output `j` (in Outputs() order) is written over, or -1.
@@ -325,6 +335,13 @@ MatmulShape MatmulShapeOf(const Module& m, const Kernel& k);
 // the epilogue's. The CPU reference and the WGSL emitter evaluate an epilogue through it, so an
 // epilogue computes what the elementwise kernel computed, step for step.
 Kernel EpilogueKernel(const Kernel& matmul);
+
+// A matmul kernel that updates parameters (Kernel::update_product) as the optimizer kernel it
+// took in: its inputs are the matmul kernel's, then the product's node and the column sums' (when
+// there are any), which the matmul holds in registers; its outputs and the inputs they are written
+// over are the matmul kernel's. The CPU reference and the WGSL emitter evaluate the update through
+// it, so each parameter is updated by the operations its own kernel used.
+Kernel UpdateKernel(const Module& m, const Kernel& matmul);
 
 // Storage buffers every WebGPU device lets one shader stage bind (maxStorageBuffersPerShaderStage's
 // guaranteed minimum): the passes that merge kernels keep to it, so a plan suits every device.

@@ -33,6 +33,7 @@ const std::vector<Pass>& Passes() {
       {Rung::kKernel, "fold-constant-inputs", kOptional, kernel::FoldConstantInputs},
       {Rung::kKernel, "write-state-in-place", kOptional, kernel::WriteStateInPlace},
       {Rung::kKernel, "merge-optimizer-kernels", kOptional, kernel::MergeOptimizerKernels},
+      {Rung::kKernel, "fuse-optimizer-into-gradient", kOptional, kernel::FuseOptimizerIntoGradient},
       {Rung::kKernel, "hoist-loop-invariants", kOptional, kernel::HoistLoopInvariants},
       {Rung::kKernel, "schedule-matmul", kRequired, kernel::ScheduleMatmul},
       {Rung::kKernel, "schedule-elementwise", kOptional, kernel::ScheduleElementwise},

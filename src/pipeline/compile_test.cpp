@@ -37,6 +37,7 @@ TEST(Passes, TheDescentInOrder) {
                                              "fold-constant-inputs",
                                              "write-state-in-place",
                                              "merge-optimizer-kernels",
+                                             "fuse-optimizer-into-gradient",
                                              "hoist-loop-invariants",
                                              "schedule-matmul",
                                              "schedule-elementwise",
@@ -56,9 +57,9 @@ TEST(Passes, TheDescentInOrder) {
                   p.name == "merge-optimizer-outputs" || p.name == "merge-loss-gradient" ||
                   p.name == "merge-bias-gradient" || p.name == "fold-constant-inputs" ||
                   p.name == "write-state-in-place" || p.name == "merge-optimizer-kernels" ||
-                  p.name == "hoist-loop-invariants" || p.name == "block-temporally" ||
-                  p.name == "schedule-elementwise" || p.name == "schedule-sum" ||
-                  p.name == "block-butterfly-stages")
+                  p.name == "fuse-optimizer-into-gradient" || p.name == "hoist-loop-invariants" ||
+                  p.name == "block-temporally" || p.name == "schedule-elementwise" ||
+                  p.name == "schedule-sum" || p.name == "block-butterfly-stages")
         << p.name;
 }
 

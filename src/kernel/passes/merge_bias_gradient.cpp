@@ -49,16 +49,14 @@ bool MatmulReadingB(const Module& m, const Kernel& k, int value) {
   return !OverCap(m, k.output) && !OverCap(m, k.inputs[0]) && !OverCap(m, k.inputs[1]);
 }
 
-// The kernel that takes column sum `s` as its next output, or -1: the loss kernel that writes the
-// summed value, else a matmul that reads it as B with nothing in between reading the sum (the
-// sum's result is then written where the matmul runs).
+// The kernel that takes column sum `s` as its next output, or -1: a matmul that reads the summed
+// value as B with nothing in between reading the sum (the sum's result is then written where the
+// matmul runs), else the loss kernel that writes it. The matmul comes first: it computes the
+// weight's gradient beside the bias's, so one optimizer kernel can then take both inside it
+// (fuse-optimizer-into-gradient).
 int HostOf(const Module& m, const std::vector<bool>& removed, size_t s) {
   const Kernel& sum = m.kernels[s];
   const int value = sum.inputs[0];
-  for (size_t p = 0; p < s; ++p)
-    if (!removed[p] && LossKernelWriting(m.kernels[p], value) &&
-        m.kernels[p].hoisted == sum.hoisted)
-      return static_cast<int>(p);
   for (size_t p = 0; p < m.kernels.size(); ++p) {
     if (removed[p] || !MatmulReadingB(m, m.kernels[p], value) ||
         m.kernels[p].hoisted != sum.hoisted)
@@ -69,6 +67,10 @@ int HostOf(const Module& m, const std::vector<bool>& removed, size_t s) {
                      std::count(m.kernels[b].inputs.begin(), m.kernels[b].inputs.end(), sum.output);
     if (!read_between) return static_cast<int>(p);
   }
+  for (size_t p = 0; p < s; ++p)
+    if (!removed[p] && LossKernelWriting(m.kernels[p], value) &&
+        m.kernels[p].hoisted == sum.hoisted)
+      return static_cast<int>(p);
   return -1;
 }
 

@@ -58,6 +58,17 @@ Status WriteStateInPlace(Module& m);
 // fewer dispatches (Adam in place: two parameters per dispatch).
 Status MergeOptimizerKernels(Module& m);
 
+// An optimizer kernel whose every output is written over its input, and whose gradients are
+// exactly what one plain rank-2 matmul computes — its product and the column sums of B it adds
+// (merge-bias-gradient: a weight's gradient and its bias's) — read by nothing else, runs inside
+// that matmul where it ran: the matmul applies each parameter's update to each finished element
+// of its gradient, in registers (Kernel::update_product). The gradients get no buffer and the
+// update no dispatch; the sums are the unfused matmul's, in the same order, and each update is the
+// operations of its own kernel: the same bits. Left alone where the matmul's operands are
+// overwritten between the two, a tensor is over the binding cap (tiles take no update) or the
+// fused kernel would bind more than kMaxStorageBindings storage buffers.
+Status FuseOptimizerIntoGradient(Module& m);
+
 // A loss and its gradient over the same logits and targets (cross_entropy, cross_entropy_grad)
 // become one kernel that writes the loss and then the gradient (Kernel::extra_outputs): one
 // dispatch and one walk of each row instead of two. The loss sums its rows in the tree order of
@@ -66,11 +77,12 @@ Status MergeOptimizerKernels(Module& m);
 Status MergeLossGradient(Module& m);
 
 // A column sum (f32 `sum` over axis 0 of a rank-2 value: a bias's gradient) becomes the next
-// output of a kernel that has the summed value at hand: the merged loss-and-gradient kernel that
-// writes it (its one workgroup adds the columns once the gradient is written), else a rank-2
-// matmul that reads it as its B operand (x^T @ dy: the weight's gradient) and whose B is small
-// (at most 2^18 elements), which adds the columns in its first workgroup. One dispatch less each;
-// every column is added in row order from 0.0, as the sum kernel adds it: the same bits.
+// output of a kernel that has the summed value at hand: a rank-2 matmul that reads it as its B
+// operand (x^T @ dy: the weight's gradient) and whose B is small (at most 2^18 elements), which
+// adds the columns in its first workgroup — first, so that fuse-optimizer-into-gradient can update
+// the weight and the bias inside it — else the merged loss-and-gradient kernel that writes it (its
+// one workgroup adds the columns once the gradient is written). One dispatch less each; every
+// column is added in row order from 0.0, as the sum kernel adds it: the same bits.
 Status MergeBiasGradient(Module& m);
 
 // A constant the step would recompute for an op (the loss gradient's seed, a `full` of one f32

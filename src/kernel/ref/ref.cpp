@@ -520,6 +520,42 @@ Status RunStages(const Module& m, const Kernel& k, const std::vector<const T*>& 
   return Status::Ok();
 }
 
+// A matmul that updates parameters (Kernel::update_product): the matmul as it runs alone, and the
+// column sums of its B, each stored as f32 as the unfused plan stores them; then the update as the
+// optimizer kernel it was (UpdateKernel), reading them where it read their buffers.
+template <typename T>
+Status RunUpdate(const Module& m, const Kernel& k, const std::vector<const T*>& inputs, T* out,
+                 const Parallel& parallel, const std::vector<T*>& extra_outs) {
+  const webir::Node& product = m.graph().at(k.update_product);
+  std::vector<T> sums(static_cast<size_t>(product.type.elements()));
+  OpArgs<T> args{&m.graph(),   &product, {inputs[0], inputs[1]}, sums.data(), &parallel,
+                 k.transposed, -1};
+  PickOp<T> (*FindOp("matmul"))(args);
+  std::vector<T> column_sums;
+  if (k.update_column_sums >= 0) {
+    const webir::Node& node = m.graph().at(k.update_column_sums);
+    const OpImpl* sum = FindOp(node.op);
+    if (!sum) return InternalError("ref.RunKernel", "no CPU reference for op " + node.op);
+    column_sums.resize(static_cast<size_t>(node.type.elements()));
+    OpArgs<T> sum_args{&m.graph(), &node, {inputs[1]}, column_sums.data(), &parallel, {}, -1};
+    PickOp<T> (*sum)(sum_args);
+  }
+  const Kernel update = UpdateKernel(m, k);
+  std::vector<const T*> update_inputs;
+  for (int node : update.inputs) {
+    if (node == k.update_product) {
+      update_inputs.push_back(sums.data());
+    } else if (node == k.update_column_sums) {
+      update_inputs.push_back(column_sums.data());
+    } else {
+      const size_t i =
+          static_cast<size_t>(std::find(k.inputs.begin(), k.inputs.end(), node) - k.inputs.begin());
+      update_inputs.push_back(inputs.at(i));
+    }
+  }
+  return RunKernel(m, update, update_inputs, out, parallel, -1, extra_outs);
+}
+
 }  // namespace
 
 template <typename T>
@@ -533,6 +569,10 @@ Status RunKernel(const Module& m, const Kernel& k, const std::vector<const T*>& 
   if (const ops::OpSpec* spec = m.graph().ops->Find(k.op); spec && spec->user) {
     if (only_chunk >= 0) return InternalError("ref.RunKernel", k.op + " does not run by chunk");
     return RunUserReference(m, k, inputs, out, parallel);
+  }
+  if (k.UpdatesParameters()) {
+    if (only_chunk >= 0) return InternalError("ref.RunKernel", k.name + " does not run by chunk");
+    return RunUpdate(m, k, inputs, out, parallel, extra_outs);
   }
   const OpImpl* impl = FindOp(k.op);
   if (!impl) return InternalError("ref.RunKernel", "no CPU reference for op " + k.op);

@@ -1,9 +1,9 @@
 // The training step of examples/fashion_mlp.json with the step's fusions (fuse-matmul-epilogue,
 // merge-optimizer-outputs, merge-loss-gradient, merge-bias-gradient, fold-constant-inputs,
-// write-state-in-place, merge-optimizer-kernels) and without them, tier debug: the same bits in
-// every output (loss, logits, new parameters, new moments), on the CPU reference and on WebGPU
-// (SwiftShader), and fewer kernels with them; and a session's steps with the optimizer's state
-// written in place and merged, and without, in debug and prod.
+// write-state-in-place, merge-optimizer-kernels, fuse-optimizer-into-gradient) and without them,
+// tier debug: the same bits in every output (loss, logits, new parameters, new moments), on the CPU
+// reference and on WebGPU (SwiftShader), and fewer kernels with them; and a session's steps with
+// the optimizer's state written in place and merged, and without, in debug and prod.
 #include <gtest/gtest.h>
 
 #include <cstring>
@@ -58,10 +58,10 @@ Feeds RandomFeeds(const webir::Graph& g, uint32_t seed, double step = 3) {
   return feeds;
 }
 
-const std::set<std::string> kStepFusions = {"fuse-matmul-epilogue",   "merge-optimizer-outputs",
-                                            "merge-loss-gradient",    "merge-bias-gradient",
-                                            "fold-constant-inputs",   "write-state-in-place",
-                                            "merge-optimizer-kernels"};
+const std::set<std::string> kStepFusions = {
+    "fuse-matmul-epilogue",    "merge-optimizer-outputs",     "merge-loss-gradient",
+    "merge-bias-gradient",     "fold-constant-inputs",        "write-state-in-place",
+    "merge-optimizer-kernels", "fuse-optimizer-into-gradient"};
 
 // `kept_off`: fusions left out of the fused plan too (so that each merge is compared alone);
 // `schedule`: every matmul's, in both plans.
@@ -77,12 +77,17 @@ void ExpectSameBits(const std::string& backend, const std::set<std::string>& kep
   // gradient, become epilogues (-3), Adam's three kernels per parameter one (-8), the loss's
   // gradient joins the loss (-1), the two bias gradients join the kernels that write or read
   // what they sum (-2), the gradient's seed is a literal (-1) and the four Adam kernels, in
-  // place, two parameters each (-2).
+  // place, two parameters each (-2), which then run inside the matmuls computing their weight's
+  // and bias's gradients (-2).
   EXPECT_EQ(unfused->module->kernels.size(), 25u) << kernel::Print(*unfused->module);
+  const bool updates_in_matmul = !kept_off.count("merge-bias-gradient") &&
+                                 !kept_off.count("merge-optimizer-kernels") &&
+                                 !kept_off.count("fuse-optimizer-into-gradient");
   const size_t saved = 3 + 8 + (kept_off.count("merge-loss-gradient") ? 0 : 1) +
                        (kept_off.count("merge-bias-gradient") ? 0 : 2) +
                        (kept_off.count("fold-constant-inputs") ? 0 : 1) +
-                       (kept_off.count("merge-optimizer-kernels") ? 0 : 2);
+                       (kept_off.count("merge-optimizer-kernels") ? 0 : 2) +
+                       (updates_in_matmul ? 2 : 0);
   EXPECT_EQ(fused->module->kernels.size(), 25u - saved) << kernel::Print(*fused->module);
 
   // A forced schedule reaches the matmuls that sum B's columns too.
@@ -129,11 +134,13 @@ TEST(StepFusion, EachMergeAloneHasTheSameBits) {
     ExpectSameBits(backend, {"merge-loss-gradient"});
     ExpectSameBits(backend, {"merge-loss-gradient", "merge-bias-gradient"});
     ExpectSameBits(backend, {"fold-constant-inputs"});
+    ExpectSameBits(backend, {"fuse-optimizer-into-gradient"});
   }
 }
 
-// The column sums beside a matmul under each kind of schedule: register-blocked (B loaded as
-// vec4 where it can be) and one output per invocation.
+// The column sums beside a matmul, and the updates of the weight and the bias inside it, under each
+// kind of schedule: register-blocked (B loaded as vec4 where it can be), one output per invocation,
+// and (the default for these shapes) one output per invocation of a 16x16 tile.
 TEST(StepFusion, BiasSumsBesideEveryMatmulScheduleHaveTheSameBits) {
   for (const char* backend : {"cpu", "webgpu"}) {
     kernel::MatmulSchedule blocked = kernel::MediumMatmulSchedule();

@@ -135,13 +135,12 @@ fn main(@builtin(workgroup_id) wg: vec3<u32>,
   if (r < 64u && c < 10u) { out[wg.z * 640u + r * 10u + c] = epilogue(acc, wg.z * 640u + r * 10u + c); }
 }
 
-// ---- k2_cross_entropy_cross_entropy_grad_sum ----
+// ---- k2_cross_entropy_cross_entropy_grad ----
 @group(0) @binding(0) var<storage, read> in0: array<f32>;
 @group(0) @binding(1) var<storage, read> in1: array<f32>;
 var<private> in2: array<f32, 1> = array<f32, 1>(f32(1.0));
 @group(0) @binding(2) var<storage, read_write> out: array<f32>;
 @group(0) @binding(3) var<storage, read_write> out1: array<f32>;
-@group(0) @binding(4) var<storage, read_write> out2: array<f32>;
 fn is_nan_f32(x: f32) -> bool { return (bitcast<u32>(x) & 0x7fffffffu) > 0x7f800000u; }
 fn is_below_zero_f32(x: f32) -> bool {
   let b = bitcast<u32>(x);
@@ -199,58 +198,9 @@ fn main(@builtin(local_invocation_index) t: u32) {
   if (t == 0u) {
     out[0] = partial[0] / f32(64.0);
   }
-  storageBarrier();
-  for (var c = t; c < 10u; c = c + 256u) {
-    var cs = 0.0;
-    for (var r = 0u; r < 64u; r = r + 1u) { cs = cs + out1[r * 10u + c]; }
-    out2[c] = cs;
-  }
 }
 
-// ---- k3_matmul ----
-// matmul 16x16x64/1x1
-@group(0) @binding(0) var<storage, read> in0: array<f32>;
-@group(0) @binding(1) var<storage, read> in1: array<f32>;
-@group(0) @binding(2) var<storage, read_write> out: array<f32>;
-var<workgroup> tile_a: array<f32, 1280>;
-var<workgroup> tile_b: array<f32, 1024>;
-
-@compute @workgroup_size(16, 16)
-fn main(@builtin(workgroup_id) wg: vec3<u32>,
-        @builtin(local_invocation_id) lid: vec3<u32>) {
-  var rem = wg.z;
-  var off_a = 0u;
-  var off_b = 0u;
-  let r = wg.y * 16u + lid.y;
-  let c = wg.x * 16u + lid.x;
-  var acc = 0.0;
-  for (var t = 0u; t < 64u; t = t + 64u) {
-    let ka0 = t + lid.x;
-    let kb0 = t + lid.y;
-    tile_a[lid.y * 80u + lid.x] = select(0.0, in0[off_a + ka0 * 256u + r], r < 256u && ka0 < 64u);
-    tile_b[lid.y * 16u + lid.x] = select(0.0, in1[off_b + kb0 * 10u + c], kb0 < 64u && c < 10u);
-    let ka1 = t + lid.x + 16u;
-    let kb1 = t + lid.y + 16u;
-    tile_a[lid.y * 80u + lid.x + 16u] = select(0.0, in0[off_a + ka1 * 256u + r], r < 256u && ka1 < 64u);
-    tile_b[(lid.y + 16u) * 16u + lid.x] = select(0.0, in1[off_b + kb1 * 10u + c], kb1 < 64u && c < 10u);
-    let ka2 = t + lid.x + 32u;
-    let kb2 = t + lid.y + 32u;
-    tile_a[lid.y * 80u + lid.x + 32u] = select(0.0, in0[off_a + ka2 * 256u + r], r < 256u && ka2 < 64u);
-    tile_b[(lid.y + 32u) * 16u + lid.x] = select(0.0, in1[off_b + kb2 * 10u + c], kb2 < 64u && c < 10u);
-    let ka3 = t + lid.x + 48u;
-    let kb3 = t + lid.y + 48u;
-    tile_a[lid.y * 80u + lid.x + 48u] = select(0.0, in0[off_a + ka3 * 256u + r], r < 256u && ka3 < 64u);
-    tile_b[(lid.y + 48u) * 16u + lid.x] = select(0.0, in1[off_b + kb3 * 10u + c], kb3 < 64u && c < 10u);
-    workgroupBarrier();
-    for (var kk = 0u; kk < 64u; kk = kk + 1u) {
-      acc = acc + tile_a[lid.y * 80u + kk] * tile_b[kk * 16u + lid.x];
-    }
-    workgroupBarrier();
-  }
-  if (r < 256u && c < 10u) { out[wg.z * 2560u + r * 10u + c] = acc; }
-}
-
-// ---- k4_matmul_positive_mul ----
+// ---- k3_matmul_positive_mul ----
 // matmul 8x8x8/1x1
 @group(0) @binding(0) var<storage, read> in0: array<f32>;
 @group(0) @binding(1) var<storage, read> in1: array<f32>;
@@ -304,12 +254,55 @@ fn main(@builtin(workgroup_id) wg: vec3<u32>,
   if (r < 64u && c < 256u) { out[wg.z * 16384u + r * 256u + c] = epilogue(acc, wg.z * 16384u + r * 256u + c); }
 }
 
-// ---- k5_matmul_sum ----
+// ---- k4_matmul_adam_update_adam_m_adam_v_x2 ----
 // matmul 16x16x64/1x1
 @group(0) @binding(0) var<storage, read> in0: array<f32>;
 @group(0) @binding(1) var<storage, read> in1: array<f32>;
-@group(0) @binding(2) var<storage, read_write> out: array<f32>;
-@group(0) @binding(3) var<storage, read_write> out1: array<f32>;
+@group(0) @binding(2) var<storage, read_write> in2: array<f32>;
+@group(0) @binding(3) var<storage, read_write> in3: array<f32>;
+@group(0) @binding(4) var<storage, read_write> in4: array<f32>;
+@group(0) @binding(5) var<uniform> in5: f32;
+@group(0) @binding(6) var<storage, read_write> in6: array<f32>;
+@group(0) @binding(7) var<storage, read_write> in7: array<f32>;
+@group(0) @binding(8) var<storage, read_write> in8: array<f32>;
+fn expm1_f32(x: f32) -> f32 {
+  if (abs(x) >= 0.5) { return exp(x) - 1.0; }
+  var s = 1.0;
+  for (var k = 12.0; k >= 2.0; k = k - 1.0) { s = 1.0 + x * s / k; }
+  return x * s;
+}
+fn update_product(i: u32, grad: f32) {
+  var g = grad;
+  let w = f32(0.100000001);
+  let m_old = in3[i];
+  let m = select(g - (g - m_old) * (1.0 - w), m_old + w * (g - m_old), abs(w) < 0.5);
+  let v = in4[i] * f32(0.999000013) + f32(0.00100000005) * g * g;
+  let step = select(0.0, floor(in5), in5 >= 1.0);
+  let bc1 = -expm1_f32(step * f32(-0.105360515));
+  let bc2 = -expm1_f32(step * f32(-0.00100050028));
+  let minus_step_size = -(f32(0.00100000005) / bc1);
+  var p = in2[i];
+  let denom = sqrt(v) / sqrt(bc2) + f32(9.99999994e-09);
+  in2[i] = p + minus_step_size * m / denom;
+  in3[i] = m;
+  in4[i] = v;
+}
+fn update_column_sums(i: u32, grad: f32) {
+  var g = grad;
+  let w = f32(0.100000001);
+  let m_old = in7[i];
+  let m = select(g - (g - m_old) * (1.0 - w), m_old + w * (g - m_old), abs(w) < 0.5);
+  let v = in8[i] * f32(0.999000013) + f32(0.00100000005) * g * g;
+  let step = select(0.0, floor(in5), in5 >= 1.0);
+  let bc1 = -expm1_f32(step * f32(-0.105360515));
+  let bc2 = -expm1_f32(step * f32(-0.00100050028));
+  let minus_step_size = -(f32(0.00100000005) / bc1);
+  var p = in6[i];
+  let denom = sqrt(v) / sqrt(bc2) + f32(9.99999994e-09);
+  in6[i] = p + minus_step_size * m / denom;
+  in7[i] = m;
+  in8[i] = v;
+}
 var<workgroup> tile_a: array<f32, 1280>;
 var<workgroup> tile_b: array<f32, 1024>;
 
@@ -320,7 +313,7 @@ fn main(@builtin(workgroup_id) wg: vec3<u32>,
     for (var sc = lid.y * 16u + lid.x; sc < 256u; sc = sc + 256u) {
       var cs = 0.0;
       for (var sr = 0u; sr < 64u; sr = sr + 1u) { cs = cs + in1[sr * 256u + sc]; }
-      out1[sc] = cs;
+      update_column_sums(sc, cs);
     }
   }
   var rem = wg.z;
@@ -352,17 +345,18 @@ fn main(@builtin(workgroup_id) wg: vec3<u32>,
     }
     workgroupBarrier();
   }
-  if (r < 784u && c < 256u) { out[wg.z * 200704u + r * 256u + c] = acc; }
+  if (r < 784u && c < 256u) { update_product(wg.z * 200704u + r * 256u + c, acc); }
 }
 
-// ---- k6_adam_update_adam_m_adam_v_x2 ----
-@group(0) @binding(0) var<storage, read_write> in0: array<f32>;
+// ---- k5_matmul_adam_update_adam_m_adam_v_x2 ----
+// matmul 16x16x64/1x1
+@group(0) @binding(0) var<storage, read> in0: array<f32>;
 @group(0) @binding(1) var<storage, read> in1: array<f32>;
 @group(0) @binding(2) var<storage, read_write> in2: array<f32>;
 @group(0) @binding(3) var<storage, read_write> in3: array<f32>;
-@group(0) @binding(4) var<uniform> in4: f32;
-@group(0) @binding(5) var<storage, read_write> in5: array<f32>;
-@group(0) @binding(6) var<storage, read> in6: array<f32>;
+@group(0) @binding(4) var<storage, read_write> in4: array<f32>;
+@group(0) @binding(5) var<uniform> in5: f32;
+@group(0) @binding(6) var<storage, read_write> in6: array<f32>;
 @group(0) @binding(7) var<storage, read_write> in7: array<f32>;
 @group(0) @binding(8) var<storage, read_write> in8: array<f32>;
 fn expm1_f32(x: f32) -> f32 {
@@ -371,121 +365,80 @@ fn expm1_f32(x: f32) -> f32 {
   for (var k = 12.0; k >= 2.0; k = k - 1.0) { s = 1.0 + x * s / k; }
   return x * s;
 }
-fn part0(i: u32) {
-  var g = in1[i];
+fn update_product(i: u32, grad: f32) {
+  var g = grad;
   let w = f32(0.100000001);
-  let m_old = in2[i];
+  let m_old = in3[i];
   let m = select(g - (g - m_old) * (1.0 - w), m_old + w * (g - m_old), abs(w) < 0.5);
-  let v = in3[i] * f32(0.999000013) + f32(0.00100000005) * g * g;
-  let step = select(0.0, floor(in4), in4 >= 1.0);
+  let v = in4[i] * f32(0.999000013) + f32(0.00100000005) * g * g;
+  let step = select(0.0, floor(in5), in5 >= 1.0);
   let bc1 = -expm1_f32(step * f32(-0.105360515));
   let bc2 = -expm1_f32(step * f32(-0.00100050028));
   let minus_step_size = -(f32(0.00100000005) / bc1);
-  var p = in0[i];
+  var p = in2[i];
   let denom = sqrt(v) / sqrt(bc2) + f32(9.99999994e-09);
-  in0[i] = p + minus_step_size * m / denom;
-  in2[i] = m;
-  in3[i] = v;
+  in2[i] = p + minus_step_size * m / denom;
+  in3[i] = m;
+  in4[i] = v;
 }
-fn part1(i: u32) {
-  var g = in6[i];
-  let w = f32(0.100000001);
-  let m_old = in7[i];
-  let m = select(g - (g - m_old) * (1.0 - w), m_old + w * (g - m_old), abs(w) < 0.5);
-  let v = in8[i] * f32(0.999000013) + f32(0.00100000005) * g * g;
-  let step = select(0.0, floor(in4), in4 >= 1.0);
-  let bc1 = -expm1_f32(step * f32(-0.105360515));
-  let bc2 = -expm1_f32(step * f32(-0.00100050028));
-  let minus_step_size = -(f32(0.00100000005) / bc1);
-  var p = in5[i];
-  let denom = sqrt(v) / sqrt(bc2) + f32(9.99999994e-09);
-  in5[i] = p + minus_step_size * m / denom;
-  in7[i] = m;
-  in8[i] = v;
-}
-
-@compute @workgroup_size(64)
-fn main(@builtin(global_invocation_id) gid: vec3<u32>,
-        @builtin(num_workgroups) groups: vec3<u32>) {
-  let i = gid.x + gid.y * groups.x * 64u;
-  if (i >= 200960u) { return; }
-  _ = arrayLength(&in0);
-  _ = arrayLength(&in1);
-  _ = arrayLength(&in2);
-  _ = arrayLength(&in3);
-  _ = in4;
-  _ = arrayLength(&in5);
-  _ = arrayLength(&in6);
-  _ = arrayLength(&in7);
-  _ = arrayLength(&in8);
-  if (i < 200704u) { part0(i); return; }
-  if (i < 200960u) { part1(i - 200704u); return; }
-}
-
-// ---- k7_adam_update_adam_m_adam_v_x2 ----
-@group(0) @binding(0) var<storage, read_write> in0: array<f32>;
-@group(0) @binding(1) var<storage, read> in1: array<f32>;
-@group(0) @binding(2) var<storage, read_write> in2: array<f32>;
-@group(0) @binding(3) var<storage, read_write> in3: array<f32>;
-@group(0) @binding(4) var<uniform> in4: f32;
-@group(0) @binding(5) var<storage, read_write> in5: array<f32>;
-@group(0) @binding(6) var<storage, read> in6: array<f32>;
-@group(0) @binding(7) var<storage, read_write> in7: array<f32>;
-@group(0) @binding(8) var<storage, read_write> in8: array<f32>;
-fn expm1_f32(x: f32) -> f32 {
-  if (abs(x) >= 0.5) { return exp(x) - 1.0; }
-  var s = 1.0;
-  for (var k = 12.0; k >= 2.0; k = k - 1.0) { s = 1.0 + x * s / k; }
-  return x * s;
-}
-fn part0(i: u32) {
-  var g = in1[i];
-  let w = f32(0.100000001);
-  let m_old = in2[i];
-  let m = select(g - (g - m_old) * (1.0 - w), m_old + w * (g - m_old), abs(w) < 0.5);
-  let v = in3[i] * f32(0.999000013) + f32(0.00100000005) * g * g;
-  let step = select(0.0, floor(in4), in4 >= 1.0);
-  let bc1 = -expm1_f32(step * f32(-0.105360515));
-  let bc2 = -expm1_f32(step * f32(-0.00100050028));
-  let minus_step_size = -(f32(0.00100000005) / bc1);
-  var p = in0[i];
-  let denom = sqrt(v) / sqrt(bc2) + f32(9.99999994e-09);
-  in0[i] = p + minus_step_size * m / denom;
-  in2[i] = m;
-  in3[i] = v;
-}
-fn part1(i: u32) {
-  var g = in6[i];
+fn update_column_sums(i: u32, grad: f32) {
+  var g = grad;
   let w = f32(0.100000001);
   let m_old = in7[i];
   let m = select(g - (g - m_old) * (1.0 - w), m_old + w * (g - m_old), abs(w) < 0.5);
   let v = in8[i] * f32(0.999000013) + f32(0.00100000005) * g * g;
-  let step = select(0.0, floor(in4), in4 >= 1.0);
+  let step = select(0.0, floor(in5), in5 >= 1.0);
   let bc1 = -expm1_f32(step * f32(-0.105360515));
   let bc2 = -expm1_f32(step * f32(-0.00100050028));
   let minus_step_size = -(f32(0.00100000005) / bc1);
-  var p = in5[i];
+  var p = in6[i];
   let denom = sqrt(v) / sqrt(bc2) + f32(9.99999994e-09);
-  in5[i] = p + minus_step_size * m / denom;
+  in6[i] = p + minus_step_size * m / denom;
   in7[i] = m;
   in8[i] = v;
 }
+var<workgroup> tile_a: array<f32, 1280>;
+var<workgroup> tile_b: array<f32, 1024>;
 
-@compute @workgroup_size(64)
-fn main(@builtin(global_invocation_id) gid: vec3<u32>,
-        @builtin(num_workgroups) groups: vec3<u32>) {
-  let i = gid.x + gid.y * groups.x * 64u;
-  if (i >= 2570u) { return; }
-  _ = arrayLength(&in0);
-  _ = arrayLength(&in1);
-  _ = arrayLength(&in2);
-  _ = arrayLength(&in3);
-  _ = in4;
-  _ = arrayLength(&in5);
-  _ = arrayLength(&in6);
-  _ = arrayLength(&in7);
-  _ = arrayLength(&in8);
-  if (i < 2560u) { part0(i); return; }
-  if (i < 2570u) { part1(i - 2560u); return; }
+@compute @workgroup_size(16, 16)
+fn main(@builtin(workgroup_id) wg: vec3<u32>,
+        @builtin(local_invocation_id) lid: vec3<u32>) {
+  if (wg.x == 0u && wg.y == 0u && wg.z == 0u) {
+    for (var sc = lid.y * 16u + lid.x; sc < 10u; sc = sc + 256u) {
+      var cs = 0.0;
+      for (var sr = 0u; sr < 64u; sr = sr + 1u) { cs = cs + in1[sr * 10u + sc]; }
+      update_column_sums(sc, cs);
+    }
+  }
+  var rem = wg.z;
+  var off_a = 0u;
+  var off_b = 0u;
+  let r = wg.y * 16u + lid.y;
+  let c = wg.x * 16u + lid.x;
+  var acc = 0.0;
+  for (var t = 0u; t < 64u; t = t + 64u) {
+    let ka0 = t + lid.x;
+    let kb0 = t + lid.y;
+    tile_a[lid.y * 80u + lid.x] = select(0.0, in0[off_a + ka0 * 256u + r], r < 256u && ka0 < 64u);
+    tile_b[lid.y * 16u + lid.x] = select(0.0, in1[off_b + kb0 * 10u + c], kb0 < 64u && c < 10u);
+    let ka1 = t + lid.x + 16u;
+    let kb1 = t + lid.y + 16u;
+    tile_a[lid.y * 80u + lid.x + 16u] = select(0.0, in0[off_a + ka1 * 256u + r], r < 256u && ka1 < 64u);
+    tile_b[(lid.y + 16u) * 16u + lid.x] = select(0.0, in1[off_b + kb1 * 10u + c], kb1 < 64u && c < 10u);
+    let ka2 = t + lid.x + 32u;
+    let kb2 = t + lid.y + 32u;
+    tile_a[lid.y * 80u + lid.x + 32u] = select(0.0, in0[off_a + ka2 * 256u + r], r < 256u && ka2 < 64u);
+    tile_b[(lid.y + 32u) * 16u + lid.x] = select(0.0, in1[off_b + kb2 * 10u + c], kb2 < 64u && c < 10u);
+    let ka3 = t + lid.x + 48u;
+    let kb3 = t + lid.y + 48u;
+    tile_a[lid.y * 80u + lid.x + 48u] = select(0.0, in0[off_a + ka3 * 256u + r], r < 256u && ka3 < 64u);
+    tile_b[(lid.y + 48u) * 16u + lid.x] = select(0.0, in1[off_b + kb3 * 10u + c], kb3 < 64u && c < 10u);
+    workgroupBarrier();
+    for (var kk = 0u; kk < 64u; kk = kk + 1u) {
+      acc = acc + tile_a[lid.y * 80u + kk] * tile_b[kk * 16u + lid.x];
+    }
+    workgroupBarrier();
+  }
+  if (r < 256u && c < 10u) { update_product(wg.z * 2560u + r * 10u + c, acc); }
 }
 

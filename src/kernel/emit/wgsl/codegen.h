@@ -75,6 +75,12 @@ bool IsLayoutOp(const std::string& op);
 bool GenerateStencil(const Module& m, const Kernel& k, Generated& out);
 bool GenerateNn(const Module& m, const Kernel& k, Generated& out);
 bool GenerateOptim(const Module& m, const Kernel& k, Generated& out);
+// A matmul that updates parameters (Kernel::update_product): per parameter, a function
+// `fn <GradientUpdateFn>(i: u32, grad: f32)` updating its element i from its gradient's, `grad`,
+// by the operations of the optimizer kernel it was (optim.cpp), stored over its inputs; "" for any
+// other kernel. The matmul calls it on each finished element of its product or column sums.
+std::string GradientUpdateFns(const Module& m, const Kernel& k);
+std::string GradientUpdateFn(const Kernel& k, int gradient);
 bool GenerateRandom(const Module& m, const Kernel& k, Generated& out);
 bool GenerateIndex(const Module& m, const Kernel& k, Generated& out);
 // A user op's kernel (kernel/emit/wgsl/user.cpp): the document's WGSL wrapped in bindings,

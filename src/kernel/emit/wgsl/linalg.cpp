@@ -110,6 +110,15 @@ std::string Stored(const Module& m, const Kernel& k, const std::string& acc,
   return HalfProduct(m, k) ? "f16(round_f16(" + acc + "))" : acc;
 }
 
+// The statement storing the finished sum `acc` of output element `index`: into `out` (through the
+// epilogue), or, in a matmul that updates parameters, the update of that element of its parameter.
+std::string StoreSum(const Module& m, const Kernel& k, const std::string& acc,
+                     const std::string& index) {
+  if (k.UpdatesParameters())
+    return GradientUpdateFn(k, k.update_product) + "(" + index + ", " + acc + ");";
+  return "out[" + index + "] = " + Stored(m, k, acc, index) + ";";
+}
+
 // fn epilogue(x0: f32, e: u32) -> f32: the epilogue's steps (Kernel::expr) applied to the sum x0
 // of output element e. It is the elementwise kernel the epilogue was (EpilogueKernel), with the
 // sum in a register instead of a buffer: its inputs of the output's shape are read at e,
@@ -163,13 +172,17 @@ std::string HalfHelpers(const Module& m, const Kernel& k) {
 }
 
 // A matmul that also writes the column sums of its B operand (merge-bias-gradient: a bias's
-// gradient beside its weight's, both read from the same upstream gradient): out1[c] adds B's
+// gradient beside its weight's, both read from the same upstream gradient): out1[c] (or the bias's
+// update, in a matmul that updates parameters) adds B's
 // column c in row order from 0.0, as the sum kernel does. It reads only B, so the invocations for
 // which `first` holds do it before their share of the product, lane `lane` of `lanes` taking
 // columns lane, lane + lanes, ...; B is bound as vec4 when `vec4_b`.
 std::string ColumnSumsOfB(const Kernel& k, const MatmulShape& s, const std::string& first,
                           const std::string& lane, int64_t lanes, bool vec4_b) {
-  if (k.extra_outputs.empty()) return "";
+  const bool updates = k.UpdatesParameters();
+  if (updates ? k.update_column_sums < 0 : k.extra_outputs.empty()) return "";
+  const std::string store =
+      updates ? GradientUpdateFn(k, k.update_column_sums) + "(sc, cs);" : "out1[sc] = cs;";
   const std::string N = U32(s.n), at = "sr * " + N + " + sc";
   const std::string load = vec4_b ? "in1[(" + at + ") / 4u][(" + at + ") % 4u]" : "in1[" + at + "]";
   return "  if (" + first + ") {\n    for (var sc = " + lane + "; sc < " + N + "; sc = sc + " +
@@ -179,7 +192,9 @@ std::string ColumnSumsOfB(const Kernel& k, const MatmulShape& s, const std::stri
          "      for (var sr = 0u; sr < " +
          U32(s.k) + "; sr = sr + 1u) { cs = cs + " + load +
          "; }\n"
-         "      out1[sc] = cs;\n"
+         "      " +
+         store +
+         "\n"
          "    }\n"
          "  }\n";
 }
@@ -191,15 +206,16 @@ void PerElement(const Module& m, const Kernel& k, const Operands& o, Generated& 
   auto nonzero = [](int64_t v) { return U32(std::max<int64_t>(v, 1)); };
   const int64_t elements = s.batches * s.m * s.n;
   const std::string out_at = o.tiled ? OutIndex(o, "r", "c") : "i";
-  out.source =
-      "// matmul per-element\n" + Bindings(m, k) + HalfHelpers(m, k) + EpilogueFn(m, k) + "\n" +
-      LinearEntry(elements) + ColumnSumsOfB(k, s, "i < " + U32(s.n), "i", s.n, false) +
-      BatchOffsets(o, "i / " + nonzero(s.m * s.n)) + "  let r = (i / " + nonzero(s.n) + ") % " +
-      nonzero(s.m) + ";\n  let c = i % " + nonzero(s.n) +
-      ";\n  var acc = " + AccStart(o, out_at, "") + ";\n  for (var kk = 0u; kk < " + U32(s.k) +
-      "; kk = kk + 1u) {\n    acc = acc + " + Loaded(m, k, "in0[" + AIndex(o, "r", "kk") + "]") +
-      " * " + Loaded(m, k, "in1[" + BIndex(o, "kk", "c") + "]") + ";\n  }\n  out[" + out_at +
-      "] = " + Stored(m, k, "acc", out_at) + ";\n}\n";
+  out.source = "// matmul per-element\n" + Bindings(m, k) + HalfHelpers(m, k) + EpilogueFn(m, k) +
+               GradientUpdateFns(m, k) + "\n" + LinearEntry(elements) +
+               ColumnSumsOfB(k, s, "i < " + U32(s.n), "i", s.n, false) +
+               BatchOffsets(o, "i / " + nonzero(s.m * s.n)) + "  let r = (i / " + nonzero(s.n) +
+               ") % " + nonzero(s.m) + ";\n  let c = i % " + nonzero(s.n) +
+               ";\n  var acc = " + AccStart(o, out_at, "") + ";\n  for (var kk = 0u; kk < " +
+               U32(s.k) + "; kk = kk + 1u) {\n    acc = acc + " +
+               Loaded(m, k, "in0[" + AIndex(o, "r", "kk") + "]") + " * " +
+               Loaded(m, k, "in1[" + BIndex(o, "kk", "c") + "]") + ";\n  }\n  " +
+               StoreSum(m, k, "acc", out_at) + "\n}\n";
   out.workgroups = LinearGrid(elements);
 }
 
@@ -234,10 +250,10 @@ void TiledOneOutput(const Module& m, const Kernel& k, const Operands& o, const M
   }
   out.source =
       "// matmul " + sch.Name() + "\n" + Bindings(m, k) + HalfHelpers(m, k) + EpilogueFn(m, k) +
-      "var<workgroup> tile_a: array<f32, " + std::to_string(sch.tile_m * row_a) +
-      ">;\nvar<workgroup> tile_b: array<f32, " + std::to_string(sch.tile_k * sch.tile_n) +
-      ">;\n\n@compute @workgroup_size(" + std::to_string(sch.tile_n) + ", " +
-      std::to_string(sch.tile_m) +
+      GradientUpdateFns(m, k) + "var<workgroup> tile_a: array<f32, " +
+      std::to_string(sch.tile_m * row_a) + ">;\nvar<workgroup> tile_b: array<f32, " +
+      std::to_string(sch.tile_k * sch.tile_n) + ">;\n\n@compute @workgroup_size(" +
+      std::to_string(sch.tile_n) + ", " + std::to_string(sch.tile_m) +
       ")\nfn main(@builtin(workgroup_id) wg: vec3<u32>,\n"
       "        @builtin(local_invocation_id) lid: vec3<u32>) {\n" +
       ColumnSumsOfB(k, s, kFirstWorkgroup, "lid.y * " + U32(sch.tile_n) + " + lid.x",
@@ -247,9 +263,8 @@ void TiledOneOutput(const Module& m, const Kernel& k, const Operands& o, const M
       ";\n  for (var t = 0u; t < " + K + "; t = t + " + TK + ") {\n" + loads +
       "    workgroupBarrier();\n    for (var kk = 0u; kk < " + TK +
       "; kk = kk + 1u) {\n      acc = acc + tile_a[lid.y * " + RA + " + kk] * tile_b[kk * " + T +
-      " + lid.x];\n    }\n    workgroupBarrier();\n  }\n  if (r < " + M + " && c < " + N +
-      ") { out[" + OutIndex(o, "r", "c") + "] = " + Stored(m, k, "acc", OutIndex(o, "r", "c")) +
-      "; }\n}\n";
+      " + lid.x];\n    }\n    workgroupBarrier();\n  }\n  if (r < " + M + " && c < " + N + ") { " +
+      StoreSum(m, k, "acc", OutIndex(o, "r", "c")) + " }\n}\n";
   out.workgroups = {static_cast<uint32_t>((s.n + sch.tile_n - 1) / sch.tile_n),
                     static_cast<uint32_t>((s.m + sch.tile_m - 1) / sch.tile_m),
                     static_cast<uint32_t>(s.batches)};
@@ -344,21 +359,10 @@ void TiledBlocked(const Module& m, const Kernel& k, const Operands& o, const Mat
   const char* lane = "xyzw";
 
   std::string src = "// matmul " + sch.Name() + "\n";
-  src += std::string("@group(0) @binding(0) var<storage, read> in0: array<") +
-         (va == 4 ? "vec4<f32>" : "f32") +
-         ">;\n@group(0) @binding(1) var<storage, read> in1: array<" +
-         (vb == 4 ? "vec4<f32>" : "f32") + ">;\n";
-  // An epilogue's inputs (bindings 2..), then the output.
-  for (size_t i = 2; i < k.inputs.size(); ++i)
-    src += "@group(0) @binding(" + std::to_string(i) + ") var<storage, read> in" +
-           std::to_string(i) + ": array<" + StorageType(m.graph().at(k.inputs[i]).type.dtype) +
-           ">;\n";
-  src += "@group(0) @binding(" + std::to_string(k.inputs.size()) +
-         ") var<storage, read_write> out: array<f32>;\n";
-  if (!k.extra_outputs.empty())
-    src += "@group(0) @binding(" + std::to_string(k.inputs.size() + 1) +
-           ") var<storage, read_write> out1: array<f32>;\n";
-  src += EpilogueFn(m, k);
+  // A and B (as vec4 where the schedule loads them so), an epilogue's or an update's inputs, then
+  // the outputs that have bindings.
+  src += Bindings(m, k, {va == 4, vb == 4});
+  src += EpilogueFn(m, k) + GradientUpdateFns(m, k);
   src += "var<workgroup> tile_a: array<vec4<f32>, " + std::to_string(TK * TM / 4) + ">;\n";
   src += "var<workgroup> tile_b: array<vec4<f32>, " + std::to_string(TK * TN / 4) + ">;\n\n";
   src += "@compute @workgroup_size(" + std::to_string(wx) + ", " + std::to_string(wy) + ")\n";
@@ -420,10 +424,8 @@ void TiledBlocked(const Module& m, const Kernel& k, const Operands& o, const Mat
       const std::string acc = "acc_" + std::to_string(i) + "_" + std::to_string(j);
       src += "    {\n      let c = col0 + (lid.x + " + u(int64_t{j} * wx) + ") * 4u;\n";
       for (int c = 0; c < 4; ++c)
-        src += "      if (r < " + M + " && c + " + u(c) + " < " + N + ") { out[" +
-               OutIndex(o, "r", "c + " + u(c)) +
-               "] = " + Stored(m, k, acc + "." + lane[c], OutIndex(o, "r", "c + " + u(c))) +
-               "; }\n";
+        src += "      if (r < " + M + " && c + " + u(c) + " < " + N + ") { " +
+               StoreSum(m, k, acc + "." + lane[c], OutIndex(o, "r", "c + " + u(c))) + " }\n";
       src += "    }\n";
     }
     src += "  }\n";

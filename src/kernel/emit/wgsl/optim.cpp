@@ -33,6 +33,12 @@ Names NamesOf(const Module& m, const Kernel& k, const std::vector<size_t>& outpu
   Names names;
   const std::vector<int> outs = k.Outputs();
   for (int a : m.graph().at(outs[outputs.front()]).args) {
+    // A gradient a matmul hands its update (Kernel::update_product) is in a register.
+    if (k.UpdatesParameters() && (a == k.update_product || a == k.update_column_sums)) {
+      names.at.push_back("grad");
+      names.first.push_back("grad");
+      continue;
+    }
     const size_t i =
         static_cast<size_t>(std::find(k.inputs.begin(), k.inputs.end(), a) - k.inputs.begin());
     const std::string in = "in" + std::to_string(i);
@@ -201,6 +207,22 @@ bool GenerateOptim(const Module& m, const Kernel& k, Generated& out) {
   }
   out.workgroups = LinearGrid(total);
   return true;
+}
+
+std::string GradientUpdateFn(const Kernel& k, int gradient) {
+  return gradient == k.update_product ? "update_product" : "update_column_sums";
+}
+
+std::string GradientUpdateFns(const Module& m, const Kernel& k) {
+  if (!k.UpdatesParameters()) return "";
+  const std::vector<int> outs = k.Outputs();
+  std::string helpers, fns;
+  for (const std::vector<size_t>& part : OptimizerParts(m, k)) {
+    const int gradient = m.graph().at(outs[part.front()]).args.at(1);
+    fns += "fn " + GradientUpdateFn(k, gradient) + "(i: u32, grad: f32) {\n" +
+           Body(m, k, part, helpers) + "}\n";
+  }
+  return helpers + fns;
 }
 
 }  // namespace scellis::kernel::wgsl
