@@ -5,6 +5,7 @@
 #include <limits>
 #include <map>
 
+#include "doc/input_lists.h"
 #include "webir/op_rules.h"
 
 namespace scellis::webir {
@@ -96,6 +97,12 @@ class NodeTyping {
   // Arguments by port name, in the op's order; a list port's entries in list order. A port given
   // no input may be the scalar form's `b`.
   Status TypePorts(const ops::OpSpec& def) {
+    if (!node_.empty_lists.empty()) {
+      const std::string& port = node_.empty_lists.front();
+      Diagnostic d = doc::EmptyInputList(PortPointer(port), port, def.name);
+      d.where = node_.where;
+      return d;
+    }
     std::map<std::string, std::vector<int>> ports;
     for (size_t i = 0; i < node_.inputs.size(); ++i) {
       const std::string& port = node_.inputs[i].port;

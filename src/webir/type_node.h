@@ -26,6 +26,8 @@ struct OpNode {
   std::string op;
   Json params = Json::object();  // its attributes as written ("scalar" too; "name" is skipped)
   std::vector<NodeInput> inputs;
+  // List ports written with no entry, which a document's parser refuses before a node is typed.
+  std::vector<std::string> empty_lists;
   std::string pointer;  // the node's JSON pointer
   std::string where;    // its description in diagnostics (`matmul "proj"`)
   // A graph node writes ports and attributes as its own fields; a workflow block wires its ports

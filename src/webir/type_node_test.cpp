@@ -131,6 +131,9 @@ TEST(InferNode, ABadNodeGetsTheEngineDiagnosticAtItsPointer) {
   EXPECT_EQ(Refusal(MakeNode("relu", {In("a", {2})}, {{"alpha", 1}})),
             "unknown-attribute /nodes/7/alpha");
   EXPECT_EQ(Refusal(MakeNode("sum", {In("a", {2, 3})}, {{"axis", 2}})), "bad-axis /nodes/7");
+  OpNode empty = MakeNode("stack", {});
+  empty.empty_lists = {"inputs"};
+  EXPECT_EQ(Refusal(empty), "empty-input-list /nodes/7/inputs");
 }
 
 TEST(TypeOpNode, RefusesAFormNewerThanTheLabel) {
