@@ -120,13 +120,7 @@ class Graph:
     def where(self, condition, a, b):
         """``a`` where ``condition`` (a bool mask) is true, else ``b``; a number for ``a`` or
         ``b`` is a rank-0 constant. The three broadcast together (protocol version 3)."""
-        def operand(x):
-            if isinstance(x, Tensor):
-                self._check_own(x)
-                return x
-            return self.full((), x)
-        a, b = operand(a), operand(b)
-        self._check_own(condition)
+        a, b = (x if isinstance(x, Tensor) else self.full((), x) for x in (a, b))
         return self._add("where", {"cond": condition, "a": a, "b": b})
 
     def op(self, op, **ports_and_attrs):
@@ -138,38 +132,27 @@ class Graph:
         ports, attrs = {}, {}
         for key, value in ports_and_attrs.items():
             if key in list_ports and isinstance(value, (list, tuple)):
-                ports[key] = self._check_list(value)
+                ports[key] = list(value)
             elif isinstance(value, Tensor):
-                self._check_own(value)
                 ports[key] = value
             else:
                 attrs[key] = value
         return self._add(op, ports, attrs)
 
-    def _check_list(self, tensors):
-        """The entries of a list port, each a Tensor of this graph. An empty list is the engine's
-        to name (``empty-input-list``), with the node's pointer."""
-        tensors = list(tensors)
-        for t in tensors:
-            self._check_own(t)
-        return tensors
-
     def concat(self, tensors, axis=0):
         """The ``tensors`` (one dtype and rank, equal sizes but along ``axis``) joined along
         ``axis`` in list order, as torch.cat (protocol version 4)."""
-        tensors = self._check_list(tensors)
-        return self._add("concat", {"inputs": tensors}, {"axis": int(axis)})
+        return self._add("concat", {"inputs": list(tensors)}, {"axis": int(axis)})
 
     def stack(self, tensors, axis=0):
         """The ``tensors`` (one dtype and shape) joined along a new axis inserted at ``axis``
         (in [-rank - 1, rank]), in list order, as torch.stack (protocol version 4)."""
-        tensors = self._check_list(tensors)
-        return self._add("stack", {"inputs": tensors}, {"axis": int(axis)})
+        return self._add("stack", {"inputs": list(tensors)}, {"axis": int(axis)})
 
     def sgd(self, param, grad, lr=1e-3, weight_decay=0.0, maximize=False):
         """The parameter after one SGD step (``sgd_update``)."""
-        return self._optimizer("sgd_update", {"param": param, "grad": grad},
-                               {"lr": lr, "weight_decay": weight_decay, "maximize": maximize})
+        return self._add("sgd_update", {"param": param, "grad": grad},
+                         {"lr": lr, "weight_decay": weight_decay, "maximize": maximize})
 
     def momentum(self, param, grad, velocity, t, lr=1e-3, momentum=0.9, dampening=0.0,
                  weight_decay=0.0, nesterov=False, maximize=False):
@@ -178,8 +161,8 @@ class Graph:
         ports = {"param": param, "grad": grad, "velocity": velocity, "t": t}
         attrs = {"lr": lr, "momentum": momentum, "dampening": dampening,
                  "weight_decay": weight_decay, "nesterov": nesterov, "maximize": maximize}
-        return (self._optimizer("momentum_update", ports, attrs),
-                self._optimizer("momentum_velocity", ports, attrs))
+        return (self._add("momentum_update", ports, attrs),
+                self._add("momentum_velocity", ports, attrs))
 
     def adam(self, param, grad, m, v, t, lr=1e-3, beta1=0.9, beta2=0.999, eps=1e-8,
              weight_decay=None, decoupled=False, maximize=False):
@@ -190,14 +173,9 @@ class Graph:
                  "maximize": maximize}
         if weight_decay is not None:
             attrs["weight_decay"] = weight_decay
-        return (self._optimizer("adam_update", ports, attrs),
-                self._optimizer("adam_m", ports, attrs),
-                self._optimizer("adam_v", ports, attrs))
-
-    def _optimizer(self, op, ports, attrs):
-        for t in ports.values():
-            self._check_own(t)
-        return self._add(op, ports, attrs)
+        return (self._add("adam_update", ports, attrs),
+                self._add("adam_m", ports, attrs),
+                self._add("adam_v", ports, attrs))
 
     def _add_source(self, op, attrs, shape, dtype, name=None):
         """An input, param or full node, of the shape and dtype it declares (the engine checks the
@@ -207,13 +185,14 @@ class Graph:
                             _ops.table()[op]["min_version"], name)
 
     def _add(self, op, ports, attrs=None):
-        """A node of ``op`` reading ``ports`` ({port: Tensor, or a list of them for a list port})
-        with ``attrs``, typed by the engine (_scellis.infer_node); a node it refuses raises its
-        diagnostic and leaves the graph as it was."""
-        first = next(iter(ports.values()), None)
-        if isinstance(first, list):  # a list port: its first entry, if any
-            first = first[0] if first else None
-        self._check_live(first)
+        """A node of ``op`` reading ``ports`` ({port: Tensor of this graph, or a list of them for
+        a list port; an empty list is the engine's to name}) with ``attrs``, typed by the engine
+        (_scellis.infer_node); a node it refuses raises its diagnostic and leaves the graph as it
+        was."""
+        for t in ports.values():
+            for entry in t if isinstance(t, list) else [t]:
+                self._check_own(entry)  # of this graph, whose trace (if any) is live
+        self._check_live(None)          # a node without inputs
         if self._spec(op) is None:
             raise UnsupportedOpError(
                 "unknown-op", f"the engine's op table has no op \"{op}\"",
@@ -456,8 +435,6 @@ class Graph:
         """a @ b of i32 fixed-point values with ``frac_bits`` (0 to 31) fraction bits: the exact
         sum of products shifted right by frac_bits, rounded half to even, an i32 tensor with the
         same bits on every backend; a result outside i32 is ``fixed-point-overflow``."""
-        for t in (a, b):
-            self._check_own(t)
         return self._add("matmul_fixed", {"a": a, "b": b}, {"frac_bits": int(frac_bits)})
 
 
@@ -469,29 +446,3 @@ def _json_text(data):
                          "a value of the graph is NaN or infinite, which the graph protocol "
                          "(JSON) cannot hold",
                          help="feed non-finite values as arrays when the graph runs") from None
-
-
-def _graph_of(tensors, what):
-    """The Graph the entries of a list belong to (the first one's; the rest are checked to be
-    of it when the node is added)."""
-    tensors = list(tensors)
-    if not tensors:
-        raise GraphError("empty-input-list", f"{what} of an empty list of tensors",
-                         help="list at least one tensor")
-    if not isinstance(tensors[0], Tensor):
-        raise TypeError(f"expected a scellis Tensor, got {type(tensors[0]).__name__}")
-    return tensors[0].graph, tensors
-
-
-def concat(tensors, axis=0):
-    """The ``tensors`` (of one graph, one dtype and rank, equal sizes but along ``axis``)
-    joined along ``axis`` in list order, as torch.cat: ``Graph.concat`` on their graph."""
-    g, tensors = _graph_of(tensors, "concat")
-    return g.concat(tensors, axis)
-
-
-def stack(tensors, axis=0):
-    """The ``tensors`` (of one graph, one dtype and shape) joined along a new axis inserted at
-    ``axis``, as torch.stack: ``Graph.stack`` on their graph."""
-    g, tensors = _graph_of(tensors, "stack")
-    return g.stack(tensors, axis)

@@ -1,6 +1,6 @@
 """Tensor: a node of a Graph, with the operators and methods that add nodes to it (elementwise
-arithmetic and masks, strided views, normalisation, reductions, layout). A Tensor has no value:
-its graph runs in the engine.
+arithmetic and masks, strided views, normalisation, reductions, layout), and ``concat`` and
+``stack`` of a list of them. A Tensor has no value: its graph runs in the engine.
 
 Every shape and dtype is the engine's: it types each node as it is added (see scellis.graph).
 """
@@ -119,7 +119,6 @@ class Tensor:
     def _binary(self, op, other, reverse=False):
         g = self.graph
         if isinstance(other, Tensor):
-            g._check_own(other)
             a, b = (other, self) if reverse else (self, other)
             return g._add(op, {"a": a, "b": b})
         if isinstance(other, numbers.Real) and not isinstance(other, bool):
@@ -154,7 +153,6 @@ class Tensor:
     def __matmul__(self, other):
         if not isinstance(other, Tensor):
             return NotImplemented
-        self.graph._check_own(other)
         return self.graph._add("matmul", {"a": self, "b": other})
 
     # ---- elementwise ----
@@ -264,7 +262,6 @@ class Tensor:
     def _compare(self, op, other):
         g = self.graph
         if isinstance(other, Tensor):
-            g._check_own(other)
             return g._add(op, {"a": self, "b": other})
         if isinstance(other, numbers.Real) and not isinstance(other, bool):
             return g._add(op, {"a": self}, {"scalar": float(other)})
@@ -292,7 +289,6 @@ class Tensor:
 
     def masked_fill(self, mask, value):
         """``value`` where ``mask`` (bool, broadcasting with self) is true, else self."""
-        self.graph._check_own(mask)
         return self.graph._add("masked_fill", {"a": self, "mask": mask}, {"value": float(value)})
 
     def clamp(self, min=None, max=None):
@@ -329,7 +325,6 @@ class Tensor:
 
     def gelu_grad(self, upstream):
         """upstream * gelu'(self)."""
-        self.graph._check_own(upstream)
         return self.graph._add("gelu_grad", {"a": self, "b": upstream})
 
     # ---- normalisation and loss ----
@@ -348,13 +343,10 @@ class Tensor:
 
     def cross_entropy(self, target):
         """Mean over rows of -log_softmax(self)[target]; target holds class indices (f32)."""
-        self.graph._check_own(target)
         return self.graph._add("cross_entropy", {"a": self, "target": target})
 
     def cross_entropy_grad(self, target, upstream):
         """(softmax(self) - onehot(target)) / N * upstream: the gradient of cross_entropy."""
-        self.graph._check_own(target)
-        self.graph._check_own(upstream)
         return self.graph._add("cross_entropy_grad",
                                {"a": self, "target": target, "b": upstream})
 
@@ -400,3 +392,29 @@ class Tensor:
     @property
     def T(self):
         return self.transpose()
+
+
+def _graph_of(tensors, what):
+    """The Graph the entries of a list belong to (the first one's; the rest are checked to be
+    of it when the node is added)."""
+    tensors = list(tensors)
+    if not tensors:
+        raise GraphError("empty-input-list", f"{what} of an empty list of tensors",
+                         help="list at least one tensor")
+    if not isinstance(tensors[0], Tensor):
+        raise TypeError(f"expected a scellis Tensor, got {type(tensors[0]).__name__}")
+    return tensors[0].graph, tensors
+
+
+def concat(tensors, axis=0):
+    """The ``tensors`` (of one graph, one dtype and rank, equal sizes but along ``axis``)
+    joined along ``axis`` in list order, as torch.cat: ``Graph.concat`` on their graph."""
+    g, tensors = _graph_of(tensors, "concat")
+    return g.concat(tensors, axis)
+
+
+def stack(tensors, axis=0):
+    """The ``tensors`` (of one graph, one dtype and shape) joined along a new axis inserted at
+    ``axis``, as torch.stack: ``Graph.stack`` on their graph."""
+    g, tensors = _graph_of(tensors, "stack")
+    return g.stack(tensors, axis)
