@@ -24,8 +24,8 @@ from .errors import (DeviceError, EngineInternalError, GraphError, ReplayRefused
                      ScellisError, SessionStateError, TraceError, UnsupportedOpError,
                      UserReferenceError)
 from .data import load_dataset
-from .graph import Graph, concat, stack
-from .tensor import Tensor
+from .graph import Graph
+from .tensor import Tensor, concat, stack
 from .ops import MAX_GRAPH_VERSION, MAX_STEPS_PER_SUBMISSION
 from .pipeline import Pipeline, loop, pipeline
 from .records import replay, runs

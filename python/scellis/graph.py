@@ -3,10 +3,11 @@ to the engine's graph protocol (plain JSON data) and run, lowered, planned or pr
 engine.
 
 The graph is plain data: every method adds one node of an op the engine's table has (an op it
-lacks is an UnsupportedOpError, never an imitation) and the engine validates the document when it
-runs. Shapes are tracked here only to label the document with the lowest protocol version it
-needs and to build composite forms (``2 / x``, a softmax over a leading axis); the engine's
-diagnostics are the authority on what is valid.
+lacks is an UnsupportedOpError, never an imitation). The engine checks each node as it is added
+(_scellis.infer_node): it gives the node's shape and dtype and the lowest protocol version its form
+needs, or refuses it with its diagnostic (pointing at the node's place in the document of the whole
+graph) before the graph changes. Nothing here restates a shape or version rule: composite forms
+(``2 / x``, a softmax over a leading axis) are built from the shapes the engine gave.
 """
 
 import json
@@ -16,63 +17,16 @@ import numpy as np
 from . import _scellis
 from . import ops as _ops
 from . import user_ops as _user_ops
-from .errors import GraphError, UnsupportedOpError, UserReferenceError
+from .errors import GraphError, ScellisError, UnsupportedOpError, UserReferenceError
 from .result import RunResult
 from .session import Session
-from .tensor import _DTYPES, Tensor, _axis, _broadcast, _dtype_name, _stale
+from .tensor import _DTYPES, Tensor, _dtype_name, _stale
 from . import worker as _worker
 
 
 # Keyword arguments of run/submit/prepare/lower/plan that are options, not output names.
 _RESERVED = ("backend", "tier", "allow_software_adapter", "threads", "feeds", "carry",
              "resident", "callback", "on_error", "rung", "json", "executor", "record")
-
-
-def _concat_shape(shapes, axis):
-    """torch.cat's shape, or None when a shape is unknown or the entries do not join (the
-    engine names the entry that does not, with its pointer)."""
-    if not shapes or any(s is None for s in shapes):
-        return None
-    rank = len(shapes[0])
-    axis = _axis(axis, rank)
-    if not 0 <= axis < rank or any(len(s) != rank for s in shapes):
-        return None
-    if any(s[:axis] + s[axis + 1:] != shapes[0][:axis] + shapes[0][axis + 1:] for s in shapes):
-        return None
-    return shapes[0][:axis] + (sum(s[axis] for s in shapes),) + shapes[0][axis + 1:]
-
-
-def _stack_shape(shapes, axis):
-    """torch.stack's shape, or None when a shape is unknown or the entries differ."""
-    if not shapes or any(s is None for s in shapes) or any(s != shapes[0] for s in shapes):
-        return None
-    rank = len(shapes[0])
-    axis = axis + rank + 1 if axis < 0 else axis
-    if not 0 <= axis <= rank:
-        return None
-    return shapes[0][:axis] + (len(shapes),) + shapes[0][axis:]
-
-
-def _list_dtype(tensors):
-    """The dtype of a list port's result: its entries' (mixed dtypes are the engine's
-    ``dtype-mismatch``)."""
-    return tensors[0].dtype if tensors else "f32"
-
-
-def _version_of_features(spec, ports, attrs):
-    """The protocol version the forms of a node need beyond its op's own (the protocol's rules,
-    which the engine holds a graph to): broadcasting two non-scalar shapes, a reduction over one
-    axis or with keepdim, a batched matmul. An unknown shape counts as the newer form."""
-    op, attrs = spec["name"], attrs or {}
-    if op in ("sum", "mean") and (attrs.get("axis") is not None or attrs.get("keepdim")):
-        return 2
-    shapes = [ports[p].shape for p in ("a", "b") if p in ports]
-    if op == "matmul" and any(s is None or len(s) > 2 for s in shapes):
-        return 2
-    if (spec["family"] == "elementwise" and len(shapes) == 2 and shapes[0] != shapes[1]
-            and () not in shapes):
-        return 2
-    return 1
 
 
 class Graph:
@@ -86,8 +40,8 @@ class Graph:
         self.version = version
         self.name = name
         self._nodes = []      # graph-protocol node objects, index = id
-        self._needs = []      # per node: the lowest protocol version it needs
-        self._types = []      # per node: (shape or None, dtype) as far as this side can tell
+        self._needs = []      # per node: the lowest protocol version it needs (the engine's)
+        self._types = []      # per node: (shape, dtype), the engine's (a source's: declared)
         self._arrays = {}     # input name -> its value (a graph constant, snapshotted)
         self._names = {}      # input/param name -> node id
         self._trace = None    # the pipeline trace this graph records, if any (scellis.pipeline)
@@ -123,11 +77,12 @@ class Graph:
         dtype = _dtype_name(dtype)
         if isinstance(value, tuple):
             shape = tuple(int(s) for s in value)
-            return self._add("input", {}, {"name": name, "shape": list(shape), "dtype": dtype},
-                             shape=shape, dtype=dtype, source=name)
+            return self._add_source("input", {"name": name, "shape": list(shape), "dtype": dtype},
+                                    shape, dtype, name)
         array = np.array(value, dtype=_DTYPES[dtype], copy=True, order="C")
-        node = self._add("input", {}, {"name": name, "shape": list(array.shape), "dtype": dtype},
-                         shape=array.shape, dtype=dtype, source=name)
+        node = self._add_source("input",
+                                {"name": name, "shape": list(array.shape), "dtype": dtype},
+                                array.shape, dtype, name)
         self._arrays[name] = array
         return node
 
@@ -144,14 +99,14 @@ class Graph:
         if spec.get("kind") in ("uniform", "kaiming_uniform"):
             spec.setdefault("seed", seed)
         shape = tuple(int(s) for s in shape)
-        return self._add("param", {}, {"name": name, "shape": list(shape), "init": spec},
-                         shape=shape, dtype="f32", source=name)
+        return self._add_source("param", {"name": name, "shape": list(shape), "init": spec},
+                                shape, "f32", name)
 
     def full(self, shape, value):
         """A tensor of ``shape`` filled with ``value``."""
         shape = tuple(int(s) for s in shape)
-        return self._add("full", {}, {"shape": list(shape), "value": float(value)}, shape=shape,
-                         dtype="f32")
+        return self._add_source("full", {"shape": list(shape), "value": float(value)}, shape,
+                                "f32")
 
     # ---- ops ----
 
@@ -160,68 +115,44 @@ class Graph:
         f32; protocol version 6): torch.arange broadcast along the other axes, computed in the
         kernel that reads it."""
         shape = [int(s) for s in shape]
-        return self._add("arange", {}, {"shape": shape, "axis": int(axis), "dtype": dtype},
-                         shape=shape, dtype=dtype)
+        return self._add("arange", {}, {"shape": shape, "axis": int(axis), "dtype": dtype})
 
     def where(self, condition, a, b):
         """``a`` where ``condition`` (a bool mask) is true, else ``b``; a number for ``a`` or
         ``b`` is a rank-0 constant. The three broadcast together (protocol version 3)."""
-        def operand(x):
-            if isinstance(x, Tensor):
-                self._check_own(x)
-                return x
-            return self.full((), x)
-        a, b = operand(a), operand(b)
-        self._check_own(condition)
-        shape = _broadcast(condition.shape, _broadcast(a.shape, b.shape))
-        return self._add("where", {"cond": condition, "a": a, "b": b}, shape=shape,
-                         dtype=a.dtype)
+        a, b = (x if isinstance(x, Tensor) else self.full((), x) for x in (a, b))
+        return self._add("where", {"cond": condition, "a": a, "b": b})
 
     def op(self, op, **ports_and_attrs):
         """Adds a node of any op in the engine's table: Tensor keyword arguments are its ports
         (a list or tuple of Tensors for a list port, such as concat's ``inputs``), the rest its
-        attributes. The result's shape is not tracked here."""
+        attributes."""
         spec = _ops.table().get(op)
         list_ports = {p["name"] for p in spec["inputs"] if p.get("list")} if spec else set()
         ports, attrs = {}, {}
         for key, value in ports_and_attrs.items():
             if key in list_ports and isinstance(value, (list, tuple)):
-                ports[key] = self._check_list(value)
+                ports[key] = list(value)
             elif isinstance(value, Tensor):
-                self._check_own(value)
                 ports[key] = value
             else:
                 attrs[key] = value
-        return self._add(op, ports, attrs, shape=None, dtype="f32")
-
-    def _check_list(self, tensors):
-        """The entries of a list port, each a Tensor of this graph. An empty list is written as
-        it is: the engine names it (``empty-input-list``) with the node's pointer."""
-        tensors = list(tensors)
-        for t in tensors:
-            self._check_own(t)
-        return tensors
+        return self._add(op, ports, attrs)
 
     def concat(self, tensors, axis=0):
         """The ``tensors`` (one dtype and rank, equal sizes but along ``axis``) joined along
         ``axis`` in list order, as torch.cat (protocol version 4)."""
-        tensors = self._check_list(tensors)
-        return self._add("concat", {"inputs": tensors}, {"axis": int(axis)},
-                         shape=_concat_shape([t.shape for t in tensors], int(axis)),
-                         dtype=_list_dtype(tensors))
+        return self._add("concat", {"inputs": list(tensors)}, {"axis": int(axis)})
 
     def stack(self, tensors, axis=0):
         """The ``tensors`` (one dtype and shape) joined along a new axis inserted at ``axis``
         (in [-rank - 1, rank]), in list order, as torch.stack (protocol version 4)."""
-        tensors = self._check_list(tensors)
-        return self._add("stack", {"inputs": tensors}, {"axis": int(axis)},
-                         shape=_stack_shape([t.shape for t in tensors], int(axis)),
-                         dtype=_list_dtype(tensors))
+        return self._add("stack", {"inputs": list(tensors)}, {"axis": int(axis)})
 
     def sgd(self, param, grad, lr=1e-3, weight_decay=0.0, maximize=False):
         """The parameter after one SGD step (``sgd_update``)."""
-        return self._optimizer("sgd_update", {"param": param, "grad": grad},
-                               {"lr": lr, "weight_decay": weight_decay, "maximize": maximize})
+        return self._add("sgd_update", {"param": param, "grad": grad},
+                         {"lr": lr, "weight_decay": weight_decay, "maximize": maximize})
 
     def momentum(self, param, grad, velocity, t, lr=1e-3, momentum=0.9, dampening=0.0,
                  weight_decay=0.0, nesterov=False, maximize=False):
@@ -230,8 +161,8 @@ class Graph:
         ports = {"param": param, "grad": grad, "velocity": velocity, "t": t}
         attrs = {"lr": lr, "momentum": momentum, "dampening": dampening,
                  "weight_decay": weight_decay, "nesterov": nesterov, "maximize": maximize}
-        return (self._optimizer("momentum_update", ports, attrs),
-                self._optimizer("momentum_velocity", ports, attrs))
+        return (self._add("momentum_update", ports, attrs),
+                self._add("momentum_velocity", ports, attrs))
 
     def adam(self, param, grad, m, v, t, lr=1e-3, beta1=0.9, beta2=0.999, eps=1e-8,
              weight_decay=None, decoupled=False, maximize=False):
@@ -242,39 +173,55 @@ class Graph:
                  "maximize": maximize}
         if weight_decay is not None:
             attrs["weight_decay"] = weight_decay
-        return (self._optimizer("adam_update", ports, attrs),
-                self._optimizer("adam_m", ports, attrs),
-                self._optimizer("adam_v", ports, attrs))
+        return (self._add("adam_update", ports, attrs),
+                self._add("adam_m", ports, attrs),
+                self._add("adam_v", ports, attrs))
 
-    def _optimizer(self, op, ports, attrs):
+    def _add_source(self, op, attrs, shape, dtype, name=None):
+        """An input, param or full node, of the shape and dtype it declares (the engine checks the
+        declaration when it reads the document)."""
+        self._check_live(None)
+        return self._append({"id": len(self._nodes), "op": op, **attrs}, tuple(shape), dtype,
+                            _ops.table()[op]["min_version"], name)
+
+    def _add(self, op, ports, attrs=None):
+        """A node of ``op`` reading ``ports`` ({port: Tensor of this graph, or a list of them for
+        a list port; an empty list is the engine's to name}) with ``attrs``, typed by the engine
+        (_scellis.infer_node); a node it refuses raises its diagnostic and leaves the graph as it
+        was."""
         for t in ports.values():
-            self._check_own(t)
-        return self._add(op, ports, attrs, shape=ports["param"].shape, dtype="f32")
-
-    def _add(self, op, ports, attrs=None, shape=None, dtype="f32", source=None):
-        if self._trace is not None and self._trace.done:
-            first = next(iter(ports.values()), None)
-            if isinstance(first, list):  # a list port: its first entry, if any
-                first = first[0] if first else None
-            raise _stale(first)
-        spec = self._spec(op)
-        if spec is None:
+            for entry in t if isinstance(t, list) else [t]:
+                self._check_own(entry)  # of this graph, whose trace (if any) is live
+        self._check_live(None)          # a node without inputs
+        if self._spec(op) is None:
             raise UnsupportedOpError(
                 "unknown-op", f"the engine's op table has no op \"{op}\"",
                 help="ops this build has: " + ", ".join(_ops.names()))
-        node = {"id": len(self._nodes), "op": op}
-        for port, t in ports.items():
-            # A list port (concat's `inputs`) holds an array of node ids, in list order.
-            node[port] = [e.id for e in t] if isinstance(t, list) else t.id
-        for key, value in (attrs or {}).items():
-            node[key] = value
-        # Everything is checked before the graph changes: a refused node leaves no trace.
+        fields = {"id": len(self._nodes), "op": op, **(attrs or {})}
+        inputs = {port: [self._types[e.id] for e in t] if isinstance(t, list)
+                  else self._types[t.id] for port, t in ports.items()}
+        user = [self._user_ops[op]._handle] if op in self._user_ops else []
+        (shape, dtype), version = _scellis.infer_node(_json_text(fields), inputs,
+                                                      f"/nodes/{fields['id']}", user)
+        # A list port (concat's `inputs`) holds an array of node ids, in list order.
+        node = {"id": fields["id"], "op": op}
+        node.update({port: [e.id for e in t] if isinstance(t, list) else t.id
+                     for port, t in ports.items()})
+        node.update(attrs or {})
+        return self._append(node, shape, dtype, version)
+
+    def _check_live(self, t):
+        """Refuses adding to the graph of a finished trace (``t``: a tensor it is about)."""
+        if self._trace is not None and self._trace.done:
+            raise _stale(t)
+
+    def _append(self, node, shape, dtype, version, name=None):
         self._nodes.append(node)
-        self._needs.append(max(spec["min_version"], _version_of_features(spec, ports, attrs)))
-        self._types.append((None if shape is None else tuple(shape), dtype))
-        if source is not None:
-            self._names[source] = node["id"]
-        return Tensor(self, node["id"], None if shape is None else tuple(shape), dtype)
+        self._needs.append(version)
+        self._types.append((shape, dtype))
+        if name is not None:
+            self._names[name] = node["id"]
+        return Tensor(self, node["id"], shape, dtype)
 
     # ---- documents ----
 
@@ -316,7 +263,12 @@ class Graph:
         if known is None and _ops.table().get(op.name) is not None:
             raise GraphError("op-name-taken", f"\"{op.name}\" is a built-in op")
         self._user_ops[op.name] = op
-        return self._add(op.name, ports, shape=ports[op.shape].shape, dtype="f32")
+        try:
+            return self._add(op.name, ports)   # typed by the engine's rule for user ops
+        except ScellisError:
+            if known is None:
+                del self._user_ops[op.name]
+            raise
 
     def _run_engine(self, text, backend, tier, allow_software_adapter, threads, arrays,
                     executor=None, record=True):
@@ -361,13 +313,7 @@ class Graph:
             doc["determinism"] = tier
         doc["nodes"] = nodes
         doc["outputs"] = [{"name": n, "id": t.id} for n, t in outputs.items()]
-        try:
-            return json.dumps(doc, allow_nan=False)
-        except ValueError:
-            raise GraphError("non-finite-number",
-                             "a value of the graph is NaN or infinite, which the graph protocol "
-                             "(JSON) cannot hold",
-                             help="feed non-finite values as arrays when the graph runs") from None
+        return _json_text(doc)
 
     def to_json(self, tier=None, **outputs):
         """The graph protocol document (JSON text) of ``outputs``, labelled with the lowest
@@ -489,34 +435,14 @@ class Graph:
         """a @ b of i32 fixed-point values with ``frac_bits`` (0 to 31) fraction bits: the exact
         sum of products shifted right by frac_bits, rounded half to even, an i32 tensor with the
         same bits on every backend; a result outside i32 is ``fixed-point-overflow``."""
-        for t in (a, b):
-            self._check_own(t)
-        shape = None if a.shape is None or b.shape is None else (a.shape[0], b.shape[1])
-        return self._add("matmul_fixed", {"a": a, "b": b}, {"frac_bits": int(frac_bits)},
-                         shape=shape, dtype="i32")
+        return self._add("matmul_fixed", {"a": a, "b": b}, {"frac_bits": int(frac_bits)})
 
 
-def _graph_of(tensors, what):
-    """The Graph the entries of a list belong to (the first one's; the rest are checked to be
-    of it when the node is added)."""
-    tensors = list(tensors)
-    if not tensors:
-        raise GraphError("empty-input-list", f"{what} of an empty list of tensors",
-                         help="list at least one tensor")
-    if not isinstance(tensors[0], Tensor):
-        raise TypeError(f"expected a scellis Tensor, got {type(tensors[0]).__name__}")
-    return tensors[0].graph, tensors
-
-
-def concat(tensors, axis=0):
-    """The ``tensors`` (of one graph, one dtype and rank, equal sizes but along ``axis``)
-    joined along ``axis`` in list order, as torch.cat: ``Graph.concat`` on their graph."""
-    g, tensors = _graph_of(tensors, "concat")
-    return g.concat(tensors, axis)
-
-
-def stack(tensors, axis=0):
-    """The ``tensors`` (of one graph, one dtype and shape) joined along a new axis inserted at
-    ``axis``, as torch.stack: ``Graph.stack`` on their graph."""
-    g, tensors = _graph_of(tensors, "stack")
-    return g.stack(tensors, axis)
+def _json_text(data):
+    try:
+        return json.dumps(data, allow_nan=False)
+    except ValueError:
+        raise GraphError("non-finite-number",
+                         "a value of the graph is NaN or infinite, which the graph protocol "
+                         "(JSON) cannot hold",
+                         help="feed non-finite values as arrays when the graph runs") from None

@@ -203,14 +203,7 @@ def _document(graph, inputs, returned, loop, name):
     # Renumbered: state params first, then the kept nodes in order.
     doc_nodes, new_id = [], {}
     for before, (pname, out) in state_param.items():
-        node = nodes[before]
-        shape, dtype = graph._types[before]
-        if shape is None:
-            raise TraceError("unknown-shape",
-                             f"the loop starts from node #{before} ({node['op']}), whose shape "
-                             "is not known here",
-                             help="build the starting value with ops whose shapes are tracked, "
-                                  "or pass it as an argument")
+        shape, dtype = graph._types[before]   # the engine's
         new_id[("state", before)] = len(doc_nodes)
         doc_nodes.append({"id": len(doc_nodes), "op": "param", "name": pname,
                           "shape": list(shape), "dtype": dtype,

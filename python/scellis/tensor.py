@@ -1,9 +1,8 @@
 """Tensor: a node of a Graph, with the operators and methods that add nodes to it (elementwise
-arithmetic and masks, strided views, normalisation, reductions, layout). A Tensor has no value:
-its graph runs in the engine.
+arithmetic and masks, strided views, normalisation, reductions, layout), and ``concat`` and
+``stack`` of a list of them. A Tensor has no value: its graph runs in the engine.
 
-Shapes are tracked here only as far as this side can tell (None when it cannot): the engine's
-diagnostics are the authority on what is valid.
+Every shape and dtype is the engine's: it types each node as it is added (see scellis.graph).
 """
 
 import numbers
@@ -45,29 +44,14 @@ def _stale(t):
         help="keep no tensors between calls; return them from the pipeline and use the arrays")
 
 
-def _broadcast(a, b):
-    if a is None or b is None:
-        return None
-    try:
-        return tuple(np.broadcast_shapes(a, b))
-    except ValueError:
-        return None  # the engine names the mismatch, with the node's pointer
-
-
-def _matmul_shape(a, b):
-    if a is None or b is None or len(a) < 2 or len(b) < 2:
-        return None
-    batch = _broadcast(a[:-2], b[:-2])
-    return None if batch is None else batch + (a[-2], b[-1])
-
-
 def _axis(axis, rank):
-    return axis + rank if axis is not None and rank is not None and axis < 0 else axis
+    """A Python axis (negative from the end) as an index."""
+    return axis + rank if axis < 0 else axis
 
 
 class Tensor:
     """A node of a Graph. Operators and methods add nodes; nothing is computed until the graph
-    runs. ``shape`` is the shape as far as this side can tell (None when it cannot)."""
+    runs. ``shape`` and ``dtype`` are the engine's (a source's: as declared)."""
 
     __slots__ = ("graph", "id", "shape", "dtype")
     # NumPy defers to the reflected operators (np.float32(2) * t is a Tensor, not an object array).
@@ -128,28 +112,22 @@ class Tensor:
 
     @property
     def ndim(self):
-        return None if self.shape is None else len(self.shape)
+        return len(self.shape)
 
     # ---- arithmetic: broadcasting + - * /, scalars as the op's `scalar` attribute ----
 
     def _binary(self, op, other, reverse=False):
         g = self.graph
         if isinstance(other, Tensor):
-            g._check_own(other)
             a, b = (other, self) if reverse else (self, other)
-            return g._add(op, {"a": a, "b": b}, shape=_broadcast(a.shape, b.shape),
-                          dtype=a.dtype)
+            return g._add(op, {"a": a, "b": b})
         if isinstance(other, numbers.Real) and not isinstance(other, bool):
             s = float(other)
             if not reverse or op in ("add", "mul", "bitwise_and", "bitwise_or", "bitwise_xor"):
-                return g._add(op, {"a": self}, {"scalar": s}, shape=self.shape, dtype=self.dtype)
+                return g._add(op, {"a": self}, {"scalar": s})
             if op == "sub":  # s - x = x * -1 + s: both exact in f32
                 return (self * -1.0)._binary("add", s)
             if op == "div":  # s / x, with s as a tensor of x's shape
-                if self.shape is None:
-                    raise GraphError("unknown-shape",
-                                     f"{s} / x needs the shape of x, which is not known here",
-                                     help="divide by a tensor from Graph.full instead")
                 return g.full(self.shape, s)._binary("div", self)
         return NotImplemented
 
@@ -175,9 +153,7 @@ class Tensor:
     def __matmul__(self, other):
         if not isinstance(other, Tensor):
             return NotImplemented
-        self.graph._check_own(other)
-        return self.graph._add("matmul", {"a": self, "b": other},
-                               shape=_matmul_shape(self.shape, other.shape), dtype=self.dtype)
+        return self.graph._add("matmul", {"a": self, "b": other})
 
     # ---- elementwise ----
 
@@ -195,9 +171,6 @@ class Tensor:
     def __getitem__(self, key):
         """Python/NumPy basic indexing: slices (negative steps too), integers (the axis is
         dropped) and one Ellipsis — a `slice` node, and a reshape when integers drop axes."""
-        if self.shape is None:
-            raise GraphError("unknown-shape", "indexing needs the tensor's shape, which is not "
-                             "known here", help="give the input a shape")
         rank = len(self.shape)
         key = key if isinstance(key, tuple) else (key,)
         if sum(k is Ellipsis for k in key) > 1:
@@ -208,14 +181,14 @@ class Tensor:
         if len(key) > rank:
             raise GraphError("bad-index", f"{len(key)} indices for a tensor of rank {rank}")
         key = key + (slice(None),) * (rank - len(key))
-        starts, stops, steps, shape, kept = [], [], [], [], []
+        starts, stops, steps, kept = [], [], [], []
         for axis, (k, size) in enumerate(zip(key, self.shape)):
             if isinstance(k, numbers.Integral) and not isinstance(k, bool):
                 i = int(k) + size if int(k) < 0 else int(k)
                 if not 0 <= i < size:
                     raise GraphError("index-out-of-range",
                                      f"index {int(k)} is out of range for axis {axis} of size {size}")
-                starts.append(i), stops.append(i + 1), steps.append(1), shape.append(1)
+                starts.append(i), stops.append(i + 1), steps.append(1)
             elif isinstance(k, slice):
                 step = 1 if k.step is None else int(k.step)
                 if step == 0:
@@ -223,24 +196,21 @@ class Tensor:
                 starts.append(None if k.start is None else int(k.start))
                 stops.append(None if k.stop is None else int(k.stop))
                 steps.append(step)
-                shape.append(len(range(*slice(k.start, k.stop, step).indices(size))))
                 kept.append(axis)
             else:
                 raise GraphError("bad-index", f"{k!r} is not a slice, an integer or Ellipsis",
                                  help="index with tensors through the engine's gather ops")
         out = self.graph._add("slice", {"a": self},
-                              {"starts": starts, "stops": stops, "steps": steps},
-                              shape=tuple(shape), dtype=self.dtype)
+                              {"starts": starts, "stops": stops, "steps": steps})
         if len(kept) < rank:
-            out = out.reshape(*[shape[a] for a in kept])
+            out = out.reshape(*[out.shape[a] for a in kept])
         return out
 
     def flip(self, *axes):
         """Reverses the order of elements along ``axes``."""
         if len(axes) == 1 and isinstance(axes[0], (tuple, list)):
             axes = tuple(axes[0])
-        return self.graph._add("flip", {"a": self}, {"axes": [int(a) for a in axes]},
-                               shape=self.shape, dtype=self.dtype)
+        return self.graph._add("flip", {"a": self}, {"axes": [int(a) for a in axes]})
 
     def shift(self, shifts, boundary="zero"):
         """``out[i] = self[i - shifts]`` along every axis (torch.roll's direction; protocol
@@ -252,22 +222,17 @@ class Tensor:
         if isinstance(shifts, numbers.Integral):
             shifts = [shifts]
         shifts = [int(s) for s in shifts]
-        return self.graph._add("shift", {"a": self}, {"shifts": shifts, "boundary": boundary},
-                               shape=self.shape, dtype=self.dtype)
+        return self.graph._add("shift", {"a": self}, {"shifts": shifts, "boundary": boundary})
 
     def butterfly(self, mask, axis=-1):
         """``out[.., i, ..] = self[.., i ^ mask, ..]`` along ``axis`` (protocol version 6): each
         element's partner in a bitonic stage. Fused into its readers' kernel as a permuted load;
         the engine refuses (butterfly-out-of-range) a mask whose partners leave the axis."""
-        return self.graph._add("butterfly", {"a": self}, {"mask": int(mask), "axis": int(axis)},
-                               shape=self.shape, dtype=self.dtype)
+        return self.graph._add("butterfly", {"a": self}, {"mask": int(mask), "axis": int(axis)})
 
     def roll(self, shifts, dims=None):
         """torch.roll over the given ``dims`` (every axis when None, as a flattened roll is
         not a shift): a ``shift`` with the "wrap" boundary."""
-        if self.shape is None:
-            raise GraphError("unknown-shape", "roll needs the tensor's rank, which is not known "
-                             "here", help="use shift() with one entry per axis")
         rank = len(self.shape)
         if isinstance(shifts, numbers.Integral):
             shifts = [shifts]
@@ -290,23 +255,16 @@ class Tensor:
     def pad(self, pads, value=0.0):
         """Constant padding: ``pads`` holds one (before, after) pair per axis."""
         pads = [[int(b), int(a)] for b, a in pads]
-        shape = None
-        if self.shape is not None and len(pads) == len(self.shape):
-            shape = tuple(s + b + a for s, (b, a) in zip(self.shape, pads))
-        return self.graph._add("pad", {"a": self}, {"pads": pads, "value": float(value)},
-                               shape=shape, dtype=self.dtype)
+        return self.graph._add("pad", {"a": self}, {"pads": pads, "value": float(value)})
 
     # ---- masks (protocol version 3) ----
 
     def _compare(self, op, other):
         g = self.graph
         if isinstance(other, Tensor):
-            g._check_own(other)
-            return g._add(op, {"a": self, "b": other}, shape=_broadcast(self.shape, other.shape),
-                          dtype="bool")
+            return g._add(op, {"a": self, "b": other})
         if isinstance(other, numbers.Real) and not isinstance(other, bool):
-            return g._add(op, {"a": self}, {"scalar": float(other)}, shape=self.shape,
-                          dtype="bool")
+            return g._add(op, {"a": self}, {"scalar": float(other)})
         return NotImplemented
 
     def eq(self, other):
@@ -331,9 +289,7 @@ class Tensor:
 
     def masked_fill(self, mask, value):
         """``value`` where ``mask`` (bool, broadcasting with self) is true, else self."""
-        self.graph._check_own(mask)
-        return self.graph._add("masked_fill", {"a": self, "mask": mask}, {"value": float(value)},
-                               shape=self.shape, dtype=self.dtype)
+        return self.graph._add("masked_fill", {"a": self, "mask": mask}, {"value": float(value)})
 
     def clamp(self, min=None, max=None):
         """minimum(maximum(self, min), max), as torch.clamp: either bound may be left out; NaN
@@ -341,17 +297,16 @@ class Tensor:
         attrs = {k: float(v) for k, v in (("min", min), ("max", max)) if v is not None}
         if not attrs:
             raise GraphError("missing-attribute", "clamp needs min, max or both")
-        return self.graph._add("clamp", {"a": self}, attrs, shape=self.shape, dtype=self.dtype)
+        return self.graph._add("clamp", {"a": self}, attrs)
 
     def cast(self, dtype):
         """self converted to ``dtype`` ("f32" or "bool"): to bool, self != 0 (NaN is true); from
         bool, 0 or 1."""
         dtype = _dtype_name(dtype)
-        return self.graph._add("cast", {"a": self}, {"dtype": dtype}, shape=self.shape,
-                               dtype=dtype)
+        return self.graph._add("cast", {"a": self}, {"dtype": dtype})
 
     def _unary(self, op):
-        return self.graph._add(op, {"a": self}, shape=self.shape, dtype=self.dtype)
+        return self.graph._add(op, {"a": self})
 
     def relu(self): return self._unary("relu")
     def gelu(self): return self._unary("gelu")
@@ -370,22 +325,17 @@ class Tensor:
 
     def gelu_grad(self, upstream):
         """upstream * gelu'(self)."""
-        self.graph._check_own(upstream)
-        return self.graph._add("gelu_grad", {"a": self, "b": upstream}, shape=self.shape,
-                               dtype=self.dtype)
+        return self.graph._add("gelu_grad", {"a": self, "b": upstream})
 
     # ---- normalisation and loss ----
 
     def _over_last_axis(self, op, axis):
-        rank = self.ndim
-        axis = _axis(axis, rank)
-        if axis is None or rank is None or axis == rank - 1:
+        last, axis = self.ndim - 1, _axis(axis, self.ndim)
+        if axis == last:
             return self._unary(op)
-        if not 0 <= axis < rank:
-            raise GraphError("bad-axis", f"the axis {axis} is out of range for rank {rank}")
-        # The engine's op works over the last axis: move `axis` there and back (data movement).
-        dims = list(range(rank))
-        dims[axis], dims[-1] = dims[-1], dims[axis]
+        # The engine's op works over the last axis: move `axis` there and back (data movement);
+        # an axis out of range makes a permutation the engine refuses.
+        dims = [last if d == axis else axis if d == last else d for d in range(last + 1)]
         return self.permute(*dims)._unary(op).permute(*dims)
 
     def softmax(self, axis=-1): return self._over_last_axis("softmax", axis)
@@ -393,17 +343,12 @@ class Tensor:
 
     def cross_entropy(self, target):
         """Mean over rows of -log_softmax(self)[target]; target holds class indices (f32)."""
-        self.graph._check_own(target)
-        return self.graph._add("cross_entropy", {"a": self, "target": target}, shape=(),
-                               dtype=self.dtype)
+        return self.graph._add("cross_entropy", {"a": self, "target": target})
 
     def cross_entropy_grad(self, target, upstream):
         """(softmax(self) - onehot(target)) / N * upstream: the gradient of cross_entropy."""
-        self.graph._check_own(target)
-        self.graph._check_own(upstream)
         return self.graph._add("cross_entropy_grad",
-                               {"a": self, "target": target, "b": upstream}, shape=self.shape,
-                               dtype=self.dtype)
+                               {"a": self, "target": target, "b": upstream})
 
     # ---- reductions ----
 
@@ -411,21 +356,12 @@ class Tensor:
         if axis is not None and not isinstance(axis, numbers.Integral):
             raise GraphError("bad-axis", f"{op} takes one axis or None, got {axis!r}",
                              help=f"reduce one axis at a time: x.{op}(0).{op}(0)")
-        rank = self.ndim
-        axis = _axis(axis, rank)
         attrs = {}
         if axis is not None:
             attrs["axis"] = int(axis)
         if keepdim:
             attrs["keepdim"] = True
-        shape = None
-        if rank is not None:
-            if axis is None:
-                shape = (1,) * rank if keepdim else ()
-            elif 0 <= axis < rank:
-                shape = tuple(1 if keepdim and i == axis else s
-                              for i, s in enumerate(self.shape) if keepdim or i != axis)
-        return self.graph._add(op, {"a": self}, attrs, shape=shape, dtype=self.dtype)
+        return self.graph._add(op, {"a": self}, attrs)
 
     def sum(self, axis=None, keepdim=False): return self._reduce("sum", axis, keepdim)
     def mean(self, axis=None, keepdim=False): return self._reduce("mean", axis, keepdim)
@@ -435,37 +371,20 @@ class Tensor:
     def permute(self, *dims):
         if len(dims) == 1 and isinstance(dims[0], (tuple, list)):
             dims = tuple(dims[0])
-        dims = [int(d) for d in dims]
-        shape = None
-        if self.shape is not None and sorted(d % len(self.shape) for d in dims) == list(
-                range(len(self.shape))) and len(dims) == len(self.shape):
-            shape = tuple(self.shape[d] for d in dims)
-        return self.graph._add("permute", {"a": self}, {"dims": dims}, shape=shape,
-                               dtype=self.dtype)
+        return self.graph._add("permute", {"a": self}, {"dims": [int(d) for d in dims]})
 
     def reshape(self, *shape):
         if len(shape) == 1 and isinstance(shape[0], (tuple, list)):
             shape = tuple(shape[0])
-        shape = [int(s) for s in shape]
-        out = tuple(shape)
-        if -1 in shape and self.shape is not None and shape.count(-1) == 1:
-            known = int(np.prod([s for s in shape if s != -1]))
-            total = int(np.prod(self.shape))
-            out = tuple(total // known if s == -1 else s for s in shape) if known else None
-        elif -1 in shape:
-            out = None
-        return self.graph._add("reshape", {"a": self}, {"shape": shape}, shape=out,
-                               dtype=self.dtype)
+        return self.graph._add("reshape", {"a": self}, {"shape": [int(s) for s in shape]})
 
     def transpose(self, dim0=None, dim1=None):
         """Swaps two axes: a rank-2 tensor's with no arguments (the `transpose` op), any two
         otherwise (a `permute`)."""
         if dim0 is None and dim1 is None:
-            shape = None if self.shape is None else tuple(reversed(self.shape))
-            return self.graph._add("transpose", {"a": self}, shape=shape, dtype=self.dtype)
-        if dim0 is None or dim1 is None or self.ndim is None:
-            raise GraphError("bad-axis", "transpose takes no axes (rank 2) or two axes of a "
-                             "tensor of known rank")
+            return self.graph._add("transpose", {"a": self})
+        if dim0 is None or dim1 is None:
+            raise GraphError("bad-axis", "transpose takes no axes (rank 2) or two axes")
         dims = list(range(self.ndim))
         dims[dim0], dims[dim1] = dims[dim1], dims[dim0]
         return self.permute(*dims)
@@ -473,3 +392,29 @@ class Tensor:
     @property
     def T(self):
         return self.transpose()
+
+
+def _graph_of(tensors, what):
+    """The Graph the entries of a list belong to (the first one's; the rest are checked to be
+    of it when the node is added)."""
+    tensors = list(tensors)
+    if not tensors:
+        raise GraphError("empty-input-list", f"{what} of an empty list of tensors",
+                         help="list at least one tensor")
+    if not isinstance(tensors[0], Tensor):
+        raise TypeError(f"expected a scellis Tensor, got {type(tensors[0]).__name__}")
+    return tensors[0].graph, tensors
+
+
+def concat(tensors, axis=0):
+    """The ``tensors`` (of one graph, one dtype and rank, equal sizes but along ``axis``)
+    joined along ``axis`` in list order, as torch.cat: ``Graph.concat`` on their graph."""
+    g, tensors = _graph_of(tensors, "concat")
+    return g.concat(tensors, axis)
+
+
+def stack(tensors, axis=0):
+    """The ``tensors`` (of one graph, one dtype and shape) joined along a new axis inserted at
+    ``axis``, as torch.stack: ``Graph.stack`` on their graph."""
+    g, tensors = _graph_of(tensors, "stack")
+    return g.stack(tensors, axis)

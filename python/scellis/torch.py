@@ -462,7 +462,7 @@ def _trial(node):
     except Exception as e:  # arguments the Graph API refuses (a type, a dim): not for Scellis
         raise _Unsupported(f"{type(e).__name__}: {e}") from e
     want = tuple(_example(node).shape)
-    if not isinstance(out, Tensor) or out.shape is None or tuple(out.shape) != want:
+    if not isinstance(out, Tensor) or tuple(out.shape) != want:
         raise _Unsupported(f"its translation has shape {getattr(out, 'shape', None)}, PyTorch's {want}")
     if out.dtype != _DTYPE_NAMES[_example(node).dtype]:
         raise _Unsupported(f"its translation gives {out.dtype}, PyTorch {_example(node).dtype}")

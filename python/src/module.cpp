@@ -10,6 +10,7 @@
 #include <nanobind/nanobind.h>
 #include <nanobind/ndarray.h>
 #include <nanobind/stl/optional.h>
+#include <nanobind/stl/pair.h>
 #include <nanobind/stl/string.h>
 #include <nanobind/stl/vector.h>
 
@@ -32,6 +33,7 @@
 #include "module_support.h"
 #include "ops/op_table.h"
 #include "pipeline/compile.h"
+#include "webir/type_node.h"
 
 namespace nb = nanobind;
 
@@ -369,6 +371,53 @@ std::string DocumentContentId(const std::string& text) {
   return Take(doc::Parse(text)).content_id;
 }
 
+// ---- one node, typed by the engine ----
+
+// A (shape, dtype name) pair as the engine's type; a dtype it does not know is `bad-dtype`.
+TensorType TypeOfPair(const nb::handle& pair) {
+  auto [shape, dtype] = nb::cast<std::pair<std::vector<int64_t>, std::string>>(pair);
+  std::optional<DType> parsed = ParseDType(dtype);
+  if (!parsed) {
+    throw EngineError(
+        {UserError("bad-dtype", "", "the dtype \"" + dtype + "\" is not one the engine stores",
+                   "use " + DTypeChoices())});
+  }
+  return MakeType(shape, *parsed);
+}
+
+// One op node of the graph protocol typed by the engine (webir::InferNode), as a front end adds
+// it: `node` its fields but the ports (id, op and attributes; JSON text), `inputs` {port: (shape,
+// dtype)} with a list port's entries as a list, `pointer` the node's place in the document, and
+// `user_ops` the user ops the graph uses. Returns ((shape, dtype), lowest protocol version); a
+// refused node raises the engine's diagnostic.
+nb::tuple InferNodeType(const std::string& node, const nb::dict& inputs, const std::string& pointer,
+                        const nb::list& user_ops) {
+  Json fields = Json::parse(node);
+  webir::OpNode n;
+  n.op = fields.value("op", "");
+  n.where = n.op + " #" + fields.value("id", Json()).dump();  // as a document names it
+  fields.erase("op");
+  fields.erase("id");
+  n.params = std::move(fields);
+  n.pointer = pointer;
+  for (auto [key, value] : inputs) {
+    std::string port = nb::cast<std::string>(key);
+    if (!nb::isinstance<nb::list>(value)) {
+      n.inputs.push_back({port, TypeOfPair(value)});
+      continue;
+    }
+    if (nb::len(value) == 0) n.empty_lists.push_back(port);
+    for (nb::handle entry : nb::cast<nb::list>(value))
+      n.inputs.push_back({port, TypeOfPair(entry)});
+  }
+  std::shared_ptr<const ops::OpTable> table = TableOf(user_ops);
+  webir::NodeTypes t = Take(webir::InferNode(table ? *table : *ops::BuiltinOps(), n));
+  nb::list sizes;
+  for (int64_t size : t.type.sizes()) sizes.append(size);
+  nb::tuple shape = nb::steal<nb::tuple>(PyList_AsTuple(sizes.ptr()));
+  return nb::make_tuple(nb::make_tuple(shape, DTypeName(t.type.dtype)), t.min_version);
+}
+
 // ---- prepared sessions ----
 
 // One api::Session; a mutex keeps a worker thread and the caller from using it at once.
@@ -576,6 +625,10 @@ NB_MODULE(_scellis, m) {
         nb::arg("json"), "A document's rung, printed or as JSON.");
   m.def("content_id", &DocumentContentId, nb::arg("text"),
         "A document's content id (sha256 of its canonical form).");
+  m.def("infer_node", &InferNodeType, nb::arg("node"), nb::arg("inputs"), nb::arg("pointer"),
+        nb::arg("user_ops") = nb::list(),
+        "One node's output type and lowest protocol version (webir::InferNode): ((shape, dtype), "
+        "version); a refused node raises the engine's diagnostic.");
   m.def("prepare", &PrepareDocument, nb::arg("text"), nb::arg("backend"), nb::arg("tier").none(),
         nb::arg("allow_software_adapter"), nb::arg("cpu_threads"), nb::arg("initial"),
         nb::arg("executor").none() = nb::none(), nb::arg("user_ops") = nb::list(),

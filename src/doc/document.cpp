@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <set>
 
+#include "doc/input_lists.h"
 #include "doc/keys.h"
 #include "doc/user_ops.h"
 
@@ -304,9 +305,9 @@ class Parser {
       return;
     }
     if (j.empty()) {
-      Error("empty-input-list", pointer,
-            "the input list \"" + key + "\" of \"" + node.op + "\" is empty",
-            "list at least one node id", &node);
+      Diagnostic d = EmptyInputList(pointer, key, node.op);
+      d.where = node.Describe();
+      errors_.push_back(std::move(d));
       return;
     }
     for (size_t i = 0; i < j.size(); ++i) {

@@ -1,13 +1,12 @@
 // Lowers BlockIR to WebIR: each op block becomes one node typed by its op's rule; the scalar form
 // of binary ops (`{"a": 0, "scalar": 2}`) becomes a rank-0 constant operand so one broadcasting
 // mechanism serves both.
-#include <cmath>
-#include <limits>
 #include <set>
 
 #include "webir/graph.h"
 #include "webir/op_rules.h"
 #include "webir/passes/append_train_step.h"
+#include "webir/type_node.h"
 
 namespace scellis::webir {
 namespace {
@@ -60,24 +59,6 @@ class Lowering {
     errors_.push_back(std::move(d));
   }
 
-  // Where a node names the producer of `port`: the port's key in a graph document; a workflow
-  // wires ports by edges, so its block's own pointer.
-  std::string PortPointer(const block::Block& b, const std::string& port) {
-    return prog_.form == doc::Form::kGraph ? PointerJoin(b.pointer, port) : b.pointer;
-  }
-
-  // Entry `e` of a list port: its own place in a graph node, the block in a workflow (whose
-  // wires carry the pointers one rung up).
-  std::string EntryPointer(const block::Block& b, const std::string& port, size_t e) {
-    return prog_.form == doc::Form::kGraph ? PointerJoin(PointerJoin(b.pointer, port), e)
-                                           : b.pointer;
-  }
-
-  std::string ParamPointer(const block::Block& b, const std::string& key) {
-    return prog_.form == doc::Form::kGraph ? PointerJoin(b.pointer, key)
-                                           : PointerJoin(PointerJoin(b.pointer, "params"), key);
-  }
-
   int LowerBlock(const block::Block& b) {
     // The update half of a data-parallel step holds the params and their updates only: the
     // forward graph ran in the gradient half.
@@ -124,193 +105,47 @@ class Lowering {
     return -1;
   }
 
+  // The op node typed by TypeOpNode (the checks and rules a front end adding one node meets
+  // too); its constant arguments become `full` nodes.
   int LowerOp(const block::Block& b, Node n) {
-    const ops::OpSpec* def = prog_.ops->Find(b.type);
-    if (!def || def->kind == OpKind::kSource) {
-      Error(b, "unknown-op", b.pointer, "the op \"" + b.type + "\" does not exist",
-            "ops of version " + std::to_string(prog_.version) + ": " +
-                prog_.ops->NamesUpTo(prog_.version));
+    OpNode node;
+    node.op = b.type;
+    node.params = b.params;
+    node.pointer = b.pointer;
+    node.where = b.Describe();
+    node.form = prog_.form;
+    for (const auto& [port, src] : b.inputs) {
+      if (node_of_[src] < 0) return -1;  // its producer already failed and was reported
+      node.inputs.push_back({port, g_.at(node_of_[src]).type});
+    }
+    auto typed = TypeOpNode(*prog_.ops, node, prog_.version);
+    if (!typed.ok()) {
+      for (const Diagnostic& d : typed.errors()) errors_.push_back(d);
       return -1;
     }
-    const OpRule* rule = RuleOf(*def);
-    if (!rule) {
-      Error(b, "op-not-lowerable", b.pointer,
-            "the op \"" + b.type + "\" is declared but this build has no type rule for it",
-            "an op added to a session's table needs its rules before it can run");
-      return -1;
-    }
-    if (def->min_version > prog_.version) {
-      Error(b, "op-newer-than-version", b.pointer,
-            "the op \"" + b.type + "\" needs graph protocol version " +
-                std::to_string(def->min_version) + ", the graph is labelled version " +
-                std::to_string(prog_.version),
-            "label the graph \"version\": " + std::to_string(def->min_version));
-      return -1;
-    }
-    n.op = def->name;
-    if (def->name == "dropout" && prog_.train && prog_.mode == block::LowerMode::kForward) {
+    n.op = typed->spec->name;
+    if (n.op == "dropout" && prog_.train && prog_.mode == block::LowerMode::kForward) {
       // Evaluating a training workflow, as PyTorch's eval mode: dropout passes its operand.
       for (const auto& [port, src] : b.inputs)
         if (port == "a") return node_of_[src];
     }
-
-    // Attributes: what the op's table entry declares, of the declared types.
-    Json attrs = b.params;
-    attrs.erase("name");
-    auto attr_errors = ops::CheckAttributes(
-        *def, attrs, b.pointer, [&](const std::string& key) { return ParamPointer(b, key); },
-        b.Describe());
-    if (!attr_errors.empty()) {
-      for (Diagnostic& d : attr_errors) errors_.push_back(std::move(d));
-      return -1;
-    }
-    for (auto it = attrs.begin(); it != attrs.end(); ++it)
-      if (it.key() != "scalar") n.attrs[it.key()] = *it;
-
-    // Arguments by port name, in the op's order; a list port's entries in list order.
-    std::map<std::string, std::vector<int>> ports;
-    for (const auto& [port, src] : b.inputs) {
-      if (!def->FindPort(port)) {
-        Error(b, "unknown-port", b.pointer,
-              "the op \"" + def->name + "\" has no input \"" + port + "\"");
-        return -1;
-      }
-      if (node_of_[src] < 0) return -1;  // its producer already failed and was reported
-      ports[port].push_back(node_of_[src]);
-    }
-    // Where each argument is written, so a rule can point at the offending list entry.
-    std::vector<std::string> arg_pointers;
-    for (const ops::Port& p : def->ports) {
-      const std::string& port = p.name;
-      auto it = ports.find(port);
-      if (it != ports.end()) {
-        for (size_t e = 0; e < it->second.size(); ++e) {
-          const std::string at = p.list ? EntryPointer(b, port, e) : PortPointer(b, port);
-          const std::string what = p.list
-                                       ? "the entry " + std::to_string(e) + " of \"" + port + "\""
-                                       : "the input \"" + port + "\"";
-          DType dtype = g_.at(it->second[e]).type.dtype;
-          if (std::find(p.dtypes.begin(), p.dtypes.end(), dtype) == p.dtypes.end()) {
-            std::string takes;
-            for (DType t : p.dtypes)
-              takes += (takes.empty() ? "" : " or ") + std::string(DTypeName(t));
-            Error(b, "dtype-mismatch", at,
-                  what + " of \"" + def->name + "\" is " + DTypeName(dtype) + ", the op takes " +
-                      takes,
-                  IsBlockDType(dtype)
-                      ? "k-quant blocks are read by matmul_q alone, which decodes them as it "
-                        "multiplies"
-                      : "convert it with cast{a, dtype}: no op mixes dtypes on its own");
-            return -1;
-          }
-          n.args.push_back(it->second[e]);
-          arg_pointers.push_back(at);
-        }
+    for (const TypedArg& a : typed->args) {
+      if (a.input >= 0) {
+        n.args.push_back(node_of_[b.inputs[a.input].second]);
         continue;
       }
-      if (port == "b" && b.params.contains("scalar")) {
-        const Json& s = b.params["scalar"];
-        if (!s.is_number()) {
-          Error(b, "bad-attribute", ParamPointer(b, "scalar"),
-                "the scalar is " + s.dump() + ", expected a number");
-          return -1;
-        }
-        if (std::fabs(s.get<double>()) > std::numeric_limits<float>::max()) {
-          Error(b, "data-out-of-range", ParamPointer(b, "scalar"),
-                "the scalar " + s.dump() + " does not fit in f32");
-          return -1;
-        }
-        // The scalar takes the dtype of `a` where the port accepts it (a mask compared with 0
-        // or 1), so a scalar never mixes dtypes; a bool holds only those two values.
-        DType scalar_dtype = DType::kF32;
-        if (!n.args.empty()) {
-          const DType a_dtype = g_.at(n.args[0]).type.dtype;
-          if (std::find(p.dtypes.begin(), p.dtypes.end(), a_dtype) != p.dtypes.end())
-            scalar_dtype = a_dtype;
-        }
-        if (scalar_dtype == DType::kBool && s.get<double>() != 0 && s.get<double>() != 1) {
-          Error(b, "bad-attribute", ParamPointer(b, "scalar"),
-                "the scalar " + s.dump() + " is compared with a bool, which is 0 or 1",
-                "compare with 0 or 1, or cast the mask to f32 first");
-          return -1;
-        }
-        if (!FitsIntegerDType(s.get<double>(), scalar_dtype)) {
-          Error(b, "bad-attribute", ParamPointer(b, "scalar"),
-                "the scalar " + s.dump() + " meets an " + DTypeName(scalar_dtype) +
-                    " operand, and is not an integer in its range " +
-                    IntegerRangeText(scalar_dtype),
-                "give an integer scalar, or cast the operand to f32 first");
-          return -1;
-        }
-        Node c;
-        c.op = "full";
-        c.role = Role::kConst;
-        c.type = MakeType({}, scalar_dtype);
-        c.attrs["value"] = s;
-        c.origin = ParamPointer(b, "scalar");
-        arg_pointers.push_back(c.origin);
-        n.args.push_back(g_.Add(std::move(c)));
-        continue;
-      }
-      Error(b, "missing-input", b.pointer,
-            "the op \"" + def->name + "\" needs its input \"" + port + "\"",
-            port == "b" && def->FindAttr("scalar") ? "give \"b\" a node id, or \"scalar\" a number"
-                                                   : "");
-      return -1;
-    }
-    // Operand attributes follow the ports as rank-0 constants (see ops::Attr::as_operand); the
-    // checker above has already held them to finite numbers, and f32 holds them. Beside an
-    // integer first operand they are integers of its dtype, compared and stored as integers; one
-    // left out is the dtype's extreme, which bounds nothing as an infinity does for f32.
-    const DType operand_dtype = n.args.empty() ? DType::kF32 : g_.at(n.args[0]).type.dtype;
-    const bool integer_operand = operand_dtype == DType::kI32 || operand_dtype == DType::kU32;
-    for (const ops::Attr& a : def->attrs) {
-      if (!a.as_operand) continue;
-      auto it = b.params.find(a.name);
-      const bool given = it != b.params.end() && !it->is_null();
-      double value = given ? it->get<double>() : a.absent;
-      if (given && std::fabs(value) > std::numeric_limits<float>::max()) {
-        Error(b, "data-out-of-range", ParamPointer(b, a.name),
-              "the value " + it->dump() + " does not fit in f32");
-        return -1;
-      }
-      if (integer_operand && given && !FitsIntegerDType(value, operand_dtype)) {
-        Error(b, "bad-attribute", ParamPointer(b, a.name),
-              "\"" + a.name + "\" is " + it->dump() + " beside an " + DTypeName(operand_dtype) +
-                  " operand, and is not an integer in its range " + IntegerRangeText(operand_dtype),
-              "give an integer, or cast the operand to f32 first");
-        return -1;
-      }
-      if (integer_operand && !given)
-        value = value < 0 ? (operand_dtype == DType::kI32 ? -2147483648.0 : 0.0)
-                          : (operand_dtype == DType::kI32 ? 2147483647.0 : 4294967295.0);
       Node c;
       c.op = "full";
       c.role = Role::kConst;
-      c.type = MakeType({}, integer_operand ? operand_dtype : DType::kF32);
-      c.attrs["value"] = value;
-      c.origin = given ? ParamPointer(b, a.name) : b.pointer;
-      arg_pointers.push_back(c.origin);
+      c.type = a.type;
+      c.attrs["value"] = a.value;
+      c.origin = a.pointer;
       n.args.push_back(g_.Add(std::move(c)));
-      n.attrs.erase(a.name);
     }
-
-    InferContext c;
-    for (int a : n.args) c.args.push_back(g_.at(a).type);
-    c.attrs = n.attrs;
-    c.version = prog_.version;
-    c.pointer = b.pointer;
-    c.where = b.Describe();
-    c.arg_pointers = arg_pointers;
-    c.spec = def;
-    auto type = InferChecked(n.op, *rule, c);
-    if (!type.ok()) {
-      for (const Diagnostic& d : type.errors()) errors_.push_back(d);
-      return -1;
-    }
-    n.type = type.value();
-    n.attrs = c.attrs;
-    if (def->ListPort() && n.args.size() > kMaxListArgs) return AddListTree(b, std::move(n));
+    n.type = typed->type;
+    n.attrs = typed->attrs;
+    if (typed->spec->ListPort() && n.args.size() > kMaxListArgs)
+      return AddListTree(b, std::move(n));
     if (n.op == "matmul" && n.type.dtype == DType::kF32 && prog_.train &&
         prog_.train->mixed_precision)
       return AddInF16(std::move(n));
