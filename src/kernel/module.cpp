@@ -85,6 +85,14 @@ void NameKernels(Module& m) {
   }
 }
 
+void EraseKernels(Module& m, const std::vector<bool>& erased) {
+  std::vector<Kernel> kept;
+  for (size_t i = 0; i < m.kernels.size(); ++i)
+    if (i >= erased.size() || !erased[i]) kept.push_back(std::move(m.kernels[i]));
+  m.kernels = std::move(kept);
+  NameKernels(m);
+}
+
 bool IsPermutedLoad(std::string_view op) {
   return op == "shift" || op == "butterfly";
 }

@@ -359,6 +359,9 @@ std::vector<std::vector<size_t>> OptimizerParts(const Module& m, const Kernel& k
 // Numbers the kernels in order and names each after its number and what it computes
 // ("k2_fused_mul_relu", "k3_matmul"); passes that add or remove kernels call it.
 void NameKernels(Module& m);
+// Removes the kernels flagged in `erased` (one flag per kernel, in order; a pass that merged or
+// folded them into others), keeps the rest in order and names them again (NameKernels).
+void EraseKernels(Module& m, const std::vector<bool>& erased);
 
 // The module of `g` with no kernels yet (the partition pass makes them).
 Result<Module> FromWebir(std::shared_ptr<const webir::Graph> g);

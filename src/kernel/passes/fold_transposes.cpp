@@ -43,11 +43,7 @@ Status FoldTransposes(Module& m) {
       }
     }
   }
-  std::vector<Kernel> kernels;
-  for (size_t i = 0; i < m.kernels.size(); ++i)
-    if (!folds[i]) kernels.push_back(std::move(m.kernels[i]));
-  m.kernels = std::move(kernels);
-  NameKernels(m);
+  EraseKernels(m, folds);
   return Status::Ok();
 }
 

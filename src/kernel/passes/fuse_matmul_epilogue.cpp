@@ -123,11 +123,7 @@ Status FuseMatmulEpilogue(Module& m) {
       break;
     }
   }
-  std::vector<Kernel> kernels;
-  for (size_t i = 0; i < m.kernels.size(); ++i)
-    if (!removed[i]) kernels.push_back(std::move(m.kernels[i]));
-  m.kernels = std::move(kernels);
-  NameKernels(m);
+  EraseKernels(m, removed);
   return Status::Ok();
 }
 

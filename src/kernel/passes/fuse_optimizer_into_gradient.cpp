@@ -122,11 +122,7 @@ Status FuseOptimizerIntoGradient(Module& m) {
     m.kernels[j] = std::move(fused);
     removed[p] = true;
   }
-  std::vector<Kernel> kernels;
-  for (size_t i = 0; i < m.kernels.size(); ++i)
-    if (!removed[i]) kernels.push_back(std::move(m.kernels[i]));
-  m.kernels = std::move(kernels);
-  NameKernels(m);
+  EraseKernels(m, removed);
   return Status::Ok();
 }
 

@@ -86,11 +86,7 @@ Status MergeBiasGradient(Module& m) {
     m.kernels[host].nodes.push_back(m.kernels[s].output);
     removed[s] = true;
   }
-  std::vector<Kernel> kernels;
-  for (size_t i = 0; i < m.kernels.size(); ++i)
-    if (!removed[i]) kernels.push_back(std::move(m.kernels[i]));
-  m.kernels = std::move(kernels);
-  NameKernels(m);
+  EraseKernels(m, removed);
   return Status::Ok();
 }
 

@@ -62,11 +62,7 @@ Status MergeOptimizerOutputs(Module& m) {
     m.kernels[first] = std::move(k);
     merged[first] = false;
   }
-  std::vector<Kernel> kernels;
-  for (size_t i = 0; i < m.kernels.size(); ++i)
-    if (!merged[i]) kernels.push_back(std::move(m.kernels[i]));
-  m.kernels = std::move(kernels);
-  NameKernels(m);
+  EraseKernels(m, merged);
   return Status::Ok();
 }
 

@@ -172,11 +172,11 @@ std::string HalfHelpers(const Module& m, const Kernel& k) {
 }
 
 // A matmul that also writes the column sums of its B operand (merge-bias-gradient: a bias's
-// gradient beside its weight's, both read from the same upstream gradient): out1[c] (or the bias's
-// update, in a matmul that updates parameters) adds B's
-// column c in row order from 0.0, as the sum kernel does. It reads only B, so the invocations for
-// which `first` holds do it before their share of the product, lane `lane` of `lanes` taking
-// columns lane, lane + lanes, ...; B is bound as vec4 when `vec4_b`.
+// gradient beside its weight's, both read from the same upstream gradient): out1[c] adds B's
+// column c in row order from 0.0, as the sum kernel does (in a matmul that updates parameters, the
+// bias's update takes the sum instead). It reads only B, so the invocations for which `first`
+// holds do it before their share of the product, lane `lane` of `lanes` taking columns lane,
+// lane + lanes, ...; B is bound as vec4 when `vec4_b`.
 std::string ColumnSumsOfB(const Kernel& k, const MatmulShape& s, const std::string& first,
                           const std::string& lane, int64_t lanes, bool vec4_b) {
   const bool updates = k.UpdatesParameters();
