@@ -1,6 +1,7 @@
-// The Studio server's replies and request checks, shared by its endpoints (handler.cpp,
-// tab_conform.cpp): JSON answers, errors in the contract's shape with the status that fits, and
-// the checks every POST body passes before an endpoint reads it.
+// The Studio server's replies and request checks, shared by its endpoints (handler.cpp, the
+// *_endpoints.cpp files, streams.cpp, tab_conform.cpp): JSON answers, errors in the contract's
+// shape with the status that fits, and the checks every POST body passes before an endpoint reads
+// it.
 #pragma once
 
 #include <cstdint>

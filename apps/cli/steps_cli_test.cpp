@@ -1,0 +1,84 @@
+// `run --steps N` runs a prepared session: the glider's grid is carried between steps on the
+// device, many steps per run. A glider moves one cell down and right every 4 generations,
+// so on a 16x16 torus it is back where it started after 64.
+#include <gtest/gtest.h>
+
+#include <utility>
+#include <vector>
+
+#include "base/json_util.h"
+#include "cli_test.h"
+
+namespace scellis::testing {
+namespace {
+
+std::vector<float> GliderAt(int dr, int dc) {
+  std::vector<float> g(256, 0.0f);
+  for (auto [r, c] : std::vector<std::pair<int, int>>{{0, 1}, {1, 2}, {2, 0}, {2, 1}, {2, 2}})
+    g[((r + dr) % 16) * 16 + (c + dc) % 16] = 1.0f;
+  return g;
+}
+
+std::vector<float> GridOf(const CliRun& r) {
+  Json j = Json::parse(r.out);
+  return j["outputs"]["next"]["data"].get<std::vector<float>>();
+}
+
+TEST(CliSteps, GliderCarriedOnTheDeviceAcrossSubmissions) {
+  setenv("VK_ICD_FILENAMES", "/usr/lib/chromium/vk_swiftshader_icd.json", 0);
+  const std::string doc = std::string(SCELLIS_SOURCE_DIR) + "/examples/life_steps.json";
+  for (const std::vector<std::string>& backend :
+       {std::vector<std::string>{"--backend=cpu"},
+        std::vector<std::string>{"--backend=webgpu", "--allow-software-adapter"}}) {
+    SCOPED_TRACE(backend[0]);
+    for (auto [steps, shift] : std::vector<std::pair<int, int>>{{4, 1}, {64, 0}, {132, 1}}) {
+      std::vector<std::string> args = {"run",    doc,       "--tier=prod",
+                                       "--json", "--steps", std::to_string(steps)};
+      args.insert(args.end(), backend.begin(), backend.end());
+      CliRun r = RunScellis(args);
+      ASSERT_TRUE(r.exited && r.exit_code == 0) << r.err;
+      EXPECT_EQ(GridOf(r), GliderAt(shift, shift)) << steps << " steps";
+      // 132 steps are three runs of at most 64: three submissions on the CPU; on WebGPU each
+      // run is sent in chunks of 1, 1, 2, 4 and then 8 steps: 11 + 11 + 3 submissions.
+      if (steps == 132) {
+        EXPECT_EQ(Json::parse(r.out)["stats"]["submissions"].get<int>(),
+                  backend[0] == "--backend=cpu" ? 3 : 25);
+      }
+      // Only the last grid (16x16 f32) comes back.
+      EXPECT_EQ(Json::parse(r.out)["stats"]["readback_bytes"].get<int64_t>(), 1024);
+    }
+  }
+}
+
+TEST(CliSteps, HistoryReadsBackEveryStepOfTheNamedOutput) {
+  setenv("VK_ICD_FILENAMES", "/usr/lib/chromium/vk_swiftshader_icd.json", 0);
+  const std::string doc = std::string(SCELLIS_SOURCE_DIR) + "/examples/life_steps.json";
+  for (const std::vector<std::string>& backend :
+       {std::vector<std::string>{"--backend=cpu"},
+        std::vector<std::string>{"--backend=webgpu", "--allow-software-adapter"}}) {
+    SCOPED_TRACE(backend[0]);
+    std::vector<std::string> args = {"run",     doc,   "--tier=prod", "--json",
+                                     "--steps", "132", "--history",   "next"};
+    args.insert(args.end(), backend.begin(), backend.end());
+    CliRun r = RunScellis(args);
+    ASSERT_TRUE(r.exited && r.exit_code == 0) << r.err;
+    Json j = Json::parse(r.out);
+    const Json& steps = j["history"]["next"]["steps"];
+    ASSERT_EQ(steps.size(), 132u);
+    // Every fourth generation the glider has moved one cell down and right.
+    for (int k = 4; k <= 132; k += 4)
+      EXPECT_EQ(steps[k - 1].get<std::vector<float>>(), GliderAt(k / 4 % 16, k / 4 % 16)) << k;
+    EXPECT_EQ(j["stats"]["readback_bytes"].get<int64_t>(), 132 * 1024);
+    EXPECT_EQ(GridOf(r), GliderAt(1, 1));
+  }
+  CliRun text = RunScellis({"run", doc, "--tier=prod", "--backend=cpu", "--steps", "5"});
+  ASSERT_EQ(text.exit_code, 0) << text.err;
+  EXPECT_NE(text.out.find("readback: 1024 bytes over 5 steps"), std::string::npos) << text.out;
+  CliRun unknown =
+      RunScellis({"run", doc, "--tier=prod", "--backend=cpu", "--steps", "5", "--history", "x"});
+  EXPECT_EQ(unknown.exit_code, 2);
+  EXPECT_NE(unknown.err.find("error[unknown-output]"), std::string::npos) << unknown.err;
+}
+
+}  // namespace
+}  // namespace scellis::testing
