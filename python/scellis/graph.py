@@ -120,8 +120,15 @@ class Graph:
     def where(self, condition, a, b):
         """``a`` where ``condition`` (a bool mask) is true, else ``b``; a number for ``a`` or
         ``b`` is a rank-0 constant. The three broadcast together (protocol version 3)."""
-        a, b = (x if isinstance(x, Tensor) else self.full((), x) for x in (a, b))
-        return self._add("where", {"cond": condition, "a": a, "b": b})
+        # A number becomes a `full` node first; if the engine refuses the `where`, those go too,
+        # so a refused node leaves the graph as it was.
+        count = len(self._nodes)
+        try:
+            a, b = (x if isinstance(x, Tensor) else self.full((), x) for x in (a, b))
+            return self._add("where", {"cond": condition, "a": a, "b": b})
+        except ScellisError:
+            del self._nodes[count:], self._needs[count:], self._types[count:]
+            raise
 
     def op(self, op, **ports_and_attrs):
         """Adds a node of any op in the engine's table: Tensor keyword arguments are its ports

@@ -65,6 +65,19 @@ def test_a_bad_node_raises_the_engines_error_when_added():
     assert len(g._nodes) == 2 and len(g._types) == len(g._needs) == 2   # nothing was added
 
 
+def test_a_refused_where_takes_the_constants_it_made_with_it():
+    # A number for `a` or `b` becomes a `full` node before the `where` is typed; when the engine
+    # refuses the `where` (shapes (2, 3) and (4,) do not broadcast), the constant goes too.
+    g, (a, b) = inputs((2, 3), (4,))
+    cond = a.gt(a)
+    count = len(g._nodes)
+    with pytest.raises(scellis.GraphError):
+        g.where(cond, 2.0, b)
+    assert len(g._nodes) == len(g._types) == len(g._needs) == count
+    assert g.where(cond, 2.0, a).shape == (2, 3)   # the graph still takes a good one
+    assert len(g._nodes) == count + 2
+
+
 def test_the_refusal_is_the_one_a_document_holding_the_node_gets():
     g, (a, b) = inputs((2, 3), (4,))
     with pytest.raises(scellis.GraphError) as added:
