@@ -1,4 +1,5 @@
 #include "command_options.h"
+#include "pipeline/compile.h"
 
 namespace scellis::cli {
 
@@ -27,12 +28,11 @@ void AddCompileFlags(CLI::App* cmd, TypedFlags& typed, CompileFlags& f) {
 
 // --disable-pass=NAME, repeatable: leaves an optional pass of the descent out.
 void AddPassFlags(CLI::App* cmd, CompileFlags& f) {
+  std::string optional;
+  for (const pipeline::Pass& p : pipeline::Passes())
+    if (p.optional) optional += (optional.empty() ? "" : ", ") + std::string(p.name);
   cmd->add_option("--disable-pass", f.disabled_passes,
-                  "leave out an optional pass (fuse-elementwise, fuse-generators, fold-transposes, "
-                  "fuse-matmul-epilogue, merge-optimizer-outputs, write-state-in-place, "
-                  "merge-optimizer-kernels, fuse-optimizer-into-gradient, hoist-loop-invariants, "
-                  "schedule-elementwise, schedule-sum, block-butterfly-stages, block-temporally); "
-                  "repeatable");
+                  "leave out an optional pass (" + optional + "); repeatable");
 }
 
 void AddRunCommand(CommandOptions& options) {
