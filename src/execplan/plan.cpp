@@ -174,8 +174,6 @@ std::string Print(const Plan& p) {
     if (k.kind == kernel::KernelKind::kTiledStages)
       out += "  " + std::to_string(k.stages.size()) + " stages in tiles of " +
              std::to_string(k.stage_tile);
-    if (k.kind == kernel::KernelKind::kWorkgroupStages)
-      out += "  " + std::to_string(k.stages.size()) + " stages in one workgroup";
     if (k.hoisted) out += "  hoisted";
     out += "\n";
   }

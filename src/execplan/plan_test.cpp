@@ -249,23 +249,22 @@ std::array<int64_t, kMemClasses> Classes(int64_t parameters, int64_t inputs, int
 TEST(Memory, ClassesAtPeakOfATrainingStepByHand) {
   // Sources, live throughout: x 12B, labels 4B, step 4 (inputs); w 24 (parameters); w@m, w@v
   // 24 each (optimizer state). Then, one kernel a step:
-  //   k0 logits [B,2] 8B (activations), the loss 4 (working, an output) and d_logits [B,2] 8B
-  //   (gradient) from one kernel: the loss and its gradient (merge-loss-gradient; the seed
-  //   gradient is a literal, fold-constant-inputs) with the logits' product before them as a
-  //   stage (fuse-products-into-loss), after which logits are dead; k1 the matmul d_w = x^T
-  //   d_logits with Adam's three outputs applied to each element of it (merge-optimizer-outputs,
-  //   fuse-optimizer-into-gradient): d_w has no buffer, and w's, m's and v's next values are
-  //   written over w, w@m and w@v (write-state-in-place: nothing reads the old ones after it),
-  //   taking no bytes of their own.
-  // B = 2: the sources are 108 B; live runs 144 (+16 +4 +16), 128 (-16): the peak is after k0,
-  // with logits and d_logits live; optimizer state (w@m, w@v, 48 B) dominates.
+  //   k0 logits [B,2] 8B (activations: the gradient reads it); k1 the loss 4 (working, an
+  //   output) and d_logits [B,2] 8B (gradient) from one kernel (merge-loss-gradient; the seed
+  //   gradient is a literal, fold-constant-inputs), after which logits are dead; k2 the matmul
+  //   d_w = x^T d_logits with Adam's three outputs applied to each element of it (merge-optimizer-
+  //   outputs, fuse-optimizer-into-gradient): d_w has no buffer, and w's, m's and v's next values
+  //   are written over w, w@m and w@v (write-state-in-place: nothing reads the old ones after
+  //   it), taking no bytes of their own.
+  // B = 2: the sources are 108 B; live runs 124, 144 (-16), 128: the peak is after k1, with logits
+  // (read by k1) and d_logits live; optimizer state (w@m, w@v, 48 B) dominates.
   {
     auto p = PlanOf(TinyAdamStep(2), Budget(1 << 20));
     ASSERT_TRUE(p.ok()) << p.errors().front().Format();
     const MemoryPlan& m = p->memory;
     EXPECT_EQ(m.peak_live, 144);
     EXPECT_EQ(m.at_peak, Classes(24, 36, 16, 16, 48, 4)) << Print(p.value());
-    EXPECT_EQ(p->module().kernels[m.peak_step].name, "k0_matmul_cross_entropy_cross_entropy_grad");
+    EXPECT_EQ(p->module().kernels[m.peak_step].name, "k1_cross_entropy_cross_entropy_grad");
     EXPECT_EQ(DominantClass(m), MemClass::kOptimizerState);
     // Allocated: every value above in a buffer of its own: the activation 16 B, the gradient 16;
     // the new parameter and moments in the old ones' buffers.
@@ -277,19 +276,19 @@ TEST(Memory, ClassesAtPeakOfATrainingStepByHand) {
     const std::string text = Print(p.value());
     EXPECT_NE(text.find("optimizer_state  48 B        48 B  <- dominates"), std::string::npos)
         << text;
-    EXPECT_NE(text.find("(peak after k0_matmul_cross_entropy_cross_entropy_grad)"), std::string::npos)
+    EXPECT_NE(text.find("(peak after k1_cross_entropy_cross_entropy_grad)"), std::string::npos)
         << text;
   }
-  // B = 100: x 1200 B and labels 400 B make the sources 1676 B; live runs 3280, 2480 (-800):
-  // the peak is after k0, while the batch-sized values are live: inputs 1604 dominate
-  // activations (logits) 800 and gradients (d_logits) 800.
+  // B = 100: x 1200 B and labels 400 B make the sources 1676 B; live runs 2476, 3280 (-800),
+  // 2480 (-800) = 1680: the peak is after k1, while the batch-sized values are live: inputs
+  // 1604 dominate activations (logits) 800 and gradients (d_logits) 800.
   {
     auto p = PlanOf(TinyAdamStep(100), Budget(1 << 20));
     ASSERT_TRUE(p.ok()) << p.errors().front().Format();
     const MemoryPlan& m = p->memory;
     EXPECT_EQ(m.peak_live, 3280);
     EXPECT_EQ(m.at_peak, Classes(24, 1604, 800, 800, 48, 4)) << Print(p.value());
-    EXPECT_EQ(p->module().kernels[m.peak_step].name, "k0_matmul_cross_entropy_cross_entropy_grad");
+    EXPECT_EQ(p->module().kernels[m.peak_step].name, "k1_cross_entropy_cross_entropy_grad");
     EXPECT_EQ(DominantClass(m), MemClass::kInputs);
   }
 }

@@ -23,7 +23,6 @@ enum class KernelKind {
   kElementwise,  // a fused expression over broadcast inputs
   kOp,           // one non-elementwise op
   kTiledStages,  // a run of elementwise kernels in one dispatch over tiles (Kernel::stages)
-  kWorkgroupStages,  // a run of small kernels in one workgroup, one after the other (stages)
 };
 
 // One step of a fused expression. Operands refer to kernel inputs (>= 0: index into
@@ -244,11 +243,6 @@ struct Kernel {
   // stage's value at its own element or at a butterfly partner i ^ mask with mask < stage_tile,
   // which lies in the same tile. `inputs` are what the stages read from buffers; `output` and
   // `extra_outputs` the stage outputs read after the run (or named outputs), in stage order.
-  // kWorkgroupStages (the fuse-products-into-loss pass): the kernels one workgroup of
-  // kWorkgroupLanes invocations runs, in order, each as it was planned alone; a stage reads the
-  // values earlier stages wrote from their buffers after a storage barrier. `inputs` are the values
-  // no stage writes, in order of first use; `output` and `extra_outputs` every stage's outputs,
-  // in stage order; `literals` the stages' literals, in stage order.
   std::vector<Kernel> stages;
   int64_t stage_tile = 0;
   // Bytes of workgroup memory the stages' carried values take.
@@ -352,9 +346,6 @@ Kernel UpdateKernel(const Module& m, const Kernel& matmul);
 // Storage buffers every WebGPU device lets one shader stage bind (maxStorageBuffersPerShaderStage's
 // guaranteed minimum): the passes that merge kernels keep to it, so a plan suits every device.
 inline constexpr int kMaxStorageBindings = 8;
-
-// Invocations of the one workgroup that runs a kernel of workgroup stages (and a loss's tree).
-inline constexpr int64_t kWorkgroupLanes = 256;
 
 // Whether `op` is an optimizer update (ops::OpKind::kOptimizer): each element of its output is
 // computed from its inputs at that element alone (and the single-element step).

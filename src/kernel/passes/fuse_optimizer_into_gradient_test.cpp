@@ -94,9 +94,8 @@ TEST(FuseOptimizerIntoGradientPass, EachMergedAdamRunsInTheMatmulOfItsGradients)
 }
 
 TEST(FuseOptimizerIntoGradientPass, TheStepIsSixDispatchesAndTheGradientsHaveNoBuffers) {
-  // The loss's neighbours as dispatches of their own (fuse-products-into-loss takes two more).
-  auto fused = Compiled({"fuse-products-into-loss"});
-  auto apart = Compiled({"fuse-optimizer-into-gradient", "fuse-products-into-loss"});
+  auto fused = Compiled();
+  auto apart = Compiled({"fuse-optimizer-into-gradient"});
   ASSERT_TRUE(fused.ok()) << fused.errors().front().Format();
   ASSERT_TRUE(apart.ok()) << apart.errors().front().Format();
   EXPECT_EQ(fused->plan->steps.size(), 6u) << execplan::Print(*fused->plan);

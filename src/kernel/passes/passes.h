@@ -72,19 +72,6 @@ Status MergeOptimizerKernels(Module& m);
 // fused kernel would bind more than kMaxStorageBindings storage buffers.
 Status FuseOptimizerIntoGradient(Module& m);
 
-// The loss merged with its gradient runs in one workgroup; a small rank-2 f32 product beside it
-// (at most kMaxLaneProducts products per lane of that workgroup: the logits' product before it,
-// the products that take its gradient after it) joins it as a stage of one kernel
-// (KernelKind::kWorkgroupStages), so that the step pays one dispatch where it paid three: each
-// dependent dispatch costs a GPU several microseconds however little it computes, more than
-// such a product takes in one workgroup. Each stage computes as its kernel did — every element of
-// a product adds its K products in increasing order from zero, then its epilogue — so the plan's
-// bits do not change; stages hand on their values through their buffers, after a storage barrier.
-// Left alone where a product cannot move next to the loss (a kernel in between writes what it
-// reads or reads what it writes), a tensor is over the binding cap, or the kernel would bind more
-// than kMaxStorageBindings storage buffers.
-Status FuseProductsIntoLoss(Module& m);
-
 // A loss and its gradient over the same logits and targets (cross_entropy, cross_entropy_grad)
 // become one kernel that writes the loss and then the gradient (Kernel::extra_outputs): one
 // dispatch and one walk of each row instead of two. The loss sums its rows in the tree order of

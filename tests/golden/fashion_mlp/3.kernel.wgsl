@@ -82,16 +82,130 @@ fn main(@builtin(workgroup_id) wg: vec3<u32>,
   if (r < 64u && c < 256u) { out[wg.z * 16384u + r * 256u + c] = epilogue(acc, wg.z * 16384u + r * 256u + c); }
 }
 
-// ---- k1_matmul_add_cross_entropy_cross_entropy_grad_matmul_positive_mul ----
+// ---- k1_matmul_add ----
+// matmul 16x16x64/1x1
 @group(0) @binding(0) var<storage, read> in0: array<f32>;
 @group(0) @binding(1) var<storage, read> in1: array<f32>;
 @group(0) @binding(2) var<storage, read> in2: array<f32>;
-@group(0) @binding(3) var<storage, read> in3: array<f32>;
-var<private> in4: array<f32, 1> = array<f32, 1>(f32(1.0));
-@group(0) @binding(4) var<storage, read_write> out: array<f32>;
-@group(0) @binding(5) var<storage, read_write> out1: array<f32>;
-@group(0) @binding(6) var<storage, read_write> out2: array<f32>;
-@group(0) @binding(7) var<storage, read_write> out3: array<f32>;
+@group(0) @binding(3) var<storage, read_write> out: array<f32>;
+fn epilogue(x0: f32, e: u32) -> f32 {
+  var rem = e;
+  let d1 = rem % 10u;
+  rem = rem / 10u;
+  let d0 = rem % 64u;
+  let x1 = in2[d1 * 1u];
+  let s0 = (x0 + x1);
+  return s0;
+}
+var<workgroup> tile_a: array<f32, 1280>;
+var<workgroup> tile_b: array<f32, 1024>;
+
+@compute @workgroup_size(16, 16)
+fn main(@builtin(workgroup_id) wg: vec3<u32>,
+        @builtin(local_invocation_id) lid: vec3<u32>) {
+  var rem = wg.z;
+  var off_a = 0u;
+  var off_b = 0u;
+  let r = wg.y * 16u + lid.y;
+  let c = wg.x * 16u + lid.x;
+  var acc = 0.0;
+  for (var t = 0u; t < 256u; t = t + 64u) {
+    let ka0 = t + lid.x;
+    let kb0 = t + lid.y;
+    tile_a[lid.y * 80u + lid.x] = select(0.0, in0[off_a + r * 256u + ka0], r < 64u && ka0 < 256u);
+    tile_b[lid.y * 16u + lid.x] = select(0.0, in1[off_b + kb0 * 10u + c], kb0 < 256u && c < 10u);
+    let ka1 = t + lid.x + 16u;
+    let kb1 = t + lid.y + 16u;
+    tile_a[lid.y * 80u + lid.x + 16u] = select(0.0, in0[off_a + r * 256u + ka1], r < 64u && ka1 < 256u);
+    tile_b[(lid.y + 16u) * 16u + lid.x] = select(0.0, in1[off_b + kb1 * 10u + c], kb1 < 256u && c < 10u);
+    let ka2 = t + lid.x + 32u;
+    let kb2 = t + lid.y + 32u;
+    tile_a[lid.y * 80u + lid.x + 32u] = select(0.0, in0[off_a + r * 256u + ka2], r < 64u && ka2 < 256u);
+    tile_b[(lid.y + 32u) * 16u + lid.x] = select(0.0, in1[off_b + kb2 * 10u + c], kb2 < 256u && c < 10u);
+    let ka3 = t + lid.x + 48u;
+    let kb3 = t + lid.y + 48u;
+    tile_a[lid.y * 80u + lid.x + 48u] = select(0.0, in0[off_a + r * 256u + ka3], r < 64u && ka3 < 256u);
+    tile_b[(lid.y + 48u) * 16u + lid.x] = select(0.0, in1[off_b + kb3 * 10u + c], kb3 < 256u && c < 10u);
+    workgroupBarrier();
+    for (var kk = 0u; kk < 64u; kk = kk + 1u) {
+      acc = acc + tile_a[lid.y * 80u + kk] * tile_b[kk * 16u + lid.x];
+    }
+    workgroupBarrier();
+  }
+  if (r < 64u && c < 10u) { out[wg.z * 640u + r * 10u + c] = epilogue(acc, wg.z * 640u + r * 10u + c); }
+}
+
+// ---- k2_cross_entropy_cross_entropy_grad ----
+@group(0) @binding(0) var<storage, read> in0: array<f32>;
+@group(0) @binding(1) var<storage, read> in1: array<f32>;
+var<private> in2: array<f32, 1> = array<f32, 1>(f32(1.0));
+@group(0) @binding(2) var<storage, read_write> out: array<f32>;
+@group(0) @binding(3) var<storage, read_write> out1: array<f32>;
+fn is_nan_f32(x: f32) -> bool { return (bitcast<u32>(x) & 0x7fffffffu) > 0x7f800000u; }
+fn is_below_zero_f32(x: f32) -> bool {
+  let b = bitcast<u32>(x);
+  return b > 0x80000000u && b <= 0xff800000u;
+}
+fn nan_f32() -> f32 {
+  var bits = 0x7fc00000u;
+  return bitcast<f32>(bits);
+}
+fn inf_f32() -> f32 {
+  var bits = 0x7f800000u;
+  return bitcast<f32>(bits);
+}
+fn row_loss(r: u32) -> f32 {
+  let base = r * 10u;
+  let label = in1[r];
+  if (!(label >= 0.0 && label < f32(10.0) && floor(label) == label)) {
+    for (var j = 0u; j < 10u; j = j + 1u) { out1[base + j] = nan_f32(); }
+    return nan_f32();
+  }
+  let k = u32(label);
+  let g = in2[0] / f32(64.0);
+  var mx = in0[base];
+  var bad = is_nan_f32(mx);
+  for (var j = 1u; j < 10u; j = j + 1u) {
+    let x = in0[base + j];
+    bad = bad || is_nan_f32(x);
+    if (x > mx) { mx = x; }
+  }
+  bad = bad || (bitcast<u32>(mx) & 0x7fffffffu) == 0x7f800000u;
+  var sum = 0.0;
+  for (var j = 0u; j < 10u; j = j + 1u) { sum = sum + exp(in0[base + j] - mx); }
+  if (bad) {
+    for (var j = 0u; j < 10u; j = j + 1u) { out1[base + j] = nan_f32(); }
+    return nan_f32();
+  }
+  let log_sum = log(sum);
+  for (var j = 0u; j < 10u; j = j + 1u) {
+    let p = exp((in0[base + j] - mx) - log_sum);
+    out1[base + j] = select(p * g, p * g - g, j == k);
+  }
+  return -((in0[base + k] - mx) - log_sum);
+}
+var<workgroup> partial: array<f32, 256>;
+@compute @workgroup_size(256)
+fn main(@builtin(local_invocation_index) t: u32) {
+  var s = 0.0;
+  for (var j = t; j < 64u; j = j + 256u) { s = s + row_loss(j); }
+  partial[t] = s;
+  workgroupBarrier();
+  for (var w = 128u; w > 0u; w = w >> 1u) {
+    if (t < w) { partial[t] = partial[t] + partial[t + w]; }
+    workgroupBarrier();
+  }
+  if (t == 0u) {
+    out[0] = partial[0] / f32(64.0);
+  }
+}
+
+// ---- k3_matmul_positive_mul ----
+// matmul 8x8x8/1x1
+@group(0) @binding(0) var<storage, read> in0: array<f32>;
+@group(0) @binding(1) var<storage, read> in1: array<f32>;
+@group(0) @binding(2) var<storage, read> in2: array<f32>;
+@group(0) @binding(3) var<storage, read_write> out: array<f32>;
 fn is_nan_f32(x: f32) -> bool { return (bitcast<u32>(x) & 0x7fffffffu) > 0x7f800000u; }
 fn is_below_zero_f32(x: f32) -> bool {
   let b = bitcast<u32>(x);
@@ -108,229 +222,39 @@ fn inf_f32() -> f32 {
 fn positive_f32(x: f32) -> f32 {
   return select(1.0, 0.0, is_below_zero_f32(x) || (bitcast<u32>(x) & 0x7fffffffu) == 0u);
 }
-fn epilogue_0(x0: f32, e: u32) -> f32 {
-  var rem = e;
-  let d1 = rem % 10u;
-  rem = rem / 10u;
-  let d0 = rem % 64u;
-  let x1 = in2[d1 * 1u];
-  let s0 = (x0 + x1);
-  return s0;
-}
-fn stage_0(t: u32) {
-  let off_a = 0u;
-  let off_b = 0u;
-  for (var base = 0u; base < 640u; base = base + 768u) {
-    let e0 = base + 0u + t;
-    let i0 = min(e0, 639u);
-    let r0 = i0 / 10u;
-    let c0 = i0 % 10u;
-    var acc0 = 0.0;
-    let e1 = base + 256u + t;
-    let i1 = min(e1, 639u);
-    let r1 = i1 / 10u;
-    let c1 = i1 % 10u;
-    var acc1 = 0.0;
-    let e2 = base + 512u + t;
-    let i2 = min(e2, 639u);
-    let r2 = i2 / 10u;
-    let c2 = i2 % 10u;
-    var acc2 = 0.0;
-    for (var kk = 0u; kk < 256u; kk = kk + 16u) {
-      acc0 = acc0 + in0[off_a + r0 * 256u + kk] * in1[off_b + kk * 10u + c0];
-      acc1 = acc1 + in0[off_a + r1 * 256u + kk] * in1[off_b + kk * 10u + c1];
-      acc2 = acc2 + in0[off_a + r2 * 256u + kk] * in1[off_b + kk * 10u + c2];
-      acc0 = acc0 + in0[off_a + r0 * 256u + (kk + 1u)] * in1[off_b + (kk + 1u) * 10u + c0];
-      acc1 = acc1 + in0[off_a + r1 * 256u + (kk + 1u)] * in1[off_b + (kk + 1u) * 10u + c1];
-      acc2 = acc2 + in0[off_a + r2 * 256u + (kk + 1u)] * in1[off_b + (kk + 1u) * 10u + c2];
-      acc0 = acc0 + in0[off_a + r0 * 256u + (kk + 2u)] * in1[off_b + (kk + 2u) * 10u + c0];
-      acc1 = acc1 + in0[off_a + r1 * 256u + (kk + 2u)] * in1[off_b + (kk + 2u) * 10u + c1];
-      acc2 = acc2 + in0[off_a + r2 * 256u + (kk + 2u)] * in1[off_b + (kk + 2u) * 10u + c2];
-      acc0 = acc0 + in0[off_a + r0 * 256u + (kk + 3u)] * in1[off_b + (kk + 3u) * 10u + c0];
-      acc1 = acc1 + in0[off_a + r1 * 256u + (kk + 3u)] * in1[off_b + (kk + 3u) * 10u + c1];
-      acc2 = acc2 + in0[off_a + r2 * 256u + (kk + 3u)] * in1[off_b + (kk + 3u) * 10u + c2];
-      acc0 = acc0 + in0[off_a + r0 * 256u + (kk + 4u)] * in1[off_b + (kk + 4u) * 10u + c0];
-      acc1 = acc1 + in0[off_a + r1 * 256u + (kk + 4u)] * in1[off_b + (kk + 4u) * 10u + c1];
-      acc2 = acc2 + in0[off_a + r2 * 256u + (kk + 4u)] * in1[off_b + (kk + 4u) * 10u + c2];
-      acc0 = acc0 + in0[off_a + r0 * 256u + (kk + 5u)] * in1[off_b + (kk + 5u) * 10u + c0];
-      acc1 = acc1 + in0[off_a + r1 * 256u + (kk + 5u)] * in1[off_b + (kk + 5u) * 10u + c1];
-      acc2 = acc2 + in0[off_a + r2 * 256u + (kk + 5u)] * in1[off_b + (kk + 5u) * 10u + c2];
-      acc0 = acc0 + in0[off_a + r0 * 256u + (kk + 6u)] * in1[off_b + (kk + 6u) * 10u + c0];
-      acc1 = acc1 + in0[off_a + r1 * 256u + (kk + 6u)] * in1[off_b + (kk + 6u) * 10u + c1];
-      acc2 = acc2 + in0[off_a + r2 * 256u + (kk + 6u)] * in1[off_b + (kk + 6u) * 10u + c2];
-      acc0 = acc0 + in0[off_a + r0 * 256u + (kk + 7u)] * in1[off_b + (kk + 7u) * 10u + c0];
-      acc1 = acc1 + in0[off_a + r1 * 256u + (kk + 7u)] * in1[off_b + (kk + 7u) * 10u + c1];
-      acc2 = acc2 + in0[off_a + r2 * 256u + (kk + 7u)] * in1[off_b + (kk + 7u) * 10u + c2];
-      acc0 = acc0 + in0[off_a + r0 * 256u + (kk + 8u)] * in1[off_b + (kk + 8u) * 10u + c0];
-      acc1 = acc1 + in0[off_a + r1 * 256u + (kk + 8u)] * in1[off_b + (kk + 8u) * 10u + c1];
-      acc2 = acc2 + in0[off_a + r2 * 256u + (kk + 8u)] * in1[off_b + (kk + 8u) * 10u + c2];
-      acc0 = acc0 + in0[off_a + r0 * 256u + (kk + 9u)] * in1[off_b + (kk + 9u) * 10u + c0];
-      acc1 = acc1 + in0[off_a + r1 * 256u + (kk + 9u)] * in1[off_b + (kk + 9u) * 10u + c1];
-      acc2 = acc2 + in0[off_a + r2 * 256u + (kk + 9u)] * in1[off_b + (kk + 9u) * 10u + c2];
-      acc0 = acc0 + in0[off_a + r0 * 256u + (kk + 10u)] * in1[off_b + (kk + 10u) * 10u + c0];
-      acc1 = acc1 + in0[off_a + r1 * 256u + (kk + 10u)] * in1[off_b + (kk + 10u) * 10u + c1];
-      acc2 = acc2 + in0[off_a + r2 * 256u + (kk + 10u)] * in1[off_b + (kk + 10u) * 10u + c2];
-      acc0 = acc0 + in0[off_a + r0 * 256u + (kk + 11u)] * in1[off_b + (kk + 11u) * 10u + c0];
-      acc1 = acc1 + in0[off_a + r1 * 256u + (kk + 11u)] * in1[off_b + (kk + 11u) * 10u + c1];
-      acc2 = acc2 + in0[off_a + r2 * 256u + (kk + 11u)] * in1[off_b + (kk + 11u) * 10u + c2];
-      acc0 = acc0 + in0[off_a + r0 * 256u + (kk + 12u)] * in1[off_b + (kk + 12u) * 10u + c0];
-      acc1 = acc1 + in0[off_a + r1 * 256u + (kk + 12u)] * in1[off_b + (kk + 12u) * 10u + c1];
-      acc2 = acc2 + in0[off_a + r2 * 256u + (kk + 12u)] * in1[off_b + (kk + 12u) * 10u + c2];
-      acc0 = acc0 + in0[off_a + r0 * 256u + (kk + 13u)] * in1[off_b + (kk + 13u) * 10u + c0];
-      acc1 = acc1 + in0[off_a + r1 * 256u + (kk + 13u)] * in1[off_b + (kk + 13u) * 10u + c1];
-      acc2 = acc2 + in0[off_a + r2 * 256u + (kk + 13u)] * in1[off_b + (kk + 13u) * 10u + c2];
-      acc0 = acc0 + in0[off_a + r0 * 256u + (kk + 14u)] * in1[off_b + (kk + 14u) * 10u + c0];
-      acc1 = acc1 + in0[off_a + r1 * 256u + (kk + 14u)] * in1[off_b + (kk + 14u) * 10u + c1];
-      acc2 = acc2 + in0[off_a + r2 * 256u + (kk + 14u)] * in1[off_b + (kk + 14u) * 10u + c2];
-      acc0 = acc0 + in0[off_a + r0 * 256u + (kk + 15u)] * in1[off_b + (kk + 15u) * 10u + c0];
-      acc1 = acc1 + in0[off_a + r1 * 256u + (kk + 15u)] * in1[off_b + (kk + 15u) * 10u + c1];
-      acc2 = acc2 + in0[off_a + r2 * 256u + (kk + 15u)] * in1[off_b + (kk + 15u) * 10u + c2];
-    }
-    let v0 = epilogue_0(acc0, i0);
-    let v1 = epilogue_0(acc1, i1);
-    let v2 = epilogue_0(acc2, i2);
-    if (e0 < 640u) { out[i0] = v0; }
-    if (e1 < 640u) { out[i1] = v1; }
-    if (e2 < 640u) { out[i2] = v2; }
-  }
-}
-
-fn row_loss(r: u32) -> f32 {
-  let base = r * 10u;
-  let label = in3[r];
-  if (!(label >= 0.0 && label < f32(10.0) && floor(label) == label)) {
-    for (var j = 0u; j < 10u; j = j + 1u) { out2[base + j] = nan_f32(); }
-    return nan_f32();
-  }
-  let k = u32(label);
-  let g = in4[0] / f32(64.0);
-  var mx = out[base];
-  var bad = is_nan_f32(mx);
-  for (var j = 1u; j < 10u; j = j + 1u) {
-    let x = out[base + j];
-    bad = bad || is_nan_f32(x);
-    if (x > mx) { mx = x; }
-  }
-  bad = bad || (bitcast<u32>(mx) & 0x7fffffffu) == 0x7f800000u;
-  var sum = 0.0;
-  for (var j = 0u; j < 10u; j = j + 1u) { sum = sum + exp(out[base + j] - mx); }
-  if (bad) {
-    for (var j = 0u; j < 10u; j = j + 1u) { out2[base + j] = nan_f32(); }
-    return nan_f32();
-  }
-  let log_sum = log(sum);
-  for (var j = 0u; j < 10u; j = j + 1u) {
-    let p = exp((out[base + j] - mx) - log_sum);
-    out2[base + j] = select(p * g, p * g - g, j == k);
-  }
-  return -((out[base + k] - mx) - log_sum);
-}
-fn stage_1(t: u32) {
-  var s = 0.0;
-  for (var j = t; j < 64u; j = j + 256u) { s = s + row_loss(j); }
-  partial[t] = s;
-  workgroupBarrier();
-  for (var w = 128u; w > 0u; w = w >> 1u) {
-    if (t < w) { partial[t] = partial[t] + partial[t + w]; }
-    workgroupBarrier();
-  }
-  if (t == 0u) {
-    out1[0] = partial[0] / f32(64.0);
-  }
-}
-
-fn epilogue_2(x0: f32, e: u32) -> f32 {
-  let x1 = in0[e];
+fn epilogue(x0: f32, e: u32) -> f32 {
+  let x1 = in2[e];
   let s0 = positive_f32(x1);
   let s1 = (x0 * s0);
   return s1;
 }
-fn stage_2(t: u32) {
-  let off_a = 0u;
-  let off_b = 0u;
-  for (var base = 0u; base < 16384u; base = base + 1024u) {
-    let e0 = base + 0u + t;
-    let i0 = min(e0, 16383u);
-    let r0 = i0 / 256u;
-    let c0 = i0 % 256u;
-    var acc0 = 0.0;
-    let e1 = base + 256u + t;
-    let i1 = min(e1, 16383u);
-    let r1 = i1 / 256u;
-    let c1 = i1 % 256u;
-    var acc1 = 0.0;
-    let e2 = base + 512u + t;
-    let i2 = min(e2, 16383u);
-    let r2 = i2 / 256u;
-    let c2 = i2 % 256u;
-    var acc2 = 0.0;
-    let e3 = base + 768u + t;
-    let i3 = min(e3, 16383u);
-    let r3 = i3 / 256u;
-    let c3 = i3 % 256u;
-    var acc3 = 0.0;
-      acc0 = acc0 + out2[off_a + r0 * 10u + 0u] * in1[off_b + c0 * 10u + 0u];
-      acc1 = acc1 + out2[off_a + r1 * 10u + 0u] * in1[off_b + c1 * 10u + 0u];
-      acc2 = acc2 + out2[off_a + r2 * 10u + 0u] * in1[off_b + c2 * 10u + 0u];
-      acc3 = acc3 + out2[off_a + r3 * 10u + 0u] * in1[off_b + c3 * 10u + 0u];
-      acc0 = acc0 + out2[off_a + r0 * 10u + 1u] * in1[off_b + c0 * 10u + 1u];
-      acc1 = acc1 + out2[off_a + r1 * 10u + 1u] * in1[off_b + c1 * 10u + 1u];
-      acc2 = acc2 + out2[off_a + r2 * 10u + 1u] * in1[off_b + c2 * 10u + 1u];
-      acc3 = acc3 + out2[off_a + r3 * 10u + 1u] * in1[off_b + c3 * 10u + 1u];
-      acc0 = acc0 + out2[off_a + r0 * 10u + 2u] * in1[off_b + c0 * 10u + 2u];
-      acc1 = acc1 + out2[off_a + r1 * 10u + 2u] * in1[off_b + c1 * 10u + 2u];
-      acc2 = acc2 + out2[off_a + r2 * 10u + 2u] * in1[off_b + c2 * 10u + 2u];
-      acc3 = acc3 + out2[off_a + r3 * 10u + 2u] * in1[off_b + c3 * 10u + 2u];
-      acc0 = acc0 + out2[off_a + r0 * 10u + 3u] * in1[off_b + c0 * 10u + 3u];
-      acc1 = acc1 + out2[off_a + r1 * 10u + 3u] * in1[off_b + c1 * 10u + 3u];
-      acc2 = acc2 + out2[off_a + r2 * 10u + 3u] * in1[off_b + c2 * 10u + 3u];
-      acc3 = acc3 + out2[off_a + r3 * 10u + 3u] * in1[off_b + c3 * 10u + 3u];
-      acc0 = acc0 + out2[off_a + r0 * 10u + 4u] * in1[off_b + c0 * 10u + 4u];
-      acc1 = acc1 + out2[off_a + r1 * 10u + 4u] * in1[off_b + c1 * 10u + 4u];
-      acc2 = acc2 + out2[off_a + r2 * 10u + 4u] * in1[off_b + c2 * 10u + 4u];
-      acc3 = acc3 + out2[off_a + r3 * 10u + 4u] * in1[off_b + c3 * 10u + 4u];
-      acc0 = acc0 + out2[off_a + r0 * 10u + 5u] * in1[off_b + c0 * 10u + 5u];
-      acc1 = acc1 + out2[off_a + r1 * 10u + 5u] * in1[off_b + c1 * 10u + 5u];
-      acc2 = acc2 + out2[off_a + r2 * 10u + 5u] * in1[off_b + c2 * 10u + 5u];
-      acc3 = acc3 + out2[off_a + r3 * 10u + 5u] * in1[off_b + c3 * 10u + 5u];
-      acc0 = acc0 + out2[off_a + r0 * 10u + 6u] * in1[off_b + c0 * 10u + 6u];
-      acc1 = acc1 + out2[off_a + r1 * 10u + 6u] * in1[off_b + c1 * 10u + 6u];
-      acc2 = acc2 + out2[off_a + r2 * 10u + 6u] * in1[off_b + c2 * 10u + 6u];
-      acc3 = acc3 + out2[off_a + r3 * 10u + 6u] * in1[off_b + c3 * 10u + 6u];
-      acc0 = acc0 + out2[off_a + r0 * 10u + 7u] * in1[off_b + c0 * 10u + 7u];
-      acc1 = acc1 + out2[off_a + r1 * 10u + 7u] * in1[off_b + c1 * 10u + 7u];
-      acc2 = acc2 + out2[off_a + r2 * 10u + 7u] * in1[off_b + c2 * 10u + 7u];
-      acc3 = acc3 + out2[off_a + r3 * 10u + 7u] * in1[off_b + c3 * 10u + 7u];
-      acc0 = acc0 + out2[off_a + r0 * 10u + 8u] * in1[off_b + c0 * 10u + 8u];
-      acc1 = acc1 + out2[off_a + r1 * 10u + 8u] * in1[off_b + c1 * 10u + 8u];
-      acc2 = acc2 + out2[off_a + r2 * 10u + 8u] * in1[off_b + c2 * 10u + 8u];
-      acc3 = acc3 + out2[off_a + r3 * 10u + 8u] * in1[off_b + c3 * 10u + 8u];
-      acc0 = acc0 + out2[off_a + r0 * 10u + 9u] * in1[off_b + c0 * 10u + 9u];
-      acc1 = acc1 + out2[off_a + r1 * 10u + 9u] * in1[off_b + c1 * 10u + 9u];
-      acc2 = acc2 + out2[off_a + r2 * 10u + 9u] * in1[off_b + c2 * 10u + 9u];
-      acc3 = acc3 + out2[off_a + r3 * 10u + 9u] * in1[off_b + c3 * 10u + 9u];
-    let v0 = epilogue_2(acc0, i0);
-    let v1 = epilogue_2(acc1, i1);
-    let v2 = epilogue_2(acc2, i2);
-    let v3 = epilogue_2(acc3, i3);
-    if (e0 < 16384u) { out3[i0] = v0; }
-    if (e1 < 16384u) { out3[i1] = v1; }
-    if (e2 < 16384u) { out3[i2] = v2; }
-    if (e3 < 16384u) { out3[i3] = v3; }
+var<workgroup> tile_a: array<f32, 64>;
+var<workgroup> tile_b: array<f32, 64>;
+
+@compute @workgroup_size(8, 8)
+fn main(@builtin(workgroup_id) wg: vec3<u32>,
+        @builtin(local_invocation_id) lid: vec3<u32>) {
+  var rem = wg.z;
+  var off_a = 0u;
+  var off_b = 0u;
+  let r = wg.y * 8u + lid.y;
+  let c = wg.x * 8u + lid.x;
+  var acc = 0.0;
+  for (var t = 0u; t < 10u; t = t + 8u) {
+    let ka = t + lid.x;
+    let kb = t + lid.y;
+    tile_a[lid.y * 8u + lid.x] = select(0.0, in0[off_a + r * 10u + ka], r < 64u && ka < 10u);
+    tile_b[lid.y * 8u + lid.x] = select(0.0, in1[off_b + c * 10u + kb], kb < 10u && c < 256u);
+    workgroupBarrier();
+    for (var kk = 0u; kk < 8u; kk = kk + 1u) {
+      acc = acc + tile_a[lid.y * 8u + kk] * tile_b[kk * 8u + lid.x];
+    }
+    workgroupBarrier();
   }
+  if (r < 64u && c < 256u) { out[wg.z * 16384u + r * 256u + c] = epilogue(acc, wg.z * 16384u + r * 256u + c); }
 }
 
-var<workgroup> partial: array<f32, 256>;
-@compute @workgroup_size(256)
-fn main(@builtin(local_invocation_index) t: u32) {
-  stage_0(t);
-  storageBarrier();
-  stage_1(t);
-  storageBarrier();
-  stage_2(t);
-}
-
-// ---- k2_matmul_adam_update_adam_m_adam_v_x2 ----
+// ---- k4_matmul_adam_update_adam_m_adam_v_x2 ----
 // matmul 16x16x64/1x1
 @group(0) @binding(0) var<storage, read> in0: array<f32>;
 @group(0) @binding(1) var<storage, read> in1: array<f32>;
@@ -424,7 +348,7 @@ fn main(@builtin(workgroup_id) wg: vec3<u32>,
   if (r < 784u && c < 256u) { update_product(wg.z * 200704u + r * 256u + c, acc); }
 }
 
-// ---- k3_matmul_adam_update_adam_m_adam_v_x2 ----
+// ---- k5_matmul_adam_update_adam_m_adam_v_x2 ----
 // matmul 16x16x64/1x1
 @group(0) @binding(0) var<storage, read> in0: array<f32>;
 @group(0) @binding(1) var<storage, read> in1: array<f32>;

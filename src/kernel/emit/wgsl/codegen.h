@@ -18,7 +18,6 @@
 
 #include <array>
 #include <functional>
-#include <map>
 #include <string>
 #include <vector>
 
@@ -199,30 +198,6 @@ std::string ElementwiseExpr(const std::string& op, const std::string& a, const s
 // from the lane's partial sum of the tiles before.
 std::string TreeReduce256(const std::string& term, int64_t count, const std::string& finish,
                           const std::string& type = "f32", const std::string& start = "");
-// The statements of TreeReduce256's main after its opening line, through its closing brace: the
-// tree as the body of a function of the lane `t` (a stage of a kernel of workgroup stages).
-std::string TreeReduce256Body(const std::string& term, int64_t count, const std::string& finish,
-                              const std::string& type = "f32", const std::string& start = "");
-
-// A kernel of workgroup stages (KernelKind::kWorkgroupStages; workgroup_stages.cpp).
-Generated WorkgroupStages(const Module& m, const Kernel& k);
-// A stage's WGSL, written with the names the stage's kernel would bind alone (in0.., out, out1..):
-// module-scope functions, and the statements of a function of the lane `t` through its closing
-// brace. The caller renames the bindings (RenameIdentifiers).
-struct StageSource {
-  std::string functions;
-  std::string body;
-};
-// A small rank-2 f32 product, optionally with an epilogue (whose function is `epilogue`; its
-// helpers are the caller's: ExpressionHelpers of the epilogue): lane t computes output elements
-// t, t + 256, ... each adding its K products in increasing order from zero, as every matmul does.
-StageSource MatmulStage(const Module& m, const Kernel& k);
-// The loss merged with its gradient (merge-loss-gradient), as its own kernel computes it; its
-// functions need kSpecialValueFns.
-StageSource LossAndGradientStage(const Module& m, const Kernel& k);
-// `source` with every identifier that is a key of `names` replaced by its value, all at once.
-std::string RenameIdentifiers(const std::string& source,
-                              const std::map<std::string, std::string>& names);
 // The entry of one tile of such a tree whose lanes hand their partial sums on from tile to tile
 // in the `lanes` binding (the tile's `count` terms start at a multiple of 256 of the whole sum,
 // so lane t's are its own): each lane starts from its stored partial sum when the tile

@@ -125,8 +125,7 @@ std::string StoreSum(const Module& m, const Kernel& k, const std::string& acc,
 // broadcast ones at their index of e. Binding j + 1 holds the elementwise kernel's input j
 // (bindings 0 and 1 are A and B). A matmul with an epilogue is never tiled (the
 // fuse-matmul-epilogue pass leaves a matmul that needs tiles alone), so e is the whole output's.
-// `with_helpers`: preceded by the helper functions its steps need (ExpressionHelpers).
-std::string EpilogueFn(const Module& m, const Kernel& k, bool with_helpers = true) {
+std::string EpilogueFn(const Module& m, const Kernel& k) {
   if (!k.HasEpilogue()) return "";
   const Kernel e = EpilogueKernel(k);
   const std::vector<int64_t> sizes = m.graph().at(k.output).type.sizes();
@@ -161,8 +160,7 @@ std::string EpilogueFn(const Module& m, const Kernel& k, bool with_helpers = tru
             ";\n";
   }
   body += ExpressionSteps(m, e, [](const ExprStep&, const std::string&) { return std::string(); });
-  return (with_helpers ? ExpressionHelpers(m, e) : std::string()) +
-         "fn epilogue(x0: f32, e: u32) -> f32 {\n" + body + "  return s" +
+  return ExpressionHelpers(m, e) + "fn epilogue(x0: f32, e: u32) -> f32 {\n" + body + "  return s" +
          std::to_string(e.expr.size() - 1) + ";\n}\n";
 }
 // An operand element as f32: converted for an f16 product, as it is for f32.
@@ -439,50 +437,6 @@ void TiledBlocked(const Module& m, const Kernel& k, const Operands& o, const Mat
 }
 
 }  // namespace
-
-StageSource MatmulStage(const Module& m, const Kernel& k) {
-  // Outputs a lane computes at once (their loads in flight together), and K steps written out per
-  // loop iteration: the driver's compiler does not unroll loops, and a lane of the one workgroup
-  // waits on its loads, not on its arithmetic.
-  constexpr int64_t kOutputsAtOnce = 4, kStepsWrittenOut = 16;
-  const Operands o = OperandsOf(m, k);
-  const MatmulShape& s = o.shape;
-  const int64_t total = s.m * s.n, lanes = kWorkgroupLanes;
-  const int64_t at_once = std::clamp<int64_t>((total + lanes - 1) / lanes, 1, kOutputsAtOnce);
-  const std::string T = U32(total), N = U32(std::max<int64_t>(s.n, 1));
-  auto j_ = [](int64_t j) { return std::to_string(j); };
-  auto products = [&](const std::string& kk) {
-    std::string step;
-    for (int64_t j = 0; j < at_once; ++j)
-      step += "      acc" + j_(j) + " = acc" + j_(j) + " + in0[" + AIndex(o, "r" + j_(j), kk) +
-              "] * in1[" + BIndex(o, kk, "c" + j_(j)) + "];\n";
-    return step;
-  };
-  std::string body = "  let off_a = 0u;\n  let off_b = 0u;\n";
-  if (total == 0) return {EpilogueFn(m, k, false), body + "}\n"};
-  body += "  for (var base = 0u; base < " + T + "; base = base + " + U32(lanes * at_once) + ") {\n";
-  // A lane past the end computes the last element again and stores nothing.
-  for (int64_t j = 0; j < at_once; ++j)
-    body += "    let e" + j_(j) + " = base + " + U32(j * lanes) + " + t;\n    let i" + j_(j) +
-            " = min(e" + j_(j) + ", " + U32(total - 1) + ");\n    let r" + j_(j) + " = i" + j_(j) +
-            " / " + N + ";\n    let c" + j_(j) + " = i" + j_(j) + " % " + N + ";\n    var acc" +
-            j_(j) + " = 0.0;\n";
-  const int64_t unrolled = s.k / kStepsWrittenOut * kStepsWrittenOut;
-  if (unrolled > 0) {
-    body += "    for (var kk = 0u; kk < " + U32(unrolled) + "; kk = kk + " +
-            U32(kStepsWrittenOut) + ") {\n";
-    for (int64_t u = 0; u < kStepsWrittenOut; ++u)
-      body += products(u ? "(kk + " + U32(u) + ")" : std::string("kk"));
-    body += "    }\n";
-  }
-  for (int64_t kk = unrolled; kk < s.k; ++kk) body += products(U32(kk));
-  for (int64_t j = 0; j < at_once; ++j)
-    body += "    let v" + j_(j) + " = " + Stored(m, k, "acc" + j_(j), "i" + j_(j)) + ";\n";
-  for (int64_t j = 0; j < at_once; ++j)
-    body += "    if (e" + j_(j) + " < " + T + ") { out[i" + j_(j) + "] = v" + j_(j) + "; }\n";
-  body += "  }\n}\n";
-  return {EpilogueFn(m, k, false), body};
-}
 
 Status CheckMatmulSchedule(const MatmulSchedule& sch, const MatmulShape& s,
                            int64_t workgroup_storage_bytes) {

@@ -123,22 +123,20 @@ std::string RowLossAndGradientFn(int64_t classes, int64_t rows, int64_t base_off
          "}\n";
 }
 
-}  // namespace
-
 // The loss and its gradient in one workgroup (the merge-loss-gradient pass): the loss kernel's
 // tree over the rows, whose term for a row also writes the row's gradient (out1) with the
 // gradient kernel's own operations; with a column sum after it (merge-bias-gradient), every lane,
 // once the whole gradient is written, adds its columns (out2) in row order from 0.0, as the sum
 // kernel does.
-StageSource LossAndGradientStage(const Module& m, const Kernel& k) {
+Generated LossAndGradient(const Module& m, const Kernel& k) {
   const TensorType& in = m.graph().at(k.inputs[0]).type;
   const int64_t rows = in.dims[0].size, classes = in.dims[1].size;
-  std::string tree = TreeReduce256Body(
-      "row_loss(j)", rows,
-      rows ? "    out[0] = partial[0] / " + F32(static_cast<double>(rows)) + ";\n"
-           : std::string("    out[0] = nan_f32();\n"));
+  std::string tree =
+      TreeReduce256("row_loss(j)", rows,
+                    rows ? "    out[0] = partial[0] / " + F32(static_cast<double>(rows)) + ";\n"
+                         : std::string("    out[0] = nan_f32();\n"));
   if (k.extra_outputs.size() == 2) {
-    // Before the closing brace: every lane, after the tree (uniform control flow).
+    // Before the closing brace of main: every lane, after the tree (uniform control flow).
     tree.resize(tree.size() - 2);
     tree +=
         "  storageBarrier();\n"
@@ -153,19 +151,9 @@ StageSource LossAndGradientStage(const Module& m, const Kernel& k) {
         "  }\n"
         "}\n";
   }
-  return {RowLossAndGradientFn(classes, rows, 0, 0, 0), tree};
-}
-
-namespace {
-
-Generated LossAndGradient(const Module& m, const Kernel& k) {
-  const StageSource stage = LossAndGradientStage(m, k);
   Generated out;
-  out.source = Bindings(m, k) + kSpecialValueFns + stage.functions +
-               "var<workgroup> partial: array<f32, 256>;\n"
-               "@compute @workgroup_size(256)\n"
-               "fn main(@builtin(local_invocation_index) t: u32) {\n" +
-               stage.body;
+  out.source =
+      Bindings(m, k) + kSpecialValueFns + RowLossAndGradientFn(classes, rows, 0, 0, 0) + tree;
   out.workgroups = {1, 1, 1};
   return out;
 }
