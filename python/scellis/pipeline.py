@@ -40,12 +40,14 @@ Tracing rules, named build-time errors (TraceError, a GraphError): reading a val
 function (``float(t)``, ``t.numpy()``: ``value-read-in-trace``), branching on one (``bool(t)``,
 ``if t``: ``data-dependent-control-flow``), using a tensor kept from an earlier trace
 (``stale-handle``), a loop count that is not a static int (``loop-count-not-static``).
+
+The tracing (``_Trace``, ``scellis.loop``) is in pipeline_trace, the document a trace becomes
+in pipeline_document.
 """
 
 import functools
 import inspect
 import json
-import numbers
 import threading
 
 import numpy as np
@@ -54,211 +56,12 @@ from . import _scellis
 from . import user_ops as _user_ops
 from .errors import DeviceError, GraphError, SessionStateError, TraceError, UserReferenceError
 from .graph import Graph
-from .loop_rollup import _Loop, _find_loop, _ports, _write_slot
+from .loop_rollup import _find_loop
+from .pipeline_document import _Traced, _document
+from .pipeline_trace import _Trace, loop  # noqa: F401 (loop: importable from here as before)
 from .tensor import Tensor, _dtype_name
 from .result import RunResult
 
-
-class _Trace:
-    """The state of one trace: whether it has finished (its tensors are then stale) and the loop
-    ``scellis.loop`` declared in it."""
-
-    def __init__(self):
-        self.done = False
-        self.loop = None
-
-
-def _is_static_count(count):
-    return isinstance(count, numbers.Integral) and not isinstance(count, (bool, np.bool_))
-
-
-def loop(count, body, *state):
-    """``state = body(*state)``, ``count`` times; returns the final state (one tensor, or a
-    tuple for several). Inside a pipeline the body is traced once and becomes the document's
-    repeated graph (``count`` a static int, else ``loop-count-not-static``); outside one the
-    body is simply called ``count`` times."""
-    if not _is_static_count(count):
-        raise TraceError("loop-count-not-static",
-                         f"the loop count is {count!r}, not a static int: the document's repeat "
-                         "is fixed when the pipeline is traced",
-                         help="pass the count as a Python int (a constant argument of the "
-                              "pipeline re-traces it when it changes)")
-    count = int(count)
-    if count < 0:
-        raise GraphError("bad-loop-count", f"a loop runs at least zero times, got {count}")
-    if not state:
-        raise GraphError("bad-loop-state", "scellis.loop needs the loop state: loop(n, body, *state)")
-    graph = next((t.graph for t in state if isinstance(t, Tensor)), None)
-    trace = graph._trace if graph is not None else None
-    if trace is None or count < 2:
-        for _ in range(count):
-            state = _as_state(body(*state), len(state))
-        return state[0] if len(state) == 1 else tuple(state)
-    for t in state:
-        graph._check_own(t)
-    if trace.loop is not None:
-        raise TraceError("one-loop-per-pipeline",
-                         "a pipeline holds one loop (its document has one repeat), and this "
-                         "trace already has one",
-                         help="write the loops as separate pipelines, or one loop with a larger "
-                              "body")
-    if len({t.id for t in state}) != len(state):
-        raise TraceError("bad-loop-state", "the same tensor is passed twice as loop state",
-                         help="pass each piece of state once")
-    start = len(graph._nodes)
-    out = _as_state(body(*state), len(state))
-    for t in out:
-        graph._check_own(t)
-    carry = {}
-    for before, after in zip(state, out):
-        if after.id == before.id:
-            continue  # handed back unchanged: invariant
-        if after.id < start:
-            raise TraceError("bad-loop-body",
-                             f"the body returns {after!r}, a value from before the loop, as the "
-                             f"next value of {before!r}",
-                             help="return each piece of state in the order it was passed")
-        carry[before.id] = after.id
-    carried = set()
-    for j in range(start, len(graph._nodes)):
-        for port, ref in _ports(graph._nodes[j], graph._user_ops):
-            if ref in carry:
-                carried.add((j, port))
-    trace.loop = _Loop(start, len(graph._nodes) - start, count, carry, carried, traced_copies=1)
-    return out[0] if len(out) == 1 else tuple(out)
-
-
-def _as_state(value, n):
-    value = tuple(value) if isinstance(value, (tuple, list)) else (value,)
-    if len(value) != n or not all(isinstance(t, Tensor) for t in value):
-        raise TraceError("bad-loop-body",
-                         f"the loop body returns {len(value)} values for {n} pieces of state",
-                         help="return the next state as a tensor or a tuple, in the order given")
-    return value
-
-
-# ---- the document ----
-
-class _Traced:
-    """A trace made into a document: its text, the names the call's arrays go to and how the
-    result is shaped."""
-
-    def __init__(self, text, doc, fed, state, outputs, structure, loop):
-        self.text = text
-        self.doc = doc
-        self.fed = fed             # document input name -> argument name (fed every call)
-        self.state = state         # document param name -> argument name (uploaded every call)
-        self.outputs = outputs     # the returned outputs' names, in order
-        self.structure = structure  # "single" | "tuple" | "list" | ("dict", keys)
-        self.loop = loop
-        self.repeat = loop.count if loop else 1
-        self.user_ops = []          # the user ops the trace calls (scellis.define_op)
-        self.prologue = None        # the document of computed starting values, if any
-        self.prologue_inputs = []   # the arguments it reads
-        self.prologue_outputs = []  # the starting values it computes (carried params' names)
-
-
-def _document(graph, inputs, returned, loop, name):
-    """The version-5 document of a finished trace: the nodes before the loop, the loop's first
-    copy (its reads of state pointed at carried params) and the nodes after it (their reads of the
-    last copy pointed at the first), with ``repeat`` the loop's count."""
-    nodes, user_ops = graph._nodes, graph._user_ops
-    out_names = list(returned)
-    if loop is None:
-        keep = range(len(nodes))
-        def source(ref):
-            return ref
-    else:
-        keep = list(range(loop.start + loop.length)) + list(range(loop.end, len(nodes)))
-        def source(ref):
-            return ref - (loop.last - loop.start) if loop.last <= ref < loop.end else ref
-    # Which reads there are of each node, besides the carried ones.
-    plain_reads = set(source(t.id) for t in returned.values())
-    for i in keep:
-        for port, ref in _ports(nodes[i], user_ops):
-            if loop is None or (i, port) not in loop.carried:
-                plain_reads.add(source(ref))
-    # The carried state: a param per node the loop starts from, taking its body node's value.
-    state_param, state, fed, prologue = {}, {}, {}, {}
-    by_id = {}
-    for name_, t in returned.items():
-        by_id.setdefault(source(t.id), name_)
-    extra_outputs = {}
-    for before, after in (loop.carry.items() if loop else ()):
-        node = nodes[before]
-        if node["op"] == "input" and node["name"] in inputs:
-            arg = node["name"]
-            pname = arg if before not in plain_reads else f"{arg}.state"
-        else:
-            # A starting value computed before the loop: the prologue computes it on each call.
-            arg = pname = f"start.{len(prologue)}"
-            prologue[pname] = before
-        out = by_id.get(after)
-        if out is None:
-            out = f"{pname}.next"
-            extra_outputs[out] = after
-            by_id[after] = out
-        state_param[before] = (pname, out)
-        state[pname] = arg
-    # Renumbered: state params first, then the kept nodes in order.
-    doc_nodes, new_id = [], {}
-    for before, (pname, out) in state_param.items():
-        shape, dtype = graph._types[before]   # the engine's
-        new_id[("state", before)] = len(doc_nodes)
-        doc_nodes.append({"id": len(doc_nodes), "op": "param", "name": pname,
-                          "shape": list(shape), "dtype": dtype,
-                          "init": {"kind": "zeros"}, "carry": out})
-    reachable = _reachable(nodes, keep, source, loop,
-                           [source(t.id) for t in returned.values()] + list(extra_outputs.values()),
-                           user_ops)
-    for i in keep:
-        if i not in reachable:
-            continue
-        node = {k: list(v) if isinstance(v, list) else v for k, v in nodes[i].items()}
-        new_id[i] = len(doc_nodes)
-        node["id"] = len(doc_nodes)
-        for port, ref in _ports(nodes[i], user_ops):
-            if loop is not None and (i, port) in loop.carried:
-                _write_slot(node, port, new_id[("state", ref)])
-            else:
-                _write_slot(node, port, new_id[source(ref)])
-        if node["op"] == "input":
-            # An argument read only as state is its carried param; one also read as a constant
-            # (or before the loop) is fed beside its `.state` copy.
-            if node["name"] in state:
-                continue
-            fed[node["name"]] = node["name"]
-        doc_nodes.append(node)
-    needed = max([graph._needs[i] for i in keep if i in reachable] + [5 if loop else 1])
-    doc = {"version": needed}
-    if name:
-        doc["name"] = name
-    if loop is not None:
-        doc["repeat"] = loop.count
-    doc["nodes"] = doc_nodes
-    doc["outputs"] = ([{"name": n, "id": new_id[source(t.id)]} for n, t in returned.items()] +
-                      [{"name": n, "id": new_id[i]} for n, i in extra_outputs.items()])
-    return doc, fed, state, out_names, prologue
-
-
-def _reachable(nodes, keep, source, loop, roots, user_ops):
-    """The kept nodes the roots need, reads of state included."""
-    kept = set(keep)
-    seen, stack = set(), list(roots)
-    while stack:
-        i = stack.pop()
-        if i in seen:
-            continue
-        seen.add(i)
-        for port, ref in _ports(nodes[i], user_ops):
-            if loop is not None and (i, port) in loop.carried:
-                stack.append(loop.carry[ref])
-            elif source(ref) in kept:
-                stack.append(source(ref))
-    return seen
-
-
-# ---- the decorator ----
 
 class Pipeline:
     """A traced pipeline; see the module's documentation. Calling it runs it and returns NumPy
