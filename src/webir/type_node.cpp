@@ -18,7 +18,17 @@ class NodeTyping {
 
   Result<TypedNode> Run() {
     const ops::OpSpec* def = ops_.Find(node_.op);
-    if (!def || def->kind == OpKind::kSource) {
+    // A source (input, param, full) takes no arguments to type: a graph declares it as a node of
+    // its own kind, never as an op over others.
+    if (def && def->kind == OpKind::kSource) {
+      return Error("unknown-op", node_.pointer,
+                   "\"" + node_.op +
+                       "\" is a source of values (input, param, full), not an op "
+                       "over arguments",
+                   "declare it as a node of its own: the graph protocol's \"" + node_.op +
+                       "\" node, Graph.input / Graph.param / Graph.full in Python");
+    }
+    if (!def) {
       return Error("unknown-op", node_.pointer, "the op \"" + node_.op + "\" does not exist",
                    "ops of version " + std::to_string(version_) + ": " + ops_.NamesUpTo(version_));
     }

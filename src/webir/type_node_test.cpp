@@ -127,6 +127,14 @@ TEST(InferNode, ABadNodeGetsTheEngineDiagnosticAtItsPointer) {
                              {{"axis", 0}})),
             "dtype-mismatch /nodes/7/inputs/1");
   EXPECT_EQ(Refusal(MakeNode("frobnicate", {In("a", {2})})), "unknown-op /nodes/7");
+  // A source of values used as an op says what it is and how to declare it.
+  auto source = InferNode(*ops::BuiltinOps(), MakeNode("input", {In("a", {2})}));
+  ASSERT_FALSE(source.ok());
+  EXPECT_EQ(source.errors().front().code, "unknown-op");
+  EXPECT_NE(source.errors().front().message.find("\"input\" is a source of values"),
+            std::string::npos)
+      << source.errors().front().Format();
+  EXPECT_NE(source.errors().front().help.find("Graph.input"), std::string::npos);
   EXPECT_EQ(Refusal(MakeNode("matmul", {In("a", {2, 3})})), "missing-input /nodes/7");
   EXPECT_EQ(Refusal(MakeNode("relu", {In("a", {2})}, {{"alpha", 1}})),
             "unknown-attribute /nodes/7/alpha");

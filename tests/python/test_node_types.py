@@ -65,6 +65,17 @@ def test_a_bad_node_raises_the_engines_error_when_added():
     assert len(g._nodes) == 2 and len(g._types) == len(g._needs) == 2   # nothing was added
 
 
+def test_a_source_used_as_an_op_says_how_to_declare_it():
+    g, (a,) = inputs((2, 3))
+    for source in ("input", "param", "full"):
+        with pytest.raises(scellis.GraphError) as e:
+            g.op(source, a=a)
+        assert e.value.code == "unknown-op", e.value.text
+        assert f'"{source}" is a source of values' in e.value.text
+        assert "Graph.input / Graph.param / Graph.full" in e.value.text
+    assert len(g._nodes) == 1
+
+
 def test_a_refused_where_takes_the_constants_it_made_with_it():
     # A number for `a` or `b` becomes a `full` node before the `where` is typed; when the engine
     # refuses the `where` (shapes (2, 3) and (4,) do not broadcast), the constant goes too.
