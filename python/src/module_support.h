@@ -1,11 +1,14 @@
 // What the parts of `_scellis` share: the engine error the exception translator raises as the
-// package's ScellisError, the helpers that turn a Result into a value or that error, JSON into
-// Python objects, and the handle of a user op defined from Python.
+// package's ScellisError, the helpers that turn a Result into a value or that error, arrays and
+// JSON into and out of Python objects, the caller's options as the engine's, the handle of a user
+// op defined from Python, and the functions with which each part registers its bindings.
 #pragma once
 
 #include <nanobind/nanobind.h>
+#include <nanobind/ndarray.h>
 
 #include <exception>
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
@@ -15,6 +18,8 @@
 #include "base/diagnostic.h"
 #include "base/json_util.h"
 #include "base/result.h"
+#include "ops/op_table.h"
+#include "pipeline/compile.h"
 #include "record/session_record.h"
 
 namespace scellis::python {
@@ -40,6 +45,26 @@ T Take(Result<T> r) {
 // `j` as Python data (dicts, lists, str, numbers, None).
 nanobind::object JsonToPython(const Json& j);
 
+// Arrays (arrays.cpp). What the caller hands over: any C-contiguous CPU array (NumPy, or another
+// buffer / DLPack exporter), read-only ones included (a memory-mapped dataset). What comes back:
+// NumPy arrays.
+using InArray = nanobind::ndarray<nanobind::ro, nanobind::c_contig, nanobind::device::cpu>;
+using OutArray = nanobind::ndarray<nanobind::numpy, nanobind::c_contig, nanobind::device::cpu>;
+
+// Writes the array `value` into `out`, reusing out's storage; `what` names it in a `bad-feed`.
+void ToHostInto(const std::string& what, const nanobind::handle& value, HostTensor& out);
+HostTensor ToHost(const std::string& what, const nanobind::handle& value);
+runtime::Feeds ToFeeds(const nanobind::dict& feeds);
+// A NumPy array that owns the host tensor's bytes.
+nanobind::object ToNumpy(HostTensor t);
+
+// The caller's options as the engine's (options.cpp); an unknown tier is `bad-tier`.
+pipeline::CompileOptions CompileOptionsFor(const std::optional<std::string>& tier);
+runtime::SelectOptions SelectFor(const std::string& backend, bool allow_software_adapter,
+                                 int cpu_threads);
+// `s` as a Python str, or None.
+nanobind::object Optional(const std::optional<std::string>& s);
+
 // A user op defined from Python: its definition, the reference a Python function.
 struct PyUserOp {
   api::UserOpDefinition definition;
@@ -47,6 +72,16 @@ struct PyUserOp {
 
 // The definitions of `user_ops` (PyUserOp handles).
 std::vector<api::UserOpDefinition> DefinitionsOf(const nanobind::list& user_ops);
+// The built-ins with the ops of `user_ops`; null for none (user_ops.cpp).
+std::shared_ptr<const ops::OpTable> TableOf(const nanobind::list& user_ops);
+
+// What each part registers on the module.
+// `run`, `lower`, `content_id` and `infer_node` (documents.cpp).
+void BindDocuments(nanobind::module_& m);
+// `UserOp`, `define_op` and `conform` (user_ops.cpp).
+void BindUserOps(nanobind::module_& m);
+// `prepare` and `Session` (sessions.cpp).
+void BindSessions(nanobind::module_& m);
 
 // Run records (records.cpp). The id of the record of a finished one-shot run, as `scellis run`
 // leaves it (None when `record` is false, $SCELLIS_NO_RECORD is set, or the store cannot take it,
