@@ -13,6 +13,7 @@ using testing::CopyDoc;
 using testing::LowerToKernel;
 using testing::OnlyOp;
 using testing::Range;
+using testing::ScatterDoc;
 
 // A concat or stack of inputs of `shapes` along `axis`.
 Json JoinDoc(const std::string& op, const std::vector<std::vector<int64_t>>& shapes, int axis) {
@@ -136,23 +137,6 @@ TEST(TilePlanning, APadWritesItsValueOverTheOutputThenMovesTheInputInside) {
   EXPECT_EQ(t->Describe(),
             "4 tiles: 2 writing the pad value over the output, then 2 moving boxes of the input "
             "to its place inside");
-}
-
-// x [`base`] with the slice from `starts` to `stops` by `steps` replaced by s of `src`.
-Json ScatterDoc(std::vector<int64_t> base, std::vector<int64_t> src, Json starts, Json stops,
-                Json steps) {
-  return {{"version", 4},
-          {"nodes",
-           {{{"id", 0}, {"op", "input"}, {"name", "x"}, {"shape", base}},
-            {{"id", 1}, {"op", "input"}, {"name", "s"}, {"shape", src}},
-            {{"id", 2},
-             {"op", "slice_scatter"},
-             {"a", 0},
-             {"src", 1},
-             {"starts", starts},
-             {"stops", stops},
-             {"steps", steps}}}},
-          {"outputs", {{{"name", "y"}, {"id", 2}}}}};
 }
 
 // x [40, 100] with its even rows replaced by s [20, 100]: first the base's 4000 elements copied in

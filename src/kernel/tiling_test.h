@@ -1,5 +1,6 @@
-// Shared by the tile planning tests: graph documents lowered to kernels under the production
-// options, and the kernels and windows they check.
+// Shared by the tile planning tests (and the WebGPU tiling tests, for their documents): graph
+// documents lowered to kernels under the production options, and the kernels and windows they
+// check.
 #pragma once
 
 #include <gtest/gtest.h>
@@ -38,6 +39,23 @@ inline Json CopyDoc(std::vector<int64_t> shape, Json op) {
   return {{"version", 4},
           {"nodes", {{{"id", 0}, {"op", "input"}, {"name", "x"}, {"shape", shape}}, op}},
           {"outputs", {{{"name", "y"}, {"id", 1}}}}};
+}
+
+// x [`base`] with the slice from `starts` to `stops` by `steps` replaced by s of `src`.
+inline Json ScatterDoc(std::vector<int64_t> base, std::vector<int64_t> src, Json starts, Json stops,
+                       Json steps) {
+  return {{"version", 4},
+          {"nodes",
+           {{{"id", 0}, {"op", "input"}, {"name", "x"}, {"shape", base}},
+            {{"id", 1}, {"op", "input"}, {"name", "s"}, {"shape", src}},
+            {{"id", 2},
+             {"op", "slice_scatter"},
+             {"a", 0},
+             {"src", 1},
+             {"starts", starts},
+             {"stops", stops},
+             {"steps", steps}}}},
+          {"outputs", {{{"name", "y"}, {"id", 2}}}}};
 }
 
 }  // namespace scellis::kernel::testing

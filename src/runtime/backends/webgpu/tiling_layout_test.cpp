@@ -6,20 +6,15 @@
 // whose windows of input and output both fit. A copy moves elements without arithmetic: the untiled
 // kernel's and the reference's bits, and each element where the index arithmetic worked out here
 // puts it. The device is opened with a 4 KiB cap so that small tensors exercise the tiles.
+#include "kernel/tiling_test.h"
 #include "runtime/backends/webgpu/tiling_support_test.h"
 
 namespace scellis::runtime::webgpu {
 namespace {
 
 using namespace tiling_support;
-
-Json CopyDoc(std::vector<int64_t> shape, Json op) {
-  op["id"] = 1;
-  op["a"] = 0;
-  return {{"version", 4},
-          {"nodes", {{{"id", 0}, {"op", "input"}, {"name", "x"}, {"shape", shape}}, op}},
-          {"outputs", {{{"name", "y"}, {"id", 1}}}}};
-}
+using kernel::testing::CopyDoc;
+using kernel::testing::ScatterDoc;
 
 std::vector<float> RunCopy(const std::vector<int64_t>& shape, const Json& op,
                            const std::vector<float>& x, const std::string& tiling, int dispatches) {
@@ -252,18 +247,7 @@ std::vector<float> RunScatter(const std::vector<int64_t>& base, const std::vecto
                               const Json& starts, const Json& stops, const Json& steps,
                               const std::vector<float>& x, const std::vector<float>& s,
                               const std::string& tiling, int dispatches) {
-  const Json doc = {{"version", 4},
-                    {"nodes",
-                     {{{"id", 0}, {"op", "input"}, {"name", "x"}, {"shape", base}},
-                      {{"id", 1}, {"op", "input"}, {"name", "s"}, {"shape", src}},
-                      {{"id", 2},
-                       {"op", "slice_scatter"},
-                       {"a", 0},
-                       {"src", 1},
-                       {"starts", starts},
-                       {"stops", stops},
-                       {"steps", steps}}}},
-                    {"outputs", {{{"name", "y"}, {"id", 2}}}}};
+  const Json doc = ScatterDoc(base, src, starts, stops, steps);
   return RunTiled(doc,
                   {{"x", HostTensor::FromFloats(MakeType(base), x)},
                    {"s", HostTensor::FromFloats(MakeType(src), s)}},
