@@ -278,6 +278,11 @@ ReceiptReport CheckReceipts(const store::Store& store, const std::string& profil
         }
       }
       if (steps > 1) kr.groups.push_back(kFusedGroup);
+    } else if (k.kind == kernel::KernelKind::kRowStages) {
+      // Each stage computes as its own kernel did: its op's group holds it.
+      for (const kernel::Kernel& st : k.stages)
+        if (std::find(kr.groups.begin(), kr.groups.end(), st.op) == kr.groups.end())
+          kr.groups.push_back(st.op);
     } else {
       const ops::OpSpec* spec = m.graph().ops->Find(k.op);
       kr.user = spec && spec->user;

@@ -174,6 +174,9 @@ std::string Print(const Plan& p) {
     if (k.kind == kernel::KernelKind::kTiledStages)
       out += "  " + std::to_string(k.stages.size()) + " stages in tiles of " +
              std::to_string(k.stage_tile);
+    if (k.kind == kernel::KernelKind::kRowStages)
+      out += "  " + std::to_string(k.stages.size()) + " stages over blocks of " +
+             std::to_string(k.stage_tile) + " rows";
     if (k.hoisted) out += "  hoisted";
     out += "\n";
   }

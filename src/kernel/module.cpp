@@ -67,6 +67,12 @@ void NameKernels(Module& m) {
       for (const ExprStep& s : k.expr)
         if (s.op != "full") title += "_" + s.op;
     }
+    // A kernel of workgroup stages after its stages, in turn ("k2_matmul_add_cross_entropy_...").
+    if (k.kind == KernelKind::kRowStages) {
+      title.clear();
+      for (const Kernel& st : k.stages)
+        title += (title.empty() ? "" : "_") + st.name.substr(st.name.find('_') + 1);
+    }
     for (size_t s = 1; k.HasEpilogue() && s < k.expr.size(); ++s)
       if (k.expr[s].op != "full") title += "_" + k.expr[s].op;
     // An optimizer kernel over several parameters is named after the first's outputs and the
@@ -279,6 +285,78 @@ MatmulShape MatmulShapeOf(const Module& m, const Kernel& k) {
   return shape;
 }
 
+// What kernel `k` computes: "%out [shape], %extra <- op(%a, %b) ...".
+std::string Computes(const Module& m, const Kernel& k) {
+  const webir::Node& o = m.graph().at(k.output);
+  std::string out = "%" + o.name + " " + o.type.ShapeString();
+  for (int x : k.extra_outputs) out += ", %" + m.graph().at(x).name;
+  out += " <- ";
+  for (size_t j = 0; j < k.in_place.size(); ++j)
+    if (k.in_place[j] >= 0)
+      out += "(%" + m.graph().at(k.Outputs()[j]).name + " over %" +
+             m.graph().at(k.inputs[k.in_place[j]]).name + ") ";
+  // Steps [first, end) of kernel kk's expression, each `s<n>=op(operands)`.
+  auto steps_of = [&](const Kernel& kk, size_t first) {
+    std::string expr;
+    // Built by appending: `"s" + std::to_string(...)` draws a false -Wrestrict from GCC 12.
+    auto operand = [&](int x) {
+      std::string name = IsStepRef(x) ? "s" : "%";
+      name += IsStepRef(x) ? std::to_string(StepOf(x)) : m.graph().at(kk.inputs[x]).name;
+      return name;
+    };
+    for (size_t s = first; s < kk.expr.size(); ++s) {
+      const ExprStep& e = kk.expr[s];
+      if (s > first) expr += "; ";
+      expr += "s";
+      expr += std::to_string(s);
+      expr += "=";
+      expr += e.op;
+      expr += "(";
+      if (e.op == "full") {
+        expr += std::isinf(e.value) ? (e.value > 0 ? "inf" : "-inf") : CanonicalJson(Json(e.value));
+      } else {
+        for (size_t i = 0; i < e.operands.size(); ++i) {
+          if (i) expr += ", ";
+          expr += operand(e.operands[i]);
+        }
+      }
+      expr += ")";
+    }
+    return expr;
+  };
+  auto steps = [&](size_t first) { return steps_of(k, first); };
+  if (k.kind == KernelKind::kElementwise) {
+    out += "fused[" + steps(0) + "]";
+  } else {
+    out += k.op + "(";
+    const size_t operands = k.HasEpilogue() || k.UpdatesParameters() ? 2 : k.inputs.size();
+    for (size_t i = 0; i < operands; ++i) {
+      out += (i ? ", %" : "%") + m.graph().at(k.inputs[i]).name;
+      if (i < k.transposed.size() && k.transposed[i]) out += "^T";
+    }
+    for (size_t j = 0; j < k.literals.size(); ++j)
+      out += (operands + j ? ", " : "") + CanonicalJson(Json(k.literals[j].value));
+    out += ")";
+    if (k.HasEpilogue()) out += " as s0, epilogue[" + steps(1) + "]";
+    if (k.UpdatesParameters()) {
+      out += " as %" + m.graph().at(k.update_product).name;
+      if (k.update_column_sums >= 0)
+        out += " and its column sums %" + m.graph().at(k.update_column_sums).name;
+      // Each parameter's update, as its op over its arguments.
+      std::string parts;
+      for (const std::vector<size_t>& part : OptimizerParts(m, k)) {
+        const webir::Node& n = m.graph().at(k.Outputs()[part.front()]);
+        parts += (parts.empty() ? "" : "; ") + n.op + "(";
+        for (size_t a = 0; a < n.args.size(); ++a)
+          parts += (a ? ", %" : "%") + m.graph().at(n.args[a]).name;
+        parts += ")";
+      }
+      out += ", update[" + parts + "]";
+    }
+  }
+  return out;
+}
+
 std::string Print(const Module& m) {
   std::string out = "kernels";
   if (!m.graph().name.empty()) out += " \"" + m.graph().name + "\"";
@@ -286,74 +364,7 @@ std::string Print(const Module& m) {
          std::to_string(m.kernels.size()) + " kernels for " +
          std::to_string(m.graph().nodes.size()) + " nodes)\n";
   for (const Kernel& k : m.kernels) {
-    const webir::Node& o = m.graph().at(k.output);
-    out += "  " + k.name + ": %" + o.name + " " + o.type.ShapeString();
-    for (int x : k.extra_outputs) out += ", %" + m.graph().at(x).name;
-    out += " <- ";
-    for (size_t j = 0; j < k.in_place.size(); ++j)
-      if (k.in_place[j] >= 0)
-        out += "(%" + m.graph().at(k.Outputs()[j]).name + " over %" +
-               m.graph().at(k.inputs[k.in_place[j]]).name + ") ";
-    // Steps [first, end) of kernel kk's expression, each `s<n>=op(operands)`.
-    auto steps_of = [&](const Kernel& kk, size_t first) {
-      std::string expr;
-      // Built by appending: `"s" + std::to_string(...)` draws a false -Wrestrict from GCC 12.
-      auto operand = [&](int x) {
-        std::string name = IsStepRef(x) ? "s" : "%";
-        name += IsStepRef(x) ? std::to_string(StepOf(x)) : m.graph().at(kk.inputs[x]).name;
-        return name;
-      };
-      for (size_t s = first; s < kk.expr.size(); ++s) {
-        const ExprStep& e = kk.expr[s];
-        if (s > first) expr += "; ";
-        expr += "s";
-        expr += std::to_string(s);
-        expr += "=";
-        expr += e.op;
-        expr += "(";
-        if (e.op == "full") {
-          expr +=
-              std::isinf(e.value) ? (e.value > 0 ? "inf" : "-inf") : CanonicalJson(Json(e.value));
-        } else {
-          for (size_t i = 0; i < e.operands.size(); ++i) {
-            if (i) expr += ", ";
-            expr += operand(e.operands[i]);
-          }
-        }
-        expr += ")";
-      }
-      return expr;
-    };
-    auto steps = [&](size_t first) { return steps_of(k, first); };
-    if (k.kind == KernelKind::kElementwise) {
-      out += "fused[" + steps(0) + "]";
-    } else {
-      out += k.op + "(";
-      const size_t operands = k.HasEpilogue() || k.UpdatesParameters() ? 2 : k.inputs.size();
-      for (size_t i = 0; i < operands; ++i) {
-        out += (i ? ", %" : "%") + m.graph().at(k.inputs[i]).name;
-        if (i < k.transposed.size() && k.transposed[i]) out += "^T";
-      }
-      for (size_t j = 0; j < k.literals.size(); ++j)
-        out += (operands + j ? ", " : "") + CanonicalJson(Json(k.literals[j].value));
-      out += ")";
-      if (k.HasEpilogue()) out += " as s0, epilogue[" + steps(1) + "]";
-      if (k.UpdatesParameters()) {
-        out += " as %" + m.graph().at(k.update_product).name;
-        if (k.update_column_sums >= 0)
-          out += " and its column sums %" + m.graph().at(k.update_column_sums).name;
-        // Each parameter's update, as its op over its arguments.
-        std::string parts;
-        for (const std::vector<size_t>& part : OptimizerParts(m, k)) {
-          const webir::Node& n = m.graph().at(k.Outputs()[part.front()]);
-          parts += (parts.empty() ? "" : "; ") + n.op + "(";
-          for (size_t a = 0; a < n.args.size(); ++a)
-            parts += (a ? ", %" : "%") + m.graph().at(n.args[a]).name;
-          parts += ")";
-        }
-        out += ", update[" + parts + "]";
-      }
-    }
+    out += "  " + k.name + ": " + Computes(m, k);
     if (k.matmul_schedule) out += "  schedule " + k.matmul_schedule->Name();
     if (k.elementwise_schedule) out += "  schedule " + k.elementwise_schedule->Name();
     if (k.sum_schedule) out += "  schedule " + k.sum_schedule->Name();
@@ -371,9 +382,15 @@ std::string Print(const Module& m) {
              std::to_string(k.stage_workgroup_bytes) + " B of workgroup memory\n";
       for (size_t j = 0; j < k.stages.size(); ++j) {
         const Kernel& st = k.stages[j];
-        out += "      stage " + std::to_string(j) + ": %" + m.graph().at(st.output).name +
-               " <- fused[" + steps_of(st, 0) + "]\n";
+        out += "      stage " + std::to_string(j) + ": " + Computes(m, st) + "\n";
       }
+    }
+    if (k.kind == KernelKind::kRowStages) {
+      out += "    workgroup 0 stage 0, each other workgroup (" + std::to_string(kWorkgroupLanes) +
+             " invocations) a block of " + std::to_string(k.stage_tile) +
+             " rows through stages 1.." + std::to_string(k.stages.size() - 1) + " in turn:\n";
+      for (size_t j = 0; j < k.stages.size(); ++j)
+        out += "      stage " + std::to_string(j) + ": " + Computes(m, k.stages[j]) + "\n";
     }
     if (k.blocking.steps > 1) {
       out += "    temporal blocking: " + std::to_string(k.blocking.steps) +
@@ -409,6 +426,7 @@ Json ToJson(const Module& m) {
     jk["name"] = k.name;
     jk["kind"] = k.kind == KernelKind::kElementwise   ? "elementwise"
                  : k.kind == KernelKind::kTiledStages ? "tiled_stages"
+                 : k.kind == KernelKind::kRowStages   ? "row_stages"
                                                       : "op";
     jk["op"] = k.op;
     jk["nodes"] = k.nodes;
@@ -539,6 +557,48 @@ Status VerifyInPlace(const Module& m, const Kernel& k) {
   return Status::Ok();
 }
 
+// A kernel of row stages: a loss, its gradient and products of it, each reading the kernel's
+// inputs or what an earlier stage wrote; its outputs and literals are the stages', in order.
+Status VerifyRowStages(const Module& m, const Kernel& k) {
+  auto bad = [&](const std::string& why) { return InternalError("kernel.Verify", k.name + why); };
+  if (k.stages.size() < 3 || k.stages[0].op != "cross_entropy" ||
+      k.stages[1].op != "cross_entropy_grad")
+    return bad(" is not a loss, its gradient and products of it");
+  for (size_t s = 2; s < k.stages.size(); ++s)
+    if (k.stages[s].op != "matmul" || k.stages[s].inputs.empty() ||
+        k.stages[s].inputs[0] != k.stages[1].output)
+      return bad(" has a stage that is no product of the loss's gradient");
+  if (k.stage_tile < 1) return bad(" has no rows per block");
+  std::set<int> available(k.inputs.begin(), k.inputs.end()), read;
+  std::vector<int> outs;
+  std::vector<Kernel::Literal> literals;
+  for (const Kernel& st : k.stages) {
+    if (st.kind != KernelKind::kOp || !st.stages.empty())
+      return bad(" has a stage that is no kernel of one op");
+    for (int in : st.inputs) {
+      if (!available.count(in)) return bad(" has a stage reading what no earlier stage wrote");
+      read.insert(in);
+    }
+    for (int o : st.Outputs()) {
+      available.insert(o);
+      outs.push_back(o);
+    }
+    literals.insert(literals.end(), st.literals.begin(), st.literals.end());
+  }
+  for (int in : k.inputs)
+    if (!read.count(in)) return bad(" binds an input no stage reads");
+  if (outs != k.Outputs()) return bad(" writes values that are not its stages' outputs in order");
+  if (literals.size() != k.literals.size() ||
+      !std::equal(literals.begin(), literals.end(), k.literals.begin(),
+                  [](const Kernel::Literal& a, const Kernel::Literal& b) {
+                    return a.node == b.node && a.value == b.value;
+                  }))
+    return bad(" folds literals that are not its stages'");
+  if (!k.in_place.empty() || !k.uniform_inputs.empty())
+    return bad(" writes in place or binds uniforms");
+  return Status::Ok();
+}
+
 }  // namespace
 
 Status Verify(const Module& m) {
@@ -580,6 +640,10 @@ Status Verify(const Module& m) {
       SCELLIS_TRY(VerifyStages(m, k, produced));
       for (int x : k.extra_outputs) produced.insert(x);
     }
+    if (k.kind == KernelKind::kRowStages) {
+      SCELLIS_TRY(VerifyRowStages(m, k));
+      for (int x : k.extra_outputs) produced.insert(x);
+    }
     SCELLIS_TRY(VerifyInPlace(m, k));
     for (const EmittedSource& src : k.sources)
       if (src.source.empty() || src.source_hash != Sha256Hex(src.source))
@@ -606,14 +670,17 @@ Status Verify(const Module& m) {
     }
     for (const Kernel::Literal& l : k.literals) {
       const webir::Node& n = m.graph().at(l.node);
-      if (k.kind != KernelKind::kOp || k.HasEpilogue() || n.op != "full" ||
+      const bool staged = k.kind == KernelKind::kRowStages;  // its stages' literals
+      if ((k.kind != KernelKind::kOp && !staged) || k.HasEpilogue() || n.op != "full" ||
           n.type.elements() != 1 || n.type.dtype != DType::kF32 ||
           n.attrs.at("value").get<double>() != l.value)
         return InternalError("kernel.Verify", k.name + " folds %" + n.name +
                                                   " in as a literal, but it is no f32 constant");
       written_before.insert(l.node);  // available to every output, as an input is
     }
-    for (int x : k.kind == KernelKind::kTiledStages ? std::vector<int>{} : k.extra_outputs) {
+    // A kernel of stages writes its stages' outputs (checked above).
+    const bool of_stages = k.kind == KernelKind::kTiledStages || k.kind == KernelKind::kRowStages;
+    for (int x : of_stages ? std::vector<int>{} : k.extra_outputs) {
       bool args_available = true;
       for (int a : m.graph().at(x).args)
         args_available =

@@ -23,6 +23,7 @@ enum class KernelKind {
   kElementwise,  // a fused expression over broadcast inputs
   kOp,           // one non-elementwise op
   kTiledStages,  // a run of elementwise kernels in one dispatch over tiles (Kernel::stages)
+  kRowStages,    // a loss's tree beside row-local stages over blocks of rows, one dispatch (stages)
 };
 
 // One step of a fused expression. Operands refer to kernel inputs (>= 0: index into
@@ -243,8 +244,16 @@ struct Kernel {
   // stage's value at its own element or at a butterfly partner i ^ mask with mask < stage_tile,
   // which lies in the same tile. `inputs` are what the stages read from buffers; `output` and
   // `extra_outputs` the stage outputs read after the run (or named outputs), in stage order.
+  // kRowStages (the fuse-gradient-product-into-loss pass): stages[0] is a loss (cross_entropy)
+  // whose tree over every row workgroup 0 runs, as the loss's own kernel does; stages[1] its
+  // gradient (cross_entropy_grad) and stages[2..] products whose A is that gradient, row-local
+  // kernels that every other workgroup runs in turn over its block of `stage_tile` rows, a
+  // storage barrier between two stages, reading what the earlier ones wrote for those rows. No
+  // workgroup reads what another writes. `inputs` are the values no stage writes, in order of
+  // first use; `output` and `extra_outputs` every stage's outputs, in stage order; `literals` the
+  // stages' literals, in stage order.
   std::vector<Kernel> stages;
-  int64_t stage_tile = 0;
+  int64_t stage_tile = 0;  // kRowStages: rows per block
   // Bytes of workgroup memory the stages' carried values take.
   int64_t stage_workgroup_bytes = 0;
 
@@ -346,6 +355,9 @@ Kernel UpdateKernel(const Module& m, const Kernel& matmul);
 // Storage buffers every WebGPU device lets one shader stage bind (maxStorageBuffersPerShaderStage's
 // guaranteed minimum): the passes that merge kernels keep to it, so a plan suits every device.
 inline constexpr int kMaxStorageBindings = 8;
+
+// Invocations of each workgroup of a kernel of row stages (a loss's tree takes 256 lanes).
+inline constexpr int64_t kWorkgroupLanes = 256;
 
 // Whether `op` is an optimizer update (ops::OpKind::kOptimizer): each element of its output is
 // computed from its inputs at that element alone (and the single-element step).

@@ -35,6 +35,7 @@ const std::vector<Pass>& Passes() {
       {Rung::kKernel, "merge-optimizer-kernels", kOptional, kernel::MergeOptimizerKernels},
       {Rung::kKernel, "fuse-optimizer-into-gradient", kOptional, kernel::FuseOptimizerIntoGradient},
       {Rung::kKernel, "hoist-loop-invariants", kOptional, kernel::HoistLoopInvariants},
+      {Rung::kKernel, "fuse-gradient-product-into-loss", kOptional, kernel::FuseGradientProductIntoLoss},
       {Rung::kKernel, "schedule-matmul", kRequired, kernel::ScheduleMatmul},
       {Rung::kKernel, "schedule-elementwise", kOptional, kernel::ScheduleElementwise},
       {Rung::kKernel, "schedule-sum", kOptional, kernel::ScheduleSum},

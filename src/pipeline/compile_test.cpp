@@ -39,6 +39,7 @@ TEST(Passes, TheDescentInOrder) {
                                              "merge-optimizer-kernels",
                                              "fuse-optimizer-into-gradient",
                                              "hoist-loop-invariants",
+                                             "fuse-gradient-product-into-loss",
                                              "schedule-matmul",
                                              "schedule-elementwise",
                                              "schedule-sum",
@@ -58,6 +59,7 @@ TEST(Passes, TheDescentInOrder) {
                   p.name == "merge-bias-gradient" || p.name == "fold-constant-inputs" ||
                   p.name == "write-state-in-place" || p.name == "merge-optimizer-kernels" ||
                   p.name == "fuse-optimizer-into-gradient" || p.name == "hoist-loop-invariants" ||
+                  p.name == "fuse-gradient-product-into-loss" ||
                   p.name == "block-temporally" || p.name == "schedule-elementwise" ||
                   p.name == "schedule-sum" || p.name == "block-butterfly-stages")
         << p.name;

@@ -36,7 +36,7 @@ Loosest LoosestOnGpu(const Plan& plan) {
             "the op \"" + n.op + "\" is " + policy::ToleranceName(spec->tolerance) + " on a GPU");
     }
     if ((k.kind == kernel::KernelKind::kElementwise || k.kind == kernel::KernelKind::kTiledStages ||
-         k.HasEpilogue()) &&
+         k.kind == kernel::KernelKind::kRowStages || k.HasEpilogue()) &&
         arithmetic > 1 && k.output >= 0) {
       raise(policy::ToleranceClass::kTight, g.at(k.output),
             "it is fused with other arithmetic into one kernel, which a GPU compiler may "

@@ -94,8 +94,10 @@ TEST(FuseOptimizerIntoGradientPass, EachMergedAdamRunsInTheMatmulOfItsGradients)
 }
 
 TEST(FuseOptimizerIntoGradientPass, TheStepIsSixDispatchesAndTheGradientsHaveNoBuffers) {
-  auto fused = Compiled();
-  auto apart = Compiled({"fuse-optimizer-into-gradient"});
+  // The gradient back through w2 a dispatch of its own (fuse-gradient-product-into-loss takes it
+  // in).
+  auto fused = Compiled({"fuse-gradient-product-into-loss"});
+  auto apart = Compiled({"fuse-optimizer-into-gradient", "fuse-gradient-product-into-loss"});
   ASSERT_TRUE(fused.ok()) << fused.errors().front().Format();
   ASSERT_TRUE(apart.ok()) << apart.errors().front().Format();
   EXPECT_EQ(fused->plan->steps.size(), 6u) << execplan::Print(*fused->plan);

@@ -130,13 +130,16 @@ TEST(MergeOptimizerKernelsPass, EmitsEachParametersRangeAndBindsTheStepAsAUnifor
 }
 
 TEST(MergeOptimizerKernelsPass, MlpStepIsEightDispatchesAndTenWithout) {
-  auto merged = Compiled(Mlp(kAdam), {"fuse-optimizer-into-gradient"});
-  auto apart = Compiled(Mlp(kAdam), {"merge-optimizer-kernels"});
+  // The gradient back through w2 stays a dispatch of its own (fuse-gradient-product-into-loss).
+  auto merged =
+      Compiled(Mlp(kAdam), {"fuse-optimizer-into-gradient", "fuse-gradient-product-into-loss"});
+  auto apart = Compiled(Mlp(kAdam), {"merge-optimizer-kernels", "fuse-gradient-product-into-loss"});
   ASSERT_TRUE(merged.ok()) << merged.errors().front().Format();
   ASSERT_TRUE(apart.ok()) << apart.errors().front().Format();
   EXPECT_LE(merged->plan->steps.size(), 8u) << execplan::Print(*merged->plan);
   EXPECT_EQ(apart->plan->steps.size(), 10u);
-  auto copied = Compiled(Mlp(kAdam), {"write-state-in-place", "merge-optimizer-kernels"});
+  auto copied = Compiled(Mlp(kAdam), {"write-state-in-place", "merge-optimizer-kernels",
+                                      "fuse-gradient-product-into-loss"});
   ASSERT_TRUE(copied.ok()) << copied.errors().front().Format();
   EXPECT_EQ(copied->plan->steps.size(), 10u);
   // The new values are written over the old ones: no buffers for them.

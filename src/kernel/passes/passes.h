@@ -72,6 +72,20 @@ Status MergeOptimizerKernels(Module& m);
 // fused kernel would bind more than kMaxStorageBindings storage buffers.
 Status FuseOptimizerIntoGradient(Module& m);
 
+// The loss merged with its gradient (merge-loss-gradient) and a product that takes the gradient
+// as its A — the MLP's gradient back through w2, with its ReLU mask — become one dispatch of row
+// stages (KernelKind::kRowStages): workgroup 0 sums the loss's tree as the loss's kernel does,
+// and every other workgroup takes a block of rows through the gradient and then the product,
+// both row-local (a row of the product reads only its own row of the gradient). Each dependent
+// dispatch costs a GPU several microseconds however little it computes; this saves one, and
+// spreads the product over as many workgroups as there are row blocks. Each stage computes as its
+// kernel did — every element of a product adds its K products in increasing order from zero,
+// then its epilogue — so the plan's bits do not change. Left alone where the product cannot move
+// next to the loss (a kernel in between writes what it reads or reads what it writes), its K is
+// over 1 024, a tensor is over the binding cap, or the kernel would bind more than
+// kMaxStorageBindings storage buffers.
+Status FuseGradientProductIntoLoss(Module& m);
+
 // A loss and its gradient over the same logits and targets (cross_entropy, cross_entropy_grad)
 // become one kernel that writes the loss and then the gradient (Kernel::extra_outputs): one
 // dispatch and one walk of each row instead of two. The loss sums its rows in the tree order of

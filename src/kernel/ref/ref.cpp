@@ -520,6 +520,36 @@ Status RunStages(const Module& m, const Kernel& k, const std::vector<const T*>& 
   return Status::Ok();
 }
 
+// A kernel of row stages: each stage as the kernel it was, in order, into the kernel's own
+// outputs (every stage's output is one), reading what earlier stages wrote there.
+template <typename T>
+Status RunRowStages(const Module& m, const Kernel& k, const std::vector<const T*>& inputs, T* out,
+                    const Parallel& parallel, const std::vector<T*>& extra_outs) {
+  const std::vector<int> outs = k.Outputs();
+  if (extra_outs.size() + 1 != outs.size())
+    return InternalError("ref.RunKernel", k.name + " is given the wrong number of outputs");
+  std::map<int, T*> written;
+  for (size_t j = 0; j < outs.size(); ++j) written[outs[j]] = j ? extra_outs[j - 1] : out;
+  std::map<int, const T*> at;
+  for (size_t i = 0; i < k.inputs.size(); ++i) at[k.inputs[i]] = inputs[i];
+  for (const Kernel& st : k.stages) {
+    std::vector<const T*> stage_inputs;
+    for (int in : st.inputs) {
+      auto it = at.find(in);
+      if (it == at.end())
+        return InternalError("ref.RunKernel", k.name + " lacks an input of a stage");
+      stage_inputs.push_back(it->second);
+    }
+    const std::vector<int> stage_outs = st.Outputs();
+    std::vector<T*> stage_extra;
+    for (size_t j = 1; j < stage_outs.size(); ++j) stage_extra.push_back(written.at(stage_outs[j]));
+    SCELLIS_TRY(
+        RunKernel(m, st, stage_inputs, written.at(stage_outs[0]), parallel, -1, stage_extra));
+    for (int o : stage_outs) at[o] = written.at(o);
+  }
+  return Status::Ok();
+}
+
 // A matmul that updates parameters (Kernel::update_product): the matmul as it runs alone, and the
 // column sums of its B, each stored as f32 as the unfused plan stores them; then the update as the
 // optimizer kernel it was (UpdateKernel), reading them where it read their buffers.
@@ -565,6 +595,10 @@ Status RunKernel(const Module& m, const Kernel& k, const std::vector<const T*>& 
   if (k.kind == KernelKind::kTiledStages) {
     if (only_chunk >= 0) return InternalError("ref.RunKernel", k.name + " does not run by chunk");
     return RunStages(m, k, inputs, out, parallel, extra_outs);
+  }
+  if (k.kind == KernelKind::kRowStages) {
+    if (only_chunk >= 0) return InternalError("ref.RunKernel", k.name + " does not run by chunk");
+    return RunRowStages(m, k, inputs, out, parallel, extra_outs);
   }
   if (const ops::OpSpec* spec = m.graph().ops->Find(k.op); spec && spec->user) {
     if (only_chunk >= 0) return InternalError("ref.RunKernel", k.op + " does not run by chunk");

@@ -59,9 +59,17 @@ Feeds RandomFeeds(const webir::Graph& g, uint32_t seed, double step = 3) {
 }
 
 const std::set<std::string> kStepFusions = {
-    "fuse-matmul-epilogue",    "merge-optimizer-outputs",     "merge-loss-gradient",
-    "merge-bias-gradient",     "fold-constant-inputs",        "write-state-in-place",
-    "merge-optimizer-kernels", "fuse-optimizer-into-gradient"};
+    "fuse-matmul-epilogue",    "merge-optimizer-outputs",      "merge-loss-gradient",
+    "merge-bias-gradient",     "fold-constant-inputs",         "write-state-in-place",
+    "merge-optimizer-kernels", "fuse-optimizer-into-gradient", "fuse-gradient-product-into-loss"};
+
+// The product fuse-gradient-product-into-loss takes into the loss's dispatch: the gradient's back
+// through w2, within 8 bindings with or without the seed a binding of its own.
+size_t ProductsIntoLoss(const std::set<std::string>& kept_off) {
+  return kept_off.count("merge-loss-gradient") || kept_off.count("fuse-gradient-product-into-loss")
+             ? 0
+             : 1;
+}
 
 // `kept_off`: fusions left out of the fused plan too (so that each merge is compared alone);
 // `schedule`: every matmul's, in both plans.
@@ -78,7 +86,8 @@ void ExpectSameBits(const std::string& backend, const std::set<std::string>& kep
   // gradient joins the loss (-1), the two bias gradients join the kernels that write or read
   // what they sum (-2), the gradient's seed is a literal (-1) and the four Adam kernels, in
   // place, two parameters each (-2), which then run inside the matmuls computing their weight's
-  // and bias's gradients (-2).
+  // and bias's gradients (-2); the gradient's product back through w2 runs in the loss's dispatch
+  // (-1).
   EXPECT_EQ(unfused->module->kernels.size(), 25u) << kernel::Print(*unfused->module);
   const bool updates_in_matmul = !kept_off.count("merge-bias-gradient") &&
                                  !kept_off.count("merge-optimizer-kernels") &&
@@ -87,7 +96,7 @@ void ExpectSameBits(const std::string& backend, const std::set<std::string>& kep
                        (kept_off.count("merge-bias-gradient") ? 0 : 2) +
                        (kept_off.count("fold-constant-inputs") ? 0 : 1) +
                        (kept_off.count("merge-optimizer-kernels") ? 0 : 2) +
-                       (updates_in_matmul ? 2 : 0);
+                       (updates_in_matmul ? 2 : 0) + ProductsIntoLoss(kept_off);
   EXPECT_EQ(fused->module->kernels.size(), 25u - saved) << kernel::Print(*fused->module);
 
   // A forced schedule reaches the matmuls that sum B's columns too.
@@ -135,6 +144,7 @@ TEST(StepFusion, EachMergeAloneHasTheSameBits) {
     ExpectSameBits(backend, {"merge-loss-gradient", "merge-bias-gradient"});
     ExpectSameBits(backend, {"fold-constant-inputs"});
     ExpectSameBits(backend, {"fuse-optimizer-into-gradient"});
+    ExpectSameBits(backend, {"fuse-gradient-product-into-loss"});
   }
 }
 
@@ -161,8 +171,9 @@ void ExpectSameBitsOverSteps(const std::string& backend, policy::Tier tier,
   auto exec = testing::Open(backend);
   ASSERT_NE(exec, nullptr);
   auto merged = Step(*exec, {}, std::nullopt, tier, optimizer);
-  auto apart = Step(*exec, {"write-state-in-place", "merge-optimizer-kernels"}, std::nullopt, tier,
-                    optimizer);
+  auto apart = Step(
+      *exec, {"write-state-in-place", "merge-optimizer-kernels", "fuse-gradient-product-into-loss"},
+      std::nullopt, tier, optimizer);
   ASSERT_TRUE(merged.ok()) << merged.errors().front().Format();
   ASSERT_TRUE(apart.ok()) << apart.errors().front().Format();
   EXPECT_LE(merged->plan->steps.size(), 8u);
@@ -225,6 +236,75 @@ TEST(StepFusion, OptimizerVariantsInPlaceHaveTheSameBits) {
                                {"weight_decay", 0.01}},
                           Json{{"kind", "sgd"}, {"lr", 0.1}}})
     ExpectSameBitsOverSteps("cpu", policy::Tier::kDebug, opt);
+}
+
+// The MLP at odd sizes — batch 37, 20 inputs, 50 hidden, 7 classes — so that the product the
+// loss's dispatch takes in (37x7x50) has blocks of 5 rows, the last of 2, and lanes without an
+// element.
+std::string OddMlp() {
+  Json doc = Json::parse(FashionMlp());
+  doc["dims"]["B"] = 37;
+  for (Json& n : doc["nodes"]) {
+    const std::string id = n["id"];
+    if (id == "x") n["params"]["shape"] = {"B", 20};
+    if (id == "w1") n["params"]["shape"] = {20, 50};
+    if (id == "b1") n["params"]["shape"] = {50}, n["params"]["init"]["fan_in"] = 20;
+    if (id == "w2") n["params"]["shape"] = {50, 7};
+    if (id == "b2") n["params"]["shape"] = {7}, n["params"]["init"]["fan_in"] = 50;
+  }
+  doc["train"]["optimizer"] = {{"kind", "adam"}, {"lr", 0.01}};
+  return doc.dump();
+}
+
+TEST(StepFusion, TheGradientsProductInTheLossDispatchKeepsTheBitsOfOddShapes) {
+  for (const char* backend : {"cpu", "webgpu"}) {
+    auto exec = testing::Open(backend);
+    ASSERT_NE(exec, nullptr);
+    for (policy::Tier tier : {policy::Tier::kDebug, policy::Tier::kProd}) {
+      pipeline::CompileOptions o;
+      o.lower.tier = tier;
+      o.plan.budget_bytes = int64_t{1} << 30;
+      o.plan.limits = exec->limits();
+      auto fused = pipeline::Compile(OddMlp(), o);
+      o.disabled_passes = {"fuse-gradient-product-into-loss"};
+      auto apart = pipeline::Compile(OddMlp(), o);
+      ASSERT_TRUE(fused.ok()) << fused.errors().front().Format();
+      ASSERT_TRUE(apart.ok()) << apart.errors().front().Format();
+      ASSERT_EQ(fused->module->kernels.size() + 1, apart->module->kernels.size())
+          << kernel::Print(*fused->module);
+      const kernel::Kernel& staged = fused->module->kernels[2];
+      ASSERT_EQ(staged.kind, kernel::KernelKind::kRowStages) << kernel::Print(*fused->module);
+      EXPECT_EQ(staged.stages.size(), 3u);
+      EXPECT_EQ(staged.stage_tile, 5);
+
+      std::mt19937 rng(91);
+      Feeds feeds;
+      for (const webir::Node& n : fused->plan->graph().nodes) {
+        if (n.role != webir::Role::kInput || n.data || n.init) continue;
+        std::vector<double> values(static_cast<size_t>(n.type.elements()));
+        for (double& v : values)
+          v = n.type.rank() == 0   ? 2.0
+              : n.type.rank() == 1 ? std::uniform_int_distribution<int>(0, 6)(rng)
+                                   : std::uniform_real_distribution<double>(-1, 1)(rng);
+        feeds[FeedName(n)] = HostTensor::FromValues(n.type, values);
+      }
+      auto a = exec->Run(*fused->plan, feeds);
+      auto b = exec->Run(*apart->plan, feeds);
+      ASSERT_TRUE(a.ok()) << a.errors().front().Format();
+      ASSERT_TRUE(b.ok()) << b.errors().front().Format();
+      ASSERT_EQ(a->outputs.size(), b->outputs.size());
+      for (size_t i = 0; i < a->outputs.size(); ++i) {
+        const auto& [name, x] = a->outputs[i];
+        EXPECT_EQ(name, b->outputs[i].first);
+        EXPECT_EQ(x.bytes, b->outputs[i].second.bytes)
+            << backend << " " << policy::TierName(tier) << ": " << name;
+      }
+      const std::vector<float> loss = a->outputs[0].second.ToFloats();
+      ASSERT_EQ(loss.size(), 1u);
+      EXPECT_GT(loss[0], 0.5f);  // a real loss over 7 classes, not an unwritten buffer
+      EXPECT_LT(loss[0], 10.0f);
+    }
+  }
 }
 
 }  // namespace

@@ -95,77 +95,15 @@ fn main(@builtin(workgroup_id) wg: vec3<u32>,
   if (r < 4u && c < 3u) { out[wg.z * 12u + r * 3u + c] = epilogue(acc, wg.z * 12u + r * 3u + c); }
 }
 
-// ---- k2_cross_entropy_cross_entropy_grad ----
-@group(0) @binding(0) var<storage, read> in0: array<f32>;
-@group(0) @binding(1) var<storage, read> in1: array<f32>;
-var<private> in2: array<f32, 1> = array<f32, 1>(f32(1.0));
-@group(0) @binding(2) var<storage, read_write> out: array<f32>;
-@group(0) @binding(3) var<storage, read_write> out1: array<f32>;
-fn is_nan_f32(x: f32) -> bool { return (bitcast<u32>(x) & 0x7fffffffu) > 0x7f800000u; }
-fn is_below_zero_f32(x: f32) -> bool {
-  let b = bitcast<u32>(x);
-  return b > 0x80000000u && b <= 0xff800000u;
-}
-fn nan_f32() -> f32 {
-  var bits = 0x7fc00000u;
-  return bitcast<f32>(bits);
-}
-fn inf_f32() -> f32 {
-  var bits = 0x7f800000u;
-  return bitcast<f32>(bits);
-}
-fn row_loss(r: u32) -> f32 {
-  let base = r * 3u;
-  let label = in1[r];
-  if (!(label >= 0.0 && label < f32(3.0) && floor(label) == label)) {
-    for (var j = 0u; j < 3u; j = j + 1u) { out1[base + j] = nan_f32(); }
-    return nan_f32();
-  }
-  let k = u32(label);
-  let g = in2[0] / f32(4.0);
-  var mx = in0[base];
-  var bad = is_nan_f32(mx);
-  for (var j = 1u; j < 3u; j = j + 1u) {
-    let x = in0[base + j];
-    bad = bad || is_nan_f32(x);
-    if (x > mx) { mx = x; }
-  }
-  bad = bad || (bitcast<u32>(mx) & 0x7fffffffu) == 0x7f800000u;
-  var sum = 0.0;
-  for (var j = 0u; j < 3u; j = j + 1u) { sum = sum + exp(in0[base + j] - mx); }
-  if (bad) {
-    for (var j = 0u; j < 3u; j = j + 1u) { out1[base + j] = nan_f32(); }
-    return nan_f32();
-  }
-  let log_sum = log(sum);
-  for (var j = 0u; j < 3u; j = j + 1u) {
-    let p = exp((in0[base + j] - mx) - log_sum);
-    out1[base + j] = select(p * g, p * g - g, j == k);
-  }
-  return -((in0[base + k] - mx) - log_sum);
-}
-var<workgroup> partial: array<f32, 256>;
-@compute @workgroup_size(256)
-fn main(@builtin(local_invocation_index) t: u32) {
-  var s = 0.0;
-  for (var j = t; j < 4u; j = j + 256u) { s = s + row_loss(j); }
-  partial[t] = s;
-  workgroupBarrier();
-  for (var w = 128u; w > 0u; w = w >> 1u) {
-    if (t < w) { partial[t] = partial[t] + partial[t + w]; }
-    workgroupBarrier();
-  }
-  if (t == 0u) {
-    out[0] = partial[0] / f32(4.0);
-  }
-}
-
-// ---- k3_matmul_positive_mul ----
-// matmul 16x16x16/1x1
+// ---- k2_cross_entropy_cross_entropy_grad_matmul_positive_mul ----
 @group(0) @binding(0) var<storage, read> in0: array<f32>;
 @group(0) @binding(1) var<storage, read> in1: array<f32>;
 @group(0) @binding(2) var<storage, read> in2: array<f32>;
-@group(0) @binding(3) var<storage, read_write> out: array<f32>;
+@group(0) @binding(3) var<storage, read> in3: array<f32>;
+var<private> in4: array<f32, 1> = array<f32, 1>(f32(1.0));
+@group(0) @binding(4) var<storage, read_write> out: array<f32>;
+@group(0) @binding(5) var<storage, read_write> out1: array<f32>;
+@group(0) @binding(6) var<storage, read_write> out2: array<f32>;
 fn is_nan_f32(x: f32) -> bool { return (bitcast<u32>(x) & 0x7fffffffu) > 0x7f800000u; }
 fn is_below_zero_f32(x: f32) -> bool {
   let b = bitcast<u32>(x);
@@ -182,39 +120,106 @@ fn inf_f32() -> f32 {
 fn positive_f32(x: f32) -> f32 {
   return select(1.0, 0.0, is_below_zero_f32(x) || (bitcast<u32>(x) & 0x7fffffffu) == 0u);
 }
-fn epilogue(x0: f32, e: u32) -> f32 {
-  let x1 = in2[e];
+fn row_loss(r: u32) -> f32 {
+  let label = in1[r];
+  if (!(label >= 0.0 && label < f32(3.0) && floor(label) == label)) { return nan_f32(); }
+  let base = r * 3u;
+  var mx = in0[base];
+  var bad = is_nan_f32(mx);
+  for (var j = 1u; j < 3u; j = j + 1u) {
+    let x = in0[base + j];
+    bad = bad || is_nan_f32(x);
+    if (x > mx) { mx = x; }
+  }
+  bad = bad || (bitcast<u32>(mx) & 0x7fffffffu) == 0x7f800000u;
+  var sum = 0.0;
+  for (var j = 0u; j < 3u; j = j + 1u) { sum = sum + exp(in0[base + j] - mx); }
+  if (bad) { return nan_f32(); }
+  return -((in0[base + u32(label)] - mx) - log(sum));
+}
+fn stage_0(t: u32) {
+  var s = 0.0;
+  for (var j = t; j < 4u; j = j + 256u) { s = s + row_loss(j); }
+  partial[t] = s;
+  workgroupBarrier();
+  for (var w = 128u; w > 0u; w = w >> 1u) {
+    if (t < w) { partial[t] = partial[t] + partial[t + w]; }
+    workgroupBarrier();
+  }
+  if (t == 0u) {
+    out[0] = partial[0] / f32(4.0);
+  }
+}
+
+fn grad_row(i: u32) {
+  let base = i * 3u;
+  let label = in1[i];
+  if (!(label >= 0.0 && label < f32(3.0) && floor(label) == label)) {
+    for (var j = 0u; j < 3u; j = j + 1u) { out1[base + j] = nan_f32(); }
+    return;
+  }
+  let k = u32(label);
+  let r = in4[0] / f32(4.0);
+  var mx = in0[base];
+  var bad = is_nan_f32(mx);
+  for (var j = 1u; j < 3u; j = j + 1u) {
+    let x = in0[base + j];
+    bad = bad || is_nan_f32(x);
+    if (x > mx) { mx = x; }
+  }
+  bad = bad || (bitcast<u32>(mx) & 0x7fffffffu) == 0x7f800000u;
+  var sum = 0.0;
+  for (var j = 0u; j < 3u; j = j + 1u) { sum = sum + exp(in0[base + j] - mx); }
+  if (bad) {
+    for (var j = 0u; j < 3u; j = j + 1u) { out1[base + j] = nan_f32(); }
+    return;
+  }
+  let log_sum = log(sum);
+  for (var j = 0u; j < 3u; j = j + 1u) {
+    let p = exp((in0[base + j] - mx) - log_sum);
+    out1[base + j] = select(p * r, p * r - r, j == k);
+  }
+}
+fn stage_1(t: u32, r0: u32, r1: u32) {
+  for (var i = r0 + t; i < r1; i = i + 256u) { grad_row(i); }
+}
+
+fn epilogue_2(x0: f32, e: u32) -> f32 {
+  let x1 = in3[e];
   let s0 = positive_f32(x1);
   let s1 = (x0 * s0);
   return s1;
 }
-var<workgroup> tile_a: array<f32, 256>;
-var<workgroup> tile_b: array<f32, 256>;
-
-@compute @workgroup_size(16, 16)
-fn main(@builtin(workgroup_id) wg: vec3<u32>,
-        @builtin(local_invocation_id) lid: vec3<u32>) {
-  var rem = wg.z;
-  var off_a = 0u;
-  var off_b = 0u;
-  let r = wg.y * 16u + lid.y;
-  let c = wg.x * 16u + lid.x;
-  var acc = 0.0;
-  for (var t = 0u; t < 3u; t = t + 16u) {
-    let ka = t + lid.x;
-    let kb = t + lid.y;
-    tile_a[lid.y * 16u + lid.x] = select(0.0, in0[off_a + r * 3u + ka], r < 4u && ka < 3u);
-    tile_b[lid.y * 16u + lid.x] = select(0.0, in1[off_b + c * 3u + kb], kb < 3u && c < 5u);
-    workgroupBarrier();
-    for (var kk = 0u; kk < 16u; kk = kk + 1u) {
-      acc = acc + tile_a[lid.y * 16u + kk] * tile_b[kk * 16u + lid.x];
+fn stage_2(t: u32, r0: u32, r1: u32) {
+  let off_a = 0u;
+  let off_b = 0u;
+  for (var e = r0 * 5u + t; e < r1 * 5u; e = e + 256u) {
+    let r = e / 5u;
+    let c = e % 5u;
+    var acc = 0.0;
+    for (var kk = 0u; kk < 3u; kk = kk + 1u) {
+      acc = acc + out1[off_a + r * 3u + kk] * in2[off_b + c * 3u + kk];
     }
-    workgroupBarrier();
+    out2[e] = epilogue_2(acc, e);
   }
-  if (r < 4u && c < 5u) { out[wg.z * 20u + r * 5u + c] = epilogue(acc, wg.z * 20u + r * 5u + c); }
 }
 
-// ---- k4_matmul_adam_update_adam_m_adam_v_x2 ----
+var<workgroup> partial: array<f32, 256>;
+@compute @workgroup_size(256)
+fn main(@builtin(workgroup_id) wg: vec3<u32>,
+        @builtin(local_invocation_index) t: u32) {
+  if (wg.x == 0u) {
+    stage_0(t);
+    return;
+  }
+  let r0 = (wg.x - 1u) * 51u;
+  let r1 = min(r0 + 51u, 4u);
+  stage_1(t, r0, r1);
+  storageBarrier();
+  stage_2(t, r0, r1);
+}
+
+// ---- k3_matmul_adam_update_adam_m_adam_v_x2 ----
 // matmul 16x16x16/1x1
 @group(0) @binding(0) var<storage, read> in0: array<f32>;
 @group(0) @binding(1) var<storage, read> in1: array<f32>;
@@ -296,7 +301,7 @@ fn main(@builtin(workgroup_id) wg: vec3<u32>,
   if (r < 3u && c < 5u) { update_product(wg.z * 15u + r * 5u + c, acc); }
 }
 
-// ---- k5_matmul_adam_update_adam_m_adam_v_x2 ----
+// ---- k4_matmul_adam_update_adam_m_adam_v_x2 ----
 // matmul 16x16x16/1x1
 @group(0) @binding(0) var<storage, read> in0: array<f32>;
 @group(0) @binding(1) var<storage, read> in1: array<f32>;

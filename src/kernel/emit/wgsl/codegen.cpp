@@ -108,8 +108,13 @@ std::string TreeReduce256(const std::string& term, int64_t count, const std::str
   return "var<workgroup> partial: array<" + type +
          ", 256>;\n"
          "@compute @workgroup_size(256)\n"
-         "fn main(@builtin(local_invocation_index) t: u32) {\n"
-         "  var s = " +
+         "fn main(@builtin(local_invocation_index) t: u32) {\n" +
+         TreeReduce256Body(term, count, finish, type, start);
+}
+
+std::string TreeReduce256Body(const std::string& term, int64_t count, const std::string& finish,
+                              const std::string& type, const std::string& start) {
+  return "  var s = " +
          (!start.empty()  ? start
           : type == "f32" ? std::string("0.0")
                           : type + "(0)") +
@@ -204,6 +209,7 @@ bool ComputesInIntegers(const Kernel& k) {
 }  // namespace
 
 Result<Generated> Generate(const Module& m, const Kernel& k) {
+  if (k.kind == KernelKind::kRowStages) return RowStages(m, k);
   if (k.kind != KernelKind::kElementwise && !TakesItsPortDtypes(m, k) && !ComputesInIntegers(k)) {
     // A matmul's epilogue reads f32 and bool inputs of its own (fuse-matmul-epilogue checked
     // them) and ends in f32: the op's own operands are the ones held to its dtypes.

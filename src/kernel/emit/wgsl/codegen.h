@@ -18,6 +18,7 @@
 
 #include <array>
 #include <functional>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -198,6 +199,35 @@ std::string ElementwiseExpr(const std::string& op, const std::string& a, const s
 // from the lane's partial sum of the tiles before.
 std::string TreeReduce256(const std::string& term, int64_t count, const std::string& finish,
                           const std::string& type = "f32", const std::string& start = "");
+// The statements of TreeReduce256's main after its opening line, through its closing brace: the
+// tree as the body of a function of the lane `t` (the loss's stage of a kernel of row stages).
+std::string TreeReduce256Body(const std::string& term, int64_t count, const std::string& finish,
+                              const std::string& type = "f32", const std::string& start = "");
+
+// A kernel of row stages (KernelKind::kRowStages; row_stages.cpp).
+Generated RowStages(const Module& m, const Kernel& k);
+// A stage's WGSL, written with the names the stage's kernel would bind alone (in0.., out, out1..):
+// module-scope functions, and the statements of the stage's function through its closing brace.
+// The caller renames the bindings (RenameIdentifiers) and writes the function's opening line:
+// fn(t: u32) for the loss, fn(t: u32, r0: u32, r1: u32) for a stage over rows [r0, r1).
+struct StageSource {
+  std::string functions;
+  std::string body;
+};
+// The loss (cross_entropy) as its own kernel computes it: the 256-lane tree over every row. Its
+// functions need kSpecialValueFns.
+StageSource LossStage(const Module& m, const Kernel& k);
+// The loss's gradient (cross_entropy_grad) over rows [r0, r1), lane t taking rows r0 + t,
+// r0 + t + 256, ..., each as the gradient's own kernel computes it. Needs kSpecialValueFns.
+StageSource GradientRowsStage(const Module& m, const Kernel& k);
+// A rank-2 f32 product, optionally with an epilogue (whose function is `epilogue`; its helpers
+// are the caller's: ExpressionHelpers of the epilogue), over output rows [r0, r1): lane t computes
+// the rows' elements t, t + 256, ..., each adding its K products in increasing order from zero,
+// as every matmul does.
+StageSource MatmulRowsStage(const Module& m, const Kernel& k);
+// `source` with every identifier that is a key of `names` replaced by its value, all at once.
+std::string RenameIdentifiers(const std::string& source,
+                              const std::map<std::string, std::string>& names);
 // The entry of one tile of such a tree whose lanes hand their partial sums on from tile to tile
 // in the `lanes` binding (the tile's `count` terms start at a multiple of 256 of the whole sum,
 // so lane t's are its own): each lane starts from its stored partial sum when the tile

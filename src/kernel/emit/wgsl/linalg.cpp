@@ -125,7 +125,8 @@ std::string StoreSum(const Module& m, const Kernel& k, const std::string& acc,
 // broadcast ones at their index of e. Binding j + 1 holds the elementwise kernel's input j
 // (bindings 0 and 1 are A and B). A matmul with an epilogue is never tiled (the
 // fuse-matmul-epilogue pass leaves a matmul that needs tiles alone), so e is the whole output's.
-std::string EpilogueFn(const Module& m, const Kernel& k) {
+// `with_helpers`: preceded by the helper functions its steps need (ExpressionHelpers).
+std::string EpilogueFn(const Module& m, const Kernel& k, bool with_helpers = true) {
   if (!k.HasEpilogue()) return "";
   const Kernel e = EpilogueKernel(k);
   const std::vector<int64_t> sizes = m.graph().at(k.output).type.sizes();
@@ -160,7 +161,8 @@ std::string EpilogueFn(const Module& m, const Kernel& k) {
             ";\n";
   }
   body += ExpressionSteps(m, e, [](const ExprStep&, const std::string&) { return std::string(); });
-  return ExpressionHelpers(m, e) + "fn epilogue(x0: f32, e: u32) -> f32 {\n" + body + "  return s" +
+  return (with_helpers ? ExpressionHelpers(m, e) : std::string()) +
+         "fn epilogue(x0: f32, e: u32) -> f32 {\n" + body + "  return s" +
          std::to_string(e.expr.size() - 1) + ";\n}\n";
 }
 // An operand element as f32: converted for an f16 product, as it is for f32.
@@ -437,6 +439,34 @@ void TiledBlocked(const Module& m, const Kernel& k, const Operands& o, const Mat
 }
 
 }  // namespace
+
+StageSource MatmulRowsStage(const Module& m, const Kernel& k) {
+  const Operands o = OperandsOf(m, k);
+  const MatmulShape& s = o.shape;
+  const std::string N = U32(std::max<int64_t>(s.n, 1));  // an empty row: no element, no division
+  return {EpilogueFn(m, k, false),
+          "  let off_a = 0u;\n  let off_b = 0u;\n"
+          "  for (var e = r0 * " +
+              N + " + t; e < r1 * " + N + "; e = e + " + U32(kWorkgroupLanes) +
+              ") {\n"
+              "    let r = e / " +
+              N + ";\n    let c = e % " + N +
+              ";\n"
+              "    var acc = 0.0;\n"
+              "    for (var kk = 0u; kk < " +
+              U32(s.k) +
+              "; kk = kk + 1u) {\n"
+              "      acc = acc + " +
+              Loaded(m, k, "in0[" + AIndex(o, "r", "kk") + "]") + " * " +
+              Loaded(m, k, "in1[" + BIndex(o, "kk", "c") + "]") +
+              ";\n"
+              "    }\n"
+              "    " +
+              StoreSum(m, k, "acc", "e") +
+              "\n"
+              "  }\n"
+              "}\n"};
+}
 
 Status CheckMatmulSchedule(const MatmulSchedule& sch, const MatmulShape& s,
                            int64_t workgroup_storage_bytes) {

@@ -45,6 +45,12 @@ std::string LabelCheck(const std::string& label, int64_t classes) {
          " && floor(" + label + ") == " + label + ")";
 }
 
+// The mean of the loss's tree once lane 0 holds the sum of its rows' losses.
+std::string LossMean(int64_t rows) {
+  return rows ? "    out[0] = partial[0] / " + F32(static_cast<double>(rows)) + ";\n"
+              : std::string("    out[0] = nan_f32();\n");
+}
+
 // fn row_loss(r: u32) -> f32: row r's loss, -log_softmax of its logits at its label (NaN for an
 // invalid label or a NaN row), its label at in1[label_offset + r] and its logits from
 // in0[base_offset + r * classes] (a tile's rows start inside their windows).
@@ -131,10 +137,7 @@ std::string RowLossAndGradientFn(int64_t classes, int64_t rows, int64_t base_off
 Generated LossAndGradient(const Module& m, const Kernel& k) {
   const TensorType& in = m.graph().at(k.inputs[0]).type;
   const int64_t rows = in.dims[0].size, classes = in.dims[1].size;
-  std::string tree =
-      TreeReduce256("row_loss(j)", rows,
-                    rows ? "    out[0] = partial[0] / " + F32(static_cast<double>(rows)) + ";\n"
-                         : std::string("    out[0] = nan_f32();\n"));
+  std::string tree = TreeReduce256("row_loss(j)", rows, LossMean(rows));
   if (k.extra_outputs.size() == 2) {
     // Before the closing brace of main: every lane, after the tree (uniform control flow).
     tree.resize(tree.size() - 2);
@@ -158,56 +161,78 @@ Generated LossAndGradient(const Module& m, const Kernel& k) {
   return out;
 }
 
-// cross_entropy_grad over `count` rows, the first at element offsets[0] of the logits, [1] of the
-// labels and [2] of the gradient, one invocation per row; `rows`: all of the batch's rows.
-Generated CrossEntropyGradRows(const Module& m, const Kernel& k, int64_t count,
-                               const std::array<int64_t, 3>& offsets) {
-  const TensorType& in = m.graph().at(k.inputs[0]).type;
-  const int64_t rows = in.dims[0].size, classes = in.dims[1].size;
+// fn grad_row(i: u32): row i of cross_entropy_grad, the row's logits at element offsets[0] + i *
+// classes of in0, its label at offsets[1] + i of in1, its gradient at offsets[2] + i * classes
+// of out; `rows`: all of the batch's rows (the divisor of the seed in2[0]).
+std::string GradRowFn(int64_t rows, int64_t classes, const std::array<int64_t, 3>& offsets) {
   auto plus = [](int64_t offset) { return offset ? U32(offset) + " + " : std::string(); };
   // The gradient's row where its window sits as the logits' does (always, untiled), else its own.
   const std::string at = offsets[2] == offsets[0]
                              ? std::string("out[base + j]")
                              : "out[" + plus(offsets[2]) + "i * " + U32(classes) + " + j]";
+  return "fn grad_row(i: u32) {\n"
+         "  let base = " +
+         plus(offsets[0]) + "i * " + U32(classes) +
+         ";\n"
+         "  let label = in1[" +
+         plus(offsets[1]) +
+         "i];\n"
+         "  if (!" +
+         LabelCheck("label", classes) +
+         ") {\n"
+         "    for (var j = 0u; j < " +
+         U32(classes) + "; j = j + 1u) { " + at +
+         " = nan_f32(); }\n"
+         "    return;\n"
+         "  }\n"
+         "  let k = u32(label);\n"
+         "  let r = in2[0] / " +
+         F32(static_cast<double>(rows)) + ";\n" + RowMaxSum(classes) +
+         "  if (bad) {\n"
+         "    for (var j = 0u; j < " +
+         U32(classes) + "; j = j + 1u) { " + at +
+         " = nan_f32(); }\n"
+         "    return;\n"
+         "  }\n"
+         "  let log_sum = log(sum);\n"
+         "  for (var j = 0u; j < " +
+         U32(classes) +
+         "; j = j + 1u) {\n"
+         "    let p = exp((in0[base + j] - mx) - log_sum);\n"
+         "    " +
+         at +
+         " = select(p * r, p * r - r, j == k);\n"
+         "  }\n"
+         "}\n";
+}
+
+// cross_entropy_grad over `count` rows, the first at element offsets[0] of the logits, [1] of the
+// labels and [2] of the gradient, one invocation per row; `rows`: all of the batch's rows.
+Generated CrossEntropyGradRows(const Module& m, const Kernel& k, int64_t count,
+                               const std::array<int64_t, 3>& offsets) {
+  const TensorType& in = m.graph().at(k.inputs[0]).type;
   Generated out;
-  out.source = Bindings(m, k) + kSpecialValueFns + "\n" + LinearEntry(count) +
-               "  let base = " + plus(offsets[0]) + "i * " + U32(classes) +
-               ";\n"
-               "  let label = in1[" +
-               plus(offsets[1]) +
-               "i];\n"
-               "  if (!" +
-               LabelCheck("label", classes) +
-               ") {\n"
-               "    for (var j = 0u; j < " +
-               U32(classes) + "; j = j + 1u) { " + at +
-               " = nan_f32(); }\n"
-               "    return;\n"
-               "  }\n"
-               "  let k = u32(label);\n"
-               "  let r = in2[0] / " +
-               F32(static_cast<double>(rows)) + ";\n" + RowMaxSum(classes) +
-               "  if (bad) {\n"
-               "    for (var j = 0u; j < " +
-               U32(classes) + "; j = j + 1u) { " + at +
-               " = nan_f32(); }\n"
-               "    return;\n"
-               "  }\n"
-               "  let log_sum = log(sum);\n"
-               "  for (var j = 0u; j < " +
-               U32(classes) +
-               "; j = j + 1u) {\n"
-               "    let p = exp((in0[base + j] - mx) - log_sum);\n"
-               "    " +
-               at +
-               " = select(p * r, p * r - r, j == k);\n"
-               "  }\n"
-               "}\n";
+  out.source = Bindings(m, k) + kSpecialValueFns +
+               GradRowFn(in.dims[0].size, in.dims[1].size, offsets) + "\n" + LinearEntry(count) +
+               "  grad_row(i);\n}\n";
   out.workgroups = LinearGrid(count);
   return out;
 }
 
 }  // namespace
+
+StageSource LossStage(const Module& m, const Kernel& k) {
+  const TensorType& in = m.graph().at(k.inputs[0]).type;
+  const int64_t rows = in.dims[0].size, classes = in.dims[1].size;
+  return {RowLossFn(classes, 0, 0), TreeReduce256Body("row_loss(j)", rows, LossMean(rows))};
+}
+
+StageSource GradientRowsStage(const Module& m, const Kernel& k) {
+  const TensorType& in = m.graph().at(k.inputs[0]).type;
+  return {
+      GradRowFn(in.dims[0].size, in.dims[1].size, {0, 0, 0}),
+      "  for (var i = r0 + t; i < r1; i = i + " + U32(kWorkgroupLanes) + ") { grad_row(i); }\n}\n"};
+}
 
 Generated SoftmaxTile(const Module& m, const Kernel& k, const Tile& t, int64_t offset) {
   // Whole rows: each row's maximum and sum are its own, so a tile of rows gives their bits.
@@ -319,11 +344,8 @@ bool GenerateNn(const Module& m, const Kernel& k, Generated& out) {
   }
   if (k.op == "cross_entropy") {
     int64_t rows = in.dims[0].size, classes = in.dims[1].size;
-    out.source =
-        head + kSpecialValueFns + RowLossFn(classes, 0, 0) +
-        TreeReduce256("row_loss(j)", rows,
-                      rows ? "    out[0] = partial[0] / " + F32(static_cast<double>(rows)) + ";\n"
-                           : std::string("    out[0] = nan_f32();\n"));
+    out.source = head + kSpecialValueFns + RowLossFn(classes, 0, 0) +
+                 TreeReduce256("row_loss(j)", rows, LossMean(rows));
     out.workgroups = {1, 1, 1};
     return true;
   }
