@@ -6,10 +6,11 @@
 namespace scellis::kernel {
 namespace {
 
-// K steps an output element of a product stage adds at most: each element's additions are one
-// lane's dependent chain, so a long K is faster in a tiled dispatch of its own. The MLP's
-// gradient back through w2 has K = 10 (the classes).
-constexpr int64_t kMaxStageK = 1024;
+// K steps an output element of a product stage adds at most. Each element is one lane's loop,
+// which the driver's compiler does not unroll, so each step's loads wait on the step before: a
+// short K (the MLP's 10 classes: the stage hides behind the loss's tree on an H200) is cheap, a
+// long one is faster in a tiled dispatch of its own, whose workgroups stage K in shared memory.
+constexpr int64_t kMaxStageK = 32;
 // Workgroups one grid dimension holds (the row blocks and the loss's).
 constexpr int64_t kMaxWorkgroups = 65535;
 

@@ -14,8 +14,8 @@
 namespace scellis::kernel {
 namespace {
 
-// examples/fashion_mlp.json (784-256-10), its hidden layer `hidden` wide.
-std::string Mlp(int64_t hidden = 256) {
+// examples/fashion_mlp.json (784-256-10), its hidden layer `hidden` wide, into `classes`.
+std::string Mlp(int64_t hidden = 256, int64_t classes = 10) {
   std::ifstream in(std::string(SCELLIS_SOURCE_DIR) + "/examples/fashion_mlp.json");
   std::stringstream s;
   s << in.rdbuf();
@@ -23,8 +23,8 @@ std::string Mlp(int64_t hidden = 256) {
   for (Json& n : doc["nodes"]) {
     if (n["id"] == "w1") n["params"]["shape"] = {784, hidden};
     if (n["id"] == "b1") n["params"]["shape"] = {hidden};
-    if (n["id"] == "w2") n["params"]["shape"] = {hidden, 10};
-    if (n["id"] == "b2") n["params"]["init"]["fan_in"] = hidden;
+    if (n["id"] == "w2") n["params"]["shape"] = {hidden, classes};
+    if (n["id"] == "b2") n["params"]["shape"] = {classes}, n["params"]["init"]["fan_in"] = hidden;
   }
   return doc.dump();
 }
@@ -96,6 +96,18 @@ TEST(FuseGradientProductIntoLossPass, ANarrowProductTakesSeveralRowsABlock) {
   ASSERT_TRUE(Verify(m).ok()) << Verify(m).errors().front().Format();
   ASSERT_NE(Staged(m), nullptr) << Print(m);
   EXPECT_EQ(Staged(m)->stage_tile, 25);
+}
+
+TEST(FuseGradientProductIntoLossPass, AProductOverALongKStaysADispatch) {
+  // The gradient back through w2 adds one product per class: 32 join, 33 stay apart.
+  Module at_most = Before(Mlp(256, 32));
+  ASSERT_TRUE(FuseGradientProductIntoLoss(at_most).ok());
+  EXPECT_NE(Staged(at_most), nullptr) << Print(at_most);
+  Module over = Before(Mlp(256, 33));
+  const size_t before = over.kernels.size();
+  ASSERT_TRUE(FuseGradientProductIntoLoss(over).ok());
+  EXPECT_EQ(Staged(over), nullptr) << Print(over);
+  EXPECT_EQ(over.kernels.size(), before);
 }
 
 TEST(FuseGradientProductIntoLossPass, ASeedBoundOfItsOwnStillFits) {

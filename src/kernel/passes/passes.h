@@ -82,8 +82,8 @@ Status FuseOptimizerIntoGradient(Module& m);
 // kernel did — every element of a product adds its K products in increasing order from zero,
 // then its epilogue — so the plan's bits do not change. Left alone where the product cannot move
 // next to the loss (a kernel in between writes what it reads or reads what it writes), its K is
-// over 1 024, a tensor is over the binding cap, or the kernel would bind more than
-// kMaxStorageBindings storage buffers.
+// over 32 (each element is one lane's loop), a tensor is over the binding cap, or the kernel would
+// bind more than kMaxStorageBindings storage buffers.
 Status FuseGradientProductIntoLoss(Module& m);
 
 // A loss and its gradient over the same logits and targets (cross_entropy, cross_entropy_grad)

@@ -6,6 +6,7 @@
 // the optimizer's state written in place and merged, and without, in debug and prod.
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <cstring>
 #include <optional>
 #include <random>
@@ -277,32 +278,42 @@ TEST(StepFusion, TheGradientsProductInTheLossDispatchKeepsTheBitsOfOddShapes) {
       EXPECT_EQ(staged.stages.size(), 3u);
       EXPECT_EQ(staged.stage_tile, 5);
 
-      std::mt19937 rng(91);
-      Feeds feeds;
-      for (const webir::Node& n : fused->plan->graph().nodes) {
-        if (n.role != webir::Role::kInput || n.data || n.init) continue;
-        std::vector<double> values(static_cast<size_t>(n.type.elements()));
-        for (double& v : values)
-          v = n.type.rank() == 0   ? 2.0
-              : n.type.rank() == 1 ? std::uniform_int_distribution<int>(0, 6)(rng)
-                                   : std::uniform_real_distribution<double>(-1, 1)(rng);
-        feeds[FeedName(n)] = HostTensor::FromValues(n.type, values);
+      // Then with the last row's label out of range: its loss, its gradient's row and its row of
+      // the product back through w2 are NaN, in the last block of rows, as in the unfused plan.
+      for (bool bad_label : {false, true}) {
+        std::mt19937 rng(91);
+        Feeds feeds;
+        for (const webir::Node& n : fused->plan->graph().nodes) {
+          if (n.role != webir::Role::kInput || n.data || n.init) continue;
+          std::vector<double> values(static_cast<size_t>(n.type.elements()));
+          for (double& v : values)
+            v = n.type.rank() == 0   ? 2.0
+                : n.type.rank() == 1 ? std::uniform_int_distribution<int>(0, 6)(rng)
+                                     : std::uniform_real_distribution<double>(-1, 1)(rng);
+          if (bad_label && n.type.rank() == 1) values.back() = 7;
+          feeds[FeedName(n)] = HostTensor::FromValues(n.type, values);
+        }
+        auto a = exec->Run(*fused->plan, feeds);
+        auto b = exec->Run(*apart->plan, feeds);
+        ASSERT_TRUE(a.ok()) << a.errors().front().Format();
+        ASSERT_TRUE(b.ok()) << b.errors().front().Format();
+        ASSERT_EQ(a->outputs.size(), b->outputs.size());
+        for (size_t i = 0; i < a->outputs.size(); ++i) {
+          const auto& [name, x] = a->outputs[i];
+          EXPECT_EQ(name, b->outputs[i].first);
+          EXPECT_EQ(x.bytes, b->outputs[i].second.bytes)
+              << backend << " " << policy::TierName(tier) << (bad_label ? " bad label" : "") << ": "
+              << name;
+        }
+        const std::vector<float> loss = a->outputs[0].second.ToFloats();
+        ASSERT_EQ(loss.size(), 1u);
+        if (bad_label) {
+          EXPECT_TRUE(std::isnan(loss[0]));
+        } else {
+          EXPECT_GT(loss[0], 0.5f);  // a real loss over 7 classes, not an unwritten buffer
+          EXPECT_LT(loss[0], 10.0f);
+        }
       }
-      auto a = exec->Run(*fused->plan, feeds);
-      auto b = exec->Run(*apart->plan, feeds);
-      ASSERT_TRUE(a.ok()) << a.errors().front().Format();
-      ASSERT_TRUE(b.ok()) << b.errors().front().Format();
-      ASSERT_EQ(a->outputs.size(), b->outputs.size());
-      for (size_t i = 0; i < a->outputs.size(); ++i) {
-        const auto& [name, x] = a->outputs[i];
-        EXPECT_EQ(name, b->outputs[i].first);
-        EXPECT_EQ(x.bytes, b->outputs[i].second.bytes)
-            << backend << " " << policy::TierName(tier) << ": " << name;
-      }
-      const std::vector<float> loss = a->outputs[0].second.ToFloats();
-      ASSERT_EQ(loss.size(), 1u);
-      EXPECT_GT(loss[0], 0.5f);  // a real loss over 7 classes, not an unwritten buffer
-      EXPECT_LT(loss[0], 10.0f);
     }
   }
 }
