@@ -161,6 +161,12 @@ Kernel UpdateKernel(const Module& m, const Kernel& matmul) {
   return u;
 }
 
+bool Module::OverBindingCap(const std::vector<int>& nodes) const {
+  return binding_cap > 0 && std::any_of(nodes.begin(), nodes.end(), [&](int n) {
+           return static_cast<uint64_t>(graph().at(n).type.bytes()) > binding_cap;
+         });
+}
+
 int Module::HoistedKernels() const {
   int n = 0;
   while (n < static_cast<int>(kernels.size()) && kernels[n].hoisted) ++n;

@@ -304,6 +304,9 @@ struct Module {
 
   const webir::Graph& graph() const { return *graph_ref; }
   const RungHeader& header() const { return *graph_ref; }
+  // Whether any of `nodes` is larger than binding_cap (never when none is given): a kernel
+  // binding it runs in tiles, which the passes that merge kernels leave alone.
+  bool OverBindingCap(const std::vector<int>& nodes) const;
   // How many kernels run once per step, before the loop (the leading hoisted ones).
   int HoistedKernels() const;
 };

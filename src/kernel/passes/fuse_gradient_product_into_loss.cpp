@@ -18,13 +18,6 @@ bool F32(const Module& m, int node) {
   return m.graph().at(node).type.dtype == DType::kF32;
 }
 
-bool OverCap(const Module& m, const std::vector<int>& nodes) {
-  if (m.binding_cap == 0) return false;
-  for (int n : nodes)
-    if (static_cast<uint64_t>(m.graph().at(n).type.bytes()) > m.binding_cap) return true;
-  return false;
-}
-
 // The loss merged with its gradient (merge-loss-gradient) and nothing else: its loss over rank-2
 // logits and its gradient as their own op's kernels would compute them.
 bool IsMergedLoss(const Module& m, const Kernel& k) {
@@ -159,7 +152,7 @@ std::optional<Kernel> WithGradientProducts(const Module& m, size_t loss, std::ve
     bound.insert(bound.end(), k.inputs.begin(), k.inputs.end());
     bound.push_back(k.output);
   }
-  if (used.empty() || OverCap(m, bound)) return std::nullopt;
+  if (used.empty() || m.OverBindingCap(bound)) return std::nullopt;
   for (size_t u : used) taken[u] = true;
   return Combine(m, stages);
 }

@@ -10,15 +10,6 @@ bool F32(const Module& m, int node) {
   return m.graph().at(node).type.dtype == DType::kF32;
 }
 
-// Whether any tensor in `nodes` is over the module's binding cap (0: none given): a matmul over it
-// runs in tiles, which take no update.
-bool OverCap(const Module& m, const std::vector<int>& nodes) {
-  if (m.binding_cap == 0) return false;
-  for (int n : nodes)
-    if (static_cast<uint64_t>(m.graph().at(n).type.bytes()) > m.binding_cap) return true;
-  return false;
-}
-
 // An optimizer kernel that can run inside the matmul computing its gradients: every output
 // written over its input (so the fused kernel stores nothing of its own), f32 throughout.
 bool UpdatesInPlace(const Module& m, const Kernel& u) {
@@ -116,7 +107,7 @@ Status FuseOptimizerIntoGradient(Module& m) {
     std::vector<int> bound = mm.inputs;
     bound.insert(bound.end(), u.inputs.begin(), u.inputs.end());
     bound.push_back(mm.output);
-    if (OverCap(m, bound)) continue;
+    if (m.OverBindingCap(bound)) continue;  // a matmul in tiles takes no update
     Kernel fused = Fuse(m, mm, u);
     if (fused.StorageBindings() > kMaxStorageBindings) continue;
     m.kernels[j] = std::move(fused);

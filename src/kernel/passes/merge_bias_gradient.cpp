@@ -17,11 +17,6 @@ bool IsColumnSum(const Module& m, const Kernel& k) {
          in.dtype == DType::kF32 && n.type.dtype == DType::kF32;
 }
 
-bool OverCap(const Module& m, int node) {
-  return m.binding_cap > 0 &&
-         static_cast<uint64_t>(m.graph().at(node).type.bytes()) > m.binding_cap;
-}
-
 // The loss kernel that writes the loss's gradient (merge-loss-gradient) can add the column sums
 // of that gradient, its last output, after writing it: all its rows are in its one workgroup.
 bool LossKernelWriting(const Kernel& k, int value) {
@@ -46,7 +41,7 @@ bool MatmulReadingB(const Module& m, const Kernel& k, int value) {
       m.graph().at(k.inputs[0]).type.dtype != DType::kF32 ||
       m.graph().at(value).type.elements() > kMaxColumnSumElements)
     return false;
-  return !OverCap(m, k.output) && !OverCap(m, k.inputs[0]) && !OverCap(m, k.inputs[1]);
+  return !m.OverBindingCap({k.output, k.inputs[0], k.inputs[1]});
 }
 
 // The kernel that takes column sum `s` as its next output, or -1: a matmul that reads the summed
@@ -79,7 +74,7 @@ int HostOf(const Module& m, const std::vector<bool>& removed, size_t s) {
 Status MergeBiasGradient(Module& m) {
   std::vector<bool> removed(m.kernels.size(), false);
   for (size_t s = 0; s < m.kernels.size(); ++s) {
-    if (!IsColumnSum(m, m.kernels[s]) || OverCap(m, m.kernels[s].inputs[0])) continue;
+    if (!IsColumnSum(m, m.kernels[s]) || m.OverBindingCap({m.kernels[s].inputs[0]})) continue;
     const int host = HostOf(m, removed, s);
     if (host < 0) continue;
     m.kernels[host].extra_outputs.push_back(m.kernels[s].output);

@@ -6,13 +6,6 @@
 namespace scellis::kernel {
 namespace {
 
-// Whether a binding of `node` is over the module's storage-binding cap: the merged kernel then
-// runs in tiles of whole rows (kernel::PlanTiles), so it merges only where those tiles fit.
-bool OverCap(const Module& m, int node) {
-  return m.binding_cap > 0 &&
-         static_cast<uint64_t>(m.graph().at(node).type.bytes()) > m.binding_cap;
-}
-
 bool Plain(const Kernel& k, const char* op) {
   return k.kind == KernelKind::kOp && k.op == op && k.extra_outputs.empty() && !k.HasEpilogue();
 }
@@ -30,8 +23,11 @@ bool MergeOne(Module& m, size_t i) {
     if (gn.args.size() != 3 || gn.args[0] != loss.args[0] || gn.args[1] != loss.args[1] ||
         grad.inputs != gn.args)
       continue;
-    bool over = OverCap(m, grad.output);
-    for (int in : grad.inputs) over = over || OverCap(m, in);
+    // Over the cap, the merged kernel runs in tiles of whole rows (kernel::PlanTiles), so it
+    // merges only where those tiles fit.
+    std::vector<int> bound = grad.inputs;
+    bound.push_back(grad.output);
+    const bool over = m.OverBindingCap(bound);
     // The merged kernel runs where the later of the two ran, when everything both read is
     // written; nothing in between may read what the earlier one wrote.
     const size_t earlier = std::min(i, j), later = std::max(i, j);

@@ -21,12 +21,9 @@ bool Mergeable(const Module& m, const Kernel& k) {
 
 // Whether any buffer `k` binds is over the module's binding cap (0: none given).
 bool BindsOverCap(const Module& m, const Kernel& k) {
-  if (m.binding_cap == 0) return false;
   std::vector<int> nodes = k.inputs;
   for (int o : k.Outputs()) nodes.push_back(o);
-  for (int n : nodes)
-    if (static_cast<uint64_t>(m.graph().at(n).type.bytes()) > m.binding_cap) return true;
-  return false;
+  return m.OverBindingCap(nodes);
 }
 
 // `a` followed by `b` as one kernel: b's inputs after a's (one binding for an input both read),
