@@ -7,9 +7,11 @@ namespace scellis::kernel {
 namespace {
 
 // K steps an output element of a product stage adds at most. Each element is one lane's loop,
-// which the driver's compiler does not unroll, so each step's loads wait on the step before: a
-// short K (the MLP's 10 classes: the stage hides behind the loss's tree on an H200) is cheap, a
-// long one is faster in a tiled dispatch of its own, whose workgroups stage K in shared memory.
+// which the driver's compiler does not unroll, so each step's loads wait on the step before. On an
+// H200 the stage added 0.5, 1.0 and 1.7 us to the loss's dispatch at K = 10, 16 and 32 (the
+// gradient back through w2 of 10, 16 and 32 classes), against 7.3-7.6 us for the product's own
+// dispatch; longer K was not measured, so it keeps its tiled dispatch, whose workgroups stage K in
+// workgroup memory.
 constexpr int64_t kMaxStageK = 32;
 // Workgroups one grid dimension holds (the row blocks and the loss's).
 constexpr int64_t kMaxWorkgroups = 65535;
