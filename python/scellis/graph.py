@@ -16,7 +16,8 @@ from . import _scellis
 from . import ops as _ops
 from .errors import GraphError, ScellisError, UnsupportedOpError
 from .graph_run import _GraphRunning, _json_text
-from .tensor import _DTYPES, Tensor, _dtype_name, _stale
+from .tensor import _DTYPES, Tensor, _dtype_name
+from .tensor_values import _stale
 
 
 class Graph(_GraphRunning):
