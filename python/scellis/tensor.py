@@ -1,6 +1,7 @@
 """Tensor: a node of a Graph, with the operators and methods that add nodes to it (elementwise
-arithmetic and masks, strided views, normalisation, reductions, layout), and ``concat`` and
-``stack`` of a list of them. A Tensor has no value: its graph runs in the engine.
+arithmetic and masks, normalisation, reductions; strided views and layout come from
+scellis.tensor_layout), and ``concat`` and ``stack`` of a list of them. A Tensor has no value: its
+graph runs in the engine (scellis.tensor_values refuses the conversions that would read one).
 
 Every shape and dtype is the engine's: it types each node as it is added (see scellis.graph).
 """
@@ -9,7 +10,9 @@ import numbers
 
 import numpy as np
 
-from .errors import GraphError, TraceError
+from .errors import GraphError
+from .tensor_layout import _Layout, _axis
+from .tensor_values import _NoValue
 
 _DTYPES = {"f32": np.float32, "f16": np.float16, "i32": np.int32, "u32": np.uint32,
            "bool": np.bool_}
@@ -31,25 +34,7 @@ def _dtype_name(dtype):
                      help="use f32, f16, i32, u32 or bool")
 
 
-def _trace_error(code, message, help=""):
-    return TraceError(code, message, help=help)
-
-
-def _stale(t):
-    what = repr(t) if t is not None else "a tensor"
-    return _trace_error(
-        "stale-handle",
-        f"{what} belongs to an earlier, finished trace of a pipeline: tensors of a trace are "
-        "symbolic and die with it",
-        help="keep no tensors between calls; return them from the pipeline and use the arrays")
-
-
-def _axis(axis, rank):
-    """A Python axis (negative from the end) as an index."""
-    return axis + rank if axis < 0 else axis
-
-
-class Tensor:
+class Tensor(_NoValue, _Layout):
     """A node of a Graph. Operators and methods add nodes; nothing is computed until the graph
     runs. ``shape`` and ``dtype`` are the engine's (a source's: as declared)."""
 
@@ -66,49 +51,6 @@ class Tensor:
     def __repr__(self):
         node = self.graph._nodes[self.id]
         return f"Tensor(#{self.id} {node['op']}, shape={self.shape}, dtype={self.dtype})"
-
-    # ---- values: a Tensor has none until its graph runs ----
-
-    def _read(self, what):
-        if self.graph._trace is not None:
-            raise _trace_error(
-                "value-read-in-trace",
-                f"{what} reads the value of {self!r} inside a traced pipeline, where tensors are "
-                "symbolic: the function is traced once and its values exist only when it runs",
-                help="compute with tensor ops (where(), maximum() ...) and read the pipeline's "
-                     "result")
-        raise TypeError(f"{what}: a scellis Tensor has no value until its graph runs; read the "
-                        "RunResult's outputs")
-
-    def __float__(self): return self._read("float()")
-    def __int__(self): return self._read("int()")
-    def __index__(self):
-        if self.graph._trace is not None:  # range(t), a list index: a count only data knows
-            raise _trace_error(
-                "loop-count-not-static",
-                f"{self!r} is used as a Python int (a range() bound, a list index) inside a "
-                "traced pipeline, where its value is not known",
-                help="loop a static count (a Python int, or a constant argument of the "
-                     "pipeline); select with where() instead of indexing by value")
-        return self._read("using a tensor as an index")
-    def __complex__(self): return self._read("complex()")
-    def item(self): return self._read("item()")
-    def tolist(self): return self._read("tolist()")
-    def numpy(self): return self._read("numpy()")
-
-    def __array__(self, dtype=None, copy=None):
-        return self._read("converting to a NumPy array")
-
-    def __bool__(self):
-        if self.graph._trace is not None:
-            raise _trace_error(
-                "data-dependent-control-flow",
-                f"the truth value of {self!r} decides Python control flow (if, while, and, or) "
-                "inside a traced pipeline: the trace records one path, so the branch cannot "
-                "depend on data",
-                help="select with where(condition, a, b); loop a static count with "
-                     "scellis.loop or range(n)")
-        return True
 
     @property
     def ndim(self):
@@ -165,97 +107,6 @@ class Tensor:
     def minimum(self, other):
         """Elementwise min with broadcasting (protocol version 3), as torch.minimum."""
         return self._binary("minimum", other)
-
-    # ---- strided views (protocol version 4) ----
-
-    def __getitem__(self, key):
-        """Python/NumPy basic indexing: slices (negative steps too), integers (the axis is
-        dropped) and one Ellipsis — a `slice` node, and a reshape when integers drop axes."""
-        rank = len(self.shape)
-        key = key if isinstance(key, tuple) else (key,)
-        if sum(k is Ellipsis for k in key) > 1:
-            raise GraphError("bad-index", "an index holds at most one Ellipsis")
-        if Ellipsis in key:
-            at = key.index(Ellipsis)
-            key = key[:at] + (slice(None),) * (rank - len(key) + 1) + key[at + 1:]
-        if len(key) > rank:
-            raise GraphError("bad-index", f"{len(key)} indices for a tensor of rank {rank}")
-        key = key + (slice(None),) * (rank - len(key))
-        starts, stops, steps, kept = [], [], [], []
-        for axis, (k, size) in enumerate(zip(key, self.shape)):
-            if isinstance(k, numbers.Integral) and not isinstance(k, bool):
-                i = int(k) + size if int(k) < 0 else int(k)
-                if not 0 <= i < size:
-                    raise GraphError("index-out-of-range",
-                                     f"index {int(k)} is out of range for axis {axis} of size {size}")
-                starts.append(i), stops.append(i + 1), steps.append(1)
-            elif isinstance(k, slice):
-                step = 1 if k.step is None else int(k.step)
-                if step == 0:
-                    raise GraphError("bad-index", "a slice step cannot be zero")
-                starts.append(None if k.start is None else int(k.start))
-                stops.append(None if k.stop is None else int(k.stop))
-                steps.append(step)
-                kept.append(axis)
-            else:
-                raise GraphError("bad-index", f"{k!r} is not a slice, an integer or Ellipsis",
-                                 help="index with tensors through the engine's gather ops")
-        out = self.graph._add("slice", {"a": self},
-                              {"starts": starts, "stops": stops, "steps": steps})
-        if len(kept) < rank:
-            out = out.reshape(*[out.shape[a] for a in kept])
-        return out
-
-    def flip(self, *axes):
-        """Reverses the order of elements along ``axes``."""
-        if len(axes) == 1 and isinstance(axes[0], (tuple, list)):
-            axes = tuple(axes[0])
-        return self.graph._add("flip", {"a": self}, {"axes": [int(a) for a in axes]})
-
-    def shift(self, shifts, boundary="zero"):
-        """``out[i] = self[i - shifts]`` along every axis (torch.roll's direction; protocol
-        version 5). ``shifts``: one integer per axis, or one integer for a rank-1 tensor.
-        ``boundary`` says what is read where ``i - shifts`` leaves the axis: "zero" (0), "wrap"
-        (the toroidal neighbour, as torch.roll / np.roll) or "clamp" (the nearest edge element).
-        The engine fuses a shift into its consumers' kernel as a shifted load, so a stencil
-        written as a sum of shifts is one kernel."""
-        if isinstance(shifts, numbers.Integral):
-            shifts = [shifts]
-        shifts = [int(s) for s in shifts]
-        return self.graph._add("shift", {"a": self}, {"shifts": shifts, "boundary": boundary})
-
-    def butterfly(self, mask, axis=-1):
-        """``out[.., i, ..] = self[.., i ^ mask, ..]`` along ``axis`` (protocol version 6): each
-        element's partner in a bitonic stage. Fused into its readers' kernel as a permuted load;
-        the engine refuses (butterfly-out-of-range) a mask whose partners leave the axis."""
-        return self.graph._add("butterfly", {"a": self}, {"mask": int(mask), "axis": int(axis)})
-
-    def roll(self, shifts, dims=None):
-        """torch.roll over the given ``dims`` (every axis when None, as a flattened roll is
-        not a shift): a ``shift`` with the "wrap" boundary."""
-        rank = len(self.shape)
-        if isinstance(shifts, numbers.Integral):
-            shifts = [shifts]
-        if dims is None:
-            if len(shifts) != rank:
-                raise GraphError("bad-shift", f"roll without dims takes one shift per axis "
-                                 f"({rank}), got {len(shifts)}",
-                                 help="name the axes with dims=")
-            dims = range(rank)
-        elif isinstance(dims, numbers.Integral):
-            dims = [dims]
-        dims = list(dims)
-        if len(dims) != len(shifts):
-            raise GraphError("bad-shift", "roll takes one shift per named axis")
-        per_axis = [0] * rank
-        for s, d in zip(shifts, dims):
-            per_axis[_axis(int(d), rank)] += int(s)
-        return self.shift(per_axis, boundary="wrap")
-
-    def pad(self, pads, value=0.0):
-        """Constant padding: ``pads`` holds one (before, after) pair per axis."""
-        pads = [[int(b), int(a)] for b, a in pads]
-        return self.graph._add("pad", {"a": self}, {"pads": pads, "value": float(value)})
 
     # ---- masks (protocol version 3) ----
 
@@ -365,34 +216,6 @@ class Tensor:
 
     def sum(self, axis=None, keepdim=False): return self._reduce("sum", axis, keepdim)
     def mean(self, axis=None, keepdim=False): return self._reduce("mean", axis, keepdim)
-
-    # ---- layout ----
-
-    def permute(self, *dims):
-        if len(dims) == 1 and isinstance(dims[0], (tuple, list)):
-            dims = tuple(dims[0])
-        return self.graph._add("permute", {"a": self}, {"dims": [int(d) for d in dims]})
-
-    def reshape(self, *shape):
-        if len(shape) == 1 and isinstance(shape[0], (tuple, list)):
-            shape = tuple(shape[0])
-        return self.graph._add("reshape", {"a": self}, {"shape": [int(s) for s in shape]})
-
-    def transpose(self, dim0=None, dim1=None):
-        """Swaps two axes: a rank-2 tensor's with no arguments (the `transpose` op), any two
-        otherwise (a `permute`)."""
-        if dim0 is None and dim1 is None:
-            return self.graph._add("transpose", {"a": self})
-        if dim0 is None or dim1 is None:
-            raise GraphError("bad-axis", "transpose takes no axes (rank 2) or two axes")
-        dims = list(range(self.ndim))
-        dims[dim0], dims[dim1] = dims[dim1], dims[dim0]
-        return self.permute(*dims)
-
-    @property
-    def T(self):
-        return self.transpose()
-
 
 def _graph_of(tensors, what):
     """The Graph the entries of a list belong to (the first one's; the rest are checked to be
