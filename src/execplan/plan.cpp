@@ -175,8 +175,8 @@ std::string Print(const Plan& p) {
       out += "  " + std::to_string(k.stages.size()) + " stages in tiles of " +
              std::to_string(k.stage_tile);
     if (k.kind == kernel::KernelKind::kRowStages)
-      out += "  " + std::to_string(k.stages.size()) + " stages over blocks of " +
-             std::to_string(k.stage_tile) + " rows";
+      out += "  " + std::to_string(k.stages.size()) + " stages, " + std::to_string(k.stage_tile) +
+             (k.stage_tile == 1 ? " row" : " rows") + " a block";
     if (k.hoisted) out += "  hoisted";
     out += "\n";
   }

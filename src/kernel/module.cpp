@@ -67,7 +67,7 @@ void NameKernels(Module& m) {
       for (const ExprStep& s : k.expr)
         if (s.op != "full") title += "_" + s.op;
     }
-    // A kernel of workgroup stages after its stages, in turn ("k2_matmul_add_cross_entropy_...").
+    // A kernel of row stages after its stages, in turn ("k2_cross_entropy_cross_entropy_grad_...").
     if (k.kind == KernelKind::kRowStages) {
       title.clear();
       for (const Kernel& st : k.stages)
@@ -165,6 +165,12 @@ bool Module::OverBindingCap(const std::vector<int>& nodes) const {
   return binding_cap > 0 && std::any_of(nodes.begin(), nodes.end(), [&](int n) {
            return static_cast<uint64_t>(graph().at(n).type.bytes()) > binding_cap;
          });
+}
+
+bool BindsOverCap(const Module& m, const Kernel& k) {
+  std::vector<int> nodes = k.inputs;
+  for (int o : k.Outputs()) nodes.push_back(o);
+  return m.OverBindingCap(nodes);
 }
 
 int Module::HoistedKernels() const {
@@ -394,7 +400,8 @@ std::string Print(const Module& m) {
     if (k.kind == KernelKind::kRowStages) {
       out += "    workgroup 0 stage 0, each other workgroup (" + std::to_string(kWorkgroupLanes) +
              " invocations) a block of " + std::to_string(k.stage_tile) +
-             " rows through stages 1.." + std::to_string(k.stages.size() - 1) + " in turn:\n";
+             (k.stage_tile == 1 ? " row" : " rows") + " through stages 1.." +
+             std::to_string(k.stages.size() - 1) + " in turn:\n";
       for (size_t j = 0; j < k.stages.size(); ++j)
         out += "      stage " + std::to_string(j) + ": " + Computes(m, k.stages[j]) + "\n";
     }

@@ -355,6 +355,10 @@ Kernel EpilogueKernel(const Kernel& matmul);
 // it, so each parameter is updated by the operations its own kernel used.
 Kernel UpdateKernel(const Module& m, const Kernel& matmul);
 
+// Whether any buffer `k` binds (its inputs and outputs) is over the module's binding cap: a kernel
+// that would bind one runs in tiles, which the passes that merge kernels leave alone.
+bool BindsOverCap(const Module& m, const Kernel& k);
+
 // Storage buffers every WebGPU device lets one shader stage bind (maxStorageBuffersPerShaderStage's
 // guaranteed minimum): the passes that merge kernels keep to it, so a plan suits every device.
 inline constexpr int kMaxStorageBindings = 8;

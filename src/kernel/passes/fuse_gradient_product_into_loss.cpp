@@ -133,8 +133,6 @@ std::optional<Kernel> WithGradientProducts(const Module& m, size_t loss, std::ve
   const int64_t rows = m.graph().at(l.inputs[0]).type.dims[0].size;
   std::vector<Kernel> stages = LossStages(l);
   std::vector<size_t> used;
-  std::vector<int> bound = l.inputs;
-  for (int o : l.Outputs()) bound.push_back(o);
   for (size_t s = loss + 1; s < m.kernels.size(); ++s) {
     const Kernel& k = m.kernels[s];
     if (taken[s] || k.hoisted != l.hoisted || !RowProduct(m, k, gradient) ||
@@ -151,12 +149,12 @@ std::optional<Kernel> WithGradientProducts(const Module& m, size_t loss, std::ve
     if (Combine(m, with).StorageBindings() > kMaxStorageBindings) continue;
     stages = std::move(with);
     used.push_back(s);
-    bound.insert(bound.end(), k.inputs.begin(), k.inputs.end());
-    bound.push_back(k.output);
   }
-  if (used.empty() || m.OverBindingCap(bound)) return std::nullopt;
+  if (used.empty()) return std::nullopt;
+  Kernel combined = Combine(m, stages);
+  if (BindsOverCap(m, combined)) return std::nullopt;
   for (size_t u : used) taken[u] = true;
-  return Combine(m, stages);
+  return combined;
 }
 
 }  // namespace

@@ -19,13 +19,6 @@ bool Mergeable(const Module& m, const Kernel& k) {
   return true;
 }
 
-// Whether any buffer `k` binds is over the module's binding cap (0: none given).
-bool BindsOverCap(const Module& m, const Kernel& k) {
-  std::vector<int> nodes = k.inputs;
-  for (int o : k.Outputs()) nodes.push_back(o);
-  return m.OverBindingCap(nodes);
-}
-
 // `a` followed by `b` as one kernel: b's inputs after a's (one binding for an input both read),
 // b's outputs after a's, each still over the input it replaced. A single f32 element every part
 // reads (the step) is bound as a uniform.
