@@ -1,6 +1,7 @@
 """Graph: a graph of tensor ops built with methods and operators (see scellis.tensor), serialised
 to the engine's graph protocol (plain JSON data) and run, lowered, planned or prepared by the
-engine (see scellis.graph_run).
+engine (see scellis.graph_run). The optimizer steps (sgd, momentum, adam) are in
+scellis.graph_optim.
 
 The graph is plain data: every method adds one node of an op the engine's table has (an op it
 lacks is an UnsupportedOpError, never an imitation). The engine checks each node as it is added
@@ -15,12 +16,13 @@ import numpy as np
 from . import _scellis
 from . import ops as _ops
 from .errors import GraphError, ScellisError, UnsupportedOpError
+from .graph_optim import _GraphOptimizers
 from .graph_run import _GraphRunning, _json_text
 from .tensor import _DTYPES, Tensor, _dtype_name
 from .tensor_values import _stale
 
 
-class Graph(_GraphRunning):
+class Graph(_GraphRunning, _GraphOptimizers):
     """A graph of tensor ops, built in Python and executed by the engine.
 
     ``version``: the graph protocol version to label the document with; None labels it with the
@@ -146,34 +148,6 @@ class Graph(_GraphRunning):
         """The ``tensors`` (one dtype and shape) joined along a new axis inserted at ``axis``
         (in [-rank - 1, rank]), in list order, as torch.stack (protocol version 4)."""
         return self._add("stack", {"inputs": list(tensors)}, {"axis": int(axis)})
-
-    def sgd(self, param, grad, lr=1e-3, weight_decay=0.0, maximize=False):
-        """The parameter after one SGD step (``sgd_update``)."""
-        return self._add("sgd_update", {"param": param, "grad": grad},
-                         {"lr": lr, "weight_decay": weight_decay, "maximize": maximize})
-
-    def momentum(self, param, grad, velocity, t, lr=1e-3, momentum=0.9, dampening=0.0,
-                 weight_decay=0.0, nesterov=False, maximize=False):
-        """(parameter, velocity) after one SGD-with-momentum step at step count ``t`` (a scalar
-        tensor; at t <= 1 the velocity starts as the gradient, as in PyTorch)."""
-        ports = {"param": param, "grad": grad, "velocity": velocity, "t": t}
-        attrs = {"lr": lr, "momentum": momentum, "dampening": dampening,
-                 "weight_decay": weight_decay, "nesterov": nesterov, "maximize": maximize}
-        return (self._add("momentum_update", ports, attrs),
-                self._add("momentum_velocity", ports, attrs))
-
-    def adam(self, param, grad, m, v, t, lr=1e-3, beta1=0.9, beta2=0.999, eps=1e-8,
-             weight_decay=None, decoupled=False, maximize=False):
-        """(parameter, m, v) after one Adam step (AdamW with ``decoupled=True``) at step count
-        ``t`` (a scalar tensor, 1 on the first step)."""
-        ports = {"param": param, "grad": grad, "m": m, "v": v, "t": t}
-        attrs = {"lr": lr, "beta1": beta1, "beta2": beta2, "eps": eps, "decoupled": decoupled,
-                 "maximize": maximize}
-        if weight_decay is not None:
-            attrs["weight_decay"] = weight_decay
-        return (self._add("adam_update", ports, attrs),
-                self._add("adam_m", ports, attrs),
-                self._add("adam_v", ports, attrs))
 
     def matmul_fixed(self, a, b, frac_bits):
         """a @ b of i32 fixed-point values with ``frac_bits`` (0 to 31) fraction bits: the exact

@@ -42,7 +42,7 @@ function (``float(t)``, ``t.numpy()``: ``value-read-in-trace``), branching on on
 (``stale-handle``), a loop count that is not a static int (``loop-count-not-static``).
 
 The tracing (``_Trace``, ``scellis.loop``) is in pipeline_trace, the document a trace becomes
-in pipeline_document.
+in pipeline_document, the calls that run it (prepared sessions, the prologue) in pipeline_run.
 """
 
 import functools
@@ -52,20 +52,19 @@ import threading
 
 import numpy as np
 
-from . import _scellis
-from . import user_ops as _user_ops
-from .errors import DeviceError, GraphError, SessionStateError, TraceError, UserReferenceError
+from .errors import GraphError, TraceError
 from .graph import Graph
 from .loop_rollup import _find_loop
 from .pipeline_document import _Traced, _document
+from .pipeline_run import _PipelineRunning
 from .pipeline_trace import _Trace, loop  # noqa: F401 (loop: importable from here as before)
 from .tensor import Tensor, _dtype_name
-from .result import RunResult
 
 
-class Pipeline:
+class Pipeline(_PipelineRunning):
     """A traced pipeline; see the module's documentation. Calling it runs it and returns NumPy
-    arrays shaped as the function's result; ``run`` returns the RunResult."""
+    arrays shaped as the function's result; ``run`` returns the RunResult (scellis.pipeline_run).
+    """
 
     def __init__(self, fn, backend="auto", tier=None, allow_software_adapter=False, threads=0,
                  executor=None, record=True):
@@ -167,99 +166,6 @@ class Pipeline:
         if traced is None:
             traced = self._traced[key] = self._trace(bound, arrays)
         return traced
-
-    # ---- running ----
-
-    def run(self, *args, **kwargs):
-        """Runs the pipeline and returns the RunResult: ``outputs`` by name (``out``, ``out0``
-        ..., or the returned dict's keys), ``backend``, ``executor``, ``fallback_reason`` and the
-        engine's ``stats``."""
-        with self._lock:
-            bound, arrays, key = self._bind(args, kwargs)
-            traced = self._traced_for(bound, arrays, key)
-            try:
-                return self._run_traced(traced, arrays, key)
-            except UserReferenceError as e:
-                # Chained to the exception the user op's reference raised, as a Graph run is.
-                _user_ops.reraise_from_reference(e, traced.user_ops)
-
-    def _run_traced(self, traced, arrays, key):
-        """One call of a traced signature: the prologue, then a step of its prepared session."""
-        fed = {n: arrays[arg] for n, arg in traced.fed.items()}
-        if traced.prologue is not None:
-            arrays = {**arrays, **self._prologue(traced, arrays, key)}
-        state = {n: arrays[arg] for n, arg in traced.state.items()}
-        session = self._sessions.get(key)
-        try:
-            if session is None:
-                o = self._options
-                session = _scellis.prepare(traced.text, o["backend"], o["tier"],
-                                           o["allow_software_adapter"], o["threads"], state,
-                                           self._executor,
-                                           _user_ops.handles(traced.user_ops))
-                self._sessions[key] = session
-            else:
-                for n, value in state.items():
-                    session.upload(n, value)
-            watched, stats = session.run([fed], traced.outputs)
-        except (DeviceError, SessionStateError) as e:
-            # Every call starts from the state it is given, so a session poisoned by this
-            # call is replaced on the next one rather than kept.
-            dropped = self._sessions.pop(key, None)
-            if dropped is not None:
-                dropped.dispose()
-            if getattr(e, "code", None) != "non-finite-readback":
-                raise
-            # A session refuses a non-finite carried value as a divergence; for a pipeline
-            # it is a result (as a one-shot run returns it), so the call runs once more so.
-            return self._run_once(traced, {**fed, **state}, self._executor)
-        return RunResult(backend=session.backend, executor=session.executor,
-                         fallback_reason=session.fallback_reason,
-                         outputs={n: watched[n][0] for n in traced.outputs}, stats=stats,
-                         attempts=session.attempts,
-                         determinism_tier=session.determinism_tier,
-                         content_id=session.content_id)
-
-    def _prologue(self, traced, arrays, key):
-        """The loop's starting values computed before it (a session of their own, one more
-        submission per call)."""
-        session = self._sessions.get((key, "prologue"))
-        if session is None:
-            o = self._options
-            session = _scellis.prepare(traced.prologue, o["backend"], o["tier"],
-                                       o["allow_software_adapter"], o["threads"], {}, None,
-                                       _user_ops.handles(traced.user_ops))
-            self._sessions[(key, "prologue")] = session
-        watched, _ = session.run([{n: arrays[n] for n in traced.prologue_inputs}],
-                                 traced.prologue_outputs)
-        return {n: watched[n][0] for n in traced.prologue_outputs}
-
-    def _run_once(self, traced, arrays, executor):
-        o = self._options
-        report = _scellis.run(traced.text, o["backend"], o["tier"], o["allow_software_adapter"],
-                              o["threads"], arrays, executor,
-                              _user_ops.handles(traced.user_ops), self._record)
-        report["outputs"] = {n: report["outputs"][n] for n in traced.outputs}
-        return RunResult(**report)
-
-    def __call__(self, *args, **kwargs):
-        result = self.run(*args, **kwargs)
-        traced = self._traced[self._bind(args, kwargs)[2]]
-        values = [result.outputs[n] for n in traced.outputs]
-        if traced.structure == "single":
-            return values[0]
-        if traced.structure == "tuple":
-            return tuple(values)
-        if traced.structure == "list":
-            return values
-        return dict(zip(traced.structure[1], values))
-
-    def close(self):
-        """Frees the prepared sessions (a later call prepares again)."""
-        with self._lock:
-            for s in self._sessions.values():
-                s.dispose()
-            self._sessions.clear()
 
 
 def pipeline(fn=None, *, backend="auto", tier=None, allow_software_adapter=False, threads=0,

@@ -20,8 +20,9 @@ passes ``options={"tier": "debug" | "prod" | "fast"}`` and says so once. ``optio
 
 ``compile_step(model, loss_fn, optimizer)`` captures a training step instead (see its docstring).
 
-The modules: ``translate`` (one FX node into Scellis ops) and ``targets`` (which FX targets have a
-translation), ``dynamo`` (the backend), ``capture`` and ``step`` (compile_step).
+The modules: ``translate`` and ``translate_shape`` (one FX node into Scellis ops) and ``targets``
+(which FX targets have a translation), ``dynamo`` (the backend), ``capture`` and ``step``
+(compile_step).
 """
 
 # _reported_breaks: the breaks already warned about (cleared, a break is warned about again).

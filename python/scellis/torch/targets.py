@@ -7,9 +7,10 @@ import torch
 import torch.nn.functional as F
 
 from .translate import (_addmm, _binary, _cast_to, _clamp, _clamp_one, _compare, _dropout,
-                        _flip, _gelu, _getattr, _getitem, _identity, _join, _linear,
-                        _masked_fill, _max_min, _narrow, _pad, _permute, _reduce, _reshape,
-                        _select, _softmax, _t, _tensor_where, _to, _transpose, _unary, _where)
+                        _gelu, _identity, _linear, _masked_fill, _max_min, _reduce, _softmax,
+                        _tensor_where, _to, _unary, _where)
+from .translate_shape import (_flip, _getattr, _getitem, _join, _narrow, _pad, _permute, _reshape,
+                              _select, _t, _transpose)
 
 
 # The FX targets this backend translates: torch-level functions and operators, and tensor methods.
