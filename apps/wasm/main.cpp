@@ -141,8 +141,8 @@ std::string RunToJson(const char* document_text, const char* options_text) {
 
 // The options of a lowering: {"tier": ..., "bind": {"N": 64}, "limits": {the device's
 // max_storage_buffer_binding_size, min_storage_buffer_offset_alignment,
-// max_compute_workgroups_per_dimension}}; every field may be left out (WebGPU's guaranteed
-// limits, the document's own tier).
+// max_compute_workgroups_per_dimension, max_storage_buffers_per_shader_stage}}; every field may be
+// left out (WebGPU's guaranteed limits, the document's own tier; no storage-buffer count checked).
 Result<runtime::ProgramLimits> ParseProgramOptions(const std::string& text,
                                                    pipeline::CompileOptions& compile) {
   auto parsed = ParseUntrustedJson(text);
@@ -162,6 +162,9 @@ Result<runtime::ProgramLimits> ParseProgramOptions(const std::string& text,
           limits.min_storage_buffer_offset_alignment = v.get<uint32_t>();
         } else if (name == "max_compute_workgroups_per_dimension") {
           limits.max_compute_workgroups_per_dimension = v.get<uint32_t>();
+        } else if (name == "max_storage_buffers_per_shader_stage") {
+          // Judged by the plan: a kernel binding more makes it red, so no program is laid out.
+          compile.plan.limits.max_storage_buffers_per_kernel = v.get<int64_t>();
         } else {
           errors.push_back(BadOption("there is no device limit \"" + name + "\""));
         }

@@ -145,6 +145,10 @@ struct DeviceLimits {
   // Workgroup memory a kernel may declare: WebGPU's guaranteed 16 KiB, or the adapter's own
   // maxComputeWorkgroupStorageSize when a WebGPU device is selected (an H200 offers 48 KiB).
   int64_t max_workgroup_storage_bytes = 16384;
+  // Storage buffers one kernel may bind: the adapter's maxStorageBuffersPerShaderStage on WebGPU
+  // (WebGPU guarantees 8; SwiftShader and an H200 offer 10); 0 where nothing binds buffers (the
+  // CPU reference).
+  int64_t max_storage_buffers_per_kernel = 0;
 };
 
 // The limits of a backend that keeps its buffers in host memory, with the host's available memory

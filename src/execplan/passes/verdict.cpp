@@ -91,6 +91,7 @@ class Judge {
               F16Answer(p_, mem.budget));
     }
     Bindings();
+    StorageBuffers();
     if (p_.verdict == Verdict::kRed) return;
     if (mem.allocated * 10 > mem.budget * 8) {
       Yellow("near-budget", "the plan uses " + FormatBytes(mem.allocated) + " of a " +
@@ -200,6 +201,29 @@ class Judge {
               "(--backend=cpu)");
         }
       }
+    }
+  }
+
+  // A kernel binding more storage buffers than the device lets one shader stage bind would fail
+  // when its pipeline is made, after the run began: refused here instead. (The passes that merge
+  // kernels keep to WebGPU's guaranteed 8; a fused elementwise kernel binds what its expression
+  // reads.)
+  void StorageBuffers() {
+    const int64_t cap = p_.limits.max_storage_buffers_per_kernel;
+    if (cap <= 0) return;
+    const webir::Graph& g = p_.graph();
+    for (const kernel::Kernel& k : p_.module().kernels) {
+      const int bound = k.StorageBindings();
+      if (bound <= cap) continue;
+      p_.verdict = Verdict::kRed;
+      p_.findings.push_back(UserError(
+          "too-many-storage-buffers", g.at(k.output).origin,
+          k.name + " binds " + std::to_string(bound) + " storage buffers (what it reads and " +
+              "writes), over " + p_.limits.device + "'s limit of " + std::to_string(cap) +
+              " per shader stage",
+          "split the expression so that no kernel reads more than " + std::to_string(cap - 1) +
+              " tensors (compute part of it into an output of its own), or run on the CPU "
+              "reference (--backend=cpu)"));
     }
   }
 

@@ -98,6 +98,30 @@ TEST(VerdictPass, BindingCapTilesWhatItCanAndRefusesTheRest) {
   EXPECT_EQ(p.verdict, Verdict::kGreen);
 }
 
+// relu(x) reads 1 buffer and writes 1; the matmul reads 2 and writes 1: over a limit of 2 storage
+// buffers a kernel, the matmul is refused with its document node's pointer; no limit, no check.
+TEST(VerdictPass, AKernelOverTheStorageBufferLimitIsRefused) {
+  Plan p = Assigned();
+  p.memory.budget = int64_t{1} << 30;
+  p.limits.device = "gpu";
+  for (int64_t cap : {int64_t{0}, int64_t{3}, int64_t{2}}) {
+    p.limits.max_storage_buffers_per_kernel = cap;
+    ASSERT_TRUE(JudgeVerdict(p).ok());
+    if (cap != 2) {
+      EXPECT_EQ(p.verdict, Verdict::kGreen) << cap;
+      continue;
+    }
+    ASSERT_EQ(p.verdict, Verdict::kRed);
+    ASSERT_EQ(p.findings.size(), 1u);
+    EXPECT_EQ(p.findings[0].code, "too-many-storage-buffers");
+    EXPECT_EQ(p.findings[0].pointer, "/nodes/2");
+    EXPECT_NE(p.findings[0].message.find("matmul binds 3 storage buffers"), std::string::npos)
+        << p.findings[0].message;
+    EXPECT_NE(p.findings[0].message.find("gpu's limit of 2 per shader stage"), std::string::npos)
+        << p.findings[0].message;
+  }
+}
+
 TEST(VerdictPass, NeedsBuffersFirst) {
   pipeline::CompileOptions o = scellis::testing::ProdOptions();
   o.print_after = "memory-classes";

@@ -194,6 +194,7 @@ export function createPipeline(fn: (...args: never[]) => unknown, options: Pipel
           max_storage_buffer_binding_size: lim.maxStorageBufferBindingSize,
           min_storage_buffer_offset_alignment: lim.minStorageBufferOffsetAlignment,
           max_compute_workgroups_per_dimension: lim.maxComputeWorkgroupsPerDimension,
+          max_storage_buffers_per_shader_stage: lim.maxStorageBuffersPerShaderStage,
         },
       });
     const session = await runtime.prepare(await lower(t.text));

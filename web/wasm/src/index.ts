@@ -111,6 +111,8 @@ export interface DeviceProgramOptions {
     max_storage_buffer_binding_size?: number;
     min_storage_buffer_offset_alignment?: number;
     max_compute_workgroups_per_dimension?: number;
+    /** A kernel binding more storage buffers is refused (`too-many-storage-buffers`). */
+    max_storage_buffers_per_shader_stage?: number;
   };
 }
 

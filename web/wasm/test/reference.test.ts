@@ -146,6 +146,13 @@ test("deviceProgram: the native scellis_device_program's program, field for fiel
   const capped = reference.deviceProgram(jacobi, { tier: "prod", limits: { max_storage_buffer_binding_size: 1 << 20 } }) as unknown as Laid;
   assert.equal(capped.limits.max_storage_buffer_binding_size, 1 << 20);
   assert.ok(capped.dispatches.length > plain.dispatches.length, `${capped.dispatches.length} dispatches under a 1 MiB cap, ${plain.dispatches.length} without`);
+  // The path tracer's largest kernel binds 10 storage buffers: refused on a device that offers 8.
+  const tracer = readFileSync(join(root, "examples/pipelines/path_tracer.json"), "utf8");
+  assert.ok(reference.deviceProgram(tracer, { tier: "prod", limits: { max_storage_buffers_per_shader_stage: 10 } }));
+  assert.throws(
+    () => reference.deviceProgram(tracer, { tier: "prod", limits: { max_storage_buffers_per_shader_stage: 8 } }),
+    (e: unknown) => e instanceof ScellisReferenceError && e.code === "too-many-storage-buffers",
+  );
   assert.throws(() => reference.deviceProgram("{}", { tier: "prod" }), (e: unknown) => e instanceof ScellisReferenceError && e.diagnostics.length > 0);
   assert.throws(
     () => reference.deviceProgram(readFileSync(join(root, "examples/center_columns.json"), "utf8"), { limits: { warp_size: 32 } } as never),

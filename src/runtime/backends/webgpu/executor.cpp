@@ -21,6 +21,7 @@ execplan::DeviceLimits PlanLimits(const AdapterInfo& info) {
   l.max_binding_bytes = static_cast<int64_t>(std::min<uint64_t>(
       info.limits.max_storage_buffer_binding_size, std::numeric_limits<int64_t>::max()));
   l.max_workgroup_storage_bytes = info.limits.max_compute_workgroup_storage_size;
+  l.max_storage_buffers_per_kernel = info.limits.max_storage_buffers_per_shader_stage;
   return l;
 }
 
