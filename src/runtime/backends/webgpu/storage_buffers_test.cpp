@@ -2,11 +2,10 @@
 // bind (SwiftShader: 10), before anything runs; a kernel at the limit runs and is right.
 #include <gtest/gtest.h>
 
-#include <cstdlib>
 #include <random>
 
 #include "pipeline/compile.h"
-#include "runtime/backends/webgpu/executor.h"
+#include "runtime/backends/backends_test.h"
 #include "support/graph.h"
 
 namespace scellis::runtime::webgpu {
@@ -14,14 +13,6 @@ namespace {
 
 using scellis::testing::GraphDoc;
 using scellis::testing::InputNode;
-
-std::unique_ptr<WebGpuExecutor> Gpu() {
-  if (!std::getenv("VK_ICD_FILENAMES"))
-    setenv("VK_ICD_FILENAMES", "/usr/lib/chromium/vk_swiftshader_icd.json", 1);
-  auto d = Device::Open({.allow_software_adapter = true});
-  EXPECT_TRUE(d.ok()) << (d.ok() ? "" : d.errors().front().message);
-  return d.ok() ? std::make_unique<WebGpuExecutor>(std::move(d.value())) : nullptr;
-}
 
 // y = x0 + x1 + ... + x{n-1}, one fused kernel binding n inputs and y; `expected` gets each
 // element's sum in float64.
@@ -43,14 +34,14 @@ std::string SumOf(int n, uint32_t seed, std::vector<double>& expected) {
   return GraphDoc(nodes, {{"y", last}}).dump();
 }
 
-Result<pipeline::Compiled> Compiled(const std::string& doc, const WebGpuExecutor& gpu) {
+Result<pipeline::Compiled> Compiled(const std::string& doc, const Executor& gpu) {
   pipeline::CompileOptions o = scellis::testing::ProdOptions();
   o.plan.limits = gpu.limits();
   return pipeline::Compile(doc, o);
 }
 
 TEST(StorageBuffers, APlanOverTheAdaptersLimitIsRefusedAndOneAtItRuns) {
-  auto gpu = Gpu();
+  auto gpu = runtime::testing::Open("webgpu");
   ASSERT_NE(gpu, nullptr);
   const int64_t cap = gpu->limits().max_storage_buffers_per_kernel;
   ASSERT_GE(cap, 8);  // WebGPU's guaranteed minimum; SwiftShader offers 10
