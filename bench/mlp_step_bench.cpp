@@ -86,17 +86,32 @@ int main(int argc, char** argv) {
     }
     int runs = std::max(1, total_steps / per_run);
     double busy_us = 0, gaps_us = 0, span_us = 0, dispatches = 0, host_record_us = 0;
+    // The host's part split (the backend's stats), and what a run costs outside the backend's
+    // own wall time (the session's checks and bookkeeping around it).
+    double host_setup_us = 0, host_send_us = 0, host_feed_us = 0, host_encode_us = 0,
+           outside_us = 0;
     std::vector<double> by_dispatch;  // each of a step's dispatches, summed over the steps
     auto t0 = std::chrono::steady_clock::now();
     for (int i = 0; i < runs; ++i) {
       set_steps();
+      const auto run_start = std::chrono::steady_clock::now();
       auto r = s.value()->Run(feeds, {webir::kLossOutput});
+      const double run_us =
+          std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - run_start)
+              .count();
       if (!r.ok()) {
         std::cerr << r.errors().front().Format() << "\n";
         return 4;
       }
-      if (r->stats.contains("host_record_ms"))
-        host_record_us += 1e3 * r->stats["host_record_ms"].get<double>();
+      const auto stat_us = [&](const char* key) {
+        return r->stats.contains(key) ? 1e3 * r->stats[key].get<double>() : 0.0;
+      };
+      host_record_us += stat_us("host_record_ms");
+      host_setup_us += stat_us("host_setup_ms");
+      host_send_us += stat_us("host_send_ms");
+      host_feed_us += stat_us("host_feed_ms");
+      host_encode_us += stat_us("host_encode_ms");
+      if (r->stats.contains("wall_ms")) outside_us += run_us - stat_us("wall_ms");
       if (r->stats.contains("gpu_timestamps")) {
         const Json& g = r->stats["gpu_timestamps"];
         busy_us += g["busy_us"].get<double>();
@@ -117,8 +132,14 @@ int main(int argc, char** argv) {
         "\"us_per_step\": %.2f",
         backend.c_str(), per_run, runs * per_run, us / steps);
     // The host's own part of each step: feeds queued and dispatches recorded, before the wait.
-    if (host_record_us > 0)
-      std::printf(", \"host_record_us_per_step\": %.2f", host_record_us / steps);
+    if (host_record_us > 0) {
+      std::printf(
+          ", \"host_record_us_per_step\": %.2f, \"host_setup_us_per_step\": %.2f, "
+          "\"host_send_us_per_step\": %.2f, \"host_feed_us_per_step\": %.2f, "
+          "\"host_encode_us_per_step\": %.2f, \"outside_backend_us_per_step\": %.2f",
+          host_record_us / steps, host_setup_us / steps, host_send_us / steps, host_feed_us / steps,
+          host_encode_us / steps, outside_us / steps);
+    }
     if (timed) {
       std::printf(
           ", \"gpu_timestamps\": true, \"timed_dispatches_per_step\": %.1f, "

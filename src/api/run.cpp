@@ -131,6 +131,8 @@ Status RunMany(runtime::Executor& exec, const execplan::Plan& plan, int steps,
         backend_counters[key] = value;  // the plan's, not a count
       else if (value.is_number_integer() && key != "steps" && key != "readback_bytes")
         backend_counters[key] = backend_counters.value(key, int64_t{0}) + value.get<int64_t>();
+      else if (value.is_number_float() && key.rfind("host_", 0) == 0)  // the host's times
+        backend_counters[key] = backend_counters.value(key, 0.0) + value.get<double>();
     }
     for (size_t i = 0; i < chunk.watched.size(); ++i) {
       for (runtime::HostTensor& t : chunk.watched[i].second) {

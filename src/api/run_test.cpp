@@ -5,6 +5,7 @@
 #include <bit>
 #include <cmath>
 #include <cstdint>
+#include <cstdlib>
 #include <fstream>
 #include <limits>
 #include <map>
@@ -138,6 +139,34 @@ TEST_F(LifeReadback, HistoryReadsEveryStep) {
   }
   // The last value is the history's last step, not read back a second time.
   EXPECT_EQ(ValuesOf(r->outputs[0].second), ValuesOf(r->history[0].second.back()));
+}
+
+// On WebGPU the backend's report of where the host's time went is summed over the submissions
+// of a long run, as its counters are: each part is there, and together they are the recording,
+// which is less than the whole run. The grid is still the one the rule gives.
+TEST_F(LifeReadback, ManyStepsOnWebGpuSumTheHostsTimes) {
+  SCOPED_TRACE("seed " + std::to_string(seed_));
+  if (!std::getenv("VK_ICD_FILENAMES"))
+    setenv("VK_ICD_FILENAMES", "/usr/lib/chromium/vk_swiftshader_icd.json", 1);
+  RunOptions o = CpuSteps(130);
+  o.select = {.requested = "webgpu", .allow_software_adapter = true};
+  auto r = api::Run(text_, o);
+  ASSERT_TRUE(r.ok()) << r.errors().front().Format();
+  EXPECT_EQ(r->backend, "webgpu");
+  double parts = 0;
+  for (const char* key : {"host_setup_ms", "host_send_ms", "host_feed_ms", "host_encode_ms"}) {
+    ASSERT_TRUE(r->stats.contains(key)) << key << " in " << r->stats.dump();
+    EXPECT_GE(r->stats[key].get<double>(), 0.0) << key;
+    parts += r->stats[key].get<double>();
+  }
+  const double recorded = r->stats["host_record_ms"].get<double>();
+  EXPECT_NEAR(parts, recorded, 1e-6 + 1e-9 * recorded);
+  EXPECT_GT(recorded, 0.0);
+  EXPECT_LT(recorded, r->stats["wall_ms"].get<double>());
+  std::vector<uint8_t> want = LifeSteps(cells_, 130);
+  std::vector<float> got = ValuesOf(r->outputs[0].second);
+  ASSERT_EQ(got.size(), want.size());
+  for (size_t i = 0; i < want.size(); ++i) ASSERT_EQ(got[i], static_cast<float>(want[i])) << i;
 }
 
 TEST_F(LifeReadback, OneStepReadsItsOutputsOnce) {

@@ -224,12 +224,22 @@ class WebGpuPrepared : public Prepared {
     // them, so the GPU starts on the first step while the host records the rest, and the host,
     // which records a step in less time than the GPU runs it, stays ahead with a few submissions.
     // The read at the end sends the last chunk.
+    // Where the host's part goes, for the stats: handing chunks to the queue, writing the feeds,
+    // and recording the dispatches (with the generic executor's own submissions); before the
+    // loop, the run's setup.
+    using Clock = std::chrono::steady_clock;
+    Clock::duration sending{}, feeding{};
+    const auto loop_start = Clock::now();
     size_t chunk_end = 0;
     for (size_t k = 0; k < steps; ++k) {
       if (k == chunk_end) {
         chunk_end = std::min(steps, k + std::clamp<size_t>(k, 1, kMaxStepsPerChunk));
+        const auto t0 = Clock::now();
         Status s = k > 0 && !generic ? d_.Send() : Status::Ok();
+        const auto t1 = Clock::now();
         if (s.ok()) s = WriteFeeds(feeds, fed_slots, k, chunk_end);
+        sending += t1 - t0;
+        feeding += Clock::now() - t1;
         if (!s.ok()) {
           release();
           return s;
@@ -279,9 +289,10 @@ class WebGpuPrepared : public Prepared {
       }
       r.watched.push_back({names[i], std::move(per_step)});
     }
-    const auto ms_between = [](auto from, auto to) {
-      return std::chrono::duration<double, std::milli>(to - from).count();
+    const auto ms_of = [](auto duration) {
+      return std::chrono::duration<double, std::milli>(duration).count();
     };
+    const auto ms_between = [&](auto from, auto to) { return ms_of(to - from); };
     const double ms = ms_between(start, std::chrono::steady_clock::now());
     SCELLIS_ASSIGN_OR_RETURN(std::vector<GpuInterval> gpu, d_.TakeGpuTimes());
     const DeviceStats& after = d_.stats();
@@ -293,7 +304,11 @@ class WebGpuPrepared : public Prepared {
                {"bytes_uploaded", after.bytes_uploaded - before.bytes_uploaded},
                {"readback_bytes", after.bytes_read - before.bytes_read},
                {"wall_ms", ms},
-               {"host_record_ms", ms_between(start, recorded)}};
+               {"host_record_ms", ms_between(start, recorded)},
+               {"host_setup_ms", ms_between(start, loop_start)},
+               {"host_send_ms", ms_of(sending)},
+               {"host_feed_ms", ms_of(feeding)},
+               {"host_encode_ms", ms_of(recorded - loop_start - sending - feeding)}};
     if (!gpu.empty()) r.stats["gpu_timestamps"] = GpuTimesJson(gpu);
     return r;
   }

@@ -101,6 +101,17 @@ TEST(WebGpuRunStats, ThreeOutputsOneSubmissionOneMap) {
   EXPECT_EQ(steps->stats["maps"].get<int>(), 1);
   EXPECT_EQ(steps->stats["readback_bytes"].get<int>(), 5 * (5 + 21 + 1) * 4);
   EXPECT_EQ(steps->watched[2].second[4].ToFloats(), std::vector<float>{10.5f});
+  // The host's part of the run, split: setup, sending chunks, writing feeds, recording. Each is a
+  // time of its own, and together they are the whole.
+  double parts = 0;
+  for (const char* key : {"host_setup_ms", "host_send_ms", "host_feed_ms", "host_encode_ms"}) {
+    ASSERT_TRUE(steps->stats.contains(key)) << key;
+    EXPECT_GE(steps->stats[key].get<double>(), 0.0) << key;
+    parts += steps->stats[key].get<double>();
+  }
+  const double whole = steps->stats["host_record_ms"].get<double>();
+  EXPECT_NEAR(parts, whole, 1e-6 + 1e-9 * whole);
+  EXPECT_LE(whole, steps->stats["wall_ms"].get<double>());
 }
 
 TEST(WebGpuRunStats, ASecondProcessOfTheSameRunReadsTheKernelCache) {
