@@ -141,11 +141,20 @@ int JudgeTrainingWorkflow(const CompileFlags& f, int& code) {
 }  // namespace
 
 int RunCommand(const CompileFlags& f, const RunFlags& r) {
+  // Timestamps are a WebGPU device's; `auto` might pick the CPU and time nothing.
+  if (r.gpu_timestamps && r.backend != "webgpu") {
+    return Report({UserError("bad-flag", "",
+                             "--gpu-timestamps times WebGPU dispatches, and the backend is \"" +
+                                 r.backend + "\"",
+                             "add --backend=webgpu")},
+                  f.file, f.json);
+  }
   api::RunOptions options;
   options.select = {.requested = r.backend,
                     .allow_software_adapter = r.allow_software_adapter,
                     .cpu_threads = r.threads,
-                    .adapter = r.adapter};
+                    .adapter = r.adapter,
+                    .gpu_timestamps = r.gpu_timestamps};
   options.steps = r.steps;
   options.history = r.history;
   if (!r.executor.empty())

@@ -91,6 +91,7 @@ struct RunFlags {
   std::string out_file;
   bool allow_software_adapter = false;
   std::optional<uint32_t> adapter;  // --adapter: the WebGPU adapter's index
+  bool gpu_timestamps = false;      // --gpu-timestamps: every dispatch timed on the GPU
   int steps = 1;
   std::vector<std::string> history;  // outputs whose every step is printed
   std::string executor;              // --executor: "" | "fused" | "generic"

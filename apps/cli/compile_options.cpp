@@ -58,6 +58,10 @@ void AddRunCommand(CommandOptions& options) {
                   "document)");
   run->add_flag("--allow-software-adapter", inv.run.allow_software_adapter,
                 "accept a software WebGPU adapter (SwiftShader) for --backend=webgpu");
+  run->add_flag("--gpu-timestamps", inv.run.gpu_timestamps,
+                "--backend=webgpu: time every dispatch on the GPU (the adapter's timestamp-query "
+                "feature); the stats' gpu_timestamps give the kernels' busy time and the idle "
+                "gaps between them. Each timed dispatch runs in a compute pass of its own");
   run_typed.Integer("--adapter", &inv.run.adapter, 0, 1023,
                     "the WebGPU adapter, by its index among those Dawn offers (0 first; default: "
                     "Dawn's first, or under MPI the host-local rank modulo the adapter count)");

@@ -80,5 +80,39 @@ TEST(CliSteps, HistoryReadsBackEveryStepOfTheNamedOutput) {
   EXPECT_NE(unknown.err.find("error[unknown-output]"), std::string::npos) << unknown.err;
 }
 
+// --gpu-timestamps times every dispatch of the run on the GPU: one per Life step here, each with
+// a time of its own, the busy total their sum; the glider is where the rule puts it. The host's
+// part is split alongside. On the CPU, or with `auto`, the flag is refused before anything runs.
+TEST(CliSteps, GpuTimestampsTimeEveryDispatch) {
+  setenv("VK_ICD_FILENAMES", "/usr/lib/chromium/vk_swiftshader_icd.json", 0);
+  const std::string doc = std::string(SCELLIS_SOURCE_DIR) + "/examples/life_steps.json";
+  CliRun r = RunScellis({"run", doc, "--tier=prod", "--json", "--steps", "68", "--backend=webgpu",
+                         "--allow-software-adapter", "--gpu-timestamps"});
+  ASSERT_TRUE(r.exited && r.exit_code == 0) << r.err;
+  EXPECT_EQ(GridOf(r), GliderAt(1, 1));
+  const Json stats = Json::parse(r.out)["stats"];
+  ASSERT_TRUE(stats.contains("gpu_timestamps")) << stats.dump();
+  const Json& gpu = stats["gpu_timestamps"];
+  EXPECT_EQ(gpu["dispatches"].get<int>(), 68);
+  EXPECT_EQ(stats["dispatches"].get<int>(), 68);
+  ASSERT_EQ(gpu["dispatch_us"].size(), 68u);
+  double sum = 0;
+  for (const Json& us : gpu["dispatch_us"]) {
+    EXPECT_GE(us.get<double>(), 0.0);
+    sum += us.get<double>();
+  }
+  EXPECT_NEAR(gpu["busy_us"].get<double>(), sum, 1e-6 * sum + 1e-9);
+  EXPECT_GT(sum, 0.0);
+  EXPECT_GE(stats["host_record_ms"].get<double>(), stats["host_encode_ms"].get<double>());
+  for (const char* backend : {"--backend=cpu", "--backend=auto"}) {
+    CliRun refused = RunScellis(
+        {"run", doc, "--tier=prod", "--steps", "4", backend, "--gpu-timestamps", "--no-record"});
+    EXPECT_EQ(refused.exit_code, 2) << backend;
+    EXPECT_NE(refused.err.find("error[bad-flag]"), std::string::npos) << refused.err;
+    EXPECT_NE(refused.err.find("--backend=webgpu"), std::string::npos) << refused.err;
+    EXPECT_EQ(refused.out.find("next"), std::string::npos) << "it ran: " << refused.out;
+  }
+}
+
 }  // namespace
 }  // namespace scellis::testing

@@ -97,6 +97,19 @@ Status RunOnce(runtime::Executor& exec, const execplan::Plan& plan, const runtim
   return Status::Ok();
 }
 
+// One run's GPU timestamps (webgpu's `gpu_timestamps`: the timed dispatches, their busy time, the
+// idle gaps between them, the span and each one's time) added into the totals of the runs before.
+void AddGpuTimes(Json& total, const Json& run) {
+  if (total.is_null()) {
+    total = run;
+    return;
+  }
+  total["dispatches"] = total["dispatches"].get<int64_t>() + run["dispatches"].get<int64_t>();
+  for (const char* key : {"busy_us", "gaps_us", "span_us"})
+    total[key] = total[key].get<double>() + run[key].get<double>();
+  for (const Json& us : run["dispatch_us"]) total["dispatch_us"].push_back(us);
+}
+
 // Many steps in a prepared session: up to 64 per run, the history outputs watched, and
 // the last value of every output downloaded once at the end.
 // The feeds are the starting values of params and carried inputs, and the value of every step of
@@ -133,6 +146,8 @@ Status RunMany(runtime::Executor& exec, const execplan::Plan& plan, int steps,
         backend_counters[key] = backend_counters.value(key, int64_t{0}) + value.get<int64_t>();
       else if (value.is_number_float() && key.rfind("host_", 0) == 0)  // the host's times
         backend_counters[key] = backend_counters.value(key, 0.0) + value.get<double>();
+      else if (key == "gpu_timestamps")
+        AddGpuTimes(backend_counters[key], value);
     }
     for (size_t i = 0; i < chunk.watched.size(); ++i) {
       for (runtime::HostTensor& t : chunk.watched[i].second) {

@@ -116,6 +116,9 @@ Result<RunResult> WebGpuExecutor::DoRun(const execplan::Plan& plan, const Feeds&
              {"device_open_ms", after.open_ms},
              {"pipeline_compile_ms", after.pipeline_compile_ms - before.pipeline_compile_ms},
              {"kernel_cache", KernelCacheJson(cache_before, device_->kernel_cache())}};
+  // The host's part of the run and, when the device times dispatches, the GPU's times.
+  for (const auto& [key, value] : steps.stats.items())
+    if (key.rfind("host_", 0) == 0 || key == "gpu_timestamps") r.stats[key] = value;
   return r;
 }
 
