@@ -199,6 +199,14 @@ int RunCommand(const CompileFlags& f, const RunFlags& r) {
   PrintReport(report);
   std::cout << "readback: " << report.readback_bytes() << " bytes over " << report.steps
             << (report.steps == 1 ? " step" : " steps") << "\n";
+  if (report.stats.contains("gpu_timestamps")) {  // --gpu-timestamps; each dispatch's time: --json
+    const Json& gpu = report.stats["gpu_timestamps"];
+    std::cout << "gpu timestamps: " << gpu["dispatches"].get<int64_t>() << " of "
+              << report.stats.value("dispatches", int64_t{0})
+              << " dispatches timed, each in a pass of its own: busy "
+              << gpu["busy_us"].get<double>() << " us, idle between them "
+              << gpu["gaps_us"].get<double>() << " us\n";
+  }
   if (!run_id.empty())
     std::cout << "run record: " << run_id << " (scellis replay " << run_id << ")\n";
   return 0;

@@ -104,6 +104,12 @@ TEST(CliSteps, GpuTimestampsTimeEveryDispatch) {
   EXPECT_NEAR(gpu["busy_us"].get<double>(), sum, 1e-6 * sum + 1e-9);
   EXPECT_GT(sum, 0.0);
   EXPECT_GE(stats["host_record_ms"].get<double>(), stats["host_encode_ms"].get<double>());
+  // Without --json the run says what was timed.
+  CliRun text = RunScellis({"run", doc, "--tier=prod", "--steps", "5", "--backend=webgpu",
+                            "--allow-software-adapter", "--gpu-timestamps", "--no-record"});
+  ASSERT_EQ(text.exit_code, 0) << text.err;
+  EXPECT_NE(text.out.find("gpu timestamps: 5 of 5 dispatches timed"), std::string::npos)
+      << text.out;
   for (const char* backend : {"--backend=cpu", "--backend=auto"}) {
     CliRun refused = RunScellis(
         {"run", doc, "--tier=prod", "--steps", "4", backend, "--gpu-timestamps", "--no-record"});

@@ -98,7 +98,8 @@ Status RunOnce(runtime::Executor& exec, const execplan::Plan& plan, const runtim
 }
 
 // One run's GPU timestamps (webgpu's `gpu_timestamps`: the timed dispatches, their busy time, the
-// idle gaps between them, the span and each one's time) added into the totals of the runs before.
+// idle gaps between them, the span and each one's time) added into the totals of the runs before:
+// `span_us` becomes the sum of the runs' spans, the time between runs left out.
 void AddGpuTimes(Json& total, const Json& run) {
   if (total.is_null()) {
     total = run;

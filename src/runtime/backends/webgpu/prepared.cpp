@@ -224,6 +224,7 @@ class WebGpuPrepared : public Prepared {
     // them, so the GPU starts on the first step while the host records the rest, and the host,
     // which records a step in less time than the GPU runs it, stays ahead with a few submissions.
     // The read at the end sends the last chunk.
+    //
     // Where the host's part goes, for the stats: handing chunks to the queue, writing the feeds,
     // and recording the dispatches (with the generic executor's own submissions); before the
     // loop, the run's setup.
