@@ -1,6 +1,7 @@
 // Benchmark: the 784-256-10 MLP training step (ReLU, cross-entropy, Adam, batch 64) from
-// examples/fashion_mlp.json, in a prepared session, at 1, 8 and 64 steps per submission. Prints
-// one JSON object per configuration. PyTorch's side of the comparison runs in the same job
+// examples/fashion_mlp.json, in a prepared session, at 1, 8 and 64 steps per submission, with
+// runs one at a time and with two in flight (api::Session::Start, as the trainer runs them).
+// Prints one JSON object per configuration. PyTorch's side of the comparison runs in the same job
 // (bench/peer/torch_mlp.py); bench/run_mlp_bench.sh runs both and bench/RESULTS.md records them.
 //
 // With a fourth argument `--gpu-timestamps` every dispatch is also timed on the GPU (each in a
@@ -84,75 +85,104 @@ int main(int argc, char** argv) {
         return 4;
       }
     }
-    int runs = std::max(1, total_steps / per_run);
-    double busy_us = 0, gaps_us = 0, span_us = 0, dispatches = 0, host_record_us = 0;
-    // The host's part split (the backend's stats), and what a run costs outside the backend's
-    // own wall time (the session's checks and bookkeeping around it).
-    double host_setup_us = 0, host_send_us = 0, host_feed_us = 0, host_encode_us = 0,
-           outside_us = 0;
-    std::vector<double> by_dispatch;  // each of a step's dispatches, summed over the steps
-    auto t0 = std::chrono::steady_clock::now();
-    for (int i = 0; i < runs; ++i) {
-      set_steps();
-      const auto run_start = std::chrono::steady_clock::now();
-      auto r = s.value()->Run(feeds, {webir::kLossOutput});
-      const double run_us =
-          std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - run_start)
-              .count();
-      if (!r.ok()) {
-        std::cerr << r.errors().front().Format() << "\n";
-        return 4;
-      }
-      const auto stat_us = [&](const char* key) {
-        return r->stats.contains(key) ? 1e3 * r->stats[key].get<double>() : 0.0;
+    // Sequential runs (each waits for its losses before the next is recorded), then two in
+    // flight (the next run recorded while the device runs the one before: how the trainer runs).
+    for (const size_t in_flight : {size_t{1}, runtime::kMaxRunsInFlight}) {
+      int runs = std::max(1, total_steps / per_run);
+      double busy_us = 0, gaps_us = 0, span_us = 0, dispatches = 0, host_record_us = 0;
+      // The host's part split (the backend's stats), and what a run costs outside the backend's
+      // own wall time (the session's checks and bookkeeping around it; sequential runs only).
+      double host_setup_us = 0, host_send_us = 0, host_feed_us = 0, host_encode_us = 0,
+             outside_us = 0;
+      std::vector<double> by_dispatch;  // each of a step's dispatches, summed over the steps
+      auto collect = [&](const runtime::StepsResult& r, double run_us) {
+        const auto stat_us = [&](const char* key) {
+          return r.stats.contains(key) ? 1e3 * r.stats[key].get<double>() : 0.0;
+        };
+        host_record_us += stat_us("host_record_ms");
+        host_setup_us += stat_us("host_setup_ms");
+        host_send_us += stat_us("host_send_ms");
+        host_feed_us += stat_us("host_feed_ms");
+        host_encode_us += stat_us("host_encode_ms");
+        if (in_flight == 1 && r.stats.contains("wall_ms"))
+          outside_us += run_us - stat_us("wall_ms");
+        if (r.stats.contains("gpu_timestamps")) {
+          const Json& g = r.stats["gpu_timestamps"];
+          busy_us += g["busy_us"].get<double>();
+          gaps_us += g["gaps_us"].get<double>();
+          span_us += g["span_us"].get<double>();
+          dispatches += g["dispatches"].get<double>();
+          const Json& each = g["dispatch_us"];
+          const size_t per_step = each.size() / static_cast<size_t>(per_run);
+          by_dispatch.resize(per_step);
+          for (size_t d = 0; d < each.size(); ++d)
+            by_dispatch[d % per_step] += each[d].get<double>();
+        }
       };
-      host_record_us += stat_us("host_record_ms");
-      host_setup_us += stat_us("host_setup_ms");
-      host_send_us += stat_us("host_send_ms");
-      host_feed_us += stat_us("host_feed_ms");
-      host_encode_us += stat_us("host_encode_ms");
-      if (r->stats.contains("wall_ms")) outside_us += run_us - stat_us("wall_ms");
-      if (r->stats.contains("gpu_timestamps")) {
-        const Json& g = r->stats["gpu_timestamps"];
-        busy_us += g["busy_us"].get<double>();
-        gaps_us += g["gaps_us"].get<double>();
-        span_us += g["span_us"].get<double>();
-        dispatches += g["dispatches"].get<double>();
-        const Json& each = g["dispatch_us"];
-        const size_t per_step = each.size() / static_cast<size_t>(per_run);
-        by_dispatch.resize(per_step);
-        for (size_t d = 0; d < each.size(); ++d) by_dispatch[d % per_step] += each[d].get<double>();
+      auto t0 = std::chrono::steady_clock::now();
+      for (int i = 0; i < runs; ++i) {
+        set_steps();
+        const auto run_start = std::chrono::steady_clock::now();
+        if (in_flight == 1) {
+          auto r = s.value()->Run(feeds, {webir::kLossOutput});
+          if (!r.ok()) {
+            std::cerr << r.errors().front().Format() << "\n";
+            return 4;
+          }
+          collect(*r, std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() -
+                                                                run_start)
+                          .count());
+          continue;
+        }
+        Status started = s.value()->Start(feeds, {webir::kLossOutput});
+        if (!started.ok()) {
+          std::cerr << started.first().Format() << "\n";
+          return 4;
+        }
+        // Two in flight: the oldest is finished once the next has started; after the last run,
+        // every one.
+        while (s.value()->runs_in_flight() >= in_flight ||
+               (i + 1 == runs && s.value()->runs_in_flight() > 0)) {
+          auto r = s.value()->Finish();
+          if (!r.ok()) {
+            std::cerr << r.errors().front().Format() << "\n";
+            return 4;
+          }
+          collect(*r, 0);
+        }
       }
-    }
-    double us =
-        std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - t0).count();
-    const double steps = runs * per_run;
-    std::printf(
-        "{\"engine\": \"scellis\", \"backend\": \"%s\", \"steps_per_run\": %d, \"steps\": %d, "
-        "\"us_per_step\": %.2f",
-        backend.c_str(), per_run, runs * per_run, us / steps);
-    // The host's own part of each step: feeds queued and dispatches recorded, before the wait.
-    if (host_record_us > 0) {
+      double us =
+          std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - t0).count();
+      const double steps = runs * per_run;
       std::printf(
-          ", \"host_record_us_per_step\": %.2f, \"host_setup_us_per_step\": %.2f, "
-          "\"host_send_us_per_step\": %.2f, \"host_feed_us_per_step\": %.2f, "
-          "\"host_encode_us_per_step\": %.2f, \"outside_backend_us_per_step\": %.2f",
-          host_record_us / steps, host_setup_us / steps, host_send_us / steps, host_feed_us / steps,
-          host_encode_us / steps, outside_us / steps);
+          "{\"engine\": \"scellis\", \"backend\": \"%s\", \"steps_per_run\": %d, "
+          "\"runs_in_flight\": %zu, \"steps\": %d, \"us_per_step\": %.2f",
+          backend.c_str(), per_run, in_flight, runs * per_run, us / steps);
+      // The host's own part of each step: feeds queued and dispatches recorded, before the wait.
+      if (host_record_us > 0) {
+        std::printf(
+            ", \"host_record_us_per_step\": %.2f, \"host_setup_us_per_step\": %.2f, "
+            "\"host_send_us_per_step\": %.2f, \"host_feed_us_per_step\": %.2f, "
+            "\"host_encode_us_per_step\": %.2f",
+            host_record_us / steps, host_setup_us / steps, host_send_us / steps,
+            host_feed_us / steps, host_encode_us / steps);
+        if (in_flight == 1)
+          std::printf(", \"outside_backend_us_per_step\": %.2f", outside_us / steps);
+      }
+      if (timed) {
+        std::printf(
+            ", \"gpu_timestamps\": true, \"timed_dispatches_per_step\": %.1f, "
+            "\"gpu_busy_us_per_step\": %.2f, \"gpu_gaps_us_per_step\": %.2f, "
+            "\"gpu_span_us_per_step\": %.2f",
+            dispatches / steps, busy_us / steps, gaps_us / steps, span_us / steps);
+        std::printf(", \"gpu_us_per_dispatch_of_a_step\": [");
+        for (size_t d = 0; d < by_dispatch.size(); ++d)
+          std::printf("%s%.2f", d ? ", " : "", by_dispatch[d] / steps);
+        std::printf("]");
+      }
+      std::printf("}\n");
+      std::fflush(stdout);
     }
-    if (timed) {
-      std::printf(
-          ", \"gpu_timestamps\": true, \"timed_dispatches_per_step\": %.1f, "
-          "\"gpu_busy_us_per_step\": %.2f, \"gpu_gaps_us_per_step\": %.2f, "
-          "\"gpu_span_us_per_step\": %.2f",
-          dispatches / steps, busy_us / steps, gaps_us / steps, span_us / steps);
-      std::printf(", \"gpu_us_per_dispatch_of_a_step\": [");
-      for (size_t d = 0; d < by_dispatch.size(); ++d)
-        std::printf("%s%.2f", d ? ", " : "", by_dispatch[d] / steps);
-      std::printf("]");
-    }
-    std::printf("}\n");
-    std::fflush(stdout);
   }
   return 0;
 }

@@ -5,6 +5,7 @@
 #include <chrono>
 #include <cmath>
 #include <cstdio>
+#include <deque>
 
 #include "api/fit_batch.h"
 #include "api/stream.h"
@@ -111,8 +112,8 @@ void AddGpuTimes(Json& total, const Json& run) {
   for (const Json& us : run["dispatch_us"]) total["dispatch_us"].push_back(us);
 }
 
-// Many steps in a prepared session: up to 64 per run, the history outputs watched, and
-// the last value of every output downloaded once at the end.
+// Many steps in a prepared session: up to 64 per run, two runs in flight, the history outputs
+// watched, and the last value of every output downloaded once at the end.
 // The feeds are the starting values of params and carried inputs, and the value of every step of
 // an input that is fed, not carried.
 Status RunMany(runtime::Executor& exec, const execplan::Plan& plan, int steps,
@@ -132,13 +133,21 @@ Status RunMany(runtime::Executor& exec, const execplan::Plan& plan, int steps,
   int64_t readback = 0;
   int submissions = 0;
   Json backend_counters = Json::object();
+  // Two runs in flight: the next run is recorded while the backend runs the one before.
+  int started = 0;
+  std::deque<int> run_steps;
   for (int done = 0; done < steps;) {
-    int k = std::min(steps - done, kMaxStepsPerSubmission);
-    std::vector<runtime::Feeds> step_feeds(k, every_step);
-    for (int i = 0; i < k; ++i)
-      for (auto& [name, t] : StepFeeds(plan, step_node, done + i + 1))
-        step_feeds[i].try_emplace(name, std::move(t));
-    SCELLIS_ASSIGN_OR_RETURN(runtime::StepsResult chunk, prepared->RunSteps(step_feeds, history));
+    while (started < steps && prepared->runs_in_flight() < runtime::kMaxRunsInFlight) {
+      const int k = std::min(steps - started, kMaxStepsPerSubmission);
+      std::vector<runtime::Feeds> step_feeds(k, every_step);
+      for (int i = 0; i < k; ++i)
+        for (auto& [name, t] : StepFeeds(plan, step_node, started + i + 1))
+          step_feeds[i].try_emplace(name, std::move(t));
+      SCELLIS_TRY(prepared->StartSteps(step_feeds, history));
+      run_steps.push_back(k);
+      started += k;
+    }
+    SCELLIS_ASSIGN_OR_RETURN(runtime::StepsResult chunk, prepared->FinishSteps());
     // The backend's own counters (dispatches, maps, uploads, ...) add up over the submissions.
     for (const auto& [key, value] : chunk.stats.items()) {
       if (key == "iterations_per_dispatch")
@@ -156,13 +165,17 @@ Status RunMany(runtime::Executor& exec, const execplan::Plan& plan, int steps,
         report.history[i].second.push_back(std::move(t));
       }
     }
-    done += k;
+    done += run_steps.front();
+    run_steps.pop_front();
     ++submissions;
     if (events.progress) events.progress(done, steps);
-    if (done < steps && events.cancelled && events.cancelled())
+    if (done < steps && events.cancelled && events.cancelled()) {
+      // A run started behind this one is waited for and dropped.
+      while (prepared->runs_in_flight() > 0) (void)prepared->FinishSteps();
       return UserError("cancelled", "",
                        "the run was cancelled after " + std::to_string(done) + " of " +
                            std::to_string(steps) + " steps");
+    }
   }
   int64_t downloads = 0;
   for (const webir::Output& o : plan.graph().outputs) {

@@ -70,7 +70,29 @@ void Session::Poison(const Diagnostic& cause) {
 Result<runtime::StepsResult> Session::Run(const std::vector<runtime::Feeds>& feeds,
                                           const std::vector<std::string>& watch) {
   SCELLIS_TRY(Usable());
-  auto r = prepared_->RunSteps(feeds, watch);
+  return Checked(prepared_->RunSteps(feeds, watch));
+}
+
+Status Session::Start(const std::vector<runtime::Feeds>& feeds,
+                      const std::vector<std::string>& watch) {
+  SCELLIS_TRY(Usable());
+  Status s = prepared_->StartSteps(feeds, watch);
+  if (!s.ok() && (s.first().kind == ErrorKind::kRuntime || s.first().kind == ErrorKind::kInternal))
+    Poison(s.first());
+  return s;
+}
+
+Result<runtime::StepsResult> Session::Finish() {
+  if (!disposed_ && !poison_.ok() && prepared_->runs_in_flight() > 0) {
+    // A poisoned session's run is still waited for (and dropped), so a caller finishing its
+    // runs one by one comes to the end of them.
+    (void)prepared_->FinishSteps();
+  }
+  SCELLIS_TRY(Usable());
+  return Checked(prepared_->FinishSteps());
+}
+
+Result<runtime::StepsResult> Session::Checked(Result<runtime::StepsResult> r) {
   if (!r.ok()) {
     // Bad feeds are refused before any device work and leave the session usable; anything the
     // device reported after work began does not.

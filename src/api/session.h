@@ -37,6 +37,16 @@ class Session {
 
   Result<runtime::StepsResult> Run(const std::vector<runtime::Feeds>& feeds,
                                    const std::vector<std::string>& watch);
+  // Run in two halves (runtime::Prepared::StartSteps): Start begins a run and returns before its
+  // watched values are back, so the caller prepares the next run's feeds and starts it while the
+  // device runs this one; Finish waits for the oldest started run and returns what Run would
+  // have, with the same checks (a non-finite watched value poisons a session with state). At
+  // most runtime::kMaxRunsInFlight runs in flight; while any is, Download, Upload and CopyFrom
+  // are refused (`runs-in-flight`). On a poisoned session Finish still waits for (and drops) the
+  // oldest run before returning `session-poisoned`, so finishing until none is in flight ends.
+  Status Start(const std::vector<runtime::Feeds>& feeds, const std::vector<std::string>& watch);
+  Result<runtime::StepsResult> Finish();
+  size_t runs_in_flight() const { return prepared_ ? prepared_->runs_in_flight() : 0; }
   Result<runtime::HostTensor> Download(const std::string& name);
   Status Upload(const std::string& name, const HostTensor& value);
   // Each param or input of `names` takes the current value of that name in `source`: on the
@@ -64,6 +74,9 @@ class Session {
                                                     const runtime::RunOptions& run_options);
   Status Usable() const;
   void Poison(const Diagnostic& cause);
+  // A run's result as the caller gets it: a device failure poisons the session, and so does a
+  // non-finite watched value where the session carries state.
+  Result<runtime::StepsResult> Checked(Result<runtime::StepsResult> r);
 
   pipeline::Compiled compiled_;
   runtime::Selection selection_;

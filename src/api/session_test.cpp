@@ -108,6 +108,84 @@ TEST_P(SessionOnBackend, FiveStepsInOneRunEqualFiveChainedRunsBitForBit) {
   for (int i = 0; i < n; ++i) EXPECT_NEAR(state5->view<float>()[i], s[i], 1e-5) << i;
 }
 
+// Two runs in flight (Start, Finish) give what the same runs one at a time give, bit for bit, in
+// the order they were started; the calls that would break that order are refused, and refusing
+// them poisons nothing.
+TEST_P(SessionOnBackend, RunsInFlightGiveTheSequentialRunsBitsInOrder) {
+  const int n = 1000, runs = 6, per_run = 3;
+  const unsigned seed = std::random_device{}();
+  SCOPED_TRACE("seed " + std::to_string(seed));
+  std::mt19937 rng(seed);
+  std::string text = StepGraph(n, rng);
+  std::vector<std::vector<runtime::Feeds>> feeds;
+  for (int r = 0; r < runs; ++r) feeds.push_back(RandomFeeds(n, per_run, rng));
+
+  auto one_at_a_time = Session::Prepare(text, Options(), Select(GetParam()));
+  ASSERT_TRUE(one_at_a_time.ok()) << one_at_a_time.errors().front().message;
+  std::vector<float> totals;
+  for (const auto& run : feeds) {
+    auto r = one_at_a_time.value()->Run(run, {"total"});
+    ASSERT_TRUE(r.ok()) << r.errors().front().message;
+    for (const HostTensor& t : r->watched[0].second) totals.push_back(t.view<float>()[0]);
+  }
+  auto state_sequential = one_at_a_time.value()->Download("next");
+  ASSERT_TRUE(state_sequential.ok());
+
+  auto s = Session::Prepare(text, Options(), Select(GetParam()));
+  ASSERT_TRUE(s.ok());
+  Session& pipelined = *s.value();
+  std::vector<float> in_flight_totals;
+  int overlapped = 0;
+  auto finish = [&] {
+    auto r = pipelined.Finish();
+    ASSERT_TRUE(r.ok()) << r.errors().front().message;
+    ASSERT_EQ(r->watched[0].second.size(), size_t{per_run});
+    for (const HostTensor& t : r->watched[0].second) in_flight_totals.push_back(t.view<float>()[0]);
+    overlapped += r->stats.value("overlapped_runs", 0);
+  };
+  for (int r = 0; r < runs; ++r) {
+    ASSERT_TRUE(pipelined.Start(feeds[r], {"total"}).ok());
+    if (pipelined.runs_in_flight() < runtime::kMaxRunsInFlight) continue;
+    // Two in flight: a third, a download or a run of its own waits for them.
+    Status third = pipelined.Start(feeds[r], {"total"});
+    ASSERT_FALSE(third.ok());
+    EXPECT_EQ(third.first().code, "too-many-runs-in-flight");
+    EXPECT_EQ(third.first().kind, ErrorKind::kState);
+    EXPECT_EQ(pipelined.Download("next").errors().front().code, "runs-in-flight");
+    EXPECT_EQ(pipelined.Run(feeds[r], {"total"}).errors().front().code, "runs-in-flight");
+    finish();
+  }
+  while (pipelined.runs_in_flight() > 0) finish();
+  auto none = pipelined.Finish();
+  ASSERT_FALSE(none.ok());
+  EXPECT_EQ(none.errors().front().code, "no-run-in-flight");
+  EXPECT_FALSE(pipelined.poisoned());
+  auto state_pipelined = pipelined.Download("next");
+  ASSERT_TRUE(state_pipelined.ok());
+
+  ASSERT_EQ(in_flight_totals.size(), totals.size());
+  for (size_t k = 0; k < totals.size(); ++k)
+    EXPECT_EQ(std::memcmp(&in_flight_totals[k], &totals[k], 4), 0) << "step " << k;
+  EXPECT_EQ(std::memcmp(state_pipelined->bytes.data(), state_sequential->bytes.data(), 4 * n), 0);
+  // The GPU's runs after the first each started behind another; the reference runs each whole.
+  if (GetParam() == "webgpu") EXPECT_EQ(overlapped, runs - 1);
+
+  // And against an independent float64 recomputation of the recurrence.
+  std::mt19937 rng2(seed);
+  std::uniform_real_distribution<float> u(-2, 2);
+  std::vector<double> state(n);
+  for (int i = 0; i < n; ++i) state[i] = u(rng2);
+  for (const auto& run : feeds)
+    for (const runtime::Feeds& f : run)
+      for (int i = 0; i < n; ++i) state[i] = state[i] * 0.5 + f.at("feed").view<float>()[i];
+  for (int i = 0; i < n; ++i) EXPECT_NEAR(state_pipelined->view<float>()[i], state[i], 1e-5) << i;
+
+  // Disposing with a run in flight waits for it and drops it.
+  ASSERT_TRUE(pipelined.Start(feeds[0], {"total"}).ok());
+  pipelined.Dispose();
+  EXPECT_EQ(pipelined.runs_in_flight(), 0u);
+}
+
 TEST_P(SessionOnBackend, NonFiniteReadbackPoisons) {
   std::mt19937 rng(7);
   auto s = Session::Prepare(StepGraph(16, rng), Options(), Select(GetParam()));
@@ -280,6 +358,29 @@ TEST_P(SessionFault, PoisonsWithTheCause) {
   s.value()->Dispose();
   EXPECT_EQ(s.value()->Run(RandomFeeds(64, 1, rng), {"total"}).errors().front().code,
             "session-disposed");
+}
+
+// A fault in the older of two runs in flight: its Finish names the cause; the younger one's is
+// waited for and refused as poisoned, so finishing until none is in flight ends.
+TEST(SessionFaultInFlight, TheOlderRunsFaultPoisonsTheYounger) {
+  std::mt19937 rng(11);
+  auto s = Session::Prepare(StepGraph(64, rng), Options(), Select("webgpu"));
+  ASSERT_TRUE(s.ok());
+  auto* gpu = dynamic_cast<runtime::webgpu::WebGpuExecutor*>(s.value()->selection().executor.get());
+  ASSERT_NE(gpu, nullptr);
+  gpu->device().InjectFault(runtime::webgpu::Fault::kFailNextMap);
+  ASSERT_TRUE(s.value()->Start(RandomFeeds(64, 2, rng), {"total"}).ok());
+  ASSERT_TRUE(s.value()->Start(RandomFeeds(64, 2, rng), {"total"}).ok());
+  auto older = s.value()->Finish();
+  ASSERT_FALSE(older.ok());
+  EXPECT_EQ(older.errors().front().code, "map-failed");
+  auto younger = s.value()->Finish();
+  ASSERT_FALSE(younger.ok());
+  EXPECT_EQ(younger.errors().front().code, "session-poisoned");
+  EXPECT_NE(younger.errors().front().message.find("map-failed"), std::string::npos);
+  EXPECT_EQ(s.value()->runs_in_flight(), 0u);
+  s.value()->Dispose();
+  EXPECT_EQ(s.value()->Start(RandomFeeds(64, 1, rng), {"total"}).first().code, "session-disposed");
 }
 
 INSTANTIATE_TEST_SUITE_P(Faults, SessionFault,

@@ -187,8 +187,8 @@ Result<std::unique_ptr<Prepared>> Executor::Prepare(const execplan::Plan& plan, 
   return DoPrepare(plan, feeds, options);
 }
 
-Result<StepsResult> Prepared::RunSteps(const std::vector<Feeds>& feeds,
-                                       const std::vector<std::string>& watch) {
+Result<std::vector<int>> Prepared::CheckRun(const std::vector<Feeds>& feeds,
+                                            const std::vector<std::string>& watch) const {
   if (feeds.empty() || feeds.size() > kMaxStepsPerRun) {
     return UserError("bad-step-count", "",
                      "a run takes 1 to " + std::to_string(kMaxStepsPerRun) + " steps, got " +
@@ -209,15 +209,76 @@ Result<StepsResult> Prepared::RunSteps(const std::vector<Feeds>& feeds,
     for (int node : fed)
       if (!step.count(FeedName(g.at(node)))) return SourceData(g.at(node), step).status();
   }
+  return nodes;
+}
+
+Status Prepared::NoRunInFlight(const std::string& call) const {
+  if (runs_in_flight_ == 0) return Status::Ok();
+  Diagnostic d = UserError(
+      "runs-in-flight", "",
+      call + " while " + std::to_string(runs_in_flight_) + " started run(s) are not finished",
+      "finish the started runs first (FinishSteps)");
+  d.kind = ErrorKind::kState;
+  return d;
+}
+
+Result<StepsResult> Prepared::RunSteps(const std::vector<Feeds>& feeds,
+                                       const std::vector<std::string>& watch) {
+  SCELLIS_TRY(NoRunInFlight("a run"));
+  SCELLIS_ASSIGN_OR_RETURN(std::vector<int> nodes, CheckRun(feeds, watch));
   return DoRunSteps(feeds, watch, nodes);
 }
 
+Status Prepared::StartSteps(const std::vector<Feeds>& feeds,
+                            const std::vector<std::string>& watch) {
+  if (runs_in_flight_ >= kMaxRunsInFlight) {
+    Diagnostic d = UserError("too-many-runs-in-flight", "",
+                             "a run was started while " + std::to_string(runs_in_flight_) +
+                                 " started runs are not finished; at most " +
+                                 std::to_string(kMaxRunsInFlight) + " may be in flight",
+                             "finish the oldest run (FinishSteps) before starting another");
+    d.kind = ErrorKind::kState;
+    return d;
+  }
+  SCELLIS_ASSIGN_OR_RETURN(std::vector<int> nodes, CheckRun(feeds, watch));
+  SCELLIS_TRY(DoStartSteps(feeds, watch, nodes));
+  runs_in_flight_++;
+  return Status::Ok();
+}
+
+Result<StepsResult> Prepared::FinishSteps() {
+  if (runs_in_flight_ == 0) {
+    Diagnostic d = UserError("no-run-in-flight", "", "no started run is waiting to be finished",
+                             "start a run first (StartSteps)");
+    d.kind = ErrorKind::kState;
+    return d;
+  }
+  runs_in_flight_--;
+  return DoFinishSteps();
+}
+
+Status Prepared::DoStartSteps(const std::vector<Feeds>& feeds,
+                              const std::vector<std::string>& names,
+                              const std::vector<int>& watch) {
+  SCELLIS_ASSIGN_OR_RETURN(StepsResult r, DoRunSteps(feeds, names, watch));
+  finished_.push_back(std::move(r));
+  return Status::Ok();
+}
+
+Result<StepsResult> Prepared::DoFinishSteps() {
+  StepsResult r = std::move(finished_.front());
+  finished_.pop_front();
+  return r;
+}
+
 Result<HostTensor> Prepared::Download(const std::string& name) {
+  SCELLIS_TRY(NoRunInFlight("a download"));
   SCELLIS_ASSIGN_OR_RETURN(int node, WatchedNode(plan_.graph(), name));
   return DoDownload(node);
 }
 
 Status Prepared::Upload(const std::string& name, const HostTensor& value) {
+  SCELLIS_TRY(NoRunInFlight("an upload"));
   int node = FindSourceNode(plan_.graph(), name);
   if (node < 0) {
     return UserError("bad-upload", "", "no input or param is named \"" + name + "\"",
@@ -231,6 +292,8 @@ Status Prepared::Upload(const std::string& name, const HostTensor& value) {
 }
 
 Status Prepared::CopyFrom(Prepared& source, const std::string& name) {
+  SCELLIS_TRY(NoRunInFlight("a copy into this plan"));
+  SCELLIS_TRY(source.NoRunInFlight("a copy out of this plan"));
   const int node = FindSourceNode(plan_.graph(), name);
   const int source_node = FindNamedNode(source.plan().graph(), name);
   if (node < 0 || source_node < 0) {

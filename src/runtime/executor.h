@@ -6,6 +6,7 @@
 #pragma once
 
 #include <cstdint>
+#include <deque>
 #include <map>
 #include <memory>
 #include <optional>
@@ -35,6 +36,9 @@ inline constexpr uint32_t kPoisonBits = 0x7fc0deadu;
 
 // The most steps one RunSteps call takes (one submission on a GPU).
 inline constexpr size_t kMaxStepsPerRun = 64;
+// The most runs started and not yet finished (Prepared::StartSteps): two keep the device busy
+// while the host records the next run and reads the last one's values.
+inline constexpr size_t kMaxRunsInFlight = 2;
 
 // How a GPU backend encodes a run. The fused encoder records every iteration of every step of a
 // run into one submission; the generic executor submits each iteration alone (the degradation
@@ -115,6 +119,17 @@ class Prepared {
   // the last iteration's.
   Result<StepsResult> RunSteps(const std::vector<Feeds>& feeds,
                                const std::vector<std::string>& watch);
+  // A run in two halves, so the host prepares and records the next run while the device still
+  // runs this one: StartSteps checks its arguments as RunSteps does and starts the run;
+  // FinishSteps waits for the oldest started run and returns what RunSteps would have returned
+  // for it. Runs execute in the order they were started, so results and state are those of
+  // sequential RunSteps calls. At most kMaxRunsInFlight runs are started and not finished
+  // (`too-many-runs-in-flight`); FinishSteps with none is `no-run-in-flight`; while any run is in
+  // flight, RunSteps, Download, Upload and CopyFrom are refused (`runs-in-flight`). A backend
+  // that cannot overlap runs (the CPU reference) runs the steps in StartSteps.
+  Status StartSteps(const std::vector<Feeds>& feeds, const std::vector<std::string>& watch);
+  Result<StepsResult> FinishSteps();
+  size_t runs_in_flight() const { return runs_in_flight_; }
   // Reads the current value of a named output or input, by name.
   Result<HostTensor> Download(const std::string& name);
   // Replaces the current value of a param or carried input (a checkpoint being restored); the
@@ -138,6 +153,12 @@ class Prepared {
   virtual Result<StepsResult> DoRunSteps(const std::vector<Feeds>& feeds,
                                          const std::vector<std::string>& names,
                                          const std::vector<int>& watch) = 0;
+  // Starts a run (arguments as DoRunSteps'). By default the run happens here, whole, and
+  // DoFinishSteps hands its result back.
+  virtual Status DoStartSteps(const std::vector<Feeds>& feeds,
+                              const std::vector<std::string>& names, const std::vector<int>& watch);
+  // The oldest started run's result; called only with a run in flight.
+  virtual Result<StepsResult> DoFinishSteps();
   // `node` is an output's node or an input/param.
   virtual Result<HostTensor> DoDownload(int node) = 0;
   // `node` is an input or param whose type `value` matches.
@@ -147,6 +168,16 @@ class Prepared {
   virtual Status DoCopyFrom(Prepared& source, int source_node, int node);
 
   execplan::Plan plan_;
+
+ private:
+  // RunSteps' checks; the watched names' nodes.
+  Result<std::vector<int>> CheckRun(const std::vector<Feeds>& feeds,
+                                    const std::vector<std::string>& watch) const;
+  // `runs-in-flight` while a started run is not finished.
+  Status NoRunInFlight(const std::string& call) const;
+
+  size_t runs_in_flight_ = 0;
+  std::deque<StepsResult> finished_;  // the default DoStartSteps' results
 };
 
 // ---- shared by the backends ----

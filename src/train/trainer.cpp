@@ -6,6 +6,7 @@
 #include <cmath>
 #include <cstdlib>
 #include <cstring>
+#include <deque>
 #include <map>
 #include <span>
 
@@ -635,28 +636,46 @@ class Training {
   }
 
   // One epoch of training steps, `steps_per_run` to a submission; returns the sum of the losses.
+  // Two runs are in flight (api::Session::Start): the next run's batches are gathered and its
+  // steps recorded while the device runs the one before, and the losses come back in order.
   Result<double> TrainEpoch(int epoch, int64_t steps) {
     auto start = Clock::now();
     std::vector<int64_t> order = data::EpochOrder(train_.count(), spec_.shuffle_seed, epoch);
+    const int64_t first_step = global_step_;
     double loss_sum = 0;
-    for (int64_t step = 0; step < steps;) {
-      int64_t k = std::min<int64_t>(o_.steps_per_run, steps - step);
+    int64_t started = 0;  // steps of this epoch started; those finished are `step`
+    std::deque<int64_t> run_steps;
+    auto start_run = [&]() -> Status {
+      const int64_t k = std::min<int64_t>(o_.steps_per_run, steps - started);
       std::vector<runtime::Feeds> feeds(static_cast<size_t>(k));
       for (int64_t i = 0; i < k; ++i) {
-        SCELLIS_TRY(train_.Gather(order, (step + i) * spec_.batch, spec_.batch, img_, lab_));
+        SCELLIS_TRY(train_.Gather(order, (started + i) * spec_.batch, spec_.batch, img_, lab_));
         feeds[i][images_feed_] = F32Tensor({spec_.batch, train_.features()}, img_);
         feeds[i][labels_feed_] = F32Tensor({spec_.batch}, lab_);
-        feeds[i][webir::kStepInput] = F32Tensor({}, {static_cast<float>(global_step_ + i + 1)});
+        feeds[i][webir::kStepInput] =
+            F32Tensor({}, {static_cast<float>(first_step + started + i + 1)});
       }
       auto run_start = Clock::now();
-      SCELLIS_ASSIGN_OR_RETURN(runtime::StepsResult r, step_->Run(feeds, {webir::kLossOutput}));
+      SCELLIS_TRY(step_->Start(feeds, {webir::kLossOutput}));
       phases_.Add("steps", run_start);
+      run_steps.push_back(k);
+      started += k;
+      return Status::Ok();
+    };
+    for (int64_t step = 0; step < steps;) {
+      while (started < steps && step_->runs_in_flight() < runtime::kMaxRunsInFlight)
+        SCELLIS_TRY(start_run());
+      auto finish_start = Clock::now();
+      SCELLIS_ASSIGN_OR_RETURN(runtime::StepsResult r, step_->Finish());
+      phases_.Add("steps", finish_start);
       float last = 0;
       for (const runtime::HostTensor& l : r.watched[0].second) {
         last = ScalarOf(l);
         loss_sum += last;
         result_.losses.push_back(last);
       }
+      const int64_t k = run_steps.front();
+      run_steps.pop_front();
       step += k;
       global_step_ += k;
       if (e_.progress) {
@@ -668,9 +687,12 @@ class Training {
                      .loss = last,
                      .steps_per_second = elapsed > 0 ? step / elapsed : 0});
       }
-      if (e_.cancelled && e_.cancelled())
+      if (e_.cancelled && e_.cancelled()) {
+        // The run started behind this one is waited for and dropped: nothing is kept of it.
+        while (step_->runs_in_flight() > 0) (void)step_->Finish();
         return UserError("cancelled", "",
                          "training was cancelled after " + std::to_string(global_step_) + " steps");
+      }
     }
     return loss_sum;
   }

@@ -2,6 +2,8 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 
@@ -87,12 +89,13 @@ TEST_F(TrainerTest, ReportsEverySubmissionAndEpochAndRecordsEveryLoss) {
 
 // The MLP with dropout on its hidden layer, reading the step number from the document's "step"
 // input: training feeds it every step (a fresh mask), evaluation runs without dropout.
-TEST_F(TrainerTest, TrainsAndEvaluatesAForwardWithDropout) {
+// The main job's MLP with dropout on its hidden layer, whose mask follows the step number.
+std::string FashionMlpWithDropout() {
   std::string doc = FashionMlp();
   auto replace = [&](const std::string& from, const std::string& to) {
     const size_t at = doc.find(from);
-    ASSERT_NE(at, std::string::npos) << from;
-    doc.replace(at, from.size(), to);
+    EXPECT_NE(at, std::string::npos) << from;
+    if (at != std::string::npos) doc.replace(at, from.size(), to);
   };
   replace(R"({"id": "h", "type": "relu"},)",
           R"({"id": "h", "type": "relu"},
@@ -101,6 +104,11 @@ TEST_F(TrainerTest, TrainsAndEvaluatesAForwardWithDropout) {
   replace(R"({"from": "h", "to": "o_lin.a"})",
           R"({"from": "h", "to": "h_drop.a"}, {"from": "step", "to": "h_drop.step"},
              {"from": "h_drop", "to": "o_lin.a"})");
+  return doc;
+}
+
+TEST_F(TrainerTest, TrainsAndEvaluatesAForwardWithDropout) {
+  const std::string doc = FashionMlpWithDropout();
   TrainOptions o = QuickCpu();
   o.epochs = 1;
   Trainer dropped(o, {});
@@ -115,6 +123,49 @@ TEST_F(TrainerTest, TrainsAndEvaluatesAForwardWithDropout) {
   ASSERT_EQ(r->epochs.size(), 1u);
   EXPECT_EQ(r->epochs[0].examples, 10000);
   EXPECT_GT(r->epochs[0].test_accuracy, 0.3);  // 12 steps of training; chance is 0.1
+}
+
+// On the GPU two runs are in flight (the next recorded while the device runs the one before):
+// the losses still come back in step order, each step with its own number (the dropout mask
+// follows it), as the CPU reference, which runs each run whole, gives them. A cancellation
+// after the first run waits for the run behind it and keeps nothing of it.
+TEST_F(TrainerTest, RunsInFlightOnTheGpuGiveTheReferencesLossesInOrder) {
+  if (!std::getenv("VK_ICD_FILENAMES") && !std::getenv("VK_DRIVER_FILES"))
+    setenv("VK_ICD_FILENAMES", "/usr/lib/chromium/vk_swiftshader_icd.json", 1);
+  const std::string doc = FashionMlpWithDropout();
+  TrainOptions o = QuickCpu();
+  o.epochs = 1;
+  o.compile.lower.tier = policy::Tier::kDebug;
+  Trainer on_cpu(o, {});
+  auto reference = on_cpu.Train(doc);
+  ASSERT_TRUE(reference.ok()) << reference.errors().front().Format();
+
+  o.select.requested = "webgpu";
+  o.select.allow_software_adapter = true;
+  std::vector<int64_t> steps_reported;
+  TrainEvents events;
+  events.progress = [&](const Progress& p) { steps_reported.push_back(p.step); };
+  Trainer on_gpu(o, events);
+  auto r = on_gpu.Train(doc);
+  ASSERT_TRUE(r.ok()) << r.errors().front().Format();
+  EXPECT_EQ(r->backend, "webgpu");
+  EXPECT_EQ(steps_reported, (std::vector<int64_t>{5, 10, 12}));
+  ASSERT_EQ(r->losses.size(), 12u);
+  ASSERT_EQ(reference->losses.size(), 12u);
+  for (size_t k = 0; k < 12; ++k)
+    EXPECT_NEAR(r->losses[k], reference->losses[k], 1e-5 * std::max(1.0f, reference->losses[k]))
+        << "step " << k + 1;
+
+  TrainEvents cancel_after_one;
+  int submissions = 0;
+  cancel_after_one.progress = [&](const Progress&) { ++submissions; };
+  cancel_after_one.cancelled = [&] { return submissions >= 1; };
+  Trainer cancelled(o, cancel_after_one);
+  auto stopped = cancelled.Train(doc);
+  ASSERT_FALSE(stopped.ok());
+  EXPECT_EQ(stopped.errors().front().code, "cancelled");
+  EXPECT_NE(stopped.errors().front().message.find("after 5 steps"), std::string::npos)
+      << stopped.errors().front().message;
 }
 
 TEST_F(TrainerTest, NamesWhatAFailureConcerns) {

@@ -71,6 +71,11 @@ struct PipelineId {
   bool valid() const { return value != 0; }
   friend bool operator==(PipelineId, PipelineId) = default;
 };
+// A read-back started by StartRead and not yet finished.
+struct ReadTicket {
+  uint32_t value = 0;
+  bool valid() const { return value != 0; }
+};
 
 // One storage binding: bytes [offset, offset + size) of `buffer`; size 0 means "to the end of the
 // allocation" (the size rounded up to 4). `offset` must be a multiple of
@@ -250,7 +255,8 @@ class Device {
   void ReleaseBuffer(BufferId id);
   // The size asked for at creation; 0 for an unknown id.
   uint64_t BufferSize(BufferId id) const;
-  // Frees every pooled buffer (those not currently handed out).
+  // Frees every pooled buffer (those not currently handed out) and the idle read-back staging
+  // buffers.
   void TrimPool();
   uint64_t pooled_bytes() const;
 
@@ -258,8 +264,17 @@ class Device {
   // buffer's end. Queued in order after everything recorded before it.
   Status Write(BufferId id, uint64_t offset, const void* src, uint64_t bytes);
   // Buffer -> host, any offset and size within the buffer. Submits what was recorded before, then
-  // copies through a staging buffer and waits (at most timeout_ms).
+  // copies through a staging buffer and waits (at most timeout_ms): StartRead and FinishRead.
   Status Read(BufferId id, uint64_t offset, uint64_t bytes, void* dst);
+  // A read-back in two halves, so the host records and sends more work while the GPU finishes
+  // what comes before the read: StartRead records the range's copy into a staging buffer of its
+  // own, submits everything recorded and asks for the staging buffer's map, without waiting;
+  // FinishRead waits for that map (at most timeout_ms) and copies the bytes to `dst`. Any number
+  // may be in flight, finished in any order, each ticket once; every one started must be
+  // finished (its staging buffer comes back to a pool then). Errors as Read's; a ticket that is
+  // unknown or already finished is an internal error.
+  Result<ReadTicket> StartRead(BufferId id, uint64_t offset, uint64_t bytes);
+  Status FinishRead(ReadTicket ticket, void* dst);
 
   // ---- pipelines ----
   // Compiles `wgsl` and builds a compute pipeline for `entry_point`, or returns the cached one

@@ -51,6 +51,10 @@ uint64_t Device::BufferSize(BufferId id) const {
 
 void Device::TrimPool() {
   Impl& m = *impl_;
+  for (auto& [size, list] : m.read_staging_pool) {
+    for (WGPUBuffer b : list) m.DestroyBuffer(b);
+  }
+  m.read_staging_pool.clear();
   if (m.pool.empty()) return;
   // Bind groups may name pooled buffers; drop them all rather than track which.
   m.ClearBindGroups();
@@ -95,6 +99,11 @@ Status Device::Write(BufferId id, uint64_t offset, const void* src, uint64_t byt
 }
 
 Status Device::Read(BufferId id, uint64_t offset, uint64_t bytes, void* dst) {
+  SCELLIS_ASSIGN_OR_RETURN(ReadTicket ticket, StartRead(id, offset, bytes));
+  return FinishRead(ticket, dst);
+}
+
+Result<ReadTicket> Device::StartRead(BufferId id, uint64_t offset, uint64_t bytes) {
   Impl& m = *impl_;
   const DawnProcs& p = m.p;
   Impl::Buf* b = m.FindBuffer(id);
@@ -109,70 +118,100 @@ Status Device::Read(BufferId id, uint64_t offset, uint64_t bytes, void* dst) {
   }
   SCELLIS_TRY(m.Sticky());
   if (m.recording_error) return Submit();  // reports the bad recording
-  if (bytes == 0) return Status::Ok();
+  Impl::PendingRead r;
+  r.bytes = bytes;
+  if (bytes > 0) {
+    // Copies and maps move whole words: widen the range to 4-byte bounds (inside the
+    // allocation).
+    const uint64_t begin = offset / 4 * 4;
+    r.skip = offset - begin;
+    r.len = RoundUp(offset + bytes, 4) - begin;
+    r.staging_alloc = RoundUp(r.len, 256);
+    std::vector<WGPUBuffer>& free = m.read_staging_pool[r.staging_alloc];
+    if (free.empty()) {
+      r.staging = m.NewBuffer(r.staging_alloc, WGPUBufferUsage_MapRead | WGPUBufferUsage_CopyDst);
+    } else {
+      r.staging = free.back();
+      free.pop_back();
+    }
+    m.EnsureEncoder();
+    m.EndPass();
+    p.CommandEncoderCopyBufferToBuffer(m.encoder, b->handle, begin, r.staging, 0, r.len);
+    m.Flush();
 
-  // Copies and maps move whole words: widen the range to 4-byte bounds (inside the allocation).
-  const uint64_t begin = offset / 4 * 4;
-  const uint64_t len = RoundUp(offset + bytes, 4) - begin;
-  if (m.staging_size < len) {
-    if (m.staging) m.DestroyBuffer(m.staging);
-    m.staging_size = RoundUp(len, 256);
-    m.staging = m.NewBuffer(m.staging_size, WGPUBufferUsage_MapRead | WGPUBufferUsage_CopyDst);
+    size_t map_offset = 0;
+    if (m.fail_next_map) {
+      m.fail_next_map = false;
+      map_offset = 4;  // mapAsync wants a multiple of 8: Dawn rejects the map
+    }
+    // The scope keeps a refused map from also surfacing as an uncaptured error: the map's own
+    // status says what happened.
+    p.DevicePushErrorScope(m.device, WGPUErrorFilter_Validation);
+    r.done = new MapDone;
+    WGPUBufferMapCallbackInfo cb{};
+    cb.mode = WGPUCallbackMode_WaitAnyOnly;
+    cb.callback = [](WGPUMapAsyncStatus status, WGPUStringView message, void* u1, void*) {
+      auto* s = static_cast<MapDone*>(u1);
+      s->status = status;
+      s->message = Str(message);
+    };
+    cb.userdata1 = r.done;
+    r.future = p.BufferMapAsync(r.staging, WGPUMapMode_Read, map_offset, r.len, cb);
+    m.stats.maps++;
+    r.scope_error = m.PopScope();
   }
-  m.EnsureEncoder();
-  m.EndPass();
-  p.CommandEncoderCopyBufferToBuffer(m.encoder, b->handle, begin, m.staging, 0, len);
-  m.Flush();
+  const ReadTicket ticket{m.next_read_id++};
+  m.reads.emplace(ticket.value, std::move(r));
+  return ticket;
+}
 
-  size_t map_offset = 0;
-  if (m.fail_next_map) {
-    m.fail_next_map = false;
-    map_offset = 4;  // mapAsync wants a multiple of 8: Dawn rejects the map
+Status Device::FinishRead(ReadTicket ticket, void* dst) {
+  Impl& m = *impl_;
+  const DawnProcs& p = m.p;
+  auto it = m.reads.find(ticket.value);
+  if (it == m.reads.end()) {
+    return InternalError("webgpu-device", "FinishRead of unknown or finished read ticket " +
+                                              std::to_string(ticket.value));
   }
-  // The scope keeps a refused map from also surfacing as an uncaptured error: the map's own
-  // status says what happened.
-  p.DevicePushErrorScope(m.device, WGPUErrorFilter_Validation);
-  auto* st = new MapDone;
-  WGPUBufferMapCallbackInfo cb{};
-  cb.mode = WGPUCallbackMode_WaitAnyOnly;
-  cb.callback = [](WGPUMapAsyncStatus status, WGPUStringView message, void* u1, void*) {
-    auto* s = static_cast<MapDone*>(u1);
-    s->status = status;
-    s->message = Str(message);
-  };
-  cb.userdata1 = st;
-  WGPUFuture map_future = p.BufferMapAsync(m.staging, WGPUMapMode_Read, map_offset, len, cb);
-  m.stats.maps++;
-  std::string scope_error = m.PopScope();
-  std::string why = m.Wait(map_future);
+  Impl::PendingRead r = std::move(it->second);
+  m.reads.erase(it);
+  if (!r.staging) return Status::Ok();
+  std::string why = m.Wait(r.future);
   if (!why.empty()) {
+    // The map may still complete: its buffer and callback state are left to it.
     return m.Poison(RuntimeError("gpu-timeout", "waiting for a read-back: " + why));
   }
-  std::unique_ptr<MapDone> done(st);
+  std::unique_ptr<MapDone> done(r.done);
   if (done->status != WGPUMapAsyncStatus_Success) {
+    m.DestroyBuffer(r.staging);
     std::string msg = done->message;
-    if (scope_error.find(msg) != std::string::npos) {
-      msg = scope_error;  // the same complaint with Dawn's context lines
-    } else if (!scope_error.empty()) {
-      msg += (msg.empty() ? "" : "; ") + scope_error;
+    if (r.scope_error.find(msg) != std::string::npos) {
+      msg = r.scope_error;  // the same complaint with Dawn's context lines
+    } else if (!r.scope_error.empty()) {
+      msg += (msg.empty() ? "" : "; ") + r.scope_error;
     }
     return m.Poison(RuntimeError(
         "map-failed", "mapping the read-back buffer failed (" +
                           OrUnknown(MapAsyncStatusName(done->status), done->status) + "): " + msg));
   }
+  // Mapped: whatever happens next, the staging buffer is unmapped and serves the next read.
+  auto give_back = [&] {
+    p.BufferUnmap(r.staging);
+    m.read_staging_pool[r.staging_alloc].push_back(r.staging);
+  };
   p.InstanceProcessEvents(m.instance);
   if (Status s = m.Sticky(); !s.ok()) {  // the copy (or earlier work) failed: the data is junk
-    p.BufferUnmap(m.staging);
+    give_back();
     return s;
   }
-  const void* mapped = p.BufferGetConstMappedRange(m.staging, 0, len);
+  const void* mapped = p.BufferGetConstMappedRange(r.staging, 0, r.len);
   if (!mapped) {
-    p.BufferUnmap(m.staging);
+    give_back();
     return m.Poison(RuntimeError("map-failed", "the mapped read-back range is not accessible"));
   }
-  std::memcpy(dst, static_cast<const uint8_t*>(mapped) + (offset - begin), bytes);
-  p.BufferUnmap(m.staging);
-  m.stats.bytes_read += bytes;
+  std::memcpy(dst, static_cast<const uint8_t*>(mapped) + r.skip, r.bytes);
+  give_back();
+  m.stats.bytes_read += r.bytes;
   return Status::Ok();
 }
 

@@ -151,8 +151,21 @@ struct Device::Impl {
   uint32_t next_buffer_id = 1;
   std::unordered_map<uint64_t, std::vector<WGPUBuffer>> pool;  // by allocated size
   uint64_t pooled_bytes = 0;
-  WGPUBuffer staging = nullptr;  // map-read buffer for Read, grown on demand
-  uint64_t staging_size = 0;
+  // Read-backs in flight (StartRead), and the map-read staging buffers of finished ones, kept
+  // by allocated size for the next.
+  struct PendingRead {
+    WGPUBuffer staging = nullptr;  // null for an empty read
+    uint64_t staging_alloc = 0;
+    uint64_t skip = 0;   // bytes of the mapped range before the first one asked for
+    uint64_t bytes = 0;  // asked for
+    uint64_t len = 0;    // mapped: the range widened to whole words
+    WGPUFuture future{};
+    MapDone* done = nullptr;  // the map callback's; owned here once the map has completed
+    std::string scope_error;  // what the error scope around the map request caught
+  };
+  std::unordered_map<uint32_t, PendingRead> reads;
+  uint32_t next_read_id = 1;
+  std::unordered_map<uint64_t, std::vector<WGPUBuffer>> read_staging_pool;
 
   struct Pipe {
     WGPUComputePipeline pipeline = nullptr;
@@ -204,7 +217,11 @@ struct Device::Impl {
     for (auto& [size, list] : pool) {
       for (WGPUBuffer b : list) DestroyBuffer(b);
     }
-    if (staging) DestroyBuffer(staging);
+    for (auto& [id, r] : reads)
+      if (r.staging) DestroyBuffer(r.staging);
+    for (auto& [size, list] : read_staging_pool) {
+      for (WGPUBuffer b : list) DestroyBuffer(b);
+    }
     if (timestamp_set) p.QuerySetRelease(timestamp_set);
     if (queue) p.QueueRelease(queue);
     if (device) p.DeviceRelease(device);

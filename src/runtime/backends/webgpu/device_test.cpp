@@ -193,10 +193,10 @@ TEST(WebGpuAdapterChoice, EnumeratesAdaptersAndDefaultsToDawnsFirst) {
   EXPECT_GE(i.adapter_count, 1u);
   EXPECT_EQ(i.adapter_index, 0u);
   EXPECT_EQ(i.adapter_choice, "default");
-  EXPECT_EQ(AdapterLine(i).rfind("adapter 1 of " + std::to_string(i.adapter_count) + ": " +
-                                     i.device + " (vulkan)",
-                                 0),
-            0u)
+  EXPECT_EQ(
+      AdapterLine(i).rfind(
+          "adapter 1 of " + std::to_string(i.adapter_count) + ": " + i.device + " (vulkan)", 0),
+      0u)
       << AdapterLine(i);
 
   // Index 0 asked for by name is the same adapter as the default, said to be chosen.
@@ -528,6 +528,61 @@ PipelineId Compile(Device& dev) {
   auto pipe = dev.Pipeline(kDouble, "main");
   EXPECT_TRUE(pipe.ok()) << Describe(pipe.status());
   return pipe.ok() ? *pipe : PipelineId{};
+}
+
+// Reads in flight: each sees its buffer as the work recorded before it leaves it, whatever is
+// recorded and sent after it, and they finish in any order, each once.
+TEST(WebGpuDevice, ReadsInFlightSeeProgramOrderAndFinishInAnyOrder) {
+  auto dev = OpenSoftware();
+  ASSERT_TRUE(dev);
+  const uint32_t seed = std::random_device{}();
+  SCOPED_TRACE("seed " + std::to_string(seed));
+  const size_t n = 4099;
+  std::vector<float> x = RandomFloats(n, seed);
+  BufferId a = dev->CreateBuffer(n * 4), b = dev->CreateBuffer(n * 4);
+  ASSERT_TRUE(dev->Write(a, 0, x.data(), n * 4).ok());
+  PipelineId twice = Compile(*dev);
+  const uint32_t groups = static_cast<uint32_t>((n + 63) / 64);
+  dev->Dispatch(twice, {{a}, {b}}, groups);  // b = 2x
+  auto first = dev->StartRead(b, 0, n * 4);
+  ASSERT_TRUE(first.ok()) << Describe(first.status());
+  dev->Dispatch(twice, {{b}, {a}}, groups);  // a = 4x
+  ASSERT_TRUE(dev->Send().ok());
+  auto second = dev->StartRead(a, 0, n * 4);
+  ASSERT_TRUE(second.ok()) << Describe(second.status());
+  dev->Dispatch(twice, {{a}, {b}}, groups);            // b = 8x
+  auto tail = dev->StartRead(b, (n - 3) * 4 + 1, 11);  // a range that is not whole words
+  ASSERT_TRUE(tail.ok()) << Describe(tail.status());
+  auto empty = dev->StartRead(b, 0, 0);
+  ASSERT_TRUE(empty.ok()) << Describe(empty.status());
+
+  // Doubling is exact in binary floating point: 2x, 4x and 8x are exact.
+  std::vector<uint8_t> last(11);
+  ASSERT_TRUE(dev->FinishRead(*tail, last.data()).ok());
+  std::vector<float> want(3);
+  for (int i = 0; i < 3; ++i) want[i] = x[n - 3 + i] * 8.0f;
+  EXPECT_EQ(std::memcmp(last.data(), reinterpret_cast<const uint8_t*>(want.data()) + 1, 11), 0);
+  std::vector<float> got(n);
+  ASSERT_TRUE(dev->FinishRead(*first, got.data()).ok());
+  size_t wrong = 0;
+  for (size_t i = 0; i < n; ++i) wrong += got[i] != x[i] * 2.0f;
+  EXPECT_EQ(wrong, 0u);
+  ASSERT_TRUE(dev->FinishRead(*second, got.data()).ok());
+  for (size_t i = 0; i < n; ++i) wrong += got[i] != x[i] * 4.0f;
+  EXPECT_EQ(wrong, 0u);
+  ASSERT_TRUE(dev->FinishRead(*empty, nullptr).ok());
+
+  // A ticket is finished once; finishing it again is the caller's bug, not the device's.
+  Status again = dev->FinishRead(*first, got.data());
+  ASSERT_FALSE(again.ok());
+  EXPECT_EQ(again.first().kind, ErrorKind::kInternal);
+  EXPECT_TRUE(dev->health().ok());
+  EXPECT_EQ(dev->stats().maps, 3u);
+  EXPECT_EQ(dev->stats().bytes_read, 2 * n * 4 + 11);
+  dev->ReleaseBuffer(a);
+  dev->ReleaseBuffer(b);
+  dev->TrimPool();
+  EXPECT_EQ(dev->pooled_bytes(), 0u);
 }
 
 TEST(WebGpuFaults, FailedSubmitIsReportedAndSticks) {

@@ -6,7 +6,9 @@
 // sends a run of many steps in chunks of 1, 1, 2, 4 and then 8 steps, so the GPU starts while the
 // host records the rest; the generic executor, pinned for comparisons, submits each iteration
 // alone. Only the per-step history of watched outputs (one small copy per step, all into one
-// history buffer) is read back, through one staging map.
+// history buffer) is read back, through one staging map. A run is started (recorded, sent, its
+// map asked for) apart from being finished (the map waited for), so the host records the next
+// run while the GPU runs this one; each run in flight owns its staging and history buffers.
 //
 // Buffers, sources, pipelines and dispatches come from the device program (runtime/
 // device_program.h) built for this device's limits: the browser runtime executes the same program,
@@ -15,6 +17,7 @@
 #include <array>
 #include <chrono>
 #include <cstdio>
+#include <deque>
 #include <map>
 
 #include "runtime/backends/webgpu/executor.h"
@@ -73,6 +76,9 @@ class WebGpuPrepared : public Prepared {
   WebGpuPrepared(const execplan::Plan& plan, Device& device, const RunOptions& options)
       : Prepared(plan), d_(device), options_(options) {}
   ~WebGpuPrepared() override {
+    // Runs still in flight are waited for (their results dropped): their read-backs' staging
+    // buffers and their own buffers go back to the device's pools only once the GPU is done.
+    while (!in_flight_.empty()) (void)Collect();
     for (BufferId b : buffers_) d_.ReleaseBuffer(b);
   }
 
@@ -167,19 +173,33 @@ class WebGpuPrepared : public Prepared {
   Result<StepsResult> DoRunSteps(const std::vector<Feeds>& feeds,
                                  const std::vector<std::string>& names,
                                  const std::vector<int>& watch) override {
-    auto start = std::chrono::steady_clock::now();
+    SCELLIS_TRY(DoStartSteps(feeds, names, watch));
+    return DoFinishSteps();
+  }
+
+  // Records the run and sends it with the read-back of its watched values, without waiting for
+  // them: the next run is recorded while the GPU runs this one (DoFinishSteps collects it).
+  Status DoStartSteps(const std::vector<Feeds>& feeds, const std::vector<std::string>& names,
+                      const std::vector<int>& watch) override {
+    Run run;
+    run.start = Clock::now();
+    run.names = names;
+    run.watch = watch;
+    run.steps = feeds.size();
+    run.overlapped = !in_flight_.empty();
     const webir::Graph& g = plan_.graph();
     const size_t steps = feeds.size();
-    DeviceStats before = d_.stats();
-    std::vector<BufferId> scratch;
+    const DeviceStats before = d_.stats();
     auto release = [&] {
-      for (BufferId b : scratch) d_.ReleaseBuffer(b);
+      for (BufferId b : run.scratch) d_.ReleaseBuffer(b);
     };
 
     // Inputs that take data this run: fed ones every step; carried ones only on the first run.
     // Fed inputs: one slot per step, each at an offset the adapter can bind, as storage or as a
     // uniform (an optimizer kernel over several parameters reads the step as one). Slots are
-    // written as their steps are recorded (below); carried inputs' first values now.
+    // written as their steps are recorded (below); carried inputs' first values now. A run's
+    // staging and history buffers are its own until it is finished, so a run started behind it
+    // never writes what the GPU may still read.
     std::map<int, Slots> fed_slots;
     const uint64_t align = std::max({d_.info().limits.min_storage_buffer_offset_alignment,
                                      d_.info().limits.min_uniform_buffer_offset_alignment, 4u});
@@ -198,21 +218,19 @@ class WebGpuPrepared : public Prepared {
       const uint64_t bytes = std::max<uint64_t>(RoundUp4(n.type.bytes()), 4);
       const uint64_t stride = (bytes + align - 1) / align * align;
       const BufferId staging = d_.CreateBuffer(stride * steps);
-      scratch.push_back(staging);
+      run.scratch.push_back(staging);
       fed_slots[n.id] = {staging, stride, bytes};
     }
 
     // Every watched value of every step goes into one history buffer, so one map reads it all:
     // watched output i of step k at history_at[i] + k * slot[i].
-    std::vector<uint64_t> slot, history_at;
-    uint64_t history_bytes = 0;
     for (int node : watch) {
-      slot.push_back(RoundUp4(g.at(node).type.bytes()));
-      history_at.push_back(history_bytes);
-      history_bytes += slot.back() * steps;
+      run.slot.push_back(RoundUp4(g.at(node).type.bytes()));
+      run.history_at.push_back(run.history_bytes);
+      run.history_bytes += run.slot.back() * steps;
     }
-    BufferId history = d_.CreateBuffer(std::max<uint64_t>(history_bytes, 4));
-    scratch.push_back(history);
+    BufferId history = d_.CreateBuffer(std::max<uint64_t>(run.history_bytes, 4));
+    run.scratch.push_back(history);
 
     // A binding of a fed input's buffer binds this step's slot of its staging buffer instead.
     std::map<int, const Slots*> fed_buffer;
@@ -228,7 +246,6 @@ class WebGpuPrepared : public Prepared {
     // Where the host's part goes, for the stats: handing chunks to the queue, writing the feeds,
     // and recording the dispatches (with the generic executor's own submissions); before the
     // loop, the run's setup.
-    using Clock = std::chrono::steady_clock;
     Clock::duration sending{}, feeding{};
     const auto loop_start = Clock::now();
     size_t chunk_end = 0;
@@ -253,7 +270,9 @@ class WebGpuPrepared : public Prepared {
         // The last iteration's outputs are the step's.
         if (it + 1 == iterations) {
           for (size_t i = 0; i < watch.size(); ++i) {
-            if (slot[i]) d_.Copy(Phys(watch[i]), 0, history, history_at[i] + k * slot[i], slot[i]);
+            if (run.slot[i]) {
+              d_.Copy(Phys(watch[i]), 0, history, run.history_at[i] + k * run.slot[i], run.slot[i]);
+            }
           }
         }
         // The carried outputs become the next iteration's inputs by swapping buffers, not by
@@ -270,48 +289,59 @@ class WebGpuPrepared : public Prepared {
       }
     }
     // The host's part ends here (feeds queued, every dispatch recorded); the rest is the
-    // submission, the GPU's run and the read back, which the host waits for.
-    const auto recorded = std::chrono::steady_clock::now();
-    // The read submits the recorded steps together with its copy to the staging buffer: one
+    // submission, the GPU's run and the read back, which DoFinishSteps waits for.
+    const auto recorded = Clock::now();
+    // The read sends the recorded steps together with its copy to the staging buffer: one
     // submission and one map for the whole run.
-    std::vector<std::byte> all(history_bytes);
-    Status done = history_bytes ? d_.Read(history, 0, history_bytes, all.data()) : d_.Submit();
-    release();
-    if (!done.ok()) return done;
-    initialized_ = true;
-
-    StepsResult r;
-    for (size_t i = 0; i < watch.size(); ++i) {
-      const TensorType& type = g.at(watch[i]).type;
-      std::vector<HostTensor> per_step;
-      for (size_t k = 0; k < steps; ++k) {
-        const std::byte* first = all.data() + history_at[i] + k * slot[i];
-        per_step.push_back({type, {first, first + type.bytes()}});
-      }
-      r.watched.push_back({names[i], std::move(per_step)});
+    Status sent = Status::Ok();
+    if (run.history_bytes) {
+      auto ticket = d_.StartRead(history, 0, run.history_bytes);
+      if (ticket.ok()) run.read = *ticket;
+      sent = ticket.status();
+    } else {
+      sent = d_.Send();
     }
-    const auto ms_of = [](auto duration) {
-      return std::chrono::duration<double, std::milli>(duration).count();
-    };
-    const auto ms_between = [&](auto from, auto to) { return ms_of(to - from); };
-    const double ms = ms_between(start, std::chrono::steady_clock::now());
-    SCELLIS_ASSIGN_OR_RETURN(std::vector<GpuInterval> gpu, d_.TakeGpuTimes());
+    if (!sent.ok()) {
+      release();
+      return sent;
+    }
+    // Carried inputs hold their first values now; a failure from here on poisons the device.
+    initialized_ = true;
     const DeviceStats& after = d_.stats();
-    r.stats = {{"steps", steps},
-               {"dispatches", after.dispatches - before.dispatches},
-               {"iterations_per_dispatch", program_.iterations_per_dispatch},
-               {"submissions", after.submits - before.submits},
-               {"maps", after.maps - before.maps},
-               {"bytes_uploaded", after.bytes_uploaded - before.bytes_uploaded},
-               {"readback_bytes", after.bytes_read - before.bytes_read},
-               {"wall_ms", ms},
-               {"host_record_ms", ms_between(start, recorded)},
-               {"host_setup_ms", ms_between(start, loop_start)},
-               {"host_send_ms", ms_of(sending)},
-               {"host_feed_ms", ms_of(feeding)},
-               {"host_encode_ms", ms_of(recorded - loop_start - sending - feeding)}};
-    if (!gpu.empty()) r.stats["gpu_timestamps"] = GpuTimesJson(gpu);
-    return r;
+    const auto ms_of = [](Clock::duration d) {
+      return std::chrono::duration<double, std::milli>(d).count();
+    };
+    run.stats = {{"steps", steps},
+                 {"dispatches", after.dispatches - before.dispatches},
+                 {"iterations_per_dispatch", program_.iterations_per_dispatch},
+                 {"submissions", after.submits - before.submits},
+                 {"maps", after.maps - before.maps},
+                 {"bytes_uploaded", after.bytes_uploaded - before.bytes_uploaded},
+                 {"readback_bytes", run.history_bytes},
+                 {"overlapped_runs", run.overlapped ? 1 : 0},
+                 {"host_record_ms", ms_of(recorded - run.start)},
+                 {"host_setup_ms", ms_of(loop_start - run.start)},
+                 {"host_send_ms", ms_of(sending)},
+                 {"host_feed_ms", ms_of(feeding)},
+                 {"host_encode_ms", ms_of(recorded - loop_start - sending - feeding)}};
+    in_flight_.push_back(std::move(run));
+    // A timed run is collected at once: the timestamps of a run recorded behind it would
+    // otherwise be read back with its own.
+    if (d_.gpu_timestamps()) {
+      auto r = Collect();
+      if (!r.ok()) return r.status();
+      timed_results_.push_back(std::move(*r));
+    }
+    return Status::Ok();
+  }
+
+  Result<StepsResult> DoFinishSteps() override {
+    if (!timed_results_.empty()) {
+      StepsResult r = std::move(timed_results_.front());
+      timed_results_.pop_front();
+      return r;
+    }
+    return Collect();
   }
 
   Result<HostTensor> DoDownload(int node) override {
@@ -351,6 +381,54 @@ class WebGpuPrepared : public Prepared {
   }
 
  private:
+  using Clock = std::chrono::steady_clock;
+
+  // A run started and not yet finished: its buffers (the fed inputs' staging, the history of the
+  // watched values), where each watched value lies in the history, and its read-back.
+  struct Run {
+    Clock::time_point start;
+    std::vector<std::string> names;
+    std::vector<int> watch;
+    size_t steps = 0;
+    bool overlapped = false;  // started while a run before it was in flight
+    std::vector<BufferId> scratch;
+    std::vector<uint64_t> slot, history_at;
+    uint64_t history_bytes = 0;
+    ReadTicket read;  // none when nothing is watched
+    Json stats;
+  };
+
+  // Waits for the oldest run's read-back (or, watching nothing, for the GPU) and hands back its
+  // watched values and stats.
+  Result<StepsResult> Collect() {
+    Run run = std::move(in_flight_.front());
+    in_flight_.pop_front();
+    std::vector<std::byte> all(run.history_bytes);
+    Status done = run.read.valid() ? d_.FinishRead(run.read, all.data()) : d_.Submit();
+    for (BufferId b : run.scratch) d_.ReleaseBuffer(b);
+    SCELLIS_TRY(done);
+
+    const webir::Graph& g = plan_.graph();
+    StepsResult r;
+    for (size_t i = 0; i < run.watch.size(); ++i) {
+      const TensorType& type = g.at(run.watch[i]).type;
+      std::vector<HostTensor> per_step;
+      for (size_t k = 0; k < run.steps; ++k) {
+        const std::byte* first = all.data() + run.history_at[i] + k * run.slot[i];
+        per_step.push_back({type, {first, first + type.bytes()}});
+      }
+      r.watched.push_back({run.names[i], std::move(per_step)});
+    }
+    r.stats = std::move(run.stats);
+    // From the run's start to its values on the host: with runs in flight, overlapping the
+    // runs beside it.
+    r.stats["wall_ms"] =
+        std::chrono::duration<double, std::milli>(Clock::now() - run.start).count();
+    SCELLIS_ASSIGN_OR_RETURN(std::vector<GpuInterval> gpu, d_.TakeGpuTimes());
+    if (!gpu.empty()) r.stats["gpu_timestamps"] = GpuTimesJson(gpu);
+    return r;
+  }
+
   // A fed input's per-step values: one slot per step of a run in one staging buffer.
   struct Slots {
     BufferId staging;
@@ -431,6 +509,8 @@ class WebGpuPrepared : public Prepared {
   std::vector<Binding> bindings_;  // EncodeDispatches' scratch
   PipelineId poison_;
   bool initialized_ = false;
+  std::deque<Run> in_flight_;              // started, oldest first
+  std::deque<StepsResult> timed_results_;  // collected at their start (GPU timestamps)
 };
 
 }  // namespace
