@@ -1,5 +1,6 @@
 // `scellis run`: parses the flags, runs the document through the engine's run facade and prints
 // the report: backend line, receipts, the outputs (last values), any histories, and the readback.
+#include <algorithm>
 #include <iostream>
 
 #include "api/run.h"
@@ -206,6 +207,18 @@ int RunCommand(const CompileFlags& f, const RunFlags& r) {
               << " dispatches timed, each in a pass of its own: busy "
               << gpu["busy_us"].get<double>() << " us, idle between them "
               << gpu["gaps_us"].get<double>() << " us\n";
+    // The kernels that took the most of it, with their share.
+    std::vector<std::pair<double, std::string>> kernels;
+    for (const auto& [kernel, sums] : gpu["by_kernel"].items())
+      kernels.push_back({sums["busy_us"].get<double>(), kernel});
+    std::sort(kernels.rbegin(), kernels.rend());
+    const double busy = std::max(gpu["busy_us"].get<double>(), 1e-9);
+    for (size_t i = 0; i < kernels.size() && i < 5; ++i) {
+      std::cout << "  " << kernels[i].second << ": " << kernels[i].first << " us ("
+                << static_cast<int>(100 * kernels[i].first / busy + 0.5) << "%), "
+                << gpu["by_kernel"][kernels[i].second]["dispatches"].get<int64_t>()
+                << " dispatches\n";
+    }
   }
   if (!run_id.empty())
     std::cout << "run record: " << run_id << " (scellis replay " << run_id << ")\n";

@@ -60,8 +60,9 @@ void AddRunCommand(CommandOptions& options) {
                 "accept a software WebGPU adapter (SwiftShader) for --backend=webgpu");
   run->add_flag("--gpu-timestamps", inv.run.gpu_timestamps,
                 "--backend=webgpu: time every dispatch on the GPU (the adapter's timestamp-query "
-                "feature); the stats' gpu_timestamps give the kernels' busy time and the idle "
-                "gaps between them. Each timed dispatch runs in a compute pass of its own");
+                "feature); the stats' gpu_timestamps give the kernels' busy time, the idle "
+                "gaps between them, the sums by kernel and the first 4096 dispatches' times. "
+                "Each timed dispatch runs in a compute pass of its own");
   run_typed.Integer("--adapter", &inv.run.adapter, 0, 1023,
                     "the WebGPU adapter, by its index among those Dawn offers (0 first; default: "
                     "Dawn's first, or under MPI the host-local rank modulo the adapter count)");

@@ -104,12 +104,30 @@ TEST(CliSteps, GpuTimestampsTimeEveryDispatch) {
   EXPECT_NEAR(gpu["busy_us"].get<double>(), sum, 1e-6 * sum + 1e-9);
   EXPECT_GT(sum, 0.0);
   EXPECT_GE(stats["host_record_ms"].get<double>(), stats["host_encode_ms"].get<double>());
+  // By kernel: Life's one kernel, every dispatch and all of the busy time.
+  ASSERT_EQ(gpu["by_kernel"].size(), 1u) << gpu["by_kernel"].dump();
+  const std::string life_kernel = gpu["by_kernel"].begin().key();
+  const Json& life = gpu["by_kernel"].begin().value();
+  EXPECT_EQ(life["dispatches"].get<int>(), 68);
+  EXPECT_NEAR(life["busy_us"].get<double>(), sum, 1e-6 * sum + 1e-9);
   // Without --json the run says what was timed.
   CliRun text = RunScellis({"run", doc, "--tier=prod", "--steps", "5", "--backend=webgpu",
                             "--allow-software-adapter", "--gpu-timestamps", "--no-record"});
   ASSERT_EQ(text.exit_code, 0) << text.err;
   EXPECT_NE(text.out.find("gpu timestamps: 5 of 5 dispatches timed"), std::string::npos)
       << text.out;
+  EXPECT_NE(text.out.find(life_kernel + ": "), std::string::npos) << text.out;
+  EXPECT_NE(text.out.find("(100%), 5 dispatches"), std::string::npos) << text.out;
+  // A long run lists the first 4096 dispatches' times; the totals and the sums by kernel count
+  // every one.
+  CliRun longer =
+      RunScellis({"run", doc, "--tier=prod", "--json", "--steps", "4100", "--backend=webgpu",
+                  "--allow-software-adapter", "--gpu-timestamps", "--no-record"});
+  ASSERT_EQ(longer.exit_code, 0) << longer.err;
+  const Json long_gpu = Json::parse(longer.out)["stats"]["gpu_timestamps"];
+  EXPECT_EQ(long_gpu["dispatches"].get<int>(), 4100);
+  EXPECT_EQ(long_gpu["dispatch_us"].size(), 4096u);
+  EXPECT_EQ(long_gpu["by_kernel"][life_kernel]["dispatches"].get<int>(), 4100);
   for (const char* backend : {"--backend=cpu", "--backend=auto"}) {
     CliRun refused = RunScellis(
         {"run", doc, "--tier=prod", "--steps", "4", backend, "--gpu-timestamps", "--no-record"});

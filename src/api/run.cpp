@@ -98,9 +98,14 @@ Status RunOnce(runtime::Executor& exec, const execplan::Plan& plan, const runtim
   return Status::Ok();
 }
 
+// A long run's GPU timestamps list the first this many dispatches' times; the totals and the
+// by-kernel sums count every timed dispatch.
+constexpr size_t kListedDispatchTimes = 4096;
+
 // One run's GPU timestamps (webgpu's `gpu_timestamps`: the timed dispatches, their busy time, the
-// idle gaps between them, the span and each one's time) added into the totals of the runs before:
-// `span_us` becomes the sum of the runs' spans, the time between runs left out.
+// idle gaps between them, the span, each one's time and the sums by kernel) added into the totals
+// of the runs before: `span_us` becomes the sum of the runs' spans, the time between runs left
+// out; `dispatch_us` keeps the first kListedDispatchTimes times.
 void AddGpuTimes(Json& total, const Json& run) {
   if (total.is_null()) {
     total = run;
@@ -109,7 +114,16 @@ void AddGpuTimes(Json& total, const Json& run) {
   total["dispatches"] = total["dispatches"].get<int64_t>() + run["dispatches"].get<int64_t>();
   for (const char* key : {"busy_us", "gaps_us", "span_us"})
     total[key] = total[key].get<double>() + run[key].get<double>();
-  for (const Json& us : run["dispatch_us"]) total["dispatch_us"].push_back(us);
+  for (const Json& us : run["dispatch_us"]) {
+    if (total["dispatch_us"].size() >= kListedDispatchTimes) break;
+    total["dispatch_us"].push_back(us);
+  }
+  for (const auto& [kernel, sums] : run["by_kernel"].items()) {
+    Json& into = total["by_kernel"][kernel];
+    if (into.is_null()) into = {{"dispatches", 0}, {"busy_us", 0.0}};
+    into["dispatches"] = into["dispatches"].get<int64_t>() + sums["dispatches"].get<int64_t>();
+    into["busy_us"] = into["busy_us"].get<double>() + sums["busy_us"].get<double>();
+  }
 }
 
 // Many steps in a prepared session: up to 64 per run, two runs in flight, the history outputs

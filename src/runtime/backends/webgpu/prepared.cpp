@@ -28,22 +28,30 @@ namespace {
 
 // A run's dispatches as the GPU's clock saw them: how long the kernels ran (busy), from the first
 // dispatch's start to the last one's end (span), and the idle time between one dispatch's end and
-// the next one's start (gaps) — what each dependent dispatch costs beyond its kernel.
-Json GpuTimesJson(const std::vector<GpuInterval>& times) {
+// the next one's start (gaps) — what each dependent dispatch costs beyond its kernel; each
+// dispatch's time in recording order, and by kernel (`kernels[i]` the kernel of dispatch i) the
+// dispatches and their busy time, which stay small however long a run is.
+Json GpuTimesJson(const std::vector<GpuInterval>& times, const std::vector<std::string>& kernels) {
   double busy = 0, gaps = 0;
   Json durations = Json::array();
+  Json by_kernel = Json::object();
   for (size_t i = 0; i < times.size(); ++i) {
     const double run = double(times[i].end_ns - times[i].begin_ns) / 1e3;
     busy += run;
     durations.push_back(run);
     if (i > 0 && times[i].begin_ns > times[i - 1].end_ns)
       gaps += double(times[i].begin_ns - times[i - 1].end_ns) / 1e3;
+    Json& kernel = by_kernel[i < kernels.size() ? kernels[i] : "(unnamed)"];
+    if (kernel.is_null()) kernel = {{"dispatches", 0}, {"busy_us", 0.0}};
+    kernel["dispatches"] = kernel["dispatches"].get<int64_t>() + 1;
+    kernel["busy_us"] = kernel["busy_us"].get<double>() + run;
   }
   return {{"dispatches", times.size()},
           {"busy_us", busy},
           {"gaps_us", gaps},
           {"span_us", double(times.back().end_ns - times.front().begin_ns) / 1e3},
-          {"dispatch_us", std::move(durations)}};
+          {"dispatch_us", std::move(durations)},
+          {"by_kernel", std::move(by_kernel)}};
 }
 
 // The most steps one submission of a session's run holds: chunks grow 1, 1, 2, 4, 8 and stay at
@@ -425,7 +433,8 @@ class WebGpuPrepared : public Prepared {
     r.stats["wall_ms"] =
         std::chrono::duration<double, std::milli>(Clock::now() - run.start).count();
     SCELLIS_ASSIGN_OR_RETURN(std::vector<GpuInterval> gpu, d_.TakeGpuTimes());
-    if (!gpu.empty()) r.stats["gpu_timestamps"] = GpuTimesJson(gpu);
+    if (!gpu.empty()) r.stats["gpu_timestamps"] = GpuTimesJson(gpu, timed_kernels_);
+    timed_kernels_.clear();
     return r;
   }
 
@@ -476,12 +485,20 @@ class WebGpuPrepared : public Prepared {
           if (!tiled) Poison(bindings[w]);
         }
       }
+      NoteTimedKernel(dispatch.kernel);
       d_.Dispatch(pipelines_[dispatch.pipeline], bindings, dispatch.workgroups[0],
                   dispatch.workgroups[1], dispatch.workgroups[2]);
     }
   }
 
+  // With GPU timestamps, which kernel each timed dispatch ran, in recording order.
+  void NoteTimedKernel(const std::string& kernel) {
+    if (d_.gpu_timestamps() && timed_kernels_.size() < Device::kMaxTimedDispatches)
+      timed_kernels_.push_back(kernel);
+  }
+
   void Poison(const Binding& out) {
+    NoteTimedKernel("poison");
     uint64_t words = out.size ? out.size / 4 : (d_.BufferSize(out.buffer) + 3) / 4;
     Grid grid =
         SplitWorkgroups((words + 63) / 64, d_.info().limits.max_compute_workgroups_per_dimension);
@@ -509,8 +526,10 @@ class WebGpuPrepared : public Prepared {
   std::vector<Binding> bindings_;  // EncodeDispatches' scratch
   PipelineId poison_;
   bool initialized_ = false;
-  std::deque<Run> in_flight_;              // started, oldest first
-  std::deque<StepsResult> timed_results_;  // collected at their start (GPU timestamps)
+  std::deque<Run> in_flight_;  // started, oldest first
+  std::deque<StepsResult> timed_results_;
+  std::vector<std::string> timed_kernels_;  // NoteTimedKernel's, since the last collection  //
+                                            // collected at their start (GPU timestamps)
 };
 
 }  // namespace
