@@ -526,10 +526,9 @@ class WebGpuPrepared : public Prepared {
   std::vector<Binding> bindings_;  // EncodeDispatches' scratch
   PipelineId poison_;
   bool initialized_ = false;
-  std::deque<Run> in_flight_;  // started, oldest first
-  std::deque<StepsResult> timed_results_;
-  std::vector<std::string> timed_kernels_;  // NoteTimedKernel's, since the last collection  //
-                                            // collected at their start (GPU timestamps)
+  std::deque<Run> in_flight_;               // started, oldest first
+  std::deque<StepsResult> timed_results_;   // collected at their start (GPU timestamps)
+  std::vector<std::string> timed_kernels_;  // NoteTimedKernel's, since the last collection
 };
 
 }  // namespace
