@@ -321,6 +321,10 @@ Result<RunReport> Run(std::string_view text, const RunOptions& options, const Ru
   pipeline::CompileOptions compile = options.compile;
   compile.up_to = pipeline::Rung::kExecplan;
   compile.plan.limits = sel.limits;
+  // The fed inputs of the steps in flight at once (RunMany: two runs of up to 64), staged on the
+  // device.
+  compile.plan.staged_steps = std::min<int64_t>(
+      options.steps, int64_t{kMaxStepsPerSubmission} * int64_t{runtime::kMaxRunsInFlight});
   SCELLIS_ASSIGN_OR_RETURN(pipeline::Compiled c, pipeline::Compile(text, compile));
   if (events.note)
     for (const Diagnostic& d : c.notes) events.note(d);

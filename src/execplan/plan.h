@@ -124,6 +124,10 @@ struct MemoryPlan {
   // Host copies a run holds besides the device's buffers: sources built or fed on the host before
   // upload, named outputs read back, and whatever the caller stages (PlanOptions).
   int64_t host_staging = 0;
+  // On a WebGPU device, the fed inputs' per-step slots of PlanOptions::staged_steps steps (each
+  // slot at a 256-byte offset, as the backend binds them): device memory beside the plan's
+  // buffers, counted in `allocated` and in the class `inputs`.
+  int64_t fed_staging = 0;
 };
 
 // What the target device allows, for the verdict. A declared budget is a cap the user chooses;
@@ -187,6 +191,11 @@ struct PlanOptions {
   int64_t caller_host_bytes = 0;
   std::string caller_host_what;
   std::optional<HostDataset> dataset;  // a training run's dataset, when it has one
+  // Steps whose fed inputs a GPU backend holds at once in staging buffers of its own, beside the
+  // plan's buffers: the steps of the runs in flight (a session's steps per run times
+  // runtime::kMaxRunsInFlight). Set by the callers that know their runs (the trainer, `scellis
+  // run`); 0 counts none.
+  int64_t staged_steps = 0;
 };
 
 struct Plan {
@@ -200,6 +209,7 @@ struct Plan {
   MemoryPlan memory;
   int64_t caller_host_bytes = 0;  // from PlanOptions
   std::string caller_host_what;
+  int64_t staged_steps = 0;            // from PlanOptions
   std::optional<HostDataset> dataset;  // from PlanOptions
   int64_t dataset_bytes = 0;           // what the run holds for it, at this plan's batch
   Verdict verdict = Verdict::kGreen;

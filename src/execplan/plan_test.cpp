@@ -496,6 +496,53 @@ TEST(Verdict, CallerStagingCountsOnTheHost) {
       << p->findings[0].message;
 }
 
+// A WebGPU session stages each step's fed inputs in slots of its own (256-byte offsets) for the
+// steps in flight: the plan counts them as device memory in the class `inputs`; the CPU
+// reference, which reads feeds where they are, counts none.
+TEST(Verdict, FedStagingCountsOnAWebGpuDevice) {
+  // A fed input of 100 floats (400 B, a 512 B slot), a carried one (never staged), one output.
+  const std::string text = R"({"version": 2, "nodes": [
+      {"id": 0, "op": "input", "name": "state", "shape": [8], "data": [0, 0, 0, 0, 0, 0, 0, 0],
+       "carry": "next"},
+      {"id": 1, "op": "input", "name": "feed", "shape": [100]},
+      {"id": 2, "op": "sum", "a": 1},
+      {"id": 3, "op": "add", "a": 0, "b": 2}],
+      "outputs": [{"name": "next", "id": 3}]})";
+  PlanOptions o = FakeMachine(int64_t{1} << 40, false);
+  o.limits.backend = "webgpu";
+  auto unstaged = PlanOf(text, o);
+  ASSERT_TRUE(unstaged.ok()) << unstaged.errors().front().Format();
+  EXPECT_EQ(unstaged->memory.fed_staging, 0);
+
+  o.staged_steps = 16;
+  auto staged = PlanOf(text, o);
+  ASSERT_TRUE(staged.ok());
+  const int64_t slots = 16 * 512;
+  EXPECT_EQ(staged->memory.fed_staging, slots);
+  EXPECT_EQ(staged->memory.allocated, unstaged->memory.allocated + slots);
+  EXPECT_EQ(staged->memory.peak_live, unstaged->memory.peak_live + slots);
+  const int inputs = static_cast<int>(MemClass::kInputs);
+  EXPECT_EQ(staged->memory.by_class[inputs], unstaged->memory.by_class[inputs] + slots);
+  EXPECT_EQ(ToJson(*staged)["memory"]["fed_staging"].get<int64_t>(), slots);
+
+  // A device with one byte too few for the plan and the slots is refused before anything runs.
+  o.limits.device_memory_bytes = staged->memory.allocated - 1;
+  auto over = PlanOf(text, o);
+  ASSERT_TRUE(over.ok());
+  EXPECT_EQ(over->verdict, Verdict::kRed);
+  EXPECT_TRUE(HasFinding(*over, "memory-over-device"));
+  o.limits.device_memory_bytes = staged->memory.allocated;
+  EXPECT_EQ(PlanOf(text, o)->verdict, Verdict::kGreen);
+
+  // The CPU reference stages nothing.
+  o.limits.backend = "cpu";
+  o.limits.device_memory_bytes = 0;
+  auto cpu = PlanOf(text, o);
+  ASSERT_TRUE(cpu.ok());
+  EXPECT_EQ(cpu->memory.fed_staging, 0);
+  EXPECT_EQ(cpu->memory.allocated, unstaged->memory.allocated);
+}
+
 TEST(Verdict, TotalsSaturateInsteadOfWrapping) {
   const int64_t max = std::numeric_limits<int64_t>::max();
   EXPECT_EQ(SaturatingAdd(max - 1, 2), max);

@@ -286,6 +286,8 @@ class Training {
       SCELLIS_TRY(PrepareHalves(text, step_options, std::move(step_backend)));
       SCELLIS_TRY(LoadSplits(source));
     } else {
+      // Two runs in flight hold their steps' batches in the device's staging buffers.
+      step_options.plan.staged_steps = int64_t{o_.steps_per_run} * runtime::kMaxRunsInFlight;
       SCELLIS_TRY(ChooseDatasetMode(text, step_options, step_backend.limits, o_.steps_per_run));
       SCELLIS_TRY(LoadSplits(source));
       SCELLIS_ASSIGN_OR_RETURN(step_,

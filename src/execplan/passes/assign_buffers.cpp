@@ -105,6 +105,7 @@ class Assigner {
       mem.allocated = SaturatingAdd(mem.allocated, dataset);
       mem.peak_live = SaturatingAdd(mem.peak_live, dataset);
     }
+    AddFedStaging();
     // The host holds every source before its upload and every named output after its download.
     mem.host_staging = p_.caller_host_bytes;
     if (p_.dataset && !DatasetInBudget(p_))
@@ -118,6 +119,28 @@ class Assigner {
   }
 
  private:
+  // A WebGPU session writes each step's fed inputs into slots of staging buffers of its own (one
+  // per fed input and run, a slot per step at a 256-byte offset) and keeps them until the run is
+  // finished: with runs in flight, PlanOptions::staged_steps slots per fed input, live for the
+  // whole run. The CPU reference reads its feeds where they are.
+  void AddFedStaging() {
+    MemoryPlan& mem = p_.memory;
+    mem.fed_staging = 0;
+    if (p_.limits.backend != "webgpu" || p_.staged_steps <= 0) return;
+    std::vector<bool> carried(g_.nodes.size(), false);
+    for (const webir::Carry& c : g_.carries) carried[c.to] = true;
+    for (const webir::Node& n : g_.nodes) {
+      if (n.role != webir::Role::kInput || n.data || carried[n.id]) continue;
+      const int64_t slot = (std::max<int64_t>(Bytes(n.id), 4) + 255) / 256 * 256;
+      mem.fed_staging = SaturatingAdd(mem.fed_staging, SaturatingMul(slot, p_.staged_steps));
+    }
+    const int c = static_cast<int>(MemClass::kInputs);
+    mem.by_class[c] = SaturatingAdd(mem.by_class[c], mem.fed_staging);
+    mem.at_peak[c] = SaturatingAdd(mem.at_peak[c], mem.fed_staging);
+    mem.allocated = SaturatingAdd(mem.allocated, mem.fed_staging);
+    mem.peak_live = SaturatingAdd(mem.peak_live, mem.fed_staging);
+  }
+
   // The scratch the tiles of kernels over the binding cap hand partial results on in (a
   // whole-tensor sum's 256 lanes, kernel::TileSpace::scratch_elements), and wide sums their
   // chunks' partial sums in (kernel::SumSchedule): one working buffer as
