@@ -145,21 +145,6 @@ int FindNamedNode(const webir::Graph& g, const std::string& name) {
   return FindSourceNode(g, name);
 }
 
-bool IsCarried(const webir::Graph& g, int node) {
-  for (const webir::Carry& c : g.carries)
-    if (c.to == node) return true;
-  return false;
-}
-
-std::vector<int> FedInputs(const webir::Graph& g) {
-  std::vector<int> fed;
-  for (const webir::Node& n : g.nodes) {
-    if (n.role != webir::Role::kInput || n.data) continue;
-    if (!IsCarried(g, n.id)) fed.push_back(n.id);
-  }
-  return fed;
-}
-
 // ---- the seam ----
 
 Result<RunResult> Executor::Run(const execplan::Plan& plan, const Feeds& feeds,

@@ -198,9 +198,8 @@ Status ValidateFeeds(const webir::Graph& g, const Feeds& feeds);
 int FindNamedNode(const webir::Graph& g, const std::string& name);
 // The input or param with feed name `name` (what an Upload replaces), -1 if none.
 int FindSourceNode(const webir::Graph& g, const std::string& name);
-// True when `node` is the input end of a carry.
-bool IsCarried(const webir::Graph& g, int node);
-// Every source input that needs data each step: not inline, not carried.
-std::vector<int> FedInputs(const webir::Graph& g);
+// Which inputs are carried and which fed each step: the graph's own facts (webir/graph.h).
+using webir::FedInputs;
+using webir::IsCarried;
 
 }  // namespace scellis::runtime

@@ -144,4 +144,19 @@ Status Verify(const Graph& g) {
   return Status::Ok();
 }
 
+bool IsCarried(const Graph& g, int node) {
+  for (const Carry& c : g.carries)
+    if (c.to == node) return true;
+  return false;
+}
+
+std::vector<int> FedInputs(const Graph& g) {
+  std::vector<int> fed;
+  for (const Node& n : g.nodes) {
+    if (n.role != Role::kInput || n.data) continue;
+    if (!IsCarried(g, n.id)) fed.push_back(n.id);
+  }
+  return fed;
+}
+
 }  // namespace scellis::webir

@@ -87,6 +87,11 @@ struct Graph : RungHeader {
   std::vector<std::vector<int>> Users() const;
 };
 
+// True when `node` is the input end of a carry.
+bool IsCarried(const Graph& g, int node);
+// Every source input that needs data each step: not inline, not carried.
+std::vector<int> FedInputs(const Graph& g);
+
 Result<Graph> FromBlock(const block::Program& p);
 std::string Print(const Graph& g);
 Json ToJson(const Graph& g);

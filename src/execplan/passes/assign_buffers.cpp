@@ -127,11 +127,8 @@ class Assigner {
     MemoryPlan& mem = p_.memory;
     mem.fed_staging = 0;
     if (p_.limits.backend != "webgpu" || p_.staged_steps <= 0) return;
-    std::vector<bool> carried(g_.nodes.size(), false);
-    for (const webir::Carry& c : g_.carries) carried[c.to] = true;
-    for (const webir::Node& n : g_.nodes) {
-      if (n.role != webir::Role::kInput || n.data || carried[n.id]) continue;
-      const int64_t slot = (std::max<int64_t>(Bytes(n.id), 4) + 255) / 256 * 256;
+    for (int fed : webir::FedInputs(g_)) {
+      const int64_t slot = (std::max<int64_t>(Bytes(fed), 4) + 255) / 256 * 256;
       mem.fed_staging = SaturatingAdd(mem.fed_staging, SaturatingMul(slot, p_.staged_steps));
     }
     const int c = static_cast<int>(MemClass::kInputs);
