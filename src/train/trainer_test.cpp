@@ -87,8 +87,6 @@ TEST_F(TrainerTest, ReportsEverySubmissionAndEpochAndRecordsEveryLoss) {
   EXPECT_EQ(j["steps_per_run"], 5);
 }
 
-// The MLP with dropout on its hidden layer, reading the step number from the document's "step"
-// input: training feeds it every step (a fresh mask), evaluation runs without dropout.
 // The main job's MLP with dropout on its hidden layer, whose mask follows the step number.
 std::string FashionMlpWithDropout() {
   std::string doc = FashionMlp();
@@ -107,6 +105,8 @@ std::string FashionMlpWithDropout() {
   return doc;
 }
 
+// The MLP with dropout on its hidden layer, reading the step number from the document's "step"
+// input: training feeds it every step (a fresh mask), evaluation runs without dropout.
 TEST_F(TrainerTest, TrainsAndEvaluatesAForwardWithDropout) {
   const std::string doc = FashionMlpWithDropout();
   TrainOptions o = QuickCpu();
