@@ -94,6 +94,7 @@ int TrainCommand(const CompileFlags& f, const TrainFlags& t) {
   options.collective_timeout_seconds = t.collective_timeout_seconds;
   options.record_shards = t.record_shards;
   options.stream_dataset = f.stream_dataset;
+  options.host_batches = t.host_batches;
 
   ProgressBar bar;
   train::TrainEvents events;
@@ -167,6 +168,10 @@ int TrainCommand(const CompileFlags& f, const TrainFlags& t) {
                           (r.ranks > 1 ? "s, " : ", ") + std::to_string(r.chunks) + " chunks"
                     : std::to_string(r.steps_per_run) + " steps per run")
             << ")" << (r.fallback_reason ? "; fallback: " + *r.fallback_reason : "") << "\n";
+  if (r.batches == "device")
+    std::printf("  batches gathered on the device from the train split held there\n");
+  else if (r.host_batches_reason)
+    std::printf("  batches fed from the host: %s\n", r.host_batches_reason->c_str());
   for (const train::EpochResult& e : r.epochs) {
     std::printf("  epoch %d  loss %.4f  test accuracy %.4f  %s\n", e.epoch, e.mean_loss,
                 e.test_accuracy, Duration(e.seconds).c_str());

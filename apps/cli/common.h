@@ -75,6 +75,7 @@ struct TrainFlags {
   int collective_timeout_seconds = 300;
   bool record_shards = false;  // the last step's shards, into the store
   bool no_record = false;      // --no-record: leave no run record
+  bool host_batches = false;   // --host-batches: feed batches from the host on a GPU too
 };
 int TrainCommand(const CompileFlags& f, const TrainFlags& t);
 

@@ -42,6 +42,9 @@ void AddTrainCommands(CommandOptions& options) {
                       "job (rank-lost; default 300)");
   train->add_flag("--record-shards", inv.train.record_shards,
                   "record the last step's shards in the store, for scellis verify --shard");
+  train->add_flag("--host-batches", inv.train.host_batches,
+                  "on a GPU, gather each step's batch on the host and feed it, rather than hold "
+                  "the train split on the device and gather there (the same bits)");
   train->add_flag("--no-record", inv.train.no_record,
                   "leave no run record in the store (also: SCELLIS_NO_RECORD=1)");
 

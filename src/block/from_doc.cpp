@@ -75,6 +75,7 @@ class Lowering {
     ResolveRepeat();
     ResolveTrain();
     prog_.mode = options_.mode;
+    prog_.dataset_examples_on_device = options_.dataset_examples_on_device;
     ResolveTier();
     if (!errors_.empty()) return Status(errors_);
     return std::move(prog_);

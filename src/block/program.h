@@ -116,6 +116,8 @@ struct Program : RungHeader {
   std::vector<Carry> carries;
   std::optional<TrainSpec> train;
   LowerMode mode = LowerMode::kTrainStep;
+  // LowerOptions::dataset_examples_on_device, for the lowering.
+  int64_t dataset_examples_on_device = 0;
   std::map<std::string, int64_t> dims;
   std::shared_ptr<const ops::OpTable> ops = ops::BuiltinOps();  // what its op blocks mean
 };
@@ -125,6 +127,12 @@ struct LowerOptions {
   bool tier_override = false;           // --tier-override: replaces the declared tiers
   std::map<std::string, int64_t> bind;  // --bind N=64: binds symbolic dims
   LowerMode mode = LowerMode::kTrainStep;
+  // The training step (kTrainStep) with its dataset's train split held on the device: the images
+  // and labels inputs become tables of this many examples (params set once, by the trainer's
+  // feeds when the session is prepared), and each step's batch is gathered from them by the i32
+  // row indices fed as "batch_index" (webir::kBatchIndexInput): a step is fed B indices instead
+  // of B examples. 0: the batch is fed.
+  int64_t dataset_examples_on_device = 0;
   // The ops the document may use: the built-in table, or a session's copy extended with its own.
   std::shared_ptr<const ops::OpTable> ops = ops::BuiltinOps();
 };

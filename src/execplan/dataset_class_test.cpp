@@ -3,12 +3,15 @@
 // sized by the batch the plan is made at.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <fstream>
+#include <map>
 #include <sstream>
 
 #include "execplan/plan.h"
 #include "pipeline/compile.h"
 #include "support/graph.h"
+#include "webir/passes/append_train_step.h"
 
 namespace scellis::execplan {
 namespace {
@@ -89,6 +92,57 @@ TEST(DatasetClass, HeldSetCountsTheEvaluationBatchBeside) {
   EXPECT_EQ(p.memory.by_class[static_cast<int>(MemClass::kDataset)], (1 << 20) + 7 * 20);
   EXPECT_NE(Print(p).find("; the evaluation batch of 7 gathered beside)"), std::string::npos)
       << Print(p);
+}
+
+// The train split held on the device (block::LowerOptions::dataset_examples_on_device): the images
+// and labels inputs become gathers from two tables — params set once, never updated, no gradient —
+// by the one fed i32 input of the batch's row indices, and the tables count as input memory.
+TEST(DatasetClass, ASplitHeldOnTheDeviceIsGatheredByFedRowIndices) {
+  pipeline::CompileOptions o = scellis::testing::ProdOptions();
+  o.plan.budget_bytes = int64_t{1} << 30;
+  auto fed = pipeline::Compile(Example("fashion_mlp.json"), o);
+  ASSERT_TRUE(fed.ok()) << fed.errors().front().Format();
+  o.lower.dataset_examples_on_device = 1000;
+  auto held = pipeline::Compile(Example("fashion_mlp.json"), o);
+  ASSERT_TRUE(held.ok()) << held.errors().front().Format();
+  const webir::Graph& g = held->plan->graph();
+
+  std::vector<std::string> fed_inputs;
+  for (int n : webir::FedInputs(g)) fed_inputs.push_back(g.at(n).label);
+  std::sort(fed_inputs.begin(), fed_inputs.end());
+  EXPECT_EQ(fed_inputs, (std::vector<std::string>{webir::kBatchIndexInput, webir::kStepInput}));
+  std::map<std::string, std::vector<int64_t>> tables;
+  for (const webir::Node& n : g.nodes) {
+    if (n.label == webir::kBatchIndexInput) {
+      EXPECT_EQ(n.type.dtype, DType::kI32);
+      EXPECT_EQ(n.type.sizes(), (std::vector<int64_t>{64}));
+    }
+    if (n.purpose == webir::Purpose::kDataset) {
+      EXPECT_EQ(n.role, webir::Role::kParam);
+      EXPECT_FALSE(n.init.has_value());
+      EXPECT_EQ(held->plan->class_of[n.id], MemClass::kInputs) << n.label;
+      tables[n.label] = n.type.sizes();
+    }
+    if (n.op == "index_select") {
+      EXPECT_EQ(g.at(n.args[0]).purpose, webir::Purpose::kDataset);
+      EXPECT_EQ(g.at(n.args[1]).label, webir::kBatchIndexInput);
+    }
+    // Nothing of the tables' size is computed: no gradient flows into the dataset.
+    if (n.role == webir::Role::kCompute) EXPECT_LT(n.type.elements(), 1000 * 784) << n.name;
+  }
+  EXPECT_EQ(tables, (std::map<std::string, std::vector<int64_t>>{
+                        {webir::DatasetTableName("images"), {1000, 784}},
+                        {webir::DatasetTableName("labels"), {1000}}}));
+  for (const webir::Carry& c : g.carries) EXPECT_NE(g.at(c.to).purpose, webir::Purpose::kDataset);
+
+  // The inputs class: the two tables and the indices in place of one batch's images and labels
+  // (each buffer rounded up to at most 256 bytes).
+  const auto inputs = [](const Plan& p) {
+    return p.memory.by_class[static_cast<int>(MemClass::kInputs)];
+  };
+  const int64_t more = (1000 - 64) * (784 + 1) * 4 + 64 * 4;
+  EXPECT_GE(inputs(*held->plan) - inputs(*fed->plan), more - 3 * 256);
+  EXPECT_LE(inputs(*held->plan) - inputs(*fed->plan), more + 3 * 256);
 }
 
 }  // namespace

@@ -157,6 +157,8 @@ Json TrainResult::ToJson() const {
   j["adapter"] = adapter.empty() ? Json() : Json(adapter);
   j["batch"] = batch;
   j["dataset_streamed"] = dataset_streamed;
+  j["batches"] = batches;
+  j["host_batches_reason"] = host_batches_reason ? Json(*host_batches_reason) : Json();
   j["step_seconds"] = Json::object();
   for (const auto& [phase, seconds] : step_seconds) j["step_seconds"][phase] = seconds;
   j["gradient_bytes_per_step"] = gradient_bytes_per_step;
@@ -290,8 +292,17 @@ class Training {
       step_options.plan.staged_steps = int64_t{o_.steps_per_run} * runtime::kMaxRunsInFlight;
       SCELLIS_TRY(ChooseDatasetMode(text, step_options, step_backend.limits, o_.steps_per_run));
       SCELLIS_TRY(LoadSplits(source));
-      SCELLIS_ASSIGN_OR_RETURN(step_,
-                               api::Session::Prepare(text, step_options, std::move(step_backend)));
+      SCELLIS_TRY(ChooseBatchSource(text, step_options, step_backend));
+      runtime::Feeds tables;
+      if (result_.batches == "device") {
+        const block::Program& p = *head_.program;
+        tables[webir::DatasetTableName(FeedNameOf(p.blocks[spec_.images]))] =
+            F32Tensor({train_.count(), train_.features()}, train_.held.images);
+        tables[webir::DatasetTableName(FeedNameOf(p.blocks[spec_.labels]))] =
+            F32Tensor({train_.count()}, train_.held.labels);
+      }
+      SCELLIS_ASSIGN_OR_RETURN(
+          step_, api::Session::Prepare(text, step_options, std::move(step_backend), tables));
     }
     result_.dataset_streamed = streamed_;
     SCELLIS_ASSIGN_OR_RETURN(eval_,
@@ -419,6 +430,34 @@ class Training {
     if (streamed_) step_options.plan.caller_host_bytes = 0;
     for (const Diagnostic& d : plan.findings)
       if (d.code == "streamed-dataset" && e_.note) e_.note(d);
+    return Status::Ok();
+  }
+
+  // Where each step's batch is gathered (TrainResult::batches): on a GPU, on the device from the
+  // train split held there when that plan is not red; else on the host, saying why on a GPU.
+  Status ChooseBatchSource(std::string_view text, pipeline::CompileOptions& step_options,
+                           const runtime::Selection& backend) {
+    if (backend.backend == "cpu") return Status::Ok();  // host memory is the device's
+    auto host = [&](std::string why) {
+      result_.host_batches_reason = std::move(why);
+      return Status::Ok();
+    };
+    if (o_.host_batches) return host("--host-batches");
+    if (streamed_) return host("the dataset is streamed from its files");
+    pipeline::CompileOptions o = step_options;
+    o.up_to = pipeline::Rung::kExecplan;
+    o.print_after.clear();
+    o.plan.limits = backend.limits;
+    o.lower.dataset_examples_on_device = train_.count();
+    SCELLIS_ASSIGN_OR_RETURN(pipeline::Compiled planned, pipeline::Compile(text, o));
+    const execplan::Plan& plan = *planned.plan;
+    if (plan.verdict == execplan::Verdict::kRed) {
+      const Diagnostic& why = plan.findings.front();
+      return host("the train split held on the device does not fit: " + why.code + ": " +
+                  why.message);
+    }
+    step_options.lower.dataset_examples_on_device = train_.count();
+    result_.batches = "device";
     return Status::Ok();
   }
 
@@ -651,9 +690,18 @@ class Training {
       const int64_t k = std::min<int64_t>(o_.steps_per_run, steps - started);
       std::vector<runtime::Feeds> feeds(static_cast<size_t>(k));
       for (int64_t i = 0; i < k; ++i) {
-        SCELLIS_TRY(train_.Gather(order, (started + i) * spec_.batch, spec_.batch, img_, lab_));
-        feeds[i][images_feed_] = F32Tensor({spec_.batch, train_.features()}, img_);
-        feeds[i][labels_feed_] = F32Tensor({spec_.batch}, lab_);
+        const int64_t first = (started + i) * spec_.batch;
+        if (result_.batches == "device") {
+          // The batch's rows in the split, gathered on the device.
+          HostTensor rows = HostTensor::Zeros(MakeType({spec_.batch}, DType::kI32));
+          std::span<int32_t> r = rows.view<int32_t>();
+          for (int64_t j = 0; j < spec_.batch; ++j) r[j] = static_cast<int32_t>(order[first + j]);
+          feeds[i][webir::kBatchIndexInput] = std::move(rows);
+        } else {
+          SCELLIS_TRY(train_.Gather(order, first, spec_.batch, img_, lab_));
+          feeds[i][images_feed_] = F32Tensor({spec_.batch, train_.features()}, img_);
+          feeds[i][labels_feed_] = F32Tensor({spec_.batch}, lab_);
+        }
         feeds[i][webir::kStepInput] =
             F32Tensor({}, {static_cast<float>(first_step + started + i + 1)});
       }

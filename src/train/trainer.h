@@ -49,6 +49,12 @@ struct TrainOptions {
   // store_root. Data parallel, each rank reads its chunks of each batch from the files, and its
   // plan counts what it holds.
   bool stream_dataset = false;
+  // Feed every step's batch from the host even where the train split could be held on the
+  // device (--host-batches; the same bits, for comparisons). Without it a step on a GPU gathers
+  // its batch on the device from the split held there whenever that plan is not red
+  // (block::LowerOptions::dataset_examples_on_device); the CPU reference, a streamed dataset and
+  // data parallelism always feed batches from the host.
+  bool host_batches = false;
 };
 
 struct Progress {
@@ -99,6 +105,10 @@ struct TrainResult {
   double atol = 0, rtol = 0;
   std::string dataset;            // the dataset's source, as the document names it
   bool dataset_streamed = false;  // read from its files batch by batch, not held whole
+  // Where each step's batch was gathered: "device" (from the train split held there, the step
+  // fed its row indices) or "host" (gathered and fed whole), and on a GPU why "host".
+  std::string batches = "host";
+  std::optional<std::string> host_batches_reason;
   int steps_per_run = 0;
   std::vector<EpochResult> epochs;  // those run by this call (after a resume, the later ones)
   std::vector<float> losses;        // every step's loss, in order
@@ -122,9 +132,9 @@ struct TrainResult {
   double seconds_per_epoch() const;
   // `{"backend", "executor", "fallback_reason", "steps_per_run", "determinism_tier", "rank",
   //   "ranks", "chunks", "shard_record" (null unless recorded), "adapter" (null when none),
-  //   "batch", "dataset_streamed", "step_seconds": {phase: seconds}, "gradient_bytes_per_step",
-  //   "epochs": [{"epoch", "mean_loss", "test_accuracy", "seconds", "train_seconds", "steps"}],
-  //   "seconds_per_epoch", "test_accuracy": [...]}`.
+  //   "batch", "dataset_streamed", "batches", "host_batches_reason", "step_seconds": {phase:
+  //   seconds}, "gradient_bytes_per_step", "epochs": [{"epoch", "mean_loss", "test_accuracy",
+  //   "seconds", "train_seconds", "steps"}], "seconds_per_epoch", "test_accuracy": [...]}`.
   Json ToJson() const;
 };
 

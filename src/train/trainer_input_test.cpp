@@ -11,12 +11,14 @@
 #include <iterator>
 #include <limits>
 #include <optional>
+#include <random>
 #include <string>
 #include <vector>
 
 #include "base/json_util.h"
 #include "pipeline/compile.h"
 #include "support/cli.h"
+#include "support/examples.h"
 #include "train/trainer.h"
 
 namespace scellis::train {
@@ -199,6 +201,76 @@ TEST_F(TrainerInputTest, TrainsTheTinyModel) {
   EXPECT_EQ(r->losses.size(), 3u);  // 6 examples in batches of 2
   ASSERT_EQ(r->epochs.size(), 1u);
   EXPECT_EQ(r->epochs[0].examples, 4);
+}
+
+// On a GPU the train split is held on the device and each step's batch gathered there from its
+// fed row indices: the same batches, moved as bits, so the losses and the scored accuracy are
+// those of the batches gathered on the host and fed (--host-batches), bit for bit, and the CPU
+// reference's within its tolerance. A streamed set is fed from the host, saying why.
+TEST_F(TrainerInputTest, BatchesGatheredOnTheDeviceGiveTheHostFedBits) {
+  if (!std::getenv("VK_ICD_FILENAMES") && !std::getenv("VK_DRIVER_FILES"))
+    setenv("VK_ICD_FILENAMES", "/usr/lib/chromium/vk_swiftshader_icd.json", 1);
+  // 320 training and 100 test examples of 784 random pixels, labels 0 to 9: five batches of 64.
+  std::mt19937 rng(20261205);
+  auto pixels = [&](size_t n) {
+    std::vector<uint8_t> p(n);
+    for (uint8_t& v : p) v = static_cast<uint8_t>(rng() % 256);
+    return p;
+  };
+  auto labels = [&](size_t n) {
+    std::vector<int8_t> l(n);
+    for (int8_t& v : l) v = static_cast<int8_t>(rng() % 10);
+    return l;
+  };
+  WriteSplits(U8Images(pixels(320 * 784), 320, 784), I8Labels(labels(320)),
+              U8Images(pixels(100 * 784), 100, 784), I8Labels(labels(100)));
+  Json doc = Json::parse(testing::FashionMlp());
+  doc["train"]["eval_batch"] = 100;
+  const std::string text = doc.dump();
+
+  TrainOptions o = Cpu();
+  o.epochs = 2;
+  o.steps_per_run = 2;
+  auto reference = Trainer(o).Train(text);
+  ASSERT_TRUE(reference.ok()) << reference.errors().front().Format();
+  EXPECT_EQ(reference->batches, "host");
+  EXPECT_FALSE(reference->host_batches_reason.has_value());
+
+  o.select.requested = "webgpu";
+  o.select.allow_software_adapter = true;
+  auto on_device = Trainer(o).Train(text);
+  ASSERT_TRUE(on_device.ok()) << on_device.errors().front().Format();
+  EXPECT_EQ(on_device->batches, "device");
+  EXPECT_FALSE(on_device->host_batches_reason.has_value());
+  EXPECT_EQ(on_device->ToJson()["batches"], "device");
+
+  o.host_batches = true;
+  auto from_host = Trainer(o).Train(text);
+  ASSERT_TRUE(from_host.ok()) << from_host.errors().front().Format();
+  EXPECT_EQ(from_host->batches, "host");
+  EXPECT_EQ(from_host->host_batches_reason.value_or(""), "--host-batches");
+
+  ASSERT_EQ(on_device->losses.size(), 10u);  // 2 epochs of 5 steps
+  ASSERT_EQ(from_host->losses.size(), 10u);
+  ASSERT_EQ(reference->losses.size(), 10u);
+  for (size_t k = 0; k < 10; ++k) {
+    EXPECT_EQ(on_device->losses[k], from_host->losses[k]) << "step " << k + 1;
+    EXPECT_NEAR(on_device->losses[k], reference->losses[k],
+                1e-5 * std::max(1.0f, reference->losses[k]))
+        << "step " << k + 1;
+  }
+  ASSERT_EQ(on_device->epochs.size(), 2u);
+  for (size_t e = 0; e < 2; ++e)
+    EXPECT_EQ(on_device->epochs[e].test_accuracy, from_host->epochs[e].test_accuracy);
+
+  o.host_batches = false;
+  o.stream_dataset = true;
+  o.store_root = (dir_ / "store").string();
+  auto streamed = Trainer(o).Train(text);
+  ASSERT_TRUE(streamed.ok()) << streamed.errors().front().Format();
+  EXPECT_EQ(streamed->batches, "host");
+  EXPECT_EQ(streamed->host_batches_reason.value_or(""), "the dataset is streamed from its files");
+  EXPECT_EQ(streamed->losses, from_host->losses);
 }
 
 TEST_F(TrainerInputTest, RefusesABatchLargerThanTheTrainSplit) {

@@ -75,6 +75,7 @@ class Lowering {
         n.role = Role::kInput;
         n.type = b.tensor_type;
         n.data = b.data;
+        if (GathersFromDeviceDataset(b)) return AddDatasetGather(std::move(n));
         return g_.Add(std::move(n));
       case block::BlockKind::kParam:
         // The gradient half of a data-parallel step keeps its params resident like the whole
@@ -103,6 +104,49 @@ class Lowering {
         return -1;  // host side: the training loop feeds its batches into input blocks
     }
     return -1;
+  }
+
+  // The images or labels input of a training step whose dataset is held on the device.
+  bool GathersFromDeviceDataset(const block::Block& b) const {
+    if (!prog_.train || prog_.mode != block::LowerMode::kTrainStep ||
+        prog_.dataset_examples_on_device <= 0)
+      return false;
+    const block::TrainSpec& spec = *prog_.train;
+    return (spec.images >= 0 && &b == &prog_.blocks[spec.images]) ||
+           (spec.labels >= 0 && &b == &prog_.blocks[spec.labels]);
+  }
+
+  // The input as the rows of its dataset table that the step's batch indices name: the table a
+  // param of the whole split (set once, by a feed, never updated), the indices the fed i32 input
+  // kBatchIndexInput shared by the images and the labels. index_select moves elements as bits,
+  // so the step reads the values the trainer would have fed.
+  int AddDatasetGather(Node input) {
+    if (input.type.rank() < 1) return g_.Add(std::move(input));  // the trainer refuses it
+    Node table = input;
+    table.op = "param";
+    table.role = Role::kParam;
+    table.purpose = Purpose::kDataset;
+    table.data.reset();
+    table.name = table.label = DatasetTableName(input.label.empty() ? input.name : input.label);
+    table.type.dims[0] = Dim{prog_.dataset_examples_on_device, ""};
+    const int table_id = g_.Add(std::move(table));
+    if (batch_index_ < 0) {
+      Node index;
+      index.op = "input";
+      index.role = Role::kInput;
+      index.type.dims = {input.type.dims[0]};
+      index.type.dtype = DType::kI32;
+      index.name = index.label = kBatchIndexInput;
+      index.origin = prog_.train->pointer;
+      batch_index_ = g_.Add(std::move(index));
+    }
+    Node gather = std::move(input);
+    gather.op = "index_select";
+    gather.role = Role::kCompute;
+    gather.data.reset();
+    gather.args = {table_id, batch_index_};
+    gather.attrs["axis"] = 0;
+    return g_.Add(std::move(gather));
   }
 
   // The op node typed by TypeOpNode (the checks and rules a front end adding one node meets
@@ -220,6 +264,7 @@ class Lowering {
   Graph g_;
   std::vector<int> node_of_;
   std::vector<Diagnostic> errors_;
+  int batch_index_ = -1;  // the fed batch indices, when the dataset is held on the device
 };
 
 }  // namespace

@@ -74,6 +74,7 @@ std::string Print(const Graph& g) {
     if (n.op != "full") r += AttrText(n);
     if (n.purpose == Purpose::kGradient) r += "  (grad)";
     if (n.purpose == Purpose::kOptimizerState) r += "  (optimizer state)";
+    if (n.purpose == Purpose::kDataset) r += "  (dataset)";
     // Long attribute lists would push every shape far right; past 60 columns a line just runs on.
     if (r.size() <= 60) rhs_width = std::max(rhs_width, r.size());
     rhs.push_back(r);
@@ -108,6 +109,7 @@ Json ToJson(const Graph& g) {
     jn["origin"] = n.origin;
     if (n.purpose == Purpose::kGradient) jn["purpose"] = "gradient";
     if (n.purpose == Purpose::kOptimizerState) jn["purpose"] = "optimizer_state";
+    if (n.purpose == Purpose::kDataset) jn["purpose"] = "dataset";
     j["nodes"].push_back(jn);
   }
   for (const Output& o : g.outputs) j["outputs"].push_back({{"name", o.name}, {"node", o.node}});

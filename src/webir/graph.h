@@ -29,6 +29,7 @@ enum class Purpose {
   kForward,         // ordinary forward value
   kGradient,        // produced by the backward pass
   kOptimizerState,  // moments and velocities carried between steps
+  kDataset,         // a training split held on the device, each step's batch gathered from it
 };
 
 struct Node {

@@ -7,6 +7,8 @@ MemClass ClassOf(const webir::Graph& g, const webir::Node& n,
                  const std::vector<std::vector<int>>& users) {
   if (n.purpose == webir::Purpose::kGradient) return MemClass::kGradients;
   if (n.purpose == webir::Purpose::kOptimizerState) return MemClass::kOptimizerState;
+  // The training split held on the device is the step's input data, resident.
+  if (n.purpose == webir::Purpose::kDataset) return MemClass::kInputs;
   if (n.role == webir::Role::kParam) {
     for (int u : users[n.id])
       if (g.at(u).op == "cast" && g.at(u).type.dtype == DType::kF16)

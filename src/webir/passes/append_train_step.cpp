@@ -13,6 +13,9 @@ std::string StateName(const std::string& param, const std::string& state) {
 std::string GradName(const std::string& param) {
   return param + "@grad";
 }
+std::string DatasetTableName(const std::string& input) {
+  return input + "@dataset";
+}
 
 namespace {
 

@@ -16,6 +16,13 @@ namespace scellis::webir {
 
 inline constexpr const char* kStepInput = "step";
 inline constexpr const char* kLossOutput = "loss";
+// A step whose dataset is held on the device (block::LowerOptions::dataset_examples_on_device):
+// the batch's row indices into it, i32, fed every step.
+inline constexpr const char* kBatchIndexInput = "batch_index";
+
+// The feed name of the table an input gathers its batch from when the dataset is held on the
+// device: "<input>@dataset".
+std::string DatasetTableName(const std::string& input);
 
 // Appends the graph's pending training step (Graph::train) and clears it; no pending step, no
 // change.
