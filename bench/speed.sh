@@ -45,7 +45,9 @@ def rows(path):
     p = d / path
     return [json.loads(l) for l in p.read_text().splitlines() if l.strip()] if p.exists() else []
 
-step = {r["steps_per_run"]: r["us_per_step"] for r in rows("step.jsonl")}
+# The step as the trainer runs it on a GPU: two runs in flight, batches gathered on the device.
+step = {r["steps_per_run"]: r["us_per_step"] for r in rows("step.jsonl")
+        if r.get("runs_in_flight") == 2 and r.get("batches") == "device"}
 peer = {r["mode"]: r["us_per_step"] for r in rows("step_peer.jsonl")}
 graph = peer.get("graph")
 print(f"{'row':40} {'Scellis':>12} {'peer':>26} {'goal':>24}  met")
