@@ -1,6 +1,8 @@
 """Prepared sessions (api::Session): a graph validated and planned once, its carried state
 (weights, optimizer moments) resident on the backend between steps. ``run`` executes one step,
-``run_steps`` up to 64 in one submission; only the watched outputs come back.
+``run_steps`` up to 64 in one submission; only the watched outputs come back. ``start`` and
+``finish`` split a run so that two are in flight: the next run is fed and recorded while the device
+runs the one before, with the values and state of runs one at a time.
 
 ``prepare_workflow`` prepares a ``scellis.workflow/1`` document as it is (a training workflow
 included: the engine differentiates its forward and appends the optimizer); its inputs are fed
@@ -24,6 +26,7 @@ import numpy as np
 
 from . import _scellis
 from . import user_ops as _user_ops
+from .errors import ScellisError
 
 
 def prepare_workflow(document, backend="auto", tier=None, allow_software_adapter=False,
@@ -85,13 +88,33 @@ class Session:
         watched = self._run(list(steps))
         return {name: np.stack(values) for name, values in watched.items()}
 
-    def _run(self, steps):
+    def start(self, steps):
+        """Starts a run of ``steps`` (as ``run_steps`` takes them) and returns before the device
+        has run it, so the next run's feeds are made and recorded while this one runs. At most two
+        runs are in flight (a third start raises SessionStateError ``too-many-runs-in-flight``;
+        ``run``, ``download`` and ``upload`` raise ``runs-in-flight`` until they are finished).
+        Runs execute in the order they were started."""
+        if isinstance(steps, int):
+            steps = [{}] * steps
+        self._handle.start(self._feeds(list(steps)), self.watch)
+
+    def finish(self):
+        """Waits for the oldest started run; returns what ``run_steps`` would have returned for it
+        ({output: array of shape [steps, ...]})."""
+        watched, self.stats = self._handle.finish()
+        self._unrecorded_runs += 1
+        return {name: np.stack(values) for name, values in watched.items()}
+
+    runs_in_flight = property(lambda self: self._handle.runs_in_flight)
+
+    def _feeds(self, steps):
         if self._graph is None:  # a workflow's session: fed by name
-            feeds = [{k: np.ascontiguousarray(v) if isinstance(v, np.ndarray) else v
-                      for k, v in step.items()} for step in steps]
-        else:
-            feeds = [self._graph._feed_arrays(step) for step in steps]
-        watched, self.stats = self._handle.run(feeds, self.watch)
+            return [{k: np.ascontiguousarray(v) if isinstance(v, np.ndarray) else v
+                     for k, v in step.items()} for step in steps]
+        return [self._graph._feed_arrays(step) for step in steps]
+
+    def _run(self, steps):
+        watched, self.stats = self._handle.run(self._feeds(steps), self.watch)
         self._unrecorded_runs += 1
         return watched
 
@@ -114,7 +137,13 @@ class Session:
 
     def dispose(self):
         """Frees the resident state (a recording session stores its record first, see
-        ``run_id``); every later call raises SessionStateError."""
+        ``run_id``); every later call raises SessionStateError. Runs still in flight are waited
+        for first (their values dropped, a recording session's runs recorded)."""
+        while self.runs_in_flight:
+            try:
+                self.finish()
+            except ScellisError:
+                break  # it failed and poisoned the session: disposing drops the rest
         if self._handle.recording and self._unrecorded_runs:
             self.record()
         self._handle.dispose()

@@ -5,6 +5,7 @@
 #include <nanobind/stl/string.h>
 #include <nanobind/stl/vector.h>
 
+#include <deque>
 #include <memory>
 #include <mutex>
 #include <optional>
@@ -36,12 +37,7 @@ class PySession {
   nb::tuple Run(const nb::list& steps, const std::vector<std::string>& watch) {
     std::optional<Result<runtime::StepsResult>> r;
     {
-      // Waiting for the session without the GIL: its holder may need the GIL to finish.
-      std::unique_lock<std::mutex> lock(mu_, std::defer_lock);
-      {
-        nb::gil_scoped_release unlocked;
-        lock.lock();
-      }
+      std::unique_lock<std::mutex> lock = Lock();
       // The feeds are written into the buffers of the previous call (kept in feed_pool_); the
       // steps beyond this call's count wait aside for a longer call.
       if (feed_pool_.size() < steps.size()) feed_pool_.resize(steps.size());
@@ -49,15 +45,7 @@ class PySession {
           std::make_move_iterator(feed_pool_.begin() + static_cast<std::ptrdiff_t>(steps.size())),
           std::make_move_iterator(feed_pool_.end()));
       feed_pool_.resize(steps.size());
-      for (size_t i = 0; i < steps.size(); ++i) {
-        const nb::dict step = nb::cast<nb::dict>(steps[i]);
-        runtime::Feeds& feeds = feed_pool_[i];
-        std::erase_if(feeds, [&](const auto& kv) { return !step.contains(kv.first.c_str()); });
-        for (auto [key, value] : step) {
-          std::string name = nb::cast<std::string>(key);
-          ToHostInto("the feed \"" + name + "\"", value, feeds[name]);
-        }
-      }
+      FeedsInto(steps, feed_pool_);
       {
         nb::gil_scoped_release unlocked;
         r.emplace(session_->Run(feed_pool_, watch));
@@ -67,14 +55,47 @@ class PySession {
         recorder_.reset();
       for (runtime::Feeds& f : spare) feed_pool_.push_back(std::move(f));
     }
-    runtime::StepsResult result = Take(std::move(*r));
-    nb::dict watched;
-    for (auto& [name, values] : result.watched) {
-      nb::list per_step;
-      for (HostTensor& t : values) per_step.append(ToNumpy(std::move(t)));
-      watched[name.c_str()] = per_step;
+    return ToPython(Take(std::move(*r)));
+  }
+
+  // A run in two halves (api::Session::Start / Finish): start returns once the run is recorded
+  // and sent, so the caller prepares the next run while the device runs this one; finish waits
+  // for the oldest run and returns what run would have. A recorded session keeps each run's feeds
+  // until its finish digests them.
+  void Start(const nb::list& steps, const std::vector<std::string>& watch) {
+    std::unique_lock<std::mutex> lock = Lock();
+    std::vector<runtime::Feeds> feeds(steps.size());
+    FeedsInto(steps, feeds);
+    Status s;
+    {
+      nb::gil_scoped_release unlocked;
+      s = session_->Start(feeds, watch);
     }
-    return nb::make_tuple(watched, JsonToPython(result.stats));
+    if (!s.ok()) Raise(s);
+    if (recorder_) started_.push_back({std::move(feeds), watch});
+  }
+
+  nb::tuple Finish() {
+    std::optional<Result<runtime::StepsResult>> r;
+    {
+      std::unique_lock<std::mutex> lock = Lock();
+      {
+        nb::gil_scoped_release unlocked;
+        r.emplace(session_->Finish());
+      }
+      if (recorder_ && !started_.empty()) {
+        const StartedRun run = std::move(started_.front());
+        started_.pop_front();
+        if (r->ok() && !AddSessionRun(*recorder_, run.feeds, run.watch, r->value()))
+          recorder_.reset();
+      }
+    }
+    return ToPython(Take(std::move(*r)));
+  }
+
+  size_t runs_in_flight() {
+    std::unique_lock<std::mutex> lock = Lock();
+    return session_->runs_in_flight();
   }
 
   nb::object Download(const std::string& name) {
@@ -106,11 +127,7 @@ class PySession {
 
   // Stores the record of the runs so far (a recorded session); its id, or None.
   nb::object Record() {
-    std::unique_lock<std::mutex> lock(mu_, std::defer_lock);
-    {
-      nb::gil_scoped_release unlocked;
-      lock.lock();
-    }
+    std::unique_lock<std::mutex> lock = Lock();
     if (!recorder_) return nb::none();
     return FinishSessionRecord(*recorder_, *session_);
   }
@@ -125,10 +142,48 @@ class PySession {
   const std::vector<std::string>& attempts() const { return attempts_; }
 
  private:
+  // Waits for the session without the GIL: its holder may need the GIL to finish.
+  std::unique_lock<std::mutex> Lock() {
+    std::unique_lock<std::mutex> lock(mu_, std::defer_lock);
+    nb::gil_scoped_release unlocked;
+    lock.lock();
+    return lock;
+  }
+
+  // Each step's dict converted into `into` (one Feeds per step, reusing their buffers).
+  static void FeedsInto(const nb::list& steps, std::vector<runtime::Feeds>& into) {
+    for (size_t i = 0; i < steps.size(); ++i) {
+      const nb::dict step = nb::cast<nb::dict>(steps[i]);
+      runtime::Feeds& feeds = into[i];
+      std::erase_if(feeds, [&](const auto& kv) { return !step.contains(kv.first.c_str()); });
+      for (auto [key, value] : step) {
+        std::string name = nb::cast<std::string>(key);
+        ToHostInto("the feed \"" + name + "\"", value, feeds[name]);
+      }
+    }
+  }
+
+  // ({name: [array per step]}, stats).
+  static nb::tuple ToPython(runtime::StepsResult result) {
+    nb::dict watched;
+    for (auto& [name, values] : result.watched) {
+      nb::list per_step;
+      for (HostTensor& t : values) per_step.append(ToNumpy(std::move(t)));
+      watched[name.c_str()] = per_step;
+    }
+    return nb::make_tuple(watched, JsonToPython(result.stats));
+  }
+
+  struct StartedRun {
+    std::vector<runtime::Feeds> feeds;
+    std::vector<std::string> watch;
+  };
+
   std::mutex mu_;
   std::unique_ptr<api::Session> session_;
   std::optional<record::SessionRecorder> recorder_;  // guarded by mu_
   std::vector<runtime::Feeds> feed_pool_;            // guarded by mu_
+  std::deque<StartedRun> started_;  // a recorded session's runs in flight; guarded by mu_
   std::string backend_;
   std::optional<std::string> fallback_reason_;
   std::vector<std::string> attempts_;
@@ -180,6 +235,9 @@ void BindSessions(nb::module_& m) {
 
   nb::class_<PySession>(m, "Session")
       .def("run", &PySession::Run, nb::arg("steps"), nb::arg("watch"))
+      .def("start", &PySession::Start, nb::arg("steps"), nb::arg("watch"))
+      .def("finish", &PySession::Finish)
+      .def_prop_ro("runs_in_flight", &PySession::runs_in_flight)
       .def("download", &PySession::Download, nb::arg("name"))
       .def("upload", &PySession::Upload, nb::arg("name"), nb::arg("value"))
       .def("dispose", &PySession::Dispose)

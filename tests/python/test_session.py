@@ -67,6 +67,42 @@ def test_steps_in_one_submission_equal_single_steps_bit_for_bit(backend, rng):
     np.testing.assert_array_equal(one.download("w"), many.download("w"))
 
 
+def test_two_runs_in_flight_give_the_runs_one_at_a_time_bit_for_bit(backend, rng):
+    w0 = f32(rng, D, 1)
+    data = batches(rng, 6)
+    one, x, y, w = prepare(backend, w0)
+    two, *_ = prepare(backend, w0)
+    runs = [[{"x": a, "y": b} for a, b in data[i:i + 2]] for i in (0, 2, 4)]
+    want = [one.run_steps(r)["loss"] for r in runs]
+
+    two.start(runs[0])
+    two.start(runs[1])
+    assert two.runs_in_flight == 2
+    for call, code in ((lambda: two.start(runs[2]), "too-many-runs-in-flight"),
+                       (lambda: two.download("w"), "runs-in-flight"),
+                       (lambda: two.run(runs[2][0]), "runs-in-flight")):
+        with pytest.raises(scellis.SessionStateError) as e:
+            call()
+        assert e.value.code == code
+    got = [two.finish()["loss"]]
+    two.start(runs[2])
+    got += [two.finish()["loss"], two.finish()["loss"]]
+    assert two.runs_in_flight == 0
+    with pytest.raises(scellis.SessionStateError) as e:
+        two.finish()
+    assert e.value.code == "no-run-in-flight"
+    for g, r in zip(got, want):
+        np.testing.assert_array_equal(g, r)
+    np.testing.assert_array_equal(two.download("w"), one.download(w))
+    want_losses, want_w = reference(w0, data)
+    np.testing.assert_allclose(np.concatenate(got), want_losses, rtol=1e-5, atol=1e-6)
+    np.testing.assert_allclose(two.download("w"), want_w, rtol=1e-5, atol=1e-6)
+    # Disposing with a run in flight waits for it.
+    two.start(runs[0])
+    two.dispose()
+    assert two.runs_in_flight == 0
+
+
 def test_upload_replaces_the_carried_state(backend, rng):
     w0 = f32(rng, D, 1)
     (a, b), = batches(rng, 1)

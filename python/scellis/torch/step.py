@@ -8,6 +8,7 @@ import torch
 import torch.nn.functional as F
 
 from .. import _scellis
+from ..errors import ScellisError
 from .capture import CaptureError, _capture
 
 _live_steps = {}  # id(optimizer) -> the prepared CompiledStep holding it
@@ -173,17 +174,38 @@ class CompiledStep:
         return feeds
 
     def steps(self, batches):
-        """Runs one step per (x, y) in ``batches``, 64 per run; returns the losses."""
+        """Runs one step per (x, y) in ``batches``, 64 per run, two runs in flight (the next run's
+        batches are converted and recorded while the device runs the one before); returns the
+        losses."""
         if self.session is None:
             raise CaptureError("prepare(x, y) first")
         losses = []
         batches = list(batches)
-        for first in range(0, len(batches), 64):
-            chunk = batches[first:first + 64]
-            feeds = [self._feeds(x, y, self.step_count + i + 1) for i, (x, y) in enumerate(chunk)]
-            watched, _ = self.session.run(feeds, ["loss"])
-            self.step_count += len(chunk)
+
+        def finish_oldest():
+            watched, _ = self.session.finish()
             losses.extend(float(v) for v in watched["loss"])
+
+        try:
+            for first in range(0, len(batches), 64):
+                chunk = batches[first:first + 64]
+                feeds = [self._feeds(x, y, self.step_count + i + 1)
+                         for i, (x, y) in enumerate(chunk)]
+                if self.session.runs_in_flight == 2:
+                    finish_oldest()
+                self.session.start(feeds, ["loss"])
+                self.step_count += len(chunk)
+            while self.session.runs_in_flight:
+                finish_oldest()
+        except BaseException:
+            # A failed run poisons the session, whose finish then drops what is left; a bad
+            # batch (refused before it started) leaves the runs before it to finish.
+            while self.session.runs_in_flight:
+                try:
+                    finish_oldest()
+                except ScellisError:
+                    pass
+            raise
         return losses
 
     def __call__(self, x, y):
