@@ -207,6 +207,7 @@ struct DeviceStats {
   uint64_t bytes_uploaded = 0;      // through Write
   uint64_t bytes_read = 0;          // through Read
   uint64_t maps = 0;                // staging-buffer maps (one per Read)
+  uint64_t waits = 0;               // waits for the queue's submitted work (Submit)
   uint64_t buffers_allocated = 0;   // real allocations
   uint64_t buffers_reused = 0;      // CreateBuffer served from the pool
   uint64_t pipelines_compiled = 0;  // shader modules + pipelines actually built
@@ -301,7 +302,8 @@ class Device {
   // Records zero-filling bytes [offset, offset + bytes); multiples of 4 (bytes 0: to the end).
   void Clear(BufferId id, uint64_t offset = 0, uint64_t bytes = 0);
   // Submits everything recorded since the last Submit as one command buffer and waits for the
-  // GPU (at most timeout_ms). Returns the device's error if it is poisoned.
+  // GPU (at most timeout_ms) — for the work of earlier Sends too, even when nothing new was
+  // recorded. Returns the device's error if it is poisoned.
   Status Submit();
   // Submits everything recorded since the last Submit as one command buffer without waiting, so
   // the GPU runs it while the host records more. Returns the device's error if it is poisoned.

@@ -335,17 +335,19 @@ void Device::Clear(BufferId id, uint64_t offset, uint64_t bytes) {
 Status Device::Submit() {
   Impl& m = *impl_;
   SCELLIS_TRY(m.RecordingToSubmit());
-  if (!m.Flush()) {
+  // Nothing recorded and nothing sent unwaited: the GPU has nothing of ours to finish.
+  if (!m.Flush() && !m.sent_unwaited) {
     m.p.InstanceProcessEvents(m.instance);
     return m.Sticky();
   }
+  m.sent_unwaited = false;
   return m.WaitIdle();
 }
 
 Status Device::Send() {
   Impl& m = *impl_;
   SCELLIS_TRY(m.RecordingToSubmit());
-  m.Flush();
+  m.sent_unwaited |= m.Flush();
   return m.Sticky();
 }
 

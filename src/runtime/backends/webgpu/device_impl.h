@@ -197,6 +197,7 @@ struct Device::Impl {
   uint32_t resolved_dispatches = 0;  // of those, resolved by a submission
 
   bool fail_next_submit = false;
+  bool sent_unwaited = false;  // a Send's work may still be running: Submit waits for it
   bool fail_next_map = false;
   bool fail_next_allocation = false;
   uint64_t allocations = 0;      // CreateBuffer calls so far
@@ -362,6 +363,7 @@ struct Device::Impl {
       return Poison(RuntimeError("gpu-timeout", "waiting for submitted work: " + why));
     }
     std::unique_ptr<WorkDone> done(st);
+    stats.waits++;
     p.InstanceProcessEvents(instance);  // deliver errors Dawn queued while the work ran
     SCELLIS_TRY(Sticky());
     if (done->status != WGPUQueueWorkDoneStatus_Success) {

@@ -399,6 +399,16 @@ fn main(@builtin(global_invocation_id) id : vec3<u32>) {
   for (size_t i = 0; i < n; ++i)
     if (again[i] != (got[i] + 1.0f) * 3.0f - 0.5f) ++wrong;
   EXPECT_EQ(wrong, 0u);
+
+  // Submit with nothing new recorded still waits for the work sent before it (a run that reads
+  // nothing back ends so), and only then.
+  dev->Dispatch(add1, {{ba}, {bb}}, groups);
+  ASSERT_TRUE(dev->Send().ok());
+  const uint64_t waits_before = dev->stats().waits;
+  ASSERT_TRUE(dev->Submit().ok());
+  EXPECT_EQ(dev->stats().waits, waits_before + 1);
+  ASSERT_TRUE(dev->Submit().ok());
+  EXPECT_EQ(dev->stats().waits, waits_before + 1);
 }
 
 TEST(WebGpuDevice, LargeBufferWithTwoDimensionalDispatch) {

@@ -101,6 +101,12 @@ TEST(WebGpuRunStats, ThreeOutputsOneSubmissionOneMap) {
   EXPECT_EQ(steps->stats["maps"].get<int>(), 1);
   EXPECT_EQ(steps->stats["readback_bytes"].get<int>(), 5 * (5 + 21 + 1) * 4);
   EXPECT_EQ(steps->watched[2].second[4].ToFloats(), std::vector<float>{10.5f});
+  // A run that watches nothing still returns only once the GPU has run it: it waits for the
+  // queue (there is no read-back to wait for), so timing a run times the GPU's work.
+  const uint64_t waits_before = gpu->device().stats().waits;
+  auto unwatched = p.value()->RunSteps(std::vector<Feeds>(3), {});
+  ASSERT_TRUE(unwatched.ok()) << unwatched.errors().front().Format();
+  EXPECT_EQ(gpu->device().stats().waits, waits_before + 1);
   // The host's part of the run, split: setup, sending chunks, writing feeds, recording. Each is a
   // time of its own, and together they are the whole.
   double parts = 0;
