@@ -98,6 +98,9 @@ std::optional<record::SessionRecorder> StartSessionRecord(bool record, const std
 // session then records no more. Call with the GIL held.
 bool AddSessionRun(record::SessionRecorder& recorder, const std::vector<runtime::Feeds>& steps,
                    const std::vector<std::string>& watch, const runtime::StepsResult& result);
+// The oldest started run of a recorded session finished (`result`, or null when it failed):
+// record::SessionRecorder::FinishStarted, warned about as AddSessionRun.
+bool FinishStartedRun(record::SessionRecorder& recorder, const runtime::StepsResult* result);
 // The id of the session's record, stored now (None where it could not be, warned about).
 nanobind::object FinishSessionRecord(const record::SessionRecorder& recorder,
                                      const api::Session& session);

@@ -88,16 +88,30 @@ std::optional<record::SessionRecorder> StartSessionRecord(bool record, const std
   return std::nullopt;
 }
 
-bool AddSessionRun(record::SessionRecorder& recorder, const std::vector<runtime::Feeds>& steps,
-                   const std::vector<std::string>& watch, const runtime::StepsResult& result) {
+namespace {
+
+// `add` run on the recorder without the GIL; a failure is warned about (false: record no more).
+template <typename Add>
+bool Recorded(Add add) {
   Status s;
   {
     nb::gil_scoped_release unlocked;
-    s = recorder.Add(steps, watch, result);
+    s = add();
   }
   if (s.ok()) return true;
   Warn(s.errors(), "the session is no longer recorded: ");
   return false;
+}
+
+}  // namespace
+
+bool AddSessionRun(record::SessionRecorder& recorder, const std::vector<runtime::Feeds>& steps,
+                   const std::vector<std::string>& watch, const runtime::StepsResult& result) {
+  return Recorded([&] { return recorder.Add(steps, watch, result); });
+}
+
+bool FinishStartedRun(record::SessionRecorder& recorder, const runtime::StepsResult* result) {
+  return Recorded([&] { return recorder.FinishStarted(result); });
 }
 
 nb::object FinishSessionRecord(const record::SessionRecorder& recorder,

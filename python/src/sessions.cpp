@@ -5,7 +5,6 @@
 #include <nanobind/stl/string.h>
 #include <nanobind/stl/vector.h>
 
-#include <deque>
 #include <memory>
 #include <mutex>
 #include <optional>
@@ -60,8 +59,8 @@ class PySession {
 
   // A run in two halves (api::Session::Start / Finish): start returns once the run is recorded
   // and sent, so the caller prepares the next run while the device runs this one; finish waits
-  // for the oldest run and returns what run would have. A recorded session keeps each run's feeds
-  // until its finish digests them.
+  // for the oldest run and returns what run would have. A recorded session's recorder keeps each
+  // run's feeds until its finish digests them.
   void Start(const nb::list& steps, const std::vector<std::string>& watch) {
     std::unique_lock<std::mutex> lock = Lock();
     std::vector<runtime::Feeds> feeds(steps.size());
@@ -72,23 +71,20 @@ class PySession {
       s = session_->Start(feeds, watch);
     }
     if (!s.ok()) Raise(s);
-    if (recorder_) started_.push_back({std::move(feeds), watch});
+    if (recorder_) recorder_->AddStarted(std::move(feeds), watch);
   }
 
   nb::tuple Finish() {
     std::optional<Result<runtime::StepsResult>> r;
     {
       std::unique_lock<std::mutex> lock = Lock();
+      const bool had_run = session_->runs_in_flight() > 0;  // else no-run-in-flight
       {
         nb::gil_scoped_release unlocked;
         r.emplace(session_->Finish());
       }
-      if (recorder_ && !started_.empty()) {
-        const StartedRun run = std::move(started_.front());
-        started_.pop_front();
-        if (r->ok() && !AddSessionRun(*recorder_, run.feeds, run.watch, r->value()))
-          recorder_.reset();
-      }
+      if (recorder_ && had_run && !FinishStartedRun(*recorder_, r->ok() ? &r->value() : nullptr))
+        recorder_.reset();
     }
     return ToPython(Take(std::move(*r)));
   }
@@ -174,16 +170,10 @@ class PySession {
     return nb::make_tuple(watched, JsonToPython(result.stats));
   }
 
-  struct StartedRun {
-    std::vector<runtime::Feeds> feeds;
-    std::vector<std::string> watch;
-  };
-
   std::mutex mu_;
   std::unique_ptr<api::Session> session_;
   std::optional<record::SessionRecorder> recorder_;  // guarded by mu_
   std::vector<runtime::Feeds> feed_pool_;            // guarded by mu_
-  std::deque<StartedRun> started_;  // a recorded session's runs in flight; guarded by mu_
   std::string backend_;
   std::optional<std::string> fallback_reason_;
   std::vector<std::string> attempts_;

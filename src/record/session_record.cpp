@@ -38,6 +38,19 @@ Status SessionRecorder::Add(const std::vector<runtime::Feeds>& steps,
   return Status::Ok();
 }
 
+void SessionRecorder::AddStarted(std::vector<runtime::Feeds> steps,
+                                 std::vector<std::string> watch) {
+  started_.push_back({std::move(steps), std::move(watch)});
+}
+
+Status SessionRecorder::FinishStarted(const runtime::StepsResult* result) {
+  if (started_.empty())
+    return InternalError("record.SessionRecorder", "a run finished that was never started");
+  const Started run = std::move(started_.front());
+  started_.pop_front();
+  return result ? Add(run.steps, run.watch, *result) : Status::Ok();
+}
+
 Result<std::string> SessionRecorder::Finish(const api::Session& session) const {
   const execplan::Plan& plan = session.plan();
   const runtime::Selection& sel = session.selection();

@@ -10,6 +10,7 @@
 // verifies but whose replay is refused by name (`record-tensor-not-kept`).
 #pragma once
 
+#include <deque>
 #include <string>
 #include <vector>
 
@@ -30,6 +31,13 @@ class SessionRecorder {
   Status Add(const std::vector<runtime::Feeds>& steps, const std::vector<std::string>& watch,
              const runtime::StepsResult& result);
 
+  // A run started and not yet finished (api::Session::Start): its feeds are kept until
+  // FinishStarted takes the oldest one's result, as runs finish in the order they started.
+  void AddStarted(std::vector<runtime::Feeds> steps, std::vector<std::string> watch);
+  // The oldest started run finished: digested with `result` as Add does, or dropped when it
+  // failed (null).
+  Status FinishStarted(const runtime::StepsResult* result);
+
   // Stores the record of `session`'s runs so far; returns its run id.
   Result<std::string> Finish(const api::Session& session) const;
 
@@ -41,8 +49,14 @@ class SessionRecorder {
  private:
   SessionRecorder(const store::Store& store) : store_(store) {}
 
+  struct Started {
+    std::vector<runtime::Feeds> steps;
+    std::vector<std::string> watch;
+  };
+
   store::Store store_;
   std::string document_;
+  std::deque<Started> started_;
   Json settings_, initial_ = Json::object(), runs_ = Json::array(), outputs_ = Json::object();
 };
 
