@@ -135,6 +135,18 @@ TEST(DatasetClass, ASplitHeldOnTheDeviceIsGatheredByFedRowIndices) {
                         {webir::DatasetTableName("labels"), {1000}}}));
   for (const webir::Carry& c : g.carries) EXPECT_NE(g.at(c.to).purpose, webir::Purpose::kDataset);
 
+  // fold-row-gathers: the gathers cost no dispatch. The step has the host-fed plan's kernels; the
+  // first product and the first weight's gradient read the images' rows from their table, the
+  // loss the labels'.
+  const kernel::Module& km = held->plan->module();
+  size_t gathers = 0;
+  for (const kernel::Kernel& k : km.kernels) {
+    EXPECT_NE(k.op, "index_select") << k.name;
+    gathers += k.row_gathers.size();
+  }
+  EXPECT_EQ(gathers, 3u) << kernel::Print(km);
+  EXPECT_EQ(km.kernels.size(), fed->plan->module().kernels.size()) << kernel::Print(km);
+
   // The inputs class: the two tables and the indices in place of one batch's images and labels
   // (each buffer rounded up to at most 256 bytes).
   const auto inputs = [](const Plan& p) {

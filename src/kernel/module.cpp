@@ -129,6 +129,26 @@ Kernel EpilogueKernel(const Kernel& matmul) {
   return e;
 }
 
+size_t RowGatherIndexInputs(const Kernel& k) {
+  std::set<int> indices;
+  for (const Kernel::RowGather& g : k.row_gathers) indices.insert(g.index);
+  return indices.size();
+}
+
+Kernel UnfoldRowGathers(const Kernel& k) {
+  if (k.row_gathers.empty()) return k;
+  Kernel u = k;
+  for (const Kernel::RowGather& g : k.row_gathers) u.inputs[g.input] = g.node;
+  const size_t read = k.inputs.size() - RowGatherIndexInputs(k);
+  u.inputs.resize(read);
+  u.uniform_inputs.resize(std::min(u.uniform_inputs.size(), read));
+  if (std::none_of(u.uniform_inputs.begin(), u.uniform_inputs.end(), [](bool b) { return b; }))
+    u.uniform_inputs.clear();
+  if (u.transposed.size() > read) u.transposed.resize(read);
+  u.row_gathers.clear();
+  return u;
+}
+
 Kernel UpdateKernel(const Module& m, const Kernel& matmul) {
   Kernel u;
   u.kind = KernelKind::kOp;
@@ -375,8 +395,14 @@ std::string Print(const Module& m) {
   out += std::string("  tier=") + policy::TierName(m.graph().tier) + "  (" +
          std::to_string(m.kernels.size()) + " kernels for " +
          std::to_string(m.graph().nodes.size()) + " nodes)\n";
-  for (const Kernel& k : m.kernels) {
+  for (const Kernel& bound : m.kernels) {
+    const Kernel k = UnfoldRowGathers(bound);
     out += "  " + k.name + ": " + Computes(m, k);
+    for (const Kernel::RowGather& g : bound.row_gathers) {
+      const webir::Node& n = m.graph().at(g.node);
+      out += "  (%" + n.name + ": rows %" + m.graph().at(n.args[1]).name + " of %" +
+             m.graph().at(n.args[0]).name + ", read in place)";
+    }
     if (k.matmul_schedule) out += "  schedule " + k.matmul_schedule->Name();
     if (k.elementwise_schedule) out += "  schedule " + k.elementwise_schedule->Name();
     if (k.sum_schedule) out += "  schedule " + k.sum_schedule->Name();
@@ -445,6 +471,8 @@ Json ToJson(const Module& m) {
     jk["nodes"] = k.nodes;
     jk["inputs"] = k.inputs;
     if (!k.transposed.empty()) jk["transposed"] = k.transposed;
+    for (const Kernel::RowGather& g : k.row_gathers)
+      jk["row_gathers"].push_back({{"node", g.node}, {"input", g.input}, {"index", g.index}});
     if (k.UpdatesParameters()) {
       jk["update_product"] = k.update_product;
       if (k.update_column_sums >= 0) jk["update_column_sums"] = k.update_column_sums;
@@ -570,6 +598,32 @@ Status VerifyInPlace(const Module& m, const Kernel& k) {
   return Status::Ok();
 }
 
+// Row gathers (Kernel::row_gathers): each an index_select of rows whose table is bound where the
+// kernel reads it, its rank-1 index bound after the inputs the kernel reads itself, and each of
+// those bindings some gather's index.
+Status VerifyRowGathers(const Module& m, const Kernel& k) {
+  if (k.row_gathers.empty()) return Status::Ok();
+  auto bad = [&](const std::string& why) { return InternalError("kernel.Verify", k.name + why); };
+  const int read = static_cast<int>(k.inputs.size() - RowGatherIndexInputs(k));
+  std::set<int> inputs, indices;
+  for (const Kernel::RowGather& g : k.row_gathers) {
+    if (g.input < 0 || g.input >= read || g.index < read ||
+        g.index >= static_cast<int>(k.inputs.size()) || !inputs.insert(g.input).second)
+      return bad(" binds a row gather's table or index out of place");
+    indices.insert(g.index);
+    const webir::Node& n = m.graph().at(g.node);
+    if (n.op != "index_select" || n.attrs.at("axis").get<int>() != 0 ||
+        n.args != std::vector<int>{k.inputs[g.input], k.inputs[g.index]} ||
+        m.graph().at(n.args[1]).type.rank() != 1)
+      return bad(" folds %" + n.name + ", which is no gather of rows");
+    if (k.UniformInput(g.index) && !RowIndexFitsUniform(m.graph().at(n.args[1]).type.elements()))
+      return bad(" binds the index of %" + n.name + " as a uniform it does not fit");
+  }
+  if (static_cast<int>(indices.size()) + read != static_cast<int>(k.inputs.size()))
+    return bad(" binds an index no row gather reads");
+  return Status::Ok();
+}
+
 // A kernel of row stages: a loss, its gradient and products of it, each reading the kernel's
 // inputs or what an earlier stage wrote; its outputs and literals are the stages', in order.
 Status VerifyRowStages(const Module& m, const Kernel& k) {
@@ -618,11 +672,14 @@ Status Verify(const Module& m) {
   std::set<int> produced;
   for (const webir::Node& n : m.graph().nodes)
     if (n.role == webir::Role::kInput || n.role == webir::Role::kParam) produced.insert(n.id);
-  for (const Kernel& k : m.kernels) {
-    for (int in : k.inputs)
+  for (const Kernel& bound : m.kernels) {
+    for (int in : bound.inputs)
       if (!produced.count(in))
-        return InternalError("kernel.Verify", k.name + " reads %" + m.graph().at(in).name +
+        return InternalError("kernel.Verify", bound.name + " reads %" + m.graph().at(in).name +
                                                   " before any kernel writes it");
+    SCELLIS_TRY(VerifyRowGathers(m, bound));
+    // The rest holds of the kernel as it reads, its gathered values its inputs.
+    const Kernel k = UnfoldRowGathers(bound);
     if (k.HasEpilogue()) {
       // Step 0 is the matmul over inputs 0 and 1; the epilogue reads neither of them directly.
       const ExprStep& head = k.expr.front();

@@ -208,6 +208,21 @@ struct Kernel {
   // kOp matmul: per input, whether it is read transposed — a rank-2 `transpose` folded into the
   // matmul, whose input is then the transpose's own operand (no kernel, no buffer for it).
   std::vector<bool> transposed;
+  // Values read through a folded row gather (the fold-row-gathers pass): an `index_select` of
+  // rows (axis 0 of `table`, by the rank-1 `index`) that no kernel computes; the kernel reads its
+  // element e straight from the table, at index[e / row] * row + e % row (row: the table's
+  // elements per row). Input `input` is bound to the table (k.inputs[input] == table), and the
+  // index is bound as input `index`, after the inputs the kernel read before the fold: as a
+  // uniform (UniformInput) where its length allows (kMaxUniformRowIndex), so that it takes none of
+  // the storage bindings a kernel may have.
+  // UnfoldRowGathers gives the kernel as it reads: the emitters and the CPU reference run that.
+  struct RowGather {
+    int node = -1;   // the index_select folded in
+    int input = -1;  // where the kernel reads it: bound to its table
+    int index = -1;  // the input that binds its index
+    bool operator==(const RowGather&) const = default;
+  };
+  std::vector<RowGather> row_gathers;
   // kOp matmul: set by the schedule-matmul pass before emission.
   std::optional<MatmulSchedule> matmul_schedule;
   // kElementwise: set by the schedule-elementwise pass; none means the one-element-per-invocation
@@ -348,6 +363,13 @@ MatmulShape MatmulShapeOf(const Module& m, const Kernel& k);
 // epilogue computes what the elementwise kernel computed, step for step.
 Kernel EpilogueKernel(const Kernel& matmul);
 
+// The kernel as it reads its folded row gathers (Kernel::row_gathers): each gathered input is the
+// index_select's value again and the indices bound for the gathers are gone, so the emitters and
+// the CPU reference see the inputs they saw before the fold. A kernel without any: itself.
+Kernel UnfoldRowGathers(const Kernel& k);
+// The inputs a kernel binds for its row gathers' indices, after those it reads itself.
+size_t RowGatherIndexInputs(const Kernel& k);
+
 // A matmul kernel that updates parameters (Kernel::update_product) as the optimizer kernel it
 // took in: its inputs are the matmul kernel's, then the product's node and the column sums' (when
 // there are any), which the matmul holds in registers; its outputs and the inputs they are written
@@ -362,6 +384,13 @@ bool BindsOverCap(const Module& m, const Kernel& k);
 // Storage buffers every WebGPU device lets one shader stage bind (maxStorageBuffersPerShaderStage's
 // guaranteed minimum): the passes that merge kernels keep to it, so a plan suits every device.
 inline constexpr int kMaxStorageBindings = 8;
+
+// The longest row gather index bound as a uniform: a multiple of 4 elements (an array of vec4 in
+// uniform memory) within WebGPU's guaranteed 64 KiB uniform binding.
+inline constexpr int64_t kMaxUniformRowIndex = 16384;
+inline bool RowIndexFitsUniform(int64_t elements) {
+  return elements > 0 && elements % 4 == 0 && elements <= kMaxUniformRowIndex;
+}
 
 // Invocations of each workgroup of a kernel of row stages (a loss's tree takes 256 lanes).
 inline constexpr int64_t kWorkgroupLanes = 256;

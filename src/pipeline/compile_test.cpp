@@ -43,6 +43,7 @@ TEST(Passes, TheDescentInOrder) {
                                              "schedule-matmul",
                                              "schedule-elementwise",
                                              "schedule-sum",
+                                             "fold-row-gathers",
                                              "emit-wgsl",
                                              "block-butterfly-stages",
                                              "block-temporally",
@@ -59,9 +60,9 @@ TEST(Passes, TheDescentInOrder) {
                   p.name == "merge-bias-gradient" || p.name == "fold-constant-inputs" ||
                   p.name == "write-state-in-place" || p.name == "merge-optimizer-kernels" ||
                   p.name == "fuse-optimizer-into-gradient" || p.name == "hoist-loop-invariants" ||
-                  p.name == "fuse-gradient-product-into-loss" ||
-                  p.name == "block-temporally" || p.name == "schedule-elementwise" ||
-                  p.name == "schedule-sum" || p.name == "block-butterfly-stages")
+                  p.name == "fuse-gradient-product-into-loss" || p.name == "block-temporally" ||
+                  p.name == "schedule-elementwise" || p.name == "schedule-sum" ||
+                  p.name == "fold-row-gathers" || p.name == "block-butterfly-stages")
         << p.name;
 }
 

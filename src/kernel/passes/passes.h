@@ -171,6 +171,18 @@ bool SumRunsWide(const Module& m, const Kernel& k);
 // Sets ChooseSumSchedule's schedule on every kernel; emit-wgsl and the device program follow it.
 Status ScheduleSum(Module& m);
 
+// A gather of rows (index_select along axis 0 by a rank-1 index, of 32-bit elements: a batch's
+// examples and labels picked from a split held on the device, an embedding's rows) read only by
+// kernels that load each input element by element — matmuls, the loss and its gradient, their row
+// stages — costs no kernel and no buffer: each reader binds the table and the index and loads
+// element e of the gathered value from the table's row index[e / row] (Kernel::row_gathers).
+// A gather moves bits, so every reader reads the values it read before: the same bits, one
+// dependent dispatch less per gather. Left alone where a reader would bind more than
+// kMaxStorageBindings storage buffers or a tensor over the binding cap (tiles read windows, not
+// rows), loads the value as vec4 with rows not a multiple of 4 long, or where a kernel up to the
+// last reader writes the table or the index in place. Runs after the schedules, which it reads.
+Status FoldRowGathers(Module& m);
+
 // Generates every kernel's WGSL (and its dispatch grid) for the module's determinism tier.
 Status EmitWgsl(Module& m);
 

@@ -586,11 +586,40 @@ Status RunUpdate(const Module& m, const Kernel& k, const std::vector<const T*>& 
   return RunKernel(m, update, update_inputs, out, parallel, -1, extra_outs);
 }
 
+// A kernel with folded row gathers (Kernel::row_gathers): each gathered value made by
+// index_select's own reference from the table and index bound in its place, then the kernel as it
+// reads (UnfoldRowGathers) over them. A gather moves elements unchanged, so this is the kernel's
+// answer before the fold.
+template <typename T>
+Status RunRowGathered(const Module& m, const Kernel& k, const std::vector<const T*>& inputs, T* out,
+                      const Parallel& parallel, int64_t only_chunk,
+                      const std::vector<T*>& extra_outs) {
+  const Kernel unfolded = UnfoldRowGathers(k);
+  const OpImpl* select = FindOp("index_select");
+  if (!select || inputs.size() != k.inputs.size())
+    return InternalError("ref.RunKernel", k.name + " cannot read its row gathers");
+  std::vector<const T*> reads(inputs.begin(), inputs.begin() + unfolded.inputs.size());
+  std::vector<std::vector<T>> gathered(k.row_gathers.size());
+  for (size_t j = 0; j < k.row_gathers.size(); ++j) {
+    const Kernel::RowGather& g = k.row_gathers[j];
+    const webir::Node& node = m.graph().at(g.node);
+    gathered[j].resize(static_cast<size_t>(node.type.elements()));
+    OpArgs<T> args{
+        &m.graph(), &node, {inputs[g.input], inputs[g.index]}, gathered[j].data(), &parallel,
+        {},         -1};
+    PickOp<T> (*select)(args);
+    reads[g.input] = gathered[j].data();
+  }
+  return RunKernel(m, unfolded, reads, out, parallel, only_chunk, extra_outs);
+}
+
 }  // namespace
 
 template <typename T>
 Status RunKernel(const Module& m, const Kernel& k, const std::vector<const T*>& inputs, T* out,
                  const Parallel& parallel, int64_t only_chunk, const std::vector<T*>& extra_outs) {
+  if (!k.row_gathers.empty())
+    return RunRowGathered(m, k, inputs, out, parallel, only_chunk, extra_outs);
   if (k.kind == KernelKind::kElementwise) return RunFused(m, k, inputs, out, parallel);
   if (k.kind == KernelKind::kTiledStages) {
     if (only_chunk >= 0) return InternalError("ref.RunKernel", k.name + " does not run by chunk");

@@ -209,6 +209,11 @@ bool ComputesInIntegers(const Kernel& k) {
 }  // namespace
 
 Result<Generated> Generate(const Module& m, const Kernel& k) {
+  if (!k.row_gathers.empty()) {
+    SCELLIS_ASSIGN_OR_RETURN(Generated out, Generate(m, UnfoldRowGathers(k)));
+    SCELLIS_ASSIGN_OR_RETURN(out.source, ReadRowGathers(m, k, out.source));
+    return out;
+  }
   if (k.kind == KernelKind::kRowStages) return RowStages(m, k);
   if (k.kind != KernelKind::kElementwise && !TakesItsPortDtypes(m, k) && !ComputesInIntegers(k)) {
     // A matmul's epilogue reads f32 and bool inputs of its own (fuse-matmul-epilogue checked

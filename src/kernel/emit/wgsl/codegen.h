@@ -42,6 +42,9 @@ struct Generated {
 
 // WGSL for one kernel of `m`.
 Result<Generated> Generate(const Module& m, const Kernel& k);
+// The WGSL of kernel `k` emitted as it reads (UnfoldRowGathers) with its folded row gathers read
+// from their tables (Kernel::row_gathers): index bindings after the inputs, outputs after them.
+Result<std::string> ReadRowGathers(const Module& m, const Kernel& k, const std::string& source);
 
 // Grid for `invocations` threads at kWorkgroupSize per group, folded into (x, y) when needed.
 std::array<uint32_t, 3> LinearGrid(int64_t invocations);
