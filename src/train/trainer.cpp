@@ -294,7 +294,7 @@ class Training {
       SCELLIS_TRY(LoadSplits(source));
       SCELLIS_TRY(ChooseBatchSource(text, step_options, step_backend));
       runtime::Feeds tables;
-      if (result_.batches == "device") {
+      if (batches_on_device_) {
         const block::Program& p = *head_.program;
         tables[webir::DatasetTableName(FeedNameOf(p.blocks[spec_.images]))] =
             F32Tensor({train_.count(), train_.features()}, train_.held.images);
@@ -449,6 +449,15 @@ class Training {
     o.print_after.clear();
     o.plan.limits = backend.limits;
     o.lower.dataset_examples_on_device = train_.count();
+    // The host then holds a submission's row indices rather than its gathered batches, and, while
+    // the session is prepared, the copy of the split handed to the device (released before the
+    // first step): the larger of the two at any time.
+    const int64_t indices = execplan::SaturatingMul(o_.steps_per_run, spec_.batch * 4);
+    const int64_t split =
+        execplan::SaturatingMul(train_.count(), execplan::SaturatingMul(train_.features() + 1, 4));
+    o.plan.caller_host_bytes = std::max(indices, split);
+    o.plan.caller_host_what = indices >= split ? "the batches' row indices for one submission"
+                                               : "the train split's copy handed to the device";
     SCELLIS_ASSIGN_OR_RETURN(pipeline::Compiled planned, pipeline::Compile(text, o));
     const execplan::Plan& plan = *planned.plan;
     if (plan.verdict == execplan::Verdict::kRed) {
@@ -457,6 +466,9 @@ class Training {
                   why.message);
     }
     step_options.lower.dataset_examples_on_device = train_.count();
+    step_options.plan.caller_host_bytes = o.plan.caller_host_bytes;
+    step_options.plan.caller_host_what = o.plan.caller_host_what;
+    batches_on_device_ = true;
     result_.batches = "device";
     return Status::Ok();
   }
@@ -691,7 +703,7 @@ class Training {
       std::vector<runtime::Feeds> feeds(static_cast<size_t>(k));
       for (int64_t i = 0; i < k; ++i) {
         const int64_t first = (started + i) * spec_.batch;
-        if (result_.batches == "device") {
+        if (batches_on_device_) {
           // The batch's rows in the split, gathered on the device.
           HostTensor rows = HostTensor::Zeros(MakeType({spec_.batch}, DType::kI32));
           std::span<int32_t> r = rows.view<int32_t>();
@@ -905,8 +917,9 @@ class Training {
   pipeline::Compiled head_;  // the document at the block rung: the train section
   block::TrainSpec spec_;
   int epochs_ = 0;
-  HeldDataset dataset_;    // measured from the files' headers
-  bool streamed_ = false;  // read batch by batch rather than held whole
+  HeldDataset dataset_;             // measured from the files' headers
+  bool streamed_ = false;           // read batch by batch rather than held whole
+  bool batches_on_device_ = false;  // gathered from the train split held there (ChooseBatchSource)
   data::SplitReader train_, test_;
   std::unique_ptr<api::Session> step_, eval_;
   // Data parallelism: the step's halves, the WorkPlan and the job's ranks (one when alone).
