@@ -325,6 +325,9 @@ Result<RunReport> Run(std::string_view text, const RunOptions& options, const Ru
   // device.
   compile.plan.staged_steps = std::min<int64_t>(
       options.steps, int64_t{kMaxStepsPerSubmission} * int64_t{runtime::kMaxRunsInFlight});
+  // The history's values of every step, kept until the run returns.
+  compile.plan.watched = options.history;
+  compile.plan.watched_steps_kept = options.steps;
   SCELLIS_ASSIGN_OR_RETURN(pipeline::Compiled c, pipeline::Compile(text, compile));
   if (events.note)
     for (const Diagnostic& d : c.notes) events.note(d);

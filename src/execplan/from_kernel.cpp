@@ -33,6 +33,8 @@ Result<Plan> FromKernel(std::shared_ptr<const kernel::Module> m, const PlanOptio
   p.caller_host_bytes = options.caller_host_bytes;
   p.caller_host_what = options.caller_host_what;
   p.staged_steps = options.staged_steps;
+  p.watched = options.watched;
+  p.watched_steps_kept = options.watched_steps_kept;
   p.dataset = options.dataset;
   if (p.dataset) p.dataset_bytes = DatasetBytes(*p.dataset, g);
   p.buffer_of.assign(g.nodes.size(), -1);

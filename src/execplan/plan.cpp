@@ -212,6 +212,9 @@ Json ToJson(const Plan& p) {
   j["memory"]["budget_source"] = p.memory.budget_source;
   j["memory"]["host_staging"] = p.memory.host_staging;
   if (p.memory.fed_staging > 0) j["memory"]["fed_staging"] = p.memory.fed_staging;
+  if (p.memory.watched_history > 0) j["memory"]["watched_history"] = p.memory.watched_history;
+  if (p.memory.watched_history_host > 0)
+    j["memory"]["watched_history_host"] = p.memory.watched_history_host;
   if (p.limits.device_memory_bytes > 0) j["memory"]["device_memory"] = p.limits.device_memory_bytes;
   if (p.limits.host_memory_bytes > 0) j["memory"]["host_memory"] = p.limits.host_memory_bytes;
   j["verdict"] = VerdictName(p.verdict);

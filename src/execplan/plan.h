@@ -128,6 +128,12 @@ struct MemoryPlan {
   // slot at a 256-byte offset, as the backend binds them): device memory beside the plan's
   // buffers, counted in `allocated` and in the class `inputs`.
   int64_t fed_staging = 0;
+  // On a WebGPU device, the watched outputs' history and its read-back buffer for the staged steps
+  // (PlanOptions::watched): device memory beside the plan's buffers, counted in `allocated` and in
+  // the class `working`. The host's copies of the kept steps: watched_history_host, also in
+  // host_staging.
+  int64_t watched_history = 0;
+  int64_t watched_history_host = 0;
 };
 
 // What the target device allows, for the verdict. A declared budget is a cap the user chooses;
@@ -196,6 +202,13 @@ struct PlanOptions {
   // runtime::kMaxRunsInFlight). Set by the callers that know their runs (the trainer, `scellis
   // run`); 0 counts none.
   int64_t staged_steps = 0;
+  // Named outputs the caller reads back after every step (a run's history, the trainer's loss),
+  // and how many steps of them it keeps on the host. A GPU session copies the watched values of
+  // its staged_steps steps into a history buffer of each run and reads it back through a buffer of
+  // the same size; the host keeps watched_steps_kept steps of them (or, on a GPU, at least the
+  // steps in flight).
+  std::vector<std::string> watched;
+  int64_t watched_steps_kept = 0;
 };
 
 struct Plan {
@@ -210,6 +223,8 @@ struct Plan {
   int64_t caller_host_bytes = 0;  // from PlanOptions
   std::string caller_host_what;
   int64_t staged_steps = 0;            // from PlanOptions
+  std::vector<std::string> watched;    // from PlanOptions
+  int64_t watched_steps_kept = 0;      // from PlanOptions
   std::optional<HostDataset> dataset;  // from PlanOptions
   int64_t dataset_bytes = 0;           // what the run holds for it, at this plan's batch
   Verdict verdict = Verdict::kGreen;

@@ -543,6 +543,66 @@ TEST(Verdict, FedStagingCountsOnAWebGpuDevice) {
   EXPECT_EQ(cpu->memory.allocated, unstaged->memory.allocated);
 }
 
+// The outputs a caller watches after every step: on a WebGPU device each run's history buffer and
+// its read-back buffer for the staged steps (device memory, class `working`), and on the host the
+// steps the caller keeps (at least those in flight on a GPU). Worked by hand: "next" is 8 floats.
+TEST(Verdict, WatchedHistoryCountsOnTheDeviceAndTheHost) {
+  const std::string text = R"({"version": 2, "nodes": [
+      {"id": 0, "op": "input", "name": "state", "shape": [8], "data": [0, 0, 0, 0, 0, 0, 0, 0],
+       "carry": "next"},
+      {"id": 1, "op": "input", "name": "feed", "shape": [3]},
+      {"id": 2, "op": "sum", "a": 1},
+      {"id": 3, "op": "add", "a": 0, "b": 2}],
+      "outputs": [{"name": "next", "id": 3}]})";
+  PlanOptions o = FakeMachine(int64_t{1} << 40, false);
+  o.limits.backend = "webgpu";
+  o.staged_steps = 16;
+  auto unwatched = PlanOf(text, o);
+  ASSERT_TRUE(unwatched.ok()) << unwatched.errors().front().Format();
+  EXPECT_EQ(unwatched->memory.watched_history, 0);
+
+  o.watched = {"next"};
+  o.watched_steps_kept = 100;
+  auto watched = PlanOf(text, o);
+  ASSERT_TRUE(watched.ok());
+  const int64_t device = 32 * 16 * 2, host = 32 * 100;
+  EXPECT_EQ(watched->memory.watched_history, device);
+  EXPECT_EQ(watched->memory.watched_history_host, host);
+  EXPECT_EQ(watched->memory.allocated, unwatched->memory.allocated + device);
+  EXPECT_EQ(watched->memory.host_staging, unwatched->memory.host_staging + host);
+  const int working = static_cast<int>(MemClass::kWorking);
+  EXPECT_EQ(watched->memory.by_class[working], unwatched->memory.by_class[working] + device);
+  EXPECT_EQ(ToJson(*watched)["memory"]["watched_history"].get<int64_t>(), device);
+
+  // Kept for fewer steps than are in flight, the host still holds the read-back of those.
+  o.watched_steps_kept = 1;
+  EXPECT_EQ(PlanOf(text, o)->memory.watched_history_host, 32 * 16);
+
+  // A host one byte short of a long history refuses the run before anything runs, saying why.
+  o.watched_steps_kept = 1000000;
+  auto fits = PlanOf(text, o);
+  ASSERT_TRUE(fits.ok());
+  o.limits.host_memory_bytes = fits->memory.host_staging - 1;
+  auto over = PlanOf(text, o);
+  ASSERT_TRUE(over.ok());
+  EXPECT_EQ(over->verdict, Verdict::kRed);
+  ASSERT_TRUE(HasFinding(*over, "memory-over-host"));
+  bool says_why = false;
+  for (const Diagnostic& d : over->findings)
+    says_why |= d.message.find("the watched outputs' values of every step kept 30.5 MiB") !=
+                std::string::npos;
+  EXPECT_TRUE(says_why) << over->findings.front().message;
+
+  // The CPU reference returns every kept step's values, and holds no device history.
+  o.limits.backend = "cpu";
+  o.limits.host_memory_bytes = int64_t{1} << 40;
+  o.watched_steps_kept = 100;
+  auto cpu = PlanOf(text, o);
+  ASSERT_TRUE(cpu.ok());
+  EXPECT_EQ(cpu->memory.watched_history, 0);
+  EXPECT_EQ(cpu->memory.watched_history_host, host);
+}
+
 TEST(Verdict, TotalsSaturateInsteadOfWrapping) {
   const int64_t max = std::numeric_limits<int64_t>::max();
   EXPECT_EQ(SaturatingAdd(max - 1, 2), max);

@@ -290,6 +290,7 @@ class Training {
     } else {
       // Two runs in flight hold their steps' batches in the device's staging buffers.
       step_options.plan.staged_steps = int64_t{o_.steps_per_run} * runtime::kMaxRunsInFlight;
+      step_options.plan.watched = {webir::kLossOutput};
       SCELLIS_TRY(ChooseDatasetMode(text, step_options, step_backend.limits, o_.steps_per_run));
       SCELLIS_TRY(LoadSplits(source));
       SCELLIS_TRY(ChooseBatchSource(text, step_options, step_backend));

@@ -115,6 +115,7 @@ class Assigner {
         mem.host_staging = SaturatingAdd(mem.host_staging, Bytes(n.id));
     for (const webir::Output& o : g_.outputs)
       mem.host_staging = SaturatingAdd(mem.host_staging, Bytes(o.node));
+    AddWatchedHistory();
     return Status::Ok();
   }
 
@@ -136,6 +137,32 @@ class Assigner {
     mem.at_peak[c] = SaturatingAdd(mem.at_peak[c], mem.fed_staging);
     mem.allocated = SaturatingAdd(mem.allocated, mem.fed_staging);
     mem.peak_live = SaturatingAdd(mem.peak_live, mem.fed_staging);
+  }
+
+  // The watched outputs' values of every step (PlanOptions::watched): on a WebGPU device each run
+  // copies them into a history buffer and reads that back through a buffer of the same size, for
+  // the staged steps; the host keeps the steps its caller keeps (on a GPU at least those in
+  // flight, whose read-back it holds). Each value takes its bytes rounded up to 4.
+  void AddWatchedHistory() {
+    MemoryPlan& mem = p_.memory;
+    mem.watched_history = mem.watched_history_host = 0;
+    int64_t per_step = 0;
+    for (const webir::Output& o : g_.outputs)
+      if (std::find(p_.watched.begin(), p_.watched.end(), o.name) != p_.watched.end())
+        per_step = SaturatingAdd(per_step, (Bytes(o.node) + 3) / 4 * 4);
+    if (per_step == 0) return;
+    int64_t kept = p_.watched_steps_kept;
+    if (p_.limits.backend == "webgpu" && p_.staged_steps > 0) {
+      mem.watched_history = SaturatingMul(SaturatingMul(per_step, p_.staged_steps), 2);
+      const int c = static_cast<int>(MemClass::kWorking);
+      mem.by_class[c] = SaturatingAdd(mem.by_class[c], mem.watched_history);
+      mem.at_peak[c] = SaturatingAdd(mem.at_peak[c], mem.watched_history);
+      mem.allocated = SaturatingAdd(mem.allocated, mem.watched_history);
+      mem.peak_live = SaturatingAdd(mem.peak_live, mem.watched_history);
+      kept = std::max(kept, p_.staged_steps);
+    }
+    mem.watched_history_host = SaturatingMul(per_step, kept);
+    mem.host_staging = SaturatingAdd(mem.host_staging, mem.watched_history_host);
   }
 
   // The scratch the tiles of kernels over the binding cap hand partial results on in (a

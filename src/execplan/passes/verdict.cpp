@@ -141,8 +141,12 @@ class Judge {
     std::string parts;
     if (buffers) parts = "buffers " + FormatBytes(buffers) + " + ";
     const int64_t dataset = p_.dataset && !DatasetInBudget(p_) ? p_.dataset_bytes : 0;
-    parts += "host copies of inputs and outputs " +
-             FormatBytes(mem.host_staging - p_.caller_host_bytes - dataset);
+    parts +=
+        "host copies of inputs and outputs " +
+        FormatBytes(mem.host_staging - p_.caller_host_bytes - dataset - mem.watched_history_host);
+    if (mem.watched_history_host)
+      parts += " + the watched outputs' values of every step kept " +
+               FormatBytes(mem.watched_history_host);
     if (p_.caller_host_bytes)
       parts += " + " + p_.caller_host_what + " " + FormatBytes(p_.caller_host_bytes);
     if (dataset) parts += " + the dataset " + FormatBytes(dataset);

@@ -66,15 +66,13 @@ TEST(RowGathersWgsl, ReadsBecomeRowLoadsAndBindingsMovePastTheIndex) {
   EXPECT_NE(s.find("return gathered_in0(u32(in1[i])) + gathered_in0(in0_x[i]) + rein0[1u];"),
             std::string::npos)
       << s;
-  EXPECT_NE(s.find("return in0[u32(row_index2[p / 4u][p % 4u]) * 8u + e % 8u];"),
-            std::string::npos)
+  EXPECT_NE(s.find("return in0[u32(row_index2[p / 4u][p % 4u]) * 8u + e % 8u];"), std::string::npos)
       << s;
 
   // The gathered value used as a whole (its length, a pointer) cannot be read from the table.
-  auto whole = wgsl::ReadRowGathers(
-      *f.module, k,
-      "@group(0) @binding(0) var<storage, read> in0: array<f32>;\n"
-      "fn n() -> u32 { return arrayLength(&in0); }\n");
+  auto whole = wgsl::ReadRowGathers(*f.module, k,
+                                    "@group(0) @binding(0) var<storage, read> in0: array<f32>;\n"
+                                    "fn n() -> u32 { return arrayLength(&in0); }\n");
   EXPECT_FALSE(whole.ok());
 }
 
