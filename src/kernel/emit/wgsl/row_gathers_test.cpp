@@ -4,8 +4,11 @@
 // refused rather than left reading the table as if it were the gathered value.
 #include <gtest/gtest.h>
 
+#include <set>
+
 #include "kernel/emit/wgsl/codegen.h"
 #include "pipeline/compile.h"
+#include "support/examples.h"
 
 namespace scellis::kernel {
 namespace {
@@ -74,6 +77,37 @@ TEST(RowGathersWgsl, ReadsBecomeRowLoadsAndBindingsMovePastTheIndex) {
                                     "@group(0) @binding(0) var<storage, read> in0: array<f32>;\n"
                                     "fn n() -> u32 { return arrayLength(&in0); }\n");
   EXPECT_FALSE(whole.ok());
+}
+
+// The main job's step with its train split held on the device, under each way its readers may be
+// emitted — the loss in row stages with the gradient's product (the default), the loss merged with
+// its gradient, the two apart, the products without epilogues or updates — folds every gather and
+// emits every reader: the rewrite refuses a source it cannot read through, so each compile that
+// succeeds emitted them all.
+TEST(RowGathersWgsl, EveryReaderOfTheStepReadsThroughItsGathers) {
+  const std::vector<std::set<std::string>> variants = {
+      {},
+      {"fuse-gradient-product-into-loss"},
+      {"fuse-gradient-product-into-loss", "merge-loss-gradient"},
+      {"fuse-matmul-epilogue", "fuse-optimizer-into-gradient"}};
+  for (const std::set<std::string>& disabled : variants) {
+    pipeline::CompileOptions o;
+    o.lower.tier = policy::Tier::kProd;
+    o.lower.dataset_examples_on_device = 1000;
+    o.up_to = pipeline::Rung::kKernel;
+    o.disabled_passes = disabled;
+    auto c = pipeline::Compile(scellis::testing::FashionMlp(), o);
+    ASSERT_TRUE(c.ok()) << c.errors().front().Format();
+    size_t gathers = 0;
+    for (const Kernel& k : c->module->kernels) {
+      EXPECT_NE(k.op, "index_select") << k.name;
+      EXPECT_FALSE(k.Wgsl().source.empty()) << k.name;
+      gathers += k.row_gathers.size();
+    }
+    // The images' rows by the first product and the first weight's gradient; the labels by the
+    // loss, and by its gradient where that is a kernel of its own.
+    EXPECT_GE(gathers, 3u) << Print(*c->module);
+  }
 }
 
 }  // namespace
