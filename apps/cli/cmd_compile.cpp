@@ -6,8 +6,8 @@
 #include "common.h"
 #include "pipeline/data_parallel.h"
 #include "pipeline/matmul_parallel.h"
+#include "runtime/backends/select.h"
 #include "train/dataset_memory.h"
-#include "train/trainer.h"
 
 namespace scellis::cli {
 
@@ -102,13 +102,32 @@ int LowerCommand(const CompileFlags& f, const LowerFlags& l) {
   return 0;
 }
 
-// The plan `plan` and `validate` judge: a training workflow's counts its dataset, held whole or
-// streamed (train::PlanWithDataset, with the trainer's default batches per run); any other
-// document's as compiled. A dataset that cannot be measured leaves the plan as compiled, said on
-// stderr when `say_unmeasured`.
-std::optional<pipeline::Compiled> CompilePlan(const CompileFlags& f, bool say_unmeasured,
-                                              int& code) {
-  auto c = CompileFile(f, pipeline::Rung::kExecplan, {}, code);
+// The device a plan is judged against: the CPU reference's (the host's memory) unless --backend
+// names another, which is then selected as `scellis train` selects it.
+Result<runtime::Selection> PlanBackend(const PlanFlags& p) {
+  if (p.backend == "cpu") {
+    runtime::Selection reference;
+    reference.backend = "cpu";
+    return reference;
+  }
+  return runtime::SelectBackend({.requested = p.backend,
+                                 .allow_software_adapter = p.allow_software_adapter,
+                                 .adapter = p.adapter});
+}
+
+// A training workflow's step is planned as the trainer runs it (train::PlanStep), with its dataset
+// measured from the files' headers; a dataset that cannot be measured leaves the plan as compiled,
+// said on stderr when `say_unmeasured`, as is where a GPU's batches are gathered on the host.
+std::optional<pipeline::Compiled> CompilePlan(const CompileFlags& f, const PlanFlags& pf,
+                                              bool say_unmeasured, int& code) {
+  auto backend = PlanBackend(pf);
+  if (!backend.ok()) {
+    code = Report(backend.errors(), f.file, f.json);
+    return std::nullopt;
+  }
+  if (backend->fallback_reason && say_unmeasured)
+    std::cerr << "planned for " << backend->backend << ": " << *backend->fallback_reason << "\n";
+  auto c = CompileFile(f, pipeline::Rung::kExecplan, backend->limits, code);
   if (!c || !c->program) return c;
   auto held = train::DatasetHeld(*c->program);
   if (!held.ok()) {
@@ -120,21 +139,27 @@ std::optional<pipeline::Compiled> CompilePlan(const CompileFlags& f, bool say_un
   auto text = ReadFile(f.file, size_t{256} << 20);
   if (!options.ok() || !text.ok()) return c;  // read and parsed once already
   options->plan.limits = c->plan->limits;
-  auto planned = train::PlanWithDataset(
-      text.value(), options.value(), *held.value(), train::TrainOptions{}.steps_per_run,
-      f.stream_dataset ? train::DatasetMode::kStreamed : train::DatasetMode::kAuto);
+  auto planned = train::PlanStep(text.value(), options.value(), *held.value(),
+                                 {.batch = c->program->train->batch,
+                                  .steps_per_run = pf.steps_per_run,
+                                  .stream_dataset = f.stream_dataset,
+                                  .host_batches = pf.host_batches,
+                                  .gpu = backend->backend != "cpu"});
   if (!planned.ok()) {
     code = Report(planned.errors(), f.file, f.json);
     return std::nullopt;
   }
+  if (say_unmeasured && !planned->host_batches_reason.empty())
+    std::cerr << "each step's batch is gathered on the host and fed: "
+              << planned->host_batches_reason << "\n";
   return std::move(planned->compiled);
 }
 
 // The plan is printed whatever its verdict; a red one is also an error (exit 2), its findings on
 // stderr, so scripts can gate on `scellis plan`.
-int PlanCommand(const CompileFlags& f) {
+int PlanCommand(const CompileFlags& f, const PlanFlags& pf) {
   int code = 0;
-  auto c = CompilePlan(f, /*say_unmeasured=*/true, code);
+  auto c = CompilePlan(f, pf, /*say_unmeasured=*/true, code);
   if (!c) return code;
   const execplan::Plan& p = *c->plan;
   if (f.json)
@@ -148,7 +173,7 @@ int PlanCommand(const CompileFlags& f) {
 
 int ValidateCommand(const CompileFlags& f) {
   int code = 0;
-  auto c = CompilePlan(f, /*say_unmeasured=*/false, code);
+  auto c = CompilePlan(f, PlanFlags{}, /*say_unmeasured=*/false, code);
   if (!c) return code;
   const execplan::Plan& p = *c->plan;
   if (p.verdict == execplan::Verdict::kRed) return Report(p.findings, f.file, f.json);

@@ -131,7 +131,7 @@ bool TrainingWorkflow(const std::string& text, pipeline::CompileOptions options)
 // refused with the same findings and fix; otherwise its warnings are said, and the run is refused
 // by name, since it reads no dataset to feed the inputs the dataset feeds.
 int JudgeTrainingWorkflow(const CompileFlags& f, int& code) {
-  auto c = CompilePlan(f, /*say_unmeasured=*/true, code);
+  auto c = CompilePlan(f, PlanFlags{}, /*say_unmeasured=*/true, code);
   if (!c) return code;
   const execplan::Plan& p = *c->plan;
   if (p.verdict == execplan::Verdict::kRed) return Report(p.findings, f.file, f.json);

@@ -132,7 +132,7 @@ int Execute(const Invocation& inv) {
     case Command::kLower:
       return LowerCommand(inv.compile, inv.lower);
     case Command::kPlan:
-      return PlanCommand(inv.compile);
+      return PlanCommand(inv.compile, inv.plan);
     case Command::kValidate:
       return ValidateCommand(inv.compile);
     case Command::kTrain:

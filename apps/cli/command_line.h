@@ -36,6 +36,7 @@ struct Invocation {
   Command command = Command::kHelp;
   std::string help;  // kHelp: the text asked for, for stdout
   CompileFlags compile;
+  PlanFlags plan;
   RunFlags run;
   TrainFlags train;
   VerifyFlags verify;

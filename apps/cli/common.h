@@ -49,11 +49,21 @@ Result<pipeline::CompileOptions> CompileOptionsFrom(const CompileFlags& f);
 std::optional<pipeline::Compiled> CompileFile(const CompileFlags& f, pipeline::Rung up_to,
                                               const execplan::DeviceLimits& limits, int& exit_code);
 
-// The plan `plan`, `validate` and `run` judge: a training workflow's counts its dataset, held whole
-// or streamed (train::PlanWithDataset, with the trainer's default batches per run); any
-// other document's as compiled. nullopt when it could not be made (`code` says how it ended).
-std::optional<pipeline::Compiled> CompilePlan(const CompileFlags& f, bool say_unmeasured,
-                                              int& code);
+// `scellis plan`'s backend and the trainer's choices it plans a training step with.
+struct PlanFlags {
+  std::string backend = "cpu";  // the CPU reference unless asked
+  bool allow_software_adapter = false;
+  std::optional<uint32_t> adapter;
+  int steps_per_run = 8;      // as `scellis train --steps-per-run`
+  bool host_batches = false;  // as `scellis train --host-batches`
+};
+
+// The plan `plan`, `validate` and `run` judge, on the backend `p` names: a training workflow's as
+// `scellis train` runs its step in one process (train::PlanStep: its dataset held whole or
+// streamed, its runs in flight, on a GPU its batches gathered on the device); any other
+// document's as compiled. nullopt when it could not be made (`code` says how it ended).
+std::optional<pipeline::Compiled> CompilePlan(const CompileFlags& f, const PlanFlags& p,
+                                              bool say_unmeasured, int& code);
 
 // Prints diagnostics and returns the exit code they call for.
 int Report(const std::vector<Diagnostic>& diags, const std::string& file, bool json);
@@ -138,7 +148,7 @@ struct LowerFlags {
 // flags ask for none or more than one mode.
 Result<pipeline::Rung> LowerRung(const CompileFlags& f, const LowerFlags& l);
 int LowerCommand(const CompileFlags& f, const LowerFlags& l);
-int PlanCommand(const CompileFlags& f);
+int PlanCommand(const CompileFlags& f, const PlanFlags& p);
 int ValidateCommand(const CompileFlags& f);
 int ProbeCommand(bool json);
 int ConformCommand(const ConformFlags& f);

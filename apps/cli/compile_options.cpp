@@ -118,6 +118,21 @@ void AddCompileCommands(CommandOptions& options) {
       "print the execution plan: tier, tolerances, memory, verdict (exit 2 when red)");
   AddPassFlags(plan, inv.compile);
   AddStreamDatasetFlag(plan, inv.compile);
+  TypedFlags& plan_typed = options.Typed(plan);
+  plan->add_option("--backend", inv.plan.backend,
+                   "cpu (the default: the CPU reference) | webgpu | auto: the device whose "
+                   "memory the plan is judged against; a training step is planned as `scellis "
+                   "train` runs it there")
+      ->check(CLI::IsMember({"auto", "webgpu", "cpu"}));
+  plan->add_flag("--allow-software-adapter", inv.plan.allow_software_adapter,
+                 "accept a software WebGPU adapter (SwiftShader) for --backend=webgpu");
+  plan_typed.Integer("--adapter", &inv.plan.adapter, 0, 1023,
+                     "the WebGPU adapter, by its index among those Dawn offers (0 first)");
+  plan_typed.Integer("--steps-per-run", &inv.plan.steps_per_run, 1, 64,
+                     "a training step: the steps per run `scellis train` would take (default 8)");
+  plan->add_flag("--host-batches", inv.plan.host_batches,
+                 "a training step on a GPU: planned with each batch gathered on the host, as "
+                 "`scellis train --host-batches`");
 
   CLI::App* validate = options.CompilingSubcommand(Command::kValidate, "validate",
                                                    "check a document without running it");

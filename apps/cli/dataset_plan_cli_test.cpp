@@ -75,6 +75,47 @@ TEST(DatasetPlanCli, TheDatasetsHostBytesAreStated) {
   fs::remove_all(dir);
 }
 
+// `scellis plan --backend=webgpu` plans a training step as `scellis train` runs it there: the
+// train split held on the device and each batch gathered from it (SwiftShader); --host-batches, or
+// the CPU reference, feeds the batches from the host.
+TEST(DatasetPlanCli, AGpuPlanHoldsTheTrainSplitOnTheDevice) {
+  const fs::path dir = MakeTempDir("scellis-dataset-plan-gpu");
+  const unsigned seed = std::random_device{}();
+  const uint32_t examples = 37 + seed % 50;
+  WriteIdx(dir / "images", {examples, 28, 28}, false, seed);
+  WriteIdx(dir / "labels", {examples}, false, seed + 1);
+  Json doc =
+      Json::parse(std::ifstream(fs::path(SCELLIS_SOURCE_DIR) / "examples" / "fashion_mlp.json"));
+  doc["nodes"][0]["params"]["source"] =
+      "idx:" + (dir / "images").string() + "," + (dir / "labels").string();
+  const std::string file = (dir / "mlp.json").string();
+  std::ofstream(file) << doc.dump();
+
+  CliRun device = RunScellis({"plan", file, "--backend=webgpu", "--allow-software-adapter"});
+  ASSERT_EQ(device.exit_code, 0) << device.err;
+  EXPECT_NE(device.out.find("the train split also copied to the device once"), std::string::npos)
+      << device.out;
+  EXPECT_NE(device.out.find("pinned: %images@dataset"), std::string::npos) << device.out;
+  EXPECT_NE(device.out.find("pinned: %batch_index"), std::string::npos) << device.out;
+  EXPECT_EQ(device.out.find("pinned: %x\n"), std::string::npos) << device.out;
+  EXPECT_NE(device.out.find("dispatches       : 5 kernels"), std::string::npos) << device.out;
+
+  CliRun host =
+      RunScellis({"plan", file, "--backend=webgpu", "--allow-software-adapter", "--host-batches"});
+  ASSERT_EQ(host.exit_code, 0) << host.err;
+  EXPECT_NE(host.err.find("each step's batch is gathered on the host and fed: --host-batches"),
+            std::string::npos)
+      << host.err;
+  EXPECT_NE(host.out.find("pinned: %x\n"), std::string::npos) << host.out;
+  EXPECT_EQ(host.out.find("@dataset"), std::string::npos) << host.out;
+
+  CliRun reference = RunScellis({"plan", file});
+  ASSERT_EQ(reference.exit_code, 0) << reference.err;
+  EXPECT_EQ(reference.out.find("@dataset"), std::string::npos) << reference.out;
+  EXPECT_EQ(reference.err.find("gathered on the host"), std::string::npos) << reference.err;
+  fs::remove_all(dir);
+}
+
 // The first line of `text` holding `needle`, or "".
 std::string LineWith(const std::string& text, const std::string& needle) {
   const size_t at = text.find(needle);

@@ -80,6 +80,14 @@ std::string DescribeDataset(const Plan& p) {
          " (batches are drawn from every example in a shuffled order" +
          (eval.empty() ? "" : "; " + eval + " gathered beside") + ")";
   }
+  // The train split also held on the device, each step's batch gathered there by its row indices
+  // (block::LowerOptions::dataset_examples_on_device): counted among the device's inputs.
+  int64_t on_device = 0;
+  for (const webir::Node& n : p.graph().nodes)
+    if (n.purpose == webir::Purpose::kDataset) on_device += n.type.bytes();
+  if (on_device > 0)
+    s += "; the train split also copied to the device once, " + FormatBytes(on_device) +
+         " of class inputs there, each step's batch gathered from it by row indices";
   if (DatasetInBudget(p))
     return s + "; counted in the budget as class dataset (this backend's buffers are host memory)";
   return s + "; host memory beside " + p.limits.device +

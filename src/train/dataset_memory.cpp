@@ -6,7 +6,9 @@
 #include "api/fit_batch.h"
 #include "base/sha256.h"
 #include "execplan/plan.h"
+#include "runtime/executor.h"
 #include "store/store.h"
+#include "webir/passes/append_train_step.h"
 
 namespace scellis::train {
 
@@ -127,6 +129,57 @@ Result<DatasetPlan> PlanWithDataset(std::string_view text, const pipeline::Compi
                                    execplan::FormatBytes(plan.dataset_bytes) + " held instead of " +
                                    execplan::FormatBytes(d.bytes) + " (" + why + ")",
                                "a larger budget holds it whole"));
+  return out;
+}
+
+Result<StepPlan> PlanStep(std::string_view text, const pipeline::CompileOptions& options,
+                          const HeldDataset& d, const StepPlanChoices& choices) {
+  using execplan::SaturatingMul;
+  StepPlan out;
+  out.options = options;
+  execplan::PlanOptions& plan = out.options.plan;
+  plan.staged_steps =
+      SaturatingMul(choices.steps_per_run, static_cast<int64_t>(runtime::kMaxRunsInFlight));
+  plan.watched = {webir::kLossOutput};
+  plan.caller_host_bytes = SaturatingMul(choices.steps_per_run, d.BatchBytes(choices.batch));
+  plan.caller_host_what = "the batches gathered for one submission";
+  SCELLIS_ASSIGN_OR_RETURN(
+      DatasetPlan held,
+      PlanWithDataset(text, out.options, d, choices.steps_per_run,
+                      choices.stream_dataset ? DatasetMode::kStreamed : DatasetMode::kAuto));
+  out.compiled = std::move(held.compiled);
+  out.streamed = held.streamed;
+  if (out.compiled.plan->verdict == execplan::Verdict::kRed) return out;
+  plan.dataset = out.compiled.plan->dataset;
+  if (out.streamed) plan.caller_host_bytes = 0;  // the streamed set's batches, counted once
+  if (!choices.gpu) return out;
+  if (choices.host_batches || out.streamed) {
+    out.host_batches_reason =
+        choices.host_batches ? "--host-batches" : "the dataset is streamed from its files";
+    return out;
+  }
+
+  pipeline::CompileOptions device = out.options;
+  device.lower.dataset_examples_on_device = d.train.examples;
+  const int64_t indices = SaturatingMul(choices.steps_per_run, choices.batch * 4);
+  const int64_t split = SaturatingMul(d.train.examples, SaturatingMul(d.train.features + 1, 4));
+  device.plan.caller_host_bytes = std::max(indices, split);
+  device.plan.caller_host_what = indices >= split ? "the batches' row indices for one submission"
+                                                  : "the train split's copy handed to the device";
+  pipeline::CompileOptions planning = device;
+  planning.up_to = pipeline::Rung::kExecplan;
+  planning.print_after.clear();
+  SCELLIS_ASSIGN_OR_RETURN(pipeline::Compiled on_device, pipeline::Compile(text, planning));
+  const execplan::Plan& p = *on_device.plan;
+  if (p.verdict == execplan::Verdict::kRed) {
+    const Diagnostic& why = p.findings.front();
+    out.host_batches_reason =
+        "the train split held on the device does not fit: " + why.code + ": " + why.message;
+    return out;
+  }
+  out.options = std::move(device);
+  out.compiled = std::move(on_device);
+  out.batches_on_device = true;
   return out;
 }
 

@@ -64,6 +64,35 @@ Result<DatasetPlan> PlanWithDataset(std::string_view text, const pipeline::Compi
                                     const HeldDataset& d, int64_t batches, DatasetMode mode,
                                     const std::string& streamed_why = "");
 
+// How a training step runs in one process, decided before anything is decoded or allocated.
+struct StepPlanChoices {
+  int64_t batch = 64;           // examples per step (the train section's batch)
+  int64_t steps_per_run = 8;    // steps per submission (--steps-per-run)
+  bool stream_dataset = false;  // --stream-dataset: stream the set whatever fits
+  bool host_batches = false;    // --host-batches: on a GPU too, gather each batch on the host
+  bool gpu = false;             // the step runs on a GPU backend
+};
+
+struct StepPlan {
+  pipeline::CompileOptions options;  // the step's session is prepared with these
+  pipeline::Compiled compiled;       // at the execplan rung; red: refused, its findings say why
+  bool streamed = false;
+  bool batches_on_device = false;
+  std::string host_batches_reason;  // on a GPU, why each batch is gathered on the host instead
+};
+
+// The plan of the step as the trainer runs it in one process (`scellis train` prepares its session
+// with it; `scellis plan --backend` prints it): two runs in flight of `steps_per_run` steps each,
+// their batches staged on the device, the loss watched after every step; the dataset held whole or
+// streamed (PlanWithDataset); and on a GPU, with the set held, each step's batch gathered on the
+// device from the train split held there (block::LowerOptions::dataset_examples_on_device) unless
+// that plan is red or --host-batches asks otherwise. With batches gathered on the host, the host
+// holds a submission's gathered batches; gathered on the device, a submission's row indices or,
+// while the session is prepared, the copy of the split handed to the device, whichever is larger.
+// `options` as the caller compiles with (limits, budget, bindings).
+Result<StepPlan> PlanStep(std::string_view text, const pipeline::CompileOptions& options,
+                          const HeldDataset& d, const StepPlanChoices& choices);
+
 // A split of `source` opened for streaming. A gzipped file cannot be read at offsets, so it is
 // inflated once into a plain IDX copy in the store at `store_root` ("": the default store): a blob
 // filed under the SHA-256 of the compressed file (index kind `inflated-idx`), written atomically,

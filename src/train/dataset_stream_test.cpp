@@ -264,6 +264,94 @@ TEST_F(DatasetStreamTest, ARanksPlanCountsWhatTheRankHolds) {
   EXPECT_EQ(tight->compiled.plan->findings.front().code, "streamed-dataset");
 }
 
+// The step planned as the trainer runs it in one process (PlanStep): on the CPU reference each
+// batch is gathered on the host; on a GPU it is gathered on the device from the train split held
+// there (the tables among the device's inputs, the host holding the larger of the split's copy and
+// a submission's row indices), unless --host-batches, a streamed set or a host too small for the
+// split's copy says otherwise, each saying why.
+TEST_F(DatasetStreamTest, TheStepIsPlannedAsTheTrainerRunsIt) {
+  const std::string doc = Tiny(Source(false));
+  auto parsed = pipeline::Compile(doc, {.up_to = pipeline::Rung::kBlock});
+  ASSERT_TRUE(parsed.ok()) << parsed.errors().front().Format();
+  auto d = DatasetHeld(*parsed->program);
+  ASSERT_TRUE(d.ok() && d->has_value());
+  const int64_t example = 7 * 4;  // 6 pixels and a label, as f32
+
+  pipeline::CompileOptions cpu_options;
+  cpu_options.plan.limits = execplan::HostMemoryLimits("cpu", "test");
+  StepPlanChoices choices{.batch = 4, .steps_per_run = 3};
+  auto cpu = PlanStep(doc, cpu_options, **d, choices);
+  ASSERT_TRUE(cpu.ok()) << cpu.errors().front().Format();
+  EXPECT_FALSE(cpu->batches_on_device);
+  EXPECT_EQ(cpu->host_batches_reason, "");
+  EXPECT_EQ(cpu->options.plan.staged_steps, 6);  // two runs in flight
+  EXPECT_EQ(cpu->options.plan.watched, std::vector<std::string>{"loss"});
+  EXPECT_EQ(cpu->options.plan.caller_host_bytes, 3 * 4 * example);
+  EXPECT_EQ(cpu->options.lower.dataset_examples_on_device, 0);
+
+  // A GPU with its own memory, as large as a test needs.
+  pipeline::CompileOptions gpu_options;
+  execplan::DeviceLimits& gpu = gpu_options.plan.limits;
+  gpu.backend = "webgpu";
+  gpu.device = "a test GPU";
+  gpu.buffers_in_host_memory = false;
+  gpu.device_memory_bytes = int64_t{1} << 30;
+  gpu.host_memory_bytes = int64_t{1} << 30;
+  gpu.max_storage_buffers_per_kernel = 8;
+  choices.gpu = true;
+  auto device = PlanStep(doc, gpu_options, **d, choices);
+  ASSERT_TRUE(device.ok()) << device.errors().front().Format();
+  EXPECT_TRUE(device->batches_on_device);
+  EXPECT_EQ(device->host_batches_reason, "");
+  EXPECT_EQ(device->options.lower.dataset_examples_on_device, kExamples);
+  // The split's copy (21 examples) outweighs 3 steps' row indices (3 x 4 i32).
+  EXPECT_EQ(device->options.plan.caller_host_bytes, kExamples * example);
+  EXPECT_EQ(device->options.plan.caller_host_what, "the train split's copy handed to the device");
+  const execplan::Plan& on_device = *device->compiled.plan;
+  EXPECT_NE(execplan::Print(on_device).find("the train split also copied to the device once, " +
+                                            execplan::FormatBytes(kExamples * example)),
+            std::string::npos)
+      << execplan::Print(on_device);
+
+  choices.host_batches = true;
+  auto asked = PlanStep(doc, gpu_options, **d, choices);
+  ASSERT_TRUE(asked.ok());
+  EXPECT_FALSE(asked->batches_on_device);
+  EXPECT_EQ(asked->host_batches_reason, "--host-batches");
+  EXPECT_EQ(asked->options.lower.dataset_examples_on_device, 0);
+  EXPECT_EQ(asked->options.plan.caller_host_bytes, 3 * 4 * example);
+  EXPECT_EQ(execplan::Print(*asked->compiled.plan).find("copied to the device"), std::string::npos);
+
+  choices.host_batches = false;
+  choices.stream_dataset = true;
+  auto streamed = PlanStep(doc, gpu_options, **d, choices);
+  ASSERT_TRUE(streamed.ok());
+  EXPECT_TRUE(streamed->streamed);
+  EXPECT_FALSE(streamed->batches_on_device);
+  EXPECT_EQ(streamed->host_batches_reason, "the dataset is streamed from its files");
+  EXPECT_EQ(streamed->options.plan.caller_host_bytes, 0);  // the streamed set's batches
+
+  // A host with the memory the host-fed step needs and not that of the split's copy handed to
+  // the device (at one step a run, where the copy, 588 B, outweighs what feeding batches holds):
+  // the batches are then fed from the host, by the host-fed plan.
+  choices.stream_dataset = false;
+  choices.steps_per_run = 1;
+  choices.host_batches = true;
+  auto fed = PlanStep(doc, gpu_options, **d, choices);
+  ASSERT_TRUE(fed.ok());
+  choices.host_batches = false;
+  gpu.host_memory_bytes = fed->compiled.plan->memory.host_staging;
+  auto tight = PlanStep(doc, gpu_options, **d, choices);
+  ASSERT_TRUE(tight.ok());
+  EXPECT_NE(tight->compiled.plan->verdict, execplan::Verdict::kRed);
+  EXPECT_EQ(tight->compiled.plan->memory.host_staging, fed->compiled.plan->memory.host_staging);
+  EXPECT_FALSE(tight->batches_on_device);
+  EXPECT_EQ(tight->host_batches_reason.rfind(
+                "the train split held on the device does not fit: memory-over-host: ", 0),
+            0u)
+      << tight->host_batches_reason;
+}
+
 // A rank whose whole step (both halves, its chunk gradients, the gathered partials) is over the
 // budget with the set held streams it, though its gradient half alone fits held; one byte more
 // budget and it holds the set. Either way the same losses, bit for bit.

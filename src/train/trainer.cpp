@@ -260,10 +260,8 @@ class Training {
     pipeline::CompileOptions eval_options = step_options;
     eval_options.lower.mode = block::LowerMode::kForward;
     if (!batch_dim.empty()) eval_options.lower.bind[batch_dim] = spec_.eval_batch;
-    // The plan holds one batch's feeds; a submission gathers steps_per_run of them on the host
-    // first, and the verdict must see those too before anything is allocated.
-    step_options.plan.caller_host_bytes = BatchHostBytes(o_.steps_per_run, spec_.batch);
-    step_options.plan.caller_host_what = "the batches gathered for one submission";
+    // What the host holds beside the plan's values: for the step, as PlanStep or PrepareHalves
+    // plans it.
     eval_options.plan.caller_host_bytes = BatchHostBytes(1, spec_.eval_batch);
     eval_options.plan.caller_host_what = "the evaluation batch gathered";
 
@@ -288,12 +286,24 @@ class Training {
       SCELLIS_TRY(PrepareHalves(text, step_options, std::move(step_backend)));
       SCELLIS_TRY(LoadSplits(source));
     } else {
-      // Two runs in flight hold their steps' batches in the device's staging buffers.
-      step_options.plan.staged_steps = int64_t{o_.steps_per_run} * runtime::kMaxRunsInFlight;
-      step_options.plan.watched = {webir::kLossOutput};
-      SCELLIS_TRY(ChooseDatasetMode(text, step_options, step_backend.limits, o_.steps_per_run));
+      step_options.plan.limits = step_backend.limits;
+      SCELLIS_ASSIGN_OR_RETURN(StepPlan planned, PlanStep(text, step_options, dataset_,
+                                                          {.batch = spec_.batch,
+                                                           .steps_per_run = o_.steps_per_run,
+                                                           .stream_dataset = o_.stream_dataset,
+                                                           .host_batches = o_.host_batches,
+                                                           .gpu = step_backend.backend != "cpu"}));
+      const execplan::Plan& plan = *planned.compiled.plan;
+      if (plan.verdict == execplan::Verdict::kRed) return Status(plan.findings);
+      for (const Diagnostic& d : plan.findings)
+        if (d.code == "streamed-dataset" && e_.note) e_.note(d);
+      streamed_ = planned.streamed;
+      batches_on_device_ = planned.batches_on_device;
+      if (batches_on_device_) result_.batches = "device";
+      if (!planned.host_batches_reason.empty())
+        result_.host_batches_reason = planned.host_batches_reason;
+      step_options = std::move(planned.options);
       SCELLIS_TRY(LoadSplits(source));
-      SCELLIS_TRY(ChooseBatchSource(text, step_options, step_backend));
       runtime::Feeds tables;
       if (batches_on_device_) {
         const block::Program& p = *head_.program;
@@ -342,7 +352,8 @@ class Training {
     halves.update.plan.caller_host_bytes = 0;
     SCELLIS_ASSIGN_OR_RETURN(std::string over,
                              RankOverWithSetHeld(text, halves, gradients_backend.limits, chunks));
-    SCELLIS_TRY(ChooseDatasetMode(text, halves.gradients, gradients_backend.limits, mine, over));
+    SCELLIS_TRY(
+        ChooseRankDatasetMode(text, halves.gradients, gradients_backend.limits, mine, over));
     // Both halves on one device: the update half's params are copied into the gradient half's
     // there after each update, so the weights never leave it; only the gradients do.
     SCELLIS_ASSIGN_OR_RETURN(
@@ -402,14 +413,13 @@ class Training {
     return execplan::SaturatingMul(copies, dataset_.BatchBytes(batch));
   }
 
-  // The step planned with the dataset counted (train/dataset_memory.h): held whole when that
-  // fits, else streamed; a plan red either way is refused here with its largest batch. Sets
-  // `step_options` to plan as chosen: streamed, the dataset class holds `batches` batches (a
-  // submission's; a data-parallel rank's chunks of one batch, its gradient half planned at one
-  // chunk's examples).
-  Status ChooseDatasetMode(std::string_view text, pipeline::CompileOptions& step_options,
-                           const execplan::DeviceLimits& limits, int64_t batches,
-                           const std::string& streamed_why = "") {
+  // A rank's gradient half planned with the dataset counted (train/dataset_memory.h): held whole
+  // when that fits, else streamed; a plan red either way is refused here with its largest batch.
+  // Sets `step_options` to plan as chosen: streamed, the dataset class holds `batches` batches (the
+  // rank's chunks of one batch, its gradient half planned at one chunk's examples).
+  Status ChooseRankDatasetMode(std::string_view text, pipeline::CompileOptions& step_options,
+                               const execplan::DeviceLimits& limits, int64_t batches,
+                               const std::string& streamed_why = "") {
     pipeline::CompileOptions o = step_options;
     o.plan.limits = limits;
     const DatasetMode mode =
@@ -419,11 +429,10 @@ class Training {
     execplan::Plan& plan = *planned.compiled.plan;
     if (plan.verdict == execplan::Verdict::kRed) {
       // A rank's batch search binds one chunk's examples: the batch is that many per chunk.
-      if (data_parallel_)
-        for (Diagnostic& f : plan.findings)
-          if (f.severity == Severity::kError && plan.batch_fit)
-            f.help += " (planned per rank: the batch there is one chunk's examples, of " +
-                      std::to_string(o_.chunks > 0 ? o_.chunks : o_.ranks) + " chunks)";
+      for (Diagnostic& f : plan.findings)
+        if (f.severity == Severity::kError && plan.batch_fit)
+          f.help += " (planned per rank: the batch there is one chunk's examples, of " +
+                    std::to_string(o_.chunks > 0 ? o_.chunks : o_.ranks) + " chunks)";
       return Status(plan.findings);
     }
     streamed_ = planned.streamed;
@@ -431,46 +440,6 @@ class Training {
     if (streamed_) step_options.plan.caller_host_bytes = 0;
     for (const Diagnostic& d : plan.findings)
       if (d.code == "streamed-dataset" && e_.note) e_.note(d);
-    return Status::Ok();
-  }
-
-  // Where each step's batch is gathered (TrainResult::batches): on a GPU, on the device from the
-  // train split held there when that plan is not red; else on the host, saying why on a GPU.
-  Status ChooseBatchSource(std::string_view text, pipeline::CompileOptions& step_options,
-                           const runtime::Selection& backend) {
-    if (backend.backend == "cpu") return Status::Ok();  // host memory is the device's
-    auto host = [&](std::string why) {
-      result_.host_batches_reason = std::move(why);
-      return Status::Ok();
-    };
-    if (o_.host_batches) return host("--host-batches");
-    if (streamed_) return host("the dataset is streamed from its files");
-    pipeline::CompileOptions o = step_options;
-    o.up_to = pipeline::Rung::kExecplan;
-    o.print_after.clear();
-    o.plan.limits = backend.limits;
-    o.lower.dataset_examples_on_device = train_.count();
-    // The host then holds a submission's row indices rather than its gathered batches, and, while
-    // the session is prepared, the copy of the split handed to the device (released before the
-    // first step): the larger of the two at any time.
-    const int64_t indices = execplan::SaturatingMul(o_.steps_per_run, spec_.batch * 4);
-    const int64_t split =
-        execplan::SaturatingMul(train_.count(), execplan::SaturatingMul(train_.features() + 1, 4));
-    o.plan.caller_host_bytes = std::max(indices, split);
-    o.plan.caller_host_what = indices >= split ? "the batches' row indices for one submission"
-                                               : "the train split's copy handed to the device";
-    SCELLIS_ASSIGN_OR_RETURN(pipeline::Compiled planned, pipeline::Compile(text, o));
-    const execplan::Plan& plan = *planned.plan;
-    if (plan.verdict == execplan::Verdict::kRed) {
-      const Diagnostic& why = plan.findings.front();
-      return host("the train split held on the device does not fit: " + why.code + ": " +
-                  why.message);
-    }
-    step_options.lower.dataset_examples_on_device = train_.count();
-    step_options.plan.caller_host_bytes = o.plan.caller_host_bytes;
-    step_options.plan.caller_host_what = o.plan.caller_host_what;
-    batches_on_device_ = true;
-    result_.batches = "device";
     return Status::Ok();
   }
 
@@ -920,7 +889,7 @@ class Training {
   int epochs_ = 0;
   HeldDataset dataset_;             // measured from the files' headers
   bool streamed_ = false;           // read batch by batch rather than held whole
-  bool batches_on_device_ = false;  // gathered from the train split held there (ChooseBatchSource)
+  bool batches_on_device_ = false;  // gathered from the train split held there (PlanStep)
   data::SplitReader train_, test_;
   std::unique_ptr<api::Session> step_, eval_;
   // Data parallelism: the step's halves, the WorkPlan and the job's ranks (one when alone).
