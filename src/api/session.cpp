@@ -1,5 +1,6 @@
 #include "api/session.h"
 
+#include <algorithm>
 #include <cmath>
 
 #include "api/fit_batch.h"
@@ -67,22 +68,42 @@ void Session::Poison(const Diagnostic& cause) {
   poison_ = Status(d);
 }
 
+Status Session::JudgeDemand(size_t steps, const std::vector<std::string>& watch) {
+  execplan::RunDemand demand{.steps_in_flight = static_cast<int64_t>(steps), .watched = watch};
+  for (int64_t s : steps_in_flight_) demand.steps_in_flight += s;
+  if (execplan::WithinPlan(plan(), demand)) return Status::Ok();
+  // Within a demand already judged to fit, nothing is judged again.
+  const bool seen = demand.steps_in_flight <= judged_.steps_in_flight &&
+                    std::all_of(watch.begin(), watch.end(), [&](const std::string& name) {
+                      return std::find(judged_.watched.begin(), judged_.watched.end(), name) !=
+                             judged_.watched.end();
+                    });
+  if (seen) return Status::Ok();
+  SCELLIS_TRY(execplan::JudgeRun(plan(), demand));
+  judged_ = std::move(demand);
+  return Status::Ok();
+}
+
 Result<runtime::StepsResult> Session::Run(const std::vector<runtime::Feeds>& feeds,
                                           const std::vector<std::string>& watch) {
   SCELLIS_TRY(Usable());
+  SCELLIS_TRY(JudgeDemand(feeds.size(), watch));
   return Checked(prepared_->RunSteps(feeds, watch));
 }
 
 Status Session::Start(const std::vector<runtime::Feeds>& feeds,
                       const std::vector<std::string>& watch) {
   SCELLIS_TRY(Usable());
+  SCELLIS_TRY(JudgeDemand(feeds.size(), watch));
   Status s = prepared_->StartSteps(feeds, watch);
+  if (s.ok()) steps_in_flight_.push_back(static_cast<int64_t>(feeds.size()));
   if (!s.ok() && (s.first().kind == ErrorKind::kRuntime || s.first().kind == ErrorKind::kInternal))
     Poison(s.first());
   return s;
 }
 
 Result<runtime::StepsResult> Session::Finish() {
+  if (!steps_in_flight_.empty()) steps_in_flight_.pop_front();
   if (!disposed_ && !poison_.ok() && prepared_->runs_in_flight() > 0) {
     // A poisoned session's run is still waited for (and dropped), so a caller finishing its
     // runs one by one comes to the end of them.

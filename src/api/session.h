@@ -7,10 +7,12 @@
 // the STATE error `session-poisoned` naming the cause; only Dispose remains.
 #pragma once
 
+#include <deque>
 #include <memory>
 #include <string>
 #include <vector>
 
+#include "execplan/run_demand.h"
 #include "pipeline/compile.h"
 #include "runtime/backends/select.h"
 #include "runtime/executor.h"
@@ -35,6 +37,9 @@ class Session {
                                                         const pipeline::CompileOptions& options,
                                                         Session& beside);
 
+  // A run's staged feeds and watched values beyond what the plan counted are judged first
+  // (execplan::JudgeRun): one the memory cannot hold is refused by name before anything is sent,
+  // and the session stays usable.
   Result<runtime::StepsResult> Run(const std::vector<runtime::Feeds>& feeds,
                                    const std::vector<std::string>& watch);
   // Run in two halves (runtime::Prepared::StartSteps): Start begins a run and returns before its
@@ -73,6 +78,8 @@ class Session {
                                                     const runtime::Feeds& initial,
                                                     const runtime::RunOptions& run_options);
   Status Usable() const;
+  // Refuses a run of `steps` steps watching `watch` whose memory beyond the plan does not fit.
+  Status JudgeDemand(size_t steps, const std::vector<std::string>& watch);
   void Poison(const Diagnostic& cause);
   // A run's result as the caller gets it: a device failure poisons the session, and so does a
   // non-finite watched value where the session carries state.
@@ -84,6 +91,8 @@ class Session {
   std::unique_ptr<runtime::Prepared> prepared_;
   Status poison_;
   bool disposed_ = false;
+  std::deque<int64_t> steps_in_flight_;  // the steps of each started, unfinished run, oldest first
+  execplan::RunDemand judged_;           // the last demand beyond the plan judged to fit
 };
 
 }  // namespace scellis::api

@@ -391,6 +391,52 @@ INSTANTIATE_TEST_SUITE_P(Faults, SessionFault,
 
 // What a caller holds beside the plan (a trainer's gathered batches) counts against the host's
 // memory: 2^62 bytes exceed any machine, so the session is refused before anything is allocated.
+// A run that stages more steps or watches more outputs than the session's plan counted is
+// counted again before it starts (execplan::JudgeRun): on a budget that holds exactly its staged
+// feeds and history it runs; one byte short it is refused by name before anything is sent, the
+// state unchanged, and the session still runs what its plan counted (SwiftShader).
+TEST(Session, ARunBeyondItsPlanIsJudgedBeforeAnythingIsSent) {
+  std::mt19937 rng(11);
+  const std::string graph = StepGraph(4096, rng);
+  const std::vector<runtime::Feeds> feeds = RandomFeeds(4096, 8, rng);
+  CompileOptions demand = Options();
+  demand.plan.staged_steps = 8;
+  demand.plan.watched = {"next"};
+  demand.plan.watched_steps_kept = 8;
+  auto planned = Session::Prepare(graph, demand, Select("webgpu"));
+  ASSERT_TRUE(planned.ok()) << planned.errors().front().Format();
+  const int64_t needs = planned.value()->plan().memory.allocated;
+  planned.value()->Dispose();
+
+  CompileOptions fits = Options();
+  fits.plan.budget_bytes = needs;
+  auto s = Session::Prepare(graph, fits, Select("webgpu"));
+  ASSERT_TRUE(s.ok()) << s.errors().front().Format();
+  EXPECT_LT(s.value()->plan().memory.allocated, needs);  // planned with nothing staged or watched
+  EXPECT_TRUE(s.value()->Run(feeds, {"next"}).ok());
+
+  CompileOptions short_one = Options();
+  short_one.plan.budget_bytes = needs - 1;
+  auto t = Session::Prepare(graph, short_one, Select("webgpu"));
+  ASSERT_TRUE(t.ok()) << t.errors().front().Format();
+  auto before = t.value()->Download("state");
+  ASSERT_TRUE(before.ok());
+  auto refused = t.value()->Run(feeds, {"next"});
+  ASSERT_FALSE(refused.ok());
+  const Diagnostic& why = refused.errors().front();
+  EXPECT_EQ(why.code, "memory-over-budget") << why.Format();
+  EXPECT_NE(why.help.find("this run has 8 steps in flight and watches \"next\"; the session was "
+                          "planned for 0 staged steps watching nothing"),
+            std::string::npos)
+      << why.help;
+  EXPECT_FALSE(t.value()->poisoned());
+  auto after = t.value()->Download("state");
+  ASSERT_TRUE(after.ok());
+  EXPECT_EQ(after->bytes, before->bytes);  // nothing ran
+  auto one = t.value()->Run({feeds[0]}, {"total"});
+  EXPECT_TRUE(one.ok()) << one.errors().front().Format();
+}
+
 TEST(Session, CallerHostBytesBeyondTheMachineAreRefusedInPlanning) {
   std::mt19937 rng(7);
   CompileOptions o = Options();

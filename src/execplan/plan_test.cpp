@@ -12,6 +12,7 @@
 #include <set>
 #include <sstream>
 
+#include "execplan/run_demand.h"
 #include "support/graph.h"
 
 namespace scellis::execplan {
@@ -541,6 +542,54 @@ TEST(Verdict, FedStagingCountsOnAWebGpuDevice) {
   ASSERT_TRUE(cpu.ok());
   EXPECT_EQ(cpu->memory.fed_staging, 0);
   EXPECT_EQ(cpu->memory.allocated, unstaged->memory.allocated);
+}
+
+// A run beyond what its plan counted — more steps in flight, other outputs watched — is counted
+// again with its demand (JudgeRun): a budget holding exactly that passes it, one byte less refuses
+// it by name, saying what the run asked beyond the plan. Within the plan there is nothing to judge.
+TEST(Verdict, ARunBeyondThePlanIsCountedAgain) {
+  const std::string text = R"({"version": 2, "nodes": [
+      {"id": 0, "op": "input", "name": "state", "shape": [8], "data": [0, 0, 0, 0, 0, 0, 0, 0],
+       "carry": "next"},
+      {"id": 1, "op": "input", "name": "feed", "shape": [3]},
+      {"id": 2, "op": "sum", "a": 1},
+      {"id": 3, "op": "add", "a": 0, "b": 2}],
+      "outputs": [{"name": "next", "id": 3}]})";
+  PlanOptions o = FakeMachine(int64_t{1} << 40, false);
+  o.limits.backend = "webgpu";
+  o.staged_steps = 2;
+  auto planned = PlanOf(text, o);
+  ASSERT_TRUE(planned.ok()) << planned.errors().front().Format();
+  EXPECT_TRUE(WithinPlan(*planned, {.steps_in_flight = 2}));
+  EXPECT_FALSE(WithinPlan(*planned, {.steps_in_flight = 3}));
+  EXPECT_FALSE(WithinPlan(*planned, {.steps_in_flight = 1, .watched = {"next"}}));
+
+  PlanOptions demand = o;
+  demand.staged_steps = 64;
+  demand.watched = {"next"};
+  demand.watched_steps_kept = 64;
+  auto needs = PlanOf(text, demand);
+  ASSERT_TRUE(needs.ok());
+  // By hand: 62 more steps of the 12-byte feed in 256-byte slots, and the 32-byte "next" copied
+  // into a history and its read-back buffer for 64 steps.
+  EXPECT_EQ(needs->memory.allocated, planned->memory.allocated + 62 * 256 + 2 * 64 * 32);
+  const RunDemand run{.steps_in_flight = 64, .watched = {"next"}};
+  o.budget_bytes = needs->memory.allocated;
+  auto fits = PlanOf(text, o);
+  ASSERT_TRUE(fits.ok());
+  EXPECT_TRUE(JudgeRun(*fits, run).ok());
+  o.budget_bytes = needs->memory.allocated - 1;
+  auto short_one = PlanOf(text, o);
+  ASSERT_TRUE(short_one.ok());
+  EXPECT_NE(short_one->verdict, Verdict::kRed);
+  Status refused = JudgeRun(*short_one, run);
+  ASSERT_FALSE(refused.ok());
+  EXPECT_EQ(refused.first().code, "memory-over-budget");
+  EXPECT_EQ(refused.first().help.rfind("this run has 64 steps in flight and watches \"next\"; the "
+                                       "session was planned for 2 staged steps watching nothing",
+                                       0),
+            0u)
+      << refused.first().help;
 }
 
 // The outputs a caller watches after every step: on a WebGPU device each run's history buffer and

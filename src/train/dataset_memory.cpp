@@ -141,6 +141,7 @@ Result<StepPlan> PlanStep(std::string_view text, const pipeline::CompileOptions&
   plan.staged_steps =
       SaturatingMul(choices.steps_per_run, static_cast<int64_t>(runtime::kMaxRunsInFlight));
   plan.watched = {webir::kLossOutput};
+  plan.watched_steps_kept = plan.staged_steps;  // the losses of the runs in flight
   plan.caller_host_bytes = SaturatingMul(choices.steps_per_run, d.BatchBytes(choices.batch));
   plan.caller_host_what = "the batches gathered for one submission";
   SCELLIS_ASSIGN_OR_RETURN(

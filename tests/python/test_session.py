@@ -268,3 +268,29 @@ def test_an_mlp_trained_with_adam_in_a_session_follows_numpy(backend, rng):
     for k in init:
         np.testing.assert_allclose(final[k], w[k], rtol=1e-3, atol=1e-4, err_msg=k)
     assert not np.allclose(final["w1"], init["w1"])  # the weights moved
+
+
+def test_a_run_beyond_what_the_plan_counted_is_refused_before_it_runs(rng):
+    """The outputs a Python session watches and the steps it runs at once are known only at each
+    run: a run whose staged feeds and watched history the device budget cannot hold is refused by
+    name before anything is sent (the engine's execplan::JudgeRun), and one that fits runs. On
+    SwiftShader, whose WebGPU buffers are what the budget holds: y = x + x over 65 536 floats
+    (256 KiB), a declared budget of 4 MiB; 64 steps watching y stage 16 MiB of feeds and copy
+    32 MiB of history, 2 steps 0.5 and 1 MiB."""
+    n = 65536
+    doc = {"format": "scellis.workflow/1", "name": "doubled", "determinism": "prod",
+           "tolerance": "default", "budget": {"memory_bytes": 4 << 20},
+           "nodes": [{"id": "x", "type": "input", "params": {"name": "x", "shape": [n]}},
+                     {"id": "y", "type": "add"}],
+           "wires": [{"from": "x", "to": "y.a"}, {"from": "x", "to": "y.b"}],
+           "outputs": [{"name": "y", "from": "y"}]}
+    s = scellis.prepare_workflow(doc, backend="webgpu", allow_software_adapter=True, watch=("y",))
+    xs = [f32(rng, n) for _ in range(64)]
+    with pytest.raises(scellis.GraphError) as refused:
+        s.run_steps([{"x": x} for x in xs])
+    assert refused.value.code == "memory-over-budget"
+    assert "this run has 64 steps in flight and watches \"y\"" in refused.value.help
+    assert not s.poisoned
+    got = s.run_steps([{"x": x} for x in xs[:2]])["y"]
+    np.testing.assert_array_equal(got, np.stack([x.astype(np.float64) * 2 for x in xs[:2]]))
+    s.dispose()
