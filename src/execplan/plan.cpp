@@ -185,6 +185,12 @@ std::string Print(const Plan& p) {
     if (k.kind == kernel::KernelKind::kRowStages)
       out += "  " + std::to_string(k.stages.size()) + " stages, " + std::to_string(k.stage_tile) +
              (k.stage_tile == 1 ? " row" : " rows") + " a block";
+    // A gather folded into its reader (the kernel pass fold-row-gathers): the table is read in
+    // place, row by row as the index says.
+    for (const kernel::Kernel::RowGather& r : k.row_gathers)
+      if (r.input < static_cast<int>(s.reads.size()) && r.index < static_cast<int>(s.reads.size()))
+        out += "  rows of b" + std::to_string(s.reads[r.input]) + " by b" +
+               std::to_string(s.reads[r.index]);
     if (k.hoisted) out += "  hoisted";
     out += "\n";
   }
