@@ -5,6 +5,9 @@
 #include <gtest/gtest.h>
 
 #include <filesystem>
+#include <map>
+#include <string>
+#include <vector>
 
 #include "base/json_util.h"
 
@@ -32,6 +35,27 @@ TEST_F(Cli, OverrideThatDropsAStricterTierIsPrinted) {
   CliRun alone = RunScellis({"plan", file, "--tier-override"});
   EXPECT_EQ(alone.exit_code, 2);
   EXPECT_NE(alone.err.find("error[bad-flag]"), std::string::npos);
+}
+
+// `scellis ops --json` gives the table as data (what the browser runtime's tracer is held to):
+// a few entries checked by hand.
+TEST_F(Cli, OpsAsJson) {
+  CliRun r = RunScellis({"ops", "--json"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const Json table = Json::parse(r.out);
+  std::map<std::string, Json> by_name;
+  for (const char* part : {"ops", "node_types"})
+    for (const Json& spec : table.at(part)) by_name[spec.at("name")] = spec;
+  auto ports = [&](const std::string& op) {
+    std::vector<std::string> names;
+    for (const Json& p : by_name.at(op).at("inputs")) names.push_back(p.at("name"));
+    return names;
+  };
+  EXPECT_EQ(ports("matmul"), (std::vector<std::string>{"a", "b"}));
+  EXPECT_EQ(ports("where"), (std::vector<std::string>{"cond", "a", "b"}));
+  EXPECT_EQ(by_name.at("matmul").at("family"), "matmul");
+  EXPECT_EQ(by_name.at("shift").at("min_version"), 5);
+  EXPECT_TRUE(by_name.at("input").at("inputs").empty());
 }
 
 TEST_F(Cli, RunOnTheCpuIsLoud) {

@@ -1,4 +1,4 @@
-// `scellis ops`: the op table, as a list or as the Markdown of docs/ops.md.
+// `scellis ops`: the op table, as a list, as the Markdown of docs/ops.md or as JSON.
 #include <iostream>
 
 #include "common.h"
@@ -10,6 +10,10 @@ int OpsCommand(const OpsFlags& flags) {
   const ops::OpTable& table = *ops::BuiltinOps();
   if (flags.markdown) {
     std::cout << ops::ToMarkdown(table);
+    return 0;
+  }
+  if (flags.json) {
+    std::cout << ops::ToJson(table).dump(2) << "\n";
     return 0;
   }
   for (const ops::OpSpec& s : table.ops()) {

@@ -155,6 +155,7 @@ int ConformCommand(const ConformFlags& f);
 
 struct OpsFlags {
   bool markdown = false;
+  bool json = false;
 };
 int OpsCommand(const OpsFlags& flags);
 

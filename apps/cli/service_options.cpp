@@ -32,6 +32,9 @@ void AddServiceCommands(CommandOptions& options) {
 
   CLI::App* ops = options.Subcommand(Command::kOps, "ops", "list the ops this build has");
   ops->add_flag("--markdown", inv.ops.markdown, "print the reference of docs/ops.md");
+  ops->add_flag("--json", inv.ops.json,
+                "the table as JSON: every op's inputs, attributes, family, protocol version and "
+                "guarantees (what the Python package and the browser runtime's tracer read)");
 
   CLI::App* studio = options.Subcommand(
       Command::kStudio, "studio",

@@ -53,8 +53,9 @@ type Shape = number[] | null;
 export type DocNode = Record<string, unknown> & { id: number; op: string };
 
 // The engine's op table, for the ops a handle offers: each op's input ports (in the table's
-// order), its family and the protocol version it needs (`scellis ops --json`).
-const OPS: Record<string, { ports: string[]; family: string; version: number }> = {
+// order), its family and the protocol version it needs, as `scellis ops --json` gives them
+// (test/ops.test.ts holds each entry to the engine's).
+export const OPS: Record<string, { ports: string[]; family: string; version: number }> = {
   input: { ports: [], family: "source", version: 1 },
   full: { ports: [], family: "source", version: 1 },
   add: { ports: ["a", "b"], family: "elementwise", version: 1 },

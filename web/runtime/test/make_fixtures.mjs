@@ -3,7 +3,7 @@
 // (built by `cmake --build build --target scellis_device_program`; SCELLIS_DEVICE_PROGRAM names
 // another binary). Only the engine writes programs; this script just calls it.
 import { execFileSync } from "node:child_process";
-import { existsSync, mkdirSync } from "node:fs";
+import { existsSync, mkdirSync, writeFileSync } from "node:fs";
 import { dirname, join, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
 
@@ -39,4 +39,11 @@ for (const [name, file, extra] of cases) {
     { stdio: ["ignore", "inherit", "inherit"] },
   );
 }
-console.log(`make_fixtures: ${cases.length} programs in ${out}`);
+// The engine's op table (the scellis binary beside the tool), which the tracer's table mirrors.
+const scellis = join(dirname(tool), "scellis");
+if (!existsSync(scellis)) {
+  console.error(`make_fixtures: ${scellis} is missing; build it first: cmake --build build --target scellis`);
+  process.exit(1);
+}
+writeFileSync(join(out, "ops.json"), execFileSync(scellis, ["ops", "--json"]));
+console.log(`make_fixtures: ${cases.length} programs and the op table in ${out}`);
