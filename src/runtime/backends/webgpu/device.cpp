@@ -43,10 +43,12 @@ struct DawnTogglesDescriptor {
   const char* const* disabledToggles;
 };
 // SCELLIS_DAWN_TOGGLES=skip_validation,disable_robustness turns Dawn's own checks off, to measure
-// what they cost. Only these two are accepted: skip_validation drops the host's validation of
+// what they cost. Only these are accepted: skip_validation drops the host's validation of
 // each command (the engine's commands are validated in every test run, with it on);
 // disable_robustness drops the bounds clamps Dawn adds to every storage access (every engine
-// kernel guards its own indices; a user kernel's WGSL may not, so neither is on by default).
+// kernel guards its own indices; a user kernel's WGSL may not, so neither is on by default);
+// disable_resource_suballocation gives every buffer device memory of its own rather than a place
+// in Dawn's shared blocks (to measure how the driver's placement of memory moves bandwidth).
 Result<std::vector<std::string>> DawnTogglesFromEnvironment() {
   std::vector<std::string> toggles;
   const char* v = std::getenv("SCELLIS_DAWN_TOGGLES");
@@ -54,9 +56,11 @@ Result<std::vector<std::string>> DawnTogglesFromEnvironment() {
   std::stringstream names(v);
   for (std::string name; std::getline(names, name, ',');) {
     if (name.empty()) continue;
-    if (name != "skip_validation" && name != "disable_robustness") {
+    if (name != "skip_validation" && name != "disable_robustness" &&
+        name != "disable_resource_suballocation") {
       return UserError("dawn-toggle-unknown", "", "SCELLIS_DAWN_TOGGLES names \"" + name + "\"",
-                       "the accepted toggles are skip_validation and disable_robustness");
+                       "the accepted toggles are skip_validation, disable_robustness and "
+                       "disable_resource_suballocation");
     }
     toggles.push_back(name);
   }
