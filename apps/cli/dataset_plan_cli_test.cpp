@@ -36,6 +36,20 @@ void WriteIdx(const fs::path& path, const std::vector<uint32_t>& dims, bool gzip
   }
 }
 
+// The main job's document (examples/fashion_mlp.json) reading plain IDX files of `examples` random
+// images and labels written in `dir`; returns the document's path.
+std::string FashionDocOn(const fs::path& dir, uint32_t examples, unsigned seed) {
+  WriteIdx(dir / "images", {examples, 28, 28}, false, seed);
+  WriteIdx(dir / "labels", {examples}, false, seed + 1);
+  Json doc =
+      Json::parse(std::ifstream(fs::path(SCELLIS_SOURCE_DIR) / "examples" / "fashion_mlp.json"));
+  doc["nodes"][0]["params"]["source"] =
+      "idx:" + (dir / "images").string() + "," + (dir / "labels").string();
+  const std::string file = (dir / "mlp.json").string();
+  std::ofstream(file) << doc.dump();
+  return file;
+}
+
 TEST(DatasetPlanCli, TheDatasetsHostBytesAreStated) {
   const fs::path dir = MakeTempDir("scellis-dataset-plan");
   const unsigned seed = std::random_device{}();
@@ -83,14 +97,7 @@ TEST(DatasetPlanCli, AGpuPlanHoldsTheTrainSplitOnTheDevice) {
   const fs::path dir = MakeTempDir("scellis-dataset-plan-gpu");
   const unsigned seed = std::random_device{}();
   const uint32_t examples = 37 + seed % 50;
-  WriteIdx(dir / "images", {examples, 28, 28}, false, seed);
-  WriteIdx(dir / "labels", {examples}, false, seed + 1);
-  Json doc =
-      Json::parse(std::ifstream(fs::path(SCELLIS_SOURCE_DIR) / "examples" / "fashion_mlp.json"));
-  doc["nodes"][0]["params"]["source"] =
-      "idx:" + (dir / "images").string() + "," + (dir / "labels").string();
-  const std::string file = (dir / "mlp.json").string();
-  std::ofstream(file) << doc.dump();
+  const std::string file = FashionDocOn(dir, examples, seed);
 
   CliRun device = RunScellis({"plan", file, "--backend=webgpu", "--allow-software-adapter"});
   ASSERT_EQ(device.exit_code, 0) << device.err;
@@ -147,14 +154,7 @@ TEST(DatasetPlanCli, RunJudgesATrainingWorkflowsPlanAsPlanDoes) {
   // Enough examples that the whole set (both splits and the evaluation batch) outweighs the
   // streamed one (8 batches of 64 and the evaluation batch).
   const uint32_t examples = 300 + seed % 50;
-  WriteIdx(dir / "images", {examples, 28, 28}, false, seed);
-  WriteIdx(dir / "labels", {examples}, false, seed + 1);
-  Json doc =
-      Json::parse(std::ifstream(fs::path(SCELLIS_SOURCE_DIR) / "examples" / "fashion_mlp.json"));
-  doc["nodes"][0]["params"]["source"] =
-      "idx:" + (dir / "images").string() + "," + (dir / "labels").string();
-  const std::string file = (dir / "mlp.json").string();
-  std::ofstream(file) << doc.dump();
+  const std::string file = FashionDocOn(dir, examples, seed);
 
   CliRun held = RunScellis({"plan", file, "--json"});
   ASSERT_EQ(held.exit_code, 0) << held.err;

@@ -544,17 +544,20 @@ TEST(Verdict, FedStagingCountsOnAWebGpuDevice) {
   EXPECT_EQ(cpu->memory.allocated, unstaged->memory.allocated);
 }
 
+// A carried state of 8 floats, "next", and a fed input of 3, summed into it each step.
+constexpr const char* kCarriedStep = R"({"version": 2, "nodes": [
+    {"id": 0, "op": "input", "name": "state", "shape": [8], "data": [0, 0, 0, 0, 0, 0, 0, 0],
+     "carry": "next"},
+    {"id": 1, "op": "input", "name": "feed", "shape": [3]},
+    {"id": 2, "op": "sum", "a": 1},
+    {"id": 3, "op": "add", "a": 0, "b": 2}],
+    "outputs": [{"name": "next", "id": 3}]})";
+
 // A run beyond what its plan counted — more steps in flight, other outputs watched — is counted
 // again with its demand (JudgeRun): a budget holding exactly that passes it, one byte less refuses
 // it by name, saying what the run asked beyond the plan. Within the plan there is nothing to judge.
 TEST(Verdict, ARunBeyondThePlanIsCountedAgain) {
-  const std::string text = R"({"version": 2, "nodes": [
-      {"id": 0, "op": "input", "name": "state", "shape": [8], "data": [0, 0, 0, 0, 0, 0, 0, 0],
-       "carry": "next"},
-      {"id": 1, "op": "input", "name": "feed", "shape": [3]},
-      {"id": 2, "op": "sum", "a": 1},
-      {"id": 3, "op": "add", "a": 0, "b": 2}],
-      "outputs": [{"name": "next", "id": 3}]})";
+  const std::string text = kCarriedStep;
   PlanOptions o = FakeMachine(int64_t{1} << 40, false);
   o.limits.backend = "webgpu";
   o.staged_steps = 2;
@@ -596,13 +599,7 @@ TEST(Verdict, ARunBeyondThePlanIsCountedAgain) {
 // its read-back buffer for the staged steps (device memory, class `working`), and on the host the
 // steps the caller keeps (at least those in flight on a GPU). Worked by hand: "next" is 8 floats.
 TEST(Verdict, WatchedHistoryCountsOnTheDeviceAndTheHost) {
-  const std::string text = R"({"version": 2, "nodes": [
-      {"id": 0, "op": "input", "name": "state", "shape": [8], "data": [0, 0, 0, 0, 0, 0, 0, 0],
-       "carry": "next"},
-      {"id": 1, "op": "input", "name": "feed", "shape": [3]},
-      {"id": 2, "op": "sum", "a": 1},
-      {"id": 3, "op": "add", "a": 0, "b": 2}],
-      "outputs": [{"name": "next", "id": 3}]})";
+  const std::string text = kCarriedStep;
   PlanOptions o = FakeMachine(int64_t{1} << 40, false);
   o.limits.backend = "webgpu";
   o.staged_steps = 16;
