@@ -23,12 +23,14 @@ done
 python3 - "$R" <<'PY'
 import json, sys
 setting = None
-print(f"{'placement':32} {'ballast MiB':>11} {'case':12} {'GB/s wall':>10} {'GB/s kernel':>12}")
+print(f"{'placement':32} {'ballast MiB':>11} {'case':12} {'kernel':14} {'GB/s wall':>10} "
+      f"{'GB/s kernel':>12}")
 for line in open(sys.argv[1]):
     r = json.loads(line)
     if "toggles" in r:
         setting = r
         continue
     print(f"{setting['toggles'] or 'default (sub-allocated)':32} {setting['ballast_mib']:>11} "
-          f"{r['case']:12} {r['gb_per_s']:10.0f} {r.get('gpu_gb_per_s', float('nan')):12.0f}")
+          f"{r['case']:12} {str(r.get('schedule')):14} {r['gb_per_s']:10.0f} "
+          f"{r.get('gpu_gb_per_s', float('nan')):12.0f}")
 PY
