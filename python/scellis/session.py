@@ -16,7 +16,9 @@ costs more than a small step.
 
 A run that fails after device work began poisons the session: run, download and upload then
 raise SessionStateError (``session-poisoned``) and only ``dispose`` remains. Bad feeds are
-refused before any work and leave the session usable. After ``dispose`` every call raises
+refused before any work and leave the session usable, and so is a run whose staged feeds and
+watched values (more steps at once, or outputs the session's plan did not watch) the device's
+budget or the host cannot hold: GraphError ``memory-over-budget`` (or ``-device``, ``-host``). After ``dispose`` every call raises
 SessionStateError (``session-disposed``).
 """
 
