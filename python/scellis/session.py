@@ -18,8 +18,8 @@ A run that fails after device work began poisons the session: run, download and 
 raise SessionStateError (``session-poisoned``) and only ``dispose`` remains. Bad feeds are
 refused before any work and leave the session usable, and so is a run whose staged feeds and
 watched values (more steps at once, or outputs the session's plan did not watch) the device's
-budget or the host cannot hold: GraphError ``memory-over-budget`` (or ``-device``, ``-host``). After ``dispose`` every call raises
-SessionStateError (``session-disposed``).
+budget or the host cannot hold: GraphError ``memory-over-budget`` (or ``-device``, ``-host``).
+After ``dispose`` every call raises SessionStateError (``session-disposed``).
 """
 
 import json

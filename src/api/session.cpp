@@ -1,6 +1,5 @@
 #include "api/session.h"
 
-#include <algorithm>
 #include <cmath>
 
 #include "api/fit_batch.h"
@@ -73,12 +72,7 @@ Status Session::JudgeDemand(size_t steps, const std::vector<std::string>& watch)
   for (int64_t s : steps_in_flight_) demand.steps_in_flight += s;
   if (execplan::WithinPlan(plan(), demand)) return Status::Ok();
   // Within a demand already judged to fit, nothing is judged again.
-  const bool seen = demand.steps_in_flight <= judged_.steps_in_flight &&
-                    std::all_of(watch.begin(), watch.end(), [&](const std::string& name) {
-                      return std::find(judged_.watched.begin(), judged_.watched.end(), name) !=
-                             judged_.watched.end();
-                    });
-  if (seen) return Status::Ok();
+  if (execplan::Covers(judged_, demand)) return Status::Ok();
   SCELLIS_TRY(execplan::JudgeRun(plan(), demand));
   judged_ = std::move(demand);
   return Status::Ok();

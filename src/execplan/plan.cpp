@@ -32,6 +32,12 @@ bool DatasetInBudget(const Plan& p) {
   return p.dataset && p.limits.buffers_in_host_memory;
 }
 
+int64_t WatchedStepsKept(const Plan& p) {
+  if (p.limits.backend == "webgpu" && p.staged_steps > 0)
+    return std::max(p.watched_steps_kept, p.staged_steps);
+  return p.watched_steps_kept;
+}
+
 MemClass DominantClass(const MemoryPlan& m) {
   int best = 0;
   for (int c = 1; c < kMemClasses; ++c)

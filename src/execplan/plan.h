@@ -244,6 +244,11 @@ struct Plan {
 // buffers live in host memory.
 bool DatasetInBudget(const Plan& p);
 
+// The steps whose watched values the plan counts on the host: those its caller keeps
+// (PlanOptions::watched_steps_kept), and on a WebGPU device at least the staged steps, whose
+// read-back the host holds.
+int64_t WatchedStepsKept(const Plan& p);
+
 // The class with the most live bytes at the peak (the first of equals, in MemClass order).
 MemClass DominantClass(const MemoryPlan& m);
 

@@ -11,14 +11,6 @@ bool Watched(const std::vector<std::string>& names, const std::string& name) {
   return std::find(names.begin(), names.end(), name) != names.end();
 }
 
-// The steps whose watched values the plan counts on the host (passes/assign_buffers.cpp): those
-// the caller keeps, and on a WebGPU device at least those in flight.
-int64_t StepsKept(const Plan& p) {
-  if (p.limits.backend == "webgpu" && p.staged_steps > 0)
-    return std::max(p.watched_steps_kept, p.staged_steps);
-  return p.watched_steps_kept;
-}
-
 std::string Names(const std::vector<std::string>& names) {
   if (names.empty()) return "nothing";
   std::string s;
@@ -32,7 +24,14 @@ bool WithinPlan(const Plan& p, const RunDemand& demand) {
   for (const std::string& name : demand.watched)
     if (!Watched(p.watched, name)) return false;
   if (p.limits.backend == "webgpu" && demand.steps_in_flight > p.staged_steps) return false;
-  return demand.watched.empty() || demand.steps_in_flight <= StepsKept(p);
+  return demand.watched.empty() || demand.steps_in_flight <= WatchedStepsKept(p);
+}
+
+bool Covers(const RunDemand& judged, const RunDemand& demand) {
+  if (demand.steps_in_flight > judged.steps_in_flight) return false;
+  for (const std::string& name : demand.watched)
+    if (!Watched(judged.watched, name)) return false;
+  return true;
 }
 
 Status JudgeRun(const Plan& p, const RunDemand& demand) {

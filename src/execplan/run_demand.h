@@ -22,6 +22,10 @@ struct RunDemand {
 // Whether the plan counted at least `demand`: nothing to judge.
 bool WithinPlan(const Plan& p, const RunDemand& demand);
 
+// Whether `demand` asks no more than `judged` (no more steps, no other outputs): a demand judged to
+// fit covers it.
+bool Covers(const RunDemand& judged, const RunDemand& demand);
+
 // `p`'s memory counted again with `demand` (its staged steps, watched outputs and the steps whose
 // watched values the host keeps, each at least the plan's own) and judged as the plan was: Ok
 // unless that verdict is red, else its errors, each help saying what the run asks beyond the plan.

@@ -163,7 +163,7 @@ Result<StepPlan> PlanStep(std::string_view text, const pipeline::CompileOptions&
   pipeline::CompileOptions device = out.options;
   device.lower.dataset_examples_on_device = d.train.examples;
   const int64_t indices = SaturatingMul(choices.steps_per_run, choices.batch * 4);
-  const int64_t split = SaturatingMul(d.train.examples, SaturatingMul(d.train.features + 1, 4));
+  const int64_t split = d.BatchBytes(d.train.examples);
   device.plan.caller_host_bytes = std::max(indices, split);
   device.plan.caller_host_what = indices >= split ? "the batches' row indices for one submission"
                                                   : "the train split's copy handed to the device";

@@ -151,7 +151,6 @@ class Assigner {
       if (std::find(p_.watched.begin(), p_.watched.end(), o.name) != p_.watched.end())
         per_step = SaturatingAdd(per_step, (Bytes(o.node) + 3) / 4 * 4);
     if (per_step == 0) return;
-    int64_t kept = p_.watched_steps_kept;
     if (p_.limits.backend == "webgpu" && p_.staged_steps > 0) {
       mem.watched_history = SaturatingMul(SaturatingMul(per_step, p_.staged_steps), 2);
       const int c = static_cast<int>(MemClass::kWorking);
@@ -159,9 +158,8 @@ class Assigner {
       mem.at_peak[c] = SaturatingAdd(mem.at_peak[c], mem.watched_history);
       mem.allocated = SaturatingAdd(mem.allocated, mem.watched_history);
       mem.peak_live = SaturatingAdd(mem.peak_live, mem.watched_history);
-      kept = std::max(kept, p_.staged_steps);
     }
-    mem.watched_history_host = SaturatingMul(per_step, kept);
+    mem.watched_history_host = SaturatingMul(per_step, WatchedStepsKept(p_));
     mem.host_staging = SaturatingAdd(mem.host_staging, mem.watched_history_host);
   }
 
