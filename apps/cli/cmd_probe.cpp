@@ -27,6 +27,12 @@ int ProbeCommand(bool json) {
               << (a["is_software"].get<bool>() ? "yes — " + a["software_reason"].get<std::string>()
                                                : "no")
               << "\n"
+              << "device memory  : "
+              << (a["device_memory_bytes"].get<int64_t>() == 0 &&
+                          (a["is_software"].get<bool>() || a["adapter_type"] == "integrated-gpu")
+                      ? std::string("the host's (its buffers live in host memory)")
+                      : a["device_memory_source"].get<std::string>())
+              << "\n"
               << "limits         : binding "
               << execplan::FormatBytes(
                      out["limits"]["max_storage_buffer_binding_size"].get<int64_t>())

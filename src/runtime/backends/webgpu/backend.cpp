@@ -123,7 +123,9 @@ Json AdapterJson(const Device& device) {
                   {"profile", device.ProfileKey()},
                   {"index", a.adapter_index},
                   {"count", a.adapter_count},
-                  {"choice", a.adapter_choice}};
+                  {"choice", a.adapter_choice},
+                  {"device_memory_bytes", a.device_memory_bytes},
+                  {"device_memory_source", a.device_memory_source}};
   j["limits"] = {{"max_storage_buffer_binding_size", l.max_storage_buffer_binding_size},
                  {"max_buffer_size", l.max_buffer_size},
                  {"max_compute_workgroup_storage_size", l.max_compute_workgroup_storage_size},

@@ -16,6 +16,7 @@
 
 #include "runtime/backends/webgpu/dawn_library.h"
 #include "runtime/backends/webgpu/device_impl.h"
+#include "runtime/backends/webgpu/vulkan_memory.h"
 #include "runtime/backends/webgpu/webgpu_api.h"
 #include "runtime/device_profile.h"
 
@@ -157,6 +158,30 @@ std::string ProfileKeyOf(const AdapterInfo& i) {
          ";arch=" + ProfileKeyPart(i.architecture) + ";device=" + ProfileKeyPart(i.device) +
          ";driver=" + ProfileKeyPart(i.driver) + ";ids=" + ids +
          ";dawn=" + ProfileKeyPart(i.dawn_version);
+}
+
+// The memory of a GPU whose buffers are its own (not host memory), asked of Vulkan once per
+// process and adapter: each query makes and releases a Vulkan instance, and the NVIDIA driver has
+// been seen to fail after some tens of those in one process (DawnLibrary::SharedInstance).
+void ReadDeviceMemory(AdapterInfo* info) {
+  if (info->backend_api != "vulkan" || info->is_software || info->adapter_type == "integrated-gpu")
+    return;
+  static std::mutex mu;
+  static std::unordered_map<std::string, DeviceMemory> known;
+  std::lock_guard<std::mutex> lock(mu);
+  const std::string key = info->vulkan_loader + ";" + ProfileKeyOf(*info);
+  auto it = known.find(key);
+  if (it == known.end()) {
+    auto vk = ReadVulkanDevice(info->vulkan_loader, info->vendor_id, info->device_id);
+    DeviceMemory m;
+    if (vk.ok()) m = DeviceMemoryOf(vk->heaps, vk->name);
+    if (!m.bytes)
+      m.source = "not known: " +
+                 (vk.ok() ? "Vulkan reports no device-local heap" : vk.errors().front().message);
+    it = known.emplace(key, m).first;
+  }
+  info->device_memory_bytes = it->second.bytes;
+  info->device_memory_source = it->second.source;
 }
 
 }  // namespace
@@ -370,6 +395,7 @@ Result<std::unique_ptr<Device>> Device::Open(const OpenOptions& options) {
     return d;
   }
   info.is_software = IsSoftwareAdapter(info, &info.software_reason);
+  ReadDeviceMemory(&info);
   if (info.is_software && !options.allow_software_adapter) {
     std::string name = info.device.empty() ? info.description : info.device;
     return UserError("software-adapter-refused", "",

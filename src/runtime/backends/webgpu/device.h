@@ -121,6 +121,11 @@ struct AdapterInfo {
   std::string library_path;     // the libwebgpu_wrapper.so that was loaded
   std::string vulkan_loader;    // the libvulkan.so.1 Dawn runs on
   Limits limits;
+  // The GPU's own memory (vulkan_memory.h), for a plan's budget and its memory-over-device check;
+  // 0 where it is not known (see device_memory_source) or where the buffers live in host memory
+  // (a software or integrated adapter).
+  int64_t device_memory_bytes = 0;
+  std::string device_memory_source;
   // Adapter features: WebGPU names ("shader-f16", "timestamp-query", ...) for the standard ones
   // whose number this Dawn build is known to use, "feature-0x5001a" style for the others (Dawn's
   // own extensions among them). Sorted.

@@ -13,6 +13,8 @@
 #include <random>
 
 #include "runtime/backends/webgpu/dawn_library.h"
+#include "runtime/backends/webgpu/executor.h"
+#include "runtime/backends/webgpu/vulkan_memory.h"
 
 namespace scellis::runtime::webgpu {
 namespace {
@@ -726,6 +728,57 @@ TEST(WebGpuDevice, TimesEachDispatchOnTheGpu) {
   auto none = plain->TakeGpuTimes();
   ASSERT_TRUE(none.ok());
   EXPECT_TRUE(none->empty());
+}
+
+// A GPU's memory is read from Vulkan, through the loader Dawn runs on, for the device whose IDs
+// are the adapter's: on SwiftShader, Vulkan must name the same device Dawn does. A software
+// adapter's buffers are host memory, so its own heaps are not what a plan is judged against.
+TEST(VulkanMemory, ReadsTheHeapsOfTheAdaptersDevice) {
+  auto dev = OpenSoftware();
+  ASSERT_NE(dev, nullptr);
+  const AdapterInfo& info = dev->info();
+  auto vk = ReadVulkanDevice(info.vulkan_loader, info.vendor_id, info.device_id);
+  ASSERT_TRUE(vk.ok()) << Describe(vk.status());
+  EXPECT_EQ(vk->name, info.device);
+  ASSERT_FALSE(vk->heaps.empty());
+  int64_t device_local = 0;
+  for (const VulkanHeap& h : vk->heaps) device_local += h.device_local ? h.bytes : 0;
+  EXPECT_GT(device_local, 0);
+  EXPECT_EQ(info.device_memory_bytes, 0);
+  EXPECT_EQ(PlanLimits(info).device_memory_bytes, 0);
+
+  auto none = ReadVulkanDevice(info.vulkan_loader, 0x10de, 0x0001);
+  ASSERT_FALSE(none.ok());
+  EXPECT_EQ(none.errors().front().code, "device-memory-unknown");
+  EXPECT_NE(none.errors().front().message.find("0x10de:0x0001"), std::string::npos);
+  EXPECT_NE(none.errors().front().message.find(info.device), std::string::npos);
+}
+
+// What a plan counts on: the largest device-local heap (not a host-visible one, however large), or
+// the budget the driver gives this process where that is smaller.
+TEST(VulkanMemory, ThePlanCountsTheLargestDeviceLocalHeapOrItsBudget) {
+  const int64_t gib = int64_t{1} << 30;
+  std::vector<VulkanHeap> heaps = {
+      {256 << 20, true, 0}, {120 * gib, false, 0}, {80 * gib, true, 0}};
+  DeviceMemory m = DeviceMemoryOf(heaps, "GPU X");
+  EXPECT_EQ(m.bytes, 80 * gib);
+  EXPECT_EQ(m.source, "the device-local memory of GPU X (80.0 GiB, from Vulkan)");
+  heaps[2].budget_bytes = 60 * gib;
+  m = DeviceMemoryOf(heaps, "GPU X");
+  EXPECT_EQ(m.bytes, 60 * gib);
+  EXPECT_NE(m.source.find("60.0 GiB of it free to this process"), std::string::npos);
+  heaps[2].budget_bytes = 90 * gib;  // a budget over the heap's size counts for no more than it
+  EXPECT_EQ(DeviceMemoryOf(heaps, "GPU X").bytes, 80 * gib);
+  EXPECT_EQ(DeviceMemoryOf({{120 * gib, false, 0}}, "GPU X").bytes, 0);
+
+  AdapterInfo discrete;
+  discrete.adapter_type = "discrete-gpu";
+  discrete.device_memory_bytes = 80 * gib;
+  discrete.device_memory_source = m.source;
+  execplan::DeviceLimits l = PlanLimits(discrete);
+  EXPECT_FALSE(l.buffers_in_host_memory);
+  EXPECT_EQ(l.device_memory_bytes, 80 * gib);
+  EXPECT_EQ(l.device_memory_source, m.source);
 }
 
 }  // namespace

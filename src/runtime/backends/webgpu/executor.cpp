@@ -9,13 +9,17 @@ namespace scellis::runtime::webgpu {
 WebGpuExecutor::WebGpuExecutor(std::unique_ptr<Device> device) : device_(std::move(device)) {}
 
 // The adapter's buffer limits, and the host's memory for the copies staged through it. A
-// software or integrated adapter keeps its buffers in host memory, so they count there too. A
-// hardware adapter's own memory is not reported through the standard C API this build declares
-// (Dawn's memory-heaps extension is not part of it), so its buffers are held only to maxBufferSize.
+// software or integrated adapter keeps its buffers in host memory, so they count there too; a
+// discrete GPU's are judged against its own memory, as Vulkan reports it (vulkan_memory.h), or
+// only against maxBufferSize where that is not known.
 execplan::DeviceLimits PlanLimits(const AdapterInfo& info) {
   execplan::DeviceLimits l =
       execplan::HostMemoryLimits("webgpu", "webgpu adapter \"" + info.device + "\"");
   l.buffers_in_host_memory = info.is_software || info.adapter_type == "integrated-gpu";
+  if (!l.buffers_in_host_memory) {
+    l.device_memory_bytes = info.device_memory_bytes;
+    l.device_memory_source = info.device_memory_source;
+  }
   l.max_buffer_bytes = static_cast<int64_t>(
       std::min<uint64_t>(info.limits.max_buffer_size, std::numeric_limits<int64_t>::max()));
   l.max_binding_bytes = static_cast<int64_t>(std::min<uint64_t>(
