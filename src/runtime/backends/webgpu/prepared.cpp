@@ -249,7 +249,8 @@ class WebGpuPrepared : public Prepared {
     // The fused encoder sends a run's steps in chunks of 1, 1, 2, 4, 8, 8, ... steps as it records
     // them, so the GPU starts on the first step while the host records the rest, and the host,
     // which records a step in less time than the GPU runs it, stays ahead with a few submissions.
-    // The read at the end sends the last chunk.
+    // A run started behind another finds the GPU busy with that one, so its chunks start at 8:
+    // small first chunks would only add submissions. The read at the end sends the last chunk.
     //
     // Where the host's part goes, for the stats: handing chunks to the queue, writing the feeds,
     // and recording the dispatches (with the generic executor's own submissions); before the
@@ -259,7 +260,8 @@ class WebGpuPrepared : public Prepared {
     size_t chunk_end = 0;
     for (size_t k = 0; k < steps; ++k) {
       if (k == chunk_end) {
-        chunk_end = std::min(steps, k + std::clamp<size_t>(k, 1, kMaxStepsPerChunk));
+        const size_t least = run.overlapped ? kMaxStepsPerChunk : 1;
+        chunk_end = std::min(steps, k + std::clamp<size_t>(k, least, kMaxStepsPerChunk));
         const auto t0 = Clock::now();
         Status s = k > 0 && !generic ? d_.Send() : Status::Ok();
         const auto t1 = Clock::now();

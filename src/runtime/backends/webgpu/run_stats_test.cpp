@@ -101,6 +101,17 @@ TEST(WebGpuRunStats, ThreeOutputsOneSubmissionOneMap) {
   EXPECT_EQ(steps->stats["maps"].get<int>(), 1);
   EXPECT_EQ(steps->stats["readback_bytes"].get<int>(), 5 * (5 + 21 + 1) * 4);
   EXPECT_EQ(steps->watched[2].second[4].ToFloats(), std::vector<float>{10.5f});
+  // A run started behind another finds the GPU busy with it: its steps go in chunks of 8 from the
+  // first, so its 5 steps are one submission (the run before it: 1, 1, 2, 1).
+  ASSERT_TRUE(p.value()->StartSteps(std::vector<Feeds>(5), {"r"}).ok());
+  ASSERT_TRUE(p.value()->StartSteps(std::vector<Feeds>(5), {"r"}).ok());
+  auto first = p.value()->FinishSteps();
+  auto behind = p.value()->FinishSteps();
+  ASSERT_TRUE(first.ok() && behind.ok());
+  EXPECT_EQ(first->stats["submissions"].get<int>(), 4);
+  EXPECT_EQ(behind->stats["submissions"].get<int>(), 1);
+  EXPECT_EQ(behind->stats["overlapped_runs"].get<int>(), 1);
+  EXPECT_EQ(behind->watched[0].second[4].ToFloats(), (std::vector<float>{1, 0, 3, 0, 5}));
   // A run that watches nothing still returns only once the GPU has run it: it waits for the
   // queue (there is no read-back to wait for), so timing a run times the GPU's work.
   const uint64_t waits_before = gpu->device().stats().waits;
