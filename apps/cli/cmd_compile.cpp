@@ -1,4 +1,5 @@
 // `scellis lower`, `scellis plan`, `scellis validate`: descend the ladder without running.
+#include <algorithm>
 #include <filesystem>
 #include <iostream>
 
@@ -155,9 +156,47 @@ std::optional<pipeline::Compiled> CompilePlan(const CompileFlags& f, const PlanF
   return std::move(planned->compiled);
 }
 
+// `plan --ranks`: a training step's WorkPlan as `scellis train --ranks` plans it
+// (train::PlanDataParallelStep), its dataset measured from the files' headers; printed whatever
+// its verdict, a red one also an error (exit 2).
+int PlanDataParallelCommand(const CompileFlags& f, const PlanFlags& pf) {
+  auto backend = PlanBackend(pf);
+  if (!backend.ok()) return Report(backend.errors(), f.file, f.json);
+  int code = 0;
+  auto c = CompileFile(f, pipeline::Rung::kBlock, backend->limits, code);
+  if (!c) return code;
+  if (!c->program || !c->program->train)
+    return Report(
+        {UserError("bad-flag", "", "--ranks plans a training step; this document trains nothing")},
+        f.file, f.json);
+  auto held = train::DatasetHeld(*c->program);
+  if (!held.ok()) return Report(held.errors(), f.file, f.json);
+  auto options = CompileOptionsFrom(f);
+  auto text = ReadFile(f.file, size_t{256} << 20);
+  if (!options.ok() || !text.ok() || !held.value())
+    return Report({UserError("bad-flag", "", "--ranks plans a training step with a dataset")},
+                  f.file, f.json);
+  options->plan.limits = backend->limits;
+  auto planned = train::PlanDataParallelStep(text.value(), options.value(), *held.value(),
+                                             {.batch = c->program->train->batch,
+                                              .ranks = std::max(pf.ranks, 1),
+                                              .chunks = pf.chunks,
+                                              .stream_dataset = f.stream_dataset});
+  if (!planned.ok()) return Report(planned.errors(), f.file, f.json);
+  const workplan::WorkPlan& w = planned->work.plan;
+  PrintNotes(planned->notes, f.file);
+  std::cout << (f.json ? workplan::ToJson(w).dump(2) + "\n" : workplan::Print(w));
+  if (w.verdict != execplan::Verdict::kRed) return 0;
+  for (const Diagnostic& d : w.findings) std::cerr << d.Format(f.file) << "\n";
+  for (const workplan::RankMemory& m : w.memory)
+    for (const Diagnostic& d : m.findings) std::cerr << d.Format(f.file) << "\n";
+  return 2;
+}
+
 // The plan is printed whatever its verdict; a red one is also an error (exit 2), its findings on
 // stderr, so scripts can gate on `scellis plan`.
 int PlanCommand(const CompileFlags& f, const PlanFlags& pf) {
+  if (pf.ranks > 0 || pf.chunks > 0) return PlanDataParallelCommand(f, pf);
   int code = 0;
   auto c = CompilePlan(f, pf, /*say_unmeasured=*/true, code);
   if (!c) return code;

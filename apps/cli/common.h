@@ -56,6 +56,8 @@ struct PlanFlags {
   std::optional<uint32_t> adapter;
   int steps_per_run = 8;      // as `scellis train --steps-per-run`
   bool host_batches = false;  // as `scellis train --host-batches`
+  int ranks = 0;              // as `scellis train --ranks`: the data-parallel step's WorkPlan
+  int chunks = 0;             // as `scellis train --chunks`
 };
 
 // The plan `plan`, `validate` and `run` judge, on the backend `p` names: a training workflow's as

@@ -133,6 +133,12 @@ void AddCompileCommands(CommandOptions& options) {
   plan->add_flag("--host-batches", inv.plan.host_batches,
                  "a training step on a GPU: planned with each batch gathered on the host, as "
                  "`scellis train --host-batches`");
+  plan_typed.Integer("--ranks", &inv.plan.ranks, 1, 4096,
+                     "a training step: its data-parallel WorkPlan over this many ranks, as "
+                     "`scellis train --ranks` plans it (each rank's dataset, memory and verdict)");
+  plan_typed.Integer("--chunks", &inv.plan.chunks, 1, 1 << 20,
+                     "with --ranks: the batch's gradient summed over this many chunks, as "
+                     "`scellis train --chunks`");
 
   CLI::App* validate = options.CompilingSubcommand(Command::kValidate, "validate",
                                                    "check a document without running it");

@@ -68,7 +68,8 @@ std::string Num(double v) {
   return buf;
 }
 
-// What the run keeps of its dataset, and where that memory is counted.
+}  // namespace
+
 std::string DescribeDataset(const Plan& p) {
   const HostDataset& d = *p.dataset;
   std::string s = "\"" + d.source + "\": " + std::to_string(d.train_examples) + " train + " +
@@ -99,8 +100,6 @@ std::string DescribeDataset(const Plan& p) {
   return s + "; host memory beside " + p.limits.device +
          "'s buffers: not held by the device budget, judged against the host's memory";
 }
-
-}  // namespace
 
 std::string Print(const Plan& p) {
   const webir::Graph& g = p.graph();

@@ -276,6 +276,8 @@ int64_t AvailableHostMemory();
 // What AvailableHostMemory measures, as diagnostics name it ("available host memory").
 const char* AvailableHostMemorySource();
 std::string FormatBytes(int64_t bytes);
+// What a plan's run keeps of its dataset (`p.dataset` set), and where that memory is counted.
+std::string DescribeDataset(const Plan& p);
 
 // a + b and a * b, held at INT64_MAX instead of overflowing: memory totals are compared against
 // limits, and an overflowed total must never look small.

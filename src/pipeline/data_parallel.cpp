@@ -47,6 +47,11 @@ Result<CompiledWorkPlan> CompileWorkPlan(std::string_view text, const CompileOpt
                                          workplan::DeviceSet devices, int chunks) {
   const int effective = chunks > 0 ? chunks : static_cast<int>(devices.ranks.size());
   SCELLIS_ASSIGN_OR_RETURN(StepHalves h, SplitTrainStep(text, options, effective));
+  return CompileWorkPlan(text, std::move(h), std::move(devices), chunks);
+}
+
+Result<CompiledWorkPlan> CompileWorkPlan(std::string_view text, StepHalves h,
+                                         workplan::DeviceSet devices, int chunks) {
   if (!devices.ranks.empty()) {
     h.gradients.plan.limits = devices.ranks[0];
     h.update.plan.limits = devices.ranks[0];

@@ -29,5 +29,9 @@ struct CompiledWorkPlan {
 // The WorkPlan of the document's step over `devices` in `chunks` chunks (0: one per rank).
 Result<CompiledWorkPlan> CompileWorkPlan(std::string_view text, const CompileOptions& options,
                                          workplan::DeviceSet devices, int chunks);
+// The same of halves already split (and adjusted: a rank's dataset, its host copies), each compiled
+// with the devices' limits.
+Result<CompiledWorkPlan> CompileWorkPlan(std::string_view text, StepHalves halves,
+                                         workplan::DeviceSet devices, int chunks);
 
 }  // namespace scellis::pipeline

@@ -186,6 +186,89 @@ Result<StepPlan> PlanStep(std::string_view text, const pipeline::CompileOptions&
 
 namespace {
 
+// Whether a rank's whole step is over its budget with the dataset held whole, where the gradient
+// half alone may fit: then why the rank streams it, else "" (held, or the gradient half's own
+// plan decides). Nothing is allocated: the halves are only planned.
+Result<std::string> RankOverWithSetHeld(std::string_view text, const pipeline::StepHalves& halves,
+                                        const HeldDataset& d, const DataParallelChoices& choices,
+                                        int chunks) {
+  pipeline::CompileOptions g = halves.gradients, u = halves.update;
+  for (pipeline::CompileOptions* o : {&g, &u}) {
+    o->up_to = pipeline::Rung::kExecplan;
+    o->print_after.clear();
+  }
+  g.plan.dataset = d.Held();
+  SCELLIS_ASSIGN_OR_RETURN(pipeline::Compiled gc, pipeline::Compile(text, g));
+  SCELLIS_ASSIGN_OR_RETURN(pipeline::Compiled uc, pipeline::Compile(text, u));
+  if (gc.plan->verdict == execplan::Verdict::kRed) return std::string();
+  SCELLIS_ASSIGN_OR_RETURN(
+      workplan::WorkPlan w,
+      workplan::FromExecPlans(std::make_shared<execplan::Plan>(*gc.plan),
+                              std::make_shared<execplan::Plan>(*uc.plan),
+                              workplan::DeviceSet::Uniform(choices.ranks, g.plan.limits),
+                              choices.batch, {.chunks = chunks}));
+  for (const workplan::RankMemory& m : w.memory)
+    for (const Diagnostic& f : m.findings)
+      if (f.code == "over-budget")
+        return "held whole a rank's step would need " + execplan::FormatBytes(m.total) +
+               ", over the budget of " + execplan::FormatBytes(m.budget);
+  return std::string();
+}
+
+}  // namespace
+
+Result<DataParallelPlan> PlanDataParallelStep(std::string_view text,
+                                              const pipeline::CompileOptions& options,
+                                              const HeldDataset& d,
+                                              const DataParallelChoices& choices) {
+  DataParallelPlan out;
+  const int chunks = choices.chunks > 0 ? choices.chunks : choices.ranks;
+  SCELLIS_ASSIGN_OR_RETURN(out.halves, pipeline::SplitTrainStep(text, options, chunks));
+  pipeline::CompileOptions& gradients = out.halves.gradients;
+  // A rank gathers its chunks of one batch on the host, from the set held whole or streamed from
+  // its files: the rank's gradient half counts the dataset as the rank holds it.
+  const int64_t mine = (chunks + choices.ranks - 1) / choices.ranks;
+  gradients.plan.caller_host_bytes =
+      execplan::SaturatingMul(mine, d.BatchBytes(choices.batch / chunks));
+  gradients.plan.caller_host_what = "the chunks of one batch gathered by a rank";
+  out.halves.update.plan.caller_host_bytes = 0;
+  std::string streamed_why;
+  if (!choices.stream_dataset) {
+    SCELLIS_ASSIGN_OR_RETURN(streamed_why,
+                             RankOverWithSetHeld(text, out.halves, d, choices, chunks));
+  }
+  const DatasetMode mode =
+      choices.stream_dataset || !streamed_why.empty() ? DatasetMode::kStreamed : DatasetMode::kAuto;
+  SCELLIS_ASSIGN_OR_RETURN(DatasetPlan planned,
+                           PlanWithDataset(text, gradients, d, mine, mode, streamed_why));
+  execplan::Plan& plan = *planned.compiled.plan;
+  if (plan.verdict == execplan::Verdict::kRed) {
+    // A rank's batch search binds one chunk's examples: the batch is that many per chunk.
+    for (Diagnostic& f : plan.findings)
+      if (f.severity == Severity::kError && plan.batch_fit)
+        f.help += " (planned per rank: the batch there is one chunk's examples, of " +
+                  std::to_string(chunks) + " chunks)";
+    return Status(plan.findings);
+  }
+  out.streamed = planned.streamed;
+  gradients.plan.dataset = plan.dataset;
+  if (out.streamed) gradients.plan.caller_host_bytes = 0;
+  for (const Diagnostic& f : plan.findings)
+    if (f.code == "streamed-dataset") out.notes.push_back(f);
+  pipeline::StepHalves planning = out.halves;
+  for (pipeline::CompileOptions* o : {&planning.gradients, &planning.update}) {
+    o->up_to = pipeline::Rung::kExecplan;
+    o->print_after.clear();
+  }
+  SCELLIS_ASSIGN_OR_RETURN(
+      out.work, pipeline::CompileWorkPlan(
+                    text, std::move(planning),
+                    workplan::DeviceSet::Uniform(choices.ranks, options.plan.limits), chunks));
+  return out;
+}
+
+namespace {
+
 // The SHA-256 of a file, read in pieces (a dataset file need not fit in memory twice).
 Result<std::string> FileSha256(const std::string& path) {
   std::ifstream in(path, std::ios::binary);

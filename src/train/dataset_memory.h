@@ -17,6 +17,7 @@
 #include "block/program.h"
 #include "data/dataset.h"
 #include "pipeline/compile.h"
+#include "pipeline/data_parallel.h"
 
 namespace scellis::train {
 
@@ -92,6 +93,34 @@ struct StepPlan {
 // `options` as the caller compiles with (limits, budget, bindings).
 Result<StepPlan> PlanStep(std::string_view text, const pipeline::CompileOptions& options,
                           const HeldDataset& d, const StepPlanChoices& choices);
+
+// How a data-parallel training step runs on each of `ranks` ranks alike (`mpirun -np N scellis
+// train --ranks N`), decided before anything is decoded or allocated.
+struct DataParallelChoices {
+  int64_t batch = 64;  // examples per step, over all ranks (the train section's batch)
+  int ranks = 1;
+  int chunks = 0;               // the batch's gradient summed over this many chunks; 0: one a rank
+  bool stream_dataset = false;  // --stream-dataset
+};
+
+struct DataParallelPlan {
+  pipeline::StepHalves halves;      // a rank's two sessions are prepared with these options
+  pipeline::CompiledWorkPlan work;  // the halves planned and the WorkPlan over the ranks
+  bool streamed = false;
+  std::vector<Diagnostic> notes;  // `streamed-dataset` when the set is streamed
+};
+
+// The plan of a data-parallel step as the trainer runs it (`scellis train --ranks` prepares its
+// sessions with it; `scellis plan --ranks` prints it): the step split into its gradient and update
+// halves (pipeline::SplitTrainStep), each rank gathering its chunks of a batch on the host; the
+// dataset held whole when a rank's whole step fits with it (both halves, its chunks' gradients and
+// the gathered partials, as the WorkPlan counts them), else streamed; then the WorkPlan over the
+// ranks, each with `options.plan.limits`. A rank's gradient half red even streamed is an error
+// (its largest batch named, per chunk); a WorkPlan red is returned, its findings saying why.
+Result<DataParallelPlan> PlanDataParallelStep(std::string_view text,
+                                              const pipeline::CompileOptions& options,
+                                              const HeldDataset& d,
+                                              const DataParallelChoices& choices);
 
 // A split of `source` opened for streaming. A gzipped file cannot be read at offsets, so it is
 // inflated once into a plain IDX copy in the store at `store_root` ("": the default store): a blob

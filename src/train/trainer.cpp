@@ -337,35 +337,32 @@ class Training {
   // The session holding the trained state: the whole step's, or the update half's.
   api::Session& state() { return data_parallel_ ? *update_ : *step_; }
 
-  // Data parallelism: the step's two halves as sessions, and the WorkPlan that shares the batch
-  // among the ranks (refused when red).
-  Status PrepareHalves(std::string_view text, const pipeline::CompileOptions& step_options,
+  // Data parallelism: the step's two halves as sessions, planned as PlanDataParallelStep plans
+  // them, and the WorkPlan of their plans that shares the batch among the ranks (refused when red).
+  Status PrepareHalves(std::string_view text, pipeline::CompileOptions step_options,
                        runtime::Selection gradients_backend) {
-    const int chunks = o_.chunks > 0 ? o_.chunks : o_.ranks;
-    SCELLIS_ASSIGN_OR_RETURN(pipeline::StepHalves halves,
-                             pipeline::SplitTrainStep(text, step_options, chunks));
-    // A rank gathers its chunks of one batch on the host, from the set held whole or streamed
-    // from its files: the rank's gradient half counts the dataset as the rank holds it.
-    const int64_t mine = (chunks + o_.ranks - 1) / o_.ranks;
-    halves.gradients.plan.caller_host_bytes = BatchHostBytes(mine, spec_.batch / chunks);
-    halves.gradients.plan.caller_host_what = "the chunks of one batch gathered by a rank";
-    halves.update.plan.caller_host_bytes = 0;
-    SCELLIS_ASSIGN_OR_RETURN(std::string over,
-                             RankOverWithSetHeld(text, halves, gradients_backend.limits, chunks));
-    SCELLIS_TRY(
-        ChooseRankDatasetMode(text, halves.gradients, gradients_backend.limits, mine, over));
+    step_options.plan.limits = gradients_backend.limits;
+    SCELLIS_ASSIGN_OR_RETURN(DataParallelPlan planned,
+                             PlanDataParallelStep(text, step_options, dataset_,
+                                                  {.batch = spec_.batch,
+                                                   .ranks = o_.ranks,
+                                                   .chunks = o_.chunks,
+                                                   .stream_dataset = o_.stream_dataset}));
+    streamed_ = planned.streamed;
+    for (const Diagnostic& d : planned.notes)
+      if (e_.note) e_.note(d);
     // Both halves on one device: the update half's params are copied into the gradient half's
     // there after each update, so the weights never leave it; only the gradients do.
     SCELLIS_ASSIGN_OR_RETURN(
-        update_, api::Session::Prepare(text, halves.update, std::move(gradients_backend)));
+        update_, api::Session::Prepare(text, planned.halves.update, std::move(gradients_backend)));
     SCELLIS_ASSIGN_OR_RETURN(gradients_,
-                             api::Session::PrepareBeside(text, halves.gradients, *update_));
+                             api::Session::PrepareBeside(text, planned.halves.gradients, *update_));
     SCELLIS_ASSIGN_OR_RETURN(
         work_,
         workplan::FromExecPlans(std::make_shared<execplan::Plan>(gradients_->plan()),
                                 std::make_shared<execplan::Plan>(update_->plan()),
                                 workplan::DeviceSet::Uniform(o_.ranks, update_->plan().limits),
-                                spec_.batch, {.chunks = chunks}));
+                                spec_.batch, {.chunks = planned.work.plan.chunks}));
     SCELLIS_TRY(workplan::Verify(work_));
     if (work_.verdict == execplan::Verdict::kRed) {
       std::vector<Diagnostic> why = work_.findings;
@@ -378,69 +375,9 @@ class Training {
     return Status::Ok();
   }
 
-  // Whether a rank's whole step — both halves, its chunks' gradients and the gathered partials, as
-  // the WorkPlan counts them — is over its budget with the dataset held whole, where the gradient
-  // half alone may fit: then why the rank streams it, else "" (held, or the gradient half's own
-  // plan decides). Nothing is allocated: the halves are only planned.
-  Result<std::string> RankOverWithSetHeld(std::string_view text, const pipeline::StepHalves& halves,
-                                          const execplan::DeviceLimits& limits, int chunks) {
-    if (o_.stream_dataset) return std::string();
-    pipeline::CompileOptions g = halves.gradients, u = halves.update;
-    for (pipeline::CompileOptions* o : {&g, &u}) {
-      o->up_to = pipeline::Rung::kExecplan;
-      o->print_after.clear();
-      o->plan.limits = limits;
-    }
-    g.plan.dataset = dataset_.Held();
-    SCELLIS_ASSIGN_OR_RETURN(pipeline::Compiled gc, pipeline::Compile(text, g));
-    SCELLIS_ASSIGN_OR_RETURN(pipeline::Compiled uc, pipeline::Compile(text, u));
-    if (gc.plan->verdict == execplan::Verdict::kRed) return std::string();
-    SCELLIS_ASSIGN_OR_RETURN(workplan::WorkPlan w,
-                             workplan::FromExecPlans(std::make_shared<execplan::Plan>(*gc.plan),
-                                                     std::make_shared<execplan::Plan>(*uc.plan),
-                                                     workplan::DeviceSet::Uniform(o_.ranks, limits),
-                                                     spec_.batch, {.chunks = chunks}));
-    for (const workplan::RankMemory& m : w.memory)
-      for (const Diagnostic& d : m.findings)
-        if (d.code == "over-budget")
-          return "held whole a rank's step would need " + execplan::FormatBytes(m.total) +
-                 ", over the budget of " + execplan::FormatBytes(m.budget);
-    return std::string();
-  }
-
   // Host bytes of `copies` gathered batches (images and labels, f32) of `batch` examples.
   int64_t BatchHostBytes(int64_t copies, int64_t batch) const {
     return execplan::SaturatingMul(copies, dataset_.BatchBytes(batch));
-  }
-
-  // A rank's gradient half planned with the dataset counted (train/dataset_memory.h): held whole
-  // when that fits, else streamed; a plan red either way is refused here with its largest batch.
-  // Sets `step_options` to plan as chosen: streamed, the dataset class holds `batches` batches (the
-  // rank's chunks of one batch, its gradient half planned at one chunk's examples).
-  Status ChooseRankDatasetMode(std::string_view text, pipeline::CompileOptions& step_options,
-                               const execplan::DeviceLimits& limits, int64_t batches,
-                               const std::string& streamed_why = "") {
-    pipeline::CompileOptions o = step_options;
-    o.plan.limits = limits;
-    const DatasetMode mode =
-        o_.stream_dataset || !streamed_why.empty() ? DatasetMode::kStreamed : DatasetMode::kAuto;
-    SCELLIS_ASSIGN_OR_RETURN(DatasetPlan planned,
-                             PlanWithDataset(text, o, dataset_, batches, mode, streamed_why));
-    execplan::Plan& plan = *planned.compiled.plan;
-    if (plan.verdict == execplan::Verdict::kRed) {
-      // A rank's batch search binds one chunk's examples: the batch is that many per chunk.
-      for (Diagnostic& f : plan.findings)
-        if (f.severity == Severity::kError && plan.batch_fit)
-          f.help += " (planned per rank: the batch there is one chunk's examples, of " +
-                    std::to_string(o_.chunks > 0 ? o_.chunks : o_.ranks) + " chunks)";
-      return Status(plan.findings);
-    }
-    streamed_ = planned.streamed;
-    step_options.plan.dataset = plan.dataset;
-    if (streamed_) step_options.plan.caller_host_bytes = 0;
-    for (const Diagnostic& d : plan.findings)
-      if (d.code == "streamed-dataset" && e_.note) e_.note(d);
-    return Status::Ok();
   }
 
   // Both splits, decoded whole or opened for streaming as the plan chose.

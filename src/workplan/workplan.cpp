@@ -297,6 +297,8 @@ std::string Print(const WorkPlan& w) {
   row("gradient_set", std::to_string(w.params.size()) + " params and the loss, " +
                           std::to_string(w.gradient_elements) + " floats (" +
                           FormatBytes(w.gradient_elements * 4) + ")");
+  if (w.gradients->dataset)
+    row("dataset", execplan::DescribeDataset(*w.gradients) + "; on every rank");
   std::string verdict = execplan::VerdictName(w.verdict);
   if (w.verdict == Verdict::kGreen) verdict += "  every rank fits";
   row("verdict", verdict);
