@@ -289,7 +289,8 @@ std::string Print(const WorkPlan& w) {
   row("parallelism", "data parallel over the batch, " + std::to_string(w.ranks()) + " rank" +
                          (w.ranks() == 1 ? "" : "s"));
   row("batch", std::to_string(w.batch) + " examples in " + std::to_string(w.chunks) +
-                   " chunks of " + std::to_string(w.chunk_examples));
+                   (w.batch % w.chunks == 0 ? " chunks of " + std::to_string(w.chunk_examples)
+                                             : " chunks (it does not divide into them)"));
   row("gradients_plan", "sha256:" + w.gradients_hash.substr(0, 16) + "  (" +
                             std::to_string(w.gradients->steps.size()) + " kernels per chunk)");
   row("update_plan", "sha256:" + w.update_hash.substr(0, 16) + "  (" +
