@@ -186,28 +186,29 @@ Result<StepPlan> PlanStep(std::string_view text, const pipeline::CompileOptions&
 
 namespace {
 
+// The halves as planning needs them: compiled to the execplan rung only.
+pipeline::StepHalves PlannedOnly(pipeline::StepHalves h) {
+  for (pipeline::CompileOptions* o : {&h.gradients, &h.update}) {
+    o->up_to = pipeline::Rung::kExecplan;
+    o->print_after.clear();
+  }
+  return h;
+}
+
 // Whether a rank's whole step is over its budget with the dataset held whole, where the gradient
 // half alone may fit: then why the rank streams it, else "" (held, or the gradient half's own
 // plan decides). Nothing is allocated: the halves are only planned.
 Result<std::string> RankOverWithSetHeld(std::string_view text, const pipeline::StepHalves& halves,
-                                        const HeldDataset& d, const DataParallelChoices& choices,
-                                        int chunks) {
-  pipeline::CompileOptions g = halves.gradients, u = halves.update;
-  for (pipeline::CompileOptions* o : {&g, &u}) {
-    o->up_to = pipeline::Rung::kExecplan;
-    o->print_after.clear();
-  }
-  g.plan.dataset = d.Held();
-  SCELLIS_ASSIGN_OR_RETURN(pipeline::Compiled gc, pipeline::Compile(text, g));
-  SCELLIS_ASSIGN_OR_RETURN(pipeline::Compiled uc, pipeline::Compile(text, u));
-  if (gc.plan->verdict == execplan::Verdict::kRed) return std::string();
+                                        const HeldDataset& d, const execplan::DeviceLimits& limits,
+                                        int ranks, int chunks) {
+  pipeline::StepHalves held = PlannedOnly(halves);
+  held.gradients.plan.dataset = d.Held();
   SCELLIS_ASSIGN_OR_RETURN(
-      workplan::WorkPlan w,
-      workplan::FromExecPlans(std::make_shared<execplan::Plan>(*gc.plan),
-                              std::make_shared<execplan::Plan>(*uc.plan),
-                              workplan::DeviceSet::Uniform(choices.ranks, g.plan.limits),
-                              choices.batch, {.chunks = chunks}));
-  for (const workplan::RankMemory& m : w.memory)
+      pipeline::CompiledWorkPlan w,
+      pipeline::CompileWorkPlan(text, std::move(held), workplan::DeviceSet::Uniform(ranks, limits),
+                                chunks));
+  if (w.gradients.plan->verdict == execplan::Verdict::kRed) return std::string();
+  for (const workplan::RankMemory& m : w.plan.memory)
     for (const Diagnostic& f : m.findings)
       if (f.code == "over-budget")
         return "held whole a rank's step would need " + execplan::FormatBytes(m.total) +
@@ -234,8 +235,9 @@ Result<DataParallelPlan> PlanDataParallelStep(std::string_view text,
   out.halves.update.plan.caller_host_bytes = 0;
   std::string streamed_why;
   if (!choices.stream_dataset) {
-    SCELLIS_ASSIGN_OR_RETURN(streamed_why,
-                             RankOverWithSetHeld(text, out.halves, d, choices, chunks));
+    SCELLIS_ASSIGN_OR_RETURN(
+        streamed_why,
+        RankOverWithSetHeld(text, out.halves, d, options.plan.limits, choices.ranks, chunks));
   }
   const DatasetMode mode =
       choices.stream_dataset || !streamed_why.empty() ? DatasetMode::kStreamed : DatasetMode::kAuto;
@@ -255,14 +257,9 @@ Result<DataParallelPlan> PlanDataParallelStep(std::string_view text,
   if (out.streamed) gradients.plan.caller_host_bytes = 0;
   for (const Diagnostic& f : plan.findings)
     if (f.code == "streamed-dataset") out.notes.push_back(f);
-  pipeline::StepHalves planning = out.halves;
-  for (pipeline::CompileOptions* o : {&planning.gradients, &planning.update}) {
-    o->up_to = pipeline::Rung::kExecplan;
-    o->print_after.clear();
-  }
   SCELLIS_ASSIGN_OR_RETURN(
       out.work, pipeline::CompileWorkPlan(
-                    text, std::move(planning),
+                    text, PlannedOnly(out.halves),
                     workplan::DeviceSet::Uniform(choices.ranks, options.plan.limits), chunks));
   return out;
 }
