@@ -205,41 +205,37 @@ TEST(DatasetPlanCli, RanksPlanTheDataParallelStepWithItsDataset) {
   const unsigned seed = std::random_device{}();
   const uint32_t examples = 40 + seed % 50;
   const std::string file = FashionDocOn(dir, examples, seed);
-
-  CliRun held = RunScellis({"plan", file, "--ranks", "2", "--json"});
+  auto ranks_plan = [&](std::vector<std::string> flags) {
+    flags.insert(flags.begin(), {"plan", file, "--ranks", "2"});
+    return RunScellis(flags);
+  };
+  auto dataset_line = [](const CliRun& r) { return LineWith(r.out, "  dataset          :"); };
+  CliRun held = ranks_plan({"--json"});
   ASSERT_EQ(held.exit_code, 0) << held.err;
   CliRun bare = RunScellis({"lower", file, "--to=workplan", "--ranks", "2", "--json"});
   ASSERT_EQ(bare.exit_code, 0) << bare.err;
   const Json rank = Json::parse(held.out)["memory"][0];
   // Beyond the step's own plan, a rank's gradient half holds both splits and the evaluation
   // batch (eval_batch 1000: every example here), and gathers its one chunk of 32 examples.
-  const int64_t example = 785 * 4;
-  const int64_t dataset = 3 * int64_t{examples} * example;
   EXPECT_EQ(rank["gradients_plan"].get<int64_t>() -
                 Json::parse(bare.out)["memory"][0]["gradients_plan"].get<int64_t>(),
-            dataset + 32 * example)
+            (3 * int64_t{examples} + 32) * 785 * 4)
       << "examples " << examples;
-  CliRun text = RunScellis({"plan", file, "--ranks", "2"});
+  CliRun text = ranks_plan({});
   ASSERT_EQ(text.exit_code, 0) << text.err;
-  EXPECT_NE(LineWith(text.out, "  dataset          :").find("held whole for the run"),
-            std::string::npos)
-      << text.out;
+  EXPECT_NE(dataset_line(text).find("held whole for the run"), std::string::npos) << text.out;
 
   // A byte under the rank's whole step with the set held: streamed, and said why.
   const int64_t whole_step = rank["total"];
-  CliRun streamed =
-      RunScellis({"plan", file, "--ranks", "2", "--budget=" + std::to_string(whole_step - 1)});
+  CliRun streamed = ranks_plan({"--budget=" + std::to_string(whole_step - 1)});
   ASSERT_EQ(streamed.exit_code, 0) << streamed.err;
   EXPECT_NE(streamed.err.find("held whole a rank's step would need"), std::string::npos)
       << streamed.err;
-  EXPECT_NE(LineWith(streamed.out, "  dataset          :").find("streamed"), std::string::npos)
-      << streamed.out;
-  CliRun exact =
-      RunScellis({"plan", file, "--ranks", "2", "--budget=" + std::to_string(whole_step)});
+  EXPECT_NE(dataset_line(streamed).find("streamed"), std::string::npos) << streamed.out;
+  CliRun exact = ranks_plan({"--budget=" + std::to_string(whole_step)});
   ASSERT_EQ(exact.exit_code, 0) << exact.err;
   EXPECT_EQ(exact.err.find("streamed-dataset"), std::string::npos) << exact.err;
-
-  CliRun red = RunScellis({"plan", file, "--ranks", "2", "--budget=64K"});
+  CliRun red = ranks_plan({"--budget=64K"});
   EXPECT_EQ(red.exit_code, 2);
   EXPECT_NE(red.err.find("error[memory-over-budget]"), std::string::npos) << red.err;
   CliRun untrained = RunScellis(

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cstddef>
+#include <cstdio>
 #include <cstring>
 
 #include "execplan/plan.h"
@@ -123,16 +124,11 @@ bool HasExtension(PFN_vkEnumerateDeviceExtensionProperties enumerate, VkPhysical
       [&](const VkExtensionProperties& e) { return std::strcmp(e.extensionName, name) == 0; });
 }
 
-char Hex(unsigned v) {
-  return "0123456789abcdef"[v & 0xf];
-}
-
+// A device's vendor and device IDs as the messages print them: "0x10de:0x2335".
 std::string Ids(uint32_t vendor_id, uint32_t device_id) {
-  std::string s = "0x";
-  for (int shift = 12; shift >= 0; shift -= 4) s += Hex(vendor_id >> shift);
-  s += ":0x";
-  for (int shift = 12; shift >= 0; shift -= 4) s += Hex(device_id >> shift);
-  return s;
+  char ids[32];
+  std::snprintf(ids, sizeof ids, "0x%04x:0x%04x", vendor_id, device_id);
+  return ids;
 }
 
 }  // namespace
