@@ -22,6 +22,7 @@
 #include "api/run.h"
 #include "base/diagnostic_json.h"
 #include "base/json_util.h"
+#include "doc/loop_rollup.h"
 #include "pipeline/compile.h"
 #include "runtime/device_program.h"
 
@@ -193,6 +194,18 @@ std::string DeviceProgramToJson(const char* document_text, const char* options_t
   return runtime::ToJson(*program).dump();
 }
 
+// The loop a trace repeats (doc::FindTracedLoop), for the browser runtime's tracer: {"loop": the
+// loop or null}, or the refusal.
+std::string FindLoopToJson(const char* trace_text) {
+  auto trace = ParseUntrustedJson(trace_text ? trace_text : "");
+  if (!trace.ok())
+    return Json{{"ok", false}, {"diagnostics", DiagnosticsToJson(trace.errors())}}.dump();
+  auto loop = doc::FindTracedLoop(trace.value());
+  if (!loop.ok())
+    return Json{{"ok", false}, {"diagnostics", DiagnosticsToJson(loop.errors())}}.dump();
+  return Json{{"loop", doc::ToJson(loop.value())}}.dump();
+}
+
 char* Copy(const std::string& s) {
   char* out = static_cast<char*>(std::malloc(s.size() + 1));
   if (out) std::memcpy(out, s.c_str(), s.size() + 1);
@@ -215,6 +228,13 @@ char* scellis_run(const char* document_text, const char* options_json) {
 // ("scellis.device-program/1") or the refusal as UTF-8 JSON text, released with free().
 char* scellis_device_program(const char* document_text, const char* options_json) {
   return scellis::wasm::Copy(scellis::wasm::DeviceProgramToJson(document_text, options_json));
+}
+
+// The loop a trace (UTF-8 JSON text: {"nodes", "outputs"}) repeats, as the browser runtime's
+// tracer rolls it up: {"loop": ...} or the refusal as UTF-8 JSON text, released with free(). The
+// second argument (the calls' options object) takes nothing yet.
+char* scellis_find_loop(const char* trace_text, const char* /*options_json*/) {
+  return scellis::wasm::Copy(scellis::wasm::FindLoopToJson(trace_text));
 }
 
 // The engine's version (the project's, as the Studio server reports it); static storage.

@@ -13,6 +13,7 @@
 
 #include "api/run.h"
 #include "doc/document.h"
+#include "doc/loop_rollup.h"
 #include "execplan/plan.h"
 #include "module_support.h"
 #include "ops/op_table.h"
@@ -138,6 +139,16 @@ nb::tuple InferNodeType(const std::string& node, const nb::dict& inputs, const s
   return nb::make_tuple(nb::make_tuple(shape, DTypeName(t.type.dtype)), t.min_version);
 }
 
+// The loop a traced function's nodes repeat (doc::FindTracedLoop, the roll-up every front end
+// calls): `trace` is {"nodes", "outputs"} as JSON text, `user_ops` the user ops its nodes use.
+// Returns the loop as JSON text ("null" when there is none); a malformed trace raises the
+// engine's diagnostic.
+std::string FindLoop(const std::string& trace, const nb::list& user_ops) {
+  Json parsed = Take(ParseUntrustedJson(trace));
+  std::shared_ptr<const ops::OpTable> table = TableOf(user_ops);
+  return doc::ToJson(Take(doc::FindTracedLoop(parsed, table ? *table : *ops::BuiltinOps()))).dump();
+}
+
 }  // namespace
 
 void BindDocuments(nb::module_& m) {
@@ -156,6 +167,9 @@ void BindDocuments(nb::module_& m) {
         nb::arg("user_ops") = nb::list(),
         "One node's output type and lowest protocol version (webir::InferNode): ((shape, dtype), "
         "version); a refused node raises the engine's diagnostic.");
+  m.def("find_loop", &FindLoop, nb::arg("trace"), nb::arg("user_ops") = nb::list(),
+        "The loop a trace repeats (doc::FindTracedLoop) as JSON text: {start, length, count, "
+        "carry, carried}, or null.");
 }
 
 }  // namespace scellis::python

@@ -26,7 +26,7 @@
 import { ScellisRuntimeError } from "./errors.js";
 import type { Runtime, RunStats, Session } from "./runtime.js";
 import { type DType, elementCount, feedBytes, type Tensor, type TensorData } from "./tensor.js";
-import { type TracedDocument, type TraceArgument, TraceError, isHandle, traceFunction } from "./trace.js";
+import { type LoopFinder, type TracedDocument, type TraceArgument, TraceError, isHandle, rolledUp, traceFunction } from "./trace.js";
 
 // What lowers and runs documents: the WebAssembly reference (@scellis/wasm-reference's
 // loadReference() has both methods) or a server doing the same.
@@ -35,6 +35,8 @@ export interface PipelineCompiler {
   deviceProgram(documentText: string, options: { tier?: string; limits?: Record<string, number> }): unknown | Promise<unknown>;
   // The CPU reference's run of a document whose inputs hold their data.
   run(documentText: string, options: { whyNoWebGPU: string; tier?: "debug" | "prod" | "fast" }): ReferenceReport | Promise<ReferenceReport>;
+  // The loop a trace repeats ({"nodes", "outputs"}), the engine's roll-up (doc::FindTracedLoop).
+  findLoop: LoopFinder;
 }
 
 // The part of the reference's report a pipeline reads.
@@ -80,8 +82,9 @@ export interface PipelineResult {
 
 export interface Pipeline {
   (...args: unknown[]): Promise<PipelineResult>;
-  // The traced document for these arguments (traced now unless cached).
-  trace(...args: unknown[]): TracedDocument;
+  // The traced document for these arguments (traced now unless cached; a trace error is thrown
+  // at once, the document given when the engine has rolled its loop up).
+  trace(...args: unknown[]): Promise<TracedDocument>;
   // Replaces the constants; the next call re-traces when they differ.
   setConstants(constants: Record<string, unknown>): void;
   readonly constants: Readonly<Record<string, unknown>>;
@@ -130,7 +133,7 @@ export function createPipeline(fn: (...args: never[]) => unknown, options: Pipel
   }
   const name = options.name ?? (fn.name || null);
   let constants: Record<string, unknown> = { ...(options.constants ?? {}) };
-  const traced = new Map<string, TracedDocument>();
+  const traced = new Map<string, Promise<TracedDocument>>();
   const prepared = new Map<string, Promise<Prepared>>();
   let traces = 0;
   let queue: Promise<unknown> = Promise.resolve();
@@ -173,13 +176,17 @@ export function createPipeline(fn: (...args: never[]) => unknown, options: Pipel
     return { key: JSON.stringify([key, constantsKey]), tensors, list };
   }
 
-  function tracedFor(key: string, list: TraceArgument[]): TracedDocument {
+  // The function is traced here, at once (a trace error is thrown to the caller); the document
+  // follows when the engine has rolled the trace's loop up.
+  function tracedFor(key: string, list: TraceArgument[]): Promise<TracedDocument> {
     let t = traced.get(key);
     if (!t) {
       const self = Object.freeze({ constants: Object.freeze({ ...constants }) });
-      t = traceFunction(fn as (...a: unknown[]) => unknown, self, list, name);
+      const recorded = traceFunction(fn as (...a: unknown[]) => unknown, self, list, name);
       traces++;
+      t = rolledUp(recorded, (text) => options.compiler.findLoop(text));
       traced.set(key, t);
+      t.catch(() => traced.delete(key));
     }
     return t;
   }
@@ -250,7 +257,7 @@ export function createPipeline(fn: (...args: never[]) => unknown, options: Pipel
 
   const pipeline = ((...args: unknown[]): Promise<PipelineResult> => {
     const { key, tensors, list } = bind(args);
-    const t = tracedFor(key, list);
+    const tracing = tracedFor(key, list);
     // The call's tensors, copied now: the caller may change its arrays while earlier calls run.
     const snapshot = new Map<string, PipelineTensor>();
     for (const [n, v] of tensors) {
@@ -259,6 +266,7 @@ export function createPipeline(fn: (...args: never[]) => unknown, options: Pipel
       snapshot.set(n, { shape: [...v.shape], dtype, data: ArrayBuffer.isView(v.data) ? (v.data as TensorData).slice() : Array.from(v.data) });
     }
     const call = queue.then(async () => {
+      const t = await tracing;
       let p = prepared.get(key);
       if (!p) {
         p = prepare(t);

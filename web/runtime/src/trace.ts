@@ -1,16 +1,17 @@
 // Tracing: a plain function over symbolic tensor handles, called once, recorded as graph protocol
 // nodes and made into one version-5 document whose graph is one loop body run `repeat` times, its
 // loop state carried between iterations — the document the Python package's `scellis.pipeline`
-// makes of the same program (python/scellis/pipeline.py; the roll-up below is the same algorithm,
-// so the two documents are equal after canonical ordering, and a test holds them to it).
+// makes of the same program (python/scellis/pipeline.py; both roll their loops up through the
+// engine, so the two documents are equal after canonical ordering, and a test holds them to it).
 //
 // How a loop becomes one body. A `for` loop over a static count runs during the trace and records
-// one copy of its body per pass. The trace is then rolled up: the longest stretch of nodes that is
-// the same body repeated, each copy reading the previous copy's values where the first read the
-// loop's starting values, becomes the document's graph with `repeat` the number of copies; what
-// the first copy read from before the loop, and the copies after it from their predecessor, is
-// the carried state. Every copy is checked node by node and port by port against the first, so the
-// document computes what the unrolled trace computes; a trace with no such stretch runs once.
+// one copy of its body per pass. The trace is then rolled up by the engine (doc::FindTracedLoop,
+// through the compiler's findLoop): the longest stretch of nodes that is the same body repeated,
+// each copy reading the previous copy's values where the first read the loop's starting values,
+// becomes the document's graph with `repeat` the number of copies; what the first copy read from
+// before the loop, and the copies after it from their predecessor, is the carried state. Every
+// copy is checked node by node and port by port against the first, so the document computes what
+// the unrolled trace computes; a trace with no such stretch runs once.
 // `loop(n, body, ...state)` says the same explicitly: the body is traced once, whatever n is.
 //
 // Handle rules, named build-time errors (TraceError): reading a value inside the function
@@ -532,8 +533,24 @@ export function loop(count: number, body: (...state: Handle[]) => Handle | Handl
   return out.length === 1 ? out[0]! : out;
 }
 
-// ---- rolling an unrolled loop up (python/scellis/pipeline.py's _find_loop, step for step) ----
+// ---- rolling an unrolled loop up: the engine's doc::FindTracedLoop ----
 
+// The loop a trace repeats as the engine answers it (doc::FindTracedLoop, which the Python package
+// calls too): the body is nodes [start, start + length), run count times; `carry` pairs a node
+// before the loop read as state with the body node whose previous value later copies read;
+// `carried` lists the first copy's reads that are state, [node, port].
+export interface TracedLoop {
+  start: number;
+  length: number;
+  count: number;
+  carry: Array<[number, number]>;
+  carried: Array<[number, string] | [number, string, number]>;
+}
+
+// Finds a trace's loop: the engine's roll-up (the WebAssembly reference's findLoop, or a server's).
+export type LoopFinder = (traceText: string) => TracedLoop | null | Promise<TracedLoop | null>;
+
+// Canonical JSON (keys sorted): what the tests compare documents by.
 function canonical(value: unknown): string {
   if (Array.isArray(value)) return `[${value.map(canonical).join(",")}]`;
   if (value !== null && typeof value === "object") {
@@ -544,145 +561,16 @@ function canonical(value: unknown): string {
 }
 export { canonical as canonicalJson };
 
-// An integer per node: equal when the op and attributes are (ports aside).
-function codesOf(nodes: DocNode[]): number[] {
-  const seen = new Map<string, number>();
-  return nodes.map((node) => {
-    const ports = OPS[node.op]!.ports;
-    const rest: Record<string, unknown> = {};
-    for (const [k, v] of Object.entries(node)) if (k !== "id" && !ports.includes(k)) rest[k] = v;
-    const key = canonical(rest);
-    if (!seen.has(key)) seen.set(key, seen.size);
-    return seen.get(key)!;
-  });
-}
-
-// How many copies of the body [start, start + length) follow each other exactly (up to count),
-// with the carry map and the roles of the first copy's reads of nodes before it.
-function verify(nodes: DocNode[], start: number, length: number, count: number): [number, Map<number, number>, Map<string, string>] {
-  const body: number[] = [];
-  for (let j = start; j < start + length; j++) body.push(j);
-  const ports = body.map((j) => portsOf(nodes[j]!));
-  const roles = new Map<string, string>();
-  const carry = new Map<number, number>();
-  for (let k = 1; k < count; k++) {
-    const shift = k * length;
-    for (let bi = 0; bi < body.length; bi++) {
-      const j = body[bi]!;
-      const first = ports[bi]!;
-      const i = j + shift;
-      if (i >= nodes.length) return [k, carry, roles];
-      const mine = portsOf(nodes[i]!);
-      if (mine.length !== first.length || mine.some(([p], x) => p !== first[x]![0])) return [k, carry, roles];
-      for (const [port, a] of first) {
-        const b = nodes[i]![port] as number;
-        if (a >= start) {
-          if (b !== a + shift) return [k, carry, roles];
-          continue;
-        }
-        const key = `${j},${port}`;
-        let role = roles.get(key);
-        if (role === undefined) {
-          // The second copy says what the read is.
-          if (b === a) role = "invariant";
-          else if (start <= b && b < start + length && (carry.has(a) ? carry.get(a) : b) === b) {
-            role = "carried";
-            carry.set(a, b);
-          } else {
-            return [k, carry, roles];
-          }
-          roles.set(key, role);
-        } else if (role === "invariant" && b !== a) {
-          return [k, carry, roles];
-        } else if (role === "carried" && b !== carry.get(a)! + shift - length) {
-          return [k, carry, roles];
-        }
-      }
-    }
-  }
-  return [count, carry, roles];
-}
-
-// Whether anything after the loop (or an output) reads a copy other than the last.
-function escapes(nodes: DocNode[], outputs: number[], l: LoopInfo): boolean {
-  const bad = (ref: number) => l.start <= ref && ref < loopLast(l);
-  if (outputs.some(bad)) return true;
-  for (let i = loopEnd(l); i < nodes.length; i++) for (const [, ref] of portsOf(nodes[i]!)) if (bad(ref)) return true;
-  return false;
-}
-
-// The body lengths worth scanning for: every length up to 256, and the distances between the
-// k-th next occurrences of an op (k up to 16) — a body's length is one of them.
-function bodyLengths(codes: number[]): number[] {
-  const n = codes.length;
-  const half = Math.floor(n / 2);
-  const lengths = new Set<number>();
-  for (let l = 1; l <= Math.min(256, half); l++) lengths.add(l);
-  const groups = new Map<number, number[]>();
-  codes.forEach((c, i) => {
-    if (!groups.has(c)) groups.set(c, []);
-    groups.get(c)!.push(i);
-  });
-  const counts = new Map<number, number>();
-  for (const code of [...groups.keys()].sort((x, y) => x - y)) {
-    const positions = groups.get(code)!;
-    for (let k = 1; k <= Math.min(16, positions.length - 1); k++) {
-      const times = new Map<number, number>();
-      for (let x = k; x < positions.length; x++) {
-        const gap = positions[x]! - positions[x - k]!;
-        times.set(gap, (times.get(gap) ?? 0) + 1);
-      }
-      for (const gap of [...times.keys()].sort((x, y) => x - y)) {
-        if (gap <= half) counts.set(gap, (counts.get(gap) ?? 0) + times.get(gap)!);
-      }
-    }
-  }
-  const ranked = [...counts.keys()].sort((x, y) => counts.get(y)! - counts.get(x)!);
-  for (const gap of ranked.slice(0, 256)) lengths.add(gap);
-  return [...lengths].sort((x, y) => x - y);
-}
-
-// The longest stretch of the trace that is one body repeated (at least twice) whose copies but
-// the last are read by nothing after it; null when there is none.
-function findLoop(nodes: DocNode[], outputs: number[]): LoopInfo | null {
-  const codes = codesOf(nodes);
-  const n = codes.length;
-  const candidates: Array<[number, number, number, number]> = []; // cover, -length, r0, run
-  for (const length of bodyLengths(codes)) {
-    let r0 = -1;
-    for (let i = 0; i <= n - length; i++) {
-      const same = i < n - length && codes[i] === codes[i + length];
-      if (same && r0 < 0) r0 = i;
-      if (!same && r0 >= 0) {
-        const run = i - r0;
-        if (run >= length) candidates.push([(Math.floor(run / length) + 1) * length, -length, r0, run]);
-        r0 = -1;
-      }
-    }
-  }
-  candidates.sort((x, y) => y[0] - x[0] || y[1] - x[1] || y[2] - x[2] || y[3] - x[3]);
-  let best: LoopInfo | null = null;
-  const size = (l: LoopInfo) => l.length * l.count;
-  for (const [cover, negLength, r0, run] of candidates) {
-    if (best !== null && cover <= size(best)) break;
-    const length = -negLength;
-    for (let start = r0; start < r0 + length; start++) {
-      const count = Math.floor((r0 + run - start) / length) + 1;
-      if (count < 2 || (best !== null && count * length <= size(best))) continue;
-      const [copies, carry, roles] = verify(nodes, start, length, count);
-      if (copies < 2) continue;
-      const carried = new Set([...roles].filter(([, r]) => r === "carried").map(([k]) => k));
-      // Fewer copies when something after the loop reads one of its middle copies.
-      for (let k = copies; k > 1; k--) {
-        const found: LoopInfo = { start, length, count: k, carry, carried, tracedCopies: k };
-        if (!escapes(nodes, outputs, found)) {
-          if (best === null || k * length > size(best)) best = found;
-          break;
-        }
-      }
-    }
-  }
-  return best;
+function loopInfo(found: TracedLoop | null): LoopInfo | null {
+  if (found === null) return null;
+  return {
+    start: found.start,
+    length: found.length,
+    count: found.count,
+    carry: new Map(found.carry),
+    carried: new Set(found.carried.map((read) => read.join(","))),
+    tracedCopies: found.count,
+  };
 }
 
 // ---- the document ----
@@ -832,9 +720,18 @@ export interface TraceArgument {
   constant?: unknown;
 }
 
+// A function's trace as recorded, before its loop is rolled up (rolledUp makes the document).
+export interface RecordedTrace {
+  trace: Trace;
+  inputs: Set<string>;
+  handles: Array<[string, number]>; // the returned values' output names and nodes
+  structure: TracedDocument["structure"];
+  name: string | null;
+}
+
 // Traces `fn` once over the arguments (tensors become symbolic handles, constants pass as they
-// are; `self` is the function's `this`) and makes the document.
-export function traceFunction(fn: (...args: unknown[]) => unknown, self: unknown, args: TraceArgument[], name: string | null): TracedDocument {
+// are; `self` is the function's `this`); a trace error is thrown here, as the function runs.
+export function traceFunction(fn: (...args: unknown[]) => unknown, self: unknown, args: TraceArgument[], name: string | null): RecordedTrace {
   const trace = new Trace();
   const inputs = new Set<string>();
   const values = args.map((a) => {
@@ -889,7 +786,14 @@ export function traceFunction(fn: (...args: unknown[]) => unknown, self: unknown
   }
   // The trace is finished, so its handles answer nothing: their ids come from the side table.
   const handles = returned.map(([n, t]) => [n, handleState.get(t as object)!.id] as [string, number]);
-  const l = trace.loop ?? findLoop(trace.nodes, handles.map(([, t]) => t));
+  return { trace, inputs, handles, structure, name };
+}
+
+// The document of a recorded trace: its loop, written with loop() or found by the engine's roll-up
+// (`findLoop`) in an unrolled `for`, becomes the document's repeated graph.
+export async function rolledUp(recorded: RecordedTrace, findLoop: LoopFinder): Promise<TracedDocument> {
+  const { trace, inputs, handles, structure, name } = recorded;
+  const l = trace.loop ?? loopInfo(await findLoop(JSON.stringify({ nodes: trace.nodes, outputs: handles.map(([, t]) => t) })));
   const { doc, fed, state, prologue } = makeDocument(trace, inputs, handles, l, name);
   let before: TracedDocument["prologue"] = null;
   if (prologue.size) {

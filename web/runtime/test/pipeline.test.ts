@@ -158,24 +158,24 @@ function gpu(t: { skip: (m: string) => void }): Runtime | null {
 
 // ---- the same documents as Python's tracer ----
 
-test("the TypeScript tracer makes the documents the Python tracer makes", () => {
+test("the TypeScript tracer makes the documents the Python tracer makes", async () => {
   const python = process.env.SCELLIS_PYTHON ?? `${repo}.venv/bin/python`;
   const text = execFileSync(python, [`${repo}web/runtime/test/python_documents.py`], { encoding: "utf8" });
   const want = JSON.parse(text) as Record<string, unknown>;
   const f = grid(new Float32Array(ROWS * COLS));
   const sq = { shape: [COLS, COLS], data: new Float32Array(COLS * COLS) };
   const got: Record<string, unknown> = {
-    jacobi: createPipeline(jacobi, { compiler }).trace(f, f).doc,
-    heat: createPipeline(heat, { compiler }).trace(f, 30, 0.2).doc,
-    life: createPipeline(life, { compiler }).trace(f).doc,
-    coupled: createPipeline(coupled, { compiler }).trace(f, f).doc,
-    scan: createPipeline(scan, { compiler }).trace(f, sq).doc,
-    once: createPipeline(once, { compiler }).trace(f).doc,
+    jacobi: (await createPipeline(jacobi, { compiler }).trace(f, f)).doc,
+    heat: (await createPipeline(heat, { compiler }).trace(f, 30, 0.2)).doc,
+    life: (await createPipeline(life, { compiler }).trace(f)).doc,
+    coupled: (await createPipeline(coupled, { compiler }).trace(f, f)).doc,
+    scan: (await createPipeline(scan, { compiler }).trace(f, sq)).doc,
+    once: (await createPipeline(once, { compiler }).trace(f)).doc,
   };
   const eight = { shape: [8], data: new Float32Array(8) };
-  got.bitonic_sort = createPipeline(bitonicSort, { compiler }).trace(eight).doc;
-  got.bit_ops = createPipeline(bitOps, { compiler }).trace(eight).doc;
-  const acc = createPipeline(accumulate, { compiler }).trace(f, f);
+  got.bitonic_sort = (await createPipeline(bitonicSort, { compiler }).trace(eight)).doc;
+  got.bit_ops = (await createPipeline(bitOps, { compiler }).trace(eight)).doc;
+  const acc = await createPipeline(accumulate, { compiler }).trace(f, f);
   got.accumulate = acc.doc;
   got["accumulate.prologue"] = acc.prologue?.doc;
   assert.deepEqual(Object.keys(got).sort(), Object.keys(want).sort());
@@ -214,7 +214,7 @@ test("Jacobi on WebGPU: one submission per call, the float64 oracle, traced once
     queue.submit = submit;
     GPUBuffer.prototype.mapAsync = mapAsync;
   });
-  solve.trace(grid(u0), grid(q)); // traced, not yet prepared
+  await solve.trace(grid(u0), grid(q)); // traced, not yet prepared
   const first = await solve(grid(u0), grid(q));
   assert.deepEqual(counts, { submit: 1, map: 1 }, "the first call: one submission, one map");
   assert.equal(first.backend, "webgpu");
@@ -334,23 +334,23 @@ test("a loop started from a value computed before it: the prologue runs first, o
 
 // ---- re-tracing ----
 
-test("re-traced only when a shape, a constant argument or the constants change", () => {
+test("re-traced only when a shape, a constant argument or the constants change", async () => {
   const p = createPipeline(jacobi, { constants: { sweeps: 4 }, compiler });
   const f = grid(new Float32Array(ROWS * COLS));
-  assert.equal(p.trace(f, f).repeat, 4);
-  p.trace(f, f);
+  assert.equal((await p.trace(f, f)).repeat, 4);
+  await p.trace(f, f);
   assert.equal(p.traces, 1);
-  p.trace({ shape: [4, 5], data: new Float32Array(20) }, { shape: [4, 5], data: new Float32Array(20) });
+  await p.trace({ shape: [4, 5], data: new Float32Array(20) }, { shape: [4, 5], data: new Float32Array(20) });
   assert.equal(p.traces, 2);
   p.setConstants({ sweeps: 6 });
-  assert.equal(p.trace(f, f).repeat, 6);
+  assert.equal((await p.trace(f, f)).repeat, 6);
   assert.equal(p.traces, 3);
   p.setConstants({ sweeps: 4 });
-  p.trace(f, f);
+  await p.trace(f, f);
   assert.equal(p.traces, 3, "a signature seen before is not traced again");
   const h = createPipeline(heat, { compiler });
-  assert.equal(h.trace(f, 30, 0.2).repeat, 30);
-  assert.equal(h.trace(f, 31, 0.2).repeat, 31);
+  assert.equal((await h.trace(f, 30, 0.2)).repeat, 30);
+  assert.equal((await h.trace(f, 31, 0.2)).repeat, 31);
   assert.equal(h.traces, 2);
 });
 
@@ -383,14 +383,14 @@ test("control flow waiting on a value is data-dependent-control-flow", () => {
   }, "data-dependent-control-flow");
 });
 
-test("a handle kept from an earlier trace is stale-handle", () => {
+test("a handle kept from an earlier trace is stale-handle", async () => {
   let kept: Handle | null = null;
   const p = createPipeline((u: Handle) => {
     if (kept) return u.add(kept);
     kept = u.mul(2);
     return kept;
   }, { compiler });
-  p.trace(grid(new Float32Array(ROWS * COLS)));
+  await p.trace(grid(new Float32Array(ROWS * COLS)));
   assert.throws(() => p.trace({ shape: [2, 2], data: new Float32Array(4) }), { code: "stale-handle" });
   assert.throws(() => kept!.add(1), { code: "stale-handle" });
   assert.throws(() => p(kept), { code: "stale-handle" });
@@ -452,7 +452,7 @@ async function onReferenceAndGpu(t: { skip: (m: string) => void }, fn: (...args:
 
 test("a bitonic sort traced in TypeScript: version-6 ops, one unrolled graph, sorted on the reference and on WebGPU", async (t) => {
   const keys = Float32Array.from([0.5, -1.25, 3, 2, -7, 0.25, 9, 1]);
-  const doc = createPipeline(bitonicSort, { compiler }).trace({ shape: [8], data: keys }).doc as { version: number; repeat?: number; nodes: Array<{ op: string; mask?: number }> };
+  const doc = (await createPipeline(bitonicSort, { compiler }).trace({ shape: [8], data: keys })).doc as { version: number; repeat?: number; nodes: Array<{ op: string; mask?: number }> };
   assert.equal(doc.version, 6);
   assert.equal(doc.repeat, undefined, "the stages differ (their masks): no loop");
   // 8 keys: 3 * 4 / 2 = 6 stages, masks 1; 2 1; 4 2 1.
@@ -465,7 +465,7 @@ test("a bitonic sort traced in TypeScript: version-6 ops, one unrolled graph, so
 
 test("bit operations and arange traced in TypeScript, against values worked by hand", async (t) => {
   const x = { shape: [8], data: Float32Array.from([-4, -3, -2, -1, 0, 1, 2, 3]) };
-  const doc = createPipeline(bitOps, { compiler }).trace(x).doc as { version: number };
+  const doc = (await createPipeline(bitOps, { compiler }).trace(x)).doc as { version: number };
   assert.equal(doc.version, 6);
   // Two's complement: -4 = ...11100, -3 = ...11101, -2 = ...11110, -1 = ...11111.
   const want = [

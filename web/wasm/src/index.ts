@@ -99,6 +99,24 @@ export interface Reference {
    * writes natively; throws ScellisReferenceError when the document is refused.
    */
   deviceProgram(documentText: string, options?: DeviceProgramOptions): DeviceProgram;
+  /**
+   * The loop a traced function's nodes repeat (the engine's roll-up, doc::FindTracedLoop), for
+   * @scellis/runtime's createPipeline: `traceText` is {"nodes", "outputs"} as JSON; null when the
+   * trace repeats no body. Throws ScellisReferenceError (`bad-trace`, `unknown-op`) on a
+   * malformed trace.
+   */
+  findLoop(traceText: string): TracedLoop | null;
+}
+
+/** A loop in a trace: its body is nodes [start, start + length), run `count` times. */
+export interface TracedLoop {
+  start: number;
+  length: number;
+  count: number;
+  /** [node before the loop read as state, the body node whose previous value later copies read] */
+  carry: Array<[number, number]>;
+  /** The first copy's reads that are state: [node, port] or [node, list port, entry]. */
+  carried: Array<[number, string] | [number, string, number]>;
 }
 
 export interface DeviceProgramOptions {
@@ -245,6 +263,9 @@ export async function loadReference(options: LoadOptions = {}): Promise<Referenc
         ...(programOptions.limits !== undefined && { limits: programOptions.limits }),
       };
       return call((d, o) => module._scellis_device_program(d, o), documentText, request) as DeviceProgram;
+    },
+    findLoop(traceText: string): TracedLoop | null {
+      return (call((t, o) => module._scellis_find_loop(t, o), traceText, {}) as { loop: TracedLoop | null }).loop;
     },
   };
 }

@@ -159,3 +159,27 @@ test("deviceProgram: the native scellis_device_program's program, field for fiel
     (e: unknown) => e instanceof ScellisReferenceError && e.code === "bad-run-option",
   );
 });
+
+test("findLoop: the engine's roll-up of a trace, worked by hand; a malformed trace refused at its node", () => {
+  // x, then y = relu(y + x) three times: the body is nodes 1-2, y (node 0 as its start) carried.
+  const nodes: Array<Record<string, unknown>> = [{ id: 0, op: "input", name: "x" }];
+  let y = 0;
+  for (let s = 0; s < 3; s++) {
+    nodes.push({ id: nodes.length, op: "add", a: y, b: 0 });
+    nodes.push({ id: nodes.length, op: "relu", a: nodes.length - 1 });
+    y = nodes.length - 1;
+  }
+  assert.deepEqual(reference.findLoop(JSON.stringify({ nodes, outputs: [y] })), {
+    start: 1,
+    length: 2,
+    count: 3,
+    carry: [[0, 2]],
+    carried: [[1, "a"]],
+  });
+  // Returning the first copy's result too leaves nothing to roll up.
+  assert.equal(reference.findLoop(JSON.stringify({ nodes, outputs: [y, 2] })), null);
+  assert.throws(
+    () => reference.findLoop(JSON.stringify({ nodes: [{ id: 0, op: "relu", a: 3 }], outputs: [0] })),
+    (e: unknown) => e instanceof ScellisReferenceError && e.code === "bad-trace" && e.pointer === "/nodes/0/a",
+  );
+});
