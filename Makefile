@@ -1,6 +1,7 @@
 # The two commands: `make run` (the main job) and `make test` (every test). Each installs what it
 # needs first: `make run` only what the main job uses (toolchain, libraries, Dawn, the dataset) and
-# builds only the engine binary; `make test` adds the test tools and PyTorch and builds everything.
+# builds only the engine binary; `make test` adds the test tools and PyTorch and builds everything
+# (the browser side and the fuzz targets as its suites begin).
 BUILD ?= build
 JOBS ?= $(shell nproc)
 CMAKE_FLAGS ?=
@@ -19,13 +20,12 @@ build-main: setup-main
 	@$(CONFIGURE) -DSCELLIS_TESTS=OFF >/dev/null
 	@cmake --build $(BUILD) -j $(JOBS) --target scellis
 
-# Each phase prints the time it starts, so a slow build shows where its time went.
+# Each phase prints the time it starts, so a slow build shows where its time went. The browser
+# side (tools/build_web.sh) is built by tools/run_tests.sh, beside the sanitized fuzz targets.
 build: setup-test
 	@echo "build: the engine, the tests and the tools ($$(date +%T))"
 	@$(CONFIGURE) -DSCELLIS_TESTS=ON >/dev/null
 	@cmake --build $(BUILD) -j $(JOBS)
-	@echo "build: the browser side ($$(date +%T))"
-	@bash tools/build_web.sh
 	@echo "build: done ($$(date +%T))"
 
 run: build-main

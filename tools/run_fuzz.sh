@@ -17,6 +17,8 @@
 #                 per second. Each optimisation level builds in its own folder (build-fuzz for
 #                 -O1, build-fuzz-O0 for -O0), so neither rebuilds the other.
 #   FUZZ_BUILD_ONLY=1  build the targets and stop (make test builds them beside its other suites)
+#   FUZZ_NO_BUILD=1    run the targets as they are built (make test runs two of these side by side
+#                      once its build is done, so neither rebuilds under the other)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 seconds="${1:?usage: tools/run_fuzz.sh SECONDS [NAME...]}"
@@ -44,7 +46,7 @@ if [ ! -f "$fuzz_build/build.ninja" ]; then
 fi
 targets=()
 for name in "${names[@]}"; do targets+=("${name}_fuzz"); done
-cmake --build "$fuzz_build" -j "$jobs" --target "${targets[@]}"
+[ "${FUZZ_NO_BUILD:-0}" = 1 ] || cmake --build "$fuzz_build" -j "$jobs" --target "${targets[@]}"
 [ "${FUZZ_BUILD_ONLY:-0}" = 1 ] && exit 0
 
 status=0

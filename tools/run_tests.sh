@@ -13,8 +13,9 @@ trap '[ -z "$fuzz_build_pid" ] || kill -- "-$fuzz_build_pid" 2>/dev/null; rm -rf
 export SCELLIS_STORE="$CONFORM_STORE/store"
 
 # The sanitized fuzz targets take minutes of compiling that no suite before the fuzz section needs.
-# The build runs beside the suites at the lowest priority, so it takes only the cores they leave
-# idle (most suites below use one), and the fuzz section waits for what is left of it. It is a
+# The build runs beside the browser side's build and the suites at the lowest priority, so it takes
+# only the cores they leave idle (the TypeScript and Vite builds and most suites below use one), and
+# the fuzz section waits for what is left of it. It is a
 # process group of its own, so a failing suite stops its compilers too. A new session is also a new
 # scheduling group where the kernel groups by session (autogroup), and groups share the CPU equally
 # whatever their processes' nice values, so the build lowers its group's own priority as well:
@@ -26,6 +27,11 @@ fuzz_build_pid=$!
 
 # Each section says how long the suite has run so far, so a slow one shows where the time went.
 section() { echo "== [$((SECONDS / 60))m$((SECONDS % 60))s] $*"; }
+
+# The Studio's browser side, its runtime and the WebAssembly reference (each rebuilt only when its
+# sources changed): the browser, Node and WebAssembly suites below run them.
+section "building the browser side: the runtime, the WebAssembly reference, the Studio"
+bash tools/build_web.sh
 
 # The suite in many shards (GoogleTest's sharding), a core's worth running at a time, the next
 # starting as one finishes: the tests are independent and most run on one thread, and a few take
@@ -81,7 +87,7 @@ SCELLIS_BUILD="$BUILD" .venv/bin/python -m pytest -q tests/python
 
 section "the Studio's canvas: unit tests, and conformance of a WebGPU device (Dawn in Node) through the server"
 SCELLIS_BUILD="$(cd "$BUILD" && pwd)" npm --prefix web test --silent
-# The WebAssembly engine, built by tools/build_wasm.sh (make test builds it): the browser runtime's
+# The WebAssembly engine, built by tools/build_wasm.sh (above): the browser runtime's
 # pipelines are lowered by it and the reference's tests run it. A missing build fails here, never
 # skips.
 for f in web/wasm/dist/scellis_reference.wasm web/wasm/dist/index.js; do
@@ -111,5 +117,18 @@ if ! wait "$fuzz_build_pid"; then
 fi
 fuzz_build_pid=
 tail -n 1 "$CONFORM_STORE/fuzz_build.log"
-FUZZ_OPT=-O0 bash tools/run_fuzz.sh 10
+# Two runs side by side, a core each: the document target (its 3 309 seeds take about a minute to
+# replay under the sanitizers before its 10 s of fuzzing) beside the other five in turn.
+others=()
+for src in tools/fuzz/*_fuzz.cpp; do
+  name="$(basename "$src" _fuzz.cpp)"
+  [ "$name" = document ] || others+=("$name")
+done
+FUZZ_OPT=-O0 FUZZ_NO_BUILD=1 bash tools/run_fuzz.sh 10 document > "$CONFORM_STORE/fuzz_document.log" 2>&1 &
+document_pid=$!
+fuzz_failed=0
+FUZZ_OPT=-O0 FUZZ_NO_BUILD=1 bash tools/run_fuzz.sh 10 "${others[@]}" > "$CONFORM_STORE/fuzz_others.log" 2>&1 || fuzz_failed=1
+wait "$document_pid" || fuzz_failed=1
+cat "$CONFORM_STORE/fuzz_others.log" "$CONFORM_STORE/fuzz_document.log"
+[ "$fuzz_failed" = 0 ] || { echo "fuzzing found a failure (above)" >&2; exit 1; }
 echo "all tests passed in $((SECONDS / 60)) min $((SECONDS % 60)) s"
