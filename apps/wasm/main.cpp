@@ -194,16 +194,16 @@ std::string DeviceProgramToJson(const char* document_text, const char* options_t
   return runtime::ToJson(*program).dump();
 }
 
-// The loop a trace repeats (doc::FindTracedLoop), for the browser runtime's tracer: {"loop": the
-// loop or null}, or the refusal.
-std::string FindLoopToJson(const char* trace_text) {
+// A finished trace's document (doc::TracedDocument), for the browser runtime's tracer: the
+// engine's answer, or the refusal.
+std::string TracedDocumentToJson(const char* trace_text) {
   auto trace = ParseUntrustedJson(trace_text ? trace_text : "");
   if (!trace.ok())
     return Json{{"ok", false}, {"diagnostics", DiagnosticsToJson(trace.errors())}}.dump();
-  auto loop = doc::FindTracedLoop(trace.value());
-  if (!loop.ok())
-    return Json{{"ok", false}, {"diagnostics", DiagnosticsToJson(loop.errors())}}.dump();
-  return Json{{"loop", doc::ToJson(loop.value())}}.dump();
+  auto made = doc::TracedDocument(trace.value());
+  if (!made.ok())
+    return Json{{"ok", false}, {"diagnostics", DiagnosticsToJson(made.errors())}}.dump();
+  return made.value().dump();
 }
 
 char* Copy(const std::string& s) {
@@ -230,11 +230,11 @@ char* scellis_device_program(const char* document_text, const char* options_json
   return scellis::wasm::Copy(scellis::wasm::DeviceProgramToJson(document_text, options_json));
 }
 
-// The loop a trace (UTF-8 JSON text: {"nodes", "outputs"}) repeats, as the browser runtime's
-// tracer rolls it up: {"loop": ...} or the refusal as UTF-8 JSON text, released with free(). The
-// second argument (the calls' options object) takes nothing yet.
-char* scellis_find_loop(const char* trace_text, const char* /*options_json*/) {
-  return scellis::wasm::Copy(scellis::wasm::FindLoopToJson(trace_text));
+// The document of a finished trace (UTF-8 JSON text, see doc::TracedDocument), as the browser
+// runtime's tracer makes it: {doc, repeat, fed, state, prologue} or the refusal as UTF-8 JSON
+// text, released with free(). The second argument (the calls' options object) takes nothing yet.
+char* scellis_traced_document(const char* trace_text, const char* /*options_json*/) {
+  return scellis::wasm::Copy(scellis::wasm::TracedDocumentToJson(trace_text));
 }
 
 // The engine's version (the project's, as the Studio server reports it); static storage.

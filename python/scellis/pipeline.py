@@ -47,15 +47,13 @@ in pipeline_document, the calls that run it (prepared sessions, the prologue) in
 
 import functools
 import inspect
-import json
 import threading
 
 import numpy as np
 
 from .errors import GraphError, TraceError
 from .graph import Graph
-from .loop_rollup import _find_loop
-from .pipeline_document import _Traced, _document
+from .pipeline_document import _traced_document
 from .pipeline_run import _PipelineRunning
 from .pipeline_trace import _Trace, loop  # noqa: F401 (loop: importable from here as before)
 from .tensor import Tensor, _dtype_name
@@ -136,23 +134,11 @@ class Pipeline(_PipelineRunning):
                                  help="return tensors computed from the pipeline's arguments")
         if not returned:
             raise TraceError("bad-pipeline-output", "the pipeline returns nothing")
-        loop = trace.loop or _find_loop(graph._nodes, [t.id for t in returned.values()],
-                                        graph._user_ops)
-        doc, fed, state, outputs, prologue = _document(graph, arrays, returned, loop,
-                                                       self._fn.__name__)
+        traced = _traced_document(graph, arrays, returned, trace.loop, self._fn.__name__,
+                                  structure)
         self.traces += 1
-        text = json.dumps(doc, allow_nan=False)
-        traced = _Traced(text, doc, fed, state, outputs, structure, loop)
         # The user ops (scellis.define_op) the function called: every engine call is given them.
         traced.user_ops = list(graph._user_ops.values())
-        if prologue:
-            # The loop's computed starting values, as a document of their own.
-            starts = {name: Tensor(graph, i, *graph._types[i]) for name, i in prologue.items()}
-            traced.prologue = graph._document(starts, inline=False)
-            traced.prologue_outputs = list(starts)
-            ids = graph._reachable(starts.values())
-            traced.prologue_inputs = [graph._nodes[i]["name"] for i in ids
-                                      if graph._nodes[i]["op"] == "input"]
         return traced
 
     def trace(self, *args, **kwargs):

@@ -6,13 +6,12 @@ import numbers
 import numpy as np
 
 from .errors import GraphError, TraceError
-from .loop_rollup import _Loop, _ports
 from .tensor import Tensor
 
 
 class _Trace:
     """The state of one trace: whether it has finished (its tensors are then stale) and the loop
-    ``scellis.loop`` declared in it."""
+    ``scellis.loop`` declared in it (the engine's form: start, length, count, carry)."""
 
     def __init__(self):
         self.done = False
@@ -70,12 +69,9 @@ def loop(count, body, *state):
                              f"next value of {before!r}",
                              help="return each piece of state in the order it was passed")
         carry[before.id] = after.id
-    carried = set()
-    for j in range(start, len(graph._nodes)):
-        for port, ref in _ports(graph._nodes[j], graph._user_ops):
-            if ref in carry:
-                carried.add((j, port))
-    trace.loop = _Loop(start, len(graph._nodes) - start, count, carry, carried, traced_copies=1)
+    # The engine reads the body's reads of the carried nodes as its state (doc::TracedDocument).
+    trace.loop = {"start": start, "length": len(graph._nodes) - start, "count": count,
+                  "carry": [[before, after] for before, after in carry.items()]}
     return out[0] if len(out) == 1 else tuple(out)
 
 

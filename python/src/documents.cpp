@@ -139,14 +139,14 @@ nb::tuple InferNodeType(const std::string& node, const nb::dict& inputs, const s
   return nb::make_tuple(nb::make_tuple(shape, DTypeName(t.type.dtype)), t.min_version);
 }
 
-// The loop a traced function's nodes repeat (doc::FindTracedLoop, the roll-up every front end
-// calls): `trace` is {"nodes", "outputs"} as JSON text, `user_ops` the user ops its nodes use.
-// Returns the loop as JSON text ("null" when there is none); a malformed trace raises the
+// A finished trace made into its document (doc::TracedDocument, which the browser runtime's
+// tracer calls too): `trace` as JSON text, `user_ops` the user ops its nodes use. Returns the
+// engine's answer as JSON text ({doc, repeat, fed, state, prologue}); a malformed trace raises the
 // engine's diagnostic.
-std::string FindLoop(const std::string& trace, const nb::list& user_ops) {
+std::string TracedDocumentJson(const std::string& trace, const nb::list& user_ops) {
   Json parsed = Take(ParseUntrustedJson(trace));
   std::shared_ptr<const ops::OpTable> table = TableOf(user_ops);
-  return doc::ToJson(Take(doc::FindTracedLoop(parsed, table ? *table : *ops::BuiltinOps()))).dump();
+  return Take(doc::TracedDocument(parsed, table ? *table : *ops::BuiltinOps())).dump();
 }
 
 }  // namespace
@@ -167,9 +167,9 @@ void BindDocuments(nb::module_& m) {
         nb::arg("user_ops") = nb::list(),
         "One node's output type and lowest protocol version (webir::InferNode): ((shape, dtype), "
         "version); a refused node raises the engine's diagnostic.");
-  m.def("find_loop", &FindLoop, nb::arg("trace"), nb::arg("user_ops") = nb::list(),
-        "The loop a trace repeats (doc::FindTracedLoop) as JSON text: {start, length, count, "
-        "carry, carried}, or null.");
+  m.def("traced_document", &TracedDocumentJson, nb::arg("trace"), nb::arg("user_ops") = nb::list(),
+        "A finished trace's document (doc::TracedDocument) as JSON text: {doc, repeat, fed, "
+        "state, prologue}.");
 }
 
 }  // namespace scellis::python

@@ -212,12 +212,7 @@ std::vector<int64_t> BodyLengths(const std::vector<int64_t>& codes) {
   return {lengths.begin(), lengths.end()};
 }
 
-}  // namespace
-
-Result<std::optional<TracedLoop>> FindTracedLoop(const Json& trace, const ops::OpTable& table) {
-  auto parsed = ParseTrace(trace, table);
-  if (!parsed.ok()) return parsed.status();
-  const Trace& t = *parsed;
+std::optional<TracedLoop> RollUp(const Trace& t) {
   const int64_t n = t.size();
   // (cover, -length, first node of the run, run): runs of nodes equal to the node `length` on.
   std::vector<std::tuple<int64_t, int64_t, int64_t, int64_t>> candidates;
@@ -255,6 +250,14 @@ Result<std::optional<TracedLoop>> FindTracedLoop(const Json& trace, const ops::O
   return best;
 }
 
+}  // namespace
+
+Result<std::optional<TracedLoop>> FindTracedLoop(const Json& trace, const ops::OpTable& table) {
+  auto parsed = ParseTrace(trace, table);
+  if (!parsed.ok()) return parsed.status();
+  return RollUp(*parsed);
+}
+
 Json ToJson(const std::optional<TracedLoop>& loop) {
   if (!loop) return nullptr;
   Json carry = Json::array(), carried = Json::array();
@@ -269,6 +272,284 @@ Json ToJson(const std::optional<TracedLoop>& loop) {
           {"count", loop->count},
           {"carry", std::move(carry)},
           {"carried", std::move(carried)}};
+}
+
+namespace {
+
+bool IsIndex(const Json& v, int64_t below) {
+  return v.is_number_integer() && v.get<int64_t>() >= 0 && v.get<int64_t>() < below;
+}
+
+// A loop the trace gives explicitly (one written with loop(), its body traced once), as ToJson
+// writes one; "carried" may be left out.
+Result<TracedLoop> GivenLoop(const Json& given, const Trace& t) {
+  const std::string at = "/loop";
+  auto field = [&](const char* key) {
+    return given.is_object() ? given.value(key, Json()) : Json();
+  };
+  const Json start = field("start"), length = field("length"), count = field("count");
+  const Json carry = field("carry"), carried = field("carried");
+  if (!IsIndex(start, t.size()) || !length.is_number_integer() || length.get<int64_t>() < 1 ||
+      start.get<int64_t>() + length.get<int64_t>() > t.size() || !count.is_number_integer() ||
+      count.get<int64_t>() < 1 || !carry.is_array() || !(carried.is_null() || carried.is_array()))
+    return BadTrace(at, "the loop is not {start, length, count, carry, carried} within the trace");
+  TracedLoop l{start.get<int64_t>(), length.get<int64_t>(), count.get<int64_t>(), {}, {}};
+  for (const Json& pair : carry) {
+    if (!pair.is_array() || pair.size() != 2 || !IsIndex(pair[0], t.size()) ||
+        !IsIndex(pair[1], t.size()))
+      return BadTrace(PointerJoin(at, "carry"), "a carry pair is not [node, node] of the trace");
+    l.carry.push_back({pair[0].get<int64_t>(), pair[1].get<int64_t>()});
+  }
+  // Without "carried", the body's reads of the nodes it carries are the state it reads.
+  if (carried.is_null()) {
+    std::set<int64_t> carried_nodes;
+    for (const auto& [before, after] : l.carry) carried_nodes.insert(before);
+    for (int64_t j = l.start; j < l.start + l.length; ++j)
+      for (const Read& r : t.reads[j])
+        if (carried_nodes.count(r.ref)) l.carried.push_back({j, r.slot});
+    return l;
+  }
+  for (const Json& read : carried) {
+    if (!read.is_array() || read.size() < 2 || read.size() > 3 || !IsIndex(read[0], t.size()) ||
+        !read[1].is_string() || (read.size() == 3 && !read[2].is_number_integer()))
+      return BadTrace(PointerJoin(at, "carried"),
+                      "a carried read is not [node, port] or [node, port, index] of the trace");
+    l.carried.push_back(
+        {read[0].get<int64_t>(),
+         {read[1].get<std::string>(), read.size() == 3 ? read[2].get<int64_t>() : -1}});
+  }
+  return l;
+}
+
+void WriteSlot(Json& node, const PortSlot& slot, int64_t id) {
+  if (slot.index < 0)
+    node[slot.port] = id;
+  else
+    node[slot.port][slot.index] = id;
+}
+
+}  // namespace
+
+Result<Json> TracedDocument(const Json& trace, const ops::OpTable& table) {
+  if (!trace.is_object()) return BadTrace("", "the trace is not an object");
+  const Json returns = trace.value("returns", Json());
+  if (!returns.is_array() || returns.empty())
+    return BadTrace("/returns", "the trace returns nothing: \"returns\" is [[name, node], ...]");
+  std::vector<std::pair<std::string, int64_t>> returned;
+  Json with_outputs = trace;
+  with_outputs["outputs"] = Json::array();
+  for (size_t i = 0; i < returns.size(); ++i) {
+    const Json& r = returns[i];
+    if (!r.is_array() || r.size() != 2 || !r[0].is_string() || !r[1].is_number_integer())
+      return BadTrace(PointerJoin("/returns", i), "a returned value is not [name, node]");
+    returned.push_back({r[0].get<std::string>(), r[1].get<int64_t>()});
+    with_outputs["outputs"].push_back(r[1]);
+  }
+  auto parsed = ParseTrace(with_outputs, table);
+  if (!parsed.ok()) return parsed.status();
+  const Trace& t = *parsed;
+  const Json& nodes = trace.at("nodes");
+  const int64_t n = t.size();
+  const Json types = trace.value("types", Json()), needs = trace.value("needs", Json());
+  if (!types.is_array() || !needs.is_array() || static_cast<int64_t>(types.size()) != n ||
+      static_cast<int64_t>(needs.size()) != n)
+    return BadTrace("", "\"types\" and \"needs\" do not hold one entry per node");
+  for (int64_t i = 0; i < n; ++i) {
+    const Json& type = types[i];
+    if (!type.is_array() || type.size() != 2 || !(type[0].is_null() || type[0].is_array()) ||
+        !type[1].is_string() || !needs[i].is_number_integer())
+      return BadTrace(PointerJoin("/types", i), "node " + std::to_string(i) +
+                                                    "'s type is not [shape or null, dtype], or "
+                                                    "its need not a protocol version");
+  }
+  std::set<std::string> arguments;
+  for (const Json& name : trace.value("inputs", Json::array()))
+    if (name.is_string()) arguments.insert(name.get<std::string>());
+
+  std::optional<TracedLoop> loop;
+  int64_t traced_copies = 0;
+  if (trace.contains("loop") && !trace.at("loop").is_null()) {
+    auto given = GivenLoop(trace.at("loop"), t);
+    if (!given.ok()) return given.status();
+    loop = *given;
+    traced_copies = 1;
+  } else {
+    loop = RollUp(t);
+    if (loop) traced_copies = loop->count;
+  }
+
+  // The nodes the document keeps: the trace's, or those before the loop, its first copy and those
+  // after its copies, whose reads of the last copy are pointed at the first (`source`).
+  std::vector<int64_t> keep;
+  int64_t last = 0, end = 0;
+  if (loop) {
+    end = loop->start + loop->length * traced_copies;
+    last = end - loop->length;
+  }
+  for (int64_t i = 0; i < n; ++i)
+    if (!loop || i < loop->start + loop->length || i >= end) keep.push_back(i);
+  auto source = [&](int64_t ref) {
+    return loop && last <= ref && ref < end ? ref - (last - loop->start) : ref;
+  };
+  std::set<std::tuple<int64_t, std::string, int64_t>> carried_reads;
+  std::map<int64_t, int64_t> carry_of;
+  if (loop) {
+    for (const auto& [node, slot] : loop->carried)
+      carried_reads.insert({node, slot.port, slot.index});
+    for (const auto& [before, after] : loop->carry) carry_of.emplace(before, after);
+  }
+  auto carried = [&](int64_t node, const PortSlot& slot) {
+    return carried_reads.count({node, slot.port, slot.index}) > 0;
+  };
+  // A given loop's carried reads must be reads of the trace, of nodes it carries.
+  for (const auto& [node, slot] :
+       loop ? loop->carried : std::vector<std::pair<int64_t, PortSlot>>{}) {
+    const Read* read = nullptr;
+    for (const Read& r : t.reads[node])
+      if (r.slot == slot) read = &r;
+    if (!read || !carry_of.count(read->ref))
+      return BadTrace("/loop/carried", "node " + std::to_string(node) + " has no read \"" +
+                                           slot.port + "\" of a node the loop carries");
+  }
+
+  // Which nodes are read other than as state, and the name each returned node goes out under.
+  std::set<int64_t> plain_reads;
+  std::map<int64_t, std::string> out_name;
+  for (const auto& [name, id] : returned) {
+    plain_reads.insert(source(id));
+    out_name.emplace(source(id), name);
+  }
+  for (int64_t i : keep)
+    for (const Read& r : t.reads[i])
+      if (!carried(i, r.slot)) plain_reads.insert(source(r.ref));
+
+  // The carried state: a param per node the loop starts from, taking its body node's value. An
+  // argument read only as state is its param; one read otherwise too is fed beside a `.state`
+  // copy; a starting value computed before the loop is the prologue's.
+  struct StateParam {
+    int64_t before;
+    std::string param, out;
+  };
+  std::vector<StateParam> params;
+  std::vector<std::pair<std::string, int64_t>> extra_outputs, starts;
+  Json state = Json::object(), fed = Json::object();
+  for (const auto& [before, after] :
+       loop ? loop->carry : std::vector<std::pair<int64_t, int64_t>>{}) {
+    const Json& node = nodes[before];
+    std::string arg, param;
+    if (node.value("op", "") == "input" && arguments.count(node.value("name", ""))) {
+      arg = node.value("name", "");
+      param = plain_reads.count(before) ? arg + ".state" : arg;
+    } else {
+      arg = param = "start." + std::to_string(starts.size());
+      starts.push_back({param, before});
+    }
+    auto [named, fresh] = out_name.emplace(after, param + ".next");
+    if (fresh) extra_outputs.push_back({named->second, after});
+    params.push_back({before, param, named->second});
+    state[param] = arg;
+  }
+
+  Json doc_nodes = Json::array();
+  std::map<int64_t, int64_t> new_id, state_id;
+  for (const StateParam& p : params) {
+    const Json& type = types[p.before];
+    if (type[0].is_null())
+      return UserError(
+          "unknown-shape", PointerJoin("/nodes", static_cast<size_t>(p.before)),
+          "the loop starts from node #" + std::to_string(p.before) + ", whose shape is not known",
+          "give the loop's starting value a known shape");
+    state_id[p.before] = static_cast<int64_t>(doc_nodes.size());
+    doc_nodes.push_back({{"id", doc_nodes.size()},
+                         {"op", "param"},
+                         {"name", p.param},
+                         {"shape", type[0]},
+                         {"dtype", type[1]},
+                         {"init", {{"kind", "zeros"}}},
+                         {"carry", p.out}});
+  }
+  // The kept nodes the results need, reads of state included.
+  std::set<int64_t> kept(keep.begin(), keep.end()), reachable;
+  std::vector<int64_t> stack;
+  for (const auto& [name, id] : returned) stack.push_back(source(id));
+  for (const auto& [name, id] : extra_outputs) stack.push_back(id);
+  while (!stack.empty()) {
+    const int64_t i = stack.back();
+    stack.pop_back();
+    if (!reachable.insert(i).second) continue;
+    for (const Read& r : t.reads[i]) {
+      if (carried(i, r.slot))
+        stack.push_back(carry_of.at(r.ref));
+      else if (kept.count(source(r.ref)))
+        stack.push_back(source(r.ref));
+    }
+  }
+  int64_t version = loop ? 5 : 1;
+  for (int64_t i : keep) {
+    if (!reachable.count(i)) continue;
+    version = std::max(version, needs[i].get<int64_t>());
+    Json node = nodes[i];
+    const bool is_input = node.value("op", "") == "input";
+    if (is_input && state.contains(node.value("name", ""))) continue;  // its carried param
+    new_id[i] = static_cast<int64_t>(doc_nodes.size());
+    node["id"] = doc_nodes.size();
+    for (const Read& r : t.reads[i]) {
+      const auto id = carried(i, r.slot) ? state_id.find(r.ref) : new_id.find(source(r.ref));
+      if (id == (carried(i, r.slot) ? state_id.end() : new_id.end()))
+        return InternalError("traced-document", "node " + std::to_string(i) +
+                                                    " reads a node the document does not hold");
+      WriteSlot(node, r.slot, id->second);
+    }
+    if (is_input) fed[node.value("name", "")] = node.value("name", "");
+    doc_nodes.push_back(std::move(node));
+  }
+  Json doc = {{"version", version}, {"nodes", std::move(doc_nodes)}, {"outputs", Json::array()}};
+  const std::string name =
+      trace.value("name", Json()).is_string() ? trace.at("name").get<std::string>() : "";
+  if (!name.empty()) doc["name"] = name;
+  if (loop) doc["repeat"] = loop->count;
+  for (const auto& [out, id] : returned) {
+    const auto kept_id = new_id.find(source(id));
+    if (kept_id == new_id.end())
+      return InternalError("traced-document",
+                           "the result \"" + out + "\" is no node of the document");
+    doc["outputs"].push_back({{"name", out}, {"id", kept_id->second}});
+  }
+  for (const auto& [out, id] : extra_outputs)
+    doc["outputs"].push_back({{"name", out}, {"id", new_id.at(id)}});
+
+  // The loop's computed starting values: the nodes they need, under their places in the trace.
+  Json prologue = nullptr;
+  if (!starts.empty()) {
+    std::set<int64_t> needed;
+    for (const auto& [param, id] : starts) stack.push_back(id);
+    while (!stack.empty()) {
+      const int64_t i = stack.back();
+      stack.pop_back();
+      if (!needed.insert(i).second) continue;
+      for (const Read& r : t.reads[i]) stack.push_back(r.ref);
+    }
+    Json p = {{"version", 1}, {"nodes", Json::array()}, {"outputs", Json::array()}};
+    Json inputs = Json::array();
+    for (int64_t i : needed) {
+      p["version"] = std::max(p["version"].get<int64_t>(), needs[i].get<int64_t>());
+      p["nodes"].push_back(nodes[i]);
+      if (nodes[i].value("op", "") == "input") inputs.push_back(nodes[i].value("name", ""));
+    }
+    if (!name.empty()) p["name"] = name;
+    Json outputs = Json::array();
+    for (const auto& [param, id] : starts) {
+      p["outputs"].push_back({{"name", param}, {"id", id}});
+      outputs.push_back(param);
+    }
+    prologue = {
+        {"doc", std::move(p)}, {"inputs", std::move(inputs)}, {"outputs", std::move(outputs)}};
+  }
+  return Json{{"doc", std::move(doc)},
+              {"repeat", loop ? loop->count : 1},
+              {"fed", std::move(fed)},
+              {"state", std::move(state)},
+              {"prologue", std::move(prologue)}};
 }
 
 }  // namespace scellis::doc

@@ -3,8 +3,8 @@
 // The longest stretch of nodes that is one body repeated — each copy reading the previous copy's
 // values where the first read the loop's starting values — becomes the document's graph with
 // `repeat` set to the number of copies. Every copy is checked node by node and port by port
-// against the first, so the roll-up is exact. The front ends call this one function and make the
-// document from its answer.
+// against the first, so the roll-up is exact. The front ends hand the engine their trace and take
+// the document it makes (TracedDocument); neither holds the algorithm.
 //
 // A trace is graph-protocol nodes in order, each reading earlier nodes by their place in the list:
 //
@@ -54,5 +54,28 @@ Result<std::optional<TracedLoop>> FindTracedLoop(const Json& trace,
 // {"start", "length", "count", "carry": [[before, after], ...], "carried": [[node, port] or
 // [node, port, index], ...]}, or null: what the front ends read.
 Json ToJson(const std::optional<TracedLoop>& loop);
+
+// A finished trace made into its document: the nodes before the loop, the loop's first copy (its
+// reads of state pointed at carried params) and the nodes after it (their reads of the last copy
+// pointed at the first), with "repeat" the loop's count and protocol version 5 at least; with no
+// loop, the trace as it is. The trace is the roll-up's, with what the document needs besides:
+//
+//   {"nodes": [...], "ports": {...},
+//    "returns": [["out", 7], ...],         // the function's results, named, in order
+//    "types": [[[12, 10], "f32"], ...],    // each node's shape (null: not known) and dtype
+//    "needs": [1, 5, ...],                 // each node's lowest protocol version
+//    "inputs": ["u", "q"],                 // the input nodes that are the call's tensor arguments
+//    "name": "jacobi",                     // the document's name (optional)
+//    "loop": {...}}                        // a loop traced once (as ToJson writes one; without
+//                                          // "carried", the body's reads of the nodes in "carry"),
+//                                          // else the roll-up's (FindTracedLoop)
+//
+// The answer: {"doc", "repeat", "fed": {document input: argument, fed every call}, "state":
+// {carried param: argument, its value at each call's start}, "prologue": null, or {"doc",
+// "inputs", "outputs"} for a loop starting from values computed before it (an accumulator
+// started at zero): a document of their own, its nodes under their places in the trace, whose
+// outputs are the carried params' starting values}. A carried value of unknown shape is
+// `unknown-shape`; a trace not of this shape `bad-trace`.
+Result<Json> TracedDocument(const Json& trace, const ops::OpTable& table = *ops::BuiltinOps());
 
 }  // namespace scellis::doc

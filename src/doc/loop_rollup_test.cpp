@@ -185,5 +185,110 @@ TEST(LoopRollup, RandomBodiesAreFoundWhole) {
   }
 }
 
+// The document of a trace: `types` all [2] f32, every node needing version 1.
+Json Documented(Json trace, const std::string& name = "") {
+  const size_t n = trace.at("nodes").size();
+  trace["types"] = Json::array();
+  trace["needs"] = Json::array();
+  for (size_t i = 0; i < n; ++i) {
+    trace["types"].push_back(Json::array({{2}, "f32"}));
+    trace["needs"].push_back(1);
+  }
+  if (!name.empty()) trace["name"] = name;
+  auto made = TracedDocument(trace);
+  EXPECT_TRUE(made.ok()) << (made.ok() ? "" : made.errors().front().Format());
+  return made.ok() ? *made : Json();
+}
+
+TEST(LoopRollup, TheDocumentCarriesTheStateAndComputesItsStartInAPrologue) {
+  // total = u * u, then three times: u = u + q; total = total + u. Worked by hand: the body is
+  // nodes 3-4; u (node 0) is read by the mul too, so its state is a param of its own ("u.state",
+  // uploaded from the argument u); total starts from the mul, which the prologue computes.
+  Json trace = Trace({Node("input", {{"name", "u"}}), Node("input", {{"name", "q"}}),
+                      Node("mul", {{"a", 0}, {"b", 0}}), Node("add", {{"a", 0}, {"b", 1}}),
+                      Node("add", {{"a", 2}, {"b", 3}}), Node("add", {{"a", 3}, {"b", 1}}),
+                      Node("add", {{"a", 4}, {"b", 5}}), Node("add", {{"a", 5}, {"b", 1}}),
+                      Node("add", {{"a", 6}, {"b", 7}})},
+                     {});
+  trace["returns"] = Json::parse(R"([["u", 7], ["total", 8]])");
+  trace["inputs"] = {"u", "q"};
+  const Json made = Documented(trace, "acc");
+  EXPECT_EQ(made, Json::parse(R"({
+    "doc": {"version": 5, "name": "acc", "repeat": 3, "nodes": [
+      {"id": 0, "op": "param", "name": "u.state", "shape": [2], "dtype": "f32",
+       "init": {"kind": "zeros"}, "carry": "u"},
+      {"id": 1, "op": "param", "name": "start.0", "shape": [2], "dtype": "f32",
+       "init": {"kind": "zeros"}, "carry": "total"},
+      {"id": 2, "op": "input", "name": "q"},
+      {"id": 3, "op": "add", "a": 0, "b": 2},
+      {"id": 4, "op": "add", "a": 1, "b": 3}],
+      "outputs": [{"name": "u", "id": 3}, {"name": "total", "id": 4}]},
+    "repeat": 3, "fed": {"q": "q"}, "state": {"u.state": "u", "start.0": "start.0"},
+    "prologue": {"doc": {"version": 1, "name": "acc",
+                         "nodes": [{"id": 0, "op": "input", "name": "u"},
+                                   {"id": 2, "op": "mul", "a": 0, "b": 0}],
+                         "outputs": [{"name": "start.0", "id": 2}]},
+                 "inputs": ["u"], "outputs": ["start.0"]}})"))
+      << made.dump(1);
+}
+
+TEST(LoopRollup, ALoopTracedOnceAndATraceWithoutOne) {
+  // loop(10, relu, u): the body (node 1) traced once; u is read only as state, so its param takes
+  // the argument's name, and the input node goes.
+  Json once = Trace({Node("input", {{"name", "u"}}), Node("relu", {{"a", 0}})}, {});
+  once["returns"] = Json::parse(R"([["out", 1]])");
+  once["inputs"] = {"u"};
+  once["loop"] = Json::parse(R"({"start": 1, "length": 1, "count": 10, "carry": [[0, 1]]})");
+  const Json made_once = Documented(once);
+  // Its carried read, [1, "a"], found by the engine, is the one given explicitly.
+  once["loop"]["carried"] = Json::parse(R"([[1, "a"]])");
+  EXPECT_EQ(Documented(once), made_once);
+  EXPECT_EQ(made_once, Json::parse(R"({
+    "doc": {"version": 5, "repeat": 10, "nodes": [
+      {"id": 0, "op": "param", "name": "u", "shape": [2], "dtype": "f32",
+       "init": {"kind": "zeros"}, "carry": "out"},
+      {"id": 1, "op": "relu", "a": 0}],
+      "outputs": [{"name": "out", "id": 1}]},
+    "repeat": 10, "fed": {}, "state": {"u": "u"}, "prologue": null})"));
+  // relu(u) + u: nothing repeats, so the document is the trace, every input fed.
+  Json plain = Trace(
+      {Node("input", {{"name", "u"}}), Node("relu", {{"a", 0}}), Node("add", {{"a", 1}, {"b", 0}})},
+      {});
+  plain["returns"] = Json::parse(R"([["out", 2]])");
+  plain["inputs"] = {"u"};
+  const Json made = Documented(plain);
+  EXPECT_EQ(made.at("doc").at("nodes"), plain.at("nodes"));
+  EXPECT_EQ(made.at("doc").at("version"), 1);
+  EXPECT_EQ(made.at("repeat"), 1);
+  EXPECT_EQ(made.at("fed"), Json::parse(R"({"u": "u"})"));
+  EXPECT_FALSE(made.at("doc").contains("repeat"));
+}
+
+TEST(LoopRollup, ADocumentsRefusals) {
+  Json once = Trace({Node("input", {{"name", "u"}}), Node("relu", {{"a", 0}})}, {});
+  once["returns"] = Json::parse(R"([["out", 1]])");
+  once["inputs"] = {"u"};
+  once["types"] = Json::parse(R"([[null, "f32"], [null, "f32"]])");
+  once["needs"] = {1, 1};
+  once["loop"] = Json::parse(
+      R"({"start": 1, "length": 1, "count": 4, "carry": [[0, 1]], "carried": [[1, "a"]]})");
+  auto code = [](const Json& trace) {
+    auto r = TracedDocument(trace);
+    return r.ok() ? std::string("ok") : r.errors()[0].code + " " + r.errors()[0].pointer;
+  };
+  EXPECT_EQ(code(once), "unknown-shape /nodes/0");
+  Json wrong_read = once;
+  wrong_read["types"] = Json::parse(R"([[[2], "f32"], [[2], "f32"]])");
+  EXPECT_EQ(code(wrong_read), "ok");
+  wrong_read["loop"]["carried"] = Json::parse(R"([[1, "b"]])");
+  EXPECT_EQ(code(wrong_read), "bad-trace /loop/carried");
+  Json no_returns = once;
+  no_returns.erase("returns");
+  EXPECT_EQ(code(no_returns), "bad-trace /returns");
+  Json short_types = wrong_read;
+  short_types["types"] = Json::parse(R"([[[2], "f32"]])");
+  EXPECT_EQ(code(short_types), "bad-trace ");
+}
+
 }  // namespace
 }  // namespace scellis::doc

@@ -22,4 +22,4 @@ export type { DType, FeedValue, Feeds, Tensor, TensorData } from "./tensor.js";
 export { createPipeline } from "./pipeline.js";
 export type { Pipeline, PipelineCompiler, PipelineOptions, PipelineResult, PipelineTensor, PipelineValue, ReferenceReport } from "./pipeline.js";
 export { arange, canonicalJson, loop, TraceError, where } from "./trace.js";
-export type { Handle, LoopFinder, TracedDocument, TracedLoop, TraceErrorCode } from "./trace.js";
+export type { EngineTracedDocument, Handle, TraceDocumenter, TracedDocument, TraceErrorCode } from "./trace.js";

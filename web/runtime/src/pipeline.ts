@@ -26,7 +26,7 @@
 import { ScellisRuntimeError } from "./errors.js";
 import type { Runtime, RunStats, Session } from "./runtime.js";
 import { type DType, elementCount, feedBytes, type Tensor, type TensorData } from "./tensor.js";
-import { type LoopFinder, type TracedDocument, type TraceArgument, TraceError, isHandle, rolledUp, traceFunction } from "./trace.js";
+import { documentOf, type TraceDocumenter, type TracedDocument, type TraceArgument, TraceError, isHandle, traceFunction } from "./trace.js";
 
 // What lowers and runs documents: the WebAssembly reference (@scellis/wasm-reference's
 // loadReference() has both methods) or a server doing the same.
@@ -35,8 +35,8 @@ export interface PipelineCompiler {
   deviceProgram(documentText: string, options: { tier?: string; limits?: Record<string, number> }): unknown | Promise<unknown>;
   // The CPU reference's run of a document whose inputs hold their data.
   run(documentText: string, options: { whyNoWebGPU: string; tier?: "debug" | "prod" | "fast" }): ReferenceReport | Promise<ReferenceReport>;
-  // The loop a trace repeats ({"nodes", "outputs"}), the engine's roll-up (doc::FindTracedLoop).
-  findLoop: LoopFinder;
+  // A finished trace's document, its loop rolled up (the engine's doc::TracedDocument).
+  tracedDocument: TraceDocumenter;
 }
 
 // The part of the reference's report a pipeline reads.
@@ -184,7 +184,7 @@ export function createPipeline(fn: (...args: never[]) => unknown, options: Pipel
       const self = Object.freeze({ constants: Object.freeze({ ...constants }) });
       const recorded = traceFunction(fn as (...a: unknown[]) => unknown, self, list, name);
       traces++;
-      t = rolledUp(recorded, (text) => options.compiler.findLoop(text));
+      t = documentOf(recorded, (text) => options.compiler.tracedDocument(text));
       traced.set(key, t);
       t.catch(() => traced.delete(key));
     }

@@ -1,12 +1,12 @@
 // Tracing: a plain function over symbolic tensor handles, called once, recorded as graph protocol
 // nodes and made into one version-5 document whose graph is one loop body run `repeat` times, its
 // loop state carried between iterations — the document the Python package's `scellis.pipeline`
-// makes of the same program (python/scellis/pipeline.py; both roll their loops up through the
-// engine, so the two documents are equal after canonical ordering, and a test holds them to it).
+// makes of the same program (python/scellis/pipeline.py; the engine makes both documents from
+// their traces, so they are equal after canonical ordering, and a test holds them to it).
 //
 // How a loop becomes one body. A `for` loop over a static count runs during the trace and records
-// one copy of its body per pass. The trace is then rolled up by the engine (doc::FindTracedLoop,
-// through the compiler's findLoop): the longest stretch of nodes that is the same body repeated,
+// one copy of its body per pass. The engine then rolls the trace up (doc::TracedDocument, through
+// the compiler's tracedDocument): the longest stretch of nodes that is the same body repeated,
 // each copy reading the previous copy's values where the first read the loop's starting values,
 // becomes the document's graph with `repeat` the number of copies; what the first copy read from
 // before the loop, and the copies after it from their predecessor, is the carried state. Every
@@ -100,12 +100,6 @@ export const OPS: Record<string, { ports: string[]; family: string; version: num
   butterfly: { ports: ["a"], family: "neighbour", version: 6 },
 };
 
-function portsOf(node: DocNode): Array<[string, number]> {
-  const names = OPS[node.op]!.ports;
-  const out: Array<[string, number]> = [];
-  for (const [k, v] of Object.entries(node)) if (names.includes(k)) out.push([k, v as number]);
-  return out;
-}
 
 function broadcast(a: Shape, b: Shape): Shape {
   if (a === null || b === null) return null;
@@ -143,24 +137,21 @@ function isStaticCount(n: unknown): n is number {
 
 // ---- the trace ----
 
-interface LoopInfo {
+// A loop written with loop(), its body traced once, as the engine reads it (doc::TracedDocument
+// finds the body's reads of the carried nodes itself).
+interface DeclaredLoop {
   start: number;
   length: number;
   count: number;
-  carry: Map<number, number>; // node before the loop read as state -> the body node that replaces it
-  carried: Set<string>; // "node,port" reads of the first copy that are state
-  tracedCopies: number; // `count` for an unrolled loop, 1 for loop()
+  carry: Array<[number, number]>; // node before the loop read as state -> the body node that replaces it
 }
-
-const loopEnd = (l: LoopInfo) => l.start + l.length * l.tracedCopies;
-const loopLast = (l: LoopInfo) => loopEnd(l) - l.length;
 
 export class Trace {
   readonly nodes: DocNode[] = [];
   readonly needs: number[] = [];
   readonly types: Array<[Shape, TraceDType]> = [];
   done = false;
-  loop: LoopInfo | null = null;
+  loop: DeclaredLoop | null = null;
 
   add(op: string, ports: Record<string, Handle>, attrs: Record<string, unknown> = {}, shape: Shape = null, dtype: TraceDType = "f32"): Handle {
     if (this.done) throw stale();
@@ -518,37 +509,32 @@ export function loop(count: number, body: (...state: Handle[]) => Handle | Handl
   const start = trace.nodes.length;
   const out = asState(body(...state));
   for (const t of out) trace.own(t);
-  const carry = new Map<number, number>();
+  const carry: Array<[number, number]> = [];
   state.forEach((before, i) => {
     const after = out[i]!;
     if (after.id === before.id) return; // handed back unchanged: invariant
     if (after.id < start) throw new TraceError("bad-loop-body", "the body returns a value from before the loop as the next state", "return each piece of state in the order it was passed");
-    carry.set(before.id, after.id);
+    carry.push([before.id, after.id]);
   });
-  const carried = new Set<string>();
-  for (let j = start; j < trace.nodes.length; j++) {
-    for (const [port, ref] of portsOf(trace.nodes[j]!)) if (carry.has(ref)) carried.add(`${j},${port}`);
-  }
-  trace.loop = { start, length: trace.nodes.length - start, count, carry, carried, tracedCopies: 1 };
+  trace.loop = { start, length: trace.nodes.length - start, count, carry };
   return out.length === 1 ? out[0]! : out;
 }
 
-// ---- rolling an unrolled loop up: the engine's doc::FindTracedLoop ----
+// ---- the document: the engine's doc::TracedDocument ----
 
-// The loop a trace repeats as the engine answers it (doc::FindTracedLoop, which the Python package
-// calls too): the body is nodes [start, start + length), run count times; `carry` pairs a node
-// before the loop read as state with the body node whose previous value later copies read;
-// `carried` lists the first copy's reads that are state, [node, port].
-export interface TracedLoop {
-  start: number;
-  length: number;
-  count: number;
-  carry: Array<[number, number]>;
-  carried: Array<[number, string] | [number, string, number]>;
+// What the engine answers for a finished trace (doc::TracedDocument, which the Python package calls
+// too): the document, with the loop rolled up (or the one loop() declared) and its carried state
+// as params; the arguments fed and uploaded as state; the prologue of computed starting values.
+export interface EngineTracedDocument {
+  doc: Record<string, unknown>;
+  repeat: number;
+  fed: Record<string, string>;
+  state: Record<string, string>;
+  prologue: { doc: Record<string, unknown>; inputs: string[]; outputs: string[] } | null;
 }
 
-// Finds a trace's loop: the engine's roll-up (the WebAssembly reference's findLoop, or a server's).
-export type LoopFinder = (traceText: string) => TracedLoop | null | Promise<TracedLoop | null>;
+// Makes a trace's document: the engine (the WebAssembly reference's tracedDocument, or a server's).
+export type TraceDocumenter = (traceText: string) => EngineTracedDocument | Promise<EngineTracedDocument>;
 
 // Canonical JSON (keys sorted): what the tests compare documents by.
 function canonical(value: unknown): string {
@@ -560,20 +546,6 @@ function canonical(value: unknown): string {
   return JSON.stringify(value);
 }
 export { canonical as canonicalJson };
-
-function loopInfo(found: TracedLoop | null): LoopInfo | null {
-  if (found === null) return null;
-  return {
-    start: found.start,
-    length: found.length,
-    count: found.count,
-    carry: new Map(found.carry),
-    carried: new Set(found.carried.map((read) => read.join(","))),
-    tracedCopies: found.count,
-  };
-}
-
-// ---- the document ----
 
 export interface TracedDocument {
   doc: Record<string, unknown>; // the graph protocol document, as data
@@ -589,130 +561,6 @@ export interface TracedDocument {
   prologue: { doc: Record<string, unknown>; text: string; inputs: string[]; outputs: string[] } | null;
 }
 
-// The version-5 document of a finished trace: the nodes before the loop, the loop's first copy
-// (its reads of state pointed at carried params) and the nodes after it (their reads of the last
-// copy pointed at the first), with `repeat` the loop's count.
-function makeDocument(trace: Trace, inputs: Set<string>, returned: Array<[string, number]>, l: LoopInfo | null, name: string | null) {
-  const nodes = trace.nodes;
-  let keep: number[];
-  let source: (ref: number) => number;
-  if (l === null) {
-    keep = nodes.map((_, i) => i);
-    source = (ref) => ref;
-  } else {
-    keep = [];
-    for (let i = 0; i < l.start + l.length; i++) keep.push(i);
-    for (let i = loopEnd(l); i < nodes.length; i++) keep.push(i);
-    source = (ref) => (loopLast(l) <= ref && ref < loopEnd(l) ? ref - (loopLast(l) - l.start) : ref);
-  }
-  const plainReads = new Set(returned.map(([, t]) => source(t)));
-  for (const i of keep) {
-    for (const [port, ref] of portsOf(nodes[i]!)) if (l === null || !l.carried.has(`${i},${port}`)) plainReads.add(source(ref));
-  }
-  const stateParam = new Map<number, [string, string]>();
-  const state: Record<string, string> = {};
-  const fed: Record<string, string> = {};
-  const byId = new Map<number, string>();
-  for (const [n, t] of returned) if (!byId.has(source(t))) byId.set(source(t), n);
-  const extraOutputs: Array<[string, number]> = [];
-  const prologue = new Map<string, number>(); // computed starting value's param name -> its node
-  for (const [before, after] of l ? l.carry : []) {
-    const node = nodes[before]!;
-    let arg: string;
-    let pname: string;
-    if (node.op === "input" && inputs.has(node.name as string)) {
-      arg = node.name as string;
-      pname = plainReads.has(before) ? `${arg}.state` : arg;
-    } else {
-      // A starting value computed before the loop: the prologue computes it on each call.
-      arg = pname = `start.${prologue.size}`;
-      prologue.set(pname, before);
-    }
-    let out = byId.get(after);
-    if (out === undefined) {
-      out = `${pname}.next`;
-      extraOutputs.push([out, after]);
-      byId.set(after, out);
-    }
-    stateParam.set(before, [pname, out]);
-    state[pname] = arg;
-  }
-  const docNodes: DocNode[] = [];
-  const newId = new Map<string, number>();
-  for (const [before, [pname, out]] of stateParam) {
-    const [shape, dtype] = trace.types[before]!;
-    if (shape === null) throw new TraceError("unknown-shape", `the loop starts from node #${before}, whose shape is not known here`);
-    newId.set(`state,${before}`, docNodes.length);
-    docNodes.push({ id: docNodes.length, op: "param", name: pname, shape: [...shape], dtype, init: { kind: "zeros" }, carry: out });
-  }
-  const roots = [...returned.map(([, t]) => source(t)), ...extraOutputs.map(([, i]) => i)];
-  const reachable = reachableFrom(nodes, keep, source, l, roots);
-  for (const i of keep) {
-    if (!reachable.has(i)) continue;
-    const node: DocNode = { ...nodes[i]! };
-    newId.set(String(i), docNodes.length);
-    node.id = docNodes.length;
-    for (const [port, ref] of portsOf(nodes[i]!)) {
-      node[port] = l !== null && l.carried.has(`${i},${port}`) ? newId.get(`state,${ref}`)! : newId.get(String(source(ref)))!;
-    }
-    if (node.op === "input") {
-      // An argument read only as state is its carried param; one also read as a constant (or
-      // before the loop) is fed beside its `.state` copy.
-      if ((node.name as string) in state) continue;
-      fed[node.name as string] = node.name as string;
-    }
-    docNodes.push(node);
-  }
-  let needed = l ? 5 : 1;
-  for (const i of keep) if (reachable.has(i)) needed = Math.max(needed, trace.needs[i]!);
-  const doc: Record<string, unknown> = { version: needed };
-  if (name) doc.name = name;
-  if (l !== null) doc.repeat = l.count;
-  doc.nodes = docNodes;
-  doc.outputs = [
-    ...returned.map(([n, t]) => ({ name: n, id: newId.get(String(source(t)))! })),
-    ...extraOutputs.map(([n, i]) => ({ name: n, id: newId.get(String(i))! })),
-  ];
-  return { doc, fed, state, prologue };
-}
-
-// The document of the loop's computed starting values (the Python package's prologue, node for
-// node: the nodes they need under their trace ids, inputs fed).
-function prologueDocument(trace: Trace, starts: Map<string, number>, name: string | null): { doc: Record<string, unknown>; inputs: string[] } {
-  const seen = new Set<number>();
-  const stack = [...starts.values()];
-  while (stack.length) {
-    const i = stack.pop()!;
-    if (seen.has(i)) continue;
-    seen.add(i);
-    for (const [, ref] of portsOf(trace.nodes[i]!)) stack.push(ref);
-  }
-  const ids = [...seen].sort((a, b) => a - b);
-  const doc: Record<string, unknown> = { version: Math.max(1, ...ids.map((i) => trace.needs[i]!)) };
-  if (name) doc.name = name;
-  doc.nodes = ids.map((i) => ({ ...trace.nodes[i]! }));
-  doc.outputs = [...starts].map(([n, i]) => ({ name: n, id: i }));
-  const inputs = ids.filter((i) => trace.nodes[i]!.op === "input").map((i) => trace.nodes[i]!.name as string);
-  return { doc, inputs };
-}
-
-// The kept nodes the roots need, reads of state included.
-function reachableFrom(nodes: DocNode[], keep: number[], source: (ref: number) => number, l: LoopInfo | null, roots: number[]): Set<number> {
-  const kept = new Set(keep);
-  const seen = new Set<number>();
-  const stack = [...roots];
-  while (stack.length) {
-    const i = stack.pop()!;
-    if (seen.has(i)) continue;
-    seen.add(i);
-    for (const [port, ref] of portsOf(nodes[i]!)) {
-      if (l !== null && l.carried.has(`${i},${port}`)) stack.push(l.carry.get(ref)!);
-      else if (kept.has(source(ref))) stack.push(source(ref));
-    }
-  }
-  return seen;
-}
-
 export interface TraceArgument {
   name: string;
   // A tensor argument (symbolic in the trace), or a constant passed to the function as it is.
@@ -720,7 +568,7 @@ export interface TraceArgument {
   constant?: unknown;
 }
 
-// A function's trace as recorded, before its loop is rolled up (rolledUp makes the document).
+// A function's trace as recorded, before the engine rolls its loop up (documentOf).
 export interface RecordedTrace {
   trace: Trace;
   inputs: Set<string>;
@@ -789,16 +637,21 @@ export function traceFunction(fn: (...args: unknown[]) => unknown, self: unknown
   return { trace, inputs, handles, structure, name };
 }
 
-// The document of a recorded trace: its loop, written with loop() or found by the engine's roll-up
-// (`findLoop`) in an unrolled `for`, becomes the document's repeated graph.
-export async function rolledUp(recorded: RecordedTrace, findLoop: LoopFinder): Promise<TracedDocument> {
+// The document of a recorded trace, made by the engine (`document`): its loop, written with loop()
+// or found in an unrolled `for`, becomes the document's repeated graph.
+export async function documentOf(recorded: RecordedTrace, document: TraceDocumenter): Promise<TracedDocument> {
   const { trace, inputs, handles, structure, name } = recorded;
-  const l = trace.loop ?? loopInfo(await findLoop(JSON.stringify({ nodes: trace.nodes, outputs: handles.map(([, t]) => t) })));
-  const { doc, fed, state, prologue } = makeDocument(trace, inputs, handles, l, name);
-  let before: TracedDocument["prologue"] = null;
-  if (prologue.size) {
-    const p = prologueDocument(trace, prologue, name);
-    before = { doc: p.doc, text: JSON.stringify(p.doc), inputs: p.inputs, outputs: [...prologue.keys()] };
-  }
-  return { doc, text: JSON.stringify(doc), repeat: l ? l.count : 1, fed, state, outputs: handles.map(([n]) => n), structure, prologue: before };
+  const made = await document(
+    JSON.stringify({
+      nodes: trace.nodes,
+      returns: handles,
+      types: trace.types,
+      needs: trace.needs,
+      inputs: [...inputs],
+      ...(name ? { name } : {}),
+      ...(trace.loop ? { loop: trace.loop } : {}),
+    }),
+  );
+  const prologue = made.prologue ? { ...made.prologue, text: JSON.stringify(made.prologue.doc) } : null;
+  return { doc: made.doc, text: JSON.stringify(made.doc), repeat: made.repeat, fed: made.fed, state: made.state, outputs: handles.map(([n]) => n), structure, prologue };
 }

@@ -100,23 +100,25 @@ export interface Reference {
    */
   deviceProgram(documentText: string, options?: DeviceProgramOptions): DeviceProgram;
   /**
-   * The loop a traced function's nodes repeat (the engine's roll-up, doc::FindTracedLoop), for
-   * @scellis/runtime's createPipeline: `traceText` is {"nodes", "outputs"} as JSON; null when the
-   * trace repeats no body. Throws ScellisReferenceError (`bad-trace`, `unknown-op`) on a
-   * malformed trace.
+   * The document of a traced function (the engine's doc::TracedDocument), for @scellis/runtime's
+   * createPipeline: `traceText` is the trace as JSON ({nodes, returns, types, needs, inputs,
+   * name?, loop?}); the answer is the document with its loop rolled up, what a call feeds and
+   * uploads as state, and the prologue of computed starting values. Throws ScellisReferenceError
+   * (`bad-trace`, `unknown-op`, `unknown-shape`) on a trace it cannot make into one.
    */
-  findLoop(traceText: string): TracedLoop | null;
+  tracedDocument(traceText: string): TracedDocument;
 }
 
-/** A loop in a trace: its body is nodes [start, start + length), run `count` times. */
-export interface TracedLoop {
-  start: number;
-  length: number;
-  count: number;
-  /** [node before the loop read as state, the body node whose previous value later copies read] */
-  carry: Array<[number, number]>;
-  /** The first copy's reads that are state: [node, port] or [node, list port, entry]. */
-  carried: Array<[number, string] | [number, string, number]>;
+/** A traced function's document, as the engine makes it. */
+export interface TracedDocument {
+  doc: Record<string, unknown>;
+  repeat: number;
+  /** document input -> argument, fed every call */
+  fed: Record<string, string>;
+  /** carried param -> argument, its value at each call's start */
+  state: Record<string, string>;
+  /** the loop's starting values computed before it: a document of their own */
+  prologue: { doc: Record<string, unknown>; inputs: string[]; outputs: string[] } | null;
 }
 
 export interface DeviceProgramOptions {
@@ -264,8 +266,8 @@ export async function loadReference(options: LoadOptions = {}): Promise<Referenc
       };
       return call((d, o) => module._scellis_device_program(d, o), documentText, request) as DeviceProgram;
     },
-    findLoop(traceText: string): TracedLoop | null {
-      return (call((t, o) => module._scellis_find_loop(t, o), traceText, {}) as { loop: TracedLoop | null }).loop;
+    tracedDocument(traceText: string): TracedDocument {
+      return call((t, o) => module._scellis_traced_document(t, o), traceText, {}) as TracedDocument;
     },
   };
 }

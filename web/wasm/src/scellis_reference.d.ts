@@ -3,7 +3,7 @@
 export interface ScellisReferenceModule {
   _scellis_run(documentText: number, optionsJson: number): number;
   _scellis_device_program(documentText: number, optionsJson: number): number;
-  _scellis_find_loop(traceText: number, optionsJson: number): number;
+  _scellis_traced_document(traceText: number, optionsJson: number): number;
   _scellis_version(): number;
   _malloc(bytes: number): number;
   _free(pointer: number): void;

@@ -160,8 +160,9 @@ test("deviceProgram: the native scellis_device_program's program, field for fiel
   );
 });
 
-test("findLoop: the engine's roll-up of a trace, worked by hand; a malformed trace refused at its node", () => {
-  // x, then y = relu(y + x) three times: the body is nodes 1-2, y (node 0 as its start) carried.
+test("tracedDocument: the engine's document of a trace, worked by hand; a malformed trace refused at its node", () => {
+  // x, then y = relu(y + x) three times: the body is nodes 1-2; y starts from x (node 0), which
+  // the body reads as it is too, so the state is a param of its own, "x.state".
   const nodes: Array<Record<string, unknown>> = [{ id: 0, op: "input", name: "x" }];
   let y = 0;
   for (let s = 0; s < 3; s++) {
@@ -169,17 +170,29 @@ test("findLoop: the engine's roll-up of a trace, worked by hand; a malformed tra
     nodes.push({ id: nodes.length, op: "relu", a: nodes.length - 1 });
     y = nodes.length - 1;
   }
-  assert.deepEqual(reference.findLoop(JSON.stringify({ nodes, outputs: [y] })), {
-    start: 1,
-    length: 2,
-    count: 3,
-    carry: [[0, 2]],
-    carried: [[1, "a"]],
+  const trace = (returns: Array<[string, number]>) =>
+    JSON.stringify({ nodes, returns, types: nodes.map(() => [[4], "f32"]), needs: nodes.map(() => 1), inputs: ["x"] });
+  assert.deepEqual(reference.tracedDocument(trace([["y", y]])), {
+    doc: {
+      version: 5,
+      repeat: 3,
+      nodes: [
+        { id: 0, op: "param", name: "x.state", shape: [4], dtype: "f32", init: { kind: "zeros" }, carry: "y" },
+        { id: 1, op: "input", name: "x" },
+        { id: 2, op: "add", a: 0, b: 1 },
+        { id: 3, op: "relu", a: 2 },
+      ],
+      outputs: [{ name: "y", id: 3 }],
+    },
+    repeat: 3,
+    fed: { x: "x" },
+    state: { "x.state": "x" },
+    prologue: null,
   });
-  // Returning the first copy's result too leaves nothing to roll up.
-  assert.equal(reference.findLoop(JSON.stringify({ nodes, outputs: [y, 2] })), null);
+  // Returning the first copy's result too leaves nothing to roll up: the trace as it is.
+  assert.equal(reference.tracedDocument(trace([["y", y], ["first", 2]])).repeat, 1);
   assert.throws(
-    () => reference.findLoop(JSON.stringify({ nodes: [{ id: 0, op: "relu", a: 3 }], outputs: [0] })),
+    () => reference.tracedDocument(JSON.stringify({ nodes: [{ id: 0, op: "relu", a: 3 }], returns: [["y", 0]], types: [[[4], "f32"]], needs: [1], inputs: [] })),
     (e: unknown) => e instanceof ScellisReferenceError && e.code === "bad-trace" && e.pointer === "/nodes/0/a",
   );
 });
