@@ -58,27 +58,30 @@ fi
 
 [ "$PART" = test ] || exit 0
 
-# The CPU peer for agreement tests and benchmarks: PyTorch (the default wheel; it runs on the CPU
-# here) in a project-local virtual environment.
-if [ ! -x .venv/bin/python ] || ! .venv/bin/python -c "import torch, numpy, pytest" 2>/dev/null; then
-  echo "setup: installing PyTorch 2.11.0, numpy and pytest into .venv (a few minutes, once)"
-  python3 -m venv .venv
-  .venv/bin/pip install -q --disable-pip-version-check torch==2.11.0 numpy pytest
-fi
-# The gguf package's own dequantizer: the independent oracle for the q4_k and q6_k blocks.
-if ! .venv/bin/python -c "import gguf" 2>/dev/null; then
-  echo "setup: installing gguf 0.19.0 into .venv"
-  .venv/bin/pip install -q --disable-pip-version-check gguf==0.19.0
-fi
-
-# The Python package (pyproject.toml: python/scellis and the nanobind module python/src): its
-# pinned build tools, then `pip install .` whenever a source is newer than the last install. The
-# build directory (build/python) persists, so a reinstall compiles only what changed.
+# A project-local virtual environment. The Python package's pinned build tools come first (the
+# other installs below then find what they share with them, e.g. `packaging`, already there).
+[ -x .venv/bin/python ] || python3 -m venv .venv
 if ! .venv/bin/python -c "import nanobind, scikit_build_core, sys; \
     sys.exit(nanobind.__version__ != '3.1.0' or scikit_build_core.__version__ != '1.1.2')" 2>/dev/null; then
   echo "setup: installing nanobind and scikit-build-core into .venv"
   .venv/bin/pip install -q --disable-pip-version-check nanobind==3.1.0 scikit-build-core==1.1.2
 fi
+# The CPU peer for agreement tests and benchmarks, PyTorch (the default wheel; it runs on the CPU
+# here), with numpy and pytest, then gguf (its own dequantizer is the independent oracle for the
+# q4_k and q6_k blocks). About 4.7 GB to fetch and unpack, which waits on the network and the disk:
+# it installs in the background while the Python package below compiles, and setup waits for it.
+peers_pid=
+if ! .venv/bin/python -c "import torch, numpy, pytest, gguf" 2>/dev/null; then
+  echo "setup: installing PyTorch 2.11.0, numpy, pytest and gguf 0.19.0 into .venv (a few minutes, once)"
+  { .venv/bin/pip install -q --disable-pip-version-check torch==2.11.0 numpy pytest &&
+    .venv/bin/pip install -q --disable-pip-version-check gguf==0.19.0; } > .venv/peers-install.log 2>&1 &
+  peers_pid=$!
+fi
+
+# The Python package (pyproject.toml: python/scellis and the nanobind module python/src):
+# `pip install .` whenever a source is newer than the last install. The build directory
+# (build/python) persists, so a reinstall compiles only what changed. Its one dependency, numpy,
+# comes with PyTorch above (--no-deps: no second pip installs it beside that one).
 PY_STAMP=build/python/.installed
 if [ ! -f "$PY_STAMP" ] ||
    [ -n "$(find python src CMakeLists.txt pyproject.toml -newer "$PY_STAMP" -print -quit)" ] ||
@@ -86,8 +89,13 @@ if [ ! -f "$PY_STAMP" ] ||
   echo "setup: building and installing the Python package into .venv (pip install .)"
   # The compiler CMake picks for the C++ build (c++, unless CXX says otherwise), not the one
   # Python was built with: same command lines, so ccache serves the engine to the second build.
-  CXX="${CXX:-c++}" .venv/bin/pip install -q --disable-pip-version-check --no-build-isolation .
+  CXX="${CXX:-c++}" .venv/bin/pip install -q --disable-pip-version-check --no-build-isolation --no-deps .
   touch "$PY_STAMP"
+fi
+if [ -n "$peers_pid" ] && ! wait "$peers_pid"; then
+  cat .venv/peers-install.log
+  echo "setup: installing PyTorch, numpy, pytest or gguf failed (above)" >&2
+  exit 1
 fi
 
 # The Studio's front end, its browser runtime and the browser tests: each web package installs
