@@ -25,8 +25,8 @@ struct Trace {
 
 Diagnostic BadTrace(const std::string& pointer, const std::string& message) {
   return UserError("bad-trace", pointer, message,
-                   "a trace is {\"nodes\": [...], \"outputs\": [node, ...], \"ports\": {op: "
-                   "[port, ...]}}, each node reading earlier nodes by their place in the list");
+                   "a trace is graph-protocol nodes in order, each reading earlier nodes by their "
+                   "place in the list, with what doc/loop_rollup.h lists beside them");
 }
 
 Result<std::vector<std::string>> PortNames(const std::string& op, const Json& user_ports,
