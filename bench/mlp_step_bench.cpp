@@ -114,7 +114,7 @@ int main(int argc, char** argv) {
         // The host's part split (the backend's stats), and what a run costs outside the backend's
         // own wall time (the session's checks and bookkeeping around it; sequential runs only).
         double host_setup_us = 0, host_send_us = 0, host_feed_us = 0, host_encode_us = 0,
-               outside_us = 0;
+               outside_us = 0, copies = 0;
         std::vector<double> by_dispatch;  // each of a step's dispatches, summed over the steps
         auto collect = [&](const runtime::StepsResult& r, double run_us) {
           const auto stat_us = [&](const char* key) {
@@ -125,6 +125,7 @@ int main(int argc, char** argv) {
           host_send_us += stat_us("host_send_ms");
           host_feed_us += stat_us("host_feed_ms");
           host_encode_us += stat_us("host_encode_ms");
+          if (r.stats.contains("copies")) copies += r.stats["copies"].get<double>();
           if (in_flight == 1 && r.stats.contains("wall_ms"))
             outside_us += run_us - stat_us("wall_ms");
           if (r.stats.contains("gpu_timestamps")) {
@@ -190,6 +191,8 @@ int main(int argc, char** argv) {
               host_feed_us / steps, host_encode_us / steps);
           if (in_flight == 1)
             std::printf(", \"outside_backend_us_per_step\": %.2f", outside_us / steps);
+          // Buffer copies between the dispatches (a watched value's, to the run's history).
+          std::printf(", \"copies_per_step\": %.3f", copies / steps);
         }
         if (timed) {
           std::printf(

@@ -316,6 +316,7 @@ void Device::Copy(BufferId src, uint64_t src_offset, BufferId dst, uint64_t dst_
   m.EndPass();
   m.p.CommandEncoderCopyBufferToBuffer(m.encoder, s->handle, src_offset, d->handle, dst_offset,
                                        bytes);
+  m.stats.copies++;
 }
 
 void Device::Clear(BufferId id, uint64_t offset, uint64_t bytes) {

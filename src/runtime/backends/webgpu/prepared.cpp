@@ -5,10 +5,11 @@
 // records every iteration of a step (a plan's `repeat` gives a step many) into one submission, and
 // sends a run of many steps in chunks of 1, 1, 2, 4 and then 8 steps, so the GPU starts while the
 // host records the rest; the generic executor, pinned for comparisons, submits each iteration
-// alone. Only the per-step history of watched outputs (one small copy per step, all into one
-// history buffer) is read back, through one staging map. A run is started (recorded, sent, its
-// map asked for) apart from being finished (the map waited for), so the host records the next
-// run while the GPU runs this one; each run in flight owns its staging and history buffers.
+// alone. Only the per-step history of watched outputs (all in one history buffer, where a value's
+// kernel writes it in every step but the last, else one small copy per step) is read back, through
+// one staging map. A run is started (recorded, sent, its map asked for) apart from being finished
+// (the map waited for), so the host records the next run while the GPU runs this one; each run in
+// flight owns its staging and history buffers.
 //
 // Buffers, sources, pipelines and dispatches come from the device program (runtime/
 // device_program.h) built for this device's limits: the browser runtime executes the same program,
@@ -231,18 +232,37 @@ class WebGpuPrepared : public Prepared {
     }
 
     // Every watched value of every step goes into one history buffer, so one map reads it all:
-    // watched output i of step k at history_at[i] + k * slot[i].
+    // watched output i of step k at history_at[i] + k * slot[i]. A value its kernel can write
+    // into its slot itself (WrittenInPlaceOfHistory) is, in every step but the last: a copy per
+    // step is a transfer between dispatches, with a barrier on either side, that the GPU waits
+    // for as for a dependent dispatch. The last step's value stays in its own buffer, where a
+    // download after the run reads it, and is copied.
+    std::map<int, Slots> history_slots;  // by plan buffer, the values written into their slots
+    std::vector<bool> written_in_slot;
     for (int node : watch) {
-      run.slot.push_back(RoundUp4(g.at(node).type.bytes()));
+      const int buffer = plan_.buffer_of[node];
+      const bool direct =
+          steps > 1 && WrittenInPlaceOfHistory(node) && !SharesADispatch(buffer, history_slots);
+      const uint64_t size =
+          direct ? program_.buffers[buffer].size : RoundUp4(g.at(node).type.bytes());
+      if (direct) run.history_bytes = (run.history_bytes + align - 1) / align * align;
+      run.slot.push_back(direct ? (size + align - 1) / align * align : size);
       run.history_at.push_back(run.history_bytes);
       run.history_bytes += run.slot.back() * steps;
+      written_in_slot.push_back(direct);
+      if (direct)
+        history_slots[buffer] = {BufferId{}, run.slot.back(), size, run.history_at.back()};
     }
     BufferId history = d_.CreateBuffer(std::max<uint64_t>(run.history_bytes, 4));
     run.scratch.push_back(history);
+    for (auto& [buffer, slots] : history_slots) slots.staging = history;
 
-    // A binding of a fed input's buffer binds this step's slot of its staging buffer instead.
+    // A binding of a fed input's buffer binds this step's slot of its staging buffer instead; in
+    // every step but the last, a binding of a value written into its history slot binds that.
     std::map<int, const Slots*> fed_buffer;
     for (const auto& [node, slots] : fed_slots) fed_buffer[plan_.buffer_of[node]] = &slots;
+    std::map<int, const Slots*> slotted_buffer = fed_buffer;
+    for (const auto& [buffer, slots] : history_slots) slotted_buffer[buffer] = &slots;
     const bool generic = executor() == kGenericExecutor;
     const int64_t iterations = program_.Rounds();
     const size_t hoisted = static_cast<size_t>(program_.hoisted_dispatches);
@@ -274,14 +294,17 @@ class WebGpuPrepared : public Prepared {
         }
       }
       // The loop's invariants, once per step; the body's dispatches every iteration.
-      EncodeDispatches(k, fed_buffer, 0, hoisted);
+      const bool last_step = k + 1 == steps;
+      const std::map<int, const Slots*>& slotted = last_step ? fed_buffer : slotted_buffer;
+      EncodeDispatches(k, slotted, 0, hoisted);
       for (int64_t it = 0; it < iterations; ++it) {
-        EncodeDispatches(k, fed_buffer, hoisted, program_.dispatches.size());
+        EncodeDispatches(k, slotted, hoisted, program_.dispatches.size());
         // The last iteration's outputs are the step's.
         if (it + 1 == iterations) {
           for (size_t i = 0; i < watch.size(); ++i) {
-            if (run.slot[i]) {
-              d_.Copy(Phys(watch[i]), 0, history, run.history_at[i] + k * run.slot[i], run.slot[i]);
+            if (run.slot[i] && (last_step || !written_in_slot[i])) {
+              d_.Copy(Phys(watch[i]), 0, history, run.history_at[i] + k * run.slot[i],
+                      RoundUp4(g.at(watch[i]).type.bytes()));
             }
           }
         }
@@ -323,6 +346,7 @@ class WebGpuPrepared : public Prepared {
     };
     run.stats = {{"steps", steps},
                  {"dispatches", after.dispatches - before.dispatches},
+                 {"copies", after.copies - before.copies},
                  {"iterations_per_dispatch", program_.iterations_per_dispatch},
                  {"submissions", after.submits - before.submits},
                  {"maps", after.maps - before.maps},
@@ -440,12 +464,52 @@ class WebGpuPrepared : public Prepared {
     return r;
   }
 
-  // A fed input's per-step values: one slot per step of a run in one staging buffer.
+  // A fed input's per-step values: one slot per step of a run in one staging buffer (or a watched
+  // value's, in the run's history), step k's at first + k * stride.
   struct Slots {
     BufferId staging;
     uint64_t stride;
     uint64_t bytes;
+    uint64_t first = 0;
   };
+
+  // Whether some dispatch binds `buffer` and one of `others`' too (or `buffer` is one of them): a
+  // dispatch may not bind one buffer, the run's history, both as read-only and as writable.
+  bool SharesADispatch(int buffer, const std::map<int, Slots>& others) const {
+    if (others.count(buffer)) return true;
+    for (const ProgramDispatch& d : program_.dispatches) {
+      bool binds = false, binds_other = false;
+      for (const ProgramBinding& b : d.bindings) {
+        binds |= b.buffer == buffer;
+        binds_other |= others.count(b.buffer) > 0;
+      }
+      if (binds && binds_other) return true;
+    }
+    return false;
+  }
+
+  // Whether a watched value can be written into its history slot by the kernel that computes it:
+  // a computed value alone in its buffer (no other value placed there, nothing carried through
+  // it), which a dispatch of every step writes whole (not in tiles, which bind windows of a
+  // buffer over the binding cap), outside the checking mode that poisons outputs.
+  bool WrittenInPlaceOfHistory(int node) const {
+    const int buffer = plan_.buffer_of[node];
+    if (buffer < 0 || options_.poison_outputs ||
+        plan_.graph().at(node).role != webir::Role::kCompute ||
+        std::count(plan_.buffer_of.begin(), plan_.buffer_of.end(), buffer) != 1)
+      return false;
+    for (const ProgramCarry& c : program_.carries)
+      if (c.from_buffer == buffer || c.to_buffer == buffer) return false;
+    bool written = false;
+    for (const ProgramDispatch& d : program_.dispatches) {
+      for (size_t b = 0; b < d.bindings.size(); ++b) {
+        if (d.bindings[b].buffer != buffer) continue;
+        if (d.tile_count >= 0) return false;
+        written |= b >= d.bindings.size() - static_cast<size_t>(d.writes);
+      }
+    }
+    return written;
+  }
 
   // Steps [first, end)'s feeds into their slots of the fed inputs' staging buffers.
   Status WriteFeeds(const std::vector<Feeds>& feeds, const std::map<int, Slots>& fed_slots,
@@ -456,19 +520,20 @@ class WebGpuPrepared : public Prepared {
     return Status::Ok();
   }
 
-  // The program's dispatches [first, end), every binding of a fed input's buffer taking step
-  // `step`'s slot of its staging buffer.
-  void EncodeDispatches(size_t step, const std::map<int, const Slots*>& fed_buffer, size_t first,
+  // The program's dispatches [first, end), every binding of a slotted buffer (a fed input's, or a
+  // watched value's written into the history) taking step `step`'s slot instead.
+  void EncodeDispatches(size_t step, const std::map<int, const Slots*>& slotted, size_t first,
                         size_t end) {
     for (size_t i = first; i < end; ++i) {
       const ProgramDispatch& dispatch = program_.dispatches[i];
       std::vector<Binding>& bindings = bindings_;  // kept between dispatches: no allocation
       bindings.clear();
       for (const ProgramBinding& b : dispatch.bindings) {
-        auto fed = fed_buffer.find(b.buffer);
-        if (fed != fed_buffer.end()) {
-          const Slots& sl = *fed->second;
-          bindings.push_back({sl.staging, step * sl.stride + b.offset, b.size ? b.size : sl.bytes});
+        auto slot = slotted.find(b.buffer);
+        if (slot != slotted.end()) {
+          const Slots& sl = *slot->second;
+          bindings.push_back(
+              {sl.staging, sl.first + step * sl.stride + b.offset, b.size ? b.size : sl.bytes});
         } else {
           bindings.push_back({phys_[b.buffer], b.offset, b.size});
         }

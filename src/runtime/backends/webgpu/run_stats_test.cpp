@@ -2,6 +2,7 @@
 // submission and one staging map however many outputs it reads back. On SwiftShader.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cstdlib>
 #include <filesystem>
 #include <random>
@@ -99,7 +100,14 @@ TEST(WebGpuRunStats, ThreeOutputsOneSubmissionOneMap) {
   ASSERT_TRUE(steps.ok()) << steps.errors().front().Format();
   EXPECT_EQ(steps->stats["submissions"].get<int>(), 4);
   EXPECT_EQ(steps->stats["maps"].get<int>(), 1);
-  EXPECT_EQ(steps->stats["readback_bytes"].get<int>(), 5 * (5 + 21 + 1) * 4);
+  // Each value's kernel writes it into its own slot of the history (the next test), so each slot
+  // starts where the adapter can bind it.
+  const auto& limits = gpu->device().info().limits;
+  const uint64_t align = std::max(
+      {limits.min_storage_buffer_offset_alignment, limits.min_uniform_buffer_offset_alignment, 4u});
+  const auto slot = [&](uint64_t bytes) { return (bytes + align - 1) / align * align; };
+  EXPECT_EQ(steps->stats["readback_bytes"].get<uint64_t>(),
+            5 * (slot(5 * 4) + slot(21 * 4) + slot(4)));
   EXPECT_EQ(steps->watched[2].second[4].ToFloats(), std::vector<float>{10.5f});
   // A run started behind another finds the GPU busy with it: its steps go in chunks of 8 from the
   // first, so its 5 steps are one submission (the run before it: 1, 1, 2, 1).
@@ -129,6 +137,90 @@ TEST(WebGpuRunStats, ThreeOutputsOneSubmissionOneMap) {
   const double whole = steps->stats["host_record_ms"].get<double>();
   EXPECT_NEAR(parts, whole, 1e-6 + 1e-9 * whole);
   EXPECT_LE(whole, steps->stats["wall_ms"].get<double>());
+}
+
+// A watched value that its kernel computes into a buffer of its own is written straight into its
+// slot of the run's history in every step but the last: no copy between the step's dispatches.
+// The last step's value stays in its buffer, where a download after the run reads it. A carried
+// value (its buffer swaps with its input's after each step) is still copied, every step.
+TEST(WebGpuRunStats, WatchedValuesAreWrittenIntoTheirHistorySlots) {
+  auto gpu = FreshGpu();
+  ASSERT_NE(gpu, nullptr);
+  Json doc = {{"version", 1},
+              {"nodes",
+               {{{"id", 0}, {"op", "input"}, {"name", "x"}, {"shape", {3}}},
+                {{"id", 1},
+                 {"op", "input"},
+                 {"name", "acc"},
+                 {"shape", {3}},
+                 {"data", {0, 0, 0}},
+                 {"carry", "total"}},
+                {{"id", 2}, {"op", "add"}, {"a", 1}, {"b", 0}},
+                {{"id", 3}, {"op", "mul"}, {"a", 2}, {"b", 2}},
+                {{"id", 4}, {"op", "sum"}, {"a", 2}},
+                {{"id", 5}, {"op", "sum"}, {"a", 3}}}},
+              {"outputs",
+               {{{"name", "total"}, {"id", 2}},
+                {{"name", "square"}, {"id", 3}},
+                {{"name", "s"}, {"id", 4}},
+                {{"name", "q"}, {"id", 5}}}}};
+  execplan::Plan plan = PlanFor(doc, *gpu);
+  auto p = gpu->Prepare(plan);
+  ASSERT_TRUE(p.ok()) << p.errors().front().Format();
+  // Small whole numbers, so every sum and square is exact in f32.
+  std::mt19937 rng(20261205);
+  std::uniform_int_distribution<int> draw(-9, 9);
+  const int steps = 5;
+  std::vector<Feeds> feeds(steps);
+  std::vector<std::vector<float>> xs(steps, std::vector<float>(3));
+  for (int k = 0; k < steps; ++k) {
+    for (float& v : xs[k]) v = static_cast<float>(draw(rng));
+    feeds[k]["x"] = HostTensor::FromFloats(MakeType({3}), xs[k]);
+  }
+  // The accumulator carries over from run to run: each step's total, for the steps fed xs[first..).
+  std::vector<double> acc(3, 0.0);
+  const auto totals_of = [&](int first, int count) {
+    std::vector<std::vector<double>> total(count, std::vector<double>(3));
+    for (int k = 0; k < count; ++k)
+      for (int i = 0; i < 3; ++i) total[k][i] = acc[i] += xs[first + k][i];
+    return total;
+  };
+  std::vector<std::vector<double>> total = totals_of(0, steps);
+  auto r = p.value()->RunSteps(feeds, {"total", "square", "s"});
+  ASSERT_TRUE(r.ok()) << r.errors().front().Format();
+  for (int k = 0; k < steps; ++k) {
+    std::vector<float> want_total, want_square;
+    double want_sum = 0;
+    for (double t : total[k]) {
+      want_total.push_back(static_cast<float>(t));
+      want_square.push_back(static_cast<float>(t * t));
+      want_sum += t;
+    }
+    EXPECT_EQ(r->watched[0].second[k].ToFloats(), want_total) << "step " << k;
+    EXPECT_EQ(r->watched[1].second[k].ToFloats(), want_square) << "step " << k;
+    EXPECT_EQ(r->watched[2].second[k].ToFloats(), std::vector<float>{float(want_sum)}) << k;
+  }
+  // The carried total is copied in each of the 5 steps; the square and the sum in the last only.
+  EXPECT_EQ(r->stats["copies"].get<int>(), steps + 2);
+  auto square = p.value()->Download("square");
+  ASSERT_TRUE(square.ok()) << square.errors().front().Format();
+  EXPECT_EQ(square->ToFloats(), r->watched[1].second[steps - 1].ToFloats());
+  // A run of one step copies each watched value, as before.
+  auto one = p.value()->RunSteps({feeds[0]}, {"square", "s"});
+  ASSERT_TRUE(one.ok()) << one.errors().front().Format();
+  EXPECT_EQ(one->stats["copies"].get<int>(), 2);
+  totals_of(0, 1);
+  // The dispatch that writes q reads the square: a dispatch may not bind the history both as
+  // read-only and as writable, so q is copied in every step.
+  auto both = p.value()->RunSteps(feeds, {"square", "q"});
+  ASSERT_TRUE(both.ok()) << both.errors().front().Format();
+  total = totals_of(0, steps);
+  for (int k = 0; k < steps; ++k) {
+    double want = 0;
+    for (double t : total[k]) want += t * t;
+    EXPECT_EQ(both->watched[1].second[k].ToFloats(), std::vector<float>{float(want)}) << k;
+  }
+  EXPECT_EQ(both->stats["copies"].get<int>(), 1 + steps);
 }
 
 TEST(WebGpuRunStats, ASecondProcessOfTheSameRunReadsTheKernelCache) {
