@@ -22,7 +22,7 @@
 #include "api/run.h"
 #include "base/diagnostic_json.h"
 #include "base/json_util.h"
-#include "doc/loop_rollup.h"
+#include "doc/traced_document.h"
 #include "pipeline/compile.h"
 #include "runtime/device_program.h"
 

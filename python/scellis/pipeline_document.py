@@ -21,9 +21,9 @@ class _Traced:
         self.user_ops = []             # the user ops the trace calls (scellis.define_op)
         prologue = made["prologue"]    # the document of computed starting values, if any
         self.prologue = json.dumps(prologue["doc"], allow_nan=False) if prologue else None
-        self.prologue_inputs = prologue["inputs"] if prologue else []    # the arguments it reads
-        self.prologue_outputs = prologue["outputs"] if prologue else []  # the carried params'
-        #                                                                  starting values
+        # The arguments the prologue reads, and the carried params whose starting values it gives.
+        self.prologue_inputs = prologue["inputs"] if prologue else []
+        self.prologue_outputs = prologue["outputs"] if prologue else []
 
 
 def _traced_document(graph, inputs, returned, loop, name, structure):

@@ -13,7 +13,7 @@
 
 #include "api/run.h"
 #include "doc/document.h"
-#include "doc/loop_rollup.h"
+#include "doc/traced_document.h"
 #include "execplan/plan.h"
 #include "module_support.h"
 #include "ops/op_table.h"

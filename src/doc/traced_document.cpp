@@ -1,4 +1,4 @@
-#include "doc/loop_rollup.h"
+#include "doc/traced_document.h"
 
 #include <algorithm>
 #include <map>
@@ -26,7 +26,9 @@ struct Trace {
 Diagnostic BadTrace(const std::string& pointer, const std::string& message) {
   return UserError("bad-trace", pointer, message,
                    "a trace is graph-protocol nodes in order, each reading earlier nodes by their "
-                   "place in the list, with what doc/loop_rollup.h lists beside them");
+                   "place in the list, beside the nodes it returns, the ports of the user ops it "
+                   "calls and, to become a document, each node's type and protocol version, the "
+                   "inputs that are arguments and the loop declared with loop(), if any");
 }
 
 Result<std::vector<std::string>> PortNames(const std::string& op, const Json& user_ports,

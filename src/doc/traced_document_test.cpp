@@ -1,6 +1,7 @@
-// The roll-up of a traced loop, on traces worked by hand: which stretch is the loop, what it
-// carries, what stays invariant, when an outside read shortens it, and the refusals.
-#include "doc/loop_rollup.h"
+// The roll-up of a traced loop and the document made from a trace, on traces worked by hand:
+// which stretch is the loop, what it carries, what stays invariant, when an outside read shortens
+// it, the document with its state and prologue, and the refusals.
+#include "doc/traced_document.h"
 
 #include <gtest/gtest.h>
 
@@ -48,7 +49,7 @@ Json Sweeps(int sweeps, bool read_middle_copy = false) {
   return Trace(nodes, outputs);
 }
 
-TEST(LoopRollup, AnUnrolledLoopBecomesItsBodyWithWhatItCarries) {
+TEST(TracedDocument, AnUnrolledLoopBecomesItsBodyWithWhatItCarries) {
   for (int sweeps : {2, 5, 40}) {
     auto loop = Found(Sweeps(sweeps));
     ASSERT_TRUE(loop) << sweeps;
@@ -67,7 +68,7 @@ TEST(LoopRollup, AnUnrolledLoopBecomesItsBodyWithWhatItCarries) {
   }
 }
 
-TEST(LoopRollup, AReadOfAMiddleCopyEndsTheLoopThere) {
+TEST(TracedDocument, AReadOfAMiddleCopyEndsTheLoopThere) {
   // Five sweeps; node 7 is the third sweep's relu (2 + 3 * 2 - 1), read after the loop, so no
   // copy before the one holding it may be rolled in. One sweep a copy, that is three copies (6
   // nodes); two sweeps a copy, two copies (8 nodes), the second holding the third sweep: the
@@ -81,7 +82,7 @@ TEST(LoopRollup, AReadOfAMiddleCopyEndsTheLoopThere) {
   EXPECT_EQ(Found(Sweeps(5))->count, 5);
 }
 
-TEST(LoopRollup, ATraceWithNoRepeatedBodyHasNoLoop) {
+TEST(TracedDocument, ATraceWithNoRepeatedBodyHasNoLoop) {
   auto none = Found(Trace(
       {Node("input", {{"name", "x"}}), Node("relu", {{"a", 0}}), Node("add", {{"a", 1}, {"b", 0}})},
       {2}));
@@ -96,7 +97,7 @@ TEST(LoopRollup, ATraceWithNoRepeatedBodyHasNoLoop) {
   EXPECT_FALSE(scales);
 }
 
-TEST(LoopRollup, TwoPiecesOfStateSwappedEachCopyAndAListPort) {
+TEST(TracedDocument, TwoPiecesOfStateSwappedEachCopyAndAListPort) {
   // [u, v] = [v + u, concat([u, v])]: the body reads both as state; the concat's list entries
   // are read one by one.
   std::vector<Json> nodes = {Node("input", {{"name", "u"}}), Node("input", {{"name", "v"}})};
@@ -118,7 +119,7 @@ TEST(LoopRollup, TwoPiecesOfStateSwappedEachCopyAndAListPort) {
             Json::parse(R"([[2, "a"], [2, "b"], [3, "inputs", 0], [3, "inputs", 1]])"));
 }
 
-TEST(LoopRollup, AUserOpsPortsComeWithTheTrace) {
+TEST(TracedDocument, AUserOpsPortsComeWithTheTrace) {
   std::vector<Json> nodes = {Node("input", {{"name", "u"}})};
   for (int s = 0; s < 3; ++s) nodes.push_back(Node("stencil5", {{"u", s}, {"note", "kept"}}));
   auto loop = Found(Trace(nodes, {3}, {{"stencil5", {"u"}}}));
@@ -132,7 +133,7 @@ TEST(LoopRollup, AUserOpsPortsComeWithTheTrace) {
   EXPECT_EQ(unknown.errors()[0].pointer, "/nodes/1/op");
 }
 
-TEST(LoopRollup, AMalformedTraceIsNamedAtItsNode) {
+TEST(TracedDocument, AMalformedTraceIsNamedAtItsNode) {
   auto refused = [](const Json& trace) {
     auto r = FindTracedLoop(trace);
     EXPECT_FALSE(r.ok());
@@ -150,7 +151,7 @@ TEST(LoopRollup, AMalformedTraceIsNamedAtItsNode) {
 
 // A random chain of unary ops repeated a random number of times after a random prefix: the
 // roll-up finds the body from its first copy, at its shortest period, and every copy.
-TEST(LoopRollup, RandomBodiesAreFoundWhole) {
+TEST(TracedDocument, RandomBodiesAreFoundWhole) {
   std::mt19937 rng(std::random_device{}());
   const char* ops[] = {"relu", "neg", "exp", "tanh"};
   for (int trial = 0; trial < 50; ++trial) {
@@ -200,7 +201,7 @@ Json Documented(Json trace, const std::string& name = "") {
   return made.ok() ? *made : Json();
 }
 
-TEST(LoopRollup, TheDocumentCarriesTheStateAndComputesItsStartInAPrologue) {
+TEST(TracedDocument, TheDocumentCarriesTheStateAndComputesItsStartInAPrologue) {
   // total = u * u, then three times: u = u + q; total = total + u. Worked by hand: the body is
   // nodes 3-4; u (node 0) is read by the mul too, so its state is a param of its own ("u.state",
   // uploaded from the argument u); total starts from the mul, which the prologue computes.
@@ -232,7 +233,7 @@ TEST(LoopRollup, TheDocumentCarriesTheStateAndComputesItsStartInAPrologue) {
       << made.dump(1);
 }
 
-TEST(LoopRollup, ALoopTracedOnceAndATraceWithoutOne) {
+TEST(TracedDocument, ALoopTracedOnceAndATraceWithoutOne) {
   // loop(10, relu, u): the body (node 1) traced once; u is read only as state, so its param takes
   // the argument's name, and the input node goes.
   Json once = Trace({Node("input", {{"name", "u"}}), Node("relu", {{"a", 0}})}, {});
@@ -264,7 +265,7 @@ TEST(LoopRollup, ALoopTracedOnceAndATraceWithoutOne) {
   EXPECT_FALSE(made.at("doc").contains("repeat"));
 }
 
-TEST(LoopRollup, ADocumentsRefusals) {
+TEST(TracedDocument, ADocumentsRefusals) {
   Json once = Trace({Node("input", {{"name", "u"}}), Node("relu", {{"a", 0}})}, {});
   once["returns"] = Json::parse(R"([["out", 1]])");
   once["inputs"] = {"u"};

@@ -1,5 +1,6 @@
-// Rolling a traced loop up: a front end that traces a plain function (Python's scellis.pipeline,
-// the browser runtime's createPipeline) records an ordinary `for` loop as every copy of its body.
+// A traced function made into its document, its loop rolled up: a front end that traces a plain
+// function (Python's scellis.pipeline, the browser runtime's createPipeline) records an ordinary
+// `for` loop as every copy of its body.
 // The longest stretch of nodes that is one body repeated — each copy reading the previous copy's
 // values where the first read the loop's starting values — becomes the document's graph with
 // `repeat` set to the number of copies. Every copy is checked node by node and port by port
