@@ -573,9 +573,9 @@ TEST(Verdict, ARunBeyondThePlanIsCountedAgain) {
   demand.watched_steps_kept = 64;
   auto needs = PlanOf(text, demand);
   ASSERT_TRUE(needs.ok());
-  // By hand: 62 more steps of the 12-byte feed in 256-byte slots, and the 32-byte "next" copied
-  // into a history and its read-back buffer for 64 steps.
-  EXPECT_EQ(needs->memory.allocated, planned->memory.allocated + 62 * 256 + 2 * 64 * 32);
+  // By hand: 62 more steps of the 12-byte feed in 256-byte slots, and the 32-byte "next" in
+  // 256-byte slots of a history and its read-back buffer for 64 steps.
+  EXPECT_EQ(needs->memory.allocated, planned->memory.allocated + 62 * 256 + 2 * 64 * 256);
   const RunDemand run{.steps_in_flight = 64, .watched = {"next"}};
   o.budget_bytes = needs->memory.allocated;
   auto fits = PlanOf(text, o);
@@ -596,8 +596,9 @@ TEST(Verdict, ARunBeyondThePlanIsCountedAgain) {
 }
 
 // The outputs a caller watches after every step: on a WebGPU device each run's history buffer and
-// its read-back buffer for the staged steps (device memory, class `working`), and on the host the
-// steps the caller keeps (at least those in flight on a GPU). Worked by hand: "next" is 8 floats.
+// its read-back buffer for the staged steps (device memory, class `working`), a slot of 256 bytes
+// per value and step, and on the host the steps the caller keeps (at least those in flight on a
+// GPU, whose read-back holds the slots' padding too). Worked by hand: "next" is 8 floats.
 TEST(Verdict, WatchedHistoryCountsOnTheDeviceAndTheHost) {
   const std::string text = kCarriedStep;
   PlanOptions o = FakeMachine(int64_t{1} << 40, false);
@@ -611,7 +612,7 @@ TEST(Verdict, WatchedHistoryCountsOnTheDeviceAndTheHost) {
   o.watched_steps_kept = 100;
   auto watched = PlanOf(text, o);
   ASSERT_TRUE(watched.ok());
-  const int64_t device = 32 * 16 * 2, host = 32 * 100;
+  const int64_t device = 256 * 16 * 2, host = 32 * 100 + (256 - 32) * 16;
   EXPECT_EQ(watched->memory.watched_history, device);
   EXPECT_EQ(watched->memory.watched_history_host, host);
   EXPECT_EQ(watched->memory.allocated, unwatched->memory.allocated + device);
@@ -622,7 +623,7 @@ TEST(Verdict, WatchedHistoryCountsOnTheDeviceAndTheHost) {
 
   // Kept for fewer steps than are in flight, the host still holds the read-back of those.
   o.watched_steps_kept = 1;
-  EXPECT_EQ(PlanOf(text, o)->memory.watched_history_host, 32 * 16);
+  EXPECT_EQ(PlanOf(text, o)->memory.watched_history_host, 32 * 16 + (256 - 32) * 16);
 
   // A host one byte short of a long history refuses the run before anything runs, saying why.
   o.watched_steps_kept = 1000000;
@@ -646,7 +647,7 @@ TEST(Verdict, WatchedHistoryCountsOnTheDeviceAndTheHost) {
   auto cpu = PlanOf(text, o);
   ASSERT_TRUE(cpu.ok());
   EXPECT_EQ(cpu->memory.watched_history, 0);
-  EXPECT_EQ(cpu->memory.watched_history_host, host);
+  EXPECT_EQ(cpu->memory.watched_history_host, 32 * 100);
 }
 
 TEST(Verdict, TotalsSaturateInsteadOfWrapping) {

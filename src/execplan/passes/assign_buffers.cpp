@@ -140,26 +140,32 @@ class Assigner {
   }
 
   // The watched outputs' values of every step (PlanOptions::watched): on a WebGPU device each run
-  // copies them into a history buffer and reads that back through a buffer of the same size, for
-  // the staged steps; the host keeps the steps its caller keeps (on a GPU at least those in
-  // flight, whose read-back it holds). Each value takes its bytes rounded up to 4.
+  // holds a history buffer and a read-back buffer of the same size for the staged steps, each
+  // value's slot in them its bytes rounded up to 256, since the kernel that computes a value may
+  // write it into its slot itself, which must start where a buffer can be bound; the host keeps
+  // the steps its caller keeps, each value's bytes rounded up to 4 (on a GPU at least the steps in
+  // flight, whose read-back it holds, with the slots' padding).
   void AddWatchedHistory() {
     MemoryPlan& mem = p_.memory;
     mem.watched_history = mem.watched_history_host = 0;
-    int64_t per_step = 0;
-    for (const webir::Output& o : g_.outputs)
-      if (std::find(p_.watched.begin(), p_.watched.end(), o.name) != p_.watched.end())
-        per_step = SaturatingAdd(per_step, (Bytes(o.node) + 3) / 4 * 4);
+    int64_t per_step = 0, per_step_slots = 0;
+    for (const webir::Output& o : g_.outputs) {
+      if (std::find(p_.watched.begin(), p_.watched.end(), o.name) == p_.watched.end()) continue;
+      per_step = SaturatingAdd(per_step, (Bytes(o.node) + 3) / 4 * 4);
+      per_step_slots = SaturatingAdd(per_step_slots, (Bytes(o.node) + 255) / 256 * 256);
+    }
     if (per_step == 0) return;
+    mem.watched_history_host = SaturatingMul(per_step, WatchedStepsKept(p_));
     if (p_.limits.backend == "webgpu" && p_.staged_steps > 0) {
-      mem.watched_history = SaturatingMul(SaturatingMul(per_step, p_.staged_steps), 2);
+      mem.watched_history = SaturatingMul(SaturatingMul(per_step_slots, p_.staged_steps), 2);
       const int c = static_cast<int>(MemClass::kWorking);
       mem.by_class[c] = SaturatingAdd(mem.by_class[c], mem.watched_history);
       mem.at_peak[c] = SaturatingAdd(mem.at_peak[c], mem.watched_history);
       mem.allocated = SaturatingAdd(mem.allocated, mem.watched_history);
       mem.peak_live = SaturatingAdd(mem.peak_live, mem.watched_history);
+      mem.watched_history_host = SaturatingAdd(
+          mem.watched_history_host, SaturatingMul(per_step_slots - per_step, p_.staged_steps));
     }
-    mem.watched_history_host = SaturatingMul(per_step, WatchedStepsKept(p_));
     mem.host_staging = SaturatingAdd(mem.host_staging, mem.watched_history_host);
   }
 

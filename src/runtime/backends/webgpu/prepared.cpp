@@ -489,13 +489,14 @@ class WebGpuPrepared : public Prepared {
   }
 
   // Whether a watched value can be written into its history slot by the kernel that computes it:
-  // a computed value alone in its buffer (no other value placed there, nothing carried through
-  // it), which a dispatch of every step writes whole (not in tiles, which bind windows of a
+  // a computed value, not empty, alone in its buffer (no other value placed there, nothing carried
+  // through it), which a dispatch of every step writes whole (not in tiles, which bind windows of a
   // buffer over the binding cap), outside the checking mode that poisons outputs.
   bool WrittenInPlaceOfHistory(int node) const {
     const int buffer = plan_.buffer_of[node];
-    if (buffer < 0 || options_.poison_outputs ||
-        plan_.graph().at(node).role != webir::Role::kCompute ||
+    const webir::Node& n = plan_.graph().at(node);
+    if (buffer < 0 || options_.poison_outputs || n.role != webir::Role::kCompute ||
+        n.type.bytes() == 0 ||
         std::count(plan_.buffer_of.begin(), plan_.buffer_of.end(), buffer) != 1)
       return false;
     for (const ProgramCarry& c : program_.carries)
