@@ -129,9 +129,9 @@ struct MemoryPlan {
   // buffers, counted in `allocated` and in the class `inputs`.
   int64_t fed_staging = 0;
   // On a WebGPU device, the watched outputs' history and its read-back buffer for the staged steps
-  // (PlanOptions::watched): device memory beside the plan's buffers, counted in `allocated` and in
-  // the class `working`. The host's copies of the kept steps: watched_history_host, also in
-  // host_staging.
+  // (PlanOptions::watched), a 256-byte-aligned slot per value and step: device memory beside the
+  // plan's buffers, counted in `allocated` and in the class `working`. The host's copies of the
+  // kept steps (and the read-back's padding): watched_history_host, also in host_staging.
   int64_t watched_history = 0;
   int64_t watched_history_host = 0;
 };
@@ -203,7 +203,7 @@ struct PlanOptions {
   // run`); 0 counts none.
   int64_t staged_steps = 0;
   // Named outputs the caller reads back after every step (a run's history, the trainer's loss),
-  // and how many steps of them it keeps on the host. A GPU session copies the watched values of
+  // and how many steps of them it keeps on the host. A GPU session writes the watched values of
   // its staged_steps steps into a history buffer of each run and reads it back through a buffer of
   // the same size; the host keeps watched_steps_kept steps of them (or, on a GPU, at least the
   // steps in flight).
