@@ -233,7 +233,7 @@ class WebGpuPrepared : public Prepared {
 
     // Every watched value of every step goes into one history buffer, so one map reads it all:
     // watched output i of step k at history_at[i] + k * slot[i]. A value its kernel can write
-    // into its slot itself (WrittenInPlaceOfHistory) is, in every step but the last: a copy per
+    // into its slot itself (KernelCanWriteIntoHistory) is, in every step but the last: a copy per
     // step is a transfer between dispatches, with a barrier on either side, that the GPU waits
     // for as for a dependent dispatch. The last step's value stays in its own buffer, where a
     // download after the run reads it, and is copied.
@@ -242,7 +242,7 @@ class WebGpuPrepared : public Prepared {
     for (int node : watch) {
       const int buffer = plan_.buffer_of[node];
       const bool direct =
-          steps > 1 && WrittenInPlaceOfHistory(node) && !SharesADispatch(buffer, history_slots);
+          steps > 1 && KernelCanWriteIntoHistory(node) && !SharesADispatch(buffer, history_slots);
       const uint64_t size =
           direct ? program_.buffers[buffer].size : RoundUp4(g.at(node).type.bytes());
       if (direct) run.history_bytes = (run.history_bytes + align - 1) / align * align;
@@ -488,11 +488,11 @@ class WebGpuPrepared : public Prepared {
     return false;
   }
 
-  // Whether a watched value can be written into its history slot by the kernel that computes it:
+  // Whether the kernel that computes a watched value can write it into its history slot:
   // a computed value, not empty, alone in its buffer (no other value placed there, nothing carried
   // through it), which a dispatch of every step writes whole (not in tiles, which bind windows of a
   // buffer over the binding cap), outside the checking mode that poisons outputs.
-  bool WrittenInPlaceOfHistory(int node) const {
+  bool KernelCanWriteIntoHistory(int node) const {
     const int buffer = plan_.buffer_of[node];
     const webir::Node& n = plan_.graph().at(node);
     if (buffer < 0 || options_.poison_outputs || n.role != webir::Role::kCompute ||
