@@ -10,19 +10,19 @@
 #include "base/detmath.h"
 #include "base/random.h"
 #include "execplan/plan.h"
+#include "kernel/ref/graph_test.h"
 #include "kernel/ref/ref.h"
 #include "pipeline/compile.h"
 #include "runtime/backends/cpu/executor.h"
 #include "webir/graph.h"
-#include "kernel/ref/graph_test.h"
 #include "webir/op_rules.h"
 
 namespace scellis::kernel::ref {
 namespace {
 
+using testing::Op;
 using webir::Graph;
 using webir::Node;
-using testing::Op;
 
 const int kThreadCounts[] = {1, 2, 3, 8};
 
@@ -58,7 +58,8 @@ std::vector<T> RunOp(const Graph& g, int node, const std::vector<std::vector<T>>
 }
 
 template <typename T>
-void ExpectSameBits(const std::vector<T>& got, const std::vector<T>& want, const std::string& what) {
+void ExpectSameBits(const std::vector<T>& got, const std::vector<T>& want,
+                    const std::string& what) {
   ASSERT_EQ(got.size(), want.size()) << what;
   for (size_t i = 0; i < got.size(); ++i)
     if (std::memcmp(&got[i], &want[i], sizeof(T)) != 0) {
@@ -72,8 +73,8 @@ void ExpectSameBits(const std::vector<T>& got, const std::vector<T>& want, const
 // `batch` products, either operand broadcast when its batch is 1.
 template <typename T>
 std::vector<T> PlainMatmul(const std::vector<T>& A, const std::vector<T>& B, int64_t batch,
-                           bool a_batched, bool b_batched, int64_t M, int64_t K, int64_t N,
-                           bool ta, bool tb) {
+                           bool a_batched, bool b_batched, int64_t M, int64_t K, int64_t N, bool ta,
+                           bool tb) {
   std::vector<T> C(static_cast<size_t>(batch * M * N));
   for (int64_t b = 0; b < batch; ++b)
     for (int64_t i = 0; i < M; ++i)
@@ -109,9 +110,9 @@ void CheckMatmul(int64_t M, int64_t K, int64_t N, bool ta, bool tb, uint64_t see
 struct MatmulShape {
   int64_t M, K, N;
 };
-const MatmulShape kMatmulShapes[] = {{1, 1, 1},    {7, 63, 65},  {65, 7, 1},   {64, 784, 256},
-                                     {784, 64, 256}, {63, 65, 10}, {1, 784, 7}, {130, 33, 97},
-                                     {64, 256, 10}, {256, 64, 10}, {64, 10, 256}, {9, 1, 33}};
+const MatmulShape kMatmulShapes[] = {{1, 1, 1},      {7, 63, 65},   {65, 7, 1},    {64, 784, 256},
+                                     {784, 64, 256}, {63, 65, 10},  {1, 784, 7},   {130, 33, 97},
+                                     {64, 256, 10},  {256, 64, 10}, {64, 10, 256}, {9, 1, 33}};
 
 TEST(FastMatmul, SameBitsAsThePlainLoopF32) {
   uint64_t seed = 100;
@@ -167,14 +168,14 @@ TEST(FastMatmul, SpecialValuesSameBits) {
   }
 }
 
-
 // Adam without maximize or weight decay, written out as the per-element rule it had: m' by
 // ATen's two-sided lerp, v', then the update with the bias corrections rounded once to T.
 template <typename T>
 void CheckAdam(int64_t n, double beta1, int step, uint64_t seed) {
   const double lr = 1e-3, beta2 = 0.999, eps = 1e-8;
-  Json attrs = {{"lr", lr},   {"beta1", beta1},       {"beta2", beta2},      {"eps", eps},
-                {"weight_decay", 0.0}, {"decoupled", false}, {"maximize", false}};
+  Json attrs = {{"lr", lr},         {"beta1", beta1},      {"beta2", beta2},
+                {"eps", eps},       {"weight_decay", 0.0}, {"decoupled", false},
+                {"maximize", false}};
   Graph g;
   g.version = 2;  // as Op infers
   int p = Input(g, {n}), gr = Input(g, {n}), m = Input(g, {n}), v = Input(g, {n}), t = Input(g, {});
@@ -276,8 +277,9 @@ void CheckFused(const std::vector<int64_t>& shape, const std::vector<int64_t>& b
   for (int threads : kThreadCounts) {
     auto got = runtime::cpu::RunPlan<float>(*compiled->plan, {}, Parallel(threads), feeds);
     ASSERT_TRUE(got.ok());
-    ExpectSameBits(got.value()[0], want, "fused chain over " + std::to_string(total) +
-                                             " elements, threads " + std::to_string(threads));
+    ExpectSameBits(got.value()[0], want,
+                   "fused chain over " + std::to_string(total) + " elements, threads " +
+                       std::to_string(threads));
   }
 }
 
@@ -288,6 +290,9 @@ TEST(FastFused, SameBitsAsElementByElement) {
   CheckFused({65, 257}, {1, 257}, {1}, 40);
   CheckFused({3, 5, 1111}, {5, 1}, {1111}, 50);
   CheckFused({40000}, {40000}, {1}, 60);
+  CheckFused({64, 256}, {256}, {64, 256}, 70);  // the main job's bias and ReLU epilogue
+  CheckFused({2, 40000}, {2, 1}, {40000}, 80);  // rows longer than a chunk
+  CheckFused({9, 1, 3}, {4, 1}, {1, 3}, 90);    // a broadcast output dimension of size 4
 }
 
 }  // namespace

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <atomic>
 #include <condition_variable>
+#include <limits>
 #include <map>
 #include <mutex>
 #include <optional>
@@ -382,6 +383,11 @@ Status RunFused(const Module& m, const Kernel& k, const std::vector<const T*>& i
   }
   const bool gathers =
       any_positional || std::find(in_place.begin(), in_place.end(), 0) != in_place.end();
+  // Without positional steps a block ends where the innermost dimension does, and along it each
+  // input gathered is read whole: its elements in a row (stride 1) are read in place, others
+  // (a broadcast: stride 0) a stride apart. Positional steps need each element's multi-index and
+  // go element by element.
+  const bool by_rows = gathers && !any_positional && rank > 0;
   constexpr int64_t kBlock = 256;
   int64_t chunks = (total + kChunk - 1) / kChunk;
   parallel.For(chunks, [&](int64_t c) {
@@ -396,9 +402,42 @@ Status RunFused(const Module& m, const Kernel& k, const std::vector<const T*>& i
       for (size_t o = 0; o < inputs.size(); ++o)
         for (size_t d = 0; d < rank; ++d) offset[o] += idx[d] * strides[o][d];
     }
-    for (int64_t first = begin; first < end; first += kBlock) {
-      const int64_t n = std::min(kBlock, end - first);
-      if (gathers) {
+    // One step of the odometer along dimension d - 1, carried into the outer ones at their ends.
+    auto carry = [&](size_t d) {
+      while (d-- > 0) {
+        for (size_t o = 0; o < inputs.size(); ++o) offset[o] += strides[o][d];
+        if (++idx[d] < sizes[d]) break;
+        for (size_t o = 0; o < inputs.size(); ++o) offset[o] -= strides[o][d] * sizes[d];
+        idx[d] = 0;
+      }
+    };
+    // Where each input's values of the block are: in place, or in `gathered`.
+    std::vector<const T*> read(inputs.size());
+    for (int64_t first = begin, n = 0; first < end; first += n) {
+      n = std::min(kBlock, end - first);
+      for (size_t o = 0; o < inputs.size(); ++o)
+        read[o] = in_place[o] ? inputs[o] + first : gathered.data() + o * kBlock;
+      if (by_rows) {
+        const size_t last = rank - 1;
+        n = std::min(n, sizes[last] - idx[last]);
+        for (size_t o = 0; o < inputs.size(); ++o) {
+          if (in_place[o]) continue;
+          const int64_t stride = strides[o][last];
+          const T* from = inputs[o] + offset[o];
+          T* to = gathered.data() + o * kBlock;
+          if (stride == 1)
+            read[o] = from;
+          else
+            for (int64_t j = 0; j < n; ++j) to[j] = from[j * stride];
+          offset[o] += n * stride;
+        }
+        idx[last] += n;
+        if (idx[last] == sizes[last]) {
+          for (size_t o = 0; o < inputs.size(); ++o) offset[o] -= strides[o][last] * sizes[last];
+          idx[last] = 0;
+          carry(last);
+        }
+      } else if (gathers) {
         for (int64_t j = 0; j < n; ++j) {
           for (size_t o = 0; o < inputs.size(); ++o) {
             if (in_place[o]) continue;
@@ -420,19 +459,14 @@ Status RunFused(const Module& m, const Kernel& k, const std::vector<const T*>& i
                                                    static_cast<uint32_t>(first + j)));
             }
           }
-          for (size_t d = rank; d-- > 0;) {
-            for (size_t o = 0; o < inputs.size(); ++o) offset[o] += strides[o][d];
-            if (++idx[d] < sizes[d]) break;
-            for (size_t o = 0; o < inputs.size(); ++o) offset[o] -= strides[o][d] * sizes[d];
-            idx[d] = 0;
-          }
+          carry(rank);
         }
       }
       auto operand = [&](const Step& s, size_t i) -> const T* {
         if (i >= s.operands.size()) return zeros.data();
         const int o = s.operands[i];
         if (IsStepRef(o)) return values.data() + StepOf(o) * kBlock;
-        return in_place[o] ? inputs[o] + first : gathered.data() + o * kBlock;
+        return read[o];
       };
       for (size_t si = 0; si < steps.size(); ++si) {
         const Step& s = steps[si];
@@ -686,9 +720,13 @@ Status RunKernel(const Module& m, const Kernel& k, const std::vector<const T*>& 
   }
   out = outs[0];
   std::vector<T*> extras(outs.begin() + 1, outs.end());
-  OpArgs<T> args{&m.graph(), &m.graph().at(k.output), op_inputs, out, &parallel, k.transposed,
-                 only_chunk};
-  PickOp<T> (*impl)(args);
+  struct OpRun {
+    const OpImpl* impl;
+    OpArgs<T> args;
+  };
+  std::vector<OpRun> runs = {
+      {impl,
+       {&m.graph(), &m.graph().at(k.output), op_inputs, out, &parallel, k.transposed, only_chunk}}};
   // Extra outputs are ops of their own over the kernel's inputs and the outputs it wrote before
   // them, none of which they overwrite: each runs, in order, as its own kernel would.
   for (size_t j = 0; j < k.extra_outputs.size(); ++j) {
@@ -710,12 +748,41 @@ Status RunKernel(const Module& m, const Kernel& k, const std::vector<const T*>& 
     }
     // Folded transposes are the primary's: they hold only where the arguments are its inputs.
     const std::vector<bool> transposed = node.args == k.inputs ? k.transposed : std::vector<bool>{};
-    OpArgs<T> extra_args{&m.graph(), &node,      std::move(args), extras[j],
-                         &parallel,  transposed, only_chunk};
-    PickOp<T> (*extra)(extra_args);
+    runs.push_back(
+        {extra,
+         {&m.graph(), &node, std::move(args), extras[j], &parallel, transposed, only_chunk}});
   }
-  for (size_t j = 0; j < outs.size(); ++j)
-    if (!scratch[j].empty()) std::copy(scratch[j].begin(), scratch[j].end(), buffers[j]);
+  auto copy_scratch = [&](int64_t begin, int64_t end) {
+    for (size_t j = 0; j < outs.size(); ++j)
+      if (!scratch[j].empty() && begin < static_cast<int64_t>(scratch[j].size()))
+        std::copy(scratch[j].begin() + begin,
+                  scratch[j].begin() + std::min(end, static_cast<int64_t>(scratch[j].size())),
+                  buffers[j] + begin);
+  };
+  // Optimizer updates compute each element from their inputs at that element alone (and the
+  // one-element step): they go chunk by chunk through all the ops, each chunk's parameter,
+  // gradient and moments kept in cache from the first op to the last. Element i sees the values
+  // it sees when each op runs whole, in the same order.
+  bool chunkwise = only_chunk < 0;
+  int64_t chunks = 0;
+  for (const OpRun& r : runs) {
+    chunkwise &= IsOptimizerOp(m, r.args.node->op);
+    chunks = std::max(chunks, (r.args.node->type.elements() + kChunk - 1) / kChunk);
+  }
+  if (chunkwise) {
+    parallel.For(chunks, [&](int64_t c) {
+      for (const OpRun& r : runs) {
+        if (c * kChunk >= r.args.node->type.elements()) continue;
+        OpArgs<T> args = r.args;
+        args.only_chunk = c;
+        PickOp<T> (*r.impl)(args);
+      }
+      copy_scratch(c * kChunk, (c + 1) * kChunk);
+    });
+    return Status::Ok();
+  }
+  for (const OpRun& r : runs) PickOp<T> (*r.impl)(r.args);
+  copy_scratch(0, std::numeric_limits<int64_t>::max());
   return Status::Ok();
 }
 
