@@ -159,7 +159,6 @@ struct PlainAdamArgs {
         near(std::fabs(w) < T(0.5)) {}
 };
 
-
 #ifdef SCELLIS_ADAM_X86
 bool UseAvx512() {
   return MachineVectorIsa() == VectorIsa::kAvx512;
@@ -181,11 +180,11 @@ template <typename T>
 void PlainSecondMoment(const OpArgs<T>& a, const PlainAdamArgs<T>& p, int64_t begin, int64_t end) {
 #ifdef SCELLIS_ADAM_X86
   if (UseAvx512())
-    return avx512::AdamLoops<T>::SecondMoment(a.inputs[1], a.inputs[3], a.output, p.beta2,
-                                              p.value, begin, end);
+    return avx512::AdamLoops<T>::SecondMoment(a.inputs[1], a.inputs[3], a.output, p.beta2, p.value,
+                                              begin, end);
 #endif
-  base_isa::AdamLoops<T>::SecondMoment(a.inputs[1], a.inputs[3], a.output, p.beta2, p.value,
-                                       begin, end);
+  base_isa::AdamLoops<T>::SecondMoment(a.inputs[1], a.inputs[3], a.output, p.beta2, p.value, begin,
+                                       end);
 }
 
 template <typename T>
@@ -226,8 +225,8 @@ void AdamUpdate(const OpArgs<T>& a) {
 #ifdef SCELLIS_ADAM_X86
       if (UseAvx512())
         return avx512::AdamLoops<T>::Update(param, grad, m, v, a.output, p.w, p.keep, p.near,
-                                            p.beta2, p.value, minus_step_size, bc2_sqrt, eps,
-                                            begin, end);
+                                            p.beta2, p.value, minus_step_size, bc2_sqrt, eps, begin,
+                                            end);
 #endif
       base_isa::AdamLoops<T>::Update(param, grad, m, v, a.output, p.w, p.keep, p.near, p.beta2,
                                      p.value, minus_step_size, bc2_sqrt, eps, begin, end);
@@ -242,15 +241,28 @@ void AdamUpdate(const OpArgs<T>& a) {
   });
 }
 
+// The arguments (param, grad, state..., t) an update reads besides the gradient and its own
+// state: the parameter only through coupled weight decay (EffectiveGrad); a moment never reads
+// the other moment.
+bool UpdateReads(const webir::Node& n, size_t arg) {
+  const Hyper h(n);
+  const bool param = h.weight_decay != 0 && !h.decoupled;
+  if (n.op == "adam_m") return arg == 1 || arg == 2 || (arg == 0 && param);
+  if (n.op == "adam_v") return arg == 1 || arg == 3 || (arg == 0 && param);
+  if (n.op == "momentum_velocity") return arg != 0 || param;
+  return true;
+}
+
 }  // namespace
 
 void AddOptimOps(std::vector<std::pair<std::string, OpImpl>>& t) {
   t.push_back({"sgd_update", {SgdUpdate<float>, SgdUpdate<double>}});
   t.push_back({"momentum_update", {MomentumUpdate<float>, MomentumUpdate<double>}});
-  t.push_back({"momentum_velocity", {MomentumVelocity<float>, MomentumVelocity<double>}});
+  t.push_back(
+      {"momentum_velocity", {MomentumVelocity<float>, MomentumVelocity<double>, UpdateReads}});
   t.push_back({"adam_update", {AdamUpdate<float>, AdamUpdate<double>}});
-  t.push_back({"adam_m", {AdamM<float>, AdamM<double>}});
-  t.push_back({"adam_v", {AdamV<float>, AdamV<double>}});
+  t.push_back({"adam_m", {AdamM<float>, AdamM<double>, UpdateReads}});
+  t.push_back({"adam_v", {AdamV<float>, AdamV<double>, UpdateReads}});
 }
 
 }  // namespace scellis::kernel::ref

@@ -5,6 +5,7 @@
 #include <condition_variable>
 #include <limits>
 #include <map>
+#include <memory>
 #include <mutex>
 #include <optional>
 #include <thread>
@@ -591,8 +592,10 @@ template <typename T>
 Status RunUpdate(const Module& m, const Kernel& k, const std::vector<const T*>& inputs, T* out,
                  const Parallel& parallel, const std::vector<T*>& extra_outs) {
   const webir::Node& product = m.graph().at(k.update_product);
-  std::vector<T> sums(static_cast<size_t>(product.type.elements()));
-  OpArgs<T> args{&m.graph(),   &product, {inputs[0], inputs[1]}, sums.data(), &parallel,
+  // Every element is written by the product: no zeros first.
+  const auto sums =
+      std::make_unique_for_overwrite<T[]>(static_cast<size_t>(product.type.elements()));
+  OpArgs<T> args{&m.graph(),   &product, {inputs[0], inputs[1]}, sums.get(), &parallel,
                  k.transposed, -1};
   PickOp<T> (*FindOp("matmul"))(args);
   std::vector<T> column_sums;
@@ -608,7 +611,7 @@ Status RunUpdate(const Module& m, const Kernel& k, const std::vector<const T*>& 
   std::vector<const T*> update_inputs;
   for (int node : update.inputs) {
     if (node == k.update_product) {
-      update_inputs.push_back(sums.data());
+      update_inputs.push_back(sums.get());
     } else if (node == k.update_column_sums) {
       update_inputs.push_back(column_sums.data());
     } else {
@@ -679,11 +682,12 @@ Status RunKernel(const Module& m, const Kernel& k, const std::vector<const T*>& 
     // The matmul as it runs alone, then its epilogue as the elementwise kernel it was: the sums
     // are stored as f32 before the epilogue reads them, as the unfused plan stores them.
     const webir::Node& node = m.graph().at(k.OpNode());
-    std::vector<T> sums(static_cast<size_t>(node.type.elements()));
-    OpArgs<T> args{&m.graph(),   &node, {inputs[0], inputs[1]}, sums.data(), &parallel,
+    const auto sums =
+        std::make_unique_for_overwrite<T[]>(static_cast<size_t>(node.type.elements()));
+    OpArgs<T> args{&m.graph(),   &node, {inputs[0], inputs[1]}, sums.get(), &parallel,
                    k.transposed, -1};
     PickOp<T> (*impl)(args);
-    std::vector<const T*> epilogue_inputs = {sums.data()};
+    std::vector<const T*> epilogue_inputs = {sums.get()};
     epilogue_inputs.insert(epilogue_inputs.end(), inputs.begin() + 2, inputs.end());
     return RunFused(m, EpilogueKernel(k), epilogue_inputs, out, parallel);
   }
@@ -705,18 +709,23 @@ Status RunKernel(const Module& m, const Kernel& k, const std::vector<const T*>& 
   outs.insert(outs.end(), extra_outs.begin(), extra_outs.end());
   const std::vector<T*> buffers = outs;
   const std::vector<int> out_nodes = k.Outputs();
-  std::vector<std::vector<T>> scratch(outs.size());
+  std::vector<std::unique_ptr<T[]>> scratch(outs.size());
+  std::vector<int64_t> scratch_size(outs.size(), 0);
   for (size_t j = 0; j < outs.size(); ++j) {
     const int over = k.InPlaceOf(j);
     if (over < 0) continue;
     bool read_later = false;
     for (size_t l = j + 1; l < outs.size(); ++l) {
-      const std::vector<int>& later = m.graph().at(out_nodes[l]).args;
-      read_later |= std::find(later.begin(), later.end(), k.inputs[over]) != later.end();
+      const webir::Node& later = m.graph().at(out_nodes[l]);
+      const OpImpl* later_impl = FindOp(later.op);
+      for (size_t a = 0; a < later.args.size(); ++a)
+        read_later |= later.args[a] == k.inputs[over] &&
+                      (!later_impl || !later_impl->reads || later_impl->reads(later, a));
     }
     if (!read_later) continue;
-    scratch[j].resize(static_cast<size_t>(m.graph().at(out_nodes[j]).type.elements()));
-    outs[j] = scratch[j].data();
+    scratch_size[j] = m.graph().at(out_nodes[j]).type.elements();
+    scratch[j] = std::make_unique_for_overwrite<T[]>(static_cast<size_t>(scratch_size[j]));
+    outs[j] = scratch[j].get();
   }
   out = outs[0];
   std::vector<T*> extras(outs.begin() + 1, outs.end());
@@ -754,9 +763,8 @@ Status RunKernel(const Module& m, const Kernel& k, const std::vector<const T*>& 
   }
   auto copy_scratch = [&](int64_t begin, int64_t end) {
     for (size_t j = 0; j < outs.size(); ++j)
-      if (!scratch[j].empty() && begin < static_cast<int64_t>(scratch[j].size()))
-        std::copy(scratch[j].begin() + begin,
-                  scratch[j].begin() + std::min(end, static_cast<int64_t>(scratch[j].size())),
+      if (begin < scratch_size[j])
+        std::copy(scratch[j].get() + begin, scratch[j].get() + std::min(end, scratch_size[j]),
                   buffers[j] + begin);
   };
   // Optimizer updates compute each element from their inputs at that element alone (and the

@@ -156,6 +156,9 @@ using OpFn = void (*)(const OpArgs<T>&);
 struct OpImpl {
   OpFn<float> f32;
   OpFn<double> f64;
+  // Whether the op reads its argument `arg` (null: every argument). An op's output written over
+  // an input keeps to scratch only while a later op of its kernel reads that input.
+  bool (*reads)(const webir::Node& node, size_t arg) = nullptr;
 };
 
 // Scalar definitions of elementwise ops (unary ops ignore `b` and `c`, binary ops `c`). Every

@@ -224,17 +224,20 @@ TEST(StepFusion, SessionStepsWithStateInPlaceHaveTheSameBits) {
 }
 
 // Updates that read the old parameter beside the new one (coupled weight decay: the CPU
-// reference keeps the new parameter apart until the moments have read the old), gradients
-// negated, momentum with Nesterov, and plain SGD: in place and merged, the same bits. On the CPU
-// reference alone (each GPU invocation reads its element before writing it, whatever the op).
+// reference keeps the new parameter apart until the moments have read the old), AdamW (whose
+// moments do not read the parameter), gradients negated, momentum with and without Nesterov and
+// decay, and plain SGD: in place and merged, the same bits. On the CPU reference alone (each GPU
+// invocation reads its element before writing it, whatever the op).
 TEST(StepFusion, OptimizerVariantsInPlaceHaveTheSameBits) {
   const Json coupled = {{"kind", "adam"}, {"lr", 0.01}, {"weight_decay", 0.1}, {"maximize", true}};
   ExpectSameBitsOverSteps("cpu", policy::Tier::kDebug, coupled);
-  for (const Json& opt : {Json{{"kind", "sgd"},
+  for (const Json& opt : {Json{{"kind", "adamw"}, {"lr", 0.01}, {"weight_decay", 0.1}},
+                          Json{{"kind", "sgd"},
                                {"lr", 0.05},
                                {"momentum", 0.9},
                                {"nesterov", true},
                                {"weight_decay", 0.01}},
+                          Json{{"kind", "sgd"}, {"lr", 0.05}, {"momentum", 0.9}},
                           Json{{"kind", "sgd"}, {"lr", 0.1}}})
     ExpectSameBitsOverSteps("cpu", policy::Tier::kDebug, opt);
 }
