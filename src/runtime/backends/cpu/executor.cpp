@@ -76,6 +76,11 @@ struct Resident {
         return Status::Ok();
       }
     }
+    // A feed is read where it is (SourceData would copy it first).
+    if (auto it = feeds.find(FeedName(n)); it != feeds.end()) {
+      LoadValues(it->second, of(n.id).data());
+      return Status::Ok();
+    }
     SCELLIS_ASSIGN_OR_RETURN(HostTensor data, SourceData(n, feeds));
     LoadValues(data, of(n.id).data());
     return Status::Ok();
