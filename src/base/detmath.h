@@ -36,6 +36,9 @@ namespace scellis::detmath {
 // e^x.
 double Exp(double x);
 float Exp(float x);
+// The float e^x from the double-double path alone: Exp(float) takes a plain double's shortcut
+// wherever that gives the same float (tests compare the two).
+float ExpByDoubleDouble(float x);
 
 // Natural logarithm; NaN for x < 0, -inf for +-0.
 double Log(double x);
