@@ -152,6 +152,12 @@ std::vector<int64_t> Unravel(int64_t index, const std::vector<int64_t>& sizes) {
 
 namespace {
 
+// n values left unset (new T[n] does not zero them): for buffers written whole before any read.
+template <typename T>
+std::unique_ptr<T[]> Unset(size_t n) {
+  return std::unique_ptr<T[]>(new T[n]);
+}
+
 const std::vector<std::pair<std::string, ScalarImpl>>& Scalars() {
   static const auto table = [] {
     std::vector<std::pair<std::string, ScalarImpl>> t;
@@ -593,8 +599,7 @@ Status RunUpdate(const Module& m, const Kernel& k, const std::vector<const T*>& 
                  const Parallel& parallel, const std::vector<T*>& extra_outs) {
   const webir::Node& product = m.graph().at(k.update_product);
   // Every element is written by the product: no zeros first.
-  const auto sums =
-      std::make_unique_for_overwrite<T[]>(static_cast<size_t>(product.type.elements()));
+  const auto sums = Unset<T>(static_cast<size_t>(product.type.elements()));
   OpArgs<T> args{&m.graph(),   &product, {inputs[0], inputs[1]}, sums.get(), &parallel,
                  k.transposed, -1};
   PickOp<T> (*FindOp("matmul"))(args);
@@ -682,8 +687,7 @@ Status RunKernel(const Module& m, const Kernel& k, const std::vector<const T*>& 
     // The matmul as it runs alone, then its epilogue as the elementwise kernel it was: the sums
     // are stored as f32 before the epilogue reads them, as the unfused plan stores them.
     const webir::Node& node = m.graph().at(k.OpNode());
-    const auto sums =
-        std::make_unique_for_overwrite<T[]>(static_cast<size_t>(node.type.elements()));
+    const auto sums = Unset<T>(static_cast<size_t>(node.type.elements()));
     OpArgs<T> args{&m.graph(),   &node, {inputs[0], inputs[1]}, sums.get(), &parallel,
                    k.transposed, -1};
     PickOp<T> (*impl)(args);
@@ -724,7 +728,7 @@ Status RunKernel(const Module& m, const Kernel& k, const std::vector<const T*>& 
     }
     if (!read_later) continue;
     scratch_size[j] = m.graph().at(out_nodes[j]).type.elements();
-    scratch[j] = std::make_unique_for_overwrite<T[]>(static_cast<size_t>(scratch_size[j]));
+    scratch[j] = Unset<T>(static_cast<size_t>(scratch_size[j]));
     outs[j] = scratch[j].get();
   }
   out = outs[0];
