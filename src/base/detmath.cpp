@@ -503,8 +503,8 @@ T GeluGradImpl(double x) {
 // 64 x / ln2, r = x - n ln2/64 (|r| <= ln2/128) and e^r - 1 by its Taylor polynomial to r^6
 // (the next term is below 2^-65): within 2^-48 of e^x, relative. The double-double path is within
 // about 2^-66 of it, so where every value within 2^-40 of this one rounds to the same float,
-// that path's value does too and this float is its answer; elsewhere (about one argument in 2^16,
-// and NaN, overflow and underflow) that path answers.
+// that path's value does too and this float is its answer; elsewhere (one argument in about
+// 180 000 of (-104, 89), and NaN, overflow and underflow) that path answers.
 float ExpOfFloat(float xf) {
   const double x = xf;
   if (!(x > -104.0 && x < 89.0)) return ExpImpl<float>(x);

@@ -241,9 +241,9 @@ void AdamUpdate(const OpArgs<T>& a) {
   });
 }
 
-// The arguments (param, grad, state..., t) an update reads besides the gradient and its own
-// state: the parameter only through coupled weight decay (EffectiveGrad); a moment never reads
-// the other moment.
+// Which of its arguments (param, grad, state..., t) a moment or the velocity reads: the gradient
+// and its own state (the velocity the step too), the parameter only through coupled weight decay
+// (EffectiveGrad), never the other moment.
 bool UpdateReads(const webir::Node& n, size_t arg) {
   const Hyper h(n);
   const bool param = h.weight_decay != 0 && !h.decoupled;
