@@ -519,15 +519,10 @@ const OpImpl* FindOp(const std::string& op) {
   return nullptr;
 }
 
-bool WritesByChunk(const Kernel& k) {
+bool WritesByChunk(const Module& m, const Kernel& k) {
   // The optimizer updates: each is a SetEachOutput over its parameter (optim.cpp). One written in
   // place keeps values in scratch until its last op ran (RunKernel): whole tensors only.
-  static const char* const kOps[] = {"sgd_update",  "momentum_update", "momentum_velocity",
-                                     "adam_update", "adam_m",          "adam_v"};
-  if (k.kind != KernelKind::kOp || !k.in_place.empty()) return false;
-  for (const char* op : kOps)
-    if (k.op == op) return true;
-  return false;
+  return k.kind == KernelKind::kOp && k.in_place.empty() && IsOptimizerOp(m, k.op);
 }
 
 namespace {
@@ -681,7 +676,7 @@ Status RunKernel(const Module& m, const Kernel& k, const std::vector<const T*>& 
   }
   const OpImpl* impl = FindOp(k.op);
   if (!impl) return InternalError("ref.RunKernel", "no CPU reference for op " + k.op);
-  if (only_chunk >= 0 && !WritesByChunk(k))
+  if (only_chunk >= 0 && !WritesByChunk(m, k))
     return InternalError("ref.RunKernel", k.op + " does not run by chunk");
   if (k.HasEpilogue()) {
     // The matmul as it runs alone, then its epilogue as the elementwise kernel it was: the sums
@@ -721,10 +716,11 @@ Status RunKernel(const Module& m, const Kernel& k, const std::vector<const T*>& 
     bool read_later = false;
     for (size_t l = j + 1; l < outs.size(); ++l) {
       const webir::Node& later = m.graph().at(out_nodes[l]);
-      const OpImpl* later_impl = FindOp(later.op);
-      for (size_t a = 0; a < later.args.size(); ++a)
-        read_later |= later.args[a] == k.inputs[over] &&
-                      (!later_impl || !later_impl->reads || later_impl->reads(later, a));
+      for (size_t a = 0; a < later.args.size() && !read_later; ++a) {
+        if (later.args[a] != k.inputs[over]) continue;
+        const OpImpl* later_impl = FindOp(later.op);
+        read_later = !later_impl || !later_impl->reads || later_impl->reads(later, a);
+      }
     }
     if (!read_later) continue;
     scratch_size[j] = m.graph().at(out_nodes[j]).type.elements();

@@ -218,7 +218,7 @@ Status RunUserReference(const Module& m, const Kernel& k, const std::vector<cons
 // chunk of kChunk (SetEachOutput): then consecutive such kernels over outputs of one size may run
 // chunk by chunk together, each chunk through all of them while it is in cache, with the same
 // bits as one kernel after the other (the optimizer updates of one parameter, say).
-bool WritesByChunk(const Kernel& k);
+bool WritesByChunk(const Module& m, const Kernel& k);
 
 // Multi-index helpers shared by families.
 std::vector<int64_t> Unravel(int64_t index, const std::vector<int64_t>& sizes);

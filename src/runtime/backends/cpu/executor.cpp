@@ -144,7 +144,7 @@ struct Resident {
     };
     for (size_t first = 0; first < steps.size(); ++first) {
       size_t end = first + 1;
-      if (kernel::ref::WritesByChunk(kernel(first)) && elements(first) >= 0) {
+      if (kernel::ref::WritesByChunk(plan->module(), kernel(first)) && elements(first) >= 0) {
         const int64_t n = elements(first);
         std::vector<int> written = steps[first].Writes();
         std::vector<int> whole_reads;  // buffers read not element for element
@@ -160,7 +160,8 @@ struct Resident {
           return false;
         };
         const size_t limit = first < hoisted ? hoisted : steps.size();
-        while (end < limit && kernel::ref::WritesByChunk(kernel(end)) && elements(end) == n) {
+        while (end < limit && kernel::ref::WritesByChunk(plan->module(), kernel(end)) &&
+               elements(end) == n) {
           std::vector<int> w = written, r = whole_reads;
           for (int b : steps[end].Writes()) written.push_back(b);
           add_reads(end);
