@@ -89,14 +89,14 @@ class Builder {
         p_.hoisted_dispatches = static_cast<int64_t>(p_.dispatches.size());
     }
 
-    for (const webir::Output& o : g.outputs) {
-      const webir::Node& n = g.at(o.node);
-      p_.outputs.push_back(
-          {o.name, plan_.buffer_of[o.node], n.type.sizes(), n.type.dtype, n.type.bytes()});
-    }
     for (const webir::Carry& c : g.carries) {
       p_.carries.push_back({NodeName(g, c.from), plan_.buffer_of[c.from], FeedName(g.at(c.to)),
                             plan_.buffer_of[c.to]});
+    }
+    for (const webir::Output& o : g.outputs) {
+      const webir::Node& n = g.at(o.node);
+      p_.outputs.push_back({o.name, plan_.buffer_of[o.node], n.type.sizes(), n.type.dtype,
+                            n.type.bytes(), WritesIntoHistorySlot(o.node)});
     }
     return std::move(p_);
   }
@@ -310,6 +310,27 @@ class Builder {
     return scratch_;
   }
 
+  // ProgramOutput::writes_into_history_slot of `node`, once the dispatches and carries are laid
+  // out: a kernel's outputs are its dispatch's last `writes` bindings.
+  bool WritesIntoHistorySlot(int node) const {
+    const int buffer = plan_.buffer_of[node];
+    const webir::Node& n = plan_.graph().at(node);
+    if (buffer < 0 || n.role != webir::Role::kCompute || n.type.bytes() == 0 ||
+        std::count(plan_.buffer_of.begin(), plan_.buffer_of.end(), buffer) != 1)
+      return false;
+    for (const ProgramCarry& c : p_.carries)
+      if (c.from_buffer == buffer || c.to_buffer == buffer) return false;
+    bool written = false;
+    for (const ProgramDispatch& d : p_.dispatches) {
+      for (size_t b = 0; b < d.bindings.size(); ++b) {
+        if (d.bindings[b].buffer != buffer) continue;
+        if (d.tile_count >= 0) return false;
+        written |= b >= d.bindings.size() - static_cast<size_t>(d.writes);
+      }
+    }
+    return written;
+  }
+
   const execplan::Plan& plan_;
   ProgramLimits limits_;
   DeviceProgram p_;
@@ -411,7 +432,8 @@ Json ToJson(const DeviceProgram& p) {
                        {"buffer", o.buffer},
                        {"shape", o.shape},
                        {"dtype", DTypeName(o.dtype)},
-                       {"bytes", o.bytes}});
+                       {"bytes", o.bytes},
+                       {"writes_into_history_slot", o.writes_into_history_slot}});
   }
   Json carries = Json::array();
   for (const ProgramCarry& c : p.carries) {

@@ -36,6 +36,12 @@
 //   * A fed input's buffer may be replaced, per step, by a slot of a staging buffer holding that
 //     step's feed: the runtime substitutes the binding (offset + the slot's start; a size of 0 then
 //     means the input's byte count rounded up to 4).
+//   * An output marked `writes_into_history_slot` may be written, in a run of several steps,
+//     straight into its slot of a buffer holding the run's history of watched values: every
+//     binding of its buffer in a step then binds that step's slot instead (offset + the slot's
+//     start; a size of 0 then means the buffer's `size`), and no copy is needed. A runtime does
+//     so only for a value no dispatch binds together with another value so slotted (one dispatch
+//     may not bind one buffer both read-only and writable), and not while it poisons outputs.
 //   * A step runs the graph `repeat` times (a document's `"repeat": N`, a loop body). The first
 //     `hoisted_dispatches` dispatches (the loop's invariants) are recorded once per step, before
 //     the first iteration; the rest are the body. A temporally blocked body's dispatch runs
@@ -138,6 +144,11 @@ struct ProgramOutput {
   std::vector<int64_t> shape;
   DType dtype = DType::kF32;
   int64_t bytes = 0;
+  // Whether the kernel that computes the output can write it into a slot of a run's history of
+  // watched values, bound in place of the output's own buffer: a computed value, not empty, alone
+  // in its buffer (no other value placed there, nothing carried through it), which a dispatch of
+  // every step writes whole (not in tiles, which bind windows of a buffer over the binding cap).
+  bool writes_into_history_slot = false;
 };
 
 // After a step, the value of `from` (an output's or an updated state's node) becomes the input

@@ -202,6 +202,41 @@ TEST(DeviceProgram, ElementwiseOverTheCapIsTiled) {
   }
   EXPECT_TRUE(p->inputs[0].fed);
   EXPECT_FALSE(p->inputs[0].initial);
+  // Tiles bind windows of the output: no tile can write it into a slot of a run's history.
+  EXPECT_FALSE(p->outputs[0].writes_into_history_slot);
+}
+
+// A computed output alone in its buffer, written whole by its kernel, can be written into a slot
+// of a run's history; a carried one (its buffer swaps with its input's) cannot.
+TEST(DeviceProgram, OutputsSayWhetherTheirKernelsCanWriteIntoHistorySlots) {
+  Json doc = {{"version", 1},
+              {"nodes",
+               {{{"id", 0}, {"op", "input"}, {"name", "x"}, {"shape", {3}}},
+                {{"id", 1},
+                 {"op", "input"},
+                 {"name", "acc"},
+                 {"shape", {3}},
+                 {"data", {0, 0, 0}},
+                 {"carry", "total"}},
+                {{"id", 2}, {"op", "add"}, {"a", 1}, {"b", 0}},
+                {{"id", 3}, {"op", "mul"}, {"a", 2}, {"b", 2}},
+                {{"id", 4}, {"op", "sum"}, {"a", 2}}}},
+              {"outputs",
+               {{{"name", "total"}, {"id", 2}},
+                {{"name", "square"}, {"id", 3}},
+                {{"name", "s"}, {"id", 4}}}}};
+  auto p = BuildDeviceProgram(PlanOf(doc.dump()), {});
+  ASSERT_TRUE(p.ok()) << p.errors().front().Format();
+  ASSERT_EQ(p->outputs.size(), 3u);
+  ASSERT_EQ(p->carries.size(), 1u);
+  EXPECT_EQ(p->carries[0].from_buffer, p->outputs[0].buffer);
+  EXPECT_FALSE(p->outputs[0].writes_into_history_slot);
+  EXPECT_TRUE(p->outputs[1].writes_into_history_slot);
+  EXPECT_TRUE(p->outputs[2].writes_into_history_slot);
+  const Json j = ToJson(*p);
+  EXPECT_EQ(j["outputs"][0]["writes_into_history_slot"], false);
+  EXPECT_EQ(j["outputs"][1]["writes_into_history_slot"], true);
+  EXPECT_EQ(j["outputs"][2]["writes_into_history_slot"], true);
 }
 
 TEST(DeviceProgram, TrainingStepCarriesParamsAndState) {

@@ -60,6 +60,10 @@ export interface ProgramOutput {
   shape: number[];
   dtype: DType;
   bytes: number;
+  // The kernel that computes it can write it into a slot of a run's history of watched values,
+  // bound in place of its own buffer (a computed value alone in its buffer, not carried, written
+  // whole by an untiled dispatch); false when left out.
+  writes_into_history_slot: boolean;
 }
 export interface ProgramCarry {
   from: string;
@@ -151,6 +155,8 @@ export function parseProgram(value: unknown): DeviceProgram {
     buffer(`outputs[${i}]`, s.buffer);
     parseDType(s.dtype);
     if (!Array.isArray(s.shape) || !s.shape.every(isCount)) bad(`outputs[${i}] has a bad shape`);
+    if (s.writes_into_history_slot === undefined) s.writes_into_history_slot = false;
+    if (typeof s.writes_into_history_slot !== "boolean") bad(`outputs[${i}].writes_into_history_slot is not a boolean`);
   });
   p.pipelines.forEach((pl, i) => {
     if (pl.id !== i) bad(`pipelines[${i}] has id ${pl.id}`);

@@ -3,7 +3,10 @@
 // submission, every value read back through one staging buffer mapped once (a program's `repeat`
 // records its body's dispatches repeat / iterations_per_dispatch times per step, its hoisted ones
 // once). Carried values ping-pong: after an iteration, a carried output's buffer and its input's
-// buffer swap roles, so no iteration copies state. Software adapters (SwiftShader, lavapipe, a fallback adapter) are
+// buffer swap roles, so no iteration copies state. A run's watched values gather in one history
+// buffer: a value its kernel can write into its slot (the program says which) is, in every step
+// but the last, and the rest are copied there; the history, the fed inputs' staging and the
+// read-back buffer are kept for the session's next run of the same size. Software adapters (SwiftShader, lavapipe, a fallback adapter) are
 // not a GPU: the runtime reports backend "none" for them unless asked to take one.
 
 import { ScellisRuntimeError, type ScellisRuntimeErrorCode } from "./errors.js";
@@ -35,11 +38,18 @@ export interface AdapterInfoReport {
 export interface RunStats {
   steps: number;
   dispatches: number;
+  // Watched values copied into the run's history (a value its kernel writes into its slot is
+  // copied in the last step only), as the native run counts them; the read-back's one copy of the
+  // whole history and poisoned outputs' fills apart.
+  copies: number;
   submissions: number;
   maps: number;
   pipelinesCompiled: number;
   bytesUploaded: number;
   readbackBytes: number;
+  // Buffers the run allocated: its feed staging, history and read-back buffers when the session
+  // kept none of their sizes from an earlier run.
+  buffersCreated: number;
   wallMs: number;
 }
 
@@ -250,6 +260,16 @@ interface Carry {
   toBuffer: number;
 }
 
+// A program buffer's per-step slots in a run's buffer (a fed input's staging, or the history of
+// watched values): step k's at first + k * stride, bound `size` bytes where the program binds the
+// whole buffer.
+interface Slots {
+  buffer: GPUBuffer | null; // the history's, once allocated
+  first: number;
+  stride: number;
+  size: number;
+}
+
 // A program resident on the device. Not safe for concurrent calls: await each before the next.
 export class Session {
   readonly program: DeviceProgram;
@@ -268,6 +288,11 @@ export class Session {
   #poison: ScellisRuntimeError | null = null;
   #poisonFill: GPUBuffer | null = null; // POISON_BITS, as large as the largest range a dispatch writes
   readonly #poisonOutputs: boolean;
+  // Runs' feed staging, history and read-back buffers, kept for the next run of the same size:
+  // the free ones by usage and size, and every one, destroyed with the session.
+  readonly #pool = new Map<string, GPUBuffer[]>();
+  readonly #pooled = new Set<GPUBuffer>();
+  #buffersCreated = 0;
 
   constructor(runtime: Runtime, device: GPUDevice, program: DeviceProgram, options: PrepareOptions) {
     this.#runtime = runtime;
@@ -508,36 +533,68 @@ export class Session {
     }
 
     const d = this.#device;
-    const scratch: GPUBuffer[] = [];
+    // The run's staging and history buffers come from the session's pools and go back to them.
+    const taken: Array<{ buffer: GPUBuffer; key: string }> = [];
+    const createdBefore = this.#buffersCreated;
+    const take = (usage: number, size: number, label: string) => {
+      const b = this.#takePooled(usage, size, label);
+      taken.push(b);
+      return b.buffer;
+    };
     let uploaded = 0;
     let dispatches = 0;
+    let copies = 0;
     d.pushErrorScope("internal");
     d.pushErrorScope("out-of-memory");
     d.pushErrorScope("validation");
     let mapped: Uint8Array | null = null;
-    let readback = 0;
+    // Every watched value of every step goes into one history buffer, so one copy and one map read
+    // it all back: watched value i of step k at layout[i].at + k * layout[i].slot.
+    let historyBytes = 0;
+    const layout: Array<{ at: number; slot: number; direct: boolean }> = [];
     try {
       for (const [buffer, bytes] of first) uploaded += this.#write(this.#phys[buffer]!, 0, bytes);
       // Fed inputs: one slot per step in one staging buffer, each at an offset the device can bind.
       // A slot may be bound as a uniform (an optimizer's step): aligned for both kinds of binding.
       const align = Math.max(d.limits.minStorageBufferOffsetAlignment, d.limits.minUniformBufferOffsetAlignment ?? 4, 4);
-      const staged = new Map<number, { buffer: GPUBuffer; stride: number; size: number }>();
+      // By program buffer: a binding of it binds step k's slot, at first + k * stride, instead.
+      const fedSlots = new Map<number, Slots>();
+      const fedUsage = GPUBufferUsage.STORAGE | GPUBufferUsage.UNIFORM | GPUBufferUsage.COPY_DST;
       for (const [buffer, s] of slots) {
         const stride = roundUp(s.size, align);
-        const staging = d.createBuffer({ size: stride * n, usage: GPUBufferUsage.STORAGE | GPUBufferUsage.UNIFORM | GPUBufferUsage.COPY_DST, label: `feed b${buffer}` });
-        scratch.push(staging);
+        const staging = take(fedUsage, stride * n, "feed slots");
         s.bytes.forEach((b, k) => (uploaded += this.#write(staging, k * stride, b)));
-        staged.set(buffer, { buffer: staging, stride, size: s.size });
+        fedSlots.set(buffer, { buffer: staging, first: 0, stride, size: s.size });
       }
-      // Watched value i of step k lands at at[i] + k * slotBytes[i] of the one staging buffer.
-      const slotBytes = watched.map((w) => roundUp(w.bytes, 4));
-      const at: number[] = [];
-      for (const s of slotBytes) {
-        at.push(readback);
-        readback += s * n;
+      // A watched output whose kernel can write it into its slot of the history (the program says
+      // which, outside the checking mode that poisons outputs) is, in every step but the last: a
+      // copy per step is a transfer between dispatches that the GPU waits for as for a dependent
+      // dispatch. Every binding of its buffer then binds the step's slot (aligned, as large as the
+      // buffer). The last step's value stays in its own buffer, where a download after the run
+      // reads it, and is copied like every other watched value.
+      const historySlots = new Map<number, Slots>();
+      for (const w of watched) {
+        const out = w.output;
+        const direct =
+          n > 1 &&
+          !this.#poisonOutputs &&
+          out !== undefined &&
+          out.writes_into_history_slot &&
+          !this.#carries.some((c) => c.fromBuffer === out.buffer || c.toBuffer === out.buffer) &&
+          !this.#sharesADispatch(out.buffer, historySlots);
+        const size = direct ? p.buffers[out!.buffer]!.size : roundUp(w.bytes, 4);
+        if (direct) historyBytes = roundUp(historyBytes, align);
+        const slot = direct ? roundUp(size, align) : size;
+        layout.push({ at: historyBytes, slot, direct });
+        if (direct) historySlots.set(out!.buffer, { buffer: null, first: historyBytes, stride: slot, size });
+        historyBytes += slot * n;
       }
-      const staging = readback ? d.createBuffer({ size: readback, usage: GPUBufferUsage.MAP_READ | GPUBufferUsage.COPY_DST, label: "readback" }) : null;
-      if (staging) scratch.push(staging);
+      // Storage and uniform, as the buffer a slot stands for.
+      const historyUsage = GPUBufferUsage.STORAGE | GPUBufferUsage.UNIFORM | GPUBufferUsage.COPY_SRC | GPUBufferUsage.COPY_DST;
+      const historyBuffer = historyBytes ? take(historyUsage, historyBytes, "history") : null;
+      for (const h of historySlots.values()) h.buffer = historyBuffer;
+      const slotted = new Map([...fedSlots, ...historySlots]);
+      const readback = historyBytes ? take(GPUBufferUsage.MAP_READ | GPUBufferUsage.COPY_DST, historyBytes, "readback") : null;
 
       const encoder = d.createCommandEncoder({ label: `${p.name}: ${n} steps` });
       // A temporally blocked body runs several iterations per dispatch: fewer rounds per step.
@@ -545,6 +602,10 @@ export class Session {
       const hoisted = p.dispatches.slice(0, p.hoisted_dispatches);
       const body = p.dispatches.slice(p.hoisted_dispatches);
       for (let k = 0; k < n; k++) {
+        // A fed input's binding takes the step's slot of its staging buffer; in every step but the
+        // last, a value written into its history slot's binding takes that slot.
+        const last = k + 1 === n;
+        const bound = last ? fedSlots : slotted;
         // The loop's invariants run once per step, in the first iteration's pass, before the body.
         for (let it = 0; it < rounds; it++) {
           let pass = encoder.beginComputePass();
@@ -558,8 +619,8 @@ export class Session {
               pass = encoder.beginComputePass();
             }
             const entries = ds.bindings.map((b) => {
-              const st = staged.get(b.buffer);
-              if (st) return { buffer: st.buffer, offset: k * st.stride + b.offset, size: b.size || st.size };
+              const st = bound.get(b.buffer);
+              if (st) return { buffer: st.buffer!, offset: st.first + k * st.stride + b.offset, size: b.size || st.size };
               return { buffer: this.#phys[b.buffer]!, offset: b.offset, size: b.size };
             });
             pass.setPipeline(this.#pipelines[ds.pipeline]!);
@@ -571,8 +632,10 @@ export class Session {
           // The last iteration's values are the step's.
           if (it + 1 === rounds) {
             watched.forEach((w, i) => {
-              if (!slotBytes[i]) return;
-              encoder.copyBufferToBuffer(this.#source(w), 0, staging!, at[i]! + k * slotBytes[i]!, slotBytes[i]!);
+              const l = layout[i]!;
+              if (!l.slot || (l.direct && !last)) return;
+              encoder.copyBufferToBuffer(this.#source(w), 0, historyBuffer!, l.at + k * l.slot, roundUp(w.bytes, 4));
+              copies++;
             });
           }
           // The carried outputs become the next iteration's inputs by swapping buffers, not by
@@ -584,21 +647,24 @@ export class Session {
           }
         }
       }
+      if (readback) encoder.copyBufferToBuffer(historyBuffer!, 0, readback, 0, historyBytes);
       d.queue.submit([encoder.finish()]);
-      if (staging) {
-        await staging.mapAsync(GPUMapMode.READ);
-        mapped = new Uint8Array(staging.getMappedRange().slice(0));
-        staging.unmap();
+      if (readback) {
+        await readback.mapAsync(GPUMapMode.READ);
+        mapped = new Uint8Array(readback.getMappedRange().slice(0));
+        readback.unmap();
       } else {
         await d.queue.onSubmittedWorkDone();
       }
     } catch (e) {
       await this.#popScopes();
-      for (const b of scratch) b.destroy();
+      // The session is poisoned: the run's buffers leave the pools (destroyed, so none stays
+      // mapped).
+      for (const b of taken) this.#discardPooled(b.buffer);
       this.#poison = e instanceof ScellisRuntimeError ? e : new ScellisRuntimeError("map-failed", `reading the results back failed: ${(e as Error).message}`, null, { cause: e });
       throw this.#poison;
     }
-    for (const b of scratch) b.destroy();
+    for (const b of taken) this.#returnPooled(b);
     const scopeError = await this.#popScopes();
     if (scopeError) {
       this.#poison = scopeError;
@@ -611,18 +677,16 @@ export class Session {
     for (const i of p.inputs) if (first.has(i.buffer)) this.#pendingCarried.delete(i.name);
 
     const result: Record<string, Tensor[]> = {};
-    let offset = 0;
-    for (const w of watched) {
+    watched.forEach((w, i) => {
       const shape = (w.output ?? w.input)!.shape;
       const dtype = (w.output ?? w.input)!.dtype;
-      const slot = roundUp(w.bytes, 4);
+      const { at, slot } = layout[i]!;
       const perStep: Tensor[] = [];
       for (let k = 0; k < n; k++) {
-        perStep.push({ shape: [...shape], dtype, data: decode(dtype, mapped ? mapped.subarray(offset + k * slot) : new Uint8Array(0), elementCount(shape)) });
+        perStep.push({ shape: [...shape], dtype, data: decode(dtype, mapped ? mapped.subarray(at + k * slot) : new Uint8Array(0), elementCount(shape)) });
       }
-      offset += slot * n;
       result[w.name] = perStep;
-    }
+    });
     return {
       watched: result,
       backend: "webgpu",
@@ -631,14 +695,47 @@ export class Session {
       stats: {
         steps: n,
         dispatches,
+        copies,
         submissions: 1,
-        maps: readback ? 1 : 0,
+        maps: historyBytes ? 1 : 0,
         pipelinesCompiled: 0,
         bytesUploaded: uploaded,
-        readbackBytes: readback,
+        readbackBytes: historyBytes,
+        buffersCreated: this.#buffersCreated - createdBefore,
         wallMs: performance.now() - start,
       },
     };
+  }
+
+  // Whether some dispatch binds `buffer` and one of the `others` written into their history slots
+  // too (or `buffer` is one of them): a dispatch may not bind one buffer, the run's history, both
+  // as read-only and as writable.
+  #sharesADispatch(buffer: number, others: Map<number, Slots>): boolean {
+    if (others.has(buffer)) return true;
+    return this.program.dispatches.some((ds) => ds.bindings.some((b) => b.buffer === buffer) && ds.bindings.some((b) => others.has(b.buffer)));
+  }
+
+  // A buffer of `usage` and `size` bytes from the session's pool, or a new one (counted): runs of
+  // one size reuse their staging and history buffers instead of allocating them every run. A run
+  // holds what it takes until it ends (the session runs one call at a time).
+  #takePooled(usage: number, size: number, label: string): { buffer: GPUBuffer; key: string } {
+    const key = `${usage}:${size}`;
+    const reused = this.#pool.get(key)?.pop();
+    if (reused) return { buffer: reused, key };
+    const buffer = this.#device.createBuffer({ size, usage, label });
+    this.#pooled.add(buffer);
+    this.#buffersCreated++;
+    return { buffer, key };
+  }
+  #returnPooled({ buffer, key }: { buffer: GPUBuffer; key: string }): void {
+    let free = this.#pool.get(key);
+    if (!free) this.#pool.set(key, (free = []));
+    free.push(buffer);
+  }
+  #discardPooled(b: GPUBuffer): void {
+    this.#pooled.delete(b);
+    if (b.mapState === "mapped") b.unmap();
+    b.destroy();
   }
 
   // The buffer holding a watched name's value right after a step's dispatches.
@@ -718,6 +815,9 @@ export class Session {
     this.#disposed = true;
     for (const b of this.#owned) b.destroy();
     this.#owned.length = 0;
+    for (const b of this.#pooled) b.destroy();
+    this.#pooled.clear();
+    this.#pool.clear();
     this.#phys = [];
     this.#bindGroups.clear();
   }

@@ -35,7 +35,7 @@ function program() {
       { step: 0, kernel: "k0_fused_add", pipeline: 0, bindings: [{ buffer: 0, offset: 0, size: 0 }, { buffer: 1, offset: 0, size: 0 }, { buffer: 2, offset: 0, size: 0 }], workgroups: [1, 1, 1] },
       { step: 1, kernel: "k1_fused_mul", pipeline: 1, bindings: [{ buffer: 2, offset: 0, size: 0 }, { buffer: 1, offset: 0, size: 0 }, { buffer: 3, offset: 0, size: 0 }], workgroups: [2, 1, 1] },
     ],
-    outputs: [{ name: "out", buffer: 2, shape: [4], dtype: "f32", bytes: 16 }],
+    outputs: [{ name: "out", buffer: 2, shape: [4], dtype: "f32", bytes: 16, writes_into_history_slot: false }],
     carries: [{ from: "upd", from_buffer: 3, to: "state", to_buffer: 1 }],
   };
 }
@@ -97,13 +97,18 @@ test("runSteps records every step into one encoder, one submission, one map", as
   assert.equal(r.executor, "fused-encoder");
   assert.equal(r.fallbackReason, null);
 
-  // One staging buffer for the feeds (3 slots at the 256-byte alignment) and one readback buffer.
+  // One staging buffer for the feeds (3 slots at the 256-byte alignment), the history of the
+  // watched values and the read-back buffer it is copied into, kept for the next run.
   const made = f.counters.buffers.slice(before.buffers);
-  assert.equal(made.length, 2);
+  assert.equal(made.length, 3);
+  assert.equal(r.stats.buffersCreated, 3);
   const feedStaging = made.find((b) => b.label?.startsWith("feed"))!;
   assert.equal(feedStaging.size, 3 * 256);
   assert.deepEqual(Array.from(new Float32Array(feedStaging.data.buffer.slice(512, 528))), [3, 3, 3, 3]);
-  assert.ok(made.every((b) => b.destroyed), "scratch buffers are released");
+  assert.ok(made.every((b) => !b.destroyed));
+  // Neither value can be written into its history slot (the program says "out" cannot, the state
+  // is an input): each is copied in every step.
+  assert.equal(r.stats.copies, 2 * 3);
 
   const ds = f.counters.dispatches.slice(before.dispatches);
   // Step k binds x from slot k.
@@ -123,6 +128,70 @@ test("runSteps records every step into one encoder, one submission, one map", as
   // The watched starting state of step 0 came back through the map (the fake computes nothing).
   assert.deepEqual(Array.from(r.watched.state![0]!.data), [1, 2, 3, 4]);
   assert.equal(r.watched.out!.length, 3);
+  s.dispose();
+  assert.ok(made.every((b) => b.destroyed), "the session's run buffers are released with it");
+  rt.destroy();
+});
+
+test("a watched output its kernel can write into its history slot is bound there in every step but the last", async () => {
+  const f = fakeGpu();
+  const rt = await createRuntime({ gpu: f.gpu });
+  const p = program();
+  p.outputs[0]!.writes_into_history_slot = true;
+  const s = await rt.prepare(p);
+  const before = { dispatches: f.counters.dispatches.length, buffers: f.counters.buffers.length };
+  const r = await s.runSteps(3, { feedsPerStep: [xs(1), xs(2), xs(3)], watch: ["state", "out"] });
+  const history = f.counters.buffers.slice(before.buffers).find((b) => b.label === "history")!;
+  // The state's 3 slots of 16 bytes, then out's, aligned, one 256-byte slot per step.
+  assert.equal(history.size, 256 + 3 * 256);
+  assert.equal(r.stats.readbackBytes, history.size);
+  const ds = f.counters.dispatches.slice(before.dispatches);
+  for (let k = 0; k < 3; k++) {
+    const writes = ds[2 * k]!.bindings[2]!;
+    const reads = ds[2 * k + 1]!.bindings[0]!;
+    if (k < 2) {
+      // k0 writes out into step k's slot, and k1 reads it there.
+      for (const b of [writes, reads]) assert.deepEqual({ buffer: b.buffer, offset: b.offset, size: b.size }, { buffer: history, offset: 256 + k * 256, size: 16 });
+    } else {
+      assert.notEqual(writes.buffer, history);
+      assert.equal(reads.buffer, writes.buffer);
+    }
+  }
+  // The state every step, out in the last step only.
+  assert.equal(r.stats.copies, 3 + 1);
+  // A run of one step, or one that poisons outputs, copies every value.
+  assert.equal((await s.runSteps(1, { feedsPerStep: [xs(4)], watch: ["out"] })).stats.copies, 1);
+  const poisoned = await rt.prepare(p, { poisonOutputs: true });
+  assert.equal((await poisoned.runSteps(3, { feedsPerStep: [xs(1), xs(2), xs(3)], watch: ["out"] })).stats.copies, 3);
+  // Carried into the state by the session's own carries, out is copied too: its buffer swaps.
+  const carried = await rt.prepare({ ...p, carries: [] }, { carry: [{ from: "out", to: "state" }] });
+  assert.equal((await carried.runSteps(3, { feedsPerStep: [xs(1), xs(2), xs(3)], watch: ["out"] })).stats.copies, 3);
+  // The same run again takes its buffers from the session's pools.
+  const again = await s.runSteps(3, { feedsPerStep: [xs(1), xs(2), xs(3)], watch: ["state", "out"] });
+  assert.equal(again.stats.buffersCreated, 0);
+  rt.destroy();
+});
+
+test("a run that fails releases its pooled buffers unmapped", async () => {
+  const f = fakeGpu();
+  const rt = await createRuntime({ gpu: f.gpu });
+  const s = await rt.prepare(program());
+  const before = f.counters.buffers.length;
+  const made = () => f.counters.buffers.slice(before);
+  await s.runSteps(2, { feedsPerStep: [xs(1), xs(2)], watch: ["out"] });
+  const pooled = made();
+  assert.equal(pooled.length, 3);
+  // The read-back's map fails: the session is poisoned, and its buffers do not stay mapped.
+  const readback = pooled.find((b) => b.label === "readback")!;
+  readback.mapAsync = async () => {
+    readback.mapState = "mapped";
+    throw new Error("injected map failure");
+  };
+  assert.equal(await code(s.runSteps(2, { feedsPerStep: [xs(1), xs(2)], watch: ["out"] })), "map-failed");
+  assert.equal(made().length, 3, "the failed run took the pooled buffers");
+  assert.ok(made().every((b) => b.destroyed && b.mapState === "unmapped"));
+  assert.equal(await code(s.runSteps(2, { feedsPerStep: [xs(1), xs(2)], watch: ["out"] })), "session-poisoned");
+  s.dispose();
   rt.destroy();
 });
 

@@ -249,3 +249,100 @@ test("mlp_step: a training session carries weights and Adam state; the loss curv
     s.dispose();
   }
 });
+
+// A seeded generator (mulberry32) of whole numbers in [-9, 9]: every sum and square of the test is
+// a whole number under 2^24, exact in f32, so the device's values are compared exactly.
+function wholeNumbers(seed: number): () => number {
+  let a = seed >>> 0;
+  return () => {
+    a = (a + 0x6d2b79f5) >>> 0;
+    let t = a;
+    t = Math.imul(t ^ (t >>> 15), t | 1);
+    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
+    return (((t ^ (t >>> 14)) >>> 0) % 19) - 9;
+  };
+}
+
+test("accumulate: watched values written into their history slots match float64, with one copy where the rules allow", { timeout: 120_000 }, async (t) => {
+  const rt = gpu(t);
+  if (!rt) return;
+  const program = parseProgram(readFileSync(new URL("accumulate.program.json", fixtures), "utf8"));
+  // total = acc + x is carried into acc; square = total * total, s = sum(total) and q = sum(square)
+  // are computed, each alone in its buffer: their kernels can write them into history slots.
+  const slotWriters = program.outputs.filter((o) => o.writes_into_history_slot).map((o) => o.name);
+  assert.deepEqual(slotWriters, ["square", "s", "q"]);
+  const draw = wholeNumbers(20261205);
+  // The running total over every step of the session, in float64, and each step's values.
+  const acc = [0, 0, 0, 0, 0];
+  const steps = (n: number) =>
+    Array.from({ length: n }, () => {
+      const x = acc.map(() => draw());
+      const before = [...acc];
+      for (let i = 0; i < 5; i++) acc[i]! += x[i]!;
+      const total = [...acc];
+      const square = total.map((v) => v * v);
+      const want = { acc: before, total, square, s: [total.reduce((a, v) => a + v, 0)], q: [square.reduce((a, v) => a + v, 0)] };
+      return { feeds: { x: new Float32Array(x) }, want };
+    });
+  const check = (r: { watched: Record<string, Array<{ data: ArrayLike<number> }>> }, run: ReturnType<typeof steps>, what: string) => {
+    for (const [name, history] of Object.entries(r.watched)) {
+      assert.equal(history.length, run.length, `${what}: ${name}'s steps`);
+      run.forEach((k, i) => assert.deepEqual(Array.from(history[i]!.data), k.want[name as keyof typeof k.want], `${what}: ${name} at step ${i}`));
+    }
+  };
+
+  const s = await rt.prepare(program);
+  try {
+    // The square is written into its slot in 7 of 8 steps and copied in the last.
+    let run = steps(8);
+    const first = await s.runSteps(8, { feedsPerStep: run.map((k) => k.feeds), watch: ["square"] });
+    check(first, run, "square alone");
+    assert.equal(first.stats.copies, 1);
+    assert.equal(first.stats.submissions, 1);
+    assert.equal(first.stats.maps, 1);
+    assert.ok(first.stats.buffersCreated > 0);
+    // The last step's square is in its own buffer.
+    assert.deepEqual(Array.from((await s.download("square")).data), run[7]!.want.square);
+
+    // A run of the same size takes every buffer from the session's pools, and is as right.
+    run = steps(8);
+    const again = await s.runSteps(8, { feedsPerStep: run.map((k) => k.feeds), watch: ["square"] });
+    check(again, run, "square again");
+    assert.equal(again.stats.buffersCreated, 0);
+    assert.equal(again.stats.copies, 1);
+
+    // The carried total (its buffer swaps with acc's) and the input acc are copied every step.
+    run = steps(8);
+    const carried = await s.runSteps(8, { feedsPerStep: run.map((k) => k.feeds), watch: ["total", "acc"] });
+    check(carried, run, "total and acc");
+    assert.equal(carried.stats.copies, 2 * 8);
+
+    // Everything at once: s is written into its slot; q's dispatch reads the square from its slot,
+    // and may not bind the history writable too, so q is copied every step, like total and acc.
+    run = steps(8);
+    const all = await s.runSteps(8, { feedsPerStep: run.map((k) => k.feeds), watch: ["total", "square", "s", "q", "acc"] });
+    check(all, run, "every value");
+    assert.equal(all.stats.copies, 8 + 1 + 1 + 8 + 8);
+
+    // A run of one step copies every watched value.
+    run = steps(1);
+    const one = await s.runSteps(1, { feedsPerStep: run.map((k) => k.feeds), watch: ["total", "square", "s", "q"] });
+    check(one, run, "one step");
+    assert.equal(one.stats.copies, 4);
+    assert.deepEqual(Array.from((await s.download("acc")).data), run[0]!.want.total);
+  } finally {
+    s.dispose();
+  }
+
+  // Poisoning outputs, nothing is written into a slot: the same values, a copy every step.
+  const poisoned = await rt.prepare(program, { poisonOutputs: true });
+  try {
+    acc.fill(0);
+    const run = steps(8);
+    const r = await poisoned.runSteps(8, { feedsPerStep: run.map((k) => k.feeds), watch: ["square", "s"] });
+    check(r, run, "poisoned");
+    assert.equal(r.stats.copies, 2 * 8);
+  } finally {
+    poisoned.dispose();
+  }
+});

@@ -20,6 +20,7 @@
 #include <cstdio>
 #include <deque>
 #include <map>
+#include <set>
 
 #include "runtime/backends/webgpu/executor.h"
 #include "runtime/device_program.h"
@@ -100,6 +101,10 @@ class WebGpuPrepared : public Prepared {
     SCELLIS_TRY(CheckDtypes());
     SCELLIS_ASSIGN_OR_RETURN(program_,
                              BuildDeviceProgram(plan_, feeds, ProgramLimitsOf(d_.info())));
+    // The program's outputs are the graph's, in order.
+    for (size_t i = 0; i < program_.outputs.size(); ++i)
+      if (program_.outputs[i].writes_into_history_slot)
+        writes_into_slot_.insert(plan_.graph().outputs[i].node);
     for (const ProgramBuffer& b : program_.buffers) buffers_.push_back(d_.CreateBuffer(b.size));
     phys_ = buffers_;
     fed_ = FedInputs(plan_.graph());
@@ -233,16 +238,17 @@ class WebGpuPrepared : public Prepared {
 
     // Every watched value of every step goes into one history buffer, so one map reads it all:
     // watched output i of step k at history_at[i] + k * slot[i]. A value its kernel can write
-    // into its slot itself (KernelCanWriteIntoHistory) is, in every step but the last: a copy per
-    // step is a transfer between dispatches, with a barrier on either side, that the GPU waits
-    // for as for a dependent dispatch. The last step's value stays in its own buffer, where a
-    // download after the run reads it, and is copied.
+    // into its slot itself (ProgramOutput::writes_into_history_slot, outside the checking mode
+    // that poisons outputs) is, in every step but the last: a copy per step is a transfer between
+    // dispatches, with a barrier on either side, that the GPU waits for as for a dependent
+    // dispatch. The last step's value stays in its own buffer, where a download after the run
+    // reads it, and is copied.
     std::map<int, Slots> history_slots;  // by plan buffer, the values written into their slots
     std::vector<bool> written_in_slot;
     for (int node : watch) {
       const int buffer = plan_.buffer_of[node];
-      const bool direct =
-          steps > 1 && KernelCanWriteIntoHistory(node) && !SharesADispatch(buffer, history_slots);
+      const bool direct = steps > 1 && !options_.poison_outputs && writes_into_slot_.count(node) &&
+                          !SharesADispatch(buffer, history_slots);
       const uint64_t size =
           direct ? program_.buffers[buffer].size : RoundUp4(g.at(node).type.bytes());
       if (direct) run.history_bytes = (run.history_bytes + align - 1) / align * align;
@@ -488,30 +494,6 @@ class WebGpuPrepared : public Prepared {
     return false;
   }
 
-  // Whether the kernel that computes a watched value can write it into its history slot:
-  // a computed value, not empty, alone in its buffer (no other value placed there, nothing carried
-  // through it), which a dispatch of every step writes whole (not in tiles, which bind windows of a
-  // buffer over the binding cap), outside the checking mode that poisons outputs.
-  bool KernelCanWriteIntoHistory(int node) const {
-    const int buffer = plan_.buffer_of[node];
-    const webir::Node& n = plan_.graph().at(node);
-    if (buffer < 0 || options_.poison_outputs || n.role != webir::Role::kCompute ||
-        n.type.bytes() == 0 ||
-        std::count(plan_.buffer_of.begin(), plan_.buffer_of.end(), buffer) != 1)
-      return false;
-    for (const ProgramCarry& c : program_.carries)
-      if (c.from_buffer == buffer || c.to_buffer == buffer) return false;
-    bool written = false;
-    for (const ProgramDispatch& d : program_.dispatches) {
-      for (size_t b = 0; b < d.bindings.size(); ++b) {
-        if (d.bindings[b].buffer != buffer) continue;
-        if (d.tile_count >= 0) return false;
-        written |= b >= d.bindings.size() - static_cast<size_t>(d.writes);
-      }
-    }
-    return written;
-  }
-
   // Steps [first, end)'s feeds into their slots of the fed inputs' staging buffers.
   Status WriteFeeds(const std::vector<Feeds>& feeds, const std::map<int, Slots>& fed_slots,
                     size_t first, size_t end) {
@@ -590,6 +572,7 @@ class WebGpuPrepared : public Prepared {
   DeviceProgram program_;
   std::vector<PipelineId> pipelines_;  // per program pipeline
   std::vector<int> fed_;
+  std::set<int> writes_into_slot_;  // outputs' nodes their kernels can write into history slots
   RunOptions options_;
   std::vector<Binding> bindings_;  // EncodeDispatches' scratch
   PipelineId poison_;
