@@ -728,7 +728,7 @@ fn round_f16(x: f32) -> f32 {
   return bitcast<f32>((sign << 16u) | ((e + 112u) << 23u) | (mant << 13u));
 }
 var<workgroup> tile_a: array<f32, 256>;
-var<workgroup> tile_b: array<f32, 256>;
+var<workgroup> tile_b: array<f32, 288>;
 
 @compute @workgroup_size(16, 16)
 fn main(@builtin(workgroup_id) wg: vec3<u32>,
@@ -738,15 +738,16 @@ fn main(@builtin(workgroup_id) wg: vec3<u32>,
   var off_b = 0u;
   let r = wg.y * 16u + lid.y;
   let c = wg.x * 16u + lid.x;
+  let ct = wg.x * 16u + lid.y;
   var acc = 0.0;
   for (var t = 0u; t < 10u; t = t + 16u) {
     let ka = t + lid.x;
-    let kb = t + lid.y;
+    let kb = t + lid.x;
     tile_a[lid.y * 16u + lid.x] = select(0.0, f32(in0[off_a + r * 10u + ka]), r < 64u && ka < 10u);
-    tile_b[lid.y * 16u + lid.x] = select(0.0, f32(in1[off_b + c * 10u + kb]), kb < 10u && c < 256u);
+    tile_b[lid.x * 18u + lid.y] = select(0.0, f32(in1[off_b + ct * 10u + kb]), kb < 10u && ct < 256u);
     workgroupBarrier();
     for (var kk = 0u; kk < 16u; kk = kk + 1u) {
-      acc = acc + tile_a[lid.y * 16u + kk] * tile_b[kk * 16u + lid.x];
+      acc = acc + tile_a[lid.y * 16u + kk] * tile_b[kk * 18u + lid.x];
     }
     workgroupBarrier();
   }
@@ -791,7 +792,7 @@ fn round_f16(x: f32) -> f32 {
   }
   return bitcast<f32>((sign << 16u) | ((e + 112u) << 23u) | (mant << 13u));
 }
-var<workgroup> tile_a: array<f32, 256>;
+var<workgroup> tile_a: array<f32, 544>;
 var<workgroup> tile_b: array<f32, 256>;
 
 @compute @workgroup_size(16, 16)
@@ -802,15 +803,16 @@ fn main(@builtin(workgroup_id) wg: vec3<u32>,
   var off_b = 0u;
   let r = wg.y * 16u + lid.y;
   let c = wg.x * 16u + lid.x;
+  let rt = wg.y * 16u + lid.x;
   var acc = 0.0;
   for (var t = 0u; t < 64u; t = t + 16u) {
-    let ka = t + lid.x;
+    let ka = t + lid.y;
     let kb = t + lid.y;
-    tile_a[lid.y * 16u + lid.x] = select(0.0, f32(in0[off_a + ka * 256u + r]), r < 256u && ka < 64u);
+    tile_a[lid.x * 34u + lid.y] = select(0.0, f32(in0[off_a + ka * 256u + rt]), rt < 256u && ka < 64u);
     tile_b[lid.y * 16u + lid.x] = select(0.0, f32(in1[off_b + kb * 10u + c]), kb < 64u && c < 10u);
     workgroupBarrier();
     for (var kk = 0u; kk < 16u; kk = kk + 1u) {
-      acc = acc + tile_a[lid.y * 16u + kk] * tile_b[kk * 16u + lid.x];
+      acc = acc + tile_a[lid.y * 34u + kk] * tile_b[kk * 16u + lid.x];
     }
     workgroupBarrier();
   }
@@ -999,7 +1001,7 @@ fn round_f16(x: f32) -> f32 {
   }
   return bitcast<f32>((sign << 16u) | ((e + 112u) << 23u) | (mant << 13u));
 }
-var<workgroup> tile_a: array<f32, 256>;
+var<workgroup> tile_a: array<f32, 544>;
 var<workgroup> tile_b: array<f32, 256>;
 
 @compute @workgroup_size(16, 16)
@@ -1010,15 +1012,16 @@ fn main(@builtin(workgroup_id) wg: vec3<u32>,
   var off_b = 0u;
   let r = wg.y * 16u + lid.y;
   let c = wg.x * 16u + lid.x;
+  let rt = wg.y * 16u + lid.x;
   var acc = 0.0;
   for (var t = 0u; t < 64u; t = t + 16u) {
-    let ka = t + lid.x;
+    let ka = t + lid.y;
     let kb = t + lid.y;
-    tile_a[lid.y * 16u + lid.x] = select(0.0, f32(in0[off_a + ka * 784u + r]), r < 784u && ka < 64u);
+    tile_a[lid.x * 34u + lid.y] = select(0.0, f32(in0[off_a + ka * 784u + rt]), rt < 784u && ka < 64u);
     tile_b[lid.y * 16u + lid.x] = select(0.0, f32(in1[off_b + kb * 256u + c]), kb < 64u && c < 256u);
     workgroupBarrier();
     for (var kk = 0u; kk < 16u; kk = kk + 1u) {
-      acc = acc + tile_a[lid.y * 16u + kk] * tile_b[kk * 16u + lid.x];
+      acc = acc + tile_a[lid.y * 34u + kk] * tile_b[kk * 16u + lid.x];
     }
     workgroupBarrier();
   }

@@ -57,7 +57,7 @@ fn epilogue(x0: f32, e: u32) -> f32 {
   return s4;
 }
 var<workgroup> tile_a: array<f32, 256>;
-var<workgroup> tile_b: array<f32, 256>;
+var<workgroup> tile_b: array<f32, 288>;
 
 @compute @workgroup_size(16, 16)
 fn main(@builtin(workgroup_id) wg: vec3<u32>,
@@ -67,15 +67,16 @@ fn main(@builtin(workgroup_id) wg: vec3<u32>,
   var off_b = 0u;
   let r = wg.y * 16u + lid.y;
   let c = wg.x * 16u + lid.x;
+  let ct = wg.x * 16u + lid.y;
   var acc = 0.0;
   for (var t = 0u; t < 3u; t = t + 16u) {
     let ka = t + lid.x;
-    let kb = t + lid.y;
+    let kb = t + lid.x;
     tile_a[lid.y * 16u + lid.x] = select(0.0, in0[off_a + r * 3u + ka], r < 4u && ka < 3u);
-    tile_b[lid.y * 16u + lid.x] = select(0.0, in1[off_b + c * 3u + kb], kb < 3u && c < 4u);
+    tile_b[lid.x * 18u + lid.y] = select(0.0, in1[off_b + ct * 3u + kb], kb < 3u && ct < 4u);
     workgroupBarrier();
     for (var kk = 0u; kk < 16u; kk = kk + 1u) {
-      acc = acc + tile_a[lid.y * 16u + kk] * tile_b[kk * 16u + lid.x];
+      acc = acc + tile_a[lid.y * 16u + kk] * tile_b[kk * 18u + lid.x];
     }
     workgroupBarrier();
   }

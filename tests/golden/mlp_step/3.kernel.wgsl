@@ -268,7 +268,7 @@ fn update_column_sums(i: u32, grad: f32) {
   in7[i] = m;
   in8[i] = v;
 }
-var<workgroup> tile_a: array<f32, 256>;
+var<workgroup> tile_a: array<f32, 544>;
 var<workgroup> tile_b: array<f32, 256>;
 
 @compute @workgroup_size(16, 16)
@@ -286,15 +286,16 @@ fn main(@builtin(workgroup_id) wg: vec3<u32>,
   var off_b = 0u;
   let r = wg.y * 16u + lid.y;
   let c = wg.x * 16u + lid.x;
+  let rt = wg.y * 16u + lid.x;
   var acc = 0.0;
   for (var t = 0u; t < 4u; t = t + 16u) {
-    let ka = t + lid.x;
+    let ka = t + lid.y;
     let kb = t + lid.y;
-    tile_a[lid.y * 16u + lid.x] = select(0.0, in0[off_a + ka * 3u + r], r < 3u && ka < 4u);
+    tile_a[lid.x * 34u + lid.y] = select(0.0, in0[off_a + ka * 3u + rt], rt < 3u && ka < 4u);
     tile_b[lid.y * 16u + lid.x] = select(0.0, in1[off_b + kb * 5u + c], kb < 4u && c < 5u);
     workgroupBarrier();
     for (var kk = 0u; kk < 16u; kk = kk + 1u) {
-      acc = acc + tile_a[lid.y * 16u + kk] * tile_b[kk * 16u + lid.x];
+      acc = acc + tile_a[lid.y * 34u + kk] * tile_b[kk * 16u + lid.x];
     }
     workgroupBarrier();
   }
@@ -350,7 +351,7 @@ fn update_column_sums(i: u32, grad: f32) {
   in7[i] = m;
   in8[i] = v;
 }
-var<workgroup> tile_a: array<f32, 256>;
+var<workgroup> tile_a: array<f32, 544>;
 var<workgroup> tile_b: array<f32, 256>;
 
 @compute @workgroup_size(16, 16)
@@ -368,15 +369,16 @@ fn main(@builtin(workgroup_id) wg: vec3<u32>,
   var off_b = 0u;
   let r = wg.y * 16u + lid.y;
   let c = wg.x * 16u + lid.x;
+  let rt = wg.y * 16u + lid.x;
   var acc = 0.0;
   for (var t = 0u; t < 4u; t = t + 16u) {
-    let ka = t + lid.x;
+    let ka = t + lid.y;
     let kb = t + lid.y;
-    tile_a[lid.y * 16u + lid.x] = select(0.0, in0[off_a + ka * 5u + r], r < 5u && ka < 4u);
+    tile_a[lid.x * 34u + lid.y] = select(0.0, in0[off_a + ka * 5u + rt], rt < 5u && ka < 4u);
     tile_b[lid.y * 16u + lid.x] = select(0.0, in1[off_b + kb * 3u + c], kb < 4u && c < 3u);
     workgroupBarrier();
     for (var kk = 0u; kk < 16u; kk = kk + 1u) {
-      acc = acc + tile_a[lid.y * 16u + kk] * tile_b[kk * 16u + lid.x];
+      acc = acc + tile_a[lid.y * 34u + kk] * tile_b[kk * 16u + lid.x];
     }
     workgroupBarrier();
   }

@@ -225,48 +225,74 @@ void PerElement(const Module& m, const Kernel& k, const Operands& o, Generated& 
 // (a multiple of the tile) values of each operand, each invocation loading tile_k / tile of each:
 // a deeper step means fewer barriers and more loads in flight, which is what a grid too small to
 // fill the GPU (a skinny product: few rows, long K) waits on.
+//
+// Neighbouring invocations (along lid.x) load neighbouring elements: along K for A and along N for
+// B as stored, but along M for a transposed A (a weight's gradient, x^T · dy) and along K for a
+// transposed B, whose elements lie K (or M) floats apart the other way, so that a warp's loads
+// fall in a few cache lines instead of one line each. Only which invocation loads which element
+// changes: the tiles hold the same values, and every sum adds them in the same order.
 void TiledOneOutput(const Module& m, const Kernel& k, const Operands& o, const MatmulSchedule& sch,
                     Generated& out) {
   const MatmulShape& s = o.shape;
-  const int depth = sch.tile_k / sch.tile_m;  // loads of each operand per invocation and K step
-  const std::string T = U32(sch.tile_m), TK = U32(sch.tile_k);
+  const int tile = sch.tile_m;
+  const int depth = sch.tile_k / tile;  // loads of each operand per invocation and K step
+  const std::string T = U32(tile), TK = U32(sch.tile_k);
   const std::string M = U32(s.m), N = U32(s.n), K = U32(s.k);
-  // A's tile is row-major, one row per lid.y; a warp of 32 reads two rows at once. Rows 16 floats
-  // apart (as the 16-deep tile's are) put those two in different banks; a deeper tile's rows are
-  // padded to keep that.
-  const int64_t row_a = depth == 1 ? sch.tile_k : sch.tile_k + 16;
-  const std::string RA = U32(row_a);
+  // A warp holds 32 / tile rows of invocations. Row strides of the tiles are padded so that a
+  // warp's reads of the inner loop (one element of A per row of invocations, broadcast) and its
+  // writes of a load fall in distinct banks of workgroup memory (32 of them, a float wide): A's
+  // rows `tile` banks apart, or, where a warp writes down a column (the transposed loads), 32 /
+  // tile banks apart; B's rows as wide as the tile, or 32 / tile banks past it where a warp writes
+  // down a column. (A tile that does not divide a warp keeps rows 16 floats apart.)
+  const bool by_rows = 32 % tile == 0 && sch.tile_n == tile;  // warps span whole rows
+  const bool swap_a = s.trans_a && by_rows, swap_b = s.trans_b && by_rows;
+  auto padded = [&](int64_t banks_apart) {  // the least stride >= tile_k that many banks apart
+    return sch.tile_k + ((banks_apart - sch.tile_k) % 32 + 32) % 32;
+  };
+  const int64_t row_a = swap_a    ? padded(32 / tile)
+                        : by_rows ? padded(tile)
+                                  : (depth == 1 ? sch.tile_k : sch.tile_k + 16);
+  const int64_t row_b = swap_b ? tile + 32 / tile : tile;
+  const std::string RA = U32(row_a), RB = U32(row_b);
   std::string loads;
   for (int j = 0; j < depth; ++j) {
     // The first load's names and indices are the single-load kernel's own.
     const std::string sfx = depth == 1 ? "" : std::to_string(j);
-    const std::string shift = j == 0 ? "" : " + " + U32(int64_t{j} * sch.tile_m);
+    const std::string shift = j == 0 ? "" : " + " + U32(int64_t{j} * tile);
     const std::string ka = "ka" + sfx, kb = "kb" + sfx;
-    const std::string row_b = j == 0 ? "lid.y" : "(lid.y" + shift + ")";
-    loads += "    let " + ka + " = t + lid.x" + shift + ";\n    let " + kb + " = t + lid.y" +
-             shift + ";\n    tile_a[lid.y * " + RA + " + lid.x" + shift + "] = select(0.0, " +
-             Loaded(m, k, "in0[" + AIndex(o, "r", ka) + "]") + ", r < " + M + " && " + ka + " < " +
-             K + ");\n    tile_b[" + row_b + " * " + T + " + lid.x] = select(0.0, " +
-             Loaded(m, k, "in1[" + BIndex(o, kb, "c") + "]") + ", " + kb + " < " + K + " && c < " +
-             N + ");\n";
+    // A's element (row, t + kq) of the tile; B's (t + kq, col).
+    const std::string a_row = swap_a ? "lid.x" : "lid.y", a_k = swap_a ? "lid.y" : "lid.x";
+    const std::string b_k = swap_b ? "lid.x" : "lid.y", b_col = swap_b ? "lid.y" : "lid.x";
+    const std::string ra = swap_a ? "rt" : "r", cb = swap_b ? "ct" : "c";
+    const std::string b_row = j == 0 ? b_k : "(" + b_k + shift + ")";
+    loads += "    let " + ka + " = t + " + a_k + shift + ";\n    let " + kb + " = t + " + b_k +
+             shift + ";\n    tile_a[" + a_row + " * " + RA + " + " + a_k + shift +
+             "] = select(0.0, " + Loaded(m, k, "in0[" + AIndex(o, ra, ka) + "]") + ", " + ra +
+             " < " + M + " && " + ka + " < " + K + ");\n    tile_b[" + b_row + " * " + RB + " + " +
+             b_col + "] = select(0.0, " + Loaded(m, k, "in1[" + BIndex(o, kb, cb) + "]") + ", " +
+             kb + " < " + K + " && " + cb + " < " + N + ");\n";
   }
-  out.source =
-      "// matmul " + sch.Name() + "\n" + Bindings(m, k) + HalfHelpers(m, k) + EpilogueFn(m, k) +
-      GradientUpdateFns(m, k) + "var<workgroup> tile_a: array<f32, " +
-      std::to_string(sch.tile_m * row_a) + ">;\nvar<workgroup> tile_b: array<f32, " +
-      std::to_string(sch.tile_k * sch.tile_n) + ">;\n\n@compute @workgroup_size(" +
-      std::to_string(sch.tile_n) + ", " + std::to_string(sch.tile_m) +
-      ")\nfn main(@builtin(workgroup_id) wg: vec3<u32>,\n"
-      "        @builtin(local_invocation_id) lid: vec3<u32>) {\n" +
-      ColumnSumsOfB(k, s, kFirstWorkgroup, "lid.y * " + U32(sch.tile_n) + " + lid.x",
-                    int64_t{sch.tile_m} * sch.tile_n, false) +
-      BatchOffsets(o, "wg.z") + "  let r = wg.y * " + T + " + lid.y;\n  let c = wg.x * " + T +
-      " + lid.x;\n  var acc = " + AccStart(o, OutIndex(o, "r", "c"), "r < " + M + " && c < " + N) +
-      ";\n  for (var t = 0u; t < " + K + "; t = t + " + TK + ") {\n" + loads +
-      "    workgroupBarrier();\n    for (var kk = 0u; kk < " + TK +
-      "; kk = kk + 1u) {\n      acc = acc + tile_a[lid.y * " + RA + " + kk] * tile_b[kk * " + T +
-      " + lid.x];\n    }\n    workgroupBarrier();\n  }\n  if (r < " + M + " && c < " + N + ") { " +
-      StoreSum(m, k, "acc", OutIndex(o, "r", "c")) + " }\n}\n";
+  std::string transposed_loads;
+  if (swap_a) transposed_loads += "  let rt = wg.y * " + T + " + lid.x;\n";
+  if (swap_b) transposed_loads += "  let ct = wg.x * " + T + " + lid.y;\n";
+  out.source = "// matmul " + sch.Name() + "\n" + Bindings(m, k) + HalfHelpers(m, k) +
+               EpilogueFn(m, k) + GradientUpdateFns(m, k) + "var<workgroup> tile_a: array<f32, " +
+               std::to_string(tile * row_a) + ">;\nvar<workgroup> tile_b: array<f32, " +
+               std::to_string(sch.tile_k * row_b) + ">;\n\n@compute @workgroup_size(" +
+               std::to_string(sch.tile_n) + ", " + std::to_string(sch.tile_m) +
+               ")\nfn main(@builtin(workgroup_id) wg: vec3<u32>,\n"
+               "        @builtin(local_invocation_id) lid: vec3<u32>) {\n" +
+               ColumnSumsOfB(k, s, kFirstWorkgroup, "lid.y * " + U32(sch.tile_n) + " + lid.x",
+                             int64_t{sch.tile_m} * sch.tile_n, false) +
+               BatchOffsets(o, "wg.z") + "  let r = wg.y * " + T + " + lid.y;\n  let c = wg.x * " +
+               T + " + lid.x;\n" + transposed_loads +
+               "  var acc = " + AccStart(o, OutIndex(o, "r", "c"), "r < " + M + " && c < " + N) +
+               ";\n  for (var t = 0u; t < " + K + "; t = t + " + TK + ") {\n" + loads +
+               "    workgroupBarrier();\n    for (var kk = 0u; kk < " + TK +
+               "; kk = kk + 1u) {\n      acc = acc + tile_a[lid.y * " + RA +
+               " + kk] * tile_b[kk * " + RB +
+               " + lid.x];\n    }\n    workgroupBarrier();\n  }\n  if (r < " + M + " && c < " + N +
+               ") { " + StoreSum(m, k, "acc", OutIndex(o, "r", "c")) + " }\n}\n";
   out.workgroups = {static_cast<uint32_t>((s.n + sch.tile_n - 1) / sch.tile_n),
                     static_cast<uint32_t>((s.m + sch.tile_m - 1) / sch.tile_m),
                     static_cast<uint32_t>(s.batches)};
