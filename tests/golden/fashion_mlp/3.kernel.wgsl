@@ -28,7 +28,7 @@ fn epilogue(x0: f32, e: u32) -> f32 {
   let s1 = relu_f32(s0);
   return s1;
 }
-var<workgroup> tile_a: array<f32, 576>;
+var<workgroup> tile_a: array<f32, 640>;
 var<workgroup> tile_b: array<f32, 512>;
 
 @compute @workgroup_size(8, 8)
@@ -43,39 +43,39 @@ fn main(@builtin(workgroup_id) wg: vec3<u32>,
   for (var t = 0u; t < 784u; t = t + 64u) {
     let ka0 = t + lid.x;
     let kb0 = t + lid.y;
-    tile_a[lid.y * 72u + lid.x] = select(0.0, in0[off_a + r * 784u + ka0], r < 64u && ka0 < 784u);
+    tile_a[lid.y * 80u + lid.x] = select(0.0, in0[off_a + r * 784u + ka0], r < 64u && ka0 < 784u);
     tile_b[lid.y * 8u + lid.x] = select(0.0, in1[off_b + kb0 * 256u + c], kb0 < 784u && c < 256u);
     let ka1 = t + lid.x + 8u;
     let kb1 = t + lid.y + 8u;
-    tile_a[lid.y * 72u + lid.x + 8u] = select(0.0, in0[off_a + r * 784u + ka1], r < 64u && ka1 < 784u);
+    tile_a[lid.y * 80u + lid.x + 8u] = select(0.0, in0[off_a + r * 784u + ka1], r < 64u && ka1 < 784u);
     tile_b[(lid.y + 8u) * 8u + lid.x] = select(0.0, in1[off_b + kb1 * 256u + c], kb1 < 784u && c < 256u);
     let ka2 = t + lid.x + 16u;
     let kb2 = t + lid.y + 16u;
-    tile_a[lid.y * 72u + lid.x + 16u] = select(0.0, in0[off_a + r * 784u + ka2], r < 64u && ka2 < 784u);
+    tile_a[lid.y * 80u + lid.x + 16u] = select(0.0, in0[off_a + r * 784u + ka2], r < 64u && ka2 < 784u);
     tile_b[(lid.y + 16u) * 8u + lid.x] = select(0.0, in1[off_b + kb2 * 256u + c], kb2 < 784u && c < 256u);
     let ka3 = t + lid.x + 24u;
     let kb3 = t + lid.y + 24u;
-    tile_a[lid.y * 72u + lid.x + 24u] = select(0.0, in0[off_a + r * 784u + ka3], r < 64u && ka3 < 784u);
+    tile_a[lid.y * 80u + lid.x + 24u] = select(0.0, in0[off_a + r * 784u + ka3], r < 64u && ka3 < 784u);
     tile_b[(lid.y + 24u) * 8u + lid.x] = select(0.0, in1[off_b + kb3 * 256u + c], kb3 < 784u && c < 256u);
     let ka4 = t + lid.x + 32u;
     let kb4 = t + lid.y + 32u;
-    tile_a[lid.y * 72u + lid.x + 32u] = select(0.0, in0[off_a + r * 784u + ka4], r < 64u && ka4 < 784u);
+    tile_a[lid.y * 80u + lid.x + 32u] = select(0.0, in0[off_a + r * 784u + ka4], r < 64u && ka4 < 784u);
     tile_b[(lid.y + 32u) * 8u + lid.x] = select(0.0, in1[off_b + kb4 * 256u + c], kb4 < 784u && c < 256u);
     let ka5 = t + lid.x + 40u;
     let kb5 = t + lid.y + 40u;
-    tile_a[lid.y * 72u + lid.x + 40u] = select(0.0, in0[off_a + r * 784u + ka5], r < 64u && ka5 < 784u);
+    tile_a[lid.y * 80u + lid.x + 40u] = select(0.0, in0[off_a + r * 784u + ka5], r < 64u && ka5 < 784u);
     tile_b[(lid.y + 40u) * 8u + lid.x] = select(0.0, in1[off_b + kb5 * 256u + c], kb5 < 784u && c < 256u);
     let ka6 = t + lid.x + 48u;
     let kb6 = t + lid.y + 48u;
-    tile_a[lid.y * 72u + lid.x + 48u] = select(0.0, in0[off_a + r * 784u + ka6], r < 64u && ka6 < 784u);
+    tile_a[lid.y * 80u + lid.x + 48u] = select(0.0, in0[off_a + r * 784u + ka6], r < 64u && ka6 < 784u);
     tile_b[(lid.y + 48u) * 8u + lid.x] = select(0.0, in1[off_b + kb6 * 256u + c], kb6 < 784u && c < 256u);
     let ka7 = t + lid.x + 56u;
     let kb7 = t + lid.y + 56u;
-    tile_a[lid.y * 72u + lid.x + 56u] = select(0.0, in0[off_a + r * 784u + ka7], r < 64u && ka7 < 784u);
+    tile_a[lid.y * 80u + lid.x + 56u] = select(0.0, in0[off_a + r * 784u + ka7], r < 64u && ka7 < 784u);
     tile_b[(lid.y + 56u) * 8u + lid.x] = select(0.0, in1[off_b + kb7 * 256u + c], kb7 < 784u && c < 256u);
     workgroupBarrier();
     for (var kk = 0u; kk < 64u; kk = kk + 1u) {
-      acc = acc + tile_a[lid.y * 72u + kk] * tile_b[kk * 8u + lid.x];
+      acc = acc + tile_a[lid.y * 80u + kk] * tile_b[kk * 8u + lid.x];
     }
     workgroupBarrier();
   }

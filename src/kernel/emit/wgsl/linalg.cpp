@@ -238,20 +238,17 @@ void TiledOneOutput(const Module& m, const Kernel& k, const Operands& o, const M
   const int depth = sch.tile_k / tile;  // loads of each operand per invocation and K step
   const std::string T = U32(tile), TK = U32(sch.tile_k);
   const std::string M = U32(s.m), N = U32(s.n), K = U32(s.k);
-  // A warp holds 32 / tile rows of invocations. Row strides of the tiles are padded so that a
-  // warp's reads of the inner loop (one element of A per row of invocations, broadcast) and its
-  // writes of a load fall in distinct banks of workgroup memory (32 of them, a float wide): A's
-  // rows `tile` banks apart, or, where a warp writes down a column (the transposed loads), 32 /
-  // tile banks apart; B's rows as wide as the tile, or 32 / tile banks past it where a warp writes
-  // down a column. (A tile that does not divide a warp keeps rows 16 floats apart.)
+  // A's rows are 16 floats apart (as the 16-deep tile's are), so that the two rows of invocations
+  // in a warp of a 16 x 16 tile read their broadcast elements from different banks of workgroup
+  // memory; padding the 8 x 8 tile's rows 8 banks apart instead (72 floats for 64 deep) made the
+  // MLP's first product slower on an H100 (2026-12-06), so it is not done. Where a warp writes
+  // down a tile's column (the transposed loads), rows are padded 32 / tile banks apart, so that
+  // its writes fall in distinct banks and its reads stay in distinct ones.
   const bool by_rows = 32 % tile == 0 && sch.tile_n == tile;  // warps span whole rows
   const bool swap_a = s.trans_a && by_rows, swap_b = s.trans_b && by_rows;
-  auto padded = [&](int64_t banks_apart) {  // the least stride >= tile_k that many banks apart
-    return sch.tile_k + ((banks_apart - sch.tile_k) % 32 + 32) % 32;
-  };
-  const int64_t row_a = swap_a    ? padded(32 / tile)
-                        : by_rows ? padded(tile)
-                                  : (depth == 1 ? sch.tile_k : sch.tile_k + 16);
+  // The least stride from tile_k up whose rows lie `banks` banks apart.
+  auto padded = [&](int64_t banks) { return sch.tile_k + ((banks - sch.tile_k) % 32 + 32) % 32; };
+  const int64_t row_a = swap_a ? padded(32 / tile) : (depth == 1 ? sch.tile_k : sch.tile_k + 16);
   const int64_t row_b = swap_b ? tile + 32 / tile : tile;
   const std::string RA = U32(row_a), RB = U32(row_b);
   std::string loads;
