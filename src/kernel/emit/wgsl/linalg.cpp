@@ -228,9 +228,9 @@ void PerElement(const Module& m, const Kernel& k, const Operands& o, Generated& 
 //
 // Neighbouring invocations (along lid.x) load neighbouring elements: along K for A and along N for
 // B as stored, but along M for a transposed A (a weight's gradient, x^T · dy) and along K for a
-// transposed B, whose elements lie K (or M) floats apart the other way, so that a warp's loads
-// fall in a few cache lines instead of one line each. Only which invocation loads which element
-// changes: the tiles hold the same values, and every sum adds them in the same order.
+// transposed B, whose elements lie M (for A^T) or K (for B^T) floats apart the other way, so that
+// a warp's loads fall in a few cache lines instead of one line each. Only which invocation loads
+// which element changes: the tiles hold the same values, and every sum adds them in the same order.
 void TiledOneOutput(const Module& m, const Kernel& k, const Operands& o, const MatmulSchedule& sch,
                     Generated& out) {
   const MatmulShape& s = o.shape;
@@ -242,8 +242,9 @@ void TiledOneOutput(const Module& m, const Kernel& k, const Operands& o, const M
   // in a warp of a 16 x 16 tile read their broadcast elements from different banks of workgroup
   // memory; padding the 8 x 8 tile's rows 8 banks apart instead (72 floats for 64 deep) made the
   // MLP's first product slower on an H100 (2026-12-06), so it is not done. Where a warp writes
-  // down a tile's column (the transposed loads), rows are padded 32 / tile banks apart, so that
-  // its writes fall in distinct banks and its reads stay in distinct ones.
+  // down a tile's column (the transposed loads), A's rows lie 32 / tile banks apart and B's rows
+  // are 32 / tile floats longer than the tile, so that its writes fall in distinct banks and its
+  // reads stay in distinct ones.
   const bool by_rows = 32 % tile == 0 && sch.tile_n == tile;  // warps span whole rows
   const bool swap_a = s.trans_a && by_rows, swap_b = s.trans_b && by_rows;
   // The least stride from tile_k up whose rows lie `banks` banks apart.
