@@ -12,6 +12,11 @@
 // own time (busy), the GPU's idle time between dependent dispatches (gaps) and the wall time
 // beside them show how much of a dispatch's cost is the host's and how much the GPU's.
 // SCELLIS_BENCH_DISABLE_PASSES (comma-separated pass names) leaves optional passes out.
+// SCELLIS_BENCH_LEAVE_OUT (comma-separated indices into the step's dispatches, as `scellis lower
+// --to=kernel` lists its kernels) records every step without those dispatches
+// (runtime::RunOptions::leave_out_dispatches; the results are wrong by design): what the step
+// saves without a dispatch is what that dispatch costs in the stream, without the pass of its own
+// per dispatch that GPU timestamps add. Rows then carry "left_out".
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
@@ -35,6 +40,21 @@ int main(int argc, char** argv) {
   std::ifstream in(file);
   std::stringstream text;
   text << in.rdbuf();
+
+  runtime::RunOptions run_options;
+  const char* left_out = std::getenv("SCELLIS_BENCH_LEAVE_OUT");
+  if (left_out) {
+    std::stringstream indices(left_out);
+    for (std::string index; std::getline(indices, index, ',');) {
+      char* end = nullptr;
+      const long i = std::strtol(index.c_str(), &end, 10);
+      if (index.empty() || *end != '\0' || i < 0) {
+        std::cerr << "SCELLIS_BENCH_LEAVE_OUT: \"" << index << "\" is not a dispatch index\n";
+        return 2;
+      }
+      run_options.leave_out_dispatches.push_back(static_cast<int>(i));
+    }
+  }
 
   constexpr int64_t kSetExamples = 60000;
   for (const bool on_device : {false, true})
@@ -75,7 +95,7 @@ int main(int argc, char** argv) {
         set[webir::DatasetTableName("images")] = random_images(kSetExamples);
         set[webir::DatasetTableName("labels")] = random_labels(kSetExamples);
       }
-      auto s = api::Session::Prepare(text.str(), options, std::move(sel.value()), set);
+      auto s = api::Session::Prepare(text.str(), options, std::move(sel.value()), set, run_options);
       if (!s.ok()) {
         std::cerr << s.errors().front().Format(file) << "\n";
         return 2;
@@ -194,6 +214,7 @@ int main(int argc, char** argv) {
           // Buffer copies between the dispatches (a watched value's, to the run's history).
           std::printf(", \"copies_per_step\": %.3f", copies / steps);
         }
+        if (left_out) std::printf(", \"left_out\": \"%s\"", left_out);
         if (timed) {
           std::printf(
               ", \"gpu_timestamps\": true, \"timed_dispatches_per_step\": %.1f, "

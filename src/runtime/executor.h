@@ -53,6 +53,11 @@ struct RunOptions {
   bool poison_outputs = false;
   // One of the backend's executors() to pin, or "" for its first (best) one.
   std::string executor;
+  // Profiling (WebGPU; the CPU reference ignores it): the dispatches of the device program with
+  // these indices are not recorded in any step, so the results are wrong by design and the run's
+  // stats say `left_out_dispatches`. What a step costs without each dispatch is what that dispatch
+  // costs in the stream, which GPU timestamps (a pass of its own per dispatch) overstate.
+  std::vector<int> leave_out_dispatches;
 };
 
 struct RunResult {

@@ -122,7 +122,8 @@ Result<RunResult> WebGpuExecutor::DoRun(const execplan::Plan& plan, const Feeds&
              {"kernel_cache", KernelCacheJson(cache_before, device_->kernel_cache())}};
   // The host's part of the run and, when the device times dispatches, the GPU's times.
   for (const auto& [key, value] : steps.stats.items())
-    if (key.rfind("host_", 0) == 0 || key == "gpu_timestamps") r.stats[key] = value;
+    if (key.rfind("host_", 0) == 0 || key == "gpu_timestamps" || key == "left_out_dispatches")
+      r.stats[key] = value;
   return r;
 }
 

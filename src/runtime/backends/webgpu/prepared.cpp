@@ -123,6 +123,11 @@ class WebGpuPrepared : public Prepared {
       }
       pipelines_.push_back(p.value());
     }
+    for (int i : options_.leave_out_dispatches)
+      if (i < 0 || static_cast<size_t>(i) >= program_.dispatches.size())
+        return InternalError("webgpu.Prepare", "dispatch " + std::to_string(i) +
+                                                   " is left out, but the program has " +
+                                                   std::to_string(program_.dispatches.size()));
     if (options_.poison_outputs) {
       auto p = d_.Pipeline(PoisonWgsl(), "main");
       if (!p.ok()) {
@@ -364,6 +369,8 @@ class WebGpuPrepared : public Prepared {
                  {"host_send_ms", ms_of(sending)},
                  {"host_feed_ms", ms_of(feeding)},
                  {"host_encode_ms", ms_of(recorded - loop_start - sending - feeding)}};
+    if (!options_.leave_out_dispatches.empty())
+      run.stats["left_out_dispatches"] = options_.leave_out_dispatches;
     in_flight_.push_back(std::move(run));
     // A timed run is collected at once: the timestamps of a run recorded behind it would
     // otherwise be read back with its own.
@@ -507,7 +514,10 @@ class WebGpuPrepared : public Prepared {
   // watched value's written into the history) taking step `step`'s slot instead.
   void EncodeDispatches(size_t step, const std::map<int, const Slots*>& slotted, size_t first,
                         size_t end) {
+    const std::vector<int>& left_out = options_.leave_out_dispatches;
     for (size_t i = first; i < end; ++i) {
+      if (std::find(left_out.begin(), left_out.end(), static_cast<int>(i)) != left_out.end())
+        continue;
       const ProgramDispatch& dispatch = program_.dispatches[i];
       std::vector<Binding>& bindings = bindings_;  // kept between dispatches: no allocation
       bindings.clear();

@@ -223,6 +223,64 @@ TEST(WebGpuRunStats, WatchedValuesAreWrittenIntoTheirHistorySlots) {
   EXPECT_EQ(both->stats["copies"].get<int>(), 1 + steps);
 }
 
+// Profiling by leaving dispatches out (RunOptions::leave_out_dispatches): the run records every
+// step without them, says so in its stats, and what the left-out kernel writes is not written.
+TEST(WebGpuRunStats, DispatchesLeftOutAreNotRecorded) {
+  auto gpu = FreshGpu();
+  ASSERT_NE(gpu, nullptr);
+  // Two kernels: y = x + 1 (elementwise), then s = sum(y).
+  Json doc = {{"version", 1},
+              {"nodes",
+               {{{"id", 0}, {"op", "input"}, {"name", "x"}, {"shape", {4}}},
+                {{"id", 1}, {"op", "full"}, {"shape", {4}}, {"value", 1}},
+                {{"id", 2}, {"op", "add"}, {"a", 0}, {"b", 1}},
+                {{"id", 3}, {"op", "sum"}, {"a", 2}}}},
+              {"outputs", {{{"name", "y"}, {"id", 2}}, {{"name", "s"}, {"id", 3}}}}};
+  execplan::Plan plan = PlanFor(doc, *gpu);
+  std::mt19937 rng(20261206);
+  std::uniform_int_distribution<int> draw(-9, 9);
+  const int steps = 3;
+  std::vector<Feeds> feeds(steps);
+  std::vector<std::vector<float>> xs(steps, std::vector<float>(4));
+  for (int k = 0; k < steps; ++k) {
+    for (float& v : xs[k]) v = static_cast<float>(draw(rng));
+    xs[k][0] = static_cast<float>(10 + k);  // every step's sum differs from the others'
+    feeds[k]["x"] = HostTensor::FromFloats(MakeType({4}), xs[k]);
+  }
+  auto whole = gpu->Prepare(plan);
+  ASSERT_TRUE(whole.ok()) << whole.errors().front().Format();
+  auto all = whole.value()->RunSteps(feeds, {"y", "s"});
+  ASSERT_TRUE(all.ok()) << all.errors().front().Format();
+  const int dispatches = all->stats["dispatches"].get<int>() / steps;
+  ASSERT_EQ(dispatches, 2);
+  EXPECT_FALSE(all->stats.contains("left_out_dispatches"));
+
+  // The sum (dispatch 1) left out: y is each step's x + 1, s is never written, so it reads the
+  // same in every step and is no step's sum.
+  auto without_sum = gpu->Prepare(plan, {}, {.leave_out_dispatches = {1}});
+  ASSERT_TRUE(without_sum.ok()) << without_sum.errors().front().Format();
+  auto r = without_sum.value()->RunSteps(feeds, {"y", "s"});
+  ASSERT_TRUE(r.ok()) << r.errors().front().Format();
+  EXPECT_EQ(r->stats["dispatches"].get<int>(), steps);
+  EXPECT_EQ(r->stats["left_out_dispatches"], Json::array({1}));
+  for (int k = 0; k < steps; ++k) {
+    std::vector<float> y;
+    double sum = 0;
+    for (float v : xs[k]) {
+      y.push_back(v + 1);
+      sum += v + 1;
+    }
+    EXPECT_EQ(r->watched[0].second[k].ToFloats(), y) << "step " << k;
+    EXPECT_EQ(all->watched[1].second[k].ToFloats(), std::vector<float>{float(sum)}) << k;
+    EXPECT_NE(r->watched[1].second[k].ToFloats(), std::vector<float>{float(sum)}) << k;
+    EXPECT_EQ(r->watched[1].second[k].bytes, r->watched[1].second[0].bytes) << k;
+  }
+  // An index past the program's dispatches is refused when the plan is prepared.
+  auto past = gpu->Prepare(plan, {}, {.leave_out_dispatches = {2}});
+  ASSERT_FALSE(past.ok());
+  EXPECT_NE(past.errors().front().message.find("dispatch 2 is left out"), std::string::npos);
+}
+
 TEST(WebGpuRunStats, ASecondProcessOfTheSameRunReadsTheKernelCache) {
   // Two devices over one store stand for two processes: the second compiles from the cache.
   std::random_device rd;
