@@ -12,8 +12,9 @@
 // own time (busy), the GPU's idle time between dependent dispatches (gaps) and the wall time
 // beside them show how much of a dispatch's cost is the host's and how much the GPU's.
 // SCELLIS_BENCH_DISABLE_PASSES (comma-separated pass names) leaves optional passes out.
-// SCELLIS_BENCH_LEAVE_OUT (comma-separated indices into the step's dispatches, as `scellis lower
-// --to=kernel` lists its kernels) records every step without those dispatches
+// SCELLIS_BENCH_LEAVE_OUT (comma-separated indices into the step's dispatches: its kernels in the
+// order `scellis lower --to=kernel` lists them, one dispatch each where none is cut into tiles)
+// records every step without those dispatches
 // (runtime::RunOptions::leave_out_dispatches; the results are wrong by design): what the step
 // saves without a dispatch is what that dispatch costs in the stream, without the pass of its own
 // per dispatch that GPU timestamps add. Rows then carry "left_out".
