@@ -215,7 +215,8 @@ int main(int argc, char** argv) {
           // Buffer copies between the dispatches (a watched value's, to the run's history).
           std::printf(", \"copies_per_step\": %.3f", copies / steps);
         }
-        if (left_out) std::printf(", \"left_out\": \"%s\"", left_out);
+        if (!run_options.leave_out_dispatches.empty())
+          std::printf(", \"left_out\": \"%s\"", left_out);
         if (timed) {
           std::printf(
               ", \"gpu_timestamps\": true, \"timed_dispatches_per_step\": %.1f, "

@@ -244,7 +244,9 @@ TEST(WebGpuRunStats, DispatchesLeftOutAreNotRecorded) {
   std::vector<std::vector<float>> xs(steps, std::vector<float>(4));
   for (int k = 0; k < steps; ++k) {
     for (float& v : xs[k]) v = static_cast<float>(draw(rng));
-    xs[k][0] = static_cast<float>(10 + k);  // every step's sum differs from the others'
+    // Every step's sum differs from the others' and is above 0, which the never-written sum
+    // (a fresh buffer, cleared) reads.
+    xs[k][0] = static_cast<float>(40 + k);
     feeds[k]["x"] = HostTensor::FromFloats(MakeType({4}), xs[k]);
   }
   auto whole = gpu->Prepare(plan);
