@@ -131,6 +131,32 @@ TEST(FuseOptimizerIntoGradientPass, EmitsTheUpdatesAtTheStoresOfTheProductAndThe
   }
 }
 
+// The bias's column sums and update run in a workgroup of their own, past the product's rows of
+// tiles, and that row's other workgroups return at once: none of the product's tiles waits for them.
+TEST(FuseOptimizerIntoGradientPass, TheBiasUpdateRunsInAWorkgroupOfItsOwn) {
+  auto c = Compiled();
+  ASSERT_TRUE(c.ok()) << c.errors().front().Format();
+  const std::vector<const Kernel*> updating = Updating(*c->module);
+  ASSERT_EQ(updating.size(), 2u);
+  for (const Kernel* k : updating) {
+    const MatmulShape shape = MatmulShapeOf(*c->module, *k);
+    ASSERT_TRUE(k->matmul_schedule.has_value());
+    const MatmulSchedule& sch = *k->matmul_schedule;
+    const int64_t tile_rows = (shape.m + sch.tile_m - 1) / sch.tile_m;
+    const int64_t tile_cols = (shape.n + sch.tile_n - 1) / sch.tile_n;
+    EXPECT_EQ(k->workgroups[0], tile_cols);
+    EXPECT_EQ(k->workgroups[1], tile_rows + 1);
+    const std::string own_row = "wg.y == " + std::to_string(tile_rows) + "u";
+    const std::string& src = k->Wgsl().source;
+    EXPECT_NE(src.find("if (" + own_row + " && wg.x == 0u && wg.z == 0u) {"), std::string::npos)
+        << src;
+    EXPECT_NE(src.find("if (" + own_row + ") { return; }"), std::string::npos) << src;
+    EXPECT_EQ(src.find("wg.x == 0u && wg.y == 0u"), std::string::npos) << src;
+    // The sums come before the product's first barrier, which the returning row never reaches.
+    EXPECT_LT(src.find("update_column_sums(sc, cs);"), src.find("workgroupBarrier();")) << src;
+  }
+}
+
 TEST(FuseOptimizerIntoGradientPass, LeavesAnUpdateOverTheBindingCapAlone) {
   // w1 and its moments are 784 KiB: under a 512 KiB cap the first layer's update keeps its own
   // kernel (its matmul, too); the output layer's runs in its matmul.

@@ -314,13 +314,14 @@ var<workgroup> tile_b: array<f32, 1024>;
 @compute @workgroup_size(16, 16)
 fn main(@builtin(workgroup_id) wg: vec3<u32>,
         @builtin(local_invocation_id) lid: vec3<u32>) {
-  if (wg.x == 0u && wg.y == 0u && wg.z == 0u) {
+  if (wg.y == 49u && wg.x == 0u && wg.z == 0u) {
     for (var sc = lid.y * 16u + lid.x; sc < 256u; sc = sc + 256u) {
       var cs = 0.0;
       for (var sr = 0u; sr < 64u; sr = sr + 1u) { cs = cs + in1[sr * 256u + sc]; }
       update_column_sums(sc, cs);
     }
   }
+  if (wg.y == 49u) { return; }
   var rem = wg.z;
   var off_a = 0u;
   var off_b = 0u;
@@ -409,13 +410,14 @@ var<workgroup> tile_b: array<f32, 1024>;
 @compute @workgroup_size(16, 16)
 fn main(@builtin(workgroup_id) wg: vec3<u32>,
         @builtin(local_invocation_id) lid: vec3<u32>) {
-  if (wg.x == 0u && wg.y == 0u && wg.z == 0u) {
+  if (wg.y == 16u && wg.x == 0u && wg.z == 0u) {
     for (var sc = lid.y * 16u + lid.x; sc < 10u; sc = sc + 256u) {
       var cs = 0.0;
       for (var sr = 0u; sr < 64u; sr = sr + 1u) { cs = cs + in1[sr * 10u + sc]; }
       update_column_sums(sc, cs);
     }
   }
+  if (wg.y == 16u) { return; }
   var rem = wg.z;
   var off_a = 0u;
   var off_b = 0u;

@@ -274,13 +274,14 @@ var<workgroup> tile_b: array<f32, 256>;
 @compute @workgroup_size(16, 16)
 fn main(@builtin(workgroup_id) wg: vec3<u32>,
         @builtin(local_invocation_id) lid: vec3<u32>) {
-  if (wg.x == 0u && wg.y == 0u && wg.z == 0u) {
+  if (wg.y == 1u && wg.x == 0u && wg.z == 0u) {
     for (var sc = lid.y * 16u + lid.x; sc < 5u; sc = sc + 256u) {
       var cs = 0.0;
       for (var sr = 0u; sr < 4u; sr = sr + 1u) { cs = cs + in1[sr * 5u + sc]; }
       update_column_sums(sc, cs);
     }
   }
+  if (wg.y == 1u) { return; }
   var rem = wg.z;
   var off_a = 0u;
   var off_b = 0u;
@@ -357,13 +358,14 @@ var<workgroup> tile_b: array<f32, 256>;
 @compute @workgroup_size(16, 16)
 fn main(@builtin(workgroup_id) wg: vec3<u32>,
         @builtin(local_invocation_id) lid: vec3<u32>) {
-  if (wg.x == 0u && wg.y == 0u && wg.z == 0u) {
+  if (wg.y == 1u && wg.x == 0u && wg.z == 0u) {
     for (var sc = lid.y * 16u + lid.x; sc < 3u; sc = sc + 256u) {
       var cs = 0.0;
       for (var sr = 0u; sr < 4u; sr = sr + 1u) { cs = cs + in1[sr * 3u + sc]; }
       update_column_sums(sc, cs);
     }
   }
+  if (wg.y == 1u) { return; }
   var rem = wg.z;
   var off_a = 0u;
   var off_b = 0u;

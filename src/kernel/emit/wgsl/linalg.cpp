@@ -173,16 +173,20 @@ std::string HalfHelpers(const Module& m, const Kernel& k) {
   return HalfProduct(m, k) ? kRoundToHalf : "";
 }
 
-// A matmul that also writes the column sums of its B operand (merge-bias-gradient: a bias's
-// gradient beside its weight's, both read from the same upstream gradient): out1[c] adds B's
-// column c in row order from 0.0, as the sum kernel does (in a matmul that updates parameters, the
-// bias's update takes the sum instead). It reads only B, so the invocations for which `first`
-// holds do it before their share of the product, lane `lane` of `lanes` taking columns lane,
-// lane + lanes, ...; B is bound as vec4 when `vec4_b`.
+// Whether the matmul also sums the columns of its B operand (merge-bias-gradient: a bias's
+// gradient beside its weight's, both read from the same upstream gradient).
+bool HasColumnSums(const Kernel& k) {
+  return k.UpdatesParameters() ? k.update_column_sums >= 0 : !k.extra_outputs.empty();
+}
+
+// The column sums of B: out1[c] adds B's column c in row order from 0.0, as the sum kernel does
+// (in a matmul that updates parameters, the bias's update takes the sum instead). The invocations
+// for which `first` holds do it, lane `lane` of `lanes` taking columns lane, lane + lanes, ...; B
+// is bound as vec4 when `vec4_b`.
 std::string ColumnSumsOfB(const Kernel& k, const MatmulShape& s, const std::string& first,
                           const std::string& lane, int64_t lanes, bool vec4_b) {
   const bool updates = k.UpdatesParameters();
-  if (updates ? k.update_column_sums < 0 : k.extra_outputs.empty()) return "";
+  if (!HasColumnSums(k)) return "";
   const std::string store =
       updates ? GradientUpdateFn(k, k.update_column_sums) + "(sc, cs);" : "out1[sc] = cs;";
   const std::string N = U32(s.n), at = "sr * " + N + " + sc";
@@ -199,6 +203,23 @@ std::string ColumnSumsOfB(const Kernel& k, const MatmulShape& s, const std::stri
          "\n"
          "    }\n"
          "  }\n";
+}
+
+// A tiled matmul's column sums, in a workgroup of their own: the first of one more row of
+// workgroups past the product's `grid` (the rest of that row return at once), so they run beside
+// the product's tiles. Done by the product's first workgroup before its own tile, they held that
+// workgroup, and with it the whole dispatch, back by their K dependent loads and the bias's update
+// (the MLP step's two weight updates, whose grids are one wave on a large GPU). A grid with no row
+// to spare keeps them in its first workgroup.
+std::string TiledColumnSums(const Kernel& k, const MatmulShape& s, const std::string& lane,
+                            int64_t lanes, bool vec4_b, std::array<uint32_t, 3>& grid) {
+  if (!HasColumnSums(k)) return "";
+  if (grid[1] >= kMaxWorkgroupsPerDim)
+    return ColumnSumsOfB(k, s, kFirstWorkgroup, lane, lanes, vec4_b);
+  const std::string own_row = "wg.y == " + U32(grid[1]);
+  grid[1] += 1;
+  return ColumnSumsOfB(k, s, own_row + " && wg.x == 0u && wg.z == 0u", lane, lanes, vec4_b) +
+         "  if (" + own_row + ") { return; }\n";
 }
 
 void PerElement(const Module& m, const Kernel& k, const Operands& o, Generated& out) {
@@ -270,6 +291,12 @@ void TiledOneOutput(const Module& m, const Kernel& k, const Operands& o, const M
              b_col + "] = select(0.0, " + Loaded(m, k, "in1[" + BIndex(o, kb, cb) + "]") + ", " +
              kb + " < " + K + " && " + cb + " < " + N + ");\n";
   }
+  out.workgroups = {static_cast<uint32_t>((s.n + sch.tile_n - 1) / sch.tile_n),
+                    static_cast<uint32_t>((s.m + sch.tile_m - 1) / sch.tile_m),
+                    static_cast<uint32_t>(s.batches)};
+  const std::string column_sums =
+      TiledColumnSums(k, s, "lid.y * " + U32(sch.tile_n) + " + lid.x",
+                      int64_t{sch.tile_m} * sch.tile_n, false, out.workgroups);
   std::string transposed_loads;
   if (swap_a) transposed_loads += "  let rt = wg.y * " + T + " + lid.x;\n";
   if (swap_b) transposed_loads += "  let ct = wg.x * " + T + " + lid.y;\n";
@@ -280,10 +307,8 @@ void TiledOneOutput(const Module& m, const Kernel& k, const Operands& o, const M
                std::to_string(sch.tile_n) + ", " + std::to_string(sch.tile_m) +
                ")\nfn main(@builtin(workgroup_id) wg: vec3<u32>,\n"
                "        @builtin(local_invocation_id) lid: vec3<u32>) {\n" +
-               ColumnSumsOfB(k, s, kFirstWorkgroup, "lid.y * " + U32(sch.tile_n) + " + lid.x",
-                             int64_t{sch.tile_m} * sch.tile_n, false) +
-               BatchOffsets(o, "wg.z") + "  let r = wg.y * " + T + " + lid.y;\n  let c = wg.x * " +
-               T + " + lid.x;\n" + transposed_loads +
+               column_sums + BatchOffsets(o, "wg.z") + "  let r = wg.y * " + T +
+               " + lid.y;\n  let c = wg.x * " + T + " + lid.x;\n" + transposed_loads +
                "  var acc = " + AccStart(o, OutIndex(o, "r", "c"), "r < " + M + " && c < " + N) +
                ";\n  for (var t = 0u; t < " + K + "; t = t + " + TK + ") {\n" + loads +
                "    workgroupBarrier();\n    for (var kk = 0u; kk < " + TK +
@@ -291,9 +316,6 @@ void TiledOneOutput(const Module& m, const Kernel& k, const Operands& o, const M
                " + kk] * tile_b[kk * " + RB +
                " + lid.x];\n    }\n    workgroupBarrier();\n  }\n  if (r < " + M + " && c < " + N +
                ") { " + StoreSum(m, k, "acc", OutIndex(o, "r", "c")) + " }\n}\n";
-  out.workgroups = {static_cast<uint32_t>((s.n + sch.tile_n - 1) / sch.tile_n),
-                    static_cast<uint32_t>((s.m + sch.tile_m - 1) / sch.tile_m),
-                    static_cast<uint32_t>(s.batches)};
 }
 
 // One operand of a register-blocked matmul as its workgroup tile sees it: the tile holds quads of
@@ -396,7 +418,9 @@ void TiledBlocked(const Module& m, const Kernel& k, const Operands& o, const Mat
       "fn main(@builtin(workgroup_id) wg: vec3<u32>,\n"
       "        @builtin(local_invocation_id) lid: vec3<u32>,\n"
       "        @builtin(local_invocation_index) tid: u32) {\n";
-  src += ColumnSumsOfB(k, s, kFirstWorkgroup, "tid", invocations, vb == 4);
+  out.workgroups = {static_cast<uint32_t>((s.n + TN - 1) / TN),
+                    static_cast<uint32_t>((s.m + TM - 1) / TM), static_cast<uint32_t>(s.batches)};
+  src += TiledColumnSums(k, s, "tid", invocations, vb == 4, out.workgroups);
   src += BatchOffsets(o, "wg.z");
   src += "  let row0 = wg.y * " + u(TM) + ";\n  let col0 = wg.x * " + u(TN) + ";\n";
   for (int i = 0; i < sch.block_m; ++i)
@@ -458,8 +482,6 @@ void TiledBlocked(const Module& m, const Kernel& k, const Operands& o, const Mat
   }
   src += "}\n";
   out.source = std::move(src);
-  out.workgroups = {static_cast<uint32_t>((s.n + TN - 1) / TN),
-                    static_cast<uint32_t>((s.m + TM - 1) / TM), static_cast<uint32_t>(s.batches)};
 }
 
 }  // namespace
