@@ -210,6 +210,7 @@ struct DeviceStats {
   uint64_t dispatches = 0;          // recorded dispatches that were submitted
   uint64_t copies = 0;              // buffer-to-buffer copies recorded (Copy)
   uint64_t submits = 0;             // queue submissions (Submit, and the ones Read/Write make)
+  uint64_t writes = 0;              // Write calls: each a copy the GPU runs behind a barrier
   uint64_t bytes_uploaded = 0;      // through Write
   uint64_t bytes_read = 0;          // through Read
   uint64_t maps = 0;                // staging-buffer maps (one per Read)

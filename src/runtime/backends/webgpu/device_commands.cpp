@@ -94,6 +94,7 @@ Status Device::Write(BufferId id, uint64_t offset, const void* src, uint64_t byt
   } else {
     m.p.QueueWriteBuffer(m.queue, b->handle, offset, src, bytes);
   }
+  m.stats.writes++;
   m.stats.bytes_uploaded += bytes;
   return m.Sticky();
 }

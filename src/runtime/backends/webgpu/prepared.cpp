@@ -219,9 +219,16 @@ class WebGpuPrepared : public Prepared {
     // written as their steps are recorded (below); carried inputs' first values now. A run's
     // staging and history buffers are its own until it is finished, so a run started behind it
     // never writes what the GPU may still read.
+    //
+    // The small fed inputs (a step's number, its batch's row indices) share one staging buffer: a
+    // record of their slots per step, written once per chunk of steps. Every write to a buffer is
+    // a copy the GPU runs behind a barrier of its own, and a run of 8 steps of two such inputs
+    // began with 16 of them. A larger input (a batch fed from the host) keeps a buffer of its own,
+    // written step by step from the caller's memory, which a record would copy once more.
     std::map<int, Slots> fed_slots;
     const uint64_t align = std::max({d_.info().limits.min_storage_buffer_offset_alignment,
                                      d_.info().limits.min_uniform_buffer_offset_alignment, 4u});
+    uint64_t record_bytes = 0;  // one step's record of the small fed inputs' slots
     for (const webir::Node& n : g.nodes) {
       if (n.role != webir::Role::kInput || n.data) continue;
       if (!IsFed(n.id)) {
@@ -236,9 +243,23 @@ class WebGpuPrepared : public Prepared {
       }
       const uint64_t bytes = std::max<uint64_t>(RoundUp4(n.type.bytes()), 4);
       const uint64_t stride = (bytes + align - 1) / align * align;
+      if (bytes <= kRecordedFeedBytes) {
+        fed_slots[n.id] = {BufferId{}, 0, bytes, record_bytes, /*in_record=*/true};
+        record_bytes += stride;
+        continue;
+      }
       const BufferId staging = d_.CreateBuffer(stride * steps);
       run.scratch.push_back(staging);
       fed_slots[n.id] = {staging, stride, bytes};
+    }
+    if (record_bytes) {
+      const BufferId records = d_.CreateBuffer(record_bytes * steps);
+      run.scratch.push_back(records);
+      for (auto& [node, slots] : fed_slots) {
+        if (!slots.in_record) continue;
+        slots.staging = records;
+        slots.stride = record_bytes;
+      }
     }
 
     // Every watched value of every step goes into one history buffer, so one map reads it all:
@@ -361,6 +382,7 @@ class WebGpuPrepared : public Prepared {
                  {"iterations_per_dispatch", program_.iterations_per_dispatch},
                  {"submissions", after.submits - before.submits},
                  {"maps", after.maps - before.maps},
+                 {"writes", after.writes - before.writes},
                  {"bytes_uploaded", after.bytes_uploaded - before.bytes_uploaded},
                  {"readback_bytes", run.history_bytes},
                  {"overlapped_runs", run.overlapped ? 1 : 0},
@@ -484,7 +506,10 @@ class WebGpuPrepared : public Prepared {
     uint64_t stride;
     uint64_t bytes;
     uint64_t first = 0;
+    bool in_record = false;  // a small fed input's slot in the run's per-step record
   };
+  // Fed inputs up to this size share the run's record (DoStartSteps).
+  static constexpr uint64_t kRecordedFeedBytes = 4096;
 
   // Whether some dispatch binds `buffer` and one of `others`' too (or `buffer` is one of them): a
   // dispatch may not bind one buffer, the run's history, both as read-only and as writable.
@@ -504,9 +529,39 @@ class WebGpuPrepared : public Prepared {
   // Steps [first, end)'s feeds into their slots of the fed inputs' staging buffers.
   Status WriteFeeds(const std::vector<Feeds>& feeds, const std::map<int, Slots>& fed_slots,
                     size_t first, size_t end) {
-    for (const auto& [node, slots] : fed_slots)
-      for (size_t k = first; k < end; ++k)
-        SCELLIS_TRY(WriteSource(plan_.graph().at(node), feeds[k], slots.staging, k * slots.stride));
+    const Slots* record = nullptr;
+    for (const auto& [node, slots] : fed_slots) {
+      const webir::Node& n = plan_.graph().at(node);
+      if (!slots.in_record) {
+        for (size_t k = first; k < end; ++k)
+          SCELLIS_TRY(WriteSource(n, feeds[k], slots.staging, k * slots.stride));
+        continue;
+      }
+      // The records of steps [first, end), padding zeroed, then one write.
+      if (!record) records_.assign((end - first) * slots.stride, std::byte{0});
+      record = &slots;
+      for (size_t k = first; k < end; ++k) {
+        std::byte* slot = records_.data() + (k - first) * slots.stride + slots.first;
+        auto fed = feeds[k].find(FeedName(n));
+        if (fed != feeds[k].end() && fed->second.bytes.size() % 4 == 0) {
+          SCELLIS_TRY(CopyIntoSlot(n, fed->second.bytes, slots, slot));
+          continue;
+        }
+        SCELLIS_ASSIGN_OR_RETURN(HostTensor data, SourceData(n, feeds[k]));
+        SCELLIS_TRY(CopyIntoSlot(n, data.bytes, slots, slot));
+      }
+    }
+    if (!record) return Status::Ok();
+    return d_.Write(record->staging, first * record->stride, records_.data(), records_.size());
+  }
+
+  static Status CopyIntoSlot(const webir::Node& n, const std::vector<std::byte>& bytes,
+                             const Slots& slots, std::byte* slot) {
+    if (bytes.size() > slots.bytes)
+      return InternalError("webgpu.WriteFeeds",
+                           "input " + FeedName(n) + " holds " + std::to_string(bytes.size()) +
+                               " bytes, more than its slot's " + std::to_string(slots.bytes));
+    std::copy(bytes.begin(), bytes.end(), slot);
     return Status::Ok();
   }
 
@@ -584,7 +639,8 @@ class WebGpuPrepared : public Prepared {
   std::vector<int> fed_;
   std::set<int> writes_into_slot_;  // outputs' nodes their kernels can write into history slots
   RunOptions options_;
-  std::vector<Binding> bindings_;  // EncodeDispatches' scratch
+  std::vector<Binding> bindings_;   // EncodeDispatches' scratch
+  std::vector<std::byte> records_;  // WriteFeeds' scratch: the small fed inputs' records
   PipelineId poison_;
   bool initialized_ = false;
   std::deque<Run> in_flight_;               // started, oldest first

@@ -283,6 +283,55 @@ TEST(WebGpuRunStats, DispatchesLeftOutAreNotRecorded) {
   EXPECT_NE(past.errors().front().message.find("dispatch 2 is left out"), std::string::npos);
 }
 
+// A run's small fed inputs share one record per step, written once per chunk of steps (a write is
+// a copy the GPU runs behind a barrier of its own); a large one is written step by step. Each
+// step still reads its own feeds.
+TEST(WebGpuRunStats, SmallFedInputsAreWrittenOnceAChunk) {
+  auto gpu = FreshGpu();
+  ASSERT_NE(gpu, nullptr);
+  const int wide = 1100;  // 4 400 bytes: over the record's 4 096
+  Json doc = {{"version", 1},
+              {"nodes",
+               {{{"id", 0}, {"op", "input"}, {"name", "x"}, {"shape", {3}}},
+                {{"id", 1}, {"op", "input"}, {"name", "t"}, {"shape", Json::array()}},
+                {{"id", 2}, {"op", "input"}, {"name", "z"}, {"shape", {wide}}},
+                {{"id", 3}, {"op", "mul"}, {"a", 0}, {"b", 1}},
+                {{"id", 4}, {"op", "sum"}, {"a", 2}}}},
+              {"outputs", {{{"name", "u"}, {"id", 3}}, {{"name", "s"}, {"id", 4}}}}};
+  execplan::Plan plan = PlanFor(doc, *gpu);
+  auto p = gpu->Prepare(plan);
+  ASSERT_TRUE(p.ok()) << p.errors().front().Format();
+  // Small whole numbers: every product and sum is exact in f32.
+  std::mt19937 rng(20261206);
+  std::uniform_int_distribution<int> draw(-9, 9);
+  const int steps = 8;
+  std::vector<Feeds> feeds(steps);
+  std::vector<std::vector<float>> xs(steps, std::vector<float>(3)),
+      zs(steps, std::vector<float>(wide));
+  std::vector<float> ts(steps);
+  for (int k = 0; k < steps; ++k) {
+    for (float& v : xs[k]) v = static_cast<float>(draw(rng));
+    for (float& v : zs[k]) v = static_cast<float>(draw(rng));
+    ts[k] = static_cast<float>(draw(rng));
+    feeds[k]["x"] = HostTensor::FromFloats(MakeType({3}), xs[k]);
+    feeds[k]["t"] = HostTensor::FromFloats(MakeType({}), {&ts[k], 1});
+    feeds[k]["z"] = HostTensor::FromFloats(MakeType({wide}), zs[k]);
+  }
+  auto r = p.value()->RunSteps(feeds, {"u", "s"});
+  ASSERT_TRUE(r.ok()) << r.errors().front().Format();
+  for (int k = 0; k < steps; ++k) {
+    std::vector<float> u;
+    for (float v : xs[k]) u.push_back(static_cast<float>(double{v} * ts[k]));
+    double s = 0;
+    for (float v : zs[k]) s += v;
+    EXPECT_EQ(r->watched[0].second[k].ToFloats(), u) << "step " << k;
+    EXPECT_EQ(r->watched[1].second[k].ToFloats(), std::vector<float>{float(s)}) << "step " << k;
+  }
+  // A run alone sends its steps in chunks of 1, 1, 2 and 4: x's and t's records once a chunk,
+  // z once a step (24 writes when each input took a write a step).
+  EXPECT_EQ(r->stats["writes"].get<int>(), 4 + steps);
+}
+
 TEST(WebGpuRunStats, ASecondProcessOfTheSameRunReadsTheKernelCache) {
   // Two devices over one store stand for two processes: the second compiles from the cache.
   std::random_device rd;
