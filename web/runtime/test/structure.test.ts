@@ -89,6 +89,8 @@ test("runSteps records every step into one encoder, one submission, one map", as
   assert.equal(f.counters.encoders - before.encoders, 1);
   assert.equal(f.counters.submits - before.submits, 1);
   assert.equal(f.counters.maps - before.maps, 1);
+  // The three steps' slots of x in one write (each write is a copy behind a barrier of its own).
+  assert.equal(f.counters.writes - before.writes, 1);
   assert.deepEqual(
     { steps: r.stats.steps, dispatches: r.stats.dispatches, submissions: r.stats.submissions, maps: r.stats.maps, readback: r.stats.readbackBytes },
     { steps: 3, dispatches: 6, submissions: 1, maps: 1, readback: 2 * 3 * 16 },
@@ -104,7 +106,8 @@ test("runSteps records every step into one encoder, one submission, one map", as
   assert.equal(r.stats.buffersCreated, 3);
   const feedStaging = made.find((b) => b.label?.startsWith("feed"))!;
   assert.equal(feedStaging.size, 3 * 256);
-  assert.deepEqual(Array.from(new Float32Array(feedStaging.data.buffer.slice(512, 528))), [3, 3, 3, 3]);
+  for (let k = 0; k < 3; k++)
+    assert.deepEqual(Array.from(new Float32Array(feedStaging.data.buffer.slice(k * 256, k * 256 + 16))), [k + 1, k + 1, k + 1, k + 1]);
   assert.ok(made.every((b) => !b.destroyed));
   // Neither value can be written into its history slot (the program says "out" cannot, the state
   // is an input): each is copied in every step.
