@@ -169,16 +169,22 @@ class WebGpuPrepared : public Prepared {
     return Status::Ok();
   }
 
-  Status WriteSource(const webir::Node& n, const Feeds& feeds, BufferId target, uint64_t offset) {
-    // A fed value of whole words is written from the caller's memory: a batch is the largest
-    // data a training step moves, and a copy of it costs the host as much as the queue's own.
+  // A fed value's bytes as the device takes them: the caller's own when they are whole words (a
+  // batch is the largest data a training step moves, and a copy of it costs the host as much as
+  // the queue's own), else SourceData's, held in `converted`.
+  Result<const std::vector<std::byte>*> FedBytes(const webir::Node& n, const Feeds& feeds,
+                                                 HostTensor& converted) const {
     auto fed = feeds.find(FeedName(n));
-    if (fed != feeds.end() && fed->second.bytes.size() % 4 == 0) {
-      const std::vector<std::byte>& bytes = fed->second.bytes;
-      return bytes.empty() ? Status::Ok() : d_.Write(target, offset, bytes.data(), bytes.size());
-    }
-    SCELLIS_ASSIGN_OR_RETURN(HostTensor data, SourceData(n, feeds));
-    return WriteBytes(target, offset, std::move(data.bytes));
+    if (fed != feeds.end() && fed->second.bytes.size() % 4 == 0) return &fed->second.bytes;
+    SCELLIS_ASSIGN_OR_RETURN(converted, SourceData(n, feeds));
+    return &converted.bytes;
+  }
+
+  Status WriteSource(const webir::Node& n, const Feeds& feeds, BufferId target, uint64_t offset) {
+    HostTensor converted;
+    SCELLIS_ASSIGN_OR_RETURN(const std::vector<std::byte>* bytes, FedBytes(n, feeds, converted));
+    if (bytes == &converted.bytes) return WriteBytes(target, offset, std::move(converted.bytes));
+    return bytes->empty() ? Status::Ok() : d_.Write(target, offset, bytes->data(), bytes->size());
   }
 
   Status WriteBytes(BufferId target, uint64_t offset, std::vector<std::byte> bytes) {
@@ -541,28 +547,19 @@ class WebGpuPrepared : public Prepared {
       if (!record) records_.assign((end - first) * slots.stride, std::byte{0});
       record = &slots;
       for (size_t k = first; k < end; ++k) {
-        std::byte* slot = records_.data() + (k - first) * slots.stride + slots.first;
-        auto fed = feeds[k].find(FeedName(n));
-        if (fed != feeds[k].end() && fed->second.bytes.size() % 4 == 0) {
-          SCELLIS_TRY(CopyIntoSlot(n, fed->second.bytes, slots, slot));
-          continue;
-        }
-        SCELLIS_ASSIGN_OR_RETURN(HostTensor data, SourceData(n, feeds[k]));
-        SCELLIS_TRY(CopyIntoSlot(n, data.bytes, slots, slot));
+        HostTensor converted;
+        SCELLIS_ASSIGN_OR_RETURN(const std::vector<std::byte>* bytes,
+                                 FedBytes(n, feeds[k], converted));
+        if (bytes->size() > slots.bytes)
+          return InternalError("webgpu.WriteFeeds",
+                               "input " + FeedName(n) + " holds " + std::to_string(bytes->size()) +
+                                   " bytes, more than its slot's " + std::to_string(slots.bytes));
+        std::copy(bytes->begin(), bytes->end(),
+                  records_.data() + (k - first) * slots.stride + slots.first);
       }
     }
     if (!record) return Status::Ok();
     return d_.Write(record->staging, first * record->stride, records_.data(), records_.size());
-  }
-
-  static Status CopyIntoSlot(const webir::Node& n, const std::vector<std::byte>& bytes,
-                             const Slots& slots, std::byte* slot) {
-    if (bytes.size() > slots.bytes)
-      return InternalError("webgpu.WriteFeeds",
-                           "input " + FeedName(n) + " holds " + std::to_string(bytes.size()) +
-                               " bytes, more than its slot's " + std::to_string(slots.bytes));
-    std::copy(bytes.begin(), bytes.end(), slot);
-    return Status::Ok();
   }
 
   // The program's dispatches [first, end), every binding of a slotted buffer (a fed input's, or a
