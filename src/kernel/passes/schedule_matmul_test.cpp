@@ -135,6 +135,43 @@ TEST(ScheduleMatmulPass, PrintedAndFollowed) {
   EXPECT_EQ(c->module->kernels[0].workgroups, (std::array<uint32_t, 3>{8, 12, 1}));
 }
 
+// A register-blocked product of whole tiles (M and N multiples of the tile's, K of its depth) loads
+// and stores without bounds; one with a ragged edge along any dimension keeps them. Which bits it
+// computes is checked below (EveryMatmulSchedule: 256^3 is whole, the other shapes ragged).
+TEST(ScheduleMatmulPass, WholeTilesLoadAndStoreWithoutBounds) {
+  auto source = [](int64_t m, int64_t k, int64_t n) {
+    Json doc = {{"version", 2},
+                {"nodes",
+                 {{{"id", 0}, {"op", "input"}, {"name", "a"}, {"shape", {m, k}}},
+                  {{"id", 1}, {"op", "input"}, {"name", "b"}, {"shape", {k, n}}},
+                  {{"id", 2}, {"op", "matmul"}, {"a", 0}, {"b", 1}}}},
+                {"outputs", {{{"name", "y"}, {"id", 2}}}}};
+    pipeline::CompileOptions o = scellis::testing::ProdOptions();
+    o.matmul_schedule = LargeMatmulSchedule();
+    o.matmul_schedule->vec4_a = o.matmul_schedule->vec4_b = true;
+    auto c = pipeline::Compile(doc.dump(), o);
+    EXPECT_TRUE(c.ok()) << c.errors().front().Format();
+    EXPECT_EQ(c->module->kernels[0].matmul_schedule->Name(), "64x128x16/8x8/vec4");
+    return c->module->kernels[0].Wgsl().source;
+  };
+  const std::string whole = source(128, 32, 256);
+  EXPECT_EQ(whole.find("select("), std::string::npos);
+  EXPECT_EQ(whole.find("if (r < "), std::string::npos);
+  EXPECT_NE(whole.find("let v0 = in0["), std::string::npos);
+  for (const auto& [m, k, n] :
+       {std::array<int64_t, 3>{130, 32, 256}, {128, 36, 256}, {128, 32, 260}}) {
+    SCOPED_TRACE(std::to_string(m) + "x" + std::to_string(k) + "x" + std::to_string(n));
+    const std::string ragged = source(m, k, n);
+    // Each operand's loads are bounded where its own tile is ragged: A's along M or K, B's along
+    // K or N.
+    EXPECT_EQ(ragged.find("select(vec4<f32>(0.0), in0[") != std::string::npos,
+              m % 64 != 0 || k % 16 != 0);
+    EXPECT_EQ(ragged.find("select(vec4<f32>(0.0), in1[") != std::string::npos,
+              k % 16 != 0 || n % 128 != 0);
+    EXPECT_EQ(ragged.find("if (r < ") != std::string::npos, m % 64 != 0 || n % 128 != 0);
+  }
+}
+
 // ---- every schedule against the CPU reference, on WebGPU ----
 
 struct Case {

@@ -327,6 +327,7 @@ struct TileOperand {
   int vec;                   // 4: the buffer is read as vec4 along its contiguous dimension
   bool quads_contiguous;     // the operand is contiguous along the quads' dimension (A^T, or B)
   std::string base, bound;   // the tile's first row (or column) and the operand's M (or N)
+  bool whole;                // M (or N) and K are whole numbers of tiles: no load needs a bound
   std::function<std::string(const std::string& q, const std::string& k)> index;  // element index
 };
 
@@ -336,6 +337,10 @@ struct TileOperand {
 // read as scalars (4 per quad, consecutive invocations along the contiguous dimension).
 std::string TileLoads(const TileOperand& t, int invocations, const std::string& K) {
   auto u = [](int64_t v) { return U32(v); };
+  // value, or zero where `inside` fails; just the value where every load is inside.
+  auto bounded = [&](const std::string& zero, const std::string& value, const std::string& inside) {
+    return t.whole ? value : "select(" + zero + ", " + value + ", " + inside + ")";
+  };
   const char* lane = "xyzw";
   const int per_k = t.extent / 4;  // quads at one k
   const bool blocks = t.vec == 4 && !t.quads_contiguous;
@@ -349,9 +354,11 @@ std::string TileLoads(const TileOperand& t, int invocations, const std::string& 
               u(t.tile_k / 4) + ";\n      let g = " + t.base +
               " + qb * 4u;\n      let gk = t + kb;\n";
       for (int r = 0; r < 4; ++r)
-        body += "      let v" + std::to_string(r) + " = select(vec4<f32>(0.0), " + t.buffer + "[(" +
-                t.index("(g + " + u(r) + ")", "gk") + ") / 4u], g + " + u(r) + " < " + t.bound +
-                " && gk < " + K + ");\n";
+        body += "      let v" + std::to_string(r) + " = " +
+                bounded("vec4<f32>(0.0)",
+                        t.buffer + "[(" + t.index("(g + " + u(r) + ")", "gk") + ") / 4u]",
+                        "g + " + u(r) + " < " + t.bound + " && gk < " + K) +
+                ";\n";
       for (int c = 0; c < 4; ++c)
         body += "      " + t.tile + "[(kb + " + u(c) + ") * " + u(per_k) +
                 " + qb] = vec4<f32>(v0." + lane[c] + ", v1." + lane[c] + ", v2." + lane[c] +
@@ -364,14 +371,15 @@ std::string TileLoads(const TileOperand& t, int invocations, const std::string& 
       body += "      let g = " + t.base + " + qq * 4u;\n      let gk = t + kq;\n";
       body += "      " + t.tile + "[kq * " + u(per_k) + " + qq] = ";
       if (t.vec == 4) {
-        body += "select(vec4<f32>(0.0), " + t.buffer + "[(" + t.index("g", "gk") + ") / 4u], g < " +
-                t.bound + " && gk < " + K + ");\n";
+        body += bounded("vec4<f32>(0.0)", t.buffer + "[(" + t.index("g", "gk") + ") / 4u]",
+                        "g < " + t.bound + " && gk < " + K) +
+                ";\n";
       } else {
         body += "vec4<f32>(";
         for (int r = 0; r < 4; ++r)
-          body += std::string(r ? ", " : "") + "select(0.0, " + t.buffer + "[" +
-                  t.index("(g + " + u(r) + ")", "gk") + "], g + " + u(r) + " < " + t.bound +
-                  " && gk < " + K + ")";
+          body += std::string(r ? ", " : "") +
+                  bounded("0.0", t.buffer + "[" + t.index("(g + " + u(r) + ")", "gk") + "]",
+                          "g + " + u(r) + " < " + t.bound + " && gk < " + K);
         body += ");\n";
       }
     }
@@ -440,15 +448,17 @@ void TiledBlocked(const Module& m, const Kernel& k, const Operands& o, const Mat
     }
   src += "  for (var t = 0u; t < " + K + "; t = t + " + u(TK) + ") {\n";
 
-  src += TileLoads({"tile_a", "in0", TM, TK, va, s.trans_a, "row0", M,
+  const bool whole_k = s.k % TK == 0;
+  src += TileLoads({"tile_a", "in0", TM, TK, va, s.trans_a, "row0", M, whole_k && s.m % TM == 0,
                     [&](const std::string& q, const std::string& kq) { return AIndex(o, q, kq); }},
                    invocations, K);
-  src += TileLoads({"tile_b", "in1", TN, TK, vb, !s.trans_b, "col0", N,
+  src += TileLoads({"tile_b", "in1", TN, TK, vb, !s.trans_b, "col0", N, whole_k && s.n % TN == 0,
                     [&](const std::string& q, const std::string& kq) { return BIndex(o, kq, q); }},
                    invocations, K);
   src += "    workgroupBarrier();\n";
   // The K steps of a tile written out one after the other, not as a loop: the driver's compiler
-  // does not unroll it, and unrolled the 4096^3 product ran 9 % faster on the H200.
+  // does not unroll it, and unrolled the 4096^3 product ran 9 % faster on the H200 (written out
+  // 8, 4, 2 or 1 at a time inside a loop, 8 to 15 % slower on an H100, 2026-12-06).
   for (int kk = 0; kk < TK; ++kk) {
     src += "    {\n";
     for (int i = 0; i < bm4; ++i)
@@ -473,9 +483,13 @@ void TiledBlocked(const Module& m, const Kernel& k, const Operands& o, const Mat
     for (int j = 0; j < bn4; ++j) {
       const std::string acc = "acc_" + std::to_string(i) + "_" + std::to_string(j);
       src += "    {\n      let c = col0 + (lid.x + " + u(int64_t{j} * wx) + ") * 4u;\n";
-      for (int c = 0; c < 4; ++c)
-        src += "      if (r < " + M + " && c + " + u(c) + " < " + N + ") { " +
-               StoreSum(m, k, acc + "." + lane[c], OutIndex(o, "r", "c + " + u(c))) + " }\n";
+      for (int c = 0; c < 4; ++c) {
+        const std::string store =
+            StoreSum(m, k, acc + "." + lane[c], OutIndex(o, "r", "c + " + u(c)));
+        src += s.m % TM == 0 && s.n % TN == 0
+                   ? "      " + store + "\n"
+                   : "      if (r < " + M + " && c + " + u(c) + " < " + N + ") { " + store + " }\n";
+      }
       src += "    }\n";
     }
     src += "  }\n";
