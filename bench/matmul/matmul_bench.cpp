@@ -6,7 +6,7 @@
 // per shape, with the schedule the plan chose.
 //
 //   scellis_bench_matmul [--backend=webgpu] [--runs=10] [--quick] [--tier=prod]
-//                        [--schedule=auto|TMxTNxTK/BMxBN[/vec4] ...] [--shape=MxKxN ...]
+//                        [--schedule=auto|TMxTNxTK/BMxBN[/vec4][/pf] ...] [--shape=MxKxN ...]
 // --shape replaces the shapes with the ones given (A is M x K, B is K x N). Each --schedule adds a
 // pass over every shape with that schedule forced (where it fits the shape; else the plan's own
 // choice, as the printed "schedule" says); without one, the plan chooses.
@@ -55,8 +55,12 @@ std::optional<std::optional<kernel::MatmulSchedule>> ParseSchedule(const std::st
   char tail[16] = {0};
   const int fields = std::sscanf(name.c_str(), "%dx%dx%d/%dx%d%15s", &s.tile_m, &s.tile_n,
                                  &s.tile_k, &s.block_m, &s.block_n, tail);
-  if (fields < 5 || (fields == 6 && std::string(tail) != "/vec4")) return std::nullopt;
-  s.vec4_a = s.vec4_b = fields == 6;
+  const std::string options = fields == 6 ? tail : "";
+  if (fields < 5 ||
+      (options != "" && options != "/vec4" && options != "/pf" && options != "/vec4/pf"))
+    return std::nullopt;
+  s.vec4_a = s.vec4_b = options.rfind("/vec4", 0) == 0;
+  s.prefetch = options.size() >= 3 && options.compare(options.size() - 3, 3, "/pf") == 0;
   return std::optional<kernel::MatmulSchedule>(s);
 }
 
@@ -91,7 +95,7 @@ int main(int argc, char** argv) {
     } else if (arg.rfind("--schedule=", 0) == 0) {
       auto forced = ParseSchedule(arg.substr(11));
       if (!forced) {
-        std::cerr << "--schedule: auto, or TMxTNxTK/BMxBN with an optional /vec4\n";
+        std::cerr << "--schedule: auto, or TMxTNxTK/BMxBN with an optional /vec4 and /pf\n";
         return 2;
       }
       schedules.push_back(*forced);
@@ -105,7 +109,7 @@ int main(int argc, char** argv) {
       tier = policy::Tier::kDebug;
     else if (arg != "--tier=prod") {
       std::cerr << "usage: scellis_bench_matmul [--backend=B] [--runs=N] [--quick] "
-                   "[--tier=prod|debug] [--schedule=auto|TMxTNxTK/BMxBN[/vec4] ...] "
+                   "[--tier=prod|debug] [--schedule=auto|TMxTNxTK/BMxBN[/vec4][/pf] ...] "
                    "[--shape=MxKxN ...]\n";
       return 2;
     }

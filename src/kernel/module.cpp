@@ -251,6 +251,7 @@ std::string MatmulSchedule::Name() const {
     name += "/vec4a";
   else if (vec4_b)
     name += "/vec4b";
+  if (prefetch) name += "/pf";
   return name;
 }
 
@@ -489,7 +490,8 @@ Json ToJson(const Module& m) {
           {"kind", s->kind == MatmulSchedule::Kind::kTiled ? "tiled" : "per-element"},
           {"tile", {s->tile_m, s->tile_n, s->tile_k}},
           {"block", {s->block_m, s->block_n}},
-          {"vec4", {s->vec4_a, s->vec4_b}}};
+          {"vec4", {s->vec4_a, s->vec4_b}},
+          {"prefetch", s->prefetch}};
     }
     if (const auto& s = k.elementwise_schedule) {
       jk["elementwise_schedule"] = {{"name", s->Name()},

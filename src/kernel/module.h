@@ -68,11 +68,16 @@ struct MatmulSchedule {
   // Global loads of an operand as vec4: along its contiguous dimension, which must be a multiple
   // of 4 (K for A and B^T, M for A^T, N for B).
   bool vec4_a = false, vec4_b = false;
+  // Register-blocked: each invocation loads its share of the next K step's tiles from global
+  // memory into registers before the current step's multiply-adds, and stores them to workgroup
+  // memory after, so that the loads' latency passes under the multiply-adds.
+  bool prefetch = false;
 
   int Invocations() const { return (tile_m / block_m) * (tile_n / block_n); }
   // Bytes of workgroup memory the tiles of both operands take.
   int64_t WorkgroupBytes() const;
-  // "64x128x16/8x8/vec4", "16x16x16/1x1", "per-element"; "/vec4a" or "/vec4b" when one operand.
+  // "128x128x16/8x8/vec4/pf", "16x16x16/1x1", "per-element"; "/vec4a" or "/vec4b" when one
+  // operand; "/pf" last with prefetch.
   std::string Name() const;
   bool operator==(const MatmulSchedule&) const = default;
 };

@@ -115,10 +115,11 @@ Status FoldConstantInputs(Module& m);
 // its output through the loop. Kernels are renumbered. A graph without a loop is left alone.
 Status HoistLoopInvariants(Module& m);
 
-// The schedules the pass picks from. Large: 64x128 tiles over K steps of 16, 8x8 outputs per
-// invocation (128 invocations; on an H200 the fastest of the schedules tried for large products,
-// bench/RESULTS.md); medium: 64x64 tiles, 4x4 per invocation (256); small: the 16x16 one-output
-// kernel (chosen with K staged 16, 32 or 64 deep by the length of K).
+// The schedules the pass picks from. Large: 128x128 tiles over K steps of 16, 8x8 outputs per
+// invocation (256 invocations), the next step's tiles prefetched into registers (on an H100 the
+// fastest of the schedules tried for large products, bench/RESULTS.md); medium: 64x64 tiles, 4x4
+// per invocation (256); small: the 16x16 one-output kernel (chosen with K staged 16, 32 or 64 deep
+// by the length of K).
 const MatmulSchedule& LargeMatmulSchedule();
 const MatmulSchedule& MediumMatmulSchedule();
 const MatmulSchedule& SmallMatmulSchedule();

@@ -26,12 +26,22 @@ MatmulShape Shape(int64_t m, int64_t k, int64_t n, int64_t batches = 1, bool ta 
   return s;
 }
 
+// y = a b for inputs a [m, k] and b [k, n], without data (compiled, not run).
+Json ProductDoc(int64_t m, int64_t k, int64_t n) {
+  return {{"version", 2},
+          {"nodes",
+           {{{"id", 0}, {"op", "input"}, {"name", "a"}, {"shape", {m, k}}},
+            {{"id", 1}, {"op", "input"}, {"name", "b"}, {"shape", {k, n}}},
+            {{"id", 2}, {"op", "matmul"}, {"a", 0}, {"b", 1}}}},
+          {"outputs", {{{"name", "y"}, {"id", 2}}}}};
+}
+
 TEST(ScheduleMatmulPass, ChoosesByWhatFillsTheDevice) {
-  // 4096^3: 64 x 32 = 2048 workgroups of 64 x 128 outputs, far more than 132.
-  EXPECT_EQ(ChooseMatmulSchedule(Shape(4096, 4096, 4096)).Name(), "64x128x16/8x8/vec4");
-  // 2048^2 outputs: 16 x 32 = 512 large tiles, still enough.
-  EXPECT_EQ(ChooseMatmulSchedule(Shape(2048, 2048, 2048)).Name(), "64x128x16/8x8/vec4");
-  // 1024^2 outputs: 128 large tiles leave part of the device idle; 256 medium ones fill it.
+  // 4096^3: 32 x 32 = 1024 workgroups of 128 x 128 outputs, far more than 132.
+  EXPECT_EQ(ChooseMatmulSchedule(Shape(4096, 4096, 4096)).Name(), "128x128x16/8x8/vec4/pf");
+  // 2048^2 outputs: 16 x 16 = 256 large tiles, still enough.
+  EXPECT_EQ(ChooseMatmulSchedule(Shape(2048, 2048, 2048)).Name(), "128x128x16/8x8/vec4/pf");
+  // 1024^2 outputs: 64 large tiles leave part of the device idle; 256 medium ones fill it.
   EXPECT_EQ(ChooseMatmulSchedule(Shape(1024, 1024, 1024)).Name(), "64x64x16/4x4/vec4");
   // The MLP's first layer, 64 x 784 x 256: 4 medium tiles; the 16 x 16 kernel gives 64, and with
   // K = 784 it stages K 64 deep.
@@ -42,10 +52,10 @@ TEST(ScheduleMatmulPass, ChoosesByWhatFillsTheDevice) {
   // Where neither fills the GPU (4 against 16 workgroups), or 16 x 16 tiles already do.
   EXPECT_EQ(ChooseMatmulSchedule(Shape(64, 256, 10)).Name(), "16x16x64/1x1");
   EXPECT_EQ(ChooseMatmulSchedule(Shape(784, 64, 256)).Name(), "16x16x64/1x1");
-  EXPECT_EQ(ChooseMatmulSchedule(Shape(8192, 784, 4096)).Name(), "64x128x16/8x8/vec4");
-  // A batch counts: 5 batches of 512^2 outputs are 160 large tiles, 4 batches only 128.
-  EXPECT_EQ(ChooseMatmulSchedule(Shape(512, 512, 512, 5)).Name(), "64x128x16/8x8/vec4");
-  EXPECT_EQ(ChooseMatmulSchedule(Shape(512, 512, 512, 4)).Name(), "64x64x16/4x4/vec4");
+  EXPECT_EQ(ChooseMatmulSchedule(Shape(8192, 784, 4096)).Name(), "128x128x16/8x8/vec4/pf");
+  // A batch counts: 9 batches of 512^2 outputs are 144 large tiles, 8 batches only 128.
+  EXPECT_EQ(ChooseMatmulSchedule(Shape(512, 512, 512, 9)).Name(), "128x128x16/8x8/vec4/pf");
+  EXPECT_EQ(ChooseMatmulSchedule(Shape(512, 512, 512, 8)).Name(), "64x64x16/4x4/vec4");
   EXPECT_EQ(ChooseMatmulSchedule(Shape(1, 1, 1)).Name(), "16x16x16/1x1");
 }
 
@@ -61,23 +71,24 @@ TEST(ScheduleMatmulPass, TheOneOutputKernelStagesKByItsLength) {
 
 TEST(ScheduleMatmulPass, Vec4LoadsOnlyAlongARowOfMultiplesOf4) {
   // A is read along K, B along N; transposed, A^T along M and B^T along K.
-  EXPECT_EQ(ChooseMatmulSchedule(Shape(4096, 4095, 4096)).Name(), "64x128x16/8x8/vec4b");
-  EXPECT_EQ(ChooseMatmulSchedule(Shape(4096, 4096, 4095)).Name(), "64x128x16/8x8/vec4a");
+  EXPECT_EQ(ChooseMatmulSchedule(Shape(4096, 4095, 4096)).Name(), "128x128x16/8x8/vec4b/pf");
+  EXPECT_EQ(ChooseMatmulSchedule(Shape(4096, 4096, 4095)).Name(), "128x128x16/8x8/vec4a/pf");
   EXPECT_EQ(ChooseMatmulSchedule(Shape(4095, 4096, 4096, 1, true, false)).Name(),
-            "64x128x16/8x8/vec4b");
-  EXPECT_EQ(ChooseMatmulSchedule(Shape(4096, 4095, 4096, 1, false, true)).Name(), "64x128x16/8x8");
+            "128x128x16/8x8/vec4b/pf");
+  EXPECT_EQ(ChooseMatmulSchedule(Shape(4096, 4095, 4096, 1, false, true)).Name(),
+            "128x128x16/8x8/pf");
   EXPECT_EQ(ChooseMatmulSchedule(Shape(4096, 4096, 4095, 1, true, true)).Name(),
-            "64x128x16/8x8/vec4");
+            "128x128x16/8x8/vec4/pf");
 }
 
 TEST(ScheduleMatmulPass, PerElementOnlyWhenNoTileFits) {
   EXPECT_EQ(ChooseMatmulSchedule(Shape(3, 0, 4)).Name(), "16x16x16/1x1");  // K = 0 still tiles
   EXPECT_EQ(ChooseMatmulSchedule(Shape(2, 3, 0)).Name(), "per-element");   // nothing to write
   EXPECT_EQ(ChooseMatmulSchedule(Shape(2, 3, 4, 0)).Name(), "per-element");
-  // 2^21 rows are 131072 tiles of 16 rows, past 65535 workgroups, but 32768 of 64 rows; 2^24
+  // 2^21 rows are 131072 tiles of 16 rows, past 65535 workgroups, but 16384 of 128 rows; 2^24
   // rows are too many even for those.
   EXPECT_EQ(ChooseMatmulSchedule(Shape(int64_t{1} << 24, 4, 4)).Name(), "per-element");
-  EXPECT_EQ(ChooseMatmulSchedule(Shape(int64_t{1} << 21, 4, 256)).Name(), "64x128x16/8x8/vec4");
+  EXPECT_EQ(ChooseMatmulSchedule(Shape(int64_t{1} << 21, 4, 256)).Name(), "128x128x16/8x8/vec4/pf");
   EXPECT_EQ(ChooseMatmulSchedule(Shape(2, 2, 2, 70000)).Name(), "per-element");
 }
 
@@ -98,7 +109,10 @@ TEST(ScheduleMatmulPass, TheEmitterRefusesAScheduleItCannotRun) {
   s.vec4_a = true;
   EXPECT_FALSE(wgsl::CheckMatmulSchedule(s, Shape(8, 7, 8)).ok());  // rows of 7
   s = LargeMatmulSchedule();
-  s.tile_k = 32;  // 24 KiB of tiles
+  s.tile_k = 32;  // 32 KiB of tiles
+  EXPECT_FALSE(wgsl::CheckMatmulSchedule(s, Shape(8, 8, 8)).ok());
+  s = SmallMatmulSchedule();
+  s.prefetch = true;  // one output per invocation: no registers to prefetch into
   EXPECT_FALSE(wgsl::CheckMatmulSchedule(s, Shape(8, 8, 8)).ok());
   s = MediumMatmulSchedule();
   s.block_m = 2;  // 2 rows per invocation: not a whole vec4
@@ -107,12 +121,7 @@ TEST(ScheduleMatmulPass, TheEmitterRefusesAScheduleItCannotRun) {
 
 // The schedule is in the plan and its printouts, and the emitted kernel follows it.
 TEST(ScheduleMatmulPass, PrintedAndFollowed) {
-  Json doc = {{"version", 2},
-              {"nodes",
-               {{{"id", 0}, {"op", "input"}, {"name", "a"}, {"shape", {768, 64}}},
-                {{"id", 1}, {"op", "input"}, {"name", "b"}, {"shape", {64, 1024}}},
-                {{"id", 2}, {"op", "matmul"}, {"a", 0}, {"b", 1}}}},
-              {"outputs", {{{"name", "y"}, {"id", 2}}}}};
+  const Json doc = ProductDoc(768, 64, 1024);
   pipeline::CompileOptions o = scellis::testing::ProdOptions();
   auto c = pipeline::Compile(doc.dump(), o);
   ASSERT_TRUE(c.ok()) << c.errors().front().Format();
@@ -131,8 +140,9 @@ TEST(ScheduleMatmulPass, PrintedAndFollowed) {
   o.matmul_schedule->vec4_a = o.matmul_schedule->vec4_b = true;
   c = pipeline::Compile(doc.dump(), o);
   ASSERT_TRUE(c.ok()) << c.errors().front().Format();
-  EXPECT_EQ(c->module->kernels[0].matmul_schedule->Name(), "64x128x16/8x8/vec4");
-  EXPECT_EQ(c->module->kernels[0].workgroups, (std::array<uint32_t, 3>{8, 12, 1}));
+  EXPECT_EQ(c->module->kernels[0].matmul_schedule->Name(), "128x128x16/8x8/vec4/pf");
+  EXPECT_EQ(c->module->kernels[0].workgroups, (std::array<uint32_t, 3>{8, 6, 1}));
+  EXPECT_EQ(ToJson(*c->module)["kernels"][0]["matmul_schedule"]["prefetch"], true);
 }
 
 // A register-blocked product of whole tiles (M and N multiples of the tile's, K of its depth) loads
@@ -140,24 +150,18 @@ TEST(ScheduleMatmulPass, PrintedAndFollowed) {
 // computes is checked below (EveryMatmulSchedule: 256^3 is whole, the other shapes ragged).
 TEST(ScheduleMatmulPass, WholeTilesLoadAndStoreWithoutBounds) {
   auto source = [](int64_t m, int64_t k, int64_t n) {
-    Json doc = {{"version", 2},
-                {"nodes",
-                 {{{"id", 0}, {"op", "input"}, {"name", "a"}, {"shape", {m, k}}},
-                  {{"id", 1}, {"op", "input"}, {"name", "b"}, {"shape", {k, n}}},
-                  {{"id", 2}, {"op", "matmul"}, {"a", 0}, {"b", 1}}}},
-                {"outputs", {{{"name", "y"}, {"id", 2}}}}};
     pipeline::CompileOptions o = scellis::testing::ProdOptions();
     o.matmul_schedule = LargeMatmulSchedule();
     o.matmul_schedule->vec4_a = o.matmul_schedule->vec4_b = true;
-    auto c = pipeline::Compile(doc.dump(), o);
+    auto c = pipeline::Compile(ProductDoc(m, k, n).dump(), o);
     EXPECT_TRUE(c.ok()) << c.errors().front().Format();
-    EXPECT_EQ(c->module->kernels[0].matmul_schedule->Name(), "64x128x16/8x8/vec4");
+    EXPECT_EQ(c->module->kernels[0].matmul_schedule->Name(), "128x128x16/8x8/vec4/pf");
     return c->module->kernels[0].Wgsl().source;
   };
   const std::string whole = source(128, 32, 256);
   EXPECT_EQ(whole.find("select("), std::string::npos);
   EXPECT_EQ(whole.find("if (r < "), std::string::npos);
-  EXPECT_NE(whole.find("let v0 = in0["), std::string::npos);
+  EXPECT_NE(whole.find("pf_tile_a_0_0 = in0["), std::string::npos);
   for (const auto& [m, k, n] :
        {std::array<int64_t, 3>{130, 32, 256}, {128, 36, 256}, {128, 32, 260}}) {
     SCOPED_TRACE(std::to_string(m) + "x" + std::to_string(k) + "x" + std::to_string(n));
@@ -165,11 +169,49 @@ TEST(ScheduleMatmulPass, WholeTilesLoadAndStoreWithoutBounds) {
     // Each operand's loads are bounded where its own tile is ragged: A's along M or K, B's along
     // K or N.
     EXPECT_EQ(ragged.find("select(vec4<f32>(0.0), in0[") != std::string::npos,
-              m % 64 != 0 || k % 16 != 0);
+              m % 128 != 0 || k % 16 != 0);
     EXPECT_EQ(ragged.find("select(vec4<f32>(0.0), in1[") != std::string::npos,
               k % 16 != 0 || n % 128 != 0);
-    EXPECT_EQ(ragged.find("if (r < ") != std::string::npos, m % 64 != 0 || n % 128 != 0);
+    EXPECT_EQ(ragged.find("if (r < ") != std::string::npos, m % 128 != 0 || n % 128 != 0);
   }
+}
+
+// With prefetch the first step's tiles are loaded into registers before the loop, and each step
+// stores the registers to workgroup memory, waits at the barrier, then loads the next step's
+// (where there is one) before its multiply-adds. Which bits it computes: EveryMatmulSchedule.
+TEST(ScheduleMatmulPass, PrefetchLoadsTheNextStepBeforeTheMultiplyAdds) {
+  const Json doc = ProductDoc(256, 64, 256);
+  pipeline::CompileOptions o = scellis::testing::ProdOptions();
+  o.matmul_schedule = LargeMatmulSchedule();
+  o.matmul_schedule->vec4_a = o.matmul_schedule->vec4_b = true;
+  auto c = pipeline::Compile(doc.dump(), o);
+  ASSERT_TRUE(c.ok()) << c.errors().front().Format();
+  const std::string src = c->module->kernels[0].Wgsl().source;
+  const size_t declared = src.find("var pf_tile_b_1 = vec4<f32>(0.0);");
+  const size_t first = src.find("let gk = 0u + kq;");
+  const size_t loop = src.find("for (var t = 0u; t < 64u; t = t + 16u)");
+  const size_t stored = src.find("tile_b[kq * 32u + qq] = pf_tile_b_1;");
+  const size_t barrier = src.find("workgroupBarrier();", stored);
+  const size_t next = src.find("if (t + 16u < 64u) {");
+  const size_t fetched = src.find("pf_tile_b_1 = in1[", next);
+  const size_t multiply = src.find("acc_0_0 = acc_0_0 + ");
+  for (size_t at : {declared, first, loop, stored, barrier, next, fetched, multiply})
+    ASSERT_NE(at, std::string::npos) << src;
+  EXPECT_LT(declared, first);
+  EXPECT_LT(first, loop);
+  EXPECT_LT(loop, stored);
+  EXPECT_LT(stored, barrier);
+  EXPECT_LT(barrier, next);
+  EXPECT_LT(next, fetched);
+  EXPECT_LT(fetched, multiply);
+  // 128 x 16 of A is 128 blocks of 4 x 4 for 256 invocations: half of them hold A's four rows.
+  EXPECT_NE(src.find("var pf_tile_a_0_3"), std::string::npos);
+  EXPECT_EQ(src.find("var pf_tile_a_1_0"), std::string::npos);
+
+  o.matmul_schedule->prefetch = false;
+  c = pipeline::Compile(doc.dump(), o);
+  ASSERT_TRUE(c.ok()) << c.errors().front().Format();
+  EXPECT_EQ(c->module->kernels[0].Wgsl().source.find("pf_"), std::string::npos);
 }
 
 // ---- every schedule against the CPU reference, on WebGPU ----
@@ -246,11 +288,16 @@ std::vector<MatmulSchedule> ForcedSchedules() {
   per_element.kind = MatmulSchedule::Kind::kPerElement;
   MatmulSchedule large_vec4 = LargeMatmulSchedule(), medium_vec4 = MediumMatmulSchedule();
   large_vec4.vec4_a = large_vec4.vec4_b = medium_vec4.vec4_a = medium_vec4.vec4_b = true;
+  // 8 x 8 blocks loaded at once, without prefetch (the large schedule before 2026-12-06).
+  MatmulSchedule at_once = large_vec4;
+  at_once.tile_m = 64;
+  at_once.prefetch = false;
   return {SmallMatmulSchedule(),
           MediumMatmulSchedule(),
           medium_vec4,
           LargeMatmulSchedule(),
           large_vec4,
+          at_once,
           per_element};
 }
 
@@ -278,6 +325,7 @@ TEST_P(EveryMatmulSchedule, ComputesTheReferencesBitsOnWebGpu) {
     EXPECT_EQ(used.tile_m, forced.tile_m);
     EXPECT_EQ(used.block_m, forced.block_m);
     EXPECT_EQ(used.kind, forced.kind);
+    EXPECT_EQ(used.prefetch, forced.prefetch);
     auto want = cpu.Run(*compiled->plan, {});
     ASSERT_TRUE(want.ok()) << want.errors().front().Format();
     auto got = gpu->executor->Run(*compiled->plan, {});
@@ -299,7 +347,6 @@ TEST_P(EveryMatmulSchedule, ComputesTheReferencesBitsOnWebGpu) {
 // selected adapter when its limit allows, with the reference's bits.
 TEST(ScheduleMatmulPass, WorkgroupMemoryPastSixteenKibOnlyWhereTheDeviceHasIt) {
   MatmulSchedule wide = LargeMatmulSchedule();
-  wide.tile_m = 128;
   wide.tile_k = 32;  // 128x32 + 32x128 floats: 32 KiB
   wide.vec4_a = wide.vec4_b = true;
   ASSERT_EQ(wide.WorkgroupBytes(), 32768);
@@ -326,7 +373,7 @@ TEST(ScheduleMatmulPass, WorkgroupMemoryPastSixteenKibOnlyWhereTheDeviceHasIt) {
   o.plan.limits = gpu->limits;
   auto compiled = pipeline::Compile(doc.dump(), o);
   ASSERT_TRUE(compiled.ok()) << compiled.errors().front().Format();
-  EXPECT_EQ(compiled->module->kernels.back().matmul_schedule->Name(), "128x128x32/8x8/vec4");
+  EXPECT_EQ(compiled->module->kernels.back().matmul_schedule->Name(), "128x128x32/8x8/vec4/pf");
   runtime::cpu::CpuExecutor cpu({.threads = 1});
   auto want = cpu.Run(*compiled->plan, {});
   ASSERT_TRUE(want.ok()) << want.errors().front().Format();
@@ -335,7 +382,7 @@ TEST(ScheduleMatmulPass, WorkgroupMemoryPastSixteenKibOnlyWhereTheDeviceHasIt) {
   EXPECT_EQ(want->outputs.front().second.bytes, got->outputs.front().second.bytes);
 }
 
-INSTANTIATE_TEST_SUITE_P(Schedules, EveryMatmulSchedule, ::testing::Range(0, 6),
+INSTANTIATE_TEST_SUITE_P(Schedules, EveryMatmulSchedule, ::testing::Range(0, 7),
                          [](const ::testing::TestParamInfo<int>& p) {
                            std::string n = ForcedSchedules()[p.param].Name();
                            for (char& ch : n)

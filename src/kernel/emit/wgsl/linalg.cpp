@@ -329,13 +329,25 @@ struct TileOperand {
   std::string base, bound;   // the tile's first row (or column) and the operand's M (or N)
   bool whole;                // M (or N) and K are whole numbers of tiles: no load needs a bound
   std::function<std::string(const std::string& q, const std::string& k)> index;  // element index
+
+  // Read as vec4 along K: 4 x 4 blocks, transposed in registers into 4 quads.
+  bool Blocks() const { return vec == 4 && !quads_contiguous; }
+  // The units a K step's tile is loaded in: blocks, or quads.
+  int Units() const { return Blocks() ? extent / 4 * tile_k / 4 : extent / 4 * tile_k; }
 };
+
+// How TileLoads loads a tile: at once (global memory to workgroup memory), or in two halves
+// around the multiply-adds of the tile before it: fetch (global memory to the invocation's prefetch
+// registers, TilePrefetchRegisters) and store (those registers to workgroup memory).
+enum class TileStage { kAtOnce, kFetch, kStore };
 
 // The loads of one K step's tile, shared among the invocations, each quad written whole by one
 // invocation. Three ways by the operand's layout: read as vec4 along the quads (one load per
 // quad); read as vec4 along K (a 4 x 4 block per invocation, transposed in registers into 4 quads);
-// read as scalars (4 per quad, consecutive invocations along the contiguous dimension).
-std::string TileLoads(const TileOperand& t, int invocations, const std::string& K) {
+// read as scalars (4 per quad, consecutive invocations along the contiguous dimension). `k0` is
+// the tile's first k.
+std::string TileLoads(const TileOperand& t, int invocations, const std::string& K,
+                      TileStage stage = TileStage::kAtOnce, const std::string& k0 = "t") {
   auto u = [](int64_t v) { return U32(v); };
   // value, or zero where `inside` fails; just the value where every load is inside.
   auto bounded = [&](const std::string& zero, const std::string& value, const std::string& inside) {
@@ -343,45 +355,59 @@ std::string TileLoads(const TileOperand& t, int invocations, const std::string& 
   };
   const char* lane = "xyzw";
   const int per_k = t.extent / 4;  // quads at one k
-  const bool blocks = t.vec == 4 && !t.quads_contiguous;
-  const int units = blocks ? per_k * t.tile_k / 4 : per_k * t.tile_k;
+  const bool blocks = t.Blocks();
+  const int units = t.Units();
+  const bool fetch = stage != TileStage::kStore, store = stage != TileStage::kFetch;
   std::string src;
   for (int l = 0; l * invocations < units; ++l) {
     src += "    {\n      let e = tid + " + u(int64_t{l} * invocations) + ";\n";
+    const std::string reg = "pf_" + t.tile + "_" + std::to_string(l);
     std::string body;
     if (blocks) {
       body += "      let kb = (e % " + u(t.tile_k / 4) + ") * 4u;\n      let qb = e / " +
-              u(t.tile_k / 4) + ";\n      let g = " + t.base +
-              " + qb * 4u;\n      let gk = t + kb;\n";
-      for (int r = 0; r < 4; ++r)
-        body += "      let v" + std::to_string(r) + " = " +
+              u(t.tile_k / 4) + ";\n";
+      if (fetch)
+        body += "      let g = " + t.base + " + qb * 4u;\n      let gk = " + k0 + " + kb;\n";
+      // The 4 x 4 block's rows: v0..v3 at once, or the prefetch registers.
+      auto row = [&](int r) {
+        return stage == TileStage::kAtOnce ? "v" + std::to_string(r)
+                                           : reg + "_" + std::to_string(r);
+      };
+      for (int r = 0; fetch && r < 4; ++r)
+        body += std::string(stage == TileStage::kAtOnce ? "      let " : "      ") + row(r) +
+                " = " +
                 bounded("vec4<f32>(0.0)",
                         t.buffer + "[(" + t.index("(g + " + u(r) + ")", "gk") + ") / 4u]",
                         "g + " + u(r) + " < " + t.bound + " && gk < " + K) +
                 ";\n";
-      for (int c = 0; c < 4; ++c)
-        body += "      " + t.tile + "[(kb + " + u(c) + ") * " + u(per_k) +
-                " + qb] = vec4<f32>(v0." + lane[c] + ", v1." + lane[c] + ", v2." + lane[c] +
-                ", v3." + lane[c] + ");\n";
+      for (int c = 0; store && c < 4; ++c)
+        body += "      " + t.tile + "[(kb + " + u(c) + ") * " + u(per_k) + " + qb] = vec4<f32>(" +
+                row(0) + "." + lane[c] + ", " + row(1) + "." + lane[c] + ", " + row(2) + "." +
+                lane[c] + ", " + row(3) + "." + lane[c] + ");\n";
     } else {
       body += t.quads_contiguous
                   ? "      let kq = e / " + u(per_k) + ";\n      let qq = e % " + u(per_k) + ";\n"
                   : "      let kq = e % " + u(t.tile_k) + ";\n      let qq = e / " + u(t.tile_k) +
                         ";\n";
-      body += "      let g = " + t.base + " + qq * 4u;\n      let gk = t + kq;\n";
-      body += "      " + t.tile + "[kq * " + u(per_k) + " + qq] = ";
-      if (t.vec == 4) {
-        body += bounded("vec4<f32>(0.0)", t.buffer + "[(" + t.index("g", "gk") + ") / 4u]",
-                        "g < " + t.bound + " && gk < " + K) +
-                ";\n";
-      } else {
-        body += "vec4<f32>(";
-        for (int r = 0; r < 4; ++r)
-          body += std::string(r ? ", " : "") +
-                  bounded("0.0", t.buffer + "[" + t.index("(g + " + u(r) + ")", "gk") + "]",
-                          "g + " + u(r) + " < " + t.bound + " && gk < " + K);
-        body += ");\n";
+      std::string value;
+      if (fetch) {
+        body += "      let g = " + t.base + " + qq * 4u;\n      let gk = " + k0 + " + kq;\n";
+        if (t.vec == 4) {
+          value = bounded("vec4<f32>(0.0)", t.buffer + "[(" + t.index("g", "gk") + ") / 4u]",
+                          "g < " + t.bound + " && gk < " + K);
+        } else {
+          value = "vec4<f32>(";
+          for (int r = 0; r < 4; ++r)
+            value += std::string(r ? ", " : "") +
+                     bounded("0.0", t.buffer + "[" + t.index("(g + " + u(r) + ")", "gk") + "]",
+                             "g + " + u(r) + " < " + t.bound + " && gk < " + K);
+          value += ")";
+        }
       }
+      const std::string slot = "      " + t.tile + "[kq * " + u(per_k) + " + qq] = ";
+      if (stage == TileStage::kAtOnce) body += slot + value + ";\n";
+      if (stage == TileStage::kFetch) body += "      " + reg + " = " + value + ";\n";
+      if (stage == TileStage::kStore) body += slot + reg + ";\n";
     }
     // The last round's extra invocations have no unit to load.
     if ((l + 1) * invocations > units) {
@@ -391,6 +417,17 @@ std::string TileLoads(const TileOperand& t, int invocations, const std::string& 
     }
     src += "    }\n";
   }
+  return src;
+}
+
+// The registers TileLoads' fetch fills: a vec4 per unit it loads (4, a 4 x 4 block's rows, where
+// it reads vec4 along K).
+std::string TilePrefetchRegisters(const TileOperand& t, int invocations) {
+  std::string src;
+  for (int l = 0; l * invocations < t.Units(); ++l)
+    for (int r = 0; r < (t.Blocks() ? 4 : 1); ++r)
+      src += "  var pf_" + t.tile + "_" + std::to_string(l) +
+             (t.Blocks() ? "_" + std::to_string(r) : "") + " = vec4<f32>(0.0);\n";
   return src;
 }
 
@@ -446,16 +483,26 @@ void TiledBlocked(const Module& m, const Kernel& k, const Operands& o, const Mat
       src += "    acc_" + std::to_string(i) + "_" + std::to_string(j) + " = vec4<f32>(" + parts +
              ");\n  }\n";
     }
-  src += "  for (var t = 0u; t < " + K + "; t = t + " + u(TK) + ") {\n";
-
   const bool whole_k = s.k % TK == 0;
-  src += TileLoads({"tile_a", "in0", TM, TK, va, s.trans_a, "row0", M, whole_k && s.m % TM == 0,
-                    [&](const std::string& q, const std::string& kq) { return AIndex(o, q, kq); }},
-                   invocations, K);
-  src += TileLoads({"tile_b", "in1", TN, TK, vb, !s.trans_b, "col0", N, whole_k && s.n % TN == 0,
-                    [&](const std::string& q, const std::string& kq) { return BIndex(o, kq, q); }},
-                   invocations, K);
+  auto a_index = [&](const std::string& q, const std::string& kq) { return AIndex(o, q, kq); };
+  auto b_index = [&](const std::string& q, const std::string& kq) { return BIndex(o, kq, q); };
+  const bool whole_a = whole_k && s.m % TM == 0, whole_b = whole_k && s.n % TN == 0;
+  const TileOperand tile_a{"tile_a", "in0", TM, TK, va, s.trans_a, "row0", M, whole_a, a_index};
+  const TileOperand tile_b{"tile_b", "in1", TN, TK, vb, !s.trans_b, "col0", N, whole_b, b_index};
+  // With prefetch the first step's loads go before the loop, and each step's stores precede its
+  // barrier, then the next step's loads are issued, then the multiply-adds run.
+  if (sch.prefetch)
+    src += TilePrefetchRegisters(tile_a, invocations) + TilePrefetchRegisters(tile_b, invocations) +
+           "  {\n" + TileLoads(tile_a, invocations, K, TileStage::kFetch, "0u") +
+           TileLoads(tile_b, invocations, K, TileStage::kFetch, "0u") + "  }\n";
+  src += "  for (var t = 0u; t < " + K + "; t = t + " + u(TK) + ") {\n";
+  const TileStage first = sch.prefetch ? TileStage::kStore : TileStage::kAtOnce;
+  src += TileLoads(tile_a, invocations, K, first) + TileLoads(tile_b, invocations, K, first);
   src += "    workgroupBarrier();\n";
+  if (sch.prefetch)
+    src += "    if (t + " + u(TK) + " < " + K + ") {\n" +
+           TileLoads(tile_a, invocations, K, TileStage::kFetch, "(t + " + u(TK) + ")") +
+           TileLoads(tile_b, invocations, K, TileStage::kFetch, "(t + " + u(TK) + ")") + "    }\n";
   // The K steps of a tile written out one after the other, not as a loop: the driver's compiler
   // does not unroll it, and unrolled the 4096^3 product ran 9 % faster on the H200 (written out
   // 8, 4, 2 or 1 at a time inside a loop, 8 to 15 % slower on an H100, 2026-12-06).
@@ -547,10 +594,10 @@ Status CheckMatmulSchedule(const MatmulSchedule& sch, const MatmulShape& s,
                std::to_string(workgroup_storage_bytes) + " bytes");
   if (sch.block_m == 1 && sch.block_n == 1) {
     if (sch.tile_m != sch.tile_n || sch.tile_k < sch.tile_m || sch.tile_k % sch.tile_m ||
-        sch.vec4_a || sch.vec4_b)
+        sch.vec4_a || sch.vec4_b || sch.prefetch)
       return bad(
           "has one output per invocation but not square tiles of scalar loads, K staged "
-          "in multiples of the tile");
+          "in multiples of the tile, no prefetch");
     return Status::Ok();
   }
   if (sch.block_m % 4 || sch.block_n % 4 || sch.tile_k % 4)
