@@ -486,7 +486,8 @@ void TiledBlocked(const Module& m, const Kernel& k, const Operands& o, const Mat
   const bool whole_k = s.k % TK == 0;
   auto a_index = [&](const std::string& q, const std::string& kq) { return AIndex(o, q, kq); };
   auto b_index = [&](const std::string& q, const std::string& kq) { return BIndex(o, kq, q); };
-  const bool whole_a = whole_k && s.m % TM == 0, whole_b = whole_k && s.n % TN == 0;
+  const bool whole_m = s.m % TM == 0, whole_n = s.n % TN == 0;
+  const bool whole_a = whole_k && whole_m, whole_b = whole_k && whole_n;
   const TileOperand tile_a{"tile_a", "in0", TM, TK, va, s.trans_a, "row0", M, whole_a, a_index};
   const TileOperand tile_b{"tile_b", "in1", TN, TK, vb, !s.trans_b, "col0", N, whole_b, b_index};
   // With prefetch the first step's loads go before the loop, and each step's stores precede its
@@ -533,7 +534,7 @@ void TiledBlocked(const Module& m, const Kernel& k, const Operands& o, const Mat
       for (int c = 0; c < 4; ++c) {
         const std::string store =
             StoreSum(m, k, acc + "." + lane[c], OutIndex(o, "r", "c + " + u(c)));
-        src += s.m % TM == 0 && s.n % TN == 0
+        src += whole_m && whole_n
                    ? "      " + store + "\n"
                    : "      if (r < " + M + " && c + " + u(c) + " < " + N + ") { " + store + " }\n";
       }
