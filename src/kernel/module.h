@@ -70,7 +70,8 @@ struct MatmulSchedule {
   bool vec4_a = false, vec4_b = false;
   // Register-blocked: each invocation loads its share of the next K step's tiles from global
   // memory into registers before the current step's multiply-adds, and stores them to workgroup
-  // memory after, so that the loads' latency passes under the multiply-adds.
+  // memory after, so that the loads' latency passes under the multiply-adds (A's tile by the
+  // first half of the invocations, B's by the second).
   bool prefetch = false;
 
   int Invocations() const { return (tile_m / block_m) * (tile_n / block_n); }

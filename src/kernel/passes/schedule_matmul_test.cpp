@@ -161,7 +161,7 @@ TEST(ScheduleMatmulPass, WholeTilesLoadAndStoreWithoutBounds) {
   const std::string whole = source(128, 32, 256);
   EXPECT_EQ(whole.find("select("), std::string::npos);
   EXPECT_EQ(whole.find("if (r < "), std::string::npos);
-  EXPECT_NE(whole.find("pf_tile_a_0_0 = in0["), std::string::npos);
+  EXPECT_NE(whole.find("pf_0 = in0["), std::string::npos);
   for (const auto& [m, k, n] :
        {std::array<int64_t, 3>{130, 32, 256}, {128, 36, 256}, {128, 32, 260}}) {
     SCOPED_TRACE(std::to_string(m) + "x" + std::to_string(k) + "x" + std::to_string(n));
@@ -178,7 +178,8 @@ TEST(ScheduleMatmulPass, WholeTilesLoadAndStoreWithoutBounds) {
 
 // With prefetch the first step's tiles are loaded into registers before the loop, and each step
 // stores the registers to workgroup memory, waits at the barrier, then loads the next step's
-// (where there is one) before its multiply-adds. Which bits it computes: EveryMatmulSchedule.
+// (where there is one) before its multiply-adds; A's tile by the first half of the invocations, B's
+// by the second, into the same registers. Which bits it computes: EveryMatmulSchedule.
 TEST(ScheduleMatmulPass, PrefetchLoadsTheNextStepBeforeTheMultiplyAdds) {
   const Json doc = ProductDoc(256, 64, 256);
   pipeline::CompileOptions o = scellis::testing::ProdOptions();
@@ -187,13 +188,13 @@ TEST(ScheduleMatmulPass, PrefetchLoadsTheNextStepBeforeTheMultiplyAdds) {
   auto c = pipeline::Compile(doc.dump(), o);
   ASSERT_TRUE(c.ok()) << c.errors().front().Format();
   const std::string src = c->module->kernels[0].Wgsl().source;
-  const size_t declared = src.find("var pf_tile_b_1 = vec4<f32>(0.0);");
+  const size_t declared = src.find("var pf_1 = vec4<f32>(0.0);");
   const size_t first = src.find("let gk = 0u + kq;");
   const size_t loop = src.find("for (var t = 0u; t < 64u; t = t + 16u)");
-  const size_t stored = src.find("tile_b[kq * 32u + qq] = pf_tile_b_1;");
+  const size_t stored = src.find("tile_b[kq * 32u + qq] = pf_1;");
   const size_t barrier = src.find("workgroupBarrier();", stored);
   const size_t next = src.find("if (t + 16u < 64u) {");
-  const size_t fetched = src.find("pf_tile_b_1 = in1[", next);
+  const size_t fetched = src.find("pf_1 = in1[", next);
   const size_t multiply = src.find("acc_0_0 = acc_0_0 + ");
   for (size_t at : {declared, first, loop, stored, barrier, next, fetched, multiply})
     ASSERT_NE(at, std::string::npos) << src;
@@ -204,9 +205,13 @@ TEST(ScheduleMatmulPass, PrefetchLoadsTheNextStepBeforeTheMultiplyAdds) {
   EXPECT_LT(barrier, next);
   EXPECT_LT(next, fetched);
   EXPECT_LT(fetched, multiply);
-  // 128 x 16 of A is 128 blocks of 4 x 4 for 256 invocations: half of them hold A's four rows.
-  EXPECT_NE(src.find("var pf_tile_a_0_3"), std::string::npos);
-  EXPECT_EQ(src.find("var pf_tile_a_1_0"), std::string::npos);
+  // 128 x 16 of A is 128 blocks of 4 x 4, one for each of the first 128 invocations (four rows);
+  // 16 x 128 of B is 512 quads, four for each of the other 128: four registers each.
+  EXPECT_NE(src.find("if (tid < 128u) {"), std::string::npos);
+  EXPECT_NE(src.find("if (tid >= 128u) {"), std::string::npos);
+  EXPECT_NE(src.find("let e = (tid - 128u) + 384u;"), std::string::npos);
+  EXPECT_NE(src.find("var pf_3 = vec4<f32>(0.0);"), std::string::npos);
+  EXPECT_EQ(src.find("var pf_4"), std::string::npos);
 
   o.matmul_schedule->prefetch = false;
   c = pipeline::Compile(doc.dump(), o);
