@@ -207,8 +207,10 @@ TEST(ScheduleMatmulPass, PrefetchLoadsTheNextStepBeforeTheMultiplyAdds) {
   EXPECT_LT(fetched, multiply);
   // 128 x 16 of A is 128 blocks of 4 x 4, one for each of the first 128 invocations (four rows);
   // 16 x 128 of B is 512 quads, four for each of the other 128: four registers each.
-  EXPECT_NE(src.find("if (tid < 128u) {"), std::string::npos);
-  EXPECT_NE(src.find("if (tid >= 128u) {"), std::string::npos);
+  const size_t a_half = src.find("    if (tid < 128u) {\n");
+  ASSERT_NE(a_half, std::string::npos);
+  EXPECT_LT(a_half, src.find("    } else {\n", a_half));
+  EXPECT_EQ(src.find("tid >= "), std::string::npos);
   EXPECT_NE(src.find("let e = (tid - 128u) + 384u;"), std::string::npos);
   EXPECT_NE(src.find("var pf_3 = vec4<f32>(0.0);"), std::string::npos);
   EXPECT_EQ(src.find("var pf_4"), std::string::npos);
