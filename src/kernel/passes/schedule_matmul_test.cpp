@@ -117,6 +117,11 @@ TEST(ScheduleMatmulPass, TheEmitterRefusesAScheduleItCannotRun) {
   s = MediumMatmulSchedule();
   s.block_m = 2;  // 2 rows per invocation: not a whole vec4
   EXPECT_FALSE(wgsl::CheckMatmulSchedule(s, Shape(8, 8, 8)).ok());
+  s = LargeMatmulSchedule();
+  s.tile_m = s.tile_n = 8;  // one invocation: no second half to load B
+  const Status one = wgsl::CheckMatmulSchedule(s, Shape(8, 8, 8));
+  ASSERT_FALSE(one.ok());
+  EXPECT_NE(one.errors().front().message.find("one invocation"), std::string::npos);
 }
 
 // The schedule is in the plan and its printouts, and the emitted kernel follows it.

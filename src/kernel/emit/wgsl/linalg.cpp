@@ -627,6 +627,8 @@ Status CheckMatmulSchedule(const MatmulSchedule& sch, const MatmulShape& s,
   }
   if (sch.block_m % 4 || sch.block_n % 4 || sch.tile_k % 4)
     return bad("blocks by other than multiples of 4");
+  if (sch.prefetch && sch.Invocations() < 2)
+    return bad("prefetches with one invocation: each operand is loaded by half of them");
   const int va = sch.vec4_a ? 4 : 1, vb = sch.vec4_b ? 4 : 1;
   if ((sch.tile_m * sch.tile_k) % (sch.Invocations() * va) ||
       (sch.tile_k * sch.tile_n) % (sch.Invocations() * vb))
