@@ -181,10 +181,12 @@ TEST(ScheduleMatmulPass, WholeTilesLoadAndStoreWithoutBounds) {
   }
 }
 
-// With prefetch the first step's tiles are loaded into registers before the loop, and each step
-// stores the registers to workgroup memory, waits at the barrier, then loads the next step's
-// (where there is one) before its multiply-adds; A's tile by the first half of the invocations, B's
-// by the second, into the same registers. Which bits it computes: EveryMatmulSchedule.
+// With prefetch the first step's tiles are loaded and stored before the loop; each step loads the
+// next step's (where there is one) into registers before its multiply-adds, and stores them after
+// the barrier that ends its multiply-adds. A's tile is loaded by the first half of the invocations,
+// B's by the second, into the same registers. Where no load needs a bound each invocation's load
+// coordinates and first source index are computed once, before the loop, and each load adds
+// constants and the step's k to them. Which bits it computes: EveryMatmulSchedule.
 TEST(ScheduleMatmulPass, PrefetchLoadsTheNextStepBeforeTheMultiplyAdds) {
   const Json doc = ProductDoc(256, 64, 256);
   pipeline::CompileOptions o = scellis::testing::ProdOptions();
@@ -193,32 +195,57 @@ TEST(ScheduleMatmulPass, PrefetchLoadsTheNextStepBeforeTheMultiplyAdds) {
   auto c = pipeline::Compile(doc.dump(), o);
   ASSERT_TRUE(c.ok()) << c.errors().front().Format();
   const std::string src = c->module->kernels[0].Wgsl().source;
+  const std::string store_b1 = "tile_b[(tile_b_kq + 4u) * 32u + tile_b_qq] = pf_1;";
+  const std::string more = "if (t + 16u < 64u) {";
   const size_t declared = src.find("var pf_1 = vec4<f32>(0.0);");
-  const size_t first = src.find("let gk = 0u + kq;");
+  const size_t hoisted = src.find("let tile_b_src = ");
+  const size_t first_fetch = src.find("pf_1 = in1[(tile_b_src + 1024u) / 4u];");
+  const size_t first_store = src.find(store_b1);
+  const size_t first_barrier = src.find("workgroupBarrier();", first_store);
   const size_t loop = src.find("for (var t = 0u; t < 64u; t = t + 16u)");
-  const size_t stored = src.find("tile_b[kq * 32u + qq] = pf_1;");
-  const size_t barrier = src.find("workgroupBarrier();", stored);
-  const size_t next = src.find("if (t + 16u < 64u) {");
-  const size_t fetched = src.find("pf_1 = in1[", next);
-  const size_t multiply = src.find("acc_0_0 = acc_0_0 + ");
-  for (size_t at : {declared, first, loop, stored, barrier, next, fetched, multiply})
+  const size_t next = src.find(more, loop);
+  const size_t fetched = src.find("pf_1 = in1[(tile_b_src + ((t + 16u) + 4u) * 256u) / 4u];", next);
+  const size_t multiply = src.find("acc_0_0 = acc_0_0 + ", fetched);
+  const size_t barrier = src.find("workgroupBarrier();", multiply);
+  const size_t next_store = src.find(more, barrier);
+  const size_t stored = src.find(store_b1, next_store);
+  const size_t last_barrier = src.find("workgroupBarrier();", stored);
+  const size_t epilogue = src.find("out[", last_barrier);
+  for (size_t at : {declared, hoisted, first_fetch, first_store, first_barrier, loop, next, fetched,
+                    multiply, barrier, next_store, stored, last_barrier, epilogue})
     ASSERT_NE(at, std::string::npos) << src;
-  EXPECT_LT(declared, first);
-  EXPECT_LT(first, loop);
-  EXPECT_LT(loop, stored);
-  EXPECT_LT(stored, barrier);
-  EXPECT_LT(barrier, next);
-  EXPECT_LT(next, fetched);
-  EXPECT_LT(fetched, multiply);
+  EXPECT_LT(declared, hoisted);
+  EXPECT_LT(hoisted, first_fetch);
+  EXPECT_LT(first_fetch, first_store);
+  EXPECT_LT(first_barrier, loop);
+  // Nothing but the multiply-adds between the step's loads and its barrier.
+  EXPECT_EQ(src.find("workgroupBarrier();", loop), barrier);
+  EXPECT_LT(barrier, src.find("] = pf_", loop));
+  EXPECT_LT(stored, last_barrier);
   // 128 x 16 of A is 128 blocks of 4 x 4, one for each of the first 128 invocations (four rows);
   // 16 x 128 of B is 512 quads, four for each of the other 128: four registers each.
   const size_t a_half = src.find("    if (tid < 128u) {\n");
   ASSERT_NE(a_half, std::string::npos);
   EXPECT_LT(a_half, src.find("    } else {\n", a_half));
   EXPECT_EQ(src.find("tid >= "), std::string::npos);
-  EXPECT_NE(src.find("let e = (tid - 128u) + 384u;"), std::string::npos);
+  EXPECT_NE(src.find("let tile_b_kq = (tid - 128u) / 32u;"), std::string::npos);
+  EXPECT_NE(src.find("tile_b[(tile_b_kq + 12u) * 32u + tile_b_qq] = pf_3;"), std::string::npos);
   EXPECT_NE(src.find("var pf_3 = vec4<f32>(0.0);"), std::string::npos);
   EXPECT_EQ(src.find("var pf_4"), std::string::npos);
+  // A block's row r is r rows of A (64 floats) on from its first; the first step's loads add
+  // constants only.
+  EXPECT_NE(src.find("let tile_a_src = off_a + (row0 + tile_a_qb * 4u) * 64u + tile_a_kb;"),
+            std::string::npos);
+  EXPECT_NE(src.find("pf_1 = in0[(tile_a_src + 64u + (t + 16u)) / 4u];"), std::string::npos);
+  EXPECT_NE(src.find("pf_3 = in1[(tile_b_src + 3072u) / 4u];"), std::string::npos);
+  EXPECT_EQ(src.find("let e = "), std::string::npos);
+
+  // A ragged product bounds its loads, each computed from its unit's number in the step.
+  c = pipeline::Compile(ProductDoc(200, 64, 200).dump(), o);
+  ASSERT_TRUE(c.ok()) << c.errors().front().Format();
+  const std::string ragged = c->module->kernels[0].Wgsl().source;
+  EXPECT_EQ(ragged.find("tile_a_src"), std::string::npos);
+  EXPECT_NE(ragged.find("let e = (tid - 128u) + 384u;"), std::string::npos);
 
   o.matmul_schedule->prefetch = false;
   c = pipeline::Compile(doc.dump(), o);
@@ -289,6 +316,9 @@ std::vector<Case> Cases(bool every_way) {
       if (every_way || way == i) cases.push_back(ways[way]);
   }
   cases.push_back({"256x256x256", {256, 256}, {256, 256}});
+  // Whole tiles of the large schedules with both operands transposed: their hoisted loads step
+  // along M for A^T and along K for B^T.
+  cases.push_back({"at_bt_128x32x128", {32, 128}, {128, 32}, true, true});
   cases.push_back({"batched_3x20x36x12", {3, 20, 36}, {3, 36, 12}});
   cases.push_back({"bcast_b_4x9x7x5", {4, 9, 7}, {7, 5}});
   cases.push_back({"bcast_both_3x1_1x4_17x8x12", {3, 1, 17, 8}, {1, 4, 8, 12}});
