@@ -59,7 +59,10 @@ MatmulSchedule WithKStagedForShape(MatmulSchedule s, const MatmulShape& shape) {
 // and 2048^3 at 39.4 (36.3), ahead of 64 x 128 without it (38.3-38.8 and 36.5-37.5), which
 // prefetch slowed (34.2-34.6 and 24.7-25.2: 128 invocations holding the next step's loads too).
 // Each operand prefetched by half of the 256 invocations (the emitter's TileLoaders): 4096^3 43.7,
-// 8192^3 44.5, 2048^3 42.3 (H100, 2026-12-06, 14:23 UTC).
+// 8192^3 44.5, 2048^3 42.3 (H100, 2026-12-06, 14:23 UTC). With the next step's loads issued before
+// the multiply-adds and their addresses hoisted: 4096^3 44.6-44.7 where the kernel before ran
+// 43.7-44.0 (H100, 16:26 UTC); 43.2-43.3, 8192^3 45.1 and 2048^3 41.5-42.0 on a slower H100
+// (16:42 UTC, where the kernel before ran 41.9-42.6).
 const MatmulSchedule& LargeMatmulSchedule() {
   static const MatmulSchedule s = [] {
     MatmulSchedule t = Tiled(128, 128, 16, 8, 8);
