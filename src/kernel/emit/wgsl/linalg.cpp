@@ -329,7 +329,7 @@ struct TileOperand {
   std::string base, bound;   // the tile's first row (or column) and the operand's M (or N)
   bool whole;                // M (or N) and K are whole numbers of tiles: no load needs a bound
   std::function<std::string(const std::string& q, const std::string& k)> index;  // element index
-  int64_t q_stride, k_stride;  // how far apart index() puts neighbouring elements along q and k
+  int64_t q_stride = 1, k_stride = 1;  // how far apart index() puts neighbours along q and k
 
   // Read as vec4 along K: 4 x 4 blocks, transposed in registers into 4 quads.
   bool Blocks() const { return vec == 4 && !quads_contiguous; }
@@ -583,30 +583,14 @@ void TiledBlocked(const Module& m, const Kernel& k, const Operands& o, const Mat
   auto b_index = [&](const std::string& q, const std::string& kq) { return BIndex(o, kq, q); };
   const bool whole_m = s.m % TM == 0, whole_n = s.n % TN == 0;
   const bool whole_a = whole_k && whole_m, whole_b = whole_k && whole_n;
-  const TileOperand tile_a{"tile_a",
-                           "in0",
-                           TM,
-                           TK,
-                           va,
-                           s.trans_a,
-                           "row0",
-                           M,
-                           whole_a,
-                           a_index,
-                           s.trans_a ? 1 : o.lda,
-                           s.trans_a ? o.lda : 1};
-  const TileOperand tile_b{"tile_b",
-                           "in1",
-                           TN,
-                           TK,
-                           vb,
-                           !s.trans_b,
-                           "col0",
-                           N,
-                           whole_b,
-                           b_index,
-                           s.trans_b ? o.ldb : 1,
-                           s.trans_b ? 1 : o.ldb};
+  TileOperand tile_a{"tile_a", "in0", TM, TK, va, s.trans_a, "row0", M, whole_a, a_index};
+  TileOperand tile_b{"tile_b", "in1", TN, TK, vb, !s.trans_b, "col0", N, whole_b, b_index};
+  // A's element (q, k) lies q * lda + k past off_a (A^T's: k * lda + q); B's k * ldb + q (B^T's:
+  // q * ldb + k).
+  tile_a.q_stride = s.trans_a ? 1 : o.lda;
+  tile_a.k_stride = s.trans_a ? o.lda : 1;
+  tile_b.q_stride = s.trans_b ? o.ldb : 1;
+  tile_b.k_stride = s.trans_b ? 1 : o.ldb;
   // With prefetch the first step's tiles are loaded and stored before the loop; each step issues
   // the next step's loads into registers, runs its multiply-adds, and after a barrier stores the
   // registers as the next step's tiles. Each operand is loaded by half of the invocations
