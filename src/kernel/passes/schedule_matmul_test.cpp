@@ -240,12 +240,23 @@ TEST(ScheduleMatmulPass, PrefetchLoadsTheNextStepBeforeTheMultiplyAdds) {
   EXPECT_NE(src.find("pf_3 = in1[(tile_b_src + 3072u) / 4u];"), std::string::npos);
   EXPECT_EQ(src.find("let e = "), std::string::npos);
 
-  // A ragged product bounds its loads, each computed from its unit's number in the step.
-  c = pipeline::Compile(ProductDoc(200, 64, 200).dump(), o);
+  // A product ragged in one operand bounds that operand's loads, each computed from its unit's
+  // number in the step, and hoists neither operand's; each step stores the registers, waits, then
+  // loads the next step (hoisting without loads first, or loads first without hoisting, measured
+  // slower).
+  c = pipeline::Compile(ProductDoc(200, 64, 256).dump(), o);
   ASSERT_TRUE(c.ok()) << c.errors().front().Format();
   const std::string ragged = c->module->kernels[0].Wgsl().source;
-  EXPECT_EQ(ragged.find("tile_a_src"), std::string::npos);
+  EXPECT_EQ(ragged.find("_src"), std::string::npos);
   EXPECT_NE(ragged.find("let e = (tid - 128u) + 384u;"), std::string::npos);
+  const size_t ragged_loop = ragged.find("for (var t = 0u;");
+  const size_t ragged_store = ragged.find("] = pf_", ragged_loop);
+  const size_t ragged_barrier = ragged.find("workgroupBarrier();", ragged_loop);
+  const size_t ragged_fetch = ragged.find("pf_0 = ", ragged_loop);
+  ASSERT_NE(ragged_fetch, std::string::npos) << ragged;
+  EXPECT_LT(ragged_store, ragged_barrier);
+  EXPECT_LT(ragged_barrier, ragged_fetch);
+  EXPECT_LT(ragged_fetch, ragged.find("acc_0_0 = acc_0_0 + ", ragged_loop));
 
   o.matmul_schedule->prefetch = false;
   c = pipeline::Compile(doc.dump(), o);

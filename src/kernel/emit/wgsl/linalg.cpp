@@ -356,8 +356,9 @@ struct TileLoaders {
   int first, count;
   // The loaders' coordinates and their first unit's source index are computed once, before the
   // loop (HoistedLoaderCoordinates), each round's and each K step's loads adding constants and the
-  // step's k to them (TiledBlocked says what it gains). Only for prefetched tiles with no bounds,
-  // whose loaders' rounds start at the same place in a line.
+  // step's k to them (TiledBlocked says what it gains, and the loop order that goes with it). Only
+  // for prefetched tiles where neither operand's loads need a bound and each loader's rounds start
+  // at the same place in a line.
   bool hoisted = false;
 };
 
@@ -591,18 +592,20 @@ void TiledBlocked(const Module& m, const Kernel& k, const Operands& o, const Mat
   tile_a.k_stride = s.trans_a ? o.lda : 1;
   tile_b.q_stride = s.trans_b ? o.ldb : 1;
   tile_b.k_stride = s.trans_b ? 1 : o.ldb;
-  // With prefetch the first step's tiles are loaded and stored before the loop; each step issues
-  // the next step's loads into registers, runs its multiply-adds, and after a barrier stores the
-  // registers as the next step's tiles. Each operand is loaded by half of the invocations
-  // (TileLoaders), whose addresses are hoisted where no load needs a bound. The order and the
-  // hoisting gain together: the 4096^3 product 43.7-44.0 -> 44.6-44.7 TFLOP/s on an H100, where
-  // either alone loses (42.9-43.1: the stores before the barrier, loads after it, 2026-12-06).
+  // With prefetch each operand is loaded by half of the invocations (TileLoaders), and the next
+  // step's loads are issued before the multiply-adds of the current one. Where no load of either
+  // operand needs a bound, both operands' addresses are hoisted, the first step's tiles are loaded
+  // and stored before the loop, and each step stores the registers as the next step's tiles after
+  // the barrier that ends its multiply-adds ("loads first"). Otherwise the first step's loads go
+  // before the loop, and each step stores the registers, waits at the barrier, then issues the
+  // next loads. The order and the hoisting gain together: the 4096^3 product 43.7-44.0 ->
+  // 44.6-44.7 TFLOP/s on an H100, where either alone loses (42.9-43.1, 2026-12-06).
   const int half = invocations / 2;
   TileLoaders a_loaders = sch.prefetch ? TileLoaders{0, half} : TileLoaders{0, invocations};
   TileLoaders b_loaders =
       sch.prefetch ? TileLoaders{half, invocations - half} : TileLoaders{0, invocations};
-  a_loaders.hoisted = sch.prefetch && CanHoist(tile_a, a_loaders);
-  b_loaders.hoisted = sch.prefetch && CanHoist(tile_b, b_loaders);
+  a_loaders.hoisted = b_loaders.hoisted =
+      sch.prefetch && CanHoist(tile_a, a_loaders) && CanHoist(tile_b, b_loaders);
   // One branch for the two halves, not two: the 4096^3 product 42.3-42.7 -> 43.5-43.7 TFLOP/s on
   // an H100 (2026-12-06).
   auto loads = [&](TileStage stage, const std::string& k0) {
@@ -611,17 +614,22 @@ void TiledBlocked(const Module& m, const Kernel& k, const Operands& o, const Mat
     if (!sch.prefetch) return a + b;
     return "    if (tid < " + u(half) + ") {\n" + a + "    } else {\n" + b + "    }\n";
   };
+  const bool loads_first = a_loaders.hoisted;
   if (sch.prefetch)
-    src += TilePrefetchRegisters(tile_a, a_loaders, tile_b, b_loaders) +
-           HoistedLoaderCoordinates(tile_a, a_loaders) +
-           HoistedLoaderCoordinates(tile_b, b_loaders) + "  {\n" + loads(TileStage::kFetch, "0u") +
-           loads(TileStage::kStore, "0u") + "  }\n  workgroupBarrier();\n";
+    src +=
+        TilePrefetchRegisters(tile_a, a_loaders, tile_b, b_loaders) +
+        HoistedLoaderCoordinates(tile_a, a_loaders) + HoistedLoaderCoordinates(tile_b, b_loaders) +
+        "  {\n" + loads(TileStage::kFetch, "0u") +
+        (loads_first ? loads(TileStage::kStore, "0u") + "  }\n  workgroupBarrier();\n" : "  }\n");
   src += "  for (var t = 0u; t < " + K + "; t = t + " + u(TK) + ") {\n";
   const std::string more = "    if (t + " + u(TK) + " < " + K + ") {\n";
-  if (sch.prefetch)
+  if (!sch.prefetch)
+    src += loads(TileStage::kAtOnce, "t") + "    workgroupBarrier();\n";
+  else if (loads_first)
     src += more + loads(TileStage::kFetch, "(t + " + u(TK) + ")") + "    }\n";
   else
-    src += loads(TileStage::kAtOnce, "t") + "    workgroupBarrier();\n";
+    src += loads(TileStage::kStore, "t") + "    workgroupBarrier();\n" + more +
+           loads(TileStage::kFetch, "(t + " + u(TK) + ")") + "    }\n";
   // The K steps of a tile written out one after the other, not as a loop: the driver's compiler
   // does not unroll it, and unrolled the 4096^3 product ran 9 % faster on the H200 (written out
   // 8, 4, 2 or 1 at a time inside a loop, 8 to 15 % slower on an H100, 2026-12-06).
@@ -642,8 +650,7 @@ void TiledBlocked(const Module& m, const Kernel& k, const Operands& o, const Mat
     src += "    }\n";
   }
   src += "    workgroupBarrier();\n";
-  if (sch.prefetch)
-    src += more + loads(TileStage::kStore, "t") + "    }\n    workgroupBarrier();\n";
+  if (loads_first) src += more + loads(TileStage::kStore, "t") + "    }\n    workgroupBarrier();\n";
   src += "  }\n";
 
   for (int i = 0; i < sch.block_m; ++i) {
