@@ -11,6 +11,8 @@
 // term, so every element still sums its K products in increasing order.
 #include <algorithm>
 #include <functional>
+#include <tuple>
+#include <utility>
 
 #include "kernel/emit/wgsl/codegen.h"
 
@@ -372,24 +374,35 @@ bool CanHoist(const TileOperand& t, const TileLoaders& loaders) {
   return t.whole && loaders.count % t.UnitsPerLine() == 0 && t.Units() % loaders.count == 0;
 }
 
-// The hoisted loaders' coordinates, declared before the loop: their first unit's k in the tile
-// and quad along q in the tile (tile_a_kb and tile_a_qb for blocks, tile_b_kq and tile_b_qq for
-// quads), and that unit's index in its buffer at the product's first k (tile_a_src).
+// The names of a unit's k in the tile and quad along q in the tile: kb and qb for a block, kq and
+// qq for a quad, after `prefix`.
+std::pair<std::string, std::string> UnitNames(const TileOperand& t, const std::string& prefix) {
+  return {prefix + (t.Blocks() ? "kb" : "kq"), prefix + (t.Blocks() ? "qb" : "qq")};
+}
+
+// The declarations (each line after `indent`) of the unit numbered `e`'s k and quad, named
+// `names` (UnitNames), from its line and its place in the line (TileOperand::UnitsPerLine).
+std::string UnitCoordinates(const TileOperand& t, const std::string& indent, const std::string& e,
+                            const std::pair<std::string, std::string>& names) {
+  const std::string line = U32(t.UnitsPerLine());
+  const auto& [k, q] = names;
+  const std::string by_line = e + " / " + line, in_line = e + " % " + line;
+  if (t.Blocks())
+    return indent + "let " + k + " = (" + in_line + ") * 4u;\n" + indent + "let " + q + " = " +
+           by_line + ";\n";
+  const bool line_along_k = t.quads_contiguous;
+  return indent + "let " + k + " = " + (line_along_k ? by_line : in_line) + ";\n" + indent +
+         "let " + q + " = " + (line_along_k ? in_line : by_line) + ";\n";
+}
+
+// The hoisted loaders' coordinates, declared before the loop: their first unit's k and quad in
+// the tile (tile_a_kb and tile_a_qb for blocks, tile_b_kq and tile_b_qq for quads), and that
+// unit's index in its buffer at the product's first k (tile_a_src).
 std::string HoistedLoaderCoordinates(const TileOperand& t, const TileLoaders& loaders) {
   if (!loaders.hoisted) return "";
-  const std::string lane0 = LoaderLane(loaders), line = U32(t.UnitsPerLine());
-  const std::string p = "  let " + t.tile + "_";
-  const std::string k = t.tile + (t.Blocks() ? "_kb" : "_kq");
-  const std::string q = t.tile + (t.Blocks() ? "_qb" : "_qq");
-  std::string src;
-  if (t.Blocks())
-    src = p + "kb = (" + lane0 + " % " + line + ") * 4u;\n" + p + "qb = " + lane0 + " / " + line +
-          ";\n";
-  else if (t.quads_contiguous)
-    src = p + "kq = " + lane0 + " / " + line + ";\n" + p + "qq = " + lane0 + " % " + line + ";\n";
-  else
-    src = p + "kq = " + lane0 + " % " + line + ";\n" + p + "qq = " + lane0 + " / " + line + ";\n";
-  return src + p + "src = " + t.index("(" + t.base + " + " + q + " * 4u)", k) + ";\n";
+  const auto names = UnitNames(t, t.tile + "_");
+  return UnitCoordinates(t, "  ", LoaderLane(loaders), names) + "  let " + t.tile +
+         "_src = " + t.index("(" + t.base + " + " + names.second + " * 4u)", names.first) + ";\n";
 }
 
 // The loads of one K step's tile, shared among the invocations, each quad written whole by one
@@ -423,8 +436,7 @@ std::string TileLoads(const TileOperand& t, const TileLoaders& loaders, const st
     if (loaders.hoisted) {
       // Round l is count units on: count / UnitsPerLine() lines further along k or q.
       const int64_t lines = int64_t{l} * count / t.UnitsPerLine();
-      const std::string k = t.tile + (blocks ? "_kb" : "_kq"),
-                        q = t.tile + (blocks ? "_qb" : "_qq");
+      const auto [k, q] = UnitNames(t, t.tile + "_");
       auto shifted = [&](const std::string& v) {
         return lines ? "(" + v + " + " + u(lines) + ")" : v;
       };
@@ -446,16 +458,8 @@ std::string TileLoads(const TileOperand& t, const TileLoaders& loaders, const st
       };
     } else {
       src += "    {\n      let e = " + LoaderLane(loaders) + " + " + u(int64_t{l} * count) + ";\n";
-      kt = blocks ? "kb" : "kq";
-      qt = blocks ? "qb" : "qq";
-      if (blocks)
-        body += "      let kb = (e % " + u(t.tile_k / 4) + ") * 4u;\n      let qb = e / " +
-                u(t.tile_k / 4) + ";\n";
-      else if (t.quads_contiguous)
-        body += "      let kq = e / " + u(per_k) + ";\n      let qq = e % " + u(per_k) + ";\n";
-      else
-        body +=
-            "      let kq = e % " + u(t.tile_k) + ";\n      let qq = e / " + u(t.tile_k) + ";\n";
+      std::tie(kt, qt) = UnitNames(t, "");
+      body += UnitCoordinates(t, "      ", "e", {kt, qt});
       if (load)
         body += "      let g = " + t.base + " + " + qt + " * 4u;\n      let gk = " + k0 + " + " +
                 kt + ";\n";
