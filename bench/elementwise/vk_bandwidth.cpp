@@ -1,0 +1,386 @@
+// The device's copy bandwidth through Vulkan alone: no Dawn, no Tint, no Scellis. It asks whether
+// the held-memory state (bench/RESULTS.md: every Scellis kernel that runs while 1 GiB or more is
+// held drops to about 1.5 TB/s, where PyTorch keeps 4 TB/s) is the driver's or Dawn's: the same
+// vec4 copy of 2^log2 floats, timed by GPU timestamps, with N MiB of other buffers held beside it,
+// in the memory type Dawn picks (device-local, the largest heap, not host-visible) or another.
+//
+// usage: vk_bandwidth [--log2=26] [--ballast-mib=0] [--runs=20] [--workgroups=8448]
+//                     [--dedicated] [--host-visible] [--untouched-ballast]
+// Prints one JSON line: the memory types, then the medians and bests of the shader copy and of
+// vkCmdCopyBuffer, in GB/s counting bytes read plus bytes written. Exit 2 on bad arguments,
+// 1 when Vulkan fails or the copy's result is wrong.
+#include <vulkan/vulkan.h>
+
+#include <algorithm>
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include "vk_copy.spv.h"  // vk_copy_spv: vk_copy.comp compiled by glslangValidator
+
+namespace {
+
+void Check(VkResult result, const char* what) {
+  if (result != VK_SUCCESS) {
+    std::fprintf(stderr, "vk_bandwidth: %s failed (VkResult %d)\n", what, int(result));
+    std::exit(1);
+  }
+}
+
+struct Options {
+  int log2 = 26;
+  int64_t ballast_mib = 0;
+  int runs = 20;
+  uint32_t workgroups = 132 * 64;
+  bool dedicated = false;
+  bool host_visible = false;
+  bool touch_ballast = true;
+};
+
+bool Parse(int argc, char** argv, Options& options) {
+  for (int i = 1; i < argc; ++i) {
+    std::string arg = argv[i];
+    auto value = [&](const char* prefix) -> const char* {
+      return arg.rfind(prefix, 0) == 0 ? arg.c_str() + std::strlen(prefix) : nullptr;
+    };
+    if (const char* v = value("--log2="))
+      options.log2 = std::atoi(v);
+    else if (const char* v = value("--ballast-mib="))
+      options.ballast_mib = std::atoll(v);
+    else if (const char* v = value("--runs="))
+      options.runs = std::atoi(v);
+    else if (const char* v = value("--workgroups="))
+      options.workgroups = uint32_t(std::atoll(v));
+    else if (arg == "--dedicated")
+      options.dedicated = true;
+    else if (arg == "--host-visible")
+      options.host_visible = true;
+    else if (arg == "--untouched-ballast")
+      options.touch_ballast = false;
+    else
+      return false;
+  }
+  return options.log2 >= 10 && options.log2 <= 30 && options.ballast_mib >= 0 &&
+         options.runs >= 1 && options.runs <= 1000 && options.workgroups >= 1;
+}
+
+struct Gpu {
+  VkInstance instance = VK_NULL_HANDLE;
+  VkPhysicalDevice physical = VK_NULL_HANDLE;
+  VkDevice device = VK_NULL_HANDLE;
+  VkQueue queue = VK_NULL_HANDLE;
+  uint32_t family = 0;
+  VkPhysicalDeviceProperties properties{};
+  VkPhysicalDeviceMemoryProperties memory{};
+};
+
+Gpu Open() {
+  Gpu gpu;
+  VkApplicationInfo app{VK_STRUCTURE_TYPE_APPLICATION_INFO};
+  app.pApplicationName = "vk_bandwidth";
+  app.apiVersion = VK_API_VERSION_1_2;
+  VkInstanceCreateInfo instance_info{VK_STRUCTURE_TYPE_INSTANCE_CREATE_INFO};
+  instance_info.pApplicationInfo = &app;
+  Check(vkCreateInstance(&instance_info, nullptr, &gpu.instance), "vkCreateInstance");
+  uint32_t count = 0;
+  vkEnumeratePhysicalDevices(gpu.instance, &count, nullptr);
+  std::vector<VkPhysicalDevice> devices(count);
+  vkEnumeratePhysicalDevices(gpu.instance, &count, devices.data());
+  for (VkPhysicalDevice d : devices) {
+    VkPhysicalDeviceProperties p;
+    vkGetPhysicalDeviceProperties(d, &p);
+    if (gpu.physical == VK_NULL_HANDLE || p.deviceType == VK_PHYSICAL_DEVICE_TYPE_DISCRETE_GPU) {
+      gpu.physical = d;
+      gpu.properties = p;
+    }
+  }
+  if (gpu.physical == VK_NULL_HANDLE) Check(VK_ERROR_INITIALIZATION_FAILED, "a Vulkan device");
+  vkGetPhysicalDeviceMemoryProperties(gpu.physical, &gpu.memory);
+  vkGetPhysicalDeviceQueueFamilyProperties(gpu.physical, &count, nullptr);
+  std::vector<VkQueueFamilyProperties> families(count);
+  vkGetPhysicalDeviceQueueFamilyProperties(gpu.physical, &count, families.data());
+  gpu.family = count;
+  for (uint32_t i = 0; i < count && gpu.family == count; ++i)
+    if (families[i].queueFlags & VK_QUEUE_COMPUTE_BIT) gpu.family = i;
+  if (gpu.family == count) Check(VK_ERROR_INITIALIZATION_FAILED, "a compute queue");
+  float priority = 1.0f;
+  VkDeviceQueueCreateInfo queue_info{VK_STRUCTURE_TYPE_DEVICE_QUEUE_CREATE_INFO};
+  queue_info.queueFamilyIndex = gpu.family;
+  queue_info.queueCount = 1;
+  queue_info.pQueuePriorities = &priority;
+  VkDeviceCreateInfo device_info{VK_STRUCTURE_TYPE_DEVICE_CREATE_INFO};
+  device_info.queueCreateInfoCount = 1;
+  device_info.pQueueCreateInfos = &queue_info;
+  Check(vkCreateDevice(gpu.physical, &device_info, nullptr, &gpu.device), "vkCreateDevice");
+  vkGetDeviceQueue(gpu.device, gpu.family, 0, &gpu.queue);
+  return gpu;
+}
+
+// Dawn's choice for a buffer that is never mapped: device-local, in the largest heap, not
+// host-visible where a type that is not exists, and (among equals) the first type;
+// --host-visible asks for a device-local type that is also host-visible.
+uint32_t PickMemoryType(const Gpu& gpu, uint32_t allowed, bool host_visible) {
+  int best = -1;
+  auto heap = [&](int t) {
+    return gpu.memory.memoryHeaps[gpu.memory.memoryTypes[t].heapIndex].size;
+  };
+  auto visible = [&](int t) {
+    return bool(gpu.memory.memoryTypes[t].propertyFlags & VK_MEMORY_PROPERTY_HOST_VISIBLE_BIT);
+  };
+  for (uint32_t i = 0; i < gpu.memory.memoryTypeCount; ++i) {
+    if (!(allowed & (1u << i))) continue;
+    if (!(gpu.memory.memoryTypes[i].propertyFlags & VK_MEMORY_PROPERTY_DEVICE_LOCAL_BIT)) continue;
+    if (host_visible && !visible(int(i))) continue;
+    const bool better = best < 0 || (visible(best) && !visible(int(i)) && !host_visible) ||
+                        (visible(best) == visible(int(i)) && heap(int(i)) > heap(best));
+    if (better) best = int(i);
+  }
+  if (best < 0) Check(VK_ERROR_FEATURE_NOT_PRESENT, "a memory type of the kind asked for");
+  return uint32_t(best);
+}
+
+struct Buffer {
+  VkBuffer buffer = VK_NULL_HANDLE;
+  VkDeviceMemory memory = VK_NULL_HANDLE;
+  uint32_t type = 0;
+};
+
+Buffer MakeBuffer(const Gpu& gpu, VkDeviceSize bytes, bool dedicated, bool host_visible,
+                  bool mappable = false) {
+  Buffer b;
+  VkBufferCreateInfo info{VK_STRUCTURE_TYPE_BUFFER_CREATE_INFO};
+  info.size = bytes;
+  info.usage = VK_BUFFER_USAGE_STORAGE_BUFFER_BIT | VK_BUFFER_USAGE_TRANSFER_SRC_BIT |
+               VK_BUFFER_USAGE_TRANSFER_DST_BIT;
+  Check(vkCreateBuffer(gpu.device, &info, nullptr, &b.buffer), "vkCreateBuffer");
+  VkMemoryRequirements needs;
+  vkGetBufferMemoryRequirements(gpu.device, b.buffer, &needs);
+  if (mappable) {
+    b.type = gpu.memory.memoryTypeCount;
+    for (uint32_t i = 0; i < gpu.memory.memoryTypeCount && b.type == gpu.memory.memoryTypeCount;
+         ++i) {
+      VkMemoryPropertyFlags want =
+          VK_MEMORY_PROPERTY_HOST_VISIBLE_BIT | VK_MEMORY_PROPERTY_HOST_COHERENT_BIT;
+      if ((needs.memoryTypeBits & (1u << i)) &&
+          (gpu.memory.memoryTypes[i].propertyFlags & want) == want)
+        b.type = i;
+    }
+    if (b.type == gpu.memory.memoryTypeCount) Check(VK_ERROR_FEATURE_NOT_PRESENT, "host memory");
+  } else {
+    b.type = PickMemoryType(gpu, needs.memoryTypeBits, host_visible);
+  }
+  VkMemoryDedicatedAllocateInfo dedicated_info{VK_STRUCTURE_TYPE_MEMORY_DEDICATED_ALLOCATE_INFO};
+  dedicated_info.buffer = b.buffer;
+  VkMemoryAllocateInfo alloc{VK_STRUCTURE_TYPE_MEMORY_ALLOCATE_INFO};
+  alloc.pNext = dedicated ? &dedicated_info : nullptr;
+  alloc.allocationSize = needs.size;
+  alloc.memoryTypeIndex = b.type;
+  Check(vkAllocateMemory(gpu.device, &alloc, nullptr, &b.memory), "vkAllocateMemory");
+  Check(vkBindBufferMemory(gpu.device, b.buffer, b.memory, 0), "vkBindBufferMemory");
+  return b;
+}
+
+double Median(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  return v[v.size() / 2];
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  Options options;
+  if (!Parse(argc, argv, options)) {
+    std::fprintf(stderr,
+                 "usage: vk_bandwidth [--log2=26] [--ballast-mib=0] [--runs=20] "
+                 "[--workgroups=N] [--dedicated] [--host-visible] [--untouched-ballast]\n");
+    return 2;
+  }
+  Gpu gpu = Open();
+  const VkDeviceSize bytes = VkDeviceSize(4) << options.log2;
+  Buffer source = MakeBuffer(gpu, bytes, options.dedicated, options.host_visible);
+  Buffer destination = MakeBuffer(gpu, bytes, options.dedicated, options.host_visible);
+  std::vector<Buffer> ballast;
+  for (int64_t left = options.ballast_mib; left > 0; left -= 256)
+    ballast.push_back(MakeBuffer(gpu, VkDeviceSize(std::min<int64_t>(left, 256)) << 20,
+                                 options.dedicated, options.host_visible));
+  Buffer readback = MakeBuffer(gpu, 4096, false, false, /*mappable=*/true);
+
+  VkShaderModuleCreateInfo shader_info{VK_STRUCTURE_TYPE_SHADER_MODULE_CREATE_INFO};
+  shader_info.codeSize = sizeof(vk_copy_spv);
+  shader_info.pCode = vk_copy_spv;
+  VkShaderModule shader;
+  Check(vkCreateShaderModule(gpu.device, &shader_info, nullptr, &shader), "vkCreateShaderModule");
+  VkDescriptorSetLayoutBinding bindings[2] = {};
+  for (uint32_t i = 0; i < 2; ++i) {
+    bindings[i].binding = i;
+    bindings[i].descriptorType = VK_DESCRIPTOR_TYPE_STORAGE_BUFFER;
+    bindings[i].descriptorCount = 1;
+    bindings[i].stageFlags = VK_SHADER_STAGE_COMPUTE_BIT;
+  }
+  VkDescriptorSetLayoutCreateInfo set_layout_info{
+      VK_STRUCTURE_TYPE_DESCRIPTOR_SET_LAYOUT_CREATE_INFO};
+  set_layout_info.bindingCount = 2;
+  set_layout_info.pBindings = bindings;
+  VkDescriptorSetLayout set_layout;
+  Check(vkCreateDescriptorSetLayout(gpu.device, &set_layout_info, nullptr, &set_layout),
+        "set layout");
+  VkPushConstantRange push{VK_SHADER_STAGE_COMPUTE_BIT, 0, 8};
+  VkPipelineLayoutCreateInfo layout_info{VK_STRUCTURE_TYPE_PIPELINE_LAYOUT_CREATE_INFO};
+  layout_info.setLayoutCount = 1;
+  layout_info.pSetLayouts = &set_layout;
+  layout_info.pushConstantRangeCount = 1;
+  layout_info.pPushConstantRanges = &push;
+  VkPipelineLayout layout;
+  Check(vkCreatePipelineLayout(gpu.device, &layout_info, nullptr, &layout), "pipeline layout");
+  VkComputePipelineCreateInfo pipeline_info{VK_STRUCTURE_TYPE_COMPUTE_PIPELINE_CREATE_INFO};
+  pipeline_info.stage.sType = VK_STRUCTURE_TYPE_PIPELINE_SHADER_STAGE_CREATE_INFO;
+  pipeline_info.stage.stage = VK_SHADER_STAGE_COMPUTE_BIT;
+  pipeline_info.stage.module = shader;
+  pipeline_info.stage.pName = "main";
+  pipeline_info.layout = layout;
+  VkPipeline pipeline;
+  Check(vkCreateComputePipelines(gpu.device, VK_NULL_HANDLE, 1, &pipeline_info, nullptr, &pipeline),
+        "vkCreateComputePipelines");
+  VkDescriptorPoolSize pool_size{VK_DESCRIPTOR_TYPE_STORAGE_BUFFER, 2};
+  VkDescriptorPoolCreateInfo pool_info{VK_STRUCTURE_TYPE_DESCRIPTOR_POOL_CREATE_INFO};
+  pool_info.maxSets = 1;
+  pool_info.poolSizeCount = 1;
+  pool_info.pPoolSizes = &pool_size;
+  VkDescriptorPool pool;
+  Check(vkCreateDescriptorPool(gpu.device, &pool_info, nullptr, &pool), "descriptor pool");
+  VkDescriptorSetAllocateInfo set_info{VK_STRUCTURE_TYPE_DESCRIPTOR_SET_ALLOCATE_INFO};
+  set_info.descriptorPool = pool;
+  set_info.descriptorSetCount = 1;
+  set_info.pSetLayouts = &set_layout;
+  VkDescriptorSet set;
+  Check(vkAllocateDescriptorSets(gpu.device, &set_info, &set), "descriptor set");
+  VkDescriptorBufferInfo buffer_infos[2] = {{source.buffer, 0, VK_WHOLE_SIZE},
+                                            {destination.buffer, 0, VK_WHOLE_SIZE}};
+  VkWriteDescriptorSet writes[2] = {};
+  for (uint32_t i = 0; i < 2; ++i) {
+    writes[i].sType = VK_STRUCTURE_TYPE_WRITE_DESCRIPTOR_SET;
+    writes[i].dstSet = set;
+    writes[i].dstBinding = i;
+    writes[i].descriptorCount = 1;
+    writes[i].descriptorType = VK_DESCRIPTOR_TYPE_STORAGE_BUFFER;
+    writes[i].pBufferInfo = &buffer_infos[i];
+  }
+  vkUpdateDescriptorSets(gpu.device, 2, writes, 0, nullptr);
+
+  const uint32_t timestamps = uint32_t(4 * options.runs);
+  VkQueryPoolCreateInfo query_info{VK_STRUCTURE_TYPE_QUERY_POOL_CREATE_INFO};
+  query_info.queryType = VK_QUERY_TYPE_TIMESTAMP;
+  query_info.queryCount = timestamps;
+  VkQueryPool queries;
+  Check(vkCreateQueryPool(gpu.device, &query_info, nullptr, &queries), "query pool");
+  VkCommandPoolCreateInfo command_pool_info{VK_STRUCTURE_TYPE_COMMAND_POOL_CREATE_INFO};
+  command_pool_info.queueFamilyIndex = gpu.family;
+  VkCommandPool command_pool;
+  Check(vkCreateCommandPool(gpu.device, &command_pool_info, nullptr, &command_pool),
+        "command pool");
+  VkCommandBufferAllocateInfo command_info{VK_STRUCTURE_TYPE_COMMAND_BUFFER_ALLOCATE_INFO};
+  command_info.commandPool = command_pool;
+  command_info.level = VK_COMMAND_BUFFER_LEVEL_PRIMARY;
+  command_info.commandBufferCount = 1;
+  VkCommandBuffer commands;
+  Check(vkAllocateCommandBuffers(gpu.device, &command_info, &commands), "command buffer");
+
+  VkCommandBufferBeginInfo begin{VK_STRUCTURE_TYPE_COMMAND_BUFFER_BEGIN_INFO};
+  Check(vkBeginCommandBuffer(commands, &begin), "vkBeginCommandBuffer");
+  VkMemoryBarrier barrier{VK_STRUCTURE_TYPE_MEMORY_BARRIER};
+  barrier.srcAccessMask = VK_ACCESS_SHADER_WRITE_BIT | VK_ACCESS_TRANSFER_WRITE_BIT;
+  barrier.dstAccessMask = VK_ACCESS_SHADER_READ_BIT | VK_ACCESS_SHADER_WRITE_BIT |
+                          VK_ACCESS_TRANSFER_READ_BIT | VK_ACCESS_TRANSFER_WRITE_BIT;
+  auto full_barrier = [&] {
+    vkCmdPipelineBarrier(commands, VK_PIPELINE_STAGE_ALL_COMMANDS_BIT,
+                         VK_PIPELINE_STAGE_ALL_COMMANDS_BIT, 0, 1, &barrier, 0, nullptr, 0,
+                         nullptr);
+  };
+  vkCmdResetQueryPool(commands, queries, 0, timestamps);
+  float one = 1.0f;
+  uint32_t one_bits;
+  std::memcpy(&one_bits, &one, 4);
+  vkCmdFillBuffer(commands, source.buffer, 0, VK_WHOLE_SIZE, one_bits);
+  vkCmdFillBuffer(commands, destination.buffer, 0, VK_WHOLE_SIZE, 0);
+  if (options.touch_ballast)
+    for (const Buffer& b : ballast) vkCmdFillBuffer(commands, b.buffer, 0, VK_WHOLE_SIZE, 0);
+  full_barrier();
+  vkCmdBindPipeline(commands, VK_PIPELINE_BIND_POINT_COMPUTE, pipeline);
+  vkCmdBindDescriptorSets(commands, VK_PIPELINE_BIND_POINT_COMPUTE, layout, 0, 1, &set, 0, nullptr);
+  const uint32_t counts[2] = {uint32_t(bytes / 16), options.workgroups * 256};
+  vkCmdPushConstants(commands, layout, VK_SHADER_STAGE_COMPUTE_BIT, 0, 8, counts);
+  for (int run = 0; run < options.runs; ++run) {
+    vkCmdWriteTimestamp(commands, VK_PIPELINE_STAGE_TOP_OF_PIPE_BIT, queries, 2 * run);
+    vkCmdDispatch(commands, options.workgroups, 1, 1);
+    vkCmdWriteTimestamp(commands, VK_PIPELINE_STAGE_BOTTOM_OF_PIPE_BIT, queries, 2 * run + 1);
+    full_barrier();
+  }
+  // The shader's result is read back before the timed vkCmdCopyBuffer runs, which copy the
+  // destination back over the source (the same values).
+  VkBufferCopy head{0, 0, 4096};
+  vkCmdCopyBuffer(commands, destination.buffer, readback.buffer, 1, &head);
+  full_barrier();
+  for (int run = 0; run < options.runs; ++run) {
+    const uint32_t q = uint32_t(2 * options.runs + 2 * run);
+    VkBufferCopy whole{0, 0, bytes};
+    vkCmdWriteTimestamp(commands, VK_PIPELINE_STAGE_TOP_OF_PIPE_BIT, queries, q);
+    vkCmdCopyBuffer(commands, destination.buffer, source.buffer, 1, &whole);
+    vkCmdWriteTimestamp(commands, VK_PIPELINE_STAGE_BOTTOM_OF_PIPE_BIT, queries, q + 1);
+    full_barrier();
+  }
+  Check(vkEndCommandBuffer(commands), "vkEndCommandBuffer");
+  VkFenceCreateInfo fence_info{VK_STRUCTURE_TYPE_FENCE_CREATE_INFO};
+  VkFence fence;
+  Check(vkCreateFence(gpu.device, &fence_info, nullptr, &fence), "vkCreateFence");
+  VkSubmitInfo submit{VK_STRUCTURE_TYPE_SUBMIT_INFO};
+  submit.commandBufferCount = 1;
+  submit.pCommandBuffers = &commands;
+  Check(vkQueueSubmit(gpu.queue, 1, &submit, fence), "vkQueueSubmit");
+  Check(vkWaitForFences(gpu.device, 1, &fence, VK_TRUE, UINT64_MAX), "vkWaitForFences");
+
+  std::vector<uint64_t> ticks(timestamps);
+  Check(vkGetQueryPoolResults(gpu.device, queries, 0, timestamps, ticks.size() * 8, ticks.data(), 8,
+                              VK_QUERY_RESULT_64_BIT | VK_QUERY_RESULT_WAIT_BIT),
+        "vkGetQueryPoolResults");
+  void* mapped = nullptr;
+  Check(vkMapMemory(gpu.device, readback.memory, 0, 4096, 0, &mapped), "vkMapMemory");
+  bool correct = true;
+  for (int i = 0; i < 1024; ++i) correct = correct && static_cast<const float*>(mapped)[i] == 1.0f;
+  vkUnmapMemory(gpu.device, readback.memory);
+
+  const double ns_per_tick = gpu.properties.limits.timestampPeriod;
+  auto rates = [&](int first) {
+    std::vector<double> gb_per_s;
+    for (int run = 0; run < options.runs; ++run) {
+      double ns = double(ticks[first + 2 * run + 1] - ticks[first + 2 * run]) * ns_per_tick;
+      gb_per_s.push_back(2.0 * double(bytes) / ns);
+    }
+    return gb_per_s;
+  };
+  std::vector<double> by_shader = rates(0), by_copy = rates(2 * options.runs);
+  std::string types;
+  for (uint32_t i = 0; i < gpu.memory.memoryTypeCount; ++i) {
+    const VkMemoryType& t = gpu.memory.memoryTypes[i];
+    char entry[96];
+    std::snprintf(entry, sizeof entry, "%s{\"flags\": %u, \"heap\": %u, \"heap_gib\": %.1f}",
+                  i ? ", " : "", t.propertyFlags, t.heapIndex,
+                  double(gpu.memory.memoryHeaps[t.heapIndex].size) / (1 << 30));
+    types += entry;
+  }
+  std::printf(
+      "{\"api\": \"vulkan\", \"device\": \"%s\", \"log2\": %d, \"ballast_mib\": %lld, "
+      "\"ballast_touched\": %s, \"dedicated\": %s, \"memory_type\": %u, \"workgroups\": %u, "
+      "\"runs\": %d, \"shader_gb_per_s\": %.0f, \"shader_best_gb_per_s\": %.0f, "
+      "\"copy_buffer_gb_per_s\": %.0f, \"copy_buffer_best_gb_per_s\": %.0f, \"correct\": %s, "
+      "\"memory_types\": [%s]}\n",
+      gpu.properties.deviceName, options.log2, (long long)options.ballast_mib,
+      options.touch_ballast ? "true" : "false", options.dedicated ? "true" : "false", source.type,
+      options.workgroups, options.runs, Median(by_shader),
+      *std::max_element(by_shader.begin(), by_shader.end()), Median(by_copy),
+      *std::max_element(by_copy.begin(), by_copy.end()), correct ? "true" : "false", types.c_str());
+  vkDeviceWaitIdle(gpu.device);
+  return correct ? 0 : 1;
+}

@@ -1,0 +1,41 @@
+#!/usr/bin/env bash
+# The copy bandwidth through Vulkan alone (vk_bandwidth.cpp), beside the held-memory state of the
+# Scellis rows: the vec4 copy and vkCmdCopyBuffer over 2^26 floats with 0, 1 and 4 GiB of other
+# buffers held (touched once, and untouched), each buffer in memory of its own or not, and over 2^28.
+#   build: bash bench/elementwise/vk_bandwidth.sh build   (needs glslang-tools, libvulkan-dev;
+#          writes dist/vk_bandwidth)
+#   run:   bash bench/elementwise/vk_bandwidth.sh         (writes $OUT/vk_bandwidth.jsonl, prints a table)
+set -euo pipefail
+HERE=$(cd "$(dirname "$0")" && pwd)
+if [ "${1:-run}" = build ]; then
+  GEN=$(mktemp -d)
+  glslangValidator -V --target-env vulkan1.2 --vn vk_copy_spv -o "$GEN/vk_copy.spv.h" "$HERE/vk_copy.comp" >/dev/null
+  mkdir -p dist
+  c++ -std=c++17 -O2 -Wall -I"$GEN" "$HERE/vk_bandwidth.cpp" -lvulkan -o dist/vk_bandwidth
+  rm -rf "$GEN"
+  exit 0
+fi
+OUT=${OUT:-out}
+mkdir -p "$OUT"
+R="$OUT/vk_bandwidth.jsonl"
+: > "$R"
+BIN=${VK_BANDWIDTH:-dist/vk_bandwidth}
+for args in "--log2=26" "--log2=26 --ballast-mib=1024" "--log2=26 --ballast-mib=1024 --untouched-ballast" \
+            "--log2=26 --ballast-mib=4096" "--log2=26 --dedicated" "--log2=26 --ballast-mib=1024 --dedicated" \
+            "--log2=28" "--log2=28 --dedicated" "--log2=26 --host-visible" \
+            "--log2=26 --ballast-mib=1024 --host-visible"; do
+  timeout 120 "$BIN" $args >> "$R" || echo "{\"failed\": \"$args\"}" >> "$R"
+done
+python3 - "$R" <<'PY'
+import json, sys
+print(f"{'floats':>6} {'held MiB':>8} {'touched':>7} {'dedicated':>9} {'type':>4} {'shader GB/s':>11} "
+      f"{'best':>6} {'copy GB/s':>9} {'best':>6} correct")
+for line in open(sys.argv[1]):
+    r = json.loads(line)
+    if "failed" in r:
+        print("failed:", r["failed"]); continue
+    print(f"2^{r['log2']:<4} {r['ballast_mib']:>8} {str(r['ballast_touched']):>7} {str(r['dedicated']):>9} "
+          f"{r['memory_type']:>4} {r['shader_gb_per_s']:>11.0f} {r['shader_best_gb_per_s']:>6.0f} "
+          f"{r['copy_buffer_gb_per_s']:>9.0f} {r['copy_buffer_best_gb_per_s']:>6.0f} {r['correct']}")
+print("memory types:", json.loads(open(sys.argv[1]).readline()).get("memory_types"))
+PY
