@@ -6,6 +6,7 @@
 //
 // usage: vk_bandwidth [--log2=26] [--ballast-mib=0] [--runs=20] [--workgroups=8448]
 //                     [--dedicated] [--host-visible] [--untouched-ballast]
+//                     [--host-ballast-mib=0] [--host-cached] [--robust]
 // Prints one JSON line: the memory types, then the medians and bests of the shader copy and of
 // vkCmdCopyBuffer, in GB/s counting bytes read plus bytes written. Exit 2 on bad arguments,
 // 1 when Vulkan fails or the copy's result is wrong.
@@ -38,6 +39,9 @@ struct Options {
   bool dedicated = false;
   bool host_visible = false;
   bool touch_ballast = true;
+  int64_t host_ballast_mib = 0;  // system memory the GPU reaches, as a staging buffer's
+  bool host_cached = false;
+  bool robust = false;  // the robustBufferAccess feature, which Dawn enables
 };
 
 bool Parse(int argc, char** argv, Options& options) {
@@ -60,11 +64,18 @@ bool Parse(int argc, char** argv, Options& options) {
       options.host_visible = true;
     else if (arg == "--untouched-ballast")
       options.touch_ballast = false;
+    else if (const char* v = value("--host-ballast-mib="))
+      options.host_ballast_mib = std::atoll(v);
+    else if (arg == "--host-cached")
+      options.host_cached = true;
+    else if (arg == "--robust")
+      options.robust = true;
     else
       return false;
   }
   return options.log2 >= 10 && options.log2 <= 30 && options.ballast_mib >= 0 &&
-         options.runs >= 1 && options.runs <= 1000 && options.workgroups >= 1;
+         options.host_ballast_mib >= 0 && options.runs >= 1 && options.runs <= 1000 &&
+         options.workgroups >= 1;
 }
 
 struct Gpu {
@@ -77,7 +88,7 @@ struct Gpu {
   VkPhysicalDeviceMemoryProperties memory{};
 };
 
-Gpu Open() {
+Gpu Open(bool robust) {
   Gpu gpu;
   VkApplicationInfo app{VK_STRUCTURE_TYPE_APPLICATION_INFO};
   app.pApplicationName = "vk_bandwidth";
@@ -114,6 +125,9 @@ Gpu Open() {
   VkDeviceCreateInfo device_info{VK_STRUCTURE_TYPE_DEVICE_CREATE_INFO};
   device_info.queueCreateInfoCount = 1;
   device_info.pQueueCreateInfos = &queue_info;
+  VkPhysicalDeviceFeatures features{};
+  features.robustBufferAccess = robust ? VK_TRUE : VK_FALSE;
+  device_info.pEnabledFeatures = &features;
   Check(vkCreateDevice(gpu.physical, &device_info, nullptr, &gpu.device), "vkCreateDevice");
   vkGetDeviceQueue(gpu.device, gpu.family, 0, &gpu.queue);
   return gpu;
@@ -148,8 +162,10 @@ struct Buffer {
   uint32_t type = 0;
 };
 
+enum class Place { kDevice, kHost, kHostCached };
+
 Buffer MakeBuffer(const Gpu& gpu, VkDeviceSize bytes, bool dedicated, bool host_visible,
-                  bool mappable = false) {
+                  Place place = Place::kDevice) {
   Buffer b;
   VkBufferCreateInfo info{VK_STRUCTURE_TYPE_BUFFER_CREATE_INFO};
   info.size = bytes;
@@ -158,12 +174,13 @@ Buffer MakeBuffer(const Gpu& gpu, VkDeviceSize bytes, bool dedicated, bool host_
   Check(vkCreateBuffer(gpu.device, &info, nullptr, &b.buffer), "vkCreateBuffer");
   VkMemoryRequirements needs;
   vkGetBufferMemoryRequirements(gpu.device, b.buffer, &needs);
-  if (mappable) {
+  if (place != Place::kDevice) {
     b.type = gpu.memory.memoryTypeCount;
     for (uint32_t i = 0; i < gpu.memory.memoryTypeCount && b.type == gpu.memory.memoryTypeCount;
          ++i) {
       VkMemoryPropertyFlags want =
-          VK_MEMORY_PROPERTY_HOST_VISIBLE_BIT | VK_MEMORY_PROPERTY_HOST_COHERENT_BIT;
+          VK_MEMORY_PROPERTY_HOST_VISIBLE_BIT | VK_MEMORY_PROPERTY_HOST_COHERENT_BIT |
+          (place == Place::kHostCached ? VK_MEMORY_PROPERTY_HOST_CACHED_BIT : 0u);
       if ((needs.memoryTypeBits & (1u << i)) &&
           (gpu.memory.memoryTypes[i].propertyFlags & want) == want)
         b.type = i;
@@ -198,7 +215,7 @@ int main(int argc, char** argv) {
                  "[--workgroups=N] [--dedicated] [--host-visible] [--untouched-ballast]\n");
     return 2;
   }
-  Gpu gpu = Open();
+  Gpu gpu = Open(options.robust);
   const VkDeviceSize bytes = VkDeviceSize(4) << options.log2;
   Buffer source = MakeBuffer(gpu, bytes, options.dedicated, options.host_visible);
   Buffer destination = MakeBuffer(gpu, bytes, options.dedicated, options.host_visible);
@@ -206,7 +223,12 @@ int main(int argc, char** argv) {
   for (int64_t left = options.ballast_mib; left > 0; left -= 256)
     ballast.push_back(MakeBuffer(gpu, VkDeviceSize(std::min<int64_t>(left, 256)) << 20,
                                  options.dedicated, options.host_visible));
-  Buffer readback = MakeBuffer(gpu, 4096, false, false, /*mappable=*/true);
+  std::vector<Buffer> host_ballast;
+  for (int64_t left = options.host_ballast_mib; left > 0; left -= 256)
+    host_ballast.push_back(MakeBuffer(gpu, VkDeviceSize(std::min<int64_t>(left, 256)) << 20, false,
+                                      false,
+                                      options.host_cached ? Place::kHostCached : Place::kHost));
+  Buffer readback = MakeBuffer(gpu, 4096, false, false, Place::kHost);
 
   VkShaderModuleCreateInfo shader_info{VK_STRUCTURE_TYPE_SHADER_MODULE_CREATE_INFO};
   shader_info.codeSize = sizeof(vk_copy_spv);
@@ -305,6 +327,7 @@ int main(int argc, char** argv) {
   std::memcpy(&one_bits, &one, 4);
   vkCmdFillBuffer(commands, source.buffer, 0, VK_WHOLE_SIZE, one_bits);
   vkCmdFillBuffer(commands, destination.buffer, 0, VK_WHOLE_SIZE, 0);
+  for (const Buffer& b : host_ballast) vkCmdFillBuffer(commands, b.buffer, 0, VK_WHOLE_SIZE, 0);
   if (options.touch_ballast)
     for (const Buffer& b : ballast) vkCmdFillBuffer(commands, b.buffer, 0, VK_WHOLE_SIZE, 0);
   full_barrier();
@@ -372,14 +395,17 @@ int main(int argc, char** argv) {
   }
   std::printf(
       "{\"api\": \"vulkan\", \"device\": \"%s\", \"log2\": %d, \"ballast_mib\": %lld, "
-      "\"ballast_touched\": %s, \"dedicated\": %s, \"memory_type\": %u, \"workgroups\": %u, "
+      "\"ballast_touched\": %s, \"host_ballast_mib\": %lld, \"host_cached\": %s, \"robust\": %s, "
+      "\"dedicated\": "
+      "%s, \"memory_type\": %u, \"workgroups\": %u, "
       "\"runs\": %d, \"shader_gb_per_s\": %.0f, \"shader_best_gb_per_s\": %.0f, "
       "\"copy_buffer_gb_per_s\": %.0f, \"copy_buffer_best_gb_per_s\": %.0f, \"correct\": %s, "
       "\"memory_types\": [%s]}\n",
       gpu.properties.deviceName, options.log2, (long long)options.ballast_mib,
-      options.touch_ballast ? "true" : "false", options.dedicated ? "true" : "false", source.type,
-      options.workgroups, options.runs, Median(by_shader),
-      *std::max_element(by_shader.begin(), by_shader.end()), Median(by_copy),
+      options.touch_ballast ? "true" : "false", (long long)options.host_ballast_mib,
+      options.host_cached ? "true" : "false", options.robust ? "true" : "false",
+      options.dedicated ? "true" : "false", source.type, options.workgroups, options.runs,
+      Median(by_shader), *std::max_element(by_shader.begin(), by_shader.end()), Median(by_copy),
       *std::max_element(by_copy.begin(), by_copy.end()), correct ? "true" : "false", types.c_str());
   vkDeviceWaitIdle(gpu.device);
   return correct ? 0 : 1;

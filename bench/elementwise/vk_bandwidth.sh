@@ -2,6 +2,8 @@
 # The copy bandwidth through Vulkan alone (vk_bandwidth.cpp), beside the held-memory state of the
 # Scellis rows: the vec4 copy and vkCmdCopyBuffer over 2^26 floats with 0, 1 and 4 GiB of other
 # buffers held (touched once, and untouched), each buffer in memory of its own or not, and over 2^28.
+# vk_bandwidth also takes --host-ballast-mib=N [--host-cached] (system memory the GPU reaches held
+# beside it, as staging buffers are) and --robust (robustBufferAccess on, as Dawn creates devices).
 #   build: bash bench/elementwise/vk_bandwidth.sh build   (needs glslang-tools, libvulkan-dev;
 #          writes dist/vk_bandwidth)
 #   run:   bash bench/elementwise/vk_bandwidth.sh         (writes $OUT/vk_bandwidth.jsonl, prints a table)
