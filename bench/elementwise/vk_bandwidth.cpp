@@ -35,7 +35,7 @@ struct Options {
   int log2 = 26;
   int64_t ballast_mib = 0;
   int runs = 20;
-  uint32_t workgroups = 132 * 64;
+  uint32_t workgroups = 132 * 64;  // 64 per multiprocessor of an H100 or H200
   bool dedicated = false;
   bool host_visible = false;
   bool touch_ballast = true;
@@ -133,9 +133,10 @@ Gpu Open(bool robust) {
   return gpu;
 }
 
-// Dawn's choice for a buffer that is never mapped: device-local, in the largest heap, not
-// host-visible where a type that is not exists, and (among equals) the first type;
-// --host-visible asks for a device-local type that is also host-visible.
+// A device-local type in the largest heap, one that is not host-visible where there is one, the
+// first among equals: on the NVIDIA cards the type Dawn picks for a buffer never mapped (its
+// FindBestTypeIndex takes the first device-local type of the largest heap, listed there before the
+// host-visible one). --host-visible asks for a device-local type that is also host-visible.
 uint32_t PickMemoryType(const Gpu& gpu, uint32_t allowed, bool host_visible) {
   int best = -1;
   auto heap = [&](int t) {

@@ -342,6 +342,8 @@ struct TileOperand {
   int UnitsPerLine() const {
     return Blocks() ? tile_k / 4 : quads_contiguous ? extent / 4 : tile_k;
   }
+  // Whether a line of units lies at one k, not one quad (or row of blocks) along q.
+  bool LineAlongK() const { return !Blocks() && quads_contiguous; }
 };
 
 // How TileLoads loads a tile: at once (global memory to workgroup memory), or in two halves
@@ -390,9 +392,8 @@ std::string UnitCoordinates(const TileOperand& t, const std::string& indent, con
   if (t.Blocks())
     return indent + "let " + k + " = (" + in_line + ") * 4u;\n" + indent + "let " + q + " = " +
            by_line + ";\n";
-  const bool line_along_k = t.quads_contiguous;
-  return indent + "let " + k + " = " + (line_along_k ? by_line : in_line) + ";\n" + indent +
-         "let " + q + " = " + (line_along_k ? in_line : by_line) + ";\n";
+  return indent + "let " + k + " = " + (t.LineAlongK() ? by_line : in_line) + ";\n" + indent +
+         "let " + q + " = " + (t.LineAlongK() ? in_line : by_line) + ";\n";
 }
 
 // The hoisted loaders' coordinates, declared before the loop: their first unit's k and quad in
@@ -423,8 +424,7 @@ std::string TileLoads(const TileOperand& t, const TileLoaders& loaders, const st
   const int units = t.Units();
   const bool load = stage != TileStage::kStore, store = stage != TileStage::kFetch;
   const int count = loaders.count;
-  // Whether a line of units (TileOperand::UnitsPerLine) lies at one k, not one quad along q.
-  const bool line_along_k = !blocks && t.quads_contiguous;
+  const bool line_along_k = t.LineAlongK();
   std::string src;
   for (int l = 0; l * count < units; ++l) {
     // The prefetch register of round l's unit (and of its block's row r).
