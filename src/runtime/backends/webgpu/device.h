@@ -206,6 +206,15 @@ struct GpuInterval {
 // (counted from 1, pooled ones included), so a whole command can be tested against it.
 enum class Fault { kFailNextSubmit, kFailNextMap, kLoseDevice, kFailNextAllocation };
 
+// What a Write stages at once: Dawn holds a write's bytes in a mapped buffer of their size until
+// the GPU has copied them, so a larger write goes in pieces (a 1 GiB parameter would otherwise
+// hold 1 GiB of mapped memory beside the buffer itself).
+inline constexpr uint64_t kUploadPieceBytes = uint64_t{64} << 20;
+// The largest read-back staging buffer kept for the next read of its size. A step's own reads (a
+// loss, the watched values) are small and come back every run; a large read is mostly one final
+// output, and keeping its staging would hold that much mapped memory for the device's life.
+inline constexpr uint64_t kMaxKeptStagingBytes = uint64_t{16} << 20;
+
 struct DeviceStats {
   uint64_t dispatches = 0;          // recorded dispatches that were submitted
   uint64_t copies = 0;              // buffer-to-buffer copies recorded (Copy)
@@ -267,9 +276,13 @@ class Device {
   // buffers.
   void TrimPool();
   uint64_t pooled_bytes() const;
+  // The idle read-back staging buffers' bytes: only those of at most kMaxKeptStagingBytes are
+  // kept for the next read of their size.
+  uint64_t kept_staging_bytes() const;
 
   // Host -> buffer. `offset` must be a multiple of 4; `bytes` too unless the range ends at the
-  // buffer's end. Queued in order after everything recorded before it.
+  // buffer's end. Queued in order after everything recorded before it. A write over
+  // kUploadPieceBytes goes in pieces of that size, each waited for before the next.
   Status Write(BufferId id, uint64_t offset, const void* src, uint64_t bytes);
   // Buffer -> host, any offset and size within the buffer. Submits what was recorded before, then
   // copies through a staging buffer and waits (at most timeout_ms): StartRead and FinishRead.

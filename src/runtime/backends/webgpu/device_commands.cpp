@@ -44,6 +44,12 @@ void Device::ReleaseBuffer(BufferId id) {
   m.buffers.erase(it);
 }
 
+uint64_t Device::kept_staging_bytes() const {
+  uint64_t bytes = 0;
+  for (const auto& [size, list] : impl_->read_staging_pool) bytes += size * list.size();
+  return bytes;
+}
+
 uint64_t Device::BufferSize(BufferId id) const {
   auto* b = impl_->FindBuffer(id);
   return b ? b->size : 0;
@@ -87,12 +93,21 @@ Status Device::Write(BufferId id, uint64_t offset, const void* src, uint64_t byt
   SCELLIS_TRY(m.Sticky());
   if (bytes == 0) return Status::Ok();
   m.Flush();  // work recorded before this write must see the old contents
+  const uint8_t* from = static_cast<const uint8_t*>(src);
+  uint64_t length = bytes;
+  std::vector<uint8_t> padded;
   if (bytes % 4 != 0) {
-    std::vector<uint8_t> padded(RoundUp(bytes, 4), 0);
-    std::memcpy(padded.data(), src, bytes);
-    m.p.QueueWriteBuffer(m.queue, b->handle, offset, padded.data(), padded.size());
-  } else {
-    m.p.QueueWriteBuffer(m.queue, b->handle, offset, src, bytes);
+    padded.assign(from, from + bytes);
+    padded.resize(RoundUp(bytes, 4), 0);
+    from = padded.data();
+    length = padded.size();
+  }
+  // Dawn stages a write in a mapped buffer of the write's whole size until the GPU has copied it:
+  // in pieces, each copied before the next is staged, a 1 GiB parameter holds at most one piece.
+  for (uint64_t done = 0; done < length; done += kUploadPieceBytes) {
+    const uint64_t piece = std::min(kUploadPieceBytes, length - done);
+    m.p.QueueWriteBuffer(m.queue, b->handle, offset + done, from + done, piece);
+    if (done + piece < length) SCELLIS_TRY(m.WaitIdle());
   }
   m.stats.writes++;
   m.stats.bytes_uploaded += bytes;
@@ -195,10 +210,15 @@ Status Device::FinishRead(ReadTicket ticket, void* dst) {
         "map-failed", "mapping the read-back buffer failed (" +
                           OrUnknown(MapAsyncStatusName(done->status), done->status) + "): " + msg));
   }
-  // Mapped: whatever happens next, the staging buffer is unmapped and serves the next read.
+  // Mapped: whatever happens next, the staging buffer is unmapped and serves the next read of
+  // its size, or is freed when it is large (see kMaxKeptStagingBytes).
   auto give_back = [&] {
     p.BufferUnmap(r.staging);
-    m.read_staging_pool[r.staging_alloc].push_back(r.staging);
+    if (r.staging_alloc > kMaxKeptStagingBytes) {
+      m.DestroyBuffer(r.staging);
+    } else {
+      m.read_staging_pool[r.staging_alloc].push_back(r.staging);
+    }
   };
   p.InstanceProcessEvents(m.instance);
   if (Status s = m.Sticky(); !s.ok()) {  // the copy (or earlier work) failed: the data is junk

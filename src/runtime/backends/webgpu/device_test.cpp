@@ -534,6 +534,44 @@ TEST(WebGpuDevice, PoolReusesBuffersAndCopyWorks) {
   EXPECT_TRUE(dev->health().ok());
 }
 
+// A write over one piece lands whole, each piece at its place, with a wait between the pieces;
+// a large read's staging buffer is freed after it, a small one's kept for the next read.
+TEST(WebGpuDevice, LargeWritesGoInPiecesAndLargeStagingIsNotKept) {
+  auto dev = OpenSoftware();
+  ASSERT_TRUE(dev);
+  const uint32_t seed = std::random_device{}();
+  SCOPED_TRACE("seed " + std::to_string(seed));
+  std::mt19937 rng(seed);
+  // One whole piece and a tail that ends unaligned at the buffer's end (padded to a word).
+  const uint64_t bytes = kUploadPieceBytes + 4096 + 2;
+  std::vector<uint8_t> data(bytes);
+  for (uint8_t& v : data) v = static_cast<uint8_t>(rng());
+  BufferId buf = dev->CreateBuffer(bytes);
+  const uint64_t waits = dev->stats().waits;
+  ASSERT_TRUE(dev->Write(buf, 0, data.data(), bytes).ok());
+  EXPECT_EQ(dev->stats().waits, waits + 1);
+  EXPECT_EQ(dev->stats().bytes_uploaded, bytes);
+
+  std::vector<uint8_t> back(bytes);
+  ASSERT_TRUE(dev->Read(buf, 0, bytes, back.data()).ok());
+  EXPECT_TRUE(back == data);
+  EXPECT_EQ(dev->kept_staging_bytes(), 0u);
+  // The words either side of the pieces' seam, read alone: a small read's staging is kept.
+  uint8_t seam[8] = {};
+  ASSERT_TRUE(dev->Read(buf, kUploadPieceBytes - 4, 8, seam).ok());
+  EXPECT_EQ(std::memcmp(seam, data.data() + kUploadPieceBytes - 4, 8), 0);
+  EXPECT_EQ(dev->kept_staging_bytes(), 256u);
+
+  // A small write stages whole: no wait.
+  const uint64_t waits_before_small = dev->stats().waits;
+  ASSERT_TRUE(dev->Write(buf, 0, data.data(), 4096).ok());
+  EXPECT_EQ(dev->stats().waits, waits_before_small);
+  dev->ReleaseBuffer(buf);
+  dev->TrimPool();
+  EXPECT_EQ(dev->kept_staging_bytes(), 0u);
+  EXPECT_TRUE(dev->health().ok());
+}
+
 // Compiles the doubling kernel while the device is healthy: Pipeline() on a poisoned device
 // reports the poison, cached or not.
 PipelineId Compile(Device& dev) {
