@@ -223,7 +223,7 @@ struct DeviceStats {
   uint64_t bytes_uploaded = 0;      // through Write
   uint64_t bytes_read = 0;          // through Read
   uint64_t maps = 0;                // staging-buffer maps (one per Read)
-  uint64_t waits = 0;               // waits for the queue's submitted work (Submit)
+  uint64_t waits = 0;               // waits for the queue's work (Submit; a large Write's pieces)
   uint64_t buffers_allocated = 0;   // real allocations
   uint64_t buffers_reused = 0;      // CreateBuffer served from the pool
   uint64_t pipelines_compiled = 0;  // shader modules + pipelines actually built
