@@ -93,21 +93,19 @@ Status Device::Write(BufferId id, uint64_t offset, const void* src, uint64_t byt
   SCELLIS_TRY(m.Sticky());
   if (bytes == 0) return Status::Ok();
   m.Flush();  // work recorded before this write must see the old contents
-  const uint8_t* from = static_cast<const uint8_t*>(src);
-  uint64_t length = bytes;
-  std::vector<uint8_t> padded;
-  if (bytes % 4 != 0) {
-    padded.assign(from, from + bytes);
-    padded.resize(RoundUp(bytes, 4), 0);
-    from = padded.data();
-    length = padded.size();
-  }
   // Dawn stages a write in a mapped buffer of the write's whole size until the GPU has copied it:
   // in pieces, each copied before the next is staged, a 1 GiB parameter holds at most one piece.
-  for (uint64_t done = 0; done < length; done += kUploadPieceBytes) {
-    const uint64_t piece = std::min(kUploadPieceBytes, length - done);
-    m.p.QueueWriteBuffer(m.queue, b->handle, offset + done, from + done, piece);
-    if (done + piece < length) SCELLIS_TRY(m.WaitIdle());
+  const auto* from = static_cast<const uint8_t*>(src);
+  for (uint64_t done = 0; done < bytes; done += kUploadPieceBytes) {
+    const uint64_t piece = std::min(kUploadPieceBytes, bytes - done);
+    if (piece % 4 != 0) {  // the last piece, ending mid-word: WebGPU writes whole words
+      std::vector<uint8_t> padded(from + done, from + done + piece);
+      padded.resize(RoundUp(piece, 4), 0);
+      m.p.QueueWriteBuffer(m.queue, b->handle, offset + done, padded.data(), padded.size());
+    } else {
+      m.p.QueueWriteBuffer(m.queue, b->handle, offset + done, from + done, piece);
+    }
+    if (done + piece < bytes) SCELLIS_TRY(m.WaitIdle());
   }
   m.stats.writes++;
   m.stats.bytes_uploaded += bytes;
