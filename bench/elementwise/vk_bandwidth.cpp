@@ -6,7 +6,12 @@
 //
 // usage: vk_bandwidth [--log2=26] [--ballast-mib=0] [--runs=20] [--workgroups=8448]
 //                     [--dedicated] [--host-visible] [--untouched-ballast]
-//                     [--host-ballast-mib=0] [--host-cached] [--robust]
+//                     [--host-ballast-mib=0] [--host-cached] [--robust] [--replay=TRACE]
+// --replay=TRACE makes the allocations and frees a traced process made (vk_trace.cpp's JSON
+// lines), in order, sizes and memory types as traced (their chains left out), and places the copy
+// in the first two device-local allocations of its size, the way Scellis's copy of that size lay
+// in its process; it stops where either of those two is freed. Whether the driver's placement of
+// Dawn's allocation sequence alone gives the held-memory rates.
 // Prints one JSON line: the memory types, then the medians and bests of the shader copy and of
 // vkCmdCopyBuffer, in GB/s counting bytes read plus bytes written. Exit 2 on bad arguments,
 // 1 when Vulkan fails or the copy's result is wrong.
@@ -17,7 +22,11 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <fstream>
+#include <map>
 #include <string>
+#include <tuple>
+#include <utility>
 #include <vector>
 
 #include "vk_copy.spv.h"  // vk_copy_spv: vk_copy.comp compiled by glslangValidator
@@ -42,6 +51,7 @@ struct Options {
   int64_t host_ballast_mib = 0;  // system memory the GPU reaches, as a staging buffer's
   bool host_cached = false;
   bool robust = false;  // the robustBufferAccess feature, which Dawn enables
+  std::string replay;   // a vk_trace.cpp trace whose allocations are made again first
 };
 
 bool Parse(int argc, char** argv, Options& options) {
@@ -70,6 +80,8 @@ bool Parse(int argc, char** argv, Options& options) {
       options.host_cached = true;
     else if (arg == "--robust")
       options.robust = true;
+    else if (const char* v = value("--replay="))
+      options.replay = v;
     else
       return false;
   }
@@ -201,6 +213,78 @@ Buffer MakeBuffer(const Gpu& gpu, VkDeviceSize bytes, bool dedicated, bool host_
   return b;
 }
 
+// A buffer of `bytes` over memory already allocated (at its start).
+Buffer BufferOver(const Gpu& gpu, VkDeviceSize bytes, VkDeviceMemory memory, uint32_t type) {
+  Buffer b;
+  b.memory = memory;
+  b.type = type;
+  VkBufferCreateInfo info{VK_STRUCTURE_TYPE_BUFFER_CREATE_INFO};
+  info.size = bytes;
+  info.usage = VK_BUFFER_USAGE_STORAGE_BUFFER_BIT | VK_BUFFER_USAGE_TRANSFER_SRC_BIT |
+               VK_BUFFER_USAGE_TRANSFER_DST_BIT;
+  Check(vkCreateBuffer(gpu.device, &info, nullptr, &b.buffer), "vkCreateBuffer");
+  Check(vkBindBufferMemory(gpu.device, b.buffer, memory, 0), "vkBindBufferMemory");
+  return b;
+}
+
+// The number after "key": in a trace line, or -1.
+long long Field(const std::string& line, const char* key) {
+  const std::string tag = std::string("\"") + key + "\": ";
+  const size_t at = line.find(tag);
+  return at == std::string::npos ? -1 : std::atoll(line.c_str() + at + tag.size());
+}
+
+// Makes a trace's allocations and frees again (see --replay) and returns the copy's two buffers
+// over the first two device-local allocations of `bytes`. Every other allocation stays held.
+std::pair<Buffer, Buffer> Replay(const Gpu& gpu, const std::string& path, VkDeviceSize bytes) {
+  std::ifstream in(path);
+  if (!in) {
+    std::fprintf(stderr, "vk_bandwidth: cannot read the trace %s\n", path.c_str());
+    std::exit(2);
+  }
+  // The type the copy's memory must have: the one Dawn picks for a buffer never mapped.
+  VkBuffer probe;
+  VkBufferCreateInfo info{VK_STRUCTURE_TYPE_BUFFER_CREATE_INFO};
+  info.size = bytes;
+  info.usage = VK_BUFFER_USAGE_STORAGE_BUFFER_BIT;
+  Check(vkCreateBuffer(gpu.device, &info, nullptr, &probe), "vkCreateBuffer");
+  VkMemoryRequirements needs;
+  vkGetBufferMemoryRequirements(gpu.device, probe, &needs);
+  vkDestroyBuffer(gpu.device, probe, nullptr);
+  const uint32_t copy_type = PickMemoryType(gpu, needs.memoryTypeBits, false);
+  std::map<long long, VkDeviceMemory> live;
+  std::vector<long long> copy_ids;
+  for (std::string line; std::getline(in, line);) {
+    const long long id = Field(line, "id");
+    if (line.find("\"vkAllocateMemory\"") != std::string::npos && Field(line, "result") == 0) {
+      const long long size = Field(line, "bytes"), type = Field(line, "type");
+      if (size <= 0 || type < 0 || type >= gpu.memory.memoryTypeCount) {
+        std::fprintf(stderr, "vk_bandwidth: trace allocation %lld does not fit this device\n", id);
+        std::exit(2);
+      }
+      VkMemoryAllocateInfo alloc{VK_STRUCTURE_TYPE_MEMORY_ALLOCATE_INFO};
+      alloc.allocationSize = VkDeviceSize(size);
+      alloc.memoryTypeIndex = uint32_t(type);
+      Check(vkAllocateMemory(gpu.device, &alloc, nullptr, &live[id]), "vkAllocateMemory (replay)");
+      if (copy_ids.size() < 2 && VkDeviceSize(size) >= needs.size &&
+          VkDeviceSize(size) < needs.size + (VkDeviceSize(1) << 20) && uint32_t(type) == copy_type)
+        copy_ids.push_back(id);
+    } else if (line.find("\"vkFreeMemory\"") != std::string::npos && live.count(id)) {
+      if (std::find(copy_ids.begin(), copy_ids.end(), id) != copy_ids.end()) break;
+      vkFreeMemory(gpu.device, live[id], nullptr);
+      live.erase(id);
+    }
+  }
+  if (copy_ids.size() < 2) {
+    std::fprintf(stderr,
+                 "vk_bandwidth: the trace holds no two device-local allocations of %llu bytes\n",
+                 (unsigned long long)bytes);
+    std::exit(2);
+  }
+  return {BufferOver(gpu, bytes, live[copy_ids[0]], copy_type),
+          BufferOver(gpu, bytes, live[copy_ids[1]], copy_type)};
+}
+
 double Median(std::vector<double> v) {
   std::sort(v.begin(), v.end());
   return v[v.size() / 2];
@@ -213,13 +297,19 @@ int main(int argc, char** argv) {
   if (!Parse(argc, argv, options)) {
     std::fprintf(stderr,
                  "usage: vk_bandwidth [--log2=26] [--ballast-mib=0] [--runs=20] "
-                 "[--workgroups=N] [--dedicated] [--host-visible] [--untouched-ballast]\n");
+                 "[--workgroups=N] [--dedicated] [--host-visible] [--untouched-ballast] "
+                 "[--host-ballast-mib=N] [--host-cached] [--robust] [--replay=TRACE]\n");
     return 2;
   }
   Gpu gpu = Open(options.robust);
   const VkDeviceSize bytes = VkDeviceSize(4) << options.log2;
-  Buffer source = MakeBuffer(gpu, bytes, options.dedicated, options.host_visible);
-  Buffer destination = MakeBuffer(gpu, bytes, options.dedicated, options.host_visible);
+  Buffer source, destination;
+  if (options.replay.empty()) {
+    source = MakeBuffer(gpu, bytes, options.dedicated, options.host_visible);
+    destination = MakeBuffer(gpu, bytes, options.dedicated, options.host_visible);
+  } else {
+    std::tie(source, destination) = Replay(gpu, options.replay, bytes);
+  }
   std::vector<Buffer> ballast;
   for (int64_t left = options.ballast_mib; left > 0; left -= 256)
     ballast.push_back(MakeBuffer(gpu, VkDeviceSize(std::min<int64_t>(left, 256)) << 20,
@@ -398,16 +488,17 @@ int main(int argc, char** argv) {
       "{\"api\": \"vulkan\", \"device\": \"%s\", \"log2\": %d, \"ballast_mib\": %lld, "
       "\"ballast_touched\": %s, \"host_ballast_mib\": %lld, \"host_cached\": %s, \"robust\": %s, "
       "\"dedicated\": "
-      "%s, \"memory_type\": %u, \"workgroups\": %u, "
+      "%s, \"replay\": \"%s\", \"memory_type\": %u, \"workgroups\": %u, "
       "\"runs\": %d, \"shader_gb_per_s\": %.0f, \"shader_best_gb_per_s\": %.0f, "
       "\"copy_buffer_gb_per_s\": %.0f, \"copy_buffer_best_gb_per_s\": %.0f, \"correct\": %s, "
       "\"memory_types\": [%s]}\n",
       gpu.properties.deviceName, options.log2, (long long)options.ballast_mib,
       options.touch_ballast ? "true" : "false", (long long)options.host_ballast_mib,
       options.host_cached ? "true" : "false", options.robust ? "true" : "false",
-      options.dedicated ? "true" : "false", source.type, options.workgroups, options.runs,
-      Median(by_shader), *std::max_element(by_shader.begin(), by_shader.end()), Median(by_copy),
-      *std::max_element(by_copy.begin(), by_copy.end()), correct ? "true" : "false", types.c_str());
+      options.dedicated ? "true" : "false", options.replay.c_str(), source.type, options.workgroups,
+      options.runs, Median(by_shader), *std::max_element(by_shader.begin(), by_shader.end()),
+      Median(by_copy), *std::max_element(by_copy.begin(), by_copy.end()),
+      correct ? "true" : "false", types.c_str());
   vkDeviceWaitIdle(gpu.device);
   return correct ? 0 : 1;
 }

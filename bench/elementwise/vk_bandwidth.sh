@@ -5,8 +5,11 @@
 # vk_bandwidth also takes --host-ballast-mib=N [--host-cached] (system memory the GPU reaches held
 # beside it, as staging buffers are) and --robust (robustBufferAccess on, as Dawn creates devices).
 #   build: bash bench/elementwise/vk_bandwidth.sh build   (needs glslang-tools, libvulkan-dev;
-#          writes dist/vk_bandwidth)
+#          writes dist/vk_bandwidth, and dist/libvk_trace.so: vk_trace.cpp, which records what a
+#          process such as Scellis's asks of Vulkan)
 #   run:   bash bench/elementwise/vk_bandwidth.sh         (writes $OUT/vk_bandwidth.jsonl, prints a table)
+#   trace: bash bench/elementwise/vk_bandwidth.sh trace [ARGS ...]  (Scellis's copy under
+#          dist/libvk_trace.so, once per ARGS of scellis_bench_elementwise)
 set -euo pipefail
 HERE=$(cd "$(dirname "$0")" && pwd)
 if [ "${1:-run}" = build ]; then
@@ -14,11 +17,28 @@ if [ "${1:-run}" = build ]; then
   glslangValidator -V --target-env vulkan1.2 --vn vk_copy_spv -o "$GEN/vk_copy.spv.h" "$HERE/vk_copy.comp" >/dev/null
   mkdir -p dist
   c++ -std=c++17 -O2 -Wall -I"$GEN" "$HERE/vk_bandwidth.cpp" -lvulkan -o dist/vk_bandwidth
+  c++ -std=c++17 -O2 -Wall -shared -fPIC -Wl,-soname,libvulkan.so.1 "$HERE/vk_trace.cpp" -ldl \
+    -o dist/libvk_trace.so
   rm -rf "$GEN"
   exit 0
 fi
 OUT=${OUT:-out}
 mkdir -p "$OUT"
+if [ "${1:-run}" = trace ]; then
+  # Scellis's copy through Dawn with the loader stand-in in place, once per case given after
+  # `trace` (default: 2^26 alone, and with 1 GiB held beside it): what Dawn asks of Vulkan, one
+  # $OUT/vk_trace_<case>.jsonl each, beside the rows the copy gives.
+  shift
+  (($#)) || set -- "--log2=26" "--log2=26 --ballast-mib=1024"
+  REAL=${VK_TRACE_REAL:-$(ldconfig -p | awk '/libvulkan.so.1 .*x86-64/ {print $NF; exit}')}
+  for args in "$@"; do
+    SCELLIS_VULKAN_LOADER=$PWD/dist/libvk_trace.so VK_TRACE_REAL=$REAL \
+      VK_TRACE_OUT="$OUT/vk_trace_$(echo "$args" | tr -c 'a-z0-9\n' _).jsonl" \
+      "${SCELLIS_BENCH_ELEMENTWISE:-dist/scellis_bench_elementwise}" --backend=webgpu --kinds=copy \
+      --runs=10 --gpu-timestamps $args
+  done
+  exit 0
+fi
 R="$OUT/vk_bandwidth.jsonl"
 : > "$R"
 BIN=${VK_BANDWIDTH:-dist/vk_bandwidth}
