@@ -32,8 +32,9 @@ if [ "${1:-run}" = trace ]; then
   (($#)) || set -- "--log2=26" "--log2=26 --ballast-mib=1024"
   REAL=${VK_TRACE_REAL:-$(ldconfig -p | awk '/libvulkan.so.1 .*x86-64/ {print $NF; exit}')}
   for args in "$@"; do
-    SCELLIS_VULKAN_LOADER=$PWD/dist/libvk_trace.so VK_TRACE_REAL=$REAL \
-      VK_TRACE_OUT="$OUT/vk_trace_$(echo "$args" | tr -c 'a-z0-9\n' _).jsonl" \
+    trace="$OUT/vk_trace_$(echo "$args" | tr -c 'a-z0-9\n' _).jsonl"
+    : > "$trace"  # vk_trace appends
+    SCELLIS_VULKAN_LOADER=$PWD/dist/libvk_trace.so VK_TRACE_REAL=$REAL VK_TRACE_OUT="$trace" \
       "${SCELLIS_BENCH_ELEMENTWISE:-dist/scellis_bench_elementwise}" --backend=webgpu --kinds=copy \
       --runs=10 --gpu-timestamps $args
   done
