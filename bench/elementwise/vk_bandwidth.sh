@@ -9,7 +9,8 @@
 #          process such as Scellis's asks of Vulkan)
 #   run:   bash bench/elementwise/vk_bandwidth.sh         (writes $OUT/vk_bandwidth.jsonl, prints a table)
 #   trace: bash bench/elementwise/vk_bandwidth.sh trace [ARGS ...]  (Scellis's copy under
-#          dist/libvk_trace.so, once per ARGS of scellis_bench_elementwise)
+#          dist/libvk_trace.so, once per ARGS of scellis_bench_elementwise, each trace then
+#          replayed by vk_bandwidth --replay beside a plain vk_bandwidth)
 set -euo pipefail
 HERE=$(cd "$(dirname "$0")" && pwd)
 if [ "${1:-run}" = build ]; then
@@ -27,16 +28,25 @@ mkdir -p "$OUT"
 if [ "${1:-run}" = trace ]; then
   # Scellis's copy through Dawn with the loader stand-in in place, once per case given after
   # `trace` (default: 2^26 alone, and with 1 GiB held beside it): what Dawn asks of Vulkan, one
-  # $OUT/vk_trace_<case>.jsonl each, beside the rows the copy gives.
+  # $OUT/vk_trace_<case>.jsonl each, beside the rows the copy gives; then each trace's
+  # allocations made again without Dawn (vk_bandwidth --replay) beside a plain vk_bandwidth, all
+  # rows in $OUT/vk_trace_rows.jsonl.
   shift
   (($#)) || set -- "--log2=26" "--log2=26 --ballast-mib=1024"
+  : > "$OUT/vk_trace_rows.jsonl"
   REAL=${VK_TRACE_REAL:-$(ldconfig -p | awk '/libvulkan.so.1 .*x86-64/ {print $NF; exit}')}
   for args in "$@"; do
     trace="$OUT/vk_trace_$(echo "$args" | tr -c 'a-z0-9\n' _).jsonl"
     : > "$trace"  # vk_trace appends
+    rows="$OUT/vk_trace_rows.jsonl"
     SCELLIS_VULKAN_LOADER=$PWD/dist/libvk_trace.so VK_TRACE_REAL=$REAL VK_TRACE_OUT="$trace" \
       "${SCELLIS_BENCH_ELEMENTWISE:-dist/scellis_bench_elementwise}" --backend=webgpu --kinds=copy \
-      --runs=10 --gpu-timestamps $args
+      --runs=10 --gpu-timestamps $args | tee -a "$rows" || echo "{\"failed\": \"$args\"}" >> "$rows"
+    log2=$(echo "$args" | sed -n 's/.*--log2=\([0-9]*\).*/\1/p')
+    for replay in "--replay=$trace" ""; do
+      "${VK_BANDWIDTH:-dist/vk_bandwidth}" --log2="${log2:-26}" $replay | tee -a "$rows" ||
+        echo "{\"failed\": \"vk_bandwidth --log2=${log2:-26} $replay\"}" >> "$rows"
+    done
   done
   exit 0
 fi
