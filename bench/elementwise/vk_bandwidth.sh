@@ -3,7 +3,8 @@
 # Scellis rows: the vec4 copy and vkCmdCopyBuffer over 2^26 floats with 0, 1 and 4 GiB of other
 # buffers held (touched once, and untouched), each buffer in memory of its own or not, and over 2^28.
 # vk_bandwidth also takes --host-ballast-mib=N [--host-cached] (system memory the GPU reaches held
-# beside it, as staging buffers are) and --robust (robustBufferAccess on, as Dawn creates devices).
+# beside it, as staging buffers are), --robust (robustBufferAccess on, as Dawn creates devices) and
+# --replay=TRACE (a vk_trace.cpp trace's allocations made first, the copy placed where Scellis's lay).
 #   build: bash bench/elementwise/vk_bandwidth.sh build   (needs glslang-tools, libvulkan-dev;
 #          writes dist/vk_bandwidth, and dist/libvk_trace.so: vk_trace.cpp, which records what a
 #          process such as Scellis's asks of Vulkan)

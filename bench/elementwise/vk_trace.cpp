@@ -8,10 +8,11 @@
 // Built as a library named libvulkan.so.1 (vk_bandwidth.sh build writes dist/libvk_trace.so); it
 // forwards every call to the real loader, named by VK_TRACE_REAL, and appends one JSON object per
 // call to the file VK_TRACE_OUT (stderr without it). Scellis loads it before Dawn through
-// SCELLIS_VULKAN_LOADER, so Dawn's own dlopen("libvulkan.so.1") finds it:
+// SCELLIS_VULKAN_LOADER, so Dawn's own dlopen("libvulkan.so.1") finds it. With
 //   SCELLIS_VULKAN_LOADER=dist/libvk_trace.so VK_TRACE_OUT=trace.jsonl
-//   VK_TRACE_REAL=/usr/lib/x86_64-linux-gnu/libvulkan.so.1 (the three set for)
-//   dist/scellis_bench_elementwise --kinds=copy --log2=26
+//   VK_TRACE_REAL=/usr/lib/x86_64-linux-gnu/libvulkan.so.1
+// in the environment, `dist/scellis_bench_elementwise --kinds=copy --log2=26` writes its trace
+// (`bash bench/elementwise/vk_bandwidth.sh trace` sets them up).
 #define VK_NO_PROTOTYPES
 #include <dlfcn.h>
 #include <vulkan/vulkan.h>
@@ -168,7 +169,8 @@ VKAPI_ATTR VkResult VKAPI_CALL CreateBuffer(VkDevice device, const VkBufferCreat
   return real_create_buffer(device, info, callbacks, buffer);
 }
 
-// The traced functions in place of the real ones, by name; nullptr for any other.
+// The traced function in place of `real` where `name` is one (remembering `real` for it to call),
+// else `real` itself.
 PFN_vkVoidFunction Traced(const char* name, PFN_vkVoidFunction real);
 
 VKAPI_ATTR PFN_vkVoidFunction VKAPI_CALL GetDeviceProcAddr(VkDevice device, const char* name) {
