@@ -11,9 +11,11 @@
 // one-workgroup 256-lane tree of kernel/ref/tree_sum.h, debug's order), and rowsum with it (each
 // row such a wide sum) and without it (one invocation per row walking its line). The first run is
 // the warm-up and the check: every output against a float64 computation on the host. Then RUNS
-// timed runs of `steps` steps each in one submission (steps chosen from the warm-up so that a
-// submission takes about 50 ms); the median run's time per step gives GB/s from the bytes the
-// step must move (each input read once, the output written once).
+// timed runs of `steps` steps each in one submission (steps chosen from a run of one step without
+// outputs so that a submission takes about 50 ms, at most 64 steps: the check's read-back must not
+// count, or a large case gets one short dispatch per submission and a GPU that idles between them;
+// --steps=N forces N); the median run's time per step gives GB/s from the bytes the step must move
+// (each input read once, the output written once).
 //
 // --schedules=256x4,128x8 runs copy and chain wide once per listed schedule (workgroup size x
 // vectors per invocation, kernel::Module::elementwise_schedule_override) instead of the pass's
@@ -25,7 +27,7 @@
 //
 //   scellis_bench_elementwise [--backend=webgpu] [--runs=10] [--quick] [--tier=prod]
 //                             [--schedules=WGxP,...] [--gpu-timestamps] [--log2=N]
-//                             [--ballast-mib=N] [--kinds=K,...]
+//                             [--ballast-mib=N] [--kinds=K,...] [--steps=N]
 #include <algorithm>
 #include <chrono>
 #include <cmath>
@@ -158,6 +160,7 @@ double WorstError(const Case& c, const std::vector<std::vector<float>>& in,
 int main(int argc, char** argv) {
   std::string backend = "webgpu";
   int runs = 10;
+  int forced_steps = 0;  // 0: chosen per case
   bool quick = false;
   bool gpu_timestamps = false;
   std::vector<int> sizes = {26, 28};  // log2 of the element count
@@ -171,6 +174,8 @@ int main(int argc, char** argv) {
       backend = arg.substr(10);
     else if (arg.rfind("--runs=", 0) == 0)
       runs = std::max(1, std::atoi(arg.c_str() + 7));
+    else if (arg.rfind("--steps=", 0) == 0)
+      forced_steps = std::clamp(std::atoi(arg.c_str() + 8), 1, 1024);
     else if (arg == "--quick")
       quick = true;
     else if (arg.rfind("--log2=", 0) == 0)
@@ -197,7 +202,7 @@ int main(int argc, char** argv) {
     else if (arg != "--tier=prod") {
       std::cerr << "usage: scellis_bench_elementwise [--backend=B] [--runs=N] [--quick] "
                    "[--tier=prod|debug] [--schedules=WGxP,...] [--gpu-timestamps] [--log2=N] "
-                   "[--ballast-mib=N] [--kinds=K,...]\n";
+                   "[--ballast-mib=N] [--kinds=K,...] [--steps=N]\n";
       return 2;
     }
   }
@@ -283,10 +288,7 @@ int main(int argc, char** argv) {
       if (k.sum_schedule) schedule = k.sum_schedule->Name();
     }
 
-    const auto warm_start = std::chrono::steady_clock::now();
     auto first = session.Run({{}}, {"y"});
-    const double warm_s =
-        std::chrono::duration<double>(std::chrono::steady_clock::now() - warm_start).count();
     if (!first.ok()) {
       std::cerr << name << ": " << first.errors().front().Format() << "\n";
       return 2;
@@ -298,7 +300,16 @@ int main(int argc, char** argv) {
 
     const double bytes =
         4.0 * static_cast<double>(n) * (static_cast<double>(names.size()) + (IsSum(c) ? 0 : 1));
-    const int steps = static_cast<int>(std::clamp(std::ceil(0.05 / warm_s), 1.0, 64.0));
+    const auto probe_start = std::chrono::steady_clock::now();
+    if (auto r = session.Run({{}}, {}); !r.ok()) {
+      std::cerr << name << ": " << r.errors().front().Format() << "\n";
+      return 2;
+    }
+    const double probe_s =
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - probe_start).count();
+    const int steps = forced_steps > 0
+                          ? forced_steps
+                          : static_cast<int>(std::clamp(std::ceil(0.05 / probe_s), 1.0, 64.0));
     const std::vector<runtime::Feeds> feeds(static_cast<size_t>(steps));
     if (auto r = session.Run(feeds, {}); !r.ok()) {  // the first run of that many steps
       std::cerr << name << ": " << r.errors().front().Format() << "\n";

@@ -2,10 +2,13 @@
 // operands resident (params given their starting values, so no run uploads them). The first run
 // is the warm-up and the check: sampled outputs against a float64 dot product on the host. Then
 // RUNS timed runs, each `steps` matmuls in one submission (enough to cover the submission's own
-// cost on small shapes); the median run's time per matmul gives TFLOP/s. Prints one JSON object
-// per shape, with the schedule the plan chose.
+// cost on small shapes; --steps=N forces N); the median run's time per matmul gives TFLOP/s. With
+// --gpu-timestamps each dispatch is timed on the GPU too, and a row also gives the kernel's own
+// time and TFLOP/s (as the peer's CUDA events time cuBLAS: no submission or wait in it). Prints
+// one JSON object per shape, with the schedule the plan chose.
 //
-//   scellis_bench_matmul [--backend=webgpu] [--runs=10] [--quick] [--tier=prod]
+//   scellis_bench_matmul [--backend=webgpu] [--runs=10] [--quick] [--tier=prod] [--steps=N]
+//                        [--gpu-timestamps]
 //                        [--schedule=auto|TMxTNxTK/BMxBN[/vec4][/pf] ...] [--shape=MxKxN ...]
 // --shape replaces the shapes with the ones given (A is M x K, B is K x N). Each --schedule adds a
 // pass over every shape with that schedule forced (where it fits the shape; else the plan's own
@@ -76,7 +79,9 @@ HostTensor Random(int64_t rows, int64_t cols, std::mt19937& rng) {
 int main(int argc, char** argv) {
   std::string backend = "webgpu";
   int runs = 10;
+  int forced_steps = 0;  // 0: chosen per shape
   bool quick = false;
+  bool gpu_timestamps = false;
   policy::Tier tier = policy::Tier::kProd;
   std::vector<std::optional<kernel::MatmulSchedule>> schedules;
   std::vector<MatmulCase> shapes;
@@ -103,13 +108,18 @@ int main(int argc, char** argv) {
       backend = arg.substr(10);
     else if (arg.rfind("--runs=", 0) == 0)
       runs = std::max(1, std::atoi(arg.c_str() + 7));
+    else if (arg.rfind("--steps=", 0) == 0)
+      forced_steps = std::clamp(std::atoi(arg.c_str() + 8), 1, 1024);
+    else if (arg == "--gpu-timestamps")
+      gpu_timestamps = true;
     else if (arg == "--quick")
       quick = true;
     else if (arg == "--tier=debug")
       tier = policy::Tier::kDebug;
     else if (arg != "--tier=prod") {
       std::cerr << "usage: scellis_bench_matmul [--backend=B] [--runs=N] [--quick] "
-                   "[--tier=prod|debug] [--schedule=auto|TMxTNxTK/BMxBN[/vec4][/pf] ...] "
+                   "[--tier=prod|debug] [--steps=N] [--gpu-timestamps] "
+                   "[--schedule=auto|TMxTNxTK/BMxBN[/vec4][/pf] ...] "
                    "[--shape=MxKxN ...]\n";
       return 2;
     }
@@ -127,7 +137,8 @@ int main(int argc, char** argv) {
   int failures = 0;
   for (const std::optional<kernel::MatmulSchedule>& forced : schedules)
     for (const MatmulCase& c : cases) {
-      auto sel = runtime::SelectBackend({.requested = backend, .allow_software_adapter = true});
+      auto sel = runtime::SelectBackend(
+          {.requested = backend, .allow_software_adapter = true, .gpu_timestamps = gpu_timestamps});
       if (!sel.ok()) {
         std::cerr << sel.errors().front().Format() << "\n";
         return 2;
@@ -174,13 +185,16 @@ int main(int argc, char** argv) {
       // Enough matmuls per submission for about 0.2 TFLOP of work, 1 to 64 of them.
       const double flops =
           2.0 * static_cast<double>(c.m) * static_cast<double>(c.k) * static_cast<double>(c.n);
-      const int steps = static_cast<int>(std::clamp(std::ceil(2e11 / flops), 1.0, 64.0));
+      const int steps = forced_steps > 0
+                            ? forced_steps
+                            : static_cast<int>(std::clamp(std::ceil(2e11 / flops), 1.0, 64.0));
       const std::vector<runtime::Feeds> feeds(static_cast<size_t>(steps));
       if (auto r = session.Run(feeds, {}); !r.ok()) {  // the first run of that many steps
         std::cerr << c.name << ": " << r.errors().front().Format() << "\n";
         return 2;
       }
       std::vector<double> per_matmul_s;
+      double gpu_busy_us = 0, gpu_dispatches = 0;
       for (int i = 0; i < runs; ++i) {
         const auto start = std::chrono::steady_clock::now();
         auto r = session.Run(feeds, {});
@@ -191,6 +205,10 @@ int main(int argc, char** argv) {
           return 2;
         }
         per_matmul_s.push_back(seconds / steps);
+        if (r->stats.contains("gpu_timestamps")) {
+          gpu_busy_us += r->stats["gpu_timestamps"]["busy_us"].get<double>();
+          gpu_dispatches += r->stats["gpu_timestamps"]["dispatches"].get<double>();
+        }
       }
       std::sort(per_matmul_s.begin(), per_matmul_s.end());
       const double median = per_matmul_s[per_matmul_s.size() / 2];
@@ -210,6 +228,14 @@ int main(int argc, char** argv) {
                        {"tflops", flops / median / 1e12},
                        {"max_rel_error", worst},
                        {"correct", correct}};
+      if (gpu_dispatches > 0) {
+        // The kernel's own time per matmul, and the TFLOP/s it alone reaches.
+        const double kernel_us = gpu_busy_us / (static_cast<double>(runs) * steps);
+        row_json.update(
+            {{"gpu_ms", kernel_us * 1e-3},
+             {"gpu_tflops", flops / (kernel_us * 1e-6) / 1e12},
+             {"dispatches_per_step", gpu_dispatches / (static_cast<double>(runs) * steps)}});
+      }
       std::cout << row_json.dump() << std::endl;
     }
   return failures ? 1 : 0;
