@@ -7,6 +7,10 @@
 // usage: vk_bandwidth [--log2=26] [--ballast-mib=0] [--runs=20] [--workgroups=8448]
 //                     [--dedicated] [--host-visible] [--untouched-ballast]
 //                     [--host-ballast-mib=0] [--host-cached] [--robust] [--replay=TRACE]
+//                     [--isolated] [--gap-us=400]
+// --isolated runs each timed shader copy in a submission of its own, the host waiting for it and
+// pausing --gap-us before the next, as a Scellis run of one step per submission leaves the GPU
+// idle between kernels (without it every run is recorded back to back in one submission).
 // --replay=TRACE makes the allocations and frees a traced process made (vk_trace.cpp's JSON
 // lines), in order, sizes and memory types as traced (their chains left out), and places the copy
 // in the first two device-local allocations of its size, the way Scellis's copy of that size lay
@@ -18,6 +22,7 @@
 #include <vulkan/vulkan.h>
 
 #include <algorithm>
+#include <chrono>
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
@@ -25,6 +30,7 @@
 #include <fstream>
 #include <map>
 #include <string>
+#include <thread>
 #include <tuple>
 #include <utility>
 #include <vector>
@@ -50,8 +56,10 @@ struct Options {
   bool touch_ballast = true;
   int64_t host_ballast_mib = 0;  // system memory the GPU reaches, as a staging buffer's
   bool host_cached = false;
-  bool robust = false;  // the robustBufferAccess feature, which Dawn enables
-  std::string replay;   // a vk_trace.cpp trace whose allocations are made again first
+  bool robust = false;    // the robustBufferAccess feature, which Dawn enables
+  std::string replay;     // a vk_trace.cpp trace whose allocations are made again first
+  bool isolated = false;  // each timed shader copy submitted and waited for alone
+  int gap_us = 400;       // the host's pause between isolated submissions
 };
 
 bool Parse(int argc, char** argv, Options& options) {
@@ -82,12 +90,16 @@ bool Parse(int argc, char** argv, Options& options) {
       options.robust = true;
     else if (const char* v = value("--replay="))
       options.replay = v;
+    else if (arg == "--isolated")
+      options.isolated = true;
+    else if (const char* v = value("--gap-us="))
+      options.gap_us = std::atoi(v);
     else
       return false;
   }
   return options.log2 >= 10 && options.log2 <= 30 && options.ballast_mib >= 0 &&
          options.host_ballast_mib >= 0 && options.runs >= 1 && options.runs <= 1000 &&
-         options.workgroups >= 1;
+         options.workgroups >= 1 && options.gap_us >= 0;
 }
 
 struct Gpu {
@@ -298,7 +310,8 @@ int main(int argc, char** argv) {
     std::fprintf(stderr,
                  "usage: vk_bandwidth [--log2=26] [--ballast-mib=0] [--runs=20] "
                  "[--workgroups=N] [--dedicated] [--host-visible] [--untouched-ballast] "
-                 "[--host-ballast-mib=N] [--host-cached] [--robust] [--replay=TRACE]\n");
+                 "[--host-ballast-mib=N] [--host-cached] [--robust] [--replay=TRACE] "
+                 "[--isolated] [--gap-us=N]\n");
     return 2;
   }
   Gpu gpu = Open(options.robust);
@@ -391,6 +404,8 @@ int main(int argc, char** argv) {
   Check(vkCreateQueryPool(gpu.device, &query_info, nullptr, &queries), "query pool");
   VkCommandPoolCreateInfo command_pool_info{VK_STRUCTURE_TYPE_COMMAND_POOL_CREATE_INFO};
   command_pool_info.queueFamilyIndex = gpu.family;
+  command_pool_info.flags =
+      VK_COMMAND_POOL_CREATE_RESET_COMMAND_BUFFER_BIT;  // --isolated reuses it
   VkCommandPool command_pool;
   Check(vkCreateCommandPool(gpu.device, &command_pool_info, nullptr, &command_pool),
         "command pool");
@@ -403,6 +418,24 @@ int main(int argc, char** argv) {
 
   VkCommandBufferBeginInfo begin{VK_STRUCTURE_TYPE_COMMAND_BUFFER_BEGIN_INFO};
   Check(vkBeginCommandBuffer(commands, &begin), "vkBeginCommandBuffer");
+  VkFenceCreateInfo fence_info{VK_STRUCTURE_TYPE_FENCE_CREATE_INFO};
+  VkFence fence;
+  Check(vkCreateFence(gpu.device, &fence_info, nullptr, &fence), "vkCreateFence");
+  VkSubmitInfo submit{VK_STRUCTURE_TYPE_SUBMIT_INFO};
+  submit.commandBufferCount = 1;
+  submit.pCommandBuffers = &commands;
+  auto submit_and_wait = [&] {
+    Check(vkEndCommandBuffer(commands), "vkEndCommandBuffer");
+    Check(vkQueueSubmit(gpu.queue, 1, &submit, fence), "vkQueueSubmit");
+    Check(vkWaitForFences(gpu.device, 1, &fence, VK_TRUE, UINT64_MAX), "vkWaitForFences");
+  };
+  // What is recorded so far runs alone; recording goes on in a fresh submission after the pause.
+  auto isolate = [&] {
+    submit_and_wait();
+    Check(vkResetFences(gpu.device, 1, &fence), "vkResetFences");
+    std::this_thread::sleep_for(std::chrono::microseconds(options.gap_us));
+    Check(vkBeginCommandBuffer(commands, &begin), "vkBeginCommandBuffer");
+  };
   VkMemoryBarrier barrier{VK_STRUCTURE_TYPE_MEMORY_BARRIER};
   barrier.srcAccessMask = VK_ACCESS_SHADER_WRITE_BIT | VK_ACCESS_TRANSFER_WRITE_BIT;
   barrier.dstAccessMask = VK_ACCESS_SHADER_READ_BIT | VK_ACCESS_SHADER_WRITE_BIT |
@@ -422,16 +455,25 @@ int main(int argc, char** argv) {
   if (options.touch_ballast)
     for (const Buffer& b : ballast) vkCmdFillBuffer(commands, b.buffer, 0, VK_WHOLE_SIZE, 0);
   full_barrier();
-  vkCmdBindPipeline(commands, VK_PIPELINE_BIND_POINT_COMPUTE, pipeline);
-  vkCmdBindDescriptorSets(commands, VK_PIPELINE_BIND_POINT_COMPUTE, layout, 0, 1, &set, 0, nullptr);
   const uint32_t counts[2] = {uint32_t(bytes / 16), options.workgroups * 256};
-  vkCmdPushConstants(commands, layout, VK_SHADER_STAGE_COMPUTE_BIT, 0, 8, counts);
+  auto bind_copy = [&] {
+    vkCmdBindPipeline(commands, VK_PIPELINE_BIND_POINT_COMPUTE, pipeline);
+    vkCmdBindDescriptorSets(commands, VK_PIPELINE_BIND_POINT_COMPUTE, layout, 0, 1, &set, 0,
+                            nullptr);
+    vkCmdPushConstants(commands, layout, VK_SHADER_STAGE_COMPUTE_BIT, 0, 8, counts);
+  };
+  bind_copy();
   for (int run = 0; run < options.runs; ++run) {
+    if (options.isolated) {
+      isolate();
+      bind_copy();
+    }
     vkCmdWriteTimestamp(commands, VK_PIPELINE_STAGE_TOP_OF_PIPE_BIT, queries, 2 * run);
     vkCmdDispatch(commands, options.workgroups, 1, 1);
     vkCmdWriteTimestamp(commands, VK_PIPELINE_STAGE_BOTTOM_OF_PIPE_BIT, queries, 2 * run + 1);
     full_barrier();
   }
+  if (options.isolated) isolate();
   // The shader's result is read back before the timed vkCmdCopyBuffer runs, which copy the
   // destination back over the source (the same values).
   VkBufferCopy head{0, 0, 4096};
@@ -445,15 +487,7 @@ int main(int argc, char** argv) {
     vkCmdWriteTimestamp(commands, VK_PIPELINE_STAGE_BOTTOM_OF_PIPE_BIT, queries, q + 1);
     full_barrier();
   }
-  Check(vkEndCommandBuffer(commands), "vkEndCommandBuffer");
-  VkFenceCreateInfo fence_info{VK_STRUCTURE_TYPE_FENCE_CREATE_INFO};
-  VkFence fence;
-  Check(vkCreateFence(gpu.device, &fence_info, nullptr, &fence), "vkCreateFence");
-  VkSubmitInfo submit{VK_STRUCTURE_TYPE_SUBMIT_INFO};
-  submit.commandBufferCount = 1;
-  submit.pCommandBuffers = &commands;
-  Check(vkQueueSubmit(gpu.queue, 1, &submit, fence), "vkQueueSubmit");
-  Check(vkWaitForFences(gpu.device, 1, &fence, VK_TRUE, UINT64_MAX), "vkWaitForFences");
+  submit_and_wait();
 
   std::vector<uint64_t> ticks(timestamps);
   Check(vkGetQueryPoolResults(gpu.device, queries, 0, timestamps, ticks.size() * 8, ticks.data(), 8,
@@ -488,14 +522,16 @@ int main(int argc, char** argv) {
       "{\"api\": \"vulkan\", \"device\": \"%s\", \"log2\": %d, \"ballast_mib\": %lld, "
       "\"ballast_touched\": %s, \"host_ballast_mib\": %lld, \"host_cached\": %s, \"robust\": %s, "
       "\"dedicated\": "
-      "%s, \"replay\": \"%s\", \"memory_type\": %u, \"workgroups\": %u, "
+      "%s, \"replay\": \"%s\", \"isolated\": %s, \"gap_us\": %d, \"memory_type\": %u, "
+      "\"workgroups\": %u, "
       "\"runs\": %d, \"shader_gb_per_s\": %.0f, \"shader_best_gb_per_s\": %.0f, "
       "\"copy_buffer_gb_per_s\": %.0f, \"copy_buffer_best_gb_per_s\": %.0f, \"correct\": %s, "
       "\"memory_types\": [%s]}\n",
       gpu.properties.deviceName, options.log2, (long long)options.ballast_mib,
       options.touch_ballast ? "true" : "false", (long long)options.host_ballast_mib,
       options.host_cached ? "true" : "false", options.robust ? "true" : "false",
-      options.dedicated ? "true" : "false", options.replay.c_str(), source.type, options.workgroups,
+      options.dedicated ? "true" : "false", options.replay.c_str(),
+      options.isolated ? "true" : "false", options.gap_us, source.type, options.workgroups,
       options.runs, Median(by_shader), *std::max_element(by_shader.begin(), by_shader.end()),
       Median(by_copy), *std::max_element(by_copy.begin(), by_copy.end()),
       correct ? "true" : "false", types.c_str());

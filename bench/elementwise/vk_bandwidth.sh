@@ -4,7 +4,9 @@
 # buffers held (touched once, and untouched), each buffer in memory of its own or not, and over 2^28.
 # vk_bandwidth also takes --host-ballast-mib=N [--host-cached] (system memory the GPU reaches held
 # beside it, as staging buffers are), --robust (robustBufferAccess on, as Dawn creates devices) and
-# --replay=TRACE (a vk_trace.cpp trace's allocations made first, the copy placed where Scellis's lay).
+# --replay=TRACE (a vk_trace.cpp trace's allocations made first, the copy placed where Scellis's lay);
+# the run also times the copy with --isolated (each copy a submission of its own, the host waiting
+# and pausing between them: the GPU idle between kernels, as one step per submission leaves it).
 #   build: bash bench/elementwise/vk_bandwidth.sh build   (needs glslang-tools, libvulkan-dev;
 #          writes dist/vk_bandwidth, and dist/libvk_trace.so: vk_trace.cpp, which records what a
 #          process such as Scellis's asks of Vulkan)
@@ -57,18 +59,19 @@ BIN=${VK_BANDWIDTH:-dist/vk_bandwidth}
 for args in "--log2=26" "--log2=26 --ballast-mib=1024" "--log2=26 --ballast-mib=1024 --untouched-ballast" \
             "--log2=26 --ballast-mib=4096" "--log2=26 --dedicated" "--log2=26 --ballast-mib=1024 --dedicated" \
             "--log2=28" "--log2=28 --dedicated" "--log2=26 --host-visible" \
-            "--log2=26 --ballast-mib=1024 --host-visible"; do
+            "--log2=26 --ballast-mib=1024 --host-visible" "--log2=26 --isolated" "--log2=28 --isolated"; do
   timeout 120 "$BIN" $args >> "$R" || echo "{\"failed\": \"$args\"}" >> "$R"
 done
 python3 - "$R" <<'PY'
 import json, sys
-print(f"{'floats':>6} {'held MiB':>8} {'touched':>7} {'dedicated':>9} {'type':>4} {'shader GB/s':>11} "
+print(f"{'floats':>6} {'held MiB':>8} {'touched':>7} {'dedicated':>9} {'isolated':>8} {'type':>4} {'shader GB/s':>11} "
       f"{'best':>6} {'copy GB/s':>9} {'best':>6} correct")
 for line in open(sys.argv[1]):
     r = json.loads(line)
     if "failed" in r:
         print("failed:", r["failed"]); continue
     print(f"2^{r['log2']:<4} {r['ballast_mib']:>8} {str(r['ballast_touched']):>7} {str(r['dedicated']):>9} "
+          f"{str(r['isolated']):>8} "
           f"{r['memory_type']:>4} {r['shader_gb_per_s']:>11.0f} {r['shader_best_gb_per_s']:>6.0f} "
           f"{r['copy_buffer_gb_per_s']:>9.0f} {r['copy_buffer_best_gb_per_s']:>6.0f} {r['correct']}")
 print("memory types:", json.loads(open(sys.argv[1]).readline()).get("memory_types"))
