@@ -14,6 +14,10 @@
 #   trace: bash bench/elementwise/vk_bandwidth.sh trace [ARGS ...]  (Scellis's copy under
 #          dist/libvk_trace.so, once per ARGS of scellis_bench_elementwise, each trace then
 #          replayed by vk_bandwidth --replay beside a plain vk_bandwidth)
+#   idle:  bash bench/elementwise/vk_bandwidth.sh idle  (whether the slow rows are a GPU left idle
+#          between kernels: per size, 2^26 and 2^28, Scellis's copy at one step per submission and
+#          at its chosen steps, and Vulkan alone isolated and back to back, GPU timestamps all;
+#          rows in $OUT/vk_idle_rows.jsonl, one table printed)
 set -euo pipefail
 HERE=$(cd "$(dirname "$0")" && pwd)
 if [ "${1:-run}" = build ]; then
@@ -28,6 +32,37 @@ if [ "${1:-run}" = build ]; then
 fi
 OUT=${OUT:-out}
 mkdir -p "$OUT"
+if [ "${1:-run}" = idle ]; then
+  rows="$OUT/vk_idle_rows.jsonl"
+  : > "$rows"
+  for log2 in 26 28; do
+    for steps in --steps=1 ""; do
+      timeout 120 "${SCELLIS_BENCH_ELEMENTWISE:-dist/scellis_bench_elementwise}" --backend=webgpu \
+        --kinds=copy --runs=10 --gpu-timestamps --log2=$log2 $steps >> "$rows" ||
+        echo "{\"failed\": \"scellis --log2=$log2 $steps\"}" >> "$rows"
+    done
+    for isolated in --isolated ""; do
+      timeout 120 "${VK_BANDWIDTH:-dist/vk_bandwidth}" --log2=$log2 $isolated >> "$rows" ||
+        echo "{\"failed\": \"vk_bandwidth --log2=$log2 $isolated\"}" >> "$rows"
+    done
+  done
+  python3 - "$rows" <<'PY'
+import json, sys
+print(f"{'floats':>6} {'who':28} {'steps per submission':>20} {'GB/s by GPU timestamps':>23}")
+for line in open(sys.argv[1]):
+    r = json.loads(line)
+    if "failed" in r:
+        print("failed:", r["failed"])
+    elif r.get("api") == "vulkan":
+        print(f"2^{r['log2']:<4} {'Vulkan alone, vec4 copy':28} "
+              f"{'1, isolated' if r['isolated'] else str(r['runs']) + ', back to back':>20} "
+              f"{r['shader_gb_per_s']:>23.0f}")
+    else:
+        print(f"2^{r['elements'].bit_length() - 1:<4} {'Scellis ' + r['schedule']:28} "
+              f"{r['steps_per_submission']:>20} {r.get('gpu_gb_per_s', float('nan')):>23.0f}")
+PY
+  exit 0
+fi
 if [ "${1:-run}" = trace ]; then
   # Scellis's copy through Dawn with the loader stand-in in place, once per case given after
   # `trace` (default: 2^26 alone, and with 1 GiB held beside it): what Dawn asks of Vulkan, one
