@@ -4,8 +4,9 @@
 // RUNS timed runs, each `steps` matmuls in one submission (enough to cover the submission's own
 // cost on small shapes; --steps=N forces N); the median run's time per matmul gives TFLOP/s. With
 // --gpu-timestamps each dispatch is timed on the GPU too, and a row also gives the kernel's own
-// time and TFLOP/s (as the peer's CUDA events time cuBLAS: no submission or wait in it). Prints
-// one JSON object per shape, with the schedule the plan chose.
+// time and TFLOP/s, and the TFLOP/s by each run's span on the GPU (as the peer's CUDA events time
+// cuBLAS: no submission or wait in it). Prints one JSON object per shape, with the schedule the
+// plan chose.
 //
 //   scellis_bench_matmul [--backend=webgpu] [--runs=10] [--quick] [--tier=prod] [--steps=N]
 //                        [--gpu-timestamps]
