@@ -23,11 +23,14 @@
 // kernel's own time per step beside the wall time). --ballast-mib=N keeps N MiB of other buffers
 // on the device, untouched, while each case runs (a session prepared beside the case's): whether
 // a kernel slows with what the device holds or only with what the kernel itself touches.
-// --kinds=copy,chain runs only those kinds.
+// --kinds=copy,chain runs only those kinds. --series adds each timed run's time per step, in the
+// order run (run_ms; gpu_run_us with --gpu-timestamps): whether a slow median is a slow kernel or a
+// transient the first runs pay. --settle-ms=N pauses N ms before the timed runs.
 //
 //   scellis_bench_elementwise [--backend=webgpu] [--runs=10] [--quick] [--tier=prod]
 //                             [--schedules=WGxP,...] [--gpu-timestamps] [--log2=N]
-//                             [--ballast-mib=N] [--kinds=K,...] [--steps=N]
+//                             [--ballast-mib=N] [--kinds=K,...] [--steps=N] [--series]
+//                             [--settle-ms=N]
 #include <algorithm>
 #include <chrono>
 #include <cmath>
@@ -35,6 +38,7 @@
 #include <optional>
 #include <random>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "api/session.h"
@@ -163,6 +167,8 @@ int main(int argc, char** argv) {
   int forced_steps = 0;  // 0: chosen per case
   bool quick = false;
   bool gpu_timestamps = false;
+  bool series = false;
+  int settle_ms = 0;
   std::vector<int> sizes = {26, 28};  // log2 of the element count
   std::vector<kernel::ElementwiseSchedule> schedules;
   policy::Tier tier = policy::Tier::kProd;
@@ -186,6 +192,10 @@ int main(int argc, char** argv) {
       ballast_mib = std::max<int64_t>(0, std::atoll(arg.c_str() + 14));
     else if (arg.rfind("--kinds=", 0) == 0)
       kinds = arg.substr(8);
+    else if (arg == "--series")
+      series = true;
+    else if (arg.rfind("--settle-ms=", 0) == 0)
+      settle_ms = std::clamp(std::atoi(arg.c_str() + 12), 0, 60000);
     else if (arg.rfind("--schedules=", 0) == 0) {
       std::string list = arg.substr(12) + ",";
       for (size_t at = 0, comma; (comma = list.find(',', at)) != std::string::npos;
@@ -202,7 +212,7 @@ int main(int argc, char** argv) {
     else if (arg != "--tier=prod") {
       std::cerr << "usage: scellis_bench_elementwise [--backend=B] [--runs=N] [--quick] "
                    "[--tier=prod|debug] [--schedules=WGxP,...] [--gpu-timestamps] [--log2=N] "
-                   "[--ballast-mib=N] [--kinds=K,...] [--steps=N]\n";
+                   "[--ballast-mib=N] [--kinds=K,...] [--steps=N] [--series] [--settle-ms=N]\n";
       return 2;
     }
   }
@@ -315,7 +325,9 @@ int main(int argc, char** argv) {
       std::cerr << name << ": " << r.errors().front().Format() << "\n";
       return 2;
     }
+    if (settle_ms > 0) std::this_thread::sleep_for(std::chrono::milliseconds(settle_ms));
     std::vector<double> per_step_s;
+    Json run_ms = Json::array(), gpu_run_us = Json::array();
     double gpu_busy_us = 0, gpu_dispatches = 0;
     for (int i = 0; i < runs; ++i) {
       const auto start = std::chrono::steady_clock::now();
@@ -327,7 +339,9 @@ int main(int argc, char** argv) {
         return 2;
       }
       per_step_s.push_back(seconds / steps);
+      run_ms.push_back(seconds / steps * 1e3);
       if (r->stats.contains("gpu_timestamps")) {
+        gpu_run_us.push_back(r->stats["gpu_timestamps"]["busy_us"].get<double>() / steps);
         gpu_busy_us += r->stats["gpu_timestamps"]["busy_us"].get<double>();
         gpu_dispatches += r->stats["gpu_timestamps"]["dispatches"].get<double>();
       }
@@ -349,6 +363,10 @@ int main(int argc, char** argv) {
       row.update({{"gpu_us_per_step", kernel_us},
                   {"gpu_gb_per_s", bytes / (kernel_us * 1e-6) / 1e9},
                   {"dispatches_per_step", gpu_dispatches / (static_cast<double>(runs) * steps)}});
+    }
+    if (series) {
+      row["run_ms"] = run_ms;
+      if (!gpu_run_us.empty()) row["gpu_run_us"] = gpu_run_us;
     }
     std::cout << row.dump() << std::endl;
   }
