@@ -10,12 +10,13 @@
 // the schedule-sum pass (in prod: a grid of chunks, then their partial sums) and without it (the
 // one-workgroup 256-lane tree of kernel/ref/tree_sum.h, debug's order), and rowsum with it (each
 // row such a wide sum) and without it (one invocation per row walking its line). The first run is
-// the warm-up and the check: every output against a float64 computation on the host. Then RUNS
-// timed runs of `steps` steps each in one submission (steps chosen from a run of one step without
-// outputs so that a submission takes about 50 ms, at most 64 steps: the check's read-back must not
-// count, or a large case gets one short dispatch per submission and a GPU that idles between them;
-// --steps=N forces N); the median run's time per step gives GB/s from the bytes the step must move
-// (each input read once, the output written once).
+// the check: every output against a float64 computation on the host. Steps per submission are
+// chosen from a run of one step without outputs so that a submission takes about 50 ms, at most
+// 64 (the check's read-back must not count, or a large case gets one short dispatch per
+// submission and a GPU that idles between them; --steps=N forces N). Then submissions of that
+// many steps run back to back for --warm-ms (default 1000; bench/warm_up.h says why: the row's
+// cold_gb_per_s is the first of them), then RUNS timed ones; the median run's time per step gives
+// GB/s from the bytes the step must move (each input read once, the output written once).
 //
 // --schedules=256x4,128x8 runs copy and chain wide once per listed schedule (workgroup size x
 // vectors per invocation, kernel::Module::elementwise_schedule_override) instead of the pass's
@@ -30,7 +31,7 @@
 //   scellis_bench_elementwise [--backend=webgpu] [--runs=10] [--quick] [--tier=prod]
 //                             [--schedules=WGxP,...] [--gpu-timestamps] [--log2=N]
 //                             [--ballast-mib=N] [--kinds=K,...] [--steps=N] [--series]
-//                             [--settle-ms=N]
+//                             [--settle-ms=N] [--warm-ms=N]
 #include <algorithm>
 #include <chrono>
 #include <cmath>
@@ -42,6 +43,7 @@
 #include <vector>
 
 #include "api/session.h"
+#include "bench/warm_up.h"
 #include "runtime/backends/select.h"
 
 using namespace scellis;
@@ -168,6 +170,7 @@ int main(int argc, char** argv) {
   bool quick = false;
   bool gpu_timestamps = false;
   bool series = false;
+  int warm_ms = 1000;
   int settle_ms = 0;
   std::vector<int> sizes = {26, 28};  // log2 of the element count
   std::vector<kernel::ElementwiseSchedule> schedules;
@@ -192,6 +195,8 @@ int main(int argc, char** argv) {
       ballast_mib = std::max<int64_t>(0, std::atoll(arg.c_str() + 14));
     else if (arg.rfind("--kinds=", 0) == 0)
       kinds = arg.substr(8);
+    else if (arg.rfind("--warm-ms=", 0) == 0)
+      warm_ms = std::clamp(std::atoi(arg.c_str() + 10), 0, 60000);
     else if (arg == "--series")
       series = true;
     else if (arg.rfind("--settle-ms=", 0) == 0)
@@ -212,7 +217,8 @@ int main(int argc, char** argv) {
     else if (arg != "--tier=prod") {
       std::cerr << "usage: scellis_bench_elementwise [--backend=B] [--runs=N] [--quick] "
                    "[--tier=prod|debug] [--schedules=WGxP,...] [--gpu-timestamps] [--log2=N] "
-                   "[--ballast-mib=N] [--kinds=K,...] [--steps=N] [--series] [--settle-ms=N]\n";
+                   "[--ballast-mib=N] [--kinds=K,...] [--steps=N] [--series] [--settle-ms=N] "
+                   "[--warm-ms=N]\n";
       return 2;
     }
   }
@@ -321,10 +327,8 @@ int main(int argc, char** argv) {
                           ? forced_steps
                           : static_cast<int>(std::clamp(std::ceil(0.05 / probe_s), 1.0, 64.0));
     const std::vector<runtime::Feeds> feeds(static_cast<size_t>(steps));
-    if (auto r = session.Run(feeds, {}); !r.ok()) {  // the first run of that many steps
-      std::cerr << name << ": " << r.errors().front().Format() << "\n";
-      return 2;
-    }
+    const auto warm = bench::WarmUpRuns(session, feeds, warm_ms, name);
+    if (!warm) return 2;
     if (settle_ms > 0) std::this_thread::sleep_for(std::chrono::milliseconds(settle_ms));
     std::vector<double> per_step_s;
     Json run_ms = Json::array(), gpu_run_us = Json::array();
@@ -352,6 +356,8 @@ int main(int argc, char** argv) {
                 {"bytes_per_step", bytes},
                 {"steps_per_submission", steps},
                 {"runs", runs},
+                {"warm_up_s", warm->warm_s},
+                {"cold_gb_per_s", bytes / warm->cold_s_per_step / 1e9},
                 {"median_ms", median * 1e3},
                 {"best_ms", per_step_s.front() * 1e3},
                 {"gb_per_s", bytes / median / 1e9},

@@ -1,15 +1,17 @@
 // Benchmark: fp32 matmul through the engine API, one prepared session per shape with both
 // operands resident (params given their starting values, so no run uploads them). The first run
-// is the warm-up and the check: sampled outputs against a float64 dot product on the host. Then
-// RUNS timed runs, each `steps` matmuls in one submission (enough to cover the submission's own
-// cost on small shapes; --steps=N forces N); the median run's time per matmul gives TFLOP/s. With
+// compiles the pipelines and is the check: sampled outputs against a float64 dot product on the
+// host. Then runs back to back for --warm-ms (default 1000; bench/warm_up.h says why: the row's
+// cold_tflops is the first of them), then RUNS timed runs, each `steps` matmuls in one submission
+// (enough to cover the submission's own cost on small shapes; --steps=N forces N); the median run's
+// time per matmul gives TFLOP/s. With
 // --gpu-timestamps each dispatch is timed on the GPU too, and a row also gives the kernel's own
 // time and TFLOP/s, and the TFLOP/s by each run's span on the GPU (as the peer's CUDA events time
 // cuBLAS: no submission or wait in it). Prints one JSON object per shape, with the schedule the
 // plan chose.
 //
 //   scellis_bench_matmul [--backend=webgpu] [--runs=10] [--quick] [--tier=prod] [--steps=N]
-//                        [--gpu-timestamps]
+//                        [--gpu-timestamps] [--warm-ms=N]
 //                        [--schedule=auto|TMxTNxTK/BMxBN[/vec4][/pf] ...] [--shape=MxKxN ...]
 // --shape replaces the shapes with the ones given (A is M x K, B is K x N). Each --schedule adds a
 // pass over every shape with that schedule forced (where it fits the shape; else the plan's own
@@ -25,6 +27,7 @@
 #include <vector>
 
 #include "api/session.h"
+#include "bench/warm_up.h"
 #include "runtime/backends/select.h"
 
 using namespace scellis;
@@ -81,6 +84,7 @@ int main(int argc, char** argv) {
   std::string backend = "webgpu";
   int runs = 10;
   int forced_steps = 0;  // 0: chosen per shape
+  int warm_ms = 1000;
   bool quick = false;
   bool gpu_timestamps = false;
   policy::Tier tier = policy::Tier::kProd;
@@ -111,6 +115,8 @@ int main(int argc, char** argv) {
       runs = std::max(1, std::atoi(arg.c_str() + 7));
     else if (arg.rfind("--steps=", 0) == 0)
       forced_steps = std::clamp(std::atoi(arg.c_str() + 8), 1, 1024);
+    else if (arg.rfind("--warm-ms=", 0) == 0)
+      warm_ms = std::clamp(std::atoi(arg.c_str() + 10), 0, 60000);
     else if (arg == "--gpu-timestamps")
       gpu_timestamps = true;
     else if (arg == "--quick")
@@ -119,7 +125,7 @@ int main(int argc, char** argv) {
       tier = policy::Tier::kDebug;
     else if (arg != "--tier=prod") {
       std::cerr << "usage: scellis_bench_matmul [--backend=B] [--runs=N] [--quick] "
-                   "[--tier=prod|debug] [--steps=N] [--gpu-timestamps] "
+                   "[--tier=prod|debug] [--steps=N] [--gpu-timestamps] [--warm-ms=N] "
                    "[--schedule=auto|TMxTNxTK/BMxBN[/vec4][/pf] ...] "
                    "[--shape=MxKxN ...]\n";
       return 2;
@@ -190,10 +196,8 @@ int main(int argc, char** argv) {
                             ? forced_steps
                             : static_cast<int>(std::clamp(std::ceil(2e11 / flops), 1.0, 64.0));
       const std::vector<runtime::Feeds> feeds(static_cast<size_t>(steps));
-      if (auto r = session.Run(feeds, {}); !r.ok()) {  // the first run of that many steps
-        std::cerr << c.name << ": " << r.errors().front().Format() << "\n";
-        return 2;
-      }
+      const auto warm = bench::WarmUpRuns(session, feeds, warm_ms, c.name);
+      if (!warm) return 2;
       std::vector<double> per_matmul_s;
       double gpu_busy_us = 0, gpu_span_us = 0, gpu_dispatches = 0;
       for (int i = 0; i < runs; ++i) {
@@ -225,6 +229,8 @@ int main(int argc, char** argv) {
                        {"forced", forced ? forced->Name() : "auto"},
                        {"steps_per_submission", steps},
                        {"runs", runs},
+                       {"warm_up_s", warm->warm_s},
+                       {"cold_tflops", flops / warm->cold_s_per_step / 1e12},
                        {"median_ms", median * 1e3},
                        {"best_ms", per_matmul_s.front() * 1e3},
                        {"tflops", flops / median / 1e12},

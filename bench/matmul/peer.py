@@ -1,6 +1,6 @@
 """PyTorch's side of the matmul benchmark: torch.matmul in fp32 on the GPU, timed with CUDA events
-(warm-up, then RUNS timed runs of STEPS matmuls each; the median run per matmul), with TF32 off
-(the comparison: full fp32, like Scellis) and on (labelled: cuBLAS's tensor-core path, which
+(a second's warm-up, then RUNS timed runs of STEPS matmuls each; the median run per matmul), with
+TF32 off (the comparison: full fp32, like Scellis) and on (labelled: cuBLAS's tensor-core path, which
 rounds the inputs to 10 mantissa bits). Prints one JSON object per shape and mode.
 
     python3 bench/matmul/peer.py [--quick] [--runs N] [--shape=MxKxN ...]
@@ -11,6 +11,7 @@ import argparse
 import json
 import math
 import statistics
+import time
 
 import torch
 
@@ -27,9 +28,14 @@ def time_matmul(m, k, n, runs):
     out = torch.empty(m, n, device="cuda")
     flops = 2.0 * m * k * n
     steps = int(min(64, max(1, math.ceil(2e11 / flops))))  # as scellis_bench_matmul
-    for _ in range(3):
-        torch.matmul(a, b, out=out)
+    # Warmed as scellis_bench_matmul is: back to back for a second (bench/warm_up.h).
+    torch.matmul(a, b, out=out)  # cuBLAS's handle and workspace made before the second
     torch.cuda.synchronize()
+    start = time.monotonic()
+    while time.monotonic() - start < 1.0:
+        for _ in range(steps):
+            torch.matmul(a, b, out=out)
+        torch.cuda.synchronize()
     times = []
     for _ in range(runs):
         start, stop = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
