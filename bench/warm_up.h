@@ -1,5 +1,5 @@
 // The warm-up the GPU benchmarks share. On NVIDIA's Vulkan driver a bandwidth-bound kernel runs at
-// about 57 % of its rate for the first 0.2-0.4 s of sustained work, then switches within one
+// about 57 % of its rate for the first 0.1-0.4 s of sustained work, then switches within one
 // submission to the full rate and keeps it (bench/RESULTS.md, H100 2026-12-07: 1 680 then
 // 2 980 GB/s by GPU timestamps, the SM and memory clocks nvidia-smi reports unchanged; a pause
 // before the timed runs makes the slow phase longer, so it wants work, not time). PyTorch's CUDA

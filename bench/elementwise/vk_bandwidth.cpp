@@ -1,6 +1,6 @@
-// The device's copy bandwidth through Vulkan alone: no Dawn, no Tint, no Scellis. It asks whether
-// the held-memory state (bench/RESULTS.md: every Scellis kernel that runs while 1 GiB or more is
-// held drops to about 1.5 TB/s, where PyTorch keeps 4 TB/s) is the driver's or Dawn's: the same
+// The device's copy bandwidth through Vulkan alone: no Dawn, no Tint, no Scellis, the reference
+// beside Scellis's kernels (it showed that the slow "held-memory" rows were neither the driver's
+// placement nor Dawn's allocations but a warm-up: bench/warm_up.h, bench/RESULTS.md): the same
 // vec4 copy of 2^log2 floats, timed by GPU timestamps, with N MiB of other buffers held beside it,
 // in the memory type Dawn picks (device-local, the largest heap, not host-visible) or another.
 //
@@ -15,7 +15,7 @@
 // lines), in order, sizes and memory types as traced (their chains left out), and places the copy
 // in the first two device-local allocations of its size, the way Scellis's copy of that size lay
 // in its process; it stops where either of those two is freed. Whether the driver's placement of
-// Dawn's allocation sequence alone gives the held-memory rates.
+// Dawn's allocation sequence alone gives Scellis's rates.
 // Prints one JSON line: the memory types, then the medians and bests of the shader copy and of
 // vkCmdCopyBuffer, in GB/s counting bytes read plus bytes written. Exit 2 on bad arguments,
 // 1 when Vulkan fails or the copy's result is wrong.

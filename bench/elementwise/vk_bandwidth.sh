@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# The copy bandwidth through Vulkan alone (vk_bandwidth.cpp), beside the held-memory state of the
-# Scellis rows: the vec4 copy and vkCmdCopyBuffer over 2^26 floats with 0, 1 and 4 GiB of other
+# The copy bandwidth through Vulkan alone (vk_bandwidth.cpp), the reference beside the Scellis
+# rows: the vec4 copy and vkCmdCopyBuffer over 2^26 floats with 0, 1 and 4 GiB of other
 # buffers held (touched once, and untouched), each buffer in memory of its own or not, and over 2^28.
 # vk_bandwidth also takes --host-ballast-mib=N [--host-cached] (system memory the GPU reaches held
 # beside it, as staging buffers are), --robust (robustBufferAccess on, as Dawn creates devices) and
