@@ -24,14 +24,17 @@
 // kernel's own time per step beside the wall time). --ballast-mib=N keeps N MiB of other buffers
 // on the device, untouched, while each case runs (a session prepared beside the case's): whether
 // a kernel slows with what the device holds or only with what the kernel itself touches.
-// --kinds=copy,chain runs only those kinds. --series adds each timed run's time per step, in the
-// order run (run_ms; gpu_run_us with --gpu-timestamps): whether a slow median is a slow kernel or a
-// transient the first runs pay. --settle-ms=N pauses N ms before the timed runs.
+// --kinds=copy,chain runs only those kinds. --sum-chunks=16384,65536 runs sum and rowsum wide once
+// per listed chunk (elements each workgroup of the first dispatch sums,
+// kernel::Module::sum_chunk_override) instead of the pass's choice alone. --series adds each timed
+// run's time per step, in the order run (run_ms; gpu_run_us with --gpu-timestamps): whether a slow
+// median is a slow kernel or a transient the first runs pay. --settle-ms=N pauses N ms before the
+// timed runs.
 //
 //   scellis_bench_elementwise [--backend=webgpu] [--runs=10] [--quick] [--tier=prod]
 //                             [--schedules=WGxP,...] [--gpu-timestamps] [--log2=N]
 //                             [--ballast-mib=N] [--kinds=K,...] [--steps=N] [--series]
-//                             [--settle-ms=N] [--warm-ms=N]
+//                             [--settle-ms=N] [--warm-ms=N] [--sum-chunks=N,...]
 #include <algorithm>
 #include <chrono>
 #include <cmath>
@@ -55,6 +58,7 @@ struct Case {
   int log2_n;
   bool wide;  // the schedule-elementwise pass on (copy, chain), the schedule-sum pass on (sums)
   std::optional<kernel::ElementwiseSchedule> forced;  // wide: in place of the pass's choice
+  std::optional<int64_t> sum_chunk;                   // sum, rowsum: in place of the pass's chunk
 };
 
 // "256x4" -> workgroup size 256, 4 vectors per invocation.
@@ -174,6 +178,7 @@ int main(int argc, char** argv) {
   int settle_ms = 0;
   std::vector<int> sizes = {26, 28};  // log2 of the element count
   std::vector<kernel::ElementwiseSchedule> schedules;
+  std::vector<int64_t> sum_chunks;
   policy::Tier tier = policy::Tier::kProd;
   int64_t ballast_mib = 0;
   std::string kinds = "copy,chain,sum,rowsum,colsum";
@@ -197,7 +202,18 @@ int main(int argc, char** argv) {
       kinds = arg.substr(8);
     else if (arg.rfind("--warm-ms=", 0) == 0)
       warm_ms = std::clamp(std::atoi(arg.c_str() + 10), 0, 60000);
-    else if (arg == "--series")
+    else if (arg.rfind("--sum-chunks=", 0) == 0) {
+      std::string list = arg.substr(13) + ",";
+      for (size_t at = 0, comma; (comma = list.find(',', at)) != std::string::npos;
+           at = comma + 1) {
+        const int64_t chunk = std::atoll(list.substr(at, comma - at).c_str());
+        if (chunk < 1) {
+          std::cerr << "--sum-chunks takes elements per chunk, e.g. 16384,32768\n";
+          return 2;
+        }
+        sum_chunks.push_back(chunk);
+      }
+    } else if (arg == "--series")
       series = true;
     else if (arg.rfind("--settle-ms=", 0) == 0)
       settle_ms = std::clamp(std::atoi(arg.c_str() + 12), 0, 60000);
@@ -218,7 +234,7 @@ int main(int argc, char** argv) {
       std::cerr << "usage: scellis_bench_elementwise [--backend=B] [--runs=N] [--quick] "
                    "[--tier=prod|debug] [--schedules=WGxP,...] [--gpu-timestamps] [--log2=N] "
                    "[--ballast-mib=N] [--kinds=K,...] [--steps=N] [--series] [--settle-ms=N] "
-                   "[--warm-ms=N]\n";
+                   "[--warm-ms=N] [--sum-chunks=N,...]\n";
       return 2;
     }
   }
@@ -231,7 +247,10 @@ int main(int argc, char** argv) {
       cases.push_back({kind, log2_n, false, std::nullopt});
     }
     for (const char* kind : {"sum", "rowsum", "colsum"}) {
-      cases.push_back({kind, log2_n, true, std::nullopt});
+      const bool chunked = std::string(kind) != "colsum" && !sum_chunks.empty();
+      if (!chunked) cases.push_back({kind, log2_n, true, std::nullopt});
+      for (int64_t chunk : chunked ? sum_chunks : std::vector<int64_t>{})
+        cases.push_back({kind, log2_n, true, std::nullopt, chunk});
       cases.push_back({kind, log2_n, false, std::nullopt});
     }
   }
@@ -262,6 +281,7 @@ int main(int argc, char** argv) {
     options.lower.tier = tier;
     if (!c.wide) options.disabled_passes.insert(IsSum(c) ? "schedule-sum" : "schedule-elementwise");
     options.elementwise_schedule = c.forced;
+    options.sum_chunk = c.sum_chunk;
     Json row = {{"case", name},       {"kind", c.kind},   {"elements", n},
                 {"backend", backend}, {"device", device}, {"tier", policy::TierName(tier)}};
     auto s = api::Session::Prepare(Doc(c, n).dump(), options, std::move(sel.value()), initial);

@@ -261,11 +261,11 @@ std::string ElementwiseSchedule::Name() const {
          std::to_string(workgroup_size) + "x" + std::to_string(per_invocation);
 }
 
-SumSchedule SumSchedule::For(int64_t elements, int64_t rows) {
+SumSchedule SumSchedule::For(int64_t elements, int64_t rows, int64_t chunk) {
   SumSchedule s;
   s.rows = rows;
   const int64_t steps = (std::max<int64_t>(elements, 1) + kStep - 1) / kStep;
-  s.chunk = (steps + kMaxGroups - 1) / kMaxGroups * kStep;
+  s.chunk = (std::max((chunk + kStep - 1) / kStep, (steps + kMaxGroups - 1) / kMaxGroups)) * kStep;
   s.groups = (std::max<int64_t>(elements, 1) + s.chunk - 1) / s.chunk;
   return s;
 }

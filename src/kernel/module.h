@@ -111,7 +111,8 @@ struct SumSchedule {
   int columns = 1;        // with inner > 1: columns per workgroup
 
   // Elements 0: the one-chunk schedule of an empty sum. `elements` counts one row's.
-  static SumSchedule For(int64_t elements, int64_t rows = 1);
+  // `chunk` > 0 asks for chunks of that many elements (Module::sum_chunk_override).
+  static SumSchedule For(int64_t elements, int64_t rows = 1, int64_t chunk = 0);
   // Rows x `length` (the axis) x `inner` columns, inner > 1: the chunks sized so that the grid
   // has about kFillWorkgroups workgroups, each lane adding at least 16 steps.
   static SumSchedule ForColumns(int64_t length, int64_t rows, int64_t inner);
@@ -310,6 +311,10 @@ struct Module {
   // per-invocation count in place of its own choice (benchmarks sweep them); width stays the
   // pass's.
   std::optional<ElementwiseSchedule> elementwise_schedule_override;
+  // When set, schedule-sum cuts every wide sum along a contiguous line (the whole tensor, or each
+  // row) into chunks of this many elements in place of its own (benchmarks sweep them): rounded
+  // up to SumSchedule::kStep, and up again where a row would take more than kMaxGroups chunks.
+  std::optional<int64_t> sum_chunk_override;
   // When set, block-butterfly-stages tiles runs of stages by at most this many elements (a power
   // of two) in place of its 4096: tests cover several workgroups with few elements.
   std::optional<int64_t> stage_tile_override;

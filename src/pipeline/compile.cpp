@@ -127,6 +127,7 @@ Result<Compiled> Descend(Compiled c, webir::Graph g, const CompileOptions& o) {
   SCELLIS_ASSIGN_OR_RETURN(kernel::Module m, kernel::FromWebir(c.graph));
   m.matmul_schedule_override = o.matmul_schedule;
   m.elementwise_schedule_override = o.elementwise_schedule;
+  m.sum_chunk_override = o.sum_chunk;
   m.stage_tile_override = o.stage_tile;
   m.binding_cap = static_cast<uint64_t>(std::max<int64_t>(o.plan.limits.max_binding_bytes, 0));
   m.workgroup_storage_bytes = o.plan.limits.max_workgroup_storage_bytes;

@@ -48,6 +48,8 @@ struct CompileOptions {
   std::optional<kernel::MatmulSchedule> matmul_schedule;
   // Likewise for wide elementwise kernels; see kernel::Module::elementwise_schedule_override.
   std::optional<kernel::ElementwiseSchedule> elementwise_schedule;
+  // Likewise the chunk of wide sums; see kernel::Module::sum_chunk_override.
+  std::optional<int64_t> sum_chunk;
   // The largest tile of block-butterfly-stages; see kernel::Module::stage_tile_override.
   std::optional<int64_t> stage_tile;
 };

@@ -22,7 +22,8 @@ std::optional<SumSchedule> ChooseSumSchedule(const Module& m, const Kernel& k) {
   if (node.type.dtype != DType::kF32 || in.dtype != DType::kF32 || in.elements() == 0)
     return std::nullopt;
   if (m.binding_cap != 0 && static_cast<uint64_t>(in.bytes()) > m.binding_cap) return std::nullopt;
-  if (node.attrs["axis"].is_null()) return SumSchedule::For(in.elements());
+  const int64_t chunk = m.sum_chunk_override.value_or(0);
+  if (node.attrs["axis"].is_null()) return SumSchedule::For(in.elements(), 1, chunk);
   const std::vector<int64_t> sizes = in.sizes();
   const int axis = node.attrs["axis"].get<int>();
   int64_t inner = 1;
@@ -37,7 +38,7 @@ std::optional<SumSchedule> ChooseSumSchedule(const Module& m, const Kernel& k) {
   // One workgroup per row finishes, and the first dispatch's grid is chunks x rows: both within
   // one grid dimension's limit.
   if (len < kWideAxisMinLength || rows > kMaxWideRows) return std::nullopt;
-  return SumSchedule::For(len, rows);
+  return SumSchedule::For(len, rows, chunk);
 }
 
 bool SumRunsWide(const Module& m, const Kernel& k) {

@@ -56,6 +56,28 @@ TEST(ScheduleSumPass, ChunksAreTheSmallestMultipleOf1024GivingAtMost2048) {
   }
 }
 
+TEST(ScheduleSumPass, AForcedChunkIsRoundedToSteps_AndRaisedWhereARowWouldTakeTooMany) {
+  // Hand-worked: the chunk rounded up to a multiple of 1024, then at least ceil(n / 2048) rounded
+  // so.
+  EXPECT_EQ(SumSchedule::For(1 << 26, 1, 65536).chunk, 65536);
+  EXPECT_EQ(SumSchedule::For(1 << 26, 1, 65536).groups, 1024);
+  EXPECT_EQ(SumSchedule::For(1 << 26, 1, 5000).chunk, 32768);  // 5120 would be 13108 chunks
+  EXPECT_EQ(SumSchedule::For(1 << 20, 16, 5000).chunk, 5120);
+  EXPECT_EQ(SumSchedule::For(1 << 20, 16, 5000).groups, 205);
+  EXPECT_EQ(SumSchedule::For(1 << 20, 16, 5000).rows, 16);
+  // Through the options, for a whole-tensor sum and a row sum alike.
+  pipeline::CompileOptions o = Tier(policy::Tier::kProd);
+  o.sum_chunk = 4096;
+  const Kernel whole = Lowered({Input(0, {100000}), Reduce(1, "sum", 0)}, o);
+  ASSERT_TRUE(whole.sum_schedule.has_value());
+  EXPECT_EQ(whole.sum_schedule->chunk, 4096);
+  EXPECT_EQ(whole.sum_schedule->groups, 25);
+  const Kernel rows = Lowered({Input(0, {4, 100000}), Reduce(1, "sum", 0, 1)}, o);
+  ASSERT_TRUE(rows.sum_schedule.has_value());
+  EXPECT_EQ(rows.sum_schedule->chunk, 4096);
+  EXPECT_EQ(rows.sum_schedule->rows, 4);
+}
+
 TEST(ScheduleSumPass, ProdAndFastWholeTensorF32SumsRunWideWithASecondKernel) {
   for (policy::Tier t : {policy::Tier::kProd, policy::Tier::kFast})
     for (const char* op : {"sum", "mean"}) {
