@@ -110,8 +110,10 @@ struct SumSchedule {
   int64_t inner = 1;      // columns per row (elements after the axis)
   int columns = 1;        // with inner > 1: columns per workgroup
 
-  // Elements 0: the one-chunk schedule of an empty sum. `elements` counts one row's.
-  // `chunk` > 0 asks for chunks of that many elements (Module::sum_chunk_override).
+  // Elements 0: the one-chunk schedule of an empty sum. `elements` counts one row's. A chunk of
+  // the fewest passes that keep a row within kMaxGroups chunks, more (up to 8) where many rows
+  // leave the grid full anyway. `chunk` > 0 asks for chunks of that many elements
+  // (Module::sum_chunk_override).
   static SumSchedule For(int64_t elements, int64_t rows = 1, int64_t chunk = 0);
   // Rows x `length` (the axis) x `inner` columns, inner > 1: the chunks sized so that the grid
   // has about kFillWorkgroups workgroups, each lane adding at least 16 steps.

@@ -1,7 +1,7 @@
 // schedule-sum: which sums run wide (whole-tensor f32 sum and mean, along a long axis with
 // nothing after it, or along a long axis with few outputs after it; prod and fast only, within
 // the binding cap), the chunks a count gets (a
-// function of the count alone), the second kernel the emitter adds, and the choice printed in the
+// function of the count and the rows alone), the second kernel the emitter adds, and the choice printed in the
 // kernel rung. (Their values on WebGPU: runtime/backends/webgpu/wide_sum_test.)
 #include <gtest/gtest.h>
 
@@ -53,6 +53,22 @@ TEST(ScheduleSumPass, ChunksAreTheSmallestMultipleOf1024GivingAtMost2048) {
     EXPECT_EQ(s.chunk, c.chunk) << c.n;
     EXPECT_EQ(s.groups, c.groups) << c.n;
     EXPECT_EQ(s.TwoStages(), c.groups > 1) << c.n;
+  }
+}
+
+TEST(ScheduleSumPass, RowsTakeUpTo8StepsPerChunkWhileTheGridKeeps8192Workgroups) {
+  // Hand-worked: passes per chunk = clamp(rows * steps / 8192, 1, 8), at least ceil(steps / 2048).
+  struct Case {
+    int64_t len, rows, chunk, groups;
+  } cases[] = {{1 << 22, 16, 8192, 512},   // 65 536 steps: 8 passes, 16 x 512 workgroups
+               {1 << 20, 16, 2048, 512},   // 16 384 steps: 2
+               {1 << 20, 4, 1024, 1024},   // 4 096 steps: 1
+               {1 << 24, 16, 8192, 2048},  // the least (8) and the fill (8) agree
+               {1 << 23, 1, 4096, 2048}};  // one row: the least, 4
+  for (const Case& c : cases) {
+    const SumSchedule s = SumSchedule::For(c.len, c.rows);
+    EXPECT_EQ(s.chunk, c.chunk) << c.len << " x " << c.rows;
+    EXPECT_EQ(s.groups, c.groups) << c.len << " x " << c.rows;
   }
 }
 
