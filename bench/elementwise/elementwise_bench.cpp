@@ -61,6 +61,16 @@ struct Case {
   std::optional<int64_t> sum_chunk;                   // sum, rowsum: in place of the pass's chunk
 };
 
+// "a,b,c" -> {"a", "b", "c"}.
+std::vector<std::string> Items(const std::string& list) {
+  std::vector<std::string> items;
+  for (size_t at = 0, comma = 0; comma != std::string::npos; at = comma + 1) {
+    comma = list.find(',', at);
+    items.push_back(list.substr(at, comma == std::string::npos ? std::string::npos : comma - at));
+  }
+  return items;
+}
+
 // "256x4" -> workgroup size 256, 4 vectors per invocation.
 std::optional<kernel::ElementwiseSchedule> ParseSchedule(const std::string& text) {
   kernel::ElementwiseSchedule s;
@@ -203,10 +213,8 @@ int main(int argc, char** argv) {
     else if (arg.rfind("--warm-ms=", 0) == 0)
       warm_ms = std::clamp(std::atoi(arg.c_str() + 10), 0, 60000);
     else if (arg.rfind("--sum-chunks=", 0) == 0) {
-      std::string list = arg.substr(13) + ",";
-      for (size_t at = 0, comma; (comma = list.find(',', at)) != std::string::npos;
-           at = comma + 1) {
-        const int64_t chunk = std::atoll(list.substr(at, comma - at).c_str());
+      for (const std::string& item : Items(arg.substr(13))) {
+        const int64_t chunk = std::atoll(item.c_str());
         if (chunk < 1) {
           std::cerr << "--sum-chunks takes elements per chunk, e.g. 16384,32768\n";
           return 2;
@@ -218,10 +226,8 @@ int main(int argc, char** argv) {
     else if (arg.rfind("--settle-ms=", 0) == 0)
       settle_ms = std::clamp(std::atoi(arg.c_str() + 12), 0, 60000);
     else if (arg.rfind("--schedules=", 0) == 0) {
-      std::string list = arg.substr(12) + ",";
-      for (size_t at = 0, comma; (comma = list.find(',', at)) != std::string::npos;
-           at = comma + 1) {
-        auto parsed = ParseSchedule(list.substr(at, comma - at));
+      for (const std::string& item : Items(arg.substr(12))) {
+        auto parsed = ParseSchedule(item);
         if (!parsed) {
           std::cerr << "--schedules takes WGxP,... (e.g. 256x4,128x8)\n";
           return 2;

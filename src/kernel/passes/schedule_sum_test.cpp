@@ -1,8 +1,8 @@
 // schedule-sum: which sums run wide (whole-tensor f32 sum and mean, along a long axis with
 // nothing after it, or along a long axis with few outputs after it; prod and fast only, within
 // the binding cap), the chunks a count gets (a
-// function of the count and the rows alone), the second kernel the emitter adds, and the choice printed in the
-// kernel rung. (Their values on WebGPU: runtime/backends/webgpu/wide_sum_test.)
+// function of the count and the rows alone), the second kernel the emitter adds, and the choice
+// printed in the kernel rung. (Their values on WebGPU: runtime/backends/webgpu/wide_sum_test.)
 #include <gtest/gtest.h>
 
 #include "kernel/passes/passes.h"
