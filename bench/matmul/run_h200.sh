@@ -5,14 +5,15 @@
 # Vulkan loader and driver:
 #   bash bench/device/h200.sh "bash bench/matmul/run_h200.sh"
 # Pass --quick for the small shapes (a software adapter manages those), --schedule=... to sweep
-# schedules (scellis_bench_matmul's flag, not passed to peer.py). Writes $OUT/matmul/.
+# schedules and --gpu-timestamps for the kernel's GPU time (scellis_bench_matmul's flags, not
+# passed to peer.py). Writes $OUT/matmul/.
 set -uo pipefail
 DIR="${OUT:-out}/matmul"
 mkdir -p "$DIR"
 BENCH=${SCELLIS_BENCH_MATMUL:-dist/scellis_bench_matmul}
 "$BENCH" --backend=webgpu "$@" | tee "$DIR/scellis.jsonl"
 if python3 -c "import torch, sys; sys.exit(0 if torch.cuda.is_available() else 1)" 2>/dev/null; then
-  python3 bench/matmul/peer.py $(printf '%s\n' "$@" | grep -v -- "--schedule=") | tee "$DIR/peer.jsonl"
+  python3 bench/matmul/peer.py $(printf '%s\n' "$@" | grep -v -e "--schedule=" -e "--gpu-timestamps") | tee "$DIR/peer.jsonl"
 else
   echo "no CUDA PyTorch here: the peer's columns stay empty" >&2
   : > "$DIR/peer.jsonl"
