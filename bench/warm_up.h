@@ -20,7 +20,6 @@ namespace scellis::bench {
 struct WarmUp {
   double cold_s_per_step = 0;  // the first run's time per step (pipelines already compiled)
   double warm_s = 0;           // how long the runs back to back took
-  int runs = 0;
 };
 
 // Runs `feeds` back to back until at least `warm_ms` of wall time has passed (once at least).
@@ -28,6 +27,7 @@ inline std::optional<WarmUp> WarmUpRuns(api::Session& session,
                                         const std::vector<runtime::Feeds>& feeds, int warm_ms,
                                         const std::string& name) {
   WarmUp warm;
+  bool first = true;
   const auto start = std::chrono::steady_clock::now();
   auto since = [&] {
     return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
@@ -38,8 +38,8 @@ inline std::optional<WarmUp> WarmUpRuns(api::Session& session,
       std::cerr << name << ": " << r.errors().front().Format() << "\n";
       return std::nullopt;
     }
-    if (warm.runs++ == 0)
-      warm.cold_s_per_step = (since() - before) / static_cast<double>(feeds.size());
+    if (first) warm.cold_s_per_step = (since() - before) / static_cast<double>(feeds.size());
+    first = false;
   } while (since() * 1e3 < warm_ms);
   warm.warm_s = since();
   return warm;

@@ -17,7 +17,8 @@
 #   idle:  bash bench/elementwise/vk_bandwidth.sh idle  (whether the slow rows are a GPU left idle
 #          between kernels: per size, 2^26 and 2^28, Scellis's copy at one step per submission and
 #          at its chosen steps, and Vulkan alone isolated and back to back, GPU timestamps all;
-#          rows in $OUT/vk_idle_rows.jsonl, one table printed)
+#          rows in $OUT/vk_idle_rows.jsonl, one table printed; on an H100 on 2026-12-07 the
+#          answer was no: the slow rows were a warm-up, bench/warm_up.h)
 set -euo pipefail
 HERE=$(cd "$(dirname "$0")" && pwd)
 if [ "${1:-run}" = build ]; then
