@@ -21,7 +21,9 @@
 // --schedules=256x4,128x8 runs copy and chain wide once per listed schedule (workgroup size x
 // vectors per invocation, kernel::Module::elementwise_schedule_override) instead of the pass's
 // choice alone. --gpu-timestamps times each dispatch on the GPU too (a row then gives the
-// kernel's own time per step beside the wall time). --ballast-mib=N keeps N MiB of other buffers
+// kernel's own time per step beside the wall time, each of a step's dispatches' mean time in
+// order, gpu_dispatch_us — a wide sum's chunks, then its finish — and the GPU's idle time between
+// them per step, gpu_gaps_us_per_step). --ballast-mib=N keeps N MiB of other buffers
 // on the device, untouched, while each case runs (a session prepared beside the case's): whether
 // a kernel slows with what the device holds or only with what the kernel itself touches.
 // --kinds=copy,chain runs only those kinds. --sum-chunks=16384,65536 runs sum and rowsum wide once
@@ -358,7 +360,8 @@ int main(int argc, char** argv) {
     if (settle_ms > 0) std::this_thread::sleep_for(std::chrono::milliseconds(settle_ms));
     std::vector<double> per_step_s;  // in the order run
     Json gpu_run_us = Json::array();
-    double gpu_busy_us = 0, gpu_dispatches = 0;
+    double gpu_busy_us = 0, gpu_dispatches = 0, gpu_gaps_us = 0;
+    std::vector<double> dispatch_us;  // by position within a step, summed over the timed steps
     for (int i = 0; i < runs; ++i) {
       const auto start = std::chrono::steady_clock::now();
       auto r = session.Run(feeds, {});
@@ -373,6 +376,13 @@ int main(int argc, char** argv) {
         gpu_run_us.push_back(r->stats["gpu_timestamps"]["busy_us"].get<double>() / steps);
         gpu_busy_us += r->stats["gpu_timestamps"]["busy_us"].get<double>();
         gpu_dispatches += r->stats["gpu_timestamps"]["dispatches"].get<double>();
+        gpu_gaps_us += r->stats["gpu_timestamps"]["gaps_us"].get<double>();
+        const Json& times = r->stats["gpu_timestamps"]["dispatch_us"];
+        // Whole steps only: the device times at most its first kMaxTimedDispatches of a run.
+        const size_t per_step = times.size() % steps ? 0 : times.size() / steps;
+        dispatch_us.resize(per_step, 0.0);
+        for (size_t d = 0; per_step > 0 && d < per_step * static_cast<size_t>(steps); ++d)
+          dispatch_us[d % per_step] += times[d].get<double>();
       }
     }
     std::vector<double> sorted = per_step_s;
@@ -391,8 +401,13 @@ int main(int argc, char** argv) {
                 {"correct", correct}});
     if (gpu_dispatches > 0) {
       // The kernel's own time per step, and the bandwidth it alone reaches.
-      const double kernel_us = gpu_busy_us / (static_cast<double>(runs) * steps);
+      const double timed_steps = static_cast<double>(runs) * steps;
+      const double kernel_us = gpu_busy_us / timed_steps;
+      Json mean_dispatch_us = Json::array();
+      for (double us : dispatch_us) mean_dispatch_us.push_back(us / timed_steps);
       row.update({{"gpu_us_per_step", kernel_us},
+                  {"gpu_dispatch_us", mean_dispatch_us},
+                  {"gpu_gaps_us_per_step", gpu_gaps_us / timed_steps},
                   {"gpu_gb_per_s", bytes / (kernel_us * 1e-6) / 1e9},
                   {"dispatches_per_step", gpu_dispatches / (static_cast<double>(runs) * steps)}});
     }

@@ -300,7 +300,8 @@ SumSchedule SumSchedule::ForColumns(int64_t length, int64_t rows, int64_t inner)
 
 std::array<uint32_t, 3> SumSchedule::FinishWorkgroups() const {
   if (inner == 1) return {static_cast<uint32_t>(rows), 1, 1};
-  return {static_cast<uint32_t>((rows * inner + 63) / 64), 1, 1};
+  return {static_cast<uint32_t>((inner + FinishColumns() - 1) / FinishColumns()),
+          static_cast<uint32_t>(rows), 1};
 }
 
 std::string SumSchedule::Name() const {

@@ -6,6 +6,7 @@
 // checked against. FromWebir only wraps the graph; the passes in kernel/passes/ make the kernels.
 #pragma once
 
+#include <algorithm>
 #include <array>
 #include <memory>
 #include <optional>
@@ -99,8 +100,10 @@ struct MatmulSchedule {
 // a workgroup takes `columns` consecutive columns (a power of two up to 64) and one chunk of
 // `chunk` steps along the axis: lane t adds, for column t % columns, the chunk's steps
 // t / columns + L r (L = 256 / columns lanes per column) in increasing r; a column's L lanes
-// combine pairwise (w = L / 2, ..., 1). A second dispatch, one invocation per output, adds its
-// chunks' sums in increasing chunk order.
+// combine pairwise (w = L / 2, ..., 1). A second dispatch sums each output's chunks the same way,
+// FinishColumns() columns to a workgroup (64 lanes per column where there are 4), not one
+// invocation per output walking its chunks: that walk over a thousand chunks cost a fifth of a
+// column sum of 2^26 elements.
 struct SumSchedule {
   static constexpr int64_t kStep = 1024;       // elements one pass of 256 lanes loads as vec4
   static constexpr int64_t kMaxGroups = 2048;  // chunks per row at most: the partial sums' scratch
@@ -122,8 +125,10 @@ struct SumSchedule {
   bool TwoStages() const { return groups > 1; }
   // Partial sums the first dispatch writes: rows x groups (x inner).
   int64_t Partials() const { return rows * groups * inner; }
-  // The second dispatch's grid: a workgroup per row, or with inner > 1 one invocation per output
-  // in workgroups of 64.
+  // With inner > 1: the columns each workgroup of the second dispatch sums (at most 4).
+  int FinishColumns() const { return std::min(columns, 4); }
+  // The second dispatch's grid: a workgroup per row, or with inner > 1 one per FinishColumns()
+  // columns of each row.
   std::array<uint32_t, 3> FinishWorkgroups() const;
   // "wide 977x1024" (chunks x elements per chunk); with several rows "wide 4x977x1024"; along
   // columns "wide 4x8x512 of 300 columns by 64".

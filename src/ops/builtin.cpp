@@ -372,8 +372,10 @@ void AddReduceOps(OpTable& t) {
       "at least 1024 elements with elements after it and at most 65536 outputs, the outputs "
       "(columns) go in blocks of W (the power of two covering them, at most 64): a chunk of C "
       "steps along the axis (C from the shape alone) is summed by 256 / W lanes per column, lane "
-      "l adding steps l, l + 256 / W, ... in increasing order, the lanes combining pairwise, and "
-      "each output adds its chunks' sums in increasing chunk order. The same bits run to run; "
+      "l adding steps l, l + 256 / W, ... in increasing order, the lanes combining pairwise; then "
+      "each output's chunks' sums likewise, by 256 / V lanes (V = min(W, 4)), lane l adding "
+      "chunks l, l + 256 / V, ... in increasing order, the lanes combining pairwise. The same bits "
+      "run to run; "
       "within `default` of the reference";
   std::vector<Attr> attrs = {{"axis", AttrType::kInt}, {"keepdim", AttrType::kBool, false}};
   t.Add({.name = "sum",

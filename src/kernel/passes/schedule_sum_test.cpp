@@ -193,21 +193,23 @@ TEST(ScheduleSumPass, ShortStridedOrDebugAxisSumsKeepOneInvocationPerOutput) {
 // Along an axis with elements after it, few outputs and a long axis: columns per workgroup the
 // power of two covering them (at most 64), 256 / columns lanes per column, chunks sized for about
 // 1024 workgroups with at least 16 steps per lane, a multiple of the lanes (hand-worked below);
-// the first grid column blocks x chunks x rows, the finish one invocation per output.
+// the first grid column blocks x chunks x rows, the finish's blocks of at most 4 columns x rows,
+// each column's chunks [0, groups) summed by 256 / 4 lanes.
 TEST(ScheduleSumPass, AxisSumsWithFewColumnsRunWideColumnByColumn) {
   struct Case {
     std::vector<int64_t> shape;
     int axis;
     const char* name;
     std::array<uint32_t, 3> grid;
+    std::array<uint32_t, 3> finish_grid;
   } cases[] = {
       // 16 columns: 16 lanes each; 1 block wants 1024 chunks, 16 lanes x 16 steps = 256 at least.
-      {{4096, 16}, 0, "wide 16x256 of 16 columns by 16", {1, 16, 1}},
+      {{4096, 16}, 0, "wide 16x256 of 16 columns by 16", {1, 16, 1}, {4, 1, 1}},
       // 300 columns in blocks of 64 (4 lanes): 15 blocks want 69 chunks, ceil(5000 / 69) = 73
       // steps, 76 as a multiple of 4, so 66 chunks.
-      {{3, 5000, 300}, 1, "wide 3x66x76 of 300 columns by 64", {5, 66, 3}},
+      {{3, 5000, 300}, 1, "wide 3x66x76 of 300 columns by 64", {5, 66, 3}, {75, 3, 1}},
       // 3 columns in a block of 4 (64 lanes): 64 x 16 = 1024 steps a chunk, 2 chunks.
-      {{2, 1100, 3}, 1, "wide 2x2x1024 of 3 columns by 4", {1, 2, 2}},
+      {{2, 1100, 3}, 1, "wide 2x2x1024 of 3 columns by 4", {1, 2, 2}, {1, 2, 1}},
   };
   for (const char* op : {"sum", "mean"})
     for (const Case& c : cases) {
@@ -219,10 +221,13 @@ TEST(ScheduleSumPass, AxisSumsWithFewColumnsRunWideColumnByColumn) {
       EXPECT_EQ(k.workgroups, c.grid);
       const EmittedSource* finish = k.Source(kWgslSumFinishTarget);
       ASSERT_NE(finish, nullptr);
-      EXPECT_NE(finish->source.find("g < " + std::to_string(c.grid[1]) + "u"), std::string::npos)
+      EXPECT_NE(finish->source.find("let hi = " + std::to_string(c.grid[1]) + "u;"),
+                std::string::npos)
           << finish->source;
-      const int64_t outputs = MakeType(c.shape).elements() / c.shape[c.axis];
-      EXPECT_EQ(k.sum_schedule->FinishWorkgroups()[0], static_cast<uint32_t>((outputs + 63) / 64));
+      EXPECT_NE(finish->source.find("let lane = t / " +
+                                    std::to_string(k.sum_schedule->FinishColumns()) + "u;"),
+                std::string::npos);
+      EXPECT_EQ(k.sum_schedule->FinishWorkgroups(), c.finish_grid);
       const std::string len = std::to_string(c.shape[c.axis]);
       EXPECT_EQ(finish->source.find(" / f32(" + len + ".0)") != std::string::npos,
                 std::string(op) == "mean");

@@ -35,51 +35,62 @@ void GenerateCumsum(const Module& m, const Kernel& k, Generated& out) {
   out.workgroups = LinearGrid(lines);
 }
 
-// A wide sum along columns (SumSchedule with inner > 1): workgroup (block, g, row) sums chunk g of
-// the axis for its `columns` columns into out[(row x groups + g) x inner + column] (the
-// scratch) or, with one chunk, the output itself. Lane t takes column t % columns and the
-// chunk's steps t / columns + lanes r; a column's lanes then combine pairwise in workgroup
-// memory (w = lanes / 2, ..., 1).
-void GenerateWideColumnSum(const Module& m, const Kernel& k, Generated& out) {
-  const SumSchedule& s = *k.sum_schedule;
-  const int64_t len = m.graph().at(k.inputs[0]).type.elements() / (s.rows * s.inner);
-  const int64_t lanes = 256 / s.columns;
-  const std::string scale =
-      k.op == "mean" && !s.TwoStages() ? " / " + F32(static_cast<double>(len)) : "";
+// A block of `columns` columns summed along the axis by one workgroup of 256 lanes, `inner`
+// elements between a column's steps: lane t takes column col = wg.x x columns + t % columns and
+// the steps lo + l, lo + l + L, ... below hi (l = t / columns, L = 256 / columns lanes per
+// column) in increasing order, from the column's element `row_start` + col; the column's L lanes
+// then combine pairwise in workgroup memory (w = L / 2, ..., 1) and its lane 0 stores out[`at`].
+// `lo`, `hi`, `row_start` and `at` are WGSL expressions (of wg, lane and col).
+std::string ColumnBlockSum(int64_t columns, int64_t inner, const std::string& lo,
+                           const std::string& hi, const std::string& row_start,
+                           const std::string& at, const std::string& scale) {
+  const int64_t lanes = 256 / columns;
+  const std::string L = U32(lanes), stride = U32(inner);
   std::string combine;
   for (int64_t w = lanes / 2; w >= 1; w /= 2)
     combine += "  workgroupBarrier();\n  if (lane < " + U32(w) +
-               ") { partial[t] = partial[t] + partial[t + " + U32(w * s.columns) + "]; }\n";
-  const std::string at = s.TwoStages()
-                             ? "(wg.z * " + U32(s.groups) + " + wg.y) * " + U32(s.inner) + " + col"
-                             : "wg.z * " + U32(s.inner) + " + col";
-  // A lane's steps r, r + lanes, ... four at a time: the four loads are issued before the first
-  // of their additions, which then run in the same order as one at a time (the bits do not
-  // change), so that each lane has four loads in flight instead of one; the rest one by one.
-  const std::string L = U32(lanes), inner = U32(s.inner);
+               ") { partial[t] = partial[t] + partial[t + " + U32(w * columns) + "]; }\n";
+  // A lane's steps r, r + L, ... four at a time: the four loads are issued before the first of
+  // their additions, which then run in the same order as one at a time (the bits do not change),
+  // so that each lane has four loads in flight instead of one; the rest one by one.
   std::string steps = "    var r = lo + lane;\n    for (; r + " + U32(3 * lanes) +
                       " < hi; r = r + " + U32(4 * lanes) + ") {\n";
   for (int j = 0; j < 4; ++j)
     steps += "      let v" + std::to_string(j) + " = in0[base + (r + " + U32(j * lanes) + ") * " +
-             inner + "];\n";
+             stride + "];\n";
   steps += "      s = s + v0;\n      s = s + v1;\n      s = s + v2;\n      s = s + v3;\n    }\n";
-  steps += "    for (; r < hi; r = r + " + L + ") { s = s + in0[base + r * " + inner + "]; }\n";
-  out.source = Bindings(m, k) +
-               "var<workgroup> partial: array<f32, 256>;\n"
-               "@compute @workgroup_size(256)\n"
-               "fn main(@builtin(workgroup_id) wg: vec3<u32>,\n"
-               "        @builtin(local_invocation_index) t: u32) {\n"
-               "  let col = wg.x * " +
-               U32(s.columns) + " + t % " + U32(s.columns) + ";\n" + "  let lane = t / " +
-               U32(s.columns) + ";\n" + "  let lo = wg.y * " + U32(s.chunk) + ";\n" +
-               "  let hi = min(lo + " + U32(s.chunk) + ", " + U32(len) + ");\n" +
-               "  var s = 0.0;\n"
-               "  if (col < " +
-               U32(s.inner) + ") {\n" + "    let base = wg.z * " + U32(len * s.inner) +
-               " + col;\n" + steps + "  }\n"
-               "  partial[t] = s;\n" +
-               combine + "  if (lane == 0u && col < " + U32(s.inner) + ") {\n    out[" + at +
-               "] = partial[t]" + scale + ";\n  }\n}\n";
+  steps += "    for (; r < hi; r = r + " + L + ") { s = s + in0[base + r * " + stride + "]; }\n";
+  return "var<workgroup> partial: array<f32, 256>;\n"
+         "@compute @workgroup_size(256)\n"
+         "fn main(@builtin(workgroup_id) wg: vec3<u32>,\n"
+         "        @builtin(local_invocation_index) t: u32) {\n"
+         "  let col = wg.x * " +
+         U32(columns) + " + t % " + U32(columns) + ";\n  let lane = t / " + U32(columns) +
+         ";\n  let lo = " + lo + ";\n  let hi = " + hi +
+         ";\n"
+         "  var s = 0.0;\n"
+         "  if (col < " +
+         stride + ") {\n    let base = " + row_start + " + col;\n" + steps +
+         "  }\n"
+         "  partial[t] = s;\n" +
+         combine + "  if (lane == 0u && col < " + stride + ") {\n    out[" + at + "] = partial[t]" +
+         scale + ";\n  }\n}\n";
+}
+
+// A wide sum along columns (SumSchedule with inner > 1): workgroup (block, g, row) sums chunk g of
+// the axis for its `columns` columns (ColumnBlockSum) into out[(row x groups + g) x inner +
+// column] (the scratch) or, with one chunk, the output itself.
+void GenerateWideColumnSum(const Module& m, const Kernel& k, Generated& out) {
+  const SumSchedule& s = *k.sum_schedule;
+  const int64_t len = m.graph().at(k.inputs[0]).type.elements() / (s.rows * s.inner);
+  const std::string scale =
+      k.op == "mean" && !s.TwoStages() ? " / " + F32(static_cast<double>(len)) : "";
+  const std::string at = s.TwoStages()
+                             ? "(wg.z * " + U32(s.groups) + " + wg.y) * " + U32(s.inner) + " + col"
+                             : "wg.z * " + U32(s.inner) + " + col";
+  out.source = Bindings(m, k) + ColumnBlockSum(s.columns, s.inner, "wg.y * " + U32(s.chunk),
+                                               "min(lo + " + U32(s.chunk) + ", " + U32(len) + ")",
+                                               "wg.z * " + U32(len * s.inner), at, scale);
   out.workgroups = {static_cast<uint32_t>((s.inner + s.columns - 1) / s.columns),
                     static_cast<uint32_t>(s.groups), static_cast<uint32_t>(s.rows)};
 }
@@ -155,23 +166,11 @@ Generated WideSumFinish(const Module& m, const Kernel& k) {
       "@group(0) @binding(0) var<storage, read> in0: array<f32>;\n"
       "@group(0) @binding(1) var<storage, read_write> out: array<f32>;\n";
   if (s.inner > 1) {
-    // Output i = row x inner + column adds its chunks' sums in increasing chunk order.
-    out.source +=
-        "@compute @workgroup_size(64)\n"
-        "fn main(@builtin(global_invocation_id) id: vec3<u32>) {\n"
-        "  let i = id.x;\n"
-        "  if (i >= " +
-        U32(s.rows * s.inner) +
-        ") { return; }\n"
-        "  let first = (i / " +
-        U32(s.inner) + ") * " + U32(s.groups * s.inner) + " + i % " + U32(s.inner) +
-        ";\n"
-        "  var s = 0.0;\n"
-        "  for (var g = 0u; g < " +
-        U32(s.groups) + "; g = g + 1u) { s = s + in0[first + g * " + U32(s.inner) +
-        "]; }\n"
-        "  out[i] = s" +
-        scale + ";\n}\n";
+    // The partial sums are rows x groups x inner: each row's columns summed along its chunks,
+    // SumSchedule::FinishColumns() columns to a workgroup of 256 lanes.
+    out.source += ColumnBlockSum(s.FinishColumns(), s.inner, "0u", U32(s.groups),
+                                 "wg.y * " + U32(s.groups * s.inner),
+                                 "wg.y * " + U32(s.inner) + " + col", scale);
     out.workgroups = s.FinishWorkgroups();
     return out;
   }
