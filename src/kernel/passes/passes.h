@@ -118,10 +118,11 @@ Status HoistLoopInvariants(Module& m);
 // The schedules the pass picks from. Large: 128x128 tiles over K steps of 16, 8x8 outputs per
 // invocation (256 invocations), the next step's tiles prefetched into registers (on an H100 the
 // fastest of the schedules tried for large products, bench/RESULTS.md); medium: 64x64 tiles, 4x4
-// per invocation (256); small: the 16x16 one-output kernel (chosen with K staged 16, 32 or 64 deep
-// by the length of K).
+// per invocation (256), or where both operands load as vec4 8x8 (64) with prefetch; small: the
+// 16x16 one-output kernel (chosen with K staged 16, 32 or 64 deep by the length of K).
 const MatmulSchedule& LargeMatmulSchedule();
 const MatmulSchedule& MediumMatmulSchedule();
+const MatmulSchedule& MediumVec4MatmulSchedule();
 const MatmulSchedule& SmallMatmulSchedule();
 // `s` with vec4 loads for each operand whose layout allows them under `s`.
 MatmulSchedule WithVec4Loads(MatmulSchedule s, const MatmulShape& shape);
