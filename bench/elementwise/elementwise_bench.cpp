@@ -249,17 +249,17 @@ int main(int argc, char** argv) {
   std::vector<Case> cases;
   for (int log2_n : quick ? std::vector<int>{20} : sizes) {
     for (const char* kind : {"copy", "chain"}) {
-      if (schedules.empty()) cases.push_back({kind, log2_n, true, std::nullopt});
+      if (schedules.empty()) cases.push_back({kind, log2_n, true, std::nullopt, std::nullopt});
       for (const kernel::ElementwiseSchedule& s : schedules)
-        cases.push_back({kind, log2_n, true, s});
-      cases.push_back({kind, log2_n, false, std::nullopt});
+        cases.push_back({kind, log2_n, true, s, std::nullopt});
+      cases.push_back({kind, log2_n, false, std::nullopt, std::nullopt});
     }
     for (const char* kind : {"sum", "rowsum", "colsum"}) {
       const bool chunked = std::string(kind) != "colsum" && !sum_chunks.empty();
-      if (!chunked) cases.push_back({kind, log2_n, true, std::nullopt});
+      if (!chunked) cases.push_back({kind, log2_n, true, std::nullopt, std::nullopt});
       for (int64_t chunk : chunked ? sum_chunks : std::vector<int64_t>{})
         cases.push_back({kind, log2_n, true, std::nullopt, chunk});
-      cases.push_back({kind, log2_n, false, std::nullopt});
+      cases.push_back({kind, log2_n, false, std::nullopt, std::nullopt});
     }
   }
   std::erase_if(cases, [&](const Case& c) {

@@ -18,13 +18,15 @@ int64_t CeilDiv(int64_t a, int64_t b) {
   return (a + b - 1) / b;
 }
 
-MatmulSchedule Tiled(int tile_m, int tile_n, int tile_k, int block_m, int block_n) {
+MatmulSchedule Tiled(int tile_m, int tile_n, int tile_k, int block_m, int block_n,
+                     bool prefetch = false) {
   MatmulSchedule s;
   s.tile_m = tile_m;
   s.tile_n = tile_n;
   s.tile_k = tile_k;
   s.block_m = block_m;
   s.block_n = block_n;
+  s.prefetch = prefetch;
   return s;
 }
 
@@ -64,11 +66,7 @@ MatmulSchedule WithKStagedForShape(MatmulSchedule s, const MatmulShape& shape) {
 // 43.7-44.0 (H100, 16:26 UTC); 43.2-43.3, 8192^3 45.1 and 2048^3 41.5-42.0 on a slower H100
 // (16:42 UTC, where the kernel before ran 41.9-42.6).
 const MatmulSchedule& LargeMatmulSchedule() {
-  static const MatmulSchedule s = [] {
-    MatmulSchedule t = Tiled(128, 128, 16, 8, 8);
-    t.prefetch = true;
-    return t;
-  }();
+  static const MatmulSchedule s = Tiled(128, 128, 16, 8, 8, /*prefetch=*/true);
   return s;
 }
 const MatmulSchedule& MediumMatmulSchedule() {
@@ -81,11 +79,7 @@ const MatmulSchedule& MediumMatmulSchedule() {
 // large tiles (41.9 and 45.3 against 29.3 and 38.6). With scalar loads the 4 x 4 kernel stays: a
 // software adapter could not compile 8 x 8 of them (above).
 const MatmulSchedule& MediumVec4MatmulSchedule() {
-  static const MatmulSchedule s = [] {
-    MatmulSchedule t = Tiled(64, 64, 16, 8, 8);
-    t.prefetch = true;
-    return t;
-  }();
+  static const MatmulSchedule s = Tiled(64, 64, 16, 8, 8, /*prefetch=*/true);
   return s;
 }
 const MatmulSchedule& SmallMatmulSchedule() {

@@ -41,9 +41,9 @@ void GenerateCumsum(const Module& m, const Kernel& k, Generated& out) {
 // column) in increasing order, from the column's element `row_start` + col; the column's L lanes
 // then combine pairwise in workgroup memory (w = L / 2, ..., 1) and its lane 0 stores out[`at`].
 // `lo`, `hi`, `row_start` and `at` are WGSL expressions (of wg, lane and col).
-std::string ColumnBlockSum(int64_t columns, int64_t inner, const std::string& lo,
-                           const std::string& hi, const std::string& row_start,
-                           const std::string& at, const std::string& scale) {
+static std::string ColumnBlockSum(int64_t columns, int64_t inner, const std::string& lo,
+                                  const std::string& hi, const std::string& row_start,
+                                  const std::string& at, const std::string& scale) {
   const int64_t lanes = 256 / columns;
   const std::string L = U32(lanes), stride = U32(inner);
   std::string combine;
