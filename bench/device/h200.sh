@@ -4,7 +4,10 @@
 #   .gl/          Debian's Vulkan loader and GL/EGL dispatch packages (libvulkan1, libegl1,
 #                 libglvnd0, ...), which the NVIDIA Vulkan driver needs, unpacked into / here;
 #   dist/         the scellis binaries built on Debian 12 (glibc and libstdc++ are forward
-#                 compatible with the machine's image);
+#                 compatible with the machine's image). `scellis` also links OpenMPI and the
+#                 Studio server's cpp-httplib (with OpenSSL, brotli and zlib): where the image
+#                 lacks them, `ldd dist/scellis` names them, and they go in dist/lib with
+#                 LD_LIBRARY_PATH set for `scellis` alone (the benchmarks link neither);
 #   node_modules/ the pinned Dawn package;
 #   .data/        the Fashion-MNIST IDX files (for the training benchmark).
 # Results go to $OUT/results.tar.gz (or ./out/results.tar.gz).
