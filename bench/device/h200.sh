@@ -6,8 +6,10 @@
 #   dist/         the scellis binaries built on Debian 12 (glibc and libstdc++ are forward
 #                 compatible with the machine's image). `scellis` also links OpenMPI and the
 #                 Studio server's cpp-httplib (with OpenSSL, brotli and zlib): where the image
-#                 lacks them, `ldd dist/scellis` names them, and they go in dist/lib with
-#                 LD_LIBRARY_PATH set for `scellis` alone (the benchmarks link neither);
+#                 lacks them (an H100 image of 2026-12-07 did), `ldd dist/scellis` names them:
+#                 copied into dist/lib, with dist/scellis a wrapper that runs the real binary
+#                 under LD_LIBRARY_PATH=dist/lib, so nothing else loads them (the benchmarks
+#                 link neither);
 #   node_modules/ the pinned Dawn package;
 #   .data/        the Fashion-MNIST IDX files (for the training benchmark).
 # Results go to $OUT/results.tar.gz (or ./out/results.tar.gz).
