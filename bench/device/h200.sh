@@ -6,7 +6,7 @@
 #   dist/         the scellis binaries built on Debian 12 (glibc and libstdc++ are forward
 #                 compatible with the machine's image). `scellis` also links OpenMPI and the
 #                 Studio server's cpp-httplib (with OpenSSL, brotli and zlib): where the image
-#                 lacks them (an H100 image of 2026-12-07 did), `ldd dist/scellis` names them:
+#                 lacks them (an H100 image of 2026-12-07 lacked cpp-httplib), `ldd` names them:
 #                 copied into dist/lib, with dist/scellis a wrapper that runs the real binary
 #                 under LD_LIBRARY_PATH=dist/lib, so nothing else loads them (the benchmarks
 #                 link neither);
