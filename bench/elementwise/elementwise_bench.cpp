@@ -361,7 +361,8 @@ int main(int argc, char** argv) {
     std::vector<double> per_step_s;  // in the order run
     Json gpu_run_us = Json::array();
     double gpu_busy_us = 0, gpu_dispatches = 0, gpu_gaps_us = 0;
-    std::vector<double> dispatch_us;  // by position within a step, summed over the timed steps
+    std::vector<double> dispatch_us;  // by position within a step, summed over dispatch_steps
+    double dispatch_steps = 0;        // the timed steps whose every dispatch was timed
     for (int i = 0; i < runs; ++i) {
       const auto start = std::chrono::steady_clock::now();
       auto r = session.Run(feeds, {});
@@ -378,11 +379,14 @@ int main(int argc, char** argv) {
         gpu_dispatches += r->stats["gpu_timestamps"]["dispatches"].get<double>();
         gpu_gaps_us += r->stats["gpu_timestamps"]["gaps_us"].get<double>();
         const Json& times = r->stats["gpu_timestamps"]["dispatch_us"];
-        // Whole steps only: the device times at most its first kMaxTimedDispatches of a run.
+        // Whole runs only: the device times at most its first kMaxTimedDispatches of a run.
         const size_t per_step = times.size() % steps ? 0 : times.size() / steps;
-        dispatch_us.resize(per_step, 0.0);
-        for (size_t d = 0; per_step > 0 && d < per_step * static_cast<size_t>(steps); ++d)
-          dispatch_us[d % per_step] += times[d].get<double>();
+        if (per_step > 0 && (dispatch_us.empty() || dispatch_us.size() == per_step)) {
+          dispatch_us.resize(per_step, 0.0);
+          for (size_t d = 0; d < times.size(); ++d)
+            dispatch_us[d % per_step] += times[d].get<double>();
+          dispatch_steps += steps;
+        }
       }
     }
     std::vector<double> sorted = per_step_s;
@@ -404,12 +408,12 @@ int main(int argc, char** argv) {
       const double timed_steps = static_cast<double>(runs) * steps;
       const double kernel_us = gpu_busy_us / timed_steps;
       Json mean_dispatch_us = Json::array();
-      for (double us : dispatch_us) mean_dispatch_us.push_back(us / timed_steps);
+      for (double us : dispatch_us) mean_dispatch_us.push_back(us / dispatch_steps);
       row.update({{"gpu_us_per_step", kernel_us},
                   {"gpu_dispatch_us", mean_dispatch_us},
                   {"gpu_gaps_us_per_step", gpu_gaps_us / timed_steps},
                   {"gpu_gb_per_s", bytes / (kernel_us * 1e-6) / 1e9},
-                  {"dispatches_per_step", gpu_dispatches / (static_cast<double>(runs) * steps)}});
+                  {"dispatches_per_step", gpu_dispatches / timed_steps}});
     }
     if (series) {
       Json run_ms = Json::array();
