@@ -40,10 +40,12 @@ void GenerateCumsum(const Module& m, const Kernel& k, Generated& out) {
 // the steps lo + l, lo + l + L, ... below hi (l = t / columns, L = 256 / columns lanes per
 // column) in increasing order, from the column's element `row_start` + col; the column's L lanes
 // then combine pairwise in workgroup memory (w = L / 2, ..., 1) and its lane 0 stores out[`at`].
-// `lo`, `hi`, `row_start` and `at` are WGSL expressions (of wg, lane and col).
-static std::string ColumnBlockSum(int64_t columns, int64_t inner, const std::string& lo,
-                                  const std::string& hi, const std::string& row_start,
-                                  const std::string& at, const std::string& scale) {
+// `lo`, `hi`, `row_start` and `at` are WGSL expressions (of wg, lane and col); `scale` follows
+// the stored sum (" / n" where a mean's output is stored, else empty).
+namespace {
+std::string ColumnBlockSum(int64_t columns, int64_t inner, const std::string& lo,
+                           const std::string& hi, const std::string& row_start,
+                           const std::string& at, const std::string& scale) {
   const int64_t lanes = 256 / columns;
   const std::string L = U32(lanes), stride = U32(inner);
   std::string combine;
@@ -76,6 +78,7 @@ static std::string ColumnBlockSum(int64_t columns, int64_t inner, const std::str
          combine + "  if (lane == 0u && col < " + stride + ") {\n    out[" + at + "] = partial[t]" +
          scale + ";\n  }\n}\n";
 }
+}  // namespace
 
 // A wide sum along columns (SumSchedule with inner > 1): workgroup (block, g, row) sums chunk g of
 // the axis for its `columns` columns (ColumnBlockSum) into out[(row x groups + g) x inner +
