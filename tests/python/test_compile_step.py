@@ -108,6 +108,22 @@ def capture(model, optimizer, backend, loss_fn=F.cross_entropy):
     return st.compile_step(model, loss_fn, optimizer, tier="prod", **backend)
 
 
+def assert_as_exact_as_pytorch(got, want, exact):
+    """Each element of `got` within TOL of PyTorch's float32 answer `want`, or, where it is not, no
+    further from the float64 answer `exact` than TOL plus four times PyTorch's own float32 error
+    there. Some elements are ill-conditioned (AdamW's update of a gradient that is nearly zero turns
+    rounding into steps of the learning rate's size), and there both float32 answers stray from the
+    exact one by more than TOL, each its own way."""
+    got, want, exact = (torch.as_tensor(v, dtype=torch.float64) for v in (got, want, exact))
+    near_peer = (got - want).abs() <= TOL["atol"] + TOL["rtol"] * want.abs()
+    allowed = TOL["atol"] + TOL["rtol"] * exact.abs() + 4 * (want - exact).abs()
+    off = ~near_peer & ((got - exact).abs() > allowed)
+    assert not off.any(), (
+        f"{int(off.sum())} of {off.numel()} elements neither within {TOL} of PyTorch float32 nor "
+        f"as near float64 as it: got {got[off][:4].tolist()}, float32 {want[off][:4].tolist()}, "
+        f"float64 {exact[off][:4].tolist()}")
+
+
 @pytest.mark.parametrize("name", sorted(FIXTURES))
 def test_twenty_captured_steps_match_pytorch(name, backend, rng):
     torch.manual_seed(int(rng.integers(2**31)))
@@ -125,11 +141,16 @@ def test_twenty_captured_steps_match_pytorch(name, backend, rng):
     got = step.steps(data)
     step.sync()
     step.dispose()
+    exact_twin = copy.deepcopy(twin).double()
     torch.manual_seed(seed)
     want = eager(twin, make_optimizer(twin), data, loss_fn)
-    torch.testing.assert_close(torch.tensor(got), torch.tensor(want), **TOL)
-    for p, q in zip(model.parameters(), twin.parameters()):
-        torch.testing.assert_close(p, q, **TOL)
+    # The same steps in float64, from the same weights, batches and seed.
+    torch.manual_seed(seed)
+    exact_data = [(x.double(), y.double() if y.is_floating_point() else y) for x, y in data]
+    exact = eager(exact_twin, make_optimizer(exact_twin), exact_data, loss_fn)
+    assert_as_exact_as_pytorch(got, want, exact)
+    for p, q, r in zip(model.parameters(), twin.parameters(), exact_twin.parameters()):
+        assert_as_exact_as_pytorch(p.detach(), q.detach(), r.detach())
 
 
 def test_dropout_masks_are_fresh_every_step_and_change_the_result(backend, rng):
